@@ -1,0 +1,380 @@
+"""One text through the whole pipeline: attention → distances → persistence → summaries."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ..attention import Attention, resolve_index
+from ..distances import METRICS, token_distances
+from ..errors import InvalidInputError, OutOfRangeError
+from ..io import json_float, load_payload, register_result_kind, save_payload
+from ..topology import Diagram, persistence_batch
+
+__all__ = ["Analysis", "analyze", "SUMMARY_STATS"]
+
+SUMMARY_STATS = ("n_bars", "n_infinite", "total_persistence", "max_persistence", "persistence_entropy")
+
+
+def _versions() -> dict:
+    import importlib.metadata as md
+
+    out = {}
+    for pkg in ("attntopo", "torch", "transformers", "numpy", "giotto-ph", "gudhi"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+@dataclass(eq=False)
+class Analysis:
+    """Everything attntopo computes for one text, per head.
+
+    Attributes
+    ----------
+    attention : Attention
+        Weights of shape (n_layers, n_heads, n, n) for the analysed layers/heads.
+    distances : ndarray of shape (n_layers, n_heads, n, n), float64
+        Token distance matrices (:attr:`metric`).
+    diagrams : list of list of Diagram
+        ``diagrams[i][j]`` is the diagram of layer ``attention.layer_ids[i]``,
+        head ``attention.head_ids[j]``.
+    metric, maxdim, threshold, engine, paper_compat : settings used.
+    provenance : dict
+        Model description, package versions, creation time.
+    """
+
+    attention: Attention
+    distances: np.ndarray
+    diagrams: list[list[Diagram]]
+    metric: str
+    maxdim: int
+    threshold: float
+    engine: str
+    paper_compat: bool = False
+    provenance: dict = field(default_factory=dict)
+
+    # ----------------------------------------------------------------- access
+    @property
+    def tokens(self) -> list[str]:
+        return self.attention.tokens
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """Model layer indices analysed (0-based)."""
+        return self.attention.layer_ids
+
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """Model head indices analysed (0-based)."""
+        return self.attention.head_ids
+
+    def _pos(self, layer: int, head: int) -> tuple[int, int]:
+        """Positions in the arrays of model layer ``layer`` and head ``head``."""
+        n_layers_model = self.provenance.get("model", {}).get("n_layers", max(self.layers) + 1)
+        n_heads_model = self.provenance.get("model", {}).get("n_heads", max(self.heads) + 1)
+        li = resolve_index(layer, n_layers_model, "layer")
+        hi = resolve_index(head, n_heads_model, "head")
+        if li not in self.layers:
+            raise OutOfRangeError(f"layer {layer} was not analysed; analysed layers: {list(self.layers)}")
+        if hi not in self.heads:
+            raise OutOfRangeError(f"head {head} was not analysed; analysed heads: {list(self.heads)}")
+        return self.layers.index(li), self.heads.index(hi)
+
+    def diagram(self, layer: int, head: int) -> Diagram:
+        """Persistence diagram of model layer ``layer``, head ``head`` (0-based, negatives ok)."""
+        i, j = self._pos(layer, head)
+        return self.diagrams[i][j]
+
+    def distance_matrix(self, layer: int, head: int) -> np.ndarray:
+        """(n, n) token distance matrix of one head."""
+        i, j = self._pos(layer, head)
+        return self.distances[i, j]
+
+    # ---------------------------------------------------------------- summary
+    def summary(self) -> dict[str, np.ndarray]:
+        """Per-head summary table as columns (all arrays of length n_layers · n_heads).
+
+        Columns: ``layer``, ``head``, then for each dimension ``d`` ≤ maxdim:
+        ``n_bars_h{d}`` (all bars), ``n_infinite_h{d}``, ``total_persistence_h{d}`` and
+        ``max_persistence_h{d}`` (finite bars only, in distance units) and
+        ``persistence_entropy_h{d}`` (bits, over finite lifetimes).
+        """
+        rows = self.summary_rows()
+        if not rows:
+            return {}
+        return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+
+    def summary_rows(self) -> list[dict]:
+        """Per-head summaries as a list of dicts (one per head, layer-major order)."""
+        rows = []
+        for i, layer in enumerate(self.layers):
+            for j, head in enumerate(self.heads):
+                s = self.diagrams[i][j].summary()
+                row = {"layer": layer, "head": head}
+                for d in range(self.maxdim + 1):
+                    sd = s[d]
+                    for stat in SUMMARY_STATS:
+                        row[f"{stat}_h{d}"] = sd[stat]
+                rows.append(row)
+        return rows
+
+    def to_pandas(self):
+        """The :meth:`summary` table as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            from ..errors import MissingDependencyError
+
+            raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
+        return pd.DataFrame(self.summary())
+
+    def __repr__(self) -> str:
+        a = self.attention
+        return (
+            f"Analysis(model={a.model!r}, tokens={a.n_tokens}, layers={len(self.layers)}, "
+            f"heads={len(self.heads)}, metric={self.metric!r}, maxdim={self.maxdim})"
+        )
+
+    # ---------------------------------------------------------------- storage
+    def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        a = self.attention
+        arrays: dict[str, np.ndarray] = {
+            "weights": a.weights,
+            "distances": self.distances,
+            "special": a.special,
+        }
+        if a.token_ids is not None:
+            arrays["token_ids"] = a.token_ids
+        L, H = len(self.layers), len(self.heads)
+        for d in range(self.maxdim + 1):
+            counts = np.zeros((L, H), dtype=np.int64)
+            pts = []
+            for i in range(L):
+                for j in range(H):
+                    p = self.diagrams[i][j][d]
+                    counts[i, j] = len(p)
+                    pts.append(np.asarray(p, dtype=np.float64).reshape(-1, 2))
+            arrays[f"dgm_counts_h{d}"] = counts
+            arrays[f"dgm_points_h{d}"] = (
+                np.concatenate(pts, axis=0) if pts else np.zeros((0, 2))
+            )
+        d0 = self.diagrams[0][0] if L and H else None
+        meta = {
+            "kind": "analysis",
+            "model": a.model,
+            "text": a.text,
+            "tokens": a.tokens,
+            "offsets": a.offsets,
+            "causal": a.causal,
+            "layer_ids": list(a.layer_ids),
+            "head_ids": list(a.head_ids),
+            "special_dropped": a.special_dropped,
+            "truncated": a.truncated,
+            "metric": self.metric,
+            "maxdim": self.maxdim,
+            "threshold": self.threshold,
+            "engine": self.engine,
+            "filtration": getattr(d0, "filtration", "vietoris_rips"),
+            "paper_compat": self.paper_compat,
+            "provenance": self.provenance,
+        }
+        return meta, arrays
+
+    def save(self, path, *, overwrite: bool = True, compress: bool = False):
+        """Save to a folder (``attntopo.json`` + ``arrays.npz``), atomically.
+
+        :func:`attntopo.load_result` restores an equal :class:`Analysis`.
+        """
+        meta, arrays = self._payload()
+        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress)
+
+    @classmethod
+    def _from_payload(cls, meta: dict, arrays: dict) -> "Analysis":
+        att = Attention(
+            weights=arrays["weights"],
+            tokens=meta["tokens"],
+            offsets=[tuple(o) for o in meta["offsets"]],
+            special=arrays["special"],
+            causal=bool(meta["causal"]),
+            model=meta["model"],
+            text=meta.get("text", ""),
+            token_ids=arrays.get("token_ids"),
+            layer_ids=tuple(meta["layer_ids"]),
+            head_ids=tuple(meta["head_ids"]),
+            special_dropped=bool(meta.get("special_dropped", False)),
+            truncated=bool(meta.get("truncated", False)),
+        )
+        maxdim = int(meta["maxdim"])
+        threshold = json_float(meta["threshold"])
+        L, H = len(att.layer_ids), len(att.head_ids)
+        split = {}
+        for d in range(maxdim + 1):
+            counts = arrays[f"dgm_counts_h{d}"].reshape(L, H)
+            pts = arrays[f"dgm_points_h{d}"]
+            bounds = np.concatenate([[0], np.cumsum(counts.ravel())])
+            split[d] = [pts[bounds[k] : bounds[k + 1]] for k in range(L * H)]
+        diagrams = [
+            [
+                Diagram(
+                    tuple(split[d][i * H + j] for d in range(maxdim + 1)),
+                    maxdim=maxdim,
+                    threshold=threshold,
+                    engine=meta["engine"],
+                    filtration=meta.get("filtration", "vietoris_rips"),
+                )
+                for j in range(H)
+            ]
+            for i in range(L)
+        ]
+        return cls(
+            attention=att,
+            distances=arrays["distances"],
+            diagrams=diagrams,
+            metric=meta["metric"],
+            maxdim=maxdim,
+            threshold=threshold,
+            engine=meta["engine"],
+            paper_compat=bool(meta.get("paper_compat", False)),
+            provenance=meta.get("provenance", {}),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Analysis):
+            return NotImplemented
+        return (
+            self.attention == other.attention
+            and np.array_equal(self.distances, other.distances)
+            and self.metric == other.metric
+            and self.maxdim == other.maxdim
+            and self.threshold == other.threshold
+            and self.engine == other.engine
+            and self.paper_compat == other.paper_compat
+            and self.provenance == other.provenance
+            and all(
+                a == b for ra, rb in zip(self.diagrams, other.diagrams) for a, b in zip(ra, rb)
+            )
+            and len(self.diagrams) == len(other.diagrams)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _load_analysis(meta: dict, arrays: dict) -> Analysis:
+    return Analysis._from_payload(meta, arrays)
+
+
+register_result_kind("analysis", _load_analysis)
+
+
+def _validate_settings(metric: str, maxdim: int, threshold: float) -> float:
+    if metric not in METRICS:
+        raise InvalidInputError(f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
+    if isinstance(maxdim, bool) or not isinstance(maxdim, (int, np.integer)) or not 0 <= maxdim <= 2:
+        raise InvalidInputError(f"maxdim must be 0, 1 or 2, got {maxdim!r}")
+    try:
+        threshold = float(threshold)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"threshold must be a positive number or inf, got {threshold!r}") from None
+    if math.isnan(threshold) or threshold <= 0:
+        raise InvalidInputError(f"threshold must be a positive number or inf, got {threshold!r}")
+    return threshold
+
+
+def analyze(
+    text: str | Sequence[str] | Attention,
+    model="minilm",
+    *,
+    layers=None,
+    heads=None,
+    metric: str = "jensen_shannon",
+    maxdim: int = 1,
+    threshold: float = math.inf,
+    engine: str | None = None,
+    drop_special: bool = False,
+    paper_compat: bool = False,
+    truncate: bool = False,
+    n_jobs: int | None = None,
+) -> Analysis | list[Analysis]:
+    """Analyse a text on every (or the chosen) head: attention, distances, diagrams, summaries.
+
+    Parameters
+    ----------
+    text : str, list of str, or Attention
+        One text → one :class:`Analysis`; a list → a list (attention batched, persistence of
+        all heads of all texts computed in one parallel batch).  An :class:`Attention`
+        is analysed as is (``model`` is then ignored).
+    model : str or AttentionModel
+        Alias (``"minilm"``, ``"smollm2"``), hub id, folder, or a loaded model.
+    layers, heads : int or list of int, optional
+        0-based model indices (negatives allowed); all by default.
+    metric : str
+        Row distance (see :data:`attntopo.distances.METRICS`); Jensen–Shannon base 2 by default.
+    maxdim : {0, 1, 2}
+        Highest homology dimension.
+    threshold : float
+        Largest edge length of the Rips filtration (inf: the full filtration).
+    engine : str, optional
+        Persistence engine (default: the fastest installed, see :mod:`attntopo.topology`).
+    drop_special : bool
+        Remove special tokens and renormalize rows before measuring distances.
+    paper_compat : bool
+        Reproduce the founding paper's distance (softmax re-applied, natural log, fourth root).
+    truncate : bool
+        Cut texts longer than the model's context instead of raising.
+    n_jobs : int, optional
+        Worker processes for persistence (default: all cores).
+    """
+    threshold = _validate_settings(metric, maxdim, threshold)
+    from ..models import AttentionModel, load_model
+
+    if isinstance(text, Attention):
+        atts = [text.select(layers, heads) if (layers is not None or heads is not None) else text]
+        if drop_special and not text.special_dropped:
+            atts = [a.drop_special() for a in atts]
+        single = True
+        m = None
+    else:
+        m = model if isinstance(model, AttentionModel) else load_model(model)
+        single = isinstance(text, str)
+        res = m.attention(text, drop_special=drop_special, truncate=truncate, layers=layers, heads=heads)
+        atts = [res] if single else list(res)
+
+    dists = [token_distances(a, metric=metric, paper_compat=paper_compat) for a in atts]
+    flat = [d.reshape(-1, d.shape[-1], d.shape[-1]) for d in dists]
+    all_mats = [mat for f in flat for mat in f]
+    dgms = persistence_batch(all_mats, maxdim=maxdim, threshold=threshold, engine=engine, n_jobs=n_jobs)
+    used_engine = dgms[0].engine if dgms else (engine or "")
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    base_prov = {
+        "model": m.info() if m is not None else {"name": atts[0].model},
+        "versions": _versions(),
+        "created": created,
+        "settings": {"drop_special": drop_special, "truncate": truncate},
+    }
+    out = []
+    k = 0
+    for a, d in zip(atts, dists):
+        L, H = d.shape[0], d.shape[1]
+        grid = [[dgms[k + i * H + j] for j in range(H)] for i in range(L)]
+        k += L * H
+        out.append(
+            Analysis(
+                attention=a,
+                distances=d,
+                diagrams=grid,
+                metric=metric,
+                maxdim=int(maxdim),
+                threshold=threshold,
+                engine=used_engine,
+                paper_compat=paper_compat,
+                provenance=dict(base_prov),
+            )
+        )
+    return out[0] if single else out

@@ -1,0 +1,18 @@
+"""Models: packaged aliases, hub ids, local folders and GGUF files, loaded with eager attention."""
+
+from .loading import cache_dir
+from .model import AttentionModel, Encoding, clear_model_cache, load_model
+from .specs import ALIASES, DEFAULT_MODEL, ModelSpec, packaged_aliases, resolve_spec
+
+__all__ = [
+    "ALIASES",
+    "DEFAULT_MODEL",
+    "AttentionModel",
+    "Encoding",
+    "ModelSpec",
+    "cache_dir",
+    "clear_model_cache",
+    "load_model",
+    "packaged_aliases",
+    "resolve_spec",
+]

@@ -1,0 +1,250 @@
+"""Loading weights and tokenizers: eager attention always, safetensors/GGUF only by default,
+GGUF converted once and cached, one load per process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ..errors import (
+    MissingDependencyError,
+    ModelLoadError,
+    ModelNotFoundError,
+    UnsafeWeightsError,
+)
+from .specs import ModelSpec, packaged_aliases
+
+__all__ = ["cache_dir", "load_hf", "gguf_converted_folder"]
+
+log = logging.getLogger("attntopo")
+_CONVERT_LOCK = threading.Lock()
+
+
+def cache_dir() -> Path:
+    """The user cache folder of attntopo (``$ATTNTOPO_CACHE_DIR`` overrides)."""
+    env = os.environ.get("ATTNTOPO_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("attntopo"))
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    """Silence progress bars and advisory warnings of transformers while loading."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    prev_bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if prev_bars:
+            hf_logging.enable_progress_bar()
+
+
+def _offline_message(spec: ModelSpec, why: str) -> str:
+    aliases = ", ".join(packaged_aliases()) or "none installed"
+    return (
+        f"cannot load {spec.name!r} from the Hugging Face hub ({why}); packaged aliases that work "
+        f"offline: {aliases}; or pass a local folder"
+    )
+
+
+def _hub_reachable(timeout: float = 2.0) -> bool:
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    u = urlparse(endpoint)
+    host = u.hostname or "huggingface.co"
+    port = u.port or (443 if u.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _hub_cached(spec: ModelSpec) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - huggingface_hub ships with transformers
+        return False
+    try:
+        hit = try_to_load_from_cache(spec.path, "config.json", revision=spec.revision)
+    except Exception:  # noqa: BLE001 - malformed ids are handled by the hub call itself
+        return False
+    return isinstance(hit, str)
+
+
+def _check_hub(spec: ModelSpec) -> None:
+    """Fail fast (instead of minutes of retries) when a hub id cannot possibly load."""
+    if _hub_cached(spec):
+        return
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
+        raise ModelNotFoundError(_offline_message(spec, "HF_HUB_OFFLINE is set and it is not cached"))
+    if not _hub_reachable():
+        raise ModelNotFoundError(_offline_message(spec, "the hub is unreachable and it is not cached"))
+
+
+def _file_fingerprint(path: Path) -> str:
+    """Cheap content fingerprint: size plus hashes of the first and last 4 MiB."""
+    import transformers
+
+    h = hashlib.sha256()
+    size = path.stat().st_size
+    h.update(str(size).encode())
+    h.update(transformers.__version__.encode())
+    with open(path, "rb") as f:
+        h.update(f.read(4 << 20))
+        if size > 8 << 20:
+            f.seek(-(4 << 20), os.SEEK_END)
+            h.update(f.read(4 << 20))
+    return h.hexdigest()[:16]
+
+
+def gguf_converted_folder(spec: ModelSpec) -> Path:
+    """Return a folder with the GGUF model dequantized to float32 safetensors, converting once.
+
+    The first call dequantizes the GGUF file with transformers (tens of seconds) and stores
+    ``model.safetensors`` + ``config.json`` + tokenizer files under :func:`cache_dir`; later
+    calls (in any process) find the folder and return at once.  Writes go to a temporary
+    folder that is renamed into place, under a file lock, so parallel processes are safe.
+    """
+    try:
+        import gguf  # noqa: F401
+        import accelerate  # noqa: F401
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"loading GGUF models needs the packages 'gguf' and 'accelerate' ({e.name} is missing): "
+            f"pip install 'attntopo[gguf]'"
+        ) from None
+    src = Path(spec.path) / str(spec.gguf_file)
+    if not src.is_file():
+        raise ModelNotFoundError(f"GGUF file not found: {src}")
+    key = f"{src.stem}-{_file_fingerprint(src)}"
+    root = cache_dir() / "models"
+    target = root / key
+    marker = target / "attntopo-conversion.json"
+    if marker.is_file():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    import fcntl
+
+    with _CONVERT_LOCK, open(root / f"{key}.lock", "w") as lockf:
+        fcntl.flock(lockf, fcntl.LOCK_EX)
+        try:
+            if marker.is_file():
+                return target
+            log.info("converting %s to safetensors (once; cached in %s)", src.name, target)
+            _convert_gguf(src, target)
+        finally:
+            fcntl.flock(lockf, fcntl.LOCK_UN)
+    return target
+
+
+def _convert_gguf(src: Path, target: Path) -> None:
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoModel, AutoTokenizer
+
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        with _quiet_transformers():
+            tok = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
+            model = AutoModel.from_pretrained(
+                str(src.parent),
+                gguf_file=src.name,
+                attn_implementation="eager",
+                dtype=torch.float32,
+            )
+        state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+        save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        cfg = model.config.to_dict()
+        cfg.pop("quantization_config", None)
+        cfg["architectures"] = [type(model).__name__]
+        (tmp / "config.json").write_text(json.dumps(cfg, indent=2, default=str))
+        tok.save_pretrained(str(tmp))
+        import transformers
+
+        (tmp / "attntopo-conversion.json").write_text(
+            json.dumps({"source": str(src), "transformers": transformers.__version__}, indent=2)
+        )
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def load_hf(spec: ModelSpec, *, dtype: str, device: str, allow_pickle: bool, trust_remote_code: bool):
+    """Load ``(model, tokenizer, source_folder_or_id)`` with eager attention.
+
+    Raises the typed errors of :mod:`attntopo.errors` with one-line messages.
+    """
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    torch_dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    if spec.kind == "hub":
+        _check_hub(spec)
+    path = str(gguf_converted_folder(spec)) if spec.is_gguf else spec.path
+    common = dict(trust_remote_code=trust_remote_code)
+    if spec.revision:
+        common["revision"] = spec.revision
+    try:
+        with _quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(path, **common)
+            model = AutoModel.from_pretrained(
+                path,
+                attn_implementation="eager",
+                dtype=torch_dtype,
+                use_safetensors=None if allow_pickle else True,
+                **common,
+            )
+    except (OSError, EnvironmentError) as e:
+        msg = str(e)
+        local = Path(path)
+        if local.is_dir() and not allow_pickle and any(
+            (local / f).exists() for f in ("pytorch_model.bin", "pytorch_model.bin.index.json")
+        ):
+            raise UnsafeWeightsError(
+                f"{spec.name!r} has only pickle weights (pytorch_model.bin); pass allow_pickle=True "
+                f"only if you trust its source"
+            ) from None
+        if not allow_pickle and "safetensors" in msg.lower():
+            raise UnsafeWeightsError(
+                f"{spec.name!r} offers no safetensors weights; pass allow_pickle=True only if you "
+                f"trust its source"
+            ) from None
+        if spec.kind == "hub":
+            raise ModelNotFoundError(_offline_message(spec, msg.splitlines()[0][:160])) from None
+        raise ModelLoadError(f"could not load {spec.name!r}: {msg.splitlines()[0][:200]}") from None
+    except ValueError as e:
+        if "trust_remote_code" in str(e):
+            raise ModelLoadError(
+                f"{spec.name!r} needs custom code from its repository; pass trust_remote_code=True "
+                f"only if you trust it"
+            ) from None
+        raise ModelLoadError(f"could not load {spec.name!r}: {str(e).splitlines()[0][:200]}") from None
+    model.eval()
+    model.requires_grad_(False)
+    if device != "cpu":
+        model.to(device)
+    return model, tokenizer, path

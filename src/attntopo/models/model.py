@@ -1,0 +1,345 @@
+"""The loaded model: tokenization with offsets and batched attention extraction."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..attention import Attention, resolve_indices
+from ..errors import EmptyTextError, InvalidInputError, TextTooLongError
+from .loading import load_hf
+from .specs import DEFAULT_MODEL, ModelSpec, resolve_spec
+
+__all__ = ["AttentionModel", "load_model", "clear_model_cache", "Encoding"]
+
+# Bound on the attention tensors materialised per forward pass (float32 elements).
+_BATCH_ELEMENTS = 96 * 2**20
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """One tokenized text: ids, token strings, character offsets and special-token mask."""
+
+    text: str
+    ids: list[int]
+    tokens: list[str]
+    offsets: list[tuple[int, int]]
+    special: list[bool]
+    truncated: bool
+
+
+class AttentionModel:
+    """A transformer loaded with eager attention, ready to return attention weights.
+
+    Obtain one with :func:`load_model` (cached per process); do not construct directly.
+
+    Attributes
+    ----------
+    name : str
+        What it was loaded as (alias, hub id, path).
+    n_layers, n_heads : int
+        Layers and query heads per layer (grouped-query models report query heads).
+    n_kv_heads : int
+        Key/value heads per layer (= n_heads unless grouped-query attention).
+    causal : bool
+        True if rows never see later tokens (decoder models); measured on a probe at load.
+    max_length : int
+        Longest input in tokens, special tokens included.
+    """
+
+    def __init__(self, spec: ModelSpec, hf_model, tokenizer, source: str, device: str, dtype: str):
+        self.spec = spec
+        self.name = spec.name
+        self.hf_model = hf_model
+        self.tokenizer = tokenizer
+        self.source = source
+        self.device = device
+        self.dtype = dtype
+        cfg = hf_model.config
+        self.config = cfg
+        self.architecture = type(hf_model).__name__
+        self.model_type = getattr(cfg, "model_type", "unknown")
+        self.n_layers = int(getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "n_layer"))
+        self.n_heads = int(getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_head"))
+        self.n_kv_heads = int(getattr(cfg, "num_key_value_heads", None) or self.n_heads)
+        limits = [
+            getattr(cfg, k, None)
+            for k in ("max_position_embeddings", "n_positions", "max_sequence_length")
+        ]
+        tmax = getattr(tokenizer, "model_max_length", None)
+        if isinstance(tmax, int) and tmax < 10**7:
+            limits.append(tmax)
+        limits = [int(x) for x in limits if isinstance(x, (int, np.integer)) and x > 0]
+        self.max_length = min(limits) if limits else 512
+        # BERT-style models add [CLS]...[SEP]; offsets are needed for labels and matching
+        self._fast = bool(getattr(tokenizer, "is_fast", False))
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+        tokenizer.padding_side = "right"
+        if hasattr(cfg, "use_cache"):
+            cfg.use_cache = False  # no key/value cache: one pass, attention only
+        self._lock = threading.Lock()
+        self.causal = self._probe_causal()
+
+    # ------------------------------------------------------------------ info
+    def __repr__(self) -> str:
+        kind = "causal" if self.causal else "bidirectional"
+        return (
+            f"AttentionModel({self.name!r}, {self.model_type}, {self.n_layers} layers x "
+            f"{self.n_heads} heads, {kind}, max {self.max_length} tokens)"
+        )
+
+    def info(self) -> dict:
+        """Plain-data description (for CLIs, saved results and the web API)."""
+        return {
+            "name": self.name,
+            "kind": self.spec.kind,
+            "source": self.source,
+            "architecture": self.architecture,
+            "model_type": self.model_type,
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "n_kv_heads": self.n_kv_heads,
+            "causal": self.causal,
+            "max_length": self.max_length,
+            "dtype": self.dtype,
+            "device": self.device,
+        }
+
+    # -------------------------------------------------------------- tokenize
+    def _check_text(self, text) -> str:
+        if not isinstance(text, str):
+            raise InvalidInputError(f"text must be a string, got {type(text).__name__}")
+        if not text.strip():
+            raise EmptyTextError("text is empty or only whitespace: give at least one word")
+        return text
+
+    def tokenize(self, text: str, *, truncate: bool = False) -> Encoding:
+        """Tokenize one text exactly as :meth:`attention` does (special tokens included).
+
+        Raises :class:`~attntopo.errors.TextTooLongError` if the text has more tokens than
+        :attr:`max_length`, unless ``truncate=True`` (then the tail is cut).
+        """
+        return self._encode([text], truncate=truncate)[0]
+
+    def _encode(self, texts: Sequence[str], *, truncate: bool) -> list[Encoding]:
+        texts = [self._check_text(t) for t in texts]
+        tok = self.tokenizer
+        kwargs = dict(
+            add_special_tokens=True,
+            return_special_tokens_mask=True,
+            return_attention_mask=False,
+        )
+        if self._fast:
+            kwargs["return_offsets_mapping"] = True
+        enc = tok(list(texts), truncation=False, **kwargs)
+        out = []
+        for i, text in enumerate(texts):
+            ids = list(enc["input_ids"][i])
+            special = [bool(s) for s in enc["special_tokens_mask"][i]]
+            offsets = (
+                [tuple(int(x) for x in o) for o in enc["offset_mapping"][i]]
+                if self._fast
+                else [(0, 0)] * len(ids)
+            )
+            truncated = False
+            if len(ids) > self.max_length:
+                if not truncate:
+                    raise TextTooLongError(
+                        f"text has {len(ids)} tokens but {self.name} takes at most "
+                        f"{self.max_length}: shorten it or pass truncate=True"
+                    )
+                # keep trailing special tokens (e.g. [SEP]) and cut the content
+                n_tail = 0
+                while n_tail < len(ids) and special[len(ids) - 1 - n_tail]:
+                    n_tail += 1
+                keep = self.max_length - n_tail
+                sl = list(range(keep)) + list(range(len(ids) - n_tail, len(ids)))
+                ids = [ids[k] for k in sl]
+                special = [special[k] for k in sl]
+                offsets = [offsets[k] for k in sl]
+                truncated = True
+            for k, sp in enumerate(special):
+                if sp:
+                    offsets[k] = (0, 0)
+            tokens = tok.convert_ids_to_tokens(ids)
+            out.append(Encoding(text, ids, list(tokens), offsets, special, truncated))
+        return out
+
+    # ------------------------------------------------------------- attention
+    def _probe_causal(self) -> bool:
+        w = self._forward([[self._probe_id()] * 4])[0]
+        return bool(np.all(np.triu(w, 1) == 0))
+
+    def _probe_id(self) -> int:
+        tok = self.tokenizer
+        ids = tok("a", add_special_tokens=False)["input_ids"]
+        return int(ids[0]) if ids else int(tok.unk_token_id or 0)
+
+    def _forward(self, batch_ids: list[list[int]]) -> list[np.ndarray]:
+        """Forward a batch of id lists (right-padded); returns per text ``(L, H, n_i, n_i)``."""
+        import torch
+
+        lengths = [len(x) for x in batch_ids]
+        n = max(lengths)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids = torch.full((len(batch_ids), n), int(pad), dtype=torch.long)
+        mask = torch.zeros((len(batch_ids), n), dtype=torch.long)
+        for i, row in enumerate(batch_ids):
+            ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+            mask[i, : len(row)] = 1
+        inputs = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)}
+        with self._lock, torch.inference_mode():
+            out = self.hf_model(**inputs, output_attentions=True)
+        atts = out.attentions
+        if not atts or any(a is None for a in atts):
+            raise RuntimeError(
+                "the model returned no attention weights (is it running with eager attention?)"
+            )
+        stacked = torch.stack([a.float() for a in atts], dim=1).cpu().numpy()  # (B, L, H, n, n)
+        return [stacked[i, :, :, : lengths[i], : lengths[i]] for i in range(len(batch_ids))]
+
+    def attention(
+        self,
+        text: str | Sequence[str],
+        *,
+        drop_special: bool = False,
+        truncate: bool = False,
+        layers=None,
+        heads=None,
+        batch_size: int | None = None,
+    ) -> Attention | list[Attention]:
+        """Attention weights of a text (or of each text in a list).
+
+        Parameters
+        ----------
+        text : str or list of str
+            One text → one :class:`~attntopo.attention.Attention`; a list → a list, computed
+            in padded batches (padding never leaks: every text's weights equal a run alone).
+        drop_special : bool
+            Remove special tokens' rows and columns and renormalize rows
+            (see :meth:`Attention.drop_special`).
+        truncate : bool
+            Cut texts longer than :attr:`max_length` instead of raising.
+        layers, heads : int or list of int, optional
+            Keep only these (0-based, negatives allowed); all by default.
+        batch_size : int, optional
+            Texts per forward pass; by default as many as fit a memory bound.
+
+        Returns
+        -------
+        Attention or list of Attention
+            ``weights`` of shape (n_layers, n_heads, n_tokens, n_tokens), float32.
+        """
+        single = isinstance(text, str)
+        texts = [text] if single else list(text)
+        if not texts:
+            raise EmptyTextError("no texts given: pass a string or a non-empty list of strings")
+        li = resolve_indices(layers, self.n_layers, "layer")
+        hi = resolve_indices(heads, self.n_heads, "head")
+        encs = self._encode(texts, truncate=truncate)
+        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
+        results: list[Attention | None] = [None] * len(encs)
+        start = 0
+        while start < len(order):
+            n_max = len(encs[order[start]].ids)
+            if batch_size is None:
+                # grow the batch while the padded attention tensors stay under the bound
+                stop = start + 1
+                while stop < len(order):
+                    n_next = len(encs[order[stop]].ids)
+                    if (stop + 1 - start) * self.n_layers * self.n_heads * n_next**2 > _BATCH_ELEMENTS:
+                        break
+                    stop += 1
+            else:
+                stop = min(start + max(1, int(batch_size)), len(order))
+            idx = order[start:stop]
+            ws = self._forward([encs[i].ids for i in idx])
+            for i, w in zip(idx, ws):
+                e = encs[i]
+                w = w[np.ix_(li, hi)] if (len(li), len(hi)) != (self.n_layers, self.n_heads) else w
+                att = Attention(
+                    weights=w,
+                    tokens=e.tokens,
+                    offsets=e.offsets,
+                    special=np.array(e.special, dtype=bool),
+                    causal=self.causal,
+                    model=self.name,
+                    text=e.text,
+                    token_ids=np.array(e.ids, dtype=np.int64),
+                    layer_ids=li,
+                    head_ids=hi,
+                    truncated=e.truncated,
+                )
+                results[i] = att.drop_special() if drop_special else att
+            start = stop
+        return results[0] if single else results  # type: ignore[return-value]
+
+
+_CACHE: dict[tuple, AttentionModel] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_model(
+    spec: str | os.PathLike | ModelSpec = DEFAULT_MODEL,
+    *,
+    device: str = "cpu",
+    dtype: str = "float32",
+    allow_pickle: bool = False,
+    trust_remote_code: bool = False,
+    revision: str | None = None,
+) -> AttentionModel:
+    """Load a model with eager attention (cached: one load per process and settings).
+
+    Parameters
+    ----------
+    spec : str or path
+        ``"minilm"`` (default, packaged all-MiniLM-L6-v2), ``"smollm2"`` (packaged GGUF
+        SmolLM2-135M-Instruct, converted once and cached), any Hugging Face id
+        (``"bert-base-uncased"``, ``"gpt2"``, …), a local model folder, or a ``.gguf`` file.
+    device : str
+        Torch device (``"cpu"``, ``"cuda"``, …).
+    dtype : {"float32", "float16", "bfloat16"}
+        Weights' dtype; attention is always returned as float32.
+    allow_pickle : bool
+        Allow pickle (``pytorch_model.bin``) weights.  Off by default: safetensors/GGUF only.
+    trust_remote_code : bool
+        Allow custom model code from the repository.  Off by default.
+    revision : str, optional
+        Hub branch, tag or commit.
+
+    Raises
+    ------
+    ModelNotFoundError
+        Unknown alias, missing folder, or hub unreachable (names the offline aliases).
+    UnsafeWeightsError
+        Only pickle weights and ``allow_pickle`` is False.
+    """
+    if dtype not in ("float32", "float16", "bfloat16"):
+        raise InvalidInputError(f"dtype must be float32, float16 or bfloat16, got {dtype!r}")
+    if not isinstance(device, str) or not device:
+        raise InvalidInputError(f"device must be a torch device string like 'cpu', got {device!r}")
+    resolved = resolve_spec(spec, revision=revision)
+    key = (resolved.kind, resolved.path, resolved.gguf_file, resolved.revision, device, dtype,
+           bool(allow_pickle), bool(trust_remote_code))
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            return hit
+        hf_model, tokenizer, source = load_hf(
+            resolved, dtype=dtype, device=device, allow_pickle=allow_pickle,
+            trust_remote_code=trust_remote_code,
+        )
+        model = AttentionModel(resolved, hf_model, tokenizer, source, device, dtype)
+        _CACHE[key] = model
+        return model
+
+
+def clear_model_cache() -> None:
+    """Forget every loaded model (frees memory; the next :func:`load_model` reloads)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
