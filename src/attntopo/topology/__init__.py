@@ -1,0 +1,40 @@
+"""Persistent homology of distance matrices and the canonical :class:`Diagram`.
+
+>>> from attntopo.topology import persistence
+>>> dgm = persistence(D, maxdim=1)          # D: (n, n) distance matrix
+>>> dgm[1]                                  # (k, 2) array of H1 (birth, death)
+
+Engines: ``"giotto"`` (giotto-ph, default), ``"ripser"`` (ripser.py),
+``"gudhi"``; they return identical exact float64 diagrams.
+"""
+
+from .diagram import SUMMARY_KEYS, Diagram, summary_table
+from .diagram_distances import DIAGRAM_METRICS, bottleneck, diagram_distance, matching, wasserstein
+from .engines import DEFAULT_ENGINE, ENGINES, Engine, available_engines
+from .persistence import (
+    MAX_MAXDIM,
+    persistence,
+    persistence_batch,
+    pool_shutdown,
+    validate_distance_matrix,
+)
+
+__all__ = [
+    "Diagram",
+    "summary_table",
+    "SUMMARY_KEYS",
+    "persistence",
+    "persistence_batch",
+    "pool_shutdown",
+    "validate_distance_matrix",
+    "ENGINES",
+    "Engine",
+    "DEFAULT_ENGINE",
+    "MAX_MAXDIM",
+    "available_engines",
+    "bottleneck",
+    "wasserstein",
+    "diagram_distance",
+    "matching",
+    "DIAGRAM_METRICS",
+]
