@@ -1,0 +1,835 @@
+"""Distances between attention rows: each token becomes a point of a metric space.
+
+Row ``i`` of an attention matrix is query token ``i``'s probability distribution
+over the keys.  :func:`token_distances` measures how far apart two such rows are,
+for every pair of rows and for every head at once, and returns the
+``[..., n, n]`` distance matrices that the persistence engines consume.
+
+Metrics (``p``, ``q`` are two rows; all logarithms below are natural unless said):
+
+``"jensen_shannon"`` (default)
+    ``sqrt(JS(p, q) / ln(base))`` with ``JS = ½ KL(p‖m) + ½ KL(q‖m)``,
+    ``m = (p + q) / 2``.  The square root of the Jensen–Shannon divergence is a
+    true metric; with ``base=2`` it lies in ``[0, 1]``.  Same numbers as
+    ``scipy.spatial.distance.jensenshannon(p, q, base=base)``.
+``"hellinger"``
+    ``sqrt(1 - Σ sqrt(p q)) = ‖sqrt(p) - sqrt(q)‖₂ / sqrt(2)``, the normalized
+    Hellinger distance, in ``[0, 1]``.
+``"fisher_rao"``
+    ``2 arccos(Σ sqrt(p q))``, the Fisher–Rao geodesic distance on the
+    probability simplex (twice the Bhattacharyya angle), in ``[0, π]``.
+``"total_variation"``
+    ``½ Σ |p - q|``, in ``[0, 1]``.
+
+Accuracy.  Everything is computed in float64 by default.  The Jensen–Shannon
+matrix is first computed with one logarithm per element
+(``JS = ln 2 + ½ Σ p ln p + ½ Σ q ln q − ½ Σ (p+q) ln(p+q)``), which loses
+relative accuracy when two rows are nearly identical (the divergence is then a
+small difference of sums of order 1; scipy's formula has the same problem and
+even returns NaN there).  Every pair whose fast divergence is below 1e-6 nats is
+recomputed with a cancellation-free form (``JS = ¼ Σ (p+q) φ((p−q)/(p+q))``,
+``φ(d) = (1+d) ln(1+d) + (1−d) ln(1−d) = 2d atanh(d) + log1p(−d²) ≥ 0``), so
+near-identical rows get distances with a relative error of about 1e-15, the
+worst case (just above the cutoff) is about 1e-11, and identical rows get
+exactly 0.  (Real attention rarely has such pairs; if every pair needs it, the
+call is about 6× slower.)  Hellinger and Fisher–Rao use one matrix product
+of square-rooted rows and recompute close pairs from
+``sqrt p − sqrt q = (p − q) / (sqrt p + sqrt q)`` in the same way.
+
+Speed.  The Jensen–Shannon work is ``n³/2`` logarithms per matrix (upper
+triangle only), done in cache-sized tiles over all matrices at once and shared
+among worker threads; keys that two rows cannot share are skipped (for causal
+attention this is about 3× less work).  The logarithm itself is most of the time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import torch
+
+from attntopo.errors import InvalidInputError, InvalidMatrixError
+
+__all__ = ["METRICS", "token_distances", "pairwise_distance"]
+
+#: Names accepted by ``metric=``.
+METRICS: tuple[str, ...] = ("jensen_shannon", "hellinger", "fisher_rao", "total_variation")
+
+_DEFAULT_CHUNK_ELEMENTS = 1 << 26  # ≈ 0.5 GiB of float64 temporaries
+_TILE_TARGET = 1 << 18  # elements per JS tile: amortizes Python overhead, stays near the cache
+_GROUP = 16  # rows per support group (joint-support restriction of the JS tiles)
+_STRIP_ROWS = 4  # rows i per JS tile (pairs i > j inside a tile are wasted work: ~_STRIP_ROWS / 2n)
+_NEG_TOL = 1e-6  # entries down to -_NEG_TOL are round-off and clipped to 0
+_SUM_TOL = 1e-3  # rows must sum to 1 within this tolerance
+_RENORM_TOL = 1e-13  # rows summing to 1 within this are not rescaled
+_JS_CUTOFF = {torch.float64: 1e-6, torch.float32: 1e-4}  # nats; below: recompute accurately
+_H2_CUTOFF = {torch.float64: 1e-6, torch.float32: 1e-4}  # 1 - BC; below: recompute accurately
+_TINY = {torch.float64: 1e-300, torch.float32: 1e-30}  # stands in for exact zeros inside log
+_LN2 = math.log(2.0)
+_SERIES_D = 0.1  # |d| below this: power series of φ(d) (NumPy reference)
+_SERIES_TERMS = 9  # d**18 relative to d**2 is < 1e-16 for |d| < 0.1
+_REFINE_ELEMENTS = 1 << 16  # elements per refinement step (pairs × n)
+
+
+# ----------------------------------------------------------------------------------
+# public API
+# ----------------------------------------------------------------------------------
+
+
+def token_distances(
+    att: Any,
+    metric: str = "jensen_shannon",
+    *,
+    base: float = 2.0,
+    paper_compat: bool = False,
+    chunk_elements: int | None = None,
+    dtype: torch.dtype = torch.float64,
+    n_threads: int | None = None,
+) -> np.ndarray:
+    """Distances between the rows of attention matrices.
+
+    Parameters
+    ----------
+    att : Attention or array_like or torch.Tensor
+        Either an object with a ``.weights`` attribute (the :class:`Attention`
+        container, weights of shape ``(L, H, n, n)``) or an array / tensor /
+        nested list of shape ``(..., n, n)`` with any number (including zero) of
+        leading batch dimensions.  Row ``i`` of each matrix is query ``i``'s
+        distribution over the keys: entries ``>= 0`` (down to ``-1e-6`` is
+        accepted as round-off and clipped) and rows summing to 1 within
+        ``1e-3``.  Rows are rescaled to sum to 1 in float64, as
+        :func:`scipy.spatial.distance.jensenshannon` does (rows already within
+        ``1e-13`` of 1 are used as given, so that rescaling never swamps the
+        difference between two nearly identical rows).  Exact zeros are fine
+        (``0 · log 0 = 0``).  The input is never modified.
+    metric : {"jensen_shannon", "hellinger", "fisher_rao", "total_variation"}
+        Distance between two rows ``p`` and ``q`` (see the module docstring):
+
+        - ``"jensen_shannon"``: ``sqrt(JS divergence)`` with logarithm base
+          ``base``; in ``[0, 1]`` for ``base=2``, in ``[0, sqrt(ln 2)]`` for
+          ``base=e``.  A true metric.
+        - ``"hellinger"``: ``sqrt(1 - Σ sqrt(p q))``, equal to
+          ``‖sqrt(p) - sqrt(q)‖₂ / sqrt(2)``; in ``[0, 1]``.
+        - ``"fisher_rao"``: ``2 arccos(Σ sqrt(p q))``; in ``[0, π]``.  Computed as
+          the equal ``4 arcsin(hellinger / sqrt(2))``, which stays accurate
+          for close rows where ``arccos`` near 1 does not.
+        - ``"total_variation"``: ``½ Σ |p - q|``; in ``[0, 1]``.
+    base : float, default 2.0
+        Logarithm base of the Jensen–Shannon divergence; a finite number > 1
+        (bases in ``(0, 1)`` would make the divergence negative).  Only used
+        by ``"jensen_shannon"`` (ignored by the other metrics and by
+        ``paper_compat=True``, which always uses the natural log).
+    paper_compat : bool, default False
+        Reproduce the founding paper's notebooks instead of the recommended
+        metric: every row is passed through a softmax *again*
+        (``exp(A) / Σ exp(A)`` over all keys, masked/future keys included), the
+        Jensen–Shannon distance is taken with the natural log, and its square
+        root is returned (a fourth root of the divergence):
+        ``sqrt(scipy.spatial.distance.jensenshannon(softmax(p), softmax(q)))``.
+        This is a reproduction aid, not a metric we recommend: the extra
+        softmax flattens the rows and gives masked (future) keys weight again,
+        so distances shrink with length.  Two one-hot rows, at natural-log JS
+        distance ``sqrt(ln 2) = 0.833``, are at scipy distance 0.218 after the
+        softmax for ``n=7`` (0.099 for ``n=40``, 0.058 for ``n=120``), and the
+        final square root turns that into 0.466 (0.315, 0.241).  Only valid
+        with ``metric="jensen_shannon"``; any finite input is accepted.
+    chunk_elements : int, optional
+        Budget, in elements of ``dtype``, for temporary arrays (besides the
+        input and the output).  Default ``2**26`` (≈ 0.5 GiB of float64).  The
+        result does not depend on it.  A few ``n × n`` matrices per head are
+        always needed, whatever the budget.
+    dtype : torch.dtype, default torch.float64
+        Precision of the bulk computation: ``torch.float64`` (distances accurate
+        to ~1e-12 or better) or ``torch.float32`` (faster, ~1e-5).  Close pairs
+        are always recomputed in float64; the output is float64 either way.
+    n_threads : int, optional
+        Number of worker threads for this call; default: torch's current
+        ``torch.get_num_threads()``.  The work is split into independent
+        tiles run by that many Python threads, each doing single-threaded
+        torch operations (robust when the cores are shared with other work);
+        torch's own thread count is set to 1 during the call and restored
+        afterwards.
+
+    Returns
+    -------
+    ndarray of shape (..., n, n), float64
+        ``out[..., i, j]`` is the distance between rows ``i`` and ``j`` of the
+        same matrix.  Exactly symmetric, exactly 0 on the diagonal and between
+        identical rows, never NaN.
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown ``metric``, bad ``base``, ``paper_compat`` with another metric,
+        bad ``chunk_elements``, ``dtype`` or ``n_threads``, non-numeric input.
+    InvalidMatrixError
+        Input that is not ``(..., n, n)``, has NaN/inf, negative entries, or
+        rows that do not sum to 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.array([[1.0, 0.0], [0.5, 0.5]])
+    >>> token_distances(a).round(4)
+    array([[0.    , 0.5579],
+           [0.5579, 0.    ]])
+    """
+    metric = _check_metric(metric)
+    base = _check_base(base)
+    if not isinstance(paper_compat, (bool, np.bool_)):
+        raise InvalidInputError(f"paper_compat must be True or False; got {paper_compat!r}")
+    if paper_compat and metric != "jensen_shannon":
+        raise InvalidInputError(
+            f"paper_compat=True reproduces the paper's Jensen–Shannon recipe only; "
+            f"use metric='jensen_shannon' (got metric={metric!r})"
+        )
+    budget = _check_positive_int(chunk_elements, "chunk_elements", _DEFAULT_CHUNK_ELEMENTS)
+    if dtype not in (torch.float64, torch.float32):
+        raise InvalidInputError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
+    threads = _check_positive_int(n_threads, "n_threads", None)
+
+    x = _as_tensor(att)
+    if x.ndim < 2:
+        raise InvalidMatrixError(
+            f"attention must have shape [..., n, n] (at least 2-D); got shape {tuple(x.shape)}"
+        )
+    if x.shape[-1] != x.shape[-2]:
+        raise InvalidMatrixError(
+            "attention matrices must be square [..., n, n]; "
+            f"got last two dims {tuple(x.shape[-2:])}"
+        )
+    lead, n = tuple(x.shape[:-2]), int(x.shape[-1])
+    out = np.empty(lead + (n, n), dtype=np.float64)
+    if out.size == 0:
+        return out
+    x3 = x.reshape(-1, n, n)
+    batch = x3.shape[0]
+    out3 = torch.from_numpy(out.reshape(batch, n, n))
+
+    on_cpu = x3.device.type == "cpu"
+    n_workers = (threads or torch.get_num_threads()) if on_cpu else 1
+    with torch.no_grad(), _torch_threads(1 if on_cpu else threads), _Workers(n_workers) as workers:
+        # one cheap pass: validation, and (for JS) the union of the rows' supports
+        need_support = metric == "jensen_shannon"
+        support = _validate(x3, lead, paper_compat, budget, need_support)
+        heads = max(1, min(batch, budget // (6 * n * n)))
+        for h0 in range(0, batch, heads):
+            P = _prepare(x3[h0 : h0 + heads], paper_compat)  # float64 copy, rows sum to 1
+            if metric == "jensen_shannon":
+                D = _js_block(P, dtype, budget, support, workers)
+                # divergence (nats) -> distance
+                D.clamp_(0.0, _LN2)
+                if paper_compat:
+                    D.sqrt_().sqrt_()
+                else:
+                    D.div_(math.log(base)).sqrt_()
+            elif metric in ("hellinger", "fisher_rao"):
+                D = _hellinger_block(P, dtype, budget, workers)
+                if metric == "fisher_rao":
+                    # 2 arccos(BC) = 4 arcsin(H / sqrt 2), accurate also for close rows
+                    D.mul_(1.0 / math.sqrt(2.0)).clamp_(0.0, 1.0).asin_().mul_(4.0)
+                    D.clamp_(0.0, math.pi)
+            else:
+                D = _tv_block(P, dtype, budget, workers)
+            _symmetrize_upper_(D)
+            out3[h0 : h0 + heads] = D.to("cpu")
+    return out
+
+
+def pairwise_distance(p: Any, q: Any, metric: str = "jensen_shannon", base: float = 2.0) -> float:
+    """Distance between two distributions, reference implementation in NumPy.
+
+    Straightforward, accurate float64 formulas for one pair; used by the tests
+    and handy in documentation.  :func:`token_distances` gives the same numbers
+    for all pairs at once.
+
+    Parameters
+    ----------
+    p, q : array_like of shape (n,)
+        Probability vectors: entries ``>= 0`` (down to ``-1e-6`` clipped), each
+        summing to 1 within ``1e-3`` (renormalized exactly).
+    metric : {"jensen_shannon", "hellinger", "fisher_rao", "total_variation"}
+        See :func:`token_distances`.
+    base : float, default 2.0
+        Logarithm base for ``"jensen_shannon"``; a finite number > 1.
+
+    Returns
+    -------
+    float
+        The distance (``[0, 1]`` for JS base 2, Hellinger and total variation;
+        ``[0, π]`` for Fisher–Rao).
+    """
+    metric = _check_metric(metric)
+    base = _check_base(base)
+    pv = _as_vector(p, "p")
+    qv = _as_vector(q, "q")
+    if pv.shape != qv.shape:
+        raise InvalidInputError(
+            f"p and q must have the same length; got {pv.shape[0]} and {qv.shape[0]}"
+        )
+    if metric == "jensen_shannon":
+        js = 0.25 * float(np.sum(_phi_terms_np(pv, qv)))
+        return math.sqrt(min(max(js, 0.0), _LN2) / math.log(base))
+    if metric == "total_variation":
+        return min(0.5 * float(np.sum(np.abs(pv - qv))), 1.0)
+    r = np.sqrt(pv) + np.sqrt(qv)
+    diff = (pv - qv) / np.where(r > 0, r, 1.0)  # = sqrt p − sqrt q, without cancellation
+    h = min(math.sqrt(0.5 * float(np.sum(diff * diff))), 1.0)
+    if metric == "hellinger":
+        return h
+    return min(4.0 * math.asin(h / math.sqrt(2.0)), math.pi)
+
+
+# ----------------------------------------------------------------------------------
+# argument checks
+# ----------------------------------------------------------------------------------
+
+
+def _check_metric(metric: Any) -> str:
+    if not isinstance(metric, str) or metric not in METRICS:
+        allowed = ", ".join(repr(m) for m in METRICS)
+        raise InvalidInputError(f"unknown metric {metric!r}; allowed: {allowed}")
+    return metric
+
+
+def _check_base(base: Any) -> float:
+    try:
+        b = float(base)
+    except (TypeError, ValueError):
+        b = float("nan")
+    if isinstance(base, bool) or not math.isfinite(b) or b <= 1.0:
+        raise InvalidInputError(
+            "base must be a finite number > 1 (2 gives distances in [0, 1], math.e the "
+            f"natural log); got {base!r}"
+        )
+    return b
+
+
+def _check_positive_int(value: Any, name: str, default: int | None) -> int | None:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidInputError(f"{name} must be a positive integer or None; got {value!r}")
+    return int(value)
+
+
+def _as_tensor(att: Any) -> torch.Tensor:
+    x = att.weights if hasattr(att, "weights") else att
+    if isinstance(x, torch.Tensor):
+        t = x.detach()
+        if t.is_complex() or t.dtype == torch.bool:
+            raise InvalidInputError(f"attention must hold real numbers; got torch dtype {t.dtype}")
+        if not t.is_floating_point():
+            t = t.to(torch.float64)
+        return t
+    try:
+        a = np.asarray(x)
+    except (ValueError, TypeError) as exc:
+        detail = str(exc).replace("\n", " ")
+        raise InvalidInputError(
+            "attention must be an array of shape [..., n, n] "
+            f"(ragged or non-numeric input): {detail}"
+        ) from None
+    if a.dtype.kind not in "fiu" or a.dtype == np.float16:
+        if a.dtype == np.float16:
+            a = a.astype(np.float32)
+        else:
+            raise InvalidInputError(f"attention must hold real numbers; got dtype {a.dtype}")
+    if a.dtype.kind in "iu":
+        a = a.astype(np.float64)
+    if a.dtype not in (np.float32, np.float64):
+        a = a.astype(np.float64)
+    a = np.ascontiguousarray(a)
+    with warnings.catch_warnings():  # read-only arrays are fine: the input is only read
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(a)
+
+
+def _as_vector(v: Any, name: str) -> np.ndarray:
+    try:
+        a = np.asarray(v, dtype=np.float64)
+    except (ValueError, TypeError):
+        raise InvalidInputError(f"{name} must be a 1-D array of real numbers") from None
+    if a.ndim != 1 or a.size == 0:
+        raise InvalidInputError(f"{name} must be a non-empty 1-D array; got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise InvalidMatrixError(
+            f"{name} contains NaN or inf; only finite probabilities are allowed"
+        )
+    if np.min(a) < -_NEG_TOL:
+        raise InvalidMatrixError(
+            f"{name} has a negative entry ({np.min(a):.3g}); probabilities must be >= 0"
+        )
+    a = np.clip(a, 0.0, None)
+    s = float(a.sum())
+    if abs(s - 1.0) > _SUM_TOL:
+        raise InvalidMatrixError(
+            f"{name} sums to {s:.6g}, not 1 within {_SUM_TOL:g}; renormalize it (v / v.sum()) first"
+        )
+    return a / s if abs(s - 1.0) > _RENORM_TOL else a
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int | None) -> Iterator[None]:
+    if n is None:
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+class _Workers:
+    """Run independent tasks on ``n`` Python threads, each doing single-threaded torch ops.
+
+    Torch releases the GIL inside its kernels, so threads give real parallelism.
+    Coarse tasks pulled from a shared queue replace torch's per-operation OpenMP
+    parallelism, whose barriers stall badly when the cores are also busy with
+    other work (measured: 2 OpenMP threads 8-13× slower than 1 on a loaded
+    2-core machine; 2 workers degrade gracefully).
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = max(1, int(n))
+        self._pool: ThreadPoolExecutor | None = None
+        self.local = threading.local()  # per-thread scratch buffers
+
+    def __enter__(self) -> _Workers:
+        if self.n > 1:
+            self._pool = ThreadPoolExecutor(
+                self.n, initializer=torch.set_num_threads, initargs=(1,)
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def run(self, fn: Callable[[Any], None], tasks: list[Any]) -> None:
+        """Call ``fn(task)`` for every task (in any order, possibly concurrently)."""
+        if self._pool is None or len(tasks) <= 1:
+            for task in tasks:
+                fn(task)
+            return
+        it = iter(tasks)
+        lock = threading.Lock()
+        done = object()
+
+        def drain() -> None:
+            while True:
+                with lock:
+                    task = next(it, done)
+                if task is done:
+                    return
+                fn(task)
+
+        futures = [self._pool.submit(drain) for _ in range(min(self.n, len(tasks)))]
+        for f in futures:
+            f.result()
+
+    def buffer(
+        self, name: str, numel: int, dtype: torch.dtype, device: torch.device
+    ) -> torch.Tensor:
+        """A flat scratch tensor of at least ``numel`` elements owned by the calling thread."""
+        buf = getattr(self.local, name, None)
+        if buf is None or buf.numel() < numel or buf.dtype != dtype or buf.device != device:
+            buf = torch.empty(numel, dtype=dtype, device=device)
+            setattr(self.local, name, buf)
+        return buf[:numel]
+
+
+def _validate(
+    x3: torch.Tensor, lead: tuple[int, ...], paper_compat: bool, budget: int, need_support: bool
+) -> torch.Tensor | None:
+    """Check values chunk by chunk; return the (n, n) union of row supports (JS only)."""
+    batch, n, _ = x3.shape
+    step = max(1, min(batch, budget // max(1, 2 * n * n)))
+    support = torch.zeros((n, n), dtype=torch.bool, device=x3.device) if need_support else None
+    for h0 in range(0, batch, step):
+        c = x3[h0 : h0 + step]
+        if not bool(torch.isfinite(c).all()):
+            raise InvalidMatrixError(
+                "attention contains NaN or inf; only finite values are allowed"
+            )
+        if paper_compat:
+            continue
+        lo = float(c.min())
+        if lo < -_NEG_TOL:
+            raise InvalidMatrixError(
+                f"attention has a negative entry ({lo:.3g}); entries must be >= 0 "
+                f"(down to -{_NEG_TOL:g} is clipped as round-off)"
+            )
+        sums = c.sum(-1, dtype=torch.float64)
+        dev = (sums - 1.0).abs()
+        worst = int(dev.argmax())
+        if float(dev.reshape(-1)[worst]) > _SUM_TOL:
+            s = float(sums.reshape(-1)[worst])
+            matrix = tuple(int(i) for i in np.unravel_index(h0 + worst // n, lead)) if lead else ()
+            where = f"matrix {matrix}, row {worst % n}" if lead else f"row {worst % n}"
+            raise InvalidMatrixError(
+                f"attention {where} sums to {s:.6g}, not 1 within {_SUM_TOL:g}; rows must be "
+                f"probability distributions: renormalize them first (x / x.sum(-1, keepdims=True))"
+            )
+        if support is not None:
+            support |= (c > 0).any(0)
+    if support is not None and paper_compat:
+        support.fill_(True)  # softmax rows have no zeros
+    return support
+
+
+def _prepare(xc: torch.Tensor, paper_compat: bool) -> torch.Tensor:
+    """Float64 copy of a chunk of matrices with rows that are distributions."""
+    P = xc.to(torch.float64, copy=True)
+    if paper_compat:
+        return torch.softmax(P, dim=-1)
+    P.clamp_(min=0.0)
+    sums = P.sum(-1, keepdim=True)
+    # rows already within round-off of 1 are used as given (dividing would perturb
+    # near-identical rows by more than their difference); the others are rescaled
+    P.div_(torch.where((sums - 1.0).abs() > _RENORM_TOL, sums, 1.0))
+    return P
+
+
+def _symmetrize_upper_(D: torch.Tensor) -> None:
+    """Keep the strict upper triangle, mirror it; zero diagonal (in place)."""
+    D.triu_(1)
+    D.add_(D.transpose(-1, -2).clone())
+
+
+# ----------------------------------------------------------------------------------
+# Jensen–Shannon
+# ----------------------------------------------------------------------------------
+
+
+def _js_block(
+    P: torch.Tensor, dtype: torch.dtype, budget: int, support: torch.Tensor, workers: _Workers
+) -> torch.Tensor:
+    """JS divergence (nats) of all row pairs of a chunk; strict upper triangle valid.
+
+    P : (B, n, n) float64 rows (sums 1 up to round-off).  support : (n, n) bool,
+    True where any matrix of the whole input is nonzero.  With ``u = p + q``,
+
+        JS(p, q) = ½ [Σ p ln p + Σ q ln q − Σ u ln u] + ½ ln 2 (Σ p + Σ q),
+
+    and a key where ``p`` or ``q`` is 0 adds exactly 0 to the bracket, so the sums
+    run only over the keys ``K`` where some row of a group (``_GROUP`` rows, fixed
+    boundaries; the ``i`` of pairs ``i <= j``) can be nonzero: a prefix for causal
+    attention, about 3× less work.  ``K`` does not depend on the chunking, so
+    neither does the result.  Pairs below the cutoff are recomputed by
+    :func:`_js_accurate`.
+    """
+    B, n, _ = P.shape
+    out = torch.zeros((B, n, n), dtype=torch.float64, device=P.device)
+    rowsum = P.sum(-1)
+    Pc = P.to(dtype)
+    logP = torch.log(Pc.clamp_min(_TINY[dtype]))
+    XP = Pc * logP  # p ln p; exactly 0 where p == 0 (0 times a finite log)
+    Pz = Pc.clamp_min(_TINY[dtype])  # u = p + q never 0 inside the log
+    del logP
+    tile = max(1, min(_TILE_TARGET, budget // (4 * workers.n)))
+
+    for s in range(0, n, _GROUP):
+        e = min(n, s + _GROUP)
+        # keys where some row of the group can be nonzero (pairs i in group, j >= i)
+        idx = torch.nonzero(support[s:e].any(0)).reshape(-1)
+        k = int(idx.numel())  # >= 1: rows are not all zero
+        first, last = int(idx[0]), int(idx[-1])
+        if last - first + 1 == k:
+            PJ = Pz[:, s:, first : last + 1]
+            XJ = XP[:, s:, first : last + 1]
+        else:
+            PJ = Pz[:, s:].index_select(-1, idx)
+            XJ = XP[:, s:].index_select(-1, idx)
+        # c = Σ_K p ln p + ln2 Σ_all p per row, rows s..n-1 (Σ_all p is 1 up to round-off);
+        # JS(p, q) = ½ (c_p + c_q - Σ_K (p+q) ln(p+q))
+        cJ = XJ.sum(-1).to(torch.float64).add_(rowsum[:, s:], alpha=_LN2)
+        m = n - s
+        # tile shape: heads × rows × cols × k  <= tile elements
+        per_row = m * k
+        if per_row > tile:
+            ht, bs, bj = 1, 1, max(1, tile // k)
+        else:  # few rows per strip (little work below the diagonal), more heads per tile
+            bs = min(e - s, _STRIP_ROWS, max(1, tile // per_row))
+            ht = max(1, tile // (bs * per_row))
+            bj = m
+        tasks = [
+            (h0, min(B, h0 + ht), a, min(e, a + bs), c, min(n, c + bj))
+            for h0 in range(0, B, ht)
+            for a in range(s, e, bs)
+            for c in range(a, n, bj)
+        ]
+
+        def js_tile(t: tuple[int, ...], s: int = s, k: int = k, PJ: torch.Tensor = PJ) -> None:
+            # Σ_K u ln u for the pairs of one tile, written into out (few ops: Python
+            # overhead per tile matters as much as cache size)
+            h0, h1, a, b, c, d = t
+            shape = (h1 - h0, b - a, d - c, k)
+            numel = shape[0] * shape[1] * shape[2] * k
+            U = workers.buffer("u", numel, dtype, P.device).view(shape)
+            L = workers.buffer("l", numel, dtype, P.device).view(shape)
+            torch.add(PJ[h0:h1, a - s : b - s, None], PJ[h0:h1, None, c - s : d - s], out=U)
+            torch.log(U, out=L)
+            if dtype == torch.float64:
+                torch.linalg.vecdot(U, L, out=out[h0:h1, a:b, c:d])
+            else:
+                out[h0:h1, a:b, c:d] = torch.linalg.vecdot(U, L)
+
+        workers.run(js_tile, tasks)
+        blk = out[:, s:e, s:]  # JS = ½ (c_p + c_q − Σ_K u ln u)
+        blk.neg_().add_(cJ[:, : e - s, None]).add_(cJ[:, None, :]).mul_(0.5)
+    _refine_(out, P, _JS_CUTOFF[dtype], budget, workers, _js_accurate)
+    return out
+
+
+def _js_accurate(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Cancellation-free JS divergence (nats) of row pairs p, q: (m, n) float64 -> (m,).
+
+    Per key, with ``u = p + q`` and ``d = (p − q) / u``, the divergence term is
+    ``u φ(d) / 4`` where ``φ(d) = (1+d) ln(1+d) + (1−d) ln(1−d)
+    = d · log1p(2d / (1−d)) + log1p(−d²)`` (the first term is ``2d atanh d``).
+    For small ``|d|`` the two terms are about ``2d²`` and ``−d²``: no
+    catastrophic cancellation, a relative error of a few ulp.  ``φ(±1) = 2 ln 2``
+    (a key where one row is 0); keys where both are 0 contribute 0.
+    """
+    u = p + q
+    d = torch.sub(p, q).div_(u)  # NaN where u == 0, fixed below
+    inner = d.abs() < 1.0
+    t = torch.rsub(d, 1.0)
+    torch.div(d, t, out=t).mul_(2.0).log1p_().mul_(d)  # 2d atanh(d)
+    t.add_(d.mul_(d).neg_().log1p_())  # + log1p(-d²)
+    t.masked_fill_(~inner, 2.0 * _LN2).mul_(u).masked_fill_(u == 0, 0.0)
+    return t.sum(-1).mul_(0.25)
+
+
+def _pairs_below(D: torch.Tensor, cutoff: float) -> torch.Tensor:
+    """(m, 3) indices (batch, i, j), i < j, where D is below cutoff."""
+    n = D.shape[-1]
+    upper = torch.ones((n, n), dtype=torch.bool, device=D.device).triu_(1)
+    return torch.nonzero((D < cutoff) & upper)
+
+
+def _refine_(
+    out: torch.Tensor,
+    P: torch.Tensor,
+    cutoff: float,
+    budget: int,
+    workers: _Workers,
+    exact: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+) -> None:
+    """Recompute ``out[b, i, j] = exact(P[b, i], P[b, j])`` where it is below cutoff (i < j)."""
+    idx = _pairs_below(out, cutoff)
+    if idx.numel() == 0:
+        return
+    n = P.shape[-1]
+    # a few (pairs × n) temporaries per step, kept cache-sized (and within the budget)
+    step = max(1, min(_REFINE_ELEMENTS, budget // (8 * workers.n)) // n)
+
+    def refine(r0: int) -> None:
+        b, i, j = idx[r0 : r0 + step].unbind(1)
+        out[b, i, j] = exact(P[b, i], P[b, j])
+
+    workers.run(refine, list(range(0, idx.shape[0], step)))
+
+
+def _phi_terms_np(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """NumPy twin of the accurate JS terms: (p+q) φ((p-q)/(p+q)), 0 where p = q = 0."""
+    u = p + q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.where(u > 0, (p - q) / np.where(u > 0, u, 1.0), 0.0)
+    d2 = d * d
+    series = np.zeros_like(d)
+    for j in range(_SERIES_TERMS, 0, -1):
+        series = series * d2 + 1.0 / (j * (2 * j - 1))
+    series *= d2
+    plus = np.where(d > -1.0, (1.0 + d) * np.log1p(np.where(d > -1.0, d, 0.0)), 0.0)
+    minus = np.where(d < 1.0, (1.0 - d) * np.log1p(np.where(d < 1.0, -d, 0.0)), 0.0)
+    direct = plus + minus  # 0·log 0 = 0 at d = ±1
+    phi = np.where(np.abs(d) < _SERIES_D, series, direct)
+    return u * phi
+
+
+# ----------------------------------------------------------------------------------
+# Hellinger / Fisher–Rao and total variation
+# ----------------------------------------------------------------------------------
+
+
+def _hellinger_block(
+    P: torch.Tensor, dtype: torch.dtype, budget: int, workers: _Workers
+) -> torch.Tensor:
+    """Normalized Hellinger distances of all row pairs of a chunk: (B, n, n) float64."""
+    B = P.shape[0]
+    H2 = torch.empty(P.shape, dtype=torch.float64, device=P.device)
+    rowsum = P.sum(-1)
+
+    def one_head(h: int) -> None:
+        S = torch.sqrt(P[h].to(dtype))  # new tensor: P itself must stay intact
+        bc = (S @ S.T).to(torch.float64)
+        # ½ Σ (sqrt p - sqrt q)² = ½ Σ p + ½ Σ q - BC (= 1 - BC for normalized rows)
+        H2[h] = (rowsum[h, :, None] * 0.5 + rowsum[h, None, :] * 0.5).sub_(bc)
+
+    workers.run(one_head, list(range(B)))
+    _refine_(H2, P, _H2_CUTOFF[dtype], budget, workers, _half_sq_root_diff)
+    return H2.clamp_(0.0, 1.0).sqrt_()
+
+
+def _half_sq_root_diff(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """½ Σ (sqrt p − sqrt q)², using sqrt p − sqrt q = (p − q) / (sqrt p + sqrt q) (exact-ish)."""
+    r = p.sqrt() + q.sqrt()
+    diff = (p - q) / torch.where(r > 0, r, 1.0)
+    return 0.5 * (diff * diff).sum(-1)
+
+
+def _tv_block(P: torch.Tensor, dtype: torch.dtype, budget: int, workers: _Workers) -> torch.Tensor:
+    """Total variation distances of all row pairs of a chunk: (B, n, n) float64."""
+    B, n, _ = P.shape
+    Pc = P.to(dtype)
+    out = torch.empty((B, n, n), dtype=torch.float64, device=P.device)
+    rows = max(1, budget // max(1, 4 * n * n * workers.n))  # bounds cdist's work per task
+
+    def one_block(t: tuple[int, int]) -> None:
+        h, a = t
+        b = min(n, a + rows)
+        out[h, a:b] = torch.cdist(Pc[h, a:b], Pc[h], p=1.0).to(torch.float64)
+
+    workers.run(one_block, [(h, a) for h in range(B) for a in range(0, n, rows)])
+    return out.mul_(0.5).clamp_(0.0, 1.0)
+
+
+# ----------------------------------------------------------------------------------
+# rows of non-square stacks (added for head distances, issue 6; self-contained)
+# ----------------------------------------------------------------------------------
+
+
+def row_distances(
+    x: Any,
+    metric: str = "jensen_shannon",
+    *,
+    base: float = 2.0,
+    chunk_elements: int | None = None,
+    dtype: torch.dtype = torch.float64,
+    n_threads: int | None = None,
+) -> np.ndarray:
+    """Distances between the rows of each matrix of a stack; matrices need not be square.
+
+    The same numbers, accuracy and speed as :func:`token_distances` (which is the square
+    case), for stacks of shape ``(..., m, k)``: ``m`` distributions over ``k`` outcomes
+    per matrix.  :func:`attntopo.analyses.heads.head_distances` uses it with the heads as
+    rows: for one query token, the ``L·H`` heads' attention rows over the keys.
+
+    Parameters
+    ----------
+    x : array_like or torch.Tensor of shape (..., m, k)
+        Rows are probability distributions: entries ``>= 0`` (down to ``-1e-6`` clipped),
+        rows summing to 1 within ``1e-3`` (rescaled exactly as in :func:`token_distances`).
+    metric : {"jensen_shannon", "hellinger", "fisher_rao", "total_variation"}
+        See :func:`token_distances`.
+    base : float, default 2.0
+        Logarithm base of the Jensen–Shannon divergence (> 1).
+    chunk_elements, dtype, n_threads
+        As in :func:`token_distances`.  Keys that no row of the whole input uses are skipped
+        (JS); the result does not depend on ``chunk_elements``.
+
+    Returns
+    -------
+    ndarray of shape (..., m, m), float64
+        ``out[..., a, b]`` is the distance between rows ``a`` and ``b`` of the same matrix:
+        exactly symmetric, exactly 0 on the diagonal, never NaN.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad ``metric``, ``base``, ``chunk_elements``, ``dtype`` or ``n_threads``.
+    InvalidMatrixError
+        Input with fewer than 2 dimensions, NaN/inf, negative entries or rows that do not
+        sum to 1.
+    """
+    metric = _check_metric(metric)
+    base = _check_base(base)
+    budget = _check_positive_int(chunk_elements, "chunk_elements", _DEFAULT_CHUNK_ELEMENTS)
+    if dtype not in (torch.float64, torch.float32):
+        raise InvalidInputError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
+    threads = _check_positive_int(n_threads, "n_threads", None)
+    t = _as_tensor(x)
+    if t.ndim < 2:
+        raise InvalidMatrixError(
+            f"rows must come as a stack of shape [..., m, k] (at least 2-D); got {tuple(t.shape)}"
+        )
+    lead, m, k = tuple(t.shape[:-2]), int(t.shape[-2]), int(t.shape[-1])
+    out = np.empty(lead + (m, m), dtype=np.float64)
+    if out.size == 0:
+        return out
+    if k == 0:
+        raise InvalidMatrixError("rows have no entries (k = 0): distributions need at least one")
+    x3 = t.reshape(-1, m, k)
+    batch = x3.shape[0]
+    out3 = torch.from_numpy(out.reshape(batch, m, m))
+    on_cpu = x3.device.type == "cpu"
+    n_workers = (threads or torch.get_num_threads()) if on_cpu else 1
+    with torch.no_grad(), _torch_threads(1 if on_cpu else threads), _Workers(n_workers) as workers:
+        step = max(1, min(batch, budget // max(1, 2 * m * k)))
+        support = torch.zeros((m, k), dtype=torch.bool, device=x3.device)
+        for h0 in range(0, batch, step):
+            c = x3[h0 : h0 + step]
+            if not bool(torch.isfinite(c).all()):
+                raise InvalidMatrixError("rows contain NaN or inf; only finite values are allowed")
+            lo = float(c.min())
+            if lo < -_NEG_TOL:
+                raise InvalidMatrixError(
+                    f"rows have a negative entry ({lo:.3g}); entries must be >= 0 "
+                    f"(down to -{_NEG_TOL:g} is clipped as round-off)"
+                )
+            sums = c.sum(-1, dtype=torch.float64)
+            dev = (sums - 1.0).abs()
+            worst = int(dev.argmax())
+            if float(dev.reshape(-1)[worst]) > _SUM_TOL:
+                raise InvalidMatrixError(
+                    f"row {worst % m} of matrix {h0 + worst // m} sums to "
+                    f"{float(sums.reshape(-1)[worst]):.6g}, not 1 within {_SUM_TOL:g}; rows must "
+                    f"be probability distributions"
+                )
+            support |= (c > 0).any(0)
+        per = max(1, min(batch, budget // (2 * m * m + 6 * m * k)))
+        for h0 in range(0, batch, per):
+            P = _prepare(x3[h0 : h0 + per], False)
+            if metric == "jensen_shannon":
+                D = _js_block(P, dtype, budget, support, workers)
+                D.clamp_(0.0, _LN2).div_(math.log(base)).sqrt_()
+            elif metric in ("hellinger", "fisher_rao"):
+                D = _hellinger_rows(P, dtype, budget, workers)
+                if metric == "fisher_rao":
+                    D.mul_(1.0 / math.sqrt(2.0)).clamp_(0.0, 1.0).asin_().mul_(4.0)
+                    D.clamp_(0.0, math.pi)
+            else:
+                D = _tv_block(P, dtype, budget, workers)
+            _symmetrize_upper_(D)
+            out3[h0 : h0 + per] = D.to("cpu")
+    return out
+
+
+def _hellinger_rows(
+    P: torch.Tensor, dtype: torch.dtype, budget: int, workers: _Workers
+) -> torch.Tensor:
+    """:func:`_hellinger_block` for (B, m, k) stacks: Hellinger distances (B, m, m)."""
+    B, m, _ = P.shape
+    H2 = torch.empty((B, m, m), dtype=torch.float64, device=P.device)
+    rowsum = P.sum(-1)
+
+    def one_matrix(h: int) -> None:
+        S = torch.sqrt(P[h].to(dtype))
+        bc = (S @ S.T).to(torch.float64)
+        H2[h] = (rowsum[h, :, None] * 0.5 + rowsum[h, None, :] * 0.5).sub_(bc)
+
+    workers.run(one_matrix, list(range(B)))
+    _refine_(H2, P, _H2_CUTOFF[dtype], budget, workers, _half_sq_root_diff)
+    return H2.clamp_(0.0, 1.0).sqrt_()
