@@ -8,13 +8,17 @@ persistent homology → analyses.
 >>> att = model.attention("Quantum information theory allows us to study attention")
 >>> D = at.token_distances(att)            # (layers, heads, n, n), JS distance base 2
 >>> dgm = at.persistence(D[1, 2], maxdim=1)
+
+The public names are imported lazily (on first use), so ``import attntopo`` and the
+command line start fast; torch and transformers load only when something needs them.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
+from __future__ import annotations
 
-from .analyses import Analysis, analyze
-from .attention import Attention
-from .distances import METRICS, token_distances
+import importlib
+from importlib.metadata import PackageNotFoundError, version as _version
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     AttntopoError,
     EmptyTextError,
@@ -28,38 +32,84 @@ from .errors import (
     TextTooLongError,
     UnsafeWeightsError,
 )
-from .io import load_result
-from .models import AttentionModel, load_model, packaged_aliases
-from .topology import Diagram, persistence, persistence_batch
 
 try:
     __version__ = _version("attntopo")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
-__all__ = [
-    "Analysis",
-    "Attention",
-    "AttentionModel",
-    "AttntopoError",
-    "Diagram",
-    "EmptyTextError",
-    "InvalidInputError",
-    "InvalidMatrixError",
-    "METRICS",
-    "MissingDependencyError",
-    "ModelLoadError",
-    "ModelNotFoundError",
-    "OutOfRangeError",
-    "ResultFormatError",
-    "TextTooLongError",
-    "UnsafeWeightsError",
-    "__version__",
-    "analyze",
-    "load_model",
-    "load_result",
-    "packaged_aliases",
-    "persistence",
-    "persistence_batch",
-    "token_distances",
-]
+# public name -> module that defines it
+_LAZY = {
+    "Analysis": "attntopo.analyses.text",
+    "analyze": "attntopo.analyses.text",
+    "Comparison": "attntopo.analyses.compare",
+    "PhraseTopology": "attntopo.analyses.compare",
+    "compare": "attntopo.analyses.compare",
+    "phrase_topology": "attntopo.analyses.compare",
+    "Timeline": "attntopo.analyses.timeline",
+    "timeline": "attntopo.analyses.timeline",
+    "HeadTypes": "attntopo.analyses.head_types",
+    "head_types": "attntopo.analyses.head_types",
+    "HeadSpace": "attntopo.analyses.heads",
+    "ModelComparison": "attntopo.analyses.heads",
+    "compare_models": "attntopo.analyses.heads",
+    "head_distances": "attntopo.analyses.heads",
+    "head_space": "attntopo.analyses.heads",
+    "Attention": "attntopo.attention",
+    "METRICS": "attntopo.distances",
+    "token_distances": "attntopo.distances",
+    "load_result": "attntopo.io",
+    "AttentionModel": "attntopo.models.model",
+    "load_model": "attntopo.models.model",
+    "packaged_aliases": "attntopo.models.specs",
+    "Diagram": "attntopo.topology.diagram",
+    "persistence": "attntopo.topology",
+    "persistence_batch": "attntopo.topology",
+    "bottleneck": "attntopo.topology.diagram_distances",
+    "wasserstein": "attntopo.topology.diagram_distances",
+    "complex_at": "attntopo.topology.complex",
+}
+
+__all__ = sorted(
+    [
+        *_LAZY,
+        "AttntopoError",
+        "EmptyTextError",
+        "InvalidInputError",
+        "InvalidMatrixError",
+        "MissingDependencyError",
+        "ModelLoadError",
+        "ModelNotFoundError",
+        "OutOfRangeError",
+        "ResultFormatError",
+        "TextTooLongError",
+        "UnsafeWeightsError",
+        "__version__",
+    ]
+)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'attntopo' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .analyses.compare import Comparison, PhraseTopology, compare, phrase_topology
+    from .analyses.head_types import HeadTypes, head_types
+    from .analyses.heads import HeadSpace, ModelComparison, compare_models, head_distances, head_space
+    from .analyses.text import Analysis, analyze
+    from .analyses.timeline import Timeline, timeline
+    from .attention import Attention
+    from .distances import METRICS, token_distances
+    from .io import load_result
+    from .models import AttentionModel, load_model, packaged_aliases
+    from .topology import Diagram, bottleneck, complex_at, persistence, persistence_batch, wasserstein

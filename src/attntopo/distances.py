@@ -60,7 +60,7 @@ from attntopo.errors import InvalidInputError, InvalidMatrixError
 __all__ = ["METRICS", "token_distances", "pairwise_distance"]
 
 #: Names accepted by ``metric=``.
-METRICS: tuple[str, ...] = ("jensen_shannon", "hellinger", "fisher_rao", "total_variation")
+from attntopo.constants import METRICS  # noqa: E402  (defined torch-free for the CLI)
 
 _DEFAULT_CHUNK_ELEMENTS = 1 << 26  # ≈ 0.5 GiB of float64 temporaries
 _TILE_TARGET = 1 << 18  # elements per JS tile: amortizes Python overhead, stays near the cache
@@ -709,6 +709,8 @@ def _tv_block(P: torch.Tensor, dtype: torch.dtype, budget: int, workers: _Worker
 # ----------------------------------------------------------------------------------
 # rows of non-square stacks (added for head distances, issue 6; self-contained)
 # ----------------------------------------------------------------------------------
+
+__all__.append("row_distances")
 
 
 def row_distances(

@@ -76,6 +76,20 @@ def json_float(value: Any) -> float:
     return float(value)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _apply_umask(path: Path, *, directory: bool) -> None:
+    """Give files made by mkstemp/mkdtemp (0600/0700) the usual permissions under the umask."""
+    try:
+        os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
+    except OSError:
+        pass
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -99,6 +113,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        _apply_umask(Path(tmp), directory=False)
         os.replace(tmp, path)
     except BaseException:
         with_suppress_unlink(tmp)
@@ -182,6 +197,9 @@ def save_payload(
             json.dump(json_safe(meta), f, indent=1, ensure_ascii=False)
             f.flush()
             os.fsync(f.fileno())
+        _apply_umask(tmp, directory=True)
+        for sub in tmp.rglob("*"):
+            _apply_umask(sub, directory=sub.is_dir())
         _fsync_dir(tmp)
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=parent))

@@ -51,3 +51,18 @@ def test_atomic_text(tmp_path):
     p = atomic_write_text(tmp_path / "sub" / "f.txt", "hello")
     assert p.read_text() == "hello"
     assert [x.name for x in (tmp_path / "sub").iterdir()] == ["f.txt"]
+
+
+def test_permissions_follow_umask(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        save_payload(tmp_path / "r", {"kind": "t"}, {"a": np.zeros(1)})
+        p = atomic_write_text(tmp_path / "f.txt", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "r").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "r" / "attntopo.json").stat().st_mode) == 0o644
+    assert stat.S_IMODE(p.stat().st_mode) == 0o644

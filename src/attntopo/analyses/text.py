@@ -17,10 +17,11 @@ from ..topology import Diagram, persistence_batch
 
 __all__ = ["Analysis", "analyze", "SUMMARY_STATS"]
 
-SUMMARY_STATS = ("n_bars", "n_infinite", "total_persistence", "max_persistence", "persistence_entropy")
+from ..constants import SUMMARY_STATS  # noqa: E402
 
 
-def _versions() -> dict:
+def package_versions() -> dict:
+    """Versions of attntopo and the packages that decide its numbers (for provenance)."""
     import importlib.metadata as md
 
     out = {}
@@ -30,6 +31,9 @@ def _versions() -> dict:
         except md.PackageNotFoundError:
             pass
     return out
+
+
+_versions = package_versions
 
 
 @dataclass(eq=False)
@@ -75,8 +79,11 @@ class Analysis:
         """Model head indices analysed (0-based)."""
         return self.attention.head_ids
 
-    def _pos(self, layer: int, head: int) -> tuple[int, int]:
-        """Positions in the arrays of model layer ``layer`` and head ``head``."""
+    def position(self, layer: int, head: int) -> tuple[int, int]:
+        """Positions ``(i, j)`` in the arrays of model layer ``layer`` and head ``head``.
+
+        Raises :class:`~attntopo.errors.OutOfRangeError` if that head was not analysed.
+        """
         n_layers_model = self.provenance.get("model", {}).get("n_layers", max(self.layers) + 1)
         n_heads_model = self.provenance.get("model", {}).get("n_heads", max(self.heads) + 1)
         li = resolve_index(layer, n_layers_model, "layer")
@@ -86,6 +93,13 @@ class Analysis:
         if hi not in self.heads:
             raise OutOfRangeError(f"head {head} was not analysed; analysed heads: {list(self.heads)}")
         return self.layers.index(li), self.heads.index(hi)
+
+    _pos = position
+
+    def attention_matrix(self, layer: int, head: int) -> np.ndarray:
+        """(n, n) attention weights of model layer ``layer``, head ``head``."""
+        i, j = self.position(layer, head)
+        return self.attention.weights[i, j]
 
     def diagram(self, layer: int, head: int) -> Diagram:
         """Persistence diagram of model layer ``layer``, head ``head`` (0-based, negatives ok)."""
@@ -187,13 +201,16 @@ class Analysis:
         }
         return meta, arrays
 
-    def save(self, path, *, overwrite: bool = True, compress: bool = False):
+    def save(self, path, *, overwrite: bool = True, compress: bool = False,
+             extra_files: dict[str, bytes] | None = None):
         """Save to a folder (``attntopo.json`` + ``arrays.npz``), atomically.
 
-        :func:`attntopo.load_result` restores an equal :class:`Analysis`.
+        ``extra_files`` (name → bytes, e.g. figures) are written into the same folder in the
+        same atomic step.  :func:`attntopo.load_result` restores an equal :class:`Analysis`.
         """
         meta, arrays = self._payload()
-        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress)
+        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress,
+                            extra_files=extra_files)
 
     @classmethod
     def _from_payload(cls, meta: dict, arrays: dict) -> "Analysis":

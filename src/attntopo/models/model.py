@@ -203,6 +203,30 @@ class AttentionModel:
         stacked = torch.stack([a.float() for a in atts], dim=1).cpu().numpy()  # (B, L, H, n, n)
         return [stacked[i, :, :, : lengths[i], : lengths[i]] for i in range(len(batch_ids))]
 
+    def forward_ids(self, batch_ids: Sequence[Sequence[int]], *, layers=None, heads=None) -> list[np.ndarray]:
+        """Attention of already-tokenized inputs (lists of token ids, special tokens included).
+
+        The batch is right-padded with an attention mask, so padding never leaks into the
+        result: each entry equals a run on that input alone.
+
+        Returns
+        -------
+        list of ndarray of shape (n_layers', n_heads', n_i, n_i), float32
+            One per input, for the selected layers and heads (all by default).
+        """
+        ids = [[int(x) for x in row] for row in batch_ids]
+        if not ids or any(len(row) == 0 for row in ids):
+            raise InvalidInputError("give at least one non-empty list of token ids")
+        too_long = max(len(row) for row in ids)
+        if too_long > self.max_length:
+            raise TextTooLongError(
+                f"input has {too_long} tokens but {self.name} takes at most {self.max_length}"
+            )
+        li = resolve_indices(layers, self.n_layers, "layer")
+        hi = resolve_indices(heads, self.n_heads, "head")
+        full = (len(li), len(hi)) == (self.n_layers, self.n_heads)
+        return [w if full else w[np.ix_(li, hi)] for w in self._forward(ids)]
+
     def attention(
         self,
         text: str | Sequence[str],

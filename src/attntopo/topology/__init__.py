@@ -8,6 +8,17 @@ Engines: ``"giotto"`` (giotto-ph, default), ``"ripser"`` (ripser.py),
 ``"gudhi"``; they return identical exact float64 diagrams.
 """
 
+from .complex import (
+    Complex,
+    clusters_at,
+    complex_at,
+    connection_scale,
+    connection_scales,
+    dendrogram,
+    edge_birth,
+    linkage,
+    simplex_scale,
+)
 from .diagram import SUMMARY_KEYS, Diagram, summary_table
 from .diagram_distances import DIAGRAM_METRICS, bottleneck, diagram_distance, matching, wasserstein
 from .engines import DEFAULT_ENGINE, ENGINES, Engine, available_engines
@@ -37,4 +48,13 @@ __all__ = [
     "diagram_distance",
     "matching",
     "DIAGRAM_METRICS",
+    "Complex",
+    "complex_at",
+    "edge_birth",
+    "connection_scale",
+    "connection_scales",
+    "simplex_scale",
+    "clusters_at",
+    "linkage",
+    "dendrogram",
 ]

@@ -1,0 +1,1489 @@
+"""Comparing the topology of two texts, and of one phrase across contexts.
+
+:func:`compare` runs two texts (a text and its translation, two contexts, …) through one
+model in a single batched pass, computes the token distances of every selected head and
+the persistence diagrams of both texts in one parallel batch, and answers:
+
+* which tokens the texts share (:class:`SharedToken`: matched at word level by normalized
+  string and occurrence, or by a user-supplied word alignment);
+* for every pair of shared tokens, in each text, when they get an edge (edge birth) and
+  when they first lie in one connected component (connection scale);
+* which edges and triangles among shared tokens are present in *both* texts at a scale,
+  with their birth in each;
+* how far apart the two texts' diagrams are, per homology dimension (bottleneck,
+  Wasserstein p = 1 and 2), for the whole texts and for the shared tokens only;
+* over all heads, tables (layers × heads) of those numbers, and the heads where the texts
+  agree or differ most.
+
+:func:`phrase_topology` takes the token span of one phrase in each of several contexts,
+the phrase's own metric space inside each context (the sub-matrix of the context's
+distance matrix), its diagrams, and the pairwise diagram distances between contexts.
+
+Words and subwords
+------------------
+Texts are split into words by :func:`split_words` (runs of letters/digits, ``\\w+``, and
+single punctuation characters).  A token belongs to the word that contains its first
+non-space character (offsets from the tokenizer), so ``"en ##tangle ##ment"`` is the one
+word *entanglement* and a byte-level token ``"Ġtheory"`` belongs to *theory*.
+
+**A word is represented by its first token.**  The word-level distance between two words
+is the distance between their first tokens, ``D[first(u), first(v)]``.  We chose this over
+averaging the rows of a word's subword tokens because it keeps every number an entry of the
+token distance matrix: the edge births, connection scales and simplices reported are those
+of the very Vietoris–Rips filtration whose diagrams are compared, so the two views never
+disagree.  An averaged row would be a new point that is not in that complex.  (First-subword
+pooling is also the usual choice in probing work.)  The other subword tokens remain in each
+text's complex: connection paths may pass through them and they count in the diagrams.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as _dt
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..attention import Attention, resolve_index
+from ..distances import METRICS, token_distances
+from ..errors import InvalidInputError, OutOfRangeError
+from ..io import json_float, register_result_kind, save_payload
+from ..topology import Diagram, persistence_batch
+from ..topology.complex import connection_scales
+from ..topology.diagram_distances import bottleneck, wasserstein
+from .text import Analysis, package_versions as _versions
+
+__all__ = [
+    "SharedToken",
+    "Comparison",
+    "compare",
+    "PhraseTopology",
+    "phrase_topology",
+    "find_phrase",
+    "split_words",
+    "word_tokens",
+    "normalize_token",
+    "DISTANCE_NAMES",
+    "COUNT_NAMES",
+]
+
+#: Diagram distances computed per head and dimension (bottleneck, Wasserstein p = 1, 2).
+DISTANCE_NAMES = ("bottleneck", "wasserstein1", "wasserstein2")
+#: Shared-simplex counts per head (``*_a``/``*_b``: among shared tokens in one text).
+COUNT_NAMES = (
+    "shared_edges",
+    "shared_triangles",
+    "edges_a",
+    "edges_b",
+    "triangles_a",
+    "triangles_b",
+)
+
+_WORD_RE = re.compile(r"\w+|[^\w\s]")
+_MARKERS = ("##", "Ġ", "▁", "Ċ")
+
+
+# ------------------------------------------------------------------------ words
+def normalize_token(s: str) -> str:
+    """Matching key of a token or word: NFKC, case-folded, without ``##``/``Ġ``/``▁`` markers
+    and surrounding whitespace."""
+    s = unicodedata.normalize("NFKC", str(s))
+    for m in _MARKERS:
+        s = s.replace(m, "")
+    return s.strip().casefold()
+
+
+def split_words(text: str) -> list[tuple[int, int, str]]:
+    """Words of a text: ``[(start, end, word), ...]`` character spans.
+
+    A word is a run of letters/digits/underscores (``\\w+``, Unicode-aware) or a single
+    punctuation character.  Word indices in :func:`compare`'s ``alignment`` refer to
+    this list.
+
+    >>> split_words("l'information, c'est")
+    [(0, 1, 'l'), (1, 2, "'"), (2, 13, 'information'), (13, 14, ','), (15, 16, 'c'), (16, 17, "'"), (17, 20, 'est')]
+    """
+    return [(m.start(), m.end(), m.group()) for m in _WORD_RE.finditer(text)]
+
+
+@dataclass(frozen=True)
+class _Word:
+    index: int  # position in split_words(text); -1 for special tokens / fallback words
+    text: str
+    tokens: tuple[int, ...]
+
+
+def _has_offsets(att: Attention) -> bool:
+    return bool(att.text) and any(b > a for (a, b), sp in zip(att.offsets, att.special) if not sp)
+
+
+def _words(att: Attention) -> list[_Word]:
+    """Words of an Attention's text that own at least one token (tokens in order)."""
+    if not _has_offsets(att):
+        return _words_from_markers(att)
+    text = att.text
+    spans = split_words(text)
+    starts = [s for s, _, _ in spans]
+    owned: dict[int, list[int]] = {}
+    for t, ((a, b), sp) in enumerate(zip(att.offsets, att.special)):
+        if sp or b <= a:
+            continue
+        piece = text[a:b]
+        lead = len(piece) - len(piece.lstrip())
+        if lead == len(piece):
+            continue  # a whitespace-only token belongs to no word
+        p = a + lead
+        w = bisect.bisect_right(starts, p) - 1
+        if w >= 0 and spans[w][0] <= p < spans[w][1]:
+            owned.setdefault(w, []).append(t)
+    return [_Word(w, spans[w][2], tuple(owned[w])) for w in sorted(owned)]
+
+
+def _words_from_markers(att: Attention) -> list[_Word]:
+    """Fallback without offsets: glue WordPiece ``##`` pieces / unmarked byte-level pieces."""
+    toks = att.tokens
+    byte_level = any(t.startswith(("Ġ", "▁")) for t in toks)
+    words: list[list[int]] = []
+    for t, (tok, sp) in enumerate(zip(toks, att.special)):
+        if sp:
+            continue
+        cont = tok.startswith("##") if not byte_level else not tok.startswith(("Ġ", "▁"))
+        if cont and words and words[-1][-1] == t - 1:
+            words[-1].append(t)
+        else:
+            words.append([t])
+    return [_Word(-1, "".join(normalize_token(toks[t]) for t in w), tuple(w)) for w in words]
+
+
+def word_tokens(att: Attention) -> list[tuple[int, str, tuple[int, ...]]]:
+    """The words of an analysed text and their tokens: ``[(word_index, word, tokens), ...]``.
+
+    ``word_index`` is the position in :func:`split_words` (``-1`` when the tokenizer gave no
+    offsets); ``tokens`` are positions in ``att`` (the first one represents the word).
+    Words whose characters are all inside another word's token own no token and are left out.
+    """
+    return [(w.index, w.text, w.tokens) for w in _words(att)]
+
+
+# ---------------------------------------------------------------- shared tokens
+@dataclass(frozen=True)
+class SharedToken:
+    """A token (word) present in both texts.
+
+    Attributes
+    ----------
+    key : str
+        Unique label: the normalized word, with ``#k`` for its k-th occurrence (k ≥ 2),
+        ``"a/b"`` for aligned words that differ (``"theory/théorie"``).
+    text_a, text_b : str
+        The word as written in each text (special tokens: the token string).
+    a, b : int
+        Representative token (the word's first token) in each text: position in
+        ``comparison.a.attention`` / ``comparison.b.attention``.
+    tokens_a, tokens_b : tuple of int
+        All tokens of the word in each text.
+    word_a, word_b : int
+        Word index in :func:`split_words` of each text (``-1`` for special tokens and
+        token-level alignments).
+    occurrence : int
+        0 for the first occurrence of this word in both texts, 1 for the second, …
+    """
+
+    key: str
+    text_a: str
+    text_b: str
+    a: int
+    b: int
+    tokens_a: tuple[int, ...]
+    tokens_b: tuple[int, ...]
+    word_a: int = -1
+    word_b: int = -1
+    occurrence: int = 0
+
+    def to_dict(self) -> dict:
+        return {
+            "key": self.key, "text_a": self.text_a, "text_b": self.text_b, "a": self.a, "b": self.b,
+            "tokens_a": list(self.tokens_a), "tokens_b": list(self.tokens_b),
+            "word_a": self.word_a, "word_b": self.word_b, "occurrence": self.occurrence,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SharedToken":
+        return cls(
+            key=d["key"], text_a=d["text_a"], text_b=d["text_b"], a=int(d["a"]), b=int(d["b"]),
+            tokens_a=tuple(int(x) for x in d["tokens_a"]), tokens_b=tuple(int(x) for x in d["tokens_b"]),
+            word_a=int(d.get("word_a", -1)), word_b=int(d.get("word_b", -1)),
+            occurrence=int(d.get("occurrence", 0)),
+        )
+
+
+def _special_words(att: Attention) -> list[_Word]:
+    return [_Word(-1, tok, (t,)) for t, (tok, sp) in enumerate(zip(att.tokens, att.special)) if sp]
+
+
+def _match_by_string(A: Attention, B: Attention, include_special: bool) -> list[SharedToken]:
+    def keyed(words: list[_Word], special: bool) -> list[tuple[tuple[str, int], _Word]]:
+        seen: dict[str, int] = {}
+        out = []
+        for w in words:
+            k = w.text if special else normalize_token(w.text)
+            if not k:
+                continue
+            occ = seen.get(k, 0)
+            seen[k] = occ + 1
+            out.append(((k, occ), w))
+        return out
+
+    out: list[SharedToken] = []
+    groups = [(_words(A), _words(B), False)]
+    if include_special:
+        groups.insert(0, (_special_words(A), _special_words(B), True))
+    for wa, wb, special in groups:
+        right = dict(keyed(wb, special))
+        for (k, occ), w in keyed(wa, special):
+            v = right.get((k, occ))
+            if v is None:
+                continue
+            out.append(
+                SharedToken(
+                    key=k if occ == 0 else f"{k}#{occ + 1}", text_a=w.text, text_b=v.text,
+                    a=w.tokens[0], b=v.tokens[0], tokens_a=w.tokens, tokens_b=v.tokens,
+                    word_a=w.index, word_b=v.index, occurrence=occ,
+                )
+            )
+    return out
+
+
+def _check_alignment(alignment: Any) -> list[tuple[int, int]]:
+    try:
+        pairs = [tuple(p) for p in alignment]
+    except TypeError:
+        raise InvalidInputError(
+            "alignment must be a list of (index_a, index_b) pairs of ints"
+        ) from None
+    out = []
+    for p in pairs:
+        if len(p) != 2 or any(isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) for x in p):
+            raise InvalidInputError(f"alignment must be a list of (index_a, index_b) pairs of ints, got {p!r}")
+        out.append((int(p[0]), int(p[1])))
+    if not out:
+        raise InvalidInputError("alignment is empty: give at least one (index_a, index_b) pair")
+    for side, name in ((0, "A"), (1, "B")):
+        seen = set()
+        for p in out:
+            if p[side] in seen:
+                raise InvalidInputError(
+                    f"alignment must be one-to-one: index {p[side]} of text {name} appears twice; "
+                    f"keep one pair per word"
+                )
+            seen.add(p[side])
+    return out
+
+
+def _match_by_alignment(
+    A: Attention, B: Attention, pairs: list[tuple[int, int]], units: str
+) -> list[SharedToken]:
+    out: list[SharedToken] = []
+    keys: dict[str, int] = {}
+
+    def unique(k: str) -> tuple[str, int]:
+        occ = keys.get(k, 0)
+        keys[k] = occ + 1
+        return (k if occ == 0 else f"{k}#{occ + 1}"), occ
+
+    if units == "word":
+        sides = []
+        for att, name in ((A, "A"), (B, "B")):
+            if not _has_offsets(att):
+                raise InvalidInputError(
+                    f"text {name}: the tokenizer gave no character offsets, so word indices cannot "
+                    f"be mapped to tokens; use alignment_units='token'"
+                )
+            spans = split_words(att.text)
+            owned = {w.index: w for w in _words(att)}
+            sides.append((spans, owned, name))
+        for ia, ib in pairs:
+            ws = []
+            for idx, (spans, owned, name) in zip((ia, ib), sides):
+                if not -len(spans) <= idx < len(spans):
+                    raise OutOfRangeError(
+                        f"alignment: word {idx} is out of range for text {name}, which has "
+                        f"{len(spans)} words (see attntopo.analyses.compare.split_words)"
+                    )
+                idx %= len(spans)
+                if idx not in owned:
+                    raise InvalidInputError(
+                        f"alignment: word {idx} ({spans[idx][2]!r}) of text {name} owns no token "
+                        f"(truncated, or inside a token of the previous word)"
+                    )
+                ws.append(owned[idx])
+            wa, wb = ws
+            na, nb = normalize_token(wa.text), normalize_token(wb.text)
+            key, occ = unique(na if na == nb else f"{na}/{nb}")
+            out.append(
+                SharedToken(key, wa.text, wb.text, wa.tokens[0], wb.tokens[0], wa.tokens, wb.tokens,
+                            wa.index, wb.index, occ)
+            )
+        return out
+    for ia, ib in pairs:
+        idx = []
+        for i, att, name in ((ia, A, "A"), (ib, B, "B")):
+            n = att.n_tokens
+            if not -n <= i < n:
+                raise OutOfRangeError(
+                    f"alignment: token {i} is out of range for text {name}, which has {n} tokens"
+                )
+            idx.append(i % n)
+        ta, tb = idx
+        la, lb = A.labels[ta], B.labels[tb]
+        na, nb = normalize_token(la), normalize_token(lb)
+        key, occ = unique(na if na == nb else f"{na}/{nb}")
+        out.append(SharedToken(key, la, lb, ta, tb, (ta,), (tb,), -1, -1, occ))
+    return out
+
+
+# ------------------------------------------------------------------ comparison
+def _grid(flat: Sequence[Diagram], L: int, H: int, start: int = 0) -> list[list[Diagram]]:
+    return [[flat[start + i * H + j] for j in range(H)] for i in range(L)]
+
+
+def _pair_distances(da: Diagram, db: Diagram) -> np.ndarray:
+    """(3, maxdim + 1): bottleneck, W1, W2 per dimension."""
+    return np.stack([bottleneck(da, db), wasserstein(da, db, p=1), wasserstein(da, db, p=2)])
+
+
+def _triangle_counts(M: np.ndarray) -> np.ndarray:
+    """Number of triangles of each boolean adjacency in a (..., m, m) stack."""
+    F = M.astype(np.float64)
+    return np.rint(np.einsum("...ij,...jk,...ki->...", F, F, F) / 6.0).astype(np.int64)
+
+
+def _adaptive_scales(dgm_a: list[list[Diagram]], dgm_b: list[list[Diagram]]) -> np.ndarray:
+    L, H = len(dgm_a), len(dgm_a[0]) if dgm_a else 0
+    out = np.zeros((L, H))
+    for i in range(L):
+        for j in range(H):
+            deaths = np.concatenate([dgm_a[i][j].finite(0)[:, 1], dgm_b[i][j].finite(0)[:, 1]])
+            deaths = deaths[deaths > 0]
+            out[i, j] = float(np.median(deaths)) if deaths.size else 1.0
+    return out
+
+
+@dataclass(eq=False)
+class Comparison:
+    """Two texts' topology, head by head, with the tokens they share.
+
+    Attributes
+    ----------
+    a, b : Analysis
+        Each text's attention, distances ``(L, H, n, n)`` and diagrams (full filtration).
+    shared_tokens : list of SharedToken
+        Tokens present in both texts (``m`` of them), in the order of text A.
+    scales : ndarray of shape (L, H)
+        The scale ``eps`` at which simplices are compared, per head (all equal to
+        ``threshold`` when one was given).
+    threshold : float or None
+        The scale given to :func:`compare`; ``None`` = adaptive per head (see there).
+    shared_diagrams_a, shared_diagrams_b : list of list of Diagram, or None
+        Diagrams of the shared tokens' own metric spaces (sub-matrices ``(m, m)`` of each
+        text's distances); ``None`` when no token is shared.
+    diagram_distances : dict of str to ndarray of shape (L, H, maxdim + 1)
+        ``"bottleneck"``, ``"wasserstein1"``, ``"wasserstein2"`` between the two texts' full
+        diagrams, per homology dimension (never pooled).
+    shared_diagram_distances : dict of str to ndarray of shape (L, H, maxdim + 1)
+        The same between the shared-token diagrams (NaN when no token is shared).
+    counts : dict of str to int ndarray of shape (L, H)
+        :data:`COUNT_NAMES`: edges and triangles among shared tokens present in both texts at
+        the head's scale, and in each text alone.
+    connection_a, connection_b : ndarray of shape (L, H, m, m)
+        Connection scales (minimax path distance in the whole text's complex) of every pair
+        of shared tokens.
+    alignment, alignment_units : the user alignment, if one was given.
+    include_special : bool
+        Whether special tokens were matched.
+    provenance : dict
+    """
+
+    a: Analysis
+    b: Analysis
+    shared_tokens: list[SharedToken]
+    scales: np.ndarray
+    threshold: float | None
+    shared_diagrams_a: list[list[Diagram]] | None
+    shared_diagrams_b: list[list[Diagram]] | None
+    diagram_distances: dict[str, np.ndarray]
+    shared_diagram_distances: dict[str, np.ndarray]
+    counts: dict[str, np.ndarray]
+    connection_a: np.ndarray
+    connection_b: np.ndarray
+    alignment: list[tuple[int, int]] | None = None
+    alignment_units: str = "word"
+    include_special: bool = False
+    provenance: dict = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ access
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """Model layer indices compared (0-based)."""
+        return self.a.layers
+
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """Model head indices compared (0-based)."""
+        return self.a.heads
+
+    @property
+    def maxdim(self) -> int:
+        return self.a.maxdim
+
+    @property
+    def metric(self) -> str:
+        return self.a.metric
+
+    @property
+    def keys(self) -> list[str]:
+        """Keys of the shared tokens, in order."""
+        return [s.key for s in self.shared_tokens]
+
+    @property
+    def index_a(self) -> np.ndarray:
+        """int ndarray of shape (m,): representative token of each shared token in text A."""
+        return np.array([s.a for s in self.shared_tokens], dtype=np.int64)
+
+    @property
+    def index_b(self) -> np.ndarray:
+        """int ndarray of shape (m,): representative token of each shared token in text B."""
+        return np.array([s.b for s in self.shared_tokens], dtype=np.int64)
+
+    @property
+    def edge_birth_a(self) -> np.ndarray:
+        """ndarray of shape (L, H, m, m): distances between shared tokens in text A."""
+        ia = self.index_a
+        return self.a.distances[:, :, ia][:, :, :, ia]
+
+    @property
+    def edge_birth_b(self) -> np.ndarray:
+        """ndarray of shape (L, H, m, m): distances between shared tokens in text B."""
+        ib = self.index_b
+        return self.b.distances[:, :, ib][:, :, :, ib]
+
+    def _pos(self, layer: int | None, head: int | None) -> tuple[int, int]:
+        if layer is None or head is None:
+            if len(self.layers) == 1 and len(self.heads) == 1:
+                return 0, 0
+            raise InvalidInputError(
+                "several heads were compared: give layer= and head= (0-based model indices)"
+            )
+        return self.a._pos(layer, head)
+
+    def _key_index(self, key: str | int) -> int:
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            m = len(self.shared_tokens)
+            if not -m <= key < m:
+                raise OutOfRangeError(f"shared token {key} is out of range: {m} shared tokens")
+            return int(key) % m
+        keys = self.keys
+        k = normalize_token(str(key)) if str(key) not in keys else str(key)
+        if k not in keys:
+            raise InvalidInputError(
+                f"{key!r} is not a shared token; shared are: {', '.join(keys) or '(none)'}"
+            )
+        return keys.index(k)
+
+    def scale(self, layer: int | None = None, head: int | None = None) -> float:
+        """The scale ``eps`` used for one head."""
+        i, j = self._pos(layer, head)
+        return float(self.scales[i, j])
+
+    def diagrams(self, layer: int | None = None, head: int | None = None) -> tuple[Diagram, Diagram]:
+        """The two texts' full diagrams of one head."""
+        i, j = self._pos(layer, head)
+        return self.a.diagrams[i][j], self.b.diagrams[i][j]
+
+    def pair(self, u: str | int, v: str | int, layer: int | None = None, head: int | None = None) -> dict:
+        """Edge births and connection scales of two shared tokens (by key or position) in one head.
+
+        Returns ``{"a", "b", "edge_birth_a", "edge_birth_b", "connection_a", "connection_b",
+        "scale"}``.
+        """
+        i, j = self._pos(layer, head)
+        p, q = self._key_index(u), self._key_index(v)
+        sa, sb = self.shared_tokens[p], self.shared_tokens[q]
+        return {
+            "a": sa.key,
+            "b": sb.key,
+            "edge_birth_a": float(self.a.distances[i, j, sa.a, sb.a]),
+            "edge_birth_b": float(self.b.distances[i, j, sa.b, sb.b]),
+            "connection_a": float(self.connection_a[i, j, p, q]),
+            "connection_b": float(self.connection_b[i, j, p, q]),
+            "scale": float(self.scales[i, j]),
+        }
+
+    def first_triangle(
+        self, u: str | int, v: str | int, layer: int | None = None, head: int | None = None
+    ) -> dict:
+        """Scale at which two shared tokens first span a triangle, in each text.
+
+        The earliest 2-simplex containing both tokens' representatives, with any third token
+        of that text (special tokens and subwords included):
+        ``min_k max(D[u, v], D[u, k], D[v, k])``.
+
+        Returns
+        -------
+        dict
+            ``{"birth_a", "third_a", "third_a_index", "birth_b", "third_b", "third_b_index"}``
+            (births ``inf`` and thirds ``None`` when a text has fewer than 3 tokens).
+        """
+        i, j = self._pos(layer, head)
+        su = self.shared_tokens[self._key_index(u)]
+        sv = self.shared_tokens[self._key_index(v)]
+        out: dict = {}
+        for side, an, x, y in (("a", self.a, su.a, sv.a), ("b", self.b, su.b, sv.b)):
+            D = an.distances[i, j]
+            cand = np.maximum(D[x], D[y])
+            cand[[x, y]] = np.inf
+            k = int(np.argmin(cand))
+            if len(cand) < 3 or x == y:
+                out.update({f"birth_{side}": math.inf, f"third_{side}": None, f"third_{side}_index": None})
+                continue
+            out.update({
+                f"birth_{side}": float(max(D[x, y], cand[k])),
+                f"third_{side}": an.attention.labels[k],
+                f"third_{side}_index": k,
+            })
+        return out
+
+    def pairs(self, layer: int | None = None, head: int | None = None) -> list[dict]:
+        """:meth:`pair` for every pair of shared tokens (``p < q`` in shared order)."""
+        m = len(self.shared_tokens)
+        return [self.pair(p, q, *self._model_ids(layer, head)) for p in range(m) for q in range(p + 1, m)]
+
+    def _model_ids(self, layer, head) -> tuple[int, int]:
+        i, j = self._pos(layer, head)
+        return self.layers[i], self.heads[j]
+
+    def shared_simplices(
+        self, layer: int | None = None, head: int | None = None, eps: float | None = None, dim: int | None = None
+    ) -> list[dict]:
+        """Edges and triangles among shared tokens present in both texts at ``eps``.
+
+        Parameters
+        ----------
+        layer, head : int
+            Model indices (optional when one head was compared).
+        eps : float, optional
+            Scale; default the head's :attr:`scales` entry.
+        dim : {1, 2}, optional
+            Only edges (1) or only triangles (2); both by default.
+
+        Returns
+        -------
+        list of dict
+            ``{"tokens": (key, key[, key]), "birth_a", "birth_b"}``, edges first, then
+            triangles, each in lexicographic order of shared positions.  A simplex's birth is
+            its longest side in that text.
+        """
+        i, j = self._pos(layer, head)
+        e = float(self.scales[i, j]) if eps is None else float(eps)
+        if math.isnan(e) or e < 0:
+            raise InvalidInputError(f"eps must be a number >= 0, got {eps!r}")
+        if dim not in (None, 1, 2):
+            raise InvalidInputError(f"dim must be 1 (edges), 2 (triangles) or None (both), got {dim!r}")
+        SA, SB = self.edge_birth_a[i, j], self.edge_birth_b[i, j]
+        m = SA.shape[0]
+        M = (SA <= e) & (SB <= e)
+        np.fill_diagonal(M, False)
+        keys = self.keys
+        out: list[dict] = []
+        if dim in (None, 1):
+            p, q = np.nonzero(np.triu(M, 1))
+            out += [
+                {"tokens": (keys[x], keys[y]), "birth_a": float(SA[x, y]), "birth_b": float(SB[x, y])}
+                for x, y in zip(p.tolist(), q.tolist())
+            ]
+        if dim in (None, 2) and m >= 3:
+            p, q = np.nonzero(np.triu(M, 1))
+            U = np.triu(M, 1)
+            for x, y in zip(p.tolist(), q.tolist()):
+                for z in np.flatnonzero(U[x] & U[y]).tolist():
+                    out.append({
+                        "tokens": (keys[x], keys[y], keys[z]),
+                        "birth_a": float(max(SA[x, y], SA[x, z], SA[y, z])),
+                        "birth_b": float(max(SB[x, y], SB[x, z], SB[y, z])),
+                    })
+        return out
+
+    # ------------------------------------------------------------------ tables
+    def grid(self, name: str = "bottleneck", dim: int | None = None, scope: str = "text") -> np.ndarray:
+        """A (layers × heads) table.
+
+        Parameters
+        ----------
+        name : str
+            A diagram distance (:data:`DISTANCE_NAMES`) or a count (:data:`COUNT_NAMES`),
+            or ``"scale"``.
+        dim : int, optional
+            Homology dimension for distances (default: 1, or 0 if maxdim is 0).
+        scope : {"text", "shared"}
+            Distances between the whole texts' diagrams, or between the shared tokens'.
+
+        Returns
+        -------
+        ndarray of shape (n_layers, n_heads)
+        """
+        if name == "scale":
+            return self.scales.copy()
+        if name in COUNT_NAMES:
+            return self.counts[name].copy()
+        if name not in DISTANCE_NAMES:
+            raise InvalidInputError(
+                f"unknown table {name!r}; allowed: {', '.join(DISTANCE_NAMES + COUNT_NAMES)}, 'scale'"
+            )
+        if scope not in ("text", "shared"):
+            raise InvalidInputError(f"scope must be 'text' or 'shared', got {scope!r}")
+        d = self._dim(dim)
+        src = self.diagram_distances if scope == "text" else self.shared_diagram_distances
+        return src[name][:, :, d].copy()
+
+    def _dim(self, dim: int | None) -> int:
+        if dim is None:
+            return min(1, self.maxdim)
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not 0 <= dim <= self.maxdim:
+            raise InvalidInputError(f"dim must be a homology dimension in 0..{self.maxdim}, got {dim!r}")
+        return int(dim)
+
+    def _ranked(self, k: int, by: str, dim: int | None, scope: str, similar: bool) -> list[tuple[int, int, float]]:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise InvalidInputError(f"k must be a positive int, got {k!r}")
+        if by not in DISTANCE_NAMES + ("shared_edges", "shared_triangles"):
+            raise InvalidInputError(
+                f"by must be one of {', '.join(DISTANCE_NAMES)}, shared_edges, shared_triangles; got {by!r}"
+            )
+        g = self.grid(by, dim, scope).astype(np.float64)
+        # a distance: small = similar; a count of shared simplices: large = similar
+        v = g if by in DISTANCE_NAMES else -g
+        v = v if similar else -v
+        flat = np.where(np.isnan(v), np.inf, v).ravel()  # NaN (no shared tokens) ranks last
+        # ties (often: no H1 bar in either text) are broken by the same number summed over
+        # all dimensions, then by layer and head
+        if by in DISTANCE_NAMES:
+            src = self.diagram_distances if scope == "text" else self.shared_diagram_distances
+            tot = src[by].sum(-1).ravel()
+            tot = np.where(np.isnan(tot), np.inf, tot if similar else -tot)
+        else:
+            tot = np.zeros_like(flat)
+        order = np.lexsort((np.arange(flat.size), tot, flat))
+        out = []
+        H = len(self.heads)
+        for t in order[: int(k)]:
+            i, j = divmod(int(t), H)
+            out.append((self.layers[i], self.heads[j], float(g[i, j])))
+        return out
+
+    def most_similar_heads(
+        self, k: int = 5, by: str = "bottleneck", dim: int | None = None, scope: str = "text"
+    ) -> list[tuple[int, int, float]]:
+        """The ``k`` heads where the two texts' topology agrees most.
+
+        ``by`` a diagram distance (smallest first, in dimension ``dim``, default H1) or
+        ``"shared_edges"``/``"shared_triangles"`` (largest first).  Returns
+        ``[(layer, head, value), ...]`` (model indices; ties broken by layer, then head).
+        """
+        return self._ranked(k, by, dim, scope, True)
+
+    def most_different_heads(
+        self, k: int = 5, by: str = "bottleneck", dim: int | None = None, scope: str = "text"
+    ) -> list[tuple[int, int, float]]:
+        """The ``k`` heads where the two texts' topology differs most (see
+        :meth:`most_similar_heads`)."""
+        return self._ranked(k, by, dim, scope, False)
+
+    def summary(self) -> dict[str, np.ndarray]:
+        """Per-head table as columns (arrays of length n_layers · n_heads, layer-major).
+
+        Columns: ``layer``, ``head``, ``scale``, ``{name}_h{d}`` for every diagram distance
+        and dimension (whole texts), ``shared_{name}_h{d}`` (shared tokens), and the counts.
+        """
+        L, H = len(self.layers), len(self.heads)
+        cols: dict[str, np.ndarray] = {
+            "layer": np.repeat(np.array(self.layers, dtype=np.int64), H),
+            "head": np.tile(np.array(self.heads, dtype=np.int64), L),
+            "scale": self.scales.ravel().copy(),
+        }
+        for prefix, src in (("", self.diagram_distances), ("shared_", self.shared_diagram_distances)):
+            for name in DISTANCE_NAMES:
+                for d in range(self.maxdim + 1):
+                    cols[f"{prefix}{name}_h{d}"] = src[name][:, :, d].ravel().copy()
+        for name in COUNT_NAMES:
+            cols[name] = self.counts[name].ravel().copy()
+        return cols
+
+    def head_report(self, layer: int | None = None, head: int | None = None) -> dict:
+        """Everything about one head as plain data (JSON-ready apart from ``inf``)."""
+        i, j = self._pos(layer, head)
+        lay, hd = self.layers[i], self.heads[j]
+        return {
+            "layer": lay,
+            "head": hd,
+            "scale": float(self.scales[i, j]),
+            "diagram_distances": {
+                n: self.diagram_distances[n][i, j].tolist() for n in DISTANCE_NAMES
+            },
+            "shared_diagram_distances": {
+                n: self.shared_diagram_distances[n][i, j].tolist() for n in DISTANCE_NAMES
+            },
+            "counts": {n: int(self.counts[n][i, j]) for n in COUNT_NAMES},
+            "pairs": self.pairs(lay, hd),
+            "shared_simplices": [
+                {**s, "tokens": list(s["tokens"])} for s in self.shared_simplices(lay, hd)
+            ],
+        }
+
+    def to_dict(self, k: int = 5) -> dict:
+        """Plain-data overview: texts, settings, shared tokens, per-head table, top heads."""
+        k = max(1, min(int(k), len(self.layers) * len(self.heads)))
+        return {
+            "kind": "comparison",
+            "model": self.a.attention.model,
+            "text_a": self.a.attention.text,
+            "text_b": self.b.attention.text,
+            "metric": self.metric,
+            "maxdim": self.maxdim,
+            "threshold": self.threshold,
+            "layers": list(self.layers),
+            "heads": list(self.heads),
+            "shared_tokens": [s.to_dict() for s in self.shared_tokens],
+            "heads_table": {kk: v.tolist() for kk, v in self.summary().items()},
+            "most_similar_heads": self.most_similar_heads(k),
+            "most_different_heads": self.most_different_heads(k),
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Comparison(model={self.a.attention.model!r}, tokens={self.a.attention.n_tokens}/"
+            f"{self.b.attention.n_tokens}, shared={len(self.shared_tokens)}, layers={len(self.layers)}, "
+            f"heads={len(self.heads)}, maxdim={self.maxdim})"
+        )
+
+    # ---------------------------------------------------------------- storage
+    def save(self, path, *, overwrite: bool = True, compress: bool = False,
+             extra_files: dict[str, bytes] | None = None):
+        """Save to a folder (``attntopo.json`` + ``arrays.npz``), atomically.
+
+        :func:`attntopo.load_result` restores an equal :class:`Comparison`.  ``extra_files``
+        (``{relative path: bytes}``, e.g. figures) are written in the same atomic step.
+        """
+        meta_a, arr_a = self.a._payload()
+        meta_b, arr_b = self.b._payload()
+        arrays = {f"a__{k}": v for k, v in arr_a.items()}
+        arrays.update({f"b__{k}": v for k, v in arr_b.items()})
+        arrays["scales"] = self.scales
+        arrays["connection_a"] = self.connection_a
+        arrays["connection_b"] = self.connection_b
+        for n in DISTANCE_NAMES:
+            arrays[f"dist__{n}"] = self.diagram_distances[n]
+            arrays[f"shared_dist__{n}"] = self.shared_diagram_distances[n]
+        for n in COUNT_NAMES:
+            arrays[f"count__{n}"] = self.counts[n]
+        if self.shared_diagrams_a is not None:
+            for side, grid in (("a", self.shared_diagrams_a), ("b", self.shared_diagrams_b)):
+                arrays.update(_pack_grid(grid, self.maxdim, f"shared_{side}__"))
+        meta = {
+            "kind": "comparison",
+            "a": meta_a,
+            "b": meta_b,
+            "shared_tokens": [s.to_dict() for s in self.shared_tokens],
+            "threshold": self.threshold,
+            "alignment": [list(p) for p in self.alignment] if self.alignment is not None else None,
+            "alignment_units": self.alignment_units,
+            "include_special": self.include_special,
+            "has_shared_diagrams": self.shared_diagrams_a is not None,
+            "provenance": self.provenance,
+        }
+        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress,
+                            extra_files=extra_files)
+
+    @classmethod
+    def _from_payload(cls, meta: dict, arrays: dict) -> "Comparison":
+        arr_a = {k[3:]: v for k, v in arrays.items() if k.startswith("a__")}
+        arr_b = {k[3:]: v for k, v in arrays.items() if k.startswith("b__")}
+        a = Analysis._from_payload(meta["a"], arr_a)
+        b = Analysis._from_payload(meta["b"], arr_b)
+        L, H = len(a.layers), len(a.heads)
+        sa = sb = None
+        if meta.get("has_shared_diagrams"):
+            sa = _unpack_grid(arrays, "shared_a__", L, H, a.maxdim, a.engine)
+            sb = _unpack_grid(arrays, "shared_b__", L, H, a.maxdim, a.engine)
+        thr = meta.get("threshold")
+        return cls(
+            a=a,
+            b=b,
+            shared_tokens=[SharedToken.from_dict(d) for d in meta["shared_tokens"]],
+            scales=arrays["scales"],
+            threshold=None if thr is None else json_float(thr),
+            shared_diagrams_a=sa,
+            shared_diagrams_b=sb,
+            diagram_distances={n: arrays[f"dist__{n}"] for n in DISTANCE_NAMES},
+            shared_diagram_distances={n: arrays[f"shared_dist__{n}"] for n in DISTANCE_NAMES},
+            counts={n: arrays[f"count__{n}"] for n in COUNT_NAMES},
+            connection_a=arrays["connection_a"],
+            connection_b=arrays["connection_b"],
+            alignment=None if meta.get("alignment") is None else [tuple(p) for p in meta["alignment"]],
+            alignment_units=meta.get("alignment_units", "word"),
+            include_special=bool(meta.get("include_special", False)),
+            provenance=meta.get("provenance", {}),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Comparison):
+            return NotImplemented
+
+        def same_grid(x, y):
+            if x is None or y is None:
+                return x is None and y is None
+            return all(p == q for rx, ry in zip(x, y) for p, q in zip(rx, ry))
+
+        return (
+            self.a == other.a
+            and self.b == other.b
+            and self.shared_tokens == other.shared_tokens
+            and np.array_equal(self.scales, other.scales)
+            and self.threshold == other.threshold
+            and same_grid(self.shared_diagrams_a, other.shared_diagrams_a)
+            and same_grid(self.shared_diagrams_b, other.shared_diagrams_b)
+            and all(
+                np.array_equal(self.diagram_distances[n], other.diagram_distances[n], equal_nan=True)
+                and np.array_equal(
+                    self.shared_diagram_distances[n], other.shared_diagram_distances[n], equal_nan=True
+                )
+                for n in DISTANCE_NAMES
+            )
+            and all(np.array_equal(self.counts[n], other.counts[n]) for n in COUNT_NAMES)
+            and np.array_equal(self.connection_a, other.connection_a)
+            and np.array_equal(self.connection_b, other.connection_b)
+            and self.alignment == other.alignment
+            and self.alignment_units == other.alignment_units
+            and self.include_special == other.include_special
+            and self.provenance == other.provenance
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _pack_grid(grid: list[list[Diagram]], maxdim: int, prefix: str) -> dict[str, np.ndarray]:
+    out = {}
+    flat = [g for row in grid for g in row]
+    for d in range(maxdim + 1):
+        out[f"{prefix}counts_h{d}"] = np.array([len(g[d]) for g in flat], dtype=np.int64)
+        pts = [np.asarray(g[d], dtype=np.float64).reshape(-1, 2) for g in flat]
+        out[f"{prefix}points_h{d}"] = np.concatenate(pts) if pts else np.zeros((0, 2))
+    return out
+
+
+def _unpack_grid(arrays: dict, prefix: str, L: int, H: int, maxdim: int, engine: str) -> list[list[Diagram]]:
+    per_dim = []
+    for d in range(maxdim + 1):
+        counts = arrays[f"{prefix}counts_h{d}"]
+        pts = arrays[f"{prefix}points_h{d}"]
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+        per_dim.append([pts[bounds[k] : bounds[k + 1]] for k in range(L * H)])
+    flat = [
+        Diagram(tuple(per_dim[d][k] for d in range(maxdim + 1)), maxdim=maxdim, engine=engine)
+        for k in range(L * H)
+    ]
+    return _grid(flat, L, H)
+
+
+register_result_kind("comparison", Comparison._from_payload)
+
+
+# ------------------------------------------------------------------- settings
+def _check_settings(metric: Any, maxdim: Any) -> int:
+    if metric not in METRICS:
+        raise InvalidInputError(f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
+    if isinstance(maxdim, bool) or not isinstance(maxdim, (int, np.integer)) or not 0 <= maxdim <= 2:
+        raise InvalidInputError(f"maxdim must be 0, 1 or 2, got {maxdim!r}")
+    return int(maxdim)
+
+
+def _check_scale(threshold: Any) -> float | None:
+    if threshold is None:
+        return None
+    try:
+        t = float(threshold)
+    except (TypeError, ValueError):
+        t = math.nan
+    if isinstance(threshold, bool) or math.isnan(t) or t < 0 or math.isinf(t):
+        raise InvalidInputError(
+            f"threshold must be a finite scale >= 0 (e.g. 0.2) or None (adaptive per head), got {threshold!r}"
+        )
+    return t
+
+
+def _attentions(texts: Sequence[Any], model: Any, layer, head, drop_special: bool, truncate: bool):
+    """Attentions of the texts (one batched pass) and the model's info, or Attentions as given."""
+    from ..models import AttentionModel, load_model
+
+    if all(isinstance(t, Attention) for t in texts):
+        atts = list(texts)
+        first = atts[0]
+        for t in atts[1:]:
+            if t.layer_ids != first.layer_ids or t.head_ids != first.head_ids or t.model != first.model:
+                raise InvalidInputError(
+                    "Attention inputs must come from one model with the same layers and heads"
+                )
+        if layer is not None or head is not None:
+            atts = [t.select(_positions(layer, t.layer_ids, "layer"), _positions(head, t.head_ids, "head"))
+                    for t in atts]
+        if drop_special:
+            atts = [t if t.special_dropped else t.drop_special() for t in atts]
+        return atts, {"name": first.model, "n_layers": max(first.layer_ids) + 1,
+                      "n_heads": max(first.head_ids) + 1}
+    if any(isinstance(t, Attention) for t in texts):
+        raise InvalidInputError("give texts as all strings or all Attention objects, not a mix")
+    m = model if isinstance(model, AttentionModel) else load_model(model)
+    atts = m.attention(list(texts), drop_special=drop_special, truncate=truncate, layers=layer, heads=head)
+    return atts, m.info()
+
+
+def _positions(sel, ids: tuple[int, ...], what: str):
+    if sel is None:
+        return None
+    sel_list = [sel] if isinstance(sel, (int, np.integer)) else list(sel)
+    out = []
+    for s in sel_list:
+        s = resolve_index(s, max(ids) + 1, what)
+        if s not in ids:
+            raise OutOfRangeError(f"{what} {s} is not in the given attention; it holds {list(ids)}")
+        out.append(ids.index(s))
+    return out
+
+
+def compare(
+    text_a: str | Attention,
+    text_b: str | Attention,
+    model: Any = "minilm",
+    layer: int | Sequence[int] | None = None,
+    head: int | Sequence[int] | None = None,
+    *,
+    metric: str = "jensen_shannon",
+    maxdim: int = 1,
+    threshold: float | None = None,
+    drop_special: bool = False,
+    include_special: bool = False,
+    alignment: Sequence[tuple[int, int]] | None = None,
+    alignment_units: str = "word",
+    engine: str | None = None,
+    n_jobs: int | None = None,
+    truncate: bool = False,
+) -> Comparison:
+    """Compare the attention topology of two texts, head by head.
+
+    Parameters
+    ----------
+    text_a, text_b : str or Attention
+        Two texts (run through ``model`` in one batched pass), or two :class:`Attention`
+        objects of the same model, layers and heads (``model`` is then ignored).
+    model : str or AttentionModel
+        ``"minilm"``, ``"smollm2"``, any hub id (a multilingual one for translations), a
+        folder, or a loaded model.
+    layer, head : int or list of int, optional
+        0-based model indices; ``None`` = all layers / all heads.
+    metric : str
+        Token distance (Jensen–Shannon base 2 by default).
+    maxdim : {0, 1, 2}
+        Highest homology dimension of the diagrams.
+    threshold : float, optional
+        The scale ``eps`` at which simplices among shared tokens are compared (edges and
+        triangles present in both texts).  The filtration itself is never cut: diagrams and
+        connection scales use all scales.  ``None`` (default) chooses a scale per head: the
+        median of the finite H0 deaths of both texts pooled (the minimum-spanning-tree edge
+        lengths), where about half of each text's tokens have merged.  Heads differ widely in
+        their distance range (per-head medians of the pairwise JS distances range from 0.17 to
+        1.0 on MiniLM), so one fixed scale leaves most heads with no edges at all; pass e.g.
+        ``threshold=0.2`` to use one scale everywhere.
+    drop_special : bool
+        Remove special tokens and renormalize rows before measuring distances.
+    include_special : bool
+        Also match special tokens ([CLS] with [CLS], …) as shared tokens (when kept).
+    alignment : list of (int, int), optional
+        Pairs tokens across the texts instead of string matching (translations): pairs of
+        word indices (``alignment_units="word"``: positions in :func:`split_words` of each
+        text) or of token positions (``"token"``: positions in the analysed token lists,
+        after ``drop_special``).  One-to-one.
+    alignment_units : {"word", "token"}
+    engine, n_jobs
+        Persistence engine and worker processes (see :func:`~attntopo.topology.persistence_batch`).
+    truncate : bool
+        Cut texts longer than the model's context instead of raising.
+
+    Returns
+    -------
+    Comparison
+
+    Notes
+    -----
+    Shared tokens are matched at word level (see the module docs): normalized word string
+    (NFKC, case-folded, without ``##``/``Ġ``/``▁``) and occurrence — the 2nd *the* of A
+    matches the 2nd *the* of B — so subword splits still match; a word is represented by
+    its first token.  Diagram distances use :mod:`attntopo.topology.diagram_distances`
+    per homology dimension (never pooled), with infinite bars matched to infinite bars
+    (the one infinite H0 bar of each text is born at 0, so it costs nothing).
+    """
+    maxdim = _check_settings(metric, maxdim)
+    scale = _check_scale(threshold)
+    if alignment_units not in ("word", "token"):
+        raise InvalidInputError(f"alignment_units must be 'word' or 'token', got {alignment_units!r}")
+    pairs = _check_alignment(alignment) if alignment is not None else None
+
+    (A, B), info = _attentions([text_a, text_b], model, layer, head, drop_special, truncate)
+    shared = (
+        _match_by_alignment(A, B, pairs, alignment_units)
+        if pairs is not None
+        else _match_by_string(A, B, include_special and not drop_special)
+    )
+    m = len(shared)
+    DA = token_distances(A, metric=metric)
+    DB = token_distances(B, metric=metric)
+    L, H = DA.shape[0], DA.shape[1]
+    ia = np.array([s.a for s in shared], dtype=np.int64)
+    ib = np.array([s.b for s in shared], dtype=np.int64)
+    SA = DA[:, :, ia][:, :, :, ia]
+    SB = DB[:, :, ib][:, :, :, ib]
+
+    # one persistence batch: full A, full B, shared A, shared B
+    mats = list(DA.reshape(-1, DA.shape[-1], DA.shape[-1])) + list(DB.reshape(-1, DB.shape[-1], DB.shape[-1]))
+    if m:
+        mats += list(SA.reshape(-1, m, m)) + list(SB.reshape(-1, m, m))
+    dgms = persistence_batch(mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs)
+    used_engine = dgms[0].engine
+    grid_a = _grid(dgms, L, H, 0)
+    grid_b = _grid(dgms, L, H, L * H)
+    sh_a = _grid(dgms, L, H, 2 * L * H) if m else None
+    sh_b = _grid(dgms, L, H, 3 * L * H) if m else None
+
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    prov = {
+        "model": info,
+        "versions": _versions(),
+        "created": created,
+        "settings": {"drop_special": drop_special, "truncate": truncate},
+    }
+    an_a = Analysis(A, DA, grid_a, metric, maxdim, math.inf, used_engine, False, dict(prov))
+    an_b = Analysis(B, DB, grid_b, metric, maxdim, math.inf, used_engine, False, dict(prov))
+
+    scales = np.full((L, H), scale) if scale is not None else _adaptive_scales(grid_a, grid_b)
+
+    dist = np.zeros((3, L, H, maxdim + 1))
+    sdist = np.full((3, L, H, maxdim + 1), np.nan)
+    for i in range(L):
+        for j in range(H):
+            dist[:, i, j] = _pair_distances(grid_a[i][j], grid_b[i][j])
+            if m:
+                sdist[:, i, j] = _pair_distances(sh_a[i][j], sh_b[i][j])
+
+    eps = scales[:, :, None, None]
+    off = ~np.eye(m, dtype=bool)
+    MA = (SA <= eps) & off
+    MB = (SB <= eps) & off
+    MS = MA & MB
+    counts = {
+        "shared_edges": MS.sum(axis=(-1, -2)) // 2,
+        "shared_triangles": _triangle_counts(MS),
+        "edges_a": MA.sum(axis=(-1, -2)) // 2,
+        "edges_b": MB.sum(axis=(-1, -2)) // 2,
+        "triangles_a": _triangle_counts(MA),
+        "triangles_b": _triangle_counts(MB),
+    }
+    counts = {k: np.asarray(v, dtype=np.int64).reshape(L, H) for k, v in counts.items()}
+
+    conn_a = np.zeros((L, H, m, m))
+    conn_b = np.zeros((L, H, m, m))
+    if m:
+        for i in range(L):
+            for j in range(H):
+                conn_a[i, j] = connection_scales(DA[i, j])[np.ix_(ia, ia)]
+                conn_b[i, j] = connection_scales(DB[i, j])[np.ix_(ib, ib)]
+
+    return Comparison(
+        a=an_a,
+        b=an_b,
+        shared_tokens=shared,
+        scales=scales,
+        threshold=scale,
+        shared_diagrams_a=sh_a,
+        shared_diagrams_b=sh_b,
+        diagram_distances={n: dist[k] for k, n in enumerate(DISTANCE_NAMES)},
+        shared_diagram_distances={n: sdist[k] for k, n in enumerate(DISTANCE_NAMES)},
+        counts=counts,
+        connection_a=conn_a,
+        connection_b=conn_b,
+        alignment=pairs,
+        alignment_units=alignment_units,
+        include_special=bool(include_special),
+        provenance=prov,
+    )
+
+
+# ------------------------------------------------------------ phrase topology
+def find_phrase(phrase: str, context: str, occurrence: int = 0) -> tuple[int, int]:
+    """Character span of the ``occurrence``-th case-insensitive match of ``phrase`` in ``context``.
+
+    Whitespace in the phrase matches any run of whitespace.  Raises
+    :class:`~attntopo.errors.InvalidInputError` if it does not occur (that often).
+    """
+    words = phrase.split()
+    pattern = r"\s+".join(re.escape(w) for w in words)
+    hits = list(re.finditer(pattern, context, flags=re.IGNORECASE))
+    if len(hits) <= occurrence:
+        short = context if len(context) <= 60 else context[:57] + "..."
+        if not hits:
+            raise InvalidInputError(f"phrase {phrase!r} does not occur in context {short!r}")
+        raise InvalidInputError(
+            f"phrase {phrase!r} occurs {len(hits)} time(s) in context {short!r}, "
+            f"so occurrence={occurrence} does not exist (0-based)"
+        )
+    h = hits[occurrence]
+    return h.start(), h.end()
+
+
+def _span_tokens(att: Attention, span: tuple[int, int]) -> list[int]:
+    s, e = span
+    return [
+        t for t, ((a, b), sp) in enumerate(zip(att.offsets, att.special))
+        if not sp and b > a and a < e and b > s and att.text[max(a, s):min(b, e)].strip()
+    ]
+
+
+@dataclass(eq=False)
+class PhraseTopology:
+    """The shape of one phrase in several contexts.
+
+    Attributes
+    ----------
+    phrase : str
+    contexts : list of str
+    spans : list of (int, int)
+        Character span of the phrase in each context.
+    token_indices : list of list of int
+        The phrase's tokens in each context (positions in the context's token list, after
+        ``drop_special``): every token whose characters overlap the span.
+    token_labels : list of list of str
+    sub_distances : list of ndarray of shape (L, H, k_c, k_c)
+        The phrase's own metric space in each context: the sub-matrix of the context's token
+        distances (rows computed over the whole context).
+    diagrams : list of list of list of Diagram
+        ``diagrams[c][i][j]``: context ``c``, layer position ``i``, head position ``j``.
+    distances : dict of str to ndarray of shape (L, H, maxdim + 1, C, C)
+        Pairwise diagram distances between contexts (:data:`DISTANCE_NAMES`), per homology
+        dimension.
+    layers, heads : tuple of int
+    model, metric, maxdim, engine, provenance
+    """
+
+    phrase: str
+    contexts: list[str]
+    spans: list[tuple[int, int]]
+    token_indices: list[list[int]]
+    token_labels: list[list[str]]
+    sub_distances: list[np.ndarray]
+    diagrams: list[list[list[Diagram]]]
+    distances: dict[str, np.ndarray]
+    layers: tuple[int, ...]
+    heads: tuple[int, ...]
+    model: str
+    metric: str
+    maxdim: int
+    engine: str
+    provenance: dict = field(default_factory=dict)
+
+    def _pos(self, layer: int | None, head: int | None) -> tuple[int, int]:
+        if layer is None or head is None:
+            if len(self.layers) == 1 and len(self.heads) == 1:
+                return 0, 0
+            raise InvalidInputError(
+                "several heads were analysed: give layer= and head= (0-based model indices)"
+            )
+        info = self.provenance.get("model", {})
+        li = resolve_index(layer, info.get("n_layers", max(self.layers) + 1), "layer")
+        hi = resolve_index(head, info.get("n_heads", max(self.heads) + 1), "head")
+        if li not in self.layers:
+            raise OutOfRangeError(f"layer {layer} was not analysed; analysed layers: {list(self.layers)}")
+        if hi not in self.heads:
+            raise OutOfRangeError(f"head {head} was not analysed; analysed heads: {list(self.heads)}")
+        return self.layers.index(li), self.heads.index(hi)
+
+    def _dim(self, dim: int | None) -> int:
+        # phrases are short (H1 needs at least 4 tokens): H0 by default
+        if dim is None:
+            return 0
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not 0 <= dim <= self.maxdim:
+            raise InvalidInputError(f"dim must be a homology dimension in 0..{self.maxdim}, got {dim!r}")
+        return int(dim)
+
+    def matrix(
+        self, layer: int | None = None, head: int | None = None, dim: int | None = None, by: str = "bottleneck"
+    ) -> np.ndarray:
+        """(C, C) pairwise diagram distances between contexts for one head and dimension (H0 by default)."""
+        if by not in DISTANCE_NAMES:
+            raise InvalidInputError(f"by must be one of {', '.join(DISTANCE_NAMES)}, got {by!r}")
+        i, j = self._pos(layer, head)
+        return self.distances[by][i, j, self._dim(dim)].copy()
+
+    def diagram(self, context: int, layer: int | None = None, head: int | None = None) -> Diagram:
+        """The phrase's diagram in one context and head."""
+        i, j = self._pos(layer, head)
+        c = resolve_index(context, len(self.contexts), "context")
+        return self.diagrams[c][i][j]
+
+    def spread(self, dim: int | None = None, by: str = "bottleneck") -> np.ndarray:
+        """(L, H): mean pairwise distance between contexts, per head (small = the phrase keeps
+        its shape across contexts).  NaN with a single context."""
+        if by not in DISTANCE_NAMES:
+            raise InvalidInputError(f"by must be one of {', '.join(DISTANCE_NAMES)}, got {by!r}")
+        X = self.distances[by][:, :, self._dim(dim)]
+        C = X.shape[-1]
+        if C < 2:
+            return np.full(X.shape[:2], np.nan)
+        iu = np.triu_indices(C, 1)
+        return X[:, :, iu[0], iu[1]].mean(-1)
+
+    def most_stable_heads(self, k: int = 5, dim: int | None = None, by: str = "bottleneck") -> list[tuple[int, int, float]]:
+        """The ``k`` heads where the phrase's diagrams vary least across contexts:
+        ``[(layer, head, mean distance), ...]``."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise InvalidInputError(f"k must be a positive int, got {k!r}")
+        S = self.spread(dim, by)
+        flat = np.where(np.isnan(S), np.inf, S).ravel()
+        order = np.lexsort((np.arange(flat.size), flat))[: int(k)]
+        H = len(self.heads)
+        return [(self.layers[t // H], self.heads[t % H], float(S.ravel()[t])) for t in order.tolist()]
+
+    def to_dict(self, k: int = 5) -> dict:
+        """Plain-data overview (for JSON)."""
+        k = max(1, min(int(k), len(self.layers) * len(self.heads)))
+        return {
+            "kind": "phrase_topology",
+            "phrase": self.phrase,
+            "model": self.model,
+            "metric": self.metric,
+            "maxdim": self.maxdim,
+            "layers": list(self.layers),
+            "heads": list(self.heads),
+            "contexts": [
+                {"text": c, "span": list(s), "tokens": lab, "token_indices": idx}
+                for c, s, lab, idx in zip(self.contexts, self.spans, self.token_labels, self.token_indices)
+            ],
+            "spread": {
+                n: {f"h{d}": self.spread(d, n).tolist() for d in range(self.maxdim + 1)} for n in DISTANCE_NAMES
+            },
+            "most_stable_heads": self.most_stable_heads(k),
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"PhraseTopology(phrase={self.phrase!r}, contexts={len(self.contexts)}, "
+            f"layers={len(self.layers)}, heads={len(self.heads)}, maxdim={self.maxdim})"
+        )
+
+    def save(self, path, *, overwrite: bool = True, compress: bool = False,
+             extra_files: dict[str, bytes] | None = None):
+        """Save to a folder; :func:`attntopo.load_result` restores it (``extra_files`` as in
+        :meth:`Comparison.save`)."""
+        arrays: dict[str, np.ndarray] = {}
+        for c, sub in enumerate(self.sub_distances):
+            arrays[f"sub_{c}"] = sub
+            arrays.update(_pack_grid(self.diagrams[c], self.maxdim, f"dgm_{c}__"))
+        for n in DISTANCE_NAMES:
+            arrays[f"dist__{n}"] = self.distances[n]
+        meta = {
+            "kind": "phrase_topology",
+            "phrase": self.phrase,
+            "contexts": self.contexts,
+            "spans": [list(s) for s in self.spans],
+            "token_indices": self.token_indices,
+            "token_labels": self.token_labels,
+            "layers": list(self.layers),
+            "heads": list(self.heads),
+            "model": self.model,
+            "metric": self.metric,
+            "maxdim": self.maxdim,
+            "engine": self.engine,
+            "provenance": self.provenance,
+        }
+        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress,
+                            extra_files=extra_files)
+
+    @classmethod
+    def _from_payload(cls, meta: dict, arrays: dict) -> "PhraseTopology":
+        L, H, maxdim = len(meta["layers"]), len(meta["heads"]), int(meta["maxdim"])
+        C = len(meta["contexts"])
+        return cls(
+            phrase=meta["phrase"],
+            contexts=list(meta["contexts"]),
+            spans=[tuple(s) for s in meta["spans"]],
+            token_indices=[list(x) for x in meta["token_indices"]],
+            token_labels=[list(x) for x in meta["token_labels"]],
+            sub_distances=[arrays[f"sub_{c}"] for c in range(C)],
+            diagrams=[_unpack_grid(arrays, f"dgm_{c}__", L, H, maxdim, meta["engine"]) for c in range(C)],
+            distances={n: arrays[f"dist__{n}"] for n in DISTANCE_NAMES},
+            layers=tuple(meta["layers"]),
+            heads=tuple(meta["heads"]),
+            model=meta["model"],
+            metric=meta["metric"],
+            maxdim=maxdim,
+            engine=meta["engine"],
+            provenance=meta.get("provenance", {}),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PhraseTopology):
+            return NotImplemented
+        return (
+            self.phrase == other.phrase
+            and self.contexts == other.contexts
+            and [tuple(s) for s in self.spans] == [tuple(s) for s in other.spans]
+            and self.token_indices == other.token_indices
+            and self.token_labels == other.token_labels
+            and all(np.array_equal(x, y) for x, y in zip(self.sub_distances, other.sub_distances))
+            and all(
+                p == q
+                for gx, gy in zip(self.diagrams, other.diagrams)
+                for rx, ry in zip(gx, gy)
+                for p, q in zip(rx, ry)
+            )
+            and all(np.array_equal(self.distances[n], other.distances[n]) for n in DISTANCE_NAMES)
+            and (self.layers, self.heads, self.model, self.metric, self.maxdim, self.engine)
+            == (other.layers, other.heads, other.model, other.metric, other.maxdim, other.engine)
+            and self.provenance == other.provenance
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+register_result_kind("phrase_topology", PhraseTopology._from_payload)
+
+
+def phrase_topology(
+    phrase: str,
+    contexts: Sequence[str],
+    model: Any = "minilm",
+    layer: int | Sequence[int] | None = None,
+    head: int | Sequence[int] | None = None,
+    *,
+    metric: str = "jensen_shannon",
+    maxdim: int = 1,
+    drop_special: bool = False,
+    occurrence: int = 0,
+    engine: str | None = None,
+    n_jobs: int | None = None,
+    truncate: bool = False,
+) -> PhraseTopology:
+    """The topology of one phrase in several contexts, and how much it changes between them.
+
+    Parameters
+    ----------
+    phrase : str
+        Searched case-insensitively in each context (whitespace matches any whitespace).
+    contexts : list of str
+        At least one context; each must contain the phrase.  (Attention objects of one
+        model are accepted too; ``model`` is then ignored.)
+    model : str or AttentionModel
+    layer, head : int or list of int, optional
+        0-based model indices; ``None`` = all.
+    metric, maxdim, drop_special, engine, n_jobs, truncate
+        As in :func:`compare`.
+    occurrence : int
+        Which occurrence of the phrase to use in every context (0 = the first).
+
+    Returns
+    -------
+    PhraseTopology
+
+    Notes
+    -----
+    The phrase's tokens in a context are those whose character offsets overlap the
+    phrase's span — never "every token whose id appears in the phrase" (which would also
+    take every other *the* of the context).  Their distances are the context's own
+    (each row is a distribution over all the context's tokens); the sub-matrix is the
+    phrase's metric space in that context, whose Vietoris–Rips diagrams are compared
+    between contexts per homology dimension.  All contexts go through the model in one
+    batched pass and all diagrams are computed in one parallel batch.
+    """
+    if not isinstance(phrase, str) or not phrase.strip():
+        raise InvalidInputError("phrase must be a non-empty string")
+    if isinstance(contexts, str):
+        raise InvalidInputError("contexts must be a list of strings, not one string")
+    contexts = list(contexts)
+    if not contexts:
+        raise InvalidInputError("give at least one context")
+    for c in contexts:
+        if not isinstance(c, (str, Attention)):
+            raise InvalidInputError(
+                f"contexts must be strings (or Attention objects), got {type(c).__name__}"
+            )
+    texts = [c if isinstance(c, str) else c.text for c in contexts]
+    if isinstance(occurrence, bool) or not isinstance(occurrence, (int, np.integer)) or occurrence < 0:
+        raise InvalidInputError(f"occurrence must be an int >= 0, got {occurrence!r}")
+    maxdim = _check_settings(metric, maxdim)
+    spans = []
+    for k, c in enumerate(texts):
+        try:
+            spans.append(find_phrase(phrase, c, int(occurrence)))
+        except InvalidInputError as e:
+            raise InvalidInputError(f"context {k}: {e}") from None
+
+    atts, info = _attentions(contexts, model, layer, head, drop_special, truncate)
+    token_indices, labels, subs = [], [], []
+    for k, (att, span) in enumerate(zip(atts, spans)):
+        idx = _span_tokens(att, span)
+        if not idx:
+            raise InvalidInputError(
+                f"context {k}: the phrase's characters {span} map to no token "
+                f"(the tokenizer gave no offsets, or the text was truncated before it)"
+            )
+        token_indices.append(idx)
+        labels.append([att.labels[t] for t in idx])
+        D = token_distances(att, metric=metric)
+        ii = np.array(idx)
+        subs.append(np.ascontiguousarray(D[:, :, ii][:, :, :, ii]))
+    L, H = subs[0].shape[:2]
+    mats = [mat for S in subs for mat in S.reshape(-1, S.shape[-1], S.shape[-1])]
+    dgms = persistence_batch(mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs)
+    C = len(contexts)
+    grids = [_grid(dgms, L, H, c * L * H) for c in range(C)]
+    dist = np.zeros((3, L, H, maxdim + 1, C, C))
+    for x in range(C):
+        for y in range(x + 1, C):
+            for i in range(L):
+                for j in range(H):
+                    v = _pair_distances(grids[x][i][j], grids[y][i][j])
+                    dist[:, i, j, :, x, y] = v
+                    dist[:, i, j, :, y, x] = v
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return PhraseTopology(
+        phrase=phrase,
+        contexts=texts,
+        spans=spans,
+        token_indices=token_indices,
+        token_labels=labels,
+        sub_distances=subs,
+        diagrams=grids,
+        distances={n: dist[k] for k, n in enumerate(DISTANCE_NAMES)},
+        layers=tuple(atts[0].layer_ids),
+        heads=tuple(atts[0].head_ids),
+        model=atts[0].model,
+        metric=metric,
+        maxdim=maxdim,
+        engine=dgms[0].engine,
+        provenance={
+            "model": info,
+            "versions": _versions(),
+            "created": created,
+            "settings": {"drop_special": drop_special, "truncate": truncate, "occurrence": int(occurrence)},
+        },
+    )

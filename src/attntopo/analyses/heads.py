@@ -1,0 +1,1121 @@
+"""Head space: every attention head of a model is a point; how far apart are they?
+
+The founding paper defines the distance between two heads ``a`` and ``b`` on a text as the
+sum over the query tokens ``i`` of the Jensen–Shannon distance between the distributions
+the two heads give token ``i``:
+
+.. math:: d(a, b) = \\sum_i \\mathrm{JS}(A_a[i, :], A_b[i, :])
+
+(after Clark et al., *What does BERT look at?*, who cluster heads with a JS head
+distance).  Its notebooks computed it within a layer and summed the per-layer matrices;
+here every head of every layer is one point: head ``h`` of layer ``l`` is index
+``l · H + h`` of an ``(L·H, L·H)`` matrix.
+
+* :func:`head_distances` — that matrix for one text (the paper's sum, or with
+  ``normalize=True`` the mean over tokens, comparable across lengths and tokenizers), or
+  for several texts (``reduce="sum" | "mean"``, or ``"none"`` for the stack).  A sum of
+  metrics over tokens is a (pseudo)metric: symmetric, zero diagonal, triangle inequality.
+* :func:`head_space` → :class:`HeadSpace`: that matrix for a model on some texts, its
+  persistence diagram, single-linkage dendrogram, a 2-D classical MDS embedding, head
+  clusters at a scale, a redundancy report, and the heads' types
+  (:mod:`attntopo.analyses.head_types`).
+* :func:`compare_models` → :class:`ModelComparison`: two models' head spaces on the same
+  texts, their diagrams compared per dimension (bottleneck, Wasserstein), and a bootstrap
+  over texts that says whether the difference is more than text-sampling noise.
+
+Speed: for one query token the ``L·H`` rows form an ``(L·H, n)`` stack and all pairs of
+heads are done at once by :func:`attntopo.distances.row_distances` (the JS kernel of
+:func:`~attntopo.distances.token_distances`: float64, tiled, chunked, cancellation-free
+for near-identical rows), 16 query tokens per call; for causal models the keys a chunk
+cannot see are skipped.  The work is ``n² (L·H)² / 2`` logarithms.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ..attention import Attention, resolve_index
+from ..distances import METRICS, row_distances
+from ..errors import InvalidInputError, OutOfRangeError
+from ..io import register_result_kind, save_payload
+from ..topology import Diagram, persistence, persistence_batch
+from ..topology.complex import clusters_at, linkage as _single_linkage
+from ..topology.diagram_distances import bottleneck, wasserstein
+from .head_types import BAND_WIDTH, HeadTypes, head_features
+from .head_types import _assemble as _assemble_types
+from .text import _versions
+
+__all__ = [
+    "HeadSpace",
+    "ModelComparison",
+    "head_distances",
+    "head_space",
+    "compare_models",
+    "classical_mds",
+    "head_labels",
+    "REDUCTIONS",
+    "DIAGRAM_DISTANCES",
+]
+
+#: Ways of combining several texts' head-distance matrices.
+REDUCTIONS = ("sum", "mean", "none")
+
+_TOKEN_CHUNK = 16  # query tokens per row_distances call (causal: skipped keys per chunk)
+_TEXT_BATCH = 8  # texts per forward pass in head_space (bounds the memory of attentions)
+
+
+# ----------------------------------------------------------------- head distances
+def head_labels(layer_ids: Sequence[int], head_ids: Sequence[int]) -> list[str]:
+    """Labels ``"L{l}H{h}"`` of the heads, layer-major (the order of the head-distance matrix)."""
+    return [f"L{l}H{h}" for l in layer_ids for h in head_ids]
+
+
+def _weights(att: Any) -> tuple[np.ndarray, bool]:
+    """(L, H, n, n) weights and causal flag of an Attention or an array."""
+    if isinstance(att, Attention):
+        return att.weights, att.causal
+    if isinstance(att, torch.Tensor):
+        att = att.detach().cpu().numpy()
+    try:
+        w = np.asarray(att)
+    except (TypeError, ValueError):
+        raise InvalidInputError("attention must be an Attention or an array of shape (L, H, n, n)") from None
+    if w.dtype == object or w.dtype.kind not in "fiu":
+        raise InvalidInputError(
+            f"attention must be an Attention or a real array of shape (L, H, n, n); got dtype {w.dtype}"
+        )
+    if w.ndim != 4 or w.shape[2] != w.shape[3]:
+        raise InvalidInputError(f"attention weights must have shape (L, H, n, n), got {w.shape}")
+    n = w.shape[-1]
+    causal = bool(n > 1 and np.all(np.triu(w.reshape(-1, n, n)[0], 1) == 0))
+    return w, causal
+
+
+def _check_metric(metric: Any) -> str:
+    if not isinstance(metric, str) or metric not in METRICS:
+        raise InvalidInputError(f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
+    return metric
+
+
+def _check_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidInputError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _one_text(w: np.ndarray, metric: str, n_threads: int | None) -> np.ndarray:
+    """Sum over query tokens of the distances between all heads' rows: (L·H, L·H)."""
+    L, H, n, _ = w.shape
+    N = L * H
+    x = torch.from_numpy(np.ascontiguousarray(w)).reshape(N, n, n).permute(1, 0, 2)  # (q, N, keys)
+    total = np.zeros((N, N), dtype=np.float64)
+    for a in range(0, n, _TOKEN_CHUNK):
+        b = min(n, a + _TOKEN_CHUNK)
+        chunk = x[a:b].contiguous()  # rows of the heads for query tokens a..b-1
+        D = row_distances(chunk, metric, n_threads=n_threads)  # (b - a, N, N)
+        total += D.sum(0)
+    return total
+
+
+def head_distances(
+    att: Attention | np.ndarray | Sequence[Attention | np.ndarray],
+    normalize: bool = False,
+    metric: str = "jensen_shannon",
+    *,
+    reduce: str = "sum",
+    n_threads: int | None = None,
+) -> np.ndarray:
+    """Distances between all attention heads of a model on a text (or texts).
+
+    Parameters
+    ----------
+    att : Attention or array of shape (L, H, n, n), or a list of them
+        One text, or several texts of one model (same ``L`` and ``H``; lengths may
+        differ).  Rows must be probability distributions.
+    normalize : bool, default False
+        ``False``: the paper's sum over the ``n`` query tokens (grows with length).
+        ``True``: the mean over the query tokens, in ``[0, 1]`` for Jensen–Shannon,
+        comparable across lengths, texts and tokenizers.
+    metric : str, default "jensen_shannon"
+        Row distance (:data:`attntopo.distances.METRICS`); JS with log base 2.
+    reduce : {"sum", "mean", "none"}, default "sum"
+        For a list of texts: the sum or the mean of the per-text matrices, or ``"none"``
+        for the stack of shape (n_texts, L·H, L·H).  Ignored for one text.
+    n_threads : int, optional
+        Worker threads (default: torch's thread count).
+
+    Returns
+    -------
+    ndarray of shape (L·H, L·H), float64 (or (n_texts, L·H, L·H) with ``reduce="none"``)
+        ``D[l·H + h, l'·H + h']`` is the distance between head ``h`` of layer ``l`` and head
+        ``h'`` of layer ``l'`` (positions in the attention's ``layer_ids``/``head_ids``).
+        Exactly symmetric with a zero diagonal; a metric on the heads.
+
+    Examples
+    --------
+    >>> import attntopo as at
+    >>> att = at.load_model("minilm").attention("The cat sat on the mat.")
+    >>> D = at.head_distances(att, normalize=True)        # (72, 72)
+    """
+    metric = _check_metric(metric)
+    normalize = _check_bool(normalize, "normalize")
+    if reduce not in REDUCTIONS:
+        raise InvalidInputError(f"reduce must be one of {', '.join(map(repr, REDUCTIONS))}, got {reduce!r}")
+    single = isinstance(att, (Attention, np.ndarray, torch.Tensor))
+    items = [att] if single else list(att)
+    if not items:
+        raise InvalidInputError("no attention given: pass an Attention or a non-empty list of them")
+    ws = [_weights(a)[0] for a in items]
+    shape = ws[0].shape[:2]
+    for k, w in enumerate(ws[1:], 1):
+        if w.shape[:2] != shape:
+            raise InvalidInputError(
+                f"all texts must have the same layers × heads: text 0 has {shape[0]}×{shape[1]}, "
+                f"text {k} has {w.shape[0]}×{w.shape[1]}"
+            )
+    for k, a in enumerate(items[1:], 1):
+        if isinstance(a, Attention) and isinstance(items[0], Attention):
+            if a.layer_ids != items[0].layer_ids or a.head_ids != items[0].head_ids:
+                raise InvalidInputError(f"text {k} holds other layers/heads than text 0")
+    mats = []
+    for w in ws:
+        D = _one_text(w, metric, n_threads)
+        if normalize:
+            D /= w.shape[-1]
+        mats.append(D)
+    if single:
+        return mats[0]
+    stack = np.stack(mats)
+    if reduce == "none":
+        return stack
+    return stack.sum(0) if reduce == "sum" else stack.mean(0)
+
+
+# -------------------------------------------------------------------------- MDS
+def classical_mds(D: Any, dim: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Classical (Torgerson) multidimensional scaling.
+
+    ``B = -½ J D² J`` (``J`` the centring matrix); the embedding is the top ``dim``
+    eigenvectors of ``B`` (numpy ``eigh``) scaled by the square roots of their eigenvalues
+    (negative ones clipped to 0).  For a Euclidean distance matrix of points in
+    ``R^dim`` the embedding reproduces the distances exactly (up to rotation).
+    Deterministic: each axis is oriented so that its largest-magnitude coordinate is
+    positive.
+
+    Parameters
+    ----------
+    D : array-like of shape (n, n)
+        Symmetric distance matrix.
+    dim : int, default 2
+
+    Returns
+    -------
+    X : ndarray of shape (n, dim)
+    eigenvalues : ndarray of shape (n,)
+        All eigenvalues of ``B``, largest first; the share of the positive ones in the first
+        ``dim`` says how much of the geometry the picture shows.
+    """
+    A = np.asarray(D, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
+        raise InvalidInputError(f"D must be a non-empty square matrix, got shape {A.shape}")
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
+        raise InvalidInputError(f"dim must be a positive integer, got {dim!r}")
+    n = A.shape[0]
+    A = (A + A.T) / 2.0
+    S = A * A
+    B = -0.5 * (S - S.mean(0, keepdims=True) - S.mean(1, keepdims=True) + S.mean())
+    vals, vecs = np.linalg.eigh((B + B.T) / 2.0)
+    order = np.argsort(vals)[::-1]
+    vals, vecs = vals[order], vecs[:, order]
+    k = min(dim, n)
+    X = np.zeros((n, dim))
+    X[:, :k] = vecs[:, :k] * np.sqrt(np.clip(vals[:k], 0.0, None))
+    for c in range(k):
+        i = int(np.argmax(np.abs(X[:, c])))
+        if X[i, c] < 0:
+            X[:, c] = -X[:, c]
+    return X, vals
+
+
+# ---------------------------------------------------------------------- result
+def _check_eps(eps: Any) -> float:
+    try:
+        e = float(eps)
+    except (TypeError, ValueError):
+        e = math.nan
+    if isinstance(eps, bool) or math.isnan(e) or e < 0:
+        raise InvalidInputError(f"eps must be a number >= 0 (a scale in head-distance units), got {eps!r}")
+    return e
+
+
+@dataclass(eq=False)
+class HeadSpace:
+    """The heads of a model as a finite metric space, and what its topology says.
+
+    Build it with :func:`head_space`.
+
+    Attributes
+    ----------
+    distances : ndarray of shape (N, N), float64
+        Head distances (N = n_layers · n_heads, layer-major; see :func:`head_distances`).
+    labels : list of str
+        ``"L{l}H{h}"`` per head, in matrix order.
+    layer_ids, head_ids : tuple of int
+        Model layers and heads.
+    diagram : Diagram
+        Vietoris–Rips persistence of the head space (H0 … maxdim).
+    linkage : ndarray of shape (N - 1, 4)
+        Single-linkage hierarchy (SciPy format); its merge heights are the finite H0 deaths.
+    embedding : ndarray of shape (N, 2)
+        Classical MDS coordinates (:func:`classical_mds`).
+    eigenvalues : ndarray of shape (N,)
+        MDS eigenvalues, largest first.
+    metric, normalize, reduce : settings of :func:`head_distances`.
+    model : str
+    causal : bool
+    n_tokens : tuple of int
+        Tokens of each text.
+    texts : list of str
+    per_text : ndarray of shape (n_texts, N, N) or None
+        Each text's matrix (kept for resampling, e.g. :func:`compare_models`).
+    types : HeadTypes or None
+        Head types measured on the same texts.
+    provenance : dict
+    """
+
+    distances: np.ndarray
+    layer_ids: tuple[int, ...]
+    head_ids: tuple[int, ...]
+    diagram: Diagram
+    linkage: np.ndarray
+    embedding: np.ndarray
+    eigenvalues: np.ndarray
+    metric: str
+    normalize: bool
+    reduce: str
+    model: str
+    causal: bool
+    n_tokens: tuple[int, ...]
+    texts: list[str] = field(default_factory=list)
+    per_text: np.ndarray | None = None
+    types: HeadTypes | None = None
+    provenance: dict = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- access
+    @property
+    def labels(self) -> list[str]:
+        return head_labels(self.layer_ids, self.head_ids)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layer_ids)
+
+    @property
+    def n_heads(self) -> int:
+        return len(self.head_ids)
+
+    @property
+    def n_points(self) -> int:
+        """Number of heads (points of the head space)."""
+        return self.distances.shape[0]
+
+    @property
+    def n_texts(self) -> int:
+        return len(self.n_tokens)
+
+    @property
+    def maxdim(self) -> int:
+        return self.diagram.maxdim
+
+    @property
+    def layer_of(self) -> np.ndarray:
+        """int ndarray of shape (N,): the model layer of each point."""
+        return np.repeat(np.asarray(self.layer_ids, dtype=np.int64), self.n_heads)
+
+    @property
+    def head_of(self) -> np.ndarray:
+        """int ndarray of shape (N,): the model head (within its layer) of each point."""
+        return np.tile(np.asarray(self.head_ids, dtype=np.int64), self.n_layers)
+
+    def index(self, layer: int, head: int) -> int:
+        """Row of model layer ``layer``, head ``head`` (0-based, negatives ok) in the matrix."""
+        li = resolve_index(layer, max(self.layer_ids) + 1, "layer")
+        hi = resolve_index(head, max(self.head_ids) + 1, "head")
+        if li not in self.layer_ids or hi not in self.head_ids:
+            raise OutOfRangeError(f"layer {layer}, head {head} is not in this head space")
+        return self.layer_ids.index(li) * self.n_heads + self.head_ids.index(hi)
+
+    def distance(self, a: tuple[int, int], b: tuple[int, int]) -> float:
+        """Distance between heads ``a = (layer, head)`` and ``b = (layer, head)``."""
+        return float(self.distances[self.index(*a), self.index(*b)])
+
+    def nearest(self, layer: int, head: int, k: int = 5) -> list[tuple[str, float]]:
+        """The ``k`` heads closest to one head: ``[(label, distance), …]``, closest first."""
+        i = self.index(layer, head)
+        d = self.distances[i].copy()
+        d[i] = np.inf
+        order = np.argsort(d, kind="stable")[: max(0, int(k))]
+        labels = self.labels
+        return [(labels[j], float(d[j])) for j in order if np.isfinite(d[j])]
+
+    def clusters(self, eps: float) -> np.ndarray:
+        """Head clusters at scale ``eps``: single-linkage clusters (connected components of
+        the graph joining heads at distance ``<= eps``).
+
+        Returns an int ndarray of shape (N,), clusters numbered in order of their first
+        head.  Their number equals ``diagram.betti(eps)[0]``.
+        """
+        return clusters_at(self.distances, _check_eps(eps))
+
+    def cluster_groups(self, eps: float) -> list[list[str]]:
+        """The :meth:`clusters` at ``eps`` as lists of head labels (largest first)."""
+        lab = self.clusters(eps)
+        labels = self.labels
+        groups = [[labels[i] for i in np.flatnonzero(lab == c)] for c in np.unique(lab)]
+        return sorted(groups, key=lambda g: -len(g))
+
+    def default_scale(self) -> float:
+        """A scale for :meth:`redundancy`: the median nearest-neighbour distance of the heads."""
+        d = self.distances.copy()
+        np.fill_diagonal(d, np.inf)
+        nn = d.min(1)
+        nn = nn[np.isfinite(nn)]
+        return float(np.median(nn)) if nn.size else 0.0
+
+    def redundancy(self, eps: float | None = None, *, method: str = "complete") -> list[dict]:
+        """Groups of heads that behave alike: within ``eps`` of each other.
+
+        Parameters
+        ----------
+        eps : float, optional
+            Scale in head-distance units; default :meth:`default_scale` (half of the heads
+            then have a neighbour within ``eps``).
+        method : {"complete", "single"}
+            ``"complete"``: complete-linkage clusters cut at ``eps``, so *every* pair in a
+            group is within ``eps`` (truly interchangeable heads).  ``"single"``: the
+            single-linkage clusters of :meth:`clusters` (chains of close heads).
+
+        Returns
+        -------
+        list of dict
+            Groups of at least two heads, largest first (then tightest): ``heads`` (labels),
+            ``indices`` (matrix rows), ``layers``, ``size``, ``mean_distance`` (mean over the
+            pairs in the group), ``max_distance`` (diameter) and ``eps``.
+        """
+        from scipy.cluster.hierarchy import fcluster, linkage as sc_linkage
+        from scipy.spatial.distance import squareform
+
+        eps = self.default_scale() if eps is None else _check_eps(eps)
+        if method not in ("complete", "single"):
+            raise InvalidInputError(f"method must be 'complete' or 'single', got {method!r}")
+        N = self.n_points
+        if N < 2:
+            return []
+        if method == "single":
+            lab = self.clusters(eps)
+        else:
+            Z = sc_linkage(squareform(self.distances, checks=False), method="complete")
+            lab = fcluster(Z, t=eps, criterion="distance")
+        labels = self.labels
+        layer_of = self.layer_of
+        out = []
+        for c in np.unique(lab):
+            idx = np.flatnonzero(lab == c)
+            if idx.size < 2:
+                continue
+            sub = self.distances[np.ix_(idx, idx)]
+            iu = np.triu_indices(idx.size, 1)
+            out.append(
+                {
+                    "heads": [labels[i] for i in idx],
+                    "indices": idx.tolist(),
+                    "layers": sorted(set(layer_of[idx].tolist())),
+                    "size": int(idx.size),
+                    "mean_distance": float(sub[iu].mean()),
+                    "max_distance": float(sub[iu].max()),
+                    "eps": eps,
+                }
+            )
+        return sorted(out, key=lambda g: (-g["size"], g["mean_distance"], g["indices"][0]))
+
+    def dendrogram(self) -> dict:
+        """SciPy's ``dendrogram(..., no_plot=True)`` data of :attr:`linkage`, head labels as leaves."""
+        from scipy.cluster.hierarchy import dendrogram as sc_dendrogram
+
+        out = sc_dendrogram(self.linkage, no_plot=True, labels=self.labels)
+        out["linkage"] = self.linkage
+        return out
+
+    def leaf_order(self) -> np.ndarray:
+        """int ndarray of shape (N,): the heads in dendrogram order (close heads adjacent)."""
+        from scipy.cluster.hierarchy import leaves_list
+
+        if self.n_points < 2:
+            return np.arange(self.n_points)
+        return leaves_list(self.linkage)
+
+    def mds_explained(self) -> float:
+        """Share of the positive MDS eigenvalue mass in the 2-D embedding (1: exact picture)."""
+        pos = np.clip(self.eigenvalues, 0.0, None)
+        total = pos.sum()
+        return float(pos[: self.embedding.shape[1]].sum() / total) if total > 0 else 1.0
+
+    def layer_distances(self) -> np.ndarray:
+        """(n_layers, n_layers) mean head distance between the heads of two layers
+        (diagonal: mean over distinct pairs within a layer)."""
+        L, H = self.n_layers, self.n_heads
+        D = self.distances.reshape(L, H, L, H)
+        out = D.mean(axis=(1, 3))
+        if H > 1:
+            for l in range(L):
+                out[l, l] = D[l, :, l, :].sum() / (H * (H - 1))
+        return out
+
+    def summary(self) -> dict:
+        """Plain-data overview: sizes, distance statistics, diagram counts, MDS share."""
+        iu = np.triu_indices(self.n_points, 1)
+        d = self.distances[iu]
+        s = self.diagram.summary()
+        out = {
+            "model": self.model,
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "n_points": self.n_points,
+            "n_texts": self.n_texts,
+            "n_tokens": list(self.n_tokens),
+            "metric": self.metric,
+            "normalize": self.normalize,
+            "reduce": self.reduce,
+            "distance_min": float(d.min()) if d.size else 0.0,
+            "distance_median": float(np.median(d)) if d.size else 0.0,
+            "distance_max": float(d.max()) if d.size else 0.0,
+            "nearest_neighbour_median": self.default_scale(),
+            "mds_explained": self.mds_explained(),
+            "diagram": {int(k): v for k, v in s.items()},
+        }
+        if self.types is not None:
+            out["type_counts"] = self.types.counts()
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"HeadSpace(model={self.model!r}, heads={self.n_layers}×{self.n_heads}, "
+            f"texts={self.n_texts}, metric={self.metric!r}, normalize={self.normalize}, "
+            f"maxdim={self.maxdim})"
+        )
+
+    # --------------------------------------------------------------- storage
+    def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        arrays: dict[str, np.ndarray] = {
+            "distances": self.distances,
+            "linkage": self.linkage,
+            "embedding": self.embedding,
+            "eigenvalues": self.eigenvalues,
+        }
+        arrays.update(self.diagram.arrays("dgm_"))
+        if self.per_text is not None:
+            arrays["per_text"] = self.per_text
+        meta = {
+            "kind": "head_space",
+            "layer_ids": list(self.layer_ids),
+            "head_ids": list(self.head_ids),
+            "metric": self.metric,
+            "normalize": self.normalize,
+            "reduce": self.reduce,
+            "model": self.model,
+            "causal": self.causal,
+            "n_tokens": list(self.n_tokens),
+            "texts": list(self.texts),
+            "diagram": self.diagram.to_dict(),
+            "provenance": self.provenance,
+            "types": None,
+        }
+        if self.types is not None:
+            tmeta, tarr = self.types._payload("types__")
+            meta["types"] = tmeta
+            arrays.update(tarr)
+        return meta, arrays
+
+    def save(self, path, *, overwrite: bool = True, compress: bool = False,
+             extra_files: dict[str, bytes] | None = None):
+        """Save to a folder (``attntopo.json`` + ``arrays.npz``), atomically.
+
+        :func:`attntopo.load_result` restores an equal :class:`HeadSpace`; ``extra_files``
+        (``{relative path: bytes}``, e.g. figures) are written in the same atomic step.
+        """
+        meta, arrays = self._payload()
+        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress,
+                            extra_files=extra_files)
+
+    @classmethod
+    def _from_payload(cls, meta: dict, arrays: dict) -> "HeadSpace":
+        types = None
+        if meta.get("types"):
+            types = HeadTypes._from_payload(meta["types"], arrays, prefix="types__")
+        return cls(
+            distances=np.asarray(arrays["distances"], dtype=np.float64),
+            layer_ids=tuple(int(x) for x in meta["layer_ids"]),
+            head_ids=tuple(int(x) for x in meta["head_ids"]),
+            diagram=Diagram.from_dict(meta["diagram"], arrays, prefix="dgm_"),
+            linkage=np.asarray(arrays["linkage"]),
+            embedding=np.asarray(arrays["embedding"]),
+            eigenvalues=np.asarray(arrays["eigenvalues"]),
+            metric=str(meta["metric"]),
+            normalize=bool(meta["normalize"]),
+            reduce=str(meta["reduce"]),
+            model=str(meta["model"]),
+            causal=bool(meta["causal"]),
+            n_tokens=tuple(int(x) for x in meta["n_tokens"]),
+            texts=list(meta.get("texts", [])),
+            per_text=np.asarray(arrays["per_text"]) if "per_text" in arrays else None,
+            types=types,
+            provenance=dict(meta.get("provenance", {})),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HeadSpace):
+            return NotImplemented
+        same_pt = (self.per_text is None and other.per_text is None) or (
+            self.per_text is not None
+            and other.per_text is not None
+            and np.array_equal(self.per_text, other.per_text)
+        )
+        return (
+            np.array_equal(self.distances, other.distances)
+            and self.layer_ids == other.layer_ids
+            and self.head_ids == other.head_ids
+            and self.diagram == other.diagram
+            and np.array_equal(self.linkage, other.linkage)
+            and np.array_equal(self.embedding, other.embedding)
+            and self.metric == other.metric
+            and self.normalize == other.normalize
+            and self.reduce == other.reduce
+            and self.model == other.model
+            and self.causal == other.causal
+            and self.n_tokens == other.n_tokens
+            and self.texts == other.texts
+            and same_pt
+            and self.types == other.types
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+register_result_kind("head_space", HeadSpace._from_payload)
+
+
+# ------------------------------------------------------------------ building
+def _build(
+    D: np.ndarray,
+    *,
+    layer_ids: tuple[int, ...],
+    head_ids: tuple[int, ...],
+    maxdim: int,
+    engine: str | None,
+    **kw: Any,
+) -> HeadSpace:
+    if D.shape[0] >= 2:
+        Z = _single_linkage(D)
+    else:
+        Z = np.zeros((0, 4))
+    X, vals = classical_mds(D, 2)
+    dgm = persistence(D, maxdim=maxdim, engine=engine)
+    return HeadSpace(
+        distances=D, layer_ids=layer_ids, head_ids=head_ids, diagram=dgm, linkage=Z,
+        embedding=X, eigenvalues=vals, **kw,
+    )
+
+
+def _check_maxdim(maxdim: Any) -> int:
+    if isinstance(maxdim, bool) or not isinstance(maxdim, (int, np.integer)) or not 0 <= maxdim <= 2:
+        raise InvalidInputError(f"maxdim must be 0, 1 or 2, got {maxdim!r}")
+    return int(maxdim)
+
+
+def _texts_and_model(texts_or_atts: Any, model: Any):
+    """(list of texts or Attentions, is_attention, loaded model or None)."""
+    if isinstance(texts_or_atts, (str, Attention)):
+        items = [texts_or_atts]
+    else:
+        try:
+            items = list(texts_or_atts)
+        except TypeError:
+            raise InvalidInputError(
+                f"give a text, a list of texts, an Attention or a list of Attentions; got "
+                f"{type(texts_or_atts).__name__}"
+            ) from None
+    if not items:
+        raise InvalidInputError("no texts given: pass a string or a non-empty list of strings")
+    if all(isinstance(t, Attention) for t in items):
+        return items, True, None
+    if not all(isinstance(t, str) for t in items):
+        raise InvalidInputError("give texts as all strings or all Attention objects, not a mix")
+    from ..models import AttentionModel, load_model
+
+    m = model if isinstance(model, AttentionModel) else load_model(model)
+    return items, False, m
+
+
+def head_space(
+    texts_or_atts: str | Attention | Sequence[str] | Sequence[Attention],
+    model: Any = "minilm",
+    *,
+    normalize: bool = True,
+    maxdim: int = 1,
+    metric: str = "jensen_shannon",
+    reduce: str = "mean",
+    drop_special: bool = False,
+    truncate: bool = False,
+    engine: str | None = None,
+    types: bool = True,
+    band_width: int = BAND_WIDTH,
+    keep_per_text: bool = True,
+    n_threads: int | None = None,
+) -> HeadSpace:
+    """The head space of a model on some texts: distances, topology, embedding, types.
+
+    Parameters
+    ----------
+    texts_or_atts : str, list of str, Attention or list of Attention
+        Texts (run through ``model`` in batches) or attentions of one model.
+    model : str or AttentionModel, default "minilm"
+        Alias, hub id, folder or loaded model (ignored for Attention input).
+    normalize : bool, default True
+        Mean over tokens instead of the sum (see :func:`head_distances`); keep it on to
+        compare texts of different length or models with different tokenizers.
+    maxdim : {0, 1, 2}, default 1
+        Highest homology dimension of the head-space diagram.
+    metric : str, default "jensen_shannon"
+    reduce : {"mean", "sum"}, default "mean"
+        How several texts' matrices are combined.
+    drop_special, truncate : bool
+        As in :meth:`AttentionModel.attention` (text input only).
+    engine : str, optional
+        Persistence engine.
+    types : bool, default True
+        Also measure the head types (:func:`attntopo.head_types`) on the same texts.
+    band_width : int
+        Band half-width for the head types.
+    keep_per_text : bool, default True
+        Keep each text's matrix in :attr:`HeadSpace.per_text` (needed by
+        :func:`compare_models`; ``N² · 8`` bytes per text).
+    n_threads : int, optional
+        Threads for the head distances.
+
+    Returns
+    -------
+    HeadSpace
+    """
+    normalize = _check_bool(normalize, "normalize")
+    maxdim = _check_maxdim(maxdim)
+    metric = _check_metric(metric)
+    if reduce not in ("sum", "mean"):
+        raise InvalidInputError(f"reduce must be 'sum' or 'mean', got {reduce!r}")
+    items, is_att, m = _texts_and_model(texts_or_atts, model)
+    per_text: list[np.ndarray] = []
+    feats: list[dict[str, np.ndarray]] = []
+    n_tokens: list[int] = []
+    texts: list[str] = []
+    ref: Attention | None = None
+    tokenizer = None if m is None else m.tokenizer
+
+    def consume(batch: list[Attention]) -> None:
+        nonlocal ref
+        for a in batch:
+            if ref is None:
+                ref = a
+            elif a.shape[:2] != ref.shape[:2] or a.layer_ids != ref.layer_ids or a.head_ids != ref.head_ids:
+                raise InvalidInputError("all attentions must come from one model with the same layers and heads")
+            D = head_distances(a, normalize=normalize, metric=metric, n_threads=n_threads)
+            per_text.append(D)
+            n_tokens.append(a.n_tokens)
+            texts.append(a.text)
+            if types:  # keep only the features, not the attention (memory)
+                feats.append(head_features(a, tokenizer=tokenizer, band_width=band_width))
+
+    if is_att:
+        atts = [a.drop_special() if (drop_special and not a.special_dropped) else a for a in items]
+        consume(atts)
+    else:
+        for s in range(0, len(items), _TEXT_BATCH):
+            chunk = m.attention(items[s : s + _TEXT_BATCH], drop_special=drop_special, truncate=truncate)
+            consume(list(chunk))
+    assert ref is not None
+    stack = np.stack(per_text)
+    D = stack.sum(0) if reduce == "sum" else stack.mean(0)
+    ht = None
+    if types:
+        ht = _assemble_types(
+            feats, layer_ids=tuple(ref.layer_ids), head_ids=tuple(ref.head_ids), causal=ref.causal,
+            model=ref.model, n_tokens=tuple(n_tokens), band_width=band_width, vertical_k=None,
+        )
+    info = m.info() if m is not None else {"name": ref.model}
+    prov = {
+        "model": info,
+        "versions": _versions(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "settings": {"drop_special": drop_special, "truncate": truncate},
+    }
+    return _build(
+        D,
+        layer_ids=tuple(ref.layer_ids),
+        head_ids=tuple(ref.head_ids),
+        maxdim=maxdim,
+        engine=engine,
+        metric=metric,
+        normalize=normalize,
+        reduce=reduce,
+        model=ref.model,
+        causal=ref.causal,
+        n_tokens=tuple(n_tokens),
+        texts=texts,
+        per_text=stack if keep_per_text else None,
+        types=ht,
+        provenance=prov,
+    )
+
+
+# ------------------------------------------------------------- model to model
+#: Diagram distances reported by :func:`compare_models`.
+DIAGRAM_DISTANCES = ("bottleneck", "wasserstein")
+
+
+def _prefixed(arrays: dict, prefix: str) -> dict:
+    return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+
+
+@dataclass(eq=False)
+class ModelComparison:
+    """Two models' head spaces on the same texts, compared (see :func:`compare_models`).
+
+    Attributes
+    ----------
+    a, b : HeadSpace
+        The two head spaces (normalized distances, mean over texts).
+    bottleneck, wasserstein : ndarray of shape (maxdim + 1,)
+        Observed distances between the two head-space diagrams, per homology dimension
+        (Wasserstein of order :attr:`p`; L∞ ground metric, as
+        :func:`attntopo.topology.wasserstein`).
+    p : float
+        Wasserstein order.
+    n_boot : int
+        Bootstrap replicates (0: no test).
+    seed : int or None
+        Seed of the resampling.
+    null : dict of str to ndarray of shape (2, n_boot, maxdim + 1)
+        Within-model distances, per diagram distance: ``null[name][0]`` for model A,
+        ``[1]`` for model B (between the diagrams of two independent bootstrap resamples of
+        the texts).
+    boot : dict of str to ndarray of shape (n_boot, maxdim + 1)
+        Between-model distances on each replicate's first resample (same texts for both
+        models): the bootstrap distribution of the observed statistic.
+    provenance : dict
+    """
+
+    a: HeadSpace
+    b: HeadSpace
+    bottleneck: np.ndarray
+    wasserstein: np.ndarray
+    p: float
+    n_boot: int
+    seed: int | None
+    null: dict[str, np.ndarray]
+    boot: dict[str, np.ndarray]
+    provenance: dict = field(default_factory=dict)
+
+    @property
+    def maxdim(self) -> int:
+        return min(self.a.maxdim, self.b.maxdim)
+
+    def observed(self, name: str = "wasserstein") -> np.ndarray:
+        """Observed between-model distances, ndarray of shape (maxdim + 1,)."""
+        if name not in DIAGRAM_DISTANCES:
+            raise InvalidInputError(f"name must be one of {', '.join(DIAGRAM_DISTANCES)}, got {name!r}")
+        return self.bottleneck if name == "bottleneck" else self.wasserstein
+
+    def _null(self, name: str) -> np.ndarray:
+        self.observed(name)
+        if self.n_boot == 0:
+            raise InvalidInputError("no bootstrap was run (n_boot=0): run compare_models with n_boot > 0")
+        return self.null[name].reshape(-1, self.maxdim + 1)  # pooled over both models
+
+    def p_values(self, name: str = "wasserstein") -> np.ndarray:
+        """Per dimension: ``(1 + #{null >= observed}) / (1 + #null)`` with the null pooled
+        over both models' within-model bootstrap distances (ties within 1e-12 count)."""
+        null = self._null(name)
+        obs = self.observed(name)
+        return (1.0 + (null >= obs[None, :] - 1e-12).sum(0)) / (1.0 + null.shape[0])
+
+    def z_scores(self, name: str = "wasserstein") -> np.ndarray:
+        """Per dimension: ``(observed − mean(null)) / std(null)`` (``inf`` if the null is constant)."""
+        null = self._null(name)
+        obs = self.observed(name)
+        mu, sd = null.mean(0), null.std(0, ddof=1) if null.shape[0] > 1 else np.zeros(null.shape[1])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (obs - mu) / sd
+        return np.where(sd > 0, z, np.where(obs > mu, np.inf, 0.0))
+
+    def interval(self, name: str = "wasserstein", level: float = 0.95) -> np.ndarray:
+        """Percentile bootstrap interval of the between-model distance: (maxdim + 1, 2)."""
+        self._null(name)
+        if not 0 < level < 1:
+            raise InvalidInputError(f"level must be in (0, 1), got {level!r}")
+        q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+        return np.percentile(self.boot[name], q, axis=0).T
+
+    def summary(self) -> list[dict]:
+        """One row per homology dimension: observed distances and, with a bootstrap, the
+        within-model null (mean, std per model), z-score, p-value and 95% interval."""
+        rows = []
+        for d in range(self.maxdim + 1):
+            r: dict[str, Any] = {"dim": d}
+            for name in DIAGRAM_DISTANCES:
+                r[name] = float(self.observed(name)[d])
+                if self.n_boot:
+                    nu = self.null[name]
+                    r[f"{name}_null_mean_a"] = float(nu[0, :, d].mean())
+                    r[f"{name}_null_mean_b"] = float(nu[1, :, d].mean())
+                    r[f"{name}_null_std"] = float(nu[:, :, d].std(ddof=1)) if nu[:, :, d].size > 1 else 0.0
+                    r[f"{name}_z"] = float(self.z_scores(name)[d])
+                    r[f"{name}_p"] = float(self.p_values(name)[d])
+                    lo, hi = self.interval(name)[d]
+                    r[f"{name}_ci_low"], r[f"{name}_ci_high"] = float(lo), float(hi)
+            rows.append(r)
+        return rows
+
+    def __repr__(self) -> str:
+        return (
+            f"ModelComparison({self.a.model!r} {self.a.n_points} heads vs {self.b.model!r} "
+            f"{self.b.n_points} heads, texts={self.a.n_texts}, n_boot={self.n_boot}, "
+            f"bottleneck={np.round(self.bottleneck, 4).tolist()}, "
+            f"wasserstein={np.round(self.wasserstein, 4).tolist()})"
+        )
+
+    # --------------------------------------------------------------- storage
+    def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        ma, aa = self.a._payload()
+        mb, ab = self.b._payload()
+        arrays = {f"a__{k}": v for k, v in aa.items()}
+        arrays.update({f"b__{k}": v for k, v in ab.items()})
+        arrays["bottleneck"] = self.bottleneck
+        arrays["wasserstein"] = self.wasserstein
+        for name in DIAGRAM_DISTANCES:
+            arrays[f"null_{name}"] = self.null[name]
+            arrays[f"boot_{name}"] = self.boot[name]
+        meta = {
+            "kind": "head_space_comparison",
+            "a": ma,
+            "b": mb,
+            "p": self.p,
+            "n_boot": self.n_boot,
+            "seed": self.seed,
+            "provenance": self.provenance,
+        }
+        return meta, arrays
+
+    def save(self, path, *, overwrite: bool = True, compress: bool = False,
+             extra_files: dict[str, bytes] | None = None):
+        """Save to a folder; :func:`attntopo.load_result` restores it (``extra_files`` as in
+        :meth:`HeadSpace.save`)."""
+        meta, arrays = self._payload()
+        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress,
+                            extra_files=extra_files)
+
+    @classmethod
+    def _from_payload(cls, meta: dict, arrays: dict) -> "ModelComparison":
+        return cls(
+            a=HeadSpace._from_payload(meta["a"], _prefixed(arrays, "a__")),
+            b=HeadSpace._from_payload(meta["b"], _prefixed(arrays, "b__")),
+            bottleneck=np.asarray(arrays["bottleneck"]),
+            wasserstein=np.asarray(arrays["wasserstein"]),
+            p=float(meta["p"]),
+            n_boot=int(meta["n_boot"]),
+            seed=None if meta.get("seed") is None else int(meta["seed"]),
+            null={n: np.asarray(arrays[f"null_{n}"]) for n in DIAGRAM_DISTANCES},
+            boot={n: np.asarray(arrays[f"boot_{n}"]) for n in DIAGRAM_DISTANCES},
+            provenance=dict(meta.get("provenance", {})),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ModelComparison):
+            return NotImplemented
+        return (
+            self.a == other.a
+            and self.b == other.b
+            and np.array_equal(self.bottleneck, other.bottleneck)
+            and np.array_equal(self.wasserstein, other.wasserstein)
+            and self.p == other.p
+            and self.n_boot == other.n_boot
+            and self.seed == other.seed
+            and all(np.array_equal(self.null[n], other.null[n]) for n in DIAGRAM_DISTANCES)
+            and all(np.array_equal(self.boot[n], other.boot[n]) for n in DIAGRAM_DISTANCES)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+register_result_kind("head_space_comparison", ModelComparison._from_payload)
+
+
+def _diagram_distances(x: Diagram, y: Diagram, maxdim: int, p: float) -> tuple[np.ndarray, np.ndarray]:
+    b = np.array([bottleneck(x, y, dim=d) for d in range(maxdim + 1)], dtype=np.float64)
+    w = np.array([wasserstein(x, y, p=p, dim=d) for d in range(maxdim + 1)], dtype=np.float64)
+    return b, w
+
+
+def _check_n_boot(n_boot: Any) -> int:
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
+        raise InvalidInputError(f"n_boot must be an integer >= 0 (0: no bootstrap), got {n_boot!r}")
+    return int(n_boot)
+
+
+def compare_models(
+    texts: str | Sequence[str] | None,
+    model_a: Any = "minilm",
+    model_b: Any = "smollm2",
+    *,
+    maxdim: int = 1,
+    n_boot: int = 100,
+    seed: int | None = 0,
+    p: float = 1.0,
+    metric: str = "jensen_shannon",
+    drop_special: bool = False,
+    truncate: bool = False,
+    engine: str | None = None,
+    n_jobs: int | None = None,
+    types: bool = True,
+) -> ModelComparison:
+    """Compare two models' head spaces on the same texts.
+
+    Both head spaces use normalized head distances (mean over tokens, then over texts), so
+    that models with different tokenizers and numbers of heads are on one scale; their
+    persistence diagrams are compared per homology dimension with the bottleneck and the
+    Wasserstein (order ``p``) distances.
+
+    **The bootstrap test.**  Let ``D_t`` be a model's head-distance matrix on text ``t``
+    (``t = 1..T``) and ``D(S) = mean_{t in S} D_t`` for a multiset ``S`` of texts; the
+    observed statistic is ``Δ = dist(dgm(D_A(all)), dgm(D_B(all)))``.  Each of the
+    ``n_boot`` replicates draws two independent resamples ``I`` and ``J`` of ``T`` texts
+    with replacement (``numpy.random.default_rng(seed)``, the same ``I, J`` for both
+    models) and records, per dimension,
+
+    * within model A: ``δ_A = dist(dgm(D_A(I)), dgm(D_A(J)))``, and the same for B
+      (how far the diagram moves when only the choice of texts changes);
+    * between models: ``dist(dgm(D_A(I)), dgm(D_B(I)))`` (the bootstrap distribution of
+      ``Δ``, for a percentile interval).
+
+    The null sample pools the ``2 · n_boot`` within-model distances; the p-value is
+    ``(1 + #{δ >= Δ}) / (1 + 2 n_boot)`` and the z-score ``(Δ − mean δ) / std δ``.  A
+    small p-value says the two models' head spaces differ by more than the variation that
+    resampling the texts produces within one model.  It is a resampling heuristic, not an
+    exact test: the null is only as rich as the ``T`` texts (use 10 or more; with ``T = 1``
+    every resample is the same text and the null is 0), and it measures text-sampling
+    noise, not the randomness of training.  Per-text matrices are computed once; each
+    resample is a weighted sum of them, so a replicate costs four persistence diagrams
+    (all computed in one parallel batch).
+
+    Parameters
+    ----------
+    texts : str or list of str, or None
+        The texts (run through both models).  ``None`` when both models are given as
+        :class:`HeadSpace` objects.
+    model_a, model_b : str, AttentionModel or HeadSpace
+        Models (alias, hub id, folder, loaded model), or head spaces already built with
+        :func:`head_space` (normalized, ``reduce="mean"``, on the same texts, with
+        ``per_text`` kept).
+    maxdim : {0, 1, 2}, default 1
+    n_boot : int, default 100
+        Bootstrap replicates (0: observed distances only).
+    seed : int or None, default 0
+        Seed of the resampling (``None``: fresh entropy).
+    p : float, default 1.0
+        Wasserstein order.
+    metric, drop_special, truncate, engine, types
+        As in :func:`head_space`.
+    n_jobs : int, optional
+        Worker processes for the bootstrap diagrams (default: all cores).
+
+    Returns
+    -------
+    ModelComparison
+    """
+    maxdim = _check_maxdim(maxdim)
+    n_boot = _check_n_boot(n_boot)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise InvalidInputError(f"seed must be an integer or None, got {seed!r}")
+    try:
+        p = float(p)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"p must be a number >= 1, got {p!r}") from None
+    if not (p >= 1 and math.isfinite(p)):
+        raise InvalidInputError(f"p must be a finite number >= 1, got {p!r}")
+
+    def side(model: Any, name: str) -> HeadSpace:
+        if isinstance(model, HeadSpace):
+            if not model.normalize or model.reduce != "mean":
+                raise InvalidInputError(
+                    f"{name} must be a head space with normalize=True and reduce='mean' (got "
+                    f"normalize={model.normalize}, reduce={model.reduce!r})"
+                )
+            if model.maxdim < maxdim:
+                raise InvalidInputError(f"{name} has maxdim {model.maxdim} < {maxdim}")
+            return model
+        if texts is None:
+            raise InvalidInputError("texts are needed unless both models are given as HeadSpace objects")
+        return head_space(
+            texts, model, normalize=True, maxdim=maxdim, metric=metric, reduce="mean",
+            drop_special=drop_special, truncate=truncate, engine=engine, types=types,
+        )
+
+    a = side(model_a, "model_a")
+    b = side(model_b, "model_b")
+    if a.n_texts != b.n_texts or (a.texts and b.texts and a.texts != b.texts):
+        raise InvalidInputError(
+            f"the two head spaces must be measured on the same texts ({a.n_texts} vs {b.n_texts} texts)"
+        )
+    bott, wass = _diagram_distances(a.diagram, b.diagram, maxdim, p)
+    T = a.n_texts
+    null = {n: np.zeros((2, n_boot, maxdim + 1)) for n in DIAGRAM_DISTANCES}
+    boot = {n: np.zeros((n_boot, maxdim + 1)) for n in DIAGRAM_DISTANCES}
+    if n_boot:
+        if a.per_text is None or b.per_text is None:
+            raise InvalidInputError(
+                "the bootstrap needs each text's matrix: build the head spaces with keep_per_text=True"
+            )
+        rng = np.random.default_rng(seed)
+        draws = rng.integers(0, T, size=(n_boot, 2, T))
+        weights = np.stack([np.bincount(d, minlength=T) for d in draws.reshape(-1, T)]).reshape(
+            n_boot, 2, T
+        ) / float(T)
+        mats = []
+        for hs in (a, b):
+            M = np.einsum("rst,tij->rsij", weights, hs.per_text)  # (n_boot, 2, N, N)
+            M = (M + M.transpose(0, 1, 3, 2)) / 2.0
+            idx = np.arange(M.shape[-1])
+            M[..., idx, idx] = 0.0
+            mats.append(M)
+        flat = [m_ for M in mats for m_ in M.reshape(-1, *M.shape[2:])]
+        dg = persistence_batch(flat, maxdim=maxdim, engine=engine, n_jobs=n_jobs)
+        per = 2 * n_boot
+        dA, dB = dg[:per], dg[per:]
+        for r in range(n_boot):
+            for s, dd in enumerate((dA, dB)):
+                bb, ww = _diagram_distances(dd[2 * r], dd[2 * r + 1], maxdim, p)
+                null["bottleneck"][s, r], null["wasserstein"][s, r] = bb, ww
+            bb, ww = _diagram_distances(dA[2 * r], dB[2 * r], maxdim, p)
+            boot["bottleneck"][r], boot["wasserstein"][r] = bb, ww
+    prov = {
+        "versions": _versions(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "test": "bootstrap over texts: within-model null pooled over both models",
+    }
+    return ModelComparison(
+        a=a, b=b, bottleneck=bott, wasserstein=wass, p=p, n_boot=n_boot, seed=seed,
+        null=null, boot=boot, provenance=prov,
+    )

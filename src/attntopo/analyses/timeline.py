@@ -1,0 +1,1065 @@
+"""Topology in time: how the attention geometry of a text changes as its tokens arrive.
+
+:func:`timeline` runs a text through a model and, for every prefix length ``t``, computes
+the prefix's attention (one head), its token-distance matrix and its Vietoris–Rips
+persistence diagram — a *time slice*.  A :class:`Timeline` then measures
+
+* **temporal coherence**: bottleneck and Wasserstein distances between consecutive
+  slices, per homology dimension — a curve over ``t`` whose peaks are the tokens whose
+  arrival changes the topology most (:meth:`Timeline.top_changes`);
+* **vineyards**: consecutive diagrams matched by an optimal (Wasserstein) matching, so
+  that each feature becomes a *vine* with a birth time, a death time and a trajectory of
+  (birth, death) points (:meth:`Timeline.vines`);
+* **two-parameter persistence** (causal models only): the distances of a causal model
+  never change as tokens arrive, so the slices are one (distance × time) bifiltration;
+  :meth:`Timeline.hilbert` gives its Hilbert function and :meth:`Timeline.signed_barcode`
+  its signed barcodes (see :mod:`attntopo.topology.multiparameter`).
+
+Prefixes and special tokens
+---------------------------
+The text is tokenized once, exactly as :meth:`AttentionModel.tokenize` does:
+``lead + content + trail`` where ``lead``/``trail`` are the special tokens the tokenizer
+puts before/after every input (BERT: ``[CLS]`` … ``[SEP]``; SmolLM2: none).  The prefix
+of length ``t`` is **the input the model would get for the first ``t − len(lead) −
+len(trail)`` content tokens**: ``lead + content[:k] + trail``.  So ``t`` counts model input
+tokens, specials included, and runs from ``len(lead) + len(trail) + 1`` (one content token)
+to ``n`` (the whole text).  For BERT, slice ``t`` is ``[CLS]`` + the first ``t − 2``
+content tokens + ``[SEP]``; for SmolLM2 it is simply the first ``t`` tokens.  Tokens are
+never re-tokenized: a prefix is a prefix of the token sequence, not of the string.
+
+* Causal models without trailing specials (SmolLM2, GPT-2, Llama): a row never sees
+  later tokens, so the prefix's attention is exactly the top-left ``t × t`` block of
+  **one** forward pass of the whole text, and its distances are the top-left block of
+  one distance matrix.
+* Every other case (bidirectional models like BERT/MiniLM, where each new token changes
+  every row; or a template with trailing specials): every prefix is run through the
+  model, in right-padded batches with attention masks (padding never leaks).
+
+With ``drop_special=True`` special tokens are removed from each slice and rows
+renormalized (:meth:`Attention.drop_special`); ``t`` still counts model input tokens.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from ..attention import Attention, resolve_indices
+from ..distances import METRICS, token_distances
+from ..errors import EmptyTextError, InvalidInputError, OutOfRangeError
+from ..io import json_float, register_result_kind, save_payload
+from ..topology import Diagram, persistence_batch
+from ..topology.diagram_distances import bottleneck, matching
+from ..topology.multiparameter import (
+    HilbertFunction,
+    SignedMeasure,
+    default_eps_grid,
+    hilbert_from_diagrams,
+)
+
+__all__ = ["Timeline", "Slice", "Vine", "Change", "timeline"]
+
+# bound on the float32 attention elements materialised per batched forward pass
+_BATCH_ELEMENTS = 24 * 2**20
+_COHERENCE = ("bottleneck", "wasserstein")
+
+
+# --------------------------------------------------------------------- records
+def _labels(tokens: Sequence[str], offsets, special, text: str) -> list[str]:
+    out = []
+    for tok, (a, b), sp in zip(tokens, offsets, special):
+        if not sp and text and b > a:
+            s = text[a:b].strip()
+            out.append(s if s else tok)
+        else:
+            out.append(tok)
+    return out
+
+
+@dataclass(eq=False)
+class Slice:
+    """One time slice: the prefix of length ``t`` and its topology.
+
+    Attributes
+    ----------
+    t : int
+        Prefix length in model input tokens (special tokens included).
+    token : int
+        Position, in the full tokenization, of the token whose arrival made this slice
+        (the last content token of the prefix).
+    positions : ndarray of shape (s,), int64
+        Position in the full tokenization of each point of the slice.
+    attention : Attention
+        The prefix's attention for the timeline's head, weights of shape (1, 1, s, s).
+    distances : ndarray of shape (s, s), float64
+        Token distances (the timeline's metric).
+    diagram : Diagram
+        Vietoris–Rips persistence diagram of :attr:`distances`.
+    """
+
+    t: int
+    token: int
+    positions: np.ndarray
+    attention: Attention
+    distances: np.ndarray
+    diagram: Diagram
+
+    @property
+    def tokens(self) -> list[str]:
+        return self.attention.tokens
+
+    @property
+    def labels(self) -> list[str]:
+        return self.attention.labels
+
+    @property
+    def n_points(self) -> int:
+        """Number of points of the slice's metric space (``t`` unless specials are dropped)."""
+        return int(self.distances.shape[0])
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"H{d}={len(self.diagram[d])}" for d in range(self.diagram.maxdim + 1))
+        return f"Slice(t={self.t}, points={self.n_points}, {counts})"
+
+
+@dataclass(frozen=True, eq=False)
+class Vine:
+    """One feature followed through time by matching consecutive diagrams.
+
+    Attributes
+    ----------
+    dim : int
+        Homology dimension.
+    times : ndarray of shape (k,), int64
+        Slice times ``t`` at which the feature is present (consecutive slices).
+    points : ndarray of shape (k, 2), float64
+        Its (birth, death) in distance units at each of those times (death may be inf).
+    rows : ndarray of shape (k,), int64
+        Its row in ``slice.diagram[dim]`` at each of those times.
+    born_token : int or None
+        Position of the token whose arrival created it (None if present in the first slice).
+    died_token : int or None
+        Position of the token whose arrival removed it (None if present in the last slice).
+    """
+
+    dim: int
+    times: np.ndarray
+    points: np.ndarray
+    rows: np.ndarray
+    born_token: int | None
+    died_token: int | None
+
+    @property
+    def start(self) -> int:
+        """First slice time at which the feature exists (its birth time)."""
+        return int(self.times[0])
+
+    @property
+    def end(self) -> int:
+        """Last slice time at which the feature exists."""
+        return int(self.times[-1])
+
+    @property
+    def length(self) -> int:
+        """How many consecutive slices it lives (its lifetime in time)."""
+        return int(self.times.size)
+
+    @property
+    def alive(self) -> bool:
+        """True if it is still present in the last slice."""
+        return self.died_token is None
+
+    @property
+    def max_persistence(self) -> float:
+        """Largest ``death − birth`` along the vine (inf for an essential class)."""
+        return float(np.max(self.points[:, 1] - self.points[:, 0]))
+
+    def __repr__(self) -> str:
+        return (
+            f"Vine(H{self.dim}, t={self.start}..{self.end}, length={self.length}, "
+            f"max_persistence={self.max_persistence:.3g})"
+        )
+
+
+class Change(NamedTuple):
+    """A token arrival and how much it changed the topology (see :meth:`Timeline.top_changes`)."""
+
+    t: int
+    position: int
+    token: str
+    label: str
+    score: float
+
+
+# --------------------------------------------------------------------- Timeline
+@dataclass(eq=False)
+class Timeline:
+    """The time slices of one text for one head, with coherence and vineyards.
+
+    Attributes
+    ----------
+    slices : list of Slice
+        One per prefix length ``t = t0 … n``.
+    tokens, offsets, special, token_ids, text :
+        The full tokenization (positions in :attr:`Slice.positions` index these).
+    model : str
+    causal : bool
+    layer, head : int
+        Model layer and head (0-based).
+    metric, maxdim, engine, drop_special, p :
+        Settings (``p`` is the Wasserstein order of the coherence curve and matchings).
+    n_lead, n_trail : int
+        Special tokens the tokenizer puts before / after every input.
+    one_pass : bool
+        True if all slices came from one forward pass (causal model, no trailing specials).
+    bottleneck, wasserstein : ndarray of shape (len(slices) - 1, maxdim + 1)
+        Distance between slice ``k`` and slice ``k + 1`` in each dimension.
+    matchings : list (per dim) of list (per transition) of ndarray of shape (m, 2), int64
+        Optimal Wasserstein matching between the rows of consecutive diagrams
+        (``-1`` = the diagonal), used for :meth:`vines`.
+    provenance : dict
+    """
+
+    slices: list[Slice]
+    tokens: list[str]
+    offsets: list[tuple[int, int]]
+    special: np.ndarray
+    token_ids: np.ndarray | None
+    text: str
+    model: str
+    causal: bool
+    layer: int
+    head: int
+    metric: str
+    maxdim: int
+    engine: str
+    drop_special: bool
+    p: float
+    n_lead: int
+    n_trail: int
+    one_pass: bool
+    bottleneck: np.ndarray
+    wasserstein: np.ndarray
+    matchings: list[list[np.ndarray]]
+    truncated: bool = False
+    provenance: dict = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- access
+    @property
+    def times(self) -> np.ndarray:
+        """ndarray of shape (n_slices,): the prefix length ``t`` of each slice."""
+        return np.array([s.t for s in self.slices], dtype=np.int64)
+
+    @property
+    def t0(self) -> int:
+        return self.slices[0].t
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def labels(self) -> list[str]:
+        """Readable labels of the full tokenization (as :attr:`Attention.labels`)."""
+        return _labels(self.tokens, self.offsets, self.special, self.text)
+
+    @property
+    def arrivals(self) -> np.ndarray:
+        """ndarray of shape (n_slices,): position of the token whose arrival made each slice."""
+        return np.array([s.token for s in self.slices], dtype=np.int64)
+
+    @property
+    def growing(self) -> bool:
+        """True if the slices are one growing metric space (distances never change).
+
+        That holds for causal models whose slices are blocks of one forward pass (or whose
+        only trailing specials are dropped); it is what two-parameter persistence needs.
+        """
+        return bool(self.causal and (self.n_trail == 0 or self.drop_special))
+
+    def __len__(self) -> int:
+        return len(self.slices)
+
+    def slice(self, t: int) -> Slice:
+        """The slice of prefix length ``t``."""
+        k = int(t) - self.t0
+        if not 0 <= k < len(self.slices):
+            raise OutOfRangeError(f"no slice t={t}: slices run from t={self.t0} to t={self.slices[-1].t}")
+        return self.slices[k]
+
+    def diagrams(self) -> list[Diagram]:
+        return [s.diagram for s in self.slices]
+
+    # ------------------------------------------------------------- coherence
+    def change(self, metric: str = "bottleneck", dim: int | None = None) -> np.ndarray:
+        """How much each token's arrival changed the diagram.
+
+        Parameters
+        ----------
+        metric : {"bottleneck", "wasserstein"}
+        dim : int, optional
+            One homology dimension; by default all dimensions combined the way the
+            metric combines them (max for bottleneck, ``ℓ^p`` sum for Wasserstein of
+            order :attr:`p`).
+
+        Returns
+        -------
+        ndarray of shape (n_slices - 1,)
+            Entry ``k``: distance between slices ``k`` and ``k + 1`` (the arrival of token
+            ``arrivals[k + 1]``).
+        """
+        if metric not in _COHERENCE:
+            raise InvalidInputError(f"metric must be 'bottleneck' or 'wasserstein', got {metric!r}")
+        arr = self.bottleneck if metric == "bottleneck" else self.wasserstein
+        if dim is not None:
+            if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not 0 <= dim <= self.maxdim:
+                raise InvalidInputError(f"dim must be in 0..{self.maxdim}, got {dim!r}")
+            return arr[:, int(dim)].copy()
+        if arr.shape[0] == 0:
+            return np.zeros(0)
+        if metric == "bottleneck":
+            return arr.max(axis=1)
+        return (arr**self.p).sum(axis=1) ** (1.0 / self.p)
+
+    def top_changes(self, k: int = 5, metric: str = "bottleneck", dim: int | None = None) -> list[Change]:
+        """The ``k`` tokens whose arrival changed the topology most, largest first.
+
+        Scores are :meth:`change` values; ties keep time order.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise InvalidInputError(f"k must be a positive int, got {k!r}")
+        score = self.change(metric, dim)
+        order = np.argsort(-score, kind="stable")[: int(k)]
+        labels = self.labels
+        out = []
+        for i in order.tolist():
+            s = self.slices[i + 1]
+            out.append(Change(s.t, s.token, self.tokens[s.token], labels[s.token], float(score[i])))
+        return out
+
+    # ---------------------------------------------------------------- vines
+    def vines(self, dim: int = 1, min_length: int = 1) -> list[Vine]:
+        """Features followed through time: points of consecutive diagrams joined by the
+        optimal matching (a point matched to the diagonal ends its vine; a point matched
+        from the diagonal starts one).
+
+        Parameters
+        ----------
+        dim : int
+            Homology dimension.
+        min_length : int
+            Keep vines present in at least this many consecutive slices.
+
+        Returns
+        -------
+        list of Vine
+            Ordered by start time, then by row in the starting diagram.
+        """
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not 0 <= dim <= self.maxdim:
+            raise InvalidInputError(f"dim must be in 0..{self.maxdim}, got {dim!r}")
+        dim = int(dim)
+        S = len(self.slices)
+        pts = [np.asarray(s.diagram[dim], dtype=np.float64).reshape(-1, 2) for s in self.slices]
+        # each vine: list of (slice index, row)
+        tracks: list[list[tuple[int, int]]] = []
+        active: dict[int, int] = {}
+        for r in range(len(pts[0])):
+            active[r] = len(tracks)
+            tracks.append([(0, r)])
+        for k in range(S - 1):
+            pairs = self.matchings[dim][k]
+            nxt: dict[int, int] = {}
+            seen_next = set()
+            for i, j in pairs.tolist():
+                if i >= 0 and j >= 0 and i in active:
+                    v = active[i]
+                    tracks[v].append((k + 1, j))
+                    nxt[j] = v
+                    seen_next.add(j)
+            for j in range(len(pts[k + 1])):
+                if j not in seen_next:
+                    nxt[j] = len(tracks)
+                    tracks.append([(k + 1, j)])
+            active = nxt
+        times = self.times
+        out = []
+        for tr in tracks:
+            if len(tr) < min_length:
+                continue
+            ks = np.array([a for a, _ in tr], dtype=np.int64)
+            rows = np.array([b for _, b in tr], dtype=np.int64)
+            first, last = int(ks[0]), int(ks[-1])
+            out.append(
+                Vine(
+                    dim=dim,
+                    times=times[ks],
+                    points=np.array([pts[a][b] for a, b in tr], dtype=np.float64).reshape(-1, 2),
+                    rows=rows,
+                    born_token=None if first == 0 else int(self.slices[first].token),
+                    died_token=None if last == S - 1 else int(self.slices[last + 1].token),
+                )
+            )
+        out.sort(key=lambda v: (v.start, int(v.rows[0])))
+        return out
+
+    # ------------------------------------------------------ 2-parameter view
+    def betti_curves(self, eps: Any = None) -> HilbertFunction:
+        """Betti numbers of every slice over a distance grid (the slice view; any model).
+
+        ``values[d, i, j]`` = number of bars of slice ``j``'s diagram alive at ``eps[i]``.
+        For causal models this *is* the Hilbert function of the (distance × time)
+        bifiltration (:meth:`hilbert`); for bidirectional models it is only a stack of
+        one-parameter Betti curves (the slices are not nested).
+
+        Parameters
+        ----------
+        eps : None, int or array-like
+            ``None``: every distinct distance of every slice (exact; a regular grid if that
+            would exceed :data:`~attntopo.topology.multiparameter.MAX_EXACT_CELLS` cells); an
+            int ``k``: ``k`` regular values in ``[0, max distance]``; or explicit values.
+        """
+        eps_g = self._eps(eps)
+        return hilbert_from_diagrams(self.diagrams(), self.times.astype(np.float64), eps_g, self.maxdim)
+
+    def _eps(self, eps: Any) -> np.ndarray:
+        if eps is None:
+            if self.growing:  # every slice's distances are among the last one's
+                last = self.slices[-1]
+                vals = last.distances[np.triu_indices(last.n_points, 1)]
+            else:
+                vals = np.concatenate(
+                    [s.distances[np.triu_indices(s.n_points, 1)] for s in self.slices]
+                )
+            return default_eps_grid(vals, len(self.slices), self.maxdim + 1)
+        top = max(float(s.distances.max()) for s in self.slices)
+        if isinstance(eps, (int, np.integer)) and not isinstance(eps, bool):
+            if eps < 2:
+                raise InvalidInputError(f"eps as a resolution must be an int >= 2, got {eps}")
+            return np.linspace(0.0, top if top > 0 else 1.0, int(eps))
+        try:
+            g = np.unique(np.asarray(eps, dtype=np.float64).ravel())
+        except (TypeError, ValueError):
+            raise InvalidInputError("eps must be None, an int or an array of distances") from None
+        if g.size == 0 or not np.all(np.isfinite(g)) or g[0] < 0:
+            raise InvalidInputError("eps must hold finite distances >= 0")
+        return g
+
+    def _require_growing(self, what: str) -> None:
+        if not self.growing:
+            why = (
+                "its attention is bidirectional, so every new token changes the distances "
+                "between earlier tokens"
+                if not self.causal
+                else "its inputs end with special tokens that move as the text grows"
+            )
+            raise InvalidInputError(
+                f"{what} needs distances that never change as tokens arrive, but {self.model} "
+                f"is not like that: {why}; use the slice view instead (betti_curves(), "
+                f"change(), vines())"
+            )
+
+    def bifiltration_data(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(D, times)`` of the (distance × time) bifiltration (growing timelines only).
+
+        ``D`` is the last slice's distance matrix (every earlier slice's is a submatrix)
+        and ``times[i]`` the prefix length at which point ``i`` arrives.
+        """
+        self._require_growing("two-parameter persistence")
+        last = self.slices[-1]
+        pos = last.positions
+        times = np.empty(pos.size, dtype=np.float64)
+        content_lo, content_hi = self.n_lead, self.n_tokens - self.n_trail
+        for i, p in enumerate(pos.tolist()):
+            if content_lo <= p < content_hi:
+                times[i] = p + 1 + self.n_trail
+            elif p < content_lo:
+                times[i] = p + 1
+            else:
+                times[i] = self.n_lead + self.n_trail + 1
+        return last.distances, times
+
+    def hilbert(self, eps: Any = None, backend: str = "slices", n_jobs: int = -1) -> HilbertFunction:
+        """Hilbert function of the (distance × time) bifiltration on ``eps`` × slice times.
+
+        Causal models only (bidirectional: :class:`~attntopo.errors.InvalidInputError`).
+
+        Parameters
+        ----------
+        eps : None, int or array-like
+            Distance grid (see :meth:`betti_curves`).
+        backend : {"slices", "multipers", "auto"}
+            ``"slices"`` (default) reads the slices' diagrams (already computed, no extra
+            dependency); ``"multipers"`` computes the bifiltration's signed measure with
+            multipers.  Both are exact and agree.
+        """
+        self._require_growing("the Hilbert function of the distance × time bifiltration")
+        if backend == "slices":
+            return self.betti_curves(eps)
+        from ..topology.multiparameter import hilbert_function
+
+        D, times = self.bifiltration_data()
+        return hilbert_function(
+            D, times, maxdim=self.maxdim, eps=self._eps(eps), t=self.times.astype(np.float64),
+            backend=backend, n_jobs=n_jobs,
+        )
+
+    def signed_barcode(
+        self, degree: int = 1, invariant: str = "hilbert", resolution: int = 32, n_jobs: int = -1
+    ) -> SignedMeasure:
+        """Signed barcode of the Hilbert function or rank invariant (multipers; causal only).
+
+        See :func:`attntopo.topology.multiparameter.signed_measure`.
+        """
+        self._require_growing("the signed barcode of the distance × time bifiltration")
+        from ..topology.multiparameter import signed_measure
+
+        D, times = self.bifiltration_data()
+        return signed_measure(D, times, degree=degree, invariant=invariant, resolution=resolution, n_jobs=n_jobs)
+
+    # --------------------------------------------------------------- tables
+    def summary_rows(self) -> list[dict]:
+        """One dict per slice: ``t``, arriving token, point and bar counts, and the
+        bottleneck / Wasserstein distance from the previous slice per dimension (None for
+        the first slice)."""
+        labels = self.labels
+        rows = []
+        for k, s in enumerate(self.slices):
+            row: dict[str, Any] = {
+                "t": s.t,
+                "position": s.token,
+                "token": self.tokens[s.token],
+                "label": labels[s.token],
+                "n_points": s.n_points,
+            }
+            for d in range(self.maxdim + 1):
+                row[f"n_bars_h{d}"] = int(len(s.diagram[d]))
+            for d in range(self.maxdim + 1):
+                row[f"bottleneck_h{d}"] = None if k == 0 else float(self.bottleneck[k - 1, d])
+                row[f"wasserstein_h{d}"] = None if k == 0 else float(self.wasserstein[k - 1, d])
+            rows.append(row)
+        return rows
+
+    def __repr__(self) -> str:
+        kind = "causal" if self.causal else "bidirectional"
+        return (
+            f"Timeline(model={self.model!r}, layer={self.layer}, head={self.head}, "
+            f"t={self.t0}..{self.slices[-1].t}, {kind}, metric={self.metric!r}, maxdim={self.maxdim})"
+        )
+
+    # -------------------------------------------------------------- storage
+    def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        S = len(self.slices)
+        arrays: dict[str, np.ndarray] = {
+            "special": np.asarray(self.special, dtype=bool),
+            "slice_t": self.times,
+            "slice_token": self.arrivals,
+            "slice_sizes": np.array([s.n_points for s in self.slices], dtype=np.int64),
+            "slice_positions": np.concatenate([s.positions for s in self.slices]).astype(np.int64),
+            "slice_weights": np.concatenate([s.attention.weights.ravel() for s in self.slices]),
+            "slice_distances": np.concatenate([s.distances.ravel() for s in self.slices]),
+            "bottleneck": self.bottleneck,
+            "wasserstein": self.wasserstein,
+        }
+        if self.token_ids is not None:
+            arrays["token_ids"] = np.asarray(self.token_ids, dtype=np.int64)
+        for d in range(self.maxdim + 1):
+            pts = [np.asarray(s.diagram[d], dtype=np.float64).reshape(-1, 2) for s in self.slices]
+            arrays[f"dgm_counts_h{d}"] = np.array([len(x) for x in pts], dtype=np.int64)
+            arrays[f"dgm_points_h{d}"] = np.concatenate(pts, axis=0) if pts else np.zeros((0, 2))
+            ms = self.matchings[d]
+            arrays[f"match_counts_h{d}"] = np.array([len(m) for m in ms], dtype=np.int64)
+            arrays[f"match_pairs_h{d}"] = (
+                np.concatenate(ms, axis=0).astype(np.int64) if ms else np.zeros((0, 2), dtype=np.int64)
+            )
+        d0 = self.slices[0].diagram if S else None
+        meta = {
+            "kind": "timeline",
+            "model": self.model,
+            "text": self.text,
+            "tokens": self.tokens,
+            "offsets": self.offsets,
+            "causal": self.causal,
+            "layer": self.layer,
+            "head": self.head,
+            "metric": self.metric,
+            "maxdim": self.maxdim,
+            "engine": self.engine,
+            "drop_special": self.drop_special,
+            "p": self.p,
+            "n_lead": self.n_lead,
+            "n_trail": self.n_trail,
+            "one_pass": self.one_pass,
+            "truncated": self.truncated,
+            "threshold": getattr(d0, "threshold", math.inf),
+            "filtration": getattr(d0, "filtration", "vietoris_rips"),
+            "provenance": self.provenance,
+        }
+        return meta, arrays
+
+    def save(self, path, *, overwrite: bool = True, compress: bool = False, extra_files: dict | None = None):
+        """Save to a folder (``attntopo.json`` + ``arrays.npz``), atomically.
+
+        :func:`attntopo.load_result` restores an equal :class:`Timeline`.  ``extra_files``
+        (``{relative path: bytes}``, e.g. figures) are written in the same atomic step.
+        """
+        meta, arrays = self._payload()
+        return save_payload(
+            path, meta, arrays, overwrite=overwrite, compress=compress, extra_files=extra_files
+        )
+
+    @classmethod
+    def _from_payload(cls, meta: dict, arrays: dict) -> "Timeline":
+        tokens = list(meta["tokens"])
+        offsets = [tuple(int(x) for x in o) for o in meta["offsets"]]
+        special = np.asarray(arrays["special"], dtype=bool)
+        token_ids = arrays.get("token_ids")
+        maxdim = int(meta["maxdim"])
+        threshold = json_float(meta.get("threshold", "inf"))
+        sizes = arrays["slice_sizes"].astype(np.int64)
+        S = sizes.size
+        pos_b = np.concatenate([[0], np.cumsum(sizes)])
+        sq_b = np.concatenate([[0], np.cumsum(sizes**2)])
+        dg: dict[int, list[np.ndarray]] = {}
+        for d in range(maxdim + 1):
+            c = arrays[f"dgm_counts_h{d}"]
+            b = np.concatenate([[0], np.cumsum(c)])
+            dg[d] = [arrays[f"dgm_points_h{d}"][b[k] : b[k + 1]] for k in range(S)]
+        layer, head = int(meta["layer"]), int(meta["head"])
+        slices = []
+        for k in range(S):
+            s = int(sizes[k])
+            pos = arrays["slice_positions"][pos_b[k] : pos_b[k + 1]].astype(np.int64)
+            att = Attention(
+                weights=arrays["slice_weights"][sq_b[k] : sq_b[k + 1]].reshape(1, 1, s, s),
+                tokens=[tokens[i] for i in pos],
+                offsets=[offsets[i] for i in pos],
+                special=special[pos],
+                causal=bool(meta["causal"]),
+                model=meta["model"],
+                text=meta.get("text", ""),
+                token_ids=None if token_ids is None else token_ids[pos],
+                layer_ids=(layer,),
+                head_ids=(head,),
+                special_dropped=bool(meta["drop_special"]),
+                truncated=bool(meta.get("truncated", False)),
+            )
+            dgm = Diagram(
+                tuple(dg[d][k] for d in range(maxdim + 1)),
+                maxdim=maxdim,
+                threshold=threshold,
+                engine=meta["engine"],
+                filtration=meta.get("filtration", "vietoris_rips"),
+            )
+            slices.append(
+                Slice(
+                    t=int(arrays["slice_t"][k]),
+                    token=int(arrays["slice_token"][k]),
+                    positions=pos,
+                    attention=att,
+                    distances=arrays["slice_distances"][sq_b[k] : sq_b[k + 1]].reshape(s, s),
+                    diagram=dgm,
+                )
+            )
+        matchings = []
+        for d in range(maxdim + 1):
+            c = arrays[f"match_counts_h{d}"]
+            b = np.concatenate([[0], np.cumsum(c)])
+            pairs = arrays[f"match_pairs_h{d}"].reshape(-1, 2)
+            matchings.append([pairs[b[k] : b[k + 1]] for k in range(c.size)])
+        return cls(
+            slices=slices,
+            tokens=tokens,
+            offsets=offsets,
+            special=special,
+            token_ids=token_ids,
+            text=meta.get("text", ""),
+            model=meta["model"],
+            causal=bool(meta["causal"]),
+            layer=layer,
+            head=head,
+            metric=meta["metric"],
+            maxdim=maxdim,
+            engine=meta["engine"],
+            drop_special=bool(meta["drop_special"]),
+            p=float(meta["p"]),
+            n_lead=int(meta["n_lead"]),
+            n_trail=int(meta["n_trail"]),
+            one_pass=bool(meta["one_pass"]),
+            bottleneck=np.asarray(arrays["bottleneck"], dtype=np.float64).reshape(-1, maxdim + 1),
+            wasserstein=np.asarray(arrays["wasserstein"], dtype=np.float64).reshape(-1, maxdim + 1),
+            matchings=matchings,
+            truncated=bool(meta.get("truncated", False)),
+            provenance=meta.get("provenance", {}),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Timeline):
+            return NotImplemented
+        same_meta = (
+            self.tokens == other.tokens
+            and [tuple(o) for o in self.offsets] == [tuple(o) for o in other.offsets]
+            and np.array_equal(self.special, other.special)
+            and self.text == other.text
+            and self.model == other.model
+            and self.causal == other.causal
+            and (self.layer, self.head) == (other.layer, other.head)
+            and self.metric == other.metric
+            and self.maxdim == other.maxdim
+            and self.engine == other.engine
+            and self.drop_special == other.drop_special
+            and self.p == other.p
+            and (self.n_lead, self.n_trail, self.one_pass) == (other.n_lead, other.n_trail, other.one_pass)
+            and self.provenance == other.provenance
+            and len(self.slices) == len(other.slices)
+        )
+        if not same_meta:
+            return False
+        if not (
+            np.array_equal(self.bottleneck, other.bottleneck)
+            and np.array_equal(self.wasserstein, other.wasserstein)
+        ):
+            return False
+        for a, b in zip(self.slices, other.slices):
+            if not (
+                a.t == b.t
+                and a.token == b.token
+                and np.array_equal(a.positions, b.positions)
+                and a.attention == b.attention
+                and np.array_equal(a.distances, b.distances)
+                and a.diagram == b.diagram
+            ):
+                return False
+        return all(
+            len(ma) == len(mb) and all(np.array_equal(x, y) for x, y in zip(ma, mb))
+            for ma, mb in zip(self.matchings, other.matchings)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _load_timeline(meta: dict, arrays: dict) -> Timeline:
+    return Timeline._from_payload(meta, arrays)
+
+
+register_result_kind("timeline", _load_timeline)
+
+
+# --------------------------------------------------------------- computation
+def _special_runs(special: Sequence[bool]) -> tuple[int, int]:
+    n = len(special)
+    lead = 0
+    while lead < n and special[lead]:
+        lead += 1
+    trail = 0
+    while trail < n - lead and special[n - 1 - trail]:
+        trail += 1
+    return lead, trail
+
+
+def _forward_prefixes(model, id_lists: list[list[int]], li, hi) -> list[np.ndarray]:
+    """Forward each id list (batched by a memory bound); weights of the chosen heads."""
+    out: list[np.ndarray] = []
+    per_text = model.n_layers * model.n_heads
+    start = 0
+    while start < len(id_lists):
+        stop = start + 1
+        while stop < len(id_lists):
+            n_max = max(len(x) for x in id_lists[start : stop + 1])
+            if (stop + 1 - start) * per_text * n_max * n_max > _BATCH_ELEMENTS:
+                break
+            stop += 1
+        ws = model.forward_ids(id_lists[start:stop], layers=li, heads=hi)
+        out.extend(np.ascontiguousarray(w) for w in ws)
+        start = stop
+    return out
+
+
+def _coherence(slices: list[Slice], maxdim: int, p: float):
+    S = len(slices)
+    bn = np.zeros((max(S - 1, 0), maxdim + 1))
+    ws = np.zeros((max(S - 1, 0), maxdim + 1))
+    matchings: list[list[np.ndarray]] = [[] for _ in range(maxdim + 1)]
+    for k in range(S - 1):
+        a, b = slices[k].diagram, slices[k + 1].diagram
+        for d in range(maxdim + 1):
+            bn[k, d] = bottleneck(a, b, dim=d)
+            val, pairs = matching(a, b, "wasserstein", p=p, dim=d)
+            ws[k, d] = val
+            matchings[d].append(np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
+    return bn, ws, matchings
+
+
+def _check_settings(metric: str, maxdim: Any, p: Any) -> float:
+    if metric not in METRICS:
+        raise InvalidInputError(f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
+    if isinstance(maxdim, bool) or not isinstance(maxdim, (int, np.integer)) or not 0 <= maxdim <= 2:
+        raise InvalidInputError(f"maxdim must be 0, 1 or 2, got {maxdim!r}")
+    try:
+        pf = float(p)
+    except (TypeError, ValueError):
+        pf = math.nan
+    if isinstance(p, bool) or not (pf >= 1) or math.isinf(pf):
+        raise InvalidInputError(f"p (Wasserstein order) must be a finite number >= 1, got {p!r}")
+    return pf
+
+
+def timeline(
+    text: str | Attention,
+    model: Any = "minilm",
+    *,
+    layer: int | Sequence[int] | None = 0,
+    head: int | Sequence[int] | None = 0,
+    metric: str = "jensen_shannon",
+    maxdim: int = 1,
+    t0: int | None = None,
+    drop_special: bool = False,
+    p: float = 1.0,
+    engine: str | None = None,
+    truncate: bool = False,
+    n_jobs: int | None = None,
+) -> Timeline | list[Timeline]:
+    """Time slices of a text's attention topology, one per prefix length.
+
+    Parameters
+    ----------
+    text : str or Attention
+        The text.  Its tokenization is computed once; prefixes are prefixes of the token
+        sequence, with the model's special tokens around them (see the module docstring).
+        An :class:`Attention` of a **causal** model (all its rows, special tokens kept) is
+        used as is, without a model: its top-left blocks are the prefixes.
+    model : str or AttentionModel
+        ``"minilm"`` (bidirectional), ``"smollm2"`` (causal), any hub id or folder, or a
+        loaded model.  Ignored when ``text`` is an Attention.
+    layer, head : int, list of int, or None
+        Model indices, 0-based (negatives allowed).  One layer and one head (default
+        ``0, 0``) give one :class:`Timeline`; a list (or ``None`` for all) gives a list of
+        timelines in layer-major order, computed from the same forward passes and one
+        persistence batch.
+    metric : str
+        Token distance (:data:`attntopo.distances.METRICS`).
+    maxdim : {0, 1, 2}
+        Highest homology dimension.
+    t0 : int, optional
+        First prefix length (model input tokens, specials included).  Default and
+        smallest: one content token (``1`` for SmolLM2, ``3`` for BERT: [CLS] x [SEP]).
+    drop_special : bool
+        Remove special tokens from every slice and renormalize rows.
+    p : float
+        Order of the Wasserstein distances and of the matching that builds the vines.
+    engine : str, optional
+        Persistence engine.
+    truncate : bool
+        Cut texts longer than the model's context instead of raising.
+    n_jobs : int, optional
+        Worker processes for persistence (default: all cores).
+
+    Returns
+    -------
+    Timeline or list of Timeline
+
+    Raises
+    ------
+    InvalidInputError
+        Bad settings, or an Attention of a bidirectional model (its prefixes need their
+        own forward passes: pass the text and the model).
+    OutOfRangeError
+        Bad ``layer``, ``head`` or ``t0``.
+
+    Notes
+    -----
+    Cost: causal models need one forward pass; bidirectional models one per prefix
+    (batched), which dominates for long texts.  Persistence of all slices runs in one
+    :func:`~attntopo.topology.persistence_batch` call.
+    """
+    p = _check_settings(metric, maxdim, p)
+    single = layer is not None and head is not None and np.ndim(layer) == 0 and np.ndim(head) == 0
+    if isinstance(text, Attention):
+        src = _from_attention(text, layer, head)
+    elif isinstance(text, str):
+        src = _from_model(text, model, layer, head, truncate)
+    else:
+        raise InvalidInputError(f"text must be a string or an Attention, got {type(text).__name__}")
+    n, n_lead, n_trail = src["n"], src["n_lead"], src["n_trail"]
+    t_min = n_lead + n_trail + 1
+    if t0 is None:
+        t0 = t_min
+    if isinstance(t0, bool) or not isinstance(t0, (int, np.integer)) or not t_min <= t0 <= n:
+        raise OutOfRangeError(
+            f"t0 must be an int in {t_min}..{n} (prefix length in model tokens, specials "
+            f"included; {t_min} = one content token), got {t0!r}"
+        )
+    t0 = int(t0)
+    ts = list(range(t0, n + 1))
+    positions = [
+        np.array(list(range(n_lead + t - t_min + 1)) + list(range(n - n_trail, n)), dtype=np.int64)
+        for t in ts
+    ]
+    one_pass = src["full"] is not None
+    li, hi = src["layer_ids"], src["head_ids"]
+
+    # ---- attention of every prefix, shape (n_sel_layers, n_sel_heads, t, t)
+    if one_pass:
+        weights = [src["full"][:, :, :t, :t] for t in ts]
+    else:
+        ids = src["ids"]
+        lead, trail, content = ids[:n_lead], ids[n - n_trail :], ids[n_lead : n - n_trail]
+        id_lists = [lead + content[: t - t_min + 1] + trail for t in ts]
+        weights = _forward_prefixes(src["model"], id_lists, src["li"], src["hi"])
+
+    special = src["special"]
+    token_ids = src["token_ids"]
+    atts = []
+    for pos, w in zip(positions, weights):
+        a = Attention(
+            weights=w,
+            tokens=[src["tokens"][i] for i in pos],
+            offsets=[src["offsets"][i] for i in pos],
+            special=special[pos],
+            causal=src["causal"],
+            model=src["name"],
+            text=src["text"],
+            token_ids=None if token_ids is None else token_ids[pos],
+            layer_ids=li,
+            head_ids=hi,
+            truncated=src["truncated"],
+        )
+        atts.append(a.drop_special() if drop_special else a)
+
+    # ---- distances: one matrix for a growing causal text, else one per slice
+    if one_pass:
+        D_full = token_distances(atts[-1], metric=metric)
+        dists = [D_full[:, :, : a.n_tokens, : a.n_tokens] for a in atts]
+    else:
+        dists = [token_distances(a, metric=metric) for a in atts]
+
+    # ---- all diagrams in one batch, slice-major then layer, head
+    L, H = len(li), len(hi)
+    mats = [d[i, j] for d in dists for i in range(L) for j in range(H)]
+    dgms = persistence_batch(mats, maxdim=int(maxdim), engine=engine, n_jobs=n_jobs)
+    used_engine = dgms[0].engine if dgms else (engine or "")
+
+    from .text import _versions
+
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    out = []
+    for i, lay in enumerate(li):
+        for j, hd in enumerate(hi):
+            slices = []
+            for k, (t, pos, a, d) in enumerate(zip(ts, positions, atts, dists)):
+                keep = ~special[pos] if drop_special else np.ones(pos.size, dtype=bool)
+                slices.append(
+                    Slice(
+                        t=t,
+                        token=int(n_lead + t - t_min),
+                        positions=pos[keep],
+                        attention=a.select([i], [j]),
+                        distances=np.ascontiguousarray(d[i, j]),
+                        diagram=dgms[(k * L + i) * H + j],
+                    )
+                )
+            bn, ws, matchings = _coherence(slices, int(maxdim), p)
+            out.append(
+                Timeline(
+                    slices=slices,
+                    tokens=list(src["tokens"]),
+                    offsets=[tuple(o) for o in src["offsets"]],
+                    special=special,
+                    token_ids=token_ids,
+                    text=src["text"],
+                    model=src["name"],
+                    causal=src["causal"],
+                    layer=int(lay),
+                    head=int(hd),
+                    metric=metric,
+                    maxdim=int(maxdim),
+                    engine=used_engine,
+                    drop_special=bool(drop_special),
+                    p=p,
+                    n_lead=n_lead,
+                    n_trail=n_trail,
+                    one_pass=one_pass,
+                    bottleneck=bn,
+                    wasserstein=ws,
+                    matchings=matchings,
+                    truncated=src["truncated"],
+                    provenance={
+                        "model": src["info"],
+                        "versions": _versions(),
+                        "created": created,
+                        "settings": {"t0": t0, "drop_special": bool(drop_special), "truncate": truncate},
+                    },
+                )
+            )
+    return out[0] if single else out
+
+
+def _from_model(text: str, model: Any, layer, head, truncate: bool) -> dict:
+    """Tokenize once; run the whole text once if a causal model allows one pass."""
+    from ..models import AttentionModel, load_model
+
+    m = model if isinstance(model, AttentionModel) else load_model(model)
+    enc = m.tokenize(text, truncate=truncate)
+    ids, n = list(enc.ids), len(enc.ids)
+    n_lead, n_trail = _special_runs(enc.special)
+    if n - n_lead - n_trail < 1:
+        raise EmptyTextError("the text has no tokens besides special tokens: give at least one word")
+    li = resolve_indices(layer, m.n_layers, "layer")
+    hi = resolve_indices(head, m.n_heads, "head")
+    full = None
+    if m.causal and n_trail == 0:
+        # rows never see the future: every prefix is a top-left block of this one pass
+        full = np.ascontiguousarray(m.forward_ids([ids], layers=li, heads=hi)[0])
+    return dict(
+        n=n, n_lead=n_lead, n_trail=n_trail, ids=ids, full=full, model=m, li=li, hi=hi,
+        layer_ids=li, head_ids=hi, tokens=list(enc.tokens), offsets=list(enc.offsets),
+        special=np.array(enc.special, dtype=bool), token_ids=np.array(ids, dtype=np.int64),
+        causal=m.causal, name=m.name, text=text, truncated=enc.truncated, info=m.info(),
+    )
+
+
+def _from_attention(att: Attention, layer, head) -> dict:
+    """A causal Attention already holds every prefix: its top-left blocks."""
+    if not att.causal:
+        raise InvalidInputError(
+            "an Attention of a bidirectional model cannot give its prefixes (every new token "
+            "changes every row): pass the text and the model, e.g. timeline(text, model='minilm')"
+        )
+    if att.special_dropped:
+        raise InvalidInputError(
+            "this Attention had its special tokens dropped; pass the full one and drop_special=True"
+        )
+    n = att.n_tokens
+    n_lead, n_trail = _special_runs(att.special.tolist())
+    if n - n_lead - n_trail < 1:
+        raise EmptyTextError("the attention has no tokens besides special tokens")
+    if n_trail:
+        raise InvalidInputError(
+            "this causal Attention ends with special tokens, so its prefixes are not blocks of "
+            "it: pass the text and the model instead"
+        )
+
+    def positions(wanted, ids, what):
+        if wanted is None:
+            return tuple(range(len(ids)))
+        size = max(ids) + 1
+        model_ids = resolve_indices(wanted, size, what)
+        missing = [x for x in model_ids if x not in ids]
+        if missing:
+            raise OutOfRangeError(f"{what} {missing[0]} is not in this Attention; it holds {what}s {list(ids)}")
+        return tuple(ids.index(x) for x in model_ids)
+
+    lp = positions(layer, list(att.layer_ids), "layer")
+    hp = positions(head, list(att.head_ids), "head")
+    full = np.ascontiguousarray(att.weights[np.ix_(lp, hp)])
+    return dict(
+        n=n, n_lead=n_lead, n_trail=0, ids=None, full=full, model=None, li=lp, hi=hp,
+        layer_ids=tuple(att.layer_ids[i] for i in lp), head_ids=tuple(att.head_ids[i] for i in hp),
+        tokens=list(att.tokens), offsets=list(att.offsets), special=np.asarray(att.special, dtype=bool),
+        token_ids=None if att.token_ids is None else np.asarray(att.token_ids, dtype=np.int64),
+        causal=True, name=att.model, text=att.text, truncated=att.truncated,
+        info={"name": att.model, "causal": True},
+    )

@@ -1,0 +1,71 @@
+"""Figures of attntopo results: static (matplotlib) and interactive (plotly).
+
+Needs the ``plots`` extra (``pip install 'attntopo[plots]'``): importing this package without
+matplotlib raises :class:`~attntopo.errors.MissingDependencyError`; the interactive ``iplot_*``
+functions raise it when plotly is missing.  No computation module imports this package.
+
+>>> import attntopo as at
+>>> from attntopo import plots
+>>> a = at.analyze("Quantum information theory allows us to study attention", layers=1, heads=2)
+>>> fig = plots.plot_diagram(a.diagram(1, 2), title="layer 1, head 2")
+>>> plots.save_figure(fig, "diagram.svg")
+>>> plots.save_figure(plots.iplot_threshold_graph(a.distance_matrix(1, 2),
+...                   labels=a.attention.labels), "graph.html")       # offline, slider over ε
+
+Conventions: every ``plot_*`` function returns a :class:`matplotlib.figure.Figure`, takes
+``ax=`` when it draws a single panel, never calls ``show()`` and never changes
+``matplotlib.rcParams``; colours are colour-blind safe (Okabe–Ito, viridis, cividis) and
+each homology dimension has its own marker as well as its own colour.
+"""
+
+from __future__ import annotations
+
+try:
+    import matplotlib  # noqa: F401
+except ImportError:  # pragma: no cover - exercised only without the extra
+    from ..errors import MissingDependencyError
+
+    raise MissingDependencyError(
+        "attntopo.plots needs matplotlib: pip install 'attntopo[plots]'"
+    ) from None
+
+from ._layout import mds_layout, suggest_scale, suggest_scales, threshold_complex
+from ._style import DIM_COLORS, OKABE_ITO, thin_labels
+from .export import FORMATS, figure_to_bytes, figures_to_html, save_figure
+from .interactive import iplot_diagram, iplot_distance_matrix, iplot_head_grid, iplot_threshold_graph
+from .static import (
+    plot_attention,
+    plot_barcode,
+    plot_diagram,
+    plot_distance_matrix,
+    plot_head_grid,
+    plot_head_overview,
+    plot_head_stat,
+    plot_threshold_graph,
+)
+
+__all__ = [
+    "DIM_COLORS",
+    "FORMATS",
+    "OKABE_ITO",
+    "figure_to_bytes",
+    "figures_to_html",
+    "iplot_diagram",
+    "iplot_distance_matrix",
+    "iplot_head_grid",
+    "iplot_threshold_graph",
+    "mds_layout",
+    "plot_attention",
+    "plot_barcode",
+    "plot_diagram",
+    "plot_distance_matrix",
+    "plot_head_grid",
+    "plot_head_overview",
+    "plot_head_stat",
+    "plot_threshold_graph",
+    "save_figure",
+    "suggest_scale",
+    "suggest_scales",
+    "thin_labels",
+    "threshold_complex",
+]

@@ -1,0 +1,226 @@
+"""Input checks and geometric layouts shared by the static and interactive figures.
+
+Nothing here draws: these helpers turn a diagram or a distance matrix into what a
+figure needs (points per dimension, the ∞ line, node coordinates, simplices at a scale).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..topology import Diagram, validate_distance_matrix
+
+__all__ = [
+    "diagram_points",
+    "diagram_limits",
+    "check_labels",
+    "check_highlight",
+    "check_scale",
+    "distance_matrix",
+    "mds_layout",
+    "threshold_complex",
+    "suggest_scale",
+    "suggest_scales",
+]
+
+
+def diagram_points(dgm: Any, dims: Sequence[int] | int | None = None) -> list[tuple[int, np.ndarray]]:
+    """``[(d, points of shape (k, 2)), ...]`` for the requested dimensions of a diagram.
+
+    ``dgm`` is a :class:`~attntopo.topology.Diagram` or a ripser-style list of (k, 2) arrays.
+    """
+    if not isinstance(dgm, Diagram):
+        try:
+            dgm = Diagram(dgm)
+        except InvalidInputError as e:
+            raise InvalidInputError(
+                f"expected a Diagram (or a list of (k, 2) arrays, one per dimension): {e}"
+            ) from None
+    maxdim = dgm.maxdim
+    if dims is None:
+        dims = range(maxdim + 1)
+    elif isinstance(dims, (int, np.integer)) and not isinstance(dims, bool):
+        dims = [int(dims)]
+    out = []
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 0 <= d <= maxdim:
+            raise InvalidInputError(
+                f"dims must be homology dimensions in 0..{maxdim} (this diagram's maxdim), got {d!r}"
+            )
+        out.append((int(d), np.asarray(dgm[int(d)], dtype=np.float64)))
+    return out
+
+
+def diagram_limits(
+    point_sets: Sequence[np.ndarray], threshold: float = math.inf
+) -> tuple[float, float, float]:
+    """``(lo, hi, inf_y)``: axis range of a diagram and the height of its ∞ line.
+
+    The ∞ line sits 10 % of the data range above the largest finite value (or at a
+    finite ``threshold`` where the filtration was cut, if that is higher).
+    """
+    finite = [
+        v
+        for pts in point_sets
+        for v in (pts[:, 0].tolist() + pts[np.isfinite(pts[:, 1]), 1].tolist())
+    ]
+    lo = min([0.0] + finite)
+    top = max(finite) if finite else 1.0
+    if math.isfinite(threshold):
+        top = max(top, float(threshold))
+    if top <= lo:
+        top = lo + 1.0
+    inf_y = top + 0.1 * (top - lo)
+    hi = inf_y + 0.05 * (top - lo)
+    return lo, hi, inf_y
+
+
+def distance_matrix(D: Any, name: str = "D") -> np.ndarray:
+    """A validated (n, n) float64 distance matrix (square, finite, symmetric, zero diagonal)."""
+    return validate_distance_matrix(D, name=name)
+
+
+def check_labels(labels: Sequence[str] | None, n: int) -> list[str] | None:
+    """Token labels as a list of str of length ``n`` (or None)."""
+    if labels is None:
+        return None
+    if isinstance(labels, str):
+        raise InvalidInputError("labels must be a sequence of strings (one per token), not a string")
+    labels = [str(x) for x in labels]
+    if len(labels) != n:
+        raise InvalidInputError(f"got {len(labels)} labels for {n} tokens: give one label per token")
+    return labels
+
+
+def check_highlight(highlight: Any, n: int) -> np.ndarray:
+    """Boolean mask of shape (n,) from token positions (ints, negatives ok) or a mask."""
+    mask = np.zeros(n, dtype=bool)
+    if highlight is None:
+        return mask
+    h = np.asarray(highlight)
+    if h.dtype == bool:
+        if h.shape != (n,):
+            raise InvalidInputError(f"a highlight mask must have shape ({n},), got {h.shape}")
+        return h.copy()
+    h = np.atleast_1d(h)
+    if h.size and not np.issubdtype(h.dtype, np.integer):
+        raise InvalidInputError("highlight must be token positions (ints) or a boolean mask")
+    for i in h.tolist():
+        if not -n <= i < n:
+            raise InvalidInputError(f"highlight token {i} is out of range: valid are 0..{n - 1}")
+        mask[i % n] = True
+    return mask
+
+
+def check_scale(eps: Any, name: str = "eps") -> float:
+    """A positive finite filtration scale."""
+    try:
+        e = float(eps)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{name} must be a positive number, got {eps!r}") from None
+    if not math.isfinite(e) or e <= 0:
+        raise InvalidInputError(f"{name} must be a positive finite number, got {eps!r}")
+    return e
+
+
+def mds_layout(D: np.ndarray, dim: int = 2) -> np.ndarray:
+    """Classical (Torgerson) multidimensional scaling of a distance matrix.
+
+    Double-centres the squared distances, ``B = -J D² J / 2``, and returns the top
+    ``dim`` eigenvectors scaled by the square roots of their (non-negative) eigenvalues.
+    Deterministic: each axis is oriented so that its largest-magnitude entry is positive.
+
+    Parameters
+    ----------
+    D : ndarray of shape (n, n)
+        Distance matrix.
+    dim : int
+        Output dimension.
+
+    Returns
+    -------
+    ndarray of shape (n, dim)
+    """
+    D = np.asarray(D, dtype=np.float64)
+    n = D.shape[0]
+    if n == 1:
+        return np.zeros((1, dim))
+    J = np.eye(n) - 1.0 / n
+    B = -0.5 * J @ (D**2) @ J
+    B = (B + B.T) / 2
+    vals, vecs = np.linalg.eigh(B)
+    order = np.argsort(vals)[::-1][:dim]
+    vals = np.clip(vals[order], 0.0, None)
+    X = vecs[:, order] * np.sqrt(vals)
+    if X.shape[1] < dim:
+        X = np.hstack([X, np.zeros((n, dim - X.shape[1]))])
+    for k in range(dim):
+        i = int(np.argmax(np.abs(X[:, k])))
+        if X[i, k] < 0:
+            X[:, k] = -X[:, k]
+    # n tokens at the same place (all distances 0) would stack: spread them on a small circle
+    if not np.any(X):
+        t = 2 * np.pi * np.arange(n) / n
+        X = np.stack([np.cos(t), np.sin(t)] + [np.zeros(n)] * (dim - 2), axis=1)[:, :dim]
+    return X
+
+
+def threshold_complex(D: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """Edges and triangles of the Vietoris–Rips complex at scale ``eps``.
+
+    Returns
+    -------
+    edges : int ndarray of shape (m, 2)
+        Pairs ``i < j`` with ``D[i, j] <= eps``.
+    triangles : int ndarray of shape (t, 3)
+        Triples ``i < j < k`` whose three distances are all ``<= eps``.
+    """
+    D = np.asarray(D)
+    n = D.shape[0]
+    A = D <= eps
+    np.fill_diagonal(A, False)
+    iu, ju = np.nonzero(np.triu(A, 1))
+    edges = np.stack([iu, ju], axis=1).astype(np.int64)
+    tris = []
+    for i, j in edges:
+        common = np.flatnonzero(A[i, j + 1 :] & A[j, j + 1 :]) + j + 1
+        if common.size:
+            tris.append(np.column_stack([np.full(common.size, i), np.full(common.size, j), common]))
+    triangles = np.concatenate(tris).astype(np.int64) if tris else np.zeros((0, 3), dtype=np.int64)
+    return edges.reshape(-1, 2), triangles
+
+
+def suggest_scale(dgm: Diagram | None, D: np.ndarray) -> float:
+    """A scale at which the threshold graph is informative.
+
+    The middle of the most persistent finite H1 bar (its loop is then drawn, not yet
+    filled) or, without H1 bars, the median H0 death (half the tokens have merged).
+    """
+    if dgm is not None and dgm.maxdim >= 1 and len(dgm.finite(1)):
+        f = dgm.finite(1)
+        b, d = f[int(np.argmax(f[:, 1] - f[:, 0]))]
+        return float((b + d) / 2)
+    if dgm is not None and len(dgm.finite(0)):
+        deaths = dgm.finite(0)[:, 1]
+        pos = deaths[deaths > 0]
+        if pos.size:
+            return float(np.median(pos))
+    upper = np.asarray(D)[np.triu_indices(np.asarray(D).shape[0], 1)]
+    upper = upper[upper > 0]
+    return float(np.median(upper)) if upper.size else 1.0
+
+
+def suggest_scales(D: np.ndarray, n_scales: int = 16) -> np.ndarray:
+    """``n_scales`` increasing scales at quantiles of the pairwise distances (for sliders)."""
+    D = np.asarray(D)
+    upper = D[np.triu_indices(D.shape[0], 1)]
+    upper = upper[upper > 0]
+    if upper.size == 0:
+        return np.array([1.0])
+    qs = np.linspace(0.0, 1.0, int(n_scales) + 1)[1:]
+    scales = np.unique(np.quantile(upper, qs))
+    return scales[scales > 0]

@@ -1,0 +1,759 @@
+"""Figures of a :class:`~attntopo.analyses.compare.Comparison` and a phrase across contexts.
+
+* :func:`plot_compare_graphs` — the two texts' Vietoris–Rips complexes at one scale, side by
+  side (classical-MDS layout of each text's own distances), with the shared tokens and the
+  edges/triangles present in both texts highlighted; :func:`plot_compare_graph` draws one of
+  the two panels into an ``ax``.
+* :func:`iplot_compare_graphs` — the same, interactive, with a slider over scales (plotly;
+  save as standalone ``.html`` with :func:`attntopo.plots.save_figure`, plotly.js inlined).
+* :func:`plot_compare_diagrams` / :func:`iplot_compare_diagrams` — both texts' diagrams of one
+  head overlaid (text A filled, text B hollow; one marker per homology dimension).
+* :func:`plot_compare_heads` / :func:`iplot_compare_heads` — a layers × heads heatmap of a
+  diagram distance or of a shared-simplex count.
+* :func:`plot_phrase_distances` — a phrase's pairwise diagram distances between contexts.
+
+Same conventions as the other figures: matplotlib functions return a
+:class:`~matplotlib.figure.Figure`, take ``ax=`` when they draw one panel, never call
+``show()`` and never touch ``rcParams``; colours are Okabe–Ito (colour-blind safe) with
+distinct markers and line widths, so nothing depends on colour alone.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.collections import LineCollection, PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from ..errors import InvalidInputError, MissingDependencyError
+from ..topology.complex import complex_at
+from . import _style as S
+from ._layout import check_scale, diagram_limits, mds_layout
+
+__all__ = [
+    "plot_compare_graph",
+    "plot_compare_graphs",
+    "iplot_compare_graphs",
+    "plot_compare_diagrams",
+    "iplot_compare_diagrams",
+    "plot_compare_heads",
+    "iplot_compare_heads",
+    "plot_phrase_distances",
+    "TEXT_COLORS",
+]
+
+#: Colour of text A and text B in overlays (Okabe–Ito blue and orange).
+TEXT_COLORS = (S.OKABE_ITO["blue"], S.OKABE_ITO["orange"])
+SHARED_COLOR = S.OKABE_ITO["bluish_green"]  # shared tokens, edges and triangles
+SHARED_TRI_RGBA = "rgba(0,158,115,0.35)"
+TRI_RGBA = "rgba(86,180,233,0.15)"
+
+
+# ---------------------------------------------------------------------- helpers
+def _check_comparison(c: Any) -> None:
+    if not all(hasattr(c, a) for a in ("a", "b", "shared_tokens", "scales", "shared_simplices")):
+        raise InvalidInputError(
+            f"expected a Comparison (from attntopo.compare), got {type(c).__name__}"
+        )
+
+
+def _root_figure(ax: Axes) -> Figure:
+    fig = ax.figure
+    while getattr(fig, "figure", fig) is not fig:
+        fig = fig.figure
+    return fig
+
+
+def _figure_and_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    if ax is None:
+        fig = Figure(figsize=figsize, layout="constrained")
+        return fig, fig.add_subplot()
+    if not isinstance(ax, Axes):
+        raise InvalidInputError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    return _root_figure(ax), ax
+
+
+def _short(text: str, width: int = 48) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _highlight_keys(c: Any, highlight: Any) -> set[int]:
+    """Positions in ``c.shared_tokens`` of the highlighted words (keys or words; case-insensitive)."""
+    if highlight is None:
+        return set()
+    if isinstance(highlight, str):
+        highlight = highlight.split()
+    from ..analyses.compare import normalize_token
+
+    wanted = [normalize_token(h) for h in highlight]
+    out = set()
+    for w in wanted:
+        hits = [
+            k for k, s in enumerate(c.shared_tokens)
+            if normalize_token(s.key) == w or w in (normalize_token(s.text_a), normalize_token(s.text_b))
+        ]
+        if not hits:
+            raise InvalidInputError(
+                f"cannot highlight {w!r}: it is not a shared token; shared are: "
+                f"{', '.join(c.keys) or '(none)'}"
+            )
+        out.update(hits)
+    return out
+
+
+def _side(c: Any, side: str):
+    if side not in ("a", "b"):
+        raise InvalidInputError(f"side must be 'a' or 'b', got {side!r}")
+    return c.a if side == "a" else c.b
+
+
+def _panel_data(c: Any, side: str, i: int, j: int, eps: float, highlight: set[int]) -> dict:
+    """Everything one threshold-graph panel draws (indices in that text's tokens)."""
+    an = _side(c, side)
+    D = an.distances[i, j]
+    n = D.shape[0]
+    cx = complex_at(D, eps, maxdim=2)
+    rep = [getattr(s, side) for s in c.shared_tokens]
+    shared_mask = np.zeros(n, dtype=bool)
+    shared_mask[rep] = True
+    hl = np.zeros(n, dtype=bool)
+    for k in highlight:
+        hl[rep[k]] = True
+    pos = {s.key: r for s, r in zip(c.shared_tokens, rep)}
+    both = c.shared_simplices(c.layers[i], c.heads[j], eps=eps)
+    sh_edges = np.array([[pos[t[0]], pos[t[1]]] for t in (s["tokens"] for s in both) if len(t) == 2],
+                        dtype=np.int64).reshape(-1, 2)
+    sh_tris = np.array([[pos[x] for x in t] for t in (s["tokens"] for s in both) if len(t) == 3],
+                       dtype=np.int64).reshape(-1, 3)
+    return {
+        "D": D, "n": n, "labels": an.attention.labels, "special": an.attention.special,
+        "edges": cx.simplices(1), "tris": cx.simplices(2), "shared": shared_mask, "hl": hl,
+        "sh_edges": sh_edges, "sh_tris": sh_tris, "text": an.attention.text,
+    }
+
+
+def _pos(c: Any, layer: int | None, head: int | None) -> tuple[int, int]:
+    return c._pos(layer, head)
+
+
+# ------------------------------------------------------------- threshold graphs
+def plot_compare_graph(
+    comparison: Any,
+    side: str = "a",
+    layer: int | None = None,
+    head: int | None = None,
+    eps: float | None = None,
+    ax: Axes | None = None,
+    *,
+    highlight: Any = None,
+    coords: np.ndarray | None = None,
+    max_labels: int = 60,
+    title: str | None = None,
+) -> Figure:
+    """One text's threshold graph at ``eps``, with what it shares with the other text.
+
+    Grey edges and pale blue triangles are that text's Vietoris–Rips complex at ``eps``;
+    shared tokens are green diamonds; edges and triangles among shared tokens present in
+    *both* texts at ``eps`` are thick green lines and green fills; ``highlight``ed words are
+    vermillion and labelled in bold.
+
+    Parameters
+    ----------
+    comparison : Comparison
+    side : {"a", "b"}
+        Which text.
+    layer, head : int, optional
+        Model indices (optional when one head was compared).
+    eps : float, optional
+        Scale (default: the head's scale in ``comparison.scales``).
+    ax : matplotlib Axes, optional
+    highlight : str or list of str, optional
+        Shared words to emphasise (e.g. ``["information", "theory"]`` or ``"information theory"``).
+    coords : ndarray of shape (n, 2), optional
+        Node positions (default: classical MDS of that text's distances).
+    max_labels : int
+        Most token labels drawn (shared and highlighted tokens are always labelled).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _check_comparison(comparison)
+    i, j = _pos(comparison, layer, head)
+    e = float(comparison.scales[i, j]) if eps is None else check_scale(eps)
+    p = _panel_data(comparison, side, i, j, e, _highlight_keys(comparison, highlight))
+    n = p["n"]
+    X = mds_layout(p["D"]) if coords is None else np.asarray(coords, dtype=np.float64)
+    if X.shape != (n, 2):
+        raise InvalidInputError(f"coords must have shape ({n}, 2), got {X.shape}")
+    fig, ax = _figure_and_axes(ax, (5.4, 5.0))
+    if len(p["tris"]):
+        ax.add_collection(PolyCollection(X[p["tris"]], facecolors=S.TRIANGLE_COLOR, edgecolors="none",
+                                         alpha=0.15, zorder=1))
+    if len(p["sh_tris"]):
+        ax.add_collection(PolyCollection(X[p["sh_tris"]], facecolors=SHARED_COLOR, edgecolors="none",
+                                         alpha=0.35, zorder=1.5))
+    if len(p["edges"]):
+        ax.add_collection(LineCollection(X[p["edges"]], colors=S.EDGE_COLOR, linewidths=0.7, alpha=0.6,
+                                         zorder=2))
+    if len(p["sh_edges"]):
+        ax.add_collection(LineCollection(X[p["sh_edges"]], colors=SHARED_COLOR, linewidths=2.2,
+                                         alpha=0.9, zorder=2.5))
+    sp, sh, hl = p["special"], p["shared"], p["hl"]
+    plain = ~sh & ~hl
+    ax.scatter(X[plain, 0], X[plain, 1], s=22, c=np.where(sp[plain], S.SPECIAL_COLOR, S.NODE_COLOR).tolist(),
+               marker="o", edgecolors="white", linewidths=0.5, zorder=3)
+    m = sh & ~hl
+    ax.scatter(X[m, 0], X[m, 1], s=46, c=SHARED_COLOR, marker="D", edgecolors="white", linewidths=0.6, zorder=4)
+    ax.scatter(X[hl, 0], X[hl, 1], s=70, c=S.HIGHLIGHT_COLOR, marker="D", edgecolors="black",
+               linewidths=0.6, zorder=5)
+    step = S.label_step(n, max_labels)
+    for t in range(n):
+        if t % step == 0 or sh[t] or hl[t]:
+            ax.annotate(
+                S.short_label(p["labels"][t]), X[t], xytext=(3, 3), textcoords="offset points",
+                fontsize=S.FONT["token"] + (1 if hl[t] else 0),
+                color=S.HIGHLIGHT_COLOR if hl[t] else ("#006b4f" if sh[t] else "#222222"),
+                fontweight="bold" if (hl[t] or sh[t]) else "normal", zorder=6,
+            )
+    # a square data box (room for labels on the right), equal aspect without datalim warnings
+    span = float(np.ptp(X, axis=0).max()) if n > 1 else 1.0
+    span = span if span > 0 else 1.0
+    cx = (X[:, 0].min() + X[:, 0].max()) / 2 + 0.05 * span
+    cy = (X[:, 1].min() + X[:, 1].max()) / 2 + 0.01 * span
+    half = 0.62 * span
+    ax.set_xlim(cx - half, cx + half)
+    ax.set_ylim(cy - half, cy + half)
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for s in ax.spines.values():
+        s.set_visible(False)
+    name = "A" if side == "a" else "B"
+    ax.set_title(
+        title or (f"{name}: “{_short(p['text'])}”\nε = {e:.3g} · {len(p['edges'])} edges · "
+                  f"{len(p['tris'])} triangles · shared: {len(p['sh_edges'])} edges, "
+                  f"{len(p['sh_tris'])} triangles"),
+        fontsize=S.FONT["title"] - 1,
+    )
+    return fig
+
+
+def plot_compare_graphs(
+    comparison: Any,
+    layer: int | None = None,
+    head: int | None = None,
+    eps: float | None = None,
+    *,
+    highlight: Any = None,
+    axes: Sequence[Axes] | None = None,
+    max_labels: int = 60,
+) -> Figure:
+    """The two texts' threshold graphs at ``eps`` side by side (see :func:`plot_compare_graph`).
+
+    Parameters
+    ----------
+    comparison : Comparison
+    layer, head : int, optional
+    eps : float, optional
+        Scale (default: the head's scale in ``comparison.scales``).
+    highlight : str or list of str, optional
+        Shared words to emphasise in both panels.
+    axes : pair of matplotlib Axes, optional
+        Draw into these instead of a new figure.
+    max_labels : int
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _check_comparison(comparison)
+    i, j = _pos(comparison, layer, head)
+    e = float(comparison.scales[i, j]) if eps is None else check_scale(eps)
+    if axes is None:
+        fig = Figure(figsize=(11.0, 5.4), layout="constrained")
+        axs = fig.subplots(1, 2)
+    else:
+        axs = list(axes)
+        if len(axs) != 2 or not all(isinstance(a, Axes) for a in axs):
+            raise InvalidInputError("axes must be a pair of matplotlib Axes")
+        fig = _root_figure(axs[0])
+    lay, hd = comparison.layers[i], comparison.heads[j]
+    for side, ax in zip(("a", "b"), axs):
+        plot_compare_graph(comparison, side, lay, hd, e, ax, highlight=highlight, max_labels=max_labels)
+    handles = [
+        Line2D([], [], ls="", marker="o", color=S.NODE_COLOR, label="token"),
+        Line2D([], [], ls="", marker="D", color=SHARED_COLOR, label="shared token"),
+        Line2D([], [], color=S.EDGE_COLOR, lw=0.8, label="edge (D ≤ ε)"),
+        Line2D([], [], color=SHARED_COLOR, lw=2.2, label="edge in both texts"),
+        Patch(facecolor=S.TRIANGLE_COLOR, alpha=0.3, label="triangle"),
+        Patch(facecolor=SHARED_COLOR, alpha=0.5, label="triangle in both texts"),
+    ]
+    if highlight is not None:
+        handles.insert(2, Line2D([], [], ls="", marker="D", color=S.HIGHLIGHT_COLOR, label="highlighted"))
+    if axes is None:
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=S.FONT["legend"],
+                   frameon=False)
+        fig.suptitle(f"{comparison.a.attention.model} · layer {lay}, head {hd} · ε = {e:.3g}",
+                     fontsize=S.FONT["title"])
+    return fig
+
+
+def _go():
+    try:
+        import plotly.graph_objects as go
+    except ImportError:
+        raise MissingDependencyError(
+            "interactive figures need plotly: pip install 'attntopo[plots]' (or pip install plotly)"
+        ) from None
+    return go
+
+
+def _segments(X: np.ndarray, edges: np.ndarray) -> tuple[list, list]:
+    xs, ys = [], []
+    for a, b in edges.tolist():
+        xs += [X[a, 0], X[b, 0], None]
+        ys += [X[a, 1], X[b, 1], None]
+    return xs, ys
+
+
+def _polys(X: np.ndarray, tris: np.ndarray) -> tuple[list, list]:
+    xs, ys = [], []
+    for a, b, c in tris.tolist():
+        xs += [X[a, 0], X[b, 0], X[c, 0], X[a, 0], None]
+        ys += [X[a, 1], X[b, 1], X[c, 1], X[a, 1], None]
+    return xs, ys
+
+
+def iplot_compare_graphs(
+    comparison: Any,
+    layer: int | None = None,
+    head: int | None = None,
+    scales: Sequence[float] | None = None,
+    *,
+    highlight: Any = None,
+    n_scales: int = 16,
+    start: int | None = None,
+):
+    """Interactive twin of :func:`plot_compare_graphs`, with a slider over scales.
+
+    Each slider step redraws both texts' edges and triangles at one scale, with the edges and
+    triangles present in both texts in green.  Hover a node for its token.
+
+    Parameters
+    ----------
+    comparison : Comparison
+    layer, head : int, optional
+    scales : sequence of float, optional
+        Slider scales, increasing (default: ``n_scales`` quantiles of both texts' pairwise
+        distances, plus the head's comparison scale).
+    highlight : str or list of str, optional
+    n_scales : int
+    start : int, optional
+        Index of the scale shown first (default: the comparison scale).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Save with ``attntopo.plots.save_figure(fig, "compare.html")``: standalone, plotly.js
+        inlined, opens offline.
+    """
+    go = _go()
+    from plotly.subplots import make_subplots
+
+    _check_comparison(comparison)
+    i, j = _pos(comparison, layer, head)
+    base = float(comparison.scales[i, j])
+    if scales is None:
+        vals = []
+        for an in (comparison.a, comparison.b):
+            D = an.distances[i, j]
+            vals.append(D[np.triu_indices(D.shape[0], 1)])
+        v = np.concatenate(vals)
+        v = v[v > 0]
+        qs = np.linspace(0, 1, int(n_scales) + 1)[1:]
+        scales = np.unique(np.r_[np.quantile(v, qs) if v.size else [1.0], base])
+    scales = sorted(check_scale(s, "scales") for s in np.atleast_1d(np.asarray(scales, dtype=float)))
+    if not scales:
+        raise InvalidInputError("scales must hold at least one positive number")
+    if start is None:
+        start = int(np.argmin(np.abs(np.asarray(scales) - base)))
+    if not 0 <= int(start) < len(scales):
+        raise InvalidInputError(f"start must be in 0..{len(scales) - 1}, got {start}")
+    hk = _highlight_keys(comparison, highlight)
+    lay, hd = comparison.layers[i], comparison.heads[j]
+    coords = {s: mds_layout(_side(comparison, s).distances[i, j]) for s in ("a", "b")}
+    texts = {s: _side(comparison, s).attention.text for s in ("a", "b")}
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[f"A: {_short(texts['a'], 60)}",
+                                                        f"B: {_short(texts['b'], 60)}"])
+
+    def dynamic(eps: float) -> tuple[list, str]:
+        traces, counts = [], []
+        for col, s in ((1, "a"), (2, "b")):
+            p = _panel_data(comparison, s, i, j, eps, hk)
+            X = coords[s]
+            tx, ty = _polys(X, p["tris"])
+            sx, sy = _polys(X, p["sh_tris"])
+            ex, ey = _segments(X, p["edges"])
+            gx, gy = _segments(X, p["sh_edges"])
+            traces += [
+                go.Scatter(x=tx, y=ty, mode="lines", fill="toself", fillcolor=TRI_RGBA, line=dict(width=0),
+                           hoverinfo="skip", showlegend=False, name="triangles"),
+                go.Scatter(x=sx, y=sy, mode="lines", fill="toself", fillcolor=SHARED_TRI_RGBA,
+                           line=dict(width=0), hoverinfo="skip", showlegend=False, name="shared triangles"),
+                go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=S.EDGE_COLOR, width=1), opacity=0.6,
+                           hoverinfo="skip", showlegend=False, name="edges"),
+                go.Scatter(x=gx, y=gy, mode="lines", line=dict(color=SHARED_COLOR, width=3.5),
+                           hoverinfo="skip", showlegend=False, name="shared edges"),
+            ]
+            counts.append((len(p["edges"]), len(p["tris"]), len(p["sh_edges"]), len(p["sh_tris"])))
+        (ea, ta, se, st), (eb, tb, _, _) = counts
+        title = (f"layer {lay}, head {hd} · ε = {eps:.3g} · A: {ea} edges, {ta} triangles · "
+                 f"B: {eb} edges, {tb} triangles · in both: {se} edges, {st} triangles")
+        return traces, title
+
+    frames, steps = [], []
+    first = None
+    for k, eps in enumerate(scales):
+        traces, title = dynamic(eps)
+        name = f"{eps:.4g}"
+        frames.append(go.Frame(data=traces, traces=list(range(8)), name=name, layout=dict(title_text=title)))
+        steps.append(dict(method="animate", label=name,
+                          args=[[name], dict(mode="immediate", frame=dict(duration=0, redraw=True),
+                                             transition=dict(duration=0))]))
+        if k == start:
+            first = (traces, title)
+    traces, title = first
+    for t, tr in enumerate(traces):
+        fig.add_trace(tr, row=1, col=1 if t < 4 else 2)
+    for col, s in ((1, "a"), (2, "b")):
+        p = _panel_data(comparison, s, i, j, scales[start], hk)
+        X, labels = coords[s], p["labels"]
+        kind = np.where(p["hl"], "highlighted", np.where(p["shared"], "shared",
+                                                         np.where(p["special"], "special", "token")))
+        color = {"highlighted": S.HIGHLIGHT_COLOR, "shared": SHARED_COLOR, "special": S.SPECIAL_COLOR,
+                 "token": S.NODE_COLOR}
+        symbol = {"highlighted": "diamond", "shared": "diamond", "special": "circle", "token": "circle"}
+        fig.add_trace(go.Scatter(
+            x=X[:, 0], y=X[:, 1], mode="markers+text" if p["n"] <= 60 else "markers",
+            text=[S.short_label(t) for t in labels], textposition="top right", textfont=dict(size=10),
+            customdata=[f"{t}: {labels[t]} ({kind[t]})" for t in range(p["n"])],
+            hovertemplate="%{customdata}<extra></extra>",
+            marker=dict(color=[color[k] for k in kind], symbol=[symbol[k] for k in kind],
+                        size=np.where(kind == "token", 9, 13).tolist(), line=dict(color="white", width=1)),
+            showlegend=False, name="tokens",
+        ), row=1, col=col)
+    fig.frames = frames
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_yaxes(scaleanchor="x", scaleratio=1, row=1, col=1)
+    fig.update_yaxes(scaleanchor="x2", scaleratio=1, row=1, col=2)
+    fig.update_layout(
+        template="simple_white", title=dict(text=title, x=0.02, xanchor="left", font=dict(size=13)),
+        width=1200, height=640, margin=dict(l=20, r=20, t=90, b=60),
+        sliders=[dict(active=int(start), steps=steps, currentvalue=dict(prefix="ε = "), pad=dict(t=30))],
+    )
+    return fig
+
+
+# ------------------------------------------------------------------ diagrams
+def _diagram_title(comparison: Any, i: int, j: int) -> str:
+    bn = comparison.diagram_distances["bottleneck"][i, j]
+    parts = " · ".join(f"H{d} {v:.3g}" for d, v in enumerate(bn))
+    return f"layer {comparison.layers[i]}, head {comparison.heads[j]} · bottleneck {parts}"
+
+
+def plot_compare_diagrams(
+    comparison: Any,
+    layer: int | None = None,
+    head: int | None = None,
+    ax: Axes | None = None,
+    *,
+    dims: Sequence[int] | None = None,
+    scope: str = "text",
+    title: str | None = None,
+) -> Figure:
+    """Both texts' persistence diagrams of one head overlaid.
+
+    Text A is drawn with filled markers in blue, text B with hollow markers in orange; each
+    homology dimension has its own marker shape.  Infinite bars sit on the dashed ∞ line.
+
+    Parameters
+    ----------
+    comparison : Comparison
+    layer, head : int, optional
+    ax : matplotlib Axes, optional
+    dims : list of int, optional
+        Dimensions to draw (default: all).
+    scope : {"text", "shared"}
+        Whole texts' diagrams, or those of the shared tokens' sub-matrices.
+    title : str, optional
+        Default: the head and its bottleneck distance per dimension.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _check_comparison(comparison)
+    i, j = _pos(comparison, layer, head)
+    dgms = _scope_diagrams(comparison, i, j, scope)
+    maxdim = dgms[0].maxdim
+    dims = list(range(maxdim + 1)) if dims is None else [int(d) for d in dims]
+    for d in dims:
+        if not 0 <= d <= maxdim:
+            raise InvalidInputError(f"dims must be in 0..{maxdim}, got {d}")
+    pts = [np.asarray(g[d]) for g in dgms for d in dims]
+    lo, hi, inf_y = diagram_limits(pts)
+    fig, ax = _figure_and_axes(ax, (4.8, 4.6))
+    ax.plot([lo, hi], [lo, hi], color="#888888", lw=0.8, zorder=1)
+    if any((~np.isfinite(p[:, 1])).any() for p in pts):
+        ax.axhline(inf_y, color=S.INF_COLOR, ls="--", lw=0.8, zorder=1)
+    for k, (g, name) in enumerate(zip(dgms, ("A", "B"))):
+        for d in dims:
+            p = np.asarray(g[d])
+            y = np.where(np.isfinite(p[:, 1]), p[:, 1], inf_y)
+            col = TEXT_COLORS[k]
+            ax.scatter(p[:, 0], y, s=34 if k == 0 else 44, marker=S.dim_marker(d),
+                       facecolors=col if k == 0 else "none", edgecolors=col, linewidths=1.2,
+                       alpha=0.85, zorder=3 + k, label=f"{name} H{d} ({len(p)})", clip_on=False)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ticks = [t for t in ax.get_yticks() if lo - 1e-12 <= t < inf_y - 0.04 * (hi - lo)]
+    ax.set_yticks(ticks + [inf_y], [f"{t:.3g}" for t in ticks] + ["∞"])
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_xlabel("birth", fontsize=S.FONT["label"])
+    ax.set_ylabel("death", fontsize=S.FONT["label"])
+    ax.tick_params(labelsize=S.FONT["tick"])
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.legend(fontsize=S.FONT["legend"], frameon=False, loc="lower right")
+    ax.set_title(title or _diagram_title(comparison, i, j), fontsize=S.FONT["title"])
+    return fig
+
+
+def _scope_diagrams(c: Any, i: int, j: int, scope: str):
+    if scope == "text":
+        return c.a.diagrams[i][j], c.b.diagrams[i][j]
+    if scope == "shared":
+        if c.shared_diagrams_a is None:
+            raise InvalidInputError("the texts share no token: there are no shared-token diagrams")
+        return c.shared_diagrams_a[i][j], c.shared_diagrams_b[i][j]
+    raise InvalidInputError(f"scope must be 'text' or 'shared', got {scope!r}")
+
+
+def iplot_compare_diagrams(comparison: Any, layer: int | None = None, head: int | None = None, *,
+                           scope: str = "text", title: str | None = None):
+    """Interactive twin of :func:`plot_compare_diagrams` (hover: text, dimension, birth, death)."""
+    go = _go()
+    _check_comparison(comparison)
+    i, j = _pos(comparison, layer, head)
+    dgms = _scope_diagrams(comparison, i, j, scope)
+    maxdim = dgms[0].maxdim
+    pts = [np.asarray(g[d]) for g in dgms for d in range(maxdim + 1)]
+    lo, hi, inf_y = diagram_limits(pts)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(color="#888888", width=1),
+                             hoverinfo="skip", showlegend=False))
+    if any((~np.isfinite(p[:, 1])).any() for p in pts):
+        fig.add_trace(go.Scatter(x=[lo, hi], y=[inf_y, inf_y], mode="lines", hoverinfo="skip",
+                                 line=dict(color=S.INF_COLOR, width=1, dash="dash"), name="∞"))
+    for k, (g, name) in enumerate(zip(dgms, ("A", "B"))):
+        for d in range(maxdim + 1):
+            p = np.asarray(g[d])
+            y = np.where(np.isfinite(p[:, 1]), p[:, 1], inf_y)
+            death = ["∞" if not math.isfinite(v) else f"{v:.4g}" for v in p[:, 1]]
+            fig.add_trace(go.Scatter(
+                x=p[:, 0], y=y, mode="markers", name=f"{name} H{d} ({len(p)})",
+                marker=dict(symbol=S.DIM_PLOTLY_SYMBOLS[d % 4] + ("" if k == 0 else "-open"), size=10,
+                            color=TEXT_COLORS[k], line=dict(width=1.5, color=TEXT_COLORS[k])),
+                customdata=death,
+                hovertemplate=f"text {name} · H{d}<br>birth %{{x:.4g}}<br>death %{{customdata}}<extra></extra>",
+            ))
+    fig.update_xaxes(range=[lo, hi], title="birth")
+    fig.update_yaxes(range=[lo, hi], title="death", scaleanchor="x", scaleratio=1)
+    fig.update_layout(template="simple_white", width=620, height=600,
+                      title=dict(text=title or _diagram_title(comparison, i, j), x=0.02, xanchor="left"))
+    return fig
+
+
+# ------------------------------------------------------------------ head grids
+def _heads_grid(comparison: Any, name: str, dim: int | None, scope: str) -> tuple[np.ndarray, str]:
+    g = comparison.grid(name, dim=dim, scope=scope)
+    from ..analyses.compare import DISTANCE_NAMES
+
+    if name in DISTANCE_NAMES:
+        d = comparison._dim(dim)
+        label = f"{name} H{d}" + (" (shared tokens)" if scope == "shared" else "")
+    else:
+        label = name.replace("_", " ")
+    return g, label
+
+
+def plot_compare_heads(
+    comparison: Any,
+    name: str = "bottleneck",
+    dim: int | None = None,
+    ax: Axes | None = None,
+    *,
+    scope: str = "text",
+    annotate: bool | None = None,
+    mark: int = 3,
+    title: str | None = None,
+) -> Figure:
+    """Heatmap (layers × heads) of a diagram distance or a shared-simplex count.
+
+    Parameters
+    ----------
+    comparison : Comparison
+    name : str
+        ``"bottleneck"``, ``"wasserstein1"``, ``"wasserstein2"``, ``"shared_edges"``,
+        ``"shared_triangles"``, … (see :meth:`Comparison.grid`).
+    dim : int, optional
+        Homology dimension of a distance (default H1).
+    ax : matplotlib Axes, optional
+    scope : {"text", "shared"}
+    annotate : bool, optional
+        Write the values in the cells (default: when there are at most 150 cells).
+    mark : int
+        Outline the ``mark`` heads where the texts agree most (white squares; 0 = none).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    _check_comparison(comparison)
+    g, label = _heads_grid(comparison, name, dim, scope)
+    L, H = g.shape
+    fig, ax = _figure_and_axes(ax, (max(4.0, 0.42 * H + 1.8), max(2.6, 0.42 * L + 1.2)))
+    im = ax.imshow(np.ma.masked_invalid(g.astype(float)), cmap=S.DISTANCE_CMAP, aspect="auto",
+                   interpolation="nearest")
+    cb = fig.colorbar(im, ax=ax, shrink=0.9)
+    cb.set_label(label, fontsize=S.FONT["label"])
+    cb.ax.tick_params(labelsize=S.FONT["tick"])
+    ax.set_xticks(range(H), [str(h) for h in comparison.heads], fontsize=S.FONT["tick"])
+    ax.set_yticks(range(L), [str(l_) for l_ in comparison.layers], fontsize=S.FONT["tick"])
+    ax.set_xlabel("head", fontsize=S.FONT["label"])
+    ax.set_ylabel("layer", fontsize=S.FONT["label"])
+    if annotate is None:
+        annotate = L * H <= 150
+    if annotate:
+        finite = g[np.isfinite(g)]
+        mid = (finite.min() + finite.max()) / 2 if finite.size else 0.0
+        for a in range(L):
+            for b in range(H):
+                v = g[a, b]
+                txt = "–" if not np.isfinite(v) else (f"{int(v)}" if g.dtype.kind in "iu" else f"{v:.2f}")
+                ax.text(b, a, txt, ha="center", va="center", fontsize=S.FONT["grid_tick"],
+                        color="white" if np.isfinite(v) and v < mid else "black")
+    if mark:
+        from ..analyses.compare import DISTANCE_NAMES
+
+        by = name if name in DISTANCE_NAMES + ("shared_edges", "shared_triangles") else None
+        if by is not None:
+            for lay, hd, _ in comparison.most_similar_heads(min(int(mark), L * H), by=by, dim=dim, scope=scope):
+                a, b = comparison.layers.index(lay), comparison.heads.index(hd)
+                ax.add_patch(_square_patch(b, a))
+    ax.set_title(title or f"{label} between the two texts per head"
+                 + (" (outlined: most similar)" if mark else ""), fontsize=S.FONT["title"])
+    return fig
+
+
+def _square_patch(x: float, y: float):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="white", lw=1.8, zorder=5)
+
+
+def iplot_compare_heads(comparison: Any, name: str = "bottleneck", dim: int | None = None, *,
+                        scope: str = "text", title: str | None = None):
+    """Interactive heads heatmap with a menu over every distance (per dimension) and count."""
+    go = _go()
+    _check_comparison(comparison)
+    from ..analyses.compare import COUNT_NAMES, DISTANCE_NAMES
+
+    options = []
+    for n in DISTANCE_NAMES:
+        for d in range(comparison.maxdim + 1):
+            options.append((n, d))
+    options += [(n, None) for n in COUNT_NAMES]
+    mats = {}
+    for n, d in options:
+        g, label = _heads_grid(comparison, n, d, scope)
+        mats[label] = g.astype(float)
+    _, first = _heads_grid(comparison, name, dim, scope)
+    fig = go.Figure(go.Heatmap(
+        z=mats[first], x=[str(h) for h in comparison.heads], y=[str(l_) for l_ in comparison.layers],
+        colorscale="Viridis", colorbar=dict(title=first),
+        hovertemplate="layer %{y}, head %{x}<br>%{z:.4g}<extra></extra>",
+    ))
+    buttons = [dict(label=k, method="restyle", args=[{"z": [v.tolist()], "colorbar.title.text": k}])
+               for k, v in mats.items()]
+    fig.update_xaxes(title="head", type="category")
+    fig.update_yaxes(title="layer", type="category", autorange="reversed")
+    fig.update_layout(
+        template="simple_white", width=760, height=480,
+        title=dict(text=title or "Two texts, per head", x=0.02, xanchor="left"),
+        updatemenus=[dict(buttons=buttons, active=list(mats).index(first), x=1.0, xanchor="right", y=1.15)],
+    )
+    return fig
+
+
+# -------------------------------------------------------------------- phrases
+def plot_phrase_distances(
+    phrase_topology: Any,
+    layer: int | None = None,
+    head: int | None = None,
+    dim: int | None = None,
+    ax: Axes | None = None,
+    *,
+    by: str = "bottleneck",
+    title: str | None = None,
+) -> Figure:
+    """Pairwise diagram distances of a phrase between its contexts (one head, one dimension).
+
+    Parameters
+    ----------
+    phrase_topology : PhraseTopology
+    layer, head : int, optional
+    dim : int, optional
+        Homology dimension (default H0: phrases are short).
+    ax : matplotlib Axes, optional
+    by : {"bottleneck", "wasserstein1", "wasserstein2"}
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if not all(hasattr(phrase_topology, a) for a in ("matrix", "contexts", "phrase")):
+        raise InvalidInputError(
+            f"expected a PhraseTopology (from attntopo.phrase_topology), got {type(phrase_topology).__name__}"
+        )
+    M = phrase_topology.matrix(layer, head, dim=dim, by=by)
+    C = M.shape[0]
+    fig, ax = _figure_and_axes(ax, (max(3.6, 0.6 * C + 2.4), max(3.0, 0.6 * C + 1.6)))
+    im = ax.imshow(M, cmap=S.DISTANCE_CMAP, interpolation="nearest")
+    d = phrase_topology._dim(dim)
+    cb = fig.colorbar(im, ax=ax, shrink=0.9)
+    cb.set_label(f"{by} H{d}", fontsize=S.FONT["label"])
+    cb.ax.tick_params(labelsize=S.FONT["tick"])
+    names = [f"{k}: {_short(c, 28)}" for k, c in enumerate(phrase_topology.contexts)]
+    ax.set_xticks(range(C), [str(k) for k in range(C)], fontsize=S.FONT["tick"])
+    ax.set_yticks(range(C), names, fontsize=S.FONT["tick"])
+    if C <= 12:
+        mid = (M.max() + M.min()) / 2
+        for a in range(C):
+            for b in range(C):
+                ax.text(b, a, f"{M[a, b]:.3f}", ha="center", va="center", fontsize=S.FONT["grid_tick"] + 1,
+                        color="white" if M[a, b] < mid else "black")
+    i, j = phrase_topology._pos(layer, head)
+    ax.set_title(title or f"“{phrase_topology.phrase}” across contexts · layer "
+                 f"{phrase_topology.layers[i]}, head {phrase_topology.heads[j]}", fontsize=S.FONT["title"])
+    return fig
