@@ -1,0 +1,98 @@
+"""The benchmarks run (smoke test, no timing assertions) and compare like with like."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import attntopo as at
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "benchmarks"
+
+pytestmark = pytest.mark.slow
+
+
+def _baseline():
+    spec = importlib.util.spec_from_file_location("attntopo_bench_baseline", BENCH / "baseline.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_quick_benchmark_runs_and_reports_every_section(tmp_path):
+    out = tmp_path / "bench.md"
+    env = dict(os.environ, TOKENIZERS_PARALLELISM="false", MPLBACKEND="Agg")
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "run.py"), "--quick", "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = proc.stdout
+    for title in (
+        "## Targets",
+        "## How to read this",
+        "## 1. One text",
+        "## 2. Stage by stage",
+        "## 3. Distance matrices alone",
+        "## 4. Throughput",
+        "## 5. The causal model",
+        "## Machine and versions",
+    ):
+        assert title in report, f"missing section {title!r}"
+    # every numbered section holds a markdown table with at least one data row
+    for i in range(1, 6):
+        chunk = report.split(f"## {i}. ", 1)[1].split("\n## ", 1)[0]
+        lines = [ln for ln in chunk.splitlines() if ln.startswith("|")]
+        assert len(lines) >= 3 and lines[1].startswith("|---"), f"section {i} has no table"
+    assert "failed" not in report.split("## Run details", 1)[1]
+    assert out.read_text() == report  # --out writes the same report
+
+
+@pytest.fixture(scope="module")
+def baseline_run(minilm, sample_text):
+    bl = _baseline()
+    tok, model = bl.load()
+    heads = [(0, 0), (2, 5), (5, 11)]
+    return bl, bl.run(tok, model, sample_text, heads=heads, keep=True), heads
+
+
+def test_baseline_does_the_same_work_as_attntopo(minilm, sample_text, baseline_run):
+    bl, b, heads = baseline_run
+    att = minilm.attention(sample_text)
+    assert b["n_tokens"] == att.n_tokens and b["n_heads_total"] == 72
+    h1_bars = 0
+    for layer, head in heads:
+        # the same forward pass (same model folder, eager attention)
+        np.testing.assert_allclose(
+            b["attentions"][layer][head], att.weights[layer, head], atol=1e-5
+        )
+        # the same Jensen–Shannon matrix, base 2, from the same attention rows
+        P = b["attentions"][layer][head]
+        D_bl = b["distances"][(layer, head)]
+        D_at = at.token_distances(P)
+        np.testing.assert_allclose(D_bl, D_at, rtol=0, atol=1e-9)
+        # the same H0/H1 diagrams (gudhi, full complex, min_persistence 0) as attntopo's
+        ours = at.persistence(D_at, maxdim=1)
+        theirs = bl.diagram_arrays(b["diagrams"][(layer, head)], maxdim=1)
+        for d in (0, 1):
+            mine = np.asarray(ours[d], dtype=np.float64).reshape(-1, 2)
+            mine = mine[np.lexsort((mine[:, 1], mine[:, 0]))]
+            assert mine.shape == theirs[d].shape, (layer, head, d, mine.shape, theirs[d].shape)
+            np.testing.assert_allclose(theirs[d], mine, rtol=0, atol=1e-9)
+        h1_bars += len(theirs[1])
+    assert h1_bars > 0  # the H1 comparison is not vacuous
+
+
+def test_baseline_subset_rows_match_full_loop(baseline_run):
+    bl, b, heads = baseline_run
+    P = b["attentions"][2][5]
+    part = bl.js_matrix(P, rows=4)
+    np.testing.assert_array_equal(part[:4], b["distances"][(2, 5)][:4])
+    assert not part[4:].any()
