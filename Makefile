@@ -8,7 +8,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 STAMP  := $(VENV)/.attntopo-installed
 JOBS   ?= 2
 
-.PHONY: demo test test-fast bench bench-quick install clean
+.PHONY: demo test test-fast bench bench-quick install clean browser
 
 install: $(STAMP)
 
@@ -27,7 +27,27 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(VENV)/bin/attntopo analyze --file examples/quantum.txt --model minilm
 
-test: $(STAMP)
+# Debian's Chromium for the browser tests (tests/web): installed with apt when missing and
+# this runs as root (or with passwordless sudo); never fails: without it those tests skip loudly
+CHROMIUM := /usr/bin/chromium
+browser:
+	@if [ -x $(CHROMIUM) ]; then :; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "WARNING: $(CHROMIUM) is missing and apt-get is not available: the browser tests will be SKIPPED"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  echo "installing Debian's chromium for the browser tests (apt-get) ..."; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	    || echo "WARNING: apt-get could not install chromium: the browser tests will be SKIPPED"; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+	  echo "installing Debian's chromium for the browser tests (sudo apt-get) ..."; \
+	  (sudo -n apt-get update -qq && sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	    || echo "WARNING: apt-get could not install chromium: the browser tests will be SKIPPED"; \
+	else \
+	  echo "WARNING: $(CHROMIUM) is missing (run 'sudo apt-get install chromium'): the browser tests will be SKIPPED"; \
+	fi; \
+	[ -x $(CHROMIUM) ] || echo "WARNING: no $(CHROMIUM) after all: the browser tests will be SKIPPED"
+
+test: $(STAMP) browser
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q
 
 test-fast: $(STAMP)

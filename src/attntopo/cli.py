@@ -8,6 +8,9 @@ Commands
 ``attntopo timeline``  topology in time: one head's diagram for every prefix, coherence, vines.
 ``attntopo compare``   two texts head by head: shared tokens, connection scales, shared simplices,
                        diagram distances; ``attntopo phrase``: one phrase across contexts.
+``attntopo heads``     head space: distances between all heads, clusters, types, model vs model.
+``attntopo serve``     the explorer web page and its JSON API (127.0.0.1 by default).
+``attntopo report``    one self-contained HTML report of a text (or two).
 ``attntopo --version``
 
 Exit codes: 0 success; 2 bad input (one ``error: …`` line on stderr, no traceback unless
@@ -1788,6 +1791,233 @@ def heads_cmd(
         extra = f" with {len(figures)} figure file{'s' if len(figures) != 1 else ''} in figures/" if figures else ""
         _out.print(f"saved to [bold]{_esc(saved)}[/bold]{extra}; load with "
                    f"attntopo.load_result({_esc(repr(str(saved)))})")
+
+
+# ================================================ explorer and reports (issue 8)
+_SERVE_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo serve                       # http://127.0.0.1:8000, packaged models\n"
+    "  attntopo serve --port 8080 --open    # another port; open the page in a browser\n"
+    "  attntopo serve --model smollm2 --max-chars 4000 --timeout 180\n\n"
+    "The page and its JSON API (reference at /docs, schema at /openapi.json) are served by this "
+    "process only; every script and style is local, so it works offline. It listens on 127.0.0.1 "
+    "(this machine) unless --host says otherwise; there is no authentication."
+)
+
+
+def _port_free(host: str, port: int) -> None:
+    """Fail with one line, before starting uvicorn, when the address cannot be bound."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host.strip("[]"), port))
+    except OSError as e:
+        hint = " (another server is running there? try --port 8001)" if port else ""
+        raise InvalidInputError(f"cannot listen on {host}:{port}: {e.strerror or e}{hint}") from None
+
+
+@app.command("serve", epilog=_SERVE_EPILOG, no_args_is_help=False)
+def serve_cmd(
+    host: str = typer.Option("127.0.0.1", "--host", metavar="HOST",
+                             help="Address to listen on; 127.0.0.1 = this machine only (0.0.0.0: every interface)."),
+    port: int = typer.Option(8000, "--port", "-p", min=0, max=65535, metavar="PORT", help="TCP port."),
+    model: str = typer.Option(
+        "minilm", "--model", "-m",
+        help="Default model of the page; a hub id or folder given here is offered too (besides the packaged aliases).",
+    ),
+    max_chars: int = typer.Option(2000, "--max-chars", min=1, metavar="N", help="Longest text accepted, in characters."),
+    max_concurrent: int = typer.Option(
+        2, "--max-concurrent", min=1, metavar="N", help="Analyses running at once; more requests get 503 (busy)."
+    ),
+    timeout: float = typer.Option(
+        60.0, "--timeout", metavar="S",
+        help="Seconds a request may take before it gets 504; the computation finishes and is cached.",
+    ),
+    cache_size: int = typer.Option(16, "--cache-size", min=0, metavar="N", help="Analyses and comparisons kept in memory."),
+    open_browser: bool = typer.Option(False, "--open/--no-open", help="Open the page in the default browser."),
+    debug: bool = typer.Option(False, "--debug", help="Log every request and show tracebacks."),
+) -> None:
+    """Serve the explorer: a local web page to type two texts, pick a model, layer and head, move a threshold slider and watch the token graphs, persistence diagrams and head maps — and the JSON API it uses.
+
+    Stop with Ctrl+C.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    if math.isnan(timeout) or math.isinf(timeout) or timeout <= 0:
+        raise InvalidInputError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    from .errors import MissingDependencyError
+
+    try:
+        import uvicorn
+    except ImportError:
+        raise MissingDependencyError("attntopo serve needs uvicorn: pip install 'attntopo[web]'") from None
+    from .models import resolve_spec
+    from .web import Settings, create_app  # MissingDependencyError (one line) without fastapi
+
+    resolve_spec(model)  # an unknown alias or a missing folder fails here, in one line
+    settings = Settings(model=model, host=host, port=port, max_chars=max_chars, max_concurrent=max_concurrent,
+                        timeout=timeout, cache_size=cache_size, preload=True)
+    _port_free(host, port)
+    application = create_app(settings)
+    shown = host if settings.is_loopback else "127.0.0.1"
+    shown = f"[{shown}]" if ":" in shown and not shown.startswith("[") else shown
+    url = f"http://{shown}:{port}/"
+    if not settings.is_loopback:
+        _err.print(
+            f"[bold red]warning: listening on {_esc(host)}:{port}, not only on this machine.[/bold red] "
+            "The explorer has no authentication: anyone who can reach this port can run models here "
+            "and read what is typed. Use the default --host 127.0.0.1 unless that is what you want.",
+            soft_wrap=True,
+        )
+    _err.print(
+        f"attntopo {__version__} explorer on [bold]{url}[/bold] · API reference {url}docs · default model "
+        f"{_esc(model)} · at most {max_chars} characters, {max_concurrent} analyses at once, {timeout:g} s each "
+        "· Ctrl+C stops",
+        soft_wrap=True,
+    )
+    if open_browser:
+        import threading
+        import webbrowser
+
+        threading.Timer(1.0, lambda: webbrowser.open(url)).start()
+    uvicorn.run(application, host=host.strip("[]"), port=port, log_level="info" if debug else "warning",
+                access_log=debug, server_header=False)
+
+
+_REPORT_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo report \"Quantum information theory allows us to study attention\" -o report.html\n"
+    "  attntopo report -f examples/quantum.txt --layer 1 --head 2 --layer 4 --head 11 -o q.html\n"
+    "  attntopo report \"Information theory studies entropy\" --compare \"Quantum information theory\" "
+    "-m smollm2 -o cmp.html\n\n"
+    "One self-contained HTML file: summary tables, the all-heads grid and interactive figures "
+    "(persistence diagrams, distance matrices, threshold graphs with a slider over ε); with --compare "
+    "also the comparison. plotly.js is inlined (about 5 MB): the file opens offline and loads nothing. "
+    "--layer/--head pairs are matched in order (one --layer with several --head: that layer's heads)."
+)
+
+
+def _report_heads(layers: list[int] | None, heads: list[int] | None) -> list[tuple[int, int]] | None:
+    if layers is None and heads is None:
+        return None
+    if layers is None or heads is None:
+        raise InvalidInputError("give --layer and --head together (e.g. --layer 1 --head 2), or neither")
+    if len(layers) == len(heads):
+        return list(zip(layers, heads))
+    if len(layers) == 1:
+        return [(layers[0], h) for h in heads]
+    if len(heads) == 1:
+        return [(lay, heads[0]) for lay in layers]
+    raise InvalidInputError(
+        f"--layer and --head pair up in order: got {len(layers)} layers and {len(heads)} heads"
+    )
+
+
+def _check_report_out(out: Path) -> None:
+    p = out.expanduser()
+    if p.is_dir():
+        raise InvalidInputError(f"--out {str(out)!r} is a folder: give a file name such as report.html")
+    if p.suffix.lower() not in (".html", ".htm"):
+        raise InvalidInputError(f"--out {str(out)!r} must be an .html file")
+    anc = p.absolute().parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise InvalidInputError(f"cannot create --out {str(out)!r}: {str(anc)!r} is not a folder")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"cannot write --out {str(out)!r}: no write permission in {str(anc)!r}")
+
+
+@app.command("report", epilog=_REPORT_EPILOG, no_args_is_help=True)
+def report_cmd(
+    text: Optional[str] = typer.Argument(None, metavar="TEXT", help="The text (or use --file).", show_default=False),
+    file: Optional[str] = typer.Option(
+        None, "--file", "-f", metavar="PATH", help="Read the text from a UTF-8 file ('-' reads stdin).",
+        show_default=False,
+    ),
+    compare_text: Optional[str] = typer.Option(
+        None, "--compare", metavar="TEXT_B", help="A second text: the report also compares the two.",
+        show_default=False,
+    ),
+    out: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="The HTML file to write (atomically).",
+                             show_default=False),
+    model: str = typer.Option(
+        "minilm", "--model", "-m", help="Model: a packaged alias (minilm, smollm2), a Hugging Face id or a folder.",
+    ),
+    layer: Optional[List[str]] = typer.Option(
+        None, "--layer", "-l", metavar="L", help="Layer of a head drawn in full; pairs with --head.", show_default=False,
+    ),
+    head: Optional[List[str]] = typer.Option(
+        None, "--head", metavar="H", help="Head drawn in full (default: the most persistent heads).",
+        show_default=False,
+    ),
+    plot_heads: int = typer.Option(
+        3, "--plot-heads", min=0, max=20, metavar="N",
+        help="Without --layer/--head: draw the N most persistent heads (and, with --compare, the N most similar).",
+    ),
+    metric: Metric = typer.Option("jensen_shannon", "--metric", help="Distance between attention rows."),
+    maxdim: int = typer.Option(1, "--maxdim", metavar="D", help="Highest homology dimension: 0, 1 or 2."),
+    drop_special: bool = typer.Option(
+        False, "--drop-special", help="Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows."
+    ),
+    truncate: bool = typer.Option(False, "--truncate", help="Cut texts longer than the model's context."),
+    title: Optional[str] = typer.Option(None, "--title", metavar="TITLE", help="Title of the report.",
+                                        show_default=False),
+    n_jobs: Optional[int] = typer.Option(
+        None, "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False,
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+) -> None:
+    """Write one self-contained HTML report of a text (and, with --compare, of two texts): summary tables, the all-heads grid and interactive figures of chosen heads, to send to a colleague.
+
+    Progress goes to stderr; the path written to stdout.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    import attntopo as at
+
+    t_start = time.perf_counter()
+    metric = Metric(metric).value
+    body, source = _read_text(text, file)
+    if compare_text is not None and not compare_text.strip():
+        raise EmptyTextError("--compare TEXT_B is empty or only whitespace: give at least one word")
+    if maxdim not in (0, 1, 2):
+        raise InvalidInputError(f"--maxdim must be 0, 1 or 2, got {maxdim}")
+    chosen = _report_heads(_parse_indices(layer, "--layer"), _parse_indices(head, "--head"))
+    _check_report_out(out)
+    try:
+        import plotly  # noqa: F401
+
+        from . import plots as _plots  # noqa: F401
+    except ImportError as e:
+        raise InvalidInputError(f"reports need matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
+    from .models import load_model
+    from .report import report_html, write_report
+
+    with _status(f"loading model {model} …", True):
+        m = load_model(model)
+    comparison = None
+    if compare_text is None:
+        with _status("analysing every head: attention → distances → persistence …", True):
+            analysis = at.analyze(body, m, metric=metric, maxdim=maxdim, drop_special=drop_special,
+                                  truncate=truncate, n_jobs=n_jobs)
+    else:
+        with _status("comparing the two texts on every head …", True):
+            comparison = at.compare(body, compare_text, m, metric=metric, maxdim=maxdim,
+                                    drop_special=drop_special, truncate=truncate, n_jobs=n_jobs)
+        analysis = comparison.a
+    with _status("drawing the report …", True):
+        html = report_html(analysis, comparison, heads=chosen, n_heads=plot_heads, title=title)
+    try:
+        saved = write_report(out, html)
+    except OSError as e:
+        raise InvalidInputError(f"cannot write --out {str(out)!r}: {e.strerror or e}") from None
+    size = len(html.encode("utf-8"))
+    kind = "comparison report" if comparison is not None else "report"
+    _out.print(
+        f"wrote {kind} [bold]{_esc(saved)}[/bold] ({size / 2**20:.1f} MB, self-contained) from {_esc(source)} · "
+        f"model {_esc(m.name)} · {time.perf_counter() - t_start:.1f} s",
+        soft_wrap=True,
+    )
 
 
 # ============================================================================== entry

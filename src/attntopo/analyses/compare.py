@@ -762,6 +762,11 @@ class Comparison:
             "most_different_heads": self.most_different_heads(k),
         }
 
+    def _repr_html_(self) -> str:
+        from ..report import comparison_html
+
+        return comparison_html(self)
+
     def __repr__(self) -> str:
         return (
             f"Comparison(model={self.a.attention.model!r}, tokens={self.a.attention.n_tokens}/"

@@ -149,6 +149,11 @@ class Analysis:
             raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
         return pd.DataFrame(self.summary())
 
+    def _repr_html_(self) -> str:
+        from ..report import analysis_html
+
+        return analysis_html(self)
+
     def __repr__(self) -> str:
         a = self.attention
         return (

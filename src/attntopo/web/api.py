@@ -1,0 +1,574 @@
+"""The explorer's JSON API: request/response models and routes.
+
+Routes (all JSON; errors are ``{"error": "one line"}``):
+
+``GET  /api/health``   liveness, version, limits, running analyses, cache statistics
+``GET  /api/models``   the models this server offers, the metrics
+``POST /api/analyze``  one text: per-head summary of every head, and one head in full
+``POST /api/compare``  two texts: per-head diagram distances and shared simplices, and one
+                       head of both texts in full, with the tokens they share
+
+One head "in full" is everything the page draws without asking the server again: the token
+distance matrix (edges are its entries: an edge ``i–j`` is born at ``D[i][j]``), the
+triangles with their births (earliest first), the attention matrix, the persistence
+diagram, an MDS layout of the tokens and a suggested scale.  Moving the page's threshold
+slider only filters these.  Results are cached per (model, text(s), metric, maxdim,
+settings): changing the layer or head reuses the model run.
+"""
+
+# no `from __future__ import annotations`: FastAPI resolves the request models, built inside
+# build_router from the server settings, from the route signatures at definition time
+
+import logging
+import math
+import time
+from typing import Any, Literal, Optional
+
+import numpy as np
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .. import __version__
+from ..constants import METRICS
+from ..errors import AttntopoError
+from ..io import json_safe
+from .app import JobError, ServerState, Settings, error_response
+
+__all__ = ["build_router", "head_payload", "text_payload", "triangles_upto"]
+
+log = logging.getLogger("attntopo.web")
+
+Metric = Literal[METRICS]  # type: ignore[valid-type]
+_DIGITS = 6  # decimals of the matrices sent to the page
+_SHARED_DETAIL_MAX = 40  # pairs and shared simplices are listed up to this many shared tokens
+
+# ------------------------------------------------------------------------ models
+class ErrorResponse(BaseModel):
+    error: str = Field(..., description="One line saying what was wrong and what is allowed.")
+
+
+_ERRORS: dict = {
+    400: {"description": "Malformed JSON, or an input the library refuses (the message says why)",
+          "model": ErrorResponse},
+    422: {"description": "An invalid field (the message names it)", "model": ErrorResponse},
+    503: {"description": "Too many analyses running (--max-concurrent); retry", "model": ErrorResponse},
+    504: {"description": "Took longer than --timeout", "model": ErrorResponse},
+}
+
+
+class TextData(BaseModel):
+    text: str
+    n_tokens: int
+    tokens: list[str] = Field(..., description="Tokens as the tokenizer produced them.")
+    labels: list[str] = Field(..., description="Readable labels (the text each token covers).")
+    special: list[bool] = Field(..., description="Special tokens ([CLS], [SEP], <s>, …).")
+    truncated: bool
+
+
+class HeadData(BaseModel):
+    layer: int
+    head: int
+    n_tokens: int
+    distances: list[list[float]] = Field(
+        ..., description="(n, n) token distance matrix; edge i–j is born at distances[i][j].")
+    attention: list[list[float]] = Field(..., description="(n, n) attention weights, row = query.")
+    diagram: dict[str, list[list[Any]]] = Field(
+        ..., description="Persistence diagram: {'h0': [[birth, death], …], 'h1': …}; death may be 'inf'.")
+    diagram_summary: dict[str, dict[str, Any]]
+    triangles: list[list[float]] = Field(
+        ..., description="[i, j, k, birth] with birth = longest side, earliest first.")
+    triangles_complete_to: Any = Field(
+        ..., description="Every triangle born at or below this scale is listed ('inf': all).")
+    n_triangles_sent: int
+    layout: list[list[float]] = Field(..., description="(n, 2) MDS coordinates of the tokens.")
+    scale: float = Field(..., description="A scale where the threshold graph is informative.")
+    max_distance: float
+
+
+class AnalyzeResponse(BaseModel):
+    kind: Literal["analysis"]
+    model: dict[str, Any] = Field(..., description="The model's description (layers, heads, …).")
+    settings: dict[str, Any]
+    text: TextData
+    layers: list[int]
+    heads: list[int]
+    summary: dict[str, list[Any]] = Field(
+        ..., description="Per-head summary columns (layer-major, length layers × heads).")
+    selected: Optional[list[int]] = Field(None, description="[layer, head] of `head`, if any.")
+    head: Optional[HeadData] = None
+    cached: bool
+    elapsed_s: float
+
+
+class CompareHead(BaseModel):
+    layer: int
+    head: int
+    scale: float = Field(..., description="The scale at which shared simplices are compared.")
+    a: HeadData
+    b: HeadData
+    report: dict[str, Any] = Field(
+        ..., description="Diagram distances per dimension, counts at the scale, and (up to 40 "
+                         "shared tokens) every pair's edge births/connection scales and the "
+                         "simplices present in both texts.")
+
+
+class CompareResponse(BaseModel):
+    kind: Literal["comparison"]
+    model: dict[str, Any]
+    settings: dict[str, Any]
+    a: TextData
+    b: TextData
+    shared_tokens: list[dict[str, Any]] = Field(
+        ..., description="Tokens in both texts: key, and the token positions a, b in each.")
+    layers: list[int]
+    heads: list[int]
+    summary: dict[str, list[Any]] = Field(
+        ..., description="Per-head columns: scale, diagram distances (bottleneck, wasserstein1, "
+                         "wasserstein2 per dimension; shared_* between the shared tokens' "
+                         "diagrams), shared edge/triangle counts.")
+    summary_a: dict[str, list[Any]]
+    summary_b: dict[str, list[Any]]
+    most_similar_heads: list[list[Any]]
+    most_different_heads: list[list[Any]]
+    selected: Optional[list[int]] = None
+    head: Optional[CompareHead] = None
+    cached: bool
+    elapsed_s: float
+
+
+class ModelEntry(BaseModel):
+    name: str
+    description: str
+    default: bool
+    packaged: bool
+    loaded: bool
+    n_layers: Optional[int] = None
+    n_heads: Optional[int] = None
+    causal: Optional[bool] = None
+    note: str = ""
+
+
+class ModelsResponse(BaseModel):
+    default: str
+    models: list[ModelEntry]
+    metrics: list[str]
+    max_chars: int
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok"]
+    version: str
+    uptime_s: float
+    running: int
+    max_concurrent: int
+    max_chars: int
+    timeout_s: float
+    cache: dict[str, int]
+    loaded_models: list[str]
+
+
+def _request_models(settings: Settings):
+    """Request models whose limits come from the server's settings."""
+    max_chars = settings.max_chars
+
+    def check_text(v: str, name: str) -> str:
+        if not v.strip():
+            raise ValueError(f"{name} is empty or only whitespace: give at least one word")
+        return v
+
+    class _Common(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        model: Optional[str] = Field(
+            None, max_length=300,
+            description="A name from GET /api/models (default: the server's --model).",
+        )
+        metric: Metric = Field("jensen_shannon", description="Distance between attention rows.")
+        maxdim: int = Field(1, ge=0, le=2, description="Highest homology dimension.")
+        layer: Optional[int] = Field(
+            None, ge=-4096, le=4096,
+            description="Layer of the head returned in full (0-based; negatives count from the end).",
+        )
+        head: Optional[int] = Field(None, ge=-4096, le=4096, description="Head returned in full.")
+        auto_head: bool = Field(
+            False, description="Without layer/head: return the most persistent head in full (the "
+                               "largest finite H1 bar; of text A for /api/compare).")
+        drop_special: bool = Field(False, description="Remove special tokens and renormalize rows.")
+
+        @model_validator(mode="after")
+        def _both(self):
+            if (self.layer is None) != (self.head is None):
+                raise ValueError("give both layer and head, or neither")
+            return self
+
+    class AnalyzeRequest(_Common):
+        """One text; every head is analysed (the summary covers all of them)."""
+
+        text: str = Field(..., min_length=1, max_length=max_chars, description="The text.")
+
+        @field_validator("text")
+        @classmethod
+        def _text(cls, v: str) -> str:
+            return check_text(v, "text")
+
+    class CompareRequest(_Common):
+        """Two texts compared head by head."""
+
+        text_a: str = Field(..., min_length=1, max_length=max_chars, description="The first text.")
+        text_b: str = Field(..., min_length=1, max_length=max_chars, description="The second text.")
+        threshold: Optional[float] = Field(
+            None, ge=0, allow_inf_nan=False,
+            description="Scale at which shared edges/triangles are counted (default: per head, "
+                        "the median H0 death of both texts).",
+        )
+
+        @field_validator("text_a")
+        @classmethod
+        def _a(cls, v: str) -> str:
+            return check_text(v, "text_a")
+
+        @field_validator("text_b")
+        @classmethod
+        def _b(cls, v: str) -> str:
+            return check_text(v, "text_b")
+
+    return AnalyzeRequest, CompareRequest
+
+
+# --------------------------------------------------------------------- payloads
+def _matrix(M: np.ndarray) -> list:
+    return np.round(np.asarray(M, dtype=np.float64), _DIGITS).tolist()
+
+
+def text_payload(att) -> dict:
+    return {
+        "text": att.text,
+        "n_tokens": int(att.n_tokens),
+        "tokens": list(att.tokens),
+        "labels": list(att.labels),
+        "special": [bool(x) for x in att.special],
+        "truncated": bool(att.truncated),
+    }
+
+
+def _triangle_count(A: np.ndarray) -> float:
+    return float((np.matmul(A, A) * A).sum(dtype=np.float64) / 6.0)
+
+
+def triangles_upto(D: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """The earliest-born triangles of ``D``'s Rips filtration, at most ``cap`` of them.
+
+    Returns ``(triangles (t, 3) int, births (t,), complete_to)``: every triangle born at or
+    below ``complete_to`` is included (``inf``: all of them), sorted by birth.
+    """
+    from ..topology.complex import complex_at
+
+    D = np.asarray(D, dtype=np.float64)
+    n = D.shape[0]
+    empty = (np.zeros((0, 3), dtype=np.int64), np.zeros(0), math.inf)
+    if n < 3:
+        return empty
+    if cap <= 0:
+        return empty[0], empty[1], -math.inf
+    eps = math.inf
+    if n * (n - 1) * (n - 2) // 6 > cap:
+        vals = np.unique(D[np.triu_indices(n, 1)])
+        off = ~np.eye(n, dtype=bool)
+
+        def count(e: float) -> float:
+            return _triangle_count(((D <= e) & off).astype(np.float32))
+
+        lo, hi = -1, len(vals) - 1  # count(vals[hi]) > cap (all triangles) ; find the last k <= cap
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if count(vals[mid]) <= cap:
+                lo = mid
+            else:
+                hi = mid
+        if lo < 0:
+            return empty[0], empty[1], float(vals[0]) - 1e-12 if vals[0] > 0 else -math.inf
+        eps = float(vals[lo])
+    cx = complex_at(D, eps, maxdim=2, max_simplices=max(cap, n * n))
+    tris, births = cx.simplex_arrays[1], cx.birth_arrays[1]
+    order = np.lexsort((tris[:, 2], tris[:, 1], tris[:, 0], births)) if len(births) else np.zeros(0, int)
+    return tris[order], births[order], eps
+
+
+def head_payload(an, layer: int, head: int, max_triangles: int) -> dict:
+    """Everything the page draws for one head of one text (see the module docs)."""
+    from ..plots import mds_layout, suggest_scale
+
+    D = an.distance_matrix(layer, head)
+    W = an.attention_matrix(layer, head)
+    dgm = an.diagram(layer, head)
+    i, j = an.position(layer, head)
+    tris, births, complete = triangles_upto(D, max_triangles)
+    tri_rows = np.column_stack([tris.astype(np.float64), np.round(births, _DIGITS)]).tolist() if len(births) else []
+    n = D.shape[0]
+    upper = D[np.triu_indices(n, 1)]
+    return {
+        "layer": int(an.layers[i]),
+        "head": int(an.heads[j]),
+        "n_tokens": int(n),
+        "distances": _matrix(D),
+        "attention": _matrix(W),
+        "diagram": {f"h{d}": json_safe(np.asarray(dgm[d])) for d in range(dgm.maxdim + 1)},
+        "diagram_summary": {f"h{d}": json_safe(v) for d, v in dgm.summary().items()},
+        "triangles": [[int(a), int(b), int(c), float(e)] for a, b, c, e in tri_rows],
+        "triangles_complete_to": json_safe(complete),
+        "n_triangles_sent": len(tri_rows),
+        "layout": _matrix(mds_layout(D)),
+        "scale": float(suggest_scale(dgm, D)),
+        "max_distance": float(upper.max()) if upper.size else 0.0,
+    }
+
+
+def _columns(table: dict) -> dict:
+    return {k: json_safe(np.asarray(v)) for k, v in table.items()}
+
+
+def _most_persistent(an) -> tuple[int, int]:
+    col = f"max_persistence_h{min(1, an.maxdim)}"
+    rows = an.summary_rows()
+    best = max(rows, key=lambda r: (float(r[col]), float(r["total_persistence_h0"]), -r["layer"], -r["head"]))
+    return int(best["layer"]), int(best["head"])
+
+
+def _compare_report(c, layer: int, head: int) -> dict:
+    from ..analyses.compare import COUNT_NAMES, DISTANCE_NAMES
+
+    i, j = c._pos(layer, head)
+    out = {
+        "scale": float(c.scales[i, j]),
+        "diagram_distances": {n: c.diagram_distances[n][i, j].tolist() for n in DISTANCE_NAMES},
+        "shared_diagram_distances": {n: c.shared_diagram_distances[n][i, j].tolist() for n in DISTANCE_NAMES},
+        "counts": {n: int(c.counts[n][i, j]) for n in COUNT_NAMES},
+    }
+    if len(c.shared_tokens) <= _SHARED_DETAIL_MAX:
+        lay, hd = c.layers[i], c.heads[j]
+        out["pairs"] = c.pairs(lay, hd)
+        out["shared_simplices"] = [{**s, "tokens": list(s["tokens"])} for s in c.shared_simplices(lay, hd)]
+    else:
+        out["note"] = (f"{len(c.shared_tokens)} shared tokens: pairs and shared simplices are listed "
+                       f"only up to {_SHARED_DETAIL_MAX}")
+    return json_safe(out)
+
+
+def _precheck(state: ServerState, name: str, layer: Optional[int], head: Optional[int]) -> None:
+    """Refuse an out-of-range layer/head before running the model, when its size is known."""
+    from ..attention import resolve_index
+
+    info = state.loaded.get(name)
+    if info and layer is not None and head is not None:
+        resolve_index(layer, int(info["n_layers"]), "layer")
+        resolve_index(head, int(info["n_heads"]), "head")
+
+
+def _model_info(state: ServerState, name: str, m) -> dict:
+    from ..models import ALIASES
+
+    info = m.info()
+    info["description"] = ALIASES[name].description if name in ALIASES else name
+    state.loaded[name] = info
+    return info
+
+
+def _run_analysis(state: ServerState, name: str, req) -> Any:
+    """The model run behind /api/analyze (every head of the text)."""
+    import attntopo as at
+    from ..models import load_model
+
+    m = load_model(name)
+    _model_info(state, name, m)
+    return at.analyze(req.text, m, metric=req.metric, maxdim=req.maxdim, drop_special=req.drop_special)
+
+
+def _run_comparison(state: ServerState, name: str, req) -> Any:
+    """The model run behind /api/compare (both texts, every head)."""
+    import attntopo as at
+    from ..models import load_model
+
+    m = load_model(name)
+    _model_info(state, name, m)
+    return at.compare(req.text_a, req.text_b, m, metric=req.metric, maxdim=req.maxdim,
+                      threshold=req.threshold, drop_special=req.drop_special)
+
+
+# ------------------------------------------------------------------------ routes
+def build_router(settings: Settings) -> APIRouter:
+    """The ``/api`` routes, with request limits taken from ``settings``."""
+    AnalyzeRequest, CompareRequest = _request_models(settings)
+    router = APIRouter(prefix="/api", tags=["explorer"])
+
+    def state_of(request: Request) -> ServerState:
+        return request.app.state.attntopo
+
+    async def run(state: ServerState, fn, heavy: bool):
+        try:
+            return await state.run(fn, heavy=heavy)
+        except (AttntopoError, JobError):
+            raise
+        except Exception as e:  # noqa: BLE001 - logged here; the client gets one generic line
+            log.error("unexpected error in a computation", exc_info=e)
+            return error_response(500, "internal error: the server could not complete this "
+                                       "request (details are in the server log)")
+
+    @router.get("/health", response_model=HealthResponse, summary="Is the server up; its limits")
+    async def health(request: Request):
+        st = state_of(request)
+        s = st.settings
+        return {
+            "status": "ok", "version": __version__, "uptime_s": round(time.time() - st.started, 3),
+            "running": st.slots.running, "max_concurrent": s.max_concurrent,
+            "max_chars": s.max_chars, "timeout_s": s.timeout, "cache": st.cache.stats(),
+            "loaded_models": sorted(st.loaded),
+        }
+
+    @router.get("/models", response_model=ModelsResponse, summary="Models this server offers")
+    async def models(request: Request):
+        """The models the page may use: the packaged aliases installed on this machine and the
+        server's ``--model``; layers × heads are read from configs without loading weights."""
+        st = state_of(request)
+
+        def describe() -> list[dict]:
+            from ..models import ALIASES
+
+            out = []
+            default = st.allowed_models()[0]
+            for name in st.allowed_models():
+                row = {"name": name, "description": name, "default": name == default,
+                       "packaged": name in ALIASES, "loaded": name in st.loaded}
+                if name in st.loaded:
+                    info = st.loaded[name]
+                    row.update(n_layers=info["n_layers"], n_heads=info["n_heads"], causal=info["causal"])
+                if name in ALIASES:
+                    row["description"] = ALIASES[name].description
+                    if "n_layers" not in row:
+                        try:
+                            from ..cli import _describe_alias
+
+                            d = _describe_alias(name)
+                            row.update(n_layers=d["n_layers"], n_heads=d["n_heads"], causal=d["causal"],
+                                       note=d.get("note") or "")
+                        except Exception as e:  # noqa: BLE001 - a description is optional
+                            row["note"] = f"not described: {type(e).__name__}"
+                out.append(row)
+            return out
+
+        rows = await run(st, describe, heavy=False)
+        if not isinstance(rows, list):
+            return rows
+        return {"default": rows[0]["name"], "models": rows, "metrics": list(METRICS),
+                "max_chars": st.settings.max_chars}
+
+    @router.post(
+        "/analyze", response_model=AnalyzeResponse, responses={**_ERRORS},
+        summary="Analyse one text: every head's summary, one head in full",
+    )
+    async def analyze(req: AnalyzeRequest, request: Request):  # type: ignore[valid-type]
+        """Runs the model once per (model, text, metric, maxdim, drop_special) and caches the
+        result; asking for another head of the same text reuses it.  `summary` has one entry
+        per head (layer-major); `head` is the chosen head in full (or the most persistent one
+        with `auto_head`), null without either."""
+        st = state_of(request)
+        name = st.check_model(req.model)
+        _precheck(st, name, req.layer, req.head)
+        key = ("analysis", name, req.text, req.metric, req.maxdim, req.drop_special)
+
+        def compute():
+            return _run_analysis(st, name, req)
+
+        def job() -> dict:
+            t0 = time.perf_counter()
+            an, cached = st.cache.get_or_compute(key, compute)
+            sel = None
+            if req.layer is not None:
+                sel = an.position(req.layer, req.head)
+                sel = (an.layers[sel[0]], an.heads[sel[1]])
+            elif req.auto_head:
+                sel = _most_persistent(an)
+            info = dict(st.loaded.get(name) or an.provenance.get("model", {}))
+            return {
+                "kind": "analysis",
+                "model": info,
+                "settings": {"metric": an.metric, "maxdim": an.maxdim, "drop_special": req.drop_special,
+                             "engine": an.engine},
+                "text": text_payload(an.attention),
+                "layers": list(an.layers),
+                "heads": list(an.heads),
+                "summary": _columns(an.summary()),
+                "selected": list(sel) if sel else None,
+                "head": head_payload(an, sel[0], sel[1], st.settings.max_triangles) if sel else None,
+                "cached": cached,
+                "elapsed_s": round(time.perf_counter() - t0, 4),
+            }
+
+        return _json(await run(st, job, heavy=key not in st.cache))
+
+    @router.post(
+        "/compare", response_model=CompareResponse, responses={**_ERRORS},
+        summary="Compare two texts head by head; one head of both in full",
+    )
+    async def compare(req: CompareRequest, request: Request):  # type: ignore[valid-type]
+        """Both texts go through the model in one batch; per head: diagram distances
+        (bottleneck, Wasserstein per homology dimension), shared tokens, shared edges and
+        triangles at the head's scale.  Cached like /api/analyze."""
+        st = state_of(request)
+        name = st.check_model(req.model)
+        _precheck(st, name, req.layer, req.head)
+        key = ("comparison", name, req.text_a, req.text_b, req.metric, req.maxdim, req.drop_special,
+               req.threshold)
+
+        def compute():
+            return _run_comparison(st, name, req)
+
+        def job() -> dict:
+            t0 = time.perf_counter()
+            c, cached = st.cache.get_or_compute(key, compute)
+            sel = None
+            if req.layer is not None:
+                p = c.a.position(req.layer, req.head)
+                sel = (c.layers[p[0]], c.heads[p[1]])
+            elif req.auto_head:
+                sel = _most_persistent(c.a)
+            cap = st.settings.max_triangles
+            head = None
+            if sel:
+                head = {
+                    "layer": int(sel[0]), "head": int(sel[1]), "scale": c.scale(*sel),
+                    "a": head_payload(c.a, sel[0], sel[1], cap),
+                    "b": head_payload(c.b, sel[0], sel[1], cap),
+                    "report": _compare_report(c, *sel),
+                }
+            info = dict(st.loaded.get(name) or c.provenance.get("model", {}))
+            return {
+                "kind": "comparison",
+                "model": info,
+                "settings": {"metric": c.metric, "maxdim": c.maxdim, "drop_special": req.drop_special,
+                             "threshold": c.threshold, "engine": c.a.engine},
+                "a": text_payload(c.a.attention),
+                "b": text_payload(c.b.attention),
+                "shared_tokens": [s.to_dict() for s in c.shared_tokens],
+                "layers": list(c.layers),
+                "heads": list(c.heads),
+                "summary": _columns(c.summary()),
+                "summary_a": _columns(c.a.summary()),
+                "summary_b": _columns(c.b.summary()),
+                "most_similar_heads": json_safe(c.most_similar_heads(min(5, len(c.layers) * len(c.heads)))),
+                "most_different_heads": json_safe(c.most_different_heads(min(5, len(c.layers) * len(c.heads)))),
+                "selected": list(sel) if sel else None,
+                "head": head,
+                "cached": cached,
+                "elapsed_s": round(time.perf_counter() - t0, 4),
+            }
+
+        return _json(await run(st, job, heavy=key not in st.cache))
+
+    return router
+
+
+def _json(result: Any) -> Response:
+    """A computed payload as JSON, sent as is (the response models document it; validating
+    large matrices again would only cost time)."""
+    return result if isinstance(result, Response) else JSONResponse(result)

@@ -1,0 +1,83 @@
+"""Helpers shared by the browser tests and ``make_screenshot.py``: a real uvicorn server in a
+background thread on a free localhost port, and Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import threading
+import time
+from typing import Iterator
+
+CHROMIUM = os.environ.get("ATTNTOPO_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
+
+
+def chromium_missing_reason() -> str | None:
+    """Why the browser tests cannot run here (None when they can)."""
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install 'attntopo[test]')"
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        found = shutil.which("chromium")
+        hint = f" (found {found}; set ATTNTOPO_CHROMIUM)" if found else ""
+        return (f"{CHROMIUM} is missing{hint}: install Debian's chromium "
+                f"(apt-get install -y chromium, or `make browser` as root)")
+    return None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def live_server(settings=None) -> Iterator[str]:
+    """Run the explorer with uvicorn in a thread; yields its base URL."""
+    import uvicorn
+
+    from attntopo.web import Settings, create_app
+
+    port = free_port()
+    settings = settings or Settings()
+    settings.host, settings.port = "127.0.0.1", port
+    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning",
+                            lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="attntopo-test-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def chromium_browser():
+    """A headless Chromium (Debian's) under Playwright's sync API."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()

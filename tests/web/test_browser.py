@@ -1,0 +1,221 @@
+"""The explorer page in a real browser: Playwright (sync API) driving Debian's Chromium
+headless against a real uvicorn server on a free localhost port.
+
+Skipped, loudly, when Chromium or Playwright is missing (``make test`` installs Chromium
+with apt where it can).
+"""
+
+from __future__ import annotations
+
+import warnings
+from urllib.parse import urlparse
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the explorer needs the web extra: pip install 'attntopo[web]'")
+pytest.importorskip("uvicorn", reason="the explorer needs the web extra: pip install 'attntopo[web]'")
+
+from _live import chromium_browser, chromium_missing_reason, live_server  # noqa: E402
+from web_helpers import TEXT_A, TEXT_B  # noqa: E402
+
+_MISSING = chromium_missing_reason()
+if _MISSING:
+    warnings.warn(f"BROWSER TESTS SKIPPED: {_MISSING}", stacklevel=1)
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("web_browser"),
+    pytest.mark.skipif(_MISSING is not None, reason=f"BROWSER TESTS SKIPPED: {_MISSING}"),
+]
+
+TIMEOUT_MS = 120_000  # first model load included, on a busy 2-core machine
+
+
+@pytest.fixture(scope="module")
+def server():
+    with live_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium_browser() as b:
+        yield b
+
+
+class Watch:
+    """Every request and console error of a page."""
+
+    def __init__(self, page):
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        page.on("request", lambda r: self.requests.append(r.url))
+        # the browser logs every 4xx answer as "Failed to load resource": those are expected here
+        page.on("console", lambda m: self.errors.append(m.text)
+                if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def api_calls(self) -> list[str]:
+        return [u for u in self.requests if urlparse(u).path.startswith("/api/")]
+
+    def assert_local(self, base: str) -> None:
+        host = urlparse(base).netloc
+        foreign = [u for u in self.requests
+                   if not (urlparse(u).netloc == host or u.startswith(("data:", "blob:")))]
+        assert not foreign, f"requests left the server: {foreign}"
+        assert not self.errors, f"console errors: {self.errors}"
+
+
+@pytest.fixture
+def page(browser, server):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    p = ctx.new_page()
+    p.set_default_timeout(TIMEOUT_MS)
+    watch = Watch(p)
+    p.goto(server)
+    p.wait_for_selector("body[data-ready='1']")
+    yield p, watch
+    watch.assert_local(server)
+    ctx.close()
+
+
+def renders(p) -> int:
+    return int(p.get_attribute("body", "data-renders") or 0)
+
+
+def wait_render(p, n: int) -> None:
+    p.wait_for_selector(f"body[data-renders='{n}'], body[data-state='error']")
+    assert p.get_attribute("body", "data-state") == "done", p.text_content("#error")
+
+
+def edges(p, which: str = "a") -> int:
+    return int(p.get_attribute(f"#graph-{which}", "data-edges"))
+
+
+def drawn_segments(p, which: str = "a") -> int:
+    """Edge segments in the plot's own data (trace 2 holds the edges, 3 points per edge)."""
+    xs = p.evaluate(f"document.getElementById('graph-{which}').data[2].x.length")
+    return xs // 3
+
+
+def test_compare_threshold_and_head(page, server):
+    p, watch = page
+    p.fill("#text-a", TEXT_A)
+    p.fill("#text-b", TEXT_B)
+    p.click("#run")
+    wait_render(p, 1)
+    assert not p.is_hidden("#results") and p.is_hidden("#error")
+    assert p.is_visible("#graph-b") and "layer" in p.text_content("#graph-a-title")
+    calls = len(watch.api_calls())
+
+    # the slider redraws from data the page has: the graph changes, nothing is requested
+    p.fill("#eps", "0.05")
+    p.wait_for_timeout(200)
+    low_a, low_b = edges(p, "a"), edges(p, "b")
+    p.fill("#eps", "0.6")
+    p.wait_for_timeout(200)
+    high_a, high_b = edges(p, "a"), edges(p, "b")
+    assert high_a > low_a and high_b >= low_b
+    assert drawn_segments(p, "a") == high_a
+    step = float(p.get_attribute("#eps", "step"))
+    assert abs(float(p.get_attribute("#graph-a", "data-eps")) - 0.6) <= step  # the slider snaps to its step
+    assert p.text_content("#eps-value").startswith("0.6")
+    p.fill("#eps", "1")
+    p.wait_for_timeout(200)
+    n = int(p.evaluate("document.getElementById('graph-a').data[4].x.length"))  # token nodes
+    assert edges(p, "a") == n * (n - 1) // 2  # every distance is <= 1: the complete graph
+    assert len(watch.api_calls()) == calls, "moving the threshold must not call the server"
+
+    # switching the head asks the server once, which reuses its cached model run
+    layer = int(p.input_value("#layer"))
+    new_head = "3" if p.input_value("#head") != "3" else "4"
+    p.select_option("#head", new_head)
+    wait_render(p, 2)
+    assert f"head {new_head}" in p.text_content("#graph-a-title")
+    assert f"layer {layer}" in p.text_content("#graph-a-title")
+    assert "cached" in p.text_content("#status")
+    assert len(watch.api_calls()) == calls + 1
+
+    # clicking a cell of the all-heads grid opens that head
+    p.evaluate("document.getElementById('head-map').emit('plotly_click', {points: [{x: 7, y: 1}]})")
+    wait_render(p, 3)
+    assert p.input_value("#layer") == "1" and p.input_value("#head") == "7"
+    assert "shared tokens" in p.text_content("#numbers")
+    assert "information" in p.text_content("#numbers")
+
+
+def test_empty_text_shows_a_clear_message(page):
+    p, watch = page
+    p.fill("#text-a", "   ")
+    p.fill("#text-b", "")
+    p.click("#run")
+    p.wait_for_selector("body[data-errors='1']")
+    assert p.is_visible("#error")
+    msg = p.text_content("#error")
+    assert "empty" in msg and "text" in msg
+    assert "Traceback" not in msg and "{" not in msg
+    # the page and the server keep working: one text is analysed alone
+    p.fill("#text-a", "Attention is all you need")
+    p.click("#run")
+    wait_render(p, 1)
+    assert p.is_hidden("#error")
+    assert p.is_hidden("#graph-b-card") and edges(p, "a") >= 0
+    assert "Persistence" in p.text_content("#numbers-title")
+
+
+def test_too_long_text_shows_the_limit(page):
+    p, _ = page
+    p.fill("#text-a", "word " * 500)
+    assert "over" in (p.get_attribute("#count-a", "class") or "")
+    p.click("#run")
+    p.wait_for_selector("body[data-errors='1']")
+    msg = p.text_content("#error")
+    assert "too long" in msg and "2000" in msg
+
+
+def test_other_model_and_metric(page):
+    p, watch = page
+    p.fill("#text-a", "The cat sat on the mat")
+    p.fill("#text-b", "")
+    p.click("#run")
+    wait_render(p, 1)
+    p.select_option("#metric", "hellinger")  # a metric change re-runs the analysis
+    wait_render(p, 2)
+    assert "computed" in p.text_content("#status")
+    options = p.eval_on_selector_all("#model option", "els => els.map(e => e.value)")
+    assert options[0] == "minilm"
+    if "smollm2" in options:
+        p.select_option("#model", "smollm2")
+        wait_render(p, 3)
+        assert int(p.input_value("#layer")) < 30
+        assert p.eval_on_selector_all("#layer option", "els => els.length") == 30
+        assert p.eval_on_selector_all("#head option", "els => els.length") == 9
+
+
+def test_api_reference_page_is_local(page, server):
+    p, watch = page
+    p.goto(server + "/docs")
+    p.wait_for_selector("body[data-ready='1']")
+    text = p.text_content("#routes")
+    for route in ("/api/analyze", "/api/compare", "/api/models", "/api/health"):
+        assert route in text
+    assert "curl" in text
+
+
+def test_report_opens_offline(browser, tmp_path):
+    import attntopo as at
+    from attntopo.report import report_html, write_report
+
+    c = at.compare(TEXT_A, TEXT_B, "minilm")
+    path = write_report(tmp_path / "report.html", report_html(c.a, c, n_heads=1))
+    ctx = browser.new_context()
+    p = ctx.new_page()
+    watch = Watch(p)
+    p.goto(path.as_uri())
+    p.wait_for_selector(".plotly-graph-div .main-svg")
+    assert p.evaluate("typeof Plotly") == "object"
+    assert p.eval_on_selector_all(".plotly-graph-div", "els => els.length") >= 4
+    foreign = [u for u in watch.requests if not u.startswith(("file:", "data:", "blob:"))]
+    assert not foreign, f"the report made requests: {foreign}"
+    assert not watch.errors
+    ctx.close()
