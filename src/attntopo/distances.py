@@ -218,10 +218,10 @@ def token_distances(
     with torch.no_grad(), _torch_threads(1 if on_cpu else threads), _Workers(n_workers) as workers:
         # one cheap pass: validation, and (for JS) the union of the rows' supports
         need_support = metric == "jensen_shannon"
-        support = _validate(x3, lead, paper_compat, budget, need_support)
+        support, nonneg = _validate(x3, lead, paper_compat, budget, need_support)
         heads = max(1, min(batch, budget // (6 * n * n)))
         for h0 in range(0, batch, heads):
-            P = _prepare(x3[h0 : h0 + heads], paper_compat)  # float64 copy, rows sum to 1
+            P = _prepare(x3[h0 : h0 + heads], paper_compat, nonneg)  # float64, rows sum to 1
             if metric == "jensen_shannon":
                 D = _js_block(P, dtype, budget, support, workers)
                 # divergence (nats) -> distance
@@ -238,8 +238,7 @@ def token_distances(
                     D.clamp_(0.0, math.pi)
             else:
                 D = _tv_block(P, dtype, budget, workers)
-            _symmetrize_upper_(D)
-            out3[h0 : h0 + heads] = D.to("cpu")
+            _symmetrize_into(D, out3[h0 : h0 + heads])
     return out
 
 
@@ -451,20 +450,24 @@ class _Workers:
 
 def _validate(
     x3: torch.Tensor, lead: tuple[int, ...], paper_compat: bool, budget: int, need_support: bool
-) -> torch.Tensor | None:
-    """Check values chunk by chunk; return the (n, n) union of row supports (JS only)."""
+) -> tuple[torch.Tensor | None, bool]:
+    """Check values chunk by chunk; return the (n, n) union of row supports (JS only)
+    and whether no entry is negative."""
     batch, n, _ = x3.shape
     step = max(1, min(batch, budget // max(1, 2 * n * n)))
     support = torch.zeros((n, n), dtype=torch.bool, device=x3.device) if need_support else None
+    nonneg = True
     for h0 in range(0, batch, step):
         c = x3[h0 : h0 + step]
-        if not bool(torch.isfinite(c).all()):
+        lo_t, hi_t = torch.aminmax(c)  # NaN propagates; one pass instead of isfinite + min
+        lo, hi = float(lo_t), float(hi_t)
+        if not (math.isfinite(lo) and math.isfinite(hi)):
             raise InvalidMatrixError(
                 "attention contains NaN or inf; only finite values are allowed"
             )
         if paper_compat:
             continue
-        lo = float(c.min())
+        nonneg = nonneg and lo >= 0.0
         if lo < -_NEG_TOL:
             raise InvalidMatrixError(
                 f"attention has a negative entry ({lo:.3g}); entries must be >= 0 "
@@ -482,29 +485,44 @@ def _validate(
                 f"probability distributions: renormalize them first (x / x.sum(-1, keepdims=True))"
             )
         if support is not None:
-            support |= (c > 0).any(0)
+            if lo > 0.0:  # no zeros in this chunk: every key is in the support
+                support.fill_(True)
+            else:
+                support |= (c > 0).any(0)
     if support is not None and paper_compat:
         support.fill_(True)  # softmax rows have no zeros
-    return support
+    return support, nonneg
 
 
-def _prepare(xc: torch.Tensor, paper_compat: bool) -> torch.Tensor:
-    """Float64 copy of a chunk of matrices with rows that are distributions."""
+def _prepare(xc: torch.Tensor, paper_compat: bool, nonneg: bool = False) -> torch.Tensor:
+    """Float64 copy of a chunk of matrices with rows that are distributions.
+
+    ``nonneg``: the caller has checked that no entry is negative (the clamp is skipped).
+    """
     P = xc.to(torch.float64, copy=True)
     if paper_compat:
         return torch.softmax(P, dim=-1)
-    P.clamp_(min=0.0)
+    if not nonneg:
+        P.clamp_(min=0.0)
     sums = P.sum(-1, keepdim=True)
     # rows already within round-off of 1 are used as given (dividing would perturb
     # near-identical rows by more than their difference); the others are rescaled
-    P.div_(torch.where((sums - 1.0).abs() > _RENORM_TOL, sums, 1.0))
+    off = (sums - 1.0).abs() > _RENORM_TOL
+    if bool(off.any()):  # dividing by 1 changes nothing: skip the pass when no row is off
+        P.div_(torch.where(off, sums, 1.0))
     return P
 
 
-def _symmetrize_upper_(D: torch.Tensor) -> None:
-    """Keep the strict upper triangle, mirror it; zero diagonal (in place)."""
+def _symmetrize_into(D: torch.Tensor, out: torch.Tensor) -> None:
+    """``out = U + Uᵀ`` with ``U`` the strict upper triangle of ``D`` (``D`` is overwritten).
+
+    Exactly symmetric, zero diagonal; one pass fewer than mirroring in place and copying.
+    """
     D.triu_(1)
-    D.add_(D.transpose(-1, -2).clone())
+    if out.device == D.device and out.dtype == D.dtype:
+        torch.add(D, D.transpose(-1, -2), out=out)
+    else:
+        out.copy_(torch.add(D, D.transpose(-1, -2)))
 
 
 # ----------------------------------------------------------------------------------
@@ -533,10 +551,8 @@ def _js_block(
     out = torch.zeros((B, n, n), dtype=torch.float64, device=P.device)
     rowsum = P.sum(-1)
     Pc = P.to(dtype)
-    logP = torch.log(Pc.clamp_min(_TINY[dtype]))
-    XP = Pc * logP  # p ln p; exactly 0 where p == 0 (0 times a finite log)
     Pz = Pc.clamp_min(_TINY[dtype])  # u = p + q never 0 inside the log
-    del logP
+    XP = torch.log(Pz).mul_(Pc)  # p ln p; exactly 0 where p == 0 (0 times a finite log)
     tile = max(1, min(_TILE_TARGET, budget // (4 * workers.n)))
 
     for s in range(0, n, _GROUP):
@@ -579,11 +595,13 @@ def _js_block(
             U = workers.buffer("u", numel, dtype, P.device).view(shape)
             L = workers.buffer("l", numel, dtype, P.device).view(shape)
             torch.add(PJ[h0:h1, a - s : b - s, None], PJ[h0:h1, None, c - s : d - s], out=U)
-            torch.log(U, out=L)
+            # Σ_k u ln u, in place (same operations and order as linalg.vecdot: product,
+            # then sum over the last dim, without its full-size temporary)
+            torch.log(U, out=L).mul_(U)
             if dtype == torch.float64:
-                torch.linalg.vecdot(U, L, out=out[h0:h1, a:b, c:d])
+                torch.sum(L, -1, out=out[h0:h1, a:b, c:d])
             else:
-                out[h0:h1, a:b, c:d] = torch.linalg.vecdot(U, L)
+                out[h0:h1, a:b, c:d] = L.sum(-1)
 
         workers.run(js_tile, tasks)
         blk = out[:, s:e, s:]  # JS = ½ (c_p + c_q − Σ_K u ln u)
@@ -814,8 +832,7 @@ def row_distances(
                     D.clamp_(0.0, math.pi)
             else:
                 D = _tv_block(P, dtype, budget, workers)
-            _symmetrize_upper_(D)
-            out3[h0 : h0 + per] = D.to("cpu")
+            _symmetrize_into(D, out3[h0 : h0 + per])
     return out
 
 

@@ -538,3 +538,24 @@ def test_n512_against_scipy_samples():
     for b, i, j in [(0, 0, 511), (0, 100, 101), (1, 3, 400), (1, 510, 511), (1, 0, 1)]:
         assert d[b, i, j] == pytest.approx(jensenshannon(p[b, i], p[b, j], base=2), abs=1e-12)
     np.testing.assert_array_equal(d, np.swapaxes(d, -1, -2))
+
+
+def test_fast_paths_of_preparation_match_general_path():
+    """Rows without zeros, exactly normalized rows and signed zeros take shortcuts
+    (no support pass, no clamp, no division); the numbers are those of the general path."""
+    rng = np.random.default_rng(11)
+    a = dirichlet_rows(rng, (3,), 9)  # no zeros: support is every key
+    ref = np.array([[[pairwise_distance(p, q) for q in m] for p in m] for m in a])
+    np.testing.assert_allclose(token_distances(a), ref, atol=1e-12, rtol=0)
+    z = dirichlet_rows(rng, (2,), 7, zeros=True)
+    neg = z.copy()
+    neg[neg == 0.0] = -0.0  # signed zeros: no clamp is needed, same numbers
+    np.testing.assert_array_equal(token_distances(neg), token_distances(z))
+    off = z.copy()
+    off[0, 0, 0] -= 1e-8  # one negative round-off entry and one row off by 1e-8: general path
+    clean = np.clip(off, 0.0, None)
+    clean[0, 0] /= clean[0, 0].sum()
+    np.testing.assert_allclose(token_distances(off), token_distances(clean), atol=1e-12, rtol=0)
+    for d in (token_distances(a), token_distances(z), token_distances(off)):
+        np.testing.assert_array_equal(d, np.swapaxes(d, -1, -2))
+        assert np.all(np.diagonal(d, axis1=-2, axis2=-1) == 0.0)
