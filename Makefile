@@ -54,7 +54,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q -m "not slow"
 
 bench: $(STAMP)
-	$(PY) benchmarks/run.py --out docs/benchmarks.md
+	$(PY) benchmarks/run.py --out docs/benchmarks.md --json docs/benchmarks.json
 
 bench-quick: $(STAMP)
 	$(PY) benchmarks/run.py --quick
