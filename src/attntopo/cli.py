@@ -44,7 +44,7 @@ from rich.text import Text
 from . import __version__
 from .constants import METRICS, SUMMARY_STATS
 from .errors import AttntopoError, EmptyTextError, InvalidInputError
-from .io import META_FILE, json_safe, save_payload
+from .io import META_FILE, json_safe
 from .topology import ENGINES
 
 __all__ = ["app", "main"]
@@ -199,6 +199,39 @@ def _check_out(out: Path) -> None:
     if not os.access(anc, os.W_OK | os.X_OK):
         raise InvalidInputError(f"cannot write --out {str(out)!r}: no write permission in {str(anc)!r}")
 
+
+
+def _check_plot_options(plots: bool, plot_format, out: Path | None) -> list[str]:
+    """Validate --plots/--plot-format/--out before any work; return the figure formats."""
+    formats = list(dict.fromkeys(PlotFormat(f).value for f in (plot_format or ["png"])))
+    if plot_format and not plots:
+        raise InvalidInputError("--plot-format needs --plots")
+    if plots and out is None:
+        raise InvalidInputError("--plots needs --out DIR: figures are written into the result folder")
+    if plots:
+        try:
+            from . import plots as _plots  # noqa: F401
+        except ImportError as e:
+            raise InvalidInputError(
+                f"--plots needs matplotlib and plotly: pip install 'attntopo[plots]' ({e})"
+            ) from None
+    if out is not None:
+        _check_out(out)
+    return formats
+
+
+def _load_model_with_status(model: str, show: bool):
+    """Load a model behind a status line; returns ``(model, seconds)``."""
+    from .models import load_model
+
+    loading = f"loading model {model} …"
+    if model.strip().lower() == "smollm2" and show and _err.is_terminal:
+        if _describe_alias("smollm2").get("converted") is False:
+            loading = "loading smollm2: the first use converts its GGUF file once (about 30 s) …"
+    with _status(loading, show):
+        t0 = time.perf_counter()
+        m = load_model(model)
+        return m, time.perf_counter() - t0
 
 def _sort_keys(maxdim: int) -> list[str]:
     return ["layer"] + [f"{s}_h{d}" for d in range(maxdim + 1) for s in SUMMARY_STATS]
@@ -496,30 +529,10 @@ def analyze(
     layers = _parse_indices(layer, "--layer")
     heads = _parse_indices(head, "--head")
     sort = _check_sort(sort, maxdim)
-    formats = list(dict.fromkeys(PlotFormat(f).value for f in (plot_format or ["png"])))
-    if plot_format and not plots:
-        raise InvalidInputError("--plot-format needs --plots")
-    if plots and out is None:
-        raise InvalidInputError("--plots needs --out DIR: figures are written into the result folder")
-    if plots:
-        try:
-            from . import plots as _plots  # noqa: F401
-        except ImportError as e:
-            raise InvalidInputError(f"--plots needs matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
-    if out is not None:
-        _check_out(out)
+    formats = _check_plot_options(plots, plot_format, out)
 
     show = not json_out
-    from .models import load_model
-
-    loading = f"loading model {model} …"
-    if model.strip().lower() == "smollm2" and show and _err.is_terminal:
-        if _describe_alias("smollm2").get("converted") is False:
-            loading = "loading smollm2: the first use converts its GGUF file once (about 30 s) …"
-    with _status(loading, show):
-        t0 = time.perf_counter()
-        m = load_model(model)
-        t_model = time.perf_counter() - t0
+    m, t_model = _load_model_with_status(model, show)
     n_sel = (len(layers) if layers else m.n_layers) * (len(heads) if heads else m.n_heads)
     with _status(
         f"analysing {n_sel} head{'s' if n_sel != 1 else ''}: attention → {metric} distances → persistence …",
@@ -994,30 +1007,10 @@ def compare_cmd(
     if align_tokens and alignment is None:
         raise InvalidInputError("--align-tokens needs --align I:J pairs")
     words = _highlight_words(highlight)
-    formats = list(dict.fromkeys(PlotFormat(f).value for f in (plot_format or ["png"])))
-    if plot_format and not plots:
-        raise InvalidInputError("--plot-format needs --plots")
-    if plots and out is None:
-        raise InvalidInputError("--plots needs --out DIR: figures are written into the result folder")
-    if plots:
-        try:
-            from . import plots as _plots  # noqa: F401
-        except ImportError as e:
-            raise InvalidInputError(f"--plots needs matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
-    if out is not None:
-        _check_out(out)
+    formats = _check_plot_options(plots, plot_format, out)
 
     show = not json_out
-    from .models import load_model
-
-    loading = f"loading model {model} …"
-    if model.strip().lower() == "smollm2" and show and _err.is_terminal:
-        if _describe_alias("smollm2").get("converted") is False:
-            loading = "loading smollm2: the first use converts its GGUF file once (about 30 s) …"
-    with _status(loading, show):
-        t0 = time.perf_counter()
-        m = load_model(model)
-        t_model = time.perf_counter() - t0
+    m, t_model = _load_model_with_status(model, show)
     with _status("comparing: attention → distances → persistence → diagram distances …", show):
         t0 = time.perf_counter()
         c = at.compare(
@@ -1185,14 +1178,7 @@ def phrase_cmd(
     if out is not None:
         _check_out(out)
     show = not json_out
-    from .models import load_model
-
-    loading = f"loading model {model} …"
-    if model.strip().lower() == "smollm2" and show and _err.is_terminal:
-        if _describe_alias("smollm2").get("converted") is False:
-            loading = "loading smollm2: the first use converts its GGUF file once (about 30 s) …"
-    with _status(loading, show):
-        m = load_model(model)
+    m, _ = _load_model_with_status(model, show)
     with _status("phrase topology: attention → distances → persistence …", show):
         p = at.phrase_topology(phrase, list(context), m, layers, heads, metric=metric, maxdim=maxdim,
                                drop_special=drop_special, occurrence=occurrence, n_jobs=n_jobs,
@@ -1377,26 +1363,10 @@ def timeline_cmd(
         raise InvalidInputError(f"--maxdim must be 0, 1 or 2, got {maxdim}")
     lay = _tl_one_index(layer, "--layer", 0)
     hd = _tl_one_index(head, "--head", 0)
-    formats = list(dict.fromkeys(PlotFormat(f).value for f in (plot_format or ["png"])))
-    if plot_format and not plots:
-        raise InvalidInputError("--plot-format needs --plots")
-    if plots and out is None:
-        raise InvalidInputError("--plots needs --out DIR: figures are written into the result folder")
-    if plots:
-        try:
-            from . import plots as _plots  # noqa: F401
-        except ImportError as e:
-            raise InvalidInputError(f"--plots needs matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
-    if out is not None:
-        _check_out(out)
+    formats = _check_plot_options(plots, plot_format, out)
 
     show = not json_out
-    from .models import load_model
-
-    with _status(f"loading model {model} …", show):
-        t1 = time.perf_counter()
-        m = load_model(model)
-        t_model = time.perf_counter() - t1
+    m, t_model = _load_model_with_status(model, show)
     how = "one forward pass" if m.causal else "one forward pass per prefix"
     with _status(f"timeline: {how} → distances → persistence of every prefix …", show):
         t1 = time.perf_counter()
@@ -1685,30 +1655,15 @@ def heads_cmd(
     if compare_model is not None and n_boot is not None and n_boot > 0 and len(bodies) < 2:
         raise InvalidInputError("the bootstrap over texts needs at least 2 texts; give more or --n-boot 0")
     boots = (100 if len(bodies) >= 2 else 0) if n_boot is None else n_boot
-    formats = list(dict.fromkeys(PlotFormat(f).value for f in (plot_format or ["png"])))
-    if plot_format and not plots:
-        raise InvalidInputError("--plot-format needs --plots")
-    if plots and out is None:
-        raise InvalidInputError("--plots needs --out DIR: figures are written into the result folder")
-    if plots:
-        try:
-            from . import plots as _plots  # noqa: F401
-        except ImportError as e:
-            raise InvalidInputError(f"--plots needs matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
-    if out is not None:
-        _check_out(out)
+    formats = _check_plot_options(plots, plot_format, out)
 
     show = not json_out
-    from .models import load_model
-
     names = [model] + ([compare_model] if compare_model is not None else [])
     spaces = []
     t_model = t_space = 0.0
     for name in names:
-        with _status(f"loading model {name} …", show):
-            t1 = time.perf_counter()
-            m = load_model(name)
-            t_model += time.perf_counter() - t1
+        m, dt = _load_model_with_status(name, show)
+        t_model += dt
         with _status(f"{name}: head distances over {_plural(len(bodies), 'text')} → persistence → types …", show):
             t1 = time.perf_counter()
             spaces.append(at.head_space(bodies, m, normalize=not raw, maxdim=maxdim, metric=metric,

@@ -270,7 +270,6 @@ class AttentionModel:
         results: list[Attention | None] = [None] * len(encs)
         start = 0
         while start < len(order):
-            n_max = len(encs[order[start]].ids)
             if batch_size is None:
                 # grow the batch while the padded attention tensors stay under the bound
                 stop = start + 1
