@@ -33,6 +33,24 @@ from ._layout import mds_layout, suggest_scale, suggest_scales, threshold_comple
 from ._style import DIM_COLORS, OKABE_ITO, thin_labels
 from .export import FORMATS, figure_to_bytes, figures_to_html, save_figure
 from .interactive import iplot_diagram, iplot_distance_matrix, iplot_head_grid, iplot_threshold_graph
+from .compare import (
+    iplot_compare_diagrams,
+    iplot_compare_graphs,
+    iplot_compare_heads,
+    plot_compare_diagrams,
+    plot_compare_graph,
+    plot_compare_graphs,
+    plot_compare_heads,
+    plot_phrase_distances,
+)
+from .heads import (
+    iplot_head_mds,
+    plot_head_barcode,
+    plot_head_distances,
+    plot_head_mds,
+    plot_head_types,
+    plot_model_diagrams,
+)
 from .static import (
     plot_attention,
     plot_barcode,
@@ -43,8 +61,36 @@ from .static import (
     plot_head_stat,
     plot_threshold_graph,
 )
+from .timeline import (
+    iplot_timeline,
+    plot_betti_heatmap,
+    plot_coherence,
+    plot_timeline_diagrams,
+    plot_timeline_overview,
+    plot_vineyard,
+)
 
 __all__ = [
+    "iplot_compare_diagrams",
+    "iplot_compare_graphs",
+    "iplot_compare_heads",
+    "iplot_head_mds",
+    "iplot_timeline",
+    "plot_betti_heatmap",
+    "plot_coherence",
+    "plot_compare_diagrams",
+    "plot_compare_graph",
+    "plot_compare_graphs",
+    "plot_compare_heads",
+    "plot_head_barcode",
+    "plot_head_distances",
+    "plot_head_mds",
+    "plot_head_types",
+    "plot_model_diagrams",
+    "plot_phrase_distances",
+    "plot_timeline_diagrams",
+    "plot_timeline_overview",
+    "plot_vineyard",
     "DIM_COLORS",
     "FORMATS",
     "OKABE_ITO",

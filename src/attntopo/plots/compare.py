@@ -34,6 +34,7 @@ from ..errors import InvalidInputError, MissingDependencyError
 from ..topology.complex import complex_at
 from . import _style as S
 from ._layout import check_scale, diagram_limits, mds_layout
+from .static import _figure_and_axes, _root_figure
 
 __all__ = [
     "plot_compare_graph",
@@ -61,21 +62,6 @@ def _check_comparison(c: Any) -> None:
             f"expected a Comparison (from attntopo.compare), got {type(c).__name__}"
         )
 
-
-def _root_figure(ax: Axes) -> Figure:
-    fig = ax.figure
-    while getattr(fig, "figure", fig) is not fig:
-        fig = fig.figure
-    return fig
-
-
-def _figure_and_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    if ax is None:
-        fig = Figure(figsize=figsize, layout="constrained")
-        return fig, fig.add_subplot()
-    if not isinstance(ax, Axes):
-        raise InvalidInputError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
-    return _root_figure(ax), ax
 
 
 def _short(text: str, width: int = 48) -> str:

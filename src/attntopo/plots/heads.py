@@ -30,6 +30,7 @@ from matplotlib.patches import Patch, Rectangle
 from ..errors import InvalidInputError, MissingDependencyError
 from . import _style as S
 from ._layout import diagram_limits
+from .static import _figure_and_axes, _root_figure
 
 __all__ = [
     "plot_head_distances",
@@ -76,21 +77,6 @@ _DARK = {"sink", "self", "vertical", "next"}  # cells whose code is written in w
 
 
 # ----------------------------------------------------------------- helpers
-def _root_figure(ax: Axes) -> Figure:
-    fig = ax.figure
-    while getattr(fig, "figure", fig) is not fig:
-        fig = fig.figure
-    return fig
-
-
-def _figure_and_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    if ax is None:
-        fig = Figure(figsize=figsize, layout="constrained")
-        return fig, fig.add_subplot()
-    if not isinstance(ax, Axes):
-        raise InvalidInputError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
-    return _root_figure(ax), ax
-
 
 def _check_space(hs: Any) -> None:
     if not all(hasattr(hs, a) for a in ("distances", "embedding", "layer_ids", "head_ids", "diagram")):

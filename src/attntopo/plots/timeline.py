@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 
 from ..errors import InvalidInputError, MissingDependencyError
 from . import _style as S
+from .static import _figure_and_axes
 
 __all__ = [
     "plot_timeline_diagrams",
@@ -61,21 +62,6 @@ def _check_timeline(tl: Any) -> None:
             f"expected a Timeline (from attntopo.timeline(...)), got {type(tl).__name__}"
         )
 
-
-def _root_figure(ax: Axes) -> Figure:
-    fig = ax.figure
-    while getattr(fig, "figure", fig) is not fig:
-        fig = fig.figure
-    return fig
-
-
-def _figure_and_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    if ax is None:
-        fig = Figure(figsize=figsize, layout="constrained")
-        return fig, fig.add_subplot()
-    if not isinstance(ax, Axes):
-        raise InvalidInputError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
-    return _root_figure(ax), ax
 
 
 def _style_axes(ax: Axes) -> None:
