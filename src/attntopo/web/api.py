@@ -446,7 +446,7 @@ def build_router(settings: Settings) -> APIRouter:
                     row["description"] = ALIASES[name].description
                     if "n_layers" not in row:
                         try:
-                            from ..cli import _describe_alias
+                            from ..models.describe import describe_alias as _describe_alias
 
                             d = _describe_alias(name)
                             row.update(n_layers=d["n_layers"], n_heads=d["n_heads"], causal=d["causal"],
