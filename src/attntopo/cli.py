@@ -200,6 +200,11 @@ def _check_out(out: Path) -> None:
 
 
 
+
+def _check_maxdim(maxdim: int) -> None:
+    if maxdim not in (0, 1, 2):
+        raise InvalidInputError(f"--maxdim must be 0, 1 or 2, got {maxdim}")
+
 def _check_plot_options(plots: bool, plot_format, out: Path | None) -> list[str]:
     """Validate --plots/--plot-format/--out before any work; return the figure formats."""
     formats = list(dict.fromkeys(PlotFormat(f).value for f in (plot_format or ["png"])))
@@ -373,8 +378,7 @@ def analyze(
     metric = Metric(metric).value
     engine = None if engine is None else EngineName(engine).value
     body, source = _read_text(text, file)
-    if maxdim not in (0, 1, 2):
-        raise InvalidInputError(f"--maxdim must be 0, 1 or 2, got {maxdim}")
+    _check_maxdim(maxdim)
     if math.isnan(threshold) or threshold <= 0:
         raise InvalidInputError(f"--threshold must be a positive number or inf, got {threshold:g}")
     layers = _parse_indices(layer, "--layer")
@@ -845,8 +849,7 @@ def compare_cmd(
     metric = Metric(metric).value
     if not text_a.strip() or not text_b.strip():
         raise EmptyTextError("TEXT_A and TEXT_B must both hold at least one word")
-    if maxdim not in (0, 1, 2):
-        raise InvalidInputError(f"--maxdim must be 0, 1 or 2, got {maxdim}")
+    _check_maxdim(maxdim)
     if threshold is not None and (math.isnan(threshold) or math.isinf(threshold) or threshold < 0):
         raise InvalidInputError(f"--threshold must be a finite number >= 0, got {threshold:g}")
     if dim is not None and not 0 <= dim <= maxdim:
@@ -1020,8 +1023,7 @@ def phrase_cmd(
     metric = Metric(metric).value
     if not context:
         raise InvalidInputError("give at least one --context TEXT that contains the phrase")
-    if maxdim not in (0, 1, 2):
-        raise InvalidInputError(f"--maxdim must be 0, 1 or 2, got {maxdim}")
+    _check_maxdim(maxdim)
     if not 0 <= dim <= maxdim:
         raise InvalidInputError(f"--dim must be in 0..{maxdim} (--maxdim), got {dim}")
     layers = _parse_indices(layer, "--layer")
@@ -1210,8 +1212,7 @@ def timeline_cmd(
     t_start = time.perf_counter()
     metric = Metric(metric).value
     body, source = _read_text(text, file)
-    if maxdim not in (0, 1, 2):
-        raise InvalidInputError(f"--maxdim must be 0, 1 or 2, got {maxdim}")
+    _check_maxdim(maxdim)
     lay = _tl_one_index(layer, "--layer", 0)
     hd = _tl_one_index(head, "--head", 0)
     formats = _check_plot_options(plots, plot_format, out)
@@ -1495,8 +1496,7 @@ def heads_cmd(
     t_start = time.perf_counter()
     metric = Metric(metric).value
     bodies, sources = _heads_texts(text, file)
-    if maxdim not in (0, 1, 2):
-        raise InvalidInputError(f"--maxdim must be 0, 1 or 2, got {maxdim}")
+    _check_maxdim(maxdim)
     if eps is not None and (math.isnan(eps) or eps < 0):
         raise InvalidInputError(f"--eps must be a number >= 0, got {eps:g}")
     if raw and compare_model is not None:
@@ -1786,8 +1786,7 @@ def report_cmd(
     body, source = _read_text(text, file)
     if compare_text is not None and not compare_text.strip():
         raise EmptyTextError("--compare TEXT_B is empty or only whitespace: give at least one word")
-    if maxdim not in (0, 1, 2):
-        raise InvalidInputError(f"--maxdim must be 0, 1 or 2, got {maxdim}")
+    _check_maxdim(maxdim)
     chosen = _report_heads(_parse_indices(layer, "--layer"), _parse_indices(head, "--head"))
     _check_report_out(out)
     try:

@@ -224,20 +224,11 @@ def token_distances(
             P = _prepare(x3[h0 : h0 + heads], paper_compat, nonneg)  # float64, rows sum to 1
             if metric == "jensen_shannon":
                 D = _js_block(P, dtype, budget, support, workers)
-                # divergence (nats) -> distance
-                D.clamp_(0.0, _LN2)
-                if paper_compat:
-                    D.sqrt_().sqrt_()
-                else:
-                    D.div_(math.log(base)).sqrt_()
             elif metric in ("hellinger", "fisher_rao"):
                 D = _hellinger_block(P, dtype, budget, workers)
-                if metric == "fisher_rao":
-                    # 2 arccos(BC) = 4 arcsin(H / sqrt 2), accurate also for close rows
-                    D.mul_(1.0 / math.sqrt(2.0)).clamp_(0.0, 1.0).asin_().mul_(4.0)
-                    D.clamp_(0.0, math.pi)
             else:
                 D = _tv_block(P, dtype, budget, workers)
+            _finish_(D, metric, base, paper_compat)
             _symmetrize_into(D, out3[h0 : h0 + heads])
     return out
 
@@ -512,6 +503,25 @@ def _prepare(xc: torch.Tensor, paper_compat: bool, nonneg: bool = False) -> torc
         P.div_(torch.where(off, sums, 1.0))
     return P
 
+
+
+def _finish_(D: torch.Tensor, metric: str, base: float, paper_compat: bool) -> torch.Tensor:
+    """Turn a block's raw values into distances, in place.
+
+    JS blocks hold the divergence in nats → ``sqrt(JS / ln base)`` (paper_compat: the fourth
+    root of the natural-log divergence); Hellinger blocks hold H → Fisher–Rao is
+    ``2 arccos(BC) = 4 arcsin(H / sqrt 2)``, accurate also for close rows; others are final.
+    """
+    if metric == "jensen_shannon":
+        D.clamp_(0.0, _LN2)
+        if paper_compat:
+            D.sqrt_().sqrt_()
+        else:
+            D.div_(math.log(base)).sqrt_()
+    elif metric == "fisher_rao":
+        D.mul_(1.0 / math.sqrt(2.0)).clamp_(0.0, 1.0).asin_().mul_(4.0)
+        D.clamp_(0.0, math.pi)
+    return D
 
 def _symmetrize_into(D: torch.Tensor, out: torch.Tensor) -> None:
     """``out = U + Uᵀ`` with ``U`` the strict upper triangle of ``D`` (``D`` is overwritten).
@@ -824,14 +834,11 @@ def row_distances(
             P = _prepare(x3[h0 : h0 + per], False)
             if metric == "jensen_shannon":
                 D = _js_block(P, dtype, budget, support, workers)
-                D.clamp_(0.0, _LN2).div_(math.log(base)).sqrt_()
             elif metric in ("hellinger", "fisher_rao"):
                 D = _hellinger_rows(P, dtype, budget, workers)
-                if metric == "fisher_rao":
-                    D.mul_(1.0 / math.sqrt(2.0)).clamp_(0.0, 1.0).asin_().mul_(4.0)
-                    D.clamp_(0.0, math.pi)
             else:
                 D = _tv_block(P, dtype, budget, workers)
+            _finish_(D, metric, base, False)
             _symmetrize_into(D, out3[h0 : h0 + per])
     return out
 

@@ -30,10 +30,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ..errors import InvalidInputError, MissingDependencyError
+from ..errors import InvalidInputError
 from ..topology.complex import complex_at
 from . import _style as S
 from ._layout import check_scale, diagram_limits, mds_layout
+from .interactive import _go
 from .static import _figure_and_axes, _root_figure
 
 __all__ = [
@@ -291,14 +292,6 @@ def plot_compare_graphs(
     return fig
 
 
-def _go():
-    try:
-        import plotly.graph_objects as go
-    except ImportError:
-        raise MissingDependencyError(
-            "interactive figures need plotly: pip install 'attntopo[plots]' (or pip install plotly)"
-        ) from None
-    return go
 
 
 def _segments(X: np.ndarray, edges: np.ndarray) -> tuple[list, list]:

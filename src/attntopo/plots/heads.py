@@ -27,9 +27,10 @@ from matplotlib.colors import BoundaryNorm, ListedColormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from ..errors import InvalidInputError, MissingDependencyError
+from ..errors import InvalidInputError
 from . import _style as S
 from ._layout import diagram_limits
+from .interactive import _go
 from .static import _figure_and_axes, _root_figure
 
 __all__ = [
@@ -261,14 +262,6 @@ def plot_head_mds(
     return fig
 
 
-def _go():
-    try:
-        import plotly.graph_objects as go
-    except ImportError:
-        raise MissingDependencyError(
-            "interactive figures need plotly: pip install 'attntopo[plots]' (or pip install plotly)"
-        ) from None
-    return go
 
 
 def _hex(rgba: Sequence[float]) -> str:

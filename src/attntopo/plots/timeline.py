@@ -29,8 +29,9 @@ from matplotlib.axes import Axes
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 
-from ..errors import InvalidInputError, MissingDependencyError
+from ..errors import InvalidInputError
 from . import _style as S
+from .interactive import _go
 from .static import _figure_and_axes
 
 __all__ = [
@@ -472,12 +473,7 @@ def iplot_timeline(tl: Any, dims: Sequence[int] | int | None = None, title: str 
     plotly.graph_objects.Figure
     """
     _check_timeline(tl)
-    try:
-        import plotly.graph_objects as go
-    except ImportError:
-        raise MissingDependencyError(
-            "interactive figures need plotly: pip install 'attntopo[plots]' (or pip install plotly)"
-        ) from None
+    go = _go()
     dims = _dims(tl, dims)
     lo, hi, inf_y = _diagram_range(tl, dims)
     labels = tl.labels
