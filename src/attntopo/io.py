@@ -222,6 +222,8 @@ def save_payload(
 
 def load_payload(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
     """Read ``(meta, arrays)`` from a result folder, checking the format version."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ResultFormatError(f"a result folder path is expected, got {type(path).__name__}")
     p = Path(path)
     if not p.is_dir():
         raise ResultFormatError(f"no result folder at {str(p)!r}")

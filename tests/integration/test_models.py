@@ -107,6 +107,16 @@ def test_empty_text(minilm, bad):
         minilm.attention(["fine", bad])
 
 
+@pytest.mark.parametrize("bad", [None, 5, {"a": 1}])
+def test_text_of_wrong_type(minilm, bad):
+    from attntopo.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="string or a list of strings"):
+        minilm.attention(bad)
+    with pytest.raises(InvalidInputError):
+        at.analyze(bad, model=minilm)
+
+
 def test_model_is_cached(minilm):
     assert at.load_model("minilm") is minilm
     assert at.load_model("MiniLM") is minilm

@@ -165,3 +165,8 @@ def test_errors():
     d = Diagram((np.zeros((0, 2)), np.zeros((0, 2))), maxdim=1)
     with pytest.raises(InvalidInputError, match="dim"):
         bottleneck(d, np.zeros((0, 2)))
+
+
+def test_non_numeric_diagram():
+    with pytest.raises(InvalidInputError, match="birth, death"):
+        bottleneck("x", "y")

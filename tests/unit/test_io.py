@@ -66,3 +66,8 @@ def test_permissions_follow_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "r").stat().st_mode) == 0o755
     assert stat.S_IMODE((tmp_path / "r" / "attntopo.json").stat().st_mode) == 0o644
     assert stat.S_IMODE(p.stat().st_mode) == 0o644
+
+
+def test_load_payload_rejects_non_path():
+    with pytest.raises(ResultFormatError, match="path is expected"):
+        load_payload(None)

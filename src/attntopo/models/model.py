@@ -260,6 +260,10 @@ class AttentionModel:
             ``weights`` of shape (n_layers, n_heads, n_tokens, n_tokens), float32.
         """
         single = isinstance(text, str)
+        if not single and not isinstance(text, (list, tuple)):
+            raise InvalidInputError(
+                f"text must be a string or a list of strings, got {type(text).__name__}"
+            )
         texts = [text] if single else list(text)
         if not texts:
             raise EmptyTextError("no texts given: pass a string or a non-empty list of strings")

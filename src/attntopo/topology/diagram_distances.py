@@ -45,7 +45,12 @@ def _points(x: Any, dim: int | None) -> np.ndarray:
         if not 0 <= dim <= x.maxdim:
             raise InvalidInputError(f"dim {dim} is not in this diagram (dimensions 0..{x.maxdim})")
         return np.asarray(x[dim], dtype=np.float64).reshape(-1, 2)
-    a = np.asarray(x, dtype=np.float64)
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidInputError(
+            f"a diagram is a Diagram or a (k, 2) array of (birth, death) numbers, got {type(x).__name__}"
+        ) from None
     if a.size == 0:
         return np.zeros((0, 2))
     if a.ndim != 2 or a.shape[1] != 2:
