@@ -12,7 +12,7 @@ JOBS   ?= 2
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml setup.py src/attntopo/_native/jsd.c Makefile
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "attntopo needs Python >= 3.11, found " + sys.version.split()[0]'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip

@@ -36,10 +36,15 @@ call is about 6× slower.)  Hellinger and Fisher–Rao use one matrix product
 of square-rooted rows and recompute close pairs from
 ``sqrt p − sqrt q = (p − q) / (sqrt p + sqrt q)`` in the same way.
 
-Speed.  The Jensen–Shannon work is ``n³/2`` logarithms per matrix (upper
-triangle only), done in cache-sized tiles over all matrices at once and shared
-among worker threads; keys that two rows cannot share are skipped (for causal
-attention this is about 3× less work).  The logarithm itself is most of the time.
+Speed.  The Jensen–Shannon work is ``n³/2`` logarithms per matrix (``u ln u`` for
+every pair of rows and every key).  On the CPU in float64 (the default) it runs in
+attntopo's C kernel (:mod:`attntopo._native`: one fused loop per matrix with a
+vectorized logarithm within 1 ulp, AVX2+FMA where the CPU has it), one matrix per
+worker thread, skipping for each pair the keys where both rows are 0 (for causal
+attention about 3× less work).  Without the kernel (not built, ``ATTNTOPO_NATIVE=0``,
+``dtype=torch.float32`` or tensors on a GPU) a pure-torch path computes the same
+numbers in cache-sized tiles; the logarithm is then most of the time and the whole
+step about 3× slower on the CPU.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from attntopo import _native
 from attntopo.errors import InvalidInputError, InvalidMatrixError
 
 __all__ = ["METRICS", "token_distances", "pairwise_distance"]
@@ -147,8 +153,10 @@ def token_distances(
         always needed, whatever the budget.
     dtype : torch.dtype, default torch.float64
         Precision of the bulk computation: ``torch.float64`` (distances accurate
-        to ~1e-12 or better) or ``torch.float32`` (faster, ~1e-5).  Close pairs
-        are always recomputed in float64; the output is float64 either way.
+        to ~1e-12 or better) or ``torch.float32`` (~1e-5; worth it only where the C
+        kernel does not run, e.g. on a GPU: on the CPU the float64 kernel is faster
+        than the float32 torch path).  Close pairs are always recomputed in
+        float64; the output is float64 either way.
     n_threads : int, optional
         Number of worker threads for this call; default: torch's current
         ``torch.get_num_threads()``.  The work is split into independent
@@ -215,10 +223,14 @@ def token_distances(
 
     on_cpu = x3.device.type == "cpu"
     n_workers = (threads or torch.get_num_threads()) if on_cpu else 1
+    lib = _native_lib(dtype, x3) if metric == "jensen_shannon" else None
     with torch.no_grad(), _torch_threads(1 if on_cpu else threads), _Workers(n_workers) as workers:
-        # one cheap pass: validation, and (for JS) the union of the rows' supports
-        need_support = metric == "jensen_shannon"
+        # one cheap pass: validation, and (for the torch JS path) the union of the rows' supports
+        need_support = metric == "jensen_shannon" and lib is None
         support, nonneg = _validate(x3, lead, paper_compat, budget, need_support)
+        if lib is not None:
+            _js_native(x3, out.reshape(batch, n, n), paper_compat, nonneg, base, workers, lib)
+            return out
         heads = max(1, min(batch, budget // (6 * n * n)))
         for h0 in range(0, batch, heads):
             P = _prepare(x3[h0 : h0 + heads], paper_compat, nonneg)  # float64, rows sum to 1
@@ -580,45 +592,115 @@ def _js_block(
         # c = Σ_K p ln p + ln2 Σ_all p per row, rows s..n-1 (Σ_all p is 1 up to round-off);
         # JS(p, q) = ½ (c_p + c_q - Σ_K (p+q) ln(p+q))
         cJ = XJ.sum(-1).to(torch.float64).add_(rowsum[:, s:], alpha=_LN2)
-        m = n - s
-        # tile shape: heads × rows × cols × k  <= tile elements
-        per_row = m * k
-        if per_row > tile:
-            ht, bs, bj = 1, 1, max(1, tile // k)
-        else:  # few rows per strip (little work below the diagonal), more heads per tile
-            bs = min(e - s, _STRIP_ROWS, max(1, tile // per_row))
-            ht = max(1, tile // (bs * per_row))
-            bj = m
-        tasks = [
-            (h0, min(B, h0 + ht), a, min(e, a + bs), c, min(n, c + bj))
-            for h0 in range(0, B, ht)
-            for a in range(s, e, bs)
-            for c in range(a, n, bj)
-        ]
-
-        def js_tile(t: tuple[int, ...], s: int = s, k: int = k, PJ: torch.Tensor = PJ) -> None:
-            # Σ_K u ln u for the pairs of one tile, written into out (few ops: Python
-            # overhead per tile matters as much as cache size)
-            h0, h1, a, b, c, d = t
-            shape = (h1 - h0, b - a, d - c, k)
-            numel = shape[0] * shape[1] * shape[2] * k
-            U = workers.buffer("u", numel, dtype, P.device).view(shape)
-            L = workers.buffer("l", numel, dtype, P.device).view(shape)
-            torch.add(PJ[h0:h1, a - s : b - s, None], PJ[h0:h1, None, c - s : d - s], out=U)
-            # Σ_k u ln u, in place (same operations and order as linalg.vecdot: product,
-            # then sum over the last dim, without its full-size temporary)
-            torch.log(U, out=L).mul_(U)
-            if dtype == torch.float64:
-                torch.sum(L, -1, out=out[h0:h1, a:b, c:d])
-            else:
-                out[h0:h1, a:b, c:d] = L.sum(-1)
-
-        workers.run(js_tile, tasks)
+        _js_sums_torch(PJ, out, s, e, k, dtype, tile, workers)
         blk = out[:, s:e, s:]  # JS = ½ (c_p + c_q − Σ_K u ln u)
         blk.neg_().add_(cJ[:, : e - s, None]).add_(cJ[:, None, :]).mul_(0.5)
     _refine_(out, P, _JS_CUTOFF[dtype], budget, workers, _js_accurate)
     return out
 
+
+def _js_sums_torch(
+    PJ: torch.Tensor,
+    out: torch.Tensor,
+    s: int,
+    e: int,
+    k: int,
+    dtype: torch.dtype,
+    tile: int,
+    workers: _Workers,
+) -> None:
+    """``out[:, i, j] = Σ_K u ln u`` (u = p + q) for the rows ``s <= i < e`` of a group, ``j >= i``.
+
+    PJ : (B, n - s, k) rows ``s..n-1`` restricted to the group's keys ``K``, entries > 0.
+    Pure torch, in cache-sized tiles (add, log, multiply, sum) shared among the workers.
+    """
+    B, n = out.shape[0], out.shape[-1]
+    m = n - s
+    # tile shape: heads × rows × cols × k  <= tile elements
+    per_row = m * k
+    if per_row > tile:
+        ht, bs, bj = 1, 1, max(1, tile // k)
+    else:  # few rows per strip (little work below the diagonal), more heads per tile
+        bs = min(e - s, _STRIP_ROWS, max(1, tile // per_row))
+        ht = max(1, tile // (bs * per_row))
+        bj = m
+    tasks = [
+        (h0, min(B, h0 + ht), a, min(e, a + bs), c, min(n, c + bj))
+        for h0 in range(0, B, ht)
+        for a in range(s, e, bs)
+        for c in range(a, n, bj)
+    ]
+
+    def js_tile(t: tuple[int, ...], s: int = s, k: int = k, PJ: torch.Tensor = PJ) -> None:
+        # Σ_K u ln u for the pairs of one tile, written into out (few ops: Python
+        # overhead per tile matters as much as cache size)
+        h0, h1, a, b, c, d = t
+        shape = (h1 - h0, b - a, d - c, k)
+        numel = shape[0] * shape[1] * shape[2] * k
+        U = workers.buffer("u", numel, dtype, PJ.device).view(shape)
+        L = workers.buffer("l", numel, dtype, PJ.device).view(shape)
+        torch.add(PJ[h0:h1, a - s : b - s, None], PJ[h0:h1, None, c - s : d - s], out=U)
+        # Σ_k u ln u, in place (same operations and order as linalg.vecdot: product,
+        # then sum over the last dim, without its full-size temporary)
+        torch.log(U, out=L).mul_(U)
+        if dtype == torch.float64:
+            torch.sum(L, -1, out=out[h0:h1, a:b, c:d])
+        else:
+            out[h0:h1, a:b, c:d] = L.sum(-1)
+
+    workers.run(js_tile, tasks)
+
+
+
+def _native_lib(dtype: torch.dtype, x: torch.Tensor) -> Any:
+    """The C kernel when it applies (float64 work on the CPU and the kernel built), else None."""
+    if dtype != torch.float64 or x.device.type != "cpu":
+        return None
+    return _native.kernel()
+
+
+def _js_native(
+    x3: torch.Tensor,
+    out3: np.ndarray,
+    paper_compat: bool,
+    nonneg: bool,
+    base: float,
+    workers: _Workers,
+    lib: Any,
+) -> None:
+    """Jensen–Shannon distances of every matrix of ``x3`` with the C kernel, into ``out3``.
+
+    x3 : (B, m, k) validated rows; out3 : (B, m, m) C-contiguous float64, fully written.
+    One task per matrix: rows normalized in float64 (:func:`_prepare`), divergences of all
+    pairs in C (:mod:`attntopo._native`), pairs below the cutoff recomputed with the
+    cancellation-free NumPy form, then square roots and mirroring in C.  Same numbers as the
+    torch path to ~1e-14 (tests/unit/test_native.py).
+    """
+    batch, m, k = x3.shape
+    scale = 1.0 / math.log(base)
+    cutoff = _JS_CUTOFF[torch.float64]
+    fourth_root = int(bool(paper_compat))
+
+    def one_matrix(h: int) -> None:
+        P = _prepare(x3[h : h + 1], paper_compat, nonneg)[0].contiguous().numpy()
+        o = out3[h]
+        below = lib.attntopo_js_divergences(P.ctypes.data, m, k, k, o.ctypes.data, m, cutoff)
+        if below < 0:
+            raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
+        if below:
+            _refine_np_(o, P, cutoff)
+        lib.attntopo_js_finish(o.ctypes.data, m, m, scale, fourth_root)
+
+    workers.run(one_matrix, list(range(batch)))
+
+
+def _refine_np_(o: np.ndarray, P: np.ndarray, cutoff: float) -> None:
+    """Recompute ``o[i, j]`` (i < j) below ``cutoff`` with the cancellation-free JS terms."""
+    r, c = np.nonzero(np.triu(o < cutoff, 1))  # lower triangle not written yet: masked out
+    step = max(1, _REFINE_ELEMENTS // max(1, P.shape[1]))
+    for a in range(0, r.size, step):
+        ri, ci = r[a : a + step], c[a : a + step]
+        o[ri, ci] = 0.25 * _phi_terms_np(P[ri], P[ci]).sum(-1)
 
 def _js_accurate(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """Cancellation-free JS divergence (nats) of row pairs p, q: (m, n) float64 -> (m,).
@@ -829,6 +911,10 @@ def row_distances(
                     f"be probability distributions"
                 )
             support |= (c > 0).any(0)
+        lib = _native_lib(dtype, x3) if metric == "jensen_shannon" else None
+        if lib is not None:
+            _js_native(x3, out.reshape(batch, m, m), False, False, base, workers, lib)
+            return out
         per = max(1, min(batch, budget // (2 * m * m + 6 * m * k)))
         for h0 in range(0, batch, per):
             P = _prepare(x3[h0 : h0 + per], False)

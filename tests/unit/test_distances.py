@@ -14,6 +14,15 @@ from scipy.spatial.distance import jensenshannon
 from attntopo.distances import METRICS, pairwise_distance, token_distances
 from attntopo.errors import InvalidInputError, InvalidMatrixError
 
+@pytest.fixture(scope="module", autouse=True, params=["c-kernel", "pure-torch"])
+def js_path(request):
+    """Every test of this module runs twice: with the C kernel and with the pure-torch path."""
+    with pytest.MonkeyPatch.context() as mp:
+        if request.param == "pure-torch":
+            mp.setenv("ATTNTOPO_NATIVE", "0")
+        yield request.param
+
+
 RANGE = {
     "jensen_shannon": 1.0,
     "hellinger": 1.0,

@@ -1,0 +1,210 @@
+/*
+ * attntopo._native._jsd: the Jensen–Shannon inner loop in C.
+ *
+ * The Jensen–Shannon matrix of n distributions over k keys needs, for every pair of rows
+ * (p, q), the sum over the keys of u ln u with u = p + q: n²k/2 logarithms, nearly all of
+ * the work.  The pure-torch path builds each tile of u, takes its log, multiplies and sums
+ * (four passes over memory, a general-purpose vector log).  Here one fused loop does it
+ * with an inlined, branch-free logarithm that the compiler vectorizes (AVX2 + FMA on
+ * x86-64 when the CPU has them, chosen at load time; plain SIMD elsewhere).
+ *
+ * Accuracy: the logarithm is the classic argument reduction x = 2^k m, m in [sqrt(1/2),
+ * sqrt(2)), log m = f - f²/2 + s (f²/2 + R(s²)) with f = m - 1, s = f / (2 + f) and a
+ * degree-7 minimax polynomial R in s² (the coefficients of Sun Microsystems' fdlibm, a
+ * standard published set); the result is within 1 ulp of the true value for every
+ * positive normal double (tests/unit/test_native.py checks it against math.log).
+ *
+ * The functions take raw pointers and hold no Python objects: attntopo calls them
+ * through ctypes, which releases the GIL, so several threads run them at once.
+ * The module object itself is empty; it exists so that setuptools can build and install
+ * this file as an ordinary extension module on every platform.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(_WIN32)
+#define ATT_EXPORT __declspec(dllexport)
+#else
+#define ATT_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Function multiversioning: an AVX2+FMA clone and a baseline clone, picked by the dynamic
+ * loader for the running CPU (GCC >= 11 on x86-64 Linux; elsewhere one generic build). */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__INTEL_COMPILER) && __GNUC__ >= 11
+#define ATT_MULTIVERSION 1
+#define ATT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define ATT_CLONES
+#endif
+
+#if defined(_OPENMP) || defined(__clang__) || defined(__GNUC__)
+#define ATT_SIMD_REDUCE _Pragma("omp simd reduction(+:acc)")
+#define ATT_SIMD _Pragma("omp simd")
+#define ATT_SIMD_REDUCE_ACC_MASS _Pragma("omp simd reduction(+:acc, mass)")
+#else
+#define ATT_SIMD_REDUCE_ACC_MASS
+#define ATT_SIMD_REDUCE
+#define ATT_SIMD
+#endif
+
+static inline uint64_t bits_of(double x) {
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline double double_of(uint64_t u) {
+    double x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* Natural logarithm of a positive normal double (no checks: callers guarantee it).
+ * Integer and floating-point operations only, no branches and no int->double conversion
+ * instruction (AVX2 has none for 64-bit integers), so that loops over it vectorize. */
+static inline double att_log(double x) {
+    const uint64_t ix = bits_of(x);
+    /* t's top 12 bits: the exponent k such that x / 2^k lies in [sqrt(1/2), sqrt(2)) */
+    const uint64_t t = ix - UINT64_C(0x3fe6a09e667f3bcd); /* bits of sqrt(1/2) */
+    /* k as a double: place k + 2048 in the mantissa of 2^52, subtract 2^52 + 2048 */
+    const double k =
+        double_of(((t + UINT64_C(0x8000000000000000)) >> 52) | UINT64_C(0x4330000000000000)) -
+        4503599627372544.0;
+    const double m = double_of(ix - (t & UINT64_C(0xfff0000000000000)));
+    const double f = m - 1.0;
+    const double s = f / (2.0 + f);
+    const double z = s * s;
+    const double w = z * z;
+    const double t1 = w * (3.999999999940941908e-01 +
+                           w * (2.222219843214978396e-01 + w * 1.531383769920937332e-01));
+    const double t2 = z * (6.666666666666735130e-01 +
+                           w * (2.857142874366239149e-01 +
+                                w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
+    const double r = t1 + t2;
+    const double hfsq = 0.5 * f * f;
+    /* ln 2 split in a high part with trailing zero bits (k * hi is exact) and the rest */
+    return k * 6.93147180369123816490e-01 -
+           ((hfsq - (s * (hfsq + r) + k * 1.90821492927058770002e-10)) - f);
+}
+
+/* y[i] = ln x[i] for positive normal x[i]; for tests and measurements. */
+ATT_EXPORT ATT_CLONES void attntopo_log(const double *x, double *y, int64_t n) {
+    ATT_SIMD
+    for (int64_t i = 0; i < n; i++) y[i] = att_log(x[i]);
+}
+
+/* Jensen–Shannon divergences (nats) between all pairs of rows of one matrix.
+ *
+ * x   : m rows of k entries (row i at x + i * ldx): entries >= 0, each row summing to 1
+ *       up to round-off (attntopo normalizes them first)
+ * out : out[i * ldo + j] = JS(x_i, x_j) for i < j, written for every such pair (nothing
+ *       else of out is touched); not clamped
+ * cutoff: pairs whose divergence is below it are counted (the caller recomputes them
+ *       with a cancellation-free formula)
+ *
+ * With u = p + q, JS = ½ [Σ p ln p + Σ q ln q − Σ u ln u] + ½ ln 2 (Σ p + Σ q).  Per row
+ * c = Σ p ln p + ln 2 Σ p is computed once; the pair sum Σ u ln u runs only over the keys
+ * between the first and the last key where p or q is nonzero (for causal attention: the
+ * earlier keys), since keys where both are 0 add exactly 0 (and where one is 0, u ln u
+ * equals the other's term exactly, so the bracket still adds 0 there).
+ * Zeros contribute exactly 0 and subnormal entries less than 1.6e-305 (see att_xlogx).
+ *
+ * Returns the number of pairs below cutoff, or -1 if scratch memory could not be had.
+ */
+#define ATT_LN2 0.69314718055994530942
+
+/* u ln u for 0 <= u <= 2.  att_log's bit arithmetic stays finite below the normal range:
+ * it returns -1023 ln 2 for 0 (so 0 · that = exactly 0) and a value near -708 for
+ * subnormals (whose terms, under 1.6e-305 in absolute value, are then off by less than
+ * that): no clamp is needed inside the loops. */
+static inline double att_xlogx(double u) { return u * att_log(u); }
+
+ATT_EXPORT ATT_CLONES int64_t attntopo_js_divergences(const double *x, int64_t m, int64_t k,
+                                                     int64_t ldx, double *out, int64_t ldo,
+                                                     double cutoff) {
+    double *c = (double *)malloc((size_t)(m > 0 ? m : 1) * sizeof(double));
+    int64_t *lo = (int64_t *)malloc((size_t)(m > 0 ? m : 1) * 2 * sizeof(int64_t));
+    if (c == NULL || lo == NULL) {
+        free(c);
+        free(lo);
+        return -1;
+    }
+    int64_t *hi = lo + m;
+    for (int64_t i = 0; i < m; i++) {
+        const double *p = x + i * ldx;
+        double acc = 0.0, mass = 0.0;
+        ATT_SIMD_REDUCE_ACC_MASS
+        for (int64_t t = 0; t < k; t++) {
+            acc += att_xlogx(p[t]);
+            mass += p[t];
+        }
+        c[i] = acc + ATT_LN2 * mass;
+        int64_t a = 0, b = k;
+        while (a < k && p[a] == 0.0) a++;
+        while (b > a && p[b - 1] == 0.0) b--;
+        lo[i] = a;
+        hi[i] = b;
+    }
+    int64_t below = 0;
+    for (int64_t i = 0; i < m; i++) {
+        const double *p = x + i * ldx;
+        double *o = out + i * ldo;
+        for (int64_t j = i + 1; j < m; j++) {
+            const double *q = x + j * ldx;
+            const int64_t a = lo[i] < lo[j] ? lo[i] : lo[j];
+            const int64_t b = hi[i] > hi[j] ? hi[i] : hi[j];
+            double acc = 0.0;
+            ATT_SIMD_REDUCE
+            for (int64_t t = a; t < b; t++) acc += att_xlogx(p[t] + q[t]);
+            const double js = 0.5 * (c[i] + c[j] - acc);
+            o[j] = js;
+            below += js < cutoff;
+        }
+    }
+    free(c);
+    free(lo);
+    return below;
+}
+
+/* Turn the divergences of attntopo_js_divergences into a full distance matrix, in place:
+ * out[i, j] = out[j, i] = sqrt(clamp(JS, 0, ln 2) * scale) for i < j (fourth_root: the
+ * fourth root of clamp(JS, 0, ln 2), the founding paper's recipe), out[i, i] = 0. */
+ATT_EXPORT ATT_CLONES void attntopo_js_finish(double *out, int64_t m, int64_t ldo, double scale,
+                                              int fourth_root) {
+    for (int64_t i = 0; i < m; i++) {
+        double *o = out + i * ldo;
+        o[i] = 0.0;
+        ATT_SIMD
+        for (int64_t j = i + 1; j < m; j++) {
+            double v = o[j];
+            v = v > 0.0 ? v : 0.0;
+            v = v < ATT_LN2 ? v : ATT_LN2;
+            o[j] = fourth_root ? sqrt(sqrt(v)) : sqrt(v * scale);
+        }
+        for (int64_t j = i + 1; j < m; j++) out[j * ldo + i] = o[j];
+    }
+}
+
+/* 2 when the AVX2+FMA clones run on this CPU, 1 for the baseline clones (x86-64 with
+ * multiversioning), 0 where this build has no clones (other platforms or compilers). */
+ATT_EXPORT int attntopo_simd_level(void) {
+#if defined(ATT_MULTIVERSION)
+    __builtin_cpu_init();
+    return (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 2 : 1;
+#else
+    return 0;
+#endif
+}
+
+static struct PyModuleDef jsd_module = {
+    PyModuleDef_HEAD_INIT, "_jsd",
+    "C kernels of attntopo.distances (called through ctypes; see attntopo._native).", -1,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__jsd(void) { return PyModule_Create(&jsd_module); }

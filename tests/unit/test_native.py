@@ -1,0 +1,190 @@
+"""The C kernel of the Jensen–Shannon distances (attntopo._native) against independent references.
+
+* its logarithm against math.log (within 1 ulp) over the whole positive normal range;
+* distances from the C path against the pure-torch path (ATTNTOPO_NATIVE=0), scipy and the
+  NumPy reference, on random, causal (zeros), near-identical and identical rows.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial.distance import jensenshannon
+
+from attntopo import _native
+from attntopo.distances import pairwise_distance, row_distances, token_distances
+
+
+def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.abs(a - b) / np.spacing(np.maximum(np.abs(b), np.finfo(float).tiny))
+
+
+def test_kernel_is_built_here():
+    # CI and `make test` build the extension; a silent fallback would hide a broken build
+    if os.environ.get("ATTNTOPO_NATIVE", "").strip().lower() in {"0", "false", "no", "off"}:
+        pytest.skip("ATTNTOPO_NATIVE=0 set for this run")
+    assert _native.available(), _native.describe()
+    assert _native.describe().startswith("C kernel")
+
+
+needs_kernel = pytest.mark.skipif(not _native.available(), reason="C kernel not built")
+
+
+@needs_kernel
+def test_log_within_one_ulp_on_a_dense_sweep():
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [
+            np.exp(rng.uniform(-708, 709, 200_000)),  # every binade
+            1.0 + rng.uniform(-0.3, 0.5, 100_000),  # around 1, where log is small
+            np.nextafter(math.sqrt(2.0), [0.0, 4.0]),  # the reduction's boundary
+            np.nextafter(math.sqrt(0.5), [0.0, 4.0]),
+            [1.0, 2.0, 0.5, np.finfo(float).tiny, np.finfo(float).max, 1e-300, 2e-300],
+        ]
+    )
+    ref = np.array([math.log(v) for v in x])
+    got = _native.log(x)
+    assert np.all(_ulps(got, ref) <= 1.0)
+    assert got[np.flatnonzero(x == 1.0)[0]] == 0.0
+
+
+@needs_kernel
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=2.2250738585072014e-308, max_value=1.7976931348623157e308))
+def test_log_property_within_one_ulp(v):
+    got = float(_native.log(np.array([v]))[0])
+    ref = math.log(v)
+    assert abs(got - ref) <= np.spacing(max(abs(ref), np.finfo(float).tiny))
+
+
+@needs_kernel
+def test_log_rejects_what_it_does_not_handle():
+    with pytest.raises(ValueError):
+        _native.log(np.array([0.0]))
+    with pytest.raises(ValueError):
+        _native.log(np.array([-1.0]))
+    with pytest.raises(ValueError):
+        _native.log(np.array([np.inf]))
+
+
+def _both(fn, monkeypatch):
+    """fn() with the C kernel and with the pure-torch path."""
+    native = fn()
+    monkeypatch.setenv("ATTNTOPO_NATIVE", "0")
+    try:
+        assert not _native.available()
+        torch_path = fn()
+    finally:
+        monkeypatch.delenv("ATTNTOPO_NATIVE")
+    return native, torch_path
+
+
+def _rows(rng, b, n, k, scale=3.0, causal=False):
+    logits = rng.normal(size=(b, n, k)) * scale
+    if causal:
+        mask = np.triu(np.ones((n, k), bool), 1)
+        logits[:, mask] = -np.inf
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@needs_kernel
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("base", [2.0, math.e])
+def test_native_matches_torch_path_and_scipy(monkeypatch, causal, base):
+    rng = np.random.default_rng(1)
+    A = _rows(rng, 6, 40, 40, causal=causal)
+    native, torch_path = _both(lambda: token_distances(A, base=base), monkeypatch)
+    assert np.abs(native - torch_path).max() < 1e-12
+    for h in range(A.shape[0]):
+        for i, j in [(0, 1), (3, 17), (39, 38), (10, 25)]:
+            ref = jensenshannon(A[h, i], A[h, j], base=base)
+            assert abs(native[h, i, j] - ref) < 1e-12
+    assert np.array_equal(native, np.swapaxes(native, -1, -2))
+    assert np.all(np.diagonal(native, axis1=-2, axis2=-1) == 0.0)
+
+
+@needs_kernel
+def test_native_close_and_identical_rows(monkeypatch):
+    rng = np.random.default_rng(2)
+    base = _rows(rng, 1, 1, 30)[0, 0]
+    rows = [base, base.copy()]  # identical
+    for eps in (1e-3, 1e-6, 1e-9, 1e-12):  # nearly identical: the refined pairs
+        r = base * (1 + eps * rng.normal(size=base.size))
+        rows.append(r / r.sum())
+    onehot = np.zeros(30)
+    onehot[4] = 1.0
+    rows += [onehot, onehot.copy()]
+    A = np.array(rows)
+    native, torch_path = _both(lambda: row_distances(A), monkeypatch)
+    assert native[0, 1] == 0.0 and native[-1, -2] == 0.0
+    for i in range(len(rows)):
+        for j in range(i + 1, len(rows)):
+            ref = pairwise_distance(A[i], A[j])
+            assert native[i, j] == pytest.approx(ref, rel=1e-9, abs=1e-15)
+            assert native[i, j] == pytest.approx(torch_path[i, j], rel=1e-9, abs=1e-15)
+
+
+@needs_kernel
+def test_native_zeros_and_subnormals_are_harmless():
+    A = np.array(
+        [
+            [0.5, 0.5, 0.0, 0.0],
+            [0.0, 0.5, 0.5, 0.0],
+            [1e-310, 0.5, 0.5 - 1e-310, 0.0],
+            [0.0, 0.0, 0.0, 1.0],
+        ]
+    )
+    D = row_distances(A)
+    assert np.all(np.isfinite(D))
+    for i in range(4):
+        for j in range(4):
+            if i != j:
+                assert D[i, j] == pytest.approx(pairwise_distance(A[i], A[j]), abs=1e-12)
+    assert D[0, 3] == 1.0  # disjoint supports: the maximum, exactly
+
+
+@needs_kernel
+def test_native_paper_compat_and_row_distances(monkeypatch):
+    rng = np.random.default_rng(3)
+    A = _rows(rng, 3, 20, 20)
+    native, torch_path = _both(lambda: token_distances(A, paper_compat=True), monkeypatch)
+    assert np.abs(native - torch_path).max() < 1e-12
+    X = _rows(rng, 4, 9, 33, causal=False)  # non-square stacks (head distances)
+    native, torch_path = _both(lambda: row_distances(X), monkeypatch)
+    assert np.abs(native - torch_path).max() < 1e-12
+
+
+@needs_kernel
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=12),
+    st.integers(min_value=1, max_value=12),
+    st.integers(min_value=0, max_value=2**31 - 1),
+    st.floats(min_value=0.1, max_value=30.0),
+)
+def test_native_is_a_metric_in_unit_interval(n, k, seed, scale):
+    rng = np.random.default_rng(seed)
+    X = _rows(rng, 1, n, k, scale=scale)[0]
+    D = row_distances(X)
+    assert np.all((D >= 0.0) & (D <= 1.0))
+    assert np.array_equal(D, D.T) and np.all(np.diag(D) == 0.0)
+    # triangle inequality (a metric: sqrt of JS)
+    assert np.all(D[:, :, None] <= D[:, None, :] + D.T[None, :, :] + 1e-12)
+    for i in range(n):
+        for j in range(i + 1, n):
+            assert D[i, j] == pytest.approx(jensenshannon(X[i], X[j], base=2.0), abs=1e-12)
+
+
+def test_disabled_by_env(monkeypatch):
+    monkeypatch.setenv("ATTNTOPO_NATIVE", "off")
+    assert _native.disabled_by_env()
+    assert not _native.available()
+    assert "ATTNTOPO_NATIVE=0" in _native.describe()
+    with pytest.raises(RuntimeError):
+        _native.log(np.array([1.0]))
