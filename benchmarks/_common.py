@@ -218,8 +218,15 @@ def machine_info() -> dict:
     except OSError:  # pragma: no cover
         load = None
     torch = sys.modules.get("torch")
+    try:  # torch-free: which Jensen–Shannon kernel attntopo uses here
+        from attntopo import _native
+
+        js_kernel = _native.describe()
+    except ImportError:  # pragma: no cover - attntopo not importable
+        js_kernel = None
     return {
         "torch_threads": torch.get_num_threads() if torch is not None else None,
+        "js_kernel": js_kernel,
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "usable_cores": usable,

@@ -265,6 +265,7 @@ def machine_versions(results: dict) -> str:
         ["RAM", f"{m['ram_gib']:.1f} GiB" if m.get("ram_gib") else "–"],
         ["OS", m["os"]],
         ["torch threads", m.get("torch_threads") or "–"],
+        ["Jensen–Shannon kernel", m.get("js_kernel") or "–"],
     ]
     rows += [[k, v[k]] for k in v]
     return table(["", ""], rows)
