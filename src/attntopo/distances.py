@@ -229,7 +229,9 @@ def token_distances(
         need_support = metric == "jensen_shannon" and lib is None
         support, nonneg = _validate(x3, lead, paper_compat, budget, need_support)
         if lib is not None:
-            _js_native(x3, out.reshape(batch, n, n), paper_compat, nonneg, base, workers, lib)
+            _js_native(
+                x3, out.reshape(batch, n, n), paper_compat, nonneg, base, budget, workers, lib
+            )
             return out
         heads = max(1, min(batch, budget // (6 * n * n)))
         for h0 in range(0, batch, heads):
@@ -665,6 +667,7 @@ def _js_native(
     paper_compat: bool,
     nonneg: bool,
     base: float,
+    budget: int,
     workers: _Workers,
     lib: Any,
 ) -> None:
@@ -680,10 +683,12 @@ def _js_native(
     scale = 1.0 / math.log(base)
     cutoff = _JS_CUTOFF[torch.float64]
     fourth_root = int(bool(paper_compat))
+    # rows are normalized for many matrices at once (few large torch ops), in chunks of
+    # at most 1/16 of the budget (2**22 elements by default); the C kernel then takes one
+    # matrix per task
+    step = max(1, min(batch, (budget // 16) // max(1, m * k)))
 
-    def one_matrix(h: int) -> None:
-        P = _prepare(x3[h : h + 1], paper_compat, nonneg)[0].contiguous().numpy()
-        o = out3[h]
+    def one_matrix(P: np.ndarray, o: np.ndarray) -> None:
         below = lib.attntopo_js_divergences(P.ctypes.data, m, k, k, o.ctypes.data, m, cutoff)
         if below < 0:
             raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
@@ -691,7 +696,9 @@ def _js_native(
             _refine_np_(o, P, cutoff)
         lib.attntopo_js_finish(o.ctypes.data, m, m, scale, fourth_root)
 
-    workers.run(one_matrix, list(range(batch)))
+    for h0 in range(0, batch, step):
+        P = _prepare(x3[h0 : h0 + step], paper_compat, nonneg).contiguous().numpy()
+        workers.run(lambda h: one_matrix(P[h], out3[h0 + h]), list(range(P.shape[0])))
 
 
 def _refine_np_(o: np.ndarray, P: np.ndarray, cutoff: float) -> None:
@@ -913,7 +920,7 @@ def row_distances(
             support |= (c > 0).any(0)
         lib = _native_lib(dtype, x3) if metric == "jensen_shannon" else None
         if lib is not None:
-            _js_native(x3, out.reshape(batch, m, m), False, False, base, workers, lib)
+            _js_native(x3, out.reshape(batch, m, m), False, False, base, budget, workers, lib)
             return out
         per = max(1, min(batch, budget // (2 * m * m + 6 * m * k)))
         for h0 in range(0, batch, per):
