@@ -73,7 +73,8 @@ class StageTimer:
     changed): ``AttentionModel.attention`` (tokenization + forward pass + packing),
     ``AttentionModel._forward`` (the forward pass: input tensors, the model call with
     ``output_attentions=True``, stacking the weights into numpy),
-    ``analyses.text.token_distances`` and ``analyses.text.persistence_batch``.
+    ``analyses.text.token_distances`` and ``analyses.text._persistence_batch_valid`` (the
+    validated-input form of ``persistence_batch`` that ``analyze`` calls).
     A wrapper costs about a microsecond per call.  If a hook point no longer exists
     (the library was refactored), that stage is reported as missing instead of failing.
     """
@@ -82,7 +83,7 @@ class StageTimer:
         "attention": ("attntopo.models.model", "AttentionModel", "attention"),
         "forward": ("attntopo.models.model", "AttentionModel", "_forward"),
         "distances": ("attntopo.analyses.text", None, "token_distances"),
-        "persistence": ("attntopo.analyses.text", None, "persistence_batch"),
+        "persistence": ("attntopo.analyses.text", None, "_persistence_batch_valid"),
     }
 
     def __init__(self) -> None:

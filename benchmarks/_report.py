@@ -295,7 +295,7 @@ STAGES_HELP = """\
 functions `analyze` calls, in the benchmark process; the library is unchanged): **forward** =
 `AttentionModel._forward` (input tensors, the model call with `output_attentions=True`,
 stacking the weights into numpy); **distances** = `token_distances`; **persistence** =
-`persistence_batch` (validation, ranks, the warm pool of giotto-ph worker processes,
+`persistence_batch` (ranks, the warm pool of giotto-ph worker processes,
 `Diagram`s); **overhead** = total − those three (tokenization and `Attention` packing, in
 brackets, plus provenance and `Analysis` building).
 

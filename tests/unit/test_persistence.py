@@ -387,6 +387,20 @@ def test_batch_pool_equals_single(force_pool):
     assert persistence_batch(Ds[:6], engine="gudhi", n_jobs=2) == [persistence(D) for D in Ds[:6]]
 
 
+def test_batch_diagrams_are_like_constructed_ones():
+    # the batch wraps engine output without Diagram's checks: same arrays, same guarantees
+    Ds = _mixed()
+    for g, D in zip(persistence_batch(Ds, maxdim=1, n_jobs=1), Ds):
+        ref = persistence(D, maxdim=1)
+        assert g == ref and hash(g) == hash(ref) and g.maxdim == 1
+        rebuilt = Diagram(list(g), maxdim=g.maxdim, threshold=g.threshold, engine=g.engine)
+        assert rebuilt == g
+        for a in g:
+            assert a.dtype == np.float64 and a.flags.c_contiguous and not a.flags.writeable
+            order = np.lexsort((a[:, 1], a[:, 0]))
+            assert np.array_equal(order, np.arange(a.shape[0]))
+
+
 def test_batch_array_input_order(force_pool):
     A = np.stack([np.stack([js(10, seed=3 * l + h) for h in range(3)]) for l in range(2)])
     out = persistence_batch(A, n_jobs=2)

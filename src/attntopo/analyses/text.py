@@ -13,7 +13,8 @@ from ..attention import Attention, resolve_index
 from ..distances import METRICS, token_distances
 from ..errors import InvalidInputError, OutOfRangeError
 from ..io import json_float, load_payload, register_result_kind, save_payload
-from ..topology import Diagram, persistence_batch
+from ..topology import Diagram
+from ..topology.persistence import _persistence_batch_valid
 
 __all__ = ["Analysis", "analyze", "SUMMARY_STATS"]
 
@@ -371,7 +372,10 @@ def analyze(
     dists = [token_distances(a, metric=metric, paper_compat=paper_compat) for a in atts]
     flat = [d.reshape(-1, d.shape[-1], d.shape[-1]) for d in dists]
     all_mats = [mat for f in flat for mat in f]
-    dgms = persistence_batch(all_mats, maxdim=maxdim, threshold=threshold, engine=engine, n_jobs=n_jobs)
+    # token_distances' matrices are valid by construction: no per-matrix re-validation
+    dgms = _persistence_batch_valid(
+        all_mats, maxdim=maxdim, threshold=threshold, engine=engine, n_jobs=n_jobs
+    )
     used_engine = dgms[0].engine if dgms else (engine or "")
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     base_prov = {

@@ -155,6 +155,28 @@ class Diagram:
         set_(self, "_engine", engine)
         set_(self, "_filtration", filtration)
 
+    @classmethod
+    def _from_engine(cls, dgms: Sequence[np.ndarray], threshold: float, engine: str) -> "Diagram":
+        """Wrap :func:`attntopo.topology.engines.compute` output without copying or checks.
+
+        Internal fast path for batches of thousands of small diagrams: ``dgms`` must be
+        C-contiguous float64 ``(k, 2)`` arrays, sorted by (birth, death), finite births,
+        deaths > births or inf, owned by the caller (they are frozen in place), and
+        ``threshold`` an already checked float.
+        """
+        self = object.__new__(cls)
+        arrays = []
+        for a in dgms:
+            a.setflags(write=False)
+            arrays.append(a)
+        set_ = object.__setattr__
+        set_(self, "_dgms", tuple(arrays))
+        set_(self, "_maxdim", len(arrays) - 1)
+        set_(self, "_threshold", float(threshold))
+        set_(self, "_engine", engine)
+        set_(self, "_filtration", "vietoris_rips")
+        return self
+
     # ------------------------------------------------------------ immutability
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Diagram is immutable")

@@ -391,8 +391,8 @@ def compute(
     Returns
     -------
     list of ndarray of shape (k_d, 2)
-        float64 (birth, death) per dimension 0..maxdim, unsorted, zero-length
-        bars removed, ``inf`` deaths for classes alive at the cut.
+        float64 (birth, death) per dimension 0..maxdim, sorted by (birth, death),
+        zero-length bars removed, ``inf`` deaths for classes alive at the cut.
     """
     if D.shape[0] == 1:
         return _singleton(maxdim)
@@ -402,6 +402,8 @@ def compute(
     for d in range(maxdim + 1):
         dgm = P.from_units(raw[d]) if d < len(raw) else _EMPTY
         dgm = dgm[dgm[:, 1] > dgm[:, 0]]  # drop zero-length bars
+        if dgm.shape[0] > 1:  # sorted by (birth, death), as Diagram keeps them
+            dgm = dgm[np.lexsort((dgm[:, 1], dgm[:, 0]))]
         out.append(np.ascontiguousarray(dgm))
     return out
 
