@@ -684,21 +684,38 @@ def _js_native(
     cutoff = _JS_CUTOFF[torch.float64]
     fourth_root = int(bool(paper_compat))
     # rows are normalized for many matrices at once (few large torch ops), in chunks of
-    # at most 1/16 of the budget (2**22 elements by default); the C kernel then takes one
-    # matrix per task
+    # at most 1/16 of the budget (2**22 elements by default)
     step = max(1, min(batch, (budget // 16) // max(1, m * k)))
-
-    def one_matrix(P: np.ndarray, o: np.ndarray) -> None:
-        below = lib.attntopo_js_divergences(P.ctypes.data, m, k, k, o.ctypes.data, m, cutoff)
-        if below < 0:
-            raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
-        if below:
-            _refine_np_(o, P, cutoff)
-        lib.attntopo_js_finish(o.ctypes.data, m, m, scale, fourth_root)
+    # a task is a run of consecutive matrices: about 2**20 logarithms (~1 ms), and at least
+    # 4 tasks per worker when there are enough matrices (small matrices: one C call for
+    # many of them instead of one Python call each)
+    per_task = max(1, (1 << 20) // max(1, m * m * k // 2))
 
     for h0 in range(0, batch, step):
         P = _prepare(x3[h0 : h0 + step], paper_compat, nonneg).contiguous().numpy()
-        workers.run(lambda h: one_matrix(P[h], out3[h0 + h]), list(range(P.shape[0])))
+        O = out3[h0 : h0 + P.shape[0]]
+        cnt = P.shape[0]
+        size = max(1, min(per_task, -(-cnt // (4 * workers.n))))
+        runs = [(a, min(cnt, a + size)) for a in range(0, cnt, size)]
+        below = np.zeros(cnt, dtype=np.int64)
+
+        def divergences(r: tuple[int, int]) -> None:
+            a, b = r
+            status = lib.attntopo_js_divergences_many(
+                P[a].ctypes.data, b - a, m, k, O[a].ctypes.data, cutoff, below[a:].ctypes.data
+            )
+            if status < 0:
+                raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
+
+        def finish(r: tuple[int, int]) -> None:
+            a, b = r
+            for h in range(a, b):
+                if below[h]:  # pairs under the cutoff: cancellation-free recomputation
+                    _refine_np_(O[h], P[h], cutoff)
+            lib.attntopo_js_finish_many(O[a].ctypes.data, b - a, m, scale, fourth_root)
+
+        workers.run(divergences, runs)
+        workers.run(finish, runs)
 
 
 def _refine_np_(o: np.ndarray, P: np.ndarray, cutoff: float) -> None:

@@ -43,6 +43,14 @@
 #define ATT_CLONES
 #endif
 
+/* The work functions are inlined into each exported clone, so that every clone compiles
+ * them for its own instruction set (an out-of-line copy would get the baseline only). */
+#if defined(__GNUC__) || defined(__clang__)
+#define ATT_INLINE static inline __attribute__((always_inline))
+#else
+#define ATT_INLINE static __forceinline
+#endif
+
 #if defined(_OPENMP) || defined(__clang__) || defined(__GNUC__)
 #define ATT_SIMD_REDUCE _Pragma("omp simd reduction(+:acc)")
 #define ATT_SIMD _Pragma("omp simd")
@@ -68,7 +76,7 @@ static inline double double_of(uint64_t u) {
 /* Natural logarithm of a positive normal double (no checks: callers guarantee it).
  * Integer and floating-point operations only, no branches and no int->double conversion
  * instruction (AVX2 has none for 64-bit integers), so that loops over it vectorize. */
-static inline double att_log(double x) {
+ATT_INLINE double att_log(double x) {
     const uint64_t ix = bits_of(x);
     /* t's top 12 bits: the exponent k such that x / 2^k lies in [sqrt(1/2), sqrt(2)) */
     const uint64_t t = ix - UINT64_C(0x3fe6a09e667f3bcd); /* bits of sqrt(1/2) */
@@ -123,11 +131,10 @@ ATT_EXPORT ATT_CLONES void attntopo_log(const double *x, double *y, int64_t n) {
  * it returns -1023 ln 2 for 0 (so 0 · that = exactly 0) and a value near -708 for
  * subnormals (whose terms, under 1.6e-305 in absolute value, are then off by less than
  * that): no clamp is needed inside the loops. */
-static inline double att_xlogx(double u) { return u * att_log(u); }
+ATT_INLINE double att_xlogx(double u) { return u * att_log(u); }
 
-ATT_EXPORT ATT_CLONES int64_t attntopo_js_divergences(const double *x, int64_t m, int64_t k,
-                                                     int64_t ldx, double *out, int64_t ldo,
-                                                     double cutoff) {
+ATT_INLINE int64_t js_divergences(const double *x, int64_t m, int64_t k, int64_t ldx,
+                                     double *out, int64_t ldo, double cutoff) {
     double *c = (double *)malloc((size_t)(m > 0 ? m : 1) * sizeof(double));
     int64_t *lo = (int64_t *)malloc((size_t)(m > 0 ? m : 1) * 2 * sizeof(int64_t));
     if (c == NULL || lo == NULL) {
@@ -175,8 +182,8 @@ ATT_EXPORT ATT_CLONES int64_t attntopo_js_divergences(const double *x, int64_t m
 /* Turn the divergences of attntopo_js_divergences into a full distance matrix, in place:
  * out[i, j] = out[j, i] = sqrt(clamp(JS, 0, ln 2) * scale) for i < j (fourth_root: the
  * fourth root of clamp(JS, 0, ln 2), the founding paper's recipe), out[i, i] = 0. */
-ATT_EXPORT ATT_CLONES void attntopo_js_finish(double *out, int64_t m, int64_t ldo, double scale,
-                                              int fourth_root) {
+ATT_INLINE void js_finish(double *out, int64_t m, int64_t ldo, double scale,
+                             int fourth_root) {
     for (int64_t i = 0; i < m; i++) {
         double *o = out + i * ldo;
         o[i] = 0.0;
@@ -189,6 +196,36 @@ ATT_EXPORT ATT_CLONES void attntopo_js_finish(double *out, int64_t m, int64_t ld
         }
         for (int64_t j = i + 1; j < m; j++) out[j * ldo + i] = o[j];
     }
+}
+
+ATT_EXPORT ATT_CLONES int64_t attntopo_js_divergences(const double *x, int64_t m, int64_t k,
+                                                     int64_t ldx, double *out, int64_t ldo,
+                                                     double cutoff) {
+    return js_divergences(x, m, k, ldx, out, ldo, cutoff);
+}
+
+ATT_EXPORT ATT_CLONES void attntopo_js_finish(double *out, int64_t m, int64_t ldo, double scale,
+                                              int fourth_root) {
+    js_finish(out, m, ldo, scale, fourth_root);
+}
+
+/* The same for `count` consecutive C-contiguous matrices (x: count × m × k, out:
+ * count × m × m), one call for many small matrices: below[c] receives matrix c's count
+ * of pairs under the cutoff.  Returns 0, or -1 if scratch memory could not be had. */
+ATT_EXPORT ATT_CLONES int64_t attntopo_js_divergences_many(const double *x, int64_t count,
+                                                          int64_t m, int64_t k, double *out,
+                                                          double cutoff, int64_t *below) {
+    for (int64_t c = 0; c < count; c++) {
+        const int64_t r = js_divergences(x + c * m * k, m, k, k, out + c * m * m, m, cutoff);
+        if (r < 0) return -1;
+        below[c] = r;
+    }
+    return 0;
+}
+
+ATT_EXPORT ATT_CLONES void attntopo_js_finish_many(double *out, int64_t count, int64_t m,
+                                                   double scale, int fourth_root) {
+    for (int64_t c = 0; c < count; c++) js_finish(out + c * m * m, m, m, scale, fourth_root);
 }
 
 /* 2 when the AVX2+FMA clones run on this CPU, 1 for the baseline clones (x86-64 with
