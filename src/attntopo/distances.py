@@ -189,8 +189,7 @@ def token_distances(
     array([[0.    , 0.5579],
            [0.5579, 0.    ]])
     """
-    metric = _check_metric(metric)
-    base = _check_base(base)
+    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_threads)
     if not isinstance(paper_compat, (bool, np.bool_)):
         raise InvalidInputError(f"paper_compat must be True or False; got {paper_compat!r}")
     if paper_compat and metric != "jensen_shannon":
@@ -198,10 +197,6 @@ def token_distances(
             f"paper_compat=True reproduces the paper's Jensen–Shannon recipe only; "
             f"use metric='jensen_shannon' (got metric={metric!r})"
         )
-    budget = _check_positive_int(chunk_elements, "chunk_elements", _DEFAULT_CHUNK_ELEMENTS)
-    if dtype not in (torch.float64, torch.float32):
-        raise InvalidInputError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
-    threads = _check_positive_int(n_threads, "n_threads", None)
 
     x = _as_tensor(att)
     if x.ndim < 2:
@@ -213,13 +208,33 @@ def token_distances(
             "attention matrices must be square [..., n, n]; "
             f"got last two dims {tuple(x.shape[-2:])}"
         )
-    lead, n = tuple(x.shape[:-2]), int(x.shape[-1])
-    out = np.empty(lead + (n, n), dtype=np.float64)
+    return _distances(x, metric, base, paper_compat, budget, dtype, threads, "attention")
+
+
+def _distances(
+    x: torch.Tensor,
+    metric: str,
+    base: float,
+    paper_compat: bool,
+    budget: int,
+    dtype: torch.dtype,
+    threads: int | None,
+    noun: str,
+) -> np.ndarray:
+    """Distances between the rows of each ``(m, k)`` matrix of ``x`` (``(..., m, k)``, checked
+    settings): the common body of :func:`token_distances` and :func:`row_distances`.
+
+    Returns ``(..., m, m)`` float64.  ``noun`` names the input in error messages.
+    """
+    lead, m, k = tuple(x.shape[:-2]), int(x.shape[-2]), int(x.shape[-1])
+    out = np.empty(lead + (m, m), dtype=np.float64)
     if out.size == 0:
         return out
-    x3 = x.reshape(-1, n, n)
+    if k == 0:
+        raise InvalidMatrixError(f"{noun}: rows have no entries (k = 0); distributions need one")
+    x3 = x.reshape(-1, m, k)
     batch = x3.shape[0]
-    out3 = torch.from_numpy(out.reshape(batch, n, n))
+    out3 = out.reshape(batch, m, m)
 
     on_cpu = x3.device.type == "cpu"
     n_workers = (threads or torch.get_num_threads()) if on_cpu else 1
@@ -227,15 +242,14 @@ def token_distances(
     with torch.no_grad(), _torch_threads(1 if on_cpu else threads), _Workers(n_workers) as workers:
         # one cheap pass: validation, and (for the torch JS path) the union of the rows' supports
         need_support = metric == "jensen_shannon" and lib is None
-        support, nonneg = _validate(x3, lead, paper_compat, budget, need_support)
+        support, nonneg = _validate(x3, lead, paper_compat, budget, need_support, noun)
         if lib is not None:
-            _js_native(
-                x3, out.reshape(batch, n, n), paper_compat, nonneg, base, budget, workers, lib
-            )
+            _js_native(x3, out3, paper_compat, nonneg, base, budget, workers, lib)
             return out
-        heads = max(1, min(batch, budget // (6 * n * n)))
-        for h0 in range(0, batch, heads):
-            P = _prepare(x3[h0 : h0 + heads], paper_compat, nonneg)  # float64, rows sum to 1
+        out3_t = torch.from_numpy(out3)
+        per = max(1, min(batch, budget // (2 * m * m + 6 * m * k)))
+        for h0 in range(0, batch, per):
+            P = _prepare(x3[h0 : h0 + per], paper_compat, nonneg)  # float64, rows sum to 1
             if metric == "jensen_shannon":
                 D = _js_block(P, dtype, budget, support, workers)
             elif metric in ("hellinger", "fisher_rao"):
@@ -243,7 +257,7 @@ def token_distances(
             else:
                 D = _tv_block(P, dtype, budget, workers)
             _finish_(D, metric, base, paper_compat)
-            _symmetrize_into(D, out3[h0 : h0 + heads])
+            _symmetrize_into(D, out3_t[h0 : h0 + per])
     return out
 
 
@@ -294,6 +308,19 @@ def pairwise_distance(p: Any, q: Any, metric: str = "jensen_shannon", base: floa
 # ----------------------------------------------------------------------------------
 # argument checks
 # ----------------------------------------------------------------------------------
+
+
+def _check_settings(
+    metric: Any, base: Any, chunk_elements: Any, dtype: Any, n_threads: Any
+) -> tuple[str, float, int, int | None]:
+    """Checked ``(metric, base, budget, threads)`` of the public distance functions."""
+    metric = _check_metric(metric)
+    base = _check_base(base)
+    budget = _check_positive_int(chunk_elements, "chunk_elements", _DEFAULT_CHUNK_ELEMENTS)
+    if dtype not in (torch.float64, torch.float32):
+        raise InvalidInputError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
+    threads = _check_positive_int(n_threads, "n_threads", None)
+    return metric, base, budget, threads
 
 
 def _check_metric(metric: Any) -> str:
@@ -454,13 +481,18 @@ class _Workers:
 
 
 def _validate(
-    x3: torch.Tensor, lead: tuple[int, ...], paper_compat: bool, budget: int, need_support: bool
+    x3: torch.Tensor,
+    lead: tuple[int, ...],
+    paper_compat: bool,
+    budget: int,
+    need_support: bool,
+    noun: str = "attention",
 ) -> tuple[torch.Tensor | None, bool]:
-    """Check values chunk by chunk; return the (n, n) union of row supports (JS only)
-    and whether no entry is negative."""
-    batch, n, _ = x3.shape
-    step = max(1, min(batch, budget // max(1, 2 * n * n)))
-    support = torch.zeros((n, n), dtype=torch.bool, device=x3.device) if need_support else None
+    """Check values chunk by chunk; return the (m, k) union of row supports (JS only)
+    and whether no entry is negative.  ``noun`` names the input in messages."""
+    batch, n, k = x3.shape
+    step = max(1, min(batch, budget // max(1, 2 * n * k)))
+    support = torch.zeros((n, k), dtype=torch.bool, device=x3.device) if need_support else None
     nonneg = True
     for h0 in range(0, batch, step):
         c = x3[h0 : h0 + step]
@@ -468,14 +500,14 @@ def _validate(
         lo, hi = float(lo_t), float(hi_t)
         if not (math.isfinite(lo) and math.isfinite(hi)):
             raise InvalidMatrixError(
-                "attention contains NaN or inf; only finite values are allowed"
+                f"{noun} contains NaN or inf; only finite values are allowed"
             )
         if paper_compat:
             continue
         nonneg = nonneg and lo >= 0.0
         if lo < -_NEG_TOL:
             raise InvalidMatrixError(
-                f"attention has a negative entry ({lo:.3g}); entries must be >= 0 "
+                f"{noun} has a negative entry ({lo:.3g}); entries must be >= 0 "
                 f"(down to -{_NEG_TOL:g} is clipped as round-off)"
             )
         sums = c.sum(-1, dtype=torch.float64)
@@ -486,7 +518,7 @@ def _validate(
             matrix = tuple(int(i) for i in np.unravel_index(h0 + worst // n, lead)) if lead else ()
             where = f"matrix {matrix}, row {worst % n}" if lead else f"row {worst % n}"
             raise InvalidMatrixError(
-                f"attention {where} sums to {s:.6g}, not 1 within {_SUM_TOL:g}; rows must be "
+                f"{noun} {where} sums to {s:.6g}, not 1 within {_SUM_TOL:g}; rows must be "
                 f"probability distributions: renormalize them first (x / x.sum(-1, keepdims=True))"
             )
         if support is not None:
@@ -798,25 +830,6 @@ def _phi_terms_np(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------------
 
 
-def _hellinger_block(
-    P: torch.Tensor, dtype: torch.dtype, budget: int, workers: _Workers
-) -> torch.Tensor:
-    """Normalized Hellinger distances of all row pairs of a chunk: (B, n, n) float64."""
-    B = P.shape[0]
-    H2 = torch.empty(P.shape, dtype=torch.float64, device=P.device)
-    rowsum = P.sum(-1)
-
-    def one_head(h: int) -> None:
-        S = torch.sqrt(P[h].to(dtype))  # new tensor: P itself must stay intact
-        bc = (S @ S.T).to(torch.float64)
-        # ½ Σ (sqrt p - sqrt q)² = ½ Σ p + ½ Σ q - BC (= 1 - BC for normalized rows)
-        H2[h] = (rowsum[h, :, None] * 0.5 + rowsum[h, None, :] * 0.5).sub_(bc)
-
-    workers.run(one_head, list(range(B)))
-    _refine_(H2, P, _H2_CUTOFF[dtype], budget, workers, _half_sq_root_diff)
-    return H2.clamp_(0.0, 1.0).sqrt_()
-
-
 def _half_sq_root_diff(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """½ Σ (sqrt p − sqrt q)², using sqrt p − sqrt q = (p − q) / (sqrt p + sqrt q) (exact-ish)."""
     r = p.sqrt() + q.sqrt()
@@ -825,11 +838,11 @@ def _half_sq_root_diff(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 
 def _tv_block(P: torch.Tensor, dtype: torch.dtype, budget: int, workers: _Workers) -> torch.Tensor:
-    """Total variation distances of all row pairs of a chunk: (B, n, n) float64."""
-    B, n, _ = P.shape
+    """Total variation distances of all row pairs of a chunk: (B, n, k) -> (B, n, n) float64."""
+    B, n, k = P.shape
     Pc = P.to(dtype)
     out = torch.empty((B, n, n), dtype=torch.float64, device=P.device)
-    rows = max(1, budget // max(1, 4 * n * n * workers.n))  # bounds cdist's work per task
+    rows = max(1, budget // max(1, 4 * n * k * workers.n))  # bounds cdist's work per task
 
     def one_block(t: tuple[int, int]) -> None:
         h, a = t
@@ -890,73 +903,19 @@ def row_distances(
         Input with fewer than 2 dimensions, NaN/inf, negative entries or rows that do not
         sum to 1.
     """
-    metric = _check_metric(metric)
-    base = _check_base(base)
-    budget = _check_positive_int(chunk_elements, "chunk_elements", _DEFAULT_CHUNK_ELEMENTS)
-    if dtype not in (torch.float64, torch.float32):
-        raise InvalidInputError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
-    threads = _check_positive_int(n_threads, "n_threads", None)
+    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_threads)
     t = _as_tensor(x)
     if t.ndim < 2:
         raise InvalidMatrixError(
             f"rows must come as a stack of shape [..., m, k] (at least 2-D); got {tuple(t.shape)}"
         )
-    lead, m, k = tuple(t.shape[:-2]), int(t.shape[-2]), int(t.shape[-1])
-    out = np.empty(lead + (m, m), dtype=np.float64)
-    if out.size == 0:
-        return out
-    if k == 0:
-        raise InvalidMatrixError("rows have no entries (k = 0): distributions need at least one")
-    x3 = t.reshape(-1, m, k)
-    batch = x3.shape[0]
-    out3 = torch.from_numpy(out.reshape(batch, m, m))
-    on_cpu = x3.device.type == "cpu"
-    n_workers = (threads or torch.get_num_threads()) if on_cpu else 1
-    with torch.no_grad(), _torch_threads(1 if on_cpu else threads), _Workers(n_workers) as workers:
-        step = max(1, min(batch, budget // max(1, 2 * m * k)))
-        support = torch.zeros((m, k), dtype=torch.bool, device=x3.device)
-        for h0 in range(0, batch, step):
-            c = x3[h0 : h0 + step]
-            if not bool(torch.isfinite(c).all()):
-                raise InvalidMatrixError("rows contain NaN or inf; only finite values are allowed")
-            lo = float(c.min())
-            if lo < -_NEG_TOL:
-                raise InvalidMatrixError(
-                    f"rows have a negative entry ({lo:.3g}); entries must be >= 0 "
-                    f"(down to -{_NEG_TOL:g} is clipped as round-off)"
-                )
-            sums = c.sum(-1, dtype=torch.float64)
-            dev = (sums - 1.0).abs()
-            worst = int(dev.argmax())
-            if float(dev.reshape(-1)[worst]) > _SUM_TOL:
-                raise InvalidMatrixError(
-                    f"row {worst % m} of matrix {h0 + worst // m} sums to "
-                    f"{float(sums.reshape(-1)[worst]):.6g}, not 1 within {_SUM_TOL:g}; rows must "
-                    f"be probability distributions"
-                )
-            support |= (c > 0).any(0)
-        lib = _native_lib(dtype, x3) if metric == "jensen_shannon" else None
-        if lib is not None:
-            _js_native(x3, out.reshape(batch, m, m), False, False, base, budget, workers, lib)
-            return out
-        per = max(1, min(batch, budget // (2 * m * m + 6 * m * k)))
-        for h0 in range(0, batch, per):
-            P = _prepare(x3[h0 : h0 + per], False)
-            if metric == "jensen_shannon":
-                D = _js_block(P, dtype, budget, support, workers)
-            elif metric in ("hellinger", "fisher_rao"):
-                D = _hellinger_rows(P, dtype, budget, workers)
-            else:
-                D = _tv_block(P, dtype, budget, workers)
-            _finish_(D, metric, base, False)
-            _symmetrize_into(D, out3[h0 : h0 + per])
-    return out
+    return _distances(t, metric, base, False, budget, dtype, threads, "input")
 
 
-def _hellinger_rows(
+def _hellinger_block(
     P: torch.Tensor, dtype: torch.dtype, budget: int, workers: _Workers
 ) -> torch.Tensor:
-    """:func:`_hellinger_block` for (B, m, k) stacks: Hellinger distances (B, m, m)."""
+    """Normalized Hellinger distances of all row pairs of a chunk: (B, m, k) -> (B, m, m)."""
     B, m, _ = P.shape
     H2 = torch.empty((B, m, m), dtype=torch.float64, device=P.device)
     rowsum = P.sum(-1)
