@@ -741,9 +741,8 @@ def _js_native(
 
         def finish(r: tuple[int, int]) -> None:
             a, b = r
-            for h in range(a, b):
-                if below[h]:  # pairs under the cutoff: cancellation-free recomputation
-                    _refine_np_(O[h], P[h], cutoff)
+            for h in a + np.flatnonzero(below[a:b]):  # pairs under the cutoff: recomputed
+                _refine_np_(O[h], P[h], cutoff)  # with the cancellation-free form
             lib.attntopo_js_finish_many(O[a].ctypes.data, b - a, m, scale, fourth_root)
 
         workers.run(divergences, runs)
