@@ -201,6 +201,23 @@ def _check_out(out: Path) -> None:
 
 
 
+def _debug_option() -> Any:
+    """The ``--debug`` option every command has."""
+    return typer.Option(False, "--debug", help="Show tracebacks.")
+
+
+def _json_option() -> Any:
+    """The ``--json`` option of the commands that print results."""
+    return typer.Option(
+        False, "--json", help="Print machine-readable JSON on stdout (and nothing else)."
+    )
+
+
+def _metric_option() -> Any:
+    """The ``--metric`` option of the commands that measure attention rows."""
+    return typer.Option("jensen_shannon", "--metric", help="Distance between attention rows.")
+
+
 def _check_maxdim(maxdim: int) -> None:
     if maxdim not in (0, 1, 2):
         raise InvalidInputError(f"--maxdim must be 0, 1 or 2, got {maxdim}")
@@ -361,7 +378,7 @@ def analyze(
         "(default: layer order when every head fits, else max_persistence_h1).",
         show_default=False,
     ),
-    json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON on stdout (and nothing else)."),
+    json_out: bool = _json_option(),
     n_jobs: Optional[int] = typer.Option(
         None, "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence (default: all cores).",
         show_default=False,
@@ -633,7 +650,7 @@ _MODELS_EPILOG = (
 @app.command(epilog=_MODELS_EPILOG)
 def models(
     json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON on stdout."),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+    debug: bool = _debug_option(),
 ) -> None:
     """List the packaged model aliases usable offline: layers × heads, causal or not, where they load from.
 
@@ -788,7 +805,7 @@ def compare_cmd(
     head: Optional[List[str]] = typer.Option(
         None, "--head", metavar="H", help="Head(s) in each chosen layer (default: all).", show_default=False,
     ),
-    metric: Metric = typer.Option("jensen_shannon", "--metric", help="Distance between attention rows."),
+    metric: Metric = _metric_option(),
     maxdim: int = typer.Option(1, "--maxdim", metavar="D", help="Highest homology dimension: 0, 1 or 2."),
     threshold: Optional[float] = typer.Option(
         None, "--threshold", "-t", metavar="EPS",
@@ -833,11 +850,11 @@ def compare_cmd(
     top: int = typer.Option(
         DEFAULT_TOP, "--top", "-n", min=0, metavar="N", help="Show at most N heads (0: all). JSON holds all.",
     ),
-    json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON on stdout (and nothing else)."),
+    json_out: bool = _json_option(),
     n_jobs: Optional[int] = typer.Option(
         None, "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False,
     ),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+    debug: bool = _debug_option(),
 ) -> None:
     """Compare two texts head by head: shared tokens, when they connect in each text, simplices present in both, and diagram distances (bottleneck, Wasserstein) per homology dimension.
 
@@ -995,7 +1012,7 @@ def phrase_cmd(
     head: Optional[List[str]] = typer.Option(
         None, "--head", metavar="H", help="Head(s) (default: all).", show_default=False,
     ),
-    metric: Metric = typer.Option("jensen_shannon", "--metric", help="Distance between attention rows."),
+    metric: Metric = _metric_option(),
     maxdim: int = typer.Option(1, "--maxdim", metavar="D", help="Highest homology dimension: 0, 1 or 2."),
     dim: int = typer.Option(0, "--dim", metavar="D", help="Homology dimension reported (phrases are short: H0)."),
     occurrence: int = typer.Option(0, "--occurrence", min=0, metavar="K", help="Use the K-th match in each context."),
@@ -1007,11 +1024,11 @@ def phrase_cmd(
     top: int = typer.Option(
         DEFAULT_TOP, "--top", "-n", min=0, metavar="N", help="Show at most N heads (0: all). JSON holds all.",
     ),
-    json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON on stdout (and nothing else)."),
+    json_out: bool = _json_option(),
     n_jobs: Optional[int] = typer.Option(
         None, "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False,
     ),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+    debug: bool = _debug_option(),
 ) -> None:
     """Follow one phrase across contexts: its tokens in each, its diagrams, and how far apart they are (bottleneck, Wasserstein) from context to context.
 
@@ -1175,7 +1192,7 @@ def timeline_cmd(
     head: Optional[List[str]] = typer.Option(
         None, "--head", metavar="H", help="Head, 0-based (default 0).", show_default=False,
     ),
-    metric: Metric = typer.Option("jensen_shannon", "--metric", help="Distance between attention rows."),
+    metric: Metric = _metric_option(),
     maxdim: int = typer.Option(1, "--maxdim", metavar="D", help="Highest homology dimension: 0, 1 or 2."),
     t0: Optional[int] = typer.Option(
         None, "--t0", metavar="T", help="First prefix length in model tokens, specials included "
@@ -1197,11 +1214,11 @@ def timeline_cmd(
     top: int = typer.Option(
         10, "--top", "-n", min=0, metavar="N", help="Show the N largest changes and longest vines (0: all).",
     ),
-    json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON on stdout (and nothing else)."),
+    json_out: bool = _json_option(),
     n_jobs: Optional[int] = typer.Option(
         None, "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False,
     ),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+    debug: bool = _debug_option(),
 ) -> None:
     """Topology in time: the persistence diagram of every prefix of the text for one head, how much each arriving token changes it (bottleneck, Wasserstein), and the features followed through time (vines).
 
@@ -1449,7 +1466,7 @@ def heads_cmd(
         help="Also build this model's head space on the same texts and compare the two diagrams.",
         show_default=False,
     ),
-    metric: Metric = typer.Option("jensen_shannon", "--metric", help="Distance between attention rows."),
+    metric: Metric = _metric_option(),
     maxdim: int = typer.Option(1, "--maxdim", metavar="D", help="Highest homology dimension of head space: 0, 1 or 2."),
     raw: bool = typer.Option(
         False, "--sum", help="Sum over tokens (the founding paper) instead of the mean; not with --compare-model."
@@ -1480,12 +1497,12 @@ def heads_cmd(
         help="png (default), svg, pdf; html writes the interactive MDS scatter. Repeatable.", show_default=False,
     ),
     top: int = typer.Option(8, "--top", "-n", min=0, metavar="N", help="Show at most N redundant groups (0: all)."),
-    json_out: bool = typer.Option(False, "--json", help="Print machine-readable JSON on stdout (and nothing else)."),
+    json_out: bool = _json_option(),
     n_jobs: Optional[int] = typer.Option(
         None, "--jobs", "-j", min=1, metavar="N", help="Worker processes for the bootstrap diagrams.",
         show_default=False,
     ),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+    debug: bool = _debug_option(),
 ) -> None:
     """Head space: every attention head is a point, at Jensen–Shannon distance from the others; its persistence, clusters, redundant heads and head types (sink, self, previous/next token, banded, vertical, broad) — and, with --compare-model, two models' head spaces compared.
 
@@ -1762,7 +1779,7 @@ def report_cmd(
         3, "--plot-heads", min=0, max=20, metavar="N",
         help="Without --layer/--head: draw the N most persistent heads (and, with --compare, the N most similar).",
     ),
-    metric: Metric = typer.Option("jensen_shannon", "--metric", help="Distance between attention rows."),
+    metric: Metric = _metric_option(),
     maxdim: int = typer.Option(1, "--maxdim", metavar="D", help="Highest homology dimension: 0, 1 or 2."),
     drop_special: bool = typer.Option(
         False, "--drop-special", help="Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows."
@@ -1773,7 +1790,7 @@ def report_cmd(
     n_jobs: Optional[int] = typer.Option(
         None, "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False,
     ),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+    debug: bool = _debug_option(),
 ) -> None:
     """Write one self-contained HTML report of a text (and, with --compare, of two texts): summary tables, the all-heads grid and interactive figures of chosen heads, to send to a colleague.
 
