@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import attntopo as at
 from attntopo.analyses.heads import HeadSpace, ModelComparison
+from _cli import ROOT, assert_one_line_error
+from _cli import run as _run
 
-ROOT = Path(__file__).resolve().parents[2]
+
+def run(*args: str, timeout: float = 600, stdin: str | None = None):
+    """``attntopo heads ARGS``."""
+    return _run("heads", *args, timeout=timeout, stdin=stdin)
+
 QUANTUM = ROOT / "examples" / "quantum.txt"
 T1 = "The cat sat on the mat, and the dog slept by the door."
 T2 = "In 1905, Einstein published four papers that changed physics."
@@ -23,23 +25,6 @@ T2 = "In 1905, Einstein published four papers that changed physics."
 pytestmark = pytest.mark.slow
 
 
-def run(*args: str, timeout: float = 600, stdin: str | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, MPLBACKEND="Agg", COLUMNS="120")
-    env.pop("ATTNTOPO_DEBUG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "attntopo", "heads", *args], input=stdin,
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env,
-    )
-
-
-def assert_one_line_error(r: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr
-    lines = r.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    for f in fragments:
-        assert f in lines[0], (f, lines[0])
-    assert r.stdout == ""
 
 
 def test_help_lists_the_options():

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,29 +12,10 @@ import attntopo as at
 # every test starts a Python that imports torch: seconds each
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
+from _cli import assert_one_line_error, run  # noqa: E402
 TEXT = "The cat sat on the mat because it was tired."
 
 
-def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = dict(os.environ, MPLBACKEND="Agg", COLUMNS="120")
-    env.pop("ATTNTOPO_DEBUG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "attntopo", *args],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env,
-    )
-
-
-def assert_one_line_error(r: subprocess.CompletedProcess, *fragments: str) -> str:
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr
-    lines = r.stderr.splitlines()
-    assert len(lines) == 1, r.stderr
-    assert lines[0].startswith("error: ")
-    for f in fragments:
-        assert f in lines[0], (f, lines[0])
-    assert r.stdout == ""
-    return lines[0]
 
 
 def test_help():
