@@ -11,6 +11,7 @@ import gudhi
 import gudhi.hera
 import numpy as np
 import pytest
+from _reference import mst_minimax
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 import attntopo as at
@@ -53,23 +54,6 @@ def fake_attention(text, pieces=None, L=2, H=3, seed=0, model="fake", bos=True):
     return Attention(weights=w, tokens=toks, offsets=offs, special=np.array(special), causal=False,
                      model=model, text=text)
 
-
-def mst_minimax(D):
-    """Largest edge on the minimum-spanning-tree path between every pair (SciPy MST)."""
-    n = len(D)
-    T = minimum_spanning_tree(D).toarray()
-    T = np.maximum(T, T.T)
-    U = np.zeros((n, n))
-    for s in range(n):
-        stack, seen = [(s, 0.0)], {s}
-        while stack:
-            v, m = stack.pop()
-            U[s, v] = m
-            for w in np.flatnonzero(T[v] > 0):
-                if w not in seen:
-                    seen.add(w)
-                    stack.append((w, max(m, T[v, w])))
-    return U
 
 
 def gudhi_distances(da, db, d):

@@ -9,11 +9,11 @@ import math
 import gudhi
 import numpy as np
 import pytest
+from _reference import mst_minimax
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.cluster.hierarchy import cophenet, fcluster
 from scipy.cluster.hierarchy import linkage as sc_linkage
-from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import pdist, squareform
 
 from attntopo.errors import InvalidInputError, InvalidMatrixError, OutOfRangeError
@@ -58,23 +58,6 @@ def brute_simplices(D, eps, k):
             out.append(tuple(s) + (b,))
     return out
 
-
-def mst_minimax(D):
-    """Max edge on the MST path between every pair (independent of the implementation)."""
-    n = len(D)
-    T = minimum_spanning_tree(D).toarray()
-    T = np.maximum(T, T.T)
-    U = np.zeros((n, n))
-    for s in range(n):
-        stack, seen = [(s, 0.0)], {s}
-        while stack:
-            v, m = stack.pop()
-            U[s, v] = m
-            for w in np.flatnonzero(T[v] > 0):
-                if w not in seen:
-                    seen.add(w)
-                    stack.append((w, max(m, T[v, w])))
-    return U
 
 
 # ------------------------------------------------------------------- complex_at
