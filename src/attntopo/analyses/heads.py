@@ -45,6 +45,7 @@ from ..distances import METRICS, row_distances
 from ..errors import InvalidInputError, OutOfRangeError
 from ..io import register_result_kind, save_payload
 from ..topology import Diagram, persistence, persistence_batch
+from ..topology.complex import _check_eps as _check_scale
 from ..topology.complex import clusters_at, linkage as _single_linkage
 from ..topology.diagram_distances import bottleneck, wasserstein
 from .head_types import BAND_WIDTH, HeadTypes, head_features
@@ -245,13 +246,7 @@ def classical_mds(D: Any, dim: int = 2) -> tuple[np.ndarray, np.ndarray]:
 
 # ---------------------------------------------------------------------- result
 def _check_eps(eps: Any) -> float:
-    try:
-        e = float(eps)
-    except (TypeError, ValueError):
-        e = math.nan
-    if isinstance(eps, bool) or math.isnan(e) or e < 0:
-        raise InvalidInputError(f"eps must be a number >= 0 (a scale in head-distance units), got {eps!r}")
-    return e
+    return _check_scale(eps, "head-distance units")
 
 
 @dataclass(eq=False)

@@ -57,15 +57,14 @@ _CHUNK_ELEMENTS = 8 * 2**20
 
 
 # ------------------------------------------------------------------ argument checks
-def _check_eps(eps: Any) -> float:
+def _check_eps(eps: Any, unit: str = "the unit of the distances; inf = all") -> float:
+    """``eps`` as a float >= 0 (inf allowed); ``unit`` says in the error what scale it is."""
     try:
         e = float(eps)
     except (TypeError, ValueError):
         e = math.nan
     if isinstance(eps, bool) or math.isnan(e) or e < 0:
-        raise InvalidInputError(
-            f"eps must be a number >= 0 (a scale in the unit of the distances; inf = all), got {eps!r}"
-        )
+        raise InvalidInputError(f"eps must be a number >= 0 (a scale in {unit}), got {eps!r}")
     return e
 
 
