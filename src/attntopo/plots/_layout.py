@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..topology import Diagram, validate_distance_matrix
+from ..topology.complex import complex_at
 
 __all__ = [
     "diagram_points",
@@ -170,7 +171,10 @@ def mds_layout(D: np.ndarray, dim: int = 2) -> np.ndarray:
 
 
 def threshold_complex(D: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """Edges and triangles of the Vietoris–Rips complex at scale ``eps``.
+    """Edges and triangles of the Vietoris–Rips complex at scale ``eps``, as arrays to draw.
+
+    The simplices of :func:`attntopo.topology.complex_at` (which validates ``D`` and bounds
+    the number of simplices).
 
     Returns
     -------
@@ -179,19 +183,8 @@ def threshold_complex(D: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray
     triangles : int ndarray of shape (t, 3)
         Triples ``i < j < k`` whose three distances are all ``<= eps``.
     """
-    D = np.asarray(D)
-    n = D.shape[0]
-    A = D <= eps
-    np.fill_diagonal(A, False)
-    iu, ju = np.nonzero(np.triu(A, 1))
-    edges = np.stack([iu, ju], axis=1).astype(np.int64)
-    tris = []
-    for i, j in edges:
-        common = np.flatnonzero(A[i, j + 1 :] & A[j, j + 1 :]) + j + 1
-        if common.size:
-            tris.append(np.column_stack([np.full(common.size, i), np.full(common.size, j), common]))
-    triangles = np.concatenate(tris).astype(np.int64) if tris else np.zeros((0, 3), dtype=np.int64)
-    return edges.reshape(-1, 2), triangles
+    cx = complex_at(D, eps, maxdim=2)
+    return cx.simplices(1), cx.simplices(2)
 
 
 def suggest_scale(dgm: Diagram | None, D: np.ndarray) -> float:

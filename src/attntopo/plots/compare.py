@@ -35,7 +35,7 @@ from ..topology.complex import complex_at
 from . import _style as S
 from ._layout import check_scale, diagram_limits, mds_layout
 from .interactive import _go
-from .static import _figure_and_axes, _root_figure
+from .static import _figure_and_axes, _overlay_diagrams, _root_figure
 
 __all__ = [
     "plot_compare_graph",
@@ -487,27 +487,8 @@ def plot_compare_diagrams(
     for d in dims:
         if not 0 <= d <= maxdim:
             raise InvalidInputError(f"dims must be in 0..{maxdim}, got {d}")
-    pts = [np.asarray(g[d]) for g in dgms for d in dims]
-    lo, hi, inf_y = diagram_limits(pts)
-    fig, ax = _figure_and_axes(ax, (4.8, 4.6))
-    ax.plot([lo, hi], [lo, hi], color="#888888", lw=0.8, zorder=1)
-    if any((~np.isfinite(p[:, 1])).any() for p in pts):
-        ax.axhline(inf_y, color=S.INF_COLOR, ls="--", lw=0.8, zorder=1)
-    for k, (g, name) in enumerate(zip(dgms, ("A", "B"))):
-        for d in dims:
-            p = np.asarray(g[d])
-            y = np.where(np.isfinite(p[:, 1]), p[:, 1], inf_y)
-            col = TEXT_COLORS[k]
-            ax.scatter(p[:, 0], y, s=34 if k == 0 else 44, marker=S.dim_marker(d),
-                       facecolors=col if k == 0 else "none", edgecolors=col, linewidths=1.2,
-                       alpha=0.85, zorder=3 + k, label=f"{name} H{d} ({len(p)})", clip_on=False)
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ticks = [t for t in ax.get_yticks() if lo - 1e-12 <= t < inf_y - 0.04 * (hi - lo)]
-    ax.set_yticks(ticks + [inf_y], [f"{t:.3g}" for t in ticks] + ["∞"])
-    ax.set_aspect("equal", adjustable="box")
-    ax.set_xlabel("birth", fontsize=S.FONT["label"])
-    ax.set_ylabel("death", fontsize=S.FONT["label"])
+    fig, ax = _overlay_diagrams(ax, dgms, ("A", "B"), TEXT_COLORS, dims, figsize=(4.8, 4.6),
+                                sizes=(34, 44), linewidth=1.2, alpha=0.85)
     ax.tick_params(labelsize=S.FONT["tick"])
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)

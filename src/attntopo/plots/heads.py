@@ -29,9 +29,8 @@ from matplotlib.patches import Patch, Rectangle
 
 from ..errors import InvalidInputError
 from . import _style as S
-from ._layout import diagram_limits
 from .interactive import _go
-from .static import _figure_and_axes, _root_figure
+from .static import _figure_and_axes, _overlay_diagrams, _root_figure
 
 __all__ = [
     "plot_head_distances",
@@ -440,28 +439,9 @@ def plot_model_diagrams(
     for d in dims:
         if not 0 <= d <= maxdim:
             raise InvalidInputError(f"dims must be in 0..{maxdim}, got {d}")
-    pts = [np.asarray(g[d]) for g in (da, db) for d in dims]
-    lo, hi, inf_y = diagram_limits(pts)
-    fig, ax = _figure_and_axes(ax, (5.0, 4.8))
-    ax.plot([lo, hi], [lo, hi], color="#888888", lw=0.8, zorder=1)
-    if any((~np.isfinite(p[:, 1])).any() for p in pts):
-        ax.axhline(inf_y, color=S.INF_COLOR, ls="--", lw=0.8, zorder=1)
     names = (comparison.a.model, comparison.b.model)
-    for k, g in enumerate((da, db)):
-        col = _MODEL_COLORS[k]
-        for d in dims:
-            p = np.asarray(g[d])
-            y = np.where(np.isfinite(p[:, 1]), p[:, 1], inf_y)
-            ax.scatter(p[:, 0], y, s=28 if k == 0 else 40, marker=S.dim_marker(d),
-                       facecolors=col if k == 0 else "none", edgecolors=col, linewidths=1.1,
-                       alpha=0.8, zorder=3 + k, label=f"{names[k]} H{d} ({len(p)})", clip_on=False)
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ticks = [t for t in ax.get_yticks() if lo - 1e-12 <= t < inf_y - 0.04 * (hi - lo)]
-    ax.set_yticks(ticks + [inf_y], [f"{t:.3g}" for t in ticks] + ["∞"])
-    ax.set_aspect("equal", adjustable="box")
-    ax.set_xlabel("birth", fontsize=S.FONT["label"])
-    ax.set_ylabel("death", fontsize=S.FONT["label"])
+    fig, ax = _overlay_diagrams(ax, (da, db), names, _MODEL_COLORS, dims, figsize=(5.0, 4.8),
+                                sizes=(28, 40), linewidth=1.1, alpha=0.8)
     _style(ax)
     ax.legend(fontsize=S.FONT["legend"], frameon=False, loc="lower right")
     if title is None:

@@ -164,6 +164,48 @@ def _draw_diagram(
 
 
 # ------------------------------------------------------------------------- diagrams
+def _overlay_diagrams(
+    ax: Axes | None,
+    dgms: Sequence[Any],
+    names: Sequence[str],
+    colors: Sequence[str],
+    dims: Sequence[int],
+    *,
+    figsize: tuple[float, float],
+    sizes: tuple[float, float],
+    linewidth: float,
+    alpha: float,
+) -> tuple[Figure, Axes]:
+    """Two persistence diagrams on one square axes: the first filled, the second hollow.
+
+    Shared by the text comparison and the model comparison figures: diagonal, dashed ∞
+    line (when a bar never dies), one scatter per diagram and dimension labelled
+    ``"{name} H{d} ({count})"``, equal limits with an ∞ tick, birth/death labels.
+    """
+    pts = [np.asarray(g[d]) for g in dgms for d in dims]
+    lo, hi, inf_y = diagram_limits(pts)
+    fig, ax = _figure_and_axes(ax, figsize)
+    ax.plot([lo, hi], [lo, hi], color="#888888", lw=0.8, zorder=1)
+    if any((~np.isfinite(p[:, 1])).any() for p in pts):
+        ax.axhline(inf_y, color=S.INF_COLOR, ls="--", lw=0.8, zorder=1)
+    for k, g in enumerate(dgms):
+        col = colors[k]
+        for d in dims:
+            p = np.asarray(g[d])
+            y = np.where(np.isfinite(p[:, 1]), p[:, 1], inf_y)
+            ax.scatter(p[:, 0], y, s=sizes[k], marker=S.dim_marker(d),
+                       facecolors=col if k == 0 else "none", edgecolors=col, linewidths=linewidth,
+                       alpha=alpha, zorder=3 + k, label=f"{names[k]} H{d} ({len(p)})", clip_on=False)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ticks = [t for t in ax.get_yticks() if lo - 1e-12 <= t < inf_y - 0.04 * (hi - lo)]
+    ax.set_yticks(ticks + [inf_y], [f"{t:.3g}" for t in ticks] + ["∞"])
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_xlabel("birth", fontsize=S.FONT["label"])
+    ax.set_ylabel("death", fontsize=S.FONT["label"])
+    return fig, ax
+
+
 def plot_diagram(
     dgm: Diagram | Sequence[Any],
     ax: Axes | None = None,
