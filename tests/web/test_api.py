@@ -110,6 +110,43 @@ def test_invalid_requests_get_one_line(client, path, payload, status, words):
 
 
 @pytest.mark.parametrize(
+    "path, payload, field, kind",
+    [
+        ("/api/analyze", {"text": "hi", "drop_special": "yes"}, "drop_special", "boolean"),
+        ("/api/analyze", {"text": "hi", "maxdim": True}, "maxdim", "integer"),
+        ("/api/analyze", {"text": "hi", "maxdim": 1.0}, "maxdim", "integer"),
+        ("/api/compare", {"text_a": "hi", "text_b": "ho", "threshold": False}, "threshold", "number"),
+        ("/api/analyze", {"text": "hi", "auto_head": 1}, "auto_head", "boolean"),
+        ("/api/analyze", {"text": "hi", "layer": "0", "head": 0}, "layer", "integer"),
+    ],
+)
+def test_wrong_types_are_refused_not_coerced(client, path, payload, field, kind):
+    """Strict request models: a value of another JSON type is a 422 naming the field (these
+    were coerced to 200 before: "yes" -> true, true -> 1, 1.0 -> 1, false -> 0.0)."""
+    msg = assert_clean_error(client.post(path, json=payload), 422, field, kind)
+    assert msg.startswith(field)
+    assert_serving(client)
+
+
+def test_strict_models_accept_the_documented_types():
+    from pydantic import ValidationError
+
+    from attntopo.web import Settings
+
+    AnalyzeRequest, CompareRequest = web_api._request_models(Settings())
+    r = AnalyzeRequest.model_validate({"text": "hi", "maxdim": 2, "drop_special": True, "auto_head": False,
+                                       "layer": -1, "head": 0, "metric": "hellinger", "model": "minilm"})
+    assert (r.maxdim, r.drop_special, r.layer) == (2, True, -1)
+    # a JSON number without a fraction is a valid number: an integer threshold stays accepted
+    for t in (1, 0.25, 0):
+        assert CompareRequest.model_validate({"text_a": "a", "text_b": "b", "threshold": t}).threshold == t
+    # the same bodies as JSON text (pydantic's JSON mode is strict in the same way)
+    assert AnalyzeRequest.model_validate_json('{"text": "hi", "maxdim": 0}').maxdim == 0
+    with pytest.raises(ValidationError):
+        AnalyzeRequest.model_validate_json('{"text": "hi", "maxdim": 1.0}')
+
+
+@pytest.mark.parametrize(
     "content, headers, status, words",
     [
         ('{"text": "hello",', {"content-type": "application/json"}, 400, ("malformed JSON",)),

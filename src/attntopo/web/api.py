@@ -178,7 +178,9 @@ def _request_models(settings: Settings):
         return v
 
     class _Common(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        # strict: a JSON value of the wrong type is refused (422 naming the field) instead of
+        # coerced ("yes" -> True, true -> 1, 1.0 -> 1); an integer is still a valid number
+        model_config = ConfigDict(extra="forbid", strict=True)
 
         model: Optional[str] = Field(
             None, max_length=300,
