@@ -33,7 +33,8 @@ from .. import __version__
 from ..constants import METRICS
 from ..errors import AttntopoError
 from ..io import json_safe
-from .app import JobError, ServerState, Settings, error_response
+from ._errors import JobError, error_response
+from ._state import ServerState, Settings
 
 __all__ = ["build_router", "head_payload", "text_payload", "triangles_upto"]
 
