@@ -7,47 +7,19 @@ the key tokens; it sums to 1 (causal models put exact zeros above the diagonal).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from ._validation import check_index, check_indices
 from .errors import InvalidInputError, OutOfRangeError
 
 __all__ = ["Attention", "resolve_index", "resolve_indices"]
 
 
-def resolve_index(index: int, size: int, what: str) -> int:
-    """Validate a 0-based index (negative counts from the end) and return it as non-negative.
-
-    Raises :class:`~attntopo.errors.OutOfRangeError` naming the valid range.
-    """
-    if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
-        raise OutOfRangeError(
-            f"{what} must be an integer in 0..{size - 1} (or -{size}..-1), got {index!r}"
-        )
-    i = int(index)
-    if not -size <= i < size:
-        raise OutOfRangeError(
-            f"{what} {i} is out of range: this model has {size} {what}s, valid are 0..{size - 1} "
-            f"(or -{size}..-1)"
-        )
-    return i % size
-
-
-def resolve_indices(indices: int | Iterable[int] | None, size: int, what: str) -> tuple[int, ...]:
-    """Resolve ``None`` (all), one index, or an iterable of indices to a tuple of 0-based indices."""
-    if indices is None:
-        return tuple(range(size))
-    if isinstance(indices, (int, np.integer)) and not isinstance(indices, (bool, np.bool_)):
-        return (resolve_index(indices, size, what),)
-    if isinstance(indices, slice):
-        return tuple(range(size))[indices]
-    out = tuple(resolve_index(i, size, what) for i in indices)
-    if not out:
-        raise OutOfRangeError(f"no {what}s selected: give at least one index in 0..{size - 1}")
-    if len(set(out)) != len(out):
-        raise InvalidInputError(f"{what} indices must be distinct, got {list(out)}")
-    return out
+#: Layer/head selection (``layers=``, ``heads=``): the shared checks, under their public names.
+resolve_index = check_index
+resolve_indices = check_indices
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,15 +1,78 @@
-"""Names shared by every stage, importable without torch (the CLI needs them at start-up)."""
+"""Names shared by every stage, importable without torch (the CLI needs them at start-up).
 
-__all__ = ["METRICS", "SUMMARY_STATS"]
+Every option set is written once, as a :data:`typing.Literal` type for annotations, and
+its values as a tuple (``get_args`` of the type) for checks and ``--help`` texts::
+
+    Metric = Literal["jensen_shannon", ...]      # def f(metric: Metric = "jensen_shannon")
+    METRICS = get_args(Metric)                   # check_choice(metric, "metric", METRICS)
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+__all__ = [
+    "Metric",
+    "METRICS",
+    "EngineName",
+    "ENGINE_NAMES",
+    "DiagramMetric",
+    "DIAGRAM_METRICS",
+    "InfiniteBars",
+    "INFINITE_BARS",
+    "MultiBackend",
+    "MULTI_BACKENDS",
+    "PlotFormat",
+    "PLOT_FORMATS",
+    "SummaryStat",
+    "SUMMARY_STATS",
+    "DEFAULT_MODEL",
+    "MAX_MAXDIM",
+    "MAX_ANALYSIS_MAXDIM",
+]
 
 #: Row distances accepted by ``metric=`` (see :mod:`attntopo.distances`).
-METRICS: tuple[str, ...] = ("jensen_shannon", "hellinger", "fisher_rao", "total_variation")
+Metric = Literal["jensen_shannon", "hellinger", "fisher_rao", "total_variation"]
+METRICS: tuple[str, ...] = get_args(Metric)
+
+#: Persistence engines by name (the registry with their packages is
+#: :data:`attntopo.topology.ENGINES`; its keys are these names, in this order).
+EngineName = Literal["giotto", "ripser", "gudhi"]
+ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
+
+#: Distances between persistence diagrams (see :mod:`attntopo.topology.diagram_distances`).
+DiagramMetric = Literal["bottleneck", "wasserstein"]
+DIAGRAM_METRICS: tuple[str, ...] = get_args(DiagramMetric)
+
+#: How diagram distances treat infinite bars: pair them by birth, or drop them.
+InfiniteBars = Literal["match", "ignore"]
+INFINITE_BARS: tuple[str, ...] = get_args(InfiniteBars)
+
+#: Two-parameter persistence backends (see :mod:`attntopo.topology.multiparameter`).
+MultiBackend = Literal["auto", "multipers", "slices"]
+MULTI_BACKENDS: tuple[str, ...] = get_args(MultiBackend)
+
+#: Figure file formats (matplotlib writes png/svg/pdf, plotly html).
+PlotFormat = Literal["png", "svg", "pdf", "html"]
+PLOT_FORMATS: tuple[str, ...] = get_args(PlotFormat)
 
 #: Per-dimension statistics of a diagram in summary tables (see :meth:`Diagram.summary`).
-SUMMARY_STATS: tuple[str, ...] = (
+#: ``attntopo.topology.SUMMARY_KEYS`` is a deprecated alias of this tuple.
+SummaryStat = Literal[
     "n_bars",
     "n_infinite",
     "total_persistence",
     "max_persistence",
     "persistence_entropy",
-)
+]
+SUMMARY_STATS: tuple[str, ...] = get_args(SummaryStat)
+
+#: The model used when none is named (a packaged alias: all-MiniLM-L6-v2).
+DEFAULT_MODEL: str = "minilm"
+
+#: Highest homology dimension :func:`attntopo.topology.persistence` computes.
+MAX_MAXDIM: int = 3
+
+#: Highest homology dimension the analyses (``analyze``, ``compare``, ``timeline``,
+#: ``head_space``) and the CLI accept: H2 is already costly on a whole model.
+MAX_ANALYSIS_MAXDIM: int = 2

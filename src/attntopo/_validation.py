@@ -1,0 +1,375 @@
+"""One check per kind of argument, shared by every layer.
+
+Each ``check_*`` returns the value normalised (a Python ``int``, ``float``, ``bool`` or
+``str``) or raises a typed error from :mod:`attntopo.errors` whose one-line message names
+the argument, says what is allowed and repeats what was given::
+
+    maxdim = check_maxdim(maxdim)                       # analyses: 0, 1 or 2
+    maxdim = check_maxdim(maxdim, hi=MAX_MAXDIM)        # persistence: 0..3
+    threshold = check_threshold(threshold)              # > 0, inf allowed
+    eps = check_scale(eps, unit="JS distance")          # >= 0, inf allowed
+    metric = check_metric(metric)
+
+Rules shared by all checks (tested in ``tests/unit/test_validation.py``):
+
+* **integers** are Python ``int`` or NumPy integer scalars; ``bool`` and ``numpy.bool_``
+  are rejected (``True`` is not a dimension), and so are floats, even integral ones.
+* **numbers** are anything ``float()`` accepts (``int``, ``float``, NumPy and 0-d torch
+  scalars) except ``bool``/``numpy.bool_`` and text: ``"0.5"`` is rejected, since a
+  number given as text is a caller's bug (the CLI and the web API convert before).
+  NaN is always rejected.
+* **flags** (:func:`check_bool`) are ``bool`` or ``numpy.bool_`` (what comparisons on
+  arrays give); ``0``/``1``, strings and ``None`` are rejected.
+* **choices** are compared exactly (``"Giotto"`` is not ``"giotto"``).
+
+Only :mod:`attntopo.errors` and :mod:`attntopo.constants` are imported, so every layer
+(the CLI at start-up included) can use this module without importing torch.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .constants import MAX_ANALYSIS_MAXDIM, METRICS
+from .errors import InvalidInputError, OutOfRangeError
+
+__all__ = [
+    "is_int",
+    "check_int",
+    "check_positive_int",
+    "check_nonneg_int",
+    "check_maxdim",
+    "check_simplex_dim",
+    "check_dim",
+    "check_dims",
+    "check_number",
+    "check_threshold",
+    "check_scale",
+    "check_wasserstein_p",
+    "check_bool",
+    "check_choice",
+    "check_metric",
+    "check_index",
+    "check_indices",
+]
+
+
+# ----------------------------------------------------------------------- helpers
+def is_int(value: Any) -> bool:
+    """True for ``int`` and NumPy integer scalars, False for ``bool``/``numpy.bool_``."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _tail(hint: str | None) -> str:
+    return f" ({hint})" if hint else ""
+
+
+def _or_list(items: Sequence[Any]) -> str:
+    """``"0, 1 or 2"``."""
+    s = [str(x) for x in items]
+    return s[0] if len(s) == 1 else f"{', '.join(s[:-1])} or {s[-1]}"
+
+
+# ----------------------------------------------------------------------- integers
+def check_int(
+    value: Any,
+    name: str,
+    *,
+    lo: int | None = None,
+    hi: int | None = None,
+    hint: str | None = None,
+    error: type[InvalidInputError] | type[OutOfRangeError] = InvalidInputError,
+) -> int:
+    """An integer in ``lo..hi`` (both inclusive, ``None`` = unbounded).
+
+    Small ranges (up to four values) are listed in the message ("must be 0, 1 or 2"),
+    larger ones given as bounds ("an int in 0..9", "an int >= 1").
+
+    Raises
+    ------
+    InvalidInputError (or ``error``)
+        Not an integer (``bool`` included), or out of range.
+    """
+    if lo is not None and hi is not None and 0 <= hi - lo <= 3:
+        allowed = _or_list(range(lo, hi + 1))
+    elif lo is not None and hi is not None:
+        allowed = f"an int in {lo}..{hi}"
+    elif lo is not None:
+        allowed = f"an int >= {lo}"
+    elif hi is not None:
+        allowed = f"an int <= {hi}"
+    else:
+        allowed = "an int"
+    if not is_int(value) or (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise error(f"{name} must be {allowed}{_tail(hint)}, got {value!r}")
+    return int(value)
+
+
+def check_positive_int(
+    value: Any,
+    name: str,
+    default: int | None = None,
+    *,
+    allow_none: bool = True,
+    hint: str | None = None,
+) -> int | None:
+    """An integer >= 1; ``None`` gives ``default`` (unless ``allow_none=False``)."""
+    if value is None and allow_none:
+        return default
+    if not is_int(value) or value < 1:
+        allowed = "a positive int" + (" or None" if allow_none else "")
+        raise InvalidInputError(f"{name} must be {allowed}{_tail(hint)}, got {value!r}")
+    return int(value)
+
+
+def check_nonneg_int(value: Any, name: str, *, hint: str | None = None) -> int:
+    """An integer >= 0."""
+    return check_int(value, name, lo=0, hint=hint)
+
+
+def check_maxdim(
+    value: Any,
+    lo: int = 0,
+    hi: int | None = MAX_ANALYSIS_MAXDIM,
+    *,
+    name: str = "maxdim",
+    hint: str | None = None,
+) -> int:
+    """Highest homology dimension: an integer in ``lo..hi``.
+
+    The contexts and their rules:
+
+    * analyses, CLI, web (``analyze``, ``compare``, ``timeline``, ``head_space``):
+      the default ``0..2`` (:data:`~attntopo.constants.MAX_ANALYSIS_MAXDIM`);
+    * :func:`~attntopo.topology.persistence`: ``hi=MAX_MAXDIM`` (3);
+    * a :class:`~attntopo.topology.Diagram` built from data: ``hi=None`` (any >= 0).
+
+    The largest simplex dimension of a complex is another quantity: see
+    :func:`check_simplex_dim`.
+    """
+    return check_int(value, name, lo=lo, hi=hi, hint=hint)
+
+
+def check_simplex_dim(value: Any, name: str = "max_simplex_dim") -> int:
+    """Largest simplex dimension of a complex: 1 (edges), 2 (triangles) or 3 (tetrahedra)."""
+    if not is_int(value) or not 1 <= value <= 3:
+        raise InvalidInputError(
+            f"{name} must be 1 (edges), 2 (triangles) or 3 (tetrahedra), got {value!r}"
+        )
+    return int(value)
+
+
+def check_dim(value: Any, maxdim: int, name: str = "dim", *, hint: str | None = None) -> int:
+    """One homology dimension present in a result: an integer in ``0..maxdim``."""
+    if not is_int(value) or not 0 <= value <= maxdim:
+        raise InvalidInputError(
+            f"{name} must be a homology dimension in 0..{maxdim}{_tail(hint)}, got {value!r}"
+        )
+    return int(value)
+
+
+def check_dims(values: Any, maxdim: int, name: str = "dims") -> list[int]:
+    """Homology dimensions to show: ``None`` (all, ``0..maxdim``), one int or a sequence."""
+    if values is None:
+        return list(range(maxdim + 1))
+    if is_int(values):
+        values = [values]
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidInputError(
+            f"{name} must be None, an int or a sequence of ints in 0..{maxdim}, got {values!r}"
+        )
+    out = [check_dim(d, maxdim, name) for d in values]
+    if not out:
+        raise InvalidInputError(f"{name} must name at least one dimension in 0..{maxdim}")
+    return out
+
+
+# ----------------------------------------------------------------------- numbers
+def _as_float(value: Any) -> float:
+    """``float(value)``, or NaN for what is not a number (bools and text included)."""
+    if isinstance(value, (bool, np.bool_, str, bytes)) or np.ndim(value) != 0:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
+def check_number(
+    value: Any,
+    name: str,
+    *,
+    lo: float | None = None,
+    lo_open: bool = False,
+    allow_inf: bool = False,
+    allow_none: bool = False,
+    hint: str | None = None,
+) -> float | None:
+    """A real number ``> lo`` (``lo_open``) or ``>= lo``, finite unless ``allow_inf``.
+
+    The message spells the rule out: "a positive number or inf", "a finite number >= 1",
+    "a number >= 0 (inf allowed) or None".
+    """
+    if value is None and allow_none:
+        return None
+    x = _as_float(value)
+    ok = not math.isnan(x)
+    if ok and lo is not None:
+        ok = x > lo if lo_open else x >= lo
+    if ok and not allow_inf:
+        ok = math.isfinite(x)
+    if not ok:
+        if lo == 0 and lo_open:
+            allowed = "a positive number or inf" if allow_inf else "a positive finite number"
+        elif lo is None:
+            allowed = "a number (inf allowed)" if allow_inf else "a finite number"
+        else:
+            op = ">" if lo_open else ">="
+            lo_s = f"{lo:g}"
+            allowed = f"a number {op} {lo_s} (inf allowed)" if allow_inf else f"a finite number {op} {lo_s}"
+        if allow_none:
+            allowed += " or None"
+        raise InvalidInputError(f"{name} must be {allowed}{_tail(hint)}, got {value!r}")
+    return x
+
+
+def check_threshold(
+    value: Any,
+    name: str = "threshold",
+    *,
+    unit: str | None = None,
+    allow_none: bool = False,
+    hint: str | None = None,
+) -> float | None:
+    """A filtration cut-off: a number > 0, ``inf`` meaning no cut.
+
+    ``unit`` names the scale in the message ("a distance in JS units").
+    """
+    if unit is not None:
+        hint = f"a distance in {unit}" + (f"; {hint}" if hint else "")
+    return check_number(
+        value, name, lo=0, lo_open=True, allow_inf=True, allow_none=allow_none, hint=hint
+    )
+
+
+def check_scale(
+    value: Any,
+    name: str = "eps",
+    *,
+    unit: str | None = None,
+    allow_zero: bool = True,
+    allow_inf: bool = True,
+    allow_none: bool = False,
+    hint: str | None = None,
+) -> float | None:
+    """A filtration scale: a number >= 0 (> 0 without ``allow_zero``), ``inf`` if allowed.
+
+    ``unit`` names the scale in the message ("a scale in head-distance units").
+    """
+    if unit is not None:
+        hint = f"a scale in {unit}" + (f"; {hint}" if hint else "")
+    return check_number(
+        value, name, lo=0, lo_open=not allow_zero, allow_inf=allow_inf,
+        allow_none=allow_none, hint=hint,
+    )
+
+
+def check_wasserstein_p(value: Any, name: str = "p") -> float:
+    """Order of a Wasserstein distance: a finite number >= 1."""
+    return check_number(
+        value, name, lo=1, hint="the Wasserstein order; use the bottleneck distance for p = inf"
+    )
+
+
+# ----------------------------------------------------------------------- flags, choices
+def check_bool(value: Any, name: str) -> bool:
+    """``True`` or ``False`` (``numpy.bool_`` accepted); 0/1, text and None are rejected."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidInputError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_choice(
+    value: Any,
+    name: str,
+    options: Iterable[str],
+    *,
+    what: str | None = None,
+    hint: str | None = None,
+) -> str:
+    """One of ``options`` (exact match).
+
+    The message reads "unknown <what> 'x'; allowed: 'a', 'b'"; ``what`` defaults to
+    ``name`` and should contain it ("persistence engine" for ``engine=``).
+    """
+    opts = tuple(options)
+    if not isinstance(value, str) or value not in opts:
+        allowed = ", ".join(repr(o) for o in opts)
+        raise InvalidInputError(f"unknown {what or name} {value!r}; allowed: {allowed}{_tail(hint)}")
+    return value
+
+
+def check_metric(value: Any, options: Iterable[str] = METRICS, name: str = "metric") -> str:
+    """A row distance name from :data:`~attntopo.constants.METRICS`."""
+    return check_choice(value, name, options)
+
+
+# ----------------------------------------------------------------------- indices
+def check_index(index: Any, size: int, what: str) -> int:
+    """A 0-based index into ``size`` items; negative counts from the end (``-1`` = last).
+
+    Returns the index as non-negative.  ``what`` is the singular noun ("layer", "head",
+    "token").
+
+    Raises
+    ------
+    OutOfRangeError
+        Not an integer, or outside ``-size..size-1`` (the message states the range).
+    """
+    if not is_int(index):
+        raise OutOfRangeError(
+            f"{what} must be an integer in 0..{size - 1} (or -{size}..-1), got {index!r}"
+        )
+    i = int(index)
+    if not -size <= i < size:
+        raise OutOfRangeError(
+            f"{what} {i} is out of range: this model has {size} {what}s, valid are 0..{size - 1} "
+            f"(or -{size}..-1)"
+        )
+    return i % size
+
+
+def check_indices(indices: Any, size: int, what: str) -> tuple[int, ...]:
+    """A selection of layers or heads: ``None`` (all), one index, a slice, or a sequence.
+
+    This is what ``layers=`` and ``heads=`` accept everywhere.  Negative indices count
+    from the end.  Returns distinct non-negative indices in the order given.
+
+    Raises
+    ------
+    OutOfRangeError
+        An index out of range, or an empty selection.
+    InvalidInputError
+        The same index twice.
+    """
+    if indices is None:
+        return tuple(range(size))
+    if is_int(indices):
+        return (check_index(indices, size, what),)
+    if isinstance(indices, slice):
+        out = tuple(range(size))[indices]
+    elif isinstance(indices, (str, bytes)) or not isinstance(indices, Iterable):
+        raise OutOfRangeError(
+            f"{what}s must be None (all), an int or a sequence of ints in 0..{size - 1}, "
+            f"got {indices!r}"
+        )
+    else:
+        out = tuple(check_index(i, size, what) for i in indices)
+    if not out:
+        raise OutOfRangeError(f"no {what}s selected: give at least one index in 0..{size - 1}")
+    if len(set(out)) != len(out):
+        raise InvalidInputError(f"{what} indices must be distinct, got {list(out)}")
+    return out
