@@ -16,9 +16,9 @@ command line start fast; torch and transformers load only when something needs t
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version as _version
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .errors import (
     AttntopoError,
     EmptyTextError,
@@ -33,10 +33,6 @@ from .errors import (
     UnsafeWeightsError,
 )
 
-try:
-    __version__ = _version("attntopo")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+unknown"
 
 # public name -> module that defines it
 _LAZY = {
