@@ -61,6 +61,7 @@ import numpy as np
 import torch
 
 from attntopo import _native
+from attntopo._validation import check_bool, check_metric, check_number, check_positive_int
 from attntopo.errors import InvalidInputError, InvalidMatrixError
 
 __all__ = ["METRICS", "token_distances", "pairwise_distance"]
@@ -190,8 +191,7 @@ def token_distances(
            [0.5579, 0.    ]])
     """
     metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_threads)
-    if not isinstance(paper_compat, (bool, np.bool_)):
-        raise InvalidInputError(f"paper_compat must be True or False; got {paper_compat!r}")
+    paper_compat = check_bool(paper_compat, "paper_compat")
     if paper_compat and metric != "jensen_shannon":
         raise InvalidInputError(
             f"paper_compat=True reproduces the paper's Jensen–Shannon recipe only; "
@@ -284,7 +284,7 @@ def pairwise_distance(p: Any, q: Any, metric: str = "jensen_shannon", base: floa
         The distance (``[0, 1]`` for JS base 2, Hellinger and total variation;
         ``[0, π]`` for Fisher–Rao).
     """
-    metric = _check_metric(metric)
+    metric = check_metric(metric)
     base = _check_base(base)
     pv = _as_vector(p, "p")
     qv = _as_vector(q, "q")
@@ -314,41 +314,20 @@ def _check_settings(
     metric: Any, base: Any, chunk_elements: Any, dtype: Any, n_threads: Any
 ) -> tuple[str, float, int, int | None]:
     """Checked ``(metric, base, budget, threads)`` of the public distance functions."""
-    metric = _check_metric(metric)
+    metric = check_metric(metric)
     base = _check_base(base)
-    budget = _check_positive_int(chunk_elements, "chunk_elements", _DEFAULT_CHUNK_ELEMENTS)
+    budget = check_positive_int(chunk_elements, "chunk_elements", _DEFAULT_CHUNK_ELEMENTS)
     if dtype not in (torch.float64, torch.float32):
         raise InvalidInputError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
-    threads = _check_positive_int(n_threads, "n_threads", None)
+    threads = check_positive_int(n_threads, "n_threads", None)
     return metric, base, budget, threads
 
 
-def _check_metric(metric: Any) -> str:
-    if not isinstance(metric, str) or metric not in METRICS:
-        allowed = ", ".join(repr(m) for m in METRICS)
-        raise InvalidInputError(f"unknown metric {metric!r}; allowed: {allowed}")
-    return metric
-
-
 def _check_base(base: Any) -> float:
-    try:
-        b = float(base)
-    except (TypeError, ValueError):
-        b = float("nan")
-    if isinstance(base, bool) or not math.isfinite(b) or b <= 1.0:
-        raise InvalidInputError(
-            "base must be a finite number > 1 (2 gives distances in [0, 1], math.e the "
-            f"natural log); got {base!r}"
-        )
-    return b
-
-
-def _check_positive_int(value: Any, name: str, default: int | None) -> int | None:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidInputError(f"{name} must be a positive integer or None; got {value!r}")
-    return int(value)
+    return check_number(
+        base, "base", lo=1.0, lo_open=True,
+        hint="2 gives distances in [0, 1], math.e the natural log",
+    )
 
 
 def _as_tensor(att: Any) -> torch.Tensor:
