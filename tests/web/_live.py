@@ -81,3 +81,60 @@ def chromium_browser():
             yield browser
         finally:
             browser.close()
+
+
+_SERVE = """
+import sys, uvicorn
+from attntopo.web import Settings, create_app
+port = int(sys.argv[1])
+settings = Settings(host="127.0.0.1", port=port, **eval(sys.argv[2]))
+uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+"""
+
+
+@contextlib.contextmanager
+def server_process(**settings) -> Iterator[tuple[str, int]]:
+    """Run the explorer with uvicorn in a child process (its own memory, so its RSS can be
+    read from ``/proc/<pid>/status``); yields ``(base URL, pid)``.  No model is preloaded."""
+    import subprocess
+    import sys
+
+    import httpx
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", _SERVE, str(port), repr(settings)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the test server exited: {proc.stderr.read().decode()[-2000:]}")
+            try:
+                if httpx.get(url + "/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start within 60 s")
+            time.sleep(0.1)
+        yield url, proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    """``VmRSS`` (resident now) and ``VmHWM`` (peak resident) of a process, in KiB (Linux)."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0])
+    return out

@@ -28,6 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..errors import AttntopoError, InvalidInputError
 from ._errors import JobError, error_response, one_line, validation_message
+from ._guard import BodyLimit, Guard, max_body_bytes
 from ._state import LOOPBACK_HOSTS, ServerState, Settings, _Slots
 from .api import build_router
 from .cache import LRUCache
@@ -37,69 +38,6 @@ __all__ = ["Settings", "create_app", "ServerState", "LOOPBACK_HOSTS"]
 log = logging.getLogger("attntopo.web")
 
 STATIC_DIR = Path(__file__).with_name("static")
-
-# Content-Security-Policy of every response: the page may load and contact only this server.
-_CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-    "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
-    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-
-
-# --------------------------------------------------------------------- middleware
-class _Guard:
-    """Pure ASGI middleware: Host check, body size limit, security headers."""
-
-    def __init__(self, app, hosts: tuple[str, ...], max_body: int):
-        self.app = app
-        self.hosts = set(hosts)
-        self.any_host = "*" in self.hosts
-        self.max_body = max_body
-
-    async def _reply(self, send, status: int, message: str) -> None:
-        resp = error_response(status, message)
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(k.encode(), v.encode()) for k, v in resp.headers.items()]})
-        await send({"type": "http.response.body", "body": resp.body})
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if not self.any_host:
-            host = headers.get("host", "")
-            name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
-            if name.lower() not in self.hosts:
-                return await self._reply(
-                    send, 400, f"invalid Host header {host[:100]!r}: this server answers only to "
-                    f"{', '.join(sorted(self.hosts))} (DNS-rebinding protection)")
-        length = headers.get("content-length")
-        if length is not None:
-            try:
-                too_big = int(length) > self.max_body
-            except ValueError:
-                too_big = False
-            if too_big:
-                return await self._reply(
-                    send, 413, f"request body too large ({length} bytes; at most {self.max_body})")
-        path = scope.get("path", "")
-
-        async def send_with_headers(message):
-            if message["type"] == "http.response.start":
-                extra = [
-                    (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
-                    (b"x-frame-options", b"DENY"),
-                    (b"content-security-policy", _CSP.encode()),
-                ]
-                if path.startswith("/api/"):
-                    extra.append((b"cache-control", b"no-store"))
-                message = dict(message)
-                message["headers"] = list(message.get("headers", [])) + extra
-            await send(message)
-
-        return await self.app(scope, receive, send_with_headers)
-
 
 # ---------------------------------------------------------------------------- app
 def plotly_js_path() -> Path:
@@ -219,9 +157,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
-    # JSON bodies hold at most two texts of max_chars characters (4 bytes each in UTF-8,
-    # up to 6 as JSON escapes) plus a few small fields
-    max_body = 2 * 6 * settings.max_chars + 16_384
-    app.add_middleware(_Guard, hosts=settings.host_names(), max_body=max_body)
+    # the last added runs first: the Host check and headers, then the body limit
+    app.add_middleware(BodyLimit, max_body=max_body_bytes(settings.max_chars))
+    app.add_middleware(Guard, hosts=settings.host_names())
     return app
 
