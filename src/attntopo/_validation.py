@@ -85,15 +85,15 @@ def check_int(
 ) -> int:
     """An integer in ``lo..hi`` (both inclusive, ``None`` = unbounded).
 
-    Small ranges (up to four values) are listed in the message ("must be 0, 1 or 2"),
-    larger ones given as bounds ("an int in 0..9", "an int >= 1").
+    Small ranges (up to three values) are listed in the message ("must be 0, 1 or 2"),
+    larger ones given as bounds ("an int in 0..3", "an int >= 1").
 
     Raises
     ------
     InvalidInputError (or ``error``)
         Not an integer (``bool`` included), or out of range.
     """
-    if lo is not None and hi is not None and 0 <= hi - lo <= 3:
+    if lo is not None and hi is not None and 0 <= hi - lo <= 2:
         allowed = _or_list(range(lo, hi + 1))
     elif lo is not None and hi is not None:
         allowed = f"an int in {lo}..{hi}"
@@ -120,7 +120,7 @@ def check_positive_int(
     if value is None and allow_none:
         return default
     if not is_int(value) or value < 1:
-        allowed = "a positive int" + (" or None" if allow_none else "")
+        allowed = "None or an int >= 1" if allow_none else "an int >= 1"
         raise InvalidInputError(f"{name} must be {allowed}{_tail(hint)}, got {value!r}")
     return int(value)
 
@@ -211,7 +211,7 @@ def check_number(
     """A real number ``> lo`` (``lo_open``) or ``>= lo``, finite unless ``allow_inf``.
 
     The message spells the rule out: "a positive number or inf", "a finite number >= 1",
-    "a number >= 0 (inf allowed) or None".
+    "a number >= 0 or None (inf allowed; <hint>)".
     """
     if value is None and allow_none:
         return None
@@ -222,17 +222,18 @@ def check_number(
     if ok and not allow_inf:
         ok = math.isfinite(x)
     if not ok:
+        notes = [hint] if hint else []
         if lo == 0 and lo_open:
             allowed = "a positive number or inf" if allow_inf else "a positive finite number"
-        elif lo is None:
-            allowed = "a number (inf allowed)" if allow_inf else "a finite number"
         else:
-            op = ">" if lo_open else ">="
-            lo_s = f"{lo:g}"
-            allowed = f"a number {op} {lo_s} (inf allowed)" if allow_inf else f"a finite number {op} {lo_s}"
+            bound = "" if lo is None else f" {'>' if lo_open else '>='} {lo:g}"
+            allowed = f"a number{bound}" if allow_inf else f"a finite number{bound}"
+            if allow_inf:
+                notes.insert(0, "inf allowed")
         if allow_none:
             allowed += " or None"
-        raise InvalidInputError(f"{name} must be {allowed}{_tail(hint)}, got {value!r}")
+        note = f" ({'; '.join(notes)})" if notes else ""
+        raise InvalidInputError(f"{name} must be {allowed}{note}, got {value!r}")
     return x
 
 

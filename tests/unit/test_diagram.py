@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from scipy.spatial.distance import pdist, squareform
 
 from attntopo.errors import InvalidInputError
-from attntopo.topology import SUMMARY_KEYS, Diagram, persistence, summary_table
+from attntopo.constants import SUMMARY_STATS
+from attntopo.topology import Diagram, persistence, summary_table
 
 INF = math.inf
 
@@ -92,7 +93,7 @@ def test_empty_dimensions_and_defaults():
         (dict(dgms=[[[0, np.nan]]]), r"not NaN"),
         (dict(dgms=[[[0, "x"]]]), r"must be numbers"),
         (dict(dgms=[[[0, 1]]], maxdim=1), r"maxdim \+ 1 = 2 arrays"),
-        (dict(dgms=[[[0, 1]]], maxdim=-1), r"maxdim must be a non-negative int"),
+        (dict(dgms=[[[0, 1]]], maxdim=-1), r"maxdim must be an int >= 0"),
         (dict(dgms=[]), r"at least one dimension"),
         (dict(dgms=np.zeros((3, 3))), r"from_giotto"),
         (dict(dgms=5), r"sequence of \(k, 2\) arrays"),
@@ -200,7 +201,7 @@ def test_summary_against_hand_formulas():
     g = example()
     s = g.summary()
     assert set(s) == {0, 1}
-    assert set(s[0]) == set(SUMMARY_KEYS)
+    assert set(s[0]) == set(SUMMARY_STATS)
     assert s[0]["n_bars"] == 4 and s[0]["n_infinite"] == 1
     assert s[0]["total_persistence"] == pytest.approx(1.2)
     assert s[0]["max_persistence"] == pytest.approx(0.5)
@@ -246,8 +247,8 @@ def _random_diagrams(k: int, seed: int = 0) -> list[Diagram]:
 def test_summary_table_matches_per_diagram():
     gs = _random_diagrams(30)
     t = summary_table(gs)
-    assert set(t) == set(SUMMARY_KEYS)
-    for k in SUMMARY_KEYS:
+    assert set(t) == set(SUMMARY_STATS)
+    for k in SUMMARY_STATS:
         assert t[k].shape == (30, 3)
     assert t["n_bars"].dtype == np.int64
     for i, g in enumerate(gs):
@@ -378,3 +379,13 @@ def test_round_trips_property(g):
 def test_betti_property(g, eps):
     by_hand = [sum(1 for b, d in a.tolist() if b <= eps < d) for a in g]
     assert g.betti(eps).tolist() == by_hand
+
+
+def test_summary_keys_is_a_deprecated_alias_of_summary_stats():
+    import attntopo.topology as topology
+    import attntopo.topology.diagram as diagram
+
+    for module in (topology, diagram):
+        with pytest.warns(DeprecationWarning, match="SUMMARY_STATS") as rec:
+            assert module.SUMMARY_KEYS is SUMMARY_STATS
+        assert rec[0].filename == __file__  # the warning points at the caller

@@ -67,7 +67,7 @@ def test_integers_reject_bools_floats_and_text(bad):
 def test_small_ranges_are_listed_large_ones_bounded():
     with pytest.raises(InvalidInputError, match=r"^maxdim must be 0, 1 or 2, got 3$"):
         check_maxdim(3)
-    with pytest.raises(InvalidInputError, match=r"^maxdim must be 0, 1, 2 or 3 \(cost\), got 4$"):
+    with pytest.raises(InvalidInputError, match=r"^maxdim must be an int in 0..3 \(cost\), got 4$"):
         check_maxdim(4, hi=3, hint="cost")
     with pytest.raises(InvalidInputError, match=r"^maxdim must be an int >= 0, got -1$"):
         check_maxdim(-1, hi=None)
@@ -85,12 +85,12 @@ def test_int_check_can_raise_out_of_range():
 def test_positive_int_none_means_default(v):
     if v is None:
         assert check_positive_int(v, "n_threads", 4) == 4
-        with pytest.raises(InvalidInputError, match="^n_threads must be a positive int, got None"):
+        with pytest.raises(InvalidInputError, match="^n_threads must be an int >= 1, got None"):
             check_positive_int(v, "n_threads", allow_none=False)
     elif v >= 1:
         assert check_positive_int(np.int16(v), "n_threads") == v
     else:
-        with pytest.raises(InvalidInputError, match="^n_threads must be a positive int or None"):
+        with pytest.raises(InvalidInputError, match="^n_threads must be None or an int >= 1"):
             check_positive_int(v, "n_threads")
 
 
@@ -161,8 +161,8 @@ def test_none_only_where_allowed():
 
 
 def test_units_and_hints_are_in_the_message():
-    with pytest.raises(InvalidInputError, match=r"^eps must be a number >= 0 \(inf allowed\) "
-                                                 r"\(a scale in head-distance units\), got -1$"):
+    with pytest.raises(InvalidInputError, match=r"^eps must be a number >= 0 \(inf allowed; "
+                                                 r"a scale in head-distance units\), got -1$"):
         check_scale(-1, unit="head-distance units")
     with pytest.raises(InvalidInputError, match=r"a distance in JS units; usual 0.3"):
         check_threshold(0, unit="JS units", hint="usual 0.3")

@@ -19,7 +19,7 @@ from .complex import (
     linkage,
     simplex_scale,
 )
-from .diagram import SUMMARY_KEYS, Diagram, summary_table
+from .diagram import Diagram, summary_table
 from .diagram_distances import DIAGRAM_METRICS, bottleneck, diagram_distance, matching, wasserstein
 from .engines import DEFAULT_ENGINE, ENGINES, Engine, available_engines
 from .persistence import (
@@ -33,7 +33,6 @@ from .persistence import (
 __all__ = [
     "Diagram",
     "summary_table",
-    "SUMMARY_KEYS",
     "persistence",
     "persistence_batch",
     "pool_shutdown",
@@ -58,3 +57,11 @@ __all__ = [
     "linkage",
     "dendrogram",
 ]
+
+
+def __getattr__(name: str):
+    if name == "SUMMARY_KEYS":  # deprecated alias of attntopo.constants.SUMMARY_STATS
+        from .diagram import _summary_keys
+
+        return _summary_keys()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,18 +19,28 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .._validation import check_maxdim, check_threshold, is_int
+from ..constants import SUMMARY_STATS
 from ..errors import InvalidInputError
 
-__all__ = ["Diagram", "summary_table", "SUMMARY_KEYS"]
+__all__ = ["Diagram", "summary_table"]
 
-#: Keys of :meth:`Diagram.summary` entries and of :func:`summary_table`.
-SUMMARY_KEYS = (
-    "n_bars",
-    "n_infinite",
-    "total_persistence",
-    "max_persistence",
-    "persistence_entropy",
-)
+
+def _summary_keys(stacklevel: int = 3) -> tuple[str, ...]:
+    import warnings
+
+    warnings.warn(
+        "SUMMARY_KEYS is deprecated: use attntopo.constants.SUMMARY_STATS (the same tuple)",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+    return SUMMARY_STATS
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SUMMARY_KEYS":
+        return _summary_keys()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _FORMAT = "attntopo.Diagram"
 _FORMAT_VERSION = 1
@@ -60,18 +70,6 @@ def _as_points(arr: Any, dim: int) -> np.ndarray:
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
     return a
-
-
-def _check_threshold(threshold: Any) -> float:
-    try:
-        t = float(threshold)
-    except (TypeError, ValueError):
-        raise InvalidInputError(
-            f"threshold must be a positive number or inf, got {threshold!r}"
-        ) from None
-    if math.isnan(t) or t <= 0:
-        raise InvalidInputError(f"threshold must be a positive number or inf, got {threshold!r}")
-    return t
 
 
 class Diagram:
@@ -138,9 +136,7 @@ class Diagram:
             raise InvalidInputError("dgms must hold at least one dimension (H0)")
         if maxdim is None:
             maxdim = len(dgms) - 1
-        if isinstance(maxdim, bool) or not isinstance(maxdim, (int, np.integer)) or maxdim < 0:
-            raise InvalidInputError(f"maxdim must be a non-negative int, got {maxdim!r}")
-        maxdim = int(maxdim)
+        maxdim = check_maxdim(maxdim, hi=None)
         if len(dgms) != maxdim + 1:
             raise InvalidInputError(
                 f"dgms must hold maxdim + 1 = {maxdim + 1} arrays (dims 0..{maxdim}), "
@@ -151,7 +147,7 @@ class Diagram:
         set_ = object.__setattr__
         set_(self, "_dgms", tuple(_as_points(a, d) for d, a in enumerate(dgms)))
         set_(self, "_maxdim", maxdim)
-        set_(self, "_threshold", _check_threshold(threshold))
+        set_(self, "_threshold", check_threshold(threshold))
         set_(self, "_engine", engine)
         set_(self, "_filtration", filtration)
 
@@ -234,7 +230,7 @@ class Diagram:
         return self._filtration
 
     def _dim(self, d: Any) -> int:
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+        if not is_int(d):
             raise InvalidInputError(f"homology dimension must be an int, got {d!r}")
         d = int(d)
         if d < 0:
@@ -312,7 +308,7 @@ class Diagram:
         return {
             d: {
                 k: (int(table[k][0, d]) if k.startswith("n_") else float(table[k][0, d]))
-                for k in SUMMARY_KEYS
+                for k in SUMMARY_STATS
             }
             for d in range(self._maxdim + 1)
         }
@@ -389,7 +385,7 @@ class Diagram:
             ) from None
         if maxdim is None:
             maxdim = max((d for d, _ in pairs), default=0)
-        maxdim = _check_maxdim_value(maxdim)
+        maxdim = check_maxdim(maxdim, hi=None)
         dgms: list[list] = [[] for _ in range(maxdim + 1)]
         for d, p in pairs:
             if d < 0:
@@ -413,7 +409,7 @@ class Diagram:
         dgms = list(dgms)
         if maxdim is None:
             maxdim = len(dgms) - 1
-        maxdim = _check_maxdim_value(maxdim)
+        maxdim = check_maxdim(maxdim, hi=None)
         if len(dgms) < maxdim + 1:
             raise InvalidInputError(
                 f"ripser diagrams hold {len(dgms)} dimensions, fewer than maxdim + 1 = {maxdim + 1}"
@@ -452,7 +448,7 @@ class Diagram:
             raise InvalidInputError("giotto-tda diagram column 2 must hold non-negative int dims")
         if maxdim is None:
             maxdim = int(dims.max()) if dims.size else 0
-        maxdim = _check_maxdim_value(maxdim)
+        maxdim = check_maxdim(maxdim, hi=None)
         keep = a[:, 0] != a[:, 1]
         dgms = [a[keep & (dims == d), :2] for d in range(maxdim + 1)]
         meta.setdefault("engine", "giotto")
@@ -552,7 +548,7 @@ class Diagram:
                 maxdim += 1
             if maxdim < 0:
                 raise InvalidInputError(f"no diagram arrays under key {prefix + 'h0'!r}")
-        maxdim = _check_maxdim_value(maxdim)
+        maxdim = check_maxdim(maxdim, hi=None)
         missing = [f"{prefix}h{d}" for d in range(maxdim + 1) if f"{prefix}h{d}" not in arrays]
         if missing:
             raise InvalidInputError(f"diagram arrays missing keys {missing}")
@@ -561,12 +557,6 @@ class Diagram:
 
 def _rebuild(dgms, maxdim, threshold, engine, filtration) -> Diagram:
     return Diagram(dgms, maxdim=maxdim, threshold=threshold, engine=engine, filtration=filtration)
-
-
-def _check_maxdim_value(maxdim: Any) -> int:
-    if isinstance(maxdim, bool) or not isinstance(maxdim, (int, np.integer)) or maxdim < 0:
-        raise InvalidInputError(f"maxdim must be a non-negative int, got {maxdim!r}")
-    return int(maxdim)
 
 
 def _meta_from_dict(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -597,7 +587,7 @@ def summary_table(
     Returns
     -------
     dict of str to ndarray of shape (N, len(dims))
-        Keys :data:`SUMMARY_KEYS`: ``n_bars`` and ``n_infinite`` (int64),
+        Keys :data:`~attntopo.constants.SUMMARY_STATS`: ``n_bars`` and ``n_infinite`` (int64),
         ``total_persistence``, ``max_persistence`` and ``persistence_entropy``
         (float64, computed from finite lifetimes only; entropy in bits, 0 when
         no lifetime is positive).  See :meth:`Diagram.summary`.

@@ -7,13 +7,14 @@ the same exact float64 diagrams (see :mod:`attntopo.topology.engines`).
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
 from typing import Any, Sequence
 
 import numpy as np
 
+from .._validation import check_maxdim, check_positive_int, check_threshold, is_int
+from ..constants import MAX_MAXDIM as _MAX_MAXDIM
 from ..errors import InvalidInputError, InvalidMatrixError
 from . import _pool
 from .diagram import Diagram
@@ -21,9 +22,10 @@ from .engines import compute, default_threads, get_engine
 
 __all__ = ["persistence", "persistence_batch", "pool_shutdown", "validate_distance_matrix"]
 
-#: Highest homology dimension accepted.  Cost grows steeply with it: a JS matrix
-#: with n=96 takes ~10 ms for maxdim=1, ~75 ms for 2 and ~1.1 s for 3 (giotto).
-MAX_MAXDIM = 3
+#: Highest homology dimension accepted (:data:`attntopo.constants.MAX_MAXDIM`).  Cost
+#: grows steeply with it: a JS matrix with n=96 takes ~10 ms for maxdim=1, ~75 ms for 2
+#: and ~1.1 s for 3 (giotto).
+MAX_MAXDIM = _MAX_MAXDIM
 
 _SYM_RTOL = 1e-9
 _DIAG_ATOL = 1e-12
@@ -121,37 +123,14 @@ def validate_distance_matrix(D: Any, name: str = "D") -> np.ndarray:
     return A
 
 
-def _check_maxdim(maxdim: Any) -> int:
-    if (
-        isinstance(maxdim, bool)
-        or not isinstance(maxdim, (int, np.integer))
-        or not 0 <= maxdim <= MAX_MAXDIM
-    ):
-        raise InvalidInputError(
-            f"maxdim must be an int in 0..{MAX_MAXDIM} (cost explodes with it; 1 is usual), "
-            f"got {maxdim!r}"
-        )
-    return int(maxdim)
-
-
-def _check_threshold(threshold: Any) -> float:
-    try:
-        t = float(threshold)
-    except (TypeError, ValueError):
-        t = math.nan
-    if isinstance(threshold, bool) or math.isnan(t) or t <= 0:
-        raise InvalidInputError(
-            f"threshold must be a positive number or float('inf'), got {threshold!r}"
-        )
-    return t
+def _check_maxdim(maxdim: Any, name: str = "maxdim") -> int:
+    """The persistence rule: 0..MAX_MAXDIM."""
+    return check_maxdim(maxdim, hi=MAX_MAXDIM, name=name, hint="cost explodes with it; 1 is usual")
 
 
 def _check_n_threads(n_threads: Any, n: int) -> int:
-    if n_threads is None:
-        return default_threads(n)
-    if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1:
-        raise InvalidInputError(f"n_threads must be None or an int >= 1, got {n_threads!r}")
-    return int(n_threads)
+    threads = check_positive_int(n_threads, "n_threads", None, hint="None: chosen by size")
+    return default_threads(n) if threads is None else threads
 
 
 # --------------------------------------------------------------------- single
@@ -212,7 +191,7 @@ def persistence(
     """
     A = validate_distance_matrix(D)
     maxdim = _check_maxdim(maxdim)
-    threshold = _check_threshold(threshold)
+    threshold = check_threshold(threshold)
     eng = get_engine(engine)
     n_threads = _check_n_threads(n_threads, A.shape[0])
     dgms = compute(A, maxdim, threshold, eng.name, n_threads)
@@ -257,18 +236,13 @@ def _as_matrices(Ds: Any) -> list[np.ndarray]:
 
 def _check_n_jobs(n_jobs: Any) -> int:
     cpus = os.cpu_count() or 1
-    if n_jobs is None:
+    if n_jobs is None or (is_int(n_jobs) and n_jobs == -1):
         return cpus
-    if (
-        isinstance(n_jobs, bool)
-        or not isinstance(n_jobs, (int, np.integer))
-        or n_jobs == 0
-        or n_jobs < -1
-    ):
+    if not is_int(n_jobs) or n_jobs < 1:
         raise InvalidInputError(
             f"n_jobs must be None (all CPUs), -1 (all CPUs) or an int >= 1, got {n_jobs!r}"
         )
-    return cpus if n_jobs == -1 else int(n_jobs)
+    return int(n_jobs)
 
 
 def _chunks(costs: list[float], n_workers: int) -> list[list[int]]:
@@ -330,7 +304,7 @@ def persistence_batch(
     """
     # settings first (their errors come before any matrix's), then every matrix
     _check_maxdim(maxdim)
-    _check_threshold(threshold)
+    check_threshold(threshold)
     get_engine(engine)
     _check_n_jobs(n_jobs)
     return _persistence_batch_valid(_as_matrices(Ds), maxdim, threshold, engine, n_jobs)
@@ -351,7 +325,7 @@ def _persistence_batch_valid(
     checked again, which matters for thousands of small matrices.
     """
     maxdim = _check_maxdim(maxdim)
-    threshold = _check_threshold(threshold)
+    threshold = check_threshold(threshold)
     eng = get_engine(engine)
     one_thread = n_jobs == 1
     n_jobs = _check_n_jobs(n_jobs)
