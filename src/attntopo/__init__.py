@@ -32,6 +32,25 @@ from .errors import (
     TextTooLongError,
     UnsafeWeightsError,
 )
+from .analyses._html_hook import set_html_renderer as _set_html_renderer
+
+
+def _render_html(result: Any) -> str | None:
+    """Notebook HTML of a result (``_repr_html_``): the report module's view of an
+    :class:`Analysis` or a :class:`Comparison`, ``None`` (plain ``repr``) for other kinds.
+
+    Installed below into the analyses' hook, so that computation never imports rendering;
+    the report module (and matplotlib/plotly with it) is imported on the first call only.
+    """
+    kind = getattr(result, "kind", None)
+    if kind not in ("analysis", "comparison"):
+        return None
+    from . import report
+
+    return report.analysis_html(result) if kind == "analysis" else report.comparison_html(result)
+
+
+_set_html_renderer(_render_html)
 
 
 # public name -> module that defines it

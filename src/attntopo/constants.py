@@ -29,6 +29,9 @@ __all__ = [
     "DEFAULT_MODEL",
     "MAX_MAXDIM",
     "MAX_ANALYSIS_MAXDIM",
+    "PairDistance",
+    "DISTANCE_NAMES",
+    "COUNT_NAMES",
 ]
 
 #: Row distances accepted by ``metric=`` (see :mod:`attntopo.distances`).
@@ -76,3 +79,20 @@ MAX_MAXDIM: int = 3
 #: Highest homology dimension the analyses (``analyze``, ``compare``, ``timeline``,
 #: ``head_space``) and the CLI accept: H2 is already costly on a whole model.
 MAX_ANALYSIS_MAXDIM: int = 2
+
+#: Distances between two diagrams reported per head and homology dimension by
+#: :func:`attntopo.compare` and :func:`attntopo.phrase_topology` (bottleneck, Wasserstein
+#: of order 1 and 2): the ``by=``/``name=`` values of their tables and figures.
+PairDistance = Literal["bottleneck", "wasserstein1", "wasserstein2"]
+DISTANCE_NAMES: tuple[str, ...] = get_args(PairDistance)
+
+#: Counts of simplices among shared tokens per head in a comparison: present in both texts
+#: (``shared_*``) and in one text (``*_a``, ``*_b``), at the head's scale.
+COUNT_NAMES: tuple[str, ...] = (
+    "shared_edges",
+    "shared_triangles",
+    "edges_a",
+    "edges_b",
+    "triangles_a",
+    "triangles_b",
+)

@@ -252,7 +252,7 @@ def load_result(path: str | os.PathLike):
     kind = meta.get("kind")
     if kind not in _KINDS:
         # importing the analyses registers their loaders
-        from . import analyses  # noqa: F401
+        from .analyses import _kinds  # noqa: F401
     if kind not in _KINDS:
         raise ResultFormatError(f"unknown result kind {kind!r} in {str(path)!r}")
     try:

@@ -325,7 +325,7 @@ def report_html(
         _check(comparison, "comparison")
     if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 0:
         raise InvalidInputError(f"n_heads must be an int >= 0, got {n_heads!r}")
-    from . import __version__
+    from ._version import __version__
     from . import plots as P
 
     try:

@@ -76,7 +76,6 @@ column, a ``[CLS]`` sink, uniform; bidirectional and causal) and check each labe
 from __future__ import annotations
 
 import math
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -85,6 +84,8 @@ import numpy as np
 from ..attention import Attention, resolve_index
 from ..errors import InvalidInputError, MissingDependencyError, OutOfRangeError
 from ..io import register_result_kind, save_payload
+from ..words import punctuation_mask, token_strings
+from ._compat import callable_module
 
 __all__ = [
     "HeadTypes",
@@ -160,63 +161,6 @@ FEATURES = (
 )
 
 _LN2 = math.log(2.0)
-
-
-# ------------------------------------------------------------------ token strings
-def _strip_markers(tok: str) -> str:
-    if tok.startswith("##"):
-        tok = tok[2:]
-    return tok.replace("Ġ", " ").replace("▁", " ").replace("Ċ", "\n")
-
-
-def token_strings(att: Attention, tokenizer: Any = None) -> list[str]:
-    """The text of each token: decoded by ``tokenizer`` when given, else from the offsets.
-
-    Parameters
-    ----------
-    att : Attention
-    tokenizer : transformers tokenizer, optional
-        ``tokenizer.decode([id])`` of each token id (needs ``att.token_ids``).
-
-    Returns
-    -------
-    list of str, length n_tokens
-        Without the tokenizer: the text span ``att.text[a:b]`` of each token's offsets, or
-        the token string with subword markers (``##``, ``Ġ``, ``▁``) removed when the
-        token has no span.
-    """
-    n = att.n_tokens
-    if tokenizer is not None and att.token_ids is not None:
-        try:
-            return [str(tokenizer.decode([int(i)])) for i in att.token_ids]
-        except Exception:  # noqa: BLE001 - fall back to offsets for odd tokenizers
-            pass
-    out = []
-    for k in range(n):
-        a, b = att.offsets[k]
-        if att.text and b > a:
-            out.append(att.text[a:b])
-        else:
-            out.append(_strip_markers(att.tokens[k]))
-    return out
-
-
-def _is_punctuation(s: str) -> bool:
-    s = s.strip()
-    return bool(s) and all(unicodedata.category(c).startswith("P") for c in s)
-
-
-def punctuation_mask(att: Attention, tokenizer: Any = None) -> np.ndarray:
-    """bool ndarray of shape (n_tokens,): True for non-special punctuation tokens.
-
-    A token is punctuation when its text (:func:`token_strings`) stripped of whitespace is
-    non-empty and every character is in a Unicode punctuation category (``P*``: ``.,;:!?``,
-    quotes, brackets, dashes, ``¿``, ``、`` …).  Symbols (``$``, ``+``) are not punctuation.
-    """
-    strings = token_strings(att, tokenizer)
-    return np.array(
-        [(not sp) and _is_punctuation(s) for s, sp in zip(strings, att.special)], dtype=bool
-    )
 
 
 # ------------------------------------------------------------------- features
@@ -721,3 +665,6 @@ def _assemble(
         n_tokens=n_tokens,
         thresholds=dict(thresholds),
     )
+
+
+callable_module(__name__, "head_types")  # deprecated: attntopo.analyses.head_types(...) calls it

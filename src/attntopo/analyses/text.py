@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from ..errors import InvalidInputError, OutOfRangeError
 from ..io import json_float, load_payload, register_result_kind, save_payload
 from ..topology import Diagram
 from ..topology.persistence import _persistence_batch_valid
+from ._html_hook import render_html
 
 __all__ = ["Analysis", "analyze", "SUMMARY_STATS"]
 
@@ -64,6 +65,8 @@ class Analysis:
     engine: str
     paper_compat: bool = False
     provenance: dict = field(default_factory=dict)
+
+    kind: ClassVar[str] = "analysis"
 
     # ----------------------------------------------------------------- access
     @property
@@ -150,10 +153,8 @@ class Analysis:
             raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
         return pd.DataFrame(self.summary())
 
-    def _repr_html_(self) -> str:
-        from ..report import analysis_html
-
-        return analysis_html(self)
+    def _repr_html_(self) -> str | None:
+        return render_html(self)
 
     def __repr__(self) -> str:
         a = self.attention

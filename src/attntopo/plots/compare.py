@@ -75,7 +75,7 @@ def _highlight_keys(c: Any, highlight: Any) -> set[int]:
         return set()
     if isinstance(highlight, str):
         highlight = highlight.split()
-    from ..analyses.compare import normalize_token
+    from ..words import normalize_token
 
     wanted = [normalize_token(h) for h in highlight]
     out = set()
@@ -545,7 +545,7 @@ def iplot_compare_diagrams(comparison: Any, layer: int | None = None, head: int 
 # ------------------------------------------------------------------ head grids
 def _heads_grid(comparison: Any, name: str, dim: int | None, scope: str) -> tuple[np.ndarray, str]:
     g = comparison.grid(name, dim=dim, scope=scope)
-    from ..analyses.compare import DISTANCE_NAMES
+    from ..constants import DISTANCE_NAMES
 
     if name in DISTANCE_NAMES:
         d = comparison._dim(dim)
@@ -613,7 +613,7 @@ def plot_compare_heads(
                 ax.text(b, a, txt, ha="center", va="center", fontsize=S.FONT["grid_tick"],
                         color="white" if np.isfinite(v) and v < mid else "black")
     if mark:
-        from ..analyses.compare import DISTANCE_NAMES
+        from ..constants import DISTANCE_NAMES
 
         by = name if name in DISTANCE_NAMES + ("shared_edges", "shared_triangles") else None
         if by is not None:
@@ -636,7 +636,7 @@ def iplot_compare_heads(comparison: Any, name: str = "bottleneck", dim: int | No
     """Interactive heads heatmap with a menu over every distance (per dimension) and count."""
     go = _go()
     _check_comparison(comparison)
-    from ..analyses.compare import COUNT_NAMES, DISTANCE_NAMES
+    from ..constants import COUNT_NAMES, DISTANCE_NAMES
 
     options = []
     for n in DISTANCE_NAMES:
