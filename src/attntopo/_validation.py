@@ -319,25 +319,30 @@ def check_metric(value: Any, options: Iterable[str] = METRICS, name: str = "metr
 
 
 # ----------------------------------------------------------------------- indices
-def check_index(index: Any, size: int, what: str) -> int:
+def check_index(
+    index: Any, size: int, what: str, *, name: str | None = None, owner: str = "this model"
+) -> int:
     """A 0-based index into ``size`` items; negative counts from the end (``-1`` = last).
 
     Returns the index as non-negative.  ``what`` is the singular noun ("layer", "head",
-    "token").
+    "token"), ``name`` the argument (default ``what``), ``owner`` what holds the items
+    ("this model has 6 layers", "the matrix has 9 tokens").
 
     Raises
     ------
     OutOfRangeError
         Not an integer, or outside ``-size..size-1`` (the message states the range).
     """
+    name = name or what
     if not is_int(index):
         raise OutOfRangeError(
-            f"{what} must be an integer in 0..{size - 1} (or -{size}..-1), got {index!r}"
+            f"{name} must be {'an integer' if name == what else f'a {what} index'} in "
+            f"0..{size - 1} (or -{size}..-1), got {index!r}"
         )
     i = int(index)
     if not -size <= i < size:
         raise OutOfRangeError(
-            f"{what} {i} is out of range: this model has {size} {what}s, valid are 0..{size - 1} "
+            f"{name} {i} is out of range: {owner} has {size} {what}s, valid are 0..{size - 1} "
             f"(or -{size}..-1)"
         )
     return i % size

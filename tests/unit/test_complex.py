@@ -67,7 +67,7 @@ def test_complex_matches_brute_force(seed, q):
     rng = np.random.default_rng(seed)
     D = js_like(rng, 11) if seed % 2 else rand_metric(rng, 11)
     eps = float(np.quantile(D[np.triu_indices(11, 1)], q))
-    cx = complex_at(D, eps, maxdim=3)
+    cx = complex_at(D, eps, max_simplex_dim=3)
     assert cx.vertices == list(range(11))
     assert cx.edges == brute_simplices(D, eps, 1)
     assert cx.triangles == brute_simplices(D, eps, 2)
@@ -87,7 +87,7 @@ def test_complex_matches_gudhi_rips(seed):
     for s, f in st_.get_simplices():
         if len(s) >= 2 and f <= eps:
             by_dim[len(s) - 1].append(tuple(sorted(s)) + (f,))
-    cx = complex_at(D, eps, maxdim=2)
+    cx = complex_at(D, eps, max_simplex_dim=2)
     for k, got in ((1, cx.edges), (2, cx.triangles)):
         exp = sorted(by_dim[k])
         assert [g[:-1] for g in got] == [e[:-1] for e in exp]
@@ -111,8 +111,8 @@ def test_complex_small_example_and_isolated_tokens():
     assert complex_at(D, 0.0).edges == []
     assert len(complex_at(D, math.inf).triangles) == 4
     assert "Complex(eps=0.2" in repr(cx)
-    # maxdim=1: no triangles built
-    assert complex_at(D, 0.2, maxdim=1).triangles == []
+    # max_simplex_dim=1: no triangles built
+    assert complex_at(D, 0.2, max_simplex_dim=1).triangles == []
 
 
 def test_complex_validation():
@@ -124,13 +124,31 @@ def test_complex_validation():
     for bad in (-0.1, float("nan"), "x", None, True):
         with pytest.raises(InvalidInputError, match="eps"):
             complex_at(D, bad)
-    for bad in (0, 4, 1.5, True):
-        with pytest.raises(InvalidInputError, match="maxdim"):
-            complex_at(D, 0.5, maxdim=bad)
+    for bad in (0, 4, 1.5, True, np.bool_(True)):
+        with pytest.raises(InvalidInputError, match=r"^max_simplex_dim must be 1 \(edges\)"):
+            complex_at(D, 0.5, max_simplex_dim=bad)
+    for bad in (0, 1.5, True, np.int64(-1), None):
+        with pytest.raises(InvalidInputError, match=r"^max_simplices must be an int >= 1"):
+            complex_at(D, 0.5, max_simplices=bad)
+    with pytest.raises(InvalidInputError, match=r"^dim must be 0, 1 or 2 \(the simplex dimensions"):
+        complex_at(D, 0.5).simplices(3)
     with pytest.raises(InvalidInputError, match="labels"):
         complex_at(D, 0.5, labels=["a"])
     with pytest.raises(InvalidInputError, match="max_simplices"):
         complex_at(np.zeros((30, 30)), 1.0, max_simplices=100)
+
+
+def test_complex_maxdim_is_a_deprecated_name_of_max_simplex_dim():
+    D = np.array([[0, 0.1, 0.2], [0.1, 0, 0.15], [0.2, 0.15, 0]])
+    with pytest.warns(DeprecationWarning, match="max_simplex_dim") as rec:
+        old = complex_at(D, 0.2, maxdim=1)
+    assert rec[0].filename == __file__
+    new = complex_at(D, 0.2, max_simplex_dim=1)
+    assert old.max_simplex_dim == new.max_simplex_dim == 1 and old.triangles == new.triangles == []
+    assert complex_at(D, 0.2, 1).triangles == []  # positional: unchanged
+    with pytest.warns(DeprecationWarning, match="Complex.max_simplex_dim") as rec:
+        assert new.maxdim == 1
+    assert rec[0].filename == __file__
 
 
 def test_complex_single_token():
@@ -146,7 +164,7 @@ def test_betti_matches_persistence(seed):
     dgm = persistence(D, maxdim=2)
     vals = np.unique(D[np.triu_indices(12, 1)])
     for eps in list(vals[:: max(1, len(vals) // 8)]) + [0.0, 1.0]:
-        b = complex_at(D, eps, maxdim=3).betti()
+        b = complex_at(D, eps, max_simplex_dim=3).betti()
         np.testing.assert_array_equal(b, dgm.betti(eps))
 
 
@@ -205,7 +223,7 @@ def test_clusters_match_fcluster_and_h0(seed):
         ref = fcluster(Z, eps, criterion="distance")
         # same partition (labels may differ): identical co-membership
         assert np.array_equal(lab[:, None] == lab[None, :], ref[:, None] == ref[None, :])
-        assert lab.max() + 1 == dgm.betti(eps)[0] == complex_at(D, eps, maxdim=1).n_components
+        assert lab.max() + 1 == dgm.betti(eps)[0] == complex_at(D, eps, max_simplex_dim=1).n_components
         assert lab[0] == 0 and set(lab.tolist()) == set(range(lab.max() + 1))
         # numbered by smallest member
         firsts = [np.flatnonzero(lab == c)[0] for c in range(lab.max() + 1)]
@@ -251,7 +269,7 @@ def test_properties(D, e):
     assert np.all(U == U.T) and np.all(np.diag(U) == 0)
     # ultrametric inequality
     assert np.all(U[:, :, None] <= np.maximum(U[:, None, :], U.T[None, :, :]) + 0)
-    cx = complex_at(D, eps, maxdim=2)
+    cx = complex_at(D, eps, max_simplex_dim=2)
     adj = (D <= eps) & ~np.eye(n, dtype=bool)
     A = adj.astype(np.int64)
     assert len(cx.edges) == adj.sum() // 2

@@ -248,3 +248,9 @@ def test_option_tuples_are_their_literal_types():
     ]
     for lit, values in pairs:
         assert get_args(lit) == values and len(set(values)) == len(values)
+
+
+def test_engine_names_are_the_registry_keys():
+    from attntopo.topology import ENGINES
+
+    assert tuple(ENGINES) == constants.ENGINE_NAMES

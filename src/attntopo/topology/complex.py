@@ -27,12 +27,14 @@ is in the complex at ``eps`` (``<=``).  Everything here is pure NumPy/SciPy; no 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..errors import InvalidInputError, OutOfRangeError
+from .._validation import check_index, check_int, check_positive_int, check_scale, check_simplex_dim
+from ..errors import InvalidInputError
 from .persistence import validate_distance_matrix
 
 __all__ = [
@@ -55,25 +57,22 @@ MAX_SIMPLICES = 5_000_000
 # rows of the (simplices × n) common-neighbour masks built at once (memory bound)
 _CHUNK_ELEMENTS = 8 * 2**20
 
+_UNSET: Any = object()  # "argument not given" (for the deprecated ``maxdim=``)
+
+
+def _warn_maxdim(old: str, new: str) -> None:
+    warnings.warn(
+        f"{old} is deprecated: use {new} (the largest simplex dimension built, "
+        "not a homology dimension)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
 
 # ------------------------------------------------------------------ argument checks
-def _check_eps(eps: Any, unit: str = "the unit of the distances; inf = all") -> float:
-    """``eps`` as a float >= 0 (inf allowed); ``unit`` says in the error what scale it is."""
-    try:
-        e = float(eps)
-    except (TypeError, ValueError):
-        e = math.nan
-    if isinstance(eps, bool) or math.isnan(e) or e < 0:
-        raise InvalidInputError(f"eps must be a number >= 0 (a scale in {unit}), got {eps!r}")
-    return e
-
-
-def _check_maxdim(maxdim: Any) -> int:
-    if isinstance(maxdim, bool) or not isinstance(maxdim, (int, np.integer)) or not 1 <= maxdim <= 3:
-        raise InvalidInputError(
-            f"maxdim must be 1 (edges), 2 (triangles) or 3 (tetrahedra), got {maxdim!r}"
-        )
-    return int(maxdim)
+def _check_eps(eps: Any, unit: str = "the unit of the distances") -> float:
+    """``eps`` as a float >= 0 (inf = everything); ``unit`` says in the error what scale it is."""
+    return check_scale(eps, "eps", unit=unit)
 
 
 def _check_labels(labels: Any, n: int) -> list[str] | None:
@@ -96,14 +95,7 @@ def _validated(D: Any) -> np.ndarray:
 
 
 def _check_token(i: Any, n: int, name: str) -> int:
-    if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
-        raise OutOfRangeError(f"{name} must be a token index in 0..{n - 1}, got {i!r}")
-    if not -n <= int(i) < n:
-        raise OutOfRangeError(
-            f"{name} {int(i)} is out of range: the matrix has {n} tokens, valid are 0..{n - 1} "
-            f"(or -{n}..-1)"
-        )
-    return int(i) % n
+    return check_index(i, n, "token", name=name, owner="the matrix")
 
 
 # ----------------------------------------------------------------------- the complex
@@ -122,11 +114,13 @@ class Complex:
         The scale: a simplex is present when all its pairwise distances are ``<= eps``.
     n_vertices : int
         Number of tokens; every token is a vertex, isolated ones included.
-    maxdim : int
-        Highest simplex dimension built (1 edges, 2 triangles, 3 tetrahedra).
+    max_simplex_dim : int
+        Highest simplex dimension built (1 edges, 2 triangles, 3 tetrahedra).  Not a
+        homology dimension: a complex built up to triangles determines H0 and H1.
+        (``maxdim`` is a deprecated alias.)
     simplex_arrays : tuple of ndarray
         ``simplex_arrays[k - 1]`` is the int64 array of shape (m_k, k + 1) of the
-        k-simplices (k = 1..maxdim).
+        k-simplices (k = 1..max_simplex_dim).
     birth_arrays : tuple of ndarray
         ``birth_arrays[k - 1]`` is the float64 array of shape (m_k,) of their births (the
         largest pairwise distance among their vertices: where they enter the filtration).
@@ -136,11 +130,17 @@ class Complex:
 
     eps: float
     n_vertices: int
-    maxdim: int
+    max_simplex_dim: int
     simplex_arrays: tuple[np.ndarray, ...]
     birth_arrays: tuple[np.ndarray, ...]
     labels: list[str] | None = None
     _components: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+
+    @property
+    def maxdim(self) -> int:
+        """Deprecated alias of :attr:`max_simplex_dim`."""
+        _warn_maxdim("Complex.maxdim", "Complex.max_simplex_dim")
+        return self.max_simplex_dim
 
     # ------------------------------------------------------------------ views
     @property
@@ -149,7 +149,7 @@ class Complex:
         return list(range(self.n_vertices))
 
     def _tuples(self, k: int) -> list[tuple]:
-        if k > self.maxdim:
+        if k > self.max_simplex_dim:
             return []
         s, b = self.simplex_arrays[k - 1], self.birth_arrays[k - 1]
         return [tuple(row) + (birth,) for row, birth in zip(s.tolist(), b.tolist())]
@@ -162,20 +162,19 @@ class Complex:
     @property
     def triangles(self) -> list[tuple[int, int, int, float]]:
         """``[(i, j, k, birth), ...]``, ``i < j < k``, birth = the longest of the three sides
-        (empty when built with ``maxdim=1``)."""
+        (empty when built with ``max_simplex_dim=1``)."""
         return self._tuples(2)
 
     @property
     def tetrahedra(self) -> list[tuple[int, int, int, int, float]]:
-        """``[(i, j, k, l, birth), ...]`` (only with ``maxdim=3``; empty otherwise)."""
+        """``[(i, j, k, l, birth), ...]`` (only with ``max_simplex_dim=3``; empty otherwise)."""
         return self._tuples(3)
 
     def simplices(self, dim: int) -> np.ndarray:
         """int ndarray of shape (m, dim + 1): the ``dim``-simplices (dim 0: the vertices)."""
         if dim == 0:
             return np.arange(self.n_vertices, dtype=np.int64)[:, None]
-        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not 0 <= dim <= self.maxdim:
-            raise InvalidInputError(f"dim must be in 0..{self.maxdim} (this complex's maxdim), got {dim!r}")
+        check_int(dim, "dim", lo=0, hi=self.max_simplex_dim, hint="the simplex dimensions built")
         return self.simplex_arrays[dim - 1]
 
     def births(self, dim: int) -> np.ndarray:
@@ -186,7 +185,7 @@ class Complex:
         return self.birth_arrays[dim - 1]
 
     def counts(self) -> np.ndarray:
-        """Number of simplices per dimension 0..maxdim, int ndarray of shape (maxdim + 1,)."""
+        """Number of simplices per dimension 0..max_simplex_dim, int ndarray of that length + 1."""
         return np.array([self.n_vertices] + [len(s) for s in self.simplex_arrays], dtype=np.int64)
 
     def euler_characteristic(self) -> int:
@@ -229,19 +228,20 @@ class Complex:
         return self._labels_of_components().copy()
 
     def betti(self) -> np.ndarray:
-        """Betti numbers (Z/2 coefficients) of the complex at ``eps``, dims ``0..maxdim-1``.
+        """Betti numbers (Z/2 coefficients) of the complex at ``eps``, dims ``0..max_simplex_dim-1``.
 
-        Only dimensions below :attr:`maxdim` are returned: they are determined by the
-        simplices built (a ``k``-cycle is killed by ``(k+1)``-simplices), and they equal the
-        Betti numbers of the whole Vietoris–Rips complex at ``eps``, i.e.
-        ``persistence(D, maxdim=k).betti(eps)`` for ``k < maxdim``.  Uses gudhi for dims ≥ 1.
+        Only dimensions below :attr:`max_simplex_dim` are returned: they are determined by
+        the simplices built (a ``k``-cycle is killed by ``(k+1)``-simplices), and they equal
+        the Betti numbers of the whole Vietoris–Rips complex at ``eps``, i.e.
+        ``persistence(D, maxdim=k).betti(eps)`` for ``k < max_simplex_dim``.  Uses gudhi for
+        dims ≥ 1.
 
         Returns
         -------
-        int ndarray of shape (maxdim,)
+        int ndarray of shape (max_simplex_dim,)
         """
         b0 = self.n_components
-        if self.maxdim == 1:
+        if self.max_simplex_dim == 1:
             return np.array([b0], dtype=np.int64)
         import gudhi
 
@@ -252,9 +252,9 @@ class Complex:
                 st.insert_batch(np.ascontiguousarray(s.T, dtype=np.int32), b)
         st.compute_persistence(homology_coeff_field=2, persistence_dim_max=True)
         bet = list(st.betti_numbers())
-        out = np.zeros(self.maxdim, dtype=np.int64)
+        out = np.zeros(self.max_simplex_dim, dtype=np.int64)
         out[0] = b0
-        for d in range(1, self.maxdim):
+        for d in range(1, self.max_simplex_dim):
             out[d] = bet[d] if d < len(bet) else 0
         return out
 
@@ -315,7 +315,7 @@ def _expand(
         total += rows.size
         if total > limit:
             raise InvalidInputError(
-                f"the complex at this scale has more than {limit} {what}: lower eps or maxdim, "
+                f"the complex at this scale has more than {limit} {what}: lower eps or max_simplex_dim, "
                 f"or raise max_simplices"
             )
         if rows.size == 0:
@@ -334,10 +334,11 @@ def _expand(
 def complex_at(
     D: Any,
     eps: float,
-    maxdim: int = 2,
+    max_simplex_dim: int = 2,
     *,
     labels: Sequence[str] | None = None,
     max_simplices: int = MAX_SIMPLICES,
+    maxdim: Any = _UNSET,
 ) -> Complex:
     """The Vietoris–Rips complex of ``D`` at scale ``eps``.
 
@@ -349,12 +350,15 @@ def complex_at(
     eps : float
         Scale, ``>= 0``: an edge joins ``i < j`` when ``D[i, j] <= eps``; a triangle (a
         tetrahedron) is present when all its sides are edges.  ``inf`` gives the full simplex.
-    maxdim : {1, 2, 3}
+    max_simplex_dim : {1, 2, 3}
         Highest simplex dimension to build: 1 edges, 2 triangles (default), 3 tetrahedra.
+        (A simplex dimension, not a homology dimension.)
     labels : sequence of str of length n, optional
         Token labels, kept on the complex for :meth:`Complex.named`.
     max_simplices : int
         Refuse (``InvalidInputError``) to build more simplices than this in one dimension.
+    maxdim : {1, 2, 3}
+        Deprecated name of ``max_simplex_dim`` (DeprecationWarning).
 
     Returns
     -------
@@ -381,13 +385,15 @@ def complex_at(
     >>> cx.n_components            # token 3 is isolated
     2
     """
+    if maxdim is not _UNSET:
+        _warn_maxdim("complex_at(maxdim=...)", "complex_at(max_simplex_dim=...)")
+        max_simplex_dim = maxdim
     A = _validated(D)
     eps = _check_eps(eps)
-    maxdim = _check_maxdim(maxdim)
+    top = check_simplex_dim(max_simplex_dim)
     n = A.shape[0]
     lab = _check_labels(labels, n)
-    if isinstance(max_simplices, bool) or not isinstance(max_simplices, (int, np.integer)) or max_simplices < 1:
-        raise InvalidInputError(f"max_simplices must be a positive int, got {max_simplices!r}")
+    max_simplices = check_positive_int(max_simplices, "max_simplices", allow_none=False)
     adj = A <= eps
     np.fill_diagonal(adj, False)
     iu, ju = np.nonzero(np.triu(adj, 1))
@@ -401,14 +407,14 @@ def complex_at(
     simp = [edges]
     births = [eb]
     names = {2: "triangles", 3: "tetrahedra"}
-    for k in range(2, maxdim + 1):
+    for k in range(2, top + 1):
         s, b = _expand(simp[-1], adj, A, births[-1], int(max_simplices), names[k])
         simp.append(s)
         births.append(b)
     for a in simp + births:
         a.setflags(write=False)
     return Complex(
-        eps=eps, n_vertices=n, maxdim=maxdim, simplex_arrays=tuple(simp),
+        eps=eps, n_vertices=n, max_simplex_dim=top, simplex_arrays=tuple(simp),
         birth_arrays=tuple(births), labels=lab,
     )
 

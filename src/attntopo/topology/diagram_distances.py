@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_choice, check_dim, check_wasserstein_p
+from ..constants import DIAGRAM_METRICS, INFINITE_BARS
 from ..errors import InvalidInputError
 from .diagram import Diagram
 
@@ -35,15 +37,12 @@ __all__ = [
     "DIAGRAM_METRICS",
 ]
 
-DIAGRAM_METRICS = ("bottleneck", "wasserstein")
-
 
 def _points(x: Any, dim: int | None) -> np.ndarray:
     if isinstance(x, Diagram):
         if dim is None:
             raise InvalidInputError("give dim= when passing one dimension of a Diagram")
-        if not 0 <= dim <= x.maxdim:
-            raise InvalidInputError(f"dim {dim} is not in this diagram (dimensions 0..{x.maxdim})")
+        dim = check_dim(dim, x.maxdim, hint="the dimensions this diagram holds")
         return np.asarray(x[dim], dtype=np.float64).reshape(-1, 2)
     try:
         a = np.asarray(x, dtype=np.float64)
@@ -78,9 +77,8 @@ def _infinite_part(ia: np.ndarray, ib: np.ndarray, infinite: str) -> np.ndarray 
     return np.abs(ia - ib)
 
 
-def _check_infinite(infinite: str) -> None:
-    if infinite not in ("match", "ignore"):
-        raise InvalidInputError(f"infinite must be 'match' or 'ignore', got {infinite!r}")
+def _check_infinite(infinite: Any) -> None:
+    check_choice(infinite, "infinite", INFINITE_BARS, what="infinite-bar handling (infinite=)")
 
 
 def _augmented_cost(fa: np.ndarray, fb: np.ndarray, p: float) -> np.ndarray:
@@ -260,12 +258,7 @@ def wasserstein(a, b, p: float = 1.0, *, dim: int | None = None, infinite: str =
         Distance in the units of the filtration (e.g. Jensen–Shannon distance).
     """
     _check_infinite(infinite)
-    try:
-        p = float(p)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"p must be a number ≥ 1, got {p!r}") from None
-    if not p >= 1 or math.isinf(p):
-        raise InvalidInputError(f"p must be a finite number ≥ 1 (use bottleneck for p = inf), got {p!r}")
+    p = check_wasserstein_p(p)
     return _per_dim(a, b, dim, lambda x, y: _wasserstein_arrays(x, y, p, infinite, False)[0])
 
 
@@ -281,11 +274,10 @@ def bottleneck(a, b, *, dim: int | None = None, infinite: str = "match"):
 def diagram_distance(a, b, metric: str = "bottleneck", *, p: float = 1.0, dim: int | None = None,
                      infinite: str = "match"):
     """``bottleneck`` or ``wasserstein`` (order ``p``) by name; see those functions."""
+    check_choice(metric, "metric", DIAGRAM_METRICS, what="diagram metric")
     if metric == "bottleneck":
         return bottleneck(a, b, dim=dim, infinite=infinite)
-    if metric == "wasserstein":
-        return wasserstein(a, b, p=p, dim=dim, infinite=infinite)
-    raise InvalidInputError(f"unknown diagram metric {metric!r}; allowed: {', '.join(DIAGRAM_METRICS)}")
+    return wasserstein(a, b, p=p, dim=dim, infinite=infinite)
 
 
 def matching(a, b, metric: str = "wasserstein", *, p: float = 1.0, dim: int | None = None,
@@ -304,12 +296,9 @@ def matching(a, b, metric: str = "wasserstein", *, p: float = 1.0, dim: int | No
     if isinstance(a, Diagram) and dim is None:
         raise InvalidInputError("give dim= to match one dimension of two diagrams")
     x, y = _points(a, dim), _points(b, dim)
+    check_choice(metric, "metric", DIAGRAM_METRICS, what="diagram metric")
     if metric == "wasserstein":
-        if not float(p) >= 1 or math.isinf(float(p)):
-            raise InvalidInputError(f"p must be a finite number ≥ 1, got {p!r}")
-        val, pairs = _wasserstein_arrays(x, y, float(p), infinite, True)
-    elif metric == "bottleneck":
-        val, pairs = _bottleneck_arrays(x, y, infinite, True, True)
+        val, pairs = _wasserstein_arrays(x, y, check_wasserstein_p(p), infinite, True)
     else:
-        raise InvalidInputError(f"unknown diagram metric {metric!r}; allowed: {', '.join(DIAGRAM_METRICS)}")
+        val, pairs = _bottleneck_arrays(x, y, infinite, True, True)
     return val, (pairs or [])

@@ -340,7 +340,8 @@ def get_engine(engine: str | None = None) -> Engine:
     MissingDependencyError
         The engine's package is not installed (the message names the pip package).
     """
-    from ..errors import InvalidInputError, MissingDependencyError
+    from .._validation import check_choice
+    from ..errors import MissingDependencyError
 
     if engine is None:
         avail = available_engines()
@@ -349,11 +350,7 @@ def get_engine(engine: str | None = None) -> Engine:
                 "no persistence engine is installed; install one with `pip install giotto-ph`"
             )
         return ENGINES[DEFAULT_ENGINE] if DEFAULT_ENGINE in avail else ENGINES[avail[0]]
-    if not isinstance(engine, str) or engine not in ENGINES:
-        raise InvalidInputError(
-            f"unknown persistence engine {engine!r}; allowed: {', '.join(map(repr, ENGINES))} "
-            "or None for the default"
-        )
+    check_choice(engine, "engine", ENGINES, what="persistence engine", hint="or None for the default")
     eng = ENGINES[engine]
     if not eng.is_available():
         raise MissingDependencyError(

@@ -39,10 +39,12 @@ from __future__ import annotations
 import contextlib
 import io
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence, get_args
 
 import numpy as np
 
+from .._validation import check_bool, check_choice, check_int, is_int
+from ..constants import MULTI_BACKENDS
 from ..errors import InvalidInputError, MissingDependencyError
 from .diagram import Diagram
 from .persistence import _check_maxdim, persistence_batch, validate_distance_matrix
@@ -65,8 +67,9 @@ MULTIPERS_HINT = (
     "(multipers==2.3.2); the slice backend (backend='slices') needs nothing more"
 )
 
-_BACKENDS = ("auto", "multipers", "slices")
-_INVARIANTS = ("hilbert", "rank")
+#: Signed-measure invariants of :func:`signed_measure`.
+Invariant = Literal["hilbert", "rank"]
+_INVARIANTS: tuple[str, ...] = get_args(Invariant)
 
 
 # --------------------------------------------------------------------- multipers
@@ -119,8 +122,7 @@ def _check_times(times: Any, n: int) -> np.ndarray:
 
 
 def _check_backend(backend: Any) -> str:
-    if backend not in _BACKENDS:
-        raise InvalidInputError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {backend!r}")
+    check_choice(backend, "backend", MULTI_BACKENDS)
     if backend == "auto":
         return "multipers" if multipers_available() else "slices"
     return backend
@@ -159,9 +161,8 @@ def _eps_grid(eps: Any, D: np.ndarray, n_times: int = 1, n_dims: int = 1) -> np.
     """Distance grid: None → the exact critical values (see :func:`default_eps_grid`)."""
     if eps is None:
         return default_eps_grid(D[np.triu_indices(D.shape[0], 1)], n_times, n_dims)
-    if isinstance(eps, (int, np.integer)) and not isinstance(eps, bool):
-        if eps < 2:
-            raise InvalidInputError(f"eps as a resolution must be an int >= 2, got {eps}")
+    if is_int(eps):
+        eps = check_int(eps, "eps as a resolution", lo=2)
         top = float(D.max()) if D.size else 1.0
         return np.linspace(0.0, top if top > 0 else 1.0, int(eps))
     g = _grid(eps, "eps")
@@ -339,6 +340,7 @@ def bifiltration(
     """
     A = validate_distance_matrix(D)
     maxdim = _check_maxdim(maxdim)
+    collapse = check_bool(collapse, "collapse")
     n = A.shape[0]
     t = _check_times(times, n)
     mp = _multipers()
@@ -400,16 +402,13 @@ def signed_measure(
     -------
     SignedMeasure
     """
-    if invariant not in _INVARIANTS:
-        raise InvalidInputError(f"invariant must be 'hilbert' or 'rank', got {invariant!r}")
-    degree = _check_maxdim(degree)
+    check_choice(invariant, "invariant", _INVARIANTS)
+    degree = _check_maxdim(degree, "degree")
     A = validate_distance_matrix(D)
     grid = None
     if invariant == "rank":
         if eps_grid is None:
-            if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)) or resolution < 2:
-                raise InvalidInputError(f"resolution must be an int >= 2, got {resolution!r}")
-            grid = _eps_grid(int(resolution), A)
+            grid = _eps_grid(check_int(resolution, "resolution", lo=2), A)
         else:
             grid = _grid(eps_grid, "eps_grid")
     st = bifiltration(A, times, maxdim=degree, eps_grid=grid)
