@@ -46,7 +46,9 @@ class Attention:
     token_ids : ndarray of shape (n_tokens,), int64
         Vocabulary ids of the tokens.
     layer_ids, head_ids : tuple of int
-        Which layers / heads of the model the first two axes hold (all by default).
+        Which layers / heads of the model the first two axes hold (all by default):
+        position ``i`` of axis L is the model's layer ``layer_ids[i]``.  Also readable
+        as :attr:`layers` / :attr:`heads`, the names results use.
     special_dropped : bool
         True if special tokens were removed and rows renormalized (:meth:`drop_special`).
     """
@@ -91,6 +93,16 @@ class Attention:
             raise InvalidInputError("layer_ids/head_ids do not match the weights' shape")
 
     # ------------------------------------------------------------------ shape
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """The model's layer numbers held, one per position of axis L (= :attr:`layer_ids`)."""
+        return self.layer_ids
+
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """The model's head numbers held, one per position of axis H (= :attr:`head_ids`)."""
+        return self.head_ids
+
     @property
     def n_layers(self) -> int:
         """Number of layers held (first axis of :attr:`weights`)."""
@@ -143,7 +155,12 @@ class Attention:
         return self.weights[resolve_index(key, self.n_layers, "layer")]
 
     def select(self, layers=None, heads=None) -> "Attention":
-        """Keep only some layers and/or heads (positions in this container)."""
+        """Keep only some layers and/or heads.
+
+        ``layers``, ``heads``: ``None`` (all), an int, a sequence of ints or a slice of
+        *positions in this container* (negatives count from the end); for a full
+        container positions are the model's numbers.
+        """
         li = resolve_indices(layers, self.n_layers, "layer")
         hi = resolve_indices(heads, self.n_heads, "head")
         w = self.weights[np.ix_(li, hi)]

@@ -9,6 +9,7 @@ import torch
 import attntopo as at
 from attntopo.errors import (
     EmptyTextError,
+    InvalidInputError,
     ModelNotFoundError,
     OutOfRangeError,
     TextTooLongError,
@@ -86,6 +87,27 @@ def test_layer_head_selection_and_errors(minilm, sample_text):
         minilm.attention(sample_text, layers=6)
     with pytest.raises(OutOfRangeError, match=r"0\.\.11"):
         full[0, 12]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(drop_special=1), r"^drop_special must be True or False, got 1$"),
+        (dict(truncate="yes"), r"^truncate must be True or False"),
+        (dict(batch_size=0), r"^batch_size must be None or an int >= 1"),
+        (dict(batch_size=2.0), r"^batch_size must be None or an int >= 1"),
+    ],
+)
+def test_attention_settings_are_checked(minilm, sample_text, kwargs, message):
+    with pytest.raises(InvalidInputError, match=message):
+        minilm.attention(sample_text, **kwargs)
+
+
+def test_load_model_settings_are_checked():
+    with pytest.raises(InvalidInputError, match=r"^unknown weights dtype \(dtype=\) 'float64'; allowed"):
+        at.load_model("minilm", dtype="float64")
+    with pytest.raises(InvalidInputError, match=r"^allow_pickle must be True or False"):
+        at.load_model("minilm", allow_pickle="no")
 
 
 def test_too_long_and_truncate(minilm):

@@ -36,6 +36,12 @@ def test_indexing_and_select():
     np.testing.assert_array_equal(a[-1, -1], a.weights[1, 2])
     s = a.select(layers=[1], heads=[0, 2])
     assert s.layer_ids == (1,) and s.head_ids == (0, 2)
+    assert s.layers == s.layer_ids and s.heads == s.head_ids  # the names results use
+    # one selection vocabulary: int, sequence, slice, None; negatives count from the end
+    assert a.select(layers=-1, heads=slice(1, None)).layers == (1,)
+    assert a.select(layers=-1, heads=slice(1, None)).heads == (1, 2)
+    assert a.select(heads=np.array([-1, 0])).heads == (2, 0)
+    assert a.select().layers == (0, 1) and a.layers == (0, 1) and a.heads == (0, 1, 2)
     np.testing.assert_array_equal(s.weights[0, 1], a.weights[1, 2])
     with pytest.raises(OutOfRangeError, match=r"valid are 0\.\.2"):
         a[0, 3]
@@ -67,3 +73,11 @@ def test_bad_shapes():
 def test_equality():
     assert make() == make()
     assert make() != make(seed=1)
+
+
+def test_default_model_is_a_packaged_alias():
+    from attntopo.constants import DEFAULT_MODEL
+    from attntopo.models import ALIASES
+    from attntopo.models import DEFAULT_MODEL as models_default
+
+    assert models_default == DEFAULT_MODEL and DEFAULT_MODEL in ALIASES

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Literal, Sequence, get_args
 
 import numpy as np
 
-from ..attention import Attention, resolve_indices
+from .._validation import check_bool, check_choice, check_indices, check_positive_int
+from ..attention import Attention
 from ..errors import EmptyTextError, InvalidInputError, TextTooLongError
 from .loading import load_hf
 from .specs import DEFAULT_MODEL, ModelSpec, resolve_spec
@@ -124,7 +125,7 @@ class AttentionModel:
         Raises :class:`~attntopo.errors.TextTooLongError` if the text has more tokens than
         :attr:`max_length`, unless ``truncate=True`` (then the tail is cut).
         """
-        return self._encode([text], truncate=truncate)[0]
+        return self._encode([text], truncate=check_bool(truncate, "truncate"))[0]
 
     def _encode(self, texts: Sequence[str], *, truncate: bool) -> list[Encoding]:
         texts = [self._check_text(t) for t in texts]
@@ -222,8 +223,8 @@ class AttentionModel:
             raise TextTooLongError(
                 f"input has {too_long} tokens but {self.name} takes at most {self.max_length}"
             )
-        li = resolve_indices(layers, self.n_layers, "layer")
-        hi = resolve_indices(heads, self.n_heads, "head")
+        li = check_indices(layers, self.n_layers, "layer")
+        hi = check_indices(heads, self.n_heads, "head")
         full = (len(li), len(hi)) == (self.n_layers, self.n_heads)
         return [w if full else w[np.ix_(li, hi)] for w in self._forward(ids)]
 
@@ -249,9 +250,9 @@ class AttentionModel:
             (see :meth:`Attention.drop_special`).
         truncate : bool
             Cut texts longer than :attr:`max_length` instead of raising.
-        layers, heads : int or list of int, optional
-            Keep only these (0-based, negatives allowed); all by default.
-        batch_size : int, optional
+        layers, heads : int, sequence of int or slice, optional
+            Keep only these (0-based, negatives count from the end); all by default.
+        batch_size : int >= 1, optional
             Texts per forward pass; by default as many as fit a memory bound.
 
         Returns
@@ -267,8 +268,11 @@ class AttentionModel:
         texts = [text] if single else list(text)
         if not texts:
             raise EmptyTextError("no texts given: pass a string or a non-empty list of strings")
-        li = resolve_indices(layers, self.n_layers, "layer")
-        hi = resolve_indices(heads, self.n_heads, "head")
+        drop_special = check_bool(drop_special, "drop_special")
+        truncate = check_bool(truncate, "truncate")
+        batch_size = check_positive_int(batch_size, "batch_size", None, hint="None: by memory")
+        li = check_indices(layers, self.n_layers, "layer")
+        hi = check_indices(heads, self.n_heads, "head")
         encs = self._encode(texts, truncate=truncate)
         order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
         results: list[Attention | None] = [None] * len(encs)
@@ -283,7 +287,7 @@ class AttentionModel:
                         break
                     stop += 1
             else:
-                stop = min(start + max(1, int(batch_size)), len(order))
+                stop = min(start + batch_size, len(order))
             idx = order[start:stop]
             ws = self._forward([encs[i].ids for i in idx])
             for i, w in zip(idx, ws):
@@ -307,6 +311,10 @@ class AttentionModel:
         return results[0] if single else results  # type: ignore[return-value]
 
 
+#: Weights' dtypes :func:`load_model` accepts (attention is always returned as float32).
+WeightsDtype = Literal["float32", "float16", "bfloat16"]
+WEIGHTS_DTYPES: tuple[str, ...] = get_args(WeightsDtype)
+
 _CACHE: dict[tuple, AttentionModel] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -315,7 +323,7 @@ def load_model(
     spec: str | os.PathLike | ModelSpec = DEFAULT_MODEL,
     *,
     device: str = "cpu",
-    dtype: str = "float32",
+    dtype: WeightsDtype = "float32",
     allow_pickle: bool = False,
     trust_remote_code: bool = False,
     revision: str | None = None,
@@ -346,13 +354,14 @@ def load_model(
     UnsafeWeightsError
         Only pickle weights and ``allow_pickle`` is False.
     """
-    if dtype not in ("float32", "float16", "bfloat16"):
-        raise InvalidInputError(f"dtype must be float32, float16 or bfloat16, got {dtype!r}")
+    check_choice(dtype, "dtype", WEIGHTS_DTYPES, what="weights dtype (dtype=)")
+    allow_pickle = check_bool(allow_pickle, "allow_pickle")
+    trust_remote_code = check_bool(trust_remote_code, "trust_remote_code")
     if not isinstance(device, str) or not device:
         raise InvalidInputError(f"device must be a torch device string like 'cpu', got {device!r}")
     resolved = resolve_spec(spec, revision=revision)
     key = (resolved.kind, resolved.path, resolved.gguf_file, resolved.revision, device, dtype,
-           bool(allow_pickle), bool(trust_remote_code))
+           allow_pickle, trust_remote_code)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None:

@@ -10,11 +10,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError, ModelNotFoundError
 
 __all__ = ["ModelSpec", "ALIASES", "resolve_spec", "packaged_aliases", "DEFAULT_MODEL"]
-
-DEFAULT_MODEL = "minilm"
 
 
 @dataclass(frozen=True)
