@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._validation import check_index, check_indices
+from ._validation import check_index, check_indices, check_int
 from .errors import InvalidInputError, OutOfRangeError
 
 __all__ = ["Attention", "resolve_index", "resolve_indices"]
@@ -219,8 +219,7 @@ class Attention:
         For causal models this is exactly the attention of the prefix (rows never see
         the future, so no renormalization is needed and none changes anything).
         """
-        if not 1 <= t <= self.n_tokens:
-            raise OutOfRangeError(f"prefix length must be in 1..{self.n_tokens}, got {t}")
+        t = check_int(t, "prefix length", lo=1, hi=self.n_tokens, error=OutOfRangeError)
         return self.subset_tokens(np.arange(t))
 
     def __repr__(self) -> str:

@@ -43,7 +43,7 @@ from typing import Any, Literal, Sequence, get_args
 
 import numpy as np
 
-from .._validation import check_bool, check_choice, check_int, is_int
+from .._validation import check_bool, check_choice, check_dim, check_int, is_int
 from ..constants import MULTI_BACKENDS
 from ..errors import InvalidInputError, MissingDependencyError
 from .diagram import Diagram
@@ -205,9 +205,7 @@ class HilbertFunction:
 
     def betti(self, dim: int) -> np.ndarray:
         """ndarray of shape (k, m): the Betti-``dim`` numbers over ``eps`` × ``times``."""
-        if not 0 <= int(dim) <= self.maxdim:
-            raise InvalidInputError(f"dim must be in 0..{self.maxdim}, got {dim!r}")
-        return self.values[int(dim)]
+        return self.values[check_dim(dim, self.maxdim)]
 
     def at(self, eps: Any, t: Any, dim: int = 1) -> np.ndarray | int:
         """Value at ``(eps, t)`` (scalars or broadcastable arrays): the grid cell below-left.
