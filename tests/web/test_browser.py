@@ -219,3 +219,170 @@ def test_report_opens_offline(browser, tmp_path):
     assert not foreign, f"the report made requests: {foreign}"
     assert not watch.errors
     ctx.close()
+
+
+# ------------------------------------------------------------ errors and stale results
+def stale(p) -> bool:
+    return p.evaluate("""() => {
+        const r = document.getElementById('results');
+        return r.classList.contains('stale') && r.inert && !document.getElementById('stale-note').hidden;
+    }""")
+
+
+def test_error_after_a_result_marks_the_result_stale(page):
+    p, watch = page
+    p.fill("#text-a", TEXT_A)
+    p.fill("#text-b", TEXT_B)
+    p.click("#run")
+    wait_render(p, 1)
+    assert not stale(p) and p.is_hidden("#stale-note")
+
+    p.fill("#text-a", "")  # an empty text: the comparison below no longer answers the form
+    p.click("#run")
+    p.wait_for_selector("body[data-errors='1']")
+    assert "empty" in p.text_content("#error")
+    assert stale(p), "the previous texts' results must be greyed and inert under the error"
+    assert p.get_attribute("body", "data-stale") == "1"
+    assert "previous run" in p.text_content("#stale-note")
+    assert float(p.evaluate("getComputedStyle(document.getElementById('results')).opacity")) < 0.6
+    # inert: clicking the stale head map opens nothing
+    calls = len(watch.api_calls())
+    p.mouse.click(*_center(p, "#head-map .nsewdrag"))
+    p.wait_for_timeout(300)
+    assert len(watch.api_calls()) == calls
+
+    # a too-long text (over the server's character limit) does the same
+    p.fill("#text-a", "word " * 500)
+    p.click("#run")
+    p.wait_for_selector("body[data-errors='2']")
+    assert "too long" in p.text_content("#error") and stale(p)
+
+    # a valid run replaces the stale results and lifts the grey
+    p.fill("#text-a", TEXT_A)
+    p.click("#run")
+    wait_render(p, 2)
+    assert not stale(p) and p.is_hidden("#error") and p.get_attribute("body", "data-stale") == "0"
+
+
+def _center(p, selector: str) -> tuple[float, float]:
+    box = p.locator(selector).bounding_box()
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+def test_a_new_run_clears_the_old_error_when_it_starts(page):
+    p, _ = page
+    p.fill("#text-a", "  ")
+    p.fill("#text-b", "")
+    p.click("#run")
+    p.wait_for_selector("body[data-errors='1']")
+    assert p.is_visible("#error")
+    p.fill("#text-a", "The cat sat on the mat")
+    # click and look in the same JavaScript turn: the request has been sent, its answer cannot
+    # have arrived yet (the page is still busy), and the old error is already gone
+    hidden, state = p.evaluate("""() => {
+        document.getElementById('run').click();
+        return [document.getElementById('error').hidden, document.body.dataset.state];
+    }""")
+    assert state == "busy"
+    assert hidden, "the previous error stayed visible while the new run was computing"
+    wait_render(p, 1)
+    assert p.is_hidden("#error") and not stale(p)
+
+
+# ------------------------------------------------------------------------- figures
+LONG_TOKENS_A = "Quantum information and communication theory describe entanglement"
+LONG_TOKENS_B = "Classical information theory studies entropy and communication"
+
+_TICK_GEOMETRY = """(id) => {
+    const div = document.getElementById(id);
+    const box = (el) => { const b = el.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+    const texts = (sel) => [...div.querySelectorAll(sel)].map((e) => [e.textContent, box(e)]);
+    return {
+        svg: box(div.querySelector('.main-svg')),
+        plot: box(div.querySelector('.nsewdrag')),
+        x: texts('.xtick text'), y: texts('.ytick text'),
+    };
+}"""
+
+
+def test_heatmap_tick_labels_are_not_clipped(page):
+    p, _ = page
+    p.fill("#text-a", LONG_TOKENS_A)
+    p.fill("#text-b", LONG_TOKENS_B)
+    p.click("#run")
+    wait_render(p, 1)
+    p.wait_for_timeout(300)
+    for heat in ("heat-a", "heat-b"):
+        g = p.evaluate(_TICK_GEOMETRY, heat)
+        sl, st, sr, sb = g["svg"]
+        pl, pt, pr, pb = g["plot"]
+        labels = [t for t, _ in g["x"]]
+        assert "information" in labels and "communication" in labels, labels
+        assert [t for t, _ in g["y"]] == labels
+        for axis, ticks in (("x", g["x"]), ("y", g["y"])):
+            for text, (l, t, r, b) in ticks:
+                inside = sl - 0.5 <= l and r <= sr + 0.5 and st - 0.5 <= t and b <= sb + 0.5
+                assert inside, f"{heat}: {axis} label {text!r} at {(l, t, r, b)} is cut by the figure {g['svg']}"
+                if axis == "x":
+                    assert t >= pb - 0.5, f"{heat}: x label {text!r} overlaps the matrix"
+                else:
+                    assert r <= pl + 0.5, f"{heat}: y label {text!r} overlaps the matrix"
+
+
+_LINES_OUTSIDE = """([id, areaSel]) => {
+    // lines (zero lines, grid lines, shapes) drawn outside the matrix / the plot area
+    const div = document.getElementById(id);
+    const a = div.querySelector(areaSel).getBoundingClientRect();
+    const out = [];
+    for (const el of div.querySelectorAll('.zerolinelayer path, .gridlayer path, .shapelayer path')) {
+        const b = el.getBoundingClientRect();
+        if (b.width === 0 && b.height === 0) continue;
+        if (b.left < a.left - 1 || b.right > a.right + 1 || b.top < a.top - 1 || b.bottom > a.bottom + 1) {
+            out.push([el.getAttribute('class') || 'shape', [b.left, b.top, b.right, b.bottom]]);
+        }
+    }
+    return out;
+}"""
+
+
+def test_no_line_runs_outside_the_figures(page):
+    """The [CLS] row of the distance heatmaps had a line through it that ran past the matrix into
+    the margins (the y axis' zero line on a range widened for square cells); the diagram's
+    threshold line ran into its left margin."""
+    p, _ = page
+    p.fill("#text-a", LONG_TOKENS_A)
+    p.fill("#text-b", LONG_TOKENS_B)
+    p.click("#run")
+    wait_render(p, 1)
+    p.wait_for_timeout(300)
+    for heat in ("heat-a", "heat-b"):
+        assert p.evaluate(_LINES_OUTSIDE, [heat, ".hm image"]) == [], heat
+    for fig in ("diagram", "barcode", "head-map"):
+        assert p.evaluate(_LINES_OUTSIDE, [fig, ".nsewdrag"]) == [], fig
+    p.select_option("#heat-kind", "attention")
+    p.wait_for_timeout(300)
+    assert p.evaluate(_LINES_OUTSIDE, ["heat-a", ".hm image"]) == []
+
+
+def test_cls_row_has_no_line_beside_the_matrix(page):
+    """What the eye saw: pixels right of the matrix, in the [CLS] row, up to the colour bar."""
+    Image = pytest.importorskip("PIL.Image")
+    import io
+
+    p, _ = page
+    p.fill("#text-a", LONG_TOKENS_A)
+    p.fill("#text-b", "")
+    p.click("#run")
+    wait_render(p, 1)
+    p.wait_for_timeout(300)
+    p.locator("#heat-a").scroll_into_view_if_needed()
+    img = p.locator("#heat-a .hm image").bounding_box()
+    bar = p.locator("#heat-a .colorbar").bounding_box()
+    n = int(p.evaluate("document.getElementById('heat-a').data[0].z.length"))
+    row_h = img["height"] / n
+    x0, x1 = img["x"] + img["width"] + 2, bar["x"] - 2
+    assert x1 - x0 >= 4, "no room between the matrix and the colour bar to look at"
+    clip = {"x": x0, "y": img["y"] + row_h * 0.25, "width": x1 - x0, "height": row_h * 0.5}
+    band = Image.open(io.BytesIO(p.screenshot(clip=clip))).convert("L")
+    darkest = band.getextrema()[0]
+    assert darkest > 200, f"a line crosses the [CLS] row beside the matrix (darkest pixel {darkest})"

@@ -61,6 +61,22 @@
     $("error").hidden = true;
     $("error").textContent = "";
   }
+  // Results that no longer answer the form (a run for new input failed) are greyed, made inert
+  // and labelled, so an error is never read as being about the figures below it.
+  function setStale(on) {
+    const res = $("results");
+    res.classList.toggle("stale", on);
+    res.inert = on;
+    res.setAttribute("aria-disabled", on ? "true" : "false");
+    $("stale-note").hidden = !on;
+    document.body.dataset.stale = on ? "1" : "0";
+  }
+  // the input a result answers: the request body without the head it shows in full
+  function inputKey(body) {
+    const b = { ...body };
+    delete b.layer; delete b.head; delete b.auto_head;
+    return JSON.stringify(b);
+  }
   function setStatus(msg, busy) {
     const el = $("status");
     el.textContent = msg || "";
@@ -191,6 +207,7 @@
     const ctrl = new AbortController();
     S.ctrl = ctrl;
     const seq = ++S.seq;
+    clearError();  // a new run makes any earlier error moot
     $("run").disabled = true;
     document.body.dataset.state = "busy";
     setStatus(what, true);
@@ -199,10 +216,10 @@
       const data = await api(path, body, ctrl.signal);
       if (seq !== S.seq) return;
       clearError();
+      setStale(false);
       S.mode = mode;
       S.data = data;
-      S.body = { ...body };
-      delete S.body.layer; delete S.body.head; delete S.body.auto_head;
+      S.body = JSON.parse(inputKey(body));
       render();
       // for scripts and tests: how many results and errors the page has shown
       document.body.dataset.renders = String(+(document.body.dataset.renders || 0) + 1);
@@ -213,6 +230,15 @@
       if (e.name === "AbortError" || seq !== S.seq) return;
       showError(e.message);
       setStatus("", false);
+      if (S.data) {
+        if (S.body && inputKey(body) === inputKey(S.body)) {
+          // only another head of the shown input failed: the figures still answer the form,
+          // and the pickers go back to the head they show
+          if (S.data.selected) { $("layer").value = String(S.data.selected[0]); $("head").value = String(S.data.selected[1]); }
+        } else {
+          setStale(true);
+        }
+      }
       document.body.dataset.errors = String(+(document.body.dataset.errors || 0) + 1);
       document.body.dataset.state = "error";
     } finally {
@@ -471,8 +497,8 @@
     });
     const layout = {
       height: 420, margin: { l: 55, r: 10, t: 20, b: 45 },
-      xaxis: { title: "birth", range: [0, top], constrain: "domain" },
-      yaxis: { title: "death", range: [0, top], scaleanchor: "x", scaleratio: 1, constrain: "domain" },
+      xaxis: { title: { text: "birth" }, range: [0, top], constrain: "domain" },
+      yaxis: { title: { text: "death" }, range: [0, top], scaleanchor: "x", scaleratio: 1, constrain: "domain" },
       legend: { x: 0.98, y: 0.02, xanchor: "right", yanchor: "bottom", bgcolor: "rgba(255,255,255,0.8)" },
       shapes: epsShapes(S.eps).diagram,
       annotations: [{ x: 0, y: infY, xref: "x", yref: "y", text: "∞", showarrow: false, xanchor: "right", font: { size: 12 } }],
@@ -507,7 +533,7 @@
     });
     const layout = {
       height: Math.min(900, Math.max(320, 60 + row * 4)), margin: { l: 60, r: 10, t: 20, b: 45 },
-      xaxis: { title: "scale", range: [0, infY * 1.02] },
+      xaxis: { title: { text: "scale" }, range: [0, infY * 1.02] },
       yaxis: { autorange: "reversed", tickvals: ticks, ticktext: tickText, showgrid: false, zeroline: false },
       shapes: epsShapes(S.eps).barcode,
     };
@@ -516,10 +542,13 @@
 
   function epsShapes(eps) {
     const line = { color: "#C0392B", width: 1.2, dash: "dot" };
+    // the diagram's lines in data units: its square axes are narrower than the "paper", and a
+    // paper-wide line ran into the margin
+    const { top } = diagramExtent();
     return {
       diagram: [
-        { type: "line", xref: "x", yref: "paper", x0: eps, x1: eps, y0: 0, y1: 1, line },
-        { type: "line", xref: "paper", yref: "y", x0: 0, x1: 1, y0: eps, y1: eps, line },
+        { type: "line", xref: "x", yref: "y", x0: eps, x1: eps, y0: 0, y1: top, line },
+        { type: "line", xref: "x", yref: "y", x0: 0, x1: top, y0: eps, y1: eps, line },
       ],
       barcode: [{ type: "line", xref: "x", yref: "paper", x0: eps, x1: eps, y0: 0, y1: 1, line }],
     };
@@ -547,10 +576,14 @@
         customdata: custom, colorbar: { title: { text: kind === "attention" ? "weight" : "distance" } },
         hovertemplate: "%{customdata[0]} → %{customdata[1]}<br>%{z:.4f}<extra></extra>",
       };
+      // automargin: the margins grow to fit the longest tick label (fixed ones clipped
+      // "information" to "nformation"); square cells shrink the domain, not widen the range, and
+      // no zero line: on a widened range the y zero line crossed the [CLS] row into the margins
+      const axis = { tickvals: pos, ticktext: txt, showgrid: false, zeroline: false, automargin: true, constrain: "domain" };
       const layout = {
-        height: 460, margin: { l: 90, r: 10, t: 10, b: 90 },
-        xaxis: { tickvals: pos, ticktext: txt, tickangle: -90, showgrid: false },
-        yaxis: { tickvals: pos, ticktext: txt, autorange: "reversed", scaleanchor: "x", showgrid: false },
+        height: 480, margin: { l: 10, r: 10, t: 10, b: 10 },
+        xaxis: { ...axis, tickangle: -90, constraintoward: "right" },
+        yaxis: { ...axis, autorange: "reversed", scaleanchor: "x", constraintoward: "middle" },
       };
       Plotly.react(k === 0 ? "heat-a" : "heat-b", [trace], layout, PLOT_CONFIG);
       const title = kind === "attention" ? "Attention" : "Distances";
@@ -606,7 +639,8 @@
     };
     const layout = {
       height: Math.min(820, Math.max(300, 80 + 20 * L)), margin: { l: 55, r: 10, t: 10, b: 45 },
-      xaxis: { title: "head", dtick: 1, showgrid: false }, yaxis: { title: "layer", autorange: "reversed", dtick: 1, showgrid: false },
+      xaxis: { title: { text: "head" }, dtick: 1, showgrid: false, zeroline: false },
+      yaxis: { title: { text: "layer" }, autorange: "reversed", dtick: 1, showgrid: false, zeroline: false },
       shapes,
     };
     const div = $("head-map");
