@@ -1,0 +1,53 @@
+"""Topological features for prediction: texts → a table of named features per head.
+
+>>> from attntopo.features import features
+>>> table = features(["A first text.", "Another one."], model="minilm", sets=("js", "template"))
+>>> table.columns[0]
+'L0H0.js.h0.n_bars'
+>>> X = table.to_numpy()                      # (2, n_features)
+
+Feature sets (formulas in ``docs/features.md``):
+
+``js``            attntopo's own: statistics of each head's Jensen–Shannon Rips diagram
+``graph``         tda4atd / la-tda: invariants of the attention graph at thresholds τ
+``barcode``       tda4atd: statistics of the Rips barcode of ``1 − max(A, Aᵀ)``
+``template``      la-tda: distances to fixed attention patterns
+``prompt``        TOHA: prompt-to-response spanning-forest score, for (prompt, response) pairs
+``js_image``      persistence images of the JS diagrams (persim)
+``js_landscape``  persistence landscapes of the JS diagrams (persim)
+
+The per-set functions take stacks of matrices, so they also serve attention from elsewhere.
+"""
+
+from ._barcode import BARCODE_QUANTITIES, barcode_features, barcode_matrices
+from ._compute import DEFAULT_SETS, FEATURE_SETS, feature_names, features
+from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, GRAPH_QUANTITIES, graph_features
+from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES
+from ._prompt import spanning_forest_length
+from ._select import head_scores, select_heads
+from ._table import FeatureTable, column_name, parse_column
+from ._template import TEMPLATES, template_features
+
+__all__ = [
+    "BARCODE_QUANTITIES",
+    "CYCLE_CAP",
+    "DEFAULT_QUANTILES",
+    "DEFAULT_SCALES",
+    "DEFAULT_SETS",
+    "DEFAULT_THRESHOLDS",
+    "FEATURE_SETS",
+    "FeatureTable",
+    "GRAPH_QUANTITIES",
+    "TEMPLATES",
+    "barcode_features",
+    "barcode_matrices",
+    "column_name",
+    "feature_names",
+    "features",
+    "graph_features",
+    "head_scores",
+    "parse_column",
+    "select_heads",
+    "spanning_forest_length",
+    "template_features",
+]

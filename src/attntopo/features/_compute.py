@@ -1,0 +1,415 @@
+""":func:`features`: texts → attention → every feature set, chunk by chunk, → a FeatureTable."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Sequence
+
+import numpy as np
+
+from .._validation import check_bool, check_choice, check_number, check_positive_int
+from .._version import __version__
+from ..attention import Attention
+from ..distances import token_distances
+from ..errors import EmptyTextError, InvalidInputError
+from ..topology import persistence_batch
+from ._barcode import BARCODE_QUANTITIES, barcode_matrices, barcode_stats
+from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, graph_features, graph_names
+from ._js import (
+    DEFAULT_QUANTILES,
+    DEFAULT_SCALES,
+    image_names,
+    image_stats,
+    js_names,
+    js_stats,
+    landscape_names,
+    landscape_stats,
+)
+from ._prompt import PROMPT_QUANTITIES, prompt_features
+from ._table import FeatureTable, column_name
+from ._template import TEMPLATES, punctuation_mask, template_features
+
+__all__ = ["FEATURE_SETS", "DEFAULT_SETS", "features", "feature_names"]
+
+#: Every feature set, by name.
+FEATURE_SETS: tuple[str, ...] = (
+    "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape",
+)
+#: The sets computed when none are named (``prompt`` needs pairs; images/landscapes are opt-in).
+DEFAULT_SETS: tuple[str, ...] = ("js", "graph", "barcode", "template")
+_ON_EMPTY = ("raise", "skip")
+
+
+# ------------------------------------------------------------------ settings
+def _check_sets(sets: Any) -> tuple[str, ...]:
+    if isinstance(sets, str):
+        sets = (sets,)
+    try:
+        sets = tuple(sets)
+    except TypeError:
+        raise InvalidInputError(
+            f"sets must be a set name or a sequence of them; valid: {', '.join(FEATURE_SETS)}"
+        ) from None
+    if not sets:
+        raise InvalidInputError(f"sets is empty: name at least one of {', '.join(FEATURE_SETS)}")
+    for s in sets:
+        check_choice(s, "sets", FEATURE_SETS, what="feature set")
+    if len(set(sets)) != len(sets):
+        raise InvalidInputError(f"sets must be distinct, got {list(sets)}")
+    return sets
+
+
+def _check_grid(values: Any, name: str, lo: float, hi: float) -> tuple[float, ...]:
+    try:
+        out = tuple(check_number(v, name, lo=lo) for v in values)
+    except TypeError:
+        raise InvalidInputError(f"{name} must be a sequence of numbers in [{lo:g}, {hi:g}]") from None
+    if not out or any(v > hi for v in out) or len(set(out)) != len(out):
+        raise InvalidInputError(
+            f"{name} must be a non-empty sequence of distinct numbers in [{lo:g}, {hi:g}], got {values!r}"
+        )
+    return out
+
+
+def _settings(sets, thresholds, scales, quantiles, cycle_cap) -> dict:
+    return {
+        "sets": list(_check_sets(sets)),
+        "thresholds": list(_check_grid(thresholds, "thresholds", 0.0, 1.0)),
+        "scales": list(_check_grid(scales, "scales", 0.0, 1.0)),
+        "quantiles": list(_check_grid(quantiles, "quantiles", 0.0, 1.0)),
+        "cycle_cap": check_positive_int(cycle_cap, "cycle_cap", allow_none=False),
+    }
+
+
+def _quantities(set_name: str, st: dict) -> list[str]:
+    if set_name == "js":
+        return js_names(st["scales"], st["quantiles"])
+    if set_name == "graph":
+        return graph_names(st["thresholds"])
+    if set_name == "barcode":
+        return list(BARCODE_QUANTITIES)
+    if set_name == "template":
+        return list(TEMPLATES)
+    if set_name == "prompt":
+        return list(PROMPT_QUANTITIES)
+    if set_name == "js_image":
+        return image_names()
+    return landscape_names()
+
+
+def _columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> list[str]:
+    return [
+        column_name(layer, head, s, q)
+        for s in st["sets"]
+        for layer in layer_ids
+        for head in head_ids
+        for q in _quantities(s, st)
+    ]
+
+
+def feature_names(
+    model: Any = "minilm",
+    *,
+    sets: Sequence[str] = DEFAULT_SETS,
+    layers=None,
+    heads=None,
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    scales: Sequence[float] = DEFAULT_SCALES,
+    quantiles: Sequence[float] = DEFAULT_QUANTILES,
+    cycle_cap: int = CYCLE_CAP,
+) -> list[str]:
+    """The column names :func:`features` returns for these settings, without computing anything.
+
+    ``model`` is an alias, hub id, folder or a loaded :class:`~attntopo.models.AttentionModel`
+    (its layer and head counts decide the names; a name loads the model, cached).
+    """
+    from ..attention import resolve_indices
+    from ..models import AttentionModel, load_model
+
+    st = _settings(sets, thresholds, scales, quantiles, cycle_cap)
+    m = model if isinstance(model, AttentionModel) else load_model(model)
+    li = resolve_indices(layers, m.n_layers, "layer")
+    hi = resolve_indices(heads, m.n_heads, "head")
+    return _columns(li, hi, st)
+
+
+# ------------------------------------------------------------------ inputs
+def _is_pair(item: Any) -> bool:
+    return isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) for x in item)
+
+
+def _items(texts: Any) -> tuple[list[Any], bool]:
+    """The input as a list, and whether it was a single item."""
+    if isinstance(texts, (str, Attention)) or hasattr(texts, "diagrams"):
+        return [texts], True
+    if isinstance(texts, (list, tuple)):
+        if not texts:
+            raise EmptyTextError("no texts given: pass a string or a non-empty list of strings")
+        return list(texts), False
+    raise InvalidInputError(
+        "texts must be a string, a list of strings or (prompt, response) pairs, an Attention or "
+        f"an Analysis, got {type(texts).__name__}"
+    )
+
+
+def _empty(item: Any) -> bool:
+    if isinstance(item, str):
+        return not item.strip()
+    if _is_pair(item):
+        return not item[0].strip() or not item[1].strip()
+    return False
+
+
+def _check_item(k: int, item: Any) -> None:
+    if isinstance(item, (str, Attention)) or _is_pair(item) or hasattr(item, "attention"):
+        return
+    raise InvalidInputError(
+        f"texts[{k}] is a {type(item).__name__}: each item must be a string, a (prompt, response) "
+        "pair of strings, an Attention or an Analysis"
+    )
+
+
+def _join(prompt: str, response: str) -> tuple[str, int]:
+    """The pair as one text, and the character where the response part starts."""
+    sep = "" if (prompt[-1:].isspace() or response[:1].isspace()) else " "
+    return prompt + sep + response, len(prompt)
+
+
+# ------------------------------------------------------------------ compute
+def _prompt_mask(att: Attention, boundary: int) -> np.ndarray:
+    """Prompt tokens among the non-special tokens (those starting before ``boundary``)."""
+    keep = ~att.special
+    starts = np.array([a for a, _ in att.offsets], dtype=np.int64)
+    return starts[keep] < boundary
+
+
+def _chunk_rows(
+    atts: list[Attention], boundaries: list[int | None], st: dict, drop_special: bool,
+    engine: str | None, n_jobs: int | None,
+) -> np.ndarray:
+    """Feature rows of a chunk of texts, shape (len(atts), n_features)."""
+    sets = st["sets"]
+    blocks: dict[str, list[np.ndarray]] = {s: [] for s in sets}
+    js_mats: list[np.ndarray] = []
+    js_sizes: list[int] = []
+    bc_mats: list[np.ndarray] = []
+    for att, boundary in zip(atts, boundaries):
+        L, H, n, _ = att.weights.shape
+        full = att.weights.reshape(L * H, n, n)
+        real_att = att.drop_special() if (drop_special and att.special.any()) else att
+        nr = real_att.n_tokens
+        real = real_att.weights.reshape(L * H, nr, nr)
+        D = None
+        if any(s in sets for s in ("js", "js_image", "js_landscape")):
+            D = token_distances(real).reshape(L * H, nr, nr)
+            js_mats.extend(D)
+            js_sizes.extend([nr] * (L * H))
+        if "prompt" in sets:
+            # the prompt score is measured between content tokens: special tokens always go
+            pa = real_att if (real_att.special_dropped or not att.special.any()) else att.drop_special()
+            npa = pa.n_tokens
+            Ap = pa.weights.reshape(L * H, npa, npa)
+            Dp = D if (D is not None and pa is real_att) else token_distances(Ap)
+            blocks["prompt"].append(prompt_features(Ap, Dp, _prompt_mask(att, boundary)))
+        if "graph" in sets:
+            blocks["graph"].append(graph_features(real, st["thresholds"], cycle_cap=st["cycle_cap"]))
+        if "barcode" in sets:
+            bc_mats.extend(barcode_matrices(real))
+        if "template" in sets:
+            punct = punctuation_mask(att.text, att.offsets, att.special)
+            blocks["template"].append(template_features(full, punct))
+    if js_mats:
+        dgms = persistence_batch(js_mats, maxdim=1, engine=engine, n_jobs=n_jobs)
+        per_head = []
+        if "js" in sets:
+            per_head.append(("js", js_stats(dgms, np.array(js_sizes), st["scales"], st["quantiles"])))
+        if "js_image" in sets:
+            per_head.append(("js_image", image_stats(dgms)))
+        if "js_landscape" in sets:
+            per_head.append(("js_landscape", landscape_stats(dgms)))
+        for name, arr in per_head:
+            blocks[name] = list(np.split(arr, len(atts)))
+    if bc_mats:
+        dgms = persistence_batch(bc_mats, maxdim=1, engine=engine, n_jobs=n_jobs)
+        blocks["barcode"] = list(np.split(barcode_stats(dgms), len(atts)))
+    # one row per text: for each set, heads in layer-major order, quantities within a head
+    return np.stack(
+        [np.concatenate([blocks[s][t].ravel() for s in sets]) for t in range(len(atts))]
+    )
+
+
+def features(
+    texts: Any,
+    model: Any = "minilm",
+    *,
+    sets: Sequence[str] = DEFAULT_SETS,
+    layers=None,
+    heads=None,
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    scales: Sequence[float] = DEFAULT_SCALES,
+    quantiles: Sequence[float] = DEFAULT_QUANTILES,
+    cycle_cap: int = CYCLE_CAP,
+    drop_special: bool = True,
+    truncate: bool = False,
+    on_empty: str = "raise",
+    batch_size: int = 16,
+    engine: str | None = None,
+    n_jobs: int | None = None,
+) -> FeatureTable:
+    """Topological features of texts: one row per text, named columns per head and set.
+
+    Parameters
+    ----------
+    texts : str, list, Attention or Analysis
+        A text, a list of texts, a list of ``(prompt, response)`` pairs (needed by the
+        ``prompt`` set; other sets see the pair joined into one text), or attention already
+        computed (an :class:`~attntopo.attention.Attention`, an
+        :class:`~attntopo.analyses.Analysis`, or a list of them; ``model`` is then unused).
+    model : str or AttentionModel
+        Alias (``"minilm"``, ``"smollm2"``), hub id, folder or a loaded model.
+    sets : sequence of str
+        Feature sets (:data:`FEATURE_SETS`); default :data:`DEFAULT_SETS`.
+        See ``docs/features.md`` for every formula.
+    layers, heads : int or list of int, optional
+        0-based model indices (negatives allowed); all by default.
+    thresholds : sequence of float
+        Attention thresholds τ of the ``graph`` set.
+    scales : sequence of float
+        JS scales of the ``js`` set's Betti numbers.
+    quantiles : sequence of float
+        Quantiles of the ``js`` set's H0 deaths.
+    cycle_cap : int
+        Most directed simple cycles counted by the ``graph`` set (50, as la-tda).
+    drop_special : bool
+        Remove special tokens ([CLS], [SEP], …) and renormalize rows before the ``js``,
+        ``graph`` and ``barcode`` sets (the ``template`` set always sees them; the ``prompt``
+        set never does).
+    truncate : bool
+        Cut texts longer than the model's context instead of raising.
+    on_empty : {"raise", "skip"}
+        An empty text in a list raises :class:`~attntopo.errors.EmptyTextError` naming its
+        index, or is skipped (its index is listed in :attr:`FeatureTable.skipped`).
+    batch_size : int
+        Texts per chunk: attention, distances and diagrams of a chunk are freed once its rows
+        are computed, so memory does not grow with the number of texts.
+    engine, n_jobs
+        Persistence engine and worker processes (see :func:`attntopo.topology.persistence_batch`).
+
+    Returns
+    -------
+    FeatureTable
+        ``values`` of shape (n_texts, n_features) and the column names
+        ``L{layer}H{head}.{set}.{quantity}``.
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown set (the message lists the valid ones), bad settings, a ``prompt`` set without
+        pairs, a pair whose response has no token.
+    EmptyTextError
+        An empty text (``on_empty="raise"``), or no text at all.
+    """
+    st = _settings(sets, thresholds, scales, quantiles, cycle_cap)
+    on_empty = check_choice(on_empty, "on_empty", _ON_EMPTY)
+    drop_special = check_bool(drop_special, "drop_special")
+    batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
+    items, _ = _items(texts)
+    for k, item in enumerate(items):
+        _check_item(k, item)
+    if "prompt" in st["sets"]:
+        for k, item in enumerate(items):
+            if not _is_pair(item):
+                raise InvalidInputError(
+                    f"the prompt set needs (prompt, response) pairs of strings; texts[{k}] is a "
+                    f"{type(item).__name__}"
+                )
+    skipped = [k for k, item in enumerate(items) if _empty(item)]
+    if skipped and on_empty == "raise":
+        k = skipped[0]
+        raise EmptyTextError(
+            f"texts[{k}] is empty or only whitespace ({len(skipped)} empty in all): remove it or "
+            "pass on_empty='skip'"
+        )
+    keep = [k for k in range(len(items)) if k not in set(skipped)]
+    if not keep:
+        raise EmptyTextError(f"all {len(items)} texts are empty: nothing to compute")
+
+    m = None
+    if any(isinstance(items[k], str) or _is_pair(items[k]) for k in keep):
+        from ..models import AttentionModel, load_model
+
+        m = model if isinstance(model, AttentionModel) else load_model(model)
+
+    rows: list[np.ndarray] = []
+    row_texts: list[str] = []
+    layer_ids = head_ids = None
+    for start in range(0, len(keep), batch_size):
+        idx = keep[start:start + batch_size]
+        atts: list[Attention] = []
+        bounds: list[int | None] = []
+        to_run, run_pos = [], []
+        for k in idx:
+            item = items[k]
+            if isinstance(item, str):
+                to_run.append(item)
+                run_pos.append(len(atts))
+                atts.append(None)  # type: ignore[arg-type]
+                bounds.append(None)
+            elif _is_pair(item):
+                text, b = _join(*item)
+                to_run.append(text)
+                run_pos.append(len(atts))
+                atts.append(None)  # type: ignore[arg-type]
+                bounds.append(b)
+            else:
+                att = item if isinstance(item, Attention) else item.attention
+                if layers is not None or heads is not None:
+                    att = att.select(layers, heads)
+                atts.append(att)
+                bounds.append(None)
+        if to_run:
+            got = m.attention(to_run, layers=layers, heads=heads, truncate=truncate)
+            for p, a in zip(run_pos, got):
+                atts[p] = a
+        for k, a, b in zip(idx, atts, bounds):
+            if b is not None and not np.any(~_prompt_mask(a, b)):
+                raise InvalidInputError(
+                    f"texts[{k}]: the response has no token after the prompt (was it truncated?)"
+                )
+        ids = (tuple(atts[0].layer_ids), tuple(atts[0].head_ids))
+        if layer_ids is None:
+            layer_ids, head_ids = ids
+        for k, a in zip(idx, atts):
+            if (tuple(a.layer_ids), tuple(a.head_ids)) != (layer_ids, head_ids):
+                raise InvalidInputError(
+                    f"texts[{k}] holds other layers/heads than texts[{keep[0]}]: every "
+                    "Attention of one table must cover the same heads"
+                )
+        rows.append(_chunk_rows(atts, bounds, st, drop_special, engine, n_jobs))
+        row_texts.extend(a.text for a in atts)
+        del atts  # the chunk's n × n matrices go now
+    settings = dict(st)
+    settings.update(
+        model=(m.name if m is not None else rows and _first_model(items, keep)),
+        layers=list(layer_ids or ()),
+        heads=list(head_ids or ()),
+        drop_special=drop_special,
+        truncate=truncate,
+    )
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return FeatureTable(
+        values=np.concatenate(rows, axis=0),
+        columns=tuple(_columns(layer_ids or (), head_ids or (), st)),
+        index=np.array(keep, dtype=np.int64),
+        texts=row_texts,
+        skipped=tuple(skipped),
+        settings=settings,
+        provenance={"attntopo": __version__, "created": created},
+    )
+
+
+def _first_model(items: list[Any], keep: list[int]) -> str:
+    item = items[keep[0]]
+    att = item if isinstance(item, Attention) else item.attention
+    return att.model
+

@@ -1,0 +1,244 @@
+"""The ``graph`` set: invariants of the thresholded attention graph (tda4atd / la-tda).
+
+For a threshold τ the attention matrix ``A`` (n × n, rows over the real tokens) gives the
+directed graph ``G_τ`` with an edge ``i → j`` wherever ``A[i, j] >= τ`` (self-loops included,
+as in the reference code, which builds ``networkx.MultiDiGraph`` from the 0/1 matrix), and
+its undirected simple graph ``U_τ`` (edge ``{i, j}`` if ``i → j`` or ``j → i``; self-loops
+kept as loops).  Per head and threshold:
+
+``scc``
+    number of strongly connected components of ``G_τ``;
+``b0``
+    number of connected components of ``U_τ`` (= weakly connected components of ``G_τ``);
+``edges``
+    number of directed edges of ``G_τ`` (self-loops included);
+``degree``
+    mean vertex degree of ``G_τ`` (in + out, a self-loop counting 2) = ``2 · edges / n``;
+``cycles``
+    number of directed simple cycles of ``G_τ`` (self-loops are cycles of length 1), capped at
+    ``cycle_cap`` (50, as la-tda);
+``b1``
+    ``edges(U_τ) − n + b0``: the cycle rank of ``U_τ`` (each loop is one cycle);
+``chordal``
+    1 if ``U_τ`` without its loops is chordal, else 0;
+``matching``
+    size of the greedy maximal matching of ``U_τ`` (la-tda's ``networkx.maximal_matching``:
+    edges ``{i, j}``, ``i < j``, taken in row-major order when both ends are free), which is at
+    least half the matching number.
+
+Everything is vectorized over all heads and thresholds at once: components through one
+:func:`scipy.sparse.csgraph.connected_components` call on a block-diagonal graph, chordality
+by a maximum cardinality search run on every graph in lockstep, matching greedily row by row.
+Only the simple-cycle count needs an enumeration (counting simple cycles is #P-hard); it calls
+``networkx.simple_cycles`` — the reference implementation — only on the strongly connected
+components that are neither a single vertex nor a single ring, and only in graphs where two
+exact lower bounds stay below the cap: the cycle rank ``e − m + 1`` of each such component
+(its cycle space has a basis of simple directed cycles) and the exact number of cycles of
+length 1 to 4.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["GRAPH_QUANTITIES", "DEFAULT_THRESHOLDS", "CYCLE_CAP", "graph_names", "graph_features"]
+
+#: Thresholds on attention weights (tda4atd and la-tda).
+DEFAULT_THRESHOLDS: tuple[float, ...] = (0.025, 0.05, 0.1, 0.25, 0.5, 0.75)
+#: Quantities per threshold, in column order.
+GRAPH_QUANTITIES: tuple[str, ...] = (
+    "scc", "b0", "edges", "degree", "cycles", "b1", "chordal", "matching",
+)
+#: Cap on the simple-cycle count (la-tda counts at most 50 cycles).
+CYCLE_CAP = 50
+
+
+def graph_names(thresholds: Sequence[float]) -> list[str]:
+    """Quantity names of the set: ``t{τ}.{quantity}`` for each threshold and quantity."""
+    return [f"t{t:g}.{q}" for t in thresholds for q in GRAPH_QUANTITIES]
+
+
+def _components(M: np.ndarray, connection: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Connected components of each graph in ``M`` (G, n, n) bool, in one scipy call.
+
+    Returns the number of components per graph (G,), every vertex's global component label
+    (G * n,) and the number of labels.
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    G, n, _ = M.shape
+    g, i, j = np.nonzero(M)
+    size = G * n
+    graph = csr_matrix(
+        (np.ones(g.size, dtype=np.int8), (g * n + i, g * n + j)), shape=(size, size)
+    )
+    n_labels, labels = connected_components(graph, directed=True, connection=connection)
+    block = np.empty(n_labels, dtype=np.int64)
+    block[labels] = np.arange(size) // n
+    return np.bincount(block, minlength=G).astype(np.float64), labels, n_labels
+
+
+def _short_cycles(M: np.ndarray) -> np.ndarray:
+    """Exact numbers of directed simple cycles of length 1 to 4, summed, shape (G,).
+
+    With ``F`` the adjacency without loops and ``d`` the degrees of its mutual pairs
+    (``F ∧ Fᵀ``): closed 3-walks are 3-cycles (3 starts each), and a closed 4-walk either
+    is a 4-cycle (4 starts) or returns through a mutual pair, which ``2 Σ d² − Σ d`` counts.
+    """
+    n = M.shape[-1]
+    diag = np.arange(n)
+    loops = M[:, diag, diag].sum(-1).astype(np.int64)
+    off = M.copy()
+    off[:, diag, diag] = False
+    mutual = off & off.transpose(0, 2, 1)
+    d = mutual.sum(-1).astype(np.int64)
+    two = d.sum(-1) // 2
+    F = off.astype(np.float32)  # walk counts stay exact in float32 up to 2**24
+    F2 = F @ F
+    three = np.rint(np.einsum("gij,gji->g", F2, F)).astype(np.int64) // 3
+    walks4 = np.rint(np.einsum("gij,gji->g", F2, F2)).astype(np.int64)
+    four = (walks4 - 2 * (d * d).sum(-1) + d.sum(-1)) // 4
+    return loops + two + three + four
+
+
+def _count_cycles(M: np.ndarray, labels: np.ndarray, n_labels: int, cap: int) -> np.ndarray:
+    """Simple cycles of each directed graph (G, n, n) bool, capped at ``cap``, shape (G,).
+
+    Every simple cycle lies inside one strongly connected component (SCC), so counts add up
+    over SCCs: a self-loop is one cycle; an SCC of m >= 2 vertices with exactly m internal
+    edges (loops aside) is a single cycle; a denser one has at least ``e - m + 1``.  Only
+    graphs whose lower bounds (that one, and the exact count of cycles of length 1-4) stay
+    below the cap are enumerated, with networkx, on their dense SCCs only.
+    """
+    import networkx as nx
+
+    G, n, _ = M.shape
+    diag = np.arange(n)
+    loops = M[:, diag, diag].sum(-1)
+    g, i, j = np.nonzero(M)
+    src, dst = g * n + i, g * n + j
+    inside = (labels[src] == labels[dst]) & (i != j)
+    comp_edges = np.bincount(labels[src[inside]], minlength=n_labels)
+    comp_size = np.bincount(labels, minlength=n_labels)
+    comp_graph = np.empty(n_labels, dtype=np.int64)
+    comp_graph[labels] = np.arange(G * n) // n
+    ring = (comp_size >= 2) & (comp_edges == comp_size)
+    dense = (comp_size >= 2) & (comp_edges > comp_size)
+    out = loops + np.bincount(comp_graph[ring], minlength=G)
+    # a strongly connected digraph's cycle space has a basis of simple directed cycles
+    # (Berge), so an SCC with m vertices and e internal edges has at least e - m + 1 of them
+    rank = np.where(comp_size >= 2, comp_edges - comp_size + 1, 0)
+    lower = loops + np.bincount(comp_graph, weights=rank, minlength=G)
+    todo = np.flatnonzero((np.bincount(comp_graph[dense], minlength=G) > 0) & (lower < cap))
+    out[lower >= cap] = cap
+    if todo.size:
+        settled = _short_cycles(M[todo]) >= cap
+        out[todo[settled]] = cap
+        dense_vertex = dense[labels]
+        for k in todo[~settled]:
+            keep = inside & (g == k) & dense_vertex[src]
+            graph = nx.DiGraph()
+            graph.add_edges_from(zip(i[keep].tolist(), j[keep].tolist()))
+            room = max(cap - int(out[k]), 0)
+            out[k] += sum(1 for _ in islice(nx.simple_cycles(graph), room))
+    return np.minimum(out, cap).astype(np.float64)
+
+
+def _chordal(U: np.ndarray) -> np.ndarray:
+    """1.0 where the undirected graph (G, n, n) bool, no loops, is chordal (Tarjan–Yannakakis).
+
+    Maximum cardinality search numbers the vertices; the graph is chordal iff the reverse of
+    that order is a perfect elimination ordering: for every vertex ``v`` with earlier-numbered
+    neighbours ``N⁻(v)``, the latest of them, ``f(v)``, is adjacent to all of ``N⁻(v) − {f(v)}``.
+    """
+    G, n, _ = U.shape
+    rows = np.arange(G)
+    weight = np.zeros((G, n), dtype=np.int64)
+    done = np.zeros((G, n), dtype=bool)
+    pos = np.zeros((G, n), dtype=np.int64)
+    for step in range(n):
+        v = np.argmax(np.where(done, -1, weight), axis=1)
+        done[rows, v] = True
+        pos[rows, v] = step
+        weight += U[rows, v]
+    earlier = U & (pos[:, None, :] < pos[:, :, None])  # earlier[g, v, u]: u numbered before v
+    has = earlier.any(-1)
+    f = np.argmax(np.where(earlier, pos[:, None, :], -1), axis=-1)  # latest earlier neighbour
+    fn = earlier[rows[:, None], f]  # N⁻(f(v)), shape (G, n, n)
+    rest = earlier.copy()
+    rest[rows[:, None], np.arange(n)[None, :], f] = False
+    bad = (rest & ~fn & has[:, :, None]).any((-1, -2))
+    return (~bad).astype(np.float64)
+
+
+def _greedy_matching(U: np.ndarray) -> np.ndarray:
+    """Size of the greedy maximal matching, edges {i, j} (i < j) in row-major order, (G,)."""
+    G, n, _ = U.shape
+    rows = np.arange(G)
+    matched = np.zeros((G, n), dtype=bool)
+    size = np.zeros(G)
+    later = np.arange(n)
+    for i in range(n - 1):
+        cand = U[:, i, :] & ~matched & (later > i)
+        take = cand.any(-1) & ~matched[:, i]
+        j = np.argmax(cand, axis=-1)
+        matched[rows[take], i] = True
+        matched[rows[take], j[take]] = True
+        size += take
+    return size
+
+
+def graph_features(
+    A: np.ndarray,
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+    *,
+    cycle_cap: int = CYCLE_CAP,
+) -> np.ndarray:
+    """The ``graph`` set for a stack of attention matrices.
+
+    Parameters
+    ----------
+    A : ndarray of shape (B, n, n)
+        Attention matrices (rows are distributions over the same n tokens).
+    thresholds : sequence of float
+        Edge thresholds τ on the weights.
+    cycle_cap : int
+        Most simple cycles counted.
+
+    Returns
+    -------
+    ndarray of shape (B, len(thresholds) * 8), float64
+        Columns in the order of :func:`graph_names` (threshold-major).
+    """
+    A = np.asarray(A)
+    B, n, _ = A.shape
+    taus = np.asarray(thresholds, dtype=np.float64)
+    T = taus.size
+    M = (A[:, None, :, :] >= taus[None, :, None, None]).reshape(B * T, n, n)
+    diag = np.arange(n)
+    loops = M[:, diag, diag].sum(-1).astype(np.float64)
+    edges = M.sum((-1, -2)).astype(np.float64)
+    U = M | M.transpose(0, 2, 1)
+    undirected = (U.sum((-1, -2)) - loops) / 2 + loops
+    b0 = _components(U, "weak")[0]
+    scc, labels, n_labels = _components(M, "strong")
+    cycles = _count_cycles(M, labels, n_labels, int(cycle_cap))
+    U[:, diag, diag] = False
+    out = np.stack(
+        [
+            scc,
+            b0,
+            edges,
+            2.0 * edges / n,
+            cycles,
+            undirected - n + b0,
+            _chordal(U),
+            _greedy_matching(U),
+        ],
+        axis=-1,
+    )  # (B*T, 8)
+    return out.reshape(B, T * len(GRAPH_QUANTITIES))

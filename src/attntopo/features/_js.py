@@ -1,0 +1,185 @@
+"""The ``js`` sets: statistics of the Jensen–Shannon Rips diagrams of each head.
+
+Each head's token metric space is ``D = token_distances(A)`` (Jensen–Shannon distance between
+attention rows, base 2, in [0, 1]); its Vietoris–Rips diagram (H0, H1) comes from
+:func:`attntopo.topology.persistence_batch`, all heads of all texts in one batch.  Per head and
+dimension ``d`` (lengths are those of finite bars):
+
+``h{d}.n_bars``               number of bars (the infinite H0 bar included)
+``h{d}.total_persistence``    ``Σ (death − birth)``
+``h{d}.max_persistence``      longest length (0 if none)
+``h{d}.mean_persistence``     mean length (0 if none)
+``h{d}.entropy``              ``−Σ p log₂ p``, ``p = length / Σ length`` (bits, as
+                              :meth:`attntopo.topology.Diagram.summary`)
+``h{d}.betti_{ε}``            Betti number at scale ε: ``#{birth <= ε < death}``
+``h0.death_q{q}``             quantile q of the n − 1 finite H0 deaths (the minimum spanning
+                              tree's edge lengths, zero-length edges included)
+
+``js_image`` adds persistence images and ``js_landscape`` persistence landscapes of the same
+diagrams, both computed by persim (:class:`persim.PersistenceImager`,
+:class:`persim.landscapes.PersLandscapeApprox`) on fixed grids so that every text gets the same
+columns.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import MissingDependencyError
+from ..topology import Diagram
+from ._bars import Bars
+
+__all__ = [
+    "DEFAULT_SCALES",
+    "DEFAULT_QUANTILES",
+    "IMAGE_PIXEL",
+    "IMAGE_SIGMA",
+    "LANDSCAPE_DEPTH",
+    "LANDSCAPE_STEPS",
+    "js_names",
+    "js_stats",
+    "image_names",
+    "image_stats",
+    "landscape_names",
+    "landscape_stats",
+]
+
+#: Scales (JS distance, base 2) of the Betti numbers.
+DEFAULT_SCALES: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+#: Quantiles of the finite H0 deaths.
+DEFAULT_QUANTILES: tuple[float, ...] = (0.1, 0.25, 0.5, 0.75, 0.9)
+#: Persistence images: pixel side on (birth, persistence) ∈ [0, 1]², Gaussian kernel's s.d.
+IMAGE_PIXEL = 0.25
+IMAGE_SIGMA = 0.05
+#: Persistence landscapes: first k landscapes sampled at this many points of [0, 1].
+LANDSCAPE_DEPTH = 3
+LANDSCAPE_STEPS = 10
+
+_DIMS = (0, 1)
+
+
+def js_names(scales: Sequence[float], quantiles: Sequence[float]) -> list[str]:
+    """Quantity names of the ``js`` set, in column order."""
+    names = []
+    for d in _DIMS:
+        names += [f"h{d}.{s}" for s in ("n_bars", "total_persistence", "max_persistence",
+                                        "mean_persistence", "entropy")]
+        names += [f"h{d}.betti_{e:g}" for e in scales]
+    names += [f"h0.death_q{q:g}" for q in quantiles]
+    return names
+
+
+def js_stats(
+    diagrams: list[Diagram],
+    sizes: np.ndarray,
+    scales: Sequence[float],
+    quantiles: Sequence[float],
+) -> np.ndarray:
+    """The ``js`` set of N diagrams of spaces with ``sizes`` (N,) points, shape (N, k)."""
+    cols = []
+    for d in _DIMS:
+        bars = Bars.of(diagrams, d)
+        cols += [
+            bars.count() + bars.n_infinite,
+            bars.sum(),
+            bars.max(),
+            bars.mean(),
+            bars.entropy(base=2.0),
+        ]
+        cols += list(bars.betti(np.asarray(scales, dtype=np.float64)).T)
+    h0 = Bars.of(diagrams, 0)
+    out_q = np.zeros((len(diagrams), len(quantiles)))
+    sizes = np.asarray(sizes)
+    for n in np.unique(sizes):  # the texts of one chunk have a few distinct lengths
+        rows = np.flatnonzero(sizes == n)
+        if n < 2:
+            continue
+        deaths = h0.padded_deaths(int(n) - 1)[rows]
+        out_q[rows] = np.quantile(deaths, quantiles, axis=1).T
+    cols += list(out_q.T)
+    return np.stack(cols, axis=-1)
+
+
+# --------------------------------------------------------------- persim vectorizations
+def _persim():
+    try:
+        import persim  # noqa: F401
+    except ImportError:
+        raise MissingDependencyError(
+            "the js_image and js_landscape sets need persim: pip install 'attntopo[features]'"
+        ) from None
+    return persim
+
+
+def _grid_side() -> int:
+    return int(round(1.0 / IMAGE_PIXEL))
+
+
+def image_names() -> list[str]:
+    """Quantity names of ``js_image``: ``h{d}.image_{i}_{j}`` (i: birth, j: persistence pixel)."""
+    k = _grid_side()
+    return [f"h{d}.image_{i}_{j}" for d in _DIMS for i in range(k) for j in range(k)]
+
+
+def image_stats(diagrams: list[Diagram]) -> np.ndarray:
+    """Persistence images (persim) of the finite bars of H0 and H1, shape (N, 2 k²).
+
+    Grid: birth and persistence in [0, 1], pixels of side :data:`IMAGE_PIXEL`; weight = the
+    persistence (persim's default, linear); Gaussian kernel of s.d. :data:`IMAGE_SIGMA`.
+    """
+    _persim()
+    from persim import PersistenceImager
+
+    imager = PersistenceImager(
+        birth_range=(0.0, 1.0),
+        pers_range=(0.0, 1.0),
+        pixel_size=IMAGE_PIXEL,
+        kernel_params={"sigma": [[IMAGE_SIGMA**2, 0.0], [0.0, IMAGE_SIGMA**2]]},
+    )
+    k = _grid_side()
+    out = np.zeros((len(diagrams), len(_DIMS) * k * k))
+    for j, d in enumerate(_DIMS):
+        for i, g in enumerate(diagrams):
+            pts = g.finite(d)
+            if pts.shape[0]:
+                out[i, j * k * k:(j + 1) * k * k] = np.asarray(imager.transform(pts, skew=True)).ravel()
+    return out
+
+
+def landscape_names() -> list[str]:
+    """Quantity names of ``js_landscape``: ``h{d}.landscape_{k}_{t}`` (k-th landscape at step t)."""
+    return [
+        f"h{d}.landscape_{k + 1}_{t}"
+        for d in _DIMS
+        for k in range(LANDSCAPE_DEPTH)
+        for t in range(LANDSCAPE_STEPS)
+    ]
+
+
+def landscape_stats(diagrams: list[Diagram]) -> np.ndarray:
+    """First :data:`LANDSCAPE_DEPTH` persistence landscapes (persim) of H0 and H1 finite bars.
+
+    Each is sampled at :data:`LANDSCAPE_STEPS` evenly spaced points of [0, 1] (both ends
+    included); missing landscapes (fewer bars than the depth) are 0.  Shape (N, 2 k s).
+    """
+    _persim()
+    from persim.landscapes import PersLandscapeApprox
+
+    per_dim = LANDSCAPE_DEPTH * LANDSCAPE_STEPS
+    out = np.zeros((len(diagrams), len(_DIMS) * per_dim))
+    for j, d in enumerate(_DIMS):
+        for i, g in enumerate(diagrams):
+            pts = g.finite(d)
+            if not pts.shape[0] or not np.any(pts[:, 1] > pts[:, 0]):
+                continue
+            dgms = [g.finite(e) for e in range(d + 1)]
+            vals = PersLandscapeApprox(
+                dgms=dgms, hom_deg=d, start=0.0, stop=1.0, num_steps=LANDSCAPE_STEPS
+            ).values
+            vals = np.asarray(vals, dtype=np.float64)[:LANDSCAPE_DEPTH]
+            block = np.zeros((LANDSCAPE_DEPTH, LANDSCAPE_STEPS))
+            block[: vals.shape[0]] = vals
+            out[i, j * per_dim:(j + 1) * per_dim] = block.ravel()
+    return out

@@ -1,0 +1,219 @@
+"""The feature table: one row per text, one named column per (head, set, quantity).
+
+Column names read ``L{layer}H{head}.{set}.{quantity}`` with model indices (0-based), e.g.
+``L3H7.js.h1.total_persistence``, ``L3H7.graph.t0.1.b1``, ``L3H7.template.prev``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidInputError, MissingDependencyError
+from ..io import json_safe, register_result_kind, save_payload
+
+__all__ = ["FeatureTable", "column_name", "parse_column"]
+
+KIND = "feature_table"
+_NAME = re.compile(r"^L(\d+)H(\d+)\.([a-z_]+)\.(.+)$")
+
+
+def column_name(layer: int, head: int, set_name: str, quantity: str) -> str:
+    """``L{layer}H{head}.{set}.{quantity}``."""
+    return f"L{layer}H{head}.{set_name}.{quantity}"
+
+
+def parse_column(name: str) -> tuple[int, int, str, str]:
+    """``(layer, head, set, quantity)`` of a column name (inverse of :func:`column_name`)."""
+    m = _NAME.match(name)
+    if m is None:
+        raise InvalidInputError(
+            f"{name!r} is not a feature column name (expected 'L<layer>H<head>.<set>.<quantity>')"
+        )
+    return int(m.group(1)), int(m.group(2)), m.group(3), m.group(4)
+
+
+@dataclass(eq=False)
+class FeatureTable:
+    """Topological features of a list of texts: a result like every attntopo result.
+
+    Attributes
+    ----------
+    values : ndarray of shape (n_texts, n_features), float64
+        One row per text that was computed (skipped texts have no row).
+    columns : tuple of str, length n_features
+        Stable column names ``L{layer}H{head}.{set}.{quantity}`` (see :func:`parse_column`).
+    index : ndarray of shape (n_texts,), int64
+        Position of each row's text in the input list.
+    texts : list of str
+        The texts of the rows (for a (prompt, response) pair: prompt and response joined).
+    skipped : tuple of int
+        Input positions of empty texts skipped with ``on_empty="skip"``.
+    settings : dict
+        Model, sets, layers, heads and the sets' parameters.
+    provenance : dict
+        Package versions and creation time (not part of equality).
+    """
+
+    values: np.ndarray
+    columns: tuple[str, ...]
+    index: np.ndarray
+    texts: list[str]
+    skipped: tuple[int, ...] = ()
+    settings: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+
+    kind = KIND
+    #: fields left out of ``==``
+    _ignore = ("provenance",)
+
+    def __post_init__(self) -> None:
+        self.values = np.asarray(self.values, dtype=np.float64).reshape(len(self.index), -1)
+        self.columns = tuple(self.columns)
+        self.index = np.asarray(self.index, dtype=np.int64)
+        self.texts = list(self.texts)
+        self.skipped = tuple(int(i) for i in self.skipped)
+        if self.values.shape != (self.index.size, len(self.columns)) or len(self.texts) != self.index.size:
+            raise InvalidInputError(
+                f"feature table: values {self.values.shape}, {len(self.columns)} columns, "
+                f"{self.index.size} index entries and {len(self.texts)} texts do not agree"
+            )
+
+    # ---------------------------------------------------------------- access
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.values.shape  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        return self.values.shape[0]
+
+    def feature_names(self) -> list[str]:
+        """The column names, in order."""
+        return list(self.columns)
+
+    def to_numpy(self) -> np.ndarray:
+        """The values, ndarray of shape (n_texts, n_features), float64."""
+        return self.values
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values if dtype is None else self.values.astype(dtype)
+
+    def heads(self) -> list[tuple[int, int]]:
+        """The (layer, head) pairs present, in column order."""
+        seen: dict[tuple[int, int], None] = {}
+        for c in self.columns:
+            layer, head, _, _ = parse_column(c)
+            seen[(layer, head)] = None
+        return list(seen)
+
+    def select(self, *, heads=None, sets=None) -> "FeatureTable":
+        """The columns of some (layer, head) pairs and/or some sets, as a new table."""
+        want_heads = None if heads is None else {(int(a), int(b)) for a, b in heads}
+        want_sets = None if sets is None else set([sets] if isinstance(sets, str) else sets)
+        keep = []
+        for k, c in enumerate(self.columns):
+            layer, head, s, _ = parse_column(c)
+            if (want_heads is None or (layer, head) in want_heads) and (
+                want_sets is None or s in want_sets
+            ):
+                keep.append(k)
+        if not keep:
+            raise InvalidInputError("no column matches that selection of heads and sets")
+        return FeatureTable(
+            self.values[:, keep], tuple(self.columns[k] for k in keep), self.index, self.texts,
+            self.skipped, dict(self.settings), dict(self.provenance),
+        )
+
+    # --------------------------------------------------------------- protocol
+    def summary(self) -> dict[str, np.ndarray]:
+        """Columns of equal length: ``text_index`` then every feature column."""
+        out: dict[str, np.ndarray] = {"text_index": self.index}
+        for k, c in enumerate(self.columns):
+            out[c] = self.values[:, k]
+        return out
+
+    def to_pandas(self):
+        """A DataFrame (rows: texts, indexed by input position; columns: the features)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
+        return pd.DataFrame(
+            self.values, columns=list(self.columns), index=pd.Index(self.index, name="text_index")
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (what ``--json`` prints)."""
+        return json_safe(
+            {
+                "kind": self.kind,
+                "columns": list(self.columns),
+                "index": self.index,
+                "rows": self.values,
+                "texts": self.texts,
+                "skipped": list(self.skipped),
+                "settings": self.settings,
+                "provenance": self.provenance,
+            }
+        )
+
+    def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        meta = {
+            "kind": self.kind,
+            "columns": list(self.columns),
+            "texts": self.texts,
+            "skipped": list(self.skipped),
+            "settings": self.settings,
+            "provenance": self.provenance,
+        }
+        return meta, {"values": self.values, "index": self.index}
+
+    def save(self, path, *, overwrite: bool = True, compress: bool = True):
+        """Save to a folder (``attntopo.json`` + ``arrays.npz``), atomically."""
+        meta, arrays = self._payload()
+        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress)
+
+    @classmethod
+    def _from_payload(cls, meta: dict, arrays: dict) -> "FeatureTable":
+        return cls(
+            values=arrays["values"],
+            columns=tuple(meta["columns"]),
+            index=arrays["index"],
+            texts=list(meta["texts"]),
+            skipped=tuple(meta.get("skipped", ())),
+            settings=_restore(meta.get("settings", {})),
+            provenance=meta.get("provenance", {}),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FeatureTable):
+            return NotImplemented
+        return (
+            self.columns == other.columns
+            and np.array_equal(self.index, other.index)
+            and self.values.shape == other.values.shape
+            and np.array_equal(self.values, other.values, equal_nan=True)
+            and self.texts == other.texts
+            and self.skipped == other.skipped
+            and json_safe(self.settings) == json_safe(other.settings)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        sets = self.settings.get("sets", ())
+        return (
+            f"FeatureTable(texts={len(self)}, features={len(self.columns)}, "
+            f"sets={list(sets)}, model={self.settings.get('model')!r})"
+        )
+
+
+def _restore(settings: dict) -> dict:
+    """Settings as saved in JSON: lists stay lists (equality compares JSON forms)."""
+    return dict(settings)
+
+
+register_result_kind(KIND, FeatureTable._from_payload)
