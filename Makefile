@@ -8,7 +8,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 STAMP  := $(VENV)/.attntopo-installed
 JOBS   ?= 2
 
-.PHONY: demo test test-fast bench bench-quick install clean browser
+.PHONY: demo test test-fast bench bench-quick install clean browser fuzz
 
 install: $(STAMP)
 
@@ -58,6 +58,12 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(PY) benchmarks/run.py --quick
+
+# a longer, randomized schemathesis run against the explorer's OpenAPI schema (a few
+# thousand requests; `make test` runs a short deterministic one)
+fuzz: $(STAMP)
+	ATTNTOPO_FUZZ_EXAMPLES=400 ATTNTOPO_FUZZ_MAX_CHARS=300 ATTNTOPO_FUZZ_RANDOM=1 \
+	  $(PY) -m pytest -n 0 -q -p no:cacheprovider tests/web/test_fuzz.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .hypothesis

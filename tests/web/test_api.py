@@ -64,6 +64,35 @@ def test_openapi_lists_routes_and_limits():
     assert "422" in spec["paths"]["/api/analyze"]["post"]["responses"]
 
 
+def test_openapi_documents_every_status_and_the_layer_head_rule():
+    """Every status a route can answer is in the schema (schemathesis checks answers against
+    it), and "layer and head together" is part of the request schema."""
+    spec = make_client().get("/openapi.json").json()
+    for path, statuses in (("/api/health", {"200", "400", "413", "500"}),
+                           ("/api/models", {"200", "400", "413", "500", "503", "504"}),
+                           ("/api/analyze", {"200", "400", "413", "422", "500", "503", "504"}),
+                           ("/api/compare", {"200", "400", "413", "422", "500", "503", "504"})):
+        op = next(iter(spec["paths"][path].values()))
+        assert set(op["responses"]) == statuses, path
+    rule = spec["components"]["schemas"]["AnalyzeRequest"]["anyOf"]
+    assert {"required": ["layer", "head"],
+            "properties": {"layer": {"type": "integer"}, "head": {"type": "integer"}}} in rule
+
+
+def test_app_survives_a_second_lifespan():
+    """Shutting the app's lifespan down leaves it usable when it starts again (it answered
+    503 "shutting down" to every later request before: one TestClient context after another)."""
+    from fastapi.testclient import TestClient
+
+    from attntopo.web import Settings, create_app
+
+    app = create_app(Settings())
+    for _ in range(2):
+        with TestClient(app, base_url=BASE) as c:
+            r = c.get("/api/models")
+            assert r.status_code == 200, r.text[:300]
+
+
 def test_pages_and_assets_are_local(client):
     index = client.get("/")
     assert index.status_code == 200 and "text/html" in index.headers["content-type"]

@@ -49,12 +49,25 @@ class ErrorResponse(BaseModel):
     error: str = Field(..., description="One line saying what was wrong and what is allowed.")
 
 
-_ERRORS: dict = {
-    400: {"description": "Malformed JSON, or an input the library refuses (the message says why)",
+# every status a route can answer is documented (an in-process schemathesis run checks it)
+_ANY_ROUTE: dict = {
+    400: {"description": "A Host header this server does not answer to (DNS-rebinding "
+                         "protection); for POST also malformed JSON or an input the library "
+                         "refuses (the message says why)", "model": ErrorResponse},
+    413: {"description": "A request body over the limit (two texts of --max-chars), counted as "
+                         "it arrives; the connection is closed", "model": ErrorResponse},
+    500: {"description": "An unexpected failure (the details are in the server log)",
           "model": ErrorResponse},
-    422: {"description": "An invalid field (the message names it)", "model": ErrorResponse},
-    503: {"description": "Too many analyses running (--max-concurrent); retry", "model": ErrorResponse},
+}
+_IN_A_WORKER: dict = {
+    503: {"description": "Too many analyses running (--max-concurrent; retry after Retry-After "
+                         "seconds), or the server is shutting down", "model": ErrorResponse},
     504: {"description": "Took longer than --timeout", "model": ErrorResponse},
+}
+_ERRORS: dict = {
+    **_ANY_ROUTE,
+    422: {"description": "An invalid field (the message names it)", "model": ErrorResponse},
+    **_IN_A_WORKER,
 }
 
 
@@ -169,6 +182,15 @@ class HealthResponse(BaseModel):
     loaded_models: list[str]
 
 
+# "give both layer and head, or neither", in JSON Schema (so that a generated request that
+# follows the schema is one the server accepts): both integers, or neither one given non-null
+_LAYER_AND_HEAD = [
+    {"required": ["layer", "head"],
+     "properties": {"layer": {"type": "integer"}, "head": {"type": "integer"}}},
+    {"properties": {"layer": {"type": "null"}, "head": {"type": "null"}}},
+]
+
+
 def _request_models(settings: Settings):
     """Request models whose limits come from the server's settings."""
     max_chars = settings.max_chars
@@ -181,7 +203,7 @@ def _request_models(settings: Settings):
     class _Common(BaseModel):
         # strict: a JSON value of the wrong type is refused (422 naming the field) instead of
         # coerced ("yes" -> True, true -> 1, 1.0 -> 1); an integer is still a valid number
-        model_config = ConfigDict(extra="forbid", strict=True)
+        model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"anyOf": _LAYER_AND_HEAD})
 
         model: Optional[str] = Field(
             None, max_length=300,
@@ -292,7 +314,7 @@ def triangles_upto(D: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray, flo
         if lo < 0:
             return empty[0], empty[1], float(vals[0]) - 1e-12 if vals[0] > 0 else -math.inf
         eps = float(vals[lo])
-    cx = complex_at(D, eps, maxdim=2, max_simplices=max(cap, n * n))
+    cx = complex_at(D, eps, max_simplex_dim=2, max_simplices=max(cap, n * n))
     tris, births = cx.simplex_arrays[1], cx.birth_arrays[1]
     order = np.lexsort((tris[:, 2], tris[:, 1], tris[:, 0], births)) if len(births) else np.zeros(0, int)
     return tris[order], births[order], eps
@@ -417,7 +439,7 @@ def build_router(settings: Settings) -> APIRouter:
             return error_response(500, "internal error: the server could not complete this "
                                        "request (details are in the server log)")
 
-    @router.get("/health", response_model=HealthResponse, summary="Is the server up; its limits")
+    @router.get("/health", response_model=HealthResponse, responses={**_ANY_ROUTE}, summary="Is the server up; its limits")
     async def health(request: Request):
         st = state_of(request)
         s = st.settings
@@ -428,7 +450,8 @@ def build_router(settings: Settings) -> APIRouter:
             "loaded_models": sorted(st.loaded),
         }
 
-    @router.get("/models", response_model=ModelsResponse, summary="Models this server offers")
+    @router.get("/models", response_model=ModelsResponse, responses={**_ANY_ROUTE, **_IN_A_WORKER},
+                summary="Models this server offers")
     async def models(request: Request):
         """The models the page may use: the packaged aliases installed on this machine and the
         server's ``--model``; layers × heads are read from configs without loading weights."""

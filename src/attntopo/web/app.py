@@ -65,13 +65,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         local API reference page), ``/static/*``.
     """
     settings = settings or Settings()
-    executor = concurrent.futures.ThreadPoolExecutor(
-        max_workers=settings.max_concurrent + 4, thread_name_prefix="attntopo-web"
-    )
+
+    def new_executor() -> concurrent.futures.ThreadPoolExecutor:
+        return concurrent.futures.ThreadPoolExecutor(
+            max_workers=settings.max_concurrent + 4, thread_name_prefix="attntopo-web"
+        )
+
     state = ServerState(
         settings=settings,
         cache=LRUCache(settings.cache_size),
-        executor=executor,
+        executor=new_executor(),
         slots=_Slots(settings.max_concurrent),
     )
 
@@ -89,7 +92,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
             threading.Thread(target=preload, name="attntopo-preload", daemon=True).start()
         yield
-        executor.shutdown(wait=False, cancel_futures=True)
+        # queued jobs are dropped; a fresh (idle, threadless) pool keeps the app usable if its
+        # lifespan starts again (one TestClient context after another, in-process fuzzers)
+        old, state.executor = state.executor, new_executor()
+        old.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(
         title="attntopo explorer",
