@@ -341,7 +341,7 @@ def test_triangles_upto_is_complete_below_its_scale():
     rng = np.random.default_rng(0)
     X = rng.random((30, 3))
     D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
-    full = complex_at(D, np.inf, maxdim=2)
+    full = complex_at(D, np.inf, max_simplex_dim=2)
     births = np.sort(full.birth_arrays[1])
     tris, b, complete = web_api.triangles_upto(D, 500)
     assert len(b) <= 500 and np.all(np.diff(b) >= 0)
