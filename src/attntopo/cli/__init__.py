@@ -1,0 +1,43 @@
+"""The ``attntopo`` command line: parse, call the library, print.
+
+Commands (one module each)
+--------------------------
+``attntopo analyze``   one text through the pipeline; a per-head summary table, JSON, a saved
+                       result folder and figures (``_analyze``).
+``attntopo models``    the packaged model aliases usable offline, without loading weights (``_models``).
+``attntopo compare``   two texts head by head: shared tokens, connection scales, shared simplices,
+                       diagram distances (``_compare``); ``attntopo phrase``: one phrase across
+                       contexts (``_phrase``).
+``attntopo timeline``  topology in time: one head's diagram for every prefix, coherence, vines
+                       (``_timeline``).
+``attntopo heads``     head space: distances between all heads, clusters, types, model vs model
+                       (``_heads``).
+``attntopo serve``     the explorer web page and its JSON API, 127.0.0.1 by default (``_serve``).
+``attntopo report``    one self-contained HTML report of a text, or two (``_report``).
+``attntopo --version``
+
+What the commands share — the typer ``app``, common options, input checks, model loading, output
+helpers and :func:`main` — lives in ``_common``.  Figures come from :mod:`attntopo.plots.bundles`.
+
+Exit codes: 0 success; 2 bad input (one ``error: …`` line on stderr, no traceback unless
+``--debug``, nothing written); 1 an unexpected failure; 130 interrupted.
+Everything computed here comes from the library (:func:`attntopo.analyze`,
+:mod:`attntopo.plots`); this package only parses, calls and prints.  Nothing imports torch
+before a command needs a model: ``attntopo --help`` and ``attntopo models`` start fast.
+"""
+
+from __future__ import annotations
+
+from ._common import app, main
+
+# each module registers its command on ``app``; this order is the order of ``attntopo --help``
+from ._analyze import analyze  # noqa: E402
+from ._models import models  # noqa: E402
+from ._compare import compare_cmd  # noqa: E402
+from ._phrase import phrase_cmd  # noqa: E402
+from ._timeline import timeline_cmd  # noqa: E402
+from ._heads import heads_cmd  # noqa: E402
+from ._serve import serve_cmd  # noqa: E402
+from ._report import report_cmd  # noqa: E402
+
+__all__ = ["app", "main"]

@@ -1,0 +1,372 @@
+"""``attntopo analyze``: one text through the pipeline; a per-head table, JSON, a result folder, figures."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich import box
+from rich.table import Table
+
+from .. import __version__
+from ..constants import SUMMARY_STATS
+from ..errors import InvalidInputError
+from ._common import (
+    DEFAULT_TOP,
+    EngineName,
+    Metric,
+    PlotFormat,
+    app,
+    check_maxdim,
+    check_plot_options,
+    console,
+    debug_option,
+    drop_special_option,
+    esc,
+    file_option,
+    head_option,
+    jobs_option,
+    json_option,
+    layer_option,
+    load_model_with_status,
+    maxdim_option,
+    metric_option,
+    model_option,
+    num,
+    out_option,
+    parse_indices,
+    plot_format_option,
+    plots_option,
+    plural,
+    print_json,
+    print_saved,
+    read_text,
+    save_result,
+    status,
+    top_option,
+    truncate_option,
+)
+
+_ANALYZE_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo analyze \"Quantum information theory allows us to study attention\"\n"
+    "  attntopo analyze --file examples/quantum.txt --model minilm\n"
+    "  attntopo analyze -f examples/quantum.txt --layer 1 --head 2 --plots --out q\n"
+    "  attntopo analyze -f examples/quantum.txt --layer 0,1 --top 0 --sort layer\n"
+    "  attntopo analyze -f examples/quantum.txt -m smollm2 --maxdim 2 --json > q.json\n"
+    "  cat notes.txt | attntopo analyze -f - --drop-special\n\n"
+    "Layers and heads are 0-based; negatives count from the end (--layer -1 is the last). "
+    "A saved result loads back with [bold]attntopo.load_result(DIR)[/bold]."
+)
+
+
+@app.command(epilog=_ANALYZE_EPILOG, no_args_is_help=False)
+def analyze(
+    text: Optional[str] = typer.Argument(
+        None, metavar="TEXT", help="The text to analyse (or use --file).", show_default=False
+    ),
+    file: Optional[str] = file_option(),
+    model: str = model_option(
+        "Model: a packaged alias (see [bold]attntopo models[/bold]), a Hugging Face id or a local folder/.gguf."
+    ),
+    layer: Optional[List[str]] = layer_option(
+        "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all)."
+    ),
+    head: Optional[List[str]] = head_option(
+        "Head(s) to analyse in each chosen layer; repeat or comma-separate (default: all)."
+    ),
+    metric: Metric = metric_option("Distance between two tokens' attention rows."),
+    maxdim: int = maxdim_option(),
+    threshold: float = typer.Option(
+        math.inf, "--threshold", metavar="T",
+        help="Largest edge length of the Rips filtration, > 0 (inf: the whole filtration).",
+    ),
+    engine: Optional[EngineName] = typer.Option(
+        None, "--engine", help="Persistence engine (default: the fastest installed).", show_default=False,
+    ),
+    drop_special: bool = drop_special_option(),
+    paper_compat: bool = typer.Option(
+        False, "--paper-compat",
+        help="Reproduce the founding paper's distance (softmax again, natural log, fourth root); a reproduction aid.",
+    ),
+    truncate: bool = truncate_option("Cut texts longer than the model's context instead of failing."),
+    out: Optional[Path] = out_option(
+        "Save the result (and figures) into this folder, atomically; an existing result there is replaced."
+    ),
+    plots: bool = plots_option(),
+    plot_format: Optional[List[PlotFormat]] = plot_format_option(
+        "Figure format(s): png (default), svg, pdf; html writes one interactive report.html. Repeatable."
+    ),
+    plot_heads: int = typer.Option(
+        3, "--plot-heads", min=0, metavar="N",
+        help="Draw per-head figures for at most N heads (the top N by --sort); the head grid shows all.",
+    ),
+    top: int = top_option(DEFAULT_TOP, "Show at most N heads in the table (0: all). JSON always holds all."),
+    sort: Optional[str] = typer.Option(
+        None, "--sort", metavar="COLUMN",
+        help="Order of the table: 'layer' or a summary column such as max_persistence_h1, "
+        "total_persistence_h0, persistence_entropy_h1, n_bars_h1 "
+        "(default: layer order when every head fits, else max_persistence_h1).",
+        show_default=False,
+    ),
+    json_out: bool = json_option(),
+    n_jobs: Optional[int] = jobs_option("Worker processes for persistence (default: all cores)."),
+    debug: bool = debug_option("Show tracebacks and library log messages."),
+) -> None:
+    """Analyse one text: attention of every (or the chosen) head → token distances → persistence diagrams → a per-head summary table.
+
+    The table lists, per head, the number of bars in each homology dimension, the total and the largest finite persistence (in distance units) and the persistence entropy (bits). Progress goes to stderr; results to stdout.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    import attntopo as at
+
+    t_start = time.perf_counter()
+    metric = Metric(metric).value
+    engine = None if engine is None else EngineName(engine).value
+    body, source = read_text(text, file)
+    check_maxdim(maxdim)
+    if math.isnan(threshold) or threshold <= 0:
+        raise InvalidInputError(f"--threshold must be a positive number or inf, got {threshold:g}")
+    layers = parse_indices(layer, "--layer")
+    heads = parse_indices(head, "--head")
+    sort = _check_sort(sort, maxdim)
+    formats = check_plot_options(plots, plot_format, out)
+
+    show = not json_out
+    m, t_model = load_model_with_status(model, show)
+    n_sel = (len(layers) if layers else m.n_layers) * (len(heads) if heads else m.n_heads)
+    with status(
+        f"analysing {n_sel} head{'s' if n_sel != 1 else ''}: attention → {metric} distances → persistence …",
+        show,
+    ):
+        t0 = time.perf_counter()
+        analysis = at.analyze(
+            body, m, layers=layers, heads=heads, metric=metric, maxdim=maxdim, threshold=threshold,
+            engine=engine, drop_special=drop_special, paper_compat=paper_compat, truncate=truncate,
+            n_jobs=n_jobs,
+        )
+        t_analysis = time.perf_counter() - t0
+
+    rows = analysis.summary_rows()
+    n_heads_total = len(rows)
+    sort_key = sort or ("layer" if (top == 0 or n_heads_total <= top) else _default_sort(maxdim))
+    figures: dict[str, bytes] = {}
+    t_plots = 0.0
+    if plots:
+        with status("drawing figures …", show):
+            t0 = time.perf_counter()
+            figures = _render_figures(analysis, rows, sort or _default_sort(maxdim), plot_heads, formats)
+            t_plots = time.perf_counter() - t0
+    saved = None
+    if out is not None:
+        with status(f"saving to {out} …", show):
+            saved = save_result(analysis, out, figures)
+    timing = {
+        "model_s": round(t_model, 3),
+        "analysis_s": round(t_analysis, 3),
+        "plots_s": round(t_plots, 3),
+        "total_s": round(time.perf_counter() - t_start, 3),
+    }
+    if json_out:
+        print_json(_json_doc(analysis, m, rows, source, timing, saved, sorted(figures)))
+        return
+    _print_header(analysis, m, source, timing)
+    _print_table(analysis, rows, sort_key, top)
+    print_saved(saved, figures)
+
+
+# ------------------------------------------------------------------ table order
+def _sort_keys(maxdim: int) -> list[str]:
+    return ["layer"] + [f"{s}_h{d}" for d in range(maxdim + 1) for s in SUMMARY_STATS]
+
+
+def _default_sort(maxdim: int) -> str:
+    return f"max_persistence_h{min(1, maxdim)}"
+
+
+def _check_sort(sort: Optional[str], maxdim: int) -> Optional[str]:
+    if sort is None:
+        return None
+    allowed = _sort_keys(maxdim)
+    if sort not in allowed:
+        raise InvalidInputError(f"--sort {sort!r} is not a summary column; allowed: {', '.join(allowed)}")
+    return sort
+
+
+def _sorted_rows(rows: list[dict], key: str) -> list[dict]:
+    if key == "layer":
+        return sorted(rows, key=lambda r: (r["layer"], r["head"]))
+    return sorted(rows, key=lambda r: (-float(r[key]), r["layer"], r["head"]))
+
+
+# ---------------------------------------------------------------------- figures
+def _render_figures(analysis, rows: list[dict], key: str, n_heads: int, formats: list[str]) -> dict[str, bytes]:
+    """All figure files of ``--plots`` as ``{relative path: bytes}`` (written with the result)."""
+    from .. import plots as P
+
+    files: dict[str, bytes] = {}
+    static = [f for f in formats if f != "html"]
+    chosen = [(r["layer"], r["head"]) for r in _sorted_rows(rows, key)[:n_heads]]
+    labels = analysis.attention.labels
+    special = analysis.attention.special
+
+    def put(name: str, fig) -> None:
+        for fmt in static:
+            files[f"figures/{name}.{fmt}"] = P.figure_to_bytes(fig, fmt)
+
+    stat = key if key != "layer" else _default_sort(analysis.maxdim)
+    if len(rows) > 1:
+        put("head_grid", P.plot_head_grid(analysis))
+        put(f"heads_{stat}", P.plot_head_stat(analysis, stat))
+    for layer, head in chosen:
+        tag = f"L{layer:02d}_H{head:02d}"
+        dgm = analysis.diagram(layer, head)
+        D = analysis.distance_matrix(layer, head)
+        i, j = analysis.layers.index(layer), analysis.heads.index(head)
+        title = f"layer {layer}, head {head}"
+        eps = P.suggest_scale(dgm, D)
+        put(f"{tag}_diagram", P.plot_diagram(dgm, title=f"persistence diagram · {title}"))
+        put(f"{tag}_barcode", P.plot_barcode(dgm, title=f"barcode · {title}"))
+        put(f"{tag}_distances", P.plot_distance_matrix(D, labels, title=f"{analysis.metric} distance · {title}"))
+        put(f"{tag}_attention", P.plot_attention(analysis.attention.weights[i, j], labels, title=f"attention · {title}"))
+        put(f"{tag}_graph", P.plot_threshold_graph(D, eps, labels, special=special))
+        put(f"{tag}_overview", P.plot_head_overview(analysis, layer, head, eps=eps))
+    if "html" in formats:
+        figs = []
+        if len(rows) > 1:
+            figs.append(("Summary over layers × heads", P.iplot_head_grid(analysis, stat)))
+        for layer, head in chosen:
+            dgm = analysis.diagram(layer, head)
+            D = analysis.distance_matrix(layer, head)
+            t = f"layer {layer}, head {head}"
+            figs.append((f"Persistence diagram · {t}", P.iplot_diagram(dgm)))
+            figs.append((f"Distances · {t}", P.iplot_distance_matrix(D, labels)))
+            figs.append((f"Threshold graph · {t}", P.iplot_threshold_graph(D, labels=labels, special=special)))
+        a = analysis.attention
+        files["figures/report.html"] = P.figures_to_html(
+            figs, title=f"attntopo · {a.model} · {a.n_tokens} tokens · {analysis.metric}"
+        )
+    return files
+
+
+# ----------------------------------------------------------------------- output
+def _settings(analysis) -> dict:
+    st = analysis.provenance.get("settings", {})
+    return {
+        "metric": analysis.metric,
+        "maxdim": analysis.maxdim,
+        "threshold": analysis.threshold,
+        "engine": analysis.engine,
+        "paper_compat": analysis.paper_compat,
+        "drop_special": bool(st.get("drop_special", analysis.attention.special_dropped)),
+        "truncate": bool(st.get("truncate", False)),
+        "layers": list(analysis.layers),
+        "heads": list(analysis.heads),
+    }
+
+
+def _json_doc(analysis, m, rows, source, timing, saved, figures) -> dict:
+    a = analysis.attention
+    return {
+        "attntopo": __version__,
+        "model": m.info(),
+        "settings": _settings(analysis),
+        "source": source,
+        "text": a.text,
+        "n_tokens": a.n_tokens,
+        "truncated": a.truncated,
+        "tokens": a.tokens,
+        "labels": a.labels,
+        "special": a.special.tolist(),
+        "summary": rows,
+        "timing": timing,
+        "out": None if saved is None else str(saved),
+        "figures": figures,
+    }
+
+
+def _print_header(analysis, m, source, timing) -> None:
+    a = analysis.attention
+    kind = "causal" if m.causal else "bidirectional"
+    console.print(
+        f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] "
+        f"({esc(m.architecture)}, {m.n_layers} layers × {m.n_heads} heads, {kind})"
+    )
+    labels = a.labels
+    shown = labels if len(labels) <= 24 else labels[:20] + ["…"] + labels[-3:]
+    trunc = " [yellow](truncated)[/yellow]" if a.truncated else ""
+    dropped = ", special tokens dropped" if a.special_dropped else ""
+    console.print(
+        f"[bold]{a.n_tokens}[/bold] tokens from {esc(source)}{dropped}{trunc}: "
+        + esc(" ".join(shown)),
+        overflow="fold",
+    )
+    thr = "∞" if math.isinf(analysis.threshold) else f"{analysis.threshold:g}"
+    console.print(
+        f"metric {analysis.metric}{' (paper-compat)' if analysis.paper_compat else ''} · maxdim "
+        f"{analysis.maxdim} · threshold {thr} · engine {analysis.engine} · "
+        f"{plural(len(analysis.layers) * len(analysis.heads), 'head')}"
+    )
+    console.print(
+        f"time {timing['total_s']:.1f} s: model {timing['model_s']:.1f} s, analysis "
+        f"{timing['analysis_s']:.1f} s"
+        + (f", figures {timing['plots_s']:.1f} s" if timing["plots_s"] else "")
+    )
+
+
+def _print_table(analysis, rows: list[dict], key: str, top: int) -> None:
+    n = len(rows)
+    ordered = _sorted_rows(rows, key)
+    shown = ordered if top == 0 else ordered[:top]
+    by = "layer order" if key == "layer" else f"{key}, largest first"
+    title = (
+        f"Persistence per head ({plural(n, 'head')}, {by})"
+        if len(shown) == n
+        else f"Persistence per head: top {len(shown)} of {n} by {key}"
+    )
+    table = Table(
+        title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
+        padding=(0, 1) if analysis.maxdim <= 1 else (0, 0), show_edge=False,
+    )
+    table.add_column("layer", justify="right", no_wrap=True)
+    table.add_column("head", justify="right", no_wrap=True)
+    n_tok = analysis.attention.n_tokens
+    # every token is born as its own H0 class: H0 always has n_tokens bars (said in the caption)
+    h0_constant = all(int(r["n_bars_h0"]) == n_tok for r in rows)
+    columns = []
+    for d in range(analysis.maxdim + 1):
+        for stat, head in (
+            ("n_bars", "bars"), ("total_persistence", "total"), ("max_persistence", "max"),
+            ("persistence_entropy", "ent"),
+        ):
+            if d == 0 and stat == "n_bars" and h0_constant:
+                continue
+            col = f"{stat}_h{d}"
+            columns.append((d, stat, col))
+            table.add_column(
+                f"H{d}\n{head}", justify="right", no_wrap=True, min_width=3 if stat == "n_bars" else 5,
+                style="bold cyan" if col == key else None,
+            )
+    for r in shown:
+        cells = [str(r["layer"]), str(r["head"])]
+        for d, stat, col in columns:
+            if stat == "n_bars":
+                nb, ni = int(r[col]), int(r[f"n_infinite_h{d}"])
+                cells.append(f"{nb} ({ni}∞)" if ni and not (d == 0 and ni == 1) else str(nb))
+            else:
+                cells.append(num(r[col]))
+        table.add_row(*cells)
+    hidden = n - len(shown)
+    notes = []
+    if hidden:
+        notes.append(
+            f"{hidden} more head{'s' if hidden != 1 else ''} hidden (--top 0 shows all, --sort orders)."
+        )
+    if h0_constant:
+        notes.append(f"Every head has {n_tok} H0 bars, one per token.")
+    notes.append("total, max: finite persistence in distance units; ent: persistence entropy in bits.")
+    table.caption = " ".join(notes)
+    table.caption_justify = "left"
+    console.print(table)

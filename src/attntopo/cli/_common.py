@@ -1,0 +1,437 @@
+"""What every command shares: the typer app, options, input checks, model loading, output, exit codes.
+
+The command modules (``_analyze``, ``_models``, …) register themselves on :data:`app`; :func:`main`
+runs it and turns every :class:`~attntopo.errors.AttntopoError` into one ``error: …`` line and
+exit code 2.  Nothing here imports torch: ``attntopo --help`` and ``attntopo models`` start fast.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sys
+import time
+import traceback
+import warnings
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Any, Iterator, List, Optional
+
+import typer
+from rich.console import Console
+
+from .. import __version__
+from ..constants import METRICS
+from ..errors import AttntopoError, EmptyTextError, InvalidInputError
+from ..io import META_FILE, json_safe
+from ..models.describe import describe_alias
+from ..topology import ENGINES
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEFAULT_TOP = 20
+PLOT_FORMATS = ("png", "svg", "pdf", "html")
+
+# choices shown in --help and checked while parsing (typer turns Enums into choices)
+Metric = Enum("Metric", [(m, m) for m in METRICS], type=str)
+EngineName = Enum("EngineName", [(e, e) for e in ENGINES], type=str)
+PlotFormat = Enum("PlotFormat", [(f, f) for f in PLOT_FORMATS], type=str)
+
+app = typer.Typer(
+    name="attntopo",
+    help=(
+        "The shape of transformer attention: text → attention → Jensen–Shannon distances "
+        "between tokens → Vietoris–Rips persistence diagrams."
+    ),
+    epilog=(
+        "[bold]Examples[/bold]\n"
+        "  attntopo analyze \"Quantum information theory allows us to study attention\"\n"
+        "  attntopo analyze -f examples/quantum.txt --layer 1 --head 2 --plots --out q\n"
+        "  attntopo analyze -f examples/quantum.txt -m smollm2 --json > q.json\n"
+        "  attntopo models\n\n"
+        "Run [bold]attntopo COMMAND --help[/bold] for the options of a command. "
+        "Exit codes: 0 ok, 2 bad input, 1 failure."
+    ),
+    rich_markup_mode="rich",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+# stdout carries results (tables or JSON); stderr carries progress, warnings and errors
+console = Console(highlight=False, soft_wrap=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"attntopo {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", "-V", callback=_version_callback, is_eager=True,
+        help="Print the version and exit.",
+    ),
+) -> None:
+    pass
+
+
+# ============================================================================ options
+def debug_option(help: str = "Show tracebacks.") -> Any:
+    """The ``--debug`` option every command has."""
+    return typer.Option(False, "--debug", help=help)
+
+
+def json_option(help: str = "Print machine-readable JSON on stdout (and nothing else).") -> Any:
+    """The ``--json`` option of the commands that print results."""
+    return typer.Option(False, "--json", help=help)
+
+
+def metric_option(help: str = "Distance between attention rows.") -> Any:
+    """The ``--metric`` option of the commands that measure attention rows."""
+    return typer.Option("jensen_shannon", "--metric", help=help)
+
+
+def model_option(
+    help: str = "Model: a packaged alias (minilm, smollm2), a Hugging Face id or a folder.",
+) -> Any:
+    """The ``--model``/``-m`` option (default: the packaged MiniLM)."""
+    return typer.Option("minilm", "--model", "-m", help=help)
+
+
+def maxdim_option(help: str = "Highest homology dimension: 0, 1 or 2.") -> Any:
+    """The ``--maxdim`` option; :func:`check_maxdim` checks its value."""
+    return typer.Option(1, "--maxdim", metavar="D", help=help)
+
+
+def layer_option(help: str = "Layer(s), 0-based; repeat or comma-separate (default: all).") -> Any:
+    """``--layer``/``-l``, repeatable; :func:`parse_indices` reads its values."""
+    return typer.Option(None, "--layer", "-l", metavar="L", help=help, show_default=False)
+
+
+def head_option(help: str = "Head(s) in each chosen layer (default: all).") -> Any:
+    """``--head``, repeatable; :func:`parse_indices` reads its values."""
+    return typer.Option(None, "--head", metavar="H", help=help, show_default=False)
+
+
+def file_option(help: str = "Read the text from a UTF-8 file ('-' reads stdin).") -> Any:
+    """``--file``/``-f`` of the commands that read one text."""
+    return typer.Option(None, "--file", "-f", metavar="PATH", help=help, show_default=False)
+
+
+def drop_special_option(
+    help: str = "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows.",
+) -> Any:
+    return typer.Option(False, "--drop-special", help=help)
+
+
+def truncate_option(help: str = "Cut texts longer than the model's context.") -> Any:
+    return typer.Option(False, "--truncate", help=help)
+
+
+def out_option(help: str) -> Any:
+    """``--out``/``-o DIR``: the result folder (:func:`check_out` checks it before any work)."""
+    return typer.Option(None, "--out", "-o", metavar="DIR", help=help, show_default=False)
+
+
+def plots_option() -> Any:
+    return typer.Option(False, "--plots", help="Also draw figures into DIR/figures (needs --out).")
+
+
+def plot_format_option(help: str) -> Any:
+    """``--plot-format``, repeatable; :func:`check_plot_options` checks it with ``--plots``/``--out``."""
+    return typer.Option(None, "--plot-format", help=help, show_default=False)
+
+
+def top_option(default: int, help: str) -> Any:
+    return typer.Option(default, "--top", "-n", min=0, metavar="N", help=help)
+
+
+def jobs_option(help: str = "Worker processes for persistence.") -> Any:
+    return typer.Option(None, "--jobs", "-j", min=1, metavar="N", help=help, show_default=False)
+
+
+# ============================================================================ input
+def parse_indices(values: Optional[List[str]], option: str) -> list[int] | None:
+    """``--layer 0 --layer 2,5 --layer -1`` → ``[0, 2, 5, -1]`` (None when not given)."""
+    if not values:
+        return None
+    out: list[int] = []
+    for v in values:
+        for part in str(v).split(","):
+            part = part.strip()
+            if not re.fullmatch(r"-?\d+", part):
+                raise InvalidInputError(
+                    f"{option} expects integers such as 0, -1 or 0,2,5; got {v!r}"
+                )
+            out.append(int(part))
+    return out
+
+
+def read_text(text: Optional[str], file: Optional[str]) -> tuple[str, str]:
+    """The text to analyse and where it came from."""
+    if text is not None and file is not None:
+        raise InvalidInputError("give the text either as an argument or with --file, not both")
+    if text is None and file is None:
+        raise InvalidInputError(
+            "no text given: pass TEXT as an argument or --file PATH (see attntopo analyze --help)"
+        )
+    if file is not None:
+        if file == "-":
+            data, source = sys.stdin.read(), "stdin"
+        else:
+            p = Path(file).expanduser()
+            if not p.exists():
+                raise InvalidInputError(f"--file {file!r} does not exist")
+            if p.is_dir():
+                raise InvalidInputError(f"--file {file!r} is a folder; give a text file")
+            try:
+                data = p.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                raise InvalidInputError(f"--file {file!r} is not UTF-8 text") from None
+            except OSError as e:
+                raise InvalidInputError(f"cannot read --file {file!r}: {e.strerror or e}") from None
+            source = str(file)
+        if not data.strip():
+            raise EmptyTextError(f"--file {source!r} is empty or only whitespace: give at least one word")
+        return data, source
+    assert text is not None
+    if not text.strip():
+        raise EmptyTextError("the text is empty or only whitespace: give at least one word")
+    return text, "argument"
+
+
+def check_writable_parent(out: Path) -> None:
+    """Refuse an --out whose nearest existing ancestor is not a writable folder."""
+    anc = out.expanduser().absolute().parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise InvalidInputError(f"cannot create --out {str(out)!r}: {str(anc)!r} is not a folder")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"cannot write --out {str(out)!r}: no write permission in {str(anc)!r}")
+
+
+def check_out(out: Path) -> None:
+    """Refuse an --out that cannot become a result folder before any work is done."""
+    p = out.expanduser()
+    if p.exists() and not p.is_dir():
+        raise InvalidInputError(f"--out {str(out)!r} exists and is a file: give a folder path")
+    if p.is_dir():
+        try:
+            entries = list(p.iterdir())
+        except OSError as e:
+            raise InvalidInputError(f"cannot read --out folder {str(out)!r}: {e.strerror or e}") from None
+        if entries and not (p / META_FILE).is_file():
+            raise InvalidInputError(
+                f"--out folder {str(out)!r} is not empty and holds no attntopo result: "
+                f"choose a new or empty folder"
+            )
+    check_writable_parent(out)
+
+
+def check_maxdim(maxdim: int) -> None:
+    if maxdim not in (0, 1, 2):
+        raise InvalidInputError(f"--maxdim must be 0, 1 or 2, got {maxdim}")
+
+
+def check_dim(dim: int, maxdim: int) -> None:
+    """``--dim`` picks one of the computed homology dimensions."""
+    if not 0 <= dim <= maxdim:
+        raise InvalidInputError(f"--dim must be in 0..{maxdim} (--maxdim), got {dim}")
+
+
+def check_plot_options(plots: bool, plot_format, out: Path | None) -> list[str]:
+    """Validate --plots/--plot-format/--out before any work; return the figure formats."""
+    formats = list(dict.fromkeys(PlotFormat(f).value for f in (plot_format or ["png"])))
+    if plot_format and not plots:
+        raise InvalidInputError("--plot-format needs --plots")
+    if plots and out is None:
+        raise InvalidInputError("--plots needs --out DIR: figures are written into the result folder")
+    if plots:
+        try:
+            from .. import plots as _plots  # noqa: F401
+        except ImportError as e:
+            raise InvalidInputError(
+                f"--plots needs matplotlib and plotly: pip install 'attntopo[plots]' ({e})"
+            ) from None
+    if out is not None:
+        check_out(out)
+    return formats
+
+
+# ============================================================================ work
+@contextmanager
+def status(message: str, enabled: bool) -> Iterator[None]:
+    """A spinner on stderr while ``message``'s work runs (only on a terminal)."""
+    if enabled and err_console.is_terminal:
+        with err_console.status(message, spinner="dots"):
+            yield
+    else:
+        yield
+
+
+def load_model_with_status(model: str, show: bool):
+    """Load a model behind a status line; returns ``(model, seconds)``."""
+    from ..models import load_model
+
+    loading = f"loading model {model} …"
+    if model.strip().lower() == "smollm2" and show and err_console.is_terminal:
+        if describe_alias("smollm2").get("converted") is False:
+            loading = "loading smollm2: the first use converts its GGUF file once (about 30 s) …"
+    with status(loading, show):
+        t0 = time.perf_counter()
+        m = load_model(model)
+        return m, time.perf_counter() - t0
+
+
+def save_result(result: Any, out: Path, figures: dict[str, bytes] | None = None) -> Path:
+    """Write ``result`` and its figure files into ``out`` in one atomic step."""
+    try:
+        return result.save(out, extra_files=figures or None)
+    except OSError as e:
+        raise InvalidInputError(f"cannot write --out {str(out)!r}: {e.strerror or e}") from None
+
+
+# ============================================================================ output
+def one_line(msg: str) -> str:
+    return re.sub(r"\s*\n\s*", " ", str(msg)).strip()
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    if isinstance(x, (int,)) and not isinstance(x, bool):
+        return str(x)
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if math.isinf(f):
+        return "∞" if f > 0 else "-∞"
+    if math.isnan(f):
+        return "nan"
+    if float(f).is_integer() and abs(f) < 1e6 and digits == 0:
+        return str(int(f))
+    return f"{f:.{digits}f}"
+
+
+def num(x: Any) -> str:
+    """A table number in 5 characters: 0.318, 8.111, 12.60, 123.4."""
+    f = float(x)
+    if not math.isfinite(f):
+        return fmt(f)
+    a = abs(f)
+    return f"{f:.3f}" if a < 10 else f"{f:.2f}" if a < 100 else f"{f:.1f}" if a < 1000 else f"{f:.3g}"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def esc(s: str) -> str:
+    """Escape rich markup in user data ([CLS] would otherwise vanish as a style tag)."""
+    from rich.markup import escape
+
+    return escape(str(s))
+
+
+def print_json(doc: Any) -> None:
+    """The whole stdout of ``--json``: one JSON document (NaN/inf made JSON-safe)."""
+    sys.stdout.write(json.dumps(json_safe(doc), ensure_ascii=False, indent=1) + "\n")
+    sys.stdout.flush()
+
+
+def model_line(m: Any, extra: str = "") -> str:
+    """``attntopo 0.1.0 · model minilm (6 layers × 12 heads, bidirectional)`` + ``extra``."""
+    kind = "causal" if m.causal else "bidirectional"
+    return (f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] "
+            f"({m.n_layers} layers × {m.n_heads} heads, {kind}){extra}")
+
+
+def print_saved(saved: Path | None, figures: dict[str, bytes] | None = None) -> None:
+    """Where the result went and how to load it back (nothing when not saved)."""
+    if saved is None:
+        return
+    n = len(figures or {})
+    extra = f" with {n} figure file{'s' if n != 1 else ''} in figures/" if n else ""
+    console.print(f"saved to [bold]{esc(saved)}[/bold]{extra}; load with "
+                  f"attntopo.load_result({esc(repr(str(saved)))})")
+
+
+# ============================================================================ entry
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run the command line; returns the exit code (the console script exits with it)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("ATTNTOPO_DEBUG", "") not in ("", "0")
+    if not args:
+        args = ["--help"]
+    if debug:
+        import logging
+
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    command = typer.main.get_command(app)
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=not debug) as rec:
+            if not debug:
+                warnings.simplefilter("default")
+            try:
+                rc = command.main(args=args, prog_name="attntopo", standalone_mode=False)
+            finally:
+                caught = list(rec or [])
+        code = rc if isinstance(rc, int) else EXIT_OK
+        if code == EXIT_OK:
+            _show_warnings(caught)
+        return code
+    except typer.TyperException as e:  # usage errors: bad option, missing value, bad choice …
+        ctx = getattr(e, "ctx", None)
+        if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            sys.stdout.write(ctx.get_help() + "\n")
+            return EXIT_OK
+        where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        _error(e.format_message().replace("Value error, ", "") + where, debug)
+        return int(getattr(e, "exit_code", EXIT_USAGE) or EXIT_USAGE)
+    except typer.Abort:
+        sys.stderr.write("error: aborted\n")
+        return EXIT_INTERRUPTED
+    except AttntopoError as e:
+        _error(str(e), debug)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `attntopo … | head`: the reader left; stop quietly
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # silence the exit flush
+        except (OSError, ValueError):
+            pass
+        return EXIT_FAILURE
+    except Exception as e:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        _error(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)", debug)
+        return EXIT_FAILURE
+
+
+def _error(message: str, debug: bool) -> None:
+    if debug:
+        traceback.print_exc()
+    sys.stderr.write(f"error: {one_line(message)}\n")
+    sys.stderr.flush()
+
+
+def _show_warnings(caught: list) -> None:
+    """Repeat attntopo's own warnings as one ``warning:`` line each (others need --debug)."""
+    pkg = str(Path(__file__).parent.parent)  # the attntopo package folder
+    seen = set()
+    for w in caught:
+        if not str(getattr(w, "filename", "")).startswith(pkg):
+            continue
+        msg = one_line(str(w.message))
+        if msg in seen:
+            continue
+        seen.add(msg)
+        sys.stderr.write(f"warning: {msg}\n")

@@ -1,0 +1,304 @@
+"""``attntopo compare``: two texts head by head (shared tokens, scales, shared simplices, diagram distances)."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich import box
+from rich.table import Table
+
+from .. import __version__
+from ..errors import EmptyTextError, InvalidInputError
+from ._common import (
+    DEFAULT_TOP,
+    Metric,
+    PlotFormat,
+    app,
+    check_dim,
+    check_maxdim,
+    check_plot_options,
+    console,
+    debug_option,
+    drop_special_option,
+    esc,
+    head_option,
+    jobs_option,
+    json_option,
+    layer_option,
+    load_model_with_status,
+    maxdim_option,
+    metric_option,
+    model_line,
+    model_option,
+    num,
+    out_option,
+    parse_indices,
+    plot_format_option,
+    plots_option,
+    print_json,
+    print_saved,
+    save_result,
+    status,
+    top_option,
+    truncate_option,
+)
+
+_COMPARE_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo compare \"Quantum information theory allows us to study attention\" "
+    "\"Classical information theory studies entropy\"\n"
+    "  attntopo compare \"TEXT A\" \"TEXT B\" --layer 2 --head 4 --threshold 0.2 "
+    "--highlight \"information theory\"\n"
+    "  attntopo compare \"TEXT A\" \"TEXT B\" --plots --plot-format png --plot-format html --out cmp\n"
+    "  attntopo compare \"Information theory studies entropy\" "
+    "\"La théorie de l'information étudie l'entropie\" --align 0:5 --align 1:1 --json\n\n"
+    "Shared tokens are matched by word (case-insensitive, subwords grouped) and occurrence; "
+    "--align I:J pairs word I of TEXT A with word J of TEXT B instead (words: runs of letters/"
+    "digits and single punctuation marks, 0-based). Without --threshold the scale is chosen per "
+    "head (median of both texts' H0 deaths). A saved result loads back with "
+    "[bold]attntopo.load_result(DIR)[/bold]."
+)
+
+
+@app.command("compare", epilog=_COMPARE_EPILOG, no_args_is_help=True)
+def compare_cmd(
+    text_a: str = typer.Argument(..., metavar="TEXT_A", help="The first text.", show_default=False),
+    text_b: str = typer.Argument(..., metavar="TEXT_B", help="The second text.", show_default=False),
+    model: str = model_option(
+        "Model: a packaged alias, a Hugging Face id (a multilingual one for translations) or a folder."
+    ),
+    layer: Optional[List[str]] = layer_option(),
+    head: Optional[List[str]] = head_option(),
+    metric: Metric = metric_option(),
+    maxdim: int = maxdim_option(),
+    threshold: Optional[float] = typer.Option(
+        None, "--threshold", "-t", metavar="EPS",
+        help="Scale at which shared edges/triangles are compared, >= 0 (default: per head, the median "
+        "H0 death of both texts). The filtration itself is never cut.",
+        show_default=False,
+    ),
+    highlight: Optional[List[str]] = typer.Option(
+        None, "--highlight", metavar="WORDS",
+        help="Shared words to report pair by pair and highlight in figures, e.g. \"information theory\".",
+        show_default=False,
+    ),
+    align: Optional[List[str]] = typer.Option(
+        None, "--align", metavar="I:J",
+        help="Pair word I of TEXT A with word J of TEXT B (repeat or comma-separate) instead of string matching.",
+        show_default=False,
+    ),
+    align_tokens: bool = typer.Option(False, "--align-tokens", help="--align gives token positions, not words."),
+    include_special: bool = typer.Option(
+        False, "--include-special", help="Also match special tokens (\\[CLS] with \\[CLS], …)."
+    ),
+    drop_special: bool = drop_special_option(),
+    truncate: bool = truncate_option(),
+    dim: Optional[int] = typer.Option(
+        None, "--dim", metavar="D", help="Homology dimension used to rank heads (default: 1, or 0 with --maxdim 0).",
+        show_default=False,
+    ),
+    out: Optional[Path] = out_option("Save the comparison (and figures) into this folder."),
+    plots: bool = plots_option(),
+    plot_format: Optional[List[PlotFormat]] = plot_format_option(
+        "png (default), svg, pdf; html writes one interactive report.html."
+    ),
+    plot_heads: int = typer.Option(
+        2, "--plot-heads", min=0, metavar="N", help="Per-head figures for the N most similar heads.",
+    ),
+    top: int = top_option(DEFAULT_TOP, "Show at most N heads (0: all). JSON holds all."),
+    json_out: bool = json_option(),
+    n_jobs: Optional[int] = jobs_option(),
+    debug: bool = debug_option(),
+) -> None:
+    """Compare two texts head by head: shared tokens, when they connect in each text, simplices present in both, and diagram distances (bottleneck, Wasserstein) per homology dimension.
+
+    The table lists heads from the most similar (smallest bottleneck distance) to the most different. Progress goes to stderr; results to stdout.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    import attntopo as at
+
+    t_start = time.perf_counter()
+    metric = Metric(metric).value
+    if not text_a.strip() or not text_b.strip():
+        raise EmptyTextError("TEXT_A and TEXT_B must both hold at least one word")
+    check_maxdim(maxdim)
+    if threshold is not None and (math.isnan(threshold) or math.isinf(threshold) or threshold < 0):
+        raise InvalidInputError(f"--threshold must be a finite number >= 0, got {threshold:g}")
+    if dim is not None:
+        check_dim(dim, maxdim)
+    rank_dim = min(1, maxdim) if dim is None else dim
+    layers = parse_indices(layer, "--layer")
+    heads = parse_indices(head, "--head")
+    alignment = _parse_alignment(align)
+    if align_tokens and alignment is None:
+        raise InvalidInputError("--align-tokens needs --align I:J pairs")
+    words = _highlight_words(highlight)
+    formats = check_plot_options(plots, plot_format, out)
+
+    show = not json_out
+    m, t_model = load_model_with_status(model, show)
+    with status("comparing: attention → distances → persistence → diagram distances …", show):
+        t0 = time.perf_counter()
+        c = at.compare(
+            text_a, text_b, m, layers, heads, metric=metric, maxdim=maxdim, threshold=threshold,
+            drop_special=drop_special, include_special=include_special, alignment=alignment,
+            alignment_units="token" if align_tokens else "word", n_jobs=n_jobs, truncate=truncate,
+        )
+        t_cmp = time.perf_counter() - t0
+    keys = [c.keys[c._key_index(w)] for w in words]  # validates the words: one-line error if not shared
+    rows = _compare_rows(c, rank_dim)
+    single = len(rows) == 1
+    report_heads = [(r["layer"], r["head"]) for r in rows[: max(1, min(top or len(rows), 5))]]
+    figures: dict[str, bytes] = {}
+    if plots:
+        with status("drawing figures …", show):
+            chosen = [(r["layer"], r["head"]) for r in rows[:plot_heads]]
+            figures = _render_compare_figures(c, chosen, keys, formats)
+    saved = None
+    if out is not None:
+        with status(f"saving to {out} …", show):
+            saved = save_result(c, out, figures)
+    timing = {"model_s": round(t_model, 3), "compare_s": round(t_cmp, 3),
+              "total_s": round(time.perf_counter() - t_start, 3)}
+    pairs = [
+        {"layer": lay, "head": hd, **c.pair(u, v, lay, hd)}
+        for lay, hd in ([(r["layer"], r["head"]) for r in rows])
+        for i_, u in enumerate(keys) for v in keys[i_ + 1:]
+    ]
+    if json_out:
+        doc = c.to_dict(k=min(5, len(rows)))
+        doc.update({
+            "attntopo": __version__, "model": m.info(), "tokens_a": c.a.attention.labels,
+            "tokens_b": c.b.attention.labels, "highlight": keys, "highlight_pairs": pairs,
+            "timing": timing, "out": None if saved is None else str(saved), "figures": sorted(figures),
+        })
+        if single:
+            doc["head_report"] = c.head_report(rows[0]["layer"], rows[0]["head"])
+        print_json(doc)
+        return
+
+    console.print(model_line(m, f" · metric {metric}"))
+    for name, an in (("A", c.a), ("B", c.b)):
+        console.print(f"[bold]{name}[/bold] {an.attention.n_tokens} tokens: " + esc(" ".join(an.attention.labels)),
+                      overflow="fold")
+    shared = ", ".join(c.keys) if c.keys else "none"
+    how = "aligned" if alignment is not None else "shared"
+    console.print(f"{how} tokens ({len(c.keys)}): {esc(shared)}", overflow="fold")
+    scale = (f"scale ε = {threshold:g}" if threshold is not None
+             else f"scale ε per head (median H0 death), {c.scales.min():.3g}–{c.scales.max():.3g}")
+    console.print(f"{scale} · time {timing['total_s']:.1f} s")
+    _print_heads_table(c, rows, rank_dim, top)
+    if len(keys) >= 2:
+        pt = Table(title="Highlighted pairs (edge birth = distance; connection = minimax path scale)",
+                   title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for col in ("layer", "head", "pair", "edge A", "edge B", "connect A", "connect B"):
+            pt.add_column(col, justify="left" if col == "pair" else "right", no_wrap=True)
+        for p in pairs:
+            if (p["layer"], p["head"]) in report_heads:
+                pt.add_row(str(p["layer"]), str(p["head"]), esc(f"{p['a']} – {p['b']}"),
+                           num(p["edge_birth_a"]), num(p["edge_birth_b"]),
+                           num(p["connection_a"]), num(p["connection_b"]))
+        console.print(pt)
+    if single and c.keys:
+        simp = c.shared_simplices(rows[0]["layer"], rows[0]["head"])
+        if simp:
+            console.print("present in both texts at ε: " + esc("; ".join(
+                f"{' – '.join(s['tokens'])} (born {s['birth_a']:.3f} / {s['birth_b']:.3f})" for s in simp)),
+                overflow="fold")
+    print_saved(saved, figures)
+
+
+def _parse_alignment(values: Optional[List[str]]) -> list[tuple[int, int]] | None:
+    """``--align 0:5 --align 1:1,2:6`` → ``[(0, 5), (1, 1), (2, 6)]``."""
+    if not values:
+        return None
+    out: list[tuple[int, int]] = []
+    for v in values:
+        for part in str(v).split(","):
+            m_ = re.fullmatch(r"\s*(-?\d+)\s*:\s*(-?\d+)\s*", part)
+            if not m_:
+                raise InvalidInputError(f"--align expects pairs I:J such as 0:5 or 0:5,1:1; got {v!r}")
+            out.append((int(m_.group(1)), int(m_.group(2))))
+    return out
+
+
+def _highlight_words(values: Optional[List[str]]) -> list[str]:
+    """``--highlight "information theory" --highlight entropy`` → three words."""
+    return [w for v in (values or []) for w in str(v).split()]
+
+
+def _compare_rows(c, dim: int) -> list[dict]:
+    s = c.summary()
+    keys = ["layer", "head", "scale"] + [
+        f"{n}_h{d}" for n in ("bottleneck", "wasserstein1") for d in range(c.maxdim + 1)
+    ] + ["shared_edges", "shared_triangles"]
+    rows = [{k: s[k][t].item() for k in keys} for t in range(len(s["layer"]))]
+    col = f"bottleneck_h{dim}"
+    return sorted(rows, key=lambda r: (r[col], sum(r[f"bottleneck_h{d}"] for d in range(c.maxdim + 1)),
+                                       r["layer"], r["head"]))
+
+
+def _print_heads_table(c, rows: list[dict], rank_dim: int, top: int) -> None:
+    shown = rows if top == 0 else rows[:top]
+    table = Table(
+        title=(f"Heads from most similar to most different by bottleneck H{rank_dim}"
+               + ("" if len(shown) == len(rows) else f" (top {len(shown)} of {len(rows)})")),
+        title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+    )
+    for col in ("layer", "head", "ε"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for d in range(c.maxdim + 1):
+        table.add_column(f"bottl.\nH{d}", justify="right", no_wrap=True,
+                         style="bold cyan" if d == rank_dim else None)
+    for d in range(c.maxdim + 1):
+        table.add_column(f"W1\nH{d}", justify="right", no_wrap=True)
+    table.add_column("shared\nedges", justify="right", no_wrap=True)
+    table.add_column("shared\ntriangles", justify="right", no_wrap=True)
+    for r in shown:
+        table.add_row(
+            str(r["layer"]), str(r["head"]), num(r["scale"]),
+            *[num(r[f"bottleneck_h{d}"]) for d in range(c.maxdim + 1)],
+            *[num(r[f"wasserstein1_h{d}"]) for d in range(c.maxdim + 1)],
+            str(r["shared_edges"]), str(r["shared_triangles"]),
+        )
+    table.caption = ("Diagram distances between the two texts' diagrams, per homology dimension (distance units); "
+                     "shared edges/triangles: among shared tokens, present in both texts at ε.")
+    table.caption_justify = "left"
+    console.print(table)
+
+
+def _render_compare_figures(c, heads: list[tuple[int, int]], highlight: list[str], formats: list[str]) -> dict:
+    from .. import plots as P
+    from ..plots import compare as PC
+
+    files: dict[str, bytes] = {}
+    static = [f for f in formats if f != "html"]
+    hl = highlight or None
+
+    def put(name: str, fig) -> None:
+        for fmt in static:
+            files[f"figures/{name}.{fmt}"] = P.figure_to_bytes(fig, fmt)
+
+    many = len(c.layers) * len(c.heads) > 1
+    if many:
+        for d in range(c.maxdim + 1):
+            put(f"heads_bottleneck_h{d}", PC.plot_compare_heads(c, "bottleneck", dim=d))
+        put("heads_shared_edges", PC.plot_compare_heads(c, "shared_edges"))
+    for layer, head in heads:
+        tag = f"L{layer:02d}_H{head:02d}"
+        put(f"{tag}_graphs", PC.plot_compare_graphs(c, layer, head, highlight=hl))
+        put(f"{tag}_diagrams", PC.plot_compare_diagrams(c, layer, head))
+    if "html" in formats:
+        figs = []
+        if many:
+            figs.append(("Per head", PC.iplot_compare_heads(c, "bottleneck", dim=min(1, c.maxdim))))
+        for layer, head in heads:
+            t = f"layer {layer}, head {head}"
+            figs.append((f"Threshold graphs · {t}", PC.iplot_compare_graphs(c, layer, head, highlight=hl)))
+            figs.append((f"Diagrams · {t}", PC.iplot_compare_diagrams(c, layer, head)))
+        files["figures/report.html"] = P.figures_to_html(figs, title=f"attntopo compare · {c.a.attention.model}")
+    return files

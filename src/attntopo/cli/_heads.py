@@ -1,0 +1,323 @@
+"""``attntopo heads``: head space (every head a point), its persistence, redundancy and head types;
+with ``--compare-model``, two models' head spaces compared."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich import box
+from rich.table import Table
+
+from .. import __version__
+from ..errors import InvalidInputError
+from ._common import (
+    Metric,
+    PlotFormat,
+    app,
+    check_maxdim,
+    check_plot_options,
+    console,
+    debug_option,
+    drop_special_option,
+    esc,
+    fmt,
+    jobs_option,
+    json_option,
+    load_model_with_status,
+    maxdim_option,
+    metric_option,
+    model_option,
+    num,
+    out_option,
+    plot_format_option,
+    plots_option,
+    plural,
+    print_json,
+    print_saved,
+    read_text,
+    save_result,
+    status,
+    top_option,
+    truncate_option,
+)
+
+_HEADS_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo heads \"The cat sat on the mat.\" \"Einstein published four papers in 1905.\"\n"
+    "  attntopo heads -f a.txt -f b.txt -f c.txt --model smollm2 --out heads --plots\n"
+    "  attntopo heads -f a.txt -f b.txt -f c.txt --compare-model smollm2 --n-boot 200 --json\n\n"
+    "Every head of every layer is one point; two heads are as far apart as the Jensen–Shannon "
+    "distances between the rows they give the same tokens, averaged over tokens and texts. "
+    "Each TEXT or --file is one text. With --compare-model the bootstrap over texts needs at "
+    "least 2 texts (10 or more for a meaningful p-value). A saved result loads back with "
+    "[bold]attntopo.load_result(DIR)[/bold]."
+)
+
+
+@app.command("heads", epilog=_HEADS_EPILOG, no_args_is_help=False)
+def heads_cmd(
+    text: Optional[List[str]] = typer.Argument(
+        None, metavar="TEXT...", help="Texts (each argument is one text; or use --file).", show_default=False
+    ),
+    file: Optional[List[str]] = typer.Option(
+        None, "--file", "-f", metavar="PATH",
+        help="Read one text from a UTF-8 file ('-' reads stdin); repeatable.", show_default=False,
+    ),
+    model: str = model_option(),
+    compare_model: Optional[str] = typer.Option(
+        None, "--compare-model", "-c", metavar="MODEL",
+        help="Also build this model's head space on the same texts and compare the two diagrams.",
+        show_default=False,
+    ),
+    metric: Metric = metric_option(),
+    maxdim: int = maxdim_option("Highest homology dimension of head space: 0, 1 or 2."),
+    raw: bool = typer.Option(
+        False, "--sum", help="Sum over tokens (the founding paper) instead of the mean; not with --compare-model."
+    ),
+    eps: Optional[float] = typer.Option(
+        None, "--eps", metavar="E",
+        help="Scale of the redundancy report (default: the median nearest-neighbour distance).",
+        show_default=False,
+    ),
+    n_boot: Optional[int] = typer.Option(
+        None, "--n-boot", min=0, metavar="N",
+        help="Bootstrap replicates of --compare-model (default 100 with 2+ texts, 0 with one).",
+        show_default=False,
+    ),
+    seed: int = typer.Option(0, "--seed", metavar="S", help="Seed of the bootstrap."),
+    drop_special: bool = drop_special_option(),
+    truncate: bool = truncate_option(),
+    out: Optional[Path] = out_option(
+        "Save the head space (or the comparison) and figures into this folder, atomically."
+    ),
+    plots: bool = plots_option(),
+    plot_format: Optional[List[PlotFormat]] = plot_format_option(
+        "png (default), svg, pdf; html writes the interactive MDS scatter. Repeatable."
+    ),
+    top: int = top_option(8, "Show at most N redundant groups (0: all)."),
+    json_out: bool = json_option(),
+    n_jobs: Optional[int] = jobs_option("Worker processes for the bootstrap diagrams."),
+    debug: bool = debug_option(),
+) -> None:
+    """Head space: every attention head is a point, at Jensen–Shannon distance from the others; its persistence, clusters, redundant heads and head types (sink, self, previous/next token, banded, vertical, broad) — and, with --compare-model, two models' head spaces compared.
+
+    Progress goes to stderr; results to stdout.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    import attntopo as at
+
+    t_start = time.perf_counter()
+    metric = Metric(metric).value
+    bodies, sources = _texts(text, file)
+    check_maxdim(maxdim)
+    if eps is not None and (math.isnan(eps) or eps < 0):
+        raise InvalidInputError(f"--eps must be a number >= 0, got {eps:g}")
+    if raw and compare_model is not None:
+        raise InvalidInputError("--sum cannot be used with --compare-model: models are compared on mean distances")
+    if n_boot is not None and compare_model is None:
+        raise InvalidInputError("--n-boot needs --compare-model")
+    if compare_model is not None and n_boot is not None and n_boot > 0 and len(bodies) < 2:
+        raise InvalidInputError("the bootstrap over texts needs at least 2 texts; give more or --n-boot 0")
+    boots = (100 if len(bodies) >= 2 else 0) if n_boot is None else n_boot
+    formats = check_plot_options(plots, plot_format, out)
+
+    show = not json_out
+    names = [model] + ([compare_model] if compare_model is not None else [])
+    spaces = []
+    t_model = t_space = 0.0
+    for name in names:
+        m, dt = load_model_with_status(name, show)
+        t_model += dt
+        with status(f"{name}: head distances over {plural(len(bodies), 'text')} → persistence → types …", show):
+            t1 = time.perf_counter()
+            spaces.append(at.head_space(bodies, m, normalize=not raw, maxdim=maxdim, metric=metric,
+                                        drop_special=drop_special, truncate=truncate))
+            t_space += time.perf_counter() - t1
+    comparison = None
+    t_cmp = 0.0
+    if compare_model is not None:
+        with status(f"comparing the diagrams ({boots} bootstrap replicates) …", show):
+            t1 = time.perf_counter()
+            comparison = at.compare_models(None, spaces[0], spaces[1], maxdim=maxdim, n_boot=boots,
+                                           seed=seed, n_jobs=n_jobs)
+            t_cmp = time.perf_counter() - t1
+    figures: dict[str, bytes] = {}
+    t_plots = 0.0
+    if plots:
+        with status("drawing figures …", show):
+            t1 = time.perf_counter()
+            figures = _figures(spaces, comparison, formats)
+            t_plots = time.perf_counter() - t1
+    saved = None
+    if out is not None:
+        with status(f"saving to {out} …", show):
+            saved = save_result(comparison or spaces[0], out, figures)
+    timing = {"model_s": round(t_model, 3), "head_space_s": round(t_space, 3), "compare_s": round(t_cmp, 3),
+              "plots_s": round(t_plots, 3), "total_s": round(time.perf_counter() - t_start, 3)}
+    if json_out:
+        print_json({
+            "attntopo": __version__,
+            "settings": {"metric": metric, "maxdim": maxdim, "normalize": not raw, "eps": eps,
+                         "drop_special": drop_special, "truncate": truncate},
+            "sources": sources,
+            "models": [_space_doc(hs, top, eps) for hs in spaces],
+            "comparison": None if comparison is None else {
+                "n_boot": comparison.n_boot, "seed": comparison.seed, "wasserstein_p": comparison.p,
+                "dims": comparison.summary_rows(),
+            },
+            "timing": timing, "out": None if saved is None else str(saved), "figures": sorted(figures),
+        })
+        return
+
+    console.print(f"[bold]attntopo {__version__}[/bold] · head space · metric {metric} · "
+                  f"{plural(len(bodies), 'text')} ({esc(', '.join(sources))}) · time {timing['total_s']:.1f} s")
+    for hs in spaces:
+        _print_space(hs, top, eps)
+    if comparison is not None:
+        _print_comparison(comparison)
+    print_saved(saved, figures)
+
+
+def _texts(texts: Optional[List[str]], files: Optional[List[str]]) -> tuple[list[str], list[str]]:
+    """All texts (arguments first, then files) and where each came from."""
+    out: list[tuple[str, str]] = []
+    for k, t in enumerate(texts or []):
+        body, _ = read_text(t, None)
+        out.append((body, f"argument {k + 1}"))
+    if files and sum(1 for f in files if f == "-") > 1:
+        raise InvalidInputError("--file - (stdin) can be given only once")
+    for f in files or []:
+        out.append(read_text(None, f))
+    if not out:
+        raise InvalidInputError(
+            "no text given: pass TEXT arguments or --file PATH (see attntopo heads --help)"
+        )
+    return [b for b, _ in out], [s for _, s in out]
+
+
+def _figures(spaces: list, comparison, formats: list[str]) -> dict[str, bytes]:
+    from .. import plots as P
+    from ..plots import heads as PH
+
+    files: dict[str, bytes] = {}
+    static = [f for f in formats if f != "html"]
+
+    def put(name: str, fig) -> None:
+        for fmt_ in static:
+            files[f"figures/{name}.{fmt_}"] = P.figure_to_bytes(fig, fmt_)
+
+    for hs in spaces:
+        tag = "" if len(spaces) == 1 else f"{_safe_name(hs.model)}_"
+        put(f"{tag}head_distances", PH.plot_head_distances(hs))
+        put(f"{tag}head_mds_layer", PH.plot_head_mds(hs, "layer"))
+        put(f"{tag}head_barcode", PH.plot_head_barcode(hs))
+        if hs.types is not None:
+            put(f"{tag}head_mds_type", PH.plot_head_mds(hs, "type"))
+            put(f"{tag}head_types", PH.plot_head_types(hs.types))
+        if "html" in formats:
+            fig = PH.iplot_head_mds(hs, "type" if hs.types is not None else "layer")
+            files[f"figures/{tag}head_mds.html"] = P.figure_to_bytes(fig, "html")
+    if comparison is not None:
+        put("model_diagrams", PH.plot_model_diagrams(comparison))
+    return files
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("_") or "model"
+
+
+def _space_doc(hs, top: int, eps: Optional[float]) -> dict:
+    groups = hs.redundancy(eps)
+    doc = {
+        "model": hs.model,
+        "n_layers": hs.n_layers,
+        "n_heads": hs.n_heads,
+        "summary": hs.overview(),
+        "redundancy": groups if top == 0 else groups[:top],
+        "n_redundant_groups": len(groups),
+    }
+    if hs.types is not None:
+        doc["type_counts"] = hs.types.counts()
+        doc["type_labels"] = hs.types.labels.tolist()
+        doc["types"] = hs.types.rows()
+    return doc
+
+
+def _print_space(hs, top: int, eps: Optional[float]) -> None:
+    from ..plots.heads import TYPE_CODES
+
+    s = hs.overview()
+    kind = "causal" if hs.causal else "bidirectional"
+    console.print(
+        f"[bold]{esc(hs.model)}[/bold]: {hs.n_layers} layers × {hs.n_heads} heads = "
+        f"{hs.n_points} points ({kind}) · {plural(hs.n_texts, 'text')}, "
+        f"{'/'.join(str(n) for n in hs.n_tokens)} tokens"
+    )
+    unit = "mean JS distance per token" if hs.normalize else "JS distance summed over tokens"
+    console.print(
+        f"  head distances ({unit}): min {num(s['distance_min'])}, median "
+        f"{num(s['distance_median'])}, max {num(s['distance_max'])}; median nearest neighbour "
+        f"{num(s['nearest_neighbour_median'])}; MDS shows {s['mds_explained']:.0%} of the geometry"
+    )
+    parts = []
+    for d, ds in s["diagram"].items():
+        parts.append(
+            f"H{d} {ds['n_bars']} bars (max persistence {num(ds['max_persistence'])}, "
+            f"total {num(ds['total_persistence'])})"
+        )
+    console.print("  head-space diagram: " + "; ".join(parts))
+    if hs.types is not None:
+        counts = {k: v for k, v in hs.types.counts().items() if v}
+        console.print("  head types: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        width = max(2, len(str(max(hs.layer_ids))))
+        console.print("  " + " " * (width + 1) + " ".join(f"{h:>2d}" for h in hs.head_ids))
+        for i, l in enumerate(hs.layer_ids):
+            console.print(f"  {l:>{width}d} " + " ".join(TYPE_CODES[x] for x in hs.types.labels[i]))
+        console.print(
+            "  (sk sink, se self, pr previous, nx next, br broad, bd banded, vt vertical, mx mixed)"
+        )
+    groups = hs.redundancy(eps)
+    used = groups[0]["eps"] if groups else (hs.default_scale() if eps is None else eps)
+    if not groups:
+        console.print(f"  redundant heads within {num(used)}: none")
+        return
+    console.print(
+        f"  redundant groups (every pair within {num(used)}): {len(groups)} groups, "
+        f"{sum(g['size'] for g in groups)} heads"
+    )
+    for g in groups if top == 0 else groups[:top]:
+        console.print(f"    {' '.join(g['heads'])}  (mean {num(g['mean_distance'])})", overflow="fold")
+
+
+def _print_comparison(comparison) -> None:
+    table = Table(
+        title=f"{comparison.a.model} vs {comparison.b.model}: distance between the head-space diagrams",
+        title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+    )
+    cols = ["dim", "bottleneck", f"W{comparison.p:g}"]
+    if comparison.n_boot:
+        cols += ["null (bottl.)", "z", "p", f"null (W{comparison.p:g})", "z ", "p "]
+    for c in cols:
+        table.add_column(c, justify="right", no_wrap=True)
+    for r in comparison.summary_rows():
+        cells = [f"H{r['dim']}", num(r["bottleneck"]), num(r["wasserstein"])]
+        if comparison.n_boot:
+            for name in ("bottleneck", "wasserstein"):
+                mu = (r[f"{name}_null_mean_a"] + r[f"{name}_null_mean_b"]) / 2
+                cells += [f"{num(mu)}±{num(r[f'{name}_null_std'])}", fmt(r[f"{name}_z"], 1),
+                          fmt(r[f"{name}_p"], 3)]
+        table.add_row(*cells)
+    if comparison.n_boot:
+        table.caption = (
+            f"null: distance between one model's diagrams on two bootstrap resamples of the texts "
+            f"({comparison.n_boot} replicates, seed {comparison.seed}); p = share of null ≥ observed. "
+            f"H0 Wasserstein grows with the difference in head counts."
+        )
+    else:
+        table.caption = "no bootstrap (one text or --n-boot 0)"
+    table.caption_justify = "left"
+    console.print(table)

@@ -1,0 +1,145 @@
+"""``attntopo phrase``: one phrase across contexts (its tokens, diagrams and their distances)."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich import box
+from rich.table import Table
+
+from .. import __version__
+from ..errors import InvalidInputError
+from ._common import (
+    DEFAULT_TOP,
+    Metric,
+    app,
+    check_dim,
+    check_maxdim,
+    check_out,
+    console,
+    debug_option,
+    esc,
+    head_option,
+    jobs_option,
+    json_option,
+    layer_option,
+    load_model_with_status,
+    maxdim_option,
+    metric_option,
+    model_option,
+    num,
+    out_option,
+    parse_indices,
+    plural,
+    print_json,
+    print_saved,
+    save_result,
+    status,
+    top_option,
+    truncate_option,
+)
+
+_PHRASE_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo phrase \"information theory\" --context \"Quantum information theory allows us to study "
+    "attention\" --context \"Shannon founded information theory in 1948.\"\n"
+    "  attntopo phrase \"information theory\" -c \"…\" -c \"…\" --layer 2 --head 4 --json\n\n"
+    "The phrase is found case-insensitively in each context; its tokens are those whose characters "
+    "overlap it (never every token with the same id). Its diagrams are those of its own distance "
+    "sub-matrix inside each context."
+)
+
+
+@app.command("phrase", epilog=_PHRASE_EPILOG, no_args_is_help=True)
+def phrase_cmd(
+    phrase: str = typer.Argument(..., metavar="PHRASE", help="The phrase to follow.", show_default=False),
+    context: Optional[List[str]] = typer.Option(
+        None, "--context", "-c", metavar="TEXT", help="A context containing the phrase; repeat (at least one).",
+        show_default=False,
+    ),
+    model: str = model_option("Model alias, Hugging Face id or folder."),
+    layer: Optional[List[str]] = layer_option("Layer(s), 0-based (default: all)."),
+    head: Optional[List[str]] = head_option("Head(s) (default: all)."),
+    metric: Metric = metric_option(),
+    maxdim: int = maxdim_option(),
+    dim: int = typer.Option(0, "--dim", metavar="D", help="Homology dimension reported (phrases are short: H0)."),
+    occurrence: int = typer.Option(0, "--occurrence", min=0, metavar="K", help="Use the K-th match in each context."),
+    drop_special: bool = typer.Option(False, "--drop-special", help="Remove special tokens and renormalize rows."),
+    truncate: bool = truncate_option(),
+    out: Optional[Path] = out_option("Save the result into this folder."),
+    top: int = top_option(DEFAULT_TOP, "Show at most N heads (0: all). JSON holds all."),
+    json_out: bool = json_option(),
+    n_jobs: Optional[int] = jobs_option(),
+    debug: bool = debug_option(),
+) -> None:
+    """Follow one phrase across contexts: its tokens in each, its diagrams, and how far apart they are (bottleneck, Wasserstein) from context to context.
+
+    Heads are listed from the most stable (smallest mean distance between contexts) to the least.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    import attntopo as at
+
+    t_start = time.perf_counter()
+    metric = Metric(metric).value
+    if not context:
+        raise InvalidInputError("give at least one --context TEXT that contains the phrase")
+    check_maxdim(maxdim)
+    check_dim(dim, maxdim)
+    layers = parse_indices(layer, "--layer")
+    heads = parse_indices(head, "--head")
+    if out is not None:
+        check_out(out)
+    show = not json_out
+    m, _ = load_model_with_status(model, show)
+    with status("phrase topology: attention → distances → persistence …", show):
+        p = at.phrase_topology(phrase, list(context), m, layers, heads, metric=metric, maxdim=maxdim,
+                               drop_special=drop_special, occurrence=occurrence, n_jobs=n_jobs,
+                               truncate=truncate)
+    saved = None if out is None else save_result(p, out)
+    spread = {n: p.spread(dim, n) for n in ("bottleneck", "wasserstein1")}
+    rows = [
+        {"layer": lay, "head": hd, "bottleneck": float(spread["bottleneck"][i, j]),
+         "wasserstein1": float(spread["wasserstein1"][i, j])}
+        for i, lay in enumerate(p.layers) for j, hd in enumerate(p.heads)
+    ]
+    rows.sort(key=lambda r: (math.inf if math.isnan(r["bottleneck"]) else r["bottleneck"], r["layer"], r["head"]))
+    single = len(rows) == 1
+    if json_out:
+        doc = p.to_dict(k=min(5, len(rows)))
+        doc.update({"attntopo": __version__, "model": m.info(), "dim": dim, "spread_rows": rows,
+                    "total_s": round(time.perf_counter() - t_start, 3),
+                    "out": None if saved is None else str(saved)})
+        if single:
+            doc["matrices"] = {n: p.matrix(dim=dim, by=n).tolist() for n in ("bottleneck", "wasserstein1", "wasserstein2")}
+        print_json(doc)
+        return
+    console.print(f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] · phrase "
+                  f"[bold]{esc(repr(phrase))}[/bold] in {plural(len(p.contexts), 'context')}")
+    for k, (ctx, labels) in enumerate(zip(p.contexts, p.token_labels)):
+        short = ctx if len(ctx) <= 70 else ctx[:67] + "…"
+        console.print(f"  {k}: {esc(short)} → tokens {esc(' '.join(labels))}", overflow="fold")
+    if single:
+        for n in ("bottleneck", "wasserstein1"):
+            M = p.matrix(dim=dim, by=n)
+            t = Table(title=f"{n} H{dim} between contexts", title_justify="left", box=box.SIMPLE_HEAD,
+                      show_edge=False, pad_edge=False, header_style="bold")
+            t.add_column("")
+            for k in range(len(p.contexts)):
+                t.add_column(str(k), justify="right")
+            for k in range(len(p.contexts)):
+                t.add_row(str(k), *[num(x) for x in M[k]])
+            console.print(t)
+    else:
+        shown = rows if top == 0 else rows[:top]
+        console.print(f"[bold]Heads from most to least stable[/bold] (mean H{dim} distance between contexts"
+                      + (")" if len(shown) == len(rows) else f"; top {len(shown)} of {len(rows)}, --top 0 shows all)"))
+        t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+        for col in ("layer", "head", "bottleneck", "W1"):
+            t.add_column(col, justify="right", no_wrap=True)
+        for r in shown:
+            t.add_row(str(r["layer"]), str(r["head"]), num(r["bottleneck"]), num(r["wasserstein1"]))
+        console.print(t)
+    print_saved(saved)

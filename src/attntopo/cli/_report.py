@@ -1,0 +1,145 @@
+"""``attntopo report``: one self-contained HTML report of a text (or two) — see :mod:`attntopo.report`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..errors import EmptyTextError, InvalidInputError
+from ._common import (
+    Metric,
+    app,
+    check_maxdim,
+    check_writable_parent,
+    console,
+    debug_option,
+    drop_special_option,
+    esc,
+    file_option,
+    head_option,
+    jobs_option,
+    layer_option,
+    maxdim_option,
+    metric_option,
+    model_option,
+    parse_indices,
+    read_text,
+    status,
+    truncate_option,
+)
+
+_REPORT_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo report \"Quantum information theory allows us to study attention\" -o report.html\n"
+    "  attntopo report -f examples/quantum.txt --layer 1 --head 2 --layer 4 --head 11 -o q.html\n"
+    "  attntopo report \"Information theory studies entropy\" --compare \"Quantum information theory\" "
+    "-m smollm2 -o cmp.html\n\n"
+    "One self-contained HTML file: summary tables, the all-heads grid and interactive figures "
+    "(persistence diagrams, distance matrices, threshold graphs with a slider over ε); with --compare "
+    "also the comparison. plotly.js is inlined (about 5 MB): the file opens offline and loads nothing. "
+    "--layer/--head pairs are matched in order (one --layer with several --head: that layer's heads)."
+)
+
+
+@app.command("report", epilog=_REPORT_EPILOG, no_args_is_help=True)
+def report_cmd(
+    text: Optional[str] = typer.Argument(None, metavar="TEXT", help="The text (or use --file).", show_default=False),
+    file: Optional[str] = file_option(),
+    compare_text: Optional[str] = typer.Option(
+        None, "--compare", metavar="TEXT_B", help="A second text: the report also compares the two.",
+        show_default=False,
+    ),
+    out: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="The HTML file to write (atomically).",
+                             show_default=False),
+    model: str = model_option(),
+    layer: Optional[List[str]] = layer_option("Layer of a head drawn in full; pairs with --head."),
+    head: Optional[List[str]] = head_option("Head drawn in full (default: the most persistent heads)."),
+    plot_heads: int = typer.Option(
+        3, "--plot-heads", min=0, max=20, metavar="N",
+        help="Without --layer/--head: draw the N most persistent heads (and, with --compare, the N most similar).",
+    ),
+    metric: Metric = metric_option(),
+    maxdim: int = maxdim_option(),
+    drop_special: bool = drop_special_option(),
+    truncate: bool = truncate_option(),
+    title: Optional[str] = typer.Option(None, "--title", metavar="TITLE", help="Title of the report.",
+                                        show_default=False),
+    n_jobs: Optional[int] = jobs_option(),
+    debug: bool = debug_option(),
+) -> None:
+    """Write one self-contained HTML report of a text (and, with --compare, of two texts): summary tables, the all-heads grid and interactive figures of chosen heads, to send to a colleague.
+
+    Progress goes to stderr; the path written to stdout.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    import attntopo as at
+
+    t_start = time.perf_counter()
+    metric = Metric(metric).value
+    body, source = read_text(text, file)
+    if compare_text is not None and not compare_text.strip():
+        raise EmptyTextError("--compare TEXT_B is empty or only whitespace: give at least one word")
+    check_maxdim(maxdim)
+    chosen = _report_heads(parse_indices(layer, "--layer"), parse_indices(head, "--head"))
+    _check_report_out(out)
+    try:
+        import plotly  # noqa: F401
+
+        from .. import plots as _plots  # noqa: F401
+    except ImportError as e:
+        raise InvalidInputError(f"reports need matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
+    from ..models import load_model
+    from ..report import report_html, write_report
+
+    with status(f"loading model {model} …", True):
+        m = load_model(model)
+    comparison = None
+    if compare_text is None:
+        with status("analysing every head: attention → distances → persistence …", True):
+            analysis = at.analyze(body, m, metric=metric, maxdim=maxdim, drop_special=drop_special,
+                                  truncate=truncate, n_jobs=n_jobs)
+    else:
+        with status("comparing the two texts on every head …", True):
+            comparison = at.compare(body, compare_text, m, metric=metric, maxdim=maxdim,
+                                    drop_special=drop_special, truncate=truncate, n_jobs=n_jobs)
+        analysis = comparison.a
+    with status("drawing the report …", True):
+        html = report_html(analysis, comparison, heads=chosen, n_heads=plot_heads, title=title)
+    try:
+        saved = write_report(out, html)
+    except OSError as e:
+        raise InvalidInputError(f"cannot write --out {str(out)!r}: {e.strerror or e}") from None
+    size = len(html.encode("utf-8"))
+    kind = "comparison report" if comparison is not None else "report"
+    console.print(
+        f"wrote {kind} [bold]{esc(saved)}[/bold] ({size / 2**20:.1f} MB, self-contained) from {esc(source)} · "
+        f"model {esc(m.name)} · {time.perf_counter() - t_start:.1f} s",
+        soft_wrap=True,
+    )
+
+
+def _report_heads(layers: list[int] | None, heads: list[int] | None) -> list[tuple[int, int]] | None:
+    if layers is None and heads is None:
+        return None
+    if layers is None or heads is None:
+        raise InvalidInputError("give --layer and --head together (e.g. --layer 1 --head 2), or neither")
+    if len(layers) == len(heads):
+        return list(zip(layers, heads))
+    if len(layers) == 1:
+        return [(layers[0], h) for h in heads]
+    if len(heads) == 1:
+        return [(lay, heads[0]) for lay in layers]
+    raise InvalidInputError(
+        f"--layer and --head pair up in order: got {len(layers)} layers and {len(heads)} heads"
+    )
+
+
+def _check_report_out(out: Path) -> None:
+    p = out.expanduser()
+    if p.is_dir():
+        raise InvalidInputError(f"--out {str(out)!r} is a folder: give a file name such as report.html")
+    if p.suffix.lower() not in (".html", ".htm"):
+        raise InvalidInputError(f"--out {str(out)!r} must be an .html file")
+    check_writable_parent(out)

@@ -1,0 +1,100 @@
+"""``attntopo serve``: the explorer web page and its JSON API (127.0.0.1 by default)."""
+
+from __future__ import annotations
+
+import math
+
+import typer
+
+from .. import __version__
+from ..errors import InvalidInputError
+from ._common import app, debug_option, err_console, esc, model_option
+
+_SERVE_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo serve                       # http://127.0.0.1:8000, packaged models\n"
+    "  attntopo serve --port 8080 --open    # another port; open the page in a browser\n"
+    "  attntopo serve --model smollm2 --max-chars 4000 --timeout 180\n\n"
+    "The page and its JSON API (reference at /docs, schema at /openapi.json) are served by this "
+    "process only; every script and style is local, so it works offline. It listens on 127.0.0.1 "
+    "(this machine) unless --host says otherwise; there is no authentication."
+)
+
+
+@app.command("serve", epilog=_SERVE_EPILOG, no_args_is_help=False)
+def serve_cmd(
+    host: str = typer.Option("127.0.0.1", "--host", metavar="HOST",
+                             help="Address to listen on; 127.0.0.1 = this machine only (0.0.0.0: every interface)."),
+    port: int = typer.Option(8000, "--port", "-p", min=0, max=65535, metavar="PORT", help="TCP port."),
+    model: str = model_option(
+        "Default model of the page; a hub id or folder given here is offered too (besides the packaged aliases)."
+    ),
+    max_chars: int = typer.Option(2000, "--max-chars", min=1, metavar="N", help="Longest text accepted, in characters."),
+    max_concurrent: int = typer.Option(
+        2, "--max-concurrent", min=1, metavar="N", help="Analyses running at once; more requests get 503 (busy)."
+    ),
+    timeout: float = typer.Option(
+        60.0, "--timeout", metavar="S",
+        help="Seconds a request may take before it gets 504; the computation finishes and is cached.",
+    ),
+    cache_size: int = typer.Option(16, "--cache-size", min=0, metavar="N", help="Analyses and comparisons kept in memory."),
+    open_browser: bool = typer.Option(False, "--open/--no-open", help="Open the page in the default browser."),
+    debug: bool = debug_option("Log every request and show tracebacks."),
+) -> None:
+    """Serve the explorer: a local web page to type two texts, pick a model, layer and head, move a threshold slider and watch the token graphs, persistence diagrams and head maps — and the JSON API it uses.
+
+    Stop with Ctrl+C.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    if math.isnan(timeout) or math.isinf(timeout) or timeout <= 0:
+        raise InvalidInputError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    from ..errors import MissingDependencyError
+
+    try:
+        import uvicorn
+    except ImportError:
+        raise MissingDependencyError("attntopo serve needs uvicorn: pip install 'attntopo[web]'") from None
+    from ..models import resolve_spec
+    from ..web import Settings, create_app  # MissingDependencyError (one line) without fastapi
+
+    resolve_spec(model)  # an unknown alias or a missing folder fails here, in one line
+    settings = Settings(model=model, host=host, port=port, max_chars=max_chars, max_concurrent=max_concurrent,
+                        timeout=timeout, cache_size=cache_size, preload=True)
+    _port_free(host, port)
+    application = create_app(settings)
+    shown = host if settings.is_loopback else "127.0.0.1"
+    shown = f"[{shown}]" if ":" in shown and not shown.startswith("[") else shown
+    url = f"http://{shown}:{port}/"
+    if not settings.is_loopback:
+        err_console.print(
+            f"[bold red]warning: listening on {esc(host)}:{port}, not only on this machine.[/bold red] "
+            "The explorer has no authentication: anyone who can reach this port can run models here "
+            "and read what is typed. Use the default --host 127.0.0.1 unless that is what you want.",
+            soft_wrap=True,
+        )
+    err_console.print(
+        f"attntopo {__version__} explorer on [bold]{url}[/bold] · API reference {url}docs · default model "
+        f"{esc(model)} · at most {max_chars} characters, {max_concurrent} analyses at once, {timeout:g} s each "
+        "· Ctrl+C stops",
+        soft_wrap=True,
+    )
+    if open_browser:
+        import threading
+        import webbrowser
+
+        threading.Timer(1.0, lambda: webbrowser.open(url)).start()
+    uvicorn.run(application, host=host.strip("[]"), port=port, log_level="info" if debug else "warning",
+                access_log=debug, server_header=False)
+
+
+def _port_free(host: str, port: int) -> None:
+    """Fail with one line, before starting uvicorn, when the address cannot be bound."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host.strip("[]"), port))
+    except OSError as e:
+        hint = " (another server is running there? try --port 8001)" if port else ""
+        raise InvalidInputError(f"cannot listen on {host}:{port}: {e.strerror or e}{hint}") from None

@@ -1,0 +1,234 @@
+"""``attntopo timeline``: one head's diagram for every prefix of a text, its changes and its vines."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich import box
+from rich.table import Table
+
+from .. import __version__
+from ..errors import InvalidInputError
+from ._common import (
+    Metric,
+    PlotFormat,
+    app,
+    check_maxdim,
+    check_plot_options,
+    console,
+    debug_option,
+    esc,
+    file_option,
+    head_option,
+    jobs_option,
+    json_option,
+    layer_option,
+    load_model_with_status,
+    maxdim_option,
+    metric_option,
+    model_line,
+    model_option,
+    num,
+    out_option,
+    parse_indices,
+    plot_format_option,
+    plots_option,
+    plural,
+    print_json,
+    print_saved,
+    read_text,
+    save_result,
+    status,
+    top_option,
+    truncate_option,
+)
+
+_TIMELINE_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo timeline \"The cat sat on the mat because it was tired\"\n"
+    "  attntopo timeline -f examples/quantum.txt --model smollm2 --layer 10 --head 4\n"
+    "  attntopo timeline -f examples/quantum.txt -m smollm2 --plots --out tl\n"
+    "  attntopo timeline \"Attention is all you need\" --json > tl.json\n\n"
+    "Slice t is the model input for the first tokens of the text, special tokens included "
+    "(BERT: \\[CLS] + first t−2 tokens + \\[SEP]; SmolLM2: the first t tokens). Causal models "
+    "need one forward pass; bidirectional models one per prefix. The result loads back with "
+    "[bold]attntopo.load_result(DIR)[/bold]."
+)
+
+
+@app.command("timeline", epilog=_TIMELINE_EPILOG, no_args_is_help=False)
+def timeline_cmd(
+    text: Optional[str] = typer.Argument(
+        None, metavar="TEXT", help="The text (or use --file).", show_default=False
+    ),
+    file: Optional[str] = file_option(),
+    model: str = model_option(),
+    layer: Optional[List[str]] = layer_option("Layer, 0-based (default 0; -1 is the last)."),
+    head: Optional[List[str]] = head_option("Head, 0-based (default 0)."),
+    metric: Metric = metric_option(),
+    maxdim: int = maxdim_option(),
+    t0: Optional[int] = typer.Option(
+        None, "--t0", metavar="T", help="First prefix length in model tokens, specials included "
+        "(default: one content token).", show_default=False,
+    ),
+    drop_special: bool = typer.Option(
+        False, "--drop-special", help="Remove special tokens (\\[CLS], \\[SEP], …) from every slice and renormalize rows."
+    ),
+    truncate: bool = truncate_option(),
+    out: Optional[Path] = out_option("Save the timeline (and figures) into this folder, atomically."),
+    plots: bool = plots_option(),
+    plot_format: Optional[List[PlotFormat]] = plot_format_option(
+        "png (default), svg, pdf; html writes an animation timeline.html. Repeatable."
+    ),
+    top: int = top_option(10, "Show the N largest changes and longest vines (0: all)."),
+    json_out: bool = json_option(),
+    n_jobs: Optional[int] = jobs_option(),
+    debug: bool = debug_option(),
+) -> None:
+    """Topology in time: the persistence diagram of every prefix of the text for one head, how much each arriving token changes it (bottleneck, Wasserstein), and the features followed through time (vines).
+
+    Progress goes to stderr; results to stdout.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    import attntopo as at
+
+    t_start = time.perf_counter()
+    metric = Metric(metric).value
+    body, source = read_text(text, file)
+    check_maxdim(maxdim)
+    lay = _one_index(layer, "--layer", 0)
+    hd = _one_index(head, "--head", 0)
+    formats = check_plot_options(plots, plot_format, out)
+
+    show = not json_out
+    m, t_model = load_model_with_status(model, show)
+    how = "one forward pass" if m.causal else "one forward pass per prefix"
+    with status(f"timeline: {how} → distances → persistence of every prefix …", show):
+        t1 = time.perf_counter()
+        tl = at.timeline(body, m, layer=lay, head=hd, metric=metric, maxdim=maxdim, t0=t0,
+                         drop_special=drop_special, truncate=truncate, n_jobs=n_jobs)
+        t_tl = time.perf_counter() - t1
+    figures: dict[str, bytes] = {}
+    t_plots = 0.0
+    if plots:
+        with status("drawing figures …", show):
+            t1 = time.perf_counter()
+            figures = _figures(tl, formats)
+            t_plots = time.perf_counter() - t1
+    saved = None
+    if out is not None:
+        with status(f"saving to {out} …", show):
+            saved = save_result(tl, out, figures)
+    timing = {"model_s": round(t_model, 3), "timeline_s": round(t_tl, 3), "plots_s": round(t_plots, 3),
+              "total_s": round(time.perf_counter() - t_start, 3)}
+    n_changes = len(tl.slices) - 1 if top == 0 else min(top, len(tl.slices) - 1)
+    changes = [c._asdict() for c in tl.top_changes(n_changes)] if n_changes > 0 else []
+    construction = "one_pass" if tl.one_pass else "prefix_runs"
+    if json_out:
+        print_json({
+            "attntopo": __version__, "model": m.info(),
+            "settings": {"layer": tl.layer, "head": tl.head, "metric": tl.metric, "maxdim": tl.maxdim,
+                         "t0": tl.t0, "drop_special": tl.drop_special, "truncate": truncate,
+                         "engine": tl.engine, "wasserstein_p": tl.p},
+            "source": source, "text": tl.text, "n_tokens": tl.n_tokens, "truncated": tl.truncated,
+            "tokens": tl.tokens, "labels": tl.labels, "special": tl.special.tolist(),
+            "construction": construction, "two_parameter": tl.growing,
+            "slices": tl.summary_rows(), "top_changes": changes, "vines": _vines(tl, top),
+            "timing": timing, "out": None if saved is None else str(saved), "figures": sorted(figures),
+        })
+        return
+
+    console.print(model_line(m, f" · layer {tl.layer} head {tl.head} · metric {tl.metric}"))
+    labels = tl.labels
+    shown = labels if len(labels) <= 24 else labels[:20] + ["…"] + labels[-3:]
+    console.print(f"[bold]{tl.n_tokens}[/bold] tokens from {esc(source)}: " + esc(" ".join(shown)), overflow="fold")
+    built = ("one forward pass (each prefix is a block of it)" if tl.one_pass
+             else f"{len(tl.slices)} prefix runs (every new token changes every row)")
+    console.print(f"{plural(len(tl.slices), 'slice')}, t = {tl.t0}…{tl.slices[-1].t}, from {built} · "
+                  f"time {timing['total_s']:.1f} s (timeline {timing['timeline_s']:.1f} s)")
+    table = Table(title="Tokens whose arrival changed the topology most (distance to the previous slice)",
+                  title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col in ("t", "token"):
+        table.add_column(col, justify="right" if col == "t" else "left", no_wrap=True)
+    for d in range(tl.maxdim + 1):
+        table.add_column(f"bottl.\nH{d}", justify="right", no_wrap=True)
+    for d in range(tl.maxdim + 1):
+        table.add_column(f"W{tl.p:g}\nH{d}", justify="right", no_wrap=True)
+    for c in changes:
+        k = c["t"] - tl.t0 - 1
+        table.add_row(str(c["t"]), esc(c["label"]), *[num(tl.bottleneck[k, d]) for d in range(tl.maxdim + 1)],
+                      *[num(tl.wasserstein[k, d]) for d in range(tl.maxdim + 1)])
+    console.print(table)
+    vines = _vines(tl, top)
+    for d in range(tl.maxdim + 1):
+        v = vines[f"h{d}"]
+        if not v["count"]:
+            console.print(f"H{d}: no features")
+            continue
+        parts = []
+        for x in v["longest"][: min(len(v["longest"]), 5)]:
+            born = "from the start" if x["born_token"] is None else f"born with '{labels[x['born_token']]}'"
+            end = "alive at the end" if x["died_token"] is None else f"gone with '{labels[x['died_token']]}'"
+            parts.append(f"t {x['start']}–{x['end']} ({born}, {end})")
+        console.print(f"H{d}: {plural(v['count'], 'vine')}; longest: " + esc("; ".join(parts)), overflow="fold")
+    if tl.growing:
+        console.print("distances never change as tokens arrive: the slices form one distance × time "
+                      "bifiltration (Timeline.hilbert(), Timeline.signed_barcode())")
+    else:
+        console.print("bidirectional model: distances change as tokens arrive, so only the slice view applies")
+    print_saved(saved, figures)
+
+
+def _one_index(values: Optional[List[str]], option: str, default: int) -> int:
+    got = parse_indices(values, option)
+    if got is None:
+        return default
+    if len(got) != 1:
+        raise InvalidInputError(
+            f"timeline follows one head: give one {option} (got {len(got)}); run it again for others"
+        )
+    return got[0]
+
+
+def _vines(tl, top: int) -> dict:
+    out = {}
+    for d in range(tl.maxdim + 1):
+        vines = sorted(tl.vines(d), key=lambda v: (-v.length, v.start))
+        out[f"h{d}"] = {
+            "count": len(vines),
+            "longest": [
+                {
+                    "start": v.start, "end": v.end, "length": v.length, "alive": v.alive,
+                    "born_token": v.born_token, "died_token": v.died_token,
+                    "max_persistence": v.max_persistence,
+                    "last_point": [float(x) for x in v.points[-1]],
+                }
+                for v in (vines if top == 0 else vines[:top])
+            ],
+        }
+    return out
+
+
+def _figures(tl, formats: list[str]) -> dict[str, bytes]:
+    from .. import plots as P
+    from ..plots import timeline as PT
+
+    files: dict[str, bytes] = {}
+    static = [f for f in formats if f != "html"]
+
+    def put(name: str, fig) -> None:
+        for fmt in static:
+            files[f"figures/{name}.{fmt}"] = P.figure_to_bytes(fig, fmt)
+
+    put("timeline_overview", PT.plot_timeline_overview(tl, min(1, tl.maxdim)))
+    put("timeline_diagrams", PT.plot_timeline_diagrams(tl))
+    put("coherence_bottleneck", PT.plot_coherence(tl, "bottleneck"))
+    put("coherence_wasserstein", PT.plot_coherence(tl, "wasserstein"))
+    for d in range(tl.maxdim + 1):
+        put(f"vineyard_h{d}", PT.plot_vineyard(tl, d))
+        put(f"betti_h{d}", PT.plot_betti_heatmap(tl, d))
+    if "html" in formats:
+        files["figures/timeline.html"] = P.figure_to_bytes(PT.iplot_timeline(tl), "html")
+    return files
