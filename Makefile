@@ -8,7 +8,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 STAMP  := $(VENV)/.attntopo-installed
 JOBS   ?= 2
 
-.PHONY: demo test test-fast bench bench-quick install clean browser fuzz
+.PHONY: demo test test-fast bench bench-quick install clean browser loadtest fuzz
 
 install: $(STAMP)
 
@@ -58,6 +58,11 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(PY) benchmarks/run.py --quick
+
+# the explorer under 8 then 32 concurrent clients, ~1 minute; fails on a 5xx other than the
+# documented 503 (busy) or a health check slower than 1 s (figures: docs/web.md)
+loadtest: $(STAMP)
+	$(PY) benchmarks/loadtest.py
 
 # a longer, randomized schemathesis run against the explorer's OpenAPI schema (a few
 # thousand requests; `make test` runs a short deterministic one)
