@@ -183,7 +183,7 @@ def threshold_complex(D: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray
     triangles : int ndarray of shape (t, 3)
         Triples ``i < j < k`` whose three distances are all ``<= eps``.
     """
-    cx = complex_at(D, eps, maxdim=2)
+    cx = complex_at(D, eps, max_simplex_dim=2)
     return cx.simplices(1), cx.simplices(2)
 
 

@@ -104,7 +104,7 @@ def _panel_data(c: Any, side: str, i: int, j: int, eps: float, highlight: set[in
     an = _side(c, side)
     D = an.distances[i, j]
     n = D.shape[0]
-    cx = complex_at(D, eps, maxdim=2)
+    cx = complex_at(D, eps, max_simplex_dim=2)
     rep = [getattr(s, side) for s in c.shared_tokens]
     shared_mask = np.zeros(n, dtype=bool)
     shared_mask[rep] = True
