@@ -73,7 +73,7 @@ _LAZY = {
     "Attention": "attntopo.attention",
     "METRICS": "attntopo.distances",
     "token_distances": "attntopo.distances",
-    "load_result": "attntopo.io",
+    "load_result": "attntopo.analyses._kinds",
     "AttentionModel": "attntopo.models.model",
     "load_model": "attntopo.models.model",
     "packaged_aliases": "attntopo.models.specs",
@@ -125,6 +125,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .analyses.timeline import Timeline, timeline
     from .attention import Attention
     from .distances import METRICS, token_distances
-    from .io import load_result
+    from .analyses._kinds import load_result
     from .models import AttentionModel, load_model, packaged_aliases
     from .topology import Diagram, bottleneck, complex_at, persistence, persistence_batch, wasserstein

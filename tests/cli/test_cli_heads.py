@@ -78,7 +78,7 @@ def test_json_out_and_plots_round_trip(tmp_path):
     assert doc["comparison"] is None
     hs = at.load_result(out)
     assert isinstance(hs, HeadSpace) and hs.n_texts == 2
-    np.testing.assert_allclose(m["summary"]["distance_median"], hs.summary()["distance_median"])
+    np.testing.assert_allclose(m["summary"]["distance_median"], hs.overview()["distance_median"])
     figs = set(doc["figures"])
     assert {"figures/head_distances.png", "figures/head_mds_type.png", "figures/head_types.png",
             "figures/head_mds.html"} <= figs

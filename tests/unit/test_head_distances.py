@@ -233,8 +233,16 @@ def test_head_space_contents(synth_space):
     assert hs.dendrogram()["ivl"][0] in hs.labels
     ld = hs.layer_distances()
     assert ld.shape == (3, 3) and np.allclose(ld, ld.T)
-    s = hs.summary()
+    s = hs.overview()
     assert s["n_points"] == 12 and s["diagram"][0]["n_bars"] == 12
+    cols = hs.summary()  # one row per head
+    assert list(cols["label"]) == hs.labels and list(cols["layer"]) == hs.layer_of.tolist()
+    assert list(cols["type"]) == hs.types.labels.reshape(-1).tolist()
+    i = 5
+    j = hs.labels.index(cols["nearest"][i])
+    assert j != i and cols["nearest_distance"][i] == np.delete(hs.distances[i], i).min() == hs.distances[i, j]
+    with pytest.warns(DeprecationWarning, match="overview"):
+        assert cols["n_points"] == 12  # the old overview's keys still answer, with a warning
 
 
 def test_clusters_and_redundancy(synth_space):
@@ -323,8 +331,10 @@ def test_compare_models_observed_and_bootstrap(two_spaces):
     # very different models: the H0 difference is far outside the within-model noise
     assert c.p_values("bottleneck")[0] == 1 / 61
     assert c.interval("wasserstein").shape == (2, 2)
-    rows = c.summary()
+    rows = c.summary_rows()
     assert [r["dim"] for r in rows] == [0, 1] and "wasserstein_p" in rows[0]
+    cols = c.summary()
+    assert cols["dim"].tolist() == [0, 1] and cols["wasserstein_p"].tolist() == [r["wasserstein_p"] for r in rows]
     # seeded: same numbers again; the replicate diagrams are independent recomputations
     c2 = compare_models(None, ha, hb, n_boot=30, seed=5, n_jobs=1)
     for k in c.null:
@@ -349,7 +359,8 @@ def test_compare_identical_models_is_zero_and_not_significant(two_spaces):
 def test_compare_models_save_load_and_no_bootstrap(two_spaces, tmp_path):
     ha, hb = two_spaces
     c = compare_models(None, ha, hb, n_boot=0)
-    assert c.n_boot == 0 and c.summary()[0].keys() == {"dim", "bottleneck", "wasserstein"}
+    assert c.n_boot == 0 and c.summary_rows()[0].keys() == {"dim", "bottleneck", "wasserstein"}
+    assert set(c.summary()) == {"dim", "bottleneck", "wasserstein"}
     with pytest.raises(InvalidInputError, match="n_boot"):
         c.p_values()
     c = compare_models(None, ha, hb, n_boot=5, seed=1, n_jobs=1)

@@ -29,6 +29,8 @@ _LAZY = {
     "head_distances": ".heads",
     "head_space": ".heads",
     "Timeline": ".timeline",
+    "KINDS": "._kinds",
+    "load_result": "._kinds",
 }
 # names that are modules of this package (their functions live at attntopo.<name>)
 _MODULES = ("compare", "head_types", "timeline", "heads", "text")
@@ -57,4 +59,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .head_types import HeadTypes
     from .heads import HeadSpace, ModelComparison, compare_models, head_distances, head_space
     from .text import SUMMARY_STATS, Analysis, analyze
+    from ._kinds import KINDS, load_result
     from .timeline import Timeline

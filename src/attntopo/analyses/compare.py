@@ -25,7 +25,6 @@ by its first token).
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
@@ -34,10 +33,11 @@ import numpy as np
 
 from ..attention import Attention, resolve_index
 from ..constants import COUNT_NAMES, DISTANCE_NAMES
-from ..distances import METRICS, token_distances
-from ..errors import InvalidInputError, OutOfRangeError
-from ..io import json_float, register_result_kind, save_payload
-from ..topology import Diagram, persistence_batch
+from .._validation import check_maxdim, check_metric, check_scale
+from ..distances import token_distances
+from ..errors import InvalidInputError, OutOfRangeError, ResultFormatError
+from ..io import json_float, json_safe
+from ..topology import Diagram, pack_diagrams, persistence_batch, unpack_diagrams
 from ..topology.complex import connection_scales
 from ..topology.diagram_distances import bottleneck, wasserstein
 from ..words import (
@@ -53,7 +53,9 @@ from ..words import (
 )
 from ._html_hook import render_html
 from ._compat import callable_module
-from .text import Analysis, package_versions as _versions
+from ._provenance import make_provenance
+from ._result import Columns, Result, nest, read_array, unnest
+from .text import Analysis
 
 __all__ = [
     "SharedToken",
@@ -98,7 +100,7 @@ def _adaptive_scales(dgm_a: list[list[Diagram]], dgm_b: list[list[Diagram]]) -> 
 
 
 @dataclass(eq=False)
-class Comparison:
+class Comparison(Result):
     """Two texts' topology, head by head, with the tokens they share.
 
     Attributes
@@ -428,7 +430,7 @@ class Comparison:
         :meth:`most_similar_heads`)."""
         return self._ranked(k, by, dim, scope, False)
 
-    def summary(self) -> dict[str, np.ndarray]:
+    def summary(self) -> Columns:
         """Per-head table as columns (arrays of length n_layers · n_heads, layer-major).
 
         Columns: ``layer``, ``head``, ``scale``, ``{name}_h{d}`` for every diagram distance
@@ -446,7 +448,7 @@ class Comparison:
                     cols[f"{prefix}{name}_h{d}"] = src[name][:, :, d].ravel().copy()
         for name in COUNT_NAMES:
             cols[name] = self.counts[name].ravel().copy()
-        return cols
+        return Columns(cols)
 
     def head_report(self, layer: int | None = None, head: int | None = None) -> dict:
         """Everything about one head as plain data (JSON-ready apart from ``inf``)."""
@@ -470,9 +472,10 @@ class Comparison:
         }
 
     def to_dict(self, k: int = 5) -> dict:
-        """Plain-data overview: texts, settings, shared tokens, per-head table, top heads."""
+        """Plain JSON-safe overview: texts, settings, shared tokens, per-head table, the ``k``
+        most similar and most different heads (what ``attntopo compare --json`` starts from)."""
         k = max(1, min(int(k), len(self.layers) * len(self.heads)))
-        return {
+        return json_safe({
             "kind": "comparison",
             "model": self.a.attention.model,
             "text_a": self.a.attention.text,
@@ -486,7 +489,7 @@ class Comparison:
             "heads_table": {kk: v.tolist() for kk, v in self.summary().items()},
             "most_similar_heads": self.most_similar_heads(k),
             "most_different_heads": self.most_different_heads(k),
-        }
+        })
 
     def _repr_html_(self) -> str | None:
         return render_html(self)
@@ -499,17 +502,11 @@ class Comparison:
         )
 
     # ---------------------------------------------------------------- storage
-    def save(self, path, *, overwrite: bool = True, compress: bool = False,
-             extra_files: dict[str, bytes] | None = None):
-        """Save to a folder (``attntopo.json`` + ``arrays.npz``), atomically.
-
-        :func:`attntopo.load_result` restores an equal :class:`Comparison`.  ``extra_files``
-        (``{relative path: bytes}``, e.g. figures) are written in the same atomic step.
-        """
-        meta_a, arr_a = self.a._payload()
-        meta_b, arr_b = self.b._payload()
-        arrays = {f"a__{k}": v for k, v in arr_a.items()}
-        arrays.update({f"b__{k}": v for k, v in arr_b.items()})
+    def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        meta: dict = {}
+        arrays: dict[str, np.ndarray] = {}
+        nest(meta, arrays, "a", self.a)
+        nest(meta, arrays, "b", self.b)
         arrays["scales"] = self.scales
         arrays["connection_a"] = self.connection_a
         arrays["connection_b"] = self.connection_b
@@ -520,11 +517,8 @@ class Comparison:
             arrays[f"count__{n}"] = self.counts[n]
         if self.shared_diagrams_a is not None:
             for side, grid in (("a", self.shared_diagrams_a), ("b", self.shared_diagrams_b)):
-                arrays.update(_pack_grid(grid, self.maxdim, f"shared_{side}__"))
-        meta = {
-            "kind": "comparison",
-            "a": meta_a,
-            "b": meta_b,
+                arrays.update(pack_diagrams(grid, f"shared_{side}__", maxdim=self.maxdim))
+        meta.update({
             "shared_tokens": [s.to_dict() for s in self.shared_tokens],
             "threshold": self.threshold,
             "alignment": [list(p) for p in self.alignment] if self.alignment is not None else None,
@@ -532,125 +526,44 @@ class Comparison:
             "include_special": self.include_special,
             "has_shared_diagrams": self.shared_diagrams_a is not None,
             "provenance": self.provenance,
-        }
-        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress,
-                            extra_files=extra_files)
+        })
+        return meta, arrays
 
     @classmethod
     def _from_payload(cls, meta: dict, arrays: dict) -> "Comparison":
-        arr_a = {k[3:]: v for k, v in arrays.items() if k.startswith("a__")}
-        arr_b = {k[3:]: v for k, v in arrays.items() if k.startswith("b__")}
-        a = Analysis._from_payload(meta["a"], arr_a)
-        b = Analysis._from_payload(meta["b"], arr_b)
+        a = unnest(meta, arrays, "a", Analysis)
+        b = unnest(meta, arrays, "b", Analysis)
+        if a is None or b is None:
+            raise ResultFormatError("a comparison must hold the analyses of both texts")
         L, H = len(a.layers), len(a.heads)
+        shared = [SharedToken.from_dict(d) for d in meta["shared_tokens"]]
+        m = len(shared)
         sa = sb = None
         if meta.get("has_shared_diagrams"):
-            sa = _unpack_grid(arrays, "shared_a__", L, H, a.maxdim, a.engine)
-            sb = _unpack_grid(arrays, "shared_b__", L, H, a.maxdim, a.engine)
+            sa, sb = (unpack_diagrams(arrays, f"shared_{side}__", maxdim=a.maxdim, shape=(L, H), engine=a.engine)
+                      for side in ("a", "b"))
         thr = meta.get("threshold")
+        lh = (L, H, a.maxdim + 1)
         return cls(
             a=a,
             b=b,
-            shared_tokens=[SharedToken.from_dict(d) for d in meta["shared_tokens"]],
-            scales=arrays["scales"],
+            shared_tokens=shared,
+            scales=read_array(arrays, "scales", "f", shape=(L, H), nonneg=True),
             threshold=None if thr is None else json_float(thr),
             shared_diagrams_a=sa,
             shared_diagrams_b=sb,
-            diagram_distances={n: arrays[f"dist__{n}"] for n in DISTANCE_NAMES},
-            shared_diagram_distances={n: arrays[f"shared_dist__{n}"] for n in DISTANCE_NAMES},
-            counts={n: arrays[f"count__{n}"] for n in COUNT_NAMES},
-            connection_a=arrays["connection_a"],
-            connection_b=arrays["connection_b"],
+            diagram_distances={n: read_array(arrays, f"dist__{n}", "f", shape=lh) for n in DISTANCE_NAMES},
+            shared_diagram_distances={
+                n: read_array(arrays, f"shared_dist__{n}", "f", shape=lh) for n in DISTANCE_NAMES
+            },
+            counts={n: read_array(arrays, f"count__{n}", "i", shape=(L, H), nonneg=True) for n in COUNT_NAMES},
+            connection_a=read_array(arrays, "connection_a", "f", shape=(L, H, m, m), nonneg=True),
+            connection_b=read_array(arrays, "connection_b", "f", shape=(L, H, m, m), nonneg=True),
             alignment=None if meta.get("alignment") is None else [tuple(p) for p in meta["alignment"]],
             alignment_units=meta.get("alignment_units", "word"),
             include_special=bool(meta.get("include_special", False)),
             provenance=meta.get("provenance", {}),
         )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Comparison):
-            return NotImplemented
-
-        def same_grid(x, y):
-            if x is None or y is None:
-                return x is None and y is None
-            return all(p == q for rx, ry in zip(x, y) for p, q in zip(rx, ry))
-
-        return (
-            self.a == other.a
-            and self.b == other.b
-            and self.shared_tokens == other.shared_tokens
-            and np.array_equal(self.scales, other.scales)
-            and self.threshold == other.threshold
-            and same_grid(self.shared_diagrams_a, other.shared_diagrams_a)
-            and same_grid(self.shared_diagrams_b, other.shared_diagrams_b)
-            and all(
-                np.array_equal(self.diagram_distances[n], other.diagram_distances[n], equal_nan=True)
-                and np.array_equal(
-                    self.shared_diagram_distances[n], other.shared_diagram_distances[n], equal_nan=True
-                )
-                for n in DISTANCE_NAMES
-            )
-            and all(np.array_equal(self.counts[n], other.counts[n]) for n in COUNT_NAMES)
-            and np.array_equal(self.connection_a, other.connection_a)
-            and np.array_equal(self.connection_b, other.connection_b)
-            and self.alignment == other.alignment
-            and self.alignment_units == other.alignment_units
-            and self.include_special == other.include_special
-            and self.provenance == other.provenance
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _pack_grid(grid: list[list[Diagram]], maxdim: int, prefix: str) -> dict[str, np.ndarray]:
-    out = {}
-    flat = [g for row in grid for g in row]
-    for d in range(maxdim + 1):
-        out[f"{prefix}counts_h{d}"] = np.array([len(g[d]) for g in flat], dtype=np.int64)
-        pts = [np.asarray(g[d], dtype=np.float64).reshape(-1, 2) for g in flat]
-        out[f"{prefix}points_h{d}"] = np.concatenate(pts) if pts else np.zeros((0, 2))
-    return out
-
-
-def _unpack_grid(arrays: dict, prefix: str, L: int, H: int, maxdim: int, engine: str) -> list[list[Diagram]]:
-    per_dim = []
-    for d in range(maxdim + 1):
-        counts = arrays[f"{prefix}counts_h{d}"]
-        pts = arrays[f"{prefix}points_h{d}"]
-        bounds = np.concatenate([[0], np.cumsum(counts)])
-        per_dim.append([pts[bounds[k] : bounds[k + 1]] for k in range(L * H)])
-    flat = [
-        Diagram(tuple(per_dim[d][k] for d in range(maxdim + 1)), maxdim=maxdim, engine=engine)
-        for k in range(L * H)
-    ]
-    return _grid(flat, L, H)
-
-
-register_result_kind("comparison", Comparison._from_payload)
-
-
-# ------------------------------------------------------------------- settings
-def _check_settings(metric: Any, maxdim: Any) -> int:
-    if metric not in METRICS:
-        raise InvalidInputError(f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
-    if isinstance(maxdim, bool) or not isinstance(maxdim, (int, np.integer)) or not 0 <= maxdim <= 2:
-        raise InvalidInputError(f"maxdim must be 0, 1 or 2, got {maxdim!r}")
-    return int(maxdim)
-
-
-def _check_scale(threshold: Any) -> float | None:
-    if threshold is None:
-        return None
-    try:
-        t = float(threshold)
-    except (TypeError, ValueError):
-        t = math.nan
-    if isinstance(threshold, bool) or math.isnan(t) or t < 0 or math.isinf(t):
-        raise InvalidInputError(
-            f"threshold must be a finite scale >= 0 (e.g. 0.2) or None (adaptive per head), got {threshold!r}"
-        )
-    return t
 
 
 def _attentions(texts: Sequence[Any], model: Any, layer, head, drop_special: bool, truncate: bool):
@@ -763,8 +676,10 @@ def compare(
     per homology dimension (never pooled), with infinite bars matched to infinite bars
     (the one infinite H0 bar of each text is born at 0, so it costs nothing).
     """
-    maxdim = _check_settings(metric, maxdim)
-    scale = _check_scale(threshold)
+    metric = check_metric(metric)
+    maxdim = check_maxdim(maxdim)
+    scale = check_scale(threshold, "threshold", allow_inf=False, allow_none=True,
+                        hint="None: a scale per head; e.g. 0.2")
     if alignment_units not in ("word", "token"):
         raise InvalidInputError(f"alignment_units must be 'word' or 'token', got {alignment_units!r}")
     pairs = check_alignment(alignment) if alignment is not None else None
@@ -795,13 +710,8 @@ def compare(
     sh_a = _grid(dgms, L, H, 2 * L * H) if m else None
     sh_b = _grid(dgms, L, H, 3 * L * H) if m else None
 
-    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    prov = {
-        "model": info,
-        "versions": _versions(),
-        "created": created,
-        "settings": {"drop_special": drop_special, "truncate": truncate},
-    }
+    prov = make_provenance(info, {"metric": metric, "engine": used_engine, "drop_special": drop_special,
+                                  "truncate": truncate})
     an_a = Analysis(A, DA, grid_a, metric, maxdim, math.inf, used_engine, False, dict(prov))
     an_b = Analysis(B, DB, grid_b, metric, maxdim, math.inf, used_engine, False, dict(prov))
 
@@ -860,7 +770,7 @@ def compare(
 
 # ------------------------------------------------------------ phrase topology
 @dataclass(eq=False)
-class PhraseTopology:
+class PhraseTopology(Result):
     """The shape of one phrase in several contexts.
 
     Attributes
@@ -900,6 +810,8 @@ class PhraseTopology:
     maxdim: int
     engine: str
     provenance: dict = field(default_factory=dict)
+
+    kind: ClassVar[str] = "phrase_topology"
 
     def _pos(self, layer: int | None, head: int | None) -> tuple[int, int]:
         if layer is None or head is None:
@@ -963,10 +875,28 @@ class PhraseTopology:
         H = len(self.heads)
         return [(self.layers[t // H], self.heads[t % H], float(S.ravel()[t])) for t in order.tolist()]
 
+    def summary(self) -> Columns:
+        """Per-head table as columns (arrays of length n_layers · n_heads, layer-major).
+
+        Columns: ``layer``, ``head`` and ``spread_{name}_h{d}``: :meth:`spread` (the mean
+        pairwise distance between the contexts' diagrams, NaN with one context) for every
+        diagram distance :data:`DISTANCE_NAMES` and dimension ``d``.
+        """
+        L, H = len(self.layers), len(self.heads)
+        cols: dict[str, np.ndarray] = {
+            "layer": np.repeat(np.array(self.layers, dtype=np.int64), H),
+            "head": np.tile(np.array(self.heads, dtype=np.int64), L),
+        }
+        for name in DISTANCE_NAMES:
+            for d in range(self.maxdim + 1):
+                cols[f"spread_{name}_h{d}"] = self.spread(d, name).ravel()
+        return Columns(cols)
+
     def to_dict(self, k: int = 5) -> dict:
-        """Plain-data overview (for JSON)."""
+        """Plain JSON-safe overview: phrase, settings, contexts, spread per head, the ``k`` most
+        stable heads (what ``attntopo phrase --json`` starts from)."""
         k = max(1, min(int(k), len(self.layers) * len(self.heads)))
-        return {
+        return json_safe({
             "kind": "phrase_topology",
             "phrase": self.phrase,
             "model": self.model,
@@ -982,7 +912,7 @@ class PhraseTopology:
                 n: {f"h{d}": self.spread(d, n).tolist() for d in range(self.maxdim + 1)} for n in DISTANCE_NAMES
             },
             "most_stable_heads": self.most_stable_heads(k),
-        }
+        })
 
     def __repr__(self) -> str:
         return (
@@ -990,18 +920,15 @@ class PhraseTopology:
             f"layers={len(self.layers)}, heads={len(self.heads)}, maxdim={self.maxdim})"
         )
 
-    def save(self, path, *, overwrite: bool = True, compress: bool = False,
-             extra_files: dict[str, bytes] | None = None):
-        """Save to a folder; :func:`attntopo.load_result` restores it (``extra_files`` as in
-        :meth:`Comparison.save`)."""
+    # ---------------------------------------------------------------- storage
+    def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
         arrays: dict[str, np.ndarray] = {}
         for c, sub in enumerate(self.sub_distances):
             arrays[f"sub_{c}"] = sub
-            arrays.update(_pack_grid(self.diagrams[c], self.maxdim, f"dgm_{c}__"))
+            arrays.update(pack_diagrams(self.diagrams[c], f"dgm_{c}__", maxdim=self.maxdim))
         for n in DISTANCE_NAMES:
             arrays[f"dist__{n}"] = self.distances[n]
         meta = {
-            "kind": "phrase_topology",
             "phrase": self.phrase,
             "contexts": self.contexts,
             "spans": [list(s) for s in self.spans],
@@ -1015,22 +942,32 @@ class PhraseTopology:
             "engine": self.engine,
             "provenance": self.provenance,
         }
-        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress,
-                            extra_files=extra_files)
+        return meta, arrays
 
     @classmethod
     def _from_payload(cls, meta: dict, arrays: dict) -> "PhraseTopology":
-        L, H, maxdim = len(meta["layers"]), len(meta["heads"]), int(meta["maxdim"])
+        L, H, maxdim = len(meta["layers"]), len(meta["heads"]), check_maxdim(meta["maxdim"])
         C = len(meta["contexts"])
+        token_indices = [[int(t) for t in x] for x in meta["token_indices"]]
+        if len(token_indices) != C:
+            raise ResultFormatError(f"{len(token_indices)} token lists for {C} contexts")
         return cls(
             phrase=meta["phrase"],
             contexts=list(meta["contexts"]),
             spans=[tuple(s) for s in meta["spans"]],
-            token_indices=[list(x) for x in meta["token_indices"]],
+            token_indices=token_indices,
             token_labels=[list(x) for x in meta["token_labels"]],
-            sub_distances=[arrays[f"sub_{c}"] for c in range(C)],
-            diagrams=[_unpack_grid(arrays, f"dgm_{c}__", L, H, maxdim, meta["engine"]) for c in range(C)],
-            distances={n: arrays[f"dist__{n}"] for n in DISTANCE_NAMES},
+            sub_distances=[
+                read_array(arrays, f"sub_{c}", "f", shape=(L, H, len(idx), len(idx)), nonneg=True)
+                for c, idx in enumerate(token_indices)
+            ],
+            diagrams=[
+                unpack_diagrams(arrays, f"dgm_{c}__", maxdim=maxdim, shape=(L, H), engine=meta["engine"])
+                for c in range(C)
+            ],
+            distances={
+                n: read_array(arrays, f"dist__{n}", "f", shape=(L, H, maxdim + 1, C, C)) for n in DISTANCE_NAMES
+            },
             layers=tuple(meta["layers"]),
             heads=tuple(meta["heads"]),
             model=meta["model"],
@@ -1039,33 +976,6 @@ class PhraseTopology:
             engine=meta["engine"],
             provenance=meta.get("provenance", {}),
         )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PhraseTopology):
-            return NotImplemented
-        return (
-            self.phrase == other.phrase
-            and self.contexts == other.contexts
-            and [tuple(s) for s in self.spans] == [tuple(s) for s in other.spans]
-            and self.token_indices == other.token_indices
-            and self.token_labels == other.token_labels
-            and all(np.array_equal(x, y) for x, y in zip(self.sub_distances, other.sub_distances))
-            and all(
-                p == q
-                for gx, gy in zip(self.diagrams, other.diagrams)
-                for rx, ry in zip(gx, gy)
-                for p, q in zip(rx, ry)
-            )
-            and all(np.array_equal(self.distances[n], other.distances[n]) for n in DISTANCE_NAMES)
-            and (self.layers, self.heads, self.model, self.metric, self.maxdim, self.engine)
-            == (other.layers, other.heads, other.model, other.metric, other.maxdim, other.engine)
-            and self.provenance == other.provenance
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-register_result_kind("phrase_topology", PhraseTopology._from_payload)
 
 
 def phrase_topology(
@@ -1129,7 +1039,8 @@ def phrase_topology(
     texts = [c if isinstance(c, str) else c.text for c in contexts]
     if isinstance(occurrence, bool) or not isinstance(occurrence, (int, np.integer)) or occurrence < 0:
         raise InvalidInputError(f"occurrence must be an int >= 0, got {occurrence!r}")
-    maxdim = _check_settings(metric, maxdim)
+    metric = check_metric(metric)
+    maxdim = check_maxdim(maxdim)
     spans = []
     for k, c in enumerate(texts):
         try:
@@ -1164,7 +1075,6 @@ def phrase_topology(
                     v = _pair_distances(grids[x][i][j], grids[y][i][j])
                     dist[:, i, j, :, x, y] = v
                     dist[:, i, j, :, y, x] = v
-    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     return PhraseTopology(
         phrase=phrase,
         contexts=texts,
@@ -1180,12 +1090,11 @@ def phrase_topology(
         metric=metric,
         maxdim=maxdim,
         engine=dgms[0].engine,
-        provenance={
-            "model": info,
-            "versions": _versions(),
-            "created": created,
-            "settings": {"drop_special": drop_special, "truncate": truncate, "occurrence": int(occurrence)},
-        },
+        provenance=make_provenance(
+            info,
+            {"metric": metric, "engine": dgms[0].engine, "drop_special": drop_special, "truncate": truncate,
+             "occurrence": int(occurrence)},
+        ),
     )
 
 

@@ -77,15 +77,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
 from ..attention import Attention, resolve_index
-from ..errors import InvalidInputError, MissingDependencyError, OutOfRangeError
-from ..io import register_result_kind, save_payload
+from ..errors import InvalidInputError, OutOfRangeError
+from ..io import json_safe
 from ..words import punctuation_mask, token_strings
 from ._compat import callable_module
+from ._provenance import make_provenance
+from ._result import Columns, Result, read_array
 
 __all__ = [
     "HeadTypes",
@@ -342,7 +344,7 @@ def label_heads(
 
 # --------------------------------------------------------------------- result
 @dataclass(eq=False)
-class HeadTypes:
+class HeadTypes(Result):
     """Pattern features and a type label for every head (see the module docstring).
 
     Attributes
@@ -365,6 +367,8 @@ class HeadTypes:
         Tokens of each text.
     thresholds : dict
         The thresholds the labels were made with.
+    provenance : dict
+        Model, package versions, creation time, settings (band width, thresholds).
     """
 
     features: dict[str, np.ndarray]
@@ -379,6 +383,8 @@ class HeadTypes:
     n_tokens: tuple[int, ...]
     thresholds: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
+
+    kind: ClassVar[str] = "head_types"
 
     @property
     def n_layers(self) -> int:
@@ -424,27 +430,31 @@ class HeadTypes:
         ii, jj = np.nonzero(self.labels == label)
         return [(self.layer_ids[i], self.head_ids[j]) for i, j in zip(ii.tolist(), jj.tolist())]
 
-    def table(self) -> dict[str, np.ndarray]:
-        """All columns: ``layer``, ``head``, ``label``, ``fit_class`` and the features."""
+    def summary(self) -> Columns:
+        """All columns, one row per head (layer-major): ``layer``, ``head``, ``label``,
+        ``fit_class`` and the :data:`FEATURES`."""
         out = {"layer": self.features["layer"], "head": self.features["head"]}
         out["label"] = self.labels.reshape(-1)
         out["fit_class"] = self.fit_class.reshape(-1)
         out.update({k: v for k, v in self.features.items() if k not in ("layer", "head")})
-        return out
+        return Columns(out)
+
+    def table(self) -> dict[str, np.ndarray]:
+        """The :meth:`summary` columns (the same table under its older name)."""
+        return self.summary()
 
     def rows(self) -> list[dict]:
-        """The :meth:`table` as a list of dicts (one per head, layer-major)."""
-        t = self.table()
-        keys = list(t)
-        return [{k: t[k][r].item() for k in keys} for r in range(len(t["layer"]))]
+        """The :meth:`summary` table as a list of dicts (one per head, layer-major)."""
+        return self.summary().rows()
 
-    def to_pandas(self):
-        """The :meth:`table` as a pandas DataFrame (needs pandas)."""
-        try:
-            import pandas as pd
-        except ImportError:
-            raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
-        return pd.DataFrame(self.table())
+    def to_dict(self) -> dict:
+        """Plain JSON-safe data: label counts, the (n_layers, n_heads) labels and one row per
+        head (what ``attntopo heads --json`` prints of the head types)."""
+        return json_safe({
+            "type_counts": self.counts(),
+            "type_labels": self.labels.tolist(),
+            "types": self.rows(),
+        })
 
     def __repr__(self) -> str:
         c = {k: v for k, v in self.counts().items() if v}
@@ -454,12 +464,11 @@ class HeadTypes:
         )
 
     # --------------------------------------------------------------- storage
-    def _payload(self, prefix: str = "") -> tuple[dict, dict[str, np.ndarray]]:
-        arrays = {f"{prefix}feature__{k}": np.asarray(v) for k, v in self.features.items()}
-        arrays[f"{prefix}labels"] = np.asarray(self.labels, dtype=str)
-        arrays[f"{prefix}fit_class"] = np.asarray(self.fit_class, dtype=str)
+    def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        arrays = {f"feature__{k}": np.asarray(v) for k, v in self.features.items()}
+        arrays["labels"] = np.asarray(self.labels, dtype=str)
+        arrays["fit_class"] = np.asarray(self.fit_class, dtype=str)
         meta = {
-            "kind": "head_types",
             "layer_ids": list(self.layer_ids),
             "head_ids": list(self.head_ids),
             "causal": self.causal,
@@ -473,22 +482,21 @@ class HeadTypes:
         }
         return meta, arrays
 
-    def save(self, path, *, overwrite: bool = True, compress: bool = False,
-             extra_files: dict[str, bytes] | None = None):
-        """Save to a folder (``attntopo.json`` + ``arrays.npz``); :func:`attntopo.load_result` reads it."""
-        meta, arrays = self._payload()
-        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress,
-                            extra_files=extra_files)
-
     @classmethod
-    def _from_payload(cls, meta: dict, arrays: dict, prefix: str = "") -> "HeadTypes":
-        features = {k: np.asarray(arrays[f"{prefix}feature__{k}"]) for k in meta["features"]}
+    def _from_payload(cls, meta: dict, arrays: dict) -> "HeadTypes":
+        layer_ids = tuple(int(x) for x in meta["layer_ids"])
+        head_ids = tuple(int(x) for x in meta["head_ids"])
+        L, H = len(layer_ids), len(head_ids)
+        features = {}
+        for k in meta["features"]:
+            kind = "i" if k in ("layer", "head", "max_column") else "f"
+            features[k] = read_array(arrays, f"feature__{k}", kind, shape=(L * H,))
         return cls(
             features=features,
-            labels=np.asarray(arrays[f"{prefix}labels"]).astype(str),
-            fit_class=np.asarray(arrays[f"{prefix}fit_class"]).astype(str),
-            layer_ids=tuple(int(x) for x in meta["layer_ids"]),
-            head_ids=tuple(int(x) for x in meta["head_ids"]),
+            labels=read_array(arrays, "labels", "U", shape=(L, H)).astype(str),
+            fit_class=read_array(arrays, "fit_class", "U", shape=(L, H)).astype(str),
+            layer_ids=layer_ids,
+            head_ids=head_ids,
             causal=bool(meta["causal"]),
             model=str(meta["model"]),
             band_width=int(meta["band_width"]),
@@ -497,31 +505,6 @@ class HeadTypes:
             thresholds=dict(meta.get("thresholds", {})),
             provenance=dict(meta.get("provenance", {})),
         )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HeadTypes):
-            return NotImplemented
-        return (
-            set(self.features) == set(other.features)
-            and all(
-                np.array_equal(self.features[k], other.features[k], equal_nan=True)
-                for k in self.features
-            )
-            and np.array_equal(self.labels, other.labels)
-            and np.array_equal(self.fit_class, other.fit_class)
-            and self.layer_ids == other.layer_ids
-            and self.head_ids == other.head_ids
-            and self.causal == other.causal
-            and self.model == other.model
-            and self.band_width == other.band_width
-            and self.vertical_k == other.vertical_k
-            and self.n_tokens == other.n_tokens
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-register_result_kind("head_types", lambda meta, arrays: HeadTypes._from_payload(meta, arrays))
 
 
 def _as_attentions(att: Any) -> list[Attention]:
@@ -608,6 +591,7 @@ def head_types(
         band_width=w,
         vertical_k=vertical_k,
         thresholds=thresholds,
+        model_info={"name": first.model},
     )
 
 
@@ -622,6 +606,8 @@ def _assemble(
     band_width: int,
     vertical_k: int | None,
     thresholds: dict | None = None,
+    model_info: dict | None = None,
+    settings: dict | None = None,
 ) -> HeadTypes:
     """HeadTypes from per-text :func:`head_features` (averaged over texts, then labelled)."""
     if thresholds is None:
@@ -664,6 +650,10 @@ def _assemble(
         vertical_k=min(k, min(n_tokens)),
         n_tokens=n_tokens,
         thresholds=dict(thresholds),
+        provenance=make_provenance(
+            model_info or {"name": model},
+            {**(settings or {}), "band_width": w, "vertical_k": vertical_k, **thresholds},
+        ),
     )
 
 

@@ -32,25 +32,34 @@ cannot see are skipped.  The work is ``n² (L·H)² / 2`` logarithms.
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 import torch
 
 from ..attention import Attention, resolve_index
-from ..distances import METRICS, row_distances
-from ..errors import InvalidInputError, OutOfRangeError
-from ..io import register_result_kind, save_payload
-from ..topology import Diagram, persistence, persistence_batch
+from .._validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_maxdim,
+    check_metric,
+    check_nonneg_int,
+    check_wasserstein_p,
+)
+from ..distances import row_distances
+from ..errors import InvalidInputError, OutOfRangeError, ResultFormatError
+from ..io import json_float, json_safe
+from ..topology import Diagram, pack_diagrams, persistence, persistence_batch, unpack_diagrams
 from ..topology.complex import _check_eps as _check_scale
 from ..topology.complex import clusters_at, linkage as _single_linkage
 from ..topology.diagram_distances import bottleneck, wasserstein
 from .head_types import BAND_WIDTH, HeadTypes, head_features
 from .head_types import _assemble as _assemble_types
-from .text import _versions
+from ._provenance import make_provenance, model_info
+from ._result import Columns, Result, nest, read_array, unnest
 
 __all__ = [
     "HeadSpace",
@@ -96,18 +105,6 @@ def _weights(att: Any) -> tuple[np.ndarray, bool]:
     n = w.shape[-1]
     causal = bool(n > 1 and np.all(np.triu(w.reshape(-1, n, n)[0], 1) == 0))
     return w, causal
-
-
-def _check_metric(metric: Any) -> str:
-    if not isinstance(metric, str) or metric not in METRICS:
-        raise InvalidInputError(f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
-    return metric
-
-
-def _check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidInputError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
 
 
 def _one_text(w: np.ndarray, metric: str, n_threads: int | None) -> np.ndarray:
@@ -164,10 +161,9 @@ def head_distances(
     >>> att = at.load_model("minilm").attention("The cat sat on the mat.")
     >>> D = at.head_distances(att, normalize=True)        # (72, 72)
     """
-    metric = _check_metric(metric)
-    normalize = _check_bool(normalize, "normalize")
-    if reduce not in REDUCTIONS:
-        raise InvalidInputError(f"reduce must be one of {', '.join(map(repr, REDUCTIONS))}, got {reduce!r}")
+    metric = check_metric(metric)
+    normalize = check_bool(normalize, "normalize")
+    check_choice(reduce, "reduce", REDUCTIONS)
     single = isinstance(att, (Attention, np.ndarray, torch.Tensor))
     items = [att] if single else list(att)
     if not items:
@@ -250,7 +246,7 @@ def _check_eps(eps: Any) -> float:
 
 
 @dataclass(eq=False)
-class HeadSpace:
+class HeadSpace(Result):
     """The heads of a model as a finite metric space, and what its topology says.
 
     Build it with :func:`head_space`.
@@ -301,6 +297,8 @@ class HeadSpace:
     per_text: np.ndarray | None = None
     types: HeadTypes | None = None
     provenance: dict = field(default_factory=dict)
+
+    kind: ClassVar[str] = "head_space"
 
     # ---------------------------------------------------------------- access
     @property
@@ -472,7 +470,34 @@ class HeadSpace:
                 out[l, l] = D[l, :, l, :].sum() / (H * (H - 1))
         return out
 
-    def summary(self) -> dict:
+    def summary(self) -> Columns:
+        """One row per head (matrix order): ``layer``, ``head``, ``label`` (``"L{l}H{h}"``),
+        ``mds_x``, ``mds_y`` (:attr:`embedding`), ``nearest`` (label of the closest other
+        head, ``""`` for a single head) and ``nearest_distance`` (``inf`` for a single head),
+        and ``type`` (the head-type label) when :attr:`types` were measured.
+
+        The overview this method returned before (sizes, distance statistics, diagram
+        counts) is :meth:`overview`.
+        """
+        labels = np.array(self.labels)
+        d = self.distances.copy()
+        np.fill_diagonal(d, np.inf)
+        N = self.n_points
+        nn = d.argmin(1) if N > 1 else np.zeros(N, dtype=np.int64)
+        cols: dict[str, np.ndarray] = {
+            "layer": self.layer_of,
+            "head": self.head_of,
+            "label": labels,
+            "mds_x": self.embedding[:, 0],
+            "mds_y": self.embedding[:, 1],
+            "nearest": labels[nn] if N > 1 else np.full(N, ""),
+            "nearest_distance": d[np.arange(N), nn] if N > 1 else np.full(N, np.inf),
+        }
+        if self.types is not None:
+            cols["type"] = self.types.labels.reshape(-1)
+        return Columns(cols, legacy=self.overview, legacy_name="HeadSpace.overview()")
+
+    def overview(self) -> dict:
         """Plain-data overview: sizes, distance statistics, diagram counts, MDS share."""
         iu = np.triu_indices(self.n_points, 1)
         d = self.distances[iu]
@@ -505,6 +530,23 @@ class HeadSpace:
             f"maxdim={self.maxdim})"
         )
 
+    def to_dict(self, k: int = 0, eps: float | None = None) -> dict:
+        """Plain JSON-safe data: the :meth:`overview`, the groups of :meth:`redundancy` at ``eps``
+        (the ``k`` largest; 0: all) and the head types (what ``attntopo heads --json`` prints
+        for each model)."""
+        groups = self.redundancy(eps)
+        doc = {
+            "model": self.model,
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "summary": self.overview(),
+            "redundancy": groups if k == 0 else groups[:k],
+            "n_redundant_groups": len(groups),
+        }
+        if self.types is not None:
+            doc.update(self.types.to_dict())
+        return json_safe(doc)
+
     # --------------------------------------------------------------- storage
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
         arrays: dict[str, np.ndarray] = {
@@ -513,11 +555,10 @@ class HeadSpace:
             "embedding": self.embedding,
             "eigenvalues": self.eigenvalues,
         }
-        arrays.update(self.diagram.arrays("dgm_"))
+        arrays.update(pack_diagrams(self.diagram, "dgm_"))
         if self.per_text is not None:
             arrays["per_text"] = self.per_text
         meta = {
-            "kind": "head_space",
             "layer_ids": list(self.layer_ids),
             "head_ids": list(self.head_ids),
             "metric": self.metric,
@@ -529,80 +570,45 @@ class HeadSpace:
             "texts": list(self.texts),
             "diagram": self.diagram.to_dict(),
             "provenance": self.provenance,
-            "types": None,
         }
-        if self.types is not None:
-            tmeta, tarr = self.types._payload("types__")
-            meta["types"] = tmeta
-            arrays.update(tarr)
+        nest(meta, arrays, "types", self.types)
         return meta, arrays
-
-    def save(self, path, *, overwrite: bool = True, compress: bool = False,
-             extra_files: dict[str, bytes] | None = None):
-        """Save to a folder (``attntopo.json`` + ``arrays.npz``), atomically.
-
-        :func:`attntopo.load_result` restores an equal :class:`HeadSpace`; ``extra_files``
-        (``{relative path: bytes}``, e.g. figures) are written in the same atomic step.
-        """
-        meta, arrays = self._payload()
-        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress,
-                            extra_files=extra_files)
 
     @classmethod
     def _from_payload(cls, meta: dict, arrays: dict) -> "HeadSpace":
-        types = None
-        if meta.get("types"):
-            types = HeadTypes._from_payload(meta["types"], arrays, prefix="types__")
+        layer_ids = tuple(int(x) for x in meta["layer_ids"])
+        head_ids = tuple(int(x) for x in meta["head_ids"])
+        N = len(layer_ids) * len(head_ids)
+        n_tokens = tuple(int(x) for x in meta["n_tokens"])
+        info = meta["diagram"]
+        if "dgm_counts_h0" in arrays:
+            diagram = unpack_diagrams(
+                arrays, "dgm_", maxdim=check_maxdim(info["maxdim"], hi=None), shape=(),
+                threshold=json_float(info.get("threshold", "inf")), engine=info.get("engine", "giotto"),
+                filtration=info.get("filtration", "vietoris_rips"),
+            )
+        else:  # saved before diagrams were packed one way: dgm_h0, dgm_h1, ...
+            diagram = Diagram.from_dict(info, arrays, prefix="dgm_")
         return cls(
-            distances=np.asarray(arrays["distances"], dtype=np.float64),
-            layer_ids=tuple(int(x) for x in meta["layer_ids"]),
-            head_ids=tuple(int(x) for x in meta["head_ids"]),
-            diagram=Diagram.from_dict(meta["diagram"], arrays, prefix="dgm_"),
-            linkage=np.asarray(arrays["linkage"]),
-            embedding=np.asarray(arrays["embedding"]),
-            eigenvalues=np.asarray(arrays["eigenvalues"]),
+            distances=read_array(arrays, "distances", "f", shape=(N, N), finite=True, nonneg=True),
+            layer_ids=layer_ids,
+            head_ids=head_ids,
+            diagram=diagram,
+            linkage=read_array(arrays, "linkage", "f", shape=(max(N - 1, 0), 4)),
+            embedding=read_array(arrays, "embedding", "f", shape=(N, None), finite=True),
+            eigenvalues=read_array(arrays, "eigenvalues", "f", shape=(N,)),
             metric=str(meta["metric"]),
             normalize=bool(meta["normalize"]),
             reduce=str(meta["reduce"]),
             model=str(meta["model"]),
             causal=bool(meta["causal"]),
-            n_tokens=tuple(int(x) for x in meta["n_tokens"]),
+            n_tokens=n_tokens,
             texts=list(meta.get("texts", [])),
-            per_text=np.asarray(arrays["per_text"]) if "per_text" in arrays else None,
-            types=types,
+            per_text=read_array(arrays, "per_text", "f", shape=(len(n_tokens), N, N), finite=True,
+                                nonneg=True, optional=True),
+            types=unnest(meta, arrays, "types", HeadTypes),
             provenance=dict(meta.get("provenance", {})),
         )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HeadSpace):
-            return NotImplemented
-        same_pt = (self.per_text is None and other.per_text is None) or (
-            self.per_text is not None
-            and other.per_text is not None
-            and np.array_equal(self.per_text, other.per_text)
-        )
-        return (
-            np.array_equal(self.distances, other.distances)
-            and self.layer_ids == other.layer_ids
-            and self.head_ids == other.head_ids
-            and self.diagram == other.diagram
-            and np.array_equal(self.linkage, other.linkage)
-            and np.array_equal(self.embedding, other.embedding)
-            and self.metric == other.metric
-            and self.normalize == other.normalize
-            and self.reduce == other.reduce
-            and self.model == other.model
-            and self.causal == other.causal
-            and self.n_tokens == other.n_tokens
-            and self.texts == other.texts
-            and same_pt
-            and self.types == other.types
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-register_result_kind("head_space", HeadSpace._from_payload)
 
 
 # ------------------------------------------------------------------ building
@@ -625,12 +631,6 @@ def _build(
         distances=D, layer_ids=layer_ids, head_ids=head_ids, diagram=dgm, linkage=Z,
         embedding=X, eigenvalues=vals, **kw,
     )
-
-
-def _check_maxdim(maxdim: Any) -> int:
-    if isinstance(maxdim, bool) or not isinstance(maxdim, (int, np.integer)) or not 0 <= maxdim <= 2:
-        raise InvalidInputError(f"maxdim must be 0, 1 or 2, got {maxdim!r}")
-    return int(maxdim)
 
 
 def _texts_and_model(texts_or_atts: Any, model: Any):
@@ -707,11 +707,10 @@ def head_space(
     -------
     HeadSpace
     """
-    normalize = _check_bool(normalize, "normalize")
-    maxdim = _check_maxdim(maxdim)
-    metric = _check_metric(metric)
-    if reduce not in ("sum", "mean"):
-        raise InvalidInputError(f"reduce must be 'sum' or 'mean', got {reduce!r}")
+    normalize = check_bool(normalize, "normalize")
+    maxdim = check_maxdim(maxdim)
+    metric = check_metric(metric)
+    check_choice(reduce, "reduce", ("sum", "mean"))
     items, is_att, m = _texts_and_model(texts_or_atts, model)
     per_text: list[np.ndarray] = []
     feats: list[dict[str, np.ndarray]] = []
@@ -744,20 +743,18 @@ def head_space(
     assert ref is not None
     stack = np.stack(per_text)
     D = stack.sum(0) if reduce == "sum" else stack.mean(0)
+    info = model_info(m, ref.model)
+    attention_settings = {"drop_special": drop_special, "truncate": truncate}
     ht = None
     if types:
         ht = _assemble_types(
             feats, layer_ids=tuple(ref.layer_ids), head_ids=tuple(ref.head_ids), causal=ref.causal,
             model=ref.model, n_tokens=tuple(n_tokens), band_width=band_width, vertical_k=None,
+            model_info=info, settings=attention_settings,
         )
-    info = m.info() if m is not None else {"name": ref.model}
-    prov = {
-        "model": info,
-        "versions": _versions(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "settings": {"drop_special": drop_special, "truncate": truncate},
-    }
-    return _build(
+    prov = make_provenance(info, {"metric": metric, "engine": engine, "normalize": normalize, "reduce": reduce,
+                                  **attention_settings})
+    hs = _build(
         D,
         layer_ids=tuple(ref.layer_ids),
         head_ids=tuple(ref.head_ids),
@@ -774,6 +771,8 @@ def head_space(
         types=ht,
         provenance=prov,
     )
+    prov["settings"]["engine"] = hs.diagram.engine  # the engine that ran
+    return hs
 
 
 # ------------------------------------------------------------- model to model
@@ -781,12 +780,8 @@ def head_space(
 DIAGRAM_DISTANCES = ("bottleneck", "wasserstein")
 
 
-def _prefixed(arrays: dict, prefix: str) -> dict:
-    return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
-
-
 @dataclass(eq=False)
-class ModelComparison:
+class ModelComparison(Result):
     """Two models' head spaces on the same texts, compared (see :func:`compare_models`).
 
     Attributes
@@ -823,6 +818,8 @@ class ModelComparison:
     null: dict[str, np.ndarray]
     boot: dict[str, np.ndarray]
     provenance: dict = field(default_factory=dict)
+
+    kind: ClassVar[str] = "head_space_comparison"
 
     @property
     def maxdim(self) -> int:
@@ -864,7 +861,14 @@ class ModelComparison:
         q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
         return np.percentile(self.boot[name], q, axis=0).T
 
-    def summary(self) -> list[dict]:
+    def summary(self) -> Columns:
+        """One row per homology dimension: the columns of :meth:`summary_rows` (``dim``, the
+        observed distances and, with a bootstrap, the null, z-scores, p-values, intervals)."""
+        rows = self.summary_rows()
+        return Columns({k: np.array([r[k] for r in rows]) for k in rows[0]},
+                       legacy=self.summary_rows, legacy_name="ModelComparison.summary_rows()")
+
+    def summary_rows(self) -> list[dict]:
         """One row per homology dimension: observed distances and, with a bootstrap, the
         within-model null (mean, std per model), z-score, p-value and 95% interval."""
         rows = []
@@ -892,82 +896,55 @@ class ModelComparison:
             f"wasserstein={np.round(self.wasserstein, 4).tolist()})"
         )
 
+    def to_dict(self) -> dict:
+        """Plain JSON-safe data: the bootstrap settings and one row per dimension
+        (:meth:`summary_rows`) — the ``comparison`` of ``attntopo heads --json``."""
+        return json_safe({
+            "n_boot": self.n_boot, "seed": self.seed, "wasserstein_p": self.p, "dims": self.summary_rows(),
+        })
+
     # --------------------------------------------------------------- storage
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
-        ma, aa = self.a._payload()
-        mb, ab = self.b._payload()
-        arrays = {f"a__{k}": v for k, v in aa.items()}
-        arrays.update({f"b__{k}": v for k, v in ab.items()})
+        meta: dict = {}
+        arrays: dict[str, np.ndarray] = {}
+        nest(meta, arrays, "a", self.a)
+        nest(meta, arrays, "b", self.b)
         arrays["bottleneck"] = self.bottleneck
         arrays["wasserstein"] = self.wasserstein
         for name in DIAGRAM_DISTANCES:
             arrays[f"null_{name}"] = self.null[name]
             arrays[f"boot_{name}"] = self.boot[name]
-        meta = {
-            "kind": "head_space_comparison",
-            "a": ma,
-            "b": mb,
-            "p": self.p,
-            "n_boot": self.n_boot,
-            "seed": self.seed,
-            "provenance": self.provenance,
-        }
+        meta.update({"p": self.p, "n_boot": self.n_boot, "seed": self.seed, "provenance": self.provenance})
         return meta, arrays
-
-    def save(self, path, *, overwrite: bool = True, compress: bool = False,
-             extra_files: dict[str, bytes] | None = None):
-        """Save to a folder; :func:`attntopo.load_result` restores it (``extra_files`` as in
-        :meth:`HeadSpace.save`)."""
-        meta, arrays = self._payload()
-        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress,
-                            extra_files=extra_files)
 
     @classmethod
     def _from_payload(cls, meta: dict, arrays: dict) -> "ModelComparison":
+        a = unnest(meta, arrays, "a", HeadSpace)
+        b = unnest(meta, arrays, "b", HeadSpace)
+        if a is None or b is None:
+            raise ResultFormatError("a model comparison must hold both head spaces")
+        D = min(a.maxdim, b.maxdim) + 1
+        n_boot = int(meta["n_boot"])
         return cls(
-            a=HeadSpace._from_payload(meta["a"], _prefixed(arrays, "a__")),
-            b=HeadSpace._from_payload(meta["b"], _prefixed(arrays, "b__")),
-            bottleneck=np.asarray(arrays["bottleneck"]),
-            wasserstein=np.asarray(arrays["wasserstein"]),
+            a=a,
+            b=b,
+            bottleneck=read_array(arrays, "bottleneck", "f", shape=(D,), finite=True, nonneg=True),
+            wasserstein=read_array(arrays, "wasserstein", "f", shape=(D,), finite=True, nonneg=True),
             p=float(meta["p"]),
-            n_boot=int(meta["n_boot"]),
+            n_boot=n_boot,
             seed=None if meta.get("seed") is None else int(meta["seed"]),
-            null={n: np.asarray(arrays[f"null_{n}"]) for n in DIAGRAM_DISTANCES},
-            boot={n: np.asarray(arrays[f"boot_{n}"]) for n in DIAGRAM_DISTANCES},
+            null={n: read_array(arrays, f"null_{n}", "f", shape=(2, n_boot, D), nonneg=True)
+                  for n in DIAGRAM_DISTANCES},
+            boot={n: read_array(arrays, f"boot_{n}", "f", shape=(n_boot, D), nonneg=True)
+                  for n in DIAGRAM_DISTANCES},
             provenance=dict(meta.get("provenance", {})),
         )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ModelComparison):
-            return NotImplemented
-        return (
-            self.a == other.a
-            and self.b == other.b
-            and np.array_equal(self.bottleneck, other.bottleneck)
-            and np.array_equal(self.wasserstein, other.wasserstein)
-            and self.p == other.p
-            and self.n_boot == other.n_boot
-            and self.seed == other.seed
-            and all(np.array_equal(self.null[n], other.null[n]) for n in DIAGRAM_DISTANCES)
-            and all(np.array_equal(self.boot[n], other.boot[n]) for n in DIAGRAM_DISTANCES)
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-register_result_kind("head_space_comparison", ModelComparison._from_payload)
 
 
 def _diagram_distances(x: Diagram, y: Diagram, maxdim: int, p: float) -> tuple[np.ndarray, np.ndarray]:
     b = np.array([bottleneck(x, y, dim=d) for d in range(maxdim + 1)], dtype=np.float64)
     w = np.array([wasserstein(x, y, p=p, dim=d) for d in range(maxdim + 1)], dtype=np.float64)
     return b, w
-
-
-def _check_n_boot(n_boot: Any) -> int:
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
-        raise InvalidInputError(f"n_boot must be an integer >= 0 (0: no bootstrap), got {n_boot!r}")
-    return int(n_boot)
 
 
 def compare_models(
@@ -1040,16 +1017,11 @@ def compare_models(
     -------
     ModelComparison
     """
-    maxdim = _check_maxdim(maxdim)
-    n_boot = _check_n_boot(n_boot)
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise InvalidInputError(f"seed must be an integer or None, got {seed!r}")
-    try:
-        p = float(p)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"p must be a number >= 1, got {p!r}") from None
-    if not (p >= 1 and math.isfinite(p)):
-        raise InvalidInputError(f"p must be a finite number >= 1, got {p!r}")
+    maxdim = check_maxdim(maxdim)
+    n_boot = check_nonneg_int(n_boot, "n_boot", hint="0: no bootstrap")
+    if seed is not None:
+        seed = check_int(seed, "seed", hint="or None for fresh entropy")
+    p = check_wasserstein_p(p)
 
     def side(model: Any, name: str) -> HeadSpace:
         if isinstance(model, HeadSpace):
@@ -1105,11 +1077,12 @@ def compare_models(
                 null["bottleneck"][s, r], null["wasserstein"][s, r] = bb, ww
             bb, ww = _diagram_distances(dA[2 * r], dB[2 * r], maxdim, p)
             boot["bottleneck"][r], boot["wasserstein"][r] = bb, ww
-    prov = {
-        "versions": _versions(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "test": "bootstrap over texts: within-model null pooled over both models",
-    }
+    prov = make_provenance(
+        {"a": a.provenance.get("model", {"name": a.model}), "b": b.provenance.get("model", {"name": b.model})},
+        {"metric": a.metric, "engine": a.diagram.engine, "maxdim": maxdim, "p": p, "n_boot": n_boot,
+         "seed": seed},
+        test="bootstrap over texts: within-model null pooled over both models",
+    )
     return ModelComparison(
         a=a, b=b, bottleneck=bott, wasserstein=wass, p=p, n_boot=n_boot, seed=seed,
         null=null, boot=boot, provenance=prov,

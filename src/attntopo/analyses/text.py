@@ -2,44 +2,31 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 from dataclasses import dataclass, field
 from typing import ClassVar, Sequence
 
 import numpy as np
 
+from .._validation import check_maxdim, check_metric, check_threshold
+from .._version import __version__
 from ..attention import Attention, resolve_index
-from ..distances import METRICS, token_distances
-from ..errors import InvalidInputError, OutOfRangeError
-from ..io import json_float, load_payload, register_result_kind, save_payload
-from ..topology import Diagram
+from ..constants import SUMMARY_STATS
+from ..distances import token_distances
+from ..errors import OutOfRangeError, ResultFormatError
+from ..io import json_float, json_safe
+from ..topology import Diagram, pack_diagrams, unpack_diagrams
 from ..topology.persistence import _persistence_batch_valid
-from ._html_hook import render_html
+from ._provenance import make_provenance, model_info, package_versions
+from ._result import Columns, Result, read_array
 
 __all__ = ["Analysis", "analyze", "SUMMARY_STATS"]
 
-from ..constants import SUMMARY_STATS  # noqa: E402
-
-
-def package_versions() -> dict:
-    """Versions of attntopo and the packages that decide its numbers (for provenance)."""
-    import importlib.metadata as md
-
-    out = {}
-    for pkg in ("attntopo", "torch", "transformers", "numpy", "giotto-ph", "gudhi"):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            pass
-    return out
-
-
-_versions = package_versions
+_versions = package_versions  # old private name, kept for code that imported it
 
 
 @dataclass(eq=False)
-class Analysis:
+class Analysis(Result):
     """Everything attntopo computes for one text, per head.
 
     Attributes
@@ -53,7 +40,14 @@ class Analysis:
         head ``attention.head_ids[j]``.
     metric, maxdim, threshold, engine, paper_compat : settings used.
     provenance : dict
-        Model description, package versions, creation time.
+        Model description, package versions, creation time, settings
+        (:mod:`attntopo.analyses._provenance`).
+
+    Notes
+    -----
+    Follows the result protocol (:mod:`attntopo.analyses._result`): :meth:`summary` (one row
+    per head), :meth:`to_pandas`, :meth:`to_dict`, :meth:`save` / :func:`attntopo.load_result`,
+    equality over the fields except ``provenance``.
     """
 
     attention: Attention
@@ -116,7 +110,7 @@ class Analysis:
         return self.distances[i, j]
 
     # ---------------------------------------------------------------- summary
-    def summary(self) -> dict[str, np.ndarray]:
+    def summary(self) -> Columns:
         """Per-head summary table as columns (all arrays of length n_layers · n_heads).
 
         Columns: ``layer``, ``head``, then for each dimension ``d`` ≤ maxdim:
@@ -126,8 +120,8 @@ class Analysis:
         """
         rows = self.summary_rows()
         if not rows:
-            return {}
-        return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+            return Columns({})
+        return Columns({k: np.array([r[k] for r in rows]) for k in rows[0]})
 
     def summary_rows(self) -> list[dict]:
         """Per-head summaries as a list of dicts (one per head, layer-major order)."""
@@ -143,18 +137,36 @@ class Analysis:
                 rows.append(row)
         return rows
 
-    def to_pandas(self):
-        """The :meth:`summary` table as a pandas DataFrame (needs pandas)."""
-        try:
-            import pandas as pd
-        except ImportError:
-            from ..errors import MissingDependencyError
+    def _settings(self) -> dict:
+        st = self.provenance.get("settings", {})
+        return {
+            "metric": self.metric,
+            "maxdim": self.maxdim,
+            "threshold": self.threshold,
+            "engine": self.engine,
+            "paper_compat": self.paper_compat,
+            "drop_special": bool(st.get("drop_special", self.attention.special_dropped)),
+            "truncate": bool(st.get("truncate", False)),
+            "layers": list(self.layers),
+            "heads": list(self.heads),
+        }
 
-            raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
-        return pd.DataFrame(self.summary())
-
-    def _repr_html_(self) -> str | None:
-        return render_html(self)
+    def to_dict(self) -> dict:
+        """Plain JSON-safe data: version, model, settings, the tokens and the per-head summary
+        (:meth:`summary_rows`) — what ``attntopo analyze --json`` prints of the analysis."""
+        a = self.attention
+        return json_safe({
+            "attntopo": self.provenance.get("versions", {}).get("attntopo", __version__),
+            "model": self.provenance.get("model", {"name": a.model}),
+            "settings": self._settings(),
+            "text": a.text,
+            "n_tokens": a.n_tokens,
+            "truncated": a.truncated,
+            "tokens": a.tokens,
+            "labels": a.labels,
+            "special": a.special.tolist(),
+            "summary": self.summary_rows(),
+        })
 
     def __repr__(self) -> str:
         a = self.attention
@@ -173,22 +185,10 @@ class Analysis:
         }
         if a.token_ids is not None:
             arrays["token_ids"] = a.token_ids
+        arrays.update(pack_diagrams(self.diagrams, "dgm_", maxdim=self.maxdim))
         L, H = len(self.layers), len(self.heads)
-        for d in range(self.maxdim + 1):
-            counts = np.zeros((L, H), dtype=np.int64)
-            pts = []
-            for i in range(L):
-                for j in range(H):
-                    p = self.diagrams[i][j][d]
-                    counts[i, j] = len(p)
-                    pts.append(np.asarray(p, dtype=np.float64).reshape(-1, 2))
-            arrays[f"dgm_counts_h{d}"] = counts
-            arrays[f"dgm_points_h{d}"] = (
-                np.concatenate(pts, axis=0) if pts else np.zeros((0, 2))
-            )
         d0 = self.diagrams[0][0] if L and H else None
         meta = {
-            "kind": "analysis",
             "model": a.model,
             "text": a.text,
             "tokens": a.tokens,
@@ -208,58 +208,38 @@ class Analysis:
         }
         return meta, arrays
 
-    def save(self, path, *, overwrite: bool = True, compress: bool = False,
-             extra_files: dict[str, bytes] | None = None):
-        """Save to a folder (``attntopo.json`` + ``arrays.npz``), atomically.
-
-        ``extra_files`` (name → bytes, e.g. figures) are written into the same folder in the
-        same atomic step.  :func:`attntopo.load_result` restores an equal :class:`Analysis`.
-        """
-        meta, arrays = self._payload()
-        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress,
-                            extra_files=extra_files)
-
     @classmethod
     def _from_payload(cls, meta: dict, arrays: dict) -> "Analysis":
+        layer_ids, head_ids = tuple(meta["layer_ids"]), tuple(meta["head_ids"])
+        L, H = len(layer_ids), len(head_ids)
+        n = len(meta["tokens"])
+        weights = read_array(arrays, "weights", "f", shape=(L, H, n, n), finite=True, nonneg=True)
+        distances = read_array(arrays, "distances", "f", shape=(L, H, n, n), nonneg=True)
+        if np.isnan(distances).any():
+            raise ResultFormatError("array 'distances' holds NaN")
         att = Attention(
-            weights=arrays["weights"],
+            weights=weights,
             tokens=meta["tokens"],
             offsets=[tuple(o) for o in meta["offsets"]],
-            special=arrays["special"],
+            special=read_array(arrays, "special", "b", shape=(n,)),
             causal=bool(meta["causal"]),
             model=meta["model"],
             text=meta.get("text", ""),
-            token_ids=arrays.get("token_ids"),
-            layer_ids=tuple(meta["layer_ids"]),
-            head_ids=tuple(meta["head_ids"]),
+            token_ids=read_array(arrays, "token_ids", "i", shape=(n,), optional=True),
+            layer_ids=layer_ids,
+            head_ids=head_ids,
             special_dropped=bool(meta.get("special_dropped", False)),
             truncated=bool(meta.get("truncated", False)),
         )
-        maxdim = int(meta["maxdim"])
+        maxdim = check_maxdim(meta["maxdim"])
         threshold = json_float(meta["threshold"])
-        L, H = len(att.layer_ids), len(att.head_ids)
-        split = {}
-        for d in range(maxdim + 1):
-            counts = arrays[f"dgm_counts_h{d}"].reshape(L, H)
-            pts = arrays[f"dgm_points_h{d}"]
-            bounds = np.concatenate([[0], np.cumsum(counts.ravel())])
-            split[d] = [pts[bounds[k] : bounds[k + 1]] for k in range(L * H)]
-        diagrams = [
-            [
-                Diagram(
-                    tuple(split[d][i * H + j] for d in range(maxdim + 1)),
-                    maxdim=maxdim,
-                    threshold=threshold,
-                    engine=meta["engine"],
-                    filtration=meta.get("filtration", "vietoris_rips"),
-                )
-                for j in range(H)
-            ]
-            for i in range(L)
-        ]
+        diagrams = unpack_diagrams(
+            arrays, "dgm_", maxdim=maxdim, shape=(L, H), threshold=threshold,
+            engine=meta["engine"], filtration=meta.get("filtration", "vietoris_rips"),
+        )
         return cls(
             attention=att,
-            distances=arrays["distances"],
+            distances=distances,
             diagrams=diagrams,
             metric=meta["metric"],
             maxdim=maxdim,
@@ -268,47 +248,6 @@ class Analysis:
             paper_compat=bool(meta.get("paper_compat", False)),
             provenance=meta.get("provenance", {}),
         )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Analysis):
-            return NotImplemented
-        return (
-            self.attention == other.attention
-            and np.array_equal(self.distances, other.distances)
-            and self.metric == other.metric
-            and self.maxdim == other.maxdim
-            and self.threshold == other.threshold
-            and self.engine == other.engine
-            and self.paper_compat == other.paper_compat
-            and self.provenance == other.provenance
-            and all(
-                a == b for ra, rb in zip(self.diagrams, other.diagrams) for a, b in zip(ra, rb)
-            )
-            and len(self.diagrams) == len(other.diagrams)
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _load_analysis(meta: dict, arrays: dict) -> Analysis:
-    return Analysis._from_payload(meta, arrays)
-
-
-register_result_kind("analysis", _load_analysis)
-
-
-def _validate_settings(metric: str, maxdim: int, threshold: float) -> float:
-    if metric not in METRICS:
-        raise InvalidInputError(f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
-    if isinstance(maxdim, bool) or not isinstance(maxdim, (int, np.integer)) or not 0 <= maxdim <= 2:
-        raise InvalidInputError(f"maxdim must be 0, 1 or 2, got {maxdim!r}")
-    try:
-        threshold = float(threshold)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"threshold must be a positive number or inf, got {threshold!r}") from None
-    if math.isnan(threshold) or threshold <= 0:
-        raise InvalidInputError(f"threshold must be a positive number or inf, got {threshold!r}")
-    return threshold
 
 
 def analyze(
@@ -355,7 +294,9 @@ def analyze(
     n_jobs : int, optional
         Worker processes for persistence (default: all cores).
     """
-    threshold = _validate_settings(metric, maxdim, threshold)
+    metric = check_metric(metric)
+    maxdim = check_maxdim(maxdim)
+    threshold = check_threshold(threshold)
     from ..models import AttentionModel, load_model
 
     if isinstance(text, Attention):
@@ -378,13 +319,11 @@ def analyze(
         all_mats, maxdim=maxdim, threshold=threshold, engine=engine, n_jobs=n_jobs
     )
     used_engine = dgms[0].engine if dgms else (engine or "")
-    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    base_prov = {
-        "model": m.info() if m is not None else {"name": atts[0].model},
-        "versions": _versions(),
-        "created": created,
-        "settings": {"drop_special": drop_special, "truncate": truncate},
-    }
+    prov = make_provenance(
+        model_info(m, atts[0].model),
+        {"metric": metric, "engine": used_engine, "drop_special": drop_special, "truncate": truncate,
+         "paper_compat": paper_compat},
+    )
     out = []
     k = 0
     for a, d in zip(atts, dists):
@@ -401,7 +340,7 @@ def analyze(
                 threshold=threshold,
                 engine=used_engine,
                 paper_compat=paper_compat,
-                provenance=dict(base_prov),
+                provenance=dict(prov),
             )
         )
     return out[0] if single else out

@@ -41,18 +41,19 @@ renormalized (:meth:`Attention.drop_special`); ``t`` still counts model input to
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, ClassVar, NamedTuple, Sequence
 
 import numpy as np
 
 from ..attention import Attention, resolve_indices
-from ..distances import METRICS, token_distances
-from ..errors import EmptyTextError, InvalidInputError, OutOfRangeError
-from ..io import json_float, register_result_kind, save_payload
-from ..topology import Diagram, persistence_batch
+from .._validation import check_maxdim, check_metric, check_wasserstein_p
+from .._version import __version__
+from ..distances import token_distances
+from ..errors import EmptyTextError, InvalidInputError, OutOfRangeError, ResultFormatError
+from ..io import json_float, json_safe
+from ..topology import Diagram, pack_diagrams, persistence_batch, unpack_diagrams
 from ..topology.diagram_distances import bottleneck, matching
 from ..topology.multiparameter import (
     HilbertFunction,
@@ -60,6 +61,9 @@ from ..topology.multiparameter import (
     default_eps_grid,
     hilbert_from_diagrams,
 )
+
+from ._provenance import make_provenance
+from ._result import Columns, Result, read_array
 
 __all__ = ["Timeline", "Slice", "Vine", "Change", "timeline"]
 
@@ -197,7 +201,7 @@ class Change(NamedTuple):
 
 # --------------------------------------------------------------------- Timeline
 @dataclass(eq=False)
-class Timeline:
+class Timeline(Result):
     """The time slices of one text for one head, with coherence and vineyards.
 
     Attributes
@@ -247,6 +251,8 @@ class Timeline:
     matchings: list[list[np.ndarray]]
     truncated: bool = False
     provenance: dict = field(default_factory=dict)
+
+    kind: ClassVar[str] = "timeline"
 
     # ---------------------------------------------------------------- access
     @property
@@ -543,6 +549,63 @@ class Timeline:
             rows.append(row)
         return rows
 
+    def summary(self) -> Columns:
+        """One row per slice: the columns of :meth:`summary_rows` (``t``, ``position``,
+        ``token``, ``label``, ``n_points``, ``n_bars_h{d}``, ``bottleneck_h{d}`` and
+        ``wasserstein_h{d}``; the distances of the first slice, which has no predecessor,
+        are NaN)."""
+        rows = self.summary_rows()
+        cols: dict[str, np.ndarray] = {}
+        for key in rows[0]:
+            vals = [r[key] for r in rows]
+            if key.startswith(("bottleneck_", "wasserstein_")):
+                cols[key] = np.array([np.nan if v is None else v for v in vals], dtype=np.float64)
+            else:
+                cols[key] = np.array(vals)
+        return Columns(cols)
+
+    def vines_overview(self, k: int = 10) -> dict:
+        """Per dimension ``"h{d}"``: the number of vines and the ``k`` longest (0: all) as plain
+        data (start, end, length, alive, the tokens that made and ended them, largest
+        persistence and last point)."""
+        out = {}
+        for d in range(self.maxdim + 1):
+            vines = sorted(self.vines(d), key=lambda v: (-v.length, v.start))
+            out[f"h{d}"] = {
+                "count": len(vines),
+                "longest": [
+                    {
+                        "start": v.start, "end": v.end, "length": v.length, "alive": v.alive,
+                        "born_token": v.born_token, "died_token": v.died_token,
+                        "max_persistence": v.max_persistence,
+                        "last_point": [float(x) for x in v.points[-1]],
+                    }
+                    for v in (vines if k == 0 else vines[:k])
+                ],
+            }
+        return out
+
+    def to_dict(self, k: int = 10) -> dict:
+        """Plain JSON-safe data: version, model, settings, the tokens, one row per slice, the
+        ``k`` largest changes and longest vines (0: all) — what ``attntopo timeline --json``
+        prints of the timeline."""
+        n_changes = len(self.slices) - 1 if k == 0 else min(k, len(self.slices) - 1)
+        st = self.provenance.get("settings", {})
+        return json_safe({
+            "attntopo": self.provenance.get("versions", {}).get("attntopo", __version__),
+            "model": self.provenance.get("model", {"name": self.model}),
+            "settings": {"layer": self.layer, "head": self.head, "metric": self.metric, "maxdim": self.maxdim,
+                         "t0": self.t0, "drop_special": self.drop_special,
+                         "truncate": bool(st.get("truncate", False)), "engine": self.engine,
+                         "wasserstein_p": self.p},
+            "text": self.text, "n_tokens": self.n_tokens, "truncated": self.truncated,
+            "tokens": self.tokens, "labels": self.labels, "special": self.special.tolist(),
+            "construction": "one_pass" if self.one_pass else "prefix_runs", "two_parameter": self.growing,
+            "slices": self.summary_rows(),
+            "top_changes": [c._asdict() for c in self.top_changes(n_changes)] if n_changes > 0 else [],
+            "vines": self.vines_overview(k),
+        })
+
     def __repr__(self) -> str:
         kind = "causal" if self.causal else "bidirectional"
         return (
@@ -566,10 +629,8 @@ class Timeline:
         }
         if self.token_ids is not None:
             arrays["token_ids"] = np.asarray(self.token_ids, dtype=np.int64)
+        arrays.update(pack_diagrams([s.diagram for s in self.slices], "dgm_", maxdim=self.maxdim))
         for d in range(self.maxdim + 1):
-            pts = [np.asarray(s.diagram[d], dtype=np.float64).reshape(-1, 2) for s in self.slices]
-            arrays[f"dgm_counts_h{d}"] = np.array([len(x) for x in pts], dtype=np.int64)
-            arrays[f"dgm_points_h{d}"] = np.concatenate(pts, axis=0) if pts else np.zeros((0, 2))
             ms = self.matchings[d]
             arrays[f"match_counts_h{d}"] = np.array([len(m) for m in ms], dtype=np.int64)
             arrays[f"match_pairs_h{d}"] = (
@@ -577,7 +638,6 @@ class Timeline:
             )
         d0 = self.slices[0].diagram if S else None
         meta = {
-            "kind": "timeline",
             "model": self.model,
             "text": self.text,
             "tokens": self.tokens,
@@ -600,41 +660,37 @@ class Timeline:
         }
         return meta, arrays
 
-    def save(self, path, *, overwrite: bool = True, compress: bool = False, extra_files: dict | None = None):
-        """Save to a folder (``attntopo.json`` + ``arrays.npz``), atomically.
-
-        :func:`attntopo.load_result` restores an equal :class:`Timeline`.  ``extra_files``
-        (``{relative path: bytes}``, e.g. figures) are written in the same atomic step.
-        """
-        meta, arrays = self._payload()
-        return save_payload(
-            path, meta, arrays, overwrite=overwrite, compress=compress, extra_files=extra_files
-        )
-
     @classmethod
     def _from_payload(cls, meta: dict, arrays: dict) -> "Timeline":
         tokens = list(meta["tokens"])
+        n = len(tokens)
         offsets = [tuple(int(x) for x in o) for o in meta["offsets"]]
-        special = np.asarray(arrays["special"], dtype=bool)
-        token_ids = arrays.get("token_ids")
-        maxdim = int(meta["maxdim"])
-        threshold = json_float(meta.get("threshold", "inf"))
-        sizes = arrays["slice_sizes"].astype(np.int64)
+        special = read_array(arrays, "special", "b", shape=(n,))
+        token_ids = read_array(arrays, "token_ids", "i", shape=(n,), optional=True)
+        maxdim = check_maxdim(meta["maxdim"])
+        sizes = read_array(arrays, "slice_sizes", "i", ndim=1, nonneg=True)
         S = sizes.size
+        slice_t = read_array(arrays, "slice_t", "i", shape=(S,), nonneg=True)
+        slice_token = read_array(arrays, "slice_token", "i", shape=(S,), nonneg=True)
+        positions = read_array(arrays, "slice_positions", "i", shape=(int(sizes.sum()),), nonneg=True)
+        if positions.size and positions.max() >= n:
+            raise ResultFormatError(f"array 'slice_positions' points past the {n} tokens")
+        n_sq = int((sizes**2).sum())
+        weights = read_array(arrays, "slice_weights", "f", shape=(n_sq,), finite=True, nonneg=True)
+        distances = read_array(arrays, "slice_distances", "f", shape=(n_sq,), finite=True, nonneg=True)
         pos_b = np.concatenate([[0], np.cumsum(sizes)])
         sq_b = np.concatenate([[0], np.cumsum(sizes**2)])
-        dg: dict[int, list[np.ndarray]] = {}
-        for d in range(maxdim + 1):
-            c = arrays[f"dgm_counts_h{d}"]
-            b = np.concatenate([[0], np.cumsum(c)])
-            dg[d] = [arrays[f"dgm_points_h{d}"][b[k] : b[k + 1]] for k in range(S)]
+        diagrams = unpack_diagrams(
+            arrays, "dgm_", maxdim=maxdim, shape=(S,), threshold=json_float(meta.get("threshold", "inf")),
+            engine=meta["engine"], filtration=meta.get("filtration", "vietoris_rips"),
+        )
         layer, head = int(meta["layer"]), int(meta["head"])
         slices = []
         for k in range(S):
             s = int(sizes[k])
-            pos = arrays["slice_positions"][pos_b[k] : pos_b[k + 1]].astype(np.int64)
+            pos = positions[pos_b[k] : pos_b[k + 1]]
             att = Attention(
-                weights=arrays["slice_weights"][sq_b[k] : sq_b[k + 1]].reshape(1, 1, s, s),
+                weights=weights[sq_b[k] : sq_b[k + 1]].reshape(1, 1, s, s),
                 tokens=[tokens[i] for i in pos],
                 offsets=[offsets[i] for i in pos],
                 special=special[pos],
@@ -647,28 +703,21 @@ class Timeline:
                 special_dropped=bool(meta["drop_special"]),
                 truncated=bool(meta.get("truncated", False)),
             )
-            dgm = Diagram(
-                tuple(dg[d][k] for d in range(maxdim + 1)),
-                maxdim=maxdim,
-                threshold=threshold,
-                engine=meta["engine"],
-                filtration=meta.get("filtration", "vietoris_rips"),
-            )
             slices.append(
                 Slice(
-                    t=int(arrays["slice_t"][k]),
-                    token=int(arrays["slice_token"][k]),
+                    t=int(slice_t[k]),
+                    token=int(slice_token[k]),
                     positions=pos,
                     attention=att,
-                    distances=arrays["slice_distances"][sq_b[k] : sq_b[k + 1]].reshape(s, s),
-                    diagram=dgm,
+                    distances=distances[sq_b[k] : sq_b[k + 1]].reshape(s, s),
+                    diagram=diagrams[k],
                 )
             )
         matchings = []
         for d in range(maxdim + 1):
-            c = arrays[f"match_counts_h{d}"]
+            c = read_array(arrays, f"match_counts_h{d}", "i", shape=(max(S - 1, 0),), nonneg=True)
             b = np.concatenate([[0], np.cumsum(c)])
-            pairs = arrays[f"match_pairs_h{d}"].reshape(-1, 2)
+            pairs = read_array(arrays, f"match_pairs_h{d}", "i", shape=(int(b[-1]), 2))
             matchings.append([pairs[b[k] : b[k + 1]] for k in range(c.size)])
         return cls(
             slices=slices,
@@ -689,63 +738,12 @@ class Timeline:
             n_lead=int(meta["n_lead"]),
             n_trail=int(meta["n_trail"]),
             one_pass=bool(meta["one_pass"]),
-            bottleneck=np.asarray(arrays["bottleneck"], dtype=np.float64).reshape(-1, maxdim + 1),
-            wasserstein=np.asarray(arrays["wasserstein"], dtype=np.float64).reshape(-1, maxdim + 1),
+            bottleneck=read_array(arrays, "bottleneck", "f", shape=(max(S - 1, 0), maxdim + 1), nonneg=True),
+            wasserstein=read_array(arrays, "wasserstein", "f", shape=(max(S - 1, 0), maxdim + 1), nonneg=True),
             matchings=matchings,
             truncated=bool(meta.get("truncated", False)),
             provenance=meta.get("provenance", {}),
         )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Timeline):
-            return NotImplemented
-        same_meta = (
-            self.tokens == other.tokens
-            and [tuple(o) for o in self.offsets] == [tuple(o) for o in other.offsets]
-            and np.array_equal(self.special, other.special)
-            and self.text == other.text
-            and self.model == other.model
-            and self.causal == other.causal
-            and (self.layer, self.head) == (other.layer, other.head)
-            and self.metric == other.metric
-            and self.maxdim == other.maxdim
-            and self.engine == other.engine
-            and self.drop_special == other.drop_special
-            and self.p == other.p
-            and (self.n_lead, self.n_trail, self.one_pass) == (other.n_lead, other.n_trail, other.one_pass)
-            and self.provenance == other.provenance
-            and len(self.slices) == len(other.slices)
-        )
-        if not same_meta:
-            return False
-        if not (
-            np.array_equal(self.bottleneck, other.bottleneck)
-            and np.array_equal(self.wasserstein, other.wasserstein)
-        ):
-            return False
-        for a, b in zip(self.slices, other.slices):
-            if not (
-                a.t == b.t
-                and a.token == b.token
-                and np.array_equal(a.positions, b.positions)
-                and a.attention == b.attention
-                and np.array_equal(a.distances, b.distances)
-                and a.diagram == b.diagram
-            ):
-                return False
-        return all(
-            len(ma) == len(mb) and all(np.array_equal(x, y) for x, y in zip(ma, mb))
-            for ma, mb in zip(self.matchings, other.matchings)
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _load_timeline(meta: dict, arrays: dict) -> Timeline:
-    return Timeline._from_payload(meta, arrays)
-
-
-register_result_kind("timeline", _load_timeline)
 
 
 # --------------------------------------------------------------- computation
@@ -791,20 +789,6 @@ def _coherence(slices: list[Slice], maxdim: int, p: float):
             ws[k, d] = val
             matchings[d].append(np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
     return bn, ws, matchings
-
-
-def _check_settings(metric: str, maxdim: Any, p: Any) -> float:
-    if metric not in METRICS:
-        raise InvalidInputError(f"unknown metric {metric!r}; allowed: {', '.join(METRICS)}")
-    if isinstance(maxdim, bool) or not isinstance(maxdim, (int, np.integer)) or not 0 <= maxdim <= 2:
-        raise InvalidInputError(f"maxdim must be 0, 1 or 2, got {maxdim!r}")
-    try:
-        pf = float(p)
-    except (TypeError, ValueError):
-        pf = math.nan
-    if isinstance(p, bool) or not (pf >= 1) or math.isinf(pf):
-        raise InvalidInputError(f"p (Wasserstein order) must be a finite number >= 1, got {p!r}")
-    return pf
 
 
 def timeline(
@@ -875,7 +859,9 @@ def timeline(
     (batched), which dominates for long texts.  Persistence of all slices runs in one
     :func:`~attntopo.topology.persistence_batch` call.
     """
-    p = _check_settings(metric, maxdim, p)
+    metric = check_metric(metric)
+    maxdim = check_maxdim(maxdim)
+    p = check_wasserstein_p(p)
     single = layer is not None and head is not None and np.ndim(layer) == 0 and np.ndim(head) == 0
     if isinstance(text, Attention):
         src = _from_attention(text, layer, head)
@@ -942,9 +928,11 @@ def timeline(
     dgms = persistence_batch(mats, maxdim=int(maxdim), engine=engine, n_jobs=n_jobs)
     used_engine = dgms[0].engine if dgms else (engine or "")
 
-    from .text import _versions
-
-    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    prov = make_provenance(
+        src["info"],
+        {"metric": metric, "engine": used_engine, "t0": t0, "drop_special": bool(drop_special),
+         "truncate": truncate, "wasserstein_p": p},
+    )
     out = []
     for i, lay in enumerate(li):
         for j, hd in enumerate(hi):
@@ -986,12 +974,7 @@ def timeline(
                     wasserstein=ws,
                     matchings=matchings,
                     truncated=src["truncated"],
-                    provenance={
-                        "model": src["info"],
-                        "versions": _versions(),
-                        "created": created,
-                        "settings": {"t0": t0, "drop_special": bool(drop_special), "truncate": truncate},
-                    },
+                    provenance=dict(prov),
                 )
             )
     return out[0] if single else out

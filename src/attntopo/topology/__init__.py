@@ -21,6 +21,7 @@ from .complex import (
 )
 from .diagram import Diagram, summary_table
 from .diagram_distances import DIAGRAM_METRICS, bottleneck, diagram_distance, matching, wasserstein
+from ._packing import pack_diagrams, unpack_diagrams
 from .engines import DEFAULT_ENGINE, ENGINES, Engine, available_engines
 from .persistence import (
     MAX_MAXDIM,
@@ -32,6 +33,8 @@ from .persistence import (
 
 __all__ = [
     "Diagram",
+    "pack_diagrams",
+    "unpack_diagrams",
     "summary_table",
     "persistence",
     "persistence_batch",

@@ -1,0 +1,64 @@
+"""Provenance: how a result was made, carried the same way by every result.
+
+Every result has a ``provenance`` dict with four keys:
+
+``model``
+    The model's description (:meth:`AttentionModel.info`: name, architecture, layers, heads,
+    causal, …), or ``{"name": ...}`` when the input was an :class:`Attention`.  A comparison
+    of two models holds ``{"a": ..., "b": ...}``.
+``versions``
+    Versions of attntopo and of the packages that decide its numbers (:func:`package_versions`).
+``created``
+    UTC time of creation, ISO 8601 to the second.
+``settings``
+    The settings that shaped the numbers: ``metric`` and ``engine`` where they apply, and the
+    attention settings (``drop_special``, ``truncate``, …) of the analysis.
+
+Provenance is saved and loaded with the result but is not part of its equality (two runs of
+the same analysis are equal results made at different times).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Mapping
+
+__all__ = ["package_versions", "make_provenance", "model_info"]
+
+#: Packages whose versions are recorded (the ones that decide attntopo's numbers).
+_PACKAGES = ("attntopo", "torch", "transformers", "numpy", "giotto-ph", "gudhi")
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of attntopo and the packages that decide its numbers (the installed ones)."""
+    import importlib.metadata as md
+
+    out = {}
+    for pkg in _PACKAGES:
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def model_info(model: Any = None, name: str = "") -> dict:
+    """The ``model`` entry: ``model.info()`` of a loaded model, else ``{"name": name}``."""
+    if model is not None and hasattr(model, "info"):
+        return dict(model.info())
+    return {"name": name}
+
+
+def make_provenance(model: Mapping[str, Any] | None, settings: Mapping[str, Any] | None = None,
+                    **extra: Any) -> dict:
+    """A provenance dict (module docstring): ``model``, ``versions``, ``created``, ``settings``.
+
+    ``extra`` keys are added after those four (e.g. a statistical test's description).
+    """
+    return {
+        "model": dict(model or {}),
+        "versions": package_versions(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "settings": dict(settings or {}),
+        **extra,
+    }
