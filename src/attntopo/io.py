@@ -1,23 +1,92 @@
-"""Saving and loading results: a folder with ``attntopo.json`` (metadata) and ``arrays.npz``.
+"""Result folders: atomic, versioned storage of JSON metadata, NumPy arrays and extra files.
 
-Writes are atomic: everything is written to a temporary sibling folder that replaces the
-target only when complete, so a crash never leaves a half-written result.
+This module is storage only; the one exception, :func:`load_result` and its table of result kinds,
+is moving to :mod:`attntopo.analyses` (issue 14).
+
+Layout (format version 2)
+-------------------------
+::
+
+    result/
+        attntopo.json                  metadata, and the record of which files make up the result
+        arrays-0123456789abcdef.npz    the arrays (no pickles), named by the first 16 hex digits
+                                       of the SHA-256 of the file's bytes
+        figures/overview.png, ...      extra files, under the names the caller gave
+
+``attntopo.json`` holds the caller's metadata, ``"format_version": 2`` and
+``"storage": {"arrays": <array file name>, "extra_files": {<name>: <SHA-256 hex of its bytes>}}``.
+:func:`load_payload` reads the JSON and then the array file it names, so a reader only ever sees
+the result through the JSON last committed.  Format 1 folders (a fixed ``arrays.npz``, no
+``storage``) are still read; the next save into one converts it.
+
+Saving
+------
+The commit point of a save is one ``os.replace`` of ``attntopo.json``:
+
+1. *stage*: in a hidden folder ``.attntopo-<hex>.tmp/`` inside the result folder, write the npz
+   and each extra file, fsync each; fsync the staging folders; rename the npz to its content name
+   beside ``attntopo.json`` and fsync the result folder.  Nothing a reader looks at has changed.
+2. *commit*: write the new JSON to a temporary file, fsync it, ``os.replace`` it over
+   ``attntopo.json``, fsync the folder.
+3. *publish*: rename each staged extra file to its fixed name (one atomic rename each), fsync.
+4. *sweep*: remove every other entry of the folder: the previous array file, extra files that the
+   new result does not have, leftovers of interrupted saves, anything else.  As with format 1's
+   whole-folder replacement, an overwrite leaves the folder holding exactly the new result.
+
+A save into a folder that does not exist yet (or is empty) runs the same steps in a hidden sibling
+``.<name>.<hex>.new/`` and then renames that folder to the target in one step: the target is
+absent until it is complete.
+
+What holds when a save dies at any step (the process killed, or the power lost: every file and
+folder is fsynced before a step that depends on it):
+
+* :func:`load_payload` returns exactly the previous payload (before the commit point) or exactly
+  the new one (after it); a new folder is absent or complete.
+* Extra files are never partial: each one at its fixed name is the complete file of the previous
+  save or of this one.  Up to the commit point none of them changes.  Between the commit and the
+  end of step 3 the new result can sit beside extra files of the previous save; the SHA-256 values
+  in ``storage.extra_files`` tell which files belong to the result.
+* The next save into the same target removes what an interrupted save left: staging folders,
+  temporary files and unreferenced array files inside, ``.<name>.<hex>.new`` folders beside it,
+  and the ``.<name>.<8 characters>.tmp`` / ``.old`` folders of format 1's two-rename scheme (a
+  ``.old`` folder that holds the only copy, because the target is gone, is first put back).
+
+Saves into one folder are serialized by an exclusive ``flock`` on it (POSIX; the kernel drops
+the lock when the process dies); a reader that races a save retries when the array file named by
+the JSON it read has just been swept away.
+
+Test hook
+---------
+If the environment variable ``ATTNTOPO_TEST_CRASH_AT`` holds a positive integer k when this
+module is imported, the k-th filesystem step taken by this process's writes (each file creation,
+write, fsync, rename, unlink, mkdir, rmdir) ends the process with ``os._exit(86)``; a crash at a
+write step leaves only half of the data in the file.  tests/unit/test_io_crash.py crashes saves
+this way at every step.  Unset, the hook costs one truth test per step.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import math
 import os
+import re
+import secrets
 import shutil
-import tempfile
 import zipfile
-from pathlib import Path
+import zlib
+from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 import numpy as np
 
 from .errors import InvalidInputError, ResultFormatError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: saves into one folder are not serialized
+    fcntl = None
 
 __all__ = [
     "FORMAT_VERSION",
@@ -30,11 +99,15 @@ __all__ = [
     "atomic_write_text",
     "atomic_write_bytes",
     "json_safe",
+    "json_float",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 META_FILE = "attntopo.json"
+#: Name of the array file in format 1 folders; format 2 names it ``arrays-<hash>.npz`` in the JSON.
 ARRAYS_FILE = "arrays.npz"
+_ARRAYS_NAME = re.compile(r"arrays-[0-9a-f]{16}\.npz")
+_OWN_PREFIX = ".attntopo-"
 _KINDS: dict[str, Callable[[dict, dict], Any]] = {}
 
 
@@ -47,7 +120,7 @@ def json_safe(obj: Any) -> Any:
     """Convert numpy scalars/arrays, tuples and non-finite floats into JSON-safe values.
 
     ``inf``/``-inf``/``nan`` become the strings ``"inf"``, ``"-inf"``, ``"nan"``
-    (standard JSON has no such numbers); :func:`json_restore` reverses this for known keys.
+    (standard JSON has no such numbers); :func:`json_float` reverses this for one field.
     """
     if isinstance(obj, dict):
         return {str(k): json_safe(v) for k, v in obj.items()}
@@ -70,54 +143,145 @@ def json_safe(obj: Any) -> Any:
 
 
 def json_float(value: Any) -> float:
-    """Inverse of :func:`json_safe` for one float field."""
-    if isinstance(value, str):
-        return float(value)
+    """Inverse of :func:`json_safe` for one float field (``"inf"``, ``"-inf"``, ``"nan"`` or a number)."""
     return float(value)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+# -- filesystem steps (each one counted by the test hook) ------------------------------------
+
+_CRASH_EXIT = 86
+try:
+    _CRASH_AT = int(os.environ.get("ATTNTOPO_TEST_CRASH_AT") or 0)
+except ValueError:
+    _CRASH_AT = 0
+_steps_taken = 0
 
 
-def _apply_umask(path: Path, *, directory: bool) -> None:
-    """Give files made by mkstemp/mkdtemp (0600/0700) the usual permissions under the umask."""
-    try:
-        os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
-    except OSError:
-        pass
+def _crash_due() -> bool:
+    """Count one filesystem step (test hook, see the module docstring); True at the step to die at."""
+    global _steps_taken
+    if not _CRASH_AT:
+        return False
+    _steps_taken += 1
+    return _steps_taken == _CRASH_AT
+
+
+def _step() -> None:
+    if _crash_due():
+        os._exit(_CRASH_EXIT)
+
+
+def _create(path: Path, write: Callable[[Any], Any]) -> None:
+    """Create the new file ``path`` holding what ``write(f)`` writes, fsynced; mode 0666 less the umask."""
+    _step()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    with os.fdopen(fd, "wb") as f:
+        write(f)
+        f.flush()
+        if _crash_due():  # a torn write: half of the data reached the file
+            os.ftruncate(fd, os.fstat(fd).st_size // 2)
+            os._exit(_CRASH_EXIT)
+        _step()
+        os.fsync(fd)
+
+
+def _rename(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    _step()
+    os.replace(src, dst)
+
+
+def _unlink(path: str | os.PathLike) -> None:
+    _step()
+    os.unlink(path)
+
+
+def _mkdir(path: Path) -> None:
+    _step()
+    os.mkdir(path, 0o777)
+
+
+def _makedirs(path: Path) -> None:
+    if not path.is_dir():
+        _step()
+        os.makedirs(path, 0o777, exist_ok=True)
+
+
+def _rmdir(path: str | os.PathLike) -> None:
+    _step()
+    os.rmdir(path)
 
 
 def _fsync_dir(path: Path) -> None:
+    _step()
     try:
         fd = os.open(path, os.O_RDONLY)
-    except OSError:
+    except OSError:  # pragma: no cover - platforms that cannot open folders
         return
     try:
         os.fsync(fd)
-    except OSError:
+    except OSError:  # pragma: no cover
         pass
     finally:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _remove_tree(path: Path) -> None:
+    """Remove ``path`` (a file, link or folder with everything in it) one counted step at a time."""
+    if path.is_symlink() or not path.is_dir():
+        _unlink(path)
+        return
+    for root, dirs, files in os.walk(path, topdown=False):
+        for name in files:
+            _unlink(os.path.join(root, name))
+        for name in dirs:
+            sub = os.path.join(root, name)
+            (_unlink if os.path.islink(sub) else _rmdir)(sub)
+    _rmdir(path)
+
+
+def _unlink_quietly(path: str | os.PathLike) -> None:
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        _apply_umask(Path(tmp), directory=False)
-        os.replace(tmp, path)
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _lock(path: str | os.PathLike, *, wait: bool = True) -> int | None:
+    """Hold an exclusive ``flock`` on the folder ``path`` (None where there is no ``fcntl``).
+
+    Raises BlockingIOError when ``wait`` is False and another process holds it.
+    """
+    if fcntl is None:  # pragma: no cover
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except BaseException:
-        with_suppress_unlink(tmp)
+        os.close(fd)
         raise
+    return fd
+
+
+def _unlock(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)
+
+
+# -- single files ------------------------------------------------------------------------------
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (fsynced temporary file in the same folder, then rename)."""
+    path = Path(path)
+    _makedirs(path.parent)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
+    try:
+        _create(tmp, lambda f: f.write(data))
+        _rename(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    _fsync_dir(path.parent)
     return path
 
 
@@ -126,15 +290,218 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def with_suppress_unlink(p: str | os.PathLike) -> None:
-    try:
-        os.unlink(p)
-    except OSError:
-        pass
+# -- result folders: saving --------------------------------------------------------------------
 
 
 def _is_result_dir(path: Path) -> bool:
     return (path / META_FILE).is_file()
+
+
+def _encode(doc: dict) -> bytes:
+    return json.dumps(doc, indent=1, ensure_ascii=False).encode("utf-8")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _extra_name(name: Any) -> str:
+    """The normalized relative POSIX path of an extra file, or InvalidInputError."""
+    p = PurePosixPath(str(name))
+    parts = p.parts
+    if (
+        not parts
+        or p.is_absolute()
+        or ".." in parts
+        or "\\" in str(name)
+        or parts[0] in (META_FILE, ARRAYS_FILE)
+        or _ARRAYS_NAME.fullmatch(parts[0])
+        or parts[0].startswith(_OWN_PREFIX)
+    ):
+        raise InvalidInputError(
+            f"extra file name {str(name)!r} is not allowed: give a relative path inside the result "
+            f"folder (no '..'), other than {META_FILE} and the array files"
+        )
+    return p.as_posix()
+
+
+def _ancestors(names) -> set[str]:
+    """Every folder (relative POSIX path) that holds one of ``names``."""
+    return {"/".join(PurePosixPath(n).parts[:i]) for n in names for i in range(1, len(PurePosixPath(n).parts))}
+
+
+def _prepare(meta: dict, arrays: dict, extra_files: dict | None) -> tuple[dict, dict[str, bytes]]:
+    """Check the payload before anything touches the disk; the JSON document and the extra files."""
+    if "kind" not in meta:
+        raise ValueError("meta must name the result kind")
+    if "storage" in meta:
+        raise ValueError("the meta key 'storage' is reserved for the folder layout")
+    for name, arr in arrays.items():
+        if np.asarray(arr).dtype == object:
+            raise ValueError(f"array {name!r} has dtype object; results store no pickles")
+    extras = {_extra_name(name): bytes(data) for name, data in (extra_files or {}).items()}
+    clash = sorted(_ancestors(extras) & set(extras))
+    if clash:
+        raise InvalidInputError(f"extra file {clash[0]!r} is also the folder of another extra file")
+    doc = json_safe(dict(meta))
+    doc["format_version"] = FORMAT_VERSION
+    _encode(doc)  # not JSON-serializable: fail here, before any file is written
+    return doc, extras
+
+
+def _committed_arrays(folder: Path) -> str | None:
+    """The array file the committed ``attntopo.json`` of ``folder`` names, if it can be read."""
+    try:
+        return _parse_meta(_read_meta(folder), folder)[1]
+    except (OSError, ResultFormatError):
+        return None
+
+
+def _sweep(folder: Path, keep: set[str]) -> None:
+    """Remove every entry of ``folder`` but the files ``keep`` (relative POSIX paths) and their folders."""
+    keep_dirs = _ancestors(keep)
+    for root, dirs, files in os.walk(folder, topdown=False):
+        rel_root = Path(root).relative_to(folder)
+        for name in files + dirs:
+            path = os.path.join(root, name)
+            rel = (rel_root / name).as_posix()
+            try:
+                if os.path.islink(path) or not os.path.isdir(path):
+                    if rel not in keep:
+                        _unlink(path)
+                elif rel not in keep_dirs:
+                    _rmdir(path)  # emptied already: os.walk goes bottom-up
+            except OSError:  # the result is committed; the next save sweeps again
+                pass
+
+
+def _write_result(folder: Path, doc: dict, arrays: dict, extras: dict[str, bytes], compress: bool) -> None:
+    """Stage, commit, publish and sweep (module docstring) in the existing folder ``folder``."""
+    stage = folder / f"{_OWN_PREFIX}{secrets.token_hex(8)}.tmp"
+    name = None
+    committed = False
+    try:
+        _mkdir(stage)
+        npz = stage / ARRAYS_FILE
+        _create(npz, lambda f: (np.savez_compressed if compress else np.savez)(f, **arrays))
+        name = f"arrays-{_sha256_file(npz)[:16]}.npz"
+        staged_dirs = {stage}
+        for rel, data in extras.items():
+            dest = stage / rel
+            _makedirs(dest.parent)
+            staged_dirs.add(dest.parent)
+            _create(dest, lambda f, data=data: f.write(data))
+        for d in sorted(staged_dirs, key=lambda d: len(d.parts), reverse=True):
+            _fsync_dir(d)
+        _rename(npz, folder / name)
+        _fsync_dir(folder)
+        doc = dict(doc, storage={"arrays": name, "extra_files": {k: _sha256(v) for k, v in extras.items()}})
+        meta_tmp = folder / f"{_OWN_PREFIX}{secrets.token_hex(8)}.tmp"
+        _create(meta_tmp, lambda f: f.write(_encode(doc)))
+        _rename(meta_tmp, folder / META_FILE)  # the commit point
+        committed = True
+        _fsync_dir(folder)
+    except BaseException:
+        if not committed:
+            shutil.rmtree(stage, ignore_errors=True)
+            if name is not None and name != _committed_arrays(folder):
+                _unlink_quietly(folder / name)
+        raise
+    published_dirs = set()
+    for rel in extras:
+        final = folder / rel
+        for up in reversed(final.relative_to(folder).parents[:-1]):
+            if (folder / up).is_symlink() or (folder / up).exists() and not (folder / up).is_dir():
+                _unlink(folder / up)  # a file of the previous result where a folder must go
+        if final.is_dir() and not final.is_symlink():
+            _remove_tree(final)  # a folder of the previous result where a file must go
+        _makedirs(final.parent)
+        _rename(stage / rel, final)
+        published_dirs.add(final.parent)
+    for d in sorted(published_dirs, key=lambda d: len(d.parts), reverse=True):
+        _fsync_dir(d)
+    _sweep(folder, {META_FILE, name, *extras})
+
+
+def _remove_leftovers_beside(target: Path) -> None:
+    """Remove (or, for a lost target, put back) what interrupted saves left beside ``target``."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.(?:[0-9a-f]{{16}}\.new|[a-z0-9_]{{8}}\.(?:tmp|old))")
+    try:
+        entries = sorted(os.scandir(target.parent), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if not pattern.fullmatch(entry.name) or not entry.is_dir(follow_symlinks=False):
+            continue
+        path = Path(entry.path)
+        try:
+            fd = _lock(path, wait=False)
+        except OSError:  # BlockingIOError: a live save is building it
+            continue
+        try:
+            if entry.name.endswith(".old") and not os.path.lexists(target) and _is_result_dir(path):
+                _rename(path, target)  # format 1 died between its two renames: the previous result
+            else:
+                _remove_tree(path)
+        except OSError:
+            pass
+        finally:
+            _unlock(fd)
+
+
+def _new_locked_dir(parent: Path, prefix: str, suffix: str) -> tuple[Path, int | None]:
+    """Make a fresh folder in ``parent`` and lock it before anyone may take it for a leftover."""
+    while True:
+        path = parent / f"{prefix}{secrets.token_hex(8)}{suffix}"
+        _mkdir(path)
+        fd = _lock(path)
+        try:
+            if fd is None or os.path.samestat(os.fstat(fd), os.stat(path)):
+                return path, fd
+        except FileNotFoundError:  # another save swept it between mkdir and flock
+            pass
+        _unlock(fd)
+
+
+def _save_in_place(target: Path, doc: dict, arrays: dict, extras: dict, compress: bool) -> None:
+    fd = _lock(target)
+    try:
+        if not _is_result_dir(target):
+            raise InvalidInputError(f"output folder {str(target)!r} changed while saving: try again")
+        _write_result(target, doc, arrays, extras, compress)
+    finally:
+        _unlock(fd)
+
+
+def _save_new(target: Path, doc: dict, arrays: dict, extras: dict, compress: bool) -> bool:
+    """Build the result beside ``target`` and rename it into place; False if ``target`` appeared meanwhile."""
+    parent = target.parent
+    _makedirs(parent)
+    tmp, fd = _new_locked_dir(parent, f".{target.name}.", ".new")
+    try:
+        _write_result(tmp, doc, arrays, extras, compress)
+        try:
+            _rename(tmp, target)  # the commit point of a new folder
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR) and os.path.lexists(target):
+                shutil.rmtree(tmp, ignore_errors=True)
+                return False
+            raise
+        _fsync_dir(parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        _unlock(fd)
+    return True
 
 
 def save_payload(
@@ -146,104 +513,128 @@ def save_payload(
     compress: bool = False,
     extra_files: dict[str, bytes] | None = None,
 ) -> Path:
-    """Write a result folder atomically.
+    """Write a result folder; the commit is one atomic step (see the module docstring).
 
     Parameters
     ----------
     path : path
-        Target folder.  An existing attntopo result there is replaced (if ``overwrite``);
-        an existing non-empty folder that is not a result is refused.
+        Target folder.  An existing attntopo result there is replaced (if ``overwrite``): the
+        folder then holds exactly the new result.  An existing non-empty folder that is not a
+        result is refused.
     meta : dict
-        JSON metadata; must contain ``"kind"``.  ``format_version`` is added.
+        JSON metadata; must contain ``"kind"``; the key ``"storage"`` is reserved.
+        ``format_version`` is added.
     arrays : dict of str to ndarray
-        Stored in ``arrays.npz`` (no pickles).
+        Stored in one npz file (no pickles).
+    overwrite : bool
+        Replace an existing result (default); if False, refuse with InvalidInputError.
+    compress : bool
+        Deflate the npz file.
     extra_files : dict of str to bytes, optional
-        Further files (figures, …) written into the same folder, atomically with the rest.
+        Further files (figures, ...) under relative names such as ``"figures/overview.png"``,
+        written with the result; each is never partial (module docstring).
+
+    Returns
+    -------
+    Path
+        ``path``.
     """
     target = Path(path)
-    if target.exists() and not target.is_dir():
-        raise InvalidInputError(f"output path {str(target)!r} exists and is not a folder")
-    if target.is_dir() and any(target.iterdir()):
-        if not _is_result_dir(target):
+    doc, extras = _prepare(meta, arrays, extra_files)
+    real = target.resolve()
+    _remove_leftovers_beside(real)
+    for _ in range(2):
+        if real.exists() and not real.is_dir():
+            raise InvalidInputError(f"output path {str(target)!r} exists and is not a folder")
+        if real.is_dir() and _is_result_dir(real):
+            if not overwrite:
+                raise InvalidInputError(
+                    f"output folder {str(target)!r} already holds a result (pass overwrite=True)"
+                )
+            _save_in_place(real, doc, arrays, extras, compress)
+            return target
+        if real.is_dir() and any(real.iterdir()):
             raise InvalidInputError(
                 f"output folder {str(target)!r} is not empty and holds no attntopo result: "
                 f"choose a new or empty folder"
             )
-        if not overwrite:
-            raise InvalidInputError(
-                f"output folder {str(target)!r} already holds a result (pass overwrite=True)"
-            )
-    if "kind" not in meta:
-        raise ValueError("meta must name the result kind")
-    meta = dict(meta)
-    meta["format_version"] = FORMAT_VERSION
-    for name, arr in arrays.items():
-        if np.asarray(arr).dtype == object:
-            raise ValueError(f"array {name!r} has dtype object; results store no pickles")
-    parent = target.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
-    try:
-        with open(tmp / ARRAYS_FILE, "wb") as f:
-            (np.savez_compressed if compress else np.savez)(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        for name, data in (extra_files or {}).items():
-            dest = tmp / name
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(data)
-        # the metadata file is written last: its presence marks a complete result
-        with open(tmp / META_FILE, "w", encoding="utf-8") as f:
-            json.dump(json_safe(meta), f, indent=1, ensure_ascii=False)
-            f.flush()
-            os.fsync(f.fileno())
-        _apply_umask(tmp, directory=True)
-        for sub in tmp.rglob("*"):
-            _apply_umask(sub, directory=sub.is_dir())
-        _fsync_dir(tmp)
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=parent))
-            os.rmdir(old)
-            os.replace(target, old)
-            try:
-                os.replace(tmp, target)
-            except BaseException:
-                os.replace(old, target)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
-        _fsync_dir(parent)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
+        if _save_new(real, doc, arrays, extras, compress):
+            return target
+    raise InvalidInputError(f"output folder {str(target)!r} changed while saving: try again")
 
 
-def load_payload(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
-    """Read ``(meta, arrays)`` from a result folder, checking the format version."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise ResultFormatError(f"a result folder path is expected, got {type(path).__name__}")
-    p = Path(path)
-    if not p.is_dir():
-        raise ResultFormatError(f"no result folder at {str(p)!r}")
-    if not (p / META_FILE).is_file():
-        raise ResultFormatError(f"{str(p)!r} holds no {META_FILE}: not an attntopo result folder")
+# -- result folders: loading -------------------------------------------------------------------
+
+_MAX_META_BYTES = 64 << 20
+
+
+def _read_meta(p: Path) -> bytes:
     try:
-        meta = json.loads((p / META_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ResultFormatError(f"{META_FILE} in {str(p)!r} is corrupt: {e}") from None
+        with open(p / META_FILE, "rb") as f:
+            raw = f.read(_MAX_META_BYTES + 1)
+    except OSError as e:
+        if not (p / META_FILE).is_file():
+            raise ResultFormatError(f"{str(p)!r} holds no {META_FILE}: not an attntopo result folder") from None
+        raise ResultFormatError(f"{META_FILE} in {str(p)!r} cannot be read: {e.strerror or e}") from None
+    if len(raw) > _MAX_META_BYTES:
+        raise ResultFormatError(
+            f"{META_FILE} in {str(p)!r} is larger than {_MAX_META_BYTES >> 20} MiB: not attntopo metadata"
+        )
+    return raw
+
+
+def _parse_meta(raw: bytes, p: Path) -> tuple[dict, str]:
+    """The metadata (without ``storage``) and the name of the array file it belongs to."""
+    where = f"{META_FILE} in {str(p)!r}"
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ResultFormatError(f"{where} is corrupt: {e}") from None
     version = meta.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
         raise ResultFormatError(
             f"result format version {version!r} is not supported (this attntopo reads 1..{FORMAT_VERSION})"
         )
+    if version == 1:
+        return meta, ARRAYS_FILE
+    storage = meta.pop("storage", None)
+    name = storage.get("arrays") if isinstance(storage, dict) else None
+    if not isinstance(name, str) or not _ARRAYS_NAME.fullmatch(name):
+        raise ResultFormatError(f"{where} names no array file (storage.arrays must be 'arrays-<16 hex digits>.npz')")
+    return meta, name
+
+
+def _read_arrays(file: Path, p: Path) -> dict[str, np.ndarray]:
     try:
-        with np.load(p / ARRAYS_FILE, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        with np.load(file, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise ResultFormatError(f"{ARRAYS_FILE} in {str(p)!r} is missing or corrupt: {e}") from None
-    return meta, arrays
+        raise ResultFormatError(f"{file.name} in {str(p)!r} is missing or corrupt: {e}") from None
+
+
+def load_payload(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
+    """Read ``(meta, arrays)`` from a result folder, checking the format version.
+
+    ``meta`` is the metadata as saved plus ``format_version``; ``arrays`` maps names to arrays.
+    Raises :class:`~attntopo.errors.ResultFormatError` (one line) for anything that is not a
+    complete result of a supported format version.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ResultFormatError(f"a result folder path is expected, got {type(path).__name__}")
+    p = Path(path)
+    if not p.is_dir():
+        raise ResultFormatError(f"no result folder at {str(p)!r}")
+    for _ in range(3):
+        raw = _read_meta(p)
+        meta, name = _parse_meta(raw, p)
+        try:
+            return meta, _read_arrays(p / name, p)
+        except FileNotFoundError:
+            if _read_meta(p) == raw:  # no save replaced the result meanwhile: the file is missing
+                break
+    raise ResultFormatError(f"{name}, the array file named by {META_FILE} in {str(p)!r}, is missing")
 
 
 def load_result(path: str | os.PathLike):

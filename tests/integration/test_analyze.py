@@ -75,7 +75,7 @@ def test_save_load_roundtrip(result, tmp_path):
     assert back.diagram(1, 2) == result.diagram(1, 2)
     assert back.summary_rows() == result.summary_rows()
     meta = json.loads((out / "attntopo.json").read_text())
-    assert meta["format_version"] == 1 and meta["kind"] == "analysis"
+    assert meta["format_version"] == 2 and meta["kind"] == "analysis"
     assert meta["threshold"] == "inf"
     # saving again over an existing result replaces it atomically
     result.save(out)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attntopo.errors import InvalidInputError, ResultFormatError
-from attntopo.io import atomic_write_text, load_payload, save_payload
+from attntopo.io import FORMAT_VERSION, atomic_write_text, load_payload, save_payload
 
 
 def test_payload_roundtrip(tmp_path):
@@ -14,7 +14,7 @@ def test_payload_roundtrip(tmp_path):
     meta = {"kind": "test", "x": float("inf"), "y": [1, 2]}
     save_payload(tmp_path / "r", meta, arrays)
     m, a = load_payload(tmp_path / "r")
-    assert m["kind"] == "test" and m["x"] == "inf" and m["format_version"] == 1
+    assert m["kind"] == "test" and m["x"] == "inf" and m["format_version"] == FORMAT_VERSION
     np.testing.assert_array_equal(a["a"], arrays["a"])
     np.testing.assert_array_equal(a["b"], arrays["b"])
 
@@ -42,7 +42,7 @@ def test_overwrite_flag(tmp_path):
 
 def test_corrupt_arrays(tmp_path):
     save_payload(tmp_path / "r", {"kind": "t"}, {"a": np.zeros(1)})
-    (tmp_path / "r" / "arrays.npz").write_bytes(b"garbage")
+    next((tmp_path / "r").glob("arrays-*.npz")).write_bytes(b"garbage")
     with pytest.raises(ResultFormatError, match="corrupt"):
         load_payload(tmp_path / "r")
 
@@ -71,3 +71,136 @@ def test_permissions_follow_umask(tmp_path):
 def test_load_payload_rejects_non_path():
     with pytest.raises(ResultFormatError, match="path is expected"):
         load_payload(None)
+
+
+def _tree(folder):
+    """Every file under ``folder`` as a sorted list of relative POSIX paths."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir())
+
+
+def test_layout_names_content(tmp_path):
+    import hashlib
+    import json
+
+    save_payload(tmp_path / "r", {"kind": "t"}, {"a": np.arange(3)}, extra_files={"figures/x.png": b"png"})
+    meta = json.loads((tmp_path / "r" / "attntopo.json").read_text())
+    name = meta["storage"]["arrays"]
+    assert _tree(tmp_path / "r") == sorted(["attntopo.json", name, "figures/x.png"])
+    assert name == f"arrays-{hashlib.sha256((tmp_path / 'r' / name).read_bytes()).hexdigest()[:16]}.npz"
+    assert meta["storage"]["extra_files"] == {"figures/x.png": hashlib.sha256(b"png").hexdigest()}
+    assert "storage" not in load_payload(tmp_path / "r")[0]
+    assert [p.name for p in tmp_path.iterdir()] == ["r"]
+
+
+def test_overwrite_leaves_exactly_the_new_result(tmp_path):
+    r = tmp_path / "r"
+    save_payload(r, {"kind": "t", "v": 1}, {"a": np.zeros(2)}, extra_files={"figures/a.png": b"1", "b.txt": b"1"})
+    (r / "figures" / "notes.txt").write_text("overwrite replaces the folder, as format 1 did")
+    save_payload(r, {"kind": "t", "v": 2}, {"b": np.ones(3)}, extra_files={"figures/a.png": b"2", "c/d.txt": b"2"})
+    meta, arrays = load_payload(r)
+    assert meta["v"] == 2 and list(arrays) == ["b"]
+    arrays_files = [p.name for p in r.glob("arrays-*.npz")]
+    assert len(arrays_files) == 1
+    assert _tree(r) == sorted(["attntopo.json", *arrays_files, "figures/a.png", "c/d.txt"])
+    assert (r / "figures" / "a.png").read_bytes() == b"2"
+    assert [p.name for p in tmp_path.iterdir()] == ["r"]
+
+
+def test_extra_files_may_swap_file_and_folder(tmp_path):
+    r = tmp_path / "r"
+    save_payload(r, {"kind": "t"}, {}, extra_files={"figures": b"a file", "plot/x.txt": b"x"})
+    save_payload(r, {"kind": "t"}, {}, extra_files={"figures/a.png": b"a", "plot": b"now a file"})
+    assert (r / "figures" / "a.png").read_bytes() == b"a"
+    assert (r / "plot").read_bytes() == b"now a file"
+    assert len(_tree(r)) == 4
+
+
+@pytest.mark.parametrize("name", ["../x", "/abs", "", "attntopo.json", "arrays.npz",
+                                  "arrays-0123456789abcdef.npz", ".attntopo-x.tmp/y", "a\\b"])
+def test_extra_file_names_refused(tmp_path, name):
+    with pytest.raises(InvalidInputError, match="extra file name"):
+        save_payload(tmp_path / "r", {"kind": "t"}, {}, extra_files={name: b"x"})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_extra_file_that_is_also_a_folder_refused(tmp_path):
+    with pytest.raises(InvalidInputError, match="folder of another"):
+        save_payload(tmp_path / "r", {"kind": "t"}, {}, extra_files={"a": b"x", "a/b": b"y"})
+
+
+def test_failed_overwrite_changes_nothing(tmp_path):
+    r = tmp_path / "r"
+    save_payload(r, {"kind": "t", "v": 1}, {"a": np.zeros(1)}, extra_files={"f.txt": b"old"})
+    before = {p: (r / p).read_bytes() for p in _tree(r)}
+    with pytest.raises(TypeError):  # np.savez(file, file=...) fails while the npz is being written
+        save_payload(r, {"kind": "t", "v": 2}, {"file": np.ones(1)}, extra_files={"f.txt": b"new"})
+    assert {p: (r / p).read_bytes() for p in _tree(r)} == before
+    assert load_payload(r)[0]["v"] == 1
+
+
+def _save_format1(folder, meta, arrays, extra_files=()):
+    import json
+
+    folder.mkdir()
+    np.savez(folder / "arrays.npz", **arrays)
+    for name, data in dict(extra_files).items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    (folder / "attntopo.json").write_text(json.dumps({**meta, "format_version": 1}))
+
+
+def test_reads_and_converts_format_1(tmp_path):
+    r = tmp_path / "r"
+    _save_format1(r, {"kind": "t", "v": 1}, {"a": np.arange(4)}, {"figures/old.png": b"o"})
+    meta, arrays = load_payload(r)
+    assert meta == {"kind": "t", "v": 1, "format_version": 1}
+    np.testing.assert_array_equal(arrays["a"], np.arange(4))
+    save_payload(r, {"kind": "t", "v": 2}, {"a": np.arange(5)})
+    assert load_payload(r)[0]["format_version"] == FORMAT_VERSION
+    assert [p for p in _tree(r) if not p.startswith("arrays-")] == ["attntopo.json"]
+
+
+def test_format_1_leftovers_recovered_or_removed(tmp_path):
+    # format 1 died between its renames: the target gone, the previous result in a .old sibling,
+    # the complete new one in a .tmp sibling
+    _save_format1(tmp_path / ".r.abcd1234.old", {"kind": "t", "v": 1}, {"a": np.zeros(1)})
+    _save_format1(tmp_path / ".r.efgh_678.tmp", {"kind": "t", "v": 2}, {"a": np.ones(1)})
+    (tmp_path / ".rr.abcd1234.tmp").mkdir()  # another target's: kept
+    with pytest.raises(InvalidInputError, match="already holds"):
+        save_payload(tmp_path / "r", {"kind": "t", "v": 3}, {}, overwrite=False)
+    assert load_payload(tmp_path / "r")[0]["v"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".rr.abcd1234.tmp", "r"]
+    save_payload(tmp_path / "r", {"kind": "t", "v": 3}, {})
+    assert load_payload(tmp_path / "r")[0]["v"] == 3
+
+
+def test_leftover_of_a_live_save_is_kept(tmp_path):
+    import fcntl
+    import os
+
+    live = tmp_path / ".r.0123456789abcdef.new"
+    dead = tmp_path / ".r.fedcba9876543210.new"
+    live.mkdir()
+    dead.mkdir()
+    (dead / "arrays.npz").write_bytes(b"half")
+    fd = os.open(live, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        save_payload(tmp_path / "r", {"kind": "t"}, {})
+        assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, "r"]
+    finally:
+        os.close(fd)
+    save_payload(tmp_path / "r", {"kind": "t"}, {})
+    assert [p.name for p in tmp_path.iterdir()] == ["r"]
+
+
+def test_empty_folder_is_a_new_target(tmp_path):
+    (tmp_path / "r").mkdir()
+    save_payload(tmp_path / "r", {"kind": "t"}, {"a": np.zeros(1)})
+    assert load_payload(tmp_path / "r")[0]["kind"] == "t"
+    assert [p.name for p in tmp_path.iterdir()] == ["r"]
+
+
+def test_reserved_meta_key(tmp_path):
+    with pytest.raises(ValueError, match="reserved"):
+        save_payload(tmp_path / "r", {"kind": "t", "storage": 1}, {})
