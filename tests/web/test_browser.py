@@ -386,3 +386,36 @@ def test_cls_row_has_no_line_beside_the_matrix(page):
     band = Image.open(io.BytesIO(p.screenshot(clip=clip))).convert("L")
     darkest = band.getextrema()[0]
     assert darkest > 200, f"a line crosses the [CLS] row beside the matrix (darkest pixel {darkest})"
+
+
+# ------------------------------------------------------------------------ truncation
+def test_too_many_tokens_names_the_truncate_checkbox(page, server):
+    """A text over the model's token limit (not the server's character limit): the error names
+    the page's checkbox as the fix, and with it ticked the text is cut to the limit."""
+    import json
+
+    p, _ = page
+    text = "x. " * 300  # 900 characters, 602 MiniLM tokens; MiniLM takes 512
+    p.fill("#text-a", text)
+    p.fill("#text-b", "")
+    p.select_option("#maxdim", "0")  # H0 only keeps 72 heads of 512 tokens quick
+    p.click("#run")
+    p.wait_for_selector("body[data-errors='1']")
+    msg = p.text_content("#error")
+    assert "602 tokens" in msg and "512" in msg, msg
+    label = p.text_content("label:has(#truncate)").strip()
+    assert label and label in msg, (label, msg)  # the fix named is the checkbox on this page
+    assert "truncate=True" not in msg and "--truncate" not in msg, msg
+
+    # the API says the same to a script, and names the request field
+    r = p.request.post(server + "/api/analyze", data={"text": text, "maxdim": 0})
+    assert r.status == 400 and '"truncate": true' in r.json()["error"], r.text()
+
+    p.check("#truncate")
+    with p.expect_request("**/api/analyze") as sent:
+        p.click("#run")
+    assert json.loads(sent.value.post_data)["truncate"] is True
+    wait_render(p, 1)
+    assert "cut to 512 tokens" in p.text_content("#status")
+    assert "Truncated" in p.text_content("#numbers")
+    assert p.evaluate("document.getElementById('graph-a').data[4].x.length") == 512

@@ -21,6 +21,7 @@ settings): changing the layer or head reuses the model run.
 
 import logging
 import math
+import re
 import time
 from typing import Any, Literal, Optional
 
@@ -31,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .. import __version__
 from ..constants import METRICS
-from ..errors import AttntopoError
+from ..errors import AttntopoError, TextTooLongError
 from ..io import json_safe
 from ._errors import JobError, error_response
 from ._state import ServerState, Settings
@@ -220,6 +221,9 @@ def _request_models(settings: Settings):
             False, description="Without layer/head: return the most persistent head in full (the "
                                "largest finite H1 bar; of text A for /api/compare).")
         drop_special: bool = Field(False, description="Remove special tokens and renormalize rows.")
+        truncate: bool = Field(
+            False, description="Cut a text with more tokens than the model takes to the model's "
+                               "limit instead of refusing it (TextData.truncated says if it was).")
 
         @model_validator(mode="after")
         def _both(self):
@@ -406,7 +410,8 @@ def _run_analysis(state: ServerState, name: str, req) -> Any:
 
     m = load_model(name)
     _model_info(state, name, m)
-    return at.analyze(req.text, m, metric=req.metric, maxdim=req.maxdim, drop_special=req.drop_special)
+    return at.analyze(req.text, m, metric=req.metric, maxdim=req.maxdim, drop_special=req.drop_special,
+                      truncate=req.truncate)
 
 
 def _run_comparison(state: ServerState, name: str, req) -> Any:
@@ -417,10 +422,18 @@ def _run_comparison(state: ServerState, name: str, req) -> Any:
     m = load_model(name)
     _model_info(state, name, m)
     return at.compare(req.text_a, req.text_b, m, metric=req.metric, maxdim=req.maxdim,
-                      threshold=req.threshold, drop_special=req.drop_special)
+                      threshold=req.threshold, drop_special=req.drop_special, truncate=req.truncate)
 
 
 # ------------------------------------------------------------------------ routes
+def too_long_message(e: TextTooLongError) -> str:
+    """The library's too-many-tokens error with this interface's fix: the page's "truncate long
+    texts" checkbox (``"truncate": true`` in a request), not the Python argument."""
+    what = re.split(r"\s*[:;(,]\s*(?=[^:;(]*(?:truncat|shorten))", str(e), maxsplit=1)[0].rstrip(" .:;,")
+    return (f"{what}: shorten it, or tick “truncate long texts” to cut it to the model's limit "
+            f'(API: "truncate": true)')
+
+
 def build_router(settings: Settings) -> APIRouter:
     """The ``/api`` routes, with request limits taken from ``settings``."""
     AnalyzeRequest, CompareRequest = _request_models(settings)
@@ -432,6 +445,8 @@ def build_router(settings: Settings) -> APIRouter:
     async def run(state: ServerState, fn, heavy: bool):
         try:
             return await state.run(fn, heavy=heavy)
+        except TextTooLongError as e:
+            return error_response(400, too_long_message(e))
         except (AttntopoError, JobError):
             raise
         except Exception as e:  # noqa: BLE001 - logged here; the client gets one generic line
@@ -500,7 +515,7 @@ def build_router(settings: Settings) -> APIRouter:
         st = state_of(request)
         name = st.check_model(req.model)
         _precheck(st, name, req.layer, req.head)
-        key = ("analysis", name, req.text, req.metric, req.maxdim, req.drop_special)
+        key = ("analysis", name, req.text, req.metric, req.maxdim, req.drop_special, req.truncate)
 
         def compute():
             return _run_analysis(st, name, req)
@@ -519,7 +534,7 @@ def build_router(settings: Settings) -> APIRouter:
                 "kind": "analysis",
                 "model": info,
                 "settings": {"metric": an.metric, "maxdim": an.maxdim, "drop_special": req.drop_special,
-                             "engine": an.engine},
+                             "truncate": req.truncate, "engine": an.engine},
                 "text": text_payload(an.attention),
                 "layers": list(an.layers),
                 "heads": list(an.heads),
@@ -544,7 +559,7 @@ def build_router(settings: Settings) -> APIRouter:
         name = st.check_model(req.model)
         _precheck(st, name, req.layer, req.head)
         key = ("comparison", name, req.text_a, req.text_b, req.metric, req.maxdim, req.drop_special,
-               req.threshold)
+               req.threshold, req.truncate)
 
         def compute():
             return _run_comparison(st, name, req)
@@ -572,7 +587,7 @@ def build_router(settings: Settings) -> APIRouter:
                 "kind": "comparison",
                 "model": info,
                 "settings": {"metric": c.metric, "maxdim": c.maxdim, "drop_special": req.drop_special,
-                             "threshold": c.threshold, "engine": c.a.engine},
+                             "truncate": req.truncate, "threshold": c.threshold, "engine": c.a.engine},
                 "a": text_payload(c.a.attention),
                 "b": text_payload(c.b.attention),
                 "shared_tokens": [s.to_dict() for s in c.shared_tokens],

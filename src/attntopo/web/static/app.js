@@ -161,7 +161,7 @@
         if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); run(true); }
       });
     }
-    for (const id of ["model", "metric", "maxdim", "drop-special"]) {
+    for (const id of ["model", "metric", "maxdim", "drop-special", "truncate"]) {
       $(id).addEventListener("change", () => { if (S.data) run(id === "model"); });
     }
     $("layer").addEventListener("change", () => selectHead(+$("layer").value, +$("head").value));
@@ -197,6 +197,7 @@
       metric: $("metric").value || "jensen_shannon",
       maxdim: +$("maxdim").value,
       drop_special: $("drop-special").checked,
+      truncate: $("truncate").checked,
     };
     if (b.trim() === "") return { mode: "analyze", path: "/api/analyze", body: { text: a, ...common } };
     return { mode: "compare", path: "/api/compare", body: { text_a: a, text_b: b, ...common } };
@@ -225,7 +226,8 @@
       document.body.dataset.renders = String(+(document.body.dataset.renders || 0) + 1);
       document.body.dataset.state = "done";
       const secs = ((performance.now() - t0) / 1000).toFixed(2);
-      setStatus(`${data.cached ? "cached result" : "computed"} · ${secs} s`, false);
+      const cut = cutNote(data);
+      setStatus(`${data.cached ? "cached result" : "computed"} · ${secs} s${cut ? " · " + cut : ""}`, false);
     } catch (e) {
       if (e.name === "AbortError" || seq !== S.seq) return;
       showError(e.message);
@@ -307,6 +309,12 @@
       tokens: sharedTokens, pairs, pairBirth: Float64Array.from(pairs.map((x) => x.birth)),
       triples, tripleBirth: Float64Array.from(triples.map((x) => x.birth)), triplesComputed: m <= SHARED_TRIPLES_MAX,
     };
+  }
+
+  // "text A cut to 512 tokens" when "truncate long texts" shortened a text, else ""
+  function cutNote(d) {
+    const texts = d.kind === "comparison" ? [["text A", d.a], ["text B", d.b]] : [["text", d.text]];
+    return texts.filter(([, t]) => t && t.truncated).map(([name, t]) => `${name} cut to ${t.n_tokens} tokens`).join(", ");
   }
 
   // ----------------------------------------------------------------- render
@@ -700,6 +708,8 @@
       out.push(`<p class="note">At ε = ${fmt(eps)}: ${info[0].edges} edges, ${info[0].tris}${info[0].trisExact ? "" : "+"} triangles. Suggested ε ${fmt(d.head.scale)}. ${d.text.n_tokens} tokens.</p>`);
       out.push(`<p class="tokens">${d.text.labels.map(esc).join(" · ")}</p>`);
     }
+    const cut = cutNote(d);
+    if (cut) out.push(`<p class="note cut">Truncated to the model's limit: ${esc(cut)}.</p>`);
     $("numbers").innerHTML = out.join("");
   }
 
