@@ -1,7 +1,8 @@
 """Result folders: atomic, versioned storage of JSON metadata, NumPy arrays and extra files.
 
-This module is storage only; the one exception, :func:`load_result` and its table of result kinds,
-is moving to :mod:`attntopo.analyses` (issue 14).
+This module is storage only: it imports no analysis.  Reading a folder back into a result object is
+:func:`attntopo.load_result` (:mod:`attntopo.analyses`, with the table of result kinds);
+``attntopo.io.load_result`` is a deprecated alias of it.
 
 Layout (format version 2)
 -------------------------
@@ -94,8 +95,6 @@ __all__ = [
     "ARRAYS_FILE",
     "save_payload",
     "load_payload",
-    "load_result",
-    "register_result_kind",
     "atomic_write_text",
     "atomic_write_bytes",
     "json_safe",
@@ -108,12 +107,6 @@ META_FILE = "attntopo.json"
 ARRAYS_FILE = "arrays.npz"
 _ARRAYS_NAME = re.compile(r"arrays-[0-9a-f]{16}\.npz")
 _OWN_PREFIX = ".attntopo-"
-_KINDS: dict[str, Callable[[dict, dict], Any]] = {}
-
-
-def register_result_kind(kind: str, loader: Callable[[dict, dict], Any]) -> None:
-    """Register ``loader(meta, arrays)`` that rebuilds results whose metadata has ``kind``."""
-    _KINDS[kind] = loader
 
 
 def json_safe(obj: Any) -> Any:
@@ -637,16 +630,14 @@ def load_payload(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
     raise ResultFormatError(f"{name}, the array file named by {META_FILE} in {str(p)!r}, is missing")
 
 
-def load_result(path: str | os.PathLike):
-    """Load any saved attntopo result (an :class:`~attntopo.analyses.text.Analysis`, …)."""
-    meta, arrays = load_payload(path)
-    kind = meta.get("kind")
-    if kind not in _KINDS:
-        # importing the analyses registers their loaders
-        from .analyses import _kinds  # noqa: F401
-    if kind not in _KINDS:
-        raise ResultFormatError(f"unknown result kind {kind!r} in {str(path)!r}")
-    try:
-        return _KINDS[kind](meta, arrays)
-    except (KeyError, ValueError, TypeError, IndexError) as e:
-        raise ResultFormatError(f"result in {str(path)!r} is incomplete or corrupt: {e}") from None
+def __getattr__(name: str) -> Any:
+    """Deprecated aliases: ``load_result`` and ``register_result_kind`` live with the analyses."""
+    if name in ("load_result", "register_result_kind"):
+        import warnings
+
+        from .analyses import _kinds  # layering: deprecated alias
+
+        use = "attntopo.load_result" if name == "load_result" else "attntopo.analyses.KINDS (a result class)"
+        warnings.warn(f"attntopo.io.{name} is deprecated: use {use}", DeprecationWarning, stacklevel=2)
+        return getattr(_kinds, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,8 @@ result kind is added here, in one line.
 from __future__ import annotations
 
 import os
-from typing import Any
+import warnings
+from typing import Any, Callable
 
 from ..errors import ResultFormatError
 from ..io import load_payload
@@ -33,6 +34,23 @@ KINDS: dict[str, type[Result]] = {
 }
 
 
+#: Loaders registered with the deprecated :func:`register_result_kind` (kind → loader).
+_REGISTERED: dict[str, Callable[[dict, dict], Any]] = {}
+
+
+def register_result_kind(kind: str, loader: Callable[[dict, dict], Any]) -> None:
+    """Deprecated: register ``loader(meta, arrays)`` for results of ``kind``.
+
+    Result kinds are listed in :data:`KINDS` (a class with ``kind`` and ``_from_payload``).
+    """
+    warnings.warn(
+        "register_result_kind is deprecated: add the result class to attntopo.analyses.KINDS",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    _REGISTERED[str(kind)] = loader
+
+
 def load_result(path: str | os.PathLike) -> Any:
     """Load any saved attntopo result (an :class:`Analysis`, :class:`Comparison`, …).
 
@@ -55,13 +73,15 @@ def load_result(path: str | os.PathLike) -> Any:
     """
     meta, arrays = load_payload(path)
     kind = meta.get("kind")
-    cls = KINDS.get(kind) if isinstance(kind, str) else None
-    if cls is None:
+    loader = None
+    if isinstance(kind, str):
+        loader = KINDS[kind]._from_payload if kind in KINDS else _REGISTERED.get(kind)
+    if loader is None:
         raise ResultFormatError(
             f"unknown result kind {kind!r} in {str(path)!r}; known: {', '.join(sorted(KINDS))}"
         )
     try:
-        return cls._from_payload(meta, arrays)
+        return loader(meta, arrays)
     except ResultFormatError as e:
         raise ResultFormatError(f"{kind} result in {str(path)!r} is invalid: {e}") from None
     except (KeyError, ValueError, TypeError, IndexError, AttributeError) as e:
