@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from _tolerances import for_model
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 import attntopo as at
@@ -101,7 +102,8 @@ def test_list_of_texts(minilm):
     assert len(rs) == 2
     for t, r in zip(texts, rs):
         single = at.analyze(t, model=minilm, layers=0)
-        np.testing.assert_allclose(r.distances, single.distances, atol=1e-5)
+        np.testing.assert_allclose(r.distances, single.distances,
+                                   atol=for_model(minilm).distance_atol, rtol=0)
         assert r.attention.tokens == single.attention.tokens
 
 

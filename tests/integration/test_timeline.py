@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from _tolerances import for_model
 
 import attntopo as at
 from attntopo.analyses import timeline as tlmod
@@ -26,7 +27,6 @@ LONG = (
     "distances between earlier tokens never change when a new token arrives, and the whole "
     "history is one two-parameter filtration of the plane."
 )
-ATOL = 2e-5
 
 
 def _betti(dgm, d, eps):
@@ -42,13 +42,15 @@ def _check_slices_match_separate_runs(model, tl, layer, head, which=None):
     lead, trail = ids[: tl.n_lead], ids[n - tl.n_trail :]
     content = ids[tl.n_lead : n - tl.n_trail]
     slices = tl.slices if which is None else [tl.slices[k] for k in which]
+    tol = for_model(model)
     for s in slices:
         k = s.t - tl.n_lead - tl.n_trail
         prefix = lead + content[:k] + trail
         assert len(prefix) == s.t
         alone = model._forward([prefix])[0][layer, head]
-        np.testing.assert_allclose(s.attention.weights[0, 0], alone, atol=ATOL, rtol=0)
-        np.testing.assert_allclose(s.distances, at.token_distances(alone), atol=ATOL, rtol=0)
+        np.testing.assert_allclose(s.attention.weights[0, 0], alone, atol=tol.weights_atol, rtol=0)
+        np.testing.assert_allclose(s.distances, at.token_distances(alone),
+                                   atol=tol.distance_atol, rtol=0)
         assert s.tokens == model.tokenizer.convert_ids_to_tokens(prefix)
         assert s.attention.layer_ids == (layer,) and s.attention.head_ids == (head,)
         # the diagram is the slice's own persistence

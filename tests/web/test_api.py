@@ -18,6 +18,7 @@ from attntopo.errors import InvalidInputError
 pytest.importorskip("fastapi", reason="the explorer needs the web extra: pip install 'attntopo[web]'")
 pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx: pip install 'attntopo[web]'")
 
+from _tolerances import MINILM  # noqa: E402
 from web_helpers import BASE, TEXT_A, TEXT_B, assert_clean_error, assert_serving, make_client  # noqa: E402
 
 import attntopo.web.api as web_api  # noqa: E402
@@ -371,8 +372,10 @@ def test_analyze_one_head_matches_the_library(client):
     D = np.array(h["distances"])
     assert D.shape == (n, n) and np.allclose(D, D.T) and np.all(np.diag(D) == 0)
     ref = at.analyze(TEXT_A, "minilm", layers=1, heads=2)
-    assert np.allclose(D, ref.distance_matrix(1, 2), atol=1e-6)
-    assert np.allclose(np.array(h["attention"]), ref.attention_matrix(1, 2), atol=1e-6)
+    # another computation than the library's (a server thread), sent with 6 decimals
+    assert np.allclose(D, ref.distance_matrix(1, 2), atol=MINILM.distance_atol + 0.5e-6, rtol=0)
+    assert np.allclose(np.array(h["attention"]), ref.attention_matrix(1, 2),
+                       atol=MINILM.weights_atol + 0.5e-6, rtol=0)
     assert len(h["diagram"]["h0"]) == n and len(h["diagram"]["h1"]) == len(ref.diagram(1, 2)[1])
     assert np.array(h["layout"]).shape == (n, 2)
     births = [t[3] for t in h["triangles"]]
@@ -442,10 +445,11 @@ def test_compare_one_head_and_the_grid(client):
     assert len(d["summary"]["bottleneck_h1"]) == 72 and len(d["summary_a"]["layer"]) == 72
     ref = at.compare(TEXT_A, TEXT_B, "minilm", layer=2, head=4)
     h = d["head"]
-    assert h["scale"] == pytest.approx(ref.scale(2, 4))
+    # a median MST edge, a bottleneck distance: from another computation than the library's
+    assert h["scale"] == pytest.approx(ref.scale(2, 4), rel=0, abs=MINILM.diagram_atol)
     assert h["report"]["counts"] == {k: int(v[0, 0]) for k, v in ref.counts.items()}
     assert h["report"]["diagram_distances"]["bottleneck"] == pytest.approx(
-        ref.diagram_distances["bottleneck"][0, 0].tolist())
+        ref.diagram_distances["bottleneck"][0, 0].tolist(), rel=0, abs=MINILM.bottleneck_atol)
     assert len(h["report"]["pairs"]) == len(keys) * (len(keys) - 1) // 2
     assert np.array(h["a"]["distances"]).shape == (d["a"]["n_tokens"],) * 2
     assert np.array(h["b"]["distances"]).shape == (d["b"]["n_tokens"],) * 2
