@@ -1,4 +1,5 @@
-"""Shared fixtures: the real packaged models, loaded once per test process."""
+"""Shared fixtures (the real packaged models, loaded once per test process) and the
+automatic ``model`` marker."""
 
 from __future__ import annotations
 
@@ -10,6 +11,26 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import pytest  # noqa: E402
 
 SAMPLE = "Quantum information theory allows us to study attention using entanglement"
+
+# fixtures that hand a test a real model in this process
+MODEL_FIXTURES = frozenset({"minilm", "smollm2"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``model`` every test that runs a real model's forward pass.
+
+    In this process: it uses a fixture of ``MODEL_FIXTURES``, directly or through other
+    fixtures (``item.fixturenames`` is the closure).  In a subprocess or a server (the CLI
+    and web tests): it is marked ``model`` by hand, or ``smollm2`` / ``xdist_group("smollm2")``.
+    ``.ci/run`` runs these again under another kernel family (tests/README.md).
+    """
+    for item in items:
+        if item.get_closest_marker("model"):
+            continue
+        groups = {m.args[0] if m.args else m.kwargs.get("name") for m in item.iter_markers("xdist_group")}
+        if (MODEL_FIXTURES & set(item.fixturenames) or item.get_closest_marker("smollm2")
+                or "smollm2" in groups):
+            item.add_marker(pytest.mark.model)
 
 
 @pytest.fixture(scope="session")

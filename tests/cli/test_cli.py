@@ -56,6 +56,7 @@ def test_models_table():
 
 
 # --------------------------------------------------------------------- analyze
+@pytest.mark.model
 def test_analyze_demo_prints_summary():
     """What `make demo` runs: all 72 heads, a readable (limited) table."""
     r = run("analyze", "--file", str(QUANTUM), "--model", "minilm")
@@ -68,6 +69,7 @@ def test_analyze_demo_prints_summary():
     assert r.stderr == ""
 
 
+@pytest.mark.model
 def test_analyze_json_is_the_only_stdout():
     r = run("analyze", "Quantum information theory allows us to study attention",
             "--layer", "1", "--head", "2", "--head", "3", "--json")
@@ -83,6 +85,7 @@ def test_analyze_json_is_the_only_stdout():
     assert doc["out"] is None
 
 
+@pytest.mark.model
 def test_out_with_plots_round_trips(tmp_path):
     out = tmp_path / "res"
     r = run("analyze", "--file", str(QUANTUM), "--layer", "1", "--head", "2", "--plots",

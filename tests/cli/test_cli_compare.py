@@ -54,6 +54,7 @@ def test_errors_before_any_work(args, fragment):
     assert_one_line_error(run(*args), fragment)
 
 
+@pytest.mark.model
 def test_compare_table_and_highlight():
     r = run("compare", A, B, "--highlight", "information theory", "--top", "5")
     assert r.returncode == 0, r.stderr
@@ -83,6 +84,7 @@ def test_compare_json_single_head_matches_library(minilm):
                                atol=tol.bottleneck_atol, rtol=0)
 
 
+@pytest.mark.model
 def test_compare_out_plots_and_errors_after_loading(tmp_path):
     out = tmp_path / "cmp"
     r = run("compare", A, B, "--layer", "1,2", "--head", "3", "--plots", "--plot-format", "png",
@@ -101,6 +103,7 @@ def test_compare_out_plots_and_errors_after_loading(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.model
 def test_compare_alignment_translation():
     r = run("compare", "Information theory studies entropy", "La théorie de l'information étudie l'entropie",
             "--align", "0:5,1:1", "--align", "2:6", "--layer", "0", "--json")
@@ -111,6 +114,7 @@ def test_compare_alignment_translation():
     assert_one_line_error(r, "word 7 is out of range")
 
 
+@pytest.mark.model
 def test_phrase_command(tmp_path):
     r = run("phrase", "Information Theory", "-c", A, "-c", B, "-c", C, "--top", "3")
     assert r.returncode == 0, r.stderr

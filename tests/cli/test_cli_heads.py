@@ -56,6 +56,7 @@ def test_bad_input_is_one_line_exit_2(case):
     assert_one_line_error(run(*args), fragment)
 
 
+@pytest.mark.model
 def test_table_output_two_texts():
     r = run(T1, T2)
     assert r.returncode == 0, r.stderr
@@ -65,6 +66,7 @@ def test_table_output_two_texts():
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.model
 def test_json_out_and_plots_round_trip(tmp_path):
     out = tmp_path / "hs"
     r = run(T1, "--file", str(QUANTUM), "--json", "--out", str(out), "--plots",
@@ -87,6 +89,7 @@ def test_json_out_and_plots_round_trip(tmp_path):
     assert "Plotly.newPlot" in html and len(html) > 1_000_000
 
 
+@pytest.mark.model
 def test_stdin_and_sum(tmp_path):
     r = run("--file", "-", "--sum", "--json", stdin=T1)
     assert r.returncode == 0, r.stderr

@@ -49,6 +49,7 @@ def test_errors_after_loading(tmp_path):
     assert_one_line_error(run("timeline", TEXT, "--head", "12"), "head 12 is out of range")
 
 
+@pytest.mark.model
 def test_table_on_minilm():
     r = run("timeline", TEXT, "--layer", "2", "--head", "3", "--top", "4")
     assert r.returncode == 0, r.stderr

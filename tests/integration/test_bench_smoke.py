@@ -27,6 +27,7 @@ def _baseline():
     return mod
 
 
+@pytest.mark.model
 def test_quick_benchmark_runs_and_reports_every_section(tmp_path):
     out = tmp_path / "bench.md"
     env = dict(os.environ, TOKENIZERS_PARALLELISM="false", MPLBACKEND="Agg")

@@ -34,9 +34,9 @@ def rc_before():
 
 
 @pytest.fixture(scope="module")
-def analysis(rc_before):
+def analysis(rc_before, minilm):
     """Two layers × three heads of MiniLM on a short text, computed once."""
-    return at.analyze(TEXT, "minilm", layers=[0, 1], heads=[0, 1, 2])
+    return at.analyze(TEXT, minilm, layers=[0, 1], heads=[0, 1, 2])
 
 
 @pytest.fixture(scope="module")

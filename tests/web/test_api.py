@@ -355,6 +355,7 @@ def test_triangles_upto_is_complete_below_its_scale():
 
 
 # ------------------------------------------------------------------- real models
+@pytest.mark.model
 @pytest.mark.slow
 def test_analyze_one_head_matches_the_library(client):
     import attntopo as at
@@ -384,6 +385,7 @@ def test_analyze_one_head_matches_the_library(client):
     assert 0 < h["scale"] <= h["max_distance"] <= 1
 
 
+@pytest.mark.model
 @pytest.mark.slow
 def test_summary_without_a_head_and_the_auto_head(client):
     d = client.post("/api/analyze", json={"text": TEXT_A}).json()
@@ -396,6 +398,7 @@ def test_summary_without_a_head_and_the_auto_head(client):
     assert d3["selected"] == [5, 11]
 
 
+@pytest.mark.model
 @pytest.mark.slow
 def test_head_changes_reuse_the_model_run(monkeypatch):
     calls = []
@@ -417,6 +420,7 @@ def test_head_changes_reuse_the_model_run(monkeypatch):
     assert len(calls) == 2  # another metric is another analysis
 
 
+@pytest.mark.model
 @pytest.mark.slow
 def test_bad_layer_and_too_many_tokens_are_400(client):
     assert_clean_error(client.post("/api/analyze", json={"text": TEXT_A, "layer": 6, "head": 0}), 400,
@@ -430,6 +434,7 @@ def test_bad_layer_and_too_many_tokens_are_400(client):
     assert r.status_code == 200  # still serving after the bad requests
 
 
+@pytest.mark.model
 @pytest.mark.slow
 def test_compare_one_head_and_the_grid(client):
     import attntopo as at

@@ -24,6 +24,7 @@ if _MISSING:
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.model,  # the live server runs MiniLM (and SmolLM2)
     pytest.mark.xdist_group("web_browser"),
     pytest.mark.skipif(_MISSING is not None, reason=f"BROWSER TESTS SKIPPED: {_MISSING}"),
 ]

@@ -77,6 +77,7 @@ def check_self_contained(html: str) -> _Collect:
     return p
 
 
+@pytest.mark.model
 @pytest.mark.slow
 def test_cli_report_one_text(tmp_path):
     out = tmp_path / "sub" / "report.html"
@@ -89,6 +90,7 @@ def test_cli_report_one_text(tmp_path):
     assert not list(out.parent.glob(".report.html.*")), "no temporary file left behind"
 
 
+@pytest.mark.model
 @pytest.mark.slow
 def test_cli_report_with_comparison(tmp_path, capsys):
     out = tmp_path / "cmp.html"
@@ -130,10 +132,10 @@ def test_cli_report_out_is_a_folder(tmp_path, capsys):
 
 
 @pytest.fixture(scope="module")
-def results():
+def results(minilm):
     import attntopo as at
 
-    c = at.compare("Information <b>theory</b> & entropy", "Quantum information <b>theory</b>")
+    c = at.compare("Information <b>theory</b> & entropy", "Quantum information <b>theory</b>", minilm)
     return c.a, c
 
 
