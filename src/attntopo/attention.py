@@ -6,7 +6,9 @@ the key tokens; it sums to 1 (causal models put exact zeros above the diagonal).
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -14,12 +16,202 @@ import numpy as np
 from ._validation import check_index, check_indices, check_int
 from .errors import InvalidInputError, OutOfRangeError
 
-__all__ = ["Attention", "resolve_index", "resolve_indices"]
+__all__ = ["Attention", "resolve_index", "resolve_indices", "token_labels", "SPACE_MARK",
+           "NEWLINE_MARK", "TAB_MARK"]
 
 
 #: Layer/head selection (``layers=``, ``heads=``): the shared checks, under their public names.
 resolve_index = check_index
 resolve_indices = check_indices
+
+
+# ------------------------------------------------------------------ token labels
+#: Shown for a space at either end of a token's text (``" world"`` → ``"·world"``).
+SPACE_MARK = "·"
+#: Shown for a line break (``"\n"``, ``"\r\n"``, ``"\r"``).
+NEWLINE_MARK = "↵"
+#: Shown for a tab.
+TAB_MARK = "⇥"
+#: A UTF-8 character is at most 4 bytes; a run of byte pieces is joined over at most this many tokens.
+_MAX_PIECES = 8
+
+
+@lru_cache(maxsize=1)
+def _byte_decoder():
+    """The byte-level BPE decoder of the ``tokenizers`` library (GPT-2, Llama 3, SmolLM2, …)."""
+    from tokenizers import decoders
+
+    return decoders.ByteLevel()
+
+
+@lru_cache(maxsize=1)
+def _byte_alphabet() -> frozenset[str]:
+    """The 256 characters byte-level BPE spells bytes with (``tokenizers``' own table)."""
+    from tokenizers import pre_tokenizers
+
+    return frozenset(pre_tokenizers.ByteLevel.alphabet())
+
+
+def _visible(s: str) -> str:
+    """Make whitespace visible: line breaks ↵, tabs ⇥, spaces at either end ·."""
+    s = s.replace("\r\n", "\n").replace("\r", "\n").replace("\n", NEWLINE_MARK).replace("\t", TAB_MARK)
+    core = s.strip(" ")
+    if not core:
+        return SPACE_MARK * len(s)
+    lead = len(s) - len(s.lstrip(" "))
+    trail = len(s) - len(s.rstrip(" "))
+    return SPACE_MARK * lead + core + SPACE_MARK * trail
+
+
+def _fold(s: str) -> str:
+    """Compare texts as uncased tokenizers do: compatibility forms, no accents, no case."""
+    s = unicodedata.normalize("NFKD", s)
+    return "".join(c for c in s if not unicodedata.combining(c)).casefold().strip()
+
+
+def _byte_level_text(tokens: Sequence[str], special) -> bool:
+    """Without a source text: do the tokens look like byte-level BPE pieces?
+
+    True when every ordinary token is spelled in the byte-level alphabet and at least one
+    carries its space or line-break symbol (``Ġ``, ``Ċ``), as any text of two words does.
+    """
+    alphabet = _byte_alphabet()
+    ordinary = [t for t, sp in zip(tokens, special) if not sp]
+    return bool(ordinary) and all(set(t) <= alphabet for t in ordinary) and any(
+        "Ġ" in t or "Ċ" in t for t in ordinary
+    )
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """Number repeated labels: the k-th occurrence of ``"the"`` becomes ``"the#k"`` (k >= 2)."""
+    used: set[str] = set()
+    count: dict[str, int] = {}
+    out = []
+    for lab in labels:
+        cand = lab
+        if cand in used:
+            k = count.get(lab, 1)
+            while cand in used:
+                k += 1
+                cand = f"{lab}#{k}"
+            count[lab] = k
+        used.add(cand)
+        out.append(cand)
+    return out
+
+
+def token_labels(
+    tokens: Sequence[str],
+    offsets: Sequence[tuple[int, int]],
+    special: Sequence[bool],
+    text: str = "",
+) -> tuple[list[str], list[str]]:
+    """Readable, unique labels that state what the model saw, and the text behind each token.
+
+    Computed from the tokenization alone (no tokenizer needed), so results loaded from disk
+    show the same labels.  Rules, per token:
+
+    - a special token is shown as the tokenizer wrote it (``[CLS]``, ``<|im_start|>``);
+    - a byte-level BPE piece (GPT-2, Llama 3, SmolLM2) is decoded with the ``tokenizers``
+      library's own byte-level decoder (``tokenizers.decoders.ByteLevel``, the decoder these
+      tokenizers use in ``convert_tokens_to_string``), and shown when the decoding is the text
+      its offsets point at;  a leading space shows as ``·`` (:data:`SPACE_MARK`), a line break
+      as ``↵`` (:data:`NEWLINE_MARK`), a tab as ``⇥``;  a character split over ``k`` byte
+      pieces (an emoji, most CJK characters) labels each piece ``"🍕(1/3)"``, ``"🍕(2/3)"``, …,
+      and a piece cut off from the rest of its character (a prefix that ends inside it) shows
+      that character with ``(part)`` (``�`` where there is no source text);
+    - a WordPiece or SentencePiece token (``##ing``, ``▁word``) that reads as its source text
+      (ignoring case and accents, as uncased tokenizers do) shows that text (``"Quantum"``,
+      ``"ing"``; ``"·word"`` for a ``▁`` piece);
+    - any other token, above all the unknown token, is shown as the tokenizer produced it:
+      ``[UNK]`` (its source text is in the second list).
+
+    Without a source text (``text=""`` or empty offsets) byte-level decoding is used when the
+    tokens look byte-level (all in its alphabet, some with ``Ġ``/``Ċ``); other tokens are
+    shown as given, with their whitespace made visible.  Repeated labels are numbered by
+    occurrence: ``"the"``, ``"the#2"``, ``"the#3"`` (so a label names one token).
+
+    Parameters
+    ----------
+    tokens : sequence of str, length n
+        Tokens as the tokenizer produced them.
+    offsets : sequence of (int, int), length n
+        Character span of each token in ``text`` (``(0, 0)`` when unknown or special).
+    special : sequence of bool, length n
+        True for special tokens.
+    text : str
+        The text the tokens came from ("" when unknown).
+
+    Returns
+    -------
+    labels : list of str, length n
+        Unique display labels.
+    sources : list of str, length n
+        ``text[a:b]`` for each token's offsets, ``""`` for special tokens and tokens
+        without offsets.
+    """
+    tokens = [str(t) for t in tokens]
+    n = len(tokens)
+    special = [bool(x) for x in special]
+    offsets = [(int(a), int(b)) for a, b in offsets]
+    sources = [text[a:b] if (text and not sp and b > a) else "" for (a, b), sp in zip(offsets, special)]
+    dec = _byte_decoder()
+    byte_level_guess = None  # decided once, only if some token has no source
+    labels: list[str | None] = [None] * n
+    i = 0
+    while i < n:
+        tok = tokens[i]
+        if special[i]:
+            labels[i] = tok
+            i += 1
+            continue
+        has_src = bool(sources[i])
+        if not has_src and byte_level_guess is None:
+            byte_level_guess = _byte_level_text(tokens, special)
+        # byte-level pieces: the shortest run from i that decodes to whole characters
+        if has_src or byte_level_guess:
+            done = False
+            for k in range(1, _MAX_PIECES + 1):
+                j = i + k
+                if j > n or special[j - 1]:
+                    break
+                g = dec.decode(tokens[i:j])
+                if "\ufffd" in g:
+                    continue
+                if has_src:
+                    a = min(offsets[m][0] for m in range(i, j) if sources[m])
+                    b = max(offsets[m][1] for m in range(i, j) if sources[m])
+                    if g.strip() != text[a:b].strip():
+                        break
+                if k == 1:
+                    labels[i] = _visible(g)
+                else:
+                    whole = _visible(g)
+                    for m in range(k):
+                        part = whole if m == 0 else _visible(g.lstrip(" "))
+                        labels[i + m] = f"{part}({m + 1}/{k})"
+                i, done = j, True
+                break
+            if done:
+                continue
+        src = sources[i]
+        if has_src:
+            if tok.startswith("##") and _fold(tok[2:]) == _fold(src):
+                labels[i] = _visible(src.strip())
+            elif tok.startswith("▁") and _fold(tok[1:]) == _fold(src):
+                labels[i] = SPACE_MARK + _visible(src.strip())
+            elif _fold(tok) == _fold(src):
+                labels[i] = _visible(src.strip())
+            elif "\ufffd" in dec.decode([tok]) and set(tok) <= _byte_alphabet():
+                labels[i] = f"{_visible(src.rstrip())}(part)"  # a byte piece cut off from its run
+        elif byte_level_guess and set(tok) <= _byte_alphabet():
+            labels[i] = _visible(dec.decode([tok]))  # bytes cut off from their character: �
+        elif tok.startswith("▁"):
+            labels[i] = SPACE_MARK + _visible(tok[1:])
+        if labels[i] is None:
+            labels[i] = _visible(tok)
+        i += 1
+    return _unique([lab or "∅" for lab in labels]), sources
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,20 +317,32 @@ class Attention:
     def __len__(self) -> int:
         return self.n_tokens
 
+    @cached_property
+    def _label_data(self) -> tuple[list[str], list[str]]:
+        return token_labels(self.tokens, self.offsets, self.special, self.text)
+
     @property
     def labels(self) -> list[str]:
-        """Human-readable token labels: the text each token covers, or the special token itself.
+        """Display labels that state what the model saw, one per token, all different.
 
-        Byte-level markers (``Ġ``, ``▁``) and WordPiece ``##`` are shown as plain text.
+        list of str, length n_tokens.  Special tokens as written (``[CLS]``); unknown tokens as
+        ``[UNK]`` (their text is in :attr:`sources`); byte-level pieces decoded, with ``·`` for
+        a leading space and ``↵`` for a line break; a character split over byte pieces as
+        ``"🍕(1/3)"``…; WordPiece pieces as the text they cover (``"Quantum"``, ``"ing"``);
+        repeats numbered ``"the"``, ``"the#2"``.  Rules: :func:`token_labels`.  Computed from
+        :attr:`tokens`, :attr:`offsets`, :attr:`special` and :attr:`text`, so a saved and
+        loaded result shows the same labels.  :attr:`tokens` stay exactly the tokenizer's.
         """
-        out = []
-        for tok, (a, b), sp in zip(self.tokens, self.offsets, self.special):
-            if not sp and self.text and b > a:
-                s = self.text[a:b].strip()
-                out.append(s if s else tok)
-            else:
-                out.append(tok)
-        return out
+        return list(self._label_data[0])
+
+    @property
+    def sources(self) -> list[str]:
+        """The text each token came from: ``text[a:b]`` of its offsets, ``""`` for special tokens.
+
+        list of str, length n_tokens.  For an unknown token this is the text it replaced
+        (``"🍕"`` where :attr:`labels` says ``[UNK]``).
+        """
+        return list(self._label_data[1])
 
     # --------------------------------------------------------------- indexing
     def __getitem__(self, key) -> np.ndarray:
@@ -254,3 +458,4 @@ class Attention:
         )
 
     __hash__ = None  # type: ignore[assignment]
+
