@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import InvalidInputError, MissingDependencyError
-from ..io import json_safe, register_result_kind, save_payload
+from ..analyses import KINDS, Columns, Result
+from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
+from ..io import json_safe
 
 __all__ = ["FeatureTable", "column_name", "parse_column"]
 
@@ -37,8 +38,12 @@ def parse_column(name: str) -> tuple[int, int, str, str]:
 
 
 @dataclass(eq=False)
-class FeatureTable:
+class FeatureTable(Result):
     """Topological features of a list of texts: a result like every attntopo result.
+
+    ``save(folder)`` and :func:`attntopo.load_result` round-trip it (once
+    :mod:`attntopo.features` is imported, which registers the kind); equality compares every
+    field but the provenance.
 
     Attributes
     ----------
@@ -66,9 +71,7 @@ class FeatureTable:
     settings: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
 
-    kind = KIND
-    #: fields left out of ``==``
-    _ignore = ("provenance",)
+    kind: ClassVar[str] = KIND
 
     def __post_init__(self) -> None:
         self.values = np.asarray(self.values, dtype=np.float64).reshape(len(self.index), -1)
@@ -128,12 +131,12 @@ class FeatureTable:
         )
 
     # --------------------------------------------------------------- protocol
-    def summary(self) -> dict[str, np.ndarray]:
+    def summary(self) -> Columns:
         """Columns of equal length: ``text_index`` then every feature column."""
         out: dict[str, np.ndarray] = {"text_index": self.index}
         for k, c in enumerate(self.columns):
             out[c] = self.values[:, k]
-        return out
+        return Columns(out)
 
     def to_pandas(self):
         """A DataFrame (rows: texts, indexed by input position; columns: the features)."""
@@ -162,7 +165,6 @@ class FeatureTable:
 
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
         meta = {
-            "kind": self.kind,
             "columns": list(self.columns),
             "texts": self.texts,
             "skipped": list(self.skipped),
@@ -171,37 +173,29 @@ class FeatureTable:
         }
         return meta, {"values": self.values, "index": self.index}
 
-    def save(self, path, *, overwrite: bool = True, compress: bool = True):
-        """Save to a folder (``attntopo.json`` + ``arrays.npz``), atomically."""
-        meta, arrays = self._payload()
-        return save_payload(path, meta, arrays, overwrite=overwrite, compress=compress)
-
     @classmethod
     def _from_payload(cls, meta: dict, arrays: dict) -> "FeatureTable":
+        columns = meta["columns"]
+        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+            raise ResultFormatError("'columns' must be a list of column names")
+        index = np.asarray(arrays["index"])
+        values = np.asarray(arrays["values"])
+        if index.ndim != 1 or index.dtype.kind not in "iu" or (index.size and index.min() < 0):
+            raise ResultFormatError(f"array 'index' must be 1-D non-negative integers, got {index.dtype} {index.shape}")
+        if values.dtype.kind != "f" or values.shape != (index.size, len(columns)):
+            raise ResultFormatError(
+                f"array 'values' must be floats of shape ({index.size}, {len(columns)}), got "
+                f"{values.dtype} {values.shape}"
+            )
         return cls(
-            values=arrays["values"],
-            columns=tuple(meta["columns"]),
-            index=arrays["index"],
+            values=values,
+            columns=tuple(columns),
+            index=index,
             texts=list(meta["texts"]),
             skipped=tuple(meta.get("skipped", ())),
-            settings=_restore(meta.get("settings", {})),
-            provenance=meta.get("provenance", {}),
+            settings=dict(meta.get("settings", {})),
+            provenance=dict(meta.get("provenance", {})),
         )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FeatureTable):
-            return NotImplemented
-        return (
-            self.columns == other.columns
-            and np.array_equal(self.index, other.index)
-            and self.values.shape == other.values.shape
-            and np.array_equal(self.values, other.values, equal_nan=True)
-            and self.texts == other.texts
-            and self.skipped == other.skipped
-            and json_safe(self.settings) == json_safe(other.settings)
-        )
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         sets = self.settings.get("sets", ())
@@ -211,9 +205,5 @@ class FeatureTable:
         )
 
 
-def _restore(settings: dict) -> dict:
-    """Settings as saved in JSON: lists stay lists (equality compares JSON forms)."""
-    return dict(settings)
 
-
-register_result_kind(KIND, FeatureTable._from_payload)
+KINDS[KIND] = FeatureTable  # load_result reads saved tables once attntopo.features is imported

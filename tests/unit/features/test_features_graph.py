@@ -1,0 +1,108 @@
+"""The graph set against networkx, graph by graph, as la-tda computes it."""
+
+from __future__ import annotations
+
+from itertools import islice
+
+import networkx as nx
+import numpy as np
+import pytest
+from _feature_refs import attention_matrices, graph_reference, random_attention
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attntopo.features import DEFAULT_THRESHOLDS, GRAPH_QUANTITIES, graph_features
+from attntopo.features._graph import _chordal, _short_cycles, graph_names
+
+Q = len(GRAPH_QUANTITIES)
+
+
+@settings(max_examples=150, deadline=None)
+@given(attention_matrices(max_n=9), st.lists(st.sampled_from([0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0]),
+                                             min_size=1, max_size=3, unique=True))
+def test_graph_features_equal_networkx(A, thresholds):
+    got = graph_features(A, thresholds)
+    for b in range(A.shape[0]):
+        np.testing.assert_array_equal(got[b], graph_reference(A[b], thresholds))
+
+
+@pytest.mark.parametrize("n", [12, 24])
+def test_graph_features_equal_networkx_on_softmax_rows(n):
+    # larger, denser graphs: the cycle count must go through its bounds and networkx alike
+    rng = np.random.default_rng(n)
+    A = random_attention(rng, 4, n, sharpness=2.0)
+    got = graph_features(A)
+    for b in range(4):
+        np.testing.assert_array_equal(got[b], graph_reference(A[b], DEFAULT_THRESHOLDS))
+
+
+@settings(max_examples=100, deadline=None)
+@given(attention_matrices(max_n=10))
+def test_betti_invariants(A):
+    F = graph_features(A).reshape(A.shape[0], -1, Q)
+    col = {q: F[..., k] for k, q in enumerate(GRAPH_QUANTITIES)}
+    n = A.shape[-1]
+    assert np.all(col["b1"] >= 0)
+    assert np.all((col["b0"] >= 1) & (col["b0"] <= n))
+    # weak components never outnumber strong ones; edges/degree agree
+    assert np.all(col["b0"] <= col["scc"])
+    np.testing.assert_allclose(col["degree"], 2 * col["edges"] / n)
+    assert np.all(col["matching"] <= n // 2)
+    # thresholds rise: the graphs shrink
+    assert np.all(np.diff(col["edges"], axis=1) <= 0)
+    assert np.all(np.diff(col["b0"], axis=1) >= 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 8), st.integers(0, 2**31 - 1))
+def test_short_cycle_counts_equal_enumeration(n, seed):
+    rng = np.random.default_rng(seed)
+    M = rng.random((1, n, n)) < rng.uniform(0.1, 0.9)
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(zip(*np.nonzero(M[0])))
+    expected = sum(1 for _ in nx.simple_cycles(g, length_bound=4))
+    assert int(_short_cycles(M)[0]) == expected
+
+
+def test_cycle_count_is_capped():
+    A = np.full((1, 8, 8), 1 / 8)  # complete digraph with loops: far more than 50 cycles
+    F = graph_features(A, (0.1,))[0]
+    assert F[GRAPH_QUANTITIES.index("cycles")] == 50
+    assert graph_features(A, (0.1,), cycle_cap=7)[0][GRAPH_QUANTITIES.index("cycles")] == 7
+
+
+def test_chordality_on_known_graphs():
+    def adj(n, edges):
+        U = np.zeros((1, n, n), dtype=bool)
+        for i, j in edges:
+            U[0, i, j] = U[0, j, i] = True
+        return U
+
+    square = [(0, 1), (1, 2), (2, 3), (3, 0)]
+    assert _chordal(adj(4, square))[0] == 0
+    assert _chordal(adj(4, square + [(0, 2)]))[0] == 1
+    assert _chordal(adj(5, [(0, 1), (1, 2), (2, 3), (3, 4)]))[0] == 1  # a path
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 9))
+        U = np.triu(rng.random((n, n)) < rng.uniform(0.2, 0.8), 1)
+        U = U | U.T
+        g = nx.from_numpy_array(U.astype(int))
+        assert _chordal(U[None])[0] == int(nx.is_chordal(g))
+
+
+def test_names_follow_thresholds_and_quantities():
+    names = graph_names((0.1, 0.25))
+    assert names[0] == "t0.1.scc" and names[-1] == "t0.25.matching" and len(names) == 2 * Q
+
+
+def test_cycles_of_a_causal_matrix_are_its_loops():
+    rng = np.random.default_rng(3)
+    A = np.tril(rng.random((2, 7, 7)))
+    A /= A.sum(-1, keepdims=True)
+    F = graph_features(A).reshape(2, -1, Q)
+    loops = np.stack([(np.diagonal(A, axis1=1, axis2=2) >= t).sum(-1) for t in DEFAULT_THRESHOLDS], -1)
+    np.testing.assert_array_equal(F[..., GRAPH_QUANTITIES.index("cycles")], loops)
+    g = nx.DiGraph(nx.from_numpy_array((A[0] >= 0.05).astype(int), create_using=nx.DiGraph))
+    assert sum(1 for _ in islice(nx.simple_cycles(g), 100)) == loops[0, 1]
