@@ -20,6 +20,8 @@ __all__ = [
     "OutOfRangeError",
     "MissingDependencyError",
     "ResultFormatError",
+    "AttntopoWarning",
+    "UnknownTokensWarning",
 ]
 
 
@@ -65,3 +67,35 @@ class MissingDependencyError(AttntopoError, ImportError):
 
 class ResultFormatError(AttntopoError, ValueError):
     """A saved result is missing, corrupt, or from an unsupported format version."""
+
+
+class AttntopoWarning(UserWarning):
+    """Base class of the warnings attntopo issues on purpose (filter them by this category)."""
+
+
+class UnknownTokensWarning(AttntopoWarning):
+    """The tokenizer turned parts of the text into its unknown token (``[UNK]``, ``<unk>``).
+
+    The model saw the unknown token there, not the characters: attention to those positions
+    says nothing about them.  ``Attention.labels`` shows the unknown token and
+    ``Attention.sources`` the text it replaced.
+
+    Attributes
+    ----------
+    count : int
+        Number of unknown tokens (over all texts of the call).
+    examples : list of str
+        Up to five distinct pieces of text that became unknown tokens, in order of appearance.
+    unk_token : str
+        The tokenizer's unknown token.
+    model : str
+        The model's name.
+    """
+
+    def __init__(self, message: str, *, count: int = 0, examples=(), unk_token: str = "",
+                 model: str = "") -> None:
+        super().__init__(message)
+        self.count = int(count)
+        self.examples = list(examples)
+        self.unk_token = unk_token
+        self.model = model

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Literal, Sequence, get_args
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from .._validation import check_bool, check_choice, check_indices, check_positive_int
 from ..attention import Attention
-from ..errors import EmptyTextError, InvalidInputError, TextTooLongError
+from ..errors import EmptyTextError, InvalidInputError, TextTooLongError, UnknownTokensWarning
 from .loading import load_hf
 from .specs import DEFAULT_MODEL, ModelSpec, resolve_spec
 
@@ -138,6 +139,8 @@ class AttentionModel:
         if self._fast:
             kwargs["return_offsets_mapping"] = True
         enc = tok(list(texts), truncation=False, **kwargs)
+        unk_id = tok.unk_token_id
+        unknown: list[str] = []
         out = []
         for i, text in enumerate(texts):
             ids = list(enc["input_ids"][i])
@@ -167,9 +170,33 @@ class AttentionModel:
             for k, sp in enumerate(special):
                 if sp:
                     offsets[k] = (0, 0)
+            if unk_id is not None:
+                unknown += [
+                    text[a:b] for x, sp, (a, b) in zip(ids, special, offsets)
+                    if x == unk_id and not sp
+                ]
             tokens = tok.convert_ids_to_tokens(ids)
             out.append(Encoding(text, ids, list(tokens), offsets, special, truncated))
+        if unknown:
+            self._warn_unknown(unknown)
         return out
+
+    def _warn_unknown(self, pieces: list[str]) -> None:
+        """One :class:`~attntopo.errors.UnknownTokensWarning` for the unknown tokens of a call."""
+        unk = str(self.tokenizer.unk_token)
+        examples = list(dict.fromkeys(p for p in pieces if p))[:5]
+        shown = ", ".join(repr(p) for p in examples)
+        what = f" ({shown})" if shown else ""
+        n = len(pieces)
+        warnings.warn(
+            UnknownTokensWarning(
+                f"{n} token{'s' if n != 1 else ''} of the text became {unk}{what}: {self.name}'s "
+                f"vocabulary lacks {'them' if n != 1 else 'it'}, so the model saw {unk} there "
+                f"(Attention.labels shows {unk}, Attention.sources the text)",
+                count=n, examples=examples, unk_token=unk, model=self.name,
+            ),
+            stacklevel=4,
+        )
 
     # ------------------------------------------------------------- attention
     def _probe_causal(self) -> bool:
@@ -208,7 +235,8 @@ class AttentionModel:
         """Attention of already-tokenized inputs (lists of token ids, special tokens included).
 
         The batch is right-padded with an attention mask, so padding never leaks into the
-        result: each entry equals a run on that input alone.
+        result: each entry equals a run on that input alone within float32 round-off
+        (≈1e-6: a padded batch goes through other matrix kernels).
 
         Returns
         -------
@@ -244,7 +272,8 @@ class AttentionModel:
         ----------
         text : str or list of str
             One text → one :class:`~attntopo.attention.Attention`; a list → a list, computed
-            in padded batches (padding never leaks: every text's weights equal a run alone).
+            in padded batches (padding never leaks: every text's weights equal a run alone
+            within float32 round-off, ≈1e-6).
         drop_special : bool
             Remove special tokens' rows and columns and renormalize rows
             (see :meth:`Attention.drop_special`).
