@@ -455,11 +455,14 @@ def _new_locked_dir(parent: Path, prefix: str, suffix: str) -> tuple[Path, int |
     while True:
         path = parent / f"{prefix}{secrets.token_hex(8)}{suffix}"
         _mkdir(path)
-        fd = _lock(path)
+        try:
+            fd = _lock(path)
+        except FileNotFoundError:  # another save swept it between mkdir and flock
+            continue
         try:
             if fd is None or os.path.samestat(os.fstat(fd), os.stat(path)):
                 return path, fd
-        except FileNotFoundError:  # another save swept it between mkdir and flock
+        except FileNotFoundError:  # ... or while this one waited for the lock
             pass
         _unlock(fd)
 
