@@ -73,7 +73,7 @@ class StageTimer:
     changed): ``AttentionModel.attention`` (tokenization + forward pass + packing),
     ``AttentionModel._forward`` (the forward pass: input tensors, the model call with
     ``output_attentions=True``, stacking the weights into numpy),
-    ``analyses.text.token_distances`` and ``analyses.text._persistence_batch_valid`` (the
+    ``analyses._analysis.token_distances`` and ``analyses._analysis._persistence_batch_valid`` (the
     validated-input form of ``persistence_batch`` that ``analyze`` calls).
     A wrapper costs about a microsecond per call.  If a hook point no longer exists
     (the library was refactored), that stage is reported as missing instead of failing.
@@ -82,8 +82,8 @@ class StageTimer:
     HOOKS = {
         "attention": ("attntopo.models.model", "AttentionModel", "attention"),
         "forward": ("attntopo.models.model", "AttentionModel", "_forward"),
-        "distances": ("attntopo.analyses.text", None, "token_distances"),
-        "persistence": ("attntopo.analyses.text", None, "_persistence_batch_valid"),
+        "distances": ("attntopo.analyses._analysis", None, "token_distances"),
+        "persistence": ("attntopo.analyses._analysis", None, "_persistence_batch_valid"),
     }
 
     def __init__(self) -> None:

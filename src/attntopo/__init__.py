@@ -55,21 +55,21 @@ _set_html_renderer(_render_html)
 
 # public name -> module that defines it
 _LAZY = {
-    "Analysis": "attntopo.analyses.text",
-    "analyze": "attntopo.analyses.text",
-    "Comparison": "attntopo.analyses.compare",
-    "PhraseTopology": "attntopo.analyses.compare",
-    "compare": "attntopo.analyses.compare",
-    "phrase_topology": "attntopo.analyses.compare",
-    "Timeline": "attntopo.analyses.timeline",
-    "timeline": "attntopo.analyses.timeline",
-    "HeadTypes": "attntopo.analyses.head_types",
-    "head_types": "attntopo.analyses.head_types",
-    "HeadSpace": "attntopo.analyses.heads",
-    "ModelComparison": "attntopo.analyses.heads",
-    "compare_models": "attntopo.analyses.heads",
-    "head_distances": "attntopo.analyses.heads",
-    "head_space": "attntopo.analyses.heads",
+    "Analysis": "attntopo.analyses._analysis",
+    "analyze": "attntopo.analyses._analysis",
+    "Comparison": "attntopo.analyses._comparison",
+    "compare": "attntopo.analyses._comparison",
+    "PhraseTopology": "attntopo.analyses._phrase",
+    "phrase_topology": "attntopo.analyses._phrase",
+    "Timeline": "attntopo.analyses._timeline_result",
+    "timeline": "attntopo.analyses._timeline",
+    "HeadTypes": "attntopo.analyses._head_types",
+    "head_types": "attntopo.analyses._head_types",
+    "HeadSpace": "attntopo.analyses._head_space",
+    "head_distances": "attntopo.analyses._head_space",
+    "head_space": "attntopo.analyses._head_space",
+    "ModelComparison": "attntopo.analyses._model_comparison",
+    "compare_models": "attntopo.analyses._model_comparison",
     "Attention": "attntopo.attention",
     "METRICS": "attntopo.distances",
     "token_distances": "attntopo.distances",
@@ -118,11 +118,14 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .analyses.compare import Comparison, PhraseTopology, compare, phrase_topology
-    from .analyses.head_types import HeadTypes, head_types
-    from .analyses.heads import HeadSpace, ModelComparison, compare_models, head_distances, head_space
-    from .analyses.text import Analysis, analyze
-    from .analyses.timeline import Timeline, timeline
+    from .analyses._analysis import Analysis, analyze
+    from .analyses._comparison import Comparison, compare
+    from .analyses._head_space import HeadSpace, head_distances, head_space
+    from .analyses._head_types import HeadTypes, head_types
+    from .analyses._model_comparison import ModelComparison, compare_models
+    from .analyses._phrase import PhraseTopology, phrase_topology
+    from .analyses._timeline import timeline
+    from .analyses._timeline_result import Timeline
     from .attention import Attention
     from .distances import METRICS, token_distances
     from .analyses._kinds import load_result

@@ -10,7 +10,7 @@ import pytest
 from _tolerances import for_model
 
 import attntopo as at
-from attntopo.analyses import timeline as tlmod
+from attntopo.analyses import _timeline as tlmod
 from attntopo.errors import EmptyTextError, InvalidInputError, OutOfRangeError
 from attntopo.topology import persistence
 from attntopo.topology.diagram_distances import bottleneck, wasserstein

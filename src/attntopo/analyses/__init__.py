@@ -1,12 +1,29 @@
-"""Analyses: one module per question a user asks, each answered by a result class.
+"""Analyses: one private module per question a user asks, each answered by a result class.
 
-The public names are imported on first use, so importing a small part of the package
-(:mod:`attntopo.analyses._html_hook`, which :mod:`attntopo` does at start-up) loads no
-analysis and no torch.
+=======================  ==========================================================
+module                   question (function → result)
+=======================  ==========================================================
+``_analysis``            one text, every head (:func:`analyze` → :class:`Analysis`)
+``_comparison``          two texts, head by head (``compare`` → :class:`Comparison`)
+``_phrase``              one phrase in several contexts (:func:`phrase_topology` →
+                         :class:`PhraseTopology`)
+``_head_types``          what pattern each head draws (``head_types`` → :class:`HeadTypes`)
+``_head_space``          how far apart the heads are (:func:`head_space` → :class:`HeadSpace`)
+``_model_comparison``    two models' head spaces (:func:`compare_models` →
+                         :class:`ModelComparison`)
+``_timeline``            topology as tokens arrive (``timeline`` → :class:`Timeline`,
+                         in ``_timeline_result``)
+=======================  ==========================================================
 
-The modules ``compare``, ``head_types`` and ``timeline`` keep their names: the functions of
-the same names are :func:`attntopo.compare`, :func:`attntopo.head_types` and
-:func:`attntopo.timeline` (``attntopo.analyses.compare`` is always the module).
+Shared by all of them: ``_result`` (the protocol every result follows), ``_kinds`` (the table of
+result kinds and :func:`load_result`), ``_inputs`` (texts or attentions + a model),
+``_provenance`` and ``_html_hook`` (where the rendering layer plugs in ``_repr_html_``).
+
+The public names are imported on first use, so importing a small part of the package loads no
+analysis and no torch.  ``compare``, ``head_types`` and ``timeline`` are the (old) modules of
+those names; the functions are :func:`attntopo.compare`, :func:`attntopo.head_types` and
+:func:`attntopo.timeline`.  ``text`` and ``heads`` are old module paths too; everything they
+offered is still importable from them.
 """
 
 from __future__ import annotations
@@ -14,25 +31,28 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# public name -> module (relative to this package) that defines it
+# public name -> private module (relative to this package) that defines it
 _LAZY = {
-    "Analysis": ".text",
-    "analyze": ".text",
-    "SUMMARY_STATS": ".text",
-    "Comparison": ".compare",
-    "PhraseTopology": ".compare",
-    "phrase_topology": ".compare",
-    "HeadTypes": ".head_types",
-    "HeadSpace": ".heads",
-    "ModelComparison": ".heads",
-    "compare_models": ".heads",
-    "head_distances": ".heads",
-    "head_space": ".heads",
-    "Timeline": ".timeline",
+    "Analysis": "._analysis",
+    "analyze": "._analysis",
+    "Comparison": "._comparison",
+    "PhraseTopology": "._phrase",
+    "phrase_topology": "._phrase",
+    "HeadTypes": "._head_types",
+    "HeadSpace": "._head_space",
+    "head_distances": "._head_space",
+    "head_space": "._head_space",
+    "ModelComparison": "._model_comparison",
+    "compare_models": "._model_comparison",
+    "Timeline": "._timeline_result",
     "KINDS": "._kinds",
     "load_result": "._kinds",
+    "Result": "._result",
+    "Columns": "._result",
+    "set_html_renderer": "._html_hook",
+    "SUMMARY_STATS": "..constants",
 }
-# names that are modules of this package (their functions live at attntopo.<name>)
+# names that are modules of this package (the old module paths)
 _MODULES = ("compare", "head_types", "timeline", "heads", "text")
 
 __all__ = sorted([*_LAZY, "compare", "head_types"])
@@ -54,10 +74,15 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from ..constants import SUMMARY_STATS
     from . import compare, head_types
-    from .compare import Comparison, PhraseTopology, phrase_topology
-    from .head_types import HeadTypes
-    from .heads import HeadSpace, ModelComparison, compare_models, head_distances, head_space
-    from .text import SUMMARY_STATS, Analysis, analyze
+    from ._analysis import Analysis, analyze
+    from ._comparison import Comparison
+    from ._head_space import HeadSpace, head_distances, head_space
+    from ._head_types import HeadTypes
+    from ._html_hook import set_html_renderer
     from ._kinds import KINDS, load_result
-    from .timeline import Timeline
+    from ._model_comparison import ModelComparison, compare_models
+    from ._phrase import PhraseTopology, phrase_topology
+    from ._result import Columns, Result
+    from ._timeline_result import Timeline

@@ -14,11 +14,13 @@ from typing import Any, Callable
 from ..errors import ResultFormatError
 from ..io import load_payload
 from ._result import Result
-from .compare import Comparison, PhraseTopology
-from .head_types import HeadTypes
-from .heads import HeadSpace, ModelComparison
-from .text import Analysis
-from .timeline import Timeline
+from ._analysis import Analysis
+from ._comparison import Comparison
+from ._head_space import HeadSpace
+from ._head_types import HeadTypes
+from ._model_comparison import ModelComparison
+from ._phrase import PhraseTopology
+from ._timeline_result import Timeline
 
 __all__ = ["KINDS", "load_result"]
 

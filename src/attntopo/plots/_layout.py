@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._mds import classical_mds
 from ..errors import InvalidInputError
 from ..topology import Diagram, validate_distance_matrix
 from ..topology.complex import complex_at
@@ -129,11 +130,12 @@ def check_scale(eps: Any, name: str = "eps") -> float:
 
 
 def mds_layout(D: np.ndarray, dim: int = 2) -> np.ndarray:
-    """Classical (Torgerson) multidimensional scaling of a distance matrix.
+    """Classical (Torgerson) multidimensional scaling of a distance matrix, for drawing.
 
-    Double-centres the squared distances, ``B = -J D² J / 2``, and returns the top
-    ``dim`` eigenvectors scaled by the square roots of their (non-negative) eigenvalues.
-    Deterministic: each axis is oriented so that its largest-magnitude entry is positive.
+    The coordinates of :func:`attntopo._mds.classical_mds` (top ``dim`` eigenvectors of
+    ``-J D² J / 2`` scaled by the square roots of their non-negative eigenvalues, each axis
+    oriented so that its largest-magnitude entry is positive); points that all coincide
+    (every distance 0) are spread on a small circle so that they stay visible.
 
     Parameters
     ----------
@@ -148,23 +150,11 @@ def mds_layout(D: np.ndarray, dim: int = 2) -> np.ndarray:
     """
     D = np.asarray(D, dtype=np.float64)
     n = D.shape[0]
-    if n == 1:
-        return np.zeros((1, dim))
-    J = np.eye(n) - 1.0 / n
-    B = -0.5 * J @ (D**2) @ J
-    B = (B + B.T) / 2
-    vals, vecs = np.linalg.eigh(B)
-    order = np.argsort(vals)[::-1][:dim]
-    vals = np.clip(vals[order], 0.0, None)
-    X = vecs[:, order] * np.sqrt(vals)
-    if X.shape[1] < dim:
-        X = np.hstack([X, np.zeros((n, dim - X.shape[1]))])
-    for k in range(dim):
-        i = int(np.argmax(np.abs(X[:, k])))
-        if X[i, k] < 0:
-            X[:, k] = -X[:, k]
+    if n == 0:
+        return np.zeros((0, dim))
+    X, _ = classical_mds(D, dim)
     # n tokens at the same place (all distances 0) would stack: spread them on a small circle
-    if not np.any(X):
+    if n > 1 and not np.any(X):
         t = 2 * np.pi * np.arange(n) / n
         X = np.stack([np.cos(t), np.sin(t)] + [np.zeros(n)] * (dim - 2), axis=1)[:, :dim]
     return X

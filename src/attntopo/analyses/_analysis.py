@@ -1,0 +1,335 @@
+"""One text through the whole pipeline: attention → distances → persistence → summaries."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from .._validation import check_maxdim, check_metric, check_threshold
+from .._version import __version__
+from ..attention import Attention
+from ..constants import DEFAULT_MODEL, SUMMARY_STATS
+from ..distances import token_distances
+from ..errors import ResultFormatError
+from ..io import json_float, json_safe
+from ..topology import Diagram, pack_diagrams, unpack_diagrams
+from ..topology.persistence import _persistence_batch_valid
+from ._inputs import head_position, load
+from ._provenance import make_provenance, model_info
+from ._result import Columns, Result, read_array
+
+__all__ = ["Analysis", "analyze"]
+
+
+@dataclass(eq=False)
+class Analysis(Result):
+    """Everything attntopo computes for one text, per head.
+
+    Attributes
+    ----------
+    attention : Attention
+        Weights of shape (n_layers, n_heads, n, n) for the analysed layers/heads.
+    distances : ndarray of shape (n_layers, n_heads, n, n), float64
+        Token distance matrices (:attr:`metric`).
+    diagrams : list of list of Diagram
+        ``diagrams[i][j]`` is the diagram of layer ``attention.layer_ids[i]``,
+        head ``attention.head_ids[j]``.
+    metric, maxdim, threshold, engine, paper_compat : settings used.
+    provenance : dict
+        Model description, package versions, creation time, settings
+        (:mod:`attntopo.analyses._provenance`).
+
+    Notes
+    -----
+    Follows the result protocol (:mod:`attntopo.analyses._result`): :meth:`summary` (one row
+    per head), :meth:`to_pandas`, :meth:`to_dict`, :meth:`save` / :func:`attntopo.load_result`,
+    equality over the fields except ``provenance``.
+    """
+
+    attention: Attention
+    distances: np.ndarray
+    diagrams: list[list[Diagram]]
+    metric: str
+    maxdim: int
+    threshold: float
+    engine: str
+    paper_compat: bool = False
+    provenance: dict = field(default_factory=dict)
+
+    kind: ClassVar[str] = "analysis"
+
+    # ----------------------------------------------------------------- access
+    @property
+    def tokens(self) -> list[str]:
+        return self.attention.tokens
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """Model layer indices analysed (0-based)."""
+        return self.attention.layer_ids
+
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """Model head indices analysed (0-based)."""
+        return self.attention.head_ids
+
+    def position(self, layer: int, head: int) -> tuple[int, int]:
+        """Positions ``(i, j)`` in the arrays of model layer ``layer`` and head ``head``.
+
+        Raises :class:`~attntopo.errors.OutOfRangeError` if that head was not analysed.
+        """
+        return head_position(layer, head, self.layers, self.heads, self.provenance.get("model"))
+
+    _pos = position
+
+    def attention_matrix(self, layer: int, head: int) -> np.ndarray:
+        """(n, n) attention weights of model layer ``layer``, head ``head``."""
+        i, j = self.position(layer, head)
+        return self.attention.weights[i, j]
+
+    def diagram(self, layer: int, head: int) -> Diagram:
+        """Persistence diagram of model layer ``layer``, head ``head`` (0-based, negatives ok)."""
+        i, j = self._pos(layer, head)
+        return self.diagrams[i][j]
+
+    def distance_matrix(self, layer: int, head: int) -> np.ndarray:
+        """(n, n) token distance matrix of one head."""
+        i, j = self._pos(layer, head)
+        return self.distances[i, j]
+
+    # ---------------------------------------------------------------- summary
+    def summary(self) -> Columns:
+        """Per-head summary table as columns (all arrays of length n_layers · n_heads).
+
+        Columns: ``layer``, ``head``, then for each dimension ``d`` ≤ maxdim:
+        ``n_bars_h{d}`` (all bars), ``n_infinite_h{d}``, ``total_persistence_h{d}`` and
+        ``max_persistence_h{d}`` (finite bars only, in distance units) and
+        ``persistence_entropy_h{d}`` (bits, over finite lifetimes).
+        """
+        rows = self.summary_rows()
+        if not rows:
+            return Columns({})
+        return Columns({k: np.array([r[k] for r in rows]) for k in rows[0]})
+
+    def summary_rows(self) -> list[dict]:
+        """Per-head summaries as a list of dicts (one per head, layer-major order)."""
+        rows = []
+        for i, layer in enumerate(self.layers):
+            for j, head in enumerate(self.heads):
+                s = self.diagrams[i][j].summary()
+                row = {"layer": layer, "head": head}
+                for d in range(self.maxdim + 1):
+                    sd = s[d]
+                    for stat in SUMMARY_STATS:
+                        row[f"{stat}_h{d}"] = sd[stat]
+                rows.append(row)
+        return rows
+
+    def _settings(self) -> dict:
+        st = self.provenance.get("settings", {})
+        return {
+            "metric": self.metric,
+            "maxdim": self.maxdim,
+            "threshold": self.threshold,
+            "engine": self.engine,
+            "paper_compat": self.paper_compat,
+            "drop_special": bool(st.get("drop_special", self.attention.special_dropped)),
+            "truncate": bool(st.get("truncate", False)),
+            "layers": list(self.layers),
+            "heads": list(self.heads),
+        }
+
+    def to_dict(self) -> dict:
+        """Plain JSON-safe data: version, model, settings, the tokens and the per-head summary
+        (:meth:`summary_rows`) — what ``attntopo analyze --json`` prints of the analysis."""
+        a = self.attention
+        return json_safe({
+            "attntopo": self.provenance.get("versions", {}).get("attntopo", __version__),
+            "model": self.provenance.get("model", {"name": a.model}),
+            "settings": self._settings(),
+            "text": a.text,
+            "n_tokens": a.n_tokens,
+            "truncated": a.truncated,
+            "tokens": a.tokens,
+            "labels": a.labels,
+            "special": a.special.tolist(),
+            "summary": self.summary_rows(),
+        })
+
+    def __repr__(self) -> str:
+        a = self.attention
+        return (
+            f"Analysis(model={a.model!r}, tokens={a.n_tokens}, layers={len(self.layers)}, "
+            f"heads={len(self.heads)}, metric={self.metric!r}, maxdim={self.maxdim})"
+        )
+
+    # ---------------------------------------------------------------- storage
+    def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        a = self.attention
+        arrays: dict[str, np.ndarray] = {
+            "weights": a.weights,
+            "distances": self.distances,
+            "special": a.special,
+        }
+        if a.token_ids is not None:
+            arrays["token_ids"] = a.token_ids
+        arrays.update(pack_diagrams(self.diagrams, "dgm_", maxdim=self.maxdim))
+        L, H = len(self.layers), len(self.heads)
+        d0 = self.diagrams[0][0] if L and H else None
+        meta = {
+            "model": a.model,
+            "text": a.text,
+            "tokens": a.tokens,
+            "offsets": a.offsets,
+            "causal": a.causal,
+            "layer_ids": list(a.layer_ids),
+            "head_ids": list(a.head_ids),
+            "special_dropped": a.special_dropped,
+            "truncated": a.truncated,
+            "metric": self.metric,
+            "maxdim": self.maxdim,
+            "threshold": self.threshold,
+            "engine": self.engine,
+            "filtration": getattr(d0, "filtration", "vietoris_rips"),
+            "paper_compat": self.paper_compat,
+            "provenance": self.provenance,
+        }
+        return meta, arrays
+
+    @classmethod
+    def _from_payload(cls, meta: dict, arrays: dict) -> "Analysis":
+        layer_ids, head_ids = tuple(meta["layer_ids"]), tuple(meta["head_ids"])
+        L, H = len(layer_ids), len(head_ids)
+        n = len(meta["tokens"])
+        weights = read_array(arrays, "weights", "f", shape=(L, H, n, n), finite=True, nonneg=True)
+        distances = read_array(arrays, "distances", "f", shape=(L, H, n, n), nonneg=True)
+        if np.isnan(distances).any():
+            raise ResultFormatError("array 'distances' holds NaN")
+        att = Attention(
+            weights=weights,
+            tokens=meta["tokens"],
+            offsets=[tuple(o) for o in meta["offsets"]],
+            special=read_array(arrays, "special", "b", shape=(n,)),
+            causal=bool(meta["causal"]),
+            model=meta["model"],
+            text=meta.get("text", ""),
+            token_ids=read_array(arrays, "token_ids", "i", shape=(n,), optional=True),
+            layer_ids=layer_ids,
+            head_ids=head_ids,
+            special_dropped=bool(meta.get("special_dropped", False)),
+            truncated=bool(meta.get("truncated", False)),
+        )
+        maxdim = check_maxdim(meta["maxdim"])
+        threshold = json_float(meta["threshold"])
+        diagrams = unpack_diagrams(
+            arrays, "dgm_", maxdim=maxdim, shape=(L, H), threshold=threshold,
+            engine=meta["engine"], filtration=meta.get("filtration", "vietoris_rips"),
+        )
+        return cls(
+            attention=att,
+            distances=distances,
+            diagrams=diagrams,
+            metric=meta["metric"],
+            maxdim=maxdim,
+            threshold=threshold,
+            engine=meta["engine"],
+            paper_compat=bool(meta.get("paper_compat", False)),
+            provenance=meta.get("provenance", {}),
+        )
+
+
+def analyze(
+    text: str | Sequence[str] | Attention,
+    model=DEFAULT_MODEL,
+    *,
+    layers=None,
+    heads=None,
+    metric: str = "jensen_shannon",
+    maxdim: int = 1,
+    threshold: float = math.inf,
+    engine: str | None = None,
+    drop_special: bool = False,
+    paper_compat: bool = False,
+    truncate: bool = False,
+    n_jobs: int | None = None,
+) -> Analysis | list[Analysis]:
+    """Analyse a text on every (or the chosen) head: attention, distances, diagrams, summaries.
+
+    Parameters
+    ----------
+    text : str, list of str, or Attention
+        One text → one :class:`Analysis`; a list → a list (attention batched, persistence of
+        all heads of all texts computed in one parallel batch).  An :class:`Attention`
+        is analysed as is (``model`` is then ignored).
+    model : str or AttentionModel
+        Alias (``"minilm"``, ``"smollm2"``), hub id, folder, or a loaded model.
+    layers, heads : int or list of int, optional
+        0-based model indices (negatives allowed); all by default.
+    metric : str
+        Row distance (see :data:`attntopo.distances.METRICS`); Jensen–Shannon base 2 by default.
+    maxdim : {0, 1, 2}
+        Highest homology dimension.
+    threshold : float
+        Largest edge length of the Rips filtration (inf: the full filtration).
+    engine : str, optional
+        Persistence engine (default: the fastest installed, see :mod:`attntopo.topology`).
+    drop_special : bool
+        Remove special tokens and renormalize rows before measuring distances.
+    paper_compat : bool
+        Reproduce the founding paper's distance (softmax re-applied, natural log, fourth root).
+    truncate : bool
+        Cut texts longer than the model's context instead of raising.
+    n_jobs : int, optional
+        Worker processes for persistence (default: all cores).
+    """
+    metric = check_metric(metric)
+    maxdim = check_maxdim(maxdim)
+    threshold = check_threshold(threshold)
+    if isinstance(text, Attention):
+        atts = [text.select(layers, heads) if (layers is not None or heads is not None) else text]
+        if drop_special and not text.special_dropped:
+            atts = [a.drop_special() for a in atts]
+        single = True
+        m = None
+    else:
+        m = load(model)
+        single = isinstance(text, str)
+        res = m.attention(text, drop_special=drop_special, truncate=truncate, layers=layers, heads=heads)
+        atts = [res] if single else list(res)
+
+    dists = [token_distances(a, metric=metric, paper_compat=paper_compat) for a in atts]
+    flat = [d.reshape(-1, d.shape[-1], d.shape[-1]) for d in dists]
+    all_mats = [mat for f in flat for mat in f]
+    # token_distances' matrices are valid by construction: no per-matrix re-validation
+    dgms = _persistence_batch_valid(
+        all_mats, maxdim=maxdim, threshold=threshold, engine=engine, n_jobs=n_jobs
+    )
+    used_engine = dgms[0].engine if dgms else (engine or "")
+    prov = make_provenance(
+        model_info(m, atts[0].model),
+        {"metric": metric, "engine": used_engine, "drop_special": drop_special, "truncate": truncate,
+         "paper_compat": paper_compat},
+    )
+    out = []
+    k = 0
+    for a, d in zip(atts, dists):
+        L, H = d.shape[0], d.shape[1]
+        grid = [[dgms[k + i * H + j] for j in range(H)] for i in range(L)]
+        k += L * H
+        out.append(
+            Analysis(
+                attention=a,
+                distances=d,
+                diagrams=grid,
+                metric=metric,
+                maxdim=int(maxdim),
+                threshold=threshold,
+                engine=used_engine,
+                paper_compat=paper_compat,
+                provenance=dict(prov),
+            )
+        )
+    return out[0] if single else out

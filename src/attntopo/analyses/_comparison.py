@@ -1,0 +1,699 @@
+"""Comparing the topology of two texts, head by head.
+
+:func:`compare` runs two texts (a text and its translation, two contexts, …) through one
+model in a single batched pass, computes the token distances of every selected head and
+the persistence diagrams of both texts in one parallel batch, and answers:
+
+* which tokens the texts share (:class:`~attntopo.words.SharedToken`: matched at word level
+  by normalized string and occurrence, or by a user-supplied word alignment);
+* for every pair of shared tokens, in each text, when they get an edge (edge birth) and
+  when they first lie in one connected component (connection scale);
+* which edges and triangles among shared tokens are present in *both* texts at a scale,
+  with their birth in each;
+* how far apart the two texts' diagrams are, per homology dimension (bottleneck,
+  Wasserstein p = 1 and 2), for the whole texts and for the shared tokens only;
+* over all heads, tables (layers × heads) of those numbers, and the heads where the texts
+  agree or differ most.
+
+Words, subwords and how they are matched: see :mod:`attntopo.words` (a word is represented
+by its first token).  One phrase across several contexts: :mod:`._phrase`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from .._validation import (
+    check_choice,
+    check_dim,
+    check_maxdim,
+    check_metric,
+    check_positive_int,
+    check_scale,
+)
+from ..attention import Attention
+from ..constants import COUNT_NAMES, DEFAULT_MODEL, DISTANCE_NAMES
+from ..distances import token_distances
+from ..errors import InvalidInputError, OutOfRangeError, ResultFormatError
+from ..io import json_float, json_safe
+from ..topology import Diagram, pack_diagrams, persistence_batch, unpack_diagrams
+from ..topology.complex import connection_scales
+from ..topology.diagram_distances import bottleneck, wasserstein
+from ..words import SharedToken, check_alignment, match_aligned, match_words, normalize_token
+from ._analysis import Analysis
+from ._inputs import attentions_of
+from ._provenance import make_provenance
+from ._result import Columns, Result, nest, read_array, unnest
+
+__all__ = ["Comparison", "compare"]
+
+
+# ------------------------------------------------------------------ comparison
+def _grid(flat: Sequence[Diagram], L: int, H: int, start: int = 0) -> list[list[Diagram]]:
+    return [[flat[start + i * H + j] for j in range(H)] for i in range(L)]
+
+
+def _pair_distances(da: Diagram, db: Diagram) -> np.ndarray:
+    """(3, maxdim + 1): bottleneck, W1, W2 per dimension."""
+    return np.stack([bottleneck(da, db), wasserstein(da, db, p=1), wasserstein(da, db, p=2)])
+
+
+def _triangle_counts(M: np.ndarray) -> np.ndarray:
+    """Number of triangles of each boolean adjacency in a (..., m, m) stack."""
+    F = M.astype(np.float64)
+    return np.rint(np.einsum("...ij,...jk,...ki->...", F, F, F) / 6.0).astype(np.int64)
+
+
+def _adaptive_scales(dgm_a: list[list[Diagram]], dgm_b: list[list[Diagram]]) -> np.ndarray:
+    L, H = len(dgm_a), len(dgm_a[0]) if dgm_a else 0
+    out = np.zeros((L, H))
+    for i in range(L):
+        for j in range(H):
+            deaths = np.concatenate([dgm_a[i][j].finite(0)[:, 1], dgm_b[i][j].finite(0)[:, 1]])
+            deaths = deaths[deaths > 0]
+            out[i, j] = float(np.median(deaths)) if deaths.size else 1.0
+    return out
+
+
+@dataclass(eq=False)
+class Comparison(Result):
+    """Two texts' topology, head by head, with the tokens they share.
+
+    Attributes
+    ----------
+    a, b : Analysis
+        Each text's attention, distances ``(L, H, n, n)`` and diagrams (full filtration).
+    shared_tokens : list of SharedToken
+        Tokens present in both texts (``m`` of them), in the order of text A.
+    scales : ndarray of shape (L, H)
+        The scale ``eps`` at which simplices are compared, per head (all equal to
+        ``threshold`` when one was given).
+    threshold : float or None
+        The scale given to :func:`compare`; ``None`` = adaptive per head (see there).
+    shared_diagrams_a, shared_diagrams_b : list of list of Diagram, or None
+        Diagrams of the shared tokens' own metric spaces (sub-matrices ``(m, m)`` of each
+        text's distances); ``None`` when no token is shared.
+    diagram_distances : dict of str to ndarray of shape (L, H, maxdim + 1)
+        ``"bottleneck"``, ``"wasserstein1"``, ``"wasserstein2"`` between the two texts' full
+        diagrams, per homology dimension (never pooled).
+    shared_diagram_distances : dict of str to ndarray of shape (L, H, maxdim + 1)
+        The same between the shared-token diagrams (NaN when no token is shared).
+    counts : dict of str to int ndarray of shape (L, H)
+        :data:`COUNT_NAMES`: edges and triangles among shared tokens present in both texts at
+        the head's scale, and in each text alone.
+    connection_a, connection_b : ndarray of shape (L, H, m, m)
+        Connection scales (minimax path distance in the whole text's complex) of every pair
+        of shared tokens.
+    alignment, alignment_units : the user alignment, if one was given.
+    include_special : bool
+        Whether special tokens were matched.
+    provenance : dict
+    """
+
+    a: Analysis
+    b: Analysis
+    shared_tokens: list[SharedToken]
+    scales: np.ndarray
+    threshold: float | None
+    shared_diagrams_a: list[list[Diagram]] | None
+    shared_diagrams_b: list[list[Diagram]] | None
+    diagram_distances: dict[str, np.ndarray]
+    shared_diagram_distances: dict[str, np.ndarray]
+    counts: dict[str, np.ndarray]
+    connection_a: np.ndarray
+    connection_b: np.ndarray
+    alignment: list[tuple[int, int]] | None = None
+    alignment_units: str = "word"
+    include_special: bool = False
+    provenance: dict = field(default_factory=dict)
+
+    kind: ClassVar[str] = "comparison"
+
+    # ------------------------------------------------------------------ access
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """Model layer indices compared (0-based)."""
+        return self.a.layers
+
+    @property
+    def heads(self) -> tuple[int, ...]:
+        """Model head indices compared (0-based)."""
+        return self.a.heads
+
+    @property
+    def maxdim(self) -> int:
+        return self.a.maxdim
+
+    @property
+    def metric(self) -> str:
+        return self.a.metric
+
+    @property
+    def keys(self) -> list[str]:
+        """Keys of the shared tokens, in order."""
+        return [s.key for s in self.shared_tokens]
+
+    @property
+    def index_a(self) -> np.ndarray:
+        """int ndarray of shape (m,): representative token of each shared token in text A."""
+        return np.array([s.a for s in self.shared_tokens], dtype=np.int64)
+
+    @property
+    def index_b(self) -> np.ndarray:
+        """int ndarray of shape (m,): representative token of each shared token in text B."""
+        return np.array([s.b for s in self.shared_tokens], dtype=np.int64)
+
+    @property
+    def edge_birth_a(self) -> np.ndarray:
+        """ndarray of shape (L, H, m, m): distances between shared tokens in text A."""
+        ia = self.index_a
+        return self.a.distances[:, :, ia][:, :, :, ia]
+
+    @property
+    def edge_birth_b(self) -> np.ndarray:
+        """ndarray of shape (L, H, m, m): distances between shared tokens in text B."""
+        ib = self.index_b
+        return self.b.distances[:, :, ib][:, :, :, ib]
+
+    def _pos(self, layer: int | None, head: int | None) -> tuple[int, int]:
+        if layer is None or head is None:
+            if len(self.layers) == 1 and len(self.heads) == 1:
+                return 0, 0
+            raise InvalidInputError(
+                "several heads were compared: give layer= and head= (0-based model indices)"
+            )
+        return self.a._pos(layer, head)
+
+    def _key_index(self, key: str | int) -> int:
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            m = len(self.shared_tokens)
+            if not -m <= key < m:
+                raise OutOfRangeError(f"shared token {key} is out of range: {m} shared tokens")
+            return int(key) % m
+        keys = self.keys
+        k = normalize_token(str(key)) if str(key) not in keys else str(key)
+        if k not in keys:
+            raise InvalidInputError(
+                f"{key!r} is not a shared token; shared are: {', '.join(keys) or '(none)'}"
+            )
+        return keys.index(k)
+
+    def scale(self, layer: int | None = None, head: int | None = None) -> float:
+        """The scale ``eps`` used for one head."""
+        i, j = self._pos(layer, head)
+        return float(self.scales[i, j])
+
+    def diagrams(self, layer: int | None = None, head: int | None = None) -> tuple[Diagram, Diagram]:
+        """The two texts' full diagrams of one head."""
+        i, j = self._pos(layer, head)
+        return self.a.diagrams[i][j], self.b.diagrams[i][j]
+
+    def pair(self, u: str | int, v: str | int, layer: int | None = None, head: int | None = None) -> dict:
+        """Edge births and connection scales of two shared tokens (by key or position) in one head.
+
+        Returns ``{"a", "b", "edge_birth_a", "edge_birth_b", "connection_a", "connection_b",
+        "scale"}``.
+        """
+        i, j = self._pos(layer, head)
+        p, q = self._key_index(u), self._key_index(v)
+        sa, sb = self.shared_tokens[p], self.shared_tokens[q]
+        return {
+            "a": sa.key,
+            "b": sb.key,
+            "edge_birth_a": float(self.a.distances[i, j, sa.a, sb.a]),
+            "edge_birth_b": float(self.b.distances[i, j, sa.b, sb.b]),
+            "connection_a": float(self.connection_a[i, j, p, q]),
+            "connection_b": float(self.connection_b[i, j, p, q]),
+            "scale": float(self.scales[i, j]),
+        }
+
+    def first_triangle(
+        self, u: str | int, v: str | int, layer: int | None = None, head: int | None = None
+    ) -> dict:
+        """Scale at which two shared tokens first span a triangle, in each text.
+
+        The earliest 2-simplex containing both tokens' representatives, with any third token
+        of that text (special tokens and subwords included):
+        ``min_k max(D[u, v], D[u, k], D[v, k])``.
+
+        Returns
+        -------
+        dict
+            ``{"birth_a", "third_a", "third_a_index", "birth_b", "third_b", "third_b_index"}``
+            (births ``inf`` and thirds ``None`` when a text has fewer than 3 tokens).
+        """
+        i, j = self._pos(layer, head)
+        su = self.shared_tokens[self._key_index(u)]
+        sv = self.shared_tokens[self._key_index(v)]
+        out: dict = {}
+        for side, an, x, y in (("a", self.a, su.a, sv.a), ("b", self.b, su.b, sv.b)):
+            D = an.distances[i, j]
+            cand = np.maximum(D[x], D[y])
+            cand[[x, y]] = np.inf
+            k = int(np.argmin(cand))
+            if len(cand) < 3 or x == y:
+                out.update({f"birth_{side}": math.inf, f"third_{side}": None, f"third_{side}_index": None})
+                continue
+            out.update({
+                f"birth_{side}": float(max(D[x, y], cand[k])),
+                f"third_{side}": an.attention.labels[k],
+                f"third_{side}_index": k,
+            })
+        return out
+
+    def pairs(self, layer: int | None = None, head: int | None = None) -> list[dict]:
+        """:meth:`pair` for every pair of shared tokens (``p < q`` in shared order)."""
+        m = len(self.shared_tokens)
+        return [self.pair(p, q, *self._model_ids(layer, head)) for p in range(m) for q in range(p + 1, m)]
+
+    def _model_ids(self, layer, head) -> tuple[int, int]:
+        i, j = self._pos(layer, head)
+        return self.layers[i], self.heads[j]
+
+    def shared_simplices(
+        self, layer: int | None = None, head: int | None = None, eps: float | None = None, dim: int | None = None
+    ) -> list[dict]:
+        """Edges and triangles among shared tokens present in both texts at ``eps``.
+
+        Parameters
+        ----------
+        layer, head : int
+            Model indices (optional when one head was compared).
+        eps : float, optional
+            Scale; default the head's :attr:`scales` entry.
+        dim : {1, 2}, optional
+            Only edges (1) or only triangles (2); both by default.
+
+        Returns
+        -------
+        list of dict
+            ``{"tokens": (key, key[, key]), "birth_a", "birth_b"}``, edges first, then
+            triangles, each in lexicographic order of shared positions.  A simplex's birth is
+            its longest side in that text.
+        """
+        i, j = self._pos(layer, head)
+        e = float(self.scales[i, j]) if eps is None else check_scale(eps)
+        if dim not in (None, 1, 2):
+            raise InvalidInputError(f"dim must be 1 (edges), 2 (triangles) or None (both), got {dim!r}")
+        SA, SB = self.edge_birth_a[i, j], self.edge_birth_b[i, j]
+        m = SA.shape[0]
+        M = (SA <= e) & (SB <= e)
+        np.fill_diagonal(M, False)
+        keys = self.keys
+        out: list[dict] = []
+        if dim in (None, 1):
+            p, q = np.nonzero(np.triu(M, 1))
+            out += [
+                {"tokens": (keys[x], keys[y]), "birth_a": float(SA[x, y]), "birth_b": float(SB[x, y])}
+                for x, y in zip(p.tolist(), q.tolist())
+            ]
+        if dim in (None, 2) and m >= 3:
+            p, q = np.nonzero(np.triu(M, 1))
+            U = np.triu(M, 1)
+            for x, y in zip(p.tolist(), q.tolist()):
+                for z in np.flatnonzero(U[x] & U[y]).tolist():
+                    out.append({
+                        "tokens": (keys[x], keys[y], keys[z]),
+                        "birth_a": float(max(SA[x, y], SA[x, z], SA[y, z])),
+                        "birth_b": float(max(SB[x, y], SB[x, z], SB[y, z])),
+                    })
+        return out
+
+    # ------------------------------------------------------------------ tables
+    def grid(self, name: str = "bottleneck", dim: int | None = None, scope: str = "text") -> np.ndarray:
+        """A (layers × heads) table.
+
+        Parameters
+        ----------
+        name : str
+            A diagram distance (:data:`DISTANCE_NAMES`) or a count (:data:`COUNT_NAMES`),
+            or ``"scale"``.
+        dim : int, optional
+            Homology dimension for distances (default: 1, or 0 if maxdim is 0).
+        scope : {"text", "shared"}
+            Distances between the whole texts' diagrams, or between the shared tokens'.
+
+        Returns
+        -------
+        ndarray of shape (n_layers, n_heads)
+        """
+        if name == "scale":
+            return self.scales.copy()
+        if name in COUNT_NAMES:
+            return self.counts[name].copy()
+        if name not in DISTANCE_NAMES:
+            raise InvalidInputError(
+                f"unknown table {name!r}; allowed: {', '.join(DISTANCE_NAMES + COUNT_NAMES)}, 'scale'"
+            )
+        check_choice(scope, "scope", ("text", "shared"))
+        d = self._dim(dim)
+        src = self.diagram_distances if scope == "text" else self.shared_diagram_distances
+        return src[name][:, :, d].copy()
+
+    def _dim(self, dim: int | None) -> int:
+        if dim is None:
+            return min(1, self.maxdim)
+        return check_dim(dim, self.maxdim)
+
+    def _ranked(self, k: int, by: str, dim: int | None, scope: str, similar: bool) -> list[tuple[int, int, float]]:
+        k = check_positive_int(k, "k", allow_none=False)
+        if by not in DISTANCE_NAMES + ("shared_edges", "shared_triangles"):
+            raise InvalidInputError(
+                f"by must be one of {', '.join(DISTANCE_NAMES)}, shared_edges, shared_triangles; got {by!r}"
+            )
+        g = self.grid(by, dim, scope).astype(np.float64)
+        # a distance: small = similar; a count of shared simplices: large = similar
+        v = g if by in DISTANCE_NAMES else -g
+        v = v if similar else -v
+        flat = np.where(np.isnan(v), np.inf, v).ravel()  # NaN (no shared tokens) ranks last
+        # ties (often: no H1 bar in either text) are broken by the same number summed over
+        # all dimensions, then by layer and head
+        if by in DISTANCE_NAMES:
+            src = self.diagram_distances if scope == "text" else self.shared_diagram_distances
+            tot = src[by].sum(-1).ravel()
+            tot = np.where(np.isnan(tot), np.inf, tot if similar else -tot)
+        else:
+            tot = np.zeros_like(flat)
+        order = np.lexsort((np.arange(flat.size), tot, flat))
+        out = []
+        H = len(self.heads)
+        for t in order[: int(k)]:
+            i, j = divmod(int(t), H)
+            out.append((self.layers[i], self.heads[j], float(g[i, j])))
+        return out
+
+    def most_similar_heads(
+        self, k: int = 5, by: str = "bottleneck", dim: int | None = None, scope: str = "text"
+    ) -> list[tuple[int, int, float]]:
+        """The ``k`` heads where the two texts' topology agrees most.
+
+        ``by`` a diagram distance (smallest first, in dimension ``dim``, default H1) or
+        ``"shared_edges"``/``"shared_triangles"`` (largest first).  Returns
+        ``[(layer, head, value), ...]`` (model indices; ties broken by layer, then head).
+        """
+        return self._ranked(k, by, dim, scope, True)
+
+    def most_different_heads(
+        self, k: int = 5, by: str = "bottleneck", dim: int | None = None, scope: str = "text"
+    ) -> list[tuple[int, int, float]]:
+        """The ``k`` heads where the two texts' topology differs most (see
+        :meth:`most_similar_heads`)."""
+        return self._ranked(k, by, dim, scope, False)
+
+    def summary(self) -> Columns:
+        """Per-head table as columns (arrays of length n_layers · n_heads, layer-major).
+
+        Columns: ``layer``, ``head``, ``scale``, ``{name}_h{d}`` for every diagram distance
+        and dimension (whole texts), ``shared_{name}_h{d}`` (shared tokens), and the counts.
+        """
+        L, H = len(self.layers), len(self.heads)
+        cols: dict[str, np.ndarray] = {
+            "layer": np.repeat(np.array(self.layers, dtype=np.int64), H),
+            "head": np.tile(np.array(self.heads, dtype=np.int64), L),
+            "scale": self.scales.ravel().copy(),
+        }
+        for prefix, src in (("", self.diagram_distances), ("shared_", self.shared_diagram_distances)):
+            for name in DISTANCE_NAMES:
+                for d in range(self.maxdim + 1):
+                    cols[f"{prefix}{name}_h{d}"] = src[name][:, :, d].ravel().copy()
+        for name in COUNT_NAMES:
+            cols[name] = self.counts[name].ravel().copy()
+        return Columns(cols)
+
+    def head_report(self, layer: int | None = None, head: int | None = None) -> dict:
+        """Everything about one head as plain data (JSON-ready apart from ``inf``)."""
+        i, j = self._pos(layer, head)
+        lay, hd = self.layers[i], self.heads[j]
+        return {
+            "layer": lay,
+            "head": hd,
+            "scale": float(self.scales[i, j]),
+            "diagram_distances": {
+                n: self.diagram_distances[n][i, j].tolist() for n in DISTANCE_NAMES
+            },
+            "shared_diagram_distances": {
+                n: self.shared_diagram_distances[n][i, j].tolist() for n in DISTANCE_NAMES
+            },
+            "counts": {n: int(self.counts[n][i, j]) for n in COUNT_NAMES},
+            "pairs": self.pairs(lay, hd),
+            "shared_simplices": [
+                {**s, "tokens": list(s["tokens"])} for s in self.shared_simplices(lay, hd)
+            ],
+        }
+
+    def to_dict(self, k: int = 5) -> dict:
+        """Plain JSON-safe overview: texts, settings, shared tokens, per-head table, the ``k``
+        most similar and most different heads (what ``attntopo compare --json`` starts from)."""
+        k = max(1, min(int(k), len(self.layers) * len(self.heads)))
+        return json_safe({
+            "kind": "comparison",
+            "model": self.a.attention.model,
+            "text_a": self.a.attention.text,
+            "text_b": self.b.attention.text,
+            "metric": self.metric,
+            "maxdim": self.maxdim,
+            "threshold": self.threshold,
+            "layers": list(self.layers),
+            "heads": list(self.heads),
+            "shared_tokens": [s.to_dict() for s in self.shared_tokens],
+            "heads_table": {kk: v.tolist() for kk, v in self.summary().items()},
+            "most_similar_heads": self.most_similar_heads(k),
+            "most_different_heads": self.most_different_heads(k),
+        })
+
+    def __repr__(self) -> str:
+        return (
+            f"Comparison(model={self.a.attention.model!r}, tokens={self.a.attention.n_tokens}/"
+            f"{self.b.attention.n_tokens}, shared={len(self.shared_tokens)}, layers={len(self.layers)}, "
+            f"heads={len(self.heads)}, maxdim={self.maxdim})"
+        )
+
+    # ---------------------------------------------------------------- storage
+    def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        meta: dict = {}
+        arrays: dict[str, np.ndarray] = {}
+        nest(meta, arrays, "a", self.a)
+        nest(meta, arrays, "b", self.b)
+        arrays["scales"] = self.scales
+        arrays["connection_a"] = self.connection_a
+        arrays["connection_b"] = self.connection_b
+        for n in DISTANCE_NAMES:
+            arrays[f"dist__{n}"] = self.diagram_distances[n]
+            arrays[f"shared_dist__{n}"] = self.shared_diagram_distances[n]
+        for n in COUNT_NAMES:
+            arrays[f"count__{n}"] = self.counts[n]
+        if self.shared_diagrams_a is not None:
+            for side, grid in (("a", self.shared_diagrams_a), ("b", self.shared_diagrams_b)):
+                arrays.update(pack_diagrams(grid, f"shared_{side}__", maxdim=self.maxdim))
+        meta.update({
+            "shared_tokens": [s.to_dict() for s in self.shared_tokens],
+            "threshold": self.threshold,
+            "alignment": [list(p) for p in self.alignment] if self.alignment is not None else None,
+            "alignment_units": self.alignment_units,
+            "include_special": self.include_special,
+            "has_shared_diagrams": self.shared_diagrams_a is not None,
+            "provenance": self.provenance,
+        })
+        return meta, arrays
+
+    @classmethod
+    def _from_payload(cls, meta: dict, arrays: dict) -> "Comparison":
+        a = unnest(meta, arrays, "a", Analysis)
+        b = unnest(meta, arrays, "b", Analysis)
+        if a is None or b is None:
+            raise ResultFormatError("a comparison must hold the analyses of both texts")
+        L, H = len(a.layers), len(a.heads)
+        shared = [SharedToken.from_dict(d) for d in meta["shared_tokens"]]
+        m = len(shared)
+        sa = sb = None
+        if meta.get("has_shared_diagrams"):
+            sa, sb = (unpack_diagrams(arrays, f"shared_{side}__", maxdim=a.maxdim, shape=(L, H), engine=a.engine)
+                      for side in ("a", "b"))
+        thr = meta.get("threshold")
+        lh = (L, H, a.maxdim + 1)
+        return cls(
+            a=a,
+            b=b,
+            shared_tokens=shared,
+            scales=read_array(arrays, "scales", "f", shape=(L, H), nonneg=True),
+            threshold=None if thr is None else json_float(thr),
+            shared_diagrams_a=sa,
+            shared_diagrams_b=sb,
+            diagram_distances={n: read_array(arrays, f"dist__{n}", "f", shape=lh) for n in DISTANCE_NAMES},
+            shared_diagram_distances={
+                n: read_array(arrays, f"shared_dist__{n}", "f", shape=lh) for n in DISTANCE_NAMES
+            },
+            counts={n: read_array(arrays, f"count__{n}", "i", shape=(L, H), nonneg=True) for n in COUNT_NAMES},
+            connection_a=read_array(arrays, "connection_a", "f", shape=(L, H, m, m), nonneg=True),
+            connection_b=read_array(arrays, "connection_b", "f", shape=(L, H, m, m), nonneg=True),
+            alignment=None if meta.get("alignment") is None else [tuple(p) for p in meta["alignment"]],
+            alignment_units=meta.get("alignment_units", "word"),
+            include_special=bool(meta.get("include_special", False)),
+            provenance=meta.get("provenance", {}),
+        )
+
+
+def compare(
+    text_a: str | Attention,
+    text_b: str | Attention,
+    model: Any = DEFAULT_MODEL,
+    layer: int | Sequence[int] | None = None,
+    head: int | Sequence[int] | None = None,
+    *,
+    metric: str = "jensen_shannon",
+    maxdim: int = 1,
+    threshold: float | None = None,
+    drop_special: bool = False,
+    include_special: bool = False,
+    alignment: Sequence[tuple[int, int]] | None = None,
+    alignment_units: str = "word",
+    engine: str | None = None,
+    n_jobs: int | None = None,
+    truncate: bool = False,
+) -> Comparison:
+    """Compare the attention topology of two texts, head by head.
+
+    Parameters
+    ----------
+    text_a, text_b : str or Attention
+        Two texts (run through ``model`` in one batched pass), or two :class:`Attention`
+        objects of the same model, layers and heads (``model`` is then ignored).
+    model : str or AttentionModel
+        ``"minilm"``, ``"smollm2"``, any hub id (a multilingual one for translations), a
+        folder, or a loaded model.
+    layer, head : int or list of int, optional
+        0-based model indices; ``None`` = all layers / all heads.
+    metric : str
+        Token distance (Jensen–Shannon base 2 by default).
+    maxdim : {0, 1, 2}
+        Highest homology dimension of the diagrams.
+    threshold : float, optional
+        The scale ``eps`` at which simplices among shared tokens are compared (edges and
+        triangles present in both texts).  The filtration itself is never cut: diagrams and
+        connection scales use all scales.  ``None`` (default) chooses a scale per head: the
+        median of the finite H0 deaths of both texts pooled (the minimum-spanning-tree edge
+        lengths), where about half of each text's tokens have merged.  Heads differ widely in
+        their distance range (per-head medians of the pairwise JS distances range from 0.17 to
+        1.0 on MiniLM), so one fixed scale leaves most heads with no edges at all; pass e.g.
+        ``threshold=0.2`` to use one scale everywhere.
+    drop_special : bool
+        Remove special tokens and renormalize rows before measuring distances.
+    include_special : bool
+        Also match special tokens ([CLS] with [CLS], …) as shared tokens (when kept).
+    alignment : list of (int, int), optional
+        Pairs tokens across the texts instead of string matching (translations): pairs of
+        word indices (``alignment_units="word"``: positions in :func:`split_words` of each
+        text) or of token positions (``"token"``: positions in the analysed token lists,
+        after ``drop_special``).  One-to-one.
+    alignment_units : {"word", "token"}
+    engine, n_jobs
+        Persistence engine and worker processes (see :func:`~attntopo.topology.persistence_batch`).
+    truncate : bool
+        Cut texts longer than the model's context instead of raising.
+
+    Returns
+    -------
+    Comparison
+
+    Notes
+    -----
+    Shared tokens are matched at word level (see the module docs): normalized word string
+    (NFKC, case-folded, without ``##``/``Ġ``/``▁``) and occurrence — the 2nd *the* of A
+    matches the 2nd *the* of B — so subword splits still match; a word is represented by
+    its first token.  Diagram distances use :mod:`attntopo.topology.diagram_distances`
+    per homology dimension (never pooled), with infinite bars matched to infinite bars
+    (the one infinite H0 bar of each text is born at 0, so it costs nothing).
+    """
+    metric = check_metric(metric)
+    maxdim = check_maxdim(maxdim)
+    scale = check_scale(threshold, "threshold", allow_inf=False, allow_none=True,
+                        hint="None: a scale per head; e.g. 0.2")
+    check_choice(alignment_units, "alignment_units", ("word", "token"))
+    pairs = check_alignment(alignment) if alignment is not None else None
+
+    (A, B), info = attentions_of([text_a, text_b], model, layer, head, drop_special, truncate)
+    shared = (
+        match_aligned(A, B, pairs, alignment_units)
+        if pairs is not None
+        else match_words(A, B, include_special and not drop_special)
+    )
+    m = len(shared)
+    DA = token_distances(A, metric=metric)
+    DB = token_distances(B, metric=metric)
+    L, H = DA.shape[0], DA.shape[1]
+    ia = np.array([s.a for s in shared], dtype=np.int64)
+    ib = np.array([s.b for s in shared], dtype=np.int64)
+    SA = DA[:, :, ia][:, :, :, ia]
+    SB = DB[:, :, ib][:, :, :, ib]
+
+    # one persistence batch: full A, full B, shared A, shared B
+    mats = list(DA.reshape(-1, DA.shape[-1], DA.shape[-1])) + list(DB.reshape(-1, DB.shape[-1], DB.shape[-1]))
+    if m:
+        mats += list(SA.reshape(-1, m, m)) + list(SB.reshape(-1, m, m))
+    dgms = persistence_batch(mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs)
+    used_engine = dgms[0].engine
+    grid_a = _grid(dgms, L, H, 0)
+    grid_b = _grid(dgms, L, H, L * H)
+    sh_a = _grid(dgms, L, H, 2 * L * H) if m else None
+    sh_b = _grid(dgms, L, H, 3 * L * H) if m else None
+
+    prov = make_provenance(info, {"metric": metric, "engine": used_engine, "drop_special": drop_special,
+                                  "truncate": truncate})
+    an_a = Analysis(A, DA, grid_a, metric, maxdim, math.inf, used_engine, False, dict(prov))
+    an_b = Analysis(B, DB, grid_b, metric, maxdim, math.inf, used_engine, False, dict(prov))
+
+    scales = np.full((L, H), scale) if scale is not None else _adaptive_scales(grid_a, grid_b)
+
+    dist = np.zeros((3, L, H, maxdim + 1))
+    sdist = np.full((3, L, H, maxdim + 1), np.nan)
+    for i in range(L):
+        for j in range(H):
+            dist[:, i, j] = _pair_distances(grid_a[i][j], grid_b[i][j])
+            if m:
+                sdist[:, i, j] = _pair_distances(sh_a[i][j], sh_b[i][j])
+
+    eps = scales[:, :, None, None]
+    off = ~np.eye(m, dtype=bool)
+    MA = (SA <= eps) & off
+    MB = (SB <= eps) & off
+    MS = MA & MB
+    counts = {
+        "shared_edges": MS.sum(axis=(-1, -2)) // 2,
+        "shared_triangles": _triangle_counts(MS),
+        "edges_a": MA.sum(axis=(-1, -2)) // 2,
+        "edges_b": MB.sum(axis=(-1, -2)) // 2,
+        "triangles_a": _triangle_counts(MA),
+        "triangles_b": _triangle_counts(MB),
+    }
+    counts = {k: np.asarray(v, dtype=np.int64).reshape(L, H) for k, v in counts.items()}
+
+    conn_a = np.zeros((L, H, m, m))
+    conn_b = np.zeros((L, H, m, m))
+    if m:
+        for i in range(L):
+            for j in range(H):
+                conn_a[i, j] = connection_scales(DA[i, j])[np.ix_(ia, ia)]
+                conn_b[i, j] = connection_scales(DB[i, j])[np.ix_(ib, ib)]
+
+    return Comparison(
+        a=an_a,
+        b=an_b,
+        shared_tokens=shared,
+        scales=scales,
+        threshold=scale,
+        shared_diagrams_a=sh_a,
+        shared_diagrams_b=sh_b,
+        diagram_distances={n: dist[k] for k, n in enumerate(DISTANCE_NAMES)},
+        shared_diagram_distances={n: sdist[k] for k, n in enumerate(DISTANCE_NAMES)},
+        counts=counts,
+        connection_a=conn_a,
+        connection_b=conn_b,
+        alignment=pairs,
+        alignment_units=alignment_units,
+        include_special=bool(include_special),
+        provenance=prov,
+    )

@@ -1,0 +1,686 @@
+"""Head space: every attention head of a model is a point; how far apart are they?
+
+The founding paper defines the distance between two heads ``a`` and ``b`` on a text as the
+sum over the query tokens ``i`` of the Jensen–Shannon distance between the distributions
+the two heads give token ``i``:
+
+.. math:: d(a, b) = \\sum_i \\mathrm{JS}(A_a[i, :], A_b[i, :])
+
+(after Clark et al., *What does BERT look at?*, who cluster heads with a JS head
+distance).  Its notebooks computed it within a layer and summed the per-layer matrices;
+here every head of every layer is one point: head ``h`` of layer ``l`` is index
+``l · H + h`` of an ``(L·H, L·H)`` matrix.
+
+* :func:`head_distances` — that matrix for one text (the paper's sum, or with
+  ``normalize=True`` the mean over tokens, comparable across lengths and tokenizers), or
+  for several texts (``reduce="sum" | "mean"``, or ``"none"`` for the stack).  A sum of
+  metrics over tokens is a (pseudo)metric: symmetric, zero diagonal, triangle inequality.
+* :func:`head_space` → :class:`HeadSpace`: that matrix for a model on some texts, its
+  persistence diagram, single-linkage dendrogram, a 2-D classical MDS embedding, head
+  clusters at a scale, a redundancy report, and the heads' types
+  (:mod:`attntopo.analyses._head_types`).
+
+Two models' head spaces compared: :mod:`attntopo.analyses._model_comparison`.
+
+Speed: for one query token the ``L·H`` rows form an ``(L·H, n)`` stack and all pairs of
+heads are done at once by :func:`attntopo.distances.row_distances` (the JS kernel of
+:func:`~attntopo.distances.token_distances`: float64, tiled, chunked, cancellation-free
+for near-identical rows), 16 query tokens per call; for causal models the keys a chunk
+cannot see are skipped.  The work is ``n² (L·H)² / 2`` logarithms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+import torch
+
+from .._mds import classical_mds
+from .._validation import check_bool, check_choice, check_maxdim, check_metric, check_scale
+from ..attention import Attention, resolve_index
+from ..constants import DEFAULT_MODEL
+from ..distances import row_distances
+from ..errors import InvalidInputError, OutOfRangeError
+from ..io import json_float, json_safe
+from ..topology import Diagram, pack_diagrams, persistence, unpack_diagrams
+from ..topology.complex import clusters_at, linkage as _single_linkage
+from ._head_types import BAND_WIDTH, HeadTypes, head_features
+from ._head_types import _assemble as _assemble_types
+from ._inputs import texts_or_attentions
+from ._provenance import make_provenance, model_info
+from ._result import Columns, Result, nest, read_array, unnest
+
+__all__ = ["HeadSpace", "head_distances", "head_space", "head_labels", "REDUCTIONS"]
+
+#: Ways of combining several texts' head-distance matrices.
+REDUCTIONS = ("sum", "mean", "none")
+
+_TOKEN_CHUNK = 16  # query tokens per row_distances call (causal: skipped keys per chunk)
+_TEXT_BATCH = 8  # texts per forward pass in head_space (bounds the memory of attentions)
+
+
+# ----------------------------------------------------------------- head distances
+def head_labels(layer_ids: Sequence[int], head_ids: Sequence[int]) -> list[str]:
+    """Labels ``"L{l}H{h}"`` of the heads, layer-major (the order of the head-distance matrix)."""
+    return [f"L{l}H{h}" for l in layer_ids for h in head_ids]
+
+
+def _weights(att: Any) -> tuple[np.ndarray, bool]:
+    """(L, H, n, n) weights and causal flag of an Attention or an array."""
+    if isinstance(att, Attention):
+        return att.weights, att.causal
+    if isinstance(att, torch.Tensor):
+        att = att.detach().cpu().numpy()
+    try:
+        w = np.asarray(att)
+    except (TypeError, ValueError):
+        raise InvalidInputError("attention must be an Attention or an array of shape (L, H, n, n)") from None
+    if w.dtype == object or w.dtype.kind not in "fiu":
+        raise InvalidInputError(
+            f"attention must be an Attention or a real array of shape (L, H, n, n); got dtype {w.dtype}"
+        )
+    if w.ndim != 4 or w.shape[2] != w.shape[3]:
+        raise InvalidInputError(f"attention weights must have shape (L, H, n, n), got {w.shape}")
+    n = w.shape[-1]
+    causal = bool(n > 1 and np.all(np.triu(w.reshape(-1, n, n)[0], 1) == 0))
+    return w, causal
+
+
+def _one_text(w: np.ndarray, metric: str, n_threads: int | None) -> np.ndarray:
+    """Sum over query tokens of the distances between all heads' rows: (L·H, L·H)."""
+    L, H, n, _ = w.shape
+    N = L * H
+    x = torch.from_numpy(np.ascontiguousarray(w)).reshape(N, n, n).permute(1, 0, 2)  # (q, N, keys)
+    total = np.zeros((N, N), dtype=np.float64)
+    for a in range(0, n, _TOKEN_CHUNK):
+        b = min(n, a + _TOKEN_CHUNK)
+        chunk = x[a:b].contiguous()  # rows of the heads for query tokens a..b-1
+        D = row_distances(chunk, metric, n_threads=n_threads)  # (b - a, N, N)
+        total += D.sum(0)
+    return total
+
+
+def head_distances(
+    att: Attention | np.ndarray | Sequence[Attention | np.ndarray],
+    normalize: bool = False,
+    metric: str = "jensen_shannon",
+    *,
+    reduce: str = "sum",
+    n_threads: int | None = None,
+) -> np.ndarray:
+    """Distances between all attention heads of a model on a text (or texts).
+
+    Parameters
+    ----------
+    att : Attention or array of shape (L, H, n, n), or a list of them
+        One text, or several texts of one model (same ``L`` and ``H``; lengths may
+        differ).  Rows must be probability distributions.
+    normalize : bool, default False
+        ``False``: the paper's sum over the ``n`` query tokens (grows with length).
+        ``True``: the mean over the query tokens, in ``[0, 1]`` for Jensen–Shannon,
+        comparable across lengths, texts and tokenizers.
+    metric : str, default "jensen_shannon"
+        Row distance (:data:`attntopo.distances.METRICS`); JS with log base 2.
+    reduce : {"sum", "mean", "none"}, default "sum"
+        For a list of texts: the sum or the mean of the per-text matrices, or ``"none"``
+        for the stack of shape (n_texts, L·H, L·H).  Ignored for one text.
+    n_threads : int, optional
+        Worker threads (default: torch's thread count).
+
+    Returns
+    -------
+    ndarray of shape (L·H, L·H), float64 (or (n_texts, L·H, L·H) with ``reduce="none"``)
+        ``D[l·H + h, l'·H + h']`` is the distance between head ``h`` of layer ``l`` and head
+        ``h'`` of layer ``l'`` (positions in the attention's ``layer_ids``/``head_ids``).
+        Exactly symmetric with a zero diagonal; a metric on the heads.
+
+    Examples
+    --------
+    >>> import attntopo as at
+    >>> att = at.load_model("minilm").attention("The cat sat on the mat.")
+    >>> D = at.head_distances(att, normalize=True)        # (72, 72)
+    """
+    metric = check_metric(metric)
+    normalize = check_bool(normalize, "normalize")
+    check_choice(reduce, "reduce", REDUCTIONS)
+    single = isinstance(att, (Attention, np.ndarray, torch.Tensor))
+    items = [att] if single else list(att)
+    if not items:
+        raise InvalidInputError("no attention given: pass an Attention or a non-empty list of them")
+    ws = [_weights(a)[0] for a in items]
+    shape = ws[0].shape[:2]
+    for k, w in enumerate(ws[1:], 1):
+        if w.shape[:2] != shape:
+            raise InvalidInputError(
+                f"all texts must have the same layers × heads: text 0 has {shape[0]}×{shape[1]}, "
+                f"text {k} has {w.shape[0]}×{w.shape[1]}"
+            )
+    for k, a in enumerate(items[1:], 1):
+        if isinstance(a, Attention) and isinstance(items[0], Attention):
+            if a.layer_ids != items[0].layer_ids or a.head_ids != items[0].head_ids:
+                raise InvalidInputError(f"text {k} holds other layers/heads than text 0")
+    mats = []
+    for w in ws:
+        D = _one_text(w, metric, n_threads)
+        if normalize:
+            D /= w.shape[-1]
+        mats.append(D)
+    if single:
+        return mats[0]
+    stack = np.stack(mats)
+    if reduce == "none":
+        return stack
+    return stack.sum(0) if reduce == "sum" else stack.mean(0)
+
+
+# ---------------------------------------------------------------------- result
+def _check_eps(eps: Any) -> float:
+    return check_scale(eps, "eps", unit="head-distance units")
+
+
+@dataclass(eq=False)
+class HeadSpace(Result):
+    """The heads of a model as a finite metric space, and what its topology says.
+
+    Build it with :func:`head_space`.
+
+    Attributes
+    ----------
+    distances : ndarray of shape (N, N), float64
+        Head distances (N = n_layers · n_heads, layer-major; see :func:`head_distances`).
+    labels : list of str
+        ``"L{l}H{h}"`` per head, in matrix order.
+    layer_ids, head_ids : tuple of int
+        Model layers and heads.
+    diagram : Diagram
+        Vietoris–Rips persistence of the head space (H0 … maxdim).
+    linkage : ndarray of shape (N - 1, 4)
+        Single-linkage hierarchy (SciPy format); its merge heights are the finite H0 deaths.
+    embedding : ndarray of shape (N, 2)
+        Classical MDS coordinates (:func:`classical_mds`).
+    eigenvalues : ndarray of shape (N,)
+        MDS eigenvalues, largest first.
+    metric, normalize, reduce : settings of :func:`head_distances`.
+    model : str
+    causal : bool
+    n_tokens : tuple of int
+        Tokens of each text.
+    texts : list of str
+    per_text : ndarray of shape (n_texts, N, N) or None
+        Each text's matrix (kept for resampling, e.g. :func:`compare_models`).
+    types : HeadTypes or None
+        Head types measured on the same texts.
+    provenance : dict
+    """
+
+    distances: np.ndarray
+    layer_ids: tuple[int, ...]
+    head_ids: tuple[int, ...]
+    diagram: Diagram
+    linkage: np.ndarray
+    embedding: np.ndarray
+    eigenvalues: np.ndarray
+    metric: str
+    normalize: bool
+    reduce: str
+    model: str
+    causal: bool
+    n_tokens: tuple[int, ...]
+    texts: list[str] = field(default_factory=list)
+    per_text: np.ndarray | None = None
+    types: HeadTypes | None = None
+    provenance: dict = field(default_factory=dict)
+
+    kind: ClassVar[str] = "head_space"
+
+    # ---------------------------------------------------------------- access
+    @property
+    def labels(self) -> list[str]:
+        return head_labels(self.layer_ids, self.head_ids)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layer_ids)
+
+    @property
+    def n_heads(self) -> int:
+        return len(self.head_ids)
+
+    @property
+    def n_points(self) -> int:
+        """Number of heads (points of the head space)."""
+        return self.distances.shape[0]
+
+    @property
+    def n_texts(self) -> int:
+        return len(self.n_tokens)
+
+    @property
+    def maxdim(self) -> int:
+        return self.diagram.maxdim
+
+    @property
+    def layer_of(self) -> np.ndarray:
+        """int ndarray of shape (N,): the model layer of each point."""
+        return np.repeat(np.asarray(self.layer_ids, dtype=np.int64), self.n_heads)
+
+    @property
+    def head_of(self) -> np.ndarray:
+        """int ndarray of shape (N,): the model head (within its layer) of each point."""
+        return np.tile(np.asarray(self.head_ids, dtype=np.int64), self.n_layers)
+
+    def index(self, layer: int, head: int) -> int:
+        """Row of model layer ``layer``, head ``head`` (0-based, negatives ok) in the matrix."""
+        li = resolve_index(layer, max(self.layer_ids) + 1, "layer")
+        hi = resolve_index(head, max(self.head_ids) + 1, "head")
+        if li not in self.layer_ids or hi not in self.head_ids:
+            raise OutOfRangeError(f"layer {layer}, head {head} is not in this head space")
+        return self.layer_ids.index(li) * self.n_heads + self.head_ids.index(hi)
+
+    def distance(self, a: tuple[int, int], b: tuple[int, int]) -> float:
+        """Distance between heads ``a = (layer, head)`` and ``b = (layer, head)``."""
+        return float(self.distances[self.index(*a), self.index(*b)])
+
+    def nearest(self, layer: int, head: int, k: int = 5) -> list[tuple[str, float]]:
+        """The ``k`` heads closest to one head: ``[(label, distance), …]``, closest first."""
+        i = self.index(layer, head)
+        d = self.distances[i].copy()
+        d[i] = np.inf
+        order = np.argsort(d, kind="stable")[: max(0, int(k))]
+        labels = self.labels
+        return [(labels[j], float(d[j])) for j in order if np.isfinite(d[j])]
+
+    def clusters(self, eps: float) -> np.ndarray:
+        """Head clusters at scale ``eps``: single-linkage clusters (connected components of
+        the graph joining heads at distance ``<= eps``).
+
+        Returns an int ndarray of shape (N,), clusters numbered in order of their first
+        head.  Their number equals ``diagram.betti(eps)[0]``.
+        """
+        return clusters_at(self.distances, _check_eps(eps))
+
+    def cluster_groups(self, eps: float) -> list[list[str]]:
+        """The :meth:`clusters` at ``eps`` as lists of head labels (largest first)."""
+        lab = self.clusters(eps)
+        labels = self.labels
+        groups = [[labels[i] for i in np.flatnonzero(lab == c)] for c in np.unique(lab)]
+        return sorted(groups, key=lambda g: -len(g))
+
+    def default_scale(self) -> float:
+        """A scale for :meth:`redundancy`: the median nearest-neighbour distance of the heads."""
+        d = self.distances.copy()
+        np.fill_diagonal(d, np.inf)
+        nn = d.min(1)
+        nn = nn[np.isfinite(nn)]
+        return float(np.median(nn)) if nn.size else 0.0
+
+    def redundancy(self, eps: float | None = None, *, method: str = "complete") -> list[dict]:
+        """Groups of heads that behave alike: within ``eps`` of each other.
+
+        Parameters
+        ----------
+        eps : float, optional
+            Scale in head-distance units; default :meth:`default_scale` (half of the heads
+            then have a neighbour within ``eps``).
+        method : {"complete", "single"}
+            ``"complete"``: complete-linkage clusters cut at ``eps``, so *every* pair in a
+            group is within ``eps`` (truly interchangeable heads).  ``"single"``: the
+            single-linkage clusters of :meth:`clusters` (chains of close heads).
+
+        Returns
+        -------
+        list of dict
+            Groups of at least two heads, largest first (then tightest): ``heads`` (labels),
+            ``indices`` (matrix rows), ``layers``, ``size``, ``mean_distance`` (mean over the
+            pairs in the group), ``max_distance`` (diameter) and ``eps``.
+        """
+        from scipy.cluster.hierarchy import fcluster, linkage as sc_linkage
+        from scipy.spatial.distance import squareform
+
+        eps = self.default_scale() if eps is None else _check_eps(eps)
+        if method not in ("complete", "single"):
+            raise InvalidInputError(f"method must be 'complete' or 'single', got {method!r}")
+        N = self.n_points
+        if N < 2:
+            return []
+        if method == "single":
+            lab = self.clusters(eps)
+        else:
+            Z = sc_linkage(squareform(self.distances, checks=False), method="complete")
+            lab = fcluster(Z, t=eps, criterion="distance")
+        labels = self.labels
+        layer_of = self.layer_of
+        out = []
+        for c in np.unique(lab):
+            idx = np.flatnonzero(lab == c)
+            if idx.size < 2:
+                continue
+            sub = self.distances[np.ix_(idx, idx)]
+            iu = np.triu_indices(idx.size, 1)
+            out.append(
+                {
+                    "heads": [labels[i] for i in idx],
+                    "indices": idx.tolist(),
+                    "layers": sorted(set(layer_of[idx].tolist())),
+                    "size": int(idx.size),
+                    "mean_distance": float(sub[iu].mean()),
+                    "max_distance": float(sub[iu].max()),
+                    "eps": eps,
+                }
+            )
+        return sorted(out, key=lambda g: (-g["size"], g["mean_distance"], g["indices"][0]))
+
+    def dendrogram(self) -> dict:
+        """SciPy's ``dendrogram(..., no_plot=True)`` data of :attr:`linkage`, head labels as leaves."""
+        from scipy.cluster.hierarchy import dendrogram as sc_dendrogram
+
+        out = sc_dendrogram(self.linkage, no_plot=True, labels=self.labels)
+        out["linkage"] = self.linkage
+        return out
+
+    def leaf_order(self) -> np.ndarray:
+        """int ndarray of shape (N,): the heads in dendrogram order (close heads adjacent)."""
+        from scipy.cluster.hierarchy import leaves_list
+
+        if self.n_points < 2:
+            return np.arange(self.n_points)
+        return leaves_list(self.linkage)
+
+    def mds_explained(self) -> float:
+        """Share of the positive MDS eigenvalue mass in the 2-D embedding (1: exact picture)."""
+        pos = np.clip(self.eigenvalues, 0.0, None)
+        total = pos.sum()
+        return float(pos[: self.embedding.shape[1]].sum() / total) if total > 0 else 1.0
+
+    def layer_distances(self) -> np.ndarray:
+        """(n_layers, n_layers) mean head distance between the heads of two layers
+        (diagonal: mean over distinct pairs within a layer)."""
+        L, H = self.n_layers, self.n_heads
+        D = self.distances.reshape(L, H, L, H)
+        out = D.mean(axis=(1, 3))
+        if H > 1:
+            for l in range(L):
+                out[l, l] = D[l, :, l, :].sum() / (H * (H - 1))
+        return out
+
+    def summary(self) -> Columns:
+        """One row per head (matrix order): ``layer``, ``head``, ``label`` (``"L{l}H{h}"``),
+        ``mds_x``, ``mds_y`` (:attr:`embedding`), ``nearest`` (label of the closest other
+        head, ``""`` for a single head) and ``nearest_distance`` (``inf`` for a single head),
+        and ``type`` (the head-type label) when :attr:`types` were measured.
+
+        The overview this method returned before (sizes, distance statistics, diagram
+        counts) is :meth:`overview`.
+        """
+        labels = np.array(self.labels)
+        d = self.distances.copy()
+        np.fill_diagonal(d, np.inf)
+        N = self.n_points
+        nn = d.argmin(1) if N > 1 else np.zeros(N, dtype=np.int64)
+        cols: dict[str, np.ndarray] = {
+            "layer": self.layer_of,
+            "head": self.head_of,
+            "label": labels,
+            "mds_x": self.embedding[:, 0],
+            "mds_y": self.embedding[:, 1],
+            "nearest": labels[nn] if N > 1 else np.full(N, ""),
+            "nearest_distance": d[np.arange(N), nn] if N > 1 else np.full(N, np.inf),
+        }
+        if self.types is not None:
+            cols["type"] = self.types.labels.reshape(-1)
+        return Columns(cols, legacy=self.overview, legacy_name="HeadSpace.overview()")
+
+    def overview(self) -> dict:
+        """Plain-data overview: sizes, distance statistics, diagram counts, MDS share."""
+        iu = np.triu_indices(self.n_points, 1)
+        d = self.distances[iu]
+        s = self.diagram.summary()
+        out = {
+            "model": self.model,
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "n_points": self.n_points,
+            "n_texts": self.n_texts,
+            "n_tokens": list(self.n_tokens),
+            "metric": self.metric,
+            "normalize": self.normalize,
+            "reduce": self.reduce,
+            "distance_min": float(d.min()) if d.size else 0.0,
+            "distance_median": float(np.median(d)) if d.size else 0.0,
+            "distance_max": float(d.max()) if d.size else 0.0,
+            "nearest_neighbour_median": self.default_scale(),
+            "mds_explained": self.mds_explained(),
+            "diagram": {int(k): v for k, v in s.items()},
+        }
+        if self.types is not None:
+            out["type_counts"] = self.types.counts()
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"HeadSpace(model={self.model!r}, heads={self.n_layers}×{self.n_heads}, "
+            f"texts={self.n_texts}, metric={self.metric!r}, normalize={self.normalize}, "
+            f"maxdim={self.maxdim})"
+        )
+
+    def to_dict(self, k: int = 0, eps: float | None = None) -> dict:
+        """Plain JSON-safe data: the :meth:`overview`, the groups of :meth:`redundancy` at ``eps``
+        (the ``k`` largest; 0: all) and the head types (what ``attntopo heads --json`` prints
+        for each model)."""
+        groups = self.redundancy(eps)
+        doc = {
+            "model": self.model,
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "summary": self.overview(),
+            "redundancy": groups if k == 0 else groups[:k],
+            "n_redundant_groups": len(groups),
+        }
+        if self.types is not None:
+            doc.update(self.types.to_dict())
+        return json_safe(doc)
+
+    # --------------------------------------------------------------- storage
+    def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
+        arrays: dict[str, np.ndarray] = {
+            "distances": self.distances,
+            "linkage": self.linkage,
+            "embedding": self.embedding,
+            "eigenvalues": self.eigenvalues,
+        }
+        arrays.update(pack_diagrams(self.diagram, "dgm_"))
+        if self.per_text is not None:
+            arrays["per_text"] = self.per_text
+        meta = {
+            "layer_ids": list(self.layer_ids),
+            "head_ids": list(self.head_ids),
+            "metric": self.metric,
+            "normalize": self.normalize,
+            "reduce": self.reduce,
+            "model": self.model,
+            "causal": self.causal,
+            "n_tokens": list(self.n_tokens),
+            "texts": list(self.texts),
+            "diagram": self.diagram.to_dict(),
+            "provenance": self.provenance,
+        }
+        nest(meta, arrays, "types", self.types)
+        return meta, arrays
+
+    @classmethod
+    def _from_payload(cls, meta: dict, arrays: dict) -> "HeadSpace":
+        layer_ids = tuple(int(x) for x in meta["layer_ids"])
+        head_ids = tuple(int(x) for x in meta["head_ids"])
+        N = len(layer_ids) * len(head_ids)
+        n_tokens = tuple(int(x) for x in meta["n_tokens"])
+        info = meta["diagram"]
+        if "dgm_counts_h0" in arrays:
+            diagram = unpack_diagrams(
+                arrays, "dgm_", maxdim=check_maxdim(info["maxdim"], hi=None), shape=(),
+                threshold=json_float(info.get("threshold", "inf")), engine=info.get("engine", "giotto"),
+                filtration=info.get("filtration", "vietoris_rips"),
+            )
+        else:  # saved before diagrams were packed one way: dgm_h0, dgm_h1, ...
+            diagram = Diagram.from_dict(info, arrays, prefix="dgm_")
+        return cls(
+            distances=read_array(arrays, "distances", "f", shape=(N, N), finite=True, nonneg=True),
+            layer_ids=layer_ids,
+            head_ids=head_ids,
+            diagram=diagram,
+            linkage=read_array(arrays, "linkage", "f", shape=(max(N - 1, 0), 4)),
+            embedding=read_array(arrays, "embedding", "f", shape=(N, None), finite=True),
+            eigenvalues=read_array(arrays, "eigenvalues", "f", shape=(N,)),
+            metric=str(meta["metric"]),
+            normalize=bool(meta["normalize"]),
+            reduce=str(meta["reduce"]),
+            model=str(meta["model"]),
+            causal=bool(meta["causal"]),
+            n_tokens=n_tokens,
+            texts=list(meta.get("texts", [])),
+            per_text=read_array(arrays, "per_text", "f", shape=(len(n_tokens), N, N), finite=True,
+                                nonneg=True, optional=True),
+            types=unnest(meta, arrays, "types", HeadTypes),
+            provenance=dict(meta.get("provenance", {})),
+        )
+
+
+# ------------------------------------------------------------------ building
+def _build(
+    D: np.ndarray,
+    *,
+    layer_ids: tuple[int, ...],
+    head_ids: tuple[int, ...],
+    maxdim: int,
+    engine: str | None,
+    **kw: Any,
+) -> HeadSpace:
+    if D.shape[0] >= 2:
+        Z = _single_linkage(D)
+    else:
+        Z = np.zeros((0, 4))
+    X, vals = classical_mds(D, 2)
+    dgm = persistence(D, maxdim=maxdim, engine=engine)
+    return HeadSpace(
+        distances=D, layer_ids=layer_ids, head_ids=head_ids, diagram=dgm, linkage=Z,
+        embedding=X, eigenvalues=vals, **kw,
+    )
+
+
+def head_space(
+    texts_or_atts: str | Attention | Sequence[str] | Sequence[Attention],
+    model: Any = DEFAULT_MODEL,
+    *,
+    normalize: bool = True,
+    maxdim: int = 1,
+    metric: str = "jensen_shannon",
+    reduce: str = "mean",
+    drop_special: bool = False,
+    truncate: bool = False,
+    engine: str | None = None,
+    types: bool = True,
+    band_width: int = BAND_WIDTH,
+    keep_per_text: bool = True,
+    n_threads: int | None = None,
+) -> HeadSpace:
+    """The head space of a model on some texts: distances, topology, embedding, types.
+
+    Parameters
+    ----------
+    texts_or_atts : str, list of str, Attention or list of Attention
+        Texts (run through ``model`` in batches) or attentions of one model.
+    model : str or AttentionModel, default "minilm"
+        Alias, hub id, folder or loaded model (ignored for Attention input).
+    normalize : bool, default True
+        Mean over tokens instead of the sum (see :func:`head_distances`); keep it on to
+        compare texts of different length or models with different tokenizers.
+    maxdim : {0, 1, 2}, default 1
+        Highest homology dimension of the head-space diagram.
+    metric : str, default "jensen_shannon"
+    reduce : {"mean", "sum"}, default "mean"
+        How several texts' matrices are combined.
+    drop_special, truncate : bool
+        As in :meth:`AttentionModel.attention` (text input only).
+    engine : str, optional
+        Persistence engine.
+    types : bool, default True
+        Also measure the head types (:func:`attntopo.head_types`) on the same texts.
+    band_width : int
+        Band half-width for the head types.
+    keep_per_text : bool, default True
+        Keep each text's matrix in :attr:`HeadSpace.per_text` (needed by
+        :func:`compare_models`; ``N² · 8`` bytes per text).
+    n_threads : int, optional
+        Threads for the head distances.
+
+    Returns
+    -------
+    HeadSpace
+    """
+    normalize = check_bool(normalize, "normalize")
+    maxdim = check_maxdim(maxdim)
+    metric = check_metric(metric)
+    check_choice(reduce, "reduce", ("sum", "mean"))
+    items, is_att, m = texts_or_attentions(texts_or_atts, model)
+    per_text: list[np.ndarray] = []
+    feats: list[dict[str, np.ndarray]] = []
+    n_tokens: list[int] = []
+    texts: list[str] = []
+    ref: Attention | None = None
+    tokenizer = None if m is None else m.tokenizer
+
+    def consume(batch: list[Attention]) -> None:
+        nonlocal ref
+        for a in batch:
+            if ref is None:
+                ref = a
+            elif a.shape[:2] != ref.shape[:2] or a.layer_ids != ref.layer_ids or a.head_ids != ref.head_ids:
+                raise InvalidInputError("all attentions must come from one model with the same layers and heads")
+            D = head_distances(a, normalize=normalize, metric=metric, n_threads=n_threads)
+            per_text.append(D)
+            n_tokens.append(a.n_tokens)
+            texts.append(a.text)
+            if types:  # keep only the features, not the attention (memory)
+                feats.append(head_features(a, tokenizer=tokenizer, band_width=band_width))
+
+    if is_att:
+        atts = [a.drop_special() if (drop_special and not a.special_dropped) else a for a in items]
+        consume(atts)
+    else:
+        for s in range(0, len(items), _TEXT_BATCH):
+            chunk = m.attention(items[s : s + _TEXT_BATCH], drop_special=drop_special, truncate=truncate)
+            consume(list(chunk))
+    assert ref is not None
+    stack = np.stack(per_text)
+    D = stack.sum(0) if reduce == "sum" else stack.mean(0)
+    info = model_info(m, ref.model)
+    attention_settings = {"drop_special": drop_special, "truncate": truncate}
+    ht = None
+    if types:
+        ht = _assemble_types(
+            feats, layer_ids=tuple(ref.layer_ids), head_ids=tuple(ref.head_ids), causal=ref.causal,
+            model=ref.model, n_tokens=tuple(n_tokens), band_width=band_width, vertical_k=None,
+            model_info=info, settings=attention_settings,
+        )
+    prov = make_provenance(info, {"metric": metric, "engine": engine, "normalize": normalize, "reduce": reduce,
+                                  **attention_settings})
+    hs = _build(
+        D,
+        layer_ids=tuple(ref.layer_ids),
+        head_ids=tuple(ref.head_ids),
+        maxdim=maxdim,
+        engine=engine,
+        metric=metric,
+        normalize=normalize,
+        reduce=reduce,
+        model=ref.model,
+        causal=ref.causal,
+        n_tokens=tuple(n_tokens),
+        texts=texts,
+        per_text=stack if keep_per_text else None,
+        types=ht,
+        provenance=prov,
+    )
+    prov["settings"]["engine"] = hs.diagram.engine  # the engine that ran
+    return hs
