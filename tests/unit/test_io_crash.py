@@ -118,67 +118,65 @@ def _no_strays(parent, folder, payload) -> None:
     assert [p.name for p in parent.iterdir()] == [folder.name]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("previous", ["format2", "format1"])
-def test_overwrite_crashed_at_every_step(tmp_path, previous):
-    crashes = 0
+def _has_new_extras(folder) -> bool:
+    return all((folder / n).read_bytes() == b for n, b in NEW["extra"].items())
+
+
+def _crash_every_step(tmp_path, prepare, check) -> int:
+    """Crash the save of NEW at step k = 1, 2, ... until one runs to the end; the number of crashes.
+
+    Each k starts from a fresh folder made by ``prepare(target)``; ``check(k, target, done)`` judges
+    what the child left.  After a crash, the next save (of THIRD) must recover: exactly THIRD,
+    nothing else in the folder or beside it.
+    """
     for k in itertools.count(1):
         assert k < 400, "the save never ran to the end"
         parent, spec_dir = tmp_path / f"k{k}", tmp_path / f"spec{k}"
         parent.mkdir()
         spec_dir.mkdir()
         target = parent / "result"
-        if previous == "format2":
-            _save(target, OLD)
-        else:
-            _save_format1(target, OLD)
+        prepare(target)
         done = _crash_save(spec_dir, target, NEW, k)
-        is_old = _is(target, OLD, FORMAT_VERSION if previous == "format2" else 1)
-        assert is_old or _is(target, NEW), f"crash at step {k}: neither the old nor the new payload"
-        _check_extras(target, OLD, NEW, committed=not is_old)
+        check(k, target, done)
         if done:
-            assert not is_old
+            assert _is(target, NEW) and _has_new_extras(target)
             _no_strays(parent, target, NEW)
-            assert all((target / n).read_bytes() == b for n, b in NEW["extra"].items())
-            break
-        crashes += 1
-        _save(target, THIRD)  # the next save recovers: exactly THIRD, nothing else left
+            return k - 1
+        _save(target, THIRD)
         assert _is(target, THIRD)
         _no_strays(parent, target, THIRD)
         assert (target / "figures" / "a.png").read_bytes() == b"third"
-    # every step of the sequence was crashed once: stage, commit, publish, sweep
-    assert crashes >= 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("previous", ["format2", "format1"])
+def test_overwrite_crashed_at_every_step(tmp_path, previous):
+    version = FORMAT_VERSION if previous == "format2" else 1
+
+    def check(k, target, done):
+        is_old = _is(target, OLD, version)
+        assert is_old or _is(target, NEW), f"crash at step {k}: neither the old nor the new payload"
+        _check_extras(target, OLD, NEW, committed=not is_old)
+
+    prepare = (lambda t: _save(t, OLD)) if previous == "format2" else (lambda t: _save_format1(t, OLD))
+    # every step was crashed once: stage, commit, publish, sweep
+    assert _crash_every_step(tmp_path, prepare, check) >= 20
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("exists", ["absent", "empty folder"])
 def test_new_folder_crashed_at_every_step(tmp_path, exists):
-    crashes = 0
-    for k in itertools.count(1):
-        assert k < 400, "the save never ran to the end"
-        parent, spec_dir = tmp_path / f"k{k}", tmp_path / f"spec{k}"
-        parent.mkdir()
-        spec_dir.mkdir()
-        target = parent / "result"
-        if exists == "empty folder":
-            target.mkdir()
-        done = _crash_save(spec_dir, target, NEW, k)
+    def check(k, target, done):
         if target.exists() and any(target.iterdir()):  # complete, extra files included
             assert _is(target, NEW), f"crash at step {k}: a partial result under the target name"
-            if done:
-                _no_strays(parent, target, NEW)
-            assert all((target / n).read_bytes() == b for n, b in NEW["extra"].items())
+            assert _has_new_extras(target)
         else:
             assert not done
             with pytest.raises(ResultFormatError):
                 load_payload(target)
-        if done:
-            break
-        crashes += 1
-        _save(target, THIRD)
-        assert _is(target, THIRD)
-        _no_strays(parent, target, THIRD)
-    assert crashes >= 20
+
+    prepare = (lambda t: t.mkdir()) if exists == "empty folder" else (lambda t: None)
+    assert _crash_every_step(tmp_path, prepare, check) >= 20
 
 
 CONCURRENT = textwrap.dedent(
