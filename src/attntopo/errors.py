@@ -38,7 +38,47 @@ class EmptyTextError(InvalidInputError):
 
 
 class TextTooLongError(InvalidInputError):
-    """A text has more tokens than the model's context (pass ``truncate=True``)."""
+    """A text has more tokens than the model's context.
+
+    The message names no interface's switch (each interface names its own fix: the Python
+    argument ``truncate=True``, the command-line flag ``--truncate``, the explorer's
+    checkbox); the numbers are fields, so an interface can word its own line.
+
+    Attributes
+    ----------
+    n_tokens : int or None
+        Tokens of the longest text, special tokens included.
+    limit : int or None
+        Most tokens the model takes (``AttentionModel.max_length``).
+    model : str or None
+        The model's name.
+    """
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        n_tokens: int | None = None,
+        limit: int | None = None,
+        model: str | None = None,
+    ) -> None:
+        self.n_tokens = n_tokens
+        self.limit = limit
+        self.model = model
+        if message is None:
+            who = model if model else "the model"
+            message = (
+                f"text has {n_tokens} tokens but {who} takes at most {limit}: shorten it or "
+                f"truncate it to {limit} tokens"
+            )
+        super().__init__(message)
+
+    def __reduce__(self):  # keep the fields through pickling (worker processes)
+        return (_text_too_long, (str(self), self.n_tokens, self.limit, self.model))
+
+
+def _text_too_long(message, n_tokens, limit, model) -> TextTooLongError:
+    return TextTooLongError(message, n_tokens=n_tokens, limit=limit, model=model)
 
 
 class InvalidMatrixError(InvalidInputError):

@@ -138,7 +138,9 @@ class AttentionModel:
         )
         if self._fast:
             kwargs["return_offsets_mapping"] = True
-        enc = tok(list(texts), truncation=False, **kwargs)
+        # verbose=False: attntopo checks the length itself (one typed error, or truncation), so
+        # the tokenizer's own "Token indices sequence length is longer than ..." line is noise
+        enc = tok(list(texts), truncation=False, verbose=False, **kwargs)
         unk_id = tok.unk_token_id
         unknown: list[str] = []
         out = []
@@ -153,10 +155,7 @@ class AttentionModel:
             truncated = False
             if len(ids) > self.max_length:
                 if not truncate:
-                    raise TextTooLongError(
-                        f"text has {len(ids)} tokens but {self.name} takes at most "
-                        f"{self.max_length}: shorten it or pass truncate=True"
-                    )
+                    raise TextTooLongError(n_tokens=len(ids), limit=self.max_length, model=self.name)
                 # keep trailing special tokens (e.g. [SEP]) and cut the content
                 n_tail = 0
                 while n_tail < len(ids) and special[len(ids) - 1 - n_tail]:
@@ -249,7 +248,8 @@ class AttentionModel:
         too_long = max(len(row) for row in ids)
         if too_long > self.max_length:
             raise TextTooLongError(
-                f"input has {too_long} tokens but {self.name} takes at most {self.max_length}"
+                f"input has {too_long} tokens but {self.name} takes at most {self.max_length}",
+                n_tokens=too_long, limit=self.max_length, model=self.name,
             )
         li = check_indices(layers, self.n_layers, "layer")
         hi = check_indices(heads, self.n_heads, "head")
