@@ -67,7 +67,7 @@ loadtest: $(STAMP)
 # a longer, randomized schemathesis run against the explorer's OpenAPI schema (a few
 # thousand requests; `make test` runs a short deterministic one)
 fuzz: $(STAMP)
-	ATTNTOPO_FUZZ_EXAMPLES=400 ATTNTOPO_FUZZ_MAX_CHARS=300 ATTNTOPO_FUZZ_RANDOM=1 \
+	ATTNTOPO_FUZZ_EXAMPLES=1500 ATTNTOPO_FUZZ_MAX_CHARS=300 ATTNTOPO_FUZZ_RANDOM=1 \
 	  $(PY) -m pytest -n 0 -q -p no:cacheprovider tests/web/test_fuzz.py
 
 clean:

@@ -16,7 +16,7 @@ break it) and every built-in check, strictly:
 The size is set by environment variables: the default keeps the test under a minute on two
 cores (short texts: ``max_chars`` 64, one model); ``make fuzz`` runs a longer, randomized one:
 
-    ATTNTOPO_FUZZ_EXAMPLES    generated requests per operation and mode (default 15)
+    ATTNTOPO_FUZZ_EXAMPLES    generated requests per operation, both modes (default 15)
     ATTNTOPO_FUZZ_MAX_CHARS   the server's --max-chars (default 64)
     ATTNTOPO_FUZZ_RANDOM      1: a new random seed each run (default: deterministic)
 """
