@@ -574,9 +574,21 @@ def _read_meta(p: Path) -> bytes:
         raise ResultFormatError(f"{META_FILE} in {str(p)!r} cannot be read: {e.strerror or e}") from None
     if len(raw) > _MAX_META_BYTES:
         raise ResultFormatError(
-            f"{META_FILE} in {str(p)!r} is larger than {_MAX_META_BYTES >> 20} MiB: not attntopo metadata"
+            f"{META_FILE} in {str(p)!r} is larger than {_MAX_META_BYTES / 2**20:g} MiB: not attntopo metadata"
         )
     return raw
+
+
+def _json_type(value: Any) -> str:
+    """How JSON calls the type of a parsed value ("a list", "null", ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    for types, name in ((dict, "an object"), (list, "a list"), (str, "a string"), ((int, float), "a number")):
+        if isinstance(value, types):
+            return name
+    return type(value).__name__  # pragma: no cover - json.loads makes nothing else
 
 
 def _parse_meta(raw: bytes, p: Path) -> tuple[dict, str]:
@@ -584,12 +596,25 @@ def _parse_meta(raw: bytes, p: Path) -> tuple[dict, str]:
     where = f"{META_FILE} in {str(p)!r}"
     try:
         meta = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except RecursionError:
+        raise ResultFormatError(f"{where} is nested too deeply to be attntopo metadata") from None
+    except ValueError as e:  # not UTF-8, not JSON, an integer with too many digits
         raise ResultFormatError(f"{where} is corrupt: {e}") from None
+    if not isinstance(meta, dict):
+        raise ResultFormatError(f"{where} holds {_json_type(meta)}, not an object: not attntopo metadata")
     version = meta.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
+    if type(version) is not int or not 1 <= version <= FORMAT_VERSION:
+        shown = repr(version) if isinstance(version, (int, float, str)) and len(repr(version)) < 30 \
+            else _json_type(version)
         raise ResultFormatError(
-            f"result format version {version!r} is not supported (this attntopo reads 1..{FORMAT_VERSION})"
+            f"{where}: format_version must be an integer from 1 to {FORMAT_VERSION} "
+            f"(the versions this attntopo reads), got {shown}"
+        )
+    kind = meta.get("kind")
+    if not isinstance(kind, str):
+        raise ResultFormatError(
+            f"{where} names no result kind" if "kind" not in meta
+            else f"{where}: the result kind must be a string, got {_json_type(kind)}"
         )
     if version == 1:
         return meta, ARRAYS_FILE
@@ -601,13 +626,25 @@ def _parse_meta(raw: bytes, p: Path) -> tuple[dict, str]:
 
 
 def _read_arrays(file: Path, p: Path) -> dict[str, np.ndarray]:
+    """The arrays of the npz ``file``; FileNotFoundError if it is not there."""
+    where = f"{file.name} in {str(p)!r}"
     try:
-        with np.load(file, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+        archive = np.load(file, allow_pickle=False)
     except FileNotFoundError:
         raise
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise ResultFormatError(f"{file.name} in {str(p)!r} is missing or corrupt: {e}") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ResultFormatError(f"{where} is corrupt: {e}") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ResultFormatError(f"{where} is not an npz archive")
+    with archive:
+        try:
+            arrays = {k: archive[k] for k in archive.files}
+        except (OSError, ValueError, EOFError, KeyError, NotImplementedError, zipfile.BadZipFile, zlib.error) as e:
+            raise ResultFormatError(f"{where} is corrupt: {e}") from None
+    for k, v in arrays.items():
+        if not isinstance(v, np.ndarray):
+            raise ResultFormatError(f"{where} holds {k!r}, which is not a NumPy array (.npy)")
+    return arrays
 
 
 def load_payload(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:

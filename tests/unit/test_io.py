@@ -204,3 +204,105 @@ def test_empty_folder_is_a_new_target(tmp_path):
 def test_reserved_meta_key(tmp_path):
     with pytest.raises(ValueError, match="reserved"):
         save_payload(tmp_path / "r", {"kind": "t", "storage": 1}, {})
+
+
+# ------------------------------------------------------------------ malformed folders
+def _with_meta(tmp_path, text: str):
+    """A saved result whose attntopo.json is then replaced by ``text``."""
+    r = tmp_path / "r"
+    save_payload(r, {"kind": "t"}, {"a": np.zeros(1)})
+    (r / "attntopo.json").write_text(text)
+    return r
+
+
+def _one_line_error(folder, *fragments):
+    with pytest.raises(ResultFormatError) as e:
+        load_payload(folder)
+    msg = str(e.value)
+    assert "\n" not in msg and len(msg) < 300, msg
+    for f in fragments:
+        assert f in msg, msg
+    return msg
+
+
+@pytest.mark.parametrize("text, what", [("[1, 2]", "a list"), ('"kind"', "a string"), ("3.5", "a number"),
+                                        ("null", "null"), ("true", "a boolean")])
+def test_meta_that_is_not_an_object(tmp_path, text, what):
+    _one_line_error(_with_meta(tmp_path, text), f"holds {what}", "not an object")
+
+
+@pytest.mark.parametrize("kind", ["[1, 2]", '{"a": 1}', "3", "null"])
+def test_kind_that_is_not_a_string(tmp_path, kind):
+    _one_line_error(_with_meta(tmp_path, f'{{"kind": {kind}, "format_version": 1}}'), "result kind must be a string")
+
+
+def test_kind_missing(tmp_path):
+    _one_line_error(_with_meta(tmp_path, '{"format_version": 1}'), "names no result kind")
+
+
+def test_meta_nested_too_deeply(tmp_path):
+    deep = '{"kind": "t", "format_version": 1, "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    _one_line_error(_with_meta(tmp_path, deep), "nested too deeply")
+
+
+def test_meta_with_a_huge_integer(tmp_path):
+    _one_line_error(_with_meta(tmp_path, '{"kind": "t", "format_version": 1, "n": ' + "7" * 5000 + "}"),
+                    "corrupt")
+
+
+def test_meta_too_large(tmp_path, monkeypatch):
+    import attntopo.io as io
+
+    r = _with_meta(tmp_path, '{"kind": "t", "format_version": 1, "pad": "' + "x" * (1 << 20) + '"}')
+    monkeypatch.setattr(io, "_MAX_META_BYTES", 1 << 20)  # 64 MiB by default
+    _one_line_error(r, "larger than 1 MiB")
+
+
+@pytest.mark.parametrize("version", ['"2"', "true", "1.0", "2.5", "null", "[2]", "0", "99"])
+def test_format_version_not_a_supported_integer(tmp_path, version):
+    _one_line_error(_with_meta(tmp_path, f'{{"kind": "t", "format_version": {version}}}'),
+                    "format_version must be an integer from 1 to")
+
+
+@pytest.mark.parametrize("storage", ['null', '[]', '{"arrays": 3}', '{"arrays": "../../etc/passwd"}',
+                                     '{"arrays": "arrays.npz"}'])
+def test_storage_that_names_no_array_file(tmp_path, storage):
+    _one_line_error(_with_meta(tmp_path, f'{{"kind": "t", "format_version": 2, "storage": {storage}}}'),
+                    "storage.arrays")
+
+
+def test_array_file_missing(tmp_path):
+    r = tmp_path / "r"
+    save_payload(r, {"kind": "t"}, {"a": np.zeros(1)})
+    name = next(r.glob("arrays-*.npz")).name
+    (r / name).unlink()
+    _one_line_error(r, name, "missing")
+    _save_format1(tmp_path / "v1", {"kind": "t"}, {"a": np.zeros(1)})
+    (tmp_path / "v1" / "arrays.npz").unlink()
+    _one_line_error(tmp_path / "v1", "arrays.npz", "missing")
+
+
+def test_array_file_that_is_not_an_npz_archive(tmp_path):
+    import zipfile
+
+    r = tmp_path / "r"
+    save_payload(r, {"kind": "t"}, {"a": np.zeros(1)})
+    npz = next(r.glob("arrays-*.npz"))
+    np.save(npz.with_suffix(".tmp"), np.zeros(3))  # a plain .npy
+    npz.with_suffix(".tmp.npy").replace(npz)
+    _one_line_error(r, "not an npz archive")
+    with zipfile.ZipFile(npz, "w") as z:  # a zip whose member is no .npy
+        z.writestr("a.txt", b"text")
+    _one_line_error(r, "'a.txt'", "not a NumPy array")
+    with zipfile.ZipFile(npz, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("a.npy", b"x" * 1000)
+    raw = bytearray(npz.read_bytes())
+    raw[60:70] = b"\xff" * 10  # inside the deflated data
+    npz.write_bytes(bytes(raw))
+    _one_line_error(r, "corrupt")
+
+
+def test_meta_not_utf8(tmp_path):
+    r = _with_meta(tmp_path, "")
+    (r / "attntopo.json").write_bytes(b'{"kind": "\xff"}')
+    _one_line_error(r, "corrupt")
