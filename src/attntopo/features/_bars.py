@@ -17,6 +17,11 @@ from ..topology import Diagram
 __all__ = ["Bars"]
 
 
+def _bincount(owner: np.ndarray, weights: np.ndarray | None, n: int) -> np.ndarray:
+    """``np.bincount`` as float64 (it returns int64 for empty input, even with weights)."""
+    return np.bincount(owner, weights=weights, minlength=n).astype(np.float64)
+
+
 @dataclass(frozen=True)
 class Bars:
     """The finite bars of one homology dimension of N diagrams, flattened.
@@ -55,12 +60,12 @@ class Bars:
     def count(self, mask: np.ndarray | None = None) -> np.ndarray:
         """Number of finite bars (where ``mask``), shape (N,)."""
         own = self.owner if mask is None else self.owner[mask]
-        return np.bincount(own, minlength=self.n).astype(np.float64)
+        return _bincount(own, None, self.n)
 
     def sum(self, values: np.ndarray | None = None) -> np.ndarray:
         """Sum of ``values`` (default: the lengths) per diagram, shape (N,)."""
         v = self.length if values is None else values
-        return np.bincount(self.owner, weights=v, minlength=self.n)
+        return _bincount(self.owner, v, self.n)
 
     def max(self) -> np.ndarray:
         """Longest finite bar per diagram (0 without bars), shape (N,)."""
@@ -91,7 +96,7 @@ class Bars:
         total = self.sum()
         pos = self.length > 0
         p = self.length[pos] / total[self.owner[pos]]
-        out = np.bincount(self.owner[pos], weights=-p * np.log(p), minlength=self.n)
+        out = _bincount(self.owner[pos], -p * np.log(p), self.n)
         out /= np.log(base)
         return np.maximum(out + 0.0, 0.0)
 

@@ -17,7 +17,7 @@ dimension ``d`` (lengths are those of finite bars):
 
 ``js_image`` adds persistence images and ``js_landscape`` persistence landscapes of the same
 diagrams, both computed by persim (:class:`persim.PersistenceImager`,
-:class:`persim.landscapes.PersLandscapeApprox`) on fixed grids so that every text gets the same
+:class:`persim.landscapes.PersLandscapeExact`) on fixed grids so that every text gets the same
 columns.
 """
 
@@ -161,25 +161,28 @@ def landscape_names() -> list[str]:
 def landscape_stats(diagrams: list[Diagram]) -> np.ndarray:
     """First :data:`LANDSCAPE_DEPTH` persistence landscapes (persim) of H0 and H1 finite bars.
 
-    Each is sampled at :data:`LANDSCAPE_STEPS` evenly spaced points of [0, 1] (both ends
-    included); missing landscapes (fewer bars than the depth) are 0.  Shape (N, 2 k s).
+    persim's exact landscapes (:class:`persim.landscapes.PersLandscapeExact`, piecewise linear,
+    given by their critical points) are sampled at :data:`LANDSCAPE_STEPS` evenly spaced
+    points of [0, 1] (both ends included); missing landscapes (fewer bars than the depth)
+    are 0.  Shape (N, 2 k s).
     """
     _persim()
-    from persim.landscapes import PersLandscapeApprox
+    from persim.landscapes import PersLandscapeExact
 
     per_dim = LANDSCAPE_DEPTH * LANDSCAPE_STEPS
+    t = np.linspace(0.0, 1.0, LANDSCAPE_STEPS)
     out = np.zeros((len(diagrams), len(_DIMS) * per_dim))
     for j, d in enumerate(_DIMS):
         for i, g in enumerate(diagrams):
             pts = g.finite(d)
-            if not pts.shape[0] or not np.any(pts[:, 1] > pts[:, 0]):
+            pts = pts[pts[:, 1] > pts[:, 0]]
+            if not pts.shape[0]:
                 continue
-            dgms = [g.finite(e) for e in range(d + 1)]
-            vals = PersLandscapeApprox(
-                dgms=dgms, hom_deg=d, start=0.0, stop=1.0, num_steps=LANDSCAPE_STEPS
-            ).values
-            vals = np.asarray(vals, dtype=np.float64)[:LANDSCAPE_DEPTH]
+            dgms = [np.zeros((0, 2))] * d + [pts]
+            crit = PersLandscapeExact(dgms=dgms, hom_deg=d).critical_pairs[:LANDSCAPE_DEPTH]
             block = np.zeros((LANDSCAPE_DEPTH, LANDSCAPE_STEPS))
-            block[: vals.shape[0]] = vals
+            for k, cp in enumerate(crit):
+                cp = np.asarray(cp, dtype=np.float64)
+                block[k] = np.interp(t, cp[:, 0], cp[:, 1], left=0.0, right=0.0)
             out[i, j * per_dim:(j + 1) * per_dim] = block.ravel()
     return out
