@@ -2,12 +2,14 @@
 
 * :func:`analysis_html` and :func:`comparison_html` return compact HTML fragments (a
   heads grid coloured by a statistic and a table of the top heads; no JavaScript, no
-  external resources).  ``Analysis._repr_html_`` and ``Comparison._repr_html_`` call them.
-* :func:`report_html` returns one whole page with those tables and interactive plotly
-  figures (the all-heads grid, and per chosen head the persistence diagram, the distance
-  matrix and the threshold graph with its slider; for a comparison the per-head grid, both
-  threshold graphs and both diagrams).  plotly.js is inlined once: the file opens offline
-  and makes no request.  :func:`write_report` writes it atomically.
+  external resources).  ``Analysis._repr_html_`` and ``Comparison._repr_html_`` show them.
+  They live in :mod:`attntopo._html` (numpy only) and are re-exported here.
+* :func:`report_html` returns one whole page with those tables and the interactive figures
+  of :mod:`attntopo.plots.bundles` (the all-heads grid, and per chosen head the persistence
+  diagram, the distance matrix and the threshold graph with its slider; for a comparison the
+  per-head grid, both threshold graphs and both diagrams) — the same figures ``attntopo
+  analyze/compare --plots --plot-format html`` writes.  plotly.js is inlined once: the file
+  opens offline and makes no request.  :func:`write_report` writes it atomically.
 
 >>> import attntopo as at
 >>> from attntopo.report import report_html, write_report
@@ -16,20 +18,21 @@
 >>> c = at.compare("Information theory studies entropy", "Quantum information theory")
 >>> write_report("cmp.html", report_html(c.a, comparison=c))  # doctest: +SKIP
 
-The interactive figures come from :mod:`attntopo.plots` (``iplot_*``) and need the
-``plots`` extra; the HTML fragments need nothing beyond numpy.
+This module is a leaf of the package (it assembles; nothing in attntopo imports it but the
+command line, the explorer and the notebook hook).  The figures need the ``plots`` extra; the
+HTML fragments need nothing beyond numpy.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import math
 from html import escape
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from ._html import _check, analysis_html, comparison_html, default_heads
 from .errors import InvalidInputError
 
 __all__ = [
@@ -39,256 +42,6 @@ __all__ = [
     "write_report",
     "default_heads",
 ]
-
-# viridis at 9 stops (matplotlib's values), for colouring table cells without matplotlib
-_VIRIDIS = (
-    (68, 1, 84), (71, 44, 122), (59, 81, 139), (44, 113, 142), (33, 144, 141),
-    (39, 173, 129), (92, 200, 99), (170, 220, 50), (253, 231, 37),
-)
-_TABLE_CSS = (
-    "border-collapse:collapse;font-size:12px;font-variant-numeric:tabular-nums;margin:4px 0 10px"
-)
-_CELL = "padding:2px 7px;border-bottom:1px solid #e5e7eb;text-align:right"
-_PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
-
-
-# ------------------------------------------------------------------------ helpers
-def _viridis(t: float) -> str:
-    if not math.isfinite(t):
-        return "#e5e7eb"
-    t = min(1.0, max(0.0, t)) * (len(_VIRIDIS) - 1)
-    k = min(int(t), len(_VIRIDIS) - 2)
-    f = t - k
-    c = [round(a + (b - a) * f) for a, b in zip(_VIRIDIS[k], _VIRIDIS[k + 1])]
-    return "#%02x%02x%02x" % tuple(c)
-
-
-def _num(x: Any, digits: int = 3) -> str:
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return escape(str(x))
-    if math.isnan(f):
-        return "–"
-    if math.isinf(f):
-        return "∞" if f > 0 else "−∞"
-    if f.is_integer() and abs(f) < 1e9 and isinstance(x, (int, np.integer)):
-        return str(int(f))
-    a = abs(f)
-    return f"{f:.{digits}f}" if a < 10 else f"{f:.2f}" if a < 100 else f"{f:.1f}" if a < 1000 else f"{f:.3g}"
-
-
-def _check(obj: Any, kind: str) -> None:
-    from .analyses.compare import Comparison
-    from .analyses.text import Analysis
-
-    cls = {"analysis": Analysis, "comparison": Comparison}[kind]
-    if not isinstance(obj, cls):
-        raise InvalidInputError(
-            f"expected an attntopo {cls.__name__} (from attntopo.{'analyze' if kind == 'analysis' else 'compare'}), "
-            f"got {type(obj).__name__}"
-        )
-
-
-def _grid_table(values: np.ndarray, layers: Sequence[int], heads: Sequence[int], label: str,
-                mark: set[tuple[int, int]] | None = None) -> str:
-    """A layers × heads table with cells coloured by value (viridis), no JavaScript."""
-    v = np.asarray(values, dtype=np.float64)
-    finite = v[np.isfinite(v)]
-    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    span = hi - lo if hi > lo else 1.0
-    show = v.size <= 160
-    head_cells = "".join(f'<th style="padding:1px 4px;font-weight:500;font-size:11px;color:#555">{h}</th>' for h in heads)
-    rows = []
-    for i, layer in enumerate(layers):
-        cells = []
-        for j, head in enumerate(heads):
-            x = v[i, j]
-            t = (x - lo) / span if math.isfinite(x) else math.nan
-            fg = "#fff" if math.isfinite(t) and t < 0.6 else "#111"
-            outline = "outline:2px solid #c0392b;outline-offset:-2px;" if mark and (layer, head) in mark else ""
-            txt = _num(x, 2) if show else ""
-            cells.append(
-                f'<td title="layer {layer}, head {head}: {_num(x, 4)}" style="background:{_viridis(t)};'
-                f'color:{fg};{outline}padding:1px 4px;min-width:26px;text-align:center;font-size:10.5px">'
-                f"{txt}</td>"
-            )
-        rows.append(f'<tr><th style="padding:1px 6px;font-weight:500;font-size:11px;color:#555;text-align:right">{layer}</th>'
-                    + "".join(cells) + "</tr>")
-    return (
-        f'<div style="margin:4px 0"><div style="font-size:12px;color:#555">{escape(label)} per head '
-        f"(rows: layers, columns: heads; {_num(lo)} … {_num(hi)})</div>"
-        f'<table style="border-collapse:separate;border-spacing:1px;font-variant-numeric:tabular-nums">'
-        f'<tr><th></th>{head_cells}</tr>{"".join(rows)}</table></div>'
-    )
-
-
-def _tokens_line(att, marked: set[int] | None = None, limit: int = 120) -> str:
-    labels = att.labels
-    out = []
-    for t, lab in enumerate(labels[:limit]):
-        s = escape(lab)
-        if marked and t in marked:
-            s = f'<b style="color:#00785a">{s}</b>'
-        elif att.special[t]:
-            s = f'<span style="color:#888">{s}</span>'
-        out.append(s)
-    more = f" … (+{len(labels) - limit})" if len(labels) > limit else ""
-    return f'<div style="font-size:12px;color:#333;margin:2px 0 6px">{" · ".join(out)}{more}</div>'
-
-
-def _stat_name(maxdim: int) -> str:
-    return f"max_persistence_h{min(1, maxdim)}"
-
-
-def default_heads(analysis, n: int = 3) -> list[tuple[int, int]]:
-    """The ``n`` most persistent heads: largest finite H1 bar (H0 when ``maxdim`` is 0)."""
-    _check(analysis, "analysis")
-    key = _stat_name(analysis.maxdim)
-    rows = analysis.summary_rows()
-    rows = sorted(rows, key=lambda r: (-float(r[key]), -float(r["total_persistence_h0"]), r["layer"], r["head"]))
-    return [(int(r["layer"]), int(r["head"])) for r in rows[: max(0, int(n))]]
-
-
-# ------------------------------------------------------------------ fragments
-def analysis_html(analysis, *, top: int = 10, stat: str | None = None) -> str:
-    """A compact HTML view of an :class:`~attntopo.analyses.text.Analysis` (no JavaScript).
-
-    Parameters
-    ----------
-    analysis : Analysis
-    top : int
-        Rows of the table of the most persistent heads.
-    stat : str, optional
-        Summary column that colours the heads grid (default ``max_persistence_h1``).
-
-    Returns
-    -------
-    str
-        An HTML fragment (for notebooks' ``_repr_html_`` and for :func:`report_html`).
-    """
-    _check(analysis, "analysis")
-    a = analysis.attention
-    stat = stat or _stat_name(analysis.maxdim)
-    table = analysis.summary()
-    if stat not in table or stat in ("layer", "head"):
-        allowed = ", ".join(k for k in table if k not in ("layer", "head"))
-        raise InvalidInputError(f"unknown statistic {stat!r}; allowed: {allowed}")
-    L, H = len(analysis.layers), len(analysis.heads)
-    model = analysis.provenance.get("model", {})
-    size = f"{model.get('n_layers', L)} layers × {model.get('n_heads', H)} heads"
-    kind = ""
-    if "causal" in model:
-        kind = ", causal" if model["causal"] else ", bidirectional"
-    thr = "∞" if math.isinf(analysis.threshold) else _num(analysis.threshold)
-    head = (
-        f'<div style="font-weight:600">attntopo Analysis · {escape(str(a.model))} '
-        f'<span style="font-weight:400;color:#555">({size}{kind})</span></div>'
-        f'<div style="font-size:12px;color:#555">{a.n_tokens} tokens · {L * H} heads analysed · metric '
-        f"{escape(analysis.metric)}{' (paper-compat)' if analysis.paper_compat else ''} · maxdim "
-        f"{analysis.maxdim} · threshold {thr} · engine {escape(str(analysis.engine))}"
-        f"{' · truncated' if a.truncated else ''}</div>"
-    )
-    grid = ""
-    if L * H > 1:
-        grid = _grid_table(np.asarray(table[stat], dtype=np.float64).reshape(L, H), analysis.layers,
-                           analysis.heads, stat.replace("_", " "), mark=set(default_heads(analysis, 3)))
-    rows = analysis.summary_rows()
-    rows = sorted(rows, key=lambda r: (-float(r[stat]), r["layer"], r["head"]))[: max(1, int(top))]
-    cols = ["layer", "head"]
-    for d in range(analysis.maxdim + 1):
-        cols += [f"n_bars_h{d}", f"max_persistence_h{d}", f"total_persistence_h{d}", f"persistence_entropy_h{d}"]
-    short = {"n_bars": "bars", "max_persistence": "max", "total_persistence": "total",
-             "persistence_entropy": "entropy"}
-
-    def col_name(c: str) -> str:
-        if c in ("layer", "head"):
-            return c
-        base, d = c.rsplit("_h", 1)
-        return f"H{d} {short[base]}"
-
-    th = "".join(f'<th style="{_CELL};color:#555">{escape(col_name(c))}</th>' for c in cols)
-    body = "".join(
-        "<tr>" + "".join(f'<td style="{_CELL}">{_num(r[c]) if c not in ("layer", "head") else r[c]}</td>'
-                         for c in cols) + "</tr>"
-        for r in rows
-    )
-    caption = (f'<div style="font-size:12px;color:#555">Top {len(rows)} of {L * H} heads by '
-               f"{escape(stat.replace('_', ' '))} (persistence in distance units, entropy in bits)</div>")
-    return (
-        '<div class="attntopo-analysis" style="font-family:system-ui,sans-serif;color:#1f2328">'
-        f"{head}{_tokens_line(a)}{grid}{caption}<table style=\"{_TABLE_CSS}\"><tr>{th}</tr>{body}</table></div>"
-    )
-
-
-def comparison_html(comparison, *, top: int = 10, dim: int | None = None) -> str:
-    """A compact HTML view of a :class:`~attntopo.analyses.compare.Comparison` (no JavaScript).
-
-    Shared tokens (bold in both texts), a heads grid coloured by the bottleneck distance
-    between the two texts' diagrams, and the ``top`` most similar heads with their
-    distances and shared simplices.
-    """
-    _check(comparison, "comparison")
-    c = comparison
-    d = c._dim(dim)
-    A, B = c.a.attention, c.b.attention
-    L, H = len(c.layers), len(c.heads)
-    shared = ", ".join(escape(k) for k in c.keys) or "none"
-    scale = ("per head (median H0 death of both texts), "
-             f"{_num(float(np.nanmin(c.scales)))}–{_num(float(np.nanmax(c.scales)))}"
-             if c.threshold is None else _num(c.threshold))
-    head = (
-        f'<div style="font-weight:600">attntopo Comparison · {escape(str(A.model))}</div>'
-        f'<div style="font-size:12px;color:#555">{A.n_tokens} / {B.n_tokens} tokens · {L * H} heads · '
-        f"metric {escape(c.metric)} · maxdim {c.maxdim} · scale ε {scale}</div>"
-        f'<div style="font-size:12px;margin-top:4px"><b>A</b></div>{_tokens_line(A, set(c.index_a.tolist()))}'
-        f'<div style="font-size:12px"><b>B</b></div>{_tokens_line(B, set(c.index_b.tolist()))}'
-        f'<div style="font-size:12px;color:#333">shared tokens ({len(c.keys)}): {shared}</div>'
-    )
-    grid = ""
-    if L * H > 1:
-        marks = {(lay, hd) for lay, hd, _ in c.most_similar_heads(min(3, L * H), dim=d)}
-        grid = _grid_table(c.grid("bottleneck", d), c.layers, c.heads,
-                           f"bottleneck H{d} between the texts (outlined: most similar)", mark=marks)
-    ranked = c.most_similar_heads(max(1, min(int(top), L * H)), dim=d)
-    cols = ["layer", "head", "ε"] + [f"bottl. H{k}" for k in range(c.maxdim + 1)] + \
-        [f"W1 H{k}" for k in range(c.maxdim + 1)] + ["shared edges", "shared triangles"]
-    th = "".join(f'<th style="{_CELL};color:#555">{escape(x)}</th>' for x in cols)
-    body = []
-    for lay, hd, _ in ranked:
-        i, j = c.layers.index(lay), c.heads.index(hd)
-        cells = [str(lay), str(hd), _num(c.scales[i, j])]
-        cells += [_num(c.diagram_distances["bottleneck"][i, j, k]) for k in range(c.maxdim + 1)]
-        cells += [_num(c.diagram_distances["wasserstein1"][i, j, k]) for k in range(c.maxdim + 1)]
-        cells += [str(int(c.counts["shared_edges"][i, j])), str(int(c.counts["shared_triangles"][i, j]))]
-        body.append("<tr>" + "".join(f'<td style="{_CELL}">{x}</td>' for x in cells) + "</tr>")
-    caption = (f'<div style="font-size:12px;color:#555">The {len(ranked)} most similar of {L * H} heads '
-               f"(smallest bottleneck H{d}); diagram distances in distance units; shared edges/triangles: "
-               f"among shared tokens, present in both texts at ε</div>")
-    return (
-        '<div class="attntopo-comparison" style="font-family:system-ui,sans-serif;color:#1f2328">'
-        f"{head}{grid}{caption}<table style=\"{_TABLE_CSS}\"><tr>{th}</tr>{''.join(body)}</table></div>"
-    )
-
-
-# ------------------------------------------------------------------- the report
-def _figure_div(fig) -> str:
-    return fig.to_html(include_plotlyjs=False, full_html=False, auto_play=False, config=_PLOTLY_CONFIG)
-
-
-def _resolve_heads(analysis, heads, n_heads: int) -> list[tuple[int, int]]:
-    if heads is None:
-        return default_heads(analysis, n_heads)
-    out = []
-    for pair in heads:
-        try:
-            layer, head = pair
-        except (TypeError, ValueError):
-            raise InvalidInputError(f"heads must be (layer, head) pairs, got {pair!r}") from None
-        i, j = analysis.position(layer, head)
-        out.append((analysis.layers[i], analysis.heads[j]))
-    return list(dict.fromkeys(out))
-
 
 def report_html(
     analysis,
@@ -326,7 +79,7 @@ def report_html(
     if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 0:
         raise InvalidInputError(f"n_heads must be an int >= 0, got {n_heads!r}")
     from ._version import __version__
-    from . import plots as P
+    from .plots import analysis_bundle, comparison_bundle, head_tag, plotly_div, suggest_scale
 
     try:
         from plotly.offline import get_plotlyjs
@@ -336,9 +89,8 @@ def report_html(
         raise MissingDependencyError("HTML reports need plotly: pip install 'attntopo[plots]'") from None
 
     a = analysis.attention
-    chosen = _resolve_heads(analysis, heads, n_heads)
-    labels, special = a.labels, a.special
-    stat = _stat_name(analysis.maxdim)
+    bundle = analysis_bundle(analysis, heads, n_heads=n_heads)
+    figs = bundle.figures(interactive=True)
     sections: list[str] = []
     nav: list[tuple[str, str]] = []
 
@@ -347,45 +99,31 @@ def report_html(
         sections.append(f'<section id="{anchor}"><h2>{escape(heading)}</h2>{body}</section>')
 
     section("summary", "Summary", analysis_html(analysis))
-    if len(analysis.layers) * len(analysis.heads) > 1:
-        section("heads", "All heads", _figure_div(P.iplot_head_grid(analysis, stat)) +
+    if "head_grid" in figs:
+        section("heads", "All heads", plotly_div(figs["head_grid"]) +
                 '<p class="note">Use the menu to colour the grid by another statistic.</p>')
-    for layer, head in chosen:
-        D = analysis.distance_matrix(layer, head)
-        dgm = analysis.diagram(layer, head)
-        t = f"layer {layer}, head {head}"
-        eps = P.suggest_scale(dgm, D)
-        graph = P.iplot_threshold_graph(D, labels=labels, special=special, title=t)
+    for layer, head in bundle.heads:
+        tag = head_tag(layer, head)
+        eps = suggest_scale(analysis.diagram(layer, head), analysis.distance_matrix(layer, head))
         body = (
             f'<p class="note">Suggested scale for this head: ε = {eps:.3g}. The threshold graph has a '
             f"slider over ε: edges join tokens at distance ≤ ε, filled triangles have all three sides ≤ ε.</p>"
-            '<div class="row">'
-            f"<div>{_figure_div(P.iplot_diagram(dgm, title=f'persistence diagram · {t}'))}</div>"
-            f"<div>{_figure_div(P.iplot_distance_matrix(D, labels, title=f'{analysis.metric} distance · {t}'))}</div>"
-            "</div>"
-            f"{_figure_div(graph)}"
+            f'<div class="row"><div>{plotly_div(figs[f"{tag}_diagram"])}</div>'
+            f'<div>{plotly_div(figs[f"{tag}_distances"])}</div></div>'
+            f'{plotly_div(figs[f"{tag}_graph"])}'
         )
         section(f"L{layer}H{head}", f"Layer {layer}, head {head}", body)
     if comparison is not None:
-        from .plots import compare as PC
-
         c = comparison
+        cb = comparison_bundle(c, heads, n_heads=n_heads)
+        cfigs = cb.figures(interactive=True)
         section("comparison", "Comparison", comparison_html(c))
-        if len(c.layers) * len(c.heads) > 1:
-            section("comparison-heads", "Comparison per head",
-                    _figure_div(PC.iplot_compare_heads(c, "bottleneck", dim=min(1, c.maxdim))) +
+        if "heads" in cfigs:
+            section("comparison-heads", "Comparison per head", plotly_div(cfigs["heads"]) +
                     '<p class="note">Use the menu to show another distance or a shared-simplex count.</p>')
-        if heads is None:
-            cmp_heads = [(lay, hd) for lay, hd, _ in c.most_similar_heads(max(1, min(n_heads, len(c.layers) * len(c.heads))))] if n_heads else []
-        else:
-            cmp_heads = []
-            for layer, head in heads:
-                i, j = c._pos(layer, head)
-                cmp_heads.append((c.layers[i], c.heads[j]))
-            cmp_heads = list(dict.fromkeys(cmp_heads))
-        for layer, head in cmp_heads:
-            body = (_figure_div(PC.iplot_compare_graphs(c, layer, head)) +
-                    _figure_div(PC.iplot_compare_diagrams(c, layer, head)))
+        for layer, head in cb.heads:
+            tag = head_tag(layer, head)
+            body = plotly_div(cfigs[f"{tag}_graphs"]) + plotly_div(cfigs[f"{tag}_diagrams"])
             section(f"cmp-L{layer}H{head}", f"Comparison · layer {layer}, head {head}", body)
 
     model = analysis.provenance.get("model", {})

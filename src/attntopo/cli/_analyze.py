@@ -44,10 +44,10 @@ from ._common import (
     print_json,
     print_saved,
     read_text,
-    save_result,
     status,
     top_option,
     truncate_option,
+    write_result,
 )
 
 _ANALYZE_EPILOG = (
@@ -152,17 +152,14 @@ def analyze(
     rows = analysis.summary_rows()
     n_heads_total = len(rows)
     sort_key = sort or ("layer" if (top == 0 or n_heads_total <= top) else _default_sort(maxdim))
-    figures: dict[str, bytes] = {}
-    t_plots = 0.0
+    bundle = None
     if plots:
-        with status("drawing figures …", show):
-            t0 = time.perf_counter()
-            figures = _render_figures(analysis, rows, sort or _default_sort(maxdim), plot_heads, formats)
-            t_plots = time.perf_counter() - t0
-    saved = None
-    if out is not None:
-        with status(f"saving to {out} …", show):
-            saved = save_result(analysis, out, figures)
+        from ..plots import analysis_bundle
+
+        key = sort or _default_sort(maxdim)
+        chosen = [(r["layer"], r["head"]) for r in _sorted_rows(rows, key)[:plot_heads]]
+        bundle = analysis_bundle(analysis, chosen, stat=key if key != "layer" else _default_sort(maxdim))
+    saved, figures, t_plots = write_result(analysis, out, bundle, formats, show)
     timing = {
         "model_s": round(t_model, 3),
         "analysis_s": round(t_analysis, 3),
@@ -199,56 +196,6 @@ def _sorted_rows(rows: list[dict], key: str) -> list[dict]:
     if key == "layer":
         return sorted(rows, key=lambda r: (r["layer"], r["head"]))
     return sorted(rows, key=lambda r: (-float(r[key]), r["layer"], r["head"]))
-
-
-# ---------------------------------------------------------------------- figures
-def _render_figures(analysis, rows: list[dict], key: str, n_heads: int, formats: list[str]) -> dict[str, bytes]:
-    """All figure files of ``--plots`` as ``{relative path: bytes}`` (written with the result)."""
-    from .. import plots as P
-
-    files: dict[str, bytes] = {}
-    static = [f for f in formats if f != "html"]
-    chosen = [(r["layer"], r["head"]) for r in _sorted_rows(rows, key)[:n_heads]]
-    labels = analysis.attention.labels
-    special = analysis.attention.special
-
-    def put(name: str, fig) -> None:
-        for fmt in static:
-            files[f"figures/{name}.{fmt}"] = P.figure_to_bytes(fig, fmt)
-
-    stat = key if key != "layer" else _default_sort(analysis.maxdim)
-    if len(rows) > 1:
-        put("head_grid", P.plot_head_grid(analysis))
-        put(f"heads_{stat}", P.plot_head_stat(analysis, stat))
-    for layer, head in chosen:
-        tag = f"L{layer:02d}_H{head:02d}"
-        dgm = analysis.diagram(layer, head)
-        D = analysis.distance_matrix(layer, head)
-        i, j = analysis.layers.index(layer), analysis.heads.index(head)
-        title = f"layer {layer}, head {head}"
-        eps = P.suggest_scale(dgm, D)
-        put(f"{tag}_diagram", P.plot_diagram(dgm, title=f"persistence diagram · {title}"))
-        put(f"{tag}_barcode", P.plot_barcode(dgm, title=f"barcode · {title}"))
-        put(f"{tag}_distances", P.plot_distance_matrix(D, labels, title=f"{analysis.metric} distance · {title}"))
-        put(f"{tag}_attention", P.plot_attention(analysis.attention.weights[i, j], labels, title=f"attention · {title}"))
-        put(f"{tag}_graph", P.plot_threshold_graph(D, eps, labels, special=special))
-        put(f"{tag}_overview", P.plot_head_overview(analysis, layer, head, eps=eps))
-    if "html" in formats:
-        figs = []
-        if len(rows) > 1:
-            figs.append(("Summary over layers × heads", P.iplot_head_grid(analysis, stat)))
-        for layer, head in chosen:
-            dgm = analysis.diagram(layer, head)
-            D = analysis.distance_matrix(layer, head)
-            t = f"layer {layer}, head {head}"
-            figs.append((f"Persistence diagram · {t}", P.iplot_diagram(dgm)))
-            figs.append((f"Distances · {t}", P.iplot_distance_matrix(D, labels)))
-            figs.append((f"Threshold graph · {t}", P.iplot_threshold_graph(D, labels=labels, special=special)))
-        a = analysis.attention
-        files["figures/report.html"] = P.figures_to_html(
-            figs, title=f"attntopo · {a.model} · {a.n_tokens} tokens · {analysis.metric}"
-        )
-    return files
 
 
 # ----------------------------------------------------------------------- output

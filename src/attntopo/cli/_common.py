@@ -299,6 +299,27 @@ def save_result(result: Any, out: Path, figures: dict[str, bytes] | None = None)
         raise InvalidInputError(f"cannot write --out {str(out)!r}: {e.strerror or e}") from None
 
 
+def write_result(result: Any, out: Path | None, bundle: Any, formats: list[str],
+                 show: bool) -> tuple[Path | None, dict[str, bytes], float]:
+    """Draw ``bundle``'s figure files (``--plots``) and save them with ``result`` into ``out``
+    in one atomic step, each behind a status line.
+
+    Returns ``(saved folder or None, {relative path: bytes}, seconds spent drawing)``.
+    """
+    figures: dict[str, bytes] = {}
+    t_plots = 0.0
+    if bundle is not None:
+        with status("drawing figures …", show):
+            t0 = time.perf_counter()
+            figures = bundle.files(formats)
+            t_plots = time.perf_counter() - t0
+    saved = None
+    if out is not None:
+        with status(f"saving to {out} …", show):
+            saved = save_result(result, out, figures)
+    return saved, figures, t_plots
+
+
 # ============================================================================ output
 def one_line(msg: str) -> str:
     return re.sub(r"\s*\n\s*", " ", str(msg)).strip()

@@ -42,10 +42,10 @@ from ._common import (
     plots_option,
     print_json,
     print_saved,
-    save_result,
     status,
     top_option,
     truncate_option,
+    write_result,
 )
 
 _COMPARE_EPILOG = (
@@ -153,15 +153,12 @@ def compare_cmd(
     rows = _compare_rows(c, rank_dim)
     single = len(rows) == 1
     report_heads = [(r["layer"], r["head"]) for r in rows[: max(1, min(top or len(rows), 5))]]
-    figures: dict[str, bytes] = {}
+    bundle = None
     if plots:
-        with status("drawing figures …", show):
-            chosen = [(r["layer"], r["head"]) for r in rows[:plot_heads]]
-            figures = _render_compare_figures(c, chosen, keys, formats)
-    saved = None
-    if out is not None:
-        with status(f"saving to {out} …", show):
-            saved = save_result(c, out, figures)
+        from ..plots import comparison_bundle
+
+        bundle = comparison_bundle(c, [(r["layer"], r["head"]) for r in rows[:plot_heads]], highlight=keys)
+    saved, figures, _ = write_result(c, out, bundle, formats, show)
     timing = {"model_s": round(t_model, 3), "compare_s": round(t_cmp, 3),
               "total_s": round(time.perf_counter() - t_start, 3)}
     pairs = [
@@ -270,35 +267,3 @@ def _print_heads_table(c, rows: list[dict], rank_dim: int, top: int) -> None:
     table.caption_justify = "left"
     console.print(table)
 
-
-def _render_compare_figures(c, heads: list[tuple[int, int]], highlight: list[str], formats: list[str]) -> dict:
-    from .. import plots as P
-    from ..plots import compare as PC
-
-    files: dict[str, bytes] = {}
-    static = [f for f in formats if f != "html"]
-    hl = highlight or None
-
-    def put(name: str, fig) -> None:
-        for fmt in static:
-            files[f"figures/{name}.{fmt}"] = P.figure_to_bytes(fig, fmt)
-
-    many = len(c.layers) * len(c.heads) > 1
-    if many:
-        for d in range(c.maxdim + 1):
-            put(f"heads_bottleneck_h{d}", PC.plot_compare_heads(c, "bottleneck", dim=d))
-        put("heads_shared_edges", PC.plot_compare_heads(c, "shared_edges"))
-    for layer, head in heads:
-        tag = f"L{layer:02d}_H{head:02d}"
-        put(f"{tag}_graphs", PC.plot_compare_graphs(c, layer, head, highlight=hl))
-        put(f"{tag}_diagrams", PC.plot_compare_diagrams(c, layer, head))
-    if "html" in formats:
-        figs = []
-        if many:
-            figs.append(("Per head", PC.iplot_compare_heads(c, "bottleneck", dim=min(1, c.maxdim))))
-        for layer, head in heads:
-            t = f"layer {layer}, head {head}"
-            figs.append((f"Threshold graphs · {t}", PC.iplot_compare_graphs(c, layer, head, highlight=hl)))
-            figs.append((f"Diagrams · {t}", PC.iplot_compare_diagrams(c, layer, head)))
-        files["figures/report.html"] = P.figures_to_html(figs, title=f"attntopo compare · {c.a.attention.model}")
-    return files

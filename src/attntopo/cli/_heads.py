@@ -4,7 +4,6 @@ with ``--compare-model``, two models' head spaces compared."""
 from __future__ import annotations
 
 import math
-import re
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -40,10 +39,10 @@ from ._common import (
     print_json,
     print_saved,
     read_text,
-    save_result,
     status,
     top_option,
     truncate_option,
+    write_result,
 )
 
 _HEADS_EPILOG = (
@@ -145,17 +144,12 @@ def heads_cmd(
             comparison = at.compare_models(None, spaces[0], spaces[1], maxdim=maxdim, n_boot=boots,
                                            seed=seed, n_jobs=n_jobs)
             t_cmp = time.perf_counter() - t1
-    figures: dict[str, bytes] = {}
-    t_plots = 0.0
+    bundle = None
     if plots:
-        with status("drawing figures …", show):
-            t1 = time.perf_counter()
-            figures = _figures(spaces, comparison, formats)
-            t_plots = time.perf_counter() - t1
-    saved = None
-    if out is not None:
-        with status(f"saving to {out} …", show):
-            saved = save_result(comparison or spaces[0], out, figures)
+        from ..plots import head_space_bundle
+
+        bundle = head_space_bundle(spaces, comparison)
+    saved, figures, t_plots = write_result(comparison or spaces[0], out, bundle, formats, show)
     timing = {"model_s": round(t_model, 3), "head_space_s": round(t_space, 3), "compare_s": round(t_cmp, 3),
               "plots_s": round(t_plots, 3), "total_s": round(time.perf_counter() - t_start, 3)}
     if json_out:
@@ -197,37 +191,6 @@ def _texts(texts: Optional[List[str]], files: Optional[List[str]]) -> tuple[list
             "no text given: pass TEXT arguments or --file PATH (see attntopo heads --help)"
         )
     return [b for b, _ in out], [s for _, s in out]
-
-
-def _figures(spaces: list, comparison, formats: list[str]) -> dict[str, bytes]:
-    from .. import plots as P
-    from ..plots import heads as PH
-
-    files: dict[str, bytes] = {}
-    static = [f for f in formats if f != "html"]
-
-    def put(name: str, fig) -> None:
-        for fmt_ in static:
-            files[f"figures/{name}.{fmt_}"] = P.figure_to_bytes(fig, fmt_)
-
-    for hs in spaces:
-        tag = "" if len(spaces) == 1 else f"{_safe_name(hs.model)}_"
-        put(f"{tag}head_distances", PH.plot_head_distances(hs))
-        put(f"{tag}head_mds_layer", PH.plot_head_mds(hs, "layer"))
-        put(f"{tag}head_barcode", PH.plot_head_barcode(hs))
-        if hs.types is not None:
-            put(f"{tag}head_mds_type", PH.plot_head_mds(hs, "type"))
-            put(f"{tag}head_types", PH.plot_head_types(hs.types))
-        if "html" in formats:
-            fig = PH.iplot_head_mds(hs, "type" if hs.types is not None else "layer")
-            files[f"figures/{tag}head_mds.html"] = P.figure_to_bytes(fig, "html")
-    if comparison is not None:
-        put("model_diagrams", PH.plot_model_diagrams(comparison))
-    return files
-
-
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("_") or "model"
 
 
 def _space_doc(hs, top: int, eps: Optional[float]) -> dict:

@@ -40,10 +40,10 @@ from ._common import (
     print_json,
     print_saved,
     read_text,
-    save_result,
     status,
     top_option,
     truncate_option,
+    write_result,
 )
 
 _TIMELINE_EPILOG = (
@@ -110,17 +110,12 @@ def timeline_cmd(
         tl = at.timeline(body, m, layer=lay, head=hd, metric=metric, maxdim=maxdim, t0=t0,
                          drop_special=drop_special, truncate=truncate, n_jobs=n_jobs)
         t_tl = time.perf_counter() - t1
-    figures: dict[str, bytes] = {}
-    t_plots = 0.0
+    bundle = None
     if plots:
-        with status("drawing figures …", show):
-            t1 = time.perf_counter()
-            figures = _figures(tl, formats)
-            t_plots = time.perf_counter() - t1
-    saved = None
-    if out is not None:
-        with status(f"saving to {out} …", show):
-            saved = save_result(tl, out, figures)
+        from ..plots import timeline_bundle
+
+        bundle = timeline_bundle(tl)
+    saved, figures, t_plots = write_result(tl, out, bundle, formats, show)
     timing = {"model_s": round(t_model, 3), "timeline_s": round(t_tl, 3), "plots_s": round(t_plots, 3),
               "total_s": round(time.perf_counter() - t_start, 3)}
     n_changes = len(tl.slices) - 1 if top == 0 else min(top, len(tl.slices) - 1)
@@ -210,25 +205,3 @@ def _vines(tl, top: int) -> dict:
         }
     return out
 
-
-def _figures(tl, formats: list[str]) -> dict[str, bytes]:
-    from .. import plots as P
-    from ..plots import timeline as PT
-
-    files: dict[str, bytes] = {}
-    static = [f for f in formats if f != "html"]
-
-    def put(name: str, fig) -> None:
-        for fmt in static:
-            files[f"figures/{name}.{fmt}"] = P.figure_to_bytes(fig, fmt)
-
-    put("timeline_overview", PT.plot_timeline_overview(tl, min(1, tl.maxdim)))
-    put("timeline_diagrams", PT.plot_timeline_diagrams(tl))
-    put("coherence_bottleneck", PT.plot_coherence(tl, "bottleneck"))
-    put("coherence_wasserstein", PT.plot_coherence(tl, "wasserstein"))
-    for d in range(tl.maxdim + 1):
-        put(f"vineyard_h{d}", PT.plot_vineyard(tl, d))
-        put(f"betti_h{d}", PT.plot_betti_heatmap(tl, d))
-    if "html" in formats:
-        files["figures/timeline.html"] = P.figure_to_bytes(PT.iplot_timeline(tl), "html")
-    return files

@@ -31,7 +31,15 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 from ._layout import mds_layout, suggest_scale, suggest_scales, threshold_complex
 from ._style import DIM_COLORS, OKABE_ITO, thin_labels
-from .export import FORMATS, figure_to_bytes, figures_to_html, save_figure
+from .export import FORMATS, figure_to_bytes, figures_to_html, plotly_div, save_figure
+from .bundles import (
+    Bundle,
+    analysis_bundle,
+    comparison_bundle,
+    head_space_bundle,
+    head_tag,
+    timeline_bundle,
+)
 from .interactive import iplot_diagram, iplot_distance_matrix, iplot_head_grid, iplot_threshold_graph
 from .compare import (
     iplot_compare_diagrams,
@@ -71,6 +79,12 @@ from .timeline import (
 )
 
 __all__ = [
+    "Bundle",
+    "analysis_bundle",
+    "comparison_bundle",
+    "head_space_bundle",
+    "head_tag",
+    "timeline_bundle",
     "iplot_compare_diagrams",
     "iplot_compare_graphs",
     "iplot_compare_heads",
@@ -96,6 +110,7 @@ __all__ = [
     "OKABE_ITO",
     "figure_to_bytes",
     "figures_to_html",
+    "plotly_div",
     "iplot_diagram",
     "iplot_distance_matrix",
     "iplot_head_grid",

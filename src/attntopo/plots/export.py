@@ -28,6 +28,7 @@ __all__ = [
     "save_figure",
     "figure_to_bytes",
     "figures_to_html",
+    "plotly_div",
     "FORMATS",
     "MATPLOTLIB_FORMATS",
     "PLOTLY_FORMATS",
@@ -159,6 +160,15 @@ def save_figure(fig: Any, path: str | os.PathLike, *, dpi: int = 150) -> Path:
     return atomic_write_bytes(p, data)
 
 
+def plotly_div(fig: Any, *, include_plotlyjs: bool = False) -> str:
+    """A plotly figure as an HTML ``<div>`` for a page of several (plotly.js not included unless
+    asked: the page inlines it once)."""
+    if _kind(fig) != "plotly":
+        raise InvalidInputError("plotly_div takes a plotly figure (the iplot_* functions)")
+    return fig.to_html(include_plotlyjs=include_plotlyjs, full_html=False, auto_play=False,
+                       config=_PLOTLY_CONFIG)
+
+
 def figures_to_html(figures: Any, title: str = "attntopo figures") -> bytes:
     """One standalone HTML page holding several plotly figures (plotly.js inlined once).
 
@@ -182,9 +192,7 @@ def figures_to_html(figures: Any, title: str = "attntopo figures") -> bytes:
     for k, (heading, fig) in enumerate(items):
         if _kind(fig) != "plotly":
             raise InvalidInputError("figures_to_html takes plotly figures (the iplot_* functions)")
-        div = fig.to_html(
-            include_plotlyjs=(k == 0), full_html=False, auto_play=False, config=_PLOTLY_CONFIG
-        )
+        div = plotly_div(fig, include_plotlyjs=(k == 0))
         h = f"<h2>{escape(str(heading))}</h2>" if heading else ""
         sections.append(f"<section>{h}{div}</section>")
     page = (
