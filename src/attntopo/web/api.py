@@ -365,7 +365,7 @@ def _most_persistent(an) -> tuple[int, int]:
 
 
 def _compare_report(c, layer: int, head: int) -> dict:
-    from ..analyses.compare import COUNT_NAMES, DISTANCE_NAMES
+    from ..constants import COUNT_NAMES, DISTANCE_NAMES
 
     i, j = c._pos(layer, head)
     out = {
