@@ -395,7 +395,7 @@ def test_phrase_topology_minilm(minilm):
     ctx = [PAPER_A, PAPER_B, "Shannon founded information theory in 1948."]
     p = phrase_topology("Information Theory", ctx, model=minilm, layer=[1, 2])
     assert p.token_labels == [["information", "theory"]] * 3
-    assert p.distances["bottleneck"].shape == (2, 12, 2, 3, 3)
+    assert p.diagram_distances["bottleneck"].shape == (2, 12, 2, 3, 3)
     with pytest.raises(InvalidInputError, match="context 0"):
         phrase_topology("entropy", ctx, model=minilm)
 

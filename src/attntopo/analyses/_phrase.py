@@ -7,6 +7,7 @@ distance matrix), its diagrams, and the pairwise diagram distances between conte
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
@@ -54,7 +55,7 @@ class PhraseTopology(Result):
         distances (rows computed over the whole context).
     diagrams : list of list of list of Diagram
         ``diagrams[c][i][j]``: context ``c``, layer position ``i``, head position ``j``.
-    distances : dict of str to ndarray of shape (L, H, maxdim + 1, C, C)
+    diagram_distances : dict of str to ndarray of shape (L, H, maxdim + 1, C, C)
         Pairwise diagram distances between contexts (:data:`DISTANCE_NAMES`), per homology
         dimension.
     layers, heads : tuple of int
@@ -68,7 +69,7 @@ class PhraseTopology(Result):
     token_labels: list[list[str]]
     sub_distances: list[np.ndarray]
     diagrams: list[list[list[Diagram]]]
-    distances: dict[str, np.ndarray]
+    diagram_distances: dict[str, np.ndarray]
     layers: tuple[int, ...]
     heads: tuple[int, ...]
     model: str
@@ -78,6 +79,17 @@ class PhraseTopology(Result):
     provenance: dict = field(default_factory=dict)
 
     kind: ClassVar[str] = "phrase_topology"
+
+    @property
+    def distances(self) -> dict[str, np.ndarray]:
+        """Deprecated name of :attr:`diagram_distances` (``distances`` names the metric spaces
+        the topology is computed on; these are distances between diagrams)."""
+        warnings.warn(
+            "PhraseTopology.distances is deprecated: use PhraseTopology.diagram_distances",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.diagram_distances
 
     def _pos(self, layer: int | None, head: int | None) -> tuple[int, int]:
         if layer is None or head is None:
@@ -100,7 +112,7 @@ class PhraseTopology(Result):
         """(C, C) pairwise diagram distances between contexts for one head and dimension (H0 by default)."""
         check_choice(by, "by", DISTANCE_NAMES)
         i, j = self._pos(layer, head)
-        return self.distances[by][i, j, self._dim(dim)].copy()
+        return self.diagram_distances[by][i, j, self._dim(dim)].copy()
 
     def diagram(self, context: int, layer: int | None = None, head: int | None = None) -> Diagram:
         """The phrase's diagram in one context and head."""
@@ -112,7 +124,7 @@ class PhraseTopology(Result):
         """(L, H): mean pairwise distance between contexts, per head (small = the phrase keeps
         its shape across contexts).  NaN with a single context."""
         check_choice(by, "by", DISTANCE_NAMES)
-        X = self.distances[by][:, :, self._dim(dim)]
+        X = self.diagram_distances[by][:, :, self._dim(dim)]
         C = X.shape[-1]
         if C < 2:
             return np.full(X.shape[:2], np.nan)
@@ -181,7 +193,7 @@ class PhraseTopology(Result):
             arrays[f"sub_{c}"] = sub
             arrays.update(pack_diagrams(self.diagrams[c], f"dgm_{c}__", maxdim=self.maxdim))
         for n in DISTANCE_NAMES:
-            arrays[f"dist__{n}"] = self.distances[n]
+            arrays[f"dist__{n}"] = self.diagram_distances[n]
         meta = {
             "phrase": self.phrase,
             "contexts": self.contexts,
@@ -219,7 +231,7 @@ class PhraseTopology(Result):
                 unpack_diagrams(arrays, f"dgm_{c}__", maxdim=maxdim, shape=(L, H), engine=meta["engine"])
                 for c in range(C)
             ],
-            distances={
+            diagram_distances={
                 n: read_array(arrays, f"dist__{n}", "f", shape=(L, H, maxdim + 1, C, C)) for n in DISTANCE_NAMES
             },
             layers=tuple(meta["layers"]),
@@ -336,7 +348,7 @@ def phrase_topology(
         token_labels=labels,
         sub_distances=subs,
         diagrams=grids,
-        distances={n: dist[k] for k, n in enumerate(DISTANCE_NAMES)},
+        diagram_distances={n: dist[k] for k, n in enumerate(DISTANCE_NAMES)},
         layers=tuple(atts[0].layer_ids),
         heads=tuple(atts[0].head_ids),
         model=atts[0].model,
