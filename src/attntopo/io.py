@@ -328,7 +328,8 @@ def _extra_name(name: Any) -> str:
 
 def _ancestors(names) -> set[str]:
     """Every folder (relative POSIX path) that holds one of ``names``."""
-    return {"/".join(PurePosixPath(n).parts[:i]) for n in names for i in range(1, len(PurePosixPath(n).parts))}
+    parts = [PurePosixPath(n).parts for n in names]
+    return {"/".join(p[:i]) for p in parts for i in range(1, len(p))}
 
 
 def _prepare(meta: dict, arrays: dict, extra_files: dict | None) -> tuple[dict, dict[str, bytes]]:
@@ -376,7 +377,9 @@ def _sweep(folder: Path, keep: set[str]) -> None:
                 pass
 
 
-def _write_result(folder: Path, doc: dict, arrays: dict, extras: dict[str, bytes], compress: bool) -> None:
+def _write_result(
+    folder: Path, doc: dict, arrays: dict, extras: dict[str, bytes], compress: bool
+) -> None:
     """Stage, commit, publish and sweep (module docstring) in the existing folder ``folder``."""
     stage = folder / f"{_OWN_PREFIX}{secrets.token_hex(8)}.tmp"
     name = None
@@ -396,7 +399,8 @@ def _write_result(folder: Path, doc: dict, arrays: dict, extras: dict[str, bytes
             _fsync_dir(d)
         _rename(npz, folder / name)
         _fsync_dir(folder)
-        doc = dict(doc, storage={"arrays": name, "extra_files": {k: _sha256(v) for k, v in extras.items()}})
+        hashes = {k: _sha256(v) for k, v in extras.items()}
+        doc = dict(doc, storage={"arrays": name, "extra_files": hashes})
         meta_tmp = folder / f"{_OWN_PREFIX}{secrets.token_hex(8)}.tmp"
         _create(meta_tmp, lambda f: f.write(_encode(doc)))
         _rename(meta_tmp, folder / META_FILE)  # the commit point
@@ -426,7 +430,9 @@ def _write_result(folder: Path, doc: dict, arrays: dict, extras: dict[str, bytes
 
 def _remove_leftovers_beside(target: Path) -> None:
     """Remove (or, for a lost target, put back) what interrupted saves left beside ``target``."""
-    pattern = re.compile(rf"\.{re.escape(target.name)}\.(?:[0-9a-f]{{16}}\.new|[a-z0-9_]{{8}}\.(?:tmp|old))")
+    # .<name>.<16 hex>.new: this module's; .<name>.<8 of [a-z0-9_]>.tmp/.old: format 1's (mkdtemp)
+    name = re.escape(target.name)
+    pattern = re.compile(rf"\.{name}\.(?:[0-9a-f]{{16}}\.new|[a-z0-9_]{{8}}\.(?:tmp|old))")
     try:
         entries = sorted(os.scandir(target.parent), key=lambda e: e.name)
     except OSError:
@@ -487,7 +493,8 @@ def _save_new(target: Path, doc: dict, arrays: dict, extras: dict, compress: boo
         try:
             _rename(tmp, target)  # the commit point of a new folder
         except OSError as e:
-            if e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR) and os.path.lexists(target):
+            appeared = e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR)
+            if appeared and os.path.lexists(target):
                 shutil.rmtree(tmp, ignore_errors=True)
                 return False
             raise
@@ -585,7 +592,8 @@ def _json_type(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    for types, name in ((dict, "an object"), (list, "a list"), (str, "a string"), ((int, float), "a number")):
+    names = ((dict, "an object"), (list, "a list"), (str, "a string"), ((int, float), "a number"))
+    for types, name in names:
         if isinstance(value, types):
             return name
     return type(value).__name__  # pragma: no cover - json.loads makes nothing else
@@ -604,8 +612,8 @@ def _parse_meta(raw: bytes, p: Path) -> tuple[dict, str]:
         raise ResultFormatError(f"{where} holds {_json_type(meta)}, not an object: not attntopo metadata")
     version = meta.get("format_version")
     if type(version) is not int or not 1 <= version <= FORMAT_VERSION:
-        shown = repr(version) if isinstance(version, (int, float, str)) and len(repr(version)) < 30 \
-            else _json_type(version)
+        short = isinstance(version, (int, float, str)) and len(repr(version)) < 30
+        shown = repr(version) if short else _json_type(version)
         raise ResultFormatError(
             f"{where}: format_version must be an integer from 1 to {FORMAT_VERSION} "
             f"(the versions this attntopo reads), got {shown}"
@@ -639,7 +647,8 @@ def _read_arrays(file: Path, p: Path) -> dict[str, np.ndarray]:
     with archive:
         try:
             arrays = {k: archive[k] for k in archive.files}
-        except (OSError, ValueError, EOFError, KeyError, NotImplementedError, zipfile.BadZipFile, zlib.error) as e:
+        except (OSError, ValueError, EOFError, KeyError, NotImplementedError, zipfile.BadZipFile,
+                zlib.error) as e:
             raise ResultFormatError(f"{where} is corrupt: {e}") from None
     for k, v in arrays.items():
         if not isinstance(v, np.ndarray):
