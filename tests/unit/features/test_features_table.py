@@ -1,0 +1,170 @@
+"""features() on attention given directly (no model), the FeatureTable result, head selection
+and the bad-input rules."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from _feature_refs import random_attention, synthetic_attention
+
+import attntopo as at
+from attntopo.errors import EmptyTextError, InvalidInputError
+from attntopo.features import (
+    DEFAULT_SETS,
+    FEATURE_SETS,
+    FeatureTable,
+    barcode_features,
+    features,
+    graph_features,
+    parse_column,
+    select_heads,
+    template_features,
+)
+from attntopo.features._select import head_scores
+from attntopo.features._template import punctuation_mask
+
+
+def _atts(rng, sizes, L=2, H=3):
+    out = []
+    for k, n in enumerate(sizes):
+        w = random_attention(rng, L * H, n).reshape(L, H, n, n)
+        special = np.zeros(n, dtype=bool)
+        special[[0, -1]] = True
+        words = ["," if i % 3 == 1 else f"w{k}{i}" for i in range(n)]
+        out.append(synthetic_attention(w, " ".join(words), special))
+    return out
+
+
+@pytest.fixture(scope="module")
+def table():
+    rng = np.random.default_rng(0)
+    atts = _atts(rng, [7, 9, 5])
+    return atts, features(atts, sets=FEATURE_SETS[:4], n_jobs=1)
+
+
+def test_columns_rows_and_per_set_values(table):
+    atts, t = table
+    assert t.values.shape == (3, len(t.columns))
+    assert len(set(t.columns)) == len(t.columns)
+    assert {parse_column(c)[2] for c in t.columns} == set(DEFAULT_SETS)
+    assert t.heads() == [(layer, head) for layer in range(2) for head in range(3)]
+    # the set functions on the same matrices give the same numbers, head by head
+    a = atts[1]
+    real = a.drop_special().weights.reshape(6, 7, 7)
+    np.testing.assert_array_equal(
+        t.select(sets="graph").values[1], graph_features(real).ravel()
+    )
+    np.testing.assert_allclose(
+        t.select(sets="barcode").values[1], barcode_features(real, n_jobs=1).ravel(), rtol=0, atol=0
+    )
+    punct = punctuation_mask(a.text, a.offsets, a.special)
+    assert punct.any()
+    np.testing.assert_array_equal(
+        t.select(sets="template").values[1],
+        template_features(a.weights.reshape(6, 9, 9), punct).ravel(),
+    )
+    assert np.all(np.isfinite(t.values))
+
+
+def test_result_protocol(table, tmp_path):
+    _, t = table
+    cols = t.summary()
+    assert len({len(v) for v in cols.values()}) == 1 and list(cols)[0] == "text_index"
+    df = t.to_pandas()
+    assert list(df.columns) == list(t.columns) and list(df.index) == [0, 1, 2]
+    json.dumps(t.to_dict())
+    t.save(tmp_path / "t")
+    back = at.load_result(tmp_path / "t")
+    assert isinstance(back, FeatureTable) and back == t
+    assert back != t.select(sets="js")
+
+
+def test_table_holds_no_matrices(table):
+    # memory: once a row is computed nothing n x n stays (only the 2-D values table)
+    _, t = table
+    arrays = [v for v in vars(t).values() if isinstance(v, np.ndarray)]
+    assert all(a.ndim <= 2 and a.shape[0] == 3 for a in arrays)
+
+
+def test_rows_do_not_depend_on_the_chunking():
+    rng = np.random.default_rng(5)
+    atts = _atts(rng, [6, 8, 6, 7, 5])
+    whole = features(atts, sets=("js", "template"), batch_size=16, n_jobs=1)
+    chunked = features(atts, sets=("js", "template"), batch_size=2, n_jobs=1)
+    assert whole == chunked
+
+
+def test_layer_and_head_selection_names_model_indices():
+    rng = np.random.default_rng(1)
+    t = features(_atts(rng, [6]), sets=("template",), layers=[1], heads=[0, 2])
+    assert t.columns[0] == "L1H0.template.identity" and t.columns[-1] == "L1H2.template.punct"
+
+
+def test_unknown_set_lists_the_valid_ones():
+    with pytest.raises(InvalidInputError, match="unknown feature set 'nope'; allowed: 'js', 'graph'"):
+        features(["a text"], sets=("nope",))
+
+
+def test_empty_text_is_named_by_index_before_any_model_runs():
+    with pytest.raises(EmptyTextError, match=r"texts\[2\] is empty .*on_empty='skip'"):
+        features(["one", "two", "  ", ""], model="no-such-model-is-loaded")
+    with pytest.raises(EmptyTextError, match="all 2 texts are empty"):
+        features(["", " "], on_empty="skip")
+
+
+def test_on_empty_skip_reports_the_skipped():
+    rng = np.random.default_rng(2)
+    a, b = _atts(rng, [5, 6])
+    t = features([a, "", b], sets=("template",), on_empty="skip")
+    assert t.skipped == (1,) and list(t.index) == [0, 2] and len(t) == 2
+
+
+def test_prompt_set_needs_pairs():
+    with pytest.raises(InvalidInputError, match=r"prompt set needs \(prompt, response\) pairs of strings; texts\[0\] is a str"):
+        features(["just a text"], sets=("prompt",))
+
+
+def test_bad_settings():
+    for kwargs, msg in [
+        ({"sets": ()}, "sets is empty"),
+        ({"sets": ("js", "js")}, "distinct"),
+        ({"thresholds": (0.1, 2.0)}, "thresholds must be"),
+        ({"on_empty": "drop"}, "unknown on_empty"),
+        ({"batch_size": 0}, "batch_size"),
+    ]:
+        with pytest.raises(InvalidInputError, match=msg):
+            features(["text"], **kwargs)
+    with pytest.raises(InvalidInputError, match="texts\\[1\\] is a int"):
+        features(["ok", 3])
+
+
+def _labelled_table(rng, informative):
+    n, cols = 60, []
+    y = np.repeat([0, 1], n // 2)
+    values = rng.standard_normal((n, 12))
+    for k, (layer, head) in enumerate([(0, 0), (0, 1), (1, 0), (1, 1)]):
+        for q in range(3):
+            cols.append(f"L{layer}H{head}.js.q{q}")
+        if (layer, head) == informative:
+            values[:, 3 * k] += 3.0 * y
+    return FeatureTable(values, cols, np.arange(n), [""] * n), y
+
+
+@pytest.mark.parametrize("criterion", ["cv_accuracy", "anova"])
+def test_select_heads_finds_the_informative_head(criterion):
+    t, y = _labelled_table(np.random.default_rng(3), (1, 0))
+    assert select_heads(t, y, 1, criterion=criterion) == [(1, 0)]
+    scores = head_scores(t.to_pandas(), y, criterion=criterion)
+    assert max(scores, key=scores.get) == (1, 0) and len(scores) == 4
+
+
+def test_select_heads_refuses_one_class_and_too_many_heads():
+    t, y = _labelled_table(np.random.default_rng(4), (0, 0))
+    with pytest.raises(InvalidInputError, match="single class"):
+        select_heads(t, np.zeros(len(y)), 1)
+    with pytest.raises(InvalidInputError, match="only 4 heads"):
+        select_heads(t, y, 5)
+    with pytest.raises(InvalidInputError, match="columns="):
+        select_heads(t.values, y, 1)

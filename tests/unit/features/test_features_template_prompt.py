@@ -1,0 +1,124 @@
+"""The template and prompt sets against direct formulas, scipy's MST and gudhi."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _feature_refs import attention_matrices, random_attention
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse.csgraph import minimum_spanning_tree
+
+from attntopo.distances import token_distances
+from attntopo.features import TEMPLATES, spanning_forest_length, template_features
+from attntopo.features._prompt import prompt_features
+from attntopo.features._template import punctuation_mask
+
+gudhi = pytest.importorskip("gudhi")
+
+
+def _template_reference(A: np.ndarray, punct: np.ndarray) -> list[float]:
+    """la-tda's template distances of one matrix, each template built by hand."""
+    n = A.shape[0]
+    temps = []
+    for name in TEMPLATES:
+        T = np.zeros((n, n))
+        for i in range(n):
+            if name == "identity":
+                T[i, i] = 1
+            elif name == "prev" and i >= 1:
+                T[i, i - 1] = 1
+            elif name == "next" and i + 1 < n:
+                T[i, i + 1] = 1
+            elif name == "first":
+                T[i, 0] = 1
+            elif name == "last":
+                T[i, n - 1] = 1
+            elif name == "punct" and punct.any():
+                T[i, punct] = 1 / punct.sum()
+        temps.append(T)
+    return [
+        np.linalg.norm(A - T, "fro") / np.sqrt(np.linalg.norm(A, "fro") ** 2 + np.linalg.norm(T, "fro") ** 2)
+        for T in temps
+    ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(attention_matrices(max_n=9), st.integers(0, 2**31 - 1))
+def test_template_distances_equal_direct_formula(A, seed):
+    punct = np.random.default_rng(seed).random(A.shape[-1]) < 0.3
+    got = template_features(A, punct)
+    assert got.shape == (A.shape[0], len(TEMPLATES))
+    assert np.all((got >= 0) & (got <= 1 + 1e-15))
+    for b in range(A.shape[0]):
+        np.testing.assert_allclose(got[b], _template_reference(A[b], punct), rtol=1e-13, atol=1e-15)
+
+
+def test_templates_are_at_distance_zero_from_themselves():
+    n = 6
+    shift = np.eye(n, k=-1)
+    shift[0, 0] = 1  # row 0 has no previous token: anything there moves it off the template
+    got = template_features(np.stack([np.eye(n), shift]), np.zeros(n, dtype=bool))
+    assert got[0, TEMPLATES.index("identity")] == 0
+    assert got[1, TEMPLATES.index("prev")] == pytest.approx(np.sqrt(1 / (n + n - 1)))
+    assert got[0, TEMPLATES.index("punct")] == 1.0  # no punctuation: the empty template
+
+
+def test_punctuation_found_through_offsets():
+    text = "Hello, world ... ok!"
+    offsets = [(0, 0), (0, 5), (5, 6), (7, 12), (13, 16), (17, 19), (19, 20), (0, 0)]
+    special = [True, False, False, False, False, False, False, True]
+    np.testing.assert_array_equal(
+        punctuation_mask(text, offsets, special), [0, 0, 1, 0, 1, 0, 1, 0]
+    )
+
+
+def _contracted_mst(D: np.ndarray, prompt: np.ndarray) -> float:
+    """MST of the graph with the prompt contracted to one vertex (scipy)."""
+    resp = np.flatnonzero(~prompt)
+    m = resp.size + 1
+    C = np.zeros((m, m))
+    C[0, 1:] = C[1:, 0] = D[np.ix_(prompt, resp)].min(axis=0)
+    C[1:, 1:] = D[np.ix_(resp, resp)]
+    # scipy reads 0 as "no edge": lengthen every edge by 1, then take the m - 1 edges back
+    return float(minimum_spanning_tree(C + 1 - np.eye(m)).sum() - (m - 1))
+
+
+def _h0_with_prompt_zeroed(D: np.ndarray, prompt: np.ndarray) -> float:
+    """TOHA's definition: the sum of finite H0 deaths with prompt-prompt distances set to 0."""
+    Z = D.copy()
+    Z[np.ix_(prompt, prompt)] = 0.0
+    st_ = gudhi.RipsComplex(distance_matrix=Z).create_simplex_tree(max_dimension=1)
+    st_.persistence()
+    h0 = np.asarray(st_.persistence_intervals_in_dimension(0)).reshape(-1, 2)
+    return float(h0[np.isfinite(h0[:, 1]), 1].sum())
+
+
+@settings(max_examples=60, deadline=None)
+@given(attention_matrices(max_n=9, max_b=2), st.integers(0, 2**31 - 1))
+def test_spanning_forest_equals_scipy_and_h0_of_zeroed_prompt(A, seed):
+    n = A.shape[-1]
+    rng = np.random.default_rng(seed)
+    prompt = np.zeros(n, dtype=bool)
+    prompt[: int(rng.integers(1, n + 1))] = True
+    D = token_distances(A)
+    got = spanning_forest_length(D, prompt)
+    for b in range(A.shape[0]):
+        assert got[b] == pytest.approx(_contracted_mst(D[b], prompt), abs=1e-12)
+        assert got[b] == pytest.approx(_h0_with_prompt_zeroed(D[b], prompt), abs=1e-12)
+
+
+def test_prompt_scores_per_response_token():
+    rng = np.random.default_rng(2)
+    A = np.tril(random_attention(rng, 3, 10))
+    A /= A.sum(-1, keepdims=True)
+    prompt = np.arange(10) < 6
+    D = token_distances(A)
+    got = prompt_features(A, D, prompt)
+    att_D = 1 - np.maximum(A, A.transpose(0, 2, 1))
+    for b in range(3):
+        np.fill_diagonal(att_D[b], 0)
+        assert got[b, 0] == pytest.approx(_contracted_mst(D[b], prompt) / 4, abs=1e-12)
+        assert got[b, 1] == pytest.approx(_contracted_mst(att_D[b], prompt) / 4, abs=1e-12)
+    # a response identical to the prompt's last token costs nothing
+    assert spanning_forest_length(np.zeros((1, 3, 3)), np.array([True, False, False]))[0] == 0
