@@ -412,7 +412,7 @@ def _write_result(
             if name is not None and name != _committed_arrays(folder):
                 _unlink_quietly(folder / name)
         raise
-    published_dirs = set()
+    published_dirs = {folder} if extras else set()  # folders made for them are entries of folder
     for rel in extras:
         final = folder / rel
         for up in reversed(final.relative_to(folder).parents[:-1]):
