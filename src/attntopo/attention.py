@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._validation import check_index, check_indices, check_int
+from ._validation import check_bool, check_index, check_indices, check_int
 from .errors import InvalidInputError, OutOfRangeError
 
 __all__ = ["Attention", "resolve_index", "resolve_indices", "token_labels", "SPACE_MARK",
@@ -284,6 +284,115 @@ class Attention:
         if len(self.layer_ids) != w.shape[0] or len(self.head_ids) != w.shape[1]:
             raise InvalidInputError("layer_ids/head_ids do not match the weights' shape")
 
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def from_weights(
+        cls,
+        weights,
+        tokens: Sequence[str],
+        *,
+        causal: bool | None = None,
+        model: str = "custom",
+        text: str = "",
+        offsets: Sequence[tuple[int, int]] | None = None,
+        special: Sequence[bool] | None = None,
+        layer_ids: Sequence[int] | None = None,
+        head_ids: Sequence[int] | None = None,
+        renormalize: bool = False,
+    ) -> "Attention":
+        """Wrap attention weights you already have (a NumPy array or a torch tensor).
+
+        For attention taken from elsewhere: BertViz/``output_attentions=True`` tuples stacked,
+        TransformerLens ``cache["pattern", layer]``, your own model.  No offsets or special-token
+        mask are needed.
+
+        Parameters
+        ----------
+        weights : array-like or torch.Tensor of shape (L, H, n, n), (H, n, n) or (n, n)
+            Row ``i`` is query token ``i``'s distribution over the keys.  A torch tensor may
+            live on any device and carry gradients (it is detached and copied to the CPU).
+            Rows are checked: finite, non-negative, summing to 1 within the round-off of the
+            input's dtype, ``(n + 4) · u`` (``u = 2**-24`` for float32; float16 and bfloat16
+            inputs are checked at their own precision).  Stored as float32.
+        tokens : sequence of str, length n
+            One label per row (``model.to_str_tokens(text)`` in TransformerLens,
+            ``tokenizer.convert_ids_to_tokens(ids)`` in transformers).
+        causal : bool, optional
+            Whether rows never see later tokens.  ``None`` (default): True when ``n > 1`` and
+            every weight above the diagonal is exactly 0.  ``True`` with weights above the
+            diagonal is an error.
+        model : str
+            A name for the source (shown in results and figures).
+        text : str, optional
+            The text the tokens came from (for :attr:`sources` and word matching).
+        offsets : sequence of (int, int), optional
+            Character spans of the tokens in ``text``; ``(0, 0)`` each by default.
+        special : sequence of bool, optional
+            Special-token mask (for :meth:`drop_special`); none special by default.
+        layer_ids, head_ids : sequence of int, optional
+            The model's numbers of the layers / heads the first two axes hold (0, 1, … by
+            default), e.g. ``layer_ids=[5]`` for one TransformerLens layer.
+        renormalize : bool
+            Divide every row by its sum instead of checking that it is 1 (rows must still be
+            finite, non-negative and have a positive sum).
+
+        Returns
+        -------
+        Attention
+            ``weights`` of shape (L, H, n, n), float32 (missing axes added in front).
+
+        Raises
+        ------
+        InvalidInputError
+            ``None`` or a wrong type, a wrong shape, tokens that do not match the rows, rows
+            that are not distributions; one line saying what is allowed.
+        """
+        w, u = _weights_array(weights)
+        if w.ndim not in (2, 3, 4) or w.shape[-1] != w.shape[-2] or w.shape[-1] == 0:
+            hint = " (a batch? pick one text: weights[0])" if w.ndim == 5 else ""
+            raise InvalidInputError(
+                f"weights must have shape (L, H, n, n), (H, n, n) or (n, n) with n >= 1, got "
+                f"shape {tuple(w.shape)}{hint}"
+            )
+        w = w.reshape((1,) * (4 - w.ndim) + w.shape)
+        n = w.shape[-1]
+        if tokens is None or isinstance(tokens, (str, bytes)) or not isinstance(tokens, Sequence):
+            raise InvalidInputError(
+                f"tokens must be a list of {n} strings (one per row of the weights), got "
+                f"{type(tokens).__name__}"
+            )
+        if len(tokens) != n or not all(isinstance(t, str) for t in tokens):
+            bad = next((type(t).__name__ for t in tokens if not isinstance(t, str)), None)
+            got = f"an item of type {bad}" if bad else f"{len(tokens)}"
+            raise InvalidInputError(
+                f"tokens must be a list of {n} strings (one per row of the weights), got {got}"
+            )
+        if not isinstance(model, str) or not model:
+            raise InvalidInputError(f"model must be a non-empty name (str), got {model!r}")
+        if not isinstance(text, str):
+            raise InvalidInputError(f"text must be a string, got {type(text).__name__}")
+        renormalize = check_bool(renormalize, "renormalize")
+        w = _checked_rows(w, u, renormalize)
+        upper_zero = not np.triu(w, 1).any()
+        if causal is None:
+            causal = n > 1 and upper_zero
+        elif check_bool(causal, "causal") and not upper_zero:
+            raise InvalidInputError(
+                "causal=True but some weights above the diagonal are not 0 (a causal row never "
+                "sees later tokens): pass causal=False or None"
+            )
+        return cls(
+            weights=w.astype(np.float32),
+            tokens=list(tokens),
+            offsets=[(0, 0)] * n if offsets is None else list(offsets),
+            special=np.zeros(n, dtype=bool) if special is None else np.asarray(special, dtype=bool),
+            causal=bool(causal),
+            model=model,
+            text=text,
+            layer_ids=() if layer_ids is None else tuple(int(x) for x in layer_ids),
+            head_ids=() if head_ids is None else tuple(int(x) for x in head_ids),
+        )
+
     # ------------------------------------------------------------------ shape
     @property
     def layers(self) -> tuple[int, ...]:
@@ -420,8 +529,9 @@ class Attention:
     def prefix(self, t: int) -> "Attention":
         """The first ``t`` tokens (rows and columns), rows renormalized.
 
-        For causal models this is exactly the attention of the prefix (rows never see
-        the future, so no renormalization is needed and none changes anything).
+        For causal models this is the attention of the prefix (rows never see the future,
+        so no renormalization is needed and none changes anything); a separate forward pass
+        of the prefix agrees with it within float32 round-off (≈1e-6).
         """
         t = check_int(t, "prefix length", lo=1, hi=self.n_tokens, error=OutOfRangeError)
         return self.subset_tokens(np.arange(t))
@@ -459,3 +569,67 @@ class Attention:
 
     __hash__ = None  # type: ignore[assignment]
 
+
+def _weights_array(weights) -> tuple[np.ndarray, float]:
+    """``weights`` as a float64 array and the unit roundoff of the dtype it came in."""
+    u32 = float(np.finfo(np.float32).eps) / 2
+    if weights is None or isinstance(weights, (str, bytes, dict)):
+        raise InvalidInputError(
+            f"weights must be an array or a torch tensor of shape (L, H, n, n), (H, n, n) or "
+            f"(n, n), got {type(weights).__name__}"
+        )
+    if type(weights).__module__.split(".")[0] == "torch" and hasattr(weights, "detach"):
+        import torch
+
+        if weights.dtype.is_complex:
+            raise InvalidInputError(f"weights must be real numbers, got a tensor of {weights.dtype}")
+        u = torch.finfo(weights.dtype).eps / 2 if weights.dtype.is_floating_point else u32
+        return weights.detach().to("cpu", torch.float64).numpy(), max(float(u), u32)
+    try:
+        arr = np.asarray(weights)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(
+            f"weights must be an array or a torch tensor, got {type(weights).__name__} that is "
+            f"not one ({str(e).splitlines()[0][:80]})"
+        ) from None
+    if arr.dtype.kind not in "biuf":
+        raise InvalidInputError(
+            f"weights must be real numbers, got an array of {arr.dtype} from {type(weights).__name__}"
+        )
+    u = float(np.finfo(arr.dtype).eps) / 2 if arr.dtype.kind == "f" else u32
+    return arr.astype(np.float64), max(u, u32)
+
+
+def _checked_rows(w: np.ndarray, u: float, renormalize: bool) -> np.ndarray:
+    """Rows finite, non-negative and summing to 1 within ``(n + 4) u`` (or renormalized)."""
+
+    def where(idx) -> str:
+        l, h, i = (int(x) for x in np.unravel_index(idx, w.shape[:3]))
+        return f"layer {l}, head {h}, row {i}"
+
+    if not np.isfinite(w).all():
+        bad = np.flatnonzero(~np.isfinite(w).all(-1))[0]
+        raise InvalidInputError(f"weights hold NaN or infinity (first at {where(bad)}): rows must be distributions")
+    if (w < 0).any():
+        bad = np.flatnonzero((w < 0).any(-1))[0]
+        raise InvalidInputError(
+            f"weights hold negative values (first at {where(bad)}, smallest {w.min():.3g}): rows "
+            f"must be distributions"
+        )
+    s = w.sum(-1)
+    if renormalize:
+        if (s <= 0).any():
+            raise InvalidInputError(
+                f"{where(np.flatnonzero(s.ravel() <= 0)[0])} sums to 0, so it cannot be renormalized"
+            )
+        return w / s[..., None]
+    n = w.shape[-1]
+    tol = (n + 4) * u
+    dev = np.abs(s - 1.0)
+    if dev.max() > tol:
+        bad = int(np.flatnonzero(dev.ravel() > tol)[0])
+        raise InvalidInputError(
+            f"every row of attention must sum to 1 (within {tol:.2g}, the round-off for n={n}); "
+            f"{where(bad)} sums to {s.ravel()[bad]:.9g}: pass renormalize=True to rescale rows"
+        )
+    return w

@@ -165,3 +165,82 @@ def test_byte_level_tokens_never_leak_markers(tokens):
     assert len(set(labels)) == len(labels)
     # whole characters are decoded; only bytes cut off from their character keep their spelling
     assert not any(ch in lab for lab in labels for ch in "ĠĊ"), (tokens, labels)
+
+
+# ------------------------------------------------------------ from_weights
+def _rows(shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.dirichlet(np.ones(shape[-1]), size=shape[:-1]).astype(np.float32)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 5), (3, 5, 5), (5, 5)])
+def test_from_weights_shapes(shape):
+    w = _rows(shape)
+    a = Attention.from_weights(w, list("abcde"))
+    assert a.weights.shape == (1,) * (4 - len(shape)) + shape and a.weights.dtype == np.float32
+    np.testing.assert_array_equal(a.weights.reshape(shape), w)
+    assert a.model == "custom" and not a.causal and not a.special.any()
+    assert a.offsets == [(0, 0)] * 5 and a.labels == list("abcde") and a.sources == [""] * 5
+
+
+def test_from_weights_torch_and_causal():
+    torch = pytest.importorskip("torch")
+    logits = torch.randn(2, 4, 6, 6, requires_grad=True)
+    mask = torch.triu(torch.ones(6, 6, dtype=torch.bool), 1)
+    w = torch.softmax(logits.masked_fill(mask, float("-inf")), -1)  # carries a gradient
+    a = Attention.from_weights(w, [f"t{i}" for i in range(6)], model="mine", layer_ids=[3, 4])
+    assert a.causal and a.model == "mine" and a.layers == (3, 4)  # zeros above the diagonal
+    np.testing.assert_array_equal(a.weights, w.detach().numpy())
+    assert not Attention.from_weights(w, [f"t{i}" for i in range(6)], causal=False).causal
+    # float16 rows are checked at float16's precision
+    h = Attention.from_weights(torch.softmax(torch.randn(3, 40, 40), -1).half(), ["x"] * 40)
+    assert h.n_heads == 3 and h.labels[1] == "x#2"
+    # a 1-token text cannot show causality
+    assert not Attention.from_weights(np.ones((1, 1)), ["only"]).causal
+
+
+def test_from_weights_row_sums_and_renormalize():
+    w = _rows((2, 3, 64, 64)).astype(np.float64)
+    Attention.from_weights(w, ["t"] * 64)
+    tol = (64 + 4) * 2.0**-24
+    off = w.copy()
+    off[1, 2, 7] *= 1 + 3 * tol
+    with pytest.raises(InvalidInputError, match=r"^every row of attention must sum to 1 .*layer 1, head 2, row 7 "
+                                                r"sums to .*renormalize=True"):
+        Attention.from_weights(off, ["t"] * 64)
+    r = Attention.from_weights(off * 3, ["t"] * 64, renormalize=True)
+    np.testing.assert_allclose(r.weights.sum(-1), 1, rtol=0, atol=64 * 2.0**-24)
+    zero = w.copy()
+    zero[0, 0, 0] = 0
+    with pytest.raises(InvalidInputError, match=r"layer 0, head 0, row 0 sums to 0"):
+        Attention.from_weights(zero, ["t"] * 64, renormalize=True)
+
+
+@pytest.mark.parametrize(
+    "weights, tokens, kwargs, message",
+    [
+        (None, ["a"], {}, r"^weights must be an array or a torch tensor of shape \(L, H, n, n\), \(H, n, n\) "
+                          r"or \(n, n\), got NoneType$"),
+        ("abc", ["a"], {}, r"got str$"),
+        ({"w": 1}, ["a"], {}, r"got dict$"),
+        ([[1, 0], [1]], ["a", "b"], {}, r"^weights must be an array or a torch tensor, got list"),
+        (np.array([["a"]]), ["a"], {}, r"^weights must be real numbers"),
+        (np.ones((2, 3)) / 3, ["a", "b"], {}, r"^weights must have shape .* got shape \(2, 3\)$"),
+        (np.ones((1, 1, 1, 2, 2)) / 2, ["a", "b"], {}, r"pick one text: weights\[0\]\)$"),
+        (np.ones(3) / 3, ["a"] * 3, {}, r"got shape \(3,\)$"),
+        (np.eye(2), None, {}, r"^tokens must be a list of 2 strings \(one per row of the weights\), got NoneType$"),
+        (np.eye(2), "ab", {}, r"got str$"),
+        (np.eye(2), ["a"], {}, r"got 1$"),
+        (np.eye(2), ["a", 2], {}, r"got an item of type int$"),
+        (np.array([[np.nan, 1], [0, 1]]), ["a", "b"], {}, r"^weights hold NaN or infinity \(first at layer 0, head 0, row 0\)"),
+        (np.array([[1.5, -0.5], [0, 1]]), ["a", "b"], {}, r"^weights hold negative values"),
+        (np.ones((2, 2)) / 2, ["a", "b"], {"causal": True}, r"^causal=True but some weights above the diagonal"),
+        (np.eye(2), ["a", "b"], {"causal": "yes"}, r"^causal must be True or False"),
+        (np.eye(2), ["a", "b"], {"model": None}, r"^model must be a non-empty name"),
+        (np.eye(2), ["a", "b"], {"renormalize": 1}, r"^renormalize must be True or False"),
+    ],
+)
+def test_from_weights_errors_are_one_typed_line(weights, tokens, kwargs, message):
+    with pytest.raises(InvalidInputError, match=message) as e:
+        Attention.from_weights(weights, tokens, **kwargs)
+    assert "\n" not in str(e.value)
