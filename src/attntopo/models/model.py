@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import threading
 import warnings
 from dataclasses import dataclass
@@ -12,11 +14,19 @@ import numpy as np
 
 from .._validation import check_bool, check_choice, check_indices, check_positive_int
 from ..attention import Attention
-from ..errors import EmptyTextError, InvalidInputError, TextTooLongError, UnknownTokensWarning
+from ..errors import (
+    EmptyTextError,
+    InvalidInputError,
+    ModelLoadError,
+    TextTooLongError,
+    UnknownTokensWarning,
+)
 from .loading import load_hf
 from .specs import DEFAULT_MODEL, ModelSpec, resolve_spec
 
 __all__ = ["AttentionModel", "load_model", "clear_model_cache", "Encoding"]
+
+log = logging.getLogger("attntopo")
 
 # Bound on the attention tensors materialised per forward pass (float32 elements).
 _BATCH_ELEMENTS = 96 * 2**20
@@ -53,7 +63,8 @@ class AttentionModel:
         Longest input in tokens, special tokens included.
     """
 
-    def __init__(self, spec: ModelSpec, hf_model, tokenizer, source: str, device: str, dtype: str):
+    def __init__(self, spec: ModelSpec, hf_model, tokenizer, source: str, device: str, dtype: str,
+                 *, owned: bool = True):
         self.spec = spec
         self.name = spec.name
         self.hf_model = hf_model
@@ -65,8 +76,14 @@ class AttentionModel:
         self.config = cfg
         self.architecture = type(hf_model).__name__
         self.model_type = getattr(cfg, "model_type", "unknown")
-        self.n_layers = int(getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "n_layer"))
-        self.n_heads = int(getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_head"))
+        n_layers = getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "n_layer", None)
+        n_heads = getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_head", None)
+        if not n_layers or not n_heads:
+            raise ModelLoadError(
+                f"{self.name} ({self.model_type}) has no attention heads in its config, so it gives "
+                f"no attention weights; attntopo needs a transformer with attention"
+            )
+        self.n_layers, self.n_heads = int(n_layers), int(n_heads)
         self.n_kv_heads = int(getattr(cfg, "num_key_value_heads", None) or self.n_heads)
         limits = [
             getattr(cfg, k, None)
@@ -82,7 +99,7 @@ class AttentionModel:
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         tokenizer.padding_side = "right"
-        if hasattr(cfg, "use_cache"):
+        if owned and hasattr(cfg, "use_cache"):
             cfg.use_cache = False  # no key/value cache: one pass, attention only
         self._lock = threading.Lock()
         self.causal = self._probe_causal()
@@ -221,11 +238,19 @@ class AttentionModel:
             mask[i, : len(row)] = 1
         inputs = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)}
         with self._lock, torch.inference_mode():
-            out = self.hf_model(**inputs, output_attentions=True)
-        atts = out.attentions
+            try:
+                out = self.hf_model(**inputs, output_attentions=True)
+            except TypeError as e:
+                raise ModelLoadError(
+                    f"{self.name} cannot return attention weights (its forward rejected "
+                    f"output_attentions=True: {str(e).splitlines()[0][:120]})"
+                ) from None
+        atts = getattr(out, "attentions", None)
         if not atts or any(a is None for a in atts):
-            raise RuntimeError(
-                "the model returned no attention weights (is it running with eager attention?)"
+            impl = getattr(self.config, "_attn_implementation", None) or "unknown"
+            raise ModelLoadError(
+                f"{self.name} returned no attention weights (attention implementation {impl!r}; "
+                f"attntopo needs 'eager'): load it with attn_implementation='eager'"
             )
         stacked = torch.stack([a.float() for a in atts], dim=1).cpu().numpy()  # (B, L, H, n, n)
         return [stacked[i, :, :, : lengths[i], : lengths[i]] for i in range(len(batch_ids))]
@@ -234,8 +259,7 @@ class AttentionModel:
         """Attention of already-tokenized inputs (lists of token ids, special tokens included).
 
         The batch is right-padded with an attention mask, so padding never leaks into the
-        result: each entry equals a run on that input alone within float32 round-off
-        (≈1e-6: a padded batch goes through other matrix kernels).
+        result: each entry equals a run on that input alone.
 
         Returns
         -------
@@ -272,8 +296,7 @@ class AttentionModel:
         ----------
         text : str or list of str
             One text → one :class:`~attntopo.attention.Attention`; a list → a list, computed
-            in padded batches (padding never leaks: every text's weights equal a run alone
-            within float32 round-off, ≈1e-6).
+            in padded batches (padding never leaks: every text's weights equal a run alone).
         drop_special : bool
             Remove special tokens' rows and columns and renormalize rows
             (see :meth:`Attention.drop_special`).
@@ -349,10 +372,11 @@ _CACHE_LOCK = threading.Lock()
 
 
 def load_model(
-    spec: str | os.PathLike | ModelSpec = DEFAULT_MODEL,
+    spec=DEFAULT_MODEL,
     *,
-    device: str = "cpu",
-    dtype: WeightsDtype = "float32",
+    tokenizer=None,
+    device: str | None = None,
+    dtype: WeightsDtype | None = None,
     allow_pickle: bool = False,
     trust_remote_code: bool = False,
     revision: str | None = None,
@@ -361,14 +385,20 @@ def load_model(
 
     Parameters
     ----------
-    spec : str or path
+    spec : str, path or transformers.PreTrainedModel
         ``"minilm"`` (default, packaged all-MiniLM-L6-v2), ``"smollm2"`` (packaged GGUF
         SmolLM2-135M-Instruct, converted once and cached), any Hugging Face id
-        (``"bert-base-uncased"``, ``"gpt2"``, …), a local model folder, or a ``.gguf`` file.
-    device : str
-        Torch device (``"cpu"``, ``"cuda"``, …).
-    dtype : {"float32", "float16", "bfloat16"}
-        Weights' dtype; attention is always returned as float32.
+        (``"bert-base-uncased"``, ``"gpt2"``, …), a local model folder, a ``.gguf`` file, or a
+        Hugging Face model you have already loaded (pass its ``tokenizer=`` too).
+    tokenizer : transformers tokenizer, optional
+        Only with an already-loaded model: its tokenizer (a fast one gives character offsets,
+        needed for :attr:`Attention.sources` and word matching).
+    device : str, optional
+        Torch device (``"cpu"`` by default, ``"cuda"``, …).  Not for an already-loaded model,
+        which runs where it is.
+    dtype : {"float32", "float16", "bfloat16"}, optional
+        Weights' dtype (``"float32"`` by default); attention is always returned as float32.
+        Not for an already-loaded model.
     allow_pickle : bool
         Allow pickle (``pytorch_model.bin``) weights.  Off by default: safetensors/GGUF only.
     trust_remote_code : bool
@@ -376,16 +406,54 @@ def load_model(
     revision : str, optional
         Hub branch, tag or commit.
 
+    Notes
+    -----
+    An already-loaded model is used in place and not cached.  attntopo needs the attention
+    weights, which only the eager attention implementation returns: a model loaded with
+    another one (``"sdpa"``, the default of transformers 5) is switched with
+    ``model.set_attn_implementation("eager")``, and a model in training mode is put in
+    ``eval()`` mode (dropout off), both on your object; a tokenizer without a padding token
+    gets its end-of-text token as one.  A model that still returns no attention weights is
+    refused with :class:`~attntopo.errors.ModelLoadError`.
+
     Raises
     ------
     ModelNotFoundError
         Unknown alias, missing folder, or hub unreachable (names the offline aliases).
     UnsafeWeightsError
         Only pickle weights and ``allow_pickle`` is False.
+    ModelLoadError
+        The model gives no attention weights.
+    InvalidInputError
+        A wrong type or setting (one line saying what is allowed).
     """
-    check_choice(dtype, "dtype", WEIGHTS_DTYPES, what="weights dtype (dtype=)")
     allow_pickle = check_bool(allow_pickle, "allow_pickle")
     trust_remote_code = check_bool(trust_remote_code, "trust_remote_code")
+    if _is_hf_model(spec):
+        given = [name for name, v in (("device", device), ("dtype", dtype), ("revision", revision),
+                                      ("allow_pickle", allow_pickle or None),
+                                      ("trust_remote_code", trust_remote_code or None)) if v is not None]
+        if given:
+            names = ", ".join(f"{g}=" for g in given)
+            raise InvalidInputError(
+                f"{names} {'is' if len(given) == 1 else 'are'} only for a model loaded by name; an "
+                f"already-loaded model runs where and as it is (move it with model.to(...) first)"
+            )
+        return _wrap_loaded(spec, tokenizer)
+    if tokenizer is not None:
+        raise InvalidInputError(
+            "tokenizer= is only for a model you have already loaded (load_model(model, "
+            "tokenizer=tokenizer)); a model loaded by name brings its own"
+        )
+    if not isinstance(spec, (str, os.PathLike, ModelSpec)):
+        raise InvalidInputError(
+            f"model must be an alias (minilm, smollm2), a Hugging Face id, a local path or a loaded "
+            f"transformers model, got {type(spec).__name__}; for attention weights you already "
+            f"have, use Attention.from_weights(weights, tokens)"
+        )
+    dtype = "float32" if dtype is None else dtype
+    check_choice(dtype, "dtype", WEIGHTS_DTYPES, what="weights dtype (dtype=)")
+    device = "cpu" if device is None else device
     if not isinstance(device, str) or not device:
         raise InvalidInputError(f"device must be a torch device string like 'cpu', got {device!r}")
     resolved = resolve_spec(spec, revision=revision)
@@ -395,13 +463,54 @@ def load_model(
         hit = _CACHE.get(key)
         if hit is not None:
             return hit
-        hf_model, tokenizer, source = load_hf(
+        hf_model, tok, source = load_hf(
             resolved, dtype=dtype, device=device, allow_pickle=allow_pickle,
             trust_remote_code=trust_remote_code,
         )
-        model = AttentionModel(resolved, hf_model, tokenizer, source, device, dtype)
+        model = AttentionModel(resolved, hf_model, tok, source, device, dtype)
         _CACHE[key] = model
         return model
+
+
+def _is_hf_model(obj) -> bool:
+    """A transformers model object (checked without importing transformers for names)."""
+    if isinstance(obj, (str, os.PathLike, ModelSpec)) or "transformers" not in sys.modules:
+        return False
+    from transformers import PreTrainedModel
+
+    return isinstance(obj, PreTrainedModel)
+
+
+def _wrap_loaded(hf_model, tokenizer) -> AttentionModel:
+    """An :class:`AttentionModel` around a model and tokenizer the caller already loaded."""
+    from transformers import PreTrainedTokenizerBase
+
+    name = str(getattr(hf_model, "name_or_path", "") or type(hf_model).__name__)
+    if tokenizer is None:
+        raise InvalidInputError(
+            f"an already-loaded model needs its tokenizer: load_model(model, tokenizer="
+            f"AutoTokenizer.from_pretrained({name!r}))"
+        )
+    if not isinstance(tokenizer, PreTrainedTokenizerBase):
+        raise InvalidInputError(
+            f"tokenizer must be a transformers tokenizer (AutoTokenizer.from_pretrained(...)), got "
+            f"{type(tokenizer).__name__}"
+        )
+    impl = getattr(hf_model.config, "_attn_implementation", None)
+    if impl != "eager":
+        try:
+            hf_model.set_attn_implementation("eager")
+        except Exception as e:  # noqa: BLE001 - any failure: the probe below decides
+            log.info("could not switch %s to eager attention: %s", name, e)
+        else:
+            log.info("switched %s from %r to eager attention (attntopo needs the weights)", name, impl)
+    if hf_model.training:
+        hf_model.eval()
+    param = next(hf_model.parameters(), None)
+    device = str(param.device) if param is not None else "cpu"
+    dtype = str(param.dtype).replace("torch.", "") if param is not None else "float32"
+    spec = ModelSpec(name=name, kind="object", path=name)
+    return AttentionModel(spec, hf_model, tokenizer, name, device, dtype, owned=False)
 
 
 def clear_model_cache() -> None:

@@ -70,7 +70,8 @@ class ModelSpec:
     ----------
     name : str
         What the user asked for (alias, hub id, folder or file path).
-    kind : {"alias", "folder", "gguf", "hub"}
+    kind : {"alias", "folder", "gguf", "hub", "object"}
+        ``"object"``: a model the caller loaded and passed to :func:`load_model`.
     path : str
         Folder (alias, folder, gguf) or hub id (hub).
     gguf_file : str or None
