@@ -8,7 +8,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 STAMP  := $(VENV)/.attntopo-installed
 JOBS   ?= 2
 
-.PHONY: demo test test-fast bench bench-quick install clean browser loadtest fuzz
+.PHONY: demo test test-fast bench bench-quick install clean browser fortunes loadtest fuzz
 
 install: $(STAMP)
 
@@ -27,27 +27,37 @@ $(STAMP): pyproject.toml setup.py src/attntopo/_native/jsd.c Makefile
 demo: $(STAMP)
 	$(VENV)/bin/attntopo analyze --file examples/quantum.txt --model minilm
 
-# Debian's Chromium for the browser tests (tests/web): installed with apt when missing and
-# this runs as root (or with passwordless sudo); never fails: without it those tests skip loudly
+# $(call apt_install,PACKAGE,FILE,WHAT): install Debian's PACKAGE with apt when FILE is missing
+# and this runs as root (or with passwordless sudo); never fails: without it WHAT skip loudly
+define apt_install
+@if [ -e $(2) ]; then :; \
+elif ! command -v apt-get >/dev/null 2>&1; then \
+  echo "WARNING: $(2) is missing and apt-get is not available: $(3) will be SKIPPED"; \
+elif [ "$$(id -u)" = 0 ]; then \
+  echo "installing Debian's $(1) for $(3) (apt-get) ..."; \
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) >/dev/null) \
+    || echo "WARNING: apt-get could not install $(1): $(3) will be SKIPPED"; \
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+  echo "installing Debian's $(1) for $(3) (sudo apt-get) ..."; \
+  (sudo -n apt-get update -qq && sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) >/dev/null) \
+    || echo "WARNING: apt-get could not install $(1): $(3) will be SKIPPED"; \
+else \
+  echo "WARNING: $(2) is missing (run 'sudo apt-get install $(1)'): $(3) will be SKIPPED"; \
+fi; \
+[ -e $(2) ] || echo "WARNING: no $(2) after all: $(3) will be SKIPPED"
+endef
+
+# Debian's Chromium for the browser tests (tests/web)
 CHROMIUM := /usr/bin/chromium
 browser:
-	@if [ -x $(CHROMIUM) ]; then :; \
-	elif ! command -v apt-get >/dev/null 2>&1; then \
-	  echo "WARNING: $(CHROMIUM) is missing and apt-get is not available: the browser tests will be SKIPPED"; \
-	elif [ "$$(id -u)" = 0 ]; then \
-	  echo "installing Debian's chromium for the browser tests (apt-get) ..."; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	    || echo "WARNING: apt-get could not install chromium: the browser tests will be SKIPPED"; \
-	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
-	  echo "installing Debian's chromium for the browser tests (sudo apt-get) ..."; \
-	  (sudo -n apt-get update -qq && sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	    || echo "WARNING: apt-get could not install chromium: the browser tests will be SKIPPED"; \
-	else \
-	  echo "WARNING: $(CHROMIUM) is missing (run 'sudo apt-get install chromium'): the browser tests will be SKIPPED"; \
-	fi; \
-	[ -x $(CHROMIUM) ] || echo "WARNING: no $(CHROMIUM) after all: the browser tests will be SKIPPED"
+	$(call apt_install,chromium,$(CHROMIUM),the browser tests)
 
-test: $(STAMP) browser
+# Debian's fortunes: short human-written texts that attntopo.datasets reads (and its tests)
+FORTUNES := /usr/share/games/fortunes/computers
+fortunes:
+	$(call apt_install,fortunes,$(FORTUNES),the fortune tests)
+
+test: $(STAMP) browser fortunes
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q
 
 test-fast: $(STAMP)

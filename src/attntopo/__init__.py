@@ -83,6 +83,10 @@ _LAZY = {
     "bottleneck": "attntopo.topology.diagram_distances",
     "wasserstein": "attntopo.topology.diagram_distances",
     "complex_at": "attntopo.topology.complex",
+    # the function `features` stays in attntopo.features: a top-level name would be shadowed
+    # by the subpackage of the same name as soon as it is imported
+    "FeatureTable": "attntopo.features",
+    "select_heads": "attntopo.features",
 }
 
 __all__ = sorted(
@@ -131,3 +135,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .analyses._kinds import load_result
     from .models import AttentionModel, load_model, packaged_aliases
     from .topology import Diagram, bottleneck, complex_at, persistence, persistence_batch, wasserstein
+    from .features import FeatureTable, select_heads
