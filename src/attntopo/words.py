@@ -328,7 +328,8 @@ def match_aligned(
             idx.append(i % n)
         ta, tb = idx
         la, lb = A.labels[ta], B.labels[tb]
-        na, nb = normalize_token(la), normalize_token(lb)
+        # match on the text (display labels carry marks: "·word", "the#2", "[UNK]")
+        na, nb = (normalize_token(att.sources[t] or att.tokens[t]) for att, t in ((A, ta), (B, tb)))
         key, occ = unique(na if na == nb else f"{na}/{nb}")
         out.append(SharedToken(key, la, lb, ta, tb, (ta,), (tb,), -1, -1, occ))
     return out

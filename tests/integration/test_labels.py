@@ -85,3 +85,13 @@ def test_labels_survive_save_and_load(minilm, tmp_path):
     assert back.attention.labels == an.attention.labels
     assert back.attention.sources == an.attention.sources
     assert "[UNK]#2" in back.attention.labels and "the#2" in back.attention.labels
+
+
+def test_timeline_labels_are_the_attention_labels(minilm):
+    text = "the cat and the 猫 saw the dog"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownTokensWarning)
+        tl = at.timeline(text, model=minilm, layer=0, head=0, maxdim=0)
+        full = minilm.attention(text)
+    assert tl.labels == full.labels and "the#3" in tl.labels and "[UNK]" in tl.labels
+    assert tl.slices[-1].labels == full.labels

@@ -244,3 +244,21 @@ def test_from_weights_errors_are_one_typed_line(weights, tokens, kwargs, message
     with pytest.raises(InvalidInputError, match=message) as e:
         Attention.from_weights(weights, tokens, **kwargs)
     assert "\n" not in str(e.value)
+
+
+def test_token_alignment_keys_come_from_the_text_not_the_display_labels():
+    import attntopo as at
+
+    def byte_level(text, pieces):
+        n = len(pieces)
+        return Attention.from_weights(_rows((1, 1, n, n)), [p for p, _, _ in pieces], text=text,
+                                      offsets=[(a, b) for _, a, b in pieces])
+
+    A = byte_level("theory, the theory", [("theory", 0, 6), (",", 6, 7), ("Ġthe", 7, 11),
+                                          ("Ġtheory", 11, 18)])
+    B = byte_level("theory of the theory", [("theory", 0, 6), ("Ġof", 6, 9), ("Ġthe", 9, 13),
+                                            ("Ġtheory", 13, 20)])
+    assert A.labels[3] == "·theory" and B.labels[3] == "·theory"
+    c = at.compare(A, B, alignment=[(0, 3), (3, 0), (2, 2)], alignment_units="token", threshold=0.5)
+    assert [(s.key, s.a, s.b) for s in c.shared_tokens] == [("theory", 0, 3), ("theory#2", 3, 0),
+                                                            ("the", 2, 2)]

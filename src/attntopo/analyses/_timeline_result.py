@@ -27,7 +27,7 @@ import numpy as np
 
 from .._validation import check_maxdim
 from .._version import __version__
-from ..attention import Attention
+from ..attention import Attention, token_labels
 from ..errors import InvalidInputError, OutOfRangeError, ResultFormatError
 from ..io import json_float, json_safe
 from ..topology import Diagram, pack_diagrams, unpack_diagrams
@@ -46,14 +46,7 @@ _COHERENCE = ("bottleneck", "wasserstein")
 
 # --------------------------------------------------------------------- records
 def _labels(tokens: Sequence[str], offsets, special, text: str) -> list[str]:
-    out = []
-    for tok, (a, b), sp in zip(tokens, offsets, special):
-        if not sp and text and b > a:
-            s = text[a:b].strip()
-            out.append(s if s else tok)
-        else:
-            out.append(tok)
-    return out
+    return token_labels(tokens, offsets, special, text)[0]
 
 
 @dataclass(eq=False)
