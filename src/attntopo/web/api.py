@@ -192,6 +192,12 @@ _LAYER_AND_HEAD = [
 ]
 
 
+# a text must hold something besides whitespace: in the schema a pattern (Python's `\S` is
+# exactly "not str.isspace()", the rule check_text applies); checked by check_text, whose
+# message is clearer than a pattern's
+_NOT_BLANK = {"pattern": r"\S"}
+
+
 def _request_models(settings: Settings):
     """Request models whose limits come from the server's settings."""
     max_chars = settings.max_chars
@@ -234,7 +240,8 @@ def _request_models(settings: Settings):
     class AnalyzeRequest(_Common):
         """One text; every head is analysed (the summary covers all of them)."""
 
-        text: str = Field(..., min_length=1, max_length=max_chars, description="The text.")
+        text: str = Field(..., min_length=1, max_length=max_chars, description="The text.",
+                          json_schema_extra=_NOT_BLANK)
 
         @field_validator("text")
         @classmethod
@@ -244,8 +251,10 @@ def _request_models(settings: Settings):
     class CompareRequest(_Common):
         """Two texts compared head by head."""
 
-        text_a: str = Field(..., min_length=1, max_length=max_chars, description="The first text.")
-        text_b: str = Field(..., min_length=1, max_length=max_chars, description="The second text.")
+        text_a: str = Field(..., min_length=1, max_length=max_chars, description="The first text.",
+                            json_schema_extra=_NOT_BLANK)
+        text_b: str = Field(..., min_length=1, max_length=max_chars, description="The second text.",
+                            json_schema_extra=_NOT_BLANK)
         threshold: Optional[float] = Field(
             None, ge=0, allow_inf_nan=False,
             description="Scale at which shared edges/triangles are counted (default: per head, "
