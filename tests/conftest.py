@@ -16,13 +16,23 @@ SAMPLE = "Quantum information theory allows us to study attention using entangle
 MODEL_FIXTURES = frozenset({"minilm", "smollm2"})
 
 
+def pytest_configure(config):
+    # registered here, next to the rule that tests/README.md states for it
+    config.addinivalue_line(
+        "markers",
+        "forward_compare: compares numbers from two different float32 forward passes (batch and "
+        "single text, prefix and full text, CLI or server and library, float32 and float64), with "
+        "the tolerances of tests/_tolerances.py; .ci/run repeats these under another kernel family",
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark ``model`` every test that runs a real model's forward pass.
 
     In this process: it uses a fixture of ``MODEL_FIXTURES``, directly or through other
     fixtures (``item.fixturenames`` is the closure).  In a subprocess or a server (the CLI
     and web tests): it is marked ``model`` by hand, or ``smollm2`` / ``xdist_group("smollm2")``.
-    ``.ci/run`` runs these again under another kernel family (tests/README.md).
+    ``-m model`` selects every test that needs the packaged models (tests/README.md).
     """
     for item in items:
         if item.get_closest_marker("model"):

@@ -64,6 +64,7 @@ def test_compare_table_and_highlight():
     assert "information – theory" in out
 
 
+@pytest.mark.forward_compare
 def test_compare_json_single_head_matches_library(minilm):
     r = run("compare", A, B, "--layer", "2", "--head", "0", "--threshold", "0.2", "--include-special",
             "--highlight", "information", "--highlight", "theory", "--json")

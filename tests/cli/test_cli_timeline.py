@@ -59,6 +59,7 @@ def test_table_on_minilm():
     assert "H1:" in out and "only the slice view applies" in out
 
 
+@pytest.mark.forward_compare
 def test_json_matches_library(minilm):
     r = run("timeline", TEXT, "--layer", "1", "--head", "4", "--json", "--top", "0")
     assert r.returncode == 0, r.stderr

@@ -96,6 +96,7 @@ def test_subset_and_settings(minilm, sample_text):
         r.diagram(0, 2)
 
 
+@pytest.mark.forward_compare
 def test_list_of_texts(minilm):
     texts = ["Information theory.", "Attention is all you need, they said."]
     rs = at.analyze(texts, model=minilm, layers=0)

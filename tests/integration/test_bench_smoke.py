@@ -65,6 +65,7 @@ def baseline_run(minilm, sample_text):
     return bl, bl.run(tok, model, sample_text, heads=heads, keep=True), heads
 
 
+@pytest.mark.forward_compare
 def test_baseline_does_the_same_work_as_attntopo(minilm, sample_text, baseline_run):
     bl, b, heads = baseline_run
     att = minilm.attention(sample_text)

@@ -350,6 +350,7 @@ def test_phrase_save_load(tmp_path):
 
 
 # ---------------------------------------------------------------- real models
+@pytest.mark.forward_compare
 @pytest.mark.slow
 def test_paper_example_minilm(minilm):
     c = compare(PAPER_A, PAPER_B, model=minilm)

@@ -15,7 +15,7 @@ import pytest
 import torch
 from _tolerances import MINILM, SMOLLM2, TINY, for_model
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.forward_compare]
 
 TEXTS = [
     "Quantum information theory allows us to study attention using entanglement",

@@ -38,6 +38,7 @@ def test_minilm_shape_and_rows(minilm, sample_text):
     assert att.labels[1] == "Quantum"
 
 
+@pytest.mark.forward_compare
 def test_minilm_equals_direct_transformers_forward(minilm, sample_text):
     """Our attention is exactly what transformers returns for the same input."""
     from transformers import AutoModel, AutoTokenizer
@@ -53,6 +54,7 @@ def test_minilm_equals_direct_transformers_forward(minilm, sample_text):
     np.testing.assert_allclose(att.weights, ref, atol=for_model(minilm).weights_atol, rtol=0)
 
 
+@pytest.mark.forward_compare
 def test_batched_equals_single(minilm):
     texts = ["Short one.", "A much longer sentence about information theory and attention.", "Mid size text here."]
     atol = for_model(minilm).weights_atol
@@ -197,6 +199,7 @@ def test_smollm2_causal_rows(smollm2):
     assert not np.allclose(att.weights[5, 0], att.weights[5, 1])
 
 
+@pytest.mark.forward_compare
 @pytest.mark.xdist_group("smollm2")
 def test_smollm2_prefix_is_top_left_block(smollm2):
     text = "The capital of France is Paris, and information theory is fun."
@@ -210,6 +213,7 @@ def test_smollm2_prefix_is_top_left_block(smollm2):
                                atol=for_model(smollm2).weights_atol, rtol=0)
 
 
+@pytest.mark.forward_compare
 @pytest.mark.xdist_group("smollm2")
 def test_smollm2_batch_no_padding_leak(smollm2):
     texts = ["Hi.", "The capital of France is Paris."]

@@ -109,6 +109,7 @@ def test_minilm_prefix_template(tl_minilm, minilm):
     np.testing.assert_allclose(s.attention.weights.sum(-1), 1.0, atol=1e-5)
 
 
+@pytest.mark.forward_compare
 def test_minilm_batched_prefixes_equal_separate_runs(tl_minilm, minilm):
     _check_slices_match_separate_runs(minilm, tl_minilm, 2, 5)
 
@@ -177,6 +178,7 @@ def tl_smollm2(smollm2):
     return at.timeline(TEXT, smollm2, layer=4, head=3)
 
 
+@pytest.mark.forward_compare
 @pytest.mark.xdist_group("smollm2")
 def test_smollm2_one_pass_equals_separate_runs(tl_smollm2, smollm2, monkeypatch):
     tl = tl_smollm2
