@@ -259,7 +259,8 @@ class AttentionModel:
         """Attention of already-tokenized inputs (lists of token ids, special tokens included).
 
         The batch is right-padded with an attention mask, so padding never leaks into the
-        result: each entry equals a run on that input alone.
+        result: each entry equals a run on that input alone within float32 round-off
+        (≈1e-6: a padded batch goes through other matrix kernels).
 
         Returns
         -------
@@ -296,7 +297,8 @@ class AttentionModel:
         ----------
         text : str or list of str
             One text → one :class:`~attntopo.attention.Attention`; a list → a list, computed
-            in padded batches (padding never leaks: every text's weights equal a run alone).
+            in padded batches (padding never leaks: every text's weights equal a run alone
+            within float32 round-off, ≈1e-6).
         drop_special : bool
             Remove special tokens' rows and columns and renormalize rows
             (see :meth:`Attention.drop_special`).
