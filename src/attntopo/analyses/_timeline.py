@@ -18,9 +18,9 @@ content tokens + ``[SEP]``; for SmolLM2 it is simply the first ``t`` tokens.  To
 never re-tokenized: a prefix is a prefix of the token sequence, not of the string.
 
 * Causal models without trailing specials (SmolLM2, GPT-2, Llama): a row never sees
-  later tokens, so the prefix's attention is exactly the top-left ``t × t`` block of
-  **one** forward pass of the whole text, and its distances are the top-left block of
-  one distance matrix.
+  later tokens, so the prefix's attention is the top-left ``t × t`` block of **one**
+  forward pass of the whole text (a separate run of the prefix agrees within float32
+  round-off, ≈1e-6), and its distances are the top-left block of one distance matrix.
 * Every other case (bidirectional models like BERT/MiniLM, where each new token changes
   every row; or a template with trailing specials): every prefix is run through the
   model, in right-padded batches with attention masks (padding never leaks).
