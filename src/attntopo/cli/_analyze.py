@@ -13,6 +13,7 @@ from rich.table import Table
 
 from .. import __version__
 from ..constants import SUMMARY_STATS
+from .._validation import check_maxdim, check_threshold
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
@@ -20,7 +21,6 @@ from ._common import (
     Metric,
     PlotFormat,
     app,
-    check_maxdim,
     check_plot_options,
     console,
     debug_option,
@@ -126,9 +126,8 @@ def analyze(
     metric = Metric(metric).value
     engine = None if engine is None else EngineName(engine).value
     body, source = read_text(text, file)
-    check_maxdim(maxdim)
-    if math.isnan(threshold) or threshold <= 0:
-        raise InvalidInputError(f"--threshold must be a positive number or inf, got {threshold:g}")
+    check_maxdim(maxdim, name="--maxdim")
+    check_threshold(threshold, "--threshold")
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
     sort = _check_sort(sort, maxdim)

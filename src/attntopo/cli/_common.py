@@ -24,19 +24,17 @@ import typer
 from rich.console import Console
 
 from .. import __version__
-from ..constants import METRICS
+from ..constants import DEFAULT_MODEL, ENGINE_NAMES, METRICS, PLOT_FORMATS
 from ..errors import AttntopoError, EmptyTextError, InvalidInputError
 from ..io import META_FILE, json_safe
 from ..models.describe import describe_alias
-from ..topology import ENGINES
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_TOP = 20
-PLOT_FORMATS = ("png", "svg", "pdf", "html")
 
 # choices shown in --help and checked while parsing (typer turns Enums into choices)
 Metric = Enum("Metric", [(m, m) for m in METRICS], type=str)
-EngineName = Enum("EngineName", [(e, e) for e in ENGINES], type=str)
+EngineName = Enum("EngineName", [(e, e) for e in ENGINE_NAMES], type=str)
 PlotFormat = Enum("PlotFormat", [(f, f) for f in PLOT_FORMATS], type=str)
 
 app = typer.Typer(
@@ -102,11 +100,11 @@ def model_option(
     help: str = "Model: a packaged alias (minilm, smollm2), a Hugging Face id or a folder.",
 ) -> Any:
     """The ``--model``/``-m`` option (default: the packaged MiniLM)."""
-    return typer.Option("minilm", "--model", "-m", help=help)
+    return typer.Option(DEFAULT_MODEL, "--model", "-m", help=help)
 
 
 def maxdim_option(help: str = "Highest homology dimension: 0, 1 or 2.") -> Any:
-    """The ``--maxdim`` option; :func:`check_maxdim` checks its value."""
+    """The ``--maxdim`` option; :func:`check_maxdim` (``name="--maxdim"``) checks its value."""
     return typer.Option(1, "--maxdim", metavar="D", help=help)
 
 
@@ -234,17 +232,6 @@ def check_out(out: Path) -> None:
                 f"choose a new or empty folder"
             )
     check_writable_parent(out)
-
-
-def check_maxdim(maxdim: int) -> None:
-    if maxdim not in (0, 1, 2):
-        raise InvalidInputError(f"--maxdim must be 0, 1 or 2, got {maxdim}")
-
-
-def check_dim(dim: int, maxdim: int) -> None:
-    """``--dim`` picks one of the computed homology dimensions."""
-    if not 0 <= dim <= maxdim:
-        raise InvalidInputError(f"--dim must be in 0..{maxdim} (--maxdim), got {dim}")
 
 
 def check_plot_options(plots: bool, plot_format, out: Path | None) -> list[str]:

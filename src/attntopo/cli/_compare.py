@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from pathlib import Path
@@ -13,14 +12,13 @@ from rich import box
 from rich.table import Table
 
 from .. import __version__
+from .._validation import check_dim, check_maxdim, check_scale
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
     DEFAULT_TOP,
     Metric,
     PlotFormat,
     app,
-    check_dim,
-    check_maxdim,
     check_plot_options,
     console,
     debug_option,
@@ -125,11 +123,11 @@ def compare_cmd(
     metric = Metric(metric).value
     if not text_a.strip() or not text_b.strip():
         raise EmptyTextError("TEXT_A and TEXT_B must both hold at least one word")
-    check_maxdim(maxdim)
-    if threshold is not None and (math.isnan(threshold) or math.isinf(threshold) or threshold < 0):
-        raise InvalidInputError(f"--threshold must be a finite number >= 0, got {threshold:g}")
+    check_maxdim(maxdim, name="--maxdim")
+    if threshold is not None:
+        check_scale(threshold, "--threshold", allow_inf=False)
     if dim is not None:
-        check_dim(dim, maxdim)
+        check_dim(dim, maxdim, "--dim", hint="--maxdim")
     rank_dim = min(1, maxdim) if dim is None else dim
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")

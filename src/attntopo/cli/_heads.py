@@ -3,7 +3,6 @@ with ``--compare-model``, two models' head spaces compared."""
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -13,12 +12,12 @@ from rich import box
 from rich.table import Table
 
 from .. import __version__
+from .._validation import check_maxdim, check_scale
 from ..errors import InvalidInputError
 from ._common import (
     Metric,
     PlotFormat,
     app,
-    check_maxdim,
     check_plot_options,
     console,
     debug_option,
@@ -112,9 +111,9 @@ def heads_cmd(
     t_start = time.perf_counter()
     metric = Metric(metric).value
     bodies, sources = _texts(text, file)
-    check_maxdim(maxdim)
-    if eps is not None and (math.isnan(eps) or eps < 0):
-        raise InvalidInputError(f"--eps must be a number >= 0, got {eps:g}")
+    check_maxdim(maxdim, name="--maxdim")
+    if eps is not None:
+        check_scale(eps, "--eps")
     if raw and compare_model is not None:
         raise InvalidInputError("--sum cannot be used with --compare-model: models are compared on mean distances")
     if n_boot is not None and compare_model is None:

@@ -9,6 +9,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from ..constants import DEFAULT_MODEL
 from ..models.describe import describe_alias
 from ._common import app, console, debug_option, esc, json_option, print_json
 
@@ -68,7 +69,7 @@ def models(
             else:
                 console.print(f"  {esc(r['note'])}", soft_wrap=True)
     installed = [r["alias"] for r in rows if r["installed"]]
-    console.print(f"usable offline: {', '.join(installed) or 'none'} · default: minilm")
+    console.print(f"usable offline: {', '.join(installed) or 'none'} · default: {DEFAULT_MODEL}")
 
 
 def _short_path(path: str) -> str:

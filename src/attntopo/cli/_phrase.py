@@ -12,13 +12,12 @@ from rich import box
 from rich.table import Table
 
 from .. import __version__
+from .._validation import check_dim, check_maxdim
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
     Metric,
     app,
-    check_dim,
-    check_maxdim,
     check_out,
     console,
     debug_option,
@@ -86,8 +85,8 @@ def phrase_cmd(
     metric = Metric(metric).value
     if not context:
         raise InvalidInputError("give at least one --context TEXT that contains the phrase")
-    check_maxdim(maxdim)
-    check_dim(dim, maxdim)
+    check_maxdim(maxdim, name="--maxdim")
+    check_dim(dim, maxdim, "--dim", hint="--maxdim")
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
     if out is not None:

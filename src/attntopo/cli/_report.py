@@ -8,11 +8,11 @@ from typing import List, Optional
 
 import typer
 
+from .._validation import check_maxdim
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
     Metric,
     app,
-    check_maxdim,
     check_writable_parent,
     console,
     debug_option,
@@ -81,7 +81,7 @@ def report_cmd(
     body, source = read_text(text, file)
     if compare_text is not None and not compare_text.strip():
         raise EmptyTextError("--compare TEXT_B is empty or only whitespace: give at least one word")
-    check_maxdim(maxdim)
+    check_maxdim(maxdim, name="--maxdim")
     chosen = _report_heads(parse_indices(layer, "--layer"), parse_indices(head, "--head"))
     _check_report_out(out)
     try:

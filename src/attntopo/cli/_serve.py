@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 
 import typer
 
 from .. import __version__
+from .._validation import check_number
 from ..errors import InvalidInputError
 from ._common import app, debug_option, err_console, esc, model_option
 
@@ -45,8 +45,7 @@ def serve_cmd(
 
     Stop with Ctrl+C.
     """  # noqa: E501 - typer keeps line breaks of help text
-    if math.isnan(timeout) or math.isinf(timeout) or timeout <= 0:
-        raise InvalidInputError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    check_number(timeout, "--timeout", lo=0, lo_open=True, hint="seconds")
     from ..errors import MissingDependencyError
 
     try:

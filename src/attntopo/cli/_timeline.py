@@ -11,12 +11,12 @@ from rich import box
 from rich.table import Table
 
 from .. import __version__
+from .._validation import check_maxdim
 from ..errors import InvalidInputError
 from ._common import (
     Metric,
     PlotFormat,
     app,
-    check_maxdim,
     check_plot_options,
     console,
     debug_option,
@@ -97,7 +97,7 @@ def timeline_cmd(
     t_start = time.perf_counter()
     metric = Metric(metric).value
     body, source = read_text(text, file)
-    check_maxdim(maxdim)
+    check_maxdim(maxdim, name="--maxdim")
     lay = _one_index(layer, "--layer", 0)
     hd = _one_index(head, "--head", 0)
     formats = check_plot_options(plots, plot_format, out)

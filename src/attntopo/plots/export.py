@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ..constants import PLOT_FORMATS
 from ..errors import InvalidInputError, MissingDependencyError
 from ..io import atomic_write_bytes
 
@@ -36,7 +37,7 @@ __all__ = [
 
 MATPLOTLIB_FORMATS = ("png", "svg", "pdf")
 PLOTLY_FORMATS = ("html", "png", "svg", "pdf")
-FORMATS = ("png", "svg", "pdf", "html")
+FORMATS = PLOT_FORMATS
 
 # reproducible files: no creation dates, stable SVG ids, editable PDF text
 _MPL_METADATA = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": {}}
