@@ -192,10 +192,13 @@ _LAYER_AND_HEAD = [
 ]
 
 
-# a text must hold something besides whitespace: in the schema a pattern (Python's `\S` is
-# exactly "not str.isspace()", the rule check_text applies); checked by check_text, whose
-# message is clearer than a pattern's
-_NOT_BLANK = {"pattern": r"\S"}
+# a text must hold something besides whitespace (check_text: str.strip()). In the schema: one
+# character outside Python's whitespace, spelled as \uXXXX escapes so that every regex engine
+# reads it alike (`\s` differs: ECMAScript's and Rust's leave out U+001C..U+001F, which
+# str.isspace() counts; a randomized fuzz run found that). The server checks it itself, with a
+# clearer message than a pattern's.
+_WHITESPACE = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())  # none above U+3000
+_NOT_BLANK = {"pattern": "[^" + "".join(f"\\u{ord(c):04x}" for c in _WHITESPACE) + "]"}
 
 
 def _request_models(settings: Settings):
