@@ -34,6 +34,7 @@ from .._validation import (
     check_metric,
     check_positive_int,
     check_scale,
+    is_int,
 )
 from ..attention import Attention
 from ..constants import COUNT_NAMES, DEFAULT_MODEL, DISTANCE_NAMES
@@ -189,7 +190,7 @@ class Comparison(Result):
         return self.a._pos(layer, head)
 
     def _key_index(self, key: str | int) -> int:
-        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        if is_int(key):
             m = len(self.shared_tokens)
             if not -m <= key < m:
                 raise OutOfRangeError(f"shared token {key} is out of range: {m} shared tokens")

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, NamedTuple, Sequence
 
 import numpy as np
 
-from .._validation import check_maxdim
+from .._validation import check_choice, check_dim, check_maxdim, check_positive_int, is_int
 from .._version import __version__
 from ..attention import Attention, token_labels
 from ..errors import InvalidInputError, OutOfRangeError, ResultFormatError
@@ -283,13 +283,10 @@ class Timeline(Result):
             Entry ``k``: distance between slices ``k`` and ``k + 1`` (the arrival of token
             ``arrivals[k + 1]``).
         """
-        if metric not in _COHERENCE:
-            raise InvalidInputError(f"metric must be 'bottleneck' or 'wasserstein', got {metric!r}")
+        check_choice(metric, "metric", _COHERENCE)
         arr = self.bottleneck if metric == "bottleneck" else self.wasserstein
         if dim is not None:
-            if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not 0 <= dim <= self.maxdim:
-                raise InvalidInputError(f"dim must be in 0..{self.maxdim}, got {dim!r}")
-            return arr[:, int(dim)].copy()
+            return arr[:, check_dim(dim, self.maxdim)].copy()
         if arr.shape[0] == 0:
             return np.zeros(0)
         if metric == "bottleneck":
@@ -301,8 +298,7 @@ class Timeline(Result):
 
         Scores are :meth:`change` values; ties keep time order.
         """
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise InvalidInputError(f"k must be a positive int, got {k!r}")
+        k = check_positive_int(k, "k", allow_none=False)
         score = self.change(metric, dim)
         order = np.argsort(-score, kind="stable")[: int(k)]
         labels = self.labels
@@ -330,9 +326,7 @@ class Timeline(Result):
         list of Vine
             Ordered by start time, then by row in the starting diagram.
         """
-        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not 0 <= dim <= self.maxdim:
-            raise InvalidInputError(f"dim must be in 0..{self.maxdim}, got {dim!r}")
-        dim = int(dim)
+        dim = check_dim(dim, self.maxdim)
         S = len(self.slices)
         pts = [np.asarray(s.diagram[dim], dtype=np.float64).reshape(-1, 2) for s in self.slices]
         # each vine: list of (slice index, row)
@@ -407,7 +401,7 @@ class Timeline(Result):
                 )
             return default_eps_grid(vals, len(self.slices), self.maxdim + 1)
         top = max(float(s.distances.max()) for s in self.slices)
-        if isinstance(eps, (int, np.integer)) and not isinstance(eps, bool):
+        if is_int(eps):
             if eps < 2:
                 raise InvalidInputError(f"eps as a resolution must be an int >= 2, got {eps}")
             return np.linspace(0.0, top if top > 0 else 1.0, int(eps))
