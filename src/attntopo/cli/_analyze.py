@@ -28,6 +28,7 @@ from ._common import (
     esc,
     file_option,
     head_option,
+    json_doc,
     jobs_option,
     json_option,
     layer_option,
@@ -166,7 +167,7 @@ def analyze(
         "total_s": round(time.perf_counter() - t_start, 3),
     }
     if json_out:
-        print_json(_json_doc(analysis, m, rows, source, timing, saved, sorted(figures)))
+        print_json(json_doc(analysis.to_dict(), source=source, saved=saved, figures=figures, timing=timing))
         return
     _print_header(analysis, m, source, timing)
     _print_table(analysis, rows, sort_key, top)
@@ -198,41 +199,6 @@ def _sorted_rows(rows: list[dict], key: str) -> list[dict]:
 
 
 # ----------------------------------------------------------------------- output
-def _settings(analysis) -> dict:
-    st = analysis.provenance.get("settings", {})
-    return {
-        "metric": analysis.metric,
-        "maxdim": analysis.maxdim,
-        "threshold": analysis.threshold,
-        "engine": analysis.engine,
-        "paper_compat": analysis.paper_compat,
-        "drop_special": bool(st.get("drop_special", analysis.attention.special_dropped)),
-        "truncate": bool(st.get("truncate", False)),
-        "layers": list(analysis.layers),
-        "heads": list(analysis.heads),
-    }
-
-
-def _json_doc(analysis, m, rows, source, timing, saved, figures) -> dict:
-    a = analysis.attention
-    return {
-        "attntopo": __version__,
-        "model": m.info(),
-        "settings": _settings(analysis),
-        "source": source,
-        "text": a.text,
-        "n_tokens": a.n_tokens,
-        "truncated": a.truncated,
-        "tokens": a.tokens,
-        "labels": a.labels,
-        "special": a.special.tolist(),
-        "summary": rows,
-        "timing": timing,
-        "out": None if saved is None else str(saved),
-        "figures": figures,
-    }
-
-
 def _print_header(analysis, m, source, timing) -> None:
     a = analysis.attention
     kind = "causal" if m.causal else "bidirectional"

@@ -354,6 +354,23 @@ def print_json(doc: Any) -> None:
     sys.stdout.flush()
 
 
+def json_doc(doc: dict, *, source: str | None = None, saved: Path | None = None,
+             figures: dict[str, bytes] | None = None, **tail: Any) -> dict:
+    """What ``--json`` prints: a result's ``to_dict()`` with the command's additions — where
+    the text came from (after the settings), then ``tail`` (timing, …), the saved folder and
+    the figure files written."""
+    out: dict = {}
+    for k, v in doc.items():
+        out[k] = v
+        if k == "settings" and source is not None:
+            out["source"] = source
+    out.update(tail)
+    out["out"] = None if saved is None else str(saved)
+    if figures is not None:
+        out["figures"] = sorted(figures)
+    return out
+
+
 def model_line(m: Any, extra: str = "") -> str:
     """``attntopo 0.1.0 · model minilm (6 layers × 12 heads, bidirectional)`` + ``extra``."""
     kind = "causal" if m.causal else "bidirectional"

@@ -25,6 +25,7 @@ from ._common import (
     drop_special_option,
     esc,
     head_option,
+    json_doc,
     jobs_option,
     json_option,
     layer_option,
@@ -169,11 +170,10 @@ def compare_cmd(
         doc.update({
             "attntopo": __version__, "model": m.info(), "tokens_a": c.a.attention.labels,
             "tokens_b": c.b.attention.labels, "highlight": keys, "highlight_pairs": pairs,
-            "timing": timing, "out": None if saved is None else str(saved), "figures": sorted(figures),
         })
         if single:
             doc["head_report"] = c.head_report(rows[0]["layer"], rows[0]["head"])
-        print_json(doc)
+        print_json(json_doc(doc, saved=saved, figures=figures, timing=timing))
         return
 
     console.print(model_line(m, f" · metric {metric}"))

@@ -24,6 +24,7 @@ from ._common import (
     drop_special_option,
     esc,
     fmt,
+    json_doc,
     jobs_option,
     json_option,
     load_model_with_status,
@@ -152,18 +153,14 @@ def heads_cmd(
     timing = {"model_s": round(t_model, 3), "head_space_s": round(t_space, 3), "compare_s": round(t_cmp, 3),
               "plots_s": round(t_plots, 3), "total_s": round(time.perf_counter() - t_start, 3)}
     if json_out:
-        print_json({
+        print_json(json_doc({
             "attntopo": __version__,
             "settings": {"metric": metric, "maxdim": maxdim, "normalize": not raw, "eps": eps,
                          "drop_special": drop_special, "truncate": truncate},
             "sources": sources,
-            "models": [_space_doc(hs, top, eps) for hs in spaces],
-            "comparison": None if comparison is None else {
-                "n_boot": comparison.n_boot, "seed": comparison.seed, "wasserstein_p": comparison.p,
-                "dims": comparison.summary_rows(),
-            },
-            "timing": timing, "out": None if saved is None else str(saved), "figures": sorted(figures),
-        })
+            "models": [hs.to_dict(k=top, eps=eps) for hs in spaces],
+            "comparison": None if comparison is None else comparison.to_dict(),
+        }, saved=saved, figures=figures, timing=timing))
         return
 
     console.print(f"[bold]attntopo {__version__}[/bold] · head space · metric {metric} · "
@@ -190,23 +187,6 @@ def _texts(texts: Optional[List[str]], files: Optional[List[str]]) -> tuple[list
             "no text given: pass TEXT arguments or --file PATH (see attntopo heads --help)"
         )
     return [b for b, _ in out], [s for _, s in out]
-
-
-def _space_doc(hs, top: int, eps: Optional[float]) -> dict:
-    groups = hs.redundancy(eps)
-    doc = {
-        "model": hs.model,
-        "n_layers": hs.n_layers,
-        "n_heads": hs.n_heads,
-        "summary": hs.overview(),
-        "redundancy": groups if top == 0 else groups[:top],
-        "n_redundant_groups": len(groups),
-    }
-    if hs.types is not None:
-        doc["type_counts"] = hs.types.counts()
-        doc["type_labels"] = hs.types.labels.tolist()
-        doc["types"] = hs.types.rows()
-    return doc
 
 
 def _print_space(hs, top: int, eps: Optional[float]) -> None:

@@ -23,6 +23,7 @@ from ._common import (
     debug_option,
     esc,
     head_option,
+    json_doc,
     jobs_option,
     json_option,
     layer_option,
@@ -109,11 +110,10 @@ def phrase_cmd(
     if json_out:
         doc = p.to_dict(k=min(5, len(rows)))
         doc.update({"attntopo": __version__, "model": m.info(), "dim": dim, "spread_rows": rows,
-                    "total_s": round(time.perf_counter() - t_start, 3),
-                    "out": None if saved is None else str(saved)})
+                    "total_s": round(time.perf_counter() - t_start, 3)})
         if single:
             doc["matrices"] = {n: p.matrix(dim=dim, by=n).tolist() for n in ("bottleneck", "wasserstein1", "wasserstein2")}
-        print_json(doc)
+        print_json(json_doc(doc, saved=saved))
         return
     console.print(f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] · phrase "
                   f"[bold]{esc(repr(phrase))}[/bold] in {plural(len(p.contexts), 'context')}")

@@ -10,7 +10,6 @@ import typer
 from rich import box
 from rich.table import Table
 
-from .. import __version__
 from .._validation import check_maxdim
 from ..errors import InvalidInputError
 from ._common import (
@@ -23,6 +22,7 @@ from ._common import (
     esc,
     file_option,
     head_option,
+    json_doc,
     jobs_option,
     json_option,
     layer_option,
@@ -118,21 +118,9 @@ def timeline_cmd(
     saved, figures, t_plots = write_result(tl, out, bundle, formats, show)
     timing = {"model_s": round(t_model, 3), "timeline_s": round(t_tl, 3), "plots_s": round(t_plots, 3),
               "total_s": round(time.perf_counter() - t_start, 3)}
-    n_changes = len(tl.slices) - 1 if top == 0 else min(top, len(tl.slices) - 1)
-    changes = [c._asdict() for c in tl.top_changes(n_changes)] if n_changes > 0 else []
-    construction = "one_pass" if tl.one_pass else "prefix_runs"
+    doc = tl.to_dict(k=top)
     if json_out:
-        print_json({
-            "attntopo": __version__, "model": m.info(),
-            "settings": {"layer": tl.layer, "head": tl.head, "metric": tl.metric, "maxdim": tl.maxdim,
-                         "t0": tl.t0, "drop_special": tl.drop_special, "truncate": truncate,
-                         "engine": tl.engine, "wasserstein_p": tl.p},
-            "source": source, "text": tl.text, "n_tokens": tl.n_tokens, "truncated": tl.truncated,
-            "tokens": tl.tokens, "labels": tl.labels, "special": tl.special.tolist(),
-            "construction": construction, "two_parameter": tl.growing,
-            "slices": tl.summary_rows(), "top_changes": changes, "vines": _vines(tl, top),
-            "timing": timing, "out": None if saved is None else str(saved), "figures": sorted(figures),
-        })
+        print_json(json_doc(doc, source=source, saved=saved, figures=figures, timing=timing))
         return
 
     console.print(model_line(m, f" · layer {tl.layer} head {tl.head} · metric {tl.metric}"))
@@ -151,12 +139,12 @@ def timeline_cmd(
         table.add_column(f"bottl.\nH{d}", justify="right", no_wrap=True)
     for d in range(tl.maxdim + 1):
         table.add_column(f"W{tl.p:g}\nH{d}", justify="right", no_wrap=True)
-    for c in changes:
+    for c in doc["top_changes"]:
         k = c["t"] - tl.t0 - 1
         table.add_row(str(c["t"]), esc(c["label"]), *[num(tl.bottleneck[k, d]) for d in range(tl.maxdim + 1)],
                       *[num(tl.wasserstein[k, d]) for d in range(tl.maxdim + 1)])
     console.print(table)
-    vines = _vines(tl, top)
+    vines = doc["vines"]
     for d in range(tl.maxdim + 1):
         v = vines[f"h{d}"]
         if not v["count"]:
@@ -185,23 +173,3 @@ def _one_index(values: Optional[List[str]], option: str, default: int) -> int:
             f"timeline follows one head: give one {option} (got {len(got)}); run it again for others"
         )
     return got[0]
-
-
-def _vines(tl, top: int) -> dict:
-    out = {}
-    for d in range(tl.maxdim + 1):
-        vines = sorted(tl.vines(d), key=lambda v: (-v.length, v.start))
-        out[f"h{d}"] = {
-            "count": len(vines),
-            "longest": [
-                {
-                    "start": v.start, "end": v.end, "length": v.length, "alive": v.alive,
-                    "born_token": v.born_token, "died_token": v.died_token,
-                    "max_persistence": v.max_persistence,
-                    "last_point": [float(x) for x in v.points[-1]],
-                }
-                for v in (vines if top == 0 else vines[:top])
-            ],
-        }
-    return out
-
