@@ -22,6 +22,7 @@ from ._common import (
     head_option,
     jobs_option,
     layer_option,
+    load_model_with_status,
     maxdim_option,
     metric_option,
     model_option,
@@ -90,11 +91,9 @@ def report_cmd(
         from .. import plots as _plots  # noqa: F401
     except ImportError as e:
         raise InvalidInputError(f"reports need matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
-    from ..models import load_model
     from ..report import report_html, write_report
 
-    with status(f"loading model {model} …", True):
-        m = load_model(model)
+    m, _ = load_model_with_status(model, True)
     comparison = None
     if compare_text is None:
         with status("analysing every head: attention → distances → persistence …", True):
