@@ -29,11 +29,12 @@ Only :mod:`attntopo.errors` and :mod:`attntopo.constants` are imported, so every
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .constants import MAX_ANALYSIS_MAXDIM, METRICS
+from .constants import MAX_ANALYSIS_MAXDIM, METRICS, PAPER_MODES
 from .errors import InvalidInputError, OutOfRangeError
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "check_bool",
     "check_choice",
     "check_metric",
+    "check_paper_compat",
     "check_index",
     "check_indices",
 ]
@@ -316,6 +318,41 @@ def check_choice(
 def check_metric(value: Any, options: Iterable[str] = METRICS, name: str = "metric") -> str:
     """A row distance name from :data:`~attntopo.constants.METRICS`."""
     return check_choice(value, name, options)
+
+
+def check_paper_compat(
+    value: Any,
+    name: str = "paper_compat",
+    *,
+    modes: Sequence[str] = PAPER_MODES,
+    legacy_true: bool = True,
+    stacklevel: int = 3,
+) -> str | None:
+    """A founding-paper mode from ``modes``, or ``None`` for attntopo's own numbers.
+
+    ``False`` and ``None`` mean off.  ``True`` (where ``legacy_true``) is the deprecated
+    spelling of ``"notebook"``: it warns with a :class:`DeprecationWarning` attributed
+    ``stacklevel`` frames up (3: the caller of the public function that called this check),
+    because the paper has two recipes and ``True`` does not say which.
+    """
+    opts = tuple(modes)
+    if value is None or (isinstance(value, (bool, np.bool_)) and not value):
+        return None
+    if isinstance(value, (bool, np.bool_)) and legacy_true and "notebook" in opts:
+        warnings.warn(
+            f"{name}=True is deprecated: the paper's notebooks and its printed Listing 1 differ; "
+            f"write {name}='notebook' (what True meant) or {name}='listing'",
+            DeprecationWarning,
+            stacklevel=stacklevel,
+        )
+        return "notebook"
+    if isinstance(value, str) and value in opts:
+        return value
+    allowed = " or ".join(repr(o) for o in opts)
+    raise InvalidInputError(
+        f"{name} must be {allowed} (a founding-paper recipe) or False/None (attntopo's own); "
+        f"got {value!r}"
+    )
 
 
 # ----------------------------------------------------------------------- indices

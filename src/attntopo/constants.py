@@ -32,6 +32,8 @@ __all__ = [
     "PairDistance",
     "DISTANCE_NAMES",
     "COUNT_NAMES",
+    "PaperMode",
+    "PAPER_MODES",
 ]
 
 #: Row distances accepted by ``metric=`` (see :mod:`attntopo.distances`).
@@ -42,6 +44,12 @@ METRICS: tuple[str, ...] = get_args(Metric)
 #: :data:`attntopo.topology.ENGINES`; its keys are these names, in this order).
 EngineName = Literal["giotto", "ripser", "gudhi"]
 ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
+
+#: The founding paper's recipes, reproduced on request with ``paper_compat=`` (never the
+#: default): ``"notebook"`` is what the author's published notebooks compute, ``"listing"``
+#: what the paper's printed Listing 1 computes (docs/concepts.md, "Reproducing the paper").
+PaperMode = Literal["notebook", "listing"]
+PAPER_MODES: tuple[str, ...] = get_args(PaperMode)
 
 #: Distances between persistence diagrams (see :mod:`attntopo.topology.diagram_distances`).
 DiagramMetric = Literal["bottleneck", "wasserstein"]

@@ -61,7 +61,8 @@ import numpy as np
 import torch
 
 from attntopo import _native
-from attntopo._validation import check_bool, check_metric, check_number, check_positive_int
+from attntopo._validation import check_metric, check_number, check_paper_compat, check_positive_int
+from attntopo.constants import PaperMode
 from attntopo.errors import InvalidInputError, InvalidMatrixError
 
 __all__ = ["METRICS", "token_distances", "pairwise_distance"]
@@ -95,7 +96,7 @@ def token_distances(
     metric: str = "jensen_shannon",
     *,
     base: float = 2.0,
-    paper_compat: bool = False,
+    paper_compat: PaperMode | bool | None = False,
     chunk_elements: int | None = None,
     dtype: torch.dtype = torch.float64,
     n_threads: int | None = None,
@@ -131,22 +132,34 @@ def token_distances(
     base : float, default 2.0
         Logarithm base of the Jensen–Shannon divergence; a finite number > 1
         (bases in ``(0, 1)`` would make the divergence negative).  Only used
-        by ``"jensen_shannon"`` (ignored by the other metrics and by
-        ``paper_compat=True``, which always uses the natural log).
-    paper_compat : bool, default False
-        Reproduce the founding paper's notebooks instead of the recommended
-        metric: every row is passed through a softmax *again*
-        (``exp(A) / Σ exp(A)`` over all keys, masked/future keys included), the
-        Jensen–Shannon distance is taken with the natural log, and its square
-        root is returned (a fourth root of the divergence):
-        ``sqrt(scipy.spatial.distance.jensenshannon(softmax(p), softmax(q)))``.
-        This is a reproduction aid, not a metric we recommend: the extra
-        softmax flattens the rows and gives masked (future) keys weight again,
-        so distances shrink with length.  Two one-hot rows, at natural-log JS
-        distance ``sqrt(ln 2) = 0.833``, are at scipy distance 0.218 after the
-        softmax for ``n=7`` (0.099 for ``n=40``, 0.058 for ``n=120``), and the
-        final square root turns that into 0.466 (0.315, 0.241).  Only valid
-        with ``metric="jensen_shannon"``; any finite input is accepted.
+        by ``"jensen_shannon"`` (ignored by the other metrics and by the
+        paper modes, which always use the natural log).
+    paper_compat : {False, None, "notebook", "listing"}, default False
+        Reproduce one of the founding paper's two recipes instead of the
+        recommended metric (a reproduction aid, never the default).  Both pass
+        every row through a softmax *again* (``exp(A) / Σ exp(A)`` over all
+        keys, masked/future keys included) and use the natural log:
+
+        - ``"listing"``: the paper's printed Listing 1, scipy's distance, the
+          square root of the divergence:
+          ``scipy.spatial.distance.jensenshannon(softmax(p), softmax(q))``;
+          in ``[0, sqrt(ln 2)]``.
+        - ``"notebook"``: the author's published notebooks
+          (``persistent_homology_of_attention``), which take ``np.sqrt`` of that
+          again, a fourth root of the divergence:
+          ``sqrt(jensenshannon(softmax(p), softmax(q)))``; in ``[0, (ln 2)^¼]``.
+        - ``False`` / ``None``: attntopo's own distance (``base``, no softmax).
+        - ``True``: deprecated alias of ``"notebook"`` (DeprecationWarning).
+
+        The extra softmax flattens the rows and gives masked (future) keys
+        weight again, so distances shrink with length.  Two one-hot rows, at
+        natural-log JS distance ``sqrt(ln 2) = 0.833``, are at 0.218
+        (``"listing"``) after the softmax for ``n=7`` (0.099 for ``n=40``,
+        0.058 for ``n=120``), and the notebook's extra square root turns that
+        into 0.466 (0.315, 0.241).  Only valid with
+        ``metric="jensen_shannon"``; any finite input is accepted.  The
+        notebooks compute in float32 and get NaN for nearly identical rows;
+        this computes in float64 (docs/concepts.md).
     chunk_elements : int, optional
         Budget, in elements of ``dtype``, for temporary arrays (besides the
         input and the output).  Default ``2**26`` (≈ 0.5 GiB of float64).  The
@@ -176,7 +189,8 @@ def token_distances(
     Raises
     ------
     InvalidInputError
-        Unknown ``metric``, bad ``base``, ``paper_compat`` with another metric,
+        Unknown ``metric``, bad ``base``, unknown ``paper_compat`` or a paper mode
+        with another metric,
         bad ``chunk_elements``, ``dtype`` or ``n_threads``, non-numeric input.
     InvalidMatrixError
         Input that is not ``(..., n, n)``, has NaN/inf, negative entries, or
@@ -191,10 +205,10 @@ def token_distances(
            [0.5579, 0.    ]])
     """
     metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_threads)
-    paper_compat = check_bool(paper_compat, "paper_compat")
+    paper_compat = check_paper_compat(paper_compat)
     if paper_compat and metric != "jensen_shannon":
         raise InvalidInputError(
-            f"paper_compat=True reproduces the paper's Jensen–Shannon recipe only; "
+            f"paper_compat={paper_compat!r} reproduces the paper's Jensen–Shannon recipe only; "
             f"use metric='jensen_shannon' (got metric={metric!r})"
         )
 
@@ -215,7 +229,7 @@ def _distances(
     x: torch.Tensor,
     metric: str,
     base: float,
-    paper_compat: bool,
+    paper_compat: str | None,
     budget: int,
     dtype: torch.dtype,
     threads: int | None,
@@ -223,6 +237,7 @@ def _distances(
 ) -> np.ndarray:
     """Distances between the rows of each ``(m, k)`` matrix of ``x`` (``(..., m, k)``, checked
     settings): the common body of :func:`token_distances` and :func:`row_distances`.
+    ``paper_compat`` is a checked mode (``"notebook"``, ``"listing"``) or ``None``.
 
     Returns ``(..., m, m)`` float64.  ``noun`` names the input in error messages.
     """
@@ -462,7 +477,7 @@ class _Workers:
 def _validate(
     x3: torch.Tensor,
     lead: tuple[int, ...],
-    paper_compat: bool,
+    paper_compat: str | None,
     budget: int,
     need_support: bool,
     noun: str = "attention",
@@ -510,7 +525,7 @@ def _validate(
     return support, nonneg
 
 
-def _prepare(xc: torch.Tensor, paper_compat: bool, nonneg: bool = False) -> torch.Tensor:
+def _prepare(xc: torch.Tensor, paper_compat: str | None, nonneg: bool = False) -> torch.Tensor:
     """Float64 copy of a chunk of matrices with rows that are distributions.
 
     ``nonneg``: the caller has checked that no entry is negative (the clamp is skipped).
@@ -530,17 +545,19 @@ def _prepare(xc: torch.Tensor, paper_compat: bool, nonneg: bool = False) -> torc
 
 
 
-def _finish_(D: torch.Tensor, metric: str, base: float, paper_compat: bool) -> torch.Tensor:
+def _finish_(D: torch.Tensor, metric: str, base: float, paper_compat: str | None) -> torch.Tensor:
     """Turn a block's raw values into distances, in place.
 
-    JS blocks hold the divergence in nats → ``sqrt(JS / ln base)`` (paper_compat: the fourth
-    root of the natural-log divergence); Hellinger blocks hold H → Fisher–Rao is
+    JS blocks hold the divergence in nats → ``sqrt(JS / ln base)`` (``"listing"``: the square
+    root of the natural-log divergence; ``"notebook"``: its fourth root); Hellinger blocks hold H → Fisher–Rao is
     ``2 arccos(BC) = 4 arcsin(H / sqrt 2)``, accurate also for close rows; others are final.
     """
     if metric == "jensen_shannon":
         D.clamp_(0.0, _LN2)
-        if paper_compat:
+        if paper_compat == "notebook":
             D.sqrt_().sqrt_()
+        elif paper_compat == "listing":
+            D.sqrt_()
         else:
             D.div_(math.log(base)).sqrt_()
     elif metric == "fisher_rao":
@@ -675,7 +692,7 @@ def _native_lib(dtype: torch.dtype, x: torch.Tensor) -> Any:
 def _js_native(
     x3: torch.Tensor,
     out3: np.ndarray,
-    paper_compat: bool,
+    paper_compat: str | None,
     nonneg: bool,
     base: float,
     budget: int,
@@ -691,9 +708,9 @@ def _js_native(
     torch path to ~1e-14 (tests/unit/test_native.py).
     """
     batch, m, k = x3.shape
-    scale = 1.0 / math.log(base)
+    scale = 1.0 if paper_compat else 1.0 / math.log(base)  # paper modes: natural log
     cutoff = _JS_CUTOFF[torch.float64]
-    fourth_root = int(bool(paper_compat))
+    fourth_root = int(paper_compat == "notebook")
     # rows are normalized for many matrices at once (few large torch ops), in chunks of
     # at most 1/16 of the budget (2**22 elements by default)
     step = max(1, min(batch, (budget // 16) // max(1, m * k)))
@@ -887,7 +904,7 @@ def row_distances(
         raise InvalidMatrixError(
             f"rows must come as a stack of shape [..., m, k] (at least 2-D); got {tuple(t.shape)}"
         )
-    return _distances(t, metric, base, False, budget, dtype, threads, "input")
+    return _distances(t, metric, base, None, budget, dtype, threads, "input")
 
 
 def _hellinger_block(

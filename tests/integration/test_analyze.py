@@ -110,8 +110,14 @@ def test_list_of_texts(minilm):
 
 def test_paper_compat_changes_numbers(minilm, sample_text):
     a = at.analyze(sample_text, model=minilm, layers=0, heads=0)
-    b = at.analyze(sample_text, model=minilm, layers=0, heads=0, paper_compat=True)
-    assert b.paper_compat and not np.allclose(a.distances, b.distances)
+    b = at.analyze(sample_text, model=minilm, layers=0, heads=0, paper_compat="notebook")
+    c = at.analyze(sample_text, model=minilm, layers=0, heads=0, paper_compat="listing")
+    assert (b.paper_compat, c.paper_compat, a.paper_compat) == ("notebook", "listing", False)
+    assert not np.allclose(a.distances, b.distances)
+    np.testing.assert_allclose(b.distances**2, c.distances, rtol=1e-12, atol=1e-15)
+    with pytest.warns(DeprecationWarning, match="'notebook'"):
+        d = at.analyze(sample_text, model=minilm, layers=0, heads=0, paper_compat=True)
+    assert d.paper_compat == "notebook" and np.array_equal(d.distances, b.distances)
 
 
 @pytest.mark.parametrize(

@@ -77,11 +77,20 @@ def offdiag(n):
     return ~np.eye(n, dtype=bool)
 
 
-def paper_recipe(p, q):
-    """The founding paper's notebook: softmax again, scipy JS (natural log), sqrt."""
+def listing_recipe(p, q):
+    """The paper's printed Listing 1: softmax again, scipy's JS distance (natural log)."""
     sp = np.exp(p) / np.exp(p).sum()
     sq = np.exp(q) / np.exp(q).sum()
-    return math.sqrt(jensenshannon(sp, sq))
+    return float(jensenshannon(sp, sq))
+
+
+def paper_recipe(p, q):
+    """The founding paper's notebooks: Listing 1's distance, then np.sqrt again."""
+    return math.sqrt(listing_recipe(p, q))
+
+
+PAPER_RECIPES = {"notebook": paper_recipe, "listing": listing_recipe}
+PAPER_BOUND = {"notebook": math.log(2) ** 0.25, "listing": math.log(2) ** 0.5}
 
 
 # ----------------------------------------------------------------------------------
@@ -257,13 +266,16 @@ def test_metric_properties(metric, a):
 
 
 @settings(max_examples=25, deadline=None)
-@given(a=attention_batches())
-def test_paper_compat_properties(a):
-    d = token_distances(a, paper_compat=True)
+@given(a=attention_batches(), mode=st.sampled_from(["notebook", "listing"]))
+def test_paper_compat_properties(a, mode):
+    d = token_distances(a, paper_compat=mode)
     assert not np.isnan(d).any()
     np.testing.assert_array_equal(d, np.swapaxes(d, -1, -2))
     assert np.all(np.diagonal(d, axis1=-2, axis2=-1) == 0.0)
-    assert np.all(d >= 0.0) and np.all(d <= math.log(2) ** 0.25)
+    assert np.all(d >= 0.0) and np.all(d <= PAPER_BOUND[mode])
+    # the notebook's distance is the square root of the listing's, entry by entry
+    np.testing.assert_allclose(d**2 if mode == "notebook" else d,
+                               token_distances(a, paper_compat="listing"), rtol=1e-12, atol=1e-15)
 
 
 # ----------------------------------------------------------------------------------
@@ -367,26 +379,40 @@ def test_paper_compat_one_hot_example(n, before_sqrt):
     # after the extra softmax; the paper then takes one more square root
     assert jensenshannon(eye[0], eye[1]) == pytest.approx(0.833, abs=5e-4)
     assert expected**2 == pytest.approx(before_sqrt, abs=5e-4)
-    d = token_distances(eye, paper_compat=True)
+    d = token_distances(eye, paper_compat="notebook")
     assert d[0, 1] == pytest.approx(expected, abs=1e-12)
+    # the printed Listing 1 stops at scipy's distance: no extra root
+    assert token_distances(eye, paper_compat="listing")[0, 1] == pytest.approx(before_sqrt, abs=5e-4)
     if n == 7:
         assert d[0, 1] == pytest.approx(0.4664, abs=1e-4)
 
 
-def test_paper_compat_matches_recipe_on_causal_rows():
+@pytest.mark.parametrize("mode", ["notebook", "listing"])
+def test_paper_compat_matches_recipe_on_causal_rows(mode):
     a = dirichlet_rows(np.random.default_rng(15), (2,), 8, causal=True)
-    d = token_distances(a, paper_compat=True)
+    d = token_distances(a, paper_compat=mode)
+    recipe = PAPER_RECIPES[mode]
     for b in range(2):
         for i in range(8):
             for j in range(8):
                 if i != j:
-                    assert d[b, i, j] == pytest.approx(paper_recipe(a[b, i], a[b, j]), abs=1e-12)
+                    assert d[b, i, j] == pytest.approx(recipe(a[b, i], a[b, j]), abs=1e-12)
 
 
-def test_paper_compat_accepts_any_finite_rows():
+@pytest.mark.parametrize("mode", ["notebook", "listing"])
+def test_paper_compat_accepts_any_finite_rows(mode):
     x = np.random.default_rng(16).normal(size=(5, 5))  # negative, not normalized
-    d = token_distances(x, paper_compat=True)
-    assert d[1, 3] == pytest.approx(paper_recipe(x[1], x[3]), abs=1e-12)
+    d = token_distances(x, paper_compat=mode)
+    assert d[1, 3] == pytest.approx(PAPER_RECIPES[mode](x[1], x[3]), abs=1e-12)
+
+
+def test_paper_compat_true_is_a_deprecated_alias_of_notebook():
+    a = dirichlet_rows(np.random.default_rng(17), (2,), 6)
+    with pytest.warns(DeprecationWarning, match="paper_compat='notebook'"):
+        d = token_distances(a, paper_compat=True)
+    np.testing.assert_array_equal(d, token_distances(a, paper_compat="notebook"))
+    for off in (False, None, np.False_):
+        np.testing.assert_array_equal(token_distances(a, paper_compat=off), token_distances(a))
 
 
 # ----------------------------------------------------------------------------------
@@ -415,7 +441,7 @@ BAD_CALLS = [
     _bad("inf", lambda: token_distances(_with({(1, 1): np.inf})), InvalidMatrixError, "inf"),
     _bad(
         "nan paper",
-        lambda: token_distances(_with({(1, 1): np.nan}), paper_compat=True),
+        lambda: token_distances(_with({(1, 1): np.nan}), paper_compat="notebook"),
         InvalidMatrixError,
         "NaN",
     ),
@@ -447,13 +473,25 @@ BAD_CALLS = [
     _bad("base str", lambda: token_distances(_GOOD, base="two"), InvalidInputError, "base"),
     _bad(
         "paper+hellinger",
-        lambda: token_distances(_GOOD, "hellinger", paper_compat=True),
+        lambda: token_distances(_GOOD, "hellinger", paper_compat="listing"),
         InvalidInputError,
         "jensen_shannon",
     ),
     _bad(
         "paper type",
         lambda: token_distances(_GOOD, paper_compat="yes"),
+        InvalidInputError,
+        "paper_compat",
+    ),
+    _bad(
+        "paper mode name",
+        lambda: token_distances(_GOOD, paper_compat="Notebook"),
+        InvalidInputError,
+        "'notebook' or 'listing'",
+    ),
+    _bad(
+        "paper mode int",
+        lambda: token_distances(_GOOD, paper_compat=1),
         InvalidInputError,
         "paper_compat",
     ),

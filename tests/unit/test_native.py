@@ -153,8 +153,9 @@ def test_native_zeros_and_subnormals_are_harmless():
 def test_native_paper_compat_and_row_distances(monkeypatch):
     rng = np.random.default_rng(3)
     A = _rows(rng, 3, 20, 20)
-    native, torch_path = _both(lambda: token_distances(A, paper_compat=True), monkeypatch)
-    assert np.abs(native - torch_path).max() < 1e-12
+    for mode in ("notebook", "listing"):
+        native, torch_path = _both(lambda: token_distances(A, paper_compat=mode), monkeypatch)
+        assert np.abs(native - torch_path).max() < 1e-12
     X = _rows(rng, 4, 9, 33, causal=False)  # non-square stacks (head distances)
     native, torch_path = _both(lambda: row_distances(X), monkeypatch)
     assert np.abs(native - torch_path).max() < 1e-12

@@ -245,6 +245,7 @@ def test_option_tuples_are_their_literal_types():
         (constants.MultiBackend, constants.MULTI_BACKENDS),
         (constants.PlotFormat, constants.PLOT_FORMATS),
         (constants.SummaryStat, constants.SUMMARY_STATS),
+        (constants.PaperMode, constants.PAPER_MODES),
     ]
     for lit, values in pairs:
         assert get_args(lit) == values and len(set(values)) == len(values)

@@ -8,17 +8,17 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from .._validation import check_maxdim, check_metric, check_threshold
+from .._validation import check_maxdim, check_metric, check_paper_compat, check_threshold
 from .._version import __version__
 from ..attention import Attention
-from ..constants import DEFAULT_MODEL, SUMMARY_STATS
+from ..constants import DEFAULT_MODEL, SUMMARY_STATS, PaperMode
 from ..distances import token_distances
 from ..errors import ResultFormatError
 from ..io import json_float, json_safe
 from ..topology import Diagram, pack_diagrams, unpack_diagrams
 from ..topology.persistence import _persistence_batch_valid
 from ._inputs import head_position, load
-from ._provenance import make_provenance, model_info
+from ._provenance import make_provenance, model_info, stored_paper_mode
 from ._result import Columns, Result, read_array
 
 __all__ = ["Analysis", "analyze"]
@@ -37,7 +37,10 @@ class Analysis(Result):
     diagrams : list of list of Diagram
         ``diagrams[i][j]`` is the diagram of layer ``attention.layer_ids[i]``,
         head ``attention.head_ids[j]``.
-    metric, maxdim, threshold, engine, paper_compat : settings used.
+    metric, maxdim, threshold, engine : settings used.
+    paper_compat : False, "notebook" or "listing"
+        The founding-paper recipe of the token distances (see
+        :func:`attntopo.distances.token_distances`); ``False``: attntopo's own.
     provenance : dict
         Model description, package versions, creation time, settings
         (:mod:`attntopo.analyses._provenance`).
@@ -56,7 +59,7 @@ class Analysis(Result):
     maxdim: int
     threshold: float
     engine: str
-    paper_compat: bool = False
+    paper_compat: str | bool = False
     provenance: dict = field(default_factory=dict)
 
     kind: ClassVar[str] = "analysis"
@@ -236,7 +239,7 @@ class Analysis(Result):
             maxdim=maxdim,
             threshold=threshold,
             engine=meta["engine"],
-            paper_compat=bool(meta.get("paper_compat", False)),
+            paper_compat=stored_paper_mode(meta.get("paper_compat", False)),
             provenance=meta.get("provenance", {}),
         )
 
@@ -252,7 +255,7 @@ def analyze(
     threshold: float = math.inf,
     engine: str | None = None,
     drop_special: bool = False,
-    paper_compat: bool = False,
+    paper_compat: PaperMode | bool | None = False,
     truncate: bool = False,
     n_jobs: int | None = None,
 ) -> Analysis | list[Analysis]:
@@ -278,8 +281,11 @@ def analyze(
         Persistence engine (default: the fastest installed, see :mod:`attntopo.topology`).
     drop_special : bool
         Remove special tokens and renormalize rows before measuring distances.
-    paper_compat : bool
-        Reproduce the founding paper's distance (softmax re-applied, natural log, fourth root).
+    paper_compat : {False, None, "notebook", "listing"}
+        Reproduce a founding-paper token distance (softmax re-applied, natural log):
+        ``"notebook"`` the published notebooks' fourth root of the divergence, ``"listing"``
+        the printed Listing 1's square root; ``True`` is a deprecated alias of
+        ``"notebook"``.  See :func:`attntopo.distances.token_distances`.
     truncate : bool
         Cut texts longer than the model's context instead of raising.
     n_jobs : int, optional
@@ -288,6 +294,7 @@ def analyze(
     metric = check_metric(metric)
     maxdim = check_maxdim(maxdim)
     threshold = check_threshold(threshold)
+    paper_compat = stored_paper_mode(check_paper_compat(paper_compat))
     if isinstance(text, Attention):
         atts = [text.select(layers, heads) if (layers is not None or heads is not None) else text]
         if drop_special and not text.special_dropped:

@@ -11,8 +11,10 @@ Every result has a ``provenance`` dict with four keys:
 ``created``
     UTC time of creation, ISO 8601 to the second.
 ``settings``
-    The settings that shaped the numbers: ``metric`` and ``engine`` where they apply, and the
-    attention settings (``drop_special``, ``truncate``, …) of the analysis.
+    The settings that shaped the numbers: ``metric`` and ``engine`` where they apply, the
+    attention settings (``drop_special``, ``truncate``, …) of the analysis, and
+    ``paper_compat`` where the analysis has a founding-paper mode: ``False`` (attntopo's own
+    numbers), ``"notebook"`` or ``"listing"`` (:func:`stored_paper_mode`).
 
 Provenance is saved and loaded with the result but is not part of its equality (two runs of
 the same analysis are equal results made at different times).
@@ -23,7 +25,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Mapping
 
-__all__ = ["package_versions", "make_provenance", "model_info"]
+__all__ = ["package_versions", "make_provenance", "model_info", "stored_paper_mode"]
 
 #: Packages whose versions are recorded (the ones that decide attntopo's numbers).
 _PACKAGES = ("attntopo", "torch", "transformers", "numpy", "giotto-ph", "gudhi")
@@ -47,6 +49,18 @@ def model_info(model: Any = None, name: str = "") -> dict:
     if model is not None and hasattr(model, "info"):
         return dict(model.info())
     return {"name": name}
+
+
+def stored_paper_mode(value: Any) -> str | bool:
+    """How results store a founding-paper mode: ``False`` when off, else ``"notebook"`` or
+    ``"listing"``.
+
+    ``value`` is a checked mode (or ``None``) or what a saved result holds: ``True``, written
+    before the paper had two modes, meant the notebooks' recipe and reads as ``"notebook"``.
+    """
+    if value is True:
+        return "notebook"
+    return value if isinstance(value, str) and value else False
 
 
 def make_provenance(model: Mapping[str, Any] | None, settings: Mapping[str, Any] | None = None,
