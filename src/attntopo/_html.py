@@ -162,7 +162,7 @@ def analysis_html(analysis, *, top: int = 10, stat: str | None = None) -> str:
         f'<div style="font-weight:600">attntopo Analysis · {escape(str(a.model))} '
         f'<span style="font-weight:400;color:#555">({size}{kind})</span></div>'
         f'<div style="font-size:12px;color:#555">{a.n_tokens} tokens · {L * H} heads analysed · metric '
-        f"{escape(analysis.metric)}{' (paper-compat)' if analysis.paper_compat else ''} · maxdim "
+        f"{escape(analysis.metric)}{f' (paper: {escape(str(analysis.paper_compat))})' if analysis.paper_compat else ''} · maxdim "
         f"{analysis.maxdim} · threshold {thr} · engine {escape(str(analysis.engine))}"
         f"{' · truncated' if a.truncated else ''}</div>"
     )

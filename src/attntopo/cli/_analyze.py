@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from pathlib import Path
 from typing import List, Optional
 
@@ -19,6 +20,7 @@ from ._common import (
     DEFAULT_TOP,
     EngineName,
     Metric,
+    PaperMode,
     PlotFormat,
     app,
     check_plot_options,
@@ -89,9 +91,14 @@ def analyze(
         None, "--engine", help="Persistence engine (default: the fastest installed).", show_default=False,
     ),
     drop_special: bool = drop_special_option(),
+    paper: Optional[PaperMode] = typer.Option(
+        None, "--paper", show_default=False,
+        help="Reproduce a founding-paper distance (softmax again, natural log), a reproduction aid: "
+        "notebook = the published notebooks (fourth root of the divergence), listing = the printed "
+        "Listing 1 (square root).",
+    ),
     paper_compat: bool = typer.Option(
-        False, "--paper-compat",
-        help="Reproduce the founding paper's distance (softmax again, natural log, fourth root); a reproduction aid.",
+        False, "--paper-compat", help="Deprecated: the same as --paper notebook.",
     ),
     truncate: bool = truncate_option("Cut texts longer than the model's context instead of failing."),
     out: Optional[Path] = out_option(
@@ -142,9 +149,14 @@ def analyze(
         show,
     ):
         t0 = time.perf_counter()
+        paper = None if paper is None else PaperMode(paper).value
+        if paper_compat:
+            warnings.warn("--paper-compat is deprecated: write --paper notebook (what it meant) or "
+                          "--paper listing (the paper's printed Listing 1)", DeprecationWarning)
+            paper = paper or "notebook"
         analysis = at.analyze(
             body, m, layers=layers, heads=heads, metric=metric, maxdim=maxdim, threshold=threshold,
-            engine=engine, drop_special=drop_special, paper_compat=paper_compat, truncate=truncate,
+            engine=engine, drop_special=drop_special, paper_compat=paper, truncate=truncate,
             n_jobs=n_jobs,
         )
         t_analysis = time.perf_counter() - t0
@@ -217,7 +229,7 @@ def _print_header(analysis, m, source, timing) -> None:
     )
     thr = "∞" if math.isinf(analysis.threshold) else f"{analysis.threshold:g}"
     console.print(
-        f"metric {analysis.metric}{' (paper-compat)' if analysis.paper_compat else ''} · maxdim "
+        f"metric {analysis.metric}{f' (paper: {analysis.paper_compat})' if analysis.paper_compat else ''} · maxdim "
         f"{analysis.maxdim} · threshold {thr} · engine {analysis.engine} · "
         f"{plural(len(analysis.layers) * len(analysis.heads), 'head')}"
     )

@@ -24,7 +24,7 @@ import typer
 from rich.console import Console
 
 from .. import __version__
-from ..constants import DEFAULT_MODEL, ENGINE_NAMES, METRICS, PLOT_FORMATS
+from ..constants import DEFAULT_MODEL, ENGINE_NAMES, METRICS, PAPER_MODES, PLOT_FORMATS
 from ..errors import AttntopoError, EmptyTextError, InvalidInputError
 from ..io import META_FILE, json_safe
 from ..models.describe import describe_alias
@@ -36,6 +36,7 @@ DEFAULT_TOP = 20
 Metric = Enum("Metric", [(m, m) for m in METRICS], type=str)
 EngineName = Enum("EngineName", [(e, e) for e in ENGINE_NAMES], type=str)
 PlotFormat = Enum("PlotFormat", [(f, f) for f in PLOT_FORMATS], type=str)
+PaperMode = Enum("PaperMode", [(p, p) for p in PAPER_MODES], type=str)
 
 app = typer.Typer(
     name="attntopo",
