@@ -87,6 +87,7 @@ _LAZY = {
     # by the subpackage of the same name as soon as it is imported
     "FeatureTable": "attntopo.features",
     "select_heads": "attntopo.features",
+    "HardmaxSimulation": "attntopo.hardmax",
 }
 
 __all__ = sorted(

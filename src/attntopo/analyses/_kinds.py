@@ -7,6 +7,7 @@ result kind is added here, in one line.
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
 from typing import Any, Callable
@@ -35,6 +36,10 @@ KINDS: dict[str, type[Result]] = {
     "timeline": Timeline,
 }
 
+
+#: Kinds whose classes live above the analyses layer: kind → (module, class), imported by name
+#: (no import-time dependency) and added to KINDS the first time load_result meets the kind.
+_KIND_MODULES = {"hardmax_simulation": ("attntopo.hardmax", "HardmaxSimulation")}
 
 #: Loaders registered with the deprecated :func:`register_result_kind` (kind → loader).
 _REGISTERED: dict[str, Callable[[dict, dict], Any]] = {}
@@ -75,6 +80,8 @@ def load_result(path: str | os.PathLike) -> Any:
     """
     meta, arrays = load_payload(path)
     kind = meta.get("kind")
+    if isinstance(kind, str) and kind not in KINDS and kind in _KIND_MODULES:
+        KINDS[kind] = getattr(importlib.import_module(_KIND_MODULES[kind][0]), _KIND_MODULES[kind][1])
     loader = None
     if isinstance(kind, str):
         loader = KINDS[kind]._from_payload if kind in KINDS else _REGISTERED.get(kind)
