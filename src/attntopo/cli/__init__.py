@@ -39,5 +39,6 @@ from ._timeline import timeline_cmd  # noqa: E402
 from ._heads import heads_cmd  # noqa: E402
 from ._serve import serve_cmd  # noqa: E402
 from ._report import report_cmd  # noqa: E402
+from ._hardmax import hardmax_app  # noqa: E402
 
 __all__ = ["app", "main"]

@@ -1,0 +1,224 @@
+"""``attntopo hardmax simulate``: the hardmax attention dynamics on random tokens, an array, or a text."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich import box
+from rich.table import Table
+
+from .. import __version__
+from ..errors import InvalidInputError
+from ._common import (
+    app,
+    check_plot_options,
+    console,
+    debug_option,
+    esc,
+    file_option,
+    json_option,
+    load_model_with_status,
+    model_option,
+    out_option,
+    plot_format_option,
+    plots_option,
+    plural,
+    print_json,
+    print_saved,
+    read_text,
+    status,
+    truncate_option,
+    write_result,
+)
+
+hardmax_app = typer.Typer(
+    name="hardmax",
+    help="Hardmax attention dynamics (Alcalde, Fantuzzi & Zuazua 2025): tokens gather around leaders.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(hardmax_app, name="hardmax")
+
+_SIMULATE_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo hardmax simulate --n 40 --dim 2 --seed 1 --plots --out hm\n"
+    "  attntopo hardmax simulate --n 128 --dim 16 --random-a --alpha 0.5 --steps 80 --json\n"
+    "  attntopo hardmax simulate --z0 tokens.npy --a A.npy --steps 100\n"
+    "  attntopo hardmax simulate \"The cat sat on the mat because it was tired.\" --layer 5 --head 0\n\n"
+    "Three sources of tokens: random Gaussian tokens (--n, --dim, --seed; the default), an array "
+    "file (--z0, .npy or text with one token per row), or a text (TEXT or --file): the hidden "
+    "states entering --layer of --model, with A from that layer's --head (W_Q^T W_K, symmetrized, "
+    "shifted to be positive definite; docs/hardmax.md). The result loads back with "
+    "[bold]attntopo.load_result(DIR)[/bold]."
+)
+
+
+def _load_array(path: str, option: str):
+    import numpy as np
+
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise InvalidInputError(f"{option} {path!r} is not a file")
+    try:
+        if p.suffix == ".npy":
+            return np.load(p, allow_pickle=False)
+        return np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, ndmin=2)
+    except (ValueError, OSError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InvalidInputError(f"cannot read {option} {path!r} as numbers: {reason}") from None
+
+
+def _random_instance(n: int, dim: int, seed: int, random_a: bool):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    Z0 = rng.normal(size=(n, dim))
+    A = None
+    if random_a:
+        Q, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
+        A = (Q * np.exp(rng.uniform(0.0, np.log(10.0), size=dim))) @ Q.T
+    return Z0, A
+
+
+@hardmax_app.command("simulate", epilog=_SIMULATE_EPILOG, no_args_is_help=False)
+def simulate_cmd(
+    text: Optional[str] = typer.Argument(None, metavar="[TEXT]", help="A text: run on a model's tokens.",
+                                         show_default=False),
+    file: Optional[str] = file_option(),
+    model: str = model_option(),
+    layer: int = typer.Option(0, "--layer", "-l", metavar="L", help="Layer whose input tokens and head are used (text)."),
+    head: int = typer.Option(0, "--head", metavar="H", help="Head whose W_Q^T W_K gives A (text)."),
+    margin: float = typer.Option(0.01, "--margin", metavar="M",
+                                 help="Text: smallest eigenvalue of A as a share of the head's ||S||_2."),
+    truncate: bool = truncate_option(),
+    z0: Optional[str] = typer.Option(None, "--z0", metavar="PATH", help="Tokens from a file: (n, d) array, .npy/.csv/.txt.",
+                                     show_default=False),
+    a_file: Optional[str] = typer.Option(None, "--a", metavar="PATH", help="A (d, d) from a file (with --z0; default identity).",
+                                         show_default=False),
+    n: Optional[int] = typer.Option(None, "--n", metavar="N", help="Random tokens: how many (default 32).", show_default=False),
+    dim: Optional[int] = typer.Option(None, "--dim", "-d", metavar="D", help="Random tokens: dimension (default 2).",
+                                      show_default=False),
+    seed: int = typer.Option(0, "--seed", metavar="S", help="Random tokens: seed."),
+    random_a: bool = typer.Option(False, "--random-a", help="Random tokens: a random SPD A (condition <= 10), not the identity."),
+    alpha: float = typer.Option(1.0, "--alpha", metavar="α", help="Step size α > 0."),
+    steps: int = typer.Option(50, "--steps", metavar="K", help="Layers (steps) to apply."),
+    rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tie tolerance (default max(1e-12, 4·d·2^-53)).",
+                                         show_default=False),
+    cluster_tol: Optional[float] = typer.Option(None, "--cluster-tol", help="Tokens closer than this × max|z0| are one point "
+                                                "(default 1e-8).", show_default=False),
+    out: Optional[Path] = out_option("Save the simulation (and figures) into this folder, atomically."),
+    plots: bool = plots_option(),
+    plot_format: Optional[List[str]] = plot_format_option("png (default), svg, pdf. Repeatable."),
+    json_out: bool = json_option(),
+    debug: bool = debug_option(),
+) -> None:
+    """Run the hardmax dynamics z ← z/(1+α) + α/(1+α)·mean of argmax_j ⟨A z, z_j⟩ and report leaders, clusters and where the limit points lie.
+
+    Progress goes to stderr; results to stdout.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    from .. import hardmax as hm
+
+    t_start = time.perf_counter()
+    if plot_format and any(str(f).lower() == "html" for f in plot_format):
+        raise InvalidInputError("--plot-format html: the hardmax figures are static; use png, svg or pdf")
+    from_text = text is not None or file is not None
+    if from_text and z0 is not None:
+        raise InvalidInputError("give either a text (TEXT or --file) or --z0, not both")
+    if a_file is not None and z0 is None:
+        raise InvalidInputError("--a needs --z0 (random tokens use --random-a; a text takes A from --head)")
+    if (from_text or z0 is not None) and (n is not None or dim is not None or random_a):
+        raise InvalidInputError("--n, --dim and --random-a describe random tokens; not with a text or --z0")
+    formats = check_plot_options(plots, plot_format, out)
+    show = not json_out
+    t_model = 0.0
+    if from_text:
+        body, source = read_text(text, file)
+        m, t_model = load_model_with_status(model, show)
+        with status("hardmax dynamics on the model's tokens …", show):
+            t0 = time.perf_counter()
+            r = hm.simulate_text(body, m, layer, head, alpha=alpha, steps=steps, margin=margin,
+                                 truncate=truncate, rtol=rtol, cluster_tol=cluster_tol)
+            t_sim = time.perf_counter() - t0
+        where = f"{source}, {m.name} layer {r.source['layer']} head {r.source['head']}"
+    else:
+        if z0 is not None:
+            Z0 = _load_array(z0, "--z0")
+            A = _load_array(a_file, "--a") if a_file is not None else None
+            src = {"kind": "array", "z0": str(z0), "A": str(a_file) if a_file else "identity"}
+            where = f"--z0 {z0}" + (f", A from {a_file}" if a_file else ", A = identity")
+        else:
+            n_, d_ = 32 if n is None else n, 2 if dim is None else dim
+            if n_ < 1 or d_ < 1:
+                raise InvalidInputError(f"--n and --dim must be >= 1, got --n {n_} --dim {d_}")
+            Z0, A = _random_instance(n_, d_, seed, random_a)
+            src = {"kind": "random", "n": n_, "dim": d_, "seed": seed, "A": "random SPD" if random_a else "identity"}
+            where = f"{n_} Gaussian tokens in R^{d_} (seed {seed}), A = {src['A']}"
+        t0 = time.perf_counter()
+        r = hm.simulate(Z0, A, alpha, steps, rtol=rtol, cluster_tol=cluster_tol, source=src)
+        t_sim = time.perf_counter() - t0
+    pos = r.polytope() if r.leaders[-1].any() else None
+    saved, figures, t_plots = write_result(r, out, _bundle(r) if plots else None, formats, show)
+    timing = {"model_s": round(t_model, 3), "simulate_s": round(t_sim, 4), "plots_s": round(t_plots, 3),
+              "total_s": round(time.perf_counter() - t_start, 3)}
+    geometry = None if pos is None else {
+        "leader_points": int(r.leader_points.shape[0]), "affine_dim": pos.affine_dim, "ambient_dim": pos.ambient_dim,
+        "limit_points_inside": bool(pos.inside.all()), "limit_points_on_boundary": bool(pos.on_boundary.all()),
+        "limit_points_on_relative_boundary": int(pos.on_relative_boundary.sum()),
+    }
+    if json_out:
+        doc = r.to_dict()
+        doc.pop("provenance", None)
+        print_json({"attntopo": __version__, **doc, "polytope": geometry, "timing": timing,
+                    "out": None if saved is None else str(saved), "figures": sorted(figures)})
+        return
+    _print_report(r, where, geometry, timing)
+    print_saved(saved, figures)
+
+
+def _bundle(r):
+    from ..plots.hardmax import hardmax_bundle
+
+    return hardmax_bundle(r)
+
+
+def _print_report(r, where: str, geometry: dict | None, timing: dict) -> None:
+    console.print(f"[bold]attntopo {__version__}[/bold] · hardmax dynamics · {esc(where)}", overflow="fold")
+    conv = "converged" if r.converged else f"[yellow]not converged[/yellow] (last move {r.movement[-1]:.2e})"
+    console.print(f"{plural(r.n_tokens, 'token')} in R^{r.dim}, α = {r.alpha:g}, {plural(r.steps, 'step')}: "
+                  f"{plural(int(r.n_leaders[-1]), 'leader')}, {plural(int(r.n_clusters[-1]), 'cluster')}, {conv} · "
+                  f"time {timing['simulate_s'] * 1000:.1f} ms")
+    # the steps where something changed
+    nl, nc = r.n_leaders, r.n_clusters
+    rows = [k for k in range(r.steps + 1) if k in (0, r.steps) or nl[k] != nl[k - 1] or nc[k] != nc[k - 1]]
+    table = Table(title="Steps where the counts change", title_justify="left", header_style="bold",
+                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col in ("step", "leaders", "clusters", "max move"):
+        table.add_column(col, justify="right", no_wrap=True)
+    mv = r.movement
+    for k in rows[:40]:
+        table.add_row(str(k), str(int(nl[k])), str(int(nc[k])), "–" if k == 0 else f"{mv[k]:.2e}")
+    console.print(table)
+    clusters = r.clusters()
+    table = Table(title="Clusters at the last step", title_justify="left", header_style="bold",
+                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col, just in (("cluster", "right"), ("size", "right"), ("leaders", "left"), ("members", "left")):
+        table.add_column(col, justify=just, no_wrap=col != "members")
+    names = r.tokens if r.tokens is not None else [str(i) for i in range(r.n_tokens)]
+    for c in sorted(clusters, key=lambda c: -len(c["members"]))[:30]:
+        mem = [names[i] for i in c["members"]]
+        shown = mem if len(mem) <= 12 else mem[:12] + [f"… (+{len(mem) - 12})"]
+        table.add_row(str(c["cluster"]), str(len(c["members"])), esc(" ".join(names[i] for i in c["leaders"]) or "–"),
+                      esc(" ".join(shown)))
+    console.print(table)
+    if len(clusters) > 30:
+        console.print(f"… and {len(clusters) - 30} more clusters (--json lists all)")
+    if geometry is not None:
+        deg = "" if geometry["affine_dim"] == geometry["ambient_dim"] else (
+            f" (the {geometry['leader_points']} leader points span {geometry['affine_dim']} of {geometry['ambient_dim']} "
+            f"dimensions: the polytope has no interior, all of it is boundary)")
+        verdict = "yes" if geometry["limit_points_on_boundary"] else "[red]no[/red]"
+        console.print(f"limit points on the boundary of the leaders' polytope: {verdict}{deg}")
