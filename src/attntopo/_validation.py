@@ -327,6 +327,7 @@ def check_paper_compat(
     modes: Sequence[str] = PAPER_MODES,
     legacy_true: bool = True,
     stacklevel: int = 3,
+    hint: str | None = None,
 ) -> str | None:
     """A founding-paper mode from ``modes``, or ``None`` for attntopo's own numbers.
 
@@ -351,7 +352,7 @@ def check_paper_compat(
     allowed = " or ".join(repr(o) for o in opts)
     raise InvalidInputError(
         f"{name} must be {allowed} (a founding-paper recipe) or False/None (attntopo's own); "
-        f"got {value!r}"
+        f"got {value!r}{_tail(hint)}"
     )
 
 

@@ -7,9 +7,15 @@ the two heads give token ``i``:
 .. math:: d(a, b) = \\sum_i \\mathrm{JS}(A_a[i, :], A_b[i, :])
 
 (after Clark et al., *What does BERT look at?*, who cluster heads with a JS head
-distance).  Its notebooks computed it within a layer and summed the per-layer matrices;
-here every head of every layer is one point: head ``h`` of layer ``l`` is index
-``l · H + h`` of an ``(L·H, L·H)`` matrix.
+distance).  Here every head of every layer is one point: head ``h`` of layer ``l`` is index
+``l · H + h`` of an ``(L·H, L·H)`` matrix, and JS is taken with log base 2.
+
+The heads notebook (``topology_of_attention_heads``) computed something narrower, which
+``paper_compat="notebook"`` reproduces: scipy's JS distance (natural log) of the raw rows,
+only between heads of the same layer, summed over the query tokens into one ``(H, H)``
+matrix per layer, and those matrices summed over the layers: an ``H``-point space whose
+point ``h`` is "head ``h`` of every layer".  A natural-log distance is the base-2 one times
+``sqrt(ln 2)``: attntopo's values are the notebook's × ``1 / sqrt(ln 2) ≈ 1.2011``.
 
 * :func:`head_distances` — that matrix for one text (the paper's sum, or with
   ``normalize=True`` the mean over tokens, comparable across lengths and tokenizers), or
@@ -32,13 +38,21 @@ cannot see are skipped.  The work is ``n² (L·H)² / 2`` logarithms.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+import math
+from typing import Any, ClassVar, Literal, Sequence
 
 import numpy as np
 import torch
 
 from .._mds import classical_mds
-from .._validation import check_bool, check_choice, check_maxdim, check_metric, check_scale
+from .._validation import (
+    check_bool,
+    check_choice,
+    check_maxdim,
+    check_metric,
+    check_paper_compat,
+    check_scale,
+)
 from ..attention import Attention, resolve_index
 from ..constants import DEFAULT_MODEL
 from ..distances import row_distances
@@ -49,13 +63,17 @@ from ..topology.complex import clusters_at, linkage as _single_linkage
 from ._head_types import BAND_WIDTH, HeadTypes, head_features
 from ._head_types import _assemble as _assemble_types
 from ._inputs import texts_or_attentions
-from ._provenance import make_provenance, model_info
+from ._provenance import make_provenance, model_info, stored_paper_mode
 from ._result import Columns, Result, nest, read_array, unnest
 
 __all__ = ["HeadSpace", "head_distances", "head_space", "head_labels", "REDUCTIONS"]
 
 #: Ways of combining several texts' head-distance matrices.
 REDUCTIONS = ("sum", "mean", "none")
+
+#: The founding paper's head-space recipe (``paper_compat=``): its heads notebook only.
+HEAD_PAPER_MODES = ("notebook",)
+_HEAD_PAPER_HINT = "the printed Listing 1 defines token distances only; the heads notebook is 'notebook'"
 
 _TOKEN_CHUNK = 16  # query tokens per row_distances call (causal: skipped keys per chunk)
 _TEXT_BATCH = 8  # texts per forward pass in head_space (bounds the memory of attentions)
@@ -88,17 +106,24 @@ def _weights(att: Any) -> tuple[np.ndarray, bool]:
     return w, causal
 
 
-def _one_text(w: np.ndarray, metric: str, n_threads: int | None) -> np.ndarray:
-    """Sum over query tokens of the distances between all heads' rows: (L·H, L·H)."""
+def _one_text(w: np.ndarray, metric: str, n_threads: int | None, notebook: bool = False) -> np.ndarray:
+    """Sum over query tokens of the distances between all heads' rows: (L·H, L·H).
+
+    ``notebook``: the heads notebook's matrix instead, (H, H): natural-log JS between the
+    heads of one layer only, summed over query tokens and then over layers.
+    """
     L, H, n, _ = w.shape
-    N = L * H
-    x = torch.from_numpy(np.ascontiguousarray(w)).reshape(N, n, n).permute(1, 0, 2)  # (q, N, keys)
+    t = torch.from_numpy(np.ascontiguousarray(w))
+    if notebook:
+        x, base, N = t.permute(2, 0, 1, 3), math.e, H  # (q, L, H, keys): rows of one layer
+    else:
+        x, base, N = t.reshape(L * H, n, n).permute(1, 0, 2), 2.0, L * H  # (q, N, keys)
     total = np.zeros((N, N), dtype=np.float64)
     for a in range(0, n, _TOKEN_CHUNK):
         b = min(n, a + _TOKEN_CHUNK)
         chunk = x[a:b].contiguous()  # rows of the heads for query tokens a..b-1
-        D = row_distances(chunk, metric, n_threads=n_threads)  # (b - a, N, N)
-        total += D.sum(0)
+        D = row_distances(chunk, metric, base=base, n_threads=n_threads)  # (b - a, [L,] N, N)
+        total += D.reshape(-1, N, N).sum(0)
     return total
 
 
@@ -108,6 +133,7 @@ def head_distances(
     metric: str = "jensen_shannon",
     *,
     reduce: str = "sum",
+    paper_compat: Literal["notebook"] | bool | None = False,
     n_threads: int | None = None,
 ) -> np.ndarray:
     """Distances between all attention heads of a model on a text (or texts).
@@ -126,6 +152,14 @@ def head_distances(
     reduce : {"sum", "mean", "none"}, default "sum"
         For a list of texts: the sum or the mean of the per-text matrices, or ``"none"``
         for the stack of shape (n_texts, L·H, L·H).  Ignored for one text.
+    paper_compat : {False, None, "notebook"}, default False
+        ``"notebook"``: the founding paper's heads notebook (``topology_of_attention_heads``)
+        instead: for each layer ``l`` and heads ``h, h'`` of that layer,
+        ``Σ_i scipy.spatial.distance.jensenshannon(A[l, h, i], A[l, h', i])`` (the raw rows,
+        no second softmax, natural log, scipy's distance = square root of the divergence),
+        summed over the layers into one ``(H, H)`` matrix.  Needs ``normalize=False`` (it
+        sums over tokens) and ``metric="jensen_shannon"``.  The notebook computes in float32;
+        this in float64.
     n_threads : int, optional
         Worker threads (default: torch's thread count).
 
@@ -134,7 +168,9 @@ def head_distances(
     ndarray of shape (L·H, L·H), float64 (or (n_texts, L·H, L·H) with ``reduce="none"``)
         ``D[l·H + h, l'·H + h']`` is the distance between head ``h`` of layer ``l`` and head
         ``h'`` of layer ``l'`` (positions in the attention's ``layer_ids``/``head_ids``).
-        Exactly symmetric with a zero diagonal; a metric on the heads.
+        Exactly symmetric with a zero diagonal; a metric on the heads.  With
+        ``paper_compat="notebook"``: shape (H, H) (or (n_texts, H, H)), ``D[h, h']`` summed
+        over the layers.
 
     Examples
     --------
@@ -145,6 +181,7 @@ def head_distances(
     metric = check_metric(metric)
     normalize = check_bool(normalize, "normalize")
     check_choice(reduce, "reduce", REDUCTIONS)
+    notebook = _check_head_paper_mode(paper_compat, metric, normalize) is not None
     single = isinstance(att, (Attention, np.ndarray, torch.Tensor))
     items = [att] if single else list(att)
     if not items:
@@ -163,7 +200,7 @@ def head_distances(
                 raise InvalidInputError(f"text {k} holds other layers/heads than text 0")
     mats = []
     for w in ws:
-        D = _one_text(w, metric, n_threads)
+        D = _one_text(w, metric, n_threads, notebook)
         if normalize:
             D /= w.shape[-1]
         mats.append(D)
@@ -173,6 +210,23 @@ def head_distances(
     if reduce == "none":
         return stack
     return stack.sum(0) if reduce == "sum" else stack.mean(0)
+
+
+def _check_head_paper_mode(paper_compat: Any, metric: str, normalize: bool) -> str | None:
+    """The checked head-space paper mode (``"notebook"`` or None) and its requirements."""
+    mode = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, legacy_true=False,
+                              hint=_HEAD_PAPER_HINT)
+    if mode and metric != "jensen_shannon":
+        raise InvalidInputError(
+            f"paper_compat='notebook' reproduces the heads notebook's Jensen–Shannon distance only; "
+            f"use metric='jensen_shannon' (got metric={metric!r})"
+        )
+    if mode and normalize:
+        raise InvalidInputError(
+            "paper_compat='notebook' sums over the tokens as the heads notebook does: "
+            "use normalize=False"
+        )
+    return mode
 
 
 # ---------------------------------------------------------------------- result
@@ -212,6 +266,10 @@ class HeadSpace(Result):
         Each text's matrix (kept for resampling, e.g. :func:`compare_models`).
     types : HeadTypes or None
         Head types measured on the same texts.
+    paper_compat : False or "notebook"
+        ``"notebook"``: the heads notebook's space (see :func:`head_distances`): one point
+        per head index ``h`` (summed over the layers), N = n_heads, labels ``"H{h}"``,
+        :attr:`layers_summed` True; no head types (they are per layer and head).
     provenance : dict
     """
 
@@ -231,13 +289,21 @@ class HeadSpace(Result):
     texts: list[str] = field(default_factory=list)
     per_text: np.ndarray | None = None
     types: HeadTypes | None = None
+    paper_compat: str | bool = False
     provenance: dict = field(default_factory=dict)
 
     kind: ClassVar[str] = "head_space"
 
     # ---------------------------------------------------------------- access
     @property
+    def layers_summed(self) -> bool:
+        """True for the heads notebook's space: point ``h`` is head ``h`` of every layer."""
+        return self.paper_compat == "notebook"
+
+    @property
     def labels(self) -> list[str]:
+        if self.layers_summed:
+            return [f"H{h}" for h in self.head_ids]
         return head_labels(self.layer_ids, self.head_ids)
 
     @property
@@ -263,20 +329,26 @@ class HeadSpace(Result):
 
     @property
     def layer_of(self) -> np.ndarray:
-        """int ndarray of shape (N,): the model layer of each point."""
+        """int ndarray of shape (N,): the model layer of each point (-1: all layers summed,
+        :attr:`layers_summed`)."""
+        if self.layers_summed:
+            return np.full(self.n_heads, -1, dtype=np.int64)
         return np.repeat(np.asarray(self.layer_ids, dtype=np.int64), self.n_heads)
 
     @property
     def head_of(self) -> np.ndarray:
         """int ndarray of shape (N,): the model head (within its layer) of each point."""
-        return np.tile(np.asarray(self.head_ids, dtype=np.int64), self.n_layers)
+        return np.tile(np.asarray(self.head_ids, dtype=np.int64), 1 if self.layers_summed else self.n_layers)
 
     def index(self, layer: int, head: int) -> int:
-        """Row of model layer ``layer``, head ``head`` (0-based, negatives ok) in the matrix."""
+        """Row of model layer ``layer``, head ``head`` (0-based, negatives ok) in the matrix
+        (with :attr:`layers_summed`, every layer's head ``head`` is the same point)."""
         li = resolve_index(layer, max(self.layer_ids) + 1, "layer")
         hi = resolve_index(head, max(self.head_ids) + 1, "head")
         if li not in self.layer_ids or hi not in self.head_ids:
             raise OutOfRangeError(f"layer {layer}, head {head} is not in this head space")
+        if self.layers_summed:
+            return self.head_ids.index(hi)
         return self.layer_ids.index(li) * self.n_heads + self.head_ids.index(hi)
 
     def distance(self, a: tuple[int, int], b: tuple[int, int]) -> float:
@@ -363,7 +435,7 @@ class HeadSpace(Result):
                 {
                     "heads": [labels[i] for i in idx],
                     "indices": idx.tolist(),
-                    "layers": sorted(set(layer_of[idx].tolist())),
+                    "layers": list(self.layer_ids) if self.layers_summed else sorted(set(layer_of[idx].tolist())),
                     "size": int(idx.size),
                     "mean_distance": float(sub[iu].mean()),
                     "max_distance": float(sub[iu].max()),
@@ -397,6 +469,11 @@ class HeadSpace(Result):
     def layer_distances(self) -> np.ndarray:
         """(n_layers, n_layers) mean head distance between the heads of two layers
         (diagonal: mean over distinct pairs within a layer)."""
+        if self.layers_summed:
+            raise InvalidInputError(
+                "this head space sums the layers (paper_compat='notebook'): it has no distances "
+                "between layers"
+            )
         L, H = self.n_layers, self.n_heads
         D = self.distances.reshape(L, H, L, H)
         out = D.mean(axis=(1, 3))
@@ -447,6 +524,7 @@ class HeadSpace(Result):
             "metric": self.metric,
             "normalize": self.normalize,
             "reduce": self.reduce,
+            "paper_compat": self.paper_compat,
             "distance_min": float(d.min()) if d.size else 0.0,
             "distance_median": float(np.median(d)) if d.size else 0.0,
             "distance_max": float(d.max()) if d.size else 0.0,
@@ -462,7 +540,7 @@ class HeadSpace(Result):
         return (
             f"HeadSpace(model={self.model!r}, heads={self.n_layers}×{self.n_heads}, "
             f"texts={self.n_texts}, metric={self.metric!r}, normalize={self.normalize}, "
-            f"maxdim={self.maxdim})"
+            f"maxdim={self.maxdim}{f', paper_compat={self.paper_compat!r}' if self.paper_compat else ''})"
         )
 
     def to_dict(self, k: int = 0, eps: float | None = None) -> dict:
@@ -504,6 +582,7 @@ class HeadSpace(Result):
             "n_tokens": list(self.n_tokens),
             "texts": list(self.texts),
             "diagram": self.diagram.to_dict(),
+            "paper_compat": self.paper_compat,
             "provenance": self.provenance,
         }
         nest(meta, arrays, "types", self.types)
@@ -513,7 +592,8 @@ class HeadSpace(Result):
     def _from_payload(cls, meta: dict, arrays: dict) -> "HeadSpace":
         layer_ids = tuple(int(x) for x in meta["layer_ids"])
         head_ids = tuple(int(x) for x in meta["head_ids"])
-        N = len(layer_ids) * len(head_ids)
+        paper = stored_paper_mode(meta.get("paper_compat", False))
+        N = len(head_ids) if paper == "notebook" else len(layer_ids) * len(head_ids)
         n_tokens = tuple(int(x) for x in meta["n_tokens"])
         info = meta["diagram"]
         if "dgm_counts_h0" in arrays:
@@ -542,6 +622,7 @@ class HeadSpace(Result):
             per_text=read_array(arrays, "per_text", "f", shape=(len(n_tokens), N, N), finite=True,
                                 nonneg=True, optional=True),
             types=unnest(meta, arrays, "types", HeadTypes),
+            paper_compat=paper,
             provenance=dict(meta.get("provenance", {})),
         )
 
@@ -572,7 +653,7 @@ def head_space(
     texts_or_atts: str | Attention | Sequence[str] | Sequence[Attention],
     model: Any = DEFAULT_MODEL,
     *,
-    normalize: bool = True,
+    normalize: bool | None = None,
     maxdim: int = 1,
     metric: str = "jensen_shannon",
     reduce: str = "mean",
@@ -582,6 +663,7 @@ def head_space(
     types: bool = True,
     band_width: int = BAND_WIDTH,
     keep_per_text: bool = True,
+    paper_compat: Literal["notebook"] | bool | None = False,
     n_threads: int | None = None,
 ) -> HeadSpace:
     """The head space of a model on some texts: distances, topology, embedding, types.
@@ -592,9 +674,10 @@ def head_space(
         Texts (run through ``model`` in batches) or attentions of one model.
     model : str or AttentionModel, default "minilm"
         Alias, hub id, folder or loaded model (ignored for Attention input).
-    normalize : bool, default True
+    normalize : bool, optional
         Mean over tokens instead of the sum (see :func:`head_distances`); keep it on to
-        compare texts of different length or models with different tokenizers.
+        compare texts of different length or models with different tokenizers.  Default
+        True (False with ``paper_compat="notebook"``, which sums).
     maxdim : {0, 1, 2}, default 1
         Highest homology dimension of the head-space diagram.
     metric : str, default "jensen_shannon"
@@ -611,6 +694,14 @@ def head_space(
     keep_per_text : bool, default True
         Keep each text's matrix in :attr:`HeadSpace.per_text` (needed by
         :func:`compare_models`; ``N² · 8`` bytes per text).
+    paper_compat : {False, None, "notebook"}, default False
+        ``"notebook"``: the founding paper's heads notebook (``topology_of_attention_heads``):
+        each text's matrix is :func:`head_distances` with ``paper_compat="notebook"`` (raw
+        rows, natural-log JS distance, within layers, summed over tokens and layers), so the
+        space has one point per head index (``n_heads`` points, labels ``"H{h}"``).  Texts
+        are combined by ``reduce`` (one text: the notebook's matrix).  Its persistence uses
+        attntopo's engines (the notebook: gudhi's Rips complex, the same diagrams).  Head
+        types are not measured.
     n_threads : int, optional
         Threads for the head distances.
 
@@ -618,9 +709,13 @@ def head_space(
     -------
     HeadSpace
     """
-    normalize = check_bool(normalize, "normalize")
+    paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, legacy_true=False,
+                              hint=_HEAD_PAPER_HINT)
+    normalize = (paper is None) if normalize is None else check_bool(normalize, "normalize")
     maxdim = check_maxdim(maxdim)
     metric = check_metric(metric)
+    _check_head_paper_mode(paper, metric, normalize)
+    types = types and paper is None  # head types are per layer and head: not in a summed space
     check_choice(reduce, "reduce", ("sum", "mean"))
     items, is_att, m = texts_or_attentions(texts_or_atts, model)
     per_text: list[np.ndarray] = []
@@ -637,7 +732,8 @@ def head_space(
                 ref = a
             elif a.shape[:2] != ref.shape[:2] or a.layer_ids != ref.layer_ids or a.head_ids != ref.head_ids:
                 raise InvalidInputError("all attentions must come from one model with the same layers and heads")
-            D = head_distances(a, normalize=normalize, metric=metric, n_threads=n_threads)
+            D = head_distances(a, normalize=normalize, metric=metric, paper_compat=paper,
+                               n_threads=n_threads)
             per_text.append(D)
             n_tokens.append(a.n_tokens)
             texts.append(a.text)
@@ -664,7 +760,7 @@ def head_space(
             model_info=info, settings=attention_settings,
         )
     prov = make_provenance(info, {"metric": metric, "engine": engine, "normalize": normalize, "reduce": reduce,
-                                  **attention_settings})
+                                  "paper_compat": stored_paper_mode(paper), **attention_settings})
     hs = _build(
         D,
         layer_ids=tuple(ref.layer_ids),
@@ -680,6 +776,7 @@ def head_space(
         texts=texts,
         per_text=stack if keep_per_text else None,
         types=ht,
+        paper_compat=stored_paper_mode(paper),
         provenance=prov,
     )
     prov["settings"]["engine"] = hs.diagram.engine  # the engine that ran

@@ -3,23 +3,28 @@
 :func:`compare_models` → :class:`ModelComparison`: the two head-space diagrams compared per
 homology dimension (bottleneck, Wasserstein), and a bootstrap over texts that says whether
 the difference is more than text-sampling noise (see :func:`compare_models`).
+
+With ``paper_compat="notebook"`` the head spaces are the founding paper's heads notebook's
+(``topology_of_attention_heads``: heads summed over layers, natural-log JS summed over
+tokens) and :attr:`ModelComparison.paper_bottleneck` is the notebook's one number: the
+bottleneck distance between the two diagrams' finite bars, H0 and H1 pooled.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Literal, Sequence
 
 import numpy as np
 
-from .._validation import check_int, check_maxdim, check_nonneg_int, check_wasserstein_p
+from .._validation import check_int, check_maxdim, check_nonneg_int, check_paper_compat, check_wasserstein_p
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
 from ..topology import Diagram, persistence_batch
 from ..topology.diagram_distances import bottleneck, wasserstein
-from ._head_space import HeadSpace, head_space
-from ._provenance import make_provenance
+from ._head_space import _HEAD_PAPER_HINT, HEAD_PAPER_MODES, HeadSpace, head_space
+from ._provenance import make_provenance, stored_paper_mode
 from ._result import Columns, Result, nest, read_array, unnest
 
 __all__ = ["ModelComparison", "compare_models", "DIAGRAM_DISTANCES"]
@@ -35,7 +40,8 @@ class ModelComparison(Result):
     Attributes
     ----------
     a, b : HeadSpace
-        The two head spaces (normalized distances, mean over texts).
+        The two head spaces (normalized distances, mean over texts; with
+        ``paper_compat="notebook"`` the heads notebook's spaces, see :func:`compare_models`).
     bottleneck, wasserstein : ndarray of shape (maxdim + 1,)
         Observed distances between the two head-space diagrams, per homology dimension
         (Wasserstein of order :attr:`p`; L∞ ground metric, as
@@ -53,6 +59,12 @@ class ModelComparison(Result):
     boot : dict of str to ndarray of shape (n_boot, maxdim + 1)
         Between-model distances on each replicate's first resample (same texts for both
         models): the bootstrap distribution of the observed statistic.
+    paper_compat : False or "notebook"
+        The founding-paper recipe of the head spaces (see :func:`compare_models`).
+    paper_bottleneck : float or None
+        With ``paper_compat="notebook"``: the heads notebook's model-vs-model number, the
+        bottleneck distance between the two diagrams with infinite bars dropped and the
+        dimensions 0..maxdim pooled into one diagram (``None`` otherwise).
     provenance : dict
     """
 
@@ -65,6 +77,8 @@ class ModelComparison(Result):
     seed: int | None
     null: dict[str, np.ndarray]
     boot: dict[str, np.ndarray]
+    paper_compat: str | bool = False
+    paper_bottleneck: float | None = None
     provenance: dict = field(default_factory=dict)
 
     kind: ClassVar[str] = "head_space_comparison"
@@ -147,9 +161,10 @@ class ModelComparison(Result):
     def to_dict(self) -> dict:
         """Plain JSON-safe data: the bootstrap settings and one row per dimension
         (:meth:`summary_rows`) — the ``comparison`` of ``attntopo heads --json``."""
-        return json_safe({
-            "n_boot": self.n_boot, "seed": self.seed, "wasserstein_p": self.p, "dims": self.summary_rows(),
-        })
+        doc = {"n_boot": self.n_boot, "seed": self.seed, "wasserstein_p": self.p, "dims": self.summary_rows()}
+        if self.paper_compat:
+            doc.update(paper_compat=self.paper_compat, paper_bottleneck=self.paper_bottleneck)
+        return json_safe(doc)
 
     # --------------------------------------------------------------- storage
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
@@ -162,7 +177,8 @@ class ModelComparison(Result):
         for name in DIAGRAM_DISTANCES:
             arrays[f"null_{name}"] = self.null[name]
             arrays[f"boot_{name}"] = self.boot[name]
-        meta.update({"p": self.p, "n_boot": self.n_boot, "seed": self.seed, "provenance": self.provenance})
+        meta.update({"p": self.p, "n_boot": self.n_boot, "seed": self.seed, "paper_compat": self.paper_compat,
+                     "paper_bottleneck": self.paper_bottleneck, "provenance": self.provenance})
         return meta, arrays
 
     @classmethod
@@ -185,6 +201,8 @@ class ModelComparison(Result):
                   for n in DIAGRAM_DISTANCES},
             boot={n: read_array(arrays, f"boot_{n}", "f", shape=(n_boot, D), nonneg=True)
                   for n in DIAGRAM_DISTANCES},
+            paper_compat=stored_paper_mode(meta.get("paper_compat", False)),
+            paper_bottleneck=None if meta.get("paper_bottleneck") is None else float(meta["paper_bottleneck"]),
             provenance=dict(meta.get("provenance", {})),
         )
 
@@ -193,6 +211,15 @@ def _diagram_distances(x: Diagram, y: Diagram, maxdim: int, p: float) -> tuple[n
     b = np.array([bottleneck(x, y, dim=d) for d in range(maxdim + 1)], dtype=np.float64)
     w = np.array([wasserstein(x, y, p=p, dim=d) for d in range(maxdim + 1)], dtype=np.float64)
     return b, w
+
+
+def pooled_finite_bottleneck(x: Diagram, y: Diagram, maxdim: int) -> float:
+    """The heads notebook's model-vs-model number: the bottleneck distance between two
+    diagrams with their infinite bars dropped and dimensions ``0..maxdim`` pooled into one
+    set of (birth, death) points (what its ``convert_diagram_to_numpy_array`` +
+    ``gudhi.bottleneck_distance`` compute).  Pooling lets an H0 bar match an H1 bar."""
+    px, py = (np.concatenate([z.finite(d) for d in range(maxdim + 1)]) for z in (x, y))
+    return float(bottleneck(px, py))
 
 
 def compare_models(
@@ -210,6 +237,7 @@ def compare_models(
     engine: str | None = None,
     n_jobs: int | None = None,
     types: bool = True,
+    paper_compat: Literal["notebook"] | bool | None = False,
 ) -> ModelComparison:
     """Compare two models' head spaces on the same texts.
 
@@ -260,6 +288,17 @@ def compare_models(
         As in :func:`head_space`.
     n_jobs : int, optional
         Worker processes for the bootstrap diagrams (default: all cores).
+    paper_compat : {False, None, "notebook"}, default False
+        ``"notebook"``: the founding paper's heads notebook (``topology_of_attention_heads``).
+        Each model's head space is :func:`head_space` with ``paper_compat="notebook"``
+        (raw rows, natural-log JS distance between heads of one layer summed over tokens,
+        the layer matrices summed: one point per head index; several texts averaged), and
+        :attr:`ModelComparison.paper_bottleneck` holds the notebook's number: the
+        bottleneck distance between the two diagrams' finite bars, dimensions pooled
+        (:func:`pooled_finite_bottleneck`; the notebook's diagrams hold H0 and H1, i.e.
+        ``maxdim=1``).  The per-dimension distances and the bootstrap are attntopo's own,
+        computed on those spaces.  Head spaces given directly must have been built with
+        ``paper_compat="notebook"`` and ``reduce="mean"``.
 
     Returns
     -------
@@ -270,22 +309,35 @@ def compare_models(
     if seed is not None:
         seed = check_int(seed, "seed", hint="or None for fresh entropy")
     p = check_wasserstein_p(p)
+    paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, legacy_true=False, hint=_HEAD_PAPER_HINT)
 
     def side(model: Any, name: str) -> HeadSpace:
-        if isinstance(model, HeadSpace):
+        if isinstance(model, HeadSpace) and paper:
+            if model.paper_compat != paper or model.reduce != "mean":
+                raise InvalidInputError(
+                    f"{name} must be a head space with paper_compat={paper!r} and reduce='mean' (got "
+                    f"paper_compat={model.paper_compat!r}, reduce={model.reduce!r})"
+                )
+        elif isinstance(model, HeadSpace):
+            if model.paper_compat:
+                raise InvalidInputError(
+                    f"{name} is the paper's head space (paper_compat={model.paper_compat!r}): pass "
+                    f"paper_compat={model.paper_compat!r} to compare_models"
+                )
             if not model.normalize or model.reduce != "mean":
                 raise InvalidInputError(
                     f"{name} must be a head space with normalize=True and reduce='mean' (got "
                     f"normalize={model.normalize}, reduce={model.reduce!r})"
                 )
+        if isinstance(model, HeadSpace):
             if model.maxdim < maxdim:
                 raise InvalidInputError(f"{name} has maxdim {model.maxdim} < {maxdim}")
             return model
         if texts is None:
             raise InvalidInputError("texts are needed unless both models are given as HeadSpace objects")
         return head_space(
-            texts, model, normalize=True, maxdim=maxdim, metric=metric, reduce="mean",
-            drop_special=drop_special, truncate=truncate, engine=engine, types=types,
+            texts, model, normalize=paper is None, maxdim=maxdim, metric=metric, reduce="mean",
+            drop_special=drop_special, truncate=truncate, engine=engine, types=types, paper_compat=paper,
         )
 
     a = side(model_a, "model_a")
@@ -328,10 +380,12 @@ def compare_models(
     prov = make_provenance(
         {"a": a.provenance.get("model", {"name": a.model}), "b": b.provenance.get("model", {"name": b.model})},
         {"metric": a.metric, "engine": a.diagram.engine, "maxdim": maxdim, "p": p, "n_boot": n_boot,
-         "seed": seed},
+         "seed": seed, "paper_compat": stored_paper_mode(paper)},
         test="bootstrap over texts: within-model null pooled over both models",
     )
     return ModelComparison(
         a=a, b=b, bottleneck=bott, wasserstein=wass, p=p, n_boot=n_boot, seed=seed,
-        null=null, boot=boot, provenance=prov,
+        null=null, boot=boot, paper_compat=stored_paper_mode(paper),
+        paper_bottleneck=pooled_finite_bottleneck(a.diagram, b.diagram, maxdim) if paper else None,
+        provenance=prov,
     )

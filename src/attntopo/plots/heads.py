@@ -106,7 +106,17 @@ def _layer_colors(n_layers: int) -> np.ndarray:
 
 
 def _unit(hs: Any) -> str:
+    if getattr(hs, "layers_summed", False):
+        return "JS distance (natural log) summed over tokens and layers"
     return "mean JS distance per token" if getattr(hs, "normalize", True) else "JS distance summed over tokens"
+
+
+def _layer_scale(hs: Any) -> tuple[list[str], np.ndarray]:
+    """The layer colour scale's entries and each point's position on it: one entry per layer,
+    or a single "all" where every point sums the layers (the paper's heads notebook)."""
+    if getattr(hs, "layers_summed", False):
+        return ["all"], np.zeros(hs.distances.shape[0], dtype=np.int64)
+    return [str(l) for l in hs.layer_ids], np.repeat(np.arange(len(hs.layer_ids)), len(hs.head_ids))
 
 
 # -------------------------------------------------------------- heatmap
@@ -159,15 +169,17 @@ def plot_head_distances(
     ax.tick_params(length=2)
     if layer_bands:
         w = max(1.0, 0.025 * N)
-        layer_pos = np.repeat(np.arange(len(hs.layer_ids)), len(hs.head_ids))[idx]
-        colors = _layer_colors(len(hs.layer_ids))
+        names, layer_pos = _layer_scale(hs)
+        layer_pos = layer_pos[idx]
+        colors = _layer_colors(len(names))
         for k, lp in enumerate(layer_pos):
             c = colors[lp]
             ax.add_patch(Rectangle((k, -w - 0.3), 1, w, color=c, lw=0, clip_on=False))
             ax.add_patch(Rectangle((-w - 0.3, k), w, 1, color=c, lw=0, clip_on=False))
         ax.set_xlim(-w - 0.3, N)
         ax.set_ylim(N, -w - 0.3)
-        handles = [Patch(color=colors[i], label=f"L{l}") for i, l in enumerate(hs.layer_ids)]
+        handles = [Patch(color=colors[i], label="all layers" if l == "all" else f"L{l}")
+                   for i, l in enumerate(names)]
         if len(handles) <= 12:
             ax.legend(handles=handles, fontsize=S.FONT["legend"] - 1, frameon=False,
                       loc="upper left", bbox_to_anchor=(1.0, -0.02), title="layer",
@@ -217,15 +229,15 @@ def plot_head_mds(
     fig, ax = _figure_and_axes(ax, (5.6, 4.6))
     size = float(np.clip(2400.0 / max(N, 1), 12.0, 60.0))
     if color_by == "layer":
-        L = len(hs.layer_ids)
-        layer_pos = np.repeat(np.arange(L), len(hs.head_ids))
+        names, layer_pos = _layer_scale(hs)
+        L = len(names)
         cmap = ListedColormap(_layer_colors(L))
         norm = BoundaryNorm(np.arange(L + 1) - 0.5, L)
         sc = ax.scatter(X[:, 0], X[:, 1], c=layer_pos, cmap=cmap, norm=norm, s=size,
                         edgecolors="white", linewidths=0.4, zorder=3)
         cb = _root_figure(ax).colorbar(sc, ax=ax, shrink=0.85, pad=0.02)
         step = max(1, int(np.ceil(L / 10)))
-        cb.set_ticks(list(range(0, L, step)), labels=[str(hs.layer_ids[i]) for i in range(0, L, step)])
+        cb.set_ticks(list(range(0, L, step)), labels=[names[i] for i in range(0, L, step)])
         cb.set_label("layer", fontsize=S.FONT["label"])
         cb.ax.tick_params(labelsize=S.FONT["tick"])
     else:
@@ -287,8 +299,9 @@ def iplot_head_mds(hs: Any, color_by: str = "layer", *, types: Any = None, title
     X = np.asarray(hs.embedding, dtype=np.float64)
     N = X.shape[0]
     labels = hs.labels
-    layer_of = np.repeat(np.asarray(hs.layer_ids), len(hs.head_ids))
-    head_of = np.tile(np.asarray(hs.head_ids), len(hs.layer_ids))
+    names, layer_pos = _layer_scale(hs)
+    layer_of = np.array(names, dtype=object)[layer_pos]
+    head_of = np.tile(np.asarray(hs.head_ids), len(layer_pos) // max(len(hs.head_ids), 1))
     t = types if types is not None else getattr(hs, "types", None)
     labs = None if t is None else np.asarray(t.labels).reshape(-1)
     if color_by == "type" and labs is None:
@@ -307,9 +320,9 @@ def iplot_head_mds(hs: Any, color_by: str = "layer", *, types: Any = None, title
     hover = np.array(hover, dtype=object)
     fig = go.Figure()
     if color_by == "layer":
-        colors = [_hex(c) for c in _layer_colors(len(hs.layer_ids))]
-        for k, l in enumerate(hs.layer_ids):
-            sel = layer_of == l
+        colors = [_hex(c) for c in _layer_colors(len(names))]
+        for k, l in enumerate(names):
+            sel = layer_pos == k
             fig.add_trace(go.Scatter(
                 x=X[sel, 0], y=X[sel, 1], mode="markers", name=f"layer {l}",
                 marker=dict(color=colors[k], size=9, line=dict(color="white", width=0.5)),
