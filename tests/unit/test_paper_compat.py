@@ -337,3 +337,50 @@ def test_float32_rows_give_the_notebooks_nan_and_gudhi_drops_the_edge():
     D = np.array([[0, 1, 2, 2.5], [1, 0, np.nan, 2], [2, np.nan, 0, 1.5], [2.5, 2, 1.5, 0]])
     assert len(gudhi_bars(gudhi_persistence(D), 1)) == 1
     assert len(gudhi_bars(gudhi_persistence(np.nan_to_num(D, nan=1e-3)), 1)) == 0
+
+
+# ------------------------------------------------------------------ two texts compared as the notebook does
+def _two_texts(rng: np.random.Generator, causal: bool = False) -> tuple[Attention, Attention]:
+    ta = "the cat sat on the red mat".split()
+    tb = "a cat sat on the mat and the dog".split()
+    return (_att(_weights(rng, 2, 2, len(ta), causal), tokens=ta, text=" ".join(ta)),
+            _att(_weights(rng, 2, 2, len(tb), causal), tokens=tb, text=" ".join(tb)))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_compare_notebook_prints_the_notebooks_h0_bottleneck(causal, tmp_path):
+    """The notebook's update_plot for one head: compute_persistence of each text (fourth-root
+    distances, gudhi, min_persistence=0.01), then compute_bottleneck_distance (H0 only)."""
+    A, B = _two_texts(np.random.default_rng(12 + causal), causal)
+    c = at.compare(A, B, paper_compat="notebook")
+    assert c.paper_compat == "notebook" and c.provenance["settings"]["paper_compat"] == "notebook"
+    for i in range(2):
+        for j in range(2):
+            Da, Db = notebook_matrix(A.weights[i, j]), notebook_matrix(B.weights[i, j])
+            np.testing.assert_allclose(c.a.distances[i, j], Da, rtol=0, atol=1e-12)
+            pa, pb = gudhi_persistence(Da, 0.01), gudhi_persistence(Db, 0.01)
+            expected = gudhi.bottleneck_distance(gudhi_bars(pa, 0), gudhi_bars(pb, 0))
+            assert c.grid("bottleneck", dim=0)[i, j] == pytest.approx(expected, abs=1e-12)
+            h1 = gudhi.bottleneck_distance(gudhi_bars(pa, 1), gudhi_bars(pb, 1))
+            assert c.grid("bottleneck", dim=1)[i, j] == pytest.approx(h1, abs=1e-12)
+            same_bars(c.a.diagrams[i][j], gudhi_persistence(Da))  # the full diagrams are kept
+    c.save(tmp_path / "c")
+    back = at.load_result(tmp_path / "c")
+    assert back == c and back.paper_compat == "notebook"
+
+
+def test_compare_listing_changes_only_the_distance():
+    A, B = _two_texts(np.random.default_rng(14))
+    c = at.compare(A, B, paper_compat="listing")
+    own = at.compare(A, B)
+    assert c.paper_compat == "listing" and own.paper_compat is False
+    for i in range(2):
+        for j in range(2):
+            D = listing_matrix(B.weights[i, j])
+            np.testing.assert_allclose(c.b.distances[i, j], D, rtol=0, atol=1e-12)
+            same_bars(c.b.diagrams[i][j], gudhi_persistence(D))
+    # no bar is dropped in listing mode: the distances are attntopo's on those diagrams
+    dgm_a, dgm_b = c.diagrams(0, 1)
+    np.testing.assert_allclose(c.diagram_distances["bottleneck"][0, 1], at.topology.bottleneck(dgm_a, dgm_b))
+    with pytest.raises(InvalidInputError, match="'notebook' or 'listing'"):
+        at.compare(A, B, paper_compat=True)

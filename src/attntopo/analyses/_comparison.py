@@ -15,6 +15,10 @@ the persistence diagrams of both texts in one parallel batch, and answers:
 * over all heads, tables (layers × heads) of those numbers, and the heads where the texts
   agree or differ most.
 
+``paper_compat="notebook"`` reproduces the founding paper's text-comparison notebook
+(``persistent_homology_of_attention``), ``"listing"`` its printed Listing 1's distance; see
+:func:`compare`.
+
 Words, subwords and how they are matched: see :mod:`attntopo.words` (a word is represented
 by its first token).  One phrase across several contexts: :mod:`._phrase`.
 """
@@ -32,12 +36,13 @@ from .._validation import (
     check_dim,
     check_maxdim,
     check_metric,
+    check_paper_compat,
     check_positive_int,
     check_scale,
     is_int,
 )
 from ..attention import Attention
-from ..constants import COUNT_NAMES, DEFAULT_MODEL, DISTANCE_NAMES
+from ..constants import COUNT_NAMES, DEFAULT_MODEL, DISTANCE_NAMES, PaperMode
 from ..distances import token_distances
 from ..errors import InvalidInputError, OutOfRangeError, ResultFormatError
 from ..io import json_float, json_safe
@@ -47,7 +52,7 @@ from ..topology.diagram_distances import bottleneck, wasserstein
 from ..words import SharedToken, check_alignment, match_aligned, match_words, normalize_token
 from ._analysis import Analysis
 from ._inputs import attentions_of
-from ._provenance import make_provenance
+from ._provenance import make_provenance, stored_paper_mode
 from ._result import Columns, Result, nest, read_array, unnest
 
 __all__ = ["Comparison", "compare"]
@@ -56,6 +61,16 @@ __all__ = ["Comparison", "compare"]
 # ------------------------------------------------------------------ comparison
 def _grid(flat: Sequence[Diagram], L: int, H: int, start: int = 0) -> list[list[Diagram]]:
     return [[flat[start + i * H + j] for j in range(H)] for i in range(L)]
+
+
+#: The notebooks' ``simplex_tree.persistence(min_persistence=0.01)``: bars this short or
+#: shorter are left out of the diagrams they compare (``paper_compat="notebook"``).
+PAPER_MIN_PERSISTENCE = 0.01
+
+
+def _without_short_bars(dgm: Diagram, min_persistence: float = PAPER_MIN_PERSISTENCE) -> Diagram:
+    """``dgm`` keeping only the bars longer than ``min_persistence`` (gudhi's rule)."""
+    return dgm.replace(dgms=[d[d[:, 1] - d[:, 0] > min_persistence] for d in dgm.dgms], maxdim=dgm.maxdim)
 
 
 def _pair_distances(da: Diagram, db: Diagram) -> np.ndarray:
@@ -152,6 +167,11 @@ class Comparison(Result):
     @property
     def metric(self) -> str:
         return self.a.metric
+
+    @property
+    def paper_compat(self) -> str | bool:
+        """The founding-paper recipe (``"notebook"``, ``"listing"``) or ``False`` (see :func:`compare`)."""
+        return self.a.paper_compat
 
     @property
     def keys(self) -> list[str]:
@@ -409,7 +429,10 @@ class Comparison(Result):
         """Per-head table as columns (arrays of length n_layers · n_heads, layer-major).
 
         Columns: ``layer``, ``head``, ``scale``, ``{name}_h{d}`` for every diagram distance
-        and dimension (whole texts), ``shared_{name}_h{d}`` (shared tokens), and the counts.
+        and dimension (whole texts), ``shared_{name}_h{d}`` (shared tokens), the counts, and
+        the default ranking: ``rank`` (1 = most similar; tied heads share the smallest rank,
+        see :meth:`ranking`) and ``rank_by``, the column it ranks (``"bottleneck_h{d}"`` with
+        ``d`` = :attr:`ranking_dim`).
         """
         L, H = len(self.layers), len(self.heads)
         cols: dict[str, np.ndarray] = {
@@ -423,6 +446,10 @@ class Comparison(Result):
                     cols[f"{prefix}{name}_h{d}"] = src[name][:, :, d].ravel().copy()
         for name in COUNT_NAMES:
             cols[name] = self.counts[name].ravel().copy()
+        d = self.ranking_dim
+        src = self.diagram_distances["bottleneck"]
+        cols["rank"] = rank_order(src[:, :, d].ravel(), src.sum(-1).ravel())[1]
+        cols["rank_by"] = np.full(L * H, f"bottleneck_h{d}")
         return Columns(cols)
 
     def head_report(self, layer: int | None = None, head: int | None = None) -> dict:
@@ -446,10 +473,24 @@ class Comparison(Result):
             ],
         }
 
-    def to_dict(self, k: int = 5) -> dict:
+    def to_dict(self, k: int = 5, dim: int | None = None) -> dict:
         """Plain JSON-safe overview: texts, settings, shared tokens, per-head table, the ``k``
-        most similar and most different heads (what ``attntopo compare --json`` starts from)."""
+        most similar and most different heads (what ``attntopo compare --json`` starts from).
+
+        ``ranking`` says what the heads are ranked by: ``{"by": "bottleneck", "dim": d,
+        "column": "bottleneck_h{d}", "default": true if ``dim`` was not given, "rule"}``
+        (``d`` = ``dim`` or :attr:`ranking_dim`).  Each entry of ``most_similar_heads`` and
+        ``most_different_heads`` is ``[layer, head, value, rank, n_tied]``: heads with equal
+        values share the smallest rank of their group and ``n_tied`` > 1 (:meth:`ranking`).
+        """
         k = max(1, min(int(k), len(self.layers) * len(self.heads)))
+        d = self._dim(dim)
+
+        def top(similar: bool) -> list[list]:
+            r = self.ranking("bottleneck", d, similar=similar)
+            return [[int(r["layer"][t]), int(r["head"][t]), float(r["value"][t]), int(r["rank"][t]),
+                     int(r["n_tied"][t])] for t in range(k)]
+
         return json_safe({
             "kind": "comparison",
             "model": self.a.attention.model,
@@ -462,8 +503,10 @@ class Comparison(Result):
             "heads": list(self.heads),
             "shared_tokens": [s.to_dict() for s in self.shared_tokens],
             "heads_table": {kk: v.tolist() for kk, v in self.summary().items()},
-            "most_similar_heads": self.most_similar_heads(k),
-            "most_different_heads": self.most_different_heads(k),
+            "ranking": {"by": "bottleneck", "dim": d, "column": f"bottleneck_h{d}", "default": dim is None,
+                        "rule": RANKING_RULE},
+            "most_similar_heads": top(True),
+            "most_different_heads": top(False),
         })
 
     def __repr__(self) -> str:
@@ -555,6 +598,7 @@ def compare(
     engine: str | None = None,
     n_jobs: int | None = None,
     truncate: bool = False,
+    paper_compat: PaperMode | bool | None = False,
 ) -> Comparison:
     """Compare the attention topology of two texts, head by head.
 
@@ -595,6 +639,23 @@ def compare(
         Persistence engine and worker processes (see :func:`~attntopo.topology.persistence_batch`).
     truncate : bool
         Cut texts longer than the model's context instead of raising.
+    paper_compat : {False, None, "notebook", "listing"}, default False
+        Reproduce the founding paper (a reproduction aid, never the default):
+
+        - ``"notebook"``: its text-comparison notebook (``persistent_homology_of_attention``,
+          ``compute_persistence`` and ``compute_bottleneck_distance``): token distances with
+          the rows softmaxed again, natural log, fourth root of the divergence
+          (:func:`~attntopo.distances.token_distances` with ``paper_compat="notebook"``), and
+          the diagram distances taken between diagrams without the bars of persistence
+          ≤ :data:`PAPER_MIN_PERSISTENCE` (its ``persistence(min_persistence=0.01)``).  The
+          number the notebook prints for a head is ``grid("bottleneck", dim=0)`` (it compares
+          the H0 diagrams only; the one infinite H0 bar of each text is born at 0 and costs
+          nothing, as in gudhi).  The stored diagrams (:attr:`a`, :attr:`b`) are the full
+          ones, as :func:`attntopo.analyze` with the same mode gives them.
+        - ``"listing"``: the printed Listing 1's token distance (square root of the
+          natural-log divergence of the softmaxed rows); everything else attntopo's.
+
+        The notebook works on one chosen head and in float32 (docs/concepts.md §5).
 
     Returns
     -------
@@ -615,6 +676,7 @@ def compare(
                         hint="None: a scale per head; e.g. 0.2")
     check_choice(alignment_units, "alignment_units", ("word", "token"))
     pairs = check_alignment(alignment) if alignment is not None else None
+    paper = check_paper_compat(paper_compat, legacy_true=False)
 
     (A, B), info = attentions_of([text_a, text_b], model, layer, head, drop_special, truncate)
     shared = (
@@ -623,8 +685,8 @@ def compare(
         else match_words(A, B, include_special and not drop_special)
     )
     m = len(shared)
-    DA = token_distances(A, metric=metric)
-    DB = token_distances(B, metric=metric)
+    DA = token_distances(A, metric=metric, paper_compat=paper)
+    DB = token_distances(B, metric=metric, paper_compat=paper)
     L, H = DA.shape[0], DA.shape[1]
     ia = np.array([s.a for s in shared], dtype=np.int64)
     ib = np.array([s.b for s in shared], dtype=np.int64)
@@ -643,19 +705,20 @@ def compare(
     sh_b = _grid(dgms, L, H, 3 * L * H) if m else None
 
     prov = make_provenance(info, {"metric": metric, "engine": used_engine, "drop_special": drop_special,
-                                  "truncate": truncate})
-    an_a = Analysis(A, DA, grid_a, metric, maxdim, math.inf, used_engine, False, dict(prov))
-    an_b = Analysis(B, DB, grid_b, metric, maxdim, math.inf, used_engine, False, dict(prov))
+                                  "truncate": truncate, "paper_compat": stored_paper_mode(paper)})
+    an_a = Analysis(A, DA, grid_a, metric, maxdim, math.inf, used_engine, stored_paper_mode(paper), dict(prov))
+    an_b = Analysis(B, DB, grid_b, metric, maxdim, math.inf, used_engine, stored_paper_mode(paper), dict(prov))
 
     scales = np.full((L, H), scale) if scale is not None else _adaptive_scales(grid_a, grid_b)
 
     dist = np.zeros((3, L, H, maxdim + 1))
     sdist = np.full((3, L, H, maxdim + 1), np.nan)
+    kept = _without_short_bars if paper == "notebook" else (lambda dgm: dgm)  # the notebook's diagrams
     for i in range(L):
         for j in range(H):
-            dist[:, i, j] = _pair_distances(grid_a[i][j], grid_b[i][j])
+            dist[:, i, j] = _pair_distances(kept(grid_a[i][j]), kept(grid_b[i][j]))
             if m:
-                sdist[:, i, j] = _pair_distances(sh_a[i][j], sh_b[i][j])
+                sdist[:, i, j] = _pair_distances(kept(sh_a[i][j]), kept(sh_b[i][j]))
 
     eps = scales[:, :, None, None]
     off = ~np.eye(m, dtype=bool)
