@@ -61,7 +61,9 @@ __all__ = [
     "check_steps",
     "Run",
     "run_dynamics",
+    "close_pairs",
     "cluster_labels",
+    "point_labels",
 ]
 
 #: Default ``cluster_tol``: tokens closer than this times ``R`` are one point.
@@ -211,26 +213,38 @@ def hardmax_step(Z: np.ndarray, C: np.ndarray, alpha: float) -> np.ndarray:
     return Z + (alpha / (1.0 + alpha)) * (mean - Z)
 
 
-def _pairwise(Z: np.ndarray) -> np.ndarray:
-    """Euclidean distances ``(n, n)`` from coordinate differences (no cancellation)."""
-    from scipy.spatial.distance import cdist
+def close_pairs(Z: np.ndarray, radius: float) -> np.ndarray:
+    """Pairs ``(i, j)``, ``i < j``, of rows of ``Z`` at most ``radius`` apart: ``(p, 2)`` int.
 
-    return cdist(Z, Z)
+    A k-d tree (:meth:`scipy.spatial.cKDTree.query_pairs`, distances from coordinate
+    differences): with a radius far below the spread of the tokens it looks at few pairs, so
+    the bookkeeping stays below the cost of the dynamics even for large ``n``.
+    """
+    from scipy.spatial import cKDTree
+
+    if Z.shape[0] < 2:
+        return np.zeros((0, 2), dtype=np.int64)
+    return np.asarray(cKDTree(Z).query_pairs(radius, output_type="ndarray"), dtype=np.int64).reshape(-1, 2)
 
 
-def cluster_labels(same: np.ndarray) -> np.ndarray:
-    """Connected components of a symmetric ``(n, n)`` bool relation, numbered by first token."""
-    from scipy.sparse import csr_matrix
+def cluster_labels(n: int, pairs: np.ndarray) -> np.ndarray:
+    """Connected components of ``n`` tokens joined by ``pairs`` ``(p, 2)``, numbered by first token."""
+    from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    n = same.shape[0]
-    if int(np.count_nonzero(same)) == n:  # only the diagonal: every token on its own
+    if pairs.shape[0] == 0:  # every token on its own
         return np.arange(n, dtype=np.int64)
-    _, lab = connected_components(csr_matrix(same), directed=False)
+    g = coo_matrix((np.ones(pairs.shape[0]), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    _, lab = connected_components(g, directed=False)
     _, first, inverse = np.unique(lab, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first)] = np.arange(first.size)
     return rank[inverse.ravel()]
+
+
+def point_labels(Z: np.ndarray, radius: float) -> np.ndarray:
+    """``(n,)`` int: the point (cluster) of each token, tokens within ``radius`` joined."""
+    return cluster_labels(Z.shape[0], close_pairs(Z, radius))
 
 
 class Run(NamedTuple):
@@ -257,13 +271,17 @@ def run_dynamics(Z0: np.ndarray, A: np.ndarray, alpha: float, steps: int, tol: T
     for k in range(steps + 1):
         traj[k] = Z
         C = attention_sets(Z, A, tol)
-        same = _pairwise(Z) <= tol.same_point
-        own = ~(C & ~same).any(axis=1)  # attends only to tokens at its own point
-        if k > 0:  # a follower that reached a leader's point stays a follower
+        pairs = close_pairs(Z, tol.same_point)
+        labels[k] = cluster_labels(n, pairs)
+        # leaders: every j in C_i is at i's point (same cluster label: within cluster_tol·R,
+        # or chained to it by such steps)
+        rows, cols = np.nonzero(C)
+        own = np.ones(n, dtype=bool)
+        own[rows[labels[k][rows] != labels[k][cols]]] = False
+        if k > 0 and pairs.shape[0]:  # a follower that reached a leader's point stays a follower
             prev = leaders[k - 1]
-            own &= prev | ~(same & prev[None, :]).any(axis=1)
+            own &= prev | ~np.isin(labels[k], labels[k][prev])
         leaders[k] = own
-        labels[k] = cluster_labels(same)
         if k < steps:
             Z = hardmax_step(Z, C, alpha)
     return Run(traj, leaders, labels, tol)

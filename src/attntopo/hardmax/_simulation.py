@@ -18,7 +18,7 @@ from ._dynamics import (
     check_spd,
     check_steps,
     check_tokens,
-    cluster_labels,
+    point_labels,
     run_dynamics,
     tolerances,
 )
@@ -108,9 +108,7 @@ class HardmaxSimulation(Result):
         Clusters are the connected components of "closer than ``cluster_tol · R``", numbered
         by their first token.
         """
-        from scipy.spatial.distance import cdist
-
-        return np.stack([cluster_labels(cdist(Z, Z) <= self.same_point) for Z in self.trajectories])
+        return np.stack([point_labels(Z, self.same_point) for Z in self.trajectories])
 
     @property
     def labels(self) -> np.ndarray:
