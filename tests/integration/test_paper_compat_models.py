@@ -14,6 +14,7 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 
 import attntopo as at
+from _reference import heads_notebook_matrix
 
 gudhi = pytest.importorskip("gudhi")
 
@@ -24,14 +25,8 @@ def test_head_space_notebook_on_minilm_is_the_notebooks_loops(minilm):
     """persistent_homology_attention_heads.ipynb, get_js_distance_matrix + distances.sum(0)."""
     att = minilm.attention(QUANTUM)
     W = att.weights.astype(np.float64)  # scipy on the float32 rows it would see, in float64
-    L, H, n, _ = W.shape
-    distances = np.zeros((L, H, H))
-    for layer_idx in range(L):
-        for head_i in range(H):
-            for head_j in range(head_i, H):
-                d = sum(jensenshannon(W[layer_idx, head_i, t], W[layer_idx, head_j, t]) for t in range(n))
-                distances[layer_idx, head_i, head_j] = distances[layer_idx, head_j, head_i] = d
-    flat = distances.sum(0)
+    L, H = W.shape[:2]
+    flat = heads_notebook_matrix(W)
     hs = at.head_space(att, paper_compat="notebook")
     assert hs.distances.shape == (12, 12)
     np.testing.assert_allclose(hs.distances, flat, rtol=0, atol=1e-9)

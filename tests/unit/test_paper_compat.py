@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import jensenshannon
 
+from _reference import heads_notebook_matrix as _notebook_loops
 import attntopo as at
 from attntopo._validation import check_paper_compat
 from attntopo.analyses.heads import compare_models, head_distances, head_space
@@ -72,17 +73,8 @@ def js_natural(p: np.ndarray, q: np.ndarray) -> float:
 
 
 def heads_notebook_matrix(W: np.ndarray) -> np.ndarray:
-    """The heads notebook's loops (``get_js_distance_matrix``) on (L, H, n, n) weights, then
-    ``distances.sum(dim=0)``: an (H, H) matrix."""
-    L, H, n, _ = W.shape
-    distances = np.zeros((L, H, H))
-    for layer_idx in range(L):
-        for head_i in range(H):
-            for head_j in range(head_i, H):
-                distance = sum(js_natural(W[layer_idx, head_i, t], W[layer_idx, head_j, t]) for t in range(n))
-                distances[layer_idx, head_i, head_j] = distance
-                distances[layer_idx, head_j, head_i] = distance
-    return distances.sum(0)
+    """The heads notebook's loops (tests/_reference.py) with scipy's distance written out."""
+    return _notebook_loops(W, js_natural)
 
 
 def gudhi_persistence(D: np.ndarray, min_persistence: float = 0.0) -> list:
