@@ -24,20 +24,30 @@ True
 :func:`key_query_matrix`       that ``A`` for a layer and head of a model
 :func:`polytope_position`      where points lie relative to ``conv(vertices)``: inside, on the
                                boundary (LP and Qhull), degenerate polytopes included
+:func:`train_classifier`       the paper's interpretable text classifier (embeddings → hardmax
+                               attention K times → mean → linear) → :class:`HardmaxClassifier`,
+                               whose ``explain(text)`` is the simulation behind a prediction
 =============================  ==============================================================
 
 Figures are in :mod:`attntopo.plots.hardmax`; the command line is ``attntopo hardmax simulate``.
 """
 
+from ._classifier import HardmaxClassifier, tokenize
 from ._dynamics import DEFAULT_CLUSTER_TOL, attention_sets, default_rtol, hardmax_step
 from ._model import key_query_matrix, simulate_text, token_states
 from ._polytope import MAX_HULL_DIM, PolytopePosition, affine_dimension, polytope_position
 from ._simulation import HardmaxSimulation, simulate
+from ._training import bag_of_words_baseline, stratified_split, train_classifier
 
 __all__ = [
     "simulate",
     "simulate_text",
     "HardmaxSimulation",
+    "HardmaxClassifier",
+    "train_classifier",
+    "bag_of_words_baseline",
+    "stratified_split",
+    "tokenize",
     "key_query_matrix",
     "token_states",
     "polytope_position",
