@@ -156,3 +156,75 @@ def test_cli_bad_matrix_is_one_line(tmp_path, A, fragments):
     np.save(tmp_path / "a.npy", np.array(A))
     assert_one_line_error(run("hardmax", "simulate", "--z0", str(tmp_path / "z.npy"), "--a", str(tmp_path / "a.npy")),
                           *fragments)
+
+
+# ------------------------------------------------------------ the classifier
+from attntopo.datasets import FORTUNES_DIR  # noqa: E402
+
+needs_fortunes = pytest.mark.skipif(not Path(FORTUNES_DIR).is_dir(), reason=(
+    f"Debian's fortunes are not installed at {FORTUNES_DIR}: run 'make fortunes' (sudo apt-get install fortunes)"))
+
+
+@needs_fortunes
+def test_cli_train_and_explain_on_fortunes(tmp_path):
+    r = run("hardmax", "train", "--fortunes", "politics,science", "--epochs", "6", "--top-words", "3",
+            "--out", str(tmp_path / "clf"), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    m = doc["metrics"]
+    assert doc["classes"] == ["politics", "science"] and doc["dim"] == 2 and doc["layers"] == 8
+    assert m["n_train"] + m["n_val"] + m["n_test"] == sum(m["class_counts"].values())
+    assert 1 <= m["best_epoch"] <= 6 and len(doc["history"]) == 6
+    assert m["test_accuracy_model"] == m["test_accuracy_early"]
+    assert m["baseline"]["test_accuracy"] > m["majority_test_accuracy"]
+    model = at.load_result(tmp_path / "clf")
+    text = "The government raised taxes again, and the senator voted against the people."
+    e = run("hardmax", "explain", str(tmp_path / "clf"), text, "--json", "--out", str(tmp_path / "why"), "--plots")
+    assert e.returncode == 0, e.stderr
+    ex = json.loads(e.stdout)
+    sim, prob = model.explain(text)
+    assert ex["prediction"] == model.predict([text])[0]
+    assert ex["probability"]["science"] == pytest.approx(prob, abs=1e-12)
+    assert sorted(i for g in ex["clusters"] for i in g["members"]) == list(range(len(ex["tokens"])))
+    assert at.load_result(tmp_path / "why") == dataclasses.replace(sim, provenance={})
+    assert sorted(p.name for p in (tmp_path / "why" / "figures").iterdir()) == ["clusters.png", "h0.png",
+                                                                              "trajectories.png"]
+
+
+@needs_fortunes
+def test_hardmax_classifier_learns_fortunes_categories():
+    from attntopo.datasets import fortunes
+
+    ds = fortunes(["politics", "science"])
+    m = hm.train_classifier(ds.texts, ds.labels, d=2, layers=8, epochs=20, seed=0, top_words=5)
+    met = m.metrics
+    # better than the majority class on validation (what selection saw) and on test
+    assert met["val_accuracy_best"] > met["majority_test_accuracy"] + 0.05
+    assert met["test_accuracy_early"] > met["majority_test_accuracy"]
+    assert met["train_seconds"] < 600
+
+
+@pytest.mark.parametrize("args,fragments", [
+    ([], ["give either DATA", "--fortunes"]),
+    (["--fortunes", "politics"], ["--fortunes takes exactly two categories"]),
+    (["missing.csv"], ["DATA 'missing.csv' is not a file"]),
+])
+def test_cli_train_bad_input(args, fragments):
+    assert_one_line_error(run("hardmax", "train", *args), *fragments)
+
+
+@pytest.mark.parametrize("content,fragments", [
+    ("text,label\n", ["holds no rows"]),
+    ("text,label\nhello world,a\nfoo bar,a\n", ["1 class(es)", "needs at least 2"]),
+    ("text,label\na b,x\nc d,y\ne f,z\n", ["exactly 2 classes, got 3"]),
+])
+def test_cli_train_bad_datasets(tmp_path, content, fragments):
+    (tmp_path / "d.csv").write_text(content)
+    assert_one_line_error(run("hardmax", "train", str(tmp_path / "d.csv")), *fragments)
+
+
+def test_cli_explain_refuses_other_results(tmp_path):
+    hm.simulate(np.eye(2), steps=1).save(tmp_path / "sim")
+    assert_one_line_error(run("hardmax", "explain", str(tmp_path / "sim"), "a text"),
+                          "holds a hardmax_simulation result, not a model")
+    assert_one_line_error(run("hardmax", "explain", str(tmp_path / "nothing"), "a text"), "MODEL")

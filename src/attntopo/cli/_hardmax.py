@@ -1,4 +1,4 @@
-"""``attntopo hardmax simulate``: the hardmax attention dynamics on random tokens, an array, or a text."""
+"""``attntopo hardmax simulate|train|explain``: hardmax attention dynamics, and the paper's classifier built on them."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from .. import __version__
 from ..errors import InvalidInputError
 from ._common import (
     app,
+    check_out,
     check_plot_options,
     console,
     debug_option,
+    err_console,
     esc,
     file_option,
     json_option,
@@ -29,6 +31,7 @@ from ._common import (
     print_json,
     print_saved,
     read_text,
+    save_result,
     status,
     truncate_option,
     write_result,
@@ -222,3 +225,179 @@ def _print_report(r, where: str, geometry: dict | None, timing: dict) -> None:
             f"dimensions: the polytope has no interior, all of it is boundary)")
         verdict = "yes" if geometry["limit_points_on_boundary"] else "[red]no[/red]"
         console.print(f"limit points on the boundary of the leaders' polytope: {verdict}{deg}")
+
+
+# ============================================================================ train
+_TRAIN_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo hardmax train --fortunes politics,science --d 2 --layers 8 --out clf\n"
+    "  attntopo hardmax train reviews.csv --d 16 --layers 8 --epochs 20 --out imdb16 --json\n\n"
+    "DATA is a CSV (header row) or JSON Lines file with a text and a label column, exactly two "
+    "classes. Each class is split (stratified, --seed) into training, validation (--val) and test "
+    "(--test) parts. The saved model holds the parameters of the epoch with the best validation "
+    "accuracy; the test split is scored twice, after the last epoch and with those parameters, and "
+    "both numbers are reported. Explain predictions with [bold]attntopo hardmax explain DIR TEXT[/bold]."
+)
+
+
+@hardmax_app.command("train", epilog=_TRAIN_EPILOG, no_args_is_help=False)
+def train_cmd(
+    data: Optional[str] = typer.Argument(None, metavar="[DATA]", help="CSV or JSONL with text and label columns.",
+                                         show_default=False),
+    fortunes: Optional[str] = typer.Option(None, "--fortunes", metavar="A,B",
+                                           help="Two categories of Debian's fortunes instead of DATA.", show_default=False),
+    text_column: str = typer.Option("text", "--text-column", help="Column (key) of the texts."),
+    label_column: str = typer.Option("label", "--label-column", help="Column (key) of the labels."),
+    d: int = typer.Option(2, "--d", metavar="D", help="Embedding dimension."),
+    layers: int = typer.Option(8, "--layers", "-K", metavar="K", help="Applications of the shared attention layer."),
+    alpha: float = typer.Option(1.0, "--alpha", metavar="α", help="Value matrix α·I (step size)."),
+    temperature: float = typer.Option(0.001, "--temperature", metavar="T", help="Softmax temperature while training."),
+    max_len: int = typer.Option(128, "--max-len", metavar="N", help="Tokens per text (more are cut)."),
+    epochs: int = typer.Option(20, "--epochs", metavar="E"),
+    batch_size: int = typer.Option(64, "--batch-size", metavar="B"),
+    lr: float = typer.Option(0.01, "--lr", help="Adam learning rate."),
+    val: float = typer.Option(0.15, "--val", help="Share of each class for validation."),
+    test: float = typer.Option(0.15, "--test", help="Share of each class for the test."),
+    min_count: int = typer.Option(2, "--min-count", help="Vocabulary: training tokens seen this often."),
+    seed: int = typer.Option(0, "--seed"),
+    baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="Logistic regression on word counts, same split."),
+    top_words: int = typer.Option(10, "--top-words", metavar="N", help="Leader words reported per class."),
+    out: Optional[Path] = out_option("Save the trained model into this folder, atomically."),
+    json_out: bool = json_option(),
+    debug: bool = debug_option(),
+) -> None:
+    """Train the paper's interpretable classifier: word embeddings → one hardmax attention layer K times → mean → linear → sigmoid.
+
+    Progress goes to stderr; results to stdout.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    from .. import hardmax as hm
+    from ..datasets import fortunes as load_fortunes, read_texts
+
+    t_start = time.perf_counter()
+    if (data is None) == (fortunes is None):
+        raise InvalidInputError("give either DATA (a CSV or JSONL file) or --fortunes A,B")
+    if out is not None:
+        check_out(out)
+    if data is not None:
+        p = Path(data).expanduser()
+        if not p.is_file():
+            raise InvalidInputError(f"DATA {data!r} is not a file")
+        ds = read_texts(p, text=text_column, label=label_column)
+        source = {"kind": "file", "path": str(data), "text": text_column, "label": label_column}
+    else:
+        cats = [c.strip() for c in fortunes.split(",") if c.strip()]
+        if len(cats) != 2:
+            raise InvalidInputError(f"--fortunes takes exactly two categories, comma-separated; got {fortunes!r}")
+        ds = load_fortunes(cats)
+        source = {"kind": "fortunes", "categories": cats}
+    show = not json_out
+
+    def progress(row: dict) -> None:
+        if show:
+            err_console.print(f"epoch {row['epoch']:>3}: loss {row['train_loss']:.4f} · train {row['train_accuracy']:.3f} · "
+                              f"validation {row['val_accuracy']:.3f}")
+
+    with status(f"training on {len(ds)} texts …", show and not err_console.is_terminal):
+        model = hm.train_classifier(ds.texts, ds.labels, d=d, layers=layers, alpha=alpha, temperature=temperature,
+                                    max_len=max_len, epochs=epochs, batch_size=batch_size, lr=lr, val=val, test=test,
+                                    min_count=min_count, seed=seed, baseline=baseline, top_words=top_words,
+                                    source=source, progress=progress)
+    saved = save_result(model, out) if out is not None else None
+    timing = {"total_s": round(time.perf_counter() - t_start, 2), "train_s": model.metrics["train_seconds"]}
+    if json_out:
+        doc = model.to_dict()
+        doc.pop("provenance", None)
+        print_json({"attntopo": __version__, **doc, "timing": timing, "out": None if saved is None else str(saved)})
+        return
+    _print_training(model, timing)
+    print_saved(saved)
+
+
+def _print_training(model, timing: dict) -> None:
+    m = model.metrics
+    console.print(f"[bold]attntopo {__version__}[/bold] · hardmax classifier d = {model.dim}, K = {model.layers}, "
+                  f"α = {model.alpha:g}, T = {model.temperature:g} · classes {esc(model.classes[0])} / "
+                  f"{esc(model.classes[1])} · vocabulary {len(model.vocab)} · {timing['train_s']:.1f} s")
+    console.print(f"split: {m['n_train']} train, {m['n_val']} validation, {m['n_test']} test "
+                  f"(majority class on test: {m['majority_test_accuracy']:.3f})")
+    table = Table(title="Test accuracy", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
+                  pad_edge=False, show_edge=False)
+    table.add_column("model")
+    table.add_column("selected on", no_wrap=True)
+    table.add_column("test accuracy", justify="right")
+    table.add_row("hardmax, last epoch", f"— (epoch {len(model.history['epoch'])})", f"{m['test_accuracy_final']:.3f}")
+    table.add_row("hardmax, early-stopped", f"validation (epoch {m['best_epoch']}, {m['val_accuracy_best']:.3f})",
+                  f"{m['test_accuracy_early']:.3f}")
+    if "baseline" in m:
+        b = m["baseline"]
+        table.add_row("logistic regression, word counts", f"validation (C = {b['C']:g}, {b['val_accuracy']:.3f})",
+                      f"{b['test_accuracy']:.3f}")
+    console.print(table)
+    for c, words in (m.get("leader_words") or {}).items():
+        shown = ", ".join(f"{esc(w)} ({share:.0%})" for w, _, share in words)
+        console.print(f"leader words, {esc(c)} (share of its test texts): {shown}", overflow="fold")
+
+
+# ========================================================================== explain
+_EXPLAIN_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo hardmax explain clf \"The government raised taxes again\"\n"
+    "  attntopo hardmax explain clf -f review.txt --plots --out why\n\n"
+    "Runs the text through the trained model with exact hardmax and shows what the prediction "
+    "averages: the cluster each word ends in and the leader words. --out saves that simulation "
+    "(attntopo.load_result(DIR)); --plots adds its figures."
+)
+
+
+@hardmax_app.command("explain", epilog=_EXPLAIN_EPILOG, no_args_is_help=False)
+def explain_cmd(
+    model_dir: Path = typer.Argument(..., metavar="MODEL", help="Folder of a model saved by attntopo hardmax train."),
+    text: Optional[str] = typer.Argument(None, metavar="[TEXT]", help="The text (or use --file).", show_default=False),
+    file: Optional[str] = file_option(),
+    out: Optional[Path] = out_option("Save the simulation behind the prediction (and figures) into this folder."),
+    plots: bool = plots_option(),
+    plot_format: Optional[List[str]] = plot_format_option("png (default), svg, pdf. Repeatable."),
+    json_out: bool = json_option(),
+    debug: bool = debug_option(),
+) -> None:
+    """Explain one prediction of a trained hardmax classifier: the leader words and the cluster each word ends in."""
+    import attntopo as at
+
+    from ..errors import ResultFormatError
+
+    if plot_format and any(str(f).lower() == "html" for f in plot_format):
+        raise InvalidInputError("--plot-format html: the hardmax figures are static; use png, svg or pdf")
+    body, source = read_text(text, file)
+    formats = check_plot_options(plots, plot_format, out)
+    try:
+        model = at.load_result(model_dir)
+    except ResultFormatError as e:
+        raise InvalidInputError(f"MODEL {str(model_dir)!r}: {e}") from None
+    if getattr(model, "kind", None) != "hardmax_classifier":
+        raise InvalidInputError(
+            f"MODEL {str(model_dir)!r} holds a {getattr(model, 'kind', type(model).__name__)} result, "
+            f"not a model from attntopo hardmax train"
+        )
+    sim, prob = model.explain(body)
+    saved, figures, _ = write_result(sim, out, _bundle(sim) if plots else None, formats, not json_out)
+    label = model.classes[int(prob >= 0.5)]
+    clusters = sim.attention_clusters()
+    if json_out:
+        print_json({"attntopo": __version__, "prediction": label, "probability": {model.classes[1]: prob},
+                    "classes": model.classes, "tokens": sim.tokens, "leaders": sim.leader_indices.tolist(),
+                    "clusters": clusters, "source": source,
+                    "out": None if saved is None else str(saved), "figures": sorted(figures)})
+        return
+    console.print(f"[bold]{esc(label)}[/bold] (P({esc(model.classes[1])}) = {prob:.3f}) · {plural(sim.n_tokens, 'word')}, "
+                  f"{plural(len(sim.leader_indices), 'leader')}, {plural(len(clusters), 'group')} after "
+                  f"{plural(model.layers, 'layer')}")
+    table = Table(title="Words by the leader they follow after the last layer (largest group first)",
+                  title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table.add_column("size", justify="right")
+    table.add_column("leader", no_wrap=True)
+    table.add_column("words")
+    for c in clusters:
+        table.add_row(str(len(c["members"])), esc(" ".join(sim.tokens[i] for i in c["leaders"]) or "–"),
+                      esc(" ".join(c["labels"])))
+    console.print(table)
+    print_saved(saved, figures)

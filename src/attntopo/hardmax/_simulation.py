@@ -174,6 +174,38 @@ class HardmaxSimulation(Result):
             })
         return out
 
+    def followed_leaders(self, step: int = -1) -> list[tuple[int, ...]]:
+        """For each token, the leaders it is heading to at ``step``: those reachable in the attention graph.
+
+        Edges go from ``i`` to every ``j ∈ C_i`` (recomputed from the positions at ``step`` with
+        the run's tolerances); a leader reaches itself.  In general position a token reaches one
+        leader — the one it converges to — long before it gets there, which is what a classifier
+        with few layers needs: after ``K = 8`` steps the followers are close to their leaders but
+        not yet at their points.
+        """
+        from ._dynamics import attention_sets, tolerances
+
+        Z = self.trajectories[step]
+        C = attention_sets(Z, self.A, tolerances(self.trajectories[0], self.A, self.rtol, self.cluster_tol))
+        reach = C.copy()
+        for _ in range(max(1, int(np.ceil(np.log2(max(2, self.n_tokens)))))):
+            reach = reach | ((reach.astype(np.int64) @ reach.astype(np.int64)) > 0)
+        lead = self.leaders[step]
+        return [tuple(int(j) for j in np.flatnonzero(reach[i] & lead)) for i in range(self.n_tokens)]
+
+    def attention_clusters(self, step: int = -1) -> list[dict]:
+        """Tokens grouped by the leaders they follow at ``step`` (:meth:`followed_leaders`).
+
+        Returns ``[{"leaders": [...], "members": [...], "labels": [...] or None}, …]``, the
+        largest group first; tokens that reach no leader form groups by what they reach (empty).
+        """
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, key in enumerate(self.followed_leaders(step)):
+            groups.setdefault(key, []).append(i)
+        out = [{"leaders": list(k), "members": v,
+                "labels": None if self.tokens is None else [self.tokens[i] for i in v]} for k, v in groups.items()]
+        return sorted(out, key=lambda g: (-len(g["members"]), g["members"][0]))
+
     def polytope(self) -> PolytopePosition:
         """Where the limit points lie relative to the polytope spanned by the last leaders.
 

@@ -141,3 +141,20 @@ def test_clusters_list_names_members_and_leaders(sim):
 def test_repr_is_one_line(sim):
     s = repr(sim)
     assert s.startswith("HardmaxSimulation(n=16, d=3, steps=60") and "\n" not in s
+
+
+def test_followed_leaders_name_the_limit_of_each_token():
+    # in general position, the leader a token follows at the last step is the point it ends at,
+    # and the groups by followed leader are the final clusters
+    rng = np.random.default_rng(12)
+    r = simulate(rng.normal(size=(30, 2)), np.array([[1.5, 0.3], [0.3, 0.8]]), 0.8, 80)
+    assert r.converged
+    fl = r.followed_leaders()
+    assert all(len(f) == 1 for f in fl)
+    for i, (j,) in enumerate(fl):
+        assert r.labels[i] == r.labels[j] and r.leaders[-1, j]
+    groups = r.attention_clusters()
+    assert sorted(len(g["members"]) for g in groups) == sorted(np.bincount(r.labels).tolist())
+    # a tie: the token between two leaders follows both
+    t = simulate(np.array([[1.0, 0.0], [0.0, 1.0], [0.3, 0.3]]), None, 1.0, 3)
+    assert t.followed_leaders() == [(0,), (1,), (0, 1)]
