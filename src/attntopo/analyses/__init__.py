@@ -49,6 +49,7 @@ _LAZY = {
     "load_result": "._kinds",
     "Result": "._result",
     "Columns": "._result",
+    "RANKING_RULE": "._ranking",
     "set_html_renderer": "._html_hook",
     "SUMMARY_STATS": "..constants",
 }
@@ -84,5 +85,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ._kinds import KINDS, load_result
     from ._model_comparison import ModelComparison, compare_models
     from ._phrase import PhraseTopology, phrase_topology
+    from ._ranking import RANKING_RULE
     from ._result import Columns, Result
     from ._timeline_result import Timeline

@@ -53,6 +53,7 @@ from ..words import SharedToken, check_alignment, match_aligned, match_words, no
 from ._analysis import Analysis
 from ._inputs import attentions_of
 from ._provenance import make_provenance, stored_paper_mode
+from ._ranking import RANKING_RULE, informative_dim, rank_order
 from ._result import Columns, Result, nest, read_array, unnest
 
 __all__ = ["Comparison", "compare"]
@@ -354,7 +355,8 @@ class Comparison(Result):
             A diagram distance (:data:`DISTANCE_NAMES`) or a count (:data:`COUNT_NAMES`),
             or ``"scale"``.
         dim : int, optional
-            Homology dimension for distances (default: 1, or 0 if maxdim is 0).
+            Homology dimension for distances (default: :meth:`default_dim` of ``name`` and
+            ``scope``, the dimension the default ranking uses).
         scope : {"text", "shared"}
             Distances between the whole texts' diagrams, or between the shared tokens'.
 
@@ -371,50 +373,100 @@ class Comparison(Result):
                 f"unknown table {name!r}; allowed: {', '.join(DISTANCE_NAMES + COUNT_NAMES)}, 'scale'"
             )
         check_choice(scope, "scope", ("text", "shared"))
-        d = self._dim(dim)
+        d = self._dim(dim, name, scope)
         src = self.diagram_distances if scope == "text" else self.shared_diagram_distances
         return src[name][:, :, d].copy()
 
-    def _dim(self, dim: int | None) -> int:
+    def _dim(self, dim: int | None, by: str = "bottleneck", scope: str = "text") -> int:
         if dim is None:
-            return min(1, self.maxdim)
+            return self.default_dim(by, scope)
         return check_dim(dim, self.maxdim)
 
-    def _ranked(self, k: int, by: str, dim: int | None, scope: str, similar: bool) -> list[tuple[int, int, float]]:
-        k = check_positive_int(k, "k", allow_none=False)
+    def default_dim(self, by: str = "bottleneck", scope: str = "text") -> int:
+        """The homology dimension a ranking by the diagram distance ``by`` uses when none is given.
+
+        The highest dimension in which the heads' values are not all equal (NaN left out), H0
+        when every dimension is constant (:data:`attntopo.analyses.RANKING_RULE`).  On short
+        texts no head has an H1 bar in either text, every H1 distance is 0, and this is H0.
+        """
+        if by not in DISTANCE_NAMES:
+            raise InvalidInputError(f"by must be one of {', '.join(DISTANCE_NAMES)}; got {by!r}")
+        check_choice(scope, "scope", ("text", "shared"))
+        src = self.diagram_distances if scope == "text" else self.shared_diagram_distances
+        return informative_dim(src[by])
+
+    @property
+    def ranking_dim(self) -> int:
+        """The homology dimension of the default ranking (bottleneck between the whole texts):
+        what :meth:`most_similar_heads`, :meth:`summary`'s ``rank``, the command line's table,
+        the explorer and the figures' outlines use without ``dim``.  See :meth:`default_dim`."""
+        return self.default_dim("bottleneck", "text")
+
+    def ranking(
+        self, by: str = "bottleneck", dim: int | None = None, scope: str = "text", *, similar: bool = True
+    ) -> Columns:
+        """Every head ranked, best first.
+
+        Parameters
+        ----------
+        by : str
+            A diagram distance (:data:`DISTANCE_NAMES`; similar = small) in dimension ``dim``,
+            or ``"shared_edges"``/``"shared_triangles"`` (similar = many).
+        dim : int, optional
+            Homology dimension of a distance; default :meth:`default_dim` (the highest one in
+            which the heads differ).
+        scope : {"text", "shared"}
+        similar : bool, default True
+            Most similar first; ``False``: most different first.
+
+        Returns
+        -------
+        Columns
+            ``layer``, ``head`` (model indices), ``value`` (the number ranked), ``rank``
+            (``scipy.stats.rankdata(method="min")``: 1 is the best and equal values share the
+            smallest rank of their group) and ``n_tied`` (heads sharing that rank; 1: no tie),
+            one row per head.  Within a tie heads are listed by the same distance summed over
+            all dimensions, then by layer and head; that order never changes a rank.  NaN (no
+            shared token with ``scope="shared"``) ranks last.
+        """
         if by not in DISTANCE_NAMES + ("shared_edges", "shared_triangles"):
             raise InvalidInputError(
                 f"by must be one of {', '.join(DISTANCE_NAMES)}, shared_edges, shared_triangles; got {by!r}"
             )
-        g = self.grid(by, dim, scope).astype(np.float64)
+        g = self.grid(by, dim, scope).astype(np.float64).ravel()
         # a distance: small = similar; a count of shared simplices: large = similar
-        v = g if by in DISTANCE_NAMES else -g
-        v = v if similar else -v
-        flat = np.where(np.isnan(v), np.inf, v).ravel()  # NaN (no shared tokens) ranks last
-        # ties (often: no H1 bar in either text) are broken by the same number summed over
-        # all dimensions, then by layer and head
+        sign = (1.0 if by in DISTANCE_NAMES else -1.0) * (1.0 if similar else -1.0)
+        tot = None
         if by in DISTANCE_NAMES:
             src = self.diagram_distances if scope == "text" else self.shared_diagram_distances
-            tot = src[by].sum(-1).ravel()
-            tot = np.where(np.isnan(tot), np.inf, tot if similar else -tot)
-        else:
-            tot = np.zeros_like(flat)
-        order = np.lexsort((np.arange(flat.size), tot, flat))
-        out = []
+            tot = sign * src[by].sum(-1).ravel()
+        order, ranks = rank_order(sign * g, tot)
+        n_tied = np.bincount(ranks)[ranks] if ranks.size else ranks
         H = len(self.heads)
-        for t in order[: int(k)]:
-            i, j = divmod(int(t), H)
-            out.append((self.layers[i], self.heads[j], float(g[i, j])))
-        return out
+        return Columns({
+            "layer": np.array([self.layers[t // H] for t in order], dtype=np.int64),
+            "head": np.array([self.heads[t % H] for t in order], dtype=np.int64),
+            "value": g[order],
+            "rank": ranks[order],
+            "n_tied": n_tied[order],
+        })
+
+    def _ranked(self, k: int, by: str, dim: int | None, scope: str, similar: bool) -> list[tuple[int, int, float]]:
+        k = check_positive_int(k, "k", allow_none=False)
+        r = self.ranking(by, dim, scope, similar=similar)
+        return [(int(r["layer"][t]), int(r["head"][t]), float(r["value"][t])) for t in range(min(int(k), r.n_rows))]
 
     def most_similar_heads(
         self, k: int = 5, by: str = "bottleneck", dim: int | None = None, scope: str = "text"
     ) -> list[tuple[int, int, float]]:
         """The ``k`` heads where the two texts' topology agrees most.
 
-        ``by`` a diagram distance (smallest first, in dimension ``dim``, default H1) or
+        ``by`` a diagram distance (smallest first, in dimension ``dim``; default
+        :attr:`ranking_dim`, the highest dimension in which the heads differ) or
         ``"shared_edges"``/``"shared_triangles"`` (largest first).  Returns
-        ``[(layer, head, value), ...]`` (model indices; ties broken by layer, then head).
+        ``[(layer, head, value), ...]`` (model indices), the first ``k`` rows of
+        :meth:`ranking`, which also gives each head's rank with ties shared (equal values
+        are listed by the distance summed over all dimensions, then by layer and head).
         """
         return self._ranked(k, by, dim, scope, True)
 

@@ -1,0 +1,84 @@
+"""Which homology dimension a default ranking of heads uses, and ranks that keep ties.
+
+Results that rank heads without being told a dimension (:meth:`Comparison.most_similar_heads`,
+:meth:`Analysis.most_persistent_heads`, the command line's tables, the explorer, the figures'
+outlines) follow one rule, :data:`RANKING_RULE`:
+
+    the highest homology dimension ``d <= maxdim`` in which the heads' values are not all
+    equal (NaN left out); H0 when every dimension is constant.
+
+A dimension in which every head has the same value cannot order heads.  The common case is
+H1 on short texts: no head has a loop in either text, so every H1 distance (and every H1
+persistence) is 0, and a ranking by H1 would be a ranking of zeros.
+
+Ranks follow :func:`scipy.stats.rankdata` with ``method="min"``: rank 1 is the best, equal
+values share the smallest rank of their group (1, 1, 1, 4, …), and NaN (e.g. no shared
+token) ranks last.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import rankdata
+
+__all__ = ["RANKING_RULE", "informative_dim", "rank_order"]
+
+#: The rule, in words (written into ``to_dict()`` and the documentation).
+RANKING_RULE = (
+    "the highest homology dimension in which the heads' values are not all equal "
+    "(NaN left out); H0 when every dimension is constant"
+)
+
+
+def informative_dim(values: np.ndarray) -> int:
+    """The highest dimension whose per-head values are not all equal.
+
+    Parameters
+    ----------
+    values : array_like of shape (..., maxdim + 1)
+        One value per head (any leading shape, e.g. ``(L, H)``) and homology dimension.
+
+    Returns
+    -------
+    int
+        The highest ``d`` such that the finite-or-infinite, non-NaN values of
+        ``values[..., d]`` take at least two different values; 0 when there is none.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v.reshape(-1, v.shape[-1])
+    for d in range(v.shape[1] - 1, 0, -1):
+        col = v[:, d]
+        col = col[~np.isnan(col)]
+        if col.size and np.any(col != col[0]):
+            return d
+    return 0
+
+
+def rank_order(key: np.ndarray, tiebreak: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Order and ranks of values where smaller is better, ties kept as ties.
+
+    Parameters
+    ----------
+    key : array_like of shape (N,)
+        Smaller is better; NaN ranks last.
+    tiebreak : array_like of shape (N,), optional
+        Orders heads *within* a tie (smaller first; NaN last), then the position does.  It
+        never changes a rank.
+
+    Returns
+    -------
+    order : int ndarray of shape (N,)
+        Positions, best first.
+    ranks : int ndarray of shape (N,)
+        ``scipy.stats.rankdata(key, method="min")`` with NaN as the largest value: rank 1 is
+        the best, and tied values share the smallest rank of their group.
+    """
+    k = np.asarray(key, dtype=np.float64).ravel()
+    nan = np.isnan(k)
+    t = np.zeros_like(k) if tiebreak is None else np.asarray(tiebreak, dtype=np.float64).ravel()
+    t = np.where(np.isnan(t), np.inf, t)
+    order = np.lexsort((np.arange(k.size), t, np.where(nan, np.inf, k), nan))
+    ranks = np.full(k.size, int((~nan).sum()) + 1, dtype=np.int64)  # NaN: after every number
+    if (~nan).any():
+        ranks[~nan] = rankdata(k[~nan], method="min").astype(np.int64)
+    return order, ranks
