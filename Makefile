@@ -8,7 +8,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 STAMP  := $(VENV)/.attntopo-installed
 JOBS   ?= 2
 
-.PHONY: demo test test-fast bench bench-quick install clean browser fortunes loadtest fuzz
+.PHONY: demo test test-fast bench bench-quick experiments install clean browser fortunes loadtest fuzz
 
 install: $(STAMP)
 
@@ -68,6 +68,11 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(PY) benchmarks/run.py --quick
+
+# issue 16's three tasks with baselines (topic of a fortune, human or machine, minimal pairs);
+# about an hour on 2 cores the first time (SmolLM2 generation and features), then cached
+experiments: $(STAMP) fortunes
+	$(PY) experiments/run.py --out docs/experiments.md --json docs/experiments.json
 
 # the explorer under 8 then 32 concurrent clients, ~1 minute; fails on a 5xx other than the
 # documented 503 (busy) or a health check slower than 1 s (figures: docs/web.md)

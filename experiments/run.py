@@ -1,0 +1,428 @@
+#!/usr/bin/env python
+"""Does attention topology carry signal? Three tasks, with standard baselines.
+
+    make experiments     # .venv/bin/python experiments/run.py --out docs/experiments.md
+    python experiments/run.py --quick      # small subsets, minutes (development, CI smoke)
+
+1. **Topic of a fortune** (6 balanced categories of Debian's fortunes, stratified 5-fold CV):
+   each topological feature set alone and all together, against TF-IDF + logistic regression
+   and mean-pooled MiniLM embeddings + logistic regression.
+2. **Human or machine** (``generated_vs_human``: fortunes vs SmolLM2 continuations of their
+   first words; 5-fold CV grouped by pair): the same feature sets on MiniLM and on SmolLM2
+   attention, against TF-IDF and GLTR-style SmolLM2 token log-likelihood features.
+3. **Minimal pairs** (``minimal_pairs``, 7 phenomena): la-tda's rule — per phenomenon, the
+   head and direction whose H0 sum best separates acceptable from unacceptable sentences on a
+   validation half — against SmolLM2's sentence log-probability (BLiMP's scoring), accuracy
+   per phenomenon on the test half.
+
+Feature tables are cached (``$ATTNTOPO_CACHE_DIR/experiments`` or the user cache folder),
+keyed by the texts and settings, so a rerun recomputes only the classifiers.  Seeds are fixed;
+the report goes to ``--out`` (atomically) and the numbers to ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+SEED = 0
+TOPIC_CATEGORIES = ["computers", "science", "politics", "food", "law", "sports"]
+TOPO_SETS = ("js", "graph", "barcode", "template")
+SMOLLM2_LAYERS = list(range(0, 30, 3))  # 10 of 30 layers x 9 heads: the cost stays reasonable
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------ cached features
+def _cache_dir() -> Path:
+    env = os.environ.get("ATTNTOPO_CACHE_DIR")
+    if env:
+        return Path(env) / "experiments"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("attntopo")) / "experiments"
+
+
+def cached_features(texts: list, model: str, sets, layers=None):
+    """features() of the texts, computed once and kept on disk (a FeatureTable folder)."""
+    import attntopo as at
+    from attntopo.features import features
+
+    key = json.dumps({"texts": texts, "model": model, "sets": list(sets), "layers": layers,
+                      "version": at.__version__}, sort_keys=True)
+    folder = _cache_dir() / f"features-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    if (folder / "attntopo.json").is_file():
+        return at.load_result(folder)
+    log(f"features: {len(texts)} texts on {model}, sets {','.join(sets)}")
+    t0 = time.perf_counter()
+    table = features(texts, model=model, sets=sets, layers=layers, truncate=True)
+    log(f"  {table.values.shape[1]} columns in {time.perf_counter() - t0:.0f} s")
+    table.save(folder)
+    return table
+
+
+def _cached_array(name: str, key: dict, compute) -> np.ndarray:
+    path = _cache_dir() / f"{name}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]}.npy"
+    if path.is_file():
+        return np.load(path)
+    arr = np.asarray(compute())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, arr)
+    return arr
+
+
+# ------------------------------------------------------------------ baselines
+def minilm_embeddings(texts: list[str]) -> np.ndarray:
+    """Mean-pooled last hidden states of MiniLM (the sentence-transformers recipe)."""
+    import torch
+
+    import attntopo as at
+
+    def compute():
+        m = at.load_model("minilm")
+        out = []
+        for start in range(0, len(texts), 32):
+            enc = m.tokenizer(texts[start:start + 32], padding=True, truncation=True,
+                              return_tensors="pt")
+            with torch.inference_mode():
+                h = m.hf_model(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).float()
+            out.append(((h * mask).sum(1) / mask.sum(1)).numpy())
+        return np.concatenate(out)
+
+    return _cached_array("minilm-mean", {"texts": texts}, compute)
+
+
+def _causal_lm():
+    from attntopo.datasets._generated import _causal_lm as load
+
+    return load("smollm2")
+
+
+def token_logprobs(texts: list[str], batch: int = 32) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per text: log-probability, rank and entropy of each token under SmolLM2 (after a BOS).
+
+    Right-padded batches with an attention mask: a text's numbers do not depend on its batch
+    beyond float32 rounding.
+    """
+    import torch
+
+    tok, lm = _causal_lm()
+    bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    pad = tok.pad_token_id if tok.pad_token_id is not None else bos
+    seqs = [[bos] + tok(t, add_special_tokens=False)["input_ids"][:256] for t in texts]
+    out = []
+    for start in range(0, len(seqs), batch):
+        chunk = seqs[start:start + batch]
+        width = max(len(x) for x in chunk)
+        ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        for k, x in enumerate(chunk):
+            ids[k, :len(x)] = torch.tensor(x)
+            mask[k, :len(x)] = 1
+        with torch.inference_mode():
+            logits = lm(input_ids=ids, attention_mask=mask).logits.double()
+        for k, x in enumerate(chunk):
+            logp = torch.log_softmax(logits[k, :len(x) - 1], -1)
+            target = ids[k, 1:len(x)]
+            lp = logp[torch.arange(target.numel()), target]
+            rank = (logp > lp[:, None]).sum(-1)
+            ent = -(logp.exp() * logp).sum(-1)
+            out.append((lp.numpy(), rank.numpy(), ent.numpy()))
+    return out
+
+
+def gltr_features(texts: list[str]) -> np.ndarray:
+    """GLTR-style features: rank buckets (top 1/10/100/1000), mean/std log-prob, mean entropy."""
+    def compute():
+        rows = []
+        for lp, rank, ent in token_logprobs(texts):
+            rows.append([
+                np.mean(rank < 1), np.mean(rank < 10), np.mean(rank < 100), np.mean(rank < 1000),
+                lp.mean(), lp.std(), lp.min(), ent.mean(), len(lp),
+            ])
+        return np.array(rows)
+
+    return _cached_array("gltr", {"texts": texts}, compute)
+
+
+def sentence_logprob(texts: list[str]) -> np.ndarray:
+    return _cached_array("logprob", {"texts": texts},
+                         lambda: np.array([lp.sum() for lp, _, _ in token_logprobs(texts)]))
+
+
+# ------------------------------------------------------------------ evaluation
+def evaluate(X, y, cv, groups=None, kind="dense") -> dict:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_validate
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if kind == "tfidf":
+        model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1),
+                              LogisticRegression(max_iter=3000, C=10.0))
+    else:
+        X = np.nan_to_num(np.asarray(X, dtype=np.float64))
+        model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000, C=0.1))
+    r = cross_validate(model, X, y, cv=cv, groups=groups, scoring=("accuracy", "f1_macro"))
+    return {
+        "accuracy": float(np.mean(r["test_accuracy"])),
+        "accuracy_std": float(np.std(r["test_accuracy"])),
+        "f1_macro": float(np.mean(r["test_f1_macro"])),
+        "f1_macro_std": float(np.std(r["test_f1_macro"])),
+        "n_features": int(np.asarray(X).shape[1]) if kind != "tfidf" else None,
+    }
+
+
+def topo_rows(table, y, cv, groups=None, prefix="") -> dict:
+    out = {}
+    for s in TOPO_SETS:
+        out[f"{prefix}{s}"] = evaluate(table.select(sets=s).values, y, cv, groups)
+    out[f"{prefix}all topological"] = evaluate(table.values, y, cv, groups)
+    return out
+
+
+# ------------------------------------------------------------------ the three tasks
+def topic(quick: bool) -> dict:
+    from sklearn.model_selection import StratifiedKFold
+
+    from attntopo.datasets import fortunes
+
+    n = 20 if quick else 100
+    texts, labels = fortunes(TOPIC_CATEGORIES, n_per_category=n, max_words=40, seed=SEED)
+    log(f"topic: {len(texts)} fortunes, {len(TOPIC_CATEGORIES)} categories")
+    y = np.asarray(labels)
+    cv = StratifiedKFold(5, shuffle=True, random_state=SEED)
+    rows = {"TF-IDF + LR": evaluate(texts, y, cv, kind="tfidf"),
+            "MiniLM mean embedding + LR": evaluate(minilm_embeddings(texts), y, cv)}
+    rows.update(topo_rows(cached_features(texts, "minilm", TOPO_SETS), y, cv, prefix="MiniLM "))
+    return {"n_texts": len(texts), "categories": TOPIC_CATEGORIES, "per_category": n,
+            "cv": "stratified 5-fold", "rows": rows}
+
+
+def human_machine(quick: bool) -> dict:
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    from attntopo.datasets import generated_vs_human
+
+    n = 40 if quick else 1000
+    log(f"human/machine: {n} texts (generation is cached after the first run)")
+    d = generated_vs_human(n=n, seed=SEED)
+    y = np.asarray(d.labels)
+    groups = np.asarray(d.groups)
+    cv = StratifiedGroupKFold(5, shuffle=True, random_state=SEED)
+    rows = {"TF-IDF + LR": evaluate(d.texts, y, cv, groups, kind="tfidf"),
+            "SmolLM2 log-likelihood (GLTR-style) + LR": evaluate(gltr_features(d.texts), y, cv, groups)}
+    rows.update(topo_rows(cached_features(d.texts, "minilm", TOPO_SETS), y, cv, groups, "MiniLM "))
+    layers = SMOLLM2_LAYERS[:3] if quick else SMOLLM2_LAYERS
+    rows.update(topo_rows(cached_features(d.texts, "smollm2", TOPO_SETS, layers), y, cv, groups,
+                          "SmolLM2 "))
+    lengths = [len(t.split()) for t in d.texts]
+    return {"n_texts": n, "cv": "stratified 5-fold grouped by pair", "rows": rows,
+            "smollm2_layers": layers, "mean_words": float(np.mean(lengths)),
+            "generation": {k: d.info[k] for k in ("model", "prompt_words", "temperature", "top_p")}}
+
+
+def _h0_sums(table, column_suffix: str) -> tuple[np.ndarray, list[str]]:
+    cols = [c for c in table.columns if c.endswith(column_suffix)]
+    return table.select(sets=column_suffix.split(".")[0]).to_pandas()[cols].to_numpy(), cols
+
+
+def minimal(quick: bool) -> dict:
+    from attntopo.datasets import PHENOMENA, minimal_pairs
+
+    n = 40 if quick else 200
+    pairs = minimal_pairs(n_per_phenomenon=n, seed=SEED)
+    log(f"minimal pairs: {len(pairs)} pairs")
+    m = len(pairs)
+    texts = list(pairs.good) + list(pairs.bad)
+    phen = np.asarray(pairs.phenomenon)
+    rng = np.random.default_rng(SEED)
+    val = np.zeros(m, dtype=bool)
+    for p in PHENOMENA:  # half of each phenomenon's pairs choose the head, half test it
+        idx = np.flatnonzero(phen == p)
+        val[rng.choice(idx, size=idx.size // 2, replace=False)] = True
+    results = {}
+    lp = sentence_logprob(texts)
+    results["SmolLM2 sentence log-probability"] = {
+        p: float(np.mean(lp[:m][(phen == p) & ~val] > lp[m:][(phen == p) & ~val])) for p in PHENOMENA
+    }
+    chosen = {}
+    for model, layers in (("minilm", None), ("smollm2", SMOLLM2_LAYERS[:3] if quick else SMOLLM2_LAYERS)):
+        table = cached_features(texts, model, ("barcode", "js"), layers)
+        for label, suffix in (("H0 sum of 1 - max(A, A^T) (la-tda)", "barcode.h0.sum"),
+                              ("JS H0 total persistence", "js.h0.total_persistence")):
+            S, cols = _h0_sums(table, suffix)
+            good, bad = S[:m], S[m:]
+            name = f"{'MiniLM' if model == 'minilm' else 'SmolLM2'} {label}"
+            acc, pick = {}, {}
+            for p in PHENOMENA:
+                v, t = (phen == p) & val, (phen == p) & ~val
+                # rule per head: "the acceptable sentence has the smaller (or larger) H0 sum"
+                lower = np.mean(good[v] < bad[v], axis=0)
+                higher = np.mean(good[v] > bad[v], axis=0)
+                best_lo, best_hi = int(np.argmax(lower)), int(np.argmax(higher))
+                if lower[best_lo] >= higher[best_hi]:
+                    h, sign = best_lo, "lower"
+                    acc[p] = float(np.mean(good[t, h] < bad[t, h]))
+                else:
+                    h, sign = best_hi, "higher"
+                    acc[p] = float(np.mean(good[t, h] > bad[t, h]))
+                pick[p] = f"{cols[h].split('.')[0]} ({sign})"
+            results[name] = acc
+            chosen[name] = pick
+    return {"n_pairs": m, "phenomena": list(PHENOMENA), "per_phenomenon": n,
+            "split": "per phenomenon: half the pairs choose head and direction, half test",
+            "accuracy": results, "chosen_heads": chosen}
+
+
+# ------------------------------------------------------------------ report
+def _fmt(r: dict) -> str:
+    return (f"{r['accuracy']:.3f} ± {r['accuracy_std']:.3f} | "
+            f"{r['f1_macro']:.3f} ± {r['f1_macro_std']:.3f}")
+
+
+def report(res: dict) -> str:
+    env = res["environment"]
+    lines = [
+        "# Experiments: does attention topology carry signal?",
+        "",
+        "Regenerated by `make experiments` (`experiments/run.py`; feature tables are cached, so a",
+        "rerun recomputes the classifiers only). Seeds are fixed; the numbers regenerate to within",
+        "their standard deviations (float32 forward passes differ between CPU kernels in the last",
+        "bits). Logistic regression on standardized features (C = 0.1) for every dense feature",
+        "matrix, on TF-IDF of word 1–2-grams (C = 10) for the text baseline. Formulas of the",
+        "feature sets: [features.md](features.md).",
+        "",
+        f"Run: {res['date']}, {env['machine']}, Python {env['python']}, "
+        f"{res['seconds']:.0f} s{' (quick subsets)' if res['quick'] else ''}.",
+        "",
+    ]
+    t = res["topic"]
+    lines += [
+        "## 1. Topic of a fortune",
+        "",
+        f"{t['n_texts']} fortunes, {t['per_category']} from each of {', '.join(t['categories'])} "
+        f"(Debian's `fortunes`, at most 40 words); {t['cv']} CV. Chance: {1 / len(t['categories']):.3f}.",
+        "",
+        "| features | accuracy | macro-F1 |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {k} | {_fmt(v)} |" for k, v in t["rows"].items()]
+    h = res["human_machine"]
+    lines += [
+        "",
+        "## 2. Human or machine",
+        "",
+        f"{h['n_texts']} texts: half fortunes, half SmolLM2 continuations of their first "
+        f"{h['generation']['prompt_words']} words (temperature {h['generation']['temperature']}, "
+        f"top-p {h['generation']['top_p']}, about as long in tokens; mean {h['mean_words']:.1f} "
+        f"words); {h['cv']} CV, so a text and its twin never sit on both sides. SmolLM2 "
+        f"attention: layers {', '.join(map(str, h['smollm2_layers']))} (all 9 heads each). "
+        "Chance: 0.5.",
+        "",
+        "| features | accuracy | macro-F1 |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {k} | {_fmt(v)} |" for k, v in h["rows"].items()]
+    mp = res["minimal"]
+    phen = mp["phenomena"]
+    lines += [
+        "",
+        "## 3. Minimal pairs",
+        "",
+        f"{mp['n_pairs']} pairs from attntopo's templates ({mp['per_phenomenon']} per "
+        f"phenomenon); {mp['split']}. A pair is right when the rule picks the acceptable "
+        "sentence. Topological rule (la-tda): per phenomenon, the head and the direction "
+        "(acceptable = lower or higher H0 sum) with the best validation accuracy. Baseline: the "
+        "sentence with the higher SmolLM2 log-probability (BLiMP's scoring; no choice to make). "
+        "SmolLM2 attention: the same layers as in task 2. Chance: 0.5.",
+        "",
+        "| method | " + " | ".join(phen) + " | mean |",
+        "|---" * (len(phen) + 2) + "|",
+    ]
+    for name, acc in mp["accuracy"].items():
+        vals = [acc[p] for p in phen]
+        lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in vals) + f" | {np.mean(vals):.3f} |")
+    lines += ["", "Heads chosen on the validation halves:", ""]
+    for name, pick in mp["chosen_heads"].items():
+        lines.append(f"* {name}: " + "; ".join(f"{p} {h}" for p, h in pick.items()))
+    lines += ["", "## What comes out", "", *res.get("notes", []), ""]
+    return "\n".join(lines)
+
+
+def notes(res: dict) -> list[str]:
+    """Plain statements read off the numbers (no hand-written claims)."""
+    out = []
+    for key, title in (("topic", "Topic"), ("human_machine", "Human or machine")):
+        rows = res[key]["rows"]
+        best = max(rows, key=lambda k: rows[k]["accuracy"])
+        topo = {k: v for k, v in rows.items() if any(s in k for s in (*TOPO_SETS, "topological"))}
+        best_topo = max(topo, key=lambda k: topo[k]["accuracy"])
+        base = {k: v for k, v in rows.items() if k not in topo}
+        best_base = max(base, key=lambda k: base[k]["accuracy"])
+        verdict = "beats" if rows[best_topo]["accuracy"] > rows[best_base]["accuracy"] else "loses to"
+        out.append(
+            f"* {title}: the best topological features ({best_topo}, "
+            f"{rows[best_topo]['accuracy']:.3f}) {verdict} the best baseline ({best_base}, "
+            f"{rows[best_base]['accuracy']:.3f}); best overall: {best}."
+        )
+    acc = res["minimal"]["accuracy"]
+    means = {k: float(np.mean(list(v.values()))) for k, v in acc.items()}
+    best = max(means, key=means.get)
+    base = means["SmolLM2 sentence log-probability"]
+    topo_best = max((k for k in means if "log-probability" not in k), key=means.get)
+    out.append(
+        f"* Minimal pairs: SmolLM2's log-probability averages {base:.3f}; the best topological "
+        f"rule ({topo_best}) {means[topo_best]:.3f}; best overall: {best}."
+    )
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small subsets (development, smoke test)")
+    ap.add_argument("--out", help="write the markdown report here (atomically)")
+    ap.add_argument("--json", help="write the numbers here")
+    ap.add_argument("--only", choices=("topic", "human_machine", "minimal"), action="append")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    res = {"quick": args.quick, "date": time.strftime("%Y-%m-%d"),
+           "environment": {"python": platform.python_version(),
+                           "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}}
+    tasks = {"topic": topic, "human_machine": human_machine, "minimal": minimal}
+    for name, fn in tasks.items():
+        if args.only and name not in args.only:
+            continue
+        res[name] = fn(args.quick)
+    res["seconds"] = time.perf_counter() - t0
+    if args.only:
+        print(json.dumps(res, indent=1))
+        return 0
+    res["notes"] = notes(res)
+    text = report(res)
+    print(text)
+    from attntopo.io import atomic_write_text
+
+    if args.out:
+        atomic_write_text(args.out, text + "\n")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(res, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
