@@ -222,26 +222,29 @@ def comparison_html(comparison, *, top: int = 10, dim: int | None = None) -> str
         f'<div style="font-size:12px"><b>B</b></div>{_tokens_line(B, set(c.index_b.tolist()))}'
         f'<div style="font-size:12px;color:#333">shared tokens ({len(c.keys)}): {shared}</div>'
     )
+    r = c.ranking("bottleneck", d)
     grid = ""
     if L * H > 1:
-        marks = {(lay, hd) for lay, hd, _ in c.most_similar_heads(min(3, L * H), dim=d)}
+        marks = {(int(r["layer"][t]), int(r["head"][t])) for t in np.flatnonzero(r["rank"] <= 3)}
         grid = _grid_table(c.grid("bottleneck", d), c.layers, c.heads,
-                           f"bottleneck H{d} between the texts (outlined: most similar)", mark=marks)
-    ranked = c.most_similar_heads(max(1, min(int(top), L * H)), dim=d)
-    cols = ["layer", "head", "ε"] + [f"bottl. H{k}" for k in range(c.maxdim + 1)] + \
+                           f"bottleneck H{d} between the texts (outlined: ranked 1–3, ties included)", mark=marks)
+    n_top = max(1, min(int(top), L * H))
+    cols = ["rank", "layer", "head", "ε"] + [f"bottl. H{k}" for k in range(c.maxdim + 1)] + \
         [f"W1 H{k}" for k in range(c.maxdim + 1)] + ["shared edges", "shared triangles"]
     th = "".join(f'<th style="{_CELL};color:#555">{escape(x)}</th>' for x in cols)
     body = []
-    for lay, hd, _ in ranked:
+    for t in range(n_top):
+        lay, hd = int(r["layer"][t]), int(r["head"][t])
         i, j = c.layers.index(lay), c.heads.index(hd)
-        cells = [str(lay), str(hd), _num(c.scales[i, j])]
+        cells = [f"{r['rank'][t]}{'=' if r['n_tied'][t] > 1 else ''}", str(lay), str(hd), _num(c.scales[i, j])]
         cells += [_num(c.diagram_distances["bottleneck"][i, j, k]) for k in range(c.maxdim + 1)]
         cells += [_num(c.diagram_distances["wasserstein1"][i, j, k]) for k in range(c.maxdim + 1)]
         cells += [str(int(c.counts["shared_edges"][i, j])), str(int(c.counts["shared_triangles"][i, j]))]
         body.append("<tr>" + "".join(f'<td style="{_CELL}">{x}</td>' for x in cells) + "</tr>")
-    caption = (f'<div style="font-size:12px;color:#555">The {len(ranked)} most similar of {L * H} heads '
-               f"(smallest bottleneck H{d}); diagram distances in distance units; shared edges/triangles: "
-               f"among shared tokens, present in both texts at ε</div>")
+    why = "" if dim is not None else ", the highest dimension in which the heads differ"
+    caption = (f'<div style="font-size:12px;color:#555">The {n_top} most similar of {L * H} heads '
+               f"(smallest bottleneck H{d}{why}; “1=”: tied ranks); diagram distances in distance units; "
+               f"shared edges/triangles: among shared tokens, present in both texts at ε</div>")
     return (
         '<div class="attntopo-comparison" style="font-family:system-ui,sans-serif;color:#1f2328">'
         f"{head}{grid}{caption}<table style=\"{_TABLE_CSS}\"><tr>{th}</tr>{''.join(body)}</table></div>"

@@ -133,6 +133,25 @@ def test_heads_heatmap(cmp):
     np.testing.assert_allclose(np.asarray(f.data[0].z, dtype=float), cmp.grid("wasserstein1", dim=1))
 
 
+def test_heads_outline_short_texts_uses_h0_and_shows_ties():
+    """Three-token texts have no H1: the default heatmap and outline use H0 and say so; with
+    H1 asked for, every head ties at rank 1 and all are outlined, the title says so."""
+    c = compare(fake_attention("the cat", seed=3), fake_attention("a cat", seed=4))
+    assert (c.grid("bottleneck", dim=1) == 0).all() and c.ranking_dim == 0
+    ax = plot_compare_heads(c).axes[0]
+    np.testing.assert_allclose(np.asarray(ax.images[0].get_array()), c.grid("bottleneck", dim=0))
+    assert "bottleneck H0" in ax.get_title() and "most similar by bottleneck H0" in ax.get_title()
+    assert len(ax.patches) == 3
+    ax1 = plot_compare_heads(c, dim=1).axes[0]
+    assert len(ax1.patches) == 6 and "6 with ties" in ax1.get_title()
+    assert iplot_compare_heads(c).data[0].colorbar.title.text == "bottleneck H0"
+    from attntopo._html import comparison_html
+
+    html = comparison_html(c)
+    assert "smallest bottleneck H0, the highest dimension in which the heads differ" in html
+    assert comparison_html(c, dim=1).count(">1=</td>") == 6  # six heads tied first in H1
+
+
 def test_phrase_figure():
     ctx = [fake_attention("the cat and the theory of mind", seed=k) for k in range(3)]
     p = phrase_topology("the theory of", ctx)

@@ -213,7 +213,8 @@ def comparison_bundle(comparison: Any, heads: Sequence[tuple[int, int]] | None =
     ----------
     comparison : Comparison
     heads : list of (layer, head), optional
-        Heads drawn in full; default: the ``n_heads`` most similar (smallest bottleneck).
+        Heads drawn in full; default: the ``n_heads`` most similar (smallest bottleneck in
+        :attr:`Comparison.ranking_dim`).
     n_heads : int
     highlight : str or list of str, optional
         Shared words highlighted in the threshold graphs.
@@ -235,7 +236,7 @@ def comparison_bundle(comparison: Any, heads: Sequence[tuple[int, int]] | None =
         figs: Figures = {}
         if len(c.layers) * len(c.heads) > 1:
             if interactive:
-                figs["heads"] = PC.iplot_compare_heads(c, "bottleneck", dim=min(1, c.maxdim))
+                figs["heads"] = PC.iplot_compare_heads(c, "bottleneck")  # the ranking dimension
             else:
                 for d in range(c.maxdim + 1):
                     figs[f"heads_bottleneck_h{d}"] = PC.plot_compare_heads(c, "bottleneck", dim=d)

@@ -548,7 +548,7 @@ def _heads_grid(comparison: Any, name: str, dim: int | None, scope: str) -> tupl
     from ..constants import DISTANCE_NAMES
 
     if name in DISTANCE_NAMES:
-        d = comparison._dim(dim)
+        d = comparison._dim(dim, name, scope)
         label = f"{name} H{d}" + (" (shared tokens)" if scope == "shared" else "")
     else:
         label = name.replace("_", " ")
@@ -575,13 +575,15 @@ def plot_compare_heads(
         ``"bottleneck"``, ``"wasserstein1"``, ``"wasserstein2"``, ``"shared_edges"``,
         ``"shared_triangles"``, … (see :meth:`Comparison.grid`).
     dim : int, optional
-        Homology dimension of a distance (default H1).
+        Homology dimension of a distance (default: the one the comparison's default ranking
+        uses, :meth:`Comparison.default_dim`: the highest in which the heads differ).
     ax : matplotlib Axes, optional
     scope : {"text", "shared"}
     annotate : bool, optional
         Write the values in the cells (default: when there are at most 150 cells).
     mark : int
-        Outline the ``mark`` heads where the texts agree most (white squares; 0 = none).
+        Outline the heads ranked ``mark`` or better where the texts agree most (white
+        squares; 0 = none): more than ``mark`` when heads tie, and the title says so.
     title : str, optional
 
     Returns
@@ -612,16 +614,20 @@ def plot_compare_heads(
                 txt = "–" if not np.isfinite(v) else (f"{int(v)}" if g.dtype.kind in "iu" else f"{v:.2f}")
                 ax.text(b, a, txt, ha="center", va="center", fontsize=S.FONT["grid_tick"],
                         color="white" if np.isfinite(v) and v < mid else "black")
+    note = ""
     if mark:
         from ..constants import DISTANCE_NAMES
 
         by = name if name in DISTANCE_NAMES + ("shared_edges", "shared_triangles") else None
         if by is not None:
-            for lay, hd, _ in comparison.most_similar_heads(min(int(mark), L * H), by=by, dim=dim, scope=scope):
-                a, b = comparison.layers.index(lay), comparison.heads.index(hd)
+            r = comparison.ranking(by, dim, scope)
+            top = np.flatnonzero(r["rank"] <= int(mark))
+            for t in top:
+                a, b = comparison.layers.index(int(r["layer"][t])), comparison.heads.index(int(r["head"][t]))
                 ax.add_patch(_square_patch(b, a))
-    ax.set_title(title or f"{label} between the two texts per head"
-                 + (" (outlined: most similar)" if mark else ""), fontsize=S.FONT["title"])
+            tied = f", {top.size} with ties" if top.size > int(mark) else ""
+            note = f"\n(outlined: the {min(int(mark), top.size)} most similar by {label}{tied})"
+    ax.set_title(title or f"{label} between the two texts per head{note}", fontsize=S.FONT["title"])
     return fig
 
 
