@@ -65,6 +65,7 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py --out docs/benchmarks.md --json docs/benchmarks.json
+	$(PY) benchmarks/features_bench.py --out docs/benchmarks_features.md --json docs/benchmarks_features.json
 
 bench-quick: $(STAMP)
 	$(PY) benchmarks/run.py --quick
