@@ -30,7 +30,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("storage and kernels", ("io", "_native", "_mds")),
     ("computation", ("models", "attention", "words", "distances", "topology")),
     ("analyses", ("analyses",)),
-    ("built on analyses", ("features", "corpus", "theory", "depth", "approx", "hardmax")),
+    ("built on analyses", ("features", "sklearn", "datasets", "corpus", "theory", "depth",
+                           "approx", "context", "hardmax", "compress")),
     ("rendering", ("_html", "plots")),
     ("reports", ("report",)),
     # the interfaces use the public namespace (attntopo/__init__.py, lazy) like any user would;
@@ -47,8 +48,9 @@ def module_name(path: Path) -> str:
 
 
 def layer_of(module: str) -> int:
+    """Rank of ``module``'s layer in LAYERS; -1 when no layer names it."""
     rel = module[len(PACKAGE) + 1:] if module != PACKAGE else ""
-    best, best_len = len(LAYERS) - 1, -1
+    best, best_len = -1, -1
     for rank, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
             if prefix == "" and rel == "":
@@ -164,6 +166,9 @@ def main(argv: list[str]) -> int:
     problems: list[str] = []
     for f in files:
         src = module_name(f)
+        if layer_of(src) < 0:
+            problems.append(f"{f.relative_to(ROOT.parent)}: {src} is in no layer: add it to LAYERS "
+                            f"in tools/check_imports.py and to docs/architecture.md")
         for dst, line in imports_of(f, modules):
             graph[src].add(dst)
             # a package's __init__ may re-export its own submodules, and a submodule may import
