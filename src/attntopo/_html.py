@@ -241,7 +241,7 @@ def comparison_html(comparison, *, top: int = 10, dim: int | None = None) -> str
         cells += [_num(c.diagram_distances["wasserstein1"][i, j, k]) for k in range(c.maxdim + 1)]
         cells += [str(int(c.counts["shared_edges"][i, j])), str(int(c.counts["shared_triangles"][i, j]))]
         body.append("<tr>" + "".join(f'<td style="{_CELL}">{x}</td>' for x in cells) + "</tr>")
-    why = "" if dim is not None else ", the highest dimension in which the heads differ"
+    why = "" if dim is not None else ", the highest dimension without a majority tie"
     caption = (f'<div style="font-size:12px;color:#555">The {n_top} most similar of {L * H} heads '
                f"(smallest bottleneck H{d}{why}; “1=”: tied ranks); diagram distances in distance units; "
                f"shared edges/triangles: among shared tokens, present in both texts at ε</div>")

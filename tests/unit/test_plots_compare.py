@@ -148,7 +148,7 @@ def test_heads_outline_short_texts_uses_h0_and_shows_ties():
     from attntopo._html import comparison_html
 
     html = comparison_html(c)
-    assert "smallest bottleneck H0, the highest dimension in which the heads differ" in html
+    assert "smallest bottleneck H0, the highest dimension without a majority tie" in html
     assert comparison_html(c, dim=1).count(">1=</td>") == 6  # six heads tied first in H1
 
 

@@ -385,9 +385,10 @@ class Comparison(Result):
     def default_dim(self, by: str = "bottleneck", scope: str = "text") -> int:
         """The homology dimension a ranking by the diagram distance ``by`` uses when none is given.
 
-        The highest dimension in which the heads' values are not all equal (NaN left out), H0
-        when every dimension is constant (:data:`attntopo.analyses.RANKING_RULE`).  On short
-        texts no head has an H1 bar in either text, every H1 distance is 0, and this is H0.
+        The highest dimension in which no value is shared by more than half of the heads (NaN
+        left out), H0 when there is none (:data:`attntopo.analyses.RANKING_RULE`).  On short
+        texts most heads have no H1 bar in either text and an H1 distance of exactly 0: this
+        is then H0.
         """
         if by not in DISTANCE_NAMES:
             raise InvalidInputError(f"by must be one of {', '.join(DISTANCE_NAMES)}; got {by!r}")
@@ -414,7 +415,7 @@ class Comparison(Result):
             or ``"shared_edges"``/``"shared_triangles"`` (similar = many).
         dim : int, optional
             Homology dimension of a distance; default :meth:`default_dim` (the highest one in
-            which the heads differ).
+            which no value is shared by more than half of the heads).
         scope : {"text", "shared"}
         similar : bool, default True
             Most similar first; ``False``: most different first.
@@ -462,7 +463,7 @@ class Comparison(Result):
         """The ``k`` heads where the two texts' topology agrees most.
 
         ``by`` a diagram distance (smallest first, in dimension ``dim``; default
-        :attr:`ranking_dim`, the highest dimension in which the heads differ) or
+        :attr:`ranking_dim`, the highest dimension without a majority tie) or
         ``"shared_edges"``/``"shared_triangles"`` (largest first).  Returns
         ``[(layer, head, value), ...]`` (model indices), the first ``k`` rows of
         :meth:`ranking`, which also gives each head's rank with ties shared (equal values

@@ -576,7 +576,7 @@ def plot_compare_heads(
         ``"shared_triangles"``, … (see :meth:`Comparison.grid`).
     dim : int, optional
         Homology dimension of a distance (default: the one the comparison's default ranking
-        uses, :meth:`Comparison.default_dim`: the highest in which the heads differ).
+        uses, :meth:`Comparison.default_dim`: the highest without a majority tie).
     ax : matplotlib Axes, optional
     scope : {"text", "shared"}
     annotate : bool, optional

@@ -57,20 +57,47 @@ def long_pair() -> at.Comparison:
 
 # ------------------------------------------------------------------- the rule
 def test_informative_dim_rule():
-    v = np.zeros((2, 3, 3))
+    v = np.zeros((2, 3, 3))                             # 6 heads, H0..H2
     assert informative_dim(v) == 0                      # nothing differs: H0
     v[..., 0] = np.arange(6).reshape(2, 3)
     assert informative_dim(v) == 0                      # H1, H2 all zero
-    v[0, 0, 1] = 0.5
-    assert informative_dim(v) == 1                      # one head differs in H1
+    v[0, :, 1] = [0.5, 0.6, 0.7]
+    assert informative_dim(v) == 1                      # H1: 0 shared by 3 of 6, half: not more
+    v[0, :, 1] = [0.5, 0.0, 0.0]
+    assert informative_dim(v) == 0                      # 0 shared by 5 of 6
+    v[1, 0, 1] = 0.8
+    assert informative_dim(v) == 0                      # 0 shared by 4 of 6
+    v[1, 1, 1] = 0.9
+    assert informative_dim(v) == 1                      # 0 shared by 3 of 6: half
     v[..., 2] = 0.3
     assert informative_dim(v) == 1                      # H2 constant (not zero): no information
-    v[1, 2, 2] = np.nan
-    assert informative_dim(v) == 1                      # NaN left out: still constant
-    v[0, 1, 2] = 0.4
-    assert informative_dim(v) == 2
+    v[:, :, 2] = [[0.1, 0.2, 0.3], [0.4, np.nan, np.nan]]
+    assert informative_dim(v) == 2                      # NaN left out: 4 distinct values
+    v[1, 0, 2] = 0.1
+    assert informative_dim(v) == 2                      # 0.1 shared by 2 of 4: half, not more
+    v[0, 1, 2] = 0.1
+    assert informative_dim(v) == 1                      # 0.1 shared by 3 of 4
     assert informative_dim(np.full((4, 2), np.nan)) == 0
-    assert "highest homology dimension" in RANKING_RULE
+    assert informative_dim(np.array([[0.0, 1.0]])) == 0  # one head: nothing to order
+    assert "more than half of the heads" in RANKING_RULE
+
+
+def _majority_rule(v: np.ndarray) -> int:
+    """The rule written out with Counter, dimension by dimension from the top."""
+    from collections import Counter
+
+    for d in range(v.shape[-1] - 1, 0, -1):
+        col = [x for x in v[..., d].ravel().tolist() if x == x]
+        if len(col) >= 2 and 2 * max(Counter(col).values()) <= len(col):
+            return d
+    return 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 12), st.integers(1, 3)),
+              elements=st.sampled_from([0.0, 0.0, 0.1, 0.2, 0.3, np.nan])))
+def test_informative_dim_matches_the_rule_written_out(v):
+    assert informative_dim(v) == _majority_rule(v)
 
 
 @settings(max_examples=200, deadline=None)
@@ -148,3 +175,20 @@ def test_counts_and_shared_scope(short_pair):
     assert c.default_dim(scope="shared") in (0, 1)
     with pytest.raises(at.errors.InvalidInputError, match="by must be"):
         c.default_dim("shared_edges")
+
+
+def test_mostly_zero_h1_ranks_by_h0(long_pair):
+    """Some heads with an H1 difference, most without (two six-token MiniLM texts: 59–68 of 72
+    zeros): the top of an H1 ranking would be one long tie, so H0 ranks."""
+    import dataclasses
+
+    c = long_pair
+    dist = {k: v.copy() for k, v in c.diagram_distances.items()}
+    for v in dist.values():
+        v[1:, :, 1] = 0.0  # layer 1: 3 of 6 heads keep their H1 value -> half: still H1
+    assert dataclasses.replace(c, diagram_distances=dist).ranking_dim == 1
+    for v in dist.values():
+        v[0, 0, 1] = 0.0  # 4 of 6 heads tie at 0
+    mostly = dataclasses.replace(c, diagram_distances=dist)
+    assert mostly.ranking_dim == 0 and mostly.to_dict()["ranking"]["dim"] == 0
+    assert [v for _, _, v in mostly.most_similar_heads(2)] == sorted(dist["bottleneck"][..., 0].ravel())[:2]
