@@ -64,6 +64,26 @@ def test_compare_table_and_highlight():
     assert "information – theory" in out
 
 
+@pytest.mark.model
+def test_compare_short_texts_rank_by_h0_and_mark_ties():
+    """Two six-token texts: most heads' H1 distance is exactly 0 (68 of 72 on MiniLM), so the
+    default ranking uses H0 and says so; with --dim 1 the JSON marks the tie at rank 1."""
+    r = run("compare", "The cat sat.", "A cat sat.", "--top", "3")
+    assert r.returncode == 0, r.stderr
+    out = " ".join(r.stdout.split())  # the table wraps at the terminal's width
+    assert "by bottleneck H0 (the highest dimension without a majority tie)" in out
+    assert "#: rank, '1=' tied with other heads" in out
+    r = run("compare", "The cat sat.", "A cat sat.", "--dim", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["ranking"]["dim"] == 1 and doc["ranking"]["default"] is False
+    h1 = np.asarray(doc["heads_table"]["bottleneck_h1"])
+    n_zero = int((h1 == 0).sum())
+    assert n_zero > 36  # the situation the default avoids
+    assert [e[3:] for e in doc["most_similar_heads"]] == [[1, n_zero]] * 5
+    assert doc["heads_table"]["rank_by"][0] == "bottleneck_h0"  # the table's own default rank
+
+
 @pytest.mark.forward_compare
 def test_compare_json_single_head_matches_library(minilm):
     r = run("compare", A, B, "--layer", "2", "--head", "0", "--threshold", "0.2", "--include-special",

@@ -98,7 +98,9 @@ def compare_cmd(
     drop_special: bool = drop_special_option(),
     truncate: bool = truncate_option(),
     dim: Optional[int] = typer.Option(
-        None, "--dim", metavar="D", help="Homology dimension used to rank heads (default: 1, or 0 with --maxdim 0).",
+        None, "--dim", metavar="D",
+        help="Homology dimension used to rank heads (default: the highest one in which no distance is "
+        "shared by more than half of the heads; H0 on short texts, where most H1 distances are 0).",
         show_default=False,
     ),
     out: Optional[Path] = out_option("Save the comparison (and figures) into this folder."),
@@ -129,7 +131,6 @@ def compare_cmd(
         check_scale(threshold, "--threshold", allow_inf=False)
     if dim is not None:
         check_dim(dim, maxdim, "--dim", hint="--maxdim")
-    rank_dim = min(1, maxdim) if dim is None else dim
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
     alignment = _parse_alignment(align)
@@ -149,6 +150,7 @@ def compare_cmd(
         )
         t_cmp = time.perf_counter() - t0
     keys = [c.keys[c._key_index(w)] for w in words]  # validates the words: one-line error if not shared
+    rank_dim = c.ranking_dim if dim is None else dim
     rows = _compare_rows(c, rank_dim)
     single = len(rows) == 1
     report_heads = [(r["layer"], r["head"]) for r in rows[: max(1, min(top or len(rows), 5))]]
@@ -166,7 +168,7 @@ def compare_cmd(
         for i_, u in enumerate(keys) for v in keys[i_ + 1:]
     ]
     if json_out:
-        doc = c.to_dict(k=min(5, len(rows)))
+        doc = c.to_dict(k=min(5, len(rows)), dim=dim)
         doc.update({
             "attntopo": __version__, "model": m.info(), "tokens_a": c.a.attention.labels,
             "tokens_b": c.b.attention.labels, "highlight": keys, "highlight_pairs": pairs,
@@ -186,7 +188,7 @@ def compare_cmd(
     scale = (f"scale ε = {threshold:g}" if threshold is not None
              else f"scale ε per head (median H0 death), {c.scales.min():.3g}–{c.scales.max():.3g}")
     console.print(f"{scale} · time {timing['total_s']:.1f} s")
-    _print_heads_table(c, rows, rank_dim, top)
+    _print_heads_table(c, rows, rank_dim, top, default=dim is None)
     if len(keys) >= 2:
         pt = Table(title="Highlighted pairs (edge birth = distance; connection = minimax path scale)",
                    title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
@@ -227,24 +229,29 @@ def _highlight_words(values: Optional[List[str]]) -> list[str]:
 
 
 def _compare_rows(c, dim: int) -> list[dict]:
+    """One dict per head, most similar first (:meth:`Comparison.ranking`: ties share a rank)."""
     s = c.summary()
     keys = ["layer", "head", "scale"] + [
         f"{n}_h{d}" for n in ("bottleneck", "wasserstein1") for d in range(c.maxdim + 1)
     ] + ["shared_edges", "shared_triangles"]
-    rows = [{k: s[k][t].item() for k in keys} for t in range(len(s["layer"]))]
-    col = f"bottleneck_h{dim}"
-    return sorted(rows, key=lambda r: (r[col], sum(r[f"bottleneck_h{d}"] for d in range(c.maxdim + 1)),
-                                       r["layer"], r["head"]))
+    pos = {(lay, hd): t for t, (lay, hd) in enumerate(zip(s["layer"].tolist(), s["head"].tolist()))}
+    r = c.ranking("bottleneck", dim)
+    rows = []
+    for q in range(r.n_rows):
+        t = pos[int(r["layer"][q]), int(r["head"][q])]
+        rows.append({"rank": int(r["rank"][q]), "n_tied": int(r["n_tied"][q]), **{k: s[k][t].item() for k in keys}})
+    return rows
 
 
-def _print_heads_table(c, rows: list[dict], rank_dim: int, top: int) -> None:
+def _print_heads_table(c, rows: list[dict], rank_dim: int, top: int, default: bool = False) -> None:
     shown = rows if top == 0 else rows[:top]
+    why = " (the highest dimension without a majority tie)" if default else ""
     table = Table(
-        title=(f"Heads from most similar to most different by bottleneck H{rank_dim}"
+        title=(f"Heads from most similar to most different by bottleneck H{rank_dim}{why}"
                + ("" if len(shown) == len(rows) else f" (top {len(shown)} of {len(rows)})")),
         title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
     )
-    for col in ("layer", "head", "ε"):
+    for col in ("#", "layer", "head", "ε"):
         table.add_column(col, justify="right", no_wrap=True)
     for d in range(c.maxdim + 1):
         table.add_column(f"bottl.\nH{d}", justify="right", no_wrap=True,
@@ -255,12 +262,13 @@ def _print_heads_table(c, rows: list[dict], rank_dim: int, top: int) -> None:
     table.add_column("shared\ntriangles", justify="right", no_wrap=True)
     for r in shown:
         table.add_row(
-            str(r["layer"]), str(r["head"]), num(r["scale"]),
+            f"{r['rank']}{'=' if r['n_tied'] > 1 else ''}", str(r["layer"]), str(r["head"]), num(r["scale"]),
             *[num(r[f"bottleneck_h{d}"]) for d in range(c.maxdim + 1)],
             *[num(r[f"wasserstein1_h{d}"]) for d in range(c.maxdim + 1)],
             str(r["shared_edges"]), str(r["shared_triangles"]),
         )
     table.caption = ("Diagram distances between the two texts' diagrams, per homology dimension (distance units); "
+                     "#: rank, '1=' tied with other heads (equal distances share a rank); "
                      "shared edges/triangles: among shared tokens, present in both texts at ε.")
     table.caption_justify = "left"
     console.print(table)
