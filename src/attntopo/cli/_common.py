@@ -400,7 +400,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         import logging
 
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    command = typer.main.get_command(app)
+    command = plain_flags(typer.main.get_command(app))
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=not debug) as rec:
@@ -440,6 +440,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as e:  # noqa: BLE001 - the last line of defence: one line, not a traceback
         _error(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)", debug)
         return EXIT_FAILURE
+
+
+def plain_flags(command: Any) -> Any:
+    """Show every on/off flag of ``command`` and its subcommands without a value placeholder.
+
+    typer writes ``<bool>`` beside a flag in ``--help``, which reads as if it took a value
+    (``--json true``); a flag takes none, so its placeholder is emptied.  Returns ``command``.
+    """
+    _plain_flags(command, typer.Context(command, info_name="attntopo", **(command.context_settings or {})))
+    return command
+
+
+def _plain_flags(command: Any, ctx: Any) -> None:
+    help_option = command.get_help_option(ctx)  # made (and cached) with the names ctx holds
+    for param in [*getattr(command, "params", []), *([help_option] if help_option else [])]:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    for name, sub in getattr(command, "commands", {}).items():
+        _plain_flags(sub, typer.Context(sub, parent=ctx, info_name=name, **(sub.context_settings or {})))
 
 
 def _error(message: str, debug: bool) -> None:
