@@ -36,7 +36,7 @@ def test_help():
         (["timeline", TEXT, "--head", "x"], "--head expects integers"),
         (["timeline", TEXT, "--maxdim", "3"], "--maxdim"),
         (["timeline", TEXT, "--plots"], "--plots needs --out"),
-        (["timeline", TEXT, "--plot-format", "svg"], "--plot-format needs --plots"),
+        (["timeline", TEXT, "--plot-format", "svg"], "--plot-format needs --out"),  # it implies --plots
     ],
 )
 def test_errors_before_any_work(args, fragment):

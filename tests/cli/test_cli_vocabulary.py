@@ -5,11 +5,14 @@ subprocess."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
 import typer
 
 from attntopo.cli import app
 
-from _cli import run  # noqa: E402
+from _cli import assert_one_line_error, run  # noqa: E402
 
 
 def _command_paths(command=None, prefix=()):
@@ -37,3 +40,17 @@ def test_flags_show_no_value_placeholder():
     r = run("analyze", "--help")
     line = next(ln for ln in r.stdout.splitlines() if "--json" in ln)
     assert line.split("--json", 1)[1].split()[0] == "Print", line  # the help text follows the name
+
+
+# ------------------------------------------------------------------ --plot-format
+@pytest.mark.model
+def test_plot_format_implies_plots(tmp_path):
+    """``--plot-format svg`` without ``--plots`` was an error; it asks for figures, so it draws them."""
+    out = tmp_path / "res"
+    r = run("analyze", "Quantum information theory", "--layer", "0", "--head", "0", "--plot-format", "svg",
+            "--out", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["figures"] and all(f.endswith(".svg") for f in doc["figures"])
+    assert sorted(p.relative_to(out).as_posix() for p in (out / "figures").iterdir()) == doc["figures"]
+    assert_one_line_error(run("analyze", "hello", "--plot-format", "svg"), "--plot-format needs --out DIR")

@@ -165,7 +165,7 @@ def analyze(
     n_heads_total = len(rows)
     sort_key = sort or ("layer" if (top == 0 or n_heads_total <= top) else _default_sort(maxdim))
     bundle = None
-    if plots:
+    if formats:
         from ..plots import analysis_bundle
 
         key = sort or _default_sort(maxdim)

@@ -140,7 +140,7 @@ def out_option(help: str) -> Any:
 
 
 def plots_option() -> Any:
-    return typer.Option(False, "--plots", help="Also draw figures into DIR/figures (needs --out).")
+    return typer.Option(False, "--plots", help="Also draw figures into DIR/figures (needs --out; --plot-format implies it).")
 
 
 def plot_format_option(help: str) -> Any:
@@ -236,12 +236,16 @@ def check_out(out: Path) -> None:
 
 
 def check_plot_options(plots: bool, plot_format, out: Path | None) -> list[str]:
-    """Validate --plots/--plot-format/--out before any work; return the figure formats."""
+    """Validate --plots/--plot-format/--out before any work; return the figure formats to draw.
+
+    ``--plot-format`` implies ``--plots``.  Returns ``[]`` when no figure is asked for, so
+    ``if formats:`` is the test for drawing.
+    """
     formats = list(dict.fromkeys(PlotFormat(f).value for f in (plot_format or ["png"])))
-    if plot_format and not plots:
-        raise InvalidInputError("--plot-format needs --plots")
+    plots = plots or bool(plot_format)
     if plots and out is None:
-        raise InvalidInputError("--plots needs --out DIR: figures are written into the result folder")
+        flag = "--plots" if not plot_format else "--plot-format"
+        raise InvalidInputError(f"{flag} needs --out DIR: figures are written into the result folder")
     if plots:
         try:
             from .. import plots as _plots  # noqa: F401
@@ -251,7 +255,7 @@ def check_plot_options(plots: bool, plot_format, out: Path | None) -> list[str]:
             ) from None
     if out is not None:
         check_out(out)
-    return formats
+    return formats if plots else []
 
 
 # ============================================================================ work

@@ -155,7 +155,7 @@ def compare_cmd(
     single = len(rows) == 1
     report_heads = [(r["layer"], r["head"]) for r in rows[: max(1, min(top or len(rows), 5))]]
     bundle = None
-    if plots:
+    if formats:
         from ..plots import comparison_bundle
 
         bundle = comparison_bundle(c, [(r["layer"], r["head"]) for r in rows[:plot_heads]], highlight=keys)

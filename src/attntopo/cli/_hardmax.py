@@ -164,7 +164,7 @@ def simulate_cmd(
         r = hm.simulate(Z0, A, alpha, steps, rtol=rtol, cluster_tol=cluster_tol, source=src)
         t_sim = time.perf_counter() - t0
     pos = r.polytope() if r.leaders[-1].any() else None
-    saved, figures, t_plots = write_result(r, out, _bundle(r) if plots else None, formats, show)
+    saved, figures, t_plots = write_result(r, out, _bundle(r) if formats else None, formats, show)
     timing = {"model_s": round(t_model, 3), "simulate_s": round(t_sim, 4), "plots_s": round(t_plots, 3),
               "total_s": round(time.perf_counter() - t_start, 3)}
     geometry = None if pos is None else {
@@ -379,7 +379,7 @@ def explain_cmd(
             f"not a model from attntopo hardmax train"
         )
     sim, prob = model.explain(body)
-    saved, figures, _ = write_result(sim, out, _bundle(sim) if plots else None, formats, not json_out)
+    saved, figures, _ = write_result(sim, out, _bundle(sim) if formats else None, formats, not json_out)
     label = model.classes[int(prob >= 0.5)]
     clusters = sim.attention_clusters()
     if json_out:

@@ -145,7 +145,7 @@ def heads_cmd(
                                            seed=seed, n_jobs=n_jobs)
             t_cmp = time.perf_counter() - t1
     bundle = None
-    if plots:
+    if formats:
         from ..plots import head_space_bundle
 
         bundle = head_space_bundle(spaces, comparison)

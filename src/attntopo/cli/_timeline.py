@@ -111,7 +111,7 @@ def timeline_cmd(
                          drop_special=drop_special, truncate=truncate, n_jobs=n_jobs)
         t_tl = time.perf_counter() - t1
     bundle = None
-    if plots:
+    if formats:
         from ..plots import timeline_bundle
 
         bundle = timeline_bundle(tl)
