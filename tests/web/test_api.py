@@ -480,6 +480,24 @@ def test_compare_one_head_and_the_grid(client):
     assert np.array(h["b"]["distances"]).shape == (d["b"]["n_tokens"],) * 2
 
 
+@pytest.mark.model
+@pytest.mark.slow
+def test_compare_short_texts_ranking_dimension_and_ties(client):
+    """Most heads' H1 distance is exactly 0 on two six-token texts: the payload ranks by H0,
+    says so, and marks ties; its own summary says the same."""
+    r = client.post("/api/compare", json={"text_a": "The cat sat.", "text_b": "A cat sat."})
+    assert r.status_code == 200, r.text[:300]
+    d = r.json()
+    h1 = np.asarray(d["summary"]["bottleneck_h1"], dtype=float)
+    assert 2 * (h1 == 0).sum() > h1.size
+    assert d["ranking"]["dim"] == 0 and d["ranking"]["column"] == "bottleneck_h0"
+    h0 = np.asarray(d["summary"]["bottleneck_h0"], dtype=float)
+    assert [e[2] for e in d["most_similar_heads"]] == sorted(h0)[:5]
+    for layer, head, value, rank, n_tied in d["most_similar_heads"]:
+        assert rank == 1 + int((h0 < value).sum()) and n_tied == int((h0 == value).sum())
+    assert set(d["summary"]["rank_by"]) == {"bottleneck_h0"}
+
+
 @pytest.mark.slow
 @pytest.mark.smollm2
 @pytest.mark.xdist_group("smollm2")

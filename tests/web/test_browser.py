@@ -145,6 +145,18 @@ def test_compare_threshold_and_head(page, server):
     assert "information" in p.text_content("#numbers")
 
 
+def test_short_texts_grid_opens_at_the_ranking_dimension(page):
+    """Most H1 distances are 0 on two six-token texts: the grid opens on bottleneck H0 and the
+    numbers name the dimension of 'most similar'."""
+    p, _ = page
+    p.fill("#text-a", "The cat sat.")
+    p.fill("#text-b", "A cat sat.")
+    p.click("#run")
+    wait_render(p, 1)
+    assert p.input_value("#grid-stat") == "c:bottleneck_h0"
+    assert "most similar heads by bottleneck H0: #1" in p.text_content("#numbers")
+
+
 def test_empty_text_shows_a_clear_message(page):
     p, watch = page
     p.fill("#text-a", "   ")

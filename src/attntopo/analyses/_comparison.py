@@ -538,12 +538,6 @@ class Comparison(Result):
         """
         k = max(1, min(int(k), len(self.layers) * len(self.heads)))
         d = self._dim(dim)
-
-        def top(similar: bool) -> list[list]:
-            r = self.ranking("bottleneck", d, similar=similar)
-            return [[int(r["layer"][t]), int(r["head"][t]), float(r["value"][t]), int(r["rank"][t]),
-                     int(r["n_tied"][t])] for t in range(k)]
-
         return json_safe({
             "kind": "comparison",
             "model": self.a.attention.model,
@@ -556,11 +550,25 @@ class Comparison(Result):
             "heads": list(self.heads),
             "shared_tokens": [s.to_dict() for s in self.shared_tokens],
             "heads_table": {kk: v.tolist() for kk, v in self.summary().items()},
-            "ranking": {"by": "bottleneck", "dim": d, "column": f"bottleneck_h{d}", "default": dim is None,
-                        "rule": RANKING_RULE},
-            "most_similar_heads": top(True),
-            "most_different_heads": top(False),
+            "ranking": self.ranking_info(dim),
+            "most_similar_heads": self.ranked_entries(k, d),
+            "most_different_heads": self.ranked_entries(k, d, similar=False),
         })
+
+    def ranking_info(self, dim: int | None = None) -> dict:
+        """What the heads are ranked by, as plain data: ``{"by": "bottleneck", "dim": d, "column":
+        "bottleneck_h{d}", "default": dim is None, "rule": RANKING_RULE}`` (``d`` = ``dim`` or
+        :attr:`ranking_dim`)."""
+        d = self._dim(dim)
+        return {"by": "bottleneck", "dim": d, "column": f"bottleneck_h{d}", "default": dim is None,
+                "rule": RANKING_RULE}
+
+    def ranked_entries(self, k: int, dim: int | None = None, *, similar: bool = True) -> list[list]:
+        """The first ``k`` rows of :meth:`ranking` by bottleneck as ``[layer, head, value, rank,
+        n_tied]`` lists (JSON's ``most_similar_heads`` / ``most_different_heads``)."""
+        r = self.ranking("bottleneck", dim, similar=similar)
+        return [[int(r["layer"][t]), int(r["head"][t]), float(r["value"][t]), int(r["rank"][t]),
+                 int(r["n_tied"][t])] for t in range(min(int(k), r.n_rows))]
 
     def __repr__(self) -> str:
         return (

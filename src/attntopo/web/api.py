@@ -144,7 +144,13 @@ class CompareResponse(BaseModel):
                          "diagrams), shared edge/triangle counts.")
     summary_a: dict[str, list[Any]]
     summary_b: dict[str, list[Any]]
-    most_similar_heads: list[list[Any]]
+    ranking: dict[str, Any] = Field(
+        ..., description="What the heads are ranked by: by (bottleneck), dim (the highest homology "
+                         "dimension in which no distance is shared by more than half of the heads), "
+                         "column, default, rule.")
+    most_similar_heads: list[list[Any]] = Field(
+        ..., description="The 5 most similar heads: [layer, head, value, rank, n_tied]; equal values "
+                         "share the smallest rank of their group (n_tied > 1).")
     most_different_heads: list[list[Any]]
     selected: Optional[list[int]] = None
     head: Optional[CompareHead] = None
@@ -608,8 +614,9 @@ def build_router(settings: Settings) -> APIRouter:
                 "summary": _columns(c.summary()),
                 "summary_a": _columns(c.a.summary()),
                 "summary_b": _columns(c.b.summary()),
-                "most_similar_heads": json_safe(c.most_similar_heads(min(5, len(c.layers) * len(c.heads)))),
-                "most_different_heads": json_safe(c.most_different_heads(min(5, len(c.layers) * len(c.heads)))),
+                "ranking": c.ranking_info(),
+                "most_similar_heads": json_safe(c.ranked_entries(5)),
+                "most_different_heads": json_safe(c.ranked_entries(5, similar=False)),
                 "selected": list(sel) if sel else None,
                 "head": head,
                 "cached": cached,

@@ -603,7 +603,7 @@
   function gridOptions() {
     const d = S.data;
     const opts = [];
-    const skip = new Set(["layer", "head"]);
+    const skip = new Set(["layer", "head", "rank_by"]);
     const interesting = (k) => !/^n_infinite_/.test(k);
     if (S.mode === "compare") {
       Object.keys(d.summary).filter((k) => !skip.has(k)).forEach((k) => opts.push({ value: `c:${k}`, label: k.replace(/_/g, " ") }));
@@ -622,7 +622,8 @@
     const opts = gridOptions();
     fillSelect(sel, opts.map((o) => o.value), opts.map((o) => o.label));
     const maxdim = S.data.settings.maxdim;
-    const dflt = S.mode === "compare" ? `c:bottleneck_h${Math.min(1, maxdim)}` : `s:max_persistence_h${Math.min(1, maxdim)}`;
+    // the server's ranking dimension: the highest one in which no value is shared by more than half of the heads
+    const dflt = S.mode === "compare" ? `c:${S.data.ranking.column}` : `s:max_persistence_h${Math.min(1, maxdim)}`;
     sel.value = opts.some((o) => o.value === prev) ? prev : dflt;
   }
 
@@ -693,8 +694,9 @@
       out.push(`<p class="note">Head scale (median H0 death of both texts): ${fmt(d.head.scale)}. Tokens: A ${d.a.n_tokens}, B ${d.b.n_tokens}.</p>`);
       const toks = d.shared_tokens.map((s) => `<span class="tok-shared">${esc(s.key)}</span>`).join(", ");
       out.push(`<p class="tokens">shared tokens (${d.shared_tokens.length}): ${toks || "none"}</p>`);
-      const sim = d.most_similar_heads.slice(0, 3).map((x) => `L${x[0]} H${x[1]} (${fmt(x[2])})`).join(", ");
-      out.push(`<p class="note">most similar heads by bottleneck: ${esc(sim)}</p>`);
+      const ties = d.most_similar_heads.slice(0, 3).some((x) => x[4] > 1);
+      const sim = d.most_similar_heads.slice(0, 3).map((x) => `#${x[3]}${x[4] > 1 ? "=" : ""} L${x[0]} H${x[1]} (${fmt(x[2])})`).join(", ");
+      out.push(`<p class="note">most similar heads by bottleneck H${d.ranking.dim}: ${esc(sim)}${ties ? " (“=”: tied)" : ""}</p>`);
     } else {
       $("numbers-title").textContent = `Persistence · layer ${d.selected[0]}, head ${d.selected[1]}`;
       const s = d.head.diagram_summary;
