@@ -54,3 +54,34 @@ def test_plot_format_implies_plots(tmp_path):
     assert doc["figures"] and all(f.endswith(".svg") for f in doc["figures"])
     assert sorted(p.relative_to(out).as_posix() for p in (out / "figures").iterdir()) == doc["figures"]
     assert_one_line_error(run("analyze", "hello", "--plot-format", "svg"), "--plot-format needs --out DIR")
+
+
+# ------------------------------------------------------------------ compare --scale
+@pytest.mark.model
+def test_compare_scale_is_not_called_threshold():
+    """``--threshold`` cuts the filtration in ``analyze`` but was the comparison scale in
+    ``compare``; there it is ``--scale`` (or ``--eps``) now, and the old spelling still works
+    with a deprecation note on stderr (stdout stays pure JSON)."""
+    base = ("compare", "The cat sat on the mat.", "A cat sat on a mat.", "--layer", "1", "--head", "2", "--json")
+    docs = {}
+    for flag in ("--scale", "--eps", "-t"):  # -t is --threshold's short form
+        r = run(*base, flag, "0.3")
+        assert r.returncode == 0, r.stderr
+        docs[flag] = json.loads(r.stdout)
+        if flag == "-t":
+            assert r.stderr.strip() == ("warning: compare --threshold is deprecated: write --scale EPS (the scale "
+                                        "at which the texts are compared; --threshold cuts the filtration in "
+                                        "analyze)"), r.stderr
+        else:
+            assert r.stderr == ""
+    for doc in docs.values():
+        assert doc["threshold"] == 0.3  # the library's Comparison.threshold
+        assert doc["heads_table"]["shared_edges"] == docs["--scale"]["heads_table"]["shared_edges"]
+    assert_one_line_error(run(*base, "--scale", "0.3", "--threshold", "0.3"), "give --scale only")
+    assert_one_line_error(run(*base, "--scale", "-1"), "--scale must be a finite number >= 0")
+
+
+def test_compare_help_names_scale():
+    r = run("compare", "--help")
+    assert r.returncode == 0, r.stderr
+    assert "--scale" in r.stdout and "--eps" in r.stdout and "Deprecated: the same as --scale" in r.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from pathlib import Path
 from typing import List, Optional
 
@@ -51,14 +52,14 @@ _COMPARE_EPILOG = (
     "[bold]Examples[/bold]\n"
     "  attntopo compare \"Quantum information theory allows us to study attention\" "
     "\"Classical information theory studies entropy\"\n"
-    "  attntopo compare \"TEXT A\" \"TEXT B\" --layer 2 --head 4 --threshold 0.2 "
+    "  attntopo compare \"TEXT A\" \"TEXT B\" --layer 2 --head 4 --scale 0.2 "
     "--highlight \"information theory\"\n"
     "  attntopo compare \"TEXT A\" \"TEXT B\" --plots --plot-format png --plot-format html --out cmp\n"
     "  attntopo compare \"Information theory studies entropy\" "
     "\"La théorie de l'information étudie l'entropie\" --align 0:5 --align 1:1 --json\n\n"
     "Shared tokens are matched by word (case-insensitive, subwords grouped) and occurrence; "
     "--align I:J pairs word I of TEXT A with word J of TEXT B instead (words: runs of letters/"
-    "digits and single punctuation marks, 0-based). Without --threshold the scale is chosen per "
+    "digits and single punctuation marks, 0-based). Without --scale the scale is chosen per "
     "head (median of both texts' H0 deaths). A saved result loads back with "
     "[bold]attntopo.load_result(DIR)[/bold]."
 )
@@ -75,10 +76,15 @@ def compare_cmd(
     head: Optional[List[str]] = head_option(),
     metric: Metric = metric_option(),
     maxdim: int = maxdim_option(),
+    scale: Optional[float] = typer.Option(
+        None, "--scale", "--eps", metavar="EPS",
+        help="Scale ε at which shared edges/triangles are compared, >= 0 (default: per head, the median "
+        "H0 death of both texts). The filtration itself is never cut.",
+        show_default=False,
+    ),
     threshold: Optional[float] = typer.Option(
         None, "--threshold", "-t", metavar="EPS",
-        help="Scale at which shared edges/triangles are compared, >= 0 (default: per head, the median "
-        "H0 death of both texts). The filtration itself is never cut.",
+        help="Deprecated: the same as --scale (elsewhere --threshold cuts the filtration; here it never did).",
         show_default=False,
     ),
     highlight: Optional[List[str]] = typer.Option(
@@ -127,8 +133,7 @@ def compare_cmd(
     if not text_a.strip() or not text_b.strip():
         raise EmptyTextError("TEXT_A and TEXT_B must both hold at least one word")
     check_maxdim(maxdim, name="--maxdim")
-    if threshold is not None:
-        check_scale(threshold, "--threshold", allow_inf=False)
+    eps = _comparison_scale(scale, threshold)
     if dim is not None:
         check_dim(dim, maxdim, "--dim", hint="--maxdim")
     layers = parse_indices(layer, "--layer")
@@ -144,7 +149,7 @@ def compare_cmd(
     with status("comparing: attention → distances → persistence → diagram distances …", show):
         t0 = time.perf_counter()
         c = at.compare(
-            text_a, text_b, m, layers, heads, metric=metric, maxdim=maxdim, threshold=threshold,
+            text_a, text_b, m, layers, heads, metric=metric, maxdim=maxdim, threshold=eps,
             drop_special=drop_special, include_special=include_special, alignment=alignment,
             alignment_units="token" if align_tokens else "word", n_jobs=n_jobs, truncate=truncate,
         )
@@ -185,9 +190,9 @@ def compare_cmd(
     shared = ", ".join(c.keys) if c.keys else "none"
     how = "aligned" if alignment is not None else "shared"
     console.print(f"{how} tokens ({len(c.keys)}): {esc(shared)}", overflow="fold")
-    scale = (f"scale ε = {threshold:g}" if threshold is not None
-             else f"scale ε per head (median H0 death), {c.scales.min():.3g}–{c.scales.max():.3g}")
-    console.print(f"{scale} · time {timing['total_s']:.1f} s")
+    at_scale = (f"scale ε = {eps:g}" if eps is not None
+                else f"scale ε per head (median H0 death), {c.scales.min():.3g}–{c.scales.max():.3g}")
+    console.print(f"{at_scale} · time {timing['total_s']:.1f} s")
     _print_heads_table(c, rows, rank_dim, top, default=dim is None)
     if len(keys) >= 2:
         pt = Table(title="Highlighted pairs (edge birth = distance; connection = minimax path scale)",
@@ -207,6 +212,19 @@ def compare_cmd(
                 f"{' – '.join(s['tokens'])} (born {s['birth_a']:.3f} / {s['birth_b']:.3f})" for s in simp)),
                 overflow="fold")
     print_saved(saved, figures)
+
+
+def _comparison_scale(scale: Optional[float], threshold: Optional[float]) -> Optional[float]:
+    """``--scale`` (or ``--eps``), or its deprecated old name ``--threshold``, checked."""
+    if threshold is not None:
+        if scale is not None:
+            raise InvalidInputError("give --scale only: --threshold is its deprecated old name")
+        warnings.warn("compare --threshold is deprecated: write --scale EPS (the scale at which the texts "
+                      "are compared; --threshold cuts the filtration in analyze)", DeprecationWarning)
+    eps, name = (scale, "--scale") if threshold is None else (threshold, "--threshold")
+    if eps is not None:
+        check_scale(eps, name, allow_inf=False)
+    return eps
 
 
 def _parse_alignment(values: Optional[List[str]]) -> list[tuple[int, int]] | None:
