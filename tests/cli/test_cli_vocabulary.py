@@ -85,3 +85,28 @@ def test_compare_help_names_scale():
     r = run("compare", "--help")
     assert r.returncode == 0, r.stderr
     assert "--scale" in r.stdout and "--eps" in r.stdout and "Deprecated: the same as --scale" in r.stdout
+
+
+# ------------------------------------------------------------------------- -c
+def test_short_c_means_context():
+    """``-c`` was ``--context`` in ``phrase`` but ``--compare-model`` in ``heads``; it means
+    ``--context`` only now (heads keeps it, hidden and deprecated)."""
+    r = run("heads", "--help")
+    line = next(ln for ln in r.stdout.splitlines() if "--compare-model" in ln and "MODEL" in ln)
+    assert " -c " not in line, line
+    assert not any(ln.split()[1:2] == ["-c"] for ln in r.stdout.splitlines() if ln.startswith("│"))
+    r = run("phrase", "--help")
+    line = next(ln for ln in r.stdout.splitlines() if "--context" in ln and "TEXT" in ln)
+    assert " -c " in line, line
+    assert_one_line_error(run("heads", "The cat sat.", "-c", "minilm", "--compare-model", "minilm"),
+                          "give --compare-model only: -c is its deprecated short form")
+
+
+@pytest.mark.model
+def test_heads_short_c_still_works_with_a_deprecation_note():
+    r = run("heads", "The cat sat.", "-c", "minilm", "--n-boot", "0", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [m["model"] for m in doc["models"]] == ["minilm", "minilm"] and doc["comparison"] is not None
+    assert r.stderr == ("warning: heads -c is deprecated: write --compare-model MODEL (-c is --context in "
+                        "attntopo phrase)\n")

@@ -4,6 +4,7 @@ with ``--compare-model``, two models' head spaces compared."""
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 from typing import List, Optional
 
@@ -69,9 +70,13 @@ def heads_cmd(
     ),
     model: str = model_option(),
     compare_model: Optional[str] = typer.Option(
-        None, "--compare-model", "-c", metavar="MODEL",
+        None, "--compare-model", metavar="MODEL",
         help="Also build this model's head space on the same texts and compare the two diagrams.",
         show_default=False,
+    ),
+    compare_model_short: Optional[str] = typer.Option(
+        None, "-c", metavar="MODEL", hidden=True, show_default=False,
+        help="Deprecated short form of --compare-model (-c is --context in attntopo phrase).",
     ),
     metric: Metric = metric_option(),
     maxdim: int = maxdim_option("Highest homology dimension of head space: 0, 1 or 2."),
@@ -112,6 +117,7 @@ def heads_cmd(
     t_start = time.perf_counter()
     metric = Metric(metric).value
     bodies, sources = _texts(text, file)
+    compare_model = _compare_model(compare_model, compare_model_short)
     check_maxdim(maxdim, name="--maxdim")
     if eps is not None:
         check_scale(eps, "--eps")
@@ -170,6 +176,17 @@ def heads_cmd(
     if comparison is not None:
         _print_comparison(comparison)
     print_saved(saved, figures)
+
+
+def _compare_model(long: Optional[str], short: Optional[str]) -> Optional[str]:
+    """``--compare-model``, or its deprecated short form ``-c`` (a warning on stderr)."""
+    if short is None:
+        return long
+    if long is not None:
+        raise InvalidInputError("give --compare-model only: -c is its deprecated short form")
+    warnings.warn("heads -c is deprecated: write --compare-model MODEL (-c is --context in attntopo phrase)",
+                  DeprecationWarning)
+    return short
 
 
 def _texts(texts: Optional[List[str]], files: Optional[List[str]]) -> tuple[list[str], list[str]]:
