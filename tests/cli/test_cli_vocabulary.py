@@ -110,3 +110,23 @@ def test_heads_short_c_still_works_with_a_deprecation_note():
     assert [m["model"] for m in doc["models"]] == ["minilm", "minilm"] and doc["comparison"] is not None
     assert r.stderr == ("warning: heads -c is deprecated: write --compare-model MODEL (-c is --context in "
                         "attntopo phrase)\n")
+
+
+# ------------------------------------------------------------------- JSON "summary"
+@pytest.mark.model
+def test_json_table_key_is_summary_everywhere():
+    """The per-row table was ``summary`` in analyze but ``heads_table`` in compare (and
+    ``spread_rows`` in phrase, ``slices`` in timeline); ``summary`` now, one object per row,
+    the old keys kept for one release."""
+    heads = ("--layer", "0,1", "--head", "2")
+    a = json.loads(run("analyze", "The cat sat on the mat.", *heads, "--json").stdout)
+    c = json.loads(run("compare", "The cat sat on the mat.", "A cat sat on a mat.", *heads, "--json").stdout)
+    p = json.loads(run("phrase", "cat", "-c", "The cat sat.", "-c", "A cat ran.", *heads, "--json").stdout)
+    t = json.loads(run("timeline", "The cat sat on the mat.", "--json").stdout)
+    for doc in (a, c, p):
+        assert sorted((r["layer"], r["head"]) for r in doc["summary"]) == [(0, 2), (1, 2)]
+    cols = c["heads_table"]
+    assert c["summary"] == [{k: cols[k][i] for k in cols} for i in range(2)]  # same order, as rows
+    assert set(a["summary"][0]) >= {"n_bars_h1", "max_persistence_h1"}
+    assert p["summary"] == p["spread_rows"]
+    assert t["summary"] == t["slices"] and {"t", "n_bars_h0"} <= set(t["summary"][0])

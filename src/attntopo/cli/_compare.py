@@ -43,6 +43,7 @@ from ._common import (
     print_json,
     print_saved,
     status,
+    summary_rows,
     top_option,
     truncate_option,
     write_result,
@@ -177,6 +178,9 @@ def compare_cmd(
         doc.update({
             "attntopo": __version__, "model": m.info(), "tokens_a": c.a.attention.labels,
             "tokens_b": c.b.attention.labels, "highlight": keys, "highlight_pairs": pairs,
+            # one object per head, under the key every command uses; "heads_table" (the same
+            # as columns) is its deprecated old name, kept for one release
+            "summary": summary_rows(c.summary()),
         })
         if single:
             doc["head_report"] = c.head_report(rows[0]["layer"], rows[0]["head"])

@@ -109,7 +109,9 @@ def phrase_cmd(
     single = len(rows) == 1
     if json_out:
         doc = p.to_dict(k=min(5, len(rows)))
-        doc.update({"attntopo": __version__, "model": m.info(), "dim": dim, "spread_rows": rows,
+        # "summary": the per-head table under the key every command uses; "spread_rows" is its
+        # deprecated old name, kept for one release
+        doc.update({"attntopo": __version__, "model": m.info(), "dim": dim, "summary": rows, "spread_rows": rows,
                     "total_s": round(time.perf_counter() - t_start, 3)})
         if single:
             doc["matrices"] = {n: p.matrix(dim=dim, by=n).tolist() for n in ("bottleneck", "wasserstein1", "wasserstein2")}

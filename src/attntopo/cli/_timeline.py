@@ -120,6 +120,7 @@ def timeline_cmd(
               "total_s": round(time.perf_counter() - t_start, 3)}
     doc = tl.to_dict(k=top)
     if json_out:
+        doc["summary"] = doc["slices"]  # the key every command uses; "slices" stays for one release
         print_json(json_doc(doc, source=source, saved=saved, figures=figures, timing=timing))
         return
 
