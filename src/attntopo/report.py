@@ -79,7 +79,8 @@ def report_html(
     if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 0:
         raise InvalidInputError(f"n_heads must be an int >= 0, got {n_heads!r}")
     from ._version import __version__
-    from .plots import analysis_bundle, comparison_bundle, head_tag, plotly_div, suggest_scale
+    from .plots import analysis_bundle, comparison_bundle, head_tag, plotly_div
+    from .plots.interactive import threshold_graph_eps
 
     try:
         from plotly.offline import get_plotlyjs
@@ -104,10 +105,11 @@ def report_html(
                 '<p class="note">Use the menu to colour the grid by another statistic.</p>')
     for layer, head in bundle.heads:
         tag = head_tag(layer, head)
-        eps = suggest_scale(analysis.diagram(layer, head), analysis.distance_matrix(layer, head))
+        eps = threshold_graph_eps(figs[f"{tag}_graph"])  # the graph opens at the suggested scale
         body = (
-            f'<p class="note">Suggested scale for this head: ε = {eps:.3g}. The threshold graph has a '
-            f"slider over ε: edges join tokens at distance ≤ ε, filled triangles have all three sides ≤ ε.</p>"
+            f'<p class="note">Suggested scale for this head: ε = {eps:.3g} (the threshold graph opens '
+            f"there). Its slider sets ε: edges join tokens at distance ≤ ε, filled triangles have all "
+            f"three sides ≤ ε; the page computes them from the distance matrix.</p>"
             f'<div class="row"><div>{plotly_div(figs[f"{tag}_diagram"])}</div>'
             f'<div>{plotly_div(figs[f"{tag}_distances"])}</div></div>'
             f'{plotly_div(figs[f"{tag}_graph"])}'

@@ -6,6 +6,7 @@ import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+import base64
 import re
 import subprocess
 import sys
@@ -124,19 +125,18 @@ def test_interactive_figure_html(name, analysis, head, tmp_path):
 
 
 def test_threshold_graph_slider_has_one_step_per_scale(head):
+    """The slider holds the given scales; the figure opens with complex_at's simplices drawn
+    (the page recomputes them per step: tests/web/test_report_slider.py)."""
     pytest.importorskip("plotly")
     scales = [0.2, 0.35, 0.5, 0.7]
-    fig = plots.iplot_threshold_graph(head.D, scales, labels=head.labels)
-    assert len(fig.frames) == len(scales)
-    steps = fig.layout.sliders[0].steps
-    assert [s.label for s in steps] == [f"{s:.4g}" for s in scales]
-    # each frame's edge trace joins exactly the pairs within its scale
+    fig = plots.iplot_threshold_graph(head.D, scales, labels=head.labels, start=2)
+    meta = fig.layout.meta["attntopo"]
+    assert meta["scales"] == scales and meta["start"] == 2
     n = head.D.shape[0]
-    for frame, eps in zip(fig.frames, scales):
-        xs = frame.data[1].x
-        n_edges = sum(1 for v in xs if v is None)
-        expected = int(np.count_nonzero(np.triu(head.D <= eps, 1)))
-        assert n_edges == expected
+    assert len(base64.b64decode(meta["steps"])) == n * (n - 1) // 2  # one byte per pair
+    xs = np.asarray(fig.data[1].x, dtype=float)
+    n_edges = int(np.isnan(xs).sum())  # a NaN closes each segment
+    assert n_edges == len(at.complex_at(head.D, 0.5).simplices(1))
     assert len(fig.data[2].x) == n
 
 

@@ -112,7 +112,7 @@ class Bundle:
 
 # ---------------------------------------------------------------------- analysis
 def _default_stat(analysis: Any) -> str:
-    return f"max_persistence_h{min(1, analysis.maxdim)}"
+    return f"max_persistence_h{analysis.ranking_dim}"  # H0 when most heads have no H1 bar
 
 
 def _analysis_heads(analysis: Any, heads: Sequence[tuple[int, int]] | None, n: int) -> list[tuple[int, int]]:
@@ -152,7 +152,8 @@ def analysis_bundle(analysis: Any, heads: Sequence[tuple[int, int]] | None = Non
         Static: ``head_grid`` and ``heads_{stat}`` (with more than one head), and per head
         ``{tag}_diagram``, ``_barcode``, ``_distances``, ``_attention``, ``_graph`` (threshold
         graph at the suggested scale) and ``_overview``.  Interactive (page ``report.html``):
-        ``head_grid`` and per head ``{tag}_diagram``, ``_distances``, ``_graph`` (slider over ε).
+        ``head_grid`` and per head ``{tag}_diagram``, ``_distances``, ``_graph`` (slider over ε,
+        opening at the suggested scale, as the static ``_graph``).
     """
     chosen = _analysis_heads(analysis, heads, n_heads)
     stat = stat or _default_stat(analysis)
@@ -174,13 +175,13 @@ def analysis_bundle(analysis: Any, heads: Sequence[tuple[int, int]] | None = Non
         for layer, head in chosen:
             tag, t = head_tag(layer, head), f"layer {layer}, head {head}"
             dgm, D = analysis.diagram(layer, head), analysis.distance_matrix(layer, head)
+            eps = suggest_scale(dgm, D)
             if interactive:
                 figs[f"{tag}_diagram"] = PI.iplot_diagram(dgm, title=f"persistence diagram · {t}")
                 figs[f"{tag}_distances"] = PI.iplot_distance_matrix(D, labels, title=f"{analysis.metric} distance · {t}")
-                figs[f"{tag}_graph"] = PI.iplot_threshold_graph(D, labels=labels, special=special, title=t)
+                figs[f"{tag}_graph"] = PI.iplot_threshold_graph(D, labels=labels, special=special, title=t, eps=eps)
                 continue
             i, j = analysis.position(layer, head)
-            eps = suggest_scale(dgm, D)
             figs[f"{tag}_diagram"] = PS.plot_diagram(dgm, title=f"persistence diagram · {t}")
             figs[f"{tag}_barcode"] = PS.plot_barcode(dgm, title=f"barcode · {t}")
             figs[f"{tag}_distances"] = PS.plot_distance_matrix(D, labels, title=f"{analysis.metric} distance · {t}")

@@ -107,7 +107,8 @@ def figure_to_bytes(fig: Any, fmt: str, *, dpi: int = 150) -> bytes:
     # plotly
     if fmt == "html":
         html = fig.to_html(
-            include_plotlyjs=True, full_html=True, auto_play=False, config=_PLOTLY_CONFIG
+            include_plotlyjs=True, full_html=True, auto_play=False, config=_PLOTLY_CONFIG,
+            post_script=_post_script(fig),
         )
         return html.encode("utf-8")
     if importlib.util.find_spec("kaleido") is None:
@@ -167,7 +168,14 @@ def plotly_div(fig: Any, *, include_plotlyjs: bool = False) -> str:
     if _kind(fig) != "plotly":
         raise InvalidInputError("plotly_div takes a plotly figure (the iplot_* functions)")
     return fig.to_html(include_plotlyjs=include_plotlyjs, full_html=False, auto_play=False,
-                       config=_PLOTLY_CONFIG)
+                       config=_PLOTLY_CONFIG, post_script=_post_script(fig))
+
+
+def _post_script(fig: Any) -> str | None:
+    """The inlined script some figures need in a page (the threshold graph's ε slider)."""
+    from .interactive import threshold_graph_script
+
+    return threshold_graph_script(fig)
 
 
 def figures_to_html(figures: Any, title: str = "attntopo figures") -> bytes:

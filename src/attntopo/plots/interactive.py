@@ -7,7 +7,10 @@ so the file opens offline and never loads a CDN).
 
 from __future__ import annotations
 
+import base64
+import functools
 import math
+from importlib import resources
 from typing import Any, Sequence
 
 import numpy as np
@@ -26,7 +29,16 @@ from ._layout import (
     threshold_complex,
 )
 
-__all__ = ["iplot_diagram", "iplot_distance_matrix", "iplot_threshold_graph", "iplot_head_grid"]
+__all__ = [
+    "iplot_diagram",
+    "iplot_distance_matrix",
+    "iplot_threshold_graph",
+    "iplot_head_grid",
+    "threshold_graph_script",
+    "threshold_graph_eps",
+    "MAX_DRAWN_EDGES",
+    "MAX_DRAWN_TRIANGLES",
+]
 
 
 def _go():
@@ -131,37 +143,110 @@ def iplot_distance_matrix(D: Any, labels: Sequence[str] | None = None, title: st
     n = D.shape[0]
     labels = check_labels(labels, n)
     names = labels if labels is not None else [str(i) for i in range(n)]
-    # numeric axes (repeated tokens such as "the" must not collapse into one category)
-    custom = np.empty((n, n, 2), dtype=object)
-    for i in range(n):
-        for j in range(n):
-            custom[i, j, 0] = f"{i}: {names[i]}"
-            custom[i, j, 1] = f"{j}: {names[j]}"
+    # one category per token, "i: token" (repeated tokens such as "the" stay apart), so the hover
+    # names both tokens from n strings instead of n² (the file stays O(n²) numbers); the
+    # distances travel as float32 (7 significant digits, more than the 4 the hover shows)
+    cats = [f"{i}: {names[i]}" for i in range(n)]
     fig = go.Figure(
         go.Heatmap(
-            z=D, x=list(range(n)), y=list(range(n)), colorscale="Viridis", zmin=0,
-            customdata=custom, colorbar=dict(title="distance"),
-            hovertemplate="%{customdata[0]} ↔ %{customdata[1]}<br>d = %{z:.4f}<extra></extra>",
+            z=D.astype(np.float32), x=cats, y=cats, colorscale="Viridis", zmin=0,
+            colorbar=dict(title="distance"),
+            hovertemplate="%{y} ↔ %{x}<br>d = %{z:.4f}<extra></extra>",
         )
     )
     pos, texts = S.thin_labels(labels, n)
-    fig.update_xaxes(tickvals=pos, ticktext=texts, tickangle=-90, showgrid=False)
-    fig.update_yaxes(tickvals=pos, ticktext=texts, autorange="reversed", scaleanchor="x", showgrid=False)
+    ticks = [cats[p] for p in pos]
+    fig.update_xaxes(type="category", tickvals=ticks, ticktext=texts, tickangle=-90, showgrid=False)
+    fig.update_yaxes(type="category", tickvals=ticks, ticktext=texts, autorange="reversed", scaleanchor="x",
+                     showgrid=False)
     side = int(np.clip(420 + 3 * n, 500, 900))
     fig.update_layout(**_layout(title, width=side + 120, height=side))
     return fig
 
 
-def _complex_xy(X: np.ndarray, edges: np.ndarray, tris: np.ndarray):
-    ex, ey = [], []
-    for i, j in edges:
-        ex += [X[i, 0], X[j, 0], None]
-        ey += [X[i, 1], X[j, 1], None]
-    tx, ty = [], []
-    for i, j, k in tris:
-        tx += [X[i, 0], X[j, 0], X[k, 0], X[i, 0], None]
-        ty += [X[i, 1], X[j, 1], X[k, 1], X[i, 1], None]
-    return ex, ey, tx, ty
+def _closed_paths(X: np.ndarray, simplices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x and y of the polylines through each simplex's vertices, NaN between simplices.
+
+    Edges ``(m, 2)`` give segments ``a b NaN``; triangles ``(t, 3)`` closed outlines
+    ``a b c a NaN``.  float32 NumPy arrays: plotly validates them at once and sends them as
+    base64 (4 bytes a number; screen positions need far fewer than float32's 7 digits).
+    """
+    simplices = np.asarray(simplices, dtype=np.int64).reshape(len(simplices), -1)
+    idx = simplices if simplices.shape[1] == 2 else np.c_[simplices, simplices[:, :1]]
+    pts = np.full((idx.shape[0], idx.shape[1] + 1, 2), np.nan, dtype=np.float32)
+    pts[:, :-1] = X[idx]
+    return pts[..., 0].ravel(), pts[..., 1].ravel()
+
+
+# Drawing caps of the threshold graph (the counts shown stay exact beyond them).
+MAX_DRAWN_EDGES = 6000
+MAX_DRAWN_TRIANGLES = 4000
+_MAX_SCALES = 65535  # slider steps: the step of a pair is stored as uint16 at most
+
+
+def _step_codes(D: np.ndarray, scales: np.ndarray) -> tuple[np.ndarray, str]:
+    """Per pair ``i < j`` (``np.triu_indices`` order) the first slider step ``k`` with
+    ``D[i, j] <= scales[k]`` (``len(scales)``: never), as the smallest unsigned dtype.
+
+    ``D`` is symmetrized the way :func:`attntopo.complex_at` does (the mean of ``D`` and
+    ``D.T``; exact for a symmetric matrix), so the edges at step ``k`` are exactly
+    ``complex_at(D, scales[k])``'s.
+    """
+    upper = ((D + D.T) / 2.0)[np.triu_indices(D.shape[0], 1)]
+    steps = np.searchsorted(scales, upper, side="left")  # first k with upper <= scales[k]
+    return (steps.astype(np.uint8), "u1") if len(scales) <= 255 else (steps.astype("<u2"), "u2")
+
+
+def _count_triangles(steps_matrix: np.ndarray, k: int) -> int:
+    """Triangles of the graph ``steps_matrix <= k`` (trace of A³ / 6, exact in float64 for n ≤ 10⁵)."""
+    A = (steps_matrix <= k).astype(np.float64)
+    np.fill_diagonal(A, 0.0)
+    return int(round(float(np.einsum("ij,ji->", A @ A, A)) / 6.0))
+
+
+def _drawn_step(edges_at: np.ndarray, triangles_at: Any, k: int) -> int:
+    """The largest step ``<= k`` whose complex is within the drawing caps (``-1``: none).
+
+    The same rule as ``drawnStep`` in ``assets/threshold_graph.js``.
+    """
+    def fits(s: int) -> bool:
+        return edges_at[s] <= MAX_DRAWN_EDGES and triangles_at(s) <= MAX_DRAWN_TRIANGLES
+
+    if fits(k):
+        return k
+    lo, hi = -1, k
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+@functools.lru_cache(maxsize=1)
+def _threshold_js() -> str:
+    return resources.files("attntopo.plots").joinpath("assets/threshold_graph.js").read_text(encoding="utf-8")
+
+
+def threshold_graph_script(fig: Any) -> str | None:
+    """The script that gives a threshold graph its ε slider, for ``to_html(post_script=…)``.
+
+    ``None`` for any other figure.  attntopo's HTML writers (:func:`attntopo.plots.save_figure`,
+    :func:`~attntopo.plots.plotly_div`, :func:`~attntopo.plots.figures_to_html`, the reports) add
+    it; the script defines ``attntopoThresholdGraph`` once per page (inlined, no request) and
+    attaches it to the figure's ``<div>`` (plotly's ``{plot_id}``).
+    """
+    meta = getattr(getattr(fig, "layout", None), "meta", None)
+    if not (isinstance(meta, dict) and isinstance(meta.get("attntopo"), dict)
+            and meta["attntopo"].get("kind") == "threshold_graph"):
+        return None
+    return _threshold_js() + "\nattntopoThresholdGraph(document.getElementById('{plot_id}'));"
+
+
+def threshold_graph_eps(fig: Any) -> float:
+    """The scale ε a figure of :func:`iplot_threshold_graph` opens at."""
+    if threshold_graph_script(fig) is None:
+        raise InvalidInputError("expected a figure of attntopo.plots.iplot_threshold_graph")
+    m = fig.layout.meta["attntopo"]
+    return float(m["scales"][m["start"]])
 
 
 def iplot_threshold_graph(
@@ -172,13 +257,29 @@ def iplot_threshold_graph(
     title: str | None = None,
     *,
     special: Any = None,
-    n_scales: int = 16,
+    n_scales: int = 100,
     start: int | None = None,
+    eps: float | None = None,
 ):
-    """Interactive Vietoris–Rips complex with a slider over scales (one frame per scale).
+    """Interactive Vietoris–Rips complex with a slider over scales, computed in the browser.
 
-    Nodes are placed by classical MDS of ``D``; each slider step shows the edges
-    (``D[i, j] <= eps``) and the filled triangles of one scale.
+    Nodes are placed by classical MDS of ``D``.  The figure carries the matrix once, as
+    one number per token pair: the slider step at which that pair's edge appears (exact for
+    every position the slider can take; 1 byte per pair up to 255 steps, 2 beyond).  In the
+    page, a small inlined script (``assets/threshold_graph.js``, no request) draws for the
+    chosen ε the edges (``D[i, j] <= eps``) and the filled triangles (all three sides
+    ``<= eps``): the counts under the slider equal :func:`attntopo.complex_at`'s, ties
+    included.  The file grows as n² (one matrix), not as steps · n³.
+
+    Drawing is capped at :data:`MAX_DRAWN_EDGES` edges and :data:`MAX_DRAWN_TRIANGLES`
+    triangles: beyond, the page draws the complex at the largest earlier step within the
+    caps, says so, and keeps the counts exact.
+
+    The slider works in the HTML that attntopo writes (:func:`attntopo.plots.save_figure` as
+    ``.html``, :func:`~attntopo.plots.figures_to_html`, :func:`~attntopo.plots.plotly_div`,
+    the reports); elsewhere (``fig.show()``, ``fig.write_html``, static export) the figure
+    shows the opening scale.  For ``fig.write_html`` pass
+    ``post_script=threshold_graph_script(fig)``.
 
     Parameters
     ----------
@@ -186,7 +287,7 @@ def iplot_threshold_graph(
         Token distance matrix.
     scales : sequence of float, optional
         The scales of the slider, increasing (default: ``n_scales`` quantiles of the
-        pairwise distances).
+        pairwise distances).  At most 65535.
     labels : sequence of str of length n, optional
     highlight : int, list of int, or bool mask, optional
         Tokens drawn larger in vermillion.
@@ -197,10 +298,16 @@ def iplot_threshold_graph(
         Number of default scales.
     start : int, optional
         Index of the scale shown first (default: the middle one).
+    eps : float, optional
+        The scale shown first (e.g. :func:`attntopo.plots.suggest_scale`); added to the
+        slider's scales when missing, so that the slider holds it exactly.  Give ``eps`` or
+        ``start``, not both.
 
     Returns
     -------
     plotly.graph_objects.Figure
+        Its ``layout.meta["attntopo"]`` holds the slider's data (``scales``, ``start``,
+        ``steps``); :func:`threshold_graph_eps` reads the opening scale.
     """
     go = _go()
     D = distance_matrix(D)
@@ -211,56 +318,74 @@ def iplot_threshold_graph(
     if scales is None:
         scales = suggest_scales(D, n_scales)
     scales = [check_scale(s, "scales") for s in np.atleast_1d(np.asarray(scales, dtype=object))]
-    if not scales:
+    if eps is not None:
+        if start is not None:
+            raise InvalidInputError("give eps (the scale shown first) or start (its index), not both")
+        eps = check_scale(eps, "eps")
+        scales.append(eps)
+    scales = np.unique(np.asarray(scales, dtype=np.float64))
+    if not scales.size:
         raise InvalidInputError("scales must hold at least one positive number")
-    scales = sorted(scales)
-    start = len(scales) // 2 if start is None else int(start)
-    if not 0 <= start < len(scales):
-        raise InvalidInputError(f"start must be in 0..{len(scales) - 1}, got {start}")
+    if scales.size > _MAX_SCALES:
+        raise InvalidInputError(f"scales must hold at most {_MAX_SCALES} values, got {scales.size}")
+    if eps is not None:
+        start = int(np.searchsorted(scales, eps))
+    start = scales.size // 2 if start is None else int(start)
+    if not 0 <= start < scales.size:
+        raise InvalidInputError(f"start must be in 0..{scales.size - 1}, got {start}")
+    codes, dtype = _step_codes(D, scales)
+    # the opening state, drawn in Python too (the figure is right before any script runs)
+    steps_m = np.zeros((n, n), dtype=np.int64)
+    steps_m[np.triu_indices(n, 1)] = codes
+    steps_m = steps_m + steps_m.T
+    edges_at = np.cumsum(np.bincount(codes, minlength=scales.size + 1))
+    triangles_at = functools.lru_cache(maxsize=None)(lambda k: _count_triangles(steps_m, k))
+    drawn = _drawn_step(edges_at, triangles_at, start)
     X = mds_layout(D)
+    if drawn >= 0:
+        edges, tris = threshold_complex(D, float(scales[drawn]))
+    else:
+        edges, tris = np.zeros((0, 2), dtype=int), np.zeros((0, 3), dtype=int)
+    (ex, ey), (tx, ty) = _closed_paths(X, edges), _closed_paths(X, tris)
     names = labels if labels is not None else [str(i) for i in range(n)]
-    frames, steps = [], []
-    data0 = None
-    for k, eps in enumerate(scales):
-        edges, tris = threshold_complex(D, eps)
-        ex, ey, tx, ty = _complex_xy(X, edges, tris)
-        traces = [
-            go.Scatter(x=tx, y=ty, mode="lines", fill="toself", fillcolor="rgba(86,180,233,0.18)",
-                       line=dict(width=0), hoverinfo="skip", name="triangles", showlegend=False),
-            go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=S.EDGE_COLOR, width=1),
-                       opacity=0.7, hoverinfo="skip", name="edges", showlegend=False),
-        ]
-        name = f"{eps:.4g}"
-        frames.append(go.Frame(data=traces, traces=[0, 1], name=name,
-                               layout=dict(title_text=_graph_title(title, eps, len(edges), len(tris)))))
-        steps.append(dict(method="animate", label=name,
-                          args=[[name], dict(mode="immediate", frame=dict(duration=0, redraw=True),
-                                             transition=dict(duration=0))]))
-        if k == start:
-            data0 = (traces, len(edges), len(tris))
     colors = np.where(hl, S.HIGHLIGHT_COLOR, np.where(sp, S.SPECIAL_COLOR, S.NODE_COLOR))
-    nodes = go.Scatter(
-        x=X[:, 0], y=X[:, 1], mode="markers+text" if n <= 60 else "markers",
-        text=[S.short_label(t) for t in names], textposition="top right", textfont=dict(size=10),
-        customdata=[f"{i}: {names[i]}" for i in range(n)],
-        hovertemplate="%{customdata}<extra></extra>",
-        marker=dict(color=list(colors), size=np.where(hl, 13, 9).tolist(), line=dict(color="white", width=1)),
-        showlegend=False, name="tokens",
+    traces = [
+        go.Scatter(x=tx, y=ty, mode="lines", fill="toself", fillcolor="rgba(86,180,233,0.18)",
+                   line=dict(width=0), hoverinfo="skip", name="triangles", showlegend=False),
+        go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=S.EDGE_COLOR, width=1),
+                   opacity=0.7, hoverinfo="skip", name="edges", showlegend=False),
+        go.Scatter(
+            # plain lists (not base64 arrays): the page's script reads them from the figure
+            x=X[:, 0].tolist(), y=X[:, 1].tolist(), mode="markers+text" if n <= 60 else "markers",
+            text=[S.short_label(t) for t in names], textposition="top right", textfont=dict(size=10),
+            customdata=[f"{i}: {names[i]}" for i in range(n)],
+            hovertemplate="%{customdata}<extra></extra>",
+            marker=dict(color=list(colors), size=np.where(hl, 13, 9).tolist(), line=dict(color="white", width=1)),
+            showlegend=False, name="tokens",
+        ),
+    ]
+    width = 760
+    meta = dict(
+        kind="threshold_graph", version=1, n=n, scales=scales.tolist(), start=start,
+        steps=base64.b64encode(codes.tobytes()).decode("ascii"), dtype=dtype,
+        traces=dict(triangles=0, edges=1, nodes=2), max_edges=MAX_DRAWN_EDGES,
+        max_triangles=MAX_DRAWN_TRIANGLES, width=width, title_prefix=f"{title} · " if title else "",
     )
-    traces, n_e, n_t = data0
-    fig = go.Figure(data=traces + [nodes], frames=frames)
+    fig = go.Figure(data=traces)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor="x", scaleratio=1)
     fig.update_layout(
-        **_layout(_graph_title(title, scales[start], n_e, n_t), width=760, height=720),
-        sliders=[dict(active=start, steps=steps, currentvalue=dict(prefix="ε = "), pad=dict(t=30))],
+        **_layout(_graph_title(title, float(scales[start]), int(edges_at[start]), triangles_at(start)),
+                  width=width, height=720),
+        meta=dict(attntopo=meta),
     )
     return fig
 
 
 def _graph_title(title: str | None, eps: float, n_edges: int, n_tris: int) -> str:
     head = f"{title} · " if title else ""
-    return f"{head}threshold graph at ε = {eps:.3g} · {n_edges} edges · {n_tris} triangles"
+    return (f"{head}threshold graph at ε = {eps:.3g} · {n_edges} edge{'' if n_edges == 1 else 's'}"
+            f" · {n_tris} triangle{'' if n_tris == 1 else 's'}")
 
 
 def iplot_head_grid(analysis: Any, stat: str = "max_persistence_h1", title: str | None = None):
