@@ -114,17 +114,17 @@ def _tokens_line(att, marked: set[int] | None = None, limit: int = 120) -> str:
     return f'<div style="font-size:12px;color:#333;margin:2px 0 6px">{" · ".join(out)}{more}</div>'
 
 
-def _stat_name(maxdim: int) -> str:
-    return f"max_persistence_h{min(1, maxdim)}"
+def _stat_name(analysis) -> str:
+    return f"max_persistence_h{analysis.ranking_dim}"
 
 
 def default_heads(analysis, n: int = 3) -> list[tuple[int, int]]:
-    """The ``n`` most persistent heads: largest finite H1 bar (H0 when ``maxdim`` is 0)."""
+    """The ``n`` most persistent heads: largest finite bar in the analysis's
+    :attr:`~attntopo.Analysis.ranking_dim` (H1, or H0 when most heads have no H1 bar)."""
     _check(analysis, "analysis")
-    key = _stat_name(analysis.maxdim)
-    rows = analysis.summary_rows()
-    rows = sorted(rows, key=lambda r: (-float(r[key]), -float(r["total_persistence_h0"]), r["layer"], r["head"]))
-    return [(int(r["layer"]), int(r["head"])) for r in rows[: max(0, int(n))]]
+    if int(n) <= 0:
+        return []
+    return [(lay, hd) for lay, hd, _ in analysis.most_persistent_heads(int(n))]
 
 
 # ------------------------------------------------------------------ fragments
@@ -146,7 +146,7 @@ def analysis_html(analysis, *, top: int = 10, stat: str | None = None) -> str:
     """
     _check(analysis, "analysis")
     a = analysis.attention
-    stat = stat or _stat_name(analysis.maxdim)
+    stat = stat or _stat_name(analysis)
     table = analysis.summary()
     if stat not in table or stat in ("layer", "head"):
         allowed = ", ".join(k for k in table if k not in ("layer", "head"))

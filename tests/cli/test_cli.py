@@ -70,6 +70,15 @@ def test_analyze_demo_prints_summary():
 
 
 @pytest.mark.model
+def test_analyze_short_text_orders_by_h0():
+    """'The cat sat.' on MiniLM: 69 of 72 heads have no H1 bar (max_persistence_h1 = 0), so the
+    table's default order is the longest H0 bar, and the title says so."""
+    r = run("analyze", "The cat sat.", "--top", "3")
+    assert r.returncode == 0, r.stderr
+    assert "top 3 of 72 by max_persistence_h0" in " ".join(r.stdout.split())
+
+
+@pytest.mark.model
 def test_analyze_json_is_the_only_stdout():
     r = run("analyze", "Quantum information theory allows us to study attention",
             "--layer", "1", "--head", "2", "--head", "3", "--json")

@@ -482,6 +482,22 @@ def test_compare_one_head_and_the_grid(client):
 
 @pytest.mark.model
 @pytest.mark.slow
+def test_analyze_short_text_auto_head_by_h0(client):
+    """Most heads of a six-token text have no H1 bar: auto_head and the page's grid use the
+    longest H0 bar, and the payload says so."""
+    r = client.post("/api/analyze", json={"text": "The cat sat.", "auto_head": True})
+    assert r.status_code == 200, r.text[:300]
+    d = r.json()
+    m1 = np.asarray(d["summary"]["max_persistence_h1"], dtype=float)
+    assert 2 * (m1 == 0).sum() > m1.size
+    assert d["ranking"] == {"stat": "max_persistence", "dim": 0, "column": "max_persistence_h0"}
+    m0 = np.asarray(d["summary"]["max_persistence_h0"], dtype=float)
+    best = int(np.argmax(m0))
+    assert d["selected"] == [d["summary"]["layer"][best], d["summary"]["head"][best]]
+
+
+@pytest.mark.model
+@pytest.mark.slow
 def test_compare_short_texts_ranking_dimension_and_ties(client):
     """Most heads' H1 distance is exactly 0 on two six-token texts: the payload ranks by H0,
     says so, and marks ties; its own summary says the same."""

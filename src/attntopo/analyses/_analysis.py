@@ -8,17 +8,25 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from .._validation import check_maxdim, check_metric, check_paper_compat, check_threshold
+from .._validation import (
+    check_dim,
+    check_maxdim,
+    check_metric,
+    check_paper_compat,
+    check_positive_int,
+    check_threshold,
+)
 from .._version import __version__
 from ..attention import Attention
 from ..constants import DEFAULT_MODEL, SUMMARY_STATS, PaperMode
 from ..distances import token_distances
-from ..errors import ResultFormatError
+from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_float, json_safe
 from ..topology import Diagram, pack_diagrams, unpack_diagrams
 from ..topology.persistence import _persistence_batch_valid
 from ._inputs import head_position, load
 from ._provenance import make_provenance, model_info, stored_paper_mode
+from ._ranking import informative_dim, ranked_heads
 from ._result import Columns, Result, read_array
 
 __all__ = ["Analysis", "analyze"]
@@ -130,6 +138,63 @@ class Analysis(Result):
                         row[f"{stat}_h{d}"] = sd[stat]
                 rows.append(row)
         return rows
+
+    # ---------------------------------------------------------------- ranking
+    def _stat_grid(self, stat: str) -> np.ndarray:
+        """ndarray of shape (n_layers, n_heads, maxdim + 1): one summary statistic per head and dimension."""
+        if stat not in SUMMARY_STATS:
+            raise InvalidInputError(f"unknown statistic {stat!r}; allowed: {', '.join(SUMMARY_STATS)}")
+        L, H = len(self.layers), len(self.heads)
+        out = np.zeros((L, H, self.maxdim + 1))
+        for i in range(L):
+            for j in range(H):
+                s = self.diagrams[i][j].summary()
+                out[i, j] = [s[d][stat] for d in range(self.maxdim + 1)]
+        return out
+
+    @property
+    def ranking_dim(self) -> int:
+        """The homology dimension of the default ranking of heads by ``max_persistence``.
+
+        The highest dimension in which no value is shared by more than half of the heads, H0
+        when there is none (:data:`attntopo.analyses.RANKING_RULE`): on a short text most heads
+        have no H1 bar, their largest H1 persistence is 0, and the heads are ranked by H0.
+        Used by :meth:`most_persistent_heads`, the report's and the figures' default heads, the
+        command line's table and the explorer.
+        """
+        return informative_dim(self._stat_grid("max_persistence"))
+
+    def ranking(self, stat: str = "max_persistence", dim: int | None = None) -> Columns:
+        """Every head ranked by a summary statistic, largest first.
+
+        Parameters
+        ----------
+        stat : str
+            One of :data:`attntopo.constants.SUMMARY_STATS` (default the longest finite bar).
+        dim : int, optional
+            Homology dimension; default :attr:`ranking_dim`.
+
+        Returns
+        -------
+        Columns
+            ``layer``, ``head``, ``value``, ``rank`` (``scipy.stats.rankdata(method="min")`` of
+            the negated values: 1 is the largest, equal values share the smallest rank of their
+            group) and ``n_tied`` (heads sharing that rank).  Within a tie heads are listed by
+            ``total_persistence_h0`` (largest first), then by layer and head.
+        """
+        g = self._stat_grid(stat)
+        d = self.ranking_dim if dim is None else check_dim(dim, self.maxdim)
+        v = g[:, :, d].ravel()
+        tot0 = self._stat_grid("total_persistence")[:, :, 0].ravel()
+        return ranked_heads(self.layers, self.heads, v, -v, -tot0)
+
+    def most_persistent_heads(self, k: int = 5, dim: int | None = None) -> list[tuple[int, int, float]]:
+        """The ``k`` heads with the longest finite bar in dimension ``dim`` (default
+        :attr:`ranking_dim`): ``[(layer, head, max_persistence), ...]``, the first rows of
+        :meth:`ranking` (which also gives ranks, ties shared)."""
+        k = check_positive_int(k, "k", allow_none=False)
+        r = self.ranking("max_persistence", dim)
+        return [(int(r["layer"][t]), int(r["head"][t]), float(r["value"][t])) for t in range(min(k, r.n_rows))]
 
     def _settings(self) -> dict:
         st = self.provenance.get("settings", {})

@@ -53,7 +53,7 @@ from ..words import SharedToken, check_alignment, match_aligned, match_words, no
 from ._analysis import Analysis
 from ._inputs import attentions_of
 from ._provenance import make_provenance, stored_paper_mode
-from ._ranking import RANKING_RULE, informative_dim, rank_order
+from ._ranking import RANKING_RULE, informative_dim, rank_order, ranked_heads
 from ._result import Columns, Result, nest, read_array, unnest
 
 __all__ = ["Comparison", "compare"]
@@ -441,16 +441,7 @@ class Comparison(Result):
         if by in DISTANCE_NAMES:
             src = self.diagram_distances if scope == "text" else self.shared_diagram_distances
             tot = sign * src[by].sum(-1).ravel()
-        order, ranks = rank_order(sign * g, tot)
-        n_tied = np.bincount(ranks)[ranks] if ranks.size else ranks
-        H = len(self.heads)
-        return Columns({
-            "layer": np.array([self.layers[t // H] for t in order], dtype=np.int64),
-            "head": np.array([self.heads[t % H] for t in order], dtype=np.int64),
-            "value": g[order],
-            "rank": ranks[order],
-            "n_tied": n_tied[order],
-        })
+        return ranked_heads(self.layers, self.heads, g, sign * g, tot)
 
     def _ranked(self, k: int, by: str, dim: int | None, scope: str, similar: bool) -> list[tuple[int, int, float]]:
         k = check_positive_int(k, "k", allow_none=False)

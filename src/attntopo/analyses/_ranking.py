@@ -24,7 +24,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
-__all__ = ["RANKING_RULE", "informative_dim", "rank_order"]
+from ._result import Columns
+
+__all__ = ["RANKING_RULE", "informative_dim", "rank_order", "ranked_heads"]
 
 #: The rule, in words (written into ``to_dict()`` and the documentation).
 RANKING_RULE = (
@@ -86,3 +88,34 @@ def rank_order(key: np.ndarray, tiebreak: np.ndarray | None = None) -> tuple[np.
     if (~nan).any():
         ranks[~nan] = rankdata(k[~nan], method="min").astype(np.int64)
     return order, ranks
+
+
+def ranked_heads(layers, heads, values: np.ndarray, key: np.ndarray,
+                 tiebreak: np.ndarray | None = None) -> Columns:
+    """A ranking table of the heads of a (layers × heads) grid, best first.
+
+    Parameters
+    ----------
+    layers, heads : sequence of int
+        Model indices of the grid's rows and columns.
+    values : array_like of shape (n_layers · n_heads,)
+        The numbers shown, layer-major.
+    key, tiebreak : array_like of shape (n_layers · n_heads,)
+        As in :func:`rank_order` (smaller is better).
+
+    Returns
+    -------
+    Columns
+        ``layer``, ``head``, ``value``, ``rank`` (ties share the smallest rank of their group)
+        and ``n_tied`` (heads sharing that rank; 1: no tie).
+    """
+    order, ranks = rank_order(key, tiebreak)
+    n_tied = np.bincount(ranks)[ranks] if ranks.size else ranks
+    H = len(heads)
+    return Columns({
+        "layer": np.array([layers[t // H] for t in order], dtype=np.int64),
+        "head": np.array([heads[t % H] for t in order], dtype=np.int64),
+        "value": np.asarray(values, dtype=np.float64).ravel()[order],
+        "rank": ranks[order],
+        "n_tied": n_tied[order],
+    })

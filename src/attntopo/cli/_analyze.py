@@ -163,14 +163,14 @@ def analyze(
 
     rows = analysis.summary_rows()
     n_heads_total = len(rows)
-    sort_key = sort or ("layer" if (top == 0 or n_heads_total <= top) else _default_sort(maxdim))
+    sort_key = sort or ("layer" if (top == 0 or n_heads_total <= top) else _default_sort(analysis))
     bundle = None
     if formats:
         from ..plots import analysis_bundle
 
-        key = sort or _default_sort(maxdim)
+        key = sort or _default_sort(analysis)
         chosen = [(r["layer"], r["head"]) for r in _sorted_rows(rows, key)[:plot_heads]]
-        bundle = analysis_bundle(analysis, chosen, stat=key if key != "layer" else _default_sort(maxdim))
+        bundle = analysis_bundle(analysis, chosen, stat=key if key != "layer" else _default_sort(analysis))
     saved, figures, t_plots = write_result(analysis, out, bundle, formats, show)
     timing = {
         "model_s": round(t_model, 3),
@@ -191,8 +191,9 @@ def _sort_keys(maxdim: int) -> list[str]:
     return ["layer"] + [f"{s}_h{d}" for d in range(maxdim + 1) for s in SUMMARY_STATS]
 
 
-def _default_sort(maxdim: int) -> str:
-    return f"max_persistence_h{min(1, maxdim)}"
+def _default_sort(analysis) -> str:
+    """The longest bar in the analysis's ranking dimension (H0 when most heads have no H1 bar)."""
+    return f"max_persistence_h{analysis.ranking_dim}"
 
 
 def _check_sort(sort: Optional[str], maxdim: int) -> Optional[str]:

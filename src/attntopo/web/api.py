@@ -110,6 +110,10 @@ class AnalyzeResponse(BaseModel):
     heads: list[int]
     summary: dict[str, list[Any]] = Field(
         ..., description="Per-head summary columns (layer-major, length layers × heads).")
+    ranking: dict[str, Any] = Field(
+        ..., description="The default ranking of heads (auto_head, the page's grid): stat "
+                         "(max_persistence), dim (the highest homology dimension in which no value is "
+                         "shared by more than half of the heads), column.")
     selected: Optional[list[int]] = Field(None, description="[layer, head] of `head`, if any.")
     head: Optional[HeadData] = None
     cached: bool
@@ -376,10 +380,8 @@ def _columns(table: dict) -> dict:
 
 
 def _most_persistent(an) -> tuple[int, int]:
-    col = f"max_persistence_h{min(1, an.maxdim)}"
-    rows = an.summary_rows()
-    best = max(rows, key=lambda r: (float(r[col]), float(r["total_persistence_h0"]), -r["layer"], -r["head"]))
-    return int(best["layer"]), int(best["head"])
+    layer, head, _ = an.most_persistent_heads(1)[0]  # in the analysis's ranking dimension
+    return layer, head
 
 
 def _compare_report(c, layer: int, head: int) -> dict:
@@ -557,6 +559,8 @@ def build_router(settings: Settings) -> APIRouter:
                 "layers": list(an.layers),
                 "heads": list(an.heads),
                 "summary": _columns(an.summary()),
+                "ranking": {"stat": "max_persistence", "dim": an.ranking_dim,
+                            "column": f"max_persistence_h{an.ranking_dim}"},
                 "selected": list(sel) if sel else None,
                 "head": head_payload(an, sel[0], sel[1], st.settings.max_triangles) if sel else None,
                 "cached": cached,

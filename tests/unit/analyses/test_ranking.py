@@ -192,3 +192,36 @@ def test_mostly_zero_h1_ranks_by_h0(long_pair):
     mostly = dataclasses.replace(c, diagram_distances=dist)
     assert mostly.ranking_dim == 0 and mostly.to_dict()["ranking"]["dim"] == 0
     assert [v for _, _, v in mostly.most_similar_heads(2)] == sorted(dist["bottleneck"][..., 0].ravel())[:2]
+
+
+# ------------------------------------------------------------- one text's heads
+def test_analysis_short_text_ranks_by_h0():
+    """Three tokens: no head has an H1 bar, every max_persistence_h1 is 0: the heads are
+    ranked, reported and drawn by their longest H0 bar."""
+    from attntopo._html import analysis_html, default_heads
+    from attntopo.plots.bundles import analysis_bundle
+
+    rng = np.random.default_rng(3)
+    an = at.analyze(_attention(["the", "cat", "sat"], rng), n_jobs=1)
+    s = an.summary()
+    assert (s["max_persistence_h1"] == 0).all() and an.ranking_dim == 0
+    h0 = s["max_persistence_h0"]
+    top = an.most_persistent_heads(3)
+    assert [v for _, _, v in top] == sorted(h0.tolist(), reverse=True)[:3]
+    assert default_heads(an, 2) == [(lay, hd) for lay, hd, _ in top[:2]]
+    assert analysis_bundle(an).heads == default_heads(an, 3)
+    assert "max persistence h0" in analysis_html(an)
+    r = an.ranking(dim=1)
+    assert (r["rank"] == 1).all() and (r["n_tied"] == 6).all()  # all tied in H1
+    np.testing.assert_array_equal(an.ranking()["rank"], rankdata(-an.ranking()["value"], method="min"))
+    with pytest.raises(at.errors.InvalidInputError, match="unknown statistic"):
+        an.ranking("nope")
+
+
+def test_analysis_longer_text_ranks_by_h1():
+    rng = np.random.default_rng(5)
+    words = "the old cat sat on the warm mat while the dog slept by the door".split()
+    an = at.analyze(_attention(words, rng), n_jobs=1)
+    m1 = an.summary()["max_persistence_h1"]
+    assert 2 * np.unique(m1, return_counts=True)[1].max() <= m1.size and an.ranking_dim == 1
+    assert an.most_persistent_heads(1)[0][2] == m1.max()

@@ -35,6 +35,7 @@
     seq: 0,
     ctrl: null,
     frame: 0,
+    statChosen: false, // the user picked the heads grid's column (else: the server's ranking column)
   };
 
   // ----------------------------------------------------------------- helpers
@@ -168,7 +169,7 @@
     $("head").addEventListener("change", () => selectHead(+$("layer").value, +$("head").value));
     $("eps").addEventListener("input", () => setEps(+$("eps").value, false));
     $("eps-reset").addEventListener("click", () => setEps(suggestedEps(), true));
-    $("grid-stat").addEventListener("change", drawHeadMap);
+    $("grid-stat").addEventListener("change", () => { S.statChosen = true; drawHeadMap(); });
     $("heat-kind").addEventListener("change", drawHeatmaps);
     try {
       const [health, models] = await Promise.all([api("/api/health"), api("/api/models")]);
@@ -621,10 +622,10 @@
     const prev = sel.value;
     const opts = gridOptions();
     fillSelect(sel, opts.map((o) => o.value), opts.map((o) => o.label));
-    const maxdim = S.data.settings.maxdim;
-    // the server's ranking dimension: the highest one in which no value is shared by more than half of the heads
-    const dflt = S.mode === "compare" ? `c:${S.data.ranking.column}` : `s:max_persistence_h${Math.min(1, maxdim)}`;
-    sel.value = opts.some((o) => o.value === prev) ? prev : dflt;
+    // the server's ranking dimension: the highest one in which no value is shared by more than half
+    // of the heads (H0 on short texts); a column the user picked is kept while it exists
+    const dflt = `${S.mode === "compare" ? "c" : "s"}:${S.data.ranking.column}`;
+    sel.value = S.statChosen && opts.some((o) => o.value === prev) ? prev : dflt;
   }
 
   function drawHeadMap() {
