@@ -171,7 +171,7 @@ def _closed_paths(X: np.ndarray, simplices: np.ndarray) -> tuple[np.ndarray, np.
     ``a b c a NaN``.  float32 NumPy arrays: plotly validates them at once and sends them as
     base64 (4 bytes a number; screen positions need far fewer than float32's 7 digits).
     """
-    simplices = np.asarray(simplices, dtype=np.int64).reshape(len(simplices), -1)
+    simplices = np.asarray(simplices, dtype=np.int64)  # (m, 2) or (t, 3), m or t may be 0
     idx = simplices if simplices.shape[1] == 2 else np.c_[simplices, simplices[:, :1]]
     pts = np.full((idx.shape[0], idx.shape[1] + 1, 2), np.nan, dtype=np.float32)
     pts[:, :-1] = X[idx]
