@@ -6,6 +6,7 @@ subprocess."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import typer
@@ -130,3 +131,26 @@ def test_json_table_key_is_summary_everywhere():
     assert set(a["summary"][0]) >= {"n_bars_h1", "max_persistence_h1"}
     assert p["summary"] == p["spread_rows"]
     assert t["summary"] == t["slices"] and {"t", "n_bars_h0"} <= set(t["summary"][0])
+
+
+# ---------------------------------------------------------------- narrow terminals
+@pytest.mark.model
+@pytest.mark.parametrize("columns", [80, 60])
+def test_compare_maxdim_2_prints_every_number_whole(columns):
+    """At 80 columns ``compare --maxdim 2`` cut its numbers to "0.1…"; a table that does not
+    fit drops its padding, and one that still does not fit is printed at the width it needs."""
+    r = run("compare", "The cat sat on the mat.", "A cat sat on a mat.", "--maxdim", "2", "--layer", "1",
+            "--top", "4", columns=columns)
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout
+    lines = r.stdout.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("#"))  # the column header
+    rows = [ln.split() for ln in lines[start + 2: start + 6]]
+    assert len(rows) == 4
+    for cells in rows:
+        # rank, layer, head, ε, 3 bottleneck, 3 Wasserstein, shared edges and triangles
+        assert len(cells) == 12, cells
+        assert all(re.fullmatch(r"\d+\.\d{2,3}", x) for x in cells[3:10]), cells
+        assert all(x.isdigit() for x in cells[1:3] + cells[10:]), cells
+    if columns == 80:
+        assert max(len(ln) for ln in lines[start - 1: start + 6]) <= 80  # fits once the padding is gone

@@ -46,6 +46,7 @@ from ._common import (
     plural,
     print_json,
     print_saved,
+    print_table,
     read_text,
     status,
     top_option,
@@ -294,4 +295,4 @@ def _print_table(analysis, rows: list[dict], key: str, top: int) -> None:
     notes.append("total, max: finite persistence in distance units; ent: persistence entropy in bits.")
     table.caption = " ".join(notes)
     table.caption_justify = "left"
-    console.print(table)
+    print_table(table)

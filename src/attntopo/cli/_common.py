@@ -353,6 +353,28 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def print_table(table: Any) -> None:
+    """Print a rich table on stdout with every cell whole, whatever the terminal's width.
+
+    rich fits a table to the terminal (``COLUMNS``) by cutting cells ("0.1…"); numbers must
+    not be cut.  A table wider than the terminal loses its column padding first (one space
+    between columns); one still too wide is printed at the width it needs, and the terminal
+    wraps its lines.
+    """
+    from rich.measure import Measurement
+    from rich.segment import Segments
+
+    wide = console.options.update_width(1 << 16)
+    need = Measurement.get(console, wide, table).minimum  # every unbreakable cell whole
+    if need > console.width and any(table.padding):
+        table.padding = (0, 0)
+        need = Measurement.get(console, wide, table).minimum
+    if need <= console.width:
+        console.print(table)
+    else:
+        console.print(Segments(list(console.render(table, console.options.update_width(need)))), crop=False)
+
+
 def esc(s: str) -> str:
     """Escape rich markup in user data ([CLS] would otherwise vanish as a style tag)."""
     from rich.markup import escape

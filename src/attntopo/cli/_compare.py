@@ -42,6 +42,7 @@ from ._common import (
     plots_option,
     print_json,
     print_saved,
+    print_table,
     status,
     summary_rows,
     top_option,
@@ -208,7 +209,7 @@ def compare_cmd(
                 pt.add_row(str(p["layer"]), str(p["head"]), esc(f"{p['a']} – {p['b']}"),
                            num(p["edge_birth_a"]), num(p["edge_birth_b"]),
                            num(p["connection_a"]), num(p["connection_b"]))
-        console.print(pt)
+        print_table(pt)
     if single and c.keys:
         simp = c.shared_simplices(rows[0]["layer"], rows[0]["head"])
         if simp:
@@ -293,5 +294,5 @@ def _print_heads_table(c, rows: list[dict], rank_dim: int, top: int, default: bo
                      "#: rank, '1=' tied with other heads (equal distances share a rank); "
                      "shared edges/triangles: among shared tokens, present in both texts at ε.")
     table.caption_justify = "left"
-    console.print(table)
+    print_table(table)
 

@@ -30,6 +30,7 @@ from ._common import (
     plural,
     print_json,
     print_saved,
+    print_table,
     read_text,
     save_result,
     status,
@@ -204,7 +205,7 @@ def _print_report(r, where: str, geometry: dict | None, timing: dict) -> None:
     mv = r.movement
     for k in rows[:40]:
         table.add_row(str(k), str(int(nl[k])), str(int(nc[k])), "–" if k == 0 else f"{mv[k]:.2e}")
-    console.print(table)
+    print_table(table)
     clusters = r.clusters()
     table = Table(title="Clusters at the last step", title_justify="left", header_style="bold",
                   box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
@@ -216,7 +217,7 @@ def _print_report(r, where: str, geometry: dict | None, timing: dict) -> None:
         shown = mem if len(mem) <= 12 else mem[:12] + [f"… (+{len(mem) - 12})"]
         table.add_row(str(c["cluster"]), str(len(c["members"])), esc(" ".join(names[i] for i in c["leaders"]) or "–"),
                       esc(" ".join(shown)))
-    console.print(table)
+    print_table(table)
     if len(clusters) > 30:
         console.print(f"… and {len(clusters) - 30} more clusters (--json lists all)")
     if geometry is not None:
@@ -332,7 +333,7 @@ def _print_training(model, timing: dict) -> None:
         b = m["baseline"]
         table.add_row("logistic regression, word counts", f"validation (C = {b['C']:g}, {b['val_accuracy']:.3f})",
                       f"{b['test_accuracy']:.3f}")
-    console.print(table)
+    print_table(table)
     for c, words in (m.get("leader_words") or {}).items():
         shown = ", ".join(f"{esc(w)} ({share:.0%})" for w, _, share in words)
         console.print(f"leader words, {esc(c)} (share of its test texts): {shown}", overflow="fold")
@@ -399,5 +400,5 @@ def explain_cmd(
     for c in clusters:
         table.add_row(str(len(c["members"])), esc(" ".join(sim.tokens[i] for i in c["leaders"]) or "–"),
                       esc(" ".join(c["labels"])))
-    console.print(table)
+    print_table(table)
     print_saved(saved, figures)

@@ -39,6 +39,7 @@ from ._common import (
     plural,
     print_json,
     print_saved,
+    print_table,
     read_text,
     status,
     top_option,
@@ -279,4 +280,4 @@ def _print_comparison(comparison) -> None:
     else:
         table.caption = "no bootstrap (one text or --n-boot 0)"
     table.caption_justify = "left"
-    console.print(table)
+    print_table(table)

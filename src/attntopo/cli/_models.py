@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ..constants import DEFAULT_MODEL
 from ..models.describe import describe_alias
-from ._common import app, console, debug_option, esc, json_option, print_json
+from ._common import app, console, debug_option, esc, json_option, print_json, print_table
 
 _MODELS_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -57,7 +57,7 @@ def models(
         else:
             status = Text("ready")
         table.add_row(r["alias"], r["description"].split(" (")[0].split(",")[0], lh, causal, status)
-    console.print(table)
+    print_table(table)
     for r in rows:
         if not r["installed"]:
             console.print(f"[bold]{r['alias']}[/bold]: [yellow]{esc(r['note'])}[/yellow]", soft_wrap=True)

@@ -37,6 +37,7 @@ from ._common import (
     plural,
     print_json,
     print_saved,
+    print_table,
     save_result,
     status,
     top_option,
@@ -132,7 +133,7 @@ def phrase_cmd(
                 t.add_column(str(k), justify="right")
             for k in range(len(p.contexts)):
                 t.add_row(str(k), *[num(x) for x in M[k]])
-            console.print(t)
+            print_table(t)
     else:
         shown = rows if top == 0 else rows[:top]
         console.print(f"[bold]Heads from most to least stable[/bold] (mean H{dim} distance between contexts"
@@ -142,5 +143,5 @@ def phrase_cmd(
             t.add_column(col, justify="right", no_wrap=True)
         for r in shown:
             t.add_row(str(r["layer"]), str(r["head"]), num(r["bottleneck"]), num(r["wasserstein1"]))
-        console.print(t)
+        print_table(t)
     print_saved(saved)

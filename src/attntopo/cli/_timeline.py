@@ -39,6 +39,7 @@ from ._common import (
     plural,
     print_json,
     print_saved,
+    print_table,
     read_text,
     status,
     top_option,
@@ -144,7 +145,7 @@ def timeline_cmd(
         k = c["t"] - tl.t0 - 1
         table.add_row(str(c["t"]), esc(c["label"]), *[num(tl.bottleneck[k, d]) for d in range(tl.maxdim + 1)],
                       *[num(tl.wasserstein[k, d]) for d in range(tl.maxdim + 1)])
-    console.print(table)
+    print_table(table)
     vines = doc["vines"]
     for d in range(tl.maxdim + 1):
         v = vines[f"h{d}"]
