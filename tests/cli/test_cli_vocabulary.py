@@ -154,3 +154,15 @@ def test_compare_maxdim_2_prints_every_number_whole(columns):
         assert all(x.isdigit() for x in cells[1:3] + cells[10:]), cells
     if columns == 80:
         assert max(len(ln) for ln in lines[start - 1: start + 6]) <= 80  # fits once the padding is gone
+
+
+# ---------------------------------------------------------------------- report
+@pytest.mark.model
+def test_report_prints_the_path_only(tmp_path):
+    """The help promises the path on stdout; a sentence came instead ("wrote report … (5.2 MB …)")."""
+    out = tmp_path / "r.html"
+    r = run("report", "The cat sat on the mat.", "-o", str(out), "--plot-heads", "0")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"{out}\n"
+    assert r.stderr == ""  # not a terminal: no progress, and nothing from transformers or torch
+    assert out.is_file() and out.stat().st_size > 0

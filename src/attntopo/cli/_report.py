@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -14,7 +15,7 @@ from ._common import (
     Metric,
     app,
     check_writable_parent,
-    console,
+    err_console,
     debug_option,
     drop_special_option,
     esc,
@@ -73,7 +74,7 @@ def report_cmd(
 ) -> None:
     """Write one self-contained HTML report of a text (and, with --compare, of two texts): summary tables, the all-heads grid and interactive figures of chosen heads, to send to a colleague.
 
-    Progress goes to stderr; the path written to stdout.
+    Progress goes to stderr; stdout gets the path written, and nothing else.
     """  # noqa: E501 - typer keeps line breaks of help text
     import attntopo as at
 
@@ -110,13 +111,18 @@ def report_cmd(
         saved = write_report(out, html)
     except OSError as e:
         raise InvalidInputError(f"cannot write --out {str(out)!r}: {e.strerror or e}") from None
-    size = len(html.encode("utf-8"))
-    kind = "comparison report" if comparison is not None else "report"
-    console.print(
-        f"wrote {kind} [bold]{esc(saved)}[/bold] ({size / 2**20:.1f} MB, self-contained) from {esc(source)} · "
-        f"model {esc(m.name)} · {time.perf_counter() - t_start:.1f} s",
-        soft_wrap=True,
-    )
+    # stdout: the path written, only (as the help promises: `open "$(attntopo report …)"`);
+    # what was written goes to stderr, on a terminal, like the progress lines
+    sys.stdout.write(f"{saved}\n")
+    sys.stdout.flush()
+    if err_console.is_terminal:
+        size = len(html.encode("utf-8"))
+        kind = "comparison report" if comparison is not None else "report"
+        err_console.print(
+            f"wrote {kind} ({size / 2**20:.1f} MB, self-contained) from {esc(source)} · "
+            f"model {esc(m.name)} · {time.perf_counter() - t_start:.1f} s",
+            soft_wrap=True,
+        )
 
 
 def _report_heads(layers: list[int] | None, heads: list[int] | None) -> list[tuple[int, int]] | None:
