@@ -61,6 +61,7 @@ import numpy as np
 import torch
 
 from attntopo import _native
+from attntopo._progress import NO_PROGRESS, ProgressOption, Reporter, make_reporter
 from attntopo._validation import check_metric, check_number, check_paper_compat, check_positive_int
 from attntopo.constants import PaperMode
 from attntopo.errors import InvalidInputError, InvalidMatrixError
@@ -100,6 +101,7 @@ def token_distances(
     chunk_elements: int | None = None,
     dtype: torch.dtype = torch.float64,
     n_threads: int | None = None,
+    progress: ProgressOption = False,
 ) -> np.ndarray:
     """Distances between the rows of attention matrices.
 
@@ -178,6 +180,10 @@ def token_distances(
         torch operations (robust when the cores are shared with other work);
         torch's own thread count is set to 1 during the call and restored
         afterwards.
+    progress : bool, callable or None, default False
+        Report the matrices done, per chunk of matrices: ``True`` a bar, ``None`` a bar
+        on a terminal or in Jupyter, or a callback ``callback(done, total, stage)`` (see
+        :mod:`attntopo._progress`).
 
     Returns
     -------
@@ -222,7 +228,11 @@ def token_distances(
             "attention matrices must be square [..., n, n]; "
             f"got last two dims {tuple(x.shape[-2:])}"
         )
-    return _distances(x, metric, base, paper_compat, budget, dtype, threads, "attention")
+    n_mats = math.prod(x.shape[:-2])
+    with make_reporter(progress, total=n_mats, description="distances") as reporter:
+        reporter.stage("distances")
+        return _distances(x, metric, base, paper_compat, budget, dtype, threads, "attention",
+                          reporter)
 
 
 def _distances(
@@ -234,16 +244,19 @@ def _distances(
     dtype: torch.dtype,
     threads: int | None,
     noun: str,
+    reporter: Reporter = NO_PROGRESS,
 ) -> np.ndarray:
     """Distances between the rows of each ``(m, k)`` matrix of ``x`` (``(..., m, k)``, checked
     settings): the common body of :func:`token_distances` and :func:`row_distances`.
     ``paper_compat`` is a checked mode (``"notebook"``, ``"listing"``) or ``None``.
 
-    Returns ``(..., m, m)`` float64.  ``noun`` names the input in error messages.
+    Returns ``(..., m, m)`` float64.  ``noun`` names the input in error messages;
+    ``reporter`` advances by the matrices of each chunk done.
     """
     lead, m, k = tuple(x.shape[:-2]), int(x.shape[-2]), int(x.shape[-1])
     out = np.empty(lead + (m, m), dtype=np.float64)
     if out.size == 0:
+        reporter.advance(math.prod(lead))
         return out
     if k == 0:
         raise InvalidMatrixError(f"{noun}: rows have no entries (k = 0); distributions need one")
@@ -259,7 +272,7 @@ def _distances(
         need_support = metric == "jensen_shannon" and lib is None
         support, nonneg = _validate(x3, lead, paper_compat, budget, need_support, noun)
         if lib is not None:
-            _js_native(x3, out3, paper_compat, nonneg, base, budget, workers, lib)
+            _js_native(x3, out3, paper_compat, nonneg, base, budget, workers, lib, reporter)
             return out
         out3_t = torch.from_numpy(out3)
         per = max(1, min(batch, budget // (2 * m * m + 6 * m * k)))
@@ -273,6 +286,7 @@ def _distances(
                 D = _tv_block(P, dtype, budget, workers)
             _finish_(D, metric, base, paper_compat)
             _symmetrize_into(D, out3_t[h0 : h0 + per])
+            reporter.advance(P.shape[0])
     return out
 
 
@@ -698,6 +712,7 @@ def _js_native(
     budget: int,
     workers: _Workers,
     lib: Any,
+    reporter: Reporter = NO_PROGRESS,
 ) -> None:
     """Jensen–Shannon distances of every matrix of ``x3`` with the C kernel, into ``out3``.
 
@@ -743,6 +758,7 @@ def _js_native(
 
         workers.run(divergences, runs)
         workers.run(finish, runs)
+        reporter.advance(cnt)
 
 
 def _refine_np_(o: np.ndarray, P: np.ndarray, cutoff: float) -> None:

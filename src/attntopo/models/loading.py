@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 from urllib.parse import urlparse
 
+from .._progress import NO_PROGRESS, Reporter
 from ..errors import (
     MissingDependencyError,
     ModelLoadError,
@@ -118,13 +119,16 @@ def _file_fingerprint(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def gguf_converted_folder(spec: ModelSpec) -> Path:
+def gguf_converted_folder(spec: ModelSpec, reporter: Reporter = NO_PROGRESS) -> Path:
     """Return a folder with the GGUF model dequantized to float32 safetensors, converting once.
 
     The first call dequantizes the GGUF file with transformers (tens of seconds) and stores
     ``model.safetensors`` + ``config.json`` + tokenizer files under :func:`cache_dir`; later
     calls (in any process) find the folder and return at once.  Writes go to a temporary
     folder that is renamed into place, under a file lock, so parallel processes are safe.
+    A conversion reports its stages to ``reporter`` (and adds their units to its total):
+    ``"reading GGUF tokenizer"``, ``"reading GGUF model"``, ``"dequantizing GGUF"`` (one
+    unit per tensor), ``"building model"``, ``"saving converted model"``.
     """
     try:
         import gguf  # noqa: F401
@@ -152,27 +156,71 @@ def gguf_converted_folder(spec: ModelSpec) -> Path:
             if marker.is_file():
                 return target
             log.info("converting %s to safetensors (once; cached in %s)", src.name, target)
-            _convert_gguf(src, target)
+            _convert_gguf(src, target, reporter)
         finally:
             fcntl.flock(lockf, fcntl.LOCK_UN)
     return target
 
 
-def _convert_gguf(src: Path, target: Path) -> None:
+@contextlib.contextmanager
+def _gguf_tensor_progress(reporter: Reporter):
+    """Count the tensors transformers dequantizes, instead of its own tqdm bar on stderr.
+
+    transformers' GGUF reader wraps its loop over the file's tensors in ``tqdm`` (the name
+    imported into ``transformers.modeling_gguf_pytorch_utils``); for the duration of the
+    block that name is a counter: the tensors are added to ``reporter``'s total when the loop
+    starts, each one advances it, and the stage becomes ``"building model"`` when it ends.
+    Where transformers has no such name the block changes nothing.
+    """
+    try:
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:  # pragma: no cover - transformers without GGUF support
+        yield
+        return
+    original = getattr(gguf_utils, "tqdm", None)
+    if original is None:  # pragma: no cover - a transformers that no longer uses tqdm there
+        yield
+        return
+
+    def counted(iterable, *args, **kwargs):
+        try:
+            reporter.add_total(len(iterable))
+        except TypeError:  # pragma: no cover - not sized: count without a total
+            pass
+        reporter.stage("dequantizing GGUF")
+        for item in iterable:
+            yield item
+            reporter.advance()
+        reporter.stage("building model")
+
+    gguf_utils.tqdm = counted
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = original
+
+
+def _convert_gguf(src: Path, target: Path, reporter: Reporter = NO_PROGRESS) -> None:
     import torch
     from safetensors.torch import save_file
     from transformers import AutoModel, AutoTokenizer
 
+    reporter.add_total(3)  # tokenizer, model (plus its tensors, added when known), saving
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        with _quiet_transformers():
+        with _quiet_transformers(), _gguf_tensor_progress(reporter):
+            reporter.stage("reading GGUF tokenizer")
             tok = AutoTokenizer.from_pretrained(str(src.parent), gguf_file=src.name)
+            reporter.advance()
+            reporter.stage("reading GGUF model")
             model = AutoModel.from_pretrained(
                 str(src.parent),
                 gguf_file=src.name,
                 attn_implementation="eager",
                 dtype=torch.float32,
             )
+            reporter.advance()
+        reporter.stage("saving converted model")
         state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         cfg = model.config.to_dict()
@@ -188,14 +236,18 @@ def _convert_gguf(src: Path, target: Path) -> None:
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
+        reporter.advance()
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
-def load_hf(spec: ModelSpec, *, dtype: str, device: str, allow_pickle: bool, trust_remote_code: bool):
+def load_hf(spec: ModelSpec, *, dtype: str, device: str, allow_pickle: bool, trust_remote_code: bool,
+            reporter: Reporter = NO_PROGRESS):
     """Load ``(model, tokenizer, source_folder_or_id)`` with eager attention.
 
+    A GGUF file converted now reports its stages to ``reporter`` (:func:`gguf_converted_folder`);
+    loading the weights is stage ``"loading model"`` (its unit is the caller's).
     Raises the typed errors of :mod:`attntopo.errors` with one-line messages.
     """
     import torch
@@ -204,7 +256,8 @@ def load_hf(spec: ModelSpec, *, dtype: str, device: str, allow_pickle: bool, tru
     torch_dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
     if spec.kind == "hub":
         _check_hub(spec)
-    path = str(gguf_converted_folder(spec)) if spec.is_gguf else spec.path
+    path = str(gguf_converted_folder(spec, reporter)) if spec.is_gguf else spec.path
+    reporter.stage("loading model")
     common = dict(trust_remote_code=trust_remote_code)
     if spec.revision:
         common["revision"] = spec.revision

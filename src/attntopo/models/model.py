@@ -12,6 +12,7 @@ from typing import Literal, Sequence, get_args
 
 import numpy as np
 
+from .._progress import ProgressOption, Reporter, check_progress, make_reporter
 from .._validation import check_bool, check_choice, check_indices, check_positive_int
 from ..attention import Attention
 from ..errors import (
@@ -290,6 +291,7 @@ class AttentionModel:
         layers=None,
         heads=None,
         batch_size: int | None = None,
+        progress: ProgressOption = False,
     ) -> Attention | list[Attention]:
         """Attention weights of a text (or of each text in a list).
 
@@ -308,6 +310,10 @@ class AttentionModel:
             Keep only these (0-based, negatives count from the end); all by default.
         batch_size : int >= 1, optional
             Texts per forward pass; by default as many as fit a memory bound.
+        progress : bool, callable or None, default False
+            Report the texts done, per forward pass: ``True`` a bar, ``None`` a bar on a
+            terminal or in Jupyter, or a callback ``callback(done, total, stage)`` (see
+            :mod:`attntopo._progress`).
 
         Returns
         -------
@@ -327,6 +333,14 @@ class AttentionModel:
         batch_size = check_positive_int(batch_size, "batch_size", None, hint="None: by memory")
         li = check_indices(layers, self.n_layers, "layer")
         hi = check_indices(heads, self.n_heads, "head")
+        with make_reporter(progress, total=len(texts), description="attention") as reporter:
+            reporter.stage("attention")
+            results = self._attention(texts, drop_special, truncate, li, hi, batch_size, reporter)
+        return results[0] if single else results  # type: ignore[return-value]
+
+    def _attention(self, texts: list[str], drop_special: bool, truncate: bool, li, hi,
+                   batch_size: int | None, reporter: Reporter) -> list[Attention]:
+        """:meth:`attention` of checked arguments; ``reporter`` advances by each batch's texts."""
         encs = self._encode(texts, truncate=truncate)
         order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
         results: list[Attention | None] = [None] * len(encs)
@@ -361,8 +375,9 @@ class AttentionModel:
                     truncated=e.truncated,
                 )
                 results[i] = att.drop_special() if drop_special else att
+            reporter.advance(len(idx))
             start = stop
-        return results[0] if single else results  # type: ignore[return-value]
+        return results  # type: ignore[return-value]
 
 
 #: Weights' dtypes :func:`load_model` accepts (attention is always returned as float32).
@@ -382,6 +397,7 @@ def load_model(
     allow_pickle: bool = False,
     trust_remote_code: bool = False,
     revision: str | None = None,
+    progress: ProgressOption = None,
 ) -> AttentionModel:
     """Load a model with eager attention (cached: one load per process and settings).
 
@@ -407,6 +423,14 @@ def load_model(
         Allow custom model code from the repository.  Off by default.
     revision : str, optional
         Hub branch, tag or commit.
+    progress : bool, callable or None, default None
+        Report the load (nothing is reported when the model is already loaded): ``None`` a
+        bar on a terminal or in Jupyter, ``True``/``False``, or a callback
+        ``callback(done, total, stage)`` (see :mod:`attntopo._progress`).  Stages:
+        ``"loading model"`` and ``"checking attention"``, and before them, the first time a
+        GGUF file is used, its conversion: ``"reading GGUF tokenizer"``, ``"reading GGUF
+        model"``, ``"dequantizing GGUF"`` (one unit per tensor), ``"building model"``,
+        ``"saving converted model"``.
 
     Notes
     -----
@@ -431,6 +455,7 @@ def load_model(
     """
     allow_pickle = check_bool(allow_pickle, "allow_pickle")
     trust_remote_code = check_bool(trust_remote_code, "trust_remote_code")
+    progress = check_progress(progress)
     if _is_hf_model(spec):
         given = [name for name, v in (("device", device), ("dtype", dtype), ("revision", revision),
                                       ("allow_pickle", allow_pickle or None),
@@ -465,11 +490,16 @@ def load_model(
         hit = _CACHE.get(key)
         if hit is not None:
             return hit
-        hf_model, tok, source = load_hf(
-            resolved, dtype=dtype, device=device, allow_pickle=allow_pickle,
-            trust_remote_code=trust_remote_code,
-        )
-        model = AttentionModel(resolved, hf_model, tok, source, device, dtype)
+        with make_reporter(progress, description=f"loading {resolved.name}") as reporter:
+            reporter.add_total(2)  # the weights, the attention check (a conversion adds its own)
+            hf_model, tok, source = load_hf(
+                resolved, dtype=dtype, device=device, allow_pickle=allow_pickle,
+                trust_remote_code=trust_remote_code, reporter=reporter,
+            )
+            reporter.advance()
+            reporter.stage("checking attention")
+            model = AttentionModel(resolved, hf_model, tok, source, device, dtype)
+            reporter.advance()
         _CACHE[key] = model
         return model
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import queue
 import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 __all__ = ["pool_shutdown", "pool_size", "run_chunks", "WorkerError", "PoolStartError"]
 
@@ -196,15 +197,27 @@ class _Pool:
             raise
         self.workers.extend(new)
 
-    def run_chunks(self, chunks: list[list], n_workers: int) -> list[list]:
-        """Run ``chunks`` on ``n_workers`` workers; results in chunk order."""
+    def run_chunks(self, chunks: list[list], n_workers: int,
+                   on_chunk: Callable[[int], None] | None = None) -> list[list]:
+        """Run ``chunks`` on ``n_workers`` workers; results in chunk order.
+
+        ``on_chunk(k)`` is called in this (the calling) thread after each chunk of ``k`` tasks
+        is done.
+        """
         self.ensure(n_workers)
         results: list[Any] = [None] * len(chunks)
         errors: list[BaseException] = []
         next_idx = iter(range(len(chunks)))
         take = threading.Lock()
+        finished: queue.SimpleQueue = queue.SimpleQueue()  # finished chunks' sizes; None: a feeder ends
 
         def feed(slot: int) -> None:
+            try:
+                work(slot)
+            finally:
+                finished.put(None)
+
+        def work(slot: int) -> None:
             while not errors:
                 with take:
                     i = next(next_idx, None)
@@ -214,6 +227,7 @@ class _Pool:
                     w = self.workers[slot]
                     try:
                         results[i] = w.run(chunks[i])
+                        finished.put(len(chunks[i]))
                         break
                     except WorkerError as exc:
                         errors.append(exc)
@@ -243,6 +257,13 @@ class _Pool:
         try:
             for t in threads:
                 t.start()
+            running = len(threads)
+            while running:  # progress is reported from this thread, never from a feeder
+                k = finished.get()
+                if k is None:
+                    running -= 1
+                elif on_chunk is not None and not errors:
+                    on_chunk(k)
             for t in threads:
                 t.join()
         except BaseException:
@@ -283,7 +304,8 @@ def pool_size() -> int:
     return sum(w.alive() for w in pool.workers)
 
 
-def run_chunks(chunks: list[list], n_workers: int) -> list[list]:
+def run_chunks(chunks: list[list], n_workers: int,
+               on_chunk: Callable[[int], None] | None = None) -> list[list]:
     """Run chunks of ``engines.compute`` argument tuples on the shared pool.
 
     Parameters
@@ -292,6 +314,9 @@ def run_chunks(chunks: list[list], n_workers: int) -> list[list]:
         Each tuple is ``(D, maxdim, threshold, engine, n_threads)``.
     n_workers : int
         Worker processes to use (the pool grows if needed).
+    on_chunk : callable, optional
+        ``on_chunk(k)`` after each finished chunk of ``k`` tuples, called in the calling
+        thread (progress reporting).
 
     Returns
     -------
@@ -300,7 +325,7 @@ def run_chunks(chunks: list[list], n_workers: int) -> list[list]:
     """
     pool = _get_pool()
     with pool.lock:
-        return pool.run_chunks(chunks, n_workers)
+        return pool.run_chunks(chunks, n_workers, on_chunk)
 
 
 def pool_shutdown() -> None:

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._progress import ProgressOption, make_reporter
 from .._validation import check_maxdim, check_positive_int, check_threshold, is_int
 from ..constants import MAX_MAXDIM as _MAX_MAXDIM
 from ..errors import InvalidInputError, InvalidMatrixError
@@ -269,6 +270,8 @@ def persistence_batch(
     threshold: float = float("inf"),
     engine: str | None = None,
     n_jobs: int | None = None,
+    *,
+    progress: ProgressOption = False,
 ) -> list[Diagram]:
     """Persistence diagrams of many distance matrices, in parallel processes.
 
@@ -284,6 +287,10 @@ def persistence_batch(
     n_jobs : int, optional
         Worker processes: ``None`` or ``-1`` = all CPUs, capped by the number of
         matrices; ``1`` = serial, in this process, one thread.
+    progress : bool, callable or None, default False
+        Report the matrices done (per matrix serially, per chunk of matrices with the
+        worker pool): ``True`` a bar, ``None`` a bar on a terminal or in Jupyter, or a
+        callback ``callback(done, total, stage)`` (see :mod:`attntopo._progress`).
 
     Returns
     -------
@@ -307,7 +314,9 @@ def persistence_batch(
     check_threshold(threshold)
     get_engine(engine)
     _check_n_jobs(n_jobs)
-    return _persistence_batch_valid(_as_matrices(Ds), maxdim, threshold, engine, n_jobs)
+    mats = _as_matrices(Ds)
+    with make_reporter(progress, total=len(mats), description="persistence") as reporter:
+        return _persistence_batch_valid(mats, maxdim, threshold, engine, n_jobs, progress=reporter)
 
 
 def _persistence_batch_valid(
@@ -316,13 +325,16 @@ def _persistence_batch_valid(
     threshold: float = float("inf"),
     engine: str | None = None,
     n_jobs: int | None = None,
+    *,
+    progress: ProgressOption = False,
 ) -> list[Diagram]:
     """:func:`persistence_batch` for matrices already known to be valid distance matrices.
 
     ``mats``: float64 ``(n, n)`` arrays as :func:`validate_distance_matrix` returns them
     (e.g. straight from :func:`attntopo.distances.token_distances`, which guarantees
     finite, non-negative, exactly symmetric matrices with a zero diagonal); they are not
-    checked again, which matters for thousands of small matrices.
+    checked again, which matters for thousands of small matrices.  ``progress``: as in
+    :func:`persistence_batch` (an open reporter advances by one per matrix).
     """
     maxdim = _check_maxdim(maxdim)
     threshold = check_threshold(threshold)
@@ -331,6 +343,13 @@ def _persistence_batch_valid(
     n_jobs = _check_n_jobs(n_jobs)
     if not mats:
         return []
+    with make_reporter(progress, total=len(mats), description="persistence") as reporter:
+        reporter.stage("persistence")
+        return _batch(mats, maxdim, threshold, eng, n_jobs, one_thread, reporter)
+
+
+def _batch(mats: list[np.ndarray], maxdim: int, threshold: float, eng: Any, n_jobs: int,
+           one_thread: bool, reporter: Any) -> list[Diagram]:
     n_jobs = min(n_jobs, len(mats))
     costs = [_cost_ms(A.shape[0], maxdim, eng.name) for A in mats]
     total = sum(costs)
@@ -342,12 +361,12 @@ def _persistence_batch_valid(
         chunks = _chunks(costs, n_jobs)
         jobs = [[(mats[i], maxdim, threshold, eng.name, 1) for i in c] for c in chunks]
         try:
-            out = _pool.run_chunks(jobs, n_jobs)
+            out = _pool.run_chunks(jobs, n_jobs, reporter.advance if reporter.enabled else None)
         except _pool.PoolStartError as exc:
             warnings.warn(
                 f"persistence_batch: could not start worker processes ({exc}); running serially",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
             use_pool = False
         else:
@@ -358,5 +377,6 @@ def _persistence_batch_valid(
         for i, A in enumerate(mats):
             threads = 1 if one_thread else default_threads(A.shape[0])
             results[i] = compute(A, maxdim, threshold, eng.name, threads)
+            reporter.advance()
     # engines.compute returns sorted, checked float64 arrays: wrapped without a copy
     return [Diagram._from_engine(r, threshold, eng.name) for r in results]
