@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 import typer
 
+import attntopo as at
 from attntopo.cli import app
 
 from _cli import assert_one_line_error, run  # noqa: E402
@@ -131,6 +133,15 @@ def test_json_table_key_is_summary_everywhere():
     assert set(a["summary"][0]) >= {"n_bars_h1", "max_persistence_h1"}
     assert p["summary"] == p["spread_rows"]
     assert t["summary"] == t["slices"] and {"t", "n_bars_h0"} <= set(t["summary"][0])
+    # every --json carries its diagrams (test_json_carries_the_diagrams checks analyze's numbers)
+    for side in ("a", "b"):
+        assert [(d["layer"], d["head"]) for d in c["diagrams"][side]] == [(0, 2), (1, 2)]
+        assert [len(d["points"][0]) for d in c["diagrams"][side]] == [c[f"tokens_{side}"].__len__()] * 2
+    assert [(d["context"], d["layer"], d["head"]) for d in p["diagrams"]] == [
+        (k, lay, 2) for k in (0, 1) for lay in (0, 1)]
+    assert all(len(d["points"][0]) == 1 for d in p["diagrams"])  # "cat" is one token: one H0 class
+    assert [d["t"] for d in t["diagrams"]] == [s["t"] for s in t["slices"]]
+    assert [len(d["points"][0]) for d in t["diagrams"]] == [s["n_bars_h0"] for s in t["slices"]]
 
 
 # ---------------------------------------------------------------- narrow terminals
@@ -166,3 +177,29 @@ def test_report_prints_the_path_only(tmp_path):
     assert r.stdout == f"{out}\n"
     assert r.stderr == ""  # not a terminal: no progress, and nothing from transformers or torch
     assert out.is_file() and out.stat().st_size > 0
+
+
+# -------------------------------------------------------------------- diagrams
+@pytest.mark.model
+def test_json_carries_the_diagrams(tmp_path):
+    """``--json`` had no diagrams; it has every head's now (births and deaths per dimension, a
+    death that never happens as null), readable by ``Diagram.from_dict``; ``--no-diagrams``
+    leaves them out."""
+    args = ("analyze", "Quantum information theory allows us to study attention", "--layer", "1,4", "--head", "2,11",
+            "--json")
+    r = run(*args, "--out", str(tmp_path / "res"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    res = at.load_result(tmp_path / "res")
+    assert [(d["layer"], d["head"]) for d in doc["diagrams"]] == [(1, 2), (1, 11), (4, 2), (4, 11)]
+    for d, row in zip(doc["diagrams"], doc["summary"]):
+        ref = res.diagram(d["layer"], d["head"])
+        assert at.Diagram.from_dict(d) == ref  # the very numbers, not rounded
+        assert d["threshold"] == "inf" and len(d["points"]) == 2
+        assert [len(p) for p in d["points"]] == [row["n_bars_h0"], row["n_bars_h1"]]
+        deaths = [death for _, death in d["points"][0]]
+        assert deaths.count(None) == 1 == int(np.isinf(ref[0][:, 1]).sum())  # one H0 class lives forever
+    r = run(*args, "--no-diagrams")
+    assert r.returncode == 0, r.stderr
+    doc2 = json.loads(r.stdout)
+    assert "diagrams" not in doc2 and doc2["summary"] == doc["summary"]

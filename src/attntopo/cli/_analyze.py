@@ -29,6 +29,7 @@ from ._common import (
     drop_special_option,
     esc,
     file_option,
+    grid_points,
     head_option,
     json_doc,
     jobs_option,
@@ -38,6 +39,7 @@ from ._common import (
     maxdim_option,
     metric_option,
     model_option,
+    no_diagrams_option,
     num,
     out_option,
     parse_indices,
@@ -122,6 +124,7 @@ def analyze(
         show_default=False,
     ),
     json_out: bool = json_option(),
+    no_diagrams: bool = no_diagrams_option(),
     n_jobs: Optional[int] = jobs_option("Worker processes for persistence (default: all cores)."),
     debug: bool = debug_option("Show tracebacks and library log messages."),
 ) -> None:
@@ -180,7 +183,10 @@ def analyze(
         "total_s": round(time.perf_counter() - t_start, 3),
     }
     if json_out:
-        print_json(json_doc(analysis.to_dict(), source=source, saved=saved, figures=figures, timing=timing))
+        doc = json_doc(analysis.to_dict(), source=source, saved=saved, figures=figures, timing=timing)
+        if not no_diagrams:
+            doc["diagrams"] = grid_points(analysis.diagrams, analysis.layers, analysis.heads)
+        print_json(doc)
         return
     _print_header(analysis, m, source, timing)
     _print_table(analysis, rows, sort_key, top)

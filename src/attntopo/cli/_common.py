@@ -92,6 +92,14 @@ def json_option(help: str = "Print machine-readable JSON on stdout (and nothing 
     return typer.Option(False, "--json", help=help)
 
 
+def no_diagrams_option() -> Any:
+    """``--no-diagrams``: leave the persistence diagrams out of ``--json`` (:func:`grid_points`)."""
+    return typer.Option(
+        False, "--no-diagrams",
+        help="With --json: leave out the persistence diagrams (births and deaths per head and dimension), for size.",
+    )
+
+
 def metric_option(help: str = "Distance between attention rows.") -> Any:
     """The ``--metric`` option of the commands that measure attention rows."""
     return typer.Option("jensen_shannon", "--metric", help=help)
@@ -386,6 +394,20 @@ def print_json(doc: Any) -> None:
     """The whole stdout of ``--json``: one JSON document (NaN/inf made JSON-safe)."""
     sys.stdout.write(json.dumps(json_safe(doc), ensure_ascii=False, indent=1) + "\n")
     sys.stdout.flush()
+
+
+def diagram_points(dgm: Any, **where: Any) -> dict:
+    """One persistence diagram in ``--json``: where it comes from (``layer``, ``head``, ``t``, …),
+    then :meth:`Diagram.to_dict` with its points — ``points[d]`` is the list of ``[birth, death]``
+    of dimension ``d``, ``death`` null for a class that never dies (``threshold`` is the string
+    ``"inf"`` when the filtration was not cut).  :meth:`Diagram.from_dict` reads it back."""
+    return {**where, **dgm.to_dict(include_points=True)}
+
+
+def grid_points(grid: Any, layers: Any, heads: Any, **where: Any) -> list[dict]:
+    """Every diagram of a ``grid[i][j]`` (layer position ``i``, head position ``j``), layer by layer."""
+    return [diagram_points(grid[i][j], **where, layer=int(lay), head=int(hd))
+            for i, lay in enumerate(layers) for j, hd in enumerate(heads)]
 
 
 def json_doc(doc: dict, *, source: str | None = None, saved: Path | None = None,

@@ -25,6 +25,7 @@ from ._common import (
     debug_option,
     drop_special_option,
     esc,
+    grid_points,
     head_option,
     json_doc,
     jobs_option,
@@ -35,6 +36,7 @@ from ._common import (
     metric_option,
     model_line,
     model_option,
+    no_diagrams_option,
     num,
     out_option,
     parse_indices,
@@ -121,6 +123,7 @@ def compare_cmd(
     ),
     top: int = top_option(DEFAULT_TOP, "Show at most N heads (0: all). JSON holds all."),
     json_out: bool = json_option(),
+    no_diagrams: bool = no_diagrams_option(),
     n_jobs: Optional[int] = jobs_option(),
     debug: bool = debug_option(),
 ) -> None:
@@ -185,7 +188,10 @@ def compare_cmd(
         })
         if single:
             doc["head_report"] = c.head_report(rows[0]["layer"], rows[0]["head"])
-        print_json(json_doc(doc, saved=saved, figures=figures, timing=timing))
+        doc = json_doc(doc, saved=saved, figures=figures, timing=timing)
+        if not no_diagrams:
+            doc["diagrams"] = {side: grid_points(an.diagrams, an.layers, an.heads) for side, an in (("a", c.a), ("b", c.b))}
+        print_json(doc)
         return
 
     console.print(model_line(m, f" · metric {metric}"))

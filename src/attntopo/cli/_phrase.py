@@ -22,6 +22,7 @@ from ._common import (
     console,
     debug_option,
     esc,
+    grid_points,
     head_option,
     json_doc,
     jobs_option,
@@ -31,6 +32,7 @@ from ._common import (
     maxdim_option,
     metric_option,
     model_option,
+    no_diagrams_option,
     num,
     out_option,
     parse_indices,
@@ -74,6 +76,7 @@ def phrase_cmd(
     out: Optional[Path] = out_option("Save the result into this folder."),
     top: int = top_option(DEFAULT_TOP, "Show at most N heads (0: all). JSON holds all."),
     json_out: bool = json_option(),
+    no_diagrams: bool = no_diagrams_option(),
     n_jobs: Optional[int] = jobs_option(),
     debug: bool = debug_option(),
 ) -> None:
@@ -116,7 +119,10 @@ def phrase_cmd(
                     "total_s": round(time.perf_counter() - t_start, 3)})
         if single:
             doc["matrices"] = {n: p.matrix(dim=dim, by=n).tolist() for n in ("bottleneck", "wasserstein1", "wasserstein2")}
-        print_json(json_doc(doc, saved=saved))
+        doc = json_doc(doc, saved=saved)
+        if not no_diagrams:  # the phrase's own diagrams: of its tokens' distance sub-matrix in each context
+            doc["diagrams"] = [d for k, grid in enumerate(p.diagrams) for d in grid_points(grid, p.layers, p.heads, context=k)]
+        print_json(doc)
         return
     console.print(f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] · phrase "
                   f"[bold]{esc(repr(phrase))}[/bold] in {plural(len(p.contexts), 'context')}")

@@ -19,6 +19,7 @@ from ._common import (
     check_plot_options,
     console,
     debug_option,
+    diagram_points,
     esc,
     file_option,
     head_option,
@@ -31,6 +32,7 @@ from ._common import (
     metric_option,
     model_line,
     model_option,
+    no_diagrams_option,
     num,
     out_option,
     parse_indices,
@@ -86,6 +88,7 @@ def timeline_cmd(
     ),
     top: int = top_option(10, "Show the N largest changes and longest vines (0: all)."),
     json_out: bool = json_option(),
+    no_diagrams: bool = no_diagrams_option(),
     n_jobs: Optional[int] = jobs_option(),
     debug: bool = debug_option(),
 ) -> None:
@@ -122,7 +125,10 @@ def timeline_cmd(
     doc = tl.to_dict(k=top)
     if json_out:
         doc["summary"] = doc["slices"]  # the key every command uses; "slices" stays for one release
-        print_json(json_doc(doc, source=source, saved=saved, figures=figures, timing=timing))
+        doc = json_doc(doc, source=source, saved=saved, figures=figures, timing=timing)
+        if not no_diagrams:  # one per slice: the diagram of the first t tokens
+            doc["diagrams"] = [diagram_points(s.diagram, t=s.t) for s in tl.slices]
+        print_json(doc)
         return
 
     console.print(model_line(m, f" · layer {tl.layer} head {tl.head} · metric {tl.metric}"))
