@@ -27,6 +27,7 @@ pytest.importorskip("plotly")
 from attntopo import plots  # noqa: E402
 from attntopo.plots.interactive import (  # noqa: E402
     MAX_DRAWN_EDGES,
+    MAX_DRAWN_TRIANGLES,
     threshold_graph_eps,
     threshold_graph_script,
 )
@@ -192,8 +193,9 @@ def test_page_counts_match_complex_at_at_every_step_with_ties(browser, tmp_path)
 @pytest.mark.slow
 @needs_browser
 def test_page_caps_the_drawing_but_not_the_counts(browser, tmp_path):
-    """More than MAX_DRAWN_EDGES edges: the page draws an earlier step, says so, counts stay exact."""
-    n = 130  # 8385 pairs
+    """Beyond MAX_DRAWN_EDGES / MAX_DRAWN_TRIANGLES the page draws the edges (triangles) of an
+    earlier step within the cap, says so, and the counts stay exact."""
+    n = 215  # 23005 pairs: the last steps exceed both caps
     rng = np.random.default_rng(4)
     X = rng.random((n, 3))
     D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
@@ -201,13 +203,19 @@ def test_page_caps_the_drawing_but_not_the_counts(browser, tmp_path):
     scales = fig.layout.meta["attntopo"]["scales"]
     path = plots.save_figure(fig, tmp_path / "big.html")
     with open_page(browser, path) as page:
-        state = step_to(page, 0, len(scales) - 1)
-        E, T = complex_sets(D, scales[-1])
-        assert len(E) == n * (n - 1) // 2 > MAX_DRAWN_EDGES
+        assert page.locator(".attntopo-eps-note").inner_text() == ""  # the first step is drawn in full
+        top = len(scales) - 1
+        state = step_to(page, 0, top)
+        E, T = complex_sets(D, scales[top])
+        assert len(E) == n * (n - 1) // 2 > MAX_DRAWN_EDGES and len(T) > MAX_DRAWN_TRIANGLES
         assert (int(state["edges"]), int(state["triangles"])) == (len(E), len(T))
-        drawn = int(state["drawnStep"])
-        assert 0 <= drawn < len(scales) - 1
-        dE, dT = complex_sets(D, scales[drawn])
-        assert _drawn(page, 0) == (len(dE), len(dT))
-        assert f"ε = {scales[drawn]:.3g}" in page.locator(".attntopo-eps-note").inner_text()
-
+        d_e, d_t = int(state["drawnEdges"]), int(state["drawnTriangles"])
+        assert 0 <= d_t <= d_e < top
+        n_e = len(at.complex_at(D, scales[d_e], max_simplex_dim=1).simplices(1))
+        n_t = len(at.complex_at(D, scales[d_t]).simplices(2))
+        assert n_e <= MAX_DRAWN_EDGES < len(at.complex_at(D, scales[d_e + 1], max_simplex_dim=1).simplices(1))
+        assert n_t <= MAX_DRAWN_TRIANGLES
+        assert _drawn(page, 0) == (n_e, n_t)
+        note = page.locator(".attntopo-eps-note").inner_text()
+        assert f"{n_e} edges present at ε = {scales[d_e]:.3g}" in note
+        assert f"{n_t} triangles present at ε = {scales[d_t]:.3g}" in note

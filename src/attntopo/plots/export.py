@@ -106,9 +106,10 @@ def figure_to_bytes(fig: Any, fmt: str, *, dpi: int = 150) -> bytes:
         return buf.getvalue()
     # plotly
     if fmt == "html":
+        fig, script = _for_page(fig)
         html = fig.to_html(
             include_plotlyjs=True, full_html=True, auto_play=False, config=_PLOTLY_CONFIG,
-            post_script=_post_script(fig),
+            post_script=script,
         )
         return html.encode("utf-8")
     if importlib.util.find_spec("kaleido") is None:
@@ -167,15 +168,17 @@ def plotly_div(fig: Any, *, include_plotlyjs: bool = False) -> str:
     asked: the page inlines it once)."""
     if _kind(fig) != "plotly":
         raise InvalidInputError("plotly_div takes a plotly figure (the iplot_* functions)")
+    fig, script = _for_page(fig)
     return fig.to_html(include_plotlyjs=include_plotlyjs, full_html=False, auto_play=False,
-                       config=_PLOTLY_CONFIG, post_script=_post_script(fig))
+                       config=_PLOTLY_CONFIG, post_script=script)
 
 
-def _post_script(fig: Any) -> str | None:
-    """The inlined script some figures need in a page (the threshold graph's ε slider)."""
-    from .interactive import threshold_graph_script
+def _for_page(fig: Any) -> tuple[Any, str | None]:
+    """The figure as a page holds it and the inlined script it needs there (the threshold
+    graph's ε slider; None for other figures)."""
+    from .interactive import threshold_graph_page
 
-    return threshold_graph_script(fig)
+    return threshold_graph_page(fig)
 
 
 def figures_to_html(figures: Any, title: str = "attntopo figures") -> bytes:

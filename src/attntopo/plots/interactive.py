@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import InvalidInputError, MissingDependencyError
+from ..topology.complex import complex_at
 from . import _style as S
 from ._layout import (
     check_highlight,
@@ -35,6 +36,7 @@ __all__ = [
     "iplot_threshold_graph",
     "iplot_head_grid",
     "threshold_graph_script",
+    "threshold_graph_page",
     "threshold_graph_eps",
     "MAX_DRAWN_EDGES",
     "MAX_DRAWN_TRIANGLES",
@@ -179,8 +181,8 @@ def _closed_paths(X: np.ndarray, simplices: np.ndarray) -> tuple[np.ndarray, np.
 
 
 # Drawing caps of the threshold graph (the counts shown stay exact beyond them).
-MAX_DRAWN_EDGES = 6000
-MAX_DRAWN_TRIANGLES = 4000
+MAX_DRAWN_EDGES = 20_000
+MAX_DRAWN_TRIANGLES = 10_000
 _MAX_SCALES = 65535  # slider steps: the step of a pair is stored as uint16 at most
 
 
@@ -204,21 +206,27 @@ def _count_triangles(steps_matrix: np.ndarray, k: int) -> int:
     return int(round(float(np.einsum("ij,ji->", A @ A, A)) / 6.0))
 
 
-def _drawn_step(edges_at: np.ndarray, triangles_at: Any, k: int) -> int:
-    """The largest step ``<= k`` whose complex is within the drawing caps (``-1``: none).
-
-    The same rule as ``drawnStep`` in ``assets/threshold_graph.js``.
-    """
-    def fits(s: int) -> bool:
-        return edges_at[s] <= MAX_DRAWN_EDGES and triangles_at(s) <= MAX_DRAWN_TRIANGLES
-
-    if fits(k):
+def _largest_step(k: int, fits: Any) -> int:
+    """The largest step ``s <= k`` with ``fits(s)`` (``-1``: none), for a monotone ``fits``."""
+    if k < 0 or fits(k):
         return k
     lo, hi = -1, k
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
+
+
+def _drawn_steps(edges_at: np.ndarray, triangles_at: Any, k: int) -> tuple[int, int]:
+    """The steps whose edges and whose triangles are drawn at step ``k`` (``-1``: none).
+
+    Edges: the largest step ``<= k`` with at most :data:`MAX_DRAWN_EDGES`; triangles: the
+    largest step ``<=`` that one with at most :data:`MAX_DRAWN_TRIANGLES` (so every shaded
+    triangle's edges are drawn).  The same rule as ``drawnSteps`` in
+    ``assets/threshold_graph.js``.
+    """
+    d_e = _largest_step(k, lambda s: edges_at[s] <= MAX_DRAWN_EDGES)
+    return d_e, _largest_step(d_e, lambda s: triangles_at(s) <= MAX_DRAWN_TRIANGLES)
 
 
 @functools.lru_cache(maxsize=1)
@@ -239,6 +247,20 @@ def threshold_graph_script(fig: Any) -> str | None:
             and meta["attntopo"].get("kind") == "threshold_graph"):
         return None
     return _threshold_js() + "\nattntopoThresholdGraph(document.getElementById('{plot_id}'));"
+
+
+def threshold_graph_page(fig: Any) -> tuple[Any, str | None]:
+    """``(figure, script)`` for a page: a threshold graph without its drawn edges and triangles
+    (the script draws them: no copy of the opening state in the file) and its script; any
+    other figure as it is, with ``None``."""
+    script = threshold_graph_script(fig)
+    if script is None:
+        return fig, None
+    page = _go().Figure(fig)
+    traces = fig.layout.meta["attntopo"]["traces"]
+    for k in (traces["triangles"], traces["edges"]):
+        page.data[k].update(x=[], y=[])
+    return page, script
 
 
 def threshold_graph_eps(fig: Any) -> float:
@@ -272,8 +294,8 @@ def iplot_threshold_graph(
     included.  The file grows as n² (one matrix), not as steps · n³.
 
     Drawing is capped at :data:`MAX_DRAWN_EDGES` edges and :data:`MAX_DRAWN_TRIANGLES`
-    triangles: beyond, the page draws the complex at the largest earlier step within the
-    caps, says so, and keeps the counts exact.
+    triangles: beyond, the page draws the edges (or triangles) of the largest earlier step
+    within the cap, says so, and keeps the counts exact.
 
     The slider works in the HTML that attntopo writes (:func:`attntopo.plots.save_figure` as
     ``.html``, :func:`~attntopo.plots.figures_to_html`, :func:`~attntopo.plots.plotly_div`,
@@ -340,12 +362,10 @@ def iplot_threshold_graph(
     steps_m = steps_m + steps_m.T
     edges_at = np.cumsum(np.bincount(codes, minlength=scales.size + 1))
     triangles_at = functools.lru_cache(maxsize=None)(lambda k: _count_triangles(steps_m, k))
-    drawn = _drawn_step(edges_at, triangles_at, start)
+    d_e, d_t = _drawn_steps(edges_at, triangles_at, start)
     X = mds_layout(D)
-    if drawn >= 0:
-        edges, tris = threshold_complex(D, float(scales[drawn]))
-    else:
-        edges, tris = np.zeros((0, 2), dtype=int), np.zeros((0, 3), dtype=int)
+    edges = complex_at(D, float(scales[d_e]), max_simplex_dim=1).simplices(1) if d_e >= 0 else np.zeros((0, 2))
+    tris = threshold_complex(D, float(scales[d_t]))[1] if d_t >= 0 else np.zeros((0, 3))
     (ex, ey), (tx, ty) = _closed_paths(X, edges), _closed_paths(X, tris)
     names = labels if labels is not None else [str(i) for i in range(n)]
     colors = np.where(hl, S.HIGHLIGHT_COLOR, np.where(sp, S.SPECIAL_COLOR, S.NODE_COLOR))

@@ -9,8 +9,8 @@
  *   edge i–j        iff  step[i, j] <= k
  *   triangle i–j–l  iff  all three of its edges are present
  * so the counts equal attntopo.complex_at(D, scales[k]) exactly, ties included.  Drawing is
- * capped (max_edges / max_triangles): beyond the caps the figure draws the complex at the
- * largest earlier step within them and says so; the counts stay exact.
+ * capped (max_edges / max_triangles): beyond a cap the figure draws the edges (triangles) of
+ * the largest earlier step within it and says so; the counts stay exact.
  */
 (function () {
   "use strict";
@@ -89,11 +89,10 @@
       return collect ? out : count;
     }
 
-    // the largest step <= k whose complex is within the drawing caps (-1: none)
-    function drawnStep(k) {
-      const fits = (s) => cum[s] <= meta.max_edges && triangles(s, false) <= meta.max_triangles;
-      if (fits(k)) return k;
-      let lo = -1, hi = k;  // fits(lo) (or lo = -1), !fits(hi)
+    // the largest step s <= k with fits(s) (-1: none), for a monotone fits
+    function largest(k, fits) {
+      if (k < 0 || fits(k)) return k;
+      let lo = -1, hi = k;
       while (hi - lo > 1) {
         const mid = (lo + hi) >> 1;
         if (fits(mid)) lo = mid; else hi = mid;
@@ -101,7 +100,14 @@
       return lo;
     }
 
-    return { n, K, cum, order, pi, pj, edges: (k) => cum[k], triangles, drawnStep };
+    // the steps whose edges and whose triangles are drawn at step k: each the largest within
+    // its cap, triangles no later than edges (a shaded triangle's edges are drawn); -1: none
+    function drawnSteps(k) {
+      const e = largest(k, (s) => cum[s] <= meta.max_edges);
+      return [e, largest(e, (s) => triangles(s, false) <= meta.max_triangles)];
+    }
+
+    return { n, K, cum, order, pi, pj, edges: (k) => cum[k], triangles, drawnSteps };
   }
 
   function attach(gd) {
@@ -137,33 +143,35 @@
       pending = 0;
       const k = +slider.value, eps = meta.scales[k];
       const nE = C.edges(k), nT = C.triangles(k, false);
-      const d = C.drawnStep(k);
+      const [dE, dT] = C.drawnSteps(k);
       const ex = [], ey = [], tx = [], ty = [];
-      if (d >= 0) {
-        for (let r = 0; r < C.cum[d]; r++) {
-          const p = C.order[r], i = C.pi[p], j = C.pj[p];
-          ex.push(xs[i], xs[j], null);
-          ey.push(ys[i], ys[j], null);
-        }
-        const tri = C.triangles(d, true);
-        for (let t = 0; t < tri.length; t += 3) {
-          const i = tri[t], j = tri[t + 1], l = tri[t + 2];
-          tx.push(xs[i], xs[j], xs[l], xs[i], null);
-          ty.push(ys[i], ys[j], ys[l], ys[i], null);
-        }
+      for (let r = 0; dE >= 0 && r < C.cum[dE]; r++) {
+        const p = C.order[r], i = C.pi[p], j = C.pj[p];
+        ex.push(xs[i], xs[j], null);
+        ey.push(ys[i], ys[j], null);
+      }
+      const tri = dT >= 0 ? C.triangles(dT, true) : [];
+      for (let t = 0; t < tri.length; t += 3) {
+        const i = tri[t], j = tri[t + 1], l = tri[t + 2];
+        tx.push(xs[i], xs[j], xs[l], xs[i], null);
+        ty.push(ys[i], ys[j], ys[l], ys[i], null);
       }
       const text = `ε = ${fmt(eps)} · ${plural(nE, "edge")} · ${plural(nT, "triangle")}`;
       label.textContent = text;
-      note.textContent = d === k ? "" : d < 0
-        ? `Too many simplices to draw (more than ${meta.max_edges} edges or ${meta.max_triangles} triangles); the counts are exact.`
-        : `Drawn: the complex at ε = ${fmt(meta.scales[d])} (${plural(C.edges(d), "edge")}, ` +
-          `${plural(C.triangles(d, false), "triangle")}); the counts are those at ε = ${fmt(eps)}.`;
+      const drawnPart = (s, count, word, cap) => s === k ? "" : s < 0
+        ? `no ${word}s (more than ${cap} at the smallest ε)`
+        : `the ${plural(count, word)} present at ε = ${fmt(meta.scales[s])}`;
+      const parts = [drawnPart(dE, dE >= 0 ? C.edges(dE) : 0, "edge", meta.max_edges),
+                     drawnPart(dT, dT >= 0 ? C.triangles(dT, false) : 0, "triangle", meta.max_triangles)]
+        .filter((x) => x);
+      note.textContent = parts.length
+        ? `Too many to draw: drawn are ${parts.join(" and ")}; the counts are those at ε = ${fmt(eps)}.` : "";
       // the data attributes say what is drawn once plotly has drawn it (tests wait for them)
       Plotly.update(gd, { x: [tx, ex], y: [ty, ey] },
                     { "title.text": `${meta.title_prefix}threshold graph at ${text}` }, [T.triangles, T.edges])
         .then(() => Object.assign(box.dataset, {
           step: String(k), eps: String(eps), edges: String(nE), triangles: String(nT),
-          drawnStep: String(d), ready: "1",
+          drawnEdges: String(dE), drawnTriangles: String(dT), ready: "1",
         }));
     }
     slider.addEventListener("input", () => { if (!pending) pending = requestAnimationFrame(draw); });
