@@ -203,3 +203,28 @@ def test_json_carries_the_diagrams(tmp_path):
     assert r.returncode == 0, r.stderr
     doc2 = json.loads(r.stdout)
     assert "diagrams" not in doc2 and doc2["summary"] == doc["summary"]
+
+
+# ----------------------------------------------------------------------- words
+FRENCH = "La théorie de l'information étudie l'entropie"
+
+
+@pytest.mark.model
+def test_words_lists_what_align_counts():
+    """``--align I:J`` takes word indices that only a Python function listed; ``attntopo words``
+    prints them with each word's characters and tokens."""
+    r = run("words", FRENCH, "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert [w["word"] for w in rows] == ["La", "théorie", "de", "l", "'", "information", "étudie", "l", "'",
+                                         "entropie"]
+    assert [w["index"] for w in rows] == list(range(10))
+    assert all(FRENCH[w["start"]:w["end"]] == w["word"] for w in rows)
+    # positions in the model's input: [CLS] is 0, so the first word's token is 1
+    assert rows[0]["tokens"] == [1] and rows[5]["tokens"] == [7] and rows[5]["labels"] == ["information"]
+    toks = [t for w in rows for t in w["tokens"]]
+    assert toks == list(range(1, len(toks) + 1))  # every content token belongs to one word, in order
+    r = run("words", FRENCH)
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if "information" in ln and "16–27" in ln)
+    assert line.split()[:4] == ["5", "information", "16–27", "7"], line

@@ -8,6 +8,8 @@ Commands (one module each)
 ``attntopo compare``   two texts head by head: shared tokens, connection scales, shared simplices,
                        diagram distances (``_compare``); ``attntopo phrase``: one phrase across
                        contexts (``_phrase``).
+``attntopo words``     a text's words numbered as ``compare --align`` counts them, with their
+                       tokens (``_words``).
 ``attntopo timeline``  topology in time: one head's diagram for every prefix, coherence, vines
                        (``_timeline``).
 ``attntopo heads``     head space: distances between all heads, clusters, types, model vs model
@@ -35,6 +37,7 @@ from ._analyze import analyze  # noqa: E402
 from ._models import models  # noqa: E402
 from ._compare import compare_cmd  # noqa: E402
 from ._phrase import phrase_cmd  # noqa: E402
+from ._words import words_cmd  # noqa: E402
 from ._timeline import timeline_cmd  # noqa: E402
 from ._heads import heads_cmd  # noqa: E402
 from ._serve import serve_cmd  # noqa: E402
