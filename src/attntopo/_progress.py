@@ -39,11 +39,12 @@ shared object whose methods do nothing.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Union
+from typing import Any, Callable, TypeVar, Union
 
 from .errors import InvalidInputError
 
@@ -52,6 +53,7 @@ __all__ = [
     "ProgressOption",
     "Reporter",
     "make_reporter",
+    "reports",
     "check_progress",
     "progress_wanted",
     "NO_PROGRESS",
@@ -63,6 +65,7 @@ ProgressCallback = Callable[[int, int, str], Any]
 ProgressOption = Union[bool, None, ProgressCallback, "Reporter"]
 
 _ENV = "ATTNTOPO_PROGRESS"
+T = TypeVar("T")
 
 
 def _in_jupyter_kernel() -> bool:
@@ -325,6 +328,23 @@ def check_progress(progress: Any) -> ProgressOption:
         "progress must be None (automatic: a bar on a terminal or in Jupyter), True, False or "
         f"a callable callback(done, total, stage); got {type(progress).__name__}"
     )
+
+
+def reports(description: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorator of an entry point with a keyword-only ``progress=`` parameter: the function
+    runs inside ``with make_reporter(progress, description=description)`` and receives the
+    open :class:`Reporter` as ``progress`` (it plans with :meth:`Reporter.add_total` and
+    passes it down); the bar closes when the function returns or raises."""
+
+    def decorate(fn: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(fn)
+        def run(*args: Any, progress: ProgressOption = None, **kwargs: Any) -> T:
+            with make_reporter(progress, description=description) as reporter:
+                return fn(*args, progress=reporter, **kwargs)
+
+        return run
+
+    return decorate
 
 
 def make_reporter(

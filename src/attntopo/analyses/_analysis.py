@@ -8,8 +8,10 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
+from .._progress import ProgressOption, reports
 from .._validation import (
     check_dim,
+    check_indices,
     check_maxdim,
     check_metric,
     check_paper_compat,
@@ -309,6 +311,7 @@ class Analysis(Result):
         )
 
 
+@reports("analyze")  # progress arrives as an open Reporter
 def analyze(
     text: str | Sequence[str] | Attention,
     model=DEFAULT_MODEL,
@@ -323,6 +326,7 @@ def analyze(
     paper_compat: PaperMode | bool | None = False,
     truncate: bool = False,
     n_jobs: int | None = None,
+    progress: ProgressOption = None,
 ) -> Analysis | list[Analysis]:
     """Analyse a text on every (or the chosen) head: attention, distances, diagrams, summaries.
 
@@ -355,6 +359,12 @@ def analyze(
         Cut texts longer than the model's context instead of raising.
     n_jobs : int, optional
         Worker processes for persistence (default: all cores).
+    progress : bool, callable or None, default None
+        One progress bar for the whole run: ``None`` a bar on a terminal or in Jupyter (not
+        when stderr is a pipe or a file), ``True``/``False``, or a callback
+        ``callback(done, total, stage)`` (see :mod:`attntopo._progress`).  Units: one per
+        text in stage ``"attention"``, one per head and text in ``"distances"`` and in
+        ``"persistence"`` (and the model's load, ``"loading model"``, when it happens here).
     """
     metric = check_metric(metric)
     maxdim = check_maxdim(maxdim)
@@ -366,18 +376,26 @@ def analyze(
             atts = [a.drop_special() for a in atts]
         single = True
         m = None
+        progress.add_total(2 * atts[0].weights.shape[0] * atts[0].weights.shape[1])
     else:
-        m = load(model)
+        m = load(model, progress)
         single = isinstance(text, str)
-        res = m.attention(text, drop_special=drop_special, truncate=truncate, layers=layers, heads=heads)
+        n_texts = len(text) if isinstance(text, (list, tuple)) else 1  # m.attention checks the type
+        n_heads = len(check_indices(layers, m.n_layers, "layer")) * len(
+            check_indices(heads, m.n_heads, "head"))
+        progress.add_total(n_texts * (1 + 2 * n_heads))  # attention, distances, persistence
+        res = m.attention(text, drop_special=drop_special, truncate=truncate, layers=layers, heads=heads,
+                          progress=progress)
         atts = [res] if single else list(res)
 
-    dists = [token_distances(a, metric=metric, paper_compat=paper_compat) for a in atts]
+    dists = [token_distances(a, metric=metric, paper_compat=paper_compat, progress=progress)
+             for a in atts]
     flat = [d.reshape(-1, d.shape[-1], d.shape[-1]) for d in dists]
     all_mats = [mat for f in flat for mat in f]
     # token_distances' matrices are valid by construction: no per-matrix re-validation
     dgms = _persistence_batch_valid(
-        all_mats, maxdim=maxdim, threshold=threshold, engine=engine, n_jobs=n_jobs
+        all_mats, maxdim=maxdim, threshold=threshold, engine=engine, n_jobs=n_jobs,
+        progress=progress,
     )
     used_engine = dgms[0].engine if dgms else (engine or "")
     prov = make_provenance(

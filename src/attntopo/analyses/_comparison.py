@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from .._progress import ProgressOption, reports
 from .._validation import (
     check_choice,
     check_dim,
@@ -633,6 +634,7 @@ class Comparison(Result):
         )
 
 
+@reports("compare")  # progress arrives as an open Reporter
 def compare(
     text_a: str | Attention,
     text_b: str | Attention,
@@ -651,6 +653,7 @@ def compare(
     n_jobs: int | None = None,
     truncate: bool = False,
     paper_compat: PaperMode | bool | None = False,
+    progress: ProgressOption = None,
 ) -> Comparison:
     """Compare the attention topology of two texts, head by head.
 
@@ -708,6 +711,11 @@ def compare(
           natural-log divergence of the softmaxed rows); everything else attntopo's.
 
         The notebook works on one chosen head and in float32 (docs/concepts.md §5).
+    progress : bool, callable or None, default None
+        One progress bar for the whole comparison: ``None`` a bar on a terminal or in
+        Jupyter, ``True``/``False``, or a callback ``callback(done, total, stage)`` (see
+        :mod:`attntopo._progress`); stages ``"attention"``, ``"distances"``,
+        ``"persistence"``, ``"diagram distances"``, ``"connection scales"``.
 
     Returns
     -------
@@ -730,16 +738,20 @@ def compare(
     pairs = check_alignment(alignment) if alignment is not None else None
     paper = check_paper_compat(paper_compat, legacy_true=False)
 
-    (A, B), info = attentions_of([text_a, text_b], model, layer, head, drop_special, truncate)
+    (A, B), info = attentions_of([text_a, text_b], model, layer, head, drop_special, truncate,
+                                 progress)
     shared = (
         match_aligned(A, B, pairs, alignment_units)
         if pairs is not None
         else match_words(A, B, include_special and not drop_special)
     )
     m = len(shared)
-    DA = token_distances(A, metric=metric, paper_compat=paper)
-    DB = token_distances(B, metric=metric, paper_compat=paper)
-    L, H = DA.shape[0], DA.shape[1]
+    L, H = A.weights.shape[0], A.weights.shape[1]
+    # distances and persistence of both texts (and of their shared tokens), then per head
+    # the diagram distances (and the connection scales of the shared tokens)
+    progress.add_total(L * H * (2 + 2 + (2 if m else 0) + 1 + (1 if m else 0)))
+    DA = token_distances(A, metric=metric, paper_compat=paper, progress=progress)
+    DB = token_distances(B, metric=metric, paper_compat=paper, progress=progress)
     ia = np.array([s.a for s in shared], dtype=np.int64)
     ib = np.array([s.b for s in shared], dtype=np.int64)
     SA = DA[:, :, ia][:, :, :, ia]
@@ -749,7 +761,7 @@ def compare(
     mats = list(DA.reshape(-1, DA.shape[-1], DA.shape[-1])) + list(DB.reshape(-1, DB.shape[-1], DB.shape[-1]))
     if m:
         mats += list(SA.reshape(-1, m, m)) + list(SB.reshape(-1, m, m))
-    dgms = persistence_batch(mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs)
+    dgms = persistence_batch(mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs, progress=progress)
     used_engine = dgms[0].engine
     grid_a = _grid(dgms, L, H, 0)
     grid_b = _grid(dgms, L, H, L * H)
@@ -766,11 +778,13 @@ def compare(
     dist = np.zeros((3, L, H, maxdim + 1))
     sdist = np.full((3, L, H, maxdim + 1), np.nan)
     kept = _without_short_bars if paper == "notebook" else (lambda dgm: dgm)  # the notebook's diagrams
+    progress.stage("diagram distances")
     for i in range(L):
         for j in range(H):
             dist[:, i, j] = _pair_distances(kept(grid_a[i][j]), kept(grid_b[i][j]))
             if m:
                 sdist[:, i, j] = _pair_distances(kept(sh_a[i][j]), kept(sh_b[i][j]))
+            progress.advance()
 
     eps = scales[:, :, None, None]
     off = ~np.eye(m, dtype=bool)
@@ -790,10 +804,12 @@ def compare(
     conn_a = np.zeros((L, H, m, m))
     conn_b = np.zeros((L, H, m, m))
     if m:
+        progress.stage("connection scales")
         for i in range(L):
             for j in range(H):
                 conn_a[i, j] = connection_scales(DA[i, j])[np.ix_(ia, ia)]
                 conn_b[i, j] = connection_scales(DB[i, j])[np.ix_(ib, ib)]
+                progress.advance()
 
     return Comparison(
         a=an_a,

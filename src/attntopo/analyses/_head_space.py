@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from .._mds import classical_mds
+from .._progress import NO_PROGRESS, ProgressOption, Reporter, make_reporter, reports
 from .._validation import (
     check_bool,
     check_choice,
@@ -106,11 +107,13 @@ def _weights(att: Any) -> tuple[np.ndarray, bool]:
     return w, causal
 
 
-def _one_text(w: np.ndarray, metric: str, n_threads: int | None, notebook: bool = False) -> np.ndarray:
+def _one_text(w: np.ndarray, metric: str, n_threads: int | None, notebook: bool = False,
+              reporter: Reporter = NO_PROGRESS) -> np.ndarray:
     """Sum over query tokens of the distances between all heads' rows: (L·H, L·H).
 
     ``notebook``: the heads notebook's matrix instead, (H, H): natural-log JS between the
-    heads of one layer only, summed over query tokens and then over layers.
+    heads of one layer only, summed over query tokens and then over layers.  ``reporter``
+    advances by the query tokens of each chunk done.
     """
     L, H, n, _ = w.shape
     t = torch.from_numpy(np.ascontiguousarray(w))
@@ -124,6 +127,7 @@ def _one_text(w: np.ndarray, metric: str, n_threads: int | None, notebook: bool 
         chunk = x[a:b].contiguous()  # rows of the heads for query tokens a..b-1
         D = row_distances(chunk, metric, base=base, n_threads=n_threads)  # (b - a, [L,] N, N)
         total += D.reshape(-1, N, N).sum(0)
+        reporter.advance(b - a)
     return total
 
 
@@ -135,6 +139,7 @@ def head_distances(
     reduce: str = "sum",
     paper_compat: Literal["notebook"] | bool | None = False,
     n_threads: int | None = None,
+    progress: ProgressOption = False,
 ) -> np.ndarray:
     """Distances between all attention heads of a model on a text (or texts).
 
@@ -162,6 +167,10 @@ def head_distances(
         this in float64.
     n_threads : int, optional
         Worker threads (default: torch's thread count).
+    progress : bool, callable or None, default False
+        Report the query tokens done (stage ``"head distances"``): ``True`` a bar, ``None`` a
+        bar on a terminal or in Jupyter, or a callback ``callback(done, total, stage)`` (see
+        :mod:`attntopo._progress`).
 
     Returns
     -------
@@ -199,11 +208,14 @@ def head_distances(
             if a.layer_ids != items[0].layer_ids or a.head_ids != items[0].head_ids:
                 raise InvalidInputError(f"text {k} holds other layers/heads than text 0")
     mats = []
-    for w in ws:
-        D = _one_text(w, metric, n_threads, notebook)
-        if normalize:
-            D /= w.shape[-1]
-        mats.append(D)
+    with make_reporter(progress, total=sum(w.shape[-1] for w in ws),
+                       description="head distances") as reporter:
+        reporter.stage("head distances")
+        for w in ws:
+            D = _one_text(w, metric, n_threads, notebook, reporter)
+            if normalize:
+                D /= w.shape[-1]
+            mats.append(D)
     if single:
         return mats[0]
     stack = np.stack(mats)
@@ -649,6 +661,7 @@ def _build(
     )
 
 
+@reports("head space")  # progress arrives as an open Reporter
 def head_space(
     texts_or_atts: str | Attention | Sequence[str] | Sequence[Attention],
     model: Any = DEFAULT_MODEL,
@@ -665,6 +678,7 @@ def head_space(
     keep_per_text: bool = True,
     paper_compat: Literal["notebook"] | bool | None = False,
     n_threads: int | None = None,
+    progress: ProgressOption = None,
 ) -> HeadSpace:
     """The head space of a model on some texts: distances, topology, embedding, types.
 
@@ -704,6 +718,12 @@ def head_space(
         types are not measured.
     n_threads : int, optional
         Threads for the head distances.
+    progress : bool, callable or None, default None
+        One progress bar for the whole run: ``None`` a bar on a terminal or in Jupyter,
+        ``True``/``False``, or a callback ``callback(done, total, stage)`` (see
+        :mod:`attntopo._progress`).  Units: one per text in ``"attention"`` and in ``"head
+        types"``, one per query token in ``"head distances"`` (added as each batch of texts
+        arrives), one for ``"head space"`` (persistence, clustering, embedding).
 
     Returns
     -------
@@ -717,7 +737,8 @@ def head_space(
     _check_head_paper_mode(paper, metric, normalize)
     types = types and paper is None  # head types are per layer and head: not in a summed space
     check_choice(reduce, "reduce", ("sum", "mean"))
-    items, is_att, m = texts_or_attentions(texts_or_atts, model)
+    items, is_att, m = texts_or_attentions(texts_or_atts, model, progress)
+    progress.add_total((0 if is_att else len(items)) + 1)  # attention per text; the space
     per_text: list[np.ndarray] = []
     feats: list[dict[str, np.ndarray]] = []
     n_tokens: list[int] = []
@@ -727,25 +748,29 @@ def head_space(
 
     def consume(batch: list[Attention]) -> None:
         nonlocal ref
+        progress.add_total(sum(a.n_tokens for a in batch) + (len(batch) if types else 0))
         for a in batch:
             if ref is None:
                 ref = a
             elif a.shape[:2] != ref.shape[:2] or a.layer_ids != ref.layer_ids or a.head_ids != ref.head_ids:
                 raise InvalidInputError("all attentions must come from one model with the same layers and heads")
             D = head_distances(a, normalize=normalize, metric=metric, paper_compat=paper,
-                               n_threads=n_threads)
+                               n_threads=n_threads, progress=progress)
             per_text.append(D)
             n_tokens.append(a.n_tokens)
             texts.append(a.text)
             if types:  # keep only the features, not the attention (memory)
+                progress.stage("head types")
                 feats.append(head_features(a, tokenizer=tokenizer, band_width=band_width))
+                progress.advance()
 
     if is_att:
         atts = [a.drop_special() if (drop_special and not a.special_dropped) else a for a in items]
         consume(atts)
     else:
         for s in range(0, len(items), _TEXT_BATCH):
-            chunk = m.attention(items[s : s + _TEXT_BATCH], drop_special=drop_special, truncate=truncate)
+            chunk = m.attention(items[s : s + _TEXT_BATCH], drop_special=drop_special, truncate=truncate,
+                                progress=progress)
             consume(list(chunk))
     assert ref is not None
     stack = np.stack(per_text)
@@ -761,6 +786,7 @@ def head_space(
         )
     prov = make_provenance(info, {"metric": metric, "engine": engine, "normalize": normalize, "reduce": reduce,
                                   "paper_compat": stored_paper_mode(paper), **attention_settings})
+    progress.stage("head space")
     hs = _build(
         D,
         layer_ids=tuple(ref.layer_ids),
@@ -780,4 +806,5 @@ def head_space(
         provenance=prov,
     )
     prov["settings"]["engine"] = hs.diagram.engine  # the engine that ran
+    progress.advance()
     return hs

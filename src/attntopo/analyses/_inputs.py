@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from .._progress import NO_PROGRESS, Reporter
 from ..attention import Attention, resolve_index, resolve_indices
 from ..errors import InvalidInputError, OutOfRangeError
 
@@ -27,12 +28,12 @@ __all__ = [
 MIXED = "give texts as all strings or all Attention objects, not a mix"
 
 
-def load(model: Any):
+def load(model: Any, progress: Any = False):
     """A loaded :class:`~attntopo.models.AttentionModel`: ``model`` itself, or
-    :func:`~attntopo.load_model` of an alias, hub id or folder."""
+    :func:`~attntopo.load_model` of an alias, hub id or folder (reporting to ``progress``)."""
     from ..models import AttentionModel, load_model
 
-    return model if isinstance(model, AttentionModel) else load_model(model)
+    return model if isinstance(model, AttentionModel) else load_model(model, progress=progress)
 
 
 def positions_of(sel: Any, ids: Sequence[int], what: str) -> tuple[int, ...] | None:
@@ -57,13 +58,15 @@ def positions_of(sel: Any, ids: Sequence[int], what: str) -> tuple[int, ...] | N
 
 
 def attentions_of(
-    texts: Sequence[Any], model: Any, layer: Any, head: Any, drop_special: bool, truncate: bool
+    texts: Sequence[Any], model: Any, layer: Any, head: Any, drop_special: bool, truncate: bool,
+    reporter: Reporter = NO_PROGRESS,
 ) -> tuple[list[Attention], dict]:
     """The attentions of several texts (one batched pass) and the model's description.
 
     ``texts`` are all strings (run through ``model``) or all Attention objects of one model
     with the same layers and heads (``model`` ignored; ``layer``/``head`` select among the
-    heads they hold, ``drop_special`` applies).
+    heads they hold, ``drop_special`` applies).  Loading the model and the forward pass
+    (one unit per text, added to its total here) report to ``reporter``.
     """
     if all(isinstance(t, Attention) for t in texts):
         atts = list(texts)
@@ -82,13 +85,17 @@ def attentions_of(
                       "n_heads": max(first.head_ids) + 1}
     if any(isinstance(t, Attention) for t in texts):
         raise InvalidInputError(MIXED)
-    m = load(model)
-    atts = m.attention(list(texts), drop_special=drop_special, truncate=truncate, layers=layer, heads=head)
+    m = load(model, reporter)
+    reporter.add_total(len(texts))
+    atts = m.attention(list(texts), drop_special=drop_special, truncate=truncate, layers=layer, heads=head,
+                       progress=reporter)
     return list(atts), m.info()
 
 
-def texts_or_attentions(texts_or_atts: Any, model: Any) -> tuple[list[Any], bool, Any]:
-    """``(items, is_attention, loaded model or None)`` for a text, an Attention or a list of either."""
+def texts_or_attentions(texts_or_atts: Any, model: Any,
+                        reporter: Reporter = NO_PROGRESS) -> tuple[list[Any], bool, Any]:
+    """``(items, is_attention, loaded model or None)`` for a text, an Attention or a list of either
+    (loading the model reports to ``reporter``)."""
     if isinstance(texts_or_atts, (str, Attention)):
         items = [texts_or_atts]
     else:
@@ -105,7 +112,7 @@ def texts_or_attentions(texts_or_atts: Any, model: Any) -> tuple[list[Any], bool
         return items, True, None
     if not all(isinstance(t, str) for t in items):
         raise InvalidInputError(MIXED)
-    return items, False, load(model)
+    return items, False, load(model, reporter)
 
 
 def as_attentions(att: Any) -> list[Attention]:

@@ -35,6 +35,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._progress import NO_PROGRESS, ProgressOption, Reporter, reports
 from .._validation import check_maxdim, check_metric, check_wasserstein_p
 from ..attention import Attention, resolve_indices
 from ..constants import DEFAULT_MODEL
@@ -63,8 +64,10 @@ def _special_runs(special: Sequence[bool]) -> tuple[int, int]:
     return lead, trail
 
 
-def _forward_prefixes(model, id_lists: list[list[int]], li, hi) -> list[np.ndarray]:
-    """Forward each id list (batched by a memory bound); weights of the chosen heads."""
+def _forward_prefixes(model, id_lists: list[list[int]], li, hi,
+                      reporter: Reporter = NO_PROGRESS) -> list[np.ndarray]:
+    """Forward each id list (batched by a memory bound); weights of the chosen heads.
+    ``reporter`` advances by the prefixes of each batch."""
     out: list[np.ndarray] = []
     per_text = model.n_layers * model.n_heads
     start = 0
@@ -77,11 +80,12 @@ def _forward_prefixes(model, id_lists: list[list[int]], li, hi) -> list[np.ndarr
             stop += 1
         ws = model.forward_ids(id_lists[start:stop], layers=li, heads=hi)
         out.extend(np.ascontiguousarray(w) for w in ws)
+        reporter.advance(stop - start)
         start = stop
     return out
 
 
-def _coherence(slices: list[Slice], maxdim: int, p: float):
+def _coherence(slices: list[Slice], maxdim: int, p: float, reporter: Reporter = NO_PROGRESS):
     S = len(slices)
     bn = np.zeros((max(S - 1, 0), maxdim + 1))
     ws = np.zeros((max(S - 1, 0), maxdim + 1))
@@ -93,9 +97,11 @@ def _coherence(slices: list[Slice], maxdim: int, p: float):
             val, pairs = matching(a, b, "wasserstein", p=p, dim=d)
             ws[k, d] = val
             matchings[d].append(np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
+        reporter.advance()
     return bn, ws, matchings
 
 
+@reports("timeline")  # progress arrives as an open Reporter
 def timeline(
     text: str | Attention,
     model: Any = DEFAULT_MODEL,
@@ -110,6 +116,7 @@ def timeline(
     engine: str | None = None,
     truncate: bool = False,
     n_jobs: int | None = None,
+    progress: ProgressOption = None,
 ) -> Timeline | list[Timeline]:
     """Time slices of a text's attention topology, one per prefix length.
 
@@ -145,6 +152,12 @@ def timeline(
         Cut texts longer than the model's context instead of raising.
     n_jobs : int, optional
         Worker processes for persistence (default: all cores).
+    progress : bool, callable or None, default None
+        One progress bar for the whole run: ``None`` a bar on a terminal or in Jupyter,
+        ``True``/``False``, or a callback ``callback(done, total, stage)`` (see
+        :mod:`attntopo._progress`).  Units: forward passes' texts (``"attention"``: one, or
+        one per prefix), matrices (``"distances"``, ``"persistence"``: per slice and head)
+        and pairs of consecutive slices per head (``"vines"``).
 
     Returns
     -------
@@ -171,7 +184,7 @@ def timeline(
     if isinstance(text, Attention):
         src = _from_attention(text, layer, head)
     elif isinstance(text, str):
-        src = _from_model(text, model, layer, head, truncate)
+        src = _from_model(text, model, layer, head, truncate, progress)
     else:
         raise InvalidInputError(f"text must be a string or an Attention, got {type(text).__name__}")
     n, n_lead, n_trail = src["n"], src["n_lead"], src["n_trail"]
@@ -191,6 +204,9 @@ def timeline(
     ]
     one_pass = src["full"] is not None
     li, hi = src["layer_ids"], src["head_ids"]
+    S, LH = len(ts), len(li) * len(hi)
+    # prefixes' forward passes, distances (one pass: of the full text only), persistence, vines
+    progress.add_total((0 if one_pass else S) + (LH if one_pass else S * LH) + S * LH + LH * (S - 1))
 
     # ---- attention of every prefix, shape (n_sel_layers, n_sel_heads, t, t)
     if one_pass:
@@ -199,7 +215,8 @@ def timeline(
         ids = src["ids"]
         lead, trail, content = ids[:n_lead], ids[n - n_trail :], ids[n_lead : n - n_trail]
         id_lists = [lead + content[: t - t_min + 1] + trail for t in ts]
-        weights = _forward_prefixes(src["model"], id_lists, src["li"], src["hi"])
+        progress.stage("attention")
+        weights = _forward_prefixes(src["model"], id_lists, src["li"], src["hi"], progress)
 
     special = src["special"]
     token_ids = src["token_ids"]
@@ -222,15 +239,15 @@ def timeline(
 
     # ---- distances: one matrix for a growing causal text, else one per slice
     if one_pass:
-        D_full = token_distances(atts[-1], metric=metric)
+        D_full = token_distances(atts[-1], metric=metric, progress=progress)
         dists = [D_full[:, :, : a.n_tokens, : a.n_tokens] for a in atts]
     else:
-        dists = [token_distances(a, metric=metric) for a in atts]
+        dists = [token_distances(a, metric=metric, progress=progress) for a in atts]
 
     # ---- all diagrams in one batch, slice-major then layer, head
     L, H = len(li), len(hi)
     mats = [d[i, j] for d in dists for i in range(L) for j in range(H)]
-    dgms = persistence_batch(mats, maxdim=int(maxdim), engine=engine, n_jobs=n_jobs)
+    dgms = persistence_batch(mats, maxdim=int(maxdim), engine=engine, n_jobs=n_jobs, progress=progress)
     used_engine = dgms[0].engine if dgms else (engine or "")
 
     prov = make_provenance(
@@ -239,6 +256,7 @@ def timeline(
          "truncate": truncate, "wasserstein_p": p},
     )
     out = []
+    progress.stage("vines")
     for i, lay in enumerate(li):
         for j, hd in enumerate(hi):
             slices = []
@@ -254,7 +272,7 @@ def timeline(
                         diagram=dgms[(k * L + i) * H + j],
                     )
                 )
-            bn, ws, matchings = _coherence(slices, int(maxdim), p)
+            bn, ws, matchings = _coherence(slices, int(maxdim), p, progress)
             out.append(
                 Timeline(
                     slices=slices,
@@ -285,9 +303,11 @@ def timeline(
     return out[0] if single else out
 
 
-def _from_model(text: str, model: Any, layer, head, truncate: bool) -> dict:
-    """Tokenize once; run the whole text once if a causal model allows one pass."""
-    m = load(model)
+def _from_model(text: str, model: Any, layer, head, truncate: bool,
+                reporter: Reporter = NO_PROGRESS) -> dict:
+    """Tokenize once; run the whole text once if a causal model allows one pass (loading and
+    that pass report to ``reporter``)."""
+    m = load(model, reporter)
     enc = m.tokenize(text, truncate=truncate)
     ids, n = list(enc.ids), len(enc.ids)
     n_lead, n_trail = _special_runs(enc.special)
@@ -298,7 +318,10 @@ def _from_model(text: str, model: Any, layer, head, truncate: bool) -> dict:
     full = None
     if m.causal and n_trail == 0:
         # rows never see the future: every prefix is a top-left block of this one pass
+        reporter.add_total(1)
+        reporter.stage("attention")
         full = np.ascontiguousarray(m.forward_ids([ids], layers=li, heads=hi)[0])
+        reporter.advance()
     return dict(
         n=n, n_lead=n_lead, n_trail=n_trail, ids=ids, full=full, model=m, li=li, hi=hi,
         layer_ids=li, head_ids=hi, tokens=list(enc.tokens), offsets=list(enc.offsets),
