@@ -49,8 +49,8 @@ from ._common import (
     print_json,
     print_saved,
     print_table,
+    progress_bar,
     read_text,
-    status,
     top_option,
     truncate_option,
     write_result,
@@ -148,10 +148,7 @@ def analyze(
     show = not json_out
     m, t_model = load_model_with_status(model, show)
     n_sel = (len(layers) if layers else m.n_layers) * (len(heads) if heads else m.n_heads)
-    with status(
-        f"analysing {n_sel} head{'s' if n_sel != 1 else ''}: attention → {metric} distances → persistence …",
-        show,
-    ):
+    with progress_bar(f"analysing {n_sel} head{'s' if n_sel != 1 else ''}", show) as progress:
         t0 = time.perf_counter()
         paper = None if paper is None else PaperMode(paper).value
         if paper_compat:
@@ -161,7 +158,7 @@ def analyze(
         analysis = at.analyze(
             body, m, layers=layers, heads=heads, metric=metric, maxdim=maxdim, threshold=threshold,
             engine=engine, drop_special=drop_special, paper_compat=paper, truncate=truncate,
-            n_jobs=n_jobs,
+            n_jobs=n_jobs, progress=progress,
         )
         t_analysis = time.perf_counter() - t0
 

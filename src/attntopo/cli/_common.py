@@ -277,17 +277,33 @@ def status(message: str, enabled: bool) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def progress_bar(description: str, enabled: bool) -> Iterator[Any]:
+    """A progress bar on stderr for the block's work, to pass on as ``progress=``.
+
+    It shows ``description · stage``, units done / total, the time spent and an estimate of
+    the time left, and is gone when the block ends.  Off (a reporter that does nothing) when
+    not ``enabled`` (``--json``), when stderr is not a terminal, or with ``ATTNTOPO_PROGRESS=0``.
+    """
+    from .._progress import make_reporter
+
+    on = enabled and err_console.is_terminal
+    with make_reporter(None if on else False, description=description, console=err_console) as bar:
+        yield bar
+
+
 def load_model_with_status(model: str, show: bool):
-    """Load a model behind a status line; returns ``(model, seconds)``."""
+    """Load a model behind a progress bar (a GGUF conversion shows its stages); returns
+    ``(model, seconds)``."""
     from ..models import load_model
 
-    loading = f"loading model {model} …"
+    loading = f"model {model}"
     if model.strip().lower() == "smollm2" and show and err_console.is_terminal:
         if describe_alias("smollm2").get("converted") is False:
-            loading = "loading smollm2: the first use converts its GGUF file once (about 30 s) …"
-    with status(loading, show):
+            loading = "smollm2, first use: its GGUF file is converted once (about 30 s)"
+    with progress_bar(loading, show) as progress:
         t0 = time.perf_counter()
-        m = load_model(model)
+        m = load_model(model, progress=progress)
         return m, time.perf_counter() - t0
 
 

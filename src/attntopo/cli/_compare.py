@@ -45,7 +45,7 @@ from ._common import (
     print_json,
     print_saved,
     print_table,
-    status,
+    progress_bar,
     summary_rows,
     top_option,
     truncate_option,
@@ -151,12 +151,13 @@ def compare_cmd(
 
     show = not json_out
     m, t_model = load_model_with_status(model, show)
-    with status("comparing: attention → distances → persistence → diagram distances …", show):
+    with progress_bar("comparing", show) as progress:
         t0 = time.perf_counter()
         c = at.compare(
             text_a, text_b, m, layers, heads, metric=metric, maxdim=maxdim, threshold=eps,
             drop_special=drop_special, include_special=include_special, alignment=alignment,
             alignment_units="token" if align_tokens else "word", n_jobs=n_jobs, truncate=truncate,
+            progress=progress,
         )
         t_cmp = time.perf_counter() - t0
     keys = [c.keys[c._key_index(w)] for w in words]  # validates the words: one-line error if not shared

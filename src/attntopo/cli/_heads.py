@@ -40,6 +40,7 @@ from ._common import (
     print_json,
     print_saved,
     print_table,
+    progress_bar,
     read_text,
     status,
     top_option,
@@ -138,10 +139,10 @@ def heads_cmd(
     for name in names:
         m, dt = load_model_with_status(name, show)
         t_model += dt
-        with status(f"{name}: head distances over {plural(len(bodies), 'text')} → persistence → types …", show):
+        with progress_bar(f"{name}: head space of {plural(len(bodies), 'text')}", show) as progress:
             t1 = time.perf_counter()
             spaces.append(at.head_space(bodies, m, normalize=not raw, maxdim=maxdim, metric=metric,
-                                        drop_special=drop_special, truncate=truncate))
+                                        drop_special=drop_special, truncate=truncate, progress=progress))
             t_space += time.perf_counter() - t1
     comparison = None
     t_cmp = 0.0

@@ -28,6 +28,7 @@ from ._common import (
     metric_option,
     model_option,
     parse_indices,
+    progress_bar,
     read_text,
     status,
     truncate_option,
@@ -97,13 +98,14 @@ def report_cmd(
     m, _ = load_model_with_status(model, True)
     comparison = None
     if compare_text is None:
-        with status("analysing every head: attention → distances → persistence …", True):
+        with progress_bar("analysing every head", True) as progress:
             analysis = at.analyze(body, m, metric=metric, maxdim=maxdim, drop_special=drop_special,
-                                  truncate=truncate, n_jobs=n_jobs)
+                                  truncate=truncate, n_jobs=n_jobs, progress=progress)
     else:
-        with status("comparing the two texts on every head …", True):
+        with progress_bar("comparing the two texts on every head", True) as progress:
             comparison = at.compare(body, compare_text, m, metric=metric, maxdim=maxdim,
-                                    drop_special=drop_special, truncate=truncate, n_jobs=n_jobs)
+                                    drop_special=drop_special, truncate=truncate, n_jobs=n_jobs,
+                                    progress=progress)
         analysis = comparison.a
     with status("drawing the report …", True):
         html = report_html(analysis, comparison, heads=chosen, n_heads=plot_heads, title=title)

@@ -42,8 +42,8 @@ from ._common import (
     print_json,
     print_saved,
     print_table,
+    progress_bar,
     read_text,
-    status,
     top_option,
     truncate_option,
     write_result,
@@ -108,11 +108,11 @@ def timeline_cmd(
 
     show = not json_out
     m, t_model = load_model_with_status(model, show)
-    how = "one forward pass" if m.causal else "one forward pass per prefix"
-    with status(f"timeline: {how} → distances → persistence of every prefix …", show):
+    how = "one forward pass" if m.causal else "a forward pass per prefix"
+    with progress_bar(f"timeline ({how})", show) as progress:
         t1 = time.perf_counter()
         tl = at.timeline(body, m, layer=lay, head=hd, metric=metric, maxdim=maxdim, t0=t0,
-                         drop_special=drop_special, truncate=truncate, n_jobs=n_jobs)
+                         drop_special=drop_special, truncate=truncate, n_jobs=n_jobs, progress=progress)
         t_tl = time.perf_counter() - t1
     bundle = None
     if formats:
