@@ -311,8 +311,10 @@ def report(res: dict) -> str:
         "feature sets: [features.md](features.md).",
         "",
         f"Run: {res['date']}, {env['machine']}, Python {env['python']}, "
-        f"{res['seconds']:.0f} s{' (quick subsets)' if res['quick'] else ''}."
-        + ("" if res.get("full_size", True) else
+        f"{res['seconds']:.0f} s"
+        + (" — **the quick run** (`--quick`: small subsets, wide standard deviations; "
+           "the full one is `make experiments`)." if res["quick"] else ".")
+        + ("" if res["quick"] or res.get("full_size", True) else
            f" **Reduced sizes** ({', '.join(f'{k}={v}' for k, v in res['sizes'].items())}; "
            "`make experiments` runs the full ones)."),
         "",
@@ -338,7 +340,9 @@ def report(res: dict) -> str:
         f"top-p {h['generation']['top_p']}, about as long in tokens; mean {h['mean_words']:.1f} "
         f"words); {h['cv']} CV, so a text and its twin never sit on both sides. SmolLM2 "
         f"attention: layers {', '.join(map(str, h['smollm2_layers']))} (all 9 heads each). "
-        "Chance: 0.5.",
+        "Chance: 0.5. Caveat: a continuation stops at its token budget, often mid-sentence, "
+        "while a fortune ends with its punctuation; features that see the last tokens (the "
+        "templates' `last` and `punct` among them) can pick that up rather than style.",
         "",
         "| features | accuracy | macro-F1 |",
         "|---|---|---|",
