@@ -428,10 +428,10 @@ def _run_analysis(state: ServerState, name: str, req) -> Any:
     import attntopo as at
     from ..models import load_model
 
-    m = load_model(name)
+    m = load_model(name, progress=False)  # a server draws no progress bars (its requests run in threads)
     _model_info(state, name, m)
     return at.analyze(req.text, m, metric=req.metric, maxdim=req.maxdim, drop_special=req.drop_special,
-                      truncate=req.truncate)
+                      truncate=req.truncate, progress=False)
 
 
 def _run_comparison(state: ServerState, name: str, req) -> Any:
@@ -439,10 +439,11 @@ def _run_comparison(state: ServerState, name: str, req) -> Any:
     import attntopo as at
     from ..models import load_model
 
-    m = load_model(name)
+    m = load_model(name, progress=False)
     _model_info(state, name, m)
     return at.compare(req.text_a, req.text_b, m, metric=req.metric, maxdim=req.maxdim,
-                      threshold=req.threshold, drop_special=req.drop_special, truncate=req.truncate)
+                      threshold=req.threshold, drop_special=req.drop_special, truncate=req.truncate,
+                      progress=False)
 
 
 # ------------------------------------------------------------------------ routes

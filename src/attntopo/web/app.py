@@ -86,7 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     from ..models import load_model
 
                     name = state.check_model(None)
-                    state.loaded[name] = load_model(name).info()
+                    state.loaded[name] = load_model(name, progress=False).info()
                 except Exception as e:  # noqa: BLE001 - reported when a request uses it
                     log.warning("could not preload model %s: %s", settings.model, one_line(e))
 
