@@ -15,7 +15,7 @@ import typer
 import attntopo as at
 from attntopo.cli import app
 
-from _cli import assert_one_line_error, run  # noqa: E402
+from _cli import ROOT, assert_one_line_error, run  # noqa: E402
 
 
 def _command_paths(command=None, prefix=()):
@@ -228,3 +228,33 @@ def test_words_lists_what_align_counts():
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if "information" in ln and "16–27" in ln)
     assert line.split()[:4] == ["5", "information", "16–27", "7"], line
+
+
+# ---------------------------------------------------------------- --file newline
+@pytest.mark.model
+def test_file_drops_one_trailing_newline(tmp_path):
+    """An editor ends a file with a newline, which SmolLM2 turned into a last ``Ċ`` token:
+    ``--file`` drops one trailing newline (``\\n`` or ``\\r\\n``), and only one."""
+    cases = {"one.txt": ("The cat sat.\n", "The cat sat."), "two.txt": ("The cat sat.\n\n", "The cat sat.\n"),
+             "crlf.txt": ("The cat sat.\r\n", "The cat sat."), "none.txt": ("The cat sat.", "The cat sat.")}
+    for name, (body, expected) in cases.items():
+        (tmp_path / name).write_bytes(body.encode("utf-8"))
+        r = run("analyze", "-f", str(tmp_path / name), "--layer", "0", "--head", "0", "--json", "--no-diagrams")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["text"] == expected, name
+    r = run("analyze", "-f", "-", "--layer", "0", "--head", "0", "--json", stdin="The cat sat.\n")
+    assert json.loads(r.stdout)["text"] == "The cat sat."
+
+
+@pytest.mark.slow
+@pytest.mark.smollm2
+def test_smollm2_file_has_no_newline_token_and_quiet_stderr():
+    if "smollm2" not in at.packaged_aliases():
+        pytest.skip("the packaged SmolLM2 is not installed")
+    r = run("analyze", "-f", str(ROOT / "examples" / "quantum.txt"), "-m", "smollm2", "--layer", "0", "--head", "0",
+            "--json", "--no-diagrams", timeout=900)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["tokens"][-1] != "Ċ" and doc["labels"][-1] != "↵" and doc["text"].endswith(".")
+    assert r.stderr == ""  # nothing from transformers, torch or the GGUF conversion
+

@@ -205,6 +205,8 @@ def read_text(text: Optional[str], file: Optional[str]) -> tuple[str, str]:
             except OSError as e:
                 raise InvalidInputError(f"cannot read --file {file!r}: {e.strerror or e}") from None
             source = str(file)
+        if data.endswith("\n"):  # the line end an editor puts last is not text: no "Ċ" token for it
+            data = data[:-1]  # (one only; text mode has made "\r\n" a "\n")
         if not data.strip():
             raise EmptyTextError(f"--file {source!r} is empty or only whitespace: give at least one word")
         return data, source
