@@ -258,3 +258,21 @@ def test_smollm2_file_has_no_newline_token_and_quiet_stderr():
     assert doc["tokens"][-1] != "Ċ" and doc["labels"][-1] != "↵" and doc["text"].endswith(".")
     assert r.stderr == ""  # nothing from transformers, torch or the GGUF conversion
 
+
+# ------------------------------------------------------------------- too long
+LONG = " ".join(["word"] * 600)  # 602 MiniLM tokens with [CLS] and [SEP]
+
+
+@pytest.mark.model
+def test_too_long_names_the_cli_fix():
+    """The error told CLI users to "truncate it" (the library's wording, meant for truncate=True);
+    it names --truncate now.  With --truncate nothing but the result is printed: no line from
+    transformers ("Token indices sequence length …") or torch on stderr."""
+    r = run("analyze", LONG, "--layer", "0", "--head", "0")
+    line = assert_one_line_error(r)
+    assert line == "error: text has 602 tokens but minilm takes at most 512: shorten it or pass --truncate"
+    for extra in ((), ("--json",)):
+        r = run("analyze", LONG, "--layer", "0", "--head", "0", "--truncate", *extra)
+        assert r.returncode == 0, r.stderr
+        assert r.stderr == ""
+    assert json.loads(r.stdout)["n_tokens"] == 512

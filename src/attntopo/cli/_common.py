@@ -25,7 +25,7 @@ from rich.console import Console
 
 from .. import __version__
 from ..constants import DEFAULT_MODEL, ENGINE_NAMES, METRICS, PAPER_MODES, PLOT_FORMATS
-from ..errors import AttntopoError, EmptyTextError, InvalidInputError
+from ..errors import AttntopoError, EmptyTextError, InvalidInputError, TextTooLongError
 from ..io import META_FILE, json_safe
 from ..models.describe import describe_alias
 
@@ -473,6 +473,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         import logging
 
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    else:  # third-party log lines (transformers' warnings) are not the CLI's output: --debug shows them
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     command = plain_flags(typer.main.get_command(app))
     caught: list[warnings.WarningMessage] = []
     try:
@@ -498,6 +500,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     except typer.Abort:
         sys.stderr.write("error: aborted\n")
         return EXIT_INTERRUPTED
+    except TextTooLongError as e:  # the library names no interface's switch: the CLI names its own
+        who = e.model or "the model"
+        _error(f"text has {e.n_tokens} tokens but {who} takes at most {e.limit}: shorten it or pass --truncate"
+               if e.n_tokens is not None and e.limit is not None else f"{e}: shorten it or pass --truncate", debug)
+        return EXIT_USAGE
     except AttntopoError as e:
         _error(str(e), debug)
         return EXIT_USAGE
