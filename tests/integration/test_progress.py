@@ -88,6 +88,17 @@ def test_timeline_reports_prefixes_slices_and_vines(minilm):
     assert rec.calls[-1][1] == S + 2 * S * 2 + 2 * (S - 1)  # bidirectional: a pass per prefix
 
 
+@pytest.mark.smollm2
+@pytest.mark.xdist_group("smollm2")
+def test_timeline_of_a_causal_model_reports_one_pass(smollm2):
+    rec = Recorder()
+    tl = at.timeline("The cat sat on the mat.", smollm2, layer=3, head=[0, 1], progress=rec)
+    assert rec.check() == ["attention", "distances", "persistence", "vines"]
+    S = len(tl[0].slices)
+    # one forward pass, the distances of the full text only, then every slice's diagrams
+    assert rec.calls[-1][1] == 1 + 2 + S * 2 + 2 * (S - 1)
+
+
 def test_progress_is_checked_before_any_work(minilm):
     with pytest.raises(at.errors.InvalidInputError, match="progress must be None"):
         at.analyze(TEXT_A, minilm, progress="yes")
