@@ -276,3 +276,17 @@ def test_too_long_names_the_cli_fix():
         assert r.returncode == 0, r.stderr
         assert r.stderr == ""
     assert json.loads(r.stdout)["n_tokens"] == 512
+
+
+def test_align_out_of_range_lists_the_words():
+    """A wrong ``--align`` index said only "out of range … (see attntopo.words.split_words)"; the
+    line lists the text's words with their indices now, before any model is loaded."""
+    r = run("compare", "Information theory studies entropy", FRENCH, "--align", "0:5,1:12")
+    line = assert_one_line_error(r)
+    assert line == ("error: --align 1:12: word 12 is out of range for TEXT_B, which has 10 words: 0 La · 1 théorie "
+                    "· 2 de · 3 l · 4 ' · 5 information · 6 étudie · 7 l · 8 ' · 9 entropie (attntopo words TEXT "
+                    "shows their tokens too)")
+    long_text = " ".join(f"w{i}" for i in range(50))
+    line = assert_one_line_error(run("compare", long_text, "b", "--align", "50:0"))
+    assert "word 50 is out of range for TEXT_A, which has 50 words: 0 w0 · 1 w1 · " in line
+    assert "· 27 w27 · … · 49 w49 (attntopo words TEXT" in line

@@ -14,7 +14,8 @@ from rich.table import Table
 
 from .. import __version__
 from .._validation import check_dim, check_maxdim, check_scale
-from ..errors import EmptyTextError, InvalidInputError
+from ..errors import EmptyTextError, InvalidInputError, OutOfRangeError
+from ..words import split_words
 from ._common import (
     DEFAULT_TOP,
     Metric,
@@ -63,7 +64,7 @@ _COMPARE_EPILOG = (
     "\"La théorie de l'information étudie l'entropie\" --align 0:5 --align 1:1 --json\n\n"
     "Shared tokens are matched by word (case-insensitive, subwords grouped) and occurrence; "
     "--align I:J pairs word I of TEXT A with word J of TEXT B instead (words: runs of letters/"
-    "digits and single punctuation marks, 0-based). Without --scale the scale is chosen per "
+    "digits and single punctuation marks, 0-based; [bold]attntopo words TEXT[/bold] lists them). Without --scale the scale is chosen per "
     "head (median of both texts' H0 deaths). A saved result loads back with "
     "[bold]attntopo.load_result(DIR)[/bold]."
 )
@@ -98,7 +99,8 @@ def compare_cmd(
     ),
     align: Optional[List[str]] = typer.Option(
         None, "--align", metavar="I:J",
-        help="Pair word I of TEXT A with word J of TEXT B (repeat or comma-separate) instead of string matching.",
+        help="Pair word I of TEXT A with word J of TEXT B (repeat or comma-separate) instead of string matching; "
+        "attntopo words TEXT numbers the words.",
         show_default=False,
     ),
     align_tokens: bool = typer.Option(False, "--align-tokens", help="--align gives token positions, not words."),
@@ -146,6 +148,8 @@ def compare_cmd(
     alignment = _parse_alignment(align)
     if align_tokens and alignment is None:
         raise InvalidInputError("--align-tokens needs --align I:J pairs")
+    if alignment is not None and not align_tokens:
+        _check_word_indices(alignment, text_a, text_b)
     words = _highlight_words(highlight)
     formats = check_plot_options(plots, plot_format, out)
 
@@ -153,12 +157,19 @@ def compare_cmd(
     m, t_model = load_model_with_status(model, show)
     with progress_bar("comparing", show) as progress:
         t0 = time.perf_counter()
-        c = at.compare(
-            text_a, text_b, m, layers, heads, metric=metric, maxdim=maxdim, threshold=eps,
-            drop_special=drop_special, include_special=include_special, alignment=alignment,
-            alignment_units="token" if align_tokens else "word", n_jobs=n_jobs, truncate=truncate,
-            progress=progress,
-        )
+        try:
+            c = at.compare(
+                text_a, text_b, m, layers, heads, metric=metric, maxdim=maxdim, threshold=eps,
+                drop_special=drop_special, include_special=include_special, alignment=alignment,
+                alignment_units="token" if align_tokens else "word", n_jobs=n_jobs, truncate=truncate,
+                progress=progress,
+            )
+        except (InvalidInputError, OutOfRangeError) as e:
+            if not str(e).startswith("alignment:"):
+                raise
+            # a word that owns no token, a token position out of range: say where to look
+            raise type(e)(f"--align: {str(e).removeprefix('alignment: ')} (attntopo words TEXT lists a "
+                          "text's words and the positions of their tokens)") from None
         t_cmp = time.perf_counter() - t0
     keys = [c.keys[c._key_index(w)] for w in words]  # validates the words: one-line error if not shared
     rank_dim = c.ranking_dim if dim is None else dim
@@ -237,6 +248,22 @@ def _comparison_scale(scale: Optional[float], threshold: Optional[float]) -> Opt
     if eps is not None:
         check_scale(eps, name, allow_inf=False)
     return eps
+
+
+def _check_word_indices(alignment: list[tuple[int, int]], text_a: str, text_b: str) -> None:
+    """``--align`` word indices out of range: one line that lists the text's words, before any
+    model is loaded (words do not depend on the model: :func:`attntopo.words.split_words`)."""
+    for side, name, text in ((0, "TEXT_A", text_a), (1, "TEXT_B", text_b)):
+        words = [w for _, _, w in split_words(text)]
+        for pair in alignment:
+            if not -len(words) <= pair[side] < len(words):
+                listed = [f"{i} {w}" for i, w in enumerate(words)]
+                if len(listed) > 30:
+                    listed = listed[:28] + ["…", listed[-1]]
+                raise OutOfRangeError(
+                    f"--align {pair[0]}:{pair[1]}: word {pair[side]} is out of range for {name}, which has "
+                    f"{len(words)} words: {' · '.join(listed)} (attntopo words TEXT shows their tokens too)"
+                )
 
 
 def _parse_alignment(values: Optional[List[str]]) -> list[tuple[int, int]] | None:
