@@ -39,7 +39,8 @@ KINDS: dict[str, type[Result]] = {
 
 #: Kinds whose classes live above the analyses layer: kind → (module, class), imported by name
 #: (no import-time dependency) and added to KINDS the first time load_result meets the kind.
-_KIND_MODULES = {"hardmax_simulation": ("attntopo.hardmax", "HardmaxSimulation"),
+_KIND_MODULES = {"feature_table": ("attntopo.features", "FeatureTable"),
+                 "hardmax_simulation": ("attntopo.hardmax", "HardmaxSimulation"),
                  "hardmax_classifier": ("attntopo.hardmax", "HardmaxClassifier")}
 
 #: Loaders registered with the deprecated :func:`register_result_kind` (kind → loader).

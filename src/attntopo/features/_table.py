@@ -41,8 +41,8 @@ def parse_column(name: str) -> tuple[int, int, str, str]:
 class FeatureTable(Result):
     """Topological features of a list of texts: a result like every attntopo result.
 
-    ``save(folder)`` and :func:`attntopo.load_result` round-trip it (once
-    :mod:`attntopo.features` is imported, which registers the kind); equality compares every
+    ``save(folder)`` and :func:`attntopo.load_result` round-trip it (the kind table names
+    this class, imported on first use); equality compares every
     field but the provenance.
 
     Attributes

@@ -168,3 +168,18 @@ def test_select_heads_refuses_one_class_and_too_many_heads():
         select_heads(t, y, 5)
     with pytest.raises(InvalidInputError, match="columns="):
         select_heads(t.values, y, 1)
+
+
+def test_a_saved_table_loads_in_a_fresh_process(tmp_path):
+    """load_result finds the feature_table kind without attntopo.features imported first."""
+    import subprocess
+    import sys
+
+    table = FeatureTable(np.array([[1.0, 2.0]]), ("L0H0.js.h0.n_bars", "L0H1.js.h0.n_bars"),
+                         np.arange(1), ["a text"])
+    table.save(tmp_path / "t")
+    code = ("import attntopo as at, sys; t = at.load_result(sys.argv[1]); "
+            "assert 'attntopo.features' in sys.modules; print(t.kind, t.values.tolist())")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[0] == "feature_table"
