@@ -380,8 +380,10 @@ class HeadSpace(Result):
         """Head clusters at scale ``eps``: single-linkage clusters (connected components of
         the graph joining heads at distance ``<= eps``).
 
-        Returns an int ndarray of shape (N,), clusters numbered in order of their first
-        head.  Their number equals ``diagram.betti(eps)[0]``.
+        Returns an int ndarray of shape (N,): the cluster label of each head (matrix order),
+        clusters numbered in order of their first head.  Their number equals
+        ``diagram.betti(eps)[0]``.  The groups themselves, as lists of head labels, are
+        :meth:`cluster_groups`.
         """
         return clusters_at(self.distances, _check_eps(eps))
 
