@@ -1,6 +1,7 @@
 """Benchmark and measurements of ``attntopo.hardmax`` (issue 19), printed as Markdown.
 
-Usage: ``.venv/bin/python benchmarks/hardmax.py [--repeats 20] [--json out.json] [--no-model]``
+Usage: ``.venv/bin/python benchmarks/hardmax.py [--repeats 20] [--json out.json] [--no-model]``;
+``--classifier`` runs only section 3.
 
 1. Speed: :func:`attntopo.hardmax.simulate` on n Gaussian tokens in R^d for 50 steps (a random
    SPD ``A``): the first call in a fresh process (imports scipy's parts) and the median of the
@@ -10,6 +11,9 @@ Usage: ``.venv/bin/python benchmarks/hardmax.py [--repeats 20] [--json out.json]
 2. Real attention: MiniLM's hidden states with ``A`` from every head of every layer
    (``key_query_matrix``, margin 0.01) for three sentences: leaders at step 0, clusters after
    80 steps, whether every run converged and put its limit points on the polytope's boundary.
+3. The classifier (``--classifier``): two binary tasks from Debian's fortunes, d = 2, 4, 8, 16,
+   seeds 0-2, 20 epochs: test accuracy after the last epoch and early-stopped on validation,
+   against logistic regression on word counts with the same split.
 """
 
 from __future__ import annotations
@@ -74,10 +78,15 @@ def minilm() -> dict:
     per_sentence = []
     examples = []
     for text in SENTENCES:
-        lead0, clusters, ok = [], [], True
+        lead0, clusters, self_s, shift, ok = [], [], [], [], True
         for layer in range(m.n_layers):
+            Z, _ = hm.token_states(m, text, layer)
             for head in range(m.n_heads):
                 r = hm.simulate_text(text, m, layer, head, alpha=1.0, steps=80)
+                # the head's symmetric score without the shift: how many tokens attend to themselves
+                S = r.A - r.source["shift"] * np.eye(r.dim)
+                self_s.append(int(np.sum(np.argmax(Z @ S @ Z.T, axis=1) == np.arange(r.n_tokens))))
+                shift.append(r.source["shift"] / r.source["norm_S"])
                 pos = r.polytope()
                 ok &= bool(r.converged and pos.inside.all() and pos.on_boundary.all()
                            and r.n_clusters[-1] <= r.leader_points.shape[0])
@@ -93,9 +102,41 @@ def minilm() -> dict:
             "leaders_step0": {"min": min(lead0), "median": float(np.median(lead0)), "max": max(lead0)},
             "clusters_final": {"min": min(clusters), "median": float(np.median(clusters)), "max": max(clusters)},
             "heads_with_a_merge": int(sum(c < n for c in clusters)),
+            "self_argmax_unshifted": {"min": min(self_s), "median": float(np.median(self_s)), "max": max(self_s)},
+            "shift_over_norm_S": {"min": min(shift), "median": float(np.median(shift)), "max": max(shift)},
             "theorem_checks_pass": ok,
         })
     return {"sentences": per_sentence, "examples": examples}
+
+
+def classifier(tasks=(("politics", "science"), ("computers", "people")), dims=(2, 4, 8, 16), seeds=(0, 1, 2),
+               epochs: int = 20) -> list[dict]:
+    """The classifier on binary tasks from Debian's fortunes: every d and seed, the same splits per seed."""
+    import numpy as np
+
+    from attntopo import hardmax as hm
+    from attntopo.datasets import fortunes
+
+    rows = []
+    for task in tasks:
+        ds = fortunes(list(task))
+        for d in dims:
+            res = []
+            for seed in seeds:
+                m = hm.train_classifier(ds.texts, ds.labels, d=d, layers=8, epochs=epochs, seed=seed,
+                                        top_words=10 if (d == 2 and seed == 0) else 0)
+                res.append(m.metrics)
+                if m.metrics.get("leader_words"):
+                    rows.append({"task": task, "leader_words": m.metrics["leader_words"]})
+            stat = {k: (float(np.mean([r[k] for r in res])), float(np.std([r[k] for r in res])))
+                    for k in ("test_accuracy_final", "test_accuracy_early", "majority_test_accuracy", "train_seconds")}
+            base = [r["baseline"]["test_accuracy"] for r in res]
+            rows.append({"task": task, "n": len(ds), "d": d, "seeds": len(seeds), **stat,
+                         "baseline": (float(np.mean(base)), float(np.std(base))),
+                         "best_epochs": [r["best_epoch"] for r in res]})
+            print(f"(done: {' vs '.join(task)}, d = {d}: {res[-1]['train_seconds']:.0f} s per run)", file=sys.stderr,
+                  flush=True)
+    return rows
 
 
 def main() -> int:
@@ -103,7 +144,28 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--json", help="also write the numbers to this file")
     p.add_argument("--no-model", action="store_true", help="skip the MiniLM measurements")
+    p.add_argument("--classifier", action="store_true", help="only the classifier on fortunes (about 10 min)")
     args = p.parse_args()
+    if args.classifier:
+        rows = classifier()
+        print("| task | texts | d | hardmax, last epoch | hardmax, early-stopped on validation | bag of words + "
+              "logistic regression | majority class | best epochs | seconds per run |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            if "d" not in r:
+                continue
+            f = lambda k: f"{r[k][0]:.3f} ± {r[k][1]:.3f}"  # noqa: E731
+            print(f"| {' vs '.join(r['task'])} | {r['n']} | {r['d']} | {f('test_accuracy_final')} | "
+                  f"{f('test_accuracy_early')} | {f('baseline')} | {r['majority_test_accuracy'][0]:.3f} | "
+                  f"{', '.join(map(str, r['best_epochs']))} | {r['train_seconds'][0]:.0f} |")
+        for r in rows:
+            if "leader_words" in r:
+                for c, words in r["leader_words"].items():
+                    print(f"\nleader words, {c} (d = 2, seed 0): " + ", ".join(f"{w} ({s:.0%})" for w, _, s in words))
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(rows, fh, indent=1)
+        return 0
     out = {"speed": speed(args.repeats)}
     print("| n | d | steps | first call | warm (median) | dynamics only | leaders | clusters |")
     print("|---|---|---|---|---|---|---|---|")
@@ -113,14 +175,18 @@ def main() -> int:
     print(f"\n(import of attntopo.hardmax: {out['speed'][0]['import_s'] * 1e3:.0f} ms)\n")
     if not args.no_model:
         out["minilm"] = minilm()
-        print("| sentence | tokens | leaders at step 0 (min / median / max over 72 heads) | clusters after 80 steps "
-              "| heads where tokens merged | theorem checks |")
-        print("|---|---|---|---|---|---|")
+        print("| sentence | tokens | leaders at step 0 | clusters after 80 steps | heads where tokens merged "
+              "| tokens attending to themselves under S (no shift) | shift / ‖S‖₂ | theorem checks |")
+        print("|---|---|---|---|---|---|---|---|")
+
+        def mmm(x, fmt="g"):
+            return f"{x['min']:{fmt}} / {x['median']:{fmt}} / {x['max']:{fmt}}"
+
         for s in out["minilm"]["sentences"]:
-            lo, cl = s["leaders_step0"], s["clusters_final"]
-            print(f"| {s['text']} | {s['n_tokens']} | {lo['min']} / {lo['median']:g} / {lo['max']} | "
-                  f"{cl['min']} / {cl['median']:g} / {cl['max']} | {s['heads_with_a_merge']} | "
-                  f"{'pass' if s['theorem_checks_pass'] else 'FAIL'} |")
+            print(f"| {s['text']} | {s['n_tokens']} | {mmm(s['leaders_step0'])} | {mmm(s['clusters_final'])} | "
+                  f"{s['heads_with_a_merge']} of 72 | {mmm(s['self_argmax_unshifted'])} | "
+                  f"{mmm(s['shift_over_norm_S'], '.2f')} | {'pass' if s['theorem_checks_pass'] else 'FAIL'} |")
+        print("\n(min / median / max over the 72 heads)")
         for ex in out["minilm"]["examples"]:
             print(f"\nlayer {ex['layer']} head {ex['head']}: " + "; ".join(
                 f"{' '.join(c['members'])} (leader {' '.join(c['leaders']) or '–'})" for c in ex["clusters"]))
