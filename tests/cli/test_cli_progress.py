@@ -73,14 +73,16 @@ def _counts(err: str) -> set[tuple[int, int]]:
         (["compare", TEXT, "Classical information theory studies entropy", "--layer", "0"],
          2 + 12 * 8, "diagram distances"),
         (["timeline", "The cat sat on the mat."], None, "vines"),
-        (["heads", TEXT], None, "head distances"),
+        # heads: its stages can each finish between two refreshes of the bar (10 per second),
+        # so only the counts are checked
+        (["heads", TEXT], None, None),
     ],
     ids=["analyze", "compare", "timeline", "heads"],
 )
 def test_a_terminal_shows_a_bar_with_counts(args, total, stage):
     code, out, err = run_on_terminal(*args)
     assert code == 0, err
-    assert stage in err, err
+    assert stage is None or stage in err, err
     counts = _counts(err)
     assert counts, err
     if total is not None:
