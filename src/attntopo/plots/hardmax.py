@@ -127,8 +127,8 @@ def _draw_hull(ax: Axes, P: np.ndarray) -> None:
 
 
 def plot_trajectories(result: Any, ax: Axes | None = None, *, dims: Sequence[int] | None = None,
-                      annotate: bool | None = None, title: str | None = None) -> Figure:
-    """The tokens' paths, coloured by the cluster they end in, with the leaders' polytope.
+                      annotate: bool | None = None, color_by: str = "leader", title: str | None = None) -> Figure:
+    """The tokens' paths, coloured by where they are heading, with the leaders' polytope.
 
     Parameters
     ----------
@@ -140,6 +140,11 @@ def plot_trajectories(result: Any, ax: Axes | None = None, *, dims: Sequence[int
     annotate : bool, optional
         Write the token labels next to the starting points (default: when there are labels
         and at most 40 tokens).
+    color_by : {"leader", "cluster"}
+        ``"leader"``: one colour per group of tokens following the same leader(s) at the last
+        step (:meth:`~attntopo.hardmax.HardmaxSimulation.attention_clusters`; after a few
+        steps followers are near their leader but not yet at its point); ``"cluster"``: one
+        colour per distinct point at the last step.  The same for a converged run.
     title : str, optional
 
     Returns
@@ -151,7 +156,14 @@ def plot_trajectories(result: Any, ax: Axes | None = None, *, dims: Sequence[int
     _check(result)
     fig, ax = _figure_and_axes(ax, (5.2, 4.6))
     P, xlab, ylab = projection_2d(result, dims)
-    lab = np.asarray(result.labels)
+    if color_by == "leader":
+        lab = np.empty(result.n_tokens, dtype=np.int64)
+        for g, group in enumerate(result.attention_clusters()):
+            lab[group["members"]] = g
+    elif color_by == "cluster":
+        lab = np.asarray(result.labels)
+    else:
+        raise InvalidInputError(f"color_by must be 'leader' or 'cluster', got {color_by!r}")
     k = int(lab.max()) + 1
     lead = np.asarray(result.leaders[-1])
     if result.dim >= 2 or dims is not None:
@@ -181,7 +193,7 @@ def plot_trajectories(result: Any, ax: Axes | None = None, *, dims: Sequence[int
         ax.set_aspect("equal", adjustable="datalim")
     ax.legend(fontsize=S.FONT["legend"], frameon=False, loc="best")
     ax.set_title(title or f"hardmax dynamics: {result.n_tokens} tokens in R^{result.dim}, α = {result.alpha:g}, "
-                 f"{int(result.n_clusters[-1])} clusters", fontsize=S.FONT["title"])
+                 f"{int(result.n_clusters[-1])} points after {result.steps} steps", fontsize=S.FONT["title"])
     _style(ax)
     return fig
 

@@ -95,3 +95,18 @@ def test_bundle_files(sims):
 def test_wrong_result_type():
     with pytest.raises(InvalidInputError, match="expected a HardmaxSimulation"):
         ph.plot_cluster_counts(object())
+
+
+def test_colour_by_leader_or_cluster():
+    # after 3 steps nobody has reached a leader: 3 points per group, but 2 groups by leader
+    r = simulate(np.array([[1.0, 0.0], [0.0, 1.0], [0.8, 0.1], [0.1, 0.7]]), None, 1.0, 3)
+    by_leader = ph.plot_trajectories(r).axes[0].collections
+    by_point = ph.plot_trajectories(r, color_by="cluster").axes[0].collections
+
+    def n_colours(cols):
+        start = [c for c in cols if c.get_label() == "tokens at step 0"][0]
+        return len({tuple(np.round(e, 6)) for e in start.get_edgecolors()})
+
+    assert n_colours(by_leader) == 2 and n_colours(by_point) == 4
+    with pytest.raises(InvalidInputError, match="color_by"):
+        ph.plot_trajectories(r, color_by="nope")
