@@ -41,7 +41,8 @@ KINDS: dict[str, type[Result]] = {
 #: (no import-time dependency) and added to KINDS the first time load_result meets the kind.
 _KIND_MODULES = {"feature_table": ("attntopo.features", "FeatureTable"),
                  "hardmax_simulation": ("attntopo.hardmax", "HardmaxSimulation"),
-                 "hardmax_classifier": ("attntopo.hardmax", "HardmaxClassifier")}
+                 "hardmax_classifier": ("attntopo.hardmax", "HardmaxClassifier"),
+                 "compression": ("attntopo.compress", "Compression")}
 
 #: Loaders registered with the deprecated :func:`register_result_kind` (kind → loader).
 _REGISTERED: dict[str, Callable[[dict, dict], Any]] = {}

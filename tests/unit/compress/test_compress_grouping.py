@@ -1,0 +1,101 @@
+"""attntopo.compress grouping: persistence clusters against scipy's single linkage, baselines, representatives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attntopo.compress import baseline_labels, gap_scale, persistence_labels, replace_rows
+from attntopo.distances import row_distances
+from attntopo.errors import InvalidInputError
+
+
+def rows(rng, n, causal=False, groups=None):
+    """Attention-like rows; with ``groups``, rows of one group are near one another."""
+    if groups is None:
+        P = rng.dirichlet(np.full(n, 0.3), size=n)
+    else:
+        centres = rng.dirichlet(np.full(n, 0.3), size=groups)
+        P = centres[np.arange(n) % groups] + 0.01 * rng.dirichlet(np.ones(n), size=n)
+    if causal:
+        P = np.tril(P)
+    return P / P.sum(1, keepdims=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 25), eps=st.floats(0.0, 1.0))
+def test_persistence_clusters_are_single_linkage(seed, n, eps):
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    D = row_distances(rows(np.random.default_rng(seed), n))
+    labels, used = persistence_labels(D, eps)
+    assert used == eps
+    ref = fcluster(linkage(squareform(D, checks=False), "single"), t=eps, criterion="distance")
+    # the same partition (cluster ids may differ)
+    same = labels[:, None] == labels[None, :]
+    assert np.array_equal(same, ref[:, None] == ref[None, :])
+
+
+def test_gap_scale_separates_groups():
+    rng = np.random.default_rng(1)
+    P = rows(rng, 18, groups=3)
+    D = row_distances(P)
+    eps = gap_scale(D)
+    labels, used = persistence_labels(D, "gap")
+    assert used == eps and labels.max() + 1 == 3
+    assert np.array_equal(labels, np.arange(18) % 3)
+    assert gap_scale(np.zeros((1, 1))) == 0.0
+
+
+@pytest.mark.parametrize("method", ["random", "tome", "kmeans"])
+@pytest.mark.parametrize("k", [1, 3, 7, 12])
+def test_baselines_give_k_groups(method, k):
+    rng = np.random.default_rng(k)
+    P = rows(rng, 12)
+    K = rng.normal(size=(12, 8))
+    labels = baseline_labels(method, k, P=P, K=K, rng=rng, seed=0)
+    assert labels.shape == (12,) and labels[0] == 0
+    assert labels.max() + 1 == k if method != "kmeans" else labels.max() + 1 <= k
+
+
+def test_tome_merges_the_most_similar_keys_first():
+    K = np.array([[1.0, 0], [0, 1.0], [1.0, 0.01], [0.7, 0.7], [-1.0, 0], [0.01, 1.0]])
+    labels = baseline_labels("tome", 4, P=np.eye(6), K=K, rng=np.random.default_rng(0), seed=0)
+    # A = {0, 2, 4}, B = {1, 3, 5}: 0 and 2 go to 3 (their best B), the two best matches merge
+    assert labels[0] == labels[3] == labels[2]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("rep", ["barycenter", "medoid"])
+def test_replaced_rows(causal, rep):
+    rng = np.random.default_rng(5)
+    P = rows(rng, 10, causal=causal)
+    D = row_distances(P)
+    labels = np.array([0, 1, 0, 2, 1, 0, 3, 3, 2, 0])
+    Q = replace_rows(P, labels, D, rep, causal)
+    np.testing.assert_allclose(Q.sum(1), 1.0, atol=1e-12)
+    assert (Q >= 0).all()
+    if causal:
+        assert np.all(np.triu(Q, 1) == 0)
+    else:
+        for c in range(4):
+            idx = np.flatnonzero(labels == c)
+            assert np.all(Q[idx] == Q[idx[0]])  # one distinct row per group
+            if rep == "barycenter":
+                np.testing.assert_allclose(Q[idx[0]], P[idx].mean(0), atol=1e-15)
+            else:
+                assert any(np.array_equal(Q[idx[0]], P[i]) for i in idx)
+        assert len({tuple(r) for r in Q}) == 4
+
+
+def test_bad_method_or_representative():
+    P = np.eye(3)
+    with pytest.raises(InvalidInputError, match="method must be one of"):
+        baseline_labels("nope", 2, P=P, K=None, rng=np.random.default_rng(0), seed=0)
+    with pytest.raises(InvalidInputError, match="needs the head's key vectors"):
+        baseline_labels("tome", 2, P=P, K=None, rng=np.random.default_rng(0), seed=0)
+    with pytest.raises(InvalidInputError, match="representative must be"):
+        replace_rows(P, np.array([0, 0, 1]), np.zeros((3, 3)), "mode", False)
