@@ -43,5 +43,6 @@ from ._heads import heads_cmd  # noqa: E402
 from ._serve import serve_cmd  # noqa: E402
 from ._report import report_cmd  # noqa: E402
 from ._hardmax import hardmax_app  # noqa: E402
+from ._compress import compress_cmd  # noqa: E402
 
 __all__ = ["app", "main"]

@@ -61,6 +61,12 @@ _SIMULATE_EPILOG = (
 )
 
 
+def refuse_html(plot_format, what: str) -> None:
+    """``--plot-format html`` for commands whose figures are all static: one error line."""
+    if plot_format and any(str(f).lower() == "html" for f in plot_format):
+        raise InvalidInputError(f"--plot-format html: {what} static; use png, svg or pdf")
+
+
 def _load_array(path: str, option: str):
     import numpy as np
 
@@ -127,8 +133,7 @@ def simulate_cmd(
     from .. import hardmax as hm
 
     t_start = time.perf_counter()
-    if plot_format and any(str(f).lower() == "html" for f in plot_format):
-        raise InvalidInputError("--plot-format html: the hardmax figures are static; use png, svg or pdf")
+    refuse_html(plot_format, "the hardmax figures are")
     from_text = text is not None or file is not None
     if from_text and z0 is not None:
         raise InvalidInputError("give either a text (TEXT or --file) or --z0, not both")
@@ -366,8 +371,7 @@ def explain_cmd(
 
     from ..errors import ResultFormatError
 
-    if plot_format and any(str(f).lower() == "html" for f in plot_format):
-        raise InvalidInputError("--plot-format html: the hardmax figures are static; use png, svg or pdf")
+    refuse_html(plot_format, "the hardmax figures are")
     body, source = read_text(text, file)
     formats = check_plot_options(plots, plot_format, out)
     try:

@@ -99,3 +99,23 @@ def test_bad_method_or_representative():
         baseline_labels("tome", 2, P=P, K=None, rng=np.random.default_rng(0), seed=0)
     with pytest.raises(InvalidInputError, match="representative must be"):
         replace_rows(P, np.array([0, 0, 1]), np.zeros((3, 3)), "mode", False)
+
+
+def test_heads_figure():
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from attntopo.compress import Compression
+    from attntopo.plots.compress import compression_bundle, plot_compression_heads
+
+    before = dict(matplotlib.rcParams)
+    c = Compression(model="m", text="a b c", tokens=["a", "b", "c"], causal=False, method="persistence",
+                    representative="barycenter", scale="gap", heads=np.array([[0, 0], [0, 1], [1, 1]]), n_tokens=3,
+                    clusters=np.array([1, 2, 3]), eps=np.array([0.1, 0.2, 0.3]), effect={"cosine": 0.99})
+    fig = plot_compression_heads(c)
+    assert isinstance(fig, Figure) and dict(matplotlib.rcParams) == before
+    grid = fig.axes[0].images[0].get_array()
+    np.testing.assert_allclose(grid.filled(np.nan), [[1 / 3, 2 / 3], [np.nan, 1.0]])
+    assert list(compression_bundle(c).files(["png"])) == ["figures/heads.png"]
+    with pytest.raises(InvalidInputError, match="expected a Compression"):
+        plot_compression_heads(object())
