@@ -7,8 +7,8 @@ them to modules of the package and checks two rules:
 
 1. **No cycle** among modules (strongly connected components of the graph, Tarjan).
 2. **Layers**: a module may import only from its own layer or a lower one (``LAYERS`` below,
-   the table of docs/architecture.md). A line ending in ``# layering: deprecated alias`` is
-   exempt: a deprecated name kept at its old address for one release.
+   the table of docs/architecture.md). There are no exemptions: where a lower module must
+   reach something above it, the package namespace installs a hook (``attntopo._hooks``).
 
 Exit 0 and one summary line when both hold; otherwise one line per violation and exit 1.
 Usage: ``python tools/check_imports.py [--graph]`` (``--graph`` prints every edge).
@@ -22,11 +22,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "attntopo"
-EXEMPT = "# layering: deprecated alias"
 
 #: (layer, module prefixes) from the bottom up; a module belongs to the longest matching prefix.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("vocabulary", ("_version", "errors", "constants", "_validation", "_progress")),
+    ("vocabulary", ("_version", "_hooks", "errors", "constants", "_validation", "_progress")),
     ("storage and kernels", ("io", "_native", "_mds")),
     ("computation", ("models", "attention", "words", "distances", "topology")),
     ("analyses", ("analyses",)),
@@ -89,9 +88,6 @@ def imports_of(path: Path, modules: set[str]) -> list[tuple[str, int]]:
 
     def visit_node(node: ast.AST) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            end = getattr(node, "end_lineno", node.lineno)
-            if any(EXEMPT in lines[i - 1] for i in range(node.lineno, end + 1)):
-                return
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]

@@ -32,6 +32,7 @@ from .errors import (
     TextTooLongError,
     UnsafeWeightsError,
 )
+from . import _hooks
 from .analyses._html_hook import set_html_renderer as _set_html_renderer
 
 
@@ -51,6 +52,28 @@ def _render_html(result: Any) -> str | None:
 
 
 _set_html_renderer(_render_html)
+
+#: Result kinds whose classes live above the analyses: kind -> (module, class).  The analyses'
+#: load_result asks for them through attntopo._hooks (it may not import the layers above).
+_UPPER_KINDS = {
+    "feature_table": ("attntopo.features", "FeatureTable"),
+    "hardmax_simulation": ("attntopo.hardmax", "HardmaxSimulation"),
+    "hardmax_classifier": ("attntopo.hardmax", "HardmaxClassifier"),
+    "compression": ("attntopo.compress", "Compression"),
+}
+
+
+def _result_kind(kind: str) -> type | None:
+    where = _UPPER_KINDS.get(kind)
+    return None if where is None else getattr(importlib.import_module(where[0]), where[1])
+
+
+def _io_alias(name: str) -> Any:
+    return getattr(importlib.import_module("attntopo.analyses._kinds"), name)
+
+
+_hooks.result_kind = _result_kind
+_hooks.io_alias = _io_alias
 
 
 # public name -> module that defines it

@@ -684,9 +684,10 @@ def __getattr__(name: str) -> Any:
     if name in ("load_result", "register_result_kind"):
         import warnings
 
-        from .analyses import _kinds  # layering: deprecated alias
+        from . import _hooks
 
         use = "attntopo.load_result" if name == "load_result" else "attntopo.analyses.KINDS (a result class)"
         warnings.warn(f"attntopo.io.{name} is deprecated: use {use}", DeprecationWarning, stacklevel=2)
-        return getattr(_kinds, name)
+        # the analyses sit above storage: the package namespace hands them over (attntopo._hooks)
+        return _hooks.io_alias(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,11 +7,11 @@ result kind is added here, in one line.
 
 from __future__ import annotations
 
-import importlib
 import os
 import warnings
 from typing import Any, Callable
 
+from .. import _hooks
 from ..errors import ResultFormatError
 from ..io import load_payload
 from ._result import Result
@@ -36,13 +36,6 @@ KINDS: dict[str, type[Result]] = {
     "timeline": Timeline,
 }
 
-
-#: Kinds whose classes live above the analyses layer: kind → (module, class), imported by name
-#: (no import-time dependency) and added to KINDS the first time load_result meets the kind.
-_KIND_MODULES = {"feature_table": ("attntopo.features", "FeatureTable"),
-                 "hardmax_simulation": ("attntopo.hardmax", "HardmaxSimulation"),
-                 "hardmax_classifier": ("attntopo.hardmax", "HardmaxClassifier"),
-                 "compression": ("attntopo.compress", "Compression")}
 
 #: Loaders registered with the deprecated :func:`register_result_kind` (kind → loader).
 _REGISTERED: dict[str, Callable[[dict, dict], Any]] = {}
@@ -83,8 +76,12 @@ def load_result(path: str | os.PathLike) -> Any:
     """
     meta, arrays = load_payload(path)
     kind = meta.get("kind")
-    if isinstance(kind, str) and kind not in KINDS and kind in _KIND_MODULES:
-        KINDS[kind] = getattr(importlib.import_module(_KIND_MODULES[kind][0]), _KIND_MODULES[kind][1])
+    if isinstance(kind, str) and kind not in KINDS and _hooks.result_kind is not None:
+        # kinds of the layers above (features, hardmax, compress): the package namespace
+        # knows them and imports their module on first use (attntopo._hooks)
+        cls = _hooks.result_kind(kind)
+        if cls is not None:
+            KINDS[kind] = cls
     loader = None
     if isinstance(kind, str):
         loader = KINDS[kind]._from_payload if kind in KINDS else _REGISTERED.get(kind)

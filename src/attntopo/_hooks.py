@@ -1,0 +1,24 @@
+"""Hooks through which the package namespace (top layer) serves lower layers without an
+upward import.
+
+Lower layers never import higher ones (docs/architecture.md).  Where a lower module must
+answer with something that lives higher up, it asks a hook here; :mod:`attntopo` (the package
+namespace, which any import of a submodule runs first) installs the hooks at import time.
+This module imports nothing.
+
+``result_kind(kind)``
+    The result class of a saved kind that lives above the analyses (feature tables, hardmax
+    and compression results), imported on first use; ``None`` for an unknown kind.
+``io_alias(name)``
+    The objects behind the deprecated ``attntopo.io.load_result`` /
+    ``attntopo.io.register_result_kind`` (they live in :mod:`attntopo.analyses` now).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+__all__ = ["result_kind", "io_alias"]
+
+result_kind: Optional[Callable[[str], Optional[type]]] = None
+io_alias: Optional[Callable[[str], Any]] = None
