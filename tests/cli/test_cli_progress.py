@@ -71,10 +71,11 @@ def _counts(err: str) -> set[tuple[int, int]]:
         # two texts: 2 passes, 12 heads' distances and diagrams of both texts and of the shared
         # words, diagram distances and connection scales per head
         (["compare", TEXT, "Classical information theory studies entropy", "--layer", "0"],
-         2 + 12 * 8, "diagram distances"),
+         2 + 12 * 8, "connection scales"),
         (["timeline", "The cat sat on the mat."], None, "vines"),
-        # heads: its stages can each finish between two refreshes of the bar (10 per second),
-        # so only the counts are checked
+        # each command's LAST stage: the bar is redrawn ~10 times a second, so an earlier stage can
+        # pass unseen, but the final redraw when the bar stops always shows the last one; heads:
+        # only the counts are checked
         (["heads", TEXT], None, None),
     ],
     ids=["analyze", "compare", "timeline", "heads"],
