@@ -8,6 +8,9 @@ builtin category fits, the class also derives from it (``ValueError``,
 
 from __future__ import annotations
 
+import os
+import sys
+
 __all__ = [
     "AttntopoError",
     "InvalidInputError",
@@ -139,3 +142,18 @@ class UnknownTokensWarning(AttntopoWarning):
         self.examples = list(examples)
         self.unk_token = unk_token
         self.model = model
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """``stacklevel`` for a ``warnings.warn`` in the function calling this: the first frame
+    outside attntopo, whatever path of attntopo's own calls led there (a fixed number breaks
+    as soon as a wrapper is added in between)."""
+    frame = sys._getframe(1)  # the function that will call warnings.warn: stacklevel 1
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level

@@ -20,6 +20,18 @@ def _unknown_warnings(fn):
     return out, [w for w in rec if issubclass(w.category, UnknownTokensWarning)]
 
 
+@pytest.mark.parametrize("call", ["tokenize", "attention", "analyze"])
+def test_the_unknown_tokens_warning_points_at_the_callers_line(minilm, call):
+    """Whatever path of attntopo's own calls leads to the tokenizer, the warning names the
+    user's line (a fixed stacklevel pointed into attntopo once a wrapper was added)."""
+    import attntopo as at
+
+    fn = {"tokenize": lambda: minilm.tokenize("a 🍕"), "attention": lambda: minilm.attention("a 🍕"),
+          "analyze": lambda: at.analyze("a 🍕", model=minilm, layers=0, heads=0)}[call]
+    _, rec = _unknown_warnings(fn)
+    assert len(rec) == 1 and rec[0].filename == __file__, [(w.filename, w.lineno) for w in rec]
+
+
 def test_minilm_unknown_tokens_are_shown_and_warned(minilm):
     text = "I love 🍕 and 猫"
     att, rec = _unknown_warnings(lambda: minilm.attention(text))

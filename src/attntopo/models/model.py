@@ -21,6 +21,7 @@ from ..errors import (
     ModelLoadError,
     TextTooLongError,
     UnknownTokensWarning,
+    user_stacklevel,
 )
 from .loading import load_hf
 from .specs import DEFAULT_MODEL, ModelSpec, resolve_spec
@@ -212,7 +213,7 @@ class AttentionModel:
                 f"(Attention.labels shows {unk}, Attention.sources the text)",
                 count=n, examples=examples, unk_token=unk, model=self.name,
             ),
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
 
     # ------------------------------------------------------------- attention
