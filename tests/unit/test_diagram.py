@@ -389,3 +389,9 @@ def test_summary_keys_is_a_deprecated_alias_of_summary_stats():
         with pytest.warns(DeprecationWarning, match="SUMMARY_STATS") as rec:
             assert module.SUMMARY_KEYS is SUMMARY_STATS
         assert rec[0].filename == __file__  # the warning points at the caller
+
+
+def test_entropy_is_finite_when_a_lifetime_divides_to_zero():
+    """5e-324 / 2 rounds to 0: -p log p must be 0 there, not 0 * inf = nan."""
+    g = Diagram([np.array([[0.0, 5e-324], [0.0, 1.0], [0.0, 1.0]])], maxdim=0)
+    assert g.summary()[0]["persistence_entropy"] == pytest.approx(1.0)  # two equal halves: 1 bit

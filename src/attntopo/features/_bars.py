@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from scipy.special import entr
 
 from ..topology import Diagram
 
@@ -96,7 +97,9 @@ class Bars:
         total = self.sum()
         pos = self.length > 0
         p = self.length[pos] / total[self.owner[pos]]
-        out = _bincount(self.owner[pos], -p * np.log(p), self.n)
+        # scipy's entr(p) = -p log p with entr(0) = 0: a length far below the total divides to
+        # 0 (5e-324 / 2), where -p * log(p) would be 0 * inf = nan
+        out = _bincount(self.owner[pos], entr(p), self.n)
         out /= np.log(base)
         return np.maximum(out + 0.0, 0.0)
 

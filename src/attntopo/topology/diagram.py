@@ -18,6 +18,7 @@ import math
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
+from scipy.special import entr
 
 from .._validation import check_maxdim, check_threshold, is_int
 from ..constants import SUMMARY_STATS
@@ -633,8 +634,10 @@ def summary_table(
         out["max_persistence"][:, j] = mx
         pos = life > 0
         p = life[pos] / total[own[pos]]
+        # scipy's entr(p) = -p ln p, 0 at p = 0: a lifetime far below the total can divide to 0
+        # (5e-324 / 2), where -p * log2(p) gave 0 * inf = nan
         out["persistence_entropy"][:, j] = np.bincount(
-            own[pos], weights=-p * np.log2(p), minlength=N
+            own[pos], weights=entr(p) / math.log(2.0), minlength=N
         )
     # -0.0 from a single bar (p == 1) reads badly
     out["persistence_entropy"] += 0.0
