@@ -77,9 +77,24 @@ from .timeline import (
     plot_timeline_overview,
     plot_vineyard,
 )
+from .hardmax import (
+    hardmax_bundle,
+    plot_cluster_counts,
+    plot_h0_by_step,
+    plot_hardmax_overview,
+    plot_trajectories,
+)
+from .compress import compression_bundle, plot_compression_heads
 
 __all__ = [
     "Bundle",
+    "compression_bundle",
+    "hardmax_bundle",
+    "plot_cluster_counts",
+    "plot_compression_heads",
+    "plot_h0_by_step",
+    "plot_hardmax_overview",
+    "plot_trajectories",
     "analysis_bundle",
     "comparison_bundle",
     "head_space_bundle",
