@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import os
 import pickle
-import sys
 from itertools import islice
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
+from _feature_refs import graph_reference
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "features"))
-from _feature_refs import graph_reference  # noqa: E402
-
-import attntopo as at  # noqa: E402
-from attntopo.datasets import FORTUNES_DIR, fortunes, generated_vs_human  # noqa: E402
-from attntopo.errors import InvalidInputError  # noqa: E402
-from attntopo.features import (  # noqa: E402
+import attntopo as at
+from attntopo.datasets import FORTUNES_DIR, fortunes, generated_vs_human
+from attntopo.errors import InvalidInputError
+from attntopo.features import (
     DEFAULT_SETS,
     DEFAULT_THRESHOLDS,
     TEMPLATES,

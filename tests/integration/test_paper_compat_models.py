@@ -1,6 +1,6 @@
 """The founding paper's recipes on the packaged MiniLM (issue 15 item 10; docs/concepts.md §5).
 
-The synthetic checks of every mode are in tests/unit/test_paper_compat.py; here the heads
+The synthetic checks of every mode are in tests/unit/analyses/test_paper_compat.py; here the heads
 notebook's loops run on real attention, and the float32 effect documented in concepts.md is
 measured on the example it names.
 """
