@@ -1,0 +1,411 @@
+""":func:`run`: a corpus into a store, resumably; the local engine and the shared preparation.
+
+The steps (shared by both engines; ``engine="ray"`` hands step 5 to
+:func:`attntopo.corpus._ray.run_ray`):
+
+1. check the arguments and the STORE path (a file or an unwritable place: one line, nothing
+   written);
+2. scan the input (:func:`~attntopo.corpus.open_input`: encodings, columns, duplicate ids —
+   every input error comes before any work);
+3. load the model and make the settings (:func:`~attntopo.corpus.make_settings`);
+4. open the store: a new one gets its manifest; an existing one must have the same settings
+   and the same input (else one line naming the difference), and its part files are
+   checked; with ``on_long="error"`` every text is tokenized first;
+5. for every batch without a part file: :class:`~attntopo.corpus.BatchWorker` → one part,
+   written atomically;
+6. rewrite ``errors.jsonl`` and return the :class:`~attntopo.corpus.Store`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from .._progress import NO_PROGRESS, Reporter, check_progress, make_reporter, progress_wanted
+from .._validation import check_bool, check_choice, check_positive_int
+from ..errors import InvalidInputError, MissingDependencyError
+from ..io import _lock, _unlock
+from ._input import CorpusInput, open_input
+from ._settings import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_SETS, ON_LONG, CorpusSettings, check_same_settings, make_settings
+from ._store import MANIFEST, Store, check_store_path
+from ._work import BatchWorker, check_lengths, feature_columns, output_schema
+
+__all__ = ["run", "ENGINES", "prepare", "Prepared", "finish", "log"]
+
+#: Engines of :func:`run`.
+ENGINES: tuple[str, ...] = ("local", "ray")
+#: Log lines of a run (``INFO``: one line every ``log_every`` batches and at the end).
+log = logging.getLogger("attntopo.corpus")
+
+
+@dataclass
+class Prepared:
+    """What steps 1–4 of :func:`run` produce, for an engine to work on.
+
+    Attributes
+    ----------
+    store : Store
+        The opened (or new) store; ``store.done_batches()`` are the batches to skip.
+    input : CorpusInput
+        The scanned input (``input.batches(settings.batch_size, skip=…)`` streams the rest).
+    settings : CorpusSettings
+        The run's settings (the same as the store's).
+    model : AttentionModel
+        The model loaded in this process.
+    todo : list of int
+        Batches without a part file, in order.
+    lock : int or None
+        File descriptor of the store's lock (held until :func:`finish`).
+    """
+
+    store: Store
+    input: CorpusInput
+    settings: CorpusSettings
+    model: Any
+    todo: list[int]
+    lock: int | None
+
+
+def prepare(
+    texts_or_path: Any,
+    out: Any,
+    *,
+    model: Any = "minilm",
+    new_store: bool = False,
+    text_column: str = "text",
+    id_column: str | None = None,
+    input_format: str = "auto",
+    encoding: str = "utf-8",
+    **settings_options: Any,
+) -> Prepared:
+    """Steps 1–4 of :func:`run` (module docstring); the caller must :func:`finish` it.
+
+    ``settings_options`` are :func:`~attntopo.corpus.make_settings`'s keyword arguments
+    (``sets``, ``layers``, ``heads``, ``keep_diagrams``, ``on_long``, ``batch_size``, …).
+    """
+    from ..models import AttentionModel, load_model
+
+    check_choice(settings_options.get("on_long", "truncate"), "on_long", ON_LONG, what="on_long value")
+    check_positive_int(settings_options.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", allow_none=False)
+    new_store = check_bool(new_store, "new_store")
+    path = check_store_path(out)
+    inp = open_input(texts_or_path, text_column=text_column, id_column=id_column,
+                     input_format=input_format, encoding=encoding)
+    lock = None
+    try:
+        m = model if isinstance(model, AttentionModel) else load_model(model)
+        settings = make_settings(m, **settings_options)
+        schema = output_schema(settings, inp.schema)
+        info = {
+            "name": inp.name if inp.name != "stdin" else "stdin",
+            "format": inp.format,
+            "fingerprint": inp.fingerprint,
+            "total": inp.total,
+            "n_empty": inp.n_empty,
+            "n_records": inp.n_records,
+            "carried": list(inp.carried),
+            "text_column": text_column,
+            "id_column": id_column,
+        }
+        existing = (path / MANIFEST).is_file()
+        if existing and new_store:
+            Store(path)  # refuses anything that is not a corpus store before removing it
+            _clear(path)
+            existing = False
+        if existing:
+            store = Store(path)
+            check_same_settings(store.settings, settings, f"STORE {str(path)!r}")
+            old = store.manifest.get("input", {}).get("fingerprint")
+            if old != inp.fingerprint:
+                raise InvalidInputError(
+                    f"STORE {str(path)!r} was made from another input (fingerprint {str(old)[:19]}…, "
+                    f"this input {inp.fingerprint[:19]}…): use another STORE, or --new-store "
+                    "(new_store=True) to start it over"
+                )
+        if settings.on_long == "error":
+            check_lengths(m, inp.batches(settings.batch_size))
+        if not existing:
+            from ..analyses._provenance import package_versions
+
+            store = Store.create(path, settings, schema, info, feature_columns(settings),
+                                 extra={"model": m.info(), "versions": package_versions()})
+        try:
+            lock = _lock(path, wait=False)
+        except BlockingIOError:
+            raise InvalidInputError(f"STORE {str(path)!r} is being written by another run: wait for it to end") from None
+        store.clean_temporary()
+        store.refresh()
+        done = store.done_batches()
+        todo = [k for k in range(inp.batch_count(settings.batch_size)) if k not in done]
+        extra = sorted(done - set(range(inp.batch_count(settings.batch_size))))
+        if extra:
+            from ._store import part_name
+
+            raise InvalidInputError(
+                f"STORE {str(path)!r} holds {part_name(extra[0])}, a batch this input does not have"
+            )
+        return Prepared(store, inp, settings, m, todo, lock)
+    except BaseException:
+        _unlock(lock)
+        inp.close()
+        raise
+
+
+def _clear(path: Path) -> None:
+    """Remove a corpus store's own files (manifest, parts, error log, temporaries)."""
+    import re
+
+    own = re.compile(r"^(manifest\.json|errors\.jsonl|part-\d{8}\.parquet|\..*\.tmp)$")
+    for entry in os.listdir(path):
+        if own.match(entry):
+            os.unlink(path / entry)
+
+
+def finish(prep: Prepared) -> Store:
+    """Step 6 of :func:`run`: the error log, the lock released, the store re-read."""
+    try:
+        store = prep.store.refresh()
+        store.write_errors()
+        return store.refresh()
+    finally:
+        _unlock(prep.lock)
+        prep.lock = None
+        prep.input.close()
+
+
+# ------------------------------------------------------------------ progress
+class _LogReporter(Reporter):
+    """Progress off, but one ``INFO`` line on the ``attntopo.corpus`` logger every
+    ``every`` batches (what the command line prints when stderr is not a terminal)."""
+
+    def __init__(self, every: int) -> None:
+        super().__init__("corpus")
+        self.every = every
+        self._batches = 0
+        self._t0 = time.monotonic()
+        self._done0 = 0
+
+    def skip_done(self, k: int) -> None:
+        """Rows already in the store: counted as done, not in the rate."""
+        self.done += k
+        self._done0 = self.done
+
+    def advance(self, k: int = 1) -> None:
+        """One batch of ``k`` rows is done (a log line every ``every`` batches)."""
+        super().advance(k)
+        self._batches += 1
+        if self._batches % self.every == 0:
+            log.info(_rate_line(self.done, self.total, self.done - self._done0, time.monotonic() - self._t0))
+
+
+def _rate_line(done: int, total: int, new: int, seconds: float) -> str:
+    rate = new / seconds if seconds > 0 else 0.0
+    left = (total - done) / rate if rate > 0 else float("nan")
+    eta = "?" if left != left else f"{int(left) // 3600}:{int(left) // 60 % 60:02d}:{int(left) % 60:02d}"
+    pct = 100.0 * done / total if total else 100.0
+    return f"corpus: {done}/{total} texts ({pct:.1f} %), {rate:.2f} texts/s, eta {eta}"
+
+
+def _bar(progress: Any, log_every: int) -> Reporter:
+    """The reporter of ``progress=``: a rich bar with texts/s, a callback, log lines or nothing."""
+    progress = check_progress(progress)
+    if progress is None and not progress_wanted(None):
+        return _LogReporter(log_every) if log_every else NO_PROGRESS
+    if progress is None or progress is True:
+        return _RateBar()
+    return make_reporter(progress, description="corpus")
+
+
+class _RateBar(Reporter):
+    """A transient rich bar: texts done / total, texts/s, elapsed time, ETA."""
+
+    def __init__(self) -> None:
+        super().__init__("corpus")
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn,
+                                   SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+        from rich.text import Text
+
+        class _Rate(ProgressColumn):
+            def render(self, task):  # noqa: D401 - rich's interface
+                return Text(f"{task.speed:.2f} texts/s" if task.speed else "… texts/s")
+
+        self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                             MofNCompleteColumn(), _Rate(), TimeElapsedColumn(), TextColumn("eta"),
+                             TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+                             redirect_stdout=False)
+        self._task = self._bar.add_task("corpus", total=None)
+        self._started = False
+
+    def _emit(self) -> None:
+        if self._closed:
+            return
+        if not self._started:
+            self._bar.start()
+            self._started = True
+        self._bar.update(self._task, completed=self.done, total=self.total or None, description=self.label)
+
+    def skip_done(self, k: int) -> None:
+        """Rows already in the store: counted as done without changing the rate."""
+        self.done += k
+        self._bar.reset(self._task, completed=self.done, total=self.total or None)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._started:
+                self._bar.stop()
+
+
+# ------------------------------------------------------------------ the entry point
+def run(
+    texts_or_path: Any,
+    out: Any,
+    *,
+    model: Any = "minilm",
+    sets: Sequence[str] | str = DEFAULT_CORPUS_SETS,
+    layers=None,
+    heads=None,
+    keep_diagrams: bool = False,
+    engine: str = "local",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    on_long: str = "truncate",
+    text_column: str = "text",
+    id_column: str | None = None,
+    input_format: str = "auto",
+    encoding: str = "utf-8",
+    new_store: bool = False,
+    drop_special: bool = True,
+    thresholds=None,
+    scales=None,
+    quantiles=None,
+    cycle_cap=None,
+    persistence_engine: str | None = None,
+    n_jobs: int | None = None,
+    ray_address: str | None = None,
+    progress: Any = None,
+    log_every: int = 10,
+) -> Store:
+    """Compute the features of every text of a corpus into a resumable Parquet store.
+
+    Parameters
+    ----------
+    texts_or_path : str, path, list of str, pandas.DataFrame or pyarrow.Table
+        A text file (one text per line), JSONL, CSV/TSV or Parquet file, ``"-"`` for stdin,
+        or texts in memory (see :func:`~attntopo.corpus.open_input`).
+    out : str or path
+        The STORE folder: new, empty, or a store made by an earlier run with the same
+        settings and input (which is then continued).
+    model : str or AttentionModel
+        Alias (``"minilm"``, ``"smollm2"``), folder, hub id or a loaded model.
+    sets : sequence of str
+        Feature sets of :mod:`attntopo.features` (default: ``("js",)``; any of ``js``,
+        ``graph``, ``barcode``, ``template``, ``js_image``, ``js_landscape``).
+    layers, heads : int or list of int, optional
+        Model layers and heads (0-based); all by default.
+    keep_diagrams : bool
+        Also store each head's JS diagram (H0, H1) as list columns (:meth:`Store.diagrams`).
+    engine : {"local", "ray"}
+        ``"local"``: this process (persistence on ``n_jobs`` worker processes); ``"ray"``:
+        Ray Data with an actor pool (needs ``attntopo[ray]``; ``ray_address`` joins a cluster).
+    batch_size : int
+        Texts per batch: one forward pass and one part file.  Part of the settings.
+    on_long : {"truncate", "skip", "error"}
+        Texts longer than the model's context: cut (counted, ``truncated`` column), skip
+        (a ``skipped`` row, listed in ``errors.jsonl``) or stop before any work.
+    text_column, id_column, input_format, encoding
+        How to read the input (:func:`~attntopo.corpus.open_input`).
+    new_store : bool
+        Remove an existing store at ``out`` (its own files only) and start over.
+    drop_special, thresholds, scales, quantiles, cycle_cap, persistence_engine
+        As in :func:`attntopo.features.features`.
+    n_jobs : int, optional
+        Persistence worker processes of the local engine (None: all CPUs).
+    ray_address : str, optional
+        Address of a running Ray cluster (``engine="ray"``); without it a local Ray is
+        started and shut down.
+    progress : None, bool or callable
+        ``None``: a bar on a terminal (texts done / total, texts/s, ETA), else an ``INFO``
+        line on the ``attntopo.corpus`` logger every ``log_every`` batches; ``True``/``False``;
+        or ``callback(done, total, stage)``.
+    log_every : int
+        Batches between log lines when there is no bar (0: none).
+
+    Returns
+    -------
+    Store
+        The finished store (:meth:`Store.counts`, :meth:`Store.sql`, :meth:`Store.to_pandas`).
+
+    Raises
+    ------
+    InvalidInputError
+        Bad arguments, input errors (naming file and line), a STORE that is a file or not
+        writable, a store made with other settings or another input (naming the setting),
+        a text too long with ``on_long="error"``.
+    ResultFormatError
+        A corrupt or foreign file among the store's parts (named).
+    MissingDependencyError
+        pyarrow/duckdb (``attntopo[corpus]``) or, for ``engine="ray"``, ray is missing.
+    """
+    check_choice(engine, "engine", ENGINES, what="corpus engine")
+    log_every = check_positive_int(log_every, "log_every", allow_none=False) if log_every else 0
+    check_progress(progress)
+    if engine == "ray":
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise MissingDependencyError("engine='ray' needs ray: pip install 'attntopo[ray]'")
+        # imported by name: the Ray engine module is optional (a missing one is a clear error)
+        run_ray = importlib.import_module(f"{__package__}._ray").run_ray
+    elif ray_address is not None:
+        raise InvalidInputError("ray_address applies to engine='ray' only")
+    prep = prepare(
+        texts_or_path, out, model=model, sets=sets, layers=layers, heads=heads,
+        keep_diagrams=keep_diagrams, batch_size=batch_size, on_long=on_long,
+        text_column=text_column, id_column=id_column, input_format=input_format,
+        encoding=encoding, new_store=new_store, drop_special=drop_special,
+        thresholds=thresholds, scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
+        persistence_engine=persistence_engine,
+    )
+    try:
+        reporter = _bar(progress, log_every)
+        with reporter:
+            reporter.add_total(prep.input.total)
+            already = prep.store.n_rows()
+            if isinstance(reporter, (_RateBar, _LogReporter)):
+                reporter.skip_done(already)
+            else:
+                reporter.advance(already)
+            reporter.stage("features")
+            if engine == "ray":
+                run_ray(prep, progress=reporter, ray_address=ray_address)
+            else:
+                _run_local(prep, reporter, n_jobs)
+    except BaseException:
+        _unlock(prep.lock)
+        prep.input.close()
+        raise
+    store = finish(prep)
+    c = store.counts()
+    log.info(
+        "corpus: %d done, %d skipped (empty), %d skipped (too long), %d truncated, %d failed -> %s",
+        c["ok"], c["skipped_empty"], c["skipped_long"], c["truncated"], c["failed"], store.path,
+    )
+    return store
+
+
+def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
+    """Step 5 in this process: one worker, batch after batch."""
+    if not prep.todo:
+        return
+    worker = BatchWorker(prep.settings, n_jobs=n_jobs, model=prep.model)
+    skip = prep.store.done_batches()
+    for k, table in prep.input.batches(prep.settings.batch_size, skip=skip):
+        rows = worker(table)
+        prep.store.write_part(k, rows)
+        reporter.advance(rows.num_rows)
+        del rows, table

@@ -1,0 +1,280 @@
+"""What decides a corpus store's numbers: one frozen settings record, its manifest form, and
+the comparison that refuses to mix two runs made differently.
+
+A store is resumable only if every part file was computed the same way; so the settings are
+written to ``manifest.json`` before the first part, and a run on an existing store compares
+its own settings with the stored ones field by field (:func:`first_difference`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Sequence
+
+from .._validation import check_bool, check_choice, check_positive_int
+from .._version import __version__
+from ..errors import InvalidInputError, ResultFormatError
+
+__all__ = [
+    "CorpusSettings",
+    "ON_LONG",
+    "DEFAULT_CORPUS_SETS",
+    "DEFAULT_BATCH_SIZE",
+    "make_settings",
+    "model_fingerprint",
+    "first_difference",
+    "check_same_settings",
+]
+
+#: What to do with a text longer than the model's context.
+ON_LONG: tuple[str, ...] = ("truncate", "skip", "error")
+#: Feature sets of a corpus run when none are named: the ``js`` set only (cheapest of the
+#: topological sets; ``sets=`` adds ``graph``, ``barcode``, ``template``, …).
+DEFAULT_CORPUS_SETS: tuple[str, ...] = ("js",)
+#: Texts per batch (one forward pass, one part file).
+DEFAULT_BATCH_SIZE = 32
+
+
+@dataclass(frozen=True)
+class CorpusSettings:
+    """Every setting that decides the numbers of a corpus store (frozen, hashable, picklable).
+
+    Build it with :func:`make_settings` (which validates and resolves the model); a Ray actor
+    receives it as is and builds its :class:`~attntopo.corpus.BatchWorker` from it.
+
+    Attributes
+    ----------
+    model : str
+        What :func:`attntopo.load_model` is called with (alias, folder, hub id).
+    model_hash : str
+        ``sha256:<hex>`` of the model's weight, config and tokenizer files
+        (:func:`model_fingerprint`), or ``revision:<rev>`` when no file can be read.
+    revision : str or None
+        Hub revision the model was loaded at.
+    attntopo_version : str
+        Package version that computed the rows.
+    sets : tuple of str
+        Feature sets (:data:`attntopo.features.FEATURE_SETS`).
+    layers, heads : tuple of int
+        Model layer and head indices (0-based, resolved: never negative).
+    metric : str
+        Row distance of the diagrams (``"jensen_shannon"``, base 2).
+    maxdim : int
+        Highest homology dimension of the diagrams (1: H0 and H1).
+    thresholds, scales, quantiles, cycle_cap
+        Parameters of the feature sets (see :func:`attntopo.features.features`).
+    drop_special : bool
+        Special tokens removed (rows renormalized) before the js/graph/barcode sets.
+    keep_diagrams : bool
+        Store each head's JS diagram as Arrow list columns.
+    on_long : {"truncate", "skip", "error"}
+        Texts longer than the model's context.
+    batch_size : int
+        Texts per batch: the batch's composition decides the padded forward pass, so a
+        different batch size is a different run.
+    persistence_engine : str or None
+        Persistence engine (None: attntopo's default).
+    """
+
+    model: str
+    model_hash: str
+    revision: str | None
+    attntopo_version: str
+    sets: tuple[str, ...]
+    layers: tuple[int, ...]
+    heads: tuple[int, ...]
+    metric: str = "jensen_shannon"
+    maxdim: int = 1
+    thresholds: tuple[float, ...] = ()
+    scales: tuple[float, ...] = ()
+    quantiles: tuple[float, ...] = ()
+    cycle_cap: int = 50
+    drop_special: bool = True
+    keep_diagrams: bool = False
+    on_long: str = "truncate"
+    batch_size: int = DEFAULT_BATCH_SIZE
+    persistence_engine: str | None = None
+
+    # ------------------------------------------------------------------ manifest form
+    def to_manifest(self) -> dict[str, Any]:
+        """Plain JSON data (tuples as lists), the ``settings`` entry of ``manifest.json``."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_manifest(cls, doc: Any) -> "CorpusSettings":
+        """Inverse of :meth:`to_manifest`; :class:`~attntopo.errors.ResultFormatError` names a
+        missing or unknown key."""
+        if not isinstance(doc, dict):
+            raise ResultFormatError("manifest.json: 'settings' must be an object")
+        names = [f.name for f in fields(cls)]
+        missing = [n for n in names if n not in doc]
+        unknown = [k for k in doc if k not in names]
+        if missing or unknown:
+            what = "; ".join(x for x in (
+                f"missing {', '.join(missing)}" if missing else "",
+                f"unknown {', '.join(unknown)}" if unknown else "",
+            ) if x)
+            raise ResultFormatError(f"manifest.json: settings do not match this attntopo ({what})")
+        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in doc.items()})
+
+    def feature_settings(self) -> dict[str, Any]:
+        """The settings dict of :mod:`attntopo.features` (sets and their parameters)."""
+        return {
+            "sets": list(self.sets),
+            "thresholds": list(self.thresholds),
+            "scales": list(self.scales),
+            "quantiles": list(self.quantiles),
+            "cycle_cap": self.cycle_cap,
+        }
+
+
+# ------------------------------------------------------------------ model fingerprint
+_MODEL_FILES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".model")
+_MODEL_NAMES = {"config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "merges.txt",
+                "special_tokens_map.json", "vocab.json", "generation_config.json"}
+_HASH_CACHE: dict[tuple, str] = {}
+_HASH_LOCK = threading.Lock()
+
+
+def _file_sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    with _HASH_LOCK:
+        hit = _HASH_CACHE.get(key)
+    if hit is not None:
+        return hit
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    out = h.hexdigest()
+    with _HASH_LOCK:
+        _HASH_CACHE[key] = out
+    return out
+
+
+def model_fingerprint(model: Any) -> str:
+    """``sha256:<hex>`` over the files that decide a loaded model's attention.
+
+    The weight files (``*.safetensors``, ``*.bin``, ``*.gguf``, …) and the config and
+    tokenizer files of the model's folder (for a GGUF model: its one file), each by name and
+    SHA-256 of its bytes (cached per process by path, size and modification time: ~0.2 s for
+    MiniLM's 90 MB once).  A model with no readable folder (passed in as an object) gives
+    ``revision:<hub revision or name>``.
+    """
+    spec = getattr(model, "spec", None)
+    source = getattr(model, "source", None)
+    files: list[Path] = []
+    if spec is not None and getattr(spec, "gguf_file", None):
+        p = Path(spec.gguf_file)
+        files = [p if p.is_absolute() else Path(spec.path) / p]
+    elif source and os.path.isdir(source):
+        root = Path(source)
+        files = sorted(
+            p for p in root.iterdir()
+            if p.is_file() and (p.suffix in _MODEL_FILES or p.name in _MODEL_NAMES)
+        )
+    files = [p for p in files if p.is_file()]
+    if not files:
+        rev = getattr(spec, "revision", None) or getattr(model, "name", "unknown")
+        return f"revision:{rev}"
+    h = hashlib.sha256()
+    for p in files:
+        h.update(f"{p.name}\0{_file_sha256(p)}\n".encode())
+    return "sha256:" + h.hexdigest()
+
+
+# ------------------------------------------------------------------ building and comparing
+def make_settings(
+    model: Any,
+    *,
+    sets: Sequence[str] | str = DEFAULT_CORPUS_SETS,
+    layers=None,
+    heads=None,
+    thresholds: Sequence[float] | None = None,
+    scales: Sequence[float] | None = None,
+    quantiles: Sequence[float] | None = None,
+    cycle_cap: int | None = None,
+    drop_special: bool = True,
+    keep_diagrams: bool = False,
+    on_long: str = "truncate",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    persistence_engine: str | None = None,
+) -> CorpusSettings:
+    """Validated :class:`CorpusSettings` for a loaded :class:`~attntopo.models.AttentionModel`.
+
+    The feature parameters default to those of :func:`attntopo.features.features`; every
+    argument is checked here, so a bad one fails before the input is read or anything written.
+    """
+    from ..attention import resolve_indices
+    from ..features import CYCLE_CAP, DEFAULT_QUANTILES, DEFAULT_SCALES, DEFAULT_THRESHOLDS
+    from ..features._compute import _settings as feature_settings
+    from ..topology.engines import get_engine
+
+    st = feature_settings(
+        sets,
+        DEFAULT_THRESHOLDS if thresholds is None else thresholds,
+        DEFAULT_SCALES if scales is None else scales,
+        DEFAULT_QUANTILES if quantiles is None else quantiles,
+        CYCLE_CAP if cycle_cap is None else cycle_cap,
+    )
+    if "prompt" in st["sets"]:
+        raise InvalidInputError(
+            "the prompt set needs (prompt, response) pairs, which a corpus does not hold; "
+            "choose among js, graph, barcode, template, js_image, js_landscape"
+        )
+    if persistence_engine is not None:
+        persistence_engine = get_engine(persistence_engine).name
+    return CorpusSettings(
+        model=str(model.name),
+        model_hash=model_fingerprint(model),
+        revision=getattr(getattr(model, "spec", None), "revision", None),
+        attntopo_version=__version__,
+        sets=tuple(st["sets"]),
+        layers=tuple(int(i) for i in resolve_indices(layers, model.n_layers, "layer")),
+        heads=tuple(int(i) for i in resolve_indices(heads, model.n_heads, "head")),
+        metric="jensen_shannon",
+        maxdim=1,
+        thresholds=tuple(st["thresholds"]),
+        scales=tuple(st["scales"]),
+        quantiles=tuple(st["quantiles"]),
+        cycle_cap=int(st["cycle_cap"]),
+        drop_special=check_bool(drop_special, "drop_special"),
+        keep_diagrams=check_bool(keep_diagrams, "keep_diagrams"),
+        on_long=check_choice(on_long, "on_long", ON_LONG, what="on_long value"),
+        batch_size=check_positive_int(batch_size, "batch_size", allow_none=False),
+        persistence_engine=persistence_engine,
+    )
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, (tuple, list)):
+        return ",".join(str(x) for x in v) or "(none)"
+    if isinstance(v, str) and len(v) > 23 and ":" in v:  # a hash: its head is enough
+        return v[:23] + "…"
+    return str(v)
+
+
+def first_difference(stored: CorpusSettings, wanted: CorpusSettings) -> tuple[str, Any, Any] | None:
+    """``(name, stored value, wanted value)`` of the first setting that differs, or None."""
+    for f in fields(CorpusSettings):
+        a, b = getattr(stored, f.name), getattr(wanted, f.name)
+        if a != b:
+            return f.name, a, b
+    return None
+
+
+def check_same_settings(stored: CorpusSettings, wanted: CorpusSettings, where: str) -> None:
+    """Raise one line naming the first differing setting (module docstring)."""
+    diff = first_difference(stored, wanted)
+    if diff is not None:
+        name, a, b = diff
+        raise InvalidInputError(
+            f"{where} was made with {name}={_show(a)}, this run has {name}={_show(b)}: "
+            "re-run with the store's settings, choose another STORE, or start it over with "
+            "new_store=True (--new-store)"
+        )

@@ -1,0 +1,457 @@
+"""The corpus store: a folder of Parquet part files, a manifest, an error log; read back with
+pyarrow, pandas or SQL (DuckDB).
+
+Layout
+------
+::
+
+    STORE/
+        manifest.json               format, settings, input fingerprint, row schema, counts
+        part-00000000.parquet       the rows of batch 0 (input texts 0 … batch_size − 1)
+        part-00000001.parquet       batch 1, …
+        errors.jsonl                one JSON object per skipped or failed row (id, row,
+                                    status, error), rewritten from the part files at the end
+                                    of every run
+
+Each part file is written atomically (:func:`attntopo.io.atomic_write_bytes`: a temporary
+file beside it, fsync, rename, fsync of the folder) under the name of its batch, so a part is
+either absent or complete, and writing batch ``k`` again can only replace it, never add a
+second copy.  Every part carries, in its Parquet key-value metadata ``attntopo.corpus``, the
+store's random id and its batch number: a part file from another store, or one that cannot
+be read, is reported by name (:class:`~attntopo.errors.ResultFormatError`), never skipped.
+
+SQL
+---
+:meth:`Store.sql` runs DuckDB over the part files, which it sees as one view named
+``corpus`` (:data:`TABLE`).  Feature columns have dots in their names: quote them,
+``SELECT id, "L0H0.js.h1.total_persistence" FROM corpus``.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+import os
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
+from ..io import atomic_write_bytes, atomic_write_text, json_safe
+from ._input import _pa
+from ._settings import CorpusSettings
+from ._work import DIAGRAM_COLUMNS, STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
+
+__all__ = [
+    "Store",
+    "open_store",
+    "check_store_path",
+    "TABLE",
+    "MANIFEST",
+    "ERRORS",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "part_name",
+]
+
+FORMAT = "attntopo-corpus"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+ERRORS = "errors.jsonl"
+#: Name of the DuckDB view over the part files in :meth:`Store.sql` and ``attntopo query``.
+TABLE = "corpus"
+_META_KEY = b"attntopo.corpus"
+_PART = re.compile(r"^part-(\d{8})\.parquet$")
+_TMP = re.compile(r"^\.part-\d{8}\.parquet\.[0-9a-f]{16}\.tmp$")
+
+
+def part_name(batch: int) -> str:
+    """File name of batch ``batch``'s part: ``part-00000042.parquet``."""
+    return f"part-{batch:08d}.parquet"
+
+
+def _duckdb():
+    try:
+        import duckdb
+    except ImportError:
+        raise MissingDependencyError("SQL over a corpus store needs duckdb: pip install 'attntopo[corpus]'") from None
+    return duckdb
+
+
+def check_store_path(path: Any) -> Path:
+    """``path`` as a Path if a store can be written there; else one line, nothing written.
+
+    Allowed: a folder that does not exist yet under a writable folder, an empty writable
+    folder, or a writable corpus store (a folder with ``manifest.json``).
+    """
+    try:
+        p = Path(path)
+    except TypeError:
+        raise InvalidInputError(f"out must be a folder path, got {type(path).__name__}") from None
+    if p.exists() and not p.is_dir():
+        raise InvalidInputError(f"STORE {str(p)!r} is a file: give a folder (new, empty, or a corpus store)")
+    if p.is_dir():
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise InvalidInputError(f"STORE {str(p)!r} is not writable")
+        if not (p / MANIFEST).is_file() and any(True for _ in p.iterdir()):
+            raise InvalidInputError(
+                f"STORE {str(p)!r} is a folder that holds other files and no {MANIFEST}: give a new "
+                "or empty folder, or an existing corpus store"
+            )
+        return p
+    parent = p.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {str(parent)!r} is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {str(parent)!r} is not writable")
+    return p
+
+
+def _schema_b64(schema: Any) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def _schema_from_b64(text: str) -> Any:
+    pa = _pa()
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+class Store:
+    """A corpus store folder (module docstring): its manifest, its rows, SQL over them.
+
+    Open one with :func:`open_store` (or get it from :func:`attntopo.corpus.run`).
+
+    Attributes
+    ----------
+    path : Path
+        The folder.
+    manifest : dict
+        ``manifest.json`` as read.
+    settings : CorpusSettings
+        How the rows were computed.
+    schema : pyarrow.Schema
+        Schema of every part file.
+    feature_columns : list of str
+        Feature column names (``L{layer}H{head}.{set}.{quantity}``).
+    """
+
+    def __init__(self, path: Any) -> None:
+        self.path = Path(path)
+        mf = self.path / MANIFEST
+        if not self.path.is_dir():
+            raise InvalidInputError(f"{str(self.path)!r} is not a corpus store (no such folder)")
+        if not mf.is_file():
+            raise InvalidInputError(f"{str(self.path)!r} is not a corpus store (no {MANIFEST})")
+        try:
+            doc = json.loads(mf.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ResultFormatError(f"{mf}: unreadable ({str(e).splitlines()[0]})") from None
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise ResultFormatError(f"{mf}: not an attntopo corpus manifest")
+        if doc.get("format_version") != FORMAT_VERSION:
+            raise ResultFormatError(
+                f"{mf}: corpus format version {doc.get('format_version')!r}; this attntopo reads {FORMAT_VERSION}"
+            )
+        self.manifest = doc
+        self.settings = CorpusSettings.from_manifest(doc.get("settings"))
+        try:
+            self.schema = _schema_from_b64(doc["schema"])
+        except Exception:  # noqa: BLE001 - any decoding failure is a corrupt manifest
+            raise ResultFormatError(f"{mf}: the row schema cannot be read") from None
+        self.feature_columns = list(doc.get("feature_columns", []))
+        self._parts: dict[int, Path] | None = None
+        self._rows: dict[int, int] = {}
+        self._con = None
+
+    # -------------------------------------------------------------- creation
+    @classmethod
+    def create(cls, path: Path, settings: CorpusSettings, schema: Any, input_info: dict,
+               feature_columns: list[str], extra: dict | None = None) -> "Store":
+        """Write a new store's manifest (the folder is created; it must be new or empty)."""
+        from .._version import __version__
+
+        doc = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "store_id": secrets.token_hex(8),
+            "table": TABLE,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "attntopo": __version__,
+            "settings": settings.to_manifest(),
+            "input": dict(input_info),
+            "feature_columns": list(feature_columns),
+            "columns": [[f.name, str(f.type)] for f in schema],
+            "schema": _schema_b64(schema),
+            **(extra or {}),
+        }
+        path.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
+        return cls(path)
+
+    # -------------------------------------------------------------- parts
+    def _scan_parts(self) -> dict[int, Path]:
+        import pyarrow.parquet as pq
+
+        sid = self.manifest.get("store_id")
+        parts: dict[int, Path] = {}
+        rows: dict[int, int] = {}
+        for entry in sorted(os.listdir(self.path)):
+            p = self.path / entry
+            m = _PART.match(entry)
+            if m is None:
+                if entry.endswith(".parquet"):
+                    raise ResultFormatError(
+                        f"{p}: a Parquet file that is not a part of this store (parts are named "
+                        "part-NNNNNNNN.parquet): move it out of the store"
+                    )
+                continue
+            k = int(m.group(1))
+            try:
+                md = pq.read_metadata(p)
+                kv = md.metadata or {}
+                schema = md.schema.to_arrow_schema()
+            except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
+                raise ResultFormatError(
+                    f"{p}: corrupt part file ({str(e).splitlines()[0]}): delete it and re-run to "
+                    f"recompute batch {k}"
+                ) from None
+            try:
+                tag = json.loads(kv[_META_KEY])
+            except (KeyError, ValueError):
+                tag = None
+            if not isinstance(tag, dict) or tag.get("store") != sid or tag.get("batch") != k:
+                raise ResultFormatError(
+                    f"{p}: not a part of this store (written by another store or program): move it out"
+                )
+            if schema.remove_metadata() != self.schema.remove_metadata():
+                raise ResultFormatError(f"{p}: its columns differ from the store's: delete it and re-run")
+            parts[k] = p
+            rows[k] = md.num_rows
+        self._parts, self._rows = parts, rows
+        return parts
+
+    def parts(self) -> dict[int, Path]:
+        """``{batch: path}`` of every part file, each checked (footer readable, written by this
+        store for that batch, the store's columns)."""
+        return dict(self._parts if self._parts is not None else self._scan_parts())
+
+    def refresh(self) -> "Store":
+        """Read the folder again (after another process added parts)."""
+        self._parts = None
+        self._con = None
+        return self
+
+    def done_batches(self) -> set[int]:
+        """Batches whose part file exists."""
+        return set(self.parts())
+
+    def n_rows(self) -> int:
+        """Rows in the part files (every status)."""
+        self.parts()
+        return sum(self._rows.values())
+
+    def done_ids(self) -> set[str]:
+        """Ids of every row in the part files (every status)."""
+        out: set[str] = set()
+        for p in self.parts().values():
+            out.update(self._read(p, ["id"])["id"].to_pylist())
+        return out
+
+    def write_part(self, batch: int, table: Any) -> Path:
+        """Write one batch's rows atomically as ``part-<batch>.parquet`` (module docstring)."""
+        import pyarrow.parquet as pq
+
+        pa = _pa()
+        if table.schema.remove_metadata() != self.schema.remove_metadata():
+            raise InvalidInputError(f"batch {batch}: its rows' columns differ from the store's schema")
+        tag = json.dumps({"store": self.manifest["store_id"], "batch": int(batch)}).encode()
+        table = table.replace_schema_metadata({_META_KEY: tag})
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        path = atomic_write_bytes(self.path / part_name(batch), sink.getvalue().to_pybytes())
+        if self._parts is not None:
+            self._parts[batch] = path
+            self._rows[batch] = table.num_rows
+        self._con = None
+        return path
+
+    def clean_temporary(self) -> int:
+        """Remove temporary files of part writes that a killed run left; returns how many."""
+        n = 0
+        for entry in os.listdir(self.path):
+            if _TMP.match(entry) or (entry.startswith(".") and entry.endswith(".tmp") and "manifest" in entry):
+                try:
+                    os.unlink(self.path / entry)
+                    n += 1
+                except OSError:
+                    pass
+        return n
+
+    # -------------------------------------------------------------- reading
+    def _read(self, path: Path, columns: list[str] | None = None) -> Any:
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_table(path, columns=columns)
+        except Exception as e:  # noqa: BLE001
+            raise ResultFormatError(f"{path}: corrupt part file ({str(e).splitlines()[0]})") from None
+
+    def to_arrow(self, columns: list[str] | None = None) -> Any:
+        """Every row, in input order, as a :class:`pyarrow.Table` (``columns``: a subset)."""
+        pa = _pa()
+        parts = self.parts()
+        tables = [self._read(parts[k], columns) for k in sorted(parts)]
+        if not tables:
+            schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+            return schema.empty_table()
+        return pa.concat_tables(tables).replace_schema_metadata(None)
+
+    def to_pandas(self, columns: list[str] | None = None) -> Any:
+        """Every row, in input order, as a :class:`pandas.DataFrame` (``status`` says which
+        rows have features: ``ok``)."""
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
+        return self.to_arrow(columns).to_pandas()
+
+    def _connection(self):
+        if self._con is None:
+            duckdb = _duckdb()
+            con = duckdb.connect(":memory:")
+            parts = self.parts()
+            if parts:
+                files = ", ".join("'" + str(parts[k]).replace("'", "''") + "'" for k in sorted(parts))
+                con.execute(f"CREATE VIEW {TABLE} AS SELECT * FROM read_parquet([{files}])")
+            else:
+                con.register(f"_{TABLE}_empty", self.schema.empty_table())
+                con.execute(f"CREATE VIEW {TABLE} AS SELECT * FROM _{TABLE}_empty")
+            self._con = con
+        return self._con
+
+    def _fetch(self, query: str, params: list | None = None) -> list[tuple]:
+        """All rows of one query, on its own cursor (no result is left open)."""
+        cur = self._connection().cursor()
+        try:
+            return cur.execute(query, params or []).fetchall()
+        finally:
+            cur.close()
+
+    def sql(self, query: str, *, arrow: bool = False) -> Any:
+        """Run a DuckDB query over the rows (the view ``corpus``).
+
+        Returns a :class:`pandas.DataFrame` (``arrow=True``: a :class:`pyarrow.Table`).
+        A query DuckDB rejects raises :class:`~attntopo.errors.InvalidInputError` with its
+        message.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query must be a non-empty SQL string, e.g. \"SELECT count(*) FROM corpus\"")
+        duckdb = _duckdb()
+        try:
+            rel = self._connection().cursor().sql(query)
+            if rel is None:
+                raise InvalidInputError("the query returned no rows (use SELECT …)")
+            return rel.to_arrow_table() if arrow else rel.df()
+        except duckdb.Error as e:
+            raise InvalidInputError(f"SQL: {' '.join(str(e).split())}") from None
+
+    def diagrams(self, id: str) -> dict[tuple[int, int], Any]:
+        """The JS persistence diagram of every head of the text ``id``.
+
+        Returns
+        -------
+        dict
+            ``{(layer, head): Diagram}`` (layer-major; H0 and H1, ``inf`` for the bar that never dies).
+
+        Raises
+        ------
+        InvalidInputError
+            The store keeps no diagrams (made without ``keep_diagrams``), or no row has that
+            id, or the row has none (skipped or failed).
+        """
+        from ..topology import Diagram
+
+        st = self.settings
+        if not st.keep_diagrams:
+            raise InvalidInputError(f"{self.path} keeps no diagrams: make it with keep_diagrams=True (--keep-diagrams)")
+        sel = ", ".join(DIAGRAM_COLUMNS)
+        got = self._fetch(f"SELECT status, {sel} FROM {TABLE} WHERE id = ?", [str(id)])
+        if not got:
+            raise InvalidInputError(f"no row with id {id!r} in {self.path}")
+        status, births, deaths, dims = got[0]
+        if status != STATUS_OK or births is None:
+            raise InvalidInputError(f"row {id!r} has no diagrams (status {status})")
+        import numpy as np
+
+        heads = [(a, b) for a in st.layers for b in st.heads]
+        out = {}
+        for (layer, head), b, d, k in zip(heads, births, deaths, dims):
+            b, d, k = np.asarray(b, float), np.asarray(d, float), np.asarray(k, int)
+            out[(layer, head)] = Diagram(
+                [np.stack([b[k == dim], d[k == dim]], axis=1) for dim in range(st.maxdim + 1)],
+                maxdim=st.maxdim,
+            )
+        return out
+
+    # -------------------------------------------------------------- counts, errors
+    def counts(self) -> dict[str, int]:
+        """``{"total", "done", "ok", "truncated", "skipped_empty", "skipped_long", "failed",
+        "remaining"}``: ``total`` non-empty input texts, ``done`` rows in the store (any
+        status), ``ok`` rows with features (``truncated`` of them cut), ``skipped_empty``
+        empty input texts, ``skipped_long`` too-long texts skipped, ``failed`` failed rows,
+        ``remaining`` texts not yet in the store."""
+        total = int(self.manifest.get("input", {}).get("total", 0))
+        out = {"total": total, "done": 0, "ok": 0, "truncated": 0,
+               "skipped_empty": int(self.manifest.get("input", {}).get("n_empty", 0)),
+               "skipped_long": 0, "failed": 0}
+        if self.parts():
+            q = (f"SELECT count(*), count(*) FILTER (status = '{STATUS_OK}'), "
+                 f"count(*) FILTER (status = '{STATUS_OK}' AND truncated), "
+                 f"count(*) FILTER (status = '{STATUS_SKIPPED}'), count(*) FILTER (status = '{STATUS_FAILED}') "
+                 f"FROM {TABLE}")
+            done, ok, trunc, skipped, failed = self._fetch(q)[0]
+            out.update(done=int(done), ok=int(ok), truncated=int(trunc), skipped_long=int(skipped), failed=int(failed))
+        out["remaining"] = max(0, total - out["done"])
+        return out
+
+    def write_errors(self) -> Path:
+        """Rewrite ``errors.jsonl`` from the part files (one line per skipped or failed row)."""
+        lines = []
+        if self.parts():
+            rows = self._fetch(
+                f"SELECT id, row, status, error, n_tokens FROM {TABLE} WHERE status <> '{STATUS_OK}' ORDER BY row"
+            )
+            for rid, row, status, error, n_tokens in rows:
+                lines.append(json.dumps({"id": rid, "row": row, "status": status, "error": error,
+                                         "n_tokens": n_tokens}, ensure_ascii=False))
+        return atomic_write_text(self.path / ERRORS, "".join(x + "\n" for x in lines))
+
+    def errors(self) -> list[dict]:
+        """The entries of ``errors.jsonl`` (skipped and failed rows)."""
+        p = self.path / ERRORS
+        if not p.is_file():
+            return []
+        return [json.loads(x) for x in p.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+    def __len__(self) -> int:
+        return self.n_rows()
+
+    def __repr__(self) -> str:
+        c = self.counts()
+        return (f"Store({str(self.path)!r}, rows={c['done']}/{c['total']}, ok={c['ok']}, "
+                f"failed={c['failed']}, model={self.settings.model!r}, sets={list(self.settings.sets)})")
+
+
+def open_store(path: Any) -> Store:
+    """Open a corpus store folder for reading (:class:`Store`).
+
+    >>> store = open_store("my_store")                                  # doctest: +SKIP
+    >>> store.sql('SELECT id, "L0H0.js.h1.total_persistence" FROM corpus LIMIT 3')  # doctest: +SKIP
+    """
+    store = Store(path)
+    store.parts()  # a corrupt or foreign part file is reported now, by name
+    return store

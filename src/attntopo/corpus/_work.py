@@ -1,0 +1,283 @@
+"""The work of one batch: texts in, store rows out, with the feature sets of
+:mod:`attntopo.features`.
+
+:class:`BatchWorker` is what every engine runs: the local engine calls one in its process,
+the Ray engine builds one per actor (``map_batches(BatchWorker, fn_constructor_kwargs=
+{"settings": settings}, batch_format="pyarrow")``).  Its constructor takes only the
+picklable :class:`~attntopo.corpus.CorpusSettings` and loads the model itself (once).
+
+Row status
+----------
+``ok``       features computed (``truncated`` says whether the text was cut to the context);
+``skipped``  too long with ``on_long="skip"`` (no features; ``error`` says why);
+``failed``   anything else went wrong for this text (``error``: the exception's type and
+             message); the rest of its batch is computed text by text, so one bad row never
+             costs its neighbours.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import InvalidInputError, TextTooLongError, UnknownTokensWarning
+from ._input import _pa, text_sha256
+from ._settings import CorpusSettings, model_fingerprint
+
+__all__ = ["BatchWorker", "output_schema", "feature_columns", "check_lengths",
+           "STATUS_OK", "STATUS_SKIPPED", "STATUS_FAILED", "DIAGRAM_COLUMNS"]
+
+STATUS_OK, STATUS_SKIPPED, STATUS_FAILED = "ok", "skipped", "failed"
+#: With ``keep_diagrams``: one list per head (layer-major, the manifest's layers × heads) of
+#: the bars' births, deaths (``inf``: never dies) and homology dimensions.
+DIAGRAM_COLUMNS: tuple[str, ...] = ("diagram_births", "diagram_deaths", "diagram_dims")
+_JS_FAMILY = ("js", "js_image", "js_landscape")
+
+
+def feature_columns(settings: CorpusSettings) -> list[str]:
+    """The feature column names of a store made with ``settings`` (those of
+    :func:`attntopo.features.features`: ``L{layer}H{head}.{set}.{quantity}``)."""
+    from ..features._compute import _columns
+
+    return _columns(settings.layers, settings.heads, settings.feature_settings())
+
+
+def output_schema(settings: CorpusSettings, input_schema: Any) -> Any:
+    """The Arrow schema of the rows a worker returns for batches of ``input_schema``.
+
+    Columns: ``id`` string, ``row`` int64, ``text_sha256`` string, ``n_tokens`` int32 (tokens
+    the model saw, special tokens included), ``n_unknown`` int32 (tokens that became the
+    unknown token), ``truncated`` bool, ``status`` string, ``error`` string, the carried
+    columns, the feature columns (float64, null unless ``status == "ok"``) and, with
+    ``keep_diagrams``, :data:`DIAGRAM_COLUMNS`.
+    """
+    pa = _pa()
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("row", pa.int64(), nullable=False),
+        pa.field("text_sha256", pa.string()),
+        pa.field("n_tokens", pa.int32()),
+        pa.field("n_unknown", pa.int32()),
+        pa.field("truncated", pa.bool_()),
+        pa.field("status", pa.string()),
+        pa.field("error", pa.string()),
+    ]
+    fields += [f for f in input_schema if f.name not in ("id", "row", "text")]
+    fields += [pa.field(c, pa.float64()) for c in feature_columns(settings)]
+    if settings.keep_diagrams:
+        fields += [
+            pa.field("diagram_births", pa.list_(pa.list_(pa.float64()))),
+            pa.field("diagram_deaths", pa.list_(pa.list_(pa.float64()))),
+            pa.field("diagram_dims", pa.list_(pa.list_(pa.int8()))),
+        ]
+    return pa.schema(fields)
+
+
+def check_lengths(model: Any, batches: Any) -> None:
+    """For ``on_long="error"``: raise before any work at the first text longer than the
+    model's context, naming its row and id (``batches``: ``(k, table)`` pairs)."""
+    for _, table in batches:
+        for rid, row, text in zip(table["id"].to_pylist(), table["row"].to_pylist(),
+                                  table["text"].to_pylist()):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UnknownTokensWarning)
+                    model.tokenize(text)
+            except TextTooLongError as e:
+                raise InvalidInputError(
+                    f"input row {row} (id {rid!r}) has {e.n_tokens} tokens but {model.name} takes "
+                    f"at most {e.limit} (on_long='error'): shorten it, or pass --on-long truncate "
+                    "or skip (on_long= in Python)"
+                ) from None
+
+
+class BatchWorker:
+    """Computes the store rows of a batch of texts; the model is loaded once, here.
+
+    Parameters
+    ----------
+    settings : CorpusSettings
+        What to compute (:func:`~attntopo.corpus.make_settings`).
+    n_jobs : int, optional
+        Worker processes for persistence (:func:`attntopo.topology.persistence_batch`);
+        a Ray actor passes 1 (Ray runs one actor per CPU).
+    model : AttentionModel, optional
+        An already loaded model (the local engine's); by default ``load_model(settings.model)``.
+
+    Raises
+    ------
+    InvalidInputError
+        The model loaded here is not the one the settings were made with (its files' hash
+        differs: another version on this machine or cluster node).
+    """
+
+    def __init__(self, settings: CorpusSettings, *, n_jobs: int | None = None, model: Any = None) -> None:
+        from ..models import load_model
+
+        if not isinstance(settings, CorpusSettings):
+            raise InvalidInputError(f"settings must be CorpusSettings, got {type(settings).__name__}")
+        self.settings = settings
+        self.n_jobs = n_jobs
+        m = model if model is not None else load_model(settings.model, revision=settings.revision)
+        got = model_fingerprint(m)
+        if got != settings.model_hash:
+            raise InvalidInputError(
+                f"model {settings.model!r} loaded here has hash {got[:23]}…, the store's settings "
+                f"say {settings.model_hash[:23]}…: another version of the model"
+            )
+        self.model = m
+        self.columns = feature_columns(settings)
+        st = settings.feature_settings()
+        self._st = st
+        self._other = [s for s in settings.sets if s not in _JS_FAMILY]
+        self._js = [s for s in settings.sets if s in _JS_FAMILY]
+        self._schemas: dict[Any, Any] = {}
+
+    # -------------------------------------------------------------- one batch
+    def __call__(self, table: Any) -> Any:
+        """Store rows (:func:`output_schema`) of an input batch (``id``, ``row``, ``text``,
+        carried columns), in the batch's order.  Never raises for one text: a failure
+        becomes a ``failed`` row."""
+        pa = _pa()
+        st = self.settings
+        m = self.model
+        texts = table["text"].to_pylist()
+        n = len(texts)
+        n_tokens: list[int | None] = [None] * n
+        n_unknown: list[int | None] = [None] * n
+        truncated = [False] * n
+        status = [STATUS_OK] * n
+        error: list[str | None] = [None] * n
+        unk = getattr(m.tokenizer, "unk_token_id", None)
+        for i, t in enumerate(texts):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UnknownTokensWarning)
+                    try:
+                        enc = m.tokenize(t)
+                    except TextTooLongError as e:
+                        if st.on_long != "truncate":
+                            n_tokens[i] = e.n_tokens
+                            status[i] = STATUS_SKIPPED if st.on_long == "skip" else STATUS_FAILED
+                            error[i] = f"too long: {e.n_tokens} tokens, {m.name} takes at most {e.limit}"
+                            continue
+                        enc = m.tokenize(t, truncate=True)
+                n_tokens[i] = len(enc.ids)
+                truncated[i] = bool(enc.truncated)
+                n_unknown[i] = sum(1 for x, sp in zip(enc.ids, enc.special) if x == unk and not sp) if unk is not None else 0
+            except Exception as e:  # noqa: BLE001 - one bad text never stops the batch
+                status[i], error[i] = STATUS_FAILED, _reason(e)
+        run = [i for i in range(n) if status[i] == STATUS_OK]
+        values = np.full((n, len(self.columns)), np.nan)
+        dgms: list[Any] = [None] * n
+        if run:
+            try:
+                vals, dg = self._compute([texts[i] for i in run])
+                values[run] = vals
+                for i, d in zip(run, dg):
+                    dgms[i] = d
+            except Exception:  # noqa: BLE001 - find the bad text(s): one at a time
+                for i in run:
+                    try:
+                        vals, dg = self._compute([texts[i]])
+                        values[i] = vals[0]
+                        dgms[i] = dg[0]
+                    except Exception as e:  # noqa: BLE001
+                        status[i], error[i] = STATUS_FAILED, _reason(e)
+        schema = self._schema(table.schema)
+        ok = np.array([s == STATUS_OK for s in status])
+        cols: dict[str, Any] = {
+            "id": table["id"],
+            "row": table["row"],
+            "text_sha256": pa.array([text_sha256(t) for t in texts], pa.string()),
+            "n_tokens": pa.array(n_tokens, pa.int32()),
+            "n_unknown": pa.array(n_unknown, pa.int32()),
+            "truncated": pa.array(truncated, pa.bool_()),
+            "status": pa.array(status, pa.string()),
+            "error": pa.array(error, pa.string()),
+        }
+        for f in table.schema:
+            if f.name not in ("id", "row", "text"):
+                cols[f.name] = table[f.name]
+        mask = ~ok
+        for k, c in enumerate(self.columns):
+            cols[c] = pa.array(values[:, k], pa.float64(), mask=mask)
+        if st.keep_diagrams:
+            for name, part in zip(DIAGRAM_COLUMNS, range(3)):
+                cols[name] = pa.array([d[part] if d is not None else None for d in dgms], schema.field(name).type)
+        arrays = [cols[f.name] if not isinstance(cols[f.name], pa.ChunkedArray)
+                  else cols[f.name].combine_chunks() for f in schema]
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+    def _schema(self, input_schema: Any) -> Any:
+        key = input_schema.remove_metadata()
+        hit = self._schemas.get(key)
+        if hit is None:
+            hit = self._schemas[key] = output_schema(self.settings, key)
+        return hit
+
+    # -------------------------------------------------------------- features
+    def _compute(self, texts: Sequence[str]) -> tuple[np.ndarray, list[Any]]:
+        """Feature rows (len(texts), n_features) and, with keep_diagrams, each text's
+        (births, deaths, dims) lists per head.  Every n × n matrix is local to this call."""
+        from ..distances import token_distances
+        from ..features._compute import _chunk_rows, _columns, _quantities
+        from ..features._js import image_stats, js_stats, landscape_stats
+        from ..topology import persistence_batch
+
+        st = self.settings
+        atts = self.model.attention(list(texts), truncate=st.on_long == "truncate",
+                                    layers=list(st.layers), heads=list(st.heads))
+        n = len(atts)
+        per_head = len(st.layers) * len(st.heads)
+        blocks: dict[str, np.ndarray] = {}
+        if self._other:
+            sub = dict(self._st, sets=list(self._other))
+            rows = _chunk_rows(atts, [None] * n, sub, st.drop_special, st.persistence_engine, self.n_jobs)
+            start = 0
+            for s in self._other:
+                width = per_head * len(_quantities(s, sub))
+                blocks[s] = rows[:, start:start + width]
+                start += width
+            assert start == len(_columns(st.layers, st.heads, sub))
+        dgm_rows: list[Any] = [None] * n
+        if self._js or st.keep_diagrams:
+            mats, sizes = [], []
+            for att in atts:
+                L, H = att.weights.shape[:2]
+                real = att.drop_special() if (st.drop_special and att.special.any()) else att
+                nr = real.n_tokens
+                D = token_distances(real.weights.reshape(L * H, nr, nr)).reshape(L * H, nr, nr)
+                mats.extend(D)
+                sizes.extend([nr] * (L * H))
+                del D, real
+            dgms = persistence_batch(mats, maxdim=st.maxdim, engine=st.persistence_engine, n_jobs=self.n_jobs)
+            del mats
+            for s in self._js:
+                if s == "js":
+                    arr = js_stats(dgms, np.array(sizes), st.scales, st.quantiles)
+                elif s == "js_image":
+                    arr = image_stats(dgms)
+                else:
+                    arr = landscape_stats(dgms)
+                blocks[s] = arr.reshape(n, -1)  # (n·heads, k) → heads layer-major, quantities within
+            if st.keep_diagrams:
+                for t in range(n):
+                    mine = dgms[t * per_head:(t + 1) * per_head]
+                    births = [np.concatenate([g[d][:, 0] for d in range(len(g))]).tolist() for g in mine]
+                    deaths = [np.concatenate([g[d][:, 1] for d in range(len(g))]).tolist() for g in mine]
+                    dims = [sum(([d] * len(g[d]) for d in range(len(g))), []) for g in mine]
+                    dgm_rows[t] = (births, deaths, dims)
+        del atts
+        values = np.concatenate([blocks[s] for s in st.sets], axis=1) if st.sets else np.zeros((n, 0))
+        return values, dgm_rows
+
+    def __repr__(self) -> str:
+        return f"BatchWorker(model={self.settings.model!r}, sets={list(self.settings.sets)})"
+
+
+def _reason(e: BaseException) -> str:
+    msg = " ".join(str(e).split())
+    return f"{type(e).__name__}: {msg}"[:500]
