@@ -33,6 +33,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -60,6 +61,7 @@ _SUFFIX = {
     ".parquet": "parquet", ".pq": "parquet",
 }
 _CHUNK = 4096
+_FEATURE_NAME = re.compile(r"^L\d+H\d+\.")
 
 
 def _pa():
@@ -406,13 +408,8 @@ class CorpusInput:
                 f"{self.name}: column {name!r} clashes with a column the store writes "
                 f"({', '.join(RESERVED_COLUMNS)}, diagram_*, feature columns): rename it"
             )
-        from ..features import parse_column
-
-        try:
-            parse_column(name)
-        except InvalidInputError:
-            return
-        raise InvalidInputError(f"{self.name}: column {name!r} looks like a feature column: rename it")
+        if _FEATURE_NAME.match(name):  # attntopo.features' L{layer}H{head}.{set}.{quantity}
+            raise InvalidInputError(f"{self.name}: column {name!r} looks like a feature column: rename it")
 
     def _scan(self) -> None:
         header = self._header()

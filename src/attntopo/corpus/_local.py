@@ -390,12 +390,31 @@ def run(
         prep.input.close()
         raise
     store = finish(prep)
+    _warn_unknown(store)
     c = store.counts()
     log.info(
         "corpus: %d done, %d skipped (empty), %d skipped (too long), %d truncated, %d failed -> %s",
         c["ok"], c["skipped_empty"], c["skipped_long"], c["truncated"], c["failed"], store.path,
+        extra={"final": True},
     )
     return store
+
+
+def _warn_unknown(store: Store) -> None:
+    """One warning when texts held tokens the model's vocabulary lacks (``n_unknown``)."""
+    import warnings
+
+    from ..errors import UnknownTokensWarning, user_stacklevel
+
+    if not store.parts():
+        return
+    n = int(store._fetch("SELECT count(*) FROM corpus WHERE n_unknown > 0")[0][0])
+    if n:
+        warnings.warn(UnknownTokensWarning(
+            f"{n} text{'s' if n != 1 else ''} of the corpus hold tokens that became the unknown token "
+            f"({store.settings.model}'s vocabulary lacks them): see the n_unknown column",
+            count=n, model=store.settings.model,
+        ), stacklevel=user_stacklevel())
 
 
 def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:

@@ -328,8 +328,9 @@ class Store:
                 files = ", ".join("'" + str(parts[k]).replace("'", "''") + "'" for k in sorted(parts))
                 con.execute(f"CREATE VIEW {TABLE} AS SELECT * FROM read_parquet([{files}])")
             else:
-                con.register(f"_{TABLE}_empty", self.schema.empty_table())
-                con.execute(f"CREATE VIEW {TABLE} AS SELECT * FROM _{TABLE}_empty")
+                con.register("_empty_rows", self.schema.empty_table())
+                con.execute(f"CREATE TABLE {TABLE} AS SELECT * FROM _empty_rows")
+                con.unregister("_empty_rows")
             self._con = con
         return self._con
 

@@ -166,6 +166,9 @@ class BatchWorker:
                         enc = m.tokenize(t, truncate=True)
                 n_tokens[i] = len(enc.ids)
                 truncated[i] = bool(enc.truncated)
+                if all(enc.special):
+                    status[i] = STATUS_FAILED
+                    error[i] = "no token but special ones: the tokenizer kept no character of the text"
                 n_unknown[i] = sum(1 for x, sp in zip(enc.ids, enc.special) if x == unk and not sp) if unk is not None else 0
             except Exception as e:  # noqa: BLE001 - one bad text never stops the batch
                 status[i], error[i] = STATUS_FAILED, _reason(e)
@@ -228,8 +231,10 @@ class BatchWorker:
         from ..topology import persistence_batch
 
         st = self.settings
-        atts = self.model.attention(list(texts), truncate=st.on_long == "truncate",
-                                    layers=list(st.layers), heads=list(st.heads))
+        with warnings.catch_warnings():  # counted per row in n_unknown; run() warns once
+            warnings.simplefilter("ignore", UnknownTokensWarning)
+            atts = self.model.attention(list(texts), truncate=st.on_long == "truncate",
+                                        layers=list(st.layers), heads=list(st.heads))
         n = len(atts)
         per_head = len(st.layers) * len(st.heads)
         blocks: dict[str, np.ndarray] = {}

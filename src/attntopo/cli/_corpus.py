@@ -1,0 +1,119 @@
+"""``attntopo corpus``: every text of a file into a resumable Parquet feature store."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from .. import __version__
+from ._common import (
+    app,
+    console,
+    debug_option,
+    err_console,
+    esc,
+    head_option,
+    jobs_option,
+    json_option,
+    layer_option,
+    model_option,
+    parse_indices,
+    print_json,
+)
+
+_CORPUS_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo corpus texts.txt --out store\n"
+    "  attntopo corpus reviews.csv --text-column review --id-column id --out store --sets js,graph\n"
+    "  cat texts.txt | attntopo corpus - --out store --keep-diagrams\n"
+    "  attntopo query store \"SELECT count(*) FROM corpus WHERE status = 'ok'\"\n\n"
+    "Run the same command again to continue an interrupted run: batches already in STORE are "
+    "kept, the rest computed; every text ends up in STORE exactly once. A run with other settings "
+    "or another input on an existing STORE stops with one line naming the difference "
+    "(--new-store starts it over). docs/corpus.md has the store layout and SQL examples."
+)
+
+
+def _split(values: Optional[List[str]]) -> list[str] | None:
+    if not values:
+        return None
+    return [x.strip() for v in values for x in v.split(",") if x.strip()]
+
+
+@app.command("corpus", epilog=_CORPUS_EPILOG)
+def corpus_cmd(
+    input: str = typer.Argument(..., metavar="INPUT", show_default=False,
+                                help="Text file (one text per line), .jsonl, .csv/.tsv or .parquet; '-' reads stdin."),
+    out: Path = typer.Option(..., "--out", "-o", metavar="STORE", show_default=False,
+                             help="The store folder: new, empty, or one to continue."),
+    model: str = model_option(),
+    sets: Optional[List[str]] = typer.Option(None, "--sets", "-s", metavar="SETS", show_default=False,
+                                             help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape."),
+    layer: Optional[List[str]] = layer_option(),
+    head: Optional[List[str]] = head_option(),
+    keep_diagrams: bool = typer.Option(False, "--keep-diagrams", help="Also store every head's JS diagram (H0, H1)."),
+    engine: str = typer.Option("local", "--engine", help="local (this machine) or ray (Ray Data, actor pool)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", metavar="ADDRESS", show_default=False,
+                                              help="Join this Ray cluster (--engine ray); default: start a local Ray."),
+    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, metavar="N", help="Texts per batch and part file."),
+    on_long: str = typer.Option("truncate", "--on-long", help="Texts longer than the model's context: truncate, skip or error."),
+    text_column: str = typer.Option("text", "--text-column", metavar="NAME", help="The text's column (JSONL, CSV, Parquet)."),
+    id_column: Optional[str] = typer.Option(None, "--id-column", metavar="NAME", show_default=False,
+                                            help="Column of unique ids (default: row number and text hash)."),
+    input_format: str = typer.Option("auto", "--format", help="auto (by suffix), text, jsonl, csv, tsv or parquet."),
+    encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of text, JSONL and CSV input."),
+    new_store: bool = typer.Option(False, "--new-store", help="Remove an existing store at STORE and start over."),
+    jobs: Optional[int] = jobs_option(),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or log lines."),
+    log_every: int = typer.Option(10, "--log-every", min=1, metavar="N",
+                                  help="Without a terminal: one progress line on stderr every N batches."),
+    json_out: bool = json_option(),
+    debug: bool = debug_option(),
+) -> None:
+    """Compute topological features of every text of INPUT into a resumable Parquet store.
+
+    Progress goes to stderr (a bar on a terminal, else a line every --log-every batches); the
+    final counts to stdout.
+    """
+    from ..corpus import ERRORS, run
+
+    t0 = time.perf_counter()
+    handler = None
+    if not quiet and not json_out and not err_console.is_terminal:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.addFilter(lambda record: not getattr(record, "final", False))  # stdout has the counts
+        logger = logging.getLogger("attntopo.corpus")
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+    try:
+        store = run(
+            input, out, model=model, sets=tuple(_split(sets) or ("js",)),
+            layers=parse_indices(layer, "--layer"), heads=parse_indices(head, "--head"),
+            keep_diagrams=keep_diagrams, engine=engine, batch_size=batch_size, on_long=on_long,
+            text_column=text_column, id_column=id_column, input_format=input_format,
+            encoding=encoding, new_store=new_store, n_jobs=jobs, ray_address=ray_address,
+            progress=False if (quiet or json_out) else None, log_every=log_every,
+        )
+    finally:
+        if handler is not None:
+            logging.getLogger("attntopo.corpus").removeHandler(handler)
+    seconds = time.perf_counter() - t0
+    c = store.counts()
+    if json_out:
+        print_json({"attntopo": __version__, "store": str(store.path), "counts": c,
+                    "settings": store.settings.to_manifest(), "errors": str(store.path / ERRORS),
+                    "timing": {"total_s": round(seconds, 3)}})
+        return
+    failed = f"{c['failed']} failed" + (f" (reasons in {esc(store.path / ERRORS)})" if c["failed"] or c["skipped_long"] else "")
+    console.print(
+        f"corpus: {c['ok']} done, {c['skipped_empty']} skipped (empty), {c['skipped_long']} skipped "
+        f"(too long), {c['truncated']} truncated, {failed} → {esc(store.path)} · {seconds:.1f} s",
+        soft_wrap=True,
+    )

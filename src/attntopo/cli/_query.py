@@ -1,0 +1,68 @@
+"""``attntopo query``: SQL (DuckDB) over a corpus store, printed as a table, JSON or CSV."""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+
+import typer
+
+from ..errors import InvalidInputError
+from ._common import app, debug_option, esc, json_option, print_json, print_table
+
+_QUERY_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo query store \"SELECT status, count(*) FROM corpus GROUP BY status\"\n"
+    "  attntopo query store 'SELECT id, \"L0H0.js.h1.total_persistence\" AS h1 FROM corpus ORDER BY h1 DESC LIMIT 5'\n"
+    "  attntopo query store \"SELECT * FROM corpus\" --csv > rows.csv\n\n"
+    "The store's rows are the view [bold]corpus[/bold]; feature columns have dots in their names, so quote "
+    "them in double quotes. docs/corpus.md lists the columns."
+)
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        return f"{v:.6g}"
+    return str(v)
+
+
+@app.command("query", epilog=_QUERY_EPILOG)
+def query_cmd(
+    store: str = typer.Argument(..., metavar="STORE", show_default=False, help="A corpus store folder."),
+    sql: str = typer.Argument(..., metavar="SQL", show_default=False, help="A DuckDB query over the view 'corpus'."),
+    csv_out: bool = typer.Option(False, "--csv", help="Print CSV on stdout (a header line, then the rows)."),
+    json_out: bool = json_option("Print the rows as a JSON list of objects on stdout."),
+    debug: bool = debug_option(),
+) -> None:
+    """Run SQL over a corpus store (DuckDB) and print the result."""
+    from ..corpus import open_store
+
+    if csv_out and json_out:
+        raise InvalidInputError("--csv and --json exclude each other: choose one")
+    table = open_store(store).sql(sql, arrow=True)
+    names = table.column_names
+    rows = table.to_pylist()
+    if json_out:
+        print_json(rows)
+        return
+    if csv_out:
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(names)
+        for r in rows:
+            w.writerow(["" if r[n] is None else r[n] for n in names])
+        sys.stdout.flush()
+        return
+    from rich.table import Table
+
+    t = Table(show_header=True, header_style="bold", box=None)
+    for n in names:
+        t.add_column(esc(n), overflow="fold")
+    for r in rows:
+        t.add_row(*(esc(_cell(r[n])) for n in names))
+    print_table(t)
+    typer.echo(f"{len(rows)} row{'s' if len(rows) != 1 else ''}", err=True)

@@ -1,0 +1,193 @@
+"""attntopo.corpus input: every format, the scan's checks, and batches that never depend on
+where a run stopped (no model)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sys
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attntopo.corpus import open_input
+from attntopo.errors import InvalidInputError
+
+
+def _rows(inp, batch_size=3, skip=frozenset()):
+    out = []
+    for k, t in inp.batches(batch_size, skip=skip):
+        out.append((k, t.to_pylist()))
+    return out
+
+
+def _flat(inp, batch_size=3):
+    return [r for _, rows in _rows(inp, batch_size) for r in rows]
+
+
+def test_text_file_skips_and_counts_empty_lines(tmp_path):
+    p = tmp_path / "t.txt"
+    p.write_bytes(b"first text\n\n   \nsecond text\r\nthird")
+    inp = open_input(p)
+    assert (inp.total, inp.n_empty, inp.n_records) == (3, 2, 5)
+    rows = _flat(inp)
+    assert [r["text"] for r in rows] == ["first text", "second text", "third"]
+    assert [r["row"] for r in rows] == [0, 3, 4]  # line number − 1
+    sha = hashlib.sha256(b"second text").hexdigest()
+    assert rows[1]["id"] == f"3-{sha[:12]}"
+    assert inp.schema.names == ["id", "row", "text"]
+
+
+def test_utf8_bom_is_not_part_of_the_first_text(tmp_path):
+    p = tmp_path / "t.txt"
+    p.write_bytes("\ufeffhello\n".encode("utf-8"))
+    assert _flat(open_input(p))[0]["text"] == "hello"
+
+
+def test_non_utf8_names_the_line_and_the_encoding_option(tmp_path):
+    p = tmp_path / "t.txt"
+    p.write_bytes(b"ok line\nanother\ncaf\xe9 au lait\n")
+    with pytest.raises(InvalidInputError) as e:
+        open_input(p)
+    msg = str(e.value)
+    assert "line 3" in msg and "--encoding" in msg and "0xe9" in msg and "\n" not in msg
+    # the hint works: latin-1 reads it
+    assert _flat(open_input(p, encoding="latin-1"))[2]["text"] == "café au lait"
+
+
+def test_csv_without_the_text_column_lists_the_columns(tmp_path):
+    p = tmp_path / "d.csv"
+    p.write_text("review,label\ngood,1\n")
+    with pytest.raises(InvalidInputError, match=r"no column 'text'; its columns: 'review', 'label'"):
+        open_input(p)
+
+
+def test_csv_carries_typed_columns_and_ids(tmp_path):
+    p = tmp_path / "d.csv"
+    p.write_text('id,text,label,score,note\na1,"first, quoted",1,0.5,x\na2,,2,1,y\na3,third,3,,\n')
+    inp = open_input(p, id_column="id")
+    assert (inp.total, inp.n_empty) == (2, 1)
+    assert inp.carried == ("label", "score", "note")
+    assert [str(f.type) for f in inp.schema][3:] == ["int64", "double", "string"]
+    rows = _flat(inp)
+    assert rows == [
+        {"id": "a1", "row": 0, "text": "first, quoted", "label": 1, "score": 0.5, "note": "x"},
+        {"id": "a3", "row": 2, "text": "third", "label": 3, "score": None, "note": ""},
+    ]
+
+
+def test_tsv_and_wrong_field_count(tmp_path):
+    p = tmp_path / "d.tsv"
+    p.write_text("text\tlabel\nhello\t1\nbad line\n")
+    with pytest.raises(InvalidInputError, match="line 3 has 1 fields, the header has 2"):
+        open_input(p)
+
+
+def test_duplicate_ids_fail_before_any_work(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_text("\n".join(json.dumps(o) for o in [
+        {"id": 7, "text": "a"}, {"id": 8, "text": "b"}, {"id": 7, "text": "c"}]))
+    with pytest.raises(InvalidInputError, match=r"id '7' occurs twice \(rows 0 and 2\)"):
+        open_input(p, id_column="id")
+
+
+def test_jsonl_errors_name_the_line(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_text('{"text": "a"}\n{"body": "b", "label": 1}\n')
+    with pytest.raises(InvalidInputError, match=r"line 2 has no key 'text' \(its keys: body, label\)"):
+        open_input(p)
+    p.write_text('{"text": "a"}\nnot json\n')
+    with pytest.raises(InvalidInputError, match="line 2 is not JSON"):
+        open_input(p)
+    p.write_text('{"text": 5}\n')
+    with pytest.raises(InvalidInputError, match="not a string"):
+        open_input(p)
+
+
+def test_jsonl_carries_keys_found_on_any_line(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_text('{"text": "a", "label": 1}\n\n{"text": "b", "extra": "x", "label": 2}\n')
+    inp = open_input(p)
+    assert inp.carried == ("label", "extra") and inp.n_empty == 1
+    assert [(r["label"], r["extra"]) for r in _flat(inp)] == [(1, None), (2, "x")]
+
+
+def test_mixed_types_in_a_column_are_refused(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_text('{"text": "a", "label": 1}\n{"text": "b", "label": "x"}\n')
+    with pytest.raises(InvalidInputError, match="label"):
+        open_input(p)
+
+
+def test_reserved_column_is_refused(tmp_path):
+    p = tmp_path / "d.csv"
+    p.write_text("text,status\na,b\n")
+    with pytest.raises(InvalidInputError, match="'status' clashes"):
+        open_input(p)
+
+
+def test_parquet_dataframe_and_arrow_give_the_same_rows(tmp_path):
+    df = pd.DataFrame({"text": ["one", None, "three", ""], "label": [1, 2, 3, 4]})
+    p = tmp_path / "d.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), p)
+    a, b, c = open_input(p), open_input(df), open_input(pa.Table.from_pandas(df, preserve_index=False))
+    assert _flat(a) == _flat(b) == _flat(c)
+    assert a.fingerprint == b.fingerprint == c.fingerprint
+    assert (a.total, a.n_empty) == (2, 2)
+    pq.write_table(pa.table({"text": [1, 2]}), p)
+    with pytest.raises(InvalidInputError, match="holds int64, not strings"):
+        open_input(p)
+
+
+def test_stdin_is_read_once_and_streamed_twice(monkeypatch):
+    fake = io.TextIOWrapper(io.BytesIO(b"alpha\n\nbeta\n"), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", fake)
+    with open_input("-") as inp:
+        assert inp.name == "stdin" and inp.total == 2
+        assert [r["text"] for r in _flat(inp)] == ["alpha", "beta"]
+        tmp = inp._tmp
+    assert tmp is None or not __import__("os").path.exists(tmp)
+
+
+def test_bad_sources():
+    with pytest.raises(InvalidInputError, match="texts\\[1\\] is a int"):
+        open_input(["a", 3])
+    with pytest.raises(InvalidInputError, match="not found"):
+        open_input("/no/such/file.txt")
+    with pytest.raises(InvalidInputError, match="unknown input format"):
+        open_input(["a"], input_format="xml")
+    with pytest.raises(InvalidInputError, match="unknown encoding"):
+        open_input(["a"], encoding="klingon")
+
+
+def test_fingerprint_follows_the_content():
+    a = open_input(["x", "y"]).fingerprint
+    assert a == open_input(["x", "y"]).fingerprint
+    assert a != open_input(["x", "z"]).fingerprint
+    assert a != open_input(["y", "x"]).fingerprint
+
+
+texts_st = st.lists(st.one_of(st.sampled_from(["", "  ", None]), st.text(min_size=1, max_size=8)),
+                    max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=texts_st, batch_size=st.integers(1, 7), data=st.data())
+def test_batches_partition_the_non_empty_texts_in_order(texts, batch_size, data):
+    """Batch k holds non-empty texts k·b … (k+1)·b − 1; skipping batches changes no other batch."""
+    inp = open_input(texts)
+    keep = [(i, t) for i, t in enumerate(texts) if t is not None and t.strip()]
+    assert inp.total == len(keep) and inp.n_empty == len(texts) - len(keep)
+    full = _rows(inp, batch_size)
+    assert [k for k, _ in full] == list(range(inp.batch_count(batch_size)))
+    flat = [r for _, rows in full for r in rows]
+    assert [(r["row"], r["text"]) for r in flat] == keep
+    assert all(len(rows) == batch_size for _, rows in full[:-1])
+    assert len({r["id"] for r in flat}) == len(flat)
+    skip = set(data.draw(st.lists(st.integers(0, max(0, len(full) - 1)), max_size=4)))
+    assert _rows(inp, batch_size, skip=skip) == [b for b in full if b[0] not in skip]

@@ -1,0 +1,215 @@
+"""The corpus store without a model: settings and their comparison, atomic parts named by
+batch, corrupt and foreign files reported by name, SQL checked against pandas, diagrams."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attntopo.corpus import (
+    CorpusSettings,
+    Store,
+    check_same_settings,
+    check_store_path,
+    feature_columns,
+    first_difference,
+    open_input,
+    open_store,
+    output_schema,
+    part_name,
+)
+from attntopo.errors import InvalidInputError, ResultFormatError
+
+SETTINGS = CorpusSettings(
+    model="toy", model_hash="sha256:" + "0" * 64, revision=None, attntopo_version="0.0",
+    sets=("js",), layers=(0,), heads=(0, 1), thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,),
+    keep_diagrams=True, batch_size=2,
+)
+TEXTS = ["alpha", "beta", "gamma", "delta", "epsilon"]
+
+
+def _rows(table: pa.Table, seed: int) -> pa.Table:
+    """Synthetic store rows for an input batch: features from a seeded generator, one failed
+    row when the batch holds 'delta', diagrams of two heads."""
+    rng = np.random.default_rng(seed)
+    n = table.num_rows
+    cols = feature_columns(SETTINGS)
+    schema = output_schema(SETTINGS, table.schema)
+    status = ["failed" if t == "delta" else "ok" for t in table["text"].to_pylist()]
+    ok = np.array([s == "ok" for s in status])
+    data = {
+        "id": table["id"].combine_chunks(), "row": table["row"].combine_chunks(),
+        "text_sha256": pa.array(["h"] * n), "n_tokens": pa.array([5] * n, pa.int32()),
+        "n_unknown": pa.array([0] * n, pa.int32()), "truncated": pa.array([False] * n),
+        "status": pa.array(status), "error": pa.array([None if s == "ok" else "Boom: x" for s in status]),
+    }
+    vals = rng.random((n, len(cols)))
+    for k, c in enumerate(cols):
+        data[c] = pa.array(vals[:, k], pa.float64(), mask=~ok)
+    births = [[[0.0, 0.0, 0.2], [0.0, 0.1]] if s == "ok" else None for s in status]
+    deaths = [[[0.3, np.inf, 0.4], [np.inf, 0.5]] if s == "ok" else None for s in status]
+    dims = [[[0, 0, 1], [0, 0]] if s == "ok" else None for s in status]
+    for name, v in zip(("diagram_births", "diagram_deaths", "diagram_dims"), (births, deaths, dims)):
+        data[name] = pa.array(v, schema.field(name).type)
+    return pa.Table.from_arrays([data[f.name] for f in schema], schema=schema)
+
+
+def _store(tmp_path, write=True) -> Store:
+    inp = open_input(TEXTS)
+    schema = output_schema(SETTINGS, inp.schema)
+    info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 3}
+    store = Store.create(tmp_path / "s", SETTINGS, schema, info, feature_columns(SETTINGS))
+    if write:
+        for k, t in inp.batches(SETTINGS.batch_size):
+            store.write_part(k, _rows(t, k))
+    return store
+
+
+# ------------------------------------------------------------------ settings
+def test_manifest_round_trip_and_columns():
+    assert CorpusSettings.from_manifest(json.loads(json.dumps(SETTINGS.to_manifest()))) == SETTINGS
+    cols = feature_columns(SETTINGS)
+    assert cols[0] == "L0H0.js.h0.n_bars" and len(cols) == 2 * (2 * (5 + 1) + 1)
+    with pytest.raises(ResultFormatError, match="missing model"):
+        CorpusSettings.from_manifest({k: v for k, v in SETTINGS.to_manifest().items() if k != "model"})
+
+
+_CHANGES = {
+    "model": "other", "model_hash": "sha256:" + "1" * 64, "revision": "main",
+    "attntopo_version": "9.9", "sets": ("js", "graph"), "layers": (1,), "heads": (0,),
+    "maxdim": 2, "thresholds": (0.2,), "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3,
+    "drop_special": False, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
+    "persistence_engine": "ripser", "metric": "other",
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(sorted(_CHANGES)))
+def test_a_changed_setting_is_named_in_one_line(name):
+    assert {f.name for f in dataclasses.fields(CorpusSettings)} == set(_CHANGES)
+    other = dataclasses.replace(SETTINGS, **{name: _CHANGES[name]})
+    assert first_difference(SETTINGS, other)[0] == name
+    assert first_difference(SETTINGS, dataclasses.replace(SETTINGS)) is None
+    with pytest.raises(InvalidInputError) as e:
+        check_same_settings(SETTINGS, other, "STORE 's'")
+    assert f"with {name}=" in str(e.value) and "\n" not in str(e.value)
+
+
+# ------------------------------------------------------------------ paths
+def test_store_path_checks_write_nothing(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(InvalidInputError, match="is a file"):
+        check_store_path(f)
+    with pytest.raises(InvalidInputError, match="is a file"):
+        check_store_path(f / "sub")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    with pytest.raises(InvalidInputError, match="holds other files"):
+        check_store_path(busy)
+    assert sorted(os.listdir(tmp_path)) == ["busy", "file"]
+    assert check_store_path(tmp_path / "new" / "store") == tmp_path / "new" / "store"
+    assert not (tmp_path / "new").exists()
+
+
+# ------------------------------------------------------------------ parts
+def test_parts_are_named_by_batch_and_rewriting_never_duplicates(tmp_path):
+    store = _store(tmp_path)
+    assert sorted(os.listdir(store.path)) == ["manifest.json", part_name(0), part_name(1), part_name(2)]
+    before = store.to_arrow()
+    inp = open_input(TEXTS)
+    k, t = next(iter(inp.batches(2)))
+    store.write_part(k, _rows(t, k))  # the same batch again: replaced, not added
+    again = open_store(store.path)
+    assert again.to_arrow().equals(before)
+    assert again.n_rows() == len(TEXTS) and len(again.done_ids()) == len(TEXTS)
+    assert again.done_batches() == {0, 1, 2}
+    assert not [e for e in os.listdir(store.path) if e.endswith(".tmp")]
+
+
+def test_sql_agrees_with_pandas(tmp_path):
+    store = _store(tmp_path)
+    df = store.to_pandas()
+    assert list(df["id"]) == [r["id"] for _, t in open_input(TEXTS).batches(2) for r in t.to_pylist()]
+    col = store.feature_columns[3]
+    got = store.sql(f'SELECT status, count(*) AS n, avg("{col}") AS m FROM corpus GROUP BY status ORDER BY status')
+    ok = df[df.status == "ok"]
+    assert list(got["status"]) == ["failed", "ok"] and list(got["n"]) == [1, 4]
+    assert got["m"][1] == pytest.approx(ok[col].mean(), rel=1e-12)
+    assert np.isnan(got["m"][0])  # a failed row has no features
+    assert store.sql("SELECT count(*) AS n FROM corpus", arrow=True).column("n").to_pylist() == [5]
+    with pytest.raises(InvalidInputError, match="^SQL: "):
+        store.sql("SELEKT 1")
+
+
+def test_counts_and_errors_log(tmp_path):
+    store = _store(tmp_path)
+    store.write_errors()
+    c = store.counts()
+    assert c == {"total": 5, "done": 5, "ok": 4, "truncated": 0, "skipped_empty": 3,
+                 "skipped_long": 0, "failed": 1, "remaining": 0}
+    errs = store.errors()
+    assert errs == [{"id": errs[0]["id"], "row": 3, "status": "failed", "error": "Boom: x", "n_tokens": 5}]
+
+
+def test_empty_store_answers_sql(tmp_path):
+    store = _store(tmp_path, write=False)
+    assert store.sql("SELECT count(*) AS n FROM corpus")["n"][0] == 0
+    assert store.to_arrow().num_rows == 0
+    assert store.counts()["remaining"] == 5
+
+
+def test_diagrams_read_back_per_head(tmp_path):
+    store = _store(tmp_path)
+    rid = store.to_pandas()["id"][0]
+    d = store.diagrams(rid)
+    assert list(d) == [(0, 0), (0, 1)]
+    np.testing.assert_array_equal(d[(0, 0)][0], [[0.0, 0.3], [0.0, np.inf]])
+    np.testing.assert_array_equal(d[(0, 0)][1], [[0.2, 0.4]])
+    np.testing.assert_array_equal(d[(0, 1)][0], [[0.0, np.inf], [0.1, 0.5]])
+    with pytest.raises(InvalidInputError, match="no row with id"):
+        store.diagrams("nope")
+    failed = store.sql("SELECT id FROM corpus WHERE status = 'failed'")["id"][0]
+    with pytest.raises(InvalidInputError, match="has no diagrams"):
+        store.diagrams(failed)
+
+
+def test_corrupt_part_is_reported_by_name(tmp_path):
+    store = _store(tmp_path)
+    p = store.path / part_name(1)
+    p.write_bytes(p.read_bytes()[:100])
+    with pytest.raises(ResultFormatError, match=f"{part_name(1)}: corrupt part file"):
+        open_store(store.path)
+
+
+def test_foreign_files_are_reported_by_name(tmp_path):
+    store = _store(tmp_path)
+    other = _store(tmp_path / "other")
+    os.replace(other.path / part_name(1), store.path / part_name(1))  # same name, another store
+    with pytest.raises(ResultFormatError, match=f"{part_name(1)}: not a part of this store"):
+        open_store(store.path)
+    os.unlink(store.path / part_name(1))
+    pq.write_table(pa.table({"x": [1]}), store.path / "mine.parquet")
+    with pytest.raises(ResultFormatError, match="mine.parquet: a Parquet file that is not a part"):
+        open_store(store.path)
+    os.unlink(store.path / "mine.parquet")
+    pq.write_table(pa.table({"x": [1]}), store.path / part_name(1))
+    with pytest.raises(ResultFormatError, match=part_name(1)):
+        open_store(store.path)
+
+
+def test_not_a_store(tmp_path):
+    with pytest.raises(InvalidInputError, match="not a corpus store"):
+        open_store(tmp_path)
+    (tmp_path / "manifest.json").write_text('{"format": "other"}')
+    with pytest.raises(ResultFormatError, match="not an attntopo corpus manifest"):
+        open_store(tmp_path)
