@@ -111,6 +111,7 @@ _LAZY = {
     "FeatureTable": "attntopo.features",
     "select_heads": "attntopo.features",
     "HardmaxSimulation": "attntopo.hardmax",
+    "open_store": "attntopo.corpus",
 }
 
 __all__ = sorted(
@@ -160,3 +161,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .models import AttentionModel, load_model, packaged_aliases
     from .topology import Diagram, bottleneck, complex_at, persistence, persistence_batch, wasserstein
     from .features import FeatureTable, select_heads
+    from .corpus import open_store

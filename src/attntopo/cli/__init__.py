@@ -16,6 +16,8 @@ Commands (one module each)
                        (``_heads``).
 ``attntopo serve``     the explorer web page and its JSON API, 127.0.0.1 by default (``_serve``).
 ``attntopo report``    one self-contained HTML report of a text, or two (``_report``).
+``attntopo corpus``    many texts streamed into a resumable Parquet store of feature rows, locally or
+                       on Ray (``_corpus``); ``attntopo query``: SQL over a store via DuckDB (``_query``).
 ``attntopo --version``
 
 What the commands share — the typer ``app``, common options, input checks, model loading, output
@@ -44,5 +46,7 @@ from ._serve import serve_cmd  # noqa: E402
 from ._report import report_cmd  # noqa: E402
 from ._hardmax import hardmax_app  # noqa: E402
 from ._compress import compress_cmd  # noqa: E402
+from ._corpus import corpus_cmd  # noqa: E402
+from ._query import query_cmd  # noqa: E402
 
 __all__ = ["app", "main"]
