@@ -1,4 +1,6 @@
-"""Figures on real data (a short MiniLM analysis): every function, every format, no global state."""
+"""Figures of a synthetic analysis (no model): every function, every format, no global state.
+
+The same figures of a real MiniLM analysis: tests/integration/test_plots_models.py."""
 
 from __future__ import annotations
 
@@ -7,17 +9,16 @@ import os
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import base64
-import re
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _synthetic import text_attention
 
 matplotlib = pytest.importorskip("matplotlib")
-import matplotlib.image  # noqa: E402
+from _figures import STATIC_FORMATS, check_figure_file, check_standalone_html  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import attntopo as at  # noqa: E402
@@ -26,7 +27,6 @@ from attntopo.errors import InvalidInputError, InvalidMatrixError, MissingDepend
 from attntopo.plots import _layout, _style  # noqa: E402
 
 TEXT = "Quantum information theory allows us to study attention using entanglement."
-STATIC_FORMATS = ("png", "svg", "pdf")
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +35,9 @@ def rc_before():
 
 
 @pytest.fixture(scope="module")
-def analysis(rc_before, minilm):
-    """Two layers × three heads of MiniLM on a short text, computed once."""
-    return at.analyze(TEXT, minilm, layers=[0, 1], heads=[0, 1, 2])
+def analysis(rc_before):
+    """Two layers × three heads of synthetic attention over a short text, computed once."""
+    return at.analyze(text_attention(TEXT, L=2, H=3), n_jobs=1)
 
 
 @pytest.fixture(scope="module")
@@ -69,18 +69,6 @@ def _static_figures(analysis, head):
     }
 
 
-def _check_file(path: Path, fmt: str) -> None:
-    data = path.read_bytes()
-    assert len(data) > 500, path
-    if fmt == "png":
-        img = matplotlib.image.imread(path)
-        assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
-    elif fmt == "svg":
-        assert b"<svg" in data[:2000]
-    elif fmt == "pdf":
-        assert data.startswith(b"%PDF")
-
-
 @pytest.mark.parametrize(
     "name",
     ["diagram", "diagram_h1", "barcode", "distance_matrix", "attention", "head_grid", "head_stat",
@@ -92,21 +80,9 @@ def test_static_figure_every_format(name, analysis, head, tmp_path):
     for fmt in STATIC_FORMATS:
         out = plots.save_figure(fig, tmp_path / f"{name}.{fmt}")
         assert out == tmp_path / f"{name}.{fmt}"
-        _check_file(out, fmt)
+        check_figure_file(out, fmt)
     # atomic writes leave no temporary files behind
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{name}.{f}" for f in STATIC_FORMATS)
-
-
-_SCRIPT_SRC = re.compile(r"<script[^>]*\bsrc\s*=", re.IGNORECASE)
-
-
-def _check_html(path: Path) -> None:
-    html = path.read_text(encoding="utf-8")
-    assert html.lstrip().lower().startswith("<html") or html.lstrip().lower().startswith("<!doctype")
-    assert not _SCRIPT_SRC.search(html), "no external scripts: plotly.js must be inlined"
-    assert "cdn.plot.ly/plotly" not in html.split("</head>")[0]
-    assert "Plotly.newPlot" in html  # the figure itself
-    assert len(html) > 1_000_000  # plotly.js (several MB) is inlined
 
 
 @pytest.mark.parametrize("name", ["diagram", "distance_matrix", "threshold_graph", "head_grid"])
@@ -121,7 +97,7 @@ def test_interactive_figure_html(name, analysis, head, tmp_path):
         "head_grid": lambda: plots.iplot_head_grid(analysis),
     }[name]()
     out = plots.save_figure(fig, tmp_path / f"{name}.html")
-    _check_html(out)
+    check_standalone_html(out)
 
 
 def test_threshold_graph_slider_has_one_step_per_scale(head):
@@ -147,7 +123,7 @@ def test_figures_to_html_inlines_plotly_once(head, tmp_path):
     )
     path = tmp_path / "report.html"
     path.write_bytes(data)
-    _check_html(path)
+    check_standalone_html(path)
     html = data.decode()
     assert html.count("Plotly.newPlot") == 2
 
@@ -297,4 +273,4 @@ def test_head_grid_readable_for_30_by_9(analysis, tmp_path):
     assert fig.axes[0].get_title() == "head 0"
     assert fig.axes[9 * 29].get_ylabel() == "layer 29"
     out = plots.save_figure(fig, tmp_path / "grid.png", dpi=100)
-    _check_file(out, "png")
+    check_figure_file(out, "png")

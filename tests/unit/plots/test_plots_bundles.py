@@ -6,8 +6,8 @@ from __future__ import annotations
 import io
 import re
 
-import numpy as np
 import pytest
+from _synthetic import text_attention
 
 matplotlib = pytest.importorskip("matplotlib")
 pytest.importorskip("plotly")
@@ -16,7 +16,6 @@ import matplotlib.image  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import attntopo as at  # noqa: E402
-from attntopo.attention import Attention  # noqa: E402
 from attntopo.errors import InvalidInputError  # noqa: E402
 from attntopo.plots import (  # noqa: E402
     analysis_bundle,
@@ -30,35 +29,18 @@ from attntopo.report import default_heads, report_html  # noqa: E402
 _SCRIPT_SRC = re.compile(r"<script[^>]*\bsrc=", re.I)
 PER_HEAD = ("attention", "barcode", "diagram", "distances", "graph", "overview")
 
-
-def _attention(text: str, L: int = 2, H: int = 3, seed: int = 0, causal: bool = False,
-               model: str = "synthetic") -> Attention:
-    pieces = [(m.group(), m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", text)]
-    toks, offs = [p[0] for p in pieces], [(p[1], p[2]) for p in pieces]
-    if not causal:  # BERT-like: [CLS] … [SEP]; a causal model's prefixes need no trailing special
-        toks, offs = ["[CLS]"] + toks + ["[SEP]"], [(0, 0)] + offs + [(0, 0)]
-    n = len(toks)
-    w = np.random.default_rng(seed).dirichlet(np.full(n, 0.4), size=(L, H, n))
-    if causal:
-        w = np.tril(w)
-        w /= w.sum(-1, keepdims=True)
-    special = np.array([t in ("[CLS]", "[SEP]") for t in toks])
-    return Attention(weights=w.astype(np.float32), tokens=toks, offsets=offs, special=special,
-                     causal=causal, model=model, text=text)
-
-
 A_TEXT = "quantum information theory allows us to study the attention"
 B_TEXT = "classical information theory studies the entropy of attention"
 
 
 @pytest.fixture(scope="module")
 def analysis():
-    return at.analyze(_attention(A_TEXT, seed=1), n_jobs=1)
+    return at.analyze(text_attention(A_TEXT, seed=1), n_jobs=1)
 
 
 @pytest.fixture(scope="module")
 def comparison():
-    return at.compare(_attention(A_TEXT, seed=1), _attention(B_TEXT, seed=2), n_jobs=1)
+    return at.compare(text_attention(A_TEXT, seed=1), text_attention(B_TEXT, seed=2), n_jobs=1)
 
 
 def test_head_tag():
@@ -128,7 +110,7 @@ def test_comparison_bundle(comparison):
 
 
 def test_timeline_bundle():
-    tl = at.timeline(_attention("the cat sat on the mat and ran", causal=True), layer=1, head=0, n_jobs=1)
+    tl = at.timeline(text_attention("the cat sat on the mat and ran", causal=True), layer=1, head=0, n_jobs=1)
     b = timeline_bundle(tl)
     names = {"timeline_overview", "timeline_diagrams", "coherence_bottleneck", "coherence_wasserstein",
              "vineyard_h0", "vineyard_h1", "betti_h0", "betti_h1"}
@@ -139,8 +121,8 @@ def test_timeline_bundle():
 
 def test_head_space_bundle():
     texts = ["the cat sat on the mat", "a dog ran far away", "we study attention here"]
-    a = at.head_space([_attention(t, seed=k) for k, t in enumerate(texts)])
-    b = at.head_space([_attention(t, L=3, H=2, seed=10 + k, model="other/model") for k, t in enumerate(texts)])
+    a = at.head_space([text_attention(t, seed=k) for k, t in enumerate(texts)])
+    b = at.head_space([text_attention(t, L=3, H=2, seed=10 + k, model="other/model") for k, t in enumerate(texts)])
     one = head_space_bundle(a)
     assert {"head_distances", "head_mds_layer", "head_barcode"} <= set(one.figures())
     assert set(one.files(["html"])) == {"figures/head_mds.html"}

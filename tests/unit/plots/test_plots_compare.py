@@ -7,11 +7,11 @@ import re
 import matplotlib
 import numpy as np
 import pytest
+from _synthetic import text_attention
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.figure import Figure
 
 from attntopo.analyses.compare import compare, phrase_topology
-from attntopo.attention import Attention
 from attntopo.errors import InvalidInputError
 from attntopo.plots import save_figure
 from attntopo.plots.compare import (
@@ -26,21 +26,10 @@ from attntopo.plots.compare import (
 )
 
 
-def fake_attention(text, L=2, H=3, seed=0):
-    pieces = [(m.group(), m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", text)]
-    toks = ["[CLS]"] + [p[0] for p in pieces] + ["[SEP]"]
-    offs = [(0, 0)] + [(p[1], p[2]) for p in pieces] + [(0, 0)]
-    n = len(toks)
-    w = np.random.default_rng(seed).dirichlet(np.full(n, 0.4), size=(L, H, n)).astype(np.float32)
-    w /= w.sum(-1, keepdims=True)
-    return Attention(weights=w, tokens=toks, offsets=offs, special=np.array([True] + [False] * (n - 2) + [True]),
-                     causal=False, model="fake", text=text)
-
-
 @pytest.fixture(scope="module")
 def cmp():
-    A = fake_attention("quantum information theory allows us to study the attention", seed=1)
-    B = fake_attention("classical information theory studies the entropy of attention", seed=2)
+    A = text_attention("quantum information theory allows us to study the attention", seed=1)
+    B = text_attention("classical information theory studies the entropy of attention", seed=2)
     return compare(A, B, threshold=0.6)
 
 
@@ -136,7 +125,7 @@ def test_heads_heatmap(cmp):
 def test_heads_outline_short_texts_uses_h0_and_shows_ties():
     """Three-token texts have no H1: the default heatmap and outline use H0 and say so; with
     H1 asked for, every head ties at rank 1 and all are outlined, the title says so."""
-    c = compare(fake_attention("the cat", seed=3), fake_attention("a cat", seed=4))
+    c = compare(text_attention("the cat", seed=3), text_attention("a cat", seed=4))
     assert (c.grid("bottleneck", dim=1) == 0).all() and c.ranking_dim == 0
     ax = plot_compare_heads(c).axes[0]
     np.testing.assert_allclose(np.asarray(ax.images[0].get_array()), c.grid("bottleneck", dim=0))
@@ -153,7 +142,7 @@ def test_heads_outline_short_texts_uses_h0_and_shows_ties():
 
 
 def test_phrase_figure():
-    ctx = [fake_attention("the cat and the theory of mind", seed=k) for k in range(3)]
+    ctx = [text_attention("the cat and the theory of mind", seed=k) for k in range(3)]
     p = phrase_topology("the theory of", ctx)
     fig = plot_phrase_distances(p, 0, 1)
     ax = fig.axes[0]
