@@ -1,0 +1,142 @@
+"""``attntopo depth``: rank collapse, attention geometry, intrinsic dimension and Fisher–Rao movement per layer."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from .. import __version__
+from .._validation import check_positive_int
+from ..errors import EmptyTextError, InvalidInputError
+from ._common import (
+    app,
+    check_plot_options,
+    console,
+    debug_option,
+    esc,
+    json_option,
+    load_model_with_status,
+    model_line,
+    model_option,
+    num,
+    out_option,
+    plot_format_option,
+    plots_option,
+    print_json,
+    print_saved,
+    print_table,
+    progress_bar,
+    read_text,
+    truncate_option,
+    write_result,
+)
+from ._hardmax import refuse_html
+
+_DEPTH_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo depth \"The cat sat on the mat because it was tired.\" \"Attention is all you need.\"\n"
+    "  attntopo depth -f texts.txt -m smollm2 --json > depth.json\n"
+    "  attntopo depth -f texts.txt --out d --plots --plot-format svg\n\n"
+    "One forward pass per text. Per depth (0 = embeddings, l+1 = after layer l), mean over texts: "
+    "res(X) = ‖X − 1x̄ᵀ‖/‖X‖ of the hidden states (norm √(‖·‖₁‖·‖∞), Dong et al. 2021) and of the product "
+    "of layer-mean attention matrices; mean and diameter of the Jensen–Shannon distances between a head's "
+    "rows, their H0 total persistence and the row entropy (means over heads); the TwoNN intrinsic dimension "
+    "of all texts' tokens; the k-NN overlap with the previous depth; the mean Fisher–Rao distance between a "
+    "token's attention rows in consecutive layers. --json adds spreads and every head. docs/theory.md §1."
+)
+
+
+def _read_texts(texts: Optional[List[str]], file: Optional[str]) -> tuple[list[str], str]:
+    """The texts (arguments, or one per non-empty line of --file) and where they came from."""
+    if texts and file is not None:
+        raise InvalidInputError("give the texts either as arguments or with --file, not both")
+    if not texts and file is None:
+        raise InvalidInputError("no text given: pass TEXT arguments or --file PATH (one text per line)")
+    if file is None:
+        for i, t in enumerate(texts or []):
+            if not t.strip():
+                raise EmptyTextError(f"text {i + 1} is empty or only whitespace: give at least one word")
+        return list(texts or []), "arguments"
+    data, source = read_text(None, file)  # the file checks of every command (exists, UTF-8, not empty)
+    return [ln.strip() for ln in data.splitlines() if ln.strip()], source
+
+
+@app.command("depth", epilog=_DEPTH_EPILOG, no_args_is_help=False)
+def depth_cmd(
+    texts: Optional[List[str]] = typer.Argument(None, metavar="TEXT...", show_default=False,
+                                                help="The texts (or use --file)."),
+    file: Optional[str] = typer.Option(None, "--file", "-f", metavar="PATH", show_default=False,
+                                       help="Read the texts from a UTF-8 file, one per non-empty line ('-': stdin)."),
+    model: str = model_option(),
+    k: int = typer.Option(10, "--k", "-k", help="Neighbours for the k-NN overlap between depths (min(k, n−2) per text)."),
+    truncate: bool = truncate_option(),
+    out: Optional[Path] = out_option("Save the result (and figures) into this folder, atomically."),
+    plots: bool = plots_option(),
+    plot_format: Optional[List[str]] = plot_format_option("png (default), svg, pdf. Repeatable."),
+    json_out: bool = json_option(),
+    debug: bool = debug_option(),
+) -> None:
+    """Per-layer geometry of a model: rank collapse, JS geometry, intrinsic dimension, Fisher–Rao movement.
+
+    Progress goes to stderr; results to stdout.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    from ..theory import depth
+
+    t_start = time.perf_counter()
+    refuse_html(plot_format, "the depth figure is")
+    body, source = _read_texts(texts, file)
+    k = check_positive_int(k, "--k", allow_none=False, hint="neighbours for the overlap between depths")
+    formats = check_plot_options(plots, plot_format, out)
+    show = not json_out
+    m, t_model = load_model_with_status(model, show)
+    with progress_bar(f"depth · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
+        t0 = time.perf_counter()
+        d = depth(body, m, k=k, truncate=truncate, progress=bar)
+        t_d = time.perf_counter() - t0
+    bundle = None
+    if formats:
+        from ..plots.theory_depth import depth_bundle
+
+        bundle = depth_bundle(d)
+    saved, figures, _ = write_result(d, out, bundle, formats, show)
+    timing = {"model_s": round(t_model, 3), "depth_s": round(t_d, 3), "total_s": round(time.perf_counter() - t_start, 3)}
+    if json_out:
+        doc = d.to_dict()
+        doc.pop("provenance", None)
+        print_json({"attntopo": __version__, **doc, "source": source, "timing": timing,
+                    "out": None if saved is None else str(saved), "figures": sorted(figures)})
+        return
+    _print_summary(d, m, source, timing)
+    print_saved(saved, figures)
+
+
+def _print_summary(d, m, source: str, timing: dict) -> None:
+    from rich import box
+    from rich.table import Table
+
+    console.print(model_line(m))
+    ntok = d.n_tokens
+    console.print(f"{d.n_texts} text{'s' if d.n_texts != 1 else ''} from {esc(source)} "
+                  f"({int(ntok.min())}–{int(ntok.max())} tokens), k = {d.k} · {timing['depth_s']:.1f} s")
+    cols = d.summary()
+    table = Table(title="per depth (0 = embeddings, l+1 = after layer l); means over texts, per-head measures "
+                        "averaged over heads", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
+                  pad_edge=False, show_edge=False)
+    heads = [("depth", None), ("res(X)", "res_hidden"), ("res(ΠĀ)", "res_path_mean"), ("JS mean", "js_mean"),
+             ("JS diam", "js_diameter"), ("H0 total", "h0_total"), ("entropy", "entropy"),
+             ("ID", "intrinsic_dim"), ("kNN", "knn_overlap"), ("FR move", "fisher_rao")]
+    for h, _ in heads:
+        table.add_column(h, justify="right", no_wrap=True)
+    for r in range(cols.n_rows):
+        cells = [str(int(cols["depth"][r]))]
+        for _, name in heads[1:]:
+            v = float(cols[name][r])
+            cells.append("–" if v != v else (f"{v:.1e}" if name == "res_path_mean" and 0 < v < 0.01 else num(v)))
+        table.add_row(*cells)
+    print_table(table)
+    console.print("res: rank-one residual (0 = all tokens equal); ID: TwoNN on all texts' tokens; kNN: overlap with "
+                  "the previous depth; FR move: Fisher–Rao distance from the previous layer's rows (rad). "
+                  "--json for spreads and every head.")
