@@ -1,4 +1,4 @@
-"""Helpers shared by the browser tests and ``make_screenshot.py``: a real uvicorn server in a
+"""Helpers shared by the browser tests and ``tools/make_screenshot.py``: a real uvicorn server in a
 background thread on a free localhost port, and Debian's Chromium driven by Playwright."""
 
 from __future__ import annotations

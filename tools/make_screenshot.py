@@ -1,8 +1,9 @@
-"""Take the explorer screenshot of the docs: ``python tests/web/make_screenshot.py [OUT.png]``.
+"""Take the explorer screenshot of the docs: ``python tools/make_screenshot.py [OUT.png]``.
 
 Starts the explorer on a free localhost port, compares two texts on MiniLM in Debian's
 Chromium (headless) and saves the top of the page (default ``docs/img/explorer.png``), as
-a palette PNG under 400 KB.  Not a test (pytest does not collect it).
+a palette PNG under 400 KB.  The server and the browser come from the browser tests'
+helpers (tests/web/_live.py), so the picture shows the page those tests check.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "web"))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from _live import chromium_browser, chromium_missing_reason, live_server  # noqa: E402
