@@ -411,7 +411,7 @@ def _warn_unknown(store: Store) -> None:
     n = int(store._fetch("SELECT count(*) FROM corpus WHERE n_unknown > 0")[0][0])
     if n:
         warnings.warn(UnknownTokensWarning(
-            f"{n} text{'s' if n != 1 else ''} of the corpus hold tokens that became the unknown token "
+            f"{n} text{'s' if n != 1 else ''} of the corpus hold{'' if n != 1 else 's'} tokens that became the unknown token "
             f"({store.settings.model}'s vocabulary lacks them): see the n_unknown column",
             count=n, model=store.settings.model,
         ), stacklevel=user_stacklevel())
