@@ -1,0 +1,119 @@
+"""``attntopo corpus`` and ``attntopo query`` through the CLI's ``main`` (in this process, so
+the model loads once; the STORE-is-a-file case also as a subprocess, which loads none)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+import attntopo.cli  # noqa: F401 - the app and its other commands
+import attntopo.cli._corpus  # noqa: F401 - registers `corpus` (until cli/__init__ imports it)
+import attntopo.cli._query  # noqa: F401 - registers `query`
+from attntopo.cli._common import main
+from attntopo.corpus import open_store
+
+pytestmark = pytest.mark.model
+FAST = ["--layer", "0", "--head", "0,5", "--batch-size", "2"]
+
+
+def _cli(capsys, *args):
+    code = main([*args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_error(code, out, err, *fragments):
+    assert code == 2 and out == "", (code, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for f in fragments:
+        assert f in lines[0], (f, lines[0])
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A store of three texts (one empty line skipped), made once; returns (folder, stdout, stderr)."""
+    d = tmp_path_factory.mktemp("corpus_cli")
+    (d / "t.txt").write_text("The cat sat on the mat.\n\nDogs bark at night.\nA third text about people.\n")
+    old_out, old_err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
+    try:
+        code = main(["corpus", str(d / "t.txt"), "--out", str(d / "st"), *FAST, "--log-every", "1"])
+        out, err = sys.stdout.getvalue(), sys.stderr.getvalue()
+    finally:
+        sys.stdout, sys.stderr = old_out, old_err
+    assert code == 0, (out, err)
+    return d, out, err
+
+
+def test_corpus_prints_counts_and_logs_progress_off_a_terminal(made, capsys):
+    d, out, err = made
+    assert out.startswith("corpus: 3 done, 1 skipped (empty), 0 skipped (too long), 0 truncated, 0 failed → ")
+    assert str(d / "st") in out
+    progress = err.strip().splitlines()
+    assert [x.split(" texts")[0] for x in progress] == ["corpus: 2/3", "corpus: 3/3"]
+    # the same command again: nothing left to do, the same counts, and --quiet is silent
+    code, out2, err2 = _cli(capsys, "corpus", str(d / "t.txt"), "--out", str(d / "st"), *FAST, "--quiet")
+    assert code == 0 and out2.split(" · ")[0] == out.split(" · ")[0] and err2 == ""
+
+
+def test_corpus_json(made, capsys):
+    d, _, _ = made
+    code, out, err = _cli(capsys, "corpus", str(d / "t.txt"), "--out", str(d / "st"), *FAST, "--json")
+    doc = json.loads(out)
+    assert code == 0 and err == ""
+    assert doc["counts"]["ok"] == 3 and doc["settings"]["heads"] == [0, 5] and doc["store"] == str(d / "st")
+
+
+def test_query_table_json_and_csv_agree_with_the_library(made, capsys):
+    d, _, _ = made
+    sql = 'SELECT id, n_tokens, "L0H5.js.h0.total_persistence" AS p FROM corpus ORDER BY row'
+    want = open_store(d / "st").sql(sql)
+    code, out, err = _cli(capsys, "query", str(d / "st"), sql)
+    assert code == 0 and err.strip() == "3 rows"
+    for rid in want["id"]:
+        assert rid in out
+    code, out, _ = _cli(capsys, "query", str(d / "st"), sql, "--json")
+    rows = json.loads(out)
+    assert [r["id"] for r in rows] == list(want["id"])
+    assert [r["p"] for r in rows] == pytest.approx(list(want["p"]), rel=1e-15)
+    code, out, _ = _cli(capsys, "query", str(d / "st"), sql, "--csv")
+    got = list(csv.DictReader(io.StringIO(out)))
+    assert [int(r["n_tokens"]) for r in got] == list(want["n_tokens"])
+    assert [float(r["p"]) for r in got] == list(want["p"])  # repr of a float round-trips
+
+
+def test_one_line_errors(made, tmp_path, capsys):
+    d, _, _ = made
+    _one_error(*_cli(capsys, "corpus", str(d / "t.txt"), "--out", str(d / "st"), *FAST, "--sets", "js,graph"),
+               "made with sets=js, this run has sets=js,graph", "--new-store")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\ncaf\xe9\n")
+    _one_error(*_cli(capsys, "corpus", str(bad), "--out", str(tmp_path / "s1")), "line 2", "--encoding")
+    assert not (tmp_path / "s1").exists()
+    c = tmp_path / "d.csv"
+    c.write_text("review,label\ngood,1\n")
+    _one_error(*_cli(capsys, "corpus", str(c), "--out", str(tmp_path / "s2")), "no column 'text'", "'review', 'label'")
+    _one_error(*_cli(capsys, "query", str(d / "st"), "SELEKT 1"), "SQL:")
+    _one_error(*_cli(capsys, "query", str(d / "st"), "SELECT 1", "--csv", "--json"), "exclude each other")
+    _one_error(*_cli(capsys, "corpus", str(d / "t.txt"), "--out", str(tmp_path / "s3"), "--on-long", "maybe"),
+               "on_long value 'maybe'")
+
+
+def test_store_that_is_a_file_writes_nothing_as_a_subprocess(tmp_path):
+    f = tmp_path / "store"
+    f.write_text("not a folder")
+    (tmp_path / "t.txt").write_text("one text\n")
+    code = ("import sys, attntopo.cli, attntopo.cli._corpus; from attntopo.cli._common import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    r = subprocess.run([sys.executable, "-c", code, "corpus", str(tmp_path / "t.txt"), "--out", str(f)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [f"error: STORE '{f}' is a file: give a folder (new, empty, or a corpus store)"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store", "t.txt"] and f.read_text() == "not a folder"
