@@ -1,0 +1,175 @@
+"""``attntopo context``: permutation equivariance, contextual-mapping margins and contextuality per layer."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from .. import __version__
+from ..errors import EmptyTextError, InvalidInputError
+from ._common import (
+    app,
+    check_plot_options,
+    console,
+    debug_option,
+    esc,
+    json_doc,
+    json_option,
+    load_model_with_status,
+    model_line,
+    model_option,
+    out_option,
+    plot_format_option,
+    plots_option,
+    print_json,
+    print_saved,
+    print_table,
+    progress_bar,
+    read_text,
+    truncate_option,
+    write_result,
+)
+from ._hardmax import refuse_html
+
+_CONTEXT_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo context \"The cat sat on the mat.\" \"A dog slept by the door.\" \"Rain fell all day.\"\n"
+    "  attntopo context --word bank                       (attntopo's eight 'bank' sentences)\n"
+    "  attntopo context --word light --fortunes --contexts 12 -m smollm2 --json\n"
+    "  attntopo context -f texts.txt --out ctx --plots --plot-format svg\n\n"
+    "Per depth (0 = embeddings, l+1 = after layer l): the relative permutation-equivariance error "
+    "‖f(XP) − f(X)P‖/‖f(X)‖ of each layer alone and of the encoder up to it, with the model's positional "
+    "information on and off (position embeddings zeroed; rotary made the identity and, in causal models, the "
+    "causal mask removed; causal models also without rotary but with the mask); special tokens stay in place. "
+    "Contextual-mapping margins (Yun et al. 2020) within and across texts, Ethayarajh's self-similarity, "
+    "intra-sentence similarity and anisotropy (3 or more texts for the cross-text measures). With --word: the "
+    "word's attention rows across its contexts (JS over offsets and over token types) and its hidden states. "
+    "docs/theory.md §3."
+)
+
+
+def _texts(texts: Optional[List[str]], file: Optional[str], word: Optional[str], fortunes: bool, contexts: int,
+           seed: int) -> tuple[list[str], str]:
+    """The texts (arguments, lines of --file, or the word's contexts) and where they came from."""
+    from ..theory._context import word_contexts
+
+    if texts and file is not None:
+        raise InvalidInputError("give the texts either as arguments or with --file, not both")
+    if fortunes and word is None:
+        raise InvalidInputError("--fortunes takes the contexts of --word from Debian's fortunes: give --word too")
+    if not texts and file is None:
+        if word is None:
+            raise InvalidInputError("no text given: pass TEXT arguments, --file PATH (one text per line) or --word W")
+        source = "fortunes" if fortunes else "builtin"
+        return word_contexts(word, k=contexts, source=source, seed=seed), f"{source} contexts of {word!r}"
+    if fortunes:
+        raise InvalidInputError("--fortunes replaces the texts: give either texts or --fortunes")
+    if file is None:
+        for i, t in enumerate(texts or []):
+            if not t.strip():
+                raise EmptyTextError(f"text {i + 1} is empty or only whitespace: give at least one word")
+        return list(texts or []), "arguments"
+    data, source = read_text(None, file)  # exists, UTF-8, not empty
+    return [ln.strip() for ln in data.splitlines() if ln.strip()], source
+
+
+@app.command("context", epilog=_CONTEXT_EPILOG, no_args_is_help=False)
+def context_cmd(
+    texts: Optional[List[str]] = typer.Argument(None, metavar="TEXT...", show_default=False,
+                                                help="The texts (or use --file, or --word alone)."),
+    file: Optional[str] = typer.Option(None, "--file", "-f", metavar="PATH", show_default=False,
+                                       help="Read the texts from a UTF-8 file, one per non-empty line ('-': stdin)."),
+    model: str = model_option(),
+    word: Optional[str] = typer.Option(None, "--word", "-w", metavar="W", show_default=False,
+                                       help="Study this word across the texts that contain it (at least 3); "
+                                            "without texts: its built-in contexts (bank, light, play)."),
+    fortunes: bool = typer.Option(False, "--fortunes", help="Take --word's contexts from Debian's fortunes."),
+    contexts: int = typer.Option(8, "--contexts", "-k", min=3, help="How many contexts --word takes (no texts given)."),
+    permutations: int = typer.Option(3, "--permutations", "-p", min=1, help="Random permutations per text."),
+    equivariance_texts: Optional[int] = typer.Option(None, "--equivariance-texts", min=0, show_default=False,
+                                                     help="Measure equivariance on the first N texts only "
+                                                          "(default: all; 0: none)."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the permutations (and of the fortunes drawn)."),
+    truncate: bool = truncate_option(),
+    out: Optional[Path] = out_option("Save the result (and figures) into this folder, atomically."),
+    plots: bool = plots_option(),
+    plot_format: Optional[List[str]] = plot_format_option("png (default), svg, pdf. Repeatable."),
+    json_out: bool = json_option(),
+    debug: bool = debug_option(),
+) -> None:
+    """Permutation equivariance, contextual-mapping margins and contextuality of a model, per layer.
+
+    Progress goes to stderr; results to stdout.
+    """  # noqa: E501 - typer keeps line breaks of help text
+    from ..theory import context
+
+    t_start = time.perf_counter()
+    refuse_html(plot_format, "the context figure is")
+    body, source = _texts(texts, file, word, fortunes, contexts, seed)
+    formats = check_plot_options(plots, plot_format, out)
+    show = not json_out
+    m, t_model = load_model_with_status(model, show)
+    with progress_bar(f"context · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
+        t0 = time.perf_counter()
+        r = context(body, m, word=word, n_permutations=permutations, seed=seed,
+                    equivariance_texts=equivariance_texts, truncate=truncate, progress=bar)
+        t_c = time.perf_counter() - t0
+    from ..plots.theory_context import context_bundle
+
+    saved, figures, _ = write_result(r, out, context_bundle(r) if formats else None, formats, show)
+    timing = {"model_s": round(t_model, 3), "context_s": round(t_c, 3),
+              "total_s": round(time.perf_counter() - t_start, 3)}
+    if json_out:
+        doc = {k: v for k, v in r.to_dict().items() if k != "provenance"}
+        print_json(json_doc({"attntopo": __version__, **doc, "source": source}, saved=saved, figures=figures,
+                            timing=timing))
+        return
+    _print_summary(r, m, source, timing)
+    print_saved(saved, figures)
+
+
+def _cell(v: float) -> str:
+    if v != v:
+        return "–"
+    return f"{v:.1e}" if abs(v) < 0.01 and v != 0 else f"{v:.3f}"
+
+
+def _print_summary(r, m, source: str, timing: dict) -> None:
+    from rich import box
+    from rich.table import Table
+
+    console.print(model_line(m))
+    console.print(f"{len(r.texts)} text{'s' if len(r.texts) != 1 else ''} from {esc(source)} "
+                  f"({int(r.n_tokens.min())}–{int(r.n_tokens.max())} tokens) · {esc(r.positional)} · "
+                  f"{timing['context_s']:.1f} s")
+    cols = r.summary()
+    heads = [("depth", "depth")]
+    short = {"positions": "on", "no_positions": "off", "no_rotary_causal": "mask only"}
+    if r.layer_error.size:
+        for c in r.conditions:
+            heads += [(f"layer {short[c]}", f"layer_error_{c}"), (f"enc {short[c]}", f"encoder_error_{c}")]
+    heads += [("margin in", "margin_within_rel")]
+    if r.n_cross_pairs:
+        heads += [("margin x", "margin_cross_rel"), ("self-sim", "self_similarity"), ("aniso", "anisotropy")]
+    heads += [("intra", "intra_similarity")]
+    if r.word is not None:
+        heads += [("JS off", "word_js_relative"), ("JS type", "word_js_vocabulary"), ("1−cos", "word_hidden_cosine")]
+    table = Table(title="per depth (0 = embeddings, l+1 = after layer l)", title_justify="left",
+                  header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for h, _ in heads:
+        table.add_column(h, justify="right", no_wrap=True)
+    for row in range(cols.n_rows):
+        table.add_row(str(int(cols["depth"][row])), *[_cell(float(cols[name][row])) for _, name in heads[1:]])
+    print_table(table)
+    notes = ["layer/enc: ‖f(XP) − f(X)P‖/‖f(X)‖ (mean over texts and permutations) of the layer alone / the encoder "
+             "up to it, positions on / off" + (" / rotary off with the causal mask kept" if r.causal else "")]
+    notes.append("margins: min token distance / mean distance, within texts (min over texts)"
+                 + (f" and across {r.n_cross_pairs} text pairs" if r.n_cross_pairs else
+                    " (cross-text measures need 3 or more texts)"))
+    if r.word is not None:
+        notes.append(f"{r.word!r} in {len(r.word_texts)} contexts: mean JS distance of its attention rows over "
+                     f"offsets / token types (mean over heads), 1 − cos of its hidden states")
+    console.print("; ".join(notes) + ". --json for every text, permutation and head.")
