@@ -60,6 +60,9 @@ _UPPER_KINDS = {
     "hardmax_simulation": ("attntopo.hardmax", "HardmaxSimulation"),
     "hardmax_classifier": ("attntopo.hardmax", "HardmaxClassifier"),
     "compression": ("attntopo.compress", "Compression"),
+    "depth": ("attntopo.theory", "Depth"),
+    "approximability": ("attntopo.theory", "Approximability"),
+    "context": ("attntopo.theory", "Context"),
 }
 
 

@@ -18,6 +18,8 @@ Commands (one module each)
 ``attntopo report``    one self-contained HTML report of a text, or two (``_report``).
 ``attntopo corpus``    many texts streamed into a resumable Parquet store of feature rows, locally or
                        on Ray (``_corpus``); ``attntopo query``: SQL over a store via DuckDB (``_query``).
+``attntopo depth``     the theory measured: per-layer geometry and rank collapse (``_depth``);
+                       ``attntopo context``: equivariance and contextual mappings (``_context``).
 ``attntopo --version``
 
 What the commands share — the typer ``app``, common options, input checks, model loading, output
@@ -48,5 +50,7 @@ from ._hardmax import hardmax_app  # noqa: E402
 from ._compress import compress_cmd  # noqa: E402
 from ._corpus import corpus_cmd  # noqa: E402
 from ._query import query_cmd  # noqa: E402
+from ._depth import depth_cmd  # noqa: E402
+from ._context import context_cmd  # noqa: E402
 
 __all__ = ["app", "main"]
