@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy.special import entr
 
 from ..topology import Diagram
+from ..topology.diagram import lifetime_entropy
 
 __all__ = ["Bars"]
 
@@ -92,16 +92,11 @@ class Bars:
         """Shannon entropy of the finite lengths normalised to sum 1, shape (N,).
 
         ``-Σ p log p`` with ``p = length / Σ length`` over positive lengths, in units of
-        ``log base`` (natural log by default); 0 for a diagram without positive lengths.
+        ``log base`` (natural log by default); 0 for a diagram without positive lengths.  The
+        same computation as :func:`~attntopo.topology.summary_table`'s ``persistence_entropy``
+        (:func:`attntopo.topology.diagram.lifetime_entropy`), which is in bits.
         """
-        total = self.sum()
-        pos = self.length > 0
-        p = self.length[pos] / total[self.owner[pos]]
-        # scipy's entr(p) = -p log p with entr(0) = 0: a length far below the total divides to
-        # 0 (5e-324 / 2), where -p * log(p) would be 0 * inf = nan
-        out = _bincount(self.owner[pos], entr(p), self.n)
-        out /= np.log(base)
-        return np.maximum(out + 0.0, 0.0)
+        return lifetime_entropy(self.length, self.owner, self.n, base, total=self.sum())
 
     def of_longest(self, which: str) -> np.ndarray:
         """Birth or death (``which``) of each diagram's longest finite bar (0 without bars).

@@ -632,14 +632,41 @@ def summary_table(
         if life.size:
             np.maximum.at(mx, own, life)
         out["max_persistence"][:, j] = mx
-        pos = life > 0
-        p = life[pos] / total[own[pos]]
-        # scipy's entr(p) = -p ln p, 0 at p = 0: a lifetime far below the total can divide to 0
-        # (5e-324 / 2), where -p * log2(p) gave 0 * inf = nan
-        out["persistence_entropy"][:, j] = np.bincount(
-            own[pos], weights=entr(p) / math.log(2.0), minlength=N
-        )
-    # -0.0 from a single bar (p == 1) reads badly
-    out["persistence_entropy"] += 0.0
-    np.maximum(out["persistence_entropy"], 0.0, out=out["persistence_entropy"])
+        out["persistence_entropy"][:, j] = lifetime_entropy(life, own, N, total=total)
     return out
+
+
+def lifetime_entropy(
+    lifetimes: np.ndarray, owner: np.ndarray, n: int, base: float = 2.0,
+    total: np.ndarray | None = None,
+) -> np.ndarray:
+    """Persistence entropy of n groups of finite lifetimes at once (one ``bincount``).
+
+    Parameters
+    ----------
+    lifetimes : ndarray of shape (k,), float64
+        Finite lifetimes (death - birth >= 0) of the bars of all groups.
+    owner : ndarray of shape (k,), int
+        The group (0..n-1) of each lifetime.
+    n : int
+        Number of groups.
+    base : float
+        Logarithm base: 2 (bits, the :func:`summary_table` unit) or ``numpy.e`` (nats).
+    total : ndarray of shape (n,), optional
+        Each group's sum of lifetimes, when the caller has it already.
+
+    Returns
+    -------
+    ndarray of shape (n,), float64
+        ``-Σ p log p`` over each group's positive lifetimes with ``p = lifetime / Σ lifetime``;
+        0 for a group without a positive lifetime, never ``-0.0``.
+    """
+    if total is None:
+        total = np.bincount(owner, weights=lifetimes, minlength=n)
+    pos = lifetimes > 0
+    p = lifetimes[pos] / total[owner[pos]]
+    # scipy's entr(p) = -p ln p, 0 at p = 0: a lifetime far below the total can divide to 0
+    # (5e-324 / 2), where -p * log(p) gave 0 * inf = nan
+    out = np.bincount(owner[pos], weights=entr(p) / math.log(base), minlength=n).astype(np.float64)
+    out += 0.0  # -0.0 from a single bar (p == 1) reads badly
+    return np.maximum(out, 0.0, out=out)

@@ -229,6 +229,27 @@ def test_summary_edge_cases():
     assert uniform["persistence_entropy"] == pytest.approx(3.0)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 5e-324, 1e-300, 0.01, 0.2, 0.5, 1.0, 7.0])),
+                max_size=12),
+       st.sampled_from([2.0, math.e, 10.0]))
+def test_lifetime_entropy_equals_a_loop_per_group(bars, base):
+    """The one entropy behind summary_table and the features' Bars: per group, a loop over its
+    lifetimes (scipy.stats.entropy normalises and skips zeros the same way)."""
+    from scipy.stats import entropy
+
+    from attntopo.topology.diagram import lifetime_entropy
+
+    owner = np.array([o for o, _ in bars], dtype=np.int64)
+    life = np.array([x for _, x in bars], dtype=np.float64)
+    got = lifetime_entropy(life, owner, 4, base)
+    for g in range(4):
+        mine = life[owner == g]
+        want = entropy(mine, base=base) if mine.sum() > 0 else 0.0
+        assert got[g] == pytest.approx(want, abs=1e-12)
+        assert got[g] >= 0 and math.copysign(1, got[g]) == 1
+
+
 def _random_diagrams(k: int, seed: int = 0) -> list[Diagram]:
     rng = np.random.default_rng(seed)
     out = []
