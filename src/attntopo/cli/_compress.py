@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 
 from .. import __version__
+from .._validation import check_choice
 from ..errors import InvalidInputError
 from ._common import (
     app,
@@ -74,10 +75,8 @@ def compress_cmd(
     from ..compress import METHODS, REPRESENTATIVES, compress
 
     t_start = time.perf_counter()
-    if method not in METHODS:
-        raise InvalidInputError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
-    if representative not in REPRESENTATIVES:
-        raise InvalidInputError(f"--representative must be one of {', '.join(REPRESENTATIVES)}, got {representative!r}")
+    check_choice(method, "--method", METHODS)  # before the model loads
+    check_choice(representative, "--representative", REPRESENTATIVES)
     refuse_html(plot_format, "the compression figure is")
     body, source = read_text(text, file)
     if scale != "gap":
@@ -97,7 +96,7 @@ def compress_cmd(
                      representative=representative, seed=seed, truncate=truncate)
         t_c = time.perf_counter() - t0
     bundle = None
-    if plots:
+    if formats:  # --plots, or --plot-format (which implies it)
         from ..plots.compress import compression_bundle
 
         bundle = compression_bundle(c)

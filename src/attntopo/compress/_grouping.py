@@ -32,11 +32,13 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_choice
 from ..errors import InvalidInputError
 
 __all__ = ["METHODS", "REPRESENTATIVES", "persistence_labels", "baseline_labels", "replace_rows", "canonical"]
 
-METHODS = ("persistence", "random", "kmeans", "tome")
+BASELINES = ("random", "kmeans", "tome")  # the groupings persistence is compared with
+METHODS = ("persistence", *BASELINES)
 REPRESENTATIVES = ("barycenter", "medoid")
 
 
@@ -124,23 +126,23 @@ def _tome_labels(K: np.ndarray, k: int) -> np.ndarray:
 def baseline_labels(method: str, k: int, *, P: np.ndarray, K: np.ndarray | None, rng: np.random.Generator,
                     seed: int) -> np.ndarray:
     """``k`` groups of one head's rows by ``method`` (``random``, ``kmeans`` or ``tome``)."""
+    check_choice(method, "method", BASELINES, what="baseline method")
     n = P.shape[0]
     k = max(1, min(int(k), n))
     if method == "random":
         out = _random_labels(n, k, rng)
     elif method == "kmeans":
         out = _kmeans_labels(P, k, seed)
-    elif method == "tome":
+    else:
         if K is None:
             raise InvalidInputError("method='tome' needs the head's key vectors")
         out = _tome_labels(K, k)
-    else:
-        raise InvalidInputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     return canonical(out)
 
 
 def replace_rows(P: np.ndarray, labels: np.ndarray, D: np.ndarray, representative: str, causal: bool) -> np.ndarray:
     """``P`` ``(n, n)`` with every group's rows replaced by the group's representative row."""
+    check_choice(representative, "representative", REPRESENTATIVES)
     out = P.copy()
     for c in np.unique(labels):
         idx = np.flatnonzero(labels == c)
@@ -148,10 +150,8 @@ def replace_rows(P: np.ndarray, labels: np.ndarray, D: np.ndarray, representativ
             continue
         if representative == "barycenter":
             rep = P[idx].mean(0)
-        elif representative == "medoid":
-            rep = P[idx[int(np.argmin(D[np.ix_(idx, idx)].sum(1)))]]
         else:
-            raise InvalidInputError(f"representative must be 'barycenter' or 'medoid', got {representative!r}")
+            rep = P[idx[int(np.argmin(D[np.ix_(idx, idx)].sum(1)))]]
         for i in idx:
             row = rep.copy()
             if causal:

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .._validation import check_number
+from .._validation import check_choice, check_number
 from ..analyses._result import Columns, Result, read_array
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
@@ -277,10 +277,8 @@ def compress(model: Any, text: str, *, layers: Any = None, heads: Any = None, sc
     from ..attention import token_labels
     from ..models import load_model
 
-    if method not in METHODS:
-        raise InvalidInputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if representative not in REPRESENTATIVES:
-        raise InvalidInputError(f"representative must be one of {', '.join(REPRESENTATIVES)}, got {representative!r}")
+    check_choice(method, "method", METHODS)
+    check_choice(representative, "representative", REPRESENTATIVES)
     scale = _check_scale(scale)
     m = load_model(model) if isinstance(model, str) else model
     targets = _targets(m, layers, heads)

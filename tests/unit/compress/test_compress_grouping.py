@@ -93,11 +93,11 @@ def test_replaced_rows(causal, rep):
 
 def test_bad_method_or_representative():
     P = np.eye(3)
-    with pytest.raises(InvalidInputError, match="method must be one of"):
+    with pytest.raises(InvalidInputError, match="unknown baseline method 'nope'; allowed: 'random', 'kmeans', 'tome'"):
         baseline_labels("nope", 2, P=P, K=None, rng=np.random.default_rng(0), seed=0)
     with pytest.raises(InvalidInputError, match="needs the head's key vectors"):
         baseline_labels("tome", 2, P=P, K=None, rng=np.random.default_rng(0), seed=0)
-    with pytest.raises(InvalidInputError, match="representative must be"):
+    with pytest.raises(InvalidInputError, match="unknown representative 'mode'; allowed: 'barycenter', 'medoid'"):
         replace_rows(P, np.array([0, 0, 1]), np.zeros((3, 3)), "mode", False)
 
 
