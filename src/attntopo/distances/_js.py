@@ -1,0 +1,235 @@
+"""Jensen–Shannon divergences of all row pairs: the C kernel, the torch tiles, and the
+cancellation-free recomputation of nearly identical rows (the module docstring of
+:mod:`attntopo.distances` states the formulas and their accuracy)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from .. import _native
+from .._progress import NO_PROGRESS, Reporter
+from ._checks import _prepare
+from ._workers import _REFINE_ELEMENTS, _refine_, _Workers
+
+_TILE_TARGET = 1 << 18  # elements per JS tile: amortizes Python overhead, stays near the cache
+_GROUP = 16  # rows per support group (joint-support restriction of the JS tiles)
+_STRIP_ROWS = 4  # rows i per JS tile (pairs i > j inside a tile are wasted work: ~_STRIP_ROWS / 2n)
+_JS_CUTOFF = {torch.float64: 1e-6, torch.float32: 1e-4}  # nats; below: recompute accurately
+_TINY = {torch.float64: 1e-300, torch.float32: 1e-30}  # stands in for exact zeros inside log
+_LN2 = math.log(2.0)
+_SERIES_D = 0.1  # |d| below this: power series of φ(d) (NumPy reference)
+_SERIES_TERMS = 9  # d**18 relative to d**2 is < 1e-16 for |d| < 0.1
+
+
+def _js_block(
+    P: torch.Tensor, dtype: torch.dtype, budget: int, support: torch.Tensor, workers: _Workers
+) -> torch.Tensor:
+    """JS divergence (nats) of all row pairs of a chunk; strict upper triangle valid.
+
+    P : (B, n, n) float64 rows (sums 1 up to round-off).  support : (n, n) bool,
+    True where any matrix of the whole input is nonzero.  With ``u = p + q``,
+
+        JS(p, q) = ½ [Σ p ln p + Σ q ln q − Σ u ln u] + ½ ln 2 (Σ p + Σ q),
+
+    and a key where ``p`` or ``q`` is 0 adds exactly 0 to the bracket, so the sums
+    run only over the keys ``K`` where some row of a group (``_GROUP`` rows, fixed
+    boundaries; the ``i`` of pairs ``i <= j``) can be nonzero: a prefix for causal
+    attention, about 3× less work.  ``K`` does not depend on the chunking, so
+    neither does the result.  Pairs below the cutoff are recomputed by
+    :func:`_js_accurate`.
+    """
+    B, n, _ = P.shape
+    out = torch.zeros((B, n, n), dtype=torch.float64, device=P.device)
+    rowsum = P.sum(-1)
+    Pc = P.to(dtype)
+    Pz = Pc.clamp_min(_TINY[dtype])  # u = p + q never 0 inside the log
+    XP = torch.log(Pz).mul_(Pc)  # p ln p; exactly 0 where p == 0 (0 times a finite log)
+    tile = max(1, min(_TILE_TARGET, budget // (4 * workers.n)))
+
+    for s in range(0, n, _GROUP):
+        e = min(n, s + _GROUP)
+        # keys where some row of the group can be nonzero (pairs i in group, j >= i)
+        idx = torch.nonzero(support[s:e].any(0)).reshape(-1)
+        k = int(idx.numel())  # >= 1: rows are not all zero
+        first, last = int(idx[0]), int(idx[-1])
+        if last - first + 1 == k:
+            PJ = Pz[:, s:, first : last + 1]
+            XJ = XP[:, s:, first : last + 1]
+        else:
+            PJ = Pz[:, s:].index_select(-1, idx)
+            XJ = XP[:, s:].index_select(-1, idx)
+        # c = Σ_K p ln p + ln2 Σ_all p per row, rows s..n-1 (Σ_all p is 1 up to round-off);
+        # JS(p, q) = ½ (c_p + c_q - Σ_K (p+q) ln(p+q))
+        cJ = XJ.sum(-1).to(torch.float64).add_(rowsum[:, s:], alpha=_LN2)
+        _js_sums_torch(PJ, out, s, e, k, dtype, tile, workers)
+        blk = out[:, s:e, s:]  # JS = ½ (c_p + c_q − Σ_K u ln u)
+        blk.neg_().add_(cJ[:, : e - s, None]).add_(cJ[:, None, :]).mul_(0.5)
+    _refine_(out, P, _JS_CUTOFF[dtype], budget, workers, _js_accurate)
+    return out
+
+
+def _js_sums_torch(
+    PJ: torch.Tensor,
+    out: torch.Tensor,
+    s: int,
+    e: int,
+    k: int,
+    dtype: torch.dtype,
+    tile: int,
+    workers: _Workers,
+) -> None:
+    """``out[:, i, j] = Σ_K u ln u`` (u = p + q) for the rows ``s <= i < e`` of a group, ``j >= i``.
+
+    PJ : (B, n - s, k) rows ``s..n-1`` restricted to the group's keys ``K``, entries > 0.
+    Pure torch, in cache-sized tiles (add, log, multiply, sum) shared among the workers.
+    """
+    B, n = out.shape[0], out.shape[-1]
+    m = n - s
+    # tile shape: heads × rows × cols × k  <= tile elements
+    per_row = m * k
+    if per_row > tile:
+        ht, bs, bj = 1, 1, max(1, tile // k)
+    else:  # few rows per strip (little work below the diagonal), more heads per tile
+        bs = min(e - s, _STRIP_ROWS, max(1, tile // per_row))
+        ht = max(1, tile // (bs * per_row))
+        bj = m
+    tasks = [
+        (h0, min(B, h0 + ht), a, min(e, a + bs), c, min(n, c + bj))
+        for h0 in range(0, B, ht)
+        for a in range(s, e, bs)
+        for c in range(a, n, bj)
+    ]
+
+    def js_tile(t: tuple[int, ...], s: int = s, k: int = k, PJ: torch.Tensor = PJ) -> None:
+        # Σ_K u ln u for the pairs of one tile, written into out (few ops: Python
+        # overhead per tile matters as much as cache size)
+        h0, h1, a, b, c, d = t
+        shape = (h1 - h0, b - a, d - c, k)
+        numel = shape[0] * shape[1] * shape[2] * k
+        U = workers.buffer("u", numel, dtype, PJ.device).view(shape)
+        L = workers.buffer("l", numel, dtype, PJ.device).view(shape)
+        torch.add(PJ[h0:h1, a - s : b - s, None], PJ[h0:h1, None, c - s : d - s], out=U)
+        # Σ_k u ln u, in place (same operations and order as linalg.vecdot: product,
+        # then sum over the last dim, without its full-size temporary)
+        torch.log(U, out=L).mul_(U)
+        if dtype == torch.float64:
+            torch.sum(L, -1, out=out[h0:h1, a:b, c:d])
+        else:
+            out[h0:h1, a:b, c:d] = L.sum(-1)
+
+    workers.run(js_tile, tasks)
+
+
+def _native_lib(dtype: torch.dtype, x: torch.Tensor) -> Any:
+    """The C kernel when it applies (float64 work on the CPU and the kernel built), else None."""
+    if dtype != torch.float64 or x.device.type != "cpu":
+        return None
+    return _native.kernel()
+
+
+def _js_native(
+    x3: torch.Tensor,
+    out3: np.ndarray,
+    paper_compat: str | None,
+    nonneg: bool,
+    base: float,
+    budget: int,
+    workers: _Workers,
+    lib: Any,
+    reporter: Reporter = NO_PROGRESS,
+) -> None:
+    """Jensen–Shannon distances of every matrix of ``x3`` with the C kernel, into ``out3``.
+
+    x3 : (B, m, k) validated rows; out3 : (B, m, m) C-contiguous float64, fully written.
+    One task per matrix: rows normalized in float64 (:func:`_prepare`), divergences of all
+    pairs in C (:mod:`attntopo._native`), pairs below the cutoff recomputed with the
+    cancellation-free NumPy form, then square roots and mirroring in C.  Same numbers as the
+    torch path to ~1e-14 (tests/unit/test_native.py).
+    """
+    batch, m, k = x3.shape
+    scale = 1.0 if paper_compat else 1.0 / math.log(base)  # paper modes: natural log
+    cutoff = _JS_CUTOFF[torch.float64]
+    fourth_root = int(paper_compat == "notebook")
+    # rows are normalized for many matrices at once (few large torch ops), in chunks of
+    # at most 1/16 of the budget (2**22 elements by default)
+    step = max(1, min(batch, (budget // 16) // max(1, m * k)))
+    # a task is a run of consecutive matrices: about 2**20 logarithms (~1 ms), and at least
+    # 4 tasks per worker when there are enough matrices (small matrices: one C call for
+    # many of them instead of one Python call each)
+    per_task = max(1, (1 << 20) // max(1, m * m * k // 2))
+
+    for h0 in range(0, batch, step):
+        P = _prepare(x3[h0 : h0 + step], paper_compat, nonneg).contiguous().numpy()
+        O = out3[h0 : h0 + P.shape[0]]
+        cnt = P.shape[0]
+        size = max(1, min(per_task, -(-cnt // (4 * workers.n))))
+        runs = [(a, min(cnt, a + size)) for a in range(0, cnt, size)]
+        below = np.zeros(cnt, dtype=np.int64)
+
+        def divergences(r: tuple[int, int]) -> None:
+            a, b = r
+            status = lib.attntopo_js_divergences_many(
+                P[a].ctypes.data, b - a, m, k, O[a].ctypes.data, cutoff, below[a:].ctypes.data
+            )
+            if status < 0:
+                raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
+
+        def finish(r: tuple[int, int]) -> None:
+            a, b = r
+            for h in a + np.flatnonzero(below[a:b]):  # pairs under the cutoff: recomputed
+                _refine_np_(O[h], P[h], cutoff)  # with the cancellation-free form
+            lib.attntopo_js_finish_many(O[a].ctypes.data, b - a, m, scale, fourth_root)
+
+        workers.run(divergences, runs)
+        workers.run(finish, runs)
+        reporter.advance(cnt)
+
+
+def _refine_np_(o: np.ndarray, P: np.ndarray, cutoff: float) -> None:
+    """Recompute ``o[i, j]`` (i < j) below ``cutoff`` with the cancellation-free JS terms."""
+    r, c = np.nonzero(np.triu(o < cutoff, 1))  # lower triangle not written yet: masked out
+    step = max(1, _REFINE_ELEMENTS // max(1, P.shape[1]))
+    for a in range(0, r.size, step):
+        ri, ci = r[a : a + step], c[a : a + step]
+        o[ri, ci] = 0.25 * _phi_terms_np(P[ri], P[ci]).sum(-1)
+
+
+def _js_accurate(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Cancellation-free JS divergence (nats) of row pairs p, q: (m, n) float64 -> (m,).
+
+    Per key, with ``u = p + q`` and ``d = (p − q) / u``, the divergence term is
+    ``u φ(d) / 4`` where ``φ(d) = (1+d) ln(1+d) + (1−d) ln(1−d)
+    = d · log1p(2d / (1−d)) + log1p(−d²)`` (the first term is ``2d atanh d``).
+    For small ``|d|`` the two terms are about ``2d²`` and ``−d²``: no
+    catastrophic cancellation, a relative error of a few ulp.  ``φ(±1) = 2 ln 2``
+    (a key where one row is 0); keys where both are 0 contribute 0.
+    """
+    u = p + q
+    d = torch.sub(p, q).div_(u)  # NaN where u == 0, fixed below
+    inner = d.abs() < 1.0
+    t = torch.rsub(d, 1.0)
+    torch.div(d, t, out=t).mul_(2.0).log1p_().mul_(d)  # 2d atanh(d)
+    t.add_(d.mul_(d).neg_().log1p_())  # + log1p(-d²)
+    t.masked_fill_(~inner, 2.0 * _LN2).mul_(u).masked_fill_(u == 0, 0.0)
+    return t.sum(-1).mul_(0.25)
+
+
+def _phi_terms_np(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """NumPy twin of the accurate JS terms: (p+q) φ((p-q)/(p+q)), 0 where p = q = 0."""
+    u = p + q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.where(u > 0, (p - q) / np.where(u > 0, u, 1.0), 0.0)
+    d2 = d * d
+    series = np.zeros_like(d)
+    for j in range(_SERIES_TERMS, 0, -1):
+        series = series * d2 + 1.0 / (j * (2 * j - 1))
+    series *= d2
+    plus = np.where(d > -1.0, (1.0 + d) * np.log1p(np.where(d > -1.0, d, 0.0)), 0.0)
+    minus = np.where(d < 1.0, (1.0 - d) * np.log1p(np.where(d < 1.0, -d, 0.0)), 0.0)
+    direct = plus + minus  # 0·log 0 = 0 at d = ±1
+    phi = np.where(np.abs(d) < _SERIES_D, series, direct)
+    return u * phi

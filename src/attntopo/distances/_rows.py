@@ -1,0 +1,347 @@
+"""The public distance functions and the chunked driver they share (:func:`_distances`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from .._progress import NO_PROGRESS, ProgressOption, Reporter, make_reporter
+from .._validation import check_metric, check_paper_compat
+from ..constants import PaperMode
+from ..errors import InvalidInputError, InvalidMatrixError
+from ._checks import _as_tensor, _as_vector, _check_base, _check_settings, _prepare, _validate
+from ._hellinger import _hellinger_block, _tv_block
+from ._js import _LN2, _js_block, _js_native, _native_lib, _phi_terms_np
+from ._workers import _torch_threads, _Workers
+
+__all__ = ["token_distances", "row_distances", "pairwise_distance"]
+
+
+def token_distances(
+    att: Any,
+    metric: str = "jensen_shannon",
+    *,
+    base: float = 2.0,
+    paper_compat: PaperMode | bool | None = False,
+    chunk_elements: int | None = None,
+    dtype: torch.dtype = torch.float64,
+    n_threads: int | None = None,
+    progress: ProgressOption = False,
+) -> np.ndarray:
+    """Distances between the rows of attention matrices.
+
+    Parameters
+    ----------
+    att : Attention or array_like or torch.Tensor
+        Either an object with a ``.weights`` attribute (the :class:`Attention`
+        container, weights of shape ``(L, H, n, n)``) or an array / tensor /
+        nested list of shape ``(..., n, n)`` with any number (including zero) of
+        leading batch dimensions.  Row ``i`` of each matrix is query ``i``'s
+        distribution over the keys: entries ``>= 0`` (down to ``-1e-6`` is
+        accepted as round-off and clipped) and rows summing to 1 within
+        ``1e-3``.  Rows are rescaled to sum to 1 in float64, as
+        :func:`scipy.spatial.distance.jensenshannon` does (rows already within
+        ``1e-13`` of 1 are used as given, so that rescaling never swamps the
+        difference between two nearly identical rows).  Exact zeros are fine
+        (``0 · log 0 = 0``).  The input is never modified.
+    metric : {"jensen_shannon", "hellinger", "fisher_rao", "total_variation"}
+        Distance between two rows ``p`` and ``q`` (see the module docstring):
+
+        - ``"jensen_shannon"``: ``sqrt(JS divergence)`` with logarithm base
+          ``base``; in ``[0, 1]`` for ``base=2``, in ``[0, sqrt(ln 2)]`` for
+          ``base=e``.  A true metric.
+        - ``"hellinger"``: ``sqrt(1 - Σ sqrt(p q))``, equal to
+          ``‖sqrt(p) - sqrt(q)‖₂ / sqrt(2)``; in ``[0, 1]``.
+        - ``"fisher_rao"``: ``2 arccos(Σ sqrt(p q))``; in ``[0, π]``.  Computed as
+          the equal ``4 arcsin(hellinger / sqrt(2))``, which stays accurate
+          for close rows where ``arccos`` near 1 does not.
+        - ``"total_variation"``: ``½ Σ |p - q|``; in ``[0, 1]``.
+    base : float, default 2.0
+        Logarithm base of the Jensen–Shannon divergence; a finite number > 1
+        (bases in ``(0, 1)`` would make the divergence negative).  Only used
+        by ``"jensen_shannon"`` (ignored by the other metrics and by the
+        paper modes, which always use the natural log).
+    paper_compat : {False, None, "notebook", "listing"}, default False
+        Reproduce one of the founding paper's two recipes instead of the
+        recommended metric (a reproduction aid, never the default).  Both pass
+        every row through a softmax *again* (``exp(A) / Σ exp(A)`` over all
+        keys, masked/future keys included) and use the natural log:
+
+        - ``"listing"``: the paper's printed Listing 1, scipy's distance, the
+          square root of the divergence:
+          ``scipy.spatial.distance.jensenshannon(softmax(p), softmax(q))``;
+          in ``[0, sqrt(ln 2)]``.
+        - ``"notebook"``: the author's published notebooks
+          (``persistent_homology_of_attention``), which take ``np.sqrt`` of that
+          again, a fourth root of the divergence:
+          ``sqrt(jensenshannon(softmax(p), softmax(q)))``; in ``[0, (ln 2)^¼]``.
+        - ``False`` / ``None``: attntopo's own distance (``base``, no softmax).
+        - ``True``: deprecated alias of ``"notebook"`` (DeprecationWarning).
+
+        The extra softmax flattens the rows and gives masked (future) keys
+        weight again, so distances shrink with length.  Two one-hot rows, at
+        natural-log JS distance ``sqrt(ln 2) = 0.833``, are at 0.218
+        (``"listing"``) after the softmax for ``n=7`` (0.099 for ``n=40``,
+        0.058 for ``n=120``), and the notebook's extra square root turns that
+        into 0.466 (0.315, 0.241).  Only valid with
+        ``metric="jensen_shannon"``; any finite input is accepted.  The
+        notebooks compute in float32 and get NaN for nearly identical rows;
+        this computes in float64 (docs/concepts.md).
+    chunk_elements : int, optional
+        Budget, in elements of ``dtype``, for temporary arrays (besides the
+        input and the output).  Default ``2**26`` (≈ 0.5 GiB of float64).  The
+        result does not depend on it.  A few ``n × n`` matrices per head are
+        always needed, whatever the budget.
+    dtype : torch.dtype, default torch.float64
+        Precision of the bulk computation: ``torch.float64`` (distances accurate
+        to ~1e-12 or better) or ``torch.float32`` (~1e-5; worth it only where the C
+        kernel does not run, e.g. on a GPU: on the CPU the float64 kernel is faster
+        than the float32 torch path).  Close pairs are always recomputed in
+        float64; the output is float64 either way.
+    n_threads : int, optional
+        Number of worker threads for this call; default: torch's current
+        ``torch.get_num_threads()``.  The work is split into independent
+        tiles run by that many Python threads, each doing single-threaded
+        torch operations (robust when the cores are shared with other work);
+        torch's own thread count is set to 1 during the call and restored
+        afterwards.
+    progress : bool, callable or None, default False
+        Report the matrices done, per chunk of matrices: ``True`` a bar, ``None`` a bar
+        on a terminal or in Jupyter, or a callback ``callback(done, total, stage)`` (see
+        :mod:`attntopo._progress`).
+
+    Returns
+    -------
+    ndarray of shape (..., n, n), float64
+        ``out[..., i, j]`` is the distance between rows ``i`` and ``j`` of the
+        same matrix.  Exactly symmetric, exactly 0 on the diagonal and between
+        identical rows, never NaN.
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown ``metric``, bad ``base``, unknown ``paper_compat`` or a paper mode
+        with another metric,
+        bad ``chunk_elements``, ``dtype`` or ``n_threads``, non-numeric input.
+    InvalidMatrixError
+        Input that is not ``(..., n, n)``, has NaN/inf, negative entries, or
+        rows that do not sum to 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.array([[1.0, 0.0], [0.5, 0.5]])
+    >>> token_distances(a).round(4)
+    array([[0.    , 0.5579],
+           [0.5579, 0.    ]])
+    """
+    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_threads)
+    paper_compat = check_paper_compat(paper_compat)
+    if paper_compat and metric != "jensen_shannon":
+        raise InvalidInputError(
+            f"paper_compat={paper_compat!r} reproduces the paper's Jensen–Shannon recipe only; "
+            f"use metric='jensen_shannon' (got metric={metric!r})"
+        )
+
+    x = _as_tensor(att)
+    if x.ndim < 2:
+        raise InvalidMatrixError(
+            f"attention must have shape [..., n, n] (at least 2-D); got shape {tuple(x.shape)}"
+        )
+    if x.shape[-1] != x.shape[-2]:
+        raise InvalidMatrixError(
+            "attention matrices must be square [..., n, n]; "
+            f"got last two dims {tuple(x.shape[-2:])}"
+        )
+    n_mats = math.prod(x.shape[:-2])
+    with make_reporter(progress, total=n_mats, description="distances") as reporter:
+        reporter.stage("distances")
+        return _distances(x, metric, base, paper_compat, budget, dtype, threads, "attention",
+                          reporter)
+
+
+def _distances(
+    x: torch.Tensor,
+    metric: str,
+    base: float,
+    paper_compat: str | None,
+    budget: int,
+    dtype: torch.dtype,
+    threads: int | None,
+    noun: str,
+    reporter: Reporter = NO_PROGRESS,
+) -> np.ndarray:
+    """Distances between the rows of each ``(m, k)`` matrix of ``x`` (``(..., m, k)``, checked
+    settings): the common body of :func:`token_distances` and :func:`row_distances`.
+    ``paper_compat`` is a checked mode (``"notebook"``, ``"listing"``) or ``None``.
+
+    Returns ``(..., m, m)`` float64.  ``noun`` names the input in error messages;
+    ``reporter`` advances by the matrices of each chunk done.
+    """
+    lead, m, k = tuple(x.shape[:-2]), int(x.shape[-2]), int(x.shape[-1])
+    out = np.empty(lead + (m, m), dtype=np.float64)
+    if out.size == 0:
+        reporter.advance(math.prod(lead))
+        return out
+    if k == 0:
+        raise InvalidMatrixError(f"{noun}: rows have no entries (k = 0); distributions need one")
+    x3 = x.reshape(-1, m, k)
+    batch = x3.shape[0]
+    out3 = out.reshape(batch, m, m)
+
+    on_cpu = x3.device.type == "cpu"
+    n_workers = (threads or torch.get_num_threads()) if on_cpu else 1
+    lib = _native_lib(dtype, x3) if metric == "jensen_shannon" else None
+    with torch.no_grad(), _torch_threads(1 if on_cpu else threads), _Workers(n_workers) as workers:
+        # one cheap pass: validation, and (for the torch JS path) the union of the rows' supports
+        need_support = metric == "jensen_shannon" and lib is None
+        support, nonneg = _validate(x3, lead, paper_compat, budget, need_support, noun)
+        if lib is not None:
+            _js_native(x3, out3, paper_compat, nonneg, base, budget, workers, lib, reporter)
+            return out
+        out3_t = torch.from_numpy(out3)
+        per = max(1, min(batch, budget // (2 * m * m + 6 * m * k)))
+        for h0 in range(0, batch, per):
+            P = _prepare(x3[h0 : h0 + per], paper_compat, nonneg)  # float64, rows sum to 1
+            if metric == "jensen_shannon":
+                D = _js_block(P, dtype, budget, support, workers)
+            elif metric in ("hellinger", "fisher_rao"):
+                D = _hellinger_block(P, dtype, budget, workers)
+            else:
+                D = _tv_block(P, dtype, budget, workers)
+            _finish_(D, metric, base, paper_compat)
+            _symmetrize_into(D, out3_t[h0 : h0 + per])
+            reporter.advance(P.shape[0])
+    return out
+
+
+def row_distances(
+    x: Any,
+    metric: str = "jensen_shannon",
+    *,
+    base: float = 2.0,
+    chunk_elements: int | None = None,
+    dtype: torch.dtype = torch.float64,
+    n_threads: int | None = None,
+) -> np.ndarray:
+    """Distances between the rows of each matrix of a stack; matrices need not be square.
+
+    The same numbers, accuracy and speed as :func:`token_distances` (which is the square
+    case), for stacks of shape ``(..., m, k)``: ``m`` distributions over ``k`` outcomes
+    per matrix.  :func:`attntopo.analyses.heads.head_distances` uses it with the heads as
+    rows: for one query token, the ``L·H`` heads' attention rows over the keys.
+
+    Parameters
+    ----------
+    x : array_like or torch.Tensor of shape (..., m, k)
+        Rows are probability distributions: entries ``>= 0`` (down to ``-1e-6`` clipped),
+        rows summing to 1 within ``1e-3`` (rescaled exactly as in :func:`token_distances`).
+    metric : {"jensen_shannon", "hellinger", "fisher_rao", "total_variation"}
+        See :func:`token_distances`.
+    base : float, default 2.0
+        Logarithm base of the Jensen–Shannon divergence (> 1).
+    chunk_elements, dtype, n_threads
+        As in :func:`token_distances`.  Keys that no row of the whole input uses are skipped
+        (JS); the result does not depend on ``chunk_elements``.
+
+    Returns
+    -------
+    ndarray of shape (..., m, m), float64
+        ``out[..., a, b]`` is the distance between rows ``a`` and ``b`` of the same matrix:
+        exactly symmetric, exactly 0 on the diagonal, never NaN.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad ``metric``, ``base``, ``chunk_elements``, ``dtype`` or ``n_threads``.
+    InvalidMatrixError
+        Input with fewer than 2 dimensions, NaN/inf, negative entries or rows that do not
+        sum to 1.
+    """
+    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_threads)
+    t = _as_tensor(x)
+    if t.ndim < 2:
+        raise InvalidMatrixError(
+            f"rows must come as a stack of shape [..., m, k] (at least 2-D); got {tuple(t.shape)}"
+        )
+    return _distances(t, metric, base, None, budget, dtype, threads, "input")
+
+
+def pairwise_distance(p: Any, q: Any, metric: str = "jensen_shannon", base: float = 2.0) -> float:
+    """Distance between two distributions, reference implementation in NumPy.
+
+    Straightforward, accurate float64 formulas for one pair; used by the tests
+    and handy in documentation.  :func:`token_distances` gives the same numbers
+    for all pairs at once.
+
+    Parameters
+    ----------
+    p, q : array_like of shape (n,)
+        Probability vectors: entries ``>= 0`` (down to ``-1e-6`` clipped), each
+        summing to 1 within ``1e-3`` (renormalized exactly).
+    metric : {"jensen_shannon", "hellinger", "fisher_rao", "total_variation"}
+        See :func:`token_distances`.
+    base : float, default 2.0
+        Logarithm base for ``"jensen_shannon"``; a finite number > 1.
+
+    Returns
+    -------
+    float
+        The distance (``[0, 1]`` for JS base 2, Hellinger and total variation;
+        ``[0, π]`` for Fisher–Rao).
+    """
+    metric = check_metric(metric)
+    base = _check_base(base)
+    pv = _as_vector(p, "p")
+    qv = _as_vector(q, "q")
+    if pv.shape != qv.shape:
+        raise InvalidInputError(
+            f"p and q must have the same length; got {pv.shape[0]} and {qv.shape[0]}"
+        )
+    if metric == "jensen_shannon":
+        js = 0.25 * float(np.sum(_phi_terms_np(pv, qv)))
+        return math.sqrt(min(max(js, 0.0), _LN2) / math.log(base))
+    if metric == "total_variation":
+        return min(0.5 * float(np.sum(np.abs(pv - qv))), 1.0)
+    r = np.sqrt(pv) + np.sqrt(qv)
+    diff = (pv - qv) / np.where(r > 0, r, 1.0)  # = sqrt p − sqrt q, without cancellation
+    h = min(math.sqrt(0.5 * float(np.sum(diff * diff))), 1.0)
+    if metric == "hellinger":
+        return h
+    return min(4.0 * math.asin(h / math.sqrt(2.0)), math.pi)
+
+
+def _finish_(D: torch.Tensor, metric: str, base: float, paper_compat: str | None) -> torch.Tensor:
+    """Turn a block's raw values into distances, in place.
+
+    JS blocks hold the divergence in nats → ``sqrt(JS / ln base)`` (``"listing"``: the square
+    root of the natural-log divergence; ``"notebook"``: its fourth root); Hellinger blocks hold H → Fisher–Rao is
+    ``2 arccos(BC) = 4 arcsin(H / sqrt 2)``, accurate also for close rows; others are final.
+    """
+    if metric == "jensen_shannon":
+        D.clamp_(0.0, _LN2)
+        if paper_compat == "notebook":
+            D.sqrt_().sqrt_()
+        elif paper_compat == "listing":
+            D.sqrt_()
+        else:
+            D.div_(math.log(base)).sqrt_()
+    elif metric == "fisher_rao":
+        D.mul_(1.0 / math.sqrt(2.0)).clamp_(0.0, 1.0).asin_().mul_(4.0)
+        D.clamp_(0.0, math.pi)
+    return D
+
+
+def _symmetrize_into(D: torch.Tensor, out: torch.Tensor) -> None:
+    """``out = U + Uᵀ`` with ``U`` the strict upper triangle of ``D`` (``D`` is overwritten).
+
+    Exactly symmetric, zero diagonal; one pass fewer than mirroring in place and copying.
+    """
+    D.triu_(1)
+    if out.device == D.device and out.dtype == D.dtype:
+        torch.add(D, D.transpose(-1, -2), out=out)
+    else:
+        out.copy_(torch.add(D, D.transpose(-1, -2)))
