@@ -12,7 +12,7 @@
  * sqrt(2)), log m = f - f²/2 + s (f²/2 + R(s²)) with f = m - 1, s = f / (2 + f) and a
  * degree-7 minimax polynomial R in s² (the coefficients of Sun Microsystems' fdlibm, a
  * standard published set).  Against math.log it is within 1 ulp on every input tested
- * (tests/unit/test_native.py: a dense sweep of all binades, the reduction's boundaries,
+ * (tests/unit/distances/test_native.py: a dense sweep of all binades, the reduction's boundaries,
  * and random doubles).
  *
  * The functions take raw pointers and hold no Python objects: attntopo calls them

@@ -148,7 +148,7 @@ def _js_native(
     One task per matrix: rows normalized in float64 (:func:`_prepare`), divergences of all
     pairs in C (:mod:`attntopo._native`), pairs below the cutoff recomputed with the
     cancellation-free NumPy form, then square roots and mirroring in C.  Same numbers as the
-    torch path to ~1e-14 (tests/unit/test_native.py).
+    torch path to ~1e-14 (tests/unit/distances/test_native.py).
     """
     batch, m, k = x3.shape
     scale = 1.0 if paper_compat else 1.0 / math.log(base)  # paper modes: natural log
