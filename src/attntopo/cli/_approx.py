@@ -1,0 +1,171 @@
+"""``attntopo approx``: how well band+sparse, top-k, low-rank, kernel and clustered attention fit every head."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from .. import __version__
+from ..errors import InvalidInputError
+from ._common import (
+    app,
+    check_plot_options,
+    console,
+    debug_option,
+    esc,
+    file_option,
+    head_option,
+    json_option,
+    layer_option,
+    load_model_with_status,
+    model_line,
+    model_option,
+    num,
+    out_option,
+    parse_indices,
+    plot_format_option,
+    plots_option,
+    print_json,
+    print_saved,
+    print_table,
+    read_text,
+    status,
+    truncate_option,
+    write_result,
+)
+from ._hardmax import refuse_html
+
+_APPROX_EPILOG = (
+    "[bold]Examples[/bold]\n"
+    "  attntopo approx \"The cat sat on the mat because it was tired.\"\n"
+    "  attntopo approx -f story.txt -m smollm2 --budget 8,16 --json\n"
+    "  attntopo approx -f story.txt --family top_k,low_rank --show 8 --plots --out approx\n\n"
+    "Every head's attention is approximated by each family at matched budgets (numbers stored per query "
+    "row: top-k and rank r = budget/2, kernel features m = budget/2, clusters k = budget − 1, band + columns "
+    "+ corrections split the budget); errors are ‖A − Â‖_F/‖A‖_F and the mean JS distance of Â's rows "
+    "(negatives clipped, renormalized). One forward pass gives attention, queries and keys. "
+    "docs/theory.md (section 2) has the measurements."
+)
+
+
+def _ints(values: Optional[List[str]], option: str) -> list[int] | None:
+    out = parse_indices(values, option)
+    if out is not None and any(v < 0 for v in out):
+        raise InvalidInputError(f"{option} takes positive integers, got {out}")
+    return out
+
+
+def _words(values: Optional[List[str]]) -> list[str] | None:
+    if not values:
+        return None
+    return [w.strip() for v in values for w in str(v).split(",") if w.strip()]
+
+
+@app.command("approx", epilog=_APPROX_EPILOG, no_args_is_help=False)
+def approx_cmd(
+    text: Optional[str] = typer.Argument(None, metavar="TEXT", help="The text (or use --file).", show_default=False),
+    file: Optional[str] = file_option(),
+    model: str = model_option(),
+    budget: Optional[List[str]] = typer.Option(None, "--budget", "-b", metavar="P", show_default=False,
+                                               help="Budget(s), numbers stored per query row, 2..n; repeat or "
+                                                    "comma-separate (default: 4,8,16,32 up to n)."),
+    family: Optional[List[str]] = typer.Option(None, "--family", metavar="F", show_default=False,
+                                               help="Families: band_sparse, top_k, low_rank, kernel, cluster_kmeans, "
+                                                    "cluster_h0 (default: all)."),
+    layer: Optional[List[str]] = layer_option(),
+    head: Optional[List[str]] = head_option(),
+    draws: int = typer.Option(4, "--draws", help="Kernel feature draws averaged per head."),
+    iid: bool = typer.Option(False, "--iid", help="iid Gaussian kernel features instead of orthogonal ones."),
+    scale: str = typer.Option("gap", "--scale", help="Scale of the extra H0-cluster row: a JS distance or 'gap'."),
+    seed: int = typer.Option(0, "--seed", help="Kernel draws and k-means."),
+    show: Optional[int] = typer.Option(None, "--show", metavar="P", show_default=False,
+                                       help="Budget of the per-head table (default: the middle one)."),
+    truncate: bool = truncate_option(),
+    out: Optional[Path] = out_option("Save the result (and figures) into this folder, atomically."),
+    plots: bool = plots_option(),
+    plot_format: Optional[List[str]] = plot_format_option("png (default), svg, pdf. Repeatable."),
+    json_out: bool = json_option(),
+    debug: bool = debug_option(),
+) -> None:
+    """Approximate every head by band+sparse, top-k, low-rank (SVD), kernel (FAVOR+) and clustered attention.
+
+    Progress goes to stderr; results to stdout.
+    """
+    from ..theory import approximability
+
+    t_start = time.perf_counter()
+    refuse_html(plot_format, "the approximability figure is")
+    body, source = read_text(text, file)
+    budgets = _ints(budget, "--budget")
+    if show is not None and budgets is not None and show not in budgets:
+        raise InvalidInputError(f"--show {show} is not one of the budgets {sorted(set(budgets))}")
+    families = _words(family)
+    scale_value: float | str = "gap"
+    if scale != "gap":
+        try:
+            scale_value = float(scale)
+        except ValueError:
+            raise InvalidInputError(f"--scale must be a JS distance in [0, 1] or 'gap', got {scale!r}") from None
+        if not 0.0 <= scale_value <= 1.0 or math.isnan(scale_value):
+            raise InvalidInputError(f"--scale must be a JS distance in [0, 1] or 'gap', got {scale!r}")
+    layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
+    formats = check_plot_options(plots, plot_format, out)
+    shown = not json_out
+    m, t_model = load_model_with_status(model, shown)
+    with status("one forward pass, then every family on every head …", shown):
+        t0 = time.perf_counter()
+        r = approximability(body, model=m, budgets=budgets, families=families, scale=scale_value, draws=draws,
+                            orthogonal=not iid, seed=seed, layers=layers, heads=heads, truncate=truncate)
+        t_a = time.perf_counter() - t0
+    if show is not None and show not in r.budgets:
+        raise InvalidInputError(f"--show {show} is not one of the budgets {list(r.budgets)}")
+    bundle = None
+    if formats:
+        from ..plots.theory_approx import approx_bundle
+
+        bundle = approx_bundle(r, budget=show)
+    saved, figures, _ = write_result(r, out, bundle, formats, shown)
+    timing = {"model_s": round(t_model, 3), "approx_s": round(t_a, 3), "total_s": round(time.perf_counter() - t_start, 3)}
+    if json_out:
+        doc = r.to_dict()
+        doc.pop("provenance", None)
+        print_json({"attntopo": __version__, **doc, "source": source, "timing": timing,
+                    "out": None if saved is None else str(saved), "figures": sorted(figures)})
+        return
+    _print(r, m, source, show, timing)
+    print_saved(saved, figures)
+
+
+def _print(r, m, source: str, show: int | None, timing: dict) -> None:
+    import numpy as np
+    from rich.table import Table
+
+    console.print(model_line(m, f" · {r.n_tokens} tokens from {esc(source)} · {timing['approx_s']:.1f} s"))
+    t = Table(title="median relative Frobenius error over heads (heads won)", title_justify="left")
+    t.add_column("budget", justify="right")
+    for f in r.families:
+        t.add_column(f, justify="right")
+    counts = r.win_counts()
+    for b in r.budgets:
+        t.add_row(str(b), *[f"{num(np.nanmedian(r.error(f, b)))} ({counts[b][f]})" for f in r.families])
+    print_table(t)
+    for b, row in r.scatterbrain().items():
+        for other, s in row.items():
+            console.print(f"budget {b}: top-k vs {other}: Spearman ρ(entropy, log err ratio) = {s['spearman']:.2f} "
+                          f"(p = {s['p_value']:.2g}); sparse wins {s['sparse_wins_low']:.0%} of low-entropy heads, "
+                          f"{other} {s['other_wins_high']:.0%} of high-entropy heads: Scatterbrain's claim "
+                          f"{'holds' if s['holds'] else 'does not hold'}")
+    b = r.budgets[len(r.budgets) // 2] if show is None else show
+    h = Table(title=f"per head at budget {b}", title_justify="left")
+    for c in ("layer", "head", "label", "entropy", *r.families, "winner"):
+        h.add_column(c, justify="left" if c in ("label", "winner") else "right")
+    win = r.winners(b)
+    for i, lay in enumerate(r.layer_ids):
+        for j, hd in enumerate(r.head_ids):
+            h.add_row(str(lay), str(hd), str(r.labels[i, j]), num(r.entropy_norm[i, j]),
+                      *[num(r.error(f, b)[i, j]) for f in r.families], str(win[i, j]))
+    print_table(h)
