@@ -163,9 +163,11 @@ def path_products(att: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def _normalized_rows(P: Any) -> np.ndarray:
     A = np.asarray(P, dtype=np.float64)
-    if A.size and (not np.all(np.isfinite(A)) or A.min() < -1e-6):
+    lo = A.min() if A.size else 0.0
+    if not (lo >= -1e-6 and np.isfinite(A.max() if A.size else 0.0)):  # NaN fails both comparisons
         raise InvalidInputError("distributions must be finite and non-negative")
-    A = np.clip(A, 0.0, None)
+    if lo < 0:  # round-off below zero
+        A = np.clip(A, 0.0, None)
     s = A.sum(axis=-1, keepdims=True)
     if np.any(s <= 0):
         raise InvalidInputError("every distribution must have a positive sum")
