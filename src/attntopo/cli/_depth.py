@@ -66,7 +66,7 @@ def _read_texts(texts: Optional[List[str]], file: Optional[str]) -> tuple[list[s
 
 @app.command("depth", epilog=_DEPTH_EPILOG, no_args_is_help=False)
 def depth_cmd(
-    texts: Optional[List[str]] = typer.Argument(None, metavar="TEXT...", show_default=False,
+    texts: Optional[List[str]] = typer.Argument(None, metavar="TEXT", show_default=False,
                                                 help="The texts (or use --file)."),
     file: Optional[str] = typer.Option(None, "--file", "-f", metavar="PATH", show_default=False,
                                        help="Read the texts from a UTF-8 file, one per non-empty line ('-': stdin)."),
