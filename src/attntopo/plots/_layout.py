@@ -20,6 +20,7 @@ __all__ = [
     "diagram_points",
     "diagram_limits",
     "check_labels",
+    "display_labels",
     "check_highlight",
     "check_scale",
     "distance_matrix",
@@ -87,7 +88,12 @@ def distance_matrix(D: Any, name: str = "D") -> np.ndarray:
 
 
 def check_labels(labels: Sequence[str] | None, n: int) -> list[str] | None:
-    """Token labels as a list of str of length ``n`` (or None)."""
+    """Token labels as a list of str of length ``n`` (or None), raw tokenizer pieces made readable.
+
+    Labels that are a tokenizer's raw pieces (``Attention.tokens``: ``"Ġthe"``, ``"Ċ"``,
+    ``"##ing"``, ``"▁word"``) are shown as :attr:`Attention.labels` would show them
+    (:func:`display_labels`); any other labels are drawn exactly as given.
+    """
     if labels is None:
         return None
     if isinstance(labels, str):
@@ -95,7 +101,41 @@ def check_labels(labels: Sequence[str] | None, n: int) -> list[str] | None:
     labels = [str(x) for x in labels]
     if len(labels) != n:
         raise InvalidInputError(f"got {len(labels)} labels for {n} tokens: give one label per token")
-    return labels
+    return display_labels(labels)
+
+
+_RAW_MARKS = ("Ġ", "Ċ", "ĉ")
+
+
+def display_labels(labels: Sequence[str]) -> list[str]:
+    """What a figure writes for token labels: raw tokenizer pieces made readable.
+
+    When some label carries a raw tokenizer marker — byte-level BPE's ``Ġ`` (space) or ``Ċ``
+    (line break), WordPiece's ``##`` (continuation) or SentencePiece's ``▁`` (space) — the
+    labels are taken to be raw tokens and are rewritten by the rules of
+    :attr:`attntopo.Attention.labels` (:func:`attntopo.attention.token_labels` without a
+    source text): byte-level pieces decoded, ``·`` for a leading space, ``↵`` for a line
+    break, ``##`` dropped, repeats numbered (``the``, ``the#2``).  Labels without such markers
+    (``Attention.labels``, your own) are returned unchanged.
+
+    Parameters
+    ----------
+    labels : sequence of str, length n
+
+    Returns
+    -------
+    list of str, length n
+    """
+    labels = [str(x) for x in labels]
+    raw = any(any(m in s for m in _RAW_MARKS) or (s.startswith("##") and len(s) > 2) or s.startswith("▁")
+              for s in labels)
+    if not raw:
+        return labels
+    from ..attention import token_labels
+
+    pieces = [s[2:] if s.startswith("##") and len(s) > 2 else s for s in labels]
+    n = len(pieces)
+    return token_labels(pieces, [(0, 0)] * n, [False] * n, "")[0]
 
 
 def check_highlight(highlight: Any, n: int) -> np.ndarray:

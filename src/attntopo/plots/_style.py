@@ -8,7 +8,10 @@ in greyscale.  Continuous data use viridis (distances) and cividis (attention).
 from __future__ import annotations
 
 import math
-from typing import Sequence
+import re
+from typing import Callable, Sequence
+
+import numpy as np
 
 __all__ = [
     "OKABE_ITO",
@@ -23,6 +26,10 @@ __all__ = [
     "label_step",
     "thin_labels",
     "short_label",
+    "plural",
+    "column_title",
+    "metric_name",
+    "number_format",
 ]
 
 #: Okabe & Ito (2008) colour-blind-safe qualitative palette.
@@ -112,3 +119,118 @@ def thin_labels(
     if step > 1:
         texts = [f"{t} ({i})" for t, i in zip(texts, pos)]
     return pos, texts
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``"1 edge"``, ``"2 edges"``, ``"0 edges"``: a count with its noun in the right number.
+
+    ``many`` is the plural when it is not ``word + "s"`` (``plural(2, "vertex", "vertices")``).
+    """
+    n = int(n)
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+#: Human names of the summary columns' stems (``{stem}_h{d}`` reads ``"{name} (H{d})"``).
+COLUMN_NAMES = {
+    "n_bars": "bars",
+    "n_infinite": "infinite bars",
+    "total_persistence": "total persistence",
+    "max_persistence": "max persistence",
+    "persistence_entropy": "persistence entropy",
+    "bottleneck": "bottleneck distance",
+    "wasserstein1": "Wasserstein-1 distance",
+    "wasserstein2": "Wasserstein-2 distance",
+    "shared_bottleneck": "bottleneck distance of the shared tokens",
+    "shared_wasserstein1": "Wasserstein-1 distance of the shared tokens",
+    "shared_wasserstein2": "Wasserstein-2 distance of the shared tokens",
+    "shared_edges": "shared edges",
+    "shared_triangles": "shared triangles",
+    "edges_a": "edges among shared tokens in A",
+    "edges_b": "edges among shared tokens in B",
+    "triangles_a": "triangles among shared tokens in A",
+    "triangles_b": "triangles among shared tokens in B",
+}
+
+_DIM_SUFFIX = re.compile(r"^(.*)_h(\d+)$")
+
+
+def column_title(name: str) -> str:
+    """The title a figure shows for a result column: ``"max_persistence_h1"`` → ``"max persistence (H1)"``.
+
+    One mapping (:data:`COLUMN_NAMES`) for every figure; an unknown name has its underscores
+    replaced by spaces.
+    """
+    name = str(name)
+    m = _DIM_SUFFIX.match(name)
+    stem, dim = (m.group(1), int(m.group(2))) if m else (name, None)
+    words = COLUMN_NAMES.get(stem, stem.replace("_", " "))
+    return words if dim is None else f"{words} (H{dim})"
+
+
+#: How figures name the token metrics (``attntopo.constants.METRICS``).
+METRIC_NAMES = {
+    "jensen_shannon": "Jensen–Shannon",
+    "hellinger": "Hellinger",
+    "fisher_rao": "Fisher–Rao",
+    "total_variation": "total variation",
+}
+
+
+def metric_name(metric: str) -> str:
+    """``"jensen_shannon"`` → ``"Jensen–Shannon"``: a token metric as figures write it."""
+    return METRIC_NAMES.get(str(metric), str(metric).replace("_", " "))
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def number_format(values, digits: int = 2) -> tuple[Callable[[float], str], str]:
+    """One number format for every value of a figure (cells and colour-bar ticks alike).
+
+    Whole numbers are written as integers.  Otherwise, with ``m`` the largest magnitude and
+    ``e = floor(log10(m))``: for ``-2 ≤ e ≤ 3`` every value gets the same number of decimals,
+    enough for ``digits`` significant digits of ``m`` (``0.52``, ``0.05``, ``0.00``); outside
+    that range every value is written in units of ``10^e`` with ``digits - 1`` decimals and
+    the unit is returned for the axis or colour-bar label (``4.8``, ``0.3`` and ``"×10⁻⁴"``),
+    never a mix of ``0.00048`` and ``2.6e-05``.
+
+    Parameters
+    ----------
+    values : array-like
+        Every value the figure writes (NaN and ±inf are ignored and written ``–``).
+    digits : int
+        Significant digits of the largest value.
+
+    Returns
+    -------
+    fmt : callable float -> str
+    unit : str
+        ``""`` or ``"×10ⁿ"`` (the factor the written numbers are multiplied by).
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+    digits = max(1, int(digits))
+
+    def wrap(f: Callable[[float], str]) -> Callable[[float], str]:
+        def fmt(x: float) -> str:
+            x = float(x)
+            if not math.isfinite(x):
+                return "–"
+            out = f(x)
+            return out[1:] if out.startswith("-") and not any(c in "123456789" for c in out) else out  # no "-0.00"
+
+        return fmt
+
+    if v.size == 0:
+        return wrap(lambda x: f"{x:.{digits}g}"), ""
+    m = float(np.max(np.abs(v)))
+    if np.all(v == np.round(v)) and m < 1e6:
+        return wrap(lambda x: f"{x:.0f}"), ""
+    e = math.floor(math.log10(m))
+    if round(m, digits - 1 - e) >= 10.0 ** (e + 1):
+        e += 1  # 0.0999 rounds to 0.10: the exponent of the rounded value
+    if -2 <= e <= 3:
+        dec = max(0, digits - 1 - e)
+        return wrap(lambda x: f"{x:.{dec}f}"), ""
+    scale = 10.0 ** e
+    return wrap(lambda x: f"{x / scale:.{digits - 1}f}"), f"×10{str(e).translate(_SUPERSCRIPT)}"
