@@ -35,7 +35,8 @@ from ..topology.complex import complex_at
 from . import _style as S
 from ._layout import check_scale, diagram_limits, mds_layout
 from .interactive import _go
-from .static import _figure_and_axes, _overlay_diagrams, _root_figure
+from ._labels import add_token_labels
+from .static import _figure_and_axes, _overlay_diagrams, _root_figure, annotate_cells, graph_layout, side_colorbar
 
 __all__ = [
     "plot_compare_graph",
@@ -52,6 +53,7 @@ __all__ = [
 #: Colour of text A and text B in overlays (Okabe–Ito blue and orange).
 TEXT_COLORS = (S.OKABE_ITO["blue"], S.OKABE_ITO["orange"])
 SHARED_COLOR = S.OKABE_ITO["bluish_green"]  # shared tokens, edges and triangles
+_SHARED_SIZE, _HIGHLIGHT_SIZE = 46.0, 70.0  # marker areas (points²) of shared and highlighted tokens
 SHARED_TRI_RGBA = "rgba(0,158,115,0.35)"
 TRI_RGBA = "rgba(86,180,233,0.15)"
 
@@ -176,9 +178,7 @@ def plot_compare_graph(
     e = float(comparison.scales[i, j]) if eps is None else check_scale(eps)
     p = _panel_data(comparison, side, i, j, e, _highlight_keys(comparison, highlight))
     n = p["n"]
-    X = mds_layout(p["D"]) if coords is None else np.asarray(coords, dtype=np.float64)
-    if X.shape != (n, 2):
-        raise InvalidInputError(f"coords must have shape ({n}, 2), got {X.shape}")
+    X, moved = graph_layout(p["D"], coords, min_sep=0.045)
     fig, ax = _figure_and_axes(ax, (5.4, 5.0))
     if len(p["tris"]):
         ax.add_collection(PolyCollection(X[p["tris"]], facecolors=S.TRIANGLE_COLOR, edgecolors="none",
@@ -189,26 +189,29 @@ def plot_compare_graph(
     if len(p["edges"]):
         ax.add_collection(LineCollection(X[p["edges"]], colors=S.EDGE_COLOR, linewidths=0.7, alpha=0.6,
                                          zorder=2))
-    if len(p["sh_edges"]):
-        ax.add_collection(LineCollection(X[p["sh_edges"]], colors=SHARED_COLOR, linewidths=2.2,
-                                         alpha=0.9, zorder=2.5))
     sp, sh, hl = p["special"], p["shared"], p["hl"]
     plain = ~sh & ~hl
     ax.scatter(X[plain, 0], X[plain, 1], s=22, c=np.where(sp[plain], S.SPECIAL_COLOR, S.NODE_COLOR).tolist(),
                marker="o", edgecolors="white", linewidths=0.5, zorder=3)
+    if len(p["sh_edges"]):  # above the plain tokens, under the shared ones: never hidden by a token
+        ax.add_collection(LineCollection(X[p["sh_edges"]], colors=SHARED_COLOR, linewidths=2.2,
+                                         alpha=0.9, zorder=3.5, capstyle="butt"))
     m = sh & ~hl
-    ax.scatter(X[m, 0], X[m, 1], s=46, c=SHARED_COLOR, marker="D", edgecolors="white", linewidths=0.6, zorder=4)
-    ax.scatter(X[hl, 0], X[hl, 1], s=70, c=S.HIGHLIGHT_COLOR, marker="D", edgecolors="black",
+    ax.scatter(X[m, 0], X[m, 1], s=_SHARED_SIZE, c=SHARED_COLOR, marker="D", edgecolors="white", linewidths=0.6,
+               zorder=4)
+    ax.scatter(X[hl, 0], X[hl, 1], s=_HIGHLIGHT_SIZE, c=S.HIGHLIGHT_COLOR, marker="D", edgecolors="black",
                linewidths=0.6, zorder=5)
     step = S.label_step(n, max_labels)
-    for t in range(n):
-        if t % step == 0 or sh[t] or hl[t]:
-            ax.annotate(
-                S.short_label(p["labels"][t]), X[t], xytext=(3, 3), textcoords="offset points",
-                fontsize=S.FONT["token"] + (1 if hl[t] else 0),
-                color=S.HIGHLIGHT_COLOR if hl[t] else ("#006b4f" if sh[t] else "#222222"),
-                fontweight="bold" if (hl[t] or sh[t]) else "normal", zorder=6,
-            )
+    chosen = ([t for t in range(n) if hl[t]] + [t for t in range(n) if sh[t] and not hl[t]]
+              + [t for t in range(n) if t % step == 0 and not (sh[t] or hl[t])])
+    size = np.where(hl, _HIGHLIGHT_SIZE, np.where(sh, _SHARED_SIZE, 22.0))
+    add_token_labels(
+        ax, X, chosen, [S.short_label(p["labels"][t]) for t in chosen],
+        fontsize=[S.FONT["token"] + (1 if hl[t] else 0) for t in chosen],
+        colors=[S.HIGHLIGHT_COLOR if hl[t] else ("#006b4f" if sh[t] else "#222222") for t in chosen],
+        weights=["bold" if (hl[t] or sh[t]) else "normal" for t in chosen],
+        marker_radius=np.sqrt(size) / 2 + 0.6,
+    )
     # a square data box (room for labels on the right), equal aspect without datalim warnings
     span = float(np.ptp(X, axis=0).max()) if n > 1 else 1.0
     span = span if span > 0 else 1.0
@@ -222,11 +225,14 @@ def plot_compare_graph(
     ax.set_yticks([])
     for s in ax.spines.values():
         s.set_visible(False)
+    if moved.any():
+        ax.text(1.0, 0.0, f"{S.plural(int(moved.sum()), 'crowded token')} nudged apart", transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=S.FONT["tick"] - 1, color="#777777")
     name = "A" if side == "a" else "B"
     ax.set_title(
-        title or (f"{name}: “{_short(p['text'])}”\nε = {e:.3g} · {len(p['edges'])} edges · "
-                  f"{len(p['tris'])} triangles · shared: {len(p['sh_edges'])} edges, "
-                  f"{len(p['sh_tris'])} triangles"),
+        title or (f"{name}: “{_short(p['text'])}”\nε = {e:.3g} · {S.plural(len(p['edges']), 'edge')} · "
+                  f"{S.plural(len(p['tris']), 'triangle')} · in both texts: {S.plural(len(p['sh_edges']), 'edge')}, "
+                  f"{S.plural(len(p['sh_tris']), 'triangle')}"),
         fontsize=S.FONT["title"] - 1,
     )
     return fig
@@ -393,8 +399,8 @@ def iplot_compare_graphs(
             ]
             counts.append((len(p["edges"]), len(p["tris"]), len(p["sh_edges"]), len(p["sh_tris"])))
         (ea, ta, se, st), (eb, tb, _, _) = counts
-        title = (f"layer {lay}, head {hd} · ε = {eps:.3g} · A: {ea} edges, {ta} triangles · "
-                 f"B: {eb} edges, {tb} triangles · in both: {se} edges, {st} triangles")
+        e_t = [f"{S.plural(e, 'edge')}, {S.plural(t, 'triangle')}" for e, t in ((ea, ta), (eb, tb), (se, st))]
+        title = f"layer {lay}, head {hd} · ε = {eps:.3g} · A: {e_t[0]} · B: {e_t[1]} · in both: {e_t[2]}"
         return traces, title
 
     frames, steps = [], []
@@ -551,7 +557,7 @@ def _heads_grid(comparison: Any, name: str, dim: int | None, scope: str) -> tupl
         d = comparison._dim(dim, name, scope)
         label = f"{name} H{d}" + (" (shared tokens)" if scope == "shared" else "")
     else:
-        label = name.replace("_", " ")
+        label = S.column_title(name)
     return g, label
 
 
@@ -596,9 +602,9 @@ def plot_compare_heads(
     fig, ax = _figure_and_axes(ax, (max(4.0, 0.42 * H + 1.8), max(2.6, 0.42 * L + 1.2)))
     im = ax.imshow(np.ma.masked_invalid(g.astype(float)), cmap=S.DISTANCE_CMAP, aspect="auto",
                    interpolation="nearest")
-    cb = fig.colorbar(im, ax=ax, shrink=0.9)
-    cb.set_label(label, fontsize=S.FONT["label"])
-    cb.ax.tick_params(labelsize=S.FONT["tick"])
+    G = g.astype(float)
+    fmt, unit = S.number_format(G, digits=2)
+    side_colorbar(ax, im, label, fmt=fmt, unit=unit, integer=g.dtype.kind in "iub", width=0.035, pad=0.02)
     ax.set_xticks(range(H), [str(h) for h in comparison.heads], fontsize=S.FONT["tick"])
     ax.set_yticks(range(L), [str(l_) for l_ in comparison.layers], fontsize=S.FONT["tick"])
     ax.set_xlabel("head", fontsize=S.FONT["label"])
@@ -606,14 +612,7 @@ def plot_compare_heads(
     if annotate is None:
         annotate = L * H <= 150
     if annotate:
-        finite = g[np.isfinite(g)]
-        mid = (finite.min() + finite.max()) / 2 if finite.size else 0.0
-        for a in range(L):
-            for b in range(H):
-                v = g[a, b]
-                txt = "–" if not np.isfinite(v) else (f"{int(v)}" if g.dtype.kind in "iu" else f"{v:.2f}")
-                ax.text(b, a, txt, ha="center", va="center", fontsize=S.FONT["grid_tick"],
-                        color="white" if np.isfinite(v) and v < mid else "black")
+        annotate_cells(ax, G, fmt, fontsize=S.FONT["grid_tick"])
     note = ""
     if mark:
         from ..constants import DISTANCE_NAMES
@@ -704,22 +703,20 @@ def plot_phrase_distances(
         )
     M = phrase_topology.matrix(layer, head, dim=dim, by=by)
     C = M.shape[0]
-    fig, ax = _figure_and_axes(ax, (max(3.6, 0.6 * C + 2.4), max(3.0, 0.6 * C + 1.6)))
-    im = ax.imshow(M, cmap=S.DISTANCE_CMAP, interpolation="nearest")
     d = phrase_topology._dim(dim)
-    cb = fig.colorbar(im, ax=ax, shrink=0.9)
-    cb.set_label(f"{by} H{d}", fontsize=S.FONT["label"])
-    cb.ax.tick_params(labelsize=S.FONT["tick"])
+    i, j = phrase_topology._pos(layer, head)
     names = [f"{k}: {_short(c, 28)}" for k, c in enumerate(phrase_topology.contexts)]
+    label_width = 0.055 * max(len(x) for x in names)  # inches of the y tick labels (7 pt)
+    side = float(np.clip(0.5 * C, 1.6, 7.0))
+    fig, ax = _figure_and_axes(ax, (label_width + side + 1.3, side + 1.2))
+    im = ax.imshow(M, cmap=S.DISTANCE_CMAP, interpolation="nearest")
+    fmt, unit = S.number_format(M, digits=2)
+    side_colorbar(ax, im, S.column_title(f"{by}_h{d}"), fmt=fmt, unit=unit)
     ax.set_xticks(range(C), [str(k) for k in range(C)], fontsize=S.FONT["tick"])
     ax.set_yticks(range(C), names, fontsize=S.FONT["tick"])
+    ax.set_xlabel("context", fontsize=S.FONT["label"])
     if C <= 12:
-        mid = (M.max() + M.min()) / 2
-        for a in range(C):
-            for b in range(C):
-                ax.text(b, a, f"{M[a, b]:.3f}", ha="center", va="center", fontsize=S.FONT["grid_tick"] + 1,
-                        color="white" if M[a, b] < mid else "black")
-    i, j = phrase_topology._pos(layer, head)
-    ax.set_title(title or f"“{phrase_topology.phrase}” across contexts · layer "
-                 f"{phrase_topology.layers[i]}, head {phrase_topology.heads[j]}", fontsize=S.FONT["title"])
+        annotate_cells(ax, M, fmt, fontsize=S.FONT["grid_tick"] + 1)
+    ax.set_title(title or f"“{_short(phrase_topology.phrase, 40)}” across {S.plural(C, 'context')}\n"
+                 f"layer {phrase_topology.layers[i]}, head {phrase_topology.heads[j]}", fontsize=S.FONT["title"])
     return fig

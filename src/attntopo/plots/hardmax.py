@@ -29,6 +29,8 @@ from matplotlib.figure import Figure
 
 from ..errors import InvalidInputError
 from . import _style as S
+from ._labels import add_token_labels
+from ._layout import display_labels
 from .bundles import Bundle
 from .static import _figure_and_axes
 
@@ -183,10 +185,10 @@ def plot_trajectories(result: Any, ax: Axes | None = None, *, dims: Sequence[int
     if annotate is None:
         annotate = tokens is not None and result.n_tokens <= 40
     if annotate:
-        names = tokens if tokens is not None else [str(i) for i in range(result.n_tokens)]
-        for i, name in enumerate(names):
-            ax.annotate(S.short_label(name), (P[0, i, 0], P[0, i, 1]), fontsize=S.FONT["token"],
-                        xytext=(3, 3), textcoords="offset points", zorder=6)
+        names = display_labels(tokens) if tokens is not None else [str(i) for i in range(result.n_tokens)]
+        n = result.n_tokens
+        add_token_labels(ax, P[0], range(n), [S.short_label(x) for x in names], fontsize=[S.FONT["token"]] * n,
+                         colors=["#222222"] * n, weights=["normal"] * n, marker_radius=2.8)
     ax.set_xlabel(xlab, fontsize=S.FONT["label"])
     ax.set_ylabel(ylab, fontsize=S.FONT["label"])
     if result.dim == 2 and dims is None:

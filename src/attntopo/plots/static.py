@@ -22,6 +22,7 @@ from matplotlib.ticker import MaxNLocator
 from ..errors import InvalidInputError
 from ..topology import Diagram
 from . import _style as S
+from ._labels import add_token_labels, separate_points
 from ._layout import (
     check_highlight,
     check_labels,
@@ -96,6 +97,63 @@ def _matrix(x: Any, name: str) -> np.ndarray:
     if not np.all(np.isfinite(A)):
         raise InvalidInputError(f"{name} must be finite (no NaN or inf)")
     return A
+
+
+def side_colorbar(ax: Axes, mappable: Any, label: str, *, fmt: Any = None, unit: str = "",
+                  integer: bool = False, width: float = 0.045, pad: float = 0.03):
+    """A colour bar beside ``ax``, exactly as tall as the axes' drawn box.
+
+    A colour bar made with ``fig.colorbar(ax=…)`` takes the height of the axes' layout slot;
+    an image with an equal aspect is shorter than that slot, so the bar stood above and below
+    the matrix (and over its title).  This one is an inset of the axes: it follows the box
+    the image actually fills.
+
+    Parameters
+    ----------
+    ax : Axes
+    mappable : ScalarMappable
+    label : str
+    fmt : callable float -> str, optional
+        Tick format (the figure's one number format, :func:`attntopo.plots._style.number_format`).
+    unit : str
+        Appended to the label in brackets (``"×10⁻⁴"``).
+    integer : bool
+        Ticks at whole numbers only.
+    width, pad : float
+        Width of the bar and its gap to the axes, as fractions of the axes' width.
+
+    Returns
+    -------
+    matplotlib.colorbar.Colorbar
+    """
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    cax = ax.inset_axes([1.0 + pad, 0.0, width, 1.0])
+    cb = ax.figure.colorbar(mappable, cax=cax)
+    cb.set_label(f"{label} [{unit}]" if unit else label, fontsize=S.FONT["label"])
+    if integer:
+        cb.locator = MaxNLocator(integer=True)
+    if fmt is not None:
+        cb.formatter = FuncFormatter(lambda x, _pos: fmt(x))
+    cb.update_ticks()
+    cb.ax.tick_params(labelsize=S.FONT["tick"])
+    return cb
+
+
+def annotate_cells(ax: Axes, M: np.ndarray, fmt: Any, *, fontsize: float, dark_below: float | None = None) -> None:
+    """Write ``fmt(M[i, j])`` in every cell of an ``imshow`` of ``M`` (``–`` where not finite).
+
+    Text is white on the dark half of the colour map (values below ``dark_below``, the middle
+    of the finite range by default) and black on the light half.
+    """
+    finite = M[np.isfinite(M)]
+    if dark_below is None:
+        dark_below = (finite.min() + finite.max()) / 2 if finite.size else 0.0
+    for i in range(M.shape[0]):
+        for j in range(M.shape[1]):
+            v = M[i, j]
+            ax.text(j, i, fmt(v), ha="center", va="center", fontsize=fontsize,
+                    color="white" if np.isfinite(v) and v < dark_below else "black")
 
 
 def _token_ticks(ax: Axes, n: int, labels: list[str] | None, x: bool = True, y: bool = True) -> None:
@@ -349,9 +407,7 @@ def plot_distance_matrix(
     im = ax.imshow(D, cmap=cmap, vmin=0.0, vmax=max(float(D.max()), 1e-12), interpolation="nearest")
     _token_ticks(ax, n, labels)
     if colorbar:
-        cb = fig.colorbar(im, ax=ax, shrink=0.8, pad=0.02)
-        cb.set_label("distance", fontsize=S.FONT["label"])
-        cb.ax.tick_params(labelsize=S.FONT["tick"])
+        side_colorbar(ax, im, "distance")
     if title:
         ax.set_title(title, fontsize=S.FONT["title"])
     return fig
@@ -394,9 +450,7 @@ def plot_attention(
     ax.set_xlabel("key", fontsize=S.FONT["label"])
     ax.set_ylabel("query", fontsize=S.FONT["label"])
     if colorbar:
-        cb = fig.colorbar(im, ax=ax, shrink=0.8, pad=0.02)
-        cb.set_label("attention weight", fontsize=S.FONT["label"])
-        cb.ax.tick_params(labelsize=S.FONT["tick"])
+        side_colorbar(ax, im, "attention weight")
     if title:
         ax.set_title(title, fontsize=S.FONT["title"])
     return fig
@@ -412,7 +466,7 @@ def _check_analysis(analysis: Any) -> None:
 
 def _describe(analysis: Any) -> str:
     a = analysis.attention
-    return f"{a.model} · {a.n_tokens} tokens · {analysis.metric}"
+    return f"{a.model} · {a.n_tokens} tokens · {S.metric_name(analysis.metric)} distance"
 
 
 def plot_head_grid(
@@ -541,21 +595,13 @@ def plot_head_stat(
     ax.set_ylabel("layer", fontsize=S.FONT["label"])
     if annotate is None:
         annotate = L * H <= 120
+    label = S.column_title(stat)
+    fmt, unit = S.number_format(M, digits=2)
+    integer = bool(np.all(M[np.isfinite(M)] == np.round(M[np.isfinite(M)])))
     if annotate:
-        mid = (np.nanmin(M) + np.nanmax(M)) / 2 if M.size else 0
-        integer = stat.startswith("n_")
-        for i in range(L):
-            for j in range(H):
-                v = M[i, j]
-                ax.text(
-                    j, i, f"{int(v)}" if integer else f"{v:.2g}",
-                    ha="center", va="center", fontsize=S.FONT["grid_tick"] + 1,
-                    color="black" if v > mid else "white",
-                )
-    cb = fig.colorbar(im, ax=ax, shrink=0.9, pad=0.02)
-    cb.set_label(stat.replace("_", " "), fontsize=S.FONT["label"])
-    cb.ax.tick_params(labelsize=S.FONT["tick"])
-    ax.set_title(title or f"{stat} · {_describe(analysis)}", fontsize=S.FONT["title"])
+        annotate_cells(ax, M, fmt, fontsize=S.FONT["grid_tick"] + 1, dark_below=None)
+    side_colorbar(ax, im, label, fmt=fmt, unit=unit, integer=integer, width=0.035, pad=0.02)
+    ax.set_title(title or f"{label} per head · {_describe(analysis)}", fontsize=S.FONT["title"])
     return fig
 
 
@@ -609,9 +655,7 @@ def plot_threshold_graph(
     labels = check_labels(labels, n)
     hl = check_highlight(highlight, n)
     sp = check_highlight(special, n) if special is not None else np.zeros(n, dtype=bool)
-    X = mds_layout(D) if coords is None else np.asarray(coords, dtype=np.float64)
-    if X.shape != (n, 2):
-        raise InvalidInputError(f"coords must have shape ({n}, 2), got {X.shape}")
+    X, moved = graph_layout(D, coords)
     edges, tris = threshold_complex(D, eps)
     fig, ax = _figure_and_axes(ax, (5.6, 5.0))
     if len(tris):
@@ -627,18 +671,56 @@ def plot_threshold_graph(
     ax.scatter(X[:, 0], X[:, 1], s=sizes, c=list(colors), edgecolors="white", linewidths=0.5, zorder=3)
     if labels is not None:
         step = S.label_step(n, max_labels)
-        for i in range(n):
-            if i % step == 0 or hl[i]:
-                ax.annotate(
-                    S.short_label(labels[i]),
-                    X[i],
-                    xytext=(3, 3),
-                    textcoords="offset points",
-                    fontsize=S.FONT["token"] + (1 if hl[i] else 0),
-                    color=S.HIGHLIGHT_COLOR if hl[i] else "#222222",
-                    fontweight="bold" if hl[i] else "normal",
-                    zorder=4,
-                )
+        chosen = [i for i in range(n) if hl[i]] + [i for i in range(n) if i % step == 0 and not hl[i]]
+        add_token_labels(
+            ax, X, chosen, [S.short_label(labels[i]) for i in chosen],
+            fontsize=[S.FONT["token"] + (1 if hl[i] else 0) for i in chosen],
+            colors=[S.HIGHLIGHT_COLOR if hl[i] else "#222222" for i in chosen],
+            weights=["bold" if hl[i] else "normal" for i in chosen],
+            marker_radius=np.sqrt(sizes) / 2 + 0.5,
+        )
+    _graph_frame(ax, X)
+    ax.set_title(
+        title or f"threshold graph at ε = {eps:.3g} · {S.plural(len(edges), 'edge')} · "
+        f"{S.plural(len(tris), 'triangle')}",
+        fontsize=S.FONT["title"],
+    )
+    ax.text(1.0, 0.0, _layout_note(moved), transform=ax.transAxes, ha="right", va="bottom",
+            fontsize=S.FONT["tick"] - 1, color="#777777")
+    return fig
+
+
+def graph_layout(D: np.ndarray, coords: Any = None, min_sep: float = 0.035) -> tuple[np.ndarray, np.ndarray]:
+    """Node positions of a threshold graph and which were nudged.
+
+    Classical MDS of ``D`` (deterministic) with tokens closer than ``min_sep`` times the
+    layout's extent nudged apart (:func:`~attntopo.plots._labels.separate_points`), so that tokens at
+    (almost) the same place and the short edges between them stay visible; ``coords`` are
+    used exactly as given.
+    """
+    n = D.shape[0]
+    if coords is not None:
+        X = np.asarray(coords, dtype=np.float64)
+        if X.shape != (n, 2):
+            raise InvalidInputError(f"coords must have shape ({n}, 2), got {X.shape}")
+        return X, np.zeros(n, dtype=bool)
+    X = mds_layout(D)
+    span = float(np.ptp(X, axis=0).max()) if n > 1 else 0.0
+    if span <= 0:
+        return X, np.zeros(n, dtype=bool)
+    return separate_points(X, min_sep * span)
+
+
+def _layout_note(moved: np.ndarray) -> str:
+    k = int(np.count_nonzero(moved))
+    if not k:
+        return "layout: classical MDS"
+    return f"layout: classical MDS\n{S.plural(k, 'crowded token')} nudged apart"
+
+
+def _graph_frame(ax: Axes, X: np.ndarray) -> None:
+    """Limits with a margin, equal aspect, no ticks or spines."""
+    n = X.shape[0]
     span = np.ptp(X, axis=0).max() if n > 1 else 1.0
     span = span if span > 0 else 1.0
     ax.set_xlim(X[:, 0].min() - 0.08 * span, X[:, 0].max() + 0.15 * span)
@@ -648,13 +730,6 @@ def plot_threshold_graph(
     ax.set_yticks([])
     for s in ax.spines.values():
         s.set_visible(False)
-    ax.set_title(
-        title or f"threshold graph at ε = {eps:.3g} · {len(edges)} edges · {len(tris)} triangles",
-        fontsize=S.FONT["title"],
-    )
-    ax.text(1.0, 0.0, "layout: classical MDS", transform=ax.transAxes, ha="right", va="bottom",
-            fontsize=S.FONT["tick"] - 1, color="#777777")
-    return fig
 
 
 def plot_head_overview(
@@ -693,7 +768,7 @@ def plot_head_overview(
     fig = Figure(figsize=(11.0, 9.6), layout="constrained")
     axs = fig.subplots(2, 2)
     plot_attention(W, labels, ax=axs[0, 0], title="attention")
-    plot_distance_matrix(D, labels, ax=axs[0, 1], title=f"{analysis.metric} distance")
+    plot_distance_matrix(D, labels, ax=axs[0, 1], title=f"{S.metric_name(analysis.metric)} distance")
     plot_diagram(dgm, ax=axs[1, 0], title="persistence diagram")
     plot_threshold_graph(D, eps, labels, ax=axs[1, 1], highlight=highlight,
                          special=analysis.attention.special)
