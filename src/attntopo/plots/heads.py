@@ -30,7 +30,7 @@ from matplotlib.patches import Patch, Rectangle
 from ..errors import InvalidInputError
 from . import _style as S
 from .interactive import _go
-from .static import _figure_and_axes, _overlay_diagrams, _root_figure
+from .static import _figure_and_axes, _overlay_diagrams, _root_figure, side_colorbar
 
 __all__ = [
     "plot_head_distances",
@@ -111,6 +111,23 @@ def _unit(hs: Any) -> str:
     return "mean JS distance per token" if getattr(hs, "normalize", True) else "JS distance summed over tokens"
 
 
+def _layer_colorbar(ax: Axes, names: Sequence[str], colors: np.ndarray, *, x: float) -> Any:
+    """A discrete colour bar of the layer colours beside ``ax`` (at ``x`` in axes fractions),
+    as tall as the axes, one block per layer, at most ~10 tick labels."""
+    from matplotlib.cm import ScalarMappable
+
+    L = len(names)
+    sm = ScalarMappable(norm=BoundaryNorm(np.arange(L + 1) - 0.5, L), cmap=ListedColormap(colors))
+    cax = ax.inset_axes([x, 0.0, 0.035, 1.0])
+    cb = ax.figure.colorbar(sm, cax=cax)
+    step = max(1, int(np.ceil(L / 10)))
+    cb.set_ticks(list(range(0, L, step)), labels=[names[i] for i in range(0, L, step)])
+    cb.set_label("layer (bands along the axes)", fontsize=S.FONT["label"])
+    cb.ax.tick_params(labelsize=S.FONT["tick"])
+    cb.ax.invert_yaxis()  # layer 0 on top, as in the matrix
+    return cb
+
+
 def _layer_scale(hs: Any) -> tuple[list[str], np.ndarray]:
     """The layer colour scale's entries and each point's position on it: one entry per layer,
     or a single "all" where every point sums the layers (the paper's heads notebook)."""
@@ -156,9 +173,7 @@ def plot_head_distances(
     side = float(np.clip(3.0 + 0.02 * N, 4.2, 9.0))
     fig, ax = _figure_and_axes(ax, (side + 0.9, side))
     im = ax.imshow(M, cmap=S.DISTANCE_CMAP, interpolation="nearest", extent=(0, N, N, 0))
-    cb = _root_figure(ax).colorbar(im, ax=ax, shrink=0.8, pad=0.02)
-    cb.set_label(_unit(hs), fontsize=S.FONT["label"])
-    cb.ax.tick_params(labelsize=S.FONT["tick"])
+    side_colorbar(ax, im, _unit(hs), width=0.035, pad=0.02)
     labels = [hs.labels[i] for i in idx]
     step = S.label_step(N, 80)
     pos = list(range(0, N, step))
@@ -178,12 +193,14 @@ def plot_head_distances(
             ax.add_patch(Rectangle((-w - 0.3, k), w, 1, color=c, lw=0, clip_on=False))
         ax.set_xlim(-w - 0.3, N)
         ax.set_ylim(N, -w - 0.3)
-        handles = [Patch(color=colors[i], label="all layers" if l == "all" else f"L{l}")
-                   for i, l in enumerate(names)]
-        if len(handles) <= 12:
+        if len(names) <= 12:
+            handles = [Patch(color=colors[i], label="all layers" if l == "all" else f"L{l}")
+                       for i, l in enumerate(names)]
             ax.legend(handles=handles, fontsize=S.FONT["legend"] - 1, frameon=False,
                       loc="upper left", bbox_to_anchor=(1.0, -0.02), title="layer",
                       title_fontsize=S.FONT["legend"] - 1, handlelength=0.8)
+        else:  # too many layers for a legend: a discrete colour bar of the layers, ticks thinned
+            _layer_colorbar(ax, names, colors, x=1.17)
     for s in ax.spines.values():
         s.set_visible(False)
     what = "dendrogram order" if order == "dendrogram" else "layer order"
