@@ -221,6 +221,12 @@ def plot_timeline_diagrams(
     return fig
 
 
+def _empty_note(ax: Axes, note: str) -> None:
+    """Say in the middle of an empty panel why it is empty."""
+    ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center", fontsize=S.FONT["label"],
+            color="#555555", style="italic", zorder=10)
+
+
 # ------------------------------------------------------------------------- coherence
 def plot_coherence(
     tl: Any,
@@ -344,6 +350,8 @@ def plot_betti_heatmap(
         cb.set_label(f"Betti {dim}", fontsize=S.FONT["label"])
         cb.ax.tick_params(labelsize=S.FONT["tick"])
     ax.set_ylabel("distance ε", fontsize=S.FONT["label"])
+    if not B.any():
+        _empty_note(ax, f"Betti {dim} is 0 at every scale and time: no H{dim} feature")
     if tl is not None:
         _time_ticks(ax, tl, t.astype(np.int64))
         ax.set_xlabel("arriving token (t = prefix length)", fontsize=S.FONT["label"])
@@ -401,6 +409,7 @@ def plot_vineyard(
     _check_timeline(tl)
     dim = _check_dim(tl, dim)
     vines = tl.vines(dim, min_length=max(1, int(min_length)))
+    n_all = len(vines)
     lo, hi, inf_y = _diagram_range(tl, [dim])
 
     def area(v):
@@ -436,7 +445,14 @@ def plot_vineyard(
     ax.set_xlabel("arriving token (t = prefix length)", fontsize=S.FONT["label"])
     ax.set_ylabel(f"H{dim} birth … death (distance)", fontsize=S.FONT["label"])
     _style_axes(ax)
-    shown = f"{len(vines)} vines" + (f" (top {top} by area)" if top is not None else "")
+    if not vines:
+        if n_all:
+            note = f"no vine drawn (top={top}) of {n_all}"
+        else:
+            longer = f" for {min_length} slices or more" if min_length > 1 else ""
+            note = f"no H{dim} feature lives in any prefix{longer}: nothing to draw"
+        _empty_note(ax, note)
+    shown = S.plural(len(vines), "vine") + (f" (top {top} by area)" if top is not None and n_all > len(vines) else "")
     ax.set_title(
         title if title is not None else f"{tl.model} layer {tl.layer} head {tl.head}: vineyard H{dim}, {shown}",
         fontsize=S.FONT["title"],
@@ -445,19 +461,54 @@ def plot_vineyard(
 
 
 # ------------------------------------------------------------------------- overview
-def plot_timeline_overview(tl: Any, dim: int = 1, *, metric: str = "bottleneck", eps: Any = None) -> Figure:
-    """Three panels on one time axis: coherence, vineyard (``dim``) and Betti heatmap (``dim``)."""
+def plot_timeline_overview(tl: Any, dim: int = 1, *, metric: str = "bottleneck", eps: Any = None,
+                           title: str | None = None) -> Figure:
+    """Three panels on one time axis: coherence, vineyard (``dim``) and Betti heatmap (``dim``).
+
+    Parameters
+    ----------
+    tl : Timeline
+    dim : int
+        Homology dimension of the vineyard and the Betti heatmap.
+    metric : {"bottleneck", "wasserstein"}
+        Distance of the coherence panel.
+    eps : None, int or array-like
+        Distance grid of the Betti heatmap (default: exact).
+    title : str, optional
+        Figure title (default: model, head and number of prefixes).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One title for the figure and one per panel; an empty vineyard or heatmap says so.
+    """
     _check_timeline(tl)
     dim = _check_dim(tl, dim)
+    if metric not in ("bottleneck", "wasserstein"):
+        raise InvalidInputError(f"metric must be 'bottleneck' or 'wasserstein', got {metric!r}")
     w = max(6.0, 0.09 * len(tl.slices) + 3.5)
-    fig = Figure(figsize=(w, 8.4), layout="constrained")
+    fig = Figure(figsize=(w, 8.8), layout="constrained")
     axes = fig.subplots(3, 1, sharex=True)
-    plot_coherence(tl, metric, ax=axes[0])
+    name = "bottleneck" if metric == "bottleneck" else f"Wasserstein (p={tl.p:g})"
+    what = "Hilbert function" if tl.growing else "Betti numbers of each prefix"
+    n_vines = len(tl.vines(dim))
+    panel = dict(fontsize=S.FONT["title"] - 1, loc="left")
+    plot_coherence(tl, metric, ax=axes[0], title="")
+    axes[0].set_title(f"(a) coherence: {name} distance to the previous prefix", **panel)
     plot_vineyard(tl, dim, ax=axes[1], title="")
+    top = ", the 20 largest drawn" if n_vines > 20 else ""
+    axes[1].set_title(f"(b) vineyard H{dim}: {S.plural(n_vines, 'feature')} followed through time{top}", **panel)
     plot_betti_heatmap(tl, dim, ax=axes[2], eps=eps, title="")
+    axes[2].set_title(f"(c) Betti {dim} over scale ε and time ({what})", **panel)
     for a in axes[:2]:
         a.set_xlabel("")
         a.tick_params(axis="x", labelbottom=False)
+    fig.suptitle(
+        title if title is not None else
+        f"{tl.model} · layer {tl.layer}, head {tl.head} · topology as the tokens arrive "
+        f"({S.plural(len(tl.slices), 'prefix', 'prefixes')})",
+        fontsize=S.FONT["title"] + 1,
+    )
     return fig
 
 
