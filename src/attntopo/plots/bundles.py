@@ -24,6 +24,7 @@ import re
 from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import InvalidInputError
+from ._style import metric_name
 from .export import FORMATS, figure_to_bytes, figures_to_html
 
 __all__ = [
@@ -165,6 +166,7 @@ def analysis_bundle(analysis: Any, heads: Sequence[tuple[int, int]] | None = Non
         from ._layout import suggest_scale
 
         labels, special = a.labels, a.special
+        dist = f"{metric_name(analysis.metric)} distance"
         figs: Figures = {}
         if len(analysis.layers) * len(analysis.heads) > 1:
             if interactive:
@@ -178,20 +180,20 @@ def analysis_bundle(analysis: Any, heads: Sequence[tuple[int, int]] | None = Non
             eps = suggest_scale(dgm, D)
             if interactive:
                 figs[f"{tag}_diagram"] = PI.iplot_diagram(dgm, title=f"persistence diagram · {t}")
-                figs[f"{tag}_distances"] = PI.iplot_distance_matrix(D, labels, title=f"{analysis.metric} distance · {t}")
+                figs[f"{tag}_distances"] = PI.iplot_distance_matrix(D, labels, title=f"{dist} · {t}")
                 figs[f"{tag}_graph"] = PI.iplot_threshold_graph(D, labels=labels, special=special, title=t, eps=eps)
                 continue
             i, j = analysis.position(layer, head)
             figs[f"{tag}_diagram"] = PS.plot_diagram(dgm, title=f"persistence diagram · {t}")
             figs[f"{tag}_barcode"] = PS.plot_barcode(dgm, title=f"barcode · {t}")
-            figs[f"{tag}_distances"] = PS.plot_distance_matrix(D, labels, title=f"{analysis.metric} distance · {t}")
+            figs[f"{tag}_distances"] = PS.plot_distance_matrix(D, labels, title=f"{dist} · {t}")
             figs[f"{tag}_attention"] = PS.plot_attention(a.weights[i, j], labels, title=f"attention · {t}")
             figs[f"{tag}_graph"] = PS.plot_threshold_graph(D, eps, labels, special=special)
             figs[f"{tag}_overview"] = PS.plot_head_overview(analysis, layer, head, eps=eps)
         return figs
 
-    return Bundle(draw, page="report.html", title=f"attntopo · {a.model} · {a.n_tokens} tokens · {analysis.metric}",
-                  heads=chosen)
+    return Bundle(draw, page="report.html", heads=chosen,
+                  title=f"attntopo · {a.model} · {a.n_tokens} tokens · {metric_name(analysis.metric)} distance")
 
 
 # -------------------------------------------------------------------- comparison

@@ -437,20 +437,20 @@ def iplot_head_grid(analysis: Any, stat: str = "max_persistence_h1", title: str 
     fig = go.Figure(
         go.Heatmap(
             z=mats[stat], x=[str(h) for h in heads], y=[str(l_) for l_ in layers],
-            colorscale="Viridis", colorbar=dict(title=stat.replace("_", " ")),
+            colorscale="Viridis", colorbar=dict(title=S.column_title(stat)),
             hovertemplate="layer %{y}, head %{x}<br>%{z:.4g}<extra></extra>",
         )
     )
     buttons = [
-        dict(label=k, method="restyle",
-             args=[{"z": [mats[k].tolist()], "colorbar.title.text": k.replace("_", " ")}])
+        dict(label=S.column_title(k), method="restyle",
+             args=[{"z": [mats[k].tolist()], "colorbar.title.text": S.column_title(k)}])
         for k in stats
     ]
     a = analysis.attention
     fig.update_xaxes(title="head", type="category")
     fig.update_yaxes(title="layer", type="category", autorange="reversed")
     fig.update_layout(
-        **_layout(title or f"{a.model} · {a.n_tokens} tokens · {analysis.metric}",
+        **_layout(title or f"{a.model} · {a.n_tokens} tokens · {S.metric_name(analysis.metric)} distance",
                   width=int(np.clip(240 + 48 * H, 480, 1000)), height=int(np.clip(200 + 26 * L, 360, 1000))),
         updatemenus=[dict(buttons=buttons, active=stats.index(stat), x=1.0, xanchor="right", y=1.12,
                           yanchor="top", direction="down")],
