@@ -1,0 +1,612 @@
+"""The Ray engine of :func:`attntopo.corpus.run` (``engine="ray"``, ``--engine ray``).
+
+Step 5 of a corpus run (:mod:`attntopo.corpus._local`) on a Ray cluster: the same batches,
+the same :class:`~attntopo.corpus.BatchWorker`, the same part files, so a store written by
+Ray equals one written by the local engine row for row.
+
+How it runs
+-----------
+1. **Ray.** With ``ray_address`` (or ``RAY_ADDRESS`` in the environment, which ``ray job
+   submit`` sets) this process joins that cluster as its driver and leaves it running;
+   otherwise it starts a local Ray with ``n_jobs`` CPUs (all by default) and shuts it down
+   at the end, also after an error.  A process already connected (``ray.init`` called by the
+   user) is used as is.  An address where nothing answers is one line
+   (:class:`~attntopo.errors.InvalidInputError`) after at most :data:`CONNECT_TIMEOUT_S`
+   seconds, not Ray's minutes of retries.
+2. **Input.** The driver reads the input with the core reader (``prep.input.batches``: the
+   same ids, rows, empty-text rule and carried columns as the local engine, stdin included)
+   and puts each batch not yet in the store into Ray's object store (``ray.put``); the
+   dataset is ``ray.data.from_arrow_refs`` of those blocks, one block per batch.  The
+   driver keeps only references; the texts live in the object store (shared memory,
+   spilled to disk when it is full) and are a small fraction of the work's memory (a
+   128-token text is ~0.5 kB of UTF-8 and ~13 MB of float64 matrices in a worker).  Ray
+   Data's own readers (``read_text``, ``read_parquet``, …) were not used: they would need the
+   input on a file system every node can see, would number rows and make ids differently,
+   and could not read stdin.
+3. **Work.** ``map_batches`` runs :class:`_RayWorker` on an actor pool
+   (``ActorPoolStrategy(size=n_actors)``, one CPU per actor, ``batch_size=None`` so that a
+   call gets exactly one input block, that is one batch): each actor builds one
+   ``BatchWorker(settings, n_jobs=1)`` and so loads the model once, then computes batch
+   after batch.  The torch threads of an actor follow its CPUs (Ray sets
+   ``OMP_NUM_THREADS``; the actor also calls ``torch.set_num_threads``).
+4. **Store.** The driver consumes the results as they come (``iter_batches``, in completion
+   order) and writes each batch with ``prep.store.write_part(k, rows)``: one atomic part per
+   batch, named by the batch.  Only the driver writes, which gives exactly once after
+   ``kill -9``: a part is either complete or absent (temporary file, fsync, rename); a
+   re-run skips the batches whose part exists; Ray's retries of a task on a restarted actor
+   (a lost node) deliver the batch's rows to the driver once; and nothing can write into
+   the store after the driver is gone (actors orphaned by a killed driver never touch it).
+   The store also needs no file system shared between nodes: it lives where the driver
+   runs.  The price: every row travels to the driver (a few kB per text without
+   ``keep_diagrams``).
+
+Errors raised in an actor (a model whose files differ on a node, a missing package there)
+come back as the original attntopo exception; one text that fails is a ``failed`` row, as
+in the local engine.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from .._progress import NO_PROGRESS, Reporter
+from .._validation import check_positive_int
+from ..errors import AttntopoError, InvalidInputError, MissingDependencyError
+from ._local import Prepared, log
+
+__all__ = ["run_ray", "check_ray_address", "RayRunStats", "ActorStats", "CONNECT_TIMEOUT_S"]
+
+#: Seconds to wait for a TCP answer from ``ray_address`` before giving up with one line.
+CONNECT_TIMEOUT_S = 5.0
+#: Columns the actors add to each output block for the driver (removed before writing):
+#: the batch, the call's start and end (``time.time()`` on the actor's node), the actor's
+#: init seconds (on its first batch only) and the actor's name.
+_BATCH, _START, _END, _INIT, _ACTOR = ("__attntopo_batch", "__attntopo_start", "__attntopo_end",
+                                       "__attntopo_init_s", "__attntopo_actor")
+
+
+@dataclass
+class ActorStats:
+    """What one actor did: ``batches`` and ``texts`` computed, ``busy_s`` seconds inside
+    ``BatchWorker`` calls, ``init_s`` seconds to build its worker (model load included)."""
+
+    batches: int = 0
+    texts: int = 0
+    busy_s: float = 0.0
+    init_s: float = 0.0
+
+    @property
+    def texts_per_s(self) -> float:
+        """Throughput while busy (texts per second of work): what one more actor adds."""
+        return self.texts / self.busy_s if self.busy_s > 0 else float("nan")
+
+
+@dataclass
+class RayRunStats:
+    """Timings of one :func:`run_ray` call (seconds).
+
+    Attributes
+    ----------
+    address : str
+        The cluster's address (``"local"`` for a Ray started here).
+    started : bool
+        Whether this call started (and shut down) Ray.
+    n_actors, cpus_per_actor : int
+        The actor pool.
+    connect_s : float
+        ``ray.init``: starting a local Ray, or joining a cluster.
+    input_s : float
+        Reading the input and putting its batches into the object store.
+    first_s : float
+        From the dataset's start to the first part written (actor processes, model loads,
+        one batch).
+    pipeline_s : float
+        From the dataset's start to the last part written.
+    shutdown_s : float
+        ``ray.shutdown`` (0 when the cluster was joined).
+    batches, texts : int
+        Batches and texts (rows) written by this call.
+    actors : dict
+        ``{actor: ActorStats}``, the actor named ``node-id:pid``.
+    log : list of tuple
+        Per batch: ``(batch, actor, start, end, received, texts)``: the actor's call (its
+        node's clock) and the driver's receipt (``time.time()``).
+    """
+
+    address: str = ""
+    started: bool = False
+    n_actors: int = 0
+    cpus_per_actor: int = 1
+    connect_s: float = 0.0
+    input_s: float = 0.0
+    first_s: float = float("nan")
+    pipeline_s: float = 0.0
+    shutdown_s: float = 0.0
+    batches: int = 0
+    texts: int = 0
+    actors: dict[str, ActorStats] = field(default_factory=dict)
+    log: list[tuple[int, str, float, float, float, int]] = field(default_factory=list)
+    _calls: set[tuple[str, float]] = field(default_factory=set, repr=False)
+
+    @property
+    def busy_s(self) -> float:
+        """Seconds of ``BatchWorker`` work, summed over actors."""
+        return sum(a.busy_s for a in self.actors.values())
+
+    @property
+    def texts_per_actor_s(self) -> float:
+        """Texts per busy second of one actor (all actors pooled): the throughput one more
+        actor adds, which sizes a cluster."""
+        return self.texts / self.busy_s if self.busy_s > 0 else float("nan")
+
+    @property
+    def gap_s(self) -> float:
+        """Mean idle time of an actor between two consecutive batches (end of one call to
+        the start of the next on the same actor): Ray's scheduling cost per batch."""
+        gaps = []
+        by_actor: dict[str, list[tuple[float, float]]] = {}
+        for _, actor, start, end, _, _ in self.log:
+            by_actor.setdefault(actor, []).append((start, end))
+        for calls in by_actor.values():
+            calls.sort()
+            gaps += [max(0.0, b[0] - a[1]) for a, b in zip(calls, calls[1:])]
+        return sum(gaps) / len(gaps) if gaps else float("nan")
+
+    @property
+    def delivery_s(self) -> float:
+        """Mean time from the end of an actor's call to the driver holding its rows (one
+        machine's clock only; across nodes it includes their clocks' offset)."""
+        d = [received - end for _, _, _, end, received, _ in self.log]
+        return sum(d) / len(d) if d else float("nan")
+
+    @property
+    def steady_texts_per_s(self) -> float:
+        """Texts per second from the first part written to the last (no start-up)."""
+        if len(self.log) < 2:
+            return float("nan")
+        t = sorted(r[4] for r in self.log)
+        first = min(self.log, key=lambda r: r[4])
+        return (self.texts - first[5]) / (t[-1] - t[0]) if t[-1] > t[0] else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain numbers (what the benchmark records)."""
+        return {
+            "address": self.address, "started": self.started, "n_actors": self.n_actors,
+            "cpus_per_actor": self.cpus_per_actor, "connect_s": self.connect_s,
+            "input_s": self.input_s, "first_s": self.first_s, "pipeline_s": self.pipeline_s,
+            "shutdown_s": self.shutdown_s, "batches": self.batches, "texts": self.texts,
+            "busy_s": self.busy_s, "texts_per_actor_s": self.texts_per_actor_s,
+            "gap_s": self.gap_s, "delivery_s": self.delivery_s,
+            "steady_texts_per_s": self.steady_texts_per_s,
+            "actors": {k: {"batches": a.batches, "texts": a.texts, "busy_s": a.busy_s,
+                           "init_s": a.init_s, "texts_per_s": a.texts_per_s}
+                       for k, a in self.actors.items()},
+        }
+
+
+# ------------------------------------------------------------------ the actor
+class _RayWorker:
+    """The callable class of ``map_batches``: one :class:`~attntopo.corpus.BatchWorker` per
+    actor (the model loaded once, in ``__init__``), applied to one batch per call.
+
+    Each input block carries the batch number in ``__attntopo_batch``; the output has the
+    worker's rows plus that column, the call's start and end, the actor's init seconds (on
+    its first output only) and the actor's name, which the driver strips before writing.
+    """
+
+    def __init__(self, settings: Any, cpus: int = 1) -> None:
+        t0 = time.perf_counter()
+        try:
+            import torch
+
+            torch.set_num_threads(max(1, int(cpus)))
+        except Exception:  # noqa: BLE001 - torch is loaded by the worker anyway; threads are a hint
+            pass
+        from ._work import BatchWorker
+
+        # An error here (a model whose files differ on this node, a missing package) would
+        # reach the driver as Ray's ActorDiedError with the original exception only as text,
+        # after Ray retried the actor; kept and raised by the first call instead, it reaches
+        # the driver as itself (Ray's task error wraps the exception object).
+        self.error: Exception | None = None
+        try:
+            self.worker = BatchWorker(settings, n_jobs=1)
+        except Exception as e:  # noqa: BLE001 - re-raised by __call__
+            self.error = e
+        try:
+            import ray
+
+            node = ray.get_runtime_context().get_node_id()[:8]
+        except Exception:  # noqa: BLE001 - only a label
+            node = socket.gethostname()
+        self.name = f"{node}:{os.getpid()}"
+        self.init_s = time.perf_counter() - t0
+
+    def __call__(self, table: Any) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self.error is not None:
+            raise self.error
+        batches = pc.unique(table[_BATCH]).to_pylist()
+        outs = []
+        for k in sorted(batches):
+            part = table if len(batches) == 1 else table.filter(pc.equal(table[_BATCH], k))
+            start = time.time()
+            rows = self.worker(part.drop_columns([_BATCH]))
+            end = time.time()
+            n = rows.num_rows
+            for name, value, typ in ((_BATCH, k, pa.int64()), (_START, start, pa.float64()),
+                                     (_END, end, pa.float64()), (_INIT, self.init_s, pa.float64()),
+                                     (_ACTOR, self.name, pa.string())):
+                rows = rows.append_column(name, pa.array([value] * n, typ))
+            self.init_s = 0.0
+            outs.append(rows)
+        return outs[0] if len(outs) == 1 else pa.concat_tables(outs)
+
+
+# ------------------------------------------------------------------ connecting
+def _import_ray() -> Any:
+    try:
+        import ray
+        import ray.data  # noqa: F401 - the engine needs Ray Data
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"engine='ray' needs ray with Ray Data: pip install 'attntopo[ray]' ({e})"
+        ) from None
+    return ray
+
+
+def _probe(address: str) -> None:
+    """Raise one line unless something accepts a TCP connection at ``host:port``."""
+    host, sep, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InvalidInputError(
+            f"ray_address {address!r} is not HOST:PORT (the address `ray start --head` prints, "
+            "e.g. 10.0.0.1:6379), 'auto' or ray://HOST:PORT"
+        )
+    try:
+        with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as e:
+        why = "timed out" if isinstance(e, socket.timeout) else (e.strerror or type(e).__name__)
+        raise InvalidInputError(
+            f"no Ray cluster answers at {address!r} ({why}): start one with `ray start --head` "
+            "and pass the address it prints, or leave out --ray-address (ray_address=) to "
+            "start a local Ray"
+        ) from None
+
+
+def check_ray_address(address: Any) -> str:
+    """``address`` checked before any work: something answers there, within
+    :data:`CONNECT_TIMEOUT_S` seconds (``"auto"`` becomes the ``host:port`` of the cluster
+    running on this machine; ``ray://`` addresses are left to Ray Client).
+
+    Raises
+    ------
+    InvalidInputError
+        Not an address, or nothing answers there: one line saying what to do.
+    """
+    if not isinstance(address, str) or not address.strip():
+        raise InvalidInputError(f"ray_address must be HOST:PORT, 'auto' or ray://HOST:PORT, got {address!r}")
+    address = address.strip()
+    if address.startswith("ray://"):
+        return address
+    if address == "auto":
+        try:
+            from ray._private.services import canonicalize_bootstrap_address_or_die
+
+            address = canonicalize_bootstrap_address_or_die("auto")
+        except ConnectionError:
+            raise InvalidInputError(
+                "ray_address 'auto': no Ray cluster runs on this machine (start one with "
+                "`ray start --head`, or leave out --ray-address to start a local Ray)"
+            ) from None
+        except ImportError:  # a Ray without that helper: let ray.init find it
+            return address
+    _probe(address)
+    return address
+
+
+@contextmanager
+def _connected(ray: Any, address: str | None, n_jobs: int | None, stats: RayRunStats) -> Iterator[None]:
+    """Ray connected for the block: joined (``address``), already there, or started here."""
+    t0 = time.perf_counter()
+    quiet = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    if ray.is_initialized():
+        if address is not None:
+            raise InvalidInputError(
+                "Ray is already initialized in this process: leave out ray_address (the run "
+                "uses that connection), or call ray.shutdown() first"
+            )
+        stats.address = "existing"
+        yield
+        return
+    if address is None and os.environ.get("RAY_ADDRESS"):
+        address = os.environ["RAY_ADDRESS"]
+    if address is not None:
+        address = check_ray_address(address)
+        if n_jobs is not None:
+            log.debug("corpus: n_jobs=%d actors on the cluster at %s", n_jobs, address)
+        try:
+            ray.init(address=address, **quiet)
+        except ValueError as e:  # a malformed address, ray:// without ray[client]
+            raise InvalidInputError(f"ray_address {address!r}: {' '.join(str(e).split())}") from None
+        except ConnectionError as e:
+            raise InvalidInputError(
+                f"cannot join the Ray cluster at {address!r}: {' '.join(str(e).split())}"
+            ) from None
+        stats.address, stats.started = address, False
+    else:
+        cpus = n_jobs if n_jobs is not None else _cpu_count()
+        ray.init(address="local", num_cpus=cpus, **quiet)
+        stats.address, stats.started = "local", True
+    stats.connect_s = time.perf_counter() - t0
+    try:
+        yield
+    finally:
+        if stats.started:
+            t1 = time.perf_counter()
+            ray.shutdown()
+            stats.shutdown_s = time.perf_counter() - t1
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@contextmanager
+def _quiet_data(ray: Any) -> Iterator[Any]:
+    """Ray Data without its own progress bars and log lines (our bar is the run's; an error
+    is raised to the caller), and with an actor's exception raised as itself; restored
+    afterwards.  Yields the :class:`ray.data.DataContext` the dataset is built with."""
+    ctx = ray.data.DataContext.get_current()
+    wanted = {"enable_progress_bars": False, "print_on_execution_start": False,
+              # an actor's exception comes back as itself, not as "UDF failed" with it lost
+              "raise_original_map_exception": True}
+    saved = {k: getattr(ctx, k) for k in wanted if hasattr(ctx, k)}
+    for k in saved:
+        setattr(ctx, k, wanted[k])
+    handlers = [(h, h.level) for h in logging.getLogger("ray.data").handlers
+                if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
+    for h, _ in handlers:
+        h.setLevel(logging.CRITICAL)  # an error is raised to the caller, not logged twice
+    try:
+        yield ctx
+    finally:
+        for k, v in saved.items():
+            setattr(ctx, k, v)
+        for h, level in handlers:
+            h.setLevel(level)
+
+
+def _unwrap(e: BaseException) -> BaseException | None:
+    """The attntopo error an actor raised, out of Ray's wrappers (a ``RayTaskError`` keeps
+    the exception raised in the actor as ``cause``), or None."""
+    seen: set[int] = set()
+    x: BaseException | None = e
+    while x is not None and id(x) not in seen:
+        seen.add(id(x))
+        cause = getattr(x, "cause", None)
+        if isinstance(cause, BaseException):
+            x = cause
+            continue
+        if isinstance(x, AttntopoError):
+            # Ray Data appends its retry note to the message ("\nFailed to apply UDF
+            # transform after 1/1 attempts …"): our messages are one line, so cut it off
+            if x.args and isinstance(x.args[0], str) and "\nFailed to " in x.args[0]:
+                x.args = (x.args[0].split("\nFailed to ", 1)[0],) + x.args[1:]
+            return x
+        x = x.__cause__ or x.__context__
+    return None
+
+
+# ------------------------------------------------------------------ the engine
+def run_ray(
+    prep: Prepared,
+    *,
+    progress: Reporter = NO_PROGRESS,
+    ray_address: str | None = None,
+    n_jobs: int | None = None,
+) -> RayRunStats:
+    """Step 5 of :func:`attntopo.corpus.run` on Ray: every batch of ``prep.todo`` computed by
+    an actor pool and written by this process as one part file (module docstring).
+
+    Parameters
+    ----------
+    prep : Prepared
+        Steps 1–4 (:func:`attntopo.corpus.prepare`): the store, the input, the settings.
+    progress : Reporter
+        Advanced by the rows of each batch as its part is written.
+    ray_address : str, optional
+        A running cluster: ``HOST:PORT`` (what ``ray start --head`` prints), ``"auto"`` (the
+        cluster started on this machine) or ``ray://HOST:PORT`` (Ray Client, needs
+        ``ray[client]``).  Default: ``RAY_ADDRESS`` from the environment, else a local Ray
+        started here with ``n_jobs`` CPUs and shut down at the end.
+    n_jobs : int, optional
+        Actors (one CPU each); for a local Ray also its CPUs.  Default: every CPU of the
+        cluster (of this machine for a local Ray).
+
+    Returns
+    -------
+    RayRunStats
+        Timings: Ray's start, the input, the first batch, the pipeline, per actor.
+
+    Raises
+    ------
+    InvalidInputError
+        No cluster at ``ray_address`` (one line, within :data:`CONNECT_TIMEOUT_S` s for
+        ``HOST:PORT``); an error an actor raised (the original exception, e.g. a model whose
+        files differ on a node).
+    MissingDependencyError
+        ray (``attntopo[ray]``) is not installed.
+    """
+    ray = _import_ray()
+    if n_jobs is not None:
+        n_jobs = check_positive_int(n_jobs, "n_jobs", allow_none=False)
+    stats = RayRunStats()
+    if not prep.todo:
+        return stats
+    progress.stage("starting Ray")
+    with _connected(ray, ray_address, n_jobs, stats):
+        cluster_cpus = int(ray.cluster_resources().get("CPU", 0))
+        n_actors = n_jobs if n_jobs is not None else max(1, cluster_cpus)
+        if cluster_cpus < 1:
+            raise InvalidInputError(f"the Ray cluster at {stats.address!r} has no CPUs for the actors")
+        n_actors = max(1, min(n_actors, cluster_cpus, len(prep.todo)))
+        stats.n_actors = n_actors
+        log.info("corpus: Ray at %s, %d actor%s × 1 CPU, %d batches", stats.address, n_actors,
+                 "s" if n_actors > 1 else "", len(prep.todo))
+        try:
+            _pipeline(ray, prep, progress, stats)
+        except Exception as e:
+            inner = _unwrap(e)
+            if inner is not None and inner is not e:
+                raise inner.with_traceback(None) from None
+            raise
+    return stats
+
+
+def _pipeline(ray: Any, prep: Prepared, progress: Reporter, stats: RayRunStats) -> None:
+    import pyarrow as pa
+
+    settings, store = prep.settings, prep.store
+    t0 = time.perf_counter()
+    refs, expected = [], {}
+    for k, table in prep.input.batches(settings.batch_size, skip=store.done_batches()):
+        table = table.append_column(_BATCH, pa.array([k] * table.num_rows, pa.int64()))
+        refs.append(ray.put(table))
+        expected[k] = table.num_rows
+        del table
+    stats.input_s = time.perf_counter() - t0
+    progress.stage("features")
+    t1 = time.perf_counter()
+    parts = _Assembler(expected)
+    with _quiet_data(ray):
+        ds = ray.data.from_arrow_refs(refs).map_batches(
+            _RayWorker,
+            fn_constructor_kwargs={"settings": settings, "cpus": stats.cpus_per_actor},
+            batch_size=None,  # a call gets one block: one batch, as the local engine computes it
+            batch_format="pyarrow",
+            zero_copy_batch=True,
+            compute=ray.data.ActorPoolStrategy(size=stats.n_actors),
+            num_cpus=stats.cpus_per_actor,
+        )
+        del refs  # the dataset holds them now
+        for out in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1):
+            for k, pieces in parts.add(out):
+                _write(prep, k, pieces, progress, stats)
+                if stats.batches == 1:
+                    stats.first_s = time.perf_counter() - t1
+            del out
+    stats.pipeline_s = time.perf_counter() - t1
+    missing = parts.missing()
+    if missing:
+        raise RuntimeError(
+            f"Ray returned incomplete rows for {len(missing)} batch(es), the first batch "
+            f"{missing[0]}: run the same command again to compute them"
+        )
+
+
+def _by_batch(block: Any) -> list[tuple[int, Any]]:
+    """``(batch, rows)`` of an output block, by the batch column."""
+    import pyarrow.compute as pc
+
+    ks = pc.unique(block[_BATCH]).to_pylist()
+    if len(ks) == 1:
+        return [(int(ks[0]), block)]
+    return [(int(k), block.filter(pc.equal(block[_BATCH], k))) for k in sorted(ks)]
+
+
+class _Assembler:
+    """Output blocks in, complete batches out: each batch once, whatever Ray's blocks are.
+
+    With ``batch_size=None`` an output block is one actor call's rows for one batch; were
+    Ray to split or merge blocks, or deliver a block twice (it should not), the rows are
+    regrouped by their batch column, duplicates (same ``row``) dropped and a batch handed out
+    only when all its ``expected`` rows are there.
+    """
+
+    def __init__(self, expected: dict[int, int]) -> None:
+        self.expected = dict(expected)
+        self.pieces: dict[int, list[Any]] = {}
+        self.seen: dict[int, set[int]] = {}
+        self.done: set[int] = set()
+        self.duplicates = 0
+
+    def add(self, block: Any) -> list[tuple[int, list[Any]]]:
+        """The batches that ``block`` completes: ``(k, pieces)``, pieces in arrival order."""
+        complete = []
+        for k, piece in _by_batch(block):
+            if k not in self.expected:
+                raise RuntimeError(f"Ray returned rows of batch {k}, which was not sent")
+            if k in self.done:
+                self.duplicates += piece.num_rows
+                continue
+            seen = self.seen.setdefault(k, set())
+            rows = piece["row"].to_pylist()
+            keep = []
+            for i, r in enumerate(rows):
+                if r not in seen:
+                    seen.add(r)
+                    keep.append(i)
+            if len(keep) < len(rows):
+                self.duplicates += len(rows) - len(keep)
+                if not keep:
+                    continue
+                piece = piece.take(keep)
+            self.pieces.setdefault(k, []).append(piece)
+            if len(seen) >= self.expected[k]:
+                self.done.add(k)
+                del self.seen[k]
+                complete.append((k, self.pieces.pop(k)))
+        return complete
+
+    def missing(self) -> list[int]:
+        """Batches not complete (yet)."""
+        return sorted(k for k in self.expected if k not in self.done)
+
+
+def _joined(pieces: list[Any]) -> Any:
+    """One batch's pieces as one table, rows in input order (by ``row``)."""
+    import pyarrow as pa
+
+    t = pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
+    rows = t["row"].to_pylist()
+    if any(b <= a for a, b in zip(rows, rows[1:])):
+        t = t.sort_by("row")
+    return t
+
+
+def _write(prep: Prepared, k: int, pieces: list[Any], progress: Reporter, stats: RayRunStats) -> None:
+    """Part ``k`` from the actors' rows: in input order, the driver's columns taken off, the
+    store's schema; the timing columns go to ``stats``."""
+    received = time.time()
+    t = _joined(pieces)
+    for piece in pieces:  # a piece per actor call (or less, were Ray to split a call's rows)
+        actor, start, end, init = (piece[c][0].as_py() for c in (_ACTOR, _START, _END, _INIT))
+        a = stats.actors.setdefault(actor, ActorStats())
+        a.texts += piece.num_rows
+        stats.log.append((k, actor, start, end, received, piece.num_rows))
+        if (actor, start) not in stats._calls:
+            stats._calls.add((actor, start))
+            a.batches += 1
+            a.busy_s += end - start
+            a.init_s += init
+    rows = t.select(prep.store.schema.names)
+    if rows.schema.remove_metadata() != prep.store.schema.remove_metadata():
+        rows = rows.cast(prep.store.schema.remove_metadata())
+    prep.store.write_part(k, rows)
+    stats.batches += 1
+    stats.texts += rows.num_rows
+    progress.advance(rows.num_rows)

@@ -1,0 +1,173 @@
+"""The Ray engine of attntopo.corpus on a real local Ray (2 CPUs) with MiniLM: the store it
+writes equals the local engine's row for row; it resumes a store whose driver was killed
+with SIGKILL; a bad cluster address is one line.
+
+Tolerance of the feature comparison (tests/README.md, kind 2): both engines run the same
+float32 forward pass on the same padded batches (the local run here with one torch thread,
+like each Ray actor), so the attention weights are the same; what may differ is the order
+in which float64 reductions add up (NumPy's BLAS uses 2 threads here, 1 in an actor): a JS
+divergence over n ≤ 512 keys, then sums over at most 2n bars.  Reordering a float64 sum of m
+terms changes it by at most 2·γ_m·Σ|x_i| with γ_m ≈ m·u, u = 2⁻⁵³; with m ≤ 1024 and values
+of order one that is ≤ 2.3e-13 per step, so rtol = atol = 1e-12 bounds a few such steps, and
+is still five orders of magnitude below any float32 effect (a text computed in another batch
+or by another model would differ by ~1e-7 or more).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from attntopo import corpus  # noqa: E402
+from attntopo.corpus import open_store  # noqa: E402
+from attntopo.corpus._ray import CONNECT_TIMEOUT_S, check_ray_address  # noqa: E402
+from attntopo.datasets import fortunes  # noqa: E402
+from attntopo.errors import InvalidInputError  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+
+#: The settings of every store here (a store refuses other settings); six heads keep the
+#: work small: what is tested is the engine, not the heads.
+SETTINGS = dict(batch_size=2, keep_diagrams=True, on_long="skip", text_column="text",
+                layers=[0, 5], heads=[0, 4, 8])
+RTOL = ATOL = 1e-12
+N_TEXTS = 21  # 20 fortunes and one text too long for MiniLM (a "skipped" row); plus one empty line
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory):
+    """JSONL: short fortunes with a carried label, one empty text, one text over 512 tokens."""
+    texts = list(fortunes(["food"], max_words=14).texts[:20])
+    records = [{"text": t, "label": f"food-{i % 3}"} for i, t in enumerate(texts)]
+    records.insert(7, {"text": "   ", "label": "empty"})
+    records.insert(12, {"text": "word " * 600, "label": "long"})
+    path = tmp_path_factory.mktemp("ray_input") / "texts.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def local_store(corpus_file, tmp_path_factory, minilm):
+    """The reference: the local engine, one torch thread (as in a Ray actor), serial persistence."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return corpus.run(corpus_file, tmp_path_factory.mktemp("local") / "store", model=minilm,
+                          engine="local", n_jobs=1, progress=False, **SETTINGS)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def _ray_module():
+    yield
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+@pytest.fixture
+def shared_ray(_ray_module):
+    """A local Ray (2 CPUs) shared by the tests that join one; its address."""
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    return ray.get_runtime_context().gcs_address
+
+
+def assert_same_store(got, want):
+    """Same schema, same rows in the same order, every id once; features within RTOL/ATOL."""
+    a, b = got.to_arrow(), want.to_arrow()
+    assert a.schema.remove_metadata() == b.schema.remove_metadata()
+    assert a.num_rows == b.num_rows == N_TEXTS
+    ids = a["id"].to_pylist()
+    assert len(set(ids)) == len(ids)
+    features = set(want.feature_columns)
+    floats = features | {"diagram_births", "diagram_deaths"}
+    for name in a.schema.names:
+        if name not in floats:
+            assert a[name].to_pylist() == b[name].to_pylist(), name
+    A = np.array(a.select(sorted(features)).to_pandas(), dtype=float)
+    B = np.array(b.select(sorted(features)).to_pandas(), dtype=float)
+    np.testing.assert_allclose(A, B, rtol=RTOL, atol=ATOL, equal_nan=True)
+    assert np.isfinite(A).sum() > 0.9 * A.size * (N_TEXTS - 1) / N_TEXTS  # only the skipped row is empty
+    for name in ("diagram_births", "diagram_deaths"):
+        for x, y in zip(a[name].to_pylist(), b[name].to_pylist()):
+            assert (x is None) == (y is None)
+            if x is not None:
+                assert [len(h) for h in x] == [len(h) for h in y]
+                np.testing.assert_allclose(np.concatenate(x), np.concatenate(y), rtol=RTOL, atol=ATOL)
+    c = got.counts()
+    assert (c["ok"], c["skipped_long"], c["skipped_empty"]) == (N_TEXTS - 1, 1, 1)
+
+
+def test_ray_store_equals_local_store(corpus_file, local_store, tmp_path, minilm, monkeypatch):
+    """engine="ray" without an address starts a local Ray, writes the same store and shuts
+    Ray down again."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    if ray.is_initialized():  # another test of this module ran first: this one starts its own
+        ray.shutdown()
+    store = corpus.run(corpus_file, tmp_path / "store", model=minilm, engine="ray", progress=False, **SETTINGS)
+    assert not ray.is_initialized()
+    assert_same_store(store, local_store)
+    assert open_store(store.path).sql("SELECT count(DISTINCT id) FROM corpus").iloc[0, 0] == N_TEXTS
+
+
+def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, minilm, shared_ray):
+    """A driver joined to the cluster (ray_address) killed with SIGKILL after its first part:
+    the re-run (in this process, on the Ray it is connected to, which stays up) computes the
+    missing batches only, leaves the written parts alone, and the store equals the local
+    one, every text exactly once."""
+    out = tmp_path / "store"
+    code = (
+        "from attntopo import corpus\n"
+        f"corpus.run({str(corpus_file)!r}, {str(out)!r}, engine='ray', ray_address={shared_ray!r}, "
+        f"progress=False, **{SETTINGS!r})\n"
+    )
+    log = (tmp_path / "driver.log").open("w")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+    deadline = time.monotonic() + 180
+    try:
+        while not list(out.glob("part-*.parquet")):
+            assert p.poll() is None, (tmp_path / "driver.log").read_text()
+            assert time.monotonic() < deadline, "no part file after 180 s"
+            time.sleep(0.01)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)  # the driver's process group: nothing else of ours
+        p.wait()
+        log.close()
+    assert p.returncode == -signal.SIGKILL
+    kept = {q.name: q.stat().st_mtime_ns for q in out.glob("part-*.parquet")}
+    assert 1 <= len(kept) < 11, len(kept)
+    store = corpus.run(corpus_file, out, model=minilm, engine="ray", progress=False, **SETTINGS)
+    assert ray.is_initialized()
+    assert {name: (out / name).stat().st_mtime_ns for name in kept} == kept
+    assert len(list(out.glob("part-*.parquet"))) == 11 and not list(out.glob(".*.tmp"))
+    assert_same_store(store, local_store)
+
+
+def test_bad_ray_address_is_one_line(capfd):
+    """Nothing listening, not an address: one line naming the address and what to do, fast
+    (Ray itself retries for minutes), nothing printed."""
+    t0 = time.monotonic()
+    with pytest.raises(InvalidInputError) as e:
+        check_ray_address("127.0.0.1:1")
+    msg = str(e.value)
+    assert "\n" not in msg and "'127.0.0.1:1'" in msg and "ray start --head" in msg
+    assert time.monotonic() - t0 < CONNECT_TIMEOUT_S + 1
+    for bad in ("nonsense", "host:99999", ":6379", ""):
+        with pytest.raises(InvalidInputError, match="HOST:PORT"):
+            check_ray_address(bad)
+    assert capfd.readouterr() == ("", "")
