@@ -6,53 +6,54 @@ import math
 import time
 import warnings
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich import box
 from rich.table import Table
 
 from .. import __version__
-from ..constants import SUMMARY_STATS
+from ..constants import DEFAULT_MODEL, SUMMARY_STATS
 from .._validation import check_maxdim, check_threshold
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
+    DebugOpt,
+    DropSpecialOpt,
     EngineName,
+    FileOpt,
+    HeadsOpt,
+    JobsOpt,
+    JsonOpt,
+    LayersOpt,
+    MaxdimOpt,
     Metric,
+    MetricOpt,
+    ModelOpt,
+    NoDiagramsOpt,
+    OutOpt,
     PaperMode,
     PlotFormat,
+    PlotFormatOpt,
+    PlotsOpt,
+    TopOpt,
+    TruncateOpt,
     app,
     check_plot_options,
     console,
-    debug_option,
-    drop_special_option,
     esc,
-    file_option,
     grid_points,
-    head_option,
     json_doc,
-    jobs_option,
-    json_option,
-    layer_option,
     load_model_with_status,
-    maxdim_option,
-    metric_option,
-    model_option,
-    no_diagrams_option,
     num,
-    out_option,
     parse_indices,
-    plot_format_option,
-    plots_option,
     plural,
     print_json,
     print_saved,
     print_table,
     progress_bar,
     read_text,
-    top_option,
-    truncate_option,
+    with_help,
     write_result,
 )
 
@@ -71,62 +72,76 @@ _ANALYZE_EPILOG = (
 
 @app.command(epilog=_ANALYZE_EPILOG, no_args_is_help=False)
 def analyze(
-    text: Optional[str] = typer.Argument(
-        None, metavar="TEXT", help="The text to analyse (or use --file).", show_default=False
-    ),
-    file: Optional[str] = file_option(),
-    model: str = model_option(
-        "Model: a packaged alias (see [bold]attntopo models[/bold]), a Hugging Face id or a local folder/.gguf."
-    ),
-    layer: Optional[List[str]] = layer_option(
-        "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all)."
-    ),
-    head: Optional[List[str]] = head_option(
-        "Head(s) to analyse in each chosen layer; repeat or comma-separate (default: all)."
-    ),
-    metric: Metric = metric_option("Distance between two tokens' attention rows."),
-    maxdim: int = maxdim_option(),
-    threshold: float = typer.Option(
-        math.inf, "--threshold", metavar="T",
+    text: Annotated[Optional[str], typer.Argument(
+        metavar="TEXT", help="The text to analyse (or use --file).", show_default=False,
+    )] = None,
+    file: FileOpt = None,
+    model: Annotated[str, with_help(
+        ModelOpt,
+        "Model: a packaged alias (see [bold]attntopo models[/bold]), a Hugging Face id or a local folder/.gguf.",
+    )] = DEFAULT_MODEL,
+    layer: Annotated[Optional[List[str]], with_help(
+        LayersOpt, "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all).",
+    )] = None,
+    head: Annotated[Optional[List[str]], with_help(
+        HeadsOpt,
+        "Head(s) to analyse in each chosen layer; repeat or comma-separate (default: all).",
+    )] = None,
+    metric: Annotated[Metric, with_help(
+        MetricOpt, "Distance between two tokens' attention rows.",
+    )] = "jensen_shannon",
+    maxdim: MaxdimOpt = 1,
+    threshold: Annotated[float, typer.Option(
+        "--threshold", metavar="T",
         help="Largest edge length of the Rips filtration, > 0 (inf: the whole filtration).",
-    ),
-    engine: Optional[EngineName] = typer.Option(
-        None, "--engine", help="Persistence engine (default: the fastest installed).", show_default=False,
-    ),
-    drop_special: bool = drop_special_option(),
-    paper: Optional[PaperMode] = typer.Option(
-        None, "--paper", show_default=False,
+    )] = math.inf,
+    engine: Annotated[Optional[EngineName], typer.Option(
+        "--engine", help="Persistence engine (default: the fastest installed).", show_default=False,
+    )] = None,
+    drop_special: DropSpecialOpt = False,
+    paper: Annotated[Optional[PaperMode], typer.Option(
+        "--paper", show_default=False,
         help="Reproduce a founding-paper distance (softmax again, natural log), a reproduction aid: "
         "notebook = the published notebooks (fourth root of the divergence), listing = the printed "
         "Listing 1 (square root).",
-    ),
-    paper_compat: bool = typer.Option(
-        False, "--paper-compat", help="Deprecated: the same as --paper notebook.",
-    ),
-    truncate: bool = truncate_option("Cut texts longer than the model's context instead of failing."),
-    out: Optional[Path] = out_option(
-        "Save the result (and figures) into this folder, atomically; an existing result there is replaced."
-    ),
-    plots: bool = plots_option(),
-    plot_format: Optional[List[PlotFormat]] = plot_format_option(
-        "Figure format(s): png (default), svg, pdf; html writes one interactive report.html. Repeatable."
-    ),
-    plot_heads: int = typer.Option(
-        3, "--plot-heads", min=0, metavar="N",
+    )] = None,
+    paper_compat: Annotated[bool, typer.Option(
+        "--paper-compat", help="Deprecated: the same as --paper notebook.",
+    )] = False,
+    truncate: Annotated[bool, with_help(
+        TruncateOpt, "Cut texts longer than the model's context instead of failing.",
+    )] = False,
+    out: Annotated[Optional[Path], with_help(
+        OutOpt,
+        "Save the result (and figures) into this folder, atomically; an existing result there is replaced.",
+    )] = None,
+    plots: PlotsOpt = False,
+    plot_format: Annotated[Optional[List[PlotFormat]], with_help(
+        PlotFormatOpt,
+        "Figure format(s): png (default), svg, pdf; html writes one interactive report.html. Repeatable.",
+    )] = None,
+    plot_heads: Annotated[int, typer.Option(
+        "--plot-heads", min=0, metavar="N",
         help="Draw per-head figures for at most N heads (the top N by --sort); the head grid shows all.",
-    ),
-    top: int = top_option(DEFAULT_TOP, "Show at most N heads in the table (0: all). JSON always holds all."),
-    sort: Optional[str] = typer.Option(
-        None, "--sort", metavar="COLUMN",
+    )] = 3,
+    top: Annotated[int, with_help(
+        TopOpt, "Show at most N heads in the table (0: all). JSON always holds all.",
+    )] = DEFAULT_TOP,
+    sort: Annotated[Optional[str], typer.Option(
+        "--sort", metavar="COLUMN",
         help="Order of the table: 'layer' or a summary column such as max_persistence_h1, "
         "total_persistence_h0, persistence_entropy_h1, n_bars_h1 "
         "(default: layer order when every head fits, else max_persistence_h1).",
         show_default=False,
-    ),
-    json_out: bool = json_option(),
-    no_diagrams: bool = no_diagrams_option(),
-    n_jobs: Optional[int] = jobs_option("Worker processes for persistence (default: all cores)."),
-    debug: bool = debug_option("Show tracebacks and library log messages."),
+    )] = None,
+    json_out: JsonOpt = False,
+    no_diagrams: NoDiagramsOpt = False,
+    n_jobs: Annotated[Optional[int], with_help(
+        JobsOpt, "Worker processes for persistence (default: all cores).",
+    )] = None,
+    debug: Annotated[bool, with_help(
+        DebugOpt, "Show tracebacks and library log messages.",
+    )] = False,
 ) -> None:
     """Analyse one text: attention of every (or the chosen) head → token distances → persistence diagrams → a per-head summary table.
 

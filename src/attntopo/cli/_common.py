@@ -7,6 +7,7 @@ exit code 2.  Nothing here imports torch: ``attntopo --help`` and ``attntopo mod
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -18,7 +19,7 @@ import warnings
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterator, List, Optional
+from typing import Annotated, Any, Iterator, List, Optional, get_args
 
 import typer
 from rich.console import Console
@@ -82,86 +83,137 @@ def _root(
 
 
 # ============================================================================ options
-def debug_option(help: str = "Show tracebacks.") -> Any:
-    """The ``--debug`` option every command has."""
-    return typer.Option(False, "--debug", help=help)
+# Every option that two commands share is declared once, here, as an ``Annotated`` type: its
+# names, metavar and help.  A command writes the default at the parameter, as typer advises:
+#
+#     model: ModelOpt = DEFAULT_MODEL,
+#     out: Annotated[Optional[Path], with_help(OutOpt, "Save the head space into this folder.")] = None,
+#
+# (the second form words the help for that command).  A command's own options are declared
+# the same way in its module: ``Annotated[int, typer.Option("--plot-heads", …)] = 3``.
+TextArg = Annotated[Optional[str], typer.Argument(
+    metavar="TEXT", help="The text (or use --file).", show_default=False)]
+FileOpt = Annotated[Optional[str], typer.Option(
+    "--file", "-f", metavar="PATH", help="Read the text from a UTF-8 file ('-' reads stdin).",
+    show_default=False)]
+ModelOpt = Annotated[str, typer.Option(
+    "--model", "-m", help="Model: a packaged alias (minilm, smollm2), a Hugging Face id or a folder.")]
+LayersOpt = Annotated[Optional[List[str]], typer.Option(
+    "--layer", "-l", metavar="L", help="Layer(s), 0-based; repeat or comma-separate (default: all).",
+    show_default=False)]  # read by parse_indices
+HeadsOpt = Annotated[Optional[List[str]], typer.Option(
+    "--head", metavar="H", help="Head(s) in each chosen layer (default: all).",
+    show_default=False)]  # read by parse_indices
+MetricOpt = Annotated[Metric, typer.Option("--metric", help="Distance between attention rows.")]
+MaxdimOpt = Annotated[int, typer.Option(
+    "--maxdim", metavar="D", help="Highest homology dimension: 0, 1 or 2.")]  # check_maxdim checks it
+DropSpecialOpt = Annotated[bool, typer.Option(
+    "--drop-special", help="Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows.")]
+TruncateOpt = Annotated[bool, typer.Option("--truncate", help="Cut texts longer than the model's context.")]
+OutOpt = Annotated[Optional[Path], typer.Option(
+    "--out", "-o", metavar="DIR", help="Save the result (and figures) into this folder, atomically.",
+    show_default=False)]  # check_out checks it before any work
+PlotsOpt = Annotated[bool, typer.Option(
+    "--plots", help="Also draw figures into DIR/figures (needs --out; --plot-format implies it).")]
+PlotFormatOpt = Annotated[Optional[List[PlotFormat]], typer.Option(
+    "--plot-format", help="Figure format(s): png (default), svg, pdf. Repeatable.",
+    show_default=False)]  # check_plot_options checks it with --plots and --out
+StaticPlotFormatOpt = Annotated[Optional[List[str]], typer.Option(
+    "--plot-format", help="png (default), svg, pdf. Repeatable.",
+    show_default=False)]  # for figures that have no html form: the command calls refuse_html
+TopOpt = Annotated[int, typer.Option("--top", "-n", min=0, metavar="N", help="Show at most N rows (0: all).")]
+JsonOpt = Annotated[bool, typer.Option(
+    "--json", help="Print machine-readable JSON on stdout (and nothing else).")]
+NoDiagramsOpt = Annotated[bool, typer.Option(
+    "--no-diagrams",
+    help="With --json: leave out the persistence diagrams (births and deaths per head and dimension), for size.",
+)]  # see grid_points
+JobsOpt = Annotated[Optional[int], typer.Option(
+    "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False)]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
 
 
-def json_option(help: str = "Print machine-readable JSON on stdout (and nothing else).") -> Any:
-    """The ``--json`` option of the commands that print results."""
-    return typer.Option(False, "--json", help=help)
+def with_help(option: Any, help: str) -> Any:
+    """The typer option (or argument) of the ``Annotated`` type ``option``, with ``help`` instead
+    of its own help: ``Annotated[str, with_help(ModelOpt, "…")]``."""
+    info = copy.copy(get_args(option)[1])
+    info.help = help
+    return info
+
+
+def _as_default(option: Any, default: Any, help: str | None) -> Any:
+    """``option``'s declaration written the older way, ``name: T = typer.Option(default, …)``."""
+    info = with_help(option, help) if help is not None else copy.copy(get_args(option)[1])
+    if isinstance(info, typer.models.OptionInfo):  # Annotated keeps the first name in ``default``
+        info.param_decls = (info.default, *(info.param_decls or ()))
+    info.default = default
+    return info
+
+
+# The older declarations, ``model: str = model_option()``, from the same types: for the commands
+# not written with ``Annotated`` yet (corpus, query, depth, approx, context).
+def debug_option(help: str | None = None) -> Any:
+    return _as_default(DebugOpt, False, help)
+
+
+def json_option(help: str | None = None) -> Any:
+    return _as_default(JsonOpt, False, help)
 
 
 def no_diagrams_option() -> Any:
-    """``--no-diagrams``: leave the persistence diagrams out of ``--json`` (:func:`grid_points`)."""
-    return typer.Option(
-        False, "--no-diagrams",
-        help="With --json: leave out the persistence diagrams (births and deaths per head and dimension), for size.",
-    )
+    return _as_default(NoDiagramsOpt, False, None)
 
 
-def metric_option(help: str = "Distance between attention rows.") -> Any:
-    """The ``--metric`` option of the commands that measure attention rows."""
-    return typer.Option("jensen_shannon", "--metric", help=help)
+def metric_option(help: str | None = None) -> Any:
+    return _as_default(MetricOpt, "jensen_shannon", help)
 
 
-def model_option(
-    help: str = "Model: a packaged alias (minilm, smollm2), a Hugging Face id or a folder.",
-) -> Any:
-    """The ``--model``/``-m`` option (default: the packaged MiniLM)."""
-    return typer.Option(DEFAULT_MODEL, "--model", "-m", help=help)
+def model_option(help: str | None = None) -> Any:
+    return _as_default(ModelOpt, DEFAULT_MODEL, help)
 
 
-def maxdim_option(help: str = "Highest homology dimension: 0, 1 or 2.") -> Any:
-    """The ``--maxdim`` option; :func:`check_maxdim` (``name="--maxdim"``) checks its value."""
-    return typer.Option(1, "--maxdim", metavar="D", help=help)
+def maxdim_option(help: str | None = None) -> Any:
+    return _as_default(MaxdimOpt, 1, help)
 
 
-def layer_option(help: str = "Layer(s), 0-based; repeat or comma-separate (default: all).") -> Any:
-    """``--layer``/``-l``, repeatable; :func:`parse_indices` reads its values."""
-    return typer.Option(None, "--layer", "-l", metavar="L", help=help, show_default=False)
+def layer_option(help: str | None = None) -> Any:
+    return _as_default(LayersOpt, None, help)
 
 
-def head_option(help: str = "Head(s) in each chosen layer (default: all).") -> Any:
-    """``--head``, repeatable; :func:`parse_indices` reads its values."""
-    return typer.Option(None, "--head", metavar="H", help=help, show_default=False)
+def head_option(help: str | None = None) -> Any:
+    return _as_default(HeadsOpt, None, help)
 
 
-def file_option(help: str = "Read the text from a UTF-8 file ('-' reads stdin).") -> Any:
-    """``--file``/``-f`` of the commands that read one text."""
-    return typer.Option(None, "--file", "-f", metavar="PATH", help=help, show_default=False)
+def file_option(help: str | None = None) -> Any:
+    return _as_default(FileOpt, None, help)
 
 
-def drop_special_option(
-    help: str = "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows.",
-) -> Any:
-    return typer.Option(False, "--drop-special", help=help)
+def drop_special_option(help: str | None = None) -> Any:
+    return _as_default(DropSpecialOpt, False, help)
 
 
-def truncate_option(help: str = "Cut texts longer than the model's context.") -> Any:
-    return typer.Option(False, "--truncate", help=help)
+def truncate_option(help: str | None = None) -> Any:
+    return _as_default(TruncateOpt, False, help)
 
 
 def out_option(help: str) -> Any:
-    """``--out``/``-o DIR``: the result folder (:func:`check_out` checks it before any work)."""
-    return typer.Option(None, "--out", "-o", metavar="DIR", help=help, show_default=False)
+    return _as_default(OutOpt, None, help)
 
 
 def plots_option() -> Any:
-    return typer.Option(False, "--plots", help="Also draw figures into DIR/figures (needs --out; --plot-format implies it).")
+    return _as_default(PlotsOpt, False, None)
 
 
 def plot_format_option(help: str) -> Any:
-    """``--plot-format``, repeatable; :func:`check_plot_options` checks it with ``--plots``/``--out``."""
-    return typer.Option(None, "--plot-format", help=help, show_default=False)
+    return _as_default(PlotFormatOpt, None, help)
 
 
 def top_option(default: int, help: str) -> Any:
-    return typer.Option(default, "--top", "-n", min=0, metavar="N", help=help)
+    return _as_default(TopOpt, default, help)
 
 
-def jobs_option(help: str = "Worker processes for persistence.") -> Any:
-    return typer.Option(None, "--jobs", "-j", min=1, metavar="N", help=help, show_default=False)
+def jobs_option(help: str | None = None) -> Any:
+    return _as_default(JobsOpt, None, help)
 
 
 # ============================================================================ input

@@ -6,7 +6,7 @@ import re
 import time
 import warnings
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich import box
@@ -14,42 +14,44 @@ from rich.table import Table
 
 from .. import __version__
 from .._validation import check_dim, check_maxdim, check_scale
+from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError, OutOfRangeError
 from ..words import split_words
 from ._common import (
     DEFAULT_TOP,
+    DebugOpt,
+    DropSpecialOpt,
+    HeadsOpt,
+    JobsOpt,
+    JsonOpt,
+    LayersOpt,
+    MaxdimOpt,
     Metric,
+    MetricOpt,
+    ModelOpt,
+    NoDiagramsOpt,
+    OutOpt,
     PlotFormat,
+    PlotFormatOpt,
+    PlotsOpt,
+    TopOpt,
+    TruncateOpt,
     app,
     check_plot_options,
     console,
-    debug_option,
-    drop_special_option,
     esc,
     grid_points,
-    head_option,
     json_doc,
-    jobs_option,
-    json_option,
-    layer_option,
     load_model_with_status,
-    maxdim_option,
-    metric_option,
     model_line,
-    model_option,
-    no_diagrams_option,
     num,
-    out_option,
     parse_indices,
-    plot_format_option,
-    plots_option,
     print_json,
     print_saved,
     print_table,
     progress_bar,
     summary_rows,
-    top_option,
-    truncate_option,
+    with_help,
     write_result,
 )
 
@@ -72,62 +74,73 @@ _COMPARE_EPILOG = (
 
 @app.command("compare", epilog=_COMPARE_EPILOG, no_args_is_help=True)
 def compare_cmd(
-    text_a: str = typer.Argument(..., metavar="TEXT_A", help="The first text.", show_default=False),
-    text_b: str = typer.Argument(..., metavar="TEXT_B", help="The second text.", show_default=False),
-    model: str = model_option(
-        "Model: a packaged alias, a Hugging Face id (a multilingual one for translations) or a folder."
-    ),
-    layer: Optional[List[str]] = layer_option(),
-    head: Optional[List[str]] = head_option(),
-    metric: Metric = metric_option(),
-    maxdim: int = maxdim_option(),
-    scale: Optional[float] = typer.Option(
-        None, "--scale", "--eps", metavar="EPS",
+    text_a: Annotated[str, typer.Argument(
+        metavar="TEXT_A", help="The first text.", show_default=False,
+    )],
+    text_b: Annotated[str, typer.Argument(
+        metavar="TEXT_B", help="The second text.", show_default=False,
+    )],
+    model: Annotated[str, with_help(
+        ModelOpt,
+        "Model: a packaged alias, a Hugging Face id (a multilingual one for translations) or a folder.",
+    )] = DEFAULT_MODEL,
+    layer: LayersOpt = None,
+    head: HeadsOpt = None,
+    metric: MetricOpt = "jensen_shannon",
+    maxdim: MaxdimOpt = 1,
+    scale: Annotated[Optional[float], typer.Option(
+        "--scale", "--eps", metavar="EPS",
         help="Scale ε at which shared edges/triangles are compared, >= 0 (default: per head, the median "
         "H0 death of both texts). The filtration itself is never cut.",
         show_default=False,
-    ),
-    threshold: Optional[float] = typer.Option(
-        None, "--threshold", "-t", metavar="EPS",
+    )] = None,
+    threshold: Annotated[Optional[float], typer.Option(
+        "--threshold", "-t", metavar="EPS",
         help="Deprecated: the same as --scale (elsewhere --threshold cuts the filtration; here it never did).",
         show_default=False,
-    ),
-    highlight: Optional[List[str]] = typer.Option(
-        None, "--highlight", metavar="WORDS",
+    )] = None,
+    highlight: Annotated[Optional[List[str]], typer.Option(
+        "--highlight", metavar="WORDS",
         help="Shared words to report pair by pair and highlight in figures, e.g. \"information theory\".",
         show_default=False,
-    ),
-    align: Optional[List[str]] = typer.Option(
-        None, "--align", metavar="I:J",
+    )] = None,
+    align: Annotated[Optional[List[str]], typer.Option(
+        "--align", metavar="I:J",
         help="Pair word I of TEXT A with word J of TEXT B (repeat or comma-separate) instead of string matching; "
         "attntopo words TEXT numbers the words.",
         show_default=False,
-    ),
-    align_tokens: bool = typer.Option(False, "--align-tokens", help="--align gives token positions, not words."),
-    include_special: bool = typer.Option(
-        False, "--include-special", help="Also match special tokens (\\[CLS] with \\[CLS], …)."
-    ),
-    drop_special: bool = drop_special_option(),
-    truncate: bool = truncate_option(),
-    dim: Optional[int] = typer.Option(
-        None, "--dim", metavar="D",
+    )] = None,
+    align_tokens: Annotated[bool, typer.Option(
+        "--align-tokens", help="--align gives token positions, not words.",
+    )] = False,
+    include_special: Annotated[bool, typer.Option(
+        "--include-special", help="Also match special tokens (\\[CLS] with \\[CLS], …).",
+    )] = False,
+    drop_special: DropSpecialOpt = False,
+    truncate: TruncateOpt = False,
+    dim: Annotated[Optional[int], typer.Option(
+        "--dim", metavar="D",
         help="Homology dimension used to rank heads (default: the highest one in which no distance is "
         "shared by more than half of the heads; H0 on short texts, where most H1 distances are 0).",
         show_default=False,
-    ),
-    out: Optional[Path] = out_option("Save the comparison (and figures) into this folder."),
-    plots: bool = plots_option(),
-    plot_format: Optional[List[PlotFormat]] = plot_format_option(
-        "png (default), svg, pdf; html writes one interactive report.html."
-    ),
-    plot_heads: int = typer.Option(
-        2, "--plot-heads", min=0, metavar="N", help="Per-head figures for the N most similar heads.",
-    ),
-    top: int = top_option(DEFAULT_TOP, "Show at most N heads (0: all). JSON holds all."),
-    json_out: bool = json_option(),
-    no_diagrams: bool = no_diagrams_option(),
-    n_jobs: Optional[int] = jobs_option(),
-    debug: bool = debug_option(),
+    )] = None,
+    out: Annotated[Optional[Path], with_help(
+        OutOpt, "Save the comparison (and figures) into this folder.",
+    )] = None,
+    plots: PlotsOpt = False,
+    plot_format: Annotated[Optional[List[PlotFormat]], with_help(
+        PlotFormatOpt, "png (default), svg, pdf; html writes one interactive report.html.",
+    )] = None,
+    plot_heads: Annotated[int, typer.Option(
+        "--plot-heads", min=0, metavar="N", help="Per-head figures for the N most similar heads.",
+    )] = 2,
+    top: Annotated[int, with_help(
+        TopOpt, "Show at most N heads (0: all). JSON holds all.",
+    )] = DEFAULT_TOP,
+    json_out: JsonOpt = False,
+    no_diagrams: NoDiagramsOpt = False,
+    n_jobs: JobsOpt = None,
+    debug: DebugOpt = False,
 ) -> None:
     """Compare two texts head by head: shared tokens, when they connect in each text, simplices present in both, and diagram distances (bottleneck, Wasserstein) per homology dimension.
 

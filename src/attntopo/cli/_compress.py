@@ -3,34 +3,38 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
 from .. import __version__
 from .._validation import check_choice
+from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
+    DebugOpt,
+    FileOpt,
+    HeadsOpt,
+    JsonOpt,
+    LayersOpt,
+    ModelOpt,
+    OutOpt,
+    PlotsOpt,
+    StaticPlotFormatOpt,
+    TextArg,
+    TruncateOpt,
     app,
     check_plot_options,
     console,
-    debug_option,
     esc,
-    file_option,
-    json_option,
     load_model_with_status,
     model_line,
-    model_option,
-    out_option,
     parse_indices,
-    plot_format_option,
-    plots_option,
     print_json,
     print_saved,
     read_text,
     status,
-    truncate_option,
+    with_help,
     write_result,
 )
 from ._hardmax import refuse_html
@@ -50,23 +54,29 @@ _COMPRESS_EPILOG = (
 
 @app.command("compress", epilog=_COMPRESS_EPILOG, no_args_is_help=False)
 def compress_cmd(
-    text: Optional[str] = typer.Argument(None, metavar="TEXT", help="The text (or use --file).", show_default=False),
-    file: Optional[str] = file_option(),
-    model: str = model_option(),
-    layer: Optional[List[str]] = typer.Option(None, "--layer", "-l", metavar="L", show_default=False,
-                                              help="Layer(s) to compress, 0-based; repeat or comma-separate (default: all)."),
-    head: Optional[List[str]] = typer.Option(None, "--head", metavar="H", show_default=False,
-                                             help="Head(s) in each chosen layer (default: all)."),
-    scale: str = typer.Option("gap", "--scale", help="JS distance ε of the H0 clusters, or 'gap' (each head's largest H0 gap)."),
-    method: str = typer.Option("persistence", "--method", help="persistence, random, kmeans or tome."),
-    representative: str = typer.Option("barycenter", "--representative", help="barycenter or medoid."),
-    seed: int = typer.Option(0, "--seed", help="For random and kmeans."),
-    truncate: bool = truncate_option(),
-    out: Optional[Path] = out_option("Save the result (and figures) into this folder, atomically."),
-    plots: bool = plots_option(),
-    plot_format: Optional[List[str]] = plot_format_option("png (default), svg, pdf. Repeatable."),
-    json_out: bool = json_option(),
-    debug: bool = debug_option(),
+    text: TextArg = None,
+    file: FileOpt = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    layer: Annotated[Optional[List[str]], with_help(
+        LayersOpt, "Layer(s) to compress, 0-based; repeat or comma-separate (default: all).",
+    )] = None,
+    head: HeadsOpt = None,
+    scale: Annotated[str, typer.Option(
+        "--scale", help="JS distance ε of the H0 clusters, or 'gap' (each head's largest H0 gap).",
+    )] = "gap",
+    method: Annotated[str, typer.Option(
+        "--method", help="persistence, random, kmeans or tome.",
+    )] = "persistence",
+    representative: Annotated[str, typer.Option(
+        "--representative", help="barycenter or medoid.",
+    )] = "barycenter",
+    seed: Annotated[int, typer.Option("--seed", help="For random and kmeans.")] = 0,
+    truncate: TruncateOpt = False,
+    out: OutOpt = None,
+    plots: PlotsOpt = False,
+    plot_format: StaticPlotFormatOpt = None,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """Compress attention by persistent clusters (or a baseline) inside a forward pass and measure the effect.
 

@@ -4,29 +4,31 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich import box
 from rich.table import Table
 
 from .. import __version__
+from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
+    DebugOpt,
+    FileOpt,
+    JsonOpt,
+    ModelOpt,
+    OutOpt,
+    PlotsOpt,
+    StaticPlotFormatOpt,
+    TruncateOpt,
     app,
     check_out,
     check_plot_options,
     console,
-    debug_option,
     err_console,
     esc,
-    file_option,
-    json_option,
     load_model_with_status,
-    model_option,
-    out_option,
-    plot_format_option,
-    plots_option,
     plural,
     print_json,
     print_saved,
@@ -34,7 +36,7 @@ from ._common import (
     read_text,
     save_result,
     status,
-    truncate_option,
+    with_help,
     write_result,
 )
 
@@ -96,35 +98,62 @@ def _random_instance(n: int, dim: int, seed: int, random_a: bool):
 
 @hardmax_app.command("simulate", epilog=_SIMULATE_EPILOG, no_args_is_help=False)
 def simulate_cmd(
-    text: Optional[str] = typer.Argument(None, metavar="[TEXT]", help="A text: run on a model's tokens.",
-                                         show_default=False),
-    file: Optional[str] = file_option(),
-    model: str = model_option(),
-    layer: int = typer.Option(0, "--layer", "-l", metavar="L", help="Layer whose input tokens and head are used (text)."),
-    head: int = typer.Option(0, "--head", metavar="H", help="Head whose W_Q^T W_K gives A (text)."),
-    margin: float = typer.Option(0.01, "--margin", metavar="M",
-                                 help="Text: smallest eigenvalue of A as a share of the head's ||S||_2."),
-    truncate: bool = truncate_option(),
-    z0: Optional[str] = typer.Option(None, "--z0", metavar="PATH", help="Tokens from a file: (n, d) array, .npy/.csv/.txt.",
-                                     show_default=False),
-    a_file: Optional[str] = typer.Option(None, "--a", metavar="PATH", help="A (d, d) from a file (with --z0; default identity).",
-                                         show_default=False),
-    n: Optional[int] = typer.Option(None, "--n", metavar="N", help="Random tokens: how many (default 32).", show_default=False),
-    dim: Optional[int] = typer.Option(None, "--dim", "-d", metavar="D", help="Random tokens: dimension (default 2).",
-                                      show_default=False),
-    seed: int = typer.Option(0, "--seed", metavar="S", help="Random tokens: seed."),
-    random_a: bool = typer.Option(False, "--random-a", help="Random tokens: a random SPD A (condition <= 10), not the identity."),
-    alpha: float = typer.Option(1.0, "--alpha", metavar="α", help="Step size α > 0."),
-    steps: int = typer.Option(50, "--steps", metavar="K", help="Layers (steps) to apply."),
-    rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tie tolerance (default max(1e-12, 4·d·2^-53)).",
-                                         show_default=False),
-    cluster_tol: Optional[float] = typer.Option(None, "--cluster-tol", help="Tokens closer than this × max|z0| are one point "
-                                                "(default 1e-8).", show_default=False),
-    out: Optional[Path] = out_option("Save the simulation (and figures) into this folder, atomically."),
-    plots: bool = plots_option(),
-    plot_format: Optional[List[str]] = plot_format_option("png (default), svg, pdf. Repeatable."),
-    json_out: bool = json_option(),
-    debug: bool = debug_option(),
+    text: Annotated[Optional[str], typer.Argument(
+        metavar="[TEXT]", help="A text: run on a model's tokens.", show_default=False,
+    )] = None,
+    file: FileOpt = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    layer: Annotated[int, typer.Option(
+        "--layer", "-l", metavar="L", help="Layer whose input tokens and head are used (text).",
+    )] = 0,
+    head: Annotated[int, typer.Option(
+        "--head", metavar="H", help="Head whose W_Q^T W_K gives A (text).",
+    )] = 0,
+    margin: Annotated[float, typer.Option(
+        "--margin", metavar="M",
+        help="Text: smallest eigenvalue of A as a share of the head's ||S||_2.",
+    )] = 0.01,
+    truncate: TruncateOpt = False,
+    z0: Annotated[Optional[str], typer.Option(
+        "--z0", metavar="PATH", help="Tokens from a file: (n, d) array, .npy/.csv/.txt.",
+        show_default=False,
+    )] = None,
+    a_file: Annotated[Optional[str], typer.Option(
+        "--a", metavar="PATH", help="A (d, d) from a file (with --z0; default identity).",
+        show_default=False,
+    )] = None,
+    n: Annotated[Optional[int], typer.Option(
+        "--n", metavar="N", help="Random tokens: how many (default 32).", show_default=False,
+    )] = None,
+    dim: Annotated[Optional[int], typer.Option(
+        "--dim", "-d", metavar="D", help="Random tokens: dimension (default 2).",
+        show_default=False,
+    )] = None,
+    seed: Annotated[int, typer.Option("--seed", metavar="S", help="Random tokens: seed.")] = 0,
+    random_a: Annotated[bool, typer.Option(
+        "--random-a", help="Random tokens: a random SPD A (condition <= 10), not the identity.",
+    )] = False,
+    alpha: Annotated[float, typer.Option("--alpha", metavar="α", help="Step size α > 0.")] = 1.0,
+    steps: Annotated[int, typer.Option(
+        "--steps", metavar="K", help="Layers (steps) to apply.",
+    )] = 50,
+    rtol: Annotated[Optional[float], typer.Option(
+        "--rtol", help="Relative tie tolerance (default max(1e-12, 4·d·2^-53)).",
+        show_default=False,
+    )] = None,
+    cluster_tol: Annotated[Optional[float], typer.Option(
+        "--cluster-tol",
+        help="Tokens closer than this × max|z0| are one point "
+        "(default 1e-8).",
+        show_default=False,
+    )] = None,
+    out: Annotated[Optional[Path], with_help(
+        OutOpt, "Save the simulation (and figures) into this folder, atomically.",
+    )] = None,
+    plots: PlotsOpt = False,
+    plot_format: StaticPlotFormatOpt = None,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """Run the hardmax dynamics z ← z/(1+α) + α/(1+α)·mean of argmax_j ⟨A z, z_j⟩ and report leaders, clusters and where the limit points lie.
 
@@ -248,29 +277,52 @@ _TRAIN_EPILOG = (
 
 @hardmax_app.command("train", epilog=_TRAIN_EPILOG, no_args_is_help=False)
 def train_cmd(
-    data: Optional[str] = typer.Argument(None, metavar="[DATA]", help="CSV or JSONL with text and label columns.",
-                                         show_default=False),
-    fortunes: Optional[str] = typer.Option(None, "--fortunes", metavar="A,B",
-                                           help="Two categories of Debian's fortunes instead of DATA.", show_default=False),
-    text_column: str = typer.Option("text", "--text-column", help="Column (key) of the texts."),
-    label_column: str = typer.Option("label", "--label-column", help="Column (key) of the labels."),
-    d: int = typer.Option(2, "--d", metavar="D", help="Embedding dimension."),
-    layers: int = typer.Option(8, "--layers", "-K", metavar="K", help="Applications of the shared attention layer."),
-    alpha: float = typer.Option(1.0, "--alpha", metavar="α", help="Value matrix α·I (step size)."),
-    temperature: float = typer.Option(0.001, "--temperature", metavar="T", help="Softmax temperature while training."),
-    max_len: int = typer.Option(128, "--max-len", metavar="N", help="Tokens per text (more are cut)."),
-    epochs: int = typer.Option(20, "--epochs", metavar="E"),
-    batch_size: int = typer.Option(64, "--batch-size", metavar="B"),
-    lr: float = typer.Option(0.01, "--lr", help="Adam learning rate."),
-    val: float = typer.Option(0.15, "--val", help="Share of each class for validation."),
-    test: float = typer.Option(0.15, "--test", help="Share of each class for the test."),
-    min_count: int = typer.Option(2, "--min-count", help="Vocabulary: training tokens seen this often."),
-    seed: int = typer.Option(0, "--seed"),
-    baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="Logistic regression on word counts, same split."),
-    top_words: int = typer.Option(10, "--top-words", metavar="N", help="Leader words reported per class."),
-    out: Optional[Path] = out_option("Save the trained model into this folder, atomically."),
-    json_out: bool = json_option(),
-    debug: bool = debug_option(),
+    data: Annotated[Optional[str], typer.Argument(
+        metavar="[DATA]", help="CSV or JSONL with text and label columns.", show_default=False,
+    )] = None,
+    fortunes: Annotated[Optional[str], typer.Option(
+        "--fortunes", metavar="A,B", help="Two categories of Debian's fortunes instead of DATA.",
+        show_default=False,
+    )] = None,
+    text_column: Annotated[str, typer.Option(
+        "--text-column", help="Column (key) of the texts.",
+    )] = "text",
+    label_column: Annotated[str, typer.Option(
+        "--label-column", help="Column (key) of the labels.",
+    )] = "label",
+    d: Annotated[int, typer.Option("--d", metavar="D", help="Embedding dimension.")] = 2,
+    layers: Annotated[int, typer.Option(
+        "--layers", "-K", metavar="K", help="Applications of the shared attention layer.",
+    )] = 8,
+    alpha: Annotated[float, typer.Option(
+        "--alpha", metavar="α", help="Value matrix α·I (step size).",
+    )] = 1.0,
+    temperature: Annotated[float, typer.Option(
+        "--temperature", metavar="T", help="Softmax temperature while training.",
+    )] = 0.001,
+    max_len: Annotated[int, typer.Option(
+        "--max-len", metavar="N", help="Tokens per text (more are cut).",
+    )] = 128,
+    epochs: Annotated[int, typer.Option("--epochs", metavar="E")] = 20,
+    batch_size: Annotated[int, typer.Option("--batch-size", metavar="B")] = 64,
+    lr: Annotated[float, typer.Option("--lr", help="Adam learning rate.")] = 0.01,
+    val: Annotated[float, typer.Option("--val", help="Share of each class for validation.")] = 0.15,
+    test: Annotated[float, typer.Option("--test", help="Share of each class for the test.")] = 0.15,
+    min_count: Annotated[int, typer.Option(
+        "--min-count", help="Vocabulary: training tokens seen this often.",
+    )] = 2,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    baseline: Annotated[bool, typer.Option(
+        "--baseline/--no-baseline", help="Logistic regression on word counts, same split.",
+    )] = True,
+    top_words: Annotated[int, typer.Option(
+        "--top-words", metavar="N", help="Leader words reported per class.",
+    )] = 10,
+    out: Annotated[Optional[Path], with_help(
+        OutOpt, "Save the trained model into this folder, atomically.",
+    )] = None,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """Train the paper's interpretable classifier: word embeddings → one hardmax attention layer K times → mean → linear → sigmoid.
 
@@ -357,14 +409,20 @@ _EXPLAIN_EPILOG = (
 
 @hardmax_app.command("explain", epilog=_EXPLAIN_EPILOG, no_args_is_help=False)
 def explain_cmd(
-    model_dir: Path = typer.Argument(..., metavar="MODEL", help="Folder of a model saved by attntopo hardmax train."),
-    text: Optional[str] = typer.Argument(None, metavar="[TEXT]", help="The text (or use --file).", show_default=False),
-    file: Optional[str] = file_option(),
-    out: Optional[Path] = out_option("Save the simulation behind the prediction (and figures) into this folder."),
-    plots: bool = plots_option(),
-    plot_format: Optional[List[str]] = plot_format_option("png (default), svg, pdf. Repeatable."),
-    json_out: bool = json_option(),
-    debug: bool = debug_option(),
+    model_dir: Annotated[Path, typer.Argument(
+        metavar="MODEL", help="Folder of a model saved by attntopo hardmax train.",
+    )],
+    text: Annotated[Optional[str], typer.Argument(
+        metavar="[TEXT]", help="The text (or use --file).", show_default=False,
+    )] = None,
+    file: FileOpt = None,
+    out: Annotated[Optional[Path], with_help(
+        OutOpt, "Save the simulation behind the prediction (and figures) into this folder.",
+    )] = None,
+    plots: PlotsOpt = False,
+    plot_format: StaticPlotFormatOpt = None,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """Explain one prediction of a trained hardmax classifier: the leader words and the cluster each word ends in."""
     import attntopo as at

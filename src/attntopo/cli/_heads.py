@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 import warnings
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich import box
@@ -14,28 +14,31 @@ from rich.table import Table
 
 from .. import __version__
 from .._validation import check_maxdim, check_scale
+from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
+    DebugOpt,
+    DropSpecialOpt,
+    JobsOpt,
+    JsonOpt,
+    MaxdimOpt,
     Metric,
+    MetricOpt,
+    ModelOpt,
+    OutOpt,
     PlotFormat,
+    PlotFormatOpt,
+    PlotsOpt,
+    TopOpt,
+    TruncateOpt,
     app,
     check_plot_options,
     console,
-    debug_option,
-    drop_special_option,
     esc,
     fmt,
     json_doc,
-    jobs_option,
-    json_option,
     load_model_with_status,
-    maxdim_option,
-    metric_option,
-    model_option,
     num,
-    out_option,
-    plot_format_option,
-    plots_option,
     plural,
     print_json,
     print_saved,
@@ -43,8 +46,7 @@ from ._common import (
     progress_bar,
     read_text,
     status,
-    top_option,
-    truncate_option,
+    with_help,
     write_result,
 )
 
@@ -63,52 +65,59 @@ _HEADS_EPILOG = (
 
 @app.command("heads", epilog=_HEADS_EPILOG, no_args_is_help=False)
 def heads_cmd(
-    text: Optional[List[str]] = typer.Argument(
-        None, metavar="TEXT...", help="Texts (each argument is one text; or use --file).", show_default=False
-    ),
-    file: Optional[List[str]] = typer.Option(
-        None, "--file", "-f", metavar="PATH",
+    text: Annotated[Optional[List[str]], typer.Argument(
+        metavar="TEXT...", help="Texts (each argument is one text; or use --file).",
+        show_default=False,
+    )] = None,
+    file: Annotated[Optional[List[str]], typer.Option(
+        "--file", "-f", metavar="PATH",
         help="Read one text from a UTF-8 file ('-' reads stdin); repeatable.", show_default=False,
-    ),
-    model: str = model_option(),
-    compare_model: Optional[str] = typer.Option(
-        None, "--compare-model", metavar="MODEL",
+    )] = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    compare_model: Annotated[Optional[str], typer.Option(
+        "--compare-model", metavar="MODEL",
         help="Also build this model's head space on the same texts and compare the two diagrams.",
         show_default=False,
-    ),
-    compare_model_short: Optional[str] = typer.Option(
-        None, "-c", metavar="MODEL", hidden=True, show_default=False,
+    )] = None,
+    compare_model_short: Annotated[Optional[str], typer.Option(
+        "-c", metavar="MODEL", hidden=True, show_default=False,
         help="Deprecated short form of --compare-model (-c is --context in attntopo phrase).",
-    ),
-    metric: Metric = metric_option(),
-    maxdim: int = maxdim_option("Highest homology dimension of head space: 0, 1 or 2."),
-    raw: bool = typer.Option(
-        False, "--sum", help="Sum over tokens (the founding paper) instead of the mean; not with --compare-model."
-    ),
-    eps: Optional[float] = typer.Option(
-        None, "--eps", metavar="E",
+    )] = None,
+    metric: MetricOpt = "jensen_shannon",
+    maxdim: Annotated[int, with_help(
+        MaxdimOpt, "Highest homology dimension of head space: 0, 1 or 2.",
+    )] = 1,
+    raw: Annotated[bool, typer.Option(
+        "--sum",
+        help="Sum over tokens (the founding paper) instead of the mean; not with --compare-model.",
+    )] = False,
+    eps: Annotated[Optional[float], typer.Option(
+        "--eps", metavar="E",
         help="Scale of the redundancy report (default: the median nearest-neighbour distance).",
         show_default=False,
-    ),
-    n_boot: Optional[int] = typer.Option(
-        None, "--n-boot", min=0, metavar="N",
+    )] = None,
+    n_boot: Annotated[Optional[int], typer.Option(
+        "--n-boot", min=0, metavar="N",
         help="Bootstrap replicates of --compare-model (default 100 with 2+ texts, 0 with one).",
         show_default=False,
-    ),
-    seed: int = typer.Option(0, "--seed", metavar="S", help="Seed of the bootstrap."),
-    drop_special: bool = drop_special_option(),
-    truncate: bool = truncate_option(),
-    out: Optional[Path] = out_option(
-        "Save the head space (or the comparison) and figures into this folder, atomically."
-    ),
-    plots: bool = plots_option(),
-    plot_format: Optional[List[PlotFormat]] = plot_format_option(
-        "png (default), svg, pdf; html writes the interactive MDS scatter. Repeatable."
-    ),
-    top: int = top_option(8, "Show at most N redundant groups (0: all)."),
-    json_out: bool = json_option(),
-    n_jobs: Optional[int] = jobs_option("Worker processes for the bootstrap diagrams."),
-    debug: bool = debug_option(),
+    )] = None,
+    seed: Annotated[int, typer.Option("--seed", metavar="S", help="Seed of the bootstrap.")] = 0,
+    drop_special: DropSpecialOpt = False,
+    truncate: TruncateOpt = False,
+    out: Annotated[Optional[Path], with_help(
+        OutOpt, "Save the head space (or the comparison) and figures into this folder, atomically.",
+    )] = None,
+    plots: PlotsOpt = False,
+    plot_format: Annotated[Optional[List[PlotFormat]], with_help(
+        PlotFormatOpt,
+        "png (default), svg, pdf; html writes the interactive MDS scatter. Repeatable.",
+    )] = None,
+    top: Annotated[int, with_help(TopOpt, "Show at most N redundant groups (0: all).")] = 8,
+    json_out: JsonOpt = False,
+    n_jobs: Annotated[Optional[int], with_help(
+        JobsOpt, "Worker processes for the bootstrap diagrams.",
+    )] = None,
+    debug: DebugOpt = False,
 ) -> None:
     """Head space: every attention head is a point, at Jensen–Shannon distance from the others; its persistence, clusters, redundant heads and head types (sink, self, previous/next token, banded, vertical, broad) — and, with --compare-model, two models' head spaces compared.
 

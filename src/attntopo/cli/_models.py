@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated
 
 from rich import box
 from rich.table import Table
@@ -11,7 +12,17 @@ from rich.text import Text
 
 from ..constants import DEFAULT_MODEL
 from ..models.describe import describe_alias
-from ._common import app, console, debug_option, esc, json_option, print_json, print_table
+from ._common import (
+    DebugOpt,
+    JsonOpt,
+    app,
+    console,
+    esc,
+    print_json,
+    print_table,
+    status,
+    with_help,
+)
 
 _MODELS_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -23,8 +34,8 @@ _MODELS_EPILOG = (
 
 @app.command(epilog=_MODELS_EPILOG)
 def models(
-    json_out: bool = json_option("Print machine-readable JSON on stdout."),
-    debug: bool = debug_option(),
+    json_out: Annotated[bool, with_help(JsonOpt, "Print machine-readable JSON on stdout.")] = False,
+    debug: DebugOpt = False,
 ) -> None:
     """List the packaged model aliases usable offline: layers × heads, causal or not, where they load from.
 

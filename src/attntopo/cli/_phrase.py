@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich import box
@@ -13,28 +13,32 @@ from rich.table import Table
 
 from .. import __version__
 from .._validation import check_dim, check_maxdim
+from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
+    DebugOpt,
+    DropSpecialOpt,
+    HeadsOpt,
+    JobsOpt,
+    JsonOpt,
+    LayersOpt,
+    MaxdimOpt,
     Metric,
+    MetricOpt,
+    ModelOpt,
+    NoDiagramsOpt,
+    OutOpt,
+    TopOpt,
+    TruncateOpt,
     app,
     check_out,
     console,
-    debug_option,
     esc,
     grid_points,
-    head_option,
     json_doc,
-    jobs_option,
-    json_option,
-    layer_option,
     load_model_with_status,
-    maxdim_option,
-    metric_option,
-    model_option,
-    no_diagrams_option,
     num,
-    out_option,
     parse_indices,
     plural,
     print_json,
@@ -42,8 +46,7 @@ from ._common import (
     print_table,
     save_result,
     status,
-    top_option,
-    truncate_option,
+    with_help,
 )
 
 _PHRASE_EPILOG = (
@@ -59,26 +62,40 @@ _PHRASE_EPILOG = (
 
 @app.command("phrase", epilog=_PHRASE_EPILOG, no_args_is_help=True)
 def phrase_cmd(
-    phrase: str = typer.Argument(..., metavar="PHRASE", help="The phrase to follow.", show_default=False),
-    context: Optional[List[str]] = typer.Option(
-        None, "--context", "-c", metavar="TEXT", help="A context containing the phrase; repeat (at least one).",
-        show_default=False,
-    ),
-    model: str = model_option("Model alias, Hugging Face id or folder."),
-    layer: Optional[List[str]] = layer_option("Layer(s), 0-based (default: all)."),
-    head: Optional[List[str]] = head_option("Head(s) (default: all)."),
-    metric: Metric = metric_option(),
-    maxdim: int = maxdim_option(),
-    dim: int = typer.Option(0, "--dim", metavar="D", help="Homology dimension reported (phrases are short: H0)."),
-    occurrence: int = typer.Option(0, "--occurrence", min=0, metavar="K", help="Use the K-th match in each context."),
-    drop_special: bool = typer.Option(False, "--drop-special", help="Remove special tokens and renormalize rows."),
-    truncate: bool = truncate_option(),
-    out: Optional[Path] = out_option("Save the result into this folder."),
-    top: int = top_option(DEFAULT_TOP, "Show at most N heads (0: all). JSON holds all."),
-    json_out: bool = json_option(),
-    no_diagrams: bool = no_diagrams_option(),
-    n_jobs: Optional[int] = jobs_option(),
-    debug: bool = debug_option(),
+    phrase: Annotated[str, typer.Argument(
+        metavar="PHRASE", help="The phrase to follow.", show_default=False,
+    )],
+    context: Annotated[Optional[List[str]], typer.Option(
+        "--context", "-c", metavar="TEXT",
+        help="A context containing the phrase; repeat (at least one).", show_default=False,
+    )] = None,
+    model: Annotated[str, with_help(
+        ModelOpt, "Model alias, Hugging Face id or folder.",
+    )] = DEFAULT_MODEL,
+    layer: Annotated[Optional[List[str]], with_help(
+        LayersOpt, "Layer(s), 0-based (default: all).",
+    )] = None,
+    head: Annotated[Optional[List[str]], with_help(HeadsOpt, "Head(s) (default: all).")] = None,
+    metric: MetricOpt = "jensen_shannon",
+    maxdim: MaxdimOpt = 1,
+    dim: Annotated[int, typer.Option(
+        "--dim", metavar="D", help="Homology dimension reported (phrases are short: H0).",
+    )] = 0,
+    occurrence: Annotated[int, typer.Option(
+        "--occurrence", min=0, metavar="K", help="Use the K-th match in each context.",
+    )] = 0,
+    drop_special: Annotated[bool, with_help(
+        DropSpecialOpt, "Remove special tokens and renormalize rows.",
+    )] = False,
+    truncate: TruncateOpt = False,
+    out: Annotated[Optional[Path], with_help(OutOpt, "Save the result into this folder.")] = None,
+    top: Annotated[int, with_help(
+        TopOpt, "Show at most N heads (0: all). JSON holds all.",
+    )] = DEFAULT_TOP,
+    json_out: JsonOpt = False,
+    no_diagrams: NoDiagramsOpt = False,
+    n_jobs: JobsOpt = None,
+    debug: DebugOpt = False,
 ) -> None:
     """Follow one phrase across contexts: its tokens in each, its diagrams, and how far apart they are (bottleneck, Wasserstein) from context to context.
 

@@ -5,33 +5,36 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
 from .._validation import check_maxdim
+from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
+    DebugOpt,
+    DropSpecialOpt,
+    FileOpt,
+    HeadsOpt,
+    JobsOpt,
+    LayersOpt,
+    MaxdimOpt,
     Metric,
+    MetricOpt,
+    ModelOpt,
+    TextArg,
+    TruncateOpt,
     app,
     check_writable_parent,
     err_console,
-    debug_option,
-    drop_special_option,
     esc,
-    file_option,
-    head_option,
-    jobs_option,
-    layer_option,
     load_model_with_status,
-    maxdim_option,
-    metric_option,
-    model_option,
     parse_indices,
     progress_bar,
     read_text,
     status,
-    truncate_option,
+    with_help,
 )
 
 _REPORT_EPILOG = (
@@ -49,29 +52,36 @@ _REPORT_EPILOG = (
 
 @app.command("report", epilog=_REPORT_EPILOG, no_args_is_help=True)
 def report_cmd(
-    text: Optional[str] = typer.Argument(None, metavar="TEXT", help="The text (or use --file).", show_default=False),
-    file: Optional[str] = file_option(),
-    compare_text: Optional[str] = typer.Option(
-        None, "--compare", metavar="TEXT_B", help="A second text: the report also compares the two.",
+    text: TextArg = None,
+    file: FileOpt = None,
+    compare_text: Annotated[Optional[str], typer.Option(
+        "--compare", metavar="TEXT_B", help="A second text: the report also compares the two.",
         show_default=False,
-    ),
-    out: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="The HTML file to write (atomically).",
-                             show_default=False),
-    model: str = model_option(),
-    layer: Optional[List[str]] = layer_option("Layer of a head drawn in full; pairs with --head."),
-    head: Optional[List[str]] = head_option("Head drawn in full (default: the most persistent heads)."),
-    plot_heads: int = typer.Option(
-        3, "--plot-heads", min=0, max=20, metavar="N",
+    )] = None,
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", metavar="FILE", help="The HTML file to write (atomically).",
+        show_default=False,
+    )] = ...,
+    model: ModelOpt = DEFAULT_MODEL,
+    layer: Annotated[Optional[List[str]], with_help(
+        LayersOpt, "Layer of a head drawn in full; pairs with --head.",
+    )] = None,
+    head: Annotated[Optional[List[str]], with_help(
+        HeadsOpt, "Head drawn in full (default: the most persistent heads).",
+    )] = None,
+    plot_heads: Annotated[int, typer.Option(
+        "--plot-heads", min=0, max=20, metavar="N",
         help="Without --layer/--head: draw the N most persistent heads (and, with --compare, the N most similar).",
-    ),
-    metric: Metric = metric_option(),
-    maxdim: int = maxdim_option(),
-    drop_special: bool = drop_special_option(),
-    truncate: bool = truncate_option(),
-    title: Optional[str] = typer.Option(None, "--title", metavar="TITLE", help="Title of the report.",
-                                        show_default=False),
-    n_jobs: Optional[int] = jobs_option(),
-    debug: bool = debug_option(),
+    )] = 3,
+    metric: MetricOpt = "jensen_shannon",
+    maxdim: MaxdimOpt = 1,
+    drop_special: DropSpecialOpt = False,
+    truncate: TruncateOpt = False,
+    title: Annotated[Optional[str], typer.Option(
+        "--title", metavar="TITLE", help="Title of the report.", show_default=False,
+    )] = None,
+    n_jobs: JobsOpt = None,
+    debug: DebugOpt = False,
 ) -> None:
     """Write one self-contained HTML report of a text (and, with --compare, of two texts): summary tables, the all-heads grid and interactive figures of chosen heads, to send to a colleague.
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Annotated
 
 import typer
 
 from .. import __version__
 from .._validation import check_number
+from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
-from ._common import app, debug_option, err_console, esc, model_option
+from ._common import (
+    DebugOpt,
+    ModelOpt,
+    app,
+    err_console,
+    esc,
+    with_help,
+)
 
 _SERVE_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -23,23 +32,35 @@ _SERVE_EPILOG = (
 
 @app.command("serve", epilog=_SERVE_EPILOG, no_args_is_help=False)
 def serve_cmd(
-    host: str = typer.Option("127.0.0.1", "--host", metavar="HOST",
-                             help="Address to listen on; 127.0.0.1 = this machine only (0.0.0.0: every interface)."),
-    port: int = typer.Option(8000, "--port", "-p", min=0, max=65535, metavar="PORT", help="TCP port."),
-    model: str = model_option(
-        "Default model of the page; a hub id or folder given here is offered too (besides the packaged aliases)."
-    ),
-    max_chars: int = typer.Option(2000, "--max-chars", min=1, metavar="N", help="Longest text accepted, in characters."),
-    max_concurrent: int = typer.Option(
-        2, "--max-concurrent", min=1, metavar="N", help="Analyses running at once; more requests get 503 (busy)."
-    ),
-    timeout: float = typer.Option(
-        60.0, "--timeout", metavar="S",
+    host: Annotated[str, typer.Option(
+        "--host", metavar="HOST",
+        help="Address to listen on; 127.0.0.1 = this machine only (0.0.0.0: every interface).",
+    )] = "127.0.0.1",
+    port: Annotated[int, typer.Option(
+        "--port", "-p", min=0, max=65535, metavar="PORT", help="TCP port.",
+    )] = 8000,
+    model: Annotated[str, with_help(
+        ModelOpt,
+        "Default model of the page; a hub id or folder given here is offered too (besides the packaged aliases).",
+    )] = DEFAULT_MODEL,
+    max_chars: Annotated[int, typer.Option(
+        "--max-chars", min=1, metavar="N", help="Longest text accepted, in characters.",
+    )] = 2000,
+    max_concurrent: Annotated[int, typer.Option(
+        "--max-concurrent", min=1, metavar="N",
+        help="Analyses running at once; more requests get 503 (busy).",
+    )] = 2,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", metavar="S",
         help="Seconds a request may take before it gets 504; the computation finishes and is cached.",
-    ),
-    cache_size: int = typer.Option(16, "--cache-size", min=0, metavar="N", help="Analyses and comparisons kept in memory."),
-    open_browser: bool = typer.Option(False, "--open/--no-open", help="Open the page in the default browser."),
-    debug: bool = debug_option("Log every request and show tracebacks."),
+    )] = 60.0,
+    cache_size: Annotated[int, typer.Option(
+        "--cache-size", min=0, metavar="N", help="Analyses and comparisons kept in memory.",
+    )] = 16,
+    open_browser: Annotated[bool, typer.Option(
+        "--open/--no-open", help="Open the page in the default browser.",
+    )] = False,
+    debug: Annotated[bool, with_help(DebugOpt, "Log every request and show tracebacks.")] = False,
 ) -> None:
     """Serve the explorer: a local web page to type two texts, pick a model, layer and head, move a threshold slider and watch the token graphs, persistence diagrams and head maps — and the JSON API it uses.
 

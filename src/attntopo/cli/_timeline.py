@@ -4,48 +4,52 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich import box
 from rich.table import Table
 
 from .._validation import check_maxdim
+from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
+    DebugOpt,
+    DropSpecialOpt,
+    FileOpt,
+    HeadsOpt,
+    JobsOpt,
+    JsonOpt,
+    LayersOpt,
+    MaxdimOpt,
     Metric,
+    MetricOpt,
+    ModelOpt,
+    NoDiagramsOpt,
+    OutOpt,
     PlotFormat,
+    PlotFormatOpt,
+    PlotsOpt,
+    TextArg,
+    TopOpt,
+    TruncateOpt,
     app,
     check_plot_options,
     console,
-    debug_option,
     diagram_points,
     esc,
-    file_option,
-    head_option,
     json_doc,
-    jobs_option,
-    json_option,
-    layer_option,
     load_model_with_status,
-    maxdim_option,
-    metric_option,
     model_line,
-    model_option,
-    no_diagrams_option,
     num,
-    out_option,
     parse_indices,
-    plot_format_option,
-    plots_option,
     plural,
     print_json,
     print_saved,
     print_table,
     progress_bar,
     read_text,
-    top_option,
-    truncate_option,
+    with_help,
     write_result,
 )
 
@@ -64,33 +68,40 @@ _TIMELINE_EPILOG = (
 
 @app.command("timeline", epilog=_TIMELINE_EPILOG, no_args_is_help=False)
 def timeline_cmd(
-    text: Optional[str] = typer.Argument(
-        None, metavar="TEXT", help="The text (or use --file).", show_default=False
-    ),
-    file: Optional[str] = file_option(),
-    model: str = model_option(),
-    layer: Optional[List[str]] = layer_option("Layer, 0-based (default 0; -1 is the last)."),
-    head: Optional[List[str]] = head_option("Head, 0-based (default 0)."),
-    metric: Metric = metric_option(),
-    maxdim: int = maxdim_option(),
-    t0: Optional[int] = typer.Option(
-        None, "--t0", metavar="T", help="First prefix length in model tokens, specials included "
-        "(default: one content token).", show_default=False,
-    ),
-    drop_special: bool = typer.Option(
-        False, "--drop-special", help="Remove special tokens (\\[CLS], \\[SEP], …) from every slice and renormalize rows."
-    ),
-    truncate: bool = truncate_option(),
-    out: Optional[Path] = out_option("Save the timeline (and figures) into this folder, atomically."),
-    plots: bool = plots_option(),
-    plot_format: Optional[List[PlotFormat]] = plot_format_option(
-        "png (default), svg, pdf; html writes an animation timeline.html. Repeatable."
-    ),
-    top: int = top_option(10, "Show the N largest changes and longest vines (0: all)."),
-    json_out: bool = json_option(),
-    no_diagrams: bool = no_diagrams_option(),
-    n_jobs: Optional[int] = jobs_option(),
-    debug: bool = debug_option(),
+    text: TextArg = None,
+    file: FileOpt = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    layer: Annotated[Optional[List[str]], with_help(
+        LayersOpt, "Layer, 0-based (default 0; -1 is the last).",
+    )] = None,
+    head: Annotated[Optional[List[str]], with_help(HeadsOpt, "Head, 0-based (default 0).")] = None,
+    metric: MetricOpt = "jensen_shannon",
+    maxdim: MaxdimOpt = 1,
+    t0: Annotated[Optional[int], typer.Option(
+        "--t0", metavar="T",
+        help="First prefix length in model tokens, specials included "
+        "(default: one content token).",
+        show_default=False,
+    )] = None,
+    drop_special: Annotated[bool, with_help(
+        DropSpecialOpt, "Remove special tokens (\\[CLS], \\[SEP], …) from every slice and renormalize rows.",
+    )] = False,
+    truncate: TruncateOpt = False,
+    out: Annotated[Optional[Path], with_help(
+        OutOpt, "Save the timeline (and figures) into this folder, atomically.",
+    )] = None,
+    plots: PlotsOpt = False,
+    plot_format: Annotated[Optional[List[PlotFormat]], with_help(
+        PlotFormatOpt,
+        "png (default), svg, pdf; html writes an animation timeline.html. Repeatable.",
+    )] = None,
+    top: Annotated[int, with_help(
+        TopOpt, "Show the N largest changes and longest vines (0: all).",
+    )] = 10,
+    json_out: JsonOpt = False,
+    no_diagrams: NoDiagramsOpt = False,
+    n_jobs: JobsOpt = None,
+    debug: DebugOpt = False,
 ) -> None:
     """Topology in time: the persistence diagram of every prefix of the text for one head, how much each arriving token changes it (bottleneck, Wasserstein), and the features followed through time (vines).
 

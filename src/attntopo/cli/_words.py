@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
-import typer
 from rich import box
 from rich.table import Table
 
+from ..constants import DEFAULT_MODEL
 from ..words import split_words
 from ._common import (
+    DebugOpt,
+    FileOpt,
+    JsonOpt,
+    ModelOpt,
+    TextArg,
+    TruncateOpt,
     app,
-    console,
-    debug_option,
     esc,
-    file_option,
-    json_option,
     load_model_with_status,
-    model_option,
     print_json,
     print_table,
     read_text,
-    truncate_option,
 )
 
 _WORDS_EPILOG = (
@@ -37,12 +35,12 @@ _WORDS_EPILOG = (
 
 @app.command("words", epilog=_WORDS_EPILOG, no_args_is_help=True)
 def words_cmd(
-    text: Optional[str] = typer.Argument(None, metavar="TEXT", help="The text (or use --file).", show_default=False),
-    file: Optional[str] = file_option(),
-    model: str = model_option(),
-    truncate: bool = truncate_option(),
-    json_out: bool = json_option(),
-    debug: bool = debug_option(),
+    text: TextArg = None,
+    file: FileOpt = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    truncate: TruncateOpt = False,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """List the words of a text with their index (what compare --align I:J counts), their characters and the model's tokens of each.
 
