@@ -137,39 +137,45 @@ def _cell(v: float) -> str:
     return f"{v:.1e}" if abs(v) < 0.01 and v != 0 else f"{v:.3f}"
 
 
-def _print_summary(r, m, source: str, timing: dict) -> None:
+def _table(cols, heads: list[tuple[str, str]], title: str) -> None:
     from rich import box
     from rich.table import Table
 
-    console.print(model_line(m))
-    console.print(f"{len(r.texts)} text{'s' if len(r.texts) != 1 else ''} from {esc(source)} "
-                  f"({int(r.n_tokens.min())}–{int(r.n_tokens.max())} tokens) · {esc(r.positional)} · "
-                  f"{timing['context_s']:.1f} s")
-    cols = r.summary()
-    heads = [("depth", "depth")]
-    short = {"positions": "on", "no_positions": "off", "no_rotary_causal": "mask only"}
-    if r.layer_error.size:
-        for c in r.conditions:
-            heads += [(f"layer {short[c]}", f"layer_error_{c}"), (f"enc {short[c]}", f"encoder_error_{c}")]
-    heads += [("margin in", "margin_within_rel")]
-    if r.n_cross_pairs:
-        heads += [("margin x", "margin_cross_rel"), ("self-sim", "self_similarity"), ("aniso", "anisotropy")]
-    heads += [("intra", "intra_similarity")]
-    if r.word is not None:
-        heads += [("JS off", "word_js_relative"), ("JS type", "word_js_vocabulary"), ("1−cos", "word_hidden_cosine")]
-    table = Table(title="per depth (0 = embeddings, l+1 = after layer l)", title_justify="left",
-                  header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
+                  show_edge=False)
     for h, _ in heads:
         table.add_column(h, justify="right", no_wrap=True)
     for row in range(cols.n_rows):
         table.add_row(str(int(cols["depth"][row])), *[_cell(float(cols[name][row])) for _, name in heads[1:]])
     print_table(table)
+
+
+def _print_summary(r, m, source: str, timing: dict) -> None:
+    console.print(model_line(m))
+    console.print(f"{len(r.texts)} text{'s' if len(r.texts) != 1 else ''} from {esc(source)} "
+                  f"({int(r.n_tokens.min())}–{int(r.n_tokens.max())} tokens) · {esc(r.positional)} · "
+                  f"{timing['context_s']:.1f} s")
+    cols = r.summary()
+    short = {"positions": "on", "no_positions": "off", "no_rotary_causal": "mask"}
+    if r.layer_error.size:
+        eq = [("depth", "depth")] + [(f"layer {short[c]}", f"layer_error_{c}") for c in r.conditions] + [
+            (f"enc {short[c]}", f"encoder_error_{c}") for c in r.conditions]
+        _table(cols, eq, "equivariance error per depth (0 = embeddings, l+1 = after layer l)")
+    ctx = [("depth", "depth"), ("margin in", "margin_within_rel")]
+    if r.n_cross_pairs:
+        ctx += [("margin x", "margin_cross_rel"), ("self-sim", "self_similarity"), ("aniso", "anisotropy")]
+    ctx += [("intra", "intra_similarity")]
+    _table(cols, ctx, "margins and contextuality per depth")
+    if r.word is not None:
+        _table(cols, [("depth", "depth"), ("JS offsets", "word_js_relative"), ("JS types", "word_js_vocabulary"),
+                      ("entropy spread", "word_entropy_spread"), ("1 − cos", "word_hidden_cosine")],
+               f"{r.word!r} in {len(r.word_texts)} contexts per depth")
     notes = ["layer/enc: ‖f(XP) − f(X)P‖/‖f(X)‖ (mean over texts and permutations) of the layer alone / the encoder "
-             "up to it, positions on / off" + (" / rotary off with the causal mask kept" if r.causal else "")]
+             "up to it, positions on / off" + (" / rotary off with the causal mask kept (mask)" if r.causal else "")]
     notes.append("margins: min token distance / mean distance, within texts (min over texts)"
                  + (f" and across {r.n_cross_pairs} text pairs" if r.n_cross_pairs else
                     " (cross-text measures need 3 or more texts)"))
     if r.word is not None:
-        notes.append(f"{r.word!r} in {len(r.word_texts)} contexts: mean JS distance of its attention rows over "
-                     f"offsets / token types (mean over heads), 1 − cos of its hidden states")
+        notes.append(f"{r.word!r}: mean JS distance of its attention rows over offsets / token types and std of "
+                     f"their normalized entropy (means over heads), 1 − cos of its hidden states, over context pairs")
     console.print("; ".join(notes) + ". --json for every text, permutation and head.")

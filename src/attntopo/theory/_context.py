@@ -119,7 +119,7 @@ def word_contexts(word: str, *, k: int = 8, source: str = "builtin", categories:
     if source == "builtin":
         if key not in CONTEXT_SENTENCES:
             raise InvalidInputError(f"no built-in contexts for {word!r}; built in: {', '.join(CONTEXT_SENTENCES)} "
-                                    f"(or source='fortunes')")
+                                    f"(or take the contexts from Debian's fortunes)")
         return list(CONTEXT_SENTENCES[key][:k])
     if source != "fortunes":
         raise InvalidInputError(f"unknown source {source!r}; allowed: 'builtin', 'fortunes'")
