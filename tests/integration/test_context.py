@@ -1,6 +1,6 @@
 """attntopo.theory.context on the real models: equivariance without positions holds to the float32
 tolerance on both models, margins and similarities against scipy, the word study against scipy's JS,
-the typed refusals, the result round trip and the command."""
+the typed refusals and the result round trip (the command: tests/cli/test_cli_context.py)."""
 
 from __future__ import annotations
 
@@ -99,8 +99,11 @@ def test_word_study_against_scipy_js(minilm, mini):
 
 
 def test_round_trip_and_table(mini, tmp_path):
+    import attntopo as at
+
     mini.save(tmp_path / "c")
     assert Context._from_payload(*load_payload(tmp_path / "c")) == mini
+    assert at.load_result(tmp_path / "c") == mini
     cols = mini.summary()
     assert cols.n_rows == 7 and cols["depth"].tolist() == list(range(7))
     json.dumps(mini.to_dict())
@@ -204,22 +207,3 @@ def test_the_patches_do_what_they_say():
     with pytest.raises(InvalidInputError, match="rotary"):
         with causal_mask_off(bert):
             pass
-
-
-def test_command(minilm, tmp_path):
-    import typer
-    from typer.testing import CliRunner
-
-    from attntopo.cli._context import context_cmd
-
-    small = typer.Typer()
-    small.command("context")(context_cmd)
-    small.command("unused")(lambda: None)  # two commands: typer keeps the subcommand name
-    res = CliRunner().invoke(small, ["context", *TEXTS[:3], "--word", "bank", "--permutations", "1", "--equivariance-texts", "1", "--json",
-                                     "--out", str(tmp_path / "o"), "--plots"])
-    assert res.exit_code == 0, res.output
-    doc = json.loads(res.stdout)
-    assert doc["kind"] == "context" and doc["word"] == "bank" and len(doc["summary"]) == 7
-    assert doc["figures"] == ["figures/context.png"] and (tmp_path / "o" / "figures" / "context.png").is_file()
-    res = CliRunner().invoke(small, ["context", "--fortunes"])
-    assert isinstance(res.exception, InvalidInputError) and "--word" in str(res.exception)
