@@ -87,8 +87,8 @@ def context_cmd(
                                        help="Study this word across the texts that contain it (at least 3); "
                                             "without texts: its built-in contexts (bank, light, play)."),
     fortunes: bool = typer.Option(False, "--fortunes", help="Take --word's contexts from Debian's fortunes."),
-    contexts: int = typer.Option(8, "--contexts", "-k", min=3, help="How many contexts --word takes (no texts given)."),
-    permutations: int = typer.Option(3, "--permutations", "-p", min=1, help="Random permutations per text."),
+    contexts: int = typer.Option(8, "--contexts", min=3, help="How many contexts --word takes (no texts given)."),
+    permutations: int = typer.Option(3, "--permutations", min=1, help="Random permutations per text."),
     equivariance_texts: Optional[int] = typer.Option(None, "--equivariance-texts", min=0, show_default=False,
                                                      help="Measure equivariance on the first N texts only "
                                                           "(default: all; 0: none)."),
