@@ -85,10 +85,28 @@ from .hardmax import (
     plot_trajectories,
 )
 from .compress import compression_bundle, plot_compression_heads
+from .theory_depth import DEPTH_PANELS, depth_bundle, plot_depth
+from .theory_context import (
+    context_bundle,
+    plot_context,
+    plot_equivariance,
+    plot_margins,
+    plot_similarity,
+    plot_word,
+)
 
 __all__ = [
     "Bundle",
     "compression_bundle",
+    "DEPTH_PANELS",
+    "context_bundle",
+    "depth_bundle",
+    "plot_context",
+    "plot_depth",
+    "plot_equivariance",
+    "plot_margins",
+    "plot_similarity",
+    "plot_word",
     "hardmax_bundle",
     "plot_cluster_counts",
     "plot_compression_heads",

@@ -24,6 +24,8 @@ _LAZY = {
     "Approximability": "._approx",
     "context": "._context",
     "Context": "._context",
+    "word_contexts": "._context",
+    "CONTEXT_SENTENCES": "._context",
 }
 
 __all__ = sorted(_LAZY)
