@@ -106,7 +106,8 @@ class Approximability(Result):
         The chosen scale of the ``cluster_h0`` extra measurement.
     scale_eps, scale_clusters, scale_errors, scale_js : ndarray of shape (n_layers, n_heads)
         H0 clusters at ``scale`` (per head its largest-gap scale for ``"gap"``): the scale used,
-        the clusters (budget ``clusters + 1``) and the two errors.
+        the clusters (budget ``clusters + 1``) and the two errors; measured with the
+        ``cluster_h0`` family (NaN, and 0 clusters, without it).
     settings : dict
         ``draws``, ``orthogonal``, ``seed``, ``kmeans_n_init``.
     """
@@ -351,7 +352,10 @@ def _check_budgets(budgets: Any, n: int) -> tuple[int, ...]:
 def _check_scale(scale: Any) -> Any:
     if scale == "gap":
         return "gap"
-    return float(check_number(scale, "scale", lo=0, hint="a JS distance in [0, 1], or 'gap'"))
+    v = float(check_number(scale, "scale", lo=0, hint="a JS distance in [0, 1], or 'gap'"))
+    if v > 1:
+        raise InvalidInputError(f"scale must be a JS distance in [0, 1] or 'gap', got {scale!r}")
+    return v
 
 
 def _attention_and_qk(att: Any, model: Any, need_qk: bool, layers: Any, heads: Any, truncate: bool):
@@ -570,29 +574,28 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
                 d = js_error(A[:, None], Ahat, causal=causal, normalized=True)
                 errors[fi["kernel"], j, li], kstd[j, li] = e.mean(-1), e.std(-1)
                 js[fi["kernel"], j, li], kjs_std[j, li] = d.mean(-1), d.std(-1)
+        def record(name: str, j: int, Ahat: np.ndarray) -> None:
+            errors[fi[name], j, li] = relative_error(A, Ahat)
+            js[fi[name], j, li] = js_error(A, Ahat, causal=causal)
+
         if "cluster_kmeans" in fi:
             for j, z in enumerate(fsz):
-                for h in range(H):
-                    lab = _kmeans(A[h], z["clusters"], seed)
-                    Ahat = clustered(A[h], lab, causal=causal)
-                    errors[fi["cluster_kmeans"], j, li, h] = relative_error(A[h], Ahat)
-                    js[fi["cluster_kmeans"], j, li, h] = js_error(A[h], Ahat, causal=causal)
-                    sizes["kmeans_clusters"][j, li, h] = np.unique(lab).size
-        D = row_distances(A)
-        for h in range(H):
-            if "cluster_h0" in fi:
-                Z = linkage(D[h])  # its heights are the H0 deaths
-                for j, z in enumerate(fsz):
-                    # the smallest scale with at most k H0 bars alive (single linkage cut)
-                    lab = canonical(fcluster(Z, z["clusters"], criterion="maxclust"))
-                    Ahat = clustered(A[h], lab, causal=causal)
-                    errors[fi["cluster_h0"], j, li, h] = relative_error(A[h], Ahat)
-                    js[fi["cluster_h0"], j, li, h] = js_error(A[h], Ahat, causal=causal)
-                    sizes["h0_clusters"][j, li, h] = int(lab.max()) + 1
-            lab, eps = persistence_labels(D[h], scale)
-            Ahat = clustered(A[h], lab, causal=causal)
-            sc["scale_eps"][li, h], sc_k[li, h] = eps, int(lab.max()) + 1
-            sc["scale_errors"][li, h], sc["scale_js"][li, h] = relative_error(A[h], Ahat), js_error(A[h], Ahat, causal=causal)
+                labs = [_kmeans(A[h], z["clusters"], seed) for h in range(H)]
+                record("cluster_kmeans", j, np.stack([clustered(A[h], labs[h], causal=causal) for h in range(H)]))
+                sizes["kmeans_clusters"][j, li] = [np.unique(lab).size for lab in labs]
+        if "cluster_h0" in fi:
+            D = row_distances(A)
+            Z = [linkage(D[h]) for h in range(H)]  # their heights are the H0 deaths
+            for j, z in enumerate(fsz):
+                # the smallest scale with at most k H0 bars alive (single linkage cut)
+                labs = [canonical(fcluster(Z[h], z["clusters"], criterion="maxclust")) for h in range(H)]
+                record("cluster_h0", j, np.stack([clustered(A[h], labs[h], causal=causal) for h in range(H)]))
+                sizes["h0_clusters"][j, li] = [int(lab.max()) + 1 for lab in labs]
+            at_scale = [persistence_labels(D[h], scale) for h in range(H)]
+            Ahat = np.stack([clustered(A[h], lab, causal=causal) for h, (lab, _) in enumerate(at_scale)])
+            sc["scale_eps"][li] = [eps for _, eps in at_scale]
+            sc_k[li] = [int(lab.max()) + 1 for lab, _ in at_scale]
+            sc["scale_errors"][li], sc["scale_js"][li] = relative_error(A, Ahat), js_error(A, Ahat, causal=causal)
         rep.advance()
     return {"errors": errors, "js": js, "kernel_std": kstd, "kernel_js_std": kjs_std, "sizes": sizes,
             "singular_values": sv, "scale_clusters": sc_k, **sc}

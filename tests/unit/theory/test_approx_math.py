@@ -314,6 +314,8 @@ def test_bad_input():
         approximability(Attention.from_weights(att.weights, att.tokens), families=["kernel"])
     with pytest.raises(InvalidInputError):
         approximability(att, families=NO_KERNEL, draws=0)
+    with pytest.raises(InvalidInputError, match="scale must be a JS distance"):
+        approximability(att, families=["cluster_h0"], scale=1.5)
     with pytest.raises(InvalidInputError):
         approximability(np.eye(3))
     r = approximability(att, families=["top_k"])  # default budgets: those up to n
