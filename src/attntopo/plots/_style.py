@@ -29,6 +29,7 @@ __all__ = [
     "plural",
     "column_title",
     "metric_name",
+    "wrap_title",
     "number_format",
 ]
 
@@ -167,6 +168,33 @@ def column_title(name: str) -> str:
     return words if dim is None else f"{words} (H{dim})"
 
 
+def wrap_title(text: str, width: float, fontsize: float) -> str:
+    """Break a title into lines that fit ``width`` inches at ``fontsize`` points.
+
+    Breaks go after the `` · `` separators of attntopo's titles first, then between words;
+    existing line breaks are kept.  The width of a character is taken as 0.6 em (DejaVu Sans'
+    mean is 0.55 em), so a line rather breaks early than runs over.
+    """
+    import textwrap
+
+    per_line = max(8, int(width * 72.0 / (0.6 * float(fontsize))))
+    out = []
+    for para in str(text).split("\n"):
+        line = ""
+        for k, part in enumerate(para.split(" · ")):
+            cand = part if not line else f"{line} · {part}"
+            if len(cand) <= per_line:
+                line = cand
+                continue
+            if line:
+                out.append(line + " ·")
+            pieces = textwrap.wrap(part, per_line) or [""]
+            out.extend(pieces[:-1])
+            line = pieces[-1]
+        out.append(line)
+    return "\n".join(out)
+
+
 #: How figures name the token metrics (``attntopo.constants.METRICS``).
 METRIC_NAMES = {
     "jensen_shannon": "Jensen–Shannon",
@@ -204,6 +232,8 @@ def number_format(values, digits: int = 2) -> tuple[Callable[[float], str], str]
     Returns
     -------
     fmt : callable float -> str
+        Its attribute ``resolution`` is the value of one unit in the last written digit
+        (colour-bar ticks are placed on multiples of it).
     unit : str
         ``""`` or ``"×10ⁿ"`` (the factor the written numbers are multiplied by).
     """
@@ -211,7 +241,7 @@ def number_format(values, digits: int = 2) -> tuple[Callable[[float], str], str]
     v = v[np.isfinite(v)]
     digits = max(1, int(digits))
 
-    def wrap(f: Callable[[float], str]) -> Callable[[float], str]:
+    def wrap(f: Callable[[float], str], resolution: float = 0.0) -> Callable[[float], str]:
         def fmt(x: float) -> str:
             x = float(x)
             if not math.isfinite(x):
@@ -219,18 +249,20 @@ def number_format(values, digits: int = 2) -> tuple[Callable[[float], str], str]
             out = f(x)
             return out[1:] if out.startswith("-") and not any(c in "123456789" for c in out) else out  # no "-0.00"
 
+        fmt.resolution = resolution  # the value of one unit of the last written digit (0: not fixed)
         return fmt
 
     if v.size == 0:
         return wrap(lambda x: f"{x:.{digits}g}"), ""
     m = float(np.max(np.abs(v)))
     if np.all(v == np.round(v)) and m < 1e6:
-        return wrap(lambda x: f"{x:.0f}"), ""
+        return wrap(lambda x: f"{x:.0f}", 1.0), ""
     e = math.floor(math.log10(m))
     if round(m, digits - 1 - e) >= 10.0 ** (e + 1):
         e += 1  # 0.0999 rounds to 0.10: the exponent of the rounded value
     if -2 <= e <= 3:
         dec = max(0, digits - 1 - e)
-        return wrap(lambda x: f"{x:.{dec}f}"), ""
+        return wrap(lambda x: f"{x:.{dec}f}", 10.0 ** -dec), ""
     scale = 10.0 ** e
-    return wrap(lambda x: f"{x / scale:.{digits - 1}f}"), f"×10{str(e).translate(_SUPERSCRIPT)}"
+    return (wrap(lambda x: f"{x / scale:.{digits - 1}f}", 10.0 ** (1 - digits) * scale),
+            f"×10{str(e).translate(_SUPERSCRIPT)}")

@@ -194,8 +194,12 @@ def plot_trajectories(result: Any, ax: Axes | None = None, *, dims: Sequence[int
     if result.dim == 2 and dims is None:
         ax.set_aspect("equal", adjustable="datalim")
     ax.legend(fontsize=S.FONT["legend"], frameon=False, loc="best")
-    ax.set_title(title or f"hardmax dynamics: {result.n_tokens} tokens in R^{result.dim}, α = {result.alpha:g}, "
-                 f"{int(result.n_clusters[-1])} points after {result.steps} steps", fontsize=S.FONT["title"])
+    if title is None:
+        width = ax.get_position().width * fig.get_figwidth()
+        title = S.wrap_title(f"hardmax dynamics: {S.plural(result.n_tokens, 'token')} in R^{result.dim}, "
+                             f"α = {result.alpha:g} · {S.plural(int(result.n_clusters[-1]), 'point')} after "
+                             f"{S.plural(result.steps, 'step')}", width + 0.5, S.FONT["title"])
+    ax.set_title(title, fontsize=S.FONT["title"])
     _style(ax)
     return fig
 

@@ -135,9 +135,35 @@ def side_colorbar(ax: Axes, mappable: Any, label: str, *, fmt: Any = None, unit:
         cb.locator = MaxNLocator(integer=True)
     if fmt is not None:
         cb.formatter = FuncFormatter(lambda x, _pos: fmt(x))
+        res = getattr(fmt, "resolution", 0.0)
+        if res > 0 and not integer:  # ticks that the format writes exactly
+            cb.locator = _resolution_locator(res)
     cb.update_ticks()
     cb.ax.tick_params(labelsize=S.FONT["tick"])
     return cb
+
+
+def _resolution_locator(res: float):
+    """Nice ticks (multiples of 1, 2, 2.5 or 5 of a power of ten) that are multiples of ``res``,
+    so a format with that resolution writes every tick exactly (no 0.0125 shown as 0.013)."""
+    from matplotlib.ticker import MaxNLocator
+
+    class _Locator(MaxNLocator):
+        def tick_values(self, vmin, vmax):
+            ticks = super().tick_values(vmin, vmax)
+            if len(ticks) > 1:
+                step = float(np.median(np.diff(ticks)))
+                if step < res * (1 - 1e-9) or abs(step / res - round(step / res)) > 1e-6:
+                    k = max(1.0, math.ceil(step / res - 1e-9))
+                    for nice in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000):
+                        if nice >= k:
+                            k = nice
+                            break
+                    base = k * res
+                    ticks = np.arange(math.floor(vmin / base) * base, vmax + 0.5 * base, base)
+            return ticks
+
+    return _Locator(nbins=5, steps=[1, 2, 5, 10])
 
 
 def annotate_cells(ax: Axes, M: np.ndarray, fmt: Any, *, fontsize: float, dark_below: float | None = None) -> None:
@@ -505,8 +531,12 @@ def plot_head_grid(
         [p for row in pts for cellpts in row for _, p in cellpts], float(analysis.threshold)
     )
     any_inf = any((~np.isfinite(p[:, 1])).any() for row in pts for c in row for _, p in c)
-    left, right, top, bottom = 0.75, 0.15, 0.75, 0.45  # inches
+    left, right, bottom = 0.95, 0.15, 0.45  # inches (left: the "death" label, then the layer labels)
     w = H * cell + left + right
+    heading = S.wrap_title(title or f"Persistence diagrams per head · {_describe(analysis)}", w - left - 0.05,
+                           S.FONT["title"])
+    lines = heading.count("\n") + 1
+    top = 0.55 + 0.17 * lines  # the title's lines, then a row for the legend
     h = L * cell + top + bottom
     fig = Figure(figsize=(w, h))
     fig.subplots_adjust(
@@ -538,15 +568,9 @@ def plot_head_grid(
         ncol=len(handles),
         fontsize=S.FONT["legend"],
         frameon=False,
-        bbox_to_anchor=(1 - right / w, 1 - 0.08 / h),
+        bbox_to_anchor=(1 - right / w, 1 - (0.12 + 0.17 * lines) / h),
     )
-    fig.suptitle(
-        title or f"Persistence diagrams per head · {_describe(analysis)}",
-        x=left / w,
-        y=1 - 0.1 / h,
-        ha="left",
-        fontsize=S.FONT["title"],
-    )
+    fig.suptitle(heading, x=left / w, y=1 - 0.1 / h, ha="left", va="top", fontsize=S.FONT["title"])
     fig.supxlabel("birth", fontsize=S.FONT["grid_label"], y=0.08 / h, va="bottom")
     fig.text(0.1 / w, 0.5, "death", rotation=90, va="center", fontsize=S.FONT["grid_label"])
     return fig
@@ -587,7 +611,7 @@ def plot_head_stat(
     layers, heads = list(analysis.layers), list(analysis.heads)
     L, H = len(layers), len(heads)
     M = np.asarray(table[stat], dtype=np.float64).reshape(L, H)
-    fig, ax = _figure_and_axes(ax, (min(1.6 + 0.5 * H, 12.0), min(1.2 + 0.32 * L, 12.0)))
+    fig, ax = _figure_and_axes(ax, (float(np.clip(2.4 + 0.5 * H, 4.2, 12.0)), float(np.clip(1.6 + 0.32 * L, 2.8, 12.0))))
     im = ax.imshow(M, cmap=cmap, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(H), [str(h) for h in heads], fontsize=S.FONT["tick"])
     ax.set_yticks(range(L), [str(l_) for l_ in layers], fontsize=S.FONT["tick"])
@@ -601,7 +625,9 @@ def plot_head_stat(
     if annotate:
         annotate_cells(ax, M, fmt, fontsize=S.FONT["grid_tick"] + 1, dark_below=None)
     side_colorbar(ax, im, label, fmt=fmt, unit=unit, integer=integer, width=0.035, pad=0.02)
-    ax.set_title(title or f"{label} per head · {_describe(analysis)}", fontsize=S.FONT["title"])
+    width = ax.get_position().width * _root_figure(ax).get_figwidth()
+    ax.set_title(title or S.wrap_title(f"{label} per head · {_describe(analysis)}", width + 0.6, S.FONT["title"]),
+                 fontsize=S.FONT["title"])
     return fig
 
 

@@ -363,8 +363,10 @@ def test_head_statistic_heatmap_writes_one_format_and_a_human_title(dense):
     every = [ax.get_title(), cb.get_ylabel(), ax.get_xlabel(), ax.get_ylabel()] + cells
     assert not any("_" in t for t in every), every  # no raw column names
     fmt, _ = S.number_format(v)
-    ticks = [t.get_text() for t in cb.get_yticklabels() if t.get_text()]
-    assert ticks and {len(t.split(".")[1]) if "." in t else 0 for t in ticks} == decimals  # bar and cells alike
+    ticks = [t for t in cb.get_yticklabels() if t.get_text()]
+    assert ticks and {len(t.get_text().split(".")[1]) if "." in t.get_text() else 0 for t in ticks} == decimals
+    for t in ticks:  # each tick sits where its label says (no 0.0125 written 0.013)
+        assert float(t.get_text()) == pytest.approx(t.get_position()[1], abs=1e-12)
     # an integer statistic is written as integers, its colour bar ticks at integers
     fig = plots.plot_head_stat(a, "n_bars_h0")
     drawn(fig)
@@ -598,3 +600,24 @@ def test_every_figure_exports_to_png_svg_pdf_keeps_rcparams_and_writes_counts_ri
         assert not bad, (name, bad)
         raw = [t for t in texts if re.search(r"\b[a-z]+_[a-z]+_h\d\b", t)]
         assert not raw, (name, raw)  # no raw column names such as max_persistence_h1
+        assert not _clipped(fig), name
+
+
+def _clipped(fig) -> list[str]:
+    """Titles, axis labels, legends and texts that run off the figure's edge."""
+    r = drawn(fig)
+    fb = fig.bbox
+    out = []
+    candidates = [fig._suptitle] if fig._suptitle is not None else []
+    for ax in fig.axes + [c for a in fig.axes for c in a.child_axes]:
+        candidates += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        if ax.get_legend() is not None:
+            candidates += ax.get_legend().get_texts()
+    for leg in fig.legends:
+        candidates += leg.get_texts()
+    for t in candidates:
+        if t.get_visible() and t.get_text().strip():
+            e = t.get_window_extent(r)
+            if e.x0 < fb.x0 - 1 or e.x1 > fb.x1 + 1 or e.y0 < fb.y0 - 1 or e.y1 > fb.y1 + 1:
+                out.append(t.get_text())
+    return out
