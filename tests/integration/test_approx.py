@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from _tolerances import for_model
 
+import attntopo as at
+
 from attntopo.errors import InvalidInputError, OutOfRangeError
-from attntopo.io import load_payload
 from attntopo.models._qk import capture_qk
 from attntopo.theory import Approximability, approximability
 
@@ -96,7 +97,7 @@ def test_minilm_result(minilm, tmp_path):
     sb = r.scatterbrain()
     assert set(sb) == set(r.budgets) and set(sb[8]) == {"low_rank", "kernel"}
     r.save(tmp_path / "a")
-    assert Approximability._from_payload(*load_payload(tmp_path / "a")) == r
+    assert at.load_result(tmp_path / "a") == r
     assert n == len(minilm.tokenize(TEXT).ids)
 
 
@@ -143,7 +144,8 @@ def test_cli_json_out_and_figure(minilm, tmp_path, capsys):
         "figures/approximability.png"]
     assert len(doc["summary"]) == 2 * 12 * 2 and {"winner", "top_k", "low_rank_js"} <= set(doc["summary"][0])
     assert (tmp_path / "o" / "figures" / "approximability.png").stat().st_size > 10_000
-    saved = Approximability._from_payload(*load_payload(tmp_path / "o"))
+    saved = at.load_result(tmp_path / "o")
+    assert isinstance(saved, Approximability)
     lib = approximability(TEXT, model=minilm, budgets=[4, 8], layers=[0, 5])
     # the same computation in one process: the same numbers
     np.testing.assert_array_equal(saved.errors, lib.errors)

@@ -32,8 +32,8 @@ from ._common import (
     print_json,
     print_saved,
     print_table,
+    progress_bar,
     read_text,
-    status,
     truncate_option,
     write_result,
 )
@@ -116,10 +116,11 @@ def approx_cmd(
     formats = check_plot_options(plots, plot_format, out)
     shown = not json_out
     m, t_model = load_model_with_status(model, shown)
-    with status("one forward pass, then every family on every head …", shown):
+    with progress_bar("approximability", shown) as progress:
         t0 = time.perf_counter()
         r = approximability(body, model=m, budgets=budgets, families=families, scale=scale_value, draws=draws,
-                            orthogonal=not iid, seed=seed, layers=layers, heads=heads, truncate=truncate)
+                            orthogonal=not iid, seed=seed, layers=layers, heads=heads, truncate=truncate,
+                            progress=progress)
         t_a = time.perf_counter() - t0
     if show is not None and show not in r.budgets:
         raise InvalidInputError(f"--show {show} is not one of the budgets {list(r.budgets)}")

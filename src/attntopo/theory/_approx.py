@@ -492,8 +492,8 @@ def approximability(
     from ..models._qk import one_blas_thread
 
     # BLAS and OpenMP (k-means) on one thread: these matrices are small, threads cost more
-    with make_reporter(progress, total=att.n_layers, description="approximability") as rep, \
-            one_blas_thread(user_api=None):
+    with make_reporter(progress, description="approximability") as rep, one_blas_thread(user_api=None):
+        rep.add_total(att.n_layers)  # one unit per layer (the capture pass ran before)
         rep.stage("approximating heads")
         res = _measure(att, cap, fams, bud, scale, draws, orthogonal, seed, rep)
     settings = {"draws": draws, "orthogonal": orthogonal, "seed": seed, "kmeans_n_init": 1,

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import jensenshannon
 
+import attntopo as at
 from attntopo.attention import Attention
 from attntopo.errors import InvalidInputError, OutOfRangeError
 from attntopo.io import load_payload
@@ -279,8 +280,9 @@ def test_result_round_trip_and_tables(tmp_path):
     r.save(tmp_path / "r")
     meta, arrays = load_payload(tmp_path / "r")
     assert meta["kind"] == "approximability"
-    back = Approximability._from_payload(meta, arrays)
-    assert back == r
+    assert Approximability._from_payload(meta, arrays) == r
+    back = at.load_result(tmp_path / "r")
+    assert isinstance(back, Approximability) and back == r and back.provenance == r.provenance
     other = approximability(_attention(), families=NO_KERNEL, budgets=[4])
     assert other != r
     assert r.scale_summary().n_rows == 6
@@ -339,3 +341,38 @@ def test_scatterbrain_check_on_planted_heads():
     r = approximability(att, families=["top_k", "low_rank"], budgets=[4])
     sb = r.scatterbrain()[4]["low_rank"]
     assert sb["holds"] and sb["spearman"] > 0.5 and sb["sparse_wins_low"] == 1.0 and sb["other_wins_high"] == 1.0
+
+
+def test_result_protocol(tmp_path):
+    import dataclasses
+    import json
+
+    from attntopo.errors import ResultFormatError
+    from attntopo.io import save_payload
+
+    r = approximability(_attention(10), families=NO_KERNEL, budgets=[4])
+    # equality sees every compared field and ignores provenance
+    changes = {"model": "x", "text": "x", "tokens": ["x"] * 10, "causal": True, "layer_ids": (0, 9),
+               "head_ids": (0, 1, 9), "families": tuple(reversed(NO_KERNEL)), "budgets": (5,), "scale": 0.3,
+               "settings": {"draws": 9}}
+    for name in r._compared_fields():
+        value = getattr(r, name)
+        if name in changes:
+            new = changes[name]
+        elif name == "sizes":
+            new = {**value, "rank": value["rank"] + 1}
+        elif name == "labels":
+            new = np.where(value == value.flat[0], "changed", value)
+        else:
+            new = np.asarray(value).copy()
+            new.reshape(-1)[0] = 0.123 if new.dtype.kind == "f" else new.reshape(-1)[0] + 1
+        assert dataclasses.replace(r, **{name: new}) != r, name
+    assert dataclasses.replace(r, provenance={}) == r
+    json.dumps(r.to_dict(), allow_nan=False)
+    assert len(r.to_pandas()) == r.summary().n_rows
+    # a saved result with an array of the wrong shape is refused in one line
+    meta, arrays = r._payload()
+    arrays["errors"] = arrays["errors"][:, :, :1]
+    save_payload(tmp_path / "bad", {"kind": r.kind, **meta}, arrays)
+    with pytest.raises(ResultFormatError, match="'errors' must have shape"):
+        at.load_result(tmp_path / "bad")
