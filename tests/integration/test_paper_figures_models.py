@@ -18,8 +18,7 @@ import numpy as np
 import pytest
 
 matplotlib = pytest.importorskip("matplotlib")
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.text import Annotation  # noqa: E402
+from _paper_figures import drawn, overlapping_pairs, token_labels_of  # noqa: E402
 
 import attntopo as at  # noqa: E402
 from attntopo import plots  # noqa: E402
@@ -32,26 +31,6 @@ PARAGRAPH = ("Persistent homology summarises the shape of a point cloud across e
 _RAW = re.compile(r"Ġ|Ċ|^##")
 
 
-def _overlaps(ax, renderer) -> list[tuple[str, str]]:
-    texts = [t for t in ax.texts if isinstance(t, Annotation) and t.get_text()]
-    boxes = [t.get_window_extent(renderer) for t in texts]
-    out = []
-    for i in range(len(boxes)):
-        for j in range(i):
-            a, b = boxes[i], boxes[j]
-            w = min(a.x1, b.x1) - max(a.x0, b.x0)
-            h = min(a.y1, b.y1) - max(a.y0, b.y0)
-            if w > 0 and h > 0 and w * h > 1.0:
-                out.append((texts[i].get_text(), texts[j].get_text()))
-    return out
-
-
-def _draw(fig):
-    FigureCanvasAgg(fig)
-    fig.canvas.draw()
-    return fig.canvas.get_renderer()
-
-
 def test_minilm_threshold_graphs_have_no_colliding_labels(minilm):
     """Three MiniLM heads on a 60-token paragraph, each at its suggested scale: every token
     labelled, no two labels overlapping."""
@@ -61,10 +40,10 @@ def test_minilm_threshold_graphs_have_no_colliding_labels(minilm):
         D, dgm = a.distance_matrix(layer, 0), a.diagram(layer, 0)
         fig = plots.plot_threshold_graph(D, plots.suggest_scale(dgm, D), a.attention.labels,
                                          special=a.attention.special)
-        r = _draw(fig)
+        r = drawn(fig)
         ax = fig.axes[0]
-        assert sum(isinstance(t, Annotation) for t in ax.texts) == a.attention.n_tokens
-        assert _overlaps(ax, r) == [], layer
+        assert len(token_labels_of(ax)) == a.attention.n_tokens
+        assert overlapping_pairs(token_labels_of(ax), r) == [], layer
 
 
 @pytest.mark.smollm2
@@ -82,7 +61,7 @@ def test_smollm2_figures_show_labels_and_key_30_layers(smollm2):
             assert any("↵" in t for t in texts)
     hs = at.head_space(["The cat sat on the mat.", "A dog ran in the park."], smollm2)
     fig = plots.plot_head_distances(hs)
-    _draw(fig)
+    drawn(fig)
     bars = [c for c in fig.axes[0].child_axes if c.get_ylabel().startswith("layer")]
     assert len(bars) == 1
     mesh = next(col for col in bars[0].collections if type(col).__name__ == "QuadMesh")

@@ -26,9 +26,8 @@ import pytest
 matplotlib = pytest.importorskip("matplotlib")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from _paper_figures import drawn, overlapping_pairs, token_labels_of  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
-from matplotlib.text import Annotation  # noqa: E402
 
 import attntopo as at  # noqa: E402
 from attntopo import plots  # noqa: E402
@@ -79,31 +78,6 @@ def real_like(text: str = LONG, L: int = 1, H: int = 2, seed: int = 0, *, sink: 
             W[li, h] = e / e.sum(1, keepdims=True)
     return at.Attention.from_weights(W, tokens, text=text, offsets=offsets, model=model, causal=causal,
                                      special=[special and k in (0, n - 1) for k in range(n)])
-
-
-def drawn(fig):
-    """Draw ``fig`` with the Agg renderer; return the renderer (extents are then final)."""
-    FigureCanvasAgg(fig)
-    fig.canvas.draw()
-    return fig.canvas.get_renderer()
-
-
-def token_labels_of(ax):
-    return [t for t in ax.texts if isinstance(t, Annotation) and t.get_text()]
-
-
-def overlapping_pairs(texts, renderer, tol: float = 1.0) -> list[tuple[str, str, float]]:
-    """Pairs of texts whose boxes share more than ``tol`` square pixels."""
-    boxes = [t.get_window_extent(renderer) for t in texts]
-    out = []
-    for i in range(len(boxes)):
-        for j in range(i):
-            a, b = boxes[i], boxes[j]
-            w = min(a.x1, b.x1) - max(a.x0, b.x0)
-            h = min(a.y1, b.y1) - max(a.y0, b.y0)
-            if w > 0 and h > 0 and w * h > tol:
-                out.append((texts[i].get_text(), texts[j].get_text(), w * h))
-    return out
 
 
 @pytest.fixture(scope="module")
