@@ -115,6 +115,12 @@ _LAZY = {
     "select_heads": "attntopo.features",
     "HardmaxSimulation": "attntopo.hardmax",
     "open_store": "attntopo.corpus",
+    "depth": "attntopo.theory._depth",
+    "Depth": "attntopo.theory._depth",
+    "approximability": "attntopo.theory._approx",
+    "Approximability": "attntopo.theory._approx",
+    "context": "attntopo.theory._context",
+    "Context": "attntopo.theory._context",
 }
 
 __all__ = sorted(
@@ -165,3 +171,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .topology import Diagram, bottleneck, complex_at, persistence, persistence_batch, wasserstein
     from .features import FeatureTable, select_heads
     from .corpus import open_store
+    from .theory import Approximability, Context, Depth, approximability, context, depth

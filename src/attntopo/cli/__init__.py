@@ -19,6 +19,7 @@ Commands (one module each)
 ``attntopo corpus``    many texts streamed into a resumable Parquet store of feature rows, locally or
                        on Ray (``_corpus``); ``attntopo query``: SQL over a store via DuckDB (``_query``).
 ``attntopo depth``     the theory measured: per-layer geometry and rank collapse (``_depth``);
+                       ``attntopo approx``: every head against efficient-attention families (``_approx``);
                        ``attntopo context``: equivariance and contextual mappings (``_context``).
 ``attntopo --version``
 
@@ -51,6 +52,7 @@ from ._compress import compress_cmd  # noqa: E402
 from ._corpus import corpus_cmd  # noqa: E402
 from ._query import query_cmd  # noqa: E402
 from ._depth import depth_cmd  # noqa: E402
+from ._approx import approx_cmd  # noqa: E402
 from ._context import context_cmd  # noqa: E402
 
 __all__ = ["app", "main"]

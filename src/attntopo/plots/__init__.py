@@ -86,6 +86,13 @@ from .hardmax import (
 )
 from .compress import compression_bundle, plot_compression_heads
 from .theory_depth import DEPTH_PANELS, depth_bundle, plot_depth
+from .theory_approx import (
+    approx_bundle,
+    plot_approx_budgets,
+    plot_approx_entropy,
+    plot_approx_winners,
+    plot_approximability,
+)
 from .theory_context import (
     context_bundle,
     plot_context,
@@ -99,6 +106,11 @@ __all__ = [
     "Bundle",
     "compression_bundle",
     "DEPTH_PANELS",
+    "approx_bundle",
+    "plot_approx_budgets",
+    "plot_approx_entropy",
+    "plot_approx_winners",
+    "plot_approximability",
     "context_bundle",
     "depth_bundle",
     "plot_context",
