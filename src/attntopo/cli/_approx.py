@@ -4,37 +4,38 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
 from .. import __version__
+from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
+    DebugOpt,
+    FileOpt,
+    HeadsOpt,
+    JsonOpt,
+    LayersOpt,
+    ModelOpt,
+    OutOpt,
+    PlotsOpt,
+    StaticPlotFormatOpt,
+    TextArg,
+    TruncateOpt,
     app,
     check_plot_options,
     console,
-    debug_option,
     esc,
-    file_option,
-    head_option,
-    json_option,
-    layer_option,
     load_model_with_status,
     model_line,
-    model_option,
     num,
-    out_option,
     parse_indices,
-    plot_format_option,
-    plots_option,
     print_json,
     print_saved,
     print_table,
     progress_bar,
     read_text,
-    truncate_option,
     write_result,
 )
 from ._hardmax import refuse_html
@@ -67,29 +68,34 @@ def _words(values: Optional[List[str]]) -> list[str] | None:
 
 @app.command("approx", epilog=_APPROX_EPILOG, no_args_is_help=False)
 def approx_cmd(
-    text: Optional[str] = typer.Argument(None, metavar="TEXT", help="The text (or use --file).", show_default=False),
-    file: Optional[str] = file_option(),
-    model: str = model_option(),
-    budget: Optional[List[str]] = typer.Option(None, "--budget", "-b", metavar="P", show_default=False,
-                                               help="Budget(s), numbers stored per query row, 2..n; repeat or "
-                                                    "comma-separate (default: 4,8,16,32 up to n)."),
-    family: Optional[List[str]] = typer.Option(None, "--family", metavar="F", show_default=False,
-                                               help="Families: band_sparse, top_k, low_rank, kernel, cluster_kmeans, "
-                                                    "cluster_h0 (default: all)."),
-    layer: Optional[List[str]] = layer_option(),
-    head: Optional[List[str]] = head_option(),
-    draws: int = typer.Option(4, "--draws", help="Kernel feature draws averaged per head."),
-    iid: bool = typer.Option(False, "--iid", help="iid Gaussian kernel features instead of orthogonal ones."),
-    scale: str = typer.Option("gap", "--scale", help="Scale of the extra H0-cluster row: a JS distance or 'gap'."),
-    seed: int = typer.Option(0, "--seed", help="Kernel draws and k-means."),
-    show: Optional[int] = typer.Option(None, "--show", metavar="P", show_default=False,
-                                       help="Budget of the per-head table (default: the middle one)."),
-    truncate: bool = truncate_option(),
-    out: Optional[Path] = out_option("Save the result (and figures) into this folder, atomically."),
-    plots: bool = plots_option(),
-    plot_format: Optional[List[str]] = plot_format_option("png (default), svg, pdf. Repeatable."),
-    json_out: bool = json_option(),
-    debug: bool = debug_option(),
+    text: TextArg = None,
+    file: FileOpt = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    budget: Annotated[Optional[List[str]], typer.Option(
+        "--budget", "-b", metavar="P", show_default=False,
+        help="Budget(s), numbers stored per query row, 2..n; repeat or comma-separate (default: 4,8,16,32 up to n).",
+    )] = None,
+    family: Annotated[Optional[List[str]], typer.Option(
+        "--family", metavar="F", show_default=False,
+        help="Families: band_sparse, top_k, low_rank, kernel, cluster_kmeans, cluster_h0 (default: all).",
+    )] = None,
+    layer: LayersOpt = None,
+    head: HeadsOpt = None,
+    draws: Annotated[int, typer.Option("--draws", help="Kernel feature draws averaged per head.")] = 4,
+    iid: Annotated[bool, typer.Option("--iid", help="iid Gaussian kernel features instead of orthogonal ones.")] = False,
+    scale: Annotated[str, typer.Option(
+        "--scale", help="Scale of the extra H0-cluster row: a JS distance or 'gap'.",
+    )] = "gap",
+    seed: Annotated[int, typer.Option("--seed", help="Kernel draws and k-means.")] = 0,
+    show: Annotated[Optional[int], typer.Option(
+        "--show", metavar="P", show_default=False, help="Budget of the per-head table (default: the middle one).",
+    )] = None,
+    truncate: TruncateOpt = False,
+    out: OutOpt = None,
+    plots: PlotsOpt = False,
+    plot_format: StaticPlotFormatOpt = None,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """Approximate every head by band+sparse, top-k, low-rank (SVD), kernel (FAVOR+) and clustered attention.
 

@@ -109,6 +109,11 @@ MaxdimOpt = Annotated[int, typer.Option(
     "--maxdim", metavar="D", help="Highest homology dimension: 0, 1 or 2.")]  # check_maxdim checks it
 DropSpecialOpt = Annotated[bool, typer.Option(
     "--drop-special", help="Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows.")]
+TextsArg = Annotated[Optional[List[str]], typer.Argument(
+    metavar="TEXT", help="The texts (or use --file).", show_default=False)]  # read by read_texts
+TextsFileOpt = Annotated[Optional[str], typer.Option(
+    "--file", "-f", metavar="PATH", help="Read the texts from a UTF-8 file, one per non-empty line ('-': stdin).",
+    show_default=False)]  # read by read_texts
 TruncateOpt = Annotated[bool, typer.Option("--truncate", help="Cut texts longer than the model's context.")]
 OutOpt = Annotated[Optional[Path], typer.Option(
     "--out", "-o", metavar="DIR", help="Save the result (and figures) into this folder, atomically.",

@@ -3,33 +3,34 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
 from .. import __version__
+from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
+    DebugOpt,
+    JsonOpt,
+    ModelOpt,
+    OutOpt,
+    PlotsOpt,
+    StaticPlotFormatOpt,
+    TextsFileOpt,
+    TruncateOpt,
     app,
     check_plot_options,
     console,
-    debug_option,
     esc,
     json_doc,
-    json_option,
     load_model_with_status,
     model_line,
-    model_option,
-    out_option,
-    plot_format_option,
-    plots_option,
     print_json,
     print_saved,
     print_table,
     progress_bar,
     read_text,
-    truncate_option,
     write_result,
 )
 from ._hardmax import refuse_html
@@ -78,27 +79,34 @@ def _texts(texts: Optional[List[str]], file: Optional[str], word: Optional[str],
 
 @app.command("context", epilog=_CONTEXT_EPILOG, no_args_is_help=False)
 def context_cmd(
-    texts: Optional[List[str]] = typer.Argument(None, metavar="TEXT...", show_default=False,
-                                                help="The texts (or use --file, or --word alone)."),
-    file: Optional[str] = typer.Option(None, "--file", "-f", metavar="PATH", show_default=False,
-                                       help="Read the texts from a UTF-8 file, one per non-empty line ('-': stdin)."),
-    model: str = model_option(),
-    word: Optional[str] = typer.Option(None, "--word", "-w", metavar="W", show_default=False,
-                                       help="Study this word across the texts that contain it (at least 3); "
-                                            "without texts: its built-in contexts (bank, light, play)."),
-    fortunes: bool = typer.Option(False, "--fortunes", help="Take --word's contexts from Debian's fortunes."),
-    contexts: int = typer.Option(8, "--contexts", min=3, help="How many contexts --word takes (no texts given)."),
-    permutations: int = typer.Option(3, "--permutations", min=1, help="Random permutations per text."),
-    equivariance_texts: Optional[int] = typer.Option(None, "--equivariance-texts", min=0, show_default=False,
-                                                     help="Measure equivariance on the first N texts only "
-                                                          "(default: all; 0: none)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the permutations (and of the fortunes drawn)."),
-    truncate: bool = truncate_option(),
-    out: Optional[Path] = out_option("Save the result (and figures) into this folder, atomically."),
-    plots: bool = plots_option(),
-    plot_format: Optional[List[str]] = plot_format_option("png (default), svg, pdf. Repeatable."),
-    json_out: bool = json_option(),
-    debug: bool = debug_option(),
+    texts: Annotated[Optional[List[str]], typer.Argument(
+        metavar="TEXT...", show_default=False, help="The texts (or use --file, or --word alone).",
+    )] = None,
+    file: TextsFileOpt = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    word: Annotated[Optional[str], typer.Option(
+        "--word", "-w", metavar="W", show_default=False,
+        help="Study this word across the texts that contain it (at least 3); "
+        "without texts: its built-in contexts (bank, light, play).",
+    )] = None,
+    fortunes: Annotated[bool, typer.Option("--fortunes", help="Take --word's contexts from Debian's fortunes.")] = False,
+    contexts: Annotated[int, typer.Option(
+        "--contexts", min=3, help="How many contexts --word takes (no texts given).",
+    )] = 8,
+    permutations: Annotated[int, typer.Option("--permutations", min=1, help="Random permutations per text.")] = 3,
+    equivariance_texts: Annotated[Optional[int], typer.Option(
+        "--equivariance-texts", min=0, show_default=False,
+        help="Measure equivariance on the first N texts only (default: all; 0: none).",
+    )] = None,
+    seed: Annotated[int, typer.Option(
+        "--seed", min=0, help="Seed of the permutations (and of the fortunes drawn).",
+    )] = 0,
+    truncate: TruncateOpt = False,
+    out: OutOpt = None,
+    plots: PlotsOpt = False,
+    plot_format: StaticPlotFormatOpt = None,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """Permutation equivariance, contextual-mapping margins and contextuality of a model, per layer.
 

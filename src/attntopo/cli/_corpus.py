@@ -6,22 +6,23 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
 from .. import __version__
+from ..constants import DEFAULT_MODEL
 from ._common import (
+    DebugOpt,
+    HeadsOpt,
+    JobsOpt,
+    JsonOpt,
+    LayersOpt,
+    ModelOpt,
     app,
     console,
-    debug_option,
     err_console,
     esc,
-    head_option,
-    jobs_option,
-    json_option,
-    layer_option,
-    model_option,
     parse_indices,
     print_json,
 )
@@ -47,33 +48,57 @@ def _split(values: Optional[List[str]]) -> list[str] | None:
 
 @app.command("corpus", epilog=_CORPUS_EPILOG)
 def corpus_cmd(
-    input: str = typer.Argument(..., metavar="INPUT", show_default=False,
-                                help="Text file (one text per line), .jsonl, .csv/.tsv or .parquet; '-' reads stdin."),
-    out: Path = typer.Option(..., "--out", "-o", metavar="STORE", show_default=False,
-                             help="The store folder: new, empty, or one to continue."),
-    model: str = model_option(),
-    sets: Optional[List[str]] = typer.Option(None, "--sets", "-s", metavar="SETS", show_default=False,
-                                             help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape."),
-    layer: Optional[List[str]] = layer_option(),
-    head: Optional[List[str]] = head_option(),
-    keep_diagrams: bool = typer.Option(False, "--keep-diagrams", help="Also store every head's JS diagram (H0, H1)."),
-    engine: str = typer.Option("local", "--engine", help="local (this machine) or ray (Ray Data, actor pool)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", metavar="ADDRESS", show_default=False,
-                                              help="Join this Ray cluster (--engine ray); default: start a local Ray."),
-    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, metavar="N", help="Texts per batch and part file."),
-    on_long: str = typer.Option("truncate", "--on-long", help="Texts longer than the model's context: truncate, skip or error."),
-    text_column: str = typer.Option("text", "--text-column", metavar="NAME", help="The text's column (JSONL, CSV, Parquet)."),
-    id_column: Optional[str] = typer.Option(None, "--id-column", metavar="NAME", show_default=False,
-                                            help="Column of unique ids (default: row number and text hash)."),
-    input_format: str = typer.Option("auto", "--format", help="auto (by suffix), text, jsonl, csv, tsv or parquet."),
-    encoding: str = typer.Option("utf-8", "--encoding", help="Encoding of text, JSONL and CSV input."),
-    new_store: bool = typer.Option(False, "--new-store", help="Remove an existing store at STORE and start over."),
-    jobs: Optional[int] = jobs_option(),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or log lines."),
-    log_every: int = typer.Option(10, "--log-every", min=1, metavar="N",
-                                  help="Without a terminal: one progress line on stderr every N batches."),
-    json_out: bool = json_option(),
-    debug: bool = debug_option(),
+    input: Annotated[str, typer.Argument(
+        metavar="INPUT", show_default=False,
+        help="Text file (one text per line), .jsonl, .csv/.tsv or .parquet; '-' reads stdin.",
+    )],
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", metavar="STORE", show_default=False, help="The store folder: new, empty, or one to continue.",
+    )],
+    model: ModelOpt = DEFAULT_MODEL,
+    sets: Annotated[Optional[List[str]], typer.Option(
+        "--sets", "-s", metavar="SETS", show_default=False,
+        help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape.",
+    )] = None,
+    layer: LayersOpt = None,
+    head: HeadsOpt = None,
+    keep_diagrams: Annotated[bool, typer.Option(
+        "--keep-diagrams", help="Also store every head's JS diagram (H0, H1).",
+    )] = False,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="local (this machine) or ray (Ray Data, actor pool).",
+    )] = "local",
+    ray_address: Annotated[Optional[str], typer.Option(
+        "--ray-address", metavar="ADDRESS", show_default=False,
+        help="Join this Ray cluster (--engine ray); default: start a local Ray.",
+    )] = None,
+    batch_size: Annotated[int, typer.Option(
+        "--batch-size", "-b", min=1, metavar="N", help="Texts per batch and part file.",
+    )] = 32,
+    on_long: Annotated[str, typer.Option(
+        "--on-long", help="Texts longer than the model's context: truncate, skip or error.",
+    )] = "truncate",
+    text_column: Annotated[str, typer.Option(
+        "--text-column", metavar="NAME", help="The text's column (JSONL, CSV, Parquet).",
+    )] = "text",
+    id_column: Annotated[Optional[str], typer.Option(
+        "--id-column", metavar="NAME", show_default=False,
+        help="Column of unique ids (default: row number and text hash).",
+    )] = None,
+    input_format: Annotated[str, typer.Option(
+        "--format", help="auto (by suffix), text, jsonl, csv, tsv or parquet.",
+    )] = "auto",
+    encoding: Annotated[str, typer.Option("--encoding", help="Encoding of text, JSONL and CSV input.")] = "utf-8",
+    new_store: Annotated[bool, typer.Option(
+        "--new-store", help="Remove an existing store at STORE and start over.",
+    )] = False,
+    jobs: JobsOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or log lines.")] = False,
+    log_every: Annotated[int, typer.Option(
+        "--log-every", min=1, metavar="N", help="Without a terminal: one progress line on stderr every N batches.",
+    )] = 10,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """Compute topological features of every text of INPUT into a resumable Parquet store.
 

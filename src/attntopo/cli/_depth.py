@@ -3,34 +3,36 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import List, Optional
+from typing import Annotated
 
 import typer
 
 from .. import __version__
 from .._validation import check_positive_int
+from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
+    DebugOpt,
+    JsonOpt,
+    ModelOpt,
+    OutOpt,
+    PlotsOpt,
+    StaticPlotFormatOpt,
+    TextsArg,
+    TextsFileOpt,
+    TruncateOpt,
     app,
     check_plot_options,
     console,
-    debug_option,
     esc,
-    json_option,
     load_model_with_status,
     model_line,
-    model_option,
     num,
-    out_option,
-    plot_format_option,
-    plots_option,
     print_json,
     print_saved,
     print_table,
     progress_bar,
     read_text,
-    truncate_option,
     write_result,
 )
 from ._hardmax import refuse_html
@@ -66,18 +68,18 @@ def _read_texts(texts: Optional[List[str]], file: Optional[str]) -> tuple[list[s
 
 @app.command("depth", epilog=_DEPTH_EPILOG, no_args_is_help=False)
 def depth_cmd(
-    texts: Optional[List[str]] = typer.Argument(None, metavar="TEXT", show_default=False,
-                                                help="The texts (or use --file)."),
-    file: Optional[str] = typer.Option(None, "--file", "-f", metavar="PATH", show_default=False,
-                                       help="Read the texts from a UTF-8 file, one per non-empty line ('-': stdin)."),
-    model: str = model_option(),
-    k: int = typer.Option(10, "--k", "-k", help="Neighbours for the k-NN overlap between depths (min(k, n−2) per text)."),
-    truncate: bool = truncate_option(),
-    out: Optional[Path] = out_option("Save the result (and figures) into this folder, atomically."),
-    plots: bool = plots_option(),
-    plot_format: Optional[List[str]] = plot_format_option("png (default), svg, pdf. Repeatable."),
-    json_out: bool = json_option(),
-    debug: bool = debug_option(),
+    texts: TextsArg = None,
+    file: TextsFileOpt = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    k: Annotated[int, typer.Option(
+        "--k", "-k", help="Neighbours for the k-NN overlap between depths (min(k, n−2) per text).",
+    )] = 10,
+    truncate: TruncateOpt = False,
+    out: OutOpt = None,
+    plots: PlotsOpt = False,
+    plot_format: StaticPlotFormatOpt = None,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """Per-layer geometry of a model: rank collapse, JS geometry, intrinsic dimension, Fisher–Rao movement.
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import csv
 import math
 import sys
+from typing import Annotated
 
 import typer
 
 from ..errors import InvalidInputError
-from ._common import app, debug_option, esc, json_option, print_json, print_table
+from ._common import DebugOpt, JsonOpt, app, esc, print_json, print_table, with_help
 
 _QUERY_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -33,11 +34,13 @@ def _cell(v) -> str:
 
 @app.command("query", epilog=_QUERY_EPILOG)
 def query_cmd(
-    store: str = typer.Argument(..., metavar="STORE", show_default=False, help="A corpus store folder."),
-    sql: str = typer.Argument(..., metavar="SQL", show_default=False, help="A DuckDB query over the view 'corpus'."),
-    csv_out: bool = typer.Option(False, "--csv", help="Print CSV on stdout (a header line, then the rows)."),
-    json_out: bool = json_option("Print the rows as a JSON list of objects on stdout."),
-    debug: bool = debug_option(),
+    store: Annotated[str, typer.Argument(metavar="STORE", show_default=False, help="A corpus store folder.")],
+    sql: Annotated[str, typer.Argument(
+        metavar="SQL", show_default=False, help="A DuckDB query over the view 'corpus'.",
+    )],
+    csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV on stdout (a header line, then the rows).")] = False,
+    json_out: Annotated[bool, with_help(JsonOpt, "Print the rows as a JSON list of objects on stdout.")] = False,
+    debug: DebugOpt = False,
 ) -> None:
     """Run SQL over a corpus store (DuckDB) and print the result."""
     from ..corpus import open_store
