@@ -25,7 +25,7 @@ import typer
 from rich.console import Console
 
 from .. import __version__
-from ..constants import DEFAULT_MODEL, ENGINE_NAMES, METRICS, PAPER_MODES, PLOT_FORMATS
+from ..constants import ENGINE_NAMES, METRICS, PAPER_MODES, PLOT_FORMATS
 from ..errors import AttntopoError, EmptyTextError, InvalidInputError, TextTooLongError
 from ..io import META_FILE, json_safe
 from ..models.describe import describe_alias
@@ -144,81 +144,6 @@ def with_help(option: Any, help: str) -> Any:
     info = copy.copy(get_args(option)[1])
     info.help = help
     return info
-
-
-def _as_default(option: Any, default: Any, help: str | None) -> Any:
-    """``option``'s declaration written the older way, ``name: T = typer.Option(default, …)``."""
-    info = with_help(option, help) if help is not None else copy.copy(get_args(option)[1])
-    if isinstance(info, typer.models.OptionInfo):  # Annotated keeps the first name in ``default``
-        info.param_decls = (info.default, *(info.param_decls or ()))
-    info.default = default
-    return info
-
-
-# The older declarations, ``model: str = model_option()``, from the same types: for the commands
-# not written with ``Annotated`` yet (corpus, query, depth, approx, context).
-def debug_option(help: str | None = None) -> Any:
-    return _as_default(DebugOpt, False, help)
-
-
-def json_option(help: str | None = None) -> Any:
-    return _as_default(JsonOpt, False, help)
-
-
-def no_diagrams_option() -> Any:
-    return _as_default(NoDiagramsOpt, False, None)
-
-
-def metric_option(help: str | None = None) -> Any:
-    return _as_default(MetricOpt, "jensen_shannon", help)
-
-
-def model_option(help: str | None = None) -> Any:
-    return _as_default(ModelOpt, DEFAULT_MODEL, help)
-
-
-def maxdim_option(help: str | None = None) -> Any:
-    return _as_default(MaxdimOpt, 1, help)
-
-
-def layer_option(help: str | None = None) -> Any:
-    return _as_default(LayersOpt, None, help)
-
-
-def head_option(help: str | None = None) -> Any:
-    return _as_default(HeadsOpt, None, help)
-
-
-def file_option(help: str | None = None) -> Any:
-    return _as_default(FileOpt, None, help)
-
-
-def drop_special_option(help: str | None = None) -> Any:
-    return _as_default(DropSpecialOpt, False, help)
-
-
-def truncate_option(help: str | None = None) -> Any:
-    return _as_default(TruncateOpt, False, help)
-
-
-def out_option(help: str) -> Any:
-    return _as_default(OutOpt, None, help)
-
-
-def plots_option() -> Any:
-    return _as_default(PlotsOpt, False, None)
-
-
-def plot_format_option(help: str) -> Any:
-    return _as_default(PlotFormatOpt, None, help)
-
-
-def top_option(default: int, help: str) -> Any:
-    return _as_default(TopOpt, default, help)
-
-
-def jobs_option(help: str | None = None) -> Any:
-    return _as_default(JobsOpt, None, help)
 
 
 # ============================================================================ input
