@@ -8,7 +8,6 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from .. import __version__
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
@@ -27,16 +26,14 @@ from ._common import (
     check_plot_options,
     console,
     esc,
+    finish_result,
     load_model_with_status,
     model_line,
     num,
     parse_indices,
-    print_json,
-    print_saved,
     print_table,
     progress_bar,
     read_text,
-    write_result,
 )
 from ._hardmax import refuse_html
 
@@ -130,21 +127,15 @@ def approx_cmd(
         t_a = time.perf_counter() - t0
     if show is not None and show not in r.budgets:
         raise InvalidInputError(f"--show {show} is not one of the budgets {list(r.budgets)}")
-    bundle = None
-    if formats:
-        from ..plots.theory_approx import approx_bundle
+    finish_result(r, out=out, formats=formats, json_out=json_out, bundle=lambda r: _bundle(r, show), source=source,
+                  timing={"model_s": round(t_model, 3), "approx_s": round(t_a, 3)}, t_start=t_start,
+                  summary=lambda timing: _print(r, m, source, show, timing))
 
-        bundle = approx_bundle(r, budget=show)
-    saved, figures, _ = write_result(r, out, bundle, formats, shown)
-    timing = {"model_s": round(t_model, 3), "approx_s": round(t_a, 3), "total_s": round(time.perf_counter() - t_start, 3)}
-    if json_out:
-        doc = r.to_dict()
-        doc.pop("provenance", None)
-        print_json({"attntopo": __version__, **doc, "source": source, "timing": timing,
-                    "out": None if saved is None else str(saved), "figures": sorted(figures)})
-        return
-    _print(r, m, source, show, timing)
-    print_saved(saved, figures)
+
+def _bundle(r, show: int | None):
+    from ..plots.theory_approx import approx_bundle
+
+    return approx_bundle(r, budget=show)
 
 
 def _print(r, m, source: str, show: int | None, timing: dict) -> None:

@@ -19,7 +19,7 @@ import warnings
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Iterator, List, Optional, get_args
+from typing import Annotated, Any, Callable, Iterator, List, Optional, get_args
 
 import typer
 from rich.console import Console
@@ -198,6 +198,26 @@ def read_text(text: Optional[str], file: Optional[str]) -> tuple[str, str]:
     return text, "argument"
 
 
+def read_texts(texts: Optional[List[str]], file: Optional[str],
+               missing: str = "no text given: pass TEXT arguments or --file PATH (one text per line)",
+               ) -> tuple[list[str], str]:
+    """The texts of a command that takes several (``TextsArg``, ``TextsFileOpt``) and where they came
+    from: the arguments (``"arguments"``), or one text per non-empty line of ``--file``, stripped
+    (``'-'`` reads stdin; the file's name, or ``"stdin"``).  ``missing`` is the error when neither
+    is given."""
+    if texts and file is not None:
+        raise InvalidInputError("give the texts either as arguments or with --file, not both")
+    if not texts and file is None:
+        raise InvalidInputError(missing)
+    if file is None:
+        for i, t in enumerate(texts or []):
+            if not t.strip():
+                raise EmptyTextError(f"text {i + 1} is empty or only whitespace: give at least one word")
+        return list(texts or []), "arguments"
+    data, source = read_text(None, file)  # the file checks of every command (exists, UTF-8, not empty)
+    return [ln.strip() for ln in data.splitlines() if ln.strip()], source
+
+
 def check_writable_parent(out: Path) -> None:
     """Refuse an --out whose nearest existing ancestor is not a writable folder."""
     anc = out.expanduser().absolute().parent
@@ -318,6 +338,37 @@ def write_result(result: Any, out: Path | None, bundle: Any, formats: list[str],
         with status(f"saving to {out} …", show):
             saved = save_result(result, out, figures)
     return saved, figures, t_plots
+
+
+def finish_result(result: Any, *, out: Path | None, formats: list[str], json_out: bool, timing: dict,
+                  t_start: float, summary: Callable[[dict], None], bundle: Callable[[Any], Any] | None = None,
+                  source: str | None = None, extra: dict | None = None, plots_s: bool = False,
+                  document: Callable[[Path | None, dict[str, bytes], dict], dict] | None = None) -> None:
+    """The end of a command that computes one result: figures, save, then ``--json`` or the summary.
+
+    Draws ``bundle(result)``'s figure files when ``formats`` asks for figures and saves them with
+    ``result`` into ``out`` (:func:`write_result`); completes ``timing`` (the command's own entries,
+    in seconds) with ``plots_s`` (when asked) and ``total_s`` since ``t_start``.  With ``json_out``
+    it prints ``document(saved, figures, timing)``, by default the result's ``to_dict()`` without
+    its provenance, after ``"attntopo"`` (the version) and before ``"source"`` (when given),
+    ``extra``'s keys, ``"timing"``, ``"out"`` and ``"figures"``; otherwise it calls
+    ``summary(timing)`` and says where the result was saved.
+    """
+    saved, figures, t_plots = write_result(result, out, bundle(result) if formats and bundle is not None else None,
+                                           formats, not json_out)
+    if plots_s:
+        timing = {**timing, "plots_s": round(t_plots, 3)}
+    timing = {**timing, "total_s": round(time.perf_counter() - t_start, 3)}
+    if json_out:
+        if document is None:
+            doc = {k: v for k, v in result.to_dict().items() if k != "provenance"}
+            head = {"attntopo": __version__, **doc, **({} if source is None else {"source": source}), **(extra or {})}
+            print_json(json_doc(head, saved=saved, figures=figures, timing=timing))
+        else:
+            print_json(document(saved, figures, timing))
+        return
+    summary(timing)
+    print_saved(saved, figures)
 
 
 # ============================================================================ output

@@ -7,7 +7,6 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from .. import __version__
 from .._validation import check_choice
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
@@ -27,15 +26,13 @@ from ._common import (
     check_plot_options,
     console,
     esc,
+    finish_result,
     load_model_with_status,
     model_line,
     parse_indices,
-    print_json,
-    print_saved,
     read_text,
     status,
     with_help,
-    write_result,
 )
 from ._hardmax import refuse_html
 
@@ -105,22 +102,20 @@ def compress_cmd(
         c = compress(m, body, layers=layers, heads=heads, scale=scale_value, method=method,
                      representative=representative, seed=seed, truncate=truncate)
         t_c = time.perf_counter() - t0
-    bundle = None
-    if formats:  # --plots, or --plot-format (which implies it)
-        from ..plots.compress import compression_bundle
+    finish_result(c, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,
+                  timing={"model_s": round(t_model, 3), "compress_s": round(t_c, 3)}, t_start=t_start,
+                  summary=lambda timing: _print_summary(c, m, source, timing))
 
-        bundle = compression_bundle(c)
-    saved, figures, _ = write_result(c, out, bundle, formats, show)
-    timing = {"model_s": round(t_model, 3), "compress_s": round(t_c, 3), "total_s": round(time.perf_counter() - t_start, 3)}
-    if json_out:
-        doc = c.to_dict()
-        doc.pop("provenance", None)
-        print_json({"attntopo": __version__, **doc, "source": source, "timing": timing,
-                    "out": None if saved is None else str(saved), "figures": sorted(figures)})
-        return
+
+def _bundle(c):
+    from ..plots.compress import compression_bundle
+
+    return compression_bundle(c)
+
+
+def _print_summary(c, m, source: str, timing: dict) -> None:
     console.print(model_line(m, f" · {c.method}/{c.representative} at scale {c.scale}"))
     effect = ", ".join(f"{k} {v:.4g}" for k, v in c.effect.items())
     console.print(f"{c.n_tokens} tokens from {esc(source)}; {len(c.clusters)} heads compressed to "
                   f"{c.compression:.3f} of their rows on average (min {c.clusters.min() / c.n_tokens:.3f}, "
                   f"max {c.clusters.max() / c.n_tokens:.3f}) · effect: {effect} · {timing['compress_s']:.1f} s")
-    print_saved(saved, figures)

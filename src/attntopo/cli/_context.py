@@ -7,9 +7,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from .. import __version__
 from ..constants import DEFAULT_MODEL
-from ..errors import EmptyTextError, InvalidInputError
+from ..errors import InvalidInputError
 from ._common import (
     DebugOpt,
     JsonOpt,
@@ -23,15 +22,12 @@ from ._common import (
     check_plot_options,
     console,
     esc,
-    json_doc,
+    finish_result,
     load_model_with_status,
     model_line,
-    print_json,
-    print_saved,
     print_table,
     progress_bar,
-    read_text,
-    write_result,
+    read_texts,
 )
 from ._hardmax import refuse_html
 
@@ -68,13 +64,7 @@ def _texts(texts: Optional[List[str]], file: Optional[str], word: Optional[str],
         return word_contexts(word, k=contexts, source=source, seed=seed), f"{source} contexts of {word!r}"
     if fortunes:
         raise InvalidInputError("--fortunes replaces the texts: give either texts or --fortunes")
-    if file is None:
-        for i, t in enumerate(texts or []):
-            if not t.strip():
-                raise EmptyTextError(f"text {i + 1} is empty or only whitespace: give at least one word")
-        return list(texts or []), "arguments"
-    data, source = read_text(None, file)  # exists, UTF-8, not empty
-    return [ln.strip() for ln in data.splitlines() if ln.strip()], source
+    return read_texts(texts, file)
 
 
 @app.command("context", epilog=_CONTEXT_EPILOG, no_args_is_help=False)
@@ -125,18 +115,15 @@ def context_cmd(
         r = context(body, m, word=word, n_permutations=permutations, seed=seed,
                     equivariance_texts=equivariance_texts, truncate=truncate, progress=bar)
         t_c = time.perf_counter() - t0
+    finish_result(r, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,
+                  timing={"model_s": round(t_model, 3), "context_s": round(t_c, 3)}, t_start=t_start,
+                  summary=lambda timing: _print_summary(r, m, source, timing))
+
+
+def _bundle(r):
     from ..plots.theory_context import context_bundle
 
-    saved, figures, _ = write_result(r, out, context_bundle(r) if formats else None, formats, show)
-    timing = {"model_s": round(t_model, 3), "context_s": round(t_c, 3),
-              "total_s": round(time.perf_counter() - t_start, 3)}
-    if json_out:
-        doc = {k: v for k, v in r.to_dict().items() if k != "provenance"}
-        print_json(json_doc({"attntopo": __version__, **doc, "source": source}, saved=saved, figures=figures,
-                            timing=timing))
-        return
-    _print_summary(r, m, source, timing)
-    print_saved(saved, figures)
+    return context_bundle(r)
 
 
 def _cell(v: float) -> str:

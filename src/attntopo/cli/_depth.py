@@ -7,10 +7,8 @@ from typing import Annotated
 
 import typer
 
-from .. import __version__
 from .._validation import check_positive_int
 from ..constants import DEFAULT_MODEL
-from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
     DebugOpt,
     JsonOpt,
@@ -25,15 +23,13 @@ from ._common import (
     check_plot_options,
     console,
     esc,
+    finish_result,
     load_model_with_status,
     model_line,
     num,
-    print_json,
-    print_saved,
     print_table,
     progress_bar,
-    read_text,
-    write_result,
+    read_texts,
 )
 from ._hardmax import refuse_html
 
@@ -49,21 +45,6 @@ _DEPTH_EPILOG = (
     "of all texts' tokens; the k-NN overlap with the previous depth; the mean Fisher–Rao distance between a "
     "token's attention rows in consecutive layers. --json adds spreads and every head. docs/theory.md §1."
 )
-
-
-def _read_texts(texts: Optional[List[str]], file: Optional[str]) -> tuple[list[str], str]:
-    """The texts (arguments, or one per non-empty line of --file) and where they came from."""
-    if texts and file is not None:
-        raise InvalidInputError("give the texts either as arguments or with --file, not both")
-    if not texts and file is None:
-        raise InvalidInputError("no text given: pass TEXT arguments or --file PATH (one text per line)")
-    if file is None:
-        for i, t in enumerate(texts or []):
-            if not t.strip():
-                raise EmptyTextError(f"text {i + 1} is empty or only whitespace: give at least one word")
-        return list(texts or []), "arguments"
-    data, source = read_text(None, file)  # the file checks of every command (exists, UTF-8, not empty)
-    return [ln.strip() for ln in data.splitlines() if ln.strip()], source
 
 
 @app.command("depth", epilog=_DEPTH_EPILOG, no_args_is_help=False)
@@ -89,7 +70,7 @@ def depth_cmd(
 
     t_start = time.perf_counter()
     refuse_html(plot_format, "the depth figure is")
-    body, source = _read_texts(texts, file)
+    body, source = read_texts(texts, file)
     k = check_positive_int(k, "--k", allow_none=False, hint="neighbours for the overlap between depths")
     formats = check_plot_options(plots, plot_format, out)
     show = not json_out
@@ -98,21 +79,15 @@ def depth_cmd(
         t0 = time.perf_counter()
         d = depth(body, m, k=k, truncate=truncate, progress=bar)
         t_d = time.perf_counter() - t0
-    bundle = None
-    if formats:
-        from ..plots.theory_depth import depth_bundle
+    finish_result(d, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,
+                  timing={"model_s": round(t_model, 3), "depth_s": round(t_d, 3)}, t_start=t_start,
+                  summary=lambda timing: _print_summary(d, m, source, timing))
 
-        bundle = depth_bundle(d)
-    saved, figures, _ = write_result(d, out, bundle, formats, show)
-    timing = {"model_s": round(t_model, 3), "depth_s": round(t_d, 3), "total_s": round(time.perf_counter() - t_start, 3)}
-    if json_out:
-        doc = d.to_dict()
-        doc.pop("provenance", None)
-        print_json({"attntopo": __version__, **doc, "source": source, "timing": timing,
-                    "out": None if saved is None else str(saved), "figures": sorted(figures)})
-        return
-    _print_summary(d, m, source, timing)
-    print_saved(saved, figures)
+
+def _bundle(d):
+    from ..plots.theory_depth import depth_bundle
+
+    return depth_bundle(d)
 
 
 def _print_summary(d, m, source: str, timing: dict) -> None:

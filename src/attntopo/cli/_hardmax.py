@@ -28,6 +28,7 @@ from ._common import (
     console,
     err_console,
     esc,
+    finish_result,
     load_model_with_status,
     plural,
     print_json,
@@ -199,22 +200,14 @@ def simulate_cmd(
         r = hm.simulate(Z0, A, alpha, steps, rtol=rtol, cluster_tol=cluster_tol, source=src)
         t_sim = time.perf_counter() - t0
     pos = r.polytope() if r.leaders[-1].any() else None
-    saved, figures, t_plots = write_result(r, out, _bundle(r) if formats else None, formats, show)
-    timing = {"model_s": round(t_model, 3), "simulate_s": round(t_sim, 4), "plots_s": round(t_plots, 3),
-              "total_s": round(time.perf_counter() - t_start, 3)}
     geometry = None if pos is None else {
         "leader_points": int(r.leader_points.shape[0]), "affine_dim": pos.affine_dim, "ambient_dim": pos.ambient_dim,
         "limit_points_inside": bool(pos.inside.all()), "limit_points_on_boundary": bool(pos.on_boundary.all()),
         "limit_points_on_relative_boundary": int(pos.on_relative_boundary.sum()),
     }
-    if json_out:
-        doc = r.to_dict()
-        doc.pop("provenance", None)
-        print_json({"attntopo": __version__, **doc, "polytope": geometry, "timing": timing,
-                    "out": None if saved is None else str(saved), "figures": sorted(figures)})
-        return
-    _print_report(r, where, geometry, timing)
-    print_saved(saved, figures)
+    finish_result(r, out=out, formats=formats, json_out=json_out, bundle=_bundle, extra={"polytope": geometry},
+                  timing={"model_s": round(t_model, 3), "simulate_s": round(t_sim, 4)}, plots_s=True,
+                  t_start=t_start, summary=lambda timing: _print_report(r, where, geometry, timing))
 
 
 def _bundle(r):
