@@ -19,7 +19,10 @@ Jensen–Shannon Rips diagram), batch size 32, into a fresh store.  Reported per
   text, then per head a Python double loop of ``scipy.spatial.distance.jensenshannon`` and
   ``ripser``); ``speedup_to_baseline`` (goal ≥ 20);
 * ``peak_rss_mib``: peak resident memory of the process and its persistence workers during the
-  run.
+  run;
+* ``ray`` (with ``--ray``, the default when ray is installed, except with ``--quick``): the Ray engine end to end on the
+  same texts right after (a local Ray on all CPUs, one actor per CPU): its texts/s,
+  ``ratio_ray_to_local`` (goal ≤ 1.5) and Ray's overhead (see ``corpus_ray_bench.py``).
 
 Memory (``--memory N1,N2``): the same ~32-token run of N1 and of N2 texts, each in a fresh
 process, peak RSS (process + workers) compared (goal: N2 within +10 % of N1).
@@ -81,7 +84,7 @@ def run_corpus(model, texts: list[str]) -> tuple[float, RSSSampler, dict]:
     return seconds, rss, counts
 
 
-def measure(n_tokens: int, count: int, analyze_count: int, baseline_count: int) -> dict:
+def measure(n_tokens: int, count: int, analyze_count: int, baseline_count: int, ray: bool = False) -> dict:
     import attntopo as at
 
     model = at.load_model("minilm")
@@ -95,6 +98,10 @@ def measure(n_tokens: int, count: int, analyze_count: int, baseline_count: int) 
         "corpus_s": seconds, "corpus_texts_per_s": count / seconds,
         "peak_rss_mib": rss.peak_total / 2**20,
     }
+    if ray:  # the Ray engine on the same texts, right after (benchmarks/corpus_ray_bench.py)
+        from corpus_ray_bench import measure_ray
+
+        out["ray"] = measure_ray(model, texts, seconds)
     sub = texts[:analyze_count]
     at.analyze(sub[0], model=model, drop_special=True)  # warm
     t0 = time.perf_counter()
@@ -141,6 +148,8 @@ def main() -> None:
     ap.add_argument("--baseline-count", type=int, default=5)
     ap.add_argument("--memory", default="1000,10000", help="N1,N2 (empty: skip)")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--ray", action=argparse.BooleanOptionalAction, default=None,
+                    help="also the Ray engine on the same texts (default: when ray is installed)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -149,10 +158,14 @@ def main() -> None:
         return
     if a.quick:
         a.count, a.tokens, a.analyze_count, a.baseline_count, a.memory = 40, "32", 5, 1, "40,80"
+    if a.ray is None:  # a quick run leaves Ray out unless asked (its start-up is ~10 s)
+        import importlib.util
+
+        a.ray = not a.quick and importlib.util.find_spec("ray") is not None
     doc = {"machine": machine_info(), "versions": versions(), "sets": list(SETS), "batch_size": BATCH,
            "args": {k: v for k, v in vars(a).items() if k not in ("out", "memory_child")}, "runs": []}
     for n in [int(x) for x in a.tokens.split(",") if x]:
-        r = measure(n, a.count, a.analyze_count, a.baseline_count)
+        r = measure(n, a.count, a.analyze_count, a.baseline_count, ray=a.ray)
         print(json.dumps(r), file=sys.stderr)
         doc["runs"].append(r)
     if a.memory:

@@ -81,7 +81,8 @@ def _ray_module():
 def shared_ray(_ray_module):
     """A local Ray (2 CPUs) shared by the tests that join one; its address."""
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.ERROR)
     return ray.get_runtime_context().gcs_address
 
 

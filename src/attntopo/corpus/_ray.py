@@ -66,20 +66,23 @@ __all__ = ["run_ray", "check_ray_address", "RayRunStats", "ActorStats", "CONNECT
 CONNECT_TIMEOUT_S = 5.0
 #: Columns the actors add to each output block for the driver (removed before writing):
 #: the batch, the call's start and end (``time.time()`` on the actor's node), the actor's
-#: init seconds (on its first batch only) and the actor's name.
-_BATCH, _START, _END, _INIT, _ACTOR = ("__attntopo_batch", "__attntopo_start", "__attntopo_end",
-                                       "__attntopo_init_s", "__attntopo_actor")
+#: init seconds (on its first batch only), its name and its peak resident memory (bytes).
+_BATCH, _START, _END, _INIT, _ACTOR, _RSS = (
+    "__attntopo_batch", "__attntopo_start", "__attntopo_end", "__attntopo_init_s", "__attntopo_actor",
+    "__attntopo_rss")
 
 
 @dataclass
 class ActorStats:
     """What one actor did: ``batches`` and ``texts`` computed, ``busy_s`` seconds inside
-    ``BatchWorker`` calls, ``init_s`` seconds to build its worker (model load included)."""
+    ``BatchWorker`` calls, ``init_s`` seconds to build its worker (model load included),
+    ``peak_rss`` its process's peak resident memory in bytes (0 where unknown)."""
 
     batches: int = 0
     texts: int = 0
     busy_s: float = 0.0
     init_s: float = 0.0
+    peak_rss: int = 0
 
     @property
     def texts_per_s(self) -> float:
@@ -110,6 +113,9 @@ class RayRunStats:
         From the dataset's start to the last part written.
     shutdown_s : float
         ``ray.shutdown`` (0 when the cluster was joined).
+    write_s : float
+        The driver's time writing parts (its share of the work: it bounds a cluster's
+        throughput at ``texts / write_s`` texts per second).
     batches, texts : int
         Batches and texts (rows) written by this call.
     actors : dict
@@ -128,6 +134,7 @@ class RayRunStats:
     first_s: float = float("nan")
     pipeline_s: float = 0.0
     shutdown_s: float = 0.0
+    write_s: float = 0.0
     batches: int = 0
     texts: int = 0
     actors: dict[str, ActorStats] = field(default_factory=dict)
@@ -180,12 +187,15 @@ class RayRunStats:
             "address": self.address, "started": self.started, "n_actors": self.n_actors,
             "cpus_per_actor": self.cpus_per_actor, "connect_s": self.connect_s,
             "input_s": self.input_s, "first_s": self.first_s, "pipeline_s": self.pipeline_s,
-            "shutdown_s": self.shutdown_s, "batches": self.batches, "texts": self.texts,
+            "shutdown_s": self.shutdown_s, "write_s": self.write_s,
+            "driver_bound_texts_per_s": self.texts / self.write_s if self.write_s > 0 else float("nan"),
+            "batches": self.batches, "texts": self.texts,
             "busy_s": self.busy_s, "texts_per_actor_s": self.texts_per_actor_s,
             "gap_s": self.gap_s, "delivery_s": self.delivery_s,
             "steady_texts_per_s": self.steady_texts_per_s,
             "actors": {k: {"batches": a.batches, "texts": a.texts, "busy_s": a.busy_s,
-                           "init_s": a.init_s, "texts_per_s": a.texts_per_s}
+                           "init_s": a.init_s, "texts_per_s": a.texts_per_s,
+                           "peak_rss_mib": a.peak_rss / 2**20}
                        for k, a in self.actors.items()},
         }
 
@@ -244,11 +254,23 @@ class _RayWorker:
             n = rows.num_rows
             for name, value, typ in ((_BATCH, k, pa.int64()), (_START, start, pa.float64()),
                                      (_END, end, pa.float64()), (_INIT, self.init_s, pa.float64()),
-                                     (_ACTOR, self.name, pa.string())):
+                                     (_ACTOR, self.name, pa.string()), (_RSS, _peak_rss(), pa.int64())):
                 rows = rows.append_column(name, pa.array([value] * n, typ))
             self.init_s = 0.0
             outs.append(rows)
         return outs[0] if len(outs) == 1 else pa.concat_tables(outs)
+
+
+def _peak_rss() -> int:
+    """Peak resident memory of this process in bytes (0 where ``resource`` is missing)."""
+    try:
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak if sys.platform == "darwin" else peak * 1024)
+    except (ImportError, OSError):  # pragma: no cover - not POSIX
+        return 0
 
 
 # ------------------------------------------------------------------ connecting
@@ -340,8 +362,11 @@ def _connected(ray: Any, address: str | None, n_jobs: int | None, stats: RayRunS
         except ValueError as e:  # a malformed address, ray:// without ray[client]
             raise InvalidInputError(f"ray_address {address!r}: {' '.join(str(e).split())}") from None
         except ConnectionError as e:
+            hint = ("" if os.environ.get("RAY_AUTH_MODE", "").lower() == "token" else
+                    " (a cluster with token authentication needs RAY_AUTH_MODE=token here and its "
+                    "token in ~/.ray/auth_token or RAY_AUTH_TOKEN)")
             raise InvalidInputError(
-                f"cannot join the Ray cluster at {address!r}: {' '.join(str(e).split())}"
+                f"cannot join the Ray cluster at {address!r}: {' '.join(str(e).split())}{hint}"
             ) from None
         stats.address, stats.started = address, False
     else:
@@ -503,7 +528,9 @@ def _pipeline(ray: Any, prep: Prepared, progress: Reporter, stats: RayRunStats) 
             num_cpus=stats.cpus_per_actor,
         )
         del refs  # the dataset holds them now
-        for out in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1):
+        # prefetch_batches=0: with prefetching, iter_batches holds each block back until the
+        # next one has arrived (measured: one whole batch of latency per part)
+        for out in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0):
             for k, pieces in parts.add(out):
                 _write(prep, k, pieces, progress, stats)
                 if stats.batches == 1:
@@ -594,9 +621,10 @@ def _write(prep: Prepared, k: int, pieces: list[Any], progress: Reporter, stats:
     received = time.time()
     t = _joined(pieces)
     for piece in pieces:  # a piece per actor call (or less, were Ray to split a call's rows)
-        actor, start, end, init = (piece[c][0].as_py() for c in (_ACTOR, _START, _END, _INIT))
+        actor, start, end, init, rss = (piece[c][0].as_py() for c in (_ACTOR, _START, _END, _INIT, _RSS))
         a = stats.actors.setdefault(actor, ActorStats())
         a.texts += piece.num_rows
+        a.peak_rss = max(a.peak_rss, rss)
         stats.log.append((k, actor, start, end, received, piece.num_rows))
         if (actor, start) not in stats._calls:
             stats._calls.add((actor, start))
@@ -607,6 +635,7 @@ def _write(prep: Prepared, k: int, pieces: list[Any], progress: Reporter, stats:
     if rows.schema.remove_metadata() != prep.store.schema.remove_metadata():
         rows = rows.cast(prep.store.schema.remove_metadata())
     prep.store.write_part(k, rows)
+    stats.write_s += time.time() - received
     stats.batches += 1
     stats.texts += rows.num_rows
     progress.advance(rows.num_rows)
