@@ -172,3 +172,11 @@ def test_bad_ray_address_is_one_line(capfd):
         with pytest.raises(InvalidInputError, match="HOST:PORT"):
             check_ray_address(bad)
     assert capfd.readouterr() == ("", "")
+
+
+def test_bad_ray_address_fails_before_the_model_loads_or_the_store_is_written(tmp_path):
+    out = tmp_path / "store"
+    with pytest.raises(InvalidInputError, match="127.0.0.1:1"):
+        corpus.run(["one text", "another"], out, model="minilm", engine="ray",
+                   ray_address="127.0.0.1:1", progress=False)
+    assert not out.exists()

@@ -360,7 +360,11 @@ def run(
         if importlib.util.find_spec("ray") is None:
             raise MissingDependencyError("engine='ray' needs ray: pip install 'attntopo[ray]'")
         # imported by name: the Ray engine module is optional (a missing one is a clear error)
-        run_ray = importlib.import_module(f"{__package__}._ray").run_ray
+        ray_engine = importlib.import_module(f"{__package__}._ray")
+        run_ray = ray_engine.run_ray
+        if ray_address is not None:
+            # a bad address is one line before the model loads or the store is written
+            ray_engine.check_ray_address(ray_address)
     elif ray_address is not None:
         raise InvalidInputError("ray_address applies to engine='ray' only")
     prep = prepare(
@@ -382,7 +386,7 @@ def run(
                 reporter.advance(already)
             reporter.stage("features")
             if engine == "ray":
-                run_ray(prep, progress=reporter, ray_address=ray_address)
+                run_ray(prep, progress=reporter, ray_address=ray_address, n_jobs=n_jobs)
             else:
                 _run_local(prep, reporter, n_jobs)
     except BaseException:

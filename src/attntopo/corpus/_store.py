@@ -90,6 +90,12 @@ def check_store_path(path: Any) -> Path:
         p = Path(path)
     except TypeError:
         raise InvalidInputError(f"out must be a folder path, got {type(path).__name__}") from None
+    if "://" in str(path):
+        # s3://bucket/store would otherwise become a local folder named 's3:'
+        raise InvalidInputError(
+            f"STORE {str(path)!r} is a URL: stores are local (or mounted) folders for now; "
+            "docs/corpus.md says what object storage would need"
+        )
     if p.exists() and not p.is_dir():
         raise InvalidInputError(f"STORE {str(p)!r} is a file: give a folder (new, empty, or a corpus store)")
     if p.is_dir():

@@ -121,6 +121,15 @@ def test_store_path_checks_write_nothing(tmp_path):
     assert not (tmp_path / "new").exists()
 
 
+def test_a_url_store_is_refused_not_made_a_local_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for url in ("s3://bucket/store", "gs://b/s", "file:///tmp/x"):
+        with pytest.raises(InvalidInputError, match="is a URL") as e:
+            check_store_path(url)
+        assert "\n" not in str(e.value)
+    assert os.listdir(tmp_path) == []
+
+
 # ------------------------------------------------------------------ parts
 def test_parts_are_named_by_batch_and_rewriting_never_duplicates(tmp_path):
     store = _store(tmp_path)
