@@ -315,14 +315,30 @@ class Context(Result):
         if missing:
             raise ResultFormatError(f"a context result needs {', '.join(missing)} in its metadata")
         got = {k: read_array(arrays, k, kind, ndim=nd) for k, (kind, nd) in _ARRAYS.items()}
+        if not set(meta["conditions"]) <= set(CONDITIONS):
+            raise ResultFormatError(f"unknown equivariance conditions {meta['conditions']!r}")
         L, T = int(meta["n_layers"]), len(meta["texts"])
-        checks = [("margin_within", (T, L + 1)), ("margin_cross", (L + 1,)), ("anisotropy", (L + 1,)),
-                  ("intra_similarity", (T, L + 1)), ("n_tokens", (T,))]
+        H, C = int(meta["n_heads"]), len(meta["conditions"])
+        E, P = got["equivariance_texts"].shape[0], int(meta["n_permutations"])
+        W, k = len(meta["similarity_words"]), got["word_texts"].shape[0]
+        checks = [("margin_within", (T, L + 1)), ("margin_within_rel", (T, L + 1)),
+                  ("margin_cross", (L + 1,)), ("margin_cross_rel", (L + 1,)), ("cross_argmin", (L + 1, 4)),
+                  ("anisotropy", (L + 1,)), ("intra_similarity", (T, L + 1)), ("n_tokens", (T,)),
+                  ("self_similarity", (L + 1,)), ("self_similarity_words", (W, L + 1)),
+                  ("layer_error", (C, E, P, L)), ("encoder_error", (C, E, P, L + 1)),
+                  ("word_tokens", (k,))]
+        word_arrays = [("word_entropy", (k, L, H)), ("word_js", (len(SUPPORTS), L, H)),
+                       ("word_js_max", (len(SUPPORTS), L, H)), ("word_h0", (len(SUPPORTS), L, H)),
+                       ("word_hidden_cosine", (L + 1,)), ("word_hidden_spread", (L + 1,))]
+        if meta.get("word") is not None:
+            checks += word_arrays
+        else:  # no word studied: its arrays are empty
+            for name, _ in word_arrays:
+                if got[name].size:
+                    raise ResultFormatError(f"array {name!r} must be empty without a word, got {got[name].shape}")
         for name, shape in checks:
             if got[name].shape != shape:
                 raise ResultFormatError(f"array {name!r} must have shape {shape}, got {got[name].shape}")
-        if not set(meta["conditions"]) <= set(CONDITIONS):
-            raise ResultFormatError(f"unknown equivariance conditions {meta['conditions']!r}")
         kw = {k: meta[k] for k in cls._META if k != "provenance"}
         for k in ("causal",):
             kw[k] = bool(kw[k])
