@@ -42,19 +42,17 @@ from ._common import (
     check_plot_options,
     console,
     esc,
+    finish_result,
     grid_points,
     json_doc,
     load_model_with_status,
     num,
     parse_indices,
     plural,
-    print_json,
-    print_saved,
     print_table,
     progress_bar,
     read_text,
     with_help,
-    write_result,
 )
 
 _ANALYZE_EPILOG = (
@@ -187,22 +185,20 @@ def analyze(
         key = sort or _default_sort(analysis)
         chosen = [(r["layer"], r["head"]) for r in _sorted_rows(rows, key)[:plot_heads]]
         bundle = analysis_bundle(analysis, chosen, stat=key if key != "layer" else _default_sort(analysis))
-    saved, figures, t_plots = write_result(analysis, out, bundle, formats, show)
-    timing = {
-        "model_s": round(t_model, 3),
-        "analysis_s": round(t_analysis, 3),
-        "plots_s": round(t_plots, 3),
-        "total_s": round(time.perf_counter() - t_start, 3),
-    }
-    if json_out:
+
+    def document(saved, figures, timing):
         doc = json_doc(analysis.to_dict(), source=source, saved=saved, figures=figures, timing=timing)
         if not no_diagrams:
             doc["diagrams"] = grid_points(analysis.diagrams, analysis.layers, analysis.heads)
-        print_json(doc)
-        return
-    _print_header(analysis, m, source, timing)
-    _print_table(analysis, rows, sort_key, top)
-    print_saved(saved, figures)
+        return doc
+
+    def summary(timing):
+        _print_header(analysis, m, source, timing)
+        _print_table(analysis, rows, sort_key, top)
+
+    finish_result(analysis, out=out, formats=formats, json_out=json_out, bundle=lambda _: bundle,
+                  timing={"model_s": round(t_model, 3), "analysis_s": round(t_analysis, 3)}, plots_s=True,
+                  t_start=t_start, document=document, summary=summary)
 
 
 # ------------------------------------------------------------------ table order

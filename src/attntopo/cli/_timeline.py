@@ -38,19 +38,17 @@ from ._common import (
     console,
     diagram_points,
     esc,
+    finish_result,
     json_doc,
     load_model_with_status,
     model_line,
     num,
     parse_indices,
     plural,
-    print_json,
-    print_saved,
     print_table,
     progress_bar,
     read_text,
     with_help,
-    write_result,
 )
 
 _TIMELINE_EPILOG = (
@@ -125,23 +123,28 @@ def timeline_cmd(
         tl = at.timeline(body, m, layer=lay, head=hd, metric=metric, maxdim=maxdim, t0=t0,
                          drop_special=drop_special, truncate=truncate, n_jobs=n_jobs, progress=progress)
         t_tl = time.perf_counter() - t1
-    bundle = None
-    if formats:
-        from ..plots import timeline_bundle
-
-        bundle = timeline_bundle(tl)
-    saved, figures, t_plots = write_result(tl, out, bundle, formats, show)
-    timing = {"model_s": round(t_model, 3), "timeline_s": round(t_tl, 3), "plots_s": round(t_plots, 3),
-              "total_s": round(time.perf_counter() - t_start, 3)}
     doc = tl.to_dict(k=top)
-    if json_out:
-        doc["summary"] = doc["slices"]  # the key every command uses; "slices" stays for one release
-        doc = json_doc(doc, source=source, saved=saved, figures=figures, timing=timing)
-        if not no_diagrams:  # one per slice: the diagram of the first t tokens
-            doc["diagrams"] = [diagram_points(s.diagram, t=s.t) for s in tl.slices]
-        print_json(doc)
-        return
 
+    def document(saved, figures, timing):
+        doc["summary"] = doc["slices"]  # the key every command uses; "slices" stays for one release
+        out_doc = json_doc(doc, source=source, saved=saved, figures=figures, timing=timing)
+        if not no_diagrams:  # one per slice: the diagram of the first t tokens
+            out_doc["diagrams"] = [diagram_points(s.diagram, t=s.t) for s in tl.slices]
+        return out_doc
+
+    finish_result(tl, out=out, formats=formats, json_out=json_out, bundle=_bundle,
+                  timing={"model_s": round(t_model, 3), "timeline_s": round(t_tl, 3)}, plots_s=True,
+                  t_start=t_start, document=document,
+                  summary=lambda timing: _print_summary(tl, m, source, doc, timing))
+
+
+def _bundle(tl):
+    from ..plots import timeline_bundle
+
+    return timeline_bundle(tl)
+
+
+def _print_summary(tl, m, source: str, doc: dict, timing: dict) -> None:
     console.print(model_line(m, f" · layer {tl.layer} head {tl.head} · metric {tl.metric}"))
     labels = tl.labels
     shown = labels if len(labels) <= 24 else labels[:20] + ["…"] + labels[-3:]
@@ -180,7 +183,6 @@ def timeline_cmd(
                       "bifiltration (Timeline.hilbert(), Timeline.signed_barcode())")
     else:
         console.print("bidirectional model: distances change as tokens arrive, so only the slice view applies")
-    print_saved(saved, figures)
 
 
 def _one_index(values: Optional[List[str]], option: str, default: int) -> int:
