@@ -62,14 +62,19 @@ class _Workers:
         it = iter(tasks)
         lock = threading.Lock()
         done = object()
+        # torch's inference and grad modes are per thread: the workers run in the caller's, or
+        # an output tensor made under inference_mode (a model's forward hook) refuses their
+        # in-place writes
+        inference, grad = torch.is_inference_mode_enabled(), torch.is_grad_enabled()
 
         def drain() -> None:
-            while True:
-                with lock:
-                    task = next(it, done)
-                if task is done:
-                    return
-                fn(task)
+            with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+                while True:
+                    with lock:
+                        task = next(it, done)
+                    if task is done:
+                        return
+                    fn(task)
 
         futures = [self._pool.submit(drain) for _ in range(min(self.n, len(tasks)))]
         for f in futures:

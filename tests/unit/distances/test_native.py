@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import jensenshannon
@@ -198,3 +199,24 @@ def test_disabled_by_env(monkeypatch):
     with pytest.raises(RuntimeError):
         _native.log(np.array([1.0]))
 
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_distances_inside_inference_mode_on_worker_threads(monkeypatch, native):
+    """A model's forward hook runs under torch.inference_mode: the worker threads must run in
+    the caller's mode, or their in-place writes into the output fail (pure-torch path)."""
+    from scipy.spatial.distance import jensenshannon
+
+    from attntopo.distances import row_distances
+
+    if not native:
+        monkeypatch.setenv("ATTNTOPO_NATIVE", "0")
+    elif not _native.available():
+        pytest.skip("the C kernel is not built here")
+    rng = np.random.default_rng(3)
+    P = _rows(rng, 3, 40, 40)
+    with torch.inference_mode():
+        x = torch.from_numpy(P).clone()  # an inference tensor, as in a forward hook
+        D = row_distances(x, n_threads=2, chunk_elements=4096)
+    ref = np.array([[[jensenshannon(p, q, base=2) for q in M] for p in M] for M in P])
+    np.testing.assert_allclose(D, ref, atol=1e-7)
