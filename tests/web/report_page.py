@@ -18,8 +18,8 @@ TIMEOUT_MS = 120_000  # generous: a functional bound on a busy 2-core machine, n
 
 @contextlib.contextmanager
 def open_page(browser, path: Path, *, viewport=(1400, 1000)) -> Iterator:
-    """A page showing the file, once every threshold graph has drawn; ``page.load_seconds``
-    holds how long that took (measured, never asserted)."""
+    """A page showing the file, once every threshold graph (and two-text graph) has drawn;
+    ``page.load_seconds`` holds how long that took (measured, never asserted)."""
     ctx = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
     page = ctx.new_page()
     page.set_default_timeout(TIMEOUT_MS)
@@ -34,10 +34,13 @@ def open_page(browser, path: Path, *, viewport=(1400, 1000)) -> Iterator:
     n_graphs = page.evaluate("() => document.querySelectorAll('.plotly-graph-div').length")
     assert n_graphs > 0, "no figure in the page"
     page.wait_for_function(
-        "() => { const g = Array.from(document.querySelectorAll('.plotly-graph-div'))"
+        "() => { const all = Array.from(document.querySelectorAll('.plotly-graph-div'))"
         ".filter((d) => d.layout && d.layout.meta && d.layout.meta.attntopo); "
-        "return g.length > 0 && g.every((d) => d.dataset.attntopoEps === '1') && "
-        f"document.querySelectorAll(\"{READY}\").length === g.length; }}"
+        "const g = all.filter((d) => d.layout.meta.attntopo.kind === 'threshold_graph'); "
+        "const c = all.filter((d) => d.layout.meta.attntopo.kind === 'compare_graphs'); "
+        "return all.length > 0 && g.every((d) => d.dataset.attntopoEps === '1') && "
+        f"document.querySelectorAll(\"{READY}\").length === g.length && "
+        "c.every((d) => d.dataset.attntopoCompareReady === '1'); }"
     )
     page.load_seconds = time.perf_counter() - t0
     try:
@@ -75,3 +78,16 @@ def step_to(page, k: int, step: int, within: str = "") -> dict:
             slider.press("ArrowRight" if step > now else "ArrowLeft")
     page.wait_for_function("([b, s]) => b.dataset.step === String(s)", arg=[box.element_handle(), step])
     return slider_state(page, k, within)
+
+
+def needs_browser():
+    """The skip mark of the browser tests here (a warning says why they are skipped)."""
+    import warnings
+
+    import pytest
+    from _live import chromium_missing_reason
+
+    missing = chromium_missing_reason()
+    if missing:
+        warnings.warn(f"BROWSER TESTS SKIPPED: {missing}", stacklevel=2)
+    return pytest.mark.skipif(missing is not None, reason=f"BROWSER TESTS SKIPPED: {missing}")

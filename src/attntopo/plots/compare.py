@@ -20,6 +20,7 @@ distinct markers and line widths, so nothing depends on colour alone.
 
 from __future__ import annotations
 
+import base64
 import math
 from typing import Any, Sequence
 
@@ -34,7 +35,7 @@ from ..errors import InvalidInputError
 from ..topology.complex import complex_at
 from . import _style as S
 from ._layout import check_scale, diagram_limits, mds_layout
-from .interactive import _go
+from .interactive import _MAX_SCALES, _go
 from ._labels import add_token_labels
 from .static import _figure_and_axes, _overlay_diagrams, _root_figure, annotate_cells, graph_layout, side_colorbar
 
@@ -331,6 +332,21 @@ def iplot_compare_graphs(
     Each slider step redraws both texts' edges and triangles at one scale, with the edges and
     triangles present in both texts in green.  Hover a node for its token.
 
+    The figure carries each text's matrix once, as one number per token pair (the slider
+    step at which that pair's edge appears, as in :func:`~attntopo.plots.iplot_threshold_graph`;
+    for a pair of shared tokens, the step at which it is an edge in both texts), and no plotly
+    frames: in the page a small inlined script (``assets/compare_graphs.js``, no request)
+    draws, for the slider's step, what a frame of that step held (the same eight traces and
+    title, counts equal to :func:`attntopo.complex_at`'s and
+    :meth:`Comparison.shared_simplices`').  The file grows as n² per text, not as steps · n³.
+    Each text's own edges and triangles are drawn up to
+    :data:`~attntopo.plots.interactive.MAX_DRAWN_EDGES` /
+    :data:`~attntopo.plots.interactive.MAX_DRAWN_TRIANGLES` (beyond, those of the largest
+    earlier step within the cap, with a note; the counts in the title stay exact).  The
+    slider works in the HTML attntopo writes (:func:`attntopo.plots.save_figure` as ``.html``,
+    :func:`~attntopo.plots.figures_to_html`, the reports); ``fig.show()`` shows the opening
+    scale.
+
     Parameters
     ----------
     comparison : Comparison
@@ -367,6 +383,8 @@ def iplot_compare_graphs(
     scales = sorted(check_scale(s, "scales") for s in np.atleast_1d(np.asarray(scales, dtype=float)))
     if not scales:
         raise InvalidInputError("scales must hold at least one positive number")
+    if len(scales) > _MAX_SCALES:
+        raise InvalidInputError(f"scales must hold at most {_MAX_SCALES} values, got {len(scales)}")
     if start is None:
         start = int(np.argmin(np.abs(np.asarray(scales) - base)))
     if not 0 <= int(start) < len(scales):
@@ -403,30 +421,24 @@ def iplot_compare_graphs(
         title = f"layer {lay}, head {hd} · ε = {eps:.3g} · A: {e_t[0]} · B: {e_t[1]} · in both: {e_t[2]}"
         return traces, title
 
-    frames, steps = [], []
-    first = None
-    for k, eps in enumerate(scales):
-        traces, title = dynamic(eps)
-        name = f"{eps:.4g}"
-        frames.append(go.Frame(data=traces, traces=list(range(8)), name=name, layout=dict(title_text=title)))
-        steps.append(dict(method="animate", label=name,
-                          args=[[name], dict(mode="immediate", frame=dict(duration=0, redraw=True),
-                                             transition=dict(duration=0))]))
-        if k == start:
-            first = (traces, title)
-    traces, title = first
+    # the opening state, drawn in Python too (the figure is right before any script runs); the
+    # page's script redraws every step from the per-pair steps in layout.meta (no frames)
+    traces, title = dynamic(scales[start])
     for t, tr in enumerate(traces):
         fig.add_trace(tr, row=1, col=1 if t < 4 else 2)
+    reps = {}
     for col, s in ((1, "a"), (2, "b")):
         p = _panel_data(comparison, s, i, j, scales[start], hk)
         X, labels = coords[s], p["labels"]
+        reps[s] = [getattr(t, s) for t in comparison.shared_tokens]
         kind = np.where(p["hl"], "highlighted", np.where(p["shared"], "shared",
                                                          np.where(p["special"], "special", "token")))
         color = {"highlighted": S.HIGHLIGHT_COLOR, "shared": SHARED_COLOR, "special": S.SPECIAL_COLOR,
                  "token": S.NODE_COLOR}
         symbol = {"highlighted": "diamond", "shared": "diamond", "special": "circle", "token": "circle"}
         fig.add_trace(go.Scatter(
-            x=X[:, 0], y=X[:, 1], mode="markers+text" if p["n"] <= 60 else "markers",
+            # plain lists (not base64 arrays): the page's script reads them from the figure
+            x=X[:, 0].tolist(), y=X[:, 1].tolist(), mode="markers+text" if p["n"] <= 60 else "markers",
             text=[S.short_label(t) for t in labels], textposition="top right", textfont=dict(size=10),
             customdata=[f"{t}: {labels[t]} ({kind[t]})" for t in range(p["n"])],
             hovertemplate="%{customdata}<extra></extra>",
@@ -434,7 +446,8 @@ def iplot_compare_graphs(
                         size=np.where(kind == "token", 9, 13).tolist(), line=dict(color="white", width=1)),
             showlegend=False, name="tokens",
         ), row=1, col=col)
-    fig.frames = frames
+    meta = _compare_graphs_meta(comparison, i, j, np.asarray(scales), int(start), reps)
+    steps = [dict(method="skip", label=f"{eps:.4g}", args=[]) for eps in scales]
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     fig.update_yaxes(scaleanchor="x", scaleratio=1, row=1, col=1)
@@ -443,8 +456,40 @@ def iplot_compare_graphs(
         template="simple_white", title=dict(text=title, x=0.02, xanchor="left", font=dict(size=13)),
         width=1200, height=640, margin=dict(l=20, r=20, t=90, b=60),
         sliders=[dict(active=int(start), steps=steps, currentvalue=dict(prefix="ε = "), pad=dict(t=30))],
+        meta=dict(attntopo=meta),
     )
     return fig
+
+
+def _step_bytes(codes: np.ndarray, n_scales: int) -> dict:
+    """Per-pair slider steps as the page's script reads them (base64 uint8, or uint16 LE)."""
+    arr, dtype = (codes.astype(np.uint8), "u1") if n_scales <= 255 else (codes.astype("<u2"), "u2")
+    return dict(steps=base64.b64encode(arr.tobytes()).decode("ascii"), dtype=dtype)
+
+
+def _compare_graphs_meta(c: Any, i: int, j: int, scales: np.ndarray, start: int, reps: dict) -> dict:
+    """What ``assets/compare_graphs.js`` needs to draw every slider step (O(n²) per text).
+
+    Per text, each pair's first step whose ε reaches its distance (complex_at's rule, as in
+    :func:`~attntopo.plots.iplot_threshold_graph`); per pair of shared tokens, the later of its
+    two texts' steps: :meth:`Comparison.shared_simplices`' rule ``SA <= ε and SB <= ε``.
+    """
+    from .interactive import MAX_DRAWN_EDGES, MAX_DRAWN_TRIANGLES, _step_codes
+
+    panels = []
+    for s in ("a", "b"):
+        D = _side(c, s).distances[i, j]
+        codes, _ = _step_codes(D, scales)
+        panels.append(dict(n=int(D.shape[0]), rep=reps[s], **_step_bytes(codes, scales.size)))
+    m = len(c.shared_tokens)
+    up = np.triu_indices(m, 1)
+    both = np.maximum(*(np.searchsorted(scales, E[i, j][up], side="left") for E in (c.edge_birth_a, c.edge_birth_b)))
+    return dict(
+        kind="compare_graphs", version=1, scales=scales.tolist(), labels=[f"{e:.3g}" for e in scales],
+        start=start, title_prefix=f"layer {c.layers[i]}, head {c.heads[j]}",
+        traces=dict(dynamic=list(range(8)), nodes=[8, 9]), max_edges=MAX_DRAWN_EDGES,
+        max_triangles=MAX_DRAWN_TRIANGLES, panels=panels, shared=dict(m=m, **_step_bytes(both, scales.size)),
+    )
 
 
 # ------------------------------------------------------------------ diagrams

@@ -229,9 +229,24 @@ def _drawn_steps(edges_at: np.ndarray, triangles_at: Any, k: int) -> tuple[int, 
     return d_e, _largest_step(d_e, lambda s: triangles_at(s) <= MAX_DRAWN_TRIANGLES)
 
 
-@functools.lru_cache(maxsize=1)
-def _threshold_js() -> str:
-    return resources.files("attntopo.plots").joinpath("assets/threshold_graph.js").read_text(encoding="utf-8")
+@functools.lru_cache(maxsize=None)
+def _asset_js(name: str) -> str:
+    return resources.files("attntopo.plots").joinpath(f"assets/{name}").read_text(encoding="utf-8")
+
+
+# figures whose slider the page computes: meta kind -> (assets inlined in order, attach function)
+_PAGE_SCRIPTS = {
+    "threshold_graph": (("threshold_graph.js",), "attntopoThresholdGraph"),
+    "compare_graphs": (("threshold_graph.js", "compare_graphs.js"), "attntopoCompareGraphs"),
+}
+
+
+def _page_kind(fig: Any) -> str | None:
+    meta = getattr(getattr(fig, "layout", None), "meta", None)
+    if not (isinstance(meta, dict) and isinstance(meta.get("attntopo"), dict)):
+        return None
+    kind = meta["attntopo"].get("kind")
+    return kind if kind in _PAGE_SCRIPTS else None
 
 
 def threshold_graph_script(fig: Any) -> str | None:
@@ -240,32 +255,33 @@ def threshold_graph_script(fig: Any) -> str | None:
     ``None`` for any other figure.  attntopo's HTML writers (:func:`attntopo.plots.save_figure`,
     :func:`~attntopo.plots.plotly_div`, :func:`~attntopo.plots.figures_to_html`, the reports) add
     it; the script defines ``attntopoThresholdGraph`` once per page (inlined, no request) and
-    attaches it to the figure's ``<div>`` (plotly's ``{plot_id}``).
+    attaches it to the figure's ``<div>`` (plotly's ``{plot_id}``).  The two-text graphs of
+    :func:`attntopo.plots.iplot_compare_graphs` get theirs (``attntopoCompareGraphs``) too.
     """
-    meta = getattr(getattr(fig, "layout", None), "meta", None)
-    if not (isinstance(meta, dict) and isinstance(meta.get("attntopo"), dict)
-            and meta["attntopo"].get("kind") == "threshold_graph"):
+    kind = _page_kind(fig)
+    if kind is None:
         return None
-    return _threshold_js() + "\nattntopoThresholdGraph(document.getElementById('{plot_id}'));"
+    assets, attach = _PAGE_SCRIPTS[kind]
+    return "\n".join(_asset_js(a) for a in assets) + f"\n{attach}(document.getElementById('{{plot_id}}'));"
 
 
 def threshold_graph_page(fig: Any) -> tuple[Any, str | None]:
-    """``(figure, script)`` for a page: a threshold graph without its drawn edges and triangles
-    (the script draws them: no copy of the opening state in the file) and its script; any
-    other figure as it is, with ``None``."""
+    """``(figure, script)`` for a page: a threshold graph (or two-text graphs) without its drawn
+    edges and triangles (the script draws them: no copy of the opening state in the file) and
+    its script; any other figure as it is, with ``None``."""
     script = threshold_graph_script(fig)
     if script is None:
         return fig, None
     page = _go().Figure(fig)
     traces = fig.layout.meta["attntopo"]["traces"]
-    for k in (traces["triangles"], traces["edges"]):
+    for k in traces.get("dynamic") or (traces["triangles"], traces["edges"]):
         page.data[k].update(x=[], y=[])
     return page, script
 
 
 def threshold_graph_eps(fig: Any) -> float:
     """The scale ε a figure of :func:`iplot_threshold_graph` opens at."""
-    if threshold_graph_script(fig) is None:
+    if _page_kind(fig) != "threshold_graph":
         raise InvalidInputError("expected a figure of attntopo.plots.iplot_threshold_graph")
     m = fig.layout.meta["attntopo"]
     return float(m["scales"][m["start"]])

@@ -77,20 +77,42 @@ def test_single_panel_into_ax_and_errors(cmp):
         plot_compare_graphs(cmp, 0, 0, axes=[ax])
 
 
+def _decoded(part: dict, n: int) -> np.ndarray:
+    """(n, n) matrix of each pair's first slider step, from the figure's base64 bytes (upper triangle)."""
+    import base64
+
+    codes = np.frombuffer(base64.b64decode(part["steps"]), dtype=np.uint8 if part["dtype"] == "u1" else "<u2")
+    S = np.full((n, n), -1, dtype=np.int64)
+    S[np.triu_indices(n, 1)] = codes
+    return S
+
+
 def test_interactive_graphs_standalone_html(cmp, tmp_path):
+    """No frames: per-pair slider steps from which every step's edges follow (issue 15 item 1)."""
+    from attntopo.topology.complex import complex_at
+
     fig = iplot_compare_graphs(cmp, 1, 2, highlight=["information"], n_scales=5)
-    assert len(fig.frames) >= 5
-    assert fig.layout.sliders[0].active == int(np.argmin(np.abs(np.array([float(s.label) for s in fig.layout.sliders[0].steps]) - 0.6)))
-    # every frame's shared-edge trace matches the comparison at that scale
-    for fr in fig.frames:
-        eps = float(fr.name)
-        n_shared = sum(len(s["tokens"]) == 2 for s in cmp.shared_simplices(1, 2, eps=eps))
-        xs = fr.data[3].x or ()
-        assert len(xs) == 3 * n_shared
+    m = fig.layout.meta["attntopo"]
+    assert not fig.frames and len(fig.layout.sliders[0].steps) == len(m["scales"]) >= 5
+    assert fig.layout.sliders[0].active == m["start"] == int(np.argmin(np.abs(np.array(m["scales"]) - 0.6)))
+    shared = _decoded(m["shared"], m["shared"]["m"])
+    for k, eps in enumerate(m["scales"]):
+        # a text's edges at step k are complex_at's; the shared ones are shared_simplices'
+        for side, an in enumerate((cmp.a, cmp.b)):
+            S = _decoded(m["panels"][side], m["panels"][side]["n"])
+            got = {tuple(e) for e in np.argwhere((S >= 0) & (S <= k)).tolist()}
+            assert got == {tuple(e) for e in complex_at(an.distances[1, 2], eps).simplices(1).tolist()}
+        keys = cmp.keys
+        got = {(keys[x], keys[y]) for x, y in np.argwhere((shared >= 0) & (shared <= k)).tolist()}
+        assert got == {s["tokens"] for s in cmp.shared_simplices(1, 2, eps=eps, dim=1)}
+    # the opening frame is in the figure itself (fig.show() shows it)
+    n_shared = sum(len(s["tokens"]) == 2 for s in cmp.shared_simplices(1, 2, eps=m["scales"][m["start"]]))
+    assert len(fig.data[3].x or ()) == 3 * n_shared
     path = save_figure(fig, tmp_path / "compare.html")
     html = path.read_text(encoding="utf-8")
     assert not re.search(r"<script[^>]+src=", html)  # nothing loaded from a CDN
     assert len(html) > 1_000_000  # plotly.js inlined
+    assert "attntopoCompareGraphs(document.getElementById(" in html
 
 
 def test_diagrams_overlaid(cmp):

@@ -179,5 +179,6 @@
     draw();
   }
 
+  attach.Complex = Complex;  // also drives the two-text graphs (compare_graphs.js)
   window.attntopoThresholdGraph = attach;
 })();
