@@ -167,6 +167,8 @@ def train_classifier(
     """
     import torch
 
+    from ..distances._workers import _torch_threads
+
     texts, labels, classes = _check_data(texts, labels)
     d = check_int(d, "d", lo=1)
     layers = check_int(layers, "layers", lo=1)
@@ -230,30 +232,34 @@ def train_classifier(
     history: dict[str, list] = {"epoch": [], "train_loss": [], "train_accuracy": [], "val_accuracy": []}
     best = (-1.0, 0, None)
     rng = np.random.default_rng(seed)
-    for epoch in range(1, epochs + 1):
-        order = rng.permutation(tr)
-        total, seen = 0.0, 0
-        for s in range(0, order.size, batch_size):
-            batch = order[s:s + batch_size]
-            opt.zero_grad()
-            loss = loss_fn(logits(batch, False), T_y[batch])
-            loss.backward()
-            opt.step()
-            with torch.no_grad():
-                emb.weight[0].zero_()
-            total += float(loss.detach()) * batch.size
-            seen += batch.size
-        row = {"epoch": epoch, "train_loss": total / seen, "train_accuracy": accuracy(tr), "val_accuracy": accuracy(va)}
-        for k, v in row.items():
-            history[k].append(v)
-        if row["val_accuracy"] > best[0]:
-            state = tuple(p.detach().clone() for p in (emb.weight, lin.weight, lin.bias))
-            best = (row["val_accuracy"], epoch, state)
-        if progress is not None:
-            progress(row)
-    final_test = accuracy(te)
-    val_best, best_epoch, state = best
-    early_test = accuracy(te, state)
+    # tiny tensors (a batch of 64 texts × d numbers): torch's intra-op threads only add
+    # synchronisation (measured: 2 threads 4× slower than 1 on a 2-core machine), and one
+    # thread makes a run the same on every machine whatever its core count
+    with _torch_threads(1):
+        for epoch in range(1, epochs + 1):
+            order = rng.permutation(tr)
+            total, seen = 0.0, 0
+            for s in range(0, order.size, batch_size):
+                batch = order[s:s + batch_size]
+                opt.zero_grad()
+                loss = loss_fn(logits(batch, False), T_y[batch])
+                loss.backward()
+                opt.step()
+                with torch.no_grad():
+                    emb.weight[0].zero_()
+                total += float(loss.detach()) * batch.size
+                seen += batch.size
+            row = {"epoch": epoch, "train_loss": total / seen, "train_accuracy": accuracy(tr), "val_accuracy": accuracy(va)}
+            for k, v in row.items():
+                history[k].append(v)
+            if row["val_accuracy"] > best[0]:
+                state = tuple(p.detach().clone() for p in (emb.weight, lin.weight, lin.bias))
+                best = (row["val_accuracy"], epoch, state)
+            if progress is not None:
+                progress(row)
+        final_test = accuracy(te)
+        val_best, best_epoch, state = best
+        early_test = accuracy(te, state)
     E, W, b = (x.double().numpy() for x in state)
     model = HardmaxClassifier(
         embedding=np.array(E), weight=np.array(W[0]), bias=float(b[0]), vocab=vocab, classes=classes,
