@@ -8,6 +8,30 @@ import os
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+
+def _share_the_cores() -> None:
+    """Under pytest-xdist, give each worker its share of the cores for torch's and the BLAS's
+    intra-op threads (and the CLI subprocesses it starts, through the environment).
+
+    Two workers on two cores, each with torch's default of one thread per core, oversubscribe
+    the machine 2x, and OpenMP's barriers then stall: measured on a 2-core machine, a hardmax
+    training 4x slower, a context diagnostic 30x (tests/README.md).  An explicit
+    OMP_NUM_THREADS (.ci/run's second kernel pass sets 2) is left as it is.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if workers < 1 or "OMP_NUM_THREADS" in os.environ:
+        return
+    n = str(max(1, (os.cpu_count() or 1) // workers))
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, n)
+    import sys
+
+    if "torch" in sys.modules:  # already imported (a plugin): set it there too
+        sys.modules["torch"].set_num_threads(int(n))
+
+
+_share_the_cores()
+
 import pytest  # noqa: E402
 
 SAMPLE = "Quantum information theory allows us to study attention using entanglement"
