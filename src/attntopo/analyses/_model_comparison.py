@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal, Sequence
 
 import numpy as np
 
+from .._progress import ProgressOption, reports
 from .._validation import check_int, check_maxdim, check_nonneg_int, check_paper_compat, check_wasserstein_p
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError, ResultFormatError
@@ -222,6 +223,7 @@ def pooled_finite_bottleneck(x: Diagram, y: Diagram, maxdim: int) -> float:
     return float(bottleneck(px, py))
 
 
+@reports("compare models")  # progress arrives as an open Reporter
 def compare_models(
     texts: str | Sequence[str] | None,
     model_a: Any = DEFAULT_MODEL,
@@ -238,6 +240,7 @@ def compare_models(
     n_jobs: int | None = None,
     types: bool = True,
     paper_compat: Literal["notebook"] | bool | None = False,
+    progress: ProgressOption = None,
 ) -> ModelComparison:
     """Compare two models' head spaces on the same texts.
 
@@ -299,6 +302,13 @@ def compare_models(
         ``maxdim=1``).  The per-dimension distances and the bootstrap are attntopo's own,
         computed on those spaces.  Head spaces given directly must have been built with
         ``paper_compat="notebook"`` and ``reduce="mean"``.
+    progress : bool, callable or None, default None
+        One progress bar for the whole run: ``None`` a bar on a terminal or in a notebook,
+        ``True``/``False``, or a callback ``callback(done, total, stage)`` (see
+        :mod:`attntopo._progress`); each model's :func:`head_space` stages (``"loading
+        model"``, ``"attention"``, ``"head distances"``, …, ``"head space"``), then
+        ``"diagram distances"`` (one unit), and with ``n_boot``: ``"persistence"`` (four
+        diagrams a replicate) and ``"bootstrap distances"`` (one unit a replicate).
 
     Returns
     -------
@@ -338,6 +348,7 @@ def compare_models(
         return head_space(
             texts, model, normalize=paper is None, maxdim=maxdim, metric=metric, reduce="mean",
             drop_special=drop_special, truncate=truncate, engine=engine, types=types, paper_compat=paper,
+            progress=progress,
         )
 
     a = side(model_a, "model_a")
@@ -346,15 +357,18 @@ def compare_models(
         raise InvalidInputError(
             f"the two head spaces must be measured on the same texts ({a.n_texts} vs {b.n_texts} texts)"
         )
+    if n_boot and (a.per_text is None or b.per_text is None):
+        raise InvalidInputError(
+            "the bootstrap needs each text's matrix: build the head spaces with keep_per_text=True"
+        )
+    progress.add_total(1 + 5 * n_boot)  # the observed distances; per replicate 4 diagrams and 1 step
+    progress.stage("diagram distances")
     bott, wass = _diagram_distances(a.diagram, b.diagram, maxdim, p)
+    progress.advance()
     T = a.n_texts
     null = {n: np.zeros((2, n_boot, maxdim + 1)) for n in DIAGRAM_DISTANCES}
     boot = {n: np.zeros((n_boot, maxdim + 1)) for n in DIAGRAM_DISTANCES}
     if n_boot:
-        if a.per_text is None or b.per_text is None:
-            raise InvalidInputError(
-                "the bootstrap needs each text's matrix: build the head spaces with keep_per_text=True"
-            )
         rng = np.random.default_rng(seed)
         draws = rng.integers(0, T, size=(n_boot, 2, T))
         weights = np.stack([np.bincount(d, minlength=T) for d in draws.reshape(-1, T)]).reshape(
@@ -368,7 +382,8 @@ def compare_models(
             M[..., idx, idx] = 0.0
             mats.append(M)
         flat = [m_ for M in mats for m_ in M.reshape(-1, *M.shape[2:])]
-        dg = persistence_batch(flat, maxdim=maxdim, engine=engine, n_jobs=n_jobs)
+        dg = persistence_batch(flat, maxdim=maxdim, engine=engine, n_jobs=n_jobs, progress=progress)
+        progress.stage("bootstrap distances")
         per = 2 * n_boot
         dA, dB = dg[:per], dg[per:]
         for r in range(n_boot):
@@ -377,6 +392,7 @@ def compare_models(
                 null["bottleneck"][s, r], null["wasserstein"][s, r] = bb, ww
             bb, ww = _diagram_distances(dA[2 * r], dB[2 * r], maxdim, p)
             boot["bottleneck"][r], boot["wasserstein"][r] = bb, ww
+            progress.advance()
     prov = make_provenance(
         {"a": a.provenance.get("model", {"name": a.model}), "b": b.provenance.get("model", {"name": b.model})},
         {"metric": a.metric, "engine": a.diagram.engine, "maxdim": maxdim, "p": p, "n_boot": n_boot,

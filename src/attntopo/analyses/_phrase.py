@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from .._progress import ProgressOption, reports
 from .._validation import (
     check_choice,
     check_dim,
@@ -244,6 +245,7 @@ class PhraseTopology(Result):
         )
 
 
+@reports("phrase")  # progress arrives as an open Reporter
 def phrase_topology(
     phrase: str,
     contexts: Sequence[str],
@@ -258,6 +260,7 @@ def phrase_topology(
     engine: str | None = None,
     n_jobs: int | None = None,
     truncate: bool = False,
+    progress: ProgressOption = None,
 ) -> PhraseTopology:
     """The topology of one phrase in several contexts, and how much it changes between them.
 
@@ -275,6 +278,13 @@ def phrase_topology(
         As in :func:`compare`.
     occurrence : int
         Which occurrence of the phrase to use in every context (0 = the first).
+    progress : bool, callable or None, default None
+        One progress bar for the whole run: ``None`` a bar on a terminal or in a notebook,
+        ``True``/``False``, or a callback ``callback(done, total, stage)`` (see
+        :mod:`attntopo._progress`); stages ``"loading model"`` (when it loads),
+        ``"attention"`` (one unit per context), ``"distances"`` (one per context and head),
+        ``"persistence"`` (one per context and head) and ``"diagram distances"`` (one per
+        pair of contexts and head).
 
     Returns
     -------
@@ -313,7 +323,11 @@ def phrase_topology(
         except InvalidInputError as e:
             raise InvalidInputError(f"context {k}: {e}") from None
 
-    atts, info = attentions_of(contexts, model, layer, head, drop_special, truncate)
+    atts, info = attentions_of(contexts, model, layer, head, drop_special, truncate, progress)
+    C = len(contexts)
+    L, H = atts[0].weights.shape[:2]
+    # distances and persistence per context and head, then per pair of contexts and head
+    progress.add_total(L * H * (2 * C + C * (C - 1) // 2))
     token_indices, labels, subs = [], [], []
     for k, (att, span) in enumerate(zip(atts, spans)):
         idx = phrase_tokens(att, span)
@@ -324,15 +338,14 @@ def phrase_topology(
             )
         token_indices.append(idx)
         labels.append([att.labels[t] for t in idx])
-        D = token_distances(att, metric=metric)
+        D = token_distances(att, metric=metric, progress=progress)
         ii = np.array(idx)
         subs.append(np.ascontiguousarray(D[:, :, ii][:, :, :, ii]))
-    L, H = subs[0].shape[:2]
     mats = [mat for S in subs for mat in S.reshape(-1, S.shape[-1], S.shape[-1])]
-    dgms = persistence_batch(mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs)
-    C = len(contexts)
+    dgms = persistence_batch(mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs, progress=progress)
     grids = [_grid(dgms, L, H, c * L * H) for c in range(C)]
     dist = np.zeros((3, L, H, maxdim + 1, C, C))
+    progress.stage("diagram distances")
     for x in range(C):
         for y in range(x + 1, C):
             for i in range(L):
@@ -340,6 +353,7 @@ def phrase_topology(
                     v = _pair_distances(grids[x][i][j], grids[y][i][j])
                     dist[:, i, j, :, x, y] = v
                     dist[:, i, j, :, y, x] = v
+                    progress.advance()
     return PhraseTopology(
         phrase=phrase,
         contexts=texts,

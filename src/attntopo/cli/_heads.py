@@ -45,7 +45,6 @@ from ._common import (
     print_table,
     progress_bar,
     read_text,
-    status,
     with_help,
     write_result,
 )
@@ -156,10 +155,10 @@ def heads_cmd(
     comparison = None
     t_cmp = 0.0
     if compare_model is not None:
-        with status(f"comparing the diagrams ({boots} bootstrap replicates) …", show):
+        with progress_bar(f"comparing the diagrams ({boots} bootstrap replicates)", show) as progress:
             t1 = time.perf_counter()
             comparison = at.compare_models(None, spaces[0], spaces[1], maxdim=maxdim, n_boot=boots,
-                                           seed=seed, n_jobs=n_jobs)
+                                           seed=seed, n_jobs=n_jobs, progress=progress)
             t_cmp = time.perf_counter() - t1
     bundle = None
     if formats:

@@ -44,8 +44,8 @@ from ._common import (
     print_json,
     print_saved,
     print_table,
+    progress_bar,
     save_result,
-    status,
     with_help,
 )
 
@@ -115,10 +115,10 @@ def phrase_cmd(
         check_out(out)
     show = not json_out
     m, _ = load_model_with_status(model, show)
-    with status("phrase topology: attention → distances → persistence …", show):
+    with progress_bar("phrase topology", show) as progress:
         p = at.phrase_topology(phrase, list(context), m, layers, heads, metric=metric, maxdim=maxdim,
                                drop_special=drop_special, occurrence=occurrence, n_jobs=n_jobs,
-                               truncate=truncate)
+                               truncate=truncate, progress=progress)
     saved = None if out is None else save_result(p, out)
     spread = {n: p.spread(dim, n) for n in ("bottleneck", "wasserstein1")}
     rows = [
