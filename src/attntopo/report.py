@@ -125,7 +125,11 @@ def report_html(
                     '<p class="note">Use the menu to show another distance or a shared-simplex count.</p>')
         for layer, head in cb.heads:
             tag = head_tag(layer, head)
-            body = plotly_div(cfigs[f"{tag}_graphs"]) + plotly_div(cfigs[f"{tag}_diagrams"])
+            body = (
+                '<p class="note">The slider under the two threshold graphs sets ε; the page computes '
+                "both texts' edges and triangles (green: present in both texts) from their distance "
+                "matrices.</p>" + plotly_div(cfigs[f"{tag}_graphs"]) + plotly_div(cfigs[f"{tag}_diagrams"])
+            )
             section(f"cmp-L{layer}H{head}", f"Comparison · layer {layer}, head {head}", body)
 
     model = analysis.provenance.get("model", {})
