@@ -35,10 +35,11 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from .constants import MAX_ANALYSIS_MAXDIM, METRICS, PAPER_MODES
-from .errors import InvalidInputError, OutOfRangeError
+from .errors import EmptyTextError, InvalidInputError, OutOfRangeError
 
 __all__ = [
     "is_int",
+    "check_texts",
     "check_int",
     "check_positive_int",
     "check_nonneg_int",
@@ -285,6 +286,27 @@ def check_wasserstein_p(value: Any, name: str = "p") -> float:
     return check_number(
         value, name, lo=1, hint="the Wasserstein order; use the bottleneck distance for p = inf"
     )
+
+
+# ----------------------------------------------------------------------- texts
+def check_texts(texts: Any, name: str = "texts") -> list[str]:
+    """A string or a non-empty list/tuple of strings → a list of non-blank strings.
+
+    Raises :class:`InvalidInputError` naming the first entry that is not a string and
+    :class:`EmptyTextError` for no texts or a blank one (checked before any model loads).
+    """
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, (list, tuple)):
+        raise InvalidInputError(f"{name} must be a string or a list of strings, got {type(texts).__name__}")
+    if not texts:
+        raise EmptyTextError(f"no {name} given: pass a string or a non-empty list of strings")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise InvalidInputError(f"{name}[{i}] must be a string, got {type(t).__name__}")
+        if not t.strip():
+            raise EmptyTextError(f"{name}[{i}] is empty or only whitespace: give at least one word")
+    return list(texts)
 
 
 # ----------------------------------------------------------------------- flags, choices

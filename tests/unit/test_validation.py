@@ -255,3 +255,15 @@ def test_engine_names_are_the_registry_keys():
     from attntopo.topology import ENGINES
 
     assert tuple(ENGINES) == constants.ENGINE_NAMES
+
+
+def test_check_texts_one_rule_for_every_text_list():
+    from attntopo._validation import check_texts
+    from attntopo.errors import EmptyTextError
+
+    assert check_texts("a b") == ["a b"] and check_texts(("x", "y")) == ["x", "y"]
+    for bad, err, msg in [(3, InvalidInputError, "got int"), ([], EmptyTextError, "no texts"),
+                          (["ok", 1], InvalidInputError, r"texts\[1\] must be a string"),
+                          (["ok", "  "], EmptyTextError, r"texts\[1\] is empty")]:
+        with pytest.raises(err, match=msg):
+            check_texts(bad)

@@ -12,7 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import EmptyTextError, InvalidInputError, ModelLoadError
+from .._validation import check_texts
+from ..errors import ModelLoadError
 from .model import AttentionModel, Encoding
 
 __all__ = ["ForwardCapture", "forward_capture"]
@@ -75,13 +76,7 @@ def forward_capture(
     """
     import torch
 
-    if isinstance(texts, str):
-        texts = [texts]
-    if not isinstance(texts, (list, tuple)):
-        raise InvalidInputError(f"texts must be a string or a list of strings, got {type(texts).__name__}")
-    if not texts:
-        raise EmptyTextError("no texts given: pass a string or a non-empty list of strings")
-    encs = model._encode(list(texts), truncate=bool(truncate))
+    encs = model._encode(check_texts(texts), truncate=bool(truncate))
     out = []
     for enc in encs:
         ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)

@@ -41,7 +41,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 import numpy as np
 
 from .._progress import reports
-from .._validation import check_int, check_positive_int
+from .._validation import check_int, check_positive_int, check_texts
 from ..analyses._result import Columns, Result, read_array
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
@@ -568,13 +568,7 @@ def context(texts: str | Sequence[str], model: Any = "minilm", *, word: str | No
     from ..models._hidden import forward_capture
     from ..models._positions import positional_mechanism
 
-    if isinstance(texts, str):
-        texts = [texts]
-    if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
-        raise InvalidInputError("texts must be a string or a list of strings")
-    texts = list(texts)
-    if not texts:
-        raise InvalidInputError("no texts given: pass a string or a non-empty list of strings")
+    texts = check_texts(texts)
     n_permutations = check_positive_int(n_permutations, "n_permutations", allow_none=False)
     seed = check_int(seed, "seed", lo=0)
     min_contexts = check_int(min_contexts, "min_contexts", lo=2)

@@ -56,9 +56,9 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from .._progress import ProgressOption, make_reporter
-from .._validation import check_bool, check_positive_int
+from .._validation import check_bool, check_positive_int, check_texts
 from ..analyses._result import Columns, Result, read_array
-from ..errors import EmptyTextError, InvalidInputError, MissingDependencyError, ResultFormatError
+from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
 from ..io import json_safe
 
 __all__ = [
@@ -487,21 +487,6 @@ class Depth(Result):
 
 
 # ============================================================================ the entry point
-def _check_texts(texts: Any) -> list[str]:
-    if isinstance(texts, str):
-        texts = [texts]
-    if not isinstance(texts, (list, tuple)):
-        raise InvalidInputError(f"texts must be a string or a list of strings, got {type(texts).__name__}")
-    if not texts:
-        raise EmptyTextError("no texts given: pass a string or a non-empty list of strings")
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise InvalidInputError(f"texts[{i}] must be a string, got {type(t).__name__}")
-        if not t.strip():
-            raise EmptyTextError(f"texts[{i}] is empty or only whitespace: give at least one word")
-    return list(texts)
-
-
 def _one_text(hidden: np.ndarray, att: np.ndarray, k: int, n_jobs: int | None) -> dict:
     """Every per-text measure of one forward pass (hidden (L+1, n, d), attention (L, H, n, n))."""
     L = att.shape[0]
@@ -567,7 +552,7 @@ def depth(
     from ..models import load_model
     from ..models._hidden import forward_capture
 
-    texts = _check_texts(texts)
+    texts = check_texts(texts)
     k = check_positive_int(k, "k", allow_none=False, hint="neighbours for the overlap between layers")
     truncate = check_bool(truncate, "truncate")
     n_jobs = check_positive_int(n_jobs, "n_jobs", None)
