@@ -86,17 +86,21 @@ def _random_labels(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
     return labels
 
 
-def _kmeans_labels(P: np.ndarray, k: int, seed: int) -> np.ndarray:
+def kmeans_labels(P: np.ndarray, k: int, seed: int, *, n_init: int = 4,
+                  what: str = "method='kmeans'") -> np.ndarray:
+    """k-means labels of the rows of ``P`` (n, m) into ``k`` groups (scikit-learn, seeded);
+    ``k >= n`` gives every row its own group.  ``what`` names the caller in the error shown
+    without scikit-learn."""
     try:
         from sklearn.cluster import KMeans
     except ImportError:
         from ..errors import MissingDependencyError
 
-        raise MissingDependencyError("method='kmeans' needs scikit-learn: pip install scikit-learn") from None
+        raise MissingDependencyError(f"{what} needs scikit-learn: pip install scikit-learn") from None
     if k >= P.shape[0]:
         return np.arange(P.shape[0])
     # identical rows can leave k-means with fewer distinct centres than k: fine, fewer groups
-    return KMeans(n_clusters=k, n_init=4, random_state=seed).fit_predict(P).astype(np.int64)
+    return KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit_predict(P).astype(np.int64)
 
 
 def _tome_labels(K: np.ndarray, k: int) -> np.ndarray:
@@ -132,7 +136,7 @@ def baseline_labels(method: str, k: int, *, P: np.ndarray, K: np.ndarray | None,
     if method == "random":
         out = _random_labels(n, k, rng)
     elif method == "kmeans":
-        out = _kmeans_labels(P, k, seed)
+        out = kmeans_labels(P, k, seed)
     else:
         if K is None:
             raise InvalidInputError("method='tome' needs the head's key vectors")

@@ -47,7 +47,7 @@ from .._progress import ProgressOption, make_reporter
 from .._validation import check_bool, check_int, check_number
 from ..analyses._result import Columns, Result, read_array
 from ..attention import Attention
-from ..errors import InvalidInputError, MissingDependencyError, OutOfRangeError, ResultFormatError
+from ..errors import InvalidInputError, OutOfRangeError, ResultFormatError
 from ..io import json_safe
 from ._approx_families import (
     FAMILIES,
@@ -392,16 +392,6 @@ def _attention_and_qk(att: Any, model: Any, need_qk: bool, layers: Any, heads: A
 
 
 # ----------------------------------------------------------------- the work
-def _kmeans(A: np.ndarray, k: int, seed: int) -> np.ndarray:
-    try:
-        from sklearn.cluster import KMeans
-    except ImportError:
-        raise MissingDependencyError("the cluster_kmeans family needs scikit-learn: pip install 'attntopo[theory]'") from None
-    if k >= A.shape[0]:
-        return np.arange(A.shape[0])
-    return KMeans(n_clusters=k, n_init=1, random_state=seed).fit_predict(A)
-
-
 def _kernel(cap: Any, lid: int, hids: Sequence[int], m: int, draws: int, seed: int, budget: int,
             orthogonal: bool, causal: bool, keep: np.ndarray | None) -> np.ndarray:
     """FAVOR+ approximations ``(heads, draws, n, n)`` of one layer's heads (restricted to ``keep``).
@@ -519,7 +509,7 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
     from scipy.cluster.hierarchy import fcluster
 
     from ..compress import persistence_labels
-    from ..compress._grouping import canonical
+    from ..compress._grouping import canonical, kmeans_labels
     from ..distances import row_distances
     from ..topology import linkage
 
@@ -580,7 +570,9 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
 
         if "cluster_kmeans" in fi:
             for j, z in enumerate(fsz):
-                labs = [_kmeans(A[h], z["clusters"], seed) for h in range(H)]
+                # one k-means start per head (compress uses 4): 72 heads × budgets stay within seconds
+                labs = [kmeans_labels(A[h], z["clusters"], seed, n_init=1, what="the cluster_kmeans family")
+                        for h in range(H)]
                 record("cluster_kmeans", j, np.stack([clustered(A[h], labs[h], causal=causal) for h in range(H)]))
                 sizes["kmeans_clusters"][j, li] = [np.unique(lab).size for lab in labs]
         if "cluster_h0" in fi:
