@@ -36,7 +36,7 @@ import os
 import re
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
 from ..io import atomic_write_bytes, atomic_write_text, json_safe
@@ -306,6 +306,17 @@ class Store:
         except Exception as e:  # noqa: BLE001
             raise ResultFormatError(f"{path}: corrupt part file ({str(e).splitlines()[0]})") from None
 
+    def _bookkeeping(self, columns: list[str]) -> Iterator[Any]:
+        """The given columns of each part in turn (one part in memory at a time).
+
+        Counts and the error log read a few columns part by part: a DuckDB query over every
+        part parses every footer at once, and a footer holds metadata for each of the ~2,000
+        feature columns (~0.5 MB a part), so memory would grow with the number of parts.
+        """
+        parts = self.parts()
+        for k in sorted(parts):
+            yield self._read(parts[k], columns)
+
     def to_arrow(self, columns: list[str] | None = None) -> Any:
         """Every row, in input order, as a :class:`pyarrow.Table` (``columns``: a subset)."""
         pa = _pa()
@@ -415,26 +426,28 @@ class Store:
         out = {"total": total, "done": 0, "ok": 0, "truncated": 0,
                "skipped_empty": int(self.manifest.get("input", {}).get("n_empty", 0)),
                "skipped_long": 0, "failed": 0}
-        if self.parts():
-            q = (f"SELECT count(*), count(*) FILTER (status = '{STATUS_OK}'), "
-                 f"count(*) FILTER (status = '{STATUS_OK}' AND truncated), "
-                 f"count(*) FILTER (status = '{STATUS_SKIPPED}'), count(*) FILTER (status = '{STATUS_FAILED}') "
-                 f"FROM {TABLE}")
-            done, ok, trunc, skipped, failed = self._fetch(q)[0]
-            out.update(done=int(done), ok=int(ok), truncated=int(trunc), skipped_long=int(skipped), failed=int(failed))
+        for t in self._bookkeeping(["status", "truncated"]):
+            status = t["status"].to_numpy(zero_copy_only=False)
+            ok = status == STATUS_OK
+            truncated = t["truncated"].fill_null(False).to_numpy(zero_copy_only=False)
+            out["done"] += int(status.size)
+            out["ok"] += int(ok.sum())
+            out["truncated"] += int((ok & truncated).sum())
+            out["skipped_long"] += int((status == STATUS_SKIPPED).sum())
+            out["failed"] += int((status == STATUS_FAILED).sum())
         out["remaining"] = max(0, total - out["done"])
         return out
 
     def write_errors(self) -> Path:
         """Rewrite ``errors.jsonl`` from the part files (one line per skipped or failed row)."""
-        lines = []
-        if self.parts():
-            rows = self._fetch(
-                f"SELECT id, row, status, error, n_tokens FROM {TABLE} WHERE status <> '{STATUS_OK}' ORDER BY row"
-            )
-            for rid, row, status, error, n_tokens in rows:
-                lines.append(json.dumps({"id": rid, "row": row, "status": status, "error": error,
-                                         "n_tokens": n_tokens}, ensure_ascii=False))
+        import pyarrow.compute as pc
+
+        rows = []
+        for t in self._bookkeeping(["id", "row", "status", "error", "n_tokens"]):
+            rows += t.filter(pc.not_equal(t["status"], STATUS_OK)).to_pylist()
+        rows.sort(key=lambda r: r["row"])
+        lines = [json.dumps({k: r[k] for k in ("id", "row", "status", "error", "n_tokens")}, ensure_ascii=False)
+                 for r in rows]
         return atomic_write_text(self.path / ERRORS, "".join(x + "\n" for x in lines))
 
     def errors(self) -> list[dict]:
