@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from typing import Callable, Sequence
 
 import numpy as np
@@ -263,6 +264,7 @@ def number_format(values, digits: int = 2) -> tuple[Callable[[float], str], str]
     if -2 <= e <= 3:
         dec = max(0, digits - 1 - e)
         return wrap(lambda x: f"{x:.{dec}f}", 10.0 ** -dec), ""
-    scale = 10.0 ** e
-    return (wrap(lambda x: f"{x / scale:.{digits - 1}f}", 10.0 ** (1 - digits) * scale),
+    # exact decimal scaling: 10.0 ** e underflows to 0 (or x / 10.0 ** e overflows) for
+    # subnormal values such as 5e-324, and Decimal rounds the exact binary value once
+    return (wrap(lambda x: f"{Decimal(x).scaleb(-e):.{digits - 1}f}", 10.0 ** (1 - digits + e)),
             f"×10{str(e).translate(_SUPERSCRIPT)}")

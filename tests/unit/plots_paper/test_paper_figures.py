@@ -19,6 +19,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import math
 import re
+from decimal import Decimal
 
 import numpy as np
 import pytest
@@ -281,21 +282,23 @@ def test_number_format_is_one_format_and_exact_to_its_last_digit(values, digits)
     assert all("e" not in t and "E" not in t for _, t in finite)
     decimals = {len(t.split(".")[1]) if "." in t else 0 for _, t in finite}
     assert len(decimals) <= 1  # one format: the same number of decimals everywhere
-    scale = 1.0
+    e = 0
     if unit:
         m = re.fullmatch(r"×10([⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)", unit)
         assert m
         e = int(m.group(1).translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")))
-        scale = 10.0 ** e
     dec = decimals.pop() if decimals else 0
+    # exact decimal arithmetic: values down to the subnormal 5e-324 (10.0 ** -324 is 0.0)
     for v, t in finite:
-        # within half a unit of the last written digit (plus float round-off)
-        assert abs(float(t) * scale - v) <= 0.5 * 10.0 ** -dec * scale * (1 + 1e-9) + 1e-12 * abs(v)
+        # within half a unit of the last written digit (plus float round-off of the integers)
+        err = abs(Decimal(t).scaleb(e) - Decimal(v))
+        assert err <= Decimal(5).scaleb(e - dec - 1) * Decimal("1.000000001") + Decimal(1e-12) * abs(Decimal(v))
     big = max((abs(v) for v, _ in finite), default=0.0)
     if big > 0 and not all(v == round(v) for v, _ in finite):
         # the largest value keeps its significant digits
-        lead = float(fmt(big)) * scale
-        assert abs(lead - big) <= 0.5 * 10.0 ** (math.floor(math.log10(big)) - digits + 2) * (1 + 1e-9)
+        lead = Decimal(fmt(big)).scaleb(e)
+        top = Decimal(big).adjusted()  # floor(log10(big)), exact
+        assert abs(lead - Decimal(big)) <= Decimal(5).scaleb(top - digits + 2) * Decimal("1.000000001")
 
 
 def test_number_format_examples_from_the_issue():
@@ -303,6 +306,8 @@ def test_number_format_examples_from_the_issue():
     assert [fmt(v) for v in (0.00048, 2.6e-05, 0.0)] == ["4.8", "0.3", "0.0"] and unit == "×10⁻⁴"
     fmt, unit = S.number_format([0.52, 0.05, 0.0])
     assert [fmt(v) for v in (0.52, 0.05, 0.0)] == ["0.52", "0.05", "0.00"] and unit == ""
+    fmt, unit = S.number_format([5e-324, 0.0])  # subnormal: 10.0 ** -324 underflows to 0
+    assert [fmt(v) for v in (5e-324, 0.0)] == ["4.9", "0.0"] and unit == "×10⁻³²⁴"
     fmt, unit = S.number_format([3.0, 0.0, 12.0])
     assert [fmt(v) for v in (3.0, 0.0, 12.0)] == ["3", "0", "12"] and unit == ""
 
