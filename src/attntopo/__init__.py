@@ -109,8 +109,6 @@ _LAZY = {
     "bottleneck": "attntopo.topology.diagram_distances",
     "wasserstein": "attntopo.topology.diagram_distances",
     "complex_at": "attntopo.topology.complex",
-    # the function `features` stays in attntopo.features: a top-level name would be shadowed
-    # by the subpackage of the same name as soon as it is imported
     "FeatureTable": "attntopo.features",
     "select_heads": "attntopo.features",
     "HardmaxSimulation": "attntopo.hardmax",
@@ -123,9 +121,15 @@ _LAZY = {
     "Context": "attntopo.theory._context",
 }
 
+#: Subpackages that are also called as functions: ``attntopo.compress(model, text, …)`` and
+#: ``attntopo.features(texts, …)`` call the subpackage (see attntopo._callable); imported lazily.
+_CALLABLE_SUBPACKAGES = ("compress", "features")
+
+
 __all__ = sorted(
     [
         *_LAZY,
+        *_CALLABLE_SUBPACKAGES,
         "AttntopoError",
         "EmptyTextError",
         "InvalidInputError",
@@ -143,6 +147,10 @@ __all__ = sorted(
 
 
 def __getattr__(name: str) -> Any:
+    if name in _CALLABLE_SUBPACKAGES:
+        value = importlib.import_module(f"attntopo.{name}")
+        globals()[name] = value
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'attntopo' has no attribute {name!r}")

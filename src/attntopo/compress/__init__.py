@@ -6,12 +6,12 @@ distinct rows.  :func:`compress` does that inside a real forward pass and measur
 random grouping, k-means on the rows and ToMe-style merging by key similarity, at the same number
 of clusters per head, are the baselines.  docs/compression.md has the measurements.
 
->>> from attntopo.compress import compress
->>> c = compress("minilm", "The cat sat on the mat because it was tired.", scale="gap")
+>>> import attntopo
+>>> c = attntopo.compress("minilm", "The cat sat on the mat because it was tired.")  # doctest: +SKIP
 >>> c.compression, c.effect["cosine"]                                  # doctest: +SKIP
 
-The function is ``attntopo.compress.compress``: a top-level ``attntopo.compress`` would be
-shadowed by this subpackage as soon as it is imported (as ``attntopo.features`` is).
+The subpackage is callable: ``attntopo.compress(...)`` is ``attntopo.compress.compress(...)``
+(see ``attntopo._callable`` for why it is not a separate top-level function).
 """
 
 from ._grouping import METHODS, REPRESENTATIVES, baseline_labels, gap_scale, persistence_labels, replace_rows
@@ -29,3 +29,7 @@ __all__ = [
     "replace_rows",
     "gap_scale",
 ]
+
+from .._callable import make_callable as _make_callable
+
+_make_callable(__name__, "compress")

@@ -7,7 +7,8 @@ Methods (``labels`` of shape ``(n,)``, groups numbered by their first token):
     of the graph joining rows at distance ``<= ε`` (single linkage cut at ``ε``; their number is
     the number of H0 bars alive at ``ε``).  ``scale`` is a fixed ``ε`` in ``[0, 1]``, or
     ``"gap"``: per head, ``ε`` in the middle of the largest gap between consecutive finite H0
-    deaths (the scale where the most persistent cluster structure opens).
+    deaths (the scale where the most persistent cluster structure opens; the stretch below the
+    first death, where nothing is merged yet, does not count — see :func:`gap_scale`).
 ``random``
     A random partition into the same number ``k`` of non-empty groups.
 ``kmeans``
@@ -53,18 +54,25 @@ def canonical(labels: np.ndarray) -> np.ndarray:
 def gap_scale(D: np.ndarray) -> float:
     """``ε`` in the middle of the largest gap between consecutive finite H0 deaths of ``D``.
 
-    The deaths are the edges of a minimum spanning tree (with 0 below the smallest); with no
-    finite death (one token) ``ε = 0``.
+    ``D`` is an ``(n, n)`` distance matrix.  The finite H0 deaths are the ``n - 1`` edge lengths
+    of a minimum spanning tree, sorted ``d_1 <= … <= d_{n-1}``; the largest difference
+    ``d_{i+1} - d_i`` (the first one on ties) gives ``ε = (d_i + d_{i+1}) / 2``, where ``n - i``
+    clusters live.  The stretch from 0 to ``d_1``, where every token is its own cluster, is not a
+    gap between deaths and is never chosen: the gap scale always merges something, and leaves at
+    least two clusters unless all deaths are equal (then ``ε`` is that death and everything
+    merges: identical rows, for instance, lose nothing).  With fewer than two finite deaths (``n <= 2``) there is no gap
+    and ``ε = 0`` (nothing merged).
     """
     from scipy.sparse.csgraph import minimum_spanning_tree
 
     n = D.shape[0]
-    if n < 2:
+    if n < 3:
         return 0.0
     # zero distances are absent edges for scipy: lift them to a tiny positive length
     W = np.where(D > 0, D, 1e-300)
     np.fill_diagonal(W, 0.0)
-    deaths = np.sort(np.concatenate([[0.0], minimum_spanning_tree(W).data]))
+    deaths = np.sort(minimum_spanning_tree(W).data)
+    deaths[deaths <= 1e-300] = 0.0
     gaps = np.diff(deaths)
     i = int(np.argmax(gaps))
     return float(0.5 * (deaths[i] + deaths[i + 1]))

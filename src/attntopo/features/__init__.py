@@ -1,7 +1,7 @@
 """Topological features for prediction: texts → a table of named features per head.
 
->>> from attntopo.features import features
->>> table = features(["A first text.", "Another one."], model="minilm", sets=("js", "template"))
+>>> import attntopo
+>>> table = attntopo.features(["A first text.", "Another one."], model="minilm", sets=("js", "template"))
 >>> table.columns[0]
 'L0H0.js.h0.n_bars'
 >>> X = table.to_numpy()                      # (2, n_features)
@@ -17,6 +17,7 @@ Feature sets (formulas in ``docs/features.md``):
 ``js_landscape``  persistence landscapes of the JS diagrams (persim)
 
 The per-set functions take stacks of matrices, so they also serve attention from elsewhere.
+The subpackage is callable: ``attntopo.features(...)`` is ``attntopo.features.features(...)``.
 """
 
 from ._barcode import BARCODE_QUANTITIES, barcode_features, barcode_matrices
@@ -51,3 +52,7 @@ __all__ = [
     "spanning_forest_length",
     "template_features",
 ]
+
+from .._callable import make_callable as _make_callable
+
+_make_callable(__name__, "features")

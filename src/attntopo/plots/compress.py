@@ -24,7 +24,7 @@ __all__ = ["plot_compression_heads", "compression_bundle"]
 
 def _check(result: Any) -> None:
     if getattr(result, "kind", None) != "compression":
-        raise InvalidInputError(f"expected a Compression (from attntopo.compress.compress), got {type(result).__name__}")
+        raise InvalidInputError(f"expected a Compression (from attntopo.compress), got {type(result).__name__}")
 
 
 def plot_compression_heads(result: Any, ax: Axes | None = None, *, title: str | None = None) -> Figure:

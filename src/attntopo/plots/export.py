@@ -169,8 +169,26 @@ def plotly_div(fig: Any, *, include_plotlyjs: bool = False) -> str:
     if _kind(fig) != "plotly":
         raise InvalidInputError("plotly_div takes a plotly figure (the iplot_* functions)")
     fig, script = _for_page(fig)
-    return fig.to_html(include_plotlyjs=include_plotlyjs, full_html=False, auto_play=False,
+    html = fig.to_html(include_plotlyjs=include_plotlyjs, full_html=False, auto_play=False,
                        config=_PLOTLY_CONFIG, post_script=script)
+    return _deferred(html)
+
+
+def _deferred(html: str) -> str:
+    """Plotly's figure HTML with its drawing handed to ``attntopoDefer`` (``assets/defer.js``,
+    inlined with it): a page of many figures parses at once and draws them one by one, figures
+    on screen first, instead of freezing until the last is drawn.  The figure's own script is
+    the last ``<script>`` of the fragment (plotly.js, when included, comes before it)."""
+    from .interactive import _asset_js
+
+    start = html.rfind("<script")
+    end = html.rfind("</script>")
+    if start < 0 or end < start:
+        return html
+    body = html.index(">", start) + 1
+    return (html[:body] + _asset_js("defer.js")
+            + "\n(window.attntopoDefer || function (draw) { draw(); })(function () {"
+            + html[body:end] + "\n});" + html[end:])
 
 
 def _for_page(fig: Any) -> tuple[Any, str | None]:

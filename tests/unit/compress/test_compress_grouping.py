@@ -48,6 +48,41 @@ def test_gap_scale_separates_groups():
     assert used == eps and labels.max() + 1 == 3
     assert np.array_equal(labels, np.arange(18) % 3)
     assert gap_scale(np.zeros((1, 1))) == 0.0
+    assert gap_scale(np.array([[0.0, 0.4], [0.4, 0.0]])) == 0.0  # one death: no gap between deaths
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(3, 30))
+def test_gap_scale_is_the_largest_gap_between_single_linkage_heights(seed, n):
+    """Against scipy's single-linkage merge heights (the finite H0 deaths): the middle of the
+    widest gap between consecutive heights, never below the first height, so the gap scale
+    merges at least one pair and leaves between 2 and n - 1 clusters."""
+    from scipy.cluster.hierarchy import linkage
+    from scipy.spatial.distance import squareform
+
+    D = row_distances(rows(np.random.default_rng(seed), n))
+    heights = np.sort(linkage(squareform(D, checks=False), "single")[:, 2])
+    i = int(np.argmax(np.diff(heights)))
+    eps = gap_scale(D)
+    assert eps == pytest.approx(0.5 * (heights[i] + heights[i + 1]), abs=1e-12)
+    labels, _ = persistence_labels(D, "gap")
+    k = labels.max() + 1
+    if np.ptp(heights) > 0:
+        assert 2 <= k <= n - 1
+        assert k == n - (i + 1)  # every death at or below eps has merged two clusters
+
+
+def test_gap_scale_merges_on_real_like_heads_where_the_old_rule_merged_nothing():
+    """A head whose first death is far from 0 (all rows distinct) but has structure above it:
+    counting 0 -> d_1 as a gap chose ε < d_1 and compressed nothing."""
+    D = np.array([[0.0, 0.50, 0.55, 0.90],
+                  [0.50, 0.0, 0.52, 0.91],
+                  [0.55, 0.52, 0.0, 0.92],
+                  [0.90, 0.91, 0.92, 0.0]])
+    # deaths 0.50, 0.52, 0.90: widest gap 0.52 -> 0.90
+    assert gap_scale(D) == pytest.approx(0.71)
+    labels, _ = persistence_labels(D, "gap")
+    assert labels.tolist() == [0, 0, 0, 1]
 
 
 @pytest.mark.parametrize("method", ["random", "tome", "kmeans"])
