@@ -39,12 +39,14 @@ length 1 to 4.
 
 from __future__ import annotations
 
-from itertools import islice
 from typing import Sequence
 
 import numpy as np
 
-__all__ = ["GRAPH_QUANTITIES", "DEFAULT_THRESHOLDS", "CYCLE_CAP", "graph_names", "graph_features"]
+__all__ = [
+    "GRAPH_QUANTITIES", "DEFAULT_THRESHOLDS", "CYCLE_CAP", "graph_names", "graph_features",
+    "simple_cycles_capped",
+]
 
 #: Thresholds on attention weights (tda4atd and la-tda).
 DEFAULT_THRESHOLDS: tuple[float, ...] = (0.025, 0.05, 0.1, 0.25, 0.5, 0.75)
@@ -105,6 +107,124 @@ def _short_cycles(M: np.ndarray) -> np.ndarray:
     return loops + two + three + four
 
 
+class _Full(Exception):
+    """Raised inside :func:`simple_cycles_capped` once the cap is reached."""
+
+
+def _reach(s: int, adj: list[int], allowed: int) -> int:
+    """Bitmask of the vertices reachable from ``s`` through ``allowed`` vertices (``s`` too)."""
+    seen = frontier = 1 << s
+    while frontier:
+        nxt = 0
+        while frontier:
+            low = frontier & -frontier
+            frontier ^= low
+            nxt |= adj[low.bit_length() - 1]
+        frontier = nxt & allowed & ~seen
+        seen |= frontier
+    return seen
+
+
+def simple_cycles_capped(succ: Sequence[int], cap: int) -> int:
+    """Number of directed simple cycles of a graph, capped at ``cap``.
+
+    Johnson's algorithm (SIAM J. Comput. 4(1), 1975) on bitmasks, stopped at the cap: for each
+    start ``s`` in turn, the cycles through ``s`` whose other vertices are all larger, inside
+    the strongly connected component of ``s`` in the subgraph induced by ``{s, s+1, …}``, found
+    by a depth-first search that blocks vertices which cannot reach ``s`` yet.  It takes
+    ``O((n + e)(c + 1))`` steps for ``c`` counted cycles.
+
+    Parameters
+    ----------
+    succ : sequence of int
+        ``succ[v]``: bitmask of the successors of vertex ``v`` (bit ``w`` set for an edge
+        ``v → w``); a set bit ``v`` in ``succ[v]`` (a self-loop) counts as a cycle.
+    cap : int
+        Most cycles counted.
+
+    Returns
+    -------
+    int
+        ``min(number of simple cycles, cap)``.
+    """
+    m = len(succ)
+    if cap <= 0:
+        return 0
+    found = sum((succ[v] >> v) & 1 for v in range(m))
+    if found >= cap:
+        return cap
+    adj = [succ[v] & ~(1 << v) for v in range(m)]
+    pred = [0] * m
+    for v in range(m):
+        t = adj[v]
+        while t:
+            low = t & -t
+            t ^= low
+            pred[low.bit_length() - 1] |= 1 << v
+    full = (1 << m) - 1
+    blocked = 0
+    B = [0] * m
+
+    def unblock(u: int) -> None:
+        nonlocal blocked
+        blocked &= ~(1 << u)
+        t, B[u] = B[u], 0
+        while t:
+            low = t & -t
+            t ^= low
+            if blocked & low:
+                unblock(low.bit_length() - 1)
+
+    def circuit(v: int, s: int, comp: int) -> bool:
+        nonlocal blocked, found
+        blocked |= 1 << v
+        nbrs = adj[v] & comp
+        closed = False
+        if (nbrs >> s) & 1:
+            found += 1
+            if found >= cap:
+                raise _Full
+            closed = True
+        t = nbrs & ~(1 << s)
+        while t:
+            low = t & -t
+            t ^= low
+            if not blocked & low and circuit(low.bit_length() - 1, s, comp):
+                closed = True
+        if closed:
+            unblock(v)
+        else:
+            t = nbrs
+            while t:
+                low = t & -t
+                t ^= low
+                B[low.bit_length() - 1] |= 1 << v
+        return closed
+
+    try:
+        for s in range(m - 1):
+            allowed = full & ~((1 << s) - 1)
+            comp = _reach(s, adj, allowed) & _reach(s, pred, allowed)
+            if comp == 1 << s:
+                continue
+            blocked = 0
+            for v in range(s, m):
+                B[v] = 0
+            circuit(s, s, comp)
+    except _Full:
+        return cap
+    return found
+
+
+def _row_masks(M: np.ndarray) -> list[int]:
+    """Each row of a bool (m, m) matrix as an int bitmask (bit ``j`` for column ``j``)."""
+    m = M.shape[-1]
+    packed = np.packbits(M, axis=-1, bitorder="little")
+    width = packed.shape[-1]
+    data = packed.tobytes()
+    return [int.from_bytes(data[r * width:(r + 1) * width], "little") for r in range(m)]
+
+
 def _count_cycles(M: np.ndarray, labels: np.ndarray, n_labels: int, cap: int) -> np.ndarray:
     """Simple cycles of each directed graph (G, n, n) bool, capped at ``cap``, shape (G,).
 
@@ -112,10 +232,8 @@ def _count_cycles(M: np.ndarray, labels: np.ndarray, n_labels: int, cap: int) ->
     over SCCs: a self-loop is one cycle; an SCC of m >= 2 vertices with exactly m internal
     edges (loops aside) is a single cycle; a denser one has at least ``e - m + 1``.  Only
     graphs whose lower bounds (that one, and the exact count of cycles of length 1-4) stay
-    below the cap are enumerated, with networkx, on their dense SCCs only.
+    below the cap are enumerated (:func:`simple_cycles_capped`), on their dense SCCs only.
     """
-    import networkx as nx
-
     G, n, _ = M.shape
     diag = np.arange(n)
     loops = M[:, diag, diag].sum(-1)
@@ -138,13 +256,15 @@ def _count_cycles(M: np.ndarray, labels: np.ndarray, n_labels: int, cap: int) ->
     if todo.size:
         settled = _short_cycles(M[todo]) >= cap
         out[todo[settled]] = cap
-        dense_vertex = dense[labels]
+        lab = labels.reshape(G, n)
+        dense_vertex = dense[lab]  # (G, n)
         for k in todo[~settled]:
-            keep = inside & (g == k) & dense_vertex[src]
-            graph = nx.DiGraph()
-            graph.add_edges_from(zip(i[keep].tolist(), j[keep].tolist()))
+            keep = np.flatnonzero(dense_vertex[k])
+            lk = lab[k, keep]
+            sub = M[k][np.ix_(keep, keep)] & (lk[:, None] == lk[None, :])
+            sub[np.arange(keep.size), np.arange(keep.size)] = False
             room = max(cap - int(out[k]), 0)
-            out[k] += sum(1 for _ in islice(nx.simple_cycles(graph), room))
+            out[k] += simple_cycles_capped(_row_masks(sub), room)
     return np.minimum(out, cap).astype(np.float64)
 
 
