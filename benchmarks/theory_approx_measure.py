@@ -93,12 +93,22 @@ def measure(name: str, texts: list[str]) -> tuple[list, dict]:
     per_text = {str(b): {o: sum(bool(r.scatterbrain()[b][o]["holds"]) for r in results) for o in ("low_rank", "kernel")}
                 for b in common}
     kstd = float(np.nanmedian(np.concatenate([r.kernel_std.ravel() for r in results])))
+    # the H0 clusters at each head's gap scale (compress's default): how many, and what they cost
+    sc = [r.scale_summary() for r in results]
+    frac = np.concatenate([np.asarray(c["clusters"], dtype=float) / r.n_tokens for c, r in zip(sc, results)])
+    clusters = np.concatenate([np.asarray(c["clusters"], dtype=float) for c in sc])
+    gap = {"scale": str(r0.scale), "clusters_median": float(np.median(clusters)),
+           "clusters_q25": float(np.percentile(clusters, 25)), "clusters_q75": float(np.percentile(clusters, 75)),
+           "fraction_median": float(np.median(frac)),
+           "eps_median": float(np.median(np.concatenate([np.asarray(c["eps"]) for c in sc]))),
+           "error_median": float(np.median(np.concatenate([np.asarray(c["error"]) for c in sc]))),
+           "js_median": float(np.median(np.concatenate([np.asarray(c["js"]) for c in sc])))}
     return results, {
         "model": r0.model, "n_texts": len(texts), "n_tokens": [r.n_tokens for r in results],
         "heads_per_text": int(r0.errors.shape[2] * r0.errors.shape[3]), "budgets": common, "families": list(fams),
         "seconds": seconds, "table": table, "winner_by_label_at": mid, "winner_by_label": by_label,
         "scatterbrain_pooled": sb, "scatterbrain_texts_holding": per_text, "kernel_std_median": kstd,
-        "qk": qk_norms(m, texts[0]),
+        "qk": qk_norms(m, texts[0]), "gap_clusters": gap,
     }
 
 
@@ -124,7 +134,11 @@ def report(runs: list[dict], source: str) -> str:
                            f"{s['sparse_wins_low']:.0%} of the low-entropy half, {o} {s['other_wins_high']:.0%} of the "
                            f"high-entropy half; holds in {run['scatterbrain_texts_holding'][b][o]}/{run['n_texts']} texts")
         out += ["", f"winner at budget {run['winner_by_label_at']} by head-types label: {run['winner_by_label']}",
-                f"kernel: median std over draws {run['kernel_std_median']:.3f}; {run['qk']}", ""]
+                f"kernel: median std over draws {run['kernel_std_median']:.3f}; {run['qk']}"]
+        g = run["gap_clusters"]
+        out += [f"H0 clusters at scale {g['scale']!r}: median {g['clusters_median']:.1f} clusters per head (quartiles "
+                f"{g['clusters_q25']:.0f}, {g['clusters_q75']:.0f}; median {g['fraction_median']:.2f} of the tokens), "
+                f"median ε {g['eps_median']:.3f}, median error {g['error_median']:.3f} (JS {g['js_median']:.3f})", ""]
     return "\n".join(out)
 
 
