@@ -28,8 +28,10 @@ position bias (T5, DeBERTa), ALiBi, sliding windows or an unknown layout could l
 information behind, and a diagnostic must never report "equivariant" for a model that was not.
 
 These context managers patch the loaded model in place (forward hooks, removed on exit, also
-after an error): another thread using the same :class:`~attntopo.models.AttentionModel` at the
-same time would see the patched model.
+after an error).  Hold the model's lock around them (``with model._lock, positions_off(model):``,
+as :func:`attntopo.theory.context` does; the lock is re-entrant, so the forward passes inside
+take it again): another thread using the same :class:`~attntopo.models.AttentionModel` then
+waits instead of running through the patched model.
 """
 
 from __future__ import annotations

@@ -199,18 +199,21 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
             slot["rope"] = kwargs.get("position_embeddings")
         return pre_hook
 
-    try:
-        for slot, (mod, style, q_lin, k_lin) in zip(got, mods):
-            handles.append(q_lin.register_forward_hook(keep(slot, "q")))
-            handles.append(k_lin.register_forward_hook(keep(slot, "k")))
-            if style == "rotary":
-                handles.append(mod.register_forward_pre_hook(keep_rotary(slot), with_kwargs=True))
-        ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
-        with model._lock, torch.inference_mode():
-            out = model.hf_model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True)
-    finally:
-        for h in handles:
-            h.remove()
+    # the hooks live only while this thread holds the model: another thread's forward pass
+    # never runs through them
+    with model._lock:
+        try:
+            for slot, (mod, style, q_lin, k_lin) in zip(got, mods):
+                handles.append(q_lin.register_forward_hook(keep(slot, "q")))
+                handles.append(k_lin.register_forward_hook(keep(slot, "k")))
+                if style == "rotary":
+                    handles.append(mod.register_forward_pre_hook(keep_rotary(slot), with_kwargs=True))
+            ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
+            with torch.inference_mode():
+                out = model.hf_model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True)
+        finally:
+            for h in handles:
+                h.remove()
     atts = getattr(out, "attentions", None)
     if not atts or any(a is None for a in atts):
         raise ModelLoadError(f"{model.name} returned no attention weights: load it with attn_implementation='eager'")

@@ -103,7 +103,10 @@ class AttentionModel:
         tokenizer.padding_side = "right"
         if owned and hasattr(cfg, "use_cache"):
             cfg.use_cache = False  # no key/value cache: one pass, attention only
-        self._lock = threading.Lock()
+        # re-entrant: a diagnostic that patches the model (hooks, positions off, another
+        # attention function) holds it for the whole patched stretch, and the forward passes
+        # it runs inside take it again
+        self._lock = threading.RLock()
         self.causal = self._probe_causal()
 
     # ------------------------------------------------------------------ info

@@ -399,7 +399,9 @@ def _equivariance(m: Any, texts: list[str], perms: list[list[np.ndarray]], conds
     layer_err = np.zeros((len(conds), len(texts), P, L))
     enc_err = np.zeros((len(conds), len(texts), P, L + 1))
     for c, (_name, make) in enumerate(conds):
-        with make():
+        # the model is patched (positions or the causal mask off) for the whole condition:
+        # hold it, so that no other thread runs a forward pass through the patched model
+        with m._lock, make():
             for e, text in enumerate(texts):
                 calls: list[tuple[tuple, dict]] = []
                 hooks = [layer.register_forward_pre_hook(lambda _m, a, k: calls.append((a, k)), with_kwargs=True)
