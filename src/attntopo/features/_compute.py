@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Sequence
+import os
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -38,6 +42,8 @@ FEATURE_SETS: tuple[str, ...] = (
 #: The sets computed when none are named (``prompt`` needs pairs; images/landscapes are opt-in).
 DEFAULT_SETS: tuple[str, ...] = ("js", "graph", "barcode", "template")
 _ON_EMPTY = ("raise", "skip")
+#: Sets whose diagrams come from persistence_batch.
+_PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "barcode")
 
 
 # ------------------------------------------------------------------ settings
@@ -188,54 +194,113 @@ def _chunk_rows(
     engine: str | None, n_jobs: int | None,
 ) -> np.ndarray:
     """Feature rows of a chunk of texts, shape (len(atts), n_features)."""
+    return _chunk_start(atts, boundaries, st, drop_special, engine, n_jobs)()
+
+
+def _chunk_start(
+    atts: list[Attention], boundaries: list[int | None], st: dict, drop_special: bool,
+    engine: str | None, n_jobs: int | None, submit: Callable[..., Future] | None = None,
+) -> Callable[[], np.ndarray]:
+    """Start a chunk's feature rows; the returned function finishes them.
+
+    The persistence batches (``js``, ``barcode``) go to ``submit`` (an executor's, run in a
+    background thread, whose worker processes then compute them while this thread goes on
+    with the other sets and the next chunk) or run here when it is None.  Calling the
+    returned function waits for them and gives the rows, shape (len(atts), n_features).
+    """
     sets = st["sets"]
     blocks: dict[str, list[np.ndarray]] = {s: [] for s in sets}
-    js_mats: list[np.ndarray] = []
     js_sizes: list[int] = []
-    bc_mats: list[np.ndarray] = []
-    for att, boundary in zip(atts, boundaries):
+    reals: list[tuple[Attention, np.ndarray]] = []
+
+    def run(*args: Any, **kw: Any) -> Any:
+        return submit(persistence_batch, *args, **kw) if submit is not None else _Done(
+            persistence_batch(*args, **kw)
+        )
+
+    for att in atts:
         L, H, n, _ = att.weights.shape
-        full = att.weights.reshape(L * H, n, n)
         real_att = att.drop_special() if (drop_special and att.special.any()) else att
         nr = real_att.n_tokens
-        real = real_att.weights.reshape(L * H, nr, nr)
-        D = None
-        if any(s in sets for s in ("js", "js_image", "js_landscape")):
-            D = token_distances(real).reshape(L * H, nr, nr)
+        reals.append((real_att, real_att.weights.reshape(L * H, nr, nr)))
+    js_job = bc_job = None
+    D_of: list[np.ndarray | None] = [None] * len(atts)
+    if any(s in sets for s in ("js", "js_image", "js_landscape")):
+        js_mats: list[np.ndarray] = []
+        for t, (real_att, real) in enumerate(reals):
+            D = token_distances(real).reshape(real.shape)
+            D_of[t] = D
             js_mats.extend(D)
-            js_sizes.extend([nr] * (L * H))
+            js_sizes.extend([real.shape[-1]] * real.shape[0])
+        js_job = run(js_mats, maxdim=1, engine=engine, n_jobs=n_jobs)
+        del js_mats
+    if "barcode" in sets:
+        bc_mats = [M for _, real in reals for M in barcode_matrices(real)]
+        bc_job = run(bc_mats, maxdim=1, engine=engine, n_jobs=n_jobs)
+        del bc_mats
+    for t, (att, boundary) in enumerate(zip(atts, boundaries)):
+        L, H, n, _ = att.weights.shape
+        real_att, real = reals[t]
         if "prompt" in sets:
             # the prompt score is measured between content tokens: special tokens always go
             pa = real_att if (real_att.special_dropped or not att.special.any()) else att.drop_special()
             npa = pa.n_tokens
             Ap = pa.weights.reshape(L * H, npa, npa)
+            D = D_of[t]
             Dp = D if (D is not None and pa is real_att) else token_distances(Ap)
             blocks["prompt"].append(prompt_features(Ap, Dp, _prompt_mask(att, boundary)))
         if "graph" in sets:
             blocks["graph"].append(graph_features(real, st["thresholds"], cycle_cap=st["cycle_cap"]))
-        if "barcode" in sets:
-            bc_mats.extend(barcode_matrices(real))
         if "template" in sets:
             punct = punctuation_mask(att.text, att.offsets, att.special)
-            blocks["template"].append(template_features(full, punct))
-    if js_mats:
-        dgms = persistence_batch(js_mats, maxdim=1, engine=engine, n_jobs=n_jobs)
-        per_head = []
-        if "js" in sets:
-            per_head.append(("js", js_stats(dgms, np.array(js_sizes), st["scales"], st["quantiles"])))
-        if "js_image" in sets:
-            per_head.append(("js_image", image_stats(dgms)))
-        if "js_landscape" in sets:
-            per_head.append(("js_landscape", landscape_stats(dgms)))
-        for name, arr in per_head:
-            blocks[name] = list(np.split(arr, len(atts)))
-    if bc_mats:
-        dgms = persistence_batch(bc_mats, maxdim=1, engine=engine, n_jobs=n_jobs)
-        blocks["barcode"] = list(np.split(barcode_stats(dgms), len(atts)))
-    # one row per text: for each set, heads in layer-major order, quantities within a head
-    return np.stack(
-        [np.concatenate([blocks[s][t].ravel() for s in sets]) for t in range(len(atts))]
-    )
+            blocks["template"].append(template_features(att.weights.reshape(L * H, n, n), punct))
+    del reals, D_of
+    n_texts = len(atts)
+
+    def finish() -> np.ndarray:
+        if js_job is not None:
+            dgms = js_job.result()
+            per_head = []
+            if "js" in sets:
+                per_head.append(("js", js_stats(dgms, np.array(js_sizes), st["scales"], st["quantiles"])))
+            if "js_image" in sets:
+                per_head.append(("js_image", image_stats(dgms)))
+            if "js_landscape" in sets:
+                per_head.append(("js_landscape", landscape_stats(dgms)))
+            for name, arr in per_head:
+                blocks[name] = list(np.split(arr, n_texts))
+        if bc_job is not None:
+            blocks["barcode"] = list(np.split(barcode_stats(bc_job.result()), n_texts))
+        # one row per text: for each set, heads in layer-major order, quantities within a head
+        return np.stack(
+            [np.concatenate([blocks[s][t].ravel() for s in sets]) for t in range(n_texts)]
+        )
+
+    return finish
+
+
+class _Done:
+    """A result already computed, with a :class:`~concurrent.futures.Future`'s ``result()``."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def result(self) -> Any:
+        return self._value
+
+
+@contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    """Run torch's intra-op work on at most ``n`` threads inside the block (torch only if loaded)."""
+    torch = sys.modules.get("torch")
+    old = torch.get_num_threads() if torch is not None else n
+    if old > n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if old > n:
+            torch.set_num_threads(old)
 
 
 def features(
@@ -340,9 +405,50 @@ def features(
 
         m = model if isinstance(model, AttentionModel) else load_model(model)
 
+    # persistence in worker processes overlaps the rest: one background thread feeds the pool
+    # while this one runs the next forward pass (on the cores the workers leave it) and the
+    # other sets; at most two chunks are alive at a time
+    overlap = n_jobs != 1 and any(s in st["sets"] for s in _PERSISTENCE_SETS)
+    executor = ThreadPoolExecutor(1, thread_name_prefix="attntopo-features") if overlap else None
+    try:
+        rows, row_texts, layer_ids, head_ids = _run_chunks(
+            items, keep, m, layers, heads, truncate, batch_size, st, drop_special, engine,
+            n_jobs, executor.submit if executor is not None else None,
+            _forward_threads(n_jobs) if overlap else None,
+        )
+    finally:
+        if executor is not None:
+            executor.shutdown(wait=True)
+    settings = dict(st)
+    settings.update(
+        model=(m.name if m is not None else rows and _first_model(items, keep)),
+        layers=list(layer_ids or ()),
+        heads=list(head_ids or ()),
+        drop_special=drop_special,
+        truncate=truncate,
+    )
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return FeatureTable(
+        values=np.concatenate(rows, axis=0),
+        columns=tuple(_columns(layer_ids or (), head_ids or (), st)),
+        index=np.array(keep, dtype=np.int64),
+        texts=row_texts,
+        skipped=tuple(skipped),
+        settings=settings,
+        provenance={"attntopo": __version__, "created": created},
+    )
+
+
+def _run_chunks(
+    items: list[Any], keep: list[int], m: Any, layers: Any, heads: Any, truncate: bool,
+    batch_size: int, st: dict, drop_special: bool, engine: str | None, n_jobs: int | None,
+    submit: Callable[..., Future] | None, forward_threads: int | None,
+) -> tuple[list[np.ndarray], list[str], tuple | None, tuple | None]:
+    """Every chunk's rows, the texts, and the layer and head ids (see :func:`features`)."""
     rows: list[np.ndarray] = []
     row_texts: list[str] = []
     layer_ids = head_ids = None
+    pending: Callable[[], np.ndarray] | None = None
     for start in range(0, len(keep), batch_size):
         idx = keep[start:start + batch_size]
         atts: list[Attention] = []
@@ -368,7 +474,8 @@ def features(
                 atts.append(att)
                 bounds.append(None)
         if to_run:
-            got = m.attention(to_run, layers=layers, heads=heads, truncate=truncate)
+            with _torch_threads(forward_threads) if forward_threads else nullcontext():
+                got = m.attention(to_run, layers=layers, heads=heads, truncate=truncate)
             for p, a in zip(run_pos, got):
                 atts[p] = a
         for k, a, b in zip(idx, atts, bounds):
@@ -385,27 +492,22 @@ def features(
                     f"texts[{k}] holds other layers/heads than texts[{keep[0]}]: every "
                     "Attention of one table must cover the same heads"
                 )
-        rows.append(_chunk_rows(atts, bounds, st, drop_special, engine, n_jobs))
+        finish = _chunk_start(atts, bounds, st, drop_special, engine, n_jobs, submit)
+        if pending is not None:
+            rows.append(pending())  # the previous chunk's persistence ran meanwhile
+        pending = finish
         row_texts.extend(a.text for a in atts)
-        del atts  # the chunk's n × n matrices go now
-    settings = dict(st)
-    settings.update(
-        model=(m.name if m is not None else rows and _first_model(items, keep)),
-        layers=list(layer_ids or ()),
-        heads=list(head_ids or ()),
-        drop_special=drop_special,
-        truncate=truncate,
-    )
-    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    return FeatureTable(
-        values=np.concatenate(rows, axis=0),
-        columns=tuple(_columns(layer_ids or (), head_ids or (), st)),
-        index=np.array(keep, dtype=np.int64),
-        texts=row_texts,
-        skipped=tuple(skipped),
-        settings=settings,
-        provenance={"attntopo": __version__, "created": created},
-    )
+        del atts  # the chunk's n × n matrices go now, its distances once its diagrams are done
+    if pending is not None:
+        rows.append(pending())
+    return rows, row_texts, layer_ids, head_ids
+
+
+def _forward_threads(n_jobs: int | None) -> int:
+    """torch threads for a forward pass that runs beside the persistence workers."""
+    cpus = os.cpu_count() or 1
+    workers = cpus if n_jobs in (None, -1) else int(n_jobs)
+    return max(1, cpus - workers)
 
 
 def _first_model(items: list[Any], keep: list[int]) -> str:
