@@ -29,12 +29,12 @@ kept as loops).  Per head and threshold:
 Everything is vectorized over all heads and thresholds at once: components through one
 :func:`scipy.sparse.csgraph.connected_components` call on a block-diagonal graph, chordality
 by a maximum cardinality search run on every graph in lockstep, matching greedily row by row.
-Only the simple-cycle count needs an enumeration (counting simple cycles is #P-hard); it calls
-``networkx.simple_cycles`` — the reference implementation — only on the strongly connected
-components that are neither a single vertex nor a single ring, and only in graphs where two
-exact lower bounds stay below the cap: the cycle rank ``e − m + 1`` of each such component
-(its cycle space has a basis of simple directed cycles) and the exact number of cycles of
-length 1 to 4.
+Only the simple-cycle count needs an enumeration (counting simple cycles is #P-hard): Johnson's
+algorithm on bitmasks, stopped at the cap (:func:`simple_cycles_capped`, checked against
+``networkx.simple_cycles``), only on the strongly connected components that are neither a
+single vertex nor a single ring, and only in graphs where an exact lower bound stays below the
+cap: the cycle rank ``e − m + 1`` of each such component (its cycle space has a basis of simple
+directed cycles).
 """
 
 from __future__ import annotations
@@ -63,48 +63,32 @@ def graph_names(thresholds: Sequence[float]) -> list[str]:
     return [f"t{t:g}.{q}" for t in thresholds for q in GRAPH_QUANTITIES]
 
 
-def _components(M: np.ndarray, connection: str) -> tuple[np.ndarray, np.ndarray, int]:
-    """Connected components of each graph in ``M`` (G, n, n) bool, in one scipy call.
+def _edges(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The edges ``(graph, i, j)`` of a stack (G, n, n) bool, sorted row-major (one pass)."""
+    return np.nonzero(M)
 
-    Returns the number of components per graph (G,), every vertex's global component label
-    (G * n,) and the number of labels.
+
+def _components(
+    edges: tuple[np.ndarray, np.ndarray, np.ndarray], G: int, n: int, connection: str
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Connected components of each graph of a stack (G, n, n) given by its ``edges``.
+
+    One scipy call on the block-diagonal graph; ``connection="weak"`` gives the components
+    of the undirected graph.  Returns the number of components per graph (G,), every
+    vertex's global component label (G * n,) and the number of labels.
     """
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
-    G, n, _ = M.shape
-    g, i, j = np.nonzero(M)
+    g, i, j = edges
     size = G * n
-    graph = csr_matrix(
-        (np.ones(g.size, dtype=np.int8), (g * n + i, g * n + j)), shape=(size, size)
-    )
+    indptr = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(g * n + i, minlength=size), out=indptr[1:])  # rows come sorted
+    graph = csr_matrix((np.ones(g.size, dtype=np.int8), g * n + j, indptr), shape=(size, size))
     n_labels, labels = connected_components(graph, directed=True, connection=connection)
     block = np.empty(n_labels, dtype=np.int64)
     block[labels] = np.arange(size) // n
     return np.bincount(block, minlength=G).astype(np.float64), labels, n_labels
-
-
-def _short_cycles(M: np.ndarray) -> np.ndarray:
-    """Exact numbers of directed simple cycles of length 1 to 4, summed, shape (G,).
-
-    With ``F`` the adjacency without loops and ``d`` the degrees of its mutual pairs
-    (``F ∧ Fᵀ``): closed 3-walks are 3-cycles (3 starts each), and a closed 4-walk either
-    is a 4-cycle (4 starts) or returns through a mutual pair, which ``2 Σ d² − Σ d`` counts.
-    """
-    n = M.shape[-1]
-    diag = np.arange(n)
-    loops = M[:, diag, diag].sum(-1).astype(np.int64)
-    off = M.copy()
-    off[:, diag, diag] = False
-    mutual = off & off.transpose(0, 2, 1)
-    d = mutual.sum(-1).astype(np.int64)
-    two = d.sum(-1) // 2
-    F = off.astype(np.float32)  # walk counts stay exact in float32 up to 2**24
-    F2 = F @ F
-    three = np.rint(np.einsum("gij,gji->g", F2, F)).astype(np.int64) // 3
-    walks4 = np.rint(np.einsum("gij,gji->g", F2, F2)).astype(np.int64)
-    four = (walks4 - 2 * (d * d).sum(-1) + d.sum(-1)) // 4
-    return loops + two + three + four
 
 
 class _Full(Exception):
@@ -225,19 +209,23 @@ def _row_masks(M: np.ndarray) -> list[int]:
     return [int.from_bytes(data[r * width:(r + 1) * width], "little") for r in range(m)]
 
 
-def _count_cycles(M: np.ndarray, labels: np.ndarray, n_labels: int, cap: int) -> np.ndarray:
+def _count_cycles(
+    M: np.ndarray, edges: tuple[np.ndarray, np.ndarray, np.ndarray], labels: np.ndarray,
+    n_labels: int, cap: int,
+) -> np.ndarray:
     """Simple cycles of each directed graph (G, n, n) bool, capped at ``cap``, shape (G,).
 
     Every simple cycle lies inside one strongly connected component (SCC), so counts add up
     over SCCs: a self-loop is one cycle; an SCC of m >= 2 vertices with exactly m internal
     edges (loops aside) is a single cycle; a denser one has at least ``e - m + 1``.  Only
-    graphs whose lower bounds (that one, and the exact count of cycles of length 1-4) stay
-    below the cap are enumerated (:func:`simple_cycles_capped`), on their dense SCCs only.
+    graphs whose lower bound stays below the cap are enumerated
+    (:func:`simple_cycles_capped`, which stops at the cap), on their dense SCCs only.
+    ``edges``: :func:`_edges` of ``M``; ``labels``: its strong components.
     """
     G, n, _ = M.shape
     diag = np.arange(n)
     loops = M[:, diag, diag].sum(-1)
-    g, i, j = np.nonzero(M)
+    g, i, j = edges
     src, dst = g * n + i, g * n + j
     inside = (labels[src] == labels[dst]) & (i != j)
     comp_edges = np.bincount(labels[src[inside]], minlength=n_labels)
@@ -254,11 +242,9 @@ def _count_cycles(M: np.ndarray, labels: np.ndarray, n_labels: int, cap: int) ->
     todo = np.flatnonzero((np.bincount(comp_graph[dense], minlength=G) > 0) & (lower < cap))
     out[lower >= cap] = cap
     if todo.size:
-        settled = _short_cycles(M[todo]) >= cap
-        out[todo[settled]] = cap
         lab = labels.reshape(G, n)
         dense_vertex = dense[lab]  # (G, n)
-        for k in todo[~settled]:
+        for k in todo:
             keep = np.flatnonzero(dense_vertex[k])
             lk = lab[k, keep]
             sub = M[k][np.ix_(keep, keep)] & (lk[:, None] == lk[None, :])
@@ -340,25 +326,24 @@ def graph_features(
     T = taus.size
     M = (A[:, None, :, :] >= taus[None, :, None, None]).reshape(B * T, n, n)
     diag = np.arange(n)
+    G = B * T
     loops = M[:, diag, diag].sum(-1).astype(np.float64)
-    edges = M.sum((-1, -2)).astype(np.float64)
+    E = _edges(M)
+    edges = np.bincount(E[0], minlength=G).astype(np.float64)
     U = M | M.transpose(0, 2, 1)
-    undirected = (U.sum((-1, -2)) - loops) / 2 + loops
-    b0 = _components(U, "weak")[0]
-    scc, labels, n_labels = _components(M, "strong")
-    cycles = _count_cycles(M, labels, n_labels, int(cycle_cap))
     U[:, diag, diag] = False
+    undirected = U.sum((-1, -2)) / 2 + loops
+    b0 = _components(E, G, n, "weak")[0]  # the weak components of G_τ are those of U_τ
+    scc, labels, n_labels = _components(E, G, n, "strong")
+    cycles = _count_cycles(M, E, labels, n_labels, int(cycle_cap))
+    b1 = undirected - n + b0
+    # a forest (cycle rank 0 once the loops go) is chordal: the search runs on the others only
+    chordal = np.ones(G)
+    rest = np.flatnonzero(b1 - loops > 0)
+    if rest.size:
+        chordal[rest] = _chordal(U[rest])
     out = np.stack(
-        [
-            scc,
-            b0,
-            edges,
-            2.0 * edges / n,
-            cycles,
-            undirected - n + b0,
-            _chordal(U),
-            _greedy_matching(U),
-        ],
+        [scc, b0, edges, 2.0 * edges / n, cycles, b1, chordal, _greedy_matching(U)],
         axis=-1,
     )  # (B*T, 8)
     return out.reshape(B, T * len(GRAPH_QUANTITIES))

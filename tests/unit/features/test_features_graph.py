@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attntopo.features import DEFAULT_THRESHOLDS, GRAPH_QUANTITIES, graph_features
-from attntopo.features._graph import _chordal, _short_cycles, graph_names
+from attntopo.features._graph import _chordal, graph_names
 
 Q = len(GRAPH_QUANTITIES)
 
@@ -51,18 +51,6 @@ def test_betti_invariants(A):
     # thresholds rise: the graphs shrink
     assert np.all(np.diff(col["edges"], axis=1) <= 0)
     assert np.all(np.diff(col["b0"], axis=1) >= 0)
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.integers(1, 8), st.integers(0, 2**31 - 1))
-def test_short_cycle_counts_equal_enumeration(n, seed):
-    rng = np.random.default_rng(seed)
-    M = rng.random((1, n, n)) < rng.uniform(0.1, 0.9)
-    g = nx.DiGraph()
-    g.add_nodes_from(range(n))
-    g.add_edges_from(zip(*np.nonzero(M[0])))
-    expected = sum(1 for _ in nx.simple_cycles(g, length_bound=4))
-    assert int(_short_cycles(M)[0]) == expected
 
 
 def test_cycle_count_is_capped():
