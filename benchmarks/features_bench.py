@@ -136,6 +136,7 @@ def measure(n_tokens: int, count: int, base_count: int) -> dict:
     out["baseline_texts"] = base_count
     out["baseline_all_texts_per_s"] = base_count / (time.perf_counter() - t0)
     out["speedup_all"] = out["attntopo_all_texts_per_s"] / out["baseline_all_texts_per_s"]
+    out["load_average"] = list(os.getloadavg())
     return out
 
 
@@ -150,16 +151,19 @@ def report(rows: list[dict]) -> str:
         "`benchmarks/features_bench.py`.",
         "",
         "| tokens (mean) | texts | attntopo, all | attntopo, js+graph+template | baseline, all "
-        "(texts timed) | speed-up |",
-        "|---|---|---|---|---|---|",
+        "(texts timed) | speed-up | load (1 min) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['n_tokens']} ({r['mean_tokens']:.0f}) | {r['texts']} | "
             f"{r['attntopo_all_texts_per_s']:.2f}/s | {r['attntopo_js+graph+template_texts_per_s']:.2f}/s | "
-            f"{r['baseline_all_texts_per_s']:.3f}/s ({r['baseline_texts']}) | {r['speedup_all']:.0f}x |"
+            f"{r['baseline_all_texts_per_s']:.3f}/s ({r['baseline_texts']}) | {r['speedup_all']:.0f}x | "
+            f"{r['load_average'][0]:.1f} |"
         )
-    lines += ["", f"Machine: {os.cpu_count()} CPUs; run {time.strftime('%Y-%m-%d')}.", ""]
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    lines += ["", f"Machine: {os.cpu_count()} CPUs, load average at the end {load} (1, 5, 15 min; "
+              "the machine is shared); run " + time.strftime("%Y-%m-%d") + ".", ""]
     return "\n".join(lines)
 
 
@@ -168,9 +172,15 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="8 texts, baseline on 1 (smoke test)")
     ap.add_argument("--out", help="write the markdown report here")
     ap.add_argument("--json", help="write the numbers here")
+    ap.add_argument("--texts", type=int, help="texts per size (default 200; --quick: 8)")
+    ap.add_argument("--baseline-texts", type=int, help="texts the baseline runs (default 4; --quick: 1)")
+    ap.add_argument("--sizes", type=int, nargs="+", help="token lengths (default 32 128; --quick: 32)")
     args = ap.parse_args()
     count, base = (8, 1) if args.quick else (200, 4)
     sizes = (32,) if args.quick else (32, 128)
+    count = args.texts or count
+    base = args.baseline_texts or base
+    sizes = tuple(args.sizes or sizes)
     rows = [measure(n, count, base) for n in sizes]
     text = report(rows)
     print(text)
