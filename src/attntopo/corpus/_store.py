@@ -217,9 +217,17 @@ class Store:
                 continue
             k = int(m.group(1))
             try:
-                md = pq.read_metadata(p)
-                kv = md.metadata or {}
-                schema = md.schema.to_arrow_schema()
+                # Not read_metadata(p).schema.to_arrow_schema(): FileMetaData.schema makes a
+                # reference cycle (the ParquetSchema points back at its FileMetaData), so each
+                # parsed footer (~2,000 column chunks) would wait for the garbage collector,
+                # and over hundreds of parts the heap grew with their number.  ParquetFile
+                # gives the same Arrow schema and key-value metadata, freed at once.
+                with pq.ParquetFile(p) as pf:
+                    md = pf.metadata
+                    kv = md.metadata or {}
+                    num_rows = md.num_rows
+                    schema = pf.schema_arrow
+                del md
             except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
                 raise ResultFormatError(
                     f"{p}: corrupt part file ({str(e).splitlines()[0]}): delete it and re-run to "
@@ -236,7 +244,7 @@ class Store:
             if schema.remove_metadata() != self.schema.remove_metadata():
                 raise ResultFormatError(f"{p}: its columns differ from the store's: delete it and re-run")
             parts[k] = p
-            rows[k] = md.num_rows
+            rows[k] = num_rows
         self._parts, self._rows = parts, rows
         return parts
 
