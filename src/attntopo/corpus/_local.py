@@ -422,13 +422,46 @@ def _warn_unknown(store: Store) -> None:
 
 
 def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
-    """Step 5 in this process: one worker, batch after batch."""
+    """Step 5 in this process: one worker, batch after batch.
+
+    A batch's persistence runs in the worker processes (fed by one background thread) while
+    this thread runs the next batch's forward pass on the cores they leave (one torch thread
+    on two cores) and its distances; at most two batches are alive at a time.  Parts are
+    still written here, one at a time, in batch order, each atomically: a run killed at any
+    moment leaves whole parts only, and a resumed run computes the rest.
+    """
     if not prep.todo:
         return
-    worker = BatchWorker(prep.settings, n_jobs=n_jobs, model=prep.model)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..features._compute import _PERSISTENCE_SETS, _forward_threads
+
+    st = prep.settings
+    worker = BatchWorker(st, n_jobs=n_jobs, model=prep.model)
     skip = prep.store.done_batches()
-    for k, table in prep.input.batches(prep.settings.batch_size, skip=skip):
-        rows = worker(table)
-        prep.store.write_part(k, rows)
-        reporter.advance(rows.num_rows)
-        del rows, table
+    overlap = n_jobs != 1 and (st.keep_diagrams or any(s in _PERSISTENCE_SETS for s in st.sets))
+    executor = ThreadPoolExecutor(1, thread_name_prefix="attntopo-corpus") if overlap else None
+    submit = executor.submit if executor is not None else None
+    threads = _forward_threads(n_jobs) if overlap else None
+    pending: tuple[int, Any] | None = None
+    try:
+        for k, table in prep.input.batches(st.batch_size, skip=skip):
+            finish = worker.start(table, submit, threads)
+            del table
+            if pending is not None:
+                _write(prep, reporter, *pending)
+            pending = (k, finish)
+        if pending is not None:
+            _write(prep, reporter, *pending)
+            pending = None
+    finally:
+        pending = None  # an interrupted run drops the started batch: a resumed run computes it
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _write(prep: Prepared, reporter: Reporter, k: int, finish: Any) -> None:
+    """Finish batch ``k`` (waiting for its persistence) and write its part."""
+    rows = finish()
+    prep.store.write_part(k, rows)
+    reporter.advance(rows.num_rows)

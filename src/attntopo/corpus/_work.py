@@ -18,7 +18,9 @@ Row status
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from concurrent.futures import Future
+from contextlib import nullcontext
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -140,7 +142,19 @@ class BatchWorker:
         """Store rows (:func:`output_schema`) of an input batch (``id``, ``row``, ``text``,
         carried columns), in the batch's order.  Never raises for one text: a failure
         becomes a ``failed`` row."""
-        pa = _pa()
+        return self.start(table)()
+
+    def start(self, table: Any, submit: Callable[..., Future] | None = None,
+              forward_threads: int | None = None) -> Callable[[], Any]:
+        """Start the store rows of an input batch; the returned function finishes them.
+
+        With ``submit`` (a one-thread executor's), the batch's persistence batches run in
+        the background: the worker processes compute them while the caller starts the next
+        batch, whose forward pass runs on ``forward_threads`` torch threads (the cores the
+        workers leave).  Calling the returned function waits for them and gives the rows
+        (the same values as :meth:`__call__`).  Every call of ``submit`` goes through this
+        one executor, so the worker pool is only ever used by its thread.
+        """
         st = self.settings
         m = self.model
         texts = table["text"].to_pylist()
@@ -173,18 +187,43 @@ class BatchWorker:
             except Exception as e:  # noqa: BLE001 - one bad text never stops the batch
                 status[i], error[i] = STATUS_FAILED, _reason(e)
         run = [i for i in range(n) if status[i] == STATUS_OK]
+        pending: Callable[[], tuple[np.ndarray, list[Any]]] | None = None
+        if run:
+            try:
+                pending = self._compute_start([texts[i] for i in run], submit, forward_threads)
+            except Exception:  # noqa: BLE001 - found text by text in finish()
+                pending = None
+
+        def finish() -> Any:
+            return self._rows(table, texts, run, pending, submit, forward_threads,
+                              n_tokens, n_unknown, truncated, status, error)
+
+        return finish
+
+    def _rows(self, table: Any, texts: list[str], run: list[int],
+              pending: Callable[[], tuple[np.ndarray, list[Any]]] | None,
+              submit: Callable[..., Future] | None, forward_threads: int | None,
+              n_tokens: list[int | None], n_unknown: list[int | None], truncated: list[bool],
+              status: list[str], error: list[str | None]) -> Any:
+        """The Arrow rows of a started batch (``pending``: its features, None when starting
+        them failed)."""
+        pa = _pa()
+        st = self.settings
+        n = len(texts)
         values = np.full((n, len(self.columns)), np.nan)
         dgms: list[Any] = [None] * n
         if run:
             try:
-                vals, dg = self._compute([texts[i] for i in run])
+                if pending is None:
+                    raise _BatchFailed
+                vals, dg = pending()
                 values[run] = vals
                 for i, d in zip(run, dg):
                     dgms[i] = d
             except Exception:  # noqa: BLE001 - find the bad text(s): one at a time
                 for i in run:
                     try:
-                        vals, dg = self._compute([texts[i]])
+                        vals, dg = self._compute_start([texts[i]], submit, forward_threads)()
                         values[i] = vals[0]
                         dgms[i] = dg[0]
                     except Exception as e:  # noqa: BLE001
@@ -225,31 +264,35 @@ class BatchWorker:
     def _compute(self, texts: Sequence[str]) -> tuple[np.ndarray, list[Any]]:
         """Feature rows (len(texts), n_features) and, with keep_diagrams, each text's
         (births, deaths, dims) lists per head.  Every n × n matrix is local to this call."""
+        return self._compute_start(texts)()
+
+    def _compute_start(
+        self, texts: Sequence[str], submit: Callable[..., Future] | None = None,
+        forward_threads: int | None = None,
+    ) -> Callable[[], tuple[np.ndarray, list[Any]]]:
+        """Start :meth:`_compute`: the forward pass, the distances and the sets without
+        persistence here; the persistence batches through ``submit`` (see :meth:`start`)
+        or here when it is None.  The returned function gives :meth:`_compute`'s result."""
         from ..distances import token_distances
-        from ..features._compute import _chunk_rows, _columns, _quantities
-        from ..features._js import image_stats, js_stats, landscape_stats
+        from ..features._compute import _chunk_start, _columns, _Done, _quantities, _torch_threads
         from ..topology import persistence_batch
 
         st = self.settings
         with warnings.catch_warnings():  # counted per row in n_unknown; run() warns once
             warnings.simplefilter("ignore", UnknownTokensWarning)
-            atts = self.model.attention(list(texts), truncate=st.on_long == "truncate",
-                                        layers=list(st.layers), heads=list(st.heads))
+            with _torch_threads(forward_threads) if forward_threads else nullcontext():
+                atts = self.model.attention(list(texts), truncate=st.on_long == "truncate",
+                                            layers=list(st.layers), heads=list(st.heads))
         n = len(atts)
-        per_head = len(st.layers) * len(st.heads)
-        blocks: dict[str, np.ndarray] = {}
+        other = None
         if self._other:
             sub = dict(self._st, sets=list(self._other))
-            rows = _chunk_rows(atts, [None] * n, sub, st.drop_special, st.persistence_engine, self.n_jobs)
-            start = 0
-            for s in self._other:
-                width = per_head * len(_quantities(s, sub))
-                blocks[s] = rows[:, start:start + width]
-                start += width
-            assert start == len(_columns(st.layers, st.heads, sub))
-        dgm_rows: list[Any] = [None] * n
+            other = _chunk_start(atts, [None] * n, sub, st.drop_special, st.persistence_engine,
+                                 self.n_jobs, submit)
+        js_job = None
+        sizes: list[int] = []
         if self._js or st.keep_diagrams:
-            mats, sizes = [], []
+            mats = []
             for att in atts:
                 L, H = att.weights.shape[:2]
                 real = att.drop_special() if (st.drop_special and att.special.any()) else att
@@ -258,29 +301,61 @@ class BatchWorker:
                 mats.extend(D)
                 sizes.extend([nr] * (L * H))
                 del D, real
-            dgms = persistence_batch(mats, maxdim=st.maxdim, engine=st.persistence_engine, n_jobs=self.n_jobs)
+            kw = dict(maxdim=st.maxdim, engine=st.persistence_engine, n_jobs=self.n_jobs)
+            js_job = (submit(persistence_batch, mats, **kw) if submit is not None
+                      else _Done(persistence_batch(mats, **kw)))
             del mats
-            for s in self._js:
-                if s == "js":
-                    arr = js_stats(dgms, np.array(sizes), st.scales, st.quantiles)
-                elif s == "js_image":
-                    arr = image_stats(dgms)
-                else:
-                    arr = landscape_stats(dgms)
-                blocks[s] = arr.reshape(n, -1)  # (n·heads, k) → heads layer-major, quantities within
-            if st.keep_diagrams:
-                for t in range(n):
-                    mine = dgms[t * per_head:(t + 1) * per_head]
-                    births = [np.concatenate([g[d][:, 0] for d in range(len(g))]).tolist() for g in mine]
-                    deaths = [np.concatenate([g[d][:, 1] for d in range(len(g))]).tolist() for g in mine]
-                    dims = [sum(([d] * len(g[d]) for d in range(len(g))), []) for g in mine]
-                    dgm_rows[t] = (births, deaths, dims)
         del atts
-        values = np.concatenate([blocks[s] for s in st.sets], axis=1) if st.sets else np.zeros((n, 0))
-        return values, dgm_rows
+
+        def finish() -> tuple[np.ndarray, list[Any]]:
+            per_head = len(st.layers) * len(st.heads)
+            blocks: dict[str, np.ndarray] = {}
+            if other is not None:
+                sub = dict(self._st, sets=list(self._other))
+                rows = other()
+                start = 0
+                for s in self._other:
+                    width = per_head * len(_quantities(s, sub))
+                    blocks[s] = rows[:, start:start + width]
+                    start += width
+                assert start == len(_columns(st.layers, st.heads, sub))
+            dgm_rows: list[Any] = [None] * n
+            if js_job is not None:
+                self._js_blocks(js_job.result(), sizes, n, per_head, blocks, dgm_rows)
+            values = np.concatenate([blocks[s] for s in st.sets], axis=1) if st.sets else np.zeros((n, 0))
+            return values, dgm_rows
+
+        return finish
+
+    def _js_blocks(self, dgms: list[Any], sizes: list[int], n: int, per_head: int,
+                   blocks: dict[str, np.ndarray], dgm_rows: list[Any]) -> None:
+        """The JS-family blocks of ``n`` texts' diagrams (``per_head`` a text) and, with
+        keep_diagrams, each text's (births, deaths, dims) lists per head."""
+        from ..features._js import image_stats, js_stats, landscape_stats
+
+        st = self.settings
+        for s in self._js:
+            if s == "js":
+                arr = js_stats(dgms, np.array(sizes), st.scales, st.quantiles)
+            elif s == "js_image":
+                arr = image_stats(dgms)
+            else:
+                arr = landscape_stats(dgms)
+            blocks[s] = arr.reshape(n, -1)  # (n·heads, k) → heads layer-major, quantities within
+        if st.keep_diagrams:
+            for t in range(n):
+                mine = dgms[t * per_head:(t + 1) * per_head]
+                births = [np.concatenate([g[d][:, 0] for d in range(len(g))]).tolist() for g in mine]
+                deaths = [np.concatenate([g[d][:, 1] for d in range(len(g))]).tolist() for g in mine]
+                dims = [sum(([d] * len(g[d]) for d in range(len(g))), []) for g in mine]
+                dgm_rows[t] = (births, deaths, dims)
 
     def __repr__(self) -> str:
         return f"BatchWorker(model={self.settings.model!r}, sets={list(self.settings.sets)})"
+
+
+class _BatchFailed(Exception):
+    """Starting a batch's features failed: it is computed text by text."""
 
 
 def _reason(e: BaseException) -> str:
