@@ -20,6 +20,8 @@ Jensen–Shannon Rips diagram), batch size 32, into a fresh store.  Reported per
   ``ripser``); ``speedup_to_baseline`` (goal ≥ 20);
 * ``peak_rss_mib``: peak resident memory of the process and its persistence workers during the
   run;
+* ``loadavg_start``, ``loadavg_end``: the load averages (1, 5, 15 min) before and after the
+  size's measurements (the machine may be shared: read the ratios, taken in the same run);
 * ``ray`` (with ``--ray``, the default when ray is installed, except with ``--quick``): the Ray engine end to end on the
   same texts right after (a local Ray on all CPUs, one actor per CPU): its texts/s,
   ``ratio_ray_to_local`` (goal ≤ 1.5) and Ray's overhead (see ``corpus_ray_bench.py``).
@@ -89,6 +91,7 @@ def measure(n_tokens: int, count: int, analyze_count: int, baseline_count: int, 
 
     model = at.load_model("minilm")
     texts = _texts(model, n_tokens, count)
+    load_start = list(os.getloadavg())  # the machine may be shared: the load beside each size
     run_corpus(model, texts[:BATCH])  # warm: imports, the persistence pool, the model hash
     seconds, rss, counts = run_corpus(model, texts)
     assert counts["ok"] == count, counts
@@ -115,7 +118,8 @@ def measure(n_tokens: int, count: int, analyze_count: int, baseline_count: int, 
     baseline(model, sub)
     per_text = (time.perf_counter() - t0) / len(sub)
     out.update(baseline_texts=len(sub), baseline_texts_per_s=1.0 / per_text,
-               speedup_to_baseline=per_text / (seconds / count))
+               speedup_to_baseline=per_text / (seconds / count),
+               loadavg_start=load_start, loadavg_end=list(os.getloadavg()))
     return out
 
 
@@ -125,6 +129,9 @@ def memory_child(count: int) -> None:
 
     model = at.load_model("minilm")
     texts = _texts(model, 32, count)
+    # the persistence pool starts here, before sampling: a worker caught between its fork and
+    # its exec still maps the parent's pages and would count them twice (~600 MiB)
+    run_corpus(model, texts[:BATCH])
     seconds, rss, counts = run_corpus(model, texts)
     print(json.dumps({"texts": count, "seconds": seconds, "peak_rss_mib": rss.peak_total / 2**20,
                       "peak_self_mib": rss.peak_self / 2**20, "ok": counts["ok"]}))
