@@ -60,19 +60,16 @@ def gap_scale(D: np.ndarray) -> float:
     clusters live.  The stretch from 0 to ``d_1``, where every token is its own cluster, is not a
     gap between deaths and is never chosen: the gap scale always merges something, and leaves at
     least two clusters unless all deaths are equal (then ``ε`` is that death and everything
-    merges: identical rows, for instance, lose nothing).  With fewer than two finite deaths (``n <= 2``) there is no gap
-    and ``ε = 0`` (nothing merged).
+    merges: identical rows, for instance, lose nothing).  With fewer than two finite deaths
+    (``n <= 2``) there is no gap and ``ε = 0`` (nothing merged).  The deaths are
+    :func:`attntopo.topology.linkage`'s merge heights.
     """
-    from scipy.sparse.csgraph import minimum_spanning_tree
+    from ..topology import linkage
 
     n = D.shape[0]
     if n < 3:
         return 0.0
-    # zero distances are absent edges for scipy: lift them to a tiny positive length
-    W = np.where(D > 0, D, 1e-300)
-    np.fill_diagonal(W, 0.0)
-    deaths = np.sort(minimum_spanning_tree(W).data)
-    deaths[deaths <= 1e-300] = 0.0
+    deaths = linkage(D)[:, 2]  # the finite H0 deaths, sorted (single-linkage merge heights)
     gaps = np.diff(deaths)
     i = int(np.argmax(gaps))
     return float(0.5 * (deaths[i] + deaths[i + 1]))

@@ -53,15 +53,16 @@ def test_gap_scale_separates_groups():
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(3, 30))
-def test_gap_scale_is_the_largest_gap_between_single_linkage_heights(seed, n):
-    """Against scipy's single-linkage merge heights (the finite H0 deaths): the middle of the
-    widest gap between consecutive heights, never below the first height, so the gap scale
-    merges at least one pair and leaves between 2 and n - 1 clusters."""
-    from scipy.cluster.hierarchy import linkage
-    from scipy.spatial.distance import squareform
+def test_gap_scale_is_the_largest_gap_between_spanning_tree_deaths(seed, n):
+    """Against networkx's minimum spanning tree (its edge lengths are the finite H0 deaths): the
+    middle of the widest gap between consecutive deaths, never below the first one, so the gap
+    scale merges at least one pair and leaves between 2 and n - 1 clusters."""
+    import networkx as nx
 
     D = row_distances(rows(np.random.default_rng(seed), n))
-    heights = np.sort(linkage(squareform(D, checks=False), "single")[:, 2])
+    G = nx.Graph()
+    G.add_weighted_edges_from((i, j, D[i, j]) for i in range(n) for j in range(i + 1, n))
+    heights = np.sort([d["weight"] for _, _, d in nx.minimum_spanning_edges(G, data=True)])
     i = int(np.argmax(np.diff(heights)))
     eps = gap_scale(D)
     assert eps == pytest.approx(0.5 * (heights[i] + heights[i + 1]), abs=1e-12)
