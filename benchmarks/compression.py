@@ -227,7 +227,14 @@ def main() -> int:
         data = json.loads(Path(args.json).read_text(encoding="utf-8"))
     elif args.scales:
         data = json.loads(Path(args.json).read_text(encoding="utf-8"))
-        scales = [x if x == "gap" else float(x) for x in args.scales.split(",")]
+        try:
+            scales = [x if x == "gap" else float(x) for x in args.scales.split(",")]
+        except ValueError:
+            p.error(f"--scales takes JS distances and 'gap' separated by commas, got {args.scales!r}")
+        unknown = [str(x) for x in scales if str(x) not in {r["scale"] for rows in data["results"].values() for r in rows}]
+        if unknown:
+            p.error(f"--scales {', '.join(unknown)}: not a scale of {args.json} (re-measure only its rows; "
+                    "run without --scales for new scales)")
         texts, source = texts_from(args)
         if source != data["source"]:
             p.error(f"--scales re-measures rows of {args.json}, made from {data['source']!r}; these texts are "
