@@ -63,7 +63,7 @@ while True:
     if job is None:
         break
     try:
-        msg = ("ok", [mod.compute(*task) for task in job])
+        msg = ("ok", mod.run_job(job))
     except BaseException as exc:
         msg = ("error", "%s: %s" % (type(exc).__name__, exc))
     pickle.dump(msg, proto, protocol=pickle.HIGHEST_PROTOCOL)
@@ -227,7 +227,7 @@ class _Pool:
                     w = self.workers[slot]
                     try:
                         results[i] = w.run(chunks[i])
-                        finished.put(len(chunks[i]))
+                        finished.put(len(results[i]))
                         break
                     except WorkerError as exc:
                         errors.append(exc)
@@ -306,22 +306,24 @@ def pool_size() -> int:
 
 def run_chunks(chunks: list[list], n_workers: int,
                on_chunk: Callable[[int], None] | None = None) -> list[list]:
-    """Run chunks of ``engines.compute`` argument tuples on the shared pool.
+    """Run chunks of ``engines.compute_many`` argument tuples on the shared pool.
 
     Parameters
     ----------
     chunks : list of list of tuple
-        Each tuple is ``(D, maxdim, threshold, engine, n_threads)``.
+        Each tuple is ``(C, n, maxdim, threshold, engine, n_threads)``: a stack of
+        condensed matrices of one size (see ``engines.compute_many``).
     n_workers : int
         Worker processes to use (the pool grows if needed).
     on_chunk : callable, optional
-        ``on_chunk(k)`` after each finished chunk of ``k`` tuples, called in the calling
+        ``on_chunk(k)`` after each finished chunk of ``k`` matrices, called in the calling
         thread (progress reporting).
 
     Returns
     -------
     list of list
-        ``engines.compute`` results, in the order of ``chunks``.
+        Per chunk, the diagrams (lists of per-dimension arrays) of its matrices, tuple
+        after tuple, in order.
     """
     pool = _get_pool()
     with pool.lock:

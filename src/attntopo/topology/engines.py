@@ -24,9 +24,12 @@ Ranks are small integers, exact in float32 (up to 2**24 distinct values, i.e.
 any matrix with n <= 5793), so ties are preserved, every engine sees exactly
 the same filtration, and each rank in the output is mapped back to the exact
 float64 distance.  Result: the three engines return **bit-for-bit identical**
-diagrams, in exact float64.  The ranking costs one ``np.unique`` over the upper
-triangle: 0.15 ms at n=32, 0.7 ms at n=128, 2.7 ms at n=256 (against 0.6 ms,
-17 ms and 260 ms for the H0+H1 computation itself).  Above 2**24 distinct values
+diagrams, in exact float64.  :func:`compute_many` ranks a whole stack of same-size
+matrices at once (one row-wise sort), and maps every engine output of the stack back,
+drops zero-length bars and sorts them in one pass: at n ~ 30 (a ~32-token text's heads)
+doing this matrix by matrix had cost as much as half of giotto-ph's own time; stacked, 72
+matrices of n=30 take 0.43 ms each against 0.56 ms one by one (giotto-ph's own call is
+~0.31 ms).  Above 2**24 distinct values
 the kernel passes the distances themselves and snaps every float32 output to
 the nearest distance instead (exact except between distances that collide in
 float32).
@@ -103,77 +106,137 @@ def _triu(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Prepared:
-    """A validated distance matrix in the form the engines take.
+    """One distance matrix in the form the engines take.
 
     Attributes
     ----------
     n : int
         Number of points.
-    values : ndarray of shape (m,)
-        Sorted unique distances (float64), ``values[0] == 0``.
     exact : bool
-        True when ranks are used (m <= 2**24): the engines see ranks and every
-        rank maps back to an exact distance.  False: they see float32 distances
-        and outputs are snapped to the nearest distance.
+        True when ranks are used (the usual case): the engines see ranks and every rank
+        maps back to an exact distance.  False (only above 2**24 distinct distances): they
+        see float32 distances and outputs are snapped to the nearest distance.
     condensed : ndarray of shape (n * (n - 1) / 2,)
-        float32 upper triangle in :func:`scipy.spatial.distance.squareform`
-        order: ranks (exact) or distances.
+        float32 upper triangle in :func:`scipy.spatial.distance.squareform` order: ranks
+        (exact) or distances.
     radius : float
-        Enclosing radius ``min_i max_j D[i, j]`` in the same unit.
+        Enclosing radius ``min_i max_{j != i} D[i, j]`` in the same unit.
+    units_threshold : float
+        The caller's threshold in the same unit (``inf`` for none).
     """
 
-    def __init__(self, D: np.ndarray) -> None:
-        n = D.shape[0]
-        self.n = n
-        self._iu = iu = _triu(n)
-        upper = D[iu]
-        lower = D.T[iu]
-        symmetric = np.array_equal(upper, lower)
-        if not symmetric:
-            upper = 0.5 * (upper + lower)
-        values, inv = np.unique(upper, return_inverse=True)
-        inv = inv.reshape(-1)
-        if values.size == 0 or values[0] != 0.0:
-            values = np.concatenate([[0.0], values])
-            inv = inv + 1
-        self.values = values
-        self.exact = values.size <= _MAX_EXACT_RANKS
-        self.condensed = (inv if self.exact else upper).astype(np.float32)
-        S = D if symmetric else self._square(upper, np.float64)
-        r = float(S.max(axis=1).min())
-        self.radius = float(np.searchsorted(values, r)) if self.exact else r
+    __slots__ = ("n", "exact", "condensed", "radius", "units_threshold")
 
-    def _square(self, cond: np.ndarray, dtype) -> np.ndarray:
-        R = np.zeros((self.n, self.n), dtype=dtype)
-        R[self._iu] = cond
-        R[self._iu[1], self._iu[0]] = cond
-        return R
+    def __init__(self, n: int, exact: bool, condensed: np.ndarray, radius: float,
+                 units_threshold: float) -> None:
+        self.n = n
+        self.exact = exact
+        self.condensed = condensed
+        self.radius = radius
+        self.units_threshold = units_threshold
 
     def square(self, dtype=np.float32) -> np.ndarray:
         """ndarray of shape (n, n): the symmetric matrix of ranks (or distances)."""
-        return self._square(self.condensed, dtype)
+        iu = _triu(self.n)
+        R = np.zeros((self.n, self.n), dtype=dtype)
+        R[iu] = self.condensed
+        R[iu[1], iu[0]] = self.condensed
+        return R
 
-    def to_units(self, threshold: float) -> float:
-        """A threshold in engine units: the largest rank whose distance is <= it."""
-        if not np.isfinite(threshold) or not self.exact:
-            return float(threshold)
-        return float(np.searchsorted(self.values, threshold, side="right") - 1)
 
-    def from_units(self, dgm: Any) -> np.ndarray:
-        """An engine's (k, 2) output mapped back to exact float64 distances (inf kept)."""
-        dgm = np.asarray(dgm, dtype=np.float64).reshape(-1, 2)
-        out = np.full(dgm.shape, np.inf)
+def condense(mats: Any) -> np.ndarray:
+    """Upper triangles of same-size distance matrices, each made exactly symmetric.
+
+    Parameters
+    ----------
+    mats : ndarray of shape (m, n, n) or sequence of m ndarrays of shape (n, n)
+        float64 distance matrices, symmetric within round-off.
+
+    Returns
+    -------
+    ndarray of shape (m, n * (n - 1) / 2), float64
+        Row k is matrix k's upper triangle in squareform order; a matrix whose two
+        triangles differ anywhere is replaced by ``(D + D.T) / 2``.
+    """
+    X = mats if isinstance(mats, np.ndarray) else np.stack(mats)
+    i, j = _triu(X.shape[-1])
+    upper = X[:, i, j]
+    lower = X[:, j, i]
+    skew = (upper != lower).any(axis=1)
+    if skew.any():
+        upper[skew] = 0.5 * (upper[skew] + lower[skew])
+    return upper
+
+
+def _row_max_min(units: np.ndarray, n: int) -> np.ndarray:
+    """``min_i max_{j != i}`` of each row's square matrix (m, K) -> (m,), by blocks."""
+    iu = _triu(n)
+    out = np.empty(units.shape[0], dtype=units.dtype)
+    step = max(1, (1 << 22) // (n * n))
+    for s in range(0, units.shape[0], step):
+        u = units[s:s + step]
+        Q = np.zeros((u.shape[0], n, n), dtype=units.dtype)
+        Q[:, iu[0], iu[1]] = u
+        Q[:, iu[1], iu[0]] = u
+        out[s:s + step] = Q.max(axis=2).min(axis=1)
+    return out
+
+
+def _rank_stack(C: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ranks of each row's distances among that row's sorted unique distances.
+
+    Returns ``(units, V, nvals)``: ``units`` (m, K) float32 ranks (``0`` for a zero distance,
+    ties share a rank); ``V`` (m, K + 1) float64 with ``V[k, r]`` the distance of rank ``r``
+    in row ``k`` (``V[k, 0] == 0``; ``inf`` past the last rank); ``nvals`` (m,) ranks used.
+    """
+    m, K = C.shape
+    rows = np.arange(m)[:, None]
+    order = C.argsort(axis=1, kind="stable")
+    S = C[rows, order]
+    step = np.empty((m, K), dtype=np.int64)
+    step[:, 0] = S[:, 0] != 0.0
+    np.not_equal(S[:, 1:], S[:, :-1], out=step[:, 1:])
+    rs = step.cumsum(axis=1, out=step)
+    units = np.empty((m, K), dtype=np.float32)
+    units[rows, order] = rs
+    V = np.empty((m, K + 1))
+    V.fill(np.inf)
+    V[:, 0] = 0.0
+    V[rows, rs] = S
+    return units, V, rs[:, -1] + 1
+
+
+def _prepare_exact(C: np.ndarray, n: int, threshold: float) -> tuple[list[_Prepared], np.ndarray, np.ndarray]:
+    units, V, nvals = _rank_stack(C)
+    radius = _row_max_min(units, n).astype(np.float64)
+    if np.isfinite(threshold):
+        thr = (V <= threshold).sum(axis=1) - 1.0
+    else:
+        thr = np.full(C.shape[0], float(threshold))
+    P = [_Prepared(n, True, units[k], float(radius[k]), float(thr[k])) for k in range(C.shape[0])]
+    return P, V, nvals
+
+
+def _compute_inexact(c: np.ndarray, n: int, maxdim: int, threshold: float, engine: str,
+                     n_threads: int) -> list[np.ndarray]:
+    """One matrix with more than 2**24 distinct distances: float32 distances, snapped back."""
+    values = np.unique(np.concatenate([[0.0], c]))
+    units = c.astype(np.float32)
+    radius = float(_row_max_min(units[None], n)[0])
+    P = _Prepared(n, False, units, radius, float(threshold))
+    raw = ENGINES[engine]._run(P, maxdim, n_threads)
+    out = []
+    for d in range(maxdim + 1):
+        dgm = np.asarray(raw[d], dtype=np.float64).reshape(-1, 2) if d < len(raw) else _EMPTY
+        snapped = np.full(dgm.shape, np.inf)
         finite = np.isfinite(dgm)
         v = dgm[finite]
-        values = self.values
-        if self.exact:
-            idx = np.rint(v).astype(np.int64)
-        else:  # snap to the nearest distance (values.size > 2**24 here)
-            hi = np.clip(np.searchsorted(values, v), 1, values.size - 1)
-            lo = hi - 1
-            idx = np.where(values[hi] - v < v - values[lo], hi, lo)
-        out[finite] = values[np.clip(idx, 0, values.size - 1)]
-        return out
+        hi = np.clip(np.searchsorted(values, v), 1, values.size - 1)
+        lo = hi - 1
+        snapped[finite] = values[np.where(values[hi] - v < v - values[lo], hi, lo)]
+        snapped = snapped[snapped[:, 1] > snapped[:, 0]]
+        out.append(np.ascontiguousarray(snapped[np.lexsort((snapped[:, 1], snapped[:, 0]))]))
+    return out
 
 
 # ------------------------------------------------------------------ engine calls
@@ -221,8 +284,8 @@ def warm_up() -> None:
     _gph_core()
 
 
-def _giotto(P: "_Prepared", maxdim: int, thresh: float, n_threads: int) -> list[np.ndarray]:
-    cut = min(thresh, P.radius)
+def _giotto(P: "_Prepared", maxdim: int, n_threads: int) -> list[np.ndarray]:
+    cut = min(P.units_threshold, P.radius)
     core = _gph_core()
     n_threads = max(1, int(n_threads))
     if core is not None:
@@ -239,25 +302,25 @@ def _giotto(P: "_Prepared", maxdim: int, thresh: float, n_threads: int) -> list[
     from gph import ripser_parallel
 
     out = ripser_parallel(
-        P.square(np.float32), metric="precomputed", maxdim=maxdim, thresh=thresh,
+        P.square(np.float32), metric="precomputed", maxdim=maxdim, thresh=P.units_threshold,
         n_threads=n_threads,
     )
     return list(out["dgms"])
 
 
-def _ripser(P: "_Prepared", maxdim: int, thresh: float, n_threads: int) -> list[np.ndarray]:
+def _ripser(P: "_Prepared", maxdim: int, n_threads: int) -> list[np.ndarray]:
     from ripser import ripser
 
     M = P.square(np.float32)
-    return list(ripser(M, maxdim=maxdim, thresh=thresh, distance_matrix=True)["dgms"])
+    return list(ripser(M, maxdim=maxdim, thresh=P.units_threshold, distance_matrix=True)["dgms"])
 
 
-def _gudhi(P: "_Prepared", maxdim: int, thresh: float, n_threads: int) -> list[np.ndarray]:
+def _gudhi(P: "_Prepared", maxdim: int, n_threads: int) -> list[np.ndarray]:
     import gudhi
 
     # Above the enclosing radius min_i max_j D[i, j] the Rips complex is a cone
     # (contractible): nothing of dimension >= 1 survives it, so cut there.
-    cut = min(thresh, P.radius)
+    cut = min(P.units_threshold, P.radius)
     rips = gudhi.RipsComplex(distance_matrix=P.square(np.float64), max_edge_length=cut)
     st = rips.create_simplex_tree(max_dimension=maxdim + 1)
     # gudhi skips the top dimension of the complex unless persistence_dim_max;
@@ -369,8 +432,7 @@ def compute(
 ) -> list[np.ndarray]:
     """Exact Vietoris–Rips diagrams of a validated distance matrix.
 
-    No validation happens here (``persistence`` validates); this is the kernel
-    shared by the in-process path and the worker processes.
+    No validation happens here (``persistence`` validates); :func:`compute_many` of one.
 
     Parameters
     ----------
@@ -393,15 +455,73 @@ def compute(
     """
     if D.shape[0] == 1:
         return _singleton(maxdim)
-    P = _Prepared(D)
-    raw = ENGINES[engine]._run(P, maxdim, P.to_units(threshold), n_threads)
-    out = []
-    for d in range(maxdim + 1):
-        dgm = P.from_units(raw[d]) if d < len(raw) else _EMPTY
-        dgm = dgm[dgm[:, 1] > dgm[:, 0]]  # drop zero-length bars
-        if dgm.shape[0] > 1:  # sorted by (birth, death), as Diagram keeps them
-            dgm = dgm[np.lexsort((dgm[:, 1], dgm[:, 0]))]
-        out.append(np.ascontiguousarray(dgm))
+    return compute_many(condense(D[None]), D.shape[0], maxdim, threshold, engine, n_threads)[0]
+
+
+def compute_many(
+    C: np.ndarray, n: int, maxdim: int, threshold: float, engine: str, n_threads: int = 1
+) -> list[list[np.ndarray]]:
+    """Exact Vietoris–Rips diagrams of ``m`` distance matrices of the same size.
+
+    The kernel behind :func:`compute`, the batch and the worker processes: the ranks,
+    enclosing radii and thresholds of all ``m`` matrices are computed in a few vectorized
+    steps, the engine runs once per matrix, and the outputs of all matrices are mapped back
+    to distances, cleaned and sorted together (at ``n`` ~ 30 this preparation cost more
+    than giotto-ph's own work when it was done matrix by matrix).
+
+    Parameters
+    ----------
+    C : ndarray of shape (m, n * (n - 1) / 2)
+        float64 upper triangles in squareform order (see :func:`condense`): non-negative,
+        finite.
+    n : int
+        Points per matrix.
+    maxdim, threshold, engine, n_threads
+        As in :func:`compute`.
+
+    Returns
+    -------
+    list of m lists of ndarray of shape (k_d, 2)
+        What :func:`compute` returns for each matrix, in order.  The arrays of one call are
+        C-contiguous views of one array.
+    """
+    C = np.asarray(C, dtype=np.float64)
+    m = C.shape[0]
+    if n == 1:
+        return [_singleton(maxdim) for _ in range(m)]
+    if C.shape[1] + 1 > _MAX_EXACT_RANKS:
+        return [_compute_inexact(C[k], n, maxdim, threshold, engine, n_threads) for k in range(m)]
+    prepared, V, nvals = _prepare_exact(C, n, threshold)
+    run = ENGINES[engine]._run
+    dims = maxdim + 1
+    counts = np.zeros((m, dims), dtype=np.int64)
+    parts = [_EMPTY]
+    for k, P in enumerate(prepared):
+        raw = run(P, maxdim, n_threads)
+        for d in range(min(dims, len(raw))):
+            a = np.asarray(raw[d], dtype=np.float64).reshape(-1, 2)
+            counts[k, d] = a.shape[0]
+            parts.append(a)
+    B = np.concatenate(parts)
+    key = np.repeat(np.arange(m * dims), counts.ravel())  # matrix-major, dimension within
+    out = np.full(B.shape, np.inf)
+    finite = np.isfinite(B)
+    rows = np.broadcast_to((key // dims)[:, None], B.shape)[finite]
+    out[finite] = V[rows, np.clip(np.rint(B[finite]).astype(np.int64), 0, nvals[rows] - 1)]
+    keep = out[:, 1] > out[:, 0]  # drop zero-length bars
+    out, key = out[keep], key[keep]
+    order = np.lexsort((out[:, 1], out[:, 0], key))  # by (birth, death) within each diagram
+    out = out[order]
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=m * dims))])
+    return [[out[bounds[k * dims + d]:bounds[k * dims + d + 1]] for d in range(dims)]
+            for k in range(m)]
+
+
+def run_job(job: list) -> list[list[np.ndarray]]:
+    """A worker's job: ``compute_many`` argument tuples; their results, concatenated."""
+    out: list[list[np.ndarray]] = []
+    for task in job:
+        out.extend(compute_many(*task))
     return out
 
 

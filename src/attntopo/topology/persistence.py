@@ -19,7 +19,7 @@ from ..constants import MAX_MAXDIM as _MAX_MAXDIM
 from ..errors import InvalidInputError, InvalidMatrixError
 from . import _pool
 from .diagram import Diagram
-from .engines import compute, default_threads, get_engine
+from .engines import compute, compute_many, condense, default_threads, get_engine
 
 __all__ = ["persistence", "persistence_batch", "pool_shutdown", "validate_distance_matrix"]
 
@@ -348,8 +348,19 @@ def _persistence_batch_valid(
         return _batch(mats, maxdim, threshold, eng, n_jobs, one_thread, reporter)
 
 
+def _stacks(idx: list[int], mats: list[np.ndarray]) -> list[list[int]]:
+    """``idx`` grouped by matrix size, in order of first appearance."""
+    groups: dict[int, list[int]] = {}
+    for i in idx:
+        groups.setdefault(mats[i].shape[0], []).append(i)
+    return list(groups.values())
+
+
 def _batch(mats: list[np.ndarray], maxdim: int, threshold: float, eng: Any, n_jobs: int,
            one_thread: bool, reporter: Any) -> list[Diagram]:
+    """Diagrams of valid matrices: same-size matrices go to the engines as one stack
+    (``engines.compute_many``), in cost-balanced chunks on the pool or, serially, in stacks
+    of ~50 ms (so that progress moves)."""
     n_jobs = min(n_jobs, len(mats))
     costs = [_cost_ms(A.shape[0], maxdim, eng.name) for A in mats]
     total = sum(costs)
@@ -358,8 +369,9 @@ def _batch(mats: list[np.ndarray], maxdim: int, threshold: float, eng: Any, n_jo
         _WARM_MIN_MS if _pool.pool_size() >= 2 else _COLD_MIN_MS
     )
     if use_pool:
-        chunks = _chunks(costs, n_jobs)
-        jobs = [[(mats[i], maxdim, threshold, eng.name, 1) for i in c] for c in chunks]
+        chunks = [_stacks(c, mats) for c in _chunks(costs, n_jobs)]
+        jobs = [[(condense([mats[i] for i in g]), mats[g[0]].shape[0], maxdim, threshold, eng.name, 1)
+                 for g in c] for c in chunks]
         try:
             out = _pool.run_chunks(jobs, n_jobs, reporter.advance if reporter.enabled else None)
         except _pool.PoolStartError as exc:
@@ -371,12 +383,18 @@ def _batch(mats: list[np.ndarray], maxdim: int, threshold: float, eng: Any, n_jo
             use_pool = False
         else:
             for c, res in zip(chunks, out):
-                for i, r in zip(c, res):
+                for i, r in zip((i for g in c for i in g), res):
                     results[i] = r
     if not use_pool:
-        for i, A in enumerate(mats):
-            threads = 1 if one_thread else default_threads(A.shape[0])
-            results[i] = compute(A, maxdim, threshold, eng.name, threads)
-            reporter.advance()
-    # engines.compute returns sorted, checked float64 arrays: wrapped without a copy
+        for g in _stacks(list(range(len(mats))), mats):
+            n = mats[g[0]].shape[0]
+            threads = 1 if one_thread else default_threads(n)
+            step = max(1, int(50.0 / _cost_ms(n, maxdim, eng.name)))
+            for s in range(0, len(g), step):
+                part = g[s:s + step]
+                for i, r in zip(part, compute_many(condense([mats[i] for i in part]), n, maxdim,
+                                                   threshold, eng.name, threads)):
+                    results[i] = r
+                reporter.advance(len(part))
+    # engines.compute_many returns sorted, checked float64 arrays: wrapped without a copy
     return [Diagram._from_engine(r, threshold, eng.name) for r in results]
