@@ -275,7 +275,7 @@ class BatchWorker:
         or here when it is None.  The returned function gives :meth:`_compute`'s result."""
         from ..distances import token_distances
         from ..features._compute import _chunk_start, _columns, _Done, _quantities, _torch_threads
-        from ..topology import persistence_batch
+        from ..topology.persistence import _persistence_batch_valid
 
         st = self.settings
         with warnings.catch_warnings():  # counted per row in n_unknown; run() warns once
@@ -301,9 +301,10 @@ class BatchWorker:
                 mats.extend(D)
                 sizes.extend([nr] * (L * H))
                 del D, real
+            # token_distances' matrices are valid distance matrices: not checked again
             kw = dict(maxdim=st.maxdim, engine=st.persistence_engine, n_jobs=self.n_jobs)
-            js_job = (submit(persistence_batch, mats, **kw) if submit is not None
-                      else _Done(persistence_batch(mats, **kw)))
+            js_job = (submit(_persistence_batch_valid, mats, **kw) if submit is not None
+                      else _Done(_persistence_batch_valid(mats, **kw)))
             del mats
         del atts
 
