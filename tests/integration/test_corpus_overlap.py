@@ -13,7 +13,7 @@ import pytest
 from attntopo import corpus
 from attntopo.corpus._work import BatchWorker
 from attntopo.datasets import fortunes
-from attntopo.features._compute import _torch_threads
+from attntopo.features._compute import torch_threads
 
 LAYERS, HEADS = [0, 4], [2, 9]
 
@@ -37,7 +37,7 @@ def test_started_batches_give_the_synchronous_rows(minilm, texts, tmp_path):
     settings = corpus.make_settings(minilm, sets=("js", "barcode", "graph", "js_image"), layers=LAYERS,
                                     heads=HEADS, keep_diagrams=True, batch_size=batch)
     worker = BatchWorker(settings, model=minilm)
-    with _torch_threads(1):  # the overlapped forward pass's thread count: the same float32 kernels
+    with torch_threads(1):  # the overlapped forward pass's thread count: the same float32 kernels
         sync = [worker(t) for t in tables]
     with ThreadPoolExecutor(1) as ex:
         finishes = [worker.start(t, ex.submit, 1) for t in tables]

@@ -434,15 +434,15 @@ def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..features._compute import _PERSISTENCE_SETS, _forward_threads
+    from ..features._compute import PERSISTENCE_SETS, threads_beside_workers
 
     st = prep.settings
     worker = BatchWorker(st, n_jobs=n_jobs, model=prep.model)
     skip = prep.store.done_batches()
-    overlap = n_jobs != 1 and (st.keep_diagrams or any(s in _PERSISTENCE_SETS for s in st.sets))
+    overlap = n_jobs != 1 and (st.keep_diagrams or any(s in PERSISTENCE_SETS for s in st.sets))
     executor = ThreadPoolExecutor(1, thread_name_prefix="attntopo-corpus") if overlap else None
     submit = executor.submit if executor is not None else None
-    threads = _forward_threads(n_jobs) if overlap else None
+    threads = threads_beside_workers(n_jobs) if overlap else None
     pending: tuple[int, Any] | None = None
     try:
         for k, table in prep.input.batches(st.batch_size, skip=skip):

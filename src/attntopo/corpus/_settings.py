@@ -212,7 +212,7 @@ def make_settings(
     """
     from ..attention import resolve_indices
     from ..features import CYCLE_CAP, DEFAULT_QUANTILES, DEFAULT_SCALES, DEFAULT_THRESHOLDS
-    from ..features._compute import _settings as feature_settings
+    from ..features._compute import check_settings as feature_settings
     from ..topology.engines import get_engine
 
     st = feature_settings(

@@ -41,9 +41,9 @@ _JS_FAMILY = ("js", "js_image", "js_landscape")
 def feature_columns(settings: CorpusSettings) -> list[str]:
     """The feature column names of a store made with ``settings`` (those of
     :func:`attntopo.features.features`: ``L{layer}H{head}.{set}.{quantity}``)."""
-    from ..features._compute import _columns
+    from ..features._compute import set_columns
 
-    return _columns(settings.layers, settings.heads, settings.feature_settings())
+    return set_columns(settings.layers, settings.heads, settings.feature_settings())
 
 
 def output_schema(settings: CorpusSettings, input_schema: Any) -> Any:
@@ -274,20 +274,20 @@ class BatchWorker:
         persistence here; the persistence batches through ``submit`` (see :meth:`start`)
         or here when it is None.  The returned function gives :meth:`_compute`'s result."""
         from ..distances import token_distances
-        from ..features._compute import _chunk_start, _columns, _Done, _quantities, _torch_threads
+        from ..features._compute import Done, chunk_start, set_columns, set_quantities, torch_threads
         from ..topology.persistence import _persistence_batch_valid
 
         st = self.settings
         with warnings.catch_warnings():  # counted per row in n_unknown; run() warns once
             warnings.simplefilter("ignore", UnknownTokensWarning)
-            with _torch_threads(forward_threads) if forward_threads else nullcontext():
+            with torch_threads(forward_threads) if forward_threads else nullcontext():
                 atts = self.model.attention(list(texts), truncate=st.on_long == "truncate",
                                             layers=list(st.layers), heads=list(st.heads))
         n = len(atts)
         other = None
         if self._other:
             sub = dict(self._st, sets=list(self._other))
-            other = _chunk_start(atts, [None] * n, sub, st.drop_special, st.persistence_engine,
+            other = chunk_start(atts, [None] * n, sub, st.drop_special, st.persistence_engine,
                                  self.n_jobs, submit)
         js_job = None
         sizes: list[int] = []
@@ -304,7 +304,7 @@ class BatchWorker:
             # token_distances' matrices are valid distance matrices: not checked again
             kw = dict(maxdim=st.maxdim, engine=st.persistence_engine, n_jobs=self.n_jobs)
             js_job = (submit(_persistence_batch_valid, mats, **kw) if submit is not None
-                      else _Done(_persistence_batch_valid(mats, **kw)))
+                      else Done(_persistence_batch_valid(mats, **kw)))
             del mats
         del atts
 
@@ -316,10 +316,10 @@ class BatchWorker:
                 rows = other()
                 start = 0
                 for s in self._other:
-                    width = per_head * len(_quantities(s, sub))
+                    width = per_head * len(set_quantities(s, sub))
                     blocks[s] = rows[:, start:start + width]
                     start += width
-                assert start == len(_columns(st.layers, st.heads, sub))
+                assert start == len(set_columns(st.layers, st.heads, sub))
             dgm_rows: list[Any] = [None] * n
             if js_job is not None:
                 self._js_blocks(js_job.result(), sizes, n, per_head, blocks, dgm_rows)

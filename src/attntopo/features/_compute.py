@@ -1,4 +1,11 @@
-""":func:`features`: texts → attention → every feature set, chunk by chunk, → a FeatureTable."""
+""":func:`features`: texts → attention → every feature set, chunk by chunk, → a FeatureTable.
+
+Besides ``__all__``, the names here without a leading underscore (``check_settings``,
+``set_columns``, ``set_quantities``, ``chunk_start``, ``PERSISTENCE_SETS``, ``Done``,
+``torch_threads``, ``threads_beside_workers``) are what :mod:`attntopo.corpus` builds on: the
+corpus engine computes the same feature sets, batch by batch, through them.  They are not
+part of the public API (the module is private).
+"""
 
 from __future__ import annotations
 
@@ -43,7 +50,7 @@ FEATURE_SETS: tuple[str, ...] = (
 DEFAULT_SETS: tuple[str, ...] = ("js", "graph", "barcode", "template")
 _ON_EMPTY = ("raise", "skip")
 #: Sets whose diagrams come from persistence_batch.
-_PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "barcode")
+PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "barcode")
 
 
 # ------------------------------------------------------------------ settings
@@ -77,7 +84,7 @@ def _check_grid(values: Any, name: str, lo: float, hi: float) -> tuple[float, ..
     return out
 
 
-def _settings(sets, thresholds, scales, quantiles, cycle_cap) -> dict:
+def check_settings(sets, thresholds, scales, quantiles, cycle_cap) -> dict:
     return {
         "sets": list(_check_sets(sets)),
         "thresholds": list(_check_grid(thresholds, "thresholds", 0.0, 1.0)),
@@ -87,7 +94,7 @@ def _settings(sets, thresholds, scales, quantiles, cycle_cap) -> dict:
     }
 
 
-def _quantities(set_name: str, st: dict) -> list[str]:
+def set_quantities(set_name: str, st: dict) -> list[str]:
     if set_name == "js":
         return js_names(st["scales"], st["quantiles"])
     if set_name == "graph":
@@ -103,13 +110,13 @@ def _quantities(set_name: str, st: dict) -> list[str]:
     return landscape_names()
 
 
-def _columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> list[str]:
+def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> list[str]:
     return [
         column_name(layer, head, s, q)
         for s in st["sets"]
         for layer in layer_ids
         for head in head_ids
-        for q in _quantities(s, st)
+        for q in set_quantities(s, st)
     ]
 
 
@@ -132,11 +139,11 @@ def feature_names(
     from ..attention import resolve_indices
     from ..models import AttentionModel, load_model
 
-    st = _settings(sets, thresholds, scales, quantiles, cycle_cap)
+    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap)
     m = model if isinstance(model, AttentionModel) else load_model(model)
     li = resolve_indices(layers, m.n_layers, "layer")
     hi = resolve_indices(heads, m.n_heads, "head")
-    return _columns(li, hi, st)
+    return set_columns(li, hi, st)
 
 
 # ------------------------------------------------------------------ inputs
@@ -189,15 +196,15 @@ def _prompt_mask(att: Attention, boundary: int) -> np.ndarray:
     return starts[keep] < boundary
 
 
-def _chunk_rows(
+def chunk_rows(
     atts: list[Attention], boundaries: list[int | None], st: dict, drop_special: bool,
     engine: str | None, n_jobs: int | None,
 ) -> np.ndarray:
     """Feature rows of a chunk of texts, shape (len(atts), n_features)."""
-    return _chunk_start(atts, boundaries, st, drop_special, engine, n_jobs)()
+    return chunk_start(atts, boundaries, st, drop_special, engine, n_jobs)()
 
 
-def _chunk_start(
+def chunk_start(
     atts: list[Attention], boundaries: list[int | None], st: dict, drop_special: bool,
     engine: str | None, n_jobs: int | None, submit: Callable[..., Future] | None = None,
 ) -> Callable[[], np.ndarray]:
@@ -214,7 +221,7 @@ def _chunk_start(
     reals: list[tuple[Attention, np.ndarray]] = []
 
     def run(*args: Any, **kw: Any) -> Any:
-        return submit(persistence_batch, *args, **kw) if submit is not None else _Done(
+        return submit(persistence_batch, *args, **kw) if submit is not None else Done(
             persistence_batch(*args, **kw)
         )
 
@@ -279,7 +286,7 @@ def _chunk_start(
     return finish
 
 
-class _Done:
+class Done:
     """A result already computed, with a :class:`~concurrent.futures.Future`'s ``result()``."""
 
     def __init__(self, value: Any) -> None:
@@ -290,7 +297,7 @@ class _Done:
 
 
 @contextmanager
-def _torch_threads(n: int) -> Iterator[None]:
+def torch_threads(n: int) -> Iterator[None]:
     """Run torch's intra-op work on at most ``n`` threads inside the block (torch only if loaded)."""
     torch = sys.modules.get("torch")
     old = torch.get_num_threads() if torch is not None else n
@@ -374,7 +381,7 @@ def features(
     EmptyTextError
         An empty text (``on_empty="raise"``), or no text at all.
     """
-    st = _settings(sets, thresholds, scales, quantiles, cycle_cap)
+    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap)
     on_empty = check_choice(on_empty, "on_empty", _ON_EMPTY)
     drop_special = check_bool(drop_special, "drop_special")
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
@@ -408,13 +415,13 @@ def features(
     # persistence in worker processes overlaps the rest: one background thread feeds the pool
     # while this one runs the next forward pass (on the cores the workers leave it) and the
     # other sets; at most two chunks are alive at a time
-    overlap = n_jobs != 1 and any(s in st["sets"] for s in _PERSISTENCE_SETS)
+    overlap = n_jobs != 1 and any(s in st["sets"] for s in PERSISTENCE_SETS)
     executor = ThreadPoolExecutor(1, thread_name_prefix="attntopo-features") if overlap else None
     try:
         rows, row_texts, layer_ids, head_ids = _run_chunks(
             items, keep, m, layers, heads, truncate, batch_size, st, drop_special, engine,
             n_jobs, executor.submit if executor is not None else None,
-            _forward_threads(n_jobs) if overlap else None,
+            threads_beside_workers(n_jobs) if overlap else None,
         )
     finally:
         if executor is not None:
@@ -430,7 +437,7 @@ def features(
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     return FeatureTable(
         values=np.concatenate(rows, axis=0),
-        columns=tuple(_columns(layer_ids or (), head_ids or (), st)),
+        columns=tuple(set_columns(layer_ids or (), head_ids or (), st)),
         index=np.array(keep, dtype=np.int64),
         texts=row_texts,
         skipped=tuple(skipped),
@@ -474,7 +481,7 @@ def _run_chunks(
                 atts.append(att)
                 bounds.append(None)
         if to_run:
-            with _torch_threads(forward_threads) if forward_threads else nullcontext():
+            with torch_threads(forward_threads) if forward_threads else nullcontext():
                 got = m.attention(to_run, layers=layers, heads=heads, truncate=truncate)
             for p, a in zip(run_pos, got):
                 atts[p] = a
@@ -492,7 +499,7 @@ def _run_chunks(
                     f"texts[{k}] holds other layers/heads than texts[{keep[0]}]: every "
                     "Attention of one table must cover the same heads"
                 )
-        finish = _chunk_start(atts, bounds, st, drop_special, engine, n_jobs, submit)
+        finish = chunk_start(atts, bounds, st, drop_special, engine, n_jobs, submit)
         if pending is not None:
             rows.append(pending())  # the previous chunk's persistence ran meanwhile
         pending = finish
@@ -503,7 +510,7 @@ def _run_chunks(
     return rows, row_texts, layer_ids, head_ids
 
 
-def _forward_threads(n_jobs: int | None) -> int:
+def threads_beside_workers(n_jobs: int | None) -> int:
     """torch threads for a forward pass that runs beside the persistence workers."""
     cpus = os.cpu_count() or 1
     workers = cpus if n_jobs in (None, -1) else int(n_jobs)

@@ -9,7 +9,7 @@ from _synthetic import text_attention
 
 from attntopo.errors import InvalidInputError
 from attntopo.features import features
-from attntopo.features._compute import _chunk_rows, _forward_threads, _settings, _torch_threads
+from attntopo.features._compute import check_settings, chunk_rows, threads_beside_workers, torch_threads
 
 SETS = ("js", "graph", "barcode", "template", "js_landscape")
 TEXTS = [
@@ -30,9 +30,9 @@ def atts():
 
 @pytest.mark.parametrize("batch_size", [1, 2, 3, 16])
 def test_chunked_background_rows_equal_the_synchronous_ones(atts, batch_size):
-    st = _settings(SETS, (0.025, 0.05, 0.1, 0.25, 0.5, 0.75), (0.1, 0.3, 0.5), (0.25, 0.5), 50)
+    st = check_settings(SETS, (0.025, 0.05, 0.1, 0.25, 0.5, 0.75), (0.1, 0.3, 0.5), (0.25, 0.5), 50)
     expected = np.concatenate(
-        [_chunk_rows([a], [None], st, True, None, 1) for a in atts], axis=0
+        [chunk_rows([a], [None], st, True, None, 1) for a in atts], axis=0
     )  # one text at a time, serially, in this thread
     got = features(atts, sets=SETS, scales=(0.1, 0.3, 0.5), quantiles=(0.25, 0.5),
                    batch_size=batch_size)
@@ -55,17 +55,17 @@ def test_forward_threads_leave_the_workers_their_cores():
     import os
 
     cpus = os.cpu_count() or 1
-    assert _forward_threads(None) == 1 and _forward_threads(-1) == 1
-    assert _forward_threads(1) == max(1, cpus - 1)
+    assert threads_beside_workers(None) == 1 and threads_beside_workers(-1) == 1
+    assert threads_beside_workers(1) == max(1, cpus - 1)
 
 
 def test_torch_threads_restored():
     torch = pytest.importorskip("torch")
     before = torch.get_num_threads()
-    with _torch_threads(1):
+    with torch_threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
     with pytest.raises(RuntimeError):
-        with _torch_threads(1):
+        with torch_threads(1):
             raise RuntimeError("boom")
     assert torch.get_num_threads() == before
