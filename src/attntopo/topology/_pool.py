@@ -311,8 +311,8 @@ def run_chunks(chunks: list[list], n_workers: int,
     Parameters
     ----------
     chunks : list of list of tuple
-        Each tuple is ``(C, n, maxdim, threshold, engine, n_threads)``: a stack of
-        condensed matrices of one size (see ``engines.compute_many``).
+        Each tuple is ``(mats, n, maxdim, threshold, engine, n_threads)``: a list of
+        distance matrices of one size ``n`` (see ``engines.run_job``).
     n_workers : int
         Worker processes to use (the pool grows if needed).
     on_chunk : callable, optional

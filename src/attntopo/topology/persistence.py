@@ -370,8 +370,9 @@ def _batch(mats: list[np.ndarray], maxdim: int, threshold: float, eng: Any, n_jo
     )
     if use_pool:
         chunks = [_stacks(c, mats) for c in _chunks(costs, n_jobs)]
-        jobs = [[(condense([mats[i] for i in g]), mats[g[0]].shape[0], maxdim, threshold, eng.name, 1)
-                 for g in c] for c in chunks]
+        # the matrices themselves travel (references here, no copy); the worker condenses them
+        jobs = [[([mats[i] for i in g], mats[g[0]].shape[0], maxdim, threshold, eng.name, 1) for g in c]
+                for c in chunks]
         try:
             out = _pool.run_chunks(jobs, n_jobs, reporter.advance if reporter.enabled else None)
         except _pool.PoolStartError as exc:
