@@ -122,6 +122,25 @@ def test_js_causal_several_row_groups(n):
     np.testing.assert_allclose(token_distances(a), scipy_js(a), rtol=0, atol=1e-12)
 
 
+def test_js_identical_rows_are_equally_far_from_a_third():
+    """Two identical rows are exactly as far from any third row, also for nearly identical rows
+    (recomputed with the cancellation-free form, which must be symmetric in its two rows: it
+    was not on the pure-torch path, and the triangle inequality broke by ~1e-12)."""
+    near = np.array([9.5e-08, 1.0 - 9.5e-08 - 1.25e-07, 0.0, 1.25e-07])
+    A = np.array([near, [1.0, 0.0, 0.0, 0.0], [2.0**-52, 1.0 - 2.0**-52, 0.0, 0.0], near])
+    d = token_distances(A)
+    assert d[0, 2] == d[3, 2] == d[2, 0] == d[2, 3] and d[0, 1] == d[3, 1] and d[0, 3] == 0.0
+    ref = jensenshannon(A[0], A[2], base=2)
+    assert abs(d[0, 2] - ref) <= 1e-9 * ref
+    rng = np.random.default_rng(11)
+    for _ in range(20):  # random rows and their tiny perturbations, in both orders
+        p = rng.dirichlet(np.full(3, 0.5))  # three rows over three keys: a square attention matrix
+        q = np.abs(p + rng.normal(0, 1e-6, 3))
+        q /= q.sum()
+        d = token_distances(np.stack([p, q, p]))
+        assert d[0, 1] == d[2, 1] == d[1, 0] == d[1, 2]
+
+
 def test_js_keys_never_attended():
     # keys 3 and 10 get no weight anywhere: the skipped key set is not contiguous
     rng = np.random.default_rng(7)
