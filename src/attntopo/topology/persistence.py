@@ -288,8 +288,8 @@ def persistence_batch(
         Worker processes: ``None`` or ``-1`` = all CPUs, capped by the number of
         matrices; ``1`` = serial, in this process, one thread.
     progress : bool, callable or None, default False
-        Report the matrices done (per matrix serially, per chunk of matrices with the
-        worker pool): ``True`` a bar, ``None`` a bar on a terminal or in Jupyter, or a
+        Report the matrices done (per stack of ~50 ms of same-size matrices serially, per
+        chunk of matrices with the worker pool): ``True`` a bar, ``None`` a bar on a terminal or in Jupyter, or a
         callback ``callback(done, total, stage)`` (see :mod:`attntopo._progress`).
 
     Returns
