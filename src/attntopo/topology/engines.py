@@ -218,6 +218,9 @@ def _rank_stack(C: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _prepare_exact(C: np.ndarray, n: int, threshold: float) -> tuple[list[_Prepared], np.ndarray, np.ndarray]:
+    """Every row of ``C`` (m, K) as a :class:`_Prepared` in ranks: its enclosing radius and
+    ``threshold`` as ranks too (the largest rank whose distance is ``<= threshold``), plus
+    :func:`_rank_stack`'s ``V`` and ``nvals`` to map the engine's output back."""
     units, V, nvals = _rank_stack(C)
     radius = _row_max_min(units, n).astype(np.float64)
     if np.isfinite(threshold):
