@@ -174,6 +174,30 @@ def test_bad_ray_address_is_one_line(capfd):
     assert capfd.readouterr() == ("", "")
 
 
+def test_auto_address_is_probed_and_kept_as_auto(monkeypatch):
+    """'auto' is checked at the local cluster's host:port but handed to ray.init as 'auto': only
+    then does Ray read that cluster's session token (a `ray start --head` cluster of Ray >= 2.52
+    refuses a driver that names its host:port without the token)."""
+    import socket
+
+    from ray._private import services
+
+    with socket.socket() as listener:  # something answering, as a cluster's GCS would
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        host, port = listener.getsockname()
+        monkeypatch.setattr(services, "canonicalize_bootstrap_address_or_die", lambda a: f"{host}:{port}")
+        assert check_ray_address("auto") == "auto"
+        assert check_ray_address(f" {host}:{port} ") == f"{host}:{port}"
+
+    def no_cluster(a):
+        raise ConnectionError("no cluster")
+
+    monkeypatch.setattr(services, "canonicalize_bootstrap_address_or_die", no_cluster)
+    with pytest.raises(InvalidInputError, match="no Ray cluster runs on this machine"):
+        check_ray_address("auto")
+
+
 def test_bad_ray_address_fails_before_the_model_loads_or_the_store_is_written(tmp_path):
     out = tmp_path / "store"
     with pytest.raises(InvalidInputError, match="127.0.0.1:1"):

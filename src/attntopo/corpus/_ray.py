@@ -308,8 +308,9 @@ def _probe(address: str) -> None:
 
 def check_ray_address(address: Any) -> str:
     """``address`` checked before any work: something answers there, within
-    :data:`CONNECT_TIMEOUT_S` seconds (``"auto"`` becomes the ``host:port`` of the cluster
-    running on this machine; ``ray://`` addresses are left to Ray Client).
+    :data:`CONNECT_TIMEOUT_S` seconds (``"auto"``: the cluster running on this machine, probed
+    at its ``host:port`` and returned as ``"auto"``, so that ``ray.init`` also finds that
+    cluster's session token; ``ray://`` addresses are left to Ray Client).
 
     Raises
     ------
@@ -325,7 +326,7 @@ def check_ray_address(address: Any) -> str:
         try:
             from ray._private.services import canonicalize_bootstrap_address_or_die
 
-            address = canonicalize_bootstrap_address_or_die("auto")
+            found = canonicalize_bootstrap_address_or_die("auto")
         except ConnectionError:
             raise InvalidInputError(
                 "ray_address 'auto': no Ray cluster runs on this machine (start one with "
@@ -333,6 +334,10 @@ def check_ray_address(address: Any) -> str:
             ) from None
         except ImportError:  # a Ray without that helper: let ray.init find it
             return address
+        _probe(found)
+        # ray.init("auto") reads the local cluster's session, token included; ray.init with its
+        # host:port does not, and a token-authenticated cluster (Ray >= 2.52) refuses it
+        return address
     _probe(address)
     return address
 
