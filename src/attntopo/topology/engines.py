@@ -114,25 +114,20 @@ class _Prepared:
     ----------
     n : int
         Number of points.
-    exact : bool
-        True when ranks are used (the usual case): the engines see ranks and every rank
-        maps back to an exact distance.  False (only above 2**24 distinct distances): they
-        see float32 distances and outputs are snapped to the nearest distance.
     condensed : ndarray of shape (n * (n - 1) / 2,)
-        float32 upper triangle in :func:`scipy.spatial.distance.squareform` order: ranks
-        (exact) or distances.
+        float32 upper triangle in :func:`scipy.spatial.distance.squareform` order: ranks (the
+        usual case, mapped back exactly by :func:`compute_many`) or, above 2**24 distinct
+        distances, the distances themselves (snapped back by :func:`_compute_inexact`).
     radius : float
         Enclosing radius ``min_i max_{j != i} D[i, j]`` in the same unit.
     units_threshold : float
         The caller's threshold in the same unit (``inf`` for none).
     """
 
-    __slots__ = ("n", "exact", "condensed", "radius", "units_threshold")
+    __slots__ = ("n", "condensed", "radius", "units_threshold")
 
-    def __init__(self, n: int, exact: bool, condensed: np.ndarray, radius: float,
-                 units_threshold: float) -> None:
+    def __init__(self, n: int, condensed: np.ndarray, radius: float, units_threshold: float) -> None:
         self.n = n
-        self.exact = exact
         self.condensed = condensed
         self.radius = radius
         self.units_threshold = units_threshold
@@ -227,7 +222,7 @@ def _prepare_exact(C: np.ndarray, n: int, threshold: float) -> tuple[list[_Prepa
         thr = (V <= threshold).sum(axis=1) - 1.0
     else:
         thr = np.full(C.shape[0], float(threshold))
-    P = [_Prepared(n, True, units[k], float(radius[k]), float(thr[k])) for k in range(C.shape[0])]
+    P = [_Prepared(n, units[k], float(radius[k]), float(thr[k])) for k in range(C.shape[0])]
     return P, V, nvals
 
 
@@ -237,7 +232,7 @@ def _compute_inexact(c: np.ndarray, n: int, maxdim: int, threshold: float, engin
     values = np.unique(np.concatenate([[0.0], c]))
     units = c.astype(np.float32)
     radius = float(_row_max_min(units[None], n)[0])
-    P = _Prepared(n, False, units, radius, float(threshold))
+    P = _Prepared(n, units, radius, float(threshold))
     raw = ENGINES[engine]._run(P, maxdim, n_threads)
     out = []
     for d in range(maxdim + 1):

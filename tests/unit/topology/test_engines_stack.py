@@ -95,7 +95,7 @@ def test_radius_is_the_enclosing_radius_in_ranks(case):
     prepared, V, _ = engines._prepare_exact(engines.condense(X), n, INF)
     for D, P, v in zip(X, prepared, V):
         r = D.max(axis=1).min()  # min_i max_j D[i, j], the diagonal being 0
-        assert V[0, 0] == 0.0 and v[int(P.radius)] == r
+        assert v[0] == 0.0 and v[int(P.radius)] == r
 
 
 def test_condense_symmetrizes_only_skewed_matrices():
