@@ -78,6 +78,19 @@ def test_barcode_matrices_are_dissimilarities():
     assert D[0, 2, 5] == 1 - max(0.0, A[0, 5, 2]) or A[0, 5, 2] <= 1e-3
 
 
+@settings(max_examples=40, deadline=None)
+@given(attention_matrices(max_n=8))
+def test_the_matrices_features_sends_to_persistence_unchecked_are_valid(A):
+    """features() hands its js and barcode matrices to persistence without validating them
+    again: the validator accepts every one of them as it is."""
+    from attntopo.topology.persistence import validate_distance_matrix
+
+    for M in list(barcode_matrices(A)) + list(token_distances(A)):
+        validate_distance_matrix(M)
+        np.testing.assert_array_equal(M, M.T)
+        assert M.dtype == np.float64
+
+
 def _js_reference(D: np.ndarray) -> np.ndarray:
     """js statistics of one JS matrix: gudhi bars, scipy MST for the H0 deaths."""
     n = D.shape[0]
