@@ -190,11 +190,17 @@ def test_auto_address_is_probed_and_kept_as_auto(monkeypatch):
         assert check_ray_address("auto") == "auto"
         assert check_ray_address(f" {host}:{port} ") == f"{host}:{port}"
 
-    def no_cluster(a):
-        raise ConnectionError("no cluster")
+    def several(a):
+        raise ConnectionError("Found multiple active Ray instances:\n 10.0.0.1:6379, 10.0.0.2:6379")
 
-    monkeypatch.setattr(services, "canonicalize_bootstrap_address_or_die", no_cluster)
-    with pytest.raises(InvalidInputError, match="no Ray cluster runs on this machine"):
+    monkeypatch.setattr(services, "canonicalize_bootstrap_address_or_die", several)
+    with pytest.raises(InvalidInputError) as e:
+        check_ray_address("auto")
+    msg = str(e.value)
+    assert "\n" not in msg and "no single Ray cluster" in msg and "multiple active Ray instances" in msg
+    monkeypatch.undo()
+    monkeypatch.setenv("RAY_ADDRESS", "not an address")  # what 'auto' reads first
+    with pytest.raises(InvalidInputError, match="RAY_ADDRESS='not an address'.*HOST:PORT"):
         check_ray_address("auto")
 
 

@@ -327,10 +327,17 @@ def check_ray_address(address: Any) -> str:
             from ray._private.services import canonicalize_bootstrap_address_or_die
 
             found = canonicalize_bootstrap_address_or_die("auto")
-        except ConnectionError:
+        except ConnectionError as e:  # none, or several (Ray says which)
+            reason = " ".join(str(e).split())[:300]
             raise InvalidInputError(
-                "ray_address 'auto': no Ray cluster runs on this machine (start one with "
-                "`ray start --head`, or leave out --ray-address to start a local Ray)"
+                f"ray_address 'auto': no single Ray cluster runs on this machine ({reason}); start "
+                "one with `ray start --head`, name one as HOST:PORT, or leave out --ray-address to "
+                "start a local Ray"
+            ) from None
+        except ValueError as e:  # RAY_ADDRESS (which 'auto' reads) is not an address
+            raise InvalidInputError(
+                f"ray_address 'auto' reads RAY_ADDRESS={os.environ.get('RAY_ADDRESS', '')!r}: "
+                f"{' '.join(str(e).split())}; set it to HOST:PORT or unset it"
             ) from None
         except ImportError:  # a Ray without that helper: let ray.init find it
             return address
