@@ -42,7 +42,7 @@ METRICS: tuple[str, ...] = get_args(Metric)
 
 #: Persistence engines by name (the registry with their packages is
 #: :data:`attntopo.topology.ENGINES`; its keys are these names, in this order).
-EngineName = Literal["giotto", "ripser", "gudhi"]
+EngineName = Literal["auto", "giotto", "ripser", "gudhi"]
 ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
 
 #: The founding paper's recipes, reproduced on request with ``paper_compat=`` (never the

@@ -4,8 +4,9 @@
 >>> dgm = persistence(D, maxdim=1)          # D: (n, n) distance matrix
 >>> dgm[1]                                  # (k, 2) array of H1 (birth, death)
 
-Engines: ``"giotto"`` (giotto-ph, default), ``"ripser"`` (ripser.py),
-``"gudhi"``; they return identical exact float64 diagrams.
+Engines: ``"auto"`` (default: ripser.py's core for small matrices, giotto-ph above),
+``"giotto"`` (giotto-ph), ``"ripser"`` (ripser.py), ``"gudhi"``; they return identical
+exact float64 diagrams.
 """
 
 from .complex import (

@@ -1,16 +1,22 @@
-"""Persistence engines: one exact Vietoris–Rips kernel behind three back ends.
+"""Persistence engines: one exact Vietoris–Rips kernel behind four back ends.
 
-Three engines compute the Vietoris–Rips persistent homology of a finite metric
+Four engines compute the Vietoris–Rips persistent homology of a finite metric
 space given as a dense distance matrix:
 
+``"auto"`` (the default)
+    ripser.py's compiled core for matrices of at most :data:`AUTO_RIPSER_MAX_N`
+    points computed on one thread, giotto-ph otherwise (and everywhere when
+    ripser.py is not installed; it comes with the ``features``, ``corpus`` and
+    ``ray`` extras).  Why: see "Small matrices" below.
 ``"giotto"``
-    giotto-ph (core dependency, the default): its compiled core
+    giotto-ph (core dependency): its compiled core
     ``gph.modules.gph_ripser.rips_dm``, the function behind
     :func:`gph.ripser_parallel`, called directly because ``import gph`` spends
     ~1.4 s importing scikit-learn for the Python wrapper (falls back to
     :func:`gph.ripser_parallel` if the core cannot be used).
 ``"ripser"``
-    :func:`ripser.ripser` from `ripser.py` (optional: ``pip install ripser``).
+    ripser.py (optional: ``pip install ripser``): its compiled core ``pyRipser``,
+    called directly for the same reason (falls back to :func:`ripser.ripser`).
 ``"gudhi"``
     :class:`gudhi.RipsComplex` + :class:`gudhi.SimplexTree` (core dependency).
 
@@ -42,10 +48,9 @@ Conventions shared by all engines
 * A single point gives one H0 bar ``[0, inf]``.
 * Coefficients in Z/2.
 
-Measured on the project machine (2 cores, one of them busy with another job;
-giotto-ph 0.2.4, ripser 0.6.15, gudhi 3.13; Jensen–Shannon matrices of random
-Dirichlet rows; H0+H1 through :func:`persistence`, ranks and validation
-included; one thread; median ms):
+Measured on the project machine (2 cores; giotto-ph 0.2.4, ripser 0.6.15,
+gudhi 3.13; Jensen–Shannon matrices of random Dirichlet rows; H0+H1 through
+:func:`persistence`, ranks and validation included; one thread; median ms):
 
 ======  ======  ======  ======
 n       giotto  ripser  gudhi
@@ -55,10 +60,37 @@ n       giotto  ripser  gudhi
 256     231     273     1480
 ======  ======  ======  ======
 
-giotto-ph is the fastest everywhere, more so with H2 (96 ms against 383 ms at
-n=128), and 2 threads help it a little from n~128 (15 ms at 128, 194 ms at
-256), hence the default.  gudhi cuts the complex at the enclosing radius (above
-it the complex is a cone), as the ripser family does.
+(ripser.py through its Python wrapper; through its core, below, it is faster on small
+matrices.)  giotto-ph is the fastest from n~40 on, more so with H2 (96 ms against 383 ms at
+n=128), and 2 threads help it a little from n~128 (15 ms at 128, 194 ms at 256).  gudhi
+cuts the complex at the enclosing radius (above it the complex is a cone), as the ripser
+family does.
+
+Small matrices
+--------------
+giotto-ph starts and joins C++ threads in every call, also with one thread (~3 voluntary
+context switches a call).  Alone on a machine that costs little, but when every core is
+busy (a corpus run: persistence workers beside a forward pass, or one Ray actor per CPU)
+each start waits for a core: measured here with two such processes on two cores, giotto-ph
+took 0.85–0.97 ms a matrix at n=32 against 0.51 ms alone, the cores ~30 % idle.
+ripser.py's core is single-threaded and starts nothing.  Per matrix, :func:`compute_many`
+on stacks of 72 such matrices, ms (alone / two processes on two cores):
+
+======  ===========  ===========
+n       giotto       ripser core
+======  ===========  ===========
+16      0.27 / 0.40  0.08 / 0.08
+24      0.43 / 0.56  0.20 / 0.21
+32      0.51 / 0.91  0.45 / 0.46
+40      0.74 / 1.24  0.82 / 0.86
+48      1.11 / 1.54  1.39 / 1.37
+64      2.29 / 2.79  3.01 / 3.17
+128     15.2 / 15.3  22.0 / 22.5
+======  ===========  ===========
+
+Hence ``"auto"``: ripser.py's core up to n=40, giotto-ph above.  The diagrams do not
+depend on the engine (ranks, above; the tests compare every engine bit for bit), so
+``"auto"`` only chooses the speed.
 
 This module imports nothing from attntopo at import time so that worker
 processes can load it as a standalone file (see ``_pool``).
@@ -80,7 +112,7 @@ import numpy as np
 __all__ = ["Engine", "ENGINES", "DEFAULT_ENGINE", "available_engines", "get_engine"]
 
 #: The engine used when ``engine=None`` (falls back to the first available one).
-DEFAULT_ENGINE = "giotto"
+DEFAULT_ENGINE = "auto"
 
 #: Largest number of distinct distances for which ranks are exact in float32.
 _MAX_EXACT_RANKS = 2**24
@@ -289,8 +321,9 @@ def _gph_core() -> Any:
 
 
 def warm_up() -> None:
-    """Load the default engine's compiled core (used by worker processes at start)."""
+    """Load the default engine's compiled cores (used by worker processes at start)."""
     _gph_core()
+    _ripser_core()
 
 
 def _giotto(P: "_Prepared", maxdim: int, n_threads: int) -> list[np.ndarray]:
@@ -317,11 +350,53 @@ def _giotto(P: "_Prepared", maxdim: int, n_threads: int) -> list[np.ndarray]:
     return list(out["dgms"])
 
 
+_RIPSER_CORE: Any = None
+
+
+def _ripser_core() -> Any:
+    """ripser.py's compiled core, the top-level module ``pyRipser``, or None.
+
+    ``import ripser`` imports scikit-learn and persim for its Python wrapper (~1 s); the core
+    loads in ~2 ms and takes the condensed distances in squareform order, as giotto-ph's does.
+    A core without ``doRipsFiltrationDM`` falls back to :func:`ripser.ripser`.
+    """
+    global _RIPSER_CORE
+    if _RIPSER_CORE is None:
+        try:
+            import pyRipser
+
+            _RIPSER_CORE = pyRipser if hasattr(pyRipser, "doRipsFiltrationDM") else False
+        except Exception:  # noqa: BLE001 - not installed, or another layout
+            _RIPSER_CORE = False
+    return _RIPSER_CORE or None
+
+
 def _ripser(P: "_Prepared", maxdim: int, n_threads: int) -> list[np.ndarray]:
+    core = _ripser_core()
+    if core is not None:
+        try:
+            res = core.doRipsFiltrationDM(
+                np.ascontiguousarray(P.condensed, dtype=np.float32), maxdim,
+                min(P.units_threshold, P.radius), 2,
+            )
+            return [np.asarray(d, dtype=np.float64).reshape(-1, 2)
+                    for d in res["births_and_deaths_by_dim"]]
+        except (TypeError, KeyError):  # pragma: no cover - binding signature changed
+            pass
     from ripser import ripser
 
     M = P.square(np.float32)
     return list(ripser(M, maxdim=maxdim, thresh=P.units_threshold, distance_matrix=True)["dgms"])
+
+
+#: Largest matrix (points) that the ``"auto"`` engine gives to ripser.py's core, on one thread.
+AUTO_RIPSER_MAX_N = 40
+
+
+def _auto(P: "_Prepared", maxdim: int, n_threads: int) -> list[np.ndarray]:
+    if P.n <= AUTO_RIPSER_MAX_N and n_threads <= 1 and _ripser_core() is not None:
+        return _ripser(P, maxdim, n_threads)
+    return _giotto(P, maxdim, n_threads)
 
 
 def _gudhi(P: "_Prepared", maxdim: int, n_threads: int) -> list[np.ndarray]:
@@ -382,9 +457,12 @@ def _has_module(module: str) -> bool:
 #: Registry of engines, name -> :class:`Engine` (read-only mapping; iterate for names).
 ENGINES: Mapping[str, Engine] = MappingProxyType(
     {
-        "giotto": Engine(
-            "giotto", "gph", "giotto-ph", "giotto-ph ripser_parallel (default, fastest)", _giotto
+        "auto": Engine(
+            "auto", "gph", "giotto-ph",
+            f"ripser.py's core up to n={AUTO_RIPSER_MAX_N} on one thread, giotto-ph above (default)",
+            _auto,
         ),
+        "giotto": Engine("giotto", "gph", "giotto-ph", "giotto-ph ripser_parallel", _giotto),
         "ripser": Engine("ripser", "ripser", "ripser", "ripser.py (Ripser, C++)", _ripser),
         "gudhi": Engine("gudhi", "gudhi", "gudhi", "gudhi RipsComplex + SimplexTree", _gudhi),
     }

@@ -59,11 +59,15 @@ def stacks(draw):
     return np.stack(mats), draw(st.integers(0, 2)), threshold
 
 
+STACK_ENGINES = [e for e in ("giotto", "ripser", "auto") if e in engines.available_engines()]
+
+
+@pytest.mark.parametrize("engine", STACK_ENGINES)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(stacks())
-def test_compute_many_matches_an_independent_reference(case):
+@given(case=stacks())
+def test_compute_many_matches_an_independent_reference(engine, case):
     X, maxdim, threshold = case
-    out = engines.compute_many(engines.condense(X), X.shape[1], maxdim, threshold, "giotto")
+    out = engines.compute_many(engines.condense(X), X.shape[1], maxdim, threshold, engine)
     assert len(out) == X.shape[0]
     for D, got in zip(X, out):
         ref = _reference(D, maxdim, threshold)
@@ -112,7 +116,7 @@ def test_condense_symmetrizes_only_skewed_matrices():
     np.testing.assert_array_equal(engines.condense([S, skew]), C)
 
 
-@pytest.mark.parametrize("engine", [e for e in ("giotto", "ripser", "gudhi") if e in engines.available_engines()])
+@pytest.mark.parametrize("engine", [e for e in ("auto", "giotto", "ripser", "gudhi") if e in engines.available_engines()])
 def test_every_engine_through_the_stack(engine):
     rng = np.random.default_rng(7)
     X = rng.random((4, 9, 9))
@@ -149,3 +153,66 @@ def test_serial_batch_reports_every_matrix():
     persistence_batch(mats, n_jobs=1, progress=lambda done, total, stage: seen.append((done, total)))
     assert seen and seen[-1] == (37, 37)
     assert all(b[0] >= a[0] for a, b in zip(seen, seen[1:]))
+
+
+# ------------------------------------------------------------------ the "auto" engine
+def _count_calls(monkeypatch) -> dict[str, int]:
+    calls = {"ripser": 0, "giotto": 0}
+    for name in calls:
+        real = getattr(engines, f"_{name}")
+
+        def counted(*a, _real=real, _name=name, **kw):
+            calls[_name] += 1
+            return _real(*a, **kw)
+
+        monkeypatch.setattr(engines, f"_{name}", counted)
+    return calls
+
+
+def _js_stack(n: int, m: int = 3, seed: int = 0) -> np.ndarray:
+    from attntopo.distances import token_distances
+
+    P = np.random.default_rng(seed).dirichlet(np.full(n, 0.3), size=(m, n))
+    return token_distances(P)
+
+
+@pytest.mark.skipif(engines._ripser_core() is None, reason="ripser.py is not installed")
+def test_auto_gives_small_one_thread_matrices_to_ripser_core_and_the_rest_to_giotto(monkeypatch):
+    calls = _count_calls(monkeypatch)
+    limit = engines.AUTO_RIPSER_MAX_N
+    for n, threads, expect in ((limit, 1, "ripser"), (limit + 1, 1, "giotto"), (12, 2, "giotto")):
+        X = _js_stack(n)
+        before = dict(calls)
+        out = engines.compute_many(engines.condense(X), n, 1, INF, "auto", threads)
+        assert calls[expect] - before[expect] == len(X), (n, threads, calls)
+        other = "giotto" if expect == "ripser" else "ripser"
+        assert calls[other] == before[other]
+        ref = engines.compute_many(engines.condense(X), n, 1, INF, "giotto", threads)
+        for got, want in zip(out, ref):
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+    # without ripser.py the default is giotto-ph everywhere
+    monkeypatch.setattr(engines, "_RIPSER_CORE", False)
+    before = dict(calls)
+    engines.compute_many(engines.condense(_js_stack(10)), 10, 1, INF, "auto")
+    assert calls["ripser"] == before["ripser"] and calls["giotto"] == before["giotto"] + 3
+
+
+@pytest.mark.skipif(engines._ripser_core() is None, reason="ripser.py is not installed")
+@pytest.mark.parametrize("threshold", [INF, 0.35])
+def test_ripser_core_path_agrees_with_ripser_public_api(threshold):
+    """The core call (condensed ranks, the enclosing radius as the cut) against ripser.py's
+    own wrapper on the float64 distances themselves, which rounds them to float32: equal within
+    float32's rounding (2**-24 relative) on matrices without ties."""
+    from ripser import ripser
+
+    for seed in range(4):
+        X = _js_stack(20, m=4, seed=seed)
+        out = engines.compute_many(engines.condense(X), 20, 2, threshold, "ripser")
+        for D, got in zip(X, out):
+            ref = ripser(D, maxdim=2, distance_matrix=True, thresh=threshold)["dgms"]
+            for d in range(3):
+                r = ref[d][ref[d][:, 1] > ref[d][:, 0]]
+                r = r[np.lexsort((r[:, 1], r[:, 0]))]
+                assert got[d].shape == r.shape, (seed, d)
+                np.testing.assert_allclose(got[d], r, rtol=2**-22, atol=0)

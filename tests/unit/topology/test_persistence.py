@@ -29,7 +29,7 @@ from attntopo.topology import _pool, engines
 # the package attribute `persistence` is the function; the module is in sys.modules
 persistence_module = importlib.import_module("attntopo.topology.persistence")
 
-ALL_ENGINES = [e for e in ("giotto", "ripser", "gudhi") if e in available_engines()]
+ALL_ENGINES = [e for e in ("auto", "giotto", "ripser", "gudhi") if e in available_engines()]
 INF = math.inf
 SQ2 = math.sqrt(2.0)
 
@@ -77,10 +77,10 @@ def mst_lengths(D: np.ndarray) -> np.ndarray:
 
 
 def test_engines_registry():
-    assert list(ENGINES) == ["giotto", "ripser", "gudhi"]
-    assert available_engines()[0] == "giotto"
+    assert list(ENGINES) == ["auto", "giotto", "ripser", "gudhi"]
+    assert available_engines()[0] == "auto"
     assert ENGINES["ripser"].pip == "ripser"
-    assert persistence(square()).engine == "giotto"
+    assert persistence(square()).engine == "auto"
 
 
 # ------------------------------------------------------------ engines agree
@@ -312,7 +312,7 @@ def test_threshold_validation(threshold):
 
 def test_engine_and_threads_validation(monkeypatch):
     D = square()
-    _raises(InvalidInputError, r"unknown persistence engine 'foo'; allowed: 'giotto'",
+    _raises(InvalidInputError, r"unknown persistence engine 'foo'; allowed: 'auto', 'giotto'",
             persistence, D, engine="foo")
     _raises(InvalidInputError, r"n_threads must be None or an int >= 1",
             persistence, D, n_threads=0)
