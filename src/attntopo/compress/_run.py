@@ -128,7 +128,7 @@ def _effect(model: Any, ids: list[int], base, comp) -> dict:
     lp = torch.log_softmax(_logits(model, base), -1)
     lq = torch.log_softmax(_logits(model, comp), -1)
     kl = (lp.exp() * (lp - lq)).sum(-1)  # (n,)
-    nxt = torch.tensor(ids[1:])
+    nxt = torch.tensor(ids[1:], device=lp.device)  # the logits' device (a model on a GPU)
     nll_p = -lp[:-1].gather(1, nxt[:, None]).mean()
     nll_q = -lq[:-1].gather(1, nxt[:, None]).mean()
     return {"kl": float(kl.mean()), "perplexity": float(nll_p.exp()), "perplexity_compressed": float(nll_q.exp())}

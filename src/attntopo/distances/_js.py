@@ -16,6 +16,9 @@ from ._checks import _prepare
 from ._workers import _REFINE_ELEMENTS, _refine_, _Workers
 
 _TILE_TARGET = 1 << 18  # elements per JS tile: amortizes Python overhead, stays near the cache
+# on a GPU a tile is a few kernel launches and there is no cache to stay in: larger tiles (n=512,
+# 72 heads, H100: 1.5 s with 2**18, 0.17 s with 2**22, the same distances)
+_TILE_TARGET_GPU = 1 << 22
 _GROUP = 16  # rows per support group (joint-support restriction of the JS tiles)
 _STRIP_ROWS = 4  # rows i per JS tile (pairs i > j inside a tile are wasted work: ~_STRIP_ROWS / 2n)
 _JS_CUTOFF = {torch.float64: 1e-6, torch.float32: 1e-4}  # nats; below: recompute accurately
@@ -48,7 +51,8 @@ def _js_block(
     Pc = P.to(dtype)
     Pz = Pc.clamp_min(_TINY[dtype])  # u = p + q never 0 inside the log
     XP = torch.log(Pz).mul_(Pc)  # p ln p; exactly 0 where p == 0 (0 times a finite log)
-    tile = max(1, min(_TILE_TARGET, budget // (4 * workers.n)))
+    target = _TILE_TARGET if P.device.type == "cpu" else _TILE_TARGET_GPU
+    tile = max(1, min(target, budget // (4 * workers.n)))
 
     for s in range(0, n, _GROUP):
         e = min(n, s + _GROUP)
