@@ -24,7 +24,9 @@ Jensen–Shannon Rips diagram), batch size 32, into a fresh store.  Reported per
   size's measurements (the machine may be shared: read the ratios, taken in the same run);
 * ``ray`` (with ``--ray``, the default when ray is installed, except with ``--quick``): the Ray engine end to end on the
   same texts right after (a local Ray on all CPUs, one actor per CPU): its texts/s,
-  ``ratio_ray_to_local`` (goal ≤ 1.5) and Ray's overhead (see ``corpus_ray_bench.py``).
+  ``ratio_ray_to_local`` (goal ≤ 1.5) and Ray's overhead (see ``corpus_ray_bench.py``); at
+  ``--cli-tokens`` lengths also both engines as ``attntopo corpus`` in fresh processes
+  (``cli_ratio_ray_to_local``).
 
 Memory (``--memory N1,N2``): the same ~32-token run of N1 and of N2 texts, each in a fresh
 process, peak RSS (process + workers) compared (goal: N2 within +10 % of N1).
@@ -86,7 +88,8 @@ def run_corpus(model, texts: list[str]) -> tuple[float, RSSSampler, dict]:
     return seconds, rss, counts
 
 
-def measure(n_tokens: int, count: int, analyze_count: int, baseline_count: int, ray: bool = False) -> dict:
+def measure(n_tokens: int, count: int, analyze_count: int, baseline_count: int, ray: bool = False,
+            cli_tokens: tuple[int, ...] = ()) -> dict:
     import attntopo as at
 
     model = at.load_model("minilm")
@@ -102,9 +105,11 @@ def measure(n_tokens: int, count: int, analyze_count: int, baseline_count: int, 
         "peak_rss_mib": rss.peak_total / 2**20,
     }
     if ray:  # the Ray engine on the same texts, right after (benchmarks/corpus_ray_bench.py)
-        from corpus_ray_bench import measure_ray
+        from corpus_ray_bench import measure_cli, measure_ray
 
         out["ray"] = measure_ray(model, texts, seconds)
+        if n_tokens in cli_tokens:  # both engines as a user runs them: fresh processes
+            out["ray"].update(measure_cli(texts))
     sub = texts[:analyze_count]
     at.analyze(sub[0], model=model, drop_special=True)  # warm
     t0 = time.perf_counter()
@@ -157,6 +162,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--ray", action=argparse.BooleanOptionalAction, default=None,
                     help="also the Ray engine on the same texts (default: when ray is installed)")
+    ap.add_argument("--cli-tokens", default="32",
+                    help="lengths at which both engines also run as `attntopo corpus` in fresh processes")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -172,7 +179,8 @@ def main() -> None:
     doc = {"machine": machine_info(), "versions": versions(), "sets": list(SETS), "batch_size": BATCH,
            "args": {k: v for k, v in vars(a).items() if k not in ("out", "memory_child")}, "runs": []}
     for n in [int(x) for x in a.tokens.split(",") if x]:
-        r = measure(n, a.count, a.analyze_count, a.baseline_count, ray=a.ray)
+        r = measure(n, a.count, a.analyze_count, a.baseline_count, ray=a.ray,
+                    cli_tokens=tuple(int(x) for x in a.cli_tokens.split(",") if x))
         print(json.dumps(r), file=sys.stderr)
         doc["runs"].append(r)
     if a.memory:

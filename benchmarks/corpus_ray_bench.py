@@ -17,6 +17,11 @@ MiniLM, all 72 heads, the ``js`` set, batch size 32), ``--rounds`` times in turn
   CPUs, one actor per CPU (each loads the model), the parts written, Ray shut down;
   ``ratio_ray_to_local`` = its wall time / the local engine's (goal ≤ 1.5);
   ``ratio_pipeline_to_local`` leaves out starting and stopping Ray (a cluster already up).
+  The local engine is measured warm (model loaded, pool started) and Ray cold, which is
+  Ray's worst case;
+* ``cli_*`` (:func:`measure_cli`, from ``corpus_bench.py`` at ~32 tokens): both engines as a
+  user runs them, ``attntopo corpus FILE --engine local|ray``, each a fresh process (imports,
+  model load, the pool or Ray included).
 
 Ray's overhead, from :class:`attntopo.corpus._ray.RayRunStats`: ``connect_s`` (``ray.init`` of a
 local Ray), ``actor_init_s`` (an actor's process start, imports and model load, mean),
@@ -98,6 +103,37 @@ def measure_ray(model, texts: list[str], local_seconds: float) -> dict:
     out.update(_overhead(stats))
     pipeline = seconds - stats.connect_s - stats.shutdown_s
     out["ratio_pipeline_to_local"] = pipeline / local_seconds
+    return out
+
+
+def cli_run(path: Path, engine: str) -> float:
+    """Seconds of ``attntopo corpus PATH --engine ENGINE`` in a fresh process (imports, model
+    load, the persistence pool or Ray: everything a user waits for)."""
+    import os
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as d:
+        cmd = [sys.executable, "-m", "attntopo", "corpus", str(path), "--out", str(Path(d) / "store"),
+               "--sets", ",".join(SETS), "--batch-size", str(BATCH), "--engine", engine, "--quiet"]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, env=dict(os.environ, ATTNTOPO_PROGRESS="0"))
+        return time.perf_counter() - t0
+
+
+def measure_cli(texts: list[str], rounds: int = 1) -> dict:
+    """The two engines as a user runs them: ``attntopo corpus`` on a file of ``texts`` (one per
+    line), each run a fresh process, local and Ray in turn; medians of ``rounds``."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "texts.txt"
+        path.write_text("\n".join(t.replace("\n", " ") for t in texts) + "\n", encoding="utf-8")
+        local, ray = [], []
+        for _ in range(rounds):
+            local.append(cli_run(path, "local"))
+            ray.append(cli_run(path, "ray"))
+    out = {"cli_local_s": statistics.median(local), "cli_ray_s": statistics.median(ray),
+           "cli_local_runs": local, "cli_ray_runs": ray}
+    out["cli_ratio_ray_to_local"] = out["cli_ray_s"] / out["cli_local_s"]
+    log(f"command line: {json.dumps(out)}")
     return out
 
 
