@@ -410,9 +410,9 @@ def _warn_unknown(store: Store) -> None:
 
     from ..errors import UnknownTokensWarning, user_stacklevel
 
-    # part by part, like the counts (a DuckDB query over every part holds every footer at once)
-    n = sum(int((t["n_unknown"].fill_null(0).to_numpy(zero_copy_only=False) > 0).sum())
-            for t in store._bookkeeping(["n_unknown"]))
+    # from the parts' summaries, like the counts (a DuckDB query over every part would hold
+    # every footer at once)
+    n = sum(summary["unknown"] for summary in store._summaries())
     if n:
         warnings.warn(UnknownTokensWarning(
             f"{n} text{'s' if n != 1 else ''} of the corpus hold{'' if n != 1 else 's'} tokens that became the unknown token "

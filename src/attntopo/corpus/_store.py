@@ -171,6 +171,10 @@ class Store:
         self.feature_columns = list(doc.get("feature_columns", []))
         self._parts: dict[int, Path] | None = None
         self._rows: dict[int, int] = {}
+        # per part: its file's (size, mtime_ns) when it was checked or written here (a part
+        # never changes after its atomic write, so it is not checked again while these hold)
+        # and its bookkeeping summary (_summary), None until read: see _summaries
+        self._known: dict[int, tuple[tuple[int, int], dict | None]] = {}
         self._con = None
 
     # -------------------------------------------------------------- creation
@@ -216,6 +220,12 @@ class Store:
                     )
                 continue
             k = int(m.group(1))
+            key = _stat_key(p)
+            known = self._known.get(k)
+            if known is not None and known[0] == key and k in self._rows:
+                parts[k] = p  # checked before (or written here), unchanged since
+                rows[k] = self._rows[k]
+                continue
             try:
                 # Not read_metadata(p).schema.to_arrow_schema(): FileMetaData.schema makes a
                 # reference cycle (the ParquetSchema points back at its FileMetaData), so each
@@ -245,6 +255,9 @@ class Store:
                 raise ResultFormatError(f"{p}: its columns differ from the store's: delete it and re-run")
             parts[k] = p
             rows[k] = num_rows
+            self._known[k] = (key, None)
+        for k in [k for k in self._known if k not in parts]:
+            del self._known[k]
         self._parts, self._rows = parts, rows
         return parts
 
@@ -294,9 +307,10 @@ class Store:
         rest = [c for c in table.column_names if c not in plain]
         pq.write_table(table, sink, compression="snappy", use_dictionary=rest, write_statistics=rest)
         path = atomic_write_bytes(self.path / part_name(batch), sink.getvalue().to_pybytes())
+        self._known[batch] = (_stat_key(path), _summary(table.select(list(_SUMMARY_COLUMNS))))
+        self._rows[batch] = table.num_rows
         if self._parts is not None:
             self._parts[batch] = path
-            self._rows[batch] = table.num_rows
         self._con = None
         return path
 
@@ -320,17 +334,6 @@ class Store:
             return pq.read_table(path, columns=columns)
         except Exception as e:  # noqa: BLE001
             raise ResultFormatError(f"{path}: corrupt part file ({str(e).splitlines()[0]})") from None
-
-    def _bookkeeping(self, columns: list[str]) -> Iterator[Any]:
-        """The given columns of each part in turn (one part in memory at a time).
-
-        Counts and the error log read a few columns part by part: a DuckDB query over every
-        part parses every footer at once, and a footer holds metadata for each of the ~2,000
-        feature columns (~0.5 MB a part), so memory would grow with the number of parts.
-        """
-        parts = self.parts()
-        for k in sorted(parts):
-            yield self._read(parts[k], columns)
 
     def to_arrow(self, columns: list[str] | None = None) -> Any:
         """Every row, in input order, as a :class:`pyarrow.Table` (``columns``: a subset)."""
@@ -441,29 +444,33 @@ class Store:
         out = {"total": total, "done": 0, "ok": 0, "truncated": 0,
                "skipped_empty": int(self.manifest.get("input", {}).get("n_empty", 0)),
                "skipped_long": 0, "failed": 0}
-        for t in self._bookkeeping(["status", "truncated"]):
-            status = t["status"].to_numpy(zero_copy_only=False)
-            ok = status == STATUS_OK
-            truncated = t["truncated"].fill_null(False).to_numpy(zero_copy_only=False)
-            out["done"] += int(status.size)
-            out["ok"] += int(ok.sum())
-            out["truncated"] += int((ok & truncated).sum())
-            out["skipped_long"] += int((status == STATUS_SKIPPED).sum())
-            out["failed"] += int((status == STATUS_FAILED).sum())
+        for summary in self._summaries():
+            for key in ("done", "ok", "truncated", "skipped_long", "failed"):
+                out[key] += summary[key]
         out["remaining"] = max(0, total - out["done"])
         return out
 
     def write_errors(self) -> Path:
         """Rewrite ``errors.jsonl`` from the part files (one line per skipped or failed row)."""
-        import pyarrow.compute as pc
-
-        rows = []
-        for t in self._bookkeeping(["id", "row", "status", "error", "n_tokens"]):
-            rows += t.filter(pc.not_equal(t["status"], STATUS_OK)).to_pylist()
+        rows = [r for summary in self._summaries() for r in summary["errors"]]
         rows.sort(key=lambda r: r["row"])
-        lines = [json.dumps({k: r[k] for k in ("id", "row", "status", "error", "n_tokens")}, ensure_ascii=False)
-                 for r in rows]
+        lines = [json.dumps(r, ensure_ascii=False) for r in rows]
         return atomic_write_text(self.path / ERRORS, "".join(x + "\n" for x in lines))
+
+    def _summaries(self) -> Iterator[dict]:
+        """Each part's :func:`_summary`, in batch order: kept from its write in this process,
+        else read once (its few bookkeeping columns) and kept while the file is unchanged.
+
+        Counts and the error log need a handful of columns of every part; reading them means
+        parsing each part's footer (~15 ms: metadata for ~2,000 feature columns), which had
+        made the end of a run cost ~50 ms a part (the error log, then the final counts).
+        """
+        for k, path in sorted(self.parts().items()):
+            known = self._known.get(k)
+            key = _stat_key(path)
+            if known is None or known[0] != key or known[1] is None:
+                known = self._known[k] = (key, _summary(self._read(path, list(_SUMMARY_COLUMNS))))
+            yield known[1]
 
     def errors(self) -> list[dict]:
         """The entries of ``errors.jsonl`` (skipped and failed rows)."""
@@ -479,6 +486,34 @@ class Store:
         c = self.counts()
         return (f"Store({str(self.path)!r}, rows={c['done']}/{c['total']}, ok={c['ok']}, "
                 f"failed={c['failed']}, model={self.settings.model!r}, sets={list(self.settings.sets)})")
+
+
+#: The bookkeeping columns a part's summary is made of.
+_SUMMARY_COLUMNS = ("id", "row", "status", "error", "n_tokens", "truncated", "n_unknown")
+
+
+def _stat_key(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+def _summary(t: Any) -> dict:
+    """Counts of a part's rows (``done``, ``ok``, ``truncated`` among ok, ``skipped_long``,
+    ``failed``, ``unknown``: rows holding unknown tokens) and its skipped or failed rows as
+    ``errors.jsonl`` entries, from a table of :data:`_SUMMARY_COLUMNS`."""
+    import pyarrow.compute as pc
+
+    status = t["status"].to_numpy(zero_copy_only=False)
+    ok = status == STATUS_OK
+    truncated = t["truncated"].fill_null(False).to_numpy(zero_copy_only=False)
+    bad = t.filter(pc.not_equal(t["status"], STATUS_OK)).to_pylist() if not ok.all() else []
+    return {
+        "done": int(status.size), "ok": int(ok.sum()), "truncated": int((ok & truncated).sum()),
+        "skipped_long": int((status == STATUS_SKIPPED).sum()),
+        "failed": int((status == STATUS_FAILED).sum()),
+        "unknown": int((t["n_unknown"].fill_null(0).to_numpy(zero_copy_only=False) > 0).sum()),
+        "errors": [{k: r[k] for k in ("id", "row", "status", "error", "n_tokens")} for r in bad],
+    }
 
 
 def open_store(path: Any) -> Store:

@@ -170,6 +170,67 @@ def test_counts_and_errors_log(tmp_path):
     assert errs == [{"id": errs[0]["id"], "row": 3, "status": "failed", "error": "Boom: x", "n_tokens": 5}]
 
 
+def _counted_reads(monkeypatch) -> list:
+    reads: list = []
+    real = Store._read
+
+    def counted(self, path, columns=None):
+        reads.append((path.name, tuple(columns) if columns else None))
+        return real(self, path, columns)
+
+    monkeypatch.setattr(Store, "_read", counted)
+    return reads
+
+
+def _direct_counts(store: Store) -> tuple[dict, list]:
+    """Counts and error rows straight from every row (pandas), the independent reference."""
+    df = store.to_pandas()
+    ok = df.status == "ok"
+    counts = {"done": len(df), "ok": int(ok.sum()), "truncated": int((ok & df.truncated).sum()),
+              "failed": int((df.status == "failed").sum()), "skipped_long": int((df.status == "skipped").sum())}
+    bad = df[~ok].sort_values("row")
+    errors = [{"id": r.id, "row": int(r.row), "status": r.status, "error": r.error, "n_tokens": int(r.n_tokens)}
+              for r in bad.itertuples()]
+    return counts, errors
+
+
+def test_counts_and_errors_come_from_part_summaries_read_once(tmp_path, monkeypatch):
+    """The end of a run (error log, counts, the unknown-token warning) reads no part it wrote
+    (its summary is kept from the write); a store opened afresh reads each part's bookkeeping
+    columns once; a part rewritten since is read again.  Checked against every row."""
+    store = _store(tmp_path)
+    reads = _counted_reads(monkeypatch)
+    store.refresh()
+    store.write_errors()
+    c = store.counts()
+    assert reads == []  # nothing read: summaries from the writes, footers checked at the write
+    want, errors = _direct_counts(store)
+    assert {k: c[k] for k in want} == want and store.errors() == errors
+    reads.clear()
+
+    fresh = open_store(store.path)
+    fresh.write_errors()
+    fresh.counts()
+    fresh.refresh()
+    assert fresh.counts() == c
+    assert sorted(name for name, _ in reads) == [part_name(0), part_name(1), part_name(2)]
+    reads.clear()
+
+    # another process rewrites batch 1 (the same batch computed again): read again, once
+    other = open_store(store.path)
+    inp = open_input(TEXTS)
+    k, t = list(inp.batches(2))[1]
+    rows = _rows(t, 7)
+    rows = rows.set_column(rows.schema.get_field_index("truncated"), "truncated", pa.array([True] * rows.num_rows))
+    other.write_part(k, rows)
+    os.utime(store.path / part_name(1), ns=(1, 1))  # a stat that differs even on a coarse clock
+    fresh.refresh()
+    c2 = fresh.counts()
+    assert [name for name, _ in reads] == [part_name(1)]
+    want, _ = _direct_counts(fresh)
+    assert {k: c2[k] for k in want} == want and c2["truncated"] == c["truncated"] + 2 - 1
+
+
 def _live_footers() -> int:
     """Parsed Parquet footers (FileMetaData) still alive in this process."""
     import gc
