@@ -20,6 +20,7 @@ from __future__ import annotations
 import warnings
 from concurrent.futures import Future
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -95,6 +96,28 @@ def check_lengths(model: Any, batches: Any) -> None:
                 ) from None
 
 
+@dataclass
+class _Batch:
+    """The bookkeeping of a started batch, per text: its token count, unknown tokens,
+    truncation, status and error (filled by :meth:`BatchWorker.start`), and ``run``, the
+    texts whose features are computed."""
+
+    table: Any
+    texts: list[str]
+    n_tokens: list[int | None]
+    n_unknown: list[int | None]
+    truncated: list[bool]
+    status: list[str]
+    error: list[str | None]
+    run: list[int] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, table: Any) -> "_Batch":
+        texts = table["text"].to_pylist()
+        n = len(texts)
+        return cls(table, texts, [None] * n, [None] * n, [False] * n, [STATUS_OK] * n, [None] * n)
+
+
 class BatchWorker:
     """Computes the store rows of a batch of texts; the model is loaded once, here.
 
@@ -157,88 +180,80 @@ class BatchWorker:
         """
         st = self.settings
         m = self.model
-        texts = table["text"].to_pylist()
-        n = len(texts)
-        n_tokens: list[int | None] = [None] * n
-        n_unknown: list[int | None] = [None] * n
-        truncated = [False] * n
-        status = [STATUS_OK] * n
-        error: list[str | None] = [None] * n
+        b = _Batch.of(table)
         unk = getattr(m.tokenizer, "unk_token_id", None)
-        for i, t in enumerate(texts):
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", UnknownTokensWarning)
+        with warnings.catch_warnings():  # unknown tokens are counted per row (n_unknown)
+            warnings.simplefilter("ignore", UnknownTokensWarning)
+            for i, t in enumerate(b.texts):
+                try:
                     try:
                         enc = m.tokenize(t)
                     except TextTooLongError as e:
                         if st.on_long != "truncate":
-                            n_tokens[i] = e.n_tokens
-                            status[i] = STATUS_SKIPPED if st.on_long == "skip" else STATUS_FAILED
-                            error[i] = f"too long: {e.n_tokens} tokens, {m.name} takes at most {e.limit}"
+                            b.n_tokens[i] = e.n_tokens
+                            b.status[i] = STATUS_SKIPPED if st.on_long == "skip" else STATUS_FAILED
+                            b.error[i] = f"too long: {e.n_tokens} tokens, {m.name} takes at most {e.limit}"
                             continue
                         enc = m.tokenize(t, truncate=True)
-                n_tokens[i] = len(enc.ids)
-                truncated[i] = bool(enc.truncated)
-                if all(enc.special):
-                    status[i] = STATUS_FAILED
-                    error[i] = "no token but special ones: the tokenizer kept no character of the text"
-                n_unknown[i] = sum(1 for x, sp in zip(enc.ids, enc.special) if x == unk and not sp) if unk is not None else 0
-            except Exception as e:  # noqa: BLE001 - one bad text never stops the batch
-                status[i], error[i] = STATUS_FAILED, _reason(e)
-        run = [i for i in range(n) if status[i] == STATUS_OK]
+                    b.n_tokens[i] = len(enc.ids)
+                    b.truncated[i] = bool(enc.truncated)
+                    if all(enc.special):
+                        b.status[i] = STATUS_FAILED
+                        b.error[i] = "no token but special ones: the tokenizer kept no character of the text"
+                    b.n_unknown[i] = (sum(1 for x, sp in zip(enc.ids, enc.special) if x == unk and not sp)
+                                      if unk is not None else 0)
+                except Exception as e:  # noqa: BLE001 - one bad text never stops the batch
+                    b.status[i], b.error[i] = STATUS_FAILED, _reason(e)
+        b.run = [i for i in range(len(b.texts)) if b.status[i] == STATUS_OK]
         pending: Callable[[], tuple[np.ndarray, list[Any]]] | None = None
-        if run:
+        if b.run:
             try:
-                pending = self._compute_start([texts[i] for i in run], submit, forward_threads)
+                pending = self._compute_start([b.texts[i] for i in b.run], submit, forward_threads)
             except Exception:  # noqa: BLE001 - found text by text in finish()
                 pending = None
 
         def finish() -> Any:
-            return self._rows(table, texts, run, pending, submit, forward_threads,
-                              n_tokens, n_unknown, truncated, status, error)
+            return self._rows(b, pending, submit, forward_threads)
 
         return finish
 
-    def _rows(self, table: Any, texts: list[str], run: list[int],
-              pending: Callable[[], tuple[np.ndarray, list[Any]]] | None,
-              submit: Callable[..., Future] | None, forward_threads: int | None,
-              n_tokens: list[int | None], n_unknown: list[int | None], truncated: list[bool],
-              status: list[str], error: list[str | None]) -> Any:
+    def _rows(self, b: "_Batch", pending: Callable[[], tuple[np.ndarray, list[Any]]] | None,
+              submit: Callable[..., Future] | None, forward_threads: int | None) -> Any:
         """The Arrow rows of a started batch (``pending``: its features, None when starting
         them failed)."""
         pa = _pa()
         st = self.settings
-        n = len(texts)
+        n = len(b.texts)
         values = np.full((n, len(self.columns)), np.nan)
         dgms: list[Any] = [None] * n
-        if run:
+        if b.run:
             try:
                 if pending is None:
                     raise _BatchFailed
                 vals, dg = pending()
-                values[run] = vals
-                for i, d in zip(run, dg):
+                values[b.run] = vals
+                for i, d in zip(b.run, dg):
                     dgms[i] = d
             except Exception:  # noqa: BLE001 - find the bad text(s): one at a time
-                for i in run:
+                for i in b.run:
                     try:
-                        vals, dg = self._compute_start([texts[i]], submit, forward_threads)()
+                        vals, dg = self._compute_start([b.texts[i]], submit, forward_threads)()
                         values[i] = vals[0]
                         dgms[i] = dg[0]
                     except Exception as e:  # noqa: BLE001
-                        status[i], error[i] = STATUS_FAILED, _reason(e)
+                        b.status[i], b.error[i] = STATUS_FAILED, _reason(e)
+        table = b.table
         schema = self._schema(table.schema)
-        ok = np.array([s == STATUS_OK for s in status])
+        ok = np.array([s == STATUS_OK for s in b.status])
         cols: dict[str, Any] = {
             "id": table["id"],
             "row": table["row"],
-            "text_sha256": pa.array([text_sha256(t) for t in texts], pa.string()),
-            "n_tokens": pa.array(n_tokens, pa.int32()),
-            "n_unknown": pa.array(n_unknown, pa.int32()),
-            "truncated": pa.array(truncated, pa.bool_()),
-            "status": pa.array(status, pa.string()),
-            "error": pa.array(error, pa.string()),
+            "text_sha256": pa.array([text_sha256(t) for t in b.texts], pa.string()),
+            "n_tokens": pa.array(b.n_tokens, pa.int32()),
+            "n_unknown": pa.array(b.n_unknown, pa.int32()),
+            "truncated": pa.array(b.truncated, pa.bool_()),
+            "status": pa.array(b.status, pa.string()),
+            "error": pa.array(b.error, pa.string()),
         }
         for f in table.schema:
             if f.name not in ("id", "row", "text"):
