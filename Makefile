@@ -67,6 +67,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py --out docs/benchmarks.md --json docs/benchmarks.json
 	$(PY) benchmarks/features_bench.py --out docs/benchmarks_features.md --json docs/benchmarks_features.json
 	$(PY) benchmarks/corpus_bench.py --out docs/corpus_bench.json
+	$(PY) benchmarks/engines_bench.py --out docs/engines_bench.json
 	$(PY) benchmarks/theory_bench.py --json docs/theory_bench.json
 
 bench-quick: $(STAMP)

@@ -72,20 +72,22 @@ giotto-ph starts and joins C++ threads in every call, also with one thread (~3 v
 context switches a call).  Alone on a machine that costs little, but when every core is
 busy (a corpus run: persistence workers beside a forward pass, or one Ray actor per CPU)
 each start waits for a core: measured here with two such processes on two cores, giotto-ph
-took 0.85–0.97 ms a matrix at n=32 against 0.51 ms alone, the cores ~30 % idle.
-ripser.py's core is single-threaded and starts nothing.  Per matrix, :func:`compute_many`
-on stacks of 72 such matrices, ms (alone / two processes on two cores):
+took 0.87 ms a matrix at n=32 against 0.46 ms alone, the cores ~30 % idle.  ripser.py's core
+is single-threaded and starts nothing.  Per matrix, :func:`compute_many` on stacks of 72 such
+matrices (H0+H1, one thread), ms, alone / in each of two processes on two cores at once
+(``benchmarks/engines_bench.py``, ``docs/engines_bench.json``; giotto-ph ~3 voluntary context
+switches a call, ripser.py's core none):
 
 ======  ===========  ===========
 n       giotto       ripser core
 ======  ===========  ===========
-16      0.27 / 0.40  0.08 / 0.08
-24      0.43 / 0.56  0.20 / 0.21
-32      0.51 / 0.91  0.45 / 0.46
-40      0.74 / 1.24  0.82 / 0.86
-48      1.11 / 1.54  1.39 / 1.37
-64      2.29 / 2.79  3.01 / 3.17
-128     15.2 / 15.3  22.0 / 22.5
+16      0.23 / 0.44  0.08 / 0.08
+24      0.32 / 0.64  0.21 / 0.22
+32      0.46 / 0.87  0.45 / 0.45
+40      0.68 / 1.23  0.80 / 0.84
+48      1.03 / 1.67  1.31 / 1.35
+64      2.08 / 2.97  2.98 / 3.05
+128     14.4 / 13.9  20.7 / 20.9
 ======  ===========  ===========
 
 Hence ``"auto"``: ripser.py's core up to n=40, giotto-ph above.  The diagrams do not
