@@ -100,3 +100,27 @@ def test_baseline_subset_rows_match_full_loop(baseline_run):
     part = bl.js_matrix(P, rows=4)
     np.testing.assert_array_equal(part[:4], b["distances"][(2, 5)][:4])
     assert not part[4:].any()
+
+
+def test_engines_benchmark_runs_and_compares_every_engine(tmp_path):
+    """benchmarks/engines_bench.py (the measurement behind the 'auto' engine): runs alone and in
+    two processes at once, reports every installed engine, and checks that each gives
+    giotto-ph's diagrams bit for bit (it fails otherwise)."""
+    from attntopo.topology import engines
+
+    out = tmp_path / "engines.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "engines_bench.py"), "--sizes", "12,41", "--stacks", "1",
+         "--rounds", "1", "--procs", "2", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    import json
+
+    doc = json.loads(out.read_text())
+    assert [r["n"] for r in doc["table"]] == [12, 41] and doc["procs"] == 2
+    for e in ("giotto", "ripser", "auto"):
+        if e in engines.available_engines():
+            assert all(r[f"{e}_alone_ms"] > 0 and r[f"{e}_busy_ms"] > 0 for r in doc["table"])
+    if "ripser" in engines.available_engines():  # ripser.py's core starts no threads
+        assert all(r["ripser_switches_per_call"] < 0.5 for r in doc["table"])
