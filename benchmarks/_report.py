@@ -95,7 +95,8 @@ def one_text(res: dict) -> tuple[str, str, dict]:
         t2.append([
             n, fs(s["total"]), fs(s["forward"]), fs(s["distances"]), fs(s["persistence"]),
             fs(s["overhead"]) + pack,
-            fs(lim["bare_forward"]), f"{e1} / {fs(lim['engine_2thr'])} {note}".rstrip(),
+            fs(lim["bare_forward"]),
+            f"{e1} / {fs(lim['engine_2thr'])} / {fs(lim['engine_ripser']) if 'engine_ripser' in lim else '–'} {note}".rstrip(),
             fs(lim["limit"]), fx(s["total"] / lim["limit"]),
         ])
     one = table(["n tokens", "attntopo `analyze`, warm", "cold", "baseline",
@@ -113,7 +114,7 @@ def one_text(res: dict) -> tuple[str, str, dict]:
         f"(n ≤ 256)."
     )
     two = table(["n", "total", "forward", "distances", "persistence (pool)",
-                 "overhead (tokenize+pack)", "limit: forward", "limit: engine 1 thr / 2 thr",
+                 "overhead (tokenize+pack)", "limit: forward", "limit: giotto-ph 1 thr / 2 thr / ripser.py",
                  "limit", "total / limit"], t2)
     if res.get("stage_hooks_missing"):
         two += f"\n\nStage hooks not found (library refactored?): {res['stage_hooks_missing']}."
@@ -181,7 +182,7 @@ def causal(res: dict) -> tuple[str, dict]:
          fs(s["distances"]), fs(s["persistence"]), fs(s["overhead"])],
         ["attntopo `analyze`, cold", fs(cold["total"]), fs(cold["forward"]),
          fs(cold["distances"]), fs(cold["persistence"]), fs(cold["overhead"])],
-        [f"limit: forward + giotto-ph serial (best of 1/2 threads) {note}".rstrip(),
+        [f"limit: forward + fastest engine serial (giotto-ph 1/2 threads, ripser.py) {note}".rstrip(),
          fs(lim["limit"]), fs(lim["bare_forward"]), "", fs(lim["engine_best"]), ""],
     ]
     if b:
@@ -295,16 +296,18 @@ STAGES_HELP = """\
 functions `analyze` calls, in the benchmark process; the library is unchanged): **forward** =
 `AttentionModel._forward` (input tensors, the model call with `output_attentions=True`,
 stacking the weights into numpy); **distances** = `token_distances`; **persistence** =
-`persistence_batch` (ranks, the warm pool of giotto-ph worker processes,
-`Diagram`s); **overhead** = total − those three (tokenization and `Attention` packing, in
+`persistence_batch` (ranks, the warm pool of persistence worker processes running the default
+`auto` engine, `Diagram`s); **overhead** = total − those three (tokenization and `Attention` packing, in
 brackets, plus provenance and `Analysis` building).
 
 *The limit* is what no pipeline doing this work could beat here without a faster engine: the
 **model call alone** (the Hugging Face model's forward with `output_attentions=True` on the
-same tokens, median) plus **giotto-ph's own time** on the very same 72 distance matrices:
-its public `ripser_parallel(D, metric="precomputed", maxdim=1, n_threads=t)` called on each
-matrix in turn and summed, with t = 1 and t = 2 up to n = 128 (the limit takes the faster) and
-t = 2 above (where threads help); large n: timed on evenly spread matrices and scaled. The
+same tokens, median) plus **the fastest engine's own time** on the very same 72 distance
+matrices: giotto-ph's public `ripser_parallel(D, metric="precomputed", maxdim=1, n_threads=t)`
+called on each matrix in turn and summed, with t = 1 and t = 2 up to n = 128 and t = 2 above
+(where threads help), and ripser.py's public `ripser(D, distance_matrix=True, maxdim=1)` the
+same way (the default engine gives small matrices to ripser.py's core); the limit takes the
+fastest; large n: timed on evenly spread matrices and scaled. The
 Jensen–Shannon distances are *not* in the limit (the engine does not compute them), so
 total / limit ≤ 1.2 asks distances + overhead to cost under 20 % of the limit, or to be won
 back by the worker pool (which can beat the engine's own serial use)."""
@@ -327,7 +330,7 @@ HOW_TO_READ = """\
   linearly to all heads ("scaled from k heads"): at a fixed n the cost per head hardly varies.
 * **attntopo** is `attntopo.analyze(text, model=m)` with the model loaded once (`m =
   load_model("minilm")`) and default settings: Jensen–Shannon base 2, H0+H1, full filtration,
-  giotto-ph, all cores. **Warm**: the persistence worker pool is already running; **cold**:
+  the `auto` engine (ripser.py's core up to 40 points, giotto-ph above), all cores. **Warm**: the persistence worker pool is already running; **cold**:
   the first call of a fresh process.
 * Times are medians over the runs shown (fewer runs at large n); the baseline at n ≥ 128 is
   one run, itself a sum over many heads. Speed-up = baseline / attntopo warm.
