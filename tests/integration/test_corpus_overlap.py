@@ -13,7 +13,7 @@ import pytest
 from attntopo import corpus
 from attntopo.corpus._work import BatchWorker
 from attntopo.datasets import fortunes
-from attntopo.features._compute import torch_threads
+from attntopo._threads import torch_threads
 
 LAYERS, HEADS = [0, 4], [2, 9]
 

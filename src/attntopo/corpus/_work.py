@@ -289,13 +289,14 @@ class BatchWorker:
         persistence here; the persistence batches through ``submit`` (see :meth:`start`)
         or here when it is None.  The returned function gives :meth:`_compute`'s result."""
         from ..distances import token_distances
-        from ..features._compute import Done, chunk_start, set_columns, set_quantities, torch_threads
+        from .._threads import torch_threads
+        from ..features._compute import Done, chunk_start, set_columns, set_quantities
         from ..topology.persistence import _persistence_batch_valid
 
         st = self.settings
         with warnings.catch_warnings():  # counted per row in n_unknown; run() warns once
             warnings.simplefilter("ignore", UnknownTokensWarning)
-            with torch_threads(forward_threads) if forward_threads else nullcontext():
+            with torch_threads(forward_threads, at_most=True) if forward_threads else nullcontext():
                 atts = self.model.attention(list(texts), truncate=st.on_long == "truncate",
                                             layers=list(st.layers), heads=list(st.heads))
         n = len(atts)

@@ -15,7 +15,8 @@ from ..errors import InvalidInputError, InvalidMatrixError
 from ._checks import _as_tensor, _as_vector, _check_base, _check_settings, _prepare, _validate
 from ._hellinger import _hellinger_block, _tv_block
 from ._js import _LN2, _js_block, _js_native, _native_lib, _phi_terms_np
-from ._workers import _torch_threads, _Workers
+from .._threads import torch_threads
+from ._workers import _Workers
 
 __all__ = ["token_distances", "row_distances", "pairwise_distance"]
 
@@ -195,7 +196,7 @@ def _distances(
     on_cpu = x3.device.type == "cpu"
     n_workers = (threads or torch.get_num_threads()) if on_cpu else 1
     lib = _native_lib(dtype, x3) if metric == "jensen_shannon" else None
-    with torch.no_grad(), _torch_threads(1 if on_cpu else threads), _Workers(n_workers) as workers:
+    with torch.no_grad(), torch_threads(1 if on_cpu else threads), _Workers(n_workers) as workers:
         # one cheap pass: validation, and (for the torch JS path) the union of the rows' supports
         need_support = metric == "jensen_shannon" and lib is None
         support, nonneg = _validate(x3, lead, paper_compat, budget, need_support, noun)

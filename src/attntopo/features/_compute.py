@@ -2,7 +2,7 @@
 
 Besides ``__all__``, the names here without a leading underscore (``check_settings``,
 ``set_columns``, ``set_quantities``, ``chunk_start``, ``PERSISTENCE_SETS``, ``Done``,
-``torch_threads``, ``threads_beside_workers``) are what :mod:`attntopo.corpus` builds on: the
+``threads_beside_workers``) are what :mod:`attntopo.corpus` builds on: the
 corpus engine computes the same feature sets, batch by batch, through them.  They are not
 part of the public API (the module is private).
 """
@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import sys
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
-from typing import Any, Callable, Iterator, Sequence
+from contextlib import nullcontext
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .._threads import torch_threads
 from .._validation import check_bool, check_choice, check_number, check_positive_int
 from .._version import __version__
 from ..attention import Attention
@@ -298,20 +298,6 @@ class Done:
         return self._value
 
 
-@contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Run torch's intra-op work on at most ``n`` threads inside the block (torch only if loaded)."""
-    torch = sys.modules.get("torch")
-    old = torch.get_num_threads() if torch is not None else n
-    if old > n:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        if old > n:
-            torch.set_num_threads(old)
-
-
 def features(
     texts: Any,
     model: Any = "minilm",
@@ -483,7 +469,7 @@ def _run_chunks(
                 atts.append(att)
                 bounds.append(None)
         if to_run:
-            with torch_threads(forward_threads) if forward_threads else nullcontext():
+            with torch_threads(forward_threads, at_most=True) if forward_threads else nullcontext():
                 got = m.attention(to_run, layers=layers, heads=heads, truncate=truncate)
             for p, a in zip(run_pos, got):
                 atts[p] = a

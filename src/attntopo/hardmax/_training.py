@@ -167,7 +167,7 @@ def train_classifier(
     """
     import torch
 
-    from ..distances._workers import _torch_threads
+    from .._threads import torch_threads
 
     texts, labels, classes = _check_data(texts, labels)
     d = check_int(d, "d", lo=1)
@@ -235,7 +235,7 @@ def train_classifier(
     # tiny tensors (a batch of 64 texts × d numbers): torch's intra-op threads only add
     # synchronisation (measured: 2 threads 4× slower than 1 on a 2-core machine), and one
     # thread makes a run the same on every machine whatever its core count
-    with _torch_threads(1):
+    with torch_threads(1):
         for epoch in range(1, epochs + 1):
             order = rng.permutation(tr)
             total, seen = 0.0, 0

@@ -9,7 +9,8 @@ from _synthetic import text_attention
 
 from attntopo.errors import InvalidInputError
 from attntopo.features import features
-from attntopo.features._compute import check_settings, chunk_rows, threads_beside_workers, torch_threads
+from attntopo._threads import torch_threads
+from attntopo.features._compute import check_settings, chunk_rows, threads_beside_workers
 
 SETS = ("js", "graph", "barcode", "template", "js_landscape")
 TEXTS = [
@@ -69,3 +70,23 @@ def test_torch_threads_restored():
         with torch_threads(1):
             raise RuntimeError("boom")
     assert torch.get_num_threads() == before
+
+
+def test_torch_threads_exact_at_most_and_none():
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        with torch_threads(2):  # exact: raised to 2
+            assert torch.get_num_threads() == 2
+        assert torch.get_num_threads() == 1
+        with torch_threads(2, at_most=True):  # a cap never raises the count
+            assert torch.get_num_threads() == 1
+        torch.set_num_threads(2)
+        with torch_threads(1, at_most=True):
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+        with torch_threads(None), torch_threads(None, at_most=True):
+            assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
