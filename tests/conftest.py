@@ -34,6 +34,25 @@ _share_the_cores()
 
 import pytest  # noqa: E402
 
+
+def _hypothesis_profile() -> None:
+    """Hypothesis draws new examples in every run on a developer's machine (where the
+    property tests found real bugs: a subnormal division, an asymmetric JS recomputation),
+    and the same examples in every CI run (``CI`` set, as ``.ci/run`` is run): a submission
+    lands or not on what it changed, never on the draw.  ``ATTNTOPO_HYPOTHESIS=ci|dev``
+    picks either profile by hand (tests/README.md, "Property tests")."""
+    try:
+        from hypothesis import settings
+    except ImportError:  # pragma: no cover - hypothesis is in the test extra
+        return
+    settings.register_profile("dev", print_blob=True)
+    settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+    chosen = os.environ.get("ATTNTOPO_HYPOTHESIS") or ("ci" if os.environ.get("CI") else "dev")
+    settings.load_profile(chosen)
+
+
+_hypothesis_profile()
+
 SAMPLE = "Quantum information theory allows us to study attention using entanglement"
 
 # fixtures that hand a test a real model in this process
