@@ -198,8 +198,22 @@ class Store:
             "schema": _schema_b64(schema),
             **(extra or {}),
         }
-        path.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
+        # the folders made here (deepest first), removed again if the manifest cannot be written
+        made = [p for p in (path, *path.absolute().parents) if not p.exists()]
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
+        except OSError as e:
+            # check_store_path looks at permissions; a read-only or full file system, or a
+            # folder where nothing can be created (/proc, also for root), shows only here
+            for p in made:
+                try:
+                    p.rmdir()
+                except OSError:
+                    pass
+            raise InvalidInputError(
+                f"STORE {str(path)!r} cannot be created: {e.strerror or e}"
+            ) from None
         return cls(path)
 
     # -------------------------------------------------------------- parts

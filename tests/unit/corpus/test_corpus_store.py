@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attntopo.corpus import (
+    MANIFEST,
     CorpusSettings,
     Store,
     check_same_settings,
@@ -119,6 +121,28 @@ def test_store_path_checks_write_nothing(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["busy", "file"]
     assert check_store_path(tmp_path / "new" / "store") == tmp_path / "new" / "store"
     assert not (tmp_path / "new").exists()
+
+
+def test_a_store_the_file_system_refuses_is_one_line_and_leaves_no_folder(tmp_path):
+    """check_store_path reads permissions; what only creating shows (a read-only or full
+    file system; /proc, where nothing can be made, also for root) is one line from
+    Store.create, and the folders it had made are gone again."""
+    inp = open_input(TEXTS)
+    schema = output_schema(SETTINGS, inp.schema)
+    info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 3}
+    target = Path("/proc") / f"attntopo-test-{os.getpid()}" / "store"
+    with pytest.raises(InvalidInputError, match="cannot be created") as e:
+        Store.create(check_store_path(target), SETTINGS, schema, info, feature_columns(SETTINGS))
+    assert "\n" not in str(e.value) and str(target) in str(e.value)
+    assert not target.parent.exists()
+    # a manifest that cannot be written (its name is taken by a folder): one line, and the
+    # folders that existed before stay as they were (no temporary file left)
+    (tmp_path / "old").mkdir()
+    blocked = tmp_path / "old" / "new" / "s"
+    (blocked / MANIFEST).mkdir(parents=True)
+    with pytest.raises(InvalidInputError, match="cannot be created"):
+        Store.create(blocked, SETTINGS, schema, info, feature_columns(SETTINGS))
+    assert os.listdir(blocked) == [MANIFEST] and not list((blocked / MANIFEST).iterdir())
 
 
 def test_a_url_store_is_refused_not_made_a_local_folder(tmp_path, monkeypatch):
