@@ -66,12 +66,13 @@ def test_store_rows_are_the_features_of_each_batch(minilm, texts, tmp_path):
     assert (store.path / "errors.jsonl").read_text() == ""
 
 
-def test_kept_diagrams_agree_with_ripser(minilm, texts, tmp_path):
+@pytest.mark.parametrize("sets", [("js",), ("graph",)])  # kept also when no set reads them
+def test_kept_diagrams_agree_with_ripser(minilm, texts, tmp_path, sets):
     ripser = pytest.importorskip("ripser").ripser
     from attntopo.distances import token_distances
 
     store = corpus.run(texts[:3], out=tmp_path / "s", model=minilm, layers=LAYERS, heads=HEADS,
-                       keep_diagrams=True, batch_size=3, progress=False)
+                       sets=sets, keep_diagrams=True, batch_size=3, progress=False)
     rid = store.to_pandas()["id"][1]
     dg = store.diagrams(rid)
     att = minilm.attention(texts[1], layers=LAYERS, heads=HEADS).drop_special()

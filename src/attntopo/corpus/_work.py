@@ -36,7 +36,6 @@ STATUS_OK, STATUS_SKIPPED, STATUS_FAILED = "ok", "skipped", "failed"
 #: With ``keep_diagrams``: one list per head (layer-major, the manifest's layers × heads) of
 #: the bars' births, deaths (``inf``: never dies) and homology dimensions.
 DIAGRAM_COLUMNS: tuple[str, ...] = ("diagram_births", "diagram_deaths", "diagram_dims")
-_JS_FAMILY = ("js", "js_image", "js_landscape")
 
 
 def feature_columns(settings: CorpusSettings) -> list[str]:
@@ -156,8 +155,6 @@ class BatchWorker:
         self.columns = feature_columns(settings)
         st = settings.feature_settings()
         self._st = st
-        self._other = [s for s in settings.sets if s not in _JS_FAMILY]
-        self._js = [s for s in settings.sets if s in _JS_FAMILY]
         self._schemas: dict[Any, Any] = {}
 
     # -------------------------------------------------------------- one batch
@@ -285,13 +282,12 @@ class BatchWorker:
         self, texts: Sequence[str], submit: Callable[..., Future] | None = None,
         forward_threads: int | None = None,
     ) -> Callable[[], tuple[np.ndarray, list[Any]]]:
-        """Start :meth:`_compute`: the forward pass, the distances and the sets without
-        persistence here; the persistence batches through ``submit`` (see :meth:`start`)
-        or here when it is None.  The returned function gives :meth:`_compute`'s result."""
-        from ..distances import token_distances
+        """Start :meth:`_compute`: the forward pass here, then :func:`attntopo.features`'
+        own chunk (``chunk_start``: the distances and the sets without persistence here,
+        the persistence batches through ``submit`` (see :meth:`start`) or here when it is
+        None).  The returned function gives :meth:`_compute`'s result."""
         from .._threads import torch_threads
-        from ..features._compute import Done, chunk_start, set_columns, set_quantities
-        from ..topology.persistence import _persistence_batch_valid
+        from ..features._compute import chunk_start
 
         st = self.settings
         with warnings.catch_warnings():  # counted per row in n_unknown; run() warns once
@@ -300,75 +296,32 @@ class BatchWorker:
                 atts = self.model.attention(list(texts), truncate=st.on_long == "truncate",
                                             layers=list(st.layers), heads=list(st.heads))
         n = len(atts)
-        other = None
-        if self._other:
-            sub = dict(self._st, sets=list(self._other))
-            other = chunk_start(atts, [None] * n, sub, st.drop_special, st.persistence_engine,
-                                 self.n_jobs, submit)
-        js_job = None
-        sizes: list[int] = []
-        if self._js or st.keep_diagrams:
-            mats = []
-            for att in atts:
-                L, H = att.weights.shape[:2]
-                real = att.drop_special() if (st.drop_special and att.special.any()) else att
-                nr = real.n_tokens
-                D = token_distances(real.weights.reshape(L * H, nr, nr)).reshape(L * H, nr, nr)
-                mats.extend(D)
-                sizes.extend([nr] * (L * H))
-                del D, real
-            # token_distances' matrices are valid distance matrices: not checked again
-            kw = dict(maxdim=st.maxdim, engine=st.persistence_engine, n_jobs=self.n_jobs)
-            js_job = (submit(_persistence_batch_valid, mats, **kw) if submit is not None
-                      else Done(_persistence_batch_valid(mats, **kw)))
-            del mats
+        chunk = chunk_start(atts, [None] * n, self._st, st.drop_special, st.persistence_engine,
+                            self.n_jobs, submit, maxdim=st.maxdim, js_diagrams=st.keep_diagrams)
         del atts
 
         def finish() -> tuple[np.ndarray, list[Any]]:
+            values, dgms = chunk()
             per_head = len(st.layers) * len(st.heads)
-            blocks: dict[str, np.ndarray] = {}
-            if other is not None:
-                sub = dict(self._st, sets=list(self._other))
-                rows = other()
-                start = 0
-                for s in self._other:
-                    width = per_head * len(set_quantities(s, sub))
-                    blocks[s] = rows[:, start:start + width]
-                    start += width
-                assert start == len(set_columns(st.layers, st.heads, sub))
             dgm_rows: list[Any] = [None] * n
-            if js_job is not None:
-                self._js_blocks(js_job.result(), sizes, n, per_head, blocks, dgm_rows)
-            values = np.concatenate([blocks[s] for s in st.sets], axis=1) if st.sets else np.zeros((n, 0))
+            if dgms is not None:
+                for t in range(n):
+                    dgm_rows[t] = _diagram_lists(dgms[t * per_head:(t + 1) * per_head])
             return values, dgm_rows
 
         return finish
 
-    def _js_blocks(self, dgms: list[Any], sizes: list[int], n: int, per_head: int,
-                   blocks: dict[str, np.ndarray], dgm_rows: list[Any]) -> None:
-        """The JS-family blocks of ``n`` texts' diagrams (``per_head`` a text) and, with
-        keep_diagrams, each text's (births, deaths, dims) lists per head."""
-        from ..features._js import image_stats, js_stats, landscape_stats
-
-        st = self.settings
-        for s in self._js:
-            if s == "js":
-                arr = js_stats(dgms, np.array(sizes), st.scales, st.quantiles)
-            elif s == "js_image":
-                arr = image_stats(dgms)
-            else:
-                arr = landscape_stats(dgms)
-            blocks[s] = arr.reshape(n, -1)  # (n·heads, k) → heads layer-major, quantities within
-        if st.keep_diagrams:
-            for t in range(n):
-                mine = dgms[t * per_head:(t + 1) * per_head]
-                births = [np.concatenate([g[d][:, 0] for d in range(len(g))]).tolist() for g in mine]
-                deaths = [np.concatenate([g[d][:, 1] for d in range(len(g))]).tolist() for g in mine]
-                dims = [sum(([d] * len(g[d]) for d in range(len(g))), []) for g in mine]
-                dgm_rows[t] = (births, deaths, dims)
-
     def __repr__(self) -> str:
         return f"BatchWorker(model={self.settings.model!r}, sets={list(self.settings.sets)})"
+
+
+def _diagram_lists(dgms: list[Any]) -> tuple[list, list, list]:
+    """One text's heads' diagrams as the store's :data:`DIAGRAM_COLUMNS`: per head, the bars'
+    births, deaths and homology dimensions (dimension by dimension)."""
+    births = [np.concatenate([g[d][:, 0] for d in range(len(g))]).tolist() for g in dgms]
+    deaths = [np.concatenate([g[d][:, 1] for d in range(len(g))]).tolist() for g in dgms]
+    dims = [sum(([d] * len(g[d]) for d in range(len(g))), []) for g in dgms]
+    return births, deaths, dims
 
 
 class _BatchFailed(Exception):

@@ -2,9 +2,10 @@
 
 Besides ``__all__``, the names here without a leading underscore (``check_settings``,
 ``set_columns``, ``set_quantities``, ``chunk_start``, ``PERSISTENCE_SETS``, ``Done``,
-``threads_beside_workers``) are what :mod:`attntopo.corpus` builds on: the
-corpus engine computes the same feature sets, batch by batch, through them.  They are not
-part of the public API (the module is private).
+``threads_beside_workers``) are what :mod:`attntopo.corpus` builds on: the corpus engine
+runs its forward pass and then this module's ``chunk_start`` on each batch, so a store holds
+the same feature values as :func:`features` by construction (one path, also for the
+diagrams a store keeps).  They are not part of the public API (the module is private).
 """
 
 from __future__ import annotations
@@ -201,19 +202,25 @@ def chunk_rows(
     engine: str | None, n_jobs: int | None,
 ) -> np.ndarray:
     """Feature rows of a chunk of texts, shape (len(atts), n_features)."""
-    return chunk_start(atts, boundaries, st, drop_special, engine, n_jobs)()
+    return chunk_start(atts, boundaries, st, drop_special, engine, n_jobs)()[0]
 
 
 def chunk_start(
     atts: list[Attention], boundaries: list[int | None], st: dict, drop_special: bool,
     engine: str | None, n_jobs: int | None, submit: Callable[..., Future] | None = None,
-) -> Callable[[], np.ndarray]:
+    *, maxdim: int = 1, js_diagrams: bool = False,
+) -> Callable[[], tuple[np.ndarray, list[Any] | None]]:
     """Start a chunk's feature rows; the returned function finishes them.
 
     The persistence batches (``js``, ``barcode``) go to ``submit`` (an executor's, run in a
     background thread, whose worker processes then compute them while this thread goes on
     with the other sets and the next chunk) or run here when it is None.  Calling the
-    returned function waits for them and gives the rows, shape (len(atts), n_features).
+    returned function waits for them and gives ``(rows, diagrams)``: the rows, shape
+    (len(atts), n_features), sets in ``st["sets"]``'s order; with ``js_diagrams``, the
+    Jensen–Shannon diagrams of every head (text-major, layer-major within a text, homology
+    dimensions 0..``maxdim``; computed also when no JS set is asked for: the corpus store's
+    ``keep_diagrams``), else None.  ``maxdim`` is the JS persistence's top dimension (the
+    ``js`` set reads H0 and H1).
     """
     sets = st["sets"]
     blocks: dict[str, list[np.ndarray]] = {s: [] for s in sets}
@@ -234,14 +241,14 @@ def chunk_start(
         reals.append((real_att, real_att.weights.reshape(L * H, nr, nr)))
     js_job = bc_job = None
     D_of: list[np.ndarray | None] = [None] * len(atts)
-    if any(s in sets for s in ("js", "js_image", "js_landscape")):
+    if js_diagrams or any(s in sets for s in ("js", "js_image", "js_landscape")):
         js_mats: list[np.ndarray] = []
         for t, (real_att, real) in enumerate(reals):
             D = token_distances(real).reshape(real.shape)
             D_of[t] = D
             js_mats.extend(D)
             js_sizes.extend([real.shape[-1]] * real.shape[0])
-        js_job = run(js_mats, maxdim=1, engine=engine, n_jobs=n_jobs)
+        js_job = run(js_mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs)
         del js_mats
     if "barcode" in sets:
         bc_mats = [M for _, real in reals for M in barcode_matrices(real)]
@@ -266,7 +273,8 @@ def chunk_start(
     del reals, D_of
     n_texts = len(atts)
 
-    def finish() -> np.ndarray:
+    def finish() -> tuple[np.ndarray, list[Any] | None]:
+        dgms = None
         if js_job is not None:
             dgms = js_job.result()
             per_head = []
@@ -281,9 +289,9 @@ def chunk_start(
         if bc_job is not None:
             blocks["barcode"] = list(np.split(barcode_stats(bc_job.result()), n_texts))
         # one row per text: for each set, heads in layer-major order, quantities within a head
-        return np.stack(
-            [np.concatenate([blocks[s][t].ravel() for s in sets]) for t in range(n_texts)]
-        )
+        rows = (np.stack([np.concatenate([blocks[s][t].ravel() for s in sets]) for t in range(n_texts)])
+                if sets else np.zeros((n_texts, 0)))
+        return rows, (dgms if js_diagrams else None)
 
     return finish
 
@@ -443,7 +451,7 @@ def _run_chunks(
     rows: list[np.ndarray] = []
     row_texts: list[str] = []
     layer_ids = head_ids = None
-    pending: Callable[[], np.ndarray] | None = None
+    pending: Callable[[], tuple[np.ndarray, Any]] | None = None
     for start in range(0, len(keep), batch_size):
         idx = keep[start:start + batch_size]
         atts: list[Attention] = []
@@ -489,12 +497,12 @@ def _run_chunks(
                 )
         finish = chunk_start(atts, bounds, st, drop_special, engine, n_jobs, submit)
         if pending is not None:
-            rows.append(pending())  # the previous chunk's persistence ran meanwhile
+            rows.append(pending()[0])  # the previous chunk's persistence ran meanwhile
         pending = finish
         row_texts.extend(a.text for a in atts)
         del atts  # the chunk's n × n matrices go now, its distances once its diagrams are done
     if pending is not None:
-        rows.append(pending())
+        rows.append(pending()[0])
     return rows, row_texts, layer_ids, head_ids
 
 
