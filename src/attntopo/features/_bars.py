@@ -8,6 +8,7 @@ so every statistic is one vectorized pass instead of a Python loop over diagrams
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -128,22 +129,37 @@ class Bars:
         out += self.n_infinite[:, None] * (scales[None, :] >= 0)
         return out
 
-    def padded_deaths(self, size: int) -> np.ndarray:
-        """Finite deaths per diagram, padded with zeros to ``size``, sorted, shape (N, size).
-
-        For H0 of an n-point metric space ``size = n - 1``: engines drop zero-length bars,
-        which are exactly the minimum-spanning-tree edges of length 0.
-        """
-        out = np.zeros((self.n, size))
-        if not self.death.size or size == 0:
-            return out
+    @cached_property
+    def _by_death(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The finite bars ordered by owner, then death: (owners, deaths, rank of each bar
+        among its owner's, bars per owner (N,)); one sort, shared by every
+        :meth:`padded_deaths` call."""
         order = np.lexsort((self.death, self.owner))
         own = self.owner[order]
         counts = np.bincount(own, minlength=self.n)
         start = np.concatenate([[0], np.cumsum(counts)[:-1]])
         rank = np.arange(own.size) - start[own]
+        return own, self.death[order], rank, counts
+
+    def padded_deaths(self, size: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """Finite deaths per diagram, padded with zeros to ``size``, sorted, shape (N, size);
+        with ``rows`` (distinct diagram indices) those diagrams only, shape (len(rows), size).
+
+        For H0 of an n-point metric space ``size = n - 1``: engines drop zero-length bars,
+        which are exactly the minimum-spanning-tree edges of length 0.  The bars are sorted
+        once per :class:`Bars` (:func:`~attntopo.features._js.js_stats` asks once per text length of a chunk).
+        """
+        rows = np.arange(self.n) if rows is None else np.asarray(rows, dtype=np.int64)
+        out = np.zeros((rows.size, size))
+        if not self.death.size or size == 0 or not rows.size:
+            return out
+        own, deaths, rank, counts = self._by_death
+        where = np.full(self.n, -1, dtype=np.int64)  # diagram -> its row of out, -1: not asked
+        where[rows] = np.arange(rows.size)
+        mine = where[own] >= 0
+        own, deaths, rank = own[mine], deaths[mine], rank[mine]
         # zeros first (the dropped zero-length bars), then the sorted finite deaths
         col = size - counts[own] + rank
         keep = col >= 0
-        out[own[keep], col[keep]] = self.death[order][keep]
+        out[where[own[keep]], col[keep]] = deaths[keep]
         return out

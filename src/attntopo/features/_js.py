@@ -96,7 +96,7 @@ def js_stats(
         rows = np.flatnonzero(sizes == n)
         if n < 2:
             continue
-        deaths = h0.padded_deaths(int(n) - 1)[rows]
+        deaths = h0.padded_deaths(int(n) - 1, rows)
         out_q[rows] = np.quantile(deaths, quantiles, axis=1).T
     cols += list(out_q.T)
     return np.stack(cols, axis=-1)

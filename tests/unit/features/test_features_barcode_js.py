@@ -121,6 +121,27 @@ def test_js_set_equals_ripser_scipy_and_direct_formulas(A):
         np.testing.assert_allclose(got[b], _js_reference(D[b]), rtol=1e-12, atol=1e-12)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=8), st.integers(0, 2**32 - 1))
+def test_js_set_of_mixed_sizes_equals_each_diagram_alone(sizes, seed):
+    """A chunk holds texts of several lengths: the H0-death quantiles are computed once per
+    length over that length's diagrams only (padded_deaths(size, rows)); every row equals the
+    js set of its diagram alone, and padded_deaths of some rows equals those rows of all."""
+    rng = np.random.default_rng(seed)
+    dgms = [persistence_batch(token_distances(random_attention(rng, 1, n)), maxdim=1, n_jobs=1)[0]
+            for n in sizes]
+    n_pts = np.array(sizes)
+    got = js_stats(dgms, n_pts, DEFAULT_SCALES, DEFAULT_QUANTILES)
+    for i, g in enumerate(dgms):
+        alone = js_stats([g], n_pts[i:i + 1], DEFAULT_SCALES, DEFAULT_QUANTILES)[0]
+        np.testing.assert_array_equal(got[i], alone)
+    h0 = Bars.of(dgms, 0)
+    for size in {max(n - 1, 0) for n in sizes}:
+        rows = np.flatnonzero(n_pts - 1 == size)
+        np.testing.assert_array_equal(h0.padded_deaths(size, rows), h0.padded_deaths(size)[rows])
+    assert h0.padded_deaths(3, np.array([], dtype=np.int64)).shape == (0, 3)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), max_size=12), st.integers(0, 3))
 @example([(0.0, 5e-324), (0.0, 1.0), (0.0, 1.0)], 0)  # 5e-324 / 2 divides to 0: once NaN entropy
