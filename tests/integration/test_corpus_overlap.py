@@ -64,3 +64,31 @@ def test_local_run_writes_parts_in_order_and_restores_torch_threads(minilm, text
     assert [d for d in done if d] == [3, 6, 9, 12]
     assert [p.name for p in sorted(store.path.glob("part-*.parquet"))] == [corpus.part_name(k) for k in range(4)]
     assert store.to_pandas()["row"].tolist() == list(range(12))
+
+
+def test_packed_rows_unpack_to_the_unpacked_rows(minilm, texts):
+    """What a Ray actor sends (BatchWorker(packed=True): the feature values in one fixed-size
+    list column) is, after unpack_features, the table the unpacked worker makes: the same
+    values, nulls where a row is not ok (a failed row here), the same schema, the same
+    carried and diagram columns."""
+    from attntopo.corpus._work import PACKED_FEATURES, packed_schema, unpack_features
+
+    rows = texts[:6]
+    rows[2] = "\u0301"  # no token but special ones: a failed row, its features null
+    inp = corpus.open_input(rows)
+    (_, table), = inp.batches(6)
+    inp.close()
+    settings = corpus.make_settings(minilm, sets=("js", "graph"), layers=LAYERS, heads=HEADS,
+                                    keep_diagrams=True, batch_size=6)
+    plain = BatchWorker(settings, model=minilm)
+    packed = BatchWorker(settings, model=minilm, packed=True)
+    with torch_threads(1):
+        want, sent = plain(table), packed(table)
+    assert sent.num_columns == want.num_columns - len(plain.columns) + 1
+    assert sent.schema.equals(packed_schema(want.schema, plain.columns))
+    assert sent.column(PACKED_FEATURES).null_count == 0
+    got = unpack_features(sent, plain.columns, want.schema)
+    assert got.equals(want)
+    assert got.column(plain.columns[0]).null_count == 1 and want.column("status")[2].as_py() == "failed"
+    # a table without the packed column (an unpacked worker's) passes through
+    assert unpack_features(want, plain.columns, want.schema).equals(want)

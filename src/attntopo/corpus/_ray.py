@@ -28,9 +28,15 @@ How it runs
    call gets exactly one input block, that is one batch): each actor builds one
    ``BatchWorker(settings, n_jobs=1)`` and so loads the model once, then computes batch
    after batch.  The torch threads of an actor follow its CPUs (Ray sets
-   ``OMP_NUM_THREADS``; the actor also calls ``torch.set_num_threads``).
+   ``OMP_NUM_THREADS``; the actor also calls ``torch.set_num_threads``).  An actor returns
+   the feature values packed in one fixed-size list column (``BatchWorker(packed=True)``),
+   not as ~2,000 float64 columns of a batch's 32 rows: Ray Data's cost per block grows with
+   its columns, and measured here an actor then idled 123 ms between two batches and a block
+   took 376 ms to reach the driver, against 13 ms and 164 ms packed (1,000 texts of ~32
+   tokens: 63 → 70 texts/s in steady state).
 4. **Store.** The driver consumes the results as they come (``iter_batches``, in completion
-   order) and writes each batch with ``prep.store.write_part(k, rows)``: one atomic part per
+   order), unpacks the feature columns (:func:`~attntopo.corpus._work.unpack_features`) and
+   writes each batch with ``prep.store.write_part(k, rows)``: one atomic part per
    batch, named by the batch.  Only the driver writes, which gives exactly once after
    ``kill -9``: a part is either complete or absent (temporary file, fsync, rename); a
    re-run skips the batches whose part exists; Ray's retries of a task on a restarted actor
@@ -59,6 +65,7 @@ from .._progress import NO_PROGRESS, Reporter
 from .._validation import check_positive_int
 from ..errors import AttntopoError, InvalidInputError, MissingDependencyError
 from ._local import Prepared, log
+from ._work import unpack_features
 
 __all__ = ["run_ray", "check_ray_address", "RayRunStats", "ActorStats", "CONNECT_TIMEOUT_S"]
 
@@ -220,13 +227,16 @@ class _RayWorker:
             pass
         from ._work import BatchWorker
 
+        # packed=True: the feature values travel as one fixed-size list column, not ~2,000
+        # float64 columns of 32 rows (Ray Data's per-block cost grows with the columns: see
+        # _write and docs/corpus.md); the driver unpacks them before writing.
         # An error here (a model whose files differ on this node, a missing package) would
         # reach the driver as Ray's ActorDiedError with the original exception only as text,
         # after Ray retried the actor; kept and raised by the first call instead, it reaches
         # the driver as itself (Ray's task error wraps the exception object).
         self.error: Exception | None = None
         try:
-            self.worker = BatchWorker(settings, n_jobs=1)
+            self.worker = BatchWorker(settings, n_jobs=1, packed=True)
         except Exception as e:  # noqa: BLE001 - re-raised by __call__
             self.error = e
         try:
@@ -643,7 +653,7 @@ def _write(prep: Prepared, k: int, pieces: list[Any], progress: Reporter, stats:
             a.batches += 1
             a.busy_s += end - start
             a.init_s += init
-    rows = t.select(prep.store.schema.names)
+    rows = unpack_features(t, prep.store.feature_columns, prep.store.schema)
     if rows.schema.remove_metadata() != prep.store.schema.remove_metadata():
         rows = rows.cast(prep.store.schema.remove_metadata())
     prep.store.write_part(k, rows)

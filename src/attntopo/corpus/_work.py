@@ -30,7 +30,8 @@ from ._input import _pa, text_sha256
 from ._settings import CorpusSettings, model_fingerprint
 
 __all__ = ["BatchWorker", "output_schema", "feature_columns", "check_lengths",
-           "STATUS_OK", "STATUS_SKIPPED", "STATUS_FAILED", "DIAGRAM_COLUMNS"]
+           "STATUS_OK", "STATUS_SKIPPED", "STATUS_FAILED", "DIAGRAM_COLUMNS", "PACKED_FEATURES",
+           "packed_schema", "unpack_features"]
 
 STATUS_OK, STATUS_SKIPPED, STATUS_FAILED = "ok", "skipped", "failed"
 #: With ``keep_diagrams``: one list per head (layer-major, the manifest's layers × heads) of
@@ -75,6 +76,53 @@ def output_schema(settings: CorpusSettings, input_schema: Any) -> Any:
             pa.field("diagram_dims", pa.list_(pa.list_(pa.int8()))),
         ]
     return pa.schema(fields)
+
+
+#: With ``BatchWorker(packed=True)``: every feature value of a row in one fixed-size list.
+PACKED_FEATURES = "__attntopo_features"
+
+
+def packed_schema(schema: Any, columns: Sequence[str]) -> Any:
+    """``schema`` (:func:`output_schema`) with the feature ``columns`` replaced by one
+    :data:`PACKED_FEATURES` column (``fixed_size_list<float64>[len(columns)]``) in the first
+    one's place."""
+    pa = _pa()
+    if not columns:
+        return schema
+    names = set(columns)
+    fields, placed = [], False
+    for f in schema:
+        if f.name not in names:
+            fields.append(f)
+        elif not placed:
+            fields.append(pa.field(PACKED_FEATURES, pa.list_(pa.float64(), len(columns)), nullable=False))
+            placed = True
+    return pa.schema(fields)
+
+
+def _packed_array(values: np.ndarray) -> Any:
+    """(n, k) float64 values as a fixed-size list array of n rows of k."""
+    pa = _pa()
+    n, k = values.shape
+    flat = pa.array(np.ascontiguousarray(values, dtype=np.float64).reshape(-1), pa.float64())
+    return pa.FixedSizeListArray.from_arrays(flat, k)
+
+
+def unpack_features(table: Any, columns: Sequence[str], schema: Any) -> Any:
+    """The store's rows (``schema``) of a table made with ``BatchWorker(packed=True)``: the
+    :data:`PACKED_FEATURES` column back as one float64 column per feature, null where the
+    row's ``status`` is not ``ok`` (exactly the columns the unpacked worker makes)."""
+    pa = _pa()
+    if PACKED_FEATURES not in table.column_names:
+        return table.select(schema.names)
+    k = len(columns)
+    packed = table.column(PACKED_FEATURES).combine_chunks()
+    values = packed.flatten().to_numpy(zero_copy_only=False).reshape(table.num_rows, k)
+    status = table.column("status").to_numpy(zero_copy_only=False)
+    mask = status != STATUS_OK
+    got = {c: pa.array(values[:, j], pa.float64(), mask=mask) for j, c in enumerate(columns)}
+    arrays = [got[f.name] if f.name in got else table.column(f.name) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema.remove_metadata())
 
 
 def check_lengths(model: Any, batches: Any) -> None:
@@ -129,6 +177,11 @@ class BatchWorker:
         a Ray actor passes 1 (Ray runs one actor per CPU).
     model : AttentionModel, optional
         An already loaded model (the local engine's); by default ``load_model(settings.model)``.
+    packed : bool
+        Return the feature values as one column, :data:`PACKED_FEATURES` (a fixed-size list of
+        float64 per row, NaN where the row is not ``ok``), instead of one column per feature:
+        what a Ray actor sends to the driver, which turns it back into the store's columns
+        with :func:`unpack_features`.
 
     Raises
     ------
@@ -137,7 +190,8 @@ class BatchWorker:
         differs: another version on this machine or cluster node).
     """
 
-    def __init__(self, settings: CorpusSettings, *, n_jobs: int | None = None, model: Any = None) -> None:
+    def __init__(self, settings: CorpusSettings, *, n_jobs: int | None = None, model: Any = None,
+                 packed: bool = False) -> None:
         from ..models import load_model
 
         if not isinstance(settings, CorpusSettings):
@@ -153,6 +207,7 @@ class BatchWorker:
             )
         self.model = m
         self.columns = feature_columns(settings)
+        self.packed = bool(packed)
         st = settings.feature_settings()
         self._st = st
         self._schemas: dict[Any, Any] = {}
@@ -255,9 +310,12 @@ class BatchWorker:
         for f in table.schema:
             if f.name not in ("id", "row", "text"):
                 cols[f.name] = table[f.name]
-        mask = ~ok
-        for k, c in enumerate(self.columns):
-            cols[c] = pa.array(values[:, k], pa.float64(), mask=mask)
+        if self.packed:
+            cols[PACKED_FEATURES] = _packed_array(values)
+        else:
+            mask = ~ok
+            for k, c in enumerate(self.columns):
+                cols[c] = pa.array(values[:, k], pa.float64(), mask=mask)
         if st.keep_diagrams:
             for name, part in zip(DIAGRAM_COLUMNS, range(3)):
                 cols[name] = pa.array([d[part] if d is not None else None for d in dgms], schema.field(name).type)
@@ -269,7 +327,10 @@ class BatchWorker:
         key = input_schema.remove_metadata()
         hit = self._schemas.get(key)
         if hit is None:
-            hit = self._schemas[key] = output_schema(self.settings, key)
+            hit = output_schema(self.settings, key)
+            if self.packed:
+                hit = packed_schema(hit, self.columns)
+            self._schemas[key] = hit
         return hit
 
     # -------------------------------------------------------------- features
