@@ -377,12 +377,12 @@ class BatchWorker:
 
 
 def _diagram_lists(dgms: list[Any]) -> tuple[list, list, list]:
-    """One text's heads' diagrams as the store's :data:`DIAGRAM_COLUMNS`: per head, the bars'
-    births, deaths and homology dimensions (dimension by dimension)."""
-    births = [np.concatenate([g[d][:, 0] for d in range(len(g))]).tolist() for g in dgms]
-    deaths = [np.concatenate([g[d][:, 1] for d in range(len(g))]).tolist() for g in dgms]
-    dims = [sum(([d] * len(g[d]) for d in range(len(g))), []) for g in dgms]
-    return births, deaths, dims
+    """One text's heads' diagrams (:class:`~attntopo.topology.Diagram`) as the store's
+    :data:`DIAGRAM_COLUMNS`: per head, the bars' births, deaths and homology dimensions,
+    dimension by dimension (``Diagram.to_giotto``'s ``[birth, death, dim]`` rows)."""
+    rows = [g.to_giotto() for g in dgms]
+    return ([a[:, 0].tolist() for a in rows], [a[:, 1].tolist() for a in rows],
+            [a[:, 2].astype(np.int8).tolist() for a in rows])
 
 
 class _BatchFailed(Exception):
