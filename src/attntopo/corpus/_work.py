@@ -31,7 +31,7 @@ from ._settings import CorpusSettings, model_fingerprint
 
 __all__ = ["BatchWorker", "output_schema", "feature_columns", "check_lengths",
            "STATUS_OK", "STATUS_SKIPPED", "STATUS_FAILED", "DIAGRAM_COLUMNS", "PACKED_FEATURES",
-           "packed_schema", "unpack_features"]
+           "packed_schema", "unpack_features", "feature_arrays"]
 
 STATUS_OK, STATUS_SKIPPED, STATUS_FAILED = "ok", "skipped", "failed"
 #: With ``keep_diagrams``: one list per head (layer-major, the manifest's layers × heads) of
@@ -108,6 +108,24 @@ def _packed_array(values: np.ndarray) -> Any:
     return pa.FixedSizeListArray.from_arrays(flat, k)
 
 
+def feature_arrays(values: np.ndarray, missing: np.ndarray) -> list[Any]:
+    """The store's feature columns of ``values`` (n, k) float64: k Arrow float64 arrays of n,
+    null where ``missing`` (n,) bool is set (rows that are not ``ok``), NaN kept as NaN.
+
+    Every column shares one validity bitmap and is a view of one transposed copy: a part of
+    32 texts has ~2,000 columns, and ``pa.array(values[:, j], mask=missing)`` per column (a
+    strided copy and a new bitmap each) took 15.7 ms a batch against 2.8 ms.
+    """
+    pa = _pa()
+    n, k = values.shape
+    cols = np.ascontiguousarray(np.asarray(values, dtype=np.float64).T)  # (k, n): rows are columns
+    missing = np.asarray(missing, dtype=bool)
+    n_null = int(missing.sum())
+    valid = pa.array(~missing, pa.bool_()).buffers()[1] if n_null else None
+    return [pa.Array.from_buffers(pa.float64(), n, [valid, pa.py_buffer(cols[j])], null_count=n_null)
+            for j in range(k)]
+
+
 def unpack_features(table: Any, columns: Sequence[str], schema: Any) -> Any:
     """The store's rows (``schema``) of a table made with ``BatchWorker(packed=True)``: the
     :data:`PACKED_FEATURES` column back as one float64 column per feature, null where the
@@ -119,8 +137,7 @@ def unpack_features(table: Any, columns: Sequence[str], schema: Any) -> Any:
     packed = table.column(PACKED_FEATURES).combine_chunks()
     values = packed.flatten().to_numpy(zero_copy_only=False).reshape(table.num_rows, k)
     status = table.column("status").to_numpy(zero_copy_only=False)
-    mask = status != STATUS_OK
-    got = {c: pa.array(values[:, j], pa.float64(), mask=mask) for j, c in enumerate(columns)}
+    got = dict(zip(columns, feature_arrays(values, status != STATUS_OK)))
     arrays = [got[f.name] if f.name in got else table.column(f.name) for f in schema]
     return pa.Table.from_arrays(arrays, schema=schema.remove_metadata())
 
@@ -313,9 +330,7 @@ class BatchWorker:
         if self.packed:
             cols[PACKED_FEATURES] = _packed_array(values)
         else:
-            mask = ~ok
-            for k, c in enumerate(self.columns):
-                cols[c] = pa.array(values[:, k], pa.float64(), mask=mask)
+            cols.update(zip(self.columns, feature_arrays(values, ~ok)))
         if st.keep_diagrams:
             for name, part in zip(DIAGRAM_COLUMNS, range(3)):
                 cols[name] = pa.array([d[part] if d is not None else None for d in dgms], schema.field(name).type)
