@@ -135,6 +135,13 @@ def test_a_store_the_file_system_refuses_is_one_line_and_leaves_no_folder(tmp_pa
         Store.create(check_store_path(target), SETTINGS, schema, info, feature_columns(SETTINGS))
     assert "\n" not in str(e.value) and str(target) in str(e.value)
     assert not target.parent.exists()
+    # parents made, then the store's own name refused (longer than any file system allows):
+    # one line, and the parents made on the way are removed again
+    made = tmp_path / "made" / "here" / ("x" * 300)
+    with pytest.raises(InvalidInputError, match="cannot be created") as e:
+        Store.create(check_store_path(made), SETTINGS, schema, info, feature_columns(SETTINGS))
+    assert "\n" not in str(e.value)
+    assert not (tmp_path / "made").exists()
     # a manifest that cannot be written (its name is taken by a folder): one line, and the
     # folders that existed before stay as they were (no temporary file left)
     (tmp_path / "old").mkdir()

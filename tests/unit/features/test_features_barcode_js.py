@@ -123,22 +123,23 @@ def test_js_set_equals_ripser_scipy_and_direct_formulas(A):
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(1, 9), min_size=1, max_size=8), st.integers(0, 2**32 - 1))
-def test_js_set_of_mixed_sizes_equals_each_diagram_alone(sizes, seed):
-    """A chunk holds texts of several lengths: the H0-death quantiles are computed once per
-    length over that length's diagrams only (padded_deaths(size, rows)); every row equals the
-    js set of its diagram alone, and padded_deaths of some rows equals those rows of all."""
+def test_js_set_of_mixed_sizes_equals_gudhi_and_scipy(sizes, seed):
+    """A chunk holds texts of several lengths: the H0-death quantiles are taken per length
+    (``Bars.padded_deaths(size, rows)`` after one sort of all the chunk's bars).  Every row
+    equals the independent reference of its own matrix (gudhi bars, SciPy's minimum spanning
+    tree for the H0 deaths), and padding some rows equals padding each diagram alone."""
     rng = np.random.default_rng(seed)
-    dgms = [persistence_batch(token_distances(random_attention(rng, 1, n)), maxdim=1, n_jobs=1)[0]
-            for n in sizes]
+    Ds = [token_distances(random_attention(rng, 1, n))[0] for n in sizes]
+    dgms = persistence_batch(Ds, maxdim=1, n_jobs=1)
     n_pts = np.array(sizes)
     got = js_stats(dgms, n_pts, DEFAULT_SCALES, DEFAULT_QUANTILES)
-    for i, g in enumerate(dgms):
-        alone = js_stats([g], n_pts[i:i + 1], DEFAULT_SCALES, DEFAULT_QUANTILES)[0]
-        np.testing.assert_array_equal(got[i], alone)
+    for i, D in enumerate(Ds):
+        np.testing.assert_allclose(got[i], _js_reference(D), rtol=1e-12, atol=1e-12)
     h0 = Bars.of(dgms, 0)
     for size in {max(n - 1, 0) for n in sizes}:
         rows = np.flatnonzero(n_pts - 1 == size)
-        np.testing.assert_array_equal(h0.padded_deaths(size, rows), h0.padded_deaths(size)[rows])
+        alone = np.concatenate([Bars.of([dgms[r]], 0).padded_deaths(size) for r in rows])
+        np.testing.assert_array_equal(h0.padded_deaths(size, rows), alone)
     assert h0.padded_deaths(3, np.array([], dtype=np.int64)).shape == (0, 3)
 
 
