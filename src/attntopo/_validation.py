@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Iterable, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -57,6 +58,7 @@ __all__ = [
     "check_paper_compat",
     "check_index",
     "check_indices",
+    "refused_path",
 ]
 
 
@@ -439,3 +441,16 @@ def check_indices(indices: Any, size: int, what: str) -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise InvalidInputError(f"{what} indices must be distinct, got {list(out)}")
     return out
+
+
+@contextmanager
+def refused_path(what: str) -> Iterator[None]:
+    """Inside the block, the file system refusing a path while it is probed (a name longer
+    than it allows, a loop of links, a null byte) becomes one line,
+    ``InvalidInputError(f"{what}: {reason}")``; attntopo's own errors pass unchanged."""
+    try:
+        yield
+    except InvalidInputError:
+        raise
+    except (OSError, ValueError) as e:
+        raise InvalidInputError(f"{what}: {getattr(e, 'strerror', None) or e}") from None

@@ -67,6 +67,7 @@ this way at every step.  Unset, the hook costs one truth test per step.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -78,7 +79,7 @@ import shutil
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -97,6 +98,7 @@ __all__ = [
     "load_payload",
     "atomic_write_text",
     "atomic_write_bytes",
+    "new_folders_removed_on_error",
     "json_safe",
     "json_float",
 ]
@@ -197,6 +199,31 @@ def _makedirs(path: Path) -> None:
     if not path.is_dir():
         _step()
         os.makedirs(path, 0o777, exist_ok=True)
+
+
+@contextlib.contextmanager
+def new_folders_removed_on_error(path: str | os.PathLike) -> Iterator[None]:
+    """The folders that do not exist yet on the way to ``path`` (``path`` included) are
+    removed again, deepest first and only while empty, when the block raises: a refused
+    output leaves no empty folders behind."""
+    p = Path(path).absolute()
+    made = []
+    for q in (p, *p.parents):
+        try:
+            if q.exists():
+                break
+        except (OSError, ValueError):  # a name the file system refuses: nothing made there
+            continue
+        made.append(q)
+    try:
+        yield
+    except BaseException:
+        for q in made:
+            try:
+                os.rmdir(q)
+            except OSError:
+                pass
+        raise
 
 
 def _rmdir(path: str | os.PathLike) -> None:
@@ -486,6 +513,11 @@ def _save_in_place(target: Path, doc: dict, arrays: dict, extras: dict, compress
 def _save_new(target: Path, doc: dict, arrays: dict, extras: dict, compress: bool) -> bool:
     """Build the result beside ``target`` and rename it into place; False if ``target`` appeared meanwhile."""
     parent = target.parent
+    with new_folders_removed_on_error(parent):
+        return _save_new_in(parent, target, doc, arrays, extras, compress)
+
+
+def _save_new_in(parent: Path, target: Path, doc: dict, arrays: dict, extras: dict, compress: bool) -> bool:
     _makedirs(parent)
     tmp, fd = _new_locked_dir(parent, f".{target.name}.", ".new")
     try:

@@ -163,6 +163,16 @@ def test_out_refuses_non_result_folder_and_files(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["busy", "file.txt"]
 
 
+def test_out_names_the_file_system_refuses_are_one_line_and_leave_nothing(tmp_path):
+    """A name longer than a file system allows: refused before any work when it is --out
+    itself; when it is below a new folder, the saving fails and removes the folder it made."""
+    long = "x" * 300
+    assert_one_line_error(run("analyze", "hello", "--out", str(tmp_path / long)), "cannot use --out", long[:40])
+    r = run("analyze", "hello", "--layer", "0", "--head", "0", "--out", str(tmp_path / "new" / long))
+    assert_one_line_error(r, "cannot write --out", long[:40])
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_debug_shows_the_traceback():
     r = run("analyze", "hello", "--layer", "7", "--debug")
     assert r.returncode == 2

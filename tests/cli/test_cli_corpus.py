@@ -106,6 +106,16 @@ def test_one_line_errors(made, tmp_path, capsys):
                "on_long value 'maybe'")
 
 
+def test_store_names_the_file_system_refuses_are_one_line(tmp_path, capsys):
+    (tmp_path / "t.txt").write_text("one text\n")
+    long = "s" * 300
+    _one_error(*_cli(capsys, "corpus", str(tmp_path / "t.txt"), "--out", str(tmp_path / long)),
+               "cannot be used", long[:40])
+    _one_error(*_cli(capsys, "corpus", str(tmp_path / "t.txt"), "--out", str(tmp_path / "a\0b")),
+               "--out", "null byte")  # the command line's own check
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt"]
+
+
 def test_store_that_is_a_file_writes_nothing_as_a_subprocess(tmp_path):
     f = tmp_path / "store"
     f.write_text("not a folder")

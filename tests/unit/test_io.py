@@ -306,3 +306,13 @@ def test_meta_not_utf8(tmp_path):
     r = _with_meta(tmp_path, "")
     (r / "attntopo.json").write_bytes(b'{"kind": "\xff"}')
     _one_line_error(r, "corrupt")
+
+
+def test_a_refused_save_removes_the_folders_it_made(tmp_path):
+    """save_payload makes the missing parents of a new result; when the file system then
+    refuses the result's own name (longer than it allows), those folders go again and the
+    error is the file system's (OSError), with nothing left behind."""
+    target = tmp_path / "made" / "here" / ("r" * 300)
+    with pytest.raises(OSError):
+        save_payload(target, {"kind": "test"}, {"x": np.arange(3)})
+    assert list(tmp_path.iterdir()) == []

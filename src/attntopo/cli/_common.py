@@ -26,6 +26,7 @@ from rich.console import Console
 
 from .. import __version__
 from ..constants import ENGINE_NAMES, METRICS, PAPER_MODES, PLOT_FORMATS
+from .._validation import refused_path
 from ..errors import AttntopoError, EmptyTextError, InvalidInputError, TextTooLongError
 from ..io import META_FILE, json_safe
 from ..models.describe import describe_alias
@@ -231,6 +232,11 @@ def check_writable_parent(out: Path) -> None:
 
 def check_out(out: Path) -> None:
     """Refuse an --out that cannot become a result folder before any work is done."""
+    with refused_path(f"cannot use --out {str(out)!r}"):
+        _check_out(out)
+
+
+def _check_out(out: Path) -> None:
     p = out.expanduser()
     if p.exists() and not p.is_dir():
         raise InvalidInputError(f"--out {str(out)!r} exists and is a file: give a folder path")

@@ -38,8 +38,9 @@ import secrets
 from pathlib import Path
 from typing import Any, Iterator
 
+from .._validation import refused_path
 from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
-from ..io import atomic_write_bytes, atomic_write_text, json_safe
+from ..io import atomic_write_bytes, atomic_write_text, json_safe, new_folders_removed_on_error
 from ._input import _pa
 from ._settings import CorpusSettings
 from ._work import DIAGRAM_COLUMNS, STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
@@ -96,6 +97,13 @@ def check_store_path(path: Any) -> Path:
             f"STORE {str(path)!r} is a URL: stores are local (or mounted) folders for now; "
             "docs/corpus.md says what object storage would need"
         )
+    if "\0" in str(path):  # pathlib answers "does not exist" for it; creating it would fail
+        raise InvalidInputError(f"STORE {str(path)!r} holds a null byte: give a folder path")
+    with refused_path(f"STORE {str(path)!r} cannot be used"):
+        return _check_store_folder(p)
+
+
+def _check_store_folder(p: Path) -> Path:
     if p.exists() and not p.is_dir():
         raise InvalidInputError(f"STORE {str(p)!r} is a file: give a folder (new, empty, or a corpus store)")
     if p.is_dir():
@@ -198,19 +206,14 @@ class Store:
             "schema": _schema_b64(schema),
             **(extra or {}),
         }
-        # the folders made here (deepest first), removed again if the manifest cannot be written
-        made = [p for p in (path, *path.absolute().parents) if not p.exists()]
         try:
-            path.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
+            # the folders made here are removed again if the manifest cannot be written
+            with new_folders_removed_on_error(path):
+                path.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
         except OSError as e:
             # check_store_path looks at permissions; a read-only or full file system, or a
             # folder where nothing can be created (/proc, also for root), shows only here
-            for p in made:
-                try:
-                    p.rmdir()
-                except OSError:
-                    pass
             raise InvalidInputError(
                 f"STORE {str(path)!r} cannot be created: {e.strerror or e}"
             ) from None

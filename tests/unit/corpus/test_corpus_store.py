@@ -142,6 +142,11 @@ def test_a_store_the_file_system_refuses_is_one_line_and_leaves_no_folder(tmp_pa
         Store.create(check_store_path(made), SETTINGS, schema, info, feature_columns(SETTINGS))
     assert "\n" not in str(e.value)
     assert not (tmp_path / "made").exists()
+    # names refused before anything is made: too long for the file system, a NUL byte
+    for bad, why in ((tmp_path / ("y" * 300), "cannot be used"), (str(tmp_path / "a\0b"), "null byte")):
+        with pytest.raises(InvalidInputError, match=why) as e:
+            check_store_path(bad)
+        assert "\n" not in str(e.value)
     # a manifest that cannot be written (its name is taken by a folder): one line, and the
     # folders that existed before stay as they were (no temporary file left)
     (tmp_path / "old").mkdir()
