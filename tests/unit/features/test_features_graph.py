@@ -10,6 +10,7 @@ import pytest
 from _feature_refs import attention_matrices, graph_reference, random_attention
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from attntopo.features import DEFAULT_THRESHOLDS, GRAPH_QUANTITIES, graph_features
 from attntopo.features._graph import _chordal, graph_names
@@ -51,6 +52,36 @@ def test_betti_invariants(A):
     # thresholds rise: the graphs shrink
     assert np.all(np.diff(col["edges"], axis=1) <= 0)
     assert np.all(np.diff(col["b0"], axis=1) >= 0)
+
+
+def test_matching_is_latda_count_on_the_minimal_example():
+    # edges 0 -> 2, 1 -> 0, 2 -> 3 and the loop 3 -> 3 at 0.5: la-tda's graph lists 0's
+    # neighbours as [2, 1], so maximal_matching takes {0, 2} and nothing else fits; taking
+    # {0, 1} first (row-major order) would leave {2, 3}: 2, the matching number
+    A = np.array([[0.3, 0.1, 0.6, 0.0],
+                  [0.6, 0.4, 0.0, 0.0],
+                  [0.2, 0.0, 0.2, 0.6],
+                  [0.0, 0.0, 0.3, 0.7]])
+    u = nx.Graph(nx.from_numpy_array((A >= 0.5).astype(np.int8), create_using=nx.MultiDiGraph()).to_undirected())
+    assert len(nx.maximal_matching(u)) == 1
+    assert len(nx.max_weight_matching(u, maxcardinality=True)) == 2
+    got = graph_features(A[None], (0.5,))[0]
+    assert got[GRAPH_QUANTITIES.index("matching")] == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(2, 12).flatmap(
+    lambda n: arrays(np.float64, (n, n), elements=st.floats(0, 1, allow_nan=False, allow_subnormal=False))),
+    st.sampled_from([0.025, 0.05, 0.1, 0.25, 0.5, 0.75]))
+def test_matching_equals_latda_on_random_attention(W, tau):
+    # random row-stochastic matrices (rows of zeros become uniform): the matching alone,
+    # against networkx's maximal_matching of la-tda's MultiDiGraph -> to_undirected() -> Graph
+    W = W.copy()
+    W[W.sum(-1) == 0] = 1.0
+    A = W / W.sum(-1, keepdims=True)
+    g = nx.from_numpy_array((A >= tau).astype(np.int8), create_using=nx.MultiDiGraph())
+    want = len(nx.maximal_matching(nx.Graph(g.to_undirected())))
+    assert graph_features(A[None], (tau,))[0][GRAPH_QUANTITIES.index("matching")] == want
 
 
 def test_cycle_count_is_capped():
