@@ -2,8 +2,9 @@
 
 For a threshold τ the attention matrix ``A`` (n × n, rows over the real tokens) gives the
 directed graph ``G_τ`` with an edge ``i → j`` wherever ``A[i, j] >= τ`` (self-loops included,
-as in the reference code, which builds ``networkx.MultiDiGraph`` from the 0/1 matrix), and
-its undirected simple graph ``U_τ`` (edge ``{i, j}`` if ``i → j`` or ``j → i``; self-loops
+as in la-tda's code, which builds ``networkx.MultiDiGraph`` from the 0/1 matrix; it keeps
+[CLS] and [SEP], divides rows by their float32 sums first and stores the counts as
+float16: docs/features.md lists the differences), and its undirected simple graph ``U_τ`` (edge ``{i, j}`` if ``i → j`` or ``j → i``; self-loops
 kept as loops).  Per head and threshold:
 
 ``scc``
@@ -16,7 +17,7 @@ kept as loops).  Per head and threshold:
     mean vertex degree of ``G_τ`` (in + out, a self-loop counting 2) = ``2 · edges / n``;
 ``cycles``
     number of directed simple cycles of ``G_τ`` (self-loops are cycles of length 1), capped at
-    ``cycle_cap`` (50, as la-tda);
+    ``cycle_cap`` (50, as la-tda; tda4atd's cap is 500);
 ``b1``
     ``edges(U_τ) − n + b0``: the cycle rank of ``U_τ`` (each loop is one cycle);
 ``chordal``
@@ -59,7 +60,7 @@ DEFAULT_THRESHOLDS: tuple[float, ...] = (0.025, 0.05, 0.1, 0.25, 0.5, 0.75)
 GRAPH_QUANTITIES: tuple[str, ...] = (
     "scc", "b0", "edges", "degree", "cycles", "b1", "chordal", "matching",
 )
-#: Cap on the simple-cycle count (la-tda counts at most 50 cycles).
+#: Cap on the simple-cycle count (la-tda counts at most 50 cycles, tda4atd 500).
 CYCLE_CAP = 50
 
 

@@ -125,3 +125,24 @@ def test_cycles_of_a_causal_matrix_are_its_loops():
     np.testing.assert_array_equal(F[..., GRAPH_QUANTITIES.index("cycles")], loops)
     g = nx.DiGraph(nx.from_numpy_array((A[0] >= 0.05).astype(int), create_using=nx.DiGraph))
     assert sum(1 for _ in islice(nx.simple_cycles(g), 100)) == loops[0, 1]
+
+
+def test_graph_set_of_the_full_matrix_is_latdas_pipeline():
+    # la-tda keeps [CLS] and [SEP] (it cuts the padded matrix to the text's tokens, special ones
+    # included) and divides each row of the cut float32 matrix by its sum before thresholding:
+    # features(drop_special=False) gives its numbers (the rows already sum to 1, so the division
+    # moves no weight across a threshold here)
+    from _synthetic import text_attention
+
+    from attntopo.features import features
+
+    att = text_attention("Tokens, commas, and a few more words here!", L=2, H=3, seed=4)
+    table = features([att], sets=("graph",), drop_special=False).to_pandas()
+    L, H, n, _ = att.weights.shape
+    for layer in range(L):
+        for head in range(H):
+            W = att.weights[layer, head].copy()  # float32, as la-tda loads it
+            W /= W.sum(axis=1, keepdims=True)
+            cols = [c for c in table.columns if c.startswith(f"L{layer}H{head}.graph.")]
+            np.testing.assert_array_equal(table.loc[0, cols].to_numpy(),
+                                          graph_reference(W.astype(np.float64), DEFAULT_THRESHOLDS))
