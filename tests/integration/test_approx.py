@@ -121,7 +121,7 @@ def test_special_tokens_dropped(minilm):
 @pytest.mark.smollm2
 def test_smollm2_result(smollm2):
     r = approximability(TEXT, model=smollm2, budgets=[4, 8], layers=[0, 15, 29])
-    assert r.causal and r.layer_ids == (0, 15, 29) and r.errors.shape == (6, 2, 3, 9)
+    assert r.causal and r.layers == (0, 15, 29) and r.errors.shape == (6, 2, 3, 9)
     assert np.all(np.isfinite(r.errors)) and np.all((r.js >= 0) & (r.js <= 1))
 
 
