@@ -31,7 +31,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without scikit-l
         "attntopo.sklearn needs scikit-learn: pip install 'attntopo[features]'"
     ) from exc
 
-from .features import DEFAULT_SETS, feature_names, features
+from .features import CYCLE_CAP, DEFAULT_SETS, feature_names, features
+from .features._cache import cached_rows, check_memory, model_fingerprint, settings_digest
 from .features._select import HEAD_CRITERIA, check_labels, select_heads
 from .features._table import parse_column
 
@@ -74,6 +75,12 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         0-based model indices; all by default.
     drop_special, truncate, batch_size, n_jobs
         As in :func:`attntopo.features.features`.
+    memory : None, str, path or joblib.Memory
+        Where to cache each text's row (scikit-learn's convention, as ``Pipeline(memory=)``):
+        ``None`` caches nothing; a folder or a :class:`joblib.Memory` keeps one row per text,
+        keyed by the model (name, path, revision), the settings, attntopo's version and the
+        text's SHA-256, so cross-validation and grid searches compute each text once.  The
+        features learn nothing from the data, so a cached row is the row.
 
     Attributes
     ----------
@@ -93,6 +100,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         truncate: bool = False,
         batch_size: int = 16,
         n_jobs: int | None = None,
+        memory: Any = None,
     ) -> None:
         self.model = model
         self.sets = sets
@@ -102,6 +110,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         self.truncate = truncate
         self.batch_size = batch_size
         self.n_jobs = n_jobs
+        self.memory = memory
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -127,6 +136,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         texts = _texts(X)
         if y is not None:
             check_labels(y, len(texts))
+        check_memory(self.memory)
         names = feature_names(
             self._check_model(), sets=self.sets, layers=self.layers, heads=self.heads
         )
@@ -135,24 +145,43 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Features of each text, ndarray of shape (n_texts, n_features_out_), float64."""
+        """Features of each text, ndarray of shape (n_texts, n_features_out_), float64.
+
+        With ``memory``, texts seen before (same model and settings) come from the cache and
+        only the others go through the model, in one :func:`~attntopo.features.features` call.
+        """
         check_is_fitted(self, "feature_names_out_")
-        table = features(
-            _texts(X),
-            self._check_model(),
-            sets=self.sets,
-            layers=self.layers,
-            heads=self.heads,
-            drop_special=self.drop_special,
-            truncate=self.truncate,
-            batch_size=self.batch_size,
-            n_jobs=self.n_jobs,
-        )
-        if list(table.columns) != list(self.feature_names_out_):
-            raise InvalidInputError(
-                "the model now gives other columns than at fit time; fit the estimator again"
+        texts = _texts(X)
+        memory = check_memory(self.memory)
+        names = list(self.feature_names_out_)
+
+        def compute(todo: list[str]) -> np.ndarray:
+            table = features(
+                todo,
+                self._check_model(),
+                sets=self.sets,
+                layers=self.layers,
+                heads=self.heads,
+                drop_special=self.drop_special,
+                truncate=self.truncate,
+                batch_size=self.batch_size,
+                n_jobs=self.n_jobs,
             )
-        return table.values
+            if list(table.columns) != names:
+                raise InvalidInputError(
+                    "the model now gives other columns than at fit time; fit the estimator again"
+                )
+            return table.values
+
+        if getattr(memory, "location", True) is None:
+            return compute(texts)
+        from .models import load_model
+
+        options = {"drop_special": bool(self.drop_special), "truncate": bool(self.truncate),
+                   "cycle_cap": CYCLE_CAP}
+        digest = settings_digest(model_fingerprint(load_model(self._check_model())), names, options)
+        values, _ = cached_rows(texts, memory, digest, len(names), compute)
+        return values
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Column names of :meth:`transform` (``input_features`` is ignored: inputs are texts)."""
