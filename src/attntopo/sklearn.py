@@ -61,6 +61,13 @@ def _texts(X: Any) -> list[str]:
     return texts
 
 
+def _progress(verbose: Any) -> bool:
+    """``progress=`` for scikit-learn's ``verbose``: a bar from 1 on, nothing at 0."""
+    if isinstance(verbose, bool) or not isinstance(verbose, (int, np.integer)) or verbose < 0:
+        raise InvalidInputError(f"verbose must be an integer >= 0, got {verbose!r}")
+    return verbose > 0
+
+
 class AttentionFeatures(TransformerMixin, BaseEstimator):
     """Texts → topological features of a transformer's attention (a stateless transformer).
 
@@ -81,6 +88,9 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         keyed by the model (name, path, revision), the settings, attntopo's version and the
         text's SHA-256, so cross-validation and grid searches compute each text once.  The
         features learn nothing from the data, so a cached row is the row.
+    verbose : int, default 0
+        0: quiet (scikit-learn's default); 1 or more: a progress bar on stderr while features
+        are computed (``progress=True`` of :func:`~attntopo.features.features`).
 
     Attributes
     ----------
@@ -101,6 +111,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         batch_size: int = 16,
         n_jobs: int | None = None,
         memory: Any = None,
+        verbose: int = 0,
     ) -> None:
         self.model = model
         self.sets = sets
@@ -111,6 +122,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.memory = memory
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -137,6 +149,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         if y is not None:
             check_labels(y, len(texts))
         check_memory(self.memory)
+        _progress(self.verbose)
         names = feature_names(
             self._check_model(), sets=self.sets, layers=self.layers, heads=self.heads
         )
@@ -166,6 +179,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
                 truncate=self.truncate,
                 batch_size=self.batch_size,
                 n_jobs=self.n_jobs,
+                progress=_progress(self.verbose),
             )
             if list(table.columns) != names:
                 raise InvalidInputError(
@@ -203,6 +217,8 @@ class SelectHeads(TransformerMixin, BaseEstimator):
     feature_names : sequence of str, optional
         Column names when the input is a plain array (a DataFrame brings its own; so does a
         pipeline with ``set_output(transform="pandas")``).
+    verbose : int, default 0
+        0: quiet; 1 or more: a progress bar over the heads while they are scored.
 
     Attributes
     ----------
@@ -213,12 +229,13 @@ class SelectHeads(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, k: int = 10, criterion: str = "cv_accuracy", cv: int = 3,
-                 random_state: int = 0, feature_names=None) -> None:
+                 random_state: int = 0, feature_names=None, verbose: int = 0) -> None:
         self.k = k
         self.criterion = criterion
         self.cv = cv
         self.random_state = random_state
         self.feature_names = feature_names
+        self.verbose = verbose
 
     def _names(self, X: Any) -> list[str]:
         if hasattr(X, "columns"):
@@ -238,7 +255,8 @@ class SelectHeads(TransformerMixin, BaseEstimator):
         names = self._names(X)
         values = np.asarray(X.to_numpy() if hasattr(X, "to_numpy") else X, dtype=np.float64)
         self.heads_ = select_heads(values, y, self.k, criterion=self.criterion, columns=names,
-                                   cv=self.cv, random_state=self.random_state)
+                                   cv=self.cv, random_state=self.random_state,
+                                   progress=_progress(self.verbose))
         chosen = set(self.heads_)
         self.support_ = np.array([parse_column(c)[:2] in chosen for c in names])
         self.feature_names_in_ = np.asarray(names, dtype=object)

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .._progress import NO_PROGRESS, ProgressOption, Reporter, check_progress, make_reporter
 from .._threads import torch_threads
 from .._validation import check_bool, check_choice, check_number, check_positive_int
 from .._version import __version__
@@ -323,6 +324,7 @@ def features(
     batch_size: int = 16,
     engine: str | None = None,
     n_jobs: int | None = None,
+    progress: ProgressOption = None,
 ) -> FeatureTable:
     """Topological features of texts: one row per text, named columns per head and set.
 
@@ -362,6 +364,11 @@ def features(
         are computed, so memory does not grow with the number of texts.
     engine, n_jobs
         Persistence engine and worker processes (see :func:`attntopo.topology.persistence_batch`).
+    progress : bool, callable or None, default None
+        One bar for the whole run: ``None`` a bar on a terminal or in Jupyter (not in pipes or
+        tests), ``True``/``False`` always/never, or ``callback(done, total, stage)`` (see
+        :mod:`attntopo._progress`).  Units: texts, counted as each chunk's rows are done;
+        stages ``"loading model"`` (when a name is given) and ``"texts"``.
 
     Returns
     -------
@@ -381,6 +388,7 @@ def features(
     on_empty = check_choice(on_empty, "on_empty", _ON_EMPTY)
     drop_special = check_bool(drop_special, "drop_special")
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
+    progress = check_progress(progress)
     items, _ = _items(texts)
     for k, item in enumerate(items):
         _check_item(k, item)
@@ -402,11 +410,24 @@ def features(
     if not keep:
         raise EmptyTextError(f"all {len(items)} texts are empty: nothing to compute")
 
+    with make_reporter(progress, description="features") as reporter:
+        return _features(items, keep, skipped, model, layers, heads, truncate, batch_size, st,
+                         drop_special, engine, n_jobs, reporter)
+
+
+def _features(
+    items: list[Any], keep: list[int], skipped: list[int], model: Any, layers: Any, heads: Any,
+    truncate: bool, batch_size: int, st: dict, drop_special: bool, engine: str | None,
+    n_jobs: int | None, reporter: Reporter,
+) -> FeatureTable:
+    """:func:`features` once its inputs are checked, reporting to an open ``reporter``."""
     m = None
     if any(isinstance(items[k], str) or _is_pair(items[k]) for k in keep):
         from ..models import AttentionModel, load_model
 
-        m = model if isinstance(model, AttentionModel) else load_model(model)
+        m = model if isinstance(model, AttentionModel) else load_model(model, progress=reporter)
+    reporter.stage("texts")
+    reporter.add_total(len(keep))
 
     # persistence in worker processes overlaps the rest: one background thread feeds the pool
     # while this one runs the next forward pass (on the cores the workers leave it) and the
@@ -417,7 +438,7 @@ def features(
         rows, row_texts, layer_ids, head_ids = _run_chunks(
             items, keep, m, layers, heads, truncate, batch_size, st, drop_special, engine,
             n_jobs, executor.submit if executor is not None else None,
-            threads_beside_workers(n_jobs) if overlap else None,
+            threads_beside_workers(n_jobs) if overlap else None, reporter,
         )
     finally:
         if executor is not None:
@@ -446,6 +467,7 @@ def _run_chunks(
     items: list[Any], keep: list[int], m: Any, layers: Any, heads: Any, truncate: bool,
     batch_size: int, st: dict, drop_special: bool, engine: str | None, n_jobs: int | None,
     submit: Callable[..., Future] | None, forward_threads: int | None,
+    reporter: Reporter = NO_PROGRESS,
 ) -> tuple[list[np.ndarray], list[str], tuple | None, tuple | None]:
     """Every chunk's rows, the texts, and the layer and head ids (see :func:`features`)."""
     rows: list[np.ndarray] = []
@@ -498,11 +520,13 @@ def _run_chunks(
         finish = chunk_start(atts, bounds, st, drop_special, engine, n_jobs, submit)
         if pending is not None:
             rows.append(pending()[0])  # the previous chunk's persistence ran meanwhile
+            reporter.advance(rows[-1].shape[0])
         pending = finish
         row_texts.extend(a.text for a in atts)
         del atts  # the chunk's n × n matrices go now, its distances once its diagrams are done
     if pending is not None:
         rows.append(pending()[0])
+        reporter.advance(rows[-1].shape[0])
     return rows, row_texts, layer_ids, head_ids
 
 
