@@ -16,7 +16,7 @@ from .._validation import check_choice, check_positive_int
 from ..errors import InvalidInputError, MissingDependencyError
 from ._table import FeatureTable, parse_column
 
-__all__ = ["HEAD_CRITERIA", "head_scores", "select_heads", "check_labels"]
+__all__ = ["HEAD_CRITERIA", "best_heads", "head_scores", "select_heads", "check_labels"]
 
 #: ``"cv_accuracy"``: mean accuracy of a standardized logistic regression on the head's columns
 #: alone, stratified ``cv``-fold cross-validation inside the given data; ``"anova"``: mean
@@ -150,7 +150,11 @@ def select_heads(
     k = check_positive_int(k, "k", allow_none=False)
     scores = head_scores(X, y, criterion=criterion, columns=columns, cv=cv, random_state=random_state,
                          progress=progress)
+    return best_heads(scores, k)
+
+
+def best_heads(scores: dict[tuple[int, int], float], k: int) -> list[tuple[int, int]]:
+    """The ``k`` heads of highest score, best first (ties: lower layer, head first)."""
     if k > len(scores):
         raise InvalidInputError(f"k={k} but the features hold only {len(scores)} heads")
-    ranked = sorted(scores, key=lambda h: (-scores[h], h))
-    return ranked[:k]
+    return sorted(scores, key=lambda h: (-scores[h], h))[:k]
