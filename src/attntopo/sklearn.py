@@ -83,7 +83,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         Feature sets (see :data:`attntopo.features.FEATURE_SETS`).
     layers, heads : int or list of int, optional
         0-based model indices; all by default.
-    drop_special, truncate, batch_size, n_jobs
+    drop_special, truncate, batch_size, n_jobs, min_persistence
         As in :func:`attntopo.features.features`.
     memory : None, str, path or joblib.Memory
         Where to cache each text's row (scikit-learn's convention, as ``Pipeline(memory=)``):
@@ -115,6 +115,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         n_jobs: int | None = None,
         memory: Any = None,
         verbose: int = 0,
+        min_persistence: float = 0.0,
     ) -> None:
         self.model = model
         self.sets = sets
@@ -126,6 +127,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.memory = memory
         self.verbose = verbose
+        self.min_persistence = min_persistence
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -183,6 +185,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
                 batch_size=self.batch_size,
                 n_jobs=self.n_jobs,
                 progress=_progress(self.verbose),
+                min_persistence=self.min_persistence,
             )
             if list(table.columns) != names:
                 raise InvalidInputError(
@@ -195,7 +198,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         from .models import load_model
 
         options = {"drop_special": bool(self.drop_special), "truncate": bool(self.truncate),
-                   "cycle_cap": CYCLE_CAP}
+                   "cycle_cap": CYCLE_CAP, "min_persistence": float(self.min_persistence)}
         digest = settings_digest(model_fingerprint(load_model(self._check_model())), names, options)
         values, _ = cached_rows(texts, memory, digest, len(names), compute)
         return values

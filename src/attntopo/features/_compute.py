@@ -86,13 +86,14 @@ def _check_grid(values: Any, name: str, lo: float, hi: float) -> tuple[float, ..
     return out
 
 
-def check_settings(sets, thresholds, scales, quantiles, cycle_cap) -> dict:
+def check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persistence=0.0) -> dict:
     return {
         "sets": list(_check_sets(sets)),
         "thresholds": list(_check_grid(thresholds, "thresholds", 0.0, 1.0)),
         "scales": list(_check_grid(scales, "scales", 0.0, 1.0)),
         "quantiles": list(_check_grid(quantiles, "quantiles", 0.0, 1.0)),
         "cycle_cap": check_positive_int(cycle_cap, "cycle_cap", allow_none=False),
+        "min_persistence": check_number(min_persistence, "min_persistence", lo=0.0),
     }
 
 
@@ -279,16 +280,20 @@ def chunk_start(
         if js_job is not None:
             dgms = js_job.result()
             per_head = []
+            mp = st.get("min_persistence", 0.0)
             if "js" in sets:
-                per_head.append(("js", js_stats(dgms, np.array(js_sizes), st["scales"], st["quantiles"])))
+                per_head.append(("js", js_stats(dgms, np.array(js_sizes), st["scales"], st["quantiles"], mp)))
+            pruned = [g.prune(mp) for g in dgms] if mp > 0 and (
+                "js_image" in sets or "js_landscape" in sets) else dgms
             if "js_image" in sets:
-                per_head.append(("js_image", image_stats(dgms)))
+                per_head.append(("js_image", image_stats(pruned)))
             if "js_landscape" in sets:
-                per_head.append(("js_landscape", landscape_stats(dgms)))
+                per_head.append(("js_landscape", landscape_stats(pruned)))
             for name, arr in per_head:
                 blocks[name] = list(np.split(arr, n_texts))
         if bc_job is not None:
-            blocks["barcode"] = list(np.split(barcode_stats(bc_job.result()), n_texts))
+            blocks["barcode"] = list(np.split(
+                barcode_stats(bc_job.result(), st.get("min_persistence", 0.0)), n_texts))
         # one row per text: for each set, heads in layer-major order, quantities within a head
         rows = (np.stack([np.concatenate([blocks[s][t].ravel() for s in sets]) for t in range(n_texts)])
                 if sets else np.zeros((n_texts, 0)))
@@ -325,6 +330,7 @@ def features(
     engine: str | None = None,
     n_jobs: int | None = None,
     progress: ProgressOption = None,
+    min_persistence: float = 0.0,
 ) -> FeatureTable:
     """Topological features of texts: one row per text, named columns per head and set.
 
@@ -364,6 +370,11 @@ def features(
         are computed, so memory does not grow with the number of texts.
     engine, n_jobs
         Persistence engine and worker processes (see :func:`attntopo.topology.persistence_batch`).
+    min_persistence : float, default 0
+        Bars of length ``death − birth <= min_persistence`` are left out of the ``js``,
+        ``barcode``, ``js_image`` and ``js_landscape`` statistics (gudhi's convention; the
+        ``js`` set's H0 death quantiles, the minimum spanning tree's edges, keep every edge).
+        0 keeps every bar the engine reports.
     progress : bool, callable or None, default None
         One bar for the whole run: ``None`` a bar on a terminal or in Jupyter (not in pipes or
         tests), ``True``/``False`` always/never, or ``callback(done, total, stage)`` (see
@@ -384,7 +395,7 @@ def features(
     EmptyTextError
         An empty text (``on_empty="raise"``), or no text at all.
     """
-    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap)
+    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persistence)
     on_empty = check_choice(on_empty, "on_empty", _ON_EMPTY)
     drop_special = check_bool(drop_special, "drop_special")
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
