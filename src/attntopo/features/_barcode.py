@@ -78,9 +78,11 @@ def barcode_matrices(A: np.ndarray, lower_bound: float = LOWER_BOUND) -> np.ndar
     return np.clip(D, 0.0, 1.0)
 
 
-def barcode_stats(diagrams: list[Diagram]) -> np.ndarray:
-    """The set's statistics of N diagrams (H0 and H1), shape (N, 14), in column order."""
-    h0, h1 = Bars.of(diagrams, 0), Bars.of(diagrams, 1)
+def barcode_stats(diagrams: list[Diagram], min_persistence: float = 0.0) -> np.ndarray:
+    """The set's statistics of N diagrams (H0 and H1), shape (N, 14), in column order; bars of
+    length ``<= min_persistence`` left out."""
+    h0 = Bars.of(diagrams, 0).longer_than(min_persistence)
+    h1 = Bars.of(diagrams, 1).longer_than(min_persistence)
     cols = [
         h0.sum(),
         h0.entropy(),

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 from scipy.special import entr
 
-from .._validation import check_maxdim, check_threshold, is_int
+from .._validation import check_maxdim, check_number, check_threshold, is_int
 from ..constants import SUMMARY_STATS
 from ..errors import InvalidInputError
 
@@ -265,6 +265,27 @@ class Diagram:
         """Finite lifetimes ``death - birth`` of dimension ``d``, ndarray of shape (k,)."""
         a = self.finite(d)
         return a[:, 1] - a[:, 0]
+
+    def prune(self, min_persistence: float) -> "Diagram":
+        """The diagram without its short bars: finite bars with ``death - birth <=
+        min_persistence`` are dropped (gudhi's ``persistence(min_persistence=)`` convention:
+        kept bars are strictly longer); infinite bars always stay.  ``0`` drops only
+        zero-length bars, which the engines never report.  Returns a new Diagram.
+        """
+        mp = check_number(min_persistence, "min_persistence", lo=0.0)
+        kept = []
+        for a in self._dgms:
+            b = a[~((a[:, 1] - a[:, 0]) <= mp)]  # inf - birth is inf: never dropped
+            b.setflags(write=False)
+            kept.append(b)
+        out = object.__new__(Diagram)
+        set_ = object.__setattr__
+        set_(out, "_dgms", tuple(kept))
+        set_(out, "_maxdim", self._maxdim)
+        set_(out, "_threshold", self._threshold)
+        set_(out, "_engine", self._engine)
+        set_(out, "_filtration", self._filtration)
+        return out
 
     def counts(self) -> np.ndarray:
         """Number of points per dimension, int ndarray of shape (maxdim + 1,)."""
