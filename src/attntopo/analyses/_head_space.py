@@ -53,6 +53,7 @@ from .._validation import (
     check_metric,
     check_paper_compat,
     check_scale,
+    renamed_arguments,
 )
 from ..attention import Attention, resolve_index
 from ..constants import DEFAULT_MODEL
@@ -107,7 +108,7 @@ def _weights(att: Any) -> tuple[np.ndarray, bool]:
     return w, causal
 
 
-def _one_text(w: np.ndarray, metric: str, n_threads: int | None, notebook: bool = False,
+def _one_text(w: np.ndarray, metric: str, n_jobs: int | None, notebook: bool = False,
               reporter: Reporter = NO_PROGRESS) -> np.ndarray:
     """Sum over query tokens of the distances between all heads' rows: (L·H, L·H).
 
@@ -125,12 +126,13 @@ def _one_text(w: np.ndarray, metric: str, n_threads: int | None, notebook: bool 
     for a in range(0, n, _TOKEN_CHUNK):
         b = min(n, a + _TOKEN_CHUNK)
         chunk = x[a:b].contiguous()  # rows of the heads for query tokens a..b-1
-        D = row_distances(chunk, metric, base=base, n_threads=n_threads)  # (b - a, [L,] N, N)
+        D = row_distances(chunk, metric, base=base, n_jobs=n_jobs)  # (b - a, [L,] N, N)
         total += D.reshape(-1, N, N).sum(0)
         reporter.advance(b - a)
     return total
 
 
+@renamed_arguments(n_threads="n_jobs")
 def head_distances(
     att: Attention | np.ndarray | Sequence[Attention | np.ndarray],
     normalize: bool = False,
@@ -138,7 +140,7 @@ def head_distances(
     *,
     reduce: str = "sum",
     paper_compat: Literal["notebook"] | bool | None = False,
-    n_threads: int | None = None,
+    n_jobs: int | None = None,
     progress: ProgressOption = False,
 ) -> np.ndarray:
     """Distances between all attention heads of a model on a text (or texts).
@@ -165,7 +167,7 @@ def head_distances(
         summed over the layers into one ``(H, H)`` matrix.  Needs ``normalize=False`` (it
         sums over tokens) and ``metric="jensen_shannon"``.  The notebook computes in float32;
         this in float64.
-    n_threads : int, optional
+    n_jobs : int, optional
         Worker threads (default: torch's thread count).
     progress : bool, callable or None, default False
         Report the query tokens done (stage ``"head distances"``): ``True`` a bar, ``None`` a
@@ -212,7 +214,7 @@ def head_distances(
                        description="head distances") as reporter:
         reporter.stage("head distances")
         for w in ws:
-            D = _one_text(w, metric, n_threads, notebook, reporter)
+            D = _one_text(w, metric, n_jobs, notebook, reporter)
             if normalize:
                 D /= w.shape[-1]
             mats.append(D)
@@ -664,6 +666,7 @@ def _build(
 
 
 @reports("head space")  # progress arrives as an open Reporter
+@renamed_arguments(n_threads="n_jobs")
 def head_space(
     texts_or_atts: str | Attention | Sequence[str] | Sequence[Attention],
     model: Any = DEFAULT_MODEL,
@@ -679,7 +682,7 @@ def head_space(
     band_width: int = BAND_WIDTH,
     keep_per_text: bool = True,
     paper_compat: Literal["notebook"] | bool | None = False,
-    n_threads: int | None = None,
+    n_jobs: int | None = None,
     progress: ProgressOption = None,
 ) -> HeadSpace:
     """The head space of a model on some texts: distances, topology, embedding, types.
@@ -718,7 +721,7 @@ def head_space(
         are combined by ``reduce`` (one text: the notebook's matrix).  Its persistence uses
         attntopo's engines (the notebook: gudhi's Rips complex, the same diagrams).  Head
         types are not measured.
-    n_threads : int, optional
+    n_jobs : int, optional
         Threads for the head distances.
     progress : bool, callable or None, default None
         One progress bar for the whole run: ``None`` a bar on a terminal or in Jupyter,
@@ -757,7 +760,7 @@ def head_space(
             elif a.shape[:2] != ref.shape[:2] or a.layer_ids != ref.layer_ids or a.head_ids != ref.head_ids:
                 raise InvalidInputError("all attentions must come from one model with the same layers and heads")
             D = head_distances(a, normalize=normalize, metric=metric, paper_compat=paper,
-                               n_threads=n_threads, progress=progress)
+                               n_jobs=n_jobs, progress=progress)
             per_text.append(D)
             n_tokens.append(a.n_tokens)
             texts.append(a.text)
