@@ -21,7 +21,7 @@ import attntopo as at
 
 pytest.importorskip("plotly")
 
-from attntopo.plots import figures_to_html, iplot_compare_graphs, iplot_threshold_graph, save_figure  # noqa: E402
+from attntopo.plots import figures_to_html, iplot_compare_graphs, iplot_threshold_graph  # noqa: E402
 from attntopo.plots.slider import decode_steps  # noqa: E402
 from attntopo.plots.interactive import threshold_graph_script  # noqa: E402
 
