@@ -161,7 +161,8 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
 
 
 class SelectHeads(TransformerMixin, BaseEstimator):
-    """Keep the columns of the ``k`` best heads, chosen in ``fit`` (la-tda's head selection).
+    """Keep the columns of the ``k`` best heads, chosen in ``fit`` (la-tda's idea: heads
+    chosen on data the classifier is not tested on; the criteria are attntopo's).
 
     Parameters
     ----------

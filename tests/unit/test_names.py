@@ -127,3 +127,40 @@ def test_renamed_arguments_on_a_plain_function():
         assert f(1, new=2) == 3
     with pytest.warns(DeprecationWarning, match=r"f\(old=\.\.\.\) is deprecated: write new="):
         assert f(1, old=2) == 3
+
+
+def test_compare_scale_renamed_with_deprecations(fake_pair_for_names):
+    import attntopo as at
+
+    A, B = fake_pair_for_names
+    c = at.compare(A, B, scale=0.4)
+    assert c.given_scale == 0.4 and np.all(c.scales == 0.4) and c.scale(0, 1) == 0.4
+    with pytest.warns(DeprecationWarning, match=r"compare\(threshold=\.\.\.\) is deprecated: write scale="):
+        old = at.compare(A, B, threshold=0.4)
+    assert old.given_scale == 0.4
+    for k, v in c.counts.items():
+        np.testing.assert_array_equal(old.counts[k], v)
+    with pytest.warns(DeprecationWarning, match="Comparison.threshold is deprecated: read Comparison.given_scale"):
+        assert c.threshold == 0.4
+    with pytest.warns(DeprecationWarning, match=r"compare\(layer=\.\.\.\) is deprecated: write layers="):
+        one = at.compare(A, B, layer=0, head=[1], scale=0.4)
+    assert (one.layers, one.heads) == ((0,), (1,))
+    doc = c.to_dict()
+    assert doc["scale"] == doc["threshold"] == 0.4
+
+
+@pytest.fixture
+def fake_pair_for_names():
+    from _synthetic import text_attention
+
+    return (text_attention("the cat sat on the mat", 2, 3, seed=1),
+            text_attention("the dog sat on the rug", 2, 3, seed=2))
+
+
+def test_deprecation_points_at_the_callers_line(fake_pair_for_names):
+    import attntopo as at
+
+    A, B = fake_pair_for_names
+    with pytest.warns(DeprecationWarning) as rec:
+        at.compare(A, B, threshold=0.4)
+    assert rec[0].filename == __file__

@@ -665,8 +665,8 @@ def _build(
     )
 
 
-@reports("head space")  # progress arrives as an open Reporter
 @renamed_arguments(n_threads="n_jobs")
+@reports("head space")  # progress arrives as an open Reporter
 def head_space(
     texts_or_atts: str | Attention | Sequence[str] | Sequence[Attention],
     model: Any = DEFAULT_MODEL,

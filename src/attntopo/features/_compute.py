@@ -347,7 +347,8 @@ def features(
     quantiles : sequence of float
         Quantiles of the ``js`` set's H0 deaths.
     cycle_cap : int
-        Most directed simple cycles counted by the ``graph`` set (50, as la-tda).
+        Most directed simple cycles counted by the ``graph`` set (50, as la-tda; tda4atd
+        counts up to 500).
     drop_special : bool
         Remove special tokens ([CLS], [SEP], …) and renormalize rows before the ``js``,
         ``graph`` and ``barcode`` sets (the ``template`` set always sees them; the ``prompt``

@@ -1,4 +1,5 @@
-"""Choosing heads on a validation split (la-tda picks heads before the final classifier).
+"""Choosing heads on a validation split (la-tda picks heads before the final classifier;
+the criteria here are attntopo's own, not la-tda's).
 
 The criterion is explicit and documented; the function only ever sees the data it is given,
 so pass it the training or validation part, never the test part (inside a scikit-learn

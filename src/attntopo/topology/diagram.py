@@ -300,9 +300,10 @@ class Diagram:
             "persistence_entropy"}}`` for d in 0..maxdim.  ``total_persistence``
             is the sum of finite lifetimes, ``max_persistence`` the largest finite
             lifetime (0 if none), ``persistence_entropy`` the Shannon entropy in
-            bits of the finite lifetimes normalised to sum 1 (as giotto-tda's
-            ``PersistenceEntropy(normalize=False)``; 0 when no lifetime is
-            positive).  Infinite bars are excluded from the three lifetime
+            bits of the finite lifetimes normalised to sum 1 (giotto-tda's
+            ``PersistenceEntropy(normalize=False)`` since 0.3, which gives its
+            ``nan_fill_value``, -1, where attntopo gives 0: when no lifetime is
+            positive; giotto-tda 0.2 used the natural log).  Infinite bars are excluded from the three lifetime
             statistics (they are counted in ``n_bars`` and ``n_infinite``).
         """
         table = summary_table([self])

@@ -483,7 +483,7 @@ def _run_comparison(state: ServerState, name: str, req) -> Any:
     m = load_model(name, progress=False)
     _model_info(state, name, m)
     return at.compare(req.text_a, req.text_b, m, metric=req.metric, maxdim=req.maxdim,
-                      threshold=req.threshold, drop_special=req.drop_special, truncate=req.truncate,
+                      scale=req.threshold, drop_special=req.drop_special, truncate=req.truncate,
                       progress=False)
 
 
@@ -643,7 +643,7 @@ def build_router(settings: Settings) -> APIRouter:
                 "kind": "comparison",
                 "model": info,
                 "settings": {"metric": c.metric, "maxdim": c.maxdim, "drop_special": req.drop_special,
-                             "truncate": req.truncate, "threshold": c.threshold, "engine": c.a.engine},
+                             "truncate": req.truncate, "threshold": c.given_scale, "engine": c.a.engine},
                 "a": text_payload(c.a.attention),
                 "b": text_payload(c.b.attention),
                 "shared_tokens": [s.to_dict() for s in c.shared_tokens],

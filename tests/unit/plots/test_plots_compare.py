@@ -30,7 +30,7 @@ from attntopo.plots.compare import (
 def cmp():
     A = text_attention("quantum information theory allows us to study the attention", seed=1)
     B = text_attention("classical information theory studies the entropy of attention", seed=2)
-    return compare(A, B, threshold=0.6)
+    return compare(A, B, scale=0.6)
 
 
 def _rc_snapshot():
