@@ -120,7 +120,7 @@ def timeline_cmd(
     how = "one forward pass" if m.causal else "a forward pass per prefix"
     with progress_bar(f"timeline ({how})", show) as progress:
         t1 = time.perf_counter()
-        tl = at.timeline(body, m, layer=lay, head=hd, metric=metric, maxdim=maxdim, t0=t0,
+        tl = at.timeline(body, m, layers=lay, heads=hd, metric=metric, maxdim=maxdim, t0=t0,
                          drop_special=drop_special, truncate=truncate, n_jobs=n_jobs, progress=progress)
         t_tl = time.perf_counter() - t1
     doc = tl.to_dict(k=top)
