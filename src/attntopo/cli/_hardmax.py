@@ -435,12 +435,14 @@ def explain_cmd(
     label = model.classes[int(prob >= 0.5)]
     clusters = sim.attention_clusters()
     if json_out:
-        print_json({"attntopo": __version__, "prediction": label, "probability": {model.classes[1]: prob},
+        print_json({"attntopo": __version__, "prediction": label,
+                    "probability": {model.classes[0]: 1.0 - prob, model.classes[1]: prob},
                     "classes": model.classes, "tokens": sim.tokens, "leaders": sim.leader_indices.tolist(),
                     "clusters": clusters, "source": source,
                     "out": None if saved is None else str(saved), "figures": sorted(figures)})
         return
-    console.print(f"[bold]{esc(label)}[/bold] (P({esc(model.classes[1])}) = {prob:.3f}) · {plural(sim.n_tokens, 'word')}, "
+    p_label = prob if label == model.classes[1] else 1.0 - prob  # the prediction's own probability
+    console.print(f"[bold]{esc(label)}[/bold] (P({esc(label)}) = {p_label:.3f}) · {plural(sim.n_tokens, 'word')}, "
                   f"{plural(len(sim.leader_indices), 'leader')}, {plural(len(clusters), 'group')} after "
                   f"{plural(model.layers, 'layer')}")
     table = data_table("Words by the leader they follow after the last layer (largest group first)")
