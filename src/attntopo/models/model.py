@@ -23,6 +23,7 @@ from ..errors import (
     UnknownTokensWarning,
     user_stacklevel,
 )
+from ._precision import normalize_rows
 from .loading import load_hf
 from .specs import DEFAULT_MODEL, ModelSpec, resolve_spec
 
@@ -257,8 +258,15 @@ class AttentionModel:
                 f"{self.name} returned no attention weights (attention implementation {impl!r}; "
                 f"attntopo needs 'eager'): load it with attn_implementation='eager'"
             )
-        stacked = torch.stack([a.float() for a in atts], dim=1).cpu().numpy()  # (B, L, H, n, n)
-        return [stacked[i, :, :, : lengths[i], : lengths[i]] for i in range(len(batch_ids))]
+        # each text's real rows, renormalized in float64 (a bfloat16 row sums to 1 only within
+        # about 2^-8), checked against the rounding its dtype explains, as float32
+        return [
+            torch.stack([
+                normalize_rows(a[i, :, :m, :m], what=f"attention of {self.name}, layer {layer}")
+                for layer, a in enumerate(atts)
+            ]).cpu().numpy()  # (L, H, m, m)
+            for i, m in enumerate(lengths)
+        ]
 
     def forward_ids(self, batch_ids: Sequence[Sequence[int]], *, layers=None, heads=None) -> list[np.ndarray]:
         """Attention of already-tokenized inputs (lists of token ids, special tokens included).
