@@ -278,6 +278,6 @@ def test_token_alignment_keys_come_from_the_text_not_the_display_labels():
     B = byte_level("theory of the theory", [("theory", 0, 6), ("Ġof", 6, 9), ("Ġthe", 9, 13),
                                             ("Ġtheory", 13, 20)])
     assert A.labels[3] == "·theory" and B.labels[3] == "·theory"
-    c = at.compare(A, B, alignment=[(0, 3), (3, 0), (2, 2)], alignment_units="token", threshold=0.5)
+    c = at.compare(A, B, alignment=[(0, 3), (3, 0), (2, 2)], alignment_units="token", scale=0.5)
     assert [(s.key, s.a, s.b) for s in c.shared_tokens] == [("theory", 0, 3), ("theory#2", 3, 0),
                                                             ("the", 2, 2)]
