@@ -25,6 +25,7 @@ __all__ = [
     "ResultFormatError",
     "AttntopoWarning",
     "UnknownTokensWarning",
+    "DamagedPartWarning",
 ]
 
 
@@ -157,3 +158,8 @@ def user_stacklevel() -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+class DamagedPartWarning(AttntopoWarning):
+    """A corpus run found a part file of its store damaged (its bytes differ from the SHA-256
+    recorded when it was written, or it cannot be read in full) and computes that batch again."""

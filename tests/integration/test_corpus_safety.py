@@ -43,3 +43,53 @@ def test_racing_runs_never_damage_a_store(tmp_path):
             assert "nothing was changed" in line
     # --new-store refused while the first run wrote: the first run's store is the one kept
     assert any(c == [0, 2] for c in report["new-store"]["codes"])
+
+
+# ------------------------------------------------------------------ damaged parts
+def _cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "attntopo", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=dict(os.environ, ATTNTOPO_PROGRESS="0"), timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def twelve(tmp_path_factory) -> Path:
+    from attntopo.datasets import fortunes
+
+    ds = fortunes(["science"], min_words=6, max_words=14, n_per_category=12, seed=5)
+    src = tmp_path_factory.mktemp("in") / "t12.txt"
+    src.write_text("\n".join(" ".join(t.split()) for t in ds.texts) + "\n")
+    return src
+
+
+STORE_ARGS = ["--layer", "0", "--layer", "1", "--batch-size", "4", "--quiet"]  # 24 heads: parts of ~60 KB
+
+
+@pytest.mark.model
+def test_resume_recomputes_a_part_with_4_kb_overwritten(minilm, twelve, tmp_path):
+    """4 KB of a real part overwritten in its middle (its footer intact): resume had said
+    "12 done", exit 0, and left the part (the store then failed to read, "Corrupt snappy…");
+    now resume names the part, recomputes that batch, and the store equals the original."""
+    from attntopo import corpus
+    from attntopo.corpus import part_name
+
+    out = tmp_path / "S"
+    ref = corpus.run(twelve, out=out, model=minilm, layers=[0, 1], batch_size=4, progress=False).to_arrow()
+    part = out / part_name(1)
+    data = part.read_bytes()
+    # the middle of the column data: between the leading magic and the footer (its length
+    # is the 4 bytes before the trailing magic), so the footer stays intact
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    assert footer > 3 * 4096, footer
+    with open(part, "r+b") as f:
+        f.seek(footer // 2 - 2048)
+        f.write(os.urandom(4096))
+    r = _cli("corpus", str(twelve), "--out", str(out), *STORE_ARGS)
+    assert r.returncode == 0, r.stderr
+    warned = [x for x in r.stderr.splitlines() if part_name(1) in x]
+    assert len(warned) == 1 and "damaged" in warned[0] and "recomputed" in warned[0], r.stderr
+    store = corpus.open_store(out)
+    assert store.verify() == {}
+    got = store.to_arrow()
+    assert got.column("id").equals(ref.column("id"))
+    # the recomputed batch is the same padded forward pass of the same texts: same numbers
+    assert got.equals(ref)

@@ -141,6 +141,7 @@ def prepare(
                                  extra={"model": m.info(), "versions": package_versions()}, lock=lock)
         store.lock = lock
         store.clean_temporary()
+        _drop_damaged(store)
         store.refresh()
         done = store.done_batches()
         todo = [k for k in range(inp.batch_count(settings.batch_size)) if k not in done]
@@ -159,12 +160,27 @@ def prepare(
         raise
 
 
+def _drop_damaged(store: Store) -> None:
+    """Remove every damaged part (:meth:`Store.verify`), saying which, so that the run
+    computes its batch again: a part is trusted as done only after its bytes are checked."""
+    import warnings
+
+    from ..errors import DamagedPartWarning
+    from ._store import part_name
+
+    for k, why in sorted(store.verify(record=True).items()):
+        os.unlink(store.path / part_name(k))
+        warnings.warn(DamagedPartWarning(
+            f"STORE {str(store.path)!r}: {part_name(k)} was damaged ({why}): batch {k} is recomputed"
+        ), stacklevel=2)
+
+
 def _clear(path: Path) -> None:
     """Remove a corpus store's own files (the manifest first: from then on a reader sees no
     store, never the old manifest with the new parts), under the store's lock."""
     import re
 
-    own = re.compile(r"^(errors\.jsonl|part-\d{8}\.parquet|\..*\.tmp)$")
+    own = re.compile(r"^(errors\.jsonl|parts\.sha256|part-\d{8}\.parquet|\..*\.tmp)$")
     os.unlink(path / MANIFEST)
     for entry in os.listdir(path):
         if own.match(entry):
@@ -176,6 +192,7 @@ def finish(prep: Prepared) -> Store:
     try:
         store = prep.store.refresh()
         store.write_errors()
+        store.write_checksums()
         return store.refresh()
     finally:
         _release(prep)

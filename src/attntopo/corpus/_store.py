@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime as _dt
+import hashlib
 import json
 import os
 import re
@@ -55,6 +56,7 @@ __all__ = [
     "ERRORS",
     "FORMAT",
     "FORMAT_VERSION",
+    "CHECKSUMS",
     "part_name",
     "lock_store",
     "StoreLock",
@@ -64,6 +66,9 @@ FORMAT = "attntopo-corpus"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 ERRORS = "errors.jsonl"
+#: The SHA-256 of every part as written, in ``sha256sum`` format (``sha256sum -c`` checks it).
+CHECKSUMS = "parts.sha256"
+_CHECKSUM_LINE = re.compile(r"^([0-9a-f]{64})  (part-\d{8}\.parquet)$")
 #: Name of the DuckDB view over the part files in :meth:`Store.sql` and ``attntopo query``.
 TABLE = "corpus"
 _META_KEY = b"attntopo.corpus"
@@ -481,8 +486,10 @@ class Store:
         plain = set(self.feature_columns) | {"diagram_births", "diagram_deaths", "diagram_dims"}
         rest = [c for c in table.column_names if c not in plain]
         pq.write_table(table, sink, compression="snappy", use_dictionary=rest, write_statistics=rest)
+        data = sink.getvalue().to_pybytes()
         with self._writing():
-            path = atomic_write_bytes(self.path / part_name(batch), sink.getvalue().to_pybytes())
+            path = atomic_write_bytes(self.path / part_name(batch), data)
+            self._record_checksum(part_name(batch), hashlib.sha256(data).hexdigest())
         self._known[batch] = (_stat_key(path), _summary(table.select(list(_SUMMARY_COLUMNS))))
         self._rows[batch] = table.num_rows
         if self._parts is not None:
@@ -507,6 +514,82 @@ class Store:
                 except OSError:
                     pass
         return n
+
+    # -------------------------------------------------------------- checksums
+    def _record_checksum(self, name: str, digest: str) -> None:
+        """Append ``digest  name`` to :data:`CHECKSUMS` (fsynced; a line torn by a crash is
+        ignored when read, which leaves that part unrecorded: it is then read in full)."""
+        fd = os.open(self.path / CHECKSUMS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            os.write(fd, f"{digest}  {name}\n".encode("ascii"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def checksums(self) -> dict[str, str]:
+        """``{part file name: SHA-256 hex}`` recorded when each part was written (the last
+        record of a name wins; lines that do not parse are ignored)."""
+        try:
+            text = (self.path / CHECKSUMS).read_text(encoding="ascii", errors="replace")
+        except FileNotFoundError:
+            return {}
+        except OSError as e:
+            raise ResultFormatError(f"{self.path / CHECKSUMS}: unreadable ({e.strerror or e})") from None
+        out = {}
+        for line in text.splitlines():
+            m = _CHECKSUM_LINE.match(line)
+            if m:
+                out[m.group(2)] = m.group(1)
+        return out
+
+    def verify(self, *, record: bool = False) -> dict[int, str]:
+        """Check every part file's bytes; returns ``{batch: why}`` of the damaged ones.
+
+        A part whose SHA-256 was recorded when it was written (:data:`CHECKSUMS`) must still
+        have it; a part without a record (a store made before the checksums, or a run killed
+        between a part's rename and its record) must read in full, every column.  With
+        ``record`` (under the store's lock) the checksum of such a part that reads is
+        recorded.  A resumed run calls this before it trusts any part (:func:`prepare`).
+        """
+        import pyarrow.parquet as pq
+
+        known = self.checksums()
+        damaged: dict[int, str] = {}
+        for entry in sorted(os.listdir(self.path)):
+            m = _PART.match(entry)
+            if m is None:
+                continue
+            k, p = int(m.group(1)), self.path / entry
+            h = hashlib.sha256()
+            try:
+                with open(p, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        h.update(block)
+            except OSError as e:
+                damaged[k] = f"unreadable: {e.strerror or e}"
+                continue
+            digest = h.hexdigest()
+            if entry in known:
+                if known[entry] != digest:
+                    damaged[k] = "its SHA-256 differs from the one recorded when it was written"
+                continue
+            try:
+                pq.read_table(p)
+            except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
+                damaged[k] = f"it cannot be read in full: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+                continue
+            if record:
+                with self._writing():
+                    self._record_checksum(entry, digest)
+        return damaged
+
+    def write_checksums(self) -> Path:
+        """Rewrite :data:`CHECKSUMS` with one line per part file present (the appends of a run
+        compacted: rewritten parts once, removed parts gone)."""
+        known = self.checksums()
+        names = sorted(e for e in os.listdir(self.path) if _PART.match(e) and e in known)
+        with self._writing():
+            return atomic_write_text(self.path / CHECKSUMS, "".join(f"{known[n]}  {n}\n" for n in names))
 
     # -------------------------------------------------------------- reading
     def _read(self, path: Path, columns: list[str] | None = None) -> Any:
