@@ -26,6 +26,7 @@ __all__ = [
     "AttntopoWarning",
     "UnknownTokensWarning",
     "DamagedPartWarning",
+    "DiskFullError",
 ]
 
 
@@ -111,6 +112,11 @@ class MissingDependencyError(AttntopoError, ImportError):
 
 class ResultFormatError(AttntopoError, ValueError):
     """A saved result is missing, corrupt, or from an unsupported format version."""
+
+
+class DiskFullError(AttntopoError):
+    """The file system (or the user's quota) filled up while a corpus store was written; the
+    message names the store and says that what was stored is kept and a rerun continues."""
 
 
 class AttntopoWarning(UserWarning):

@@ -93,3 +93,63 @@ def test_resume_recomputes_a_part_with_4_kb_overwritten(minilm, twelve, tmp_path
     assert got.column("id").equals(ref.column("id"))
     # the recomputed batch is the same padded forward pass of the same texts: same numbers
     assert got.equals(ref)
+
+
+# ------------------------------------------------------------------ disk full
+@pytest.fixture
+def small_fs(tmp_path):
+    """A real tmpfs mounted under tmp_path (root only); yields (mount point, resize)."""
+    import shutil
+
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("NOT TESTED: a real full file system needs root to mount a small tmpfs")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"NOT TESTED: cannot mount a tmpfs here ({r.stderr.strip()})")
+
+    def resize(nbytes: int) -> None:
+        subprocess.run(["mount", "-o", f"remount,size={nbytes}", str(mnt)], check=True)
+
+    try:
+        yield mnt, resize
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.mark.model
+def test_a_full_disk_is_one_line_and_a_rerun_continues(minilm, twelve, tmp_path, small_fs):
+    """The file system fills up during the second part: one line naming the store, saying
+    that nothing stored is lost and that a rerun continues, exit 2 (was "unexpected OSError:
+    [Errno 28] No space left on device", exit 1); with space freed the same command finishes
+    the store, equal to one made on a roomy disk."""
+    from attntopo import corpus
+    from attntopo.corpus import MANIFEST, part_name
+
+    mnt, resize = small_fs
+    ref_store = corpus.run(twelve, out=tmp_path / "ref", model=minilm, layers=[0, 1], batch_size=4,
+                           progress=False)
+    ref = ref_store.to_arrow()
+
+    def pages(n):
+        return -(-n // 4096) * 4096
+
+    manifest = (ref_store.path / MANIFEST).stat().st_size
+    part = max((ref_store.path / part_name(k)).stat().st_size for k in range(3))
+    resize(pages(manifest) + pages(part) + 2 * 4096)  # the manifest and one part fit, not two
+    out = mnt / "S"
+    r = _cli("corpus", str(twelve), "--out", str(out), *STORE_ARGS)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    line = lines[0]
+    assert line.startswith(f"error: STORE '{out}'") and "No space left on device" in line, line
+    assert "nothing stored is lost" in line and "run the same command again" in line, line
+    assert not [e for e in os.listdir(out) if e.endswith(".tmp")]
+    stored = corpus.open_store(out)
+    assert stored.verify() == {} and 0 < stored.n_rows() < 12
+    resize(64 * 2**20)
+    r = _cli("corpus", str(twelve), "--out", str(out), *STORE_ARGS)
+    assert r.returncode == 0, r.stderr
+    assert corpus.open_store(out).to_arrow().equals(ref)

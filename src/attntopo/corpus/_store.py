@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime as _dt
+import errno
 import hashlib
 import json
 import os
@@ -519,9 +520,14 @@ class Store:
     def _record_checksum(self, name: str, digest: str) -> None:
         """Append ``digest  name`` to :data:`CHECKSUMS` (fsynced; a line torn by a crash is
         ignored when read, which leaves that part unrecorded: it is then read in full)."""
-        fd = os.open(self.path / CHECKSUMS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        line = f"{digest}  {name}\n".encode("ascii")
+        fd = os.open(self.path / CHECKSUMS, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
         try:
-            os.write(fd, f"{digest}  {name}\n".encode("ascii"))
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line  # after a line torn by a full disk: start a new one
+            if os.write(fd, line) != len(line):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path / CHECKSUMS))
             os.fsync(fd)
         finally:
             os.close(fd)
