@@ -41,7 +41,7 @@ import secrets
 from pathlib import Path
 from typing import Any, Iterator
 
-from .._validation import refused_path
+from .._validation import check_bool, refused_path
 from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
 from ..io import _lock, _unlock, atomic_write_bytes, atomic_write_text, json_safe, new_folders_removed_on_error
 from ._input import _pa
@@ -310,7 +310,7 @@ class Store:
         # never changes after its atomic write, so it is not checked again while these hold)
         # and its bookkeeping summary (_summary), None until read: see _summaries
         self._known: dict[int, tuple[tuple[int, int], dict | None]] = {}
-        self._con = None
+        self._cons: dict[bool, Any] = {}  # DuckDB: {allow_external: (connection, rows)}
         #: the writer's lock (StoreLock) while a run holds it; None for a reader
         self.lock: StoreLock | None = None
 
@@ -450,7 +450,7 @@ class Store:
     def refresh(self) -> "Store":
         """Read the folder again (after another process added parts)."""
         self._parts = None
-        self._con = None
+        self._cons = {}
         return self
 
     def done_batches(self) -> set[int]:
@@ -495,7 +495,7 @@ class Store:
         self._rows[batch] = table.num_rows
         if self._parts is not None:
             self._parts[batch] = path
-        self._con = None
+        self._cons = {}
         return path
 
     def clean_temporary(self) -> int:
@@ -625,31 +625,66 @@ class Store:
             raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
         return self.to_arrow(columns).to_pandas()
 
-    def _connection(self):
-        if self._con is None:
+    def _connection(self, allow_external: bool = False):
+        """``(connection, rows)``: a DuckDB connection and the parts as one dataset (the view
+        :data:`TABLE` of :meth:`_cursor`).
+
+        The parts reach DuckDB as a :mod:`pyarrow.dataset` (registered, not named by path),
+        so the confined connection (the default) needs no file access at all:
+        ``enable_external_access = false`` refuses every file, URL and extension (reading
+        ``/etc/passwd``, ``COPY … TO``, ``ATTACH``, and writing over a part, which DuckDB's
+        ``allowed_paths`` would have allowed for the files it lists), and
+        ``lock_configuration`` keeps a query from turning it back on.  DuckDB may still spill
+        to its temporary folder: a private one, removed with the connection.
+        """
+        con = self._cons.get(allow_external)
+        if con is None:
             duckdb = _duckdb()
             con = duckdb.connect(":memory:")
+            if not allow_external:
+                import shutil
+                import tempfile
+                import weakref
+
+                spill = tempfile.mkdtemp(prefix="attntopo-duckdb-")
+                weakref.finalize(con, shutil.rmtree, spill, True)
+                con.execute("SET temp_directory = ?", [spill])
+                con.execute("SET enable_external_access = false")
+                con.execute("SET lock_configuration = true")
             parts = self.parts()
             if parts:
-                files = ", ".join("'" + str(parts[k]).replace("'", "''") + "'" for k in sorted(parts))
-                con.execute(f"CREATE VIEW {TABLE} AS SELECT * FROM read_parquet([{files}])")
+                import pyarrow.dataset as pads
+
+                rows = pads.dataset([str(parts[k]) for k in sorted(parts)], schema=self.schema,
+                                    format="parquet")
             else:
-                con.register("_empty_rows", self.schema.empty_table())
-                con.execute(f"CREATE TABLE {TABLE} AS SELECT * FROM _empty_rows")
-                con.unregister("_empty_rows")
-            self._con = con
-        return self._con
+                rows = self.schema.empty_table()
+            con = self._cons[allow_external] = (con, rows)
+        return con
+
+    def _cursor(self, allow_external: bool = False):
+        """A cursor of :meth:`_connection` (its settings are the database's) that sees the
+        parts as :data:`TABLE` (a registered object is local to a cursor)."""
+        con, rows = self._connection(allow_external)
+        cur = con.cursor()
+        cur.register(TABLE, rows)
+        return cur
 
     def _fetch(self, query: str, params: list | None = None) -> list[tuple]:
         """All rows of one query, on its own cursor (no result is left open)."""
-        cur = self._connection().cursor()
+        cur = self._cursor()
         try:
             return cur.execute(query, params or []).fetchall()
         finally:
             cur.close()
 
-    def sql(self, query: str, *, arrow: bool = False) -> Any:
+    def sql(self, query: str, *, arrow: bool = False, allow_external: bool = False) -> Any:
         """Run a DuckDB query over the rows (the view ``corpus``).
+
+        Confined to the store by default: the query sees the view ``corpus`` and nothing
+        else; reading or writing any file (``read_csv('/etc/passwd')``, ``COPY … TO``,
+        ``ATTACH``), URLs and extensions are refused.  ``allow_external=True`` (``attntopo
+        query --allow-external``) runs it with the user's rights, as DuckDB does by default.
 
         Returns a :class:`pandas.DataFrame` (``arrow=True``: a :class:`pyarrow.Table`).
         A query DuckDB rejects raises :class:`~attntopo.errors.InvalidInputError` with its
@@ -657,14 +692,19 @@ class Store:
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty SQL string, e.g. \"SELECT count(*) FROM corpus\"")
+        allow_external = check_bool(allow_external, "allow_external")
         duckdb = _duckdb()
         try:
-            rel = self._connection().cursor().sql(query)
+            rel = self._cursor(allow_external).sql(query)
             if rel is None:
                 raise InvalidInputError("the query returned no rows (use SELECT …)")
             return rel.to_arrow_table() if arrow else rel.df()
         except duckdb.Error as e:
-            raise InvalidInputError(f"SQL: {' '.join(str(e).split())}") from None
+            msg = " ".join(str(e).split())
+            if not allow_external and (isinstance(e, duckdb.PermissionException) or "configuration has been locked" in msg):
+                msg += (" (a query reads the store's rows only, the view corpus: --allow-external, "
+                        "allow_external=True in Python, lets it reach other files)")
+            raise InvalidInputError(f"SQL: {msg}") from None
 
     def diagrams(self, id: str) -> dict[tuple[int, int], Any]:
         """The JS persistence diagram of every head of the text ``id``.

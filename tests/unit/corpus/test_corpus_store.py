@@ -384,3 +384,43 @@ def test_verify_finds_a_changed_byte_by_the_recorded_checksum(tmp_path):
     p.write_bytes(p.read_bytes()[:100] + p.read_bytes()[-2000:])
     why = store.verify()
     assert list(why) == [1] and "cannot be read in full" in why[1]
+
+
+def test_query_is_confined_to_the_store_unless_allowed(tmp_path):
+    """`attntopo query` ran any SQL with the user's rights: read_csv of the password file,
+    COPY ... TO any path, ATTACH creating a database file.  Now each is refused in one line
+    (exit 2) naming --allow-external, nothing is written, and the store's own rows still
+    answer; --allow-external (allow_external=True) opts out."""
+    import subprocess
+    import sys
+
+    store = _store(tmp_path)
+    root = Path(__file__).resolve().parents[3]
+
+    def query(sql, *flags):
+        return subprocess.run([sys.executable, "-m", "attntopo", "query", str(store.path), sql, *flags],
+                              capture_output=True, text=True, cwd=root, timeout=120)
+
+    secret = tmp_path / "secret.csv"
+    secret.write_text("user,pw\nroot,hunter2\n")
+    attempts = {
+        f"SELECT * FROM read_csv('{secret}')": None,
+        f"COPY (SELECT * FROM corpus) TO '{tmp_path / 'out.csv'}'": tmp_path / "out.csv",
+        f"ATTACH '{tmp_path / 'x.db'}' AS x": tmp_path / "x.db",
+        f"COPY (SELECT 1) TO '{store.path / part_name(0)}' (USE_TMP_FILE false)": None,
+        "SET enable_external_access = true": None,
+    }
+    for sql, made in attempts.items():
+        r = query(sql)
+        assert r.returncode == 2 and r.stdout == "", (sql, r.returncode, r.stdout)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "--allow-external" in lines[0] and "hunter2" not in r.stderr, (sql, r.stderr)
+        assert made is None or not made.exists(), sql
+        with pytest.raises(InvalidInputError, match="allow_external=True"):
+            store.sql(sql)
+    assert open_store(store.path).verify() == {}  # the part COPY aimed at is untouched
+    r = query("SELECT count(*) AS n FROM corpus", "--csv")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["n", str(len(TEXTS))], r.stderr
+    r = query(f"SELECT pw FROM read_csv('{secret}')", "--csv", "--allow-external")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["pw", "hunter2"], r.stderr
+    assert list(store.sql(f"SELECT pw FROM read_csv('{secret}')", allow_external=True)["pw"]) == ["hunter2"]
