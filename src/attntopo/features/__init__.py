@@ -15,6 +15,7 @@ Feature sets (formulas in ``docs/features.md``):
 ``prompt``        TOHA: prompt-to-response spanning-forest score, for (prompt, response) pairs
 ``js_image``      persistence images of the JS diagrams (persim)
 ``js_landscape``  persistence landscapes of the JS diagrams (persim)
+``js_per_token``  the ``js`` quantities that grow with the text, divided by its token count
 
 The per-set functions take stacks of matrices, so they also serve attention from elsewhere.
 The subpackage is callable: ``attntopo.features(...)`` is ``attntopo.features.features(...)``.

@@ -37,6 +37,8 @@ from ._js import (
     js_stats,
     landscape_names,
     landscape_stats,
+    per_token_names,
+    per_token_stats,
 )
 from ._prompt import PROMPT_QUANTITIES, prompt_features
 from ._table import FeatureTable, column_name
@@ -46,13 +48,13 @@ __all__ = ["FEATURE_SETS", "DEFAULT_SETS", "features", "feature_names"]
 
 #: Every feature set, by name.
 FEATURE_SETS: tuple[str, ...] = (
-    "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape",
+    "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape", "js_per_token",
 )
 #: The sets computed when none are named (``prompt`` needs pairs; images/landscapes are opt-in).
 DEFAULT_SETS: tuple[str, ...] = ("js", "graph", "barcode", "template")
 _ON_EMPTY = ("raise", "skip")
 #: Sets whose diagrams come from persistence_batch.
-PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "barcode")
+PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "js_per_token", "barcode")
 
 
 # ------------------------------------------------------------------ settings
@@ -110,6 +112,8 @@ def set_quantities(set_name: str, st: dict) -> list[str]:
         return list(PROMPT_QUANTITIES)
     if set_name == "js_image":
         return image_names()
+    if set_name == "js_per_token":
+        return per_token_names(st["scales"])
     return landscape_names()
 
 
@@ -243,7 +247,7 @@ def chunk_start(
         reals.append((real_att, real_att.weights.reshape(L * H, nr, nr)))
     js_job = bc_job = None
     D_of: list[np.ndarray | None] = [None] * len(atts)
-    if js_diagrams or any(s in sets for s in ("js", "js_image", "js_landscape")):
+    if js_diagrams or any(s in sets for s in ("js", "js_image", "js_landscape", "js_per_token")):
         js_mats: list[np.ndarray] = []
         for t, (real_att, real) in enumerate(reals):
             D = token_distances(real).reshape(real.shape)
@@ -281,8 +285,13 @@ def chunk_start(
             dgms = js_job.result()
             per_head = []
             mp = st.get("min_persistence", 0.0)
-            if "js" in sets:
-                per_head.append(("js", js_stats(dgms, np.array(js_sizes), st["scales"], st["quantiles"], mp)))
+            if "js" in sets or "js_per_token" in sets:
+                js = js_stats(dgms, np.array(js_sizes), st["scales"], st["quantiles"], mp)
+                if "js" in sets:
+                    per_head.append(("js", js))
+                if "js_per_token" in sets:
+                    per_head.append(("js_per_token", per_token_stats(
+                        js, np.array(js_sizes), st["scales"], st["quantiles"])))
             pruned = [g.prune(mp) for g in dgms] if mp > 0 and (
                 "js_image" in sets or "js_landscape" in sets) else dgms
             if "js_image" in sets:
