@@ -41,12 +41,6 @@ RETIRED = {
 PENDING = {
     ("attntopo.Attention", "layer_ids"),
     ("attntopo.Attention", "head_ids"),
-    ("attntopo.HeadSpace", "layer_ids"),
-    ("attntopo.HeadSpace", "head_ids"),
-    ("attntopo.HeadTypes", "layer_ids"),
-    ("attntopo.HeadTypes", "head_ids"),
-    ("attntopo.Approximability", "layer_ids"),
-    ("attntopo.Approximability", "head_ids"),
     ("attntopo.corpus.CorpusSettings", "persistence_engine"),
     ("attntopo.corpus.make_settings", "persistence_engine"),
     ("attntopo.corpus.run", "persistence_engine"),
@@ -164,3 +158,37 @@ def test_deprecation_points_at_the_callers_line(fake_pair_for_names):
     with pytest.warns(DeprecationWarning) as rec:
         at.compare(A, B, threshold=0.4)
     assert rec[0].filename == __file__
+
+
+def test_result_classes_read_layers_and_heads():
+    """HeadSpace, HeadTypes and Approximability hold ``layers``/``heads`` like every result."""
+    import attntopo as at
+    from _synthetic import text_attention
+
+    atts = [text_attention("the cat sat on the mat", 2, 3, seed=s) for s in (1, 2)]
+    hs = at.head_space(atts)
+    ht = at.head_types(atts)
+    for r in (hs, ht):
+        assert (tuple(r.layers), tuple(r.heads)) == ((0, 1), (0, 1, 2))
+        with pytest.warns(DeprecationWarning, match=r"\.layer_ids is deprecated: read \.layers"):
+            assert r.layer_ids == r.layers
+        with pytest.warns(DeprecationWarning, match=r"\.head_ids is deprecated: read \.heads"):
+            assert r.head_ids == r.heads
+
+
+def test_timeline_moves_to_all_heads_with_a_warning():
+    import attntopo as at
+    from _synthetic import text_attention
+
+    att = text_attention("the cat sat on the mat", 2, 2, seed=3, causal=True)
+    with pytest.warns(FutureWarning, match="all heads in the next") as rec:
+        tl = at.timeline(att, n_jobs=1)
+    assert rec[0].filename == __file__
+    one = at.timeline(att, layers=0, heads=0, n_jobs=1)
+    assert (tl.layer, tl.head) == (one.layer, one.head) == (0, 0)
+    assert tl.slices[-1].diagram == one.slices[-1].diagram
+    with pytest.warns(DeprecationWarning, match=r"timeline\(layer=\.\.\.\) is deprecated: write layers="):
+        old = at.timeline(att, layer=1, head=1, n_jobs=1)
+    assert (old.layer, old.head) == (1, 1)
+    every = at.timeline(att, layers=None, heads=None, n_jobs=1)
+    assert [(t.layer, t.head) for t in every] == [(0, 0), (0, 1), (1, 0), (1, 1)]
