@@ -41,6 +41,7 @@ from ._js import (
     per_token_stats,
 )
 from ._prompt import PROMPT_QUANTITIES, prompt_features
+from ._spectral import spectral_features, spectral_names
 from ._table import FeatureTable, column_name
 from ._template import TEMPLATES, punctuation_mask, template_features
 
@@ -49,6 +50,7 @@ __all__ = ["FEATURE_SETS", "DEFAULT_SETS", "features", "feature_names"]
 #: Every feature set, by name.
 FEATURE_SETS: tuple[str, ...] = (
     "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape", "js_per_token",
+    "spectral",
 )
 #: The sets computed when none are named (``prompt`` needs pairs; images/landscapes are opt-in).
 DEFAULT_SETS: tuple[str, ...] = ("js", "graph", "barcode", "template")
@@ -114,6 +116,8 @@ def set_quantities(set_name: str, st: dict) -> list[str]:
         return image_names()
     if set_name == "js_per_token":
         return per_token_names(st["scales"])
+    if set_name == "spectral":
+        return spectral_names()
     return landscape_names()
 
 
@@ -273,6 +277,8 @@ def chunk_start(
             blocks["prompt"].append(prompt_features(Ap, Dp, _prompt_mask(att, boundary)))
         if "graph" in sets:
             blocks["graph"].append(graph_features(real, st["thresholds"], cycle_cap=st["cycle_cap"]))
+        if "spectral" in sets:
+            blocks["spectral"].append(spectral_features(real, real_att.causal))
         if "template" in sets:
             punct = punctuation_mask(att.text, att.offsets, att.special)
             blocks["template"].append(template_features(att.weights.reshape(L * H, n, n), punct))
