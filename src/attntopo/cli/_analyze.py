@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .. import __version__
 from ..constants import DEFAULT_MODEL, SUMMARY_STATS
@@ -41,6 +39,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     finish_result,
     grid_points,
@@ -272,10 +271,7 @@ def _print_table(analysis, rows: list[dict], key: str, top: int) -> None:
         if len(shown) == n
         else f"Persistence per head: top {len(shown)} of {n} by {key}"
     )
-    table = Table(
-        title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
-        padding=(0, 1) if analysis.maxdim <= 1 else (0, 0), show_edge=False,
-    )
+    table = data_table(title, padding=(0, 1) if analysis.maxdim <= 1 else (0, 0))
     table.add_column("layer", justify="right", no_wrap=True)
     table.add_column("head", justify="right", no_wrap=True)
     n_tok = analysis.attention.n_tokens
@@ -314,5 +310,4 @@ def _print_table(analysis, rows: list[dict], key: str, top: int) -> None:
         notes.append(f"Every head has {n_tok} H0 bars, one per token.")
     notes.append("total, max: finite persistence in distance units; ent: persistence entropy in bits.")
     table.caption = " ".join(notes)
-    table.caption_justify = "left"
     print_table(table)

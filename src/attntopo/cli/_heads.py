@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .. import __version__
 from .._validation import check_maxdim, check_scale
@@ -34,6 +32,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     fmt,
     json_doc,
@@ -263,10 +262,7 @@ def _print_space(hs, top: int, eps: Optional[float]) -> None:
 
 
 def _print_comparison(comparison) -> None:
-    table = Table(
-        title=f"{comparison.a.model} vs {comparison.b.model}: distance between the head-space diagrams",
-        title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
-    )
+    table = data_table(f"{comparison.a.model} vs {comparison.b.model}: distance between the head-space diagrams")
     cols = ["dim", "bottleneck", f"W{comparison.p:g}"]
     if comparison.n_boot:
         cols += ["null (bottl.)", "z", "p", f"null (W{comparison.p:g})", "z ", "p "]
@@ -288,5 +284,4 @@ def _print_comparison(comparison) -> None:
         )
     else:
         table.caption = "no bootstrap (one text or --n-boot 0)"
-    table.caption_justify = "left"
     print_table(table)

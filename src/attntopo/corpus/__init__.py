@@ -60,7 +60,7 @@ from ._settings import (
     make_settings,
     model_fingerprint,
 )
-from ._store import ERRORS, MANIFEST, TABLE, Store, check_store_path, open_store, part_name
+from ._store import ERRORS, MANIFEST, TABLE, Store, StoreLock, check_store_path, lock_store, open_store, part_name
 from ._work import (
     DIAGRAM_COLUMNS,
     STATUS_FAILED,
@@ -90,6 +90,7 @@ __all__ = [
     "STATUS_OK",
     "STATUS_SKIPPED",
     "Store",
+    "StoreLock",
     "TABLE",
     "check_lengths",
     "check_same_settings",
@@ -97,6 +98,7 @@ __all__ = [
     "feature_columns",
     "finish",
     "first_difference",
+    "lock_store",
     "make_settings",
     "model_fingerprint",
     "open_input",

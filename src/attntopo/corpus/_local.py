@@ -7,10 +7,13 @@ The steps (shared by both engines; ``engine="ray"`` hands step 5 to
    written);
 2. scan the input (:func:`~attntopo.corpus.open_input`: encodings, columns, duplicate ids —
    every input error comes before any work);
-3. load the model and make the settings (:func:`~attntopo.corpus.make_settings`);
-4. open the store: a new one gets its manifest; an existing one must have the same settings
-   and the same input (else one line naming the difference), and its part files are
-   checked; with ``on_long="error"`` every text is tokenized first;
+3. take the store's lock (:func:`~attntopo.corpus.lock_store`, creating the folder if
+   needed) before reading its manifest: another run holding it is one line, nothing changed;
+4. load the model and make the settings (:func:`~attntopo.corpus.make_settings`); open the
+   store: an existing one must have the same settings and the same input (else one line
+   naming the difference), and its part files are checked; with ``on_long="error"`` every
+   text is tokenized first; then (all checks passed) ``new_store`` clears the old store and
+   a new store gets its manifest;
 5. for every batch without a part file: :class:`~attntopo.corpus.BatchWorker` → one part,
    written atomically;
 6. rewrite ``errors.jsonl`` and return the :class:`~attntopo.corpus.Store`.
@@ -28,10 +31,9 @@ from typing import Any, Sequence
 from .._progress import NO_PROGRESS, Reporter, check_progress, make_reporter, progress_wanted
 from .._validation import check_bool, check_choice, check_positive_int
 from ..errors import InvalidInputError, MissingDependencyError
-from ..io import _lock, _unlock
 from ._input import CorpusInput, open_input
 from ._settings import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_SETS, ON_LONG, CorpusSettings, check_same_settings, make_settings
-from ._store import MANIFEST, Store, check_store_path
+from ._store import MANIFEST, Store, StoreLock, check_store_path, lock_store
 from ._work import BatchWorker, check_lengths, feature_columns, output_schema
 
 __all__ = ["run", "ENGINES", "prepare", "Prepared", "finish", "log"]
@@ -58,8 +60,9 @@ class Prepared:
         The model loaded in this process.
     todo : list of int
         Batches without a part file, in order.
-    lock : int or None
-        File descriptor of the store's lock (held until :func:`finish`).
+    lock : StoreLock
+        The store's lock, held from before the manifest was read until :func:`finish`
+        (:func:`~attntopo.corpus.lock_store`).
     """
 
     store: Store
@@ -67,7 +70,7 @@ class Prepared:
     settings: CorpusSettings
     model: Any
     todo: list[int]
-    lock: int | None
+    lock: StoreLock | None
 
 
 def prepare(
@@ -97,6 +100,12 @@ def prepare(
                      input_format=input_format, encoding=encoding)
     lock = None
     try:
+        # the lock first: nothing of the store is read to be changed, nor changed, without it
+        # (docs/corpus.md, "Who writes when"); a run that cannot have it changes nothing
+        lock = lock_store(path)
+        check_store_path(path)  # again under the lock: what another run did before is settled
+        existing = (path / MANIFEST).is_file()
+        store = Store(path) if existing else None  # refuses what is not a corpus store
         m = model if isinstance(model, AttentionModel) else load_model(model)
         settings = make_settings(m, **settings_options)
         schema = output_schema(settings, inp.schema)
@@ -111,13 +120,7 @@ def prepare(
             "text_column": text_column,
             "id_column": id_column,
         }
-        existing = (path / MANIFEST).is_file()
-        if existing and new_store:
-            Store(path)  # refuses anything that is not a corpus store before removing it
-            _clear(path)
-            existing = False
-        if existing:
-            store = Store(path)
+        if store is not None and not new_store:
             check_same_settings(store.settings, settings, f"STORE {str(path)!r}")
             old = store.manifest.get("input", {}).get("fingerprint")
             if old != inp.fingerprint:
@@ -128,15 +131,15 @@ def prepare(
                 )
         if settings.on_long == "error":
             check_lengths(m, inp.batches(settings.batch_size))
-        if not existing:
+        if store is not None and new_store:
+            _clear(path)  # every check passed: only now is the old store removed
+            store = None
+        if store is None:
             from ..analyses._provenance import package_versions
 
             store = Store.create(path, settings, schema, info, feature_columns(settings),
-                                 extra={"model": m.info(), "versions": package_versions()})
-        try:
-            lock = _lock(path, wait=False)
-        except BlockingIOError:
-            raise InvalidInputError(f"STORE {str(path)!r} is being written by another run: wait for it to end") from None
+                                 extra={"model": m.info(), "versions": package_versions()}, lock=lock)
+        store.lock = lock
         store.clean_temporary()
         store.refresh()
         done = store.done_batches()
@@ -150,16 +153,19 @@ def prepare(
             )
         return Prepared(store, inp, settings, m, todo, lock)
     except BaseException:
-        _unlock(lock)
+        if lock is not None:
+            lock.release(remove_if_empty=True)
         inp.close()
         raise
 
 
 def _clear(path: Path) -> None:
-    """Remove a corpus store's own files (manifest, parts, error log, temporaries)."""
+    """Remove a corpus store's own files (the manifest first: from then on a reader sees no
+    store, never the old manifest with the new parts), under the store's lock."""
     import re
 
-    own = re.compile(r"^(manifest\.json|errors\.jsonl|part-\d{8}\.parquet|\..*\.tmp)$")
+    own = re.compile(r"^(errors\.jsonl|part-\d{8}\.parquet|\..*\.tmp)$")
+    os.unlink(path / MANIFEST)
     for entry in os.listdir(path):
         if own.match(entry):
             os.unlink(path / entry)
@@ -172,9 +178,16 @@ def finish(prep: Prepared) -> Store:
         store.write_errors()
         return store.refresh()
     finally:
-        _unlock(prep.lock)
-        prep.lock = None
-        prep.input.close()
+        _release(prep)
+
+
+def _release(prep: Prepared) -> None:
+    """The lock released (once), the store left without it, the input closed."""
+    if prep.lock is not None:
+        prep.lock.release()
+    prep.lock = None
+    prep.store.lock = None
+    prep.input.close()
 
 
 # ------------------------------------------------------------------ progress
@@ -390,8 +403,7 @@ def run(
             else:
                 _run_local(prep, reporter, n_jobs)
     except BaseException:
-        _unlock(prep.lock)
-        prep.input.close()
+        _release(prep)
         raise
     store = finish(prep)
     _warn_unknown(store)

@@ -30,6 +30,7 @@ SQL
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -40,7 +41,7 @@ from typing import Any, Iterator
 
 from .._validation import refused_path
 from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
-from ..io import atomic_write_bytes, atomic_write_text, json_safe, new_folders_removed_on_error
+from ..io import _lock, _unlock, atomic_write_bytes, atomic_write_text, json_safe, new_folders_removed_on_error
 from ._input import _pa
 from ._settings import CorpusSettings
 from ._work import DIAGRAM_COLUMNS, STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
@@ -55,6 +56,8 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "part_name",
+    "lock_store",
+    "StoreLock",
 ]
 
 FORMAT = "attntopo-corpus"
@@ -66,6 +69,16 @@ TABLE = "corpus"
 _META_KEY = b"attntopo.corpus"
 _PART = re.compile(r"^part-(\d{8})\.parquet$")
 _TMP = re.compile(r"^\.part-\d{8}\.parquet\.[0-9a-f]{16}\.tmp$")
+
+
+def _manifest_tmp(entry: str) -> bool:
+    """A temporary file of an interrupted manifest write (removed by the next creation)."""
+    return entry.startswith(f".{MANIFEST}.") and entry.endswith(".tmp")
+
+
+def _own_temporary(entry: str) -> bool:
+    """A temporary file of a store's own atomic writes (manifest or part)."""
+    return _manifest_tmp(entry) or _TMP.match(entry) is not None
 
 
 def part_name(batch: int) -> str:
@@ -109,7 +122,8 @@ def _check_store_folder(p: Path) -> Path:
     if p.is_dir():
         if not os.access(p, os.W_OK | os.X_OK):
             raise InvalidInputError(f"STORE {str(p)!r} is not writable")
-        if not (p / MANIFEST).is_file() and any(True for _ in p.iterdir()):
+        # a creating run's (or a killed one's) temporary files are not "other files"
+        if not (p / MANIFEST).is_file() and any(not _own_temporary(e.name) for e in p.iterdir()):
             raise InvalidInputError(
                 f"STORE {str(p)!r} is a folder that holds other files and no {MANIFEST}: give a new "
                 "or empty folder, or an existing corpus store"
@@ -123,6 +137,113 @@ def _check_store_folder(p: Path) -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {str(parent)!r} is not writable")
     return p
+
+
+class StoreLock:
+    """The lock of one store folder, held by this process (:func:`lock_store`).
+
+    Attributes
+    ----------
+    path : Path
+        The store folder.
+    fd : int or None
+        The open folder whose ``flock`` is held (None where there is no ``fcntl``).
+    made : bool
+        Whether :func:`lock_store` created the folder (it is removed again by :meth:`release`
+        with ``remove_if_empty=True`` while still empty).
+    """
+
+    def __init__(self, path: Path, fd: int | None, made: bool) -> None:
+        self.path, self.fd, self.made = path, fd, made
+
+    def check(self, path: Path) -> None:
+        """Raise unless this lock is held and is the lock of the folder ``path``."""
+        if self.fd is None and _no_flock():  # pragma: no cover
+            return
+        try:
+            same = self.fd is not None and os.path.samestat(os.fstat(self.fd), os.stat(path))
+        except OSError:
+            same = False
+        if not same:
+            raise InvalidInputError(f"STORE {str(path)!r}: this run does not hold its lock (released or another folder)")
+
+    def release(self, *, remove_if_empty: bool = False) -> None:
+        """Release the lock (once); with ``remove_if_empty``, first remove the folder if this
+        lock made it and nothing was written into it (a refused run leaves no folder)."""
+        if self.fd is None:
+            return
+        if remove_if_empty and self.made:
+            try:
+                os.rmdir(self.path)  # only while empty; still under the lock
+            except OSError:
+                pass
+        fd, self.fd = self.fd, None
+        _unlock(fd)
+
+    def __enter__(self) -> "StoreLock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release(remove_if_empty=exc[0] is not None)
+
+
+def _no_flock() -> bool:
+    from .. import io as _io
+
+    return _io.fcntl is None
+
+
+def lock_store(path: Any) -> StoreLock:
+    """Take the lock of the store folder ``path`` (created if missing) before touching it.
+
+    The protocol (docs/corpus.md, "Who writes when"): every run that creates, clears, resumes
+    or writes a store holds an exclusive ``flock`` on the store folder from before it reads
+    the manifest until its last write; the kernel drops it when the process dies, however it
+    dies.  A folder that does not exist yet is created first (``mkdir``; two runs may both
+    try, one of them makes it) and then locked; after the lock is held, the folder at
+    ``path`` must still be the folder locked (another run may have removed an empty folder it
+    had made between the two steps): if not, the steps are repeated.
+
+    Raises
+    ------
+    InvalidInputError
+        Another process holds the lock (one line, nothing changed), or the folder cannot be
+        created.
+    """
+    p = Path(path)
+    for _ in range(20):
+        made = False
+        try:
+            if not p.is_dir():
+                with new_folders_removed_on_error(p.parent):
+                    os.makedirs(p.parent, exist_ok=True)
+                    try:
+                        os.mkdir(p)
+                        made = True
+                    except FileExistsError:
+                        pass
+        except OSError as e:
+            raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {e.strerror or e}") from None
+        try:
+            fd = _lock(p, wait=False)
+        except BlockingIOError:
+            raise InvalidInputError(
+                f"STORE {str(p)!r} is being written by another run: nothing was changed; run "
+                "the command again once that run has ended (it continues the store)"
+            ) from None
+        except FileNotFoundError:  # removed between mkdir and open: again
+            continue
+        except OSError as e:
+            raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {e.strerror or e}") from None
+        if fd is None:  # pragma: no cover - no fcntl: no lock
+            return StoreLock(p, None, made)
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(p)):
+                return StoreLock(p, fd, made)
+        except FileNotFoundError:
+            pass
+        _unlock(fd)  # the folder locked is no longer the one at p: again
+    raise InvalidInputError(f"STORE {str(p)!r} keeps changing while this run tries to lock it: try again")
 
 
 def _schema_b64(schema: Any) -> str:
@@ -184,12 +305,50 @@ class Store:
         # and its bookkeeping summary (_summary), None until read: see _summaries
         self._known: dict[int, tuple[tuple[int, int], dict | None]] = {}
         self._con = None
+        #: the writer's lock (StoreLock) while a run holds it; None for a reader
+        self.lock: StoreLock | None = None
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The block changes the folder: under the lock this store holds (checked), else
+        under the lock taken for the block alone (one line if another run holds it)."""
+        if self.lock is not None:
+            self.lock.check(self.path)
+            yield
+            return
+        with lock_store(self.path):
+            yield
 
     # -------------------------------------------------------------- creation
     @classmethod
     def create(cls, path: Path, settings: CorpusSettings, schema: Any, input_info: dict,
-               feature_columns: list[str], extra: dict | None = None) -> "Store":
-        """Write a new store's manifest (the folder is created; it must be new or empty)."""
+               feature_columns: list[str], extra: dict | None = None, *,
+               lock: "StoreLock | None" = None) -> "Store":
+        """Write a new store's manifest (the folder is created; it must be new or empty).
+
+        Under ``lock`` (the folder's :class:`StoreLock`, held by the caller, who then keeps
+        it on the returned store), else under the lock taken here for the creation alone.
+        A folder that holds a manifest by then (another run made a store there first) or
+        other files is refused, unchanged.
+        """
+        if lock is None:
+            with lock_store(path) as held:
+                store = cls.create(path, settings, schema, input_info, feature_columns, extra, lock=held)
+                store.lock = None
+                return store
+        lock.check(path)
+        if (path / MANIFEST).is_file():
+            raise InvalidInputError(f"STORE {str(path)!r} is a corpus store already (another run made it first)")
+        entries = os.listdir(path)
+        others = [e for e in entries if not _own_temporary(e)]
+        if others:
+            raise InvalidInputError(
+                f"STORE {str(path)!r} is a folder that holds other files and no {MANIFEST}: give a new "
+                "or empty folder, or an existing corpus store"
+            )
+        for e in entries:  # what a run killed while it created the store left
+            if _own_temporary(e):
+                os.unlink(path / e)
         from .._version import __version__
 
         doc = {
@@ -207,17 +366,16 @@ class Store:
             **(extra or {}),
         }
         try:
-            # the folders made here are removed again if the manifest cannot be written
-            with new_folders_removed_on_error(path):
-                path.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
+            atomic_write_text(path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
         except OSError as e:
             # check_store_path looks at permissions; a read-only or full file system, or a
             # folder where nothing can be created (/proc, also for root), shows only here
             raise InvalidInputError(
                 f"STORE {str(path)!r} cannot be created: {e.strerror or e}"
             ) from None
-        return cls(path)
+        store = cls(path)
+        store.lock = lock
+        return store
 
     # -------------------------------------------------------------- parts
     def _scan_parts(self) -> dict[int, Path]:
@@ -323,7 +481,8 @@ class Store:
         plain = set(self.feature_columns) | {"diagram_births", "diagram_deaths", "diagram_dims"}
         rest = [c for c in table.column_names if c not in plain]
         pq.write_table(table, sink, compression="snappy", use_dictionary=rest, write_statistics=rest)
-        path = atomic_write_bytes(self.path / part_name(batch), sink.getvalue().to_pybytes())
+        with self._writing():
+            path = atomic_write_bytes(self.path / part_name(batch), sink.getvalue().to_pybytes())
         self._known[batch] = (_stat_key(path), _summary(table.select(list(_SUMMARY_COLUMNS))))
         self._rows[batch] = table.num_rows
         if self._parts is not None:
@@ -332,7 +491,13 @@ class Store:
         return path
 
     def clean_temporary(self) -> int:
-        """Remove temporary files of part writes that a killed run left; returns how many."""
+        """Remove temporary files of part writes that a killed run left; returns how many.
+
+        Only under the store's lock (:attr:`lock`): without it the files may be another
+        run's writes in progress."""
+        if self.lock is None:
+            return 0
+        self.lock.check(self.path)
         n = 0
         for entry in os.listdir(self.path):
             if _TMP.match(entry) or (entry.startswith(".") and entry.endswith(".tmp") and "manifest" in entry):
@@ -472,7 +637,8 @@ class Store:
         rows = [r for summary in self._summaries() for r in summary["errors"]]
         rows.sort(key=lambda r: r["row"])
         lines = [json.dumps(r, ensure_ascii=False) for r in rows]
-        return atomic_write_text(self.path / ERRORS, "".join(x + "\n" for x in lines))
+        with self._writing():
+            return atomic_write_text(self.path / ERRORS, "".join(x + "\n" for x in lines))
 
     def _summaries(self) -> Iterator[dict]:
         """Each part's :func:`_summary`, in batch order: kept from its write in this process,

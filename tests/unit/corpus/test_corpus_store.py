@@ -147,12 +147,12 @@ def test_a_store_the_file_system_refuses_is_one_line_and_leaves_no_folder(tmp_pa
         with pytest.raises(InvalidInputError, match=why) as e:
             check_store_path(bad)
         assert "\n" not in str(e.value)
-    # a manifest that cannot be written (its name is taken by a folder): one line, and the
-    # folders that existed before stay as they were (no temporary file left)
+    # a manifest's name taken by a folder: refused under the lock before any write, one
+    # line, and the folders that existed before stay as they were (no temporary file left)
     (tmp_path / "old").mkdir()
     blocked = tmp_path / "old" / "new" / "s"
     (blocked / MANIFEST).mkdir(parents=True)
-    with pytest.raises(InvalidInputError, match="cannot be created"):
+    with pytest.raises(InvalidInputError, match="holds other files"):
         Store.create(blocked, SETTINGS, schema, info, feature_columns(SETTINGS))
     assert os.listdir(blocked) == [MANIFEST] and not list((blocked / MANIFEST).iterdir())
 
