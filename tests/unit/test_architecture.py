@@ -23,6 +23,19 @@ def test_import_graph_has_no_cycle_and_no_upward_import():
     assert "no cycle, no upward import" in r.stdout
 
 
+def _synthetic_package(root: Path, files: dict[str, str]) -> Path:
+    """``root/attntopo`` holding ``files`` (path below the package -> source), every folder a package."""
+    pkg = root / "attntopo"
+    for rel, source in {"__init__.py": "", **files}.items():
+        path = pkg / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        init = path.parent / "__init__.py"
+        if not init.exists():
+            init.write_text("")
+        path.write_text(source)
+    return pkg
+
+
 def _load_tool():
     import importlib.util
 
@@ -50,13 +63,8 @@ def test_the_checker_sees_cycles():
 )
 def test_the_checker_reads_module_and_function_level_imports(tmp_path, monkeypatch, source, upward):
     tool = _load_tool()
-    pkg = tmp_path / "attntopo"
-    for sub in ("analyses", "topology"):
-        (pkg / sub).mkdir(parents=True)
-        (pkg / sub / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "report.py").write_text("x = 1\n")
-    (pkg / "analyses" / "_thing.py").write_text(textwrap.dedent(source))
+    pkg = _synthetic_package(tmp_path, {"topology/__init__.py": "", "report.py": "x = 1\n",
+                                        "analyses/_thing.py": textwrap.dedent(source)})
     monkeypatch.setattr(tool, "ROOT", tmp_path)
     files = sorted(pkg.rglob("*.py"))
     modules = {tool.module_name(f) for f in files}
@@ -121,13 +129,8 @@ def test_the_checker_rejects_private_cross_imports_and_stale_allowances(tmp_path
     """A synthetic package: an unlisted private cross-import fails with its file and line, a
     listed one passes, and a listed one that no longer occurs fails as stale."""
     tool = _load_tool()
-    pkg = tmp_path / "attntopo"
-    for sub in ("features", "corpus"):
-        (pkg / sub).mkdir(parents=True)
-        (pkg / sub / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "features" / "_compute.py").write_text("def chunk_start():\n    pass\n")
-    (pkg / "corpus" / "_work.py").write_text("x = 1\n\nfrom ..features._compute import chunk_start\n")
+    pkg = _synthetic_package(tmp_path, {"features/_compute.py": "def chunk_start():\n    pass\n",
+                                        "corpus/_work.py": "x = 1\n\nfrom ..features._compute import chunk_start\n"})
     monkeypatch.setattr(tool, "ROOT", tmp_path)
     monkeypatch.setattr(tool, "LAYERS", [("low", ("features",)), ("high", ("corpus", ""))])
     monkeypatch.setattr(tool, "ALLOWED_PRIVATE", frozenset())
