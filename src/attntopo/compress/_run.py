@@ -31,7 +31,7 @@ from ..constants import DEFAULT_MODEL
 from ..analyses._result import Columns, Result, read_array
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
-from ..models._precision import normalize_rows
+from ..models import normalize_rows
 from ._grouping import METHODS, REPRESENTATIVES, baseline_labels, persistence_labels, replace_rows
 
 __all__ = ["Compression", "compress", "compressed_attention"]
