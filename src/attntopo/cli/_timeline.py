@@ -22,6 +22,8 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,
@@ -68,6 +70,8 @@ def timeline_cmd(
     text: TextArg = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer, 0-based (default 0; -1 is the last).",
     )] = None,
@@ -115,7 +119,7 @@ def timeline_cmd(
     formats = check_plot_options(plots, plot_format, out)
 
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     how = "one forward pass" if m.causal else "a forward pass per prefix"
     with progress_bar(f"timeline ({how})", show) as progress:
         t1 = time.perf_counter()

@@ -8,6 +8,8 @@ from ._common import (
     DebugOpt,
     FileOpt,
     JsonOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     TextArg,
     TruncateOpt,
@@ -35,6 +37,8 @@ def words_cmd(
     text: TextArg = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     truncate: TruncateOpt = False,
     json_out: JsonOpt = False,
     debug: DebugOpt = False,
@@ -44,7 +48,7 @@ def words_cmd(
     Runs the tokenizer and one forward pass of a single head; results to stdout.
     """  # noqa: E501 - typer keeps line breaks of help text
     body, _ = read_text(text, file)
-    m, _ = load_model_with_status(model, not json_out)
+    m, _ = load_model_with_status(model, not json_out, device=device, dtype=dtype)
     rows = word_rows(body, m, truncate=truncate)
     if json_out:
         print_json(rows)
