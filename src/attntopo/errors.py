@@ -25,6 +25,8 @@ __all__ = [
     "ResultFormatError",
     "AttntopoWarning",
     "UnknownTokensWarning",
+    "DamagedPartWarning",
+    "DiskFullError",
 ]
 
 
@@ -112,6 +114,11 @@ class ResultFormatError(AttntopoError, ValueError):
     """A saved result is missing, corrupt, or from an unsupported format version."""
 
 
+class DiskFullError(AttntopoError):
+    """The file system (or the user's quota) filled up while a corpus store was written; the
+    message names the store and says that what was stored is kept and a rerun continues."""
+
+
 class AttntopoWarning(UserWarning):
     """Base class of the warnings attntopo issues on purpose (filter them by this category)."""
 
@@ -157,3 +164,8 @@ def user_stacklevel() -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+class DamagedPartWarning(AttntopoWarning):
+    """A corpus run found a part file of its store damaged (its bytes differ from the SHA-256
+    recorded when it was written, or it cannot be read in full) and computes that batch again."""

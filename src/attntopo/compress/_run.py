@@ -31,6 +31,7 @@ from ..constants import DEFAULT_MODEL
 from ..analyses._result import Columns, Result, read_array
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
+from ..models import normalize_rows
 from ._grouping import METHODS, REPRESENTATIVES, baseline_labels, persistence_labels, replace_rows
 
 __all__ = ["Compression", "compress", "compressed_attention"]
@@ -56,7 +57,8 @@ def _attention(module, query, key, value, attention_mask, **kwargs):
     Kr = key.repeat_interleave(groups, dim=1) if groups > 1 else key
     from ..distances import row_distances
 
-    W = w.detach().double().cpu().numpy()
+    # rows renormalized in float64 (a bfloat16 row sums to 1 only within ~2^-8)
+    W = normalize_rows(w.detach(), what=f"attention of layer {layer}").double().cpu().numpy()
     new = W.copy()
     for b in range(W.shape[0]):
         D = row_distances(W[b, heads])  # (len(heads), n, n)
@@ -102,7 +104,8 @@ def _forward(model: Any, ids: list[int]):
 
     t = torch.tensor([ids], dtype=torch.long, device=model.device)
     with torch.inference_mode():
-        out = model.hf_model(input_ids=t, attention_mask=torch.ones_like(t), output_hidden_states=True)
+        out = model.hf_model(input_ids=t, attention_mask=torch.ones_like(t), output_hidden_states=True,
+                             **model.forward_kwargs)
     return out
 
 

@@ -21,16 +21,18 @@ The steps (shared by both engines; ``engine="ray"`` hands step 5 to
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .._progress import NO_PROGRESS, Reporter, check_progress, make_reporter, progress_wanted
 from .._validation import check_bool, check_choice, check_positive_int
-from ..errors import InvalidInputError, MissingDependencyError
+from ..errors import DiskFullError, InvalidInputError, MissingDependencyError
 from ._input import CorpusInput, open_input
 from ._settings import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_SETS, ON_LONG, CorpusSettings, check_same_settings, make_settings
 from ._store import MANIFEST, Store, StoreLock, check_store_path, lock_store
@@ -141,6 +143,7 @@ def prepare(
                                  extra={"model": m.info(), "versions": package_versions()}, lock=lock)
         store.lock = lock
         store.clean_temporary()
+        _drop_damaged(store)
         store.refresh()
         done = store.done_batches()
         todo = [k for k in range(inp.batch_count(settings.batch_size)) if k not in done]
@@ -159,12 +162,27 @@ def prepare(
         raise
 
 
+def _drop_damaged(store: Store) -> None:
+    """Remove every damaged part (:meth:`Store.verify`), saying which, so that the run
+    computes its batch again: a part is trusted as done only after its bytes are checked."""
+    import warnings
+
+    from ..errors import DamagedPartWarning
+    from ._store import part_name
+
+    for k, why in sorted(store.verify(record=True).items()):
+        os.unlink(store.path / part_name(k))
+        warnings.warn(DamagedPartWarning(
+            f"STORE {str(store.path)!r}: {part_name(k)} was damaged ({why}): batch {k} is recomputed"
+        ), stacklevel=2)
+
+
 def _clear(path: Path) -> None:
     """Remove a corpus store's own files (the manifest first: from then on a reader sees no
     store, never the old manifest with the new parts), under the store's lock."""
     import re
 
-    own = re.compile(r"^(errors\.jsonl|part-\d{8}\.parquet|\..*\.tmp)$")
+    own = re.compile(r"^(errors\.jsonl|parts\.sha256|part-\d{8}\.parquet|\..*\.tmp)$")
     os.unlink(path / MANIFEST)
     for entry in os.listdir(path):
         if own.match(entry):
@@ -176,6 +194,7 @@ def finish(prep: Prepared) -> Store:
     try:
         store = prep.store.refresh()
         store.write_errors()
+        store.write_checksums()
         return store.refresh()
     finally:
         _release(prep)
@@ -380,32 +399,33 @@ def run(
             ray_engine.check_ray_address(ray_address)
     elif ray_address is not None:
         raise InvalidInputError("ray_address applies to engine='ray' only")
-    prep = prepare(
-        texts_or_path, out, model=model, sets=sets, layers=layers, heads=heads,
-        keep_diagrams=keep_diagrams, batch_size=batch_size, on_long=on_long,
-        text_column=text_column, id_column=id_column, input_format=input_format,
-        encoding=encoding, new_store=new_store, drop_special=drop_special,
-        thresholds=thresholds, scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
-        persistence_engine=persistence_engine,
-    )
-    try:
-        reporter = _bar(progress, log_every)
-        with reporter:
-            reporter.add_total(prep.input.total)
-            already = prep.store.n_rows()
-            if isinstance(reporter, (_RateBar, _LogReporter)):
-                reporter.skip_done(already)
-            else:
-                reporter.advance(already)
-            reporter.stage("features")
-            if engine == "ray":
-                run_ray(prep, progress=reporter, ray_address=ray_address, n_jobs=n_jobs)
-            else:
-                _run_local(prep, reporter, n_jobs)
-    except BaseException:
-        _release(prep)
-        raise
-    store = finish(prep)
+    with _full_disk_is_one_line(out):
+        prep = prepare(
+            texts_or_path, out, model=model, sets=sets, layers=layers, heads=heads,
+            keep_diagrams=keep_diagrams, batch_size=batch_size, on_long=on_long,
+            text_column=text_column, id_column=id_column, input_format=input_format,
+            encoding=encoding, new_store=new_store, drop_special=drop_special,
+            thresholds=thresholds, scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
+            persistence_engine=persistence_engine,
+        )
+        try:
+            reporter = _bar(progress, log_every)
+            with reporter:
+                reporter.add_total(prep.input.total)
+                already = prep.store.n_rows()
+                if isinstance(reporter, (_RateBar, _LogReporter)):
+                    reporter.skip_done(already)
+                else:
+                    reporter.advance(already)
+                reporter.stage("features")
+                if engine == "ray":
+                    run_ray(prep, progress=reporter, ray_address=ray_address, n_jobs=n_jobs)
+                else:
+                    _run_local(prep, reporter, n_jobs)
+        except BaseException:
+            _release(prep)
+            raise
+        store = finish(prep)
     _warn_unknown(store)
     c = store.counts()
     log.info(
@@ -414,6 +434,29 @@ def run(
         extra={"final": True},
     )
     return store
+
+
+@contextlib.contextmanager
+def _full_disk_is_one_line(out: Any) -> Iterator[None]:
+    """A full file system (or quota) while the store is written: one line naming the store,
+    what is kept and how to go on (:class:`~attntopo.errors.DiskFullError`), not an OSError.
+
+    Nothing stored is lost: a part is written to a temporary file (removed when the write
+    fails) and renamed only when complete, a checksum line torn by the failure is ignored, and
+    the manifest is never rewritten; the lock is released, so the same command continues."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        try:
+            kept = f" ({Store(out).n_rows()} texts are stored)"
+        except Exception:  # noqa: BLE001 - only a count for the message
+            kept = ""
+        raise DiskFullError(
+            f"STORE {str(out)!r}: {e.strerror or 'No space left on device'}: nothing stored is "
+            f"lost{kept}; free some space and run the same command again to continue"
+        ) from None
 
 
 def _warn_unknown(store: Store) -> None:

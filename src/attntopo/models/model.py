@@ -104,6 +104,10 @@ class AttentionModel:
         tokenizer.padding_side = "right"
         if owned and hasattr(cfg, "use_cache"):
             cfg.use_cache = False  # no key/value cache: one pass, attention only
+        #: keyword arguments of every forward pass: no key/value cache (a model the user loaded
+        #: keeps its config; a cache would hold every layer's keys, and a layer run again with
+        #: the captured arguments would append to it)
+        self.forward_kwargs: dict = {"use_cache": False} if hasattr(cfg, "use_cache") else {}
         # re-entrant: a diagnostic that patches the model (hooks, positions off, another
         # attention function) holds it for the whole patched stretch, and the forward passes
         # it runs inside take it again
@@ -245,7 +249,7 @@ class AttentionModel:
         inputs = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)}
         with self._lock, torch.inference_mode():
             try:
-                out = self.hf_model(**inputs, output_attentions=True)
+                out = self.hf_model(**inputs, **self.forward_kwargs, output_attentions=True)
             except TypeError as e:
                 raise ModelLoadError(
                     f"{self.name} cannot return attention weights (its forward rejected "

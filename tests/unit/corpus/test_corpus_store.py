@@ -169,7 +169,8 @@ def test_a_url_store_is_refused_not_made_a_local_folder(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ parts
 def test_parts_are_named_by_batch_and_rewriting_never_duplicates(tmp_path):
     store = _store(tmp_path)
-    assert sorted(os.listdir(store.path)) == ["manifest.json", part_name(0), part_name(1), part_name(2)]
+    assert sorted(os.listdir(store.path)) == ["manifest.json", part_name(0), part_name(1), part_name(2),
+                                              "parts.sha256"]
     before = store.to_arrow()
     inp = open_input(TEXTS)
     k, t = next(iter(inp.batches(2)))
@@ -353,3 +354,73 @@ def test_not_a_store(tmp_path):
     (tmp_path / "manifest.json").write_text('{"format": "other"}')
     with pytest.raises(ResultFormatError, match="not an attntopo corpus manifest"):
         open_store(tmp_path)
+
+
+def test_verify_finds_a_changed_byte_by_the_recorded_checksum(tmp_path):
+    """Every part's SHA-256 is recorded as it is written (sha256sum's format); one changed
+    byte in the middle of a part, which its footer cannot show, is found; a part of a store
+    without records (made before them) must read in full."""
+    import hashlib
+    import shutil
+    import subprocess
+
+    from attntopo.corpus import CHECKSUMS
+
+    store = _store(tmp_path)
+    assert store.verify() == {}
+    recorded = store.checksums()
+    assert recorded == {n: hashlib.sha256((store.path / n).read_bytes()).hexdigest()
+                        for n in map(part_name, range(3))}
+    if shutil.which("sha256sum"):
+        assert subprocess.run(["sha256sum", "--quiet", "-c", CHECKSUMS], cwd=store.path).returncode == 0
+    p = store.path / part_name(1)
+    data = bytearray(p.read_bytes())
+    data[len(data) // 3] ^= 0x01
+    p.write_bytes(bytes(data))
+    open_store(store.path)  # the footer reads: only the checksum can tell
+    assert list(store.verify()) == [1] and "SHA-256 differs" in store.verify()[1]
+    # no records: a part is trusted only if it reads in full (a truncated one does not)
+    os.unlink(store.path / CHECKSUMS)
+    p.write_bytes(p.read_bytes()[:100] + p.read_bytes()[-2000:])
+    why = store.verify()
+    assert list(why) == [1] and "cannot be read in full" in why[1]
+
+
+def test_query_is_confined_to_the_store_unless_allowed(tmp_path):
+    """`attntopo query` ran any SQL with the user's rights: read_csv of the password file,
+    COPY ... TO any path, ATTACH creating a database file.  Now each is refused in one line
+    (exit 2) naming --allow-external, nothing is written, and the store's own rows still
+    answer; --allow-external (allow_external=True) opts out."""
+    import subprocess
+    import sys
+
+    store = _store(tmp_path)
+    root = Path(__file__).resolve().parents[3]
+
+    def query(sql, *flags):
+        return subprocess.run([sys.executable, "-m", "attntopo", "query", str(store.path), sql, *flags],
+                              capture_output=True, text=True, cwd=root, timeout=120)
+
+    secret = tmp_path / "secret.csv"
+    secret.write_text("user,pw\nroot,hunter2\n")
+    attempts = {
+        f"SELECT * FROM read_csv('{secret}')": None,
+        f"COPY (SELECT * FROM corpus) TO '{tmp_path / 'out.csv'}'": tmp_path / "out.csv",
+        f"ATTACH '{tmp_path / 'x.db'}' AS x": tmp_path / "x.db",
+        f"COPY (SELECT 1) TO '{store.path / part_name(0)}' (USE_TMP_FILE false)": None,
+        "SET enable_external_access = true": None,
+    }
+    for sql, made in attempts.items():
+        r = query(sql)
+        assert r.returncode == 2 and r.stdout == "", (sql, r.returncode, r.stdout)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "--allow-external" in lines[0] and "hunter2" not in r.stderr, (sql, r.stderr)
+        assert made is None or not made.exists(), sql
+        with pytest.raises(InvalidInputError, match="allow_external=True"):
+            store.sql(sql)
+    assert open_store(store.path).verify() == {}  # the part COPY aimed at is untouched
+    r = query("SELECT count(*) AS n FROM corpus", "--csv")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["n", str(len(TEXTS))], r.stderr
+    r = query(f"SELECT pw FROM read_csv('{secret}')", "--csv", "--allow-external")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["pw", "hunter2"], r.stderr
+    assert list(store.sql(f"SELECT pw FROM read_csv('{secret}')", allow_external=True)["pw"]) == ["hunter2"]
