@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..errors import InvalidInputError
-from ._common import DebugOpt, JsonOpt, app, data_table, print_json, print_table, with_help
+from ._common import JsonOpt, app, data_table, print_json, print_table, with_help
 
 _QUERY_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -40,7 +40,6 @@ def query_cmd(
     )],
     csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV on stdout (a header line, then the rows).")] = False,
     json_out: Annotated[bool, with_help(JsonOpt, "Print the rows as a JSON list of objects on stdout.")] = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Run SQL over a corpus store (DuckDB) and print the result."""
     from ..corpus import open_store

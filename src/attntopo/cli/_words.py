@@ -5,7 +5,6 @@ from __future__ import annotations
 from ..constants import DEFAULT_MODEL
 from ..words import split_words
 from ._common import (
-    DebugOpt,
     FileOpt,
     JsonOpt,
     ModelOpt,
@@ -37,7 +36,6 @@ def words_cmd(
     model: ModelOpt = DEFAULT_MODEL,
     truncate: TruncateOpt = False,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """List the words of a text with their index (what compare --align I:J counts), their characters and the model's tokens of each.
 
