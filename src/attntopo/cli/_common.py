@@ -100,6 +100,14 @@ FileOpt = Annotated[Optional[str], typer.Option(
     show_default=False)]
 ModelOpt = Annotated[str, typer.Option(
     "--model", "-m", help="Model: a packaged alias (minilm, smollm2), a Hugging Face id or a folder.")]
+DeviceOpt = Annotated[str, typer.Option(
+    "--device", metavar="DEVICE",
+    help="Where the model runs: cpu, cuda, cuda:N (a GPU number), mps, or auto (the first GPU when "
+         "there is one, else cpu).")]  # check_device checks it before the model loads
+DtypeOpt = Annotated[str, typer.Option(
+    "--dtype", metavar="DTYPE",
+    help="The model's weights: float32, bfloat16 or float16 (attention rows are renormalized in "
+         "float64 and analysed as float32).")]  # check_dtype checks it against the device
 LayersOpt = Annotated[Optional[List[str]], typer.Option(
     "--layer", "-l", metavar="L", help="Layer(s), 0-based; repeat or comma-separate (default: all).",
     show_default=False)]  # read by parse_indices
@@ -310,10 +318,21 @@ def progress_bar(description: str, enabled: bool) -> Iterator[Any]:
         yield bar
 
 
-def load_model_with_status(model: str, show: bool):
-    """Load a model behind a progress bar (a GGUF conversion shows its stages); returns
-    ``(model, seconds)``."""
+def check_device_dtype(device: str, dtype: str) -> tuple[str, str]:
+    """``--device`` and ``--dtype`` checked (one line and exit 2 for a device this machine
+    lacks or a dtype it cannot run there), ``auto`` resolved."""
+    from .._validation import check_device, check_dtype
+
+    dev = check_device(device, "--device")
+    return dev, check_dtype(dtype, dev, "--dtype")
+
+
+def load_model_with_status(model: str, show: bool, *, device: str = "cpu", dtype: str = "float32"):
+    """Load a model on ``device`` in ``dtype`` behind a progress bar (a GGUF conversion shows
+    its stages); returns ``(model, seconds)``."""
     from ..models import load_model
+
+    device, dtype = check_device_dtype(device, dtype)
 
     loading = f"model {model}"
     if model.strip().lower() == "smollm2" and show and err_console.is_terminal:
@@ -321,7 +340,7 @@ def load_model_with_status(model: str, show: bool):
             loading = "smollm2, first use: its GGUF file is converted once (about 30 s)"
     with progress_bar(loading, show) as progress:
         t0 = time.perf_counter()
-        m = load_model(model, progress=progress)
+        m = load_model(model, device=device, dtype=dtype, progress=progress)
         return m, time.perf_counter() - t0
 
 
@@ -482,7 +501,13 @@ def model_line(m: Any, extra: str = "") -> str:
     """``attntopo 0.1.0 · model minilm (6 layers × 12 heads, bidirectional)`` + ``extra``."""
     kind = "causal" if m.causal else "bidirectional"
     return (f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] "
-            f"({m.n_layers} layers × {m.n_heads} heads, {kind}){extra}")
+            f"({m.n_layers} layers × {m.n_heads} heads, {kind}{where_line(m)}){extra}")
+
+
+def where_line(m: Any) -> str:
+    """``", bfloat16 on cuda:0"`` for a model not in float32 on the CPU, else ``""``."""
+    dev, dt = str(getattr(m, "device", "cpu")), str(getattr(m, "dtype", "float32"))
+    return "" if (dev, dt) == ("cpu", "float32") else f", {dt} on {dev}"
 
 
 def print_saved(saved: Path | None, figures: dict[str, bytes] | None = None) -> None:

@@ -25,6 +25,8 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,
@@ -82,6 +84,8 @@ def compare_cmd(
         ModelOpt,
         "Model: a packaged alias, a Hugging Face id (a multilingual one for translations) or a folder.",
     )] = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: LayersOpt = None,
     head: HeadsOpt = None,
     metric: MetricOpt = "jensen_shannon",
@@ -164,7 +168,7 @@ def compare_cmd(
     formats = check_plot_options(plots, plot_format, out)
 
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     with progress_bar("comparing", show) as progress:
         t0 = time.perf_counter()
         try:

@@ -15,6 +15,8 @@ from ._common import (
     HeadsOpt,
     JsonOpt,
     LayersOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,
@@ -53,6 +55,8 @@ def compress_cmd(
     text: TextArg = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer(s) to compress, 0-based; repeat or comma-separate (default: all).",
     )] = None,
@@ -94,10 +98,10 @@ def compress_cmd(
     layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
     formats = check_plot_options(plots, plot_format, out)
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     with status("two forward passes, the second with grouped attention rows …", show):
         t0 = time.perf_counter()
-        c = compress(m, body, layers=layers, heads=heads, scale=scale_value, method=method,
+        c = compress(body, m, layers=layers, heads=heads, scale=scale_value, method=method,
                      representative=representative, seed=seed, truncate=truncate)
         t_c = time.perf_counter() - t0
     finish_result(c, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,

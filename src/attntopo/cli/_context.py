@@ -11,6 +11,8 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     JsonOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,
@@ -74,6 +76,8 @@ def context_cmd(
     )] = None,
     file: TextsFileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     word: Annotated[Optional[str], typer.Option(
         "--word", "-w", metavar="W", show_default=False,
         help="Study this word across the texts that contain it (at least 3); "
@@ -108,7 +112,7 @@ def context_cmd(
     body, source = _texts(texts, file, word, fortunes, contexts, seed)
     formats = check_plot_options(plots, plot_format, out)
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     with progress_bar(f"context · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
         t0 = time.perf_counter()
         r = context(body, m, word=word, n_permutations=permutations, seed=seed,

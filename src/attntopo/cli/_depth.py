@@ -11,6 +11,8 @@ from .._validation import check_positive_int
 from ..constants import DEFAULT_MODEL
 from ._common import (
     JsonOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,
@@ -52,6 +54,8 @@ def depth_cmd(
     texts: TextsArg = None,
     file: TextsFileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     k: Annotated[int, typer.Option(
         "--k", "-k", help="Neighbours for the k-NN overlap between depths (min(k, n−2) per text).",
     )] = 10,
@@ -73,7 +77,7 @@ def depth_cmd(
     k = check_positive_int(k, "--k", allow_none=False, hint="neighbours for the overlap between depths")
     formats = check_plot_options(plots, plot_format, out)
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     with progress_bar(f"depth · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
         t0 = time.perf_counter()
         d = depth(body, m, k=k, truncate=truncate, progress=bar)

@@ -14,6 +14,8 @@ from ..errors import InvalidInputError
 from ._common import (
     FileOpt,
     JsonOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,
@@ -97,6 +99,8 @@ def simulate_cmd(
     )] = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[int, typer.Option(
         "--layer", "-l", metavar="L", help="Layer whose input tokens and head are used (text).",
     )] = 0,
@@ -168,7 +172,7 @@ def simulate_cmd(
     t_model = 0.0
     if from_text:
         body, source = read_text(text, file)
-        m, t_model = load_model_with_status(model, show)
+        m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
         with status("hardmax dynamics on the model's tokens …", show):
             t0 = time.perf_counter()
             r = hm.simulate_text(body, m, layer, head, alpha=alpha, steps=steps, margin=margin,

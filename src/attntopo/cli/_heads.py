@@ -21,6 +21,8 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotFormat,
@@ -71,6 +73,8 @@ def heads_cmd(
         help="Read one text from a UTF-8 file ('-' reads stdin); repeatable.", show_default=False,
     )] = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     compare_model: Annotated[Optional[str], typer.Option(
         "--compare-model", metavar="MODEL",
         help="Also build this model's head space on the same texts and compare the two diagrams.",
@@ -142,7 +146,7 @@ def heads_cmd(
     spaces = []
     t_model = t_space = 0.0
     for name in names:
-        m, dt = load_model_with_status(name, show)
+        m, dt = load_model_with_status(name, show, device=device, dtype=dtype)
         t_model += dt
         with progress_bar(f"{name}: head space of {plural(len(bodies), 'text')}", show) as progress:
             t1 = time.perf_counter()

@@ -18,7 +18,8 @@ _QUERY_EPILOG = (
     "  attntopo query store 'SELECT id, \"L0H0.js.h1.total_persistence\" AS h1 FROM corpus ORDER BY h1 DESC LIMIT 5'\n"
     "  attntopo query store \"SELECT * FROM corpus\" --csv > rows.csv\n\n"
     "The store's rows are the view [bold]corpus[/bold]; feature columns have dots in their names, so quote "
-    "them in double quotes. docs/corpus.md lists the columns."
+    "them in double quotes. docs/corpus.md lists the columns. A query sees the store only: "
+    "read_csv of other files, COPY … TO and ATTACH are refused unless --allow-external is given."
 )
 
 
@@ -40,13 +41,22 @@ def query_cmd(
     )],
     csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV on stdout (a header line, then the rows).")] = False,
     json_out: Annotated[bool, with_help(JsonOpt, "Print the rows as a JSON list of objects on stdout.")] = False,
+    allow_external: Annotated[bool, typer.Option(
+        "--allow-external",
+        help="Let the query read and write files outside the store (read_csv, COPY … TO, ATTACH) "
+             "with your rights; by default it sees the store's rows only.",
+    )] = False,
 ) -> None:
-    """Run SQL over a corpus store (DuckDB) and print the result."""
+    """Run SQL over a corpus store (DuckDB) and print the result.
+
+    The query sees the view corpus and nothing else: reading or writing other files, URLs
+    and extensions are refused unless --allow-external is given.
+    """
     from ..corpus import open_store
 
     if csv_out and json_out:
         raise InvalidInputError("--csv and --json exclude each other: choose one")
-    table = open_store(store).sql(sql, arrow=True)
+    table = open_store(store).sql(sql, arrow=True, allow_external=allow_external)
     names = table.column_names
     rows = table.to_pylist()
     if json_out:

@@ -21,6 +21,8 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     TextArg,
     TruncateOpt,
@@ -62,6 +64,8 @@ def report_cmd(
         show_default=False,
     )] = ...,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer of a head drawn in full; pairs with --head.",
     )] = None,
@@ -103,7 +107,7 @@ def report_cmd(
         raise InvalidInputError(f"reports need matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
     from ..report import report_html, write_report
 
-    m, _ = load_model_with_status(model, True)
+    m, _ = load_model_with_status(model, True, device=device, dtype=dtype)
     comparison = None
     if compare_text is None:
         with progress_bar("analysing every head", True) as progress:

@@ -21,6 +21,8 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,
@@ -67,6 +69,8 @@ def timeline_cmd(
     text: TextArg = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer, 0-based (default 0; -1 is the last).",
     )] = None,
@@ -113,11 +117,11 @@ def timeline_cmd(
     formats = check_plot_options(plots, plot_format, out)
 
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     how = "one forward pass" if m.causal else "a forward pass per prefix"
     with progress_bar(f"timeline ({how})", show) as progress:
         t1 = time.perf_counter()
-        tl = at.timeline(body, m, layer=lay, head=hd, metric=metric, maxdim=maxdim, t0=t0,
+        tl = at.timeline(body, m, layers=lay, heads=hd, metric=metric, maxdim=maxdim, t0=t0,
                          drop_special=drop_special, truncate=truncate, n_jobs=n_jobs, progress=progress)
         t_tl = time.perf_counter() - t1
     doc = tl.to_dict(k=top)

@@ -7,6 +7,8 @@ from ..words import split_words
 from ._common import (
     FileOpt,
     JsonOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     TextArg,
     TruncateOpt,
@@ -34,6 +36,8 @@ def words_cmd(
     text: TextArg = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     truncate: TruncateOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -42,7 +46,7 @@ def words_cmd(
     Runs the tokenizer and one forward pass of a single head; results to stdout.
     """  # noqa: E501 - typer keeps line breaks of help text
     body, _ = read_text(text, file)
-    m, _ = load_model_with_status(model, not json_out)
+    m, _ = load_model_with_status(model, not json_out, device=device, dtype=dtype)
     rows = word_rows(body, m, truncate=truncate)
     if json_out:
         print_json(rows)

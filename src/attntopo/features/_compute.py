@@ -37,8 +37,11 @@ from ._js import (
     js_stats,
     landscape_names,
     landscape_stats,
+    per_token_names,
+    per_token_stats,
 )
 from ._prompt import PROMPT_QUANTITIES, prompt_features
+from ._spectral import spectral_features, spectral_names
 from ._table import FeatureTable, column_name
 from ._template import TEMPLATES, punctuation_mask, template_features
 
@@ -46,13 +49,14 @@ __all__ = ["FEATURE_SETS", "DEFAULT_SETS", "features", "feature_names"]
 
 #: Every feature set, by name.
 FEATURE_SETS: tuple[str, ...] = (
-    "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape",
+    "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape", "js_per_token",
+    "spectral",
 )
 #: The sets computed when none are named (``prompt`` needs pairs; images/landscapes are opt-in).
 DEFAULT_SETS: tuple[str, ...] = ("js", "graph", "barcode", "template")
 _ON_EMPTY = ("raise", "skip")
 #: Sets whose diagrams come from persistence_batch.
-PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "barcode")
+PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "js_per_token", "barcode")
 
 
 # ------------------------------------------------------------------ settings
@@ -110,6 +114,10 @@ def set_quantities(set_name: str, st: dict) -> list[str]:
         return list(PROMPT_QUANTITIES)
     if set_name == "js_image":
         return image_names()
+    if set_name == "js_per_token":
+        return per_token_names(st["scales"])
+    if set_name == "spectral":
+        return spectral_names()
     return landscape_names()
 
 
@@ -243,7 +251,7 @@ def chunk_start(
         reals.append((real_att, real_att.weights.reshape(L * H, nr, nr)))
     js_job = bc_job = None
     D_of: list[np.ndarray | None] = [None] * len(atts)
-    if js_diagrams or any(s in sets for s in ("js", "js_image", "js_landscape")):
+    if js_diagrams or any(s in sets for s in ("js", "js_image", "js_landscape", "js_per_token")):
         js_mats: list[np.ndarray] = []
         for t, (real_att, real) in enumerate(reals):
             D = token_distances(real).reshape(real.shape)
@@ -269,6 +277,8 @@ def chunk_start(
             blocks["prompt"].append(prompt_features(Ap, Dp, _prompt_mask(att, boundary)))
         if "graph" in sets:
             blocks["graph"].append(graph_features(real, st["thresholds"], cycle_cap=st["cycle_cap"]))
+        if "spectral" in sets:
+            blocks["spectral"].append(spectral_features(real, real_att.causal))
         if "template" in sets:
             punct = punctuation_mask(att.text, att.offsets, att.special)
             blocks["template"].append(template_features(att.weights.reshape(L * H, n, n), punct))
@@ -281,8 +291,13 @@ def chunk_start(
             dgms = js_job.result()
             per_head = []
             mp = st.get("min_persistence", 0.0)
-            if "js" in sets:
-                per_head.append(("js", js_stats(dgms, np.array(js_sizes), st["scales"], st["quantiles"], mp)))
+            if "js" in sets or "js_per_token" in sets:
+                js = js_stats(dgms, np.array(js_sizes), st["scales"], st["quantiles"], mp)
+                if "js" in sets:
+                    per_head.append(("js", js))
+                if "js_per_token" in sets:
+                    per_head.append(("js_per_token", per_token_stats(
+                        js, np.array(js_sizes), st["scales"], st["quantiles"])))
             pruned = [g.prune(mp) for g in dgms] if mp > 0 and (
                 "js_image" in sets or "js_landscape" in sets) else dgms
             if "js_image" in sets:
