@@ -16,7 +16,6 @@ from .._validation import check_maxdim, check_number, check_threshold
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
-    DebugOpt,
     DropSpecialOpt,
     EngineName,
     FileOpt,
@@ -146,9 +145,6 @@ def analyze(
     n_jobs: Annotated[Optional[int], with_help(
         JobsOpt, "Worker processes for persistence (default: all cores).",
     )] = None,
-    debug: Annotated[bool, with_help(
-        DebugOpt, "Show tracebacks and library log messages.",
-    )] = False,
 ) -> None:
     """Analyse one text: attention of every (or the chosen) head → token distances → persistence diagrams → a per-head summary table.
 

@@ -11,7 +11,6 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     FileOpt,
     HeadsOpt,
     JsonOpt,
@@ -37,8 +36,8 @@ from ._common import (
     print_table,
     progress_bar,
     read_text,
+    refuse_html,
 )
-from ._hardmax import refuse_html
 
 _APPROX_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -97,7 +96,6 @@ def approx_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Approximate every head by band+sparse, top-k, low-rank (SVD), kernel (FAVOR+) and clustered attention.
 

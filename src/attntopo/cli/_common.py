@@ -145,7 +145,8 @@ NoDiagramsOpt = Annotated[bool, typer.Option(
 )]  # see grid_points
 JobsOpt = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False)]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+DEBUG_HELP = "Show tracebacks and log messages."
+DebugOpt = Annotated[bool, typer.Option("--debug", help=DEBUG_HELP)]  # a command that reads it (serve); see with_debug
 
 
 def with_help(option: Any, help: str) -> Any:
@@ -283,6 +284,12 @@ def check_plot_options(plots: bool, plot_format, out: Path | None) -> list[str]:
     if out is not None:
         check_out(out)
     return formats if plots else []
+
+
+def refuse_html(plot_format, what: str) -> None:
+    """``--plot-format html`` for commands whose figures are all static: one error line."""
+    if plot_format and any(str(f).lower() == "html" for f in plot_format):
+        raise InvalidInputError(f"--plot-format html: {what} static; use png, svg or pdf")
 
 
 # ============================================================================ work
@@ -526,7 +533,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     else:  # third-party log lines (transformers' warnings) are not the CLI's output: --debug shows them
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    command = plain_flags(typer.main.get_command(app))
+    command = plain_flags(with_debug(typer.main.get_command(app)))
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=not debug) as rec:
@@ -571,6 +578,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as e:  # noqa: BLE001 - the last line of defence: one line, not a traceback
         _error(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)", debug)
         return EXIT_FAILURE
+
+
+def with_debug(command: Any) -> Any:
+    """Give ``command`` and each of its subcommands one ``--debug`` flag; returns ``command``.
+
+    :func:`main` reads ``--debug`` (or ``ATTNTOPO_DEBUG``) from the command line before parsing,
+    to show tracebacks and log messages from the first line on, so no command declares or reads
+    it: the flag is here for parsing and ``--help`` only.  A command that reads a ``--debug`` of
+    its own (``serve``: it also logs every request) keeps its declaration.
+    """
+    if not any("--debug" in getattr(p, "opts", ()) for p in getattr(command, "params", [])):
+        command.params.append(_debug_option())
+    for sub in getattr(command, "commands", {}).values():
+        with_debug(sub)
+    return command
+
+
+def _debug_option() -> Any:
+    """The click option typer makes of :data:`DebugOpt`, its value not passed to the command."""
+    probe = typer.Typer()
+
+    @probe.command()
+    def _probe(debug: DebugOpt = False) -> None:  # pragma: no cover - never run
+        pass
+
+    option = typer.main.get_command(probe).params[0]
+    option.expose_value = False
+    return option
 
 
 def plain_flags(command: Any) -> Any:

@@ -17,7 +17,6 @@ from ..errors import EmptyTextError, InvalidInputError, OutOfRangeError
 from ..words import split_words
 from ._common import (
     DEFAULT_TOP,
-    DebugOpt,
     DropSpecialOpt,
     HeadsOpt,
     JobsOpt,
@@ -143,7 +142,6 @@ def compare_cmd(
     json_out: JsonOpt = False,
     no_diagrams: NoDiagramsOpt = False,
     n_jobs: JobsOpt = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Compare two texts head by head: shared tokens, when they connect in each text, simplices present in both, and diagram distances (bottleneck, Wasserstein) per homology dimension.
 

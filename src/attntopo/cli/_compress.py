@@ -11,7 +11,6 @@ from .._validation import check_choice
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     FileOpt,
     HeadsOpt,
     JsonOpt,
@@ -33,10 +32,10 @@ from ._common import (
     model_line,
     parse_indices,
     read_text,
+    refuse_html,
     status,
     with_help,
 )
-from ._hardmax import refuse_html
 
 _COMPRESS_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -77,7 +76,6 @@ def compress_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Compress attention by persistent clusters (or a baseline) inside a forward pass and measure the effect.
 

@@ -10,7 +10,6 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     JsonOpt,
     DeviceOpt,
     DtypeOpt,
@@ -31,8 +30,8 @@ from ._common import (
     print_table,
     progress_bar,
     read_texts,
+    refuse_html,
 )
-from ._hardmax import refuse_html
 
 _CONTEXT_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -101,7 +100,6 @@ def context_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Permutation equivariance, contextual-mapping margins and contextuality of a model, per layer.
 

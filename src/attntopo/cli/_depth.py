@@ -10,7 +10,6 @@ import typer
 from .._validation import check_positive_int
 from ..constants import DEFAULT_MODEL
 from ._common import (
-    DebugOpt,
     JsonOpt,
     DeviceOpt,
     DtypeOpt,
@@ -33,8 +32,8 @@ from ._common import (
     print_table,
     progress_bar,
     read_texts,
+    refuse_html,
 )
-from ._hardmax import refuse_html
 
 _DEPTH_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -65,7 +64,6 @@ def depth_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Per-layer geometry of a model: rank collapse, JS geometry, intrinsic dimension, Fisher–Rao movement.
 

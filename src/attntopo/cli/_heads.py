@@ -15,7 +15,6 @@ from .._validation import check_maxdim, check_scale
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     DropSpecialOpt,
     JobsOpt,
     JsonOpt,
@@ -119,7 +118,6 @@ def heads_cmd(
     n_jobs: Annotated[Optional[int], with_help(
         JobsOpt, "Worker processes for the bootstrap diagrams.",
     )] = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Head space: every attention head is a point, at Jensen–Shannon distance from the others; its persistence, clusters, redundant heads and head types (sink, self, previous/next token, banded, vertical, broad) — and, with --compare-model, two models' head spaces compared.
 

@@ -15,7 +15,6 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
-    DebugOpt,
     DropSpecialOpt,
     HeadsOpt,
     JobsOpt,
@@ -98,7 +97,6 @@ def phrase_cmd(
     json_out: JsonOpt = False,
     no_diagrams: NoDiagramsOpt = False,
     n_jobs: JobsOpt = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Follow one phrase across contexts: its tokens in each, its diagrams, and how far apart they are (bottleneck, Wasserstein) from context to context.
 

@@ -13,7 +13,6 @@ from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
-    DebugOpt,
     DropSpecialOpt,
     FileOpt,
     HeadsOpt,
@@ -85,7 +84,6 @@ def report_cmd(
         "--title", metavar="TITLE", help="Title of the report.", show_default=False,
     )] = None,
     n_jobs: JobsOpt = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Write one self-contained HTML report of a text (and, with --compare, of two texts): summary tables, the all-heads grid and interactive figures of chosen heads, to send to a colleague.
 

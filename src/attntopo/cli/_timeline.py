@@ -12,7 +12,6 @@ from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     DropSpecialOpt,
     FileOpt,
     HeadsOpt,
@@ -102,7 +101,6 @@ def timeline_cmd(
     json_out: JsonOpt = False,
     no_diagrams: NoDiagramsOpt = False,
     n_jobs: JobsOpt = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Topology in time: the persistence diagram of every prefix of the text for one head, how much each arriving token changes it (bottleneck, Wasserstein), and the features followed through time (vines).
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from ..constants import DEFAULT_MODEL
 from ..words import split_words
 from ._common import (
-    DebugOpt,
     FileOpt,
     JsonOpt,
     DeviceOpt,
@@ -41,7 +40,6 @@ def words_cmd(
     dtype: DtypeOpt = "float32",
     truncate: TruncateOpt = False,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """List the words of a text with their index (what compare --align I:J counts), their characters and the model's tokens of each.
 
