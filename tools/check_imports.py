@@ -184,7 +184,6 @@ ALLOWED_PRIVATE: frozenset[tuple[str, str]] = frozenset({
     ('attntopo.theory._approx', 'attntopo.compress._grouping'),
     # features
     ('attntopo.corpus._local', 'attntopo.features._compute'),
-    ('attntopo.corpus._settings', 'attntopo.features._compute'),
     ('attntopo.corpus._work', 'attntopo.features._compute'),
     ('attntopo.sklearn', 'attntopo.features._ablation'),
     ('attntopo.sklearn', 'attntopo.features._cache'),

@@ -111,6 +111,7 @@ _LAZY = {
     "wasserstein": "attntopo.topology.diagram_distances",
     "complex_at": "attntopo.topology.complex",
     "FeatureTable": "attntopo.features",
+    "FeatureSettings": "attntopo.features",
     "select_heads": "attntopo.features",
     "HardmaxSimulation": "attntopo.hardmax",
     "open_store": "attntopo.corpus",
@@ -179,6 +180,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .analyses._kinds import load_result
     from .models import AttentionModel, load_model, packaged_aliases
     from .topology import Diagram, bottleneck, complex_at, persistence, persistence_batch, wasserstein
-    from .features import FeatureTable, select_heads
+    from .features import FeatureSettings, FeatureTable, select_heads
     from .corpus import open_store
     from .theory import Approximability, Context, Depth, approximability, context, depth

@@ -34,7 +34,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without scikit-l
         "attntopo.sklearn needs scikit-learn: pip install 'attntopo[features]'"
     ) from exc
 
-from .features import CYCLE_CAP, DEFAULT_SETS, feature_names, features
+from .features import FeatureSettings, feature_names, features
 from .features._cache import cached_rows, check_memory, model_fingerprint, settings_digest
 from .features._select import HEAD_CRITERIA, best_heads, check_labels, head_scores
 from .features._table import parse_column
@@ -79,12 +79,21 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
     model : str
         Model alias, hub id or folder (``"minilm"``, ``"smollm2"``, …).  Loaded when features
         are computed; the estimator never holds the weights.
-    sets : tuple of str
-        Feature sets (see :data:`attntopo.features.FEATURE_SETS`).
+    settings : FeatureSettings, optional
+        Every feature setting in one record (:class:`attntopo.features.FeatureSettings`).
+        The parameters ``sets`` … ``engine`` below are its fields, one parameter each, so
+        that ``GridSearchCV`` can search them (``param_grid={"topo__thresholds":
+        [(0.05,), (0.1, 0.5)]}``); a parameter left at None takes the value of ``settings``
+        (or FeatureSettings' default), one given as well must agree with ``settings``.
+    sets : tuple of str, optional
+        Feature sets (see :data:`attntopo.features.FEATURE_SETS`); default
+        :data:`~attntopo.features.DEFAULT_SETS`.
     layers, heads : int or list of int, optional
         0-based model indices; all by default.
-    drop_special, truncate, batch_size, n_jobs, min_persistence
-        As in :func:`attntopo.features.features`.
+    thresholds, scales, quantiles, cycle_cap, drop_special, min_persistence, engine : optional
+        The feature settings of :func:`attntopo.features.features` (None: the default).
+    truncate, batch_size, n_jobs
+        As in :func:`attntopo.features.features` (how the work runs, not what it computes).
     memory : None, str, path or joblib.Memory
         Where to cache each text's row (scikit-learn's convention, as ``Pipeline(memory=)``):
         ``None`` caches nothing; a folder or a :class:`joblib.Memory` keeps one row per text,
@@ -114,29 +123,41 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
     def __init__(
         self,
         model: str = "minilm",
-        sets: tuple[str, ...] = DEFAULT_SETS,
+        settings: FeatureSettings | None = None,
+        sets: tuple[str, ...] | None = None,
         layers=None,
         heads=None,
-        drop_special: bool = True,
+        thresholds: tuple[float, ...] | None = None,
+        scales: tuple[float, ...] | None = None,
+        quantiles: tuple[float, ...] | None = None,
+        cycle_cap: int | None = None,
+        drop_special: bool | None = None,
+        min_persistence: float | None = None,
+        engine: str | None = None,
         truncate: bool = False,
         batch_size: int = 16,
         n_jobs: int | None = None,
         memory: Any = None,
         verbose: int = 0,
-        min_persistence: float = 0.0,
         drop_constant: bool = False,
     ) -> None:
         self.model = model
+        self.settings = settings
         self.sets = sets
         self.layers = layers
         self.heads = heads
+        self.thresholds = thresholds
+        self.scales = scales
+        self.quantiles = quantiles
+        self.cycle_cap = cycle_cap
         self.drop_special = drop_special
+        self.min_persistence = min_persistence
+        self.engine = engine
         self.truncate = truncate
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.memory = memory
         self.verbose = verbose
-        self.min_persistence = min_persistence
         self.drop_constant = drop_constant
 
     def __sklearn_tags__(self):
@@ -145,6 +166,16 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.target_tags.required = False
         return tags
+
+    def feature_settings(self) -> FeatureSettings:
+        """The :class:`~attntopo.features.FeatureSettings` of the parameters (checked: a bad
+        value, or a parameter that disagrees with ``settings``, is an InvalidInputError)."""
+        return FeatureSettings.resolve(
+            self.settings, sets=self.sets, layers=self.layers, heads=self.heads,
+            thresholds=self.thresholds, scales=self.scales, quantiles=self.quantiles,
+            cycle_cap=self.cycle_cap, drop_special=self.drop_special,
+            min_persistence=self.min_persistence, engine=self.engine,
+        )
 
     def _check_model(self) -> str:
         if not isinstance(self.model, str) or not self.model:
@@ -177,9 +208,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         check_memory(self.memory)
         _progress(self.verbose)
         drop = check_bool(self.drop_constant, "drop_constant")
-        names = feature_names(
-            self._check_model(), sets=self.sets, layers=self.layers, heads=self.heads
-        )
+        names = feature_names(self._check_model(), settings=self.feature_settings())
         self.support_ = np.ones(len(names), dtype=bool)
         values = None
         if drop:
@@ -199,9 +228,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         only the others go through the model, in one :func:`~attntopo.features.features` call.
         """
         check_is_fitted(self, "feature_names_out_")
-        names = feature_names(
-            self._check_model(), sets=self.sets, layers=self.layers, heads=self.heads
-        )
+        names = feature_names(self._check_model(), settings=self.feature_settings())
         if len(names) != self.support_.size:
             raise InvalidInputError(
                 "the model now gives other columns than at fit time; fit the estimator again"
@@ -211,20 +238,17 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
     def _values(self, texts: list[str], names: list[str]) -> np.ndarray:
         """Every column of ``names`` for ``texts``, through ``memory`` when it has a location."""
         memory = check_memory(self.memory)
+        fs = self.feature_settings()
 
         def compute(todo: list[str]) -> np.ndarray:
             table = features(
                 todo,
                 self._check_model(),
-                sets=self.sets,
-                layers=self.layers,
-                heads=self.heads,
-                drop_special=self.drop_special,
+                settings=fs,
                 truncate=self.truncate,
                 batch_size=self.batch_size,
                 n_jobs=self.n_jobs,
                 progress=_progress(self.verbose),
-                min_persistence=self.min_persistence,
             )
             if list(table.columns) != names:
                 raise InvalidInputError(
@@ -236,8 +260,8 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
             return compute(texts)
         from .models import load_model
 
-        options = {"drop_special": bool(self.drop_special), "truncate": bool(self.truncate),
-                   "cycle_cap": CYCLE_CAP, "min_persistence": float(self.min_persistence)}
+        # every feature setting (the columns name most, not cycle_cap, drop_special, …)
+        options = {**fs.to_dict(), "truncate": bool(self.truncate)}
         digest = settings_digest(model_fingerprint(load_model(self._check_model())), names, options)
         values, _ = cached_rows(texts, memory, digest, len(names), compute)
         return values
@@ -481,8 +505,9 @@ def ablate_heads(
 
     try:
         main = effect(chosen)
-        pool = [(a, b) for a in resolve_indices(topo.layers, model.n_layers, "layer")
-                for b in resolve_indices(topo.heads, model.n_heads, "head") if (a, b) not in chosen]
+        fs = topo.feature_settings()
+        pool = [(a, b) for a in resolve_indices(fs.layers, model.n_layers, "layer")
+                for b in resolve_indices(fs.heads, model.n_heads, "head") if (a, b) not in chosen]
         rng = np.random.default_rng(random_state)
         controls = []
         for _ in range(n_controls if len(pool) >= len(chosen) else 0):

@@ -139,6 +139,29 @@ def test_other_settings_or_input_are_refused_naming_them(minilm, texts, tmp_path
     assert new.counts()["ok"] == 4
 
 
+def test_feature_settings_record_makes_the_same_store(minilm, texts, tmp_path):
+    """corpus.run(settings=FeatureSettings(...)) is the keyword run: same manifest, same rows;
+    the store gives its FeatureSettings back; a disagreeing keyword is refused before any
+    file is written."""
+    from attntopo.features import FeatureSettings
+
+    fs = FeatureSettings(sets=("js", "graph"), layers=LAYERS, heads=HEADS, thresholds=(0.1,), scales=(0.3,))
+    kw = dict(model=minilm, batch_size=4, progress=False)
+    a = corpus.run(texts[:4], out=tmp_path / "a", settings=fs, **kw)
+    b = corpus.run(texts[:4], out=tmp_path / "b", sets=("js", "graph"), layers=LAYERS, heads=HEADS,
+                   thresholds=(0.1,), scales=(0.3,), **kw)
+    assert a.settings == b.settings and a.settings.features() == fs
+    assert a.manifest["settings"] == b.manifest["settings"]
+    np.testing.assert_array_equal(_features_of(a)[1], _features_of(b)[1])
+    # the store continues under the keywords that made it, and under its own record
+    corpus.run(texts[:4], out=tmp_path / "a", settings=a.settings.features(), **kw)
+    with pytest.raises(InvalidInputError, match=r"cycle_cap=9 disagrees with settings\.cycle_cap=50"):
+        corpus.run(texts[:4], out=tmp_path / "c", settings=fs, cycle_cap=9, **kw)
+    with pytest.raises(InvalidInputError, match="min_persistence=0.1: a corpus store keeps every bar"):
+        corpus.run(texts[:4], out=tmp_path / "c", settings=FeatureSettings(sets=("js",), min_persistence=0.1), **kw)
+    assert not (tmp_path / "c").exists()
+
+
 def test_log_lines_without_a_terminal(minilm, texts, tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="attntopo.corpus"):
         corpus.run(texts[:6], out=tmp_path / "s", model=minilm, layers=[0], heads=[0],

@@ -108,3 +108,38 @@ def test_the_key_holds_the_settings_and_the_text(minilm, tmp_path, counted):
 def test_bad_memory_is_one_clear_error():
     with pytest.raises(InvalidInputError, match="memory must be None, a folder path or a joblib.Memory"):
         at_sklearn.AttentionFeatures(memory=3).fit(["a text", "another"])
+
+
+def test_grid_search_over_thresholds(minilm, tmp_path, counted):
+    """GridSearchCV searches a feature setting (the graph set's thresholds): each candidate
+    computes each text once (memory), and its columns are those of features() with it."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+    from sklearn.pipeline import Pipeline
+
+    texts, labels = fortunes(["computers", "food"], n_per_category=6, max_words=20, seed=2)
+    base = dict(sets=("graph",), layers=[0], heads=[0, 1], n_jobs=1)
+    pipe = Pipeline([("topo", at_sklearn.AttentionFeatures(**base, memory=tmp_path / "cache")),
+                     ("clf", LogisticRegression(max_iter=2000))])
+    grid = [(0.05,), (0.1, 0.5)]
+    search = GridSearchCV(pipe, {"topo__thresholds": grid}, cv=StratifiedKFold(2, shuffle=True, random_state=0))
+    search.fit(texts, labels)
+    assert [p["topo__thresholds"] for p in search.cv_results_["params"]] == grid
+    assert search.best_params_["topo__thresholds"] in grid
+    # two settings, each text through the model once per setting (the refit reads the cache)
+    assert counted["forward_texts"] == 2 * len(texts)
+    for thresholds in grid:
+        topo = clone_with(search.best_estimator_, thresholds)
+        direct = features(texts, minilm, thresholds=thresholds, **base)
+        assert list(topo.get_feature_names_out()) == list(direct.columns)
+        assert {c.split(".graph.")[1].rsplit(".", 1)[0] for c in direct.columns} == {
+            f"t{t:g}" for t in thresholds}
+        np.testing.assert_array_equal(topo.transform(texts), direct.values)
+    assert counted["forward_texts"] == 2 * len(texts) + 2 * len(texts)  # the direct features()
+
+
+def clone_with(pipeline, thresholds):
+    from sklearn.base import clone
+
+    topo = clone(pipeline.named_steps["topo"]).set_params(thresholds=thresholds)
+    return topo.fit(["a text"])

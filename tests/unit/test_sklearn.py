@@ -17,7 +17,7 @@ pytest.importorskip("sklearn")
 
 from scipy.stats import f_oneway  # noqa: E402
 from sklearn.base import clone  # noqa: E402
-from sklearn.exceptions import NotFittedError  # noqa: E402
+from sklearn.exceptions import NotFittedError, SkipTestWarning  # noqa: E402
 from sklearn.utils import estimator_checks as checks  # noqa: E402
 
 from attntopo.errors import InvalidInputError  # noqa: E402
@@ -37,9 +37,33 @@ def _init_params(cls) -> list[str]:
     checks.check_no_attributes_set_in_init,
     checks.check_get_params_invariance,
     checks.check_set_params,
+    checks.check_estimator_cloneable,
+    checks.check_estimator_repr,
+    checks.check_do_not_raise_errors_in_init_or_set_params,
+    checks.check_estimator_tags_renamed,
 ])
 def test_scikit_learn_rules_that_need_no_fit(cls, check):
     check(cls.__name__, cls())
+
+
+def test_check_estimator_runs_what_applies_to_text_input():
+    """scikit-learn's own check_estimator: for an estimator of strings (its tags) it runs the
+    checks that apply and skips the numeric ones, saying so."""
+    with pytest.warns(SkipTestWarning, match="requires input"):
+        checks.check_estimator(AttentionFeatures())
+
+
+def test_every_feature_setting_is_searchable():
+    """GridSearchCV sets feature settings through set_params: each one reaches FeatureSettings."""
+    from attntopo.features import FeatureSettings
+
+    est = AttentionFeatures()
+    grid = {"thresholds": (0.1, 0.3), "scales": (0.2,), "quantiles": (0.5, 0.9), "cycle_cap": 7,
+            "sets": ("graph",), "min_persistence": 0.01, "engine": "ripser", "drop_special": False}
+    twin = clone(est).set_params(**grid)
+    assert twin.feature_settings() == FeatureSettings(**grid)
+    assert clone(twin).get_params() == twin.get_params()
+    assert est.feature_settings() == FeatureSettings()
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS)
@@ -74,7 +98,7 @@ def test_attention_features_holds_a_name_never_weights():
     (5, None, {}, "X must be a list of texts, got int"),
     (["a", "b"], ["x", "x"], {}, "class"),  # one class
     (["a", "b"], None, {"verbose": -1}, "verbose must be an integer >= 0"),
-    (["a", "b"], None, {"verbose": True}, "verbose must be an integer >= 0"),
+    (["a", "b"], None, {"verbose": 1.5}, "verbose must be an integer >= 0"),
     (["a", "b"], None, {"model": 3}, "model must be a model name"),
     (["a", "b"], None, {"model": ""}, "model must be a model name"),
 ])

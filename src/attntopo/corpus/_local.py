@@ -316,7 +316,8 @@ def run(
     out: Any,
     *,
     model: Any = "minilm",
-    sets: Sequence[str] | str = DEFAULT_CORPUS_SETS,
+    settings: Any = None,
+    sets: Sequence[str] | str | None = None,
     layers=None,
     heads=None,
     keep_diagrams: bool = False,
@@ -328,7 +329,7 @@ def run(
     input_format: str = "auto",
     encoding: str = "utf-8",
     new_store: bool = False,
-    drop_special: bool = True,
+    drop_special: bool | None = None,
     thresholds=None,
     scales=None,
     quantiles=None,
@@ -354,6 +355,11 @@ def run(
         settings and input (which is then continued).
     model : str or AttentionModel
         Alias (``"minilm"``, ``"smollm2"``), folder, hub id or a loaded model.
+    settings : FeatureSettings, optional
+        The feature settings in one record (:class:`attntopo.features.FeatureSettings`); the
+        keywords ``sets``, ``layers``, ``heads``, ``drop_special``, ``thresholds``, ``scales``,
+        ``quantiles``, ``cycle_cap`` and ``persistence_engine`` are its fields (one given as
+        well must agree with it).  A store keeps every bar (``min_persistence=0``).
     sets : sequence of str
         Feature sets of :mod:`attntopo.features` (default: ``("js",)``; any of ``js``,
         ``graph``, ``barcode``, ``template``, ``js_image``, ``js_landscape``).
@@ -415,7 +421,15 @@ def run(
     MissingDependencyError
         pyarrow/duckdb (``attntopo[corpus]``) or, for ``engine="ray"``, ray is missing.
     """
+    from ..features import FeatureSettings
+
     check_choice(engine, "engine", ENGINES, what="corpus engine")
+    # the feature settings in one record, checked before anything is read or loaded
+    settings = FeatureSettings.resolve(
+        settings, sets=DEFAULT_CORPUS_SETS if settings is None and sets is None else sets,
+        layers=layers, heads=heads, drop_special=drop_special, thresholds=thresholds,
+        scales=scales, quantiles=quantiles, cycle_cap=cycle_cap, engine=persistence_engine,
+    )
     log_every = check_positive_int(log_every, "log_every", allow_none=False) if log_every else 0
     check_progress(progress)
     if engine == "ray":
@@ -443,12 +457,10 @@ def run(
         )
     with _full_disk_is_one_line(out):
         prep = prepare(
-            texts_or_path, out, model=model, sets=sets, layers=layers, heads=heads,
+            texts_or_path, out, model=model, settings=settings,
             keep_diagrams=keep_diagrams, batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, input_format=input_format,
-            encoding=encoding, new_store=new_store, drop_special=drop_special,
-            thresholds=thresholds, scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
-            persistence_engine=persistence_engine, device=device, dtype=dtype,
+            encoding=encoding, new_store=new_store, device=device, dtype=dtype,
         )
         try:
             reporter = _bar(progress, log_every)

@@ -130,15 +130,20 @@ class CorpusSettings:
             raise ResultFormatError(f"manifest.json: settings do not match this attntopo ({what})")
         return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in doc.items()})
 
+    def features(self) -> Any:
+        """The :class:`~attntopo.features.FeatureSettings` these settings hold (layers and
+        heads resolved; every bar kept: ``min_persistence=0``)."""
+        from ..features import FeatureSettings
+
+        return FeatureSettings(
+            sets=self.sets, layers=self.layers, heads=self.heads, thresholds=self.thresholds,
+            scales=self.scales, quantiles=self.quantiles, cycle_cap=self.cycle_cap,
+            drop_special=self.drop_special, engine=self.persistence_engine,
+        )
+
     def feature_settings(self) -> dict[str, Any]:
         """The settings dict of :mod:`attntopo.features` (sets and their parameters)."""
-        return {
-            "sets": list(self.sets),
-            "thresholds": list(self.thresholds),
-            "scales": list(self.scales),
-            "quantiles": list(self.quantiles),
-            "cycle_cap": self.cycle_cap,
-        }
+        return self.features().st()
 
 
 # ------------------------------------------------------------------ model fingerprint
@@ -201,14 +206,15 @@ def model_fingerprint(model: Any) -> str:
 def make_settings(
     model: Any,
     *,
-    sets: Sequence[str] | str = DEFAULT_CORPUS_SETS,
+    settings: Any = None,
+    sets: Sequence[str] | str | None = None,
     layers=None,
     heads=None,
     thresholds: Sequence[float] | None = None,
     scales: Sequence[float] | None = None,
     quantiles: Sequence[float] | None = None,
     cycle_cap: int | None = None,
-    drop_special: bool = True,
+    drop_special: bool | None = None,
     keep_diagrams: bool = False,
     on_long: str = "truncate",
     batch_size: int = DEFAULT_BATCH_SIZE,
@@ -216,48 +222,52 @@ def make_settings(
 ) -> CorpusSettings:
     """Validated :class:`CorpusSettings` for a loaded :class:`~attntopo.models.AttentionModel`.
 
-    The feature parameters default to those of :func:`attntopo.features.features`; every
-    argument is checked here, so a bad one fails before the input is read or anything written.
+    The feature settings are a :class:`~attntopo.features.FeatureSettings` (``settings``) or
+    its keywords (a keyword that disagrees with ``settings`` is an error); they default to
+    those of :func:`attntopo.features.features`, but for ``sets`` (:data:`DEFAULT_CORPUS_SETS`).
+    Every argument is checked here, so a bad one fails before the input is read or anything
+    written.
     """
     from ..attention import resolve_indices
-    from ..features import CYCLE_CAP, DEFAULT_QUANTILES, DEFAULT_SCALES, DEFAULT_THRESHOLDS
-    from ..features._compute import check_settings as feature_settings
+    from ..features import FeatureSettings
     from ..topology.engines import get_engine
 
-    st = feature_settings(
-        sets,
-        DEFAULT_THRESHOLDS if thresholds is None else thresholds,
-        DEFAULT_SCALES if scales is None else scales,
-        DEFAULT_QUANTILES if quantiles is None else quantiles,
-        CYCLE_CAP if cycle_cap is None else cycle_cap,
-    )
-    if "prompt" in st["sets"]:
+    if settings is None and sets is None:
+        sets = DEFAULT_CORPUS_SETS
+    fs = FeatureSettings.resolve(settings, sets=sets, layers=layers, heads=heads,
+                                 thresholds=thresholds, scales=scales, quantiles=quantiles,
+                                 cycle_cap=cycle_cap, drop_special=drop_special,
+                                 engine=persistence_engine)
+    if "prompt" in fs.sets:
         raise InvalidInputError(
             "the prompt set needs (prompt, response) pairs, which a corpus does not hold; "
             "choose among js, graph, barcode, template, js_image, js_landscape"
         )
-    if persistence_engine is not None:
-        persistence_engine = get_engine(persistence_engine).name
+    if fs.min_persistence:
+        raise InvalidInputError(
+            f"min_persistence={fs.min_persistence:g}: a corpus store keeps every bar "
+            "(min_persistence=0); filter the stored diagrams (keep_diagrams) instead"
+        )
     return CorpusSettings(
         model=str(model.name),
         dtype=str(getattr(model, "dtype", "float32")),
         model_hash=model_fingerprint(model),
         revision=getattr(getattr(model, "spec", None), "revision", None),
         attntopo_version=__version__,
-        sets=tuple(st["sets"]),
-        layers=tuple(int(i) for i in resolve_indices(layers, model.n_layers, "layer")),
-        heads=tuple(int(i) for i in resolve_indices(heads, model.n_heads, "head")),
+        sets=fs.sets,
+        layers=tuple(int(i) for i in resolve_indices(fs.layers, model.n_layers, "layer")),
+        heads=tuple(int(i) for i in resolve_indices(fs.heads, model.n_heads, "head")),
         metric="jensen_shannon",
         maxdim=1,
-        thresholds=tuple(st["thresholds"]),
-        scales=tuple(st["scales"]),
-        quantiles=tuple(st["quantiles"]),
-        cycle_cap=int(st["cycle_cap"]),
-        drop_special=check_bool(drop_special, "drop_special"),
+        thresholds=fs.thresholds,
+        scales=fs.scales,
+        quantiles=fs.quantiles,
+        cycle_cap=fs.cycle_cap,
+        drop_special=fs.drop_special,
         keep_diagrams=check_bool(keep_diagrams, "keep_diagrams"),
         on_long=check_choice(on_long, "on_long", ON_LONG, what="on_long value"),
         batch_size=check_positive_int(batch_size, "batch_size", allow_none=False),
-        persistence_engine=persistence_engine,
+        persistence_engine=None if fs.engine is None else get_engine(fs.engine).name,
     )
 
 

@@ -29,6 +29,7 @@ from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, GRAPH_QUANTITIES, graph_featu
 from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES
 from ._prompt import spanning_forest_length
 from ._select import head_scores, select_heads
+from ._settings import FeatureSettings
 from ._spectral import SPECTRAL_K, attention_laplacian, spectral_features
 from ._table import FeatureTable, column_name, parse_column
 from ._template import TEMPLATES, template_features
@@ -42,6 +43,7 @@ __all__ = [
     "DEFAULT_SETS",
     "DEFAULT_THRESHOLDS",
     "FEATURE_SETS",
+    "FeatureSettings",
     "FeatureTable",
     "GRAPH_QUANTITIES",
     "SPECTRAL_K",

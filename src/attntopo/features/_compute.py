@@ -1,8 +1,7 @@
 """:func:`features`: texts → attention → every feature set, chunk by chunk, → a FeatureTable.
 
-Besides ``__all__``, the names here without a leading underscore (``check_settings``,
-``set_columns``, ``set_quantities``, ``chunk_start``, ``PERSISTENCE_SETS``, ``Done``,
-``threads_beside_workers``) are what :mod:`attntopo.corpus` builds on: the corpus engine
+Besides ``__all__``, the names here without a leading underscore (``set_columns``,
+``set_quantities``, ``chunk_start``, ``PERSISTENCE_SETS``, ``Done``, ``threads_beside_workers``) are what :mod:`attntopo.corpus` builds on: the corpus engine
 runs its forward pass and then this module's ``chunk_start`` on each batch, so a store holds
 the same feature values as :func:`features` by construction (one path, also for the
 diagrams a store keeps).  They are not part of the public API (the module is private).
@@ -20,7 +19,7 @@ import numpy as np
 
 from .._progress import NO_PROGRESS, ProgressOption, Reporter, check_progress, make_reporter
 from .._threads import torch_threads
-from .._validation import check_bool, check_choice, check_number, check_positive_int
+from .._validation import check_choice, check_positive_int
 from .._version import __version__
 from ..attention import Attention
 from ..distances import token_distances
@@ -42,65 +41,18 @@ from ._js import (
 )
 from ._prompt import PROMPT_QUANTITIES, prompt_features
 from ._spectral import spectral_features, spectral_names
+from ._settings import DEFAULT_SETS, FEATURE_SETS, FeatureSettings, resolve_settings
 from ._table import FeatureTable, column_name
 from ._template import TEMPLATES, punctuation_mask, template_features
 
-__all__ = ["FEATURE_SETS", "DEFAULT_SETS", "features", "feature_names"]
+__all__ = ["FEATURE_SETS", "DEFAULT_SETS", "FeatureSettings", "features", "feature_names"]
 
-#: Every feature set, by name.
-FEATURE_SETS: tuple[str, ...] = (
-    "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape", "js_per_token",
-    "spectral",
-)
-#: The sets computed when none are named (``prompt`` needs pairs; images/landscapes are opt-in).
-DEFAULT_SETS: tuple[str, ...] = ("js", "graph", "barcode", "template")
 _ON_EMPTY = ("raise", "skip")
 #: Sets whose diagrams come from persistence_batch.
 PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "js_per_token", "barcode")
 
 
 # ------------------------------------------------------------------ settings
-def _check_sets(sets: Any) -> tuple[str, ...]:
-    if isinstance(sets, str):
-        sets = (sets,)
-    try:
-        sets = tuple(sets)
-    except TypeError:
-        raise InvalidInputError(
-            f"sets must be a set name or a sequence of them; valid: {', '.join(FEATURE_SETS)}"
-        ) from None
-    if not sets:
-        raise InvalidInputError(f"sets is empty: name at least one of {', '.join(FEATURE_SETS)}")
-    for s in sets:
-        check_choice(s, "sets", FEATURE_SETS, what="feature set")
-    if len(set(sets)) != len(sets):
-        raise InvalidInputError(f"sets must be distinct, got {list(sets)}")
-    return sets
-
-
-def _check_grid(values: Any, name: str, lo: float, hi: float) -> tuple[float, ...]:
-    try:
-        out = tuple(check_number(v, name, lo=lo) for v in values)
-    except TypeError:
-        raise InvalidInputError(f"{name} must be a sequence of numbers in [{lo:g}, {hi:g}]") from None
-    if not out or any(v > hi for v in out) or len(set(out)) != len(out):
-        raise InvalidInputError(
-            f"{name} must be a non-empty sequence of distinct numbers in [{lo:g}, {hi:g}], got {values!r}"
-        )
-    return out
-
-
-def check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persistence=0.0) -> dict:
-    return {
-        "sets": list(_check_sets(sets)),
-        "thresholds": list(_check_grid(thresholds, "thresholds", 0.0, 1.0)),
-        "scales": list(_check_grid(scales, "scales", 0.0, 1.0)),
-        "quantiles": list(_check_grid(quantiles, "quantiles", 0.0, 1.0)),
-        "cycle_cap": check_positive_int(cycle_cap, "cycle_cap", allow_none=False),
-        "min_persistence": check_number(min_persistence, "min_persistence", lo=0.0),
-    }
-
-
 def set_quantities(set_name: str, st: dict) -> list[str]:
     if set_name == "js":
         return js_names(st["scales"], st["quantiles"])
@@ -134,27 +86,30 @@ def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> 
 def feature_names(
     model: Any = "minilm",
     *,
-    sets: Sequence[str] = DEFAULT_SETS,
+    settings: FeatureSettings | None = None,
+    sets: Sequence[str] | None = None,
     layers=None,
     heads=None,
-    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-    scales: Sequence[float] = DEFAULT_SCALES,
-    quantiles: Sequence[float] = DEFAULT_QUANTILES,
-    cycle_cap: int = CYCLE_CAP,
+    thresholds: Sequence[float] | None = None,
+    scales: Sequence[float] | None = None,
+    quantiles: Sequence[float] | None = None,
+    cycle_cap: int | None = None,
 ) -> list[str]:
     """The column names :func:`features` returns for these settings, without computing anything.
 
     ``model`` is an alias, hub id, folder or a loaded :class:`~attntopo.models.AttentionModel`
-    (its layer and head counts decide the names; a name loads the model, cached).
+    (its layer and head counts decide the names; a name loads the model, cached).  The
+    settings are a :class:`FeatureSettings` or its keywords, as in :func:`features`.
     """
     from ..attention import resolve_indices
     from ..models import AttentionModel, load_model
 
-    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap)
+    fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, thresholds=thresholds,
+                          scales=scales, quantiles=quantiles, cycle_cap=cycle_cap)
     m = model if isinstance(model, AttentionModel) else load_model(model)
-    li = resolve_indices(layers, m.n_layers, "layer")
-    hi = resolve_indices(heads, m.n_heads, "head")
-    return set_columns(li, hi, st)
+    li = resolve_indices(fs.layers, m.n_layers, "layer")
+    hi = resolve_indices(fs.heads, m.n_heads, "head")
+    return set_columns(li, hi, fs.st())
 
 
 # ------------------------------------------------------------------ inputs
@@ -331,21 +286,22 @@ def features(
     texts: Any,
     model: Any = "minilm",
     *,
-    sets: Sequence[str] = DEFAULT_SETS,
+    settings: FeatureSettings | None = None,
+    sets: Sequence[str] | None = None,
     layers=None,
     heads=None,
-    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-    scales: Sequence[float] = DEFAULT_SCALES,
-    quantiles: Sequence[float] = DEFAULT_QUANTILES,
-    cycle_cap: int = CYCLE_CAP,
-    drop_special: bool = True,
+    thresholds: Sequence[float] | None = None,
+    scales: Sequence[float] | None = None,
+    quantiles: Sequence[float] | None = None,
+    cycle_cap: int | None = None,
+    drop_special: bool | None = None,
     truncate: bool = False,
     on_empty: str = "raise",
     batch_size: int = 16,
     engine: str | None = None,
     n_jobs: int | None = None,
     progress: ProgressOption = None,
-    min_persistence: float = 0.0,
+    min_persistence: float | None = None,
 ) -> FeatureTable:
     """Topological features of texts: one row per text, named columns per head and set.
 
@@ -358,6 +314,11 @@ def features(
         :class:`~attntopo.analyses.Analysis`, or a list of them; ``model`` is then unused).
     model : str or AttentionModel
         Alias (``"minilm"``, ``"smollm2"``), hub id, folder or a loaded model.
+    settings : FeatureSettings, optional
+        Every feature setting in one record (the keywords ``sets`` … ``min_persistence``
+        and ``engine`` below are its fields; a keyword given as well must agree with it,
+        else :class:`~attntopo.errors.InvalidInputError`).  A keyword left at None takes
+        the setting's default.
     sets : sequence of str
         Feature sets (:data:`FEATURE_SETS`); default :data:`DEFAULT_SETS`.
         See ``docs/features.md`` for every formula.
@@ -411,9 +372,11 @@ def features(
     EmptyTextError
         An empty text (``on_empty="raise"``), or no text at all.
     """
-    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persistence)
+    fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, thresholds=thresholds,
+                          scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
+                          drop_special=drop_special, min_persistence=min_persistence, engine=engine)
+    st, layers, heads, drop_special, engine = fs.st(), fs.layers, fs.heads, fs.drop_special, fs.engine
     on_empty = check_choice(on_empty, "on_empty", _ON_EMPTY)
-    drop_special = check_bool(drop_special, "drop_special")
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
     progress = check_progress(progress)
     items, _ = _items(texts)

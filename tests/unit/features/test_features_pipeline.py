@@ -10,7 +10,8 @@ from _synthetic import text_attention
 from attntopo.errors import InvalidInputError
 from attntopo.features import features
 from attntopo._threads import torch_threads
-from attntopo.features._compute import check_settings, chunk_rows, threads_beside_workers
+from attntopo.features._compute import chunk_rows, threads_beside_workers
+from attntopo.features._settings import check_settings
 
 SETS = ("js", "graph", "barcode", "template", "js_landscape")
 TEXTS = [
