@@ -17,7 +17,9 @@ from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
     DebugOpt,
+    DeviceOpt,
     DropSpecialOpt,
+    DtypeOpt,
     EngineName,
     FileOpt,
     HeadsOpt,
@@ -27,8 +29,6 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,
@@ -47,13 +47,13 @@ from ._common import (
     grid_points,
     json_doc,
     load_model_with_status,
-    where_line,
     num,
     parse_indices,
     plural,
     print_table,
     progress_bar,
     read_text,
+    where_line,
     with_help,
 )
 

@@ -18,7 +18,9 @@ from ..words import split_words
 from ._common import (
     DEFAULT_TOP,
     DebugOpt,
+    DeviceOpt,
     DropSpecialOpt,
+    DtypeOpt,
     HeadsOpt,
     JobsOpt,
     JsonOpt,
@@ -26,8 +28,6 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,

@@ -12,12 +12,12 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DebugOpt,
+    DeviceOpt,
+    DtypeOpt,
     FileOpt,
     HeadsOpt,
     JsonOpt,
     LayersOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,

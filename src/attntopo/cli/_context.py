@@ -11,9 +11,9 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DebugOpt,
-    JsonOpt,
     DeviceOpt,
     DtypeOpt,
+    JsonOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,

@@ -14,12 +14,12 @@ from .. import __version__
 from ..constants import DEFAULT_MODEL
 from ._common import (
     DebugOpt,
+    DeviceOpt,
+    DtypeOpt,
     HeadsOpt,
     JobsOpt,
     JsonOpt,
     LayersOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     app,
     console,

@@ -11,9 +11,9 @@ from .._validation import check_positive_int
 from ..constants import DEFAULT_MODEL
 from ._common import (
     DebugOpt,
-    JsonOpt,
     DeviceOpt,
     DtypeOpt,
+    JsonOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,

@@ -13,10 +13,10 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DebugOpt,
-    FileOpt,
-    JsonOpt,
     DeviceOpt,
     DtypeOpt,
+    FileOpt,
+    JsonOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,

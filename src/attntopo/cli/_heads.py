@@ -16,14 +16,14 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DebugOpt,
+    DeviceOpt,
     DropSpecialOpt,
+    DtypeOpt,
     JobsOpt,
     JsonOpt,
     MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotFormat,

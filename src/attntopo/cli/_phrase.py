@@ -16,7 +16,9 @@ from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
     DebugOpt,
+    DeviceOpt,
     DropSpecialOpt,
+    DtypeOpt,
     HeadsOpt,
     JobsOpt,
     JsonOpt,
@@ -24,8 +26,6 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,

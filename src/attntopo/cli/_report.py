@@ -14,7 +14,9 @@ from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
     DebugOpt,
+    DeviceOpt,
     DropSpecialOpt,
+    DtypeOpt,
     FileOpt,
     HeadsOpt,
     JobsOpt,
@@ -22,8 +24,6 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     TextArg,
     TruncateOpt,

@@ -13,7 +13,9 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DebugOpt,
+    DeviceOpt,
     DropSpecialOpt,
+    DtypeOpt,
     FileOpt,
     HeadsOpt,
     JobsOpt,
@@ -22,8 +24,6 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,

@@ -6,10 +6,10 @@ from ..constants import DEFAULT_MODEL
 from ..words import split_words
 from ._common import (
     DebugOpt,
-    FileOpt,
-    JsonOpt,
     DeviceOpt,
     DtypeOpt,
+    FileOpt,
+    JsonOpt,
     ModelOpt,
     TextArg,
     TruncateOpt,
