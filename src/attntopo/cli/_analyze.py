@@ -16,7 +16,9 @@ from .._validation import check_maxdim, check_number, check_threshold
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
+    DeviceOpt,
     DropSpecialOpt,
+    DtypeOpt,
     EngineName,
     FileOpt,
     HeadsOpt,
@@ -26,8 +28,6 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,
@@ -46,13 +46,13 @@ from ._common import (
     grid_points,
     json_doc,
     load_model_with_status,
-    where_line,
     num,
     parse_indices,
     plural,
     print_table,
     progress_bar,
     read_text,
+    where_line,
     with_help,
 )
 

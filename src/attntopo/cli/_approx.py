@@ -11,12 +11,12 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
+    DeviceOpt,
+    DtypeOpt,
     FileOpt,
     HeadsOpt,
     JsonOpt,
     LayersOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,

@@ -17,7 +17,9 @@ from ..errors import EmptyTextError, InvalidInputError, OutOfRangeError
 from ..words import split_words
 from ._common import (
     DEFAULT_TOP,
+    DeviceOpt,
     DropSpecialOpt,
+    DtypeOpt,
     HeadsOpt,
     JobsOpt,
     JsonOpt,
@@ -25,8 +27,6 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,

@@ -10,9 +10,9 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    JsonOpt,
     DeviceOpt,
     DtypeOpt,
+    JsonOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,

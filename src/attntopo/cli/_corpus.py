@@ -13,12 +13,12 @@ import typer
 from .. import __version__
 from ..constants import DEFAULT_MODEL
 from ._common import (
+    DeviceOpt,
+    DtypeOpt,
     HeadsOpt,
     JobsOpt,
     JsonOpt,
     LayersOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     app,
     console,

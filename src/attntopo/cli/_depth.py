@@ -10,9 +10,9 @@ import typer
 from .._validation import check_positive_int
 from ..constants import DEFAULT_MODEL
 from ._common import (
-    JsonOpt,
     DeviceOpt,
     DtypeOpt,
+    JsonOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,

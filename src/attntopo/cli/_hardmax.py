@@ -12,10 +12,10 @@ from .. import __version__
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    FileOpt,
-    JsonOpt,
     DeviceOpt,
     DtypeOpt,
+    FileOpt,
+    JsonOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,

@@ -15,14 +15,14 @@ from .._validation import check_maxdim, check_scale
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
+    DeviceOpt,
     DropSpecialOpt,
+    DtypeOpt,
     JobsOpt,
     JsonOpt,
     MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotFormat,

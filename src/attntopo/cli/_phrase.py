@@ -15,7 +15,9 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
+    DeviceOpt,
     DropSpecialOpt,
+    DtypeOpt,
     HeadsOpt,
     JobsOpt,
     JsonOpt,
@@ -23,8 +25,6 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,

@@ -13,7 +13,9 @@ from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
+    DeviceOpt,
     DropSpecialOpt,
+    DtypeOpt,
     FileOpt,
     HeadsOpt,
     JobsOpt,
@@ -21,8 +23,6 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     TextArg,
     TruncateOpt,

@@ -12,7 +12,9 @@ from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
+    DeviceOpt,
     DropSpecialOpt,
+    DtypeOpt,
     FileOpt,
     HeadsOpt,
     JobsOpt,
@@ -21,8 +23,6 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from ..constants import DEFAULT_MODEL
 from ..words import split_words
 from ._common import (
-    FileOpt,
-    JsonOpt,
     DeviceOpt,
     DtypeOpt,
+    FileOpt,
+    JsonOpt,
     ModelOpt,
     TextArg,
     TruncateOpt,
