@@ -241,7 +241,7 @@ def test_run_checks_device_and_dtype_before_any_work(tmp_path, minilm):
             corpus.run(["a text"], out, device="cuda", progress=False)
     with pytest.raises(InvalidInputError, match=r"^dtype= is only for a model given by name"):
         corpus.run(["a text"], out, model=minilm, dtype="bfloat16", progress=False)
-    with pytest.raises(InvalidInputError, match=r"^gpus_per_actor applies to engine='ray' only"):
+    with pytest.raises(InvalidInputError, match=r"^gpus_per_actor applies to backend='ray' only"):
         corpus.run(["a text"], out, gpus_per_actor=1, progress=False)
     assert not out.exists()
     # a model given by name in bfloat16: the store's settings say so

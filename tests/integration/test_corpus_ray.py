@@ -65,7 +65,7 @@ def local_store(corpus_file, tmp_path_factory, minilm):
     torch.set_num_threads(1)
     try:
         return corpus.run(corpus_file, tmp_path_factory.mktemp("local") / "store", model=minilm,
-                          engine="local", n_jobs=1, progress=False, **SETTINGS)
+                          backend="local", n_jobs=1, progress=False, **SETTINGS)
     finally:
         torch.set_num_threads(threads)
 
@@ -118,7 +118,7 @@ def test_ray_store_equals_local_store(corpus_file, local_store, tmp_path, minilm
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     if ray.is_initialized():  # another test of this module ran first: this one starts its own
         ray.shutdown()
-    store = corpus.run(corpus_file, tmp_path / "store", model=minilm, engine="ray", progress=False, **SETTINGS)
+    store = corpus.run(corpus_file, tmp_path / "store", model=minilm, backend="ray", progress=False, **SETTINGS)
     assert not ray.is_initialized()
     assert_same_store(store, local_store)
     assert open_store(store.path).sql("SELECT count(DISTINCT id) FROM corpus").iloc[0, 0] == N_TEXTS
@@ -132,7 +132,7 @@ def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, mini
     out = tmp_path / "store"
     code = (
         "from attntopo import corpus\n"
-        f"corpus.run({str(corpus_file)!r}, {str(out)!r}, engine='ray', ray_address={shared_ray!r}, "
+        f"corpus.run({str(corpus_file)!r}, {str(out)!r}, backend='ray', ray_address={shared_ray!r}, "
         f"progress=False, **{SETTINGS!r})\n"
     )
     log = (tmp_path / "driver.log").open("w")
@@ -152,7 +152,7 @@ def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, mini
     assert p.returncode == -signal.SIGKILL
     kept = {q.name: q.stat().st_mtime_ns for q in out.glob("part-*.parquet")}
     assert 1 <= len(kept) < 11, len(kept)
-    store = corpus.run(corpus_file, out, model=minilm, engine="ray", progress=False, **SETTINGS)
+    store = corpus.run(corpus_file, out, model=minilm, backend="ray", progress=False, **SETTINGS)
     assert ray.is_initialized()
     assert {name: (out / name).stat().st_mtime_ns for name in kept} == kept
     assert len(list(out.glob("part-*.parquet"))) == 11 and not list(out.glob(".*.tmp"))
@@ -207,7 +207,7 @@ def test_auto_address_is_probed_and_kept_as_auto(monkeypatch):
 def test_bad_ray_address_fails_before_the_model_loads_or_the_store_is_written(tmp_path):
     out = tmp_path / "store"
     with pytest.raises(InvalidInputError, match="127.0.0.1:1"):
-        corpus.run(["one text", "another"], out, model="minilm", engine="ray",
+        corpus.run(["one text", "another"], out, model="minilm", backend="ray",
                    ray_address="127.0.0.1:1", progress=False)
     assert not out.exists()
 
@@ -231,10 +231,10 @@ def test_gpus_per_actor_places_actors_on_rays_gpus(corpus_file, tmp_path, monkey
              logging_level=logging.ERROR)
     try:
         with pytest.raises(DeviceError, match=r"no CUDA GPU .*\(a Ray actor given GPU 0 on ") as e:
-            corpus.run(corpus_file, tmp_path / "s", engine="ray", gpus_per_actor=0.5, n_jobs=2,
+            corpus.run(corpus_file, tmp_path / "s", backend="ray", gpus_per_actor=0.5, n_jobs=2,
                        progress=False, **SETTINGS)
         assert "\n" not in str(e.value)
         with pytest.raises(InvalidInputError, match=r"^gpus_per_actor=2, but the Ray cluster .* has 1 GPUs$"):
-            corpus.run(corpus_file, tmp_path / "t", engine="ray", gpus_per_actor=2, progress=False, **SETTINGS)
+            corpus.run(corpus_file, tmp_path / "t", backend="ray", gpus_per_actor=2, progress=False, **SETTINGS)
     finally:
         ray.shutdown()

@@ -41,9 +41,6 @@ RETIRED = {
 PENDING = {
     ("attntopo.Attention", "layer_ids"),
     ("attntopo.Attention", "head_ids"),
-    ("attntopo.corpus.CorpusSettings", "persistence_engine"),
-    ("attntopo.corpus.make_settings", "persistence_engine"),
-    ("attntopo.corpus.run", "persistence_engine"),
 }
 
 

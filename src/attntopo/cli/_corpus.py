@@ -47,6 +47,25 @@ def _split(values: Optional[List[str]]) -> list[str] | None:
     return [x.strip() for v in values for x in v.split(",") if x.strip()]
 
 
+def _backend_and_engine(backend: Optional[str], engine: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    """``--backend``, and ``--engine`` as the persistence engine; ``--engine local|ray`` is the
+    backend's deprecated old name (a ``warning:`` line)."""
+    import warnings
+
+    from ..corpus import BACKENDS
+    from ..errors import InvalidInputError
+
+    if engine in BACKENDS:
+        if backend is not None:
+            raise InvalidInputError(
+                f"give --backend only: --engine {engine} is its deprecated old name (--engine is the persistence engine)"
+            )
+        warnings.warn(f"corpus --engine {engine} is deprecated: write --backend {engine} (--engine is the "
+                      "persistence engine, as in analyze)", DeprecationWarning)
+        return engine, None
+    return backend, engine
+
+
 @app.command("corpus", epilog=_CORPUS_EPILOG)
 def corpus_cmd(
     input: Annotated[str, typer.Argument(
@@ -68,16 +87,21 @@ def corpus_cmd(
     keep_diagrams: Annotated[bool, typer.Option(
         "--keep-diagrams", help="Also store every head's JS diagram (H0, H1).",
     )] = False,
-    engine: Annotated[str, typer.Option(
-        "--engine", help="local (this machine) or ray (Ray Data, actor pool).",
-    )] = "local",
+    backend: Annotated[Optional[str], typer.Option(
+        "--backend", metavar="local|ray", help="Where the corpus runs: this machine (default) or Ray Data (actor pool).",
+    )] = None,
+    engine: Annotated[Optional[str], typer.Option(
+        "--engine", metavar="NAME", show_default=False,
+        help="Persistence engine: auto, giotto, ripser or gudhi (default: the fastest installed). "
+             "Deprecated: --engine local|ray, the old name of --backend.",
+    )] = None,
     ray_address: Annotated[Optional[str], typer.Option(
         "--ray-address", metavar="ADDRESS", show_default=False,
-        help="Join this Ray cluster (--engine ray); default: start a local Ray.",
+        help="Join this Ray cluster (--backend ray); default: start a local Ray.",
     )] = None,
     gpus_per_actor: Annotated[Optional[float], typer.Option(
         "--gpus-per-actor", metavar="G", show_default=False,
-        help="--engine ray: GPUs Ray gives each actor (0.5 shares a GPU between two); each actor "
+        help="--backend ray: GPUs Ray gives each actor (0.5 shares a GPU between two); each actor "
              "loads the model on its GPU.",
     )] = None,
     batch_size: Annotated[int, typer.Option(
@@ -115,6 +139,7 @@ def corpus_cmd(
     from ..corpus import ERRORS, run
 
     t0 = time.perf_counter()
+    backend, engine = _backend_and_engine(backend, engine)
     handler = None
     if not quiet and not json_out and not err_console.is_terminal:
         handler = logging.StreamHandler(sys.stderr)
@@ -128,7 +153,7 @@ def corpus_cmd(
         store = run(
             input, out, model=model, sets=tuple(_split(sets) or ("js",)),
             layers=parse_indices(layer, "--layer"), heads=parse_indices(head, "--head"),
-            keep_diagrams=keep_diagrams, engine=engine, batch_size=batch_size, on_long=on_long,
+            keep_diagrams=keep_diagrams, backend=backend, engine=engine, batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, input_format=input_format,
             encoding=encoding, new_store=new_store, n_jobs=jobs, ray_address=ray_address,
             device=device, dtype=dtype, gpus_per_actor=gpus_per_actor,

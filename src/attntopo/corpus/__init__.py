@@ -40,7 +40,7 @@ The pieces (stable interfaces, shared by both engines)
 
 The Ray engine
 --------------
-``engine="ray"`` imports ``attntopo.corpus._ray`` lazily and calls
+``backend="ray"`` imports ``attntopo.corpus._ray`` lazily and calls
 ``run_ray(prep, progress=reporter, ray_address=None | "host:port")``, which must write
 ``prep.store.write_part(k, rows)`` for every ``k`` in ``prep.todo`` (rows from
 ``BatchWorker(prep.settings, n_jobs=1)`` applied to the table of batch ``k`` of
@@ -50,7 +50,7 @@ worker, same part files: a Ray store equals a local store row for row.
 """
 
 from ._input import INPUT_FORMATS, RESERVED_COLUMNS, CorpusInput, open_input, text_sha256
-from ._local import ENGINES, Prepared, finish, prepare, run
+from ._local import BACKENDS, ENGINES, Prepared, finish, prepare, run
 from ._settings import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_CORPUS_SETS,
@@ -74,6 +74,7 @@ from ._work import (
 )
 
 __all__ = [
+    "BACKENDS",
     "BatchWorker",
     "CHECKSUMS",
     "CorpusInput",

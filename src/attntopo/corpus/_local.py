@@ -1,6 +1,6 @@
 """:func:`run`: a corpus into a store, resumably; the local engine and the shared preparation.
 
-The steps (shared by both engines; ``engine="ray"`` hands step 5 to
+The steps (shared by both backends; ``backend="ray"`` hands step 5 to
 :func:`attntopo.corpus._ray.run_ray`):
 
 1. check the arguments and the STORE path (a file or an unwritable place: one line, nothing
@@ -38,10 +38,12 @@ from ._settings import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_SETS, ON_LONG, CorpusS
 from ._store import MANIFEST, Store, StoreLock, check_store_path, lock_store
 from ._work import BatchWorker, check_lengths, feature_columns, output_schema
 
-__all__ = ["run", "ENGINES", "prepare", "Prepared", "finish", "log"]
+__all__ = ["run", "BACKENDS", "ENGINES", "prepare", "Prepared", "finish", "log"]
 
-#: Engines of :func:`run`.
-ENGINES: tuple[str, ...] = ("local", "ray")
+#: Backends of :func:`run` (where a corpus runs).
+BACKENDS: tuple[str, ...] = ("local", "ray")
+#: The first name of :data:`BACKENDS` (``engine=`` is the persistence engine now).
+ENGINES = BACKENDS
 #: Log lines of a run (``INFO``: one line every ``log_every`` batches and at the end).
 log = logging.getLogger("attntopo.corpus")
 
@@ -311,6 +313,43 @@ class _RateBar(Reporter):
 
 
 # ------------------------------------------------------------------ the entry point
+def _renamed_backend(fn: Any) -> Any:
+    """``run``'s renames for one release (docs/api.md, Names): ``engine="local"|"ray"`` was the
+    backend (now ``backend=``), ``persistence_engine=`` is now ``engine=``.  Both warn
+    (DeprecationWarning, at the caller's line) and pass the value on; giving the old and the
+    new spelling of one setting is an error."""
+    import functools
+    import warnings
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        if isinstance(kw.get("engine"), str) and kw["engine"] in BACKENDS:
+            if kw.get("backend") is not None:
+                raise InvalidInputError(
+                    f"run: give backend= only (engine={kw['engine']!r} is its deprecated name; "
+                    "engine= is the persistence engine)"
+                )
+            warnings.warn(
+                f"run(engine={kw['engine']!r}) is deprecated: write backend={kw['engine']!r} "
+                "(engine= is now the persistence engine, as in features; docs/api.md, Names)",
+                DeprecationWarning, stacklevel=2,
+            )
+            kw["backend"] = kw.pop("engine")
+        if "persistence_engine" in kw:
+            if kw.get("engine") is not None:
+                raise InvalidInputError("run: give engine= only (persistence_engine= is its deprecated name)")
+            warnings.warn(
+                "run(persistence_engine=...) is deprecated: write engine=... (the same value; "
+                "docs/api.md, Names)", DeprecationWarning, stacklevel=2,
+            )
+            kw["engine"] = kw.pop("persistence_engine")
+        return fn(*args, **kw)
+
+    wrapper.__renamed_arguments__ = {"persistence_engine": "engine"}
+    return wrapper
+
+
+@_renamed_backend
 def run(
     texts_or_path: Any,
     out: Any,
@@ -321,7 +360,7 @@ def run(
     layers=None,
     heads=None,
     keep_diagrams: bool = False,
-    engine: str = "local",
+    backend: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     on_long: str = "truncate",
     text_column: str = "text",
@@ -334,7 +373,7 @@ def run(
     scales=None,
     quantiles=None,
     cycle_cap=None,
-    persistence_engine: str | None = None,
+    engine: str | None = None,
     n_jobs: int | None = None,
     ray_address: str | None = None,
     device: str | None = None,
@@ -358,7 +397,7 @@ def run(
     settings : FeatureSettings, optional
         The feature settings in one record (:class:`attntopo.features.FeatureSettings`); the
         keywords ``sets``, ``layers``, ``heads``, ``drop_special``, ``thresholds``, ``scales``,
-        ``quantiles``, ``cycle_cap`` and ``persistence_engine`` are its fields (one given as
+        ``quantiles``, ``cycle_cap`` and ``engine`` are its fields (one given as
         well must agree with it).  A store keeps every bar (``min_persistence=0``).
     sets : sequence of str
         Feature sets of :mod:`attntopo.features` (default: ``("js",)``; any of ``js``,
@@ -367,7 +406,7 @@ def run(
         Model layers and heads (0-based); all by default.
     keep_diagrams : bool
         Also store each head's JS diagram (H0, H1) as list columns (:meth:`Store.diagrams`).
-    engine : {"local", "ray"}
+    backend : {"local", "ray"}, default "local"
         ``"local"``: this process (persistence on ``n_jobs`` worker processes); ``"ray"``:
         Ray Data with an actor pool (needs ``attntopo[ray]``; ``ray_address`` joins a cluster).
     batch_size : int
@@ -379,22 +418,26 @@ def run(
         How to read the input (:func:`~attntopo.corpus.open_input`).
     new_store : bool
         Remove an existing store at ``out`` (its own files only) and start over.
-    drop_special, thresholds, scales, quantiles, cycle_cap, persistence_engine
+    drop_special, thresholds, scales, quantiles, cycle_cap
         As in :func:`attntopo.features.features`.
+    engine : {"auto", "giotto", "ripser", "gudhi"}, optional
+        The persistence engine, as in :func:`attntopo.features.features` (its first name
+        here, ``persistence_engine=``, still works for one release with a
+        DeprecationWarning; so does ``engine="local"`` / ``"ray"``, the backend's old name).
     n_jobs : int, optional
         Persistence worker processes of the local engine (None: all CPUs).
     ray_address : str, optional
-        Address of a running Ray cluster (``engine="ray"``); without it a local Ray is
+        Address of a running Ray cluster (``backend="ray"``); without it a local Ray is
         started and shut down.
     device : {"cpu", "cuda", "cuda:N", "mps", "auto"}, optional
         Where a model given by name runs (``"cpu"`` by default; ``"auto"``: the first GPU
-        when there is one).  With ``engine="ray"`` this is the model the driver loads to make
+        when there is one).  With ``backend="ray"`` this is the model the driver loads to make
         the settings; the actors run where ``gpus_per_actor`` puts them.
     dtype : {"float32", "float16", "bfloat16"}, optional
         The model's weights (``"float32"`` by default); part of the settings, as it changes
         the numbers.
     gpus_per_actor : float, optional
-        ``engine="ray"`` only: GPUs Ray gives each actor (its ``num_gpus`` resource; a
+        ``backend="ray"`` only: GPUs Ray gives each actor (its ``num_gpus`` resource; a
         fraction in (0, 1) shares a GPU between actors, above 1 a whole number).  Each actor
         then loads the model on its GPU; the number of actors is capped by the cluster's
         GPUs.  Default: none (the actors run on CPUs).
@@ -419,24 +462,24 @@ def run(
     ResultFormatError
         A corrupt or foreign file among the store's parts (named).
     MissingDependencyError
-        pyarrow/duckdb (``attntopo[corpus]``) or, for ``engine="ray"``, ray is missing.
+        pyarrow/duckdb (``attntopo[corpus]``) or, for ``backend="ray"``, ray is missing.
     """
     from ..features import FeatureSettings
 
-    check_choice(engine, "engine", ENGINES, what="corpus engine")
+    backend = "local" if backend is None else check_choice(backend, "backend", BACKENDS, what="corpus backend")
     # the feature settings in one record, checked before anything is read or loaded
     settings = FeatureSettings.resolve(
         settings, sets=DEFAULT_CORPUS_SETS if settings is None and sets is None else sets,
         layers=layers, heads=heads, drop_special=drop_special, thresholds=thresholds,
-        scales=scales, quantiles=quantiles, cycle_cap=cycle_cap, engine=persistence_engine,
+        scales=scales, quantiles=quantiles, cycle_cap=cycle_cap, engine=engine,
     )
     log_every = check_positive_int(log_every, "log_every", allow_none=False) if log_every else 0
     check_progress(progress)
-    if engine == "ray":
+    if backend == "ray":
         import importlib.util
 
         if importlib.util.find_spec("ray") is None:
-            raise MissingDependencyError("engine='ray' needs ray: pip install 'attntopo[ray]'")
+            raise MissingDependencyError("backend='ray' needs ray: pip install 'attntopo[ray]'")
         # imported by name: the Ray engine module is optional (a missing one is a clear error)
         ray_engine = importlib.import_module(f"{__package__}._ray")
         run_ray = ray_engine.run_ray
@@ -446,14 +489,14 @@ def run(
         gpus_per_actor = ray_engine.check_gpus_per_actor(gpus_per_actor)
         if not gpus_per_actor and isinstance(device, str) and device != "cpu" and device != "auto":
             raise InvalidInputError(
-                f"device={device!r} with engine='ray': the actors have no GPU unless Ray gives them "
+                f"device={device!r} with backend='ray': the actors have no GPU unless Ray gives them "
                 f"one; pass gpus_per_actor= (--gpus-per-actor), e.g. 1 or 0.5"
             )
     elif ray_address is not None:
-        raise InvalidInputError("ray_address applies to engine='ray' only")
+        raise InvalidInputError("ray_address applies to backend='ray' only")
     elif gpus_per_actor is not None:
         raise InvalidInputError(
-            "gpus_per_actor applies to engine='ray' only (the local engine runs on device=)"
+            "gpus_per_actor applies to backend='ray' only (the local backend runs on device=)"
         )
     with _full_disk_is_one_line(out):
         prep = prepare(
@@ -472,7 +515,7 @@ def run(
                 else:
                     reporter.advance(already)
                 reporter.stage("features")
-                if engine == "ray":
+                if backend == "ray":
                     run_ray(prep, progress=reporter, ray_address=ray_address, n_jobs=n_jobs,
                             gpus_per_actor=gpus_per_actor)
                 else:

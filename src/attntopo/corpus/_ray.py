@@ -1,4 +1,4 @@
-"""The Ray engine of :func:`attntopo.corpus.run` (``engine="ray"``, ``--engine ray``).
+"""The Ray engine of :func:`attntopo.corpus.run` (``backend="ray"``, ``--backend ray``).
 
 Step 5 of a corpus run (:mod:`attntopo.corpus._local`) on a Ray cluster: the same batches,
 the same :class:`~attntopo.corpus.BatchWorker`, the same part files, so a store written by
@@ -306,7 +306,7 @@ def _import_ray() -> Any:
         import ray.data  # noqa: F401 - the engine needs Ray Data
     except ImportError as e:
         raise MissingDependencyError(
-            f"engine='ray' needs ray with Ray Data: pip install 'attntopo[ray]' ({e})"
+            f"backend='ray' needs ray with Ray Data: pip install 'attntopo[ray]' ({e})"
         ) from None
     return ray
 

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Sequence
 
-from .._validation import check_bool, check_choice, check_positive_int
+from .._validation import check_bool, check_choice, check_positive_int, renamed_arguments
 from .._version import __version__
 from ..errors import InvalidInputError, ResultFormatError
 
@@ -41,6 +41,9 @@ DEFAULT_BATCH_SIZE = 32
 
 #: Settings added after stores were first written: a manifest without them has the default.
 _ADDED_FIELDS = frozenset({"dtype"})
+#: Fields renamed since stores were first written: the manifest keeps the first name.
+_MANIFEST_KEYS = {"engine": "persistence_engine"}
+_FIELD_OF_KEY = {v: k for k, v in _MANIFEST_KEYS.items()}
 
 
 @dataclass(frozen=True)
@@ -80,8 +83,10 @@ class CorpusSettings:
     batch_size : int
         Texts per batch: the batch's composition decides the padded forward pass, so a
         different batch size is a different run.
-    persistence_engine : str or None
-        Persistence engine (None: attntopo's default).
+    engine : str or None
+        Persistence engine (None: attntopo's default).  ``manifest.json`` keeps its first
+        name, ``persistence_engine`` (stores of every version read alike); the attribute
+        ``persistence_engine`` still reads it, with a DeprecationWarning.
     dtype : {"float32", "float16", "bfloat16"}
         The model's weights (a bfloat16 model gives other numbers; the device does not
         decide the numbers beyond float32 rounding, so it is not a setting).  Stores made
@@ -105,13 +110,25 @@ class CorpusSettings:
     keep_diagrams: bool = False
     on_long: str = "truncate"
     batch_size: int = DEFAULT_BATCH_SIZE
-    persistence_engine: str | None = None
+    engine: str | None = None
     dtype: str = "float32"
+
+    @property
+    def persistence_engine(self) -> str | None:
+        """Deprecated name of :attr:`engine` (docs/api.md, Names)."""
+        import warnings
+
+        from ..errors import user_stacklevel
+
+        warnings.warn("CorpusSettings.persistence_engine is deprecated: read CorpusSettings.engine",
+                      DeprecationWarning, stacklevel=user_stacklevel())
+        return self.engine
 
     # ------------------------------------------------------------------ manifest form
     def to_manifest(self) -> dict[str, Any]:
         """Plain JSON data (tuples as lists), the ``settings`` entry of ``manifest.json``."""
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
+        return {_MANIFEST_KEYS.get(k, k): (list(v) if isinstance(v, tuple) else v)
+                for k, v in asdict(self).items()}
 
     @classmethod
     def from_manifest(cls, doc: Any) -> "CorpusSettings":
@@ -119,6 +136,7 @@ class CorpusSettings:
         missing or unknown key."""
         if not isinstance(doc, dict):
             raise ResultFormatError("manifest.json: 'settings' must be an object")
+        doc = {_FIELD_OF_KEY.get(k, k): v for k, v in doc.items()}
         names = [f.name for f in fields(cls)]
         missing = [n for n in names if n not in doc and n not in _ADDED_FIELDS]
         unknown = [k for k in doc if k not in names]
@@ -138,7 +156,7 @@ class CorpusSettings:
         return FeatureSettings(
             sets=self.sets, layers=self.layers, heads=self.heads, thresholds=self.thresholds,
             scales=self.scales, quantiles=self.quantiles, cycle_cap=self.cycle_cap,
-            drop_special=self.drop_special, engine=self.persistence_engine,
+            drop_special=self.drop_special, engine=self.engine,
         )
 
     def feature_settings(self) -> dict[str, Any]:
@@ -203,6 +221,7 @@ def model_fingerprint(model: Any) -> str:
 
 
 # ------------------------------------------------------------------ building and comparing
+@renamed_arguments(persistence_engine="engine")
 def make_settings(
     model: Any,
     *,
@@ -218,7 +237,7 @@ def make_settings(
     keep_diagrams: bool = False,
     on_long: str = "truncate",
     batch_size: int = DEFAULT_BATCH_SIZE,
-    persistence_engine: str | None = None,
+    engine: str | None = None,
 ) -> CorpusSettings:
     """Validated :class:`CorpusSettings` for a loaded :class:`~attntopo.models.AttentionModel`.
 
@@ -237,7 +256,7 @@ def make_settings(
     fs = FeatureSettings.resolve(settings, sets=sets, layers=layers, heads=heads,
                                  thresholds=thresholds, scales=scales, quantiles=quantiles,
                                  cycle_cap=cycle_cap, drop_special=drop_special,
-                                 engine=persistence_engine)
+                                 engine=engine)
     if "prompt" in fs.sets:
         raise InvalidInputError(
             "the prompt set needs (prompt, response) pairs, which a corpus does not hold; "
@@ -267,7 +286,7 @@ def make_settings(
         keep_diagrams=check_bool(keep_diagrams, "keep_diagrams"),
         on_long=check_choice(on_long, "on_long", ON_LONG, what="on_long value"),
         batch_size=check_positive_int(batch_size, "batch_size", allow_none=False),
-        persistence_engine=None if fs.engine is None else get_engine(fs.engine).name,
+        engine=None if fs.engine is None else get_engine(fs.engine).name,
     )
 
 

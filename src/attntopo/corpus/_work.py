@@ -376,7 +376,7 @@ class BatchWorker:
                 atts = self.model.attention(list(texts), truncate=st.on_long == "truncate",
                                             layers=list(st.layers), heads=list(st.heads))
         n = len(atts)
-        chunk = chunk_start(atts, [None] * n, self._st, st.drop_special, st.persistence_engine,
+        chunk = chunk_start(atts, [None] * n, self._st, st.drop_special, st.engine,
                             self.n_jobs, submit, maxdim=st.maxdim, js_diagrams=st.keep_diagrams)
         del atts
 

@@ -93,7 +93,7 @@ _CHANGES = {
     "attntopo_version": "9.9", "sets": ("js", "graph"), "layers": (1,), "heads": (0,),
     "maxdim": 2, "thresholds": (0.2,), "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3,
     "drop_special": False, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
-    "persistence_engine": "ripser", "metric": "other", "dtype": "bfloat16",
+    "engine": "ripser", "metric": "other", "dtype": "bfloat16",
 }
 
 
@@ -428,3 +428,44 @@ def test_query_is_confined_to_the_store_unless_allowed(tmp_path):
     r = query(f"SELECT pw FROM read_csv('{secret}')", "--csv", "--allow-external")
     assert r.returncode == 0 and r.stdout.splitlines() == ["pw", "hunter2"], r.stderr
     assert list(store.sql(f"SELECT pw FROM read_csv('{secret}')", allow_external=True)["pw"]) == ["hunter2"]
+
+
+# ------------------------------------------------------------------ renames (docs/api.md, Names)
+def test_engine_field_keeps_its_manifest_key():
+    """CorpusSettings.engine (the persistence engine) is written as ``persistence_engine``, as
+    before the rename, so stores of every version read alike."""
+    s = dataclasses.replace(SETTINGS, engine="ripser")
+    doc = s.to_manifest()
+    assert doc["persistence_engine"] == "ripser" and "engine" not in doc
+    assert CorpusSettings.from_manifest(doc) == s
+    with pytest.warns(DeprecationWarning, match="CorpusSettings.persistence_engine is deprecated: read CorpusSettings.engine"):
+        assert s.persistence_engine == "ripser"
+    assert s.features().engine == "ripser"
+
+
+def test_run_renames_warn_and_pass_the_value_on(tmp_path):
+    """corpus.run: engine="local"/"ray" is the backend's old name, persistence_engine= the
+    persistence engine's; both warn at the caller's line and mean what they meant.  Checked on
+    refusals that come before any input is read or model loaded."""
+    import attntopo.corpus as corpus
+
+    out = tmp_path / "s"
+    with pytest.warns(DeprecationWarning, match=r"run\(engine='local'\) is deprecated: write backend='local'") as rec:
+        with pytest.raises(InvalidInputError, match="ray_address applies to backend='ray' only"):
+            corpus.run(["a text"], out, engine="local", ray_address="127.0.0.1:1")
+    assert rec[0].filename == __file__
+    with pytest.warns(DeprecationWarning, match=r"run\(persistence_engine=\.\.\.\) is deprecated: write engine="):
+        with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
+            corpus.run(["a text"], out, persistence_engine="fast")
+    with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
+        corpus.run(["a text"], out, engine="fast")  # engine= is the persistence engine
+    with pytest.raises(InvalidInputError, match="give backend= only"):
+        corpus.run(["a text"], out, engine="ray", backend="local")
+    with pytest.raises(InvalidInputError, match="give engine= only"):
+        corpus.run(["a text"], out, engine="ripser", persistence_engine="gudhi")
+    with pytest.raises(InvalidInputError, match="unknown corpus backend 'spark'"):
+        corpus.run(["a text"], out, backend="spark")
+    with pytest.warns(DeprecationWarning, match=r"make_settings\(persistence_engine=\.\.\.\) is deprecated"):
+        with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
+            corpus.make_settings(object(), persistence_engine="fast")
+    assert not out.exists()

@@ -115,7 +115,7 @@ def test_every_entry_point_takes_settings_and_its_feature_keywords(fn):
     # every keyword that is a feature setting defaults to None: "not given", so it never
     # silently overrides settings=
     for name in FIELDS:
-        if name in params and (fn, name) != ("corpus.run", "engine"):  # the backend, until renamed
+        if name in params:
             assert params[name].default is None, (fn, name)
 
 
