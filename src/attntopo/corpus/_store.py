@@ -9,9 +9,16 @@ Layout
         manifest.json               format, settings, input fingerprint, row schema, counts
         part-00000000.parquet       the rows of batch 0 (input texts 0 … batch_size − 1)
         part-00000001.parquet       batch 1, …
+        parts.sha256                the SHA-256 of every part as written (sha256sum format),
+                                    appended after each part, compacted at the end of a run
         errors.jsonl                one JSON object per skipped or failed row (id, row,
                                     status, error), rewritten from the part files at the end
                                     of every run
+
+Only the run holding the store's lock (:func:`lock_store`: an exclusive ``flock`` on the
+folder, taken before the manifest is read) changes the folder; readers take no lock and see
+whole parts only.  A run checks every part against its recorded SHA-256 before trusting it
+(:meth:`Store.verify`).
 
 Each part file is written atomically (:func:`attntopo.io.atomic_write_bytes`: a temporary
 file beside it, fsync, rename, fsync of the folder) under the name of its batch, so a part is
