@@ -121,7 +121,7 @@ _LAZY = {
     "Context": "attntopo.theory._context",
 }
 
-#: Subpackages that are also called as functions: ``attntopo.compress(model, text, …)`` and
+#: Subpackages that are also called as functions: ``attntopo.compress(text, model, …)`` and
 #: ``attntopo.features(texts, …)`` call the subpackage (see attntopo._callable); imported lazily.
 _CALLABLE_SUBPACKAGES = ("compress", "features")
 

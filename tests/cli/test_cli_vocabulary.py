@@ -16,6 +16,7 @@ import attntopo as at
 from attntopo.cli import app
 
 from _cli import ROOT, assert_one_line_error, run  # noqa: E402
+from _tables import parse_table  # noqa: E402
 
 
 def _command_paths(command=None, prefix=()):
@@ -78,7 +79,8 @@ def test_compare_scale_is_not_called_threshold():
         else:
             assert r.stderr == ""
     for doc in docs.values():
-        assert doc["threshold"] == 0.3  # the library's Comparison.threshold
+        assert doc["scale"] == 0.3  # the library's Comparison.given_scale
+        assert doc["threshold"] == 0.3  # its deprecated key, still written in this release
         assert doc["heads_table"]["shared_edges"] == docs["--scale"]["heads_table"]["shared_edges"]
     assert_one_line_error(run(*base, "--scale", "0.3", "--threshold", "0.3"), "give --scale only")
     assert_one_line_error(run(*base, "--scale", "-1"), "--scale must be a finite number >= 0")
@@ -149,22 +151,23 @@ def test_json_table_key_is_summary_everywhere():
 @pytest.mark.parametrize("columns", [80, 60])
 def test_compare_maxdim_2_prints_every_number_whole(columns):
     """At 80 columns ``compare --maxdim 2`` cut its numbers to "0.1…"; a table that does not
-    fit drops its padding, and one that still does not fit is printed at the width it needs."""
+    fit drops its padding (80 columns), and one that still does not fit is printed one
+    ``name  value`` line per column (60 columns)."""
     r = run("compare", "The cat sat on the mat.", "A cat sat on a mat.", "--maxdim", "2", "--layer", "1",
             "--top", "4", columns=columns)
     assert r.returncode == 0, r.stderr
     assert "…" not in r.stdout
-    lines = r.stdout.splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("#"))  # the column header
-    rows = [ln.split() for ln in lines[start + 2: start + 6]]
-    assert len(rows) == 4
+    headers = ["#", "layer", "head", "ε", *[f"{n}\nH{d}" for n in ("bottl.", "W1") for d in range(3)],
+               "shared\nedges", "shared\ntriangles"]
+    layout, rows = parse_table(r.stdout, headers, 4)
+    assert layout == ("table" if columns == 80 else "vertical")
     for cells in rows:
         # rank, layer, head, ε, 3 bottleneck, 3 Wasserstein, shared edges and triangles
         assert len(cells) == 12, cells
         assert all(re.fullmatch(r"\d+\.\d{2,3}", x) for x in cells[3:10]), cells
         assert all(x.isdigit() for x in cells[1:3] + cells[10:]), cells
     if columns == 80:
-        assert max(len(ln) for ln in lines[start - 1: start + 6]) <= 80  # fits once the padding is gone
+        assert max(len(ln) for ln in r.stdout.splitlines() if "─" in ln) <= 80  # fits once the padding is gone
 
 
 # ---------------------------------------------------------------------- report

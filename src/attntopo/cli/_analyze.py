@@ -9,12 +9,10 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .. import __version__
 from ..constants import DEFAULT_MODEL, SUMMARY_STATS
-from .._validation import check_maxdim, check_threshold
+from .._validation import check_maxdim, check_number, check_threshold
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
@@ -41,6 +39,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     finish_result,
     grid_points,
@@ -96,6 +95,11 @@ def analyze(
     engine: Annotated[Optional[EngineName], typer.Option(
         "--engine", help="Persistence engine (default: the fastest installed).", show_default=False,
     )] = None,
+    min_persistence: Annotated[float, typer.Option(
+        "--min-persistence", metavar="P",
+        help="Drop finite bars of length <= P (death - birth) before counting and summing them "
+        "(0: keep every bar).",
+    )] = 0.0,
     drop_special: DropSpecialOpt = False,
     paper: Annotated[Optional[PaperMode], typer.Option(
         "--paper", show_default=False,
@@ -153,6 +157,7 @@ def analyze(
     body, source = read_text(text, file)
     check_maxdim(maxdim, name="--maxdim")
     check_threshold(threshold, "--threshold")
+    check_number(min_persistence, "--min-persistence", lo=0.0)
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
     sort = _check_sort(sort, maxdim)
@@ -171,7 +176,7 @@ def analyze(
         analysis = at.analyze(
             body, m, layers=layers, heads=heads, metric=metric, maxdim=maxdim, threshold=threshold,
             engine=engine, drop_special=drop_special, paper_compat=paper, truncate=truncate,
-            n_jobs=n_jobs, progress=progress,
+            n_jobs=n_jobs, progress=progress, min_persistence=min_persistence,
         )
         t_analysis = time.perf_counter() - t0
 
@@ -266,10 +271,7 @@ def _print_table(analysis, rows: list[dict], key: str, top: int) -> None:
         if len(shown) == n
         else f"Persistence per head: top {len(shown)} of {n} by {key}"
     )
-    table = Table(
-        title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
-        padding=(0, 1) if analysis.maxdim <= 1 else (0, 0), show_edge=False,
-    )
+    table = data_table(title, padding=(0, 1) if analysis.maxdim <= 1 else (0, 0))
     table.add_column("layer", justify="right", no_wrap=True)
     table.add_column("head", justify="right", no_wrap=True)
     n_tok = analysis.attention.n_tokens
@@ -308,5 +310,4 @@ def _print_table(analysis, rows: list[dict], key: str, top: int) -> None:
         notes.append(f"Every head has {n_tok} H0 bars, one per token.")
     notes.append("total, max: finite persistence in distance units; ent: persistence entropy in bits.")
     table.caption = " ".join(notes)
-    table.caption_justify = "left"
     print_table(table)

@@ -25,6 +25,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     finish_result,
     load_model_with_status,
@@ -140,10 +141,8 @@ def _bundle(r, show: int | None):
 
 def _print(r, m, source: str, show: int | None, timing: dict) -> None:
     import numpy as np
-    from rich.table import Table
-
     console.print(model_line(m, f" · {r.n_tokens} tokens from {esc(source)} · {timing['approx_s']:.1f} s"))
-    t = Table(title="median relative Frobenius error over heads (heads won)", title_justify="left")
+    t = data_table("median relative Frobenius error over heads (heads won)")
     t.add_column("budget", justify="right")
     for f in r.families:
         t.add_column(f, justify="right")
@@ -158,12 +157,12 @@ def _print(r, m, source: str, show: int | None, timing: dict) -> None:
                           f"{other} {s['other_wins_high']:.0%} of high-entropy heads: Scatterbrain's claim "
                           f"{'holds' if s['holds'] else 'does not hold'}")
     b = r.budgets[len(r.budgets) // 2] if show is None else show
-    h = Table(title=f"per head at budget {b}", title_justify="left")
+    h = data_table(f"per head at budget {b}")
     for c in ("layer", "head", "label", "entropy", *r.families, "winner"):
         h.add_column(c, justify="left" if c in ("label", "winner") else "right")
     win = r.winners(b)
-    for i, lay in enumerate(r.layer_ids):
-        for j, hd in enumerate(r.head_ids):
+    for i, lay in enumerate(r.layers):
+        for j, hd in enumerate(r.heads):
             h.add_row(str(lay), str(hd), str(r.labels[i, j]), num(r.entropy_norm[i, j]),
                       *[num(r.error(f, b)[i, j]) for f in r.families], str(win[i, j]))
     print_table(h)

@@ -30,6 +30,7 @@ from .._validation import refused_path
 from ..errors import AttntopoError, EmptyTextError, InvalidInputError, TextTooLongError
 from ..io import META_FILE, json_safe
 from ..models.describe import describe_alias
+from ._table import data_table, render_table  # noqa: F401 - data_table: for the commands
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_TOP = 20
@@ -63,8 +64,8 @@ app = typer.Typer(
 )
 
 # stdout carries results (tables or JSON); stderr carries progress, warnings and errors
-console = Console(highlight=False, soft_wrap=False)
-err_console = Console(stderr=True, highlight=False)
+console = Console(highlight=False, soft_wrap=False, emoji=False)  # ':x:' in a text is not an emoji
+err_console = Console(stderr=True, highlight=False, emoji=False)
 
 
 def _version_callback(value: bool) -> None:
@@ -419,25 +420,11 @@ def plural(n: int, word: str) -> str:
 
 
 def print_table(table: Any) -> None:
-    """Print a rich table on stdout with every cell whole, whatever the terminal's width.
-
-    rich fits a table to the terminal (``COLUMNS``) by cutting cells ("0.1…"); numbers must
-    not be cut.  A table wider than the terminal loses its column padding first (one space
-    between columns); one still too wide is printed at the width it needs, and the terminal
-    wraps its lines.
-    """
-    from rich.measure import Measurement
-    from rich.segment import Segments
-
-    wide = console.options.update_width(1 << 16)
-    need = Measurement.get(console, wide, table).minimum  # every unbreakable cell whole
-    if need > console.width and any(table.padding):
-        table.padding = (0, 0)
-        need = Measurement.get(console, wide, table).minimum
-    if need <= console.width:
-        console.print(table)
-    else:
-        console.print(Segments(list(console.render(table, console.options.update_width(need)))), crop=False)
+    """Print a table of values (built with :func:`data_table`) on stdout: every title, header and
+    cell as it is (never markup or emoji), never cut, at least one space between columns; a table
+    too wide for the terminal (``COLUMNS``; 80 in a pipe) loses its padding, then wraps its word
+    columns, then is printed one ``name  value`` line per column (:mod:`._table`)."""
+    render_table(table, console)
 
 
 def esc(s: str) -> str:

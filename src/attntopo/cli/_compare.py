@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .. import __version__
 from .._validation import check_dim, check_maxdim, check_scale
@@ -39,6 +37,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     grid_points,
     json_doc,
@@ -172,7 +171,7 @@ def compare_cmd(
         t0 = time.perf_counter()
         try:
             c = at.compare(
-                text_a, text_b, m, layers, heads, metric=metric, maxdim=maxdim, threshold=eps,
+                text_a, text_b, m, layers, heads, metric=metric, maxdim=maxdim, scale=eps,
                 drop_special=drop_special, include_special=include_special, alignment=alignment,
                 alignment_units="token" if align_tokens else "word", n_jobs=n_jobs, truncate=truncate,
                 progress=progress,
@@ -231,13 +230,12 @@ def compare_cmd(
     console.print(f"{at_scale} · time {timing['total_s']:.1f} s")
     _print_heads_table(c, rows, rank_dim, top, default=dim is None)
     if len(keys) >= 2:
-        pt = Table(title="Highlighted pairs (edge birth = distance; connection = minimax path scale)",
-                   title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        pt = data_table("Highlighted pairs (edge birth = distance; connection = minimax path scale)")
         for col in ("layer", "head", "pair", "edge A", "edge B", "connect A", "connect B"):
             pt.add_column(col, justify="left" if col == "pair" else "right", no_wrap=True)
         for p in pairs:
             if (p["layer"], p["head"]) in report_heads:
-                pt.add_row(str(p["layer"]), str(p["head"]), esc(f"{p['a']} – {p['b']}"),
+                pt.add_row(str(p["layer"]), str(p["head"]), f"{p['a']} – {p['b']}",
                            num(p["edge_birth_a"]), num(p["edge_birth_b"]),
                            num(p["connection_a"]), num(p["connection_b"]))
         print_table(pt)
@@ -316,11 +314,8 @@ def _compare_rows(c, dim: int) -> list[dict]:
 def _print_heads_table(c, rows: list[dict], rank_dim: int, top: int, default: bool = False) -> None:
     shown = rows if top == 0 else rows[:top]
     why = " (the highest dimension without a majority tie)" if default else ""
-    table = Table(
-        title=(f"Heads from most similar to most different by bottleneck H{rank_dim}{why}"
-               + ("" if len(shown) == len(rows) else f" (top {len(shown)} of {len(rows)})")),
-        title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
-    )
+    table = data_table(f"Heads from most similar to most different by bottleneck H{rank_dim}{why}"
+                       + ("" if len(shown) == len(rows) else f" (top {len(shown)} of {len(rows)})"))
     for col in ("#", "layer", "head", "ε"):
         table.add_column(col, justify="right", no_wrap=True)
     for d in range(c.maxdim + 1):
@@ -340,6 +335,5 @@ def _print_heads_table(c, rows: list[dict], rank_dim: int, top: int, default: bo
     table.caption = ("Diagram distances between the two texts' diagrams, per homology dimension (distance units); "
                      "#: rank, '1=' tied with other heads (equal distances share a rank); "
                      "shared edges/triangles: among shared tokens, present in both texts at ε.")
-    table.caption_justify = "left"
     print_table(table)
 

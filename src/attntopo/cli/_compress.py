@@ -99,7 +99,7 @@ def compress_cmd(
     m, t_model = load_model_with_status(model, show)
     with status("two forward passes, the second with grouped attention rows …", show):
         t0 = time.perf_counter()
-        c = compress(m, body, layers=layers, heads=heads, scale=scale_value, method=method,
+        c = compress(body, m, layers=layers, heads=heads, scale=scale_value, method=method,
                      representative=representative, seed=seed, truncate=truncate)
         t_c = time.perf_counter() - t0
     finish_result(c, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,

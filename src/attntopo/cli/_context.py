@@ -21,6 +21,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     finish_result,
     load_model_with_status,
@@ -133,11 +134,7 @@ def _cell(v: float) -> str:
 
 
 def _table(cols, heads: list[tuple[str, str]], title: str) -> None:
-    from rich import box
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
-                  show_edge=False)
+    table = data_table(title)
     for h, _ in heads:
         table.add_column(h, justify="right", no_wrap=True)
     for row in range(cols.n_rows):

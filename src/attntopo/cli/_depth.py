@@ -22,6 +22,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     finish_result,
     load_model_with_status,
@@ -91,17 +92,13 @@ def _bundle(d):
 
 
 def _print_summary(d, m, source: str, timing: dict) -> None:
-    from rich import box
-    from rich.table import Table
-
     console.print(model_line(m))
     ntok = d.n_tokens
     console.print(f"{d.n_texts} text{'s' if d.n_texts != 1 else ''} from {esc(source)} "
                   f"({int(ntok.min())}–{int(ntok.max())} tokens), k = {d.k} · {timing['depth_s']:.1f} s")
     cols = d.summary()
-    table = Table(title="per depth (0 = embeddings, l+1 = after layer l); means over texts, per-head measures "
-                        "averaged over heads", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
-                  pad_edge=False, show_edge=False)
+    table = data_table("per depth (0 = embeddings, l+1 = after layer l); means over texts, per-head measures "
+                       "averaged over heads")
     heads = [("depth", None), ("res(X)", "res_hidden"), ("res(ΠĀ)", "res_path_mean"), ("JS mean", "js_mean"),
              ("JS diam", "js_diameter"), ("H0 total", "h0_total"), ("entropy", "entropy"),
              ("ID", "intrinsic_dim"), ("kNN", "knn_overlap"), ("FR move", "fisher_rao")]

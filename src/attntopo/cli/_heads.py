@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .. import __version__
 from .._validation import check_maxdim, check_scale
@@ -34,6 +32,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     fmt,
     json_doc,
@@ -242,9 +241,9 @@ def _print_space(hs, top: int, eps: Optional[float]) -> None:
     if hs.types is not None:
         counts = {k: v for k, v in hs.types.counts().items() if v}
         console.print("  head types: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-        width = max(2, len(str(max(hs.layer_ids))))
-        console.print("  " + " " * (width + 1) + " ".join(f"{h:>2d}" for h in hs.head_ids))
-        for i, l in enumerate(hs.layer_ids):
+        width = max(2, len(str(max(hs.layers))))
+        console.print("  " + " " * (width + 1) + " ".join(f"{h:>2d}" for h in hs.heads))
+        for i, l in enumerate(hs.layers):
             console.print(f"  {l:>{width}d} " + " ".join(TYPE_CODES[x] for x in hs.types.labels[i]))
         console.print(
             "  (sk sink, se self, pr previous, nx next, br broad, bd banded, vt vertical, mx mixed)"
@@ -263,10 +262,7 @@ def _print_space(hs, top: int, eps: Optional[float]) -> None:
 
 
 def _print_comparison(comparison) -> None:
-    table = Table(
-        title=f"{comparison.a.model} vs {comparison.b.model}: distance between the head-space diagrams",
-        title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
-    )
+    table = data_table(f"{comparison.a.model} vs {comparison.b.model}: distance between the head-space diagrams")
     cols = ["dim", "bottleneck", f"W{comparison.p:g}"]
     if comparison.n_boot:
         cols += ["null (bottl.)", "z", "p", f"null (W{comparison.p:g})", "z ", "p "]
@@ -288,5 +284,4 @@ def _print_comparison(comparison) -> None:
         )
     else:
         table.caption = "no bootstrap (one text or --n-boot 0)"
-    table.caption_justify = "left"
     print_table(table)

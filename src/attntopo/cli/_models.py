@@ -6,8 +6,6 @@ import os
 from pathlib import Path
 from typing import Annotated
 
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
 from ..constants import DEFAULT_MODEL
@@ -17,6 +15,7 @@ from ._common import (
     JsonOpt,
     app,
     console,
+    data_table,
     esc,
     print_json,
     print_table,
@@ -47,7 +46,7 @@ def models(
     if json_out:
         print_json(rows)
         return
-    table = Table(title="Packaged models", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
+    table = data_table("Packaged models")
     table.add_column("alias", style="bold", no_wrap=True)
     table.add_column("model", no_wrap=True)
     table.add_column("layers × heads", justify="right", no_wrap=True)

@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .. import __version__
 from .._validation import check_dim, check_maxdim
@@ -34,6 +32,7 @@ from ._common import (
     app,
     check_out,
     console,
+    data_table,
     esc,
     grid_points,
     json_doc,
@@ -149,8 +148,7 @@ def phrase_cmd(
     if single:
         for n in ("bottleneck", "wasserstein1"):
             M = p.matrix(dim=dim, by=n)
-            t = Table(title=f"{n} H{dim} between contexts", title_justify="left", box=box.SIMPLE_HEAD,
-                      show_edge=False, pad_edge=False, header_style="bold")
+            t = data_table(f"{n} H{dim} between contexts")
             t.add_column("")
             for k in range(len(p.contexts)):
                 t.add_column(str(k), justify="right")
@@ -161,7 +159,7 @@ def phrase_cmd(
         shown = rows if top == 0 else rows[:top]
         console.print(f"[bold]Heads from most to least stable[/bold] (mean H{dim} distance between contexts"
                       + (")" if len(shown) == len(rows) else f"; top {len(shown)} of {len(rows)}, --top 0 shows all)"))
-        t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+        t = data_table()
         for col in ("layer", "head", "bottleneck", "W1"):
             t.add_column(col, justify="right", no_wrap=True)
         for r in shown:

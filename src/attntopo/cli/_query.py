@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..errors import InvalidInputError
-from ._common import DebugOpt, JsonOpt, app, esc, print_json, print_table, with_help
+from ._common import DebugOpt, JsonOpt, app, data_table, print_json, print_table, with_help
 
 _QUERY_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -70,12 +70,13 @@ def query_cmd(
             w.writerow(["" if r[n] is None else r[n] for n in names])
         sys.stdout.flush()
         return
-    from rich.table import Table
+    import pyarrow as pa
 
-    t = Table(show_header=True, header_style="bold", box=None)
-    for n in names:
-        t.add_column(esc(n), overflow="fold")
+    t = data_table()
+    for n, field in zip(names, table.schema):  # text may wrap at its spaces; any other value stays on one line
+        t.add_column(n, no_wrap=not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)),
+                     justify="right" if pa.types.is_integer(field.type) or pa.types.is_floating(field.type) else "left")
     for r in rows:
-        t.add_row(*(esc(_cell(r[n])) for n in names))
+        t.add_row(*(_cell(r[n]) for n in names))
     print_table(t)
     typer.echo(f"{len(rows)} row{'s' if len(rows) != 1 else ''}", err=True)

@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
@@ -36,6 +34,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     diagram_points,
     esc,
     finish_result,
@@ -120,7 +119,7 @@ def timeline_cmd(
     how = "one forward pass" if m.causal else "a forward pass per prefix"
     with progress_bar(f"timeline ({how})", show) as progress:
         t1 = time.perf_counter()
-        tl = at.timeline(body, m, layer=lay, head=hd, metric=metric, maxdim=maxdim, t0=t0,
+        tl = at.timeline(body, m, layers=lay, heads=hd, metric=metric, maxdim=maxdim, t0=t0,
                          drop_special=drop_special, truncate=truncate, n_jobs=n_jobs, progress=progress)
         t_tl = time.perf_counter() - t1
     doc = tl.to_dict(k=top)
@@ -153,8 +152,7 @@ def _print_summary(tl, m, source: str, doc: dict, timing: dict) -> None:
              else f"{len(tl.slices)} prefix runs (every new token changes every row)")
     console.print(f"{plural(len(tl.slices), 'slice')}, t = {tl.t0}…{tl.slices[-1].t}, from {built} · "
                   f"time {timing['total_s']:.1f} s (timeline {timing['timeline_s']:.1f} s)")
-    table = Table(title="Tokens whose arrival changed the topology most (distance to the previous slice)",
-                  title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table = data_table("Tokens whose arrival changed the topology most (distance to the previous slice)")
     for col in ("t", "token"):
         table.add_column(col, justify="right" if col == "t" else "left", no_wrap=True)
     for d in range(tl.maxdim + 1):
@@ -163,7 +161,7 @@ def _print_summary(tl, m, source: str, doc: dict, timing: dict) -> None:
         table.add_column(f"W{tl.p:g}\nH{d}", justify="right", no_wrap=True)
     for c in doc["top_changes"]:
         k = c["t"] - tl.t0 - 1
-        table.add_row(str(c["t"]), esc(c["label"]), *[num(tl.bottleneck[k, d]) for d in range(tl.maxdim + 1)],
+        table.add_row(str(c["t"]), c["label"], *[num(tl.bottleneck[k, d]) for d in range(tl.maxdim + 1)],
                       *[num(tl.wasserstein[k, d]) for d in range(tl.maxdim + 1)])
     print_table(table)
     vines = doc["vines"]

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from rich import box
-from rich.table import Table
-
 from ..constants import DEFAULT_MODEL
 from ..words import split_words
 from ._common import (
@@ -15,7 +12,7 @@ from ._common import (
     TextArg,
     TruncateOpt,
     app,
-    esc,
+    data_table,
     load_model_with_status,
     print_json,
     print_table,
@@ -52,19 +49,17 @@ def words_cmd(
     if json_out:
         print_json(rows)
         return
-    table = Table(title=f"{len(rows)} words, {esc(m.name)} tokens", title_justify="left", header_style="bold",
-                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table = data_table(f"{len(rows)} words, {m.name} tokens")
     for col, justify in (("#", "right"), ("word", "left"), ("chars", "right"), ("tokens", "right"),
                          ("token labels", "left")):
         table.add_column(col, justify=justify, no_wrap=col != "token labels")
     for r in rows:
         toks = r["tokens"]
         span = "—" if not toks else str(toks[0]) if len(toks) == 1 else f"{toks[0]}–{toks[-1]}"
-        table.add_row(str(r["index"]), esc(r["word"]), f"{r['start']}–{r['end']}", span, esc(" ".join(r["labels"])))
+        table.add_row(str(r["index"]), r["word"], f"{r['start']}–{r['end']}", span, " ".join(r["labels"]))
     table.caption = ("#: the word index of compare --align I:J; chars: [start, end) in the text; tokens: "
                      "positions in the model's input, special tokens counted (compare --align-tokens); "
                      "—: the word owns no token")
-    table.caption_justify = "left"
     print_table(table)
 
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .._progress import NO_PROGRESS, ProgressOption, Reporter, check_progress, make_reporter
 from .._threads import torch_threads
 from .._validation import check_bool, check_choice, check_number, check_positive_int
 from .._version import __version__
@@ -36,8 +37,11 @@ from ._js import (
     js_stats,
     landscape_names,
     landscape_stats,
+    per_token_names,
+    per_token_stats,
 )
 from ._prompt import PROMPT_QUANTITIES, prompt_features
+from ._spectral import spectral_features, spectral_names
 from ._table import FeatureTable, column_name
 from ._template import TEMPLATES, punctuation_mask, template_features
 
@@ -45,13 +49,14 @@ __all__ = ["FEATURE_SETS", "DEFAULT_SETS", "features", "feature_names"]
 
 #: Every feature set, by name.
 FEATURE_SETS: tuple[str, ...] = (
-    "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape",
+    "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape", "js_per_token",
+    "spectral",
 )
 #: The sets computed when none are named (``prompt`` needs pairs; images/landscapes are opt-in).
 DEFAULT_SETS: tuple[str, ...] = ("js", "graph", "barcode", "template")
 _ON_EMPTY = ("raise", "skip")
 #: Sets whose diagrams come from persistence_batch.
-PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "barcode")
+PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "js_per_token", "barcode")
 
 
 # ------------------------------------------------------------------ settings
@@ -85,13 +90,14 @@ def _check_grid(values: Any, name: str, lo: float, hi: float) -> tuple[float, ..
     return out
 
 
-def check_settings(sets, thresholds, scales, quantiles, cycle_cap) -> dict:
+def check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persistence=0.0) -> dict:
     return {
         "sets": list(_check_sets(sets)),
         "thresholds": list(_check_grid(thresholds, "thresholds", 0.0, 1.0)),
         "scales": list(_check_grid(scales, "scales", 0.0, 1.0)),
         "quantiles": list(_check_grid(quantiles, "quantiles", 0.0, 1.0)),
         "cycle_cap": check_positive_int(cycle_cap, "cycle_cap", allow_none=False),
+        "min_persistence": check_number(min_persistence, "min_persistence", lo=0.0),
     }
 
 
@@ -108,6 +114,10 @@ def set_quantities(set_name: str, st: dict) -> list[str]:
         return list(PROMPT_QUANTITIES)
     if set_name == "js_image":
         return image_names()
+    if set_name == "js_per_token":
+        return per_token_names(st["scales"])
+    if set_name == "spectral":
+        return spectral_names()
     return landscape_names()
 
 
@@ -241,7 +251,7 @@ def chunk_start(
         reals.append((real_att, real_att.weights.reshape(L * H, nr, nr)))
     js_job = bc_job = None
     D_of: list[np.ndarray | None] = [None] * len(atts)
-    if js_diagrams or any(s in sets for s in ("js", "js_image", "js_landscape")):
+    if js_diagrams or any(s in sets for s in ("js", "js_image", "js_landscape", "js_per_token")):
         js_mats: list[np.ndarray] = []
         for t, (real_att, real) in enumerate(reals):
             D = token_distances(real).reshape(real.shape)
@@ -267,6 +277,8 @@ def chunk_start(
             blocks["prompt"].append(prompt_features(Ap, Dp, _prompt_mask(att, boundary)))
         if "graph" in sets:
             blocks["graph"].append(graph_features(real, st["thresholds"], cycle_cap=st["cycle_cap"]))
+        if "spectral" in sets:
+            blocks["spectral"].append(spectral_features(real, real_att.causal))
         if "template" in sets:
             punct = punctuation_mask(att.text, att.offsets, att.special)
             blocks["template"].append(template_features(att.weights.reshape(L * H, n, n), punct))
@@ -278,16 +290,25 @@ def chunk_start(
         if js_job is not None:
             dgms = js_job.result()
             per_head = []
-            if "js" in sets:
-                per_head.append(("js", js_stats(dgms, np.array(js_sizes), st["scales"], st["quantiles"])))
+            mp = st.get("min_persistence", 0.0)
+            if "js" in sets or "js_per_token" in sets:
+                js = js_stats(dgms, np.array(js_sizes), st["scales"], st["quantiles"], mp)
+                if "js" in sets:
+                    per_head.append(("js", js))
+                if "js_per_token" in sets:
+                    per_head.append(("js_per_token", per_token_stats(
+                        js, np.array(js_sizes), st["scales"], st["quantiles"])))
+            pruned = [g.prune(mp) for g in dgms] if mp > 0 and (
+                "js_image" in sets or "js_landscape" in sets) else dgms
             if "js_image" in sets:
-                per_head.append(("js_image", image_stats(dgms)))
+                per_head.append(("js_image", image_stats(pruned)))
             if "js_landscape" in sets:
-                per_head.append(("js_landscape", landscape_stats(dgms)))
+                per_head.append(("js_landscape", landscape_stats(pruned)))
             for name, arr in per_head:
                 blocks[name] = list(np.split(arr, n_texts))
         if bc_job is not None:
-            blocks["barcode"] = list(np.split(barcode_stats(bc_job.result()), n_texts))
+            blocks["barcode"] = list(np.split(
+                barcode_stats(bc_job.result(), st.get("min_persistence", 0.0)), n_texts))
         # one row per text: for each set, heads in layer-major order, quantities within a head
         rows = (np.stack([np.concatenate([blocks[s][t].ravel() for s in sets]) for t in range(n_texts)])
                 if sets else np.zeros((n_texts, 0)))
@@ -323,6 +344,8 @@ def features(
     batch_size: int = 16,
     engine: str | None = None,
     n_jobs: int | None = None,
+    progress: ProgressOption = None,
+    min_persistence: float = 0.0,
 ) -> FeatureTable:
     """Topological features of texts: one row per text, named columns per head and set.
 
@@ -347,7 +370,8 @@ def features(
     quantiles : sequence of float
         Quantiles of the ``js`` set's H0 deaths.
     cycle_cap : int
-        Most directed simple cycles counted by the ``graph`` set (50, as la-tda).
+        Most directed simple cycles counted by the ``graph`` set (50, as la-tda; tda4atd
+        counts up to 500).
     drop_special : bool
         Remove special tokens ([CLS], [SEP], …) and renormalize rows before the ``js``,
         ``graph`` and ``barcode`` sets (the ``template`` set always sees them; the ``prompt``
@@ -362,6 +386,16 @@ def features(
         are computed, so memory does not grow with the number of texts.
     engine, n_jobs
         Persistence engine and worker processes (see :func:`attntopo.topology.persistence_batch`).
+    min_persistence : float, default 0
+        Bars of length ``death − birth <= min_persistence`` are left out of the ``js``,
+        ``barcode``, ``js_image`` and ``js_landscape`` statistics (gudhi's convention; the
+        ``js`` set's H0 death quantiles, the minimum spanning tree's edges, keep every edge).
+        0 keeps every bar the engine reports.
+    progress : bool, callable or None, default None
+        One bar for the whole run: ``None`` a bar on a terminal or in Jupyter (not in pipes or
+        tests), ``True``/``False`` always/never, or ``callback(done, total, stage)`` (see
+        :mod:`attntopo._progress`).  Units: texts, counted as each chunk's rows are done;
+        stages ``"loading model"`` (when a name is given) and ``"texts"``.
 
     Returns
     -------
@@ -377,10 +411,11 @@ def features(
     EmptyTextError
         An empty text (``on_empty="raise"``), or no text at all.
     """
-    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap)
+    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persistence)
     on_empty = check_choice(on_empty, "on_empty", _ON_EMPTY)
     drop_special = check_bool(drop_special, "drop_special")
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
+    progress = check_progress(progress)
     items, _ = _items(texts)
     for k, item in enumerate(items):
         _check_item(k, item)
@@ -402,11 +437,24 @@ def features(
     if not keep:
         raise EmptyTextError(f"all {len(items)} texts are empty: nothing to compute")
 
+    with make_reporter(progress, description="features") as reporter:
+        return _features(items, keep, skipped, model, layers, heads, truncate, batch_size, st,
+                         drop_special, engine, n_jobs, reporter)
+
+
+def _features(
+    items: list[Any], keep: list[int], skipped: list[int], model: Any, layers: Any, heads: Any,
+    truncate: bool, batch_size: int, st: dict, drop_special: bool, engine: str | None,
+    n_jobs: int | None, reporter: Reporter,
+) -> FeatureTable:
+    """:func:`features` once its inputs are checked, reporting to an open ``reporter``."""
     m = None
     if any(isinstance(items[k], str) or _is_pair(items[k]) for k in keep):
         from ..models import AttentionModel, load_model
 
-        m = model if isinstance(model, AttentionModel) else load_model(model)
+        m = model if isinstance(model, AttentionModel) else load_model(model, progress=reporter)
+    reporter.stage("texts")
+    reporter.add_total(len(keep))
 
     # persistence in worker processes overlaps the rest: one background thread feeds the pool
     # while this one runs the next forward pass (on the cores the workers leave it) and the
@@ -417,7 +465,7 @@ def features(
         rows, row_texts, layer_ids, head_ids = _run_chunks(
             items, keep, m, layers, heads, truncate, batch_size, st, drop_special, engine,
             n_jobs, executor.submit if executor is not None else None,
-            threads_beside_workers(n_jobs) if overlap else None,
+            threads_beside_workers(n_jobs) if overlap else None, reporter,
         )
     finally:
         if executor is not None:
@@ -446,6 +494,7 @@ def _run_chunks(
     items: list[Any], keep: list[int], m: Any, layers: Any, heads: Any, truncate: bool,
     batch_size: int, st: dict, drop_special: bool, engine: str | None, n_jobs: int | None,
     submit: Callable[..., Future] | None, forward_threads: int | None,
+    reporter: Reporter = NO_PROGRESS,
 ) -> tuple[list[np.ndarray], list[str], tuple | None, tuple | None]:
     """Every chunk's rows, the texts, and the layer and head ids (see :func:`features`)."""
     rows: list[np.ndarray] = []
@@ -498,11 +547,13 @@ def _run_chunks(
         finish = chunk_start(atts, bounds, st, drop_special, engine, n_jobs, submit)
         if pending is not None:
             rows.append(pending()[0])  # the previous chunk's persistence ran meanwhile
+            reporter.advance(rows[-1].shape[0])
         pending = finish
         row_texts.extend(a.text for a in atts)
         del atts  # the chunk's n × n matrices go now, its distances once its diagrams are done
     if pending is not None:
         rows.append(pending()[0])
+        reporter.advance(rows[-1].shape[0])
     return rows, row_texts, layer_ids, head_ids
 
 

@@ -23,6 +23,7 @@ from ..errors import (
     UnknownTokensWarning,
     user_stacklevel,
 )
+from ._precision import normalize_rows
 from .loading import load_hf
 from .specs import DEFAULT_MODEL, ModelSpec, resolve_spec
 
@@ -103,6 +104,10 @@ class AttentionModel:
         tokenizer.padding_side = "right"
         if owned and hasattr(cfg, "use_cache"):
             cfg.use_cache = False  # no key/value cache: one pass, attention only
+        #: keyword arguments of every forward pass: no key/value cache (a model the user loaded
+        #: keeps its config; a cache would hold every layer's keys, and a layer run again with
+        #: the captured arguments would append to it)
+        self.forward_kwargs: dict = {"use_cache": False} if hasattr(cfg, "use_cache") else {}
         # re-entrant: a diagnostic that patches the model (hooks, positions off, another
         # attention function) holds it for the whole patched stretch, and the forward passes
         # it runs inside take it again
@@ -244,7 +249,7 @@ class AttentionModel:
         inputs = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)}
         with self._lock, torch.inference_mode():
             try:
-                out = self.hf_model(**inputs, output_attentions=True)
+                out = self.hf_model(**inputs, **self.forward_kwargs, output_attentions=True)
             except TypeError as e:
                 raise ModelLoadError(
                     f"{self.name} cannot return attention weights (its forward rejected "
@@ -257,8 +262,15 @@ class AttentionModel:
                 f"{self.name} returned no attention weights (attention implementation {impl!r}; "
                 f"attntopo needs 'eager'): load it with attn_implementation='eager'"
             )
-        stacked = torch.stack([a.float() for a in atts], dim=1).cpu().numpy()  # (B, L, H, n, n)
-        return [stacked[i, :, :, : lengths[i], : lengths[i]] for i in range(len(batch_ids))]
+        # each text's real rows, renormalized in float64 (a bfloat16 row sums to 1 only within
+        # about 2^-8), checked against the rounding its dtype explains, as float32
+        return [
+            torch.stack([
+                normalize_rows(a[i, :, :m, :m], what=f"attention of {self.name}, layer {layer}")
+                for layer, a in enumerate(atts)
+            ]).cpu().numpy()  # (L, H, m, m)
+            for i, m in enumerate(lengths)
+        ]
 
     def forward_ids(self, batch_ids: Sequence[Sequence[int]], *, layers=None, heads=None) -> list[np.ndarray]:
         """Attention of already-tokenized inputs (lists of token ids, special tokens included).

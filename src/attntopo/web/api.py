@@ -11,8 +11,11 @@ Routes (all JSON; errors are ``{"error": "one line"}``):
 One head "in full" is everything the page draws without asking the server again: the token
 distance matrix (edges are its entries: an edge ``i–j`` is born at ``D[i][j]``), the
 triangles with their births (earliest first), the attention matrix, the persistence
-diagram, an MDS layout of the tokens and a suggested scale.  Moving the page's threshold
-slider only filters these.  Results are cached per (model, text(s), metric, maxdim,
+diagram, an MDS layout of the tokens, a suggested scale and the record of attntopo's one ε
+slider (``slider``: per token pair the first of about 1000 slider scales that reaches its
+distance; the encoding and the widget are those of the reports' threshold graphs, see
+``attntopo/plots/slider.py`` and ``plots/assets/scale_slider.js``).  Moving the page's
+threshold slider only reads these.  Results are cached per (model, text(s), metric, maxdim,
 settings): changing the layer or head reuses the model run.
 """
 
@@ -37,13 +40,17 @@ from ..io import json_safe
 from ._errors import JobError, error_response
 from ._state import ServerState, Settings
 
-__all__ = ["build_router", "head_payload", "text_payload", "triangles_upto"]
+__all__ = ["build_router", "compare_head_payload", "head_payload", "text_payload", "triangles_upto"]
 
 log = logging.getLogger("attntopo.web")
 
 Metric = Literal[METRICS]  # type: ignore[valid-type]
 _DIGITS = 6  # decimals of the matrices sent to the page
 _SHARED_DETAIL_MAX = 40  # pairs and shared simplices are listed up to this many shared tokens
+SLIDER_STEPS = 1000  # quantile scales of the explorer's ε slider (plus the suggested scale)
+_SLIDER_DOC = ("attntopo's one ε slider (as in the reports): scales (increasing), start (the index "
+               "of the suggested scale), and per token pair i < j (triu order) the index of the first "
+               "scale that reaches its distance, base64 uint8/uint16 LE (steps, dtype)")
 
 # ------------------------------------------------------------------------ models
 class ErrorResponse(BaseModel):
@@ -99,6 +106,9 @@ class HeadData(BaseModel):
     layout: list[list[float]] = Field(..., description="(n, 2) MDS coordinates of the tokens.")
     scale: float = Field(..., description="A scale where the threshold graph is informative.")
     max_distance: float
+    slider: Optional[dict[str, Any]] = Field(
+        None, description=_SLIDER_DOC + ": n, scales, start, steps, dtype, max_edges, max_triangles "
+                                         "(/api/analyze; null in /api/compare, whose head has one for both texts).")
 
 
 class AnalyzeResponse(BaseModel):
@@ -130,6 +140,11 @@ class CompareHead(BaseModel):
         ..., description="Diagram distances per dimension, counts at the scale, and (up to 40 "
                          "shared tokens) every pair's edge births/connection scales and the "
                          "simplices present in both texts.")
+    slider: dict[str, Any] = Field(
+        ..., description=_SLIDER_DOC + ", for both texts on one set of scales: scales, labels, start, "
+                         "panels (per text: n, rep = the shared tokens' positions, steps, dtype), "
+                         "shared (m, steps, dtype: a pair of shared tokens is an edge in both texts), "
+                         "max_edges, max_triangles.")
 
 
 class CompareResponse(BaseModel):
@@ -346,9 +361,11 @@ def triangles_upto(D: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray, flo
     return tris[order], births[order], eps
 
 
-def head_payload(an, layer: int, head: int, max_triangles: int) -> dict:
-    """Everything the page draws for one head of one text (see the module docs)."""
+def head_payload(an, layer: int, head: int, max_triangles: int, *, slider: bool = True) -> dict:
+    """Everything the page draws for one head of one text (see the module docs); ``slider``:
+    with the one-text slider record (``False``: a comparison sends one for both texts)."""
     from ..plots import mds_layout, suggest_scale
+    from ..plots.slider import graph_slider, slider_scales
 
     D = an.distance_matrix(layer, head)
     W = an.attention_matrix(layer, head)
@@ -358,6 +375,11 @@ def head_payload(an, layer: int, head: int, max_triangles: int) -> dict:
     tri_rows = np.column_stack([tris.astype(np.float64), np.round(births, _DIGITS)]).tolist() if len(births) else []
     n = D.shape[0]
     upper = D[np.triu_indices(n, 1)]
+    scale = float(suggest_scale(dgm, D))
+    record = None
+    if slider:
+        scales = slider_scales([D], SLIDER_STEPS, include=[scale] if scale > 0 else [])
+        record = graph_slider(D, scales, int(np.argmin(np.abs(scales - scale))))
     return {
         "layer": int(an.layers[i]),
         "head": int(an.heads[j]),
@@ -370,8 +392,27 @@ def head_payload(an, layer: int, head: int, max_triangles: int) -> dict:
         "triangles_complete_to": json_safe(complete),
         "n_triangles_sent": len(tri_rows),
         "layout": _matrix(mds_layout(D)),
-        "scale": float(suggest_scale(dgm, D)),
+        "scale": scale,
         "max_distance": float(upper.max()) if upper.size else 0.0,
+        "slider": record,
+    }
+
+
+def compare_head_payload(c, layer: int, head: int, max_triangles: int) -> dict:
+    """One head of both texts in full: each text's head (without its own slider), the
+    comparison's report and the two-text slider record on one set of scales."""
+    from ..plots.slider import compare_slider, slider_scales
+
+    i, j = c._pos(layer, head)
+    scale = float(c.scale(layer, head))
+    scales = slider_scales([c.a.distances[i, j], c.b.distances[i, j]], SLIDER_STEPS,
+                           include=[scale] if scale > 0 else [])
+    return {
+        "layer": int(layer), "head": int(head), "scale": scale,
+        "a": head_payload(c.a, layer, head, max_triangles, slider=False),
+        "b": head_payload(c.b, layer, head, max_triangles, slider=False),
+        "report": _compare_report(c, layer, head),
+        "slider": compare_slider(c, i, j, scales, int(np.argmin(np.abs(scales - scale)))),
     }
 
 
@@ -442,7 +483,7 @@ def _run_comparison(state: ServerState, name: str, req) -> Any:
     m = load_model(name, progress=False)
     _model_info(state, name, m)
     return at.compare(req.text_a, req.text_b, m, metric=req.metric, maxdim=req.maxdim,
-                      threshold=req.threshold, drop_special=req.drop_special, truncate=req.truncate,
+                      scale=req.threshold, drop_special=req.drop_special, truncate=req.truncate,
                       progress=False)
 
 
@@ -455,6 +496,128 @@ def too_long_message(e: TextTooLongError) -> str:
             f'(API: "truncate": true)')
 
 
+# ------------------------------------------------------- what the routes answer
+async def _in_worker(state: ServerState, fn, heavy: bool):
+    """``fn()`` in a worker slot; a too-long text and an unexpected error become one JSON line."""
+    try:
+        return await state.run(fn, heavy=heavy)
+    except TextTooLongError as e:
+        return error_response(400, too_long_message(e))
+    except (AttntopoError, JobError):
+        raise
+    except Exception as e:  # noqa: BLE001 - logged here; the client gets one generic line
+        log.error("unexpected error in a computation", exc_info=e)
+        return error_response(500, "internal error: the server could not complete this "
+                                   "request (details are in the server log)")
+
+
+def _health(st: ServerState) -> dict:
+    s = st.settings
+    return {
+        "status": "ok", "version": __version__, "uptime_s": round(time.time() - st.started, 3),
+        "running": st.slots.running, "max_concurrent": s.max_concurrent,
+        "max_chars": s.max_chars, "timeout_s": s.timeout, "cache": st.cache.stats(),
+        "loaded_models": sorted(st.loaded),
+    }
+
+
+def _model_rows(st: ServerState) -> list[dict]:
+    """One row per model the server offers (its default first), described without weights."""
+    from ..models import ALIASES
+
+    out = []
+    default = st.allowed_models()[0]
+    for name in st.allowed_models():
+        row = {"name": name, "description": name, "default": name == default,
+               "packaged": name in ALIASES, "loaded": name in st.loaded}
+        if name in st.loaded:
+            info = st.loaded[name]
+            row.update(n_layers=info["n_layers"], n_heads=info["n_heads"], causal=info["causal"])
+        if name in ALIASES:
+            row["description"] = ALIASES[name].description
+            if "n_layers" not in row:
+                try:
+                    from ..models.describe import describe_alias
+
+                    d = describe_alias(name)
+                    row.update(n_layers=d["n_layers"], n_heads=d["n_heads"], causal=d["causal"],
+                               note=d.get("note") or "")
+                except Exception as e:  # noqa: BLE001 - a description is optional
+                    row["note"] = f"not described: {type(e).__name__}"
+        out.append(row)
+    return out
+
+
+def _selected(an, req) -> Optional[tuple[int, int]]:
+    """The (layer, head) a request shows in full: the one it names, the most persistent one
+    with ``auto_head``, or None."""
+    if req.layer is not None:
+        i, j = an.position(req.layer, req.head)
+        return an.layers[i], an.heads[j]
+    return _most_persistent(an) if req.auto_head else None
+
+
+def _analysis_payload(an, req, info: dict, cached: bool, max_triangles: int, t0: float) -> dict:
+    """The /api/analyze answer for an analysis (see :class:`AnalyzeResponse`)."""
+    sel = _selected(an, req)
+    return {
+        "kind": "analysis",
+        "model": info,
+        "settings": {"metric": an.metric, "maxdim": an.maxdim, "drop_special": req.drop_special,
+                     "truncate": req.truncate, "engine": an.engine},
+        "text": text_payload(an.attention),
+        "layers": list(an.layers),
+        "heads": list(an.heads),
+        "summary": _columns(an.summary()),
+        "ranking": {"stat": "max_persistence", "dim": an.ranking_dim,
+                    "column": f"max_persistence_h{an.ranking_dim}"},
+        "selected": list(sel) if sel else None,
+        "head": head_payload(an, sel[0], sel[1], max_triangles) if sel else None,
+        "cached": cached,
+        "elapsed_s": round(time.perf_counter() - t0, 4),
+    }
+
+
+def _comparison_payload(c, req, info: dict, cached: bool, max_triangles: int, t0: float) -> dict:
+    """The /api/compare answer for a comparison (see :class:`CompareResponse`)."""
+    sel = _selected(c.a, req)
+    return {
+        "kind": "comparison",
+        "model": info,
+        "settings": {"metric": c.metric, "maxdim": c.maxdim, "drop_special": req.drop_special,
+                     "truncate": req.truncate, "threshold": c.given_scale, "engine": c.a.engine},
+        "a": text_payload(c.a.attention),
+        "b": text_payload(c.b.attention),
+        "shared_tokens": [s.to_dict() for s in c.shared_tokens],
+        "layers": list(c.layers),
+        "heads": list(c.heads),
+        "summary": _columns(c.summary()),
+        "summary_a": _columns(c.a.summary()),
+        "summary_b": _columns(c.b.summary()),
+        "ranking": c.ranking_info(),
+        "most_similar_heads": json_safe(c.ranked_entries(5)),
+        "most_different_heads": json_safe(c.ranked_entries(5, similar=False)),
+        "selected": list(sel) if sel else None,
+        "head": compare_head_payload(c, sel[0], sel[1], max_triangles) if sel else None,
+        "cached": cached,
+        "elapsed_s": round(time.perf_counter() - t0, 4),
+    }
+
+
+async def _cached_answer(st: ServerState, name: str, key: tuple, compute, payload, req) -> Response:
+    """Compute (or take from the cache) the result behind ``key`` in a worker and answer with
+    ``payload(result, req, model_info, cached, max_triangles, t0)``."""
+
+    def job() -> dict:
+        t0 = time.perf_counter()
+        result, cached = st.cache.get_or_compute(key, compute)
+        info = dict(st.loaded.get(name) or result.provenance.get("model", {}))
+        return payload(result, req, info, cached, st.settings.max_triangles, t0)
+
+    return _json(await _in_worker(st, job, heavy=key not in st.cache))
+
+
+# ------------------------------------------------------------------------ routes
 def build_router(settings: Settings) -> APIRouter:
     """The ``/api`` routes, with request limits taken from ``settings``."""
     AnalyzeRequest, CompareRequest = _request_models(settings)
@@ -463,28 +626,9 @@ def build_router(settings: Settings) -> APIRouter:
     def state_of(request: Request) -> ServerState:
         return request.app.state.attntopo
 
-    async def run(state: ServerState, fn, heavy: bool):
-        try:
-            return await state.run(fn, heavy=heavy)
-        except TextTooLongError as e:
-            return error_response(400, too_long_message(e))
-        except (AttntopoError, JobError):
-            raise
-        except Exception as e:  # noqa: BLE001 - logged here; the client gets one generic line
-            log.error("unexpected error in a computation", exc_info=e)
-            return error_response(500, "internal error: the server could not complete this "
-                                       "request (details are in the server log)")
-
     @router.get("/health", response_model=HealthResponse, responses={**_ANY_ROUTE}, summary="Is the server up; its limits")
     async def health(request: Request):
-        st = state_of(request)
-        s = st.settings
-        return {
-            "status": "ok", "version": __version__, "uptime_s": round(time.time() - st.started, 3),
-            "running": st.slots.running, "max_concurrent": s.max_concurrent,
-            "max_chars": s.max_chars, "timeout_s": s.timeout, "cache": st.cache.stats(),
-            "loaded_models": sorted(st.loaded),
-        }
+        return _health(state_of(request))
 
     @router.get("/models", response_model=ModelsResponse, responses={**_ANY_ROUTE, **_IN_A_WORKER},
                 summary="Models this server offers")
@@ -492,33 +636,7 @@ def build_router(settings: Settings) -> APIRouter:
         """The models the page may use: the packaged aliases installed on this machine and the
         server's ``--model``; layers × heads are read from configs without loading weights."""
         st = state_of(request)
-
-        def describe() -> list[dict]:
-            from ..models import ALIASES
-
-            out = []
-            default = st.allowed_models()[0]
-            for name in st.allowed_models():
-                row = {"name": name, "description": name, "default": name == default,
-                       "packaged": name in ALIASES, "loaded": name in st.loaded}
-                if name in st.loaded:
-                    info = st.loaded[name]
-                    row.update(n_layers=info["n_layers"], n_heads=info["n_heads"], causal=info["causal"])
-                if name in ALIASES:
-                    row["description"] = ALIASES[name].description
-                    if "n_layers" not in row:
-                        try:
-                            from ..models.describe import describe_alias as _describe_alias
-
-                            d = _describe_alias(name)
-                            row.update(n_layers=d["n_layers"], n_heads=d["n_heads"], causal=d["causal"],
-                                       note=d.get("note") or "")
-                        except Exception as e:  # noqa: BLE001 - a description is optional
-                            row["note"] = f"not described: {type(e).__name__}"
-                out.append(row)
-            return out
-
-        rows = await run(st, describe, heavy=False)
+        rows = await _in_worker(st, lambda: _model_rows(st), heavy=False)
         if not isinstance(rows, list):
             return rows
         return {"default": rows[0]["name"], "models": rows, "metrics": list(METRICS),
@@ -537,38 +655,7 @@ def build_router(settings: Settings) -> APIRouter:
         name = st.check_model(req.model)
         _precheck(st, name, req.layer, req.head)
         key = ("analysis", name, req.text, req.metric, req.maxdim, req.drop_special, req.truncate)
-
-        def compute():
-            return _run_analysis(st, name, req)
-
-        def job() -> dict:
-            t0 = time.perf_counter()
-            an, cached = st.cache.get_or_compute(key, compute)
-            sel = None
-            if req.layer is not None:
-                sel = an.position(req.layer, req.head)
-                sel = (an.layers[sel[0]], an.heads[sel[1]])
-            elif req.auto_head:
-                sel = _most_persistent(an)
-            info = dict(st.loaded.get(name) or an.provenance.get("model", {}))
-            return {
-                "kind": "analysis",
-                "model": info,
-                "settings": {"metric": an.metric, "maxdim": an.maxdim, "drop_special": req.drop_special,
-                             "truncate": req.truncate, "engine": an.engine},
-                "text": text_payload(an.attention),
-                "layers": list(an.layers),
-                "heads": list(an.heads),
-                "summary": _columns(an.summary()),
-                "ranking": {"stat": "max_persistence", "dim": an.ranking_dim,
-                            "column": f"max_persistence_h{an.ranking_dim}"},
-                "selected": list(sel) if sel else None,
-                "head": head_payload(an, sel[0], sel[1], st.settings.max_triangles) if sel else None,
-                "cached": cached,
-                "elapsed_s": round(time.perf_counter() - t0, 4),
-            }
-
-        return _json(await run(st, job, heavy=key not in st.cache))
+        return await _cached_answer(st, name, key, lambda: _run_analysis(st, name, req), _analysis_payload, req)
 
     @router.post(
         "/compare", response_model=CompareResponse, responses={**_ERRORS},
@@ -583,52 +670,8 @@ def build_router(settings: Settings) -> APIRouter:
         _precheck(st, name, req.layer, req.head)
         key = ("comparison", name, req.text_a, req.text_b, req.metric, req.maxdim, req.drop_special,
                req.threshold, req.truncate)
-
-        def compute():
-            return _run_comparison(st, name, req)
-
-        def job() -> dict:
-            t0 = time.perf_counter()
-            c, cached = st.cache.get_or_compute(key, compute)
-            sel = None
-            if req.layer is not None:
-                p = c.a.position(req.layer, req.head)
-                sel = (c.layers[p[0]], c.heads[p[1]])
-            elif req.auto_head:
-                sel = _most_persistent(c.a)
-            cap = st.settings.max_triangles
-            head = None
-            if sel:
-                head = {
-                    "layer": int(sel[0]), "head": int(sel[1]), "scale": c.scale(*sel),
-                    "a": head_payload(c.a, sel[0], sel[1], cap),
-                    "b": head_payload(c.b, sel[0], sel[1], cap),
-                    "report": _compare_report(c, *sel),
-                }
-            info = dict(st.loaded.get(name) or c.provenance.get("model", {}))
-            return {
-                "kind": "comparison",
-                "model": info,
-                "settings": {"metric": c.metric, "maxdim": c.maxdim, "drop_special": req.drop_special,
-                             "truncate": req.truncate, "threshold": c.threshold, "engine": c.a.engine},
-                "a": text_payload(c.a.attention),
-                "b": text_payload(c.b.attention),
-                "shared_tokens": [s.to_dict() for s in c.shared_tokens],
-                "layers": list(c.layers),
-                "heads": list(c.heads),
-                "summary": _columns(c.summary()),
-                "summary_a": _columns(c.a.summary()),
-                "summary_b": _columns(c.b.summary()),
-                "ranking": c.ranking_info(),
-                "most_similar_heads": json_safe(c.ranked_entries(5)),
-                "most_different_heads": json_safe(c.ranked_entries(5, similar=False)),
-                "selected": list(sel) if sel else None,
-                "head": head,
-                "cached": cached,
-                "elapsed_s": round(time.perf_counter() - t0, 4),
-            }
-
-        return _json(await run(st, job, heavy=key not in st.cache))
+        return await _cached_answer(st, name, key, lambda: _run_comparison(st, name, req), _comparison_payload,
+                                    req)
 
     return router
 
