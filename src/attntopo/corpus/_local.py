@@ -34,7 +34,15 @@ from .._progress import NO_PROGRESS, Reporter, check_progress, make_reporter, pr
 from .._validation import check_bool, check_choice, check_positive_int
 from ..errors import DiskFullError, InvalidInputError, MissingDependencyError
 from ._input import CorpusInput, open_input
-from ._settings import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_SETS, ON_LONG, CorpusSettings, check_same_settings, make_settings
+from ._settings import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_CORPUS_SETS,
+    ON_LONG,
+    CorpusSettings,
+    check_before_loading,
+    check_same_settings,
+    make_settings,
+)
 from ._store import MANIFEST, Store, StoreLock, check_store_path, lock_store
 from ._work import BatchWorker, check_lengths, feature_columns, output_schema
 
@@ -102,12 +110,18 @@ def prepare(
                      input_format=input_format, encoding=encoding)
     lock = None
     try:
+        if inp.total == 0:
+            what = f"{inp.n_records} empty record{'s' if inp.n_records != 1 else ''}" if inp.n_records else "nothing"
+            raise InvalidInputError(f"{inp.name}: no texts to compute (it holds {what}): no store was made or changed")
         # the lock first: nothing of the store is read to be changed, nor changed, without it
         # (docs/corpus.md, "Who writes when"); a run that cannot have it changes nothing
         lock = lock_store(path)
         check_store_path(path)  # again under the lock: what another run did before is settled
         existing = (path / MANIFEST).is_file()
         store = Store(path) if existing else None  # refuses what is not a corpus store
+        if store is not None and not new_store:  # a refusal from the manifest, not after a load
+            check_before_loading(store.settings, store.manifest.get("model"), f"STORE {str(path)!r}",
+                                 **settings_options)
         m = model if isinstance(model, AttentionModel) else load_model(model)
         settings = make_settings(m, **settings_options)
         schema = output_schema(settings, inp.schema)

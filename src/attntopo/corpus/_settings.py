@@ -28,6 +28,7 @@ __all__ = [
     "model_fingerprint",
     "first_difference",
     "check_same_settings",
+    "check_before_loading",
 ]
 
 #: What to do with a text longer than the model's context.
@@ -204,11 +205,13 @@ def make_settings(
     on_long: str = "truncate",
     batch_size: int = DEFAULT_BATCH_SIZE,
     persistence_engine: str | None = None,
+    _model_hash: str | None = None,
 ) -> CorpusSettings:
     """Validated :class:`CorpusSettings` for a loaded :class:`~attntopo.models.AttentionModel`.
 
     The feature parameters default to those of :func:`attntopo.features.features`; every
     argument is checked here, so a bad one fails before the input is read or anything written.
+    ``_model_hash`` stands in for the model's files' hash (:func:`check_before_loading`).
     """
     from ..attention import resolve_indices
     from ..features import CYCLE_CAP, DEFAULT_QUANTILES, DEFAULT_SCALES, DEFAULT_THRESHOLDS
@@ -231,7 +234,7 @@ def make_settings(
         persistence_engine = get_engine(persistence_engine).name
     return CorpusSettings(
         model=str(model.name),
-        model_hash=model_fingerprint(model),
+        model_hash=model_fingerprint(model) if _model_hash is None else _model_hash,
         revision=getattr(getattr(model, "spec", None), "revision", None),
         attntopo_version=__version__,
         sets=tuple(st["sets"]),
@@ -278,3 +281,20 @@ def check_same_settings(stored: CorpusSettings, wanted: CorpusSettings, where: s
             "re-run with the store's settings, choose another STORE, or start it over with "
             "new_store=True (--new-store)"
         )
+
+
+def check_before_loading(stored: CorpusSettings, model_info: Any, where: str, **options: Any) -> None:
+    """Compare a run's settings with a store's before its model is loaded (seconds saved on a
+    run that would be refused): every setting but the model's identity, which needs its files,
+    from ``options`` (:func:`make_settings`'s keywords) and the model's layer and head counts
+    recorded in the manifest (``model_info``: its ``"model"`` entry).  Does nothing without
+    those counts; the full comparison still follows the model's load."""
+    from types import SimpleNamespace
+
+    try:
+        n_layers, n_heads = int(model_info["n_layers"]), int(model_info["n_heads"])
+    except (KeyError, TypeError, ValueError):
+        return
+    stand_in = SimpleNamespace(name=stored.model, n_layers=n_layers, n_heads=n_heads,
+                               spec=SimpleNamespace(revision=stored.revision))
+    check_same_settings(stored, make_settings(stand_in, _model_hash=stored.model_hash, **options), where)

@@ -708,6 +708,11 @@ class Store:
             return rel.to_arrow_table() if arrow else rel.df()
         except duckdb.Error as e:
             msg = " ".join(str(e).split())
+            dotted = re.search(r'Referenced table "(L\d+H\d+\.[^"]*)" not found', msg)
+            if dotted:  # L0H0.js.h1.total_persistence read as table.column
+                col = next((c for c in self.feature_columns if c.startswith(dotted.group(1) + ".")),
+                           dotted.group(1) + ".…")
+                msg += f' (feature column names hold dots: write them in double quotes: "{col}")'
             if not allow_external and (isinstance(e, duckdb.PermissionException) or "configuration has been locked" in msg):
                 msg += (" (a query reads the store's rows only, the view corpus: --allow-external, "
                         "allow_external=True in Python, lets it reach other files)")
