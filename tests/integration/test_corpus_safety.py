@@ -190,3 +190,38 @@ def test_kill9_of_a_ray_run_leaves_no_ray_process(tmp_path):
     from attntopo.corpus import open_store
 
     assert open_store(out).verify() == {}
+
+
+# ------------------------------------------------------------------ Ctrl-C
+@pytest.mark.model
+def test_ctrl_c_says_what_is_stored_and_how_to_continue(twelve, tmp_path):
+    """SIGINT (Ctrl-C) after the first part: one line with the texts stored and the command to
+    continue, exit 130 (was "error: interrupted"); that command finishes the store."""
+    import shlex
+    import signal
+    import time
+
+    out = tmp_path / "S"
+    args = ["corpus", str(twelve), "--out", str(out), *STORE_ARGS[:-1], "--batch-size", "2"]
+    p = subprocess.Popen([sys.executable, "-m", "attntopo", *args], cwd=ROOT, text=True,
+                         env=dict(os.environ, ATTNTOPO_PROGRESS="0"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while p.poll() is None and time.monotonic() < deadline:
+        if out.is_dir() and any(e.startswith("part-") and e.endswith(".parquet") for e in os.listdir(out)):
+            break
+        time.sleep(0.02)
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 130, (p.returncode, stderr)
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    from attntopo.corpus import open_store
+
+    n = open_store(out).n_rows()
+    assert 0 < n < 12
+    assert f"{n} of 12 texts are stored in {out}" in lines[0], lines[0]
+    cmd = lines[0].split("continue with: ", 1)[1]
+    again = shlex.split(cmd)
+    assert again[0] == "attntopo" and again[1:] == args, cmd
+    r = _cli(*again[1:])
+    assert r.returncode == 0 and open_store(out).n_rows() == 12, r.stderr

@@ -126,6 +126,8 @@ def corpus_cmd(
             encoding=encoding, new_store=new_store, n_jobs=jobs, ray_address=ray_address,
             progress=False if (quiet or json_out) else None, log_every=log_every,
         )
+    except KeyboardInterrupt:
+        _interrupted(out)
     finally:
         if handler is not None:
             logging.getLogger("attntopo.corpus").removeHandler(handler)
@@ -142,3 +144,19 @@ def corpus_cmd(
         f"(too long), {c['truncated']} truncated, {failed} → {esc(store.path)} · {seconds:.1f} s",
         soft_wrap=True,
     )
+
+
+def _interrupted(out: Path) -> None:
+    """Ctrl-C: one line with what is stored and the command that continues, exit 130."""
+    import shlex
+
+    from ..corpus import open_store
+
+    try:
+        c = open_store(out).counts()
+        what = f"{c['done']} of {c['total']} texts are stored in {out}"
+    except Exception:  # noqa: BLE001 - interrupted before the store was made
+        what = "nothing is stored yet"
+    again = shlex.join(["attntopo", *sys.argv[1:]]) if sys.argv[1:2] == ["corpus"] else "the same command"
+    sys.stderr.write(f"corpus: interrupted; {what}; continue with: {again}\n")
+    raise typer.Exit(130)
