@@ -225,3 +225,32 @@ def test_ctrl_c_says_what_is_stored_and_how_to_continue(twelve, tmp_path):
     assert again[0] == "attntopo" and again[1:] == args, cmd
     r = _cli(*again[1:])
     assert r.returncode == 0 and open_store(out).n_rows() == 12, r.stderr
+
+
+# ------------------------------------------------------------------ the text column
+@pytest.mark.model
+def test_the_store_keeps_the_text_unless_told_not_to(minilm, twelve, tmp_path):
+    """The store had only text_sha256: a query's top ids had to be mapped back to the file by
+    hand.  Now the text is a column (the source text as read, its SHA-256 the stored one),
+    and keep_text=False (--no-keep-text) leaves it out, a setting a resumed run must match."""
+    import hashlib
+
+    from attntopo import corpus
+    from attntopo.errors import InvalidInputError
+
+    texts = [x for x in twelve.read_text().splitlines() if x.strip()]
+    kw = dict(model=minilm, layers=[0], heads=[0], batch_size=4, progress=False)
+    store = corpus.run(twelve, out=tmp_path / "S", **kw)
+    df = store.sql("SELECT text, text_sha256 FROM corpus ORDER BY row")
+    assert df["text"].tolist() == texts
+    assert [hashlib.sha256(t.encode()).hexdigest() for t in df["text"]] == df["text_sha256"].tolist()
+    r = _cli("query", str(store.path), 'SELECT text FROM corpus ORDER BY "L0H0.js.h0.total_persistence" DESC LIMIT 1', "--csv")
+    import csv
+    import io
+
+    assert r.returncode == 0, r.stderr
+    assert [row["text"] for row in csv.DictReader(io.StringIO(r.stdout))][0] in texts
+    bare = corpus.run(twelve, out=tmp_path / "B", keep_text=False, **kw)
+    assert "text" not in bare.schema.names and "text_sha256" in bare.schema.names
+    with pytest.raises(InvalidInputError, match="made with keep_text=False, this run has keep_text=True"):
+        corpus.run(twelve, out=tmp_path / "B", **kw)

@@ -65,6 +65,10 @@ def corpus_cmd(
     keep_diagrams: Annotated[bool, typer.Option(
         "--keep-diagrams", help="Also store every head's JS diagram (H0, H1).",
     )] = False,
+    keep_text: Annotated[bool, typer.Option(
+        "--keep-text/--no-keep-text",
+        help="Store each text itself (column text) beside its SHA-256; --no-keep-text keeps the hash only.",
+    )] = True,
     engine: Annotated[str, typer.Option(
         "--engine", help="local (this machine) or ray (Ray Data, actor pool).",
     )] = "local",
@@ -121,7 +125,7 @@ def corpus_cmd(
         store = run(
             input, out, model=model, sets=tuple(_split(sets) or ("js",)),
             layers=parse_indices(layer, "--layer"), heads=parse_indices(head, "--head"),
-            keep_diagrams=keep_diagrams, engine=engine, batch_size=batch_size, on_long=on_long,
+            keep_diagrams=keep_diagrams, keep_text=keep_text, engine=engine, batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, input_format=input_format,
             encoding=encoding, new_store=new_store, n_jobs=jobs, ray_address=ray_address,
             progress=False if (quiet or json_out) else None, log_every=log_every,

@@ -317,6 +317,7 @@ def run(
     layers=None,
     heads=None,
     keep_diagrams: bool = False,
+    keep_text: bool = True,
     engine: str = "local",
     batch_size: int = DEFAULT_BATCH_SIZE,
     on_long: str = "truncate",
@@ -355,6 +356,9 @@ def run(
         Model layers and heads (0-based); all by default.
     keep_diagrams : bool
         Also store each head's JS diagram (H0, H1) as list columns (:meth:`Store.diagrams`).
+    keep_text : bool
+        Store each text itself (column ``text``), so that queries can show it (default); False
+        keeps only its SHA-256 (a corpus that must not be copied).  Part of the settings.
     engine : {"local", "ray"}
         ``"local"``: this process (persistence on ``n_jobs`` worker processes); ``"ray"``:
         Ray Data with an actor pool (needs ``attntopo[ray]``; ``ray_address`` joins a cluster).
@@ -416,7 +420,7 @@ def run(
     with _full_disk_is_one_line(out):
         prep = prepare(
             texts_or_path, out, model=model, sets=sets, layers=layers, heads=heads,
-            keep_diagrams=keep_diagrams, batch_size=batch_size, on_long=on_long,
+            keep_diagrams=keep_diagrams, keep_text=keep_text, batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, input_format=input_format,
             encoding=encoding, new_store=new_store, drop_special=drop_special,
             thresholds=thresholds, scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,

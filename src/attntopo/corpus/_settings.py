@@ -72,6 +72,8 @@ class CorpusSettings:
         Special tokens removed (rows renormalized) before the js/graph/barcode sets.
     keep_diagrams : bool
         Store each head's JS diagram as Arrow list columns.
+    keep_text : bool
+        The text itself is a column of the store (``text``), beside ``text_sha256``.
     on_long : {"truncate", "skip", "error"}
         Texts longer than the model's context.
     batch_size : int
@@ -99,6 +101,7 @@ class CorpusSettings:
     on_long: str = "truncate"
     batch_size: int = DEFAULT_BATCH_SIZE
     persistence_engine: str | None = None
+    keep_text: bool = True
 
     # ------------------------------------------------------------------ manifest form
     def to_manifest(self) -> dict[str, Any]:
@@ -112,6 +115,8 @@ class CorpusSettings:
         if not isinstance(doc, dict):
             raise ResultFormatError("manifest.json: 'settings' must be an object")
         names = [f.name for f in fields(cls)]
+        doc = dict(doc)
+        doc.setdefault("keep_text", False)  # stores made before the text column have none
         missing = [n for n in names if n not in doc]
         unknown = [k for k in doc if k not in names]
         if missing or unknown:
@@ -205,6 +210,7 @@ def make_settings(
     on_long: str = "truncate",
     batch_size: int = DEFAULT_BATCH_SIZE,
     persistence_engine: str | None = None,
+    keep_text: bool = True,
     _model_hash: str | None = None,
 ) -> CorpusSettings:
     """Validated :class:`CorpusSettings` for a loaded :class:`~attntopo.models.AttentionModel`.
@@ -251,6 +257,7 @@ def make_settings(
         on_long=check_choice(on_long, "on_long", ON_LONG, what="on_long value"),
         batch_size=check_positive_int(batch_size, "batch_size", allow_none=False),
         persistence_engine=persistence_engine,
+        keep_text=check_bool(keep_text, "keep_text"),
     )
 
 

@@ -49,7 +49,8 @@ def _rows(table: pa.Table, seed: int) -> pa.Table:
     ok = np.array([s == "ok" for s in status])
     data = {
         "id": table["id"].combine_chunks(), "row": table["row"].combine_chunks(),
-        "text_sha256": pa.array(["h"] * n), "n_tokens": pa.array([5] * n, pa.int32()),
+        "text_sha256": pa.array(["h"] * n), "text": table["text"].combine_chunks(),
+        "n_tokens": pa.array([5] * n, pa.int32()),
         "n_unknown": pa.array([0] * n, pa.int32()), "truncated": pa.array([False] * n),
         "status": pa.array(status), "error": pa.array([None if s == "ok" else "Boom: x" for s in status]),
     }
@@ -89,7 +90,7 @@ _CHANGES = {
     "attntopo_version": "9.9", "sets": ("js", "graph"), "layers": (1,), "heads": (0,),
     "maxdim": 2, "thresholds": (0.2,), "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3,
     "drop_special": False, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
-    "persistence_engine": "ripser", "metric": "other",
+    "persistence_engine": "ripser", "metric": "other", "keep_text": False,
 }
 
 
