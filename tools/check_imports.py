@@ -164,8 +164,6 @@ def private_reach(src: str, target: str, resolved: str) -> str | None:
 #: list may only shrink: an entry that no longer occurs is reported as stale, and a private
 #: cross-import not listed here fails the check.
 ALLOWED_PRIVATE: frozenset[tuple[str, str]] = frozenset({
-    # _html
-    ('attntopo.report', 'attntopo._html:_check'),
     # analyses
     ('attntopo', 'attntopo.analyses._html_hook'),
     ('attntopo.compress._run', 'attntopo.analyses._provenance'),

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .errors import (
     AttntopoError,
+    DeviceError,
     EmptyTextError,
     InvalidInputError,
     InvalidMatrixError,
@@ -131,6 +132,7 @@ __all__ = sorted(
         *_LAZY,
         *_CALLABLE_SUBPACKAGES,
         "AttntopoError",
+        "DeviceError",
         "EmptyTextError",
         "InvalidInputError",
         "InvalidMatrixError",

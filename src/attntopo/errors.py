@@ -17,6 +17,7 @@ __all__ = [
     "EmptyTextError",
     "TextTooLongError",
     "InvalidMatrixError",
+    "DeviceError",
     "ModelNotFoundError",
     "ModelLoadError",
     "UnsafeWeightsError",
@@ -88,6 +89,11 @@ def _text_too_long(message, n_tokens, limit, model) -> TextTooLongError:
 
 class InvalidMatrixError(InvalidInputError):
     """A matrix is not what was expected (square, symmetric, finite, zero diagonal, …)."""
+
+
+class DeviceError(InvalidInputError):
+    """A device or dtype this machine cannot run: an unknown device, ``cuda`` without a CUDA
+    GPU, a GPU number that does not exist, a dtype the device has no kernels for."""
 
 
 class ModelNotFoundError(AttntopoError, LookupError):

@@ -66,9 +66,9 @@ def _texts(X: Any) -> list[str]:
 
 def _progress(verbose: Any) -> bool:
     """``progress=`` for scikit-learn's ``verbose``: a bar from 1 on, nothing at 0."""
-    if isinstance(verbose, bool) or not isinstance(verbose, (int, np.integer)) or verbose < 0:
+    if not isinstance(verbose, (int, np.integer)) or verbose < 0:  # True/False count as 1/0
         raise InvalidInputError(f"verbose must be an integer >= 0, got {verbose!r}")
-    return verbose > 0
+    return bool(verbose > 0)
 
 
 class AttentionFeatures(TransformerMixin, BaseEstimator):

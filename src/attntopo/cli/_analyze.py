@@ -16,7 +16,6 @@ from .._validation import check_maxdim, check_number, check_threshold
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
-    DebugOpt,
     DropSpecialOpt,
     EngineName,
     FileOpt,
@@ -27,6 +26,8 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,
@@ -45,6 +46,7 @@ from ._common import (
     grid_points,
     json_doc,
     load_model_with_status,
+    where_line,
     num,
     parse_indices,
     plural,
@@ -77,6 +79,8 @@ def analyze(
         ModelOpt,
         "Model: a packaged alias (see [bold]attntopo models[/bold]), a Hugging Face id or a local folder/.gguf.",
     )] = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all).",
     )] = None,
@@ -141,9 +145,6 @@ def analyze(
     n_jobs: Annotated[Optional[int], with_help(
         JobsOpt, "Worker processes for persistence (default: all cores).",
     )] = None,
-    debug: Annotated[bool, with_help(
-        DebugOpt, "Show tracebacks and library log messages.",
-    )] = False,
 ) -> None:
     """Analyse one text: attention of every (or the chosen) head → token distances → persistence diagrams → a per-head summary table.
 
@@ -164,7 +165,7 @@ def analyze(
     formats = check_plot_options(plots, plot_format, out)
 
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     n_sel = (len(layers) if layers else m.n_layers) * (len(heads) if heads else m.n_heads)
     with progress_bar(f"analysing {n_sel} head{'s' if n_sel != 1 else ''}", show) as progress:
         t0 = time.perf_counter()
@@ -237,7 +238,7 @@ def _print_header(analysis, m, source, timing) -> None:
     kind = "causal" if m.causal else "bidirectional"
     console.print(
         f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] "
-        f"({esc(m.architecture)}, {m.n_layers} layers × {m.n_heads} heads, {kind})"
+        f"({esc(m.architecture)}, {m.n_layers} layers × {m.n_heads} heads, {kind}{where_line(m)})"
     )
     labels = a.labels
     shown = labels if len(labels) <= 24 else labels[:20] + ["…"] + labels[-3:]

@@ -11,11 +11,12 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     FileOpt,
     HeadsOpt,
     JsonOpt,
     LayersOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,
@@ -35,8 +36,8 @@ from ._common import (
     print_table,
     progress_bar,
     read_text,
+    refuse_html,
 )
-from ._hardmax import refuse_html
 
 _APPROX_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -69,6 +70,8 @@ def approx_cmd(
     text: TextArg = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     budget: Annotated[Optional[List[str]], typer.Option(
         "--budget", "-b", metavar="P", show_default=False,
         help="Budget(s), numbers stored per query row, 2..n; repeat or comma-separate (default: 4,8,16,32 up to n).",
@@ -93,7 +96,6 @@ def approx_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Approximate every head by band+sparse, top-k, low-rank (SVD), kernel (FAVOR+) and clustered attention.
 
@@ -119,7 +121,7 @@ def approx_cmd(
     layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
     formats = check_plot_options(plots, plot_format, out)
     shown = not json_out
-    m, t_model = load_model_with_status(model, shown)
+    m, t_model = load_model_with_status(model, shown, device=device, dtype=dtype)
     with progress_bar("approximability", shown) as progress:
         t0 = time.perf_counter()
         r = approximability(body, model=m, budgets=budgets, families=families, scale=scale_value, draws=draws,

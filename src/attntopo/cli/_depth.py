@@ -10,8 +10,9 @@ import typer
 from .._validation import check_positive_int
 from ..constants import DEFAULT_MODEL
 from ._common import (
-    DebugOpt,
     JsonOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,
@@ -31,8 +32,8 @@ from ._common import (
     print_table,
     progress_bar,
     read_texts,
+    refuse_html,
 )
-from ._hardmax import refuse_html
 
 _DEPTH_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -53,6 +54,8 @@ def depth_cmd(
     texts: TextsArg = None,
     file: TextsFileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     k: Annotated[int, typer.Option(
         "--k", "-k", help="Neighbours for the k-NN overlap between depths (min(k, n−2) per text).",
     )] = 10,
@@ -61,7 +64,6 @@ def depth_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Per-layer geometry of a model: rank collapse, JS geometry, intrinsic dimension, Fisher–Rao movement.
 
@@ -75,7 +77,7 @@ def depth_cmd(
     k = check_positive_int(k, "--k", allow_none=False, hint="neighbours for the overlap between depths")
     formats = check_plot_options(plots, plot_format, out)
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     with progress_bar(f"depth · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
         t0 = time.perf_counter()
         d = depth(body, m, k=k, truncate=truncate, progress=bar)

@@ -12,9 +12,10 @@ from .. import __version__
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     FileOpt,
     JsonOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,
@@ -34,6 +35,7 @@ from ._common import (
     print_saved,
     print_table,
     read_text,
+    refuse_html,
     save_result,
     status,
     with_help,
@@ -61,12 +63,6 @@ _SIMULATE_EPILOG = (
     "shifted to be positive definite; docs/hardmax.md). The result loads back with "
     "[bold]attntopo.load_result(DIR)[/bold]."
 )
-
-
-def refuse_html(plot_format, what: str) -> None:
-    """``--plot-format html`` for commands whose figures are all static: one error line."""
-    if plot_format and any(str(f).lower() == "html" for f in plot_format):
-        raise InvalidInputError(f"--plot-format html: {what} static; use png, svg or pdf")
 
 
 def _load_array(path: str, option: str):
@@ -103,6 +99,8 @@ def simulate_cmd(
     )] = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[int, typer.Option(
         "--layer", "-l", metavar="L", help="Layer whose input tokens and head are used (text).",
     )] = 0,
@@ -153,7 +151,6 @@ def simulate_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Run the hardmax dynamics z ← z/(1+α) + α/(1+α)·mean of argmax_j ⟨A z, z_j⟩ and report leaders, clusters and where the limit points lie.
 
@@ -175,7 +172,7 @@ def simulate_cmd(
     t_model = 0.0
     if from_text:
         body, source = read_text(text, file)
-        m, t_model = load_model_with_status(model, show)
+        m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
         with status("hardmax dynamics on the model's tokens …", show):
             t0 = time.perf_counter()
             r = hm.simulate_text(body, m, layer, head, alpha=alpha, steps=steps, margin=margin,
@@ -312,7 +309,6 @@ def train_cmd(
         OutOpt, "Save the trained model into this folder, atomically.",
     )] = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Train the paper's interpretable classifier: word embeddings → one hardmax attention layer K times → mean → linear → sigmoid.
 
@@ -411,7 +407,6 @@ def explain_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Explain one prediction of a trained hardmax classifier: the leader words and the cluster each word ends in."""
     import attntopo as at

@@ -15,13 +15,14 @@ from .._validation import check_maxdim, check_scale
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     DropSpecialOpt,
     JobsOpt,
     JsonOpt,
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotFormat,
@@ -72,6 +73,8 @@ def heads_cmd(
         help="Read one text from a UTF-8 file ('-' reads stdin); repeatable.", show_default=False,
     )] = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     compare_model: Annotated[Optional[str], typer.Option(
         "--compare-model", metavar="MODEL",
         help="Also build this model's head space on the same texts and compare the two diagrams.",
@@ -115,7 +118,6 @@ def heads_cmd(
     n_jobs: Annotated[Optional[int], with_help(
         JobsOpt, "Worker processes for the bootstrap diagrams.",
     )] = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Head space: every attention head is a point, at Jensen–Shannon distance from the others; its persistence, clusters, redundant heads and head types (sink, self, previous/next token, banded, vertical, broad) — and, with --compare-model, two models' head spaces compared.
 
@@ -144,7 +146,7 @@ def heads_cmd(
     spaces = []
     t_model = t_space = 0.0
     for name in names:
-        m, dt = load_model_with_status(name, show)
+        m, dt = load_model_with_status(name, show, device=device, dtype=dtype)
         t_model += dt
         with progress_bar(f"{name}: head space of {plural(len(bodies), 'text')}", show) as progress:
             t1 = time.perf_counter()

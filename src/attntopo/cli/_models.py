@@ -11,7 +11,6 @@ from rich.text import Text
 from ..constants import DEFAULT_MODEL
 from ..models.describe import describe_alias
 from ._common import (
-    DebugOpt,
     JsonOpt,
     app,
     console,
@@ -34,7 +33,6 @@ _MODELS_EPILOG = (
 @app.command(epilog=_MODELS_EPILOG)
 def models(
     json_out: Annotated[bool, with_help(JsonOpt, "Print machine-readable JSON on stdout.")] = False,
-    debug: DebugOpt = False,
 ) -> None:
     """List the packaged model aliases usable offline: layers × heads, causal or not, where they load from.
 

@@ -15,7 +15,6 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
-    DebugOpt,
     DropSpecialOpt,
     HeadsOpt,
     JobsOpt,
@@ -24,6 +23,8 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,
@@ -71,6 +72,8 @@ def phrase_cmd(
     model: Annotated[str, with_help(
         ModelOpt, "Model alias, Hugging Face id or folder.",
     )] = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer(s), 0-based (default: all).",
     )] = None,
@@ -94,7 +97,6 @@ def phrase_cmd(
     json_out: JsonOpt = False,
     no_diagrams: NoDiagramsOpt = False,
     n_jobs: JobsOpt = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Follow one phrase across contexts: its tokens in each, its diagrams, and how far apart they are (bottleneck, Wasserstein) from context to context.
 
@@ -113,7 +115,7 @@ def phrase_cmd(
     if out is not None:
         check_out(out)
     show = not json_out
-    m, _ = load_model_with_status(model, show)
+    m, _ = load_model_with_status(model, show, device=device, dtype=dtype)
     with progress_bar("phrase topology", show) as progress:
         p = at.phrase_topology(phrase, list(context), m, layers, heads, metric=metric, maxdim=maxdim,
                                drop_special=drop_special, occurrence=occurrence, n_jobs=n_jobs,

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from .._progress import NO_PROGRESS, Reporter, check_progress, make_reporter, progress_wanted
-from .._validation import check_bool, check_choice, check_positive_int
+from .._validation import check_bool, check_choice, check_device, check_dtype, check_positive_int
 from ..errors import DiskFullError, InvalidInputError, MissingDependencyError
 from ._input import CorpusInput, open_input
 from ._settings import (
@@ -93,17 +93,25 @@ def prepare(
     id_column: str | None = None,
     input_format: str = "auto",
     encoding: str = "utf-8",
+    device: str | None = None,
+    dtype: str | None = None,
     **settings_options: Any,
 ) -> Prepared:
     """Steps 1–4 of :func:`run` (module docstring); the caller must :func:`finish` it.
 
     ``settings_options`` are :func:`~attntopo.corpus.make_settings`'s keyword arguments
-    (``sets``, ``layers``, ``heads``, ``keep_diagrams``, ``on_long``, ``batch_size``, …).
+    (``sets``, ``layers``, ``heads``, ``keep_diagrams``, ``on_long``, ``batch_size``, …);
+    ``device`` and ``dtype`` are :func:`attntopo.load_model`'s, for a model given by name.
     """
     from ..models import AttentionModel, load_model
 
     check_choice(settings_options.get("on_long", "truncate"), "on_long", ON_LONG, what="on_long value")
     check_positive_int(settings_options.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", allow_none=False)
+    if isinstance(model, AttentionModel):
+        _only_by_name(device, dtype)
+    else:  # before the input is read or the store touched: a device this machine lacks is one line
+        device = check_device(device)
+        dtype = check_dtype(dtype, device)
     new_store = check_bool(new_store, "new_store")
     path = check_store_path(out)
     inp = open_input(texts_or_path, text_column=text_column, id_column=id_column,
@@ -121,8 +129,8 @@ def prepare(
         store = Store(path) if existing else None  # refuses what is not a corpus store
         if store is not None and not new_store:  # a refusal from the manifest, not after a load
             check_before_loading(store.settings, store.manifest.get("model"), f"STORE {str(path)!r}",
-                                 **settings_options)
-        m = model if isinstance(model, AttentionModel) else load_model(model)
+                                 dtype=dtype, **settings_options)
+        m = model if isinstance(model, AttentionModel) else load_model(model, device=device, dtype=dtype)
         settings = make_settings(m, **settings_options)
         schema = output_schema(settings, inp.schema)
         info = {
@@ -189,6 +197,15 @@ def _drop_damaged(store: Store) -> None:
         warnings.warn(DamagedPartWarning(
             f"STORE {str(store.path)!r}: {part_name(k)} was damaged ({why}): batch {k} is recomputed"
         ), stacklevel=2)
+
+
+def _only_by_name(device: Any, dtype: Any) -> None:
+    given = [f"{k}=" for k, v in (("device", device), ("dtype", dtype)) if v is not None]
+    if given:
+        raise InvalidInputError(
+            f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} only for a model given by "
+            f"name; a loaded model runs where and as it was loaded"
+        )
 
 
 def _clear(path: Path) -> None:
@@ -334,6 +351,9 @@ def run(
     persistence_engine: str | None = None,
     n_jobs: int | None = None,
     ray_address: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    gpus_per_actor: float | None = None,
     progress: Any = None,
     log_every: int = 10,
 ) -> Store:
@@ -378,6 +398,18 @@ def run(
     ray_address : str, optional
         Address of a running Ray cluster (``engine="ray"``); without it a local Ray is
         started and shut down.
+    device : {"cpu", "cuda", "cuda:N", "mps", "auto"}, optional
+        Where a model given by name runs (``"cpu"`` by default; ``"auto"``: the first GPU
+        when there is one).  With ``engine="ray"`` this is the model the driver loads to make
+        the settings; the actors run where ``gpus_per_actor`` puts them.
+    dtype : {"float32", "float16", "bfloat16"}, optional
+        The model's weights (``"float32"`` by default); part of the settings, as it changes
+        the numbers.
+    gpus_per_actor : float, optional
+        ``engine="ray"`` only: GPUs Ray gives each actor (its ``num_gpus`` resource; a
+        fraction in (0, 1) shares a GPU between actors, above 1 a whole number).  Each actor
+        then loads the model on its GPU; the number of actors is capped by the cluster's
+        GPUs.  Default: none (the actors run on CPUs).
     progress : None, bool or callable
         ``None``: a bar on a terminal (texts done / total, texts/s, ETA), else an ``INFO``
         line on the ``attntopo.corpus`` logger every ``log_every`` batches; ``True``/``False``;
@@ -415,8 +447,18 @@ def run(
         if ray_address is not None:
             # a bad address is one line before the model loads or the store is written
             ray_engine.check_ray_address(ray_address)
+        gpus_per_actor = ray_engine.check_gpus_per_actor(gpus_per_actor)
+        if not gpus_per_actor and isinstance(device, str) and device != "cpu" and device != "auto":
+            raise InvalidInputError(
+                f"device={device!r} with engine='ray': the actors have no GPU unless Ray gives them "
+                f"one; pass gpus_per_actor= (--gpus-per-actor), e.g. 1 or 0.5"
+            )
     elif ray_address is not None:
         raise InvalidInputError("ray_address applies to engine='ray' only")
+    elif gpus_per_actor is not None:
+        raise InvalidInputError(
+            "gpus_per_actor applies to engine='ray' only (the local engine runs on device=)"
+        )
     with _full_disk_is_one_line(out):
         prep = prepare(
             texts_or_path, out, model=model, sets=sets, layers=layers, heads=heads,
@@ -424,7 +466,7 @@ def run(
             text_column=text_column, id_column=id_column, input_format=input_format,
             encoding=encoding, new_store=new_store, drop_special=drop_special,
             thresholds=thresholds, scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
-            persistence_engine=persistence_engine,
+            persistence_engine=persistence_engine, device=device, dtype=dtype,
         )
         try:
             reporter = _bar(progress, log_every)
@@ -437,7 +479,8 @@ def run(
                     reporter.advance(already)
                 reporter.stage("features")
                 if engine == "ray":
-                    run_ray(prep, progress=reporter, ray_address=ray_address, n_jobs=n_jobs)
+                    run_ray(prep, progress=reporter, ray_address=ray_address, n_jobs=n_jobs,
+                            gpus_per_actor=gpus_per_actor)
                 else:
                     _run_local(prep, reporter, n_jobs)
         except BaseException:

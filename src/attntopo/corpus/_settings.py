@@ -40,6 +40,10 @@ DEFAULT_CORPUS_SETS: tuple[str, ...] = ("js",)
 DEFAULT_BATCH_SIZE = 32
 
 
+#: Settings added after stores were first written: a manifest without them has the default.
+_ADDED_FIELDS = frozenset({"dtype"})
+
+
 @dataclass(frozen=True)
 class CorpusSettings:
     """Every setting that decides the numbers of a corpus store (frozen, hashable, picklable).
@@ -81,6 +85,10 @@ class CorpusSettings:
         different batch size is a different run.
     persistence_engine : str or None
         Persistence engine (None: attntopo's default).
+    dtype : {"float32", "float16", "bfloat16"}
+        The model's weights (a bfloat16 model gives other numbers; the device does not
+        decide the numbers beyond float32 rounding, so it is not a setting).  Stores made
+        before this field read as float32.
     """
 
     model: str
@@ -101,6 +109,7 @@ class CorpusSettings:
     on_long: str = "truncate"
     batch_size: int = DEFAULT_BATCH_SIZE
     persistence_engine: str | None = None
+    dtype: str = "float32"
     keep_text: bool = True
 
     # ------------------------------------------------------------------ manifest form
@@ -117,7 +126,7 @@ class CorpusSettings:
         names = [f.name for f in fields(cls)]
         doc = dict(doc)
         doc.setdefault("keep_text", False)  # stores made before the text column have none
-        missing = [n for n in names if n not in doc]
+        missing = [n for n in names if n not in doc and n not in _ADDED_FIELDS]
         unknown = [k for k in doc if k not in names]
         if missing or unknown:
             what = "; ".join(x for x in (
@@ -240,6 +249,7 @@ def make_settings(
         persistence_engine = get_engine(persistence_engine).name
     return CorpusSettings(
         model=str(model.name),
+        dtype=str(getattr(model, "dtype", "float32")),
         model_hash=model_fingerprint(model) if _model_hash is None else _model_hash,
         revision=getattr(getattr(model, "spec", None), "revision", None),
         attntopo_version=__version__,
@@ -290,7 +300,8 @@ def check_same_settings(stored: CorpusSettings, wanted: CorpusSettings, where: s
         )
 
 
-def check_before_loading(stored: CorpusSettings, model_info: Any, where: str, **options: Any) -> None:
+def check_before_loading(stored: CorpusSettings, model_info: Any, where: str, *,
+                         dtype: str | None = None, **options: Any) -> None:
     """Compare a run's settings with a store's before its model is loaded (seconds saved on a
     run that would be refused): every setting but the model's identity, which needs its files,
     from ``options`` (:func:`make_settings`'s keywords) and the model's layer and head counts
@@ -302,6 +313,9 @@ def check_before_loading(stored: CorpusSettings, model_info: Any, where: str, **
         n_layers, n_heads = int(model_info["n_layers"]), int(model_info["n_heads"])
     except (KeyError, TypeError, ValueError):
         return
+    # the dtype a model given by name will have is known only once loaded (None: its default):
+    # taken as the store's then, and compared after the load
     stand_in = SimpleNamespace(name=stored.model, n_layers=n_layers, n_heads=n_heads,
+                               dtype=stored.dtype if dtype is None else dtype,
                                spec=SimpleNamespace(revision=stored.revision))
     check_same_settings(stored, make_settings(stand_in, _model_hash=stored.model_hash, **options), where)

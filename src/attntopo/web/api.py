@@ -467,9 +467,8 @@ def _model_info(state: ServerState, name: str, m) -> dict:
 def _run_analysis(state: ServerState, name: str, req) -> Any:
     """The model run behind /api/analyze (every head of the text)."""
     import attntopo as at
-    from ..models import load_model
 
-    m = load_model(name, progress=False)  # a server draws no progress bars (its requests run in threads)
+    m = state.settings.load(name)
     _model_info(state, name, m)
     return at.analyze(req.text, m, metric=req.metric, maxdim=req.maxdim, drop_special=req.drop_special,
                       truncate=req.truncate, progress=False)
@@ -478,9 +477,8 @@ def _run_analysis(state: ServerState, name: str, req) -> Any:
 def _run_comparison(state: ServerState, name: str, req) -> Any:
     """The model run behind /api/compare (both texts, every head)."""
     import attntopo as at
-    from ..models import load_model
 
-    m = load_model(name, progress=False)
+    m = state.settings.load(name)
     _model_info(state, name, m)
     return at.compare(req.text_a, req.text_b, m, metric=req.metric, maxdim=req.maxdim,
                       scale=req.threshold, drop_special=req.drop_special, truncate=req.truncate,

@@ -147,10 +147,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.preload:
             def preload() -> None:
                 try:
-                    from ..models import load_model
-
                     name = state.check_model(None)
-                    state.loaded[name] = load_model(name, progress=False).info()
+                    state.loaded[name] = settings.load(name).info()
                 except Exception as e:  # noqa: BLE001 - reported when a request uses it
                     log.warning("could not preload model %s: %s", settings.model, one_line(e))
 

@@ -83,6 +83,10 @@ def test_manifest_round_trip_and_columns():
     assert cols[0] == "L0H0.js.h0.n_bars" and len(cols) == 2 * (2 * (5 + 1) + 1)
     with pytest.raises(ResultFormatError, match="missing model"):
         CorpusSettings.from_manifest({k: v for k, v in SETTINGS.to_manifest().items() if k != "model"})
+    # a store written before the dtype was a setting: its model ran in float32
+    old = {k: v for k, v in SETTINGS.to_manifest().items() if k != "dtype"}
+    assert CorpusSettings.from_manifest(old).dtype == "float32"
+    assert CorpusSettings.from_manifest(old) == SETTINGS
 
 
 _CHANGES = {
@@ -90,7 +94,7 @@ _CHANGES = {
     "attntopo_version": "9.9", "sets": ("js", "graph"), "layers": (1,), "heads": (0,),
     "maxdim": 2, "thresholds": (0.2,), "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3,
     "drop_special": False, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
-    "persistence_engine": "ripser", "metric": "other", "keep_text": False,
+    "persistence_engine": "ripser", "metric": "other", "keep_text": False, "dtype": "bfloat16",
 }
 
 

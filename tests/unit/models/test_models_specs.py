@@ -180,8 +180,10 @@ def test_gguf_header_reader_refuses_other_files(tmp_path):
 @pytest.mark.parametrize("kwargs, fragment", [
     ({"dtype": "float64"}, "dtype"),
     ({"dtype": "int8"}, "dtype"),
-    ({"device": ""}, "device must be a torch device string"),
-    ({"device": 0}, "device must be a torch device string"),
+    ({"device": ""}, "^unknown device ''; allowed: cpu, cuda, cuda:N"),
+    ({"device": 0}, "^unknown device 0; allowed"),
+    ({"device": "gpu"}, "^unknown device 'gpu'; allowed"),
+    ({"device": "CUDA"}, "^unknown device 'CUDA'; allowed"),
     ({"allow_pickle": "yes"}, "allow_pickle"),
     ({"trust_remote_code": 1}, "trust_remote_code"),
     ({"tokenizer": object()}, "tokenizer= is only for a model you have already loaded"),
