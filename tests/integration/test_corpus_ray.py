@@ -113,7 +113,7 @@ def assert_same_store(got, want):
 
 
 def test_ray_store_equals_local_store(corpus_file, local_store, tmp_path, minilm, monkeypatch):
-    """engine="ray" without an address starts a local Ray, writes the same store and shuts
+    """backend="ray" without an address starts a local Ray, writes the same store and shuts
     Ray down again."""
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     if ray.is_initialized():  # another test of this module ran first: this one starts its own

@@ -50,7 +50,8 @@ def feature_columns(settings: CorpusSettings) -> list[str]:
 def output_schema(settings: CorpusSettings, input_schema: Any) -> Any:
     """The Arrow schema of the rows a worker returns for batches of ``input_schema``.
 
-    Columns: ``id`` string, ``row`` int64, ``text_sha256`` string, ``n_tokens`` int32 (tokens
+    Columns: ``id`` string, ``row`` int64, ``text_sha256`` string, ``text`` string (with
+    ``keep_text``, the default), ``n_tokens`` int32 (tokens
     the model saw, special tokens included), ``n_unknown`` int32 (tokens that became the
     unknown token), ``truncated`` bool, ``status`` string, ``error`` string, the carried
     columns, the feature columns (float64, null unless ``status == "ok"``) and, with
@@ -61,6 +62,7 @@ def output_schema(settings: CorpusSettings, input_schema: Any) -> Any:
         pa.field("id", pa.string(), nullable=False),
         pa.field("row", pa.int64(), nullable=False),
         pa.field("text_sha256", pa.string()),
+        *([pa.field("text", pa.string())] if settings.keep_text else []),
         pa.field("n_tokens", pa.int32()),
         pa.field("n_unknown", pa.int32()),
         pa.field("truncated", pa.bool_()),
@@ -322,6 +324,7 @@ class BatchWorker:
             "id": table["id"],
             "row": table["row"],
             "text_sha256": pa.array([text_sha256(t) for t in b.texts], pa.string()),
+            "text": table["text"],
             "n_tokens": pa.array(b.n_tokens, pa.int32()),
             "n_unknown": pa.array(b.n_unknown, pa.int32()),
             "truncated": pa.array(b.truncated, pa.bool_()),
