@@ -131,6 +131,8 @@ def test_the_estimator_has_every_setting_as_a_parameter():
                                                      scales=(0.2,), engine="ripser", min_persistence=0.01)
     s = FeatureSettings(sets=("js",), layers=[0])
     assert AttentionFeatures(settings=s).feature_settings() == s
+    # the parameters that were there before keep their positions (the new ones come after)
+    assert AttentionFeatures("minilm", ("js",), [0]).feature_settings() == s
     assert AttentionFeatures(settings=s, sets=("js",)).feature_settings() == s
     with pytest.raises(InvalidInputError, match="sets=\\['graph'\\] disagrees with settings.sets"):
         AttentionFeatures(settings=s, sets=("graph",)).fit(["a text", "another"])
