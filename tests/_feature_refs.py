@@ -40,7 +40,14 @@ def random_attention(rng: np.random.Generator, b: int, n: int, sharpness: float 
 
 
 def graph_reference(A: np.ndarray, thresholds, cap: int = 50) -> np.ndarray:
-    """la-tda's graph features of one matrix, with networkx, in attntopo's column order."""
+    """la-tda's graph features of one matrix, with networkx, in attntopo's column order.
+
+    The graphs are built as la-tda's ``feature_src/topological_features.py`` builds them: the
+    0/1 matrix ``A >= t`` through ``from_numpy_array(..., create_using=nx.MultiDiGraph())``
+    (la-tda's ``from_numpy_matrix``, removed in networkx 3), and ``nx.Graph(g.to_undirected())``
+    for b0, b1, chordality and ``maximal_matching``, whose result depends on that graph's
+    adjacency order.
+    """
     n = A.shape[0]
     out = []
     for t in thresholds:
@@ -50,11 +57,6 @@ def graph_reference(A: np.ndarray, thresholds, cap: int = 50) -> np.ndarray:
         w = nx.number_connected_components(u)
         no_loops = u.copy()
         no_loops.remove_edges_from(nx.selfloop_edges(no_loops))
-        ordered = nx.Graph()  # edges inserted in row-major order: maximal_matching's order
-        ordered.add_nodes_from(range(n))
-        ordered.add_edges_from(
-            (i, j) for i in range(n) for j in range(i + 1, n) if M[i, j] or M[j, i]
-        )
         out += [
             nx.number_strongly_connected_components(g),
             w,
@@ -63,7 +65,7 @@ def graph_reference(A: np.ndarray, thresholds, cap: int = 50) -> np.ndarray:
             sum(1 for _ in islice(nx.simple_cycles(nx.DiGraph(g)), cap)),
             u.number_of_edges() - n + w,
             int(nx.is_chordal(no_loops)),
-            len(nx.maximal_matching(ordered)),
+            len(nx.maximal_matching(u)),  # la-tda's max_matching_f, on la-tda's own graph
         ]
     return np.array(out, dtype=np.float64)
 

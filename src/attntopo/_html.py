@@ -213,7 +213,7 @@ def comparison_html(comparison, *, top: int = 10, dim: int | None = None) -> str
     shared = ", ".join(escape(k) for k in c.keys) or "none"
     scale = ("per head (median H0 death of both texts), "
              f"{_num(float(np.nanmin(c.scales)))}–{_num(float(np.nanmax(c.scales)))}"
-             if c.threshold is None else _num(c.threshold))
+             if c.given_scale is None else _num(c.given_scale))
     head = (
         f'<div style="font-weight:600">attntopo Comparison · {escape(str(A.model))}</div>'
         f'<div style="font-size:12px;color:#555">{A.n_tokens} / {B.n_tokens} tokens · {L * H} heads · '

@@ -311,9 +311,12 @@ class Attention:
         weights : array-like or torch.Tensor of shape (L, H, n, n), (H, n, n) or (n, n)
             Row ``i`` is query token ``i``'s distribution over the keys.  A torch tensor may
             live on any device and carry gradients (it is detached and copied to the CPU).
-            Rows are checked: finite, non-negative, summing to 1 within the round-off of the
-            input's dtype, ``(n + 4) · u`` (``u = 2**-24`` for float32; float16 and bfloat16
-            inputs are checked at their own precision).  Stored as float32.
+            Rows are checked: finite, non-negative, summing to 1 within the rounding of a
+            softmax in the input's dtype (:func:`attntopo.models.row_sum_tolerance`: about
+            ``(n + 2) · 2**-24`` for float32, ``2**-8`` for bfloat16, ``2**-11`` for float16;
+            float64 input is checked as float32).  float16 and bfloat16 rows are then divided
+            by their sums in float64, as :meth:`AttentionModel.attention` does with a
+            low-precision model's; float32 rows are kept as given.  Stored as float32.
         tokens : sequence of str, length n
             One label per row (``model.to_str_tokens(text)`` in TransformerLens,
             ``tokenizer.convert_ids_to_tokens(ids)`` in transformers).
@@ -347,7 +350,7 @@ class Attention:
             ``None`` or a wrong type, a wrong shape, tokens that do not match the rows, rows
             that are not distributions; one line saying what is allowed.
         """
-        w, u = _weights_array(weights)
+        w, wdtype = _weights_array(weights)
         if w.ndim not in (2, 3, 4) or w.shape[-1] != w.shape[-2] or w.shape[-1] == 0:
             hint = " (a batch? pick one text: weights[0])" if w.ndim == 5 else ""
             raise InvalidInputError(
@@ -372,7 +375,7 @@ class Attention:
         if not isinstance(text, str):
             raise InvalidInputError(f"text must be a string, got {type(text).__name__}")
         renormalize = check_bool(renormalize, "renormalize")
-        w = _checked_rows(w, u, renormalize)
+        w = _checked_rows(w, wdtype, renormalize)
         upper_zero = not np.triu(w, 1).any()
         if causal is None:
             causal = n > 1 and upper_zero
@@ -570,9 +573,9 @@ class Attention:
     __hash__ = None  # type: ignore[assignment]
 
 
-def _weights_array(weights) -> tuple[np.ndarray, float]:
-    """``weights`` as a float64 array and the unit roundoff of the dtype it came in."""
-    u32 = float(np.finfo(np.float32).eps) / 2
+def _weights_array(weights) -> tuple[np.ndarray, str]:
+    """``weights`` as a float64 array and the dtype its rows are checked at: the dtype it came
+    in, float32 for float64 and integer input (rows built in float32 and cast up pass)."""
     if weights is None or isinstance(weights, (str, bytes, dict)):
         raise InvalidInputError(
             f"weights must be an array or a torch tensor of shape (L, H, n, n), (H, n, n) or "
@@ -583,8 +586,8 @@ def _weights_array(weights) -> tuple[np.ndarray, float]:
 
         if weights.dtype.is_complex:
             raise InvalidInputError(f"weights must be real numbers, got a tensor of {weights.dtype}")
-        u = torch.finfo(weights.dtype).eps / 2 if weights.dtype.is_floating_point else u32
-        return weights.detach().to("cpu", torch.float64).numpy(), max(float(u), u32)
+        low = weights.dtype in (torch.float16, torch.bfloat16)
+        return weights.detach().to("cpu", torch.float64).numpy(), str(weights.dtype)[6:] if low else "float32"
     try:
         arr = np.asarray(weights)
     except (TypeError, ValueError) as e:
@@ -596,12 +599,12 @@ def _weights_array(weights) -> tuple[np.ndarray, float]:
         raise InvalidInputError(
             f"weights must be real numbers, got an array of {arr.dtype} from {type(weights).__name__}"
         )
-    u = float(np.finfo(arr.dtype).eps) / 2 if arr.dtype.kind == "f" else u32
-    return arr.astype(np.float64), max(u, u32)
+    return arr.astype(np.float64), "float16" if arr.dtype == np.float16 else "float32"
 
 
-def _checked_rows(w: np.ndarray, u: float, renormalize: bool) -> np.ndarray:
-    """Rows finite, non-negative and summing to 1 within ``(n + 4) u`` (or renormalized)."""
+def _checked_rows(w: np.ndarray, dtype: str, renormalize: bool) -> np.ndarray:
+    """Rows finite, non-negative and summing to 1 within the rounding of a softmax in
+    ``dtype`` (:func:`attntopo.models.row_sum_tolerance`), then divided by their sums."""
 
     def where(idx) -> str:
         l, h, i = (int(x) for x in np.unravel_index(idx, w.shape[:3]))
@@ -623,13 +626,20 @@ def _checked_rows(w: np.ndarray, u: float, renormalize: bool) -> np.ndarray:
                 f"{where(np.flatnonzero(s.ravel() <= 0)[0])} sums to 0, so it cannot be renormalized"
             )
         return w / s[..., None]
+    from .models._precision import row_sum_tolerance
+
     n = w.shape[-1]
-    tol = (n + 4) * u
+    tol = row_sum_tolerance(dtype, n)
     dev = np.abs(s - 1.0)
     if dev.max() > tol:
         bad = int(np.flatnonzero(dev.ravel() > tol)[0])
         raise InvalidInputError(
-            f"every row of attention must sum to 1 (within {tol:.2g}, the round-off for n={n}); "
-            f"{where(bad)} sums to {s.ravel()[bad]:.9g}: pass renormalize=True to rescale rows"
+            f"every row of attention must sum to 1 (within {tol:.2g}, the rounding of a {dtype} "
+            f"softmax over n={n} keys); {where(bad)} sums to {s.ravel()[bad]:.9g}: pass "
+            f"renormalize=True to rescale rows"
         )
+    if dtype in ("float16", "bfloat16"):
+        # rows off by up to ~2^-8: divided by their float64 sums, as the model's own rows are
+        # (attntopo.models.normalize_rows); float32 rows are kept as given
+        return w / s[..., None]
     return w

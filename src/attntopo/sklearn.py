@@ -17,11 +17,14 @@ training folds.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ._validation import check_positive_int
 from .errors import InvalidInputError, MissingDependencyError
+from .io import json_safe
 
 try:
     from sklearn.base import BaseEstimator, TransformerMixin
@@ -31,11 +34,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without scikit-l
         "attntopo.sklearn needs scikit-learn: pip install 'attntopo[features]'"
     ) from exc
 
-from .features import DEFAULT_SETS, feature_names, features
-from .features._select import HEAD_CRITERIA, check_labels, select_heads
+from .features import CYCLE_CAP, DEFAULT_SETS, feature_names, features
+from .features._cache import cached_rows, check_memory, model_fingerprint, settings_digest
+from .features._select import HEAD_CRITERIA, best_heads, check_labels, head_scores
 from .features._table import parse_column
 
-__all__ = ["AttentionFeatures", "SelectHeads"]
+__all__ = ["AttentionFeatures", "HeadAblation", "SelectHeads", "ablate_heads"]
 
 
 def _texts(X: Any) -> list[str]:
@@ -60,6 +64,13 @@ def _texts(X: Any) -> list[str]:
     return texts
 
 
+def _progress(verbose: Any) -> bool:
+    """``progress=`` for scikit-learn's ``verbose``: a bar from 1 on, nothing at 0."""
+    if isinstance(verbose, bool) or not isinstance(verbose, (int, np.integer)) or verbose < 0:
+        raise InvalidInputError(f"verbose must be an integer >= 0, got {verbose!r}")
+    return verbose > 0
+
+
 class AttentionFeatures(TransformerMixin, BaseEstimator):
     """Texts → topological features of a transformer's attention (a stateless transformer).
 
@@ -72,8 +83,17 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         Feature sets (see :data:`attntopo.features.FEATURE_SETS`).
     layers, heads : int or list of int, optional
         0-based model indices; all by default.
-    drop_special, truncate, batch_size, n_jobs
+    drop_special, truncate, batch_size, n_jobs, min_persistence
         As in :func:`attntopo.features.features`.
+    memory : None, str, path or joblib.Memory
+        Where to cache each text's row (scikit-learn's convention, as ``Pipeline(memory=)``):
+        ``None`` caches nothing; a folder or a :class:`joblib.Memory` keeps one row per text,
+        keyed by the model (name, path, revision), the settings, attntopo's version and the
+        text's SHA-256, so cross-validation and grid searches compute each text once.  The
+        features learn nothing from the data, so a cached row is the row.
+    verbose : int, default 0
+        0: quiet (scikit-learn's default); 1 or more: a progress bar on stderr while features
+        are computed (``progress=True`` of :func:`~attntopo.features.features`).
 
     Attributes
     ----------
@@ -93,6 +113,9 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         truncate: bool = False,
         batch_size: int = 16,
         n_jobs: int | None = None,
+        memory: Any = None,
+        verbose: int = 0,
+        min_persistence: float = 0.0,
     ) -> None:
         self.model = model
         self.sets = sets
@@ -102,6 +125,9 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         self.truncate = truncate
         self.batch_size = batch_size
         self.n_jobs = n_jobs
+        self.memory = memory
+        self.verbose = verbose
+        self.min_persistence = min_persistence
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -127,6 +153,8 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         texts = _texts(X)
         if y is not None:
             check_labels(y, len(texts))
+        check_memory(self.memory)
+        _progress(self.verbose)
         names = feature_names(
             self._check_model(), sets=self.sets, layers=self.layers, heads=self.heads
         )
@@ -135,24 +163,45 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Features of each text, ndarray of shape (n_texts, n_features_out_), float64."""
+        """Features of each text, ndarray of shape (n_texts, n_features_out_), float64.
+
+        With ``memory``, texts seen before (same model and settings) come from the cache and
+        only the others go through the model, in one :func:`~attntopo.features.features` call.
+        """
         check_is_fitted(self, "feature_names_out_")
-        table = features(
-            _texts(X),
-            self._check_model(),
-            sets=self.sets,
-            layers=self.layers,
-            heads=self.heads,
-            drop_special=self.drop_special,
-            truncate=self.truncate,
-            batch_size=self.batch_size,
-            n_jobs=self.n_jobs,
-        )
-        if list(table.columns) != list(self.feature_names_out_):
-            raise InvalidInputError(
-                "the model now gives other columns than at fit time; fit the estimator again"
+        texts = _texts(X)
+        memory = check_memory(self.memory)
+        names = list(self.feature_names_out_)
+
+        def compute(todo: list[str]) -> np.ndarray:
+            table = features(
+                todo,
+                self._check_model(),
+                sets=self.sets,
+                layers=self.layers,
+                heads=self.heads,
+                drop_special=self.drop_special,
+                truncate=self.truncate,
+                batch_size=self.batch_size,
+                n_jobs=self.n_jobs,
+                progress=_progress(self.verbose),
+                min_persistence=self.min_persistence,
             )
-        return table.values
+            if list(table.columns) != names:
+                raise InvalidInputError(
+                    "the model now gives other columns than at fit time; fit the estimator again"
+                )
+            return table.values
+
+        if getattr(memory, "location", True) is None:
+            return compute(texts)
+        from .models import load_model
+
+        options = {"drop_special": bool(self.drop_special), "truncate": bool(self.truncate),
+                   "cycle_cap": CYCLE_CAP, "min_persistence": float(self.min_persistence)}
+        digest = settings_digest(model_fingerprint(load_model(self._check_model())), names, options)
+        values, _ = cached_rows(texts, memory, digest, len(names), compute)
+        return values
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Column names of :meth:`transform` (``input_features`` is ignored: inputs are texts)."""
@@ -161,7 +210,8 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
 
 
 class SelectHeads(TransformerMixin, BaseEstimator):
-    """Keep the columns of the ``k`` best heads, chosen in ``fit`` (la-tda's head selection).
+    """Keep the columns of the ``k`` best heads, chosen in ``fit`` (la-tda's idea: heads
+    chosen on data the classifier is not tested on; the criteria are attntopo's).
 
     Parameters
     ----------
@@ -174,22 +224,28 @@ class SelectHeads(TransformerMixin, BaseEstimator):
     feature_names : sequence of str, optional
         Column names when the input is a plain array (a DataFrame brings its own; so does a
         pipeline with ``set_output(transform="pandas")``).
+    verbose : int, default 0
+        0: quiet; 1 or more: a progress bar over the heads while they are scored.
 
     Attributes
     ----------
     heads_ : list of (int, int)
         The chosen (layer, head) pairs, best first.
+    scores_ : dict of (int, int) to float
+        Every head's score (:func:`attntopo.features.head_scores`, higher is better): what
+        :func:`attntopo.plots.plot_head_importance` draws as a layer x head grid.
     support_ : ndarray of bool, shape (n_features_in_,)
         Which input columns are kept.
     """
 
     def __init__(self, k: int = 10, criterion: str = "cv_accuracy", cv: int = 3,
-                 random_state: int = 0, feature_names=None) -> None:
+                 random_state: int = 0, feature_names=None, verbose: int = 0) -> None:
         self.k = k
         self.criterion = criterion
         self.cv = cv
         self.random_state = random_state
         self.feature_names = feature_names
+        self.verbose = verbose
 
     def _names(self, X: Any) -> list[str]:
         if hasattr(X, "columns"):
@@ -208,8 +264,10 @@ class SelectHeads(TransformerMixin, BaseEstimator):
             )
         names = self._names(X)
         values = np.asarray(X.to_numpy() if hasattr(X, "to_numpy") else X, dtype=np.float64)
-        self.heads_ = select_heads(values, y, self.k, criterion=self.criterion, columns=names,
-                                   cv=self.cv, random_state=self.random_state)
+        k = check_positive_int(self.k, "k", allow_none=False)
+        self.scores_ = head_scores(values, y, criterion=self.criterion, columns=names, cv=self.cv,
+                                   random_state=self.random_state, progress=_progress(self.verbose))
+        self.heads_ = best_heads(self.scores_, k)
         chosen = set(self.heads_)
         self.support_ = np.array([parse_column(c)[:2] in chosen for c in names])
         self.feature_names_in_ = np.asarray(names, dtype=object)
@@ -230,3 +288,174 @@ class SelectHeads(TransformerMixin, BaseEstimator):
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         check_is_fitted(self, "support_")
         return self.feature_names_in_[self.support_]
+
+
+# ------------------------------------------------------------------ ablation
+@dataclass(eq=False)
+class HeadAblation:
+    """What ablating heads in the forward pass does to a fitted pipeline (:func:`ablate_heads`).
+
+    Attributes
+    ----------
+    heads : list of (int, int)
+        The ablated (layer, head) pairs.
+    predictions, predictions_ablated : ndarray of shape (n_texts,)
+        The pipeline's predictions without and with the ablation.
+    changed : float
+        Fraction of the texts whose prediction changes.
+    proba_shift : float or None
+        Mean over texts of the total-variation distance ½ Σ |p − p̃| between the predicted class
+        probabilities without and with the ablation (None: the pipeline has no
+        ``predict_proba``).
+    accuracy, accuracy_ablated : float or None
+        Accuracy against ``y`` (None without ``y``).
+    controls : list of dict
+        The same for random sets of as many other heads (``heads``, ``changed``,
+        ``proba_shift``, ``accuracy_ablated``): the chosen heads drive the prediction when
+        their effect stands out from these.
+    """
+
+    heads: list
+    predictions: np.ndarray
+    predictions_ablated: np.ndarray
+    changed: float
+    proba_shift: float | None
+    accuracy: float | None
+    accuracy_ablated: float | None
+    controls: list = field(default_factory=list)
+
+    def summary(self) -> dict[str, np.ndarray]:
+        """One row per ablated set (the chosen heads first, then the controls)."""
+        rows = [{"set": "chosen", "heads": self.heads, "changed": self.changed,
+                 "proba_shift": self.proba_shift, "accuracy_ablated": self.accuracy_ablated}]
+        rows += [{"set": f"control {k}", **c} for k, c in enumerate(self.controls)]
+        return {key: np.array([r[key] for r in rows], dtype=object) for key in rows[0]}
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_safe({
+            "heads": self.heads, "changed": self.changed, "proba_shift": self.proba_shift,
+            "accuracy": self.accuracy, "accuracy_ablated": self.accuracy_ablated,
+            "controls": self.controls,
+        })
+
+    def __str__(self) -> str:
+        def line(name: str, heads: list, changed: float, shift: float | None, acc: float | None) -> str:
+            text = f"{name} {', '.join(f'L{a}H{b}' for a, b in heads)}: {changed:.0%} of predictions change"
+            if shift is not None:
+                text += f", probabilities move {shift:.3f} (total variation)"
+            if acc is not None:
+                text += f", accuracy {self.accuracy:.3f} -> {acc:.3f}"
+            return text
+
+        out = [line("ablating", self.heads, self.changed, self.proba_shift, self.accuracy_ablated)]
+        out += [line("control", c["heads"], c["changed"], c["proba_shift"], c["accuracy_ablated"])
+                for c in self.controls]
+        return "\n".join(out)
+
+
+def _steps(pipeline: Any) -> tuple["AttentionFeatures", "SelectHeads | None"]:
+    steps = [s for _, s in getattr(pipeline, "steps", [])]
+    topo = next((s for s in steps if isinstance(s, AttentionFeatures)), None)
+    if topo is None:
+        raise InvalidInputError("ablate_heads needs a fitted Pipeline with an AttentionFeatures step")
+    return topo, next((s for s in steps if isinstance(s, SelectHeads)), None)
+
+
+def ablate_heads(
+    pipeline: Any,
+    X: Any,
+    y: Any = None,
+    *,
+    heads=None,
+    n_controls: int = 3,
+    random_state: int = 0,
+) -> HeadAblation:
+    """Do the chosen heads drive the prediction?  Ablate them in the forward pass and see.
+
+    Each ablated head attends uniformly to the keys it may see (its attention matrix, which the
+    features read, becomes the uniform one, and its output, which later layers read, the mean
+    of the values: :func:`attntopo.features.ablated_heads`).  The pipeline predicts
+    ``X`` without and with the ablation, and with ``n_controls`` random sets of as many other
+    heads (drawn from the heads its features cover) ablated instead.
+
+    Parameters
+    ----------
+    pipeline : fitted sklearn Pipeline
+        With an :class:`AttentionFeatures` step (and usually a :class:`SelectHeads` step).
+    X : list of str
+        Texts to predict (held-out texts say more than training texts).
+    y : array-like of shape (n_texts,), optional
+        Labels, for the accuracy without and with the ablation.
+    heads : list of (int, int), optional
+        Heads to ablate; by default the pipeline's ``SelectHeads.heads_``.
+    n_controls : int
+        Random control sets of ``len(heads)`` other heads (0 for none).
+    random_state : int
+        Seed of the control draws.
+
+    Returns
+    -------
+    HeadAblation
+        Predictions, the fraction that changes, the shift of the class probabilities and the
+        accuracies; ``str()`` of it reads "ablating L0H3, L1H7: 40% of predictions change …".
+
+    Cost: ``1 + (1 + n_controls)`` feature computations of ``X`` (the first one from the
+    transformer's ``memory`` when it has one; ablated passes never use or fill the cache).
+    """
+    from .attention import resolve_indices
+    from .features._ablation import ablated_heads, check_heads
+    from .models import load_model
+
+    topo, select = _steps(pipeline)
+    check_is_fitted(topo, "feature_names_out_")
+    texts = _texts(X)
+    labels = None if y is None else np.asarray(y)
+    if labels is not None and labels.shape != (len(texts),):
+        raise InvalidInputError(f"y has shape {labels.shape} for {len(texts)} texts")
+    if heads is None:
+        if select is None or not hasattr(select, "heads_"):
+            raise InvalidInputError("give heads=, or a pipeline with a fitted SelectHeads step")
+        heads = select.heads_
+    if isinstance(n_controls, bool) or not isinstance(n_controls, (int, np.integer)) or n_controls < 0:
+        raise InvalidInputError(f"n_controls must be an integer >= 0, got {n_controls!r}")
+    model = load_model(topo._check_model())
+    chosen = check_heads(heads, model.n_layers, model.n_heads)
+    proba = getattr(pipeline, "predict_proba", None) if hasattr(pipeline[-1], "predict_proba") else None
+
+    def run() -> tuple[np.ndarray, np.ndarray | None]:
+        return np.asarray(pipeline.predict(texts)), (np.asarray(proba(texts)) if proba else None)
+
+    base, base_p = run()
+    memory = topo.memory
+    topo.memory = None  # an ablated row is not the text's row: never read or write the cache
+
+    def effect(pairs: list) -> dict[str, Any]:
+        with ablated_heads(model, pairs):
+            pred, p = run()
+        return {
+            "heads": pairs,
+            "predictions": pred,
+            "changed": float(np.mean(pred != base)),
+            "proba_shift": None if p is None else float(np.mean(0.5 * np.abs(p - base_p).sum(axis=1))),
+            "accuracy_ablated": None if labels is None else float(np.mean(pred == labels)),
+        }
+
+    try:
+        main = effect(chosen)
+        pool = [(a, b) for a in resolve_indices(topo.layers, model.n_layers, "layer")
+                for b in resolve_indices(topo.heads, model.n_heads, "head") if (a, b) not in chosen]
+        rng = np.random.default_rng(random_state)
+        controls = []
+        for _ in range(n_controls if len(pool) >= len(chosen) else 0):
+            pick = rng.choice(len(pool), size=len(chosen), replace=False)
+            c = effect(sorted(pool[i] for i in pick))
+            c.pop("predictions")
+            controls.append(c)
+    finally:
+        topo.memory = memory
+    return HeadAblation(
+        heads=chosen, predictions=base, predictions_ablated=main["predictions"],
+        changed=main["changed"], proba_shift=main["proba_shift"],
+        accuracy=None if labels is None else float(np.mean(base == labels)),
+        accuracy_ablated=main["accuracy_ablated"], controls=controls,
+    )

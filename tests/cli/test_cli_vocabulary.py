@@ -78,7 +78,8 @@ def test_compare_scale_is_not_called_threshold():
         else:
             assert r.stderr == ""
     for doc in docs.values():
-        assert doc["threshold"] == 0.3  # the library's Comparison.threshold
+        assert doc["scale"] == 0.3  # the library's Comparison.given_scale
+        assert doc["threshold"] == 0.3  # its deprecated key, still written in this release
         assert doc["heads_table"]["shared_edges"] == docs["--scale"]["heads_table"]["shared_edges"]
     assert_one_line_error(run(*base, "--scale", "0.3", "--threshold", "0.3"), "give --scale only")
     assert_one_line_error(run(*base, "--scale", "-1"), "--scale must be a finite number >= 0")

@@ -10,7 +10,7 @@ import attntopo as at
 
 from attntopo.errors import InvalidInputError, OutOfRangeError
 from attntopo.models._qk import capture_qk
-from attntopo.theory import Approximability, approximability
+from attntopo.theory import approximability
 
 TEXT = "The cat sat on the mat because it was tired, and the dog slept by the door."
 
@@ -121,44 +121,7 @@ def test_special_tokens_dropped(minilm):
 @pytest.mark.smollm2
 def test_smollm2_result(smollm2):
     r = approximability(TEXT, model=smollm2, budgets=[4, 8], layers=[0, 15, 29])
-    assert r.causal and r.layer_ids == (0, 15, 29) and r.errors.shape == (6, 2, 3, 9)
+    assert r.causal and r.layers == (0, 15, 29) and r.errors.shape == (6, 2, 3, 9)
     assert np.all(np.isfinite(r.errors)) and np.all((r.js >= 0) & (r.js <= 1))
 
 
-# ------------------------------------------------------------------ the command
-def _cli(*args: str) -> int:
-    import attntopo.cli._approx  # noqa: F401 - registers `approx` (the lead adds it to attntopo.cli)
-    from attntopo.cli._common import main
-
-    return main(["approx", *args])
-
-
-def test_cli_json_out_and_figure(minilm, tmp_path, capsys):
-    import json
-
-    rc = _cli(TEXT, "--json", "--budget", "4,8", "--layer", "0,5", "--out", str(tmp_path / "o"), "--plots")
-    cap = capsys.readouterr()
-    assert rc == 0, cap.err
-    doc = json.loads(cap.out)
-    assert doc["kind"] == "approximability" and doc["budgets"] == [4, 8] and doc["figures"] == [
-        "figures/approximability.png"]
-    assert len(doc["summary"]) == 2 * 12 * 2 and {"winner", "top_k", "low_rank_js"} <= set(doc["summary"][0])
-    assert (tmp_path / "o" / "figures" / "approximability.png").stat().st_size > 10_000
-    saved = at.load_result(tmp_path / "o")
-    assert isinstance(saved, Approximability)
-    lib = approximability(TEXT, model=minilm, budgets=[4, 8], layers=[0, 5])
-    # the same computation in one process: the same numbers
-    np.testing.assert_array_equal(saved.errors, lib.errors)
-
-
-@pytest.mark.parametrize("args, fragment", [
-    (("--budget", "500"), "larger than the text's"),
-    (("--family", "band"), "families must name"),
-    (("--budget", "4", "--show", "8"), "--show 8 is not one of the budgets"),
-    (("--scale", "2"), "--scale must be a JS distance"),
-])
-def test_cli_bad_input_is_one_error_line(minilm, capsys, args, fragment):
-    rc = _cli(TEXT, *args)
-    cap = capsys.readouterr()
-    lines = cap.err.strip().splitlines()
-    assert rc == 2 and cap.out == "" and len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0]

@@ -86,7 +86,7 @@ def test_subword_splits_match_at_word_level():
         [("quantum", 0, 7), ("en", 8, 10), ("##tangle", 10, 16), ("##ment", 16, 20)],
     )
     B = fake_attention("Entanglement is", [("entangle", 0, 8), ("##ment", 8, 12), ("is", 13, 15)])
-    c = compare(A, B, threshold=0.5)
+    c = compare(A, B, scale=0.5)
     assert [s.key for s in c.shared_tokens] == ["entanglement"]
     s = c.shared_tokens[0]
     assert (s.a, s.b) == (2, 1) and s.tokens_a == (2, 3, 4) and s.tokens_b == (1, 2)
@@ -97,15 +97,15 @@ def test_subword_splits_match_at_word_level():
 def test_occurrences_match_in_order_and_specials_excluded_unless_asked():
     A = fake_attention("the cat saw the dog")
     B = fake_attention("The dog and the cat")
-    c = compare(A, B, threshold=0.5)
+    c = compare(A, B, scale=0.5)
     assert c.keys == ["the", "cat", "the#2", "dog"]
     pos = {s.key: (s.a, s.b) for s in c.shared_tokens}
     # tokens: [CLS] the cat saw the dog [SEP] / [CLS] The dog and the cat [SEP]
     assert pos == {"the": (1, 1), "cat": (2, 5), "the#2": (4, 4), "dog": (5, 2)}
-    c2 = compare(A, B, threshold=0.5, include_special=True)
+    c2 = compare(A, B, scale=0.5, include_special=True)
     assert c2.keys[:2] == ["[CLS]", "[SEP]"] and c2.keys[2:] == c.keys
     assert (c2.shared_tokens[1].a, c2.shared_tokens[1].b) == (6, 6)
-    c3 = compare(A, B, threshold=0.5, drop_special=True, include_special=True)
+    c3 = compare(A, B, scale=0.5, drop_special=True, include_special=True)
     assert c3.keys == c.keys and c3.a.attention.n_tokens == 5
 
 
@@ -118,14 +118,14 @@ def test_byte_level_offsets_with_leading_space():
     )
     B = fake_attention("information theory rocks", [("information", 0, 11), ("Ġtheory", 11, 18),
                                                       ("Ġ", 18, 19), ("rocks", 19, 24)], bos=False)
-    c = compare(A, B, threshold=0.5)
+    c = compare(A, B, scale=0.5)
     assert [(s.key, s.a, s.b) for s in c.shared_tokens] == [("information", 1, 0), ("theory", 2, 1)]
 
 
 def test_fallback_without_offsets_uses_markers():
     A = fake_attention("x", [("en", 0, 0), ("##tangle", 0, 0), ("cat", 0, 0)])
     B = fake_attention("y", [("cat", 0, 0), ("entangle", 0, 0)])
-    c = compare(A, B, threshold=0.5)
+    c = compare(A, B, scale=0.5)
     assert [(s.key, s.a, s.b) for s in c.shared_tokens] == [("entangle", 1, 2), ("cat", 3, 1)]
     assert word_tokens(A)[0] == (-1, "entangle", (1, 2))
 
@@ -141,7 +141,7 @@ def fake_pair():
 @pytest.mark.parametrize("threshold", [None, 0.45])
 def test_numbers_against_independent_computations(fake_pair, threshold):
     A, B = fake_pair
-    c = compare(A, B, threshold=threshold, maxdim=1)
+    c = compare(A, B, scale=threshold, maxdim=1)
     DA, DB = at.token_distances(A), at.token_distances(B)
     np.testing.assert_array_equal(c.a.distances, DA)
     keys = c.keys
@@ -193,7 +193,7 @@ def test_numbers_against_independent_computations(fake_pair, threshold):
 
 def test_first_triangle_brute_force(fake_pair):
     A, B = fake_pair
-    c = compare(A, B, threshold=0.4)
+    c = compare(A, B, scale=0.4)
     t = c.first_triangle("cat", "dog", 1, 2)
     cat, dog = (next(s for s in c.shared_tokens if s.key == k) for k in ("cat", "dog"))
     for side, an in (("a", c.a), ("b", c.b)):
@@ -208,7 +208,7 @@ def test_first_triangle_brute_force(fake_pair):
 
 def test_tables_rankings_and_summary(fake_pair):
     A, B = fake_pair
-    c = compare(A, B, threshold=0.45)
+    c = compare(A, B, scale=0.45)
     g = c.grid("bottleneck", dim=0)
     assert g.shape == (2, 3)
     sim = c.most_similar_heads(3, dim=0)
@@ -248,7 +248,7 @@ def test_single_head_selection(fake_pair):
 
 
 def test_no_shared_tokens():
-    c = compare(fake_attention("alpha beta"), fake_attention("gamma delta"), threshold=0.3)
+    c = compare(fake_attention("alpha beta"), fake_attention("gamma delta"), scale=0.3)
     assert c.shared_tokens == [] and c.shared_diagrams_a is None
     assert np.isnan(c.grid("bottleneck", scope="shared")).all()
     assert (c.counts["shared_edges"] == 0).all() and c.pairs(0, 0) == []
@@ -257,7 +257,7 @@ def test_no_shared_tokens():
 
 def test_save_load_round_trip(fake_pair, tmp_path):
     A, B = fake_pair
-    c = compare(A, B, threshold=0.4)
+    c = compare(A, B, scale=0.4)
     c.save(tmp_path / "cmp")
     back = at.load_result(tmp_path / "cmp")
     assert isinstance(back, Comparison) and back == c
@@ -270,8 +270,8 @@ def test_save_load_round_trip(fake_pair, tmp_path):
 def test_validation_errors(fake_pair):
     A, B = fake_pair
     for bad in (-1, float("nan"), float("inf"), "x", True):
-        with pytest.raises(InvalidInputError, match="threshold"):
-            compare(A, B, threshold=bad)
+        with pytest.raises(InvalidInputError, match="scale"):
+            compare(A, B, scale=bad)
     with pytest.raises(InvalidInputError, match="metric"):
         compare(A, B, metric="cosine")
     with pytest.raises(InvalidInputError, match="maxdim"):
@@ -287,14 +287,14 @@ def test_validation_errors(fake_pair):
     with pytest.raises(OutOfRangeError, match="word 40"):
         compare(A, B, alignment=[(40, 0)])
     with pytest.raises(InvalidInputError, match="mix"):
-        compare(A, "a text", threshold=0.2)
+        compare(A, "a text", scale=0.2)
     with pytest.raises(InvalidInputError, match="same layers"):
-        compare(A, fake_attention("x y", L=1), threshold=0.2)
+        compare(A, fake_attention("x y", L=1), scale=0.2)
 
 
 def test_token_alignment(fake_pair):
     A, B = fake_pair
-    c = compare(A, B, alignment=[(2, 5), (3, 1)], alignment_units="token", threshold=0.4)
+    c = compare(A, B, alignment=[(2, 5), (3, 1)], alignment_units="token", scale=0.4)
     assert [(s.key, s.a, s.b) for s in c.shared_tokens] == [("cat", 2, 5), ("saw/a", 3, 1)]
     assert c.pair(0, 1, 0, 0)["edge_birth_a"] == c.a.distances[0, 0, 2, 3]
 

@@ -1,13 +1,9 @@
 """attntopo.theory.depth on the real models: every number against a direct computation on the same
-forward pass, the storage round trip, bad input, and the command line."""
+forward pass, the storage round trip and bad input (the command line: tests/cli/test_cli_depth.py)."""
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -148,50 +144,6 @@ def test_causal_model(smollm2):
     assert np.all((d.fisher_rao >= 0) & (d.fisher_rao <= np.pi))
     with pytest.raises(InvalidInputError, match=r"texts\[0\] has 1 token with smollm2's special tokens"):
         depth("Hi", smollm2)
-
-
-# ------------------------------------------------------------------------ CLI
-def _cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    """``attntopo depth …`` through the package's own entry (``cli._common.main``), importing the
-    command module first (so it runs whether or not ``attntopo.cli`` registers it)."""
-    code = "import sys, attntopo.cli._depth; from attntopo.cli._common import main; sys.exit(main(sys.argv[1:]))"
-    env = dict(os.environ, MPLBACKEND="Agg", COLUMNS="120")
-    env.pop("ATTNTOPO_DEBUG", None)
-    return subprocess.run([sys.executable, "-c", code, "depth", *args], input=stdin, capture_output=True, text=True,
-                          timeout=300, cwd=ROOT, env=env)
-
-
-@pytest.mark.model
-@pytest.mark.slow
-def test_cli_json_and_saved_result(tmp_path):
-    f = tmp_path / "texts.txt"
-    f.write_text("\n".join(TEXTS[:2]) + "\n\n", encoding="utf-8")
-    r = _cli("-f", str(f), "--k", "4", "--json", "--out", str(tmp_path / "d"), "--plot-format", "svg")
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
-    meta, arrays = load_payload(tmp_path / "d")
-    saved = Depth._from_payload(meta, arrays)
-    assert doc["kind"] == "depth" and doc["n_texts"] == 2 and doc["k"] == 4 and doc["source"] == str(f)
-    assert saved.texts == TEXTS[:2] and doc["figures"] == ["figures/depth.svg"]
-    assert [row["res_hidden"] for row in doc["summary"]] == saved.summary()["res_hidden"].tolist()
-    assert len(doc["heads"]) == 72 and (tmp_path / "d" / "figures" / "depth.svg").is_file()
-
-
-@pytest.mark.parametrize("args,fragments", [
-    ([], ["no text given"]),
-    (["a text", "--k", "0"], ["--k must be an int >= 1"]),
-    (["a text", "--plot-format", "html"], ["static"]),
-    (["a text", "-f", "x.txt"], ["not both"]),
-    (["-f", "/nonexistent/texts.txt"], ["does not exist"]),
-    (["a text", "  "], ["text 2 is empty"]),
-])
-def test_cli_bad_input(args, fragments):
-    r = _cli(*args)
-    assert r.returncode == 2, (r.returncode, r.stderr)
-    lines = r.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and r.stdout == "", r.stderr
-    for frag in fragments:
-        assert frag in lines[0], (frag, lines[0])
 
 
 @pytest.mark.model

@@ -65,5 +65,5 @@ def test_smollm2_figures_show_labels_and_key_30_layers(smollm2):
     bars = [c for c in fig.axes[0].child_axes if c.get_ylabel().startswith("layer")]
     assert len(bars) == 1
     mesh = next(col for col in bars[0].collections if type(col).__name__ == "QuadMesh")
-    assert mesh.cmap.N == 30 == len(hs.layer_ids)
+    assert mesh.cmap.N == 30 == len(hs.layers)
     assert np.isfinite(hs.distances).all()

@@ -71,3 +71,28 @@ def test_every_module_has_a_layer_and_unknown_ones_are_flagged():
     assert tool.layer_of("attntopo") == len(tool.LAYERS) - 1
     assert tool.layer_of("attntopo.analyses._result") < tool.layer_of("attntopo.plots.static")
     assert tool.layer_of("attntopo.io") < tool.layer_of("attntopo.analyses")
+
+
+def test_layers_name_only_real_modules():
+    """A stale LAYERS entry (``depth``, ``approx``, ``context`` were: the theory lives in
+    ``theory/``) is reported; today's LAYERS has none."""
+    tool = _load_tool()
+    files = sorted((tool.ROOT / tool.PACKAGE).rglob("*.py"))
+    modules = {tool.module_name(f) for f in files}
+    assert tool.unknown_prefixes(modules) == []
+    assert tool.unknown_prefixes(modules - {"attntopo.theory"}) == ["theory"]
+
+
+def test_architecture_page_lists_the_checkers_layers():
+    """docs/architecture.md's table is LAYERS: same layers, same order, same modules."""
+    import re
+
+    tool = _load_tool()
+    rows = [line for line in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("| ") and not line.startswith(("| layer", "|---"))]
+    table = []
+    for row in rows:
+        layer, modules = (c.strip() for c in row.strip("|").split("|")[:2])
+        names = [m for m in re.findall(r"`([^`]+)`", modules)]
+        table.append((layer, tuple("" if n == "attntopo/__init__.py" else n for n in names)))
+    assert table == [(layer, prefixes) for layer, prefixes in tool.LAYERS]

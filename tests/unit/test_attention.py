@@ -202,7 +202,7 @@ def test_from_weights_torch_and_causal():
 def test_from_weights_row_sums_and_renormalize():
     w = _rows((2, 3, 64, 64)).astype(np.float64)
     Attention.from_weights(w, ["t"] * 64)
-    tol = (64 + 4) * 2.0**-24
+    tol = (64 + 2) * 2.0**-24  # row_sum_tolerance("float32", 64)
     off = w.copy()
     off[1, 2, 7] *= 1 + 3 * tol
     with pytest.raises(InvalidInputError, match=r"^every row of attention must sum to 1 .*layer 1, head 2, row 7 "
@@ -214,6 +214,25 @@ def test_from_weights_row_sums_and_renormalize():
     zero[0, 0, 0] = 0
     with pytest.raises(InvalidInputError, match=r"layer 0, head 0, row 0 sums to 0"):
         Attention.from_weights(zero, ["t"] * 64, renormalize=True)
+
+
+def test_from_weights_low_precision_rows_are_checked_at_their_rounding_and_renormalized():
+    torch = pytest.importorskip("torch")
+    from attntopo.models import row_sum_tolerance
+
+    gen = torch.Generator().manual_seed(3)
+    n = 40
+    w = torch.softmax(torch.randn((2, 3, n, n), generator=gen) * 3, -1).to(torch.bfloat16)
+    a = Attention.from_weights(w, ["x"] * n)
+    # bfloat16 rows (off by up to 2^-8) are divided by their float64 sums, like the model's
+    expected = (w.double() / w.double().sum(-1, keepdim=True)).float().numpy()
+    np.testing.assert_array_equal(a.weights, expected)
+    # a bfloat16 row off by more than a softmax's rounding explains is refused: the tolerance
+    # is about 2^-8 whatever n, not n times it (which would pass anything at n = 40)
+    bad = w.double()
+    bad[1, 2, 5] *= 1 + 2 * row_sum_tolerance("bfloat16", n)
+    with pytest.raises(InvalidInputError, match=r"within 0.0039, the rounding of a bfloat16 .*layer 1, head 2, row 5 sums to"):
+        Attention.from_weights(bad.to(torch.bfloat16), ["x"] * n)
 
 
 @pytest.mark.parametrize(
@@ -259,6 +278,6 @@ def test_token_alignment_keys_come_from_the_text_not_the_display_labels():
     B = byte_level("theory of the theory", [("theory", 0, 6), ("Ġof", 6, 9), ("Ġthe", 9, 13),
                                             ("Ġtheory", 13, 20)])
     assert A.labels[3] == "·theory" and B.labels[3] == "·theory"
-    c = at.compare(A, B, alignment=[(0, 3), (3, 0), (2, 2)], alignment_units="token", threshold=0.5)
+    c = at.compare(A, B, alignment=[(0, 3), (3, 0), (2, 2)], alignment_units="token", scale=0.5)
     assert [(s.key, s.a, s.b) for s in c.shared_tokens] == [("theory", 0, 3), ("theory#2", 3, 0),
                                                             ("the", 2, 2)]

@@ -109,22 +109,25 @@ def test_compare_threshold_and_head(page, server):
     assert p.is_visible("#graph-b") and "layer" in p.text_content("#graph-a-title")
     calls = len(watch.api_calls())
 
-    # the slider redraws from data the page has: the graph changes, nothing is requested
-    p.fill("#eps", "0.05")
-    p.wait_for_timeout(200)
+    # the slider (attntopo's one ε slider, the reports' widget) redraws from data the page has:
+    # the graph changes, nothing is requested
+    box = "#eps-slider .attntopo-eps"
+    top = int(p.get_attribute("#eps", "max"))  # slider steps 0..top
+    p.press("#eps", "Home")
+    p.wait_for_selector(f"{box}[data-ready='1'][data-step='0']")
     low_a, low_b = edges(p, "a"), edges(p, "b")
-    p.fill("#eps", "0.6")
-    p.wait_for_timeout(200)
+    p.fill("#eps", str(top // 2))
+    p.wait_for_selector(f"{box}[data-ready='1'][data-step='{top // 2}']")
     high_a, high_b = edges(p, "a"), edges(p, "b")
     assert high_a > low_a and high_b >= low_b
     assert drawn_segments(p, "a") == high_a
-    step = float(p.get_attribute("#eps", "step"))
-    assert abs(float(p.get_attribute("#graph-a", "data-eps")) - 0.6) <= step  # the slider snaps to its step
-    assert p.text_content("#eps-value").startswith("0.6")
-    p.fill("#eps", "1")
-    p.wait_for_timeout(200)
+    assert p.get_attribute("#graph-a", "data-eps") == p.get_attribute(box, "data-eps")
+    assert p.text_content("#eps-value").startswith("ε = ")
+    assert f"A: {high_a} edges" in p.text_content("#eps-value")
+    p.press("#eps", "End")
+    p.wait_for_selector(f"{box}[data-ready='1'][data-step='{top}']")
     n = int(p.evaluate("document.getElementById('graph-a').data[4].x.length"))  # token nodes
-    assert edges(p, "a") == n * (n - 1) // 2  # every distance is <= 1: the complete graph
+    assert edges(p, "a") == n * (n - 1) // 2  # the last scale is the largest distance: the complete graph
     assert len(watch.api_calls()) == calls, "moving the threshold must not call the server"
 
     # switching the head asks the server once, which reuses its cached model run

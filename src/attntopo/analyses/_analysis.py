@@ -14,6 +14,7 @@ from .._validation import (
     check_indices,
     check_maxdim,
     check_metric,
+    check_number,
     check_paper_compat,
     check_positive_int,
     check_threshold,
@@ -208,6 +209,7 @@ class Analysis(Result):
             "paper_compat": self.paper_compat,
             "drop_special": bool(st.get("drop_special", self.attention.special_dropped)),
             "truncate": bool(st.get("truncate", False)),
+            "min_persistence": float(st.get("min_persistence", 0.0)),
             "layers": list(self.layers),
             "heads": list(self.heads),
         }
@@ -327,6 +329,7 @@ def analyze(
     truncate: bool = False,
     n_jobs: int | None = None,
     progress: ProgressOption = None,
+    min_persistence: float = 0.0,
 ) -> Analysis | list[Analysis]:
     """Analyse a text on every (or the chosen) head: attention, distances, diagrams, summaries.
 
@@ -359,6 +362,10 @@ def analyze(
         Cut texts longer than the model's context instead of raising.
     n_jobs : int, optional
         Worker processes for persistence (default: all cores).
+    min_persistence : float, default 0
+        Drop the finite bars of length ``death − birth <= min_persistence`` from every diagram
+        (:meth:`attntopo.topology.Diagram.prune`; gudhi's convention), so that counts and
+        summaries ignore bars of round-off size; recorded in the provenance's settings.
     progress : bool, callable or None, default None
         One progress bar for the whole run: ``None`` a bar on a terminal or in Jupyter (not
         when stderr is a pipe or a file), ``True``/``False``, or a callback
@@ -370,6 +377,7 @@ def analyze(
     maxdim = check_maxdim(maxdim)
     threshold = check_threshold(threshold)
     paper_compat = stored_paper_mode(check_paper_compat(paper_compat))
+    min_persistence = check_number(min_persistence, "min_persistence", lo=0.0)
     if isinstance(text, Attention):
         atts = [text.select(layers, heads) if (layers is not None or heads is not None) else text]
         if drop_special and not text.special_dropped:
@@ -406,10 +414,12 @@ def analyze(
             progress=progress,
         )
     used_engine = dgms[0].engine if dgms else (engine or "")
+    if min_persistence > 0:
+        dgms = [g.prune(min_persistence) for g in dgms]
     prov = make_provenance(
         model_info(m, atts[0].model),
         {"metric": metric, "engine": used_engine, "drop_special": drop_special, "truncate": truncate,
-         "paper_compat": paper_compat},
+         "paper_compat": paper_compat, "min_persistence": min_persistence},
     )
     out = []
     k = 0

@@ -26,6 +26,7 @@ by its first token).  One phrase across several contexts: :mod:`._phrase`.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
@@ -41,6 +42,7 @@ from .._validation import (
     check_positive_int,
     check_scale,
     is_int,
+    renamed_arguments,
 )
 from ..attention import Attention
 from ..constants import COUNT_NAMES, DEFAULT_MODEL, DISTANCE_NAMES, PaperMode
@@ -109,9 +111,11 @@ class Comparison(Result):
         Tokens present in both texts (``m`` of them), in the order of text A.
     scales : ndarray of shape (L, H)
         The scale ``eps`` at which simplices are compared, per head (all equal to
-        ``threshold`` when one was given).
-    threshold : float or None
-        The scale given to :func:`compare`; ``None`` = adaptive per head (see there).
+        ``scale`` when one was given).
+    given_scale : float or None
+        The ``scale`` given to :func:`compare`; ``None`` = adaptive per head (see there;
+        :meth:`scale` gives the scale one head used).  ``threshold`` is its deprecated old
+        name (a threshold cuts a filtration elsewhere).
     shared_diagrams_a, shared_diagrams_b : list of list of Diagram, or None
         Diagrams of the shared tokens' own metric spaces (sub-matrices ``(m, m)`` of each
         text's distances); ``None`` when no token is shared.
@@ -136,7 +140,7 @@ class Comparison(Result):
     b: Analysis
     shared_tokens: list[SharedToken]
     scales: np.ndarray
-    threshold: float | None
+    given_scale: float | None
     shared_diagrams_a: list[list[Diagram]] | None
     shared_diagrams_b: list[list[Diagram]] | None
     diagram_distances: dict[str, np.ndarray]
@@ -152,6 +156,13 @@ class Comparison(Result):
     kind: ClassVar[str] = "comparison"
 
     # ------------------------------------------------------------------ access
+    @property
+    def threshold(self) -> float | None:
+        """Deprecated name of :attr:`given_scale` (DeprecationWarning)."""
+        warnings.warn("Comparison.threshold is deprecated: read Comparison.given_scale (the "
+                      "comparison scale given; a threshold cuts a filtration elsewhere)", DeprecationWarning, stacklevel=2)
+        return self.given_scale
+
     @property
     def layers(self) -> tuple[int, ...]:
         """Model layer indices compared (0-based)."""
@@ -537,7 +548,8 @@ class Comparison(Result):
             "text_b": self.b.attention.text,
             "metric": self.metric,
             "maxdim": self.maxdim,
-            "threshold": self.threshold,
+            "scale": self.given_scale,
+            "threshold": self.given_scale,  # deprecated key (read "scale"): written in this release only
             "layers": list(self.layers),
             "heads": list(self.heads),
             "shared_tokens": [s.to_dict() for s in self.shared_tokens],
@@ -588,7 +600,7 @@ class Comparison(Result):
                 arrays.update(pack_diagrams(grid, f"shared_{side}__", maxdim=self.maxdim))
         meta.update({
             "shared_tokens": [s.to_dict() for s in self.shared_tokens],
-            "threshold": self.threshold,
+            "scale": self.given_scale,
             "alignment": [list(p) for p in self.alignment] if self.alignment is not None else None,
             "alignment_units": self.alignment_units,
             "include_special": self.include_special,
@@ -610,14 +622,14 @@ class Comparison(Result):
         if meta.get("has_shared_diagrams"):
             sa, sb = (unpack_diagrams(arrays, f"shared_{side}__", maxdim=a.maxdim, shape=(L, H), engine=a.engine)
                       for side in ("a", "b"))
-        thr = meta.get("threshold")
+        thr = meta.get("scale", meta.get("threshold"))  # "threshold": results saved before 0.2
         lh = (L, H, a.maxdim + 1)
         return cls(
             a=a,
             b=b,
             shared_tokens=shared,
             scales=read_array(arrays, "scales", "f", shape=(L, H), nonneg=True),
-            threshold=None if thr is None else json_float(thr),
+            given_scale=None if thr is None else json_float(thr),
             shared_diagrams_a=sa,
             shared_diagrams_b=sb,
             diagram_distances={n: read_array(arrays, f"dist__{n}", "f", shape=lh) for n in DISTANCE_NAMES},
@@ -634,17 +646,18 @@ class Comparison(Result):
         )
 
 
+@renamed_arguments(threshold="scale", layer="layers", head="heads")
 @reports("compare")  # progress arrives as an open Reporter
 def compare(
     text_a: str | Attention,
     text_b: str | Attention,
     model: Any = DEFAULT_MODEL,
-    layer: int | Sequence[int] | None = None,
-    head: int | Sequence[int] | None = None,
+    layers: int | Sequence[int] | None = None,
+    heads: int | Sequence[int] | None = None,
     *,
     metric: str = "jensen_shannon",
     maxdim: int = 1,
-    threshold: float | None = None,
+    scale: float | None = None,
     drop_special: bool = False,
     include_special: bool = False,
     alignment: Sequence[tuple[int, int]] | None = None,
@@ -665,13 +678,13 @@ def compare(
     model : str or AttentionModel
         ``"minilm"``, ``"smollm2"``, any hub id (a multilingual one for translations), a
         folder, or a loaded model.
-    layer, head : int or list of int, optional
+    layers, heads : int or list of int, optional
         0-based model indices; ``None`` = all layers / all heads.
     metric : str
         Token distance (Jensen–Shannon base 2 by default).
     maxdim : {0, 1, 2}
         Highest homology dimension of the diagrams.
-    threshold : float, optional
+    scale : float, optional
         The scale ``eps`` at which simplices among shared tokens are compared (edges and
         triangles present in both texts).  The filtration itself is never cut: diagrams and
         connection scales use all scales.  ``None`` (default) chooses a scale per head: the
@@ -679,7 +692,7 @@ def compare(
         lengths), where about half of each text's tokens have merged.  Heads differ widely in
         their distance range (per-head medians of the pairwise JS distances range from 0.17 to
         1.0 on MiniLM), so one fixed scale leaves most heads with no edges at all; pass e.g.
-        ``threshold=0.2`` to use one scale everywhere.
+        ``scale=0.2`` to use one scale everywhere.
     drop_special : bool
         Remove special tokens and renormalize rows before measuring distances.
     include_special : bool
@@ -732,13 +745,13 @@ def compare(
     """
     metric = check_metric(metric)
     maxdim = check_maxdim(maxdim)
-    scale = check_scale(threshold, "threshold", allow_inf=False, allow_none=True,
+    scale = check_scale(scale, "scale", allow_inf=False, allow_none=True,
                         hint="None: a scale per head; e.g. 0.2")
     check_choice(alignment_units, "alignment_units", ("word", "token"))
     pairs = check_alignment(alignment) if alignment is not None else None
     paper = check_paper_compat(paper_compat, legacy_true=False)
 
-    (A, B), info = attentions_of([text_a, text_b], model, layer, head, drop_special, truncate,
+    (A, B), info = attentions_of([text_a, text_b], model, layers, heads, drop_special, truncate,
                                  progress)
     shared = (
         match_aligned(A, B, pairs, alignment_units)
@@ -816,7 +829,7 @@ def compare(
         b=an_b,
         shared_tokens=shared,
         scales=scales,
-        threshold=scale,
+        given_scale=scale,
         shared_diagrams_a=sh_a,
         shared_diagrams_b=sh_b,
         diagram_distances={n: dist[k] for k, n in enumerate(DISTANCE_NAMES)},

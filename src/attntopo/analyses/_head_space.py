@@ -53,6 +53,7 @@ from .._validation import (
     check_metric,
     check_paper_compat,
     check_scale,
+    renamed_arguments,
 )
 from ..attention import Attention, resolve_index
 from ..constants import DEFAULT_MODEL
@@ -107,7 +108,7 @@ def _weights(att: Any) -> tuple[np.ndarray, bool]:
     return w, causal
 
 
-def _one_text(w: np.ndarray, metric: str, n_threads: int | None, notebook: bool = False,
+def _one_text(w: np.ndarray, metric: str, n_jobs: int | None, notebook: bool = False,
               reporter: Reporter = NO_PROGRESS) -> np.ndarray:
     """Sum over query tokens of the distances between all heads' rows: (L·H, L·H).
 
@@ -125,12 +126,13 @@ def _one_text(w: np.ndarray, metric: str, n_threads: int | None, notebook: bool 
     for a in range(0, n, _TOKEN_CHUNK):
         b = min(n, a + _TOKEN_CHUNK)
         chunk = x[a:b].contiguous()  # rows of the heads for query tokens a..b-1
-        D = row_distances(chunk, metric, base=base, n_threads=n_threads)  # (b - a, [L,] N, N)
+        D = row_distances(chunk, metric, base=base, n_jobs=n_jobs)  # (b - a, [L,] N, N)
         total += D.reshape(-1, N, N).sum(0)
         reporter.advance(b - a)
     return total
 
 
+@renamed_arguments(n_threads="n_jobs")
 def head_distances(
     att: Attention | np.ndarray | Sequence[Attention | np.ndarray],
     normalize: bool = False,
@@ -138,7 +140,7 @@ def head_distances(
     *,
     reduce: str = "sum",
     paper_compat: Literal["notebook"] | bool | None = False,
-    n_threads: int | None = None,
+    n_jobs: int | None = None,
     progress: ProgressOption = False,
 ) -> np.ndarray:
     """Distances between all attention heads of a model on a text (or texts).
@@ -165,7 +167,7 @@ def head_distances(
         summed over the layers into one ``(H, H)`` matrix.  Needs ``normalize=False`` (it
         sums over tokens) and ``metric="jensen_shannon"``.  The notebook computes in float32;
         this in float64.
-    n_threads : int, optional
+    n_jobs : int, optional
         Worker threads (default: torch's thread count).
     progress : bool, callable or None, default False
         Report the query tokens done (stage ``"head distances"``): ``True`` a bar, ``None`` a
@@ -205,14 +207,14 @@ def head_distances(
             )
     for k, a in enumerate(items[1:], 1):
         if isinstance(a, Attention) and isinstance(items[0], Attention):
-            if a.layer_ids != items[0].layer_ids or a.head_ids != items[0].head_ids:
+            if a.layers != items[0].layers or a.heads != items[0].heads:
                 raise InvalidInputError(f"text {k} holds other layers/heads than text 0")
     mats = []
     with make_reporter(progress, total=sum(w.shape[-1] for w in ws),
                        description="head distances") as reporter:
         reporter.stage("head distances")
         for w in ws:
-            D = _one_text(w, metric, n_threads, notebook, reporter)
+            D = _one_text(w, metric, n_jobs, notebook, reporter)
             if normalize:
                 D /= w.shape[-1]
             mats.append(D)
@@ -258,7 +260,7 @@ class HeadSpace(Result):
         Head distances (N = n_layers · n_heads, layer-major; see :func:`head_distances`).
     labels : list of str
         ``"L{l}H{h}"`` per head, in matrix order.
-    layer_ids, head_ids : tuple of int
+    layers, heads : tuple of int
         Model layers and heads.
     diagram : Diagram
         Vietoris–Rips persistence of the head space (H0 … maxdim).
@@ -286,8 +288,8 @@ class HeadSpace(Result):
     """
 
     distances: np.ndarray
-    layer_ids: tuple[int, ...]
-    head_ids: tuple[int, ...]
+    layers: tuple[int, ...]
+    heads: tuple[int, ...]
     diagram: Diagram
     linkage: np.ndarray
     embedding: np.ndarray
@@ -315,16 +317,16 @@ class HeadSpace(Result):
     @property
     def labels(self) -> list[str]:
         if self.layers_summed:
-            return [f"H{h}" for h in self.head_ids]
-        return head_labels(self.layer_ids, self.head_ids)
+            return [f"H{h}" for h in self.heads]
+        return head_labels(self.layers, self.heads)
 
     @property
     def n_layers(self) -> int:
-        return len(self.layer_ids)
+        return len(self.layers)
 
     @property
     def n_heads(self) -> int:
-        return len(self.head_ids)
+        return len(self.heads)
 
     @property
     def n_points(self) -> int:
@@ -345,23 +347,23 @@ class HeadSpace(Result):
         :attr:`layers_summed`)."""
         if self.layers_summed:
             return np.full(self.n_heads, -1, dtype=np.int64)
-        return np.repeat(np.asarray(self.layer_ids, dtype=np.int64), self.n_heads)
+        return np.repeat(np.asarray(self.layers, dtype=np.int64), self.n_heads)
 
     @property
     def head_of(self) -> np.ndarray:
         """int ndarray of shape (N,): the model head (within its layer) of each point."""
-        return np.tile(np.asarray(self.head_ids, dtype=np.int64), 1 if self.layers_summed else self.n_layers)
+        return np.tile(np.asarray(self.heads, dtype=np.int64), 1 if self.layers_summed else self.n_layers)
 
     def index(self, layer: int, head: int) -> int:
         """Row of model layer ``layer``, head ``head`` (0-based, negatives ok) in the matrix
         (with :attr:`layers_summed`, every layer's head ``head`` is the same point)."""
-        li = resolve_index(layer, max(self.layer_ids) + 1, "layer")
-        hi = resolve_index(head, max(self.head_ids) + 1, "head")
-        if li not in self.layer_ids or hi not in self.head_ids:
+        li = resolve_index(layer, max(self.layers) + 1, "layer")
+        hi = resolve_index(head, max(self.heads) + 1, "head")
+        if li not in self.layers or hi not in self.heads:
             raise OutOfRangeError(f"layer {layer}, head {head} is not in this head space")
         if self.layers_summed:
-            return self.head_ids.index(hi)
-        return self.layer_ids.index(li) * self.n_heads + self.head_ids.index(hi)
+            return self.heads.index(hi)
+        return self.layers.index(li) * self.n_heads + self.heads.index(hi)
 
     def distance(self, a: tuple[int, int], b: tuple[int, int]) -> float:
         """Distance between heads ``a = (layer, head)`` and ``b = (layer, head)``."""
@@ -449,7 +451,7 @@ class HeadSpace(Result):
                 {
                     "heads": [labels[i] for i in idx],
                     "indices": idx.tolist(),
-                    "layers": list(self.layer_ids) if self.layers_summed else sorted(set(layer_of[idx].tolist())),
+                    "layers": list(self.layers) if self.layers_summed else sorted(set(layer_of[idx].tolist())),
                     "size": int(idx.size),
                     "mean_distance": float(sub[iu].mean()),
                     "max_distance": float(sub[iu].max()),
@@ -586,8 +588,8 @@ class HeadSpace(Result):
         if self.per_text is not None:
             arrays["per_text"] = self.per_text
         meta = {
-            "layer_ids": list(self.layer_ids),
-            "head_ids": list(self.head_ids),
+            "layer_ids": list(self.layers),
+            "head_ids": list(self.heads),
             "metric": self.metric,
             "normalize": self.normalize,
             "reduce": self.reduce,
@@ -620,8 +622,8 @@ class HeadSpace(Result):
             diagram = Diagram.from_dict(info, arrays, prefix="dgm_")
         return cls(
             distances=read_array(arrays, "distances", "f", shape=(N, N), finite=True, nonneg=True),
-            layer_ids=layer_ids,
-            head_ids=head_ids,
+            layers=layer_ids,
+            heads=head_ids,
             diagram=diagram,
             linkage=read_array(arrays, "linkage", "f", shape=(max(N - 1, 0), 4)),
             embedding=read_array(arrays, "embedding", "f", shape=(N, None), finite=True),
@@ -645,8 +647,8 @@ class HeadSpace(Result):
 def _build(
     D: np.ndarray,
     *,
-    layer_ids: tuple[int, ...],
-    head_ids: tuple[int, ...],
+    layers: tuple[int, ...],
+    heads: tuple[int, ...],
     maxdim: int,
     engine: str | None,
     **kw: Any,
@@ -658,11 +660,12 @@ def _build(
     X, vals = classical_mds(D, 2)
     dgm = persistence(D, maxdim=maxdim, engine=engine)
     return HeadSpace(
-        distances=D, layer_ids=layer_ids, head_ids=head_ids, diagram=dgm, linkage=Z,
+        distances=D, layers=layers, heads=heads, diagram=dgm, linkage=Z,
         embedding=X, eigenvalues=vals, **kw,
     )
 
 
+@renamed_arguments(n_threads="n_jobs")
 @reports("head space")  # progress arrives as an open Reporter
 def head_space(
     texts_or_atts: str | Attention | Sequence[str] | Sequence[Attention],
@@ -679,7 +682,7 @@ def head_space(
     band_width: int = BAND_WIDTH,
     keep_per_text: bool = True,
     paper_compat: Literal["notebook"] | bool | None = False,
-    n_threads: int | None = None,
+    n_jobs: int | None = None,
     progress: ProgressOption = None,
 ) -> HeadSpace:
     """The head space of a model on some texts: distances, topology, embedding, types.
@@ -718,7 +721,7 @@ def head_space(
         are combined by ``reduce`` (one text: the notebook's matrix).  Its persistence uses
         attntopo's engines (the notebook: gudhi's Rips complex, the same diagrams).  Head
         types are not measured.
-    n_threads : int, optional
+    n_jobs : int, optional
         Threads for the head distances.
     progress : bool, callable or None, default None
         One progress bar for the whole run: ``None`` a bar on a terminal or in Jupyter,
@@ -754,10 +757,10 @@ def head_space(
         for a in batch:
             if ref is None:
                 ref = a
-            elif a.shape[:2] != ref.shape[:2] or a.layer_ids != ref.layer_ids or a.head_ids != ref.head_ids:
+            elif a.shape[:2] != ref.shape[:2] or a.layers != ref.layers or a.heads != ref.heads:
                 raise InvalidInputError("all attentions must come from one model with the same layers and heads")
             D = head_distances(a, normalize=normalize, metric=metric, paper_compat=paper,
-                               n_threads=n_threads, progress=progress)
+                               n_jobs=n_jobs, progress=progress)
             per_text.append(D)
             n_tokens.append(a.n_tokens)
             texts.append(a.text)
@@ -782,7 +785,7 @@ def head_space(
     ht = None
     if types:
         ht = _assemble_types(
-            feats, layer_ids=tuple(ref.layer_ids), head_ids=tuple(ref.head_ids), causal=ref.causal,
+            feats, layers=tuple(ref.layers), heads=tuple(ref.heads), causal=ref.causal,
             model=ref.model, n_tokens=tuple(n_tokens), band_width=band_width, vertical_k=None,
             model_info=info, settings=attention_settings,
         )
@@ -791,8 +794,8 @@ def head_space(
     progress.stage("head space")
     hs = _build(
         D,
-        layer_ids=tuple(ref.layer_ids),
-        head_ids=tuple(ref.head_ids),
+        layers=tuple(ref.layers),
+        heads=tuple(ref.heads),
         maxdim=maxdim,
         engine=engine,
         metric=metric,

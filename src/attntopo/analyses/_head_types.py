@@ -349,7 +349,7 @@ class HeadTypes(Result):
         One of :data:`LABELS` per head.
     fit_class : ndarray of str, shape (n_layers, n_heads)
         ``"band"`` or ``"vertical"``: which of the two fits leaves the smaller error.
-    layer_ids, head_ids : tuple of int
+    layers, heads : tuple of int
         Model layers and heads of the rows.
     causal : bool
     model : str
@@ -366,8 +366,8 @@ class HeadTypes(Result):
     features: dict[str, np.ndarray]
     labels: np.ndarray
     fit_class: np.ndarray
-    layer_ids: tuple[int, ...]
-    head_ids: tuple[int, ...]
+    layers: tuple[int, ...]
+    heads: tuple[int, ...]
     causal: bool
     model: str
     band_width: int
@@ -380,25 +380,25 @@ class HeadTypes(Result):
 
     @property
     def n_layers(self) -> int:
-        return len(self.layer_ids)
+        return len(self.layers)
 
     @property
     def n_heads(self) -> int:
-        return len(self.head_ids)
+        return len(self.heads)
 
     @property
     def n_texts(self) -> int:
         return len(self.n_tokens)
 
     def _pos(self, layer: int, head: int) -> tuple[int, int]:
-        li = resolve_index(layer, max(self.layer_ids) + 1, "layer")
-        hi = resolve_index(head, max(self.head_ids) + 1, "head")
-        if li not in self.layer_ids or hi not in self.head_ids:
+        li = resolve_index(layer, max(self.layers) + 1, "layer")
+        hi = resolve_index(head, max(self.heads) + 1, "head")
+        if li not in self.layers or hi not in self.heads:
             raise OutOfRangeError(
-                f"layer {layer}, head {head} was not measured; layers {list(self.layer_ids)}, "
-                f"heads {list(self.head_ids)}"
+                f"layer {layer}, head {head} was not measured; layers {list(self.layers)}, "
+                f"heads {list(self.heads)}"
             )
-        return self.layer_ids.index(li), self.head_ids.index(hi)
+        return self.layers.index(li), self.heads.index(hi)
 
     def feature(self, name: str) -> np.ndarray:
         """One feature as an (n_layers, n_heads) grid."""
@@ -420,7 +420,7 @@ class HeadTypes(Result):
         if label not in LABELS:
             raise InvalidInputError(f"unknown label {label!r}; labels: {', '.join(LABELS)}")
         ii, jj = np.nonzero(self.labels == label)
-        return [(self.layer_ids[i], self.head_ids[j]) for i, j in zip(ii.tolist(), jj.tolist())]
+        return [(self.layers[i], self.heads[j]) for i, j in zip(ii.tolist(), jj.tolist())]
 
     def summary(self) -> Columns:
         """All columns, one row per head (layer-major): ``layer``, ``head``, ``label``,
@@ -461,8 +461,8 @@ class HeadTypes(Result):
         arrays["labels"] = np.asarray(self.labels, dtype=str)
         arrays["fit_class"] = np.asarray(self.fit_class, dtype=str)
         meta = {
-            "layer_ids": list(self.layer_ids),
-            "head_ids": list(self.head_ids),
+            "layer_ids": list(self.layers),
+            "head_ids": list(self.heads),
             "causal": self.causal,
             "model": self.model,
             "band_width": self.band_width,
@@ -487,8 +487,8 @@ class HeadTypes(Result):
             features=features,
             labels=read_array(arrays, "labels", "U", shape=(L, H)).astype(str),
             fit_class=read_array(arrays, "fit_class", "U", shape=(L, H)).astype(str),
-            layer_ids=layer_ids,
-            head_ids=head_ids,
+            layers=layer_ids,
+            heads=head_ids,
             causal=bool(meta["causal"]),
             model=str(meta["model"]),
             band_width=int(meta["band_width"]),
@@ -545,7 +545,7 @@ def head_types(
     atts = as_attentions(att)
     first = atts[0]
     for a in atts[1:]:
-        if a.shape[:2] != first.shape[:2] or a.layer_ids != first.layer_ids or a.head_ids != first.head_ids:
+        if a.shape[:2] != first.shape[:2] or a.layers != first.layers or a.heads != first.heads:
             raise InvalidInputError(
                 "all attentions must come from the same model and the same layers/heads; "
                 f"got {first.shape[:2]} and {a.shape[:2]}"
@@ -564,8 +564,8 @@ def head_types(
     }
     return _assemble(
         per_text,
-        layer_ids=tuple(first.layer_ids),
-        head_ids=tuple(first.head_ids),
+        layers=tuple(first.layers),
+        heads=tuple(first.heads),
         causal=first.causal,
         model=first.model,
         n_tokens=tuple(a.n_tokens for a in atts),
@@ -579,8 +579,8 @@ def head_types(
 def _assemble(
     per_text: list[dict[str, np.ndarray]],
     *,
-    layer_ids: tuple[int, ...],
-    head_ids: tuple[int, ...],
+    layers: tuple[int, ...],
+    heads: tuple[int, ...],
     causal: bool,
     model: str,
     n_tokens: tuple[int, ...],
@@ -609,10 +609,10 @@ def _assemble(
             feats[name] = stack.mean(0)
     labels = label_heads(feats, causal=causal, **thresholds)
     fit_class = np.where(feats["band_error"] <= feats["vertical_error"], "band", "vertical")
-    L, H = len(layer_ids), len(head_ids)
+    L, H = len(layers), len(heads)
     table: dict[str, np.ndarray] = {
-        "layer": np.repeat(np.asarray(layer_ids, dtype=np.int64), H),
-        "head": np.tile(np.asarray(head_ids, dtype=np.int64), L),
+        "layer": np.repeat(np.asarray(layers, dtype=np.int64), H),
+        "head": np.tile(np.asarray(heads, dtype=np.int64), L),
     }
     for name in FEATURES:
         v = feats[name].reshape(-1)
@@ -623,8 +623,8 @@ def _assemble(
         features=table,
         labels=labels,
         fit_class=fit_class.astype(str),
-        layer_ids=layer_ids,
-        head_ids=head_ids,
+        layers=layers,
+        heads=heads,
         causal=causal,
         model=model,
         band_width=w,

@@ -148,6 +148,21 @@ class Result:
     #: Fields compared by equality; ``None``: every dataclass field not in ``_eq_ignore``.
     _eq_fields: ClassVar[tuple[str, ...] | None] = None
 
+    # ------------------------------------------------------ deprecated spellings
+    @property
+    def layer_ids(self) -> tuple[int, ...]:
+        """Deprecated name of ``layers`` (docs/api.md, Names): a DeprecationWarning."""
+        warnings.warn(f"{type(self).__name__}.layer_ids is deprecated: read .layers (the same "
+                      f"tuple)", DeprecationWarning, stacklevel=2)
+        return self.layers  # type: ignore[attr-defined]
+
+    @property
+    def head_ids(self) -> tuple[int, ...]:
+        """Deprecated name of ``heads`` (docs/api.md, Names): a DeprecationWarning."""
+        warnings.warn(f"{type(self).__name__}.head_ids is deprecated: read .heads (the same "
+                      f"tuple)", DeprecationWarning, stacklevel=2)
+        return self.heads  # type: ignore[attr-defined]
+
     # ------------------------------------------------------------- to implement
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
         """``(meta, arrays)``: JSON-able metadata (without ``kind``) and named arrays."""

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from .. import __version__
 from ..constants import DEFAULT_MODEL, SUMMARY_STATS
-from .._validation import check_maxdim, check_threshold
+from .._validation import check_maxdim, check_number, check_threshold
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
@@ -96,6 +96,11 @@ def analyze(
     engine: Annotated[Optional[EngineName], typer.Option(
         "--engine", help="Persistence engine (default: the fastest installed).", show_default=False,
     )] = None,
+    min_persistence: Annotated[float, typer.Option(
+        "--min-persistence", metavar="P",
+        help="Drop finite bars of length <= P (death - birth) before counting and summing them "
+        "(0: keep every bar).",
+    )] = 0.0,
     drop_special: DropSpecialOpt = False,
     paper: Annotated[Optional[PaperMode], typer.Option(
         "--paper", show_default=False,
@@ -153,6 +158,7 @@ def analyze(
     body, source = read_text(text, file)
     check_maxdim(maxdim, name="--maxdim")
     check_threshold(threshold, "--threshold")
+    check_number(min_persistence, "--min-persistence", lo=0.0)
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
     sort = _check_sort(sort, maxdim)
@@ -171,7 +177,7 @@ def analyze(
         analysis = at.analyze(
             body, m, layers=layers, heads=heads, metric=metric, maxdim=maxdim, threshold=threshold,
             engine=engine, drop_special=drop_special, paper_compat=paper, truncate=truncate,
-            n_jobs=n_jobs, progress=progress,
+            n_jobs=n_jobs, progress=progress, min_persistence=min_persistence,
         )
         t_analysis = time.perf_counter() - t0
 

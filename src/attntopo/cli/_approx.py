@@ -162,8 +162,8 @@ def _print(r, m, source: str, show: int | None, timing: dict) -> None:
     for c in ("layer", "head", "label", "entropy", *r.families, "winner"):
         h.add_column(c, justify="left" if c in ("label", "winner") else "right")
     win = r.winners(b)
-    for i, lay in enumerate(r.layer_ids):
-        for j, hd in enumerate(r.head_ids):
+    for i, lay in enumerate(r.layers):
+        for j, hd in enumerate(r.heads):
             h.add_row(str(lay), str(hd), str(r.labels[i, j]), num(r.entropy_norm[i, j]),
                       *[num(r.error(f, b)[i, j]) for f in r.families], str(win[i, j]))
     print_table(h)

@@ -242,9 +242,9 @@ def _print_space(hs, top: int, eps: Optional[float]) -> None:
     if hs.types is not None:
         counts = {k: v for k, v in hs.types.counts().items() if v}
         console.print("  head types: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-        width = max(2, len(str(max(hs.layer_ids))))
-        console.print("  " + " " * (width + 1) + " ".join(f"{h:>2d}" for h in hs.head_ids))
-        for i, l in enumerate(hs.layer_ids):
+        width = max(2, len(str(max(hs.layers))))
+        console.print("  " + " " * (width + 1) + " ".join(f"{h:>2d}" for h in hs.heads))
+        for i, l in enumerate(hs.layers):
             console.print(f"  {l:>{width}d} " + " ".join(TYPE_CODES[x] for x in hs.types.labels[i]))
         console.print(
             "  (sk sink, se self, pr previous, nx next, br broad, bd banded, vt vertical, mx mixed)"

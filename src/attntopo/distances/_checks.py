@@ -20,7 +20,7 @@ _RENORM_TOL = 1e-13  # rows summing to 1 within this are not rescaled
 
 
 def _check_settings(
-    metric: Any, base: Any, chunk_elements: Any, dtype: Any, n_threads: Any
+    metric: Any, base: Any, chunk_elements: Any, dtype: Any, n_jobs: Any
 ) -> tuple[str, float, int, int | None]:
     """Checked ``(metric, base, budget, threads)`` of the public distance functions."""
     metric = check_metric(metric)
@@ -28,7 +28,7 @@ def _check_settings(
     budget = check_positive_int(chunk_elements, "chunk_elements", _DEFAULT_CHUNK_ELEMENTS)
     if dtype not in (torch.float64, torch.float32):
         raise InvalidInputError(f"dtype must be torch.float64 or torch.float32; got {dtype!r}")
-    threads = check_positive_int(n_threads, "n_threads", None)
+    threads = check_positive_int(n_jobs, "n_jobs", None)
     return metric, base, budget, threads
 
 

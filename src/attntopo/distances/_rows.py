@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from .._progress import NO_PROGRESS, ProgressOption, Reporter, make_reporter
-from .._validation import check_metric, check_paper_compat
+from .._validation import check_metric, check_paper_compat, renamed_arguments
 from ..constants import PaperMode
 from ..errors import InvalidInputError, InvalidMatrixError
 from ._checks import _as_tensor, _as_vector, _check_base, _check_settings, _prepare, _validate
@@ -21,6 +21,7 @@ from ._workers import _Workers
 __all__ = ["token_distances", "row_distances", "pairwise_distance"]
 
 
+@renamed_arguments(n_threads="n_jobs")
 def token_distances(
     att: Any,
     metric: str = "jensen_shannon",
@@ -29,7 +30,7 @@ def token_distances(
     paper_compat: PaperMode | bool | None = False,
     chunk_elements: int | None = None,
     dtype: torch.dtype = torch.float64,
-    n_threads: int | None = None,
+    n_jobs: int | None = None,
     progress: ProgressOption = False,
 ) -> np.ndarray:
     """Distances between the rows of attention matrices.
@@ -102,7 +103,7 @@ def token_distances(
         kernel does not run, e.g. on a GPU: on the CPU the float64 kernel is faster
         than the float32 torch path).  Close pairs are always recomputed in
         float64; the output is float64 either way.
-    n_threads : int, optional
+    n_jobs : int, optional
         Number of worker threads for this call; default: torch's current
         ``torch.get_num_threads()``.  The work is split into independent
         tiles run by that many Python threads, each doing single-threaded
@@ -126,7 +127,7 @@ def token_distances(
     InvalidInputError
         Unknown ``metric``, bad ``base``, unknown ``paper_compat`` or a paper mode
         with another metric,
-        bad ``chunk_elements``, ``dtype`` or ``n_threads``, non-numeric input.
+        bad ``chunk_elements``, ``dtype`` or ``n_jobs``, non-numeric input.
     InvalidMatrixError
         Input that is not ``(..., n, n)``, has NaN/inf, negative entries, or
         rows that do not sum to 1.
@@ -139,8 +140,8 @@ def token_distances(
     array([[0.    , 0.5579],
            [0.5579, 0.    ]])
     """
-    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_threads)
-    paper_compat = check_paper_compat(paper_compat)
+    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_jobs)
+    paper_compat = check_paper_compat(paper_compat, stacklevel=4)  # 4: past renamed_arguments
     if paper_compat and metric != "jensen_shannon":
         raise InvalidInputError(
             f"paper_compat={paper_compat!r} reproduces the paper's Jensen–Shannon recipe only; "
@@ -241,6 +242,7 @@ def token_distances_tensor(x: Any, *, dtype: torch.dtype = torch.float64) -> tor
     return _distances(t, metric, base, None, budget, dtype, threads, "attention", as_tensor=True)
 
 
+@renamed_arguments(n_threads="n_jobs")
 def row_distances(
     x: Any,
     metric: str = "jensen_shannon",
@@ -248,7 +250,7 @@ def row_distances(
     base: float = 2.0,
     chunk_elements: int | None = None,
     dtype: torch.dtype = torch.float64,
-    n_threads: int | None = None,
+    n_jobs: int | None = None,
 ) -> np.ndarray:
     """Distances between the rows of each matrix of a stack; matrices need not be square.
 
@@ -266,7 +268,7 @@ def row_distances(
         See :func:`token_distances`.
     base : float, default 2.0
         Logarithm base of the Jensen–Shannon divergence (> 1).
-    chunk_elements, dtype, n_threads
+    chunk_elements, dtype, n_jobs
         As in :func:`token_distances`.  Keys that no row of the whole input uses are skipped
         (JS); the result does not depend on ``chunk_elements``.
 
@@ -279,12 +281,12 @@ def row_distances(
     Raises
     ------
     InvalidInputError
-        Bad ``metric``, ``base``, ``chunk_elements``, ``dtype`` or ``n_threads``.
+        Bad ``metric``, ``base``, ``chunk_elements``, ``dtype`` or ``n_jobs``.
     InvalidMatrixError
         Input with fewer than 2 dimensions, NaN/inf, negative entries or rows that do not
         sum to 1.
     """
-    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_threads)
+    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_jobs)
     t = _as_tensor(x)
     if t.ndim < 2:
         raise InvalidMatrixError(

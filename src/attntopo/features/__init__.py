@@ -20,6 +20,7 @@ The per-set functions take stacks of matrices, so they also serve attention from
 The subpackage is callable: ``attntopo.features(...)`` is ``attntopo.features.features(...)``.
 """
 
+from ._ablation import ablated_heads
 from ._barcode import BARCODE_QUANTITIES, barcode_features, barcode_matrices
 from ._compute import DEFAULT_SETS, FEATURE_SETS, feature_names, features
 from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, GRAPH_QUANTITIES, graph_features
@@ -31,6 +32,7 @@ from ._template import TEMPLATES, template_features
 
 __all__ = [
     "BARCODE_QUANTITIES",
+    "ablated_heads",
     "CYCLE_CAP",
     "DEFAULT_QUANTILES",
     "DEFAULT_SCALES",

@@ -1,9 +1,10 @@
 """The ``barcode`` set: tda4atd's statistics of the Rips barcode of ``1 − max(A, Aᵀ)``.
 
-The attention matrix ``A`` (n × n) becomes a dissimilarity on tokens as in the reference code
-(la-tda ``matrix_to_ripser``): weights at or below ``lower_bound`` (1e-3) are set to 0, then
-``D = 1 − max(A, Aᵀ)`` off the diagonal and ``D[i, i] = 0``; two tokens are close when either
-attends strongly to the other.  Its Vietoris–Rips diagram (H0 and H1) is computed by
+The attention matrix ``A`` (n × n) becomes a dissimilarity on tokens as tda4atd's and
+la-tda's ``matrix_to_ripser`` builds it, but in float64 (they compute in float32, and so
+does ripser++: births and deaths agree to float32 round-off; docs/features.md): weights at
+or below ``lower_bound`` (1e-3) are set to 0, then ``D = 1 − max(A, Aᵀ)`` off the diagonal
+and ``D[i, i] = 0``; two tokens are close when either attends strongly to the other.  Its Vietoris–Rips diagram (H0 and H1) is computed by
 :func:`attntopo.topology.persistence_batch` for all heads at once, and infinite bars are dropped
 before the statistics (as the reference does).  Per head:
 
@@ -77,9 +78,11 @@ def barcode_matrices(A: np.ndarray, lower_bound: float = LOWER_BOUND) -> np.ndar
     return np.clip(D, 0.0, 1.0)
 
 
-def barcode_stats(diagrams: list[Diagram]) -> np.ndarray:
-    """The set's statistics of N diagrams (H0 and H1), shape (N, 14), in column order."""
-    h0, h1 = Bars.of(diagrams, 0), Bars.of(diagrams, 1)
+def barcode_stats(diagrams: list[Diagram], min_persistence: float = 0.0) -> np.ndarray:
+    """The set's statistics of N diagrams (H0 and H1), shape (N, 14), in column order; bars of
+    length ``<= min_persistence`` left out."""
+    h0 = Bars.of(diagrams, 0).longer_than(min_persistence)
+    h1 = Bars.of(diagrams, 1).longer_than(min_persistence)
     cols = [
         h0.sum(),
         h0.entropy(),

@@ -58,6 +58,14 @@ class Bars:
         pts, owner = pts[fin], owner[fin]
         return cls(pts[:, 0], pts[:, 1], pts[:, 1] - pts[:, 0], owner, len(arrs), inf_count)
 
+    def longer_than(self, min_persistence: float) -> "Bars":
+        """The bars with ``length > min_persistence`` (all of them for 0: no bar has length 0)."""
+        if min_persistence <= 0:
+            return self
+        keep = self.length > min_persistence
+        return Bars(self.birth[keep], self.death[keep], self.length[keep], self.owner[keep],
+                    self.n, self.n_infinite)
+
     # ---------------------------------------------------------------- statistics
     def count(self, mask: np.ndarray | None = None) -> np.ndarray:
         """Number of finite bars (where ``mask``), shape (N,)."""

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .._progress import NO_PROGRESS, ProgressOption, Reporter, check_progress, make_reporter
 from .._threads import torch_threads
 from .._validation import check_bool, check_choice, check_number, check_positive_int
 from .._version import __version__
@@ -94,7 +95,7 @@ def _check_prompt_quantities(q: Any) -> tuple[str, ...]:
     return q
 
 
-def check_settings(sets, thresholds, scales, quantiles, cycle_cap,
+def check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persistence=0.0,
                    prompt_quantities=PROMPT_QUANTITIES) -> dict:
     return {
         "sets": list(_check_sets(sets)),
@@ -102,6 +103,7 @@ def check_settings(sets, thresholds, scales, quantiles, cycle_cap,
         "scales": list(_check_grid(scales, "scales", 0.0, 1.0)),
         "quantiles": list(_check_grid(quantiles, "quantiles", 0.0, 1.0)),
         "cycle_cap": check_positive_int(cycle_cap, "cycle_cap", allow_none=False),
+        "min_persistence": check_number(min_persistence, "min_persistence", lo=0.0),
         "prompt_quantities": list(_check_prompt_quantities(prompt_quantities)),
     }
 
@@ -152,7 +154,8 @@ def feature_names(
     from ..attention import resolve_indices
     from ..models import AttentionModel, load_model
 
-    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap, prompt_quantities)
+    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap,
+                        prompt_quantities=prompt_quantities)
     m = model if isinstance(model, AttentionModel) else load_model(model)
     li = resolve_indices(layers, m.n_layers, "layer")
     hi = resolve_indices(heads, m.n_heads, "head")
@@ -303,6 +306,8 @@ def features(
     batch_size: int = 16,
     engine: str | None = None,
     n_jobs: int | None = None,
+    progress: ProgressOption = None,
+    min_persistence: float = 0.0,
 ) -> FeatureTable:
     """Topological features of texts: one row per text, named columns per head and set.
 
@@ -327,7 +332,8 @@ def features(
     quantiles : sequence of float
         Quantiles of the ``js`` set's H0 deaths.
     cycle_cap : int
-        Most directed simple cycles counted by the ``graph`` set (50, as la-tda).
+        Most directed simple cycles counted by the ``graph`` set (50, as la-tda; tda4atd
+        counts up to 500).
     prompt_quantities : sequence of {"js", "attention"}
         The ``prompt`` set's scores (both by default): ``"attention"`` (TOHA's, on
         ``1 − max(A, Aᵀ)``) costs ``O(n²)`` per head and computes no distances between rows;
@@ -347,6 +353,16 @@ def features(
         are computed, so memory does not grow with the number of texts.
     engine, n_jobs
         Persistence engine and worker processes (see :func:`attntopo.topology.persistence_batch`).
+    min_persistence : float, default 0
+        Bars of length ``death − birth <= min_persistence`` are left out of the ``js``,
+        ``barcode``, ``js_image`` and ``js_landscape`` statistics (gudhi's convention; the
+        ``js`` set's H0 death quantiles, the minimum spanning tree's edges, keep every edge).
+        0 keeps every bar the engine reports.
+    progress : bool, callable or None, default None
+        One bar for the whole run: ``None`` a bar on a terminal or in Jupyter (not in pipes or
+        tests), ``True``/``False`` always/never, or ``callback(done, total, stage)`` (see
+        :mod:`attntopo._progress`).  Units: texts, counted as each chunk's rows are done;
+        stages ``"loading model"`` (when a name is given) and ``"texts"``.
 
     Returns
     -------
@@ -362,10 +378,12 @@ def features(
     EmptyTextError
         An empty text (``on_empty="raise"``), or no text at all.
     """
-    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap, prompt_quantities)
+    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persistence,
+                        prompt_quantities)
     on_empty = check_choice(on_empty, "on_empty", _ON_EMPTY)
     drop_special = check_bool(drop_special, "drop_special")
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
+    progress = check_progress(progress)
     items, _ = _items(texts)
     for k, item in enumerate(items):
         _check_item(k, item)
@@ -387,11 +405,24 @@ def features(
     if not keep:
         raise EmptyTextError(f"all {len(items)} texts are empty: nothing to compute")
 
+    with make_reporter(progress, description="features") as reporter:
+        return _features(items, keep, skipped, model, layers, heads, truncate, batch_size, st,
+                         drop_special, engine, n_jobs, reporter)
+
+
+def _features(
+    items: list[Any], keep: list[int], skipped: list[int], model: Any, layers: Any, heads: Any,
+    truncate: bool, batch_size: int, st: dict, drop_special: bool, engine: str | None,
+    n_jobs: int | None, reporter: Reporter,
+) -> FeatureTable:
+    """:func:`features` once its inputs are checked, reporting to an open ``reporter``."""
     m = None
     if any(isinstance(items[k], str) or _is_pair(items[k]) for k in keep):
         from ..models import AttentionModel, load_model
 
-        m = model if isinstance(model, AttentionModel) else load_model(model)
+        m = model if isinstance(model, AttentionModel) else load_model(model, progress=reporter)
+    reporter.stage("texts")
+    reporter.add_total(len(keep))
 
     # persistence in worker processes overlaps the rest: one background thread feeds the pool
     # while this one runs the next forward pass (on the cores the workers leave it) and the
@@ -402,7 +433,7 @@ def features(
         rows, row_texts, layer_ids, head_ids = _run_chunks(
             items, keep, m, layers, heads, truncate, batch_size, st, drop_special, engine,
             n_jobs, executor.submit if executor is not None else None,
-            threads_beside_workers(n_jobs) if overlap else None,
+            threads_beside_workers(n_jobs) if overlap else None, reporter,
         )
     finally:
         if executor is not None:
@@ -431,6 +462,7 @@ def _run_chunks(
     items: list[Any], keep: list[int], m: Any, layers: Any, heads: Any, truncate: bool,
     batch_size: int, st: dict, drop_special: bool, engine: str | None, n_jobs: int | None,
     submit: Callable[..., Future] | None, forward_threads: int | None,
+    reporter: Reporter = NO_PROGRESS,
 ) -> tuple[list[np.ndarray], list[str], tuple | None, tuple | None]:
     """Every chunk's rows, the texts, and the layer and head ids (see :func:`features`).
 
@@ -505,11 +537,13 @@ def _run_chunks(
         chunk.start()
         if pending is not None:
             rows.append(pending()[0])  # the previous chunk's persistence ran meanwhile
+            reporter.advance(rows[-1].shape[0])
         pending = chunk.finish
         row_texts.extend(texts_of)
         del chunk
     if pending is not None:
         rows.append(pending()[0])
+        reporter.advance(rows[-1].shape[0])
     return rows, row_texts, layer_ids, head_ids
 
 

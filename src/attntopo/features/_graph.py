@@ -2,8 +2,9 @@
 
 For a threshold τ the attention matrix ``A`` (n × n, rows over the real tokens) gives the
 directed graph ``G_τ`` with an edge ``i → j`` wherever ``A[i, j] >= τ`` (self-loops included,
-as in the reference code, which builds ``networkx.MultiDiGraph`` from the 0/1 matrix), and
-its undirected simple graph ``U_τ`` (edge ``{i, j}`` if ``i → j`` or ``j → i``; self-loops
+as in la-tda's code, which builds ``networkx.MultiDiGraph`` from the 0/1 matrix; it keeps
+[CLS] and [SEP], divides rows by their float32 sums first and stores the counts as
+float16: docs/features.md lists the differences), and its undirected simple graph ``U_τ`` (edge ``{i, j}`` if ``i → j`` or ``j → i``; self-loops
 kept as loops).  Per head and threshold:
 
 ``scc``
@@ -16,19 +17,24 @@ kept as loops).  Per head and threshold:
     mean vertex degree of ``G_τ`` (in + out, a self-loop counting 2) = ``2 · edges / n``;
 ``cycles``
     number of directed simple cycles of ``G_τ`` (self-loops are cycles of length 1), capped at
-    ``cycle_cap`` (50, as la-tda);
+    ``cycle_cap`` (50, as la-tda; tda4atd's cap is 500);
 ``b1``
     ``edges(U_τ) − n + b0``: the cycle rank of ``U_τ`` (each loop is one cycle);
 ``chordal``
     1 if ``U_τ`` without its loops is chordal, else 0;
 ``matching``
-    size of the greedy maximal matching of ``U_τ`` (la-tda's ``networkx.maximal_matching``:
-    edges ``{i, j}``, ``i < j``, taken in row-major order when both ends are free), which is at
-    least half the matching number.
+    size of la-tda's greedy maximal matching: ``networkx.maximal_matching`` of
+    ``nx.Graph(nx.MultiDiGraph(M).to_undirected())``, which visits the vertices ``u`` in order
+    and takes, when ``u`` is free, its first free neighbour ``v > u`` in that graph's adjacency
+    order: the out-neighbours of ``u`` in ``G_τ`` by increasing index, then its in-only
+    neighbours by increasing index (:func:`_greedy_matching`).  It depends on that order (the
+    4-token graph 0 → 2, 1 → 0, 2 → 3 gives 1, its matching number is 2) and lies between half
+    the matching number of ``U_τ`` and the matching number.
 
 Everything is vectorized over all heads and thresholds at once: components through one
 :func:`scipy.sparse.csgraph.connected_components` call on a block-diagonal graph, chordality
-by a maximum cardinality search run on every graph in lockstep, matching greedily row by row.
+by a maximum cardinality search run on every graph in lockstep, matching greedily vertex by
+vertex in la-tda's order.
 Only the simple-cycle count needs an enumeration (counting simple cycles is #P-hard): Johnson's
 algorithm on bitmasks, stopped at the cap (:func:`simple_cycles_capped`, checked against
 ``networkx.simple_cycles``), only on the strongly connected components that are neither a
@@ -54,7 +60,7 @@ DEFAULT_THRESHOLDS: tuple[float, ...] = (0.025, 0.05, 0.1, 0.25, 0.5, 0.75)
 GRAPH_QUANTITIES: tuple[str, ...] = (
     "scc", "b0", "edges", "degree", "cycles", "b1", "chordal", "matching",
 )
-#: Cap on the simple-cycle count (la-tda counts at most 50 cycles).
+#: Cap on the simple-cycle count (la-tda counts at most 50 cycles, tda4atd 500).
 CYCLE_CAP = 50
 
 
@@ -281,19 +287,28 @@ def _chordal(U: np.ndarray) -> np.ndarray:
     return (~bad).astype(np.float64)
 
 
-def _greedy_matching(U: np.ndarray) -> np.ndarray:
-    """Size of the greedy maximal matching, edges {i, j} (i < j) in row-major order, (G,)."""
-    G, n, _ = U.shape
+def _greedy_matching(M: np.ndarray) -> np.ndarray:
+    """la-tda's greedy maximal matching of each directed graph (G, n, n) bool, size (G,).
+
+    ``networkx.maximal_matching`` of ``nx.Graph(MultiDiGraph(M).to_undirected())`` scans the
+    vertices ``u = 0, 1, …`` and, for a free ``u``, takes the first free neighbour ``v > u`` in
+    that graph's adjacency order: the out-neighbours of ``u`` (``M[u, v]``) by increasing ``v``
+    first, then its in-only neighbours (``M[v, u]``, not ``M[u, v]``) by increasing ``v``.
+    """
+    G, n, _ = M.shape
     rows = np.arange(G)
     matched = np.zeros((G, n), dtype=bool)
     size = np.zeros(G)
     later = np.arange(n)
-    for i in range(n - 1):
-        cand = U[:, i, :] & ~matched & (later > i)
-        take = cand.any(-1) & ~matched[:, i]
-        j = np.argmax(cand, axis=-1)
-        matched[rows[take], i] = True
-        matched[rows[take], j[take]] = True
+    for u in range(n - 1):
+        free = ~matched & (later > u)
+        out = M[:, u, :] & free
+        into = M[:, :, u] & free
+        has_out = out.any(-1)
+        take = (has_out | into.any(-1)) & ~matched[:, u]
+        v = np.where(has_out, np.argmax(out, axis=-1), np.argmax(into, axis=-1))
+        matched[rows[take], u] = True
+        matched[rows[take], v[take]] = True
         size += take
     return size
 
@@ -343,7 +358,7 @@ def graph_features(
     if rest.size:
         chordal[rest] = _chordal(U[rest])
     out = np.stack(
-        [scc, b0, edges, 2.0 * edges / n, cycles, b1, chordal, _greedy_matching(U)],
+        [scc, b0, edges, 2.0 * edges / n, cycles, b1, chordal, _greedy_matching(M)],
         axis=-1,
     )  # (B*T, 8)
     return out.reshape(B, T * len(GRAPH_QUANTITIES))

@@ -76,11 +76,16 @@ def js_stats(
     sizes: np.ndarray,
     scales: Sequence[float],
     quantiles: Sequence[float],
+    min_persistence: float = 0.0,
 ) -> np.ndarray:
-    """The ``js`` set of N diagrams of spaces with ``sizes`` (N,) points, shape (N, k)."""
+    """The ``js`` set of N diagrams of spaces with ``sizes`` (N,) points, shape (N, k).
+
+    Bars of length ``<= min_persistence`` are left out of every statistic but the H0 death
+    quantiles (those are the minimum spanning tree's edge lengths, all n − 1 of them).
+    """
     cols = []
     for d in _DIMS:
-        bars = Bars.of(diagrams, d)
+        bars = Bars.of(diagrams, d).longer_than(min_persistence)
         cols += [
             bars.count() + bars.n_infinite,
             bars.sum(),

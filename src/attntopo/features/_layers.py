@@ -214,17 +214,20 @@ class ChunkFeatures:
             dgms = self.js.diagrams([len(s) for s in self.js_sizes])
             sizes = np.array([n for s in self.js_sizes for n in s])
             per_head = []
+            mp = self.st.get("min_persistence", 0.0)
             if "js" in sets:
-                per_head.append(("js", js_stats(dgms, sizes, self.st["scales"], self.st["quantiles"])))
+                per_head.append(("js", js_stats(dgms, sizes, self.st["scales"], self.st["quantiles"], mp)))
+            pruned = [g.prune(mp) for g in dgms] if mp > 0 and (
+                "js_image" in sets or "js_landscape" in sets) else dgms
             if "js_image" in sets:
-                per_head.append(("js_image", image_stats(dgms)))
+                per_head.append(("js_image", image_stats(pruned)))
             if "js_landscape" in sets:
-                per_head.append(("js_landscape", landscape_stats(dgms)))
+                per_head.append(("js_landscape", landscape_stats(pruned)))
             for name, arr in per_head:
                 for t, part in enumerate(np.split(arr, n_texts)):
                     self.blocks[t][name] = [part]
         if self.bc is not None:
-            stats = barcode_stats(self.bc.diagrams(self.bc_count))
+            stats = barcode_stats(self.bc.diagrams(self.bc_count), self.st.get("min_persistence", 0.0))
             for t, part in enumerate(np.split(stats, n_texts)):
                 self.blocks[t]["barcode"] = [part]
         # one row per text: for each set, heads in layer-major order, quantities within a head

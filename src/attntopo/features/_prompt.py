@@ -2,7 +2,9 @@
 
 For a (prompt, response) pair read as one text, let ``P`` be the prompt's tokens and ``R`` the
 response's (``|R| = r``), and ``D`` a distance between tokens.  The score is the length of the
-minimum spanning forest that attaches every response token to the prompt, divided by ``r``:
+minimum spanning forest that attaches every response token to the prompt, divided by ``r``
+(TOHA's published code reports the sum itself, MTopDiv(R, P), over all tokens, special ones
+included, in float32):
 
     score = MST(D with D[p, q] = 0 for p, q ∈ P) / r
 

@@ -1,4 +1,5 @@
-"""Choosing heads on a validation split (la-tda picks heads before the final classifier).
+"""Choosing heads on a validation split (la-tda picks heads before the final classifier;
+the criteria here are attntopo's own, not la-tda's).
 
 The criterion is explicit and documented; the function only ever sees the data it is given,
 so pass it the training or validation part, never the test part (inside a scikit-learn
@@ -11,11 +12,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._progress import ProgressOption, check_progress, make_reporter
 from .._validation import check_choice, check_positive_int
 from ..errors import InvalidInputError, MissingDependencyError
 from ._table import FeatureTable, parse_column
 
-__all__ = ["HEAD_CRITERIA", "head_scores", "select_heads", "check_labels"]
+__all__ = ["HEAD_CRITERIA", "best_heads", "head_scores", "select_heads", "check_labels"]
 
 #: ``"cv_accuracy"``: mean accuracy of a standardized logistic regression on the head's columns
 #: alone, stratified ``cv``-fold cross-validation inside the given data; ``"anova"``: mean
@@ -65,6 +67,7 @@ def head_scores(
     columns: Sequence[str] | None = None,
     cv: int = 3,
     random_state: int = 0,
+    progress: ProgressOption = False,
 ) -> dict[tuple[int, int], float]:
     """Score every head by how well its features alone predict ``y``.
 
@@ -82,6 +85,9 @@ def head_scores(
         Folds of the ``"cv_accuracy"`` criterion.
     random_state : int
         Seed of the fold shuffling.
+    progress : bool, callable or None, default False
+        A bar (or ``callback(done, total, stage)``, see :mod:`attntopo._progress`) over the
+        heads, stage ``"scoring heads"``.
 
     Returns
     -------
@@ -99,6 +105,7 @@ def head_scores(
             "head selection needs scikit-learn: pip install 'attntopo[features]'"
         ) from None
     criterion = check_choice(criterion, "criterion", HEAD_CRITERIA, what="head criterion")
+    progress = check_progress(progress)
     cv = check_positive_int(cv, "cv", allow_none=False)
     values, names = _columns_of(X, columns)
     y = check_labels(y, values.shape[0])
@@ -116,9 +123,13 @@ def head_scores(
             out[key] = float(np.mean(F[cols]))
         return out
     folds = StratifiedKFold(n_splits=cv, shuffle=True, random_state=random_state)
-    for key, cols in groups.items():
-        model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
-        out[key] = float(np.mean(cross_val_score(model, values[:, cols], y, cv=folds)))
+    with make_reporter(progress, description="head scores") as reporter:
+        reporter.stage("scoring heads")
+        reporter.add_total(len(groups))
+        for key, cols in groups.items():
+            model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+            out[key] = float(np.mean(cross_val_score(model, values[:, cols], y, cv=folds)))
+            reporter.advance()
     return out
 
 
@@ -131,14 +142,20 @@ def select_heads(
     columns: Sequence[str] | None = None,
     cv: int = 3,
     random_state: int = 0,
+    progress: ProgressOption = False,
 ) -> list[tuple[int, int]]:
     """The ``k`` best heads by :func:`head_scores`, best first (ties: lower layer, head first).
 
     Use the training or validation split only: choosing heads on the test split leaks it.
     """
     k = check_positive_int(k, "k", allow_none=False)
-    scores = head_scores(X, y, criterion=criterion, columns=columns, cv=cv, random_state=random_state)
+    scores = head_scores(X, y, criterion=criterion, columns=columns, cv=cv, random_state=random_state,
+                         progress=progress)
+    return best_heads(scores, k)
+
+
+def best_heads(scores: dict[tuple[int, int], float], k: int) -> list[tuple[int, int]]:
+    """The ``k`` heads of highest score, best first (ties: lower layer, head first)."""
     if k > len(scores):
         raise InvalidInputError(f"k={k} but the features hold only {len(scores)} heads")
-    ranked = sorted(scores, key=lambda h: (-scores[h], h))
-    return ranked[:k]
+    return sorted(scores, key=lambda h: (-scores[h], h))[:k]

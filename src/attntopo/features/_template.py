@@ -5,7 +5,9 @@ For an attention matrix ``A`` (n × n, special tokens included) and a template `
     d(A, T) = ‖A − T‖_F / sqrt(‖A‖²_F + ‖T‖²_F)
 
 which lies in [0, 1] for non-negative matrices (0: ``A = T``; 1: disjoint supports).
-The templates (la-tda's definitions):
+The templates (after la-tda's, which has separate comma and dot templates by token id where
+``punct`` merges all punctuation, calls ``last`` ``sep`` and pads the matrix to
+``max_seq_length`` unless told not to; docs/features.md):
 
 ``identity``   ``T = I`` (every token attends to itself)
 ``prev``       ``T[i, i−1] = 1`` (previous token; row 0 is empty)
@@ -13,7 +15,7 @@ The templates (la-tda's definitions):
 ``first``      ``T[:, 0] = 1`` (the first token: [CLS], <s>, or the first word)
 ``last``       ``T[:, n−1] = 1`` (the last token: [SEP] for BERT-like models)
 ``punct``      ``T[i, j] = 1 / |P|`` for ``j`` in the punctuation tokens ``P`` (a row-uniform
-               spread over them, as la-tda's comma/dot templates); all zero if the text has
+               spread over them, as each of la-tda's comma and dot templates); all zero if the text has
                no punctuation token, so the distance is then 1.
 
 Punctuation tokens are found through the tokenizer's offsets: non-special tokens whose text is

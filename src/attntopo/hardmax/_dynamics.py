@@ -34,6 +34,12 @@ scaling ``Z`` or ``A`` changes nothing:
     group of identical tokens (duplicates in ``Z0``) that attends only to itself is a group
     of leaders, although in exact arithmetic none of them has ``C_i = {i}`` (they tie with
     each other).
+*points counted once* — a follower at a leader's point is left out of every attention set
+    (the sets that held any token of that point hold the point's leaders instead,
+    :func:`count_points_once`): in exact arithmetic a token attends to the leader or to the
+    follower, never both, and counting both would break exact ties (a token tied between two
+    leaders would drift to the one with a merged follower).  Tokens identical in ``Z0`` keep
+    their multiplicity, as in exact arithmetic.
 
 The update is computed as ``z + α/(1+α) · (mean − z)``, so a token whose ``C_i`` is ``{i}``
 stays *exactly* where it is.
@@ -57,6 +63,7 @@ __all__ = [
     "tolerances",
     "attention_sets",
     "hardmax_step",
+    "count_points_once",
     "check_alpha",
     "check_steps",
     "Run",
@@ -206,6 +213,50 @@ def attention_sets(Z: np.ndarray, A: np.ndarray, tol: Tolerances) -> np.ndarray:
     return S >= (S.max(axis=1) - gap)[:, None]
 
 
+def count_points_once(C: np.ndarray, labels: np.ndarray, leaders: np.ndarray) -> np.ndarray:
+    """Attention sets ``(n, n)`` bool with the followers merged into a leader's point left out.
+
+    A *merged follower* is a token that is not a leader but lies at the point of one (same
+    ``labels``; :func:`run_dynamics` keeps it a follower).  In exact arithmetic it is still a
+    hair's breadth from its leader, and a token ``i`` attends to the leader or to the follower,
+    whichever scores higher: one of the two, not both.  In floating point their scores fall
+    within the tie tolerance once the follower is close enough, and counting both would give
+    that point double weight in ``i``'s mean (a token exactly tied between two leaders would
+    drift to the one with a merged follower).  So every row that holds any token of such a
+    point holds the point's leaders instead, and no merged follower (the follower's own row
+    included: it keeps moving towards its leader).  Points of leaders only (tokens identical in
+    ``Z0``) keep their multiplicity, as in exact arithmetic.
+
+    Parameters
+    ----------
+    C : ndarray of shape (n, n), bool
+        Attention sets (:func:`attention_sets`); row ``i`` marks ``C_i``.
+    labels : ndarray of shape (n,), int
+        The point of each token (:func:`cluster_labels`).
+    leaders : ndarray of shape (n,), bool
+        The leaders at this step.
+
+    Returns
+    -------
+    ndarray of shape (n, n), bool
+        ``C`` itself when no follower has merged, else a new array.
+    """
+    merged = ~leaders & np.isin(labels, labels[leaders])
+    if not merged.any():
+        return C
+    points = np.unique(labels[merged])  # the points with merged followers, sorted
+    members = np.flatnonzero(np.isin(labels, points))
+    pos = np.searchsorted(points, labels[members])  # each member's point, 0 … len(points)-1
+    rows, cols = np.nonzero(C[:, members])
+    hits = np.zeros((C.shape[0], points.size), dtype=bool)
+    hits[rows, pos[cols]] = True  # hits[i, p]: C_i holds some token of point p
+    out = C.copy()
+    out[:, members] = False
+    heads = leaders[members]
+    out[:, members[heads]] = hits[:, pos[heads]]
+    return out
+
+
 def hardmax_step(Z: np.ndarray, C: np.ndarray, alpha: float) -> np.ndarray:
     """One step ``z + α/(1+α) · (mean_{C_i} z − z)`` for attention sets ``C`` ``(n, n)`` bool."""
     W = C.astype(np.float64)
@@ -283,7 +334,7 @@ def run_dynamics(Z0: np.ndarray, A: np.ndarray, alpha: float, steps: int, tol: T
             own &= prev | ~np.isin(labels[k], labels[k][prev])
         leaders[k] = own
         if k < steps:
-            Z = hardmax_step(Z, C, alpha)
+            Z = hardmax_step(Z, count_points_once(C, labels[k], own), alpha)
     return Run(traj, leaders, labels, tol)
 
 

@@ -360,6 +360,9 @@ def simulate(
 
     ``z_i ← z_i/(1+α) + α/(1+α) · mean_{j ∈ C_i} z_j`` with
     ``C_i = argmax_j ⟨A z_i, z_j⟩`` (ties averaged), ``steps`` times, all tokens at once.
+    Ties within a relative tolerance count as ties, and a follower that has reached its
+    leader's point is counted once, with the leader (:mod:`attntopo.hardmax._dynamics`), so a
+    token exactly tied stays tied as in exact arithmetic.
 
     Parameters
     ----------

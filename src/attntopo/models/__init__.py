@@ -1,5 +1,6 @@
 """Models: packaged aliases, hub ids, local folders and GGUF files, loaded with eager attention."""
 
+from ._precision import normalize_rows, row_sum_tolerance
 from .loading import cache_dir
 from .model import AttentionModel, Encoding, clear_model_cache, load_model
 from .specs import ALIASES, DEFAULT_MODEL, ModelSpec, packaged_aliases, resolve_spec
@@ -13,6 +14,8 @@ __all__ = [
     "cache_dir",
     "clear_model_cache",
     "load_model",
+    "normalize_rows",
     "packaged_aliases",
     "resolve_spec",
+    "row_sum_tolerance",
 ]

@@ -23,6 +23,7 @@ from ..errors import (
     UnknownTokensWarning,
     user_stacklevel,
 )
+from ._precision import normalize_rows
 from .loading import load_hf
 from .specs import DEFAULT_MODEL, ModelSpec, resolve_spec
 
@@ -309,9 +310,11 @@ class AttentionModel:
         def take(layer: int, w) -> None:
             if head_idx is not None:
                 w = w.index_select(1, head_idx.to(w.device))
-            w = self._layer_weights(w)
             for b, nb in enumerate(lengths):
-                fn(b, layer, w[b, :, :nb, :nb])
+                # each text's real rows, renormalized in float64 (a bfloat16 row sums to 1 only
+                # within about 2^-8), checked against the rounding its dtype explains, as float32
+                fn(b, layer, normalize_rows(w[b, :, :nb, :nb],
+                                            what=f"attention of {self.name}, layer {layer}"))
 
         modules = self._attention_modules()
         counter = [0]
@@ -356,10 +359,6 @@ class AttentionModel:
                 if k in wanted:
                     take(k, w)
                 del w
-
-    def _layer_weights(self, w):
-        """One layer's weights as attntopo hands them out: float32, on the model's device."""
-        return w.float()
 
     def stream(
         self,

@@ -85,6 +85,7 @@ from .hardmax import (
     plot_trajectories,
 )
 from .compress import compression_bundle, plot_compression_heads
+from .features import plot_head_importance
 from .theory_depth import DEPTH_PANELS, depth_bundle, plot_depth
 from .theory_approx import (
     approx_bundle,
@@ -122,6 +123,7 @@ __all__ = [
     "hardmax_bundle",
     "plot_cluster_counts",
     "plot_compression_heads",
+    "plot_head_importance",
     "plot_h0_by_step",
     "plot_hardmax_overview",
     "plot_trajectories",

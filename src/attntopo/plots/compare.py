@@ -20,7 +20,6 @@ distinct markers and line widths, so nothing depends on colour alone.
 
 from __future__ import annotations
 
-import base64
 import math
 from typing import Any, Sequence
 
@@ -35,7 +34,8 @@ from ..errors import InvalidInputError
 from ..topology.complex import complex_at
 from . import _style as S
 from ._layout import check_scale, diagram_limits, mds_layout
-from .interactive import _MAX_SCALES, _go
+from .slider import check_scales, compare_slider
+from .interactive import _go
 from ._labels import add_token_labels
 from .static import _figure_and_axes, _overlay_diagrams, _root_figure, annotate_cells, graph_layout, side_colorbar
 
@@ -334,8 +334,10 @@ def iplot_compare_graphs(
 
     The figure carries each text's matrix once, as one number per token pair (the slider
     step at which that pair's edge appears, as in :func:`~attntopo.plots.iplot_threshold_graph`;
-    for a pair of shared tokens, the step at which it is an edge in both texts), and no plotly
-    frames: in the page a small inlined script (``assets/compare_graphs.js``, no request)
+    for a pair of shared tokens, the step at which it is an edge in both texts), and neither
+    plotly frames nor a plotly slider: under the figure the page shows attntopo's one ε slider
+    (``assets/scale_slider.js``: the widget and the data encoding of the threshold graph and
+    the explorer too), and a small inlined script (``assets/compare_graphs.js``, no request)
     draws, for the slider's step, what a frame of that step held (the same eight traces and
     title, counts equal to :func:`attntopo.complex_at`'s and
     :meth:`Comparison.shared_simplices`').  The file grows as n² per text, not as steps · n³.
@@ -380,11 +382,7 @@ def iplot_compare_graphs(
         v = v[v > 0]
         qs = np.linspace(0, 1, int(n_scales) + 1)[1:]
         scales = np.unique(np.r_[np.quantile(v, qs) if v.size else [1.0], base])
-    scales = sorted(check_scale(s, "scales") for s in np.atleast_1d(np.asarray(scales, dtype=float)))
-    if not scales:
-        raise InvalidInputError("scales must hold at least one positive number")
-    if len(scales) > _MAX_SCALES:
-        raise InvalidInputError(f"scales must hold at most {_MAX_SCALES} values, got {len(scales)}")
+    scales = check_scales([check_scale(s, "scales") for s in np.atleast_1d(np.asarray(scales, dtype=float))]).tolist()
     if start is None:
         start = int(np.argmin(np.abs(np.asarray(scales) - base)))
     if not 0 <= int(start) < len(scales):
@@ -426,11 +424,9 @@ def iplot_compare_graphs(
     traces, title = dynamic(scales[start])
     for t, tr in enumerate(traces):
         fig.add_trace(tr, row=1, col=1 if t < 4 else 2)
-    reps = {}
     for col, s in ((1, "a"), (2, "b")):
         p = _panel_data(comparison, s, i, j, scales[start], hk)
         X, labels = coords[s], p["labels"]
-        reps[s] = [getattr(t, s) for t in comparison.shared_tokens]
         kind = np.where(p["hl"], "highlighted", np.where(p["shared"], "shared",
                                                          np.where(p["special"], "special", "token")))
         color = {"highlighted": S.HIGHLIGHT_COLOR, "shared": SHARED_COLOR, "special": S.SPECIAL_COLOR,
@@ -446,50 +442,18 @@ def iplot_compare_graphs(
                         size=np.where(kind == "token", 9, 13).tolist(), line=dict(color="white", width=1)),
             showlegend=False, name="tokens",
         ), row=1, col=col)
-    meta = _compare_graphs_meta(comparison, i, j, np.asarray(scales), int(start), reps)
-    steps = [dict(method="skip", label=f"{eps:.4g}", args=[]) for eps in scales]
+    # the one slider's record (plots/slider.py), drawn by assets/scale_slider.js's widget
+    meta = dict(kind="compare_graphs", version=2, **compare_slider(comparison, i, j, np.asarray(scales), int(start)),
+                title_prefix=f"layer {lay}, head {hd}", traces=dict(dynamic=list(range(8)), nodes=[8, 9]))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     fig.update_yaxes(scaleanchor="x", scaleratio=1, row=1, col=1)
     fig.update_yaxes(scaleanchor="x2", scaleratio=1, row=1, col=2)
     fig.update_layout(
         template="simple_white", title=dict(text=title, x=0.02, xanchor="left", font=dict(size=13)),
-        width=1200, height=640, margin=dict(l=20, r=20, t=90, b=60),
-        sliders=[dict(active=int(start), steps=steps, currentvalue=dict(prefix="ε = "), pad=dict(t=30))],
-        meta=dict(attntopo=meta),
+        width=1200, height=640, margin=dict(l=20, r=20, t=90, b=30), meta=dict(attntopo=meta),
     )
     return fig
-
-
-def _step_bytes(codes: np.ndarray, n_scales: int) -> dict:
-    """Per-pair slider steps as the page's script reads them (base64 uint8, or uint16 LE)."""
-    arr, dtype = (codes.astype(np.uint8), "u1") if n_scales <= 255 else (codes.astype("<u2"), "u2")
-    return dict(steps=base64.b64encode(arr.tobytes()).decode("ascii"), dtype=dtype)
-
-
-def _compare_graphs_meta(c: Any, i: int, j: int, scales: np.ndarray, start: int, reps: dict) -> dict:
-    """What ``assets/compare_graphs.js`` needs to draw every slider step (O(n²) per text).
-
-    Per text, each pair's first step whose ε reaches its distance (complex_at's rule, as in
-    :func:`~attntopo.plots.iplot_threshold_graph`); per pair of shared tokens, the later of its
-    two texts' steps: :meth:`Comparison.shared_simplices`' rule ``SA <= ε and SB <= ε``.
-    """
-    from .interactive import MAX_DRAWN_EDGES, MAX_DRAWN_TRIANGLES, _step_codes
-
-    panels = []
-    for s in ("a", "b"):
-        D = _side(c, s).distances[i, j]
-        codes, _ = _step_codes(D, scales)
-        panels.append(dict(n=int(D.shape[0]), rep=reps[s], **_step_bytes(codes, scales.size)))
-    m = len(c.shared_tokens)
-    up = np.triu_indices(m, 1)
-    both = np.maximum(*(np.searchsorted(scales, E[i, j][up], side="left") for E in (c.edge_birth_a, c.edge_birth_b)))
-    return dict(
-        kind="compare_graphs", version=1, scales=scales.tolist(), labels=[f"{e:.3g}" for e in scales],
-        start=start, title_prefix=f"layer {c.layers[i]}, head {c.heads[j]}",
-        traces=dict(dynamic=list(range(8)), nodes=[8, 9]), max_edges=MAX_DRAWN_EDGES,
-        max_triangles=MAX_DRAWN_TRIANGLES, panels=panels, shared=dict(m=m, **_step_bytes(both, scales.size)),
-    )
 
 
 # ------------------------------------------------------------------ diagrams

@@ -79,7 +79,7 @@ _DARK = {"sink", "self", "vertical", "next"}  # cells whose code is written in w
 # ----------------------------------------------------------------- helpers
 
 def _check_space(hs: Any) -> None:
-    if not all(hasattr(hs, a) for a in ("distances", "embedding", "layer_ids", "head_ids", "diagram")):
+    if not all(hasattr(hs, a) for a in ("distances", "embedding", "layers", "heads", "diagram")):
         raise InvalidInputError(f"expected a HeadSpace (from attntopo.head_space), got {type(hs).__name__}")
 
 
@@ -133,7 +133,7 @@ def _layer_scale(hs: Any) -> tuple[list[str], np.ndarray]:
     or a single "all" where every point sums the layers (the paper's heads notebook)."""
     if getattr(hs, "layers_summed", False):
         return ["all"], np.zeros(hs.distances.shape[0], dtype=np.int64)
-    return [str(l) for l in hs.layer_ids], np.repeat(np.arange(len(hs.layer_ids)), len(hs.head_ids))
+    return [str(l) for l in hs.layers], np.repeat(np.arange(len(hs.layers)), len(hs.heads))
 
 
 # -------------------------------------------------------------- heatmap
@@ -318,7 +318,7 @@ def iplot_head_mds(hs: Any, color_by: str = "layer", *, types: Any = None, title
     labels = hs.labels
     names, layer_pos = _layer_scale(hs)
     layer_of = np.array(names, dtype=object)[layer_pos]
-    head_of = np.tile(np.asarray(hs.head_ids), len(layer_pos) // max(len(hs.head_ids), 1))
+    head_of = np.tile(np.asarray(hs.heads), len(layer_pos) // max(len(hs.heads), 1))
     t = types if types is not None else getattr(hs, "types", None)
     labs = None if t is None else np.asarray(t.labels).reshape(-1)
     if color_by == "type" and labs is None:
@@ -418,8 +418,8 @@ def plot_head_types(types: Any, ax: Axes | None = None, *, title: str | None = N
             ax.text(j, i, TYPE_CODES[lab], ha="center", va="center", fontsize=fs,
                     color="white" if lab in _DARK else "#222222")
     ystep = max(1, int(np.ceil(L / 30)))
-    ax.set_yticks(range(0, L, ystep), [str(types.layer_ids[i]) for i in range(0, L, ystep)])
-    ax.set_xticks(range(H), [str(h) for h in types.head_ids])
+    ax.set_yticks(range(0, L, ystep), [str(types.layers[i]) for i in range(0, L, ystep)])
+    ax.set_xticks(range(H), [str(h) for h in types.heads])
     ax.set_xlabel("head", fontsize=S.FONT["label"])
     ax.set_ylabel("layer", fontsize=S.FONT["label"])
     ax.tick_params(labelsize=S.FONT["tick"], length=0)

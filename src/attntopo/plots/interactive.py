@@ -7,7 +7,6 @@ so the file opens offline and never loads a CDN).
 
 from __future__ import annotations
 
-import base64
 import functools
 import math
 from importlib import resources
@@ -29,6 +28,7 @@ from ._layout import (
     suggest_scales,
     threshold_complex,
 )
+from .slider import MAX_DRAWN_EDGES, MAX_DRAWN_TRIANGLES, check_scales, graph_slider, step_codes
 
 __all__ = [
     "iplot_diagram",
@@ -180,25 +180,6 @@ def _closed_paths(X: np.ndarray, simplices: np.ndarray) -> tuple[np.ndarray, np.
     return pts[..., 0].ravel(), pts[..., 1].ravel()
 
 
-# Drawing caps of the threshold graph (the counts shown stay exact beyond them).
-MAX_DRAWN_EDGES = 20_000
-MAX_DRAWN_TRIANGLES = 10_000
-_MAX_SCALES = 65535  # slider steps: the step of a pair is stored as uint16 at most
-
-
-def _step_codes(D: np.ndarray, scales: np.ndarray) -> tuple[np.ndarray, str]:
-    """Per pair ``i < j`` (``np.triu_indices`` order) the first slider step ``k`` with
-    ``D[i, j] <= scales[k]`` (``len(scales)``: never), as the smallest unsigned dtype.
-
-    ``D`` is symmetrized the way :func:`attntopo.complex_at` does (the mean of ``D`` and
-    ``D.T``; exact for a symmetric matrix), so the edges at step ``k`` are exactly
-    ``complex_at(D, scales[k])``'s.
-    """
-    upper = ((D + D.T) / 2.0)[np.triu_indices(D.shape[0], 1)]
-    steps = np.searchsorted(scales, upper, side="left")  # first k with upper <= scales[k]
-    return (steps.astype(np.uint8), "u1") if len(scales) <= 255 else (steps.astype("<u2"), "u2")
-
-
 def _count_triangles(steps_matrix: np.ndarray, k: int) -> int:
     """Triangles of the graph ``steps_matrix <= k`` (trace of A³ / 6, exact in float64 for n ≤ 10⁵)."""
     A = (steps_matrix <= k).astype(np.float64)
@@ -236,8 +217,8 @@ def _asset_js(name: str) -> str:
 
 # figures whose slider the page computes: meta kind -> (assets inlined in order, attach function)
 _PAGE_SCRIPTS = {
-    "threshold_graph": (("threshold_graph.js",), "attntopoThresholdGraph"),
-    "compare_graphs": (("threshold_graph.js", "compare_graphs.js"), "attntopoCompareGraphs"),
+    "threshold_graph": (("scale_slider.js", "threshold_graph.js"), "attntopoThresholdGraph"),
+    "compare_graphs": (("scale_slider.js", "compare_graphs.js"), "attntopoCompareGraphs"),
 }
 
 
@@ -361,17 +342,12 @@ def iplot_threshold_graph(
             raise InvalidInputError("give eps (the scale shown first) or start (its index), not both")
         eps = check_scale(eps, "eps")
         scales.append(eps)
-    scales = np.unique(np.asarray(scales, dtype=np.float64))
-    if not scales.size:
-        raise InvalidInputError("scales must hold at least one positive number")
-    if scales.size > _MAX_SCALES:
-        raise InvalidInputError(f"scales must hold at most {_MAX_SCALES} values, got {scales.size}")
+    scales = check_scales(np.asarray(scales, dtype=np.float64))
     if eps is not None:
         start = int(np.searchsorted(scales, eps))
     start = scales.size // 2 if start is None else int(start)
-    if not 0 <= start < scales.size:
-        raise InvalidInputError(f"start must be in 0..{scales.size - 1}, got {start}")
-    codes, dtype = _step_codes(D, scales)
+    slider = graph_slider(D, scales, start)  # the one slider's record (plots/slider.py)
+    codes = step_codes(D, scales)
     # the opening state, drawn in Python too (the figure is right before any script runs)
     steps_m = np.zeros((n, n), dtype=np.int64)
     steps_m[np.triu_indices(n, 1)] = codes
@@ -402,10 +378,8 @@ def iplot_threshold_graph(
     ]
     width = 760
     meta = dict(
-        kind="threshold_graph", version=1, n=n, scales=scales.tolist(), start=start,
-        steps=base64.b64encode(codes.tobytes()).decode("ascii"), dtype=dtype,
-        traces=dict(triangles=0, edges=1, nodes=2), max_edges=MAX_DRAWN_EDGES,
-        max_triangles=MAX_DRAWN_TRIANGLES, width=width, title_prefix=f"{title} · " if title else "",
+        kind="threshold_graph", version=2, **slider,
+        traces=dict(triangles=0, edges=1, nodes=2), width=width, title_prefix=f"{title} · " if title else "",
     )
     fig = go.Figure(data=traces)
     fig.update_xaxes(visible=False)

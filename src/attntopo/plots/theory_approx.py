@@ -109,8 +109,8 @@ def plot_approx_winners(result: Any, ax: Axes | None = None, *, budget: int | No
     idx = np.vectorize(fams.index)(win) if win.size else np.zeros(win.shape, dtype=int)
     cmap = ListedColormap([FAMILY_COLORS.get(f, "#000000") for f in fams])
     ax.imshow(idx, cmap=cmap, vmin=-0.5, vmax=len(fams) - 0.5, aspect="auto", interpolation="nearest")
-    ax.set_xticks(range(len(result.head_ids)), [str(h) for h in result.head_ids])
-    ax.set_yticks(range(len(result.layer_ids)), [str(layer) for layer in result.layer_ids])
+    ax.set_xticks(range(len(result.heads)), [str(h) for h in result.heads])
+    ax.set_yticks(range(len(result.layers)), [str(layer) for layer in result.layers])
     counts = {f: int((win == f).sum()) for f in fams}
     ax.legend(handles=[Patch(color=FAMILY_COLORS.get(f, "#000000"), label=f"{_NAMES.get(f, f)} ({counts[f]})")
                        for f in fams], fontsize=S.FONT["legend"] - 1, frameon=False, loc="center left",

@@ -83,7 +83,7 @@ class Approximability(Result):
     model, text : str
     tokens : list of str
     causal : bool
-    layer_ids, head_ids : tuple of int
+    layers, heads : tuple of int
         Model layers and heads of the grid's axes.
     families : tuple of str
         Measured families, in :data:`FAMILIES` order.
@@ -118,8 +118,8 @@ class Approximability(Result):
     text: str
     tokens: list[str]
     causal: bool
-    layer_ids: tuple[int, ...]
-    head_ids: tuple[int, ...]
+    layers: tuple[int, ...]
+    heads: tuple[int, ...]
     families: tuple[str, ...]
     budgets: tuple[int, ...]
     errors: np.ndarray
@@ -219,14 +219,14 @@ class Approximability(Result):
         family) and ``<family>_js``, ``winner``, ``winner_js``, ``entropy_norm``, ``label``, the
         :attr:`sizes`, and ``kernel_std``.
         """
-        L, H, B = len(self.layer_ids), len(self.head_ids), len(self.budgets)
+        L, H, B = len(self.layers), len(self.heads), len(self.budgets)
 
         def grid(a: np.ndarray) -> np.ndarray:  # (B, L, H) -> rows (L, H, B)
             return np.moveaxis(np.asarray(a), 0, -1).reshape(-1)
 
         cols: dict[str, np.ndarray] = {
-            "layer": np.repeat(np.asarray(self.layer_ids, dtype=np.int64), H * B),
-            "head": np.tile(np.repeat(np.asarray(self.head_ids, dtype=np.int64), B), L),
+            "layer": np.repeat(np.asarray(self.layers, dtype=np.int64), H * B),
+            "head": np.tile(np.repeat(np.asarray(self.heads, dtype=np.int64), B), L),
             "budget": np.tile(np.asarray(self.budgets, dtype=np.int64), L * H),
         }
         for i, f in enumerate(self.families):
@@ -245,11 +245,11 @@ class Approximability(Result):
     def scale_summary(self) -> Columns:
         """One row per head: H0 clusters at :attr:`scale` (``eps``, ``clusters``, ``budget`` =
         clusters + 1, ``error``, ``js``)."""
-        L, H = len(self.layer_ids), len(self.head_ids)
+        L, H = len(self.layers), len(self.heads)
         k = np.asarray(self.scale_clusters, dtype=np.int64).reshape(-1)
         return Columns({
-            "layer": np.repeat(np.asarray(self.layer_ids, dtype=np.int64), H),
-            "head": np.tile(np.asarray(self.head_ids, dtype=np.int64), L),
+            "layer": np.repeat(np.asarray(self.layers, dtype=np.int64), H),
+            "head": np.tile(np.asarray(self.heads, dtype=np.int64), L),
             "eps": np.asarray(self.scale_eps).reshape(-1), "clusters": k, "budget": k + 1,
             "error": np.asarray(self.scale_errors).reshape(-1), "js": np.asarray(self.scale_js).reshape(-1),
         })
@@ -270,13 +270,13 @@ class Approximability(Result):
     def __repr__(self) -> str:
         b = self.budgets[len(self.budgets) // 2]
         wins = {f: c for f, c in self.win_counts()[b].items() if c}
-        return (f"Approximability({self.model!r}, n={self.n_tokens}, {len(self.layer_ids)}x{len(self.head_ids)} heads, "
+        return (f"Approximability({self.model!r}, n={self.n_tokens}, {len(self.layers)}x{len(self.heads)} heads, "
                 f"budgets={list(self.budgets)}, winners at {b}: {wins})")
 
     # --------------------------------------------------------------- storage
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
         meta = {k: getattr(self, k) for k in ("model", "text", "tokens", "causal", "scale", "settings", "provenance")}
-        meta.update(layer_ids=list(self.layer_ids), head_ids=list(self.head_ids), families=list(self.families),
+        meta.update(layer_ids=list(self.layers), head_ids=list(self.heads), families=list(self.families),
                     budgets=list(self.budgets), sizes=list(self.sizes))
         arrays = {name: np.asarray(getattr(self, name)) for name in _ARRAYS}
         arrays["labels"] = np.asarray(self.labels, dtype=str)
@@ -299,7 +299,7 @@ class Approximability(Result):
         got = {k: read_array(arrays, k, "i" if k == "scale_clusters" else "f", shape=s) for k, s in shapes.items()}
         sizes = {str(k): read_array(arrays, f"size__{k}", "i", shape=(B, L, H)) for k in meta["sizes"]}
         return cls(model=str(meta["model"]), text=str(meta["text"]), tokens=tokens, causal=bool(meta["causal"]),
-                   layer_ids=layer_ids, head_ids=head_ids, families=families, budgets=budgets, sizes=sizes,
+                   layers=layer_ids, heads=head_ids, families=families, budgets=budgets, sizes=sizes,
                    labels=read_array(arrays, "labels", "U", shape=(L, H)).astype(str), scale=meta["scale"],
                    settings=dict(meta.get("settings") or {}), provenance=dict(meta.get("provenance") or {}), **got)
 
@@ -386,7 +386,7 @@ def _attention_and_qk(att: Any, model: Any, need_qk: bool, layers: Any, heads: A
         raise InvalidInputError(
             f"{m.name} tokenizes att.text into other tokens than att holds (a prefix, a subset or another model?): "
             f"pass the model that made att, or families without 'kernel'")
-    if max(att.layer_ids) >= m.n_layers or max(att.head_ids) >= m.n_heads:
+    if max(att.layers) >= m.n_layers or max(att.heads) >= m.n_heads:
         raise InvalidInputError(f"att has layers/heads {m.name} lacks")
     return att, cap, m.info()
 
@@ -497,7 +497,7 @@ def approximability(
     tokens, _ = token_labels(att.tokens, att.offsets, att.special, att.text)
     return Approximability(
         model=att.model, text=att.text, tokens=list(tokens), causal=bool(att.causal),
-        layer_ids=tuple(att.layer_ids), head_ids=tuple(att.head_ids), families=fams, budgets=bud,
+        layers=tuple(att.layers), heads=tuple(att.heads), families=fams, budgets=bud,
         entropy_norm=feats["entropy_norm"], labels=labels, scale=scale, settings=settings,
         provenance=make_provenance(info, {**settings, "families": list(fams), "budgets": list(bud), "scale": scale}),
         **res,
@@ -533,7 +533,7 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
     for li in range(L):
         A = att.weights[li].astype(np.float64)  # (H, n, n)
         rows = A.sum(-1)
-        lid = att.layer_ids[li]
+        lid = att.layers[li]
         svd = np.linalg.svd(A)
         sv[li] = svd[1]  # kept for every family: the figure's rank curves
         if "band_sparse" in fi:
@@ -559,7 +559,7 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
                 sizes["rank"][j, li] = z["low_rank"]
             if "kernel" in fi:
                 sizes["features"][j, li] = z["kernel"]
-                Ahat = _kernel(cap, lid, att.head_ids, z["kernel"], draws, seed, bud[j], orthogonal, causal, keep)
+                Ahat = _kernel(cap, lid, att.heads, z["kernel"], draws, seed, bud[j], orthogonal, causal, keep)
                 e = relative_error(A[:, None], Ahat)  # (H, draws)
                 d = js_error(A[:, None], Ahat, causal=causal, normalized=True)
                 errors[fi["kernel"], j, li], kstd[j, li] = e.mean(-1), e.std(-1)

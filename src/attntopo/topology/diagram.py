@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 from scipy.special import entr
 
-from .._validation import check_maxdim, check_threshold, is_int
+from .._validation import check_maxdim, check_number, check_threshold, is_int
 from ..constants import SUMMARY_STATS
 from ..errors import InvalidInputError
 
@@ -266,6 +266,27 @@ class Diagram:
         a = self.finite(d)
         return a[:, 1] - a[:, 0]
 
+    def prune(self, min_persistence: float) -> "Diagram":
+        """The diagram without its short bars: finite bars with ``death - birth <=
+        min_persistence`` are dropped (gudhi's ``persistence(min_persistence=)`` convention:
+        kept bars are strictly longer); infinite bars always stay.  ``0`` drops only
+        zero-length bars, which the engines never report.  Returns a new Diagram.
+        """
+        mp = check_number(min_persistence, "min_persistence", lo=0.0)
+        kept = []
+        for a in self._dgms:
+            b = a[~((a[:, 1] - a[:, 0]) <= mp)]  # inf - birth is inf: never dropped
+            b.setflags(write=False)
+            kept.append(b)
+        out = object.__new__(Diagram)
+        set_ = object.__setattr__
+        set_(out, "_dgms", tuple(kept))
+        set_(out, "_maxdim", self._maxdim)
+        set_(out, "_threshold", self._threshold)
+        set_(out, "_engine", self._engine)
+        set_(out, "_filtration", self._filtration)
+        return out
+
     def counts(self) -> np.ndarray:
         """Number of points per dimension, int ndarray of shape (maxdim + 1,)."""
         return np.array([a.shape[0] for a in self._dgms], dtype=np.int64)
@@ -300,9 +321,10 @@ class Diagram:
             "persistence_entropy"}}`` for d in 0..maxdim.  ``total_persistence``
             is the sum of finite lifetimes, ``max_persistence`` the largest finite
             lifetime (0 if none), ``persistence_entropy`` the Shannon entropy in
-            bits of the finite lifetimes normalised to sum 1 (as giotto-tda's
-            ``PersistenceEntropy(normalize=False)``; 0 when no lifetime is
-            positive).  Infinite bars are excluded from the three lifetime
+            bits of the finite lifetimes normalised to sum 1 (giotto-tda's
+            ``PersistenceEntropy(normalize=False)`` since 0.3, which gives its
+            ``nan_fill_value``, -1, where attntopo gives 0: when no lifetime is
+            positive; giotto-tda 0.2 used the natural log).  Infinite bars are excluded from the three lifetime
             statistics (they are counted in ``n_bars`` and ``n_infinite``).
         """
         table = summary_table([self])

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._progress import ProgressOption, make_reporter
-from .._validation import check_maxdim, check_positive_int, check_threshold, is_int
+from .._validation import check_maxdim, check_positive_int, check_threshold, is_int, renamed_arguments
 from ..constants import MAX_MAXDIM as _MAX_MAXDIM
 from ..errors import InvalidInputError, InvalidMatrixError
 from . import _pool
@@ -129,19 +129,20 @@ def _check_maxdim(maxdim: Any, name: str = "maxdim") -> int:
     return check_maxdim(maxdim, hi=MAX_MAXDIM, name=name, hint="cost explodes with it; 1 is usual")
 
 
-def _check_n_threads(n_threads: Any, n: int) -> int:
-    threads = check_positive_int(n_threads, "n_threads", None, hint="None: chosen by size")
+def _check_threads(n_jobs: Any, n: int) -> int:
+    threads = check_positive_int(n_jobs, "n_jobs", None, hint="None: chosen by size")
     return default_threads(n) if threads is None else threads
 
 
 # --------------------------------------------------------------------- single
+@renamed_arguments(n_threads="n_jobs")
 def persistence(
     D: Any,
     maxdim: int = 1,
     threshold: float = float("inf"),
     engine: str | None = None,
     *,
-    n_threads: int | None = None,
+    n_jobs: int | None = None,
 ) -> Diagram:
     """Vietoris–Rips persistence diagram of a finite metric space.
 
@@ -163,7 +164,7 @@ def persistence(
         when every core is busy), giotto-ph above (17 ms at n=128 against 32 ms for
         ripser.py and ~100 ms for gudhi on a 2-core machine).  All engines return
         identical diagrams (:mod:`attntopo.topology.engines`).
-    n_threads : int, optional
+    n_jobs : int, optional
         Threads for giotto-ph (others ignore it).  Default: 1 below n=96, else
         the CPU count (max 8).
 
@@ -180,7 +181,7 @@ def persistence(
     InvalidMatrixError
         ``D`` is not a valid distance matrix (the message says why).
     InvalidInputError
-        Bad ``maxdim``, ``threshold``, ``engine`` or ``n_threads``.
+        Bad ``maxdim``, ``threshold``, ``engine`` or ``n_jobs``.
     MissingDependencyError
         The engine's package is not installed.
 
@@ -196,8 +197,8 @@ def persistence(
     maxdim = _check_maxdim(maxdim)
     threshold = check_threshold(threshold)
     eng = get_engine(engine)
-    n_threads = _check_n_threads(n_threads, A.shape[0])
-    dgms = compute(A, maxdim, threshold, eng.name, n_threads)
+    n_jobs = _check_threads(n_jobs, A.shape[0])
+    dgms = compute(A, maxdim, threshold, eng.name, n_jobs)
     return Diagram(dgms, maxdim=maxdim, threshold=threshold, engine=eng.name)
 
 

@@ -11,8 +11,11 @@ Routes (all JSON; errors are ``{"error": "one line"}``):
 One head "in full" is everything the page draws without asking the server again: the token
 distance matrix (edges are its entries: an edge ``i–j`` is born at ``D[i][j]``), the
 triangles with their births (earliest first), the attention matrix, the persistence
-diagram, an MDS layout of the tokens and a suggested scale.  Moving the page's threshold
-slider only filters these.  Results are cached per (model, text(s), metric, maxdim,
+diagram, an MDS layout of the tokens, a suggested scale and the record of attntopo's one ε
+slider (``slider``: per token pair the first of about 1000 slider scales that reaches its
+distance; the encoding and the widget are those of the reports' threshold graphs, see
+``attntopo/plots/slider.py`` and ``plots/assets/scale_slider.js``).  Moving the page's
+threshold slider only reads these.  Results are cached per (model, text(s), metric, maxdim,
 settings): changing the layer or head reuses the model run.
 """
 
@@ -37,13 +40,17 @@ from ..io import json_safe
 from ._errors import JobError, error_response
 from ._state import ServerState, Settings
 
-__all__ = ["build_router", "head_payload", "text_payload", "triangles_upto"]
+__all__ = ["build_router", "compare_head_payload", "head_payload", "text_payload", "triangles_upto"]
 
 log = logging.getLogger("attntopo.web")
 
 Metric = Literal[METRICS]  # type: ignore[valid-type]
 _DIGITS = 6  # decimals of the matrices sent to the page
 _SHARED_DETAIL_MAX = 40  # pairs and shared simplices are listed up to this many shared tokens
+SLIDER_STEPS = 1000  # quantile scales of the explorer's ε slider (plus the suggested scale)
+_SLIDER_DOC = ("attntopo's one ε slider (as in the reports): scales (increasing), start (the index "
+               "of the suggested scale), and per token pair i < j (triu order) the index of the first "
+               "scale that reaches its distance, base64 uint8/uint16 LE (steps, dtype)")
 
 # ------------------------------------------------------------------------ models
 class ErrorResponse(BaseModel):
@@ -99,6 +106,9 @@ class HeadData(BaseModel):
     layout: list[list[float]] = Field(..., description="(n, 2) MDS coordinates of the tokens.")
     scale: float = Field(..., description="A scale where the threshold graph is informative.")
     max_distance: float
+    slider: Optional[dict[str, Any]] = Field(
+        None, description=_SLIDER_DOC + ": n, scales, start, steps, dtype, max_edges, max_triangles "
+                                         "(/api/analyze; null in /api/compare, whose head has one for both texts).")
 
 
 class AnalyzeResponse(BaseModel):
@@ -130,6 +140,11 @@ class CompareHead(BaseModel):
         ..., description="Diagram distances per dimension, counts at the scale, and (up to 40 "
                          "shared tokens) every pair's edge births/connection scales and the "
                          "simplices present in both texts.")
+    slider: dict[str, Any] = Field(
+        ..., description=_SLIDER_DOC + ", for both texts on one set of scales: scales, labels, start, "
+                         "panels (per text: n, rep = the shared tokens' positions, steps, dtype), "
+                         "shared (m, steps, dtype: a pair of shared tokens is an edge in both texts), "
+                         "max_edges, max_triangles.")
 
 
 class CompareResponse(BaseModel):
@@ -346,9 +361,11 @@ def triangles_upto(D: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray, flo
     return tris[order], births[order], eps
 
 
-def head_payload(an, layer: int, head: int, max_triangles: int) -> dict:
-    """Everything the page draws for one head of one text (see the module docs)."""
+def head_payload(an, layer: int, head: int, max_triangles: int, *, slider: bool = True) -> dict:
+    """Everything the page draws for one head of one text (see the module docs); ``slider``:
+    with the one-text slider record (``False``: a comparison sends one for both texts)."""
     from ..plots import mds_layout, suggest_scale
+    from ..plots.slider import graph_slider, slider_scales
 
     D = an.distance_matrix(layer, head)
     W = an.attention_matrix(layer, head)
@@ -358,6 +375,11 @@ def head_payload(an, layer: int, head: int, max_triangles: int) -> dict:
     tri_rows = np.column_stack([tris.astype(np.float64), np.round(births, _DIGITS)]).tolist() if len(births) else []
     n = D.shape[0]
     upper = D[np.triu_indices(n, 1)]
+    scale = float(suggest_scale(dgm, D))
+    record = None
+    if slider:
+        scales = slider_scales([D], SLIDER_STEPS, include=[scale] if scale > 0 else [])
+        record = graph_slider(D, scales, int(np.argmin(np.abs(scales - scale))))
     return {
         "layer": int(an.layers[i]),
         "head": int(an.heads[j]),
@@ -370,8 +392,27 @@ def head_payload(an, layer: int, head: int, max_triangles: int) -> dict:
         "triangles_complete_to": json_safe(complete),
         "n_triangles_sent": len(tri_rows),
         "layout": _matrix(mds_layout(D)),
-        "scale": float(suggest_scale(dgm, D)),
+        "scale": scale,
         "max_distance": float(upper.max()) if upper.size else 0.0,
+        "slider": record,
+    }
+
+
+def compare_head_payload(c, layer: int, head: int, max_triangles: int) -> dict:
+    """One head of both texts in full: each text's head (without its own slider), the
+    comparison's report and the two-text slider record on one set of scales."""
+    from ..plots.slider import compare_slider, slider_scales
+
+    i, j = c._pos(layer, head)
+    scale = float(c.scale(layer, head))
+    scales = slider_scales([c.a.distances[i, j], c.b.distances[i, j]], SLIDER_STEPS,
+                           include=[scale] if scale > 0 else [])
+    return {
+        "layer": int(layer), "head": int(head), "scale": scale,
+        "a": head_payload(c.a, layer, head, max_triangles, slider=False),
+        "b": head_payload(c.b, layer, head, max_triangles, slider=False),
+        "report": _compare_report(c, layer, head),
+        "slider": compare_slider(c, i, j, scales, int(np.argmin(np.abs(scales - scale)))),
     }
 
 
@@ -442,7 +483,7 @@ def _run_comparison(state: ServerState, name: str, req) -> Any:
     m = load_model(name, progress=False)
     _model_info(state, name, m)
     return at.compare(req.text_a, req.text_b, m, metric=req.metric, maxdim=req.maxdim,
-                      threshold=req.threshold, drop_special=req.drop_special, truncate=req.truncate,
+                      scale=req.threshold, drop_special=req.drop_special, truncate=req.truncate,
                       progress=False)
 
 
@@ -596,21 +637,13 @@ def build_router(settings: Settings) -> APIRouter:
                 sel = (c.layers[p[0]], c.heads[p[1]])
             elif req.auto_head:
                 sel = _most_persistent(c.a)
-            cap = st.settings.max_triangles
-            head = None
-            if sel:
-                head = {
-                    "layer": int(sel[0]), "head": int(sel[1]), "scale": c.scale(*sel),
-                    "a": head_payload(c.a, sel[0], sel[1], cap),
-                    "b": head_payload(c.b, sel[0], sel[1], cap),
-                    "report": _compare_report(c, *sel),
-                }
+            head = compare_head_payload(c, sel[0], sel[1], st.settings.max_triangles) if sel else None
             info = dict(st.loaded.get(name) or c.provenance.get("model", {}))
             return {
                 "kind": "comparison",
                 "model": info,
                 "settings": {"metric": c.metric, "maxdim": c.maxdim, "drop_special": req.drop_special,
-                             "truncate": req.truncate, "threshold": c.threshold, "engine": c.a.engine},
+                             "truncate": req.truncate, "threshold": c.given_scale, "engine": c.a.engine},
                 "a": text_payload(c.a.attention),
                 "b": text_payload(c.b.attention),
                 "shared_tokens": [s.to_dict() for s in c.shared_tokens],

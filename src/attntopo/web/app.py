@@ -17,6 +17,7 @@ import concurrent.futures
 import contextlib
 import logging
 import threading
+from importlib import resources
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -148,6 +149,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
     async def _plotly_js():
         return FileResponse(vendor, media_type="text/javascript")
+
+    # the one ε slider of every threshold graph (the reports inline the same file)
+    slider_js = Path(str(resources.files("attntopo.plots").joinpath("assets/scale_slider.js")))
+
+    @app.get("/static/scale_slider.js", include_in_schema=False)
+    async def _slider_js():
+        return FileResponse(slider_js, media_type="text/javascript")
 
     @app.get("/", include_in_schema=False)
     async def _index():

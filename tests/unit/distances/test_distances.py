@@ -379,9 +379,9 @@ def test_worker_threads_give_identical_results(metric):
     rng = np.random.default_rng(14)
     a = np.concatenate([dirichlet_rows(rng, (3,), 40), dirichlet_rows(rng, (3,), 40, causal=True)])
     a[0, 5] = a[0, 9]  # a refined pair
-    one = token_distances(a, metric, n_threads=1)
-    np.testing.assert_array_equal(token_distances(a, metric, n_threads=3), one)
-    np.testing.assert_array_equal(token_distances(a, metric, n_threads=2, chunk_elements=3000), one)
+    one = token_distances(a, metric, n_jobs=1)
+    np.testing.assert_array_equal(token_distances(a, metric, n_jobs=3), one)
+    np.testing.assert_array_equal(token_distances(a, metric, n_jobs=2, chunk_elements=3000), one)
     assert torch.get_num_threads() == before
 
 
@@ -526,7 +526,7 @@ BAD_CALLS = [
         InvalidInputError,
         "chunk_elements",
     ),
-    _bad("threads", lambda: token_distances(_GOOD, n_threads=0), InvalidInputError, "n_threads"),
+    _bad("threads", lambda: token_distances(_GOOD, n_jobs=0), InvalidInputError, "n_jobs"),
     _bad("dtype", lambda: token_distances(_GOOD, dtype=torch.half), InvalidInputError, "float64"),
     _bad("ragged", lambda: token_distances([[1.0, 0.0], [1.0]]), InvalidInputError, "ragged"),
     _bad("strings", lambda: token_distances([["a", "b"]] * 2), InvalidInputError, "real numbers"),

@@ -217,6 +217,6 @@ def test_distances_inside_inference_mode_on_worker_threads(monkeypatch, native):
     P = _rows(rng, 3, 40, 40)
     with torch.inference_mode():
         x = torch.from_numpy(P).clone()  # an inference tensor, as in a forward hook
-        D = row_distances(x, n_threads=2, chunk_elements=4096)
+        D = row_distances(x, n_jobs=2, chunk_elements=4096)
     ref = np.array([[[jensenshannon(p, q, base=2) for q in M] for p in M] for M in P])
     np.testing.assert_allclose(D, ref, atol=1e-7)

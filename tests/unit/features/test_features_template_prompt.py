@@ -141,7 +141,7 @@ def test_attention_score_alone_computes_no_distances(monkeypatch):
     boundary = att.offsets[6][0]  # tokens 1..5 are the prompt, 6..10 the response
 
     def run(quantities):
-        st_ = check_settings(("prompt",), (0.1,), (0.1,), (0.5,), 50, quantities)
+        st_ = check_settings(("prompt",), (0.1,), (0.1,), (0.5,), 50, prompt_quantities=quantities)
         chunk = _layers.ChunkFeatures(1, [boundary], st_, True, None, 1)
         chunk.add_attention(0, att)
         chunk.start()
@@ -195,3 +195,98 @@ def test_prompt_quantities_are_checked():
         features([("a b", "c d")], sets=("prompt",), prompt_quantities=("hellinger",))
     with pytest.raises(InvalidInputError, match="distinct quantities"):
         features([("a b", "c d")], sets=("prompt",), prompt_quantities=())
+
+
+# --------------------------------------------------------------- the references' own recipes
+def _latda_template_distances(A: np.ndarray, ids: np.ndarray, comma: int, dot: int, sep: int) -> dict:
+    """la-tda's template features of one unpadded matrix (its ``--do_not_pad``), from their
+    definitions in la-tda's ``template_features.py``: templates by position for self, next,
+    previous and beginning; by token id for comma, dot and sep, each row spread over the
+    positions holding that id and divided by (count + 1e-7)."""
+    n = A.shape[0]
+
+    def dist(T):
+        return np.sqrt(((A - T) ** 2).sum() / ((A ** 2).sum() + (T ** 2).sum()))
+
+    def by_position(cells):
+        T = np.zeros((n, n))
+        for i, j in cells:
+            if 0 <= j < n:
+                T[i, j] = 1.0
+        return T
+
+    def by_id(token_id):
+        cols = [k for k in range(n) if ids[k] == token_id]
+        T = np.zeros((n, n))
+        for i in range(n):
+            for j in cols:
+                T[i, j] = 1.0 / (len(cols) + 1e-7)
+        return T
+
+    return {
+        "self": dist(by_position((i, i) for i in range(n))),
+        "next": dist(by_position((i, i + 1) for i in range(n))),
+        "prev": dist(by_position((i, i - 1) for i in range(n))),
+        "beginning": dist(by_position((i, 0) for i in range(n))),
+        "comma": dist(by_id(comma)),
+        "dot": dist(by_id(dot)),
+        "sep": dist(by_id(sep)),
+    }
+
+
+@settings(max_examples=80, deadline=None)
+@given(attention_matrices(max_n=9, max_b=1), st.integers(0, 2**31 - 1))
+def test_templates_equal_latda_without_padding(A, seed):
+    # a BERT-like token sequence: [CLS] … [SEP], some commas and dots in between (ids as
+    # BERT's: [CLS] 101, [SEP] 102, "," 1010, "." 1012, words 2000+)
+    A = A[0]
+    n = A.shape[0]
+    rng = np.random.default_rng(seed)
+    ids = 2000 + rng.integers(0, 50, n)
+    ids[0], ids[-1] = 101, 102
+    inner = rng.random(n) < 0.4
+    inner[0] = inner[-1] = False
+    ids[inner] = rng.choice([1010, 1012], inner.sum())
+    ref = _latda_template_distances(A, ids, 1010, 1012, 102)
+    got = dict(zip(TEMPLATES, template_features(A[None], ids == 1010)[0]))
+    # the position templates are la-tda's exactly
+    for ours, theirs in [("identity", "self"), ("next", "next"), ("prev", "prev"), ("first", "beginning")]:
+        assert got[ours] == pytest.approx(ref[theirs], rel=1e-13, abs=1e-15)
+    # last = la-tda's sep (one [SEP], at the end) but for la-tda's 1e-7 in the row sums
+    assert got["last"] == pytest.approx(ref["sep"], rel=0, abs=2e-7)
+    # punct over the commas alone = la-tda's comma template, likewise (no comma: both 1)
+    assert got["punct"] == pytest.approx(ref["comma"], rel=0, abs=2e-7)
+
+
+def _toha_reference(A: np.ndarray, n_response: int) -> float:
+    """TOHA's MTopDiv(R, P) of one head as its published implementation computes it
+    (lm-polygraph's ``TopologicalDivergence``): distances 1 - A clamped at 0 from below, zero
+    diagonal, the smaller of the two directions; the prompt-prompt block (all tokens but the
+    last ``n_response``) set to 0; the sum of the finite H0 deaths of ripser's diagram (not
+    divided by the response length)."""
+    from ripser import ripser
+
+    n = A.shape[0]
+    D = 1.0 - np.clip(A, 0.0, None)
+    D = D * (1 - np.eye(n))
+    D = np.minimum(D, D.T)
+    D[: n - n_response, : n - n_response] = 0.0
+    h0 = ripser(D, distance_matrix=True, maxdim=0)["dgms"][0]
+    return float(h0[np.isfinite(h0[:, 1]), 1].sum())
+
+
+@settings(max_examples=80, deadline=None)
+@given(attention_matrices(max_n=10, max_b=1), st.booleans(), st.integers(0, 2**31 - 1))
+def test_prompt_attention_score_is_tohas_mtopdiv_per_response_token(A, causal, seed):
+    A = A[0]
+    n = A.shape[0]
+    if causal:
+        A = np.tril(A) + np.eye(n) * 1e-3
+        A /= A.sum(-1, keepdims=True)
+    r = int(np.random.default_rng(seed).integers(1, n)) if n > 1 else 0
+    if r == 0:
+        return
+    prompt = np.arange(n) < n - r
+    got = prompt_features(A[None], token_distances(A[None]), prompt)[0, 1]
+    # ripser keeps distances in float32: each of the r deaths within float32 round-off
+    assert got * r == pytest.approx(_toha_reference(A, r), rel=0, abs=r * 2.4e-7)

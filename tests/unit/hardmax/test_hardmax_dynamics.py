@@ -118,6 +118,36 @@ def test_a_tie_that_float_round_off_breaks_is_still_a_tie():
     assert np.abs(strict.trajectories - ref).max() > 0.1
 
 
+def test_the_docs_tied_token_stays_tied_for_200_steps():
+    # docs/hardmax.md §1.5: leaders (1, 0) and (0, 1), a token exactly tied between them and a
+    # follower of (1, 0); in exact arithmetic the tied token converges to (0.5, 0.5).  The
+    # follower comes within the tie tolerance of its leader (step 38): counted as a second
+    # token at the leader's point, it had pulled the tied token to (0.9999, 1e-4) by step 50
+    Z0 = [[1, 0], [0, 1], [Fraction(3, 10), Fraction(3, 10)], [Fraction(4, 5), Fraction(1, 10)]]
+    ref, sets = exact_reference(Z0, [[1, 0], [0, 1]], Fraction(1), 200)
+    assert all(C[2] == [0, 1] for C in sets)  # the tie is exact at every step
+    r = simulate(np.array(Z0, dtype=float), steps=200)  # the defaults: A = I, alpha = 1
+    # within 7e-13 of (0.5, 0.5) the token also ties with itself (the tie tolerance) and
+    # slows down, by at most 1e-13
+    np.testing.assert_allclose(r.trajectories, ref, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(r.trajectories[-1, 2], [0.5, 0.5], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(simulate(np.array(Z0, dtype=float)).trajectories, ref[:51], rtol=0, atol=1e-13)
+    assert r.converged and r.n_clusters[-1] == 3 and r.n_leaders[-1] == 2
+
+
+def test_identical_tokens_keep_their_multiplicity():
+    # two copies of the leader (1, 0) (identical in Z0: leaders together) weigh twice, as in
+    # exact arithmetic, where both maximize: the token at (0.3, 0.3) leaves the tie for (1, 0);
+    # and a follower of the duplicated leader is counted once when it merges
+    Z0 = [[1, 0], [1, 0], [0, 1], [Fraction(3, 10), Fraction(3, 10)], [Fraction(1, 10), Fraction(4, 5)],
+          [Fraction(4, 5), Fraction(1, 10)]]
+    ref, sets = exact_reference(Z0, [[1, 0], [0, 1]], Fraction(1, 2), 150)
+    assert sets[0][3] == [0, 1, 2]
+    r = simulate(np.array(Z0, dtype=float), alpha=0.5, steps=150)
+    np.testing.assert_allclose(r.trajectories, ref, rtol=0, atol=1e-14)
+    assert r.leaders[-1].tolist() == [True, True, True, False, False, False]
+
+
 def test_a_leader_does_not_move_at_all():
     rng = np.random.default_rng(5)
     r = simulate(rng.normal(size=(30, 3)), random_spd(rng, 3), 1.3, 40)

@@ -30,7 +30,7 @@ from attntopo.plots.compare import (
 def cmp():
     A = text_attention("quantum information theory allows us to study the attention", seed=1)
     B = text_attention("classical information theory studies the entropy of attention", seed=2)
-    return compare(A, B, threshold=0.6)
+    return compare(A, B, scale=0.6)
 
 
 def _rc_snapshot():
@@ -93,8 +93,9 @@ def test_interactive_graphs_standalone_html(cmp, tmp_path):
 
     fig = iplot_compare_graphs(cmp, 1, 2, highlight=["information"], n_scales=5)
     m = fig.layout.meta["attntopo"]
-    assert not fig.frames and len(fig.layout.sliders[0].steps) == len(m["scales"]) >= 5
-    assert fig.layout.sliders[0].active == m["start"] == int(np.argmin(np.abs(np.array(m["scales"]) - 0.6)))
+    # no plotly frames, no plotly slider: the page's one ε slider (assets/scale_slider.js) reads meta
+    assert not fig.frames and not fig.layout.sliders and len(m["scales"]) >= 5
+    assert m["start"] == int(np.argmin(np.abs(np.array(m["scales"]) - 0.6)))
     shared = _decoded(m["shared"], m["shared"]["m"])
     for k, eps in enumerate(m["scales"]):
         # a text's edges at step k are complex_at's; the shared ones are shared_simplices'

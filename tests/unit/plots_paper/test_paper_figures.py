@@ -161,7 +161,7 @@ def test_labels_do_not_collide_in_the_four_panel_overview(dense):
 def test_compare_graph_labels_do_not_collide():
     A = real_like(LONG, seed=1)
     B = real_like(LONG.replace("Quantum", "Classical").replace("transformer", "network"), seed=2)
-    c = compare(A, B, threshold=0.2)
+    c = compare(A, B, scale=0.2)
     fig = plots.plot_compare_graphs(c, 0, 0, highlight="information")
     r = drawn(fig)
     for ax in fig.axes[:2]:
@@ -177,7 +177,7 @@ def _shared_pair_case():
     # "information" and "theory" are tokens 2 and 3 of both texts ([CLS] is 0): identical rows
     A = real_like(a_text, seed=1, sink=1.0, same=((2, 3),))
     B = real_like(b_text, seed=2, sink=1.0, same=((2, 3),))
-    return compare(A, B, threshold=0.3)
+    return compare(A, B, scale=0.3)
 
 
 def test_shared_tokens_at_the_same_place_keep_their_shared_edge_visible():

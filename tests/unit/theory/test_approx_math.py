@@ -352,8 +352,8 @@ def test_result_protocol(tmp_path):
 
     r = approximability(_attention(10), families=NO_KERNEL, budgets=[4])
     # equality sees every compared field and ignores provenance
-    changes = {"model": "x", "text": "x", "tokens": ["x"] * 10, "causal": True, "layer_ids": (0, 9),
-               "head_ids": (0, 1, 9), "families": tuple(reversed(NO_KERNEL)), "budgets": (5,), "scale": 0.3,
+    changes = {"model": "x", "text": "x", "tokens": ["x"] * 10, "causal": True, "layers": (0, 9),
+               "heads": (0, 1, 9), "families": tuple(reversed(NO_KERNEL)), "budgets": (5,), "scale": 0.3,
                "settings": {"draws": 9}}
     for name in r._compared_fields():
         value = getattr(r, name)

@@ -314,8 +314,8 @@ def test_engine_and_threads_validation(monkeypatch):
     D = square()
     _raises(InvalidInputError, r"unknown persistence engine 'foo'; allowed: 'auto', 'giotto'",
             persistence, D, engine="foo")
-    _raises(InvalidInputError, r"n_threads must be None or an int >= 1",
-            persistence, D, n_threads=0)
+    _raises(InvalidInputError, r"n_jobs must be None or an int >= 1",
+            persistence, D, n_jobs=0)
     monkeypatch.setitem(engines._AVAILABLE_CACHE, "ripser", False)
     msg = _raises(MissingDependencyError, r"pip install ripser", persistence, D, engine="ripser")
     assert "'ripser'" in msg

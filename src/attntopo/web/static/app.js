@@ -1,10 +1,12 @@
 /* attntopo explorer: the page's logic (vanilla JS, no build step).
  *
- * The server sends, once per text and head, the token distance matrix (edge i–j is born at
- * D[i][j]), the triangles with their births (earliest first), the persistence diagram, the
- * attention matrix and an MDS layout.  Moving the threshold slider only filters what the page
- * already has: no request.  Changing the layer, head, metric, model or text asks the server,
- * which reuses its cached model run for the same text.
+ * The server sends, once per text and head, the token distance matrix, the persistence
+ * diagram, the attention matrix, an MDS layout and the record of attntopo's one ε slider (per
+ * token pair the first slider scale that reaches its distance; for two texts one record on
+ * shared scales).  The slider is the reports' widget (/static/scale_slider.js, the same file
+ * the reports inline: window.attntopoScale), which also computes the complex at a step.
+ * Moving it only reads what the page already has: no request.  Changing the layer, head,
+ * metric, model or text asks the server, which reuses its cached model run for the same text.
  */
 "use strict";
 
@@ -18,9 +20,7 @@
   const EDGE = "#4D4D4D";
   const TRI_FILL = "rgba(86,180,233,0.18)";
   const SHARED_TRI_FILL = "rgba(0,158,115,0.35)";
-  const DRAW_EDGES = 6000;      // edges drawn per graph (the earliest-born); counts stay exact
-  const DRAW_TRIANGLES = 4000;  // triangles shaded per graph
-  const SHARED_TRIPLES_MAX = 60; // shared triangles are computed up to this many shared tokens
+  const Scale = window.attntopoScale;  // the one ε slider and its complex (scale_slider.js)
   const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["sendDataToCloud"] };
 
   const S = {
@@ -29,12 +29,14 @@
     mode: null,        // "analyze" | "compare"
     body: null,        // the last request body (without layer/head)
     data: null,        // the last response
-    texts: [],         // per text: prepared head data (sorted edges, triangles, …)
-    shared: null,      // compare mode: shared pairs/triples with their births in both texts
+    texts: [],         // per text: prepared head data (its complex at every slider step, …)
+    shared: null,      // compare mode: the complex of pairs that are edges in both texts
+    slider: null,      // the ε slider widget (attntopoScale.slider)
+    scales: [0],       // its scales; S.start: the suggested one
+    start: 0,
     eps: 0,
     seq: 0,
     ctrl: null,
-    frame: 0,
     statChosen: false, // the user picked the heads grid's column (else: the server's ranking column)
   };
 
@@ -113,16 +115,6 @@
     return data;
   }
 
-  // lower bound: number of entries of the sorted array `a` that are <= x
-  function countUpTo(a, x) {
-    let lo = 0, hi = a.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (a[mid] <= x) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-  }
-
   // ------------------------------------------------------------------ set-up
   function fillSelect(sel, values, labels, value) {
     sel.innerHTML = "";
@@ -167,8 +159,10 @@
     }
     $("layer").addEventListener("change", () => selectHead(+$("layer").value, +$("head").value));
     $("head").addEventListener("change", () => selectHead(+$("layer").value, +$("head").value));
-    $("eps").addEventListener("input", () => setEps(+$("eps").value, false));
-    $("eps-reset").addEventListener("click", () => setEps(suggestedEps(), true));
+    S.slider = Scale.slider({ scales: [0], start: 0, draw: redrawAtStep, id: "eps", labelId: "eps-value",
+                              aria: "threshold ε" });
+    $("eps-slider").append(S.slider.box);
+    $("eps-reset").addEventListener("click", () => S.slider.set(S.start));
     $("grid-stat").addEventListener("change", () => { S.statChosen = true; drawHeadMap(); });
     $("heat-kind").addEventListener("change", drawHeatmaps);
     try {
@@ -270,46 +264,21 @@
   }
 
   // ------------------------------------------------------------ preparation
-  function prepareText(h, info) {
-    const n = h.n_tokens;
-    const D = h.distances;
-    const m = (n * (n - 1)) / 2;
-    const births = new Float64Array(m), ei = new Int32Array(m), ej = new Int32Array(m);
-    let k = 0;
-    for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) { births[k] = D[i][j]; ei[k] = i; ej[k] = j; k++; }
-    const order = Array.from({ length: m }, (_, t) => t).sort((p, q) => births[p] - births[q]);
-    const eb = new Float64Array(m), ea = new Int32Array(m), ebb = new Int32Array(m);
-    order.forEach((t, r) => { eb[r] = births[t]; ea[r] = ei[t]; ebb[r] = ej[t]; });
-    const tb = Float64Array.from(h.triangles.map((t) => t[3]));
+  // one text's head: what the page draws, and its complex at every slider step (rec: the
+  // one-text slider record, or a panel of the two-text record with its scales and caps)
+  function prepareText(h, info, rec) {
     return {
-      n, D, X: h.layout, labels: info.labels, special: info.special,
-      edgeBirth: eb, edgeI: ea, edgeJ: ebb,
-      tris: h.triangles, triBirth: tb, triComplete: num(h.triangles_complete_to),
-      dgm: h.diagram, head: h, sharedTok: new Set(),
+      n: h.n_tokens, D: h.distances, X: h.layout, labels: info.labels, special: info.special,
+      xs: h.layout.map((p) => p[0]), ys: h.layout.map((p) => p[1]),
+      C: Scale.Complex(rec), rec, dgm: h.diagram, head: h, sharedTok: new Set(),
     };
   }
 
-  function prepareShared(sharedTokens, A, B) {
-    const m = sharedTokens.length;
-    const pairs = [];
-    for (let p = 0; p < m; p++) for (let q = p + 1; q < m; q++) {
-      const sp = sharedTokens[p], sq = sharedTokens[q];
-      const ba = A.D[sp.a][sq.a], bb = B.D[sp.b][sq.b];
-      pairs.push({ p, q, birth: Math.max(ba, bb) });
-    }
-    pairs.sort((x, y) => x.birth - y.birth);
-    const triples = [];
-    if (m <= SHARED_TRIPLES_MAX) {
-      const pb = (p, q) => Math.max(A.D[sharedTokens[p].a][sharedTokens[q].a], B.D[sharedTokens[p].b][sharedTokens[q].b]);
-      for (let p = 0; p < m; p++) for (let q = p + 1; q < m; q++) for (let r = q + 1; r < m; r++) {
-        triples.push({ p, q, r, birth: Math.max(pb(p, q), pb(p, r), pb(q, r)) });
-      }
-      triples.sort((x, y) => x.birth - y.birth);
-    }
-    return {
-      tokens: sharedTokens, pairs, pairBirth: Float64Array.from(pairs.map((x) => x.birth)),
-      triples, tripleBirth: Float64Array.from(triples.map((x) => x.birth)), triplesComputed: m <= SHARED_TRIPLES_MAX,
-    };
+  // two texts: the complex of the pairs of shared tokens that are edges in both texts
+  function prepareShared(rec) {
+    const common = { scales: rec.scales, max_edges: rec.max_edges, max_triangles: rec.max_triangles };
+    const C = rec.shared.m >= 2 ? Scale.Complex({ ...common, ...rec.shared, n: rec.shared.m }) : null;
+    return { C, rep: rec.panels.map((p) => p.rep) };
   }
 
   // "text A cut to 512 tokens" when "truncate long texts" shortened a text, else ""
@@ -333,19 +302,19 @@
     S.texts = [];
     S.shared = null;
     if (d.head) {
+      const rec = d.head.slider;
       if (compare) {
-        const A = prepareText(d.head.a, d.a), B = prepareText(d.head.b, d.b);
+        const common = { scales: rec.scales, max_edges: rec.max_edges, max_triangles: rec.max_triangles };
+        const A = prepareText(d.head.a, d.a, { ...common, ...rec.panels[0] });
+        const B = prepareText(d.head.b, d.b, { ...common, ...rec.panels[1] });
         d.shared_tokens.forEach((s) => { s.tokens_a.forEach((t) => A.sharedTok.add(t)); s.tokens_b.forEach((t) => B.sharedTok.add(t)); });
         S.texts = [A, B];
-        S.shared = prepareShared(d.shared_tokens, A, B);
+        S.shared = prepareShared(rec);
       } else {
-        S.texts = [prepareText(d.head, d.text)];
+        S.texts = [prepareText(d.head, d.text, rec)];
       }
-      const maxD = Math.max(...S.texts.map((t) => t.head.max_distance), 1e-6);
-      const slider = $("eps");
-      slider.min = "0";
-      slider.max = String(+(maxD * 1.01).toPrecision(4));
-      slider.step = String(+(maxD / 1000).toPrecision(3));
+      S.scales = rec.scales;
+      S.start = rec.start;
     }
     const [l, h] = d.selected || [null, null];
     $("graph-a-title").textContent = compare ? `Threshold graph · A · layer ${l}, head ${h}` : `Threshold graph · layer ${l}, head ${h}`;
@@ -355,75 +324,45 @@
       drawDiagram();
       drawBarcode();
       drawHeatmaps();
-      setEps(suggestedEps(), true);
+      S.slider.reset(S.scales, S.start);  // opens at the head's suggested scale
     }
   }
 
-  // the head's scale: for two texts the comparison scale (median H0 death of both), for one
-  // text the middle of its most persistent H1 bar (or its median H0 death)
-  function suggestedEps() {
-    const d = S.data;
-    return d && d.head ? d.head.scale : 0;
-  }
-
-  function setEps(eps, moveSlider) {
+  // the slider's draw: everything that follows ε, at slider step k (the head's suggested
+  // scale, S.start: for two texts the comparison scale, the median H0 death of both; for one
+  // text the middle of its most persistent H1 bar, or its median H0 death); returns the label
+  function redrawAtStep(k) {
+    if (!S.texts.length) return "";
+    const eps = S.scales[k];
     S.eps = eps;
-    if (moveSlider) $("eps").value = String(eps);
-    $("eps-value").textContent = fmt(eps, 3);
-    if (S.frame) cancelAnimationFrame(S.frame);
-    S.frame = requestAnimationFrame(() => { S.frame = 0; redrawAtEps(); });
-  }
-
-  function redrawAtEps() {
-    if (!S.texts.length) return;
-    const eps = S.eps;
-    const info = S.texts.map((t, k) => drawGraph(k, eps));
+    const info = S.texts.map((t, side) => drawGraph(side, k));
     const lines = epsShapes(eps);
     if ($("diagram").data) Plotly.relayout("diagram", { shapes: lines.diagram });
     if ($("barcode").data) Plotly.relayout("barcode", { shapes: lines.barcode });
-    const parts = info.map((c, k) => `${S.texts.length > 1 ? "AB"[k] + ": " : ""}${c.edges} edges, ${c.tris}${c.trisExact ? "" : "+"} triangles`);
+    const parts = info.map((c, side) => `${S.texts.length > 1 ? "AB"[side] + ": " : ""}${c.edges} edges, ${c.tris} triangles`);
     if (S.shared) {
-      const se = countUpTo(S.shared.pairBirth, eps);
-      const st = countUpTo(S.shared.tripleBirth, eps);
-      parts.push(`in both: ${se} edges, ${S.shared.triplesComputed ? st : "?"} triangles`);
+      const C = S.shared.C;
+      parts.push(`in both: ${C ? C.edges(k) : 0} edges, ${C ? C.triangles(k, false) : 0} triangles`);
     }
-    $("counts").textContent = parts.join(" · ");
-    drawNumbers(info);
+    drawNumbers(info, k);
+    return `ε = ${fmt(eps)} · ${parts.join(" · ")}`;
   }
 
   // ---------------------------------------------------------------- figures
-  function graphTraces(k, eps) {
-    const T = S.texts[k];
-    const X = T.X;
-    const nE = countUpTo(T.edgeBirth, eps);
-    const nT = countUpTo(T.triBirth, eps);
-    const trisExact = eps <= T.triComplete || T.triComplete === Infinity;
-    const ex = [], ey = [];
-    for (let r = 0; r < Math.min(nE, DRAW_EDGES); r++) {
-      const i = T.edgeI[r], j = T.edgeJ[r];
-      ex.push(X[i][0], X[j][0], null); ey.push(X[i][1], X[j][1], null);
-    }
-    const tx = [], ty = [];
-    for (let r = 0; r < Math.min(nT, DRAW_TRIANGLES); r++) {
-      const [a, b, c] = T.tris[r];
-      tx.push(X[a][0], X[b][0], X[c][0], X[a][0], null); ty.push(X[a][1], X[b][1], X[c][1], X[a][1], null);
-    }
-    const sx = [], sy = [], gx = [], gy = [];
-    if (S.shared) {
-      const side = k === 0 ? "a" : "b";
-      const tok = S.shared.tokens;
-      const nSE = countUpTo(S.shared.pairBirth, eps);
-      for (let r = 0; r < nSE; r++) {
-        const { p, q } = S.shared.pairs[r];
-        const i = tok[p][side], j = tok[q][side];
-        gx.push(X[i][0], X[j][0], null); gy.push(X[i][1], X[j][1], null);
-      }
-      const nST = countUpTo(S.shared.tripleBirth, eps);
-      for (let r = 0; r < Math.min(nST, DRAW_TRIANGLES); r++) {
-        const { p, q, r: z } = S.shared.triples[r];
-        const a = tok[p][side], b = tok[q][side], c = tok[z][side];
-        sx.push(X[a][0], X[b][0], X[c][0], X[a][0], null); sy.push(X[a][1], X[b][1], X[c][1], X[a][1], null);
-      }
+  // graph `side` at slider step k: its own edges and triangles (drawing capped as in the
+  // reports: beyond a cap, those of the largest earlier step within it) and those in both texts
+  function graphTraces(side, k) {
+    const T = S.texts[side];
+    const C = T.C, X = T.X, xs = T.xs, ys = T.ys;
+    const nE = C.edges(k), nT = C.triangles(k, false);
+    const [dE, dT] = C.drawnSteps(k);
+    const [ex, ey] = Scale.segments(C, dE, xs, ys, null);
+    const [tx, ty] = Scale.outlines(dT >= 0 ? C.triangles(dT, true) : [], xs, ys, null);
+    let [gx, gy] = [[], []], [sx, sy] = [[], []];
+    if (S.shared && S.shared.C) {
+      const rep = S.shared.rep[side];
+      [gx, gy] = Scale.segments(S.shared.C, k, xs, ys, rep);
+      [sx, sy] = Scale.outlines(S.shared.C.triangles(k, true), xs, ys, rep);
     }
     const kind = T.labels.map((_, t) => (T.sharedTok.has(t) ? "shared" : T.special[t] ? "special" : "token"));
     const nodes = {
@@ -433,7 +372,7 @@
       customdata: T.labels.map((s, t) => `${t}: ${ptext(s)}${kind[t] === "token" ? "" : " (" + kind[t] + ")"}`),
       hovertemplate: "%{customdata}<extra></extra>",
       marker: {
-        color: kind.map((c) => (c === "shared" ? SHARED : c === "special" ? SPECIAL : TEXT_COLORS[k])),
+        color: kind.map((c) => (c === "shared" ? SHARED : c === "special" ? SPECIAL : TEXT_COLORS[side])),
         symbol: kind.map((c) => (c === "shared" ? "diamond" : "circle")),
         size: kind.map((c) => (c === "shared" ? 12 : 9)), line: { color: "white", width: 1 },
       },
@@ -446,22 +385,22 @@
       { type: "scatter", mode: "lines", x: gx, y: gy, line: { color: SHARED, width: 3.5 }, hoverinfo: "skip", showlegend: false, name: "edges in both" },
       nodes,
     ];
-    return { traces, edges: nE, tris: nT, trisExact, drawnEdges: Math.min(nE, DRAW_EDGES) };
+    return { traces, edges: nE, tris: nT, drawnEdges: dE >= 0 ? C.edges(dE) : 0, dE, dT };
   }
 
-  function drawGraph(k, eps) {
-    const div = $(k === 0 ? "graph-a" : "graph-b");
-    const g = graphTraces(k, eps);
-    const T = S.texts[k];
+  function drawGraph(side, k) {
+    const div = $(side === 0 ? "graph-a" : "graph-b");
+    const g = graphTraces(side, k);
+    const eps = S.scales[k];
     const notes = [];
-    if (g.edges > g.drawnEdges) notes.push(`drawing the ${g.drawnEdges} shortest of ${g.edges} edges`);
-    if (!g.trisExact) notes.push(`triangles listed up to ε = ${fmt(T.triComplete)}`);
+    if (g.dE !== k) notes.push(`drawing the ${g.drawnEdges} edges present at ε = ${fmt(g.dE >= 0 ? S.scales[g.dE] : 0)}`);
+    if (g.dT !== k) notes.push(g.dT >= 0 ? `triangles of ε = ${fmt(S.scales[g.dT])}` : "no triangles drawn");
     const layout = {
       margin: { l: 10, r: 10, t: 30, b: 10 }, height: 440,
       xaxis: { visible: false }, yaxis: { visible: false, scaleanchor: "x", scaleratio: 1 },
-      title: { text: `ε = ${fmt(eps)} · ${g.edges} edges · ${g.tris}${g.trisExact ? "" : "+"} triangles`, font: { size: 13 }, x: 0.02, xanchor: "left" },
+      title: { text: `ε = ${fmt(eps)} · ${g.edges} edges · ${g.tris} triangles`, font: { size: 13 }, x: 0.02, xanchor: "left" },
       annotations: notes.length ? [{ text: notes.join(" · "), xref: "paper", yref: "paper", x: 0, y: 0, showarrow: false, font: { size: 11, color: "#666" }, xanchor: "left" }] : [],
-      uirevision: `${S.data.selected}-${k}`,
+      uirevision: `${S.data.selected}-${side}`,
     };
     Plotly.react(div, g.traces, layout, PLOT_CONFIG);
     div.dataset.edges = String(g.edges);
@@ -669,7 +608,7 @@
     return Object.keys(T.dgm).sort().map((key) => T.dgm[key].filter((p) => num(p[0]) <= eps && num(p[1]) > eps).length);
   }
 
-  function drawNumbers(info) {
+  function drawNumbers(info, k) {
     const d = S.data;
     if (!d || !d.head) return;
     const eps = S.eps;
@@ -685,11 +624,11 @@
       out.push(`<tr><td>bottleneck (shared tokens)</td>` + dims.map((k) => `<td>${fmt(r.shared_diagram_distances.bottleneck[k])}</td>`).join("") + "</tr>");
       out.push("</table>");
       const [ia, ib] = info;
-      const se = countUpTo(S.shared.pairBirth, eps), st = countUpTo(S.shared.tripleBirth, eps);
+      const C = S.shared.C, se = C ? C.edges(k) : 0, st = C ? C.triangles(k, false) : 0;
       const [ba, bb] = [betti(S.texts[0], eps), betti(S.texts[1], eps)];
       out.push(`<table class="nums"><tr><th>at ε = ${fmt(eps)}</th><th>A</th><th>B</th><th>in both</th></tr>`);
       out.push(`<tr><td>edges</td><td>${ia.edges}</td><td>${ib.edges}</td><td>${se}</td></tr>`);
-      out.push(`<tr><td>triangles</td><td>${ia.tris}${ia.trisExact ? "" : "+"}</td><td>${ib.tris}${ib.trisExact ? "" : "+"}</td><td>${S.shared.triplesComputed ? st : "–"}</td></tr>`);
+      out.push(`<tr><td>triangles</td><td>${ia.tris}</td><td>${ib.tris}</td><td>${st}</td></tr>`);
       dims.forEach((k) => out.push(`<tr><td>β${k} (bars alive)</td><td>${ba[k]}</td><td>${bb[k]}</td><td></td></tr>`));
       out.push("</table>");
       out.push(`<p class="note">Head scale (median H0 death of both texts): ${fmt(d.head.scale)}. Tokens: A ${d.a.n_tokens}, B ${d.b.n_tokens}.</p>`);
@@ -708,7 +647,7 @@
       const b = betti(S.texts[0], eps);
       out.push(`<tr><td>β at ε = ${fmt(eps)}</td>` + dims.map((k) => `<td>${b[k]}</td>`).join("") + "</tr>");
       out.push("</table>");
-      out.push(`<p class="note">At ε = ${fmt(eps)}: ${info[0].edges} edges, ${info[0].tris}${info[0].trisExact ? "" : "+"} triangles. Suggested ε ${fmt(d.head.scale)}. ${d.text.n_tokens} tokens.</p>`);
+      out.push(`<p class="note">At ε = ${fmt(eps)}: ${info[0].edges} edges, ${info[0].tris} triangles. Suggested ε ${fmt(d.head.scale)}. ${d.text.n_tokens} tokens.</p>`);
       out.push(`<p class="tokens">${d.text.labels.map(esc).join(" · ")}</p>`);
     }
     const cut = cutNote(d);

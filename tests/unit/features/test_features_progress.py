@@ -1,0 +1,48 @@
+"""features(progress=) and head_scores(progress=): the progress convention of the analyses
+(attntopo._progress), counted in texts and in heads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _synthetic import text_attention
+
+from attntopo.errors import InvalidInputError
+from attntopo.features import column_name, features, head_scores
+
+TEXTS = [f"word {k} and then a few more words, here." for k in range(5)]
+
+
+def _recorder():
+    calls: list[tuple[int, int, str]] = []
+    return calls, lambda done, total, stage: calls.append((done, total, stage))
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 16])
+def test_features_reports_every_text_once(batch_size):
+    atts = [text_attention(t, L=1, H=2, seed=k) for k, t in enumerate(TEXTS)]
+    calls, cb = _recorder()
+    table = features(atts, sets=("template", "js"), batch_size=batch_size, n_jobs=1, progress=cb)
+    assert len(table) == 5
+    done = [c[0] for c in calls]
+    assert done == sorted(done) and calls[-1][:2] == (5, 5)
+    assert {c[2] for c in calls} == {"texts"}
+    # one report per chunk of rows
+    assert len({d for d in done if d > 0}) == -(-5 // batch_size)
+
+
+def test_features_refuses_a_bad_progress_before_any_work():
+    with pytest.raises(InvalidInputError, match="progress"):
+        features([text_attention("a b c", L=1, H=1)], sets=("template",), progress="yes")
+
+
+def test_head_scores_reports_each_head():
+    rng = np.random.default_rng(0)
+    heads = [(0, 0), (0, 1), (1, 0)]
+    cols = [column_name(a, b, "js", q) for a, b in heads for q in ("x", "y")]
+    X = rng.normal(size=(30, len(cols)))
+    y = np.repeat([0, 1], 15)
+    calls, cb = _recorder()
+    scores = head_scores(X, y, columns=cols, progress=cb)
+    assert set(scores) == set(heads)
+    assert calls[-1] == (3, 3, "scoring heads")

@@ -1,0 +1,176 @@
+"""The glossary (docs/api.md, Names): one name per concept in every public signature.
+
+Every public function, class and method of the package's public modules is inspected; a
+parameter spelled as a retired synonym fails the test unless it is listed in ``PENDING`` (renames
+not done yet: the list may only shrink, and each entry must still exist, so it stays current).
+Renamed arguments keep working for one release with a DeprecationWarning (``renamed_arguments``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+from attntopo._validation import renamed_arguments
+from attntopo.errors import InvalidInputError
+
+MODULES = ("attntopo", "attntopo.analyses", "attntopo.distances", "attntopo.topology",
+           "attntopo.features", "attntopo.corpus", "attntopo.models", "attntopo.hardmax",
+           "attntopo.theory", "attntopo.compress", "attntopo.plots", "attntopo.sklearn")
+
+#: retired spelling -> the glossary's name
+RETIRED = {
+    "n_threads": "n_jobs",
+    "layer_ids": "layers",
+    "head_ids": "heads",
+    "persistence_engine": "engine",
+    "max_dim": "maxdim",
+    "min_pers": "min_persistence",
+    "show_progress": "progress",
+    "cache_dir": "memory",
+    "torch_dtype": "dtype",
+    "use_cuda": "device",
+    "gpu": "device",
+}
+
+#: (qualified name, parameter) still spelled the retired way: renames in progress (issue 29)
+PENDING = {
+    ("attntopo.Attention", "layer_ids"),
+    ("attntopo.Attention", "head_ids"),
+    ("attntopo.corpus.CorpusSettings", "persistence_engine"),
+    ("attntopo.corpus.make_settings", "persistence_engine"),
+    ("attntopo.corpus.run", "persistence_engine"),
+}
+
+
+def _public_callables():
+    seen = set()
+    for modname in MODULES:
+        mod = importlib.import_module(modname)
+        for name in getattr(mod, "__all__", []):
+            obj = getattr(mod, name, None)
+            if obj is None or not callable(obj) or id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            qual = f"{modname}.{name}"
+            yield qual, obj
+            if inspect.isclass(obj):
+                for mname, meth in vars(obj).items():
+                    if mname.startswith("_") or not callable(meth):
+                        continue
+                    yield f"{qual}.{mname}", meth
+
+
+def _parameters(obj):
+    try:
+        return list(inspect.signature(obj).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def test_no_retired_names_in_public_signatures():
+    found = set()
+    for qual, obj in _public_callables():
+        for p in _parameters(obj):
+            if p in RETIRED:
+                found.add((qual, p))
+    # a class re-exported under several modules counts once, under its top-level name
+    new = {f for f in found if f not in PENDING and not any(
+        f[1] == p and f[0].endswith("." + q.split(".")[-1]) for q, p in PENDING)}
+    assert not new, "retired names in public signatures (docs/api.md, Names): " + ", ".join(
+        f"{q}({p}=) -> {RETIRED[p]}" for q, p in sorted(new))
+    stale = {e for e in PENDING if not any(e[1] == p and (q == e[0] or q.endswith(
+        "." + e[0].split(".")[-1])) for q, p in found)}
+    assert not stale, f"done renames still listed as PENDING (remove them): {sorted(stale)}"
+
+
+def test_renamed_argument_warns_and_passes_the_value_on():
+    import attntopo as at
+
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(6), size=(1, 2, 6))
+    new = at.token_distances(P, n_jobs=1)
+    with pytest.warns(DeprecationWarning, match=r"n_threads=\.\.\.\) is deprecated: write n_jobs"):
+        old = at.token_distances(P, n_threads=1)
+    np.testing.assert_array_equal(old, new)
+    with pytest.raises(InvalidInputError, match="give n_jobs= only"):
+        at.token_distances(P, n_jobs=1, n_threads=1)
+
+
+@pytest.mark.parametrize("fn_name", ["token_distances", "persistence", "head_distances", "head_space"])
+def test_n_threads_renamed_everywhere(fn_name):
+    import attntopo as at
+
+    fn = getattr(at, fn_name)
+    assert "n_jobs" in inspect.signature(fn).parameters
+    assert fn.__renamed_arguments__["n_threads"] == "n_jobs"
+
+
+def test_renamed_arguments_on_a_plain_function():
+    @renamed_arguments(old="new")
+    def f(x, *, new=0):
+        return x + new
+
+    assert list(inspect.signature(f).parameters) == ["x", "new"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert f(1, new=2) == 3
+    with pytest.warns(DeprecationWarning, match=r"f\(old=\.\.\.\) is deprecated: write new="):
+        assert f(1, old=2) == 3
+
+
+def test_compare_scale_renamed_with_deprecations(fake_pair_for_names):
+    import attntopo as at
+
+    A, B = fake_pair_for_names
+    c = at.compare(A, B, scale=0.4)
+    assert c.given_scale == 0.4 and np.all(c.scales == 0.4) and c.scale(0, 1) == 0.4
+    with pytest.warns(DeprecationWarning, match=r"compare\(threshold=\.\.\.\) is deprecated: write scale="):
+        old = at.compare(A, B, threshold=0.4)
+    assert old.given_scale == 0.4
+    for k, v in c.counts.items():
+        np.testing.assert_array_equal(old.counts[k], v)
+    with pytest.warns(DeprecationWarning, match="Comparison.threshold is deprecated: read Comparison.given_scale"):
+        assert c.threshold == 0.4
+    with pytest.warns(DeprecationWarning, match=r"compare\(layer=\.\.\.\) is deprecated: write layers="):
+        one = at.compare(A, B, layer=0, head=[1], scale=0.4)
+    assert (one.layers, one.heads) == ((0,), (1,))
+    doc = c.to_dict()
+    assert doc["scale"] == doc["threshold"] == 0.4
+
+
+@pytest.fixture
+def fake_pair_for_names():
+    from _synthetic import text_attention
+
+    return (text_attention("the cat sat on the mat", 2, 3, seed=1),
+            text_attention("the dog sat on the rug", 2, 3, seed=2))
+
+
+def test_deprecation_points_at_the_callers_line(fake_pair_for_names):
+    import attntopo as at
+
+    A, B = fake_pair_for_names
+    with pytest.warns(DeprecationWarning) as rec:
+        at.compare(A, B, threshold=0.4)
+    assert rec[0].filename == __file__
+
+
+def test_result_classes_read_layers_and_heads():
+    """HeadSpace, HeadTypes and Approximability hold ``layers``/``heads`` like every result."""
+    import attntopo as at
+    from _synthetic import text_attention
+
+    atts = [text_attention("the cat sat on the mat", 2, 3, seed=s) for s in (1, 2)]
+    hs = at.head_space(atts)
+    ht = at.head_types(atts)
+    for r in (hs, ht):
+        assert (tuple(r.layers), tuple(r.heads)) == ((0, 1), (0, 1, 2))
+        with pytest.warns(DeprecationWarning, match=r"\.layer_ids is deprecated: read \.layers"):
+            assert r.layer_ids == r.layers
+        with pytest.warns(DeprecationWarning, match=r"\.head_ids is deprecated: read \.heads"):
+            assert r.head_ids == r.heads
