@@ -6,7 +6,7 @@ layers' float32 attention is 12 * 12 * 900² * 4 B = 467 MB; before streaming, t
 reached an extra peak of 10x that (4.4 GB).  The goal (issue 26): the extra peak resident
 memory of ``features(prompt)`` at most half of all layers' attention.  Measured in a fresh
 subprocess (``/proc/self/clear_refs`` resets the peak, ``VmHWM`` reads it), after a warm-up
-call, so that the model's own load and one-time allocations do not count.
+call on a short pair, so that the model's own load, imports and one-time allocations do not count.
 """
 
 from __future__ import annotations

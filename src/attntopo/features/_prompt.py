@@ -37,7 +37,7 @@ PROMPT_QUANTITIES: tuple[str, ...] = ("js", "attention")
 
 # float64 elements of the temporaries of one group of heads on the CPU (distances, the
 # contracted graph): heads are scored a few at a time so that memory stays O(n²)
-_GROUP_ELEMENTS = 1 << 22
+_GROUP_ELEMENTS = 1 << 21
 
 
 def spanning_forest_length(D: Any, prompt: np.ndarray) -> np.ndarray:
@@ -74,8 +74,10 @@ def attention_distances(A: Any):
     import torch
 
     W = A.detach() if isinstance(A, torch.Tensor) else torch.from_numpy(np.asarray(A))
-    W = W.to(torch.float64).clamp_min(0.0)
-    D = torch.maximum(W, W.transpose(-1, -2)).neg_().add_(1.0).clamp_(0.0, 1.0)
+    W = W.to(torch.float64, copy=True).clamp_min_(0.0)
+    D = torch.maximum(W, W.transpose(-1, -2))
+    del W
+    D.neg_().add_(1.0).clamp_(0.0, 1.0)
     D.diagonal(dim1=-2, dim2=-1).zero_()
     return D
 

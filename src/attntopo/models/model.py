@@ -36,6 +36,8 @@ _BATCH_ELEMENTS = 96 * 2**20
 # Bound on one layer's attention of a batch when layers are taken one at a time (float32
 # elements: 32 MiB); a single text always makes a batch, whatever its length.
 _LAYER_ELEMENTS = 8 * 2**20
+# float32 elements per call of normalize_rows on a streamed layer (its float64 work: 16 MiB)
+_NORMALIZE_ELEMENTS = 2**21
 
 
 @dataclass(frozen=True)
@@ -312,9 +314,19 @@ class AttentionModel:
                 w = w.index_select(1, head_idx.to(w.device))
             for b, nb in enumerate(lengths):
                 # each text's real rows, renormalized in float64 (a bfloat16 row sums to 1 only
-                # within about 2^-8), checked against the rounding its dtype explains, as float32
-                fn(b, layer, normalize_rows(w[b, :, :nb, :nb],
-                                            what=f"attention of {self.name}, layer {layer}"))
+                # within about 2^-8), checked against the rounding its dtype explains, as float32;
+                # a few heads at a time, so that the float64 temporaries stay small
+                wb = w[b, :, :nb, :nb]
+                # float32 weights are normalized in place: the module's output is dropped after
+                # this hook (its attention output was computed before), so nothing else reads it
+                out = wb if wb.dtype == torch.float32 else torch.empty(
+                    wb.shape, dtype=torch.float32, device=wb.device)
+                step = max(1, _NORMALIZE_ELEMENTS // max(1, nb * nb))
+                for h0 in range(0, wb.shape[0], step):
+                    out[h0:h0 + step] = normalize_rows(
+                        wb[h0:h0 + step], what=f"attention of {self.name}, layer {layer}")
+                fn(b, layer, out)
+                del out, wb
 
         modules = self._attention_modules()
         counter = [0]
@@ -388,7 +400,8 @@ class AttentionModel:
             single string), ``layer`` the model layer (0-based, ascending within a forward
             pass), ``weights`` a float32 ``torch.Tensor`` of shape (n_heads', n, n) on the
             model's device (rows as :meth:`attention` gives them; the selected heads only).
-            Its return value is ignored.
+            The tensor is reused once ``fn`` returns: copy what you keep.  Its return value is
+            ignored.
         layers, heads : int, sequence of int or slice, optional
             Hand over only these (0-based, negatives count from the end); all by default.
         truncate : bool
