@@ -17,6 +17,7 @@ from pathlib import Path
 
 SHAPES = {
     # name: (layers, heads, kv heads, hidden, intermediate)
+    "tiny": (2, 4, 2, 64, 128),  # tests and the benchmark's smoke run
     "12x12": (12, 12, 4, 768, 2048),
     "1b": (16, 32, 8, 2048, 8192),
     "8b": (32, 32, 8, 4096, 14336),

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["PROMPT_QUANTITIES", "spanning_forest_length", "prompt_features", "attention_distances"]
+__all__ = ["PROMPT_QUANTITIES", "spanning_forest_length", "prompt_features"]
 
 PROMPT_QUANTITIES: tuple[str, ...] = ("js", "attention")
 
@@ -64,22 +64,28 @@ def spanning_forest_length(D: Any, prompt: np.ndarray) -> np.ndarray:
     return prim_edges(D, np.asarray(prompt, dtype=bool)).sum(dim=1).double().cpu().numpy()
 
 
-def attention_distances(A: Any):
-    """TOHA's attention-graph distance ``1 − max(A, Aᵀ)``, zero diagonal, clipped to [0, 1].
-
-    ``A``: ndarray or torch.Tensor of shape (B, n, n) (negative round-off counts as 0).
-    Returns a float64 torch.Tensor of shape (B, n, n) on ``A``'s device (the same numbers as
-    :func:`attntopo.features.barcode_matrices` with ``lower_bound=0``).
-    """
+def _attention_forest(A: Any, prompt: np.ndarray):
+    """:func:`spanning_forest_length` of TOHA's ``1 − max(A, Aᵀ)`` (weights below 0 read as 0,
+    clipped to [0, 1]; the same numbers as :func:`attntopo.features.barcode_matrices` with
+    ``lower_bound=0``), read from the attention
+    blocks it needs (response × response, prompt × response), never the full ``n × n``
+    distances: ``(B,)`` float64 on the host, the same numbers (``1 − x`` is monotone, so the
+    nearest prompt point is ``1 − max`` of the weights)."""
     import torch
 
+    from ..topology._mst import prim_contracted
+
     W = A.detach() if isinstance(A, torch.Tensor) else torch.from_numpy(np.asarray(A))
-    W = W.to(torch.float64, copy=True).clamp_min_(0.0)
-    D = torch.maximum(W, W.transpose(-1, -2))
-    del W
-    D.neg_().add_(1.0).clamp_(0.0, 1.0)
-    D.diagonal(dim1=-2, dim2=-1).zero_()
-    return D
+    P = torch.as_tensor(np.flatnonzero(prompt), device=W.device)
+    R = torch.as_tensor(np.flatnonzero(~prompt), device=W.device)
+    WR = W.index_select(-2, R)  # (B, r, n): response rows
+    to_p = torch.maximum(WR.index_select(-1, P).amax(-1),
+                         W.index_select(-2, P).index_select(-1, R).amax(-2))
+    to_p = to_p.to(torch.float64).clamp_min_(0.0).neg_().add_(1.0).clamp_(0.0, 1.0)
+    RR = WR.index_select(-1, R).to(torch.float64).clamp_min_(0.0)
+    del WR
+    RR = torch.maximum(RR, RR.transpose(-1, -2)).neg_().add_(1.0).clamp_(0.0, 1.0)
+    return prim_contracted(to_p, RR).sum(dim=1).double().cpu().numpy()
 
 
 def prompt_features(
@@ -107,14 +113,17 @@ def prompt_features(
     r = int(np.count_nonzero(~prompt))
     B, n = int(A.shape[0]), int(A.shape[-1])
     on_cpu = not (isinstance(A, torch.Tensor) and A.device.type != "cpu")
-    step = max(2, _GROUP_ELEMENTS // max(1, n * n)) if on_cpu else max(1, B)
+    # the attention forest needs r² per head, JS distances n²
+    per_head = n * n if "js" in quantities else max(1, r * r)
+    step = max(2, _GROUP_ELEMENTS // per_head) if on_cpu else max(1, B)
     out = np.empty((B, len(quantities)))
     for h0 in range(0, B, step):
         h1 = min(B, h0 + step)
         for c, q in enumerate(quantities):
             if q == "attention":
-                D = attention_distances(A[h0:h1])
-            elif D_js is not None:
+                out[h0:h1, c] = _attention_forest(A[h0:h1], prompt) / r
+                continue
+            if D_js is not None:
                 D = D_js[h0:h1]
             else:
                 D = token_distances_tensor(A[h0:h1])

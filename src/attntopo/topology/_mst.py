@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["prim_edges", "h0_deaths", "h0_diagrams"]
+__all__ = ["prim_edges", "prim_contracted", "h0_deaths", "h0_diagrams"]
 
 
 def _as_tensor(D: Any):
@@ -78,11 +78,33 @@ def prim_edges(D: Any, roots: Any = None):
         idx_r, idx_o = rest.to(X.device), torch.nonzero(mask).reshape(-1).to(X.device)
         to_roots = X.index_select(1, idx_o).index_select(2, idx_r).amin(dim=1)
         RR = X.index_select(1, idx_r).index_select(2, idx_r)
+    return prim_contracted(to_roots, RR)
+
+
+def prim_contracted(to_roots, RR):
+    """Prim's algorithm from a contracted root: the core of :func:`prim_edges`.
+
+    Parameters
+    ----------
+    to_roots : torch.Tensor of shape (B, r)
+        Distance of each of the ``r`` outside points to the root (the nearest root point).
+    RR : torch.Tensor of shape (B, r, r)
+        Symmetric distances between the outside points (the diagonal is never used).
+
+    Returns
+    -------
+    torch.Tensor of shape (B, r)
+        The attaching edge of each point, in the order they were added.
+    """
+    import torch
+
+    B, r = to_roots.shape
+    dev, dt = to_roots.device, to_roots.dtype
     best = to_roots.clone()  # distance of every outside point to the growing tree
-    done = torch.zeros((B, r), dtype=torch.bool, device=X.device)
-    edges = torch.empty((B, r), dtype=X.dtype, device=X.device)
-    inf = torch.tensor(float("inf"), dtype=X.dtype, device=X.device)
-    rows = torch.arange(B, device=X.device)
+    done = torch.zeros((B, r), dtype=torch.bool, device=dev)
+    edges = torch.empty((B, r), dtype=dt, device=dev)
+    inf = torch.tensor(float("inf"), dtype=dt, device=dev)
+    rows = torch.arange(B, device=dev)
     for step in range(r):
         v = torch.where(done, inf, best).argmin(dim=1)  # (B,)
         edges[:, step] = best[rows, v]
