@@ -51,7 +51,7 @@ def measure(model_name: str, texts: list[str], scales: list) -> list[dict]:
     for scale in scales:
         for method, rep in METHODS:
             t0 = time.perf_counter()
-            res = [compress(m, t, scale=scale, method=method, representative=rep, seed=0) for t in texts]
+            res = [compress(t, m, scale=scale, method=method, representative=rep, seed=0) for t in texts]
             row = {"model": model_name, "scale": str(scale), "method": method, "representative": rep,
                    "compression": float(np.mean([r.compression for r in res])), "seconds": time.perf_counter() - t0}
             if m.causal:
@@ -162,7 +162,7 @@ def page(results: dict[str, list[dict]], source: str, command: str, when: str, u
         "the page from them); do not edit by hand, rerun it.",
         "",
         "The founding paper (§7.1) proposes to replace the attention distributions of the tokens inside a",
-        "persistent cluster by one representative. `attntopo.compress(model, text, layers=…, heads=…,",
+        "persistent cluster by one representative. `attntopo.compress(text, model, layers=…, heads=…,",
         "scale=…, method=…, representative=…)` does it inside a real forward pass and measures the cost:",
         "",
         "* **Grouping.** For each chosen head, the rows of its attention matrix are clustered by H0 of their",

@@ -38,6 +38,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 SEED = 0
 TOPIC_CATEGORIES = ["computers", "science", "politics", "food", "law", "sports"]
 TOPO_SETS = ("js", "graph", "barcode", "template")
+#: The strongest non-topological competitor on the same attention (LapEigvals, EMNLP 2025): a
+#: baseline row of its own, never part of "all topological".
+SPECTRAL = "spectral (LapEigvals)"
 SMOLLM2_LAYERS = list(range(0, 30, 3))  # 10 of 30 layers x 9 heads: the cost stays reasonable
 
 
@@ -220,6 +223,7 @@ def topic(quick: bool) -> dict:
     rows = {"TF-IDF + LR": evaluate(texts, y, cv, kind="tfidf"),
             "MiniLM mean embedding + LR": evaluate(minilm_embeddings(texts), y, cv)}
     rows.update(topo_rows(cached_features(texts, "minilm", TOPO_SETS), y, cv, prefix="MiniLM "))
+    rows[f"MiniLM {SPECTRAL}"] = evaluate(cached_features(texts, "minilm", ("spectral",)).values, y, cv)
     return {"n_texts": len(texts), "categories": TOPIC_CATEGORIES, "per_category": n,
             "cv": "stratified 5-fold", "rows": rows}
 
@@ -238,9 +242,13 @@ def human_machine(quick: bool) -> dict:
     rows = {"TF-IDF + LR": evaluate(d.texts, y, cv, groups, kind="tfidf"),
             "SmolLM2 log-likelihood (GLTR-style) + LR": evaluate(gltr_features(d.texts), y, cv, groups)}
     rows.update(topo_rows(cached_features(d.texts, "minilm", TOPO_SETS), y, cv, groups, "MiniLM "))
+    rows[f"MiniLM {SPECTRAL}"] = evaluate(
+        cached_features(d.texts, "minilm", ("spectral",)).values, y, cv, groups)
     layers = SMOLLM2_LAYERS[:3] if quick else SMOLLM2_LAYERS
     rows.update(topo_rows(cached_features(d.texts, "smollm2", TOPO_SETS, layers), y, cv, groups,
                           "SmolLM2 "))
+    rows[f"SmolLM2 {SPECTRAL}"] = evaluate(
+        cached_features(d.texts, "smollm2", ("spectral",), layers).values, y, cv, groups)
     lengths = [len(t.split()) for t in d.texts]
     return {"n_texts": n, "cv": "stratified 5-fold grouped by pair", "rows": rows,
             "smollm2_layers": layers, "mean_words": float(np.mean(lengths)),
@@ -407,6 +415,14 @@ def notes(res: dict) -> list[str]:
             f"{rows[best_topo]['accuracy']:.3f}) {verdict} the best baseline ({best_base}, "
             f"{rows[best_base]['accuracy']:.3f}); best overall: {best}."
         )
+        for model in ("MiniLM", "SmolLM2"):
+            spec = f"{model} {SPECTRAL}"
+            mine = {k: v for k, v in topo.items() if k.startswith(model)}
+            if spec in rows and mine:
+                t = max(mine, key=lambda k: mine[k]["accuracy"])
+                word = "beats" if rows[t]["accuracy"] > rows[spec]["accuracy"] else "does not beat"
+                out.append(f"  * Topology or spectra on {model}: {t} ({rows[t]['accuracy']:.3f}) {word} "
+                           f"the LapEigvals spectra ({rows[spec]['accuracy']:.3f}).")
     acc = res["minimal"]["accuracy"]
     means = {k: float(np.mean(list(v.values()))) for k, v in acc.items()}
     best = max(means, key=means.get)

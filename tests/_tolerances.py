@@ -153,3 +153,52 @@ MINILM = forward_tolerance(6, 1536, 32)
 SMOLLM2 = forward_tolerance(30, 1536, 64)
 #: attention weights of two MiniLM passes (padded batch vs single text, AVX-512 vs SSE4.2 …)
 ATTENTION_ATOL = MINILM.weights_atol
+
+
+# ------------------------------------------------------------------ low-precision passes
+#: base-2 JS distance between softmax(z) and softmax(z + δ) is at most range(δ) times this
+#: (proof in tests/README.md, "Low-precision forward passes": JS ≤ J/4 ≤ range(δ)²/8 nats)
+SOFTMAX_JS_LIPSCHITZ = 1 / math.sqrt(8 * math.log(2))
+#: (unit roundoff, smallest subnormal) of the weights' dtypes
+LOW_FORMATS = {"bfloat16": (2.0**-8, 2.0**-133), "float16": (2.0**-11, 2.0**-24), "float32": (U, 2.0**-149)}
+
+
+def low_precision_row_distance_bound(z_low, mag_low, z_ref, dtype: str, head_dim: int, causal: bool):
+    """Per row, a bound on the base-2 JS distance between the attention row of a pass in
+    ``dtype`` and that of a float32 pass of the same model, from their captured logits.
+
+    Parameters
+    ----------
+    z_low, z_ref : ndarray of shape (..., n, n)
+        ``scaling · Q Kᵀ`` of the captured queries and keys of each pass, in float64.
+    mag_low : ndarray of shape (..., n, n)
+        ``scaling · |Q| |K|ᵀ`` of the low-precision pass.
+    dtype : {"bfloat16", "float16"}
+    head_dim : int
+    causal : bool
+        Only keys ``j <= i`` count in row ``i``.
+
+    Returns
+    -------
+    ndarray of shape (..., n)
+        ``L_sm · (range_j(z_low − z_ref) + 2 max_j ν_ij + 2 log((1+u)/(1−u)) + 2 t32) + sqrt(n s)``
+        with ``L_sm = 1/sqrt(8 ln 2)`` (:data:`SOFTMAX_JS_LIPSCHITZ`), ``ν = (2u + u²)|z_low| +
+        γ_d(2^-24)(1+u)² mag_low`` (the low pass rounds its logits), ``t32`` the float32 row-sum
+        tolerance (the float32 softmax and renormalization of both passes), ``s`` the smallest
+        subnormal of ``dtype`` (a float16 weight below 2^-14 is rounded absolutely).
+    """
+    import numpy as np
+
+    from attntopo.models import row_sum_tolerance
+
+    u, sub = LOW_FORMATS[dtype]
+    n = z_low.shape[-1]
+    keep = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    dz = z_low - z_ref
+    gam = head_dim * U / (1 - head_dim * U)
+    # the float32 pass rounds its logits too (2U|z| + γ mag): counted with the low pass's
+    nu = (2 * u + u * u + 2 * U) * np.abs(z_low) + 2 * gam * (1 + u) ** 2 * mag_low
+    spread = np.where(keep, dz, -np.inf).max(-1) - np.where(keep, dz, np.inf).min(-1)
+    eff = spread + 2 * np.where(keep, nu, 0.0).max(-1) + 2 * math.log((1 + u) / (1 - u)) \
+        + 2 * row_sum_tolerance("float32", n)
+    return SOFTMAX_JS_LIPSCHITZ * eff + math.sqrt(n * sub)

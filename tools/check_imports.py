@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Check that the import graph of ``src/attntopo`` runs one way: no cycles, no upward imports.
+"""Check that the import graph of ``src/attntopo`` runs one way: no cycles, no upward imports,
+no reaching into another subpackage's private modules or names.
 
 Reads every module's imports with :mod:`ast` (module level *and* inside functions: a lazy import
 is still a dependency; imports under ``if TYPE_CHECKING:`` are not, they never run), resolves
@@ -9,8 +10,15 @@ them to modules of the package and checks two rules:
 2. **Layers**: a module may import only from its own layer or a lower one (``LAYERS`` below,
    the table of docs/architecture.md). There are no exemptions: where a lower module must
    reach something above it, the package namespace installs a hook (``attntopo._hooks``).
+3. **Private stays private**: a module may not import another subpackage's private module
+   (``from attntopo.features._compute import …`` outside ``attntopo.features``) or private
+   name (``from attntopo.io import _lock`` outside ``attntopo.io``); what one subpackage offers
+   another belongs in a public or declared interface module.  The package's top-level private
+   modules (``_validation``, ``_progress``, …) are its shared vocabulary and open to all.
+   ``ALLOWED_PRIVATE`` lists the offenders of the day this rule came (issue 29): it may only
+   shrink, and an entry that no longer occurs fails the check until it is removed.
 
-Exit 0 and one summary line when both hold; otherwise one line per violation and exit 1.
+Exit 0 and one summary line when all hold; otherwise one line per violation and exit 1.
 Usage: ``python tools/check_imports.py [--graph]`` (``--graph`` prints every edge).
 """
 
@@ -70,13 +78,14 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def imports_of(path: Path, modules: set[str]) -> list[tuple[str, int]]:
-    """(imported module of the package, line) for every runtime import in ``path``."""
+def import_records(path: Path, modules: set[str]) -> list[tuple[str, str, int]]:
+    """(what is imported, the module of the package it resolves to, line) for every runtime
+    import in ``path``: ``from ..io import _lock`` gives ``("attntopo.io._lock", "attntopo.io", n)``."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     lines = path.read_text(encoding="utf-8").splitlines()
     tree = ast.parse("\n".join(lines), filename=str(path))
-    found: list[tuple[str, int]] = []
+    found: list[tuple[str, str, int]] = []
 
     def resolve(target: str) -> str | None:
         while target and target not in modules:
@@ -108,11 +117,94 @@ def imports_of(path: Path, modules: set[str]) -> list[tuple[str, int]]:
                 if target == PACKAGE or target.startswith(PACKAGE + "."):
                     resolved = resolve(target)
                     if resolved and resolved != name:
-                        found.append((resolved, node.lineno))
+                        found.append((target, resolved, node.lineno))
         visit(node)
 
     visit(tree)
     return found
+
+
+def imports_of(path: Path, modules: set[str]) -> list[tuple[str, int]]:
+    """(imported module of the package, line) for every runtime import in ``path``."""
+    return [(resolved, line) for _, resolved, line in import_records(path, modules)]
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+
+def subpackage_of(module: str) -> str:
+    """The part of the package a module belongs to: its first name below ``attntopo``
+    (``attntopo.features._compute`` -> ``features``; the package itself -> ``""``)."""
+    return module.split(".")[1] if "." in module else ""
+
+
+def private_reach(src: str, target: str, resolved: str) -> str | None:
+    """What an import of ``target`` (resolving to module ``resolved``) from module ``src`` takes
+    that is private to another subpackage, or None.
+
+    A module is private to its subpackage when a name below the subpackage starts with ``_``
+    (``attntopo.features._compute``); a name is private when it starts with ``_``
+    (``from attntopo.io import _lock``).  The package's own top-level private modules
+    (``_validation``, ``_progress``, ``_threads``, …) are its shared vocabulary, open to all.
+    """
+    if subpackage_of(resolved) == subpackage_of(src):
+        return None
+    parts = resolved.split(".")[2:]  # below the subpackage
+    if any(_private(p) for p in parts):
+        return resolved
+    rest = target[len(resolved) + 1:] if target != resolved else ""
+    if rest and _private(rest.split(".")[0]):
+        return f"{resolved}:{rest.split('.')[0]}"
+    return None
+
+
+#: Today's private cross-imports (issue 29 item 3), (importing module, what it takes): each is
+#: to move into a declared, documented interface module of the subpackage that offers it. The
+#: list may only shrink: an entry that no longer occurs is reported as stale, and a private
+#: cross-import not listed here fails the check.
+ALLOWED_PRIVATE: frozenset[tuple[str, str]] = frozenset({
+    # analyses
+    ('attntopo', 'attntopo.analyses._html_hook'),
+    ('attntopo.compress._run', 'attntopo.analyses._provenance'),
+    ('attntopo.compress._run', 'attntopo.analyses._result'),
+    ('attntopo.corpus._local', 'attntopo.analyses._provenance'),
+    ('attntopo.hardmax._classifier', 'attntopo.analyses._result'),
+    ('attntopo.hardmax._simulation', 'attntopo.analyses._provenance'),
+    ('attntopo.hardmax._simulation', 'attntopo.analyses._result'),
+    ('attntopo.hardmax._training', 'attntopo.analyses._provenance'),
+    ('attntopo.theory._approx', 'attntopo.analyses._head_types'),
+    ('attntopo.theory._approx', 'attntopo.analyses._provenance'),
+    ('attntopo.theory._approx', 'attntopo.analyses._result'),
+    ('attntopo.theory._context', 'attntopo.analyses._provenance'),
+    ('attntopo.theory._context', 'attntopo.analyses._result'),
+    ('attntopo.theory._depth', 'attntopo.analyses._provenance'),
+    ('attntopo.theory._depth', 'attntopo.analyses._result'),
+    # compress
+    ('attntopo.theory._approx', 'attntopo.compress._grouping'),
+    # features
+    ('attntopo.corpus._local', 'attntopo.features._compute'),
+    ('attntopo.corpus._settings', 'attntopo.features._compute'),
+    ('attntopo.corpus._work', 'attntopo.features._compute'),
+    ('attntopo.sklearn', 'attntopo.features._ablation'),
+    ('attntopo.sklearn', 'attntopo.features._cache'),
+    ('attntopo.sklearn', 'attntopo.features._select'),
+    ('attntopo.sklearn', 'attntopo.features._table'),
+    # io
+    ('attntopo.corpus._store', 'attntopo.io:_lock'),
+    ('attntopo.corpus._store', 'attntopo.io:_unlock'),
+    # models
+    ('attntopo.attention', 'attntopo.models._precision'),
+    ('attntopo.theory._approx', 'attntopo.models._qk'),
+    ('attntopo.theory._context', 'attntopo.models._hidden'),
+    ('attntopo.theory._context', 'attntopo.models._positions'),
+    ('attntopo.theory._depth', 'attntopo.models._hidden'),
+    # theory
+    ('attntopo.cli._context', 'attntopo.theory._context'),
+    # topology
+    ('attntopo.analyses._analysis', 'attntopo.topology.persistence:_persistence_batch_valid'),
+    ('attntopo.features._layers', 'attntopo.topology.persistence:_persistence_batch_valid'),
+})
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -164,6 +256,8 @@ def main(argv: list[str]) -> int:
     files = sorted((ROOT / PACKAGE).rglob("*.py"))
     modules = {module_name(f) for f in files}
     graph: dict[str, set[str]] = {m: set() for m in modules}
+    seen_private: set[tuple[str, str]] = set()
+    reported: set[tuple[str, str, int]] = set()
     problems: list[str] = [f"LAYERS in tools/check_imports.py names {p!r}, which is no module of "
                            f"{PACKAGE}: remove it there and in docs/architecture.md"
                            for p in unknown_prefixes(modules)]
@@ -172,8 +266,18 @@ def main(argv: list[str]) -> int:
         if layer_of(src) < 0:
             problems.append(f"{f.relative_to(ROOT.parent)}: {src} is in no layer: add it to LAYERS "
                             f"in tools/check_imports.py and to docs/architecture.md")
-        for dst, line in imports_of(f, modules):
+        for target, dst, line in import_records(f, modules):
             graph[src].add(dst)
+            reach = private_reach(src, target, dst)
+            if reach is not None and (src, reach, line) not in reported:
+                reported.add((src, reach, line))
+                seen_private.add((src, reach))
+                if (src, reach) not in ALLOWED_PRIVATE:
+                    problems.append(
+                        f"{f.relative_to(ROOT.parent)}:{line}: {src} takes {reach}, private to "
+                        f"{PACKAGE}.{subpackage_of(dst)}: import a public name, or declare the "
+                        f"interface in a documented module there"
+                    )
             # a package's __init__ may re-export its own submodules, and a submodule may import
             # its parent package's siblings: only imports across layers are checked
             if layer_of(dst) > layer_of(src):
@@ -181,6 +285,9 @@ def main(argv: list[str]) -> int:
                     f"{f.relative_to(ROOT.parent)}:{line}: {src} ({LAYERS[layer_of(src)][0]}) "
                     f"imports {dst} ({LAYERS[layer_of(dst)][0]}), a higher layer"
                 )
+    for src, reach in sorted(ALLOWED_PRIVATE - seen_private):
+        problems.append(f"ALLOWED_PRIVATE in tools/check_imports.py lists ({src!r}, {reach!r}), which no "
+                        f"longer occurs: remove it (the list only shrinks)")
     for comp in strongly_connected(graph):
         problems.append(f"import cycle among {len(comp)} modules: " + " -> ".join(comp))
     if "--graph" in argv:
@@ -190,10 +297,11 @@ def main(argv: list[str]) -> int:
     for p in problems:
         print(p)
     if problems:
-        print(f"{len(problems)} layering problem(s) in {len(files)} modules")
+        print(f"{len(problems)} import problem(s) in {len(files)} modules")
         return 1
     edges = sum(len(v) for v in graph.values())
-    print(f"import graph OK: {len(files)} modules, {edges} edges, no cycle, no upward import")
+    print(f"import graph OK: {len(files)} modules, {edges} edges, no cycle, no upward import, "
+          f"no private cross-import beyond the {len(ALLOWED_PRIVATE)} allowed")
     return 0
 
 

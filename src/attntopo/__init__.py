@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .errors import (
     AttntopoError,
+    DeviceError,
     EmptyTextError,
     InvalidInputError,
     InvalidMatrixError,
@@ -121,7 +122,7 @@ _LAZY = {
     "Context": "attntopo.theory._context",
 }
 
-#: Subpackages that are also called as functions: ``attntopo.compress(model, text, …)`` and
+#: Subpackages that are also called as functions: ``attntopo.compress(text, model, …)`` and
 #: ``attntopo.features(texts, …)`` call the subpackage (see attntopo._callable); imported lazily.
 _CALLABLE_SUBPACKAGES = ("compress", "features")
 
@@ -131,6 +132,7 @@ __all__ = sorted(
         *_LAZY,
         *_CALLABLE_SUBPACKAGES,
         "AttntopoError",
+        "DeviceError",
         "EmptyTextError",
         "InvalidInputError",
         "InvalidMatrixError",

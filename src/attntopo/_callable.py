@@ -2,7 +2,7 @@
 
 ``attntopo.compress`` and ``attntopo.features`` are subpackages (with helpers, constants and
 result classes) *and* the names the issues and papers write as functions:
-``attntopo.compress(model, text, …)``.  A plain top-level function of the same name would be
+``attntopo.compress(text, model, …)``.  A plain top-level function of the same name would be
 shadowed by the subpackage as soon as Python imports it (the import system binds the
 subpackage onto its parent), so the subpackage itself becomes callable instead: its module
 object gets a :class:`types.ModuleType` subclass with ``__call__`` (assigning ``__class__`` on a

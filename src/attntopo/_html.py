@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import InvalidInputError
 
-__all__ = ["analysis_html", "comparison_html", "default_heads"]
+__all__ = ["analysis_html", "check_result", "comparison_html", "default_heads"]
 
 # viridis at 9 stops (matplotlib's values), for colouring table cells without matplotlib
 _VIRIDIS = (
@@ -56,7 +56,8 @@ def _num(x: Any, digits: int = 3) -> str:
     return f"{f:.{digits}f}" if a < 10 else f"{f:.2f}" if a < 100 else f"{f:.1f}" if a < 1000 else f"{f:.3g}"
 
 
-def _check(obj: Any, kind: str) -> None:
+def check_result(obj: Any, kind: str) -> None:
+    """Refuse with one line anything but an attntopo Analysis (``kind="analysis"``) or Comparison."""
     from .analyses import Analysis, Comparison
 
     cls = {"analysis": Analysis, "comparison": Comparison}[kind]
@@ -121,7 +122,7 @@ def _stat_name(analysis) -> str:
 def default_heads(analysis, n: int = 3) -> list[tuple[int, int]]:
     """The ``n`` most persistent heads: largest finite bar in the analysis's
     :attr:`~attntopo.Analysis.ranking_dim` (H1, or H0 when most heads have no H1 bar)."""
-    _check(analysis, "analysis")
+    check_result(analysis, "analysis")
     if int(n) <= 0:
         return []
     return [(lay, hd) for lay, hd, _ in analysis.most_persistent_heads(int(n))]
@@ -144,7 +145,7 @@ def analysis_html(analysis, *, top: int = 10, stat: str | None = None) -> str:
     str
         An HTML fragment (for notebooks' ``_repr_html_`` and for :func:`attntopo.report.report_html`).
     """
-    _check(analysis, "analysis")
+    check_result(analysis, "analysis")
     a = analysis.attention
     stat = stat or _stat_name(analysis)
     table = analysis.summary()
@@ -205,7 +206,7 @@ def comparison_html(comparison, *, top: int = 10, dim: int | None = None) -> str
     between the two texts' diagrams, and the ``top`` most similar heads with their
     distances and shared simplices.
     """
-    _check(comparison, "comparison")
+    check_result(comparison, "comparison")
     c = comparison
     d = c._dim(dim)
     A, B = c.a.attention, c.b.attention

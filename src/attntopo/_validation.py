@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import warnings
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
@@ -37,7 +38,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from .constants import MAX_ANALYSIS_MAXDIM, METRICS, PAPER_MODES
-from .errors import EmptyTextError, InvalidInputError, OutOfRangeError
+from .errors import DeviceError, EmptyTextError, InvalidInputError, OutOfRangeError
 
 __all__ = [
     "is_int",
@@ -55,6 +56,8 @@ __all__ = [
     "check_wasserstein_p",
     "check_bool",
     "check_choice",
+    "check_device",
+    "check_dtype",
     "check_metric",
     "check_paper_compat",
     "check_index",
@@ -339,6 +342,109 @@ def check_choice(
         allowed = ", ".join(repr(o) for o in opts)
         raise InvalidInputError(f"unknown {what or name} {value!r}; allowed: {allowed}{_tail(hint)}")
     return value
+
+
+#: Devices a model can be loaded on (``"cuda:N"`` too); ``"auto"``: the first GPU, else the CPU.
+DEVICES: tuple[str, ...] = ("cpu", "cuda", "cuda:N", "mps", "auto")
+#: Weights' dtypes a model can be loaded in (attention is always handed out as float32).
+DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
+
+
+def check_device(value: Any, name: str = "device") -> str:
+    """A torch device this machine has: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``, or
+    ``"auto"`` (resolved to ``"cuda:0"`` when CUDA has a GPU, else ``"mps"`` when Apple's GPU
+    is there, else ``"cpu"``); ``None`` is ``"cpu"``.  Returns the device to load on.
+
+    Raises :class:`~attntopo.errors.DeviceError`: an unknown device, ``cuda`` on a machine
+    (or a torch build) without a CUDA GPU, a GPU number beyond the ones there, ``mps``
+    without Apple's GPU.  Imports torch (not at module level: the CLI starts without it).
+    """
+    if value is None:
+        return "cpu"
+    allowed = "cpu, cuda, cuda:N (a GPU number), mps or auto"
+    if not isinstance(value, str) or not re.fullmatch(r"cpu|cuda|cuda:\d+|mps|auto", value):
+        raise DeviceError(f"unknown {name} {value!r}; allowed: {allowed}")
+    dev = value
+    if dev == "cpu":
+        return dev
+    import torch
+
+    if dev == "auto":
+        if torch.cuda.is_available() and torch.cuda.device_count() > 0:
+            return "cuda:0"
+        mps = getattr(torch.backends, "mps", None)
+        return "mps" if mps is not None and mps.is_available() else "cpu"
+    if dev.startswith("cuda"):
+        if not torch.cuda.is_available():
+            why = ("this torch was built without CUDA" if torch.version.cuda is None
+                   else "torch finds no CUDA GPU or driver")
+            raise DeviceError(f"{name} {value!r}: this machine has no CUDA GPU ({why}); use cpu or auto")
+        count = torch.cuda.device_count()
+        index = int(dev.partition(":")[2] or 0)
+        if index >= count:
+            raise DeviceError(
+                f"{name} {value!r}: this machine has {count} CUDA GPU{'s' if count != 1 else ''} "
+                f"(cuda:0{f' to cuda:{count - 1}' if count > 1 else ''})"
+            )
+        return dev
+    mps = getattr(torch.backends, "mps", None)
+    if mps is None or not mps.is_available():
+        raise DeviceError(f"{name} {value!r}: this machine has no Apple GPU (MPS); use cpu or auto")
+    return dev
+
+
+def check_dtype(value: Any, device: str = "cpu", name: str = "dtype") -> str:
+    """A weights' dtype from :data:`DTYPES` that ``device`` (already checked with
+    :func:`check_device`) can run; ``None`` is ``"float32"``.
+
+    The device is asked, not a table: a matrix product and a softmax in that dtype are run
+    on it once (cached), so a CPU whose torch has no float16 kernels, a GPU without bfloat16
+    (CUDA before compute capability 8.0) or an MPS without it (macOS < 14) is refused with
+    :class:`~attntopo.errors.DeviceError` before any model is loaded.
+    """
+    if value is None:
+        return "float32"
+    if not isinstance(value, str) or value not in DTYPES:
+        allowed = ", ".join(DTYPES)
+        raise DeviceError(f"unknown {name} {value!r}; allowed: {allowed}")
+    if value == "float32":
+        return value
+    why = _dtype_unsupported(value, device)
+    if why:
+        raise DeviceError(f"{name} {value!r} cannot run on {device}: {why}; use float32"
+                          f"{' or bfloat16' if value == 'float16' and device == 'cpu' else ''}")
+    return value
+
+
+_DTYPE_PROBES: dict[tuple[str, str], str] = {}
+
+
+def _dtype_unsupported(dtype: str, device: str) -> str:
+    """Why ``device`` cannot run ``dtype`` ("" when it can): a probe of the operations a
+    transformer's attention needs, run once per (dtype, device)."""
+    key = (dtype, device)
+    if key not in _DTYPE_PROBES:
+        import torch
+
+        dt = getattr(torch, dtype)
+        why = ""
+        if device.startswith("cuda") and dtype == "bfloat16":
+            index = int(device.partition(":")[2] or 0)
+            major, minor = torch.cuda.get_device_capability(index)
+            if major < 8:
+                why = f"the GPU has compute capability {major}.{minor}, and bfloat16 needs 8.0"
+        if not why:
+            try:
+                with torch.no_grad():
+                    x = torch.ones((4, 8), dtype=dt, device=device)
+                    w = torch.nn.Linear(8, 8, dtype=dt, device=device)
+                    y = torch.softmax(w(x) @ x.T, -1, dtype=torch.float32).to(dt)
+                    torch.nn.functional.layer_norm(y, (4,))
+                    float(y.sum())
+            except (RuntimeError, TypeError, NotImplementedError) as e:
+                why = f"torch {torch.__version__} has no {dtype} kernels there ({str(e).splitlines()[0][:80]})"
+        _DTYPE_PROBES[key] = why
+    return _DTYPE_PROBES[key]
 
 
 def check_metric(value: Any, options: Iterable[str] = METRICS, name: str = "metric") -> str:

@@ -17,6 +17,7 @@ __all__ = [
     "EmptyTextError",
     "TextTooLongError",
     "InvalidMatrixError",
+    "DeviceError",
     "ModelNotFoundError",
     "ModelLoadError",
     "UnsafeWeightsError",
@@ -25,6 +26,8 @@ __all__ = [
     "ResultFormatError",
     "AttntopoWarning",
     "UnknownTokensWarning",
+    "DamagedPartWarning",
+    "DiskFullError",
 ]
 
 
@@ -88,6 +91,11 @@ class InvalidMatrixError(InvalidInputError):
     """A matrix is not what was expected (square, symmetric, finite, zero diagonal, …)."""
 
 
+class DeviceError(InvalidInputError):
+    """A device or dtype this machine cannot run: an unknown device, ``cuda`` without a CUDA
+    GPU, a GPU number that does not exist, a dtype the device has no kernels for."""
+
+
 class ModelNotFoundError(AttntopoError, LookupError):
     """No model under that name: unknown alias, missing folder, or hub unreachable."""
 
@@ -110,6 +118,11 @@ class MissingDependencyError(AttntopoError, ImportError):
 
 class ResultFormatError(AttntopoError, ValueError):
     """A saved result is missing, corrupt, or from an unsupported format version."""
+
+
+class DiskFullError(AttntopoError):
+    """The file system (or the user's quota) filled up while a corpus store was written; the
+    message names the store and says that what was stored is kept and a rerun continues."""
 
 
 class AttntopoWarning(UserWarning):
@@ -157,3 +170,8 @@ def user_stacklevel() -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+class DamagedPartWarning(AttntopoWarning):
+    """A corpus run found a part file of its store damaged (its bytes differ from the SHA-256
+    recorded when it was written, or it cannot be read in full) and computes that batch again."""

@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._html import _check, analysis_html, comparison_html, default_heads
+from ._html import analysis_html, check_result, comparison_html, default_heads
 from .errors import InvalidInputError
 
 __all__ = [
@@ -73,9 +73,9 @@ def report_html(
     str
         The page (UTF-8 text; plotly.js inlined once, no external request).
     """
-    _check(analysis, "analysis")
+    check_result(analysis, "analysis")
     if comparison is not None:
-        _check(comparison, "comparison")
+        check_result(comparison, "comparison")
     if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 0:
         raise InvalidInputError(f"n_heads must be an int >= 0, got {n_heads!r}")
     from ._version import __version__

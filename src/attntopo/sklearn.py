@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_positive_int
+from ._validation import check_bool, check_positive_int
 from .errors import InvalidInputError, MissingDependencyError
 from .io import json_safe
 
@@ -66,13 +66,13 @@ def _texts(X: Any) -> list[str]:
 
 def _progress(verbose: Any) -> bool:
     """``progress=`` for scikit-learn's ``verbose``: a bar from 1 on, nothing at 0."""
-    if isinstance(verbose, bool) or not isinstance(verbose, (int, np.integer)) or verbose < 0:
+    if not isinstance(verbose, (int, np.integer)) or verbose < 0:  # True/False count as 1/0
         raise InvalidInputError(f"verbose must be an integer >= 0, got {verbose!r}")
-    return verbose > 0
+    return bool(verbose > 0)
 
 
 class AttentionFeatures(TransformerMixin, BaseEstimator):
-    """Texts → topological features of a transformer's attention (a stateless transformer).
+    """Texts → topological features of a transformer's attention (stateless unless ``drop_constant``).
 
     Parameters
     ----------
@@ -94,6 +94,10 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
     verbose : int, default 0
         0: quiet (scikit-learn's default); 1 or more: a progress bar on stderr while features
         are computed (``progress=True`` of :func:`~attntopo.features.features`).
+    drop_constant : bool, default False
+        Drop the columns that take one value on every text given to ``fit`` (``fit`` then
+        computes the features of its texts; ``fit_transform`` computes them once).  Which
+        columns these are is learned from the training texts only, as any selector does.
 
     Attributes
     ----------
@@ -101,6 +105,10 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         Column names ``L{layer}H{head}.{set}.{quantity}``, set by ``fit``.
     n_features_out_ : int
         Number of columns ``transform`` returns.
+    support_ : ndarray of bool, shape (n_features_all,)
+        Which of all the columns of the settings are kept (all without ``drop_constant``).
+    constant_features_ : ndarray of str
+        The names of the columns dropped as constant (empty without ``drop_constant``).
     """
 
     def __init__(
@@ -116,6 +124,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         memory: Any = None,
         verbose: int = 0,
         min_persistence: float = 0.0,
+        drop_constant: bool = False,
     ) -> None:
         self.model = model
         self.sets = sets
@@ -128,6 +137,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         self.memory = memory
         self.verbose = verbose
         self.min_persistence = min_persistence
+        self.drop_constant = drop_constant
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -145,22 +155,42 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         return self.model
 
     def fit(self, X: Any, y: Any = None) -> "AttentionFeatures":
-        """Check the inputs and settings and fix the column names (loads no more than needed).
+        """Check the inputs and settings and fix the column names.
 
         ``y`` is optional; when given it must hold at least two classes (checked before any
-        model runs).
+        model runs).  Without ``drop_constant`` nothing is computed; with it, the features of
+        ``X`` are (to find the constant columns).
         """
+        self._fit(X, y)
+        return self
+
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
+        """``fit(X, y).transform(X)``, computing the features of ``X`` once."""
+        values = self._fit(X, y)
+        return self.transform(X) if values is None else values[:, self.support_]
+
+    def _fit(self, X: Any, y: Any) -> np.ndarray | None:
+        """Fit; the full feature values of ``X`` when ``drop_constant`` computed them."""
         texts = _texts(X)
         if y is not None:
             check_labels(y, len(texts))
         check_memory(self.memory)
         _progress(self.verbose)
+        drop = check_bool(self.drop_constant, "drop_constant")
         names = feature_names(
             self._check_model(), sets=self.sets, layers=self.layers, heads=self.heads
         )
-        self.feature_names_out_ = np.asarray(names, dtype=object)
-        self.n_features_out_ = len(names)
-        return self
+        self.support_ = np.ones(len(names), dtype=bool)
+        values = None
+        if drop:
+            values = self._values(texts, names)
+            self.support_ = ~np.all(values == values[:1], axis=0)
+        self.constant_features_ = np.asarray([n for n, k in zip(names, self.support_) if not k],
+                                             dtype=object)
+        self.feature_names_out_ = np.asarray([n for n, k in zip(names, self.support_) if k],
+                                             dtype=object)
+        self.n_features_out_ = len(self.feature_names_out_)
+        return values
 
     def transform(self, X: Any) -> np.ndarray:
         """Features of each text, ndarray of shape (n_texts, n_features_out_), float64.
@@ -169,9 +199,18 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         only the others go through the model, in one :func:`~attntopo.features.features` call.
         """
         check_is_fitted(self, "feature_names_out_")
-        texts = _texts(X)
+        names = feature_names(
+            self._check_model(), sets=self.sets, layers=self.layers, heads=self.heads
+        )
+        if len(names) != self.support_.size:
+            raise InvalidInputError(
+                "the model now gives other columns than at fit time; fit the estimator again"
+            )
+        return self._values(_texts(X), names)[:, self.support_]
+
+    def _values(self, texts: list[str], names: list[str]) -> np.ndarray:
+        """Every column of ``names`` for ``texts``, through ``memory`` when it has a location."""
         memory = check_memory(self.memory)
-        names = list(self.feature_names_out_)
 
         def compute(todo: list[str]) -> np.ndarray:
             table = features(

@@ -145,3 +145,32 @@ def test_cli_explain_refuses_other_results(tmp_path):
     assert_one_line_error(run("hardmax", "explain", str(tmp_path / "sim"), "a text"),
                           "holds a hardmax_simulation result, not a model")
     assert_one_line_error(run("hardmax", "explain", str(tmp_path / "nothing"), "a text"), "MODEL")
+
+
+def test_cli_explain_prints_the_probability_of_the_predicted_class(tmp_path):
+    """``hardmax explain`` in a terminal: ``LABEL (P(LABEL) = p)`` with p >= 0.5 for either predicted
+    class (it printed P(classes[1]) = 0.012 beside a prediction of classes[0]); --json gives both."""
+    rng = np.random.default_rng(0)
+    cues = {"neg": ["awful", "boring", "dreadful"], "pos": ["great", "lovely", "superb"]}
+    filler = ["the", "a", "film", "was", "and", "it", "plot", "scene", "really"]
+    texts, labels = [], []
+    for label, words in cues.items():
+        for _ in range(60):
+            texts.append(" ".join([*rng.choice(filler, size=6), *rng.choice(words, size=2)]))
+            labels.append(label)
+    model = hm.train_classifier(texts, labels, d=2, layers=4, epochs=30, lr=0.05, seed=1)
+    model.save(tmp_path / "clf")
+    for text in ("the film was awful and boring", "the film was great and lovely"):
+        _, p1 = model.explain(text)
+        label = model.predict([text])[0]
+        p_label = p1 if label == model.classes[1] else 1 - p1
+        r = run("hardmax", "explain", str(tmp_path / "clf"), text)
+        assert r.returncode == 0, r.stderr
+        first = r.stdout.splitlines()[0]
+        assert first.startswith(f"{label} (P({label}) = {p_label:.3f}) ·"), (first, p1)
+        assert p_label >= 0.5
+        doc = json.loads(run("hardmax", "explain", str(tmp_path / "clf"), text, "--json").stdout)
+        assert doc["prediction"] == label
+        assert doc["probability"] == pytest.approx({model.classes[0]: 1 - p1, model.classes[1]: p1}, abs=1e-12)
+    assert {model.predict([t])[0] for t in ("the film was awful and boring", "the film was great and lovely")} \
+        == {"neg", "pos"}

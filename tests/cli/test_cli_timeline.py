@@ -64,7 +64,7 @@ def test_json_matches_library(minilm):
     r = run("timeline", TEXT, "--layer", "1", "--head", "4", "--json", "--top", "0")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    tl = at.timeline(TEXT, minilm, layer=1, head=4)
+    tl = at.timeline(TEXT, minilm, layers=1, heads=4)
     assert doc["construction"] == "prefix_runs" and doc["two_parameter"] is False
     assert doc["settings"]["layer"] == 1 and doc["settings"]["head"] == 4 and doc["settings"]["t0"] == 3
     assert [s["t"] for s in doc["slices"]] == tl.times.tolist()

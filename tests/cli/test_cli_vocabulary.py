@@ -5,6 +5,7 @@ subprocess."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 
@@ -16,6 +17,7 @@ import attntopo as at
 from attntopo.cli import app
 
 from _cli import ROOT, assert_one_line_error, run  # noqa: E402
+from _tables import parse_table  # noqa: E402
 
 
 def _command_paths(command=None, prefix=()):
@@ -40,9 +42,29 @@ def test_flags_show_no_value_placeholder():
         assert r.returncode == 0, (path, r.stderr)
         assert "<bool>" not in r.stdout, path
         assert "--help" in r.stdout
+        assert r.stdout.count("--debug") == 1, path  # every command takes --debug (the app adds it)
     r = run("analyze", "--help")
     line = next(ln for ln in r.stdout.splitlines() if "--json" in ln)
     assert line.split("--json", 1)[1].split()[0] == "Print", line  # the help text follows the name
+
+
+def test_debug_is_declared_once_by_the_app():
+    """``--debug`` was declared in 13 commands and read by none (``main`` reads it from the command
+    line): no command declares it now but ``serve``, whose own flag also logs every request; the
+    app gives every command the flag, before or after the command's name."""
+    def callbacks(typer_app):
+        for c in typer_app.registered_commands:
+            yield c.name or c.callback.__name__, c.callback
+        for g in typer_app.registered_groups:
+            yield from callbacks(g.typer_instance)
+
+    declared = sorted(name for name, cb in callbacks(app) if "debug" in inspect.signature(cb).parameters)
+    assert declared == ["serve"]
+    for args in (["--debug", "words", ""], ["words", "", "--debug"], ["hardmax", "simulate", "--n", "0", "--debug"]):
+        r = run(*args)
+        assert r.returncode == 2 and "Traceback" in r.stderr, (args, r.stderr)
+        assert r.stderr.strip().splitlines()[-1].startswith("error: "), r.stderr
+    assert_one_line_error(run("words", ""), "the text is empty")
 
 
 # ------------------------------------------------------------------ --plot-format
@@ -150,22 +172,23 @@ def test_json_table_key_is_summary_everywhere():
 @pytest.mark.parametrize("columns", [80, 60])
 def test_compare_maxdim_2_prints_every_number_whole(columns):
     """At 80 columns ``compare --maxdim 2`` cut its numbers to "0.1…"; a table that does not
-    fit drops its padding, and one that still does not fit is printed at the width it needs."""
+    fit drops its padding (80 columns), and one that still does not fit is printed one
+    ``name  value`` line per column (60 columns)."""
     r = run("compare", "The cat sat on the mat.", "A cat sat on a mat.", "--maxdim", "2", "--layer", "1",
             "--top", "4", columns=columns)
     assert r.returncode == 0, r.stderr
     assert "…" not in r.stdout
-    lines = r.stdout.splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("#"))  # the column header
-    rows = [ln.split() for ln in lines[start + 2: start + 6]]
-    assert len(rows) == 4
+    headers = ["#", "layer", "head", "ε", *[f"{n}\nH{d}" for n in ("bottl.", "W1") for d in range(3)],
+               "shared\nedges", "shared\ntriangles"]
+    layout, rows = parse_table(r.stdout, headers, 4)
+    assert layout == ("table" if columns == 80 else "vertical")
     for cells in rows:
         # rank, layer, head, ε, 3 bottleneck, 3 Wasserstein, shared edges and triangles
         assert len(cells) == 12, cells
         assert all(re.fullmatch(r"\d+\.\d{2,3}", x) for x in cells[3:10]), cells
         assert all(x.isdigit() for x in cells[1:3] + cells[10:]), cells
     if columns == 80:
-        assert max(len(ln) for ln in lines[start - 1: start + 6]) <= 80  # fits once the padding is gone
+        assert max(len(ln) for ln in r.stdout.splitlines() if "─" in ln) <= 80  # fits once the padding is gone
 
 
 # ---------------------------------------------------------------------- report

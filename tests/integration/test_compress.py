@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ TEXT = "The cat sat on the mat because it was tired, and the dog slept by the do
 
 
 def test_scale_zero_changes_nothing(minilm):
-    c = compress(minilm, TEXT, scale=0.0)
+    c = compress(TEXT, minilm, scale=0.0)
     assert c.effect["cosine"] == pytest.approx(1.0, abs=1e-12)
     assert c.compression == 1.0 and len(c.clusters) == 72
     assert minilm.hf_model.config._attn_implementation == "eager"  # put back
@@ -26,7 +27,7 @@ def test_scale_zero_changes_nothing(minilm):
 def test_layer0_clusters_are_the_analysis_clusters(minilm):
     # layer 0 sees the unmodified input: its clusters are those of attntopo's own JS distances
     eps = 0.35
-    c = compress(minilm, TEXT, layers=[0], scale=eps)
+    c = compress(TEXT, minilm, layers=[0], scale=eps)
     D = at.token_distances(minilm.attention(TEXT))
     expected = [int(clusters_at(D[0, h], eps).max()) + 1 for h in range(12)]
     assert c.heads[:, 0].tolist() == [0] * 12 and c.clusters.tolist() == expected
@@ -54,8 +55,8 @@ def test_only_later_layers_change(minilm):
 
 @pytest.mark.parametrize("method", ["persistence", "random", "kmeans", "tome"])
 def test_methods_compress_to_matched_sizes(minilm, method):
-    c = compress(minilm, TEXT, layers=[0], scale=0.4, method=method, representative="medoid")
-    ref = compress(minilm, TEXT, layers=[0], scale=0.4)
+    c = compress(TEXT, minilm, layers=[0], scale=0.4, method=method, representative="medoid")
+    ref = compress(TEXT, minilm, layers=[0], scale=0.4)
     # layer 0 is the first compressed layer: every method gets the persistence clusters' k
     if method != "kmeans":
         assert c.clusters.tolist() == ref.clusters.tolist()
@@ -65,7 +66,7 @@ def test_methods_compress_to_matched_sizes(minilm, method):
 
 
 def test_result_round_trip(minilm, tmp_path):
-    c = compress(minilm, TEXT, scale="gap", method="tome")
+    c = compress(TEXT, minilm, scale="gap", method="tome")
     c.save(tmp_path / "c")
     assert at.load_result(tmp_path / "c") == c
     cols = c.summary()
@@ -83,25 +84,40 @@ def test_table(minilm):
 
 def test_bad_input(minilm):
     with pytest.raises(InvalidInputError, match="unknown method 'nope'; allowed: 'persistence', 'random', 'kmeans', 'tome'"):
-        compress(minilm, TEXT, method="nope")
+        compress(TEXT, minilm, method="nope")
     with pytest.raises(InvalidInputError, match="unknown representative 'mode'; allowed"):
-        compress(minilm, TEXT, representative="mode")
+        compress(TEXT, minilm, representative="mode")
     with pytest.raises(InvalidInputError, match="scale must be"):
-        compress(minilm, TEXT, scale=-0.1)
+        compress(TEXT, minilm, scale=-0.1)
     with pytest.raises(OutOfRangeError, match="minilm has 6 layers"):
-        compress(minilm, TEXT, layers=[6])
+        compress(TEXT, minilm, layers=[6])
     with pytest.raises(at.EmptyTextError):
-        compress(minilm, "  ")
+        compress("  ", minilm)
 
 
 @pytest.mark.smollm2
 def test_causal_model(smollm2):
-    c0 = compress(smollm2, TEXT, layers=[10], scale=0.0)
+    c0 = compress(TEXT, smollm2, layers=[10], scale=0.0)
     assert c0.effect["kl"] == pytest.approx(0.0, abs=1e-12)
     assert c0.effect["perplexity"] == pytest.approx(c0.effect["perplexity_compressed"], rel=1e-12)
-    c = compress(smollm2, TEXT, layers=[10, 20], scale="gap")
+    c = compress(TEXT, smollm2, layers=[10, 20], scale="gap")
     assert c.effect["kl"] > 0 and c.clusters.shape == (18,)
     assert 1.0 < c.effect["perplexity"] < 1e4
     assert smollm2.hf_model.config._attn_implementation == "eager"
 
 
+
+
+def test_the_retired_argument_order_still_works(minilm):
+    """compress(model, text) is compress(text, model) with a DeprecationWarning (docs/api.md, Names)."""
+    new = compress(TEXT, minilm, layers=[0], scale=0.4)
+    with pytest.warns(DeprecationWarning, match=r"compress\(model, text\) is deprecated") as rec:
+        old = compress(minilm, TEXT, layers=[0], scale=0.4)
+    assert rec[0].filename == __file__
+    assert old == new
+    with pytest.warns(DeprecationWarning, match=r"compress\(model, text\) is deprecated"):
+        assert compress("minilm", TEXT, layers=[0], scale=0.4) == new
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compress(TEXT, "minilm", layers=[0], scale=0.4) == new
+        assert compress(TEXT, model=minilm, layers=[0], scale=0.4) == new

@@ -201,3 +201,27 @@ def test_kill9_at_random_moments_then_resume_gives_every_row_once(minilm, texts,
         if how == "crash":
             assert any(e.endswith(".tmp") for e in before)  # the torn temporary file was there
             assert corpus.part_name(3) not in before and corpus.part_name(2) in before
+
+
+def test_run_checks_device_and_dtype_before_any_work(tmp_path, minilm):
+    import torch
+
+    from attntopo.errors import DeviceError, InvalidInputError
+
+    out = tmp_path / "s"
+    with pytest.raises(DeviceError, match=r"^unknown device 'tpu'; allowed: cpu, cuda"):
+        corpus.run(["a text"], out, device="tpu", progress=False)
+    with pytest.raises(DeviceError, match=r"^unknown dtype 'float64'; allowed"):
+        corpus.run(["a text"], out, dtype="float64", progress=False)
+    if not torch.cuda.is_available():
+        with pytest.raises(DeviceError, match=r"^device 'cuda': this machine has no CUDA GPU"):
+            corpus.run(["a text"], out, device="cuda", progress=False)
+    with pytest.raises(InvalidInputError, match=r"^dtype= is only for a model given by name"):
+        corpus.run(["a text"], out, model=minilm, dtype="bfloat16", progress=False)
+    with pytest.raises(InvalidInputError, match=r"^gpus_per_actor applies to engine='ray' only"):
+        corpus.run(["a text"], out, gpus_per_actor=1, progress=False)
+    assert not out.exists()
+    # a model given by name in bfloat16: the store's settings say so
+    store = corpus.run(["The cat sat on the mat."], out, dtype="bfloat16", layers=[0], heads=[0],
+                       progress=False)
+    assert store.settings.dtype == "bfloat16" and store.counts()["ok"] == 1

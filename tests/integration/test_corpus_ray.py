@@ -210,3 +210,31 @@ def test_bad_ray_address_fails_before_the_model_loads_or_the_store_is_written(tm
         corpus.run(["one text", "another"], out, model="minilm", engine="ray",
                    ray_address="127.0.0.1:1", progress=False)
     assert not out.exists()
+
+
+def test_gpus_per_actor_places_actors_on_rays_gpus(corpus_file, tmp_path, monkeypatch):
+    """--gpus-per-actor goes through Ray's own ``num_gpus``: on a Ray that declares one GPU
+    (Ray schedules by the declared resources), two actors of 0.5 GPU each are placed, Ray
+    assigns each GPU 0, and each loads the model on "cuda"; this machine has no CUDA, so the
+    actor's load fails, and the driver gets the actor's own one-line error naming the GPU Ray
+    gave it.  More GPUs per actor than the cluster has is refused before any actor starts."""
+    import torch
+
+    from attntopo.errors import DeviceError
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU: the actor would run (tests/integration/test_gpu.py)")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False,
+             logging_level=logging.ERROR)
+    try:
+        with pytest.raises(DeviceError, match=r"no CUDA GPU .*\(a Ray actor given GPU 0 on ") as e:
+            corpus.run(corpus_file, tmp_path / "s", engine="ray", gpus_per_actor=0.5, n_jobs=2,
+                       progress=False, **SETTINGS)
+        assert "\n" not in str(e.value)
+        with pytest.raises(InvalidInputError, match=r"^gpus_per_actor=2, but the Ray cluster .* has 1 GPUs$"):
+            corpus.run(corpus_file, tmp_path / "t", engine="ray", gpus_per_actor=2, progress=False, **SETTINGS)
+    finally:
+        ray.shutdown()

@@ -280,7 +280,7 @@ def test_compress_and_hardmax_on_the_gpu(models):
     from attntopo.compress import compress
 
     cpu, gpu = models
-    c = compress(gpu, TEXT, scale=0.0)  # every row its own group: the model's own output
+    c = compress(TEXT, gpu, scale=0.0)  # every row its own group: the model's own output
     assert c.effect["cosine"] == pytest.approx(1.0, abs=1e-6)
     assert gpu.hf_model.config._attn_implementation == "eager"  # put back
     assert {p.device.type for p in gpu.hf_model.parameters()} == {"cuda"}
@@ -335,7 +335,7 @@ def test_causal_model_on_the_gpu(tiny_llama):
     for x, text in zip(gpu.attention(TEXTS), TEXTS):
         _weights_close(x.weights, cpu.attention(text).weights, tol)
     # next-token distributions (tied embeddings) compared on the GPU: nothing changes at scale 0
-    c = compress(gpu, TEXT, scale=0.0)
+    c = compress(TEXT, gpu, scale=0.0)
     assert c.effect["kl"] == pytest.approx(0.0, abs=1e-9)
     assert c.effect["perplexity"] == pytest.approx(c.effect["perplexity_compressed"], rel=1e-9)
     assert math.isfinite(c.effect["perplexity"]) and c.effect["perplexity"] > 1

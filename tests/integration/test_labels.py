@@ -103,7 +103,7 @@ def test_timeline_labels_are_the_attention_labels(minilm):
     text = "the cat and the 猫 saw the dog"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownTokensWarning)
-        tl = at.timeline(text, model=minilm, layer=0, head=0, maxdim=0)
+        tl = at.timeline(text, model=minilm, layers=0, heads=0, maxdim=0)
         full = minilm.attention(text)
     assert tl.labels == full.labels and "the#3" in tl.labels and "[UNK]" in tl.labels
     assert tl.slices[-1].labels == full.labels

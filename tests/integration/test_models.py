@@ -110,7 +110,7 @@ def test_attention_settings_are_checked(minilm, sample_text, kwargs, message):
 
 
 def test_load_model_settings_are_checked():
-    with pytest.raises(InvalidInputError, match=r"^unknown weights dtype \(dtype=\) 'float64'; allowed"):
+    with pytest.raises(InvalidInputError, match=r"^unknown dtype 'float64'; allowed: float32, float16, bfloat16$"):
         at.load_model("minilm", dtype="float64")
     with pytest.raises(InvalidInputError, match=r"^allow_pickle must be True or False"):
         at.load_model("minilm", allow_pickle="no")

@@ -82,7 +82,7 @@ def test_head_distances_reports_query_tokens(minilm):
 
 def test_timeline_reports_prefixes_slices_and_vines(minilm):
     rec = Recorder()
-    tls = at.timeline("The cat sat on the mat.", minilm, layer=[0, 1], head=3, progress=rec)
+    tls = at.timeline("The cat sat on the mat.", minilm, layers=[0, 1], heads=3, progress=rec)
     assert rec.check() == ["attention", "distances", "persistence", "vines"]
     S = len(tls[0].slices)
     assert rec.calls[-1][1] == S + 2 * S * 2 + 2 * (S - 1)  # bidirectional: a pass per prefix
@@ -92,7 +92,7 @@ def test_timeline_reports_prefixes_slices_and_vines(minilm):
 @pytest.mark.xdist_group("smollm2")
 def test_timeline_of_a_causal_model_reports_one_pass(smollm2):
     rec = Recorder()
-    tl = at.timeline("The cat sat on the mat.", smollm2, layer=3, head=[0, 1], progress=rec)
+    tl = at.timeline("The cat sat on the mat.", smollm2, layers=3, heads=[0, 1], progress=rec)
     assert rec.check() == ["attention", "distances", "persistence", "vines"]
     S = len(tl[0].slices)
     # one forward pass, the distances of the full text only, then every slice's diagrams

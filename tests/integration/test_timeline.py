@@ -91,7 +91,7 @@ def _check_coherence_and_vines(tl):
 # --------------------------------------------------------------------- minilm
 @pytest.fixture(scope="module")
 def tl_minilm(minilm):
-    return at.timeline(TEXT, minilm, layer=2, head=5)
+    return at.timeline(TEXT, minilm, layers=2, heads=5)
 
 
 def test_minilm_prefix_template(tl_minilm, minilm):
@@ -130,20 +130,20 @@ def test_minilm_two_parameter_is_refused(tl_minilm):
 
 
 def test_minilm_drop_special_and_t0(minilm):
-    tl = at.timeline(TEXT, minilm, layer=0, head=0, drop_special=True, t0=5)
+    tl = at.timeline(TEXT, minilm, layers=0, heads=0, drop_special=True, t0=5)
     assert tl.times[0] == 5
     for s in tl.slices:
         assert not s.attention.special.any() and s.n_points == s.t - 2
         assert s.attention.special_dropped
         np.testing.assert_allclose(s.attention.weights.sum(-1), 1.0, atol=1e-5)
     with pytest.raises(OutOfRangeError, match="t0 must be an int in 3"):
-        at.timeline(TEXT, minilm, t0=2)
+        at.timeline(TEXT, minilm, layers=0, heads=0, t0=2)
     with pytest.raises(OutOfRangeError, match="head"):
-        at.timeline(TEXT, minilm, head=12)
+        at.timeline(TEXT, minilm, heads=12)
     with pytest.raises(EmptyTextError):
-        at.timeline("   ", minilm)
+        at.timeline("   ", minilm, layers=0, heads=0)
     with pytest.raises(InvalidInputError, match="bidirectional"):
-        at.timeline(minilm.attention(TEXT), minilm)
+        at.timeline(minilm.attention(TEXT), minilm, layers=0, heads=0)
 
 
 def test_several_heads_share_the_work(minilm, monkeypatch):
@@ -155,10 +155,10 @@ def test_several_heads_share_the_work(minilm, monkeypatch):
         return real(*a, **k)
 
     monkeypatch.setattr(tlmod, "persistence_batch", counting)
-    tls = at.timeline("Attention is all you need.", minilm, layer=[1, 3], head=[0, 7])
+    tls = at.timeline("Attention is all you need.", minilm, layers=[1, 3], heads=[0, 7])
     assert calls["pb"] == 1
     assert [(t.layer, t.head) for t in tls] == [(1, 0), (1, 7), (3, 0), (3, 7)]
-    one = at.timeline("Attention is all you need.", minilm, layer=3, head=7)
+    one = at.timeline("Attention is all you need.", minilm, layers=3, heads=7)
     for a, b in zip(tls[3].slices, one.slices):
         np.testing.assert_allclose(a.distances, b.distances, atol=1e-9)
 
@@ -175,7 +175,7 @@ def test_save_load_round_trip(tl_minilm, tmp_path):
 # -------------------------------------------------------------------- smollm2
 @pytest.fixture(scope="module")
 def tl_smollm2(smollm2):
-    return at.timeline(TEXT, smollm2, layer=4, head=3)
+    return at.timeline(TEXT, smollm2, layers=4, heads=3)
 
 
 @pytest.mark.forward_compare
@@ -195,7 +195,7 @@ def test_smollm2_one_pass_equals_separate_runs(tl_smollm2, smollm2, monkeypatch)
     calls = []
     real = smollm2._forward
     monkeypatch.setattr(smollm2, "_forward", lambda b: calls.append(len(b)) or real(b))
-    at.timeline(TEXT, smollm2, layer=[0, 4], head=3)
+    at.timeline(TEXT, smollm2, layers=[0, 4], heads=3)
     assert calls == [1]
 
 
@@ -233,22 +233,22 @@ def test_smollm2_hilbert_function_agrees_with_the_slices(tl_smollm2):
 @pytest.mark.xdist_group("smollm2")
 def test_smollm2_from_an_attention_without_the_model(tl_smollm2, smollm2):
     att = smollm2.attention(TEXT)
-    tl = at.timeline(att, layer=4, head=3)
+    tl = at.timeline(att, layers=4, heads=3)
     assert tl.times.tolist() == tl_smollm2.times.tolist()
     for a, b in zip(tl.slices, tl_smollm2.slices):
         assert a.attention.weights.tobytes() == b.attention.weights.tobytes()
         assert np.array_equal(a.distances, b.distances) and a.diagram == b.diagram
     with pytest.raises(OutOfRangeError, match="layer 2 is not in this Attention"):
-        at.timeline(att.select(layers=[4]), layer=2, head=3)
+        at.timeline(att.select(layers=[4]), layers=2, heads=3)
 
 
 @pytest.mark.xdist_group("smollm2")
 def test_smollm2_hundred_tokens_in_seconds(smollm2):
     n = len(smollm2.tokenize(LONG).ids)
     assert 90 <= n <= 110
-    at.timeline("warm up", smollm2)
+    at.timeline("warm up", smollm2, layers=0, heads=0)
     start = time.perf_counter()
-    tl = at.timeline(LONG, smollm2, layer=10, head=4)
+    tl = at.timeline(LONG, smollm2, layers=10, heads=4)
     elapsed = time.perf_counter() - start
     assert len(tl.slices) == n
     assert elapsed < 30, f"timeline of {n} tokens took {elapsed:.1f} s"

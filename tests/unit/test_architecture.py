@@ -23,6 +23,19 @@ def test_import_graph_has_no_cycle_and_no_upward_import():
     assert "no cycle, no upward import" in r.stdout
 
 
+def _synthetic_package(root: Path, files: dict[str, str]) -> Path:
+    """``root/attntopo`` holding ``files`` (path below the package -> source), every folder a package."""
+    pkg = root / "attntopo"
+    for rel, source in {"__init__.py": "", **files}.items():
+        path = pkg / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        init = path.parent / "__init__.py"
+        if not init.exists():
+            init.write_text("")
+        path.write_text(source)
+    return pkg
+
+
 def _load_tool():
     import importlib.util
 
@@ -50,13 +63,8 @@ def test_the_checker_sees_cycles():
 )
 def test_the_checker_reads_module_and_function_level_imports(tmp_path, monkeypatch, source, upward):
     tool = _load_tool()
-    pkg = tmp_path / "attntopo"
-    for sub in ("analyses", "topology"):
-        (pkg / sub).mkdir(parents=True)
-        (pkg / sub / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "report.py").write_text("x = 1\n")
-    (pkg / "analyses" / "_thing.py").write_text(textwrap.dedent(source))
+    pkg = _synthetic_package(tmp_path, {"topology/__init__.py": "", "report.py": "x = 1\n",
+                                        "analyses/_thing.py": textwrap.dedent(source)})
     monkeypatch.setattr(tool, "ROOT", tmp_path)
     files = sorted(pkg.rglob("*.py"))
     modules = {tool.module_name(f) for f in files}
@@ -96,3 +104,56 @@ def test_architecture_page_lists_the_checkers_layers():
         names = [m for m in re.findall(r"`([^`]+)`", modules)]
         table.append((layer, tuple("" if n == "attntopo/__init__.py" else n for n in names)))
     assert table == [(layer, prefixes) for layer, prefixes in tool.LAYERS]
+
+
+@pytest.mark.parametrize("src, target, resolved, reach", [
+    # another subpackage's private module, by module or by name
+    ("attntopo.corpus._work", "attntopo.features._compute.chunk_start", "attntopo.features._compute",
+     "attntopo.features._compute"),
+    ("attntopo.sklearn", "attntopo.features._select", "attntopo.features._select", "attntopo.features._select"),
+    ("attntopo.corpus._store", "attntopo.io._lock", "attntopo.io", "attntopo.io:_lock"),
+    ("attntopo.analyses._analysis", "attntopo.topology.persistence._persistence_batch_valid",
+     "attntopo.topology.persistence", "attntopo.topology.persistence:_persistence_batch_valid"),
+    # allowed: a subpackage's own private modules, public names, the package's vocabulary
+    ("attntopo.features._compute", "attntopo.features._select.best_heads", "attntopo.features._select", None),
+    ("attntopo.corpus._work", "attntopo.features.features", "attntopo.features", None),
+    ("attntopo.corpus._work", "attntopo._validation.check_bool", "attntopo._validation", None),
+    ("attntopo.corpus._work", "attntopo._progress", "attntopo._progress", None),
+    ("attntopo.web.api", "attntopo.__version__", "attntopo", None),  # dunders are not private
+])
+def test_private_reach(src, target, resolved, reach):
+    assert _load_tool().private_reach(src, target, resolved) == reach
+
+
+def test_the_checker_rejects_private_cross_imports_and_stale_allowances(tmp_path, monkeypatch, capsys):
+    """A synthetic package: an unlisted private cross-import fails with its file and line, a
+    listed one passes, and a listed one that no longer occurs fails as stale."""
+    tool = _load_tool()
+    pkg = _synthetic_package(tmp_path, {"features/_compute.py": "def chunk_start():\n    pass\n",
+                                        "corpus/_work.py": "x = 1\n\nfrom ..features._compute import chunk_start\n"})
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    monkeypatch.setattr(tool, "LAYERS", [("low", ("features",)), ("high", ("corpus", ""))])
+    monkeypatch.setattr(tool, "ALLOWED_PRIVATE", frozenset())
+    assert tool.main([]) == 1
+    out = capsys.readouterr().out
+    assert "attntopo/corpus/_work.py:3: attntopo.corpus._work takes attntopo.features._compute" in out
+    pair = ("attntopo.corpus._work", "attntopo.features._compute")
+    monkeypatch.setattr(tool, "ALLOWED_PRIVATE", frozenset({pair}))
+    assert tool.main([]) == 0, capsys.readouterr().out
+    (pkg / "corpus" / "_work.py").write_text("from ..features import _compute  # noqa\n")  # still private
+    assert tool.main([]) == 0
+    (pkg / "corpus" / "_work.py").write_text("x = 1\n")  # fixed: the allowance is stale
+    assert tool.main([]) == 1
+    assert "no longer occurs: remove it" in capsys.readouterr().out
+
+
+def test_todays_private_cross_imports_are_listed_and_only_those():
+    """Every ALLOWED_PRIVATE entry is a real import today (the full run passes: nothing stale,
+    nothing unlisted); the list names modules of the package."""
+    tool = _load_tool()
+    files = sorted((tool.ROOT / tool.PACKAGE).rglob("*.py"))
+    modules = {tool.module_name(f) for f in files}
+    for src, reach in tool.ALLOWED_PRIVATE:
+        assert src in modules and reach.split(":")[0] in modules, (src, reach)
+    r = _run()
+    assert r.returncode == 0 and "no private cross-import beyond" in r.stdout, r.stdout

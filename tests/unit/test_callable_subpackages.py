@@ -31,7 +31,7 @@ def _error(call):
 
 def test_calling_the_subpackage_calls_its_function():
     # the same typed error, raised before any model loads, through both spellings
-    assert _error(lambda: attntopo.compress("minilm", "")) == _error(lambda: attntopo.compress.compress("minilm", ""))
+    assert _error(lambda: attntopo.compress("", model="minilm")) == _error(lambda: attntopo.compress.compress("", model="minilm"))
     assert (_error(lambda: attntopo.features(["a text"], model="minilm", sets=("no-such-set",)))
             == _error(lambda: attntopo.features.features(["a text"], model="minilm", sets=("no-such-set",))))
 

@@ -174,3 +174,21 @@ def test_result_classes_read_layers_and_heads():
             assert r.layer_ids == r.layers
         with pytest.warns(DeprecationWarning, match=r"\.head_ids is deprecated: read \.heads"):
             assert r.head_ids == r.heads
+
+
+def test_timeline_moves_to_all_heads_with_a_warning():
+    import attntopo as at
+    from _synthetic import text_attention
+
+    att = text_attention("the cat sat on the mat", 2, 2, seed=3, causal=True)
+    with pytest.warns(FutureWarning, match="all heads in the next") as rec:
+        tl = at.timeline(att, n_jobs=1)
+    assert rec[0].filename == __file__
+    one = at.timeline(att, layers=0, heads=0, n_jobs=1)
+    assert (tl.layer, tl.head) == (one.layer, one.head) == (0, 0)
+    assert tl.slices[-1].diagram == one.slices[-1].diagram
+    with pytest.warns(DeprecationWarning, match=r"timeline\(layer=\.\.\.\) is deprecated: write layers="):
+        old = at.timeline(att, layer=1, head=1, n_jobs=1)
+    assert (old.layer, old.head) == (1, 1)
+    every = at.timeline(att, layers=None, heads=None, n_jobs=1)
+    assert [(t.layer, t.head) for t in every] == [(0, 0), (0, 1), (1, 0), (1, 1)]

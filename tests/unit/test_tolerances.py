@@ -12,6 +12,7 @@ import pytest
 from _tolerances import (
     MINILM,
     SMOLLM2,
+    SOFTMAX_JS_LIPSCHITZ,
     TINY,
     U,
     diagram_atol,
@@ -189,3 +190,27 @@ def test_constants_follow_the_formula():
     for tol in (MINILM, SMOLLM2):
         assert 100 * U < tol.weights_atol < 1e-3 and tol.distance_atol < 5e-3
     assert js_distance_bound(0.0, 512, 4 * TINY) < 1e-15
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n=st.integers(2, 40),
+    scale=st.sampled_from([0.1, 1.0, 5.0, 30.0]),
+    size=st.sampled_from([1e-4, 1e-2, 0.3, 3.0]),
+    two_valued=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_softmax_js_is_lipschitz_in_the_range_of_the_logit_perturbation(n, scale, size, two_valued, seed):
+    """d_JS(softmax(z), softmax(z + δ)) ≤ range(δ) / sqrt(8 ln 2) (base 2): the link that turns
+    a low-precision pass's logit errors into distance errors (tests/README.md)."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n) * scale
+    d = rng.normal(size=n) * size
+    if two_valued:  # the extreme perturbations: two values only
+        d = np.where(rng.random(n) < 0.5, d.max(), d.min())
+    spread = float(d.max() - d.min())
+    assume(spread > 1e-12)
+    p, q = softmax(z), softmax(z + d)
+    js = jensenshannon(p, q, base=2)
+    js = 0.0 if not np.isfinite(js) else float(js)  # identical rows: scipy's sqrt of -0
+    assert js <= SOFTMAX_JS_LIPSCHITZ * spread * (1 + 1e-9) + 1e-12

@@ -30,7 +30,7 @@ from attntopo._validation import (
     check_wasserstein_p,
     is_int,
 )
-from attntopo.errors import InvalidInputError, OutOfRangeError
+from attntopo.errors import DeviceError, InvalidInputError, OutOfRangeError
 
 BOOLS = [True, False, np.bool_(True), np.bool_(False)]
 NOT_NUMBERS = [*BOOLS, "0.5", b"1", None, [1.0], np.array([1.0]), object(), float("nan"), np.nan]
@@ -267,3 +267,62 @@ def test_check_texts_one_rule_for_every_text_list():
                           (["ok", "  "], EmptyTextError, r"texts\[1\] is empty")]:
         with pytest.raises(err, match=msg):
             check_texts(bad)
+
+
+# ----------------------------------------------------------------- device and dtype
+def test_check_device_accepts_what_this_machine_has():
+    import torch
+
+    from attntopo._validation import check_device
+
+    assert check_device(None) == "cpu" and check_device("cpu") == "cpu"
+    cuda = torch.cuda.is_available() and torch.cuda.device_count() > 0
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    assert check_device("auto") == ("cuda:0" if cuda else "mps" if mps else "cpu")
+    if cuda:
+        assert check_device("cuda") == "cuda" and check_device("cuda:0") == "cuda:0"
+        n = torch.cuda.device_count()
+        with pytest.raises(DeviceError, match=rf"^device 'cuda:{n}': this machine has {n} CUDA GPU"):
+            check_device(f"cuda:{n}")
+    else:
+        for dev in ("cuda", "cuda:0", "cuda:1"):
+            with pytest.raises(DeviceError, match=rf"^device '{dev}': this machine has no CUDA GPU .*use cpu or auto$"):
+                check_device(dev)
+    if not mps:
+        with pytest.raises(DeviceError, match=r"^device 'mps': this machine has no Apple GPU"):
+            check_device("mps")
+
+
+@pytest.mark.parametrize("bad", ["gpu", "CPU", "cuda:", "cuda:-1", "cuda:x", "", " cpu", "tpu", 0, None.__class__, ["cpu"]])
+def test_check_device_refuses_unknown_devices_in_one_line(bad):
+    from attntopo._validation import check_device
+
+    with pytest.raises(DeviceError, match=r"^unknown --device .*; allowed: cpu, cuda, cuda:N \(a GPU number\), mps or auto$"):
+        check_device(bad, "--device")
+    assert issubclass(DeviceError, InvalidInputError)  # generic handlers keep working
+
+
+def test_check_dtype_names_and_what_the_cpu_runs():
+    import torch
+
+    from attntopo._validation import DTYPES, check_dtype
+
+    assert check_dtype(None) == "float32"
+    for dt in DTYPES:  # this torch runs all three on the CPU: the probe ran them
+        assert check_dtype(dt, "cpu") == dt
+        x = torch.ones((2, 3), dtype=getattr(torch, dt))
+        assert float(torch.softmax(x @ x.T, -1).sum()) == 2.0
+    for bad in ("float64", "fp16", "half", "Float32", None.__class__, 16):
+        with pytest.raises(DeviceError, match=r"^unknown dtype .*; allowed: float32, float16, bfloat16$"):
+            check_dtype(bad, "cpu")
+
+
+def test_a_dtype_the_device_cannot_run_is_refused():
+    # the probe runs real operations on the device: a device that cannot compute them (the
+    # meta device computes no values) is named with torch's reason, in one line
+    from attntopo._validation import _dtype_unsupported, check_dtype
+
+    why = _dtype_unsupported("bfloat16", "meta")
+    assert why.startswith("torch ") and "bfloat16 kernels" in why and "\n" not in why
+    with pytest.raises(DeviceError, match=r"^dtype 'bfloat16' cannot run on meta: torch .*; use float32$"):
+        check_dtype("bfloat16", "meta")

@@ -451,8 +451,8 @@ def _on_device(atts: list[Attention], device: str, maxdim: int, threshold: float
     on the CPU).  Only the distances and the deaths come back to the host."""
     import torch
 
-    from ..distances._rows import token_distances_tensor
-    from ..topology._mst import h0_diagrams
+    from ..distances import token_distances_tensor
+    from ..topology import h0_diagrams
 
     dists, dgms = [], [] if maxdim == 0 else None
     for a in atts:

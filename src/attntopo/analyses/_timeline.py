@@ -31,12 +31,13 @@ renormalized (:meth:`Attention.drop_special`); ``t`` still counts model input to
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
 
 from .._progress import NO_PROGRESS, ProgressOption, Reporter, reports
-from .._validation import check_maxdim, check_metric, check_wasserstein_p
+from .._validation import check_maxdim, check_metric, check_wasserstein_p, renamed_arguments
 from ..attention import Attention, resolve_indices
 from ..constants import DEFAULT_MODEL
 from ..distances import token_distances
@@ -101,13 +102,78 @@ def _coherence(slices: list[Slice], maxdim: int, p: float, reporter: Reporter = 
     return bn, ws, matchings
 
 
+def _check_t0(t0: Any, t_min: int, n: int) -> int:
+    """The first prefix length: ``t_min`` (one content token) by default, else checked."""
+    if t0 is None:
+        return t_min
+    if isinstance(t0, bool) or not isinstance(t0, (int, np.integer)) or not t_min <= t0 <= n:
+        raise OutOfRangeError(
+            f"t0 must be an int in {t_min}..{n} (prefix length in model tokens, specials "
+            f"included; {t_min} = one content token), got {t0!r}"
+        )
+    return int(t0)
+
+
+def _prefix_attentions(src: dict, ts: list[int], positions: list[np.ndarray], t_min: int,
+                       drop_special: bool, progress) -> list[Attention]:
+    """The attention of every prefix, weights of shape (n_sel_layers, n_sel_heads, t, t): blocks
+    of the full pass of a causal model, else one forward pass per prefix (batched)."""
+    n, n_lead, n_trail = src["n"], src["n_lead"], src["n_trail"]
+    if src["full"] is not None:
+        weights = [src["full"][:, :, :t, :t] for t in ts]
+    else:
+        ids = src["ids"]
+        lead, trail, content = ids[:n_lead], ids[n - n_trail :], ids[n_lead : n - n_trail]
+        id_lists = [lead + content[: t - t_min + 1] + trail for t in ts]
+        progress.stage("attention")
+        weights = _forward_prefixes(src["model"], id_lists, src["li"], src["hi"], progress)
+    special, token_ids = src["special"], src["token_ids"]
+    atts = []
+    for pos, w in zip(positions, weights):
+        a = Attention(
+            weights=w,
+            tokens=[src["tokens"][i] for i in pos],
+            offsets=[src["offsets"][i] for i in pos],
+            special=special[pos],
+            causal=src["causal"],
+            model=src["name"],
+            text=src["text"],
+            token_ids=None if token_ids is None else token_ids[pos],
+            layer_ids=src["layer_ids"],
+            head_ids=src["head_ids"],
+            truncated=src["truncated"],
+        )
+        atts.append(a.drop_special() if drop_special else a)
+    return atts
+
+
+def _prefix_distances(atts: list[Attention], one_pass: bool, metric: str, progress) -> list[np.ndarray]:
+    """Token distances of every prefix: blocks of one matrix for a growing causal text (its
+    rows never change), else one matrix per slice."""
+    if one_pass:
+        D_full = token_distances(atts[-1], metric=metric, progress=progress)
+        return [D_full[:, :, : a.n_tokens, : a.n_tokens] for a in atts]
+    return [token_distances(a, metric=metric, progress=progress) for a in atts]
+
+
+class _Unset:
+    """The default of ``layers``/``heads`` while it moves from (0, 0) to all heads."""
+
+    def __repr__(self) -> str:
+        return "<layer 0, head 0 in this release; all heads in the next>"
+
+
+_UNSET = _Unset()
+
+
+@renamed_arguments(layer="layers", head="heads")
 @reports("timeline")  # progress arrives as an open Reporter
 def timeline(
     text: str | Attention,
     model: Any = DEFAULT_MODEL,
     *,
-    layer: int | Sequence[int] | None = 0,
-    head: int | Sequence[int] | None = 0,
+    layers: int | Sequence[int] | None | _Unset = _UNSET,
+    heads: int | Sequence[int] | None | _Unset = _UNSET,
     metric: str = "jensen_shannon",
     maxdim: int = 1,
     t0: int | None = None,
@@ -130,11 +196,14 @@ def timeline(
     model : str or AttentionModel
         ``"minilm"`` (bidirectional), ``"smollm2"`` (causal), any hub id or folder, or a
         loaded model.  Ignored when ``text`` is an Attention.
-    layer, head : int, list of int, or None
-        Model indices, 0-based (negatives allowed).  One layer and one head (default
-        ``0, 0``) give one :class:`Timeline`; a list (or ``None`` for all) gives a list of
-        timelines in layer-major order, computed from the same forward passes and one
-        persistence batch.
+    layers, heads : int, list of int, or None
+        Model indices, 0-based (negatives allowed).  One layer and one head give one
+        :class:`Timeline`; a list (or ``None`` for all) gives a list of timelines in
+        layer-major order, computed from the same forward passes and one persistence batch.
+        Giving neither still means layer 0, head 0 in this release, with a FutureWarning:
+        the next release defaults to all heads, as every other analysis does (write
+        ``layers=0, heads=0`` for one timeline).  ``layer=``/``head=`` are the deprecated
+        spellings.
     metric : str
         Token distance (:data:`attntopo.distances.METRICS`).
     maxdim : {0, 1, 2}
@@ -169,7 +238,7 @@ def timeline(
         Bad settings, or an Attention of a bidirectional model (its prefixes need their
         own forward passes: pass the text and the model).
     OutOfRangeError
-        Bad ``layer``, ``head`` or ``t0``.
+        Bad ``layers``, ``heads`` or ``t0``.
 
     Notes
     -----
@@ -177,6 +246,12 @@ def timeline(
     (batched), which dominates for long texts.  Persistence of all slices runs in one
     :func:`~attntopo.topology.persistence_batch` call.
     """
+    if isinstance(layers, _Unset) and isinstance(heads, _Unset):
+        warnings.warn("timeline() without layers= or heads= is layer 0, head 0 in this release and "
+                      "all heads in the next (as every analysis): write layers=0, heads=0 for one "
+                      "timeline, or layers=None, heads=None for all", FutureWarning, stacklevel=4)
+    layer = 0 if isinstance(layers, _Unset) else layers
+    head = 0 if isinstance(heads, _Unset) else heads
     metric = check_metric(metric)
     maxdim = check_maxdim(maxdim)
     p = check_wasserstein_p(p)
@@ -189,14 +264,7 @@ def timeline(
         raise InvalidInputError(f"text must be a string or an Attention, got {type(text).__name__}")
     n, n_lead, n_trail = src["n"], src["n_lead"], src["n_trail"]
     t_min = n_lead + n_trail + 1
-    if t0 is None:
-        t0 = t_min
-    if isinstance(t0, bool) or not isinstance(t0, (int, np.integer)) or not t_min <= t0 <= n:
-        raise OutOfRangeError(
-            f"t0 must be an int in {t_min}..{n} (prefix length in model tokens, specials "
-            f"included; {t_min} = one content token), got {t0!r}"
-        )
-    t0 = int(t0)
+    t0 = _check_t0(t0, t_min, n)
     ts = list(range(t0, n + 1))
     positions = [
         np.array(list(range(n_lead + t - t_min + 1)) + list(range(n - n_trail, n)), dtype=np.int64)
@@ -204,102 +272,43 @@ def timeline(
     ]
     one_pass = src["full"] is not None
     li, hi = src["layer_ids"], src["head_ids"]
-    S, LH = len(ts), len(li) * len(hi)
+    S, L, H = len(ts), len(src["layer_ids"]), len(src["head_ids"])
     # prefixes' forward passes, distances (one pass: of the full text only), persistence, vines
-    progress.add_total((0 if one_pass else S) + (LH if one_pass else S * LH) + S * LH + LH * (S - 1))
+    progress.add_total((0 if one_pass else S) + (L * H if one_pass else S * L * H) + S * L * H + L * H * (S - 1))
 
-    # ---- attention of every prefix, shape (n_sel_layers, n_sel_heads, t, t)
-    if one_pass:
-        weights = [src["full"][:, :, :t, :t] for t in ts]
-    else:
-        ids = src["ids"]
-        lead, trail, content = ids[:n_lead], ids[n - n_trail :], ids[n_lead : n - n_trail]
-        id_lists = [lead + content[: t - t_min + 1] + trail for t in ts]
-        progress.stage("attention")
-        weights = _forward_prefixes(src["model"], id_lists, src["li"], src["hi"], progress)
-
-    special = src["special"]
-    token_ids = src["token_ids"]
-    atts = []
-    for pos, w in zip(positions, weights):
-        a = Attention(
-            weights=w,
-            tokens=[src["tokens"][i] for i in pos],
-            offsets=[src["offsets"][i] for i in pos],
-            special=special[pos],
-            causal=src["causal"],
-            model=src["name"],
-            text=src["text"],
-            token_ids=None if token_ids is None else token_ids[pos],
-            layer_ids=li,
-            head_ids=hi,
-            truncated=src["truncated"],
-        )
-        atts.append(a.drop_special() if drop_special else a)
-
-    # ---- distances: one matrix for a growing causal text, else one per slice
-    if one_pass:
-        D_full = token_distances(atts[-1], metric=metric, progress=progress)
-        dists = [D_full[:, :, : a.n_tokens, : a.n_tokens] for a in atts]
-    else:
-        dists = [token_distances(a, metric=metric, progress=progress) for a in atts]
+    atts = _prefix_attentions(src, ts, positions, t_min, drop_special, progress)
+    dists = _prefix_distances(atts, one_pass, metric, progress)
 
     # ---- all diagrams in one batch, slice-major then layer, head
-    L, H = len(li), len(hi)
     mats = [d[i, j] for d in dists for i in range(L) for j in range(H)]
     dgms = persistence_batch(mats, maxdim=int(maxdim), engine=engine, n_jobs=n_jobs, progress=progress)
     used_engine = dgms[0].engine if dgms else (engine or "")
 
+    # ---- one Timeline per head: its slices and the vines between them
     prov = make_provenance(
         src["info"],
         {"metric": metric, "engine": used_engine, "t0": t0, "drop_special": bool(drop_special),
          "truncate": truncate, "wasserstein_p": p},
     )
-    out = []
+    common = dict(
+        tokens=list(src["tokens"]), offsets=[tuple(o) for o in src["offsets"]], special=src["special"],
+        token_ids=src["token_ids"], text=src["text"], model=src["name"], causal=src["causal"], metric=metric,
+        maxdim=int(maxdim), engine=used_engine, drop_special=bool(drop_special), p=p, n_lead=n_lead,
+        n_trail=n_trail, one_pass=one_pass, truncated=src["truncated"],
+    )
     progress.stage("vines")
+    out = []
     for i, lay in enumerate(li):
         for j, hd in enumerate(hi):
             slices = []
             for k, (t, pos, a, d) in enumerate(zip(ts, positions, atts, dists)):
-                keep = ~special[pos] if drop_special else np.ones(pos.size, dtype=bool)
-                slices.append(
-                    Slice(
-                        t=t,
-                        token=int(n_lead + t - t_min),
-                        positions=pos[keep],
-                        attention=a.select([i], [j]),
-                        distances=np.ascontiguousarray(d[i, j]),
-                        diagram=dgms[(k * L + i) * H + j],
-                    )
-                )
+                keep = ~src["special"][pos] if drop_special else np.ones(pos.size, dtype=bool)
+                slices.append(Slice(t=t, token=int(n_lead + t - t_min), positions=pos[keep],
+                                    attention=a.select([i], [j]), distances=np.ascontiguousarray(d[i, j]),
+                                    diagram=dgms[(k * L + i) * H + j]))
             bn, ws, matchings = _coherence(slices, int(maxdim), p, progress)
-            out.append(
-                Timeline(
-                    slices=slices,
-                    tokens=list(src["tokens"]),
-                    offsets=[tuple(o) for o in src["offsets"]],
-                    special=special,
-                    token_ids=token_ids,
-                    text=src["text"],
-                    model=src["name"],
-                    causal=src["causal"],
-                    layer=int(lay),
-                    head=int(hd),
-                    metric=metric,
-                    maxdim=int(maxdim),
-                    engine=used_engine,
-                    drop_special=bool(drop_special),
-                    p=p,
-                    n_lead=n_lead,
-                    n_trail=n_trail,
-                    one_pass=one_pass,
-                    bottleneck=bn,
-                    wasserstein=ws,
-                    matchings=matchings,
-                    truncated=src["truncated"],
-                    provenance=dict(prov),
-                )
-            )
+            out.append(Timeline(slices=slices, layer=int(lay), head=int(hd), bottleneck=bn, wasserstein=ws,
+                                matchings=matchings, provenance=dict(prov), **common))
     return out[0] if single else out
 
 

@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .. import __version__
 from ..constants import DEFAULT_MODEL, SUMMARY_STATS
@@ -18,7 +16,6 @@ from .._validation import check_maxdim, check_number, check_threshold
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
-    DebugOpt,
     DropSpecialOpt,
     EngineName,
     FileOpt,
@@ -29,6 +26,8 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,
@@ -41,11 +40,13 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     finish_result,
     grid_points,
     json_doc,
     load_model_with_status,
+    where_line,
     num,
     parse_indices,
     plural,
@@ -78,6 +79,8 @@ def analyze(
         ModelOpt,
         "Model: a packaged alias (see [bold]attntopo models[/bold]), a Hugging Face id or a local folder/.gguf.",
     )] = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all).",
     )] = None,
@@ -142,9 +145,6 @@ def analyze(
     n_jobs: Annotated[Optional[int], with_help(
         JobsOpt, "Worker processes for persistence (default: all cores).",
     )] = None,
-    debug: Annotated[bool, with_help(
-        DebugOpt, "Show tracebacks and library log messages.",
-    )] = False,
 ) -> None:
     """Analyse one text: attention of every (or the chosen) head → token distances → persistence diagrams → a per-head summary table.
 
@@ -165,7 +165,7 @@ def analyze(
     formats = check_plot_options(plots, plot_format, out)
 
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     n_sel = (len(layers) if layers else m.n_layers) * (len(heads) if heads else m.n_heads)
     with progress_bar(f"analysing {n_sel} head{'s' if n_sel != 1 else ''}", show) as progress:
         t0 = time.perf_counter()
@@ -238,7 +238,7 @@ def _print_header(analysis, m, source, timing) -> None:
     kind = "causal" if m.causal else "bidirectional"
     console.print(
         f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] "
-        f"({esc(m.architecture)}, {m.n_layers} layers × {m.n_heads} heads, {kind})"
+        f"({esc(m.architecture)}, {m.n_layers} layers × {m.n_heads} heads, {kind}{where_line(m)})"
     )
     labels = a.labels
     shown = labels if len(labels) <= 24 else labels[:20] + ["…"] + labels[-3:]
@@ -272,10 +272,7 @@ def _print_table(analysis, rows: list[dict], key: str, top: int) -> None:
         if len(shown) == n
         else f"Persistence per head: top {len(shown)} of {n} by {key}"
     )
-    table = Table(
-        title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
-        padding=(0, 1) if analysis.maxdim <= 1 else (0, 0), show_edge=False,
-    )
+    table = data_table(title, padding=(0, 1) if analysis.maxdim <= 1 else (0, 0))
     table.add_column("layer", justify="right", no_wrap=True)
     table.add_column("head", justify="right", no_wrap=True)
     n_tok = analysis.attention.n_tokens
@@ -314,5 +311,4 @@ def _print_table(analysis, rows: list[dict], key: str, top: int) -> None:
         notes.append(f"Every head has {n_tok} H0 bars, one per token.")
     notes.append("total, max: finite persistence in distance units; ent: persistence entropy in bits.")
     table.caption = " ".join(notes)
-    table.caption_justify = "left"
     print_table(table)

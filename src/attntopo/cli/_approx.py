@@ -11,11 +11,12 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     FileOpt,
     HeadsOpt,
     JsonOpt,
     LayersOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,
@@ -25,6 +26,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     finish_result,
     load_model_with_status,
@@ -34,8 +36,8 @@ from ._common import (
     print_table,
     progress_bar,
     read_text,
+    refuse_html,
 )
-from ._hardmax import refuse_html
 
 _APPROX_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -68,6 +70,8 @@ def approx_cmd(
     text: TextArg = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     budget: Annotated[Optional[List[str]], typer.Option(
         "--budget", "-b", metavar="P", show_default=False,
         help="Budget(s), numbers stored per query row, 2..n; repeat or comma-separate (default: 4,8,16,32 up to n).",
@@ -92,7 +96,6 @@ def approx_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Approximate every head by band+sparse, top-k, low-rank (SVD), kernel (FAVOR+) and clustered attention.
 
@@ -118,7 +121,7 @@ def approx_cmd(
     layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
     formats = check_plot_options(plots, plot_format, out)
     shown = not json_out
-    m, t_model = load_model_with_status(model, shown)
+    m, t_model = load_model_with_status(model, shown, device=device, dtype=dtype)
     with progress_bar("approximability", shown) as progress:
         t0 = time.perf_counter()
         r = approximability(body, model=m, budgets=budgets, families=families, scale=scale_value, draws=draws,
@@ -140,10 +143,8 @@ def _bundle(r, show: int | None):
 
 def _print(r, m, source: str, show: int | None, timing: dict) -> None:
     import numpy as np
-    from rich.table import Table
-
     console.print(model_line(m, f" · {r.n_tokens} tokens from {esc(source)} · {timing['approx_s']:.1f} s"))
-    t = Table(title="median relative Frobenius error over heads (heads won)", title_justify="left")
+    t = data_table("median relative Frobenius error over heads (heads won)")
     t.add_column("budget", justify="right")
     for f in r.families:
         t.add_column(f, justify="right")
@@ -158,7 +159,7 @@ def _print(r, m, source: str, show: int | None, timing: dict) -> None:
                           f"{other} {s['other_wins_high']:.0%} of high-entropy heads: Scatterbrain's claim "
                           f"{'holds' if s['holds'] else 'does not hold'}")
     b = r.budgets[len(r.budgets) // 2] if show is None else show
-    h = Table(title=f"per head at budget {b}", title_justify="left")
+    h = data_table(f"per head at budget {b}")
     for c in ("layer", "head", "label", "entropy", *r.families, "winner"):
         h.add_column(c, justify="left" if c in ("label", "winner") else "right")
     win = r.winners(b)

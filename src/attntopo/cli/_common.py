@@ -30,6 +30,7 @@ from .._validation import refused_path
 from ..errors import AttntopoError, EmptyTextError, InvalidInputError, TextTooLongError
 from ..io import META_FILE, json_safe
 from ..models.describe import describe_alias
+from ._table import data_table, render_table  # noqa: F401 - data_table: for the commands
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_TOP = 20
@@ -63,8 +64,8 @@ app = typer.Typer(
 )
 
 # stdout carries results (tables or JSON); stderr carries progress, warnings and errors
-console = Console(highlight=False, soft_wrap=False)
-err_console = Console(stderr=True, highlight=False)
+console = Console(highlight=False, soft_wrap=False, emoji=False)  # ':x:' in a text is not an emoji
+err_console = Console(stderr=True, highlight=False, emoji=False)
 
 
 def _version_callback(value: bool) -> None:
@@ -99,6 +100,14 @@ FileOpt = Annotated[Optional[str], typer.Option(
     show_default=False)]
 ModelOpt = Annotated[str, typer.Option(
     "--model", "-m", help="Model: a packaged alias (minilm, smollm2), a Hugging Face id or a folder.")]
+DeviceOpt = Annotated[str, typer.Option(
+    "--device", metavar="DEVICE",
+    help="Where the model runs: cpu, cuda, cuda:N (a GPU number), mps, or auto (the first GPU when "
+         "there is one, else cpu).")]  # check_device checks it before the model loads
+DtypeOpt = Annotated[str, typer.Option(
+    "--dtype", metavar="DTYPE",
+    help="The model's weights: float32, bfloat16 or float16 (attention rows are renormalized in "
+         "float64 and analysed as float32).")]  # check_dtype checks it against the device
 LayersOpt = Annotated[Optional[List[str]], typer.Option(
     "--layer", "-l", metavar="L", help="Layer(s), 0-based; repeat or comma-separate (default: all).",
     show_default=False)]  # read by parse_indices
@@ -136,7 +145,8 @@ NoDiagramsOpt = Annotated[bool, typer.Option(
 )]  # see grid_points
 JobsOpt = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False)]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+DEBUG_HELP = "Show tracebacks and log messages."
+DebugOpt = Annotated[bool, typer.Option("--debug", help=DEBUG_HELP)]  # a command that reads it (serve); see with_debug
 
 
 def with_help(option: Any, help: str) -> Any:
@@ -276,6 +286,12 @@ def check_plot_options(plots: bool, plot_format, out: Path | None) -> list[str]:
     return formats if plots else []
 
 
+def refuse_html(plot_format, what: str) -> None:
+    """``--plot-format html`` for commands whose figures are all static: one error line."""
+    if plot_format and any(str(f).lower() == "html" for f in plot_format):
+        raise InvalidInputError(f"--plot-format html: {what} static; use png, svg or pdf")
+
+
 # ============================================================================ work
 @contextmanager
 def status(message: str, enabled: bool) -> Iterator[None]:
@@ -302,10 +318,21 @@ def progress_bar(description: str, enabled: bool) -> Iterator[Any]:
         yield bar
 
 
-def load_model_with_status(model: str, show: bool):
-    """Load a model behind a progress bar (a GGUF conversion shows its stages); returns
-    ``(model, seconds)``."""
+def check_device_dtype(device: str, dtype: str) -> tuple[str, str]:
+    """``--device`` and ``--dtype`` checked (one line and exit 2 for a device this machine
+    lacks or a dtype it cannot run there), ``auto`` resolved."""
+    from .._validation import check_device, check_dtype
+
+    dev = check_device(device, "--device")
+    return dev, check_dtype(dtype, dev, "--dtype")
+
+
+def load_model_with_status(model: str, show: bool, *, device: str = "cpu", dtype: str = "float32"):
+    """Load a model on ``device`` in ``dtype`` behind a progress bar (a GGUF conversion shows
+    its stages); returns ``(model, seconds)``."""
     from ..models import load_model
+
+    device, dtype = check_device_dtype(device, dtype)
 
     loading = f"model {model}"
     if model.strip().lower() == "smollm2" and show and err_console.is_terminal:
@@ -313,7 +340,7 @@ def load_model_with_status(model: str, show: bool):
             loading = "smollm2, first use: its GGUF file is converted once (about 30 s)"
     with progress_bar(loading, show) as progress:
         t0 = time.perf_counter()
-        m = load_model(model, progress=progress)
+        m = load_model(model, device=device, dtype=dtype, progress=progress)
         return m, time.perf_counter() - t0
 
 
@@ -419,25 +446,11 @@ def plural(n: int, word: str) -> str:
 
 
 def print_table(table: Any) -> None:
-    """Print a rich table on stdout with every cell whole, whatever the terminal's width.
-
-    rich fits a table to the terminal (``COLUMNS``) by cutting cells ("0.1…"); numbers must
-    not be cut.  A table wider than the terminal loses its column padding first (one space
-    between columns); one still too wide is printed at the width it needs, and the terminal
-    wraps its lines.
-    """
-    from rich.measure import Measurement
-    from rich.segment import Segments
-
-    wide = console.options.update_width(1 << 16)
-    need = Measurement.get(console, wide, table).minimum  # every unbreakable cell whole
-    if need > console.width and any(table.padding):
-        table.padding = (0, 0)
-        need = Measurement.get(console, wide, table).minimum
-    if need <= console.width:
-        console.print(table)
-    else:
-        console.print(Segments(list(console.render(table, console.options.update_width(need)))), crop=False)
+    """Print a table of values (built with :func:`data_table`) on stdout: every title, header and
+    cell as it is (never markup or emoji), never cut, at least one space between columns; a table
+    too wide for the terminal (``COLUMNS``; 80 in a pipe) loses its padding, then wraps its word
+    columns, then is printed one ``name  value`` line per column (:mod:`._table`)."""
+    render_table(table, console)
 
 
 def esc(s: str) -> str:
@@ -488,7 +501,13 @@ def model_line(m: Any, extra: str = "") -> str:
     """``attntopo 0.1.0 · model minilm (6 layers × 12 heads, bidirectional)`` + ``extra``."""
     kind = "causal" if m.causal else "bidirectional"
     return (f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] "
-            f"({m.n_layers} layers × {m.n_heads} heads, {kind}){extra}")
+            f"({m.n_layers} layers × {m.n_heads} heads, {kind}{where_line(m)}){extra}")
+
+
+def where_line(m: Any) -> str:
+    """``", bfloat16 on cuda:0"`` for a model not in float32 on the CPU, else ``""``."""
+    dev, dt = str(getattr(m, "device", "cpu")), str(getattr(m, "dtype", "float32"))
+    return "" if (dev, dt) == ("cpu", "float32") else f", {dt} on {dev}"
 
 
 def print_saved(saved: Path | None, figures: dict[str, bytes] | None = None) -> None:
@@ -514,7 +533,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     else:  # third-party log lines (transformers' warnings) are not the CLI's output: --debug shows them
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    command = plain_flags(typer.main.get_command(app))
+    command = plain_flags(with_debug(typer.main.get_command(app)))
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=not debug) as rec:
@@ -559,6 +578,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as e:  # noqa: BLE001 - the last line of defence: one line, not a traceback
         _error(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)", debug)
         return EXIT_FAILURE
+
+
+def with_debug(command: Any) -> Any:
+    """Give ``command`` and each of its subcommands one ``--debug`` flag; returns ``command``.
+
+    :func:`main` reads ``--debug`` (or ``ATTNTOPO_DEBUG``) from the command line before parsing,
+    to show tracebacks and log messages from the first line on, so no command declares or reads
+    it: the flag is here for parsing and ``--help`` only.  A command that reads a ``--debug`` of
+    its own (``serve``: it also logs every request) keeps its declaration.
+    """
+    if not any("--debug" in getattr(p, "opts", ()) for p in getattr(command, "params", [])):
+        command.params.append(_debug_option())
+    for sub in getattr(command, "commands", {}).values():
+        with_debug(sub)
+    return command
+
+
+def _debug_option() -> Any:
+    """The click option typer makes of :data:`DebugOpt`, its value not passed to the command."""
+    probe = typer.Typer()
+
+    @probe.command()
+    def _probe(debug: DebugOpt = False) -> None:  # pragma: no cover - never run
+        pass
+
+    option = typer.main.get_command(probe).params[0]
+    option.expose_value = False
+    return option
 
 
 def plain_flags(command: Any) -> Any:

@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .. import __version__
 from .._validation import check_dim, check_maxdim, check_scale
@@ -19,7 +17,6 @@ from ..errors import EmptyTextError, InvalidInputError, OutOfRangeError
 from ..words import split_words
 from ._common import (
     DEFAULT_TOP,
-    DebugOpt,
     DropSpecialOpt,
     HeadsOpt,
     JobsOpt,
@@ -28,6 +25,8 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,
@@ -39,6 +38,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     grid_points,
     json_doc,
@@ -84,6 +84,8 @@ def compare_cmd(
         ModelOpt,
         "Model: a packaged alias, a Hugging Face id (a multilingual one for translations) or a folder.",
     )] = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: LayersOpt = None,
     head: HeadsOpt = None,
     metric: MetricOpt = "jensen_shannon",
@@ -140,7 +142,6 @@ def compare_cmd(
     json_out: JsonOpt = False,
     no_diagrams: NoDiagramsOpt = False,
     n_jobs: JobsOpt = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Compare two texts head by head: shared tokens, when they connect in each text, simplices present in both, and diagram distances (bottleneck, Wasserstein) per homology dimension.
 
@@ -167,7 +168,7 @@ def compare_cmd(
     formats = check_plot_options(plots, plot_format, out)
 
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     with progress_bar("comparing", show) as progress:
         t0 = time.perf_counter()
         try:
@@ -231,13 +232,12 @@ def compare_cmd(
     console.print(f"{at_scale} · time {timing['total_s']:.1f} s")
     _print_heads_table(c, rows, rank_dim, top, default=dim is None)
     if len(keys) >= 2:
-        pt = Table(title="Highlighted pairs (edge birth = distance; connection = minimax path scale)",
-                   title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        pt = data_table("Highlighted pairs (edge birth = distance; connection = minimax path scale)")
         for col in ("layer", "head", "pair", "edge A", "edge B", "connect A", "connect B"):
             pt.add_column(col, justify="left" if col == "pair" else "right", no_wrap=True)
         for p in pairs:
             if (p["layer"], p["head"]) in report_heads:
-                pt.add_row(str(p["layer"]), str(p["head"]), esc(f"{p['a']} – {p['b']}"),
+                pt.add_row(str(p["layer"]), str(p["head"]), f"{p['a']} – {p['b']}",
                            num(p["edge_birth_a"]), num(p["edge_birth_b"]),
                            num(p["connection_a"]), num(p["connection_b"]))
         print_table(pt)
@@ -316,11 +316,8 @@ def _compare_rows(c, dim: int) -> list[dict]:
 def _print_heads_table(c, rows: list[dict], rank_dim: int, top: int, default: bool = False) -> None:
     shown = rows if top == 0 else rows[:top]
     why = " (the highest dimension without a majority tie)" if default else ""
-    table = Table(
-        title=(f"Heads from most similar to most different by bottleneck H{rank_dim}{why}"
-               + ("" if len(shown) == len(rows) else f" (top {len(shown)} of {len(rows)})")),
-        title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
-    )
+    table = data_table(f"Heads from most similar to most different by bottleneck H{rank_dim}{why}"
+                       + ("" if len(shown) == len(rows) else f" (top {len(shown)} of {len(rows)})"))
     for col in ("#", "layer", "head", "ε"):
         table.add_column(col, justify="right", no_wrap=True)
     for d in range(c.maxdim + 1):
@@ -340,6 +337,5 @@ def _print_heads_table(c, rows: list[dict], rank_dim: int, top: int, default: bo
     table.caption = ("Diagram distances between the two texts' diagrams, per homology dimension (distance units); "
                      "#: rank, '1=' tied with other heads (equal distances share a rank); "
                      "shared edges/triangles: among shared tokens, present in both texts at ε.")
-    table.caption_justify = "left"
     print_table(table)
 

@@ -11,11 +11,12 @@ from .._validation import check_choice
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     FileOpt,
     HeadsOpt,
     JsonOpt,
     LayersOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,
@@ -31,10 +32,10 @@ from ._common import (
     model_line,
     parse_indices,
     read_text,
+    refuse_html,
     status,
     with_help,
 )
-from ._hardmax import refuse_html
 
 _COMPRESS_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -54,6 +55,8 @@ def compress_cmd(
     text: TextArg = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer(s) to compress, 0-based; repeat or comma-separate (default: all).",
     )] = None,
@@ -73,7 +76,6 @@ def compress_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Compress attention by persistent clusters (or a baseline) inside a forward pass and measure the effect.
 
@@ -96,10 +98,10 @@ def compress_cmd(
     layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
     formats = check_plot_options(plots, plot_format, out)
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     with status("two forward passes, the second with grouped attention rows …", show):
         t0 = time.perf_counter()
-        c = compress(m, body, layers=layers, heads=heads, scale=scale_value, method=method,
+        c = compress(body, m, layers=layers, heads=heads, scale=scale_value, method=method,
                      representative=representative, seed=seed, truncate=truncate)
         t_c = time.perf_counter() - t0
     finish_result(c, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,

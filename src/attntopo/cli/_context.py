@@ -10,8 +10,9 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     JsonOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,
@@ -21,6 +22,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     finish_result,
     load_model_with_status,
@@ -28,8 +30,8 @@ from ._common import (
     print_table,
     progress_bar,
     read_texts,
+    refuse_html,
 )
-from ._hardmax import refuse_html
 
 _CONTEXT_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -74,6 +76,8 @@ def context_cmd(
     )] = None,
     file: TextsFileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     word: Annotated[Optional[str], typer.Option(
         "--word", "-w", metavar="W", show_default=False,
         help="Study this word across the texts that contain it (at least 3); "
@@ -96,7 +100,6 @@ def context_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Permutation equivariance, contextual-mapping margins and contextuality of a model, per layer.
 
@@ -109,7 +112,7 @@ def context_cmd(
     body, source = _texts(texts, file, word, fortunes, contexts, seed)
     formats = check_plot_options(plots, plot_format, out)
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     with progress_bar(f"context · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
         t0 = time.perf_counter()
         r = context(body, m, word=word, n_permutations=permutations, seed=seed,
@@ -133,11 +136,7 @@ def _cell(v: float) -> str:
 
 
 def _table(cols, heads: list[tuple[str, str]], title: str) -> None:
-    from rich import box
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
-                  show_edge=False)
+    table = data_table(title)
     for h, _ in heads:
         table.add_column(h, justify="right", no_wrap=True)
     for row in range(cols.n_rows):

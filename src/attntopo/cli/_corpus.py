@@ -13,11 +13,12 @@ import typer
 from .. import __version__
 from ..constants import DEFAULT_MODEL
 from ._common import (
-    DebugOpt,
     HeadsOpt,
     JobsOpt,
     JsonOpt,
     LayersOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     app,
     console,
@@ -56,6 +57,8 @@ def corpus_cmd(
         "--out", "-o", metavar="STORE", show_default=False, help="The store folder: new, empty, or one to continue.",
     )],
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     sets: Annotated[Optional[List[str]], typer.Option(
         "--sets", "-s", metavar="SETS", show_default=False,
         help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape.",
@@ -71,6 +74,11 @@ def corpus_cmd(
     ray_address: Annotated[Optional[str], typer.Option(
         "--ray-address", metavar="ADDRESS", show_default=False,
         help="Join this Ray cluster (--engine ray); default: start a local Ray.",
+    )] = None,
+    gpus_per_actor: Annotated[Optional[float], typer.Option(
+        "--gpus-per-actor", metavar="G", show_default=False,
+        help="--engine ray: GPUs Ray gives each actor (0.5 shares a GPU between two); each actor "
+             "loads the model on its GPU.",
     )] = None,
     batch_size: Annotated[int, typer.Option(
         "--batch-size", "-b", min=1, metavar="N", help="Texts per batch and part file.",
@@ -98,7 +106,6 @@ def corpus_cmd(
         "--log-every", min=1, metavar="N", help="Without a terminal: one progress line on stderr every N batches.",
     )] = 10,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Compute topological features of every text of INPUT into a resumable Parquet store.
 
@@ -124,6 +131,7 @@ def corpus_cmd(
             keep_diagrams=keep_diagrams, engine=engine, batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, input_format=input_format,
             encoding=encoding, new_store=new_store, n_jobs=jobs, ray_address=ray_address,
+            device=device, dtype=dtype, gpus_per_actor=gpus_per_actor,
             progress=False if (quiet or json_out) else None, log_every=log_every,
         )
     finally:

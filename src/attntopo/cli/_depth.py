@@ -10,8 +10,9 @@ import typer
 from .._validation import check_positive_int
 from ..constants import DEFAULT_MODEL
 from ._common import (
-    DebugOpt,
     JsonOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,
@@ -22,6 +23,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     finish_result,
     load_model_with_status,
@@ -30,8 +32,8 @@ from ._common import (
     print_table,
     progress_bar,
     read_texts,
+    refuse_html,
 )
-from ._hardmax import refuse_html
 
 _DEPTH_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -52,6 +54,8 @@ def depth_cmd(
     texts: TextsArg = None,
     file: TextsFileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     k: Annotated[int, typer.Option(
         "--k", "-k", help="Neighbours for the k-NN overlap between depths (min(k, n−2) per text).",
     )] = 10,
@@ -60,7 +64,6 @@ def depth_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Per-layer geometry of a model: rank collapse, JS geometry, intrinsic dimension, Fisher–Rao movement.
 
@@ -74,7 +77,7 @@ def depth_cmd(
     k = check_positive_int(k, "--k", allow_none=False, hint="neighbours for the overlap between depths")
     formats = check_plot_options(plots, plot_format, out)
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     with progress_bar(f"depth · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
         t0 = time.perf_counter()
         d = depth(body, m, k=k, truncate=truncate, progress=bar)
@@ -91,17 +94,13 @@ def _bundle(d):
 
 
 def _print_summary(d, m, source: str, timing: dict) -> None:
-    from rich import box
-    from rich.table import Table
-
     console.print(model_line(m))
     ntok = d.n_tokens
     console.print(f"{d.n_texts} text{'s' if d.n_texts != 1 else ''} from {esc(source)} "
                   f"({int(ntok.min())}–{int(ntok.max())} tokens), k = {d.k} · {timing['depth_s']:.1f} s")
     cols = d.summary()
-    table = Table(title="per depth (0 = embeddings, l+1 = after layer l); means over texts, per-head measures "
-                        "averaged over heads", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
-                  pad_edge=False, show_edge=False)
+    table = data_table("per depth (0 = embeddings, l+1 = after layer l); means over texts, per-head measures "
+                       "averaged over heads")
     heads = [("depth", None), ("res(X)", "res_hidden"), ("res(ΠĀ)", "res_path_mean"), ("JS mean", "js_mean"),
              ("JS diam", "js_diameter"), ("H0 total", "h0_total"), ("entropy", "entropy"),
              ("ID", "intrinsic_dim"), ("kNN", "knn_overlap"), ("FR move", "fisher_rao")]

@@ -7,16 +7,15 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .. import __version__
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     FileOpt,
     JsonOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotsOpt,
@@ -26,6 +25,7 @@ from ._common import (
     check_out,
     check_plot_options,
     console,
+    data_table,
     err_console,
     esc,
     finish_result,
@@ -35,6 +35,7 @@ from ._common import (
     print_saved,
     print_table,
     read_text,
+    refuse_html,
     save_result,
     status,
     with_help,
@@ -62,12 +63,6 @@ _SIMULATE_EPILOG = (
     "shifted to be positive definite; docs/hardmax.md). The result loads back with "
     "[bold]attntopo.load_result(DIR)[/bold]."
 )
-
-
-def refuse_html(plot_format, what: str) -> None:
-    """``--plot-format html`` for commands whose figures are all static: one error line."""
-    if plot_format and any(str(f).lower() == "html" for f in plot_format):
-        raise InvalidInputError(f"--plot-format html: {what} static; use png, svg or pdf")
 
 
 def _load_array(path: str, option: str):
@@ -104,6 +99,8 @@ def simulate_cmd(
     )] = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[int, typer.Option(
         "--layer", "-l", metavar="L", help="Layer whose input tokens and head are used (text).",
     )] = 0,
@@ -154,7 +151,6 @@ def simulate_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Run the hardmax dynamics z ← z/(1+α) + α/(1+α)·mean of argmax_j ⟨A z, z_j⟩ and report leaders, clusters and where the limit points lie.
 
@@ -176,7 +172,7 @@ def simulate_cmd(
     t_model = 0.0
     if from_text:
         body, source = read_text(text, file)
-        m, t_model = load_model_with_status(model, show)
+        m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
         with status("hardmax dynamics on the model's tokens …", show):
             t0 = time.perf_counter()
             r = hm.simulate_text(body, m, layer, head, alpha=alpha, steps=steps, margin=margin,
@@ -225,8 +221,7 @@ def _print_report(r, where: str, geometry: dict | None, timing: dict) -> None:
     # the steps where something changed
     nl, nc = r.n_leaders, r.n_clusters
     rows = [k for k in range(r.steps + 1) if k in (0, r.steps) or nl[k] != nl[k - 1] or nc[k] != nc[k - 1]]
-    table = Table(title="Steps where the counts change", title_justify="left", header_style="bold",
-                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table = data_table("Steps where the counts change")
     for col in ("step", "leaders", "clusters", "max move"):
         table.add_column(col, justify="right", no_wrap=True)
     mv = r.movement
@@ -234,16 +229,15 @@ def _print_report(r, where: str, geometry: dict | None, timing: dict) -> None:
         table.add_row(str(k), str(int(nl[k])), str(int(nc[k])), "–" if k == 0 else f"{mv[k]:.2e}")
     print_table(table)
     clusters = r.clusters()
-    table = Table(title="Clusters at the last step", title_justify="left", header_style="bold",
-                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table = data_table("Clusters at the last step")
     for col, just in (("cluster", "right"), ("size", "right"), ("leaders", "left"), ("members", "left")):
-        table.add_column(col, justify=just, no_wrap=col != "members")
+        table.add_column(col, justify=just, no_wrap=col not in ("leaders", "members"))
     names = r.tokens if r.tokens is not None else [str(i) for i in range(r.n_tokens)]
     for c in sorted(clusters, key=lambda c: -len(c["members"]))[:30]:
         mem = [names[i] for i in c["members"]]
         shown = mem if len(mem) <= 12 else mem[:12] + [f"… (+{len(mem) - 12})"]
-        table.add_row(str(c["cluster"]), str(len(c["members"])), esc(" ".join(names[i] for i in c["leaders"]) or "–"),
-                      esc(" ".join(shown)))
+        table.add_row(str(c["cluster"]), str(len(c["members"])), " ".join(names[i] for i in c["leaders"]) or "–",
+                      " ".join(shown))
     print_table(table)
     if len(clusters) > 30:
         console.print(f"… and {len(clusters) - 30} more clusters (--json lists all)")
@@ -315,7 +309,6 @@ def train_cmd(
         OutOpt, "Save the trained model into this folder, atomically.",
     )] = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Train the paper's interpretable classifier: word embeddings → one hardmax attention layer K times → mean → linear → sigmoid.
 
@@ -371,8 +364,7 @@ def _print_training(model, timing: dict) -> None:
                   f"{esc(model.classes[1])} · vocabulary {len(model.vocab)} · {timing['train_s']:.1f} s")
     console.print(f"split: {m['n_train']} train, {m['n_val']} validation, {m['n_test']} test "
                   f"(majority class on test: {m['majority_test_accuracy']:.3f})")
-    table = Table(title="Test accuracy", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
-                  pad_edge=False, show_edge=False)
+    table = data_table("Test accuracy")
     table.add_column("model")
     table.add_column("selected on", no_wrap=True)
     table.add_column("test accuracy", justify="right")
@@ -415,7 +407,6 @@ def explain_cmd(
     plots: PlotsOpt = False,
     plot_format: StaticPlotFormatOpt = None,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Explain one prediction of a trained hardmax classifier: the leader words and the cluster each word ends in."""
     import attntopo as at
@@ -439,21 +430,22 @@ def explain_cmd(
     label = model.classes[int(prob >= 0.5)]
     clusters = sim.attention_clusters()
     if json_out:
-        print_json({"attntopo": __version__, "prediction": label, "probability": {model.classes[1]: prob},
+        print_json({"attntopo": __version__, "prediction": label,
+                    "probability": {model.classes[0]: 1.0 - prob, model.classes[1]: prob},
                     "classes": model.classes, "tokens": sim.tokens, "leaders": sim.leader_indices.tolist(),
                     "clusters": clusters, "source": source,
                     "out": None if saved is None else str(saved), "figures": sorted(figures)})
         return
-    console.print(f"[bold]{esc(label)}[/bold] (P({esc(model.classes[1])}) = {prob:.3f}) · {plural(sim.n_tokens, 'word')}, "
+    p_label = prob if label == model.classes[1] else 1.0 - prob  # the prediction's own probability
+    console.print(f"[bold]{esc(label)}[/bold] (P({esc(label)}) = {p_label:.3f}) · {plural(sim.n_tokens, 'word')}, "
                   f"{plural(len(sim.leader_indices), 'leader')}, {plural(len(clusters), 'group')} after "
                   f"{plural(model.layers, 'layer')}")
-    table = Table(title="Words by the leader they follow after the last layer (largest group first)",
-                  title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table = data_table("Words by the leader they follow after the last layer (largest group first)")
     table.add_column("size", justify="right")
-    table.add_column("leader", no_wrap=True)
+    table.add_column("leader")
     table.add_column("words")
     for c in clusters:
-        table.add_row(str(len(c["members"])), esc(" ".join(sim.tokens[i] for i in c["leaders"]) or "–"),
-                      esc(" ".join(c["labels"])))
+        table.add_row(str(len(c["members"])), " ".join(sim.tokens[i] for i in c["leaders"]) or "–",
+                      " ".join(c["labels"]))
     print_table(table)
     print_saved(saved, figures)

@@ -9,21 +9,20 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .. import __version__
 from .._validation import check_maxdim, check_scale
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     DropSpecialOpt,
     JobsOpt,
     JsonOpt,
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     OutOpt,
     PlotFormat,
@@ -34,6 +33,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     esc,
     fmt,
     json_doc,
@@ -73,6 +73,8 @@ def heads_cmd(
         help="Read one text from a UTF-8 file ('-' reads stdin); repeatable.", show_default=False,
     )] = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     compare_model: Annotated[Optional[str], typer.Option(
         "--compare-model", metavar="MODEL",
         help="Also build this model's head space on the same texts and compare the two diagrams.",
@@ -116,7 +118,6 @@ def heads_cmd(
     n_jobs: Annotated[Optional[int], with_help(
         JobsOpt, "Worker processes for the bootstrap diagrams.",
     )] = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Head space: every attention head is a point, at Jensen–Shannon distance from the others; its persistence, clusters, redundant heads and head types (sink, self, previous/next token, banded, vertical, broad) — and, with --compare-model, two models' head spaces compared.
 
@@ -145,7 +146,7 @@ def heads_cmd(
     spaces = []
     t_model = t_space = 0.0
     for name in names:
-        m, dt = load_model_with_status(name, show)
+        m, dt = load_model_with_status(name, show, device=device, dtype=dtype)
         t_model += dt
         with progress_bar(f"{name}: head space of {plural(len(bodies), 'text')}", show) as progress:
             t1 = time.perf_counter()
@@ -263,10 +264,7 @@ def _print_space(hs, top: int, eps: Optional[float]) -> None:
 
 
 def _print_comparison(comparison) -> None:
-    table = Table(
-        title=f"{comparison.a.model} vs {comparison.b.model}: distance between the head-space diagrams",
-        title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
-    )
+    table = data_table(f"{comparison.a.model} vs {comparison.b.model}: distance between the head-space diagrams")
     cols = ["dim", "bottleneck", f"W{comparison.p:g}"]
     if comparison.n_boot:
         cols += ["null (bottl.)", "z", "p", f"null (W{comparison.p:g})", "z ", "p "]
@@ -288,5 +286,4 @@ def _print_comparison(comparison) -> None:
         )
     else:
         table.caption = "no bootstrap (one text or --n-boot 0)"
-    table.caption_justify = "left"
     print_table(table)

@@ -6,17 +6,15 @@ import os
 from pathlib import Path
 from typing import Annotated
 
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
 from ..constants import DEFAULT_MODEL
 from ..models.describe import describe_alias
 from ._common import (
-    DebugOpt,
     JsonOpt,
     app,
     console,
+    data_table,
     esc,
     print_json,
     print_table,
@@ -35,7 +33,6 @@ _MODELS_EPILOG = (
 @app.command(epilog=_MODELS_EPILOG)
 def models(
     json_out: Annotated[bool, with_help(JsonOpt, "Print machine-readable JSON on stdout.")] = False,
-    debug: DebugOpt = False,
 ) -> None:
     """List the packaged model aliases usable offline: layers × heads, causal or not, where they load from.
 
@@ -47,7 +44,7 @@ def models(
     if json_out:
         print_json(rows)
         return
-    table = Table(title="Packaged models", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
+    table = data_table("Packaged models")
     table.add_column("alias", style="bold", no_wrap=True)
     table.add_column("model", no_wrap=True)
     table.add_column("layers × heads", justify="right", no_wrap=True)

@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .. import __version__
 from .._validation import check_dim, check_maxdim
@@ -17,7 +15,6 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
-    DebugOpt,
     DropSpecialOpt,
     HeadsOpt,
     JobsOpt,
@@ -26,6 +23,8 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,
@@ -34,6 +33,7 @@ from ._common import (
     app,
     check_out,
     console,
+    data_table,
     esc,
     grid_points,
     json_doc,
@@ -72,6 +72,8 @@ def phrase_cmd(
     model: Annotated[str, with_help(
         ModelOpt, "Model alias, Hugging Face id or folder.",
     )] = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer(s), 0-based (default: all).",
     )] = None,
@@ -95,7 +97,6 @@ def phrase_cmd(
     json_out: JsonOpt = False,
     no_diagrams: NoDiagramsOpt = False,
     n_jobs: JobsOpt = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Follow one phrase across contexts: its tokens in each, its diagrams, and how far apart they are (bottleneck, Wasserstein) from context to context.
 
@@ -114,7 +115,7 @@ def phrase_cmd(
     if out is not None:
         check_out(out)
     show = not json_out
-    m, _ = load_model_with_status(model, show)
+    m, _ = load_model_with_status(model, show, device=device, dtype=dtype)
     with progress_bar("phrase topology", show) as progress:
         p = at.phrase_topology(phrase, list(context), m, layers, heads, metric=metric, maxdim=maxdim,
                                drop_special=drop_special, occurrence=occurrence, n_jobs=n_jobs,
@@ -149,8 +150,7 @@ def phrase_cmd(
     if single:
         for n in ("bottleneck", "wasserstein1"):
             M = p.matrix(dim=dim, by=n)
-            t = Table(title=f"{n} H{dim} between contexts", title_justify="left", box=box.SIMPLE_HEAD,
-                      show_edge=False, pad_edge=False, header_style="bold")
+            t = data_table(f"{n} H{dim} between contexts")
             t.add_column("")
             for k in range(len(p.contexts)):
                 t.add_column(str(k), justify="right")
@@ -161,7 +161,7 @@ def phrase_cmd(
         shown = rows if top == 0 else rows[:top]
         console.print(f"[bold]Heads from most to least stable[/bold] (mean H{dim} distance between contexts"
                       + (")" if len(shown) == len(rows) else f"; top {len(shown)} of {len(rows)}, --top 0 shows all)"))
-        t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+        t = data_table()
         for col in ("layer", "head", "bottleneck", "W1"):
             t.add_column(col, justify="right", no_wrap=True)
         for r in shown:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..errors import InvalidInputError
-from ._common import DebugOpt, JsonOpt, app, esc, print_json, print_table, with_help
+from ._common import JsonOpt, app, data_table, print_json, print_table, with_help
 
 _QUERY_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -18,7 +18,8 @@ _QUERY_EPILOG = (
     "  attntopo query store 'SELECT id, \"L0H0.js.h1.total_persistence\" AS h1 FROM corpus ORDER BY h1 DESC LIMIT 5'\n"
     "  attntopo query store \"SELECT * FROM corpus\" --csv > rows.csv\n\n"
     "The store's rows are the view [bold]corpus[/bold]; feature columns have dots in their names, so quote "
-    "them in double quotes. docs/corpus.md lists the columns."
+    "them in double quotes. docs/corpus.md lists the columns. A query sees the store only: "
+    "read_csv of other files, COPY … TO and ATTACH are refused unless --allow-external is given."
 )
 
 
@@ -40,14 +41,22 @@ def query_cmd(
     )],
     csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV on stdout (a header line, then the rows).")] = False,
     json_out: Annotated[bool, with_help(JsonOpt, "Print the rows as a JSON list of objects on stdout.")] = False,
-    debug: DebugOpt = False,
+    allow_external: Annotated[bool, typer.Option(
+        "--allow-external",
+        help="Let the query read and write files outside the store (read_csv, COPY … TO, ATTACH) "
+             "with your rights; by default it sees the store's rows only.",
+    )] = False,
 ) -> None:
-    """Run SQL over a corpus store (DuckDB) and print the result."""
+    """Run SQL over a corpus store (DuckDB) and print the result.
+
+    The query sees the view corpus and nothing else: reading or writing other files, URLs
+    and extensions are refused unless --allow-external is given.
+    """
     from ..corpus import open_store
 
     if csv_out and json_out:
         raise InvalidInputError("--csv and --json exclude each other: choose one")
-    table = open_store(store).sql(sql, arrow=True)
+    table = open_store(store).sql(sql, arrow=True, allow_external=allow_external)
     names = table.column_names
     rows = table.to_pylist()
     if json_out:
@@ -60,12 +69,13 @@ def query_cmd(
             w.writerow(["" if r[n] is None else r[n] for n in names])
         sys.stdout.flush()
         return
-    from rich.table import Table
+    import pyarrow as pa
 
-    t = Table(show_header=True, header_style="bold", box=None)
-    for n in names:
-        t.add_column(esc(n), overflow="fold")
+    t = data_table()
+    for n, field in zip(names, table.schema):  # text may wrap at its spaces; any other value stays on one line
+        t.add_column(n, no_wrap=not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)),
+                     justify="right" if pa.types.is_integer(field.type) or pa.types.is_floating(field.type) else "left")
     for r in rows:
-        t.add_row(*(esc(_cell(r[n])) for n in names))
+        t.add_row(*(_cell(r[n]) for n in names))
     print_table(t)
     typer.echo(f"{len(rows)} row{'s' if len(rows) != 1 else ''}", err=True)

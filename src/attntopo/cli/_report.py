@@ -13,7 +13,6 @@ from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
-    DebugOpt,
     DropSpecialOpt,
     FileOpt,
     HeadsOpt,
@@ -22,6 +21,8 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     TextArg,
     TruncateOpt,
@@ -63,6 +64,8 @@ def report_cmd(
         show_default=False,
     )] = ...,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer of a head drawn in full; pairs with --head.",
     )] = None,
@@ -81,7 +84,6 @@ def report_cmd(
         "--title", metavar="TITLE", help="Title of the report.", show_default=False,
     )] = None,
     n_jobs: JobsOpt = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Write one self-contained HTML report of a text (and, with --compare, of two texts): summary tables, the all-heads grid and interactive figures of chosen heads, to send to a colleague.
 
@@ -105,7 +107,7 @@ def report_cmd(
         raise InvalidInputError(f"reports need matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
     from ..report import report_html, write_report
 
-    m, _ = load_model_with_status(model, True)
+    m, _ = load_model_with_status(model, True, device=device, dtype=dtype)
     comparison = None
     if compare_text is None:
         with progress_bar("analysing every head", True) as progress:

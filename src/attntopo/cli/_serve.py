@@ -12,8 +12,11 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DebugOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     app,
+    check_device_dtype,
     err_console,
     esc,
     with_help,
@@ -43,6 +46,8 @@ def serve_cmd(
         ModelOpt,
         "Default model of the page; a hub id or folder given here is offered too (besides the packaged aliases).",
     )] = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     max_chars: Annotated[int, typer.Option(
         "--max-chars", min=1, metavar="N", help="Longest text accepted, in characters.",
     )] = 2000,
@@ -77,8 +82,9 @@ def serve_cmd(
     from ..web import Settings, create_app  # MissingDependencyError (one line) without fastapi
 
     resolve_spec(model)  # an unknown alias or a missing folder fails here, in one line
+    device, dtype = check_device_dtype(device, dtype)  # so does a device this machine lacks
     settings = Settings(model=model, host=host, port=port, max_chars=max_chars, max_concurrent=max_concurrent,
-                        timeout=timeout, cache_size=cache_size, preload=True)
+                        timeout=timeout, cache_size=cache_size, preload=True, device=device, dtype=dtype)
     _port_free(host, port)
     application = create_app(settings)
     shown = host if settings.is_loopback else "127.0.0.1"
@@ -93,7 +99,7 @@ def serve_cmd(
         )
     err_console.print(
         f"attntopo {__version__} explorer on [bold]{url}[/bold] · API reference {url}docs · default model "
-        f"{esc(model)} · at most {max_chars} characters, {max_concurrent} analyses at once, {timeout:g} s each "
+        f"{esc(model)}{'' if (settings.device, settings.dtype) == ('cpu', 'float32') else f' ({settings.dtype} on {settings.device})'} · at most {max_chars} characters, {max_concurrent} analyses at once, {timeout:g} s each "
         "· Ctrl+C stops",
         soft_wrap=True,
     )

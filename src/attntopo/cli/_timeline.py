@@ -7,14 +7,11 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     DropSpecialOpt,
     FileOpt,
     HeadsOpt,
@@ -24,6 +21,8 @@ from ._common import (
     MaxdimOpt,
     Metric,
     MetricOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     NoDiagramsOpt,
     OutOpt,
@@ -36,6 +35,7 @@ from ._common import (
     app,
     check_plot_options,
     console,
+    data_table,
     diagram_points,
     esc,
     finish_result,
@@ -69,6 +69,8 @@ def timeline_cmd(
     text: TextArg = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer, 0-based (default 0; -1 is the last).",
     )] = None,
@@ -99,7 +101,6 @@ def timeline_cmd(
     json_out: JsonOpt = False,
     no_diagrams: NoDiagramsOpt = False,
     n_jobs: JobsOpt = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Topology in time: the persistence diagram of every prefix of the text for one head, how much each arriving token changes it (bottleneck, Wasserstein), and the features followed through time (vines).
 
@@ -116,11 +117,11 @@ def timeline_cmd(
     formats = check_plot_options(plots, plot_format, out)
 
     show = not json_out
-    m, t_model = load_model_with_status(model, show)
+    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
     how = "one forward pass" if m.causal else "a forward pass per prefix"
     with progress_bar(f"timeline ({how})", show) as progress:
         t1 = time.perf_counter()
-        tl = at.timeline(body, m, layer=lay, head=hd, metric=metric, maxdim=maxdim, t0=t0,
+        tl = at.timeline(body, m, layers=lay, heads=hd, metric=metric, maxdim=maxdim, t0=t0,
                          drop_special=drop_special, truncate=truncate, n_jobs=n_jobs, progress=progress)
         t_tl = time.perf_counter() - t1
     doc = tl.to_dict(k=top)
@@ -153,8 +154,7 @@ def _print_summary(tl, m, source: str, doc: dict, timing: dict) -> None:
              else f"{len(tl.slices)} prefix runs (every new token changes every row)")
     console.print(f"{plural(len(tl.slices), 'slice')}, t = {tl.t0}…{tl.slices[-1].t}, from {built} · "
                   f"time {timing['total_s']:.1f} s (timeline {timing['timeline_s']:.1f} s)")
-    table = Table(title="Tokens whose arrival changed the topology most (distance to the previous slice)",
-                  title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table = data_table("Tokens whose arrival changed the topology most (distance to the previous slice)")
     for col in ("t", "token"):
         table.add_column(col, justify="right" if col == "t" else "left", no_wrap=True)
     for d in range(tl.maxdim + 1):
@@ -163,7 +163,7 @@ def _print_summary(tl, m, source: str, doc: dict, timing: dict) -> None:
         table.add_column(f"W{tl.p:g}\nH{d}", justify="right", no_wrap=True)
     for c in doc["top_changes"]:
         k = c["t"] - tl.t0 - 1
-        table.add_row(str(c["t"]), esc(c["label"]), *[num(tl.bottleneck[k, d]) for d in range(tl.maxdim + 1)],
+        table.add_row(str(c["t"]), c["label"], *[num(tl.bottleneck[k, d]) for d in range(tl.maxdim + 1)],
                       *[num(tl.wasserstein[k, d]) for d in range(tl.maxdim + 1)])
     print_table(table)
     vines = doc["vines"]

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from rich import box
-from rich.table import Table
-
 from ..constants import DEFAULT_MODEL
 from ..words import split_words
 from ._common import (
-    DebugOpt,
     FileOpt,
     JsonOpt,
+    DeviceOpt,
+    DtypeOpt,
     ModelOpt,
     TextArg,
     TruncateOpt,
     app,
-    esc,
+    data_table,
     load_model_with_status,
     print_json,
     print_table,
@@ -38,33 +36,32 @@ def words_cmd(
     text: TextArg = None,
     file: FileOpt = None,
     model: ModelOpt = DEFAULT_MODEL,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     truncate: TruncateOpt = False,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """List the words of a text with their index (what compare --align I:J counts), their characters and the model's tokens of each.
 
     Runs the tokenizer and one forward pass of a single head; results to stdout.
     """  # noqa: E501 - typer keeps line breaks of help text
     body, _ = read_text(text, file)
-    m, _ = load_model_with_status(model, not json_out)
+    m, _ = load_model_with_status(model, not json_out, device=device, dtype=dtype)
     rows = word_rows(body, m, truncate=truncate)
     if json_out:
         print_json(rows)
         return
-    table = Table(title=f"{len(rows)} words, {esc(m.name)} tokens", title_justify="left", header_style="bold",
-                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table = data_table(f"{len(rows)} words, {m.name} tokens")
     for col, justify in (("#", "right"), ("word", "left"), ("chars", "right"), ("tokens", "right"),
                          ("token labels", "left")):
         table.add_column(col, justify=justify, no_wrap=col != "token labels")
     for r in rows:
         toks = r["tokens"]
         span = "—" if not toks else str(toks[0]) if len(toks) == 1 else f"{toks[0]}–{toks[-1]}"
-        table.add_row(str(r["index"]), esc(r["word"]), f"{r['start']}–{r['end']}", span, esc(" ".join(r["labels"])))
+        table.add_row(str(r["index"]), r["word"], f"{r['start']}–{r['end']}", span, " ".join(r["labels"]))
     table.caption = ("#: the word index of compare --align I:J; chars: [start, end) in the text; tokens: "
                      "positions in the model's input, special tokens counted (compare --align-tokens); "
                      "—: the word owns no token")
-    table.caption_justify = "left"
     print_table(table)
 
 

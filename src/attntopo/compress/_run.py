@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
@@ -26,9 +27,11 @@ from typing import Any, ClassVar, Iterator, Mapping, Sequence
 import numpy as np
 
 from .._validation import check_choice, check_number
+from ..constants import DEFAULT_MODEL
 from ..analyses._result import Columns, Result, read_array
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
+from ..models import normalize_rows
 from ._grouping import METHODS, REPRESENTATIVES, baseline_labels, persistence_labels, replace_rows
 
 __all__ = ["Compression", "compress", "compressed_attention"]
@@ -54,7 +57,8 @@ def _attention(module, query, key, value, attention_mask, **kwargs):
     Kr = key.repeat_interleave(groups, dim=1) if groups > 1 else key
     from ..distances import row_distances
 
-    W = w.detach().double().cpu().numpy()
+    # rows renormalized in float64 (a bfloat16 row sums to 1 only within ~2^-8)
+    W = normalize_rows(w.detach(), what=f"attention of layer {layer}").double().cpu().numpy()
     new = W.copy()
     for b in range(W.shape[0]):
         D = row_distances(W[b, heads])  # (len(heads), n, n)
@@ -100,7 +104,8 @@ def _forward(model: Any, ids: list[int]):
 
     t = torch.tensor([ids], dtype=torch.long, device=model.device)
     with torch.inference_mode():
-        out = model.hf_model(input_ids=t, attention_mask=torch.ones_like(t), output_hidden_states=True)
+        out = model.hf_model(input_ids=t, attention_mask=torch.ones_like(t), output_hidden_states=True,
+                             **model.forward_kwargs)
     return out
 
 
@@ -244,16 +249,36 @@ def _targets(m: Any, layers: Any, heads: Any) -> dict[int, list[int]]:
     return {layer: hd for layer in lay}
 
 
-def compress(model: Any, text: str, *, layers: Any = None, heads: Any = None, scale: Any = "gap",
-             method: str = "persistence", representative: str = "barycenter", seed: int = 0,
-             truncate: bool = False) -> Compression:
+def _model_first(text: Any, model: Any) -> bool:
+    """True for the retired argument order ``compress(model, text)``.
+
+    The first argument is a model when it is not a string (a loaded model) while the second is,
+    or when both are strings, the first names a packaged alias or is one word, and the second is
+    a text of several words or no alias.
+    """
+    from ..models.specs import ALIASES
+
+    if not isinstance(model, str):
+        return False
+    if not isinstance(text, str):
+        return True
+    one_word = not any(c.isspace() for c in text.strip())
+    return (text.strip().lower() in ALIASES and model.strip().lower() not in ALIASES) or (
+        one_word and any(c.isspace() for c in model.strip()))
+
+
+def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads: Any = None,
+             scale: Any = "gap", method: str = "persistence", representative: str = "barycenter",
+             seed: int = 0, truncate: bool = False) -> Compression:
     """Run ``text`` through ``model`` with the chosen heads' attention rows grouped and replaced.
 
     Parameters
     ----------
-    model : str or AttentionModel
-        ``"minilm"``, ``"smollm2"``, a Hugging Face id or folder, or a loaded model.
     text : str
+    model : str or AttentionModel
+        ``"minilm"`` (default), ``"smollm2"``, a Hugging Face id or folder, or a loaded model.
+        The argument order is ``analyze``'s; the retired order ``compress(model, text)`` still
+        works in this release, with a DeprecationWarning.
     layers, heads : int or sequence of int, optional
         The heads to compress: every ``head`` of every ``layer`` (default: all).
     scale : float or "gap"
@@ -277,6 +302,10 @@ def compress(model: Any, text: str, *, layers: Any = None, heads: Any = None, sc
     from ..attention import token_labels
     from ..models import load_model
 
+    if _model_first(text, model):
+        warnings.warn("compress(model, text) is deprecated: write compress(text, model=model), the "
+                      "order of every analysis (docs/api.md, Names)", DeprecationWarning, stacklevel=2)
+        text, model = model, text
     check_choice(method, "method", METHODS)
     check_choice(representative, "representative", REPRESENTATIVES)
     scale = _check_scale(scale)
@@ -312,7 +341,7 @@ def compression_table(model: Any, texts: Sequence[str], *, scales: Sequence[Any]
     rows: list[dict] = []
     for scale in scales:
         for method in methods:
-            res = [compress(model, t, layers=layers, heads=heads, scale=scale, method=method,
+            res = [compress(t, model, layers=layers, heads=heads, scale=scale, method=method,
                             representative=representative, seed=seed) for t in texts]
             row = {"method": method, "scale": str(scale), "compression": float(np.mean([r.compression for r in res]))}
             if res[0].causal:

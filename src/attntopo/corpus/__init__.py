@@ -29,7 +29,8 @@ The pieces (stable interfaces, shared by both engines)
     Only ``settings`` crosses a process boundary: a Ray actor constructs its own worker.
 :class:`Store`, :func:`open_store` (``_store``)
     The folder: ``manifest.json``, ``part-NNNNNNNN.parquet`` (one per batch, written
-    atomically by ``store.write_part(k, table)``), ``errors.jsonl``.  ``done_batches()``,
+    atomically by ``store.write_part(k, table)``), ``parts.sha256`` (each part's SHA-256 as
+    written; ``verify()``), ``errors.jsonl``.  ``done_batches()``,
     ``done_ids()``, ``counts()``, ``to_arrow()``, ``to_pandas()``, ``diagrams(id)``,
     ``sql("SELECT … FROM corpus")`` (DuckDB; the view is named :data:`TABLE`).
 :func:`run` (``_local``)
@@ -60,7 +61,7 @@ from ._settings import (
     make_settings,
     model_fingerprint,
 )
-from ._store import ERRORS, MANIFEST, TABLE, Store, check_store_path, open_store, part_name
+from ._store import CHECKSUMS, ERRORS, MANIFEST, TABLE, Store, StoreLock, check_store_path, lock_store, open_store, part_name
 from ._work import (
     DIAGRAM_COLUMNS,
     STATUS_FAILED,
@@ -74,6 +75,7 @@ from ._work import (
 
 __all__ = [
     "BatchWorker",
+    "CHECKSUMS",
     "CorpusInput",
     "CorpusSettings",
     "DEFAULT_BATCH_SIZE",
@@ -90,6 +92,7 @@ __all__ = [
     "STATUS_OK",
     "STATUS_SKIPPED",
     "Store",
+    "StoreLock",
     "TABLE",
     "check_lengths",
     "check_same_settings",
@@ -97,6 +100,7 @@ __all__ = [
     "feature_columns",
     "finish",
     "first_difference",
+    "lock_store",
     "make_settings",
     "model_fingerprint",
     "open_input",

@@ -259,8 +259,9 @@ class CorpusInput:
         )
 
     # -------------------------------------------------------------- raw records
-    def _lines(self) -> Iterator[tuple[int, str]]:
-        """(line number, decoded line without its end) of the file."""
+    def _lines(self, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
+        """(line number, decoded line without its end; with ``keep_ends``, as in the file:
+        ``\\r\\n`` or ``\\n`` included) of the file."""
         utf8 = self.encoding.lower().replace("_", "-") in ("utf-8", "utf8")
         with open(self._path, "rb") as f:  # type: ignore[arg-type]
             for lineno, raw in enumerate(f, 1):
@@ -274,7 +275,10 @@ class CorpusInput:
                     ) from None
                 if lineno == 1 and utf8 and line.startswith("\ufeff"):
                     line = line[1:]
-                yield lineno, line.rstrip("\r\n") if line.endswith("\n") else line
+                if keep_ends:
+                    yield lineno, line
+                else:
+                    yield lineno, line.rstrip("\r\n") if line.endswith("\n") else line
 
     def _header(self) -> tuple[str, ...]:
         """Input column names, in order (text first for plain text and lists)."""
@@ -333,20 +337,23 @@ class CorpusInput:
                     raise InvalidInputError(f"{self.name}: line {lineno}: {tc!r} is a JSON {type(text).__name__}, not a string")
                 yield lineno - 1, lineno, text, (obj.pop(ic, None) if ic else None), obj
         elif fmt in ("csv", "tsv"):
-            lines = self._lines()
-            numbered = ((n, line + "\n") for n, line in lines)
-            where = {"n": 0}
-
-            def feed():
-                for n, line in numbered:
-                    where["n"] = n
-                    yield line
-
-            reader = csv.reader(feed(), delimiter=self._delim())
+            # the lines as written, ends included (what open(newline="") gives the csv module):
+            # a quoted \r\n inside a field stays \r\n, so text_sha256 is the field's own hash.
+            # strict: a quote never closed (the rest of the file would become one field) or
+            # text after a closing quote is an error, not rows silently merged
+            where = {"n": 0, "start": 1}
+            reader = csv.reader((line for _, line in self._lines(keep_ends=True)),
+                                delimiter=self._delim(), strict=True)
             try:
                 yield from self._csv_rows(reader, where)
             except csv.Error as e:
-                raise InvalidInputError(f"{self.name}: line {where['n']}: malformed CSV ({e})") from None
+                if "unexpected end of data" in str(e):
+                    raise InvalidInputError(
+                        f"{self.name}: line {where['start']}: a quote opened there is never closed "
+                        "(the rest of the file would become one field): close it, or double a "
+                        "quote inside a quoted field (\"\")"
+                    ) from None
+                raise InvalidInputError(f"{self.name}: line {where['start']}: malformed CSV ({e})") from None
         else:  # parquet, arrow
             batches = (
                 self._parquet().iter_batches(batch_size=_CHUNK) if fmt == "parquet"
@@ -365,21 +372,31 @@ class CorpusInput:
                     row += 1
 
     def _csv_rows(self, reader: Any, where: dict) -> Iterator[tuple[int, int | None, Any, Any, dict]]:
+        """Records of ``reader``; ``where["start"]`` is the line the record being read starts
+        on (a record spans several lines where a quoted field holds line breaks)."""
         tc, ic = self.text_column, self.id_column
         header = next(reader, None)
         if header is None:
             raise InvalidInputError(f"{self.name}: the CSV file is empty (no header line)")
-        for row, values in enumerate(reader):
+        row = 0
+        while True:
+            where["start"] = reader.line_num + 1
+            values = next(reader, None)
+            if values is None:
+                return
+            line = where["start"]
             if not values:
-                yield row, where["n"], None, None, {}
+                yield row, line, None, None, {}
+                row += 1
                 continue
             if len(values) != len(header):
                 raise InvalidInputError(
-                    f"{self.name}: line {where['n']} has {len(values)} fields, the header has {len(header)}"
+                    f"{self.name}: line {line} has {len(values)} fields, the header has {len(header)}"
                 )
             rec = dict(zip(header, values))
             text = rec.pop(tc)
-            yield row, where["n"], text, (rec.pop(ic) if ic else None), rec
+            yield row, line, text, (rec.pop(ic) if ic else None), rec
+            row += 1
 
     # -------------------------------------------------------------- the scan
     def _check_columns(self, header: Sequence[str]) -> None:

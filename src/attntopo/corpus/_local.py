@@ -7,10 +7,13 @@ The steps (shared by both engines; ``engine="ray"`` hands step 5 to
    written);
 2. scan the input (:func:`~attntopo.corpus.open_input`: encodings, columns, duplicate ids —
    every input error comes before any work);
-3. load the model and make the settings (:func:`~attntopo.corpus.make_settings`);
-4. open the store: a new one gets its manifest; an existing one must have the same settings
-   and the same input (else one line naming the difference), and its part files are
-   checked; with ``on_long="error"`` every text is tokenized first;
+3. take the store's lock (:func:`~attntopo.corpus.lock_store`, creating the folder if
+   needed) before reading its manifest: another run holding it is one line, nothing changed;
+4. load the model and make the settings (:func:`~attntopo.corpus.make_settings`); open the
+   store: an existing one must have the same settings and the same input (else one line
+   naming the difference), and its part files are checked; with ``on_long="error"`` every
+   text is tokenized first; then (all checks passed) ``new_store`` clears the old store and
+   a new store gets its manifest;
 5. for every batch without a part file: :class:`~attntopo.corpus.BatchWorker` → one part,
    written atomically;
 6. rewrite ``errors.jsonl`` and return the :class:`~attntopo.corpus.Store`.
@@ -18,20 +21,21 @@ The steps (shared by both engines; ``engine="ray"`` hands step 5 to
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from .._progress import NO_PROGRESS, Reporter, check_progress, make_reporter, progress_wanted
-from .._validation import check_bool, check_choice, check_positive_int
-from ..errors import InvalidInputError, MissingDependencyError
-from ..io import _lock, _unlock
+from .._validation import check_bool, check_choice, check_device, check_dtype, check_positive_int
+from ..errors import DiskFullError, InvalidInputError, MissingDependencyError
 from ._input import CorpusInput, open_input
 from ._settings import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_SETS, ON_LONG, CorpusSettings, check_same_settings, make_settings
-from ._store import MANIFEST, Store, check_store_path
+from ._store import MANIFEST, Store, StoreLock, check_store_path, lock_store
 from ._work import BatchWorker, check_lengths, feature_columns, output_schema
 
 __all__ = ["run", "ENGINES", "prepare", "Prepared", "finish", "log"]
@@ -58,8 +62,9 @@ class Prepared:
         The model loaded in this process.
     todo : list of int
         Batches without a part file, in order.
-    lock : int or None
-        File descriptor of the store's lock (held until :func:`finish`).
+    lock : StoreLock
+        The store's lock, held from before the manifest was read until :func:`finish`
+        (:func:`~attntopo.corpus.lock_store`).
     """
 
     store: Store
@@ -67,7 +72,7 @@ class Prepared:
     settings: CorpusSettings
     model: Any
     todo: list[int]
-    lock: int | None
+    lock: StoreLock | None
 
 
 def prepare(
@@ -80,24 +85,38 @@ def prepare(
     id_column: str | None = None,
     input_format: str = "auto",
     encoding: str = "utf-8",
+    device: str | None = None,
+    dtype: str | None = None,
     **settings_options: Any,
 ) -> Prepared:
     """Steps 1–4 of :func:`run` (module docstring); the caller must :func:`finish` it.
 
     ``settings_options`` are :func:`~attntopo.corpus.make_settings`'s keyword arguments
-    (``sets``, ``layers``, ``heads``, ``keep_diagrams``, ``on_long``, ``batch_size``, …).
+    (``sets``, ``layers``, ``heads``, ``keep_diagrams``, ``on_long``, ``batch_size``, …);
+    ``device`` and ``dtype`` are :func:`attntopo.load_model`'s, for a model given by name.
     """
     from ..models import AttentionModel, load_model
 
     check_choice(settings_options.get("on_long", "truncate"), "on_long", ON_LONG, what="on_long value")
     check_positive_int(settings_options.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", allow_none=False)
+    if isinstance(model, AttentionModel):
+        _only_by_name(device, dtype)
+    else:  # before the input is read or the store touched: a device this machine lacks is one line
+        device = check_device(device)
+        dtype = check_dtype(dtype, device)
     new_store = check_bool(new_store, "new_store")
     path = check_store_path(out)
     inp = open_input(texts_or_path, text_column=text_column, id_column=id_column,
                      input_format=input_format, encoding=encoding)
     lock = None
     try:
-        m = model if isinstance(model, AttentionModel) else load_model(model)
+        # the lock first: nothing of the store is read to be changed, nor changed, without it
+        # (docs/corpus.md, "Who writes when"); a run that cannot have it changes nothing
+        lock = lock_store(path)
+        check_store_path(path)  # again under the lock: what another run did before is settled
+        existing = (path / MANIFEST).is_file()
+        store = Store(path) if existing else None  # refuses what is not a corpus store
+        m = model if isinstance(model, AttentionModel) else load_model(model, device=device, dtype=dtype)
         settings = make_settings(m, **settings_options)
         schema = output_schema(settings, inp.schema)
         info = {
@@ -111,13 +130,7 @@ def prepare(
             "text_column": text_column,
             "id_column": id_column,
         }
-        existing = (path / MANIFEST).is_file()
-        if existing and new_store:
-            Store(path)  # refuses anything that is not a corpus store before removing it
-            _clear(path)
-            existing = False
-        if existing:
-            store = Store(path)
+        if store is not None and not new_store:
             check_same_settings(store.settings, settings, f"STORE {str(path)!r}")
             old = store.manifest.get("input", {}).get("fingerprint")
             if old != inp.fingerprint:
@@ -128,16 +141,17 @@ def prepare(
                 )
         if settings.on_long == "error":
             check_lengths(m, inp.batches(settings.batch_size))
-        if not existing:
+        if store is not None and new_store:
+            _clear(path)  # every check passed: only now is the old store removed
+            store = None
+        if store is None:
             from ..analyses._provenance import package_versions
 
             store = Store.create(path, settings, schema, info, feature_columns(settings),
-                                 extra={"model": m.info(), "versions": package_versions()})
-        try:
-            lock = _lock(path, wait=False)
-        except BlockingIOError:
-            raise InvalidInputError(f"STORE {str(path)!r} is being written by another run: wait for it to end") from None
+                                 extra={"model": m.info(), "versions": package_versions()}, lock=lock)
+        store.lock = lock
         store.clean_temporary()
+        _drop_damaged(store)
         store.refresh()
         done = store.done_batches()
         todo = [k for k in range(inp.batch_count(settings.batch_size)) if k not in done]
@@ -150,16 +164,43 @@ def prepare(
             )
         return Prepared(store, inp, settings, m, todo, lock)
     except BaseException:
-        _unlock(lock)
+        if lock is not None:
+            lock.release(remove_if_empty=True)
         inp.close()
         raise
 
 
+def _drop_damaged(store: Store) -> None:
+    """Remove every damaged part (:meth:`Store.verify`), saying which, so that the run
+    computes its batch again: a part is trusted as done only after its bytes are checked."""
+    import warnings
+
+    from ..errors import DamagedPartWarning
+    from ._store import part_name
+
+    for k, why in sorted(store.verify(record=True).items()):
+        os.unlink(store.path / part_name(k))
+        warnings.warn(DamagedPartWarning(
+            f"STORE {str(store.path)!r}: {part_name(k)} was damaged ({why}): batch {k} is recomputed"
+        ), stacklevel=2)
+
+
+def _only_by_name(device: Any, dtype: Any) -> None:
+    given = [f"{k}=" for k, v in (("device", device), ("dtype", dtype)) if v is not None]
+    if given:
+        raise InvalidInputError(
+            f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} only for a model given by "
+            f"name; a loaded model runs where and as it was loaded"
+        )
+
+
 def _clear(path: Path) -> None:
-    """Remove a corpus store's own files (manifest, parts, error log, temporaries)."""
+    """Remove a corpus store's own files (the manifest first: from then on a reader sees no
+    store, never the old manifest with the new parts), under the store's lock."""
     import re
 
-    own = re.compile(r"^(manifest\.json|errors\.jsonl|part-\d{8}\.parquet|\..*\.tmp)$")
+    own = re.compile(r"^(errors\.jsonl|parts\.sha256|part-\d{8}\.parquet|\..*\.tmp)$")
+    os.unlink(path / MANIFEST)
     for entry in os.listdir(path):
         if own.match(entry):
             os.unlink(path / entry)
@@ -170,11 +211,19 @@ def finish(prep: Prepared) -> Store:
     try:
         store = prep.store.refresh()
         store.write_errors()
+        store.write_checksums()
         return store.refresh()
     finally:
-        _unlock(prep.lock)
-        prep.lock = None
-        prep.input.close()
+        _release(prep)
+
+
+def _release(prep: Prepared) -> None:
+    """The lock released (once), the store left without it, the input closed."""
+    if prep.lock is not None:
+        prep.lock.release()
+    prep.lock = None
+    prep.store.lock = None
+    prep.input.close()
 
 
 # ------------------------------------------------------------------ progress
@@ -287,6 +336,9 @@ def run(
     persistence_engine: str | None = None,
     n_jobs: int | None = None,
     ray_address: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    gpus_per_actor: float | None = None,
     progress: Any = None,
     log_every: int = 10,
 ) -> Store:
@@ -328,6 +380,18 @@ def run(
     ray_address : str, optional
         Address of a running Ray cluster (``engine="ray"``); without it a local Ray is
         started and shut down.
+    device : {"cpu", "cuda", "cuda:N", "mps", "auto"}, optional
+        Where a model given by name runs (``"cpu"`` by default; ``"auto"``: the first GPU
+        when there is one).  With ``engine="ray"`` this is the model the driver loads to make
+        the settings; the actors run where ``gpus_per_actor`` puts them.
+    dtype : {"float32", "float16", "bfloat16"}, optional
+        The model's weights (``"float32"`` by default); part of the settings, as it changes
+        the numbers.
+    gpus_per_actor : float, optional
+        ``engine="ray"`` only: GPUs Ray gives each actor (its ``num_gpus`` resource; a
+        fraction in (0, 1) shares a GPU between actors, above 1 a whole number).  Each actor
+        then loads the model on its GPU; the number of actors is capped by the cluster's
+        GPUs.  Default: none (the actors run on CPUs).
     progress : None, bool or callable
         ``None``: a bar on a terminal (texts done / total, texts/s, ETA), else an ``INFO``
         line on the ``attntopo.corpus`` logger every ``log_every`` batches; ``True``/``False``;
@@ -365,35 +429,46 @@ def run(
         if ray_address is not None:
             # a bad address is one line before the model loads or the store is written
             ray_engine.check_ray_address(ray_address)
+        gpus_per_actor = ray_engine.check_gpus_per_actor(gpus_per_actor)
+        if not gpus_per_actor and isinstance(device, str) and device != "cpu" and device != "auto":
+            raise InvalidInputError(
+                f"device={device!r} with engine='ray': the actors have no GPU unless Ray gives them "
+                f"one; pass gpus_per_actor= (--gpus-per-actor), e.g. 1 or 0.5"
+            )
     elif ray_address is not None:
         raise InvalidInputError("ray_address applies to engine='ray' only")
-    prep = prepare(
-        texts_or_path, out, model=model, sets=sets, layers=layers, heads=heads,
-        keep_diagrams=keep_diagrams, batch_size=batch_size, on_long=on_long,
-        text_column=text_column, id_column=id_column, input_format=input_format,
-        encoding=encoding, new_store=new_store, drop_special=drop_special,
-        thresholds=thresholds, scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
-        persistence_engine=persistence_engine,
-    )
-    try:
-        reporter = _bar(progress, log_every)
-        with reporter:
-            reporter.add_total(prep.input.total)
-            already = prep.store.n_rows()
-            if isinstance(reporter, (_RateBar, _LogReporter)):
-                reporter.skip_done(already)
-            else:
-                reporter.advance(already)
-            reporter.stage("features")
-            if engine == "ray":
-                run_ray(prep, progress=reporter, ray_address=ray_address, n_jobs=n_jobs)
-            else:
-                _run_local(prep, reporter, n_jobs)
-    except BaseException:
-        _unlock(prep.lock)
-        prep.input.close()
-        raise
-    store = finish(prep)
+    elif gpus_per_actor is not None:
+        raise InvalidInputError(
+            "gpus_per_actor applies to engine='ray' only (the local engine runs on device=)"
+        )
+    with _full_disk_is_one_line(out):
+        prep = prepare(
+            texts_or_path, out, model=model, sets=sets, layers=layers, heads=heads,
+            keep_diagrams=keep_diagrams, batch_size=batch_size, on_long=on_long,
+            text_column=text_column, id_column=id_column, input_format=input_format,
+            encoding=encoding, new_store=new_store, drop_special=drop_special,
+            thresholds=thresholds, scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
+            persistence_engine=persistence_engine, device=device, dtype=dtype,
+        )
+        try:
+            reporter = _bar(progress, log_every)
+            with reporter:
+                reporter.add_total(prep.input.total)
+                already = prep.store.n_rows()
+                if isinstance(reporter, (_RateBar, _LogReporter)):
+                    reporter.skip_done(already)
+                else:
+                    reporter.advance(already)
+                reporter.stage("features")
+                if engine == "ray":
+                    run_ray(prep, progress=reporter, ray_address=ray_address, n_jobs=n_jobs,
+                            gpus_per_actor=gpus_per_actor)
+                else:
+                    _run_local(prep, reporter, n_jobs)
+        except BaseException:
+            _release(prep)
+            raise
+        store = finish(prep)
     _warn_unknown(store)
     c = store.counts()
     log.info(
@@ -402,6 +477,29 @@ def run(
         extra={"final": True},
     )
     return store
+
+
+@contextlib.contextmanager
+def _full_disk_is_one_line(out: Any) -> Iterator[None]:
+    """A full file system (or quota) while the store is written: one line naming the store,
+    what is kept and how to go on (:class:`~attntopo.errors.DiskFullError`), not an OSError.
+
+    Nothing stored is lost: a part is written to a temporary file (removed when the write
+    fails) and renamed only when complete, a checksum line torn by the failure is ignored, and
+    the manifest is never rewritten; the lock is released, so the same command continues."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        try:
+            kept = f" ({Store(out).n_rows()} texts are stored)"
+        except Exception:  # noqa: BLE001 - only a count for the message
+            kept = ""
+        raise DiskFullError(
+            f"STORE {str(out)!r}: {e.strerror or 'No space left on device'}: nothing stored is "
+            f"lost{kept}; free some space and run the same command again to continue"
+        ) from None
 
 
 def _warn_unknown(store: Store) -> None:

@@ -63,7 +63,7 @@ from typing import Any, Iterator
 
 from .._progress import NO_PROGRESS, Reporter
 from .._validation import check_positive_int
-from ..errors import AttntopoError, InvalidInputError, MissingDependencyError
+from ..errors import AttntopoError, DeviceError, InvalidInputError, MissingDependencyError
 from ._local import Prepared, log
 from ._work import unpack_features
 
@@ -109,6 +109,8 @@ class RayRunStats:
         Whether this call started (and shut down) Ray.
     n_actors, cpus_per_actor : int
         The actor pool.
+    gpus_per_actor : float
+        Ray's ``num_gpus`` of each actor (0: none; the actors load the model on the CPU).
     connect_s : float
         ``ray.init``: starting a local Ray, or joining a cluster.
     input_s : float
@@ -136,6 +138,7 @@ class RayRunStats:
     started: bool = False
     n_actors: int = 0
     cpus_per_actor: int = 1
+    gpus_per_actor: float = 0.0
     connect_s: float = 0.0
     input_s: float = 0.0
     first_s: float = float("nan")
@@ -192,7 +195,8 @@ class RayRunStats:
         """Plain numbers (what the benchmark records)."""
         return {
             "address": self.address, "started": self.started, "n_actors": self.n_actors,
-            "cpus_per_actor": self.cpus_per_actor, "connect_s": self.connect_s,
+            "cpus_per_actor": self.cpus_per_actor, "gpus_per_actor": self.gpus_per_actor,
+            "connect_s": self.connect_s,
             "input_s": self.input_s, "first_s": self.first_s, "pipeline_s": self.pipeline_s,
             "shutdown_s": self.shutdown_s, "write_s": self.write_s,
             "driver_bound_texts_per_s": self.texts / self.write_s if self.write_s > 0 else float("nan"),
@@ -217,7 +221,7 @@ class _RayWorker:
     its first output only) and the actor's name, which the driver strips before writing.
     """
 
-    def __init__(self, settings: Any, cpus: int = 1) -> None:
+    def __init__(self, settings: Any, cpus: int = 1, device: str = "cpu") -> None:
         t0 = time.perf_counter()
         try:
             import torch
@@ -236,7 +240,9 @@ class _RayWorker:
         # the driver as itself (Ray's task error wraps the exception object).
         self.error: Exception | None = None
         try:
-            self.worker = BatchWorker(settings, n_jobs=1, packed=True)
+            self.worker = BatchWorker(settings, n_jobs=1, packed=True, device=device)
+        except DeviceError as e:  # say which GPU Ray gave (a node without a working CUDA)
+            self.error = DeviceError(f"{e} (a Ray actor given GPU {_gpu_ids()} on {socket.gethostname()})")
         except Exception as e:  # noqa: BLE001 - re-raised by __call__
             self.error = e
         try:
@@ -269,6 +275,16 @@ class _RayWorker:
             self.init_s = 0.0
             outs.append(rows)
         return outs[0] if len(outs) == 1 else pa.concat_tables(outs)
+
+
+def _gpu_ids() -> str:
+    """The GPUs Ray assigned to this actor (its ``num_gpus`` resource), as text."""
+    try:
+        import ray
+
+        return ",".join(str(i) for i in ray.get_gpu_ids()) or "none"
+    except Exception:  # noqa: BLE001 - only a label
+        return "?"
 
 
 def _peak_rss() -> int:
@@ -458,6 +474,21 @@ def _unwrap(e: BaseException) -> BaseException | None:
     return None
 
 
+def check_gpus_per_actor(value: Any) -> float:
+    """``gpus_per_actor`` as Ray takes a ``num_gpus`` resource: ``None`` or 0 (no GPU), a
+    fraction in (0, 1) (actors share a GPU), or a whole number of GPUs; else one line."""
+    from .._validation import check_number
+
+    if value is None:
+        return 0.0
+    g = check_number(value, "gpus_per_actor", lo=0.0, hint="GPUs per Ray actor: 0.5, 1, 2")
+    if g > 1 and g != int(g):
+        raise InvalidInputError(
+            f"gpus_per_actor {g:g}: Ray takes a fraction below 1 or a whole number of GPUs"
+        )
+    return float(g)
+
+
 # ------------------------------------------------------------------ the engine
 def run_ray(
     prep: Prepared,
@@ -465,6 +496,7 @@ def run_ray(
     progress: Reporter = NO_PROGRESS,
     ray_address: str | None = None,
     n_jobs: int | None = None,
+    gpus_per_actor: float | None = None,
 ) -> RayRunStats:
     """Step 5 of :func:`attntopo.corpus.run` on Ray: every batch of ``prep.todo`` computed by
     an actor pool and written by this process as one part file (module docstring).
@@ -483,6 +515,11 @@ def run_ray(
     n_jobs : int, optional
         Actors (one CPU each); for a local Ray also its CPUs.  Default: every CPU of the
         cluster (of this machine for a local Ray).
+    gpus_per_actor : float, optional
+        Ray's ``num_gpus`` resource of each actor (:func:`check_gpus_per_actor`): Ray places
+        the actors on GPUs and sets each one's ``CUDA_VISIBLE_DEVICES``, and the actor loads
+        the model on ``"cuda"``, the GPU it was given.  The actors are at most
+        ``cluster GPUs / gpus_per_actor``.  Default: none.
 
     Returns
     -------
@@ -501,7 +538,8 @@ def run_ray(
     ray = _import_ray()
     if n_jobs is not None:
         n_jobs = check_positive_int(n_jobs, "n_jobs", allow_none=False)
-    stats = RayRunStats()
+    gpus = check_gpus_per_actor(gpus_per_actor)
+    stats = RayRunStats(gpus_per_actor=gpus)
     if not prep.todo:
         return stats
     progress.stage("starting Ray")
@@ -510,10 +548,18 @@ def run_ray(
         n_actors = n_jobs if n_jobs is not None else max(1, cluster_cpus)
         if cluster_cpus < 1:
             raise InvalidInputError(f"the Ray cluster at {stats.address!r} has no CPUs for the actors")
+        if gpus:
+            cluster_gpus = float(ray.cluster_resources().get("GPU", 0))
+            if cluster_gpus < gpus:
+                raise InvalidInputError(
+                    f"gpus_per_actor={gpus:g}, but the Ray cluster at {stats.address!r} has "
+                    f"{cluster_gpus:g} GPUs"
+                )
+            n_actors = min(n_actors, int(cluster_gpus / gpus + 1e-9))
         n_actors = max(1, min(n_actors, cluster_cpus, len(prep.todo)))
         stats.n_actors = n_actors
-        log.info("corpus: Ray at %s, %d actor%s × 1 CPU, %d batches", stats.address, n_actors,
-                 "s" if n_actors > 1 else "", len(prep.todo))
+        log.info("corpus: Ray at %s, %d actor%s × 1 CPU%s, %d batches", stats.address, n_actors,
+                 "s" if n_actors > 1 else "", f" + {gpus:g} GPU" if gpus else "", len(prep.todo))
         try:
             _pipeline(ray, prep, progress, stats)
         except Exception as e:
@@ -542,12 +588,18 @@ def _pipeline(ray: Any, prep: Prepared, progress: Reporter, stats: RayRunStats) 
     with _quiet_data(ray):
         ds = ray.data.from_arrow_refs(refs).map_batches(
             _RayWorker,
-            fn_constructor_kwargs={"settings": settings, "cpus": stats.cpus_per_actor},
-            batch_size=None,  # a call gets one block: one batch, as the local engine computes it
+            fn_constructor_kwargs={"settings": settings, "cpus": stats.cpus_per_actor,
+                                   # Ray's CUDA_VISIBLE_DEVICES makes the actor's GPU "cuda"
+                                   "device": "cuda" if stats.gpus_per_actor else "cpu"},
+            # a call gets one block: one batch, as the local engine computes it; Ray wants a
+            # number with GPUs: a batch's rows (blocks hold one batch; a split one is joined
+            # again by _Assembler, and the worker computes each piece by its batch column)
+            batch_size=settings.batch_size if stats.gpus_per_actor else None,
             batch_format="pyarrow",
             zero_copy_batch=True,
             compute=ray.data.ActorPoolStrategy(size=stats.n_actors),
             num_cpus=stats.cpus_per_actor,
+            num_gpus=stats.gpus_per_actor or None,  # Ray's own placement; none: CPU actors
         )
         del refs  # the dataset holds them now
         # prefetch_batches=0: with prefetching, iter_batches holds each block back until the

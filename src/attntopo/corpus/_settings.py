@@ -39,6 +39,10 @@ DEFAULT_CORPUS_SETS: tuple[str, ...] = ("js",)
 DEFAULT_BATCH_SIZE = 32
 
 
+#: Settings added after stores were first written: a manifest without them has the default.
+_ADDED_FIELDS = frozenset({"dtype"})
+
+
 @dataclass(frozen=True)
 class CorpusSettings:
     """Every setting that decides the numbers of a corpus store (frozen, hashable, picklable).
@@ -78,6 +82,10 @@ class CorpusSettings:
         different batch size is a different run.
     persistence_engine : str or None
         Persistence engine (None: attntopo's default).
+    dtype : {"float32", "float16", "bfloat16"}
+        The model's weights (a bfloat16 model gives other numbers; the device does not
+        decide the numbers beyond float32 rounding, so it is not a setting).  Stores made
+        before this field read as float32.
     """
 
     model: str
@@ -98,6 +106,7 @@ class CorpusSettings:
     on_long: str = "truncate"
     batch_size: int = DEFAULT_BATCH_SIZE
     persistence_engine: str | None = None
+    dtype: str = "float32"
 
     # ------------------------------------------------------------------ manifest form
     def to_manifest(self) -> dict[str, Any]:
@@ -111,7 +120,7 @@ class CorpusSettings:
         if not isinstance(doc, dict):
             raise ResultFormatError("manifest.json: 'settings' must be an object")
         names = [f.name for f in fields(cls)]
-        missing = [n for n in names if n not in doc]
+        missing = [n for n in names if n not in doc and n not in _ADDED_FIELDS]
         unknown = [k for k in doc if k not in names]
         if missing or unknown:
             what = "; ".join(x for x in (
@@ -231,6 +240,7 @@ def make_settings(
         persistence_engine = get_engine(persistence_engine).name
     return CorpusSettings(
         model=str(model.name),
+        dtype=str(getattr(model, "dtype", "float32")),
         model_hash=model_fingerprint(model),
         revision=getattr(getattr(model, "spec", None), "revision", None),
         attntopo_version=__version__,

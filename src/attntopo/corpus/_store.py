@@ -30,7 +30,10 @@ SQL
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as _dt
+import errno
+import hashlib
 import json
 import os
 import re
@@ -38,9 +41,9 @@ import secrets
 from pathlib import Path
 from typing import Any, Iterator
 
-from .._validation import refused_path
+from .._validation import check_bool, refused_path
 from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
-from ..io import atomic_write_bytes, atomic_write_text, json_safe, new_folders_removed_on_error
+from ..io import _lock, _unlock, atomic_write_bytes, atomic_write_text, json_safe, new_folders_removed_on_error
 from ._input import _pa
 from ._settings import CorpusSettings
 from ._work import DIAGRAM_COLUMNS, STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
@@ -54,18 +57,34 @@ __all__ = [
     "ERRORS",
     "FORMAT",
     "FORMAT_VERSION",
+    "CHECKSUMS",
     "part_name",
+    "lock_store",
+    "StoreLock",
 ]
 
 FORMAT = "attntopo-corpus"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 ERRORS = "errors.jsonl"
+#: The SHA-256 of every part as written, in ``sha256sum`` format (``sha256sum -c`` checks it).
+CHECKSUMS = "parts.sha256"
+_CHECKSUM_LINE = re.compile(r"^([0-9a-f]{64})  (part-\d{8}\.parquet)$")
 #: Name of the DuckDB view over the part files in :meth:`Store.sql` and ``attntopo query``.
 TABLE = "corpus"
 _META_KEY = b"attntopo.corpus"
 _PART = re.compile(r"^part-(\d{8})\.parquet$")
 _TMP = re.compile(r"^\.part-\d{8}\.parquet\.[0-9a-f]{16}\.tmp$")
+
+
+def _manifest_tmp(entry: str) -> bool:
+    """A temporary file of an interrupted manifest write (removed by the next creation)."""
+    return entry.startswith(f".{MANIFEST}.") and entry.endswith(".tmp")
+
+
+def _own_temporary(entry: str) -> bool:
+    """A temporary file of a store's own atomic writes (manifest or part)."""
+    return _manifest_tmp(entry) or _TMP.match(entry) is not None
 
 
 def part_name(batch: int) -> str:
@@ -109,7 +128,8 @@ def _check_store_folder(p: Path) -> Path:
     if p.is_dir():
         if not os.access(p, os.W_OK | os.X_OK):
             raise InvalidInputError(f"STORE {str(p)!r} is not writable")
-        if not (p / MANIFEST).is_file() and any(True for _ in p.iterdir()):
+        # a creating run's (or a killed one's) temporary files are not "other files"
+        if not (p / MANIFEST).is_file() and any(not _own_temporary(e.name) for e in p.iterdir()):
             raise InvalidInputError(
                 f"STORE {str(p)!r} is a folder that holds other files and no {MANIFEST}: give a new "
                 "or empty folder, or an existing corpus store"
@@ -123,6 +143,113 @@ def _check_store_folder(p: Path) -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {str(parent)!r} is not writable")
     return p
+
+
+class StoreLock:
+    """The lock of one store folder, held by this process (:func:`lock_store`).
+
+    Attributes
+    ----------
+    path : Path
+        The store folder.
+    fd : int or None
+        The open folder whose ``flock`` is held (None where there is no ``fcntl``).
+    made : bool
+        Whether :func:`lock_store` created the folder (it is removed again by :meth:`release`
+        with ``remove_if_empty=True`` while still empty).
+    """
+
+    def __init__(self, path: Path, fd: int | None, made: bool) -> None:
+        self.path, self.fd, self.made = path, fd, made
+
+    def check(self, path: Path) -> None:
+        """Raise unless this lock is held and is the lock of the folder ``path``."""
+        if self.fd is None and _no_flock():  # pragma: no cover
+            return
+        try:
+            same = self.fd is not None and os.path.samestat(os.fstat(self.fd), os.stat(path))
+        except OSError:
+            same = False
+        if not same:
+            raise InvalidInputError(f"STORE {str(path)!r}: this run does not hold its lock (released or another folder)")
+
+    def release(self, *, remove_if_empty: bool = False) -> None:
+        """Release the lock (once); with ``remove_if_empty``, first remove the folder if this
+        lock made it and nothing was written into it (a refused run leaves no folder)."""
+        if self.fd is None:
+            return
+        if remove_if_empty and self.made:
+            try:
+                os.rmdir(self.path)  # only while empty; still under the lock
+            except OSError:
+                pass
+        fd, self.fd = self.fd, None
+        _unlock(fd)
+
+    def __enter__(self) -> "StoreLock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release(remove_if_empty=exc[0] is not None)
+
+
+def _no_flock() -> bool:
+    from .. import io as _io
+
+    return _io.fcntl is None
+
+
+def lock_store(path: Any) -> StoreLock:
+    """Take the lock of the store folder ``path`` (created if missing) before touching it.
+
+    The protocol (docs/corpus.md, "Who writes when"): every run that creates, clears, resumes
+    or writes a store holds an exclusive ``flock`` on the store folder from before it reads
+    the manifest until its last write; the kernel drops it when the process dies, however it
+    dies.  A folder that does not exist yet is created first (``mkdir``; two runs may both
+    try, one of them makes it) and then locked; after the lock is held, the folder at
+    ``path`` must still be the folder locked (another run may have removed an empty folder it
+    had made between the two steps): if not, the steps are repeated.
+
+    Raises
+    ------
+    InvalidInputError
+        Another process holds the lock (one line, nothing changed), or the folder cannot be
+        created.
+    """
+    p = Path(path)
+    for _ in range(20):
+        made = False
+        try:
+            if not p.is_dir():
+                with new_folders_removed_on_error(p.parent):
+                    os.makedirs(p.parent, exist_ok=True)
+                    try:
+                        os.mkdir(p)
+                        made = True
+                    except FileExistsError:
+                        pass
+        except OSError as e:
+            raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {e.strerror or e}") from None
+        try:
+            fd = _lock(p, wait=False)
+        except BlockingIOError:
+            raise InvalidInputError(
+                f"STORE {str(p)!r} is being written by another run: nothing was changed; run "
+                "the command again once that run has ended (it continues the store)"
+            ) from None
+        except FileNotFoundError:  # removed between mkdir and open: again
+            continue
+        except OSError as e:
+            raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {e.strerror or e}") from None
+        if fd is None:  # pragma: no cover - no fcntl: no lock
+            return StoreLock(p, None, made)
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(p)):
+                return StoreLock(p, fd, made)
+        except FileNotFoundError:
+            pass
+        _unlock(fd)  # the folder locked is no longer the one at p: again
+    raise InvalidInputError(f"STORE {str(p)!r} keeps changing while this run tries to lock it: try again")
 
 
 def _schema_b64(schema: Any) -> str:
@@ -183,13 +310,51 @@ class Store:
         # never changes after its atomic write, so it is not checked again while these hold)
         # and its bookkeeping summary (_summary), None until read: see _summaries
         self._known: dict[int, tuple[tuple[int, int], dict | None]] = {}
-        self._con = None
+        self._cons: dict[bool, Any] = {}  # DuckDB: {allow_external: (connection, rows)}
+        #: the writer's lock (StoreLock) while a run holds it; None for a reader
+        self.lock: StoreLock | None = None
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The block changes the folder: under the lock this store holds (checked), else
+        under the lock taken for the block alone (one line if another run holds it)."""
+        if self.lock is not None:
+            self.lock.check(self.path)
+            yield
+            return
+        with lock_store(self.path):
+            yield
 
     # -------------------------------------------------------------- creation
     @classmethod
     def create(cls, path: Path, settings: CorpusSettings, schema: Any, input_info: dict,
-               feature_columns: list[str], extra: dict | None = None) -> "Store":
-        """Write a new store's manifest (the folder is created; it must be new or empty)."""
+               feature_columns: list[str], extra: dict | None = None, *,
+               lock: "StoreLock | None" = None) -> "Store":
+        """Write a new store's manifest (the folder is created; it must be new or empty).
+
+        Under ``lock`` (the folder's :class:`StoreLock`, held by the caller, who then keeps
+        it on the returned store), else under the lock taken here for the creation alone.
+        A folder that holds a manifest by then (another run made a store there first) or
+        other files is refused, unchanged.
+        """
+        if lock is None:
+            with lock_store(path) as held:
+                store = cls.create(path, settings, schema, input_info, feature_columns, extra, lock=held)
+                store.lock = None
+                return store
+        lock.check(path)
+        if (path / MANIFEST).is_file():
+            raise InvalidInputError(f"STORE {str(path)!r} is a corpus store already (another run made it first)")
+        entries = os.listdir(path)
+        others = [e for e in entries if not _own_temporary(e)]
+        if others:
+            raise InvalidInputError(
+                f"STORE {str(path)!r} is a folder that holds other files and no {MANIFEST}: give a new "
+                "or empty folder, or an existing corpus store"
+            )
+        for e in entries:  # what a run killed while it created the store left
+            if _own_temporary(e):
+                os.unlink(path / e)
         from .._version import __version__
 
         doc = {
@@ -207,17 +372,16 @@ class Store:
             **(extra or {}),
         }
         try:
-            # the folders made here are removed again if the manifest cannot be written
-            with new_folders_removed_on_error(path):
-                path.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
+            atomic_write_text(path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
         except OSError as e:
             # check_store_path looks at permissions; a read-only or full file system, or a
             # folder where nothing can be created (/proc, also for root), shows only here
             raise InvalidInputError(
                 f"STORE {str(path)!r} cannot be created: {e.strerror or e}"
             ) from None
-        return cls(path)
+        store = cls(path)
+        store.lock = lock
+        return store
 
     # -------------------------------------------------------------- parts
     def _scan_parts(self) -> dict[int, Path]:
@@ -286,7 +450,7 @@ class Store:
     def refresh(self) -> "Store":
         """Read the folder again (after another process added parts)."""
         self._parts = None
-        self._con = None
+        self._cons = {}
         return self
 
     def done_batches(self) -> set[int]:
@@ -323,16 +487,25 @@ class Store:
         plain = set(self.feature_columns) | {"diagram_births", "diagram_deaths", "diagram_dims"}
         rest = [c for c in table.column_names if c not in plain]
         pq.write_table(table, sink, compression="snappy", use_dictionary=rest, write_statistics=rest)
-        path = atomic_write_bytes(self.path / part_name(batch), sink.getvalue().to_pybytes())
+        data = sink.getvalue().to_pybytes()
+        with self._writing():
+            path = atomic_write_bytes(self.path / part_name(batch), data)
+            self._record_checksum(part_name(batch), hashlib.sha256(data).hexdigest())
         self._known[batch] = (_stat_key(path), _summary(table.select(list(_SUMMARY_COLUMNS))))
         self._rows[batch] = table.num_rows
         if self._parts is not None:
             self._parts[batch] = path
-        self._con = None
+        self._cons = {}
         return path
 
     def clean_temporary(self) -> int:
-        """Remove temporary files of part writes that a killed run left; returns how many."""
+        """Remove temporary files of part writes that a killed run left; returns how many.
+
+        Only under the store's lock (:attr:`lock`): without it the files may be another
+        run's writes in progress."""
+        if self.lock is None:
+            return 0
+        self.lock.check(self.path)
         n = 0
         for entry in os.listdir(self.path):
             if _TMP.match(entry) or (entry.startswith(".") and entry.endswith(".tmp") and "manifest" in entry):
@@ -342,6 +515,87 @@ class Store:
                 except OSError:
                     pass
         return n
+
+    # -------------------------------------------------------------- checksums
+    def _record_checksum(self, name: str, digest: str) -> None:
+        """Append ``digest  name`` to :data:`CHECKSUMS` (fsynced; a line torn by a crash is
+        ignored when read, which leaves that part unrecorded: it is then read in full)."""
+        line = f"{digest}  {name}\n".encode("ascii")
+        fd = os.open(self.path / CHECKSUMS, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line  # after a line torn by a full disk: start a new one
+            if os.write(fd, line) != len(line):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path / CHECKSUMS))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def checksums(self) -> dict[str, str]:
+        """``{part file name: SHA-256 hex}`` recorded when each part was written (the last
+        record of a name wins; lines that do not parse are ignored)."""
+        try:
+            text = (self.path / CHECKSUMS).read_text(encoding="ascii", errors="replace")
+        except FileNotFoundError:
+            return {}
+        except OSError as e:
+            raise ResultFormatError(f"{self.path / CHECKSUMS}: unreadable ({e.strerror or e})") from None
+        out = {}
+        for line in text.splitlines():
+            m = _CHECKSUM_LINE.match(line)
+            if m:
+                out[m.group(2)] = m.group(1)
+        return out
+
+    def verify(self, *, record: bool = False) -> dict[int, str]:
+        """Check every part file's bytes; returns ``{batch: why}`` of the damaged ones.
+
+        A part whose SHA-256 was recorded when it was written (:data:`CHECKSUMS`) must still
+        have it; a part without a record (a store made before the checksums, or a run killed
+        between a part's rename and its record) must read in full, every column.  With
+        ``record`` (under the store's lock) the checksum of such a part that reads is
+        recorded.  A resumed run calls this before it trusts any part (:func:`prepare`).
+        """
+        import pyarrow.parquet as pq
+
+        known = self.checksums()
+        damaged: dict[int, str] = {}
+        for entry in sorted(os.listdir(self.path)):
+            m = _PART.match(entry)
+            if m is None:
+                continue
+            k, p = int(m.group(1)), self.path / entry
+            h = hashlib.sha256()
+            try:
+                with open(p, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        h.update(block)
+            except OSError as e:
+                damaged[k] = f"unreadable: {e.strerror or e}"
+                continue
+            digest = h.hexdigest()
+            if entry in known:
+                if known[entry] != digest:
+                    damaged[k] = "its SHA-256 differs from the one recorded when it was written"
+                continue
+            try:
+                pq.read_table(p)
+            except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
+                damaged[k] = f"it cannot be read in full: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+                continue
+            if record:
+                with self._writing():
+                    self._record_checksum(entry, digest)
+        return damaged
+
+    def write_checksums(self) -> Path:
+        """Rewrite :data:`CHECKSUMS` with one line per part file present (the appends of a run
+        compacted: rewritten parts once, removed parts gone)."""
+        known = self.checksums()
+        names = sorted(e for e in os.listdir(self.path) if _PART.match(e) and e in known)
+        with self._writing():
+            return atomic_write_text(self.path / CHECKSUMS, "".join(f"{known[n]}  {n}\n" for n in names))
 
     # -------------------------------------------------------------- reading
     def _read(self, path: Path, columns: list[str] | None = None) -> Any:
@@ -371,31 +625,66 @@ class Store:
             raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
         return self.to_arrow(columns).to_pandas()
 
-    def _connection(self):
-        if self._con is None:
+    def _connection(self, allow_external: bool = False):
+        """``(connection, rows)``: a DuckDB connection and the parts as one dataset (the view
+        :data:`TABLE` of :meth:`_cursor`).
+
+        The parts reach DuckDB as a :mod:`pyarrow.dataset` (registered, not named by path),
+        so the confined connection (the default) needs no file access at all:
+        ``enable_external_access = false`` refuses every file, URL and extension (reading
+        ``/etc/passwd``, ``COPY … TO``, ``ATTACH``, and writing over a part, which DuckDB's
+        ``allowed_paths`` would have allowed for the files it lists), and
+        ``lock_configuration`` keeps a query from turning it back on.  DuckDB may still spill
+        to its temporary folder: a private one, removed with the connection.
+        """
+        con = self._cons.get(allow_external)
+        if con is None:
             duckdb = _duckdb()
             con = duckdb.connect(":memory:")
+            if not allow_external:
+                import shutil
+                import tempfile
+                import weakref
+
+                spill = tempfile.mkdtemp(prefix="attntopo-duckdb-")
+                weakref.finalize(con, shutil.rmtree, spill, True)
+                con.execute("SET temp_directory = ?", [spill])
+                con.execute("SET enable_external_access = false")
+                con.execute("SET lock_configuration = true")
             parts = self.parts()
             if parts:
-                files = ", ".join("'" + str(parts[k]).replace("'", "''") + "'" for k in sorted(parts))
-                con.execute(f"CREATE VIEW {TABLE} AS SELECT * FROM read_parquet([{files}])")
+                import pyarrow.dataset as pads
+
+                rows = pads.dataset([str(parts[k]) for k in sorted(parts)], schema=self.schema,
+                                    format="parquet")
             else:
-                con.register("_empty_rows", self.schema.empty_table())
-                con.execute(f"CREATE TABLE {TABLE} AS SELECT * FROM _empty_rows")
-                con.unregister("_empty_rows")
-            self._con = con
-        return self._con
+                rows = self.schema.empty_table()
+            con = self._cons[allow_external] = (con, rows)
+        return con
+
+    def _cursor(self, allow_external: bool = False):
+        """A cursor of :meth:`_connection` (its settings are the database's) that sees the
+        parts as :data:`TABLE` (a registered object is local to a cursor)."""
+        con, rows = self._connection(allow_external)
+        cur = con.cursor()
+        cur.register(TABLE, rows)
+        return cur
 
     def _fetch(self, query: str, params: list | None = None) -> list[tuple]:
         """All rows of one query, on its own cursor (no result is left open)."""
-        cur = self._connection().cursor()
+        cur = self._cursor()
         try:
             return cur.execute(query, params or []).fetchall()
         finally:
             cur.close()
 
-    def sql(self, query: str, *, arrow: bool = False) -> Any:
+    def sql(self, query: str, *, arrow: bool = False, allow_external: bool = False) -> Any:
         """Run a DuckDB query over the rows (the view ``corpus``).
+
+        Confined to the store by default: the query sees the view ``corpus`` and nothing
+        else; reading or writing any file (``read_csv('/etc/passwd')``, ``COPY … TO``,
+        ``ATTACH``), URLs and extensions are refused.  ``allow_external=True`` (``attntopo
+        query --allow-external``) runs it with the user's rights, as DuckDB does by default.
 
         Returns a :class:`pandas.DataFrame` (``arrow=True``: a :class:`pyarrow.Table`).
         A query DuckDB rejects raises :class:`~attntopo.errors.InvalidInputError` with its
@@ -403,14 +692,19 @@ class Store:
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty SQL string, e.g. \"SELECT count(*) FROM corpus\"")
+        allow_external = check_bool(allow_external, "allow_external")
         duckdb = _duckdb()
         try:
-            rel = self._connection().cursor().sql(query)
+            rel = self._cursor(allow_external).sql(query)
             if rel is None:
                 raise InvalidInputError("the query returned no rows (use SELECT …)")
             return rel.to_arrow_table() if arrow else rel.df()
         except duckdb.Error as e:
-            raise InvalidInputError(f"SQL: {' '.join(str(e).split())}") from None
+            msg = " ".join(str(e).split())
+            if not allow_external and (isinstance(e, duckdb.PermissionException) or "configuration has been locked" in msg):
+                msg += (" (a query reads the store's rows only, the view corpus: --allow-external, "
+                        "allow_external=True in Python, lets it reach other files)")
+            raise InvalidInputError(f"SQL: {msg}") from None
 
     def diagrams(self, id: str) -> dict[tuple[int, int], Any]:
         """The JS persistence diagram of every head of the text ``id``.
@@ -472,7 +766,8 @@ class Store:
         rows = [r for summary in self._summaries() for r in summary["errors"]]
         rows.sort(key=lambda r: r["row"])
         lines = [json.dumps(r, ensure_ascii=False) for r in rows]
-        return atomic_write_text(self.path / ERRORS, "".join(x + "\n" for x in lines))
+        with self._writing():
+            return atomic_write_text(self.path / ERRORS, "".join(x + "\n" for x in lines))
 
     def _summaries(self) -> Iterator[dict]:
         """Each part's :func:`_summary`, in batch order: kept from its write in this process,

@@ -192,7 +192,10 @@ class BatchWorker:
         Worker processes for persistence (:func:`attntopo.topology.persistence_batch`);
         a Ray actor passes 1 (Ray runs one actor per CPU).
     model : AttentionModel, optional
-        An already loaded model (the local engine's); by default ``load_model(settings.model)``.
+        An already loaded model (the local engine's); by default ``load_model(settings.model)``
+        in ``settings.dtype`` on ``device``.
+    device : str
+        Where a model loaded here runs (a Ray actor with a GPU: ``"cuda"``, the one Ray gave it).
     packed : bool
         Return the feature values as one column, :data:`PACKED_FEATURES` (a fixed-size list of
         float64 per row, NaN where the row is not ``ok``), instead of one column per feature:
@@ -207,14 +210,15 @@ class BatchWorker:
     """
 
     def __init__(self, settings: CorpusSettings, *, n_jobs: int | None = None, model: Any = None,
-                 packed: bool = False) -> None:
+                 packed: bool = False, device: str = "cpu") -> None:
         from ..models import load_model
 
         if not isinstance(settings, CorpusSettings):
             raise InvalidInputError(f"settings must be CorpusSettings, got {type(settings).__name__}")
         self.settings = settings
         self.n_jobs = n_jobs
-        m = model if model is not None else load_model(settings.model, revision=settings.revision)
+        m = model if model is not None else load_model(settings.model, revision=settings.revision,
+                                                       dtype=settings.dtype, device=device)
         got = model_fingerprint(m)
         if got != settings.model_hash:
             raise InvalidInputError(
@@ -362,8 +366,7 @@ class BatchWorker:
         without persistence here, the persistence batches through ``submit`` (see
         :meth:`start`) or here when it is None).  The returned function gives
         :meth:`_compute`'s result."""
-        from ..features._compute import stream_into
-        from ..features._layers import ChunkFeatures
+        from ..features._compute import ChunkFeatures, stream_into
 
         st = self.settings
         n = len(texts)

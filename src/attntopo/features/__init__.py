@@ -15,6 +15,8 @@ Feature sets (formulas in ``docs/features.md``):
 ``prompt``        TOHA: prompt-to-response spanning-forest score, for (prompt, response) pairs
 ``js_image``      persistence images of the JS diagrams (persim)
 ``js_landscape``  persistence landscapes of the JS diagrams (persim)
+``js_per_token``  the ``js`` quantities that grow with the text, divided by its token count
+``spectral``      LapEigvals: the top-k eigenvalues of each head's attention Laplacian
 
 The per-set functions take stacks of matrices, so they also serve attention from elsewhere.
 The subpackage is callable: ``attntopo.features(...)`` is ``attntopo.features.features(...)``.
@@ -27,6 +29,7 @@ from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, GRAPH_QUANTITIES, graph_featu
 from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES
 from ._prompt import spanning_forest_length
 from ._select import head_scores, select_heads
+from ._spectral import SPECTRAL_K, attention_laplacian, spectral_features
 from ._table import FeatureTable, column_name, parse_column
 from ._template import TEMPLATES, template_features
 
@@ -41,8 +44,10 @@ __all__ = [
     "FEATURE_SETS",
     "FeatureTable",
     "GRAPH_QUANTITIES",
+    "SPECTRAL_K",
     "TEMPLATES",
     "barcode_features",
+    "attention_laplacian",
     "barcode_matrices",
     "column_name",
     "feature_names",
@@ -52,6 +57,7 @@ __all__ = [
     "parse_column",
     "select_heads",
     "spanning_forest_length",
+    "spectral_features",
     "template_features",
 ]
 

@@ -1,9 +1,10 @@
 """:func:`features`: texts → attention → every feature set, chunk by chunk, → a FeatureTable.
 
 Besides ``__all__``, the names here without a leading underscore (``check_settings``,
-``set_columns``, ``set_quantities``, ``chunk_start``, ``PERSISTENCE_SETS``, ``Done``,
-``threads_beside_workers``) are what :mod:`attntopo.corpus` builds on: the corpus engine
-runs its forward pass and then this module's ``chunk_start`` on each batch, so a store holds
+``set_columns``, ``set_quantities``, ``chunk_start``, ``stream_into``, ``ChunkFeatures``,
+``PERSISTENCE_SETS``, ``Done``, ``threads_beside_workers``) are what :mod:`attntopo.corpus`
+builds on: the corpus engine streams each batch's forward pass, layer by layer, into this
+module's ``ChunkFeatures`` (``stream_into``), so a store holds
 the same feature values as :func:`features` by construction (one path, also for the
 diagrams a store keeps).  They are not part of the public API (the module is private).
 """
@@ -26,9 +27,10 @@ from ..attention import Attention
 from ..errors import EmptyTextError, InvalidInputError
 from ._barcode import BARCODE_QUANTITIES
 from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, graph_names
-from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES, image_names, js_names, landscape_names
+from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES, image_names, js_names, landscape_names, per_token_names
 from ._layers import ChunkFeatures, Done, prompt_mask
 from ._prompt import PROMPT_QUANTITIES
+from ._spectral import spectral_names
 from ._table import FeatureTable, column_name
 from ._template import TEMPLATES
 
@@ -36,13 +38,14 @@ __all__ = ["FEATURE_SETS", "DEFAULT_SETS", "features", "feature_names"]
 
 #: Every feature set, by name.
 FEATURE_SETS: tuple[str, ...] = (
-    "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape",
+    "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape", "js_per_token",
+    "spectral",
 )
 #: The sets computed when none are named (``prompt`` needs pairs; images/landscapes are opt-in).
 DEFAULT_SETS: tuple[str, ...] = ("js", "graph", "barcode", "template")
 _ON_EMPTY = ("raise", "skip")
 #: Sets whose diagrams come from persistence_batch.
-PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "barcode")
+PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "js_per_token", "barcode")
 
 
 # ------------------------------------------------------------------ settings
@@ -121,6 +124,10 @@ def set_quantities(set_name: str, st: dict) -> list[str]:
         return list(st.get("prompt_quantities", PROMPT_QUANTITIES))
     if set_name == "js_image":
         return image_names()
+    if set_name == "js_per_token":
+        return per_token_names(st["scales"])
+    if set_name == "spectral":
+        return spectral_names()
     return landscape_names()
 
 

@@ -40,6 +40,8 @@ __all__ = [
     "LANDSCAPE_STEPS",
     "js_names",
     "js_stats",
+    "per_token_names",
+    "per_token_stats",
     "image_names",
     "image_stats",
     "landscape_names",
@@ -105,6 +107,29 @@ def js_stats(
         out_q[rows] = np.quantile(deaths, quantiles, axis=1).T
     cols += list(out_q.T)
     return np.stack(cols, axis=-1)
+
+
+# --------------------------------------------------------------- per token
+#: The ``js`` quantities that grow with the number of tokens n, divided by n in ``js_per_token``
+#: (``h0.n_bars`` is n itself: the infinite bar and the n - 1 MST edges, zero-length ones
+#: aside; H0's Betti numbers fall to 1 at large scales, so divided by n they are 1/n).
+def _per_token_sources(scales: Sequence[float]) -> list[str]:
+    return ["h0.total_persistence", "h1.n_bars", "h1.total_persistence"] + [
+        f"h1.betti_{e:g}" for e in scales]
+
+
+def per_token_names(scales: Sequence[float]) -> list[str]:
+    """Quantity names of the ``js_per_token`` set, in column order."""
+    return [f"{q}_per_token" for q in _per_token_sources(scales)]
+
+
+def per_token_stats(js: np.ndarray, sizes: np.ndarray, scales: Sequence[float],
+                    quantiles: Sequence[float]) -> np.ndarray:
+    """``js_per_token`` of N diagrams from their ``js`` rows (N, k) and point counts (N,)."""
+    names = js_names(scales, quantiles)
+    cols = [names.index(q) for q in _per_token_sources(scales)]
+    n = np.maximum(np.asarray(sizes, dtype=np.float64), 1.0)
+    return js[:, cols] / n[:, None]
 
 
 # --------------------------------------------------------------- persim vectorizations

@@ -28,14 +28,15 @@ from ..distances import token_distances
 from ..topology.persistence import _persistence_batch_valid
 from ._barcode import barcode_matrices, barcode_stats
 from ._graph import graph_features
-from ._js import image_stats, js_stats, landscape_stats
+from ._js import image_stats, js_stats, landscape_stats, per_token_stats
 from ._prompt import PROMPT_QUANTITIES, prompt_features
+from ._spectral import spectral_features
 from ._template import punctuation_mask, template_features
 
 __all__ = ["ChunkFeatures", "Done", "prompt_mask", "JS_SETS"]
 
 #: Sets read from the Jensen–Shannon diagrams.
-JS_SETS = ("js", "js_image", "js_landscape")
+JS_SETS = ("js", "js_image", "js_landscape", "js_per_token")
 # float64 entries of distance matrices waiting for one persistence batch (128 MiB)
 _FLUSH_ELEMENTS = 1 << 24
 
@@ -159,7 +160,7 @@ class ChunkFeatures:
         D = None
         if self.need_js:
             if dev_real is not None:
-                from ..distances._rows import token_distances_tensor
+                from ..distances import token_distances_tensor
 
                 D_dev = token_distances_tensor(dev_real)
                 D = D_dev.cpu().numpy()
@@ -191,6 +192,8 @@ class ChunkFeatures:
         if "graph" in sets:
             self.blocks[t]["graph"].append(
                 graph_features(Wr, self.st["thresholds"], cycle_cap=self.st["cycle_cap"]))
+        if "spectral" in sets:
+            self.blocks[t]["spectral"].append(spectral_features(Wr, real.causal))
         if "template" in sets:
             punct = punctuation_mask(att.text, att.offsets, att.special)
             self.blocks[t]["template"].append(template_features(att.weights.reshape(H, n, n), punct))
@@ -215,8 +218,13 @@ class ChunkFeatures:
             sizes = np.array([n for s in self.js_sizes for n in s])
             per_head = []
             mp = self.st.get("min_persistence", 0.0)
-            if "js" in sets:
-                per_head.append(("js", js_stats(dgms, sizes, self.st["scales"], self.st["quantiles"], mp)))
+            if "js" in sets or "js_per_token" in sets:
+                js = js_stats(dgms, sizes, self.st["scales"], self.st["quantiles"], mp)
+                if "js" in sets:
+                    per_head.append(("js", js))
+                if "js_per_token" in sets:
+                    per_head.append(("js_per_token", per_token_stats(
+                        js, sizes, self.st["scales"], self.st["quantiles"])))
             pruned = [g.prune(mp) for g in dgms] if mp > 0 and (
                 "js_image" in sets or "js_landscape" in sets) else dgms
             if "js_image" in sets:

@@ -59,7 +59,7 @@ def spanning_forest_length(D: Any, prompt: np.ndarray) -> np.ndarray:
     ndarray of shape (B,), float64
         Total edge length (not yet divided by the number of response points).
     """
-    from ..topology._mst import prim_edges
+    from ..topology import prim_edges
 
     return prim_edges(D, np.asarray(prompt, dtype=bool)).sum(dim=1).double().cpu().numpy()
 
@@ -73,7 +73,7 @@ def _attention_forest(A: Any, prompt: np.ndarray):
     nearest prompt point is ``1 − max`` of the weights)."""
     import torch
 
-    from ..topology._mst import prim_contracted
+    from ..topology import prim_contracted
 
     W = A.detach() if isinstance(A, torch.Tensor) else torch.from_numpy(np.asarray(A))
     P = torch.as_tensor(np.flatnonzero(prompt), device=W.device)
@@ -107,7 +107,7 @@ def prompt_features(
     """
     import torch
 
-    from ..distances._rows import token_distances_tensor
+    from ..distances import token_distances_tensor
 
     prompt = np.asarray(prompt, dtype=bool)
     r = int(np.count_nonzero(~prompt))

@@ -116,8 +116,13 @@ def head_scores(
     values = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
     out: dict[tuple[int, int], float] = {}
     if criterion == "anova":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            F, _ = f_classif(values, y)
+        # a column constant on these texts separates nothing: F = 0, computed without
+        # scikit-learn's "Features [...] are constant" warning for every such column
+        varies = np.ptp(values, axis=0) > 0
+        F = np.zeros(values.shape[1])
+        if varies.any():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                F[varies], _ = f_classif(values[:, varies], y)
         F = np.nan_to_num(F, nan=0.0, posinf=0.0)
         for key, cols in groups.items():
             out[key] = float(np.mean(F[cols]))

@@ -145,7 +145,8 @@ def token_states(model: Any, text: str, layer: int = 0, *, truncate: bool = Fals
     enc = m.tokenize(text, truncate=truncate)
     ids = torch.tensor([enc.ids], dtype=torch.long, device=m.device)
     with torch.inference_mode():
-        out = m.hf_model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
+        out = m.hf_model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True,
+                         **m.forward_kwargs)
         h = out.hidden_states[lay]
         _, _, norm = _projections(m, lay)
         if norm is not None:

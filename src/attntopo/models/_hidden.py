@@ -14,6 +14,7 @@ import numpy as np
 
 from .._validation import check_texts
 from ..errors import ModelLoadError
+from ._precision import normalize_rows
 from .model import AttentionModel, Encoding
 
 __all__ = ["ForwardCapture", "forward_capture"]
@@ -80,12 +81,14 @@ def forward_capture(
     out = []
     for enc in encs:
         ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
-        kwargs = {"output_hidden_states": True, "output_attentions": bool(attention)}
-        if input_embeds_hook is None:
-            kwargs["input_ids"] = ids
-        else:
-            kwargs["inputs_embeds"] = input_embeds_hook(ids)
+        kwargs = {"output_hidden_states": True, "output_attentions": bool(attention), **model.forward_kwargs}
         with model._lock, torch.inference_mode():
+            # the hook's embedding too: a model whose weights require gradients (one the user
+            # loaded) would otherwise give hidden states that cannot become arrays
+            if input_embeds_hook is None:
+                kwargs["input_ids"] = ids
+            else:
+                kwargs["inputs_embeds"] = input_embeds_hook(ids)
             res = model.hf_model(**kwargs)
         hs = getattr(res, "hidden_states", None)
         if not hs:
@@ -98,6 +101,8 @@ def forward_capture(
                 raise ModelLoadError(
                     f"{model.name} returned no attention weights: load it with attn_implementation='eager'"
                 )
-            att = torch.stack([a[0].float() for a in atts]).cpu().numpy()
+            # rows renormalized in float64 (a bfloat16 row sums to 1 only within ~2^-8)
+            att = torch.stack([normalize_rows(a[0], what=f"attention of {model.name}, layer {i}")
+                               for i, a in enumerate(atts)]).cpu().numpy()
         out.append(ForwardCapture(encoding=enc, hidden=hidden, attention=att))
     return out

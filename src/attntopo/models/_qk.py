@@ -31,13 +31,60 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import InvalidInputError, ModelLoadError
+from ._precision import normalize_rows
 from .model import AttentionModel, Encoding
 
-__all__ = ["QKCapture", "capture_qk", "attention_from_qk", "one_blas_thread", "SELF_CHECK_ATOL"]
+__all__ = ["QKCapture", "capture_qk", "attention_from_qk", "one_blas_thread", "SELF_CHECK_ATOL", "self_check_atol"]
 
 #: Largest absolute difference allowed between the recomputed weights and the pass's own
 #: weights (the same pass: float32 rounding of the logits and the softmax only, ≈1e-6).
+#: A float16 or bfloat16 model rounds its logits too: :func:`self_check_atol` adds that.
 SELF_CHECK_ATOL = 1e-4
+
+
+def self_check_atol(Q: np.ndarray, K: np.ndarray, scaling: float, causal: bool, dtype: str) -> np.ndarray:
+    """Per row, the largest difference rounding explains between the weights recomputed from
+    captured queries and keys and the weights of a pass in ``dtype``.
+
+    A model in ``dtype`` (unit roundoff ``u``) computes each logit as ``fl(fl(q·k) · s)``: the
+    product accumulates in at least float32 (``u_a``) and is rounded to ``dtype``, then scaled and
+    rounded again, so ``|ẑ − z| ≤ δz = (2u + u²)|z| + γ_d(u_a)(1 + u)² · s Σ_k |q_k k_k|``.  The
+    softmax moves by at most ``½ max_j δz_j`` per row (its Jacobian's ∞-norm is ½), its output
+    is rounded to ``dtype`` (``u`` at most, the weights being ≤ 1), and the row is divided by a
+    sum within :func:`~attntopo.models.row_sum_tolerance` ``t`` of 1 (``t / (1 − t)``).
+    The float32 part of the pass keeps :data:`SELF_CHECK_ATOL`; a float32 model's bound is that
+    plus the renormalization's ``t / (1 − t)``.
+
+    Parameters
+    ----------
+    Q, K : ndarray of shape (H, n, d)
+        Captured queries and keys (the values the model multiplied).
+    scaling : float
+    causal : bool
+        Only keys ``j <= i`` count for row ``i``.
+    dtype : str
+        The model's dtype.
+
+    Returns
+    -------
+    ndarray of shape (H, n), float64
+        Constant for float32 and float64 models.
+    """
+    from ._precision import _ACC_UNIT, _FORMATS, _gamma, row_sum_tolerance, weights_dtype
+
+    H, n, d = Q.shape
+    name = weights_dtype(dtype)
+    u = _FORMATS[name][0]
+    t = row_sum_tolerance(name, n)
+    if u <= _ACC_UNIT:
+        return np.full((H, n), SELF_CHECK_ATOL + t / (1 - t))
+    Q64, K64 = np.asarray(Q, np.float64), np.asarray(K, np.float64)
+    z = np.abs(scaling * (Q64 @ np.swapaxes(K64, -1, -2)))
+    mag = abs(scaling) * (np.abs(Q64) @ np.swapaxes(np.abs(K64), -1, -2))
+    dz = (2 * u + u * u) * z + _gamma(d, min(u, _ACC_UNIT)) * (1 + u) ** 2 * mag
+    if causal:
+        dz = np.where(np.tril(np.ones((n, n), dtype=bool)), dz, 0.0)
+    return 0.5 * dz.max(-1) + u + t / (1 - t) + SELF_CHECK_ATOL
 
 
 @dataclass(frozen=True)
@@ -167,7 +214,8 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
         Cut a text longer than the model's limit instead of raising.
     check : bool, default True
         Check that the captured queries and keys reproduce the pass's attention weights
-        within :data:`SELF_CHECK_ATOL`.
+        within :func:`self_check_atol` (about :data:`SELF_CHECK_ATOL` for a float32 model;
+        a float16 or bfloat16 model rounds its logits, and the bound grows with them).
 
     Returns
     -------
@@ -210,14 +258,18 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
                     handles.append(mod.register_forward_pre_hook(keep_rotary(slot), with_kwargs=True))
             ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
             with torch.inference_mode():
-                out = model.hf_model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True)
+                out = model.hf_model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True,
+                                     **model.forward_kwargs)
         finally:
             for h in handles:
                 h.remove()
     atts = getattr(out, "attentions", None)
     if not atts or any(a is None for a in atts):
         raise ModelLoadError(f"{model.name} returned no attention weights: load it with attn_implementation='eager'")
-    attention = torch.stack([a[0].float() for a in atts]).cpu().numpy()
+    # rows renormalized in float64 (a bfloat16 row sums to 1 only within ~2^-8)
+    attention = torch.stack([normalize_rows(a[0], what=f"attention of {model.name}, layer {i}")
+                             for i, a in enumerate(atts)]).cpu().numpy()
+    dtype = str(atts[0].dtype).replace("torch.", "")
     n = len(enc.ids)
     Qs, Ks, scales = [], [], []
     for slot, (mod, style, _, _) in zip(got, mods):
@@ -245,13 +297,20 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
         scales.append(float(getattr(mod, "scaling", d**-0.5)))
     cap = QKCapture(encoding=enc, queries=np.stack(Qs), keys=np.stack(Ks), scaling=np.asarray(scales),
                     causal=bool(model.causal), attention=attention, self_check=0.0)
+    err, excess, allowed = 0.0, -np.inf, SELF_CHECK_ATOL
     with one_blas_thread():
-        err = float(max(np.abs(cap.weights(l) - attention[l]).max() for l in range(len(mods))))
-    if check and not err <= SELF_CHECK_ATOL:
+        for l in range(len(mods)):
+            diff = np.abs(cap.weights(l) - attention[l]).max(-1)  # (H, n)
+            bound = self_check_atol(cap.queries[l], cap.keys[l], float(cap.scaling[l]), cap.causal, dtype)
+            err = max(err, float(diff.max()))
+            worst = np.unravel_index(int(np.argmax(diff - bound)), diff.shape)
+            if float(diff[worst] - bound[worst]) > excess:
+                excess, allowed = float(diff[worst] - bound[worst]), float(bound[worst])
+    if check and not excess <= 0:
         raise ModelLoadError(
             f"queries and keys captured from {model.name} ({model.model_type}) do not reproduce its attention "
-            f"(max difference {err:.3g} > {SELF_CHECK_ATOL:g}): its attention has a step attntopo does not model "
-            f"(query/key norms, ALiBi, sliding windows, …)"
+            f"(difference {excess + allowed:.3g} > {allowed:.3g}, the rounding of a {dtype} pass): its "
+            f"attention has a step attntopo does not model (query/key norms, ALiBi, sliding windows, …)"
         )
     return QKCapture(encoding=enc, queries=cap.queries, keys=cap.keys, scaling=cap.scaling, causal=cap.causal,
                      attention=attention, self_check=err)

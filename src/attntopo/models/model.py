@@ -13,7 +13,7 @@ from typing import Literal, Sequence, get_args
 import numpy as np
 
 from .._progress import ProgressOption, Reporter, check_progress, make_reporter
-from .._validation import check_bool, check_choice, check_indices, check_positive_int
+from .._validation import check_bool, check_device, check_dtype, check_indices, check_positive_int
 from ..attention import Attention
 from ..errors import (
     EmptyTextError,
@@ -109,6 +109,10 @@ class AttentionModel:
         tokenizer.padding_side = "right"
         if owned and hasattr(cfg, "use_cache"):
             cfg.use_cache = False  # no key/value cache: one pass, attention only
+        #: keyword arguments of every forward pass: no key/value cache (a model the user loaded
+        #: keeps its config; a cache would hold every layer's keys, and a layer run again with
+        #: the captured arguments would append to it)
+        self.forward_kwargs: dict = {"use_cache": False} if hasattr(cfg, "use_cache") else {}
         # re-entrant: a diagnostic that patches the model (hooks, positions off, another
         # attention function) holds it for the whole patched stretch, and the forward passes
         # it runs inside take it again
@@ -346,7 +350,7 @@ class AttentionModel:
             try:
                 if modules is not None:
                     handles = [m.register_forward_hook(hook, prepend=True) for m in modules]
-                out = self.hf_model(**inputs, output_attentions=True)
+                out = self.hf_model(**inputs, **self.forward_kwargs, output_attentions=True)
             except TypeError as e:
                 raise ModelLoadError(
                     f"{self.name} cannot return attention weights (its forward rejected "
@@ -613,12 +617,13 @@ def load_model(
     tokenizer : transformers tokenizer, optional
         Only with an already-loaded model: its tokenizer (a fast one gives character offsets,
         needed for :attr:`Attention.sources` and word matching).
-    device : str, optional
-        Torch device (``"cpu"`` by default, ``"cuda"``, …).  Not for an already-loaded model,
-        which runs where it is.
+    device : {"cpu", "cuda", "cuda:N", "mps", "auto"}, optional
+        Torch device (``"cpu"`` by default); ``"auto"`` is the first GPU when there is one,
+        else the CPU.  Not for an already-loaded model, which runs where it is.
     dtype : {"float32", "float16", "bfloat16"}, optional
-        Weights' dtype (``"float32"`` by default); attention is always returned as float32.
-        Not for an already-loaded model.
+        Weights' dtype (``"float32"`` by default; bfloat16 and float16 run on the CPU too).
+        Attention is always returned as float32, each row divided by its sum in float64
+        (:func:`attntopo.models.normalize_rows`).  Not for an already-loaded model.
     allow_pickle : bool
         Allow pickle (``pytorch_model.bin``) weights.  Off by default: safetensors/GGUF only.
     trust_remote_code : bool
@@ -652,6 +657,9 @@ def load_model(
         Only pickle weights and ``allow_pickle`` is False.
     ModelLoadError
         The model gives no attention weights.
+    DeviceError
+        An unknown device, ``cuda`` (or ``mps``) on a machine without one, a dtype the
+        device cannot run (one line; a subclass of InvalidInputError).
     InvalidInputError
         A wrong type or setting (one line saying what is allowed).
     """
@@ -680,11 +688,8 @@ def load_model(
             f"transformers model, got {type(spec).__name__}; for attention weights you already "
             f"have, use Attention.from_weights(weights, tokens)"
         )
-    dtype = "float32" if dtype is None else dtype
-    check_choice(dtype, "dtype", WEIGHTS_DTYPES, what="weights dtype (dtype=)")
-    device = "cpu" if device is None else device
-    if not isinstance(device, str) or not device:
-        raise InvalidInputError(f"device must be a torch device string like 'cpu', got {device!r}")
+    device = check_device(device)
+    dtype = check_dtype(dtype, device)
     resolved = resolve_spec(spec, revision=revision)
     key = (resolved.kind, resolved.path, resolved.gguf_file, resolved.revision, device, dtype,
            allow_pickle, trust_remote_code)

@@ -34,7 +34,7 @@ from ..errors import InvalidInputError
 from ..topology.complex import complex_at
 from . import _style as S
 from ._layout import check_scale, diagram_limits, mds_layout
-from .slider import check_scales, compare_slider
+from .slider import check_scales, compare_slider, slider_scales
 from .interactive import _go
 from ._labels import add_token_labels
 from .static import _figure_and_axes, _overlay_diagrams, _root_figure, annotate_cells, graph_layout, side_colorbar
@@ -317,6 +317,55 @@ def _polys(X: np.ndarray, tris: np.ndarray) -> tuple[list, list]:
     return xs, ys
 
 
+def _graph_traces(go: Any, c: Any, i: int, j: int, eps: float, hk: set[int], coords: dict) -> tuple[list, str]:
+    """The eight traces that change with ε (per text: triangles, shared triangles, edges,
+    shared edges) and the title with the counts."""
+    traces, counts = [], []
+    for s in ("a", "b"):
+        p = _panel_data(c, s, i, j, eps, hk)
+        X = coords[s]
+        tx, ty = _polys(X, p["tris"])
+        sx, sy = _polys(X, p["sh_tris"])
+        ex, ey = _segments(X, p["edges"])
+        gx, gy = _segments(X, p["sh_edges"])
+        traces += [
+            go.Scatter(x=tx, y=ty, mode="lines", fill="toself", fillcolor=TRI_RGBA, line=dict(width=0),
+                       hoverinfo="skip", showlegend=False, name="triangles"),
+            go.Scatter(x=sx, y=sy, mode="lines", fill="toself", fillcolor=SHARED_TRI_RGBA,
+                       line=dict(width=0), hoverinfo="skip", showlegend=False, name="shared triangles"),
+            go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=S.EDGE_COLOR, width=1), opacity=0.6,
+                       hoverinfo="skip", showlegend=False, name="edges"),
+            go.Scatter(x=gx, y=gy, mode="lines", line=dict(color=SHARED_COLOR, width=3.5),
+                       hoverinfo="skip", showlegend=False, name="shared edges"),
+        ]
+        counts.append((len(p["edges"]), len(p["tris"]), len(p["sh_edges"]), len(p["sh_tris"])))
+    (ea, ta, se, st), (eb, tb, _, _) = counts
+    e_t = [f"{S.plural(e, 'edge')}, {S.plural(t, 'triangle')}" for e, t in ((ea, ta), (eb, tb), (se, st))]
+    title = (f"layer {c.layers[i]}, head {c.heads[j]} · ε = {eps:.3g} · A: {e_t[0]} · B: {e_t[1]} · "
+             f"in both: {e_t[2]}")
+    return traces, title
+
+
+def _node_trace(go: Any, p: dict, X: np.ndarray):
+    """One text's tokens (hover: index, token, kind), coloured and shaped by kind."""
+    labels = p["labels"]
+    kind = np.where(p["hl"], "highlighted", np.where(p["shared"], "shared",
+                                                     np.where(p["special"], "special", "token")))
+    color = {"highlighted": S.HIGHLIGHT_COLOR, "shared": SHARED_COLOR, "special": S.SPECIAL_COLOR,
+             "token": S.NODE_COLOR}
+    symbol = {"highlighted": "diamond", "shared": "diamond", "special": "circle", "token": "circle"}
+    return go.Scatter(
+        # plain lists (not base64 arrays): the page's script reads them from the figure
+        x=X[:, 0].tolist(), y=X[:, 1].tolist(), mode="markers+text" if p["n"] <= 60 else "markers",
+        text=[S.short_label(t) for t in labels], textposition="top right", textfont=dict(size=10),
+        customdata=[f"{t}: {labels[t]} ({kind[t]})" for t in range(p["n"])],
+        hovertemplate="%{customdata}<extra></extra>",
+        marker=dict(color=[color[k] for k in kind], symbol=[symbol[k] for k in kind],
+                    size=np.where(kind == "token", 9, 13).tolist(), line=dict(color="white", width=1)),
+        showlegend=False, name="tokens",
+    )
+
+
 def iplot_compare_graphs(
     comparison: Any,
     layer: int | None = None,
@@ -373,15 +422,9 @@ def iplot_compare_graphs(
     _check_comparison(comparison)
     i, j = _pos(comparison, layer, head)
     base = float(comparison.scales[i, j])
-    if scales is None:
-        vals = []
-        for an in (comparison.a, comparison.b):
-            D = an.distances[i, j]
-            vals.append(D[np.triu_indices(D.shape[0], 1)])
-        v = np.concatenate(vals)
-        v = v[v > 0]
-        qs = np.linspace(0, 1, int(n_scales) + 1)[1:]
-        scales = np.unique(np.r_[np.quantile(v, qs) if v.size else [1.0], base])
+    if scales is None:  # quantiles of both texts' distances, and the comparison scale itself
+        scales = slider_scales([comparison.a.distances[i, j], comparison.b.distances[i, j]], n_scales,
+                               include=[base])
     scales = check_scales([check_scale(s, "scales") for s in np.atleast_1d(np.asarray(scales, dtype=float))]).tolist()
     if start is None:
         start = int(np.argmin(np.abs(np.asarray(scales) - base)))
@@ -394,54 +437,13 @@ def iplot_compare_graphs(
     fig = make_subplots(rows=1, cols=2, subplot_titles=[f"A: {_short(texts['a'], 60)}",
                                                         f"B: {_short(texts['b'], 60)}"])
 
-    def dynamic(eps: float) -> tuple[list, str]:
-        traces, counts = [], []
-        for col, s in ((1, "a"), (2, "b")):
-            p = _panel_data(comparison, s, i, j, eps, hk)
-            X = coords[s]
-            tx, ty = _polys(X, p["tris"])
-            sx, sy = _polys(X, p["sh_tris"])
-            ex, ey = _segments(X, p["edges"])
-            gx, gy = _segments(X, p["sh_edges"])
-            traces += [
-                go.Scatter(x=tx, y=ty, mode="lines", fill="toself", fillcolor=TRI_RGBA, line=dict(width=0),
-                           hoverinfo="skip", showlegend=False, name="triangles"),
-                go.Scatter(x=sx, y=sy, mode="lines", fill="toself", fillcolor=SHARED_TRI_RGBA,
-                           line=dict(width=0), hoverinfo="skip", showlegend=False, name="shared triangles"),
-                go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=S.EDGE_COLOR, width=1), opacity=0.6,
-                           hoverinfo="skip", showlegend=False, name="edges"),
-                go.Scatter(x=gx, y=gy, mode="lines", line=dict(color=SHARED_COLOR, width=3.5),
-                           hoverinfo="skip", showlegend=False, name="shared edges"),
-            ]
-            counts.append((len(p["edges"]), len(p["tris"]), len(p["sh_edges"]), len(p["sh_tris"])))
-        (ea, ta, se, st), (eb, tb, _, _) = counts
-        e_t = [f"{S.plural(e, 'edge')}, {S.plural(t, 'triangle')}" for e, t in ((ea, ta), (eb, tb), (se, st))]
-        title = f"layer {lay}, head {hd} · ε = {eps:.3g} · A: {e_t[0]} · B: {e_t[1]} · in both: {e_t[2]}"
-        return traces, title
-
     # the opening state, drawn in Python too (the figure is right before any script runs); the
     # page's script redraws every step from the per-pair steps in layout.meta (no frames)
-    traces, title = dynamic(scales[start])
+    traces, title = _graph_traces(go, comparison, i, j, scales[start], hk, coords)
     for t, tr in enumerate(traces):
         fig.add_trace(tr, row=1, col=1 if t < 4 else 2)
     for col, s in ((1, "a"), (2, "b")):
-        p = _panel_data(comparison, s, i, j, scales[start], hk)
-        X, labels = coords[s], p["labels"]
-        kind = np.where(p["hl"], "highlighted", np.where(p["shared"], "shared",
-                                                         np.where(p["special"], "special", "token")))
-        color = {"highlighted": S.HIGHLIGHT_COLOR, "shared": SHARED_COLOR, "special": S.SPECIAL_COLOR,
-                 "token": S.NODE_COLOR}
-        symbol = {"highlighted": "diamond", "shared": "diamond", "special": "circle", "token": "circle"}
-        fig.add_trace(go.Scatter(
-            # plain lists (not base64 arrays): the page's script reads them from the figure
-            x=X[:, 0].tolist(), y=X[:, 1].tolist(), mode="markers+text" if p["n"] <= 60 else "markers",
-            text=[S.short_label(t) for t in labels], textposition="top right", textfont=dict(size=10),
-            customdata=[f"{t}: {labels[t]} ({kind[t]})" for t in range(p["n"])],
-            hovertemplate="%{customdata}<extra></extra>",
-            marker=dict(color=[color[k] for k in kind], symbol=[symbol[k] for k in kind],
-                        size=np.where(kind == "token", 9, 13).tolist(), line=dict(color="white", width=1)),
-            showlegend=False, name="tokens",
-        ), row=1, col=col)
+        fig.add_trace(_node_trace(go, _panel_data(comparison, s, i, j, scales[start], hk), coords[s]), row=1, col=col)
     # the one slider's record (plots/slider.py), drawn by assets/scale_slider.js's widget
     meta = dict(kind="compare_graphs", version=2, **compare_slider(comparison, i, j, np.asarray(scales), int(start)),
                 title_prefix=f"layer {lay}, head {hd}", traces=dict(dynamic=list(range(8)), nodes=[8, 9]))

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ..errors import InvalidInputError
 from . import _style as S
@@ -44,6 +45,8 @@ def plot_compression_heads(result: Any, ax: Axes | None = None, *, title: str | 
     effect = ", ".join(f"{k} {v:.3g}" for k, v in result.effect.items())
     ax.set_title(title or f"{result.model}: {result.method}/{result.representative} at scale {result.scale} "
                  f"({effect})", fontsize=S.FONT["title"])
+    for axis in (ax.xaxis, ax.yaxis):  # a layer or a head is a whole number: no "layer 0.5"
+        axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     ax.tick_params(labelsize=S.FONT["tick"])
     return fig
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .._validation import check_device, check_dtype
 from ..errors import InvalidInputError
 from ._errors import JobError
 from .cache import LRUCache
@@ -55,6 +56,9 @@ class Settings:
         otherwise); protects a local server against DNS rebinding.
     preload : bool
         Load the default model in the background at startup.
+    device, dtype : str
+        Where and in what every model of the page is loaded (``attntopo serve --device
+        --dtype``; :func:`attntopo.load_model`'s): ``"cpu"`` and ``"float32"`` by default.
     """
 
     model: str = "minilm"
@@ -68,6 +72,8 @@ class Settings:
     models: tuple[str, ...] | None = None
     allowed_hosts: tuple[str, ...] | None = None
     preload: bool = False
+    device: str = "cpu"
+    dtype: str = "float32"
 
     def __post_init__(self) -> None:
         def positive_int(name: str, lo: int = 1, hi: int | None = None) -> None:
@@ -90,6 +96,8 @@ class Settings:
         if isinstance(self.timeout, bool) or not (t > 0) or math.isinf(t):
             raise InvalidInputError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
         self.timeout = t
+        self.device = check_device(self.device)  # before the server starts: one line
+        self.dtype = check_dtype(self.dtype, self.device)
         if self.models is not None:
             self.models = tuple(str(m) for m in self.models)
         if self.allowed_hosts is not None:
@@ -98,6 +106,13 @@ class Settings:
     @property
     def is_loopback(self) -> bool:
         return self.host.strip("[]").lower() in LOOPBACK_HOSTS
+
+    def load(self, name: str) -> Any:
+        """``name`` loaded (cached per process) on this server's device, in its dtype."""
+        from ..models import load_model
+
+        # a server draws no progress bars (its requests run in threads)
+        return load_model(name, device=self.device, dtype=self.dtype, progress=False)
 
     def host_names(self) -> tuple[str, ...]:
         """Host header values accepted (``("*",)`` = any)."""

@@ -467,9 +467,8 @@ def _model_info(state: ServerState, name: str, m) -> dict:
 def _run_analysis(state: ServerState, name: str, req) -> Any:
     """The model run behind /api/analyze (every head of the text)."""
     import attntopo as at
-    from ..models import load_model
 
-    m = load_model(name, progress=False)  # a server draws no progress bars (its requests run in threads)
+    m = state.settings.load(name)
     _model_info(state, name, m)
     return at.analyze(req.text, m, metric=req.metric, maxdim=req.maxdim, drop_special=req.drop_special,
                       truncate=req.truncate, progress=False)
@@ -478,9 +477,8 @@ def _run_analysis(state: ServerState, name: str, req) -> Any:
 def _run_comparison(state: ServerState, name: str, req) -> Any:
     """The model run behind /api/compare (both texts, every head)."""
     import attntopo as at
-    from ..models import load_model
 
-    m = load_model(name, progress=False)
+    m = state.settings.load(name)
     _model_info(state, name, m)
     return at.compare(req.text_a, req.text_b, m, metric=req.metric, maxdim=req.maxdim,
                       scale=req.threshold, drop_special=req.drop_special, truncate=req.truncate,
@@ -496,6 +494,128 @@ def too_long_message(e: TextTooLongError) -> str:
             f'(API: "truncate": true)')
 
 
+# ------------------------------------------------------- what the routes answer
+async def _in_worker(state: ServerState, fn, heavy: bool):
+    """``fn()`` in a worker slot; a too-long text and an unexpected error become one JSON line."""
+    try:
+        return await state.run(fn, heavy=heavy)
+    except TextTooLongError as e:
+        return error_response(400, too_long_message(e))
+    except (AttntopoError, JobError):
+        raise
+    except Exception as e:  # noqa: BLE001 - logged here; the client gets one generic line
+        log.error("unexpected error in a computation", exc_info=e)
+        return error_response(500, "internal error: the server could not complete this "
+                                   "request (details are in the server log)")
+
+
+def _health(st: ServerState) -> dict:
+    s = st.settings
+    return {
+        "status": "ok", "version": __version__, "uptime_s": round(time.time() - st.started, 3),
+        "running": st.slots.running, "max_concurrent": s.max_concurrent,
+        "max_chars": s.max_chars, "timeout_s": s.timeout, "cache": st.cache.stats(),
+        "loaded_models": sorted(st.loaded),
+    }
+
+
+def _model_rows(st: ServerState) -> list[dict]:
+    """One row per model the server offers (its default first), described without weights."""
+    from ..models import ALIASES
+
+    out = []
+    default = st.allowed_models()[0]
+    for name in st.allowed_models():
+        row = {"name": name, "description": name, "default": name == default,
+               "packaged": name in ALIASES, "loaded": name in st.loaded}
+        if name in st.loaded:
+            info = st.loaded[name]
+            row.update(n_layers=info["n_layers"], n_heads=info["n_heads"], causal=info["causal"])
+        if name in ALIASES:
+            row["description"] = ALIASES[name].description
+            if "n_layers" not in row:
+                try:
+                    from ..models.describe import describe_alias
+
+                    d = describe_alias(name)
+                    row.update(n_layers=d["n_layers"], n_heads=d["n_heads"], causal=d["causal"],
+                               note=d.get("note") or "")
+                except Exception as e:  # noqa: BLE001 - a description is optional
+                    row["note"] = f"not described: {type(e).__name__}"
+        out.append(row)
+    return out
+
+
+def _selected(an, req) -> Optional[tuple[int, int]]:
+    """The (layer, head) a request shows in full: the one it names, the most persistent one
+    with ``auto_head``, or None."""
+    if req.layer is not None:
+        i, j = an.position(req.layer, req.head)
+        return an.layers[i], an.heads[j]
+    return _most_persistent(an) if req.auto_head else None
+
+
+def _analysis_payload(an, req, info: dict, cached: bool, max_triangles: int, t0: float) -> dict:
+    """The /api/analyze answer for an analysis (see :class:`AnalyzeResponse`)."""
+    sel = _selected(an, req)
+    return {
+        "kind": "analysis",
+        "model": info,
+        "settings": {"metric": an.metric, "maxdim": an.maxdim, "drop_special": req.drop_special,
+                     "truncate": req.truncate, "engine": an.engine},
+        "text": text_payload(an.attention),
+        "layers": list(an.layers),
+        "heads": list(an.heads),
+        "summary": _columns(an.summary()),
+        "ranking": {"stat": "max_persistence", "dim": an.ranking_dim,
+                    "column": f"max_persistence_h{an.ranking_dim}"},
+        "selected": list(sel) if sel else None,
+        "head": head_payload(an, sel[0], sel[1], max_triangles) if sel else None,
+        "cached": cached,
+        "elapsed_s": round(time.perf_counter() - t0, 4),
+    }
+
+
+def _comparison_payload(c, req, info: dict, cached: bool, max_triangles: int, t0: float) -> dict:
+    """The /api/compare answer for a comparison (see :class:`CompareResponse`)."""
+    sel = _selected(c.a, req)
+    return {
+        "kind": "comparison",
+        "model": info,
+        "settings": {"metric": c.metric, "maxdim": c.maxdim, "drop_special": req.drop_special,
+                     "truncate": req.truncate, "threshold": c.given_scale, "engine": c.a.engine},
+        "a": text_payload(c.a.attention),
+        "b": text_payload(c.b.attention),
+        "shared_tokens": [s.to_dict() for s in c.shared_tokens],
+        "layers": list(c.layers),
+        "heads": list(c.heads),
+        "summary": _columns(c.summary()),
+        "summary_a": _columns(c.a.summary()),
+        "summary_b": _columns(c.b.summary()),
+        "ranking": c.ranking_info(),
+        "most_similar_heads": json_safe(c.ranked_entries(5)),
+        "most_different_heads": json_safe(c.ranked_entries(5, similar=False)),
+        "selected": list(sel) if sel else None,
+        "head": compare_head_payload(c, sel[0], sel[1], max_triangles) if sel else None,
+        "cached": cached,
+        "elapsed_s": round(time.perf_counter() - t0, 4),
+    }
+
+
+async def _cached_answer(st: ServerState, name: str, key: tuple, compute, payload, req) -> Response:
+    """Compute (or take from the cache) the result behind ``key`` in a worker and answer with
+    ``payload(result, req, model_info, cached, max_triangles, t0)``."""
+
+    def job() -> dict:
+        t0 = time.perf_counter()
+        result, cached = st.cache.get_or_compute(key, compute)
+        info = dict(st.loaded.get(name) or result.provenance.get("model", {}))
+        return payload(result, req, info, cached, st.settings.max_triangles, t0)
+
+    return _json(await _in_worker(st, job, heavy=key not in st.cache))
+
+
+# ------------------------------------------------------------------------ routes
 def build_router(settings: Settings) -> APIRouter:
     """The ``/api`` routes, with request limits taken from ``settings``."""
     AnalyzeRequest, CompareRequest = _request_models(settings)
@@ -504,28 +624,9 @@ def build_router(settings: Settings) -> APIRouter:
     def state_of(request: Request) -> ServerState:
         return request.app.state.attntopo
 
-    async def run(state: ServerState, fn, heavy: bool):
-        try:
-            return await state.run(fn, heavy=heavy)
-        except TextTooLongError as e:
-            return error_response(400, too_long_message(e))
-        except (AttntopoError, JobError):
-            raise
-        except Exception as e:  # noqa: BLE001 - logged here; the client gets one generic line
-            log.error("unexpected error in a computation", exc_info=e)
-            return error_response(500, "internal error: the server could not complete this "
-                                       "request (details are in the server log)")
-
     @router.get("/health", response_model=HealthResponse, responses={**_ANY_ROUTE}, summary="Is the server up; its limits")
     async def health(request: Request):
-        st = state_of(request)
-        s = st.settings
-        return {
-            "status": "ok", "version": __version__, "uptime_s": round(time.time() - st.started, 3),
-            "running": st.slots.running, "max_concurrent": s.max_concurrent,
-            "max_chars": s.max_chars, "timeout_s": s.timeout, "cache": st.cache.stats(),
-            "loaded_models": sorted(st.loaded),
-        }
+        return _health(state_of(request))
 
     @router.get("/models", response_model=ModelsResponse, responses={**_ANY_ROUTE, **_IN_A_WORKER},
                 summary="Models this server offers")
@@ -533,33 +634,7 @@ def build_router(settings: Settings) -> APIRouter:
         """The models the page may use: the packaged aliases installed on this machine and the
         server's ``--model``; layers × heads are read from configs without loading weights."""
         st = state_of(request)
-
-        def describe() -> list[dict]:
-            from ..models import ALIASES
-
-            out = []
-            default = st.allowed_models()[0]
-            for name in st.allowed_models():
-                row = {"name": name, "description": name, "default": name == default,
-                       "packaged": name in ALIASES, "loaded": name in st.loaded}
-                if name in st.loaded:
-                    info = st.loaded[name]
-                    row.update(n_layers=info["n_layers"], n_heads=info["n_heads"], causal=info["causal"])
-                if name in ALIASES:
-                    row["description"] = ALIASES[name].description
-                    if "n_layers" not in row:
-                        try:
-                            from ..models.describe import describe_alias as _describe_alias
-
-                            d = _describe_alias(name)
-                            row.update(n_layers=d["n_layers"], n_heads=d["n_heads"], causal=d["causal"],
-                                       note=d.get("note") or "")
-                        except Exception as e:  # noqa: BLE001 - a description is optional
-                            row["note"] = f"not described: {type(e).__name__}"
-                out.append(row)
-            return out
-
-        rows = await run(st, describe, heavy=False)
+        rows = await _in_worker(st, lambda: _model_rows(st), heavy=False)
         if not isinstance(rows, list):
             return rows
         return {"default": rows[0]["name"], "models": rows, "metrics": list(METRICS),
@@ -578,38 +653,7 @@ def build_router(settings: Settings) -> APIRouter:
         name = st.check_model(req.model)
         _precheck(st, name, req.layer, req.head)
         key = ("analysis", name, req.text, req.metric, req.maxdim, req.drop_special, req.truncate)
-
-        def compute():
-            return _run_analysis(st, name, req)
-
-        def job() -> dict:
-            t0 = time.perf_counter()
-            an, cached = st.cache.get_or_compute(key, compute)
-            sel = None
-            if req.layer is not None:
-                sel = an.position(req.layer, req.head)
-                sel = (an.layers[sel[0]], an.heads[sel[1]])
-            elif req.auto_head:
-                sel = _most_persistent(an)
-            info = dict(st.loaded.get(name) or an.provenance.get("model", {}))
-            return {
-                "kind": "analysis",
-                "model": info,
-                "settings": {"metric": an.metric, "maxdim": an.maxdim, "drop_special": req.drop_special,
-                             "truncate": req.truncate, "engine": an.engine},
-                "text": text_payload(an.attention),
-                "layers": list(an.layers),
-                "heads": list(an.heads),
-                "summary": _columns(an.summary()),
-                "ranking": {"stat": "max_persistence", "dim": an.ranking_dim,
-                            "column": f"max_persistence_h{an.ranking_dim}"},
-                "selected": list(sel) if sel else None,
-                "head": head_payload(an, sel[0], sel[1], st.settings.max_triangles) if sel else None,
-                "cached": cached,
-                "elapsed_s": round(time.perf_counter() - t0, 4),
-            }
-
-        return _json(await run(st, job, heavy=key not in st.cache))
+        return await _cached_answer(st, name, key, lambda: _run_analysis(st, name, req), _analysis_payload, req)
 
     @router.post(
         "/compare", response_model=CompareResponse, responses={**_ERRORS},
@@ -624,44 +668,8 @@ def build_router(settings: Settings) -> APIRouter:
         _precheck(st, name, req.layer, req.head)
         key = ("comparison", name, req.text_a, req.text_b, req.metric, req.maxdim, req.drop_special,
                req.threshold, req.truncate)
-
-        def compute():
-            return _run_comparison(st, name, req)
-
-        def job() -> dict:
-            t0 = time.perf_counter()
-            c, cached = st.cache.get_or_compute(key, compute)
-            sel = None
-            if req.layer is not None:
-                p = c.a.position(req.layer, req.head)
-                sel = (c.layers[p[0]], c.heads[p[1]])
-            elif req.auto_head:
-                sel = _most_persistent(c.a)
-            head = compare_head_payload(c, sel[0], sel[1], st.settings.max_triangles) if sel else None
-            info = dict(st.loaded.get(name) or c.provenance.get("model", {}))
-            return {
-                "kind": "comparison",
-                "model": info,
-                "settings": {"metric": c.metric, "maxdim": c.maxdim, "drop_special": req.drop_special,
-                             "truncate": req.truncate, "threshold": c.given_scale, "engine": c.a.engine},
-                "a": text_payload(c.a.attention),
-                "b": text_payload(c.b.attention),
-                "shared_tokens": [s.to_dict() for s in c.shared_tokens],
-                "layers": list(c.layers),
-                "heads": list(c.heads),
-                "summary": _columns(c.summary()),
-                "summary_a": _columns(c.a.summary()),
-                "summary_b": _columns(c.b.summary()),
-                "ranking": c.ranking_info(),
-                "most_similar_heads": json_safe(c.ranked_entries(5)),
-                "most_different_heads": json_safe(c.ranked_entries(5, similar=False)),
-                "selected": list(sel) if sel else None,
-                "head": head,
-                "cached": cached,
-                "elapsed_s": round(time.perf_counter() - t0, 4),
-            }
-
-        return _json(await run(st, job, heavy=key not in st.cache))
+        return await _cached_answer(st, name, key, lambda: _run_comparison(st, name, req), _comparison_payload,
+                                    req)
 
     return router
 

@@ -51,6 +51,69 @@ def plotly_js_path() -> Path:
     return p
 
 
+def _add_error_handlers(app: FastAPI, settings: Settings) -> None:
+    """Every error the app answers is ``{"error": "one line"}`` with its status."""
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError):
+        status, msg = validation_message(list(exc.errors()), settings.max_chars)
+        return error_response(status, msg)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException):
+        detail = exc.detail if isinstance(exc.detail, str) else "request failed"
+        if exc.status_code == 404:
+            detail = f"not found: {request.url.path[:200]}"
+        elif exc.status_code == 405:
+            detail = f"method {request.method} is not allowed on {request.url.path[:200]}"
+        return error_response(exc.status_code, detail, getattr(exc, "headers", None))
+
+    @app.exception_handler(JobError)
+    async def _job(request: Request, exc: JobError):
+        return error_response(exc.status, exc.message, exc.headers)
+
+    @app.exception_handler(AttntopoError)
+    async def _attntopo(request: Request, exc: AttntopoError):
+        return error_response(400, str(exc))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception):
+        log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+        return error_response(500, "internal error: the server could not complete this request "
+                                   "(details are in the server log)")
+
+
+def _add_pages(app: FastAPI) -> None:
+    """The page, its local API reference, and the static files (plotly.js and the ε slider
+    served from the installed packages)."""
+    vendor = plotly_js_path()
+
+    @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
+    async def _plotly_js():
+        return FileResponse(vendor, media_type="text/javascript")
+
+    # the one ε slider of every threshold graph (the reports inline the same file)
+    slider_js = Path(str(resources.files("attntopo.plots").joinpath("assets/scale_slider.js")))
+
+    @app.get("/static/scale_slider.js", include_in_schema=False)
+    async def _slider_js():
+        return FileResponse(slider_js, media_type="text/javascript")
+
+    @app.get("/", include_in_schema=False)
+    async def _index():
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+    @app.get("/docs", include_in_schema=False)
+    async def _docs():
+        return FileResponse(STATIC_DIR / "docs.html", media_type="text/html")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def _favicon():
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The explorer as an ASGI app (run it with uvicorn; ``attntopo serve`` does).
 
@@ -84,10 +147,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.preload:
             def preload() -> None:
                 try:
-                    from ..models import load_model
-
                     name = state.check_model(None)
-                    state.loaded[name] = load_model(name, progress=False).info()
+                    state.loaded[name] = settings.load(name).info()
                 except Exception as e:  # noqa: BLE001 - reported when a request uses it
                     log.warning("could not preload model %s: %s", settings.model, one_line(e))
 
@@ -114,62 +175,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.attntopo = state
 
-    @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError):
-        status, msg = validation_message(list(exc.errors()), settings.max_chars)
-        return error_response(status, msg)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException):
-        detail = exc.detail if isinstance(exc.detail, str) else "request failed"
-        if exc.status_code == 404:
-            detail = f"not found: {request.url.path[:200]}"
-        elif exc.status_code == 405:
-            detail = f"method {request.method} is not allowed on {request.url.path[:200]}"
-        return error_response(exc.status_code, detail, getattr(exc, "headers", None))
-
-    @app.exception_handler(JobError)
-    async def _job(request: Request, exc: JobError):
-        return error_response(exc.status, exc.message, exc.headers)
-
-    @app.exception_handler(AttntopoError)
-    async def _attntopo(request: Request, exc: AttntopoError):
-        return error_response(400, str(exc))
-
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception):
-        log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-        return error_response(500, "internal error: the server could not complete this request "
-                                   "(details are in the server log)")
-
+    _add_error_handlers(app, settings)
     app.include_router(build_router(settings))
-
-    vendor = plotly_js_path()
-
-    @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
-    async def _plotly_js():
-        return FileResponse(vendor, media_type="text/javascript")
-
-    # the one ε slider of every threshold graph (the reports inline the same file)
-    slider_js = Path(str(resources.files("attntopo.plots").joinpath("assets/scale_slider.js")))
-
-    @app.get("/static/scale_slider.js", include_in_schema=False)
-    async def _slider_js():
-        return FileResponse(slider_js, media_type="text/javascript")
-
-    @app.get("/", include_in_schema=False)
-    async def _index():
-        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
-
-    @app.get("/docs", include_in_schema=False)
-    async def _docs():
-        return FileResponse(STATIC_DIR / "docs.html", media_type="text/html")
-
-    @app.get("/favicon.ico", include_in_schema=False)
-    async def _favicon():
-        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
-
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    _add_pages(app)
 
     # the last added runs first: the Host check and headers, then the body limit
     app.add_middleware(BodyLimit, max_body=max_body_bytes(settings.max_chars))

@@ -59,7 +59,7 @@ def _build_all() -> dict[str, Result]:
             None, at.head_space([a, b, c], types=False), at.head_space(other, types=False),
             n_boot=3, n_jobs=1,
         ),
-        "timeline": at.timeline(_attention(TEXTS[2], rng, causal=True), layer=1, head=0, n_jobs=1),
+        "timeline": at.timeline(_attention(TEXTS[2], rng, causal=True), layers=1, heads=0, n_jobs=1),
     }
 
 

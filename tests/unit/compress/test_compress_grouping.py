@@ -155,3 +155,30 @@ def test_heads_figure():
     assert list(compression_bundle(c).files(["png"])) == ["figures/heads.png"]
     with pytest.raises(InvalidInputError, match="expected a Compression"):
         plot_compression_heads(object())
+
+
+@pytest.mark.parametrize("heads", [
+    [[0, 0], [0, 1], [1, 1]],                    # 2 layers x 2 heads: matplotlib's own ticks were 0, 0.5, 1
+    [[0, 0]],                                    # one cell
+    [[0, 2], [2, 0]],                            # 3 x 3
+    [[l, h] for l in range(30) for h in (0, 8)],  # SmolLM2's 30 layers x 9 heads
+])
+def test_heads_figure_ticks_are_whole_layers_and_heads(heads):
+    """compress --plots heads.png: every tick names a layer or a head that exists (issue 28 item 9: "layer 0.5")."""
+    from attntopo.compress import Compression
+    from attntopo.plots.compress import plot_compression_heads
+
+    h = np.array(heads)
+    c = Compression(model="m", text="a b c", tokens=["a", "b", "c"], causal=False, method="persistence",
+                    representative="barycenter", scale="gap", heads=h, n_tokens=3,
+                    clusters=np.ones(len(h), int), eps=np.full(len(h), 0.1), effect={"cosine": 0.99})
+    fig = plot_compression_heads(c)
+    ax = fig.axes[0]
+    fig.draw_without_rendering()  # sets the tick labels
+    for axis, n in ((ax.xaxis, h[:, 1].max() + 1), (ax.yaxis, h[:, 0].max() + 1)):
+        lo, hi = sorted(axis.get_view_interval())
+        shown = [t for t in axis.get_major_ticks() if lo <= t.get_loc() <= hi]
+        labels = [t.label1.get_text().replace("\u2212", "-") for t in shown]
+        assert shown and all(lab.lstrip("-").isdigit() for lab in labels), labels
+        assert {int(lab) for lab in labels} <= set(range(n)), (labels, n)
+        assert [int(lab) for lab in labels] == [t.get_loc() for t in shown]

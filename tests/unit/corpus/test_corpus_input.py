@@ -88,6 +88,55 @@ def test_tsv_and_wrong_field_count(tmp_path):
         open_input(p)
 
 
+def _cli(*args):
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]  # PYTHONPATH=src names this checkout's source
+    return subprocess.run([sys.executable, "-m", "attntopo", *args], capture_output=True, text=True,
+                          cwd=root, env=dict(os.environ, ATTNTOPO_PROGRESS="0"), timeout=120)
+
+
+def test_an_unterminated_csv_quote_is_refused_with_its_line(tmp_path):
+    """The issue's file: the csv module read row c into b's text ("2 done", exit 0); now the
+    line where the quote opens is named, one line, exit 2, and no store is made."""
+    p = tmp_path / "bq.csv"
+    p.write_bytes(b'id,text\na,"fine"\nb,"never closed\nc,third\n')
+    with pytest.raises(InvalidInputError, match=r"bq\.csv: line 3: a quote opened there is never closed") as e:
+        open_input(p, id_column="id")
+    assert "\n" not in str(e.value)
+    r = _cli("corpus", str(p), "--id-column", "id", "--out", str(tmp_path / "Q"))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "line 3" in r.stderr, r.stderr
+    assert not (tmp_path / "Q").exists()
+    # text after a closing quote is ambiguous too: named by the line of its record
+    p.write_bytes(b'id,text\na,"fine"\nb,"x"y\n')
+    with pytest.raises(InvalidInputError, match=r"line 3: malformed CSV"):
+        open_input(p, id_column="id")
+
+
+def test_a_quoted_line_break_is_kept_as_written(tmp_path):
+    """A quoted \\r\\n inside a field stays \\r\\n (it was stored as \\n, so the stored
+    text_sha256 no longer matched the source field); the file's own line ends (\\r\\n or
+    \\n) are not part of any field, and records after it keep their line numbers."""
+    p = tmp_path / "crlf.csv"
+    p.write_bytes(b'id,text\r\na,"one\r\ntwo"\r\nb,"three\nfour"\r\nc,five\r\nd,"x,\r\n\r\ny"\n')
+    rows = _flat(open_input(p, id_column="id"))
+    assert [r["text"] for r in rows] == ["one\r\ntwo", "three\nfour", "five", "x,\r\n\r\ny"]
+    assert [r["row"] for r in rows] == [0, 1, 2, 3]
+    assert hashlib.sha256("one\r\ntwo".encode()).hexdigest() == corpus_text_sha256(rows[0]["text"])
+    p.write_bytes(b'id,text\na,"never\r\nclosed\nb,x\n')
+    with pytest.raises(InvalidInputError, match="line 2: a quote opened there is never closed"):
+        open_input(p, id_column="id")
+
+
+def corpus_text_sha256(text):
+    from attntopo.corpus import text_sha256
+
+    return text_sha256(text)
+
+
 def test_duplicate_ids_fail_before_any_work(tmp_path):
     p = tmp_path / "d.jsonl"
     p.write_text("\n".join(json.dumps(o) for o in [

@@ -82,6 +82,10 @@ def test_manifest_round_trip_and_columns():
     assert cols[0] == "L0H0.js.h0.n_bars" and len(cols) == 2 * (2 * (5 + 1) + 1)
     with pytest.raises(ResultFormatError, match="missing model"):
         CorpusSettings.from_manifest({k: v for k, v in SETTINGS.to_manifest().items() if k != "model"})
+    # a store written before the dtype was a setting: its model ran in float32
+    old = {k: v for k, v in SETTINGS.to_manifest().items() if k != "dtype"}
+    assert CorpusSettings.from_manifest(old).dtype == "float32"
+    assert CorpusSettings.from_manifest(old) == SETTINGS
 
 
 _CHANGES = {
@@ -89,7 +93,7 @@ _CHANGES = {
     "attntopo_version": "9.9", "sets": ("js", "graph"), "layers": (1,), "heads": (0,),
     "maxdim": 2, "thresholds": (0.2,), "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3,
     "drop_special": False, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
-    "persistence_engine": "ripser", "metric": "other",
+    "persistence_engine": "ripser", "metric": "other", "dtype": "bfloat16",
 }
 
 
@@ -147,12 +151,12 @@ def test_a_store_the_file_system_refuses_is_one_line_and_leaves_no_folder(tmp_pa
         with pytest.raises(InvalidInputError, match=why) as e:
             check_store_path(bad)
         assert "\n" not in str(e.value)
-    # a manifest that cannot be written (its name is taken by a folder): one line, and the
-    # folders that existed before stay as they were (no temporary file left)
+    # a manifest's name taken by a folder: refused under the lock before any write, one
+    # line, and the folders that existed before stay as they were (no temporary file left)
     (tmp_path / "old").mkdir()
     blocked = tmp_path / "old" / "new" / "s"
     (blocked / MANIFEST).mkdir(parents=True)
-    with pytest.raises(InvalidInputError, match="cannot be created"):
+    with pytest.raises(InvalidInputError, match="holds other files"):
         Store.create(blocked, SETTINGS, schema, info, feature_columns(SETTINGS))
     assert os.listdir(blocked) == [MANIFEST] and not list((blocked / MANIFEST).iterdir())
 
@@ -169,7 +173,8 @@ def test_a_url_store_is_refused_not_made_a_local_folder(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ parts
 def test_parts_are_named_by_batch_and_rewriting_never_duplicates(tmp_path):
     store = _store(tmp_path)
-    assert sorted(os.listdir(store.path)) == ["manifest.json", part_name(0), part_name(1), part_name(2)]
+    assert sorted(os.listdir(store.path)) == ["manifest.json", part_name(0), part_name(1), part_name(2),
+                                              "parts.sha256"]
     before = store.to_arrow()
     inp = open_input(TEXTS)
     k, t = next(iter(inp.batches(2)))
@@ -353,3 +358,73 @@ def test_not_a_store(tmp_path):
     (tmp_path / "manifest.json").write_text('{"format": "other"}')
     with pytest.raises(ResultFormatError, match="not an attntopo corpus manifest"):
         open_store(tmp_path)
+
+
+def test_verify_finds_a_changed_byte_by_the_recorded_checksum(tmp_path):
+    """Every part's SHA-256 is recorded as it is written (sha256sum's format); one changed
+    byte in the middle of a part, which its footer cannot show, is found; a part of a store
+    without records (made before them) must read in full."""
+    import hashlib
+    import shutil
+    import subprocess
+
+    from attntopo.corpus import CHECKSUMS
+
+    store = _store(tmp_path)
+    assert store.verify() == {}
+    recorded = store.checksums()
+    assert recorded == {n: hashlib.sha256((store.path / n).read_bytes()).hexdigest()
+                        for n in map(part_name, range(3))}
+    if shutil.which("sha256sum"):
+        assert subprocess.run(["sha256sum", "--quiet", "-c", CHECKSUMS], cwd=store.path).returncode == 0
+    p = store.path / part_name(1)
+    data = bytearray(p.read_bytes())
+    data[len(data) // 3] ^= 0x01
+    p.write_bytes(bytes(data))
+    open_store(store.path)  # the footer reads: only the checksum can tell
+    assert list(store.verify()) == [1] and "SHA-256 differs" in store.verify()[1]
+    # no records: a part is trusted only if it reads in full (a truncated one does not)
+    os.unlink(store.path / CHECKSUMS)
+    p.write_bytes(p.read_bytes()[:100] + p.read_bytes()[-2000:])
+    why = store.verify()
+    assert list(why) == [1] and "cannot be read in full" in why[1]
+
+
+def test_query_is_confined_to_the_store_unless_allowed(tmp_path):
+    """`attntopo query` ran any SQL with the user's rights: read_csv of the password file,
+    COPY ... TO any path, ATTACH creating a database file.  Now each is refused in one line
+    (exit 2) naming --allow-external, nothing is written, and the store's own rows still
+    answer; --allow-external (allow_external=True) opts out."""
+    import subprocess
+    import sys
+
+    store = _store(tmp_path)
+    root = Path(__file__).resolve().parents[3]
+
+    def query(sql, *flags):
+        return subprocess.run([sys.executable, "-m", "attntopo", "query", str(store.path), sql, *flags],
+                              capture_output=True, text=True, cwd=root, timeout=120)
+
+    secret = tmp_path / "secret.csv"
+    secret.write_text("user,pw\nroot,hunter2\n")
+    attempts = {
+        f"SELECT * FROM read_csv('{secret}')": None,
+        f"COPY (SELECT * FROM corpus) TO '{tmp_path / 'out.csv'}'": tmp_path / "out.csv",
+        f"ATTACH '{tmp_path / 'x.db'}' AS x": tmp_path / "x.db",
+        f"COPY (SELECT 1) TO '{store.path / part_name(0)}' (USE_TMP_FILE false)": None,
+        "SET enable_external_access = true": None,
+    }
+    for sql, made in attempts.items():
+        r = query(sql)
+        assert r.returncode == 2 and r.stdout == "", (sql, r.returncode, r.stdout)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "--allow-external" in lines[0] and "hunter2" not in r.stderr, (sql, r.stderr)
+        assert made is None or not made.exists(), sql
+        with pytest.raises(InvalidInputError, match="allow_external=True"):
+            store.sql(sql)
+    assert open_store(store.path).verify() == {}  # the part COPY aimed at is untouched
+    r = query("SELECT count(*) AS n FROM corpus", "--csv")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["n", str(len(TEXTS))], r.stderr
+    r = query(f"SELECT pw FROM read_csv('{secret}')", "--csv", "--allow-external")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["pw", "hunter2"], r.stderr
+    assert list(store.sql(f"SELECT pw FROM read_csv('{secret}')", allow_external=True)["pw"]) == ["hunter2"]

@@ -173,3 +173,15 @@ def test_blocks_give_the_same_result(monkeypatch):
     monkeypatch.setattr(prec, "_BLOCK_ELEMENTS", 81 * 3)  # blocks of 3 matrices
     torch.testing.assert_close(normalize_rows(w), whole, rtol=0, atol=0)
     assert math.isclose(float(whole.double().sum()), 5 * 4 * 9, rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float16"])
+def test_torch_softmax_accumulates_in_float32(name):
+    # the assumption of the row-sum bound: the low-precision softmax is the exact softmax
+    # rounded once (accumulated in float32), not summed in the low precision itself
+    gen = torch.Generator().manual_seed(1)
+    dt = getattr(torch, name)
+    z = (torch.randn((64, 2048), generator=gen) * 3).to(dt)
+    got = torch.softmax(z, -1)
+    exact = torch.softmax(z.double(), -1).to(dt)
+    assert float((got != exact).double().mean()) < 1e-3

@@ -110,7 +110,7 @@ def test_comparison_bundle(comparison):
 
 
 def test_timeline_bundle():
-    tl = at.timeline(text_attention("the cat sat on the mat and ran", causal=True), layer=1, head=0, n_jobs=1)
+    tl = at.timeline(text_attention("the cat sat on the mat and ran", causal=True), layers=1, heads=0, n_jobs=1)
     b = timeline_bundle(tl)
     names = {"timeline_overview", "timeline_diagrams", "coherence_bottleneck", "coherence_wasserstein",
              "vineyard_h0", "vineyard_h1", "betti_h0", "betti_h1"}

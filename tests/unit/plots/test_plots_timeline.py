@@ -35,7 +35,7 @@ def _causal_attention(n: int = 14, seed: int = 0) -> at.Attention:
 
 @pytest.fixture(scope="module")
 def tl():
-    return at.timeline(_causal_attention(), layer=1, head=0, n_jobs=1)
+    return at.timeline(_causal_attention(), layers=1, heads=0, n_jobs=1)
 
 
 def _renders(fig) -> None:

@@ -407,7 +407,7 @@ def _causal(words: str, seed: int, sink: float) -> at.Attention:
 
 
 def test_timeline_overview_has_a_title_panel_titles_and_explains_an_empty_vineyard():
-    tl = at.timeline(_causal("the cat sat on the mat", 3, 6.0), layer=0, head=0, n_jobs=1)
+    tl = at.timeline(_causal("the cat sat on the mat", 3, 6.0), layers=0, heads=0, n_jobs=1)
     assert not tl.vines(1)  # no H1 feature in any prefix
     fig = plots.plot_timeline_overview(tl, 1)
     drawn(fig)
@@ -423,7 +423,7 @@ def test_timeline_overview_has_a_title_panel_titles_and_explains_an_empty_vineya
 
 
 def test_vineyard_with_features_has_no_empty_note():
-    tl = at.timeline(_causal(LONG, 0, 0.5), layer=0, head=0, n_jobs=1)
+    tl = at.timeline(_causal(LONG, 0, 0.5), layers=0, heads=0, n_jobs=1)
     n = len(tl.vines(1))
     assert n > 0
     fig = plots.plot_vineyard(tl, 1, top=None)
@@ -466,7 +466,7 @@ def test_raw_tokens_are_shown_as_display_labels():
         assert not [t for t in texts if _RAW_MARK.search(t)], texts
         assert any("↵" in t for t in texts) and any("·cat" in t for t in texts)
     # the tokens a Timeline and a hardmax simulation draw
-    tl = at.timeline(att, layer=0, head=0, n_jobs=1)
+    tl = at.timeline(att, layers=0, heads=0, n_jobs=1)
     texts = _all_texts(plots.plot_coherence(tl)) + _all_texts(plots.plot_timeline_diagrams(tl))
     assert not [t for t in texts if _RAW_MARK.search(t)], texts
     from attntopo.hardmax import simulate
@@ -525,7 +525,7 @@ def _every_figure():
     c = compare(att, real_like("Classical information theory studies attention with entropy.", L=2, H=2,
                                seed=3, sink=2.0))
     p = phrase_topology("information theory", [att, c.b.attention])
-    tl = at.timeline(_causal("the cat sat on the mat and then it ran far away", 0, 0.5), layer=0, head=0,
+    tl = at.timeline(_causal("the cat sat on the mat and then it ran far away", 0, 0.5), layers=0, heads=0,
                      n_jobs=1)
     hs = _space(3, 4)
     hs2 = _space(2, 5)
