@@ -90,7 +90,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         :data:`~attntopo.features.DEFAULT_SETS`.
     layers, heads : int or list of int, optional
         0-based model indices; all by default.
-    thresholds, scales, quantiles, cycle_cap, drop_special, min_persistence, engine : optional
+    thresholds, scales, quantiles, cycle_cap, drop_special, min_persistence, engine, prompt_quantities : optional
         The feature settings of :func:`attntopo.features.features` (None: the default).
     truncate, batch_size, n_jobs
         As in :func:`attntopo.features.features` (how the work runs, not what it computes).
@@ -139,6 +139,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         quantiles: tuple[float, ...] | None = None,
         cycle_cap: int | None = None,
         engine: str | None = None,
+        prompt_quantities: tuple[str, ...] | None = None,
         settings: FeatureSettings | None = None,
     ) -> None:
         self.model = model
@@ -153,6 +154,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         self.drop_special = drop_special
         self.min_persistence = min_persistence
         self.engine = engine
+        self.prompt_quantities = prompt_quantities
         self.truncate = truncate
         self.batch_size = batch_size
         self.n_jobs = n_jobs
@@ -175,6 +177,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
             thresholds=self.thresholds, scales=self.scales, quantiles=self.quantiles,
             cycle_cap=self.cycle_cap, drop_special=self.drop_special,
             min_persistence=self.min_persistence, engine=self.engine,
+            prompt_quantities=self.prompt_quantities,
         )
 
     def _check_model(self) -> str:

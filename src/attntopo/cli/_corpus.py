@@ -37,7 +37,7 @@ _CORPUS_EPILOG = (
     "Run the same command again to continue an interrupted run: batches already in STORE are "
     "kept, the rest computed; every text ends up in STORE exactly once. A run with other settings "
     "or another input on an existing STORE stops with one line naming the difference "
-    "(--new-store starts it over). docs/corpus.md has the store layout and SQL examples."
+    "(--new-store starts it over; --append adds a new input's texts to it). docs/corpus.md has the store layout and SQL examples."
 )
 
 
@@ -128,6 +128,10 @@ def corpus_cmd(
     new_store: Annotated[bool, typer.Option(
         "--new-store", help="Remove an existing store at STORE and start over.",
     )] = False,
+    append: Annotated[bool, typer.Option(
+        "--append", help="Add INPUT's texts to the existing STORE (same settings): ids it holds are "
+                         "skipped; the same command again continues an interrupted append.",
+    )] = False,
     jobs: JobsOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or log lines.")] = False,
     log_every: Annotated[int, typer.Option(
@@ -160,7 +164,7 @@ def corpus_cmd(
             keep_diagrams=keep_diagrams, keep_text=keep_text, backend=backend, engine=engine,
             batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, input_format=input_format,
-            encoding=encoding, new_store=new_store, n_jobs=jobs, ray_address=ray_address,
+            encoding=encoding, new_store=new_store, append=append, n_jobs=jobs, ray_address=ray_address,
             device=device, dtype=dtype, gpus_per_actor=gpus_per_actor,
             progress=False if (quiet or json_out) else None, log_every=log_every,
         )
@@ -173,13 +177,16 @@ def corpus_cmd(
     c = store.counts()
     if json_out:
         print_json({"attntopo": __version__, "store": str(store.path), "counts": c,
+                    "already_stored": store.appended["already"] if store.appended else 0,
                     "settings": store.settings.to_manifest(), "errors": str(store.path / ERRORS),
                     "timing": {"total_s": round(seconds, 3)}})
         return
+    already = (f", {store.appended['already']} already in the store (skipped)"
+               if getattr(store, "appended", None) else "")
     failed = f"{c['failed']} failed" + (f" (reasons in {esc(store.path / ERRORS)})" if c["failed"] or c["skipped_long"] else "")
     console.print(
         f"corpus: {c['ok']} done, {c['skipped_empty']} skipped (empty), {c['skipped_long']} skipped "
-        f"(too long), {c['truncated']} truncated, {failed} → {esc(store.path)} · {seconds:.1f} s",
+        f"(too long), {c['truncated']} truncated, {failed}{already} → {esc(store.path)} · {seconds:.1f} s",
         soft_wrap=True,
     )
 

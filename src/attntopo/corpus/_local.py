@@ -13,7 +13,9 @@ The steps (shared by both backends; ``backend="ray"`` hands step 5 to
    store: an existing one must have the same settings and the same input (else one line
    naming the difference), and its part files are checked; with ``on_long="error"`` every
    text is tokenized first; then (all checks passed) ``new_store`` clears the old store and
-   a new store gets its manifest;
+   a new store gets its manifest; ``append`` adds another input to a finished store instead
+   (:func:`_prepare_append`: its entry in the manifest's ``inputs``, its ids stored before
+   skipped, its batches numbered after the existing parts);
 5. for every batch without a part file: :class:`~attntopo.corpus.BatchWorker` → one part,
    written atomically;
 6. rewrite ``errors.jsonl`` and return the :class:`~attntopo.corpus.Store`.
@@ -83,6 +85,9 @@ class Prepared:
     model: Any
     todo: list[int]
     lock: StoreLock | None
+    #: the manifest's entry of the input this run appends or continues (None: a store of one
+    #: input, resumed or made)
+    appending: dict | None = None
 
 
 def prepare(
@@ -91,6 +96,7 @@ def prepare(
     *,
     model: Any = "minilm",
     new_store: bool = False,
+    append: bool = False,
     text_column: str = "text",
     id_column: str | None = None,
     input_format: str = "auto",
@@ -115,6 +121,10 @@ def prepare(
         device = check_device(device)
         dtype = check_dtype(dtype, device)
     new_store = check_bool(new_store, "new_store")
+    append = check_bool(append, "append")
+    if append and new_store:
+        raise InvalidInputError("append and new_store exclude each other: --append adds texts to a store, "
+                                "--new-store starts it over")
     path = check_store_path(out)
     inp = open_input(texts_or_path, text_column=text_column, id_column=id_column,
                      input_format=input_format, encoding=encoding)
@@ -146,14 +156,16 @@ def prepare(
             "text_column": text_column,
             "id_column": id_column,
         }
+        entry = None
         if store is not None and not new_store:
             check_same_settings(store.settings, settings, f"STORE {str(path)!r}")
             old = store.manifest.get("input", {}).get("fingerprint")
-            if old != inp.fingerprint:
+            entry = _appended_input(store, inp, settings, schema, append)
+            if entry is None and old != inp.fingerprint:
                 raise InvalidInputError(
                     f"STORE {str(path)!r} was made from another input (fingerprint {str(old)[:19]}…, "
-                    f"this input {inp.fingerprint[:19]}…): use another STORE, or --new-store "
-                    "(new_store=True) to start it over"
+                    f"this input {inp.fingerprint[:19]}…): --append (append=True) adds its new "
+                    "texts, another STORE or --new-store (new_store=True) starts over"
                 )
         if settings.on_long == "error":
             check_lengths(m, inp.batches(settings.batch_size))
@@ -170,6 +182,8 @@ def prepare(
         _drop_damaged(store)
         store.refresh()
         done = store.done_batches()
+        if entry is not None:
+            return _prepare_append(store, inp, settings, m, lock, entry)
         todo = [k for k in range(inp.batch_count(settings.batch_size)) if k not in done]
         extra = sorted(done - set(range(inp.batch_count(settings.batch_size))))
         if extra:
@@ -184,6 +198,125 @@ def prepare(
             lock.release(remove_if_empty=True)
         inp.close()
         raise
+
+
+def _appended_input(store: Store, inp: CorpusInput, settings: CorpusSettings, schema: Any,
+                    append: bool) -> dict | None:
+    """The manifest entry of ``inp`` when this run appends it to ``store`` or continues an
+    append of it (a new entry, recorded with status ``"appending"``); None when the store
+    holds one input and this is it (the plain resume), or when this is another input without
+    ``append`` (refused by the caller)."""
+    inputs = store.inputs()
+    same = [e for e in inputs if e.get("fingerprint") == inp.fingerprint]
+    if same:
+        return None if len(inputs) == 1 else same[0]
+    if not append:
+        return None
+    where = f"STORE {str(store.path)!r}"
+    c = store.counts()
+    if c["remaining"] or any(e.get("status") == "appending" for e in inputs):
+        last = inputs[-1].get("name", "its input")
+        raise InvalidInputError(
+            f"{where} is unfinished ({c['done']} of {c['total']} texts stored): run it again with "
+            f"{last} to finish it before appending {inp.name}"
+        )
+    if schema.remove_metadata() != store.schema.remove_metadata():
+        theirs = [f.name for f in store.schema if f.name not in set(store.feature_columns)]
+        ours = [f.name for f in schema if f.name not in set(store.feature_columns)]
+        raise InvalidInputError(
+            f"cannot append {inp.name} to {where}: its columns differ from the store's "
+            f"(store: {', '.join(theirs)}; input: {', '.join(ours)})"
+        )
+    import datetime as _dt
+    import hashlib
+
+    first_part = max([max(store.done_batches(), default=-1) + 1]
+                     + [int(e.get("first_part", 0)) + -(-int(e.get("total", 0)) // settings.batch_size)
+                        for e in inputs])
+    entry = {"name": inp.name, "format": inp.format, "fingerprint": inp.fingerprint,
+             "total": inp.total, "n_empty": inp.n_empty, "n_records": inp.n_records,
+             "text_column": inp.text_column, "id_column": inp.id_column,
+             "first_part": first_part, "already": None, "status": "appending",
+             "added": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    source = getattr(inp, "_path", None)
+    if source is not None:
+        h = hashlib.sha256()
+        with open(source, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        entry.update(size=os.path.getsize(source), sha256=h.hexdigest())
+    return entry
+
+
+def _prepare_append(store: Store, inp: CorpusInput, settings: CorpusSettings, m: Any,
+                    lock: StoreLock, entry: dict) -> Prepared:
+    """Step 4 of an append (new or continued): the ids stored before it are read with their
+    text hashes; an id of the input stored with another text is refused (one line naming it);
+    the input's batch ``k`` becomes part ``first_part + k`` without the rows whose id is
+    stored before it (a batch left empty writes no part).  The same on every run of the same
+    append, so an interrupted append continues exactly where its parts end."""
+    from ._input import text_sha256
+
+    first = int(entry["first_part"])
+    before = store.stored_hashes(before=first)
+    already = 0
+    empty: set[int] = set()
+    for k, table in inp.batches(settings.batch_size):
+        n_old = 0
+        for rid, text in zip(table["id"].to_pylist(), table["text"].to_pylist()):
+            old = before.get(rid)
+            if old is None:
+                continue
+            n_old += 1
+            if old != text_sha256(text):
+                raise InvalidInputError(
+                    f"cannot append {inp.name} to STORE {str(store.path)!r}: id {rid!r} is stored "
+                    f"with another text (SHA-256 {old[:12]}…, this input's {text_sha256(text)[:12]}…): "
+                    "nothing was changed"
+                )
+        already += n_old
+        if n_old == table.num_rows:
+            empty.add(k)
+    entry = {**entry, "already": already}
+    inputs = store.inputs()
+    at = [i for i, e in enumerate(inputs) if e.get("fingerprint") == entry["fingerprint"]]
+    if not at:
+        inputs.append(entry)
+    else:
+        inputs[at[0]] = entry
+    if inputs != store.manifest.get("inputs"):
+        store._update_manifest(inputs=inputs)
+    done = store.done_batches()
+    todo = [first + k for k in range(inp.batch_count(settings.batch_size))
+            if k not in empty and first + k not in done]
+    return Prepared(store, _AppendInput(inp, first, before), settings, m, todo, lock, entry)
+
+
+class _AppendInput:
+    """An input appended to a store (:func:`_prepare_append`), seen by the engines as an
+    input whose batch ``k`` is part ``first_part + k`` without the rows stored before it."""
+
+    def __init__(self, inp: CorpusInput, first_part: int, before: dict[str, str]) -> None:
+        from ._input import _pa
+
+        self._inp, self.first_part = inp, first_part
+        self._before = _pa().array(sorted(before), type=_pa().string())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inp, name)
+
+    def batches(self, batch_size: int, skip: Any = frozenset()) -> Iterator[tuple[int, Any]]:
+        import pyarrow.compute as pc
+
+        own = {k - self.first_part for k in skip if k >= self.first_part}
+        for k, table in self._inp.batches(batch_size, skip=own):
+            if len(self._before):
+                table = table.filter(pc.invert(pc.is_in(table["id"], value_set=self._before)))
+            if table.num_rows:
+                yield self.first_part + k, table
+
+    def close(self) -> None:
+        self._inp.close()
 
 
 def _drop_damaged(store: Store) -> None:
@@ -228,7 +361,15 @@ def finish(prep: Prepared) -> Store:
         store = prep.store.refresh()
         store.write_errors()
         store.write_checksums()
-        return store.refresh()
+        if prep.appending is not None and prep.appending.get("status") == "appending" \
+                and not store.counts()["remaining"]:
+            inputs = store.inputs()
+            inputs[-1] = {**inputs[-1], "status": "done"}
+            store._update_manifest(inputs=inputs)
+        store = store.refresh()
+        if prep.appending is not None:
+            store.appended = next(e for e in store.inputs() if e.get("fingerprint") == prep.appending["fingerprint"])
+        return store
     finally:
         _release(prep)
 
@@ -383,6 +524,7 @@ def run(
     input_format: str = "auto",
     encoding: str = "utf-8",
     new_store: bool = False,
+    append: bool = False,
     drop_special: bool | None = None,
     thresholds=None,
     scales=None,
@@ -436,6 +578,12 @@ def run(
         How to read the input (:func:`~attntopo.corpus.open_input`).
     new_store : bool
         Remove an existing store at ``out`` (its own files only) and start over.
+    append : bool
+        Add the texts of this input to the existing store ``out`` (same settings; the store
+        finished): texts whose id the store holds already are skipped (counted; the same id
+        with another text is refused, naming it), the rest become new parts, and the manifest
+        records the input (``Store.inputs()``).  Running the same append again continues it.
+        On a new STORE it makes the store.
     drop_special, thresholds, scales, quantiles, cycle_cap
         As in :func:`attntopo.features.features`.
     engine : {"auto", "giotto", "ripser", "gudhi"}, optional
@@ -521,12 +669,12 @@ def run(
             texts_or_path, out, model=model, settings=settings,
             keep_diagrams=keep_diagrams, keep_text=keep_text, batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, input_format=input_format,
-            encoding=encoding, new_store=new_store, device=device, dtype=dtype,
+            encoding=encoding, new_store=new_store, append=append, device=device, dtype=dtype,
         )
         try:
             reporter = _bar(progress, log_every)
             with reporter:
-                reporter.add_total(prep.input.total)
+                reporter.add_total(prep.store.counts()["total"] if prep.appending else prep.input.total)
                 already = prep.store.n_rows()
                 if isinstance(reporter, (_RateBar, _LogReporter)):
                     reporter.skip_done(already)
@@ -545,9 +693,10 @@ def run(
     _warn_unknown(store)
     c = store.counts()
     log.info(
-        "corpus: %d done, %d skipped (empty), %d skipped (too long), %d truncated, %d failed -> %s",
-        c["ok"], c["skipped_empty"], c["skipped_long"], c["truncated"], c["failed"], store.path,
-        extra={"final": True},
+        "corpus: %d done, %d skipped (empty), %d skipped (too long), %d truncated, %d failed%s -> %s",
+        c["ok"], c["skipped_empty"], c["skipped_long"], c["truncated"], c["failed"],
+        f", {store.appended['already']} already in the store (skipped)" if store.appended else "",
+        store.path, extra={"final": True},
     )
     return store
 
@@ -559,7 +708,7 @@ def _full_disk_is_one_line(out: Any) -> Iterator[None]:
 
     Nothing stored is lost: a part is written to a temporary file (removed when the write
     fails) and renamed only when complete, a checksum line torn by the failure is ignored, and
-    the manifest is never rewritten; the lock is released, so the same command continues."""
+    the manifest is only ever replaced atomically (an append's entry); the lock is released, so the same command continues."""
     try:
         yield
     except OSError as e:

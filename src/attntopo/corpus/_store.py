@@ -320,6 +320,8 @@ class Store:
         self._cons: dict[bool, Any] = {}  # DuckDB: {allow_external: (connection, rows)}
         #: the writer's lock (StoreLock) while a run holds it; None for a reader
         self.lock: StoreLock | None = None
+        #: the manifest entry of the input the run that returned this store appended (or None)
+        self.appended: dict | None = None
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
@@ -389,6 +391,38 @@ class Store:
         store = cls(path)
         store.lock = lock
         return store
+
+    # -------------------------------------------------------------- inputs (appends)
+    def inputs(self) -> list[dict]:
+        """The inputs the store was made from, in order: the manifest's ``inputs`` (written by
+        the first append), else the one ``input`` it was made from.  Each entry: ``name``,
+        ``fingerprint``, ``total`` and ``n_empty`` texts, ``first_part`` (its batch ``k`` is
+        part ``first_part + k``), ``already`` (its texts whose id the store held before it:
+        skipped) and, for an append, ``status`` (``"appending"`` until it is complete),
+        ``added`` (UTC time), ``size`` and ``sha256`` of the file."""
+        listed = self.manifest.get("inputs")
+        if isinstance(listed, list) and listed:
+            return [dict(e) for e in listed]
+        first = dict(self.manifest.get("input", {}))
+        first.update(first_part=0, already=0, status="done")
+        return [first]
+
+    def _update_manifest(self, **changes: Any) -> None:
+        """Rewrite ``manifest.json`` atomically with ``changes`` (under the store's lock): a
+        reader sees the old manifest or the new one, never a torn one."""
+        doc = {**self.manifest, **changes}
+        with self._writing():
+            atomic_write_text(self.path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
+        self.manifest = doc
+
+    def stored_hashes(self, before: int | None = None) -> dict[str, str]:
+        """``{id: text_sha256}`` of the rows of every part numbered below ``before`` (all)."""
+        out: dict[str, str] = {}
+        for k, p in sorted(self.parts().items()):
+            if before is None or k < before:
+                t = self._read(p, ["id", "text_sha256"])
+                out.update(zip(t["id"].to_pylist(), t["text_sha256"].to_pylist()))
+        return out
 
     # -------------------------------------------------------------- parts
     def _scan_parts(self) -> dict[int, Path]:
@@ -763,9 +797,10 @@ class Store:
         status), ``ok`` rows with features (``truncated`` of them cut), ``skipped_empty``
         empty input texts, ``skipped_long`` too-long texts skipped, ``failed`` failed rows,
         ``remaining`` texts not yet in the store."""
-        total = int(self.manifest.get("input", {}).get("total", 0))
+        inputs = self.inputs()  # an appended store: every input's texts not stored before it
+        total = sum(int(e.get("total", 0)) - int(e.get("already", 0)) for e in inputs)
         out = {"total": total, "done": 0, "ok": 0, "truncated": 0,
-               "skipped_empty": int(self.manifest.get("input", {}).get("n_empty", 0)),
+               "skipped_empty": sum(int(e.get("n_empty", 0)) for e in inputs),
                "skipped_long": 0, "failed": 0}
         for summary in self._summaries():
             for key in ("done", "ok", "truncated", "skipped_long", "failed"):

@@ -17,6 +17,7 @@ from .._validation import check_bool, check_choice, check_number, check_positive
 from ..errors import InvalidInputError
 from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS
 from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES
+from ._prompt import PROMPT_QUANTITIES
 
 __all__ = ["FeatureSettings", "FEATURE_SETS", "DEFAULT_SETS", "check_settings", "resolve_settings"]
 
@@ -59,6 +60,25 @@ def _check_grid(values: Any, name: str, lo: float, hi: float) -> tuple[float, ..
             f"{name} must be a non-empty sequence of distinct numbers in [{lo:g}, {hi:g}], got {values!r}"
         )
     return out
+
+
+def _check_prompt_quantities(q: Any) -> tuple[str, ...]:
+    if isinstance(q, str):
+        q = (q,)
+    try:
+        q = tuple(q)
+    except TypeError:
+        raise InvalidInputError(
+            f"prompt_quantities must be a sequence of {', '.join(PROMPT_QUANTITIES)}"
+        ) from None
+    if not q or len(set(q)) != len(q):
+        raise InvalidInputError(
+            f"prompt_quantities must name distinct quantities among {', '.join(PROMPT_QUANTITIES)}, "
+            f"got {list(q)}"
+        )
+    for x in q:
+        check_choice(x, "prompt_quantities", PROMPT_QUANTITIES, what="prompt quantity")
+    return q
 
 
 def _check_indices(value: Any, name: str) -> int | tuple[int, ...] | None:
@@ -108,6 +128,8 @@ class FeatureSettings:
         Quantiles of the ``js`` set's H0 deaths.
     cycle_cap : int, default :data:`CYCLE_CAP` (50)
         Most directed simple cycles counted by the ``graph`` set.
+    prompt_quantities : sequence of {"js", "attention"}, default both
+        The ``prompt`` set's scores (``("attention",)`` computes no JS distances).
     drop_special : bool, default True
         Remove special tokens and renormalize rows before the ``js``, ``graph`` and
         ``barcode`` sets.
@@ -128,6 +150,7 @@ class FeatureSettings:
     scales: tuple[float, ...] = DEFAULT_SCALES
     quantiles: tuple[float, ...] = DEFAULT_QUANTILES
     cycle_cap: int = CYCLE_CAP
+    prompt_quantities: tuple[str, ...] = PROMPT_QUANTITIES
     drop_special: bool = True
     min_persistence: float = 0.0
     engine: str | None = None
@@ -141,6 +164,7 @@ class FeatureSettings:
             "scales": _check_grid(self.scales, "scales", 0.0, 1.0),
             "quantiles": _check_grid(self.quantiles, "quantiles", 0.0, 1.0),
             "cycle_cap": check_positive_int(self.cycle_cap, "cycle_cap", allow_none=False),
+            "prompt_quantities": _check_prompt_quantities(self.prompt_quantities),
             "drop_special": check_bool(self.drop_special, "drop_special"),
             "min_persistence": float(check_number(self.min_persistence, "min_persistence", lo=0.0)),
             "engine": _check_engine(self.engine),
@@ -167,6 +191,7 @@ class FeatureSettings:
             "quantiles": list(self.quantiles),
             "cycle_cap": self.cycle_cap,
             "min_persistence": self.min_persistence,
+            "prompt_quantities": list(self.prompt_quantities),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -213,7 +238,9 @@ def _show(v: Any) -> str:
 
 def check_settings(sets: Sequence[str] = DEFAULT_SETS, thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
                    scales: Sequence[float] = DEFAULT_SCALES, quantiles: Sequence[float] = DEFAULT_QUANTILES,
-                   cycle_cap: int = CYCLE_CAP, min_persistence: float = 0.0) -> dict:
+                   cycle_cap: int = CYCLE_CAP, min_persistence: float = 0.0,
+                   prompt_quantities: Sequence[str] = PROMPT_QUANTITIES) -> dict:
     """The pipeline's dict of these settings, checked (:meth:`FeatureSettings.st`)."""
     return FeatureSettings(sets=sets, thresholds=thresholds, scales=scales, quantiles=quantiles,
-                           cycle_cap=cycle_cap, min_persistence=min_persistence).st()
+                           cycle_cap=cycle_cap, min_persistence=min_persistence,
+                           prompt_quantities=prompt_quantities).st()

@@ -488,6 +488,39 @@ def test_an_empty_input_is_refused_and_makes_no_store(tmp_path):
         assert not (tmp_path / "S").exists()
 
 
+# ------------------------------------------------------------------ append (no model)
+@settings(max_examples=60, deadline=None)
+@given(n_new=st.integers(1, 12), stored=st.sets(st.integers(0, 15)), batch=st.integers(1, 5),
+       first=st.integers(0, 7), done=st.sets(st.integers(0, 15)))
+def test_an_appended_input_streams_its_unstored_ids_once_as_parts_after_the_first(n_new, stored, batch,
+                                                                                  first, done):
+    """corpus._local._AppendInput: input batch k is part first + k, without the stored ids; a
+    batch left empty is no part; the parts done already (skip) are not streamed again, and the
+    parts streamed plus the parts done hold every unstored id exactly once."""
+    from attntopo.corpus._local import _AppendInput
+
+    ids = [f"t{i}" for i in range(n_new)]
+    inp = open_input(pa.table({"id": ids, "text": [f"text {i}" for i in range(n_new)]}), id_column="id")
+    app = _AppendInput(inp, first, {f"t{i}": "h" for i in stored})
+    every = {k: t["id"].to_pylist() for k, t in app.batches(batch)}
+    want = [i for i in ids if int(i[1:]) not in stored]
+    assert [i for k in sorted(every) for i in every[k]] == want
+    assert all(k >= first and every[k] for k in every)
+    for k in every:  # part first + j holds only ids of the input's batch j
+        assert all((ids.index(i)) // batch == k - first for i in every[k])
+    skip = {first + d for d in done}
+    rest = {k: t["id"].to_pylist() for k, t in app.batches(batch, skip=skip)}
+    assert set(rest) == set(every) - skip and all(rest[k] == every[k] for k in rest)
+
+
+def test_append_with_new_store_is_one_line_before_any_work(tmp_path):
+    from attntopo import corpus
+
+    with pytest.raises(InvalidInputError, match="exclude each other"):
+        corpus.run(["a text"], tmp_path / "s", append=True, new_store=True, progress=False)
+    assert not (tmp_path / "s").exists()
+
+
 # ------------------------------------------------------------------ renames (docs/api.md, Names)
 def test_engine_field_keeps_its_manifest_key():
     """CorpusSettings.engine (the persistence engine) is written as ``persistence_engine``, as

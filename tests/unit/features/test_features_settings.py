@@ -45,6 +45,7 @@ def test_equal_settings_are_equal_hashable_and_picklable():
         a.sets = ("js",)
     assert FeatureSettings(sets="js").sets == ("js",)
     assert FeatureSettings(layers=-1).layers == -1
+    assert FeatureSettings(prompt_quantities="attention").st()["prompt_quantities"] == ["attention"]
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
@@ -60,6 +61,8 @@ def test_equal_settings_are_equal_hashable_and_picklable():
     ({"engine": "local"}, "unknown persistence engine 'local'"),
     ({"layers": [0, 1.5]}, "layers must be None, an int or a sequence of ints"),
     ({"heads": "0"}, "heads must be None, an int or a sequence of ints"),
+    ({"prompt_quantities": ("js", "x")}, "unknown prompt quantity 'x'"),
+    ({"prompt_quantities": ()}, "prompt_quantities must name distinct quantities"),
 ])
 def test_bad_settings_are_one_clear_error(kwargs, fragment):
     with pytest.raises(InvalidInputError, match=fragment):
