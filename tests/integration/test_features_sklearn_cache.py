@@ -38,7 +38,14 @@ def counted(monkeypatch):
         seen["features_calls"] += 1
         return compute(*a, **kw)
 
+    stream = AttentionModel.stream
+
+    def counting_stream(self, texts, *a, **kw):  # features() runs the model layer by layer
+        seen["forward_texts"] += 1 if isinstance(texts, str) else len(texts)
+        return stream(self, texts, *a, **kw)
+
     monkeypatch.setattr(AttentionModel, "attention", counting_forward)
+    monkeypatch.setattr(AttentionModel, "stream", counting_stream)
     monkeypatch.setattr(at_sklearn, "features", counting_features)
     return seen
 
