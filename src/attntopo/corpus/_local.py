@@ -610,7 +610,9 @@ def run(
     progress : None, bool or callable
         ``None``: a bar on a terminal (texts done / total, texts/s, ETA), else an ``INFO``
         line on the ``attntopo.corpus`` logger every ``log_every`` batches; ``True``/``False``;
-        or ``callback(done, total, stage)``.
+        or ``callback(done, total, stage)``.  The local engine counts texts as each chunk of a
+        batch is done (a batch's texts are computed in chunks by length,
+        :func:`~attntopo.corpus._work.length_chunks`), not only when its part is written.
     log_every : int
         Batches between log lines when there is no bar (0: none).
 
@@ -763,14 +765,15 @@ def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
     executor = ThreadPoolExecutor(1, thread_name_prefix="attntopo-corpus") if overlap else None
     submit = executor.submit if executor is not None else None
     threads = threads_beside_workers(n_jobs) if overlap else None
-    pending: tuple[int, Any] | None = None
+    pending: tuple[int, Any, list[int]] | None = None
     try:
         for k, table in prep.input.batches(st.batch_size, skip=skip):
-            finish = worker.start(table, submit, threads)
+            shown = [0]  # texts of this batch the bar already counts (its finished chunks)
+            finish = worker.start(table, submit, threads, _chunk_done(reporter, shown))
             del table
             if pending is not None:
                 _write(prep, reporter, *pending)
-            pending = (k, finish)
+            pending = (k, finish, shown)
         if pending is not None:
             _write(prep, reporter, *pending)
             pending = None
@@ -780,8 +783,23 @@ def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
             executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _write(prep: Prepared, reporter: Reporter, k: int, finish: Any) -> None:
-    """Finish batch ``k`` (waiting for its persistence) and write its part."""
+def _chunk_done(reporter: Reporter, shown: list[int]) -> Any:
+    """``BatchWorker.start``'s ``done``: a finished chunk of a batch moves the bar (texts,
+    not a batch: a long text computed alone shows the rest of its batch as done)."""
+
+    def done(k: int) -> None:
+        shown[0] += k
+        if isinstance(reporter, _LogReporter):  # its lines count batches, not chunks
+            Reporter.advance(reporter, k)
+        else:
+            reporter.advance(k)
+
+    return done
+
+
+def _write(prep: Prepared, reporter: Reporter, k: int, finish: Any, shown: list[int]) -> None:
+    """Finish batch ``k`` (waiting for its persistence) and write its part; the bar gets the
+    batch's texts its chunks have not counted yet."""
     rows = finish()
     prep.store.write_part(k, rows)
-    reporter.advance(rows.num_rows)
+    reporter.advance(rows.num_rows - shown[0])

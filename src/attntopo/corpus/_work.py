@@ -30,7 +30,7 @@ from ._settings import CorpusSettings, model_fingerprint
 
 __all__ = ["BatchWorker", "output_schema", "feature_columns", "check_lengths",
            "STATUS_OK", "STATUS_SKIPPED", "STATUS_FAILED", "DIAGRAM_COLUMNS", "PACKED_FEATURES",
-           "packed_schema", "unpack_features", "feature_arrays"]
+           "packed_schema", "unpack_features", "feature_arrays", "length_chunks", "CHUNK_ELEMENTS"]
 
 STATUS_OK, STATUS_SKIPPED, STATUS_FAILED = "ok", "skipped", "failed"
 #: With ``keep_diagrams``: one list per head (layer-major, the manifest's layers × heads) of
@@ -242,7 +242,8 @@ class BatchWorker:
         return self.start(table)()
 
     def start(self, table: Any, submit: Callable[..., Future] | None = None,
-              forward_threads: int | None = None) -> Callable[[], Any]:
+              forward_threads: int | None = None,
+              done: Callable[[int], None] | None = None) -> Callable[[], Any]:
         """Start the store rows of an input batch; the returned function finishes them.
 
         With ``submit`` (a one-thread executor's), the batch's persistence batches run in
@@ -251,6 +252,13 @@ class BatchWorker:
         workers leave).  Calling the returned function waits for them and gives the rows
         (the same values as :meth:`__call__`).  Every call of ``submit`` goes through this
         one executor, so the worker pool is only ever used by its thread.
+
+        The batch's texts are computed in chunks of at most :data:`CHUNK_ELEMENTS` padded
+        attention elements per head (:func:`length_chunks`): a long text goes in a chunk of
+        its own (or with a few others as long), so it never holds the batch's short texts'
+        matrices beside its own.  Every chunk but the last is finished here, calling
+        ``done(k)`` with its ``k`` texts (a progress bar that moves within the batch); the
+        last one is finished by the returned function.
         """
         st = self.settings
         m = self.model
@@ -282,7 +290,7 @@ class BatchWorker:
         pending: Callable[[], tuple[np.ndarray, list[Any]]] | None = None
         if b.run:
             try:
-                pending = self._compute_start([b.texts[i] for i in b.run], submit, forward_threads)
+                pending = self._chunks_start(b, submit, forward_threads, done)
             except Exception:  # noqa: BLE001 - found text by text in finish()
                 pending = None
 
@@ -355,6 +363,33 @@ class BatchWorker:
         return hit
 
     # -------------------------------------------------------------- features
+    def _chunks_start(
+        self, b: "_Batch", submit: Callable[..., Future] | None, forward_threads: int | None,
+        done: Callable[[int], None] | None,
+    ) -> Callable[[], tuple[np.ndarray, list[Any]]]:
+        """Start the features of ``b.run`` chunk by chunk (:func:`length_chunks`): every
+        chunk but the last finished now (``done(len(chunk))`` after each), the last one
+        started; the returned function gives the rows and diagrams in ``b.run``'s order."""
+        chunks = length_chunks([b.n_tokens[i] or 0 for i in b.run])
+        values: list[Any] = [None] * len(b.run)
+        dgms: list[Any] = [None] * len(b.run)
+        for chunk in chunks[:-1]:
+            vals, dg = self._compute_start([b.texts[b.run[j]] for j in chunk], submit, forward_threads)()
+            for r, j in enumerate(chunk):
+                values[j], dgms[j] = vals[r], dg[r]
+            if done is not None:
+                done(len(chunk))
+        last = chunks[-1]
+        pending = self._compute_start([b.texts[b.run[j]] for j in last], submit, forward_threads)
+
+        def finish() -> tuple[np.ndarray, list[Any]]:
+            vals, dg = pending()
+            for r, j in enumerate(last):
+                values[j], dgms[j] = vals[r], dg[r]
+            return np.asarray(values, dtype=np.float64), dgms
+
+        return finish
+
     def _compute(self, texts: Sequence[str]) -> tuple[np.ndarray, list[Any]]:
         """Feature rows (len(texts), n_features) and, with keep_diagrams, each text's
         (births, deaths, dims) lists per head.  Every n × n matrix is local to this call."""
@@ -398,6 +433,33 @@ class BatchWorker:
 
     def __repr__(self) -> str:
         return f"BatchWorker(model={self.settings.model!r}, sets={list(self.settings.sets)})"
+
+
+#: A chunk's bound (:func:`length_chunks`): texts × the longest one's tokens², the padded
+#: attention elements of one head (x layers × heads for the forward pass).  32 × 128²: a
+#: batch of 32 texts of up to 128 tokens is one chunk, as before; a 512-token text is in a
+#: chunk with at most one other as long.
+CHUNK_ELEMENTS = 32 * 128**2
+
+
+def length_chunks(n_tokens: Sequence[int], bound: int = CHUNK_ELEMENTS) -> list[list[int]]:
+    """Positions of a batch's texts (``n_tokens``: each one's tokens) in chunks computed
+    together: sorted by length (ties in batch order), a chunk grows while its size × its
+    longest text's tokens² stays within ``bound`` (a text over it alone is a chunk of one).
+    A function of the lengths only, so a resumed run computes every batch the same way.
+
+    >>> length_chunks([10, 512, 12], bound=2 * 512**2 - 1)
+    [[0, 2], [1]]
+    """
+    order = sorted(range(len(n_tokens)), key=lambda i: (n_tokens[i], i))
+    chunks: list[list[int]] = []
+    for i in order:
+        n = max(int(n_tokens[i]), 1)
+        if chunks and (len(chunks[-1]) + 1) * n * n <= bound:
+            chunks[-1].append(i)
+        else:
+            chunks.append([i])
+    return chunks
 
 
 def _diagram_lists(dgms: list[Any]) -> tuple[list, list, list]:
