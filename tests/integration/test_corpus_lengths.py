@@ -51,7 +51,15 @@ def _spy(monkeypatch, model):
         calls.append([a.n_tokens for a in (out if isinstance(out, list) else [out])])
         return out
 
+    real_stream = model.stream
+
+    def stream(texts, fn, **kw):  # features() runs the model layer by layer through stream()
+        encs = real_stream(texts, fn, **kw)
+        calls.append([len(e.ids) for e in encs])
+        return encs
+
     monkeypatch.setattr(model, "attention", attention)
+    monkeypatch.setattr(model, "stream", stream)
     return calls
 
 
