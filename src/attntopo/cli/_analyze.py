@@ -16,37 +16,25 @@ from .._validation import check_maxdim, check_number, check_threshold
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
-    DebugOpt,
-    DropSpecialOpt,
     EngineName,
-    FileOpt,
     HeadsOpt,
     JobsOpt,
-    JsonOpt,
     LayersOpt,
-    MaxdimOpt,
     Metric,
     MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
-    NoDiagramsOpt,
     OutOpt,
     PaperMode,
     PlotFormat,
     PlotFormatOpt,
-    PlotsOpt,
     TopOpt,
     TruncateOpt,
-    app,
-    check_plot_options,
     console,
     data_table,
     esc,
     finish_result,
     grid_points,
     json_doc,
-    load_model_with_status,
     where_line,
     num,
     parse_indices,
@@ -54,6 +42,8 @@ from ._common import (
     print_table,
     progress_bar,
     read_text,
+    command,
+    opening,
     with_help,
 )
 
@@ -70,18 +60,17 @@ _ANALYZE_EPILOG = (
 )
 
 
-@app.command(epilog=_ANALYZE_EPILOG, no_args_is_help=False)
+@command(epilog=_ANALYZE_EPILOG, no_args_is_help=False)
 def analyze(
     text: Annotated[Optional[str], typer.Argument(
         metavar="TEXT", help="The text to analyse (or use --file).", show_default=False,
     )] = None,
-    file: FileOpt = None,
+    file=None,
     model: Annotated[str, with_help(
         ModelOpt,
         "Model: a packaged alias (see [bold]attntopo models[/bold]), a Hugging Face id or a local folder/.gguf.",
     )] = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    device="cpu", dtype="float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all).",
     )] = None,
@@ -92,7 +81,7 @@ def analyze(
     metric: Annotated[Metric, with_help(
         MetricOpt, "Distance between two tokens' attention rows.",
     )] = "jensen_shannon",
-    maxdim: MaxdimOpt = 1,
+    maxdim=1,
     threshold: Annotated[float, typer.Option(
         "--threshold", metavar="T",
         help="Largest edge length of the Rips filtration, > 0 (inf: the whole filtration).",
@@ -105,7 +94,7 @@ def analyze(
         help="Drop finite bars of length <= P (death - birth) before counting and summing them "
         "(0: keep every bar).",
     )] = 0.0,
-    drop_special: DropSpecialOpt = False,
+    drop_special=False,
     paper: Annotated[Optional[PaperMode], typer.Option(
         "--paper", show_default=False,
         help="Reproduce a founding-paper distance (softmax again, natural log), a reproduction aid: "
@@ -122,7 +111,7 @@ def analyze(
         OutOpt,
         "Save the result (and figures) into this folder, atomically; an existing result there is replaced.",
     )] = None,
-    plots: PlotsOpt = False,
+    plots=False,
     plot_format: Annotated[Optional[List[PlotFormat]], with_help(
         PlotFormatOpt,
         "Figure format(s): png (default), svg, pdf; html writes one interactive report.html. Repeatable.",
@@ -141,14 +130,10 @@ def analyze(
         "(default: layer order when every head fits, else max_persistence_h1).",
         show_default=False,
     )] = None,
-    json_out: JsonOpt = False,
-    no_diagrams: NoDiagramsOpt = False,
+    json_out=False, no_diagrams=False,
     n_jobs: Annotated[Optional[int], with_help(
         JobsOpt, "Worker processes for persistence (default: all cores).",
     )] = None,
-    debug: Annotated[bool, with_help(
-        DebugOpt, "Show tracebacks and library log messages.",
-    )] = False,
 ) -> None:
     """Analyse one text: attention of every (or the chosen) head → token distances → persistence diagrams → a per-head summary table.
 
@@ -156,7 +141,7 @@ def analyze(
     """  # noqa: E501 - typer keeps line breaks of help text
     import attntopo as at
 
-    t_start = time.perf_counter()
+    t_start = time.perf_counter()  # reading --file counts
     metric = Metric(metric).value
     engine = None if engine is None else EngineName(engine).value
     body, source = read_text(text, file)
@@ -166,10 +151,9 @@ def analyze(
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
     sort = _check_sort(sort, maxdim)
-    formats = check_plot_options(plots, plot_format, out)
-
-    show = not json_out
-    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model, device=device, dtype=dtype)
+    m, show, formats = run.model, run.show, run.formats
     n_sel = (len(layers) if layers else m.n_layers) * (len(heads) if heads else m.n_heads)
     with progress_bar(f"analysing {n_sel} head{'s' if n_sel != 1 else ''}", show) as progress:
         t0 = time.perf_counter()
@@ -207,7 +191,7 @@ def analyze(
         _print_table(analysis, rows, sort_key, top)
 
     finish_result(analysis, out=out, formats=formats, json_out=json_out, bundle=lambda _: bundle,
-                  timing={"model_s": round(t_model, 3), "analysis_s": round(t_analysis, 3)}, plots_s=True,
+                  timing=run.timing(analysis_s=t_analysis), plots_s=True,
                   t_start=t_start, document=document, summary=summary)
 
 

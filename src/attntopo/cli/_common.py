@@ -8,6 +8,8 @@ exit code 2.  Nothing here imports torch: ``attntopo --help`` and ``attntopo mod
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import json
 import math
 import os
@@ -17,9 +19,10 @@ import time
 import traceback
 import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Callable, Iterator, List, Optional, get_args
+from typing import Annotated, Any, Callable, Iterator, List, Optional, get_args, get_type_hints
 
 import typer
 from rich.console import Console
@@ -133,9 +136,27 @@ PlotsOpt = Annotated[bool, typer.Option(
 PlotFormatOpt = Annotated[Optional[List[PlotFormat]], typer.Option(
     "--plot-format", help="Figure format(s): png (default), svg, pdf. Repeatable.",
     show_default=False)]  # check_plot_options checks it with --plots and --out
-StaticPlotFormatOpt = Annotated[Optional[List[str]], typer.Option(
-    "--plot-format", help="png (default), svg, pdf. Repeatable.",
-    show_default=False)]  # for figures that have no html form: the command calls refuse_html
+
+
+def static_plot_format_opt(what: str) -> Any:
+    """The ``--plot-format`` option of a command whose figures are all static: png, svg or pdf
+    (repeatable), checked while parsing; ``html`` is refused in one line naming ``what`` ("the
+    depth figure is").  Use: ``plot_format: static_plot_format_opt("the depth figure is") = None``."""
+
+    def static_format(value: Any) -> str:
+        v = str(getattr(value, "value", value)).strip().lower()
+        if v == "html":
+            raise typer.BadParameter(f"html: {what} static; use png, svg or pdf")
+        if v not in STATIC_PLOT_FORMATS:
+            raise typer.BadParameter(f"{value!r} is not one of png, svg, pdf")
+        return v
+
+    return Annotated[Optional[List[str]], typer.Option(
+        "--plot-format", metavar="<list[png|svg|pdf]>", help="png (default), svg, pdf. Repeatable.",
+        show_default=False, parser=static_format)]
+
+
+STATIC_PLOT_FORMATS = tuple(f for f in PLOT_FORMATS if f != "html")  # figures without an html form
 TopOpt = Annotated[int, typer.Option("--top", "-n", min=0, metavar="N", help="Show at most N rows (0: all).")]
 JsonOpt = Annotated[bool, typer.Option(
     "--json", help="Print machine-readable JSON on stdout (and nothing else).")]
@@ -145,8 +166,62 @@ NoDiagramsOpt = Annotated[bool, typer.Option(
 )]  # see grid_points
 JobsOpt = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False)]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks and library log messages.")]  # read by main(), from argv
 
+
+# the shared options by parameter name: a command parameter without an annotation takes its
+# declaration from here (``out=None`` is ``out: OutOpt = None``); one with an annotation keeps its own
+SHARED_OPTIONS: dict[str, Any] = {
+    "text": TextArg, "file": FileOpt, "model": ModelOpt, "device": DeviceOpt, "dtype": DtypeOpt,
+    "layer": LayersOpt, "head": HeadsOpt, "metric": MetricOpt, "maxdim": MaxdimOpt,
+    "drop_special": DropSpecialOpt, "truncate": TruncateOpt, "out": OutOpt, "plots": PlotsOpt,
+    "plot_format": PlotFormatOpt, "top": TopOpt, "json_out": JsonOpt, "no_diagrams": NoDiagramsOpt,
+    "n_jobs": JobsOpt, "debug": DebugOpt,
+}
+
+
+def command(*args: Any, group: Any = None, **kwargs: Any) -> Callable:
+    """Register a command on ``group`` (default: :data:`app`) like ``group.command(*args, **kwargs)``,
+    from one mould:
+
+    - a parameter written without an annotation (``truncate=False, out=None, json_out=False``)
+      is the shared option of that name (:data:`SHARED_OPTIONS`: names, metavar, help), in the
+      place the command gives it; an annotated one keeps its own declaration (other help);
+    - the shared last option ``--debug`` is appended.  It is handled once, by :func:`main` (read
+      from argv before parsing: tracebacks, log lines, every warning); a command that reads it
+      itself (``serve``: request logs) declares it and receives it.
+
+    Returns the function as written (callable from Python without ``debug``)."""
+    target = app if group is None else group
+
+    def register(f: Callable) -> Callable:
+        sig = inspect.signature(f)
+        hints = get_type_hints(f, include_extras=True)
+        params = []
+        for p in sig.parameters.values():
+            if p.name in hints:
+                params.append(p.replace(annotation=hints[p.name]))
+            elif p.name in SHARED_OPTIONS:
+                params.append(p.replace(annotation=SHARED_OPTIONS[p.name]))
+            else:
+                raise TypeError(f"{f.__name__}: parameter {p.name!r} has no annotation and is no shared option")
+        reads_debug = "debug" in sig.parameters
+
+        @functools.wraps(f)
+        def run(*a: Any, **kw: Any) -> Any:
+            if not reads_debug:
+                kw.pop("debug", None)  # main() has read it from argv
+            return f(*a, **kw)
+
+        if not reads_debug:
+            params.append(inspect.Parameter("debug", inspect.Parameter.KEYWORD_ONLY, default=False,
+                                            annotation=DebugOpt))
+        run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params}
+        target.command(*args, **kwargs)(run)
+        return f
+
+    return register
 
 def with_help(option: Any, help: str) -> Any:
     """The typer option (or argument) of the ``Annotated`` type ``option``, with ``help`` instead
@@ -335,6 +410,39 @@ def load_model_with_status(model: str, show: bool, *, device: str = "cpu", dtype
         t0 = time.perf_counter()
         m = load_model(model, device=device, dtype=dtype, progress=progress)
         return m, time.perf_counter() - t0
+
+
+@dataclass
+class Opening:
+    """What :func:`opening` hands a command: when it started, whether it shows progress (not under
+    ``--json``), the figure formats asked for (``[]``: none) and the model with its load time."""
+
+    t_start: float
+    show: bool
+    formats: list[str]
+    model: Any = None
+    t_model: float = 0.0
+
+    def timing(self, **seconds: float) -> dict:
+        """``{"model_s": …, **seconds}``, each rounded to the millisecond (the ``timing`` of
+        :func:`finish_result`)."""
+        return {"model_s": round(self.t_model, 3), **{k: round(v, 3) for k, v in seconds.items()}}
+
+
+def opening(*, t_start: float | None = None, json_out: bool = False, out: Path | None = None,
+            plots: bool = False, plot_format: Any = None, model: str | None = None,
+            device: str = "cpu", dtype: str = "float32", show: bool | None = None) -> Opening:
+    """The opening lines of every command, after its own input checks: the figure options checked
+    (:func:`check_plot_options`, which also checks ``--out``), then ``model`` loaded on ``device``
+    in ``dtype`` behind a progress bar (none when ``model`` is None).  ``t_start`` (default: now)
+    is the start of the command's ``total_s``; ``show`` defaults to ``not json_out``."""
+    t0 = time.perf_counter() if t_start is None else t_start
+    formats = check_plot_options(plots, plot_format, out)
+    shown = (not json_out) if show is None else show
+    if model is None:
+        return Opening(t0, shown, formats)
+    m, t_model = load_model_with_status(model, shown, device=device, dtype=dtype)
+    return Opening(t0, shown, formats, m, t_model)
 
 
 def save_result(result: Any, out: Path, figures: dict[str, bytes] | None = None) -> Path:

@@ -11,32 +11,19 @@ from .._validation import check_choice
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
-    FileOpt,
-    HeadsOpt,
-    JsonOpt,
     LayersOpt,
-    DeviceOpt,
-    DtypeOpt,
-    ModelOpt,
-    OutOpt,
-    PlotsOpt,
-    StaticPlotFormatOpt,
-    TextArg,
-    TruncateOpt,
-    app,
-    check_plot_options,
+    static_plot_format_opt,
     console,
     esc,
     finish_result,
-    load_model_with_status,
     model_line,
     parse_indices,
     read_text,
     status,
     with_help,
+    command,
+    opening,
 )
-from ._hardmax import refuse_html
 
 _COMPRESS_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -50,18 +37,16 @@ _COMPRESS_EPILOG = (
     "docs/compression.md compares the methods."
 )
 
+_StaticPlotFormatOpt = static_plot_format_opt("the compression figure is")  # png, svg, pdf: html refused
 
-@app.command("compress", epilog=_COMPRESS_EPILOG, no_args_is_help=False)
+
+@command("compress", epilog=_COMPRESS_EPILOG, no_args_is_help=False)
 def compress_cmd(
-    text: TextArg = None,
-    file: FileOpt = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    text=None, file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer(s) to compress, 0-based; repeat or comma-separate (default: all).",
     )] = None,
-    head: HeadsOpt = None,
+    head=None,
     scale: Annotated[str, typer.Option(
         "--scale", help="JS distance ε of the H0 clusters, or 'gap' (each head's largest H0 gap).",
     )] = "gap",
@@ -72,12 +57,9 @@ def compress_cmd(
         "--representative", help="barycenter or medoid.",
     )] = "barycenter",
     seed: Annotated[int, typer.Option("--seed", help="For random and kmeans.")] = 0,
-    truncate: TruncateOpt = False,
-    out: OutOpt = None,
-    plots: PlotsOpt = False,
-    plot_format: StaticPlotFormatOpt = None,
-    json_out: JsonOpt = False,
-    debug: DebugOpt = False,
+    truncate=False, out=None, plots=False,
+    plot_format: _StaticPlotFormatOpt = None,
+    json_out=False,
 ) -> None:
     """Compress attention by persistent clusters (or a baseline) inside a forward pass and measure the effect.
 
@@ -88,7 +70,6 @@ def compress_cmd(
     t_start = time.perf_counter()
     check_choice(method, "--method", METHODS)  # before the model loads
     check_choice(representative, "--representative", REPRESENTATIVES)
-    refuse_html(plot_format, "the compression figure is")
     body, source = read_text(text, file)
     if scale != "gap":
         try:
@@ -98,16 +79,16 @@ def compress_cmd(
     else:
         scale_value = "gap"
     layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
-    formats = check_plot_options(plots, plot_format, out)
-    show = not json_out
-    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model, device=device, dtype=dtype)
+    m, show, formats = run.model, run.show, run.formats
     with status("two forward passes, the second with grouped attention rows …", show):
         t0 = time.perf_counter()
         c = compress(body, m, layers=layers, heads=heads, scale=scale_value, method=method,
                      representative=representative, seed=seed, truncate=truncate)
         t_c = time.perf_counter() - t0
     finish_result(c, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,
-                  timing={"model_s": round(t_model, 3), "compress_s": round(t_c, 3)}, t_start=t_start,
+                  timing=run.timing(compress_s=t_c), t_start=t_start,
                   summary=lambda timing: _print_summary(c, m, source, timing))
 
 

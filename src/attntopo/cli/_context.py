@@ -10,29 +10,19 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
-    JsonOpt,
-    DeviceOpt,
-    DtypeOpt,
-    ModelOpt,
-    OutOpt,
-    PlotsOpt,
-    StaticPlotFormatOpt,
+    static_plot_format_opt,
     TextsFileOpt,
-    TruncateOpt,
-    app,
-    check_plot_options,
     console,
     data_table,
     esc,
     finish_result,
-    load_model_with_status,
     model_line,
     print_table,
     progress_bar,
     read_texts,
+    command,
+    opening,
 )
-from ._hardmax import refuse_html
 
 _CONTEXT_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -69,16 +59,16 @@ def _texts(texts: Optional[List[str]], file: Optional[str], word: Optional[str],
         raise InvalidInputError("--fortunes replaces the texts: give either texts or --fortunes")
     return read_texts(texts, file)
 
+_StaticPlotFormatOpt = static_plot_format_opt("the context figure is")  # png, svg, pdf: html refused
 
-@app.command("context", epilog=_CONTEXT_EPILOG, no_args_is_help=False)
+
+@command("context", epilog=_CONTEXT_EPILOG, no_args_is_help=False)
 def context_cmd(
     texts: Annotated[Optional[List[str]], typer.Argument(
         metavar="TEXT...", show_default=False, help="The texts (or use --file, or --word alone).",
     )] = None,
     file: TextsFileOpt = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    model=DEFAULT_MODEL, device="cpu", dtype="float32",
     word: Annotated[Optional[str], typer.Option(
         "--word", "-w", metavar="W", show_default=False,
         help="Study this word across the texts that contain it (at least 3); "
@@ -96,12 +86,9 @@ def context_cmd(
     seed: Annotated[int, typer.Option(
         "--seed", min=0, help="Seed of the permutations (and of the fortunes drawn).",
     )] = 0,
-    truncate: TruncateOpt = False,
-    out: OutOpt = None,
-    plots: PlotsOpt = False,
-    plot_format: StaticPlotFormatOpt = None,
-    json_out: JsonOpt = False,
-    debug: DebugOpt = False,
+    truncate=False, out=None, plots=False,
+    plot_format: _StaticPlotFormatOpt = None,
+    json_out=False,
 ) -> None:
     """Permutation equivariance, contextual-mapping margins and contextuality of a model, per layer.
 
@@ -110,18 +97,17 @@ def context_cmd(
     from ..theory import context
 
     t_start = time.perf_counter()
-    refuse_html(plot_format, "the context figure is")
     body, source = _texts(texts, file, word, fortunes, contexts, seed)
-    formats = check_plot_options(plots, plot_format, out)
-    show = not json_out
-    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model, device=device, dtype=dtype)
+    m, show, formats = run.model, run.show, run.formats
     with progress_bar(f"context · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
         t0 = time.perf_counter()
         r = context(body, m, word=word, n_permutations=permutations, seed=seed,
                     equivariance_texts=equivariance_texts, truncate=truncate, progress=bar)
         t_c = time.perf_counter() - t0
     finish_result(r, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,
-                  timing={"model_s": round(t_model, 3), "context_s": round(t_c, 3)}, t_start=t_start,
+                  timing=run.timing(context_s=t_c), t_start=t_start,
                   summary=lambda timing: _print_summary(r, m, source, timing))
 
 

@@ -10,31 +10,21 @@ import typer
 from .._validation import check_positive_int
 from ..constants import DEFAULT_MODEL
 from ._common import (
-    DebugOpt,
-    JsonOpt,
-    DeviceOpt,
-    DtypeOpt,
-    ModelOpt,
-    OutOpt,
-    PlotsOpt,
-    StaticPlotFormatOpt,
+    static_plot_format_opt,
     TextsArg,
     TextsFileOpt,
-    TruncateOpt,
-    app,
-    check_plot_options,
     console,
     data_table,
     esc,
     finish_result,
-    load_model_with_status,
     model_line,
     num,
     print_table,
     progress_bar,
     read_texts,
+    command,
+    opening,
 )
-from ._hardmax import refuse_html
 
 _DEPTH_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -49,23 +39,20 @@ _DEPTH_EPILOG = (
     "token's attention rows in consecutive layers. --json adds spreads and every head. docs/theory.md §1."
 )
 
+_StaticPlotFormatOpt = static_plot_format_opt("the depth figure is")  # png, svg, pdf: html refused
 
-@app.command("depth", epilog=_DEPTH_EPILOG, no_args_is_help=False)
+
+@command("depth", epilog=_DEPTH_EPILOG, no_args_is_help=False)
 def depth_cmd(
     texts: TextsArg = None,
     file: TextsFileOpt = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    model=DEFAULT_MODEL, device="cpu", dtype="float32",
     k: Annotated[int, typer.Option(
         "--k", "-k", help="Neighbours for the k-NN overlap between depths (min(k, n−2) per text).",
     )] = 10,
-    truncate: TruncateOpt = False,
-    out: OutOpt = None,
-    plots: PlotsOpt = False,
-    plot_format: StaticPlotFormatOpt = None,
-    json_out: JsonOpt = False,
-    debug: DebugOpt = False,
+    truncate=False, out=None, plots=False,
+    plot_format: _StaticPlotFormatOpt = None,
+    json_out=False,
 ) -> None:
     """Per-layer geometry of a model: rank collapse, JS geometry, intrinsic dimension, Fisher–Rao movement.
 
@@ -74,18 +61,17 @@ def depth_cmd(
     from ..theory import depth
 
     t_start = time.perf_counter()
-    refuse_html(plot_format, "the depth figure is")
     body, source = read_texts(texts, file)
     k = check_positive_int(k, "--k", allow_none=False, hint="neighbours for the overlap between depths")
-    formats = check_plot_options(plots, plot_format, out)
-    show = not json_out
-    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model, device=device, dtype=dtype)
+    m, show, formats = run.model, run.show, run.formats
     with progress_bar(f"depth · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
         t0 = time.perf_counter()
         d = depth(body, m, k=k, truncate=truncate, progress=bar)
         t_d = time.perf_counter() - t0
     finish_result(d, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,
-                  timing={"model_s": round(t_model, 3), "depth_s": round(t_d, 3)}, t_start=t_start,
+                  timing=run.timing(depth_s=t_d), t_start=t_start,
                   summary=lambda timing: _print_summary(d, m, source, timing))
 
 

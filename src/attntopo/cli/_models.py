@@ -11,16 +11,14 @@ from rich.text import Text
 from ..constants import DEFAULT_MODEL
 from ..models.describe import describe_alias
 from ._common import (
-    DebugOpt,
     JsonOpt,
-    app,
     console,
     data_table,
     esc,
     print_json,
     print_table,
-    status,
     with_help,
+    command,
 )
 
 _MODELS_EPILOG = (
@@ -31,10 +29,9 @@ _MODELS_EPILOG = (
 )
 
 
-@app.command(epilog=_MODELS_EPILOG)
+@command(epilog=_MODELS_EPILOG)
 def models(
     json_out: Annotated[bool, with_help(JsonOpt, "Print machine-readable JSON on stdout.")] = False,
-    debug: DebugOpt = False,
 ) -> None:
     """List the packaged model aliases usable offline: layers × heads, causal or not, where they load from.
 

@@ -15,38 +15,26 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
-    DebugOpt,
     DropSpecialOpt,
     HeadsOpt,
-    JobsOpt,
-    JsonOpt,
     LayersOpt,
-    MaxdimOpt,
     Metric,
-    MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
-    NoDiagramsOpt,
     OutOpt,
     TopOpt,
-    TruncateOpt,
-    app,
-    check_out,
     console,
     data_table,
     esc,
     grid_points,
     json_doc,
-    load_model_with_status,
     num,
     parse_indices,
     plural,
-    print_json,
-    print_saved,
     print_table,
     progress_bar,
-    save_result,
+    command,
+    finish_result,
+    opening,
     with_help,
 )
 
@@ -61,7 +49,7 @@ _PHRASE_EPILOG = (
 )
 
 
-@app.command("phrase", epilog=_PHRASE_EPILOG, no_args_is_help=True)
+@command("phrase", epilog=_PHRASE_EPILOG, no_args_is_help=True)
 def phrase_cmd(
     phrase: Annotated[str, typer.Argument(
         metavar="PHRASE", help="The phrase to follow.", show_default=False,
@@ -73,14 +61,12 @@ def phrase_cmd(
     model: Annotated[str, with_help(
         ModelOpt, "Model alias, Hugging Face id or folder.",
     )] = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    device="cpu", dtype="float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer(s), 0-based (default: all).",
     )] = None,
     head: Annotated[Optional[List[str]], with_help(HeadsOpt, "Head(s) (default: all).")] = None,
-    metric: MetricOpt = "jensen_shannon",
-    maxdim: MaxdimOpt = 1,
+    metric="jensen_shannon", maxdim=1,
     dim: Annotated[int, typer.Option(
         "--dim", metavar="D", help="Homology dimension reported (phrases are short: H0).",
     )] = 0,
@@ -90,15 +76,12 @@ def phrase_cmd(
     drop_special: Annotated[bool, with_help(
         DropSpecialOpt, "Remove special tokens and renormalize rows.",
     )] = False,
-    truncate: TruncateOpt = False,
+    truncate=False,
     out: Annotated[Optional[Path], with_help(OutOpt, "Save the result into this folder.")] = None,
     top: Annotated[int, with_help(
         TopOpt, "Show at most N heads (0: all). JSON holds all.",
     )] = DEFAULT_TOP,
-    json_out: JsonOpt = False,
-    no_diagrams: NoDiagramsOpt = False,
-    n_jobs: JobsOpt = None,
-    debug: DebugOpt = False,
+    json_out=False, no_diagrams=False, n_jobs=None,
 ) -> None:
     """Follow one phrase across contexts: its tokens in each, its diagrams, and how far apart they are (bottleneck, Wasserstein) from context to context.
 
@@ -114,15 +97,14 @@ def phrase_cmd(
     check_dim(dim, maxdim, "--dim", hint="--maxdim")
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
-    if out is not None:
-        check_out(out)
-    show = not json_out
-    m, _ = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(t_start=t_start, json_out=json_out, out=out, model=model, device=device, dtype=dtype)
+    m, show = run.model, run.show
     with progress_bar("phrase topology", show) as progress:
+        t0 = time.perf_counter()
         p = at.phrase_topology(phrase, list(context), m, layers, heads, metric=metric, maxdim=maxdim,
                                drop_special=drop_special, occurrence=occurrence, n_jobs=n_jobs,
                                truncate=truncate, progress=progress)
-    saved = None if out is None else save_result(p, out)
+        t_phrase = time.perf_counter() - t0
     spread = {n: p.spread(dim, n) for n in ("bottleneck", "wasserstein1")}
     rows = [
         {"layer": lay, "head": hd, "bottleneck": float(spread["bottleneck"][i, j]),
@@ -131,19 +113,28 @@ def phrase_cmd(
     ]
     rows.sort(key=lambda r: (math.inf if math.isnan(r["bottleneck"]) else r["bottleneck"], r["layer"], r["head"]))
     single = len(rows) == 1
-    if json_out:
+
+    def document(saved, figures, timing):
         doc = p.to_dict(k=min(5, len(rows)))
         # "summary": the per-head table under the key every command uses; "spread_rows" is its
         # deprecated old name, kept for one release
         doc.update({"attntopo": __version__, "model": m.info(), "dim": dim, "summary": rows, "spread_rows": rows,
-                    "total_s": round(time.perf_counter() - t_start, 3)})
+                    "total_s": timing["total_s"]})  # the old place of timing's total_s
         if single:
             doc["matrices"] = {n: p.matrix(dim=dim, by=n).tolist() for n in ("bottleneck", "wasserstein1", "wasserstein2")}
-        doc = json_doc(doc, saved=saved)
+        doc = json_doc(doc, saved=saved, figures=figures, timing=timing)
         if not no_diagrams:  # the phrase's own diagrams: of its tokens' distance sub-matrix in each context
             doc["diagrams"] = [d for k, grid in enumerate(p.diagrams) for d in grid_points(grid, p.layers, p.heads, context=k)]
-        print_json(doc)
-        return
+        return doc
+
+    finish_result(p, out=out, formats=[], json_out=json_out, timing=run.timing(phrase_s=t_phrase),
+                  t_start=t_start, document=document,
+                  summary=lambda _: _print_summary(p, m, phrase, rows, dim=dim, top=top))
+
+
+def _print_summary(p, m, phrase, rows, *, dim, top) -> None:
+    """The lines and tables of ``phrase`` without ``--json``."""
+    single = len(rows) == 1
     console.print(f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] · phrase "
                   f"[bold]{esc(repr(phrase))}[/bold] in {plural(len(p.contexts), 'context')}")
     for k, (ctx, labels) in enumerate(zip(p.contexts, p.token_labels)):
@@ -169,4 +160,3 @@ def phrase_cmd(
         for r in shown:
             t.add_row(str(r["layer"]), str(r["head"]), num(r["bottleneck"]), num(r["wasserstein1"]))
         print_table(t)
-    print_saved(saved)

@@ -13,30 +13,19 @@ from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
-    DebugOpt,
-    DropSpecialOpt,
-    FileOpt,
     HeadsOpt,
-    JobsOpt,
     LayersOpt,
-    MaxdimOpt,
     Metric,
-    MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
-    ModelOpt,
-    TextArg,
-    TruncateOpt,
-    app,
     check_writable_parent,
     err_console,
     esc,
-    load_model_with_status,
     parse_indices,
     progress_bar,
     read_text,
     status,
     with_help,
+    command,
+    opening,
 )
 
 _REPORT_EPILOG = (
@@ -52,10 +41,9 @@ _REPORT_EPILOG = (
 )
 
 
-@app.command("report", epilog=_REPORT_EPILOG, no_args_is_help=True)
+@command("report", epilog=_REPORT_EPILOG, no_args_is_help=True)
 def report_cmd(
-    text: TextArg = None,
-    file: FileOpt = None,
+    text=None, file=None,
     compare_text: Annotated[Optional[str], typer.Option(
         "--compare", metavar="TEXT_B", help="A second text: the report also compares the two.",
         show_default=False,
@@ -64,9 +52,7 @@ def report_cmd(
         "--out", "-o", metavar="FILE", help="The HTML file to write (atomically).",
         show_default=False,
     )] = ...,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    model=DEFAULT_MODEL, device="cpu", dtype="float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer of a head drawn in full; pairs with --head.",
     )] = None,
@@ -77,15 +63,11 @@ def report_cmd(
         "--plot-heads", min=0, max=20, metavar="N",
         help="Without --layer/--head: draw the N most persistent heads (and, with --compare, the N most similar).",
     )] = 3,
-    metric: MetricOpt = "jensen_shannon",
-    maxdim: MaxdimOpt = 1,
-    drop_special: DropSpecialOpt = False,
-    truncate: TruncateOpt = False,
+    metric="jensen_shannon", maxdim=1, drop_special=False, truncate=False,
     title: Annotated[Optional[str], typer.Option(
         "--title", metavar="TITLE", help="Title of the report.", show_default=False,
     )] = None,
-    n_jobs: JobsOpt = None,
-    debug: DebugOpt = False,
+    n_jobs=None,
 ) -> None:
     """Write one self-contained HTML report of a text (and, with --compare, of two texts): summary tables, the all-heads grid and interactive figures of chosen heads, to send to a colleague.
 
@@ -109,7 +91,7 @@ def report_cmd(
         raise InvalidInputError(f"reports need matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
     from ..report import report_html, write_report
 
-    m, _ = load_model_with_status(model, True, device=device, dtype=dtype)
+    m = opening(t_start=t_start, model=model, device=device, dtype=dtype, show=True).model
     comparison = None
     if compare_text is None:
         with progress_bar("analysing every head", True) as progress:

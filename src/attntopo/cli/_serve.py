@@ -12,14 +12,12 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DebugOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
-    app,
     check_device_dtype,
     err_console,
     esc,
     with_help,
+    command,
 )
 
 _SERVE_EPILOG = (
@@ -33,7 +31,7 @@ _SERVE_EPILOG = (
 )
 
 
-@app.command("serve", epilog=_SERVE_EPILOG, no_args_is_help=False)
+@command("serve", epilog=_SERVE_EPILOG, no_args_is_help=False)
 def serve_cmd(
     host: Annotated[str, typer.Option(
         "--host", metavar="HOST",
@@ -46,8 +44,7 @@ def serve_cmd(
         ModelOpt,
         "Default model of the page; a hub id or folder given here is offered too (besides the packaged aliases).",
     )] = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    device="cpu", dtype="float32",
     max_chars: Annotated[int, typer.Option(
         "--max-chars", min=1, metavar="N", help="Longest text accepted, in characters.",
     )] = 2000,

@@ -12,36 +12,20 @@ from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DebugOpt,
     DropSpecialOpt,
-    FileOpt,
     HeadsOpt,
-    JobsOpt,
-    JsonOpt,
     LayersOpt,
-    MaxdimOpt,
     Metric,
-    MetricOpt,
-    DeviceOpt,
-    DtypeOpt,
-    ModelOpt,
-    NoDiagramsOpt,
     OutOpt,
     PlotFormat,
     PlotFormatOpt,
-    PlotsOpt,
-    TextArg,
     TopOpt,
-    TruncateOpt,
-    app,
-    check_plot_options,
     console,
     data_table,
     diagram_points,
     esc,
     finish_result,
     json_doc,
-    load_model_with_status,
     model_line,
     num,
     parse_indices,
@@ -50,6 +34,8 @@ from ._common import (
     progress_bar,
     read_text,
     with_help,
+    command,
+    opening,
 )
 
 _TIMELINE_EPILOG = (
@@ -65,19 +51,14 @@ _TIMELINE_EPILOG = (
 )
 
 
-@app.command("timeline", epilog=_TIMELINE_EPILOG, no_args_is_help=False)
+@command("timeline", epilog=_TIMELINE_EPILOG, no_args_is_help=False)
 def timeline_cmd(
-    text: TextArg = None,
-    file: FileOpt = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    text=None, file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32",
     layer: Annotated[Optional[List[str]], with_help(
         LayersOpt, "Layer, 0-based (default 0; -1 is the last).",
     )] = None,
     head: Annotated[Optional[List[str]], with_help(HeadsOpt, "Head, 0-based (default 0).")] = None,
-    metric: MetricOpt = "jensen_shannon",
-    maxdim: MaxdimOpt = 1,
+    metric="jensen_shannon", maxdim=1,
     t0: Annotated[Optional[int], typer.Option(
         "--t0", metavar="T",
         help="First prefix length in model tokens, specials included "
@@ -87,11 +68,11 @@ def timeline_cmd(
     drop_special: Annotated[bool, with_help(
         DropSpecialOpt, "Remove special tokens (\\[CLS], \\[SEP], …) from every slice and renormalize rows.",
     )] = False,
-    truncate: TruncateOpt = False,
+    truncate=False,
     out: Annotated[Optional[Path], with_help(
         OutOpt, "Save the timeline (and figures) into this folder, atomically.",
     )] = None,
-    plots: PlotsOpt = False,
+    plots=False,
     plot_format: Annotated[Optional[List[PlotFormat]], with_help(
         PlotFormatOpt,
         "png (default), svg, pdf; html writes an animation timeline.html. Repeatable.",
@@ -99,10 +80,7 @@ def timeline_cmd(
     top: Annotated[int, with_help(
         TopOpt, "Show the N largest changes and longest vines (0: all).",
     )] = 10,
-    json_out: JsonOpt = False,
-    no_diagrams: NoDiagramsOpt = False,
-    n_jobs: JobsOpt = None,
-    debug: DebugOpt = False,
+    json_out=False, no_diagrams=False, n_jobs=None,
 ) -> None:
     """Topology in time: the persistence diagram of every prefix of the text for one head, how much each arriving token changes it (bottleneck, Wasserstein), and the features followed through time (vines).
 
@@ -116,10 +94,9 @@ def timeline_cmd(
     check_maxdim(maxdim, name="--maxdim")
     lay = _one_index(layer, "--layer", 0)
     hd = _one_index(head, "--head", 0)
-    formats = check_plot_options(plots, plot_format, out)
-
-    show = not json_out
-    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model, device=device, dtype=dtype)
+    m, show, formats = run.model, run.show, run.formats
     how = "one forward pass" if m.causal else "a forward pass per prefix"
     with progress_bar(f"timeline ({how})", show) as progress:
         t1 = time.perf_counter()
@@ -136,7 +113,7 @@ def timeline_cmd(
         return out_doc
 
     finish_result(tl, out=out, formats=formats, json_out=json_out, bundle=_bundle,
-                  timing={"model_s": round(t_model, 3), "timeline_s": round(t_tl, 3)}, plots_s=True,
+                  timing=run.timing(timeline_s=t_tl), plots_s=True,
                   t_start=t_start, document=document,
                   summary=lambda timing: _print_summary(tl, m, source, doc, timing))
 
