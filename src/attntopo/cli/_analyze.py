@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -17,22 +16,11 @@ from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
     EngineName,
-    HeadsOpt,
-    JobsOpt,
-    LayersOpt,
     Metric,
-    MetricOpt,
-    ModelOpt,
-    OutOpt,
     PaperMode,
-    PlotFormat,
-    PlotFormatOpt,
-    TopOpt,
-    TruncateOpt,
     console,
     data_table,
     esc,
-    finish_result,
     grid_points,
     json_doc,
     where_line,
@@ -44,7 +32,6 @@ from ._common import (
     read_text,
     command,
     opening,
-    with_help,
 )
 
 _ANALYZE_EPILOG = (
@@ -60,28 +47,26 @@ _ANALYZE_EPILOG = (
 )
 
 
-@command(epilog=_ANALYZE_EPILOG, no_args_is_help=False)
+_HELPS = {  # the shared options in this command's words
+    "model": "Model: a packaged alias (see [bold]attntopo models[/bold]), a Hugging Face id or a local folder/.gguf.",
+    "layer": "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all).",
+    "head": "Head(s) to analyse in each chosen layer; repeat or comma-separate (default: all).",
+    "metric": "Distance between two tokens' attention rows.",
+    "truncate": "Cut texts longer than the model's context instead of failing.",
+    "out": "Save the result (and figures) into this folder, atomically; an existing result there is replaced.",
+    "plot_format": "Figure format(s): png (default), svg, pdf; html writes one interactive report.html. Repeatable.",
+    "top": "Show at most N heads in the table (0: all). JSON always holds all.",
+    "n_jobs": "Worker processes for persistence (default: all cores).",
+}
+
+
+@command(epilog=_ANALYZE_EPILOG, no_args_is_help=False, helps=_HELPS)
 def analyze(
     text: Annotated[Optional[str], typer.Argument(
         metavar="TEXT", help="The text to analyse (or use --file).", show_default=False,
     )] = None,
-    file=None,
-    model: Annotated[str, with_help(
-        ModelOpt,
-        "Model: a packaged alias (see [bold]attntopo models[/bold]), a Hugging Face id or a local folder/.gguf.",
-    )] = DEFAULT_MODEL,
-    device="cpu", dtype="float32",
-    layer: Annotated[Optional[List[str]], with_help(
-        LayersOpt, "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all).",
-    )] = None,
-    head: Annotated[Optional[List[str]], with_help(
-        HeadsOpt,
-        "Head(s) to analyse in each chosen layer; repeat or comma-separate (default: all).",
-    )] = None,
-    metric: Annotated[Metric, with_help(
-        MetricOpt, "Distance between two tokens' attention rows.",
-    )] = "jensen_shannon",
-    maxdim=1,
+    file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
+    metric="jensen_shannon", maxdim=1,
     threshold: Annotated[float, typer.Option(
         "--threshold", metavar="T",
         help="Largest edge length of the Rips filtration, > 0 (inf: the whole filtration).",
@@ -104,25 +89,12 @@ def analyze(
     paper_compat: Annotated[bool, typer.Option(
         "--paper-compat", help="Deprecated: the same as --paper notebook.",
     )] = False,
-    truncate: Annotated[bool, with_help(
-        TruncateOpt, "Cut texts longer than the model's context instead of failing.",
-    )] = False,
-    out: Annotated[Optional[Path], with_help(
-        OutOpt,
-        "Save the result (and figures) into this folder, atomically; an existing result there is replaced.",
-    )] = None,
-    plots=False,
-    plot_format: Annotated[Optional[List[PlotFormat]], with_help(
-        PlotFormatOpt,
-        "Figure format(s): png (default), svg, pdf; html writes one interactive report.html. Repeatable.",
-    )] = None,
+    truncate=False, out=None, plots=False, plot_format=None,
     plot_heads: Annotated[int, typer.Option(
         "--plot-heads", min=0, metavar="N",
         help="Draw per-head figures for at most N heads (the top N by --sort); the head grid shows all.",
     )] = 3,
-    top: Annotated[int, with_help(
-        TopOpt, "Show at most N heads in the table (0: all). JSON always holds all.",
-    )] = DEFAULT_TOP,
+    top=DEFAULT_TOP,
     sort: Annotated[Optional[str], typer.Option(
         "--sort", metavar="COLUMN",
         help="Order of the table: 'layer' or a summary column such as max_persistence_h1, "
@@ -130,10 +102,7 @@ def analyze(
         "(default: layer order when every head fits, else max_persistence_h1).",
         show_default=False,
     )] = None,
-    json_out=False, no_diagrams=False,
-    n_jobs: Annotated[Optional[int], with_help(
-        JobsOpt, "Worker processes for persistence (default: all cores).",
-    )] = None,
+    json_out=False, no_diagrams=False, n_jobs=None,
 ) -> None:
     """Analyse one text: attention of every (or the chosen) head → token distances → persistence diagrams → a per-head summary table.
 
@@ -141,7 +110,6 @@ def analyze(
     """  # noqa: E501 - typer keeps line breaks of help text
     import attntopo as at
 
-    t_start = time.perf_counter()  # reading --file counts
     metric = Metric(metric).value
     engine = None if engine is None else EngineName(engine).value
     body, source = read_text(text, file)
@@ -151,7 +119,7 @@ def analyze(
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
     sort = _check_sort(sort, maxdim)
-    run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
                   model=model, device=device, dtype=dtype)
     m, show, formats = run.model, run.show, run.formats
     n_sel = (len(layers) if layers else m.n_layers) * (len(heads) if heads else m.n_heads)
@@ -190,9 +158,9 @@ def analyze(
         _print_header(analysis, m, source, timing)
         _print_table(analysis, rows, sort_key, top)
 
-    finish_result(analysis, out=out, formats=formats, json_out=json_out, bundle=lambda _: bundle,
-                  timing=run.timing(analysis_s=t_analysis), plots_s=True,
-                  t_start=t_start, document=document, summary=summary)
+    run.finish(analysis, seconds={"analysis_s": t_analysis}, bundle=lambda _: bundle, plots_s=True,
+               document=document,
+               summary=summary)
 
 
 # ------------------------------------------------------------------ table order

@@ -11,11 +11,9 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    static_plot_format_opt,
     console,
     data_table,
     esc,
-    finish_result,
     model_line,
     num,
     parse_indices,
@@ -51,10 +49,8 @@ def _words(values: Optional[List[str]]) -> list[str] | None:
         return None
     return [w.strip() for v in values for w in str(v).split(",") if w.strip()]
 
-_StaticPlotFormatOpt = static_plot_format_opt("the approximability figure is")  # png, svg, pdf: html refused
 
-
-@command("approx", epilog=_APPROX_EPILOG, no_args_is_help=False)
+@command("approx", epilog=_APPROX_EPILOG, no_args_is_help=False, static_figures="the approximability figure is")
 def approx_cmd(
     text=None, file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32",
     budget: Annotated[Optional[List[str]], typer.Option(
@@ -75,9 +71,7 @@ def approx_cmd(
     show: Annotated[Optional[int], typer.Option(
         "--show", metavar="P", show_default=False, help="Budget of the per-head table (default: the middle one).",
     )] = None,
-    truncate=False, out=None, plots=False,
-    plot_format: _StaticPlotFormatOpt = None,
-    json_out=False,
+    truncate=False, out=None, plots=False, plot_format=None, json_out=False,
 ) -> None:
     """Approximate every head by band+sparse, top-k, low-rank (SVD), kernel (FAVOR+) and clustered attention.
 
@@ -85,7 +79,6 @@ def approx_cmd(
     """
     from ..theory import approximability
 
-    t_start = time.perf_counter()
     body, source = read_text(text, file)
     budgets = _ints(budget, "--budget")
     if show is not None and budgets is not None and show not in budgets:
@@ -100,9 +93,9 @@ def approx_cmd(
         if not 0.0 <= scale_value <= 1.0 or math.isnan(scale_value):
             raise InvalidInputError(f"--scale must be a JS distance in [0, 1] or 'gap', got {scale!r}")
     layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
-    run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
                   model=model, device=device, dtype=dtype)
-    m, shown, formats = run.model, run.show, run.formats
+    m, shown = run.model, run.show
     with progress_bar("approximability", shown) as progress:
         t0 = time.perf_counter()
         r = approximability(body, model=m, budgets=budgets, families=families, scale=scale_value, draws=draws,
@@ -111,9 +104,8 @@ def approx_cmd(
         t_a = time.perf_counter() - t0
     if show is not None and show not in r.budgets:
         raise InvalidInputError(f"--show {show} is not one of the budgets {list(r.budgets)}")
-    finish_result(r, out=out, formats=formats, json_out=json_out, bundle=lambda r: _bundle(r, show), source=source,
-                  timing=run.timing(approx_s=t_a), t_start=t_start,
-                  summary=lambda timing: _print(r, m, source, show, timing))
+    run.finish(r, seconds={"approx_s": t_a}, bundle=lambda r: _bundle(r, show), source=source,
+               summary=lambda timing: _print(r, m, source, show, timing))
 
 
 def _bundle(r, show: int | None):

@@ -59,9 +59,7 @@ app = typer.Typer(
         "Run [bold]attntopo COMMAND --help[/bold] for the options of a command. "
         "Exit codes: 0 ok, 2 bad input, 1 failure."
     ),
-    rich_markup_mode="rich",
-    no_args_is_help=True,
-    add_completion=False,
+    rich_markup_mode="rich", no_args_is_help=True, add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -180,13 +178,17 @@ SHARED_OPTIONS: dict[str, Any] = {
 }
 
 
-def command(*args: Any, group: Any = None, **kwargs: Any) -> Callable:
+def command(*args: Any, group: Any = None, helps: dict[str, str] | None = None,
+            static_figures: str | None = None, **kwargs: Any) -> Callable:
     """Register a command on ``group`` (default: :data:`app`) like ``group.command(*args, **kwargs)``,
     from one mould:
 
     - a parameter written without an annotation (``truncate=False, out=None, json_out=False``)
       is the shared option of that name (:data:`SHARED_OPTIONS`: names, metavar, help), in the
-      place the command gives it; an annotated one keeps its own declaration (other help);
+      place the command gives it, with the help ``helps[name]`` when given (the command's own
+      wording); an annotated one keeps its own declaration;
+    - ``static_figures`` ("the depth figure is"): the command's figures have no html form, so its
+      ``plot_format`` is :func:`static_plot_format_opt`'s (png, svg, pdf; html refused in one line);
     - the shared last option ``--debug`` is appended.  It is handled once, by :func:`main` (read
       from argv before parsing: tracebacks, log lines, every warning); a command that reads it
       itself (``serve``: request logs) declares it and receives it.
@@ -202,9 +204,12 @@ def command(*args: Any, group: Any = None, **kwargs: Any) -> Callable:
             if p.name in hints:
                 params.append(p.replace(annotation=hints[p.name]))
             elif p.name in SHARED_OPTIONS:
-                params.append(p.replace(annotation=SHARED_OPTIONS[p.name]))
+                params.append(p.replace(annotation=_shared_option(p.name, (helps or {}).get(p.name), static_figures)))
             else:
                 raise TypeError(f"{f.__name__}: parameter {p.name!r} has no annotation and is no shared option")
+        unknown = set(helps or {}) - {p.name for p in sig.parameters.values() if p.name not in hints}
+        if unknown:
+            raise TypeError(f"{f.__name__}: helps for {sorted(unknown)}, which are no shared option of it")
         reads_debug = "debug" in sig.parameters
 
         @functools.wraps(f)
@@ -222,6 +227,19 @@ def command(*args: Any, group: Any = None, **kwargs: Any) -> Callable:
         return f
 
     return register
+
+
+def _shared_option(name: str, help: str | None, static_figures: str | None) -> Any:
+    """The declaration of the shared option ``name`` (:data:`SHARED_OPTIONS`), with ``help`` instead
+    of its own when given; ``plot_format`` of a command whose figures are static (``static_figures``)
+    is :func:`static_plot_format_opt`'s."""
+    option = SHARED_OPTIONS[name]
+    if name == "plot_format" and static_figures is not None:
+        option = static_plot_format_opt(static_figures)
+    if help is None:
+        return option
+    return Annotated[get_args(option)[0], with_help(option, help)]  # type: ignore[valid-type]
+
 
 def with_help(option: Any, help: str) -> Any:
     """The typer option (or argument) of the ``Annotated`` type ``option``, with ``help`` instead
@@ -422,6 +440,14 @@ class Opening:
     formats: list[str]
     model: Any = None
     t_model: float = 0.0
+    out: Path | None = None
+
+    def finish(self, result: Any, *, summary: Callable[[dict], None], seconds: dict[str, float],
+               **options: Any) -> None:
+        """:func:`finish_result` for this command: its ``--out``, figure formats, ``--json`` and start
+        time, with ``timing`` = :meth:`timing` of ``seconds`` (the command's own stages)."""
+        finish_result(result, out=self.out, formats=self.formats, json_out=not self.show,
+                      timing=self.timing(**seconds), t_start=self.t_start, summary=summary, **options)
 
     def timing(self, **seconds: float) -> dict:
         """``{"model_s": …, **seconds}``, each rounded to the millisecond (the ``timing`` of
@@ -440,9 +466,9 @@ def opening(*, t_start: float | None = None, json_out: bool = False, out: Path |
     formats = check_plot_options(plots, plot_format, out)
     shown = (not json_out) if show is None else show
     if model is None:
-        return Opening(t0, shown, formats)
+        return Opening(t0, shown, formats, out=out)
     m, t_model = load_model_with_status(model, shown, device=device, dtype=dtype)
-    return Opening(t0, shown, formats, m, t_model)
+    return Opening(t0, shown, formats, m, t_model, out)
 
 
 def save_result(result: Any, out: Path, figures: dict[str, bytes] | None = None) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import time
 import warnings
-from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
@@ -18,11 +17,6 @@ from ..words import split_words
 from ._common import (
     DEFAULT_TOP,
     Metric,
-    ModelOpt,
-    OutOpt,
-    PlotFormat,
-    PlotFormatOpt,
-    TopOpt,
     console,
     data_table,
     esc,
@@ -35,9 +29,7 @@ from ._common import (
     progress_bar,
     summary_rows,
     command,
-    finish_result,
     opening,
-    with_help,
 )
 
 _COMPARE_EPILOG = (
@@ -57,7 +49,15 @@ _COMPARE_EPILOG = (
 )
 
 
-@command("compare", epilog=_COMPARE_EPILOG, no_args_is_help=True)
+_HELPS = {  # the shared options in this command's words
+    "model": "Model: a packaged alias, a Hugging Face id (a multilingual one for translations) or a folder.",
+    "out": "Save the comparison (and figures) into this folder.",
+    "plot_format": "png (default), svg, pdf; html writes one interactive report.html.",
+    "top": "Show at most N heads (0: all). JSON holds all.",
+}
+
+
+@command("compare", epilog=_COMPARE_EPILOG, no_args_is_help=True, helps=_HELPS)
 def compare_cmd(
     text_a: Annotated[str, typer.Argument(
         metavar="TEXT_A", help="The first text.", show_default=False,
@@ -65,11 +65,8 @@ def compare_cmd(
     text_b: Annotated[str, typer.Argument(
         metavar="TEXT_B", help="The second text.", show_default=False,
     )],
-    model: Annotated[str, with_help(
-        ModelOpt,
-        "Model: a packaged alias, a Hugging Face id (a multilingual one for translations) or a folder.",
-    )] = DEFAULT_MODEL,
-    device="cpu", dtype="float32", layer=None, head=None, metric="jensen_shannon", maxdim=1,
+    model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
+    metric="jensen_shannon", maxdim=1,
     scale: Annotated[Optional[float], typer.Option(
         "--scale", "--eps", metavar="EPS",
         help="Scale ε at which shared edges/triangles are compared, >= 0 (default: per head, the median "
@@ -105,20 +102,11 @@ def compare_cmd(
         "shared by more than half of the heads; H0 on short texts, where most H1 distances are 0).",
         show_default=False,
     )] = None,
-    out: Annotated[Optional[Path], with_help(
-        OutOpt, "Save the comparison (and figures) into this folder.",
-    )] = None,
-    plots=False,
-    plot_format: Annotated[Optional[List[PlotFormat]], with_help(
-        PlotFormatOpt, "png (default), svg, pdf; html writes one interactive report.html.",
-    )] = None,
+    out=None, plots=False, plot_format=None,
     plot_heads: Annotated[int, typer.Option(
         "--plot-heads", min=0, metavar="N", help="Per-head figures for the N most similar heads.",
     )] = 2,
-    top: Annotated[int, with_help(
-        TopOpt, "Show at most N heads (0: all). JSON holds all.",
-    )] = DEFAULT_TOP,
-    json_out=False, no_diagrams=False, n_jobs=None,
+    top=DEFAULT_TOP, json_out=False, no_diagrams=False, n_jobs=None,
 ) -> None:
     """Compare two texts head by head: shared tokens, when they connect in each text, simplices present in both, and diagram distances (bottleneck, Wasserstein) per homology dimension.
 
@@ -126,7 +114,6 @@ def compare_cmd(
     """  # noqa: E501 - typer keeps line breaks of help text
     import attntopo as at
 
-    t_start = time.perf_counter()
     metric = Metric(metric).value
     if not text_a.strip() or not text_b.strip():
         raise EmptyTextError("TEXT_A and TEXT_B must both hold at least one word")
@@ -142,7 +129,7 @@ def compare_cmd(
     if alignment is not None and not align_tokens:
         _check_word_indices(alignment, text_a, text_b)
     words = _highlight_words(highlight)
-    run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
                   model=model, device=device, dtype=dtype)
     m, show, formats = run.model, run.show, run.formats
     with progress_bar("comparing", show) as progress:
@@ -192,10 +179,9 @@ def compare_cmd(
             doc["diagrams"] = {side: grid_points(an.diagrams, an.layers, an.heads) for side, an in (("a", c.a), ("b", c.b))}
         return doc
 
-    finish_result(c, out=out, formats=formats, json_out=json_out, bundle=lambda _: bundle,
-                  timing=run.timing(compare_s=t_cmp), t_start=t_start, document=document,
-                  summary=lambda timing: _print_summary(c, m, rows, keys, pairs, timing, metric=metric, eps=eps,
-                                                        alignment=alignment, top=top, dim=dim))
+    run.finish(c, seconds={"compare_s": t_cmp}, bundle=lambda _: bundle, document=document,
+               summary=lambda timing: _print_summary(c, m, rows, keys, pairs, timing, metric=metric, eps=eps,
+                                                     alignment=alignment, top=top, dim=dim))
 
 
 def _print_summary(c, m, rows, keys, pairs, timing, *, metric, eps, alignment, top, dim) -> None:

@@ -10,12 +10,10 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    static_plot_format_opt,
     TextsFileOpt,
     console,
     data_table,
     esc,
-    finish_result,
     model_line,
     print_table,
     progress_bar,
@@ -59,10 +57,8 @@ def _texts(texts: Optional[List[str]], file: Optional[str], word: Optional[str],
         raise InvalidInputError("--fortunes replaces the texts: give either texts or --fortunes")
     return read_texts(texts, file)
 
-_StaticPlotFormatOpt = static_plot_format_opt("the context figure is")  # png, svg, pdf: html refused
 
-
-@command("context", epilog=_CONTEXT_EPILOG, no_args_is_help=False)
+@command("context", epilog=_CONTEXT_EPILOG, no_args_is_help=False, static_figures="the context figure is")
 def context_cmd(
     texts: Annotated[Optional[List[str]], typer.Argument(
         metavar="TEXT...", show_default=False, help="The texts (or use --file, or --word alone).",
@@ -86,9 +82,7 @@ def context_cmd(
     seed: Annotated[int, typer.Option(
         "--seed", min=0, help="Seed of the permutations (and of the fortunes drawn).",
     )] = 0,
-    truncate=False, out=None, plots=False,
-    plot_format: _StaticPlotFormatOpt = None,
-    json_out=False,
+    truncate=False, out=None, plots=False, plot_format=None, json_out=False,
 ) -> None:
     """Permutation equivariance, contextual-mapping margins and contextuality of a model, per layer.
 
@@ -96,19 +90,17 @@ def context_cmd(
     """  # noqa: E501 - typer keeps line breaks of help text
     from ..theory import context
 
-    t_start = time.perf_counter()
     body, source = _texts(texts, file, word, fortunes, contexts, seed)
-    run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
                   model=model, device=device, dtype=dtype)
-    m, show, formats = run.model, run.show, run.formats
+    m, show = run.model, run.show
     with progress_bar(f"context · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
         t0 = time.perf_counter()
         r = context(body, m, word=word, n_permutations=permutations, seed=seed,
                     equivariance_texts=equivariance_texts, truncate=truncate, progress=bar)
         t_c = time.perf_counter() - t0
-    finish_result(r, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,
-                  timing=run.timing(context_s=t_c), t_start=t_start,
-                  summary=lambda timing: _print_summary(r, m, source, timing))
+    run.finish(r, seconds={"context_s": t_c}, bundle=_bundle, source=source,
+               summary=lambda timing: _print_summary(r, m, source, timing))
 
 
 def _bundle(r):

@@ -10,13 +10,11 @@ import typer
 from .._validation import check_positive_int
 from ..constants import DEFAULT_MODEL
 from ._common import (
-    static_plot_format_opt,
     TextsArg,
     TextsFileOpt,
     console,
     data_table,
     esc,
-    finish_result,
     model_line,
     num,
     print_table,
@@ -39,10 +37,8 @@ _DEPTH_EPILOG = (
     "token's attention rows in consecutive layers. --json adds spreads and every head. docs/theory.md §1."
 )
 
-_StaticPlotFormatOpt = static_plot_format_opt("the depth figure is")  # png, svg, pdf: html refused
 
-
-@command("depth", epilog=_DEPTH_EPILOG, no_args_is_help=False)
+@command("depth", epilog=_DEPTH_EPILOG, no_args_is_help=False, static_figures="the depth figure is")
 def depth_cmd(
     texts: TextsArg = None,
     file: TextsFileOpt = None,
@@ -50,9 +46,7 @@ def depth_cmd(
     k: Annotated[int, typer.Option(
         "--k", "-k", help="Neighbours for the k-NN overlap between depths (min(k, n−2) per text).",
     )] = 10,
-    truncate=False, out=None, plots=False,
-    plot_format: _StaticPlotFormatOpt = None,
-    json_out=False,
+    truncate=False, out=None, plots=False, plot_format=None, json_out=False,
 ) -> None:
     """Per-layer geometry of a model: rank collapse, JS geometry, intrinsic dimension, Fisher–Rao movement.
 
@@ -60,19 +54,17 @@ def depth_cmd(
     """  # noqa: E501 - typer keeps line breaks of help text
     from ..theory import depth
 
-    t_start = time.perf_counter()
     body, source = read_texts(texts, file)
     k = check_positive_int(k, "--k", allow_none=False, hint="neighbours for the overlap between depths")
-    run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
                   model=model, device=device, dtype=dtype)
-    m, show, formats = run.model, run.show, run.formats
+    m, show = run.model, run.show
     with progress_bar(f"depth · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
         t0 = time.perf_counter()
         d = depth(body, m, k=k, truncate=truncate, progress=bar)
         t_d = time.perf_counter() - t0
-    finish_result(d, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,
-                  timing=run.timing(depth_s=t_d), t_start=t_start,
-                  summary=lambda timing: _print_summary(d, m, source, timing))
+    run.finish(d, seconds={"depth_s": t_d}, bundle=_bundle, source=source,
+               summary=lambda timing: _print_summary(d, m, source, timing))
 
 
 def _bundle(d):

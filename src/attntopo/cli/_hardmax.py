@@ -13,7 +13,6 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     OutOpt,
-    static_plot_format_opt,
     app,
     console,
     data_table,
@@ -32,8 +31,7 @@ from ._common import (
 hardmax_app = typer.Typer(
     name="hardmax",
     help="Hardmax attention dynamics (Alcalde, Fantuzzi & Zuazua 2025): tokens gather around leaders.",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
+    no_args_is_help=True, rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(hardmax_app, name="hardmax")
@@ -50,6 +48,9 @@ _SIMULATE_EPILOG = (
     "shifted to be positive definite; docs/hardmax.md). The result loads back with "
     "[bold]attntopo.load_result(DIR)[/bold]."
 )
+
+
+_STATIC_FIGURES = "the hardmax figures are"  # their --plot-format: png, svg or pdf
 
 
 def _load_array(path: str, option: str):
@@ -78,10 +79,8 @@ def _random_instance(n: int, dim: int, seed: int, random_a: bool):
         A = (Q * np.exp(rng.uniform(0.0, np.log(10.0), size=dim))) @ Q.T
     return Z0, A
 
-_StaticPlotFormatOpt = static_plot_format_opt("the hardmax figures are")  # png, svg, pdf: html refused
 
-
-@command("simulate", group=hardmax_app, epilog=_SIMULATE_EPILOG, no_args_is_help=False)
+@command("simulate", group=hardmax_app, static_figures=_STATIC_FIGURES, epilog=_SIMULATE_EPILOG, no_args_is_help=False)
 def simulate_cmd(
     text: Annotated[Optional[str], typer.Argument(
         metavar="[TEXT]", help="A text: run on a model's tokens.", show_default=False,
@@ -134,9 +133,7 @@ def simulate_cmd(
     out: Annotated[Optional[Path], with_help(
         OutOpt, "Save the simulation (and figures) into this folder, atomically.",
     )] = None,
-    plots=False,
-    plot_format: _StaticPlotFormatOpt = None,
-    json_out=False,
+    plots=False, plot_format=None, json_out=False,
 ) -> None:
     """Run the hardmax dynamics z ← z/(1+α) + α/(1+α)·mean of argmax_j ⟨A z, z_j⟩ and report leaders, clusters and where the limit points lie.
 
@@ -368,7 +365,7 @@ _EXPLAIN_EPILOG = (
 )
 
 
-@command("explain", group=hardmax_app, epilog=_EXPLAIN_EPILOG, no_args_is_help=False)
+@command("explain", group=hardmax_app, static_figures=_STATIC_FIGURES, epilog=_EXPLAIN_EPILOG, no_args_is_help=False)
 def explain_cmd(
     model_dir: Annotated[Path, typer.Argument(
         metavar="MODEL", help="Folder of a model saved by attntopo hardmax train.",
@@ -380,9 +377,7 @@ def explain_cmd(
     out: Annotated[Optional[Path], with_help(
         OutOpt, "Save the simulation behind the prediction (and figures) into this folder.",
     )] = None,
-    plots=False,
-    plot_format: _StaticPlotFormatOpt = None,
-    json_out=False,
+    plots=False, plot_format=None, json_out=False,
 ) -> None:
     """Explain one prediction of a trained hardmax classifier: the leader words and the cluster each word ends in."""
     import attntopo as at

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 import warnings
-from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
@@ -15,13 +14,7 @@ from .._validation import check_maxdim, check_scale
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    JobsOpt,
-    MaxdimOpt,
     Metric,
-    OutOpt,
-    PlotFormat,
-    PlotFormatOpt,
-    TopOpt,
     console,
     data_table,
     esc,
@@ -32,7 +25,6 @@ from ._common import (
     print_table,
     progress_bar,
     read_text,
-    with_help,
     command,
     finish_result,
     opening,
@@ -51,7 +43,16 @@ _HEADS_EPILOG = (
 )
 
 
-@command("heads", epilog=_HEADS_EPILOG, no_args_is_help=False)
+_HELPS = {  # the shared options in this command's words
+    "maxdim": "Highest homology dimension of head space: 0, 1 or 2.",
+    "out": "Save the head space (or the comparison) and figures into this folder, atomically.",
+    "plot_format": "png (default), svg, pdf; html writes the interactive MDS scatter. Repeatable.",
+    "top": "Show at most N redundant groups (0: all).",
+    "n_jobs": "Worker processes for the bootstrap diagrams.",
+}
+
+
+@command("heads", epilog=_HEADS_EPILOG, no_args_is_help=False, helps=_HELPS)
 def heads_cmd(
     text: Annotated[Optional[List[str]], typer.Argument(
         metavar="TEXT...", help="Texts (each argument is one text; or use --file).",
@@ -71,10 +72,7 @@ def heads_cmd(
         "-c", metavar="MODEL", hidden=True, show_default=False,
         help="Deprecated short form of --compare-model (-c is --context in attntopo phrase).",
     )] = None,
-    metric="jensen_shannon",
-    maxdim: Annotated[int, with_help(
-        MaxdimOpt, "Highest homology dimension of head space: 0, 1 or 2.",
-    )] = 1,
+    metric="jensen_shannon", maxdim=1,
     raw: Annotated[bool, typer.Option(
         "--sum",
         help="Sum over tokens (the founding paper) instead of the mean; not with --compare-model.",
@@ -90,20 +88,8 @@ def heads_cmd(
         show_default=False,
     )] = None,
     seed: Annotated[int, typer.Option("--seed", metavar="S", help="Seed of the bootstrap.")] = 0,
-    drop_special=False, truncate=False,
-    out: Annotated[Optional[Path], with_help(
-        OutOpt, "Save the head space (or the comparison) and figures into this folder, atomically.",
-    )] = None,
-    plots=False,
-    plot_format: Annotated[Optional[List[PlotFormat]], with_help(
-        PlotFormatOpt,
-        "png (default), svg, pdf; html writes the interactive MDS scatter. Repeatable.",
-    )] = None,
-    top: Annotated[int, with_help(TopOpt, "Show at most N redundant groups (0: all).")] = 8,
-    json_out=False,
-    n_jobs: Annotated[Optional[int], with_help(
-        JobsOpt, "Worker processes for the bootstrap diagrams.",
-    )] = None,
+    drop_special=False, truncate=False, out=None, plots=False, plot_format=None, top=8,
+    json_out=False, n_jobs=None,
 ) -> None:
     """Head space: every attention head is a point, at Jensen–Shannon distance from the others; its persistence, clusters, redundant heads and head types (sink, self, previous/next token, banded, vertical, broad) — and, with --compare-model, two models' head spaces compared.
 

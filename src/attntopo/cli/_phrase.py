@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
@@ -15,13 +14,7 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
-    DropSpecialOpt,
-    HeadsOpt,
-    LayersOpt,
     Metric,
-    ModelOpt,
-    OutOpt,
-    TopOpt,
     console,
     data_table,
     esc,
@@ -33,9 +26,7 @@ from ._common import (
     print_table,
     progress_bar,
     command,
-    finish_result,
     opening,
-    with_help,
 )
 
 _PHRASE_EPILOG = (
@@ -49,7 +40,17 @@ _PHRASE_EPILOG = (
 )
 
 
-@command("phrase", epilog=_PHRASE_EPILOG, no_args_is_help=True)
+_HELPS = {  # the shared options in this command's words
+    "model": "Model alias, Hugging Face id or folder.",
+    "layer": "Layer(s), 0-based (default: all).",
+    "head": "Head(s) (default: all).",
+    "drop_special": "Remove special tokens and renormalize rows.",
+    "out": "Save the result into this folder.",
+    "top": "Show at most N heads (0: all). JSON holds all.",
+}
+
+
+@command("phrase", epilog=_PHRASE_EPILOG, no_args_is_help=True, helps=_HELPS)
 def phrase_cmd(
     phrase: Annotated[str, typer.Argument(
         metavar="PHRASE", help="The phrase to follow.", show_default=False,
@@ -58,14 +59,7 @@ def phrase_cmd(
         "--context", "-c", metavar="TEXT",
         help="A context containing the phrase; repeat (at least one).", show_default=False,
     )] = None,
-    model: Annotated[str, with_help(
-        ModelOpt, "Model alias, Hugging Face id or folder.",
-    )] = DEFAULT_MODEL,
-    device="cpu", dtype="float32",
-    layer: Annotated[Optional[List[str]], with_help(
-        LayersOpt, "Layer(s), 0-based (default: all).",
-    )] = None,
-    head: Annotated[Optional[List[str]], with_help(HeadsOpt, "Head(s) (default: all).")] = None,
+    model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
     metric="jensen_shannon", maxdim=1,
     dim: Annotated[int, typer.Option(
         "--dim", metavar="D", help="Homology dimension reported (phrases are short: H0).",
@@ -73,15 +67,8 @@ def phrase_cmd(
     occurrence: Annotated[int, typer.Option(
         "--occurrence", min=0, metavar="K", help="Use the K-th match in each context.",
     )] = 0,
-    drop_special: Annotated[bool, with_help(
-        DropSpecialOpt, "Remove special tokens and renormalize rows.",
-    )] = False,
-    truncate=False,
-    out: Annotated[Optional[Path], with_help(OutOpt, "Save the result into this folder.")] = None,
-    top: Annotated[int, with_help(
-        TopOpt, "Show at most N heads (0: all). JSON holds all.",
-    )] = DEFAULT_TOP,
-    json_out=False, no_diagrams=False, n_jobs=None,
+    drop_special=False, truncate=False, out=None, top=DEFAULT_TOP, json_out=False,
+    no_diagrams=False, n_jobs=None,
 ) -> None:
     """Follow one phrase across contexts: its tokens in each, its diagrams, and how far apart they are (bottleneck, Wasserstein) from context to context.
 
@@ -89,7 +76,6 @@ def phrase_cmd(
     """  # noqa: E501 - typer keeps line breaks of help text
     import attntopo as at
 
-    t_start = time.perf_counter()
     metric = Metric(metric).value
     if not context:
         raise InvalidInputError("give at least one --context TEXT that contains the phrase")
@@ -97,7 +83,7 @@ def phrase_cmd(
     check_dim(dim, maxdim, "--dim", hint="--maxdim")
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
-    run = opening(t_start=t_start, json_out=json_out, out=out, model=model, device=device, dtype=dtype)
+    run = opening(json_out=json_out, out=out, model=model, device=device, dtype=dtype)
     m, show = run.model, run.show
     with progress_bar("phrase topology", show) as progress:
         t0 = time.perf_counter()
@@ -127,9 +113,8 @@ def phrase_cmd(
             doc["diagrams"] = [d for k, grid in enumerate(p.diagrams) for d in grid_points(grid, p.layers, p.heads, context=k)]
         return doc
 
-    finish_result(p, out=out, formats=[], json_out=json_out, timing=run.timing(phrase_s=t_phrase),
-                  t_start=t_start, document=document,
-                  summary=lambda _: _print_summary(p, m, phrase, rows, dim=dim, top=top))
+    run.finish(p, seconds={"phrase_s": t_phrase}, document=document,
+               summary=lambda _: _print_summary(p, m, phrase, rows, dim=dim, top=top))
 
 
 def _print_summary(p, m, phrase, rows, *, dim, top) -> None:

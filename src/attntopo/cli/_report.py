@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -13,8 +13,6 @@ from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
-    HeadsOpt,
-    LayersOpt,
     Metric,
     check_writable_parent,
     err_console,
@@ -23,7 +21,6 @@ from ._common import (
     progress_bar,
     read_text,
     status,
-    with_help,
     command,
     opening,
 )
@@ -41,7 +38,13 @@ _REPORT_EPILOG = (
 )
 
 
-@command("report", epilog=_REPORT_EPILOG, no_args_is_help=True)
+_HELPS = {  # the shared options in this command's words
+    "layer": "Layer of a head drawn in full; pairs with --head.",
+    "head": "Head drawn in full (default: the most persistent heads).",
+}
+
+
+@command("report", epilog=_REPORT_EPILOG, no_args_is_help=True, helps=_HELPS)
 def report_cmd(
     text=None, file=None,
     compare_text: Annotated[Optional[str], typer.Option(
@@ -52,13 +55,7 @@ def report_cmd(
         "--out", "-o", metavar="FILE", help="The HTML file to write (atomically).",
         show_default=False,
     )] = ...,
-    model=DEFAULT_MODEL, device="cpu", dtype="float32",
-    layer: Annotated[Optional[List[str]], with_help(
-        LayersOpt, "Layer of a head drawn in full; pairs with --head.",
-    )] = None,
-    head: Annotated[Optional[List[str]], with_help(
-        HeadsOpt, "Head drawn in full (default: the most persistent heads).",
-    )] = None,
+    model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
     plot_heads: Annotated[int, typer.Option(
         "--plot-heads", min=0, max=20, metavar="N",
         help="Without --layer/--head: draw the N most persistent heads (and, with --compare, the N most similar).",
