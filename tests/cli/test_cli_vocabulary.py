@@ -5,6 +5,7 @@ subprocess."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 
@@ -41,9 +42,29 @@ def test_flags_show_no_value_placeholder():
         assert r.returncode == 0, (path, r.stderr)
         assert "<bool>" not in r.stdout, path
         assert "--help" in r.stdout
+        assert r.stdout.count("--debug") == 1, path  # every command takes --debug (the app adds it)
     r = run("analyze", "--help")
     line = next(ln for ln in r.stdout.splitlines() if "--json" in ln)
     assert line.split("--json", 1)[1].split()[0] == "Print", line  # the help text follows the name
+
+
+def test_debug_is_declared_once_by_the_app():
+    """``--debug`` was declared in 13 commands and read by none (``main`` reads it from the command
+    line): no command declares it now but ``serve``, whose own flag also logs every request; the
+    app gives every command the flag, before or after the command's name."""
+    def callbacks(typer_app):
+        for c in typer_app.registered_commands:
+            yield c.name or c.callback.__name__, c.callback
+        for g in typer_app.registered_groups:
+            yield from callbacks(g.typer_instance)
+
+    declared = sorted(name for name, cb in callbacks(app) if "debug" in inspect.signature(cb).parameters)
+    assert declared == ["serve"]
+    for args in (["--debug", "words", ""], ["words", "", "--debug"], ["hardmax", "simulate", "--n", "0", "--debug"]):
+        r = run(*args)
+        assert r.returncode == 2 and "Traceback" in r.stderr, (args, r.stderr)
+        assert r.stderr.strip().splitlines()[-1].startswith("error: "), r.stderr
+    assert_one_line_error(run("words", ""), "the text is empty")
 
 
 # ------------------------------------------------------------------ --plot-format

@@ -10,7 +10,9 @@ Skipped where torch sees no CUDA device (CI has none).  On a machine with one it
 * :func:`attntopo.analyze` with the CUDA model gives the CPU's distances and diagrams;
 * the calls that build their own tensors on ``model.device`` work: hidden states
   (``forward_capture``), queries and keys (``capture_qk``), compression (bidirectional and
-  causal), the hardmax model functions, the context diagnostic with a rotary causal model.
+  causal), the hardmax model functions, the context diagnostic with a rotary causal model;
+* ``--device``/``--dtype``: the checks accept the GPUs there and refuse one more, a bfloat16 model
+  on the GPU gives renormalized rows and runs the analyses, and the command line runs on the GPU.
 
 The model: ``"minilm"`` (the packaged one), or the folder named by ``ATTNTOPO_GPU_TEST_MODEL`` (for a
 GPU machine without the package installed, e.g. a float16 copy of its weights: both devices load
@@ -350,3 +352,52 @@ def test_causal_context_and_queries_on_the_gpu(tiny_llama):
     assert q.self_check <= SELF_CHECK_ATOL and q.queries.shape[1] == 4
     r = at.context([TEXT, TEXTS[0], TEXTS[2]], gpu, n_permutations=1, equivariance_texts=1, progress=False)
     assert "no_rotary_causal" in r.conditions and np.all(np.isfinite(r.layer_error))
+
+
+# ------------------------------------------------------------ --device, --dtype (issue 26)
+def test_device_and_dtype_checks_on_a_gpu():
+    from attntopo._validation import check_device, check_dtype
+    from attntopo.errors import DeviceError
+
+    n = torch.cuda.device_count()
+    assert check_device("auto") == "cuda:0" and check_device("cuda") == "cuda"
+    assert check_device(f"cuda:{n - 1}") == f"cuda:{n - 1}"
+    with pytest.raises(DeviceError, match=rf"^device 'cuda:{n}': this machine has {n} CUDA GPU"):
+        check_device(f"cuda:{n}")
+    assert check_dtype("float16", "cuda") == "float16"
+    if torch.cuda.get_device_capability(0)[0] >= 8:
+        assert check_dtype("bfloat16", "cuda:0") == "bfloat16"
+    else:
+        with pytest.raises(DeviceError, match="compute capability"):
+            check_dtype("bfloat16", "cuda:0")
+
+
+def test_a_bfloat16_model_on_the_gpu():
+    """Rows renormalized on the GPU within bfloat16's derived tolerance, the analyses and the
+    passes that capture queries and keys or replace rows run."""
+    from attntopo.models._qk import capture_qk
+
+    if torch.cuda.get_device_capability(0)[0] < 8:
+        pytest.skip("bfloat16 needs compute capability 8.0")
+    gpu = at.load_model(MODEL, device="cuda", dtype="bfloat16", progress=False)
+    assert gpu.dtype == "bfloat16" and {p.dtype for p in gpu.hf_model.parameters()} == {torch.bfloat16}
+    att = gpu.attention(TEXT)
+    n = att.n_tokens
+    np.testing.assert_allclose(att.weights.astype(np.float64).sum(-1), 1.0, atol=(n + 1) * 2.0**-24)
+    r = at.analyze(TEXT, gpu, maxdim=1, progress=False)
+    assert np.isfinite(r.summary()["total_persistence_h0"]).all()
+    capture_qk(gpu, TEXT)  # its self-check at bfloat16's bound (models._qk.self_check_atol)
+    at.compress(gpu, TEXT, layers=[0], scale="gap")
+
+
+def test_the_command_line_runs_on_the_gpu(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "attntopo", "analyze", TEXT, "--model", MODEL, "--device", "auto",
+                        "--dtype", "float16", "--layer", "0", "--maxdim", "0", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["model"]["device"] == "cuda:0" and doc["model"]["dtype"] == "float16"

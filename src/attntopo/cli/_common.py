@@ -164,7 +164,8 @@ NoDiagramsOpt = Annotated[bool, typer.Option(
 )]  # see grid_points
 JobsOpt = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False)]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks and library log messages.")]  # read by main(), from argv
+DEBUG_HELP = "Show tracebacks and log messages."
+DebugOpt = Annotated[bool, typer.Option("--debug", help=DEBUG_HELP)]  # a command that reads it (serve); see with_debug
 
 
 # the shared options by parameter name: a command parameter without an annotation takes its
@@ -174,7 +175,7 @@ SHARED_OPTIONS: dict[str, Any] = {
     "layer": LayersOpt, "head": HeadsOpt, "metric": MetricOpt, "maxdim": MaxdimOpt,
     "drop_special": DropSpecialOpt, "truncate": TruncateOpt, "out": OutOpt, "plots": PlotsOpt,
     "plot_format": PlotFormatOpt, "top": TopOpt, "json_out": JsonOpt, "no_diagrams": NoDiagramsOpt,
-    "n_jobs": JobsOpt, "debug": DebugOpt,
+    "n_jobs": JobsOpt,
 }
 
 
@@ -189,11 +190,10 @@ def command(*args: Any, group: Any = None, helps: dict[str, str] | None = None,
       wording); an annotated one keeps its own declaration;
     - ``static_figures`` ("the depth figure is"): the command's figures have no html form, so its
       ``plot_format`` is :func:`static_plot_format_opt`'s (png, svg, pdf; html refused in one line);
-    - the shared last option ``--debug`` is appended.  It is handled once, by :func:`main` (read
-      from argv before parsing: tracebacks, log lines, every warning); a command that reads it
-      itself (``serve``: request logs) declares it and receives it.
+    - ``--debug`` is not declared here: :func:`main` gives every command one (:func:`with_debug`)
+      and reads it itself; a command that reads it too (``serve``: request logs) declares it.
 
-    Returns the function as written (callable from Python without ``debug``)."""
+    Returns the function as written."""
     target = app if group is None else group
 
     def register(f: Callable) -> Callable:
@@ -210,17 +210,11 @@ def command(*args: Any, group: Any = None, helps: dict[str, str] | None = None,
         unknown = set(helps or {}) - {p.name for p in sig.parameters.values() if p.name not in hints}
         if unknown:
             raise TypeError(f"{f.__name__}: helps for {sorted(unknown)}, which are no shared option of it")
-        reads_debug = "debug" in sig.parameters
 
         @functools.wraps(f)
         def run(*a: Any, **kw: Any) -> Any:
-            if not reads_debug:
-                kw.pop("debug", None)  # main() has read it from argv
             return f(*a, **kw)
 
-        if not reads_debug:
-            params.append(inspect.Parameter("debug", inspect.Parameter.KEYWORD_ONLY, default=False,
-                                            annotation=DebugOpt))
         run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in params}
         target.command(*args, **kwargs)(run)
@@ -660,7 +654,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     else:  # third-party log lines (transformers' warnings) are not the CLI's output: --debug shows them
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    command = plain_flags(typer.main.get_command(app))
+    command = plain_flags(with_debug(typer.main.get_command(app)))
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=not debug) as rec:
@@ -705,6 +699,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as e:  # noqa: BLE001 - the last line of defence: one line, not a traceback
         _error(f"unexpected {type(e).__name__}: {e} (run with --debug for the traceback)", debug)
         return EXIT_FAILURE
+
+
+def with_debug(command: Any) -> Any:
+    """Give ``command`` and each of its subcommands one ``--debug`` flag; returns ``command``.
+
+    :func:`main` reads ``--debug`` (or ``ATTNTOPO_DEBUG``) from the command line before parsing,
+    to show tracebacks and log messages from the first line on, so no command declares or reads
+    it: the flag is here for parsing and ``--help`` only.  A command that reads a ``--debug`` of
+    its own (``serve``: it also logs every request) keeps its declaration.
+    """
+    if not any("--debug" in getattr(p, "opts", ()) for p in getattr(command, "params", [])):
+        command.params.append(_debug_option())
+    for sub in getattr(command, "commands", {}).values():
+        with_debug(sub)
+    return command
+
+
+def _debug_option() -> Any:
+    """The click option typer makes of :data:`DebugOpt`, its value not passed to the command."""
+    probe = typer.Typer()
+
+    @probe.command()
+    def _probe(debug: DebugOpt = False) -> None:  # pragma: no cover - never run
+        pass
+
+    option = typer.main.get_command(probe).params[0]
+    option.expose_value = False
+    return option
 
 
 def plain_flags(command: Any) -> Any:

@@ -13,13 +13,12 @@ import typer
 from .. import __version__
 from ..constants import DEFAULT_MODEL
 from ._common import (
-    DebugOpt,
+    DeviceOpt,
+    DtypeOpt,
     HeadsOpt,
     JobsOpt,
     JsonOpt,
     LayersOpt,
-    DeviceOpt,
-    DtypeOpt,
     ModelOpt,
     app,
     console,
@@ -107,7 +106,6 @@ def corpus_cmd(
         "--log-every", min=1, metavar="N", help="Without a terminal: one progress line on stderr every N batches.",
     )] = 10,
     json_out: JsonOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Compute topological features of every text of INPUT into a resumable Parquet store.
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..errors import InvalidInputError
-from ._common import DebugOpt, JsonOpt, app, data_table, print_json, print_table, with_help
+from ._common import JsonOpt, app, data_table, print_json, print_table, with_help
 
 _QUERY_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -46,7 +46,6 @@ def query_cmd(
         help="Let the query read and write files outside the store (read_csv, COPY … TO, ATTACH) "
              "with your rights; by default it sees the store's rows only.",
     )] = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Run SQL over a corpus store (DuckDB) and print the result.
 
