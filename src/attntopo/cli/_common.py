@@ -87,13 +87,16 @@ def _root(
 
 # ============================================================================ options
 # Every option that two commands share is declared once, here, as an ``Annotated`` type: its
-# names, metavar and help.  A command writes the default at the parameter, as typer advises:
+# names, metavar and help (SHARED_OPTIONS maps each to its parameter name).  A command registered
+# with @command writes only the name and the default of a shared option, in the place it wants it
+# in --help, and may word its help (helps=) or make its figures static (static_figures=):
 #
-#     model: ModelOpt = DEFAULT_MODEL,
-#     out: Annotated[Optional[Path], with_help(OutOpt, "Save the head space into this folder.")] = None,
+#     @command("heads", helps={"out": "Save the head space into this folder."})
+#     def heads_cmd(..., model=DEFAULT_MODEL, device="cpu", dtype="float32", ...,
+#                   truncate=False, out=None, plots=False, plot_format=None, json_out=False): ...
 #
-# (the second form words the help for that command).  A command's own options are declared
-# the same way in its module: ``Annotated[int, typer.Option("--plot-heads", …)] = 3``.
+# An annotated parameter keeps its own declaration: ``file: TextsFileOpt = None``, and a command's
+# own options: ``Annotated[int, typer.Option("--plot-heads", …)] = 3``.
 TextArg = Annotated[Optional[str], typer.Argument(
     metavar="TEXT", help="The text (or use --file).", show_default=False)]
 FileOpt = Annotated[Optional[str], typer.Option(
