@@ -22,7 +22,7 @@ COMMANDS = {
     "compare": ["compare", TEXT, "The dog sat on the rug.", "--layer", "0", "--head", "0"],
     "phrase": ["phrase", "cat", "-c", TEXT, "-c", "A cat ran home.", "--layer", "0", "--head", "0"],
     "timeline": ["timeline", TEXT],
-    "heads": ["heads", TEXT, "--n-boot", "0"],
+    "heads": ["heads", TEXT],
     "compress": ["compress", TEXT, "--layer", "0", "--head", "0"],
     "depth": ["depth", TEXT, "A dog slept by the door.", "--k", "2"],
     "approx": ["approx", TEXT, "--budget", "4", "--layer", "0", "--head", "0"],
