@@ -66,6 +66,7 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py --out docs/benchmarks.md --json docs/benchmarks.json
 	$(PY) benchmarks/features_bench.py --out docs/benchmarks_features.md --json docs/benchmarks_features.json
+	$(PY) benchmarks/llm_bench.py --out docs/benchmarks_llm.md --json docs/benchmarks_llm.json
 	$(PY) benchmarks/corpus_bench.py --out docs/corpus_bench.json
 	$(PY) benchmarks/engines_bench.py --out docs/engines_bench.json
 	$(PY) benchmarks/theory_bench.py --json docs/theory_bench.json

@@ -203,7 +203,7 @@ ALLOWED_PRIVATE: frozenset[tuple[str, str]] = frozenset({
     ('attntopo.cli._context', 'attntopo.theory._context'),
     # topology
     ('attntopo.analyses._analysis', 'attntopo.topology.persistence:_persistence_batch_valid'),
-    ('attntopo.features._compute', 'attntopo.topology.persistence:_persistence_batch_valid'),
+    ('attntopo.features._layers', 'attntopo.topology.persistence:_persistence_batch_valid'),
 })
 
 

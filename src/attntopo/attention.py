@@ -499,18 +499,25 @@ class Attention:
             keep = np.flatnonzero(keep)
         if keep.size == 0:
             raise InvalidInputError("no tokens left: keep at least one token")
-        w = self.weights[:, :, keep][:, :, :, keep].astype(np.float64)
-        if renormalize:
-            s = w.sum(axis=-1, keepdims=True)
-            if np.any(s <= 0):
-                raise InvalidInputError(
-                    "a kept token attends only to removed tokens, so its row cannot be renormalized"
-                )
-            w = w / s
+        L, H = self.weights.shape[:2]
+        m = keep.size
+        out = np.empty((L, H, m, m), dtype=np.float32)
+        # a few heads at a time: the float64 temporaries stay small for long texts
+        step = max(1, (1 << 21) // (m * m))
+        for h0 in range(0, H, step):
+            w = self.weights[:, h0:h0 + step][:, :, keep][:, :, :, keep].astype(np.float64)
+            if renormalize:
+                s = w.sum(axis=-1, keepdims=True)
+                if np.any(s <= 0):
+                    raise InvalidInputError(
+                        "a kept token attends only to removed tokens, so its row cannot be renormalized"
+                    )
+                w /= s
+            out[:, h0:h0 + step] = w
         idx = keep.tolist()
         return replace(
             self,
-            weights=w.astype(np.float32),
+            weights=out,
             tokens=[self.tokens[i] for i in idx],
             offsets=[self.offsets[i] for i in idx],
             special=self.special[keep],

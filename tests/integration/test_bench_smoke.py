@@ -124,3 +124,38 @@ def test_engines_benchmark_runs_and_compares_every_engine(tmp_path):
             assert all(r[f"{e}_alone_ms"] > 0 and r[f"{e}_busy_ms"] > 0 for r in doc["table"])
     if "ripser" in engines.available_engines():  # ripser.py's core starts no threads
         assert all(r["ripser_switches_per_call"] < 0.5 for r in doc["table"])
+
+
+def test_llm_benchmark_runs_and_reports_every_step(tmp_path):
+    """benchmarks/llm_bench.py on a tiny random Llama: every step measured or skipped with its
+    reason, ratios to the forward pass, the JSON and markdown written."""
+    import json
+
+    out, js = tmp_path / "llm.md", tmp_path / "llm.json"
+    env = dict(os.environ, TOKENIZERS_PARALLELISM="false")
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "llm_bench.py"), "--shape", "tiny", "--tokens", "48,64",
+         "--budget", "1000", "--out", str(out), "--json", str(js)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    res = json.loads(js.read_text())
+    (model,) = res["models"]
+    assert (model["layers"], model["heads"], model["kv_heads"]) == (2, 4, 2)
+    assert [r["n"] for r in model["runs"]] == [48, 64]
+    for row in model["runs"]:
+        for key in ("forward", "prompt_attention", "prompt_js", "analyze0_ten", "analyze1_ten",
+                    "analyze0_all", "analyze1_all"):
+            r = row[key]
+            assert r["s"] > 0 and r["host_extra"] is not None, (key, r)
+            assert r.get("ratio", 1.0) == pytest.approx(r["s"] / row["forward"]["s"]) or key == "forward"
+    assert "features(prompt), attention score, all heads" in out.read_text()
+    # a budget of 0 skips what it estimates, and says why
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "llm_bench.py"), "--shape", "tiny", "--tokens", "48",
+         "--budget", "0", "--json", str(js)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    row = json.loads(js.read_text())["models"][0]["runs"][0]
+    assert row["prompt_js"]["skipped"].startswith("estimated") and "s" not in row["analyze1_all"]

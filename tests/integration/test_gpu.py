@@ -387,7 +387,7 @@ def test_a_bfloat16_model_on_the_gpu():
     r = at.analyze(TEXT, gpu, maxdim=1, progress=False)
     assert np.isfinite(r.summary()["total_persistence_h0"]).all()
     capture_qk(gpu, TEXT)  # its self-check at bfloat16's bound (models._qk.self_check_atol)
-    at.compress(gpu, TEXT, layers=[0], scale="gap")
+    at.compress(TEXT, gpu, layers=[0], scale="gap")
 
 
 def test_the_command_line_runs_on_the_gpu(tmp_path):
@@ -401,3 +401,51 @@ def test_the_command_line_runs_on_the_gpu(tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["model"]["device"] == "cuda:0" and doc["model"]["dtype"] == "float16"
+
+
+# ------------------------------------------------- issue 26: H0 and the prompt score on the GPU
+def test_minimum_spanning_trees_on_the_gpu(models):
+    """The batched Prim gives the same edges on CUDA float64 tensors as on the CPU (min and
+    argmin are exact), and the H0 diagrams of the engines."""
+    from attntopo.topology._mst import h0_diagrams, prim_edges
+
+    cpu, _ = models
+    D = at.token_distances(cpu.attention(TEXT).weights[1])  # (H, n, n)
+    a, b = prim_edges(D), prim_edges(torch.from_numpy(D).to("cuda"))
+    assert b.device.type == "cuda"
+    np.testing.assert_array_equal(b.cpu().numpy(), a.numpy())
+    for k, dg in enumerate(h0_diagrams(torch.from_numpy(D).to("cuda"))):
+        assert dg == at.persistence(D[k], maxdim=0)
+
+
+def test_prompt_score_on_the_gpu(models):
+    """Both prompt quantities of CUDA attention: the attention score exactly the CPU's (the same
+    float64 operations), the JS score within twice one distance's float64 accuracy."""
+    from attntopo.features._prompt import prompt_features
+
+    cpu, _ = models
+    A = cpu.attention(TEXT, drop_special=True).weights[2]
+    mask = np.arange(A.shape[-1]) < A.shape[-1] // 2
+    a = prompt_features(A, None, mask)
+    b = prompt_features(torch.from_numpy(A).to("cuda"), None, mask)
+    np.testing.assert_array_equal(b[:, 1], a[:, 1])
+    np.testing.assert_allclose(b[:, 0], a[:, 0], atol=2 * JS_EVAL_ATOL, rtol=0)
+
+
+def test_features_and_analyze_h0_on_the_gpu(tiny_llama):
+    """features(prompt) of the causal Llama on the GPU (streamed layer by layer, scored there)
+    and analyze(maxdim=0) (distances and H0 there) against the CPU model, within the two-pass
+    tolerances: a score is a mean of edge lengths, each within the distance tolerance."""
+    cpu, gpu = tiny_llama
+    pair = (TEXTS[0], TEXTS[2])
+    a = at.features([pair], cpu, sets=("prompt",))
+    b = at.features([pair], gpu, sets=("prompt",))
+    n = len(cpu.tokenize(pair[0] + " " + pair[1]).ids)
+    tol = forward_tolerance(2, 128, 16, n)
+    assert a.columns == b.columns
+    np.testing.assert_allclose(b.values, a.values, atol=max(tol.distance_atol, tol.weights_atol), rtol=0)
+    x, y = at.analyze(TEXT, cpu, maxdim=0), at.analyze(TEXT, gpu, maxdim=0)
+    assert y.engine == "mst"
+    for layer in range(2):
+        for head in range(4):
+            assert at.bottleneck(x.diagram(layer, head)[0], y.diagram(layer, head)[0]) <= tol.diagram_atol

@@ -74,7 +74,6 @@ def test_attention_features_holds_a_name_never_weights():
     (5, None, {}, "X must be a list of texts, got int"),
     (["a", "b"], ["x", "x"], {}, "class"),  # one class
     (["a", "b"], None, {"verbose": -1}, "verbose must be an integer >= 0"),
-    (["a", "b"], None, {"verbose": True}, "verbose must be an integer >= 0"),
     (["a", "b"], None, {"model": 3}, "model must be a model name"),
     (["a", "b"], None, {"model": ""}, "model must be a model name"),
 ])

@@ -396,15 +396,23 @@ def analyze(
                           progress=progress)
         atts = [res] if single else list(res)
 
-    dists = [token_distances(a, metric=metric, paper_compat=paper_compat, progress=progress)
-             for a in atts]
-    flat = [d.reshape(-1, d.shape[-1], d.shape[-1]) for d in dists]
-    all_mats = [mat for f in flat for mat in f]
-    # token_distances' matrices are valid by construction: no per-matrix re-validation
-    dgms = _persistence_batch_valid(
-        all_mats, maxdim=maxdim, threshold=threshold, engine=engine, n_jobs=n_jobs,
-        progress=progress,
-    )
+    device = str(getattr(m, "device", "cpu")) if m is not None else "cpu"
+    if device != "cpu" and metric == "jensen_shannon" and not paper_compat and engine is None:
+        # the model is on a GPU: distances there, and H0 there too (a minimum spanning tree)
+        dists, dgms = _on_device(atts, device, maxdim, threshold, progress)
+    else:
+        dists, dgms = None, None
+    if dists is None:
+        dists = [token_distances(a, metric=metric, paper_compat=paper_compat, progress=progress)
+                 for a in atts]
+    if dgms is None:
+        flat = [d.reshape(-1, d.shape[-1], d.shape[-1]) for d in dists]
+        all_mats = [mat for f in flat for mat in f]
+        # token_distances' matrices are valid by construction: no per-matrix re-validation
+        dgms = _persistence_batch_valid(
+            all_mats, maxdim=maxdim, threshold=threshold, engine=engine, n_jobs=n_jobs,
+            progress=progress,
+        )
     used_engine = dgms[0].engine if dgms else (engine or "")
     if min_persistence > 0:
         dgms = [g.prune(min_persistence) for g in dgms]
@@ -433,3 +441,27 @@ def analyze(
             )
         )
     return out[0] if single else out
+
+
+def _on_device(atts: list[Attention], device: str, maxdim: int, threshold: float,
+               progress) -> tuple[list[np.ndarray], list[Diagram] | None]:
+    """Jensen–Shannon distances of each Attention computed on ``device`` (float64), and, for
+    ``maxdim=0``, the H0 diagrams there too (:func:`attntopo.topology._mst.h0_diagrams`: the
+    same diagrams as the engines'); None for the diagrams otherwise (H1 and above: the engines
+    on the CPU).  Only the distances and the deaths come back to the host."""
+    import torch
+
+    from ..distances import token_distances_tensor
+    from ..topology import h0_diagrams
+
+    dists, dgms = [], [] if maxdim == 0 else None
+    for a in atts:
+        L, H, n, _ = a.weights.shape
+        D = token_distances_tensor(torch.from_numpy(a.weights).to(device))
+        progress.advance(L * H)
+        if dgms is not None:
+            dgms.extend(h0_diagrams(D.reshape(L * H, n, n), threshold=threshold))
+            progress.advance(L * H)
+        dists.append(D.cpu().numpy())
+        del D
+    return dists, dgms

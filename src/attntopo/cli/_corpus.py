@@ -68,6 +68,10 @@ def corpus_cmd(
     keep_diagrams: Annotated[bool, typer.Option(
         "--keep-diagrams", help="Also store every head's JS diagram (H0, H1).",
     )] = False,
+    keep_text: Annotated[bool, typer.Option(
+        "--keep-text/--no-keep-text",
+        help="Store each text itself (column text) beside its SHA-256; --no-keep-text keeps the hash only.",
+    )] = True,
     engine: Annotated[str, typer.Option(
         "--engine", help="local (this machine) or ray (Ray Data, actor pool).",
     )] = "local",
@@ -128,12 +132,14 @@ def corpus_cmd(
         store = run(
             input, out, model=model, sets=tuple(_split(sets) or ("js",)),
             layers=parse_indices(layer, "--layer"), heads=parse_indices(head, "--head"),
-            keep_diagrams=keep_diagrams, engine=engine, batch_size=batch_size, on_long=on_long,
+            keep_diagrams=keep_diagrams, keep_text=keep_text, engine=engine, batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, input_format=input_format,
             encoding=encoding, new_store=new_store, n_jobs=jobs, ray_address=ray_address,
             device=device, dtype=dtype, gpus_per_actor=gpus_per_actor,
             progress=False if (quiet or json_out) else None, log_every=log_every,
         )
+    except KeyboardInterrupt:
+        _interrupted(out)
     finally:
         if handler is not None:
             logging.getLogger("attntopo.corpus").removeHandler(handler)
@@ -150,3 +156,19 @@ def corpus_cmd(
         f"(too long), {c['truncated']} truncated, {failed} → {esc(store.path)} · {seconds:.1f} s",
         soft_wrap=True,
     )
+
+
+def _interrupted(out: Path) -> None:
+    """Ctrl-C: one line with what is stored and the command that continues, exit 130."""
+    import shlex
+
+    from ..corpus import open_store
+
+    try:
+        c = open_store(out).counts()
+        what = f"{c['done']} of {c['total']} texts are stored in {out}"
+    except Exception:  # noqa: BLE001 - interrupted before the store was made
+        what = "nothing is stored yet"
+    again = shlex.join(["attntopo", *sys.argv[1:]]) if sys.argv[1:2] == ["corpus"] else "the same command"
+    sys.stderr.write(f"corpus: interrupted; {what}; continue with: {again}\n")
+    raise typer.Exit(130)

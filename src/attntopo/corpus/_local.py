@@ -34,7 +34,15 @@ from .._progress import NO_PROGRESS, Reporter, check_progress, make_reporter, pr
 from .._validation import check_bool, check_choice, check_device, check_dtype, check_positive_int
 from ..errors import DiskFullError, InvalidInputError, MissingDependencyError
 from ._input import CorpusInput, open_input
-from ._settings import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_SETS, ON_LONG, CorpusSettings, check_same_settings, make_settings
+from ._settings import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_CORPUS_SETS,
+    ON_LONG,
+    CorpusSettings,
+    check_before_loading,
+    check_same_settings,
+    make_settings,
+)
 from ._store import MANIFEST, Store, StoreLock, check_store_path, lock_store
 from ._work import BatchWorker, check_lengths, feature_columns, output_schema
 
@@ -110,12 +118,18 @@ def prepare(
                      input_format=input_format, encoding=encoding)
     lock = None
     try:
+        if inp.total == 0:
+            what = f"{inp.n_records} empty record{'s' if inp.n_records != 1 else ''}" if inp.n_records else "nothing"
+            raise InvalidInputError(f"{inp.name}: no texts to compute (it holds {what}): no store was made or changed")
         # the lock first: nothing of the store is read to be changed, nor changed, without it
         # (docs/corpus.md, "Who writes when"); a run that cannot have it changes nothing
         lock = lock_store(path)
         check_store_path(path)  # again under the lock: what another run did before is settled
         existing = (path / MANIFEST).is_file()
         store = Store(path) if existing else None  # refuses what is not a corpus store
+        if store is not None and not new_store:  # a refusal from the manifest, not after a load
+            check_before_loading(store.settings, store.manifest.get("model"), f"STORE {str(path)!r}",
+                                 dtype=dtype, **settings_options)
         m = model if isinstance(model, AttentionModel) else load_model(model, device=device, dtype=dtype)
         settings = make_settings(m, **settings_options)
         schema = output_schema(settings, inp.schema)
@@ -320,6 +334,7 @@ def run(
     layers=None,
     heads=None,
     keep_diagrams: bool = False,
+    keep_text: bool = True,
     engine: str = "local",
     batch_size: int = DEFAULT_BATCH_SIZE,
     on_long: str = "truncate",
@@ -361,6 +376,9 @@ def run(
         Model layers and heads (0-based); all by default.
     keep_diagrams : bool
         Also store each head's JS diagram (H0, H1) as list columns (:meth:`Store.diagrams`).
+    keep_text : bool
+        Store each text itself (column ``text``), so that queries can show it (default); False
+        keeps only its SHA-256 (a corpus that must not be copied).  Part of the settings.
     engine : {"local", "ray"}
         ``"local"``: this process (persistence on ``n_jobs`` worker processes); ``"ray"``:
         Ray Data with an actor pool (needs ``attntopo[ray]``; ``ray_address`` joins a cluster).
@@ -444,7 +462,7 @@ def run(
     with _full_disk_is_one_line(out):
         prep = prepare(
             texts_or_path, out, model=model, sets=sets, layers=layers, heads=heads,
-            keep_diagrams=keep_diagrams, batch_size=batch_size, on_long=on_long,
+            keep_diagrams=keep_diagrams, keep_text=keep_text, batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, input_format=input_format,
             encoding=encoding, new_store=new_store, drop_special=drop_special,
             thresholds=thresholds, scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,

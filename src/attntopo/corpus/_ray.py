@@ -12,7 +12,8 @@ How it runs
    at the end, also after an error.  A process already connected (``ray.init`` called by the
    user) is used as is.  An address where nothing answers is one line
    (:class:`~attntopo.errors.InvalidInputError`) after at most :data:`CONNECT_TIMEOUT_S`
-   seconds, not Ray's minutes of retries.
+   seconds, not Ray's minutes of retries.  A local Ray dies with this process however it
+   ends, ``kill -9`` included (:class:`_Watchdog`).
 2. **Input.** The driver reads the input with the core reader (``prep.input.batches``: the
    same ids, rows, empty-text rule and carried columns as the local engine, stdin included)
    and puts each batch not yet in the store into Ray's object store (``ray.put``); the
@@ -409,7 +410,12 @@ def _connected(ray: Any, address: str | None, n_jobs: int | None, stats: RayRunS
         stats.address, stats.started = address, False
     else:
         cpus = n_jobs if n_jobs is not None else _cpu_count()
-        ray.init(address="local", num_cpus=cpus, **quiet)
+        watchdog = _Watchdog.start()
+        try:
+            ray.init(address="local", num_cpus=cpus, **quiet)
+        except BaseException:
+            watchdog.stop()
+            raise
         stats.address, stats.started = "local", True
     stats.connect_s = time.perf_counter() - t0
     try:
@@ -417,8 +423,100 @@ def _connected(ray: Any, address: str | None, n_jobs: int | None, stats: RayRunS
     finally:
         if stats.started:
             t1 = time.perf_counter()
-            ray.shutdown()
+            try:
+                ray.shutdown()
+            finally:
+                watchdog.stop()
             stats.shutdown_s = time.perf_counter() - t1
+
+
+#: The watchdog's program (``python -c``, argument: the driver's pid; its stdin the read end
+#: of a pipe whose only writer is the driver): it records the driver's descendants every
+#: 0.2 s (Ray's only: a command line that names ray); a byte on stdin means a clean end
+#: (exit), end of file without one means the driver died (``kill -9``, a crash): then every
+#: descendant recorded and still alive (the same process, not a reused pid) is killed.
+_WATCHDOG = """
+import os, select, sys
+import psutil
+driver = psutil.Process(int(sys.argv[1]))
+me = os.getpid()
+seen = {}
+while True:
+    ready = select.select([0], [], [], 0.2)[0]
+    try:
+        for p in driver.children(recursive=True):
+            if p.pid != me and p.pid not in seen:
+                try:
+                    if "ray" in " ".join(p.cmdline()):
+                        seen[p.pid] = p
+                except psutil.Error:
+                    pass
+    except psutil.Error:
+        pass
+    if ready:
+        if os.read(0, 1):
+            sys.exit(0)
+        break
+for p in seen.values():
+    try:
+        if p.is_running():
+            p.kill()
+    except psutil.Error:
+        pass
+"""
+
+
+class _Watchdog:
+    """The local Ray's processes die with this process, however it ends.
+
+    ``ray.init()`` starts a local Ray as children of the driver: ``gcs_server`` and
+    ``raylet`` share its fate (Ray kills them when their parent dies), but the raylet's own
+    children, the dashboard and runtime-env agents (~170 MB), outlived a ``kill -9`` of the
+    command for minutes: they notice the raylet's death, then wait on the dead GCS to report
+    it.  A small process in its own session (so that Ctrl-C on the terminal does not reach it)
+    records the driver's descendants while Ray runs and kills them if the driver dies without
+    saying goodbye (:data:`_WATCHDOG`); a clean end (``ray.shutdown()``, also after an error
+    or Ctrl-C) tells it to leave them alone.  Needs ``psutil`` (which Ray installs) and a
+    POSIX system; without either, no watchdog.
+    """
+
+    def __init__(self, proc: Any, fd: int | None) -> None:
+        self.proc, self.fd = proc, fd
+
+    @classmethod
+    def start(cls) -> "_Watchdog":
+        import importlib.util
+        import subprocess
+        import sys
+
+        if os.name != "posix" or importlib.util.find_spec("psutil") is None:
+            return cls(None, None)
+        r, w = os.pipe()  # both ends non-inheritable: Ray's processes get neither
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(os.getpid())], stdin=r,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
+        except OSError:
+            os.close(w)
+            return cls(None, None)
+        finally:
+            os.close(r)
+        return cls(proc, w)
+
+    def stop(self) -> None:
+        """A clean end: the watchdog leaves without killing anything."""
+        if self.fd is None:
+            return
+        try:
+            os.write(self.fd, b"x")
+        except OSError:
+            pass
+        os.close(self.fd)
+        self.fd = None
+        try:
+            self.proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001 - it exits by itself
+            pass
 
 
 def _cpu_count() -> int:

@@ -28,6 +28,7 @@ __all__ = [
     "model_fingerprint",
     "first_difference",
     "check_same_settings",
+    "check_before_loading",
 ]
 
 #: What to do with a text longer than the model's context.
@@ -75,6 +76,8 @@ class CorpusSettings:
         Special tokens removed (rows renormalized) before the js/graph/barcode sets.
     keep_diagrams : bool
         Store each head's JS diagram as Arrow list columns.
+    keep_text : bool
+        The text itself is a column of the store (``text``), beside ``text_sha256``.
     on_long : {"truncate", "skip", "error"}
         Texts longer than the model's context.
     batch_size : int
@@ -107,6 +110,7 @@ class CorpusSettings:
     batch_size: int = DEFAULT_BATCH_SIZE
     persistence_engine: str | None = None
     dtype: str = "float32"
+    keep_text: bool = True
 
     # ------------------------------------------------------------------ manifest form
     def to_manifest(self) -> dict[str, Any]:
@@ -120,6 +124,8 @@ class CorpusSettings:
         if not isinstance(doc, dict):
             raise ResultFormatError("manifest.json: 'settings' must be an object")
         names = [f.name for f in fields(cls)]
+        doc = dict(doc)
+        doc.setdefault("keep_text", False)  # stores made before the text column have none
         missing = [n for n in names if n not in doc and n not in _ADDED_FIELDS]
         unknown = [k for k in doc if k not in names]
         if missing or unknown:
@@ -213,11 +219,14 @@ def make_settings(
     on_long: str = "truncate",
     batch_size: int = DEFAULT_BATCH_SIZE,
     persistence_engine: str | None = None,
+    keep_text: bool = True,
+    _model_hash: str | None = None,
 ) -> CorpusSettings:
     """Validated :class:`CorpusSettings` for a loaded :class:`~attntopo.models.AttentionModel`.
 
     The feature parameters default to those of :func:`attntopo.features.features`; every
     argument is checked here, so a bad one fails before the input is read or anything written.
+    ``_model_hash`` stands in for the model's files' hash (:func:`check_before_loading`).
     """
     from ..attention import resolve_indices
     from ..features import CYCLE_CAP, DEFAULT_QUANTILES, DEFAULT_SCALES, DEFAULT_THRESHOLDS
@@ -241,7 +250,7 @@ def make_settings(
     return CorpusSettings(
         model=str(model.name),
         dtype=str(getattr(model, "dtype", "float32")),
-        model_hash=model_fingerprint(model),
+        model_hash=model_fingerprint(model) if _model_hash is None else _model_hash,
         revision=getattr(getattr(model, "spec", None), "revision", None),
         attntopo_version=__version__,
         sets=tuple(st["sets"]),
@@ -258,6 +267,7 @@ def make_settings(
         on_long=check_choice(on_long, "on_long", ON_LONG, what="on_long value"),
         batch_size=check_positive_int(batch_size, "batch_size", allow_none=False),
         persistence_engine=persistence_engine,
+        keep_text=check_bool(keep_text, "keep_text"),
     )
 
 
@@ -288,3 +298,24 @@ def check_same_settings(stored: CorpusSettings, wanted: CorpusSettings, where: s
             "re-run with the store's settings, choose another STORE, or start it over with "
             "new_store=True (--new-store)"
         )
+
+
+def check_before_loading(stored: CorpusSettings, model_info: Any, where: str, *,
+                         dtype: str | None = None, **options: Any) -> None:
+    """Compare a run's settings with a store's before its model is loaded (seconds saved on a
+    run that would be refused): every setting but the model's identity, which needs its files,
+    from ``options`` (:func:`make_settings`'s keywords) and the model's layer and head counts
+    recorded in the manifest (``model_info``: its ``"model"`` entry).  Does nothing without
+    those counts; the full comparison still follows the model's load."""
+    from types import SimpleNamespace
+
+    try:
+        n_layers, n_heads = int(model_info["n_layers"]), int(model_info["n_heads"])
+    except (KeyError, TypeError, ValueError):
+        return
+    # the dtype a model given by name will have is known only once loaded (None: its default):
+    # taken as the store's then, and compared after the load
+    stand_in = SimpleNamespace(name=stored.model, n_layers=n_layers, n_heads=n_heads,
+                               dtype=stored.dtype if dtype is None else dtype,
+                               spec=SimpleNamespace(revision=stored.revision))
+    check_same_settings(stored, make_settings(stand_in, _model_hash=stored.model_hash, **options), where)

@@ -9,9 +9,16 @@ Layout
         manifest.json               format, settings, input fingerprint, row schema, counts
         part-00000000.parquet       the rows of batch 0 (input texts 0 … batch_size − 1)
         part-00000001.parquet       batch 1, …
+        parts.sha256                the SHA-256 of every part as written (sha256sum format),
+                                    appended after each part, compacted at the end of a run
         errors.jsonl                one JSON object per skipped or failed row (id, row,
                                     status, error), rewritten from the part files at the end
                                     of every run
+
+Only the run holding the store's lock (:func:`lock_store`: an exclusive ``flock`` on the
+folder, taken before the manifest is read) changes the folder; readers take no lock and see
+whole parts only.  A run checks every part against its recorded SHA-256 before trusting it
+(:meth:`Store.verify`).
 
 Each part file is written atomically (:func:`attntopo.io.atomic_write_bytes`: a temporary
 file beside it, fsync, rename, fsync of the folder) under the name of its batch, so a part is
@@ -701,6 +708,11 @@ class Store:
             return rel.to_arrow_table() if arrow else rel.df()
         except duckdb.Error as e:
             msg = " ".join(str(e).split())
+            dotted = re.search(r'Referenced table "(L\d+H\d+\.[^"]*)" not found', msg)
+            if dotted:  # L0H0.js.h1.total_persistence read as table.column
+                col = next((c for c in self.feature_columns if c.startswith(dotted.group(1) + ".")),
+                           dotted.group(1) + ".…")
+                msg += f' (feature column names hold dots: write them in double quotes: "{col}")'
             if not allow_external and (isinstance(e, duckdb.PermissionException) or "configuration has been locked" in msg):
                 msg += (" (a query reads the store's rows only, the view corpus: --allow-external, "
                         "allow_external=True in Python, lets it reach other files)")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import warnings
 from concurrent.futures import Future
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -50,7 +49,8 @@ def feature_columns(settings: CorpusSettings) -> list[str]:
 def output_schema(settings: CorpusSettings, input_schema: Any) -> Any:
     """The Arrow schema of the rows a worker returns for batches of ``input_schema``.
 
-    Columns: ``id`` string, ``row`` int64, ``text_sha256`` string, ``n_tokens`` int32 (tokens
+    Columns: ``id`` string, ``row`` int64, ``text_sha256`` string, ``text`` string (with
+    ``keep_text``, the default), ``n_tokens`` int32 (tokens
     the model saw, special tokens included), ``n_unknown`` int32 (tokens that became the
     unknown token), ``truncated`` bool, ``status`` string, ``error`` string, the carried
     columns, the feature columns (float64, null unless ``status == "ok"``) and, with
@@ -61,6 +61,7 @@ def output_schema(settings: CorpusSettings, input_schema: Any) -> Any:
         pa.field("id", pa.string(), nullable=False),
         pa.field("row", pa.int64(), nullable=False),
         pa.field("text_sha256", pa.string()),
+        *([pa.field("text", pa.string())] if settings.keep_text else []),
         pa.field("n_tokens", pa.int32()),
         pa.field("n_unknown", pa.int32()),
         pa.field("truncated", pa.bool_()),
@@ -322,6 +323,7 @@ class BatchWorker:
             "id": table["id"],
             "row": table["row"],
             "text_sha256": pa.array([text_sha256(t) for t in b.texts], pa.string()),
+            "text": table["text"],
             "n_tokens": pa.array(b.n_tokens, pa.int32()),
             "n_unknown": pa.array(b.n_unknown, pa.int32()),
             "truncated": pa.array(b.truncated, pa.bool_()),
@@ -362,26 +364,29 @@ class BatchWorker:
         self, texts: Sequence[str], submit: Callable[..., Future] | None = None,
         forward_threads: int | None = None,
     ) -> Callable[[], tuple[np.ndarray, list[Any]]]:
-        """Start :meth:`_compute`: the forward pass here, then :func:`attntopo.features`'
-        own chunk (``chunk_start``: the distances and the sets without persistence here,
-        the persistence batches through ``submit`` (see :meth:`start`) or here when it is
-        None).  The returned function gives :meth:`_compute`'s result."""
-        from .._threads import torch_threads
-        from ..features._compute import chunk_start
+        """Start :meth:`_compute`: the forward pass here, layer by layer into
+        :func:`attntopo.features`' own chunk (``ChunkFeatures``: the distances and the sets
+        without persistence here, the persistence batches through ``submit`` (see
+        :meth:`start`) or here when it is None).  The returned function gives
+        :meth:`_compute`'s result."""
+        from ..features._compute import ChunkFeatures, stream_into
 
         st = self.settings
+        n = len(texts)
+        chunk = ChunkFeatures(n, [None] * n, self._st, st.drop_special, st.persistence_engine,
+                              self.n_jobs, submit, maxdim=st.maxdim, js_diagrams=st.keep_diagrams)
         with warnings.catch_warnings():  # counted per row in n_unknown; run() warns once
             warnings.simplefilter("ignore", UnknownTokensWarning)
-            with torch_threads(forward_threads, at_most=True) if forward_threads else nullcontext():
-                atts = self.model.attention(list(texts), truncate=st.on_long == "truncate",
-                                            layers=list(st.layers), heads=list(st.heads))
-        n = len(atts)
-        chunk = chunk_start(atts, [None] * n, self._st, st.drop_special, st.persistence_engine,
-                            self.n_jobs, submit, maxdim=st.maxdim, js_diagrams=st.keep_diagrams)
-        del atts
+            # the model's attention is taken layer by layer: never all layers at once
+            stream_into(chunk, self.model, list(texts), list(range(n)),
+                        truncate=st.on_long == "truncate", layers=list(st.layers),
+                        heads=list(st.heads), forward_threads=forward_threads)
+        chunk.start()
+        chunk_finish = chunk.finish
+        del chunk
 
         def finish() -> tuple[np.ndarray, list[Any]]:
-            values, dgms = chunk()
+            values, dgms = chunk_finish()
             per_head = len(st.layers) * len(st.heads)
             dgm_rows: list[Any] = [None] * n
             if dgms is not None:

@@ -50,6 +50,6 @@ step about 3× slower on the CPU.
 from __future__ import annotations
 
 from ..constants import METRICS  # names accepted by metric= (defined torch-free for the CLI)
-from ._rows import pairwise_distance, row_distances, token_distances
+from ._rows import pairwise_distance, row_distances, token_distances, token_distances_tensor
 
-__all__ = ["METRICS", "token_distances", "pairwise_distance", "row_distances"]
+__all__ = ["METRICS", "token_distances", "token_distances_tensor", "pairwise_distance", "row_distances"]

@@ -175,24 +175,31 @@ def _distances(
     threads: int | None,
     noun: str,
     reporter: Reporter = NO_PROGRESS,
-) -> np.ndarray:
+    as_tensor: bool = False,
+) -> Any:
     """Distances between the rows of each ``(m, k)`` matrix of ``x`` (``(..., m, k)``, checked
-    settings): the common body of :func:`token_distances` and :func:`row_distances`.
+    settings): the common body of :func:`token_distances` and :func:`row_distances`
+    (``as_tensor``: a float64 tensor on ``x``'s device instead of an array).
     ``paper_compat`` is a checked mode (``"notebook"``, ``"listing"``) or ``None``.
 
     Returns ``(..., m, m)`` float64.  ``noun`` names the input in error messages;
     ``reporter`` advances by the matrices of each chunk done.
     """
     lead, m, k = tuple(x.shape[:-2]), int(x.shape[-2]), int(x.shape[-1])
-    out = np.empty(lead + (m, m), dtype=np.float64)
-    if out.size == 0:
+    out_t = None
+    if as_tensor:
+        out_t = torch.empty(lead + (m, m), dtype=torch.float64, device=x.device)
+        out = out_t.numpy() if x.device.type == "cpu" else None
+    else:
+        out = np.empty(lead + (m, m), dtype=np.float64)
+    if math.prod(lead) * m * m == 0:
         reporter.advance(math.prod(lead))
-        return out
+        return out_t if as_tensor else out
     if k == 0:
         raise InvalidMatrixError(f"{noun}: rows have no entries (k = 0); distributions need one")
     x3 = x.reshape(-1, m, k)
     batch = x3.shape[0]
-    out3 = out.reshape(batch, m, m)
+    out3 = out.reshape(batch, m, m) if out is not None else None
 
     on_cpu = x3.device.type == "cpu"
     n_workers = (threads or torch.get_num_threads()) if on_cpu else 1
@@ -203,8 +210,8 @@ def _distances(
         support, nonneg = _validate(x3, lead, paper_compat, budget, need_support, noun)
         if lib is not None:
             _js_native(x3, out3, paper_compat, nonneg, base, budget, workers, lib, reporter)
-            return out
-        out3_t = torch.from_numpy(out3)
+            return out_t if as_tensor else out
+        out3_t = out_t.reshape(batch, m, m) if out_t is not None else torch.from_numpy(out3)
         per = max(1, min(batch, budget // (2 * m * m + 6 * m * k)))
         for h0 in range(0, batch, per):
             P = _prepare(x3[h0 : h0 + per], paper_compat, nonneg)  # float64, rows sum to 1
@@ -217,7 +224,22 @@ def _distances(
             _finish_(D, metric, base, paper_compat)
             _symmetrize_into(D, out3_t[h0 : h0 + per])
             reporter.advance(P.shape[0])
-    return out
+    return out_t if as_tensor else out
+
+
+def token_distances_tensor(x: Any, *, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """:func:`token_distances` (Jensen–Shannon, base 2) of a tensor, as a float64 tensor on its
+    device: the distances of a CUDA tensor stay on the GPU (for the minimum spanning trees of
+    :mod:`attntopo.topology._mst`), a CPU tensor's share the C kernel's output.
+
+    x : torch.Tensor or array of shape (..., n, n), rows distributions (checked as there).
+    Returns a torch.Tensor of shape (..., n, n), float64, on ``x``'s device.
+    """
+    metric, base, budget, threads = _check_settings("jensen_shannon", 2.0, None, dtype, None)
+    t = _as_tensor(x)
+    if t.ndim < 2 or t.shape[-1] != t.shape[-2]:
+        raise InvalidMatrixError(f"attention must have shape [..., n, n]; got shape {tuple(t.shape)}")
+    return _distances(t, metric, base, None, budget, dtype, threads, "attention", as_tensor=True)
 
 
 @renamed_arguments(n_threads="n_jobs")

@@ -1,9 +1,10 @@
 """:func:`features`: texts → attention → every feature set, chunk by chunk, → a FeatureTable.
 
 Besides ``__all__``, the names here without a leading underscore (``check_settings``,
-``set_columns``, ``set_quantities``, ``chunk_start``, ``PERSISTENCE_SETS``, ``Done``,
-``threads_beside_workers``) are what :mod:`attntopo.corpus` builds on: the corpus engine
-runs its forward pass and then this module's ``chunk_start`` on each batch, so a store holds
+``set_columns``, ``set_quantities``, ``chunk_start``, ``stream_into``, ``ChunkFeatures``,
+``PERSISTENCE_SETS``, ``Done``, ``threads_beside_workers``) are what :mod:`attntopo.corpus`
+builds on: the corpus engine streams each batch's forward pass, layer by layer, into this
+module's ``ChunkFeatures`` (``stream_into``), so a store holds
 the same feature values as :func:`features` by construction (one path, also for the
 diagrams a store keeps).  They are not part of the public API (the module is private).
 """
@@ -23,27 +24,15 @@ from .._threads import torch_threads
 from .._validation import check_bool, check_choice, check_number, check_positive_int
 from .._version import __version__
 from ..attention import Attention
-from ..distances import token_distances
 from ..errors import EmptyTextError, InvalidInputError
-from ..topology.persistence import _persistence_batch_valid
-from ._barcode import BARCODE_QUANTITIES, barcode_matrices, barcode_stats
-from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, graph_features, graph_names
-from ._js import (
-    DEFAULT_QUANTILES,
-    DEFAULT_SCALES,
-    image_names,
-    image_stats,
-    js_names,
-    js_stats,
-    landscape_names,
-    landscape_stats,
-    per_token_names,
-    per_token_stats,
-)
-from ._prompt import PROMPT_QUANTITIES, prompt_features
-from ._spectral import spectral_features, spectral_names
+from ._barcode import BARCODE_QUANTITIES
+from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, graph_names
+from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES, image_names, js_names, landscape_names, per_token_names
+from ._layers import ChunkFeatures, Done, prompt_mask
+from ._prompt import PROMPT_QUANTITIES
+from ._spectral import spectral_names
 from ._table import FeatureTable, column_name
-from ._template import TEMPLATES, punctuation_mask, template_features
+from ._template import TEMPLATES
 
 __all__ = ["FEATURE_SETS", "DEFAULT_SETS", "features", "feature_names"]
 
@@ -90,7 +79,27 @@ def _check_grid(values: Any, name: str, lo: float, hi: float) -> tuple[float, ..
     return out
 
 
-def check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persistence=0.0) -> dict:
+def _check_prompt_quantities(q: Any) -> tuple[str, ...]:
+    if isinstance(q, str):
+        q = (q,)
+    try:
+        q = tuple(q)
+    except TypeError:
+        raise InvalidInputError(
+            f"prompt_quantities must be a sequence of {', '.join(PROMPT_QUANTITIES)}"
+        ) from None
+    if not q or len(set(q)) != len(q):
+        raise InvalidInputError(
+            f"prompt_quantities must name distinct quantities among {', '.join(PROMPT_QUANTITIES)}, "
+            f"got {list(q)}"
+        )
+    for x in q:
+        check_choice(x, "prompt_quantities", PROMPT_QUANTITIES, what="prompt quantity")
+    return q
+
+
+def check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persistence=0.0,
+                   prompt_quantities=PROMPT_QUANTITIES) -> dict:
     return {
         "sets": list(_check_sets(sets)),
         "thresholds": list(_check_grid(thresholds, "thresholds", 0.0, 1.0)),
@@ -98,6 +107,7 @@ def check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persisten
         "quantiles": list(_check_grid(quantiles, "quantiles", 0.0, 1.0)),
         "cycle_cap": check_positive_int(cycle_cap, "cycle_cap", allow_none=False),
         "min_persistence": check_number(min_persistence, "min_persistence", lo=0.0),
+        "prompt_quantities": list(_check_prompt_quantities(prompt_quantities)),
     }
 
 
@@ -111,7 +121,7 @@ def set_quantities(set_name: str, st: dict) -> list[str]:
     if set_name == "template":
         return list(TEMPLATES)
     if set_name == "prompt":
-        return list(PROMPT_QUANTITIES)
+        return list(st.get("prompt_quantities", PROMPT_QUANTITIES))
     if set_name == "js_image":
         return image_names()
     if set_name == "js_per_token":
@@ -141,6 +151,7 @@ def feature_names(
     scales: Sequence[float] = DEFAULT_SCALES,
     quantiles: Sequence[float] = DEFAULT_QUANTILES,
     cycle_cap: int = CYCLE_CAP,
+    prompt_quantities: Sequence[str] = PROMPT_QUANTITIES,
 ) -> list[str]:
     """The column names :func:`features` returns for these settings, without computing anything.
 
@@ -150,7 +161,8 @@ def feature_names(
     from ..attention import resolve_indices
     from ..models import AttentionModel, load_model
 
-    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap)
+    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap,
+                        prompt_quantities=prompt_quantities)
     m = model if isinstance(model, AttentionModel) else load_model(model)
     li = resolve_indices(layers, m.n_layers, "layer")
     hi = resolve_indices(heads, m.n_heads, "head")
@@ -202,9 +214,7 @@ def _join(prompt: str, response: str) -> tuple[str, int]:
 # ------------------------------------------------------------------ compute
 def _prompt_mask(att: Attention, boundary: int) -> np.ndarray:
     """Prompt tokens among the non-special tokens (those starting before ``boundary``)."""
-    keep = ~att.special
-    starts = np.array([a for a, _ in att.offsets], dtype=np.int64)
-    return starts[keep] < boundary
+    return prompt_mask(att.special, att.offsets, boundary)
 
 
 def chunk_rows(
@@ -222,6 +232,7 @@ def chunk_start(
 ) -> Callable[[], tuple[np.ndarray, list[Any] | None]]:
     """Start a chunk's feature rows; the returned function finishes them.
 
+    The attention is taken layer by layer (:class:`~attntopo.features._layers.ChunkFeatures`).
     The persistence batches (``js``, ``barcode``) go to ``submit`` (an executor's, run in a
     background thread, whose worker processes then compute them while this thread goes on
     with the other sets and the next chunk) or run here when it is None.  Calling the
@@ -232,99 +243,56 @@ def chunk_start(
     ``keep_diagrams``), else None.  ``maxdim`` is the JS persistence's top dimension (the
     ``js`` set reads H0 and H1).
     """
-    sets = st["sets"]
-    blocks: dict[str, list[np.ndarray]] = {s: [] for s in sets}
-    js_sizes: list[int] = []
-    reals: list[tuple[Attention, np.ndarray]] = []
+    chunk = ChunkFeatures(len(atts), boundaries, st, drop_special, engine, n_jobs, submit,
+                          maxdim=maxdim, js_diagrams=js_diagrams)
+    for t, att in enumerate(atts):
+        chunk.add_attention(t, att)
+    chunk.start()
+    return chunk.finish
 
-    def run(*args: Any, **kw: Any) -> Any:
-        # both kinds of matrices are valid by construction (token_distances: finite, exactly
-        # symmetric, zero diagonal; barcode_matrices: the same, in [0, 1]): not checked again
-        return submit(_persistence_batch_valid, *args, **kw) if submit is not None else Done(
-            _persistence_batch_valid(*args, **kw)
+
+def stream_into(
+    chunk: ChunkFeatures, m: Any, texts: list[str], positions: list[int], *, layers: Any = None,
+    heads: Any = None, truncate: bool = False,
+    check: Callable[[int, Attention], None] | None = None, forward_threads: int | None = None,
+) -> list[Any]:
+    """Feed ``chunk`` the texts run through the model ``m``, layer by layer.
+
+    :meth:`AttentionModel.stream` hands each layer over during the forward pass; it becomes a
+    one-layer :class:`Attention` (host float32: the weights :meth:`AttentionModel.attention`
+    would give) for text ``positions[k]`` of the chunk, and, on a GPU, the prompt score and the
+    distances are computed from the device tensor.  No step holds all layers.  ``check(k,
+    att)`` is called on each text's first layer (e.g. to refuse a pair whose response was
+    cut).  ``forward_threads``: torch threads of the forward pass itself (at most; the
+    features of each layer run on the threads the caller had).  Returns the texts' encodings.
+    """
+    import torch
+
+    from ..attention import resolve_indices
+
+    hi = tuple(resolve_indices(heads, m.n_heads, "head"))
+    encs = m._encode(texts, truncate=truncate)
+    first: set[int] = set()
+
+    def take(k: int, layer: int, w: Any) -> None:
+        e = encs[k]
+        att = Attention(
+            weights=w.cpu().numpy()[None], tokens=e.tokens, offsets=e.offsets,
+            special=np.array(e.special, dtype=bool), causal=m.causal, model=m.name, text=e.text,
+            token_ids=np.array(e.ids, dtype=np.int64), layer_ids=(layer,), head_ids=hi,
+            truncated=e.truncated,
         )
+        if k not in first:
+            first.add(k)
+            if check is not None:
+                check(k, att)
+        with torch_threads(outer):
+            chunk.add(positions[k], att, device_weights=w if w.device.type != "cpu" else None)
 
-    for att in atts:
-        L, H, n, _ = att.weights.shape
-        real_att = att.drop_special() if (drop_special and att.special.any()) else att
-        nr = real_att.n_tokens
-        reals.append((real_att, real_att.weights.reshape(L * H, nr, nr)))
-    js_job = bc_job = None
-    D_of: list[np.ndarray | None] = [None] * len(atts)
-    if js_diagrams or any(s in sets for s in ("js", "js_image", "js_landscape", "js_per_token")):
-        js_mats: list[np.ndarray] = []
-        for t, (real_att, real) in enumerate(reals):
-            D = token_distances(real).reshape(real.shape)
-            D_of[t] = D
-            js_mats.extend(D)
-            js_sizes.extend([real.shape[-1]] * real.shape[0])
-        js_job = run(js_mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs)
-        del js_mats
-    if "barcode" in sets:
-        bc_mats = [M for _, real in reals for M in barcode_matrices(real)]
-        bc_job = run(bc_mats, maxdim=1, engine=engine, n_jobs=n_jobs)
-        del bc_mats
-    for t, (att, boundary) in enumerate(zip(atts, boundaries)):
-        L, H, n, _ = att.weights.shape
-        real_att, real = reals[t]
-        if "prompt" in sets:
-            # the prompt score is measured between content tokens: special tokens always go
-            pa = real_att if (real_att.special_dropped or not att.special.any()) else att.drop_special()
-            npa = pa.n_tokens
-            Ap = pa.weights.reshape(L * H, npa, npa)
-            D = D_of[t]
-            Dp = D if (D is not None and pa is real_att) else token_distances(Ap)
-            blocks["prompt"].append(prompt_features(Ap, Dp, _prompt_mask(att, boundary)))
-        if "graph" in sets:
-            blocks["graph"].append(graph_features(real, st["thresholds"], cycle_cap=st["cycle_cap"]))
-        if "spectral" in sets:
-            blocks["spectral"].append(spectral_features(real, real_att.causal))
-        if "template" in sets:
-            punct = punctuation_mask(att.text, att.offsets, att.special)
-            blocks["template"].append(template_features(att.weights.reshape(L * H, n, n), punct))
-    del reals, D_of
-    n_texts = len(atts)
-
-    def finish() -> tuple[np.ndarray, list[Any] | None]:
-        dgms = None
-        if js_job is not None:
-            dgms = js_job.result()
-            per_head = []
-            mp = st.get("min_persistence", 0.0)
-            if "js" in sets or "js_per_token" in sets:
-                js = js_stats(dgms, np.array(js_sizes), st["scales"], st["quantiles"], mp)
-                if "js" in sets:
-                    per_head.append(("js", js))
-                if "js_per_token" in sets:
-                    per_head.append(("js_per_token", per_token_stats(
-                        js, np.array(js_sizes), st["scales"], st["quantiles"])))
-            pruned = [g.prune(mp) for g in dgms] if mp > 0 and (
-                "js_image" in sets or "js_landscape" in sets) else dgms
-            if "js_image" in sets:
-                per_head.append(("js_image", image_stats(pruned)))
-            if "js_landscape" in sets:
-                per_head.append(("js_landscape", landscape_stats(pruned)))
-            for name, arr in per_head:
-                blocks[name] = list(np.split(arr, n_texts))
-        if bc_job is not None:
-            blocks["barcode"] = list(np.split(
-                barcode_stats(bc_job.result(), st.get("min_persistence", 0.0)), n_texts))
-        # one row per text: for each set, heads in layer-major order, quantities within a head
-        rows = (np.stack([np.concatenate([blocks[s][t].ravel() for s in sets]) for t in range(n_texts)])
-                if sets else np.zeros((n_texts, 0)))
-        return rows, (dgms if js_diagrams else None)
-
-    return finish
-
-
-class Done:
-    """A result already computed, with a :class:`~concurrent.futures.Future`'s ``result()``."""
-
-    def __init__(self, value: Any) -> None:
-        self._value = value
-
-    def result(self) -> Any:
-        return self._value
+    outer = torch.get_num_threads()
+    with torch_threads(forward_threads, at_most=True) if forward_threads else nullcontext():
+        m.stream(texts, take, layers=layers, heads=heads, truncate=truncate)
+    return encs
 
 
 def features(
@@ -338,6 +306,7 @@ def features(
     scales: Sequence[float] = DEFAULT_SCALES,
     quantiles: Sequence[float] = DEFAULT_QUANTILES,
     cycle_cap: int = CYCLE_CAP,
+    prompt_quantities: Sequence[str] = PROMPT_QUANTITIES,
     drop_special: bool = True,
     truncate: bool = False,
     on_empty: str = "raise",
@@ -372,6 +341,11 @@ def features(
     cycle_cap : int
         Most directed simple cycles counted by the ``graph`` set (50, as la-tda; tda4atd
         counts up to 500).
+    prompt_quantities : sequence of {"js", "attention"}
+        The ``prompt`` set's scores (both by default): ``"attention"`` (TOHA's, on
+        ``1 − max(A, Aᵀ)``) costs ``O(n²)`` per head and computes no distances between rows;
+        ``"js"`` needs the Jensen–Shannon distances, ``O(n³)``.  Ask for
+        ``("attention",)`` to pay only for it.
     drop_special : bool
         Remove special tokens ([CLS], [SEP], …) and renormalize rows before the ``js``,
         ``graph`` and ``barcode`` sets (the ``template`` set always sees them; the ``prompt``
@@ -411,7 +385,8 @@ def features(
     EmptyTextError
         An empty text (``on_empty="raise"``), or no text at all.
     """
-    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persistence)
+    st = check_settings(sets, thresholds, scales, quantiles, cycle_cap, min_persistence,
+                        prompt_quantities)
     on_empty = check_choice(on_empty, "on_empty", _ON_EMPTY)
     drop_special = check_bool(drop_special, "drop_special")
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
@@ -496,61 +471,83 @@ def _run_chunks(
     submit: Callable[..., Future] | None, forward_threads: int | None,
     reporter: Reporter = NO_PROGRESS,
 ) -> tuple[list[np.ndarray], list[str], tuple | None, tuple | None]:
-    """Every chunk's rows, the texts, and the layer and head ids (see :func:`features`)."""
+    """Every chunk's rows, the texts, and the layer and head ids (see :func:`features`).
+
+    Texts go through the model layer by layer (:func:`stream_into`): a chunk never holds all
+    layers' attention; attention already computed is read layer by layer too.
+    """
+    from ..attention import resolve_indices
+
     rows: list[np.ndarray] = []
     row_texts: list[str] = []
     layer_ids = head_ids = None
+    if m is not None:
+        model_ids = (tuple(resolve_indices(layers, m.n_layers, "layer")),
+                     tuple(resolve_indices(heads, m.n_heads, "head")))
     pending: Callable[[], tuple[np.ndarray, Any]] | None = None
     for start in range(0, len(keep), batch_size):
         idx = keep[start:start + batch_size]
-        atts: list[Attention] = []
         bounds: list[int | None] = []
+        given: list[tuple[int, Attention]] = []
         to_run, run_pos = [], []
-        for k in idx:
+        for p, k in enumerate(idx):
             item = items[k]
             if isinstance(item, str):
                 to_run.append(item)
-                run_pos.append(len(atts))
-                atts.append(None)  # type: ignore[arg-type]
+                run_pos.append(p)
                 bounds.append(None)
             elif _is_pair(item):
                 text, b = _join(*item)
                 to_run.append(text)
-                run_pos.append(len(atts))
-                atts.append(None)  # type: ignore[arg-type]
+                run_pos.append(p)
                 bounds.append(b)
             else:
                 att = item if isinstance(item, Attention) else item.attention
                 if layers is not None or heads is not None:
                     att = att.select(layers, heads)
-                atts.append(att)
+                given.append((p, att))
                 bounds.append(None)
-        if to_run:
-            with torch_threads(forward_threads, at_most=True) if forward_threads else nullcontext():
-                got = m.attention(to_run, layers=layers, heads=heads, truncate=truncate)
-            for p, a in zip(run_pos, got):
-                atts[p] = a
-        for k, a, b in zip(idx, atts, bounds):
-            if b is not None and not np.any(~_prompt_mask(a, b)):
-                raise InvalidInputError(
-                    f"texts[{k}]: the response has no token after the prompt (was it truncated?)"
-                )
-        ids = (tuple(atts[0].layer_ids), tuple(atts[0].head_ids))
+        ids = model_ids if to_run else (tuple(given[0][1].layer_ids), tuple(given[0][1].head_ids))
         if layer_ids is None:
             layer_ids, head_ids = ids
-        for k, a in zip(idx, atts):
+        for p, a in given:
             if (tuple(a.layer_ids), tuple(a.head_ids)) != (layer_ids, head_ids):
                 raise InvalidInputError(
-                    f"texts[{k}] holds other layers/heads than texts[{keep[0]}]: every "
+                    f"texts[{idx[p]}] holds other layers/heads than texts[{keep[0]}]: every "
                     "Attention of one table must cover the same heads"
                 )
-        finish = chunk_start(atts, bounds, st, drop_special, engine, n_jobs, submit)
+        if to_run and model_ids != (layer_ids, head_ids):
+            raise InvalidInputError(
+                f"texts[{idx[run_pos[0]]}] is run on other layers/heads than texts[{keep[0]}]: "
+                "every Attention of one table must cover the same heads"
+            )
+        chunk = ChunkFeatures(len(idx), bounds, st, drop_special, engine, n_jobs, submit)
+        for p, a in given:
+            chunk.add_attention(p, a)
+        texts_of = [""] * len(idx)
+        for p, a in given:
+            texts_of[p] = a.text
+
+        def check(j: int, a: Attention, bounds=bounds, run_pos=run_pos, idx=idx) -> None:
+            b = bounds[run_pos[j]]
+            if b is not None and not np.any(~_prompt_mask(a, b)):
+                raise InvalidInputError(
+                    f"texts[{idx[run_pos[j]]}]: the response has no token after the prompt "
+                    "(was it truncated?)"
+                )
+
+        if to_run:
+            encs = stream_into(chunk, m, to_run, run_pos, layers=layers, heads=heads,
+                               truncate=truncate, check=check, forward_threads=forward_threads)
+            for p, e in zip(run_pos, encs):
+                texts_of[p] = e.text
+        chunk.start()
         if pending is not None:
             rows.append(pending()[0])  # the previous chunk's persistence ran meanwhile
             reporter.advance(rows[-1].shape[0])
-        pending = finish
-        row_texts.extend(a.text for a in atts)
-        del atts  # the chunk's n × n matrices go now, its distances once its diagrams are done
+        pending = chunk.finish
+        row_texts.extend(texts_of)
+        del chunk
     if pending is not None:
         rows.append(pending()[0])
         reporter.advance(rows[-1].shape[0])

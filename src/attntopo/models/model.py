@@ -33,6 +33,11 @@ log = logging.getLogger("attntopo")
 
 # Bound on the attention tensors materialised per forward pass (float32 elements).
 _BATCH_ELEMENTS = 96 * 2**20
+# Bound on one layer's attention of a batch when layers are taken one at a time (float32
+# elements: 32 MiB); a single text always makes a batch, whatever its length.
+_LAYER_ELEMENTS = 8 * 2**20
+# float32 elements per call of normalize_rows on a streamed layer (its float64 work: 16 MiB)
+_NORMALIZE_ELEMENTS = 2**21
 
 
 @dataclass(frozen=True)
@@ -236,6 +241,63 @@ class AttentionModel:
 
     def _forward(self, batch_ids: list[list[int]]) -> list[np.ndarray]:
         """Forward a batch of id lists (right-padded); returns per text ``(L, H, n_i, n_i)``."""
+        return self._host_layers(batch_ids, range(self.n_layers), range(self.n_heads))
+
+    def _host_layers(self, batch_ids: list[list[int]], li: Sequence[int],
+                     hi: Sequence[int]) -> list[np.ndarray]:
+        """Per text of the batch, the layers ``li`` and heads ``hi`` as a host float32 array
+        ``(len(li), len(hi), n_i, n_i)``, copied layer by layer as the forward pass makes them
+        (the other layers and heads never leave the model's device)."""
+        pos = {int(x): k for k, x in enumerate(li)}
+        out = [np.empty((len(pos), len(hi), len(x), len(x)), np.float32) for x in batch_ids]
+
+        def keep(b: int, layer: int, w) -> None:
+            out[b][pos[layer]] = w.cpu().numpy()
+
+        self._forward_layers(batch_ids, list(pos), list(hi), keep)
+        return out
+
+    def _attention_modules(self) -> list | None:
+        """The modules whose forward returns one layer's attention weights, in layer order.
+
+        Found through transformers' own record of them (``_can_record_outputs["attentions"]``,
+        the classes transformers hooks for ``output_attentions``); None when the model has no
+        such record or the count is not one per layer (then :meth:`_forward_layers` falls
+        back to ``output_attentions=True`` and takes the layers from its output).
+        """
+        cached = getattr(self, "_att_modules", False)
+        if cached is not False:
+            return cached
+        found = None
+        spec = None
+        for mod in self.hf_model.modules():
+            spec = (getattr(type(mod), "_can_record_outputs", None) or {}).get("attentions")
+            if spec is not None:
+                break
+        specs = spec if isinstance(spec, (list, tuple)) else [spec] if spec is not None else []
+        classes = []
+        for sp in specs:
+            target = getattr(sp, "target_class", sp)
+            if isinstance(target, type) and getattr(sp, "index", 1) == 1 and getattr(sp, "layer_name", None) is None:
+                classes.append(target)
+        if classes:
+            mods = [m for m in self.hf_model.modules() if isinstance(m, tuple(classes))]
+            if len(mods) == self.n_layers:
+                found = mods
+        self._att_modules = found
+        return found
+
+    def _forward_layers(self, batch_ids: list[list[int]], li: Sequence[int], hi: Sequence[int],
+                        fn) -> None:
+        """Forward a batch of id lists (right-padded) and hand over the attention layer by layer.
+
+        ``fn(b, layer, weights)`` is called for every text ``b`` of the batch and every layer of
+        ``li`` (ascending model order: all texts of one layer before the next layer), during the
+        forward pass, with ``weights`` a float32 torch.Tensor of shape (len(hi), n_b, n_b) on
+        the model's device.  Forward hooks on the attention modules take each layer's weights
+        as the model makes them and drop them before the next layer runs, so at most one
+        layer's attention is alive at a time (besides what ``fn`` keeps).
+        """
         import torch
 
         lengths = [len(x) for x in batch_ids]
@@ -247,30 +309,165 @@ class AttentionModel:
             ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
             mask[i, : len(row)] = 1
         inputs = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)}
+        wanted = {int(x): k for k, x in enumerate(li)}
+        all_heads = list(hi) == list(range(self.n_heads))
+        head_idx = None if all_heads else torch.tensor(list(hi), dtype=torch.long)
+
+        def take(layer: int, w) -> None:
+            if head_idx is not None:
+                w = w.index_select(1, head_idx.to(w.device))
+            for b, nb in enumerate(lengths):
+                # each text's real rows, renormalized in float64 (a bfloat16 row sums to 1 only
+                # within about 2^-8), checked against the rounding its dtype explains, as float32;
+                # a few heads at a time, so that the float64 temporaries stay small
+                wb = w[b, :, :nb, :nb]
+                # float32 weights are normalized in place: the module's output is dropped after
+                # this hook (its attention output was computed before), so nothing else reads it
+                out = wb if wb.dtype == torch.float32 else torch.empty(
+                    wb.shape, dtype=torch.float32, device=wb.device)
+                step = max(1, _NORMALIZE_ELEMENTS // max(1, nb * nb))
+                for h0 in range(0, wb.shape[0], step):
+                    out[h0:h0 + step] = normalize_rows(
+                        wb[h0:h0 + step], what=f"attention of {self.name}, layer {layer}")
+                fn(b, layer, out)
+                del out, wb
+
+        modules = self._attention_modules()
+        counter = [0]
+
+        def hook(module, args, output):
+            k = counter[0]
+            counter[0] += 1
+            if not isinstance(output, tuple) or len(output) < 2 or output[1] is None:
+                return None
+            if k in wanted:
+                take(k, output[1])
+            # the weights go: transformers' own recorder (output_attentions) skips a None
+            return (output[0], None) + tuple(output[2:])
+
+        handles = []
         with self._lock, torch.inference_mode():
             try:
+                if modules is not None:
+                    handles = [m.register_forward_hook(hook, prepend=True) for m in modules]
                 out = self.hf_model(**inputs, **self.forward_kwargs, output_attentions=True)
             except TypeError as e:
                 raise ModelLoadError(
                     f"{self.name} cannot return attention weights (its forward rejected "
                     f"output_attentions=True: {str(e).splitlines()[0][:120]})"
                 ) from None
-        atts = getattr(out, "attentions", None)
-        if not atts or any(a is None for a in atts):
-            impl = getattr(self.config, "_attn_implementation", None) or "unknown"
-            raise ModelLoadError(
-                f"{self.name} returned no attention weights (attention implementation {impl!r}; "
-                f"attntopo needs 'eager'): load it with attn_implementation='eager'"
-            )
-        # each text's real rows, renormalized in float64 (a bfloat16 row sums to 1 only within
-        # about 2^-8), checked against the rounding its dtype explains, as float32
-        return [
-            torch.stack([
-                normalize_rows(a[i, :, :m, :m], what=f"attention of {self.name}, layer {layer}")
-                for layer, a in enumerate(atts)
-            ]).cpu().numpy()  # (L, H, m, m)
-            for i, m in enumerate(lengths)
-        ]
+            finally:
+                for h in handles:
+                    h.remove()
+            if modules is not None and counter[0] == self.n_layers:
+                return
+            atts = getattr(out, "attentions", None)
+            if not atts or any(a is None for a in atts) or len(atts) != self.n_layers:
+                impl = getattr(self.config, "_attn_implementation", None) or "unknown"
+                raise ModelLoadError(
+                    f"{self.name} returned no attention weights (attention implementation {impl!r}; "
+                    f"attntopo needs 'eager'): load it with attn_implementation='eager'"
+                )
+            atts = list(atts)
+            del out
+            for k in range(self.n_layers):
+                w, atts[k] = atts[k], None
+                if k in wanted:
+                    take(k, w)
+                del w
+
+    def stream(
+        self,
+        text: str | Sequence[str],
+        fn,
+        *,
+        layers=None,
+        heads=None,
+        truncate: bool = False,
+        batch_size: int | None = None,
+        progress: ProgressOption = False,
+    ) -> list[Encoding]:
+        """Run the model and hand its attention to ``fn`` one layer at a time, never all layers.
+
+        For long texts and large models, where all layers' attention would not fit in memory
+        (an 8B Llama at 2,000 tokens: 17 GB in float32): the forward pass calls ``fn`` as each
+        attention layer is computed, on the model's device, and drops the layer when ``fn``
+        returns.  Keep what you need from it (a reduction, the chosen heads, bars), not the
+        tensor itself.  :meth:`attention` and :func:`attntopo.features` are built on it.
+
+        Parameters
+        ----------
+        text : str or list of str
+            The texts (tokenized as :meth:`tokenize` does).
+        fn : callable
+            ``fn(index, layer, weights)``: ``index`` the text's position in ``text`` (0 for a
+            single string), ``layer`` the model layer (0-based, ascending within a forward
+            pass), ``weights`` a float32 ``torch.Tensor`` of shape (n_heads', n, n) on the
+            model's device (rows as :meth:`attention` gives them; the selected heads only).
+            The tensor is reused once ``fn`` returns: copy what you keep.  Its return value is
+            ignored.
+        layers, heads : int, sequence of int or slice, optional
+            Hand over only these (0-based, negatives count from the end); all by default.
+        truncate : bool
+            Cut texts longer than :attr:`max_length` instead of raising.
+        batch_size : int >= 1, optional
+            Texts per forward pass; by default as many as keep one layer's attention of the
+            batch under 32 MiB (a long text goes alone).
+        progress : bool, callable or None, default False
+            Report the texts done, per forward pass (see :mod:`attntopo._progress`).
+
+        Returns
+        -------
+        list of Encoding
+            One per text, in order: its tokens, offsets and special-token mask.
+
+        Examples
+        --------
+        >>> import attntopo as at
+        >>> m = at.load_model("minilm")
+        >>> peaks = {}
+        >>> encs = m.stream("A cat sat.", lambda i, layer, w: peaks.__setitem__(layer, float(w.max())),
+        ...                 heads=[0, 1])
+        >>> sorted(peaks) == list(range(m.n_layers)) and len(encs[0].tokens) == 6
+        True
+        """
+        _, texts = _text_list(text)
+        if not callable(fn):
+            raise InvalidInputError(f"fn must be callable as fn(index, layer, weights), got {type(fn).__name__}")
+        truncate = check_bool(truncate, "truncate")
+        batch_size = check_positive_int(batch_size, "batch_size", None, hint="None: by memory")
+        li = check_indices(layers, self.n_layers, "layer")
+        hi = check_indices(heads, self.n_heads, "head")
+        encs = self._encode(texts, truncate=truncate)
+        with make_reporter(progress, total=len(texts), description="attention") as reporter:
+            reporter.stage("attention")
+            for idx in self._batches(encs, batch_size, len(hi), per_layer=True):
+                self._forward_layers([encs[i].ids for i in idx], li, hi,
+                                     lambda b, layer, w, idx=idx: fn(idx[b], layer, w))
+                reporter.advance(len(idx))
+        return encs
+
+    def _batches(self, encs: list[Encoding], batch_size: int | None, n_heads: int,
+                 per_layer: bool = False) -> list[list[int]]:
+        """Text indices grouped into forward passes, shortest texts first: ``batch_size`` texts,
+        or as many as keep the padded attention under a bound (all layers' ``_BATCH_ELEMENTS``,
+        or with ``per_layer`` one layer's ``_LAYER_ELEMENTS``)."""
+        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
+        bound, depth = (_LAYER_ELEMENTS, 1) if per_layer else (_BATCH_ELEMENTS, self.n_layers)
+        out, start = [], 0
+        while start < len(order):
+            if batch_size is None:
+                stop = start + 1
+                while stop < len(order):
+                    n_next = len(encs[order[stop]].ids)
+                    if (stop + 1 - start) * depth * n_heads * n_next**2 > bound:
+                        break
+                    stop += 1
+            else:
+                stop = min(start + batch_size, len(order))
+            out.append(order[start:stop])
+            start = stop
+        return out
 
     def forward_ids(self, batch_ids: Sequence[Sequence[int]], *, layers=None, heads=None) -> list[np.ndarray]:
         """Attention of already-tokenized inputs (lists of token ids, special tokens included).
@@ -295,8 +492,7 @@ class AttentionModel:
             )
         li = check_indices(layers, self.n_layers, "layer")
         hi = check_indices(heads, self.n_heads, "head")
-        full = (len(li), len(hi)) == (self.n_layers, self.n_heads)
-        return [w if full else w[np.ix_(li, hi)] for w in self._forward(ids)]
+        return self._host_layers(ids, li, hi)
 
     def attention(
         self,
@@ -336,14 +532,7 @@ class AttentionModel:
         Attention or list of Attention
             ``weights`` of shape (n_layers, n_heads, n_tokens, n_tokens), float32.
         """
-        single = isinstance(text, str)
-        if not single and not isinstance(text, (list, tuple)):
-            raise InvalidInputError(
-                f"text must be a string or a list of strings, got {type(text).__name__}"
-            )
-        texts = [text] if single else list(text)
-        if not texts:
-            raise EmptyTextError("no texts given: pass a string or a non-empty list of strings")
+        single, texts = _text_list(text)
         drop_special = check_bool(drop_special, "drop_special")
         truncate = check_bool(truncate, "truncate")
         batch_size = check_positive_int(batch_size, "batch_size", None, hint="None: by memory")
@@ -356,27 +545,17 @@ class AttentionModel:
 
     def _attention(self, texts: list[str], drop_special: bool, truncate: bool, li, hi,
                    batch_size: int | None, reporter: Reporter) -> list[Attention]:
-        """:meth:`attention` of checked arguments; ``reporter`` advances by each batch's texts."""
+        """:meth:`attention` of checked arguments; ``reporter`` advances by each batch's texts.
+
+        The selected layers and heads are copied to the host layer by layer as the forward pass
+        makes them (:meth:`_forward_layers`): the others never leave the model's device.
+        """
         encs = self._encode(texts, truncate=truncate)
-        order = sorted(range(len(encs)), key=lambda i: len(encs[i].ids))
         results: list[Attention | None] = [None] * len(encs)
-        start = 0
-        while start < len(order):
-            if batch_size is None:
-                # grow the batch while the padded attention tensors stay under the bound
-                stop = start + 1
-                while stop < len(order):
-                    n_next = len(encs[order[stop]].ids)
-                    if (stop + 1 - start) * self.n_layers * self.n_heads * n_next**2 > _BATCH_ELEMENTS:
-                        break
-                    stop += 1
-            else:
-                stop = min(start + batch_size, len(order))
-            idx = order[start:stop]
-            ws = self._forward([encs[i].ids for i in idx])
-            for i, w in zip(idx, ws):
+        for idx in self._batches(encs, batch_size, self.n_heads):
+            arrays = self._host_layers([encs[i].ids for i in idx], li, hi)
+            for i, w in zip(idx, arrays):
                 e = encs[i]
-                w = w[np.ix_(li, hi)] if (len(li), len(hi)) != (self.n_layers, self.n_heads) else w
                 att = Attention(
                     weights=w,
                     tokens=e.tokens,
@@ -392,8 +571,19 @@ class AttentionModel:
                 )
                 results[i] = att.drop_special() if drop_special else att
             reporter.advance(len(idx))
-            start = stop
         return results  # type: ignore[return-value]
+
+
+def _text_list(text) -> tuple[bool, list[str]]:
+    """Whether ``text`` is one string, and the texts as a list (checked: a string or a
+    non-empty list or tuple)."""
+    single = isinstance(text, str)
+    if not single and not isinstance(text, (list, tuple)):
+        raise InvalidInputError(f"text must be a string or a list of strings, got {type(text).__name__}")
+    texts = [text] if single else list(text)
+    if not texts:
+        raise EmptyTextError("no texts given: pass a string or a non-empty list of strings")
+    return single, texts
 
 
 #: Weights' dtypes :func:`load_model` accepts (attention is always returned as float32).

@@ -22,6 +22,7 @@ from .complex import (
 )
 from .diagram import Diagram, summary_table
 from .diagram_distances import DIAGRAM_METRICS, bottleneck, diagram_distance, matching, wasserstein
+from ._mst import h0_deaths, h0_diagrams, prim_contracted, prim_edges
 from ._packing import pack_diagrams, unpack_diagrams
 from .engines import DEFAULT_ENGINE, ENGINES, Engine, available_engines
 from .persistence import (
@@ -33,6 +34,10 @@ from .persistence import (
 )
 
 __all__ = [
+    "h0_deaths",
+    "h0_diagrams",
+    "prim_contracted",
+    "prim_edges",
     "Diagram",
     "pack_diagrams",
     "unpack_diagrams",

@@ -49,7 +49,8 @@ def _rows(table: pa.Table, seed: int) -> pa.Table:
     ok = np.array([s == "ok" for s in status])
     data = {
         "id": table["id"].combine_chunks(), "row": table["row"].combine_chunks(),
-        "text_sha256": pa.array(["h"] * n), "n_tokens": pa.array([5] * n, pa.int32()),
+        "text_sha256": pa.array(["h"] * n), "text": table["text"].combine_chunks(),
+        "n_tokens": pa.array([5] * n, pa.int32()),
         "n_unknown": pa.array([0] * n, pa.int32()), "truncated": pa.array([False] * n),
         "status": pa.array(status), "error": pa.array([None if s == "ok" else "Boom: x" for s in status]),
     }
@@ -93,7 +94,7 @@ _CHANGES = {
     "attntopo_version": "9.9", "sets": ("js", "graph"), "layers": (1,), "heads": (0,),
     "maxdim": 2, "thresholds": (0.2,), "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3,
     "drop_special": False, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
-    "persistence_engine": "ripser", "metric": "other", "dtype": "bfloat16",
+    "persistence_engine": "ripser", "metric": "other", "keep_text": False, "dtype": "bfloat16",
 }
 
 
@@ -428,3 +429,60 @@ def test_query_is_confined_to_the_store_unless_allowed(tmp_path):
     r = query(f"SELECT pw FROM read_csv('{secret}')", "--csv", "--allow-external")
     assert r.returncode == 0 and r.stdout.splitlines() == ["pw", "hunter2"], r.stderr
     assert list(store.sql(f"SELECT pw FROM read_csv('{secret}')", allow_external=True)["pw"]) == ["hunter2"]
+
+
+def test_an_unquoted_dotted_column_gets_the_double_quote_hint(tmp_path):
+    """DuckDB reads L0H0.js.h1.total_persistence as table.column: its message named a table
+    'L0H0.js.h1' that does not exist; the line now says to double-quote the column."""
+    store = _store(tmp_path)
+    col = feature_columns(SETTINGS)[0]
+    with pytest.raises(InvalidInputError, match=rf'double quotes: "{col}"') as e:
+        store.sql(f"SELECT max({col}) FROM corpus")
+    assert "\n" not in str(e.value)
+    assert store.sql(f'SELECT max("{col}") AS m FROM corpus')["m"][0] > 0
+
+
+def test_a_settings_mismatch_is_found_before_the_model_loads(tmp_path, monkeypatch):
+    """A run with other settings on a store: the line naming the setting came only after a
+    5 s model load; now it comes from the manifest alone (the model is never loaded)."""
+    import attntopo.models
+    from attntopo import corpus
+
+    from attntopo import __version__
+
+    here = dataclasses.replace(SETTINGS, attntopo_version=__version__)
+    inp = open_input(TEXTS)
+    schema = output_schema(here, inp.schema)
+    info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}
+    Store.create(tmp_path / "s", here, schema, info, feature_columns(here),
+                 extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
+
+    def no_loading(*a, **k):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(attntopo.models, "load_model", no_loading)
+    kw = dict(model="toy", layers=[0], heads=[0, 1], thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,),
+              keep_diagrams=True, batch_size=2, progress=False)
+    with pytest.raises(InvalidInputError, match="was made with sets=js, this run has sets=js,graph"):
+        corpus.run(TEXTS, out=tmp_path / "s", **{**kw, "sets": ("js", "graph")})
+    with pytest.raises(InvalidInputError, match="made with layers=0, this run has layers=0,1:"):
+        corpus.run(TEXTS, out=tmp_path / "s", **{**kw, "layers": None})  # all: the manifest's 2
+    with pytest.raises(InvalidInputError, match="made with batch_size=2, this run has batch_size=3"):
+        corpus.run(TEXTS, out=tmp_path / "s", **{**kw, "batch_size": 3})
+
+
+def test_an_empty_input_is_refused_and_makes_no_store(tmp_path):
+    """An empty file gave "corpus: 0 done", exit 0, and a 343 KB manifest; now one line, exit 2,
+    no store folder."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    for content in ("", "\n  \n\n"):
+        src = tmp_path / "empty.txt"
+        src.write_text(content)
+        r = subprocess.run([sys.executable, "-m", "attntopo", "corpus", str(src), "--out", str(tmp_path / "S")],
+                           capture_output=True, text=True, cwd=root, timeout=120)
+        assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and "no texts" in r.stderr, r.stderr
+        assert not (tmp_path / "S").exists()

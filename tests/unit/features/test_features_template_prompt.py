@@ -124,6 +124,79 @@ def test_prompt_scores_per_response_token():
     assert spanning_forest_length(np.zeros((1, 3, 3)), np.array([True, False, False]))[0] == 0
 
 
+def test_attention_score_alone_computes_no_distances(monkeypatch):
+    """The attention quantity asked alone: the same number as beside JS, and no JS distance is
+    computed (both distance entry points would raise)."""
+    from attntopo.distances import _rows
+    from attntopo.features import _layers
+    from attntopo.features._compute import check_settings
+    from _feature_refs import synthetic_attention
+
+    rng = np.random.default_rng(5)
+    W = np.tril(random_attention(rng, 2 * 3, 12)).reshape(2, 3, 12, 12)
+    W /= W.sum(-1, keepdims=True)
+    special = np.zeros(12, dtype=bool)
+    special[[0, 11]] = True
+    att = synthetic_attention(W, special=special)
+    boundary = att.offsets[6][0]  # tokens 1..5 are the prompt, 6..10 the response
+
+    def run(quantities):
+        st_ = check_settings(("prompt",), (0.1,), (0.1,), (0.5,), 50, prompt_quantities=quantities)
+        chunk = _layers.ChunkFeatures(1, [boundary], st_, True, None, 1)
+        chunk.add_attention(0, att)
+        chunk.start()
+        return chunk.finish()[0]
+
+    both = run(("js", "attention")).reshape(2 * 3, 2)
+
+    def refuse(*a, **k):
+        raise AssertionError("JS distances computed for the attention score alone")
+
+    monkeypatch.setattr(_rows, "token_distances_tensor", refuse)
+    monkeypatch.setattr(_layers, "token_distances", refuse)
+    alone = run(("attention",)).reshape(2 * 3)
+    np.testing.assert_array_equal(alone, both[:, 1])
+    # and the number is scipy's MST of the contracted attention graph, per response token
+    real = att.drop_special().weights.reshape(6, 10, 10).astype(np.float64)
+    prompt = np.arange(10) < 5
+    for b in range(6):
+        D = 1 - np.maximum(real[b], real[b].T)
+        np.fill_diagonal(D, 0)
+        assert alone[b] == pytest.approx(_contracted_mst(D, prompt) / 5, abs=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(attention_matrices(max_n=10, max_b=3), st.integers(0, 2**31 - 1))
+def test_prompt_quantities_in_any_order_and_heads_in_groups(A, seed):
+    n = A.shape[-1]
+    if n < 2:
+        return
+    rng = np.random.default_rng(seed)
+    prompt = rng.random(n) < 0.5
+    prompt[0], prompt[-1] = True, False
+    D = token_distances(A)
+    full = prompt_features(A, D, prompt, ("js", "attention"))
+    np.testing.assert_array_equal(prompt_features(A, None, prompt, ("attention", "js"))[:, ::-1], full)
+    from attntopo.features import _prompt
+
+    old = _prompt._GROUP_ELEMENTS
+    try:
+        _prompt._GROUP_ELEMENTS = 1  # two heads a group
+        np.testing.assert_array_equal(prompt_features(A, None, prompt), full)
+    finally:
+        _prompt._GROUP_ELEMENTS = old
+
+
+def test_prompt_quantities_are_checked():
+    from attntopo.errors import InvalidInputError
+    from attntopo.features import features
+
+    with pytest.raises(InvalidInputError, match="prompt quantity"):
+        features([("a b", "c d")], sets=("prompt",), prompt_quantities=("hellinger",))
+    with pytest.raises(InvalidInputError, match="distinct quantities"):
+        features([("a b", "c d")], sets=("prompt",), prompt_quantities=())
+
+
 # --------------------------------------------------------------- the references' own recipes
 def _latda_template_distances(A: np.ndarray, ids: np.ndarray, comma: int, dot: int, sep: int) -> dict:
     """la-tda's template features of one unpadded matrix (its ``--do_not_pad``), from their

@@ -1,0 +1,139 @@
+"""Random-weight Llamas of real shapes (no download), texts of a given token count, and a
+peak-memory probe: what benchmarks/llm_bench.py and the streaming memory test share.
+
+A causal Llama built from ``LlamaConfig`` has rotary positions and grouped-query attention, as
+Llama-3 and Mistral do; its weights are random (std ``1/sqrt(hidden)``), which changes the
+numbers but not the shapes, so neither the cost of the forward pass nor that of the topology.
+The tokenizer is MiniLM's (packaged, offline; its length limit raised), so token counts are
+exact.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+SHAPES = {
+    # name: (layers, heads, kv heads, hidden, intermediate)
+    "tiny": (2, 4, 2, 64, 128),  # tests and the benchmark's smoke run
+    "12x12": (12, 12, 4, 768, 2048),
+    "1b": (16, 32, 8, 2048, 8192),
+    "8b": (32, 32, 8, 4096, 14336),
+}
+
+
+def tokenizer():
+    """MiniLM's fast tokenizer, its length limit lifted (no model loaded)."""
+    from transformers import AutoTokenizer
+
+    from attntopo.models.specs import resolve_spec
+
+    spec = resolve_spec("minilm")
+    tok = AutoTokenizer.from_pretrained(spec.path)
+    tok.model_max_length = 1 << 20
+    return tok
+
+
+def random_llama(shape: str, *, dtype: str = "float32", device: str = "cpu", seed: int = 0,
+                 max_tokens: int = 4096):
+    """An :class:`~attntopo.models.AttentionModel` around a random causal Llama of ``shape``
+    (a key of :data:`SHAPES`), eager attention, built on ``device`` in ``dtype``."""
+    import torch
+    from transformers import LlamaConfig, LlamaModel
+
+    import attntopo as at
+
+    layers, heads, kv, hidden, inter = SHAPES[shape]
+    tok = tokenizer()
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=inter,
+                      num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv,
+                      max_position_embeddings=max_tokens, initializer_range=hidden**-0.5,
+                      pad_token_id=tok.pad_token_id, use_cache=False)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(getattr(torch, dtype))
+    try:
+        with torch.device(device):
+            model = LlamaModel(cfg).eval()
+    finally:
+        torch.set_default_dtype(old)
+    return at.load_model(model, tokenizer=tok, progress=False)
+
+
+def pair_with_tokens(tok, n: int, prompt_share: float = 0.5) -> tuple[str, str]:
+    """A (prompt, response) pair of natural text whose joined form has about ``n`` tokens
+    (special tokens included), the prompt about ``prompt_share`` of them."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _common import text_with_tokens
+
+    text = text_with_tokens(tok, n)
+    words = [m.start() for m in re.finditer(r"\S+", text)]
+    cut = words[int(len(words) * prompt_share)]
+    return text[:cut].rstrip(), text[cut:]
+
+
+def reset_peak() -> bool:
+    """Reset this process's peak resident size (Linux: ``/proc/self/clear_refs`` 5)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _status_kib(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def rss_bytes() -> int:
+    return _status_kib("VmRSS") * 1024
+
+
+def peak_bytes() -> int:
+    """Peak resident size since the last :func:`reset_peak` (``VmHWM``), in bytes."""
+    return _status_kib("VmHWM") * 1024
+
+
+def extra_peak(fn) -> tuple[int, object]:
+    """``(peak resident bytes above the resident size before, fn())`` of one call."""
+    import gc
+
+    gc.collect()
+    if not reset_peak():
+        raise OSError("cannot reset the peak resident size (/proc/self/clear_refs)")
+    before = rss_bytes()
+    out = fn()
+    return peak_bytes() - before, out
+
+
+def attention_bytes(model, n: int) -> int:
+    """All layers' float32 attention of one text of ``n`` tokens, in bytes."""
+    return 4 * model.n_layers * model.n_heads * n * n
+
+
+if __name__ == "__main__":  # python benchmarks/_llama.py: the 12x12 memory probe, one line
+    import json
+
+    import attntopo as at
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 900
+    quantities = tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else ("js", "attention")
+    m = random_llama("12x12")
+    pair = pair_with_tokens(m.tokenizer, n)
+    # warm up on a short pair (imports, first-call setup), not on the long one: the allocator
+    # would keep the long call's freed memory resident and hide the second call's peak
+    at.features([pair_with_tokens(m.tokenizer, 40)], m, sets=("prompt",), prompt_quantities=quantities)
+    extra, table = extra_peak(lambda: at.features([pair], m, sets=("prompt",),
+                                                  prompt_quantities=quantities))
+    n_tok = len(m.tokenize(" ".join(pair)).ids)
+    print(json.dumps({"extra_peak": extra, "attention": attention_bytes(m, n_tok),
+                      "n_tokens": n_tok, "columns": len(table.columns)}))

@@ -1,0 +1,269 @@
+"""Feature rows built one layer at a time: what :func:`attntopo.features` and the corpus
+engine compute from each layer's attention, so that no step holds every layer at once.
+
+Every feature set works per head, so a text's row is the concatenation, set by set, of its
+layers' per-head values (columns are layer-major within a set).  :class:`ChunkFeatures` takes
+one layer of one text at a time (:meth:`ChunkFeatures.add`) from either source:
+
+* an :class:`~attntopo.attention.Attention` already computed (split into its layers), or
+* the forward pass itself, through :meth:`attntopo.models.AttentionModel.stream`, which hands
+  each layer over as the model computes it and drops it afterwards.
+
+The two give the same numbers: the same functions run on the same float32 weights.  The
+distance matrices of the persistence sets (``js``, ``js_image``, ``js_landscape``,
+``barcode``) wait in batches of at most ``_FLUSH_ELEMENTS`` float64 entries, handed to the
+persistence engines (through ``submit``, in a background thread whose worker processes compute
+them while the next layers come) when a batch is full; at most two batches are alive, so the
+distances of all heads are never held at once either.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..attention import Attention
+from ..distances import token_distances
+from ..topology.persistence import _persistence_batch_valid
+from ._barcode import barcode_matrices, barcode_stats
+from ._graph import graph_features
+from ._js import image_stats, js_stats, landscape_stats, per_token_stats
+from ._prompt import PROMPT_QUANTITIES, prompt_features
+from ._spectral import spectral_features
+from ._template import punctuation_mask, template_features
+
+__all__ = ["ChunkFeatures", "Done", "prompt_mask", "JS_SETS"]
+
+#: Sets read from the Jensen–Shannon diagrams.
+JS_SETS = ("js", "js_image", "js_landscape", "js_per_token")
+# float64 entries of distance matrices waiting for one persistence batch (128 MiB)
+_FLUSH_ELEMENTS = 1 << 24
+
+
+class Done:
+    """A result already computed, with a :class:`~concurrent.futures.Future`'s ``result()``."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def result(self) -> Any:
+        return self._value
+
+
+def prompt_mask(special: np.ndarray, offsets: list, boundary: int) -> np.ndarray:
+    """Prompt tokens among the non-special tokens (those starting before ``boundary``)."""
+    keep = ~np.asarray(special, dtype=bool)
+    starts = np.array([a for a, _ in offsets], dtype=np.int64)
+    return starts[keep] < boundary
+
+
+class _Persistence:
+    """Distance matrices of one kind waiting for the engines, batched, with backpressure."""
+
+    def __init__(self, maxdim: int, engine: str | None, n_jobs: int | None,
+                 submit: Callable[..., Any] | None) -> None:
+        self.maxdim, self.engine, self.n_jobs, self.submit = maxdim, engine, n_jobs, submit
+        self.mats: list[np.ndarray] = []
+        self.keys: list[tuple[int, int]] = []  # (text, ordinal of the matrix within the text)
+        self.size = 0
+        self.jobs: list[tuple[Any, list[tuple[int, int]]]] = []
+        self.done: dict[tuple[int, int], Any] = {}
+
+    def add(self, key: tuple[int, int], D: np.ndarray) -> None:
+        self.mats.append(D)
+        self.keys.append(key)
+        self.size += D.size
+        if self.size >= _FLUSH_ELEMENTS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.mats:
+            return
+        # at most two batches alive: wait for the older one before starting another
+        while len(self.jobs) >= 2:
+            self._collect(0)
+        # matrices are valid by construction (token_distances: finite, exactly symmetric, zero
+        # diagonal; barcode_matrices: the same, in [0, 1]): not checked again
+        args = (self.mats,)
+        kw = dict(maxdim=self.maxdim, engine=self.engine, n_jobs=self.n_jobs)
+        job = (self.submit(_persistence_batch_valid, *args, **kw) if self.submit is not None
+               else Done(_persistence_batch_valid(*args, **kw)))
+        self.jobs.append((job, self.keys))
+        self.mats, self.keys, self.size = [], [], 0
+
+    def _collect(self, k: int) -> None:
+        job, keys = self.jobs.pop(k)
+        self.done.update(zip(keys, job.result()))
+
+    def diagrams(self, counts: list[int]) -> list[Any]:
+        """Every diagram, text-major and in the order each text's matrices came."""
+        self.flush()
+        while self.jobs:
+            self._collect(0)
+        return [self.done[(t, j)] for t, c in enumerate(counts) for j in range(c)]
+
+
+class ChunkFeatures:
+    """The feature rows of a chunk of texts, fed one layer of one text at a time.
+
+    Parameters
+    ----------
+    n_texts : int
+        Texts of the chunk (indexed 0..n_texts-1 in :meth:`add`).
+    boundaries : list of int or None
+        Per text, the character where the response starts (``prompt`` set), else None.
+    st : dict
+        Checked settings (:func:`attntopo.features._compute.check_settings`).
+    drop_special : bool, engine, n_jobs, submit, maxdim, js_diagrams
+        As in :func:`attntopo.features._compute.chunk_start`.
+
+    Every text must get its layers in ascending order, the same layers and heads for all.
+    """
+
+    def __init__(self, n_texts: int, boundaries: list[int | None], st: dict, drop_special: bool,
+                 engine: str | None, n_jobs: int | None,
+                 submit: Callable[..., Any] | None = None, *, maxdim: int = 1,
+                 js_diagrams: bool = False) -> None:
+        self.n_texts = n_texts
+        self.boundaries = boundaries
+        self.st = st
+        self.sets = list(st["sets"])
+        self.drop_special = drop_special
+        self.js_diagrams = js_diagrams
+        self.need_js = js_diagrams or any(s in self.sets for s in JS_SETS)
+        self.blocks: list[dict[str, list[np.ndarray]]] = [
+            {s: [] for s in self.sets} for _ in range(n_texts)
+        ]
+        self.js = _Persistence(maxdim, engine, n_jobs, submit) if self.need_js else None
+        self.bc = _Persistence(1, engine, n_jobs, submit) if "barcode" in self.sets else None
+        self.js_sizes: list[list[int]] = [[] for _ in range(n_texts)]
+        self.bc_count = [0] * n_texts
+        self.prompt_q = tuple(st.get("prompt_quantities", PROMPT_QUANTITIES))
+
+    def add(self, t: int, att: Attention, device_weights: Any = None) -> None:
+        """One layer of text ``t``: ``att`` holds that layer alone, weights (1, H, n, n).
+
+        ``device_weights``: the same weights as a torch.Tensor of shape (H, n, n) on the
+        model's device (e.g. a GPU), or None; when given, the prompt score and the
+        Jensen–Shannon distances are computed there, and only their results cross to the host.
+        """
+        _, H, n, _ = att.weights.shape
+        sets = self.sets
+        real = att.drop_special() if (self.drop_special and att.special.any()) else att
+        nr = real.n_tokens
+        Wr = real.weights.reshape(H, nr, nr)
+        dev_real = None
+        if device_weights is not None:
+            dev_real = (_drop_on_device(device_weights, ~att.special)
+                        if real is not att else device_weights)
+        D = None
+        if self.need_js:
+            if dev_real is not None:
+                from ..distances import token_distances_tensor
+
+                D_dev = token_distances_tensor(dev_real)
+                D = D_dev.cpu().numpy()
+                del D_dev
+            else:
+                D = token_distances(Wr)
+            for M in D:
+                self.js.add((t, len(self.js_sizes[t])), M)
+                self.js_sizes[t].append(nr)
+        if "barcode" in sets:
+            for M in barcode_matrices(Wr):
+                self.bc.add((t, self.bc_count[t]), M)
+                self.bc_count[t] += 1
+        if "prompt" in sets:
+            # the prompt score is measured between content tokens: special tokens always go
+            if real.special_dropped or not att.special.any():
+                pa, dev_pa, Dp = real, dev_real, D
+            else:
+                pa = att.drop_special()
+                dev_pa = (_drop_on_device(device_weights, ~att.special)
+                          if device_weights is not None else None)
+                Dp = None
+            npa = pa.n_tokens
+            A = dev_pa if dev_pa is not None else pa.weights.reshape(H, npa, npa)
+            if dev_pa is not None and Dp is not None:
+                Dp = None  # recomputed on the device if asked for: D went to the host
+            mask = prompt_mask(att.special, att.offsets, self.boundaries[t])
+            self.blocks[t]["prompt"].append(prompt_features(A, Dp, mask, self.prompt_q))
+        if "graph" in sets:
+            self.blocks[t]["graph"].append(
+                graph_features(Wr, self.st["thresholds"], cycle_cap=self.st["cycle_cap"]))
+        if "spectral" in sets:
+            self.blocks[t]["spectral"].append(spectral_features(Wr, real.causal))
+        if "template" in sets:
+            punct = punctuation_mask(att.text, att.offsets, att.special)
+            self.blocks[t]["template"].append(template_features(att.weights.reshape(H, n, n), punct))
+
+    def add_attention(self, t: int, att: Attention) -> None:
+        """Every layer of an :class:`~attntopo.attention.Attention`, one after the other."""
+        for i in range(att.weights.shape[0]):
+            self.add(t, _one_layer(att, i))
+
+    def start(self) -> None:
+        """Hand the distances still waiting to the engines (the chunk has all its layers)."""
+        for p in (self.js, self.bc):
+            if p is not None:
+                p.flush()
+
+    def finish(self) -> tuple[np.ndarray, list[Any] | None]:
+        """Wait for the persistence batches; ``(rows, diagrams)`` as ``chunk_start`` gives."""
+        n_texts, sets = self.n_texts, self.sets
+        dgms = None
+        if self.js is not None:
+            dgms = self.js.diagrams([len(s) for s in self.js_sizes])
+            sizes = np.array([n for s in self.js_sizes for n in s])
+            per_head = []
+            mp = self.st.get("min_persistence", 0.0)
+            if "js" in sets or "js_per_token" in sets:
+                js = js_stats(dgms, sizes, self.st["scales"], self.st["quantiles"], mp)
+                if "js" in sets:
+                    per_head.append(("js", js))
+                if "js_per_token" in sets:
+                    per_head.append(("js_per_token", per_token_stats(
+                        js, sizes, self.st["scales"], self.st["quantiles"])))
+            pruned = [g.prune(mp) for g in dgms] if mp > 0 and (
+                "js_image" in sets or "js_landscape" in sets) else dgms
+            if "js_image" in sets:
+                per_head.append(("js_image", image_stats(pruned)))
+            if "js_landscape" in sets:
+                per_head.append(("js_landscape", landscape_stats(pruned)))
+            for name, arr in per_head:
+                for t, part in enumerate(np.split(arr, n_texts)):
+                    self.blocks[t][name] = [part]
+        if self.bc is not None:
+            stats = barcode_stats(self.bc.diagrams(self.bc_count), self.st.get("min_persistence", 0.0))
+            for t, part in enumerate(np.split(stats, n_texts)):
+                self.blocks[t]["barcode"] = [part]
+        # one row per text: for each set, heads in layer-major order, quantities within a head
+        rows = (np.stack([np.concatenate([np.concatenate(self.blocks[t][s], axis=0).ravel()
+                                          for s in sets]) for t in range(n_texts)])
+                if sets else np.zeros((n_texts, 0)))
+        return rows, (dgms if self.js_diagrams else None)
+
+
+def _one_layer(att: Attention, i: int) -> Attention:
+    """Layer ``i`` of ``att`` as an Attention of one layer (its weights a view)."""
+    from dataclasses import replace
+
+    return replace(att, weights=att.weights[i:i + 1], layer_ids=(att.layer_ids[i],))
+
+
+def _drop_on_device(w: Any, keep: np.ndarray) -> Any:
+    """:meth:`Attention.drop_special` of a tensor (H, n, n) on its device: rows and columns of
+    ``keep`` only, rows renormalized in float64 and rounded to float32 as there."""
+    import torch
+
+    idx = torch.as_tensor(np.flatnonzero(keep), device=w.device)
+    sub = w.index_select(-2, idx).index_select(-1, idx).to(torch.float64)
+    s = sub.sum(-1, keepdim=True)
+    if bool((s <= 0).any()):
+        from ..errors import InvalidInputError
+
+        raise InvalidInputError(
+            "a kept token attends only to removed tokens, so its row cannot be renormalized"
+        )
+    return (sub / s).to(torch.float32)
