@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -16,44 +15,23 @@ from .._validation import check_maxdim, check_number, check_threshold
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
-    DeviceOpt,
-    DropSpecialOpt,
-    DtypeOpt,
     EngineName,
-    FileOpt,
-    HeadsOpt,
-    JobsOpt,
-    JsonOpt,
-    LayersOpt,
-    MaxdimOpt,
     Metric,
-    MetricOpt,
-    ModelOpt,
-    NoDiagramsOpt,
-    OutOpt,
     PaperMode,
-    PlotFormat,
-    PlotFormatOpt,
-    PlotsOpt,
-    TopOpt,
-    TruncateOpt,
-    app,
-    check_plot_options,
     console,
     data_table,
     esc,
-    finish_result,
     grid_points,
     json_doc,
-    load_model_with_status,
+    where_line,
     num,
     parse_indices,
     plural,
     print_table,
     progress_bar,
     read_text,
-    where_line,
-    with_help,
+    command,
+    opening,
 )
 
 _ANALYZE_EPILOG = (
@@ -69,29 +47,26 @@ _ANALYZE_EPILOG = (
 )
 
 
-@app.command(epilog=_ANALYZE_EPILOG, no_args_is_help=False)
+_HELPS = {  # the shared options in this command's words
+    "model": "Model: a packaged alias (see [bold]attntopo models[/bold]), a Hugging Face id or a local folder/.gguf.",
+    "layer": "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all).",
+    "head": "Head(s) to analyse in each chosen layer; repeat or comma-separate (default: all).",
+    "metric": "Distance between two tokens' attention rows.",
+    "truncate": "Cut texts longer than the model's context instead of failing.",
+    "out": "Save the result (and figures) into this folder, atomically; an existing result there is replaced.",
+    "plot_format": "Figure format(s): png (default), svg, pdf; html writes one interactive report.html. Repeatable.",
+    "top": "Show at most N heads in the table (0: all). JSON always holds all.",
+    "n_jobs": "Worker processes for persistence (default: all cores).",
+}
+
+
+@command(epilog=_ANALYZE_EPILOG, no_args_is_help=False, helps=_HELPS)
 def analyze(
     text: Annotated[Optional[str], typer.Argument(
         metavar="TEXT", help="The text to analyse (or use --file).", show_default=False,
     )] = None,
-    file: FileOpt = None,
-    model: Annotated[str, with_help(
-        ModelOpt,
-        "Model: a packaged alias (see [bold]attntopo models[/bold]), a Hugging Face id or a local folder/.gguf.",
-    )] = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
-    layer: Annotated[Optional[List[str]], with_help(
-        LayersOpt, "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all).",
-    )] = None,
-    head: Annotated[Optional[List[str]], with_help(
-        HeadsOpt,
-        "Head(s) to analyse in each chosen layer; repeat or comma-separate (default: all).",
-    )] = None,
-    metric: Annotated[Metric, with_help(
-        MetricOpt, "Distance between two tokens' attention rows.",
-    )] = "jensen_shannon",
-    maxdim: MaxdimOpt = 1,
+    file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
+    metric="jensen_shannon", maxdim=1,
     threshold: Annotated[float, typer.Option(
         "--threshold", metavar="T",
         help="Largest edge length of the Rips filtration, > 0 (inf: the whole filtration).",
@@ -104,7 +79,7 @@ def analyze(
         help="Drop finite bars of length <= P (death - birth) before counting and summing them "
         "(0: keep every bar).",
     )] = 0.0,
-    drop_special: DropSpecialOpt = False,
+    drop_special=False,
     paper: Annotated[Optional[PaperMode], typer.Option(
         "--paper", show_default=False,
         help="Reproduce a founding-paper distance (softmax again, natural log), a reproduction aid: "
@@ -114,25 +89,12 @@ def analyze(
     paper_compat: Annotated[bool, typer.Option(
         "--paper-compat", help="Deprecated: the same as --paper notebook.",
     )] = False,
-    truncate: Annotated[bool, with_help(
-        TruncateOpt, "Cut texts longer than the model's context instead of failing.",
-    )] = False,
-    out: Annotated[Optional[Path], with_help(
-        OutOpt,
-        "Save the result (and figures) into this folder, atomically; an existing result there is replaced.",
-    )] = None,
-    plots: PlotsOpt = False,
-    plot_format: Annotated[Optional[List[PlotFormat]], with_help(
-        PlotFormatOpt,
-        "Figure format(s): png (default), svg, pdf; html writes one interactive report.html. Repeatable.",
-    )] = None,
+    truncate=False, out=None, plots=False, plot_format=None,
     plot_heads: Annotated[int, typer.Option(
         "--plot-heads", min=0, metavar="N",
         help="Draw per-head figures for at most N heads (the top N by --sort); the head grid shows all.",
     )] = 3,
-    top: Annotated[int, with_help(
-        TopOpt, "Show at most N heads in the table (0: all). JSON always holds all.",
-    )] = DEFAULT_TOP,
+    top=DEFAULT_TOP,
     sort: Annotated[Optional[str], typer.Option(
         "--sort", metavar="COLUMN",
         help="Order of the table: 'layer' or a summary column such as max_persistence_h1, "
@@ -140,11 +102,7 @@ def analyze(
         "(default: layer order when every head fits, else max_persistence_h1).",
         show_default=False,
     )] = None,
-    json_out: JsonOpt = False,
-    no_diagrams: NoDiagramsOpt = False,
-    n_jobs: Annotated[Optional[int], with_help(
-        JobsOpt, "Worker processes for persistence (default: all cores).",
-    )] = None,
+    json_out=False, no_diagrams=False, n_jobs=None,
 ) -> None:
     """Analyse one text: attention of every (or the chosen) head → token distances → persistence diagrams → a per-head summary table.
 
@@ -152,7 +110,6 @@ def analyze(
     """  # noqa: E501 - typer keeps line breaks of help text
     import attntopo as at
 
-    t_start = time.perf_counter()
     metric = Metric(metric).value
     engine = None if engine is None else EngineName(engine).value
     body, source = read_text(text, file)
@@ -162,10 +119,9 @@ def analyze(
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
     sort = _check_sort(sort, maxdim)
-    formats = check_plot_options(plots, plot_format, out)
-
-    show = not json_out
-    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model, device=device, dtype=dtype)
+    m, show, formats = run.model, run.show, run.formats
     n_sel = (len(layers) if layers else m.n_layers) * (len(heads) if heads else m.n_heads)
     with progress_bar(f"analysing {n_sel} head{'s' if n_sel != 1 else ''}", show) as progress:
         t0 = time.perf_counter()
@@ -202,9 +158,9 @@ def analyze(
         _print_header(analysis, m, source, timing)
         _print_table(analysis, rows, sort_key, top)
 
-    finish_result(analysis, out=out, formats=formats, json_out=json_out, bundle=lambda _: bundle,
-                  timing={"model_s": round(t_model, 3), "analysis_s": round(t_analysis, 3)}, plots_s=True,
-                  t_start=t_start, document=document, summary=summary)
+    run.finish(analysis, seconds={"analysis_s": t_analysis}, bundle=lambda _: bundle, plots_s=True,
+               document=document,
+               summary=summary)
 
 
 # ------------------------------------------------------------------ table order

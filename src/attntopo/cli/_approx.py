@@ -11,32 +11,17 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DeviceOpt,
-    DtypeOpt,
-    FileOpt,
-    HeadsOpt,
-    JsonOpt,
-    LayersOpt,
-    ModelOpt,
-    OutOpt,
-    PlotsOpt,
-    StaticPlotFormatOpt,
-    TextArg,
-    TruncateOpt,
-    app,
-    check_plot_options,
     console,
     data_table,
     esc,
-    finish_result,
-    load_model_with_status,
     model_line,
     num,
     parse_indices,
     print_table,
     progress_bar,
     read_text,
-    refuse_html,
+    command,
+    opening,
 )
 
 _APPROX_EPILOG = (
@@ -65,13 +50,9 @@ def _words(values: Optional[List[str]]) -> list[str] | None:
     return [w.strip() for v in values for w in str(v).split(",") if w.strip()]
 
 
-@app.command("approx", epilog=_APPROX_EPILOG, no_args_is_help=False)
+@command("approx", epilog=_APPROX_EPILOG, no_args_is_help=False, static_figures="the approximability figure is")
 def approx_cmd(
-    text: TextArg = None,
-    file: FileOpt = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    text=None, file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32",
     budget: Annotated[Optional[List[str]], typer.Option(
         "--budget", "-b", metavar="P", show_default=False,
         help="Budget(s), numbers stored per query row, 2..n; repeat or comma-separate (default: 4,8,16,32 up to n).",
@@ -80,8 +61,7 @@ def approx_cmd(
         "--family", metavar="F", show_default=False,
         help="Families: band_sparse, top_k, low_rank, kernel, cluster_kmeans, cluster_h0 (default: all).",
     )] = None,
-    layer: LayersOpt = None,
-    head: HeadsOpt = None,
+    layer=None, head=None,
     draws: Annotated[int, typer.Option("--draws", help="Kernel feature draws averaged per head.")] = 4,
     iid: Annotated[bool, typer.Option("--iid", help="iid Gaussian kernel features instead of orthogonal ones.")] = False,
     scale: Annotated[str, typer.Option(
@@ -91,11 +71,7 @@ def approx_cmd(
     show: Annotated[Optional[int], typer.Option(
         "--show", metavar="P", show_default=False, help="Budget of the per-head table (default: the middle one).",
     )] = None,
-    truncate: TruncateOpt = False,
-    out: OutOpt = None,
-    plots: PlotsOpt = False,
-    plot_format: StaticPlotFormatOpt = None,
-    json_out: JsonOpt = False,
+    truncate=False, out=None, plots=False, plot_format=None, json_out=False,
 ) -> None:
     """Approximate every head by band+sparse, top-k, low-rank (SVD), kernel (FAVOR+) and clustered attention.
 
@@ -103,8 +79,6 @@ def approx_cmd(
     """
     from ..theory import approximability
 
-    t_start = time.perf_counter()
-    refuse_html(plot_format, "the approximability figure is")
     body, source = read_text(text, file)
     budgets = _ints(budget, "--budget")
     if show is not None and budgets is not None and show not in budgets:
@@ -119,9 +93,9 @@ def approx_cmd(
         if not 0.0 <= scale_value <= 1.0 or math.isnan(scale_value):
             raise InvalidInputError(f"--scale must be a JS distance in [0, 1] or 'gap', got {scale!r}")
     layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
-    formats = check_plot_options(plots, plot_format, out)
-    shown = not json_out
-    m, t_model = load_model_with_status(model, shown, device=device, dtype=dtype)
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model, device=device, dtype=dtype)
+    m, shown = run.model, run.show
     with progress_bar("approximability", shown) as progress:
         t0 = time.perf_counter()
         r = approximability(body, model=m, budgets=budgets, families=families, scale=scale_value, draws=draws,
@@ -130,9 +104,8 @@ def approx_cmd(
         t_a = time.perf_counter() - t0
     if show is not None and show not in r.budgets:
         raise InvalidInputError(f"--show {show} is not one of the budgets {list(r.budgets)}")
-    finish_result(r, out=out, formats=formats, json_out=json_out, bundle=lambda r: _bundle(r, show), source=source,
-                  timing={"model_s": round(t_model, 3), "approx_s": round(t_a, 3)}, t_start=t_start,
-                  summary=lambda timing: _print(r, m, source, show, timing))
+    run.finish(r, seconds={"approx_s": t_a}, bundle=lambda r: _bundle(r, show), source=source,
+               summary=lambda timing: _print(r, m, source, show, timing))
 
 
 def _bundle(r, show: int | None):

@@ -8,6 +8,8 @@ exit code 2.  Nothing here imports torch: ``attntopo --help`` and ``attntopo mod
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import json
 import math
 import os
@@ -17,9 +19,10 @@ import time
 import traceback
 import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Callable, Iterator, List, Optional, get_args
+from typing import Annotated, Any, Callable, Iterator, List, Optional, get_args, get_type_hints
 
 import typer
 from rich.console import Console
@@ -56,9 +59,7 @@ app = typer.Typer(
         "Run [bold]attntopo COMMAND --help[/bold] for the options of a command. "
         "Exit codes: 0 ok, 2 bad input, 1 failure."
     ),
-    rich_markup_mode="rich",
-    no_args_is_help=True,
-    add_completion=False,
+    rich_markup_mode="rich", no_args_is_help=True, add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -86,13 +87,16 @@ def _root(
 
 # ============================================================================ options
 # Every option that two commands share is declared once, here, as an ``Annotated`` type: its
-# names, metavar and help.  A command writes the default at the parameter, as typer advises:
+# names, metavar and help (SHARED_OPTIONS maps each to its parameter name).  A command registered
+# with @command writes only the name and the default of a shared option, in the place it wants it
+# in --help, and may word its help (helps=) or make its figures static (static_figures=):
 #
-#     model: ModelOpt = DEFAULT_MODEL,
-#     out: Annotated[Optional[Path], with_help(OutOpt, "Save the head space into this folder.")] = None,
+#     @command("heads", helps={"out": "Save the head space into this folder."})
+#     def heads_cmd(..., model=DEFAULT_MODEL, device="cpu", dtype="float32", ...,
+#                   truncate=False, out=None, plots=False, plot_format=None, json_out=False): ...
 #
-# (the second form words the help for that command).  A command's own options are declared
-# the same way in its module: ``Annotated[int, typer.Option("--plot-heads", …)] = 3``.
+# An annotated parameter keeps its own declaration: ``file: TextsFileOpt = None``, and a command's
+# own options: ``Annotated[int, typer.Option("--plot-heads", …)] = 3``.
 TextArg = Annotated[Optional[str], typer.Argument(
     metavar="TEXT", help="The text (or use --file).", show_default=False)]
 FileOpt = Annotated[Optional[str], typer.Option(
@@ -133,9 +137,27 @@ PlotsOpt = Annotated[bool, typer.Option(
 PlotFormatOpt = Annotated[Optional[List[PlotFormat]], typer.Option(
     "--plot-format", help="Figure format(s): png (default), svg, pdf. Repeatable.",
     show_default=False)]  # check_plot_options checks it with --plots and --out
-StaticPlotFormatOpt = Annotated[Optional[List[str]], typer.Option(
-    "--plot-format", help="png (default), svg, pdf. Repeatable.",
-    show_default=False)]  # for figures that have no html form: the command calls refuse_html
+
+
+def static_plot_format_opt(what: str) -> Any:
+    """The ``--plot-format`` option of a command whose figures are all static: png, svg or pdf
+    (repeatable), checked while parsing; ``html`` is refused in one line naming ``what`` ("the
+    depth figure is").  Use: ``plot_format: static_plot_format_opt("the depth figure is") = None``."""
+
+    def static_format(value: Any) -> str:
+        v = str(getattr(value, "value", value)).strip().lower()
+        if v == "html":
+            raise typer.BadParameter(f"html: {what} static; use png, svg or pdf")
+        if v not in STATIC_PLOT_FORMATS:
+            raise typer.BadParameter(f"{value!r} is not one of png, svg, pdf")
+        return v
+
+    return Annotated[Optional[List[str]], typer.Option(
+        "--plot-format", metavar="<list[png|svg|pdf]>", help="png (default), svg, pdf. Repeatable.",
+        show_default=False, parser=static_format)]
+
+
+STATIC_PLOT_FORMATS = tuple(f for f in PLOT_FORMATS if f != "html")  # figures without an html form
 TopOpt = Annotated[int, typer.Option("--top", "-n", min=0, metavar="N", help="Show at most N rows (0: all).")]
 JsonOpt = Annotated[bool, typer.Option(
     "--json", help="Print machine-readable JSON on stdout (and nothing else).")]
@@ -147,6 +169,73 @@ JobsOpt = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False)]
 DEBUG_HELP = "Show tracebacks and log messages."
 DebugOpt = Annotated[bool, typer.Option("--debug", help=DEBUG_HELP)]  # a command that reads it (serve); see with_debug
+
+
+# the shared options by parameter name: a command parameter without an annotation takes its
+# declaration from here (``out=None`` is ``out: OutOpt = None``); one with an annotation keeps its own
+SHARED_OPTIONS: dict[str, Any] = {
+    "text": TextArg, "file": FileOpt, "model": ModelOpt, "device": DeviceOpt, "dtype": DtypeOpt,
+    "layer": LayersOpt, "head": HeadsOpt, "metric": MetricOpt, "maxdim": MaxdimOpt,
+    "drop_special": DropSpecialOpt, "truncate": TruncateOpt, "out": OutOpt, "plots": PlotsOpt,
+    "plot_format": PlotFormatOpt, "top": TopOpt, "json_out": JsonOpt, "no_diagrams": NoDiagramsOpt,
+    "n_jobs": JobsOpt,
+}
+
+
+def command(*args: Any, group: Any = None, helps: dict[str, str] | None = None,
+            static_figures: str | None = None, **kwargs: Any) -> Callable:
+    """Register a command on ``group`` (default: :data:`app`) like ``group.command(*args, **kwargs)``,
+    from one mould:
+
+    - a parameter written without an annotation (``truncate=False, out=None, json_out=False``)
+      is the shared option of that name (:data:`SHARED_OPTIONS`: names, metavar, help), in the
+      place the command gives it, with the help ``helps[name]`` when given (the command's own
+      wording); an annotated one keeps its own declaration;
+    - ``static_figures`` ("the depth figure is"): the command's figures have no html form, so its
+      ``plot_format`` is :func:`static_plot_format_opt`'s (png, svg, pdf; html refused in one line);
+    - ``--debug`` is not declared here: :func:`main` gives every command one (:func:`with_debug`)
+      and reads it itself; a command that reads it too (``serve``: request logs) declares it.
+
+    Returns the function as written."""
+    target = app if group is None else group
+
+    def register(f: Callable) -> Callable:
+        sig = inspect.signature(f)
+        hints = get_type_hints(f, include_extras=True)
+        params = []
+        for p in sig.parameters.values():
+            if p.name in hints:
+                params.append(p.replace(annotation=hints[p.name]))
+            elif p.name in SHARED_OPTIONS:
+                params.append(p.replace(annotation=_shared_option(p.name, (helps or {}).get(p.name), static_figures)))
+            else:
+                raise TypeError(f"{f.__name__}: parameter {p.name!r} has no annotation and is no shared option")
+        unknown = set(helps or {}) - {p.name for p in sig.parameters.values() if p.name not in hints}
+        if unknown:
+            raise TypeError(f"{f.__name__}: helps for {sorted(unknown)}, which are no shared option of it")
+
+        @functools.wraps(f)
+        def run(*a: Any, **kw: Any) -> Any:
+            return f(*a, **kw)
+
+        run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params}
+        target.command(*args, **kwargs)(run)
+        return f
+
+    return register
+
+
+def _shared_option(name: str, help: str | None, static_figures: str | None) -> Any:
+    """The declaration of the shared option ``name`` (:data:`SHARED_OPTIONS`), with ``help`` instead
+    of its own when given; ``plot_format`` of a command whose figures are static (``static_figures``)
+    is :func:`static_plot_format_opt`'s."""
+    option = SHARED_OPTIONS[name]
+    if name == "plot_format" and static_figures is not None:
+        option = static_plot_format_opt(static_figures)
+    if help is None:
+        return option
+    return Annotated[get_args(option)[0], with_help(option, help)]  # type: ignore[valid-type]
 
 
 def with_help(option: Any, help: str) -> Any:
@@ -286,12 +375,6 @@ def check_plot_options(plots: bool, plot_format, out: Path | None) -> list[str]:
     return formats if plots else []
 
 
-def refuse_html(plot_format, what: str) -> None:
-    """``--plot-format html`` for commands whose figures are all static: one error line."""
-    if plot_format and any(str(f).lower() == "html" for f in plot_format):
-        raise InvalidInputError(f"--plot-format html: {what} static; use png, svg or pdf")
-
-
 # ============================================================================ work
 @contextmanager
 def status(message: str, enabled: bool) -> Iterator[None]:
@@ -342,6 +425,47 @@ def load_model_with_status(model: str, show: bool, *, device: str = "cpu", dtype
         t0 = time.perf_counter()
         m = load_model(model, device=device, dtype=dtype, progress=progress)
         return m, time.perf_counter() - t0
+
+
+@dataclass
+class Opening:
+    """What :func:`opening` hands a command: when it started, whether it shows progress (not under
+    ``--json``), the figure formats asked for (``[]``: none) and the model with its load time."""
+
+    t_start: float
+    show: bool
+    formats: list[str]
+    model: Any = None
+    t_model: float = 0.0
+    out: Path | None = None
+
+    def finish(self, result: Any, *, summary: Callable[[dict], None], seconds: dict[str, float],
+               **options: Any) -> None:
+        """:func:`finish_result` for this command: its ``--out``, figure formats, ``--json`` and start
+        time, with ``timing`` = :meth:`timing` of ``seconds`` (the command's own stages)."""
+        finish_result(result, out=self.out, formats=self.formats, json_out=not self.show,
+                      timing=self.timing(**seconds), t_start=self.t_start, summary=summary, **options)
+
+    def timing(self, **seconds: float) -> dict:
+        """``{"model_s": …, **seconds}``, each rounded to the millisecond (the ``timing`` of
+        :func:`finish_result`)."""
+        return {"model_s": round(self.t_model, 3), **{k: round(v, 3) for k, v in seconds.items()}}
+
+
+def opening(*, t_start: float | None = None, json_out: bool = False, out: Path | None = None,
+            plots: bool = False, plot_format: Any = None, model: str | None = None,
+            device: str = "cpu", dtype: str = "float32", show: bool | None = None) -> Opening:
+    """The opening lines of every command, after its own input checks: the figure options checked
+    (:func:`check_plot_options`, which also checks ``--out``), then ``model`` loaded on ``device``
+    in ``dtype`` behind a progress bar (none when ``model`` is None).  ``t_start`` (default: now)
+    is the start of the command's ``total_s``; ``show`` defaults to ``not json_out``."""
+    t0 = time.perf_counter() if t_start is None else t_start
+    formats = check_plot_options(plots, plot_format, out)
+    shown = (not json_out) if show is None else show
+    if model is None:
+        return Opening(t0, shown, formats, out=out)
+    m, t_model = load_model_with_status(model, shown, device=device, dtype=dtype)
+    return Opening(t0, shown, formats, m, t_model, out)
 
 
 def save_result(result: Any, out: Path, figures: dict[str, bytes] | None = None) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import time
 import warnings
-from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
@@ -17,42 +16,20 @@ from ..errors import EmptyTextError, InvalidInputError, OutOfRangeError
 from ..words import split_words
 from ._common import (
     DEFAULT_TOP,
-    DeviceOpt,
-    DropSpecialOpt,
-    DtypeOpt,
-    HeadsOpt,
-    JobsOpt,
-    JsonOpt,
-    LayersOpt,
-    MaxdimOpt,
     Metric,
-    MetricOpt,
-    ModelOpt,
-    NoDiagramsOpt,
-    OutOpt,
-    PlotFormat,
-    PlotFormatOpt,
-    PlotsOpt,
-    TopOpt,
-    TruncateOpt,
-    app,
-    check_plot_options,
     console,
     data_table,
     esc,
     grid_points,
     json_doc,
-    load_model_with_status,
     model_line,
     num,
     parse_indices,
-    print_json,
-    print_saved,
     print_table,
     progress_bar,
     summary_rows,
-    with_help,
-    write_result,
+    command,
+    opening,
 )
 
 _COMPARE_EPILOG = (
@@ -72,7 +49,15 @@ _COMPARE_EPILOG = (
 )
 
 
-@app.command("compare", epilog=_COMPARE_EPILOG, no_args_is_help=True)
+_HELPS = {  # the shared options in this command's words
+    "model": "Model: a packaged alias, a Hugging Face id (a multilingual one for translations) or a folder.",
+    "out": "Save the comparison (and figures) into this folder.",
+    "plot_format": "png (default), svg, pdf; html writes one interactive report.html.",
+    "top": "Show at most N heads (0: all). JSON holds all.",
+}
+
+
+@command("compare", epilog=_COMPARE_EPILOG, no_args_is_help=True, helps=_HELPS)
 def compare_cmd(
     text_a: Annotated[str, typer.Argument(
         metavar="TEXT_A", help="The first text.", show_default=False,
@@ -80,16 +65,8 @@ def compare_cmd(
     text_b: Annotated[str, typer.Argument(
         metavar="TEXT_B", help="The second text.", show_default=False,
     )],
-    model: Annotated[str, with_help(
-        ModelOpt,
-        "Model: a packaged alias, a Hugging Face id (a multilingual one for translations) or a folder.",
-    )] = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
-    layer: LayersOpt = None,
-    head: HeadsOpt = None,
-    metric: MetricOpt = "jensen_shannon",
-    maxdim: MaxdimOpt = 1,
+    model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
+    metric="jensen_shannon", maxdim=1,
     scale: Annotated[Optional[float], typer.Option(
         "--scale", "--eps", metavar="EPS",
         help="Scale ε at which shared edges/triangles are compared, >= 0 (default: per head, the median "
@@ -118,30 +95,18 @@ def compare_cmd(
     include_special: Annotated[bool, typer.Option(
         "--include-special", help="Also match special tokens (\\[CLS] with \\[CLS], …).",
     )] = False,
-    drop_special: DropSpecialOpt = False,
-    truncate: TruncateOpt = False,
+    drop_special=False, truncate=False,
     dim: Annotated[Optional[int], typer.Option(
         "--dim", metavar="D",
         help="Homology dimension used to rank heads (default: the highest one in which no distance is "
         "shared by more than half of the heads; H0 on short texts, where most H1 distances are 0).",
         show_default=False,
     )] = None,
-    out: Annotated[Optional[Path], with_help(
-        OutOpt, "Save the comparison (and figures) into this folder.",
-    )] = None,
-    plots: PlotsOpt = False,
-    plot_format: Annotated[Optional[List[PlotFormat]], with_help(
-        PlotFormatOpt, "png (default), svg, pdf; html writes one interactive report.html.",
-    )] = None,
+    out=None, plots=False, plot_format=None,
     plot_heads: Annotated[int, typer.Option(
         "--plot-heads", min=0, metavar="N", help="Per-head figures for the N most similar heads.",
     )] = 2,
-    top: Annotated[int, with_help(
-        TopOpt, "Show at most N heads (0: all). JSON holds all.",
-    )] = DEFAULT_TOP,
-    json_out: JsonOpt = False,
-    no_diagrams: NoDiagramsOpt = False,
-    n_jobs: JobsOpt = None,
+    top=DEFAULT_TOP, json_out=False, no_diagrams=False, n_jobs=None,
 ) -> None:
     """Compare two texts head by head: shared tokens, when they connect in each text, simplices present in both, and diagram distances (bottleneck, Wasserstein) per homology dimension.
 
@@ -149,7 +114,6 @@ def compare_cmd(
     """  # noqa: E501 - typer keeps line breaks of help text
     import attntopo as at
 
-    t_start = time.perf_counter()
     metric = Metric(metric).value
     if not text_a.strip() or not text_b.strip():
         raise EmptyTextError("TEXT_A and TEXT_B must both hold at least one word")
@@ -165,10 +129,9 @@ def compare_cmd(
     if alignment is not None and not align_tokens:
         _check_word_indices(alignment, text_a, text_b)
     words = _highlight_words(highlight)
-    formats = check_plot_options(plots, plot_format, out)
-
-    show = not json_out
-    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model, device=device, dtype=dtype)
+    m, show, formats = run.model, run.show, run.formats
     with progress_bar("comparing", show) as progress:
         t0 = time.perf_counter()
         try:
@@ -189,21 +152,18 @@ def compare_cmd(
     rank_dim = c.ranking_dim if dim is None else dim
     rows = _compare_rows(c, rank_dim)
     single = len(rows) == 1
-    report_heads = [(r["layer"], r["head"]) for r in rows[: max(1, min(top or len(rows), 5))]]
-    bundle = None
-    if formats:
-        from ..plots import comparison_bundle
-
-        bundle = comparison_bundle(c, [(r["layer"], r["head"]) for r in rows[:plot_heads]], highlight=keys)
-    saved, figures, _ = write_result(c, out, bundle, formats, show)
-    timing = {"model_s": round(t_model, 3), "compare_s": round(t_cmp, 3),
-              "total_s": round(time.perf_counter() - t_start, 3)}
     pairs = [
         {"layer": lay, "head": hd, **c.pair(u, v, lay, hd)}
         for lay, hd in ([(r["layer"], r["head"]) for r in rows])
         for i_, u in enumerate(keys) for v in keys[i_ + 1:]
     ]
-    if json_out:
+    bundle = None
+    if formats:
+        from ..plots import comparison_bundle
+
+        bundle = comparison_bundle(c, [(r["layer"], r["head"]) for r in rows[:plot_heads]], highlight=keys)
+
+    def document(saved, figures, timing):
         doc = c.to_dict(k=min(5, len(rows)), dim=dim)
         doc.update({
             "attntopo": __version__, "model": m.info(), "tokens_a": c.a.attention.labels,
@@ -217,9 +177,18 @@ def compare_cmd(
         doc = json_doc(doc, saved=saved, figures=figures, timing=timing)
         if not no_diagrams:
             doc["diagrams"] = {side: grid_points(an.diagrams, an.layers, an.heads) for side, an in (("a", c.a), ("b", c.b))}
-        print_json(doc)
-        return
+        return doc
 
+    run.finish(c, seconds={"compare_s": t_cmp}, bundle=lambda _: bundle, document=document,
+               summary=lambda timing: _print_summary(c, m, rows, keys, pairs, timing, metric=metric, eps=eps,
+                                                     alignment=alignment, top=top, dim=dim))
+
+
+def _print_summary(c, m, rows, keys, pairs, timing, *, metric, eps, alignment, top, dim) -> None:
+    """The tables and lines of ``compare`` without ``--json``."""
+    rank_dim = c.ranking_dim if dim is None else dim
+    single = len(rows) == 1
+    report_heads = [(r["layer"], r["head"]) for r in rows[: max(1, min(top or len(rows), 5))]]
     console.print(model_line(m, f" · metric {metric}"))
     for name, an in (("A", c.a), ("B", c.b)):
         console.print(f"[bold]{name}[/bold] {an.attention.n_tokens} tokens: " + esc(" ".join(an.attention.labels)),
@@ -247,7 +216,6 @@ def compare_cmd(
             console.print("present in both texts at ε: " + esc("; ".join(
                 f"{' – '.join(s['tokens'])} (born {s['birth_a']:.3f} / {s['birth_b']:.3f})" for s in simp)),
                 overflow="fold")
-    print_saved(saved, figures)
 
 
 def _comparison_scale(scale: Optional[float], threshold: Optional[float]) -> Optional[float]:

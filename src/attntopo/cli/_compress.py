@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
@@ -11,30 +11,14 @@ from .._validation import check_choice
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DeviceOpt,
-    DtypeOpt,
-    FileOpt,
-    HeadsOpt,
-    JsonOpt,
-    LayersOpt,
-    ModelOpt,
-    OutOpt,
-    PlotsOpt,
-    StaticPlotFormatOpt,
-    TextArg,
-    TruncateOpt,
-    app,
-    check_plot_options,
     console,
     esc,
-    finish_result,
-    load_model_with_status,
     model_line,
     parse_indices,
     read_text,
-    refuse_html,
     status,
-    with_help,
+    command,
+    opening,
 )
 
 _COMPRESS_EPILOG = (
@@ -50,17 +34,14 @@ _COMPRESS_EPILOG = (
 )
 
 
-@app.command("compress", epilog=_COMPRESS_EPILOG, no_args_is_help=False)
+_HELPS = {  # the shared options in this command's words
+    "layer": "Layer(s) to compress, 0-based; repeat or comma-separate (default: all).",
+}
+
+
+@command("compress", epilog=_COMPRESS_EPILOG, no_args_is_help=False, helps=_HELPS, static_figures="the compression figure is")
 def compress_cmd(
-    text: TextArg = None,
-    file: FileOpt = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
-    layer: Annotated[Optional[List[str]], with_help(
-        LayersOpt, "Layer(s) to compress, 0-based; repeat or comma-separate (default: all).",
-    )] = None,
-    head: HeadsOpt = None,
+    text=None, file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
     scale: Annotated[str, typer.Option(
         "--scale", help="JS distance ε of the H0 clusters, or 'gap' (each head's largest H0 gap).",
     )] = "gap",
@@ -71,11 +52,7 @@ def compress_cmd(
         "--representative", help="barycenter or medoid.",
     )] = "barycenter",
     seed: Annotated[int, typer.Option("--seed", help="For random and kmeans.")] = 0,
-    truncate: TruncateOpt = False,
-    out: OutOpt = None,
-    plots: PlotsOpt = False,
-    plot_format: StaticPlotFormatOpt = None,
-    json_out: JsonOpt = False,
+    truncate=False, out=None, plots=False, plot_format=None, json_out=False,
 ) -> None:
     """Compress attention by persistent clusters (or a baseline) inside a forward pass and measure the effect.
 
@@ -83,10 +60,8 @@ def compress_cmd(
     """  # noqa: E501 - typer keeps line breaks of help text
     from ..compress import METHODS, REPRESENTATIVES, compress
 
-    t_start = time.perf_counter()
     check_choice(method, "--method", METHODS)  # before the model loads
     check_choice(representative, "--representative", REPRESENTATIVES)
-    refuse_html(plot_format, "the compression figure is")
     body, source = read_text(text, file)
     if scale != "gap":
         try:
@@ -96,17 +71,16 @@ def compress_cmd(
     else:
         scale_value = "gap"
     layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
-    formats = check_plot_options(plots, plot_format, out)
-    show = not json_out
-    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model, device=device, dtype=dtype)
+    m, show = run.model, run.show
     with status("two forward passes, the second with grouped attention rows …", show):
         t0 = time.perf_counter()
         c = compress(body, m, layers=layers, heads=heads, scale=scale_value, method=method,
                      representative=representative, seed=seed, truncate=truncate)
         t_c = time.perf_counter() - t0
-    finish_result(c, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,
-                  timing={"model_s": round(t_model, 3), "compress_s": round(t_c, 3)}, t_start=t_start,
-                  summary=lambda timing: _print_summary(c, m, source, timing))
+    run.finish(c, seconds={"compress_s": t_c}, bundle=_bundle, source=source,
+               summary=lambda timing: _print_summary(c, m, source, timing))
 
 
 def _bundle(c):

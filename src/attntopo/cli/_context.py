@@ -10,27 +10,16 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DeviceOpt,
-    DtypeOpt,
-    JsonOpt,
-    ModelOpt,
-    OutOpt,
-    PlotsOpt,
-    StaticPlotFormatOpt,
     TextsFileOpt,
-    TruncateOpt,
-    app,
-    check_plot_options,
     console,
     data_table,
     esc,
-    finish_result,
-    load_model_with_status,
     model_line,
     print_table,
     progress_bar,
     read_texts,
-    refuse_html,
+    command,
+    opening,
 )
 
 _CONTEXT_EPILOG = (
@@ -69,15 +58,13 @@ def _texts(texts: Optional[List[str]], file: Optional[str], word: Optional[str],
     return read_texts(texts, file)
 
 
-@app.command("context", epilog=_CONTEXT_EPILOG, no_args_is_help=False)
+@command("context", epilog=_CONTEXT_EPILOG, no_args_is_help=False, static_figures="the context figure is")
 def context_cmd(
     texts: Annotated[Optional[List[str]], typer.Argument(
         metavar="TEXT...", show_default=False, help="The texts (or use --file, or --word alone).",
     )] = None,
     file: TextsFileOpt = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    model=DEFAULT_MODEL, device="cpu", dtype="float32",
     word: Annotated[Optional[str], typer.Option(
         "--word", "-w", metavar="W", show_default=False,
         help="Study this word across the texts that contain it (at least 3); "
@@ -95,11 +82,7 @@ def context_cmd(
     seed: Annotated[int, typer.Option(
         "--seed", min=0, help="Seed of the permutations (and of the fortunes drawn).",
     )] = 0,
-    truncate: TruncateOpt = False,
-    out: OutOpt = None,
-    plots: PlotsOpt = False,
-    plot_format: StaticPlotFormatOpt = None,
-    json_out: JsonOpt = False,
+    truncate=False, out=None, plots=False, plot_format=None, json_out=False,
 ) -> None:
     """Permutation equivariance, contextual-mapping margins and contextuality of a model, per layer.
 
@@ -107,20 +90,17 @@ def context_cmd(
     """  # noqa: E501 - typer keeps line breaks of help text
     from ..theory import context
 
-    t_start = time.perf_counter()
-    refuse_html(plot_format, "the context figure is")
     body, source = _texts(texts, file, word, fortunes, contexts, seed)
-    formats = check_plot_options(plots, plot_format, out)
-    show = not json_out
-    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model, device=device, dtype=dtype)
+    m, show = run.model, run.show
     with progress_bar(f"context · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
         t0 = time.perf_counter()
         r = context(body, m, word=word, n_permutations=permutations, seed=seed,
                     equivariance_texts=equivariance_texts, truncate=truncate, progress=bar)
         t_c = time.perf_counter() - t0
-    finish_result(r, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,
-                  timing={"model_s": round(t_model, 3), "context_s": round(t_c, 3)}, t_start=t_start,
-                  summary=lambda timing: _print_summary(r, m, source, timing))
+    run.finish(r, seconds={"context_s": t_c}, bundle=_bundle, source=source,
+               summary=lambda timing: _print_summary(r, m, source, timing))
 
 
 def _bundle(r):

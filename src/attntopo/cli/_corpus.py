@@ -13,19 +13,13 @@ import typer
 from .. import __version__
 from ..constants import DEFAULT_MODEL
 from ._common import (
-    DeviceOpt,
-    DtypeOpt,
-    HeadsOpt,
     JobsOpt,
-    JsonOpt,
-    LayersOpt,
-    ModelOpt,
-    app,
     console,
     err_console,
     esc,
     parse_indices,
     print_json,
+    command,
 )
 
 _CORPUS_EPILOG = (
@@ -66,7 +60,7 @@ def _backend_and_engine(backend: Optional[str], engine: Optional[str]) -> tuple[
     return backend, engine
 
 
-@app.command("corpus", epilog=_CORPUS_EPILOG)
+@command("corpus", epilog=_CORPUS_EPILOG)
 def corpus_cmd(
     input: Annotated[str, typer.Argument(
         metavar="INPUT", show_default=False,
@@ -75,15 +69,12 @@ def corpus_cmd(
     out: Annotated[Path, typer.Option(
         "--out", "-o", metavar="STORE", show_default=False, help="The store folder: new, empty, or one to continue.",
     )],
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    model=DEFAULT_MODEL, device="cpu", dtype="float32",
     sets: Annotated[Optional[List[str]], typer.Option(
         "--sets", "-s", metavar="SETS", show_default=False,
         help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape.",
     )] = None,
-    layer: LayersOpt = None,
-    head: HeadsOpt = None,
+    layer=None, head=None,
     keep_diagrams: Annotated[bool, typer.Option(
         "--keep-diagrams", help="Also store every head's JS diagram (H0, H1).",
     )] = False,
@@ -137,7 +128,7 @@ def corpus_cmd(
     log_every: Annotated[int, typer.Option(
         "--log-every", min=1, metavar="N", help="Without a terminal: one progress line on stderr every N batches.",
     )] = 10,
-    json_out: JsonOpt = False,
+    json_out=False,
 ) -> None:
     """Compute topological features of every text of INPUT into a resumable Parquet store.
 

@@ -10,29 +10,18 @@ import typer
 from .._validation import check_positive_int
 from ..constants import DEFAULT_MODEL
 from ._common import (
-    DeviceOpt,
-    DtypeOpt,
-    JsonOpt,
-    ModelOpt,
-    OutOpt,
-    PlotsOpt,
-    StaticPlotFormatOpt,
     TextsArg,
     TextsFileOpt,
-    TruncateOpt,
-    app,
-    check_plot_options,
     console,
     data_table,
     esc,
-    finish_result,
-    load_model_with_status,
     model_line,
     num,
     print_table,
     progress_bar,
     read_texts,
-    refuse_html,
+    command,
+    opening,
 )
 
 _DEPTH_EPILOG = (
@@ -49,21 +38,15 @@ _DEPTH_EPILOG = (
 )
 
 
-@app.command("depth", epilog=_DEPTH_EPILOG, no_args_is_help=False)
+@command("depth", epilog=_DEPTH_EPILOG, no_args_is_help=False, static_figures="the depth figure is")
 def depth_cmd(
     texts: TextsArg = None,
     file: TextsFileOpt = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    model=DEFAULT_MODEL, device="cpu", dtype="float32",
     k: Annotated[int, typer.Option(
         "--k", "-k", help="Neighbours for the k-NN overlap between depths (min(k, n−2) per text).",
     )] = 10,
-    truncate: TruncateOpt = False,
-    out: OutOpt = None,
-    plots: PlotsOpt = False,
-    plot_format: StaticPlotFormatOpt = None,
-    json_out: JsonOpt = False,
+    truncate=False, out=None, plots=False, plot_format=None, json_out=False,
 ) -> None:
     """Per-layer geometry of a model: rank collapse, JS geometry, intrinsic dimension, Fisher–Rao movement.
 
@@ -71,20 +54,17 @@ def depth_cmd(
     """  # noqa: E501 - typer keeps line breaks of help text
     from ..theory import depth
 
-    t_start = time.perf_counter()
-    refuse_html(plot_format, "the depth figure is")
     body, source = read_texts(texts, file)
     k = check_positive_int(k, "--k", allow_none=False, hint="neighbours for the overlap between depths")
-    formats = check_plot_options(plots, plot_format, out)
-    show = not json_out
-    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model, device=device, dtype=dtype)
+    m, show = run.model, run.show
     with progress_bar(f"depth · {len(body)} text{'s' if len(body) != 1 else ''}", show) as bar:
         t0 = time.perf_counter()
         d = depth(body, m, k=k, truncate=truncate, progress=bar)
         t_d = time.perf_counter() - t0
-    finish_result(d, out=out, formats=formats, json_out=json_out, bundle=_bundle, source=source,
-                  timing={"model_s": round(t_model, 3), "depth_s": round(t_d, 3)}, t_start=t_start,
-                  summary=lambda timing: _print_summary(d, m, source, timing))
+    run.finish(d, seconds={"depth_s": t_d}, bundle=_bundle, source=source,
+               summary=lambda timing: _print_summary(d, m, source, timing))
 
 
 def _bundle(d):

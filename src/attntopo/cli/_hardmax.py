@@ -12,41 +12,26 @@ from .. import __version__
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DeviceOpt,
-    DtypeOpt,
-    FileOpt,
-    JsonOpt,
-    ModelOpt,
     OutOpt,
-    PlotsOpt,
-    StaticPlotFormatOpt,
-    TruncateOpt,
     app,
-    check_out,
-    check_plot_options,
     console,
     data_table,
     err_console,
     esc,
+    command,
     finish_result,
-    load_model_with_status,
+    opening,
     plural,
-    print_json,
-    print_saved,
     print_table,
     read_text,
-    refuse_html,
-    save_result,
     status,
     with_help,
-    write_result,
 )
 
 hardmax_app = typer.Typer(
     name="hardmax",
     help="Hardmax attention dynamics (Alcalde, Fantuzzi & Zuazua 2025): tokens gather around leaders.",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
+    no_args_is_help=True, rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(hardmax_app, name="hardmax")
@@ -63,6 +48,9 @@ _SIMULATE_EPILOG = (
     "shifted to be positive definite; docs/hardmax.md). The result loads back with "
     "[bold]attntopo.load_result(DIR)[/bold]."
 )
+
+
+_STATIC_FIGURES = "the hardmax figures are"  # their --plot-format: png, svg or pdf
 
 
 def _load_array(path: str, option: str):
@@ -92,15 +80,12 @@ def _random_instance(n: int, dim: int, seed: int, random_a: bool):
     return Z0, A
 
 
-@hardmax_app.command("simulate", epilog=_SIMULATE_EPILOG, no_args_is_help=False)
+@command("simulate", group=hardmax_app, static_figures=_STATIC_FIGURES, epilog=_SIMULATE_EPILOG, no_args_is_help=False)
 def simulate_cmd(
     text: Annotated[Optional[str], typer.Argument(
         metavar="[TEXT]", help="A text: run on a model's tokens.", show_default=False,
     )] = None,
-    file: FileOpt = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32",
     layer: Annotated[int, typer.Option(
         "--layer", "-l", metavar="L", help="Layer whose input tokens and head are used (text).",
     )] = 0,
@@ -111,7 +96,7 @@ def simulate_cmd(
         "--margin", metavar="M",
         help="Text: smallest eigenvalue of A as a share of the head's ||S||_2.",
     )] = 0.01,
-    truncate: TruncateOpt = False,
+    truncate=False,
     z0: Annotated[Optional[str], typer.Option(
         "--z0", metavar="PATH", help="Tokens from a file: (n, d) array, .npy/.csv/.txt.",
         show_default=False,
@@ -148,9 +133,7 @@ def simulate_cmd(
     out: Annotated[Optional[Path], with_help(
         OutOpt, "Save the simulation (and figures) into this folder, atomically.",
     )] = None,
-    plots: PlotsOpt = False,
-    plot_format: StaticPlotFormatOpt = None,
-    json_out: JsonOpt = False,
+    plots=False, plot_format=None, json_out=False,
 ) -> None:
     """Run the hardmax dynamics z ← z/(1+α) + α/(1+α)·mean of argmax_j ⟨A z, z_j⟩ and report leaders, clusters and where the limit points lie.
 
@@ -159,7 +142,6 @@ def simulate_cmd(
     from .. import hardmax as hm
 
     t_start = time.perf_counter()
-    refuse_html(plot_format, "the hardmax figures are")
     from_text = text is not None or file is not None
     if from_text and z0 is not None:
         raise InvalidInputError("give either a text (TEXT or --file) or --z0, not both")
@@ -167,12 +149,12 @@ def simulate_cmd(
         raise InvalidInputError("--a needs --z0 (random tokens use --random-a; a text takes A from --head)")
     if (from_text or z0 is not None) and (n is not None or dim is not None or random_a):
         raise InvalidInputError("--n, --dim and --random-a describe random tokens; not with a text or --z0")
-    formats = check_plot_options(plots, plot_format, out)
-    show = not json_out
-    t_model = 0.0
     if from_text:
         body, source = read_text(text, file)
-        m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model if from_text else None, device=device, dtype=dtype)
+    m, show, formats = run.model, run.show, run.formats
+    if from_text:
         with status("hardmax dynamics on the model's tokens …", show):
             t0 = time.perf_counter()
             r = hm.simulate_text(body, m, layer, head, alpha=alpha, steps=steps, margin=margin,
@@ -202,7 +184,7 @@ def simulate_cmd(
         "limit_points_on_relative_boundary": int(pos.on_relative_boundary.sum()),
     }
     finish_result(r, out=out, formats=formats, json_out=json_out, bundle=_bundle, extra={"polytope": geometry},
-                  timing={"model_s": round(t_model, 3), "simulate_s": round(t_sim, 4)}, plots_s=True,
+                  timing={"model_s": round(run.t_model, 3), "simulate_s": round(t_sim, 4)}, plots_s=True,
                   t_start=t_start, summary=lambda timing: _print_report(r, where, geometry, timing))
 
 
@@ -262,7 +244,7 @@ _TRAIN_EPILOG = (
 )
 
 
-@hardmax_app.command("train", epilog=_TRAIN_EPILOG, no_args_is_help=False)
+@command("train", group=hardmax_app, epilog=_TRAIN_EPILOG, no_args_is_help=False)
 def train_cmd(
     data: Annotated[Optional[str], typer.Argument(
         metavar="[DATA]", help="CSV or JSONL with text and label columns.", show_default=False,
@@ -308,7 +290,7 @@ def train_cmd(
     out: Annotated[Optional[Path], with_help(
         OutOpt, "Save the trained model into this folder, atomically.",
     )] = None,
-    json_out: JsonOpt = False,
+    json_out=False,
 ) -> None:
     """Train the paper's interpretable classifier: word embeddings → one hardmax attention layer K times → mean → linear → sigmoid.
 
@@ -320,8 +302,7 @@ def train_cmd(
     t_start = time.perf_counter()
     if (data is None) == (fortunes is None):
         raise InvalidInputError("give either DATA (a CSV or JSONL file) or --fortunes A,B")
-    if out is not None:
-        check_out(out)
+    show = opening(t_start=t_start, json_out=json_out, out=out).show
     if data is not None:
         p = Path(data).expanduser()
         if not p.is_file():
@@ -334,7 +315,6 @@ def train_cmd(
             raise InvalidInputError(f"--fortunes takes exactly two categories, comma-separated; got {fortunes!r}")
         ds = load_fortunes(cats)
         source = {"kind": "fortunes", "categories": cats}
-    show = not json_out
 
     def progress(row: dict) -> None:
         if show:
@@ -346,15 +326,8 @@ def train_cmd(
                                     max_len=max_len, epochs=epochs, batch_size=batch_size, lr=lr, val=val, test=test,
                                     min_count=min_count, seed=seed, baseline=baseline, top_words=top_words,
                                     source=source, progress=progress)
-    saved = save_result(model, out) if out is not None else None
-    timing = {"total_s": round(time.perf_counter() - t_start, 2), "train_s": model.metrics["train_seconds"]}
-    if json_out:
-        doc = model.to_dict()
-        doc.pop("provenance", None)
-        print_json({"attntopo": __version__, **doc, "timing": timing, "out": None if saved is None else str(saved)})
-        return
-    _print_training(model, timing)
-    print_saved(saved)
+    finish_result(model, out=out, formats=[], json_out=json_out, timing={"train_s": model.metrics["train_seconds"]},
+                  t_start=t_start, summary=lambda timing: _print_training(model, timing))
 
 
 def _print_training(model, timing: dict) -> None:
@@ -392,7 +365,7 @@ _EXPLAIN_EPILOG = (
 )
 
 
-@hardmax_app.command("explain", epilog=_EXPLAIN_EPILOG, no_args_is_help=False)
+@command("explain", group=hardmax_app, static_figures=_STATIC_FIGURES, epilog=_EXPLAIN_EPILOG, no_args_is_help=False)
 def explain_cmd(
     model_dir: Annotated[Path, typer.Argument(
         metavar="MODEL", help="Folder of a model saved by attntopo hardmax train.",
@@ -400,22 +373,19 @@ def explain_cmd(
     text: Annotated[Optional[str], typer.Argument(
         metavar="[TEXT]", help="The text (or use --file).", show_default=False,
     )] = None,
-    file: FileOpt = None,
+    file=None,
     out: Annotated[Optional[Path], with_help(
         OutOpt, "Save the simulation behind the prediction (and figures) into this folder.",
     )] = None,
-    plots: PlotsOpt = False,
-    plot_format: StaticPlotFormatOpt = None,
-    json_out: JsonOpt = False,
+    plots=False, plot_format=None, json_out=False,
 ) -> None:
     """Explain one prediction of a trained hardmax classifier: the leader words and the cluster each word ends in."""
     import attntopo as at
 
     from ..errors import ResultFormatError
 
-    refuse_html(plot_format, "the hardmax figures are")
     body, source = read_text(text, file)
-    formats = check_plot_options(plots, plot_format, out)
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format)
     try:
         model = at.load_result(model_dir)
     except ResultFormatError as e:
@@ -425,17 +395,26 @@ def explain_cmd(
             f"MODEL {str(model_dir)!r} holds a {getattr(model, 'kind', type(model).__name__)} result, "
             f"not a model from attntopo hardmax train"
         )
+    t0 = time.perf_counter()
     sim, prob = model.explain(body)
-    saved, figures, _ = write_result(sim, out, _bundle(sim) if formats else None, formats, not json_out)
+    t_explain = time.perf_counter() - t0
     label = model.classes[int(prob >= 0.5)]
     clusters = sim.attention_clusters()
-    if json_out:
-        print_json({"attntopo": __version__, "prediction": label,
-                    "probability": {model.classes[0]: 1.0 - prob, model.classes[1]: prob},
-                    "classes": model.classes, "tokens": sim.tokens, "leaders": sim.leader_indices.tolist(),
-                    "clusters": clusters, "source": source,
-                    "out": None if saved is None else str(saved), "figures": sorted(figures)})
-        return
+
+    def document(saved, figures, timing):
+        return {"attntopo": __version__, "prediction": label,
+                "probability": {model.classes[0]: 1.0 - prob, model.classes[1]: prob},
+                "classes": model.classes, "tokens": sim.tokens, "leaders": sim.leader_indices.tolist(),
+                "clusters": clusters, "source": source, "timing": timing,
+                "out": None if saved is None else str(saved), "figures": sorted(figures)}
+
+    finish_result(sim, out=out, formats=run.formats, json_out=json_out, bundle=_bundle,
+                  timing={"explain_s": round(t_explain, 3)}, t_start=run.t_start, document=document,
+                  summary=lambda _: _print_explanation(model, sim, prob, label, clusters))
+
+
+def _print_explanation(model, sim, prob, label, clusters) -> None:
+    """The prediction and its word groups (``hardmax explain`` without ``--json``)."""
     p_label = prob if label == model.classes[1] else 1.0 - prob  # the prediction's own probability
     console.print(f"[bold]{esc(label)}[/bold] (P({esc(label)}) = {p_label:.3f}) · {plural(sim.n_tokens, 'word')}, "
                   f"{plural(len(sim.leader_indices), 'leader')}, {plural(len(clusters), 'group')} after "
@@ -448,4 +427,3 @@ def explain_cmd(
         table.add_row(str(len(c["members"])), " ".join(sim.tokens[i] for i in c["leaders"]) or "–",
                       " ".join(c["labels"]))
     print_table(table)
-    print_saved(saved, figures)

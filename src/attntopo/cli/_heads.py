@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 import warnings
-from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
@@ -15,38 +14,20 @@ from .._validation import check_maxdim, check_scale
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DeviceOpt,
-    DropSpecialOpt,
-    DtypeOpt,
-    JobsOpt,
-    JsonOpt,
-    MaxdimOpt,
     Metric,
-    MetricOpt,
-    ModelOpt,
-    OutOpt,
-    PlotFormat,
-    PlotFormatOpt,
-    PlotsOpt,
-    TopOpt,
-    TruncateOpt,
-    app,
-    check_plot_options,
     console,
     data_table,
     esc,
     fmt,
     json_doc,
-    load_model_with_status,
     num,
     plural,
-    print_json,
-    print_saved,
     print_table,
     progress_bar,
     read_text,
-    with_help,
-    write_result,
+    command,
+    finish_result,
+    opening,
 )
 
 _HEADS_EPILOG = (
@@ -62,7 +43,16 @@ _HEADS_EPILOG = (
 )
 
 
-@app.command("heads", epilog=_HEADS_EPILOG, no_args_is_help=False)
+_HELPS = {  # the shared options in this command's words
+    "maxdim": "Highest homology dimension of head space: 0, 1 or 2.",
+    "out": "Save the head space (or the comparison) and figures into this folder, atomically.",
+    "plot_format": "png (default), svg, pdf; html writes the interactive MDS scatter. Repeatable.",
+    "top": "Show at most N redundant groups (0: all).",
+    "n_jobs": "Worker processes for the bootstrap diagrams.",
+}
+
+
+@command("heads", epilog=_HEADS_EPILOG, no_args_is_help=False, helps=_HELPS)
 def heads_cmd(
     text: Annotated[Optional[List[str]], typer.Argument(
         metavar="TEXT...", help="Texts (each argument is one text; or use --file).",
@@ -72,9 +62,7 @@ def heads_cmd(
         "--file", "-f", metavar="PATH",
         help="Read one text from a UTF-8 file ('-' reads stdin); repeatable.", show_default=False,
     )] = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    model=DEFAULT_MODEL, device="cpu", dtype="float32",
     compare_model: Annotated[Optional[str], typer.Option(
         "--compare-model", metavar="MODEL",
         help="Also build this model's head space on the same texts and compare the two diagrams.",
@@ -84,10 +72,7 @@ def heads_cmd(
         "-c", metavar="MODEL", hidden=True, show_default=False,
         help="Deprecated short form of --compare-model (-c is --context in attntopo phrase).",
     )] = None,
-    metric: MetricOpt = "jensen_shannon",
-    maxdim: Annotated[int, with_help(
-        MaxdimOpt, "Highest homology dimension of head space: 0, 1 or 2.",
-    )] = 1,
+    metric="jensen_shannon", maxdim=1,
     raw: Annotated[bool, typer.Option(
         "--sum",
         help="Sum over tokens (the founding paper) instead of the mean; not with --compare-model.",
@@ -103,21 +88,8 @@ def heads_cmd(
         show_default=False,
     )] = None,
     seed: Annotated[int, typer.Option("--seed", metavar="S", help="Seed of the bootstrap.")] = 0,
-    drop_special: DropSpecialOpt = False,
-    truncate: TruncateOpt = False,
-    out: Annotated[Optional[Path], with_help(
-        OutOpt, "Save the head space (or the comparison) and figures into this folder, atomically.",
-    )] = None,
-    plots: PlotsOpt = False,
-    plot_format: Annotated[Optional[List[PlotFormat]], with_help(
-        PlotFormatOpt,
-        "png (default), svg, pdf; html writes the interactive MDS scatter. Repeatable.",
-    )] = None,
-    top: Annotated[int, with_help(TopOpt, "Show at most N redundant groups (0: all).")] = 8,
-    json_out: JsonOpt = False,
-    n_jobs: Annotated[Optional[int], with_help(
-        JobsOpt, "Worker processes for the bootstrap diagrams.",
-    )] = None,
+    drop_special=False, truncate=False, out=None, plots=False, plot_format=None, top=8,
+    json_out=False, n_jobs=None,
 ) -> None:
     """Head space: every attention head is a point, at Jensen–Shannon distance from the others; its persistence, clusters, redundant heads and head types (sink, self, previous/next token, banded, vertical, broad) — and, with --compare-model, two models' head spaces compared.
 
@@ -139,15 +111,14 @@ def heads_cmd(
     if compare_model is not None and n_boot is not None and n_boot > 0 and len(bodies) < 2:
         raise InvalidInputError("the bootstrap over texts needs at least 2 texts; give more or --n-boot 0")
     boots = (100 if len(bodies) >= 2 else 0) if n_boot is None else n_boot
-    formats = check_plot_options(plots, plot_format, out)
-
-    show = not json_out
+    run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format)
+    show, formats = run.show, run.formats
     names = [model] + ([compare_model] if compare_model is not None else [])
     spaces = []
     t_model = t_space = 0.0
     for name in names:
-        m, dt = load_model_with_status(name, show, device=device, dtype=dtype)
-        t_model += dt
+        m_run = opening(json_out=json_out, model=name, device=device, dtype=dtype)
+        m, t_model = m_run.model, t_model + m_run.t_model
         with progress_bar(f"{name}: head space of {plural(len(bodies), 'text')}", show) as progress:
             t1 = time.perf_counter()
             spaces.append(at.head_space(bodies, m, normalize=not raw, maxdim=maxdim, metric=metric,
@@ -166,27 +137,33 @@ def heads_cmd(
         from ..plots import head_space_bundle
 
         bundle = head_space_bundle(spaces, comparison)
-    saved, figures, t_plots = write_result(comparison or spaces[0], out, bundle, formats, show)
-    timing = {"model_s": round(t_model, 3), "head_space_s": round(t_space, 3), "compare_s": round(t_cmp, 3),
-              "plots_s": round(t_plots, 3), "total_s": round(time.perf_counter() - t_start, 3)}
-    if json_out:
-        print_json(json_doc({
+
+    def document(saved, figures, timing):
+        return json_doc({
             "attntopo": __version__,
             "settings": {"metric": metric, "maxdim": maxdim, "normalize": not raw, "eps": eps,
                          "drop_special": drop_special, "truncate": truncate},
             "sources": sources,
             "models": [hs.to_dict(k=top, eps=eps) for hs in spaces],
             "comparison": None if comparison is None else comparison.to_dict(),
-        }, saved=saved, figures=figures, timing=timing))
-        return
+        }, saved=saved, figures=figures, timing=timing)
 
+    def summary(timing):
+        _print_summary(spaces, comparison, sources, len(bodies), timing, metric=metric, top=top, eps=eps)
+
+    timing = {"model_s": round(t_model, 3), "head_space_s": round(t_space, 3), "compare_s": round(t_cmp, 3)}
+    finish_result(comparison or spaces[0], out=out, formats=formats, json_out=json_out, bundle=lambda _: bundle,
+                  timing=timing, plots_s=True, t_start=t_start, document=document, summary=summary)
+
+
+def _print_summary(spaces, comparison, sources, n_texts, timing, *, metric, top, eps) -> None:
+    """The lines and tables of ``heads`` without ``--json``."""
     console.print(f"[bold]attntopo {__version__}[/bold] · head space · metric {metric} · "
-                  f"{plural(len(bodies), 'text')} ({esc(', '.join(sources))}) · time {timing['total_s']:.1f} s")
+                  f"{plural(n_texts, 'text')} ({esc(', '.join(sources))}) · time {timing['total_s']:.1f} s")
     for hs in spaces:
         _print_space(hs, top, eps)
     if comparison is not None:
         _print_comparison(comparison)
-    print_saved(saved, figures)
 
 
 def _compare_model(long: Optional[str], short: Optional[str]) -> Optional[str]:

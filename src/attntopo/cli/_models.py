@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
 
 from rich.text import Text
 
 from ..constants import DEFAULT_MODEL
 from ..models.describe import describe_alias
 from ._common import (
-    JsonOpt,
-    app,
     console,
     data_table,
     esc,
     print_json,
     print_table,
-    status,
-    with_help,
+    command,
 )
 
 _MODELS_EPILOG = (
@@ -30,9 +26,14 @@ _MODELS_EPILOG = (
 )
 
 
-@app.command(epilog=_MODELS_EPILOG)
+_HELPS = {  # the shared options in this command's words
+    "json_out": "Print machine-readable JSON on stdout.",
+}
+
+
+@command(epilog=_MODELS_EPILOG, helps=_HELPS)
 def models(
-    json_out: Annotated[bool, with_help(JsonOpt, "Print machine-readable JSON on stdout.")] = False,
+    json_out=False,
 ) -> None:
     """List the packaged model aliases usable offline: layers × heads, causal or not, where they load from.
 

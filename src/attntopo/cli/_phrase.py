@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
@@ -15,38 +14,19 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
-    DeviceOpt,
-    DropSpecialOpt,
-    DtypeOpt,
-    HeadsOpt,
-    JobsOpt,
-    JsonOpt,
-    LayersOpt,
-    MaxdimOpt,
     Metric,
-    MetricOpt,
-    ModelOpt,
-    NoDiagramsOpt,
-    OutOpt,
-    TopOpt,
-    TruncateOpt,
-    app,
-    check_out,
     console,
     data_table,
     esc,
     grid_points,
     json_doc,
-    load_model_with_status,
     num,
     parse_indices,
     plural,
-    print_json,
-    print_saved,
     print_table,
     progress_bar,
-    save_result,
-    with_help,
+    command,
+    opening,
 )
 
 _PHRASE_EPILOG = (
@@ -60,7 +40,17 @@ _PHRASE_EPILOG = (
 )
 
 
-@app.command("phrase", epilog=_PHRASE_EPILOG, no_args_is_help=True)
+_HELPS = {  # the shared options in this command's words
+    "model": "Model alias, Hugging Face id or folder.",
+    "layer": "Layer(s), 0-based (default: all).",
+    "head": "Head(s) (default: all).",
+    "drop_special": "Remove special tokens and renormalize rows.",
+    "out": "Save the result into this folder.",
+    "top": "Show at most N heads (0: all). JSON holds all.",
+}
+
+
+@command("phrase", epilog=_PHRASE_EPILOG, no_args_is_help=True, helps=_HELPS)
 def phrase_cmd(
     phrase: Annotated[str, typer.Argument(
         metavar="PHRASE", help="The phrase to follow.", show_default=False,
@@ -69,34 +59,16 @@ def phrase_cmd(
         "--context", "-c", metavar="TEXT",
         help="A context containing the phrase; repeat (at least one).", show_default=False,
     )] = None,
-    model: Annotated[str, with_help(
-        ModelOpt, "Model alias, Hugging Face id or folder.",
-    )] = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
-    layer: Annotated[Optional[List[str]], with_help(
-        LayersOpt, "Layer(s), 0-based (default: all).",
-    )] = None,
-    head: Annotated[Optional[List[str]], with_help(HeadsOpt, "Head(s) (default: all).")] = None,
-    metric: MetricOpt = "jensen_shannon",
-    maxdim: MaxdimOpt = 1,
+    model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
+    metric="jensen_shannon", maxdim=1,
     dim: Annotated[int, typer.Option(
         "--dim", metavar="D", help="Homology dimension reported (phrases are short: H0).",
     )] = 0,
     occurrence: Annotated[int, typer.Option(
         "--occurrence", min=0, metavar="K", help="Use the K-th match in each context.",
     )] = 0,
-    drop_special: Annotated[bool, with_help(
-        DropSpecialOpt, "Remove special tokens and renormalize rows.",
-    )] = False,
-    truncate: TruncateOpt = False,
-    out: Annotated[Optional[Path], with_help(OutOpt, "Save the result into this folder.")] = None,
-    top: Annotated[int, with_help(
-        TopOpt, "Show at most N heads (0: all). JSON holds all.",
-    )] = DEFAULT_TOP,
-    json_out: JsonOpt = False,
-    no_diagrams: NoDiagramsOpt = False,
-    n_jobs: JobsOpt = None,
+    drop_special=False, truncate=False, out=None, top=DEFAULT_TOP, json_out=False,
+    no_diagrams=False, n_jobs=None,
 ) -> None:
     """Follow one phrase across contexts: its tokens in each, its diagrams, and how far apart they are (bottleneck, Wasserstein) from context to context.
 
@@ -104,7 +76,6 @@ def phrase_cmd(
     """  # noqa: E501 - typer keeps line breaks of help text
     import attntopo as at
 
-    t_start = time.perf_counter()
     metric = Metric(metric).value
     if not context:
         raise InvalidInputError("give at least one --context TEXT that contains the phrase")
@@ -112,15 +83,14 @@ def phrase_cmd(
     check_dim(dim, maxdim, "--dim", hint="--maxdim")
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
-    if out is not None:
-        check_out(out)
-    show = not json_out
-    m, _ = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(json_out=json_out, out=out, model=model, device=device, dtype=dtype)
+    m, show = run.model, run.show
     with progress_bar("phrase topology", show) as progress:
+        t0 = time.perf_counter()
         p = at.phrase_topology(phrase, list(context), m, layers, heads, metric=metric, maxdim=maxdim,
                                drop_special=drop_special, occurrence=occurrence, n_jobs=n_jobs,
                                truncate=truncate, progress=progress)
-    saved = None if out is None else save_result(p, out)
+        t_phrase = time.perf_counter() - t0
     spread = {n: p.spread(dim, n) for n in ("bottleneck", "wasserstein1")}
     rows = [
         {"layer": lay, "head": hd, "bottleneck": float(spread["bottleneck"][i, j]),
@@ -129,19 +99,27 @@ def phrase_cmd(
     ]
     rows.sort(key=lambda r: (math.inf if math.isnan(r["bottleneck"]) else r["bottleneck"], r["layer"], r["head"]))
     single = len(rows) == 1
-    if json_out:
+
+    def document(saved, figures, timing):
         doc = p.to_dict(k=min(5, len(rows)))
         # "summary": the per-head table under the key every command uses; "spread_rows" is its
         # deprecated old name, kept for one release
         doc.update({"attntopo": __version__, "model": m.info(), "dim": dim, "summary": rows, "spread_rows": rows,
-                    "total_s": round(time.perf_counter() - t_start, 3)})
+                    "total_s": timing["total_s"]})  # the old place of timing's total_s
         if single:
             doc["matrices"] = {n: p.matrix(dim=dim, by=n).tolist() for n in ("bottleneck", "wasserstein1", "wasserstein2")}
-        doc = json_doc(doc, saved=saved)
+        doc = json_doc(doc, saved=saved, figures=figures, timing=timing)
         if not no_diagrams:  # the phrase's own diagrams: of its tokens' distance sub-matrix in each context
             doc["diagrams"] = [d for k, grid in enumerate(p.diagrams) for d in grid_points(grid, p.layers, p.heads, context=k)]
-        print_json(doc)
-        return
+        return doc
+
+    run.finish(p, seconds={"phrase_s": t_phrase}, document=document,
+               summary=lambda _: _print_summary(p, m, phrase, rows, dim=dim, top=top))
+
+
+def _print_summary(p, m, phrase, rows, *, dim, top) -> None:
+    """The lines and tables of ``phrase`` without ``--json``."""
+    single = len(rows) == 1
     console.print(f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] · phrase "
                   f"[bold]{esc(repr(phrase))}[/bold] in {plural(len(p.contexts), 'context')}")
     for k, (ctx, labels) in enumerate(zip(p.contexts, p.token_labels)):
@@ -167,4 +145,3 @@ def phrase_cmd(
         for r in shown:
             t.add_row(str(r["layer"]), str(r["head"]), num(r["bottleneck"]), num(r["wasserstein1"]))
         print_table(t)
-    print_saved(saved)

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..errors import InvalidInputError
-from ._common import JsonOpt, app, data_table, print_json, print_table, with_help
+from ._common import command, data_table, print_json, print_table
 
 _QUERY_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -33,14 +33,19 @@ def _cell(v) -> str:
     return str(v)
 
 
-@app.command("query", epilog=_QUERY_EPILOG)
+_HELPS = {  # the shared options in this command's words
+    "json_out": "Print the rows as a JSON list of objects on stdout.",
+}
+
+
+@command("query", epilog=_QUERY_EPILOG, helps=_HELPS)
 def query_cmd(
     store: Annotated[str, typer.Argument(metavar="STORE", show_default=False, help="A corpus store folder.")],
     sql: Annotated[str, typer.Argument(
         metavar="SQL", show_default=False, help="A DuckDB query over the view 'corpus'.",
     )],
     csv_out: Annotated[bool, typer.Option("--csv", help="Print CSV on stdout (a header line, then the rows).")] = False,
-    json_out: Annotated[bool, with_help(JsonOpt, "Print the rows as a JSON list of objects on stdout.")] = False,
+    json_out=False,
     allow_external: Annotated[bool, typer.Option(
         "--allow-external",
         help="Let the query read and write files outside the store (read_csv, COPY … TO, ATTACH) "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -13,29 +13,16 @@ from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
-    DeviceOpt,
-    DropSpecialOpt,
-    DtypeOpt,
-    FileOpt,
-    HeadsOpt,
-    JobsOpt,
-    LayersOpt,
-    MaxdimOpt,
     Metric,
-    MetricOpt,
-    ModelOpt,
-    TextArg,
-    TruncateOpt,
-    app,
     check_writable_parent,
     err_console,
     esc,
-    load_model_with_status,
     parse_indices,
     progress_bar,
     read_text,
     status,
-    with_help,
+    command,
+    opening,
 )
 
 _REPORT_EPILOG = (
@@ -51,10 +38,15 @@ _REPORT_EPILOG = (
 )
 
 
-@app.command("report", epilog=_REPORT_EPILOG, no_args_is_help=True)
+_HELPS = {  # the shared options in this command's words
+    "layer": "Layer of a head drawn in full; pairs with --head.",
+    "head": "Head drawn in full (default: the most persistent heads).",
+}
+
+
+@command("report", epilog=_REPORT_EPILOG, no_args_is_help=True, helps=_HELPS)
 def report_cmd(
-    text: TextArg = None,
-    file: FileOpt = None,
+    text=None, file=None,
     compare_text: Annotated[Optional[str], typer.Option(
         "--compare", metavar="TEXT_B", help="A second text: the report also compares the two.",
         show_default=False,
@@ -63,27 +55,16 @@ def report_cmd(
         "--out", "-o", metavar="FILE", help="The HTML file to write (atomically).",
         show_default=False,
     )] = ...,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
-    layer: Annotated[Optional[List[str]], with_help(
-        LayersOpt, "Layer of a head drawn in full; pairs with --head.",
-    )] = None,
-    head: Annotated[Optional[List[str]], with_help(
-        HeadsOpt, "Head drawn in full (default: the most persistent heads).",
-    )] = None,
+    model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
     plot_heads: Annotated[int, typer.Option(
         "--plot-heads", min=0, max=20, metavar="N",
         help="Without --layer/--head: draw the N most persistent heads (and, with --compare, the N most similar).",
     )] = 3,
-    metric: MetricOpt = "jensen_shannon",
-    maxdim: MaxdimOpt = 1,
-    drop_special: DropSpecialOpt = False,
-    truncate: TruncateOpt = False,
+    metric="jensen_shannon", maxdim=1, drop_special=False, truncate=False,
     title: Annotated[Optional[str], typer.Option(
         "--title", metavar="TITLE", help="Title of the report.", show_default=False,
     )] = None,
-    n_jobs: JobsOpt = None,
+    n_jobs=None,
 ) -> None:
     """Write one self-contained HTML report of a text (and, with --compare, of two texts): summary tables, the all-heads grid and interactive figures of chosen heads, to send to a colleague.
 
@@ -107,7 +88,7 @@ def report_cmd(
         raise InvalidInputError(f"reports need matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
     from ..report import report_html, write_report
 
-    m, _ = load_model_with_status(model, True, device=device, dtype=dtype)
+    m = opening(t_start=t_start, model=model, device=device, dtype=dtype, show=True).model
     comparison = None
     if compare_text is None:
         with progress_bar("analysing every head", True) as progress:

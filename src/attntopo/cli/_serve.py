@@ -12,14 +12,11 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     DebugOpt,
-    DeviceOpt,
-    DtypeOpt,
-    ModelOpt,
-    app,
     check_device_dtype,
     err_console,
     esc,
     with_help,
+    command,
 )
 
 _SERVE_EPILOG = (
@@ -33,7 +30,12 @@ _SERVE_EPILOG = (
 )
 
 
-@app.command("serve", epilog=_SERVE_EPILOG, no_args_is_help=False)
+_HELPS = {  # the shared options in this command's words
+    "model": "Default model of the page; a hub id or folder given here is offered too (besides the packaged aliases).",
+}
+
+
+@command("serve", epilog=_SERVE_EPILOG, no_args_is_help=False, helps=_HELPS)
 def serve_cmd(
     host: Annotated[str, typer.Option(
         "--host", metavar="HOST",
@@ -42,12 +44,7 @@ def serve_cmd(
     port: Annotated[int, typer.Option(
         "--port", "-p", min=0, max=65535, metavar="PORT", help="TCP port.",
     )] = 8000,
-    model: Annotated[str, with_help(
-        ModelOpt,
-        "Default model of the page; a hub id or folder given here is offered too (besides the packaged aliases).",
-    )] = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
+    model=DEFAULT_MODEL, device="cpu", dtype="float32",
     max_chars: Annotated[int, typer.Option(
         "--max-chars", min=1, metavar="N", help="Longest text accepted, in characters.",
     )] = 2000,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
@@ -12,35 +11,12 @@ from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
-    DeviceOpt,
-    DropSpecialOpt,
-    DtypeOpt,
-    FileOpt,
-    HeadsOpt,
-    JobsOpt,
-    JsonOpt,
-    LayersOpt,
-    MaxdimOpt,
     Metric,
-    MetricOpt,
-    ModelOpt,
-    NoDiagramsOpt,
-    OutOpt,
-    PlotFormat,
-    PlotFormatOpt,
-    PlotsOpt,
-    TextArg,
-    TopOpt,
-    TruncateOpt,
-    app,
-    check_plot_options,
     console,
     data_table,
     diagram_points,
     esc,
-    finish_result,
     json_doc,
-    load_model_with_status,
     model_line,
     num,
     parse_indices,
@@ -48,7 +24,8 @@ from ._common import (
     print_table,
     progress_bar,
     read_text,
-    with_help,
+    command,
+    opening,
 )
 
 _TIMELINE_EPILOG = (
@@ -64,43 +41,28 @@ _TIMELINE_EPILOG = (
 )
 
 
-@app.command("timeline", epilog=_TIMELINE_EPILOG, no_args_is_help=False)
+_HELPS = {  # the shared options in this command's words
+    "layer": "Layer, 0-based (default 0; -1 is the last).",
+    "head": "Head, 0-based (default 0).",
+    "drop_special": "Remove special tokens (\\[CLS], \\[SEP], …) from every slice and renormalize rows.",
+    "out": "Save the timeline (and figures) into this folder, atomically.",
+    "plot_format": "png (default), svg, pdf; html writes an animation timeline.html. Repeatable.",
+    "top": "Show the N largest changes and longest vines (0: all).",
+}
+
+
+@command("timeline", epilog=_TIMELINE_EPILOG, no_args_is_help=False, helps=_HELPS)
 def timeline_cmd(
-    text: TextArg = None,
-    file: FileOpt = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
-    layer: Annotated[Optional[List[str]], with_help(
-        LayersOpt, "Layer, 0-based (default 0; -1 is the last).",
-    )] = None,
-    head: Annotated[Optional[List[str]], with_help(HeadsOpt, "Head, 0-based (default 0).")] = None,
-    metric: MetricOpt = "jensen_shannon",
-    maxdim: MaxdimOpt = 1,
+    text=None, file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
+    metric="jensen_shannon", maxdim=1,
     t0: Annotated[Optional[int], typer.Option(
         "--t0", metavar="T",
         help="First prefix length in model tokens, specials included "
         "(default: one content token).",
         show_default=False,
     )] = None,
-    drop_special: Annotated[bool, with_help(
-        DropSpecialOpt, "Remove special tokens (\\[CLS], \\[SEP], …) from every slice and renormalize rows.",
-    )] = False,
-    truncate: TruncateOpt = False,
-    out: Annotated[Optional[Path], with_help(
-        OutOpt, "Save the timeline (and figures) into this folder, atomically.",
-    )] = None,
-    plots: PlotsOpt = False,
-    plot_format: Annotated[Optional[List[PlotFormat]], with_help(
-        PlotFormatOpt,
-        "png (default), svg, pdf; html writes an animation timeline.html. Repeatable.",
-    )] = None,
-    top: Annotated[int, with_help(
-        TopOpt, "Show the N largest changes and longest vines (0: all).",
-    )] = 10,
-    json_out: JsonOpt = False,
-    no_diagrams: NoDiagramsOpt = False,
-    n_jobs: JobsOpt = None,
+    drop_special=False, truncate=False, out=None, plots=False, plot_format=None, top=10,
+    json_out=False, no_diagrams=False, n_jobs=None,
 ) -> None:
     """Topology in time: the persistence diagram of every prefix of the text for one head, how much each arriving token changes it (bottleneck, Wasserstein), and the features followed through time (vines).
 
@@ -108,16 +70,14 @@ def timeline_cmd(
     """  # noqa: E501 - typer keeps line breaks of help text
     import attntopo as at
 
-    t_start = time.perf_counter()
     metric = Metric(metric).value
     body, source = read_text(text, file)
     check_maxdim(maxdim, name="--maxdim")
     lay = _one_index(layer, "--layer", 0)
     hd = _one_index(head, "--head", 0)
-    formats = check_plot_options(plots, plot_format, out)
-
-    show = not json_out
-    m, t_model = load_model_with_status(model, show, device=device, dtype=dtype)
+    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
+                  model=model, device=device, dtype=dtype)
+    m, show = run.model, run.show
     how = "one forward pass" if m.causal else "a forward pass per prefix"
     with progress_bar(f"timeline ({how})", show) as progress:
         t1 = time.perf_counter()
@@ -133,10 +93,8 @@ def timeline_cmd(
             out_doc["diagrams"] = [diagram_points(s.diagram, t=s.t) for s in tl.slices]
         return out_doc
 
-    finish_result(tl, out=out, formats=formats, json_out=json_out, bundle=_bundle,
-                  timing={"model_s": round(t_model, 3), "timeline_s": round(t_tl, 3)}, plots_s=True,
-                  t_start=t_start, document=document,
-                  summary=lambda timing: _print_summary(tl, m, source, doc, timing))
+    run.finish(tl, seconds={"timeline_s": t_tl}, bundle=_bundle, plots_s=True, document=document,
+               summary=lambda timing: _print_summary(tl, m, source, doc, timing))
 
 
 def _bundle(tl):

@@ -5,19 +5,12 @@ from __future__ import annotations
 from ..constants import DEFAULT_MODEL
 from ..words import split_words
 from ._common import (
-    DeviceOpt,
-    DtypeOpt,
-    FileOpt,
-    JsonOpt,
-    ModelOpt,
-    TextArg,
-    TruncateOpt,
-    app,
     data_table,
-    load_model_with_status,
     print_json,
     print_table,
     read_text,
+    command,
+    opening,
 )
 
 _WORDS_EPILOG = (
@@ -31,22 +24,17 @@ _WORDS_EPILOG = (
 )
 
 
-@app.command("words", epilog=_WORDS_EPILOG, no_args_is_help=True)
+@command("words", epilog=_WORDS_EPILOG, no_args_is_help=True)
 def words_cmd(
-    text: TextArg = None,
-    file: FileOpt = None,
-    model: ModelOpt = DEFAULT_MODEL,
-    device: DeviceOpt = "cpu",
-    dtype: DtypeOpt = "float32",
-    truncate: TruncateOpt = False,
-    json_out: JsonOpt = False,
+    text=None, file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32", truncate=False,
+    json_out=False,
 ) -> None:
     """List the words of a text with their index (what compare --align I:J counts), their characters and the model's tokens of each.
 
     Runs the tokenizer and one forward pass of a single head; results to stdout.
     """  # noqa: E501 - typer keeps line breaks of help text
     body, _ = read_text(text, file)
-    m, _ = load_model_with_status(model, not json_out, device=device, dtype=dtype)
+    m = opening(json_out=json_out, model=model, device=device, dtype=dtype).model
     rows = word_rows(body, m, truncate=truncate)
     if json_out:
         print_json(rows)
