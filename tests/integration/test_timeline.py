@@ -193,8 +193,13 @@ def test_smollm2_one_pass_equals_separate_runs(tl_smollm2, smollm2, monkeypatch)
         np.testing.assert_array_equal(s.distances, D[: s.t, : s.t])
     # and it took one forward pass
     calls = []
-    real = smollm2._forward
-    monkeypatch.setattr(smollm2, "_forward", lambda b: calls.append(len(b)) or real(b))
+    real = smollm2._forward_layers  # every forward pass, layer by layer since the streaming work
+
+    def spy(batch_ids, *args, **kw):
+        calls.append(len(batch_ids))
+        return real(batch_ids, *args, **kw)
+
+    monkeypatch.setattr(smollm2, "_forward_layers", spy)
     at.timeline(TEXT, smollm2, layers=[0, 4], heads=3)
     assert calls == [1]
 

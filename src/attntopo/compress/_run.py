@@ -59,7 +59,9 @@ def _attention(module, query, key, value, attention_mask, **kwargs):
 
     # rows renormalized in float64 (a bfloat16 row sums to 1 only within ~2^-8)
     W = normalize_rows(w.detach(), what=f"attention of layer {layer}").double().cpu().numpy()
-    new = W.copy()
+    # what is not replaced stays the model's own row, bit for bit (so scale 0 is the model itself)
+    W0 = w.detach().double().cpu().numpy()
+    new = W0.copy()
     for b in range(W.shape[0]):
         D = row_distances(W[b, heads])  # (len(heads), n, n)
         for j, h in enumerate(heads):
@@ -68,7 +70,9 @@ def _attention(module, query, key, value, attention_mask, **kwargs):
             if cfg["method"] != "persistence":
                 labels = baseline_labels(cfg["method"], k, P=W[b, h], K=Kr[b, h].double().cpu().numpy(),
                                          rng=cfg["rng"], seed=cfg["seed"])
-            new[b, h] = replace_rows(W[b, h], labels, D[j], cfg["representative"], cfg["causal"])
+            rows = replace_rows(W[b, h], labels, D[j], cfg["representative"], cfg["causal"])
+            alone = np.bincount(labels, minlength=int(labels.max()) + 1)[labels] == 1
+            new[b, h] = np.where(alone[:, None], W0[b, h], rows)
             cfg["record"].append((layer, h, W.shape[-1], int(labels.max()) + 1, k, eps))
     w2 = torch.from_numpy(new).to(w.dtype).to(w.device)
     out2 = torch.matmul(w2, V).transpose(1, 2).contiguous()
