@@ -159,51 +159,11 @@ def private_reach(src: str, target: str, resolved: str) -> str | None:
     return None
 
 
-#: Today's private cross-imports (issue 29 item 3), (importing module, what it takes): each is
-#: to move into a declared, documented interface module of the subpackage that offers it. The
-#: list may only shrink: an entry that no longer occurs is reported as stale, and a private
-#: cross-import not listed here fails the check.
-ALLOWED_PRIVATE: frozenset[tuple[str, str]] = frozenset({
-    # analyses
-    ('attntopo', 'attntopo.analyses._html_hook'),
-    ('attntopo.compress._run', 'attntopo.analyses._provenance'),
-    ('attntopo.compress._run', 'attntopo.analyses._result'),
-    ('attntopo.corpus._local', 'attntopo.analyses._provenance'),
-    ('attntopo.hardmax._classifier', 'attntopo.analyses._result'),
-    ('attntopo.hardmax._simulation', 'attntopo.analyses._provenance'),
-    ('attntopo.hardmax._simulation', 'attntopo.analyses._result'),
-    ('attntopo.hardmax._training', 'attntopo.analyses._provenance'),
-    ('attntopo.theory._approx', 'attntopo.analyses._head_types'),
-    ('attntopo.theory._approx', 'attntopo.analyses._provenance'),
-    ('attntopo.theory._approx', 'attntopo.analyses._result'),
-    ('attntopo.theory._context', 'attntopo.analyses._provenance'),
-    ('attntopo.theory._context', 'attntopo.analyses._result'),
-    ('attntopo.theory._depth', 'attntopo.analyses._provenance'),
-    ('attntopo.theory._depth', 'attntopo.analyses._result'),
-    # compress
-    ('attntopo.theory._approx', 'attntopo.compress._grouping'),
-    # features
-    ('attntopo.corpus._local', 'attntopo.features._compute'),
-    ('attntopo.corpus._work', 'attntopo.features._compute'),
-    ('attntopo.sklearn', 'attntopo.features._ablation'),
-    ('attntopo.sklearn', 'attntopo.features._cache'),
-    ('attntopo.sklearn', 'attntopo.features._select'),
-    ('attntopo.sklearn', 'attntopo.features._table'),
-    # io
-    ('attntopo.corpus._store', 'attntopo.io:_lock'),
-    ('attntopo.corpus._store', 'attntopo.io:_unlock'),
-    # models
-    ('attntopo.attention', 'attntopo.models._precision'),
-    ('attntopo.theory._approx', 'attntopo.models._qk'),
-    ('attntopo.theory._context', 'attntopo.models._hidden'),
-    ('attntopo.theory._context', 'attntopo.models._positions'),
-    ('attntopo.theory._depth', 'attntopo.models._hidden'),
-    # theory
-    ('attntopo.cli._context', 'attntopo.theory._context'),
-    # topology
-    ('attntopo.analyses._analysis', 'attntopo.topology.persistence:_persistence_batch_valid'),
-    ('attntopo.features._layers', 'attntopo.topology.persistence:_persistence_batch_valid'),
-})
+#: Private cross-imports still tolerated, (importing module, what it takes): none. What one
+#: subpackage offers another lives in a declared, documented module (analyses.building,
+#: features.pipeline, models.instruments, models.precision, compress.grouping; io.lock_folder,
+#: topology.persistence.persistence_batch_valid). Keep it empty: a stale entry is reported.
+ALLOWED_PRIVATE: frozenset[tuple[str, str]] = frozenset()
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:

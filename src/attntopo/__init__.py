@@ -34,7 +34,7 @@ from .errors import (
     UnsafeWeightsError,
 )
 from . import _hooks
-from .analyses._html_hook import set_html_renderer as _set_html_renderer
+from .analyses import set_html_renderer as _set_html_renderer
 
 
 def _render_html(result: Any) -> str | None:

@@ -633,7 +633,7 @@ def _checked_rows(w: np.ndarray, dtype: str, renormalize: bool) -> np.ndarray:
                 f"{where(np.flatnonzero(s.ravel() <= 0)[0])} sums to 0, so it cannot be renormalized"
             )
         return w / s[..., None]
-    from .models._precision import row_sum_tolerance
+    from .models.precision import row_sum_tolerance
 
     n = w.shape[-1]
     tol = row_sum_tolerance(dtype, n)

@@ -91,6 +91,8 @@ except ImportError:  # pragma: no cover - Windows: saves into one folder are not
     fcntl = None
 
 __all__ = [
+    "lock_folder",
+    "unlock_folder",
     "FORMAT_VERSION",
     "META_FILE",
     "ARRAYS_FILE",
@@ -266,7 +268,7 @@ def _unlink_quietly(path: str | os.PathLike) -> None:
         pass
 
 
-def _lock(path: str | os.PathLike, *, wait: bool = True) -> int | None:
+def lock_folder(path: str | os.PathLike, *, wait: bool = True) -> int | None:
     """Hold an exclusive ``flock`` on the folder ``path`` (None where there is no ``fcntl``).
 
     Raises BlockingIOError when ``wait`` is False and another process holds it.
@@ -282,7 +284,8 @@ def _lock(path: str | os.PathLike, *, wait: bool = True) -> int | None:
     return fd
 
 
-def _unlock(fd: int | None) -> None:
+def unlock_folder(fd: int | None) -> None:
+    """Release a lock taken by :func:`lock_folder` (None: nothing to release)."""
     if fd is not None:
         os.close(fd)
 
@@ -469,7 +472,7 @@ def _remove_leftovers_beside(target: Path) -> None:
             continue
         path = Path(entry.path)
         try:
-            fd = _lock(path, wait=False)
+            fd = lock_folder(path, wait=False)
         except OSError:  # BlockingIOError: a live save is building it
             continue
         try:
@@ -480,7 +483,7 @@ def _remove_leftovers_beside(target: Path) -> None:
         except OSError:
             pass
         finally:
-            _unlock(fd)
+            unlock_folder(fd)
 
 
 def _new_locked_dir(parent: Path, prefix: str, suffix: str) -> tuple[Path, int | None]:
@@ -489,7 +492,7 @@ def _new_locked_dir(parent: Path, prefix: str, suffix: str) -> tuple[Path, int |
         path = parent / f"{prefix}{secrets.token_hex(8)}{suffix}"
         _mkdir(path)
         try:
-            fd = _lock(path)
+            fd = lock_folder(path)
         except FileNotFoundError:  # another save swept it between mkdir and flock
             continue
         try:
@@ -497,17 +500,17 @@ def _new_locked_dir(parent: Path, prefix: str, suffix: str) -> tuple[Path, int |
                 return path, fd
         except FileNotFoundError:  # ... or while this one waited for the lock
             pass
-        _unlock(fd)
+        unlock_folder(fd)
 
 
 def _save_in_place(target: Path, doc: dict, arrays: dict, extras: dict, compress: bool) -> None:
-    fd = _lock(target)
+    fd = lock_folder(target)
     try:
         if not _is_result_dir(target):
             raise InvalidInputError(f"output folder {str(target)!r} changed while saving: try again")
         _write_result(target, doc, arrays, extras, compress)
     finally:
-        _unlock(fd)
+        unlock_folder(fd)
 
 
 def _save_new(target: Path, doc: dict, arrays: dict, extras: dict, compress: bool) -> bool:
@@ -535,7 +538,7 @@ def _save_new_in(parent: Path, target: Path, doc: dict, arrays: dict, extras: di
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
-        _unlock(fd)
+        unlock_folder(fd)
     return True
 
 

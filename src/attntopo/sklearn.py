@@ -35,9 +35,17 @@ except ImportError as exc:  # pragma: no cover - exercised only without scikit-l
     ) from exc
 
 from .features import FeatureSettings, feature_names, features
-from .features._cache import cached_rows, check_memory, model_fingerprint, settings_digest
-from .features._select import HEAD_CRITERIA, best_heads, check_labels, head_scores
-from .features._table import parse_column
+from .features.pipeline import (
+    HEAD_CRITERIA,
+    best_heads,
+    cached_rows,
+    check_labels,
+    check_memory,
+    head_scores,
+    model_fingerprint,
+    parse_column,
+    settings_digest,
+)
 
 __all__ = ["AttentionFeatures", "HeadAblation", "SelectHeads", "ablate_heads"]
 
@@ -469,7 +477,7 @@ def ablate_heads(
     transformer's ``memory`` when it has one; ablated passes never use or fill the cache).
     """
     from .attention import resolve_indices
-    from .features._ablation import ablated_heads, check_heads
+    from .features.pipeline import ablated_heads, check_heads
     from .models import load_model
 
     topo, select = _steps(pipeline)

@@ -26,7 +26,7 @@ from ..distances import token_distances
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_float, json_safe
 from ..topology import Diagram, pack_diagrams, unpack_diagrams
-from ..topology.persistence import _persistence_batch_valid
+from ..topology.persistence import persistence_batch_valid
 from ._inputs import head_position, load
 from ._provenance import make_provenance, model_info, stored_paper_mode
 from ._ranking import informative_dim, ranked_heads
@@ -409,7 +409,7 @@ def analyze(
         flat = [d.reshape(-1, d.shape[-1], d.shape[-1]) for d in dists]
         all_mats = [mat for f in flat for mat in f]
         # token_distances' matrices are valid by construction: no per-matrix re-validation
-        dgms = _persistence_batch_valid(
+        dgms = persistence_batch_valid(
             all_mats, maxdim=maxdim, threshold=threshold, engine=engine, n_jobs=n_jobs,
             progress=progress,
         )

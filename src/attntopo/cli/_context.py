@@ -42,7 +42,7 @@ _CONTEXT_EPILOG = (
 def _texts(texts: Optional[List[str]], file: Optional[str], word: Optional[str], fortunes: bool, contexts: int,
            seed: int) -> tuple[list[str], str]:
     """The texts (arguments, lines of --file, or the word's contexts) and where they came from."""
-    from ..theory._context import word_contexts
+    from ..theory import word_contexts
 
     if texts and file is not None:
         raise InvalidInputError("give the texts either as arguments or with --file, not both")

@@ -2,7 +2,7 @@
 
 The model runs with an attention function of its own kind (``eager``) registered under another
 name (``transformers.AttentionInterface``): it computes the layer's attention exactly as eager
-attention does, replaces the chosen heads' rows (:mod:`._grouping`), and multiplies the new rows
+attention does, replaces the chosen heads' rows (:mod:`.grouping`), and multiplies the new rows
 with the values; everything after that layer sees the modified attention.  Clustering happens on
 the attention the pass actually produces, so a layer sees what the compressed layers before it
 did.  The model's own attention setting is put back afterwards, also after an error.
@@ -28,11 +28,11 @@ import numpy as np
 
 from .._validation import check_choice, check_number
 from ..constants import DEFAULT_MODEL
-from ..analyses._result import Columns, Result, read_array
+from ..analyses.building import Columns, Result, read_array
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
 from ..models import normalize_rows
-from ._grouping import METHODS, REPRESENTATIVES, baseline_labels, persistence_labels, replace_rows
+from .grouping import METHODS, REPRESENTATIVES, baseline_labels, persistence_labels, replace_rows
 
 __all__ = ["Compression", "compress", "compressed_attention"]
 
@@ -302,7 +302,7 @@ def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads
     ------
     InvalidInputError, OutOfRangeError, EmptyTextError, TextTooLongError
     """
-    from ..analyses._provenance import make_provenance
+    from ..analyses.building import make_provenance
     from ..attention import token_labels
     from ..models import load_model
 

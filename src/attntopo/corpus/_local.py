@@ -173,7 +173,7 @@ def prepare(
             _clear(path)  # every check passed: only now is the old store removed
             store = None
         if store is None:
-            from ..analyses._provenance import package_versions
+            from ..analyses.building import package_versions
 
             store = Store.create(path, settings, schema, info, feature_columns(settings),
                                  extra={"model": m.info(), "versions": package_versions()}, lock=lock)
@@ -756,7 +756,7 @@ def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..features._compute import PERSISTENCE_SETS, threads_beside_workers
+    from ..features.pipeline import PERSISTENCE_SETS, threads_beside_workers
 
     st = prep.settings
     worker = BatchWorker(st, n_jobs=n_jobs, model=prep.model)

@@ -50,7 +50,7 @@ from typing import Any, Iterator
 
 from .._validation import check_bool, refused_path
 from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
-from ..io import _lock, _unlock, atomic_write_bytes, atomic_write_text, json_safe, new_folders_removed_on_error
+from ..io import atomic_write_bytes, atomic_write_text, json_safe, lock_folder, new_folders_removed_on_error, unlock_folder
 from ._input import _pa
 from ._settings import CorpusSettings
 from ._work import DIAGRAM_COLUMNS, STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
@@ -191,7 +191,7 @@ class StoreLock:
             except OSError:
                 pass
         fd, self.fd = self.fd, None
-        _unlock(fd)
+        unlock_folder(fd)
 
     def __enter__(self) -> "StoreLock":
         return self
@@ -238,7 +238,7 @@ def lock_store(path: Any) -> StoreLock:
         except OSError as e:
             raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {e.strerror or e}") from None
         try:
-            fd = _lock(p, wait=False)
+            fd = lock_folder(p, wait=False)
         except BlockingIOError:
             raise InvalidInputError(
                 f"STORE {str(p)!r} is being written by another run: nothing was changed; run "
@@ -255,7 +255,7 @@ def lock_store(path: Any) -> StoreLock:
                 return StoreLock(p, fd, made)
         except FileNotFoundError:
             pass
-        _unlock(fd)  # the folder locked is no longer the one at p: again
+        unlock_folder(fd)  # the folder locked is no longer the one at p: again
     raise InvalidInputError(f"STORE {str(p)!r} keeps changing while this run tries to lock it: try again")
 
 

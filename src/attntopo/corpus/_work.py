@@ -41,7 +41,7 @@ DIAGRAM_COLUMNS: tuple[str, ...] = ("diagram_births", "diagram_deaths", "diagram
 def feature_columns(settings: CorpusSettings) -> list[str]:
     """The feature column names of a store made with ``settings`` (those of
     :func:`attntopo.features.features`: ``L{layer}H{head}.{set}.{quantity}``)."""
-    from ..features._compute import set_columns
+    from ..features.pipeline import set_columns
 
     return set_columns(settings.layers, settings.heads, settings.feature_settings())
 
@@ -404,7 +404,7 @@ class BatchWorker:
         without persistence here, the persistence batches through ``submit`` (see
         :meth:`start`) or here when it is None).  The returned function gives
         :meth:`_compute`'s result."""
-        from ..features._compute import ChunkFeatures, stream_into
+        from ..features.pipeline import ChunkFeatures, stream_into
 
         st = self.settings
         n = len(texts)

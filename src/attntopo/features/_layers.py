@@ -25,7 +25,7 @@ import numpy as np
 
 from ..attention import Attention
 from ..distances import token_distances
-from ..topology.persistence import _persistence_batch_valid
+from ..topology.persistence import persistence_batch_valid
 from ._barcode import barcode_matrices, barcode_stats
 from ._graph import graph_features
 from ._js import image_stats, js_stats, landscape_stats, per_token_stats
@@ -87,8 +87,8 @@ class _Persistence:
         # diagonal; barcode_matrices: the same, in [0, 1]): not checked again
         args = (self.mats,)
         kw = dict(maxdim=self.maxdim, engine=self.engine, n_jobs=self.n_jobs)
-        job = (self.submit(_persistence_batch_valid, *args, **kw) if self.submit is not None
-               else Done(_persistence_batch_valid(*args, **kw)))
+        job = (self.submit(persistence_batch_valid, *args, **kw) if self.submit is not None
+               else Done(persistence_batch_valid(*args, **kw)))
         self.jobs.append((job, self.keys))
         self.mats, self.keys, self.size = [], [], 0
 

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from ..analyses._result import Columns, Result, read_array
+from ..analyses.building import Columns, Result, read_array
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
 from ._dynamics import DEFAULT_CLUSTER_TOL, default_rtol

@@ -8,8 +8,8 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from ..analyses._provenance import make_provenance
-from ..analyses._result import Columns, Result, read_array
+from ..analyses.building import make_provenance
+from ..analyses.building import Columns, Result, read_array
 from ..errors import ResultFormatError
 from ..io import json_safe
 from ._dynamics import (

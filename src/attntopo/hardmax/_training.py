@@ -284,7 +284,7 @@ def train_classifier(
     if top_words:
         metrics["leader_words"] = model.leader_words(test_texts, test_labels, top=top_words)
     model.metrics = metrics
-    from ..analyses._provenance import make_provenance
+    from ..analyses.building import make_provenance
 
     model.provenance = make_provenance({"name": "hardmax classifier"}, model.settings)
     return model

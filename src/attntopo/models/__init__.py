@@ -1,6 +1,6 @@
 """Models: packaged aliases, hub ids, local folders and GGUF files, loaded with eager attention."""
 
-from ._precision import normalize_rows, row_sum_tolerance
+from .precision import normalize_rows, row_sum_tolerance
 from .loading import cache_dir
 from .model import AttentionModel, Encoding, clear_model_cache, load_model
 from .specs import ALIASES, DEFAULT_MODEL, ModelSpec, packaged_aliases, resolve_spec

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._validation import check_texts
 from ..errors import ModelLoadError
-from ._precision import normalize_rows
+from .precision import normalize_rows
 from .model import AttentionModel, Encoding
 
 __all__ = ["ForwardCapture", "forward_capture"]

@@ -31,7 +31,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import InvalidInputError, ModelLoadError
-from ._precision import normalize_rows
+from .precision import normalize_rows
 from .model import AttentionModel, Encoding
 
 __all__ = ["QKCapture", "capture_qk", "attention_from_qk", "one_blas_thread", "SELF_CHECK_ATOL", "self_check_atol"]
@@ -70,7 +70,7 @@ def self_check_atol(Q: np.ndarray, K: np.ndarray, scaling: float, causal: bool, 
     ndarray of shape (H, n), float64
         Constant for float32 and float64 models.
     """
-    from ._precision import _ACC_UNIT, _FORMATS, _gamma, row_sum_tolerance, weights_dtype
+    from .precision import _ACC_UNIT, _FORMATS, _gamma, row_sum_tolerance, weights_dtype
 
     H, n, d = Q.shape
     name = weights_dtype(dtype)

@@ -23,7 +23,7 @@ from ..errors import (
     UnknownTokensWarning,
     user_stacklevel,
 )
-from ._precision import normalize_rows
+from .precision import normalize_rows
 from .loading import load_hf
 from .specs import DEFAULT_MODEL, ModelSpec, resolve_spec
 

@@ -45,7 +45,7 @@ import numpy as np
 
 from .._progress import ProgressOption, make_reporter
 from .._validation import check_bool, check_int, check_number
-from ..analyses._result import Columns, Result, read_array
+from ..analyses.building import Columns, Result, read_array
 from ..attention import Attention
 from ..errors import InvalidInputError, OutOfRangeError, ResultFormatError
 from ..io import json_safe
@@ -361,7 +361,7 @@ def _check_scale(scale: Any) -> Any:
 def _attention_and_qk(att: Any, model: Any, need_qk: bool, layers: Any, heads: Any, truncate: bool):
     """``(Attention, QKCapture or None, model info)``: one forward pass at most."""
     from ..models import AttentionModel, load_model
-    from ..models._qk import capture_qk
+    from ..models.instruments import capture_qk
 
     if isinstance(att, str):
         m = model if isinstance(model, AttentionModel) else load_model(model or "minilm")
@@ -479,7 +479,7 @@ def approximability(
     att, cap, info = _attention_and_qk(att, model, "kernel" in fams, layers, heads, truncate)
     n = att.n_tokens
     bud = _check_budgets(budgets, n)
-    from ..models._qk import one_blas_thread
+    from ..models.instruments import one_blas_thread
 
     # BLAS and OpenMP (k-means) on one thread: these matrices are small, threads cost more
     with make_reporter(progress, description="approximability") as rep, one_blas_thread(user_api=None):
@@ -488,8 +488,8 @@ def approximability(
         res = _measure(att, cap, fams, bud, scale, draws, orthogonal, seed, rep)
     settings = {"draws": draws, "orthogonal": orthogonal, "seed": seed, "kmeans_n_init": 1,
                 "budget_unit": "numbers stored per query row"}
-    from ..analyses._head_types import head_features, label_heads
-    from ..analyses._provenance import make_provenance
+    from ..analyses.building import head_features, label_heads
+    from ..analyses.building import make_provenance
     from ..attention import token_labels
 
     feats = head_features(att) if n >= 2 else {}
@@ -509,7 +509,7 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
     from scipy.cluster.hierarchy import fcluster
 
     from ..compress import persistence_labels
-    from ..compress._grouping import canonical, kmeans_labels
+    from ..compress.grouping import canonical, kmeans_labels
     from ..distances import row_distances
     from ..topology import linkage
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from .._progress import reports
 from .._validation import check_int, check_positive_int, check_texts
-from ..analyses._result import Columns, Result, read_array
+from ..analyses.building import Columns, Result, read_array
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
 from . import _context_math as cm
@@ -361,7 +361,7 @@ class Context(Result):
 # ----------------------------------------------------------------------- running
 def _conditions(m: Any) -> list[tuple[str, Callable[[], Any]]]:
     """(name, context-manager factory) per equivariance condition; raises for unsupported models."""
-    from ..models._positions import causal_mask_off, positional_mechanism, positions_off
+    from ..models.instruments import causal_mask_off, positional_mechanism, positions_off
 
     positional_mechanism(m)  # PositionsNotRemovableError before any work
 
@@ -389,8 +389,8 @@ def _equivariance(m: Any, texts: list[str], perms: list[list[np.ndarray]], conds
     """``layer_error`` (C, E, P, L) and ``encoder_error`` (C, E, P, L + 1)."""
     import torch
 
-    from ..models._hidden import forward_capture
-    from ..models._positions import transformer_layers
+    from ..models.instruments import forward_capture
+    from ..models.instruments import transformer_layers
 
     layers = transformer_layers(m)
     L = len(layers)
@@ -564,11 +564,11 @@ def context(texts: str | Sequence[str], model: Any = "minilm", *, word: str | No
         a word in fewer than 3 texts, bad numbers.
     EmptyTextError, TextTooLongError
     """
-    from ..analyses._provenance import make_provenance
+    from ..analyses.building import make_provenance
     from ..attention import token_labels
     from ..models import load_model
-    from ..models._hidden import forward_capture
-    from ..models._positions import positional_mechanism
+    from ..models.instruments import forward_capture
+    from ..models.instruments import positional_mechanism
 
     texts = check_texts(texts)
     n_permutations = check_positive_int(n_permutations, "n_permutations", allow_none=False)

@@ -57,7 +57,7 @@ import numpy as np
 
 from .._progress import ProgressOption, make_reporter
 from .._validation import check_bool, check_positive_int, check_texts
-from ..analyses._result import Columns, Result, read_array
+from ..analyses.building import Columns, Result, read_array
 from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
 from ..io import json_safe
 
@@ -548,9 +548,9 @@ def depth(
     >>> d = depth(["The cat sat on the mat.", "Attention is all you need."])   # doctest: +SKIP
     >>> d.summary()["res_hidden"]                                               # doctest: +SKIP
     """
-    from ..analyses._provenance import make_provenance
+    from ..analyses.building import make_provenance
     from ..models import load_model
-    from ..models._hidden import forward_capture
+    from ..models.instruments import forward_capture
 
     texts = check_texts(texts)
     k = check_positive_int(k, "k", allow_none=False, hint="neighbours for the overlap between layers")

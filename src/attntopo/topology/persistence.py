@@ -319,10 +319,10 @@ def persistence_batch(
     _check_n_jobs(n_jobs)
     mats = _as_matrices(Ds)
     with make_reporter(progress, total=len(mats), description="persistence") as reporter:
-        return _persistence_batch_valid(mats, maxdim, threshold, engine, n_jobs, progress=reporter)
+        return persistence_batch_valid(mats, maxdim, threshold, engine, n_jobs, progress=reporter)
 
 
-def _persistence_batch_valid(
+def persistence_batch_valid(
     mats: list[np.ndarray],
     maxdim: int = 1,
     threshold: float = float("inf"),

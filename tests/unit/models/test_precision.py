@@ -166,7 +166,7 @@ def test_bad_inputs():
 
 
 def test_blocks_give_the_same_result(monkeypatch):
-    import attntopo.models._precision as prec
+    import attntopo.models.precision as prec
 
     w = torch.softmax(torch.randn(5, 4, 9, 9), -1).to(torch.bfloat16)
     whole = normalize_rows(w)

@@ -1,0 +1,59 @@
+"""The feature pipeline's declared interface for ``corpus`` and ``sklearn``.
+
+The corpus engines (local and Ray) run the same chunked feature computation as
+:func:`attntopo.features.features`, and the scikit-learn estimators reuse its cache, head
+selection and ablation; both import those pieces from here, never from the private modules
+behind them (``tools/check_imports.py``, rule 3).  Names load lazily, so importing this module
+costs nothing until a name is used.
+
+Chunked computation (corpus)
+    ``ChunkFeatures``            one chunk's feature rows, computed as each layer streams by
+    ``stream_into``              run the model over a chunk's texts into a ``ChunkFeatures``
+    ``set_columns``              a settings record's column names, in the store's order
+    ``PERSISTENCE_SETS``         the sets that need persistence diagrams (worker processes)
+    ``threads_beside_workers``   torch threads left for the main process beside ``n_jobs`` workers
+Cache (``AttentionFeatures(memory=)``)
+    ``check_memory``, ``model_fingerprint``, ``settings_digest``, ``cached_rows``
+Heads (``SelectHeads``, ``ablate_heads``)
+    ``HEAD_CRITERIA``, ``check_labels``, ``head_scores``, ``best_heads``, ``parse_column``,
+    ``check_heads``, ``ablated_heads``
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "ChunkFeatures": "._compute",
+    "stream_into": "._compute",
+    "set_columns": "._compute",
+    "PERSISTENCE_SETS": "._compute",
+    "threads_beside_workers": "._compute",
+    "check_memory": "._cache",
+    "model_fingerprint": "._cache",
+    "settings_digest": "._cache",
+    "cached_rows": "._cache",
+    "HEAD_CRITERIA": "._select",
+    "check_labels": "._select",
+    "head_scores": "._select",
+    "best_heads": "._select",
+    "parse_column": "._table",
+    "check_heads": "._ablation",
+    "ablated_heads": "._ablation",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __package__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
