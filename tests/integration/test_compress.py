@@ -121,3 +121,9 @@ def test_the_retired_argument_order_still_works(minilm):
         warnings.simplefilter("error")
         assert compress(TEXT, "minilm", layers=[0], scale=0.4) == new
         assert compress(TEXT, model=minilm, layers=[0], scale=0.4) == new
+
+
+def test_a_model_that_is_none_is_one_typed_error():
+    """A model that is neither a name nor a loaded model is refused by load_model's own check."""
+    with pytest.raises(InvalidInputError, match="model must be an alias"):
+        compress(TEXT, model=3)

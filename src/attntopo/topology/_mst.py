@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidInputError, InvalidMatrixError
+
 __all__ = ["prim_edges", "prim_contracted", "h0_deaths", "h0_diagrams"]
 
 
@@ -57,7 +59,7 @@ def prim_edges(D: Any, roots: Any = None):
 
     X = _as_tensor(D)
     if X.ndim != 3 or X.shape[-1] != X.shape[-2]:
-        raise ValueError(f"D must have shape (B, n, n), got {tuple(X.shape)}")
+        raise InvalidMatrixError(f"D must have shape (B, n, n), got {tuple(X.shape)}")
     B, n, _ = X.shape
     if roots is None:
         mask = torch.zeros(n, dtype=torch.bool)
@@ -65,7 +67,7 @@ def prim_edges(D: Any, roots: Any = None):
     else:
         mask = torch.as_tensor(np.asarray(roots, dtype=bool))
         if mask.shape != (n,) or not bool(mask.any()):
-            raise ValueError(f"roots must be (n,) = ({n},) booleans with at least one True")
+            raise InvalidInputError(f"roots must be (n,) = ({n},) booleans with at least one True")
     rest = torch.nonzero(~mask).reshape(-1)
     r = int(rest.numel())
     if r == 0 or B == 0:

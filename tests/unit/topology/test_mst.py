@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from ripser import ripser
 from scipy.sparse.csgraph import minimum_spanning_tree
 
+from attntopo.errors import InvalidInputError, InvalidMatrixError
 from attntopo.distances import token_distances
 from attntopo.topology import persistence
-from attntopo.topology._mst import h0_deaths, h0_diagrams, prim_edges
+from attntopo.topology import h0_deaths, h0_diagrams, prim_edges
 
 
 def _scipy_mst_lengths(D: np.ndarray) -> np.ndarray:
@@ -80,7 +81,7 @@ def test_keeps_device_and_dtype_and_refuses_bad_roots():
     e = prim_edges(D)
     assert e.dtype == torch.float32 and e.device == D.device and e.shape == (2, 5)
     assert prim_edges(D, np.ones(6, bool)).shape == (2, 0)
-    with pytest.raises(ValueError, match="at least one True"):
+    with pytest.raises(InvalidInputError, match="at least one True"):
         prim_edges(D, np.zeros(6, bool))
-    with pytest.raises(ValueError, match=r"shape \(B, n, n\)"):
+    with pytest.raises(InvalidMatrixError, match=r"shape \(B, n, n\)"):
         prim_edges(D[0])
