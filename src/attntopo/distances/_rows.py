@@ -230,7 +230,7 @@ def _distances(
 def token_distances_tensor(x: Any, *, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """:func:`token_distances` (Jensen–Shannon, base 2) of a tensor, as a float64 tensor on its
     device: the distances of a CUDA tensor stay on the GPU (for the minimum spanning trees of
-    :mod:`attntopo.topology._mst`), a CPU tensor's share the C kernel's output.
+    :func:`attntopo.topology.prim_edges`), a CPU tensor's share the C kernel's output.
 
     x : torch.Tensor or array of shape (..., n, n), rows distributions (checked as there).
     Returns a torch.Tensor of shape (..., n, n), float64, on ``x``'s device.
