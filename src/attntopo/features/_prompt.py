@@ -27,9 +27,12 @@ stays on its GPU: :mod:`attntopo.topology._mst`), a few heads at a time.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any, Sequence
 
 import numpy as np
+
+from .._threads import torch_threads
 
 __all__ = ["PROMPT_QUANTITIES", "spanning_forest_length", "prompt_features"]
 
@@ -183,8 +186,11 @@ def prompt_features(
         sub = None
         for c, q in enumerate(quantities):
             if q == "attention":
-                out[h0:h1, c] = (_attention_forest(A[h0:h1], prompt) if keep is None else
-                                 _attention_forest_subset(A[h0:h1], keep, prompt)) / r
+                # on the CPU one torch thread: many short passes over a head's blocks, each of
+                # which two threads would end at a barrier (see models.precision.normalize_rows)
+                with torch_threads(1) if on_cpu else nullcontext():
+                    out[h0:h1, c] = (_attention_forest(A[h0:h1], prompt) if keep is None else
+                                     _attention_forest_subset(A[h0:h1], keep, prompt)) / r
                 continue
             if D_js is not None:
                 D = D_js[h0:h1]

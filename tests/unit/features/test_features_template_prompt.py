@@ -358,3 +358,32 @@ def test_prompt_set_alone_copies_no_layer(monkeypatch):
     monkeypatch.setattr(Attention, "drop_special", refuse)
     monkeypatch.setattr(Attention, "subset_tokens", refuse)
     np.testing.assert_array_equal(_chunk_rows(att, boundary), with_copy)
+
+
+def test_attention_score_runs_on_one_torch_thread(monkeypatch):
+    """The attention score's many short passes over each head's blocks run on one torch thread
+    on the CPU (see test_precision's thread test); the caller's count is restored."""
+    import torch
+
+    import attntopo.topology as topology
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        rng = np.random.default_rng(4)
+        A = np.tril(random_attention(rng, 3, 12))
+        A /= A.sum(-1, keepdims=True)
+        prompt = np.arange(12) < 5
+        want = prompt_features(A, None, prompt, ("attention",))
+        seen = []
+        real = topology.prim_contracted
+        monkeypatch.setattr(topology, "prim_contracted",
+                            lambda *a: seen.append(torch.get_num_threads()) or real(*a))
+        for keep in (None, np.arange(12)):
+            got = prompt_features(A.astype(np.float32) if keep is not None else A, None, prompt,
+                                  ("attention",), keep=keep)
+            if keep is None:
+                np.testing.assert_array_equal(got, want)
+        assert seen and set(seen) == {1} and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(old)
