@@ -55,9 +55,10 @@ def test_prompt_score_peak_memory_is_under_half_the_attention():
 def test_js_prompt_score_streams_too():
     """The JS quantity (O(n³) distances, a few heads at a time) stays under the same bound: one
     layer's distances are never all held.  The last layer alone (the whole forward pass runs, the
-    heap of every layer before it included), at 600 tokens to keep the O(n³) work short."""
-    got = _probe("600", "js,attention", "11")
-    assert got["n_tokens"] == 600 and got["columns"] == 2 * 12
+    heap of every layer before it included), to keep the O(n³) work short: 0.30-0.31x measured
+    (139-146 MB; all 12 layers: 0.25x)."""
+    got = _probe("900", "js,attention", "11")
+    assert got["n_tokens"] == 900 and got["columns"] == 2 * 12
     assert got["extra_peak"] <= 0.5 * got["attention"], got
 
 

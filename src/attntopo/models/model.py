@@ -387,9 +387,6 @@ class AttentionModel(ModelDescription):
                 normalize_rows(wb, what=f"attention of {self.name}, layer {layer}", out=out)
                 fn(b, layer, out)
                 del out, wb
-            del w
-            if trim:
-                _trim_heap()
 
         modules = self._attention_modules()
         counter = [0]
@@ -401,6 +398,8 @@ class AttentionModel(ModelDescription):
                 return None
             if k in wanted:
                 take(k, output[1])
+            if trim:  # every layer, taken or not: the forward pass's own blocks too
+                _trim_heap()
             # the weights go: transformers' own recorder (output_attentions) skips a None
             return (output[0], None) + tuple(output[2:])
 
@@ -434,6 +433,8 @@ class AttentionModel(ModelDescription):
                 if k in wanted:
                     take(k, w)
                 del w
+                if trim:
+                    _trim_heap()
 
     def stream(
         self,
