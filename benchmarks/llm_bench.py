@@ -21,7 +21,10 @@ short pair: time, extra peak host memory (resident size above the size before th
 A measurement whose estimate (the forward pass plus, per head, what the ten-head run took
 beyond its forward pass) exceeds
 ``--budget`` seconds, or whose result would not fit in half the memory, is skipped and says
-so.  Ratios are to the forward pass of the same run.  Goals (issue 26): GPU, 8B, 2,048 tokens:
+so; ``--steps`` runs only the steps named (the forward pass always runs), ``--skip-reason``
+says in the report why the others were left out.  ``--merge`` keeps the rows of other token
+counts from the ``--json`` file of an earlier run (each row states its own date and load).
+Ratios are to the forward pass of the same run.  Goals (issue 26): GPU, 8B, 2,048 tokens:
 attention score within 2x the forward pass, JS within 10x; CPU, 1B, 1,024 tokens: attention
 score within 3x; memory flat in the number of layers.
 """
@@ -32,6 +35,7 @@ import argparse
 import gc
 import json
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -71,7 +75,12 @@ def measure(fn, device: str) -> dict:
     return {"s": time.perf_counter() - t0, "host_extra": extra, "gpu_peak": _gpu_peak(device)}
 
 
-def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, log) -> dict:
+STEPS = ("forward", "prompt_attention", "prompt_js", "analyze0_ten", "analyze1_ten",
+         "analyze0_all", "analyze1_all")
+
+
+def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, log,
+        steps: tuple[str, ...] = STEPS, skip_reason: str = "not run in this measurement") -> dict:
     import torch
 
     import attntopo as at
@@ -86,6 +95,7 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
     warm = _llama.pair_with_tokens(m.tokenizer, 40)
     at.features([warm], m, sets=("prompt",))
     at.analyze(" ".join(warm), m, maxdim=1, progress=False, **chosen)
+    skipped = {"skipped": skip_reason}
     weights = sum(p.numel() * p.element_size() for p in m.hf_model.parameters())
     out = {"shape": shape, "layers": L, "heads": H, "kv_heads": m.n_kv_heads, "device": device,
            "dtype": dtype, "weights_bytes": weights, "build_s": build_s, "runs": []}
@@ -94,39 +104,55 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
         pair = _llama.pair_with_tokens(m.tokenizer, n)
         text = pair[0] + " " + pair[1]
         ids = torch.tensor([m.tokenize(text).ids], device=device)
-        row = {"n": int(ids.shape[1]), "attention_bytes": _llama.attention_bytes(m, ids.shape[1])}
+        row = {"n": int(ids.shape[1]), "attention_bytes": _llama.attention_bytes(m, ids.shape[1]),
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "loadavg": [round(x, 2) for x in os.getloadavg()]}
         log(f"{shape} n={row['n']}: forward")
 
         def forward():
             with torch.inference_mode():
                 m.hf_model(input_ids=ids)
 
-        forward()  # the first pass at a new length allocates its buffers
+        if device != "cpu" or row["n"] < 1024:
+            # the first pass at a new length allocates its buffers (and on a GPU its kernels);
+            # a CPU pass of 1,024 tokens and more takes minutes: that setup is lost in it
+            forward()
         row["forward"] = measure(forward, device)
         fw = row["forward"]["s"]
-        log(f"  forward {fw:.2f} s; prompt score (attention)")
-        row["prompt_attention"] = measure(
-            lambda: at.features([pair], m, sets=("prompt",), prompt_quantities=("attention",)), device)
-        # the JS cost per head, from the ten chosen heads at maxdim 0 (distances dominate there)
-        log("  analyze, ten heads, maxdim 0")
-        row["analyze0_ten"] = measure(
-            lambda: at.analyze(text, m, maxdim=0, progress=False, **chosen), device)
-        # per head: what the ten-head run took beyond its own forward pass
-        per_head0 = max(row["analyze0_ten"]["s"] - fw, 0.0) / n_chosen
-        log("  analyze, ten heads, maxdim 1")
-        row["analyze1_ten"] = measure(
-            lambda: at.analyze(text, m, maxdim=1, progress=False, **chosen), device)
-        per_head1 = max(row["analyze1_ten"]["s"] - fw, 0.0) / n_chosen
+        log(f"  forward {fw:.2f} s")
+        firsts = [
+            ("prompt_attention", lambda: at.features([pair], m, sets=("prompt",),
+                                                     prompt_quantities=("attention",))),
+            # the JS cost per head, from the ten chosen heads at maxdim 0 (distances dominate)
+            ("analyze0_ten", lambda: at.analyze(text, m, maxdim=0, progress=False, **chosen)),
+            ("analyze1_ten", lambda: at.analyze(text, m, maxdim=1, progress=False, **chosen)),
+        ]
+        for key, fn in firsts:
+            if key not in steps:
+                row[key] = dict(skipped)
+                continue
+            log(f"  {key}")
+            row[key] = measure(fn, device)
+        # per head: what the ten-head run took beyond its own forward pass (None: not run)
+        per_head0, per_head1 = (max(row[k]["s"] - fw, 0.0) / n_chosen if "s" in row[k] else None
+                                for k in ("analyze0_ten", "analyze1_ten"))
         held = 12 * L * H * row["n"] ** 2  # an Analysis of all heads: float32 weights + float64 distances
         plans = [
-            ("prompt_js", fw + per_head0 * L * H,
+            ("prompt_js", per_head0,
              lambda: at.features([pair], m, sets=("prompt",), prompt_quantities=("js", "attention")), 0),
-            ("analyze0_all", fw + per_head0 * L * H,
+            ("analyze0_all", per_head0,
              lambda: at.analyze(text, m, maxdim=0, progress=False), held),
-            ("analyze1_all", fw + per_head1 * L * H,
+            ("analyze1_all", per_head1,
              lambda: at.analyze(text, m, maxdim=1, progress=False), held),
         ]
-        for key, estimate, fn, mem in plans:
+        for key, per_head, fn, mem in plans:
+            if key not in steps:
+                row[key] = dict(skipped)
+                continue
+            if per_head is None:
+                row[key] = {"skipped": "no estimate (the ten-head run was not measured)"}
+                continue
+            estimate = fw + per_head * L * H
             if estimate > budget or mem > ram / 2:
                 why = (f"estimated {estimate:.0f} s > budget {budget:.0f} s" if estimate > budget
                        else f"its result would hold {mem / 2**30:.1f} GiB")
@@ -135,12 +161,13 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
                 continue
             log(f"  {key} (estimate {estimate:.0f} s)")
             row[key] = measure(fn, device)
-        for key in ("prompt_attention", "prompt_js", "analyze0_ten", "analyze1_ten", "analyze0_all",
-                    "analyze1_all"):
+        for key in STEPS[1:]:
             r = row[key]
-            r["ratio"] = (r["s"] if "s" in r else r["estimate_s"]) / fw
+            t = r.get("s", r.get("estimate_s"))
+            r["ratio"] = None if t is None else t / fw
         out["runs"].append(row)
-        log(f"  done: attention score {row['prompt_attention']['ratio']:.2f}x the forward pass")
+        if row["prompt_attention"]["ratio"] is not None:
+            log(f"  done: attention score {row['prompt_attention']['ratio']:.2f}x the forward pass")
     return out
 
 
@@ -174,20 +201,77 @@ def render(res: dict) -> str:
         parts += [f"### {title}", "",
                   f"Weights {model['weights_bytes'] / 2**30:.2f} GiB; built in {model['build_s']:.1f} s.", ""]
         for row in model["runs"]:
+            when = (f"; measured {row['date']}, load average {row['loadavg']}"
+                    if row.get("date") else "")
             parts += [f"**{row['n']} tokens** (all layers' float32 attention: "
-                      f"{row['attention_bytes'] / 2**20:,.0f} MiB)", "",
+                      f"{row['attention_bytes'] / 2**20:,.0f} MiB{when})", "",
                       "| step | time (s) | x forward | extra peak host (MiB) | peak GPU (MiB) |",
                       "|---|---|---|---|---|"]
             for key, label in LABELS:
                 r = row[key]
                 if "skipped" in r:
-                    parts.append(f"| {label} | skipped: {r['skipped']} | ~{r['ratio']:.0f} | | |")
+                    ratio = "" if r.get("ratio") is None else f"~{r['ratio']:.0f}"
+                    parts.append(f"| {label} | skipped: {r['skipped']} | {ratio} | | |")
                     continue
                 ratio = "1" if key == "forward" else f"{r['ratio']:.2f}"
                 parts.append(f"| {label} | {r['s']:.2f} | {ratio} | {_mib(r['host_extra'])} | "
                              f"{_mib(r['gpu_peak'])} |")
             parts.append("")
+    parts += goals(res)
     return "\n".join(parts)
+
+
+#: issue 26's goals: (shape, device, tokens, step, most x the forward pass)
+GOALS = [("1b", "cpu", 1024, "prompt_attention", 3.0), ("8b", "cuda", 2048, "prompt_attention", 2.0),
+         ("8b", "cuda", 2048, "prompt_js", 10.0)]
+
+
+def goals(res: dict) -> list[str]:
+    """The issue's goals, each met, missed or not measured, from the rows of ``res``."""
+    rows = {(mod["shape"], mod["device"], row["n"]): row for mod in res["models"] for row in mod["runs"]}
+    lines = ["**Goals (issue 26), as measured in these runs.**", ""]
+    for shape, device, n, key, most in GOALS:
+        what = (f"{shape} shape on {'a GPU' if device == 'cuda' else 'the CPU'}, {n:,} tokens: "
+                f"{dict(LABELS)[key]} within {most:g}x the forward pass")
+        r = rows.get((shape, device, n), {}).get(key)
+        if r is None or "s" not in r:
+            why = r["skipped"] if r else ("no GPU here" if device == "cuda" else "not run")
+            lines.append(f"- {what}: not measured ({why}).")
+        else:
+            verdict = "met" if r["ratio"] <= most else "missed"
+            lines.append(f"- {what}: **{r['ratio']:.2f}x, {verdict}**.")
+    mem = [(mod["shape"], mod["layers"], row["n"],
+            row["prompt_attention"]["host_extra"] / row["attention_bytes"],
+            row["forward"]["host_extra"] / row["attention_bytes"])
+           for mod in res["models"] for row in mod["runs"]
+           if row["prompt_attention"].get("host_extra") is not None]
+    if mem:
+        lines.append("- Memory flat in the number of layers: the attention score's extra peak host "
+                     "memory against all layers' float32 attention (the forward pass alone in "
+                     "brackets; one layer is 1/layers of it): "
+                     + ", ".join(f"{x:.2f}x [{f:.2f}x] ({shape}, 1/{L} = {1 / L:.2f}x, {n:,} tokens)"
+                                 for shape, L, n, x, f in mem) + ".")
+    return lines + [""]
+
+
+def merged(old: dict, new: dict) -> dict:
+    """``new`` with, for each of its models (shape, device, dtype), the rows of ``old`` at
+    token counts ``new`` did not measure, all rows in token order (each keeps its own date
+    and load; the header's machine and versions are the newer run's)."""
+    key = lambda mod: (mod["shape"], mod["device"], mod["dtype"])  # noqa: E731
+    before = {key(mod): mod for mod in old.get("models", [])}
+    for mod in new["models"]:
+        prev = before.get(key(mod))
+        if prev is None:
+            continue
+        have = {row["n"] for row in mod["runs"]}
+        mod["runs"] = sorted(mod["runs"] + [row for row in prev["runs"] if row["n"] not in have],
+                             key=lambda row: row["n"])
+        for row in mod["runs"]:
+            row.setdefault("date", old.get("date"))
+            row.setdefault("loadavg", old.get("machine", {}).get("loadavg"))
+    new["tokens"] = sorted({row["n"] for mod in new["models"] for row in mod["runs"]})
+    return new
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,9 +282,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokens", default=None, help="comma-separated token counts")
     ap.add_argument("--budget", type=float, default=900.0,
                     help="skip a measurement estimated to take longer (seconds)")
+    ap.add_argument("--steps", default=",".join(STEPS),
+                    help=f"comma-separated steps to run (default all: {','.join(STEPS)})")
+    ap.add_argument("--skip-reason", default="not run in this measurement",
+                    help="why the steps left out by --steps were left out (shown in the report)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other token counts' rows from the --json file of an earlier run")
     ap.add_argument("--out", type=Path, default=None, help="markdown report")
     ap.add_argument("--json", type=Path, default=None, help="raw results")
     args = ap.parse_args(argv)
+    steps = tuple(x.strip() for x in args.steps.split(",") if x.strip())
+    if set(steps) - set(STEPS):
+        ap.error(f"--steps: unknown {sorted(set(steps) - set(STEPS))}; choose from {', '.join(STEPS)}")
+    if args.merge and (args.json is None or not args.json.is_file()):
+        ap.error("--merge needs --json naming an earlier run's results")
     import torch
 
     tokens = ([int(x) for x in args.tokens.split(",")] if args.tokens else
@@ -216,10 +311,13 @@ def main(argv: list[str] | None = None) -> int:
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
     for shape, device, dtype in plans:
-        res["models"].append(run(shape, tokens, device, dtype, args.budget, log))
+        res["models"].append(run(shape, tokens, device, dtype, args.budget, log, steps,
+                                 args.skip_reason))
         gc.collect()
+    if args.merge:
+        res = merged(json.loads(args.json.read_text()), res)
     report = ("# LLM scale benchmark\n\n> Generated by `python benchmarks/llm_bench.py "
-              + " ".join(argv if argv is not None else sys.argv[1:])
+              + shlex.join(argv if argv is not None else sys.argv[1:])
               + "` (`make bench` runs it without `--quick`); do not edit by hand.\n\n"
               + render(res) + "\n")
     print(report)

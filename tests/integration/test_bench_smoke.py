@@ -159,3 +159,19 @@ def test_llm_benchmark_runs_and_reports_every_step(tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     row = json.loads(js.read_text())["models"][0]["runs"][0]
     assert row["prompt_js"]["skipped"].startswith("estimated") and "s" not in row["analyze1_all"]
+    # --steps: the steps named only, the others skipped with the reason given; --merge keeps the
+    # earlier run's rows of other lengths (the 2,048-token CPU run adds its row this way)
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "llm_bench.py"), "--shape", "tiny", "--tokens", "64",
+         "--steps", "forward,prompt_attention", "--skip-reason", "too slow here", "--merge",
+         "--json", str(js), "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    runs = json.loads(js.read_text())["models"][0]["runs"]
+    assert [r["n"] for r in runs] == [48, 64] and runs[0] == row
+    assert runs[1]["prompt_attention"]["s"] > 0
+    assert all(runs[1][k] == {"skipped": "too slow here", "ratio": None}
+               for k in ("prompt_js", "analyze0_ten", "analyze1_ten", "analyze0_all", "analyze1_all"))
+    report = out.read_text()
+    assert "skipped: too slow here" in report and "**Goals (issue 26)" in report
