@@ -505,7 +505,8 @@ class Attention:
         # a few heads at a time: the float64 temporaries stay small for long texts
         step = max(1, (1 << 21) // (m * m))
         for h0 in range(0, H, step):
-            w = self.weights[:, h0:h0 + step][:, :, keep][:, :, :, keep].astype(np.float64)
+            # one float32 copy of the kept rows and columns (one fancy index), then float64
+            w = self.weights[:, h0:h0 + step][:, :, keep[:, None], keep].astype(np.float64)
             if renormalize:
                 s = w.sum(axis=-1, keepdims=True)
                 if np.any(s <= 0):

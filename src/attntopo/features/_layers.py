@@ -9,12 +9,20 @@ one layer of one text at a time (:meth:`ChunkFeatures.add`) from either source:
 * the forward pass itself, through :meth:`attntopo.models.AttentionModel.stream`, which hands
   each layer over as the model computes it and drops it afterwards.
 
-The two give the same numbers: the same functions run on the same float32 weights.  The
-distance matrices of the persistence sets (``js``, ``js_image``, ``js_landscape``,
-``barcode``) wait in batches of at most ``_FLUSH_ELEMENTS`` float64 entries, handed to the
-persistence engines (through ``submit``, in a background thread whose worker processes compute
-them while the next layers come) when a batch is full; at most two batches are alive, so the
-distances of all heads are never held at once either.
+The two give the same numbers: the same functions run on the same float32 weights.
+
+Memory of one long text.  A layer's heads are taken in groups of :func:`heads_per_group`
+(``GROUP_BYTES`` of float64 ``n × n`` matrices per group): every set's temporaries (the
+float64 copies of the rows, ``drop_special``'s renormalized weights, the distance matrices)
+exist for one group at a time, never for the whole layer; a text short enough for a layer to
+fit in ``GROUP_BYTES`` is one group, as before.  The distance matrices of the persistence sets
+(``js``, ``js_image``, ``js_landscape``, ``barcode``) wait in batches of at most
+``GROUP_BYTES`` (plus one matrix), handed to the persistence engines (through ``submit``, in a
+background thread whose worker processes compute them while the next heads come) when a batch
+is full; at most two batches are alive besides the one filling, so a chunk holds at most about
+``3 × GROUP_BYTES`` of distance matrices whatever its text's length and head count (a
+512-token text's 72 MiniLM heads are 150 MB of them).  Every set works head by head, so the
+rows do not depend on the grouping.
 """
 
 from __future__ import annotations
@@ -33,12 +41,24 @@ from ._prompt import PROMPT_QUANTITIES, prompt_features
 from ._spectral import spectral_features
 from ._template import punctuation_mask, template_features
 
-__all__ = ["ChunkFeatures", "Done", "prompt_mask", "JS_SETS"]
+__all__ = ["ChunkFeatures", "Done", "prompt_mask", "JS_SETS", "GROUP_BYTES", "heads_per_group"]
 
 #: Sets read from the Jensen–Shannon diagrams.
 JS_SETS = ("js", "js_image", "js_landscape", "js_per_token")
-# float64 entries of distance matrices waiting for one persistence batch (128 MiB)
-_FLUSH_ELEMENTS = 1 << 24
+#: Bytes of float64 ``n × n`` matrices per group of heads, and per persistence batch (16 MiB).
+GROUP_BYTES = 1 << 23
+# float64 entries of distance matrices waiting for one persistence batch
+_FLUSH_ELEMENTS = GROUP_BYTES // 8
+
+
+def heads_per_group(n: int, n_heads: int) -> int:
+    """Heads of an ``n``-token layer taken together: as many as keep their float64 ``n × n``
+    matrices within :data:`GROUP_BYTES`, at least one, at most ``n_heads``.
+
+    >>> heads_per_group(512, 12), heads_per_group(32, 12), heads_per_group(2048, 9)
+    (8, 12, 1)
+    """
+    return max(1, min(n_heads, GROUP_BYTES // max(1, 8 * n * n)))
 
 
 class Done:
@@ -147,7 +167,21 @@ class ChunkFeatures:
         ``device_weights``: the same weights as a torch.Tensor of shape (H, n, n) on the
         model's device (e.g. a GPU), or None; when given, the prompt score and the
         Jensen–Shannon distances are computed there, and only their results cross to the host.
+        The heads are taken in groups of :func:`heads_per_group` (one group for short texts).
         """
+        _, H, n, _ = att.weights.shape
+        per = heads_per_group(n, H)
+        if per >= H:
+            self._add(t, att, device_weights)
+            return
+        for h0 in range(0, H, per):
+            group = _heads(att, h0, h0 + per)
+            dev = device_weights[h0:h0 + per] if device_weights is not None else None
+            self._add(t, group, dev)
+            del group, dev
+
+    def _add(self, t: int, att: Attention, device_weights: Any = None) -> None:
+        """:meth:`add` for a group of heads of one layer (every set appends per head)."""
         _, H, n, _ = att.weights.shape
         sets = self.sets
         real = att.drop_special() if (self.drop_special and att.special.any()) else att
@@ -243,6 +277,13 @@ class ChunkFeatures:
                                           for s in sets]) for t in range(n_texts)])
                 if sets else np.zeros((n_texts, 0)))
         return rows, (dgms if self.js_diagrams else None)
+
+
+def _heads(att: Attention, a: int, b: int) -> Attention:
+    """Heads ``a:b`` of a one-layer ``att`` (its weights a view)."""
+    from dataclasses import replace
+
+    return replace(att, weights=att.weights[:, a:b], head_ids=tuple(att.head_ids[a:b]))
 
 
 def _one_layer(att: Attention, i: int) -> Attention:

@@ -36,8 +36,8 @@ _BATCH_ELEMENTS = 96 * 2**20
 # Bound on one layer's attention of a batch when layers are taken one at a time (float32
 # elements: 32 MiB); a single text always makes a batch, whatever its length.
 _LAYER_ELEMENTS = 8 * 2**20
-# float32 elements per call of normalize_rows on a streamed layer (its float64 work: 16 MiB)
-_NORMALIZE_ELEMENTS = 2**21
+# float32 elements per call of normalize_rows on a streamed layer (its float64 work: 4 MiB)
+_NORMALIZE_ELEMENTS = 2**19
 
 
 @dataclass(frozen=True)

@@ -166,7 +166,8 @@ def normalize_rows(w, dtype: Any = None, *, what: str = "attention"):
     dst = out.view(-1, n, n)
     step = max(1, _BLOCK_ELEMENTS // (n * n))
     for b0 in range(0, src.shape[0], step):
-        block = src[b0 : b0 + step].to(work_device, torch.float64)
+        # a copy always (a float64 input is never modified): divided in place below
+        block = src[b0 : b0 + step].to(work_device, torch.float64, copy=True)
         lo, hi = torch.aminmax(block)
         lo, hi = float(lo), float(hi)
         if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -187,7 +188,7 @@ def normalize_rows(w, dtype: Any = None, *, what: str = "attention"):
                 f"not 1 within {tol:.3g} (the most rounding of a {dt} "
                 f"softmax over {n} keys explains): these are not softmax rows"
             )
-        dst[b0 : b0 + step] = (block / sums).to(w.device, torch.float32)
+        dst[b0 : b0 + step].copy_(block.div_(sums))  # rounded to float32 once, no temporary
     return out
 
 
