@@ -122,7 +122,7 @@ def test_attention_cpu_vs_cuda(models):
     # layer and head selection, special tokens dropped: the same selection as on the CPU
     kw = dict(layers=[1, -1], heads=slice(0, 3), drop_special=True)
     a, b = cpu.attention(TEXT, **kw), gpu.attention(TEXT, **kw)
-    assert b.layer_ids == a.layer_ids and b.head_ids == a.head_ids and b.tokens == a.tokens
+    assert b.layers == a.layers and b.heads == a.heads and b.tokens == a.tokens
     np.testing.assert_allclose(a.weights, b.weights, atol=tol.weights_atol, rtol=0)
     ids = [gpu.tokenize(t).ids for t in TEXTS]
     for x, y in zip(cpu.forward_ids(ids), gpu.forward_ids(ids)):

@@ -46,8 +46,8 @@ class Analysis(Result):
     distances : ndarray of shape (n_layers, n_heads, n, n), float64
         Token distance matrices (:attr:`metric`).
     diagrams : list of list of Diagram
-        ``diagrams[i][j]`` is the diagram of layer ``attention.layer_ids[i]``,
-        head ``attention.head_ids[j]``.
+        ``diagrams[i][j]`` is the diagram of layer ``attention.layers[i]``,
+        head ``attention.heads[j]``.
     metric, maxdim, threshold, engine : settings used.
     paper_compat : False, "notebook" or "listing"
         The founding-paper recipe of the token distances (see
@@ -83,12 +83,12 @@ class Analysis(Result):
     @property
     def layers(self) -> tuple[int, ...]:
         """Model layer indices analysed (0-based)."""
-        return self.attention.layer_ids
+        return self.attention.layers
 
     @property
     def heads(self) -> tuple[int, ...]:
         """Model head indices analysed (0-based)."""
-        return self.attention.head_ids
+        return self.attention.heads
 
     def position(self, layer: int, head: int) -> tuple[int, int]:
         """Positions ``(i, j)`` in the arrays of model layer ``layer`` and head ``head``.
@@ -257,8 +257,10 @@ class Analysis(Result):
             "tokens": a.tokens,
             "offsets": a.offsets,
             "causal": a.causal,
-            "layer_ids": list(a.layer_ids),
-            "head_ids": list(a.head_ids),
+            # saved files keep the keys "layer_ids"/"head_ids" (the format is unchanged by the
+            # rename of the attributes: files of either version load in the other)
+            "layer_ids": list(a.layers),
+            "head_ids": list(a.heads),
             "special_dropped": a.special_dropped,
             "truncated": a.truncated,
             "metric": self.metric,
@@ -289,8 +291,8 @@ class Analysis(Result):
             model=meta["model"],
             text=meta.get("text", ""),
             token_ids=read_array(arrays, "token_ids", "i", shape=(n,), optional=True),
-            layer_ids=layer_ids,
-            head_ids=head_ids,
+            layers=layer_ids,
+            heads=head_ids,
             special_dropped=bool(meta.get("special_dropped", False)),
             truncated=bool(meta.get("truncated", False)),
         )

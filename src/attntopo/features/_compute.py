@@ -213,7 +213,7 @@ def stream_into(
         att = Attention(
             weights=w.cpu().numpy()[None], tokens=e.tokens, offsets=e.offsets,
             special=np.array(e.special, dtype=bool), causal=m.causal, model=m.name, text=e.text,
-            token_ids=np.array(e.ids, dtype=np.int64), layer_ids=(layer,), head_ids=hi,
+            token_ids=np.array(e.ids, dtype=np.int64), layers=(layer,), heads=hi,
             truncated=e.truncated,
         )
         if k not in first:
@@ -449,11 +449,11 @@ def _run_chunks(
                     att = att.select(layers, heads)
                 given.append((p, att))
                 bounds.append(None)
-        ids = model_ids if to_run else (tuple(given[0][1].layer_ids), tuple(given[0][1].head_ids))
+        ids = model_ids if to_run else (tuple(given[0][1].layers), tuple(given[0][1].heads))
         if layer_ids is None:
             layer_ids, head_ids = ids
         for p, a in given:
-            if (tuple(a.layer_ids), tuple(a.head_ids)) != (layer_ids, head_ids):
+            if (tuple(a.layers), tuple(a.heads)) != (layer_ids, head_ids):
                 raise InvalidInputError(
                     f"texts[{idx[p]}] holds other layers/heads than texts[{keep[0]}]: every "
                     "Attention of one table must cover the same heads"

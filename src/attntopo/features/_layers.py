@@ -249,7 +249,7 @@ def _one_layer(att: Attention, i: int) -> Attention:
     """Layer ``i`` of ``att`` as an Attention of one layer (its weights a view)."""
     from dataclasses import replace
 
-    return replace(att, weights=att.weights[i:i + 1], layer_ids=(att.layer_ids[i],))
+    return replace(att, weights=att.weights[i:i + 1], layers=(att.layers[i],))
 
 
 def _drop_on_device(w: Any, keep: np.ndarray) -> Any:
