@@ -131,9 +131,11 @@ if __name__ == "__main__":  # python benchmarks/_llama.py: the 12x12 memory prob
     pair = pair_with_tokens(m.tokenizer, n)
     # warm up on a short pair (imports, first-call setup), not on the long one: the allocator
     # would keep the long call's freed memory resident and hide the second call's peak
-    at.features([pair_with_tokens(m.tokenizer, 40)], m, sets=("prompt",), prompt_quantities=quantities)
+    # drop_special=True: the features default of the measured runs (issue 29 made it False)
+    at.features([pair_with_tokens(m.tokenizer, 40)], m, sets=("prompt",), prompt_quantities=quantities,
+                drop_special=True)
     extra, table = extra_peak(lambda: at.features([pair], m, sets=("prompt",),
-                                                  prompt_quantities=quantities))
+                                                  prompt_quantities=quantities, drop_special=True))
     n_tok = len(m.tokenize(" ".join(pair)).ids)
     print(json.dumps({"extra_peak": extra, "attention": attention_bytes(m, n_tok),
                       "n_tokens": n_tok, "columns": len(table.columns)}))

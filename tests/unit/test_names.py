@@ -267,3 +267,53 @@ def test_analysis_saved_with_layer_ids_keys_loads(tmp_path):
         back = at.load_result(tmp_path / "a")
     assert (back.layers, back.heads, back.attention.layers) == ((3, 5), (0, 2, 4), (3, 5))
     assert back == res
+
+
+def test_drop_special_defaults_to_false_everywhere():
+    """One default for ``drop_special`` (docs/api.md, Names): False, the attention as the model
+    computed it (as la-tda and TOHA use it).  A public signature that takes it defaults to
+    False, or to None where ``settings=`` (a FeatureSettings, whose default is False) decides it;
+    so do the command line's ``--drop-special`` and the web API's field."""
+    import typer
+
+    from attntopo.cli import app
+    from attntopo.corpus import CorpusSettings
+    from attntopo.features import FeatureSettings
+
+    assert FeatureSettings().drop_special is False
+    taking = {}
+    for qual, obj in _public_callables():
+        try:
+            params = inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            continue
+        # a required drop_special is a recorded value (Timeline's field), not an option
+        if "drop_special" in params and params["drop_special"].default is not inspect.Parameter.empty:
+            taking[qual] = params
+    wrong = {q: p["drop_special"].default for q, p in taking.items()
+             if not (p["drop_special"].default is False
+                     or (p["drop_special"].default is None and "settings" in p))}
+    assert not wrong, f"drop_special defaults other than False: {wrong}"
+    for must in ("attntopo.analyze", "attntopo.compare", "attntopo.timeline", "attntopo.features.features",
+                 "attntopo.corpus.run", "attntopo.corpus.make_settings", "attntopo.sklearn.AttentionFeatures",
+                 "attntopo.AttentionModel.attention", "attntopo.FeatureSettings"):
+        assert must in taking, f"{must} takes no drop_special (or is no longer public)"
+    assert CorpusSettings.__dataclass_fields__["drop_special"].default is False
+
+    def commands(cmd, path=()):
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from commands(sub, path + (name,))
+        if not getattr(cmd, "commands", None):
+            yield path, cmd
+
+    flags = {" ".join(path): p.default for path, cmd in commands(typer.main.get_command(app))
+             for p in cmd.params if p.name == "drop_special"}
+    assert {"analyze", "compare", "corpus", "timeline"} <= set(flags)
+    assert all(v is False for v in flags.values()), flags
+
+    pytest.importorskip("fastapi")
+    from attntopo.web import Settings
+    from attntopo.web.api import _request_models
+
+    for model in _request_models(Settings()):
+        assert model.model_fields["drop_special"].default is False, model.__name__

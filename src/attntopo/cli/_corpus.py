@@ -60,7 +60,9 @@ def _backend_and_engine(backend: Optional[str], engine: Optional[str]) -> tuple[
     return backend, engine
 
 
-@command("corpus", epilog=_CORPUS_EPILOG)
+@command("corpus", epilog=_CORPUS_EPILOG, helps={"drop_special": (
+    "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows before the js, graph, barcode "
+    "and spectral sets (default: kept, the attention as the model computed it).")})
 def corpus_cmd(
     input: Annotated[str, typer.Argument(
         metavar="INPUT", show_default=False,
@@ -74,7 +76,7 @@ def corpus_cmd(
         "--sets", "-s", metavar="SETS", show_default=False,
         help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape.",
     )] = None,
-    layer=None, head=None,
+    layer=None, head=None, drop_special=False,
     keep_diagrams: Annotated[bool, typer.Option(
         "--keep-diagrams", help="Also store every head's JS diagram (H0, H1).",
     )] = False,
@@ -152,7 +154,7 @@ def corpus_cmd(
         store = run(
             input, out, model=model, sets=tuple(_split(sets) or ("js",)),
             layers=parse_indices(layer, "--layer"), heads=parse_indices(head, "--head"),
-            keep_diagrams=keep_diagrams, keep_text=keep_text, backend=backend, engine=engine,
+            drop_special=drop_special, keep_diagrams=keep_diagrams, keep_text=keep_text, backend=backend, engine=engine,
             batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, input_format=input_format,
             encoding=encoding, new_store=new_store, append=append, n_jobs=jobs, ray_address=ray_address,

@@ -109,7 +109,7 @@ class CorpusSettings:
     scales: tuple[float, ...] = ()
     quantiles: tuple[float, ...] = ()
     cycle_cap: int = 50
-    drop_special: bool = True
+    drop_special: bool = False
     keep_diagrams: bool = False
     on_long: str = "truncate"
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -307,6 +307,26 @@ def _show(v: Any) -> str:
     return str(v)
 
 
+#: The command line's options of the settings a run chooses (``attntopo corpus``).
+_CLI_OPTIONS = {"sets": "--sets", "layers": "--layer", "heads": "--head", "drop_special": "--drop-special",
+                "keep_diagrams": "--keep-diagrams", "keep_text": "--keep-text", "on_long": "--on-long",
+                "batch_size": "--batch-size", "engine": "--engine", "dtype": "--dtype"}
+
+
+def _to_pass(name: str, value: Any) -> str:
+    """How a run asks for ``name=value``: the keyword, and the command line's option where
+    there is one (``drop_special=True; --drop-special``, ``… False; without --drop-special``)."""
+    py = f"{name}={list(value) if isinstance(value, tuple) else value!r}"
+    flag = _CLI_OPTIONS.get(name)
+    if flag is None or value is None:
+        return py
+    if isinstance(value, bool):
+        cli = flag if value else ("--no-keep-text" if name == "keep_text" else f"without {flag}")
+    else:
+        cli = f"{flag} {_show(value)}"
+    return f"{py}; {cli}"
+
+
 def first_difference(stored: CorpusSettings, wanted: CorpusSettings) -> tuple[str, Any, Any] | None:
     """``(name, stored value, wanted value)`` of the first setting that differs, or None."""
     for f in fields(CorpusSettings):
@@ -323,8 +343,8 @@ def check_same_settings(stored: CorpusSettings, wanted: CorpusSettings, where: s
         name, a, b = diff
         raise InvalidInputError(
             f"{where} was made with {name}={_show(a)}, this run has {name}={_show(b)}: "
-            "re-run with the store's settings, choose another STORE, or start it over with "
-            "new_store=True (--new-store)"
+            f"re-run with the store's settings ({_to_pass(name, a)}), choose another STORE, or "
+            "start it over with new_store=True (--new-store)"
         )
 
 

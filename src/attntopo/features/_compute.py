@@ -286,10 +286,11 @@ def features(
         ``1 − max(A, Aᵀ)``) costs ``O(n²)`` per head and computes no distances between rows;
         ``"js"`` needs the Jensen–Shannon distances, ``O(n³)``.  Ask for
         ``("attention",)`` to pay only for it.
-    drop_special : bool
+    drop_special : bool, default False
         Remove special tokens ([CLS], [SEP], …) and renormalize rows before the ``js``,
-        ``graph`` and ``barcode`` sets (the ``template`` set always sees them; the ``prompt``
-        set never does).
+        ``graph``, ``barcode`` and ``spectral`` sets (the ``template`` set always sees them;
+        the ``prompt`` set never does).  False: the attention as the model computed it, as
+        la-tda and TOHA use it (docs/api.md, Names).
     truncate : bool
         Cut texts longer than the model's context instead of raising.
     on_empty : {"raise", "skip"}

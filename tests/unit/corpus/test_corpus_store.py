@@ -93,7 +93,7 @@ _CHANGES = {
     "model": "other", "model_hash": "sha256:" + "1" * 64, "revision": "main",
     "attntopo_version": "9.9", "sets": ("js", "graph"), "layers": (1,), "heads": (0,),
     "maxdim": 2, "thresholds": (0.2,), "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3,
-    "drop_special": False, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
+    "drop_special": True, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
     "engine": "ripser", "metric": "other", "keep_text": False, "dtype": "bfloat16",
 }
 
@@ -469,6 +469,52 @@ def test_a_settings_mismatch_is_found_before_the_model_loads(tmp_path, monkeypat
         corpus.run(TEXTS, out=tmp_path / "s", **{**kw, "layers": None})  # all: the manifest's 2
     with pytest.raises(InvalidInputError, match="made with batch_size=2, this run has batch_size=3"):
         corpus.run(TEXTS, out=tmp_path / "s", **{**kw, "batch_size": 3})
+
+
+def test_a_store_of_the_old_drop_special_default_names_the_option_to_pass(tmp_path, monkeypatch):
+    """Features, corpus and sklearn dropped special tokens by default until issue 29: a store made
+    then records drop_special=True.  Continued without the option it stops with the one line of a
+    settings mismatch, naming the setting and how to ask for it; with it, the run goes on."""
+    import attntopo.models
+    from attntopo import __version__, corpus
+
+    old = dataclasses.replace(SETTINGS, attntopo_version=__version__, drop_special=True)
+    assert old.to_manifest()["drop_special"] is True
+    inp = open_input(TEXTS)
+    Store.create(tmp_path / "s", old, output_schema(old, inp.schema),
+                 {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}, feature_columns(old),
+                 extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
+
+    def no_loading(*a, **k):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(attntopo.models, "load_model", no_loading)
+    kw = dict(model="toy", sets=("js",), layers=[0], heads=[0, 1], thresholds=(0.1,), scales=(0.5,),
+              quantiles=(0.5,), keep_diagrams=True, batch_size=2, progress=False)
+    with pytest.raises(InvalidInputError) as e:
+        corpus.run(TEXTS, out=tmp_path / "s", **kw)
+    line = str(e.value)
+    assert "\n" not in line
+    assert "was made with drop_special=True, this run has drop_special=False" in line
+    assert "(drop_special=True; --drop-special)" in line and "--new-store" in line
+    # asked for, the settings agree and the run goes on to load the model
+    with pytest.raises(AssertionError, match="the model was loaded"):
+        corpus.run(TEXTS, out=tmp_path / "s", drop_special=True, **kw)
+
+
+def test_the_mismatch_line_names_the_keyword_and_the_option():
+    # (setting, the store's value, this run's value, how the line says to ask for the store's)
+    for name, stored, wanted, ask in [
+        ("drop_special", False, True, "(drop_special=False; without --drop-special)"),
+        ("keep_text", False, True, "(keep_text=False; --no-keep-text)"),
+        ("sets", ("js", "graph"), ("js",), "(sets=['js', 'graph']; --sets js,graph)"),
+        ("batch_size", 7, 2, "(batch_size=7; --batch-size 7)"),
+        ("cycle_cap", 3, 50, "(cycle_cap=3)"),  # no command-line option: the keyword only
+    ]:
+        with pytest.raises(InvalidInputError) as e:
+            check_same_settings(dataclasses.replace(SETTINGS, **{name: stored}),
+                                dataclasses.replace(SETTINGS, **{name: wanted}), "STORE 's'")
+        assert ask in str(e.value), (ask, str(e.value))
 
 
 def test_an_empty_input_is_refused_and_makes_no_store(tmp_path):

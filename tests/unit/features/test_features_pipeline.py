@@ -34,7 +34,7 @@ def atts():
 def test_chunked_background_rows_equal_the_synchronous_ones(atts, batch_size):
     st = check_settings(SETS, (0.025, 0.05, 0.1, 0.25, 0.5, 0.75), (0.1, 0.3, 0.5), (0.25, 0.5), 50)
     expected = np.concatenate(
-        [chunk_rows([a], [None], st, True, None, 1) for a in atts], axis=0
+        [chunk_rows([a], [None], st, False, None, 1) for a in atts], axis=0  # drop_special=False: features' default
     )  # one text at a time, serially, in this thread
     got = features(atts, sets=SETS, scales=(0.1, 0.3, 0.5), quantiles=(0.25, 0.5),
                    batch_size=batch_size)
