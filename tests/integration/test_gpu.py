@@ -449,3 +449,26 @@ def test_features_and_analyze_h0_on_the_gpu(tiny_llama):
     for layer in range(2):
         for head in range(4):
             assert at.bottleneck(x.diagram(layer, head)[0], y.diagram(layer, head)[0]) <= tol.diagram_atol
+
+
+def test_single_linkage_on_the_gpu(models):
+    """The batched single linkage of CUDA distances: SciPy's heights and cophenetic matrix of the
+    same (float64) matrices exactly, and compare's connection scales (their trees on the GPU)
+    within the diagram tolerance of the CPU model's (a connection scale is 1-Lipschitz in D)."""
+    from scipy.cluster.hierarchy import cophenet
+
+    from attntopo.topology import linkage, single_linkage
+
+    cpu, gpu = models
+    D = at.token_distances(cpu.attention(TEXT).weights[1])  # (H, n, n)
+    Z = single_linkage(torch.from_numpy(D).to("cuda"))
+    for k in range(D.shape[0]):
+        want = linkage(D[k])
+        np.testing.assert_array_equal(Z[k][:, 2], want[:, 2])
+        np.testing.assert_array_equal(cophenet(Z[k]), cophenet(want))
+    other = "The dog slept by the door because it was tired."
+    a, b = at.compare(TEXT, other, model=cpu), at.compare(TEXT, other, model=gpu)
+    tol = for_model(gpu, max(a.a.attention.n_tokens, a.b.attention.n_tokens))
+    assert a.connection_a.shape == b.connection_a.shape and a.connection_a.size
+    np.testing.assert_allclose(b.connection_a, a.connection_a, atol=tol.diagram_atol, rtol=0)
+    np.testing.assert_allclose(b.connection_b, a.connection_b, atol=tol.diagram_atol, rtol=0)
