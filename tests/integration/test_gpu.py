@@ -472,3 +472,15 @@ def test_single_linkage_on_the_gpu(models):
     assert a.connection_a.shape == b.connection_a.shape and a.connection_a.size
     np.testing.assert_allclose(b.connection_a, a.connection_a, atol=tol.diagram_atol, rtol=0)
     np.testing.assert_allclose(b.connection_b, a.connection_b, atol=tol.diagram_atol, rtol=0)
+
+
+def test_overlapped_h1_on_the_gpu(models):
+    """analyze(maxdim=1) with the model on the GPU: distances layer by layer there, each layer's
+    H1 in the engines on the CPU while the GPU does the next; every diagram is exactly the
+    engines' diagram of the distances it returned (nothing lost or reordered in the overlap)."""
+    _, gpu = models
+    for an in at.analyze(TEXTS, model=gpu, maxdim=1):
+        L, H, n, _ = an.distances.shape
+        want = at.persistence_batch(list(an.distances.reshape(L * H, n, n)), maxdim=1)
+        for k, w in enumerate(want):
+            assert an.diagram(k // H, k % H) == w
