@@ -484,3 +484,18 @@ def test_overlapped_h1_on_the_gpu(models):
         want = at.persistence_batch(list(an.distances.reshape(L * H, n, n)), maxdim=1)
         for k, w in enumerate(want):
             assert an.diagram(k // H, k % H) == w
+
+
+def test_features_js_layer_by_layer_on_the_gpu(models):
+    """features(sets=("js",)) with the model on the GPU: distances there, each layer's H0/H1 in
+    the engines while the GPU does the next layer; the H0 total persistence (an MST's weight,
+    within (n - 1)·diagram_atol) agrees with the CPU model's."""
+    cpu, gpu = models
+    a = at.features([TEXT], cpu, sets=("js",), layers=[0, 3])
+    b = at.features([TEXT], gpu, sets=("js",), layers=[0, 3])
+    assert a.columns == b.columns
+    n = cpu.attention(TEXT).n_tokens
+    tol = for_model(gpu, n)
+    cols = [k for k, c in enumerate(a.columns) if c.endswith(".js.h0.total_persistence")]
+    assert len(cols) == 2 * cpu.n_heads
+    np.testing.assert_allclose(b.values[:, cols], a.values[:, cols], atol=(n - 1) * tol.diagram_atol, rtol=0)
