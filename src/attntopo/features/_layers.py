@@ -13,7 +13,9 @@ The two give the same numbers: the same functions run on the same float32 weight
 distance matrices of the persistence sets (``js``, ``js_image``, ``js_landscape``,
 ``barcode``) wait in batches of at most ``_FLUSH_ELEMENTS`` float64 entries, handed to the
 persistence engines (through ``submit``, in a background thread whose worker processes compute
-them while the next layers come) when a batch is full; at most two batches are alive, so the
+them while the next layers come) when a batch is full, or, when the layer came with its weights
+on the model's device (a GPU), as soon as the layer is done, so that the engines' H1 of layer
+``k`` overlaps the device's work on layer ``k + 1``; at most two batches are alive, so the
 distances of all heads are never held at once either.
 """
 
@@ -146,7 +148,10 @@ class ChunkFeatures:
 
         ``device_weights``: the same weights as a torch.Tensor of shape (H, n, n) on the
         model's device (e.g. a GPU), or None; when given, the prompt score and the
-        Jensen–Shannon distances are computed there, and only their results cross to the host.
+        Jensen–Shannon distances are computed there, and only their results cross to the host;
+        the layer's matrices then go to the persistence engines at once (through ``submit``:
+        H1 of this layer on the CPU while the device computes the next one; at most two
+        batches waiting), the same diagrams as in batches by size.
         """
         _, H, n, _ = att.weights.shape
         sets = self.sets
@@ -197,6 +202,11 @@ class ChunkFeatures:
         if "template" in sets:
             punct = punctuation_mask(att.text, att.offsets, att.special)
             self.blocks[t]["template"].append(template_features(att.weights.reshape(H, n, n), punct))
+        if device_weights is not None:
+            # the device does the next layer meanwhile: this layer's persistence starts now
+            for p in (self.js, self.bc):
+                if p is not None:
+                    p.flush()
 
     def add_attention(self, t: int, att: Attention) -> None:
         """Every layer of an :class:`~attntopo.attention.Attention`, one after the other."""
