@@ -84,7 +84,7 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
               "heads": sorted({0, H // 4, H // 2, (3 * H) // 4, H - 1})}
     n_chosen = len(chosen["layers"]) * len(chosen["heads"])  # ten on the real shapes
     warm = _llama.pair_with_tokens(m.tokenizer, 40)
-    at.features([warm], m, sets=("prompt",))
+    at.features([warm], m, sets=("prompt",), drop_special=True)  # the measured runs' setting
     at.analyze(" ".join(warm), m, maxdim=1, progress=False, **chosen)
     weights = sum(p.numel() * p.element_size() for p in m.hf_model.parameters())
     out = {"shape": shape, "layers": L, "heads": H, "kv_heads": m.n_kv_heads, "device": device,
@@ -106,7 +106,8 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
         fw = row["forward"]["s"]
         log(f"  forward {fw:.2f} s; prompt score (attention)")
         row["prompt_attention"] = measure(
-            lambda: at.features([pair], m, sets=("prompt",), prompt_quantities=("attention",)), device)
+            lambda: at.features([pair], m, sets=("prompt",), prompt_quantities=("attention",),
+                                drop_special=True), device)
         # the JS cost per head, from the ten chosen heads at maxdim 0 (distances dominate there)
         log("  analyze, ten heads, maxdim 0")
         row["analyze0_ten"] = measure(
@@ -120,7 +121,8 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
         held = 12 * L * H * row["n"] ** 2  # an Analysis of all heads: float32 weights + float64 distances
         plans = [
             ("prompt_js", fw + per_head0 * L * H,
-             lambda: at.features([pair], m, sets=("prompt",), prompt_quantities=("js", "attention")), 0),
+             lambda: at.features([pair], m, sets=("prompt",), prompt_quantities=("js", "attention"),
+                                 drop_special=True), 0),
             ("analyze0_all", fw + per_head0 * L * H,
              lambda: at.analyze(text, m, maxdim=0, progress=False), held),
             ("analyze1_all", fw + per_head1 * L * H,

@@ -76,7 +76,9 @@ def cached_features(texts: list, model: str, sets, layers=None):
     CACHE["misses"] += 1
     log(f"features: {len(texts)} texts on {model}, sets {','.join(sets)}")
     t0 = time.perf_counter()
-    table = features(texts, model=model, sets=sets, layers=layers, truncate=True)
+    # drop_special=True: the features default until issue 29 (now False); kept so that the
+    # numbers and the cache (whose key leaves drop_special out) stay those of earlier runs
+    table = features(texts, model=model, sets=sets, layers=layers, truncate=True, drop_special=True)
     log(f"  {table.values.shape[1]} columns in {time.perf_counter() - t0:.0f} s")
     table.save(folder)
     return table
@@ -324,7 +326,7 @@ def report(res: dict) -> str:
         "their standard deviations (float32 forward passes differ between CPU kernels in the last",
         "bits). Logistic regression on standardized features (C = 0.1, at most 500 iterations) for every dense feature",
         "matrix, on TF-IDF of word 1–2-grams (C = 10) for the text baseline. Formulas of the",
-        "feature sets: [features.md](features.md).",
+        "feature sets: [features.md](features.md); the features drop special tokens (`drop_special=True`).",
         "",
         f"Run: {res['date']}, {env['machine']}, Python {env['python']}, "
         f"{res['seconds']:.0f} s"

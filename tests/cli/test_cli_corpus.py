@@ -106,6 +106,27 @@ def test_one_line_errors(made, tmp_path, capsys):
                "on_long value 'maybe'")
 
 
+def test_a_store_made_with_drop_special_continues_only_with_the_option(made, tmp_path, capsys):
+    """corpus dropped special tokens by default until issue 29 (now kept, as everywhere): a store
+    made that way (--drop-special now) continued without the option is one line naming the
+    setting and the option; with it, the run continues."""
+    d, _, _ = made
+    st = tmp_path / "old"
+    args = ["corpus", str(d / "t.txt"), "--out", str(st), *FAST, "--quiet"]
+    code, _, err = _cli(capsys, *args, "--drop-special")
+    assert code == 0, err
+    assert open_store(st).settings.drop_special is True and open_store(d / "st").settings.drop_special is False
+    _one_error(*_cli(capsys, *args), "was made with drop_special=True, this run has drop_special=False",
+               "(drop_special=True; --drop-special)", "--new-store")
+    code, out, err = _cli(capsys, *args, "--drop-special")
+    assert code == 0 and out.startswith("corpus: 3 done"), (out, err)
+    # the option changes the numbers: [CLS] and [SEP] are two of the JS space's points or not
+    sql = 'SELECT "L0H0.js.h0.n_bars" AS b, n_tokens FROM corpus ORDER BY row'
+    kept, dropped = open_store(d / "st").sql(sql), open_store(st).sql(sql)
+    assert list(kept["b"]) == list(kept["n_tokens"]) == list(dropped["n_tokens"])
+    assert list(dropped["b"]) == [n - 2 for n in kept["n_tokens"]]
+
+
 def test_store_names_the_file_system_refuses_are_one_line(tmp_path, capsys):
     (tmp_path / "t.txt").write_text("one text\n")
     long = "s" * 300

@@ -75,7 +75,7 @@ def test_kept_diagrams_agree_with_ripser(minilm, texts, tmp_path, sets):
                        sets=sets, keep_diagrams=True, batch_size=3, progress=False)
     rid = store.to_pandas()["id"][1]
     dg = store.diagrams(rid)
-    att = minilm.attention(texts[1], layers=LAYERS, heads=HEADS).drop_special()
+    att = minilm.attention(texts[1], layers=LAYERS, heads=HEADS)  # special tokens kept (the default)
     D = token_distances(att.weights)
     for i, layer in enumerate(LAYERS):
         for j, head in enumerate(HEADS):

@@ -15,14 +15,16 @@ Memory of one long text.  A layer's heads are taken in groups of :func:`heads_pe
 (``GROUP_BYTES`` of float64 ``n × n`` matrices per group): every set's temporaries (the
 float64 copies of the rows, ``drop_special``'s renormalized weights, the distance matrices)
 exist for one group at a time, never for the whole layer; a text short enough for a layer to
-fit in ``GROUP_BYTES`` is one group, as before.  The distance matrices of the persistence sets
-(``js``, ``js_image``, ``js_landscape``, ``barcode``) wait in batches of at most
-``GROUP_BYTES`` (plus one matrix), handed to the persistence engines (through ``submit``, in a
-background thread whose worker processes compute them while the next heads come) when a batch
-is full; at most two batches are alive besides the one filling, so a chunk holds at most about
-``3 × GROUP_BYTES`` of distance matrices whatever its text's length and head count (a
-512-token text's 72 MiniLM heads are 150 MB of them).  Every set works head by head, so the
-rows do not depend on the grouping.
+fit in ``GROUP_BYTES`` is one group, as before.  Every set works head by head, so the rows do
+not depend on the grouping.  The distance matrices of the persistence sets (``js``,
+``js_image``, ``js_landscape``, ``barcode``) wait in batches of at most ``GROUP_BYTES`` (plus
+one matrix), handed to the persistence engines (through ``submit``, in a background thread
+whose worker processes compute them while the next heads come) when a batch is full, or, when
+the layer came with its weights on the model's device (a GPU), as soon as the layer is done,
+so that the engines' H1 of layer ``k`` overlaps the device's work on layer ``k + 1``; at most
+two batches are alive besides the one filling, so a chunk holds at most about
+``3 × GROUP_BYTES`` of distance matrices whatever its texts' length and head count (a
+512-token text's 72 MiniLM heads are 150 MB of them).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ __all__ = ["ChunkFeatures", "Done", "prompt_mask", "JS_SETS", "GROUP_BYTES", "he
 
 #: Sets read from the Jensen–Shannon diagrams.
 JS_SETS = ("js", "js_image", "js_landscape", "js_per_token")
-#: Bytes of float64 ``n × n`` matrices per group of heads, and per persistence batch (16 MiB).
+#: Bytes of float64 ``n × n`` matrices per group of heads (:func:`heads_per_group`), and per
+#: persistence batch: 8 MiB.
 GROUP_BYTES = 1 << 23
 # float64 entries of distance matrices waiting for one persistence batch
 _FLUSH_ELEMENTS = GROUP_BYTES // 8
@@ -55,8 +58,8 @@ def heads_per_group(n: int, n_heads: int) -> int:
     """Heads of an ``n``-token layer taken together: as many as keep their float64 ``n × n``
     matrices within :data:`GROUP_BYTES`, at least one, at most ``n_heads``.
 
-    >>> heads_per_group(512, 12), heads_per_group(32, 12), heads_per_group(2048, 9)
-    (8, 12, 1)
+    >>> heads_per_group(510, 12), heads_per_group(128, 12), heads_per_group(2048, 9)
+    (4, 12, 1)
     """
     return max(1, min(n_heads, GROUP_BYTES // max(1, 8 * n * n)))
 
@@ -166,25 +169,38 @@ class ChunkFeatures:
 
         ``device_weights``: the same weights as a torch.Tensor of shape (H, n, n) on the
         model's device (e.g. a GPU), or None; when given, the prompt score and the
-        Jensen–Shannon distances are computed there, and only their results cross to the host.
-        The heads are taken in groups of :func:`heads_per_group` (one group for short texts).
+        Jensen–Shannon distances are computed there, and only their results cross to the host;
+        the layer's matrices then go to the persistence engines at once (through ``submit``:
+        H1 of this layer on the CPU while the device computes the next one; at most two
+        batches waiting), the same diagrams as in batches by size.  The heads are taken in
+        groups of :func:`heads_per_group` (one group unless the text is long).
         """
         _, H, n, _ = att.weights.shape
         per = heads_per_group(n, H)
         if per >= H:
             self._add(t, att, device_weights)
-            return
-        for h0 in range(0, H, per):
-            group = _heads(att, h0, h0 + per)
-            dev = device_weights[h0:h0 + per] if device_weights is not None else None
-            self._add(t, group, dev)
-            del group, dev
+        else:
+            for h0 in range(0, H, per):
+                group = _heads(att, h0, h0 + per)
+                dev = device_weights[h0:h0 + per] if device_weights is not None else None
+                self._add(t, group, dev)
+                del group, dev
+        if device_weights is not None:
+            # the device does the next layer meanwhile: this layer's persistence starts now
+            for p in (self.js, self.bc):
+                if p is not None:
+                    p.flush()
 
     def _add(self, t: int, att: Attention, device_weights: Any = None) -> None:
-        """:meth:`add` for a group of heads of one layer (every set appends per head)."""
+        """:meth:`add` for a group of heads of one layer: every set appends per head."""
         _, H, n, _ = att.weights.shape
         sets = self.sets
-        real = att.drop_special() if (self.drop_special and att.special.any()) else att
+        # the sets other than prompt and template read the (special tokens dropped) layer; the
+        # prompt set alone on the host takes its tokens a head at a time, without that copy
+        whole = device_weights is not None or self.need_js or any(
+            s in sets for s in ("barcode", "graph", "spectral"))
+        dropping = self.drop_special and bool(att.special.any())
+        real = att.drop_special() if (dropping and whole) else att
         nr = real.n_tokens
         Wr = real.weights.reshape(H, nr, nr)
         dev_real = None
@@ -210,19 +226,20 @@ class ChunkFeatures:
                 self.bc_count[t] += 1
         if "prompt" in sets:
             # the prompt score is measured between content tokens: special tokens always go
-            if real.special_dropped or not att.special.any():
-                pa, dev_pa, Dp = real, dev_real, D
-            else:
-                pa = att.drop_special()
-                dev_pa = (_drop_on_device(device_weights, ~att.special)
-                          if device_weights is not None else None)
-                Dp = None
-            npa = pa.n_tokens
-            A = dev_pa if dev_pa is not None else pa.weights.reshape(H, npa, npa)
-            if dev_pa is not None and Dp is not None:
-                Dp = None  # recomputed on the device if asked for: D went to the host
             mask = prompt_mask(att.special, att.offsets, self.boundaries[t])
-            self.blocks[t]["prompt"].append(prompt_features(A, Dp, mask, self.prompt_q))
+            if device_weights is None and not real.special_dropped and att.special.any():
+                # on the host: each head's content tokens renormalized as drop_special does
+                self.blocks[t]["prompt"].append(prompt_features(
+                    att.weights.reshape(H, n, n), None, mask, self.prompt_q,
+                    keep=np.flatnonzero(~att.special)))
+            else:
+                if real.special_dropped or not att.special.any():
+                    A = dev_real if dev_real is not None else Wr
+                    # D went to the host: recomputed on the device if asked for
+                    Dp = D if dev_real is None else None
+                else:  # on the device, special tokens still in
+                    A, Dp = _drop_on_device(device_weights, ~att.special), None
+                self.blocks[t]["prompt"].append(prompt_features(A, Dp, mask, self.prompt_q))
         if "graph" in sets:
             self.blocks[t]["graph"].append(
                 graph_features(Wr, self.st["thresholds"], cycle_cap=self.st["cycle_cap"]))
@@ -283,14 +300,14 @@ def _heads(att: Attention, a: int, b: int) -> Attention:
     """Heads ``a:b`` of a one-layer ``att`` (its weights a view)."""
     from dataclasses import replace
 
-    return replace(att, weights=att.weights[:, a:b], head_ids=tuple(att.head_ids[a:b]))
+    return replace(att, weights=att.weights[:, a:b], heads=tuple(att.heads[a:b]))
 
 
 def _one_layer(att: Attention, i: int) -> Attention:
     """Layer ``i`` of ``att`` as an Attention of one layer (its weights a view)."""
     from dataclasses import replace
 
-    return replace(att, weights=att.weights[i:i + 1], layer_ids=(att.layer_ids[i],))
+    return replace(att, weights=att.weights[i:i + 1], layers=(att.layers[i],))
 
 
 def _drop_on_device(w: Any, keep: np.ndarray) -> Any:
