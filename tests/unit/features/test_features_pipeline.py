@@ -148,3 +148,32 @@ def test_device_layers_go_to_the_engines_layer_by_layer():
     np.testing.assert_array_equal(dev, host)
     # the layers ran ahead of the slow engines, by at most two batches of each kind
     assert 2 < max(outstanding) <= 4, outstanding
+
+
+@pytest.mark.parametrize("drop_special", [False, True])
+def test_heads_in_groups_give_the_rows_of_whole_layers(atts, monkeypatch, drop_special):
+    """A long text's heads go through the sets in groups bounded by GROUP_BYTES (issue 28: one
+    512-token text's 72 distance matrices were all alive at once); every set works head by
+    head, so the rows are those of whole layers exactly.  Here the budget is made one head of
+    the shortest text's tokens, so that these short texts are grouped as a long one would be."""
+    from attntopo.features import _layers
+
+    sets = ("js", "graph", "barcode", "template", "spectral", "js_per_token", "js_landscape")
+    kw = dict(sets=sets, scales=(0.1, 0.3, 0.5), quantiles=(0.25, 0.5), drop_special=drop_special,
+              n_jobs=1)
+    whole = features(atts, **kw)
+    calls: list[int] = []
+    real = _layers.token_distances
+
+    def spy(W, *a, **k):
+        calls.append(W.shape[0])
+        return real(W, *a, **k)
+
+    n = min(a.n_tokens for a in atts)
+    monkeypatch.setattr(_layers, "GROUP_BYTES", 8 * n * n)
+    monkeypatch.setattr(_layers, "_FLUSH_ELEMENTS", 2 * n * n)
+    monkeypatch.setattr(_layers, "token_distances", spy)
+    grouped = features(atts, **kw)
+    assert max(calls) == 1 < len(calls)  # one head at a time, for every text here
+    assert grouped.columns == whole.columns
+    np.testing.assert_array_equal(grouped.values, whole.values)
