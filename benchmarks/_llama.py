@@ -102,11 +102,27 @@ def peak_bytes() -> int:
     return _status_kib("VmHWM") * 1024
 
 
+def trim_heap() -> None:
+    """Return the C heap's free pages to the system (glibc's ``malloc_trim``; else nothing),
+    so that the resident size counts live memory, not what earlier calls freed."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def extra_peak(fn) -> tuple[int, object]:
-    """``(peak resident bytes above the resident size before, fn())`` of one call."""
+    """``(peak resident bytes above the resident size before, fn())`` of one call.
+
+    The baseline is taken after a garbage collection and :func:`trim_heap`: memory that
+    earlier calls freed but the C heap kept would otherwise sit in the baseline and hide part
+    of this call's peak (the call could reuse it without the resident size growing)."""
     import gc
 
     gc.collect()
+    trim_heap()
     if not reset_peak():
         raise OSError("cannot reset the peak resident size (/proc/self/clear_refs)")
     before = rss_bytes()
@@ -119,22 +135,30 @@ def attention_bytes(model, n: int) -> int:
     return 4 * model.n_layers * model.n_heads * n * n
 
 
-if __name__ == "__main__":  # python benchmarks/_llama.py: the 12x12 memory probe, one line
+if __name__ == "__main__":
+    # python benchmarks/_llama.py [N [QUANTITIES [LAYERS]]]: the 12x12 memory probe, one line
+    # (N tokens, default 900; prompt quantities, default js,attention; layers, default all)
     import json
+
+    import torch
 
     import attntopo as at
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 900
     quantities = tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else ("js", "attention")
+    layers = [int(x) for x in sys.argv[3].split(",")] if len(sys.argv) > 3 else None
     m = random_llama("12x12")
     pair = pair_with_tokens(m.tokenizer, n)
-    # warm up on a short pair (imports, first-call setup), not on the long one: the allocator
-    # would keep the long call's freed memory resident and hide the second call's peak
+    # warm up: the whole computation on a short pair (imports, first-call setup), then one
+    # plain forward pass of the long text (buffers of that length); extra_peak's baseline is
+    # taken after them, with what they freed handed back to the system.
     # drop_special=True: the features default of the measured runs (issue 29 made it False)
     at.features([pair_with_tokens(m.tokenizer, 40)], m, sets=("prompt",), prompt_quantities=quantities,
                 drop_special=True)
-    extra, table = extra_peak(lambda: at.features([pair], m, sets=("prompt",),
+    with torch.inference_mode():
+        m.hf_model(input_ids=torch.tensor([m.tokenize(" ".join(pair)).ids]))
+    extra, table = extra_peak(lambda: at.features([pair], m, sets=("prompt",), layers=layers,
                                                   prompt_quantities=quantities, drop_special=True))
     n_tok = len(m.tokenize(" ".join(pair)).ids)
     print(json.dumps({"extra_peak": extra, "attention": attention_bytes(m, n_tok),

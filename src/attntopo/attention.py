@@ -519,18 +519,8 @@ class Attention:
         L, H = self.weights.shape[:2]
         m = keep.size
         out = np.empty((L, H, m, m), dtype=np.float32)
-        # a few heads at a time: the float64 temporaries stay small for long texts
-        step = max(1, (1 << 21) // (m * m))
-        for h0 in range(0, H, step):
-            w = self.weights[:, h0:h0 + step][:, :, keep][:, :, :, keep].astype(np.float64)
-            if renormalize:
-                s = w.sum(axis=-1, keepdims=True)
-                if np.any(s <= 0):
-                    raise InvalidInputError(
-                        "a kept token attends only to removed tokens, so its row cannot be renormalized"
-                    )
-                w /= s
-            out[:, h0:h0 + step] = w
+        for layer in range(L):
+            renormalized_subset(self.weights[layer], keep, out=out[layer], renormalize=renormalize)
         idx = keep.tolist()
         return replace(
             self,
@@ -599,6 +589,63 @@ class Attention:
 
 # the constructor's old keywords (docs/api.md, Names): one release with a DeprecationWarning
 Attention.__init__ = renamed_arguments(layer_ids="layers", head_ids="heads")(Attention.__init__)
+
+
+# float64 elements of renormalized_subset's temporaries per step (8 MiB)
+_SUBSET_ELEMENTS = 1 << 20
+
+
+def renormalized_subset(weights: np.ndarray, keep: np.ndarray, *, out: np.ndarray | None = None,
+                        renormalize: bool = True) -> np.ndarray:
+    """Rows and columns ``keep`` of each matrix, rows divided by their sums in float64.
+
+    What :meth:`Attention.subset_tokens` (and so :meth:`Attention.drop_special`) does to each
+    matrix, on a stack of any length: a few matrices at a time, so that the float64
+    temporaries stay under 8 MiB; a contiguous ``keep`` is read as a slice (no copy).  The
+    numbers do not depend on how the stack is split: each row is summed alone.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (B, n, n), float32
+        Attention matrices (rows: queries).
+    keep : ndarray of shape (m,), int
+        Token positions kept, ascending.
+    out : ndarray of shape (B, m, m), float32, optional
+        Where the result goes (a new array by default).
+    renormalize : bool
+        Divide each kept row by its kept sum (float64, rounded once to float32).
+
+    Returns
+    -------
+    ndarray of shape (B, m, m), float32
+
+    Raises
+    ------
+    InvalidInputError
+        A kept row has no weight on the kept tokens (it cannot be renormalized).
+    """
+    keep = np.asarray(keep, dtype=np.int64)
+    B, m = weights.shape[0], keep.size
+    if out is None:
+        out = np.empty((B, m, m), dtype=np.float32)
+    lo = int(keep[0]) if m else 0
+    contiguous = m > 0 and int(keep[-1]) - lo + 1 == m
+    step = max(1, _SUBSET_ELEMENTS // max(1, m * m))
+    for h0 in range(0, B, step):
+        block = weights[h0:h0 + step]
+        block = (block[:, lo:lo + m, lo:lo + m] if contiguous
+                 else block[:, keep][:, :, keep])
+        w = block.astype(np.float64)
+        if renormalize:
+            s = w.sum(axis=-1, keepdims=True)
+            if np.any(s <= 0):
+                raise InvalidInputError(
+                    "a kept token attends only to removed tokens, so its row cannot be renormalized"
+                )
+            w /= s
+        out[h0:h0 + step] = w
+        del w, block
+    return out
 
 
 def _weights_array(weights) -> tuple[np.ndarray, str]:

@@ -238,3 +238,32 @@ def test_gpus_per_actor_places_actors_on_rays_gpus(corpus_file, tmp_path, monkey
             corpus.run(corpus_file, tmp_path / "t", backend="ray", gpus_per_actor=2, progress=False, **SETTINGS)
     finally:
         ray.shutdown()
+
+
+def test_ray_store_of_pairs_equals_local_store(tmp_path, minilm, shared_ray):
+    """(prompt, answer) pairs (answer_column) through the Ray actors: the same rows as the
+    local engine's, prompt and answer kept, the prompt scores within RTOL/ATOL."""
+    import pandas as pd
+    import torch
+
+    df = pd.DataFrame({"prompt": ["What is the capital of France?", "Who wrote Hamlet?", "What is 2 + 2?"],
+                       "answer": ["Paris is the capital of France.", "Dickens, in 1950.", "It is 4."]})
+    kw = dict(model=minilm, text_column="prompt", answer_column="answer", sets=("prompt", "js"),
+              layers=[0, 5], heads=[0, 4], batch_size=2, progress=False)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        want = corpus.run(df, tmp_path / "local", backend="local", n_jobs=1, **kw).to_arrow()
+    finally:
+        torch.set_num_threads(threads)
+    store = corpus.run(df, tmp_path / "ray", backend="ray", **kw)  # the connection of shared_ray
+    got = store.to_arrow()
+    assert got.schema.remove_metadata() == want.schema.remove_metadata()
+    feats = set(store.feature_columns)
+    for name in got.schema.names:
+        if name not in feats:
+            assert got[name].to_pylist() == want[name].to_pylist(), name
+    assert got["answer"].to_pylist() == list(df["answer"]) and store.counts()["ok"] == 3
+    A = np.array(got.select(sorted(feats)).to_pandas(), dtype=float)
+    B = np.array(want.select(sorted(feats)).to_pandas(), dtype=float)
+    np.testing.assert_allclose(A, B, rtol=RTOL, atol=ATOL)

@@ -14,7 +14,8 @@ The pieces (stable interfaces, shared by both engines)
     Scans an input once (encoding, columns, duplicate ids, empty texts, fingerprint) and
     returns a :class:`CorpusInput`; ``input.batches(batch_size, skip=set_of_batches)``
     streams ``(k, pyarrow.Table)`` pairs with columns ``id`` (string), ``row`` (int64),
-    ``text`` (string) and the carried columns.  Batch ``k`` holds the non-empty texts
+    ``text`` (string), ``answer`` (string; with ``answer_column``: (prompt, answer) pairs) and
+    the carried columns.  Batch ``k`` holds the non-empty texts
     ``k * batch_size`` … ``(k + 1) * batch_size − 1``: the same texts on every run.
 :class:`CorpusSettings`, :func:`make_settings` (``_settings``)
     Frozen, picklable record of everything that decides the numbers (model and its files'
@@ -49,7 +50,15 @@ The Ray engine
 worker, same part files: a Ray store equals a local store row for row.
 """
 
-from ._input import INPUT_FORMATS, RESERVED_COLUMNS, CorpusInput, open_input, text_sha256
+from ._input import (
+    INPUT_FORMATS,
+    PAIR_COLUMNS,
+    RESERVED_COLUMNS,
+    CorpusInput,
+    open_input,
+    record_sha256,
+    text_sha256,
+)
 from ._local import BACKENDS, ENGINES, Prepared, finish, prepare, run
 from ._settings import (
     DEFAULT_BATCH_SIZE,
@@ -87,6 +96,7 @@ __all__ = [
     "INPUT_FORMATS",
     "MANIFEST",
     "ON_LONG",
+    "PAIR_COLUMNS",
     "Prepared",
     "RESERVED_COLUMNS",
     "STATUS_FAILED",
@@ -109,6 +119,7 @@ __all__ = [
     "output_schema",
     "part_name",
     "prepare",
+    "record_sha256",
     "run",
     "text_sha256",
 ]

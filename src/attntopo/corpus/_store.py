@@ -416,12 +416,18 @@ class Store:
         self.manifest = doc
 
     def stored_hashes(self, before: int | None = None) -> dict[str, str]:
-        """``{id: text_sha256}`` of the rows of every part numbered below ``before`` (all)."""
+        """``{id: text_sha256}`` of the rows of every part numbered below ``before`` (all); for
+        a store of pairs ``text_sha256 + "+" + answer_sha256``
+        (:func:`attntopo.corpus.record_sha256`)."""
         out: dict[str, str] = {}
+        pairs = "answer_sha256" in self.schema.names
         for k, p in sorted(self.parts().items()):
             if before is None or k < before:
-                t = self._read(p, ["id", "text_sha256"])
-                out.update(zip(t["id"].to_pylist(), t["text_sha256"].to_pylist()))
+                t = self._read(p, ["id", "text_sha256"] + (["answer_sha256"] if pairs else []))
+                hashes = t["text_sha256"].to_pylist()
+                if pairs:
+                    hashes = [f"{a}+{b}" for a, b in zip(hashes, t["answer_sha256"].to_pylist())]
+                out.update(zip(t["id"].to_pylist(), hashes))
         return out
 
     # -------------------------------------------------------------- parts

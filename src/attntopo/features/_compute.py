@@ -1,6 +1,6 @@
 """:func:`features`: texts → attention → every feature set, chunk by chunk, → a FeatureTable.
 
-Besides ``__all__``, the names here without a leading underscore (``set_columns``, ``set_quantities``, ``chunk_start``, ``stream_into``, ``ChunkFeatures``,
+Besides ``__all__``, the names here without a leading underscore (``set_columns``, ``set_quantities``, ``chunk_start``, ``stream_into``, ``ChunkFeatures``, ``join_pair``, ``answer_check``,
 ``PERSISTENCE_SETS``, ``Done``, ``threads_beside_workers``) are what :mod:`attntopo.corpus`
 builds on: the corpus engine streams each batch's forward pass, layer by layer, into this
 module's ``ChunkFeatures`` (``stream_into``), so a store holds
@@ -139,10 +139,22 @@ def _check_item(k: int, item: Any) -> None:
     )
 
 
-def _join(prompt: str, response: str) -> tuple[str, int]:
+def join_pair(prompt: str, response: str) -> tuple[str, int]:
     """The pair as one text, and the character where the response part starts."""
     sep = "" if (prompt[-1:].isspace() or response[:1].isspace()) else " "
     return prompt + sep + response, len(prompt)
+
+
+def answer_check(bounds: Sequence[int | None]) -> Callable[[int, Attention], None]:
+    """A :func:`stream_into` ``check`` for joined pairs (``bounds[k]``: where text ``k``'s
+    answer starts, None for a single text): refuse a text whose answer kept no token."""
+
+    def check(k: int, att: Attention) -> None:
+        b = bounds[k]
+        if b is not None and not np.any(~_prompt_mask(att, b)):
+            raise InvalidInputError("the answer has no token after the prompt (was it truncated?)")
+
+    return check
 
 
 # ------------------------------------------------------------------ compute
@@ -440,7 +452,7 @@ def _run_chunks(
                 run_pos.append(p)
                 bounds.append(None)
             elif _is_pair(item):
-                text, b = _join(*item)
+                text, b = join_pair(*item)
                 to_run.append(text)
                 run_pos.append(p)
                 bounds.append(b)

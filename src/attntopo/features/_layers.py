@@ -13,7 +13,9 @@ The two give the same numbers: the same functions run on the same float32 weight
 distance matrices of the persistence sets (``js``, ``js_image``, ``js_landscape``,
 ``barcode``) wait in batches of at most ``_FLUSH_ELEMENTS`` float64 entries, handed to the
 persistence engines (through ``submit``, in a background thread whose worker processes compute
-them while the next layers come) when a batch is full; at most two batches are alive, so the
+them while the next layers come) when a batch is full, or, when the layer came with its weights
+on the model's device (a GPU), as soon as the layer is done, so that the engines' H1 of layer
+``k`` overlaps the device's work on layer ``k + 1``; at most two batches are alive, so the
 distances of all heads are never held at once either.
 """
 
@@ -146,11 +148,19 @@ class ChunkFeatures:
 
         ``device_weights``: the same weights as a torch.Tensor of shape (H, n, n) on the
         model's device (e.g. a GPU), or None; when given, the prompt score and the
-        Jensen–Shannon distances are computed there, and only their results cross to the host.
+        Jensen–Shannon distances are computed there, and only their results cross to the host;
+        the layer's matrices then go to the persistence engines at once (through ``submit``:
+        H1 of this layer on the CPU while the device computes the next one; at most two
+        batches waiting), the same diagrams as in batches by size.
         """
         _, H, n, _ = att.weights.shape
         sets = self.sets
-        real = att.drop_special() if (self.drop_special and att.special.any()) else att
+        # the sets other than prompt and template read the (special tokens dropped) layer; the
+        # prompt set alone on the host takes its tokens a head at a time, without that copy
+        whole = device_weights is not None or self.need_js or any(
+            s in sets for s in ("barcode", "graph", "spectral"))
+        dropping = self.drop_special and bool(att.special.any())
+        real = att.drop_special() if (dropping and whole) else att
         nr = real.n_tokens
         Wr = real.weights.reshape(H, nr, nr)
         dev_real = None
@@ -176,19 +186,20 @@ class ChunkFeatures:
                 self.bc_count[t] += 1
         if "prompt" in sets:
             # the prompt score is measured between content tokens: special tokens always go
-            if real.special_dropped or not att.special.any():
-                pa, dev_pa, Dp = real, dev_real, D
-            else:
-                pa = att.drop_special()
-                dev_pa = (_drop_on_device(device_weights, ~att.special)
-                          if device_weights is not None else None)
-                Dp = None
-            npa = pa.n_tokens
-            A = dev_pa if dev_pa is not None else pa.weights.reshape(H, npa, npa)
-            if dev_pa is not None and Dp is not None:
-                Dp = None  # recomputed on the device if asked for: D went to the host
             mask = prompt_mask(att.special, att.offsets, self.boundaries[t])
-            self.blocks[t]["prompt"].append(prompt_features(A, Dp, mask, self.prompt_q))
+            if device_weights is None and not real.special_dropped and att.special.any():
+                # on the host: each head's content tokens renormalized as drop_special does
+                self.blocks[t]["prompt"].append(prompt_features(
+                    att.weights.reshape(H, n, n), None, mask, self.prompt_q,
+                    keep=np.flatnonzero(~att.special)))
+            else:
+                if real.special_dropped or not att.special.any():
+                    A = dev_real if dev_real is not None else Wr
+                    # D went to the host: recomputed on the device if asked for
+                    Dp = D if dev_real is None else None
+                else:  # on the device, special tokens still in
+                    A, Dp = _drop_on_device(device_weights, ~att.special), None
+                self.blocks[t]["prompt"].append(prompt_features(A, Dp, mask, self.prompt_q))
         if "graph" in sets:
             self.blocks[t]["graph"].append(
                 graph_features(Wr, self.st["thresholds"], cycle_cap=self.st["cycle_cap"]))
@@ -197,6 +208,11 @@ class ChunkFeatures:
         if "template" in sets:
             punct = punctuation_mask(att.text, att.offsets, att.special)
             self.blocks[t]["template"].append(template_features(att.weights.reshape(H, n, n), punct))
+        if device_weights is not None:
+            # the device does the next layer meanwhile: this layer's persistence starts now
+            for p in (self.js, self.bc):
+                if p is not None:
+                    p.flush()
 
     def add_attention(self, t: int, att: Attention) -> None:
         """Every layer of an :class:`~attntopo.attention.Attention`, one after the other."""

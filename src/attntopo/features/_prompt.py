@@ -36,8 +36,8 @@ __all__ = ["PROMPT_QUANTITIES", "spanning_forest_length", "prompt_features"]
 PROMPT_QUANTITIES: tuple[str, ...] = ("js", "attention")
 
 # float64 elements of the temporaries of one group of heads on the CPU (distances, the
-# contracted graph): heads are scored a few at a time so that memory stays O(n²)
-_GROUP_ELEMENTS = 1 << 21
+# contracted graph: 8 MiB): heads are scored a few at a time so that memory stays O(n²)
+_GROUP_ELEMENTS = 1 << 20
 
 
 def spanning_forest_length(D: Any, prompt: np.ndarray) -> np.ndarray:
@@ -64,32 +64,83 @@ def spanning_forest_length(D: Any, prompt: np.ndarray) -> np.ndarray:
     return prim_edges(D, np.asarray(prompt, dtype=bool)).sum(dim=1).double().cpu().numpy()
 
 
+def _prefix(mask: np.ndarray) -> int | None:
+    """``k`` when the True entries of ``mask`` are exactly its first ``k`` (else None)."""
+    k = int(np.count_nonzero(mask))
+    return k if bool(mask[:k].all()) else None
+
+
+def _contracted(W: Any, prompt: np.ndarray, to_p: Any, RR: Any) -> None:
+    """TOHA's ``1 − max(A, Aᵀ)`` (weights below 0 read as 0, clipped to [0, 1]) between the
+    response tokens (``RR``, (B, r, r) float64) and from each response token to the prompt
+    contracted to one vertex (``to_p``, (B, r) float64), written into the given tensors and
+    read from the blocks of ``W`` ((B, n, n) float32 tensor) that they need, never the full
+    ``n × n`` distances.  ``1 − x`` is monotone, so the nearest prompt point is ``1 − max`` of
+    the weights; the maximum is taken in float32 (exact) before the float64 arithmetic."""
+    import torch
+
+    k = _prefix(prompt)
+    if k is not None:  # the prompt before the response (a pair): views of the blocks
+        WR = W[:, k:]
+        to_w = torch.maximum(WR[:, :, :k].amax(-1), W[:, :k, k:].amax(-2))
+        RRw = WR[:, :, k:]
+    else:
+        P = torch.as_tensor(np.flatnonzero(prompt), device=W.device)
+        R = torch.as_tensor(np.flatnonzero(~prompt), device=W.device)
+        WR = W.index_select(-2, R)  # (B, r, n): response rows
+        to_w = torch.maximum(WR.index_select(-1, P).amax(-1),
+                             W.index_select(-2, P).index_select(-1, R).amax(-2))
+        RRw = WR.index_select(-1, R)
+    to_p.copy_(to_w)
+    to_p.clamp_min_(0.0).neg_().add_(1.0).clamp_(0.0, 1.0)
+    RR.copy_(torch.maximum(RRw, RRw.transpose(-1, -2)))
+    RR.clamp_min_(0.0).neg_().add_(1.0).clamp_(0.0, 1.0)
+
+
+def _as_torch(A: Any):
+    import torch
+
+    return A.detach() if isinstance(A, torch.Tensor) else torch.from_numpy(np.asarray(A))
+
+
 def _attention_forest(A: Any, prompt: np.ndarray):
-    """:func:`spanning_forest_length` of TOHA's ``1 − max(A, Aᵀ)`` (weights below 0 read as 0,
-    clipped to [0, 1]; the same numbers as :func:`attntopo.features.barcode_matrices` with
-    ``lower_bound=0``), read from the attention
-    blocks it needs (response × response, prompt × response), never the full ``n × n``
-    distances: ``(B,)`` float64 on the host, the same numbers (``1 − x`` is monotone, so the
-    nearest prompt point is ``1 − max`` of the weights)."""
+    """:func:`spanning_forest_length` of TOHA's ``1 − max(A, Aᵀ)`` (the same numbers as
+    :func:`attntopo.features.barcode_matrices` with ``lower_bound=0``), from the attention
+    blocks it needs (:func:`_contracted`): ``(B,)`` float64 on the host."""
     import torch
 
     from ..topology import prim_contracted
 
-    W = A.detach() if isinstance(A, torch.Tensor) else torch.from_numpy(np.asarray(A))
-    P = torch.as_tensor(np.flatnonzero(prompt), device=W.device)
-    R = torch.as_tensor(np.flatnonzero(~prompt), device=W.device)
-    WR = W.index_select(-2, R)  # (B, r, n): response rows
-    to_p = torch.maximum(WR.index_select(-1, P).amax(-1),
-                         W.index_select(-2, P).index_select(-1, R).amax(-2))
-    to_p = to_p.to(torch.float64).clamp_min_(0.0).neg_().add_(1.0).clamp_(0.0, 1.0)
-    RR = WR.index_select(-1, R).to(torch.float64).clamp_min_(0.0)
-    del WR
-    RR = torch.maximum(RR, RR.transpose(-1, -2)).neg_().add_(1.0).clamp_(0.0, 1.0)
+    W = _as_torch(A)
+    B, r = int(W.shape[0]), int(np.count_nonzero(~prompt))
+    to_p = torch.empty((B, r), dtype=torch.float64, device=W.device)
+    RR = torch.empty((B, r, r), dtype=torch.float64, device=W.device)
+    _contracted(W, prompt, to_p, RR)
+    return prim_contracted(to_p, RR).sum(dim=1).double().cpu().numpy()
+
+
+def _attention_forest_subset(A: np.ndarray, keep: np.ndarray, prompt: np.ndarray) -> np.ndarray:
+    """:func:`_attention_forest` of ``A``'s tokens ``keep``, rows renormalized
+    (:func:`attntopo.attention.renormalized_subset`, as :meth:`Attention.drop_special`
+    gives them), one head at a time: the only ``m × m`` temporaries are one head's."""
+    import torch
+
+    from ..attention import renormalized_subset
+    from ..topology import prim_contracted
+
+    B, m, r = int(A.shape[0]), int(keep.size), int(np.count_nonzero(~prompt))
+    to_p = torch.empty((B, r), dtype=torch.float64)
+    RR = torch.empty((B, r, r), dtype=torch.float64)
+    sub = np.empty((1, m, m), dtype=np.float32)
+    for h in range(B):
+        renormalized_subset(A[h:h + 1], keep, out=sub)
+        _contracted(torch.from_numpy(sub), prompt, to_p[h:h + 1], RR[h:h + 1])
     return prim_contracted(to_p, RR).sum(dim=1).double().cpu().numpy()
 
 
 def prompt_features(
     A: Any, D_js: Any, prompt: np.ndarray, quantities: Sequence[str] = PROMPT_QUANTITIES,
+    *, keep: np.ndarray | None = None,
 ) -> np.ndarray:
     """The ``prompt`` set of one pair, shape (B, len(quantities)), quantities in the given order.
 
@@ -101,32 +152,47 @@ def prompt_features(
         Its Jensen–Shannon distances when already computed; None: computed here, a few heads at
         a time, only when ``"js"`` is asked for.
     prompt : ndarray of shape (n,), bool
-        The prompt's tokens (the others are the response's, at least one).
+        The prompt's tokens (the others are the response's, at least one); with ``keep``,
+        shape (len(keep),): of the kept tokens.
     quantities : sequence of {"js", "attention"}
         Which scores (:data:`PROMPT_QUANTITIES`); ``("attention",)`` alone is ``O(n²)`` per head.
+    keep : ndarray of int, optional
+        Score only these tokens of ``A`` (a host array), each head's rows renormalized over
+        them as :meth:`attntopo.attention.Attention.drop_special` does, a head at a time: the
+        same numbers as ``prompt_features(drop_special(A), ...)`` without a copy of ``A``.
+        ``D_js`` must then be None.
     """
     import torch
 
+    from ..attention import renormalized_subset
     from ..distances import token_distances_tensor
 
     prompt = np.asarray(prompt, dtype=bool)
     r = int(np.count_nonzero(~prompt))
-    B, n = int(A.shape[0]), int(A.shape[-1])
+    B, n = int(A.shape[0]), int(prompt.shape[0])
     on_cpu = not (isinstance(A, torch.Tensor) and A.device.type != "cpu")
+    if keep is not None:
+        keep = np.asarray(keep, dtype=np.int64)
+        A = np.asarray(A)
     # the attention forest needs r² per head, JS distances n²
     per_head = n * n if "js" in quantities else max(1, r * r)
     step = max(2, _GROUP_ELEMENTS // per_head) if on_cpu else max(1, B)
     out = np.empty((B, len(quantities)))
     for h0 in range(0, B, step):
         h1 = min(B, h0 + step)
+        sub = None
         for c, q in enumerate(quantities):
             if q == "attention":
-                out[h0:h1, c] = _attention_forest(A[h0:h1], prompt) / r
+                out[h0:h1, c] = (_attention_forest(A[h0:h1], prompt) if keep is None else
+                                 _attention_forest_subset(A[h0:h1], keep, prompt)) / r
                 continue
             if D_js is not None:
                 D = D_js[h0:h1]
             else:
-                D = token_distances_tensor(A[h0:h1])
+                if keep is not None and sub is None:
+                    sub = renormalized_subset(A[h0:h1], keep)
+                D = token_distances_tensor(A[h0:h1] if keep is None else sub)
             out[h0:h1, c] = spanning_forest_length(D, prompt) / r
             del D
+        del sub
     return out

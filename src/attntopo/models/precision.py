@@ -49,8 +49,8 @@ __all__ = ["normalize_rows", "row_sum_tolerance", "weights_dtype"]
 _ACC_UNIT = 2.0**-24
 #: unit roundoff of float64, for the check's own sum
 _F64_UNIT = 2.0**-53
-#: float64 temporaries per block of :func:`normalize_rows` (elements, 64 MiB)
-_BLOCK_ELEMENTS = 1 << 23
+#: float64 temporaries per block of :func:`normalize_rows` (elements, 8 MiB)
+_BLOCK_ELEMENTS = 1 << 20
 
 _NAMES = {"float64": "float64", "double": "float64", "float32": "float32", "float": "float32",
           "float16": "float16", "half": "float16", "bfloat16": "bfloat16"}
@@ -120,7 +120,7 @@ def row_sum_tolerance(dtype: Any, n: int) -> float:
     return g + u * (1 + g) + n * subnormal / 2 + _gamma(n, _F64_UNIT)
 
 
-def normalize_rows(w, dtype: Any = None, *, what: str = "attention"):
+def normalize_rows(w, dtype: Any = None, *, what: str = "attention", out: Any = None):
     """Rows of attention weights divided by their sums in float64, returned as float32.
 
     Parameters
@@ -133,10 +133,13 @@ def normalize_rows(w, dtype: Any = None, *, what: str = "attention"):
         ``w`` was already cast up).  Sets the tolerance, :func:`row_sum_tolerance`.
     what : str
         How messages name the input.
+    out : torch.Tensor of shape (..., n, n), float32, optional
+        Where the result goes, on ``w``'s device; ``w`` itself when it is float32 (normalized
+        in place: each block is read before it is written).  A new tensor by default.
 
     Returns
     -------
-    torch.Tensor of shape (..., n, n), float32, on ``w``'s device
+    torch.Tensor of shape (..., n, n), float32, on ``w``'s device (``out`` when given)
         ``w / w.sum(-1)`` computed in float64 then rounded once to float32: each row sums to
         1 within float32 rounding; zeros (a causal model's masked future) stay exactly 0.
 
@@ -156,17 +159,22 @@ def normalize_rows(w, dtype: Any = None, *, what: str = "attention"):
         raise InvalidInputError(f"{what} must have shape (..., n, n); got {tuple(w.shape)}")
     dt = weights_dtype(w.dtype if dtype is None else dtype)
     lead, n = tuple(w.shape[:-2]), int(w.shape[-1])
-    out = torch.empty(w.shape, dtype=torch.float32, device=w.device)
+    if out is None:
+        out = torch.empty(w.shape, dtype=torch.float32, device=w.device)
+    elif (not isinstance(out, torch.Tensor) or out.shape != w.shape or out.dtype != torch.float32
+          or out.device != w.device):
+        raise InvalidInputError(f"out must be a float32 tensor of shape {tuple(w.shape)} on {w.device}")
     if n == 0 or w.numel() == 0:
         return out
     tol = row_sum_tolerance(dt, n)
     # MPS has no float64: the float64 arithmetic runs on the CPU there
     work_device = torch.device("cpu") if w.device.type == "mps" else w.device
-    src = w.detach().reshape(-1, n, n)
-    dst = out.view(-1, n, n)
+    # a 3-D tensor is used as it is (a strided view of a padded batch stays a view)
+    src = w.detach() if w.ndim == 3 else w.detach().reshape(-1, n, n)
+    dst = out if out.ndim == 3 else out.view(-1, n, n)
     step = max(1, _BLOCK_ELEMENTS // (n * n))
     for b0 in range(0, src.shape[0], step):
-        block = src[b0 : b0 + step].to(work_device, torch.float64)
+        block = src[b0 : b0 + step].to(work_device, torch.float64, copy=True)
         lo, hi = torch.aminmax(block)
         lo, hi = float(lo), float(hi)
         if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -187,7 +195,10 @@ def normalize_rows(w, dtype: Any = None, *, what: str = "attention"):
                 f"not 1 within {tol:.3g} (the most rounding of a {dt} "
                 f"softmax over {n} keys explains): these are not softmax rows"
             )
-        dst[b0 : b0 + step] = (block / sums).to(w.device, torch.float32)
+        # in place: the float64 block is the only temporary of its size
+        block.div_(sums)
+        dst[b0 : b0 + step].copy_(block)
+        del block
     return out
 
 

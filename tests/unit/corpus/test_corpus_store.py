@@ -87,6 +87,9 @@ def test_manifest_round_trip_and_columns():
     old = {k: v for k, v in SETTINGS.to_manifest().items() if k != "dtype"}
     assert CorpusSettings.from_manifest(old).dtype == "float32"
     assert CorpusSettings.from_manifest(old) == SETTINGS
+    # nor pairs: a store of texts, the prompt set's default scores
+    old = {k: v for k, v in SETTINGS.to_manifest().items() if k not in ("pairs", "prompt_quantities")}
+    assert CorpusSettings.from_manifest(old) == SETTINGS and not SETTINGS.pairs
 
 
 _CHANGES = {
@@ -95,6 +98,7 @@ _CHANGES = {
     "maxdim": 2, "thresholds": (0.2,), "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3,
     "drop_special": True, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
     "engine": "ripser", "metric": "other", "keep_text": False, "dtype": "bfloat16",
+    "pairs": True, "prompt_quantities": ("attention",),
 }
 
 
@@ -606,3 +610,41 @@ def test_run_renames_warn_and_pass_the_value_on(tmp_path):
         with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
             corpus.make_settings(object(), persistence_engine="fast")
     assert not out.exists()
+
+
+def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monkeypatch):
+    """sets=("prompt",) on texts: one line before the input is read or a model loaded; a run
+    without answer_column on a store of pairs is refused from the manifest, naming pairs."""
+    import attntopo.models
+    from attntopo import __version__, corpus
+    from attntopo.corpus import make_settings
+    from types import SimpleNamespace
+
+    def no_loading(*a, **k):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(attntopo.models, "load_model", no_loading)
+    with pytest.raises(InvalidInputError, match=r"^the prompt set needs \(prompt, answer\) pairs: name the "
+                                                r"input's answer column with --answer-column"):
+        corpus.run(tmp_path / "does-not-exist.jsonl", out=tmp_path / "s", sets=("prompt",), progress=False)
+    assert not (tmp_path / "s").exists()
+    toy = SimpleNamespace(name="toy", n_layers=1, n_heads=2, dtype="float32", spec=None)
+    with pytest.raises(InvalidInputError, match="the prompt set needs"):
+        make_settings(toy, sets=("prompt",), _model_hash="sha256:0")
+    st = make_settings(toy, sets=("prompt",), pairs=True, prompt_quantities=("attention",), _model_hash="sha256:0")
+    assert st.pairs and st.prompt_quantities == ("attention",)
+    assert feature_columns(st) == ["L0H0.prompt.attention", "L0H1.prompt.attention"]
+
+    here = dataclasses.replace(SETTINGS, attntopo_version=__version__, pairs=True)
+    df = {"q": ["alpha?", "beta?"], "a": ["one.", "two."]}
+    import pandas as pd
+
+    inp = open_input(pd.DataFrame(df), text_column="q", answer_column="a")
+    schema = output_schema(here, inp.schema)
+    assert schema.names[:6] == ["id", "row", "text_sha256", "text", "answer_sha256", "answer"]
+    Store.create(tmp_path / "p", here, schema, {"fingerprint": inp.fingerprint, "total": 2, "n_empty": 0},
+                 feature_columns(here), extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
+    kw = dict(model="toy", layers=[0], heads=[0, 1], thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,),
+              keep_diagrams=True, batch_size=2, progress=False, text_column="q")
+    with pytest.raises(InvalidInputError, match="was made with pairs=True, this run has pairs=False"):
+        corpus.run(pd.DataFrame(df), out=tmp_path / "p", **kw)

@@ -124,28 +124,43 @@ def test_prompt_scores_per_response_token():
     assert spanning_forest_length(np.zeros((1, 3, 3)), np.array([True, False, False]))[0] == 0
 
 
+def _causal_pair(seed: int, L: int, H: int, n: int):
+    """A causal synthetic Attention (L, H, n, n) with [CLS]/[SEP]-like special tokens at both
+    ends, and the character where its response starts (content tokens 1..n//2-1 the prompt)."""
+    from _feature_refs import synthetic_attention
+
+    rng = np.random.default_rng(seed)
+    W = np.tril(random_attention(rng, L * H, n)).reshape(L, H, n, n)
+    W /= W.sum(-1, keepdims=True)
+    special = np.zeros(n, dtype=bool)
+    special[[0, n - 1]] = True
+    att = synthetic_attention(W, special=special)
+    return att, att.offsets[n // 2][0]
+
+
+def _chunk_rows(att, boundary, sets=("prompt",), quantities=None):
+    """One text's feature row through ChunkFeatures, layer by layer."""
+    from attntopo.features import _layers
+    from attntopo.features._settings import check_settings
+
+    kw = {} if quantities is None else {"prompt_quantities": quantities}
+    st_ = check_settings(sets, (0.1,), (0.1,), (0.5,), 50, **kw)
+    chunk = _layers.ChunkFeatures(1, [boundary], st_, True, None, 1)
+    chunk.add_attention(0, att)
+    chunk.start()
+    return chunk.finish()[0]
+
+
 def test_attention_score_alone_computes_no_distances(monkeypatch):
     """The attention quantity asked alone: the same number as beside JS, and no JS distance is
     computed (both distance entry points would raise)."""
     from attntopo.distances import _rows
     from attntopo.features import _layers
-    from attntopo.features._settings import check_settings
-    from _feature_refs import synthetic_attention
 
-    rng = np.random.default_rng(5)
-    W = np.tril(random_attention(rng, 2 * 3, 12)).reshape(2, 3, 12, 12)
-    W /= W.sum(-1, keepdims=True)
-    special = np.zeros(12, dtype=bool)
-    special[[0, 11]] = True
-    att = synthetic_attention(W, special=special)
-    boundary = att.offsets[6][0]  # tokens 1..5 are the prompt, 6..10 the response
+    att, boundary = _causal_pair(5, 2, 3, 12)  # tokens 1..5 are the prompt, 6..10 the response
 
     def run(quantities):
-        st_ = check_settings(("prompt",), (0.1,), (0.1,), (0.5,), 50, prompt_quantities=quantities)
-        chunk = _layers.ChunkFeatures(1, [boundary], st_, True, None, 1)
-        chunk.add_attention(0, att)
-        chunk.start()
-        return chunk.finish()[0]
+        return _chunk_rows(att, boundary, quantities=quantities)
 
     both = run(("js", "attention")).reshape(2 * 3, 2)
 
@@ -290,3 +305,56 @@ def test_prompt_attention_score_is_tohas_mtopdiv_per_response_token(A, causal, s
     got = prompt_features(A[None], token_distances(A[None]), prompt)[0, 1]
     # ripser keeps distances in float32: each of the r deaths within float32 round-off
     assert got * r == pytest.approx(_toha_reference(A, r), rel=0, abs=r * 2.4e-7)
+
+
+# --------------------------------------------------------------- the prompt set without copies
+
+@settings(max_examples=60, deadline=None)
+@given(attention_matrices(max_n=10, max_b=3), st.integers(0, 2**31 - 1), st.booleans())
+def test_prompt_features_of_kept_tokens_equal_those_of_the_renormalized_copy(A, seed, contiguous):
+    """``keep=``: each head's kept tokens renormalized a head at a time give exactly the numbers
+    of the renormalized copy (drop_special's formula: numpy, float64 quotient rounded once)."""
+    from attntopo.attention import renormalized_subset
+
+    n = A.shape[-1]
+    if n < 3:
+        return
+    rng = np.random.default_rng(seed)
+    W = A.astype(np.float32)
+    if contiguous:  # [CLS] ... [SEP]
+        keep = np.arange(1, n - 1) if n > 3 else np.arange(1, n)
+    else:
+        keep = np.sort(rng.choice(n, size=int(rng.integers(2, n + 1)), replace=False))
+    sub64 = W[:, keep][:, :, keep].astype(np.float64)
+    sums = sub64.sum(-1, keepdims=True)
+    if (sums <= 0).any():
+        return
+    copy = (sub64 / sums).astype(np.float32)
+    np.testing.assert_array_equal(renormalized_subset(W, keep), copy)
+    m = keep.size
+    prompt = np.zeros(m, dtype=bool)
+    prompt[: int(rng.integers(1, m))] = True
+    if not contiguous and rng.random() < 0.5:  # a prompt that is not a prefix
+        prompt = rng.random(m) < 0.5
+        prompt[0], prompt[-1] = False, True
+    for q in (("attention",), ("js",), ("js", "attention")):
+        np.testing.assert_array_equal(prompt_features(W, None, prompt, q, keep=keep),
+                                      prompt_features(copy, None, prompt, q))
+
+
+def test_prompt_set_alone_copies_no_layer(monkeypatch):
+    """The prompt set asked alone takes each layer's content tokens a head at a time: it never
+    builds the special-tokens-dropped copy of the whole layer (drop_special), and gives the same
+    rows as the path that does (the prompt set beside a set that needs that copy)."""
+    from attntopo.attention import Attention
+
+    att, boundary = _causal_pair(11, 2, 4, 14)
+    # beside the graph set, the prompt set reads the copy that set needs (its block comes first)
+    with_copy = _chunk_rows(att, boundary, ("prompt", "graph"))[:, : 2 * 4 * 2]
+
+    def refuse(self, *a, **k):
+        raise AssertionError("a whole layer copied for the prompt set alone")
+
+    monkeypatch.setattr(Attention, "drop_special", refuse)
+    monkeypatch.setattr(Attention, "subset_tokens", refuse)
+    np.testing.assert_array_equal(_chunk_rows(att, boundary), with_copy)

@@ -185,3 +185,30 @@ def test_torch_softmax_accumulates_in_float32(name):
     got = torch.softmax(z, -1)
     exact = torch.softmax(z.double(), -1).to(dt)
     assert float((got != exact).double().mean()) < 1e-3
+
+
+def test_out_in_place_and_of_a_padded_view():
+    """``out=``: the rows normalized in place (a streamed float32 layer: no second copy of it),
+    or into a strided view (a text's block of a padded batch), equal a fresh result; a float64
+    input given a float32 ``out`` is left as it was."""
+    gen = torch.Generator().manual_seed(3)
+    w = torch.softmax(torch.randn((6, 7, 7), generator=gen), -1)
+    fresh = normalize_rows(w)
+    inplace = w.clone()
+    assert normalize_rows(inplace, out=inplace) is inplace
+    torch.testing.assert_close(inplace, fresh, rtol=0, atol=0)
+    padded = torch.zeros((2, 6, 9, 9))
+    padded[1, :, :7, :7] = w
+    view = padded[1, :, :7, :7]
+    normalize_rows(view, out=view)
+    torch.testing.assert_close(padded[1, :, :7, :7], fresh, rtol=0, atol=0)
+    assert not bool(padded[1, :, 7:].any()) and not bool(padded[0].any())
+    w64 = w.double()
+    kept = w64.clone()
+    out = torch.empty(w.shape)
+    normalize_rows(w64, "float32", out=out)  # float32 rows cast up
+    torch.testing.assert_close(w64, kept, rtol=0, atol=0)
+    torch.testing.assert_close(out, normalize_rows(w64, "float32"), rtol=0, atol=0)
+    for bad in (torch.empty((6, 7, 7), dtype=torch.float64), torch.empty((6, 7, 8)), np.empty((6, 7, 7))):
+        with pytest.raises(InvalidInputError, match="out must be"):
+            normalize_rows(w, out=bad)
