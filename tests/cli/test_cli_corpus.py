@@ -80,7 +80,9 @@ def test_query_table_json_and_csv_agree_with_the_library(made, capsys):
     for rid in want["id"]:
         assert rid in out
     code, out, _ = _cli(capsys, "query", str(d / "st"), sql, "--json")
-    rows = json.loads(out)
+    doc = json.loads(out)
+    assert (doc["store"], doc["sql"], doc["columns"]) == (str(d / "st"), sql, ["id", "n_tokens", "p"])
+    rows = doc["rows"]
     assert [r["id"] for r in rows] == list(want["id"])
     assert [r["p"] for r in rows] == pytest.approx(list(want["p"]), rel=1e-15)
     code, out, _ = _cli(capsys, "query", str(d / "st"), sql, "--csv")

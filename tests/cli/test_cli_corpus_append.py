@@ -84,7 +84,7 @@ def test_append_adds_new_ids_skips_stored_ones_and_equals_the_union(texts, tmp_p
     # queryable from the command line
     q = _run("query", str(s), "SELECT count(*) AS n, count(DISTINCT id) AS d FROM corpus", "--json")
     assert q.returncode == 0, q.stderr
-    assert json.loads(q.stdout) == [{"n": 8, "d": 8}], q.stdout
+    assert json.loads(q.stdout)["rows"] == [{"n": 8, "d": 8}], q.stdout
     r = _run("corpus", str(u), "--out", str(ref), *FAST)
     assert r.returncode == 0, r.stderr
     _same_rows(store, open_store(ref))
