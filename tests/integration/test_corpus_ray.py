@@ -140,7 +140,7 @@ def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, mini
                          start_new_session=True)
     deadline = time.monotonic() + 180
     try:
-        while not list(out.glob("part-*.parquet")):
+        while not list((out / "parts").glob("part-*.parquet")):
             assert p.poll() is None, (tmp_path / "driver.log").read_text()
             assert time.monotonic() < deadline, "no part file after 180 s"
             time.sleep(0.01)
@@ -150,12 +150,12 @@ def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, mini
         p.wait()
         log.close()
     assert p.returncode == -signal.SIGKILL
-    kept = {q.name: q.stat().st_mtime_ns for q in out.glob("part-*.parquet")}
+    kept = {q.name: q.stat().st_mtime_ns for q in (out / "parts").glob("part-*.parquet")}
     assert 1 <= len(kept) < 11, len(kept)
     store = corpus.run(corpus_file, out, model=minilm, backend="ray", progress=False, **SETTINGS)
     assert ray.is_initialized()
-    assert {name: (out / name).stat().st_mtime_ns for name in kept} == kept
-    assert len(list(out.glob("part-*.parquet"))) == 11 and not list(out.glob(".*.tmp"))
+    assert {name: (out / "parts" / name).stat().st_mtime_ns for name in kept} == kept
+    assert len(list((out / "parts").glob("part-*.parquet"))) == 11 and not list((out / "parts").glob(".*.tmp"))
     assert_same_store(store, local_store)
 
 

@@ -29,7 +29,7 @@ The pieces (stable interfaces, shared by both engines)
     input row (:func:`output_schema`), never raising for one bad text (a ``failed`` row).
     Only ``settings`` crosses a process boundary: a Ray actor constructs its own worker.
 :class:`Store`, :func:`open_store` (``_store``)
-    The folder: ``manifest.json``, ``part-NNNNNNNN.parquet`` (one per batch, written
+    The folder: ``manifest.json``, ``parts/part-NNNNNNNN.parquet`` (one per batch, written
     atomically by ``store.write_part(k, table)``), ``parts.sha256`` (each part's SHA-256 as
     written; ``verify()``), ``errors.jsonl``.  ``done_batches()``,
     ``done_ids()``, ``counts()``, ``to_arrow()``, ``to_pandas()``, ``diagrams(id)``,
@@ -70,7 +70,7 @@ from ._settings import (
     make_settings,
     model_fingerprint,
 )
-from ._store import CHECKSUMS, ERRORS, MANIFEST, TABLE, Store, StoreLock, check_store_path, lock_store, open_store, part_name
+from ._store import CHECKSUMS, ERRORS, MANIFEST, PARTS, TABLE, Store, StoreLock, check_store_path, lock_store, open_store, part_name
 from ._work import (
     DIAGRAM_COLUMNS,
     STATUS_FAILED,
@@ -95,6 +95,7 @@ __all__ = [
     "ERRORS",
     "INPUT_FORMATS",
     "MANIFEST",
+    "PARTS",
     "ON_LONG",
     "PAIR_COLUMNS",
     "Prepared",

@@ -339,7 +339,7 @@ def _drop_damaged(store: Store) -> None:
     from ._store import part_name
 
     for k, why in sorted(store.verify(record=True).items()):
-        os.unlink(store.path / part_name(k))
+        os.unlink(store.part_path(k))
         warnings.warn(DamagedPartWarning(
             f"STORE {str(store.path)!r}: {part_name(k)} was damaged ({why}): batch {k} is recomputed"
         ), stacklevel=2)
@@ -359,11 +359,20 @@ def _clear(path: Path) -> None:
     store, never the old manifest with the new parts), under the store's lock."""
     import re
 
+    from ._store import PARTS
+
     own = re.compile(r"^(errors\.jsonl|parts\.sha256|part-\d{8}\.parquet|\..*\.tmp)$")
     os.unlink(path / MANIFEST)
     for entry in os.listdir(path):
         if own.match(entry):
             os.unlink(path / entry)
+    parts = path / PARTS
+    if parts.is_dir():  # format version 2: the parts' own folder, then the folder itself
+        for entry in os.listdir(parts):
+            if own.match(entry):
+                os.unlink(parts / entry)
+        with contextlib.suppress(OSError):  # other files in it: left, and reported by the creation
+            os.rmdir(parts)
 
 
 def finish(prep: Prepared) -> Store:

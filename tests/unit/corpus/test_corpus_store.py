@@ -178,8 +178,8 @@ def test_a_url_store_is_refused_not_made_a_local_folder(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ parts
 def test_parts_are_named_by_batch_and_rewriting_never_duplicates(tmp_path):
     store = _store(tmp_path)
-    assert sorted(os.listdir(store.path)) == ["manifest.json", part_name(0), part_name(1), part_name(2),
-                                              "parts.sha256"]
+    assert sorted(os.listdir(store.path)) == ["manifest.json", "parts", "parts.sha256"]
+    assert sorted(os.listdir(store.path / "parts")) == [part_name(0), part_name(1), part_name(2)]
     before = store.to_arrow()
     inp = open_input(TEXTS)
     k, t = next(iter(inp.batches(2)))
@@ -188,7 +188,7 @@ def test_parts_are_named_by_batch_and_rewriting_never_duplicates(tmp_path):
     assert again.to_arrow().equals(before)
     assert again.n_rows() == len(TEXTS) and len(again.done_ids()) == len(TEXTS)
     assert again.done_batches() == {0, 1, 2}
-    assert not [e for e in os.listdir(store.path) if e.endswith(".tmp")]
+    assert not [e for e in os.listdir(store.path / "parts") if e.endswith(".tmp")]
 
 
 def test_sql_agrees_with_pandas(tmp_path):
@@ -269,7 +269,7 @@ def test_counts_and_errors_come_from_part_summaries_read_once(tmp_path, monkeypa
     rows = _rows(t, 7)
     rows = rows.set_column(rows.schema.get_field_index("truncated"), "truncated", pa.array([True] * rows.num_rows))
     other.write_part(k, rows)
-    os.utime(store.path / part_name(1), ns=(1, 1))  # a stat that differs even on a coarse clock
+    os.utime(store.part_path(1), ns=(1, 1))  # a stat that differs even on a coarse clock
     fresh.refresh()
     c2 = fresh.counts()
     assert [name for name, _ in reads] == [part_name(1)]
@@ -291,7 +291,7 @@ def test_end_of_run_bookkeeping_leaves_no_footer_per_part(tmp_path):
     import gc
 
     store = _store(tmp_path)
-    part = store.path / part_name(0)
+    part = store.part_path(0)
     gc.collect()
     gc.disable()  # only what reference counting frees is freed from here on
     try:
@@ -335,7 +335,7 @@ def test_diagrams_read_back_per_head(tmp_path):
 
 def test_corrupt_part_is_reported_by_name(tmp_path):
     store = _store(tmp_path)
-    p = store.path / part_name(1)
+    p = store.part_path(1)
     p.write_bytes(p.read_bytes()[:100])
     with pytest.raises(ResultFormatError, match=f"{part_name(1)}: corrupt part file"):
         open_store(store.path)
@@ -344,15 +344,15 @@ def test_corrupt_part_is_reported_by_name(tmp_path):
 def test_foreign_files_are_reported_by_name(tmp_path):
     store = _store(tmp_path)
     other = _store(tmp_path / "other")
-    os.replace(other.path / part_name(1), store.path / part_name(1))  # same name, another store
+    os.replace(other.part_path(1), store.part_path(1))  # same name, another store
     with pytest.raises(ResultFormatError, match=f"{part_name(1)}: not a part of this store"):
         open_store(store.path)
-    os.unlink(store.path / part_name(1))
-    pq.write_table(pa.table({"x": [1]}), store.path / "mine.parquet")
+    os.unlink(store.part_path(1))
+    pq.write_table(pa.table({"x": [1]}), store.parts_dir / "mine.parquet")
     with pytest.raises(ResultFormatError, match="mine.parquet: a Parquet file that is not a part"):
         open_store(store.path)
-    os.unlink(store.path / "mine.parquet")
-    pq.write_table(pa.table({"x": [1]}), store.path / part_name(1))
+    os.unlink(store.parts_dir / "mine.parquet")
+    pq.write_table(pa.table({"x": [1]}), store.part_path(1))
     with pytest.raises(ResultFormatError, match=part_name(1)):
         open_store(store.path)
 
@@ -378,11 +378,11 @@ def test_verify_finds_a_changed_byte_by_the_recorded_checksum(tmp_path):
     store = _store(tmp_path)
     assert store.verify() == {}
     recorded = store.checksums()
-    assert recorded == {n: hashlib.sha256((store.path / n).read_bytes()).hexdigest()
+    assert recorded == {f"parts/{n}": hashlib.sha256((store.path / "parts" / n).read_bytes()).hexdigest()
                         for n in map(part_name, range(3))}
     if shutil.which("sha256sum"):
         assert subprocess.run(["sha256sum", "--quiet", "-c", CHECKSUMS], cwd=store.path).returncode == 0
-    p = store.path / part_name(1)
+    p = store.part_path(1)
     data = bytearray(p.read_bytes())
     data[len(data) // 3] ^= 0x01
     p.write_bytes(bytes(data))
