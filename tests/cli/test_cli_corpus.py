@@ -150,3 +150,19 @@ def test_store_that_is_a_file_writes_nothing_as_a_subprocess(tmp_path):
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [f"error: STORE '{f}' is a file: give a folder (new, empty, or a corpus store)"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store", "t.txt"] and f.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("content", ["", "\n  \n\n"])
+def test_an_input_without_texts_is_one_line_and_makes_no_store(tmp_path, content):
+    """An empty input gave `corpus: 0 done …`, exit 0, and a 343 KB manifest (issue 28 item 8):
+    now one line, exit 2, no store; as a subprocess, which loads no model."""
+    import os
+
+    from _cli import assert_one_line_error, run
+
+    f = tmp_path / "empty.txt"
+    f.write_text(content)
+    line = assert_one_line_error(run("corpus", str(f), "--out", str(tmp_path / "store")),
+                                 "no texts to compute", "no store was made")
+    assert ("empty record" in line) == bool(content)
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt"]

@@ -75,7 +75,8 @@ def corpus_cmd(
     model=DEFAULT_MODEL, device="cpu", dtype="float32",
     sets: Annotated[Optional[List[str]], typer.Option(
         "--sets", "-s", metavar="SETS", show_default=False,
-        help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape; "
+        help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape, "
+             "js_per_token, spectral; "
              "prompt with --answer-column.",
     )] = None,
     prompt_quantities: Annotated[Optional[List[str]], typer.Option(
