@@ -33,6 +33,7 @@ from attntopo.corpus import open_store  # noqa: E402
 from attntopo.corpus._ray import CONNECT_TIMEOUT_S, check_ray_address  # noqa: E402
 from attntopo.datasets import fortunes  # noqa: E402
 from attntopo.errors import InvalidInputError  # noqa: E402
+from attntopo.models import clear_model_cache, describe_model  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
@@ -152,11 +153,40 @@ def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, mini
     assert p.returncode == -signal.SIGKILL
     kept = {q.name: q.stat().st_mtime_ns for q in (out / "parts").glob("part-*.parquet")}
     assert 1 <= len(kept) < 11, len(kept)
-    store = corpus.run(corpus_file, out, model=minilm, backend="ray", progress=False, **SETTINGS)
+    # the model by name, none loaded in this process: the driver (this process) only reads the
+    # model's tokenizer and configuration, the actors load the weights
+    clear_model_cache()
+    before = _loaded_models()
+    store = corpus.run(corpus_file, out, model="minilm", backend="ray", progress=False, **SETTINGS)
+    assert _loaded_models() == before, "the Ray driver loaded the model's weights"
+    assert store.manifest["model"]["n_layers"] == minilm.n_layers
     assert ray.is_initialized()
     assert {name: (out / "parts" / name).stat().st_mtime_ns for name in kept} == kept
     assert len(list((out / "parts").glob("part-*.parquet"))) == 11 and not list((out / "parts").glob(".*.tmp"))
     assert_same_store(store, local_store)
+
+
+def _loaded_models() -> int:
+    """transformers models alive in this process."""
+    import gc
+
+    from transformers import PreTrainedModel
+
+    gc.collect()
+    return sum(isinstance(o, PreTrainedModel) for o in gc.get_objects())
+
+
+def test_describe_model_is_load_models_without_weights(minilm):
+    """What a Ray driver holds instead of the model: the same description and tokenization,
+    and no transformers model built."""
+    clear_model_cache()
+    before = _loaded_models()
+    d = describe_model("minilm")
+    assert _loaded_models() == before and not hasattr(d, "hf_model")
+    assert d.info() == minilm.info()
+    text = "The cat sat on the mat, and Zürich's café was closed."
+    assert d.tokenize(text) == minilm.tokenize(text)
+    assert describe_model(minilm) is minilm
 
 
 def test_bad_ray_address_is_one_line(capfd):

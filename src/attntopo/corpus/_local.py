@@ -71,8 +71,9 @@ class Prepared:
         The scanned input (``input.batches(settings.batch_size, skip=…)`` streams the rest).
     settings : CorpusSettings
         The run's settings (the same as the store's).
-    model : AttentionModel
-        The model loaded in this process.
+    model : AttentionModel or ModelDescription
+        The model loaded in this process, or (``prepare(weights=False)``: the Ray backend) its
+        description without weights.
     todo : list of int
         Batches without a part file, in order.
     lock : StoreLock
@@ -105,6 +106,7 @@ def prepare(
     encoding: str = "utf-8",
     device: str | None = None,
     dtype: str | None = None,
+    weights: bool = True,
     **settings_options: Any,
 ) -> Prepared:
     """Steps 1–4 of :func:`run` (module docstring); the caller must :func:`finish` it.
@@ -113,12 +115,16 @@ def prepare(
     (``sets``, ``layers``, ``heads``, ``keep_diagrams``, ``on_long``, ``batch_size``, …);
     ``device`` and ``dtype`` are :func:`attntopo.load_model`'s, for a model given by name;
     ``answer_column`` reads (prompt, answer) pairs (the ``pairs`` setting).
+    ``weights=False`` (the Ray backend, whose actors load the model): a model given by name
+    is only described (:func:`attntopo.models.describe_model`: its tokenizer and
+    configuration, which the settings and the length check need), and ``Prepared.model`` is
+    that description.
     """
-    from ..models import AttentionModel, load_model
+    from ..models import AttentionModel, ModelDescription, describe_model, load_model
 
     check_choice(settings_options.get("on_long", "truncate"), "on_long", ON_LONG, what="on_long value")
     check_positive_int(settings_options.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", allow_none=False)
-    if isinstance(model, AttentionModel):
+    if isinstance(model, (AttentionModel, ModelDescription)):
         _only_by_name(device, dtype)
     else:  # before the input is read or the store touched: a device this machine lacks is one line
         device = check_device(device)
@@ -148,7 +154,9 @@ def prepare(
         if store is not None and not new_store:  # a refusal from the manifest, not after a load
             check_before_loading(store.settings, store.manifest.get("model"), f"STORE {str(path)!r}",
                                  dtype=dtype, **settings_options)
-        m = model if isinstance(model, AttentionModel) else load_model(model, device=device, dtype=dtype)
+        m = (model if isinstance(model, (AttentionModel, ModelDescription))
+             else load_model(model, device=device, dtype=dtype) if weights
+             else describe_model(model, device=device, dtype=dtype))
         settings = make_settings(m, **settings_options)
         schema = output_schema(settings, inp.schema)
         info = {
@@ -572,7 +580,8 @@ def run(
         The STORE folder: new, empty, or a store made by an earlier run with the same
         settings and input (which is then continued).
     model : str or AttentionModel
-        Alias (``"minilm"``, ``"smollm2"``), folder, hub id or a loaded model.
+        Alias (``"minilm"``, ``"smollm2"``), folder, hub id or a loaded model.  With
+        ``backend="ray"``, a model given by name is loaded by the actors only.
     settings : FeatureSettings, optional
         The feature settings in one record (:class:`attntopo.features.FeatureSettings`); the
         keywords ``sets``, ``layers``, ``heads``, ``drop_special``, ``thresholds``, ``scales``,
@@ -626,8 +635,9 @@ def run(
         started and shut down.
     device : {"cpu", "cuda", "cuda:N", "mps", "auto"}, optional
         Where a model given by name runs (``"cpu"`` by default; ``"auto"``: the first GPU
-        when there is one).  With ``backend="ray"`` this is the model the driver loads to make
-        the settings; the actors run where ``gpus_per_actor`` puts them.
+        when there is one).  With ``backend="ray"`` the driver loads no weights (it reads the
+        model's tokenizer and configuration for the settings and the length checks); the
+        actors load the model, where ``gpus_per_actor`` puts them.
     dtype : {"float32", "float16", "bfloat16"}, optional
         The model's weights (``"float32"`` by default); part of the settings, as it changes
         the numbers.
@@ -704,6 +714,7 @@ def run(
             text_column=text_column, id_column=id_column, answer_column=answer_column,
             input_format=input_format, encoding=encoding, new_store=new_store, append=append,
             device=device, dtype=dtype,
+            weights=backend != "ray",  # on Ray the actors load the model, the driver reads its files
         )
         try:
             reporter = _bar(progress, log_every)

@@ -2,7 +2,7 @@
 
 from .precision import normalize_rows, row_sum_tolerance
 from .loading import cache_dir
-from .model import AttentionModel, Encoding, clear_model_cache, load_model
+from .model import AttentionModel, Encoding, ModelDescription, clear_model_cache, describe_model, load_model
 from .specs import ALIASES, DEFAULT_MODEL, ModelSpec, packaged_aliases, resolve_spec
 
 __all__ = [
@@ -11,8 +11,10 @@ __all__ = [
     "AttentionModel",
     "Encoding",
     "ModelSpec",
+    "ModelDescription",
     "cache_dir",
     "clear_model_cache",
+    "describe_model",
     "load_model",
     "normalize_rows",
     "packaged_aliases",

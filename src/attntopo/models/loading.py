@@ -242,6 +242,43 @@ def _convert_gguf(src: Path, target: Path, reporter: Reporter = NO_PROGRESS) -> 
         raise
 
 
+def load_description(spec: ModelSpec, *, trust_remote_code: bool = False):
+    """``(config, tokenizer, source)`` of a model, without its weights.
+
+    A GGUF file is read for its configuration and tokenizer only (transformers parses its
+    metadata; no tensor is dequantized, nothing is converted).  The model class is the one
+    :func:`load_hf` would instantiate (``AutoModel``'s for the configuration), named.
+    Raises the typed errors of :mod:`attntopo.errors` with one-line messages.
+    """
+    from transformers import AutoConfig, AutoTokenizer
+
+    if spec.kind == "hub":
+        _check_hub(spec)
+    common: dict = dict(trust_remote_code=trust_remote_code)
+    if spec.revision:
+        common["revision"] = spec.revision
+    if spec.is_gguf:
+        common["gguf_file"] = spec.gguf_file
+    try:
+        with _quiet_transformers():
+            config = AutoConfig.from_pretrained(spec.path, **common)
+            tokenizer = AutoTokenizer.from_pretrained(spec.path, **common)
+    except (OSError, EnvironmentError, ValueError) as e:
+        msg = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        if spec.kind == "hub":
+            raise ModelNotFoundError(_offline_message(spec, msg[:160])) from None
+        raise ModelLoadError(f"could not read {spec.name!r}'s configuration and tokenizer: {msg}") from None
+    return config, tokenizer, spec.path
+
+
+def model_class_name(config) -> str:
+    """The class :func:`load_hf`'s ``AutoModel`` makes for ``config`` ("unknown" if none)."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    name = MODEL_MAPPING_NAMES.get(getattr(config, "model_type", ""), "unknown")
+    return name if isinstance(name, str) else str(name[0])
+
+
 def load_hf(spec: ModelSpec, *, dtype: str, device: str, allow_pickle: bool, trust_remote_code: bool,
             reporter: Reporter = NO_PROGRESS):
     """Load ``(model, tokenizer, source_folder_or_id)`` with eager attention.

@@ -27,7 +27,7 @@ from .precision import normalize_rows
 from .loading import load_hf
 from .specs import DEFAULT_MODEL, ModelSpec, resolve_spec
 
-__all__ = ["AttentionModel", "load_model", "clear_model_cache", "Encoding"]
+__all__ = ["AttentionModel", "ModelDescription", "describe_model", "load_model", "clear_model_cache", "Encoding"]
 
 log = logging.getLogger("attntopo")
 
@@ -82,37 +82,35 @@ class Encoding:
     truncated: bool
 
 
-class AttentionModel:
-    """A transformer loaded with eager attention, ready to return attention weights.
+class ModelDescription:
+    """What a model is, without its weights: its tokenizer, its configuration's shape and limits.
 
-    Obtain one with :func:`load_model` (cached per process); do not construct directly.
+    :func:`describe_model` makes one from the files a model name resolves to (a corpus
+    driver on Ray needs no more: its actors load the weights); :class:`AttentionModel` is
+    one with the weights loaded.  Do not construct directly.
 
     Attributes
     ----------
-    name : str
-        What it was loaded as (alias, hub id, path).
-    n_layers, n_heads : int
-        Layers and query heads per layer (grouped-query models report query heads).
-    n_kv_heads : int
-        Key/value heads per layer (= n_heads unless grouped-query attention).
-    causal : bool
-        True if rows never see later tokens (decoder models); measured on a probe at load.
-    max_length : int
-        Longest input in tokens, special tokens included.
+    name, source, device, dtype, n_layers, n_heads, n_kv_heads, max_length, tokenizer, config
+        As :class:`AttentionModel`'s.
+    causal : bool or None
+        From the configuration's model type or architectures (None when they do not tell);
+        :class:`AttentionModel` measures it on a probe instead.
     """
 
-    def __init__(self, spec: ModelSpec, hf_model, tokenizer, source: str, device: str, dtype: str,
-                 *, owned: bool = True):
+    def __init__(self, spec: ModelSpec, config, tokenizer, source: str, device: str, dtype: str,
+                 *, architecture: str, owned: bool = True):
+        from .describe import causal_from_config
+
         self.spec = spec
         self.name = spec.name
-        self.hf_model = hf_model
         self.tokenizer = tokenizer
         self.source = source
         self.device = device
         self.dtype = dtype
-        cfg = hf_model.config
+        cfg = config
         self.config = cfg
-        self.architecture = type(hf_model).__name__
+        self.architecture = architecture
         self.model_type = getattr(cfg, "model_type", "unknown")
         n_layers = getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "n_layer", None)
         n_heads = getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_head", None)
@@ -139,21 +137,13 @@ class AttentionModel:
         tokenizer.padding_side = "right"
         if owned and hasattr(cfg, "use_cache"):
             cfg.use_cache = False  # no key/value cache: one pass, attention only
-        #: keyword arguments of every forward pass: no key/value cache (a model the user loaded
-        #: keeps its config; a cache would hold every layer's keys, and a layer run again with
-        #: the captured arguments would append to it)
-        self.forward_kwargs: dict = {"use_cache": False} if hasattr(cfg, "use_cache") else {}
-        # re-entrant: a diagnostic that patches the model (hooks, positions off, another
-        # attention function) holds it for the whole patched stretch, and the forward passes
-        # it runs inside take it again
-        self._lock = threading.RLock()
-        self.causal = self._probe_causal()
+        self.causal: bool | None = causal_from_config(cfg.to_dict() if hasattr(cfg, "to_dict") else {})
 
     # ------------------------------------------------------------------ info
     def __repr__(self) -> str:
-        kind = "causal" if self.causal else "bidirectional"
+        kind = {True: "causal", False: "bidirectional"}.get(self.causal, "causal unknown")
         return (
-            f"AttentionModel({self.name!r}, {self.model_type}, {self.n_layers} layers x "
+            f"{type(self).__name__}({self.name!r}, {self.model_type}, {self.n_layers} layers x "
             f"{self.n_heads} heads, {kind}, max {self.max_length} tokens)"
         )
 
@@ -173,6 +163,7 @@ class AttentionModel:
             "dtype": self.dtype,
             "device": self.device,
         }
+
 
     # -------------------------------------------------------------- tokenize
     def _check_text(self, text) -> str:
@@ -258,6 +249,42 @@ class AttentionModel:
             ),
             stacklevel=user_stacklevel(),
         )
+
+
+class AttentionModel(ModelDescription):
+    """A transformer loaded with eager attention, ready to return attention weights.
+
+    Obtain one with :func:`load_model` (cached per process); do not construct directly.
+
+    Attributes
+    ----------
+    name : str
+        What it was loaded as (alias, hub id, path).
+    n_layers, n_heads : int
+        Layers and query heads per layer (grouped-query models report query heads).
+    n_kv_heads : int
+        Key/value heads per layer (= n_heads unless grouped-query attention).
+    causal : bool
+        True if rows never see later tokens (decoder models); measured on a probe at load.
+    max_length : int
+        Longest input in tokens, special tokens included.
+    """
+
+    def __init__(self, spec: ModelSpec, hf_model, tokenizer, source: str, device: str, dtype: str,
+                 *, owned: bool = True):
+        super().__init__(spec, hf_model.config, tokenizer, source, device, dtype,
+                         architecture=type(hf_model).__name__, owned=owned)
+        self.hf_model = hf_model
+        cfg = self.config
+        #: keyword arguments of every forward pass: no key/value cache (a model the user loaded
+        #: keeps its config; a cache would hold every layer's keys, and a layer run again with
+        #: the captured arguments would append to it)
+        self.forward_kwargs: dict = {"use_cache": False} if hasattr(cfg, "use_cache") else {}
+        # re-entrant: a diagnostic that patches the model (hooks, positions off, another
+        # attention function) holds it for the whole patched stretch, and the forward passes
+        # it runs inside take it again
+        self._lock = threading.RLock()
+        self.causal = self._probe_causal()
 
     # ------------------------------------------------------------- attention
     def _probe_causal(self) -> bool:
@@ -741,6 +768,49 @@ def load_model(
             reporter.advance()
         _CACHE[key] = model
         return model
+
+
+def describe_model(
+    spec=DEFAULT_MODEL,
+    *,
+    device: str | None = None,
+    dtype: str | None = None,
+    revision: str | None = None,
+    trust_remote_code: bool = False,
+) -> ModelDescription:
+    """A model's tokenizer and configuration, without loading its weights.
+
+    For a process that plans work a model does elsewhere (the driver of a corpus run on Ray,
+    whose actors load the weights): :meth:`ModelDescription.tokenize` tokenizes as the loaded
+    model does, and the layer and head counts, the context length, ``name``, ``dtype`` and
+    ``device`` are those :func:`load_model` with the same arguments gives.  An
+    :class:`AttentionModel` already loaded is returned as it is.
+
+    Parameters
+    ----------
+    spec, device, dtype, revision, trust_remote_code
+        As :func:`load_model` (``device`` and ``dtype`` are checked, not used: nothing runs).
+
+    Raises
+    ------
+    ModelNotFoundError, ModelLoadError, InvalidInputError, DeviceError
+        As :func:`load_model`, for the configuration and tokenizer files.
+    """
+    from .loading import load_description, model_class_name
+
+    if isinstance(spec, ModelDescription):
+        return spec
+    if not isinstance(spec, (str, os.PathLike, ModelSpec)):
+        raise InvalidInputError(
+            f"model must be an alias (minilm, smollm2), a Hugging Face id or a local path to be "
+            f"described, got {type(spec).__name__}"
+        )
+    device = check_device(device)
+    dtype = check_dtype(dtype, device)
+    resolved = resolve_spec(spec, revision=revision)
+    config, tok, source = load_description(resolved, trust_remote_code=trust_remote_code)
+    return ModelDescription(resolved, config, tok, source, device, dtype,
+                            architecture=model_class_name(config))
 
 
 def _is_hf_model(obj) -> bool:
