@@ -152,12 +152,14 @@ if __name__ == "__main__":
     pair = pair_with_tokens(m.tokenizer, n)
     # warm up: the whole computation on a short pair (imports, first-call setup), then one
     # plain forward pass of the long text (buffers of that length); extra_peak's baseline is
-    # taken after them, with what they freed handed back to the system
-    at.features([pair_with_tokens(m.tokenizer, 40)], m, sets=("prompt",), prompt_quantities=quantities)
+    # taken after them, with what they freed handed back to the system.
+    # drop_special=True: the features default of the measured runs (issue 29 made it False)
+    at.features([pair_with_tokens(m.tokenizer, 40)], m, sets=("prompt",), prompt_quantities=quantities,
+                drop_special=True)
     with torch.inference_mode():
         m.hf_model(input_ids=torch.tensor([m.tokenize(" ".join(pair)).ids]))
     extra, table = extra_peak(lambda: at.features([pair], m, sets=("prompt",), layers=layers,
-                                                  prompt_quantities=quantities))
+                                                  prompt_quantities=quantities, drop_special=True))
     n_tok = len(m.tokenize(" ".join(pair)).ids)
     print(json.dumps({"extra_peak": extra, "attention": attention_bytes(m, n_tok),
                       "n_tokens": n_tok, "columns": len(table.columns)}))

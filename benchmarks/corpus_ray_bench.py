@@ -68,7 +68,8 @@ def ray_run(model, texts: list[str], *, n_jobs: int | None = None, address: str 
 
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
-        prep = prepare(texts, Path(d) / "store", model=model, sets=SETS, batch_size=BATCH)
+        prep = prepare(texts, Path(d) / "store", model=model, sets=SETS, batch_size=BATCH,
+                       drop_special=True)  # as corpus_bench's local run
         try:
             stats = run_ray(prep, ray_address=address, n_jobs=n_jobs)
         finally:
@@ -114,7 +115,7 @@ def cli_run(path: Path, engine: str) -> float:
 
     with tempfile.TemporaryDirectory() as d:
         cmd = [sys.executable, "-m", "attntopo", "corpus", str(path), "--out", str(Path(d) / "store"),
-               "--sets", ",".join(SETS), "--batch-size", str(BATCH), "--engine", engine, "--quiet"]
+               "--sets", ",".join(SETS), "--batch-size", str(BATCH), "--engine", engine, "--drop-special", "--quiet"]
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True, env=dict(os.environ, ATTNTOPO_PROGRESS="0"))
         return time.perf_counter() - t0

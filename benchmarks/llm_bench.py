@@ -93,7 +93,7 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
               "heads": sorted({0, H // 4, H // 2, (3 * H) // 4, H - 1})}
     n_chosen = len(chosen["layers"]) * len(chosen["heads"])  # ten on the real shapes
     warm = _llama.pair_with_tokens(m.tokenizer, 40)
-    at.features([warm], m, sets=("prompt",))
+    at.features([warm], m, sets=("prompt",), drop_special=True)  # the measured runs' setting
     at.analyze(" ".join(warm), m, maxdim=1, progress=False, **chosen)
     skipped = {"skipped": skip_reason}
     weights = sum(p.numel() * p.element_size() for p in m.hf_model.parameters())
@@ -122,7 +122,8 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
         log(f"  forward {fw:.2f} s")
         firsts = [
             ("prompt_attention", lambda: at.features([pair], m, sets=("prompt",),
-                                                     prompt_quantities=("attention",))),
+                                                     prompt_quantities=("attention",),
+                                                     drop_special=True)),
             # the JS cost per head, from the ten chosen heads at maxdim 0 (distances dominate)
             ("analyze0_ten", lambda: at.analyze(text, m, maxdim=0, progress=False, **chosen)),
             ("analyze1_ten", lambda: at.analyze(text, m, maxdim=1, progress=False, **chosen)),
@@ -139,7 +140,8 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
         held = 12 * L * H * row["n"] ** 2  # an Analysis of all heads: float32 weights + float64 distances
         plans = [
             ("prompt_js", per_head0,
-             lambda: at.features([pair], m, sets=("prompt",), prompt_quantities=("js", "attention")), 0),
+             lambda: at.features([pair], m, sets=("prompt",), prompt_quantities=("js", "attention"),
+                                 drop_special=True), 0),
             ("analyze0_all", per_head0,
              lambda: at.analyze(text, m, maxdim=0, progress=False), held),
             ("analyze1_all", per_head1,

@@ -577,16 +577,19 @@ def renamed_arguments(**renames: str):
     """
 
     def decorate(fn):
+        # a class's constructor is named after the class: "Attention(layer_ids=...)"
+        name = fn.__qualname__.rsplit(".", 2)[-2] if fn.__name__ == "__init__" else fn.__name__
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             for old, new in renames.items():
                 if old in kwargs:
                     if new in kwargs:
                         raise InvalidInputError(
-                            f"{fn.__name__}: give {new}= only ({old}= is its deprecated name)"
+                            f"{name}: give {new}= only ({old}= is its deprecated name)"
                         )
                     warnings.warn(
-                        f"{fn.__name__}({old}=...) is deprecated: write {new}=... "
+                        f"{name}({old}=...) is deprecated: write {new}=... "
                         f"(the same value; docs/api.md, Names)",
                         DeprecationWarning,
                         stacklevel=2,

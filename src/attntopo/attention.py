@@ -7,13 +7,14 @@ the key tokens; it sums to 1 (causal models put exact zeros above the diagonal).
 from __future__ import annotations
 
 import unicodedata
+import warnings
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Sequence
 
 import numpy as np
 
-from ._validation import check_bool, check_index, check_indices, check_int
+from ._validation import check_bool, check_index, check_indices, check_int, renamed_arguments
 from .errors import InvalidInputError, OutOfRangeError
 
 __all__ = ["Attention", "resolve_index", "resolve_indices", "token_labels", "SPACE_MARK",
@@ -237,10 +238,11 @@ class Attention:
         The text the tokens came from.
     token_ids : ndarray of shape (n_tokens,), int64
         Vocabulary ids of the tokens.
-    layer_ids, head_ids : tuple of int
+    layers, heads : tuple of int
         Which layers / heads of the model the first two axes hold (all by default):
-        position ``i`` of axis L is the model's layer ``layer_ids[i]``.  Also readable
-        as :attr:`layers` / :attr:`heads`, the names results use.
+        position ``i`` of axis L is the model's layer ``layers[i]``.  The names results use
+        (docs/api.md, Names); ``layer_ids=`` / ``head_ids=`` and ``.layer_ids`` /
+        ``.head_ids`` are their deprecated spellings (a DeprecationWarning, the same values).
     special_dropped : bool
         True if special tokens were removed and rows renormalized (:meth:`drop_special`).
     """
@@ -253,8 +255,8 @@ class Attention:
     model: str
     text: str = ""
     token_ids: np.ndarray | None = None
-    layer_ids: tuple[int, ...] = ()
-    head_ids: tuple[int, ...] = ()
+    layers: tuple[int, ...] = ()
+    heads: tuple[int, ...] = ()
     special_dropped: bool = False
     truncated: bool = False
     meta: dict = field(default_factory=dict)
@@ -277,15 +279,39 @@ class Attention:
         object.__setattr__(self, "tokens", list(self.tokens))
         if self.token_ids is not None:
             object.__setattr__(self, "token_ids", np.asarray(self.token_ids, dtype=np.int64))
-        if not self.layer_ids:
-            object.__setattr__(self, "layer_ids", tuple(range(w.shape[0])))
-        if not self.head_ids:
-            object.__setattr__(self, "head_ids", tuple(range(w.shape[1])))
-        if len(self.layer_ids) != w.shape[0] or len(self.head_ids) != w.shape[1]:
-            raise InvalidInputError("layer_ids/head_ids do not match the weights' shape")
+        object.__setattr__(self, "layers", tuple(int(x) for x in self.layers) or tuple(range(w.shape[0])))
+        object.__setattr__(self, "heads", tuple(int(x) for x in self.heads) or tuple(range(w.shape[1])))
+        if len(self.layers) != w.shape[0] or len(self.heads) != w.shape[1]:
+            raise InvalidInputError(
+                f"layers/heads name {len(self.layers)} layers and {len(self.heads)} heads but the "
+                f"weights hold {w.shape[0]} and {w.shape[1]}"
+            )
+
+    def __setstate__(self, state: dict) -> None:
+        # an Attention pickled before the rename (fields layer_ids/head_ids) unpickles too
+        for old, new in (("layer_ids", "layers"), ("head_ids", "heads")):
+            if old in state:
+                state[new] = state.pop(old)
+        self.__dict__.update(state)
+
+    # ------------------------------------------------------ deprecated spellings
+    @property
+    def layer_ids(self) -> tuple[int, ...]:
+        """Deprecated name of :attr:`layers` (docs/api.md, Names): a DeprecationWarning."""
+        warnings.warn("Attention.layer_ids is deprecated: read .layers (the same tuple)",
+                      DeprecationWarning, stacklevel=2)
+        return self.layers
+
+    @property
+    def head_ids(self) -> tuple[int, ...]:
+        """Deprecated name of :attr:`heads` (docs/api.md, Names): a DeprecationWarning."""
+        warnings.warn("Attention.head_ids is deprecated: read .heads (the same tuple)",
+                      DeprecationWarning, stacklevel=2)
+        return self.heads
 
     # ------------------------------------------------------------ construction
     @classmethod
+    @renamed_arguments(layer_ids="layers", head_ids="heads")
     def from_weights(
         cls,
         weights,
@@ -296,8 +322,8 @@ class Attention:
         text: str = "",
         offsets: Sequence[tuple[int, int]] | None = None,
         special: Sequence[bool] | None = None,
-        layer_ids: Sequence[int] | None = None,
-        head_ids: Sequence[int] | None = None,
+        layers: Sequence[int] | None = None,
+        heads: Sequence[int] | None = None,
         renormalize: bool = False,
     ) -> "Attention":
         """Wrap attention weights you already have (a NumPy array or a torch tensor).
@@ -332,9 +358,10 @@ class Attention:
             Character spans of the tokens in ``text``; ``(0, 0)`` each by default.
         special : sequence of bool, optional
             Special-token mask (for :meth:`drop_special`); none special by default.
-        layer_ids, head_ids : sequence of int, optional
+        layers, heads : sequence of int, optional
             The model's numbers of the layers / heads the first two axes hold (0, 1, … by
-            default), e.g. ``layer_ids=[5]`` for one TransformerLens layer.
+            default), e.g. ``layers=[5]`` for one TransformerLens layer.  ``layer_ids=`` /
+            ``head_ids=`` still work for one release, with a DeprecationWarning.
         renormalize : bool
             Divide every row by its sum instead of checking that it is 1 (rows must still be
             finite, non-negative and have a positive sum).
@@ -392,21 +419,11 @@ class Attention:
             causal=bool(causal),
             model=model,
             text=text,
-            layer_ids=() if layer_ids is None else tuple(int(x) for x in layer_ids),
-            head_ids=() if head_ids is None else tuple(int(x) for x in head_ids),
+            layers=() if layers is None else tuple(int(x) for x in layers),
+            heads=() if heads is None else tuple(int(x) for x in heads),
         )
 
     # ------------------------------------------------------------------ shape
-    @property
-    def layers(self) -> tuple[int, ...]:
-        """The model's layer numbers held, one per position of axis L (= :attr:`layer_ids`)."""
-        return self.layer_ids
-
-    @property
-    def heads(self) -> tuple[int, ...]:
-        """The model's head numbers held, one per position of axis H (= :attr:`head_ids`)."""
-        return self.head_ids
-
     @property
     def n_layers(self) -> int:
         """Number of layers held (first axis of :attr:`weights`)."""
@@ -483,8 +500,8 @@ class Attention:
         return replace(
             self,
             weights=w,
-            layer_ids=tuple(self.layer_ids[i] for i in li),
-            head_ids=tuple(self.head_ids[i] for i in hi),
+            layers=tuple(self.layers[i] for i in li),
+            heads=tuple(self.heads[i] for i in hi),
         )
 
     # ------------------------------------------------------------ token edits
@@ -554,8 +571,8 @@ class Attention:
             and self.causal == other.causal
             and self.model == other.model
             and self.text == other.text
-            and self.layer_ids == other.layer_ids
-            and self.head_ids == other.head_ids
+            and self.layers == other.layers
+            and self.heads == other.heads
             and self.special_dropped == other.special_dropped
             and (
                 (self.token_ids is None and other.token_ids is None)
@@ -568,6 +585,10 @@ class Attention:
         )
 
     __hash__ = None  # type: ignore[assignment]
+
+
+# the constructor's old keywords (docs/api.md, Names): one release with a DeprecationWarning
+Attention.__init__ = renamed_arguments(layer_ids="layers", head_ids="heads")(Attention.__init__)
 
 
 # float64 elements of renormalized_subset's temporaries per step (8 MiB)

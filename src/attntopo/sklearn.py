@@ -99,7 +99,8 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
     layers, heads : int or list of int, optional
         0-based model indices; all by default.
     thresholds, scales, quantiles, cycle_cap, drop_special, min_persistence, engine, prompt_quantities : optional
-        The feature settings of :func:`attntopo.features.features` (None: the default).
+        The feature settings of :func:`attntopo.features.features` (None: the default, so
+        ``drop_special`` is False: special tokens kept).
     truncate, batch_size, n_jobs
         As in :func:`attntopo.features.features` (how the work runs, not what it computes).
     memory : None, str, path or joblib.Memory

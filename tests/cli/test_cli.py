@@ -39,7 +39,9 @@ def test_help_shows_examples(args):
 def test_models_json_lists_packaged_aliases():
     r = run("models", "--json")
     assert r.returncode == 0, r.stderr
-    rows = {row["alias"]: row for row in json.loads(r.stdout)}
+    doc = json.loads(r.stdout)
+    assert doc["default"] == "minilm" and doc["out"] is None and doc["figures"] == []
+    rows = {row["alias"]: row for row in doc["models"]}
     assert set(at.packaged_aliases()) <= {a for a, row in rows.items() if row["installed"]}
     m = rows["minilm"]
     assert (m["n_layers"], m["n_heads"], m["causal"]) == (6, 12, False)

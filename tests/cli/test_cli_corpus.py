@@ -80,7 +80,9 @@ def test_query_table_json_and_csv_agree_with_the_library(made, capsys):
     for rid in want["id"]:
         assert rid in out
     code, out, _ = _cli(capsys, "query", str(d / "st"), sql, "--json")
-    rows = json.loads(out)
+    doc = json.loads(out)
+    assert (doc["store"], doc["sql"], doc["columns"]) == (str(d / "st"), sql, ["id", "n_tokens", "p"])
+    rows = doc["rows"]
     assert [r["id"] for r in rows] == list(want["id"])
     assert [r["p"] for r in rows] == pytest.approx(list(want["p"]), rel=1e-15)
     code, out, _ = _cli(capsys, "query", str(d / "st"), sql, "--csv")
@@ -106,6 +108,27 @@ def test_one_line_errors(made, tmp_path, capsys):
                "on_long value 'maybe'")
 
 
+def test_a_store_made_with_drop_special_continues_only_with_the_option(made, tmp_path, capsys):
+    """corpus dropped special tokens by default until issue 29 (now kept, as everywhere): a store
+    made that way (--drop-special now) continued without the option is one line naming the
+    setting and the option; with it, the run continues."""
+    d, _, _ = made
+    st = tmp_path / "old"
+    args = ["corpus", str(d / "t.txt"), "--out", str(st), *FAST, "--quiet"]
+    code, _, err = _cli(capsys, *args, "--drop-special")
+    assert code == 0, err
+    assert open_store(st).settings.drop_special is True and open_store(d / "st").settings.drop_special is False
+    _one_error(*_cli(capsys, *args), "was made with drop_special=True, this run has drop_special=False",
+               "(drop_special=True; --drop-special)", "--new-store")
+    code, out, err = _cli(capsys, *args, "--drop-special")
+    assert code == 0 and out.startswith("corpus: 3 done"), (out, err)
+    # the option changes the numbers: [CLS] and [SEP] are two of the JS space's points or not
+    sql = 'SELECT "L0H0.js.h0.n_bars" AS b, n_tokens FROM corpus ORDER BY row'
+    kept, dropped = open_store(d / "st").sql(sql), open_store(st).sql(sql)
+    assert list(kept["b"]) == list(kept["n_tokens"]) == list(dropped["n_tokens"])
+    assert list(dropped["b"]) == [n - 2 for n in kept["n_tokens"]]
+
+
 def test_store_names_the_file_system_refuses_are_one_line(tmp_path, capsys):
     (tmp_path / "t.txt").write_text("one text\n")
     long = "s" * 300
@@ -127,3 +150,19 @@ def test_store_that_is_a_file_writes_nothing_as_a_subprocess(tmp_path):
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [f"error: STORE '{f}' is a file: give a folder (new, empty, or a corpus store)"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store", "t.txt"] and f.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("content", ["", "\n  \n\n"])
+def test_an_input_without_texts_is_one_line_and_makes_no_store(tmp_path, content):
+    """An empty input gave `corpus: 0 done …`, exit 0, and a 343 KB manifest (issue 28 item 8):
+    now one line, exit 2, no store; as a subprocess, which loads no model."""
+    import os
+
+    from _cli import assert_one_line_error, run
+
+    f = tmp_path / "empty.txt"
+    f.write_text(content)
+    line = assert_one_line_error(run("corpus", str(f), "--out", str(tmp_path / "store")),
+                                 "no texts to compute", "no store was made")
+    assert ("empty record" in line) == bool(content)
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt"]

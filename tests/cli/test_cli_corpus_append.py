@@ -84,22 +84,22 @@ def test_append_adds_new_ids_skips_stored_ones_and_equals_the_union(texts, tmp_p
     # queryable from the command line
     q = _run("query", str(s), "SELECT count(*) AS n, count(DISTINCT id) AS d FROM corpus", "--json")
     assert q.returncode == 0, q.stderr
-    assert json.loads(q.stdout) == [{"n": 8, "d": 8}], q.stdout
+    assert json.loads(q.stdout)["rows"] == [{"n": 8, "d": 8}], q.stdout
     r = _run("corpus", str(u), "--out", str(ref), *FAST)
     assert r.returncode == 0, r.stderr
     _same_rows(store, open_store(ref))
     # the same append again: nothing new, the store unchanged
-    before = sorted(os.listdir(s))
+    before = sorted(os.listdir(s)) + sorted(os.listdir(s / "parts"))
     r = _run("corpus", str(b), "--out", str(s), "--append", *FAST)
     assert r.returncode == 0 and "2 already in the store" in r.stdout, (r.stdout, r.stderr)
-    assert sorted(os.listdir(s)) == before and open_store(s).counts()["done"] == 8
+    assert sorted(os.listdir(s)) + sorted(os.listdir(s / "parts")) == before and open_store(s).counts()["done"] == 8
 
 
 def test_append_refuses_other_settings_and_an_id_with_another_text(texts, tmp_path):
     a = _jsonl(tmp_path / "a.jsonl", texts, range(4))
     s = tmp_path / "s"
     assert _run("corpus", str(a), "--out", str(s), *FAST).returncode == 0
-    files = {p.name: p.read_bytes() for p in s.iterdir()}
+    files = {p.relative_to(s): p.read_bytes() for p in s.rglob("*") if p.is_file()}
     b = _jsonl(tmp_path / "b.jsonl", texts, [8, 9])
     r = _run("corpus", str(b), "--out", str(s), "--append", *FAST[:2], "--head", "2", *FAST[4:])
     lines = r.stderr.strip().splitlines()
@@ -109,7 +109,7 @@ def test_append_refuses_other_settings_and_an_id_with_another_text(texts, tmp_pa
     r = _run("corpus", str(c), "--out", str(s), "--append", *FAST)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "id 'f2'" in lines[0] and "another text" in lines[0], r.stderr
-    assert {p.name: p.read_bytes() for p in s.iterdir()} == files  # nothing changed
+    assert {p.relative_to(s): p.read_bytes() for p in s.rglob("*") if p.is_file()} == files  # nothing changed
 
 
 def test_killed_append_continues_with_the_same_command(texts, tmp_path):
@@ -123,7 +123,7 @@ def test_killed_append_continues_with_the_same_command(texts, tmp_path):
                          env=dict(os.environ, ATTNTOPO_PROGRESS="0"),
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
-    while p.poll() is None and time.monotonic() < deadline and not (s / first_new).exists():
+    while p.poll() is None and time.monotonic() < deadline and not (s / "parts" / first_new).exists():
         time.sleep(0.005)
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=60)
@@ -140,6 +140,6 @@ def test_killed_append_continues_with_the_same_command(texts, tmp_path):
     ids = store.to_arrow(["id"])["id"].to_pylist()
     assert len(ids) == len(set(ids)) == 24 and store.counts()["remaining"] == 0
     assert store.inputs()[-1]["status"] == "done" and store.verify() == {}
-    assert not [e for e in os.listdir(s) if e.endswith(".tmp")]
+    assert not [e for e in s.rglob("*.tmp")]
     assert _run("corpus", str(u), "--out", str(ref), *FAST).returncode == 0
     _same_rows(store, open_store(ref))

@@ -1,5 +1,5 @@
-"""Every command that computes a result prints the same ``--json`` frame: the shared top-level keys
-of :func:`attntopo.cli._common.finish_result` — ``attntopo`` (the version), ``timing`` (seconds per
+"""Every command that computes a result or lists rows (``words``, ``models``, ``query``) prints the
+same ``--json`` frame: the shared top-level keys of :func:`attntopo.cli._common.finish_result` — ``attntopo`` (the version), ``timing`` (seconds per
 stage and ``total_s``), ``out`` (the saved folder or null) and ``figures`` (the figure files written)
 — whatever else the result holds.  Real MiniLM runs on short texts, one subprocess per command."""
 
@@ -28,6 +28,14 @@ COMMANDS = {
     "approx": ["approx", TEXT, "--budget", "4", "--layer", "0", "--head", "0"],
     "context": ["context", TEXT, "A dog slept by the door.", "Rain fell on the town.", "--permutations", "1"],
     "hardmax simulate": ["hardmax", "simulate", "--n", "6", "--steps", "5"],
+    # the listing commands (bare JSON lists before issue 29): the list beside the shared keys
+    "words": ["words", TEXT],
+    "models": ["models"],
+}
+#: the whole document of the listing commands, in order
+LISTING_KEYS = {
+    "words": ["attntopo", "model", "source", "words", "timing", "out", "figures"],
+    "models": ["attntopo", "default", "models", "timing", "out", "figures"],
 }
 
 
@@ -47,7 +55,27 @@ def _check_frame(doc: dict, out: str | None = None) -> None:
 def test_every_result_command_prints_the_shared_json_keys(name):
     r = run(*COMMANDS[name], "--json")
     assert r.returncode == 0, r.stderr
-    _check_frame(json.loads(r.stdout))
+    doc = json.loads(r.stdout)
+    _check_frame(doc)
+    if name in LISTING_KEYS:
+        assert list(doc) == LISTING_KEYS[name]
+
+
+@pytest.mark.model
+def test_query_prints_the_shared_json_keys(tmp_path):
+    """``query --json`` printed a bare list of rows; now the shared document, the rows under ``rows``."""
+    (tmp_path / "t.txt").write_text("The cat sat on the mat.\nDogs bark.\n")
+    store = tmp_path / "store"
+    c = run("corpus", str(tmp_path / "t.txt"), "--out", str(store), "--layer", "0", "--head", "0", "--quiet")
+    assert c.returncode == 0, c.stderr
+    sql = "SELECT row, n_tokens FROM corpus ORDER BY row"
+    q = run("query", str(store), sql, "--json")
+    assert q.returncode == 0, q.stderr
+    doc = json.loads(q.stdout)
+    _check_frame(doc)
+    assert list(doc) == ["attntopo", "store", "sql", "columns", "rows", "timing", "out", "figures"]
+    assert (doc["store"], doc["sql"], doc["columns"]) == (str(store), sql, ["row", "n_tokens"])
+    assert [r["row"] for r in doc["rows"]] == [0, 1] and "query_s" in doc["timing"]
 
 
 @pytest.mark.model

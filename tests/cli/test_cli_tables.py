@@ -341,11 +341,11 @@ def test_every_command_table_reads_back_at_every_width(name, tmp_path, capsys, m
             assert [[" ".join(c.split()) for c in r] for r in got] == want, (name, w, text)
             _lines_fit(text, layout, w or 80)
     if name == "words":
-        rows = json.loads(_json(capsys, [*args, "--json"]))
+        rows = json.loads(_json(capsys, [*args, "--json"]))["words"]
         assert [r[1] for r in want] == [w["word"] for w in rows] and "❌" not in out
         assert [r[4] for r in want] == [" ".join(w["labels"]) for w in rows]
     if name == "models":
-        assert [r[0] for r in want] == [m["alias"] for m in json.loads(_json(capsys, ["models", "--json"]))]
+        assert [r[0] for r in want] == [m["alias"] for m in json.loads(_json(capsys, ["models", "--json"]))["models"]]
 
 
 def _json(capsys, args) -> str:

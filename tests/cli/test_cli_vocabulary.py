@@ -239,7 +239,9 @@ def test_words_lists_what_align_counts():
     prints them with each word's characters and tokens."""
     r = run("words", FRENCH, "--json")
     assert r.returncode == 0, r.stderr
-    rows = json.loads(r.stdout)
+    doc = json.loads(r.stdout)
+    assert (doc["model"], doc["source"]) == ("minilm", "argument")
+    rows = doc["words"]
     assert [w["word"] for w in rows] == ["La", "théorie", "de", "l", "'", "information", "étudie", "l", "'",
                                          "entropie"]
     assert [w["index"] for w in rows] == list(range(10))

@@ -125,7 +125,7 @@ def trial(scenario: str, work: Path, src: Path, k: int) -> dict:
         runs = [Run(cmd, logs[0])]
         deadline = time.monotonic() + 120
         while runs[0].code is None and time.monotonic() < deadline:
-            if out.is_dir() and any(e.startswith("part-") and e.endswith(".parquet") for e in os.listdir(out)):
+            if any((out / "parts").glob("part-*.parquet")):
                 break
             if os.waitpid(runs[0].pid, os.WNOHANG)[0]:
                 break

@@ -75,7 +75,7 @@ def test_kept_diagrams_agree_with_ripser(minilm, texts, tmp_path, sets):
                        sets=sets, keep_diagrams=True, batch_size=3, progress=False)
     rid = store.to_pandas()["id"][1]
     dg = store.diagrams(rid)
-    att = minilm.attention(texts[1], layers=LAYERS, heads=HEADS).drop_special()
+    att = minilm.attention(texts[1], layers=LAYERS, heads=HEADS)  # special tokens kept (the default)
     D = token_distances(att.weights)
     for i, layer in enumerate(LAYERS):
         for j, head in enumerate(HEADS):
@@ -91,7 +91,7 @@ def test_lost_parts_are_recomputed_identically(minilm, texts, tmp_path):
     kw = dict(model=minilm, layers=LAYERS, heads=HEADS, batch_size=5, progress=False)
     store = corpus.run(texts[:12], out=tmp_path / "s", **kw)
     full = store.to_arrow()
-    os.unlink(store.path / corpus.part_name(1))
+    os.unlink(store.part_path(1))
     seen = []
     again = corpus.run(texts[:12], out=tmp_path / "s", **{**kw, "progress": lambda d, t, s: seen.append((d, t))})
     assert again.to_arrow().equals(full)
@@ -207,20 +207,20 @@ def test_kill9_at_random_moments_then_resume_gives_every_row_once(minilm, texts,
             deadline = time.monotonic() + 240
             while p.poll() is None and time.monotonic() < deadline and (
                 not (out / "manifest.json").exists()
-                or sum(e.startswith("part-") for e in os.listdir(out)) < when
+                or len(list((out / "parts").glob("part-*.parquet"))) < when
             ):
                 time.sleep(0.005)
             time.sleep(frac * per_batch)
             p.kill()
         p.wait(timeout=240)
         assert p.returncode in (86, -9), (how, p.returncode, p.stderr.read()[-2000:])
-        before = sorted(os.listdir(out)) if out.exists() else []
+        before = sorted(os.listdir(out / "parts")) if (out / "parts").exists() else []
         store = corpus.run(src, out=out, **kw)
         got = store.to_arrow()
         ids = got.column("id").to_pylist()
         assert len(ids) == len(set(ids)) == n_texts, (how, before)
         assert got.equals(ref), (how, before)
-        assert not [e for e in os.listdir(out) if e.endswith(".tmp")]
+        assert not [e for e in os.listdir(out / "parts") if e.endswith(".tmp")]
         if how == "crash":
             assert any(e.endswith(".tmp") for e in before)  # the torn temporary file was there
             assert corpus.part_name(3) not in before and corpus.part_name(2) in before

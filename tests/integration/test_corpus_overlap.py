@@ -62,7 +62,7 @@ def test_local_run_writes_parts_in_order_and_restores_torch_threads(minilm, text
     assert torch.get_num_threads() == before
     assert seen_threads and set(seen_threads) == {max(1, (os.cpu_count() or 1) - 2)}
     assert [d for d in done if d] == [3, 6, 9, 12]
-    assert [p.name for p in sorted(store.path.glob("part-*.parquet"))] == [corpus.part_name(k) for k in range(4)]
+    assert [p.name for p in sorted(store.parts_dir.glob("part-*.parquet"))] == [corpus.part_name(k) for k in range(4)]
     assert store.to_pandas()["row"].tolist() == list(range(12))
 
 

@@ -141,7 +141,7 @@ def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, mini
                          start_new_session=True)
     deadline = time.monotonic() + 180
     try:
-        while not list(out.glob("part-*.parquet")):
+        while not list((out / "parts").glob("part-*.parquet")):
             assert p.poll() is None, (tmp_path / "driver.log").read_text()
             assert time.monotonic() < deadline, "no part file after 180 s"
             time.sleep(0.01)
@@ -151,7 +151,7 @@ def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, mini
         p.wait()
         log.close()
     assert p.returncode == -signal.SIGKILL
-    kept = {q.name: q.stat().st_mtime_ns for q in out.glob("part-*.parquet")}
+    kept = {q.name: q.stat().st_mtime_ns for q in (out / "parts").glob("part-*.parquet")}
     assert 1 <= len(kept) < 11, len(kept)
     # the model by name, none loaded in this process: the driver (this process) only reads the
     # model's tokenizer and configuration, the actors load the weights
@@ -161,8 +161,8 @@ def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, mini
     assert _loaded_models() == before, "the Ray driver loaded the model's weights"
     assert store.manifest["model"]["n_layers"] == minilm.n_layers
     assert ray.is_initialized()
-    assert {name: (out / name).stat().st_mtime_ns for name in kept} == kept
-    assert len(list(out.glob("part-*.parquet"))) == 11 and not list(out.glob(".*.tmp"))
+    assert {name: (out / "parts" / name).stat().st_mtime_ns for name in kept} == kept
+    assert len(list((out / "parts").glob("part-*.parquet"))) == 11 and not list((out / "parts").glob(".*.tmp"))
     assert_same_store(store, local_store)
 
 
@@ -268,3 +268,32 @@ def test_gpus_per_actor_places_actors_on_rays_gpus(corpus_file, tmp_path, monkey
             corpus.run(corpus_file, tmp_path / "t", backend="ray", gpus_per_actor=2, progress=False, **SETTINGS)
     finally:
         ray.shutdown()
+
+
+def test_ray_store_of_pairs_equals_local_store(tmp_path, minilm, shared_ray):
+    """(prompt, answer) pairs (answer_column) through the Ray actors: the same rows as the
+    local engine's, prompt and answer kept, the prompt scores within RTOL/ATOL."""
+    import pandas as pd
+    import torch
+
+    df = pd.DataFrame({"prompt": ["What is the capital of France?", "Who wrote Hamlet?", "What is 2 + 2?"],
+                       "answer": ["Paris is the capital of France.", "Dickens, in 1950.", "It is 4."]})
+    kw = dict(model=minilm, text_column="prompt", answer_column="answer", sets=("prompt", "js"),
+              layers=[0, 5], heads=[0, 4], batch_size=2, progress=False)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        want = corpus.run(df, tmp_path / "local", backend="local", n_jobs=1, **kw).to_arrow()
+    finally:
+        torch.set_num_threads(threads)
+    store = corpus.run(df, tmp_path / "ray", backend="ray", **kw)  # the connection of shared_ray
+    got = store.to_arrow()
+    assert got.schema.remove_metadata() == want.schema.remove_metadata()
+    feats = set(store.feature_columns)
+    for name in got.schema.names:
+        if name not in feats:
+            assert got[name].to_pylist() == want[name].to_pylist(), name
+    assert got["answer"].to_pylist() == list(df["answer"]) and store.counts()["ok"] == 3
+    A = np.array(got.select(sorted(feats)).to_pandas(), dtype=float)
+    B = np.array(want.select(sorted(feats)).to_pandas(), dtype=float)
+    np.testing.assert_allclose(A, B, rtol=RTOL, atol=ATOL)

@@ -74,7 +74,7 @@ def test_resume_recomputes_a_part_with_4_kb_overwritten(minilm, twelve, tmp_path
 
     out = tmp_path / "S"
     ref = corpus.run(twelve, out=out, model=minilm, layers=[0, 1], batch_size=4, progress=False).to_arrow()
-    part = out / part_name(1)
+    part = out / "parts" / part_name(1)
     data = part.read_bytes()
     # the middle of the column data: between the leading magic and the footer (its length
     # is the 4 bytes before the trailing magic), so the footer stays intact
@@ -136,7 +136,7 @@ def test_a_full_disk_is_one_line_and_a_rerun_continues(minilm, twelve, tmp_path,
         return -(-n // 4096) * 4096
 
     manifest = (ref_store.path / MANIFEST).stat().st_size
-    part = max((ref_store.path / part_name(k)).stat().st_size for k in range(3))
+    part = max(ref_store.part_path(k).stat().st_size for k in range(3))
     resize(pages(manifest) + pages(part) + 2 * 4096)  # the manifest and one part fit, not two
     out = mnt / "S"
     r = _cli("corpus", str(twelve), "--out", str(out), *STORE_ARGS)
@@ -146,7 +146,7 @@ def test_a_full_disk_is_one_line_and_a_rerun_continues(minilm, twelve, tmp_path,
     line = lines[0]
     assert line.startswith(f"error: STORE '{out}'") and "No space left on device" in line, line
     assert "nothing stored is lost" in line and "run the same command again" in line, line
-    assert not [e for e in os.listdir(out) if e.endswith(".tmp")]
+    assert not [e for e in out.rglob("*") if e.name.endswith(".tmp")]
     stored = corpus.open_store(out)
     assert stored.verify() == {} and 0 < stored.n_rows() < 12
     resize(64 * 2**20)
@@ -175,7 +175,7 @@ def test_kill9_of_a_ray_run_leaves_no_ray_process(tmp_path):
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 400
     while p.poll() is None and time.monotonic() < deadline:
-        if out.is_dir() and any(e.startswith("part-") and e.endswith(".parquet") for e in os.listdir(out)):
+        if any((out / "parts").glob("part-*.parquet")):
             break
         time.sleep(0.1)
     assert p.poll() is None, p.stderr.read()[-2000:]
@@ -207,7 +207,7 @@ def test_ctrl_c_says_what_is_stored_and_how_to_continue(twelve, tmp_path):
                          env=dict(os.environ, ATTNTOPO_PROGRESS="0"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     while p.poll() is None and time.monotonic() < deadline:
-        if out.is_dir() and any(e.startswith("part-") and e.endswith(".parquet") for e in os.listdir(out)):
+        if any((out / "parts").glob("part-*.parquet")):
             break
         time.sleep(0.02)
     p.send_signal(signal.SIGINT)

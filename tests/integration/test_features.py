@@ -44,7 +44,7 @@ def test_columns_and_values(table, minilm):
 
 
 def test_graph_set_on_real_attention_equals_networkx(table, minilm):
-    att = minilm.attention(TEXTS, layers=[5])[0].drop_special()  # the batch features() ran
+    att = minilm.attention(TEXTS, layers=[5])[0]  # the batch features() ran; special tokens kept
     for head in (0, 7):
         cols = [c for c in table.columns if c.startswith(f"L5H{head}.graph.")]
         got = table.to_pandas().loc[0, cols].to_numpy()
@@ -54,7 +54,7 @@ def test_graph_set_on_real_attention_equals_networkx(table, minilm):
 
 def test_js_set_equals_the_analysis_of_the_same_text(table, minilm):
     # the same padded batch of both texts: the same float32 forward pass, so strict tolerances
-    a = at.analyze(TEXTS, minilm, layers=[0], drop_special=True)[1]
+    a = at.analyze(TEXTS, minilm, layers=[0])[1]  # drop_special=False in both
     df = table.to_pandas()
     for head in (2, 11):
         s = a.diagram(0, head).summary()

@@ -101,7 +101,7 @@ def test_the_key_holds_the_settings_and_the_text(minilm, tmp_path, counted):
     assert counted["forward_texts"] == 2
     a.transform(texts[::-1] + ["A new text arrives."])
     assert counted["forward_texts"] == 3  # only the new one
-    b = at_sklearn.AttentionFeatures(**{**SETTINGS, "drop_special": False}, memory=memory).fit(texts)
+    b = at_sklearn.AttentionFeatures(**{**SETTINGS, "drop_special": True}, memory=memory).fit(texts)
     b.transform(texts)
     assert counted["forward_texts"] == 5  # other settings: other rows
     c = at_sklearn.AttentionFeatures(**{**SETTINGS, "layers": [0]}, memory=memory).fit(texts)

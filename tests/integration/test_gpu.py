@@ -122,7 +122,7 @@ def test_attention_cpu_vs_cuda(models):
     # layer and head selection, special tokens dropped: the same selection as on the CPU
     kw = dict(layers=[1, -1], heads=slice(0, 3), drop_special=True)
     a, b = cpu.attention(TEXT, **kw), gpu.attention(TEXT, **kw)
-    assert b.layer_ids == a.layer_ids and b.head_ids == a.head_ids and b.tokens == a.tokens
+    assert b.layers == a.layers and b.heads == a.heads and b.tokens == a.tokens
     np.testing.assert_allclose(a.weights, b.weights, atol=tol.weights_atol, rtol=0)
     ids = [gpu.tokenize(t).ids for t in TEXTS]
     for x, y in zip(cpu.forward_ids(ids), gpu.forward_ids(ids)):
@@ -449,3 +449,53 @@ def test_features_and_analyze_h0_on_the_gpu(tiny_llama):
     for layer in range(2):
         for head in range(4):
             assert at.bottleneck(x.diagram(layer, head)[0], y.diagram(layer, head)[0]) <= tol.diagram_atol
+
+
+def test_single_linkage_on_the_gpu(models):
+    """The batched single linkage of CUDA distances: SciPy's heights and cophenetic matrix of the
+    same (float64) matrices exactly, and compare's connection scales (their trees on the GPU)
+    within the diagram tolerance of the CPU model's (a connection scale is 1-Lipschitz in D)."""
+    from scipy.cluster.hierarchy import cophenet
+
+    from attntopo.topology import linkage, single_linkage
+
+    cpu, gpu = models
+    D = at.token_distances(cpu.attention(TEXT).weights[1])  # (H, n, n)
+    Z = single_linkage(torch.from_numpy(D).to("cuda"))
+    for k in range(D.shape[0]):
+        want = linkage(D[k])
+        np.testing.assert_array_equal(Z[k][:, 2], want[:, 2])
+        np.testing.assert_array_equal(cophenet(Z[k]), cophenet(want))
+    other = "The dog slept by the door because it was tired."
+    a, b = at.compare(TEXT, other, model=cpu), at.compare(TEXT, other, model=gpu)
+    tol = for_model(gpu, max(a.a.attention.n_tokens, a.b.attention.n_tokens))
+    assert a.connection_a.shape == b.connection_a.shape and a.connection_a.size
+    np.testing.assert_allclose(b.connection_a, a.connection_a, atol=tol.diagram_atol, rtol=0)
+    np.testing.assert_allclose(b.connection_b, a.connection_b, atol=tol.diagram_atol, rtol=0)
+
+
+def test_overlapped_h1_on_the_gpu(models):
+    """analyze(maxdim=1) with the model on the GPU: distances layer by layer there, each layer's
+    H1 in the engines on the CPU while the GPU does the next; every diagram is exactly the
+    engines' diagram of the distances it returned (nothing lost or reordered in the overlap)."""
+    _, gpu = models
+    for an in at.analyze(TEXTS, model=gpu, maxdim=1):
+        L, H, n, _ = an.distances.shape
+        want = at.persistence_batch(list(an.distances.reshape(L * H, n, n)), maxdim=1)
+        for k, w in enumerate(want):
+            assert an.diagram(k // H, k % H) == w
+
+
+def test_features_js_layer_by_layer_on_the_gpu(models):
+    """features(sets=("js",)) with the model on the GPU: distances there, each layer's H0/H1 in
+    the engines while the GPU does the next layer; the H0 total persistence (an MST's weight,
+    within (n - 1)·diagram_atol) agrees with the CPU model's."""
+    cpu, gpu = models
+    a = at.features([TEXT], cpu, sets=("js",), layers=[0, 3])
+    b = at.features([TEXT], gpu, sets=("js",), layers=[0, 3])
+    assert a.columns == b.columns
+    n = cpu.attention(TEXT).n_tokens
+    tol = for_model(gpu, n)
+    cols = [k for k, c in enumerate(a.columns) if c.endswith(".js.h0.total_persistence")]
+    assert len(cols) == 2 * cpu.n_heads
+    np.testing.assert_allclose(b.values[:, cols], a.values[:, cols], atol=(n - 1) * tol.diagram_atol, rtol=0)

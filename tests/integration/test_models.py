@@ -85,7 +85,7 @@ def test_drop_special_renormalizes(minilm, sample_text):
 
 def test_layer_head_selection_and_errors(minilm, sample_text):
     att = minilm.attention(sample_text, layers=[1, -1], heads=2)
-    assert att.layer_ids == (1, 5) and att.head_ids == (2,)
+    assert att.layers == (1, 5) and att.heads == (2,)
     full = minilm.attention(sample_text)
     np.testing.assert_array_equal(att.weights[0, 0], full[1, 2])
     np.testing.assert_array_equal(full[-1, -1], full.weights[5, 11])

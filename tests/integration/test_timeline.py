@@ -52,7 +52,7 @@ def _check_slices_match_separate_runs(model, tl, layer, head, which=None):
         np.testing.assert_allclose(s.distances, at.token_distances(alone),
                                    atol=tol.distance_atol, rtol=0)
         assert s.tokens == model.tokenizer.convert_ids_to_tokens(prefix)
-        assert s.attention.layer_ids == (layer,) and s.attention.head_ids == (head,)
+        assert s.attention.layers == (layer,) and s.attention.heads == (head,)
         # the diagram is the slice's own persistence
         assert s.diagram.allclose(persistence(s.distances, maxdim=tl.maxdim), atol=1e-12)
 

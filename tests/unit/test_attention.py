@@ -38,8 +38,7 @@ def test_indexing_and_select():
     np.testing.assert_array_equal(a[1, 2], a.weights[1, 2])
     np.testing.assert_array_equal(a[-1, -1], a.weights[1, 2])
     s = a.select(layers=[1], heads=[0, 2])
-    assert s.layer_ids == (1,) and s.head_ids == (0, 2)
-    assert s.layers == s.layer_ids and s.heads == s.head_ids  # the names results use
+    assert s.layers == (1,) and s.heads == (0, 2)
     # one selection vocabulary: int, sequence, slice, None; negatives count from the end
     assert a.select(layers=-1, heads=slice(1, None)).layers == (1,)
     assert a.select(layers=-1, heads=slice(1, None)).heads == (1, 2)
@@ -188,7 +187,7 @@ def test_from_weights_torch_and_causal():
     logits = torch.randn(2, 4, 6, 6, requires_grad=True)
     mask = torch.triu(torch.ones(6, 6, dtype=torch.bool), 1)
     w = torch.softmax(logits.masked_fill(mask, float("-inf")), -1)  # carries a gradient
-    a = Attention.from_weights(w, [f"t{i}" for i in range(6)], model="mine", layer_ids=[3, 4])
+    a = Attention.from_weights(w, [f"t{i}" for i in range(6)], model="mine", layers=[3, 4])
     assert a.causal and a.model == "mine" and a.layers == (3, 4)  # zeros above the diagonal
     np.testing.assert_array_equal(a.weights, w.detach().numpy())
     assert not Attention.from_weights(w, [f"t{i}" for i in range(6)], causal=False).causal

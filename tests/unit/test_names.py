@@ -37,11 +37,9 @@ RETIRED = {
     "gpu": "device",
 }
 
-#: (qualified name, parameter) still spelled the retired way: renames in progress (issue 29)
-PENDING = {
-    ("attntopo.Attention", "layer_ids"),
-    ("attntopo.Attention", "head_ids"),
-}
+#: (qualified name, parameter) still spelled the retired way: renames in progress (issue 29).
+#: Empty: every rename is done (test_no_renames_pending keeps it so).
+PENDING: set[tuple[str, str]] = set()
 
 
 def _public_callables():
@@ -83,6 +81,10 @@ def test_no_retired_names_in_public_signatures():
     stale = {e for e in PENDING if not any(e[1] == p and (q == e[0] or q.endswith(
         "." + e[0].split(".")[-1])) for q, p in found)}
     assert not stale, f"done renames still listed as PENDING (remove them): {sorted(stale)}"
+
+
+def test_no_renames_pending():
+    assert PENDING == set(), f"renames left pending: {sorted(PENDING)}"
 
 
 def test_renamed_argument_warns_and_passes_the_value_on():
@@ -189,3 +191,129 @@ def test_timeline_moves_to_all_heads_with_a_warning():
     assert (old.layer, old.head) == (1, 1)
     every = at.timeline(att, layers=None, heads=None, n_jobs=1)
     assert [(t.layer, t.head) for t in every] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+def _weights(L=2, H=3, n=4, seed=0):
+    return np.random.default_rng(seed).dirichlet(np.ones(n), size=(L, H, n)).astype(np.float32)
+
+
+def test_attention_layers_and_heads_renamed_with_deprecations():
+    """``Attention``'s fields are ``layers``/``heads``; ``layer_ids``/``head_ids`` warn and agree."""
+    import attntopo as at
+
+    w, toks = _weights(), list("abcd")
+    params = inspect.signature(at.Attention).parameters
+    assert "layers" in params and "heads" in params and "layer_ids" not in params
+    new = at.Attention.from_weights(w, toks, layers=[3, 5], heads=[0, 2, 4])
+    assert (new.layers, new.heads) == ((3, 5), (0, 2, 4))
+    with pytest.warns(DeprecationWarning, match=r"from_weights\(layer_ids=\.\.\.\) is deprecated: write layers=") as rec:
+        old = at.Attention.from_weights(w, toks, layer_ids=[3, 5], head_ids=[0, 2, 4])
+    assert rec[0].filename == __file__
+    assert any("head_ids=...) is deprecated: write heads=" in str(r.message) for r in rec)
+    assert old == new
+    fields = dict(weights=w, tokens=toks, offsets=[(0, 0)] * 4, special=[False] * 4, causal=False,
+                  model="custom")
+    with pytest.warns(DeprecationWarning, match=r"Attention\(layer_ids=\.\.\.\) is deprecated: write layers="):
+        built = at.Attention(**fields, layer_ids=(3, 5), head_ids=(0, 2, 4))
+    assert built == at.Attention(**fields, layers=(3, 5), heads=(0, 2, 4)) == new
+    with pytest.raises(InvalidInputError, match="give layers= only"):
+        at.Attention.from_weights(w, toks, layers=[3, 5], layer_ids=[3, 5])
+    with pytest.warns(DeprecationWarning, match=r"Attention\.layer_ids is deprecated: read \.layers") as rec:
+        assert new.layer_ids == (3, 5)
+    assert rec[0].filename == __file__
+    with pytest.warns(DeprecationWarning, match=r"Attention\.head_ids is deprecated: read \.heads"):
+        assert new.head_ids == (0, 2, 4)
+    # the new names raise no warning anywhere on the way (select, drop_special, an analysis)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        sel = new.select(layers=1, heads=[0, 2])
+        assert (sel.layers, sel.heads) == ((5,), (0, 4))
+        res = at.analyze(new, maxdim=0, n_jobs=1)
+        assert (res.layers, res.heads) == ((3, 5), (0, 2, 4))
+
+
+def test_attention_pickled_before_the_rename_unpickles():
+    """A pickle of the old class held ``layer_ids``/``head_ids`` in its state."""
+    import pickle
+
+    import attntopo as at
+
+    att = at.Attention.from_weights(_weights(), list("abcd"), layers=[3, 5])
+    state = dict(vars(att))
+    state["layer_ids"], state["head_ids"] = state.pop("layers"), state.pop("heads")
+    old = object.__new__(at.Attention)
+    old.__setstate__(state)
+    assert (old.layers, old.heads) == ((3, 5), (0, 1, 2)) and old == att
+    assert pickle.loads(pickle.dumps(att)) == att
+
+
+def test_analysis_saved_with_layer_ids_keys_loads(tmp_path):
+    """Saved files keep the payload keys ``layer_ids``/``head_ids``: a file written before the
+    rename (those keys) loads into ``.layers``/``.heads``, and new files still write them."""
+    import json
+
+    import attntopo as at
+
+    att = at.Attention.from_weights(_weights(), list("abcd"), layers=[3, 5], heads=[0, 2, 4])
+    res = at.analyze(att, maxdim=1, n_jobs=1)
+    res.save(tmp_path / "a")
+    (meta_file,) = [f for f in (tmp_path / "a").iterdir() if f.suffix == ".json"]
+    meta = json.loads(meta_file.read_text())
+    flat = json.dumps(meta)
+    assert '"layer_ids": [3, 5]' in flat and '"head_ids": [0, 2, 4]' in flat
+    assert '"layers"' not in flat and '"heads"' not in flat
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        back = at.load_result(tmp_path / "a")
+    assert (back.layers, back.heads, back.attention.layers) == ((3, 5), (0, 2, 4), (3, 5))
+    assert back == res
+
+
+def test_drop_special_defaults_to_false_everywhere():
+    """One default for ``drop_special`` (docs/api.md, Names): False, the attention as the model
+    computed it (as la-tda and TOHA use it).  A public signature that takes it defaults to
+    False, or to None where ``settings=`` (a FeatureSettings, whose default is False) decides it;
+    so do the command line's ``--drop-special`` and the web API's field."""
+    import typer
+
+    from attntopo.cli import app
+    from attntopo.corpus import CorpusSettings
+    from attntopo.features import FeatureSettings
+
+    assert FeatureSettings().drop_special is False
+    taking = {}
+    for qual, obj in _public_callables():
+        try:
+            params = inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            continue
+        # a required drop_special is a recorded value (Timeline's field), not an option
+        if "drop_special" in params and params["drop_special"].default is not inspect.Parameter.empty:
+            taking[qual] = params
+    wrong = {q: p["drop_special"].default for q, p in taking.items()
+             if not (p["drop_special"].default is False
+                     or (p["drop_special"].default is None and "settings" in p))}
+    assert not wrong, f"drop_special defaults other than False: {wrong}"
+    for must in ("attntopo.analyze", "attntopo.compare", "attntopo.timeline", "attntopo.features.features",
+                 "attntopo.corpus.run", "attntopo.corpus.make_settings", "attntopo.sklearn.AttentionFeatures",
+                 "attntopo.AttentionModel.attention", "attntopo.FeatureSettings"):
+        assert must in taking, f"{must} takes no drop_special (or is no longer public)"
+    assert CorpusSettings.__dataclass_fields__["drop_special"].default is False
+
+    def commands(cmd, path=()):
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from commands(sub, path + (name,))
+        if not getattr(cmd, "commands", None):
+            yield path, cmd
+
+    flags = {" ".join(path): p.default for path, cmd in commands(typer.main.get_command(app))
+             for p in cmd.params if p.name == "drop_special"}
+    assert {"analyze", "compare", "corpus", "timeline"} <= set(flags)
+    assert all(v is False for v in flags.values()), flags
+
+    pytest.importorskip("fastapi")
+    from attntopo.web import Settings
+    from attntopo.web.api import _request_models
+
+    for model in _request_models(Settings()):
+        assert model.model_fields["drop_special"].default is False, model.__name__

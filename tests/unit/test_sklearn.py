@@ -59,7 +59,7 @@ def test_every_feature_setting_is_searchable():
 
     est = AttentionFeatures()
     grid = {"thresholds": (0.1, 0.3), "scales": (0.2,), "quantiles": (0.5, 0.9), "cycle_cap": 7,
-            "sets": ("graph",), "min_persistence": 0.01, "engine": "ripser", "drop_special": False}
+            "sets": ("graph",), "min_persistence": 0.01, "engine": "ripser", "drop_special": True}
     twin = clone(est).set_params(**grid)
     assert twin.feature_settings() == FeatureSettings(**grid)
     assert clone(twin).get_params() == twin.get_params()

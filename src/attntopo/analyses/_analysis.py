@@ -46,8 +46,8 @@ class Analysis(Result):
     distances : ndarray of shape (n_layers, n_heads, n, n), float64
         Token distance matrices (:attr:`metric`).
     diagrams : list of list of Diagram
-        ``diagrams[i][j]`` is the diagram of layer ``attention.layer_ids[i]``,
-        head ``attention.head_ids[j]``.
+        ``diagrams[i][j]`` is the diagram of layer ``attention.layers[i]``,
+        head ``attention.heads[j]``.
     metric, maxdim, threshold, engine : settings used.
     paper_compat : False, "notebook" or "listing"
         The founding-paper recipe of the token distances (see
@@ -83,12 +83,12 @@ class Analysis(Result):
     @property
     def layers(self) -> tuple[int, ...]:
         """Model layer indices analysed (0-based)."""
-        return self.attention.layer_ids
+        return self.attention.layers
 
     @property
     def heads(self) -> tuple[int, ...]:
         """Model head indices analysed (0-based)."""
-        return self.attention.head_ids
+        return self.attention.heads
 
     def position(self, layer: int, head: int) -> tuple[int, int]:
         """Positions ``(i, j)`` in the arrays of model layer ``layer`` and head ``head``.
@@ -257,8 +257,10 @@ class Analysis(Result):
             "tokens": a.tokens,
             "offsets": a.offsets,
             "causal": a.causal,
-            "layer_ids": list(a.layer_ids),
-            "head_ids": list(a.head_ids),
+            # saved files keep the keys "layer_ids"/"head_ids" (the format is unchanged by the
+            # rename of the attributes: files of either version load in the other)
+            "layer_ids": list(a.layers),
+            "head_ids": list(a.heads),
             "special_dropped": a.special_dropped,
             "truncated": a.truncated,
             "metric": self.metric,
@@ -289,8 +291,8 @@ class Analysis(Result):
             model=meta["model"],
             text=meta.get("text", ""),
             token_ids=read_array(arrays, "token_ids", "i", shape=(n,), optional=True),
-            layer_ids=layer_ids,
-            head_ids=head_ids,
+            layers=layer_ids,
+            heads=head_ids,
             special_dropped=bool(meta.get("special_dropped", False)),
             truncated=bool(meta.get("truncated", False)),
         )
@@ -396,10 +398,11 @@ def analyze(
                           progress=progress)
         atts = [res] if single else list(res)
 
-    device = str(getattr(m, "device", "cpu")) if m is not None else "cpu"
-    if device != "cpu" and metric == "jensen_shannon" and not paper_compat and engine is None:
-        # the model is on a GPU: distances there, and H0 there too (a minimum spanning tree)
-        dists, dgms = _on_device(atts, device, maxdim, threshold, progress)
+    device = _device_route(m, metric, paper_compat, engine)
+    if device is not None:
+        # the model is on a GPU: distances there, and H0 there too (a minimum spanning tree);
+        # H1 and above in the engines on the CPU, each layer's while the device does the next
+        dists, dgms = _on_device(atts, device, maxdim, threshold, progress, n_jobs=n_jobs)
     else:
         dists, dgms = None, None
     if dists is None:
@@ -443,25 +446,71 @@ def analyze(
     return out[0] if single else out
 
 
+def _device_route(m, metric: str, paper_compat, engine: str | None) -> str | None:
+    """The device that computes analyze's distances (and H0) when that is not the host: the
+    model's GPU for Jensen–Shannon distances with the default engine; None otherwise (the
+    distances and the engines on the CPU)."""
+    device = str(getattr(m, "device", "cpu")) if m is not None else "cpu"
+    if device != "cpu" and metric == "jensen_shannon" and not paper_compat and engine is None:
+        return device
+    return None
+
+
+#: Layers whose distance matrices may wait on the host for the persistence engines (H1 and
+#: above) while the device computes the next layer's: memory stays flat in the number of layers.
+MAX_WAITING_LAYERS = 2
+
+
 def _on_device(atts: list[Attention], device: str, maxdim: int, threshold: float,
-               progress) -> tuple[list[np.ndarray], list[Diagram] | None]:
-    """Jensen–Shannon distances of each Attention computed on ``device`` (float64), and, for
-    ``maxdim=0``, the H0 diagrams there too (:func:`attntopo.topology._mst.h0_diagrams`: the
-    same diagrams as the engines'); None for the diagrams otherwise (H1 and above: the engines
-    on the CPU).  Only the distances and the deaths come back to the host."""
+               progress, *, n_jobs: int | None = None) -> tuple[list[np.ndarray], list[Diagram]]:
+    """Jensen–Shannon distances of each Attention computed on ``device`` (float64), layer by
+    layer, and every head's diagram: for ``maxdim=0`` the H0 diagrams there too
+    (:func:`attntopo.topology.h0_diagrams`: the same diagrams as the engines'); for H1 and
+    above the engines on the CPU, overlapped with the device: layer ``k``'s matrices go to the
+    engines in a background thread (their worker processes) while the device computes layer
+    ``k + 1``, at most :data:`MAX_WAITING_LAYERS` layers waiting.  The diagrams are the same,
+    in the same order (text-major, then layer, then head), as the engines' of the whole batch.
+    Only the distances and the deaths come back to the host."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
     import torch
 
     from ..distances import token_distances_tensor
     from ..topology import h0_diagrams
 
-    dists, dgms = [], [] if maxdim == 0 else None
-    for a in atts:
-        L, H, n, _ = a.weights.shape
-        D = token_distances_tensor(torch.from_numpy(a.weights).to(device))
-        progress.advance(L * H)
-        if dgms is not None:
-            dgms.extend(h0_diagrams(D.reshape(L * H, n, n), threshold=threshold))
-            progress.advance(L * H)
-        dists.append(D.cpu().numpy())
-        del D
+    dists: list[np.ndarray] = []
+    dgms: list[Diagram] = []
+    waiting: deque = deque()  # (future, heads) of the layers handed to the engines, oldest first
+
+    def collect() -> None:
+        job, H = waiting.popleft()
+        dgms.extend(job.result())
+        progress.advance(H)
+
+    executor = ThreadPoolExecutor(1, thread_name_prefix="attntopo-analyze") if maxdim > 0 else None
+    try:
+        for a in atts:
+            L, H, n, _ = a.weights.shape
+            host = np.empty((L, H, n, n))
+            for layer in range(L):
+                D = token_distances_tensor(torch.from_numpy(a.weights[layer]).to(device))
+                progress.advance(H)
+                if executor is None:
+                    dgms.extend(h0_diagrams(D, threshold=threshold))
+                    progress.advance(H)
+                host[layer] = D.cpu().numpy()
+                del D
+                if executor is not None:
+                    while len(waiting) >= MAX_WAITING_LAYERS:
+                        collect()
+                    # token_distances' matrices are valid by construction: not checked again
+                    waiting.append((executor.submit(persistence_batch_valid, list(host[layer]), maxdim=maxdim,
+                                                    threshold=threshold, n_jobs=n_jobs), H))
+            dists.append(host)
+        while waiting:
+            collect()
+    finally:
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
     return dists, dgms

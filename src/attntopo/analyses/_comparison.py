@@ -50,7 +50,8 @@ from ..distances import token_distances
 from ..errors import InvalidInputError, OutOfRangeError, ResultFormatError
 from ..io import json_float, json_safe
 from ..topology import Diagram, pack_diagrams, persistence_batch, unpack_diagrams
-from ..topology.complex import connection_scales
+from ..topology import single_linkage
+from ..topology.complex import cophenetic_matrix, connection_scales
 from ..topology.diagram_distances import bottleneck, wasserstein
 from ..words import SharedToken, check_alignment, match_aligned, match_words, normalize_token
 from ._analysis import Analysis
@@ -63,6 +64,40 @@ __all__ = ["Comparison", "compare"]
 
 
 # ------------------------------------------------------------------ comparison
+def device_distances(att: Attention, device: str):
+    """Jensen–Shannon distances of ``att``'s weights computed on ``device``: a float64
+    torch.Tensor of shape ``(L, H, n, n)`` there (the same numbers as :func:`token_distances`)."""
+    import torch
+
+    from ..distances import token_distances_tensor
+
+    return token_distances_tensor(torch.from_numpy(att.weights).to(device))
+
+
+def shared_connection_scales(D: Any, idx: np.ndarray) -> np.ndarray:
+    """Connection scales (:func:`attntopo.topology.connection_scales`) of every head's tokens
+    ``idx``: ndarray of shape ``(L, H, m, m)`` from distances ``D`` of shape ``(L, H, n, n)``.
+
+    An ndarray goes through SciPy head by head; a torch tensor (the distances where the model
+    is, a GPU) through :func:`attntopo.topology.single_linkage`, all heads' trees in one batch
+    on its device, then each cophenetic matrix on the host (the same numbers: the subdominant
+    ultrametric does not depend on which tree is found among ties)."""
+    L, H, n = D.shape[0], D.shape[1], D.shape[-1]
+    out = np.zeros((L, H, idx.size, idx.size))
+    sub = np.ix_(idx, idx)
+    if isinstance(D, np.ndarray):
+        for i in range(L):
+            for j in range(H):
+                out[i, j] = connection_scales(D[i, j])[sub]
+        return out
+    if n < 2:
+        return out
+    Z = single_linkage(D.reshape(L * H, n, n))
+    for k in range(L * H):
+        out[k // H, k % H] = cophenetic_matrix(Z[k])[sub]
+    return out
+
+
 def _grid(flat: Sequence[Diagram], L: int, H: int, start: int = 0) -> list[list[Diagram]]:
     return [[flat[start + i * H + j] for j in range(H)] for i in range(L)]
 
@@ -763,8 +798,15 @@ def compare(
     # distances and persistence of both texts (and of their shared tokens), then per head
     # the diagram distances (and the connection scales of the shared tokens)
     progress.add_total(L * H * (2 + 2 + (2 if m else 0) + 1 + (1 if m else 0)))
-    DA = token_distances(A, metric=metric, paper_compat=paper, progress=progress)
-    DB = token_distances(B, metric=metric, paper_compat=paper, progress=progress)
+    device = str(info.get("device", "cpu"))
+    if device != "cpu" and metric == "jensen_shannon" and not paper:
+        # the model is on a GPU: distances there, the connection scales' trees there too
+        TA, TB = (device_distances(x, device) for x in (A, B))
+        progress.advance(2 * L * H)
+        DA, DB = TA.cpu().numpy(), TB.cpu().numpy()
+    else:
+        DA = TA = token_distances(A, metric=metric, paper_compat=paper, progress=progress)
+        DB = TB = token_distances(B, metric=metric, paper_compat=paper, progress=progress)
     ia = np.array([s.a for s in shared], dtype=np.int64)
     ib = np.array([s.b for s in shared], dtype=np.int64)
     SA = DA[:, :, ia][:, :, :, ia]
@@ -818,11 +860,10 @@ def compare(
     conn_b = np.zeros((L, H, m, m))
     if m:
         progress.stage("connection scales")
-        for i in range(L):
-            for j in range(H):
-                conn_a[i, j] = connection_scales(DA[i, j])[np.ix_(ia, ia)]
-                conn_b[i, j] = connection_scales(DB[i, j])[np.ix_(ib, ib)]
-                progress.advance()
+        conn_a = shared_connection_scales(TA, ia)
+        conn_b = shared_connection_scales(TB, ib)
+        progress.advance(L * H)
+    del TA, TB
 
     return Comparison(
         a=an_a,

@@ -178,7 +178,7 @@ def head_distances(
     -------
     ndarray of shape (L·H, L·H), float64 (or (n_texts, L·H, L·H) with ``reduce="none"``)
         ``D[l·H + h, l'·H + h']`` is the distance between head ``h`` of layer ``l`` and head
-        ``h'`` of layer ``l'`` (positions in the attention's ``layer_ids``/``head_ids``).
+        ``h'`` of layer ``l'`` (positions in the attention's ``layers``/``heads``).
         Exactly symmetric with a zero diagonal; a metric on the heads.  With
         ``paper_compat="notebook"``: shape (H, H) (or (n_texts, H, H)), ``D[h, h']`` summed
         over the layers.

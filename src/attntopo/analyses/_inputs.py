@@ -37,7 +37,7 @@ def load(model: Any, progress: Any = False):
 
 
 def positions_of(sel: Any, ids: Sequence[int], what: str) -> tuple[int, ...] | None:
-    """Positions in an Attention's ``layer_ids`` (or ``head_ids``) of the model indices ``sel``.
+    """Positions in an Attention's ``layers`` (or ``heads``) of the model indices ``sel``.
 
     ``sel`` is what ``layer=``/``head=`` accept (an int, a sequence, a slice; negatives count
     from the end of the model's ``max(ids) + 1``); ``None`` gives ``None`` (all).
@@ -72,17 +72,17 @@ def attentions_of(
         atts = list(texts)
         first = atts[0]
         for t in atts[1:]:
-            if t.layer_ids != first.layer_ids or t.head_ids != first.head_ids or t.model != first.model:
+            if t.layers != first.layers or t.heads != first.heads or t.model != first.model:
                 raise InvalidInputError(
                     "Attention inputs must come from one model with the same layers and heads"
                 )
         if layer is not None or head is not None:
-            atts = [t.select(positions_of(layer, t.layer_ids, "layer"), positions_of(head, t.head_ids, "head"))
+            atts = [t.select(positions_of(layer, t.layers, "layer"), positions_of(head, t.heads, "head"))
                     for t in atts]
         if drop_special:
             atts = [t if t.special_dropped else t.drop_special() for t in atts]
-        return atts, {"name": first.model, "n_layers": max(first.layer_ids) + 1,
-                      "n_heads": max(first.head_ids) + 1}
+        return atts, {"name": first.model, "n_layers": max(first.layers) + 1,
+                      "n_heads": max(first.heads) + 1}
     if any(isinstance(t, Attention) for t in texts):
         raise InvalidInputError(MIXED)
     m = load(model, reporter)

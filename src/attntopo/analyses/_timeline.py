@@ -139,8 +139,8 @@ def _prefix_attentions(src: dict, ts: list[int], positions: list[np.ndarray], t_
             model=src["name"],
             text=src["text"],
             token_ids=None if token_ids is None else token_ids[pos],
-            layer_ids=src["layer_ids"],
-            head_ids=src["head_ids"],
+            layers=src["li"],
+            heads=src["hi"],
             truncated=src["truncated"],
         )
         atts.append(a.drop_special() if drop_special else a)
@@ -271,8 +271,8 @@ def timeline(
         for t in ts
     ]
     one_pass = src["full"] is not None
-    li, hi = src["layer_ids"], src["head_ids"]
-    S, L, H = len(ts), len(src["layer_ids"]), len(src["head_ids"])
+    li, hi = src["li"], src["hi"]
+    S, L, H = len(ts), len(li), len(hi)
     # prefixes' forward passes, distances (one pass: of the full text only), persistence, vines
     progress.add_total((0 if one_pass else S) + (L * H if one_pass else S * L * H) + S * L * H + L * H * (S - 1))
 
@@ -333,7 +333,7 @@ def _from_model(text: str, model: Any, layer, head, truncate: bool,
         reporter.advance()
     return dict(
         n=n, n_lead=n_lead, n_trail=n_trail, ids=ids, full=full, model=m, li=li, hi=hi,
-        layer_ids=li, head_ids=hi, tokens=list(enc.tokens), offsets=list(enc.offsets),
+        tokens=list(enc.tokens), offsets=list(enc.offsets),
         special=np.array(enc.special, dtype=bool), token_ids=np.array(ids, dtype=np.int64),
         causal=m.causal, name=m.name, text=text, truncated=enc.truncated, info=m.info(),
     )
@@ -360,12 +360,12 @@ def _from_attention(att: Attention, layer, head) -> dict:
             "it: pass the text and the model instead"
         )
 
-    lp = positions_of(layer, att.layer_ids, "layer") or tuple(range(att.n_layers))
-    hp = positions_of(head, att.head_ids, "head") or tuple(range(att.n_heads))
+    lp = positions_of(layer, att.layers, "layer") or tuple(range(att.n_layers))
+    hp = positions_of(head, att.heads, "head") or tuple(range(att.n_heads))
     full = np.ascontiguousarray(att.weights[np.ix_(lp, hp)])
     return dict(
         n=n, n_lead=n_lead, n_trail=0, ids=None, full=full, model=None, li=lp, hi=hp,
-        layer_ids=tuple(att.layer_ids[i] for i in lp), head_ids=tuple(att.head_ids[i] for i in hp),
+        layers=tuple(att.layers[i] for i in lp), heads=tuple(att.heads[i] for i in hp),
         tokens=list(att.tokens), offsets=list(att.offsets), special=np.asarray(att.special, dtype=bool),
         token_ids=None if att.token_ids is None else np.asarray(att.token_ids, dtype=np.int64),
         causal=True, name=att.model, text=att.text, truncated=att.truncated,

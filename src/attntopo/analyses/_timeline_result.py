@@ -657,8 +657,8 @@ class Timeline(Result):
                 model=meta["model"],
                 text=meta.get("text", ""),
                 token_ids=None if token_ids is None else token_ids[pos],
-                layer_ids=(layer,),
-                head_ids=(head,),
+                layers=(layer,),
+                heads=(head,),
                 special_dropped=bool(meta["drop_special"]),
                 truncated=bool(meta.get("truncated", False)),
             )

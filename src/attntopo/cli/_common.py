@@ -528,6 +528,21 @@ def finish_result(result: Any, *, out: Path | None, formats: list[str], json_out
     print_saved(saved, figures)
 
 
+def finish_listing(name: str, rows: list, *, json_out: bool, timing: dict, t_start: float,
+                   summary: Callable[[dict], None], head: dict | None = None) -> None:
+    """The end of a command that lists rows instead of computing a result (``words``, ``models``,
+    ``query``): :func:`finish_result` with nothing to save or draw.  Its ``--json`` is the shared
+    document: ``"attntopo"``, ``head``'s keys, the list under ``name``, ``"timing"`` (``timing``
+    and ``total_s`` since ``t_start``), ``"out"`` (null) and ``"figures"`` (``[]``)."""
+
+    def document(saved: Path | None, figures: dict[str, bytes], timing: dict) -> dict:
+        return json_doc({"attntopo": __version__, **(head or {}), name: rows}, saved=saved,
+                        figures=figures, timing=timing)
+
+    finish_result(None, out=None, formats=[], json_out=json_out, timing=timing, t_start=t_start,
+                  summary=summary, document=document)
+
+
 # ============================================================================ output
 def one_line(msg: str) -> str:
     return re.sub(r"\s*\n\s*", " ", str(msg)).strip()

@@ -27,6 +27,7 @@ _CORPUS_EPILOG = (
     "  attntopo corpus texts.txt --out store\n"
     "  attntopo corpus reviews.csv --text-column review --id-column id --out store --sets js,graph\n"
     "  cat texts.txt | attntopo corpus - --out store --keep-diagrams\n"
+    "  attntopo corpus pairs.jsonl --text-column prompt --answer-column answer --sets prompt --out scores\n"
     "  attntopo query store \"SELECT count(*) FROM corpus WHERE status = 'ok'\"\n\n"
     "Run the same command again to continue an interrupted run: batches already in STORE are "
     "kept, the rest computed; every text ends up in STORE exactly once. A run with other settings "
@@ -60,7 +61,9 @@ def _backend_and_engine(backend: Optional[str], engine: Optional[str]) -> tuple[
     return backend, engine
 
 
-@command("corpus", epilog=_CORPUS_EPILOG)
+@command("corpus", epilog=_CORPUS_EPILOG, helps={"drop_special": (
+    "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows before the js, graph, barcode "
+    "and spectral sets (default: kept, the attention as the model computed it).")})
 def corpus_cmd(
     input: Annotated[str, typer.Argument(
         metavar="INPUT", show_default=False,
@@ -72,9 +75,16 @@ def corpus_cmd(
     model=DEFAULT_MODEL, device="cpu", dtype="float32",
     sets: Annotated[Optional[List[str]], typer.Option(
         "--sets", "-s", metavar="SETS", show_default=False,
-        help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape.",
+        help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape, "
+             "js_per_token, spectral; "
+             "prompt with --answer-column.",
     )] = None,
-    layer=None, head=None,
+    prompt_quantities: Annotated[Optional[List[str]], typer.Option(
+        "--prompt-quantities", metavar="Q", show_default=False,
+        help="The prompt set's scores, comma-separated: js, attention (default both; attention alone "
+             "is O(n²) per head).",
+    )] = None,
+    layer=None, head=None, drop_special=False,
     keep_diagrams: Annotated[bool, typer.Option(
         "--keep-diagrams", help="Also store every head's JS diagram (H0, H1).",
     )] = False,
@@ -111,6 +121,11 @@ def corpus_cmd(
     id_column: Annotated[Optional[str], typer.Option(
         "--id-column", metavar="NAME", show_default=False,
         help="Column of unique ids (default: row number and text hash).",
+    )] = None,
+    answer_column: Annotated[Optional[str], typer.Option(
+        "--answer-column", metavar="NAME", show_default=False,
+        help="Read (prompt, answer) pairs: the text column is the prompt, this column its answer "
+             "(JSONL, CSV, Parquet); needed by --sets prompt.",
     )] = None,
     input_format: Annotated[str, typer.Option(
         "--format", help="auto (by suffix), text, jsonl, csv, tsv or parquet.",
@@ -152,9 +167,11 @@ def corpus_cmd(
         store = run(
             input, out, model=model, sets=tuple(_split(sets) or ("js",)),
             layers=parse_indices(layer, "--layer"), heads=parse_indices(head, "--head"),
-            keep_diagrams=keep_diagrams, keep_text=keep_text, backend=backend, engine=engine,
+            drop_special=drop_special, keep_diagrams=keep_diagrams, keep_text=keep_text, backend=backend, engine=engine,
             batch_size=batch_size, on_long=on_long,
-            text_column=text_column, id_column=id_column, input_format=input_format,
+            text_column=text_column, id_column=id_column, answer_column=answer_column,
+            prompt_quantities=tuple(_split(prompt_quantities)) if prompt_quantities else None,
+            input_format=input_format,
             encoding=encoding, new_store=new_store, append=append, n_jobs=jobs, ray_address=ray_address,
             device=device, dtype=dtype, gpus_per_actor=gpus_per_actor,
             progress=False if (quiet or json_out) else None, log_every=log_every,

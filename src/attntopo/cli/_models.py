@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from rich.text import Text
@@ -13,7 +14,7 @@ from ._common import (
     console,
     data_table,
     esc,
-    print_json,
+    finish_listing,
     print_table,
     command,
 )
@@ -27,7 +28,7 @@ _MODELS_EPILOG = (
 
 
 _HELPS = {  # the shared options in this command's words
-    "json_out": "Print machine-readable JSON on stdout.",
+    "json_out": "Print machine-readable JSON on stdout: the models under \"models\".",
 }
 
 
@@ -41,10 +42,13 @@ def models(
     """  # noqa: E501 - typer keeps line breaks of help text
     from ..models import ALIASES
 
+    t0 = time.perf_counter()
     rows = [describe_alias(name) for name in ALIASES]
-    if json_out:
-        print_json(rows)
-        return
+    finish_listing("models", rows, json_out=json_out, timing={"describe_s": round(time.perf_counter() - t0, 3)},
+                   t_start=t0, summary=lambda _: _print_models(rows), head={"default": DEFAULT_MODEL})
+
+
+def _print_models(rows: list[dict]) -> None:
     table = data_table("Packaged models")
     table.add_column("alias", style="bold", no_wrap=True)
     table.add_column("model", no_wrap=True)

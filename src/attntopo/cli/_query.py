@@ -5,12 +5,13 @@ from __future__ import annotations
 import csv
 import math
 import sys
+import time
 from typing import Annotated
 
 import typer
 
 from ..errors import InvalidInputError
-from ._common import command, data_table, print_json, print_table
+from ._common import command, data_table, finish_listing, print_table
 
 _QUERY_EPILOG = (
     "[bold]Examples[/bold]\n"
@@ -34,7 +35,7 @@ def _cell(v) -> str:
 
 
 _HELPS = {  # the shared options in this command's words
-    "json_out": "Print the rows as a JSON list of objects on stdout.",
+    "json_out": "Print JSON on stdout: the rows as a list of objects under \"rows\".",
 }
 
 
@@ -59,13 +60,17 @@ def query_cmd(
     """
     from ..corpus import open_store
 
+    t0 = time.perf_counter()
     if csv_out and json_out:
         raise InvalidInputError("--csv and --json exclude each other: choose one")
-    table = open_store(store).sql(sql, arrow=True, allow_external=allow_external)
+    opened = open_store(store)
+    table = opened.sql(sql, arrow=True, allow_external=allow_external)
     names = table.column_names
     rows = table.to_pylist()
     if json_out:
-        print_json(rows)
+        finish_listing("rows", rows, json_out=True, timing={"query_s": round(time.perf_counter() - t0, 3)},
+                       t_start=t0, summary=lambda _: None,
+                       head={"store": str(opened.path), "sql": sql, "columns": names})
         return
     if csv_out:
         w = csv.writer(sys.stdout, lineterminator="\n")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 from ..constants import DEFAULT_MODEL
 from ..words import split_words
 from ._common import (
     data_table,
-    print_json,
+    finish_listing,
     print_table,
     read_text,
     command,
@@ -33,13 +35,18 @@ def words_cmd(
 
     Runs the tokenizer and one forward pass of a single head; results to stdout.
     """  # noqa: E501 - typer keeps line breaks of help text
-    body, _ = read_text(text, file)
-    m = opening(json_out=json_out, model=model, device=device, dtype=dtype).model
+    body, source = read_text(text, file)
+    run = opening(json_out=json_out, model=model, device=device, dtype=dtype)
+    m = run.model
+    t0 = time.perf_counter()
     rows = word_rows(body, m, truncate=truncate)
-    if json_out:
-        print_json(rows)
-        return
-    table = data_table(f"{len(rows)} words, {m.name} tokens")
+    finish_listing("words", rows, json_out=json_out, timing=run.timing(words_s=time.perf_counter() - t0),
+                   t_start=run.t_start, summary=lambda _: _print_words(rows, m.name),
+                   head={"model": m.name, "source": source})
+
+
+def _print_words(rows: list[dict], model_name: str) -> None:
+    table = data_table(f"{len(rows)} words, {model_name} tokens")
     for col, justify in (("#", "right"), ("word", "left"), ("chars", "right"), ("tokens", "right"),
                          ("token labels", "left")):
         table.add_column(col, justify=justify, no_wrap=col != "token labels")

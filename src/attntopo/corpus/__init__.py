@@ -14,7 +14,8 @@ The pieces (stable interfaces, shared by both engines)
     Scans an input once (encoding, columns, duplicate ids, empty texts, fingerprint) and
     returns a :class:`CorpusInput`; ``input.batches(batch_size, skip=set_of_batches)``
     streams ``(k, pyarrow.Table)`` pairs with columns ``id`` (string), ``row`` (int64),
-    ``text`` (string) and the carried columns.  Batch ``k`` holds the non-empty texts
+    ``text`` (string), ``answer`` (string; with ``answer_column``: (prompt, answer) pairs) and
+    the carried columns.  Batch ``k`` holds the non-empty texts
     ``k * batch_size`` … ``(k + 1) * batch_size − 1``: the same texts on every run.
 :class:`CorpusSettings`, :func:`make_settings` (``_settings``)
     Frozen, picklable record of everything that decides the numbers (model and its files'
@@ -28,7 +29,7 @@ The pieces (stable interfaces, shared by both engines)
     input row (:func:`output_schema`), never raising for one bad text (a ``failed`` row).
     Only ``settings`` crosses a process boundary: a Ray actor constructs its own worker.
 :class:`Store`, :func:`open_store` (``_store``)
-    The folder: ``manifest.json``, ``part-NNNNNNNN.parquet`` (one per batch, written
+    The folder: ``manifest.json``, ``parts/part-NNNNNNNN.parquet`` (one per batch, written
     atomically by ``store.write_part(k, table)``), ``parts.sha256`` (each part's SHA-256 as
     written; ``verify()``), ``errors.jsonl``.  ``done_batches()``,
     ``done_ids()``, ``counts()``, ``to_arrow()``, ``to_pandas()``, ``diagrams(id)``,
@@ -49,7 +50,15 @@ The Ray engine
 worker, same part files: a Ray store equals a local store row for row.
 """
 
-from ._input import INPUT_FORMATS, RESERVED_COLUMNS, CorpusInput, open_input, text_sha256
+from ._input import (
+    INPUT_FORMATS,
+    PAIR_COLUMNS,
+    RESERVED_COLUMNS,
+    CorpusInput,
+    open_input,
+    record_sha256,
+    text_sha256,
+)
 from ._local import BACKENDS, ENGINES, Prepared, finish, prepare, run
 from ._settings import (
     DEFAULT_BATCH_SIZE,
@@ -61,7 +70,7 @@ from ._settings import (
     make_settings,
     model_fingerprint,
 )
-from ._store import CHECKSUMS, ERRORS, MANIFEST, TABLE, Store, StoreLock, check_store_path, lock_store, open_store, part_name
+from ._store import CHECKSUMS, ERRORS, MANIFEST, PARTS, TABLE, Store, StoreLock, check_store_path, lock_store, open_store, part_name
 from ._work import (
     DIAGRAM_COLUMNS,
     STATUS_FAILED,
@@ -86,7 +95,9 @@ __all__ = [
     "ERRORS",
     "INPUT_FORMATS",
     "MANIFEST",
+    "PARTS",
     "ON_LONG",
+    "PAIR_COLUMNS",
     "Prepared",
     "RESERVED_COLUMNS",
     "STATUS_FAILED",
@@ -109,6 +120,7 @@ __all__ = [
     "output_schema",
     "part_name",
     "prepare",
+    "record_sha256",
     "run",
     "text_sha256",
 ]

@@ -25,6 +25,14 @@ holds every value, for CSV).
 Ids: the ``id_column``'s values as strings, else ``"<row>-<first 12 hex digits of the
 SHA-256 of the text>"``.  Empty texts (empty, whitespace only, or null) are skipped and
 counted; they get no id.
+
+Pairs: with ``answer_column`` (JSONL, CSV/TSV, Parquet, DataFrame and Arrow inputs) every record
+is a (prompt, answer) pair: the text column is the prompt, the answer column its answer (a
+batch table's ``answer`` column, right after ``text``; never carried).  A record whose prompt is
+empty is an empty record (skipped, counted); a non-empty prompt without an answer (missing,
+null or blank) is an error naming its line.  The default id then holds both hashes,
+``"<row>-<12 hex digits of the prompt's SHA-256>-<12 of the answer's>"``, and the fingerprint
+covers the answer: a changed answer is another record.
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ from ..errors import InvalidInputError, MissingDependencyError
 
 __all__ = [
     "INPUT_FORMATS",
+    "PAIR_COLUMNS",
+    "record_sha256",
     "RESERVED_COLUMNS",
     "CorpusInput",
     "open_input",
@@ -56,6 +66,8 @@ INPUT_FORMATS: tuple[str, ...] = ("auto", "text", "jsonl", "csv", "tsv", "parque
 RESERVED_COLUMNS: tuple[str, ...] = (
     "id", "row", "text", "text_sha256", "n_tokens", "n_unknown", "truncated", "status", "error",
 )
+#: Columns a store of (prompt, answer) pairs writes besides :data:`RESERVED_COLUMNS`.
+PAIR_COLUMNS: tuple[str, ...] = ("answer", "answer_sha256")
 _SUFFIX = {
     ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv",
     ".parquet": "parquet", ".pq": "parquet",
@@ -79,8 +91,16 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _default_id(row: int, text: str) -> str:
-    return f"{row}-{text_sha256(text)[:12]}"
+def _default_id(row: int, text: str, answer: str | None = None) -> str:
+    if answer is None:
+        return f"{row}-{text_sha256(text)[:12]}"
+    return f"{row}-{text_sha256(text)[:12]}-{text_sha256(answer)[:12]}"
+
+
+def record_sha256(text: str, answer: str | None = None) -> str:
+    """What identifies a record's content: its text's SHA-256, and for a pair the answer's
+    after a ``+`` (``Store.stored_hashes`` reads the same from a store's columns)."""
+    return text_sha256(text) if answer is None else f"{text_sha256(text)}+{text_sha256(answer)}"
 
 
 def _is_empty(text: Any) -> bool:
@@ -182,18 +202,31 @@ class CorpusInput:
     n_records : int
         Records read (empty ones included).
     fingerprint : str
-        ``sha256:<hex>`` over every non-empty record's row, id, text and carried values.
+        ``sha256:<hex>`` over every non-empty record's row, id, text (and answer) and carried
+        values.
+    answer_column : str or None
+        The answer's column of (prompt, answer) pairs (module docstring), or None: texts.
     carried : tuple of str
         Carried column names, in input order.
     schema : pyarrow.Schema
-        Schema of every batch table: ``id``, ``row``, ``text``, then the carried columns.
+        Schema of every batch table: ``id``, ``row``, ``text``, (``answer``,) then the carried
+        columns.
     """
 
     def __init__(self, source: Any, *, text_column: str = "text", id_column: str | None = None,
-                 input_format: str = "auto", encoding: str = "utf-8") -> None:
+                 input_format: str = "auto", encoding: str = "utf-8",
+                 answer_column: str | None = None) -> None:
         self._tmp: str | None = None
         self.text_column = text_column
         self.id_column = id_column
+        if answer_column is not None and (not isinstance(answer_column, str) or not answer_column):
+            raise InvalidInputError(f"answer_column must be a column name, got {answer_column!r}")
+        if answer_column is not None and answer_column in (text_column, id_column):
+            raise InvalidInputError(
+                f"answer_column {answer_column!r} is also the "
+                f"{'text' if answer_column == text_column else 'id'} column: name the answer's own column"
+            )
+        self.answer_column = answer_column
         self.encoding = encoding
         self._data: Any = None
         self._path: Path | None = None
@@ -398,12 +431,37 @@ class CorpusInput:
             yield row, line, text, (rec.pop(ic) if ic else None), rec
             row += 1
 
+    def _records(self) -> Iterator[tuple[int, int | None, Any, Any, Any, dict]]:
+        """:meth:`_raw`'s records with the answer taken out of the carried values: (row, line
+        number or None, text, id value, answer or None, carried values).  A non-empty text
+        without an answer is an error naming its line."""
+        ac = self.answer_column
+        for row, lineno, text, id_value, rec in self._raw():
+            if ac is None:
+                yield row, lineno, text, id_value, None, rec
+                continue
+            answer = rec.pop(ac, None)
+            if not _is_empty(text) and (not isinstance(answer, str) or not answer.strip()):
+                where = f"line {lineno}" if lineno is not None else f"row {row}"
+                what = ("has no answer" if answer is None or isinstance(answer, str)
+                        else f"has a {type(answer).__name__}, not a string, as its answer")
+                raise InvalidInputError(
+                    f"{self.name}: {where} {what} in column {ac!r}: every prompt needs its "
+                    "answer (fill it in or remove the row)"
+                )
+            yield row, lineno, text, id_value, answer, rec
+
     # -------------------------------------------------------------- the scan
     def _check_columns(self, header: Sequence[str]) -> None:
-        tc, ic = self.text_column, self.id_column
+        tc, ic, ac = self.text_column, self.id_column, self.answer_column
         if self.format in ("text", "list"):
             if ic is not None:
                 raise InvalidInputError(f"{self.name} has no columns: id_column applies to JSONL, CSV, Parquet and tables")
+            if ac is not None:
+                raise InvalidInputError(
+                    f"{self.name} has no columns: answer_column (pairs) applies to JSONL, CSV, Parquet "
+                    "and tables (e.g. a DataFrame with a prompt and an answer column)"
+                )
             return
         if self.format == "jsonl":
             return
@@ -412,14 +470,22 @@ class CorpusInput:
             raise InvalidInputError(f"{self.name} has no column {tc!r}; its columns: {cols} (choose with --text-column)")
         if ic is not None and ic not in header:
             raise InvalidInputError(f"{self.name} has no column {ic!r}; its columns: {cols} (choose with --id-column)")
+        if ac is not None and ac not in header:
+            raise InvalidInputError(f"{self.name} has no column {ac!r}; its columns: {cols} (choose with --answer-column)")
         if self.format in ("parquet", "arrow"):
             pa = _pa()
             schema = self._parquet().schema_arrow if self.format == "parquet" else self._data.schema
-            t = schema.field(tc).type
-            if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)):
-                raise InvalidInputError(f"{self.name}: column {tc!r} holds {t}, not strings")
+            for c in (tc,) if ac is None else (tc, ac):
+                t = schema.field(c).type
+                if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)):
+                    raise InvalidInputError(f"{self.name}: column {c!r} holds {t}, not strings")
 
     def _carry(self, name: str) -> None:
+        if self.answer_column is not None and name in PAIR_COLUMNS:
+            raise InvalidInputError(
+                f"{self.name}: column {name!r} clashes with a column a store of pairs writes "
+                f"({', '.join(PAIR_COLUMNS)}): rename it"
+            )
         if name in RESERVED_COLUMNS or name.startswith("diagram_") or name == "":
             raise InvalidInputError(
                 f"{self.name}: column {name!r} clashes with a column the store writes "
@@ -432,7 +498,7 @@ class CorpusInput:
         header = self._header()
         self._check_columns(header)
         csv_like = self.format in ("csv", "tsv")
-        carried = [c for c in header if c not in (self.text_column, self.id_column)]
+        carried = [c for c in header if c not in (self.text_column, self.id_column, self.answer_column)]
         types: dict[str, Any] = {}
         for c in carried:
             self._carry(c)
@@ -440,7 +506,7 @@ class CorpusInput:
         seen: dict[str, int] = {}
         h = hashlib.sha256()
         total = n_empty = n_records = 0
-        for row, lineno, text, id_value, rec in self._raw():
+        for row, lineno, text, id_value, answer, rec in self._records():
             n_records += 1
             if _is_empty(text):
                 n_empty += 1
@@ -459,7 +525,7 @@ class CorpusInput:
                     raise InvalidInputError(f"{self.name}: {where} has no id in column {self.id_column!r}")
                 rid = str(id_value)
             else:
-                rid = _default_id(row, text)
+                rid = _default_id(row, text, answer)
             first = seen.setdefault(rid, row)
             if first != row:
                 raise InvalidInputError(
@@ -469,7 +535,8 @@ class CorpusInput:
             values = [rec.get(c) for c in carried]
             for c, v in zip(carried, values):
                 types[c].see(v)
-            h.update(json.dumps([row, rid, text, values], ensure_ascii=False, default=str).encode("utf-8"))
+            record = [row, rid, text, values] if answer is None else [row, rid, text, answer, values]
+            h.update(json.dumps(record, ensure_ascii=False, default=str).encode("utf-8"))
             h.update(b"\x1e")
             total += 1
         self.total, self.n_empty, self.n_records = total, n_empty, n_records
@@ -479,6 +546,7 @@ class CorpusInput:
         pa = _pa()
         self.schema = pa.schema(
             [("id", pa.string()), ("row", pa.int64()), ("text", pa.string())]
+            + ([("answer", pa.string())] if self.answer_column is not None else [])
             + [(c, types[c].arrow()) for c in carried]
         )
 
@@ -499,12 +567,13 @@ class CorpusInput:
         ids: list[str] = []
         rows: list[int] = []
         texts: list[str] = []
+        answers: list[str] = []
         vals: dict[str, list[Any]] = {c: [] for c in self.carried}
         k = 0
         n = 0
 
         def table():
-            cols = {"id": ids, "row": rows, "text": texts, **vals}
+            cols = {"id": ids, "row": rows, "text": texts, "answer": answers, **vals}
             arrays = [
                 pa.array(cols[f.name], type=f.type) if f.name not in self._types
                 else pa.array([self._types[f.name].convert(v) for v in cols[f.name]], type=f.type)
@@ -512,13 +581,14 @@ class CorpusInput:
             ]
             return pa.Table.from_arrays(arrays, schema=self.schema)
 
-        for row, _, text, id_value, rec in self._raw():
+        for row, _, text, id_value, answer, rec in self._records():
             if _is_empty(text):
                 continue
             if k not in skip:
-                ids.append(str(id_value) if self.id_column is not None else _default_id(row, text))
+                ids.append(str(id_value) if self.id_column is not None else _default_id(row, text, answer))
                 rows.append(row)
                 texts.append(text)
+                answers.append(answer)
                 for c in self.carried:
                     vals[c].append(rec.get(c))
             n += 1
@@ -526,7 +596,7 @@ class CorpusInput:
                 if k not in skip:
                     yield k, table()
                 k, n = k + 1, 0
-                ids, rows, texts = [], [], []
+                ids, rows, texts, answers = [], [], [], []
                 vals = {c: [] for c in self.carried}
         if n and k not in skip:
             yield k, table()
@@ -548,12 +618,14 @@ class CorpusInput:
         self.close()
 
     def __repr__(self) -> str:
+        pairs = f", answer_column={self.answer_column!r}" if self.answer_column is not None else ""
         return (f"CorpusInput({self.name!r}, format={self.format!r}, texts={self.total}, "
-                f"empty={self.n_empty}, carried={list(self.carried)})")
+                f"empty={self.n_empty}, carried={list(self.carried)}{pairs})")
 
 
 def open_input(source: Any, *, text_column: str = "text", id_column: str | None = None,
-               input_format: str = "auto", encoding: str = "utf-8") -> CorpusInput:
+               input_format: str = "auto", encoding: str = "utf-8",
+               answer_column: str | None = None) -> CorpusInput:
     """Scan a corpus input (module docstring) and return it ready to stream.
 
     Parameters
@@ -568,6 +640,9 @@ def open_input(source: Any, *, text_column: str = "text", id_column: str | None 
         ``"auto"`` decides by suffix (stdin: text lines).
     encoding : str
         Encoding of text, JSONL and CSV files.
+    answer_column : str, optional
+        Read (prompt, answer) pairs: the text column is the prompt, this column its answer
+        (JSONL, CSV/TSV, Parquet, DataFrame, Arrow; module docstring).
 
     Raises
     ------
@@ -575,8 +650,8 @@ def open_input(source: Any, *, text_column: str = "text", id_column: str | None 
         One line naming the file and line: bytes not valid in ``encoding`` (with the
         ``--encoding`` hint), a missing text or id column (listing the columns there are), a
         duplicate or missing id, a line that is not JSON, a CSV line with a wrong field count,
-        a column clashing with the store's own.
+        a column clashing with the store's own, a prompt without its answer.
     """
     return CorpusInput(source, text_column=text_column, id_column=id_column,
-                       input_format=input_format, encoding=encoding)
+                       input_format=input_format, encoding=encoding, answer_column=answer_column)
 

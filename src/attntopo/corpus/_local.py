@@ -42,6 +42,7 @@ from ._settings import (
     ON_LONG,
     CorpusSettings,
     check_before_loading,
+    check_prompt_set,
     check_same_settings,
     make_settings,
 )
@@ -100,6 +101,7 @@ def prepare(
     append: bool = False,
     text_column: str = "text",
     id_column: str | None = None,
+    answer_column: str | None = None,
     input_format: str = "auto",
     encoding: str = "utf-8",
     device: str | None = None,
@@ -111,7 +113,8 @@ def prepare(
 
     ``settings_options`` are :func:`~attntopo.corpus.make_settings`'s keyword arguments
     (``sets``, ``layers``, ``heads``, ``keep_diagrams``, ``on_long``, ``batch_size``, …);
-    ``device`` and ``dtype`` are :func:`attntopo.load_model`'s, for a model given by name.
+    ``device`` and ``dtype`` are :func:`attntopo.load_model`'s, for a model given by name;
+    ``answer_column`` reads (prompt, answer) pairs (the ``pairs`` setting).
     ``weights=False`` (the Ray backend, whose actors load the model): a model given by name
     is only described (:func:`attntopo.models.describe_model`: its tokenizer and
     configuration, which the settings and the length check need), and ``Prepared.model`` is
@@ -131,9 +134,12 @@ def prepare(
     if append and new_store:
         raise InvalidInputError("append and new_store exclude each other: --append adds texts to a store, "
                                 "--new-store starts it over")
+    settings_options["pairs"] = answer_column is not None
+    if settings_options.get("settings") is not None:
+        check_prompt_set(settings_options["settings"].sets, settings_options["pairs"])
     path = check_store_path(out)
     inp = open_input(texts_or_path, text_column=text_column, id_column=id_column,
-                     input_format=input_format, encoding=encoding)
+                     input_format=input_format, encoding=encoding, answer_column=answer_column)
     lock = None
     try:
         if inp.total == 0:
@@ -163,6 +169,7 @@ def prepare(
             "carried": list(inp.carried),
             "text_column": text_column,
             "id_column": id_column,
+            **({"answer_column": answer_column} if answer_column is not None else {}),
         }
         entry = None
         if store is not None and not new_store:
@@ -244,6 +251,7 @@ def _appended_input(store: Store, inp: CorpusInput, settings: CorpusSettings, sc
     entry = {"name": inp.name, "format": inp.format, "fingerprint": inp.fingerprint,
              "total": inp.total, "n_empty": inp.n_empty, "n_records": inp.n_records,
              "text_column": inp.text_column, "id_column": inp.id_column,
+             **({"answer_column": inp.answer_column} if inp.answer_column is not None else {}),
              "first_part": first_part, "already": None, "status": "appending",
              "added": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     source = getattr(inp, "_path", None)
@@ -263,7 +271,7 @@ def _prepare_append(store: Store, inp: CorpusInput, settings: CorpusSettings, m:
     the input's batch ``k`` becomes part ``first_part + k`` without the rows whose id is
     stored before it (a batch left empty writes no part).  The same on every run of the same
     append, so an interrupted append continues exactly where its parts end."""
-    from ._input import text_sha256
+    from ._input import record_sha256
 
     first = int(entry["first_part"])
     before = store.stored_hashes(before=first)
@@ -271,15 +279,18 @@ def _prepare_append(store: Store, inp: CorpusInput, settings: CorpusSettings, m:
     empty: set[int] = set()
     for k, table in inp.batches(settings.batch_size):
         n_old = 0
-        for rid, text in zip(table["id"].to_pylist(), table["text"].to_pylist()):
+        answers = table["answer"].to_pylist() if "answer" in table.column_names else [None] * table.num_rows
+        for rid, text, answer in zip(table["id"].to_pylist(), table["text"].to_pylist(), answers):
             old = before.get(rid)
             if old is None:
                 continue
             n_old += 1
-            if old != text_sha256(text):
+            new = record_sha256(text, answer)
+            if old != new:
+                what = "text" if answer is None else "prompt or answer"
                 raise InvalidInputError(
                     f"cannot append {inp.name} to STORE {str(store.path)!r}: id {rid!r} is stored "
-                    f"with another text (SHA-256 {old[:12]}…, this input's {text_sha256(text)[:12]}…): "
+                    f"with another {what} (SHA-256 {old[:12]}…, this input's {new[:12]}…): "
                     "nothing was changed"
                 )
         already += n_old
@@ -336,7 +347,7 @@ def _drop_damaged(store: Store) -> None:
     from ._store import part_name
 
     for k, why in sorted(store.verify(record=True).items()):
-        os.unlink(store.path / part_name(k))
+        os.unlink(store.part_path(k))
         warnings.warn(DamagedPartWarning(
             f"STORE {str(store.path)!r}: {part_name(k)} was damaged ({why}): batch {k} is recomputed"
         ), stacklevel=2)
@@ -356,11 +367,20 @@ def _clear(path: Path) -> None:
     store, never the old manifest with the new parts), under the store's lock."""
     import re
 
+    from ._store import PARTS
+
     own = re.compile(r"^(errors\.jsonl|parts\.sha256|part-\d{8}\.parquet|\..*\.tmp)$")
     os.unlink(path / MANIFEST)
     for entry in os.listdir(path):
         if own.match(entry):
             os.unlink(path / entry)
+    parts = path / PARTS
+    if parts.is_dir():  # format version 2: the parts' own folder, then the folder itself
+        for entry in os.listdir(parts):
+            if own.match(entry):
+                os.unlink(parts / entry)
+        with contextlib.suppress(OSError):  # other files in it: left, and reported by the creation
+            os.rmdir(parts)
 
 
 def finish(prep: Prepared) -> Store:
@@ -529,6 +549,7 @@ def run(
     on_long: str = "truncate",
     text_column: str = "text",
     id_column: str | None = None,
+    answer_column: str | None = None,
     input_format: str = "auto",
     encoding: str = "utf-8",
     new_store: bool = False,
@@ -538,6 +559,7 @@ def run(
     scales=None,
     quantiles=None,
     cycle_cap=None,
+    prompt_quantities=None,
     engine: str | None = None,
     n_jobs: int | None = None,
     ray_address: str | None = None,
@@ -567,7 +589,8 @@ def run(
         well must agree with it).  A store keeps every bar (``min_persistence=0``).
     sets : sequence of str
         Feature sets of :mod:`attntopo.features` (default: ``("js",)``; any of ``js``,
-        ``graph``, ``barcode``, ``template``, ``js_image``, ``js_landscape``).
+        ``graph``, ``barcode``, ``template``, ``js_image``, ``js_landscape``, and ``prompt``
+        for an input of pairs, ``answer_column``).
     layers, heads : int or list of int, optional
         Model layers and heads (0-based); all by default.
     keep_diagrams : bool
@@ -585,6 +608,12 @@ def run(
         (a ``skipped`` row, listed in ``errors.jsonl``) or stop before any work.
     text_column, id_column, input_format, encoding
         How to read the input (:func:`~attntopo.corpus.open_input`).
+    answer_column : str, optional
+        Read (prompt, answer) pairs (JSONL, CSV/TSV, Parquet, DataFrame, Arrow): the text column
+        is the prompt, this column its answer.  Each pair goes to the feature sets exactly as
+        :func:`attntopo.features.features` takes ``(prompt, answer)`` (the ``prompt`` set needs
+        pairs); the store keeps the prompt in ``text`` and the answer in ``answer``, with
+        ``answer_sha256`` beside ``text_sha256``.  Part of the settings (``pairs``).
     new_store : bool
         Remove an existing store at ``out`` (its own files only) and start over.
     append : bool
@@ -593,7 +622,7 @@ def run(
         with another text is refused, naming it), the rest become new parts, and the manifest
         records the input (``Store.inputs()``).  Running the same append again continues it.
         On a new STORE it makes the store.
-    drop_special, thresholds, scales, quantiles, cycle_cap
+    drop_special, thresholds, scales, quantiles, cycle_cap, prompt_quantities
         As in :func:`attntopo.features.features`.
     engine : {"auto", "giotto", "ripser", "gudhi"}, optional
         The persistence engine, as in :func:`attntopo.features.features` (its first name
@@ -650,7 +679,9 @@ def run(
         settings, sets=DEFAULT_CORPUS_SETS if settings is None and sets is None else sets,
         layers=layers, heads=heads, drop_special=drop_special, thresholds=thresholds,
         scales=scales, quantiles=quantiles, cycle_cap=cycle_cap, engine=engine,
+        prompt_quantities=prompt_quantities,
     )
+    check_prompt_set(settings.sets, answer_column is not None)
     log_every = check_positive_int(log_every, "log_every", allow_none=False) if log_every else 0
     check_progress(progress)
     if backend == "ray":
@@ -680,8 +711,9 @@ def run(
         prep = prepare(
             texts_or_path, out, model=model, settings=settings,
             keep_diagrams=keep_diagrams, keep_text=keep_text, batch_size=batch_size, on_long=on_long,
-            text_column=text_column, id_column=id_column, input_format=input_format,
-            encoding=encoding, new_store=new_store, append=append, device=device, dtype=dtype,
+            text_column=text_column, id_column=id_column, answer_column=answer_column,
+            input_format=input_format, encoding=encoding, new_store=new_store, append=append,
+            device=device, dtype=dtype,
             weights=backend != "ray",  # on Ray the actors load the model, the driver reads its files
         )
         try:

@@ -29,6 +29,7 @@ __all__ = [
     "first_difference",
     "check_same_settings",
     "check_before_loading",
+    "check_prompt_set",
 ]
 
 #: What to do with a text longer than the model's context.
@@ -36,12 +37,15 @@ ON_LONG: tuple[str, ...] = ("truncate", "skip", "error")
 #: Feature sets of a corpus run when none are named: the ``js`` set only (cheapest of the
 #: topological sets; ``sets=`` adds ``graph``, ``barcode``, ``template``, …).
 DEFAULT_CORPUS_SETS: tuple[str, ...] = ("js",)
+#: The prompt set's scores by default: ``attntopo.features``' own default (both), written
+#: here so that importing the corpus settings does not import the feature pipeline.
+PROMPT_QUANTITIES: tuple[str, ...] = ("js", "attention")
 #: Texts per batch (one forward pass, one part file).
 DEFAULT_BATCH_SIZE = 32
 
 
 #: Settings added after stores were first written: a manifest without them has the default.
-_ADDED_FIELDS = frozenset({"dtype"})
+_ADDED_FIELDS = frozenset({"dtype", "pairs", "prompt_quantities"})
 #: Fields renamed since stores were first written: the manifest keeps the first name.
 _MANIFEST_KEYS = {"engine": "persistence_engine"}
 _FIELD_OF_KEY = {v: k for k, v in _MANIFEST_KEYS.items()}
@@ -94,6 +98,13 @@ class CorpusSettings:
         The model's weights (a bfloat16 model gives other numbers; the device does not
         decide the numbers beyond float32 rounding, so it is not a setting).  Stores made
         before this field read as float32.
+    pairs : bool
+        The records are (prompt, answer) pairs (``answer_column=``): the sets see them as
+        :func:`attntopo.features.features` sees pairs (the ``prompt`` set needs them; the
+        others take the pair joined into one text).  Stores made before this field hold texts.
+    prompt_quantities : tuple of str
+        The ``prompt`` set's scores (:func:`attntopo.features.features`'s
+        ``prompt_quantities``).
     """
 
     model: str
@@ -109,13 +120,15 @@ class CorpusSettings:
     scales: tuple[float, ...] = ()
     quantiles: tuple[float, ...] = ()
     cycle_cap: int = 50
-    drop_special: bool = True
+    drop_special: bool = False
     keep_diagrams: bool = False
     on_long: str = "truncate"
     batch_size: int = DEFAULT_BATCH_SIZE
     engine: str | None = None
     dtype: str = "float32"
     keep_text: bool = True
+    pairs: bool = False
+    prompt_quantities: tuple[str, ...] = PROMPT_QUANTITIES
 
     @property
     def persistence_engine(self) -> str | None:
@@ -163,6 +176,7 @@ class CorpusSettings:
             sets=self.sets, layers=self.layers, heads=self.heads, thresholds=self.thresholds,
             scales=self.scales, quantiles=self.quantiles, cycle_cap=self.cycle_cap,
             drop_special=self.drop_special, engine=self.engine,
+            prompt_quantities=self.prompt_quantities,
         )
 
     def feature_settings(self) -> dict[str, Any]:
@@ -245,6 +259,8 @@ def make_settings(
     batch_size: int = DEFAULT_BATCH_SIZE,
     engine: str | None = None,
     keep_text: bool = True,
+    pairs: bool = False,
+    prompt_quantities: Sequence[str] | None = None,
     _model_hash: str | None = None,
 ) -> CorpusSettings:
     """Validated :class:`CorpusSettings` for a loaded :class:`~attntopo.models.AttentionModel`.
@@ -253,7 +269,8 @@ def make_settings(
     its keywords (a keyword that disagrees with ``settings`` is an error); they default to
     those of :func:`attntopo.features.features`, but for ``sets`` (:data:`DEFAULT_CORPUS_SETS`).
     Every argument is checked here, so a bad one fails before the input is read or anything
-    written.  ``_model_hash`` stands in for the model's files' hash (:func:`check_before_loading`).
+    written.  ``pairs``: the input holds (prompt, answer) pairs (needed by the ``prompt`` set).
+    ``_model_hash`` stands in for the model's files' hash (:func:`check_before_loading`).
     """
     from ..attention import resolve_indices
     from ..features import FeatureSettings
@@ -264,12 +281,9 @@ def make_settings(
     fs = FeatureSettings.resolve(settings, sets=sets, layers=layers, heads=heads,
                                  thresholds=thresholds, scales=scales, quantiles=quantiles,
                                  cycle_cap=cycle_cap, drop_special=drop_special,
-                                 engine=engine)
-    if "prompt" in fs.sets:
-        raise InvalidInputError(
-            "the prompt set needs (prompt, response) pairs, which a corpus does not hold; "
-            "choose among js, graph, barcode, template, js_image, js_landscape"
-        )
+                                 engine=engine, prompt_quantities=prompt_quantities)
+    pairs = check_bool(pairs, "pairs")
+    check_prompt_set(fs.sets, pairs)
     if fs.min_persistence:
         raise InvalidInputError(
             f"min_persistence={fs.min_persistence:g}: a corpus store keeps every bar "
@@ -296,7 +310,18 @@ def make_settings(
         batch_size=check_positive_int(batch_size, "batch_size", allow_none=False),
         engine=None if fs.engine is None else get_engine(fs.engine).name,
         keep_text=check_bool(keep_text, "keep_text"),
+        pairs=pairs,
+        prompt_quantities=tuple(fs.prompt_quantities),
     )
+
+
+def check_prompt_set(sets: Sequence[str], pairs: bool) -> None:
+    """Refuse the ``prompt`` set on an input of single texts, in one line."""
+    if "prompt" in sets and not pairs:
+        raise InvalidInputError(
+            "the prompt set needs (prompt, answer) pairs: name the input's answer column with "
+            "--answer-column (answer_column= in Python; the text column is then the prompt)"
+        )
 
 
 def _show(v: Any) -> str:
@@ -305,6 +330,26 @@ def _show(v: Any) -> str:
     if isinstance(v, str) and len(v) > 23 and ":" in v:  # a hash: its head is enough
         return v[:23] + "…"
     return str(v)
+
+
+#: The command line's options of the settings a run chooses (``attntopo corpus``).
+_CLI_OPTIONS = {"sets": "--sets", "layers": "--layer", "heads": "--head", "drop_special": "--drop-special",
+                "keep_diagrams": "--keep-diagrams", "keep_text": "--keep-text", "on_long": "--on-long",
+                "batch_size": "--batch-size", "engine": "--engine", "dtype": "--dtype"}
+
+
+def _to_pass(name: str, value: Any) -> str:
+    """How a run asks for ``name=value``: the keyword, and the command line's option where
+    there is one (``drop_special=True; --drop-special``, ``… False; without --drop-special``)."""
+    py = f"{name}={list(value) if isinstance(value, tuple) else value!r}"
+    flag = _CLI_OPTIONS.get(name)
+    if flag is None or value is None:
+        return py
+    if isinstance(value, bool):
+        cli = flag if value else ("--no-keep-text" if name == "keep_text" else f"without {flag}")
+    else:
+        cli = f"{flag} {_show(value)}"
+    return f"{py}; {cli}"
 
 
 def first_difference(stored: CorpusSettings, wanted: CorpusSettings) -> tuple[str, Any, Any] | None:
@@ -323,8 +368,8 @@ def check_same_settings(stored: CorpusSettings, wanted: CorpusSettings, where: s
         name, a, b = diff
         raise InvalidInputError(
             f"{where} was made with {name}={_show(a)}, this run has {name}={_show(b)}: "
-            "re-run with the store's settings, choose another STORE, or start it over with "
-            "new_store=True (--new-store)"
+            f"re-run with the store's settings ({_to_pass(name, a)}), choose another STORE, or "
+            "start it over with new_store=True (--new-store)"
         )
 
 

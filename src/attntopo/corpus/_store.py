@@ -7,13 +7,20 @@ Layout
 
     STORE/
         manifest.json               format, settings, input fingerprint, row schema, counts
-        part-00000000.parquet       the rows of batch 0 (input texts 0 … batch_size − 1)
-        part-00000001.parquet       batch 1, …
-        parts.sha256                the SHA-256 of every part as written (sha256sum format),
+        parts/                      the Parquet parts alone: any Parquet reader takes the folder
+            part-00000000.parquet   the rows of batch 0 (input texts 0 … batch_size − 1)
+            part-00000001.parquet   batch 1, …
+        parts.sha256                the SHA-256 of every part as written (sha256sum format,
+                                    names relative to STORE: ``sha256sum -c`` there checks it),
                                     appended after each part, compacted at the end of a run
         errors.jsonl                one JSON object per skipped or failed row (id, row,
                                     status, error), rewritten from the part files at the end
                                     of every run
+
+Stores of format version 1 (made before the ``parts/`` folder) keep their parts at the top
+of the folder, beside the manifest: they open, resume, append and answer queries as they are
+(:attr:`Store.parts_dir`).  They are not moved into ``parts/``: a move is one rename per part,
+not atomic as a whole, and readers take no lock, so a reader could see a store half moved.
 
 Only the run holding the store's lock (:func:`lock_store`: an exclusive ``flock`` on the
 folder, taken before the manifest is read) changes the folder; readers take no lock and see
@@ -65,18 +72,23 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "CHECKSUMS",
+    "PARTS",
     "part_name",
     "lock_store",
     "StoreLock",
 ]
 
 FORMAT = "attntopo-corpus"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Format versions this attntopo opens: 1 (parts at the top of the folder), 2 (in ``parts/``).
+READABLE_VERSIONS = (1, 2)
+#: The sub-folder of the Parquet parts (format version 2).
+PARTS = "parts"
 MANIFEST = "manifest.json"
 ERRORS = "errors.jsonl"
 #: The SHA-256 of every part as written, in ``sha256sum`` format (``sha256sum -c`` checks it).
 CHECKSUMS = "parts.sha256"
-_CHECKSUM_LINE = re.compile(r"^([0-9a-f]{64})  (part-\d{8}\.parquet)$")
+_CHECKSUM_LINE = re.compile(r"^([0-9a-f]{64})  ((?:parts/)?part-\d{8}\.parquet)$")
 #: Name of the DuckDB view over the part files in :meth:`Store.sql` and ``attntopo query``.
 TABLE = "corpus"
 _META_KEY = b"attntopo.corpus"
@@ -300,11 +312,15 @@ class Store:
             raise ResultFormatError(f"{mf}: unreadable ({str(e).splitlines()[0]})") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ResultFormatError(f"{mf}: not an attntopo corpus manifest")
-        if doc.get("format_version") != FORMAT_VERSION:
+        if doc.get("format_version") not in READABLE_VERSIONS:
             raise ResultFormatError(
-                f"{mf}: corpus format version {doc.get('format_version')!r}; this attntopo reads {FORMAT_VERSION}"
+                f"{mf}: corpus format version {doc.get('format_version')!r}; this attntopo reads "
+                f"{', '.join(map(str, READABLE_VERSIONS))}"
             )
         self.manifest = doc
+        #: the folder of the part files: ``STORE/parts`` (format version 2), the store itself
+        #: for a store of version 1
+        self.parts_dir = self.path / PARTS if doc["format_version"] >= 2 else self.path
         self.settings = CorpusSettings.from_manifest(doc.get("settings"))
         try:
             self.schema = _schema_from_b64(doc["schema"])
@@ -389,6 +405,7 @@ class Store:
                 f"STORE {str(path)!r} cannot be created: {e.strerror or e}"
             ) from None
         store = cls(path)
+        store.parts_dir.mkdir(exist_ok=True)
         store.lock = lock
         return store
 
@@ -416,12 +433,18 @@ class Store:
         self.manifest = doc
 
     def stored_hashes(self, before: int | None = None) -> dict[str, str]:
-        """``{id: text_sha256}`` of the rows of every part numbered below ``before`` (all)."""
+        """``{id: text_sha256}`` of the rows of every part numbered below ``before`` (all); for
+        a store of pairs ``text_sha256 + "+" + answer_sha256``
+        (:func:`attntopo.corpus.record_sha256`)."""
         out: dict[str, str] = {}
+        pairs = "answer_sha256" in self.schema.names
         for k, p in sorted(self.parts().items()):
             if before is None or k < before:
-                t = self._read(p, ["id", "text_sha256"])
-                out.update(zip(t["id"].to_pylist(), t["text_sha256"].to_pylist()))
+                t = self._read(p, ["id", "text_sha256"] + (["answer_sha256"] if pairs else []))
+                hashes = t["text_sha256"].to_pylist()
+                if pairs:
+                    hashes = [f"{a}+{b}" for a, b in zip(hashes, t["answer_sha256"].to_pylist())]
+                out.update(zip(t["id"].to_pylist(), hashes))
         return out
 
     # -------------------------------------------------------------- parts
@@ -431,8 +454,8 @@ class Store:
         sid = self.manifest.get("store_id")
         parts: dict[int, Path] = {}
         rows: dict[int, int] = {}
-        for entry in sorted(os.listdir(self.path)):
-            p = self.path / entry
+        for entry in self._part_entries():
+            p = self.parts_dir / entry
             m = _PART.match(entry)
             if m is None:
                 if entry.endswith(".parquet"):
@@ -483,6 +506,21 @@ class Store:
         self._parts, self._rows = parts, rows
         return parts
 
+    def _part_entries(self) -> list[str]:
+        """The names in :attr:`parts_dir`, sorted (none while it does not exist)."""
+        try:
+            return sorted(os.listdir(self.parts_dir))
+        except FileNotFoundError:
+            return []
+
+    def part_path(self, batch: int) -> Path:
+        """Where batch ``batch``'s part file is (or would be)."""
+        return self.parts_dir / part_name(batch)
+
+    def _checksum_name(self, name: str) -> str:
+        """A part's name in :data:`CHECKSUMS`: relative to the store folder."""
+        return f"{PARTS}/{name}" if self.parts_dir != self.path else name
+
     def parts(self) -> dict[int, Path]:
         """``{batch: path}`` of every part file, each checked (footer readable, written by this
         store for that batch, the store's columns)."""
@@ -511,7 +549,7 @@ class Store:
         return out
 
     def write_part(self, batch: int, table: Any) -> Path:
-        """Write one batch's rows atomically as ``part-<batch>.parquet`` (module docstring)."""
+        """Write one batch's rows atomically as ``parts/part-<batch>.parquet`` (module docstring)."""
         import pyarrow.parquet as pq
 
         pa = _pa()
@@ -530,8 +568,9 @@ class Store:
         pq.write_table(table, sink, compression="snappy", use_dictionary=rest, write_statistics=rest)
         data = sink.getvalue().to_pybytes()
         with self._writing():
-            path = atomic_write_bytes(self.path / part_name(batch), data)
-            self._record_checksum(part_name(batch), hashlib.sha256(data).hexdigest())
+            self.parts_dir.mkdir(exist_ok=True)  # a creation killed before it made the folder
+            path = atomic_write_bytes(self.part_path(batch), data)
+            self._record_checksum(self._checksum_name(part_name(batch)), hashlib.sha256(data).hexdigest())
         self._known[batch] = (_stat_key(path), _summary(table.select(list(_SUMMARY_COLUMNS))))
         self._rows[batch] = table.num_rows
         if self._parts is not None:
@@ -548,10 +587,13 @@ class Store:
             return 0
         self.lock.check(self.path)
         n = 0
-        for entry in os.listdir(self.path):
+        found = [(self.path, e) for e in os.listdir(self.path)]
+        if self.parts_dir != self.path:
+            found += [(self.parts_dir, e) for e in self._part_entries()]
+        for folder, entry in found:
             if _TMP.match(entry) or (entry.startswith(".") and entry.endswith(".tmp") and "manifest" in entry):
                 try:
-                    os.unlink(self.path / entry)
+                    os.unlink(folder / entry)
                     n += 1
                 except OSError:
                     pass
@@ -574,8 +616,10 @@ class Store:
             os.close(fd)
 
     def checksums(self) -> dict[str, str]:
-        """``{part file name: SHA-256 hex}`` recorded when each part was written (the last
-        record of a name wins; lines that do not parse are ignored)."""
+        """``{part file name: SHA-256 hex}`` recorded when each part was written (names
+        relative to the store folder, ``parts/part-00000000.parquet``, or the bare name in a
+        store of format version 1; the last record of a name wins; lines that do not parse
+        are ignored)."""
         try:
             text = (self.path / CHECKSUMS).read_text(encoding="ascii", errors="replace")
         except FileNotFoundError:
@@ -602,11 +646,12 @@ class Store:
 
         known = self.checksums()
         damaged: dict[int, str] = {}
-        for entry in sorted(os.listdir(self.path)):
+        for entry in self._part_entries():
             m = _PART.match(entry)
             if m is None:
                 continue
-            k, p = int(m.group(1)), self.path / entry
+            k, p = int(m.group(1)), self.parts_dir / entry
+            entry = self._checksum_name(entry)
             h = hashlib.sha256()
             try:
                 with open(p, "rb") as f:
@@ -634,7 +679,8 @@ class Store:
         """Rewrite :data:`CHECKSUMS` with one line per part file present (the appends of a run
         compacted: rewritten parts once, removed parts gone)."""
         known = self.checksums()
-        names = sorted(e for e in os.listdir(self.path) if _PART.match(e) and e in known)
+        names = [n for n in (self._checksum_name(e) for e in self._part_entries() if _PART.match(e))
+                 if n in known]
         with self._writing():
             return atomic_write_text(self.path / CHECKSUMS, "".join(f"{known[n]}  {n}\n" for n in names))
 

@@ -50,7 +50,8 @@ def output_schema(settings: CorpusSettings, input_schema: Any) -> Any:
     """The Arrow schema of the rows a worker returns for batches of ``input_schema``.
 
     Columns: ``id`` string, ``row`` int64, ``text_sha256`` string, ``text`` string (with
-    ``keep_text``, the default), ``n_tokens`` int32 (tokens
+    ``keep_text``, the default), for pairs (``settings.pairs``: ``text`` is the prompt)
+    ``answer_sha256`` string and ``answer`` string (with ``keep_text``), ``n_tokens`` int32 (tokens
     the model saw, special tokens included), ``n_unknown`` int32 (tokens that became the
     unknown token), ``truncated`` bool, ``status`` string, ``error`` string, the carried
     columns, the feature columns (float64, null unless ``status == "ok"``) and, with
@@ -62,13 +63,15 @@ def output_schema(settings: CorpusSettings, input_schema: Any) -> Any:
         pa.field("row", pa.int64(), nullable=False),
         pa.field("text_sha256", pa.string()),
         *([pa.field("text", pa.string())] if settings.keep_text else []),
+        *([pa.field("answer_sha256", pa.string())] if settings.pairs else []),
+        *([pa.field("answer", pa.string())] if settings.pairs and settings.keep_text else []),
         pa.field("n_tokens", pa.int32()),
         pa.field("n_unknown", pa.int32()),
         pa.field("truncated", pa.bool_()),
         pa.field("status", pa.string()),
         pa.field("error", pa.string()),
     ]
-    fields += [f for f in input_schema if f.name not in ("id", "row", "text")]
+    fields += [f for f in input_schema if f.name not in _INPUT_OWN]
     fields += [pa.field(c, pa.float64()) for c in feature_columns(settings)]
     if settings.keep_diagrams:
         fields += [
@@ -77,6 +80,24 @@ def output_schema(settings: CorpusSettings, input_schema: Any) -> Any:
             pa.field("diagram_dims", pa.list_(pa.list_(pa.int8()))),
         ]
     return pa.schema(fields)
+
+
+#: Columns of an input batch that are no carried column.
+_INPUT_OWN = ("id", "row", "text", "answer")
+
+
+def batch_texts(table: Any) -> tuple[list[str], list[int | None]]:
+    """What the model reads for each row of an input batch, and where its answer starts: the
+    ``text`` column as is (boundaries None), or, for pairs (an ``answer`` column), each
+    (prompt, answer) joined exactly as :func:`attntopo.features.features` joins a pair, with
+    the character where the answer starts."""
+    texts = table["text"].to_pylist()
+    if "answer" not in table.column_names:
+        return texts, [None] * len(texts)
+    from ..features.pipeline import join_pair
+
+    joined = [join_pair(p, a) for p, a in zip(texts, table["answer"].to_pylist())]
+    return [t for t, _ in joined], [b for _, b in joined]
 
 
 #: With ``BatchWorker(packed=True)``: every feature value of a row in one fixed-size list.
@@ -148,7 +169,7 @@ def check_lengths(model: Any, batches: Any) -> None:
     model's context, naming its row and id (``batches``: ``(k, table)`` pairs)."""
     for _, table in batches:
         for rid, row, text in zip(table["id"].to_pylist(), table["row"].to_pylist(),
-                                  table["text"].to_pylist()):
+                                  batch_texts(table)[0]):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", UnknownTokensWarning)
@@ -169,6 +190,7 @@ class _Batch:
 
     table: Any
     texts: list[str]
+    bounds: list[int | None]
     n_tokens: list[int | None]
     n_unknown: list[int | None]
     truncated: list[bool]
@@ -178,9 +200,9 @@ class _Batch:
 
     @classmethod
     def of(cls, table: Any) -> "_Batch":
-        texts = table["text"].to_pylist()
+        texts, bounds = batch_texts(table)
         n = len(texts)
-        return cls(table, texts, [None] * n, [None] * n, [False] * n, [STATUS_OK] * n, [None] * n)
+        return cls(table, texts, bounds, [None] * n, [None] * n, [False] * n, [STATUS_OK] * n, [None] * n)
 
 
 class BatchWorker:
@@ -319,7 +341,8 @@ class BatchWorker:
             except Exception:  # noqa: BLE001 - find the bad text(s): one at a time
                 for i in b.run:
                     try:
-                        vals, dg = self._compute_start([b.texts[i]], submit, forward_threads)()
+                        vals, dg = self._compute_start([b.texts[i]], submit, forward_threads,
+                                                       bounds=[b.bounds[i]])()
                         values[i] = vals[0]
                         dgms[i] = dg[0]
                     except Exception as e:  # noqa: BLE001
@@ -330,7 +353,7 @@ class BatchWorker:
         cols: dict[str, Any] = {
             "id": table["id"],
             "row": table["row"],
-            "text_sha256": pa.array([text_sha256(t) for t in b.texts], pa.string()),
+            "text_sha256": pa.array([text_sha256(t) for t in table["text"].to_pylist()], pa.string()),
             "text": table["text"],
             "n_tokens": pa.array(b.n_tokens, pa.int32()),
             "n_unknown": pa.array(b.n_unknown, pa.int32()),
@@ -338,6 +361,9 @@ class BatchWorker:
             "status": pa.array(b.status, pa.string()),
             "error": pa.array(b.error, pa.string()),
         }
+        if st.pairs:
+            answers = table["answer"].to_pylist()
+            cols["answer_sha256"] = pa.array([text_sha256(t) for t in answers], pa.string())
         for f in table.schema:
             if f.name not in ("id", "row", "text"):
                 cols[f.name] = table[f.name]
@@ -374,13 +400,15 @@ class BatchWorker:
         values: list[Any] = [None] * len(b.run)
         dgms: list[Any] = [None] * len(b.run)
         for chunk in chunks[:-1]:
-            vals, dg = self._compute_start([b.texts[b.run[j]] for j in chunk], submit, forward_threads)()
+            vals, dg = self._compute_start([b.texts[b.run[j]] for j in chunk], submit, forward_threads,
+                                           bounds=[b.bounds[b.run[j]] for j in chunk])()
             for r, j in enumerate(chunk):
                 values[j], dgms[j] = vals[r], dg[r]
             if done is not None:
                 done(len(chunk))
         last = chunks[-1]
-        pending = self._compute_start([b.texts[b.run[j]] for j in last], submit, forward_threads)
+        pending = self._compute_start([b.texts[b.run[j]] for j in last], submit, forward_threads,
+                                      bounds=[b.bounds[b.run[j]] for j in last])
 
         def finish() -> tuple[np.ndarray, list[Any]]:
             vals, dg = pending()
@@ -390,32 +418,36 @@ class BatchWorker:
 
         return finish
 
-    def _compute(self, texts: Sequence[str]) -> tuple[np.ndarray, list[Any]]:
+    def _compute(self, texts: Sequence[str], bounds: Sequence[int | None] | None = None
+                 ) -> tuple[np.ndarray, list[Any]]:
         """Feature rows (len(texts), n_features) and, with keep_diagrams, each text's
         (births, deaths, dims) lists per head.  Every n × n matrix is local to this call."""
-        return self._compute_start(texts)()
+        return self._compute_start(texts, bounds=bounds)()
 
     def _compute_start(
         self, texts: Sequence[str], submit: Callable[..., Future] | None = None,
-        forward_threads: int | None = None,
+        forward_threads: int | None = None, *, bounds: Sequence[int | None] | None = None,
     ) -> Callable[[], tuple[np.ndarray, list[Any]]]:
         """Start :meth:`_compute`: the forward pass here, layer by layer into
         :func:`attntopo.features`' own chunk (``ChunkFeatures``: the distances and the sets
         without persistence here, the persistence batches through ``submit`` (see
-        :meth:`start`) or here when it is None).  The returned function gives
+        :meth:`start`) or here when it is None).  ``bounds``: per text, where the answer of a
+        joined pair starts (:func:`batch_texts`), else None.  The returned function gives
         :meth:`_compute`'s result."""
-        from ..features.pipeline import ChunkFeatures, stream_into
+        from ..features.pipeline import ChunkFeatures, answer_check, stream_into
 
         st = self.settings
         n = len(texts)
-        chunk = ChunkFeatures(n, [None] * n, self._st, st.drop_special, st.engine,
+        bounds = list(bounds) if bounds is not None else [None] * n
+        chunk = ChunkFeatures(n, bounds, self._st, st.drop_special, st.engine,
                               self.n_jobs, submit, maxdim=st.maxdim, js_diagrams=st.keep_diagrams)
         with warnings.catch_warnings():  # counted per row in n_unknown; run() warns once
             warnings.simplefilter("ignore", UnknownTokensWarning)
             # the model's attention is taken layer by layer: never all layers at once
             stream_into(chunk, self.model, list(texts), list(range(n)),
                         truncate=st.on_long == "truncate", layers=list(st.layers),
-                        heads=list(st.heads), forward_threads=forward_threads)
+                        heads=list(st.heads), forward_threads=forward_threads,
+                        check=answer_check(bounds) if st.pairs else None)
         chunk.start()
         chunk_finish = chunk.finish
         del chunk

@@ -1,6 +1,6 @@
 """:func:`features`: texts → attention → every feature set, chunk by chunk, → a FeatureTable.
 
-Besides ``__all__``, the names here without a leading underscore (``set_columns``, ``set_quantities``, ``chunk_start``, ``stream_into``, ``ChunkFeatures``,
+Besides ``__all__``, the names here without a leading underscore (``set_columns``, ``set_quantities``, ``chunk_start``, ``stream_into``, ``ChunkFeatures``, ``join_pair``, ``answer_check``,
 ``PERSISTENCE_SETS``, ``Done``, ``threads_beside_workers``) are what :mod:`attntopo.corpus`
 builds on: the corpus engine streams each batch's forward pass, layer by layer, into this
 module's ``ChunkFeatures`` (``stream_into``), so a store holds
@@ -139,10 +139,22 @@ def _check_item(k: int, item: Any) -> None:
     )
 
 
-def _join(prompt: str, response: str) -> tuple[str, int]:
+def join_pair(prompt: str, response: str) -> tuple[str, int]:
     """The pair as one text, and the character where the response part starts."""
     sep = "" if (prompt[-1:].isspace() or response[:1].isspace()) else " "
     return prompt + sep + response, len(prompt)
+
+
+def answer_check(bounds: Sequence[int | None]) -> Callable[[int, Attention], None]:
+    """A :func:`stream_into` ``check`` for joined pairs (``bounds[k]``: where text ``k``'s
+    answer starts, None for a single text): refuse a text whose answer kept no token."""
+
+    def check(k: int, att: Attention) -> None:
+        b = bounds[k]
+        if b is not None and not np.any(~_prompt_mask(att, b)):
+            raise InvalidInputError("the answer has no token after the prompt (was it truncated?)")
+
+    return check
 
 
 # ------------------------------------------------------------------ compute
@@ -213,7 +225,7 @@ def stream_into(
         att = Attention(
             weights=w.cpu().numpy()[None], tokens=e.tokens, offsets=e.offsets,
             special=np.array(e.special, dtype=bool), causal=m.causal, model=m.name, text=e.text,
-            token_ids=np.array(e.ids, dtype=np.int64), layer_ids=(layer,), head_ids=hi,
+            token_ids=np.array(e.ids, dtype=np.int64), layers=(layer,), heads=hi,
             truncated=e.truncated,
         )
         if k not in first:
@@ -286,10 +298,11 @@ def features(
         ``1 − max(A, Aᵀ)``) costs ``O(n²)`` per head and computes no distances between rows;
         ``"js"`` needs the Jensen–Shannon distances, ``O(n³)``.  Ask for
         ``("attention",)`` to pay only for it.
-    drop_special : bool
+    drop_special : bool, default False
         Remove special tokens ([CLS], [SEP], …) and renormalize rows before the ``js``,
-        ``graph`` and ``barcode`` sets (the ``template`` set always sees them; the ``prompt``
-        set never does).
+        ``graph``, ``barcode`` and ``spectral`` sets (the ``template`` set always sees them;
+        the ``prompt`` set never does).  False: the attention as the model computed it, as
+        la-tda and TOHA use it (docs/api.md, Names).
     truncate : bool
         Cut texts longer than the model's context instead of raising.
     on_empty : {"raise", "skip"}
@@ -439,7 +452,7 @@ def _run_chunks(
                 run_pos.append(p)
                 bounds.append(None)
             elif _is_pair(item):
-                text, b = _join(*item)
+                text, b = join_pair(*item)
                 to_run.append(text)
                 run_pos.append(p)
                 bounds.append(b)
@@ -449,11 +462,11 @@ def _run_chunks(
                     att = att.select(layers, heads)
                 given.append((p, att))
                 bounds.append(None)
-        ids = model_ids if to_run else (tuple(given[0][1].layer_ids), tuple(given[0][1].head_ids))
+        ids = model_ids if to_run else (tuple(given[0][1].layers), tuple(given[0][1].heads))
         if layer_ids is None:
             layer_ids, head_ids = ids
         for p, a in given:
-            if (tuple(a.layer_ids), tuple(a.head_ids)) != (layer_ids, head_ids):
+            if (tuple(a.layers), tuple(a.heads)) != (layer_ids, head_ids):
                 raise InvalidInputError(
                     f"texts[{idx[p]}] holds other layers/heads than texts[{keep[0]}]: every "
                     "Attention of one table must cover the same heads"

@@ -9,12 +9,22 @@ one layer of one text at a time (:meth:`ChunkFeatures.add`) from either source:
 * the forward pass itself, through :meth:`attntopo.models.AttentionModel.stream`, which hands
   each layer over as the model computes it and drops it afterwards.
 
-The two give the same numbers: the same functions run on the same float32 weights.  The
-distance matrices of the persistence sets (``js``, ``js_image``, ``js_landscape``,
-``barcode``) wait in batches of at most ``_FLUSH_ELEMENTS`` float64 entries, handed to the
-persistence engines (through ``submit``, in a background thread whose worker processes compute
-them while the next layers come) when a batch is full; at most two batches are alive, so the
-distances of all heads are never held at once either.
+The two give the same numbers: the same functions run on the same float32 weights.
+
+Memory of one long text.  A layer's heads are taken in groups of :func:`heads_per_group`
+(``GROUP_BYTES`` of float64 ``n × n`` matrices per group): every set's temporaries (the
+float64 copies of the rows, ``drop_special``'s renormalized weights, the distance matrices)
+exist for one group at a time, never for the whole layer; a text short enough for a layer to
+fit in ``GROUP_BYTES`` is one group, as before.  Every set works head by head, so the rows do
+not depend on the grouping.  The distance matrices of the persistence sets (``js``,
+``js_image``, ``js_landscape``, ``barcode``) wait in batches of at most ``GROUP_BYTES`` (plus
+one matrix), handed to the persistence engines (through ``submit``, in a background thread
+whose worker processes compute them while the next heads come) when a batch is full, or, when
+the layer came with its weights on the model's device (a GPU), as soon as the layer is done,
+so that the engines' H1 of layer ``k`` overlaps the device's work on layer ``k + 1``; at most
+two batches are alive besides the one filling, so a chunk holds at most about
+``3 × GROUP_BYTES`` of distance matrices whatever its texts' length and head count (a
+512-token text's 72 MiniLM heads are 150 MB of them).
 """
 
 from __future__ import annotations
@@ -33,12 +43,25 @@ from ._prompt import PROMPT_QUANTITIES, prompt_features
 from ._spectral import spectral_features
 from ._template import punctuation_mask, template_features
 
-__all__ = ["ChunkFeatures", "Done", "prompt_mask", "JS_SETS"]
+__all__ = ["ChunkFeatures", "Done", "prompt_mask", "JS_SETS", "GROUP_BYTES", "heads_per_group"]
 
 #: Sets read from the Jensen–Shannon diagrams.
 JS_SETS = ("js", "js_image", "js_landscape", "js_per_token")
-# float64 entries of distance matrices waiting for one persistence batch (128 MiB)
-_FLUSH_ELEMENTS = 1 << 24
+#: Bytes of float64 ``n × n`` matrices per group of heads (:func:`heads_per_group`), and per
+#: persistence batch: 8 MiB.
+GROUP_BYTES = 1 << 23
+# float64 entries of distance matrices waiting for one persistence batch
+_FLUSH_ELEMENTS = GROUP_BYTES // 8
+
+
+def heads_per_group(n: int, n_heads: int) -> int:
+    """Heads of an ``n``-token layer taken together: as many as keep their float64 ``n × n``
+    matrices within :data:`GROUP_BYTES`, at least one, at most ``n_heads``.
+
+    >>> heads_per_group(510, 12), heads_per_group(128, 12), heads_per_group(2048, 9)
+    (4, 12, 1)
+    """
+    return max(1, min(n_heads, GROUP_BYTES // max(1, 8 * n * n)))
 
 
 class Done:
@@ -146,8 +169,30 @@ class ChunkFeatures:
 
         ``device_weights``: the same weights as a torch.Tensor of shape (H, n, n) on the
         model's device (e.g. a GPU), or None; when given, the prompt score and the
-        Jensen–Shannon distances are computed there, and only their results cross to the host.
+        Jensen–Shannon distances are computed there, and only their results cross to the host;
+        the layer's matrices then go to the persistence engines at once (through ``submit``:
+        H1 of this layer on the CPU while the device computes the next one; at most two
+        batches waiting), the same diagrams as in batches by size.  The heads are taken in
+        groups of :func:`heads_per_group` (one group unless the text is long).
         """
+        _, H, n, _ = att.weights.shape
+        per = heads_per_group(n, H)
+        if per >= H:
+            self._add(t, att, device_weights)
+        else:
+            for h0 in range(0, H, per):
+                group = _heads(att, h0, h0 + per)
+                dev = device_weights[h0:h0 + per] if device_weights is not None else None
+                self._add(t, group, dev)
+                del group, dev
+        if device_weights is not None:
+            # the device does the next layer meanwhile: this layer's persistence starts now
+            for p in (self.js, self.bc):
+                if p is not None:
+                    p.flush()
+
+    def _add(self, t: int, att: Attention, device_weights: Any = None) -> None:
+        """:meth:`add` for a group of heads of one layer: every set appends per head."""
         _, H, n, _ = att.weights.shape
         sets = self.sets
         # the sets other than prompt and template read the (special tokens dropped) layer; the
@@ -251,11 +296,18 @@ class ChunkFeatures:
         return rows, (dgms if self.js_diagrams else None)
 
 
+def _heads(att: Attention, a: int, b: int) -> Attention:
+    """Heads ``a:b`` of a one-layer ``att`` (its weights a view)."""
+    from dataclasses import replace
+
+    return replace(att, weights=att.weights[:, a:b], heads=tuple(att.heads[a:b]))
+
+
 def _one_layer(att: Attention, i: int) -> Attention:
     """Layer ``i`` of ``att`` as an Attention of one layer (its weights a view)."""
     from dataclasses import replace
 
-    return replace(att, weights=att.weights[i:i + 1], layer_ids=(att.layer_ids[i],))
+    return replace(att, weights=att.weights[i:i + 1], layers=(att.layers[i],))
 
 
 def _drop_on_device(w: Any, keep: np.ndarray) -> Any:

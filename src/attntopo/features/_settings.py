@@ -130,9 +130,10 @@ class FeatureSettings:
         Most directed simple cycles counted by the ``graph`` set.
     prompt_quantities : sequence of {"js", "attention"}, default both
         The ``prompt`` set's scores (``("attention",)`` computes no JS distances).
-    drop_special : bool, default True
-        Remove special tokens and renormalize rows before the ``js``, ``graph`` and
-        ``barcode`` sets.
+    drop_special : bool, default False
+        Remove special tokens and renormalize rows before the ``js``, ``graph``,
+        ``barcode`` and ``spectral`` sets.  False (as everywhere in attntopo): the attention
+        as the model computed it, which is what la-tda and TOHA compute on.
     min_persistence : float >= 0, default 0
         Bars of length ``death − birth <= min_persistence`` are left out of the diagram
         statistics (gudhi's convention).
@@ -151,7 +152,7 @@ class FeatureSettings:
     quantiles: tuple[float, ...] = DEFAULT_QUANTILES
     cycle_cap: int = CYCLE_CAP
     prompt_quantities: tuple[str, ...] = PROMPT_QUANTITIES
-    drop_special: bool = True
+    drop_special: bool = False
     min_persistence: float = 0.0
     engine: str | None = None
 

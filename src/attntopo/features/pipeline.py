@@ -12,6 +12,9 @@ Chunked computation (corpus)
     ``set_columns``              a settings record's column names, in the store's order
     ``PERSISTENCE_SETS``         the sets that need persistence diagrams (worker processes)
     ``threads_beside_workers``   torch threads left for the main process beside ``n_jobs`` workers
+    ``join_pair``                a (prompt, answer) pair as the one text the model reads, and where
+                                 the answer starts (exactly as ``features`` joins pairs)
+    ``answer_check``             ``stream_into``'s check refusing a pair whose answer kept no token
 Cache (``AttentionFeatures(memory=)``)
     ``check_memory``, ``model_fingerprint``, ``settings_digest``, ``cached_rows``
 Heads (``SelectHeads``, ``ablate_heads``)
@@ -30,6 +33,8 @@ _LAZY = {
     "set_columns": "._compute",
     "PERSISTENCE_SETS": "._compute",
     "threads_beside_workers": "._compute",
+    "join_pair": "._compute",
+    "answer_check": "._compute",
     "check_memory": "._cache",
     "model_fingerprint": "._cache",
     "settings_digest": "._cache",

@@ -625,8 +625,8 @@ class AttentionModel(ModelDescription):
                     model=self.name,
                     text=e.text,
                     token_ids=np.array(e.ids, dtype=np.int64),
-                    layer_ids=li,
-                    head_ids=hi,
+                    layers=li,
+                    heads=hi,
                     truncated=e.truncated,
                 )
                 results[i] = att.drop_special() if drop_special else att

@@ -401,7 +401,7 @@ def plot_head_types(types: Any, ax: Axes | None = None, *, title: str | None = N
     """
     if hasattr(types, "distances") and hasattr(types, "types"):
         types = _types_of(types, None)
-    if not hasattr(types, "labels") or not hasattr(types, "layer_ids"):
+    if not hasattr(types, "labels") or not hasattr(types, "layers"):
         raise InvalidInputError(f"expected HeadTypes (from attntopo.head_types), got {type(types).__name__}")
     labs = np.asarray(types.labels)
     L, H = labs.shape

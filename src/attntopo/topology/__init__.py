@@ -15,6 +15,7 @@ from .complex import (
     complex_at,
     connection_scale,
     connection_scales,
+    cophenetic_matrix,
     dendrogram,
     edge_birth,
     linkage,
@@ -22,7 +23,7 @@ from .complex import (
 )
 from .diagram import Diagram, summary_table
 from .diagram_distances import DIAGRAM_METRICS, bottleneck, diagram_distance, matching, wasserstein
-from ._mst import h0_deaths, h0_diagrams, prim_contracted, prim_edges
+from ._mst import h0_deaths, h0_diagrams, mst_edges, prim_contracted, prim_edges, single_linkage
 from ._packing import pack_diagrams, unpack_diagrams
 from .engines import DEFAULT_ENGINE, ENGINES, Engine, available_engines
 from .persistence import (
@@ -38,6 +39,8 @@ __all__ = [
     "h0_diagrams",
     "prim_contracted",
     "prim_edges",
+    "mst_edges",
+    "single_linkage",
     "Diagram",
     "pack_diagrams",
     "unpack_diagrams",
@@ -65,6 +68,7 @@ __all__ = [
     "clusters_at",
     "linkage",
     "dendrogram",
+    "cophenetic_matrix",
 ]
 
 

@@ -8,6 +8,10 @@ root, adding the nearest outside point each step; run on ``B`` matrices in locks
 tensor stays on its GPU; only the ``(B, n - 1)`` edge lengths need to cross to the host) and
 costs ``O(B n²)``, against the ``O(n³)`` of the distances themselves.
 
+Single linkage is the same tree: its merges are the tree's edges sorted by length, joined with
+union-find (:func:`single_linkage`, SciPy's linkage-matrix format, batched over matrices; the
+sort runs on ``D``'s device, only the ``(B, n - 1)`` edges cross to the host).
+
 Growing the tree from a set of roots instead of one point (the roots contracted to one
 vertex) gives the minimum spanning forest that attaches every other point to the set: TOHA's
 prompt-to-response score (:mod:`attntopo.features`) is that forest with the prompt as roots.
@@ -23,7 +27,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, InvalidMatrixError
 
-__all__ = ["prim_edges", "prim_contracted", "h0_deaths", "h0_diagrams"]
+__all__ = ["prim_edges", "prim_contracted", "h0_deaths", "h0_diagrams", "mst_edges", "single_linkage"]
 
 
 def _as_tensor(D: Any):
@@ -57,9 +61,7 @@ def prim_edges(D: Any, roots: Any = None):
     """
     import torch
 
-    X = _as_tensor(D)
-    if X.ndim != 3 or X.shape[-1] != X.shape[-2]:
-        raise InvalidMatrixError(f"D must have shape (B, n, n), got {tuple(X.shape)}")
+    X = _square_stack(D)
     B, n, _ = X.shape
     if roots is None:
         mask = torch.zeros(n, dtype=torch.bool)
@@ -83,7 +85,7 @@ def prim_edges(D: Any, roots: Any = None):
     return prim_contracted(to_roots, RR)
 
 
-def prim_contracted(to_roots, RR):
+def prim_contracted(to_roots, RR, *, endpoints: bool = False):
     """Prim's algorithm from a contracted root: the core of :func:`prim_edges`.
 
     Parameters
@@ -92,11 +94,16 @@ def prim_contracted(to_roots, RR):
         Distance of each of the ``r`` outside points to the root (the nearest root point).
     RR : torch.Tensor of shape (B, r, r)
         Symmetric distances between the outside points (the diagonal is never used).
+    endpoints : bool, default False
+        Also return which point each step added and the tree point it was attached to.
 
     Returns
     -------
     torch.Tensor of shape (B, r)
-        The attaching edge of each point, in the order they were added.
+        The attaching edge of each point, in the order they were added.  With ``endpoints``, a
+        tuple ``(edges, added, attached)``: two int64 tensors of shape (B, r), the outside point
+        (0 … r - 1) added at each step and the outside point it was attached to, ``-1`` for the
+        root (the first point of the tree that reached it, among equal distances).
     """
     import torch
 
@@ -107,12 +114,131 @@ def prim_contracted(to_roots, RR):
     edges = torch.empty((B, r), dtype=dt, device=dev)
     inf = torch.tensor(float("inf"), dtype=dt, device=dev)
     rows = torch.arange(B, device=dev)
+    if endpoints:
+        near = torch.full((B, r), -1, dtype=torch.int64, device=dev)  # tree point nearest each
+        added = torch.empty((B, r), dtype=torch.int64, device=dev)
+        attached = torch.empty((B, r), dtype=torch.int64, device=dev)
     for step in range(r):
         v = torch.where(done, inf, best).argmin(dim=1)  # (B,)
         edges[:, step] = best[rows, v]
         done[rows, v] = True
-        torch.minimum(best, RR[rows, v], out=best)
-    return edges
+        if not endpoints:
+            torch.minimum(best, RR[rows, v], out=best)
+            continue
+        added[:, step] = v
+        attached[:, step] = near[rows, v]
+        row = RR[rows, v]
+        closer = row < best
+        near = torch.where(closer, v[:, None], near)
+        torch.where(closer, row, best, out=best)
+    return (edges, added, attached) if endpoints else edges
+
+
+def _square_stack(D: Any):
+    X = _as_tensor(D)
+    if X.ndim != 3 or X.shape[-1] != X.shape[-2]:
+        raise InvalidMatrixError(f"D must have shape (B, n, n), got {tuple(X.shape)}")
+    return X
+
+
+def mst_edges(D: Any):
+    """The edges of a minimum spanning tree of each matrix, sorted by length, on its device.
+
+    Parameters
+    ----------
+    D : ndarray or torch.Tensor of shape (B, n, n), n >= 1
+        Symmetric distance matrices (not checked).  A tensor stays on its device and keeps its
+        floating dtype; an array is used as float64 on the CPU.
+
+    Returns
+    -------
+    (lengths, a, b) : three torch.Tensor of shape (B, n - 1)
+        Edge ``t`` of matrix ``k`` joins points ``a[k, t]`` and ``b[k, t]`` (int64, 0-based) and
+        has length ``lengths[k, t]`` (``D``'s dtype), ascending in ``t``; the sort is stable
+        over Prim's order (the tree grown from point 0), on ``D``'s device.
+    """
+    X = _square_stack(D)
+    B, n, _ = X.shape
+    if n < 2 or B == 0:
+        import torch
+
+        empty = torch.zeros((B, max(n - 1, 0)), dtype=torch.int64, device=X.device)
+        return torch.zeros((B, max(n - 1, 0)), dtype=X.dtype, device=X.device), empty, empty.clone()
+    edges, added, attached = prim_contracted(X[:, 0, 1:], X[:, 1:, 1:], endpoints=True)
+    lengths, order = edges.sort(dim=1, stable=True)
+    return lengths, added.gather(1, order) + 1, attached.gather(1, order) + 1
+
+
+def single_linkage(D: Any) -> np.ndarray:
+    """Single-linkage hierarchies of many matrices at once, in SciPy's linkage-matrix format.
+
+    The minimum spanning trees (:func:`mst_edges`: Prim's algorithm batched over the matrices
+    and the sort by length, both on ``D``'s device: a CUDA tensor's work stays on its GPU) and
+    then union-find on the host over the ``(B, n - 1)`` edges, batched over the matrices
+    (union by size: ``O(B n log n)``).  The same hierarchy as
+    ``scipy.cluster.hierarchy.linkage(squareform(D[k]), "single")`` (the same heights; among
+    equal heights the merges may come in another order, with the same clusters at every cut
+    and the same cophenetic matrix).
+
+    Parameters
+    ----------
+    D : ndarray or torch.Tensor of shape (B, n, n), n >= 2
+        Symmetric distance matrices with a zero diagonal (not checked: give valid ones, as
+        :func:`attntopo.distances.token_distances` makes).
+
+    Returns
+    -------
+    ndarray of shape (B, n - 1, 4), float64
+        Row ``t`` of matrix ``k`` merges clusters ``Z[k, t, 0] < Z[k, t, 1]`` (points are
+        ``0 … n - 1``, the cluster made at row ``t`` is ``n + t``) at height ``Z[k, t, 2]`` (a
+        distance, ascending) into a cluster of ``Z[k, t, 3]`` points.
+
+    Raises
+    ------
+    InvalidMatrixError
+        ``D`` is not a stack of square matrices.
+    InvalidInputError
+        Fewer than 2 points.
+    """
+    X = _square_stack(D)
+    B, n = int(X.shape[0]), int(X.shape[-1])
+    if n < 2:
+        raise InvalidInputError(f"a linkage needs at least 2 points, got {n}")
+    lengths, a, b = mst_edges(X)
+    h = lengths.to("cpu", dtype=_float64()).numpy()
+    return _union_find_linkage(h, a.cpu().numpy(), b.cpu().numpy(), n)
+
+
+def _union_find_linkage(h: np.ndarray, a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """SciPy linkage matrices ``(B, n - 1, 4)`` of sorted tree edges ``(B, n - 1)``: union-find
+    run on all ``B`` trees in lockstep (union by size keeps every tree of roots ≤ log₂ n deep)."""
+    B = h.shape[0]
+    rows = np.arange(B)
+    parent = np.tile(np.arange(n), (B, 1))
+    size = np.ones((B, n), dtype=np.int64)
+    cluster = parent.copy()  # the cluster id of each root point
+    Z = np.empty((B, n - 1, 4))
+    Z[:, :, 2] = h
+
+    def find(x: np.ndarray) -> np.ndarray:
+        while True:
+            p = parent[rows, x]
+            if np.array_equal(p, x):
+                return x
+            x = p
+
+    for t in range(n - 1):
+        ra, rb = find(a[:, t]), find(b[:, t])
+        ca, cb = cluster[rows, ra], cluster[rows, rb]
+        sa, sb = size[rows, ra], size[rows, rb]
+        Z[:, t, 0] = np.minimum(ca, cb)
+        Z[:, t, 1] = np.maximum(ca, cb)
+        Z[:, t, 3] = sa + sb
+        big = np.where(sa >= sb, ra, rb)
+        parent[rows, np.where(sa >= sb, rb, ra)] = big
+        size[rows, big] = sa + sb
+        cluster[rows, big] = n + t
+    return Z
 
 
 def h0_deaths(D: Any):

@@ -27,6 +27,7 @@ is in the complex at ``eps`` (``<=``).  Everything here is pure NumPy/SciPy; no 
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -34,7 +35,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from .._validation import check_index, check_int, check_positive_int, check_scale, check_simplex_dim
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, InvalidMatrixError
 from .persistence import validate_distance_matrix
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "clusters_at",
     "linkage",
     "dendrogram",
+    "cophenetic_matrix",
     "MAX_SIMPLICES",
 ]
 
@@ -430,6 +432,9 @@ def edge_birth(D: Any, i: int, j: int) -> float:
 def connection_scales(D: Any) -> np.ndarray:
     """Minimax path distance of every pair: the subdominant ultrametric of ``D``.
 
+    A torch tensor (on any device) goes through :func:`attntopo.topology.single_linkage`: the
+    minimum spanning tree and its sort where the tensor is, the cophenetic matrix on the host.
+
     ``U[i, j]`` is the smallest ``eps`` at which ``i`` and ``j`` lie in one connected
     component of the ``eps``-graph: the minimum over paths from ``i`` to ``j`` of the
     longest edge on the path, which is the largest edge on their path in a minimum
@@ -450,18 +455,27 @@ def connection_scales(D: Any) -> np.ndarray:
     Computed as the cophenetic matrix of SciPy's single linkage (an O(n²) minimum
     spanning tree); zero distances between distinct tokens are handled.
     """
+    if _is_tensor(D):
+        if D.ndim == 2 and D.shape == (1, 1):
+            return np.zeros((1, 1))
+        return cophenetic_matrix(_tensor_linkage(D))
     A = _validated(D)
     return _ultrametric(A)
 
 
 def _ultrametric(A: np.ndarray) -> np.ndarray:
-    from scipy.cluster.hierarchy import cophenet
-    from scipy.spatial.distance import squareform
-
     n = A.shape[0]
     if n == 1:
         return np.zeros((1, 1))
-    Z = _linkage(A)
+    return cophenetic_matrix(_linkage(A))
+
+
+def cophenetic_matrix(Z: np.ndarray) -> np.ndarray:
+    """The ``(n, n)`` cophenetic matrix (merge height of every pair) of a linkage matrix
+    ``Z`` of shape ``(n - 1, 4)``: symmetric, float64, zero diagonal."""
+    from scipy.cluster.hierarchy import cophenet
+    from scipy.spatial.distance import squareform
+
     U = squareform(cophenet(Z))
     # heights are entries of D already; make the matrix exactly symmetric with a zero diagonal
     np.fill_diagonal(U, 0.0)
@@ -508,12 +522,32 @@ def _linkage(A: np.ndarray) -> np.ndarray:
     return _sc_linkage(squareform(A, checks=False), method="single")
 
 
+def _is_tensor(D: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(D, torch.Tensor)
+
+
+def _tensor_linkage(D: Any) -> np.ndarray:
+    """:func:`attntopo.topology.single_linkage` of one ``(n, n)`` tensor, on its device."""
+    from ._mst import single_linkage
+
+    if D.ndim != 2 or D.shape[0] != D.shape[1]:
+        raise InvalidMatrixError(f"D must be a square (n, n) matrix, got shape {tuple(D.shape)}")
+    if D.shape[0] < 2:
+        raise InvalidInputError("a linkage needs at least 2 tokens")
+    return single_linkage(D[None])[0]
+
+
 def linkage(D: Any) -> np.ndarray:
     """Single-linkage hierarchy of the tokens (SciPy's linkage-matrix format).
 
     Parameters
     ----------
-    D : array-like of shape (n, n), n >= 2
+    D : array-like or torch.Tensor of shape (n, n), n >= 2
+        A tensor (on any device, not validated) goes through
+        :func:`attntopo.topology.single_linkage`: the minimum spanning tree and its sort on
+        the tensor's device, only the ``n - 1`` edges to the host.  Among equal heights the
+        merges may then come in another order than SciPy's (the same clusters at every cut).
 
     Returns
     -------
@@ -522,6 +556,8 @@ def linkage(D: Any) -> np.ndarray:
         cluster of ``Z[t, 3]`` tokens.  The heights are exactly the finite H0 deaths of
         ``persistence(D)`` (the minimum-spanning-tree edge lengths), sorted.
     """
+    if _is_tensor(D):
+        return _tensor_linkage(D)
     A = _validated(D)
     if A.shape[0] < 2:
         raise InvalidInputError("a linkage needs at least 2 tokens")

@@ -240,3 +240,72 @@ def test_batches_partition_the_non_empty_texts_in_order(texts, batch_size, data)
     assert len({r["id"] for r in flat}) == len(flat)
     skip = set(data.draw(st.lists(st.integers(0, max(0, len(full) - 1)), max_size=4)))
     assert _rows(inp, batch_size, skip=skip) == [b for b in full if b[0] not in skip]
+
+
+# ------------------------------------------------------------------ (prompt, answer) pairs
+def _pair_frames():
+    return pd.DataFrame({"q": ["What is 2 + 2?", "", "Who wrote Hamlet?"],
+                         "a": ["It is 4.", None, "Shakespeare."],
+                         "label": [0, 1, 1]})
+
+
+def test_pairs_from_every_format_give_the_same_rows(tmp_path):
+    """answer_column: the text column is the prompt, the answer its own batch column (never
+    carried), from CSV, TSV, JSONL, Parquet, a DataFrame and an Arrow table alike; an empty
+    prompt is an empty record; default ids hold both hashes."""
+    df = _pair_frames()
+    (tmp_path / "p.csv").write_text('q,a,label\n"What is 2 + 2?",It is 4.,0\n,,1\nWho wrote Hamlet?,Shakespeare.,1\n')
+    (tmp_path / "p.tsv").write_text("q\ta\tlabel\nWhat is 2 + 2?\tIt is 4.\t0\n\t\t1\nWho wrote Hamlet?\tShakespeare.\t1\n")
+    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in df.to_dict("records")) + "\n")
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "p.parquet")
+    sources = [tmp_path / "p.csv", tmp_path / "p.tsv", tmp_path / "p.jsonl", tmp_path / "p.parquet", df,
+               pa.Table.from_pandas(df, preserve_index=False)]
+    h = lambda s: hashlib.sha256(s.encode()).hexdigest()[:12]  # noqa: E731
+    for src in sources:
+        inp = open_input(src, text_column="q", answer_column="a")
+        assert (inp.total, inp.n_empty) == (2, 1), src
+        assert inp.schema.names[:4] == ["id", "row", "text", "answer"] and inp.carried == ("label",)
+        rows = _flat(inp)
+        assert [(r["text"], r["answer"], r["label"]) for r in rows] == [
+            ("What is 2 + 2?", "It is 4.", 0), ("Who wrote Hamlet?", "Shakespeare.", 1)]
+        assert [r["id"] for r in rows] == [f"0-{h('What is 2 + 2?')}-{h('It is 4.')}",
+                                           f"2-{h('Who wrote Hamlet?')}-{h('Shakespeare.')}"]
+
+
+def test_a_changed_answer_is_another_record():
+    df = _pair_frames()
+    a = open_input(df, text_column="q", answer_column="a")
+    changed = df.copy()
+    changed.loc[2, "a"] = "Marlowe."
+    b = open_input(changed, text_column="q", answer_column="a")
+    assert a.fingerprint != b.fingerprint
+    assert _flat(a)[0]["id"] == _flat(b)[0]["id"] and _flat(a)[1]["id"] != _flat(b)[1]["id"]
+    # the same data read as texts (the answer carried) is another input too
+    assert open_input(df, text_column="q").fingerprint != a.fingerprint
+
+
+@pytest.mark.parametrize("answer, what", [(None, "has no answer"), ("  ", "has no answer"), (7, "has a int, not a string, as its answer")])
+def test_a_prompt_without_its_answer_names_the_line(tmp_path, answer, what):
+    p = tmp_path / "p.jsonl"
+    p.write_text(json.dumps({"q": "Fine?", "a": "Yes."}) + "\n" + json.dumps({"q": "And this?", "a": answer}) + "\n")
+    with pytest.raises(InvalidInputError, match=rf"p.jsonl: line 2 {what} in column 'a'"):
+        open_input(p, text_column="q", answer_column="a")
+    p.write_text(json.dumps({"q": "Fine?", "a": "Yes."}) + "\n" + json.dumps({"q": "And this?"}) + "\n")
+    with pytest.raises(InvalidInputError, match=r"line 2 has no answer in column 'a'"):
+        open_input(p, text_column="q", answer_column="a")
+
+
+def test_bad_answer_columns_are_one_line(tmp_path):
+    df = _pair_frames()
+    with pytest.raises(InvalidInputError, match=r"has no column 'answer'.*--answer-column"):
+        open_input(df, text_column="q", answer_column="answer")
+    with pytest.raises(InvalidInputError, match="applies to JSONL, CSV, Parquet and tables"):
+        open_input(["a text"], answer_column="a")
+    with pytest.raises(InvalidInputError, match="is also the text column"):
+        open_input(df, text_column="q", answer_column="q")
+    with pytest.raises(InvalidInputError, match=r"column 'a' holds int64, not strings"):
+        open_input(pd.DataFrame({"q": ["x"], "a": [1]}), text_column="q", answer_column="a")
+    with pytest.raises(InvalidInputError, match=r"column 'answer_sha256' clashes with a column a store of pairs"):
+        open_input(df.assign(answer_sha256="x"), text_column="q", answer_column="a")
+    # without pairs, a column named "answer" is an ordinary carried column
+    assert "answer" in open_input(df.rename(columns={"a": "answer"}), text_column="q").carried

@@ -87,14 +87,18 @@ def test_manifest_round_trip_and_columns():
     old = {k: v for k, v in SETTINGS.to_manifest().items() if k != "dtype"}
     assert CorpusSettings.from_manifest(old).dtype == "float32"
     assert CorpusSettings.from_manifest(old) == SETTINGS
+    # nor pairs: a store of texts, the prompt set's default scores
+    old = {k: v for k, v in SETTINGS.to_manifest().items() if k not in ("pairs", "prompt_quantities")}
+    assert CorpusSettings.from_manifest(old) == SETTINGS and not SETTINGS.pairs
 
 
 _CHANGES = {
     "model": "other", "model_hash": "sha256:" + "1" * 64, "revision": "main",
     "attntopo_version": "9.9", "sets": ("js", "graph"), "layers": (1,), "heads": (0,),
     "maxdim": 2, "thresholds": (0.2,), "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3,
-    "drop_special": False, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
+    "drop_special": True, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
     "engine": "ripser", "metric": "other", "keep_text": False, "dtype": "bfloat16",
+    "pairs": True, "prompt_quantities": ("attention",),
 }
 
 
@@ -174,8 +178,8 @@ def test_a_url_store_is_refused_not_made_a_local_folder(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ parts
 def test_parts_are_named_by_batch_and_rewriting_never_duplicates(tmp_path):
     store = _store(tmp_path)
-    assert sorted(os.listdir(store.path)) == ["manifest.json", part_name(0), part_name(1), part_name(2),
-                                              "parts.sha256"]
+    assert sorted(os.listdir(store.path)) == ["manifest.json", "parts", "parts.sha256"]
+    assert sorted(os.listdir(store.path / "parts")) == [part_name(0), part_name(1), part_name(2)]
     before = store.to_arrow()
     inp = open_input(TEXTS)
     k, t = next(iter(inp.batches(2)))
@@ -184,7 +188,7 @@ def test_parts_are_named_by_batch_and_rewriting_never_duplicates(tmp_path):
     assert again.to_arrow().equals(before)
     assert again.n_rows() == len(TEXTS) and len(again.done_ids()) == len(TEXTS)
     assert again.done_batches() == {0, 1, 2}
-    assert not [e for e in os.listdir(store.path) if e.endswith(".tmp")]
+    assert not [e for e in os.listdir(store.path / "parts") if e.endswith(".tmp")]
 
 
 def test_sql_agrees_with_pandas(tmp_path):
@@ -265,7 +269,7 @@ def test_counts_and_errors_come_from_part_summaries_read_once(tmp_path, monkeypa
     rows = _rows(t, 7)
     rows = rows.set_column(rows.schema.get_field_index("truncated"), "truncated", pa.array([True] * rows.num_rows))
     other.write_part(k, rows)
-    os.utime(store.path / part_name(1), ns=(1, 1))  # a stat that differs even on a coarse clock
+    os.utime(store.part_path(1), ns=(1, 1))  # a stat that differs even on a coarse clock
     fresh.refresh()
     c2 = fresh.counts()
     assert [name for name, _ in reads] == [part_name(1)]
@@ -287,7 +291,7 @@ def test_end_of_run_bookkeeping_leaves_no_footer_per_part(tmp_path):
     import gc
 
     store = _store(tmp_path)
-    part = store.path / part_name(0)
+    part = store.part_path(0)
     gc.collect()
     gc.disable()  # only what reference counting frees is freed from here on
     try:
@@ -331,7 +335,7 @@ def test_diagrams_read_back_per_head(tmp_path):
 
 def test_corrupt_part_is_reported_by_name(tmp_path):
     store = _store(tmp_path)
-    p = store.path / part_name(1)
+    p = store.part_path(1)
     p.write_bytes(p.read_bytes()[:100])
     with pytest.raises(ResultFormatError, match=f"{part_name(1)}: corrupt part file"):
         open_store(store.path)
@@ -340,15 +344,15 @@ def test_corrupt_part_is_reported_by_name(tmp_path):
 def test_foreign_files_are_reported_by_name(tmp_path):
     store = _store(tmp_path)
     other = _store(tmp_path / "other")
-    os.replace(other.path / part_name(1), store.path / part_name(1))  # same name, another store
+    os.replace(other.part_path(1), store.part_path(1))  # same name, another store
     with pytest.raises(ResultFormatError, match=f"{part_name(1)}: not a part of this store"):
         open_store(store.path)
-    os.unlink(store.path / part_name(1))
-    pq.write_table(pa.table({"x": [1]}), store.path / "mine.parquet")
+    os.unlink(store.part_path(1))
+    pq.write_table(pa.table({"x": [1]}), store.parts_dir / "mine.parquet")
     with pytest.raises(ResultFormatError, match="mine.parquet: a Parquet file that is not a part"):
         open_store(store.path)
-    os.unlink(store.path / "mine.parquet")
-    pq.write_table(pa.table({"x": [1]}), store.path / part_name(1))
+    os.unlink(store.parts_dir / "mine.parquet")
+    pq.write_table(pa.table({"x": [1]}), store.part_path(1))
     with pytest.raises(ResultFormatError, match=part_name(1)):
         open_store(store.path)
 
@@ -374,11 +378,11 @@ def test_verify_finds_a_changed_byte_by_the_recorded_checksum(tmp_path):
     store = _store(tmp_path)
     assert store.verify() == {}
     recorded = store.checksums()
-    assert recorded == {n: hashlib.sha256((store.path / n).read_bytes()).hexdigest()
+    assert recorded == {f"parts/{n}": hashlib.sha256((store.path / "parts" / n).read_bytes()).hexdigest()
                         for n in map(part_name, range(3))}
     if shutil.which("sha256sum"):
         assert subprocess.run(["sha256sum", "--quiet", "-c", CHECKSUMS], cwd=store.path).returncode == 0
-    p = store.path / part_name(1)
+    p = store.part_path(1)
     data = bytearray(p.read_bytes())
     data[len(data) // 3] ^= 0x01
     p.write_bytes(bytes(data))
@@ -471,6 +475,52 @@ def test_a_settings_mismatch_is_found_before_the_model_loads(tmp_path, monkeypat
         corpus.run(TEXTS, out=tmp_path / "s", **{**kw, "batch_size": 3})
 
 
+def test_a_store_of_the_old_drop_special_default_names_the_option_to_pass(tmp_path, monkeypatch):
+    """Features, corpus and sklearn dropped special tokens by default until issue 29: a store made
+    then records drop_special=True.  Continued without the option it stops with the one line of a
+    settings mismatch, naming the setting and how to ask for it; with it, the run goes on."""
+    import attntopo.models
+    from attntopo import __version__, corpus
+
+    old = dataclasses.replace(SETTINGS, attntopo_version=__version__, drop_special=True)
+    assert old.to_manifest()["drop_special"] is True
+    inp = open_input(TEXTS)
+    Store.create(tmp_path / "s", old, output_schema(old, inp.schema),
+                 {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}, feature_columns(old),
+                 extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
+
+    def no_loading(*a, **k):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(attntopo.models, "load_model", no_loading)
+    kw = dict(model="toy", sets=("js",), layers=[0], heads=[0, 1], thresholds=(0.1,), scales=(0.5,),
+              quantiles=(0.5,), keep_diagrams=True, batch_size=2, progress=False)
+    with pytest.raises(InvalidInputError) as e:
+        corpus.run(TEXTS, out=tmp_path / "s", **kw)
+    line = str(e.value)
+    assert "\n" not in line
+    assert "was made with drop_special=True, this run has drop_special=False" in line
+    assert "(drop_special=True; --drop-special)" in line and "--new-store" in line
+    # asked for, the settings agree and the run goes on to load the model
+    with pytest.raises(AssertionError, match="the model was loaded"):
+        corpus.run(TEXTS, out=tmp_path / "s", drop_special=True, **kw)
+
+
+def test_the_mismatch_line_names_the_keyword_and_the_option():
+    # (setting, the store's value, this run's value, how the line says to ask for the store's)
+    for name, stored, wanted, ask in [
+        ("drop_special", False, True, "(drop_special=False; without --drop-special)"),
+        ("keep_text", False, True, "(keep_text=False; --no-keep-text)"),
+        ("sets", ("js", "graph"), ("js",), "(sets=['js', 'graph']; --sets js,graph)"),
+        ("batch_size", 7, 2, "(batch_size=7; --batch-size 7)"),
+        ("cycle_cap", 3, 50, "(cycle_cap=3)"),  # no command-line option: the keyword only
+    ]:
+        with pytest.raises(InvalidInputError) as e:
+            check_same_settings(dataclasses.replace(SETTINGS, **{name: stored}),
+                                dataclasses.replace(SETTINGS, **{name: wanted}), "STORE 's'")
+        assert ask in str(e.value), (ask, str(e.value))
+
+
 def test_an_empty_input_is_refused_and_makes_no_store(tmp_path):
     """An empty file gave "corpus: 0 done", exit 0, and a 343 KB manifest; now one line, exit 2,
     no store folder."""
@@ -560,3 +610,41 @@ def test_run_renames_warn_and_pass_the_value_on(tmp_path):
         with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
             corpus.make_settings(object(), persistence_engine="fast")
     assert not out.exists()
+
+
+def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monkeypatch):
+    """sets=("prompt",) on texts: one line before the input is read or a model loaded; a run
+    without answer_column on a store of pairs is refused from the manifest, naming pairs."""
+    import attntopo.models
+    from attntopo import __version__, corpus
+    from attntopo.corpus import make_settings
+    from types import SimpleNamespace
+
+    def no_loading(*a, **k):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(attntopo.models, "load_model", no_loading)
+    with pytest.raises(InvalidInputError, match=r"^the prompt set needs \(prompt, answer\) pairs: name the "
+                                                r"input's answer column with --answer-column"):
+        corpus.run(tmp_path / "does-not-exist.jsonl", out=tmp_path / "s", sets=("prompt",), progress=False)
+    assert not (tmp_path / "s").exists()
+    toy = SimpleNamespace(name="toy", n_layers=1, n_heads=2, dtype="float32", spec=None)
+    with pytest.raises(InvalidInputError, match="the prompt set needs"):
+        make_settings(toy, sets=("prompt",), _model_hash="sha256:0")
+    st = make_settings(toy, sets=("prompt",), pairs=True, prompt_quantities=("attention",), _model_hash="sha256:0")
+    assert st.pairs and st.prompt_quantities == ("attention",)
+    assert feature_columns(st) == ["L0H0.prompt.attention", "L0H1.prompt.attention"]
+
+    here = dataclasses.replace(SETTINGS, attntopo_version=__version__, pairs=True)
+    df = {"q": ["alpha?", "beta?"], "a": ["one.", "two."]}
+    import pandas as pd
+
+    inp = open_input(pd.DataFrame(df), text_column="q", answer_column="a")
+    schema = output_schema(here, inp.schema)
+    assert schema.names[:6] == ["id", "row", "text_sha256", "text", "answer_sha256", "answer"]
+    Store.create(tmp_path / "p", here, schema, {"fingerprint": inp.fingerprint, "total": 2, "n_empty": 0},
+                 feature_columns(here), extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
+    kw = dict(model="toy", layers=[0], heads=[0, 1], thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,),
+              keep_diagrams=True, batch_size=2, progress=False, text_column="q")
+    with pytest.raises(InvalidInputError, match="was made with pairs=True, this run has pairs=False"):
+        corpus.run(pd.DataFrame(df), out=tmp_path / "p", **kw)

@@ -34,7 +34,7 @@ def atts():
 def test_chunked_background_rows_equal_the_synchronous_ones(atts, batch_size):
     st = check_settings(SETS, (0.025, 0.05, 0.1, 0.25, 0.5, 0.75), (0.1, 0.3, 0.5), (0.25, 0.5), 50)
     expected = np.concatenate(
-        [chunk_rows([a], [None], st, True, None, 1) for a in atts], axis=0
+        [chunk_rows([a], [None], st, False, None, 1) for a in atts], axis=0  # drop_special=False: features' default
     )  # one text at a time, serially, in this thread
     got = features(atts, sets=SETS, scales=(0.1, 0.3, 0.5), quantiles=(0.25, 0.5),
                    batch_size=batch_size)
@@ -91,3 +91,89 @@ def test_torch_threads_exact_at_most_and_none():
             assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_device_layers_go_to_the_engines_layer_by_layer():
+    """A layer given with its weights on the model's device (here CPU tensors, the GPU path's
+    code): its JS matrices go to the persistence engines at once, in the background, while the
+    next layer comes (at most two batches alive), and the rows equal the host path's exactly."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+    from _feature_refs import synthetic_attention
+
+    from attntopo.features import _layers
+    from attntopo.features._settings import check_settings
+
+    rng = np.random.default_rng(3)
+    W = rng.random((4, 2, 9, 9)) ** 3
+    W /= W.sum(-1, keepdims=True)
+    att = synthetic_attention(W.astype(np.float32))
+    st_ = check_settings(("js", "barcode"), (0.1,), (0.5,), (0.5,), 50)
+    waiting, lock = [0], threading.Lock()
+    calls, outstanding = [], []
+
+    def slow(fn, *args, **kw):
+        time.sleep(0.05)
+        try:
+            return fn(*args, **kw)
+        finally:
+            with lock:
+                waiting[0] -= 1
+
+    def rows(device):
+        with ThreadPoolExecutor(1) as ex:
+            def submit(fn, *args, **kw):
+                calls.append(len(args[0]))
+                with lock:
+                    waiting[0] += 1
+                    outstanding.append(waiting[0])
+                return ex.submit(slow, fn, *args, **kw)
+
+            chunk = _layers.ChunkFeatures(1, [None], st_, False, None, 1, submit)
+            for i in range(4):
+                one = _layers._one_layer(att, i)
+                chunk.add(0, one, device_weights=torch.from_numpy(one.weights[0]) if device else None)
+            chunk.start()
+            return chunk.finish()[0]
+
+    host = rows(False)
+    assert calls == [8, 8]  # js and barcode: one batch each, at the end
+    calls.clear()
+    outstanding.clear()
+    dev = rows(True)
+    assert calls == [2] * 8  # each layer's two heads, js and barcode, as the layer is done
+    np.testing.assert_array_equal(dev, host)
+    # the layers ran ahead of the slow engines, by at most two batches of each kind
+    assert 2 < max(outstanding) <= 4, outstanding
+
+
+@pytest.mark.parametrize("drop_special", [False, True])
+def test_heads_in_groups_give_the_rows_of_whole_layers(atts, monkeypatch, drop_special):
+    """A long text's heads go through the sets in groups bounded by GROUP_BYTES (issue 28: one
+    512-token text's 72 distance matrices were all alive at once); every set works head by
+    head, so the rows are those of whole layers exactly.  Here the budget is made one head of
+    the shortest text's tokens, so that these short texts are grouped as a long one would be."""
+    from attntopo.features import _layers
+
+    sets = ("js", "graph", "barcode", "template", "spectral", "js_per_token", "js_landscape")
+    kw = dict(sets=sets, scales=(0.1, 0.3, 0.5), quantiles=(0.25, 0.5), drop_special=drop_special,
+              n_jobs=1)
+    whole = features(atts, **kw)
+    calls: list[int] = []
+    real = _layers.token_distances
+
+    def spy(W, *a, **k):
+        calls.append(W.shape[0])
+        return real(W, *a, **k)
+
+    n = min(a.n_tokens for a in atts)
+    monkeypatch.setattr(_layers, "GROUP_BYTES", 8 * n * n)
+    monkeypatch.setattr(_layers, "_FLUSH_ELEMENTS", 2 * n * n)
+    monkeypatch.setattr(_layers, "token_distances", spy)
+    grouped = features(atts, **kw)
+    assert max(calls) == 1 < len(calls)  # one head at a time, for every text here
+    assert grouped.columns == whole.columns
+    np.testing.assert_array_equal(grouped.values, whole.values)

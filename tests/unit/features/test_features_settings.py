@@ -31,7 +31,7 @@ def test_defaults_are_the_documented_ones_and_it_is_public():
     s = FeatureSettings()
     assert (s.sets, s.thresholds, s.scales, s.quantiles, s.cycle_cap) == (
         DEFAULT_SETS, DEFAULT_THRESHOLDS, DEFAULT_SCALES, DEFAULT_QUANTILES, CYCLE_CAP)
-    assert (s.layers, s.heads, s.drop_special, s.min_persistence, s.engine) == (None, None, True, 0.0, None)
+    assert (s.layers, s.heads, s.drop_special, s.min_persistence, s.engine) == (None, None, False, 0.0, None)
     assert attntopo.FeatureSettings is FeatureSettings
 
 

@@ -50,15 +50,21 @@ def test_columns_rows_and_per_set_values(table):
     assert len(set(t.columns)) == len(t.columns)
     assert {parse_column(c)[2] for c in t.columns} == set(DEFAULT_SETS)
     assert t.heads() == [(layer, head) for layer in range(2) for head in range(3)]
-    # the set functions on the same matrices give the same numbers, head by head
+    # the set functions on the same matrices give the same numbers, head by head: by default
+    # the attention as given (special tokens kept), with drop_special=True the real tokens'
     a = atts[1]
-    real = a.drop_special().weights.reshape(6, 7, 7)
+    full = a.weights.reshape(6, 9, 9)
     np.testing.assert_array_equal(
-        t.select(sets="graph").values[1], graph_features(real).ravel()
+        t.select(sets="graph").values[1], graph_features(full).ravel()
     )
     np.testing.assert_allclose(
-        t.select(sets="barcode").values[1], barcode_features(real, n_jobs=1).ravel(), rtol=0, atol=0
+        t.select(sets="barcode").values[1], barcode_features(full, n_jobs=1).ravel(), rtol=0, atol=0
     )
+    real = a.drop_special().weights.reshape(6, 7, 7)
+    dropped = features([a], sets=("graph", "barcode"), drop_special=True, n_jobs=1)
+    np.testing.assert_array_equal(dropped.select(sets="graph").values[0], graph_features(real).ravel())
+    np.testing.assert_array_equal(dropped.select(sets="barcode").values[0],
+                                  barcode_features(real, n_jobs=1).ravel())
     punct = punctuation_mask(a.text, a.offsets, a.special)
     assert punct.any()
     np.testing.assert_array_equal(

@@ -85,3 +85,78 @@ def test_keeps_device_and_dtype_and_refuses_bad_roots():
         prim_edges(D, np.zeros(6, bool))
     with pytest.raises(InvalidMatrixError, match=r"shape \(B, n, n\)"):
         prim_edges(D[0])
+
+
+# ----------------------------------------------------------- single linkage from the batched tree
+def _partition(labels: np.ndarray) -> set:
+    """A clustering as a set of frozensets of points (label numbering ignored)."""
+    return {frozenset(np.flatnonzero(labels == c).tolist()) for c in np.unique(labels)}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 4), st.integers(2, 20), st.booleans(),
+       st.sampled_from([torch.float64, torch.float32]))
+def test_single_linkage_is_scipys(seed, b, n, ties, dtype):
+    """Every head's linkage against SciPy's single linkage of the same matrix: the same heights,
+    a valid linkage matrix (cluster sizes included), the same cophenetic matrix and the same
+    clusters at every cut height (ties may order equal merges differently)."""
+    from scipy.cluster.hierarchy import cophenet, fcluster, is_valid_linkage, linkage
+    from scipy.spatial.distance import squareform
+
+    from attntopo.topology import single_linkage
+
+    T = torch.from_numpy(_metric(np.random.default_rng(seed), b, n, ties)).to(dtype)
+    D = T.double().numpy()  # the matrices as the tensor holds them (float32 rounded), in float64
+    Z = single_linkage(T)
+    assert Z.shape == (b, n - 1, 4) and Z.dtype == np.float64
+    for k in range(b):
+        want = linkage(squareform(D[k], checks=False), "single")
+        assert is_valid_linkage(Z[k])
+        assert np.all(Z[k][:, 0] < Z[k][:, 1])
+        np.testing.assert_allclose(Z[k][:, 2], want[:, 2], rtol=0, atol=0)  # min over entries: exact
+        np.testing.assert_array_equal(cophenet(Z[k]), cophenet(want))
+        for t in np.unique(want[:, 2]):
+            assert _partition(fcluster(Z[k], t, "distance")) == _partition(fcluster(want, t, "distance"))
+
+
+def test_single_linkage_of_a_synthetic_head_and_the_public_functions():
+    """On Jensen–Shannon distances of attention: linkage() and connection_scales() of a tensor
+    (the device route) equal their SciPy results of the array."""
+    from scipy.cluster.hierarchy import cophenet
+
+    from attntopo.topology import connection_scales, linkage, single_linkage
+
+    A = np.random.default_rng(3).dirichlet(np.ones(15) * 0.3, size=(3, 15))
+    D = token_distances(A)
+    Z = single_linkage(torch.from_numpy(D))
+    for k in range(3):
+        want = linkage(D[k])
+        got = linkage(torch.from_numpy(D[k]))
+        np.testing.assert_array_equal(got, Z[k])
+        np.testing.assert_array_equal(got[:, 2], want[:, 2])
+        np.testing.assert_array_equal(cophenet(got), cophenet(want))
+        np.testing.assert_array_equal(connection_scales(torch.from_numpy(D[k])), connection_scales(D[k]))
+
+
+def test_single_linkage_refuses_bad_shapes():
+    from attntopo.topology import linkage, mst_edges, single_linkage
+
+    D = torch.from_numpy(_metric(np.random.default_rng(0), 2, 6, False))
+    with pytest.raises(InvalidMatrixError, match=r"shape \(B, n, n\)"):
+        single_linkage(D[0])
+    with pytest.raises(InvalidMatrixError, match=r"shape \(B, n, n\)"):
+        single_linkage(D[:, :, :5])
+    with pytest.raises(InvalidMatrixError, match=r"shape \(B, n, n\)"):
+        mst_edges(np.zeros((3, 3)))
+    with pytest.raises(InvalidInputError, match="at least 2 points"):
+        single_linkage(D[:, :1, :1])
+    with pytest.raises(InvalidMatrixError, match=r"square \(n, n\)"):
+        linkage(D)
+    with pytest.raises(InvalidInputError, match="at least 2 tokens"):
+        linkage(D[0, :1, :1])
+    lengths, a, b = mst_edges(D)
+    assert lengths.shape == a.shape == b.shape == (2, 5) and a.dtype == torch.int64
+    assert torch.all(lengths[:, 1:] >= lengths[:, :-1])
+    np.testing.assert_array_equal(lengths.numpy(), h0_deaths(D).numpy())
+    np.testing.assert_array_equal(lengths.numpy(), np.take_along_axis(D.numpy()[np.arange(2)[:, None], a.numpy()],
+                                                                        b.numpy()[:, :, None], 2)[:, :, 0])

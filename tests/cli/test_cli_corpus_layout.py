@@ -1,0 +1,123 @@
+"""The store's Parquet parts in their own folder (issue 28 item 9): ``STORE/parts`` holds the
+parts and nothing else, so pandas, pyarrow.dataset and DuckDB take the folder (the docs'
+``pd.read_parquet("store")`` failed on ``errors.jsonl``); a store of format version 1 (parts
+beside the manifest) still resumes, appends and answers queries, in its own layout.  Through
+the CLI's ``main``, in this process (the model loads once), as test_cli_corpus.py does."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import attntopo.cli  # noqa: F401 - the app and its other commands
+import attntopo.cli._corpus  # noqa: F401 - registers `corpus`
+import attntopo.cli._query  # noqa: F401 - registers `query`
+from attntopo.cli._common import main
+from attntopo.corpus import CHECKSUMS, MANIFEST, open_store, part_name
+from attntopo.datasets import fortunes
+
+pytestmark = pytest.mark.model
+FAST = ["--layer", "0", "--head", "0,5", "--batch-size", "2", "--id-column", "id", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("layout")
+    texts = [" ".join(t.split()) for t in fortunes(["science"], min_words=4, max_words=12,
+                                                   n_per_category=10, seed=3).texts]
+
+    def jsonl(name, idx):
+        (d / name).write_text("".join(json.dumps({"id": f"f{i}", "text": texts[i]}) + "\n" for i in idx))
+        return str(d / name)
+
+    return d, jsonl("a.jsonl", range(6)), jsonl("b.jsonl", range(6, 10))
+
+
+def _corpus(capsys, *args):
+    code = main(["corpus", *args, *FAST])
+    out, err = capsys.readouterr()
+    assert code == 0, (out, err)
+
+
+def _count(capsys, store) -> int:
+    code = main(["query", str(store), "SELECT count(*) AS n FROM corpus", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)["rows"][0]["n"]
+
+
+def _sha256sum_ok(store) -> None:
+    if shutil.which("sha256sum"):
+        r = subprocess.run(["sha256sum", "--quiet", "-c", CHECKSUMS], cwd=store, capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_any_parquet_reader_takes_the_parts_folder(inputs, capsys):
+    import duckdb
+    import pandas as pd
+    import pyarrow.dataset as ds
+
+    d, a, _ = inputs
+    st = d / "new"
+    _corpus(capsys, a, "--out", str(st))
+    assert sorted(os.listdir(st / "parts")) == [part_name(k) for k in range(3)]
+    assert not [e for e in os.listdir(st) if e.endswith(".parquet")]
+    ids = open_store(st).to_pandas()["id"].tolist()
+    assert ids == [f"f{i}" for i in range(6)]
+    raw = pd.read_parquet(st / "parts")
+    assert raw["id"].tolist() == ids  # the part names sort in batch order
+    assert ds.dataset(st / "parts").to_table().num_rows == len(ids)
+    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{st}/parts/*.parquet')").fetchall() == [(6,)]
+    assert _count(capsys, st) == 6
+    _sha256sum_ok(st)
+
+
+def _as_version_1(store) -> None:
+    """The store as attntopo wrote it before ``parts/`` (format version 1): the same manifest
+    with version 1, the parts beside it, their checksums under their bare names."""
+    mf = store / MANIFEST
+    doc = json.loads(mf.read_text())
+    doc["format_version"] = 1
+    mf.write_text(json.dumps(doc, indent=1) + "\n")
+    for p in sorted((store / "parts").iterdir()):
+        os.replace(p, store / p.name)
+    os.rmdir(store / "parts")
+    sums = store / CHECKSUMS
+    sums.write_text(sums.read_text().replace("  parts/", "  "))
+
+
+def test_a_version_1_store_resumes_appends_and_answers_queries_in_its_layout(inputs, capsys):
+    d, a, b = inputs
+    old, new = d / "old", d / "grown"
+    _corpus(capsys, a, "--out", str(old))
+    _as_version_1(old)
+    _sha256sum_ok(old)
+    os.unlink(old / part_name(2))  # an interrupted run: the last batch is missing
+    assert _count(capsys, old) == 4
+    _corpus(capsys, a, "--out", str(old))  # resume
+    assert (old / part_name(2)).is_file() and not (old / "parts").exists()
+    _corpus(capsys, b, "--out", str(old), "--append")
+    assert not (old / "parts").exists()
+    assert sorted(e for e in os.listdir(old) if e.endswith(".parquet")) == [part_name(k) for k in range(5)]
+    assert json.loads((old / MANIFEST).read_text())["format_version"] == 1
+    assert _count(capsys, old) == 10
+    _sha256sum_ok(old)
+    store = open_store(old)
+    assert store.verify() == {}
+    # the same inputs in the new layout: the same rows, value for value
+    _corpus(capsys, a, "--out", str(new))
+    _corpus(capsys, b, "--out", str(new), "--append")
+    x, y = store.to_pandas(), open_store(new).to_pandas()
+    assert x["id"].tolist() == y["id"].tolist() == [f"f{i}" for i in range(10)]
+    np.testing.assert_array_equal(x[store.feature_columns].to_numpy(), y[store.feature_columns].to_numpy())
+    # --new-store starts it over in the new layout, nothing of the old one left
+    code = main(["corpus", a, "--out", str(old), *FAST, "--new-store"])
+    capsys.readouterr()
+    assert code == 0
+    assert sorted(os.listdir(old / "parts")) == [part_name(k) for k in range(3)]
+    assert not [e for e in os.listdir(old) if e.endswith(".parquet")]
