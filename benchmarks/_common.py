@@ -71,19 +71,20 @@ class StageTimer:
     While :meth:`installed` is active, the functions that ``analyze`` calls for each
     stage are wrapped with timers (in the benchmark process only; the library is not
     changed): ``AttentionModel.attention`` (tokenization + forward pass + packing),
-    ``AttentionModel._forward`` (the forward pass: input tensors, the model call with
-    ``output_attentions=True``, stacking the weights into numpy),
-    ``analyses._analysis.token_distances`` and ``analyses._analysis._persistence_batch_valid`` (the
-    validated-input form of ``persistence_batch`` that ``analyze`` calls).
+    ``AttentionModel._forward_layers`` (the forward pass, layer by layer: input tensors, the
+    model call with each layer's weights captured by a hook and handed over, renormalized, as
+    the layer is done), ``analyses._analysis.token_distances`` and
+    ``analyses._analysis.persistence_batch_valid`` (the validated-input form of
+    ``persistence_batch`` that ``analyze`` calls).
     A wrapper costs about a microsecond per call.  If a hook point no longer exists
     (the library was refactored), that stage is reported as missing instead of failing.
     """
 
     HOOKS = {
         "attention": ("attntopo.models.model", "AttentionModel", "attention"),
-        "forward": ("attntopo.models.model", "AttentionModel", "_forward"),
+        "forward": ("attntopo.models.model", "AttentionModel", "_forward_layers"),
         "distances": ("attntopo.analyses._analysis", None, "token_distances"),
-        "persistence": ("attntopo.analyses._analysis", None, "_persistence_batch_valid"),
+        "persistence": ("attntopo.analyses._analysis", None, "persistence_batch_valid"),
     }
 
     def __init__(self) -> None:

@@ -316,8 +316,8 @@ def run_details(results: dict, cfg: dict) -> str:
 STAGES_HELP = """\
 *Stages* are timed inside the same `analyze` calls as section 1 (wrappers put around the
 functions `analyze` calls, in the benchmark process; the library is unchanged): **forward** =
-`AttentionModel._forward` (input tensors, the model call with `output_attentions=True`,
-stacking the weights into numpy); **distances** = `token_distances`; **persistence** =
+`AttentionModel._forward_layers` (input tensors, the model call with each layer's weights
+captured by a hook, renormalized and handed over as the layer is done); **distances** = `token_distances`; **persistence** =
 `persistence_batch` (ranks, the warm pool of persistence worker processes running the default
 `auto` engine, `Diagram`s); **overhead** = total − those three (tokenization and `Attention` packing, in
 brackets, plus provenance and `Analysis` building).
