@@ -15,6 +15,7 @@ or by another model would differ by ~1e-7 or more).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -155,15 +156,31 @@ def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, mini
     assert 1 <= len(kept) < 11, len(kept)
     # the model by name, none loaded in this process: the driver (this process) only reads the
     # model's tokenizer and configuration, the actors load the weights
-    clear_model_cache()
-    before = _loaded_models()
-    store = corpus.run(corpus_file, out, model="minilm", backend="ray", progress=False, **SETTINGS)
-    assert _loaded_models() == before, "the Ray driver loaded the model's weights"
+    with _no_cached_models():
+        before = _loaded_models()
+        store = corpus.run(corpus_file, out, model="minilm", backend="ray", progress=False, **SETTINGS)
+        assert _loaded_models() == before, "the Ray driver loaded the model's weights"
     assert store.manifest["model"]["n_layers"] == minilm.n_layers
     assert ray.is_initialized()
     assert {name: (out / "parts" / name).stat().st_mtime_ns for name in kept} == kept
     assert len(list((out / "parts").glob("part-*.parquet"))) == 11 and not list((out / "parts").glob(".*.tmp"))
     assert_same_store(store, local_store)
+
+
+@contextlib.contextmanager
+def _no_cached_models():
+    """No model in load_model's cache while inside; the cache as it was afterwards (the other
+    tests of this worker keep sharing their session's model: test_models checks it is cached)."""
+    from attntopo.models import model as _model_module
+
+    with _model_module._CACHE_LOCK:
+        saved = dict(_model_module._CACHE)
+    clear_model_cache()
+    try:
+        yield
+    finally:
+        with _model_module._CACHE_LOCK:
+            _model_module._CACHE.update(saved)
 
 
 def _loaded_models() -> int:
@@ -179,10 +196,10 @@ def _loaded_models() -> int:
 def test_describe_model_is_load_models_without_weights(minilm):
     """What a Ray driver holds instead of the model: the same description and tokenization,
     and no transformers model built."""
-    clear_model_cache()
-    before = _loaded_models()
-    d = describe_model("minilm")
-    assert _loaded_models() == before and not hasattr(d, "hf_model")
+    with _no_cached_models():
+        before = _loaded_models()
+        d = describe_model("minilm")
+        assert _loaded_models() == before and not hasattr(d, "hf_model")
     assert d.info() == minilm.info()
     text = "The cat sat on the mat, and Zürich's café was closed."
     assert d.tokenize(text) == minilm.tokenize(text)
