@@ -66,8 +66,14 @@ def test_query_prints_the_shared_json_keys(tmp_path):
     """``query --json`` printed a bare list of rows; now the shared document, the rows under ``rows``."""
     (tmp_path / "t.txt").write_text("The cat sat on the mat.\nDogs bark.\n")
     store = tmp_path / "store"
-    c = run("corpus", str(tmp_path / "t.txt"), "--out", str(store), "--layer", "0", "--head", "0", "--quiet")
+    c = run("corpus", str(tmp_path / "t.txt"), "--out", str(store), "--layer", "0", "--head", "0", "--json")
     assert c.returncode == 0, c.stderr
+    # corpus too: its own keys, then the shared ones, "out" the store it wrote
+    made = json.loads(c.stdout)
+    _check_frame(made, out=str(store))
+    assert list(made) == ["attntopo", "store", "counts", "already_stored", "settings", "errors",
+                          "timing", "out", "figures"]
+    assert made["counts"]["ok"] == 2 and made["figures"] == []
     sql = "SELECT row, n_tokens FROM corpus ORDER BY row"
     q = run("query", str(store), sql, "--json")
     assert q.returncode == 0, q.stderr

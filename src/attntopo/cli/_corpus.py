@@ -18,6 +18,7 @@ from ._common import (
     err_console,
     esc,
     parse_indices,
+    json_doc,
     print_json,
     command,
 )
@@ -184,10 +185,12 @@ def corpus_cmd(
     seconds = time.perf_counter() - t0
     c = store.counts()
     if json_out:
-        print_json({"attntopo": __version__, "store": str(store.path), "counts": c,
-                    "already_stored": store.appended["already"] if store.appended else 0,
-                    "settings": store.settings.to_manifest(), "errors": str(store.path / ERRORS),
-                    "timing": {"total_s": round(seconds, 3)}})
+        # the shared document (finish_result's keys): the store is what the command wrote
+        print_json(json_doc({"attntopo": __version__, "store": str(store.path), "counts": c,
+                             "already_stored": store.appended["already"] if store.appended else 0,
+                             "settings": store.settings.to_manifest(), "errors": str(store.path / ERRORS)},
+                            saved=store.path, figures={},
+                            timing={"corpus_s": round(seconds, 3), "total_s": round(seconds, 3)}))
         return
     already = (f", {store.appended['already']} already in the store (skipped)"
                if getattr(store, "appended", None) else "")
