@@ -33,7 +33,7 @@ PACKAGE = "attntopo"
 
 #: (layer, module prefixes) from the bottom up; a module belongs to the longest matching prefix.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("vocabulary", ("_version", "_hooks", "errors", "constants", "_validation", "_progress", "_callable", "_threads")),
+    ("vocabulary", ("_version", "_hooks", "errors", "constants", "_validation", "_progress", "_callable", "_threads", "_lazy")),
     ("storage and kernels", ("io", "_native", "_mds")),
     ("computation", ("models", "attention", "words", "distances", "topology")),
     ("analyses", ("analyses",)),

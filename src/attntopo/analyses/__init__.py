@@ -28,8 +28,9 @@ offered is still importable from them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 # public name -> private module (relative to this package) that defines it
 _LAZY = {
@@ -59,19 +60,7 @@ _MODULES = ("compare", "head_types", "timeline", "heads", "text")
 __all__ = sorted([*_LAZY, "compare", "head_types"])
 
 
-def __getattr__(name: str) -> Any:
-    if name in _MODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY, package=__name__, modules=_MODULES)
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only

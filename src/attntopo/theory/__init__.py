@@ -13,8 +13,8 @@ Each returns a result with ``summary()``, ``save()``/``load_result``, and a stat
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+
+from .._lazy import lazy_names
 
 # public name -> private module (each module's owner adds its names here)
 _LAZY = {
@@ -31,14 +31,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'attntopo.theory' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY, package=__name__)
