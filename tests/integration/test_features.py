@@ -185,3 +185,13 @@ def test_generated_vs_human_is_cached(tmp_path):
     generated_vs_human(n=2, seed=0, cache_dir=tmp_path, temperature=0.5)
     assert len(list(tmp_path.glob("generated_vs_human-*.jsonl"))) == 2  # settings in the key
     assert list(islice(d, 2))[0] == d.texts
+
+
+def test_a_pair_whose_answer_was_truncated_away_is_one_line_naming_it(minilm):
+    """A prompt filling the whole context leaves its answer no token: a typed one-line error
+    naming the text (the same check a corpus of pairs applies, features.pipeline.answer_check)."""
+    pairs = [("a b", "c"), ("word " * 600, "the answer")]
+    with pytest.raises(InvalidInputError) as e:
+        at.features(pairs, minilm, sets=("prompt",), truncate=True, layers=[0], heads=[0])
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("texts[1]: the answer has no token after the prompt")

@@ -145,14 +145,17 @@ def join_pair(prompt: str, response: str) -> tuple[str, int]:
     return prompt + sep + response, len(prompt)
 
 
-def answer_check(bounds: Sequence[int | None]) -> Callable[[int, Attention], None]:
+def answer_check(bounds: Sequence[int | None],
+                 label: Callable[[int], str] | None = None) -> Callable[[int, Attention], None]:
     """A :func:`stream_into` ``check`` for joined pairs (``bounds[k]``: where text ``k``'s
-    answer starts, None for a single text): refuse a text whose answer kept no token."""
+    answer starts, None for a single text): refuse a text whose answer kept no token.
+    ``label(k)`` prefixes the message (``"texts[3]: "``)."""
 
     def check(k: int, att: Attention) -> None:
         b = bounds[k]
         if b is not None and not np.any(~_prompt_mask(att, b)):
-            raise InvalidInputError("the answer has no token after the prompt (was it truncated?)")
+            raise InvalidInputError((label(k) if label else "")
+                                    + "the answer has no token after the prompt (was it truncated?)")
 
     return check
 
@@ -483,14 +486,8 @@ def _run_chunks(
         for p, a in given:
             texts_of[p] = a.text
 
-        def check(j: int, a: Attention, bounds=bounds, run_pos=run_pos, idx=idx) -> None:
-            b = bounds[run_pos[j]]
-            if b is not None and not np.any(~_prompt_mask(a, b)):
-                raise InvalidInputError(
-                    f"texts[{idx[run_pos[j]]}]: the response has no token after the prompt "
-                    "(was it truncated?)"
-                )
-
+        check = answer_check([bounds[p] for p in run_pos],
+                             label=lambda j, run_pos=run_pos, idx=idx: f"texts[{idx[run_pos[j]]}]: ")
         if to_run:
             encs = stream_into(chunk, m, to_run, run_pos, layers=layers, heads=heads,
                                truncate=truncate, check=check, forward_threads=forward_threads)
