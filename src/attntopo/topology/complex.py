@@ -473,10 +473,16 @@ def _ultrametric(A: np.ndarray) -> np.ndarray:
 def cophenetic_matrix(Z: np.ndarray) -> np.ndarray:
     """The ``(n, n)`` cophenetic matrix (merge height of every pair) of a linkage matrix
     ``Z`` of shape ``(n - 1, 4)``: symmetric, float64, zero diagonal."""
-    from scipy.cluster.hierarchy import cophenet
+    from scipy.cluster.hierarchy import cophenet, is_valid_linkage
     from scipy.spatial.distance import squareform
 
-    U = squareform(cophenet(Z))
+    Z = np.asarray(Z)
+    if Z.ndim != 2 or Z.shape[1:] != (4,) or not np.issubdtype(Z.dtype, np.number) \
+            or not is_valid_linkage(Z.astype(np.float64)):
+        raise InvalidMatrixError(
+            f"Z must be a linkage matrix of shape (n - 1, 4) in SciPy's format (single_linkage "
+            f"gives one per head), got shape {Z.shape}")
+    U = squareform(cophenet(Z.astype(np.float64)))
     # heights are entries of D already; make the matrix exactly symmetric with a zero diagonal
     np.fill_diagonal(U, 0.0)
     return U

@@ -154,6 +154,11 @@ def test_single_linkage_refuses_bad_shapes():
         linkage(D)
     with pytest.raises(InvalidInputError, match="at least 2 tokens"):
         linkage(D[0, :1, :1])
+    from attntopo.topology import cophenetic_matrix
+
+    for bad in (np.ones((2, 2)), np.zeros((2, 4)), np.array([["a"] * 4])):  # not SciPy's format
+        with pytest.raises(InvalidMatrixError, match=r"linkage matrix of shape \(n - 1, 4\)"):
+            cophenetic_matrix(bad)
     lengths, a, b = mst_edges(D)
     assert lengths.shape == a.shape == b.shape == (2, 5) and a.dtype == torch.int64
     assert torch.all(lengths[:, 1:] >= lengths[:, :-1])
