@@ -39,9 +39,11 @@ from ..topology.persistence import persistence_batch_valid
 from ._barcode import barcode_matrices, barcode_stats
 from ._graph import graph_features
 from ._js import image_stats, js_stats, landscape_stats, per_token_stats
+from ._lookback import answer_start, lookback_features
 from ._prompt import PROMPT_QUANTITIES, prompt_features
 from ._spectral import spectral_features
 from ._template import punctuation_mask, template_features
+from ._zigzag import layer_graph, zigzag_features
 
 __all__ = ["ChunkFeatures", "Done", "prompt_mask", "JS_SETS", "GROUP_BYTES", "heads_per_group"]
 
@@ -163,6 +165,9 @@ class ChunkFeatures:
         self.js_sizes: list[list[int]] = [[] for _ in range(n_texts)]
         self.bc_count = [0] * n_texts
         self.prompt_q = tuple(st.get("prompt_quantities", PROMPT_QUANTITIES))
+        # zigzag: per text, each layer's graph (its edges) and the number of vertices
+        self.zz_graphs: list[list[np.ndarray]] = [[] for _ in range(n_texts)]
+        self.zz_n = [0] * n_texts
 
     def add(self, t: int, att: Attention, device_weights: Any = None) -> None:
         """One layer of text ``t``: ``att`` holds that layer alone, weights (1, H, n, n).
@@ -176,6 +181,12 @@ class ChunkFeatures:
         groups of :func:`heads_per_group` (one group unless the text is long).
         """
         _, H, n, _ = att.weights.shape
+        if "zigzag" in self.sets:
+            # the whole layer: its heads' mean decides the graph
+            keep = (np.flatnonzero(~att.special)
+                    if self.drop_special and bool(att.special.any()) else None)
+            self.zz_graphs[t].append(layer_graph(att.weights[0], keep))
+            self.zz_n[t] = n if keep is None else int(keep.size)
         per = heads_per_group(n, H)
         if per >= H:
             self._add(t, att, device_weights)
@@ -240,6 +251,12 @@ class ChunkFeatures:
                 else:  # on the device, special tokens still in
                     A, Dp = _drop_on_device(device_weights, ~att.special), None
                 self.blocks[t]["prompt"].append(prompt_features(A, Dp, mask, self.prompt_q))
+        if "lookback" in sets:
+            # the ratio of means is the same on renormalized rows: special tokens are left out
+            start = answer_start(att.special, att.offsets, self.boundaries[t])
+            self.blocks[t]["lookback"].append(lookback_features(
+                att.weights.reshape(H, n, n), start, att.causal,
+                keep=~att.special if self.drop_special else None))
         if "graph" in sets:
             self.blocks[t]["graph"].append(
                 graph_features(Wr, self.st["thresholds"], cycle_cap=self.st["cycle_cap"]))
@@ -285,6 +302,10 @@ class ChunkFeatures:
             for name, arr in per_head:
                 for t, part in enumerate(np.split(arr, n_texts)):
                     self.blocks[t][name] = [part]
+        if "zigzag" in sets:
+            for t in range(n_texts):
+                self.blocks[t]["zigzag"] = [zigzag_features(self.zz_graphs[t], self.zz_n[t])]
+            self.zz_graphs = [[] for _ in range(n_texts)]
         if self.bc is not None:
             stats = barcode_stats(self.bc.diagrams(self.bc_count), self.st.get("min_persistence", 0.0))
             for t, part in enumerate(np.split(stats, n_texts)):
