@@ -78,7 +78,8 @@ def _dionysus():
 
 
 def layer_graph(W: Any, keep: np.ndarray | None = None,
-                edges_per_token: float = ZIGZAG_EDGES_PER_TOKEN) -> np.ndarray:
+                edges_per_token: float = ZIGZAG_EDGES_PER_TOKEN,
+                order: Sequence[int] | None = None) -> np.ndarray:
     """The edges of one layer's graph ``G_l`` (module docstring), shape (m, 2), int64, ``i < j``.
 
     Parameters
@@ -91,21 +92,23 @@ def layer_graph(W: Any, keep: np.ndarray | None = None,
         numbered ``0 … len(keep) − 1``.
     edges_per_token : float
         ``k = ⌈edges_per_token · n⌉`` heaviest pairs (at most all of them).
+    order : sequence of int, optional
+        The order in which the heads are summed (e.g. by head id, so that the same heads given
+        in another order give the same float64 mean, bit for bit); ``0 … H−1`` by default.
     """
     W = np.asarray(W)
     if W.ndim == 2:
         W = W[None]
     H = W.shape[0]
-    if keep is None:
-        mean = W.mean(axis=0, dtype=np.float64)
-    else:
+    if keep is not None:
         from ..attention import renormalized_subset
 
         keep = np.asarray(keep, dtype=np.int64)
-        mean = np.zeros((keep.size, keep.size))
-        for h in range(H):  # one head's copy at a time
-            mean += renormalized_subset(W[h:h + 1], keep)[0]
-        mean /= H
+    m = W.shape[-1] if keep is None else keep.size
+    mean = np.zeros((m, m))
+    for h in (range(H) if order is None else order):  # one head at a time
+        mean += W[h] if keep is None else renormalized_subset(W[h:h + 1], keep)[0]
+    mean /= H
     n = mean.shape[0]
     iu, ju = np.triu_indices(n, k=1)
     w = np.maximum(mean[iu, ju], mean[ju, iu])

@@ -164,3 +164,21 @@ def test_zigzag_through_the_feature_pipeline_equals_the_functions():
     row = chunk_rows([att], [None], FeatureSettings(sets=("zigzag",)).st(), False, None, 1)[0]
     graphs = [layer_graph(att.weights[layer]) for layer in range(L)]
     np.testing.assert_array_equal(row, zigzag_features(graphs, n))
+
+
+def test_zigzag_runs_through_the_layers_in_model_order_whatever_order_they_come():
+    """Layers given (or handed over) in another order: the zigzag still goes 0, 1, 2."""
+    from dataclasses import replace
+
+    rng = np.random.default_rng(1)
+    n, L, H = 8, 3, 2
+    W = rng.gamma(0.5, size=(L, H, n, n))
+    W /= W.sum(-1, keepdims=True)
+    att = synthetic_attention(W)
+    shuffled = replace(att, weights=att.weights[::-1].copy(), layers=(2, 1, 0))
+    st_ = FeatureSettings(sets=("zigzag",)).st()
+    a = chunk_rows([att], [None], st_, False, None, 1)[0]
+    b = chunk_rows([shuffled], [None], st_, False, None, 1)[0]
+    np.testing.assert_array_equal(a, b)
+    backwards = [layer_graph(att.weights[layer]) for layer in (2, 1, 0)]
+    assert not np.array_equal(a, zigzag_features(backwards, n))  # the order matters
