@@ -155,12 +155,14 @@ def test_zigzag_columns_belong_to_no_head():
     assert table.select(heads=[(0, 0)]).columns == tuple(c for c in cols if c.startswith("L0H0."))
 
 
+def _random_attention(seed: int, n: int, L: int, H: int):
+    W = np.random.default_rng(seed).gamma(0.5, size=(L, H, n, n))
+    return synthetic_attention(W / W.sum(-1, keepdims=True))
+
+
 def test_zigzag_through_the_feature_pipeline_equals_the_functions():
-    rng = np.random.default_rng(0)
-    n, L, H = 9, 3, 2
-    W = rng.gamma(0.5, size=(L, H, n, n))
-    W /= W.sum(-1, keepdims=True)
-    att = synthetic_attention(W)
+    n, L = 9, 3
+    att = _random_attention(0, n, L, 2)
     row = chunk_rows([att], [None], FeatureSettings(sets=("zigzag",)).st(), False, None, 1)[0]
     graphs = [layer_graph(att.weights[layer]) for layer in range(L)]
     np.testing.assert_array_equal(row, zigzag_features(graphs, n))
@@ -170,11 +172,8 @@ def test_zigzag_runs_through_the_layers_in_model_order_whatever_order_they_come(
     """Layers given (or handed over) in another order: the zigzag still goes 0, 1, 2."""
     from dataclasses import replace
 
-    rng = np.random.default_rng(1)
-    n, L, H = 8, 3, 2
-    W = rng.gamma(0.5, size=(L, H, n, n))
-    W /= W.sum(-1, keepdims=True)
-    att = synthetic_attention(W)
+    n = 8
+    att = _random_attention(1, n, 3, 2)
     shuffled = replace(att, weights=att.weights[::-1].copy(), layers=(2, 1, 0))
     st_ = FeatureSettings(sets=("zigzag",)).st()
     a = chunk_rows([att], [None], st_, False, None, 1)[0]
