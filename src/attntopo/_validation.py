@@ -55,6 +55,8 @@ __all__ = [
     "check_scale",
     "check_wasserstein_p",
     "check_bool",
+    "check_byte_size",
+    "format_bytes",
     "check_choice",
     "check_device",
     "check_dtype",
@@ -322,6 +324,35 @@ def check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise InvalidInputError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?", re.IGNORECASE)
+_UNIT = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
+         "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}
+
+
+def check_byte_size(value: Any, name: str, *, lo: int = 0) -> int:
+    """A size in bytes, at least ``lo``: an int (bytes) or text such as ``"512MB"``,
+    ``"2GB"``, ``"1.5GiB"`` or ``"4096"`` (kB, MB, GB, TB are powers of 1000; KiB, MiB,
+    GiB, TiB of 1024; case and a space before the unit do not matter)."""
+    if is_int(value):
+        n = int(value)
+    elif isinstance(value, str) and (m := _SIZE.fullmatch(value.strip())):
+        n = int(float(m.group(1)) * _UNIT[(m.group(2) or "").lower()])
+    else:
+        raise InvalidInputError(f"{name} must be a size such as 512MB, 2GB or 1.5GiB, got {value!r}")
+    if n < lo:
+        raise InvalidInputError(f"{name} must be at least {format_bytes(lo)}, got {value!r}")
+    return n
+
+
+def format_bytes(n: int) -> str:
+    """``n`` bytes in the largest unit of 1000 that keeps a number >= 1: ``"1GB"``,
+    ``"512MB"``, ``"1.5GB"``."""
+    for unit, size in (("TB", 1000**4), ("GB", 1000**3), ("MB", 1000**2), ("kB", 1000)):
+        if n >= size:
+            return f"{n / size:.4g}{unit}"
+    return f"{n}B"
 
 
 def check_choice(

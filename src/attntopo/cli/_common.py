@@ -318,15 +318,15 @@ def read_texts(texts: Optional[List[str]], file: Optional[str],
     return [ln.strip() for ln in data.splitlines() if ln.strip()], source
 
 
-def check_writable_parent(out: Path) -> None:
-    """Refuse an --out whose nearest existing ancestor is not a writable folder."""
+def check_writable_parent(out: Path, flag: str = "--out") -> None:
+    """Refuse an --out (``flag``) whose nearest existing ancestor is not a writable folder."""
     anc = out.expanduser().absolute().parent
     while not anc.exists() and anc != anc.parent:
         anc = anc.parent
     if not anc.is_dir():
-        raise InvalidInputError(f"cannot create --out {str(out)!r}: {str(anc)!r} is not a folder")
+        raise InvalidInputError(f"cannot create {flag} {str(out)!r}: {str(anc)!r} is not a folder")
     if not os.access(anc, os.W_OK | os.X_OK):
-        raise InvalidInputError(f"cannot write --out {str(out)!r}: no write permission in {str(anc)!r}")
+        raise InvalidInputError(f"cannot write {flag} {str(out)!r}: no write permission in {str(anc)!r}")
 
 
 def check_out(out: Path) -> None:

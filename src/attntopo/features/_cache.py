@@ -74,10 +74,18 @@ def model_fingerprint(model: Any) -> dict[str, Any]:
     }
 
 
+#: How a cached row's values map to its columns: 2 since every value is placed by its own
+#: (layer, head) (rows cached before, with layers or heads given out of order, put values
+#: under another head's name: they are not read again).
+_ROW_LAYOUT = 2
+
+
 def settings_digest(fingerprint: dict, columns: Sequence[str], options: dict) -> str:
-    """SHA-256 of the model, the columns and the other options (and attntopo's version)."""
+    """SHA-256 of the model, the columns and the other options (and attntopo's version, and
+    :data:`_ROW_LAYOUT`)."""
     blob = json.dumps(
-        {"attntopo": __version__, "model": fingerprint, "columns": list(columns), "options": options},
+        {"attntopo": __version__, "model": fingerprint, "columns": list(columns),
+         "options": options, "rows": _ROW_LAYOUT},
         sort_keys=True, default=str,
     )
     return hashlib.sha256(blob.encode()).hexdigest()

@@ -27,7 +27,7 @@ from ..errors import EmptyTextError, InvalidInputError
 from ._barcode import BARCODE_QUANTITIES
 from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, graph_names
 from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES, image_names, js_names, landscape_names, per_token_names
-from ._layers import ChunkFeatures, Done, prompt_mask
+from ._layers import ChunkFeatures, Done, head_order, prompt_mask
 from ._prompt import PROMPT_QUANTITIES
 from ._spectral import spectral_names
 from ._settings import DEFAULT_SETS, FEATURE_SETS, FeatureSettings, resolve_settings
@@ -63,11 +63,13 @@ def set_quantities(set_name: str, st: dict) -> list[str]:
 
 
 def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> list[str]:
+    """Column names: set by set, the heads of :func:`head_order` (the layers and heads in the
+    order given), quantities within a head; :class:`ChunkFeatures` given the same
+    ``order`` puts every value under its own head's name."""
     return [
         column_name(layer, head, s, q)
         for s in st["sets"]
-        for layer in layer_ids
-        for head in head_ids
+        for layer, head in head_order(layer_ids, head_ids)
         for q in set_quantities(s, st)
     ]
 
@@ -479,7 +481,8 @@ def _run_chunks(
                 f"texts[{idx[run_pos[0]]}] is run on other layers/heads than texts[{keep[0]}]: "
                 "every Attention of one table must cover the same heads"
             )
-        chunk = ChunkFeatures(len(idx), bounds, st, drop_special, engine, n_jobs, submit)
+        chunk = ChunkFeatures(len(idx), bounds, st, drop_special, engine, n_jobs, submit,
+                              order=head_order(layer_ids, head_ids))
         for p, a in given:
             chunk.add_attention(p, a)
         texts_of = [""] * len(idx)
