@@ -64,8 +64,9 @@ def _backend_and_engine(backend: Optional[str], engine: Optional[str]) -> tuple[
 
 
 @command("corpus", epilog=_CORPUS_EPILOG, helps={"drop_special": (
-    "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows before the js, graph, barcode "
-    "and spectral sets (default: kept, the attention as the model computed it).")})
+    "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows before the js, graph, "
+    "barcode, spectral, lookback and zigzag sets (default: kept, the attention as the model "
+    "computed it).")})
 def corpus_cmd(
     input: Annotated[str, typer.Argument(
         metavar="INPUT", show_default=False,
@@ -78,8 +79,8 @@ def corpus_cmd(
     sets: Annotated[Optional[List[str]], typer.Option(
         "--sets", "-s", metavar="SETS", show_default=False,
         help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape, "
-             "js_per_token, spectral; "
-             "prompt with --answer-column.",
+             "js_per_token, spectral, zigzag; "
+             "prompt and lookback with --answer-column.",
     )] = None,
     prompt_quantities: Annotated[Optional[List[str]], typer.Option(
         "--prompt-quantities", metavar="Q", show_default=False,

@@ -594,8 +594,9 @@ def run(
         well must agree with it).  A store keeps every bar (``min_persistence=0``).
     sets : sequence of str
         Feature sets of :mod:`attntopo.features` (default: ``("js",)``; any of ``js``,
-        ``graph``, ``barcode``, ``template``, ``js_image``, ``js_landscape``, and ``prompt``
-        for an input of pairs, ``answer_column``).
+        ``graph``, ``barcode``, ``template``, ``js_image``, ``js_landscape``,
+        ``js_per_token``, ``spectral``, ``zigzag``, and ``prompt`` and ``lookback`` for an
+        input of pairs, ``answer_column``).
     layers, heads : int or list of int, optional
         Model layers and heads (0-based); all by default.
     keep_diagrams : bool

@@ -44,13 +44,18 @@ from ..topology.persistence import persistence_batch_valid
 from ._barcode import barcode_matrices, barcode_stats
 from ._graph import graph_features
 from ._js import image_stats, js_stats, landscape_stats, per_token_stats
+from ._lookback import answer_start, lookback_features
 from ._prompt import PROMPT_QUANTITIES, prompt_features
 from ._spectral import spectral_features
 from ._template import punctuation_mask, template_features
+from ._zigzag import layer_graph, zigzag_features
 
 __all__ = ["ChunkFeatures", "Done", "prompt_mask", "JS_SETS", "GROUP_BYTES", "heads_per_group",
-           "head_order"]
+           "head_order", "MODEL_SETS"]
 
+#: Sets with one block of values per text (all the chosen layers and heads together), not one
+#: per head: their columns are ``L*H*.{set}.{quantity}``.
+MODEL_SETS = ("zigzag",)
 #: Sets read from the Jensen–Shannon diagrams.
 JS_SETS = ("js", "js_image", "js_landscape", "js_per_token")
 #: Bytes of float64 ``n × n`` matrices per group of heads (:func:`heads_per_group`), and per
@@ -181,6 +186,9 @@ class ChunkFeatures:
         self.js_sizes: list[list[int]] = [[] for _ in range(n_texts)]
         self.bc_count = [0] * n_texts
         self.prompt_q = tuple(st.get("prompt_quantities", PROMPT_QUANTITIES))
+        # zigzag: per text, each layer's graph (its edges) by layer, and the number of vertices
+        self.zz_graphs: list[dict[int, np.ndarray]] = [{} for _ in range(n_texts)]
+        self.zz_n = [0] * n_texts
 
     def add(self, t: int, att: Attention, device_weights: Any = None) -> None:
         """One layer of text ``t``: ``att`` holds that layer alone, weights (1, H, n, n).
@@ -194,6 +202,13 @@ class ChunkFeatures:
         groups of :func:`heads_per_group` (one group unless the text is long).
         """
         _, H, n, _ = att.weights.shape
+        if "zigzag" in self.sets:
+            # the whole layer: its heads' mean decides the graph
+            keep = (np.flatnonzero(~att.special)
+                    if self.drop_special and bool(att.special.any()) else None)
+            self.zz_graphs[t][int(att.layers[0])] = layer_graph(
+                att.weights[0], keep, order=np.argsort(np.asarray(att.heads), kind="stable"))
+            self.zz_n[t] = n if keep is None else int(keep.size)
         per = heads_per_group(n, H)
         if per >= H:
             self._add(t, att, device_weights)
@@ -260,6 +275,12 @@ class ChunkFeatures:
                 else:  # on the device, special tokens still in
                     A, Dp = _drop_on_device(device_weights, ~att.special), None
                 self.blocks[t]["prompt"].append(prompt_features(A, Dp, mask, self.prompt_q))
+        if "lookback" in sets:
+            # the ratio of means is the same on renormalized rows: special tokens are left out
+            start = answer_start(att.special, att.offsets, self.boundaries[t])
+            self.blocks[t]["lookback"].append(lookback_features(
+                att.weights.reshape(H, n, n), start, att.causal,
+                keep=~att.special if self.drop_special else None))
         if "graph" in sets:
             self.blocks[t]["graph"].append(
                 graph_features(Wr, self.st["thresholds"], cycle_cap=self.st["cycle_cap"]))
@@ -307,13 +328,21 @@ class ChunkFeatures:
             for name, arr in per_head:
                 for t, part in enumerate(np.split(arr, n_texts)):
                     self.blocks[t][name] = [part]
+        if "zigzag" in sets:
+            # through the layers in the model's order, whatever order they came or were asked in
+            for t in range(n_texts):
+                graphs = [g for _, g in sorted(self.zz_graphs[t].items())]
+                self.blocks[t]["zigzag"] = [zigzag_features(graphs, self.zz_n[t])]
+            self.zz_graphs = [{} for _ in range(n_texts)]
         if self.bc is not None:
             stats = barcode_stats(self.bc.diagrams(self.bc_count), self.st.get("min_persistence", 0.0))
             for t, part in enumerate(np.split(stats, n_texts)):
                 self.blocks[t]["barcode"] = [part]
         # one row per text: for each set, the heads of ``order``, quantities within a head;
         # a value goes where its own (layer, head) is
+        # (a set of MODEL_SETS is one block of the whole text, not per head: as it is)
         rows = (np.stack([np.concatenate([
+            np.concatenate(self.blocks[t][s], axis=0).ravel() if s in MODEL_SETS else
             np.concatenate(self.blocks[t][s], axis=0).reshape(len(perms[t]), -1)[perms[t]].ravel()
             for s in sets]) for t in range(n_texts)])
                 if sets else np.zeros((n_texts, 0)))
