@@ -108,10 +108,12 @@ def feature_names(
     """
     from ..attention import resolve_indices
     from ..models import AttentionModel, load_model
+    from ..models import check_selection
 
     fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, thresholds=thresholds,
                           scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
                           prompt_quantities=prompt_quantities)
+    check_selection(model, fs.layers, fs.heads)  # before the weights load
     m = model if isinstance(model, AttentionModel) else load_model(model)
     li = resolve_indices(fs.layers, m.n_layers, "layer")
     hi = resolve_indices(fs.heads, m.n_heads, "head")
@@ -386,6 +388,10 @@ def features(
     keep = [k for k in range(len(items)) if k not in set(skipped)]
     if not keep:
         raise EmptyTextError(f"all {len(items)} texts are empty: nothing to compute")
+    if any(isinstance(items[k], str) or _is_pair(items[k]) for k in keep):
+        from ..models import check_selection
+
+        check_selection(model, layers, heads)  # before the weights load
 
     with make_reporter(progress, description="features") as reporter:
         return _features(items, keep, skipped, model, layers, heads, truncate, batch_size, st,
