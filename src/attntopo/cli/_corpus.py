@@ -17,6 +17,7 @@ from ._common import (
     console,
     err_console,
     esc,
+    check_layers_heads,
     parse_indices,
     json_doc,
     print_json,
@@ -63,8 +64,9 @@ def _backend_and_engine(backend: Optional[str], engine: Optional[str]) -> tuple[
 
 
 @command("corpus", epilog=_CORPUS_EPILOG, helps={"drop_special": (
-    "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows before the js, graph, barcode "
-    "and spectral sets (default: kept, the attention as the model computed it).")})
+    "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows before the js, graph, "
+    "barcode, spectral, lookback and zigzag sets (default: kept, the attention as the model "
+    "computed it).")})
 def corpus_cmd(
     input: Annotated[str, typer.Argument(
         metavar="INPUT", show_default=False,
@@ -77,8 +79,8 @@ def corpus_cmd(
     sets: Annotated[Optional[List[str]], typer.Option(
         "--sets", "-s", metavar="SETS", show_default=False,
         help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape, "
-             "js_per_token, spectral; "
-             "prompt with --answer-column.",
+             "js_per_token, spectral, zigzag; "
+             "prompt and lookback with --answer-column.",
     )] = None,
     prompt_quantities: Annotated[Optional[List[str]], typer.Option(
         "--prompt-quantities", metavar="Q", show_default=False,
@@ -164,10 +166,12 @@ def corpus_cmd(
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
+    layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
+    check_layers_heads(model, layers, heads)  # before the input is read or the weights load
     try:
         store = run(
             input, out, model=model, sets=tuple(_split(sets) or ("js",)),
-            layers=parse_indices(layer, "--layer"), heads=parse_indices(head, "--head"),
+            layers=layers, heads=heads,
             drop_special=drop_special, keep_diagrams=keep_diagrams, keep_text=keep_text, backend=backend, engine=engine,
             batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, answer_column=answer_column,

@@ -2,8 +2,12 @@
 engine compute from each layer's attention, so that no step holds every layer at once.
 
 Every feature set works per head, so a text's row is the concatenation, set by set, of its
-layers' per-head values (columns are layer-major within a set).  :class:`ChunkFeatures` takes
-one layer of one text at a time (:meth:`ChunkFeatures.add`) from either source:
+layers' per-head values (columns are layer-major within a set, in the order the user gave
+the layers and heads: :func:`head_order`).  Each value is kept under the ``(layer, head)``
+of the weights it came from and placed by that key, never by its position in the stream: a
+forward pass hands layers over in model order, whatever order they were asked in.
+:class:`ChunkFeatures` takes one layer of one text at a time (:meth:`ChunkFeatures.add`)
+from either source:
 
 * an :class:`~attntopo.attention.Attention` already computed (split into its layers), or
 * the forward pass itself, through :meth:`attntopo.models.AttentionModel.stream`, which hands
@@ -29,22 +33,29 @@ two batches are alive besides the one filling, so a chunk holds at most about
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..attention import Attention
 from ..distances import token_distances
+from ..errors import InvalidInputError
 from ..topology.persistence import persistence_batch_valid
 from ._barcode import barcode_matrices, barcode_stats
 from ._graph import graph_features
 from ._js import image_stats, js_stats, landscape_stats, per_token_stats
+from ._lookback import answer_start, lookback_features
 from ._prompt import PROMPT_QUANTITIES, prompt_features
 from ._spectral import spectral_features
 from ._template import punctuation_mask, template_features
+from ._zigzag import layer_graph, zigzag_features
 
-__all__ = ["ChunkFeatures", "Done", "prompt_mask", "JS_SETS", "GROUP_BYTES", "heads_per_group"]
+__all__ = ["ChunkFeatures", "Done", "prompt_mask", "JS_SETS", "GROUP_BYTES", "heads_per_group",
+           "head_order", "MODEL_SETS"]
 
+#: Sets with one block of values per text (all the chosen layers and heads together), not one
+#: per head: their columns are ``L*H*.{set}.{quantity}``.
+MODEL_SETS = ("zigzag",)
 #: Sets read from the Jensen–Shannon diagrams.
 JS_SETS = ("js", "js_image", "js_landscape", "js_per_token")
 #: Bytes of float64 ``n × n`` matrices per group of heads (:func:`heads_per_group`), and per
@@ -140,15 +151,27 @@ class ChunkFeatures:
         Checked settings (:meth:`attntopo.features.FeatureSettings.st`).
     drop_special : bool, engine, n_jobs, submit, maxdim, js_diagrams
         As in :func:`attntopo.features._compute.chunk_start`.
+    order : sequence of (layer, head), optional
+        The heads of a row, in the order its values are wanted (:func:`head_order`; the
+        column names are made from the same list).  Every value is kept under the
+        ``(layer, head)`` of the weights it was computed from (``att.layers``,
+        ``att.heads``), whatever order the layers and heads come in (a forward pass hands
+        them over in model order), and :meth:`finish` places it at its key's position in
+        ``order``.  None: the order in which text 0's heads came.
 
-    Every text must get its layers in ascending order, the same layers and heads for all.
+    Every text must get the same heads (any order).
     """
 
     def __init__(self, n_texts: int, boundaries: list[int | None], st: dict, drop_special: bool,
                  engine: str | None, n_jobs: int | None,
                  submit: Callable[..., Any] | None = None, *, maxdim: int = 1,
-                 js_diagrams: bool = False) -> None:
+                 js_diagrams: bool = False, order: Sequence[tuple[int, int]] | None = None,
+                 ) -> None:
         self.n_texts = n_texts
+        self.order = None if order is None else [(int(a), int(b)) for a, b in order]
+        # per text, the (layer, head) of each value in the order it came: every set appends
+        # one value per head in this order (the persistence batches keep it too)
+        self.keys: list[list[tuple[int, int]]] = [[] for _ in range(n_texts)]
         self.boundaries = boundaries
         self.st = st
         self.sets = list(st["sets"])
@@ -163,6 +186,9 @@ class ChunkFeatures:
         self.js_sizes: list[list[int]] = [[] for _ in range(n_texts)]
         self.bc_count = [0] * n_texts
         self.prompt_q = tuple(st.get("prompt_quantities", PROMPT_QUANTITIES))
+        # zigzag: per text, each layer's graph (its edges) by layer, and the number of vertices
+        self.zz_graphs: list[dict[int, np.ndarray]] = [{} for _ in range(n_texts)]
+        self.zz_n = [0] * n_texts
 
     def add(self, t: int, att: Attention, device_weights: Any = None) -> None:
         """One layer of text ``t``: ``att`` holds that layer alone, weights (1, H, n, n).
@@ -176,6 +202,13 @@ class ChunkFeatures:
         groups of :func:`heads_per_group` (one group unless the text is long).
         """
         _, H, n, _ = att.weights.shape
+        if "zigzag" in self.sets:
+            # the whole layer: its heads' mean decides the graph
+            keep = (np.flatnonzero(~att.special)
+                    if self.drop_special and bool(att.special.any()) else None)
+            self.zz_graphs[t][int(att.layers[0])] = layer_graph(
+                att.weights[0], keep, order=np.argsort(np.asarray(att.heads), kind="stable"))
+            self.zz_n[t] = n if keep is None else int(keep.size)
         per = heads_per_group(n, H)
         if per >= H:
             self._add(t, att, device_weights)
@@ -195,6 +228,8 @@ class ChunkFeatures:
         """:meth:`add` for a group of heads of one layer: every set appends per head."""
         _, H, n, _ = att.weights.shape
         sets = self.sets
+        layer = int(att.layers[0])
+        self.keys[t].extend((layer, int(h)) for h in att.heads)
         # the sets other than prompt and template read the (special tokens dropped) layer; the
         # prompt set alone on the host takes its tokens a head at a time, without that copy
         whole = device_weights is not None or self.need_js or any(
@@ -240,6 +275,12 @@ class ChunkFeatures:
                 else:  # on the device, special tokens still in
                     A, Dp = _drop_on_device(device_weights, ~att.special), None
                 self.blocks[t]["prompt"].append(prompt_features(A, Dp, mask, self.prompt_q))
+        if "lookback" in sets:
+            # the ratio of means is the same on renormalized rows: special tokens are left out
+            start = answer_start(att.special, att.offsets, self.boundaries[t])
+            self.blocks[t]["lookback"].append(lookback_features(
+                att.weights.reshape(H, n, n), start, att.causal,
+                keep=~att.special if self.drop_special else None))
         if "graph" in sets:
             self.blocks[t]["graph"].append(
                 graph_features(Wr, self.st["thresholds"], cycle_cap=self.st["cycle_cap"]))
@@ -261,8 +302,10 @@ class ChunkFeatures:
                 p.flush()
 
     def finish(self) -> tuple[np.ndarray, list[Any] | None]:
-        """Wait for the persistence batches; ``(rows, diagrams)`` as ``chunk_start`` gives."""
+        """Wait for the persistence batches; ``(rows, diagrams)`` as ``chunk_start`` gives,
+        each text's heads in :attr:`order`."""
         n_texts, sets = self.n_texts, self.sets
+        perms = self._permutations()
         dgms = None
         if self.js is not None:
             dgms = self.js.diagrams([len(s) for s in self.js_sizes])
@@ -285,15 +328,60 @@ class ChunkFeatures:
             for name, arr in per_head:
                 for t, part in enumerate(np.split(arr, n_texts)):
                     self.blocks[t][name] = [part]
+        if "zigzag" in sets:
+            # through the layers in the model's order, whatever order they came or were asked in
+            for t in range(n_texts):
+                graphs = [g for _, g in sorted(self.zz_graphs[t].items())]
+                self.blocks[t]["zigzag"] = [zigzag_features(graphs, self.zz_n[t])]
+            self.zz_graphs = [{} for _ in range(n_texts)]
         if self.bc is not None:
             stats = barcode_stats(self.bc.diagrams(self.bc_count), self.st.get("min_persistence", 0.0))
             for t, part in enumerate(np.split(stats, n_texts)):
                 self.blocks[t]["barcode"] = [part]
-        # one row per text: for each set, heads in layer-major order, quantities within a head
-        rows = (np.stack([np.concatenate([np.concatenate(self.blocks[t][s], axis=0).ravel()
-                                          for s in sets]) for t in range(n_texts)])
+        # one row per text: for each set, the heads of ``order``, quantities within a head;
+        # a value goes where its own (layer, head) is
+        # (a set of MODEL_SETS is one block of the whole text, not per head: as it is)
+        rows = (np.stack([np.concatenate([
+            np.concatenate(self.blocks[t][s], axis=0).ravel() if s in MODEL_SETS else
+            np.concatenate(self.blocks[t][s], axis=0).reshape(len(perms[t]), -1)[perms[t]].ravel()
+            for s in sets]) for t in range(n_texts)])
                 if sets else np.zeros((n_texts, 0)))
+        if dgms is not None and self.js_diagrams:
+            per = [len(k) for k in self.keys]
+            starts = np.cumsum([0] + per)
+            dgms = [dgms[starts[t] + j] for t in range(n_texts) for j in perms[t]]
         return rows, (dgms if self.js_diagrams else None)
+
+    def _permutations(self) -> list[np.ndarray]:
+        """Per text, the positions (in the order its heads came) of :attr:`order`'s heads."""
+        order = self.order if self.order is not None else (self.keys[0] if self.keys else [])
+        out = []
+        for t, keys in enumerate(self.keys):
+            where = {k: j for j, k in enumerate(keys)}
+            if len(where) != len(keys) or sorted(where) != sorted(order):
+                raise InvalidInputError(
+                    f"text {t} of a chunk got heads {_names(keys)}, expected {_names(order)}: "
+                    "every text of one table must cover the same heads, each once"
+                )
+            out.append(np.array([where[k] for k in order], dtype=np.int64))
+        return out
+
+
+def head_order(layers: Sequence[int], heads: Sequence[int]) -> list[tuple[int, int]]:
+    """The ``(layer, head)`` keys of a feature row, layer-major in the order given (the
+    user's order is the display order: :func:`~attntopo.features.features` with
+    ``layers=[4, 1]`` gives layer 4's columns first, each named from the head it was
+    computed for).
+
+    >>> head_order([4, 1], [0, 3])
+    [(4, 0), (4, 3), (1, 0), (1, 3)]
+    """
+    return [(int(a), int(b)) for a in layers for b in heads]
+
+
+def _names(keys: Sequence[tuple[int, int]]) -> str:
+    shown = ", ".join(f"L{a}H{b}" for a, b in list(keys)[:6])
+    return f"[{shown}{', …' if len(keys) > 6 else ''}]"
 
 
 def _heads(att: Attention, a: int, b: int) -> Attention:
@@ -319,8 +407,6 @@ def _drop_on_device(w: Any, keep: np.ndarray) -> Any:
     sub = w.index_select(-2, idx).index_select(-1, idx).to(torch.float64)
     s = sub.sum(-1, keepdim=True)
     if bool((s <= 0).any()):
-        from ..errors import InvalidInputError
-
         raise InvalidInputError(
             "a kept token attends only to removed tokens, so its row cannot be renormalized"
         )

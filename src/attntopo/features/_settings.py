@@ -24,9 +24,10 @@ __all__ = ["FeatureSettings", "FEATURE_SETS", "DEFAULT_SETS", "check_settings", 
 #: Every feature set, by name.
 FEATURE_SETS: tuple[str, ...] = (
     "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape", "js_per_token",
-    "spectral",
+    "spectral", "lookback", "zigzag",
 )
-#: The sets computed when none are named (``prompt`` needs pairs; images/landscapes are opt-in).
+#: The sets computed when none are named (``prompt`` and ``lookback`` need pairs; images,
+#: landscapes and the zigzag are opt-in).
 DEFAULT_SETS: tuple[str, ...] = ("js", "graph", "barcode", "template")
 
 
@@ -132,8 +133,9 @@ class FeatureSettings:
         The ``prompt`` set's scores (``("attention",)`` computes no JS distances).
     drop_special : bool, default False
         Remove special tokens and renormalize rows before the ``js``, ``graph``,
-        ``barcode`` and ``spectral`` sets.  False (as everywhere in attntopo): the attention
-        as the model computed it, which is what la-tda and TOHA compute on.
+        ``barcode``, ``spectral``, ``lookback`` and ``zigzag`` sets.  False (as everywhere in
+        attntopo): the attention as the model computed it, which is what la-tda and TOHA
+        compute on.
     min_persistence : float >= 0, default 0
         Bars of length ``death − birth <= min_persistence`` are left out of the diagram
         statistics (gudhi's convention).
