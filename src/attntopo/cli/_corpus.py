@@ -17,6 +17,7 @@ from ._common import (
     console,
     err_console,
     esc,
+    check_layers_heads,
     parse_indices,
     json_doc,
     print_json,
@@ -183,10 +184,12 @@ def corpus_cmd(
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
+    layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
+    check_layers_heads(model, layers, heads)  # before the input is read or the weights load
     try:
         store = run(
             input, out, model=model, sets=_split(sets),
-            layers=parse_indices(layer, "--layer"), heads=parse_indices(head, "--head"),
+            layers=layers, heads=heads,
             drop_special=drop_special, keep_diagrams=keep_diagrams, keep_text=keep_text, backend=backend, engine=engine,
             batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, answer_column=answer_column,

@@ -47,11 +47,17 @@ _LAZY = {
     "features": "._compute",
     "graph_features": "._graph",
     "head_scores": "._select",
+    "layer_graph": "._zigzag",
+    "lookback_features": "._lookback",
+    "lookback_ratios": "._lookback",
+    "model_column": "._table",
     "parse_column": "._table",
     "select_heads": "._select",
     "spanning_forest_length": "._prompt",
     "spectral_features": "._spectral",
     "template_features": "._template",
+    "zigzag_diagrams": "._zigzag",
+    "zigzag_features": "._zigzag",
 }
 
 __all__ = sorted(_LAZY)

@@ -24,10 +24,10 @@ from .._validation import check_choice, check_positive_int
 from .._version import __version__
 from ..attention import Attention
 from ..errors import EmptyTextError, InvalidInputError
-from ._layers import ChunkFeatures, Done, prompt_mask
+from ._layers import MODEL_SETS, ChunkFeatures, Done, head_order, prompt_mask
 from ._registry import DEFAULT_SETS, FEATURE_SETS
 from ._settings import FeatureSettings, resolve_settings
-from ._table import FeatureTable, column_name
+from ._table import FeatureTable, column_name, model_column
 
 __all__ = ["FEATURE_SETS", "DEFAULT_SETS", "FeatureSettings", "features", "feature_names"]
 
@@ -45,13 +45,18 @@ def set_quantities(set_name: str, st: dict) -> list[str]:
 
 
 def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> list[str]:
-    return [
-        column_name(layer, head, s, q)
-        for s in st["sets"]
-        for layer in layer_ids
-        for head in head_ids
-        for q in set_quantities(s, st)
-    ]
+    """Column names: set by set, the heads of :func:`head_order` (the layers and heads in the
+    order given), quantities within a head; :class:`ChunkFeatures` given the same
+    ``order`` puts every value under its own head's name.  A set of :data:`MODEL_SETS` is
+    one block ``L*H*.{set}.{quantity}`` (all the chosen layers and heads together)."""
+    out: list[str] = []
+    for s in st["sets"]:
+        if s in MODEL_SETS:
+            out += [model_column(s, q) for q in set_quantities(s, st)] if layer_ids else []
+            continue
+        out += [column_name(layer, head, s, q) for layer, head in head_order(layer_ids, head_ids)
+                for q in set_quantities(s, st)]
+    return out
 
 
 def feature_names(
@@ -75,10 +80,12 @@ def feature_names(
     """
     from ..attention import resolve_indices
     from ..models import AttentionModel, load_model
+    from ..models import check_selection
 
     fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, thresholds=thresholds,
                           scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
                           prompt_quantities=prompt_quantities)
+    check_selection(model, fs.layers, fs.heads)  # before the weights load
     m = model if isinstance(model, AttentionModel) else load_model(model)
     li = resolve_indices(fs.layers, m.n_layers, "layer")
     hi = resolve_indices(fs.heads, m.n_heads, "head")
@@ -254,7 +261,8 @@ def features(
     ----------
     texts : str, list, Attention or Analysis
         A text, a list of texts, a list of ``(prompt, response)`` pairs (needed by the
-        ``prompt`` set; other sets see the pair joined into one text), or attention already
+        ``prompt`` and ``lookback`` sets; other sets see the pair joined into one text), or
+        attention already
         computed (an :class:`~attntopo.attention.Attention`, an
         :class:`~attntopo.analyses.Analysis`, or a list of them; ``model`` is then unused).
     model : str or AttentionModel
@@ -286,8 +294,8 @@ def features(
     drop_special : bool, default False
         Remove special tokens ([CLS], [SEP], …) and renormalize rows before the sets that
         see them so (``FEATURE_SETS[name].drops_special``: ``js``, ``graph``, ``barcode``, …;
-        the ``template`` set always sees them, the ``prompt`` set never does).  False: the attention as the model computed it, as
-        la-tda and TOHA use it (docs/api.md, Names).
+        the ``template`` set always sees them, the ``prompt`` set never does).  False: the
+        attention as the model computed it, as la-tda and TOHA use it (docs/api.md, Names).
     truncate : bool
         Cut texts longer than the model's context instead of raising.
     on_empty : {"raise", "skip"}
@@ -352,6 +360,10 @@ def features(
     keep = [k for k in range(len(items)) if k not in set(skipped)]
     if not keep:
         raise EmptyTextError(f"all {len(items)} texts are empty: nothing to compute")
+    if any(isinstance(items[k], str) or _is_pair(items[k]) for k in keep):
+        from ..models import check_selection
+
+        check_selection(model, layers, heads)  # before the weights load
 
     with make_reporter(progress, description="features") as reporter:
         return _features(items, keep, skipped, model, layers, heads, truncate, batch_size, st,
@@ -462,7 +474,8 @@ def _run_chunks(
                 f"texts[{idx[run_pos[0]]}] is run on other layers/heads than texts[{keep[0]}]: "
                 "every Attention of one table must cover the same heads"
             )
-        chunk = ChunkFeatures(len(idx), bounds, st, drop_special, engine, n_jobs, submit)
+        chunk = ChunkFeatures(len(idx), bounds, st, drop_special, engine, n_jobs, submit,
+                              order=head_order(layer_ids, head_ids))
         for p, a in given:
             chunk.add_attention(p, a)
         texts_of = [""] * len(idx)

@@ -2,8 +2,12 @@
 engine compute from each layer's attention, so that no step holds every layer at once.
 
 Every feature set works per head, so a text's row is the concatenation, set by set, of its
-layers' per-head values (columns are layer-major within a set).  :class:`ChunkFeatures` takes
-one layer of one text at a time (:meth:`ChunkFeatures.add`) from either source:
+layers' per-head values (columns are layer-major within a set, in the order the user gave
+the layers and heads: :func:`head_order`).  Each value is kept under the ``(layer, head)``
+of the weights it came from and placed by that key, never by its position in the stream: a
+forward pass hands layers over in model order, whatever order they were asked in.
+:class:`ChunkFeatures` takes one layer of one text at a time (:meth:`ChunkFeatures.add`)
+from either source:
 
 * an :class:`~attntopo.attention.Attention` already computed (split into its layers), or
 * the forward pass itself, through :meth:`attntopo.models.AttentionModel.stream`, which hands
@@ -29,18 +33,22 @@ two batches are alive besides the one filling, so a chunk holds at most about
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..attention import Attention
 from ..distances import token_distances
+from ..errors import InvalidInputError
 from ..topology.persistence import persistence_batch_valid
 from ._registry import FEATURE_SETS
 
 __all__ = ["ChunkFeatures", "HeadGroup", "Done", "prompt_mask", "JS_SETS", "GROUP_BYTES",
-           "heads_per_group"]
+           "heads_per_group", "head_order", "MODEL_SETS"]
 
+#: Sets with one block of values per text (all the chosen layers and heads together), not one
+#: per head (:attr:`FeatureSet.per_text`): their columns are ``L*H*.{set}.{quantity}``.
+MODEL_SETS = tuple(name for name, s in FEATURE_SETS.items() if s.per_text)
 #: Sets read from the diagrams of the token distances (:attr:`FeatureSet.on_distances`).
 JS_SETS = tuple(name for name, s in FEATURE_SETS.items() if s.on_distances)
 #: Bytes of float64 ``n × n`` matrices per group of heads (:func:`heads_per_group`), and per
@@ -148,11 +156,14 @@ class HeadGroup:
         The token distances of ``Wr`` when a set reads their diagrams (else None).
     boundary : int or None
         The character where the response starts (pairs), else None.
+    drop_special : bool
+        The setting (a set that drops the special tokens itself reads it).
     st : dict
         The settings (:meth:`~attntopo.features.FeatureSettings.st`).
     """
 
-    __slots__ = ("att", "W", "real", "Wr", "device_weights", "dev_real", "D", "boundary", "st")
+    __slots__ = ("att", "W", "real", "Wr", "device_weights", "dev_real", "D", "boundary",
+                 "drop_special", "st")
 
     def __init__(self, **values: Any) -> None:
         for k, v in values.items():
@@ -180,15 +191,27 @@ class ChunkFeatures:
         Checked settings (:meth:`attntopo.features.FeatureSettings.st`).
     drop_special : bool, engine, n_jobs, submit, maxdim, js_diagrams
         As in :func:`attntopo.features._compute.chunk_start`.
+    order : sequence of (layer, head), optional
+        The heads of a row, in the order its values are wanted (:func:`head_order`; the
+        column names are made from the same list).  Every value is kept under the
+        ``(layer, head)`` of the weights it was computed from (``att.layers``,
+        ``att.heads``), whatever order the layers and heads come in (a forward pass hands
+        them over in model order), and :meth:`finish` places it at its key's position in
+        ``order``.  None: the order in which text 0's heads came.
 
-    Every text must get its layers in ascending order, the same layers and heads for all.
+    Every text must get the same heads (any order).
     """
 
     def __init__(self, n_texts: int, boundaries: list[int | None], st: dict, drop_special: bool,
                  engine: str | None, n_jobs: int | None,
                  submit: Callable[..., Any] | None = None, *, maxdim: int = 1,
-                 js_diagrams: bool = False) -> None:
+                 js_diagrams: bool = False, order: Sequence[tuple[int, int]] | None = None,
+                 ) -> None:
         self.n_texts = n_texts
+        self.order = None if order is None else [(int(a), int(b)) for a, b in order]
+        # per text, the (layer, head) of each value in the order it came: every set appends
+        # one value per head in this order (the persistence batches keep it too)
+        self.keys: list[list[tuple[int, int]]] = [[] for _ in range(n_texts)]
         self.boundaries = boundaries
         self.st = st
         self.sets = list(st["sets"])
@@ -204,6 +227,9 @@ class ChunkFeatures:
         self.js = _Persistence(n_texts, maxdim, engine, n_jobs, submit) if self.need_js else None
         self.own = {s.name: _Persistence(n_texts, 1, engine, n_jobs, submit)
                     for s in self.specs if s.matrices is not None}
+        # the sets of one block per text (``zigzag``): per text, what each layer gave, by layer
+        self.per_layer: dict[str, list[dict[int, Any]]] = {
+            s.name: [{} for _ in range(n_texts)] for s in self.specs if s.per_text}
 
     def _batches(self) -> list[_Persistence]:
         return ([self.js] if self.js is not None else []) + list(self.own.values())
@@ -220,6 +246,8 @@ class ChunkFeatures:
         groups of :func:`heads_per_group` (one group unless the text is long).
         """
         _, H, n, _ = att.weights.shape
+        for name, kept in self.per_layer.items():  # these read the whole layer
+            kept[t][int(att.layers[0])] = FEATURE_SETS[name].layer(att, self.st, self.drop_special)
         per = heads_per_group(n, H)
         if per >= H:
             self._add(t, att, device_weights)
@@ -237,10 +265,12 @@ class ChunkFeatures:
     def _add(self, t: int, att: Attention, device_weights: Any = None) -> None:
         """:meth:`add` for a group of heads of one layer: every set appends per head."""
         _, H, n, _ = att.weights.shape
+        layer = int(att.layers[0])
+        self.keys[t].extend((layer, int(h)) for h in att.heads)
         # the sets that see the attention with special tokens dropped read one copy of the
         # layer; the others (prompt alone on the host takes its tokens a head at a time) none
         whole = device_weights is not None or self.need_js or any(
-            s.drops_special for s in self.specs)
+            s.drops_special and not s.per_text for s in self.specs)
         dropping = self.drop_special and bool(att.special.any())
         real = att.drop_special() if (dropping and whole) else att
         nr = real.n_tokens
@@ -263,7 +293,8 @@ class ChunkFeatures:
                 self.js.add(t, M)
         group = HeadGroup(att=att, W=att.weights.reshape(H, n, n), real=real, Wr=Wr,
                           device_weights=device_weights, dev_real=dev_real, D=D,
-                          boundary=self.boundaries[t], st=self.st)
+                          boundary=self.boundaries[t], drop_special=self.drop_special,
+                          st=self.st)
         for spec in self.specs:
             if spec.matrices is not None:
                 for M in spec.matrices(group):
@@ -282,8 +313,10 @@ class ChunkFeatures:
             p.flush()
 
     def finish(self) -> tuple[np.ndarray, list[Any] | None]:
-        """Wait for the persistence batches; ``(rows, diagrams)`` as ``chunk_start`` gives."""
+        """Wait for the persistence batches; ``(rows, diagrams)`` as ``chunk_start`` gives,
+        each text's heads in :attr:`order`."""
         n_texts, sets = self.n_texts, self.sets
+        perms = self._permutations()
         dgms = None
         if self.js is not None:
             dgms, sizes = self.js.diagrams()
@@ -293,11 +326,55 @@ class ChunkFeatures:
             d, n = (dgms, sizes) if spec.on_distances else self.own[spec.name].diagrams()
             for t, part in enumerate(np.split(spec.diagrams(d, n, self.st), n_texts)):
                 self.blocks[t][spec.name] = [part]
-        # one row per text: for each set, heads in layer-major order, quantities within a head
-        rows = (np.stack([np.concatenate([np.concatenate(self.blocks[t][s], axis=0).ravel()
-                                          for s in sets]) for t in range(n_texts)])
+        for name, kept in self.per_layer.items():
+            # through the layers in the model's order, whatever order they came or were asked in
+            for t in range(n_texts):
+                layers = [v for _, v in sorted(kept[t].items())]
+                self.blocks[t][name] = [FEATURE_SETS[name].text(layers, self.st)]
+                kept[t] = {}
+        # one row per text: for each set, the heads of ``order``, quantities within a head;
+        # a value goes where its own (layer, head) is (a set of one block per text: as it is)
+        rows = (np.stack([np.concatenate([
+            np.concatenate(self.blocks[t][s], axis=0).ravel() if FEATURE_SETS[s].per_text else
+            np.concatenate(self.blocks[t][s], axis=0).reshape(len(perms[t]), -1)[perms[t]].ravel()
+            for s in sets]) for t in range(n_texts)])
                 if sets else np.zeros((n_texts, 0)))
+        if dgms is not None and self.js_diagrams:
+            per = [len(k) for k in self.keys]
+            starts = np.cumsum([0] + per)
+            dgms = [dgms[starts[t] + j] for t in range(n_texts) for j in perms[t]]
         return rows, (dgms if self.js_diagrams else None)
+
+    def _permutations(self) -> list[np.ndarray]:
+        """Per text, the positions (in the order its heads came) of :attr:`order`'s heads."""
+        order = self.order if self.order is not None else (self.keys[0] if self.keys else [])
+        out = []
+        for t, keys in enumerate(self.keys):
+            where = {k: j for j, k in enumerate(keys)}
+            if len(where) != len(keys) or sorted(where) != sorted(order):
+                raise InvalidInputError(
+                    f"text {t} of a chunk got heads {_names(keys)}, expected {_names(order)}: "
+                    "every text of one table must cover the same heads, each once"
+                )
+            out.append(np.array([where[k] for k in order], dtype=np.int64))
+        return out
+
+
+def head_order(layers: Sequence[int], heads: Sequence[int]) -> list[tuple[int, int]]:
+    """The ``(layer, head)`` keys of a feature row, layer-major in the order given (the
+    user's order is the display order: :func:`~attntopo.features.features` with
+    ``layers=[4, 1]`` gives layer 4's columns first, each named from the head it was
+    computed for).
+
+    >>> head_order([4, 1], [0, 3])
+    [(4, 0), (4, 3), (1, 0), (1, 3)]
+    """
+    return [(int(a), int(b)) for a in layers for b in heads]
+
+
+def _names(keys: Sequence[tuple[int, int]]) -> str:
+    shown = ", ".join(f"L{a}H{b}" for a, b in list(keys)[:6])
+    return f"[{shown}{', …' if len(keys) > 6 else ''}]"
 
 
 def _heads(att: Attention, a: int, b: int) -> Attention:
@@ -323,8 +400,6 @@ def _drop_on_device(w: Any, keep: np.ndarray) -> Any:
     sub = w.index_select(-2, idx).index_select(-1, idx).to(torch.float64)
     s = sub.sum(-1, keepdim=True)
     if bool((s <= 0).any()):
-        from ..errors import InvalidInputError
-
         raise InvalidInputError(
             "a kept token attends only to removed tokens, so its row cannot be renormalized"
         )

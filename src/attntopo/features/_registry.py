@@ -11,7 +11,11 @@ computed, in one of two ways:
   per head, ndarray of shape (H, len(quantities));
 * ``diagrams``: a function of the Rips persistence diagrams of every head of a chunk (N
   heads: ``diagrams(dgms, sizes, st)`` → (N, len(quantities))), of the token distances by
-  default or of the matrices its ``matrices`` function makes from the heads (``barcode``).
+  default or of the matrices its ``matrices`` function makes from the heads (``barcode``);
+* ``layer`` and ``text``: one block of columns per text, not per head (``zigzag``):
+  ``layer(att, st, drop_special)`` keeps what the set needs of each whole layer, and
+  ``text(kept, st)`` (the layers' values in the model's order) gives the text's
+  ``len(quantities)`` values, named ``L*H*.{set}.{quantity}``.
 
 Every list of sets in the package derives from this table: the settings' check
 (:class:`~attntopo.features.FeatureSettings`), :data:`DEFAULT_SETS`, the sets that need
@@ -59,6 +63,8 @@ class FeatureSet:
     matrices : callable, optional
         With ``diagrams``: ``matrices(group)`` → (H, n, n) dissimilarities whose diagrams the
         set reads; None: the token distances (shared by every such set).
+    layer, text : callable, optional
+        Together: a set of one block per text (module docstring).
     input : {"text", "pair"}
         ``"pair"``: the set needs (prompt, response) pairs.
     default : bool
@@ -75,15 +81,26 @@ class FeatureSet:
     head: Callable[[Any], np.ndarray] | None = None
     diagrams: Callable[[list, np.ndarray, dict], np.ndarray] | None = None
     matrices: Callable[[Any], np.ndarray] | None = None
+    layer: Callable[[Any, dict, bool], Any] | None = None
+    text: Callable[[list, dict], np.ndarray] | None = None
     input: InputKind = "text"
     default: bool = False
     drops_special: bool = False
 
     def __post_init__(self) -> None:
-        if (self.head is None) == (self.diagrams is None):
-            raise TypeError(f"feature set {self.name!r}: give exactly one of head= and diagrams=")
+        ways = [self.head is not None, self.diagrams is not None, self.layer is not None]
+        if sum(ways) != 1:
+            raise TypeError(
+                f"feature set {self.name!r}: give exactly one of head=, diagrams= and layer=")
         if self.matrices is not None and self.diagrams is None:
             raise TypeError(f"feature set {self.name!r}: matrices= goes with diagrams=")
+        if (self.layer is None) != (self.text is None):
+            raise TypeError(f"feature set {self.name!r}: layer= and text= go together")
+
+    @property
+    def per_text(self) -> bool:
+        """Whether the set has one block of columns per text (``L*H*``), not one per head."""
+        return self.layer is not None
 
     @property
     def persistence(self) -> bool:
@@ -219,6 +236,44 @@ def _prompt(g: Any) -> np.ndarray:
     return prompt_features(A, D, mask, quantities)
 
 
+def _lookback_quantities(st: dict) -> list[str]:
+    from ._lookback import lookback_names
+
+    return lookback_names()
+
+
+def _lookback(g: Any) -> np.ndarray:
+    from ._lookback import answer_start, lookback_features
+
+    # the ratio of means is the same on renormalized rows: special tokens are left out
+    att = g.att
+    start = answer_start(att.special, att.offsets, g.boundary)
+    return lookback_features(g.W, start, att.causal,
+                             keep=~att.special if g.drop_special else None)
+
+
+def _zigzag_quantities(st: dict) -> list[str]:
+    from ._zigzag import zigzag_names
+
+    return zigzag_names()
+
+
+def _zigzag_layer(att: Any, st: dict, drop_special: bool) -> tuple[np.ndarray, int]:
+    """The layer's graph (its heads' mean decides it) and its number of vertices."""
+    from ._zigzag import layer_graph
+
+    keep = np.flatnonzero(~att.special) if drop_special and bool(att.special.any()) else None
+    graph = layer_graph(att.weights[0], keep,
+                        order=np.argsort(np.asarray(att.heads), kind="stable"))
+    return graph, att.n_tokens if keep is None else int(keep.size)
+
+
+def _zigzag(layers: list, st: dict) -> np.ndarray:
+    from ._zigzag import zigzag_features
+
+    return zigzag_features([g for g, _ in layers], layers[-1][1])
+
+
 def _spectral_quantities(st: dict) -> list[str]:
     from ._spectral import spectral_names
 
@@ -255,6 +310,12 @@ _SETS: dict[str, FeatureSet] = {s.name: s for s in (
                drops_special=True),
     FeatureSet("spectral", "top-k eigenvalues of each head's attention Laplacian", "LapEigvals",
                _spectral_quantities, head=_spectral, drops_special=True),
+    FeatureSet("lookback", "each head's attention on the prompt against the answer",
+               "Lookback Lens", _lookback_quantities, head=_lookback, input="pair",
+               drops_special=True),
+    FeatureSet("zigzag", "zigzag persistence of the head-mean attention graphs through the "
+               "layers", "HalluZig", _zigzag_quantities, layer=_zigzag_layer, text=_zigzag,
+               drops_special=True),
 )}
 FEATURE_SETS: Mapping[str, FeatureSet] = MappingProxyType(_SETS)
 

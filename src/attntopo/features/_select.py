@@ -74,7 +74,8 @@ def head_scores(
     Parameters
     ----------
     X : FeatureTable, DataFrame or ndarray of shape (n_texts, n_features)
-        Features whose columns are named ``L{layer}H{head}.{set}.{quantity}``.
+        Features whose columns are named ``L{layer}H{head}.{set}.{quantity}`` (``L*H*``
+        columns, of no single head, are not scored).
     y : array-like of shape (n_texts,)
         Labels (at least two classes).
     criterion : {"cv_accuracy", "anova"}
@@ -112,7 +113,8 @@ def head_scores(
     groups: dict[tuple[int, int], list[int]] = {}
     for k, c in enumerate(names):
         layer, head, _, _ = parse_column(c)
-        groups.setdefault((layer, head), []).append(k)
+        if layer is not None and head is not None:  # L*H* columns belong to no head
+            groups.setdefault((layer, head), []).append(k)
     values = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
     out: dict[tuple[int, int], float] = {}
     if criterion == "anova":

@@ -496,8 +496,8 @@ class AttentionModel(ModelDescription):
             raise InvalidInputError(f"fn must be callable as fn(index, layer, weights), got {type(fn).__name__}")
         truncate = check_bool(truncate, "truncate")
         batch_size = check_positive_int(batch_size, "batch_size", None, hint="None: by memory")
-        li = check_indices(layers, self.n_layers, "layer")
-        hi = check_indices(heads, self.n_heads, "head")
+        li = check_indices(layers, self.n_layers, "layer", owner=self.name)
+        hi = check_indices(heads, self.n_heads, "head", owner=self.name)
         encs = self._encode(texts, truncate=truncate)
         with make_reporter(progress, total=len(texts), description="attention") as reporter:
             reporter.stage("attention")
@@ -550,8 +550,8 @@ class AttentionModel(ModelDescription):
                 f"input has {too_long} tokens but {self.name} takes at most {self.max_length}",
                 n_tokens=too_long, limit=self.max_length, model=self.name,
             )
-        li = check_indices(layers, self.n_layers, "layer")
-        hi = check_indices(heads, self.n_heads, "head")
+        li = check_indices(layers, self.n_layers, "layer", owner=self.name)
+        hi = check_indices(heads, self.n_heads, "head", owner=self.name)
         return self._host_layers(ids, li, hi)
 
     def attention(
@@ -596,8 +596,8 @@ class AttentionModel(ModelDescription):
         drop_special = check_bool(drop_special, "drop_special")
         truncate = check_bool(truncate, "truncate")
         batch_size = check_positive_int(batch_size, "batch_size", None, hint="None: by memory")
-        li = check_indices(layers, self.n_layers, "layer")
-        hi = check_indices(heads, self.n_heads, "head")
+        li = check_indices(layers, self.n_layers, "layer", owner=self.name)
+        hi = check_indices(heads, self.n_heads, "head", owner=self.name)
         with make_reporter(progress, total=len(texts), description="attention") as reporter:
             reporter.stage("attention")
             results = self._attention(texts, drop_special, truncate, li, hi, batch_size, reporter)

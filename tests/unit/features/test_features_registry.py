@@ -32,8 +32,9 @@ def test_every_record_is_complete():
         q = s.quantities(ST)
         assert q and len(set(q)) == len(q) and all(isinstance(x, str) for x in q)
         assert s.input in ("text", "pair")
-        # a set reads the token distances' diagrams, its own matrices' diagrams, or the heads
-        assert (s.head is None) == s.persistence
+        # a set reads the heads, the token distances' diagrams, its own matrices' diagrams,
+        # or whole layers (one block per text)
+        assert (s.head is not None) + s.persistence + s.per_text == 1
         assert s.on_distances == (s.persistence and s.matrices is None)
 
 
@@ -43,6 +44,7 @@ def test_lists_derive_from_the_registry():
     assert set(_compute.PERSISTENCE_SETS) == {n for n, s in sets.items() if s.persistence}
     assert set(_compute.PAIR_SETS) == {n for n, s in sets.items() if s.input == "pair"}
     assert set(_layers.JS_SETS) == {n for n, s in sets.items() if s.on_distances}
+    assert set(_layers.MODEL_SETS) == {n for n, s in sets.items() if s.per_text}
     from attntopo.cli._corpus import _drop_sets, _sets_help
 
     for name in sets:
@@ -58,10 +60,12 @@ def test_lists_derive_from_the_registry():
 
 def test_a_record_must_say_how_it_is_computed():
     q = _registry._graph_quantities
-    with pytest.raises(TypeError, match="exactly one of head= and diagrams="):
+    with pytest.raises(TypeError, match="exactly one of head=, diagrams= and layer="):
         FeatureSet("x", "x", "x", q)
     with pytest.raises(TypeError, match="matrices= goes with diagrams="):
         FeatureSet("x", "x", "x", q, head=_registry._graph, matrices=_registry._barcode_matrices)
+    with pytest.raises(TypeError, match="layer= and text= go together"):
+        FeatureSet("x", "x", "x", q, layer=_registry._zigzag_layer)
 
 
 def test_reading_the_registry_imports_no_torch():
