@@ -97,6 +97,10 @@ def _is_pair(item: Any) -> bool:
     return isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) for x in item)
 
 
+def _is_pair_list(item: Any) -> bool:
+    return isinstance(item, list) and _is_pair(tuple(item))
+
+
 def _items(texts: Any) -> tuple[list[Any], bool]:
     """The input as a list, and whether it was a single item."""
     if isinstance(texts, (str, Attention)) or hasattr(texts, "diagrams"):
@@ -104,28 +108,36 @@ def _items(texts: Any) -> tuple[list[Any], bool]:
     if isinstance(texts, (list, tuple)):
         if not texts:
             raise EmptyTextError("no texts given: pass a string or a non-empty list of strings")
-        return list(texts), False
+        # a pair as json.load gives it, ["prompt", "answer"], is the pair ("prompt", "answer")
+        return [tuple(x) if _is_pair_list(x) else x for x in texts], False
     raise InvalidInputError(
         "texts must be a string, a list of strings or (prompt, response) pairs, an Attention or "
         f"an Analysis, got {type(texts).__name__}"
     )
 
 
-def _empty(item: Any) -> bool:
+def _empty(item: Any) -> str | None:
+    """What of ``item`` is empty or only whitespace (``"text"``, ``"prompt"``, ``"answer"``,
+    ``"prompt and answer"``), or None."""
     if isinstance(item, str):
-        return not item.strip()
+        return None if item.strip() else "text"
     if _is_pair(item):
-        return not item[0].strip() or not item[1].strip()
-    return False
+        parts = [p for p, s in zip(("prompt", "answer"), item) if not s.strip()]
+        return " and ".join(parts) or None
+    return None
 
 
 def _check_item(k: int, item: Any) -> None:
     if isinstance(item, (str, Attention)) or _is_pair(item) or hasattr(item, "attention"):
         return
     raise InvalidInputError(
-        f"texts[{k}] is a {type(item).__name__}: each item must be a string, a (prompt, response) "
-        "pair of strings, an Attention or an Analysis"
+        f"texts[{k}] is a {type(item).__name__}{_size(item)}: each item must be a string, a "
+        "(prompt, response) pair of strings (a tuple or a 2-item list), an Attention or an Analysis"
     )
+
+
+def _size(item: Any) -> str:
+    return f" of {len(item)} items" if isinstance(item, (list, tuple)) else ""
 
 
 def join_pair(prompt: str, response: str) -> tuple[str, int]:
@@ -260,9 +272,9 @@ def features(
     Parameters
     ----------
     texts : str, list, Attention or Analysis
-        A text, a list of texts, a list of ``(prompt, response)`` pairs (needed by the
-        ``prompt`` and ``lookback`` sets; other sets see the pair joined into one text), or
-        attention already
+        A text, a list of texts, a list of ``(prompt, response)`` pairs (tuples, or 2-item
+        lists as ``json.load`` gives them; needed by the ``prompt`` and ``lookback`` sets;
+        other sets see the pair joined into one text), or attention already
         computed (an :class:`~attntopo.attention.Attention`, an
         :class:`~attntopo.analyses.Analysis`, or a list of them; ``model`` is then unused).
     model : str or AttentionModel
@@ -353,9 +365,12 @@ def features(
     skipped = [k for k, item in enumerate(items) if _empty(item)]
     if skipped and on_empty == "raise":
         k = skipped[0]
+        what = _empty(items[k])
+        whose = f"texts[{k}] is" if what == "text" else (
+            f"texts[{k}]'s {what} {'is' if ' and ' not in what else 'are'}")
         raise EmptyTextError(
-            f"texts[{k}] is empty or only whitespace ({len(skipped)} empty in all): remove it or "
-            "pass on_empty='skip'"
+            f"{whose} empty or only whitespace ({len(skipped)} empty in all): remove "
+            f"{'it' if what == 'text' else 'the pair'} or pass on_empty='skip'"
         )
     keep = [k for k in range(len(items)) if k not in set(skipped)]
     if not keep:

@@ -181,3 +181,20 @@ def test_zigzag_runs_through_the_layers_in_model_order_whatever_order_they_come(
     np.testing.assert_array_equal(a, b)
     backwards = [layer_graph(att.weights[layer]) for layer in (2, 1, 0)]
     assert not np.array_equal(a, zigzag_features(backwards, n))  # the order matters
+
+
+def test_zigzag_with_drop_special_reads_the_real_tokens():
+    """drop_special: each head's rows renormalized over the real tokens, which are the
+    vertices (the special ones are not in the graphs at all)."""
+    from dataclasses import replace
+
+    n = 9
+    att = _random_attention(2, n, 2, 3)
+    special = np.zeros(n, dtype=bool)
+    special[[0, n - 1]] = True
+    att = replace(att, special=special)
+    row = chunk_rows([att], [None], FeatureSettings(sets=("zigzag",)).st(), True, None, 1)[0]
+    keep = np.flatnonzero(~special)
+    graphs = [layer_graph(att.weights[layer], keep) for layer in range(2)]
+    assert max(int(g.max()) for g in graphs) < n - 2
+    np.testing.assert_array_equal(row, zigzag_features(graphs, n - 2))
