@@ -388,7 +388,7 @@ def analyze(
         m = None
         progress.add_total(2 * atts[0].weights.shape[0] * atts[0].weights.shape[1])
     else:
-        m = load(model, progress)
+        m = load(model, progress, layers, heads)
         single = isinstance(text, str)
         n_texts = len(text) if isinstance(text, (list, tuple)) else 1  # m.attention checks the type
         n_heads = len(check_indices(layers, m.n_layers, "layer")) * len(
