@@ -24,52 +24,24 @@ from .._validation import check_choice, check_positive_int
 from .._version import __version__
 from ..attention import Attention
 from ..errors import EmptyTextError, InvalidInputError
-from ._barcode import BARCODE_QUANTITIES
-from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, graph_names
-from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES, image_names, js_names, landscape_names, per_token_names
 from ._layers import MODEL_SETS, ChunkFeatures, Done, head_order, prompt_mask
-from ._lookback import lookback_names
-from ._prompt import PROMPT_QUANTITIES
-from ._spectral import spectral_names
-from ._settings import DEFAULT_SETS, FEATURE_SETS, FeatureSettings, resolve_settings
+from ._registry import DEFAULT_SETS, FEATURE_SETS
+from ._settings import FeatureSettings, resolve_settings
 from ._table import FeatureTable, column_name, model_column
-from ._template import TEMPLATES
-from ._zigzag import zigzag_names
 
 __all__ = ["FEATURE_SETS", "DEFAULT_SETS", "FeatureSettings", "features", "feature_names"]
 
 _ON_EMPTY = ("raise", "skip")
 #: Sets whose diagrams come from persistence_batch.
-PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "js_per_token", "barcode")
+PERSISTENCE_SETS = tuple(name for name, s in FEATURE_SETS.items() if s.persistence)
+#: Sets that need (prompt, response) pairs.
+PAIR_SETS = tuple(name for name, s in FEATURE_SETS.items() if s.input == "pair")
 
 
 # ------------------------------------------------------------------ settings
 def set_quantities(set_name: str, st: dict) -> list[str]:
-    if set_name == "js":
-        return js_names(st["scales"], st["quantiles"])
-    if set_name == "graph":
-        return graph_names(st["thresholds"])
-    if set_name == "barcode":
-        return list(BARCODE_QUANTITIES)
-    if set_name == "template":
-        return list(TEMPLATES)
-    if set_name == "prompt":
-        return list(st.get("prompt_quantities", PROMPT_QUANTITIES))
-    if set_name == "js_image":
-        return image_names()
-    if set_name == "js_per_token":
-        return per_token_names(st["scales"])
-    if set_name == "spectral":
-        return spectral_names()
-    if set_name == "lookback":
-        return lookback_names()
-    if set_name == "zigzag":
-        return zigzag_names()
-    return landscape_names()
-
-
-#: Sets that need (prompt, response) pairs.
-PAIR_SETS = ("prompt", "lookback")
+    """The quantity names of one head of a set (:attr:`FeatureSet.quantities`)."""
+    return FEATURE_SETS[set_name].quantities(st)
 
 
 def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> list[str]:
@@ -125,6 +97,10 @@ def _is_pair(item: Any) -> bool:
     return isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) for x in item)
 
 
+def _is_pair_list(item: Any) -> bool:
+    return isinstance(item, list) and _is_pair(tuple(item))
+
+
 def _items(texts: Any) -> tuple[list[Any], bool]:
     """The input as a list, and whether it was a single item."""
     if isinstance(texts, (str, Attention)) or hasattr(texts, "diagrams"):
@@ -132,28 +108,36 @@ def _items(texts: Any) -> tuple[list[Any], bool]:
     if isinstance(texts, (list, tuple)):
         if not texts:
             raise EmptyTextError("no texts given: pass a string or a non-empty list of strings")
-        return list(texts), False
+        # a pair as json.load gives it, ["prompt", "answer"], is the pair ("prompt", "answer")
+        return [tuple(x) if _is_pair_list(x) else x for x in texts], False
     raise InvalidInputError(
         "texts must be a string, a list of strings or (prompt, response) pairs, an Attention or "
         f"an Analysis, got {type(texts).__name__}"
     )
 
 
-def _empty(item: Any) -> bool:
+def _empty(item: Any) -> str | None:
+    """What of ``item`` is empty or only whitespace (``"text"``, ``"prompt"``, ``"answer"``,
+    ``"prompt and answer"``), or None."""
     if isinstance(item, str):
-        return not item.strip()
+        return None if item.strip() else "text"
     if _is_pair(item):
-        return not item[0].strip() or not item[1].strip()
-    return False
+        parts = [p for p, s in zip(("prompt", "answer"), item) if not s.strip()]
+        return " and ".join(parts) or None
+    return None
 
 
 def _check_item(k: int, item: Any) -> None:
     if isinstance(item, (str, Attention)) or _is_pair(item) or hasattr(item, "attention"):
         return
     raise InvalidInputError(
-        f"texts[{k}] is a {type(item).__name__}: each item must be a string, a (prompt, response) "
-        "pair of strings, an Attention or an Analysis"
+        f"texts[{k}] is a {type(item).__name__}{_size(item)}: each item must be a string, a "
+        "(prompt, response) pair of strings (a tuple or a 2-item list), an Attention or an Analysis"
     )
+
+
+def _size(item: Any) -> str:
+    return f" of {len(item)} items" if isinstance(item, (list, tuple)) else ""
 
 
 def join_pair(prompt: str, response: str) -> tuple[str, int]:
@@ -288,9 +272,9 @@ def features(
     Parameters
     ----------
     texts : str, list, Attention or Analysis
-        A text, a list of texts, a list of ``(prompt, response)`` pairs (needed by the
-        ``prompt`` and ``lookback`` sets; other sets see the pair joined into one text), or
-        attention already
+        A text, a list of texts, a list of ``(prompt, response)`` pairs (tuples, or 2-item
+        lists as ``json.load`` gives them; needed by the ``prompt`` and ``lookback`` sets;
+        other sets see the pair joined into one text), or attention already
         computed (an :class:`~attntopo.attention.Attention`, an
         :class:`~attntopo.analyses.Analysis`, or a list of them; ``model`` is then unused).
     model : str or AttentionModel
@@ -320,9 +304,9 @@ def features(
         ``"js"`` needs the Jensen–Shannon distances, ``O(n³)``.  Ask for
         ``("attention",)`` to pay only for it.
     drop_special : bool, default False
-        Remove special tokens ([CLS], [SEP], …) and renormalize rows before the ``js``,
-        ``graph``, ``barcode``, ``spectral``, ``lookback`` and ``zigzag`` sets (the
-        ``template`` set always sees them; the ``prompt`` set never does).  False: the
+        Remove special tokens ([CLS], [SEP], …) and renormalize rows before the sets that
+        see them so (``FEATURE_SETS[name].drops_special``: ``js``, ``graph``, ``barcode``, …;
+        the ``template`` set always sees them, the ``prompt`` set never does).  False: the
         attention as the model computed it, as la-tda and TOHA use it (docs/api.md, Names).
     truncate : bool
         Cut texts longer than the model's context instead of raising.
@@ -381,9 +365,12 @@ def features(
     skipped = [k for k, item in enumerate(items) if _empty(item)]
     if skipped and on_empty == "raise":
         k = skipped[0]
+        what = _empty(items[k])
+        whose = f"texts[{k}] is" if what == "text" else (
+            f"texts[{k}]'s {what} {'is' if ' and ' not in what else 'are'}")
         raise EmptyTextError(
-            f"texts[{k}] is empty or only whitespace ({len(skipped)} empty in all): remove it or "
-            "pass on_empty='skip'"
+            f"{whose} empty or only whitespace ({len(skipped)} empty in all): remove "
+            f"{'it' if what == 'text' else 'the pair'} or pass on_empty='skip'"
         )
     keep = [k for k in range(len(items)) if k not in set(skipped)]
     if not keep:
