@@ -143,7 +143,7 @@ def _attention_forest_subset(A: np.ndarray, keep: np.ndarray, prompt: np.ndarray
 
 def prompt_features(
     A: Any, D_js: Any, prompt: np.ndarray, quantities: Sequence[str] = PROMPT_QUANTITIES,
-    *, keep: np.ndarray | None = None,
+    *, keep: np.ndarray | None = None, metric: str = "jensen_shannon",
 ) -> np.ndarray:
     """The ``prompt`` set of one pair, shape (B, len(quantities)), quantities in the given order.
 
@@ -152,8 +152,8 @@ def prompt_features(
     A : ndarray or torch.Tensor of shape (B, n, n)
         Attention of ``B`` heads (a CUDA tensor is scored on its GPU).
     D_js : ndarray or torch.Tensor of shape (B, n, n), or None
-        Its Jensen–Shannon distances when already computed; None: computed here, a few heads at
-        a time, only when ``"js"`` is asked for.
+        Its token distances (``metric``) when already computed; None: computed here, a few
+        heads at a time, only when ``"js"`` is asked for.
     prompt : ndarray of shape (n,), bool
         The prompt's tokens (the others are the response's, at least one); with ``keep``,
         shape (len(keep),): of the kept tokens.
@@ -164,6 +164,9 @@ def prompt_features(
         them as :meth:`attntopo.attention.Attention.drop_special` does, a head at a time: the
         same numbers as ``prompt_features(drop_special(A), ...)`` without a copy of ``A``.
         ``D_js`` must then be None.
+    metric : str, default "jensen_shannon"
+        The token distance of the ``"js"`` score (a key of
+        :data:`attntopo.distances.DISTANCES`).
     """
     import torch
 
@@ -197,7 +200,7 @@ def prompt_features(
             else:
                 if keep is not None and sub is None:
                     sub = renormalized_subset(A[h0:h1], keep)
-                D = token_distances_tensor(A[h0:h1] if keep is None else sub)
+                D = token_distances_tensor(A[h0:h1] if keep is None else sub, metric)
             out[h0:h1, c] = spanning_forest_length(D, prompt) / r
             del D
         del sub
