@@ -593,10 +593,9 @@ def run(
         ``quantiles``, ``cycle_cap`` and ``engine`` are its fields (one given as
         well must agree with it).  A store keeps every bar (``min_persistence=0``).
     sets : sequence of str
-        Feature sets of :mod:`attntopo.features` (default: ``("js",)``; any of ``js``,
-        ``graph``, ``barcode``, ``template``, ``js_image``, ``js_landscape``,
-        ``js_per_token``, ``spectral``, ``zigzag``, and ``prompt`` and ``lookback`` for an
-        input of pairs, ``answer_column``).
+        Feature sets of :mod:`attntopo.features` (default: ``("js",)``; any of
+        :data:`attntopo.features.FEATURE_SETS`, those of input ``"pair"`` such as ``prompt``
+        for an input of pairs, ``answer_column``).
     layers, heads : int or list of int, optional
         Model layers and heads (0-based); all by default.
     keep_diagrams : bool

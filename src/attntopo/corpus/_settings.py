@@ -316,11 +316,11 @@ def make_settings(
 
 
 def check_prompt_set(sets: Sequence[str], pairs: bool) -> None:
-    """Refuse the sets that need pairs (``prompt``, ``lookback``) on an input of single
-    texts, in one line."""
-    from ..features.pipeline import PAIR_SETS
+    """Refuse a set that needs pairs (``prompt``, …: input ``"pair"`` in
+    :data:`attntopo.features.FEATURE_SETS`) on an input of single texts, in one line."""
+    from ..features import FEATURE_SETS
 
-    need = [s for s in sets if s in PAIR_SETS]
+    need = [s for s in sets if s in FEATURE_SETS and FEATURE_SETS[s].input == "pair"]
     if need and not pairs:
         raise InvalidInputError(
             f"the {need[0]} set needs (prompt, answer) pairs: name the input's answer column with "

@@ -24,52 +24,24 @@ from .._validation import check_choice, check_positive_int
 from .._version import __version__
 from ..attention import Attention
 from ..errors import EmptyTextError, InvalidInputError
-from ._barcode import BARCODE_QUANTITIES
-from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, graph_names
-from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES, image_names, js_names, landscape_names, per_token_names
 from ._layers import MODEL_SETS, ChunkFeatures, Done, head_order, prompt_mask
-from ._lookback import lookback_names
-from ._prompt import PROMPT_QUANTITIES
-from ._spectral import spectral_names
-from ._settings import DEFAULT_SETS, FEATURE_SETS, FeatureSettings, resolve_settings
+from ._registry import DEFAULT_SETS, FEATURE_SETS
+from ._settings import FeatureSettings, resolve_settings
 from ._table import FeatureTable, column_name, model_column
-from ._template import TEMPLATES
-from ._zigzag import zigzag_names
 
 __all__ = ["FEATURE_SETS", "DEFAULT_SETS", "FeatureSettings", "features", "feature_names"]
 
 _ON_EMPTY = ("raise", "skip")
 #: Sets whose diagrams come from persistence_batch.
-PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "js_per_token", "barcode")
+PERSISTENCE_SETS = tuple(name for name, s in FEATURE_SETS.items() if s.persistence)
+#: Sets that need (prompt, response) pairs.
+PAIR_SETS = tuple(name for name, s in FEATURE_SETS.items() if s.input == "pair")
 
 
 # ------------------------------------------------------------------ settings
 def set_quantities(set_name: str, st: dict) -> list[str]:
-    if set_name == "js":
-        return js_names(st["scales"], st["quantiles"])
-    if set_name == "graph":
-        return graph_names(st["thresholds"])
-    if set_name == "barcode":
-        return list(BARCODE_QUANTITIES)
-    if set_name == "template":
-        return list(TEMPLATES)
-    if set_name == "prompt":
-        return list(st.get("prompt_quantities", PROMPT_QUANTITIES))
-    if set_name == "js_image":
-        return image_names()
-    if set_name == "js_per_token":
-        return per_token_names(st["scales"])
-    if set_name == "spectral":
-        return spectral_names()
-    if set_name == "lookback":
-        return lookback_names()
-    if set_name == "zigzag":
-        return zigzag_names()
-    return landscape_names()
-
-
-#: Sets that need (prompt, response) pairs.
-PAIR_SETS = ("prompt", "lookback")
+    """The quantity names of one head of a set (:attr:`FeatureSet.quantities`)."""
+    return FEATURE_SETS[set_name].quantities(st)
 
 
 def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> list[str]:
@@ -337,9 +309,9 @@ def features(
         ``"js"`` needs the Jensen–Shannon distances, ``O(n³)``.  Ask for
         ``("attention",)`` to pay only for it.
     drop_special : bool, default False
-        Remove special tokens ([CLS], [SEP], …) and renormalize rows before the ``js``,
-        ``graph``, ``barcode``, ``spectral``, ``lookback`` and ``zigzag`` sets (the
-        ``template`` set always sees them; the ``prompt`` set never does).  False: the
+        Remove special tokens ([CLS], [SEP], …) and renormalize rows before the sets that
+        see them so (``FEATURE_SETS[name].drops_special``: ``js``, ``graph``, ``barcode``, …;
+        the ``template`` set always sees them, the ``prompt`` set never does).  False: the
         attention as the model computed it, as la-tda and TOHA use it (docs/api.md, Names).
     truncate : bool
         Cut texts longer than the model's context instead of raising.

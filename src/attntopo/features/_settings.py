@@ -18,18 +18,9 @@ from ..errors import InvalidInputError
 from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS
 from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES
 from ._prompt import PROMPT_QUANTITIES
+from ._registry import DEFAULT_SETS, FEATURE_SETS
 
 __all__ = ["FeatureSettings", "FEATURE_SETS", "DEFAULT_SETS", "check_settings", "resolve_settings"]
-
-#: Every feature set, by name.
-FEATURE_SETS: tuple[str, ...] = (
-    "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape", "js_per_token",
-    "spectral", "lookback", "zigzag",
-)
-#: The sets computed when none are named (``prompt`` and ``lookback`` need pairs; images,
-#: landscapes and the zigzag are opt-in).
-DEFAULT_SETS: tuple[str, ...] = ("js", "graph", "barcode", "template")
-
 
 def _check_sets(sets: Any) -> tuple[str, ...]:
     if isinstance(sets, str):
@@ -132,10 +123,10 @@ class FeatureSettings:
     prompt_quantities : sequence of {"js", "attention"}, default both
         The ``prompt`` set's scores (``("attention",)`` computes no JS distances).
     drop_special : bool, default False
-        Remove special tokens and renormalize rows before the ``js``, ``graph``,
-        ``barcode``, ``spectral``, ``lookback`` and ``zigzag`` sets.  False (as everywhere in
-        attntopo): the attention as the model computed it, which is what la-tda and TOHA
-        compute on.
+        Remove special tokens and renormalize rows before the sets that see them so
+        (:attr:`FeatureSet.drops_special`: ``js``, ``graph``, ``barcode``, …).  False (as
+        everywhere in attntopo): the attention
+        as the model computed it, which is what la-tda and TOHA compute on.
     min_persistence : float >= 0, default 0
         Bars of length ``death − birth <= min_persistence`` are left out of the diagram
         statistics (gudhi's convention).

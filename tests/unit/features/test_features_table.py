@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from _feature_refs import random_attention, synthetic_attention
+from _feature_refs import texts_attention
 
 import attntopo as at
 from attntopo.errors import EmptyTextError, InvalidInputError
@@ -26,22 +26,14 @@ from attntopo.features._select import head_scores
 from attntopo.features._template import punctuation_mask
 
 
-def _atts(rng, sizes, L=2, H=3):
-    out = []
-    for k, n in enumerate(sizes):
-        w = random_attention(rng, L * H, n).reshape(L, H, n, n)
-        special = np.zeros(n, dtype=bool)
-        special[[0, -1]] = True
-        words = ["," if i % 3 == 1 else f"w{k}{i}" for i in range(n)]
-        out.append(synthetic_attention(w, " ".join(words), special))
-    return out
+_atts = texts_attention
 
 
 @pytest.fixture(scope="module")
 def table():
     rng = np.random.default_rng(0)
     atts = _atts(rng, [7, 9, 5])
-    return atts, features(atts, sets=FEATURE_SETS[:4], n_jobs=1)
+    return atts, features(atts, sets=tuple(FEATURE_SETS)[:4], n_jobs=1)
 
 
 def test_columns_rows_and_per_set_values(table):
