@@ -549,11 +549,13 @@ def check_index(
     return i % size
 
 
-def check_indices(indices: Any, size: int, what: str) -> tuple[int, ...]:
+def check_indices(indices: Any, size: int, what: str, *, name: str | None = None,
+                  owner: str = "this model") -> tuple[int, ...]:
     """A selection of layers or heads: ``None`` (all), one index, a slice, or a sequence.
 
     This is what ``layers=`` and ``heads=`` accept everywhere.  Negative indices count
-    from the end.  Returns distinct non-negative indices in the order given.
+    from the end.  Returns distinct non-negative indices in the order given.  ``name`` and
+    ``owner`` as in :func:`check_index` (``"--layer"``, ``"minilm"``).
 
     Raises
     ------
@@ -562,10 +564,11 @@ def check_indices(indices: Any, size: int, what: str) -> tuple[int, ...]:
     InvalidInputError
         The same index twice.
     """
+    name = name or what
     if indices is None:
         return tuple(range(size))
     if is_int(indices):
-        return (check_index(indices, size, what),)
+        return (check_index(indices, size, what, name=name, owner=owner),)
     if isinstance(indices, slice):
         out = tuple(range(size))[indices]
     elif isinstance(indices, (str, bytes)) or not isinstance(indices, Iterable):
@@ -574,7 +577,7 @@ def check_indices(indices: Any, size: int, what: str) -> tuple[int, ...]:
             f"got {indices!r}"
         )
     else:
-        out = tuple(check_index(i, size, what) for i in indices)
+        out = tuple(check_index(i, size, what, name=name, owner=owner) for i in indices)
     if not out:
         raise OutOfRangeError(f"no {what}s selected: give at least one index in 0..{size - 1}")
     if len(set(out)) != len(out):

@@ -37,7 +37,9 @@ LAYERS, HEADS = (0, 2, 5), (1, 4, 7)
 LABELLED = ["I love it.", "What a lovely day.", "Great fun!",
             "I hate it.", "What an awful day.", "Dreadful mess!"]
 Y = [1, 1, 1, 0, 0, 0]
-NO_PROMPT = tuple(s for s in FEATURE_SETS if s != "prompt")
+NO_PROMPT = tuple(s for s in FEATURE_SETS if s not in ("prompt", "lookback"))  # single texts
+# zigzag: one block of all the chosen heads together (L*H*), checked against sorted layers/heads
+PER_HEAD = tuple(s for s in FEATURE_SETS if s != "zigzag")
 
 N_TOKENS = 16  # TEXT's tokens, special tokens included (checked in the heads case)
 N_EPS = N_TOKENS * np.finfo(np.float64).eps
@@ -108,9 +110,11 @@ def _same_values(named: dict, alone, pairs, *, sets=FEATURE_SETS) -> None:
     of ``pairs`` has its columns, in ``pairs``' order within each set."""
     assert named, "no columns"
     for c, v in named.items():
+        if _head_of(c) == (None, None):  # a block of all the heads (zigzag): no head alone
+            continue
         ref = alone.get("features", *_head_of(c))[c]
         assert np.array_equal(v, ref, equal_nan=True), (c, v, ref)
-    for s in sets:
+    for s in (x for x in sets if x in PER_HEAD):
         seen = list(dict.fromkeys(_head_of(c) for c in named if f".{s}." in c))
         assert seen == pairs, (s, seen, pairs)
 
@@ -172,6 +176,10 @@ def test_every_value_is_named_after_the_head_it_was_computed_for(api, data, mini
         t = features([(PROMPT, ANSWER)], m, sets=FEATURE_SETS, n_jobs=1, **kw)
         assert t.settings["layers"] == layers and t.settings["heads"] == heads
         _same_values(dict(zip(t.columns, t.values[0])), alone, pairs)
+        # the zigzag goes through the layers in model order, the heads' mean in id order
+        ref = features([(PROMPT, ANSWER)], m, sets=("zigzag",), n_jobs=1,
+                       layers=sorted(layers), heads=sorted(heads))
+        assert np.array_equal(t.select(sets="zigzag").values, ref.values)
     elif api == "AttentionFeatures":
         est = AttentionFeatures(model=m.name, sets=NO_PROMPT, n_jobs=1,
                                 memory=str(tmp_path_factory.mktemp("cache")), **kw)

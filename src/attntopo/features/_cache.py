@@ -91,8 +91,11 @@ def settings_digest(fingerprint: dict, columns: Sequence[str], options: dict) ->
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def row_key(digest: str, text: str) -> str:
-    """The cache key of one text's row under settings ``digest``."""
+def row_key(digest: str, text: Any) -> str:
+    """The cache key of one text's row under settings ``digest``; a (prompt, answer) pair is
+    keyed by both parts (so that no split of the same characters shares its key)."""
+    if isinstance(text, tuple):
+        text = "\x00pair\x00" + json.dumps(list(text))
     return digest + "-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -1,7 +1,9 @@
 """The feature table: one row per text, one named column per (head, set, quantity).
 
 Column names read ``L{layer}H{head}.{set}.{quantity}`` with model indices (0-based), e.g.
-``L3H7.js.h1.total_persistence``, ``L3H7.graph.t0.1.b1``, ``L3H7.template.prev``.
+``L3H7.js.h1.total_persistence``, ``L3H7.graph.t0.1.b1``, ``L3H7.template.prev``.  A set with
+one block of columns per text rather than per head (``zigzag``: all chosen layers and heads
+together) writes ``L*H*.{set}.{quantity}``, e.g. ``L*H*.zigzag.h1.n_bars``.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from ..analyses import KINDS, Columns, Result
 from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
 from ..io import json_safe
 
-__all__ = ["FeatureTable", "column_name", "parse_column"]
+__all__ = ["FeatureTable", "column_name", "model_column", "parse_column"]
 
 KIND = "feature_table"
-_NAME = re.compile(r"^L(\d+)H(\d+)\.([a-z_]+)\.(.+)$")
+_NAME = re.compile(r"^L(\d+|\*)H(\d+|\*)\.([a-z_]+)\.(.+)$")
+#: The layer and head of a column that belongs to no single head (``L*H*``).
+_ALL = "*"
 
 
 def column_name(layer: int, head: int, set_name: str, quantity: str) -> str:
@@ -28,13 +32,22 @@ def column_name(layer: int, head: int, set_name: str, quantity: str) -> str:
     return f"L{layer}H{head}.{set_name}.{quantity}"
 
 
-def parse_column(name: str) -> tuple[int, int, str, str]:
-    """``(layer, head, set, quantity)`` of a column name (inverse of :func:`column_name`)."""
+def model_column(set_name: str, quantity: str) -> str:
+    """``L*H*.{set}.{quantity}``: a column of all the chosen layers and heads together."""
+    return f"L{_ALL}H{_ALL}.{set_name}.{quantity}"
+
+
+def parse_column(name: str) -> tuple[int | None, int | None, str, str]:
+    """``(layer, head, set, quantity)`` of a column name (inverse of :func:`column_name`);
+    layer and head are None for a column of no single head (``L*H*``, :func:`model_column`)."""
     m = _NAME.match(name)
-    if m is None:
+    if m is None or (m.group(1) == _ALL) != (m.group(2) == _ALL):
         raise InvalidInputError(
-            f"{name!r} is not a feature column name (expected 'L<layer>H<head>.<set>.<quantity>')"
+            f"{name!r} is not a feature column name (expected 'L<layer>H<head>.<set>.<quantity>' "
+            "or 'L*H*.<set>.<quantity>')"
         )
+    if m.group(1) == _ALL:
+        return None, None, m.group(3), m.group(4)
     return int(m.group(1)), int(m.group(2)), m.group(3), m.group(4)
 
 
@@ -120,11 +133,12 @@ class FeatureTable(Result):
         return self.values if dtype is None else self.values.astype(dtype)
 
     def heads(self) -> list[tuple[int, int]]:
-        """The (layer, head) pairs present, in column order."""
+        """The (layer, head) pairs present, in column order (``L*H*`` columns belong to none)."""
         seen: dict[tuple[int, int], None] = {}
         for c in self.columns:
             layer, head, _, _ = parse_column(c)
-            seen[(layer, head)] = None
+            if layer is not None and head is not None:
+                seen[(layer, head)] = None
         return list(seen)
 
     def select(self, *, heads=None, sets=None) -> "FeatureTable":
@@ -134,7 +148,8 @@ class FeatureTable(Result):
         them), model indices; ``sets``: a set name or names.  The columns come in the order
         asked: set by set (in ``sets``' order, else the table's), within a set the heads in
         ``heads``' order (else the table's), quantities as in the table.  Each column keeps its
-        name, so its values are those of the head it names whatever the order.
+        name, so its values are those of the head it names whatever the order.  ``heads``
+        leaves out the ``L*H*`` columns, which belong to no head.
         """
         want_heads = None if heads is None else _head_pairs(heads)
         want_sets = None if sets is None else list(dict.fromkeys(

@@ -16,6 +16,7 @@ Chunked computation (corpus)
     ``join_pair``                a (prompt, answer) pair as the one text the model reads, and where
                                  the answer starts (exactly as ``features`` joins pairs)
     ``answer_check``             ``stream_into``'s check refusing a pair whose answer kept no token
+    ``PAIR_SETS``                the sets that need (prompt, answer) pairs
 Cache (``AttentionFeatures(memory=)``)
     ``check_memory``, ``model_fingerprint``, ``settings_digest``, ``cached_rows``
 Heads (``SelectHeads``, ``ablate_heads``)
@@ -36,6 +37,7 @@ _LAZY = {
     "threads_beside_workers": "._compute",
     "join_pair": "._compute",
     "answer_check": "._compute",
+    "PAIR_SETS": "._compute",
     "check_memory": "._cache",
     "model_fingerprint": "._cache",
     "settings_digest": "._cache",
