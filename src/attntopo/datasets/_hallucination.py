@@ -51,7 +51,7 @@ _COLUMNS = ("entity", "question", "n_entities", "position", "counterfactual", "c
             "min_logprob", "mean_entropy", "seconds", "outcome")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class HallucinationQA:
     """(prompt, answer) pairs of a real model with computed labels and generation statistics.
 
@@ -91,6 +91,11 @@ class HallucinationQA:
 
     def __len__(self) -> int:
         return len(self.prompts)
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{k} {v}" for k, v in self.counts().items())
+        where = f"; {self.info['model']}, seed {self.info['seed']}" if "model" in self.info else ""
+        return f"HallucinationQA({len(self)} pairs: {counts or 'none'}{where})"
 
     def pairs(self) -> list[tuple[str, str]]:
         """``(prompt, answer)`` pairs, as :func:`attntopo.features` takes them."""

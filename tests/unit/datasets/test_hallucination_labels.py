@@ -3,6 +3,7 @@ hand-written answers (and, as a property, on answers built from any prompt's own
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -163,3 +164,28 @@ def test_bad_settings_are_one_line_before_any_model(kwargs, words, tmp_path):
 def test_nothing_cached_and_no_generation_is_one_line(tmp_path):
     with pytest.raises(InvalidInputError, match="no pair of these settings is cached yet"):
         hallucination_qa(2, cache_dir=tmp_path, generate=False)
+
+
+def _hand_made():
+    from attntopo.datasets import HallucinationQA
+
+    cols = {"entity": np.array(["France", "Peru", "France"], dtype=object),
+            "n_entities": np.array([1, 4, 2])}
+    lp = [np.array([-0.1, -2.0]), np.array([-0.5]), np.array([-1.0, -1.0, -3.0])]
+    return HallucinationQA(["p0", "p1", "p2"], ["Paris", "Lima, Quito", "Lyon"],
+                           ["faithful", "ambiguous", "hallucinated"], cols, lp,
+                           [np.abs(v) for v in lp], {"model": "smollm2", "seed": 0})
+
+
+def test_the_container_selects_groups_and_reads_short():
+    d = _hand_made()
+    assert d.y.tolist() == [0, -1, 1] and d.groups.tolist() == [0, 1, 0]
+    assert d.counts() == {"ambiguous": 1, "faithful": 1, "hallucinated": 1}
+    b = d.binary()
+    assert b.pairs() == [("p0", "Paris"), ("p2", "Lyon")] and b.y.tolist() == [0, 1]
+    assert b.columns["n_entities"].tolist() == [1, 2] and len(b.token_logprobs[1]) == 3
+    assert d.subset([2, 0]).answers == ["Lyon", "Paris"]
+    assert repr(d) == ("HallucinationQA(3 pairs: ambiguous 1, faithful 1, hallucinated 1; "
+                       "smollm2, seed 0)")
+    df = d.to_pandas()
+    assert list(df.columns[:3]) == ["prompt", "label", "answer"] and len(df) == 3
