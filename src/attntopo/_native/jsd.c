@@ -116,11 +116,18 @@ ATT_EXPORT ATT_CLONES void attntopo_log(const double *x, double *y, int64_t n) {
  * cutoff: pairs whose divergence is below it are counted (the caller recomputes them
  *       with a cancellation-free formula)
  *
- * With u = p + q, JS = ½ [Σ p ln p + Σ q ln q − Σ u ln u] + ½ ln 2 (Σ p + Σ q).  Per row
- * c = Σ p ln p + ln 2 Σ p is computed once; the pair sum Σ u ln u runs only over the keys
- * between the first and the last key where p or q is nonzero (for causal attention: the
- * earlier keys), since keys where both are 0 add exactly 0 (and where one is 0, u ln u
- * equals the other's term exactly, so the bracket still adds 0 there).
+ * Per key, with u = p + q, the divergence adds ½ [p ln p + q ln q − u ln u + ln 2 · u]; where
+ * one of p, q is 0 the bracket is ½ ln 2 times the other (exactly: u ln u is then that row's
+ * own term).  So with M = Σ p the row's mass and O the keys between the last first nonzero
+ * and the first last nonzero of the two rows (their overlap: outside it one row is 0),
+ *
+ *     JS = ½ [Σ_O p ln p + Σ_O q ln q − Σ_O u ln u] + ½ ln 2 (M_p + M_q),
+ *
+ * and only Σ_O u ln u needs both rows (|O| logarithms a pair); Σ_O p ln p is a difference
+ * of the row's prefix sums, or its whole sum when O covers all its nonzero keys (rows without
+ * zeros: bidirectional attention keeps the full sum).  Causal rows i < j overlap on keys
+ * 0..i: the pair sum runs over the earlier row (about n³/6 logarithms a matrix, against
+ * n³/3 over the longer row), and the later row's part on 0..i is its prefix sum.
  * Zeros contribute exactly 0 and subnormal entries less than 1.6e-305 (see att_xlogx).
  *
  * Returns the number of pairs below cutoff, or -1 if scratch memory could not be had.
@@ -133,11 +140,15 @@ ATT_EXPORT ATT_CLONES void attntopo_log(const double *x, double *y, int64_t n) {
  * that): no clamp is needed inside the loops. */
 ATT_INLINE double att_xlogx(double u) { return u * att_log(u); }
 
-/* Σ_{a <= t < b} u ln u with u = p[t] + q[t], in ATT_LANES fixed partial sums (lane l takes
- * the keys t ≡ a + l mod ATT_LANES, then the lanes are added in a fixed tree): the same bits
- * wherever the loop is inlined and however the compiler vectorizes it (a reduction pragma
- * lets it choose the order, which differed between two callers of one pair). */
+/* Fixed partial sums: lane l takes the keys t ≡ a + l (mod ATT_LANES), then the lanes are
+ * added in a fixed tree.  The same bits wherever a loop is inlined and however the compiler
+ * vectorizes it (a reduction pragma lets it choose the order, which differed between two
+ * callers of one pair). */
 #define ATT_LANES 8
+#define ATT_LANE_TREE(v) \
+    (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])))
+
+/* Σ_{a <= t < b} u ln u with u = p[t] + q[t]. */
 ATT_INLINE double sum_xlogx_pq(const double *p, const double *q, int64_t a, int64_t b) {
     double lane[ATT_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     int64_t t = a;
@@ -146,59 +157,101 @@ ATT_INLINE double sum_xlogx_pq(const double *p, const double *q, int64_t a, int6
         for (int l = 0; l < ATT_LANES; l++) lane[l] += att_xlogx(p[t + l] + q[t + l]);
     }
     for (int l = 0; t < b; t++, l++) lane[l] += att_xlogx(p[t] + q[t]);
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    return ATT_LANE_TREE(lane);
 }
 
-/* Per-row quantities of one matrix that every pair reads: c = Σ p ln p + ln 2 Σ p, and the
- * first and one past the last key where the row is nonzero. */
+/* Per-row quantities of one matrix that every pair reads: c = Σ p ln p + ln 2 Σ p (the
+ * whole row), the mass Σ p, the first and one past the last key where the row is nonzero,
+ * and the prefix sums s[t] = Σ_{t' < t} p ln p for t in [lo, hi] (row i's at s + i (k + 1);
+ * compensated, so a difference of two is as accurate as a sum over its keys). */
 typedef struct {
-    double *c;
+    double *c, *mass, *s;
     int64_t *lo, *hi;
+    int64_t ld;
 } js_rows;
 
 ATT_INLINE void js_rows_free(js_rows *w) {
     free(w->c);
+    free(w->s);
     free(w->lo);
 }
 
 /* 0, or -1 if scratch memory could not be had (w then holds nothing to free). */
 ATT_INLINE int js_rows_prepare(const double *x, int64_t m, int64_t k, int64_t ldx, js_rows *w) {
     const size_t mm = (size_t)(m > 0 ? m : 1);
-    w->c = (double *)malloc(mm * sizeof(double));
+    w->ld = k + 1;
+    w->c = (double *)malloc(mm * 2 * sizeof(double));
+    w->s = (double *)malloc(mm * (size_t)w->ld * sizeof(double));
     w->lo = (int64_t *)malloc(mm * 2 * sizeof(int64_t));
-    if (w->c == NULL || w->lo == NULL) {
+    if (w->c == NULL || w->s == NULL || w->lo == NULL) {
         js_rows_free(w);
         return -1;
     }
+    w->mass = w->c + m;
     w->hi = w->lo + m;
     for (int64_t i = 0; i < m; i++) {
         const double *p = x + i * ldx;
-        double acc = 0.0, mass = 0.0;
-        ATT_SIMD_REDUCE_ACC_MASS
-        for (int64_t t = 0; t < k; t++) {
-            acc += att_xlogx(p[t]);
-            mass += p[t];
+        double *s = w->s + i * w->ld;
+        /* the terms first (vectorized), into s[1..k] */
+        ATT_SIMD
+        for (int64_t t = 0; t < k; t++) s[t + 1] = att_xlogx(p[t]);
+        double acc[ATT_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        double mass[ATT_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        int64_t t = 0;
+        for (; t + ATT_LANES <= k; t += ATT_LANES) {
+            ATT_SIMD
+            for (int l = 0; l < ATT_LANES; l++) {
+                acc[l] += s[t + l + 1];
+                mass[l] += p[t + l];
+            }
         }
-        w->c[i] = acc + ATT_LN2 * mass;
+        for (int l = 0; t < k; t++, l++) {
+            acc[l] += s[t + 1];
+            mass[l] += p[t];
+        }
+        w->mass[i] = ATT_LANE_TREE(mass);
+        w->c[i] = ATT_LANE_TREE(acc) + ATT_LN2 * w->mass[i];
         int64_t a = 0, b = k;
         while (a < k && p[a] == 0.0) a++;
         while (b > a && p[b - 1] == 0.0) b--;
         w->lo[i] = a;
         w->hi[i] = b;
+        /* prefix sums over [lo, hi] in place (Neumaier's compensated summation) */
+        double sum = 0.0, comp = 0.0;
+        s[a] = 0.0;
+        for (int64_t u = a; u < b; u++) {
+            const double v = s[u + 1];
+            const double tsum = sum + v;
+            comp += fabs(sum) >= fabs(v) ? (sum - tsum) + v : (v - tsum) + sum;
+            sum = tsum;
+            s[u + 1] = sum + comp;
+        }
     }
     return 0;
 }
 
+/* Σ_{a <= t < b} p ln p of row i from its prefix sums, a <= b within [lo_i, hi_i]. */
+ATT_INLINE double js_row_part(const js_rows *w, int64_t i, int64_t a, int64_t b) {
+    const double *s = w->s + i * w->ld;
+    return a == w->lo[i] ? s[b] : s[b] - s[a];
+}
+
 /* JS(x_i, x_j) in nats for rows i < j (the same operations whichever routine asks: the full
- * matrix and the rows against all rows give the same bits).  The sum Σ u ln u runs over the
- * keys between the first and the last where p or q is nonzero. */
+ * matrix and the rows against all rows give the same bits): the overlap form above. */
 ATT_INLINE double js_pair(const double *x, int64_t ldx, const js_rows *w, int64_t i, int64_t j) {
-    const double *p = x + i * ldx;
-    const double *q = x + j * ldx;
-    const int64_t a = w->lo[i] < w->lo[j] ? w->lo[i] : w->lo[j];
-    const int64_t b = w->hi[i] > w->hi[j] ? w->hi[i] : w->hi[j];
-    return 0.5 * (w->c[i] + w->c[j] - sum_xlogx_pq(p, q, a, b));
+    const int64_t a = w->lo[i] > w->lo[j] ? w->lo[i] : w->lo[j];
+    const int64_t b = w->hi[i] < w->hi[j] ? w->hi[i] : w->hi[j];
+    if (a >= b) /* disjoint: ½ ln 2 (M_p + M_q), the maximum */
+        return 0.5 * ATT_LN2 * (w->mass[i] + w->mass[j]);
+    const double acc = sum_xlogx_pq(x + i * ldx, x + j * ldx, a, b);
+    /* a row whose nonzero keys all lie in the overlap: its whole sum c, as before */
+    const double ci = (a == w->lo[i] && b == w->hi[i])
+                          ? w->c[i]
+                          : js_row_part(w, i, a, b) + ATT_LN2 * w->mass[i];
+    const double cj = (a == w->lo[j] && b == w->hi[j])
+                          ? w->c[j]
+                          : js_row_part(w, j, a, b) + ATT_LN2 * w->mass[j];
+    return 0.5 * (ci + cj - acc);
 }
 
 ATT_INLINE int64_t js_divergences(const double *x, int64_t m, int64_t k, int64_t ldx,
