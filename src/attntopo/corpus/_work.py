@@ -290,15 +290,14 @@ class BatchWorker:
             warnings.simplefilter("ignore", UnknownTokensWarning)
             for i, t in enumerate(b.texts):
                 try:
-                    try:
-                        enc = m.tokenize(t)
+                    try:  # truncated, a long text is tokenized only as far as it is kept
+                        enc = m.tokenize(t, truncate=st.on_long == "truncate")
                     except TextTooLongError as e:
-                        if st.on_long != "truncate":
-                            b.n_tokens[i] = e.n_tokens
-                            b.status[i] = STATUS_SKIPPED if st.on_long == "skip" else STATUS_FAILED
-                            b.error[i] = f"too long: {e.n_tokens} tokens, {m.name} takes at most {e.limit}"
-                            continue
-                        enc = m.tokenize(t, truncate=True)
+                        b.n_tokens[i] = e.n_tokens
+                        b.status[i] = STATUS_SKIPPED if st.on_long == "skip" else STATUS_FAILED
+                        b.error[i] = (f"too long: {e.n_tokens} tokens, {m.name} takes at most "
+                                      f"{e.limit}")
+                        continue
                     b.n_tokens[i] = len(enc.ids)
                     b.truncated[i] = bool(enc.truncated)
                     if all(enc.special):

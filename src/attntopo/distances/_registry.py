@@ -47,6 +47,10 @@ class Distance:
         ``finish(D, base, paper_compat)``: raw values → distances, in place.
     reference : callable
         ``reference(p, q, base)`` → float: one pair, float64 NumPy.
+    cross : callable, optional
+        ``cross(P, rows, dtype, budget, support, workers)`` → (B, r, m): ``block``'s raw
+        values from the chosen ``rows`` to every row only (``token_distances_tensor(rows=)``,
+        the prompt score); None: the full matrices' rows are taken.
     support : bool
         ``block`` reads the union of the rows' supports (``support``; else None is passed).
     native : bool
@@ -61,6 +65,7 @@ class Distance:
     block: Callable[..., Any]
     finish: Callable[[Any, float, Any], Any]
     reference: Callable[[np.ndarray, np.ndarray, float], float]
+    cross: Callable[..., Any] | None = None
     support: bool = False
     native: bool = False
 
@@ -70,6 +75,12 @@ def _js_block(P: Any, dtype: Any, budget: int, support: Any, workers: Any) -> An
     from ._js import _js_block as block
 
     return block(P, dtype, budget, support, workers)
+
+
+def _js_cross(P: Any, rows: Any, dtype: Any, budget: int, support: Any, workers: Any) -> Any:
+    from ._js import _js_cross_block
+
+    return _js_cross_block(P, rows, dtype, budget, support, workers)
 
 
 def _js_finish(D: Any, base: float, paper_compat: str | None) -> Any:
@@ -136,7 +147,8 @@ def _tv_reference(p: np.ndarray, q: np.ndarray, base: float) -> float:
 _DISTANCES: dict[str, Distance] = {d.name: d for d in (
     Distance("jensen_shannon", "Jensen–Shannon", "js",
              "sqrt(JS(p, q) / ln(base)), JS = ½ KL(p‖m) + ½ KL(q‖m), m = (p + q) / 2",
-             1.0, _js_block, _js_finish, _js_reference, support=True, native=True),
+             1.0, _js_block, _js_finish, _js_reference, cross=_js_cross, support=True,
+             native=True),
     Distance("hellinger", "Hellinger", "hellinger",
              "sqrt(1 − Σ sqrt(p q)) = ‖sqrt p − sqrt q‖₂ / sqrt 2",
              1.0, _hellinger_block, _final, _hellinger_reference),

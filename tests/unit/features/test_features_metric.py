@@ -98,3 +98,39 @@ def test_a_new_distance_is_one_record(monkeypatch, atts):
     assert table.columns[0] == "L0H0.cheb.h0.n_bars"
     got = table.values[1, table.columns.index("L0H1.cheb.h0.total_persistence")]
     assert got == pytest.approx(minimum_spanning_tree(want[1]).sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("metric", list(DISTANCES))
+def test_chosen_rows_are_the_full_matrix_rows(atts, metric):
+    """token_distances_tensor(rows=) (the prompt score's response rows) on every distance:
+    a kernel for chosen rows (Jensen–Shannon) or the full matrices' rows, the same numbers."""
+    from attntopo.distances import token_distances, token_distances_tensor
+
+    W = atts[1].weights[0]
+    full = token_distances(W, metric)
+    got = token_distances_tensor(W, metric, rows=[4, 1, 7]).numpy()
+    np.testing.assert_allclose(got, full[:, [4, 1, 7]], rtol=0, atol=1e-14)
+
+
+def test_prompt_score_on_another_metric():
+    """The prompt set's distance score on Hellinger (named ``prompt.hellinger``): SciPy's
+    minimum spanning tree of the contracted graph of the Hellinger distances, per response
+    token (drop_special=True: the content tokens, rows renormalized)."""
+    from tests.unit.features.test_features_template_prompt import _causal_pair, _contracted_mst
+
+    from attntopo.distances import token_distances
+    from attntopo.features import _layers
+
+    att, boundary = _causal_pair(5, 1, 2, 12)  # content tokens 1..5 the prompt, 6..10 the answer
+    st = F.FeatureSettings(sets=("prompt",), metric="hellinger",
+                           prompt_quantities=("js",)).st()
+    assert set_columns((0,), (0, 1), st) == ["L0H0.prompt.hellinger", "L0H1.prompt.hellinger"]
+    chunk = _layers.ChunkFeatures(1, [boundary], st, True, None, 1)
+    chunk.add_attention(0, att)
+    chunk.start()
+    got = chunk.finish()[0].reshape(2)
+    real = att.drop_special().weights[0].astype(np.float64)
+    prompt = np.arange(10) < 5
+    for h in range(2):
+        D = token_distances(real[h], "hellinger")
+        assert got[h] == pytest.approx(_contracted_mst(D, prompt) / 5, rel=1e-9)
