@@ -72,12 +72,7 @@ def _result_kind(kind: str) -> type | None:
     return None if where is None else getattr(importlib.import_module(where[0]), where[1])
 
 
-def _io_alias(name: str) -> Any:
-    return getattr(importlib.import_module("attntopo.analyses._kinds"), name)
-
-
 _hooks.result_kind = _result_kind
-_hooks.io_alias = _io_alias
 
 
 # public name -> module that defines it

@@ -304,15 +304,6 @@ def test_unknown_kind_is_one_line(tmp_path):
         at.load_result(tmp_path / "x")
 
 
-def test_io_load_result_is_a_deprecated_alias(results, tmp_path):
-    import attntopo.io as io
-
-    results["head_types"].save(tmp_path / "t")
-    with pytest.warns(DeprecationWarning, match="attntopo.load_result"):
-        loader = io.load_result
-    assert loader is at.load_result and loader(tmp_path / "t") == results["head_types"]
-
-
 def test_package_versions_are_read_once_per_process(monkeypatch):
     """Every result records the versions; the packages' metadata is read from disk once per
     process (it cost each result ~3 ms, ~1 % of a 128-token analyze), and each result gets
