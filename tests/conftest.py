@@ -108,3 +108,22 @@ def smollm2():
 @pytest.fixture(scope="session")
 def sample_text() -> str:
     return SAMPLE
+
+
+@pytest.fixture
+def distance_shapes(monkeypatch) -> list:
+    """The shapes of the distance matrices computed during the test (every call of the
+    distances' common driver, ``attntopo.distances._rows._distances``), in order: a test of a
+    path that needs some rows only checks that no full ``n × n`` matrix was made."""
+    from attntopo.distances import _rows
+
+    seen: list = []
+    real = _rows._distances
+
+    def spy(x, *args, **kwargs):
+        out = real(x, *args, **kwargs)
+        seen.append(tuple(out.shape))
+        return out
+
+    monkeypatch.setattr(_rows, "_distances", spy)
+    return seen

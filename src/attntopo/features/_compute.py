@@ -205,6 +205,7 @@ def stream_into(
     chunk: ChunkFeatures, m: Any, texts: list[str], positions: list[int], *, layers: Any = None,
     heads: Any = None, truncate: bool = False,
     check: Callable[[int, Attention], None] | None = None, forward_threads: int | None = None,
+    on_layer: Callable[[], Any] | None = None,
 ) -> list[Any]:
     """Feed ``chunk`` the texts run through the model ``m``, layer by layer.
 
@@ -214,7 +215,9 @@ def stream_into(
     distances are computed from the device tensor.  No step holds all layers.  ``check(k,
     att)`` is called on each text's first layer (e.g. to refuse a pair whose response was
     cut).  ``forward_threads``: torch threads of the forward pass itself (at most; the
-    features of each layer run on the threads the caller had).  Returns the texts' encodings.
+    features of each layer run on the threads the caller had).  ``on_layer()`` is called
+    once a layer of a text is in the chunk (progress: a long text moves layer by layer).
+    Returns the texts' encodings.
     """
     import torch
 
@@ -238,6 +241,8 @@ def stream_into(
                 check(k, att)
         with torch_threads(outer):
             chunk.add(positions[k], att, device_weights=w if w.device.type != "cpu" else None)
+        if on_layer is not None:
+            on_layer()
 
     outer = torch.get_num_threads()
     with torch_threads(forward_threads, at_most=True) if forward_threads else nullcontext():
@@ -326,7 +331,9 @@ def features(
     progress : bool, callable or None, default None
         One bar for the whole run: ``None`` a bar on a terminal or in Jupyter (not in pipes or
         tests), ``True``/``False`` always/never, or ``callback(done, total, stage)`` (see
-        :mod:`attntopo._progress`).  Units: texts, counted as each chunk's rows are done;
+        :mod:`attntopo._progress`).  Units: per text, one per layer as that layer's features
+        are computed (during the forward pass: one long text moves too) and one when its row
+        is done (the persistence diagrams, in worker processes, are waited for then);
         stages ``"loading model"`` (when a name is given) and ``"texts"``.
 
     Returns
@@ -397,7 +404,6 @@ def _features(
 
         m = model if isinstance(model, AttentionModel) else load_model(model, progress=reporter)
     reporter.stage("texts")
-    reporter.add_total(len(keep))
 
     # persistence in worker processes overlaps the rest: one background thread feeds the pool
     # while this one runs the next forward pass (on the cores the workers leave it) and the
@@ -452,6 +458,17 @@ def _run_chunks(
     if m is not None:
         model_ids = (tuple(resolve_indices(layers, m.n_layers, "layer")),
                      tuple(resolve_indices(heads, m.n_heads, "head")))
+        n_layers = len(model_ids[0])
+    else:  # every Attention covers the same heads (checked below)
+        first = items[keep[0]]
+        first = first if isinstance(first, Attention) else first.attention
+        n_layers = len(resolve_indices(layers, first.n_layers, "layer"))
+    # per text, one unit per layer as its features are computed, one when its row is done
+    reporter.add_total(len(keep) * (n_layers + 1))
+
+    def one_layer() -> None:
+        reporter.advance()
+
     pending: Callable[[], tuple[np.ndarray, Any]] | None = None
     for start in range(0, len(keep), batch_size):
         idx = keep[start:start + batch_size]
@@ -492,7 +509,7 @@ def _run_chunks(
         chunk = ChunkFeatures(len(idx), bounds, st, drop_special, engine, n_jobs, submit,
                               order=head_order(layer_ids, head_ids))
         for p, a in given:
-            chunk.add_attention(p, a)
+            chunk.add_attention(p, a, on_layer=one_layer)
         texts_of = [""] * len(idx)
         for p, a in given:
             texts_of[p] = a.text
@@ -501,7 +518,8 @@ def _run_chunks(
                              label=lambda j, run_pos=run_pos, idx=idx: f"texts[{idx[run_pos[j]]}]: ")
         if to_run:
             encs = stream_into(chunk, m, to_run, run_pos, layers=layers, heads=heads,
-                               truncate=truncate, check=check, forward_threads=forward_threads)
+                               truncate=truncate, check=check, forward_threads=forward_threads,
+                               on_layer=one_layer)
             for p, e in zip(run_pos, encs):
                 texts_of[p] = e.text
         chunk.start()

@@ -302,10 +302,14 @@ class ChunkFeatures:
             elif spec.head is not None:
                 self.blocks[t][spec.name].append(spec.head(group))
 
-    def add_attention(self, t: int, att: Attention) -> None:
-        """Every layer of an :class:`~attntopo.attention.Attention`, one after the other."""
+    def add_attention(self, t: int, att: Attention,
+                      on_layer: Callable[[], Any] | None = None) -> None:
+        """Every layer of an :class:`~attntopo.attention.Attention`, one after the other
+        (``on_layer()`` called after each: progress)."""
         for i in range(att.weights.shape[0]):
             self.add(t, _one_layer(att, i))
+            if on_layer is not None:
+                on_layer()
 
     def start(self) -> None:
         """Hand the distances still waiting to the engines (the chunk has all its layers)."""
