@@ -58,6 +58,7 @@ _set_html_renderer(_render_html)
 #: load_result asks for them through attntopo._hooks (it may not import the layers above).
 _UPPER_KINDS = {
     "feature_table": ("attntopo.features", "FeatureTable"),
+    "detector_evaluation": ("attntopo.features", "DetectorEvaluation"),
     "hardmax_simulation": ("attntopo.hardmax", "HardmaxSimulation"),
     "hardmax_classifier": ("attntopo.hardmax", "HardmaxClassifier"),
     "compression": ("attntopo.compress", "Compression"),
