@@ -354,5 +354,6 @@ def test_corpus_engine_local_still_runs_with_a_warning_line(tmp_path):
               "--layer", "0", "--head", "0", "--json", stdin="one text\n")
     assert new.returncode == 0 and new.stderr == "", new.stderr
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
-    assert manifest["settings"]["persistence_engine"] == "ripser"  # its key since the first stores
-    assert json.loads((tmp_path / "a" / "manifest.json").read_text())["settings"]["persistence_engine"] is None
+    assert manifest["settings"]["features"]["engine"] == "ripser"  # a feature setting
+    a = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert a["settings"]["features"]["engine"] is None

@@ -8,6 +8,7 @@ Renamed arguments keep working for one release with a DeprecationWarning (``rena
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import warnings
@@ -290,15 +291,18 @@ def test_drop_special_defaults_to_false_everywhere():
         # a required drop_special is a recorded value (Timeline's field), not an option
         if "drop_special" in params and params["drop_special"].default is not inspect.Parameter.empty:
             taking[qual] = params
+        elif "settings" in params and any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            taking[qual] = params  # the feature settings as keywords: FeatureSettings' default
     wrong = {q: p["drop_special"].default for q, p in taking.items()
-             if not (p["drop_special"].default is False
-                     or (p["drop_special"].default is None and "settings" in p))}
+             if "drop_special" in p and not (p["drop_special"].default is False
+                                             or (p["drop_special"].default is None and "settings" in p))}
     assert not wrong, f"drop_special defaults other than False: {wrong}"
     for must in ("attntopo.analyze", "attntopo.compare", "attntopo.timeline", "attntopo.features.features",
                  "attntopo.corpus.run", "attntopo.corpus.make_settings", "attntopo.sklearn.AttentionFeatures",
                  "attntopo.AttentionModel.attention", "attntopo.FeatureSettings"):
         assert must in taking, f"{must} takes no drop_special (or is no longer public)"
-    assert CorpusSettings.__dataclass_fields__["drop_special"].default is False
+    assert CorpusSettings.__dataclass_fields__["features"].default is dataclasses.MISSING
+    assert FeatureSettings.__dataclass_fields__["drop_special"].default is False
 
     def commands(cmd, path=()):
         for name, sub in getattr(cmd, "commands", {}).items():
@@ -307,7 +311,7 @@ def test_drop_special_defaults_to_false_everywhere():
             yield path, cmd
 
     flags = {" ".join(path): p.default for path, cmd in commands(typer.main.get_command(app))
-             for p in cmd.params if p.name == "drop_special"}
+             for p in cmd.params if p.name in ("drop_special", "setting__drop_special")}
     assert {"analyze", "compare", "corpus", "timeline"} <= set(flags)
     assert all(v is False for v in flags.values()), flags
 

@@ -544,10 +544,6 @@ def run(
     *,
     model: Any = "minilm",
     settings: Any = None,
-    sets: Sequence[str] | str | None = None,
-    layers=None,
-    heads=None,
-    metric: str | None = None,
     keep_diagrams: bool = False,
     keep_text: bool = True,
     backend: str | None = None,
@@ -560,13 +556,6 @@ def run(
     encoding: str = "utf-8",
     new_store: bool = False,
     append: bool = False,
-    drop_special: bool | None = None,
-    thresholds=None,
-    scales=None,
-    quantiles=None,
-    cycle_cap=None,
-    prompt_quantities=None,
-    engine: str | None = None,
     n_jobs: int | None = None,
     ray_address: str | None = None,
     device: str | None = None,
@@ -574,6 +563,7 @@ def run(
     gpus_per_actor: float | None = None,
     progress: Any = None,
     log_every: int = 10,
+    **setting_values: Any,
 ) -> Store:
     """Compute the features of every text of a corpus into a resumable Parquet store.
 
@@ -589,19 +579,16 @@ def run(
         Alias (``"minilm"``, ``"smollm2"``), folder, hub id or a loaded model.  With
         ``backend="ray"``, a model given by name is loaded by the actors only.
     settings : FeatureSettings, optional
-        The feature settings in one record (:class:`attntopo.features.FeatureSettings`); the
-        keywords ``sets``, ``layers``, ``heads``, ``drop_special``, ``thresholds``, ``scales``,
-        ``quantiles``, ``cycle_cap`` and ``engine`` are its fields (one given as
-        well must agree with it).  A store keeps every bar (``min_persistence=0``).
-    sets : sequence of str
-        Feature sets of :mod:`attntopo.features` (default: ``("js",)``; any of
-        :data:`attntopo.features.FEATURE_SETS`, those of input ``"pair"`` such as ``prompt``
-        for an input of pairs, ``answer_column``).
-    layers, heads : int or list of int, optional
-        Model layers and heads (0-based); all by default.
-    metric : str, default "jensen_shannon"
-        The distance between attention rows of the token-distance sets and the kept diagrams
-        (a key of :data:`attntopo.distances.DISTANCES`); their columns carry its name.
+        The feature settings in one record (:class:`attntopo.features.FeatureSettings`: sets,
+        layers and heads, metric, the sets' parameters, drop_special, the persistence engine).
+        A store keeps every bar (``min_persistence=0``).
+    **setting_values
+        The same settings as keywords (``sets=("js", "graph")``, ``layers=[0]``,
+        ``metric="hellinger"``, ``engine="ripser"``, …), checked against the one list of them
+        (another name is a TypeError); one given beside ``settings`` must agree with it.
+        ``sets`` defaults to ``("js",)`` here (any of :data:`attntopo.features.FEATURE_SETS`;
+        those of input ``"pair"``, such as ``prompt``, for an input of pairs:
+        ``answer_column``).  The metric decides the kept diagrams too.
     keep_diagrams : bool
         Also store each head's diagram (H0, H1) of the token distances as list columns
         (:meth:`Store.diagrams`).
@@ -632,12 +619,9 @@ def run(
         with another text is refused, naming it), the rest become new parts, and the manifest
         records the input (``Store.inputs()``).  Running the same append again continues it.
         On a new STORE it makes the store.
-    drop_special, thresholds, scales, quantiles, cycle_cap, prompt_quantities
-        As in :func:`attntopo.features.features`.
-    engine : {"auto", "giotto", "ripser", "gudhi"}, optional
-        The persistence engine, as in :func:`attntopo.features.features` (its first name
-        here, ``persistence_engine=``, still works for one release with a
-        DeprecationWarning; so does ``engine="local"`` / ``"ray"``, the backend's old name).
+    (``engine=``, the persistence engine: its first name here, ``persistence_engine=``, still
+    works for one release with a DeprecationWarning; so does ``engine="local"`` / ``"ray"``,
+    the backend's old name.)
     n_jobs : int, optional
         Persistence worker processes of the local engine (None: all CPUs).
     ray_address : str, optional
@@ -685,13 +669,9 @@ def run(
 
     backend = "local" if backend is None else check_choice(backend, "backend", BACKENDS, what="corpus backend")
     # the feature settings in one record, checked before anything is read or loaded
-    settings = FeatureSettings.resolve(
-        settings, sets=DEFAULT_CORPUS_SETS if settings is None and sets is None else sets,
-        layers=layers, heads=heads, metric=metric, drop_special=drop_special,
-        thresholds=thresholds,
-        scales=scales, quantiles=quantiles, cycle_cap=cycle_cap, engine=engine,
-        prompt_quantities=prompt_quantities,
-    )
+    if settings is None and setting_values.get("sets") is None:
+        setting_values["sets"] = DEFAULT_CORPUS_SETS
+    settings = FeatureSettings.resolve(settings, owner="corpus.run()", **setting_values)
     check_prompt_set(settings.sets, answer_column is not None)
     log_every = check_positive_int(log_every, "log_every", allow_none=False) if log_every else 0
     check_progress(progress)
@@ -815,7 +795,8 @@ def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
     st = prep.settings
     worker = BatchWorker(st, n_jobs=n_jobs, model=prep.model)
     skip = prep.store.done_batches()
-    overlap = n_jobs != 1 and (st.keep_diagrams or any(s in PERSISTENCE_SETS for s in st.sets))
+    overlap = n_jobs != 1 and (st.keep_diagrams
+                               or any(s in PERSISTENCE_SETS for s in st.features.sets))
     executor = ThreadPoolExecutor(1, thread_name_prefix="attntopo-corpus") if overlap else None
     submit = executor.submit if executor is not None else None
     threads = threads_beside_workers(n_jobs) if overlap else None

@@ -864,7 +864,7 @@ class Store:
             raise InvalidInputError(f"row {id!r} has no diagrams (status {status})")
         import numpy as np
 
-        heads = [(a, b) for a in st.layers for b in st.heads]
+        heads = [(a, b) for a in st.features.layers for b in st.features.heads]
         out = {}
         for (layer, head), b, d, k in zip(heads, births, deaths, dims):
             b, d, k = np.asarray(b, float), np.asarray(d, float), np.asarray(k, int)
@@ -928,7 +928,7 @@ class Store:
     def __repr__(self) -> str:
         c = self.counts()
         return (f"Store({str(self.path)!r}, rows={c['done']}/{c['total']}, ok={c['ok']}, "
-                f"failed={c['failed']}, model={self.settings.model!r}, sets={list(self.settings.sets)})")
+                f"failed={c['failed']}, model={self.settings.model!r}, sets={list(self.settings.features.sets)})")
 
 
 #: The bookkeeping columns a part's summary is made of.
