@@ -7,6 +7,9 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 STAMP  := $(VENV)/.attntopo-installed
 JOBS   ?= 2
+# hypothesis profile (tests/conftest.py): `ci` draws the same examples every run, so that the
+# suite never fails by chance; `make test HYPOTHESIS=dev` (or plain pytest) explores new ones
+HYPOTHESIS ?= ci
 
 .PHONY: demo test test-fast bench bench-quick experiments install clean browser fortunes loadtest fuzz
 
@@ -58,10 +61,10 @@ fortunes:
 	$(call apt_install,fortunes,$(FORTUNES),the fortune tests)
 
 test: $(STAMP) browser fortunes
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q
+	ATTNTOPO_HYPOTHESIS=$(HYPOTHESIS) $(PY) -m pytest -n $(JOBS) --dist loadgroup -q
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup -q -m "not slow"
+	ATTNTOPO_HYPOTHESIS=$(HYPOTHESIS) $(PY) -m pytest -n $(JOBS) --dist loadgroup -q -m "not slow"
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py --out docs/benchmarks.md --json docs/benchmarks.json

@@ -112,3 +112,16 @@ def synthetic_attention(weights: np.ndarray, text: str = "", special=None) -> At
         model="synthetic",
         text=" ".join(parts),
     )
+
+
+def texts_attention(rng: np.random.Generator, sizes, L: int = 2, H: int = 3) -> list[Attention]:
+    """One synthetic :class:`Attention` per size: random rows, first and last tokens special,
+    every third word a comma (for the template set's punctuation)."""
+    out = []
+    for k, n in enumerate(sizes):
+        w = random_attention(rng, L * H, n).reshape(L, H, n, n)
+        special = np.zeros(n, dtype=bool)
+        special[[0, -1]] = True
+        words = ["," if i % 3 == 1 else f"w{k}{i}" for i in range(n)]
+        out.append(synthetic_attention(w, " ".join(words), special))
+    return out

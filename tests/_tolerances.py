@@ -163,6 +163,29 @@ SOFTMAX_JS_LIPSCHITZ = 1 / math.sqrt(8 * math.log(2))
 LOW_FORMATS = {"bfloat16": (2.0**-8, 2.0**-133), "float16": (2.0**-11, 2.0**-24), "float32": (U, 2.0**-149)}
 
 
+def low_precision_logit_range(z_low, mag_low, z_ref, dtype: str, head_dim: int, causal: bool):
+    """Per row, the range of the logit perturbation that takes the float32 pass's attention row
+    to the ``dtype`` pass's: ``range_j(z_low − z_ref) + 2 max_j ν_ij + 2 log((1+u)/(1−u)) +
+    2 t32`` (see :func:`low_precision_row_distance_bound`, which this is the core of), in
+    logit units.  Every weight of the low row is the float32 row's times ``exp(t_j)`` (up to a
+    common factor) with ``range(t) <=`` this, for weights in the normal range of ``dtype``.
+    Arrays as in :func:`low_precision_row_distance_bound`; returns shape (..., n)."""
+    import numpy as np
+
+    from attntopo.models import row_sum_tolerance
+
+    u, _ = LOW_FORMATS[dtype]
+    n = z_low.shape[-1]
+    keep = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    dz = z_low - z_ref
+    gam = head_dim * U / (1 - head_dim * U)
+    # the float32 pass rounds its logits too (2U|z| + γ mag): counted with the low pass's
+    nu = (2 * u + u * u + 2 * U) * np.abs(z_low) + 2 * gam * (1 + u) ** 2 * mag_low
+    spread = np.where(keep, dz, -np.inf).max(-1) - np.where(keep, dz, np.inf).min(-1)
+    return spread + 2 * np.where(keep, nu, 0.0).max(-1) + 2 * math.log((1 + u) / (1 - u)) \
+        + 2 * row_sum_tolerance("float32", n)
+
+
 def low_precision_row_distance_bound(z_low, mag_low, z_ref, dtype: str, head_dim: int, causal: bool):
     """Per row, a bound on the base-2 JS distance between the attention row of a pass in
     ``dtype`` and that of a float32 pass of the same model, from their captured logits.
@@ -187,18 +210,54 @@ def low_precision_row_distance_bound(z_low, mag_low, z_ref, dtype: str, head_dim
         tolerance (the float32 softmax and renormalization of both passes), ``s`` the smallest
         subnormal of ``dtype`` (a float16 weight below 2^-14 is rounded absolutely).
     """
+    _, sub = LOW_FORMATS[dtype]
+    n = z_low.shape[-1]
+    eff = low_precision_logit_range(z_low, mag_low, z_ref, dtype, head_dim, causal)
+    return SOFTMAX_JS_LIPSCHITZ * eff + math.sqrt(n * sub)
+
+
+def low_precision_subset_bounds(z_low, mag_low, z_ref, keep, dtype: str, head_dim: int,
+                                causal: bool):
+    """Bounds for the rows of tokens ``keep`` renormalized over ``keep`` (what the ``prompt``
+    set and ``drop_special`` score: :func:`attntopo.attention.renormalized_subset`), between
+    a ``dtype`` pass and a float32 pass, from the captured logits of all ``n`` tokens.
+
+    Restricting a row to ``keep`` and dividing it by its kept sum is a softmax over the kept
+    logits, so the logit-perturbation argument holds on the subset, with one more float32
+    rounding of every weight in each pass (``2 log((1+U)/(1−U))`` more range).  A float16
+    weight below ``2^-14`` is rounded absolutely (by at most ``s/2``); the renormalization
+    divides that by the row's kept mass ``m``, so the ℓ1 error is at most ``m_s · s / m``
+    (``m_s`` kept weights) and the JS distance at most ``sqrt(m_s s / m)``.  ``m`` is bounded
+    below from the low pass's logits: its exact kept mass times ``exp(−(2 max ν + 2 log((1+u)/
+    (1−u)) + 2 t32))`` (the relative roundings of its weights), less ``n s / 2``.
+
+    Returns
+    -------
+    logit_range : ndarray of shape (..., m_s)
+        Per kept row, the range ``R`` of the logit perturbation: each kept weight of the low row
+        is the float32 row's times a factor in ``[exp(−R), exp(R)]`` (normal range of dtype).
+    absolute : ndarray of shape (..., m_s)
+        Per kept row, the most an entry moves besides that relative factor (``m_s s / m``).
+    distance : ndarray of shape (..., m_s)
+        Per kept row, a bound on the base-2 JS distance between the two renormalized rows.
+    """
     import numpy as np
 
-    from attntopo.models import row_sum_tolerance
-
     u, sub = LOW_FORMATS[dtype]
-    n = z_low.shape[-1]
-    keep = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
-    dz = z_low - z_ref
-    gam = head_dim * U / (1 - head_dim * U)
-    # the float32 pass rounds its logits too (2U|z| + γ mag): counted with the low pass's
-    nu = (2 * u + u * u + 2 * U) * np.abs(z_low) + 2 * gam * (1 + u) ** 2 * mag_low
-    spread = np.where(keep, dz, -np.inf).max(-1) - np.where(keep, dz, np.inf).min(-1)
-    eff = spread + 2 * np.where(keep, nu, 0.0).max(-1) + 2 * math.log((1 + u) / (1 - u)) \
-        + 2 * row_sum_tolerance("float32", n)
-    return SOFTMAX_JS_LIPSCHITZ * eff + math.sqrt(n * sub)
+    keep = np.asarray(keep)
+    n, m_s = z_low.shape[-1], keep.size
+    z_l, g_l, z_r = (a[..., keep, :][..., :, keep] for a in (z_low, mag_low, z_ref))
+    R = low_precision_logit_range(z_l, g_l, z_r, dtype, head_dim, causal) \
+        + 2 * math.log((1 + U) / (1 - U))
+    # the low pass's exact softmax over all keys, and the mass of the kept ones (causal: j <= i)
+    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    z = np.where(allowed, z_low, -np.inf)
+    w = np.exp(z - z.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    mass = w[..., keep, :][..., :, keep].sum(-1)
+    nu_full = low_precision_logit_range(z_low, mag_low, z_low, dtype, head_dim, causal)
+    mass_lo = mass * np.exp(-nu_full[..., keep]) - n * sub / 2
+    if not (mass_lo > 0).all():
+        raise AssertionError("a kept row's mass is not bounded away from 0: no bound")
+    absolute = m_s * sub / mass_lo
+    return R, absolute, SOFTMAX_JS_LIPSCHITZ * R + np.sqrt(absolute)

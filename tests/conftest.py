@@ -37,16 +37,21 @@ import pytest  # noqa: E402
 
 def _hypothesis_profile() -> None:
     """Hypothesis draws new examples in every run on a developer's machine (where the
-    property tests found real bugs: a subnormal division, an asymmetric JS recomputation),
-    and the same examples in every CI run (``CI`` set, as ``.ci/run`` is run): a submission
-    lands or not on what it changed, never on the draw.  ``ATTNTOPO_HYPOTHESIS=ci|dev``
-    picks either profile by hand (tests/README.md, "Property tests")."""
+    property tests found real bugs: a subnormal division, an asymmetric JS recomputation, a
+    table cut next to a wide character), and the same examples in every ``make test`` and CI
+    run (``ATTNTOPO_HYPOTHESIS=ci``, which the Makefile sets, or ``CI`` set): a submission
+    lands or not on what it changed, never on the draw, nor on the machine's load (no
+    deadline, no timing health check).  A counterexample found locally is kept in its test as
+    an ``@example``, which every profile runs first (tests/README.md, "Property tests")."""
     try:
-        from hypothesis import settings
+        from hypothesis import HealthCheck, settings
     except ImportError:  # pragma: no cover - hypothesis is in the test extra
         return
     settings.register_profile("dev", print_blob=True)
-    settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+    # derandomize=True implies database=None (hypothesis refuses both): the stored examples
+    # are the tests' own @example decorators
+    settings.register_profile("ci", derandomize=True, database=None, print_blob=True,
+                              deadline=None, suppress_health_check=[HealthCheck.too_slow])
     chosen = os.environ.get("ATTNTOPO_HYPOTHESIS") or ("ci" if os.environ.get("CI") else "dev")
     settings.load_profile(chosen)
 
@@ -103,3 +108,22 @@ def smollm2():
 @pytest.fixture(scope="session")
 def sample_text() -> str:
     return SAMPLE
+
+
+@pytest.fixture
+def distance_shapes(monkeypatch) -> list:
+    """The shapes of the distance matrices computed during the test (every call of the
+    distances' common driver, ``attntopo.distances._rows._distances``), in order: a test of a
+    path that needs some rows only checks that no full ``n × n`` matrix was made."""
+    from attntopo.distances import _rows
+
+    seen: list = []
+    real = _rows._distances
+
+    def spy(x, *args, **kwargs):
+        out = real(x, *args, **kwargs)
+        seen.append(tuple(out.shape))
+        return out
+
+    monkeypatch.setattr(_rows, "_distances", spy)
+    return seen

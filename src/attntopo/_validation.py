@@ -55,6 +55,8 @@ __all__ = [
     "check_scale",
     "check_wasserstein_p",
     "check_bool",
+    "check_byte_size",
+    "format_bytes",
     "check_choice",
     "check_device",
     "check_dtype",
@@ -324,6 +326,35 @@ def check_bool(value: Any, name: str) -> bool:
     return bool(value)
 
 
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?", re.IGNORECASE)
+_UNIT = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
+         "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}
+
+
+def check_byte_size(value: Any, name: str, *, lo: int = 0) -> int:
+    """A size in bytes, at least ``lo``: an int (bytes) or text such as ``"512MB"``,
+    ``"2GB"``, ``"1.5GiB"`` or ``"4096"`` (kB, MB, GB, TB are powers of 1000; KiB, MiB,
+    GiB, TiB of 1024; case and a space before the unit do not matter)."""
+    if is_int(value):
+        n = int(value)
+    elif isinstance(value, str) and (m := _SIZE.fullmatch(value.strip())):
+        n = int(float(m.group(1)) * _UNIT[(m.group(2) or "").lower()])
+    else:
+        raise InvalidInputError(f"{name} must be a size such as 512MB, 2GB or 1.5GiB, got {value!r}")
+    if n < lo:
+        raise InvalidInputError(f"{name} must be at least {format_bytes(lo)}, got {value!r}")
+    return n
+
+
+def format_bytes(n: int) -> str:
+    """``n`` bytes in the largest unit of 1000 that keeps a number >= 1: ``"1GB"``,
+    ``"512MB"``, ``"1.5GB"``."""
+    for unit, size in (("TB", 1000**4), ("GB", 1000**3), ("MB", 1000**2), ("kB", 1000)):
+        if n >= size:
+            return f"{n / size:.4g}{unit}"
+    return f"{n}B"
+
+
 def check_choice(
     value: Any,
     name: str,
@@ -518,11 +549,13 @@ def check_index(
     return i % size
 
 
-def check_indices(indices: Any, size: int, what: str) -> tuple[int, ...]:
+def check_indices(indices: Any, size: int, what: str, *, name: str | None = None,
+                  owner: str = "this model") -> tuple[int, ...]:
     """A selection of layers or heads: ``None`` (all), one index, a slice, or a sequence.
 
     This is what ``layers=`` and ``heads=`` accept everywhere.  Negative indices count
-    from the end.  Returns distinct non-negative indices in the order given.
+    from the end.  Returns distinct non-negative indices in the order given.  ``name`` and
+    ``owner`` as in :func:`check_index` (``"--layer"``, ``"minilm"``).
 
     Raises
     ------
@@ -531,10 +564,11 @@ def check_indices(indices: Any, size: int, what: str) -> tuple[int, ...]:
     InvalidInputError
         The same index twice.
     """
+    name = name or what
     if indices is None:
         return tuple(range(size))
     if is_int(indices):
-        return (check_index(indices, size, what),)
+        return (check_index(indices, size, what, name=name, owner=owner),)
     if isinstance(indices, slice):
         out = tuple(range(size))[indices]
     elif isinstance(indices, (str, bytes)) or not isinstance(indices, Iterable):
@@ -543,7 +577,7 @@ def check_indices(indices: Any, size: int, what: str) -> tuple[int, ...]:
             f"got {indices!r}"
         )
     else:
-        out = tuple(check_index(i, size, what) for i in indices)
+        out = tuple(check_index(i, size, what, name=name, owner=owner) for i in indices)
     if not out:
         raise OutOfRangeError(f"no {what}s selected: give at least one index in 0..{size - 1}")
     if len(set(out)) != len(out):

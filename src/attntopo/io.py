@@ -100,6 +100,7 @@ __all__ = [
     "load_payload",
     "atomic_write_text",
     "atomic_write_bytes",
+    "atomic_file",
     "new_folders_removed_on_error",
     "json_safe",
     "json_float",
@@ -168,18 +169,25 @@ def _step() -> None:
         os._exit(_CRASH_EXIT)
 
 
-def _create(path: Path, write: Callable[[Any], Any]) -> None:
-    """Create the new file ``path`` holding what ``write(f)`` writes, fsynced; mode 0666 less the umask."""
+@contextlib.contextmanager
+def _created(path: Path) -> Iterator[Any]:
+    """The new binary file ``path`` (mode 0666 less the umask), fsynced when the block ends."""
     _step()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     with os.fdopen(fd, "wb") as f:
-        write(f)
+        yield f
         f.flush()
         if _crash_due():  # a torn write: half of the data reached the file
             os.ftruncate(fd, os.fstat(fd).st_size // 2)
             os._exit(_CRASH_EXIT)
         _step()
         os.fsync(fd)
+
+
+def _create(path: Path, write: Callable[[Any], Any]) -> None:
+    """Create the new file ``path`` holding what ``write(f)`` writes, fsynced; mode 0666 less the umask."""
+    with _created(path) as f:
+        write(f)
 
 
 def _rename(src: str | os.PathLike, dst: str | os.PathLike) -> None:
@@ -293,19 +301,29 @@ def unlock_folder(fd: int | None) -> None:
 # -- single files ------------------------------------------------------------------------------
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (fsynced temporary file in the same folder, then rename)."""
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike) -> Iterator[Any]:
+    """A binary file to write in the block; it appears under ``path`` whole when the block
+    ends (fsynced temporary file in the same folder, then rename), and nothing appears (an
+    older file stays) when the block raises."""
     path = Path(path)
     _makedirs(path.parent)
     tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
     try:
-        _create(tmp, lambda f: f.write(data))
+        with _created(tmp) as f:
+            yield f
         _rename(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
         raise
     _fsync_dir(path.parent)
-    return path
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (fsynced temporary file in the same folder, then rename)."""
+    with atomic_file(path) as f:
+        f.write(data)
+    return Path(path)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:

@@ -50,23 +50,36 @@ from .features.pipeline import (
 __all__ = ["AttentionFeatures", "HeadAblation", "SelectHeads", "ablate_heads"]
 
 
-def _texts(X: Any) -> list[str]:
-    """A 1-D collection of strings (list, tuple, ndarray, pandas Series) as a list."""
+def _texts(X: Any) -> list[Any]:
+    """Texts or (prompt, answer) pairs as a list: a 1-D collection of strings (list, tuple,
+    ndarray, pandas Series) or of pairs of strings, or a 2-D table of two columns (an ``(n, 2)``
+    array, a DataFrame of a prompt and an answer column), whose rows are pairs."""
     if isinstance(X, str):
         raise InvalidInputError(
             "X must be a list of texts, not one string: wrap it as [text]"
         )
-    if hasattr(X, "ndim") and getattr(X, "ndim") != 1:
+    ndim = getattr(X, "ndim", None)
+    if ndim == 2 and getattr(X, "shape", (0, 0))[1] == 2:
+        rows = np.asarray(X.to_numpy() if hasattr(X, "to_numpy") else X, dtype=object)
+        texts: list[Any] = [tuple(r) for r in rows]
+    elif ndim is not None and ndim != 1:
         raise InvalidInputError(
-            f"X must be a 1-D list of texts, got an array of shape {getattr(X, 'shape', '?')}"
+            "X must be a 1-D list of texts or (prompt, answer) pairs, or a table of two columns "
+            f"(prompt, answer), got an array of shape {getattr(X, 'shape', '?')}"
         )
-    try:
-        texts = list(X)
-    except TypeError:
-        raise InvalidInputError(f"X must be a list of texts, got {type(X).__name__}") from None
+    else:
+        try:
+            texts = list(X)
+        except TypeError:
+            raise InvalidInputError(f"X must be a list of texts, got {type(X).__name__}") from None
     for k, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise InvalidInputError(f"X[{k}] is a {type(t).__name__}: every item must be a string")
+        if isinstance(t, (tuple, list)) and len(t) == 2 and all(isinstance(x, str) for x in t):
+            texts[k] = (t[0], t[1])
+        elif not isinstance(t, str):
+            raise InvalidInputError(
+                f"X[{k}] is a {type(t).__name__}: every item must be a string or a "
+                "(prompt, answer) pair of strings"
+            )
     if not texts:
         raise InvalidInputError("X holds no texts")
     return texts
@@ -81,6 +94,10 @@ def _progress(verbose: Any) -> bool:
 
 class AttentionFeatures(TransformerMixin, BaseEstimator):
     """Texts → topological features of a transformer's attention (stateless unless ``drop_constant``).
+
+    ``X`` is a list of texts, or of (prompt, answer) pairs (the ``prompt`` and ``lookback``
+    sets need them), or a table of two columns, prompt and answer (an ``(n, 2)`` array, a
+    DataFrame): each row a pair.
 
     Parameters
     ----------
@@ -310,7 +327,8 @@ class SelectHeads(TransformerMixin, BaseEstimator):
         Every head's score (:func:`attntopo.features.head_scores`, higher is better): what
         :func:`attntopo.plots.plot_head_importance` draws as a layer x head grid.
     support_ : ndarray of bool, shape (n_features_in_,)
-        Which input columns are kept.
+        Which input columns are kept: the chosen heads' and those of no single head
+        (``L*H*``, e.g. the ``zigzag`` set's), which are not chosen among.
     """
 
     def __init__(self, k: int = 10, criterion: str = "cv_accuracy", cv: int = 3,
@@ -344,7 +362,9 @@ class SelectHeads(TransformerMixin, BaseEstimator):
                                    random_state=self.random_state, progress=_progress(self.verbose))
         self.heads_ = best_heads(self.scores_, k)
         chosen = set(self.heads_)
-        self.support_ = np.array([parse_column(c)[:2] in chosen for c in names])
+        # columns of no single head (L*H*, e.g. the zigzag set) are not chosen among: kept
+        self.support_ = np.array([parse_column(c)[0] is None or parse_column(c)[:2] in chosen
+                                  for c in names])
         self.feature_names_in_ = np.asarray(names, dtype=object)
         self.n_features_in_ = len(names)
         return self

@@ -166,3 +166,25 @@ def test_an_input_without_texts_is_one_line_and_makes_no_store(tmp_path, content
                                  "no texts to compute", "no store was made")
     assert ("empty record" in line) == bool(content)
     assert sorted(os.listdir(tmp_path)) == ["empty.txt"]
+
+
+def test_layers_and_heads_out_of_order_keep_every_value_under_its_head(tmp_path, capsys):
+    # issue 33: `--layer 4,1 --head 3,0` named layer 1's values L4H3; each column now holds
+    # the values of the head it names (equal to that head alone), in the order given
+    import numpy as np
+
+    from attntopo.features import features
+
+    (tmp_path / "t.txt").write_text("The cat sat on the mat.\nDogs bark at night.\n")
+    code, out, err = _cli(capsys, "corpus", str(tmp_path / "t.txt"), "--out", str(tmp_path / "st"),
+                          "--layer", "4,1", "--head", "3,0", "--sets", "js,graph")
+    assert code == 0, (out, err)
+    df = open_store(tmp_path / "st").to_pandas()
+    cols = [c for c in df.columns if c.startswith("L")]
+    assert list(dict.fromkeys(c.split(".")[0] for c in cols if ".js." in c)) == [
+        "L4H3", "L4H0", "L1H3", "L1H0"]
+    for layer, head in ((4, 3), (1, 0)):
+        ref = features(list(df["text"]), sets=("js", "graph"), layers=[layer], heads=[head],
+                       n_jobs=1)
+        for k, c in enumerate(ref.columns):
+            assert np.array_equal(df[c].to_numpy(), ref.values[:, k], equal_nan=True), c

@@ -36,6 +36,14 @@ def table(minilm):
     return features(TEXTS, model=minilm, sets=DEFAULT_SETS, layers=[0, 5], n_jobs=1)
 
 
+def test_a_pair_given_as_a_list_is_the_pair(minilm):
+    # issue 33: json.load gives pairs as lists; they were refused ("texts[0] is a list")
+    kw = dict(sets=("prompt", "graph"), layers=[0], heads=[0, 3], n_jobs=1)
+    as_list = features([["Why is the sky blue?", "Scattering."]], minilm, **kw)
+    as_tuple = features([("Why is the sky blue?", "Scattering.")], minilm, **kw)
+    assert as_list == as_tuple and as_list.texts == ["Why is the sky blue? Scattering."]
+
+
 def test_columns_and_values(table, minilm):
     assert list(table.columns) == feature_names(minilm, layers=[0, 5])
     assert table.values.shape == (2, len(table.columns))

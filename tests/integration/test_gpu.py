@@ -432,6 +432,33 @@ def test_prompt_score_on_the_gpu(models):
     np.testing.assert_allclose(b[:, 0], a[:, 0], atol=2 * JS_EVAL_ATOL, rtol=0)
 
 
+def test_js_rows_and_the_prompt_score_in_r_n_on_the_gpu(models):
+    """Issue 36: the distances from chosen rows to all rows of CUDA tensors stay on the GPU and
+    are the CPU full matrix's rows within twice one distance's float64 accuracy (bidirectional
+    MiniLM rows and causal rows, chosen rows in any order); the JS prompt score on the GPU, from
+    the response's rows alone, is the CPU full matrix's score within the same bound (a mean of
+    edge lengths, each within it)."""
+    from attntopo.distances import token_distances_tensor
+    from attntopo.features._prompt import prompt_features, spanning_forest_length
+
+    cpu, _ = models
+    A = cpu.attention(TEXT, drop_special=True).weights[3]  # (H, n, n)
+    n = A.shape[-1]
+    rng = np.random.default_rng(36)
+    causal = np.tril(rng.dirichlet(np.ones(n), size=(4, n)))
+    causal /= causal.sum(-1, keepdims=True)
+    for W in (A, causal):
+        full = at.token_distances(W)
+        for rows in (list(range(n - 5, n)), [int(i) for i in rng.permutation(n)[:7]]):
+            got = token_distances_tensor(torch.from_numpy(W).to("cuda"), rows=rows)
+            assert got.device.type == "cuda" and got.dtype == torch.float64
+            np.testing.assert_allclose(got.cpu().numpy(), full[:, rows], atol=FLOAT64_ATOL, rtol=0)
+        prompt = np.arange(n) < n - 5  # a RAG-shaped pair: a long prompt, a short answer
+        want = spanning_forest_length(full, prompt) / 5
+        b = prompt_features(torch.from_numpy(W).to("cuda"), None, prompt, ("js",))[:, 0]
+        np.testing.assert_allclose(b, want, atol=2 * JS_EVAL_ATOL, rtol=0)
+
+
 def test_features_and_analyze_h0_on_the_gpu(tiny_llama):
     """features(prompt) of the causal Llama on the GPU (streamed layer by layer, scored there)
     and analyze(maxdim=0) (distances and H0 there) against the CPU model, within the two-pass

@@ -3,7 +3,8 @@ within the derived tolerance, and numbers within a derived distance of the float
 (tests/README.md, "Low-precision forward passes").
 
 Models: MiniLM loaded in bfloat16 and float16, and a tiny random-weight causal Llama (rotary
-positions, grouped-query attention) in bfloat16, wrapped as a user's own model."""
+positions, grouped-query attention) in bfloat16 (and float16 for the prompt scores and H1),
+wrapped as a user's own model."""
 
 from __future__ import annotations
 
@@ -194,3 +195,98 @@ def test_h0_totals_stay_within_the_derived_bound_of_the_float32_model(which):
                 assert diff[l, h] <= tight <= bound[l, h] + 1e-12
                 worst = max(worst, diff[l, h] / tight)
     assert worst > 0  # the two models differ: the test compares something
+
+
+PAIRS = [(T1, T2), ("Where does the old ferry leave from in winter?",
+                    "It leaves from the harbor before dawn, when the fishermen mend their nets.")]
+
+
+def _per_head(table, quantity: str, m) -> np.ndarray:
+    cols = [f"L{l}H{h}.prompt.{quantity}" for l in range(m.n_layers) for h in range(m.n_heads)]
+    values = [table.values[0, table.columns.index(c)] for c in cols]
+    return np.array(values).reshape(m.n_layers, m.n_heads)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_tiny_llama_prompt_scores_and_h1_stay_within_the_derived_bound(dtype):
+    """The tiny causal Llama in ``dtype`` against its float32 twin, per head, within bounds
+    derived from the dtype's unit roundoff and the two passes' captured logits (tests/README.md,
+    "Low-precision forward passes"; docs/llm.md states what the same quantities move by on
+    SmolLM2):
+
+    * ``prompt.js`` moves by at most ``max_{i ∈ answer, j ≠ i} (d_i + d_j)``: the rows are the
+      kept tokens' rows renormalized over them (``low_precision_subset_bounds``), each finite
+      edge of the spanning forest moves by at most its ``|ΔD|`` and the score is their mean;
+    * ``prompt.attention`` (``1 − max(A, Aᵀ)``) by at most the largest ``|ΔA_ij|`` on an
+      edge at an answer token, ``|ΔA_ij| <= A_ij expm1(R_i) + a_i`` (a relative perturbation
+      of range ``R_i`` in logit units, and float16's absolute rounding below 2⁻¹⁴);
+    * the H1 diagrams of ``analyze`` are within bottleneck distance ``b = ‖D − D′‖∞ + 2u₃₂``
+      (stability), and ``‖D − D′‖∞ <= max_{i≠j} (d_i + d_j)`` (the derived row bounds), so
+      every H1 bar longer than ``2b`` has a partner: counts of bars longer than ``2b`` on one
+      side never exceed all bars of the other; shorter bars may appear or vanish.
+
+    The bounds hold whatever the weights; they are loose (measured changes are 0.5–2 % of
+    them) because each adds every rounding's worst case with the same sign."""
+    from attntopo.attention import renormalized_subset
+    from attntopo.features import features
+    from attntopo.features._compute import join_pair
+    from attntopo.features._layers import prompt_mask
+    from attntopo.topology.diagram_distances import bottleneck
+    from _tolerances import JS_EVAL_ATOL, diagram_atol, low_precision_subset_bounds
+
+    low, ref = tiny_llama(dtype), tiny_llama("float32")
+    L, H = low.n_layers, low.n_heads
+    head_dim = low.hf_model.config.hidden_size // H
+    moved = 0.0
+    for prompt, answer in PAIRS:
+        text, boundary = join_pair(prompt, answer)
+        cap_low, cap_ref = capture_qk(low, text), capture_qk(ref, text)
+        assert cap_low.encoding.ids == cap_ref.encoding.ids
+        (z_low, mag_low), (z_ref, _) = _logits(cap_low), _logits(cap_ref)
+        att = ref.attention(text)
+        keep = np.flatnonzero(~np.asarray(att.special, dtype=bool))
+        answer_rows = ~prompt_mask(att.special, att.offsets, boundary)
+        R, absolute, d = low_precision_subset_bounds(z_low, mag_low, z_ref, keep, dtype, head_dim,
+                                                     causal=True)
+        scores = {key: features([(prompt, answer)], model=m, sets=("prompt",), n_jobs=1,
+                                progress=False)
+                  for key, m in (("low", low), ("ref", ref))}
+        # prompt.js: every edge has an end in the answer
+        m_s = keep.size
+        off = np.where(np.eye(m_s, dtype=bool), -np.inf, 0.0)  # no edge from a token to itself
+        pair_d = d[..., :, None] + d[..., None, :] + off
+        js_bound = pair_d[..., answer_rows, :].max((-1, -2)) + 2 * JS_EVAL_ATOL
+        diff = np.abs(_per_head(scores["low"], "js", low) - _per_head(scores["ref"], "js", ref))
+        assert (diff <= js_bound).all(), (dtype, float((diff / js_bound).max()))
+        moved = max(moved, float(diff.max()))
+        # prompt.attention: the float32 pass's renormalized weights scale the relative bound
+        A = renormalized_subset(att.weights.reshape(L * H, *att.weights.shape[-2:]), keep)
+        A = A.astype(np.float64).reshape(L, H, m_s, m_s)
+        dA = A * np.expm1(R)[..., :, None] + absolute[..., :, None]
+        edge = np.maximum(dA, np.swapaxes(dA, -1, -2)) + off
+        att_bound = edge[..., answer_rows, :].max((-1, -2)) + 1e-12
+        diff = np.abs(_per_head(scores["low"], "attention", low)
+                      - _per_head(scores["ref"], "attention", ref))
+        assert (diff <= att_bound).all(), (dtype, float((diff / att_bound).max()))
+        moved = max(moved, float(diff.max()))
+        # H1 of the whole text (special tokens included, as analyze takes it)
+        d_full = low_precision_row_distance_bound(z_low, mag_low, z_ref, dtype, head_dim, True)
+        n = d_full.shape[-1]
+        dist_bound = (d_full[..., :, None] + d_full[..., None, :]
+                      + np.where(np.eye(n, dtype=bool), -np.inf, 0.0)).max((-1, -2))
+        dist_bound += 2 * JS_EVAL_ATOL
+        a = {key: at.analyze(text, m, maxdim=1, progress=False)
+             for key, m in (("low", low), ("ref", ref))}
+        for l in range(L):
+            for h in range(H):
+                dD = np.abs(a["low"].distance_matrix(l, h).astype(np.float64)
+                            - a["ref"].distance_matrix(l, h).astype(np.float64)).max()
+                assert dD <= dist_bound[l, h] + 2 * U
+                # stability, with the measured ‖ΔD‖∞ (tighter) and with the derived bound
+                b = diagram_atol(dD)
+                dg = {key: a[key].diagram(l, h) for key in a}
+                assert float(bottleneck(dg["low"], dg["ref"], dim=1)) <= b
+                assert b <= diagram_atol(dist_bound[l, h]) + 2 * U
+                for one, other in (("low", "ref"), ("ref", "low")):
+                    assert (dg[one].lifetimes(1) > 2 * b).sum() <= dg[other].lifetimes(1).size
+    assert moved > 0  # the two passes differ: the test compares something

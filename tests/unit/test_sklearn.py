@@ -92,7 +92,8 @@ def test_attention_features_holds_a_name_never_weights():
 
 @pytest.mark.parametrize("X, y, kwargs, fragment", [
     ("one text", None, {}, "not one string"),
-    (np.array([["a", "b"]]), None, {}, "1-D list of texts"),
+    (np.array([["a", "b", "c"]]), None, {}, "1-D list of texts or"),
+    ([("a", 3)], None, {}, r"X\[0\] is a tuple: every item must be a string or a \(prompt"),
     (["a", 3], None, {}, r"X\[1\] is a int"),
     ([], None, {}, "X holds no texts"),
     (5, None, {}, "X must be a list of texts, got int"),
@@ -104,6 +105,22 @@ def test_attention_features_holds_a_name_never_weights():
 def test_fit_checks_before_any_model_runs(X, y, kwargs, fragment):
     with pytest.raises(InvalidInputError, match=fragment):
         AttentionFeatures(**kwargs).fit(X, y)
+
+
+def test_pairs_come_as_tuples_from_lists_arrays_and_tables():
+    """(prompt, answer) pairs for the prompt and lookback sets: a list of pairs, an (n, 2)
+    array or a DataFrame of two columns; the cache keys a pair by both parts."""
+    import pandas as pd
+
+    from attntopo.features._cache import row_key
+    from attntopo.sklearn import _texts
+
+    want = [("Where?", "Paris."), ("Who?", "Me.")]
+    assert _texts([["Where?", "Paris."], ("Who?", "Me.")]) == want
+    assert _texts(np.array(want)) == want
+    assert _texts(pd.DataFrame(want, columns=["prompt", "answer"])) == want
+    assert _texts(["a text", ("a", "pair")]) == ["a text", ("a", "pair")]
+    assert len({row_key("d", ("a b", "c")), row_key("d", ("a", "b c")), row_key("d", "a b c")}) == 3
 
 
 # ---------------------------------------------------------------- SelectHeads

@@ -214,3 +214,31 @@ def test_softmax_js_is_lipschitz_in_the_range_of_the_logit_perturbation(n, scale
     js = jensenshannon(p, q, base=2)
     js = 0.0 if not np.isfinite(js) else float(js)  # identical rows: scipy's sqrt of -0
     assert js <= SOFTMAX_JS_LIPSCHITZ * spread * (1 + 1e-9) + 1e-12
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(2, 40),
+    scale=st.sampled_from([0.1, 1.0, 5.0, 30.0]),
+    size=st.sampled_from([1e-4, 1e-2, 0.3, 3.0]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_renormalized_subset_moves_like_the_softmax_of_its_logits(n, scale, size, seed):
+    """A row restricted to some tokens and divided by its kept sum (the ``prompt`` set's rows,
+    ``drop_special``) is the softmax of the kept logits: between two passes its JS distance is
+    within ``range_S(δ) / sqrt(8 ln 2)`` and each kept weight moves by a factor within
+    ``exp(±range_S(δ))``, the two links of ``_tolerances.low_precision_subset_bounds``."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n) * scale
+    d = rng.normal(size=n) * size
+    keep = np.flatnonzero(rng.random(n) < 0.6)
+    assume(keep.size >= 1)
+    p, q = softmax(z), softmax(z + d)
+    ps, qs = p[keep] / p[keep].sum(), q[keep] / q[keep].sum()
+    spread = float(np.ptp(d[keep]))
+    js = jensenshannon(ps, qs, base=2)
+    js = 0.0 if not np.isfinite(js) else float(js)  # identical rows: scipy's sqrt of -0
+    assert js <= SOFTMAX_JS_LIPSCHITZ * spread * (1 + 1e-9) + 1e-12
+    ratio = qs / ps
+    assert (ratio <= math.exp(spread) * (1 + 1e-12)).all()
+    assert (ratio >= math.exp(-spread) * (1 - 1e-12)).all()

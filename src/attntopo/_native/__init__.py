@@ -62,6 +62,14 @@ def _load() -> ctypes.CDLL | None:
                 lib.attntopo_js_divergences_many.restype = _i64
                 lib.attntopo_js_finish_many.argtypes = [_ptr, _i64, _i64, ctypes.c_double, ctypes.c_int]
                 lib.attntopo_js_finish_many.restype = None
+                lib.attntopo_js_cross_many.argtypes = [
+                    _ptr, _i64, _i64, _i64, _ptr, _i64, _ptr, ctypes.c_double, _ptr
+                ]
+                lib.attntopo_js_cross_many.restype = _i64
+                lib.attntopo_js_cross_finish_many.argtypes = [
+                    _ptr, _i64, _i64, _ptr, _i64, ctypes.c_double, ctypes.c_int
+                ]
+                lib.attntopo_js_cross_finish_many.restype = None
                 lib.attntopo_log.argtypes = [_ptr, _ptr, _i64]
                 lib.attntopo_log.restype = None
                 lib.attntopo_simd_level.argtypes = []

@@ -116,11 +116,18 @@ ATT_EXPORT ATT_CLONES void attntopo_log(const double *x, double *y, int64_t n) {
  * cutoff: pairs whose divergence is below it are counted (the caller recomputes them
  *       with a cancellation-free formula)
  *
- * With u = p + q, JS = ½ [Σ p ln p + Σ q ln q − Σ u ln u] + ½ ln 2 (Σ p + Σ q).  Per row
- * c = Σ p ln p + ln 2 Σ p is computed once; the pair sum Σ u ln u runs only over the keys
- * between the first and the last key where p or q is nonzero (for causal attention: the
- * earlier keys), since keys where both are 0 add exactly 0 (and where one is 0, u ln u
- * equals the other's term exactly, so the bracket still adds 0 there).
+ * Per key, with u = p + q, the divergence adds ½ [p ln p + q ln q − u ln u + ln 2 · u]; where
+ * one of p, q is 0 the bracket is ½ ln 2 times the other (exactly: u ln u is then that row's
+ * own term).  So with M = Σ p the row's mass and O the keys between the last first nonzero
+ * and the first last nonzero of the two rows (their overlap: outside it one row is 0),
+ *
+ *     JS = ½ [Σ_O p ln p + Σ_O q ln q − Σ_O u ln u] + ½ ln 2 (M_p + M_q),
+ *
+ * and only Σ_O u ln u needs both rows (|O| logarithms a pair); Σ_O p ln p is a difference
+ * of the row's prefix sums, or its whole sum when O covers all its nonzero keys (rows without
+ * zeros: bidirectional attention keeps the full sum).  Causal rows i < j overlap on keys
+ * 0..i: the pair sum runs over the earlier row (about n³/6 logarithms a matrix, against
+ * n³/3 over the longer row), and the later row's part on 0..i is its prefix sum.
  * Zeros contribute exactly 0 and subnormal entries less than 1.6e-305 (see att_xlogx).
  *
  * Returns the number of pairs below cutoff, or -1 if scratch memory could not be had.
@@ -133,50 +140,191 @@ ATT_EXPORT ATT_CLONES void attntopo_log(const double *x, double *y, int64_t n) {
  * that): no clamp is needed inside the loops. */
 ATT_INLINE double att_xlogx(double u) { return u * att_log(u); }
 
-ATT_INLINE int64_t js_divergences(const double *x, int64_t m, int64_t k, int64_t ldx,
-                                     double *out, int64_t ldo, double cutoff) {
-    double *c = (double *)malloc((size_t)(m > 0 ? m : 1) * sizeof(double));
-    int64_t *lo = (int64_t *)malloc((size_t)(m > 0 ? m : 1) * 2 * sizeof(int64_t));
-    if (c == NULL || lo == NULL) {
-        free(c);
-        free(lo);
+/* Fixed partial sums: lane l takes the keys t ≡ a + l (mod ATT_LANES), then the lanes are
+ * added in a fixed tree.  The same bits wherever a loop is inlined and however the compiler
+ * vectorizes it (a reduction pragma lets it choose the order, which differed between two
+ * callers of one pair). */
+#define ATT_LANES 8
+#define ATT_LANE_TREE(v) \
+    (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])))
+
+/* Σ_{a <= t < b} u ln u with u = p[t] + q[t]. */
+ATT_INLINE double sum_xlogx_pq(const double *p, const double *q, int64_t a, int64_t b) {
+    double lane[ATT_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    int64_t t = a;
+    for (; t + ATT_LANES <= b; t += ATT_LANES) {
+        ATT_SIMD
+        for (int l = 0; l < ATT_LANES; l++) lane[l] += att_xlogx(p[t + l] + q[t + l]);
+    }
+    for (int l = 0; t < b; t++, l++) lane[l] += att_xlogx(p[t] + q[t]);
+    return ATT_LANE_TREE(lane);
+}
+
+/* Per-row quantities of one matrix that every pair reads: c = Σ p ln p + ln 2 Σ p (the
+ * whole row), the mass Σ p, the first and one past the last key where the row is nonzero,
+ * and the prefix sums s[t] = Σ_{t' < t} p ln p for t in [lo, hi] (row i's at s + i (k + 1);
+ * compensated, so a difference of two is as accurate as a sum over its keys). */
+typedef struct {
+    double *c, *mass, *s;
+    int64_t *lo, *hi;
+    int64_t ld;
+} js_rows;
+
+ATT_INLINE void js_rows_free(js_rows *w) {
+    free(w->c);
+    free(w->s);
+    free(w->lo);
+}
+
+/* 0, or -1 if scratch memory could not be had (w then holds nothing to free). */
+ATT_INLINE int js_rows_prepare(const double *x, int64_t m, int64_t k, int64_t ldx, js_rows *w) {
+    const size_t mm = (size_t)(m > 0 ? m : 1);
+    w->ld = k + 1;
+    w->c = (double *)malloc(mm * 2 * sizeof(double));
+    w->s = (double *)malloc(mm * (size_t)w->ld * sizeof(double));
+    w->lo = (int64_t *)malloc(mm * 2 * sizeof(int64_t));
+    if (w->c == NULL || w->s == NULL || w->lo == NULL) {
+        js_rows_free(w);
         return -1;
     }
-    int64_t *hi = lo + m;
+    w->mass = w->c + m;
+    w->hi = w->lo + m;
     for (int64_t i = 0; i < m; i++) {
         const double *p = x + i * ldx;
-        double acc = 0.0, mass = 0.0;
-        ATT_SIMD_REDUCE_ACC_MASS
-        for (int64_t t = 0; t < k; t++) {
-            acc += att_xlogx(p[t]);
-            mass += p[t];
+        double *s = w->s + i * w->ld;
+        /* the terms first (vectorized), into s[1..k] */
+        ATT_SIMD
+        for (int64_t t = 0; t < k; t++) s[t + 1] = att_xlogx(p[t]);
+        double acc[ATT_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        double mass[ATT_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        int64_t t = 0;
+        for (; t + ATT_LANES <= k; t += ATT_LANES) {
+            ATT_SIMD
+            for (int l = 0; l < ATT_LANES; l++) {
+                acc[l] += s[t + l + 1];
+                mass[l] += p[t + l];
+            }
         }
-        c[i] = acc + ATT_LN2 * mass;
+        for (int l = 0; t < k; t++, l++) {
+            acc[l] += s[t + 1];
+            mass[l] += p[t];
+        }
+        w->mass[i] = ATT_LANE_TREE(mass);
+        w->c[i] = ATT_LANE_TREE(acc) + ATT_LN2 * w->mass[i];
         int64_t a = 0, b = k;
         while (a < k && p[a] == 0.0) a++;
         while (b > a && p[b - 1] == 0.0) b--;
-        lo[i] = a;
-        hi[i] = b;
+        w->lo[i] = a;
+        w->hi[i] = b;
+        /* prefix sums over [lo, hi] in place (Neumaier's compensated summation) */
+        double sum = 0.0, comp = 0.0;
+        s[a] = 0.0;
+        for (int64_t u = a; u < b; u++) {
+            const double v = s[u + 1];
+            const double tsum = sum + v;
+            comp += fabs(sum) >= fabs(v) ? (sum - tsum) + v : (v - tsum) + sum;
+            sum = tsum;
+            s[u + 1] = sum + comp;
+        }
     }
+    return 0;
+}
+
+/* Σ_{a <= t < b} p ln p of row i from its prefix sums, a <= b within [lo_i, hi_i]. */
+ATT_INLINE double js_row_part(const js_rows *w, int64_t i, int64_t a, int64_t b) {
+    const double *s = w->s + i * w->ld;
+    return a == w->lo[i] ? s[b] : s[b] - s[a];
+}
+
+/* JS(x_i, x_j) in nats for rows i < j (the same operations whichever routine asks: the full
+ * matrix and the rows against all rows give the same bits): the overlap form above. */
+ATT_INLINE double js_pair(const double *x, int64_t ldx, const js_rows *w, int64_t i, int64_t j) {
+    const int64_t a = w->lo[i] > w->lo[j] ? w->lo[i] : w->lo[j];
+    const int64_t b = w->hi[i] < w->hi[j] ? w->hi[i] : w->hi[j];
+    if (a >= b) /* disjoint: ½ ln 2 (M_p + M_q), the maximum */
+        return 0.5 * ATT_LN2 * (w->mass[i] + w->mass[j]);
+    const double acc = sum_xlogx_pq(x + i * ldx, x + j * ldx, a, b);
+    /* a row whose nonzero keys all lie in the overlap: its whole sum c, as before */
+    const double ci = (a == w->lo[i] && b == w->hi[i])
+                          ? w->c[i]
+                          : js_row_part(w, i, a, b) + ATT_LN2 * w->mass[i];
+    const double cj = (a == w->lo[j] && b == w->hi[j])
+                          ? w->c[j]
+                          : js_row_part(w, j, a, b) + ATT_LN2 * w->mass[j];
+    return 0.5 * (ci + cj - acc);
+}
+
+ATT_INLINE int64_t js_divergences(const double *x, int64_t m, int64_t k, int64_t ldx,
+                                     double *out, int64_t ldo, double cutoff) {
+    js_rows w;
+    if (js_rows_prepare(x, m, k, ldx, &w) < 0) return -1;
     int64_t below = 0;
     for (int64_t i = 0; i < m; i++) {
-        const double *p = x + i * ldx;
         double *o = out + i * ldo;
         for (int64_t j = i + 1; j < m; j++) {
-            const double *q = x + j * ldx;
-            const int64_t a = lo[i] < lo[j] ? lo[i] : lo[j];
-            const int64_t b = hi[i] > hi[j] ? hi[i] : hi[j];
-            double acc = 0.0;
-            ATT_SIMD_REDUCE
-            for (int64_t t = a; t < b; t++) acc += att_xlogx(p[t] + q[t]);
-            const double js = 0.5 * (c[i] + c[j] - acc);
+            const double js = js_pair(x, ldx, &w, i, j);
             o[j] = js;
             below += js < cutoff;
         }
     }
-    free(c);
-    free(lo);
+    js_rows_free(&w);
     return below;
+}
+
+/* Jensen–Shannon divergences (nats) from r chosen rows of one matrix to all of its m rows.
+ *
+ * rows: r distinct row indices in [0, m); out: r rows of m entries (row a at out + a * ldo).
+ * out[a, j] = JS(x_rows[a], x_j), the same bits as js_divergences gives for that pair; a pair
+ * of two chosen rows is computed once, for the one listed first: out[a, rows[b]] with b < a,
+ * and out[a, rows[a]], hold HUGE_VAL until js_cross_finish fills them.  Returns the number of
+ * pairs below cutoff, or -1 if scratch memory could not be had. */
+ATT_INLINE int64_t js_cross(const double *x, int64_t m, int64_t k, int64_t ldx,
+                               const int64_t *rows, int64_t r, double *out, int64_t ldo,
+                               double cutoff) {
+    js_rows w;
+    int64_t *pos = (int64_t *)malloc((size_t)(m > 0 ? m : 1) * sizeof(int64_t));
+    if (pos == NULL) return -1;
+    if (js_rows_prepare(x, m, k, ldx, &w) < 0) {
+        free(pos);
+        return -1;
+    }
+    for (int64_t j = 0; j < m; j++) pos[j] = -1;
+    for (int64_t a = 0; a < r; a++) pos[rows[a]] = a;
+    int64_t below = 0;
+    for (int64_t a = 0; a < r; a++) {
+        const int64_t i = rows[a];
+        double *o = out + a * ldo;
+        for (int64_t j = 0; j < m; j++) {
+            if (j == i || (pos[j] >= 0 && pos[j] < a)) {
+                o[j] = HUGE_VAL;
+                continue;
+            }
+            const double js = i < j ? js_pair(x, ldx, &w, i, j) : js_pair(x, ldx, &w, j, i);
+            o[j] = js;
+            below += js < cutoff;
+        }
+    }
+    js_rows_free(&w);
+    free(pos);
+    return below;
+}
+
+/* The distances of js_cross's divergences, in place, as js_finish makes them: 0 for a row
+ * with itself, a pair of two chosen rows copied from the row listed first. */
+ATT_INLINE void js_cross_finish(double *out, int64_t m, const int64_t *rows, int64_t r,
+                                   int64_t ldo, double scale, int fourth_root) {
+    for (int64_t a = 0; a < r; a++) {
+        double *o = out + a * ldo;
+        ATT_SIMD
+        for (int64_t j = 0; j < m; j++) {
+            double v = o[j];
+            v = v > 0.0 ? v : 0.0;
+            v = v < ATT_LN2 ? v : ATT_LN2;
+            o[j] = fourth_root ? sqrt(sqrt(v)) : sqrt(v * scale);
+        }
+        o[rows[a]] = 0.0;
+        for (int64_t b = 0; b < a; b++) o[rows[b]] = out[b * ldo + rows[a]];
+    }
 }
 
 /* Turn the divergences of attntopo_js_divergences into a full distance matrix, in place:
@@ -226,6 +374,28 @@ ATT_EXPORT ATT_CLONES int64_t attntopo_js_divergences_many(const double *x, int6
 ATT_EXPORT ATT_CLONES void attntopo_js_finish_many(double *out, int64_t count, int64_t m,
                                                    double scale, int fourth_root) {
     for (int64_t c = 0; c < count; c++) js_finish(out + c * m * m, m, m, scale, fourth_root);
+}
+
+/* js_cross and js_cross_finish for `count` consecutive C-contiguous matrices (x: count × m ×
+ * k, out: count × r × m), the same rows of each; below[c] receives matrix c's count of pairs
+ * under the cutoff.  Returns 0, or -1 if scratch memory could not be had. */
+ATT_EXPORT ATT_CLONES int64_t attntopo_js_cross_many(const double *x, int64_t count, int64_t m,
+                                                    int64_t k, const int64_t *rows, int64_t r,
+                                                    double *out, double cutoff, int64_t *below) {
+    for (int64_t c = 0; c < count; c++) {
+        const int64_t n_below = js_cross(x + c * m * k, m, k, k, rows, r, out + c * r * m, m,
+                                         cutoff);
+        if (n_below < 0) return -1;
+        below[c] = n_below;
+    }
+    return 0;
+}
+
+ATT_EXPORT ATT_CLONES void attntopo_js_cross_finish_many(double *out, int64_t count, int64_t m,
+                                                         const int64_t *rows, int64_t r,
+                                                         double scale, int fourth_root) {
+    for (int64_t c = 0; c < count; c++)
+        js_cross_finish(out + c * r * m, m, rows, r, m, scale, fourth_root);
 }
 
 /* 2 when the AVX2+FMA clones run on this CPU, 1 for the baseline clones (x86-64 with

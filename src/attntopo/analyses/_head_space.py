@@ -726,7 +726,8 @@ def head_space(
     progress : bool, callable or None, default None
         One progress bar for the whole run: ``None`` a bar on a terminal or in Jupyter,
         ``True``/``False``, or a callback ``callback(done, total, stage)`` (see
-        :mod:`attntopo._progress`).  Units: one per text in ``"attention"`` and in ``"head
+        :mod:`attntopo._progress`).  Units: one per text and model layer in ``"attention"``
+        (:meth:`~attntopo.models.AttentionModel.progress_units`), one per text in ``"head
         types"``, one per query token in ``"head distances"`` (added as each batch of texts
         arrives), one for ``"head space"`` (persistence, clustering, embedding).
 
@@ -743,7 +744,8 @@ def head_space(
     types = types and paper is None  # head types are per layer and head: not in a summed space
     check_choice(reduce, "reduce", ("sum", "mean"))
     items, is_att, m = texts_or_attentions(texts_or_atts, model, progress)
-    progress.add_total((0 if is_att else len(items)) + 1)  # attention per text; the space
+    # the forward passes layer by layer (m.progress_units); the space
+    progress.add_total((0 if is_att else m.progress_units(len(items))) + 1)
     per_text: list[np.ndarray] = []
     feats: list[dict[str, np.ndarray]] = []
     n_tokens: list[int] = []

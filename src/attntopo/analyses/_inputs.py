@@ -28,12 +28,17 @@ __all__ = [
 MIXED = "give texts as all strings or all Attention objects, not a mix"
 
 
-def load(model: Any, progress: Any = False):
+def load(model: Any, progress: Any = False, layers: Any = None, heads: Any = None):
     """A loaded :class:`~attntopo.models.AttentionModel`: ``model`` itself, or
-    :func:`~attntopo.load_model` of an alias, hub id or folder (reporting to ``progress``)."""
-    from ..models import AttentionModel, load_model
+    :func:`~attntopo.load_model` of an alias, hub id or folder (reporting to ``progress``),
+    once ``layers`` and ``heads`` are checked against its configuration (one line before the
+    weights load: :func:`~attntopo.models.check_selection`)."""
+    from ..models import AttentionModel, check_selection, load_model
 
-    return model if isinstance(model, AttentionModel) else load_model(model, progress=progress)
+    if isinstance(model, AttentionModel):
+        return model
+    check_selection(model, layers, heads)
+    return load_model(model, progress=progress)
 
 
 def positions_of(sel: Any, ids: Sequence[int], what: str) -> tuple[int, ...] | None:
@@ -85,8 +90,8 @@ def attentions_of(
                       "n_heads": max(first.heads) + 1}
     if any(isinstance(t, Attention) for t in texts):
         raise InvalidInputError(MIXED)
-    m = load(model, reporter)
-    reporter.add_total(len(texts))
+    m = load(model, reporter, layer, head)
+    reporter.add_total(m.progress_units(len(texts)))  # the forward pass, layer by layer
     atts = m.attention(list(texts), drop_special=drop_special, truncate=truncate, layers=layer, heads=head,
                        progress=reporter)
     return list(atts), m.info()

@@ -316,7 +316,7 @@ def _from_model(text: str, model: Any, layer, head, truncate: bool,
                 reporter: Reporter = NO_PROGRESS) -> dict:
     """Tokenize once; run the whole text once if a causal model allows one pass (loading and
     that pass report to ``reporter``)."""
-    m = load(model, reporter)
+    m = load(model, reporter, layer, head)
     enc = m.tokenize(text, truncate=truncate)
     ids, n = list(enc.ids), len(enc.ids)
     n_lead, n_trail = _special_runs(enc.special)

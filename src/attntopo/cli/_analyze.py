@@ -120,7 +120,7 @@ def analyze(
     heads = parse_indices(head, "--head")
     sort = _check_sort(sort, maxdim)
     run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
-                  model=model, device=device, dtype=dtype)
+                  model=model, device=device, dtype=dtype, layers=layers, heads=heads)
     m, show, formats = run.model, run.show, run.formats
     n_sel = (len(layers) if layers else m.n_layers) * (len(heads) if heads else m.n_heads)
     with progress_bar(f"analysing {n_sel} head{'s' if n_sel != 1 else ''}", show) as progress:

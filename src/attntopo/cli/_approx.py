@@ -94,7 +94,7 @@ def approx_cmd(
             raise InvalidInputError(f"--scale must be a JS distance in [0, 1] or 'gap', got {scale!r}")
     layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
     run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
-                  model=model, device=device, dtype=dtype)
+                  model=model, device=device, dtype=dtype, layers=layers, heads=heads)
     m, shown = run.model, run.show
     with progress_bar("approximability", shown) as progress:
         t0 = time.perf_counter()

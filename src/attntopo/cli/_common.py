@@ -318,15 +318,15 @@ def read_texts(texts: Optional[List[str]], file: Optional[str],
     return [ln.strip() for ln in data.splitlines() if ln.strip()], source
 
 
-def check_writable_parent(out: Path) -> None:
-    """Refuse an --out whose nearest existing ancestor is not a writable folder."""
+def check_writable_parent(out: Path, flag: str = "--out") -> None:
+    """Refuse an --out (``flag``) whose nearest existing ancestor is not a writable folder."""
     anc = out.expanduser().absolute().parent
     while not anc.exists() and anc != anc.parent:
         anc = anc.parent
     if not anc.is_dir():
-        raise InvalidInputError(f"cannot create --out {str(out)!r}: {str(anc)!r} is not a folder")
+        raise InvalidInputError(f"cannot create {flag} {str(out)!r}: {str(anc)!r} is not a folder")
     if not os.access(anc, os.W_OK | os.X_OK):
-        raise InvalidInputError(f"cannot write --out {str(out)!r}: no write permission in {str(anc)!r}")
+        raise InvalidInputError(f"cannot write {flag} {str(out)!r}: no write permission in {str(anc)!r}")
 
 
 def check_out(out: Path) -> None:
@@ -410,6 +410,14 @@ def check_device_dtype(device: str, dtype: str) -> tuple[str, str]:
     return dev, check_dtype(dtype, dev, "--dtype")
 
 
+def check_layers_heads(model: str, layers: Any, heads: Any) -> None:
+    """``--layer``/``--head`` against ``model``'s configuration, before its weights load
+    (:func:`attntopo.models.check_selection`: one line naming the allowed range)."""
+    from ..models import check_selection
+
+    check_selection(model, layers, heads, names=("--layer", "--head"))
+
+
 def load_model_with_status(model: str, show: bool, *, device: str = "cpu", dtype: str = "float32"):
     """Load a model on ``device`` in ``dtype`` behind a progress bar (a GGUF conversion shows
     its stages); returns ``(model, seconds)``."""
@@ -454,16 +462,20 @@ class Opening:
 
 def opening(*, t_start: float | None = None, json_out: bool = False, out: Path | None = None,
             plots: bool = False, plot_format: Any = None, model: str | None = None,
-            device: str = "cpu", dtype: str = "float32", show: bool | None = None) -> Opening:
+            device: str = "cpu", dtype: str = "float32", show: bool | None = None,
+            layers: Any = None, heads: Any = None) -> Opening:
     """The opening lines of every command, after its own input checks: the figure options checked
-    (:func:`check_plot_options`, which also checks ``--out``), then ``model`` loaded on ``device``
-    in ``dtype`` behind a progress bar (none when ``model`` is None).  ``t_start`` (default: now)
-    is the start of the command's ``total_s``; ``show`` defaults to ``not json_out``."""
+    (:func:`check_plot_options`, which also checks ``--out``), ``layers`` and ``heads`` (``--layer``,
+    ``--head``) checked against the model's configuration (one line, before any weight loads),
+    then ``model`` loaded on ``device`` in ``dtype`` behind a progress bar (none when ``model`` is
+    None).  ``t_start`` (default: now) is the start of the command's ``total_s``; ``show``
+    defaults to ``not json_out``."""
     t0 = time.perf_counter() if t_start is None else t_start
     formats = check_plot_options(plots, plot_format, out)
     shown = (not json_out) if show is None else show
     if model is None:
         return Opening(t0, shown, formats, out=out)
+    check_layers_heads(model, layers, heads)
     m, t_model = load_model_with_status(model, shown, device=device, dtype=dtype)
     return Opening(t0, shown, formats, m, t_model, out)
 

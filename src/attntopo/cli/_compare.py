@@ -130,7 +130,7 @@ def compare_cmd(
         _check_word_indices(alignment, text_a, text_b)
     words = _highlight_words(highlight)
     run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
-                  model=model, device=device, dtype=dtype)
+                  model=model, device=device, dtype=dtype, layers=layers, heads=heads)
     m, show, formats = run.model, run.show, run.formats
     with progress_bar("comparing", show) as progress:
         t0 = time.perf_counter()

@@ -72,7 +72,7 @@ def compress_cmd(
         scale_value = "gap"
     layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
     run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
-                  model=model, device=device, dtype=dtype)
+                  model=model, device=device, dtype=dtype, layers=layers, heads=heads)
     m, show = run.model, run.show
     with status("two forward passes, the second with grouped attention rows …", show):
         t0 = time.perf_counter()

@@ -17,6 +17,7 @@ from ._common import (
     console,
     err_console,
     esc,
+    check_layers_heads,
     parse_indices,
     json_doc,
     print_json,
@@ -43,6 +44,27 @@ def _split(values: Optional[List[str]]) -> list[str] | None:
     return [x.strip() for v in values for x in v.split(",") if x.strip()]
 
 
+def _sets_help() -> str:
+    """``--sets``' help, from the registry (``attntopo.features.FEATURE_SETS``; read without
+    importing torch)."""
+    from ..corpus import DEFAULT_CORPUS_SETS
+    from ..features import FEATURE_SETS
+
+    texts = [n + (" (default)" if n in DEFAULT_CORPUS_SETS else "")
+             for n, s in FEATURE_SETS.items() if s.input == "text"]
+    pairs = [n for n, s in FEATURE_SETS.items() if s.input == "pair"]
+    return (f"Feature sets, comma-separated: {', '.join(texts)}; {', '.join(pairs)} with "
+            "--answer-column.")
+
+
+def _drop_sets() -> str:
+    """The sets ``--drop-special`` applies to (``FeatureSet.drops_special``)."""
+    from ..features import FEATURE_SETS
+
+    names = [n for n, s in FEATURE_SETS.items() if s.drops_special]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _backend_and_engine(backend: Optional[str], engine: Optional[str]) -> tuple[Optional[str], Optional[str]]:
     """``--backend``, and ``--engine`` as the persistence engine; ``--engine local|ray`` is the
     backend's deprecated old name (a ``warning:`` line)."""
@@ -63,8 +85,8 @@ def _backend_and_engine(backend: Optional[str], engine: Optional[str]) -> tuple[
 
 
 @command("corpus", epilog=_CORPUS_EPILOG, helps={"drop_special": (
-    "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows before the js, graph, barcode "
-    "and spectral sets (default: kept, the attention as the model computed it).")})
+    "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows before the "
+    f"{_drop_sets()} sets (default: kept, the attention as the model computed it).")})
 def corpus_cmd(
     input: Annotated[str, typer.Argument(
         metavar="INPUT", show_default=False,
@@ -76,9 +98,7 @@ def corpus_cmd(
     model=DEFAULT_MODEL, device="cpu", dtype="float32",
     sets: Annotated[Optional[List[str]], typer.Option(
         "--sets", "-s", metavar="SETS", show_default=False,
-        help="Feature sets, comma-separated: js (default), graph, barcode, template, js_image, js_landscape, "
-             "js_per_token, spectral; "
-             "prompt with --answer-column.",
+        help=_sets_help(),
     )] = None,
     prompt_quantities: Annotated[Optional[List[str]], typer.Option(
         "--prompt-quantities", metavar="Q", show_default=False,
@@ -164,10 +184,12 @@ def corpus_cmd(
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
+    layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
+    check_layers_heads(model, layers, heads)  # before the input is read or the weights load
     try:
         store = run(
-            input, out, model=model, sets=tuple(_split(sets) or ("js",)),
-            layers=parse_indices(layer, "--layer"), heads=parse_indices(head, "--head"),
+            input, out, model=model, sets=_split(sets),
+            layers=layers, heads=heads,
             drop_special=drop_special, keep_diagrams=keep_diagrams, keep_text=keep_text, backend=backend, engine=engine,
             batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, answer_column=answer_column,

@@ -83,7 +83,8 @@ def phrase_cmd(
     check_dim(dim, maxdim, "--dim", hint="--maxdim")
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
-    run = opening(json_out=json_out, out=out, model=model, device=device, dtype=dtype)
+    run = opening(json_out=json_out, out=out, model=model, device=device, dtype=dtype,
+                  layers=layers, heads=heads)
     m, show = run.model, run.show
     with progress_bar("phrase topology", show) as progress:
         t0 = time.perf_counter()

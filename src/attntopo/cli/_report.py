@@ -88,7 +88,10 @@ def report_cmd(
         raise InvalidInputError(f"reports need matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
     from ..report import report_html, write_report
 
-    m = opening(t_start=t_start, model=model, device=device, dtype=dtype, show=True).model
+    m = opening(t_start=t_start, model=model, device=device, dtype=dtype, show=True,
+                **({} if chosen is None else {  # each layer and head once, as they pair up
+                    "layers": list(dict.fromkeys(a for a, _ in chosen)),
+                    "heads": list(dict.fromkeys(b for _, b in chosen))})).model
     comparison = None
     if compare_text is None:
         with progress_bar("analysing every head", True) as progress:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from .._validation import check_number
+from .._validation import check_byte_size, check_number
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
@@ -59,6 +59,11 @@ def serve_cmd(
     cache_size: Annotated[int, typer.Option(
         "--cache-size", min=0, metavar="N", help="Analyses and comparisons kept in memory.",
     )] = 16,
+    cache_memory: Annotated[str, typer.Option(
+        "--cache-memory", metavar="SIZE",
+        help="Memory the kept analyses and comparisons may hold together (e.g. 512MB, 4GB), each "
+             "measured when kept; the least recently used are dropped to make room.",
+    )] = "1GB",
     open_browser: Annotated[bool, typer.Option(
         "--open/--no-open", help="Open the page in the default browser.",
     )] = False,
@@ -69,6 +74,7 @@ def serve_cmd(
     Stop with Ctrl+C.
     """  # noqa: E501 - typer keeps line breaks of help text
     check_number(timeout, "--timeout", lo=0, lo_open=True, hint="seconds")
+    cache_memory = check_byte_size(cache_memory, "--cache-memory")
     from ..errors import MissingDependencyError
 
     try:
@@ -81,7 +87,8 @@ def serve_cmd(
     resolve_spec(model)  # an unknown alias or a missing folder fails here, in one line
     device, dtype = check_device_dtype(device, dtype)  # so does a device this machine lacks
     settings = Settings(model=model, host=host, port=port, max_chars=max_chars, max_concurrent=max_concurrent,
-                        timeout=timeout, cache_size=cache_size, preload=True, device=device, dtype=dtype)
+                        timeout=timeout, cache_size=cache_size, cache_memory=cache_memory,
+                        preload=True, device=device, dtype=dtype)
     _port_free(host, port)
     application = create_app(settings)
     shown = host if settings.is_loopback else "127.0.0.1"

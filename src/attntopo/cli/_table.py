@@ -95,6 +95,12 @@ def render_table(table: Table, console: Console) -> None:
 def _print_fixed(table: Table, console: Console, widths: list[int]) -> None:
     for c, w in zip(table.columns, widths):
         c.width = w
+        # rich strips the space that ends a wrapped line only beyond ``w`` *characters*
+        # (``Text.rstrip_end``), not cells: next to a wide character (漢字) a line keeps a space
+        # one cell too many, and rich's default overflow, "ellipsis", then cuts the value's last
+        # character to make room for "…".  "fold" crops that space instead; no word is wider
+        # than its column (``least``), so it never folds inside one.
+        c.overflow = "fold"
     console.print(table)
 
 

@@ -76,7 +76,7 @@ def timeline_cmd(
     lay = _one_index(layer, "--layer", 0)
     hd = _one_index(head, "--head", 0)
     run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
-                  model=model, device=device, dtype=dtype)
+                  model=model, device=device, dtype=dtype, layers=lay, heads=hd)
     m, show = run.model, run.show
     how = "one forward pass" if m.causal else "a forward pass per prefix"
     with progress_bar(f"timeline ({how})", show) as progress:

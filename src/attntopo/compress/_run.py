@@ -304,7 +304,7 @@ def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads
     """
     from ..analyses.building import make_provenance
     from ..attention import token_labels
-    from ..models import AttentionModel, load_model
+    from ..models import AttentionModel, check_selection, load_model
 
     if _model_first(text, model):
         warnings.warn("compress(model, text) is deprecated: write compress(text, model=model), the "
@@ -313,6 +313,7 @@ def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads
     check_choice(method, "method", METHODS)
     check_choice(representative, "representative", REPRESENTATIVES)
     scale = _check_scale(scale)
+    check_selection(model, layers, heads)  # before the weights load
     m = model if isinstance(model, AttentionModel) else load_model(model)  # load_model refuses the rest
     targets = _targets(m, layers, heads)
     enc = m.tokenize(text, truncate=truncate)

@@ -73,7 +73,7 @@ _SUFFIX = {
     ".parquet": "parquet", ".pq": "parquet",
 }
 _CHUNK = 4096
-_FEATURE_NAME = re.compile(r"^L\d+H\d+\.")
+_FEATURE_NAME = re.compile(r"^L(\d+|\*)H(\d+|\*)\.")
 
 
 def _pa():

@@ -129,6 +129,7 @@ def prepare(
     that description.
     """
     from ..models import AttentionModel, ModelDescription, describe_model, load_model
+    from ..models import check_selection
 
     check_choice(settings_options.get("on_long", "truncate"), "on_long", ON_LONG, what="on_long value")
     check_positive_int(settings_options.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", allow_none=False)
@@ -143,8 +144,12 @@ def prepare(
         raise InvalidInputError("append and new_store exclude each other: --append adds texts to a store, "
                                 "--new-store starts it over")
     settings_options["pairs"] = answer_column is not None
-    if settings_options.get("settings") is not None:
-        check_prompt_set(settings_options["settings"].sets, settings_options["pairs"])
+    given = settings_options.get("settings")
+    if given is not None:
+        check_prompt_set(given.sets, settings_options["pairs"])
+    # layers and heads against the model's configuration, before its weights load
+    check_selection(model, *(settings_options.get(k) if settings_options.get(k) is not None
+                             else getattr(given, k, None) for k in ("layers", "heads")))
     path = check_store_path(out)
     inp = open_input(texts_or_path, text_column=text_column, id_column=id_column,
                      input_format=input_format, encoding=encoding, answer_column=answer_column)
@@ -617,8 +622,8 @@ def run(
         ``quantiles``, ``cycle_cap`` and ``engine`` are its fields (one given as
         well must agree with it).  A store keeps every bar (``min_persistence=0``).
     sets : sequence of str
-        Feature sets of :mod:`attntopo.features` (default: ``("js",)``; any of ``js``,
-        ``graph``, ``barcode``, ``template``, ``js_image``, ``js_landscape``, and ``prompt``
+        Feature sets of :mod:`attntopo.features` (default: ``("js",)``; any of
+        :data:`attntopo.features.FEATURE_SETS`, those of input ``"pair"`` such as ``prompt``
         for an input of pairs, ``answer_column``).
     layers, heads : int or list of int, optional
         Model layers and heads (0-based); all by default.

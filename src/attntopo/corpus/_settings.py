@@ -316,10 +316,14 @@ def make_settings(
 
 
 def check_prompt_set(sets: Sequence[str], pairs: bool) -> None:
-    """Refuse the ``prompt`` set on an input of single texts, in one line."""
-    if "prompt" in sets and not pairs:
+    """Refuse a set that needs pairs (``prompt``, …: input ``"pair"`` in
+    :data:`attntopo.features.FEATURE_SETS`) on an input of single texts, in one line."""
+    from ..features import FEATURE_SETS
+
+    need = [s for s in sets if s in FEATURE_SETS and FEATURE_SETS[s].input == "pair"]
+    if need and not pairs:
         raise InvalidInputError(
-            "the prompt set needs (prompt, answer) pairs: name the input's answer column with "
+            f"the {need[0]} set needs (prompt, answer) pairs: name the input's answer column with "
             "--answer-column (answer_column= in Python; the text column is then the prompt)"
         )
 

@@ -66,6 +66,8 @@ from ..errors import (
 from ..io import atomic_write_bytes, atomic_write_text, json_safe, lock_folder, new_folders_removed_on_error, unlock_folder
 from ._input import _pa
 from ._settings import CorpusSettings
+from ._sql import QUERY_MEMORY_LIMIT, check_memory_limit, sql_message
+from ._sql import batches as sql_batches
 from ._work import DIAGRAM_COLUMNS, STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
 
 __all__ = [
@@ -399,7 +401,7 @@ class Store:
         # never changes after its atomic write, so it is not checked again while these hold)
         # and its bookkeeping summary (_summary), None until read: see _summaries
         self._known: dict[int, tuple[tuple[int, ...], dict | None]] = {}
-        self._cons: dict[bool, Any] = {}  # DuckDB: {allow_external: (connection, rows)}
+        self._cons: dict[tuple, Any] = {}  # DuckDB: {(allow_external, memory_limit): (connection, rows)}
         #: the writer's lock (StoreLock) while a run holds it; None for a reader
         self.lock: StoreLock | None = None
         #: the manifest entry of the input the run that returned this store appended (or None)
@@ -953,7 +955,7 @@ class Store:
             raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
         return self.to_arrow(columns).to_pandas()
 
-    def _connection(self, allow_external: bool = False):
+    def _connection(self, allow_external: bool = False, memory_limit: int | None = None):
         """``(connection, rows)``: a DuckDB connection and the parts as one dataset (the view
         :data:`TABLE` of :meth:`_cursor`).
 
@@ -963,12 +965,17 @@ class Store:
         ``/etc/passwd``, ``COPY … TO``, ``ATTACH``, and writing over a part, which DuckDB's
         ``allowed_paths`` would have allowed for the files it lists), and
         ``lock_configuration`` keeps a query from turning it back on.  DuckDB may still spill
-        to its temporary folder: a private one, removed with the connection.
+        to its temporary folder: a private one, removed with the connection.  ``memory_limit``
+        (bytes; None: :data:`QUERY_MEMORY_LIMIT`) is DuckDB's ``memory_limit``, set before the lock.
         """
-        con = self._cons.get(allow_external)
+        if memory_limit is None:
+            memory_limit = check_memory_limit(QUERY_MEMORY_LIMIT)
+        key = (allow_external, memory_limit)
+        con = self._cons.get(key)
         if con is None:
             duckdb = _duckdb()
             con = duckdb.connect(":memory:")
+            con.execute(f"SET memory_limit = '{int(memory_limit)}B'")
             if not allow_external:
                 import shutil
                 import tempfile
@@ -990,13 +997,13 @@ class Store:
                                     format=checked)
             else:
                 rows = self.schema.empty_table()
-            con = self._cons[allow_external] = (con, rows)
+            con = self._cons[key] = (con, rows)
         return con
 
-    def _cursor(self, allow_external: bool = False):
+    def _cursor(self, allow_external: bool = False, memory_limit: int | None = None):
         """A cursor of :meth:`_connection` (its settings are the database's) that sees the
         parts as :data:`TABLE` (a registered object is local to a cursor)."""
-        con, rows = self._connection(allow_external)
+        con, rows = self._connection(allow_external, memory_limit)
         cur = con.cursor()
         cur.register(TABLE, rows)
         return cur
@@ -1010,45 +1017,91 @@ class Store:
             cur.close()
 
     @_same_store
-    def sql(self, query: str, *, arrow: bool = False, allow_external: bool = False) -> Any:
+    def sql(self, query: str, *, arrow: bool = False, allow_external: bool = False,
+            memory_limit: Any = QUERY_MEMORY_LIMIT) -> Any:
         """Run a DuckDB query over the rows (the view ``corpus``).
 
         Confined to the store by default: the query sees the view ``corpus`` and nothing
         else; reading or writing any file (``read_csv('/etc/passwd')``, ``COPY … TO``,
         ``ATTACH``), URLs and extensions are refused.  ``allow_external=True`` (``attntopo
         query --allow-external``) runs it with the user's rights, as DuckDB does by default.
+        ``memory_limit`` (``"2GB"``, ``"512MB"`` or bytes; default ``"1GB"``) is DuckDB's:
+        sorts, joins and aggregates beyond it spill to a private temporary folder; a query
+        that still needs more stops with one line that says to raise it.  The result itself
+        is held whole: :meth:`sql_batches` reads a large one a batch at a time.
 
         Returns a :class:`pandas.DataFrame` (``arrow=True``: a :class:`pyarrow.Table`).
         A query DuckDB rejects raises :class:`~attntopo.errors.InvalidInputError` with its
-        message.
+        message and what to do.
         """
+        rel, error, cur = self._relation(query, allow_external, memory_limit)
+        duckdb = _duckdb()
+        try:
+            return rel.to_arrow_table() if arrow else rel.df()
+        except (duckdb.Error, OSError, _pa().ArrowException) as e:
+            raise error(e) from None
+        finally:
+            cur.close()
+
+    def sql_batches(self, query: str, *, allow_external: bool = False,
+                    memory_limit: Any = QUERY_MEMORY_LIMIT, json_rows: bool = False) -> Any:
+        """:meth:`sql`'s result as a :class:`pyarrow.RecordBatchReader`: DuckDB computes the
+        rows as the reader is read, a batch of at most 2048 rows at a time, so a result of
+        any length is never held whole (``attntopo query`` reads it so).  ``json_rows=True``:
+        each row as one JSON object (DuckDB's ``to_json``; NaN and infinities as the strings
+        ``"nan"``, ``"inf"``, ``"-inf"``), in one string column ``json``, the query's column
+        names a JSON list in the schema's metadata ``columns``.  Errors, also those
+        met while reading, are :class:`~attntopo.errors.InvalidInputError` as in :meth:`sql`.
+        """
+        json_rows = check_bool(json_rows, "json_rows")
+        self.check_unchanged()
+        rel, error, cur = self._relation(query, allow_external, memory_limit)
+        reader = sql_batches(cur, rel, error, json_rows=json_rows)
+        pa = _pa()
+
+        def checked() -> Iterator[Any]:
+            # each batch is given out only once the store is seen to be the one opened after
+            # it was read: a reader never streams a row of a store that replaced it
+            for batch in reader:
+                self.check_unchanged()
+                yield batch
+            self.check_unchanged()
+
+        return pa.RecordBatchReader.from_batches(reader.schema, checked())
+
+    def _relation(self, query: str, allow_external: Any, memory_limit: Any) -> tuple:
+        """``(relation, error, cursor)`` of a query: ``error(e)`` is a DuckDB error ``e`` as
+        the one-line error to raise: :class:`InvalidInputError`, or
+        :class:`~attntopo.errors.StoreReplacedError` (the store was started over meanwhile),
+        or :class:`ResultFormatError` (a part removed or damaged)."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty SQL string, e.g. \"SELECT count(*) FROM corpus\"")
         allow_external = check_bool(allow_external, "allow_external")
+        limit = check_memory_limit(memory_limit)
         duckdb = _duckdb()
-        try:
-            rel = self._cursor(allow_external).sql(query)
-            if rel is None:
-                raise InvalidInputError("the query returned no rows (use SELECT …)")
-            return rel.to_arrow_table() if arrow else rel.df()
-        except duckdb.Error as e:
-            msg = " ".join(str(e).split())
-            scan = re.search(r"reading the stream registered as '\w+' failed: (.*)", msg)
-            if scan:  # the parts as pyarrow reads them: removed or damaged (not replaced: checked)
+
+        def error(e: Exception) -> Exception:
+            try:  # the store replaced meanwhile: that is what to say
+                self.check_unchanged()
+            except StoreReplacedError as replaced:
+                return replaced
+            part = _part_failure(e, self.parts_dir)
+            if part is not None:  # a part removed (a run recomputes it) or damaged
                 self._parts, self._cons = None, {}  # listed again by the next query
-                _part_error(scan.group(1))
-            dotted = re.search(r'Referenced table "(L\d+H\d+\.[^"]*)" not found', msg)
-            if dotted:  # L0H0.js.h1.total_persistence read as table.column
-                col = next((c for c in self.feature_columns if c.startswith(dotted.group(1) + ".")),
-                           dotted.group(1) + ".…")
-                msg += f' (feature column names hold dots: write them in double quotes: "{col}")'
-            if not allow_external and (isinstance(e, duckdb.PermissionException) or "configuration has been locked" in msg):
-                msg += (" (a query reads the store's rows only, the view corpus: --allow-external, "
-                        "allow_external=True in Python, lets it reach other files)")
-            raise InvalidInputError(f"SQL: {msg}") from None
-        except (OSError, _pa().ArrowException) as e:  # the parts as pyarrow reads them
-            self._parts, self._cons = None, {}
-            _part_error(_first_line(e), missing=isinstance(e, FileNotFoundError))
+                return part
+            return InvalidInputError(sql_message(e, query, self.feature_columns,
+                                                 allow_external=allow_external, memory_limit=limit))
+
+        cur = self._cursor(allow_external, limit)
+        try:
+            rel = cur.sql(query)
+        except duckdb.Error as e:
+            cur.close()
+            raise error(e) from None
+        if rel is None:
+            cur.close()
+            raise InvalidInputError("the query returned no rows (use SELECT …)")
+        return rel, error, cur
 
     @_same_store
     def diagrams(self, id: str) -> dict[tuple[int, int], Any]:
@@ -1207,16 +1260,25 @@ def _layout_error(md: Any, footer_start: int) -> str | None:
     return None
 
 
-def _part_error(detail: str, missing: bool = False) -> None:
-    """Raise the one line of a query whose parts could not be read (the store was checked
-    not to be replaced): a part removed while it ran (a run recomputing a damaged part), or a
-    damaged one."""
-    if missing or "No such file" in detail or "errno 2]" in detail:
-        raise ResultFormatError(
+def _part_failure(e: Exception, parts_dir: Path) -> ResultFormatError | None:
+    """The one line of a query whose parts could not be read (the store was checked not to
+    be replaced), or None for any other error: a part removed while it ran (a run
+    recomputing a damaged part), or a damaged one."""
+    msg = " ".join(str(e).split())
+    scan = re.search(r"reading the stream registered as '\w+' failed: (.*)", msg)
+    if scan:
+        detail = scan.group(1)
+    elif isinstance(e, FileNotFoundError) or (isinstance(e, (OSError, _pa().ArrowException))
+                                              and str(parts_dir) in msg):
+        detail = _first_line(e)
+    else:
+        return None
+    if isinstance(e, FileNotFoundError) or "No such file" in detail or "errno 2]" in detail:
+        return ResultFormatError(
             f"SQL: a part was removed while the query ran ({detail}): a run recomputes a damaged "
             "part; run the query again"
-        ) from None
-    raise ResultFormatError(f"SQL: a part cannot be read ({detail}){_RECOMPUTE}") from None
+        )
+    return ResultFormatError(f"SQL: a part cannot be read ({detail}){_RECOMPUTE}")
 
 
 def _first_line(e: BaseException) -> str:

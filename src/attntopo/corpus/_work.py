@@ -290,15 +290,14 @@ class BatchWorker:
             warnings.simplefilter("ignore", UnknownTokensWarning)
             for i, t in enumerate(b.texts):
                 try:
-                    try:
-                        enc = m.tokenize(t)
+                    try:  # truncated, a long text is tokenized only as far as it is kept
+                        enc = m.tokenize(t, truncate=st.on_long == "truncate")
                     except TextTooLongError as e:
-                        if st.on_long != "truncate":
-                            b.n_tokens[i] = e.n_tokens
-                            b.status[i] = STATUS_SKIPPED if st.on_long == "skip" else STATUS_FAILED
-                            b.error[i] = f"too long: {e.n_tokens} tokens, {m.name} takes at most {e.limit}"
-                            continue
-                        enc = m.tokenize(t, truncate=True)
+                        b.n_tokens[i] = e.n_tokens
+                        b.status[i] = STATUS_SKIPPED if st.on_long == "skip" else STATUS_FAILED
+                        b.error[i] = (f"too long: {e.n_tokens} tokens, {m.name} takes at most "
+                                      f"{e.limit}")
+                        continue
                     b.n_tokens[i] = len(enc.ids)
                     b.truncated[i] = bool(enc.truncated)
                     if all(enc.special):
@@ -434,13 +433,14 @@ class BatchWorker:
         :meth:`start`) or here when it is None).  ``bounds``: per text, where the answer of a
         joined pair starts (:func:`batch_texts`), else None.  The returned function gives
         :meth:`_compute`'s result."""
-        from ..features.pipeline import ChunkFeatures, answer_check, stream_into
+        from ..features.pipeline import ChunkFeatures, answer_check, head_order, stream_into
 
         st = self.settings
         n = len(texts)
         bounds = list(bounds) if bounds is not None else [None] * n
         chunk = ChunkFeatures(n, bounds, self._st, st.drop_special, st.engine,
-                              self.n_jobs, submit, maxdim=st.maxdim, js_diagrams=st.keep_diagrams)
+                              self.n_jobs, submit, maxdim=st.maxdim, js_diagrams=st.keep_diagrams,
+                              order=head_order(st.layers, st.heads))
         with warnings.catch_warnings():  # counted per row in n_unknown; run() warns once
             warnings.simplefilter("ignore", UnknownTokensWarning)
             # the model's attention is taken layer by layer: never all layers at once

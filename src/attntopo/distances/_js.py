@@ -128,6 +128,107 @@ def _js_sums_torch(
     workers.run(js_tile, tasks)
 
 
+def _key_range(mask: torch.Tensor) -> tuple[int, int] | torch.Tensor:
+    """The keys of a (k,) bool mask on the host: ``(first, last + 1)`` when they are one run
+    (a slice, no copy), else their indices."""
+    idx = torch.nonzero(mask).reshape(-1)
+    if idx.numel() == 0:
+        return (0, 0)
+    first, last = int(idx[0]), int(idx[-1])
+    return (first, last + 1) if last - first + 1 == idx.numel() else idx
+
+
+def _js_cross_block(
+    P: torch.Tensor, rows: torch.Tensor, dtype: torch.dtype, budget: int, support: torch.Tensor,
+    workers: _Workers,
+) -> torch.Tensor:
+    """JS divergences (nats) from the rows ``rows`` of each matrix to all of its rows, in torch.
+
+    P : (B, m, k) float64 rows (sums 1 up to round-off); rows : (r,) int64 distinct, on the
+    host; support : (m, k) bool, True where any matrix of the whole input is nonzero.
+    Returns (B, r, m) float64 on P's device; ``[:, a, rows[a]]`` is not meaningful (the
+    caller sets it).  The pairs are taken in tiles of a group of chosen rows (``_GROUP``) by
+    a chunk of columns; each tile sums only over the keys ``K`` where some row of the group
+    *and* some row of the chunk can be nonzero (a key outside ``K`` has ``p`` or ``q`` 0
+    for every pair of the tile and adds exactly 0 to the bracket of :func:`_js_block`): for
+    causal attention the overlap of the two rows' prefixes, to a group's size.  Pairs below
+    the cutoff are recomputed by :func:`_js_accurate`.
+    """
+    B, m, k = P.shape
+    r = int(rows.numel())
+    dev = P.device
+    out = torch.empty((B, r, m), dtype=torch.float64, device=dev)
+    rows_d = rows.to(dev)
+    rowsum = P.sum(-1)
+    Pc = P.to(dtype)
+    Pz = Pc.clamp_min(_TINY[dtype])
+    XP = torch.log(Pz).mul_(Pc)  # p ln p; exactly 0 where p == 0
+    PR, XR, sumR = Pz.index_select(1, rows_d), XP.index_select(1, rows_d), rowsum[:, rows_d]
+    target = _TILE_TARGET if dev.type == "cpu" else _TILE_TARGET_GPU
+    tile = max(1, min(target, budget // (4 * workers.n)))
+    # the keys of each (row group, column chunk): one pass over the support on the host
+    sup = support.cpu()
+    groups = [(g, min(r, g + _GROUP)) for g in range(0, r, _GROUP)]
+    k_rows = [sup[rows[g0:g1]].any(0) for g0, g1 in groups]
+    # columns per chunk: a multiple of _GROUP filling a tile with one head (GPU: few launches)
+    cols = min(m, max(_GROUP, tile // max(1, _GROUP * k) // _GROUP * _GROUP))
+    chunks = [(c, min(m, c + cols)) for c in range(0, m, cols)]
+    k_cols = [sup[c0:c1].any(0) for c0, c1 in chunks]
+    tasks = []
+    for gi, (g0, g1) in enumerate(groups):
+        for ci, (c0, c1) in enumerate(chunks):
+            keys = _key_range(k_rows[gi] & k_cols[ci])
+            nk = keys[1] - keys[0] if isinstance(keys, tuple) else int(keys.numel())
+            ht = max(1, min(B, tile // max(1, (g1 - g0) * (c1 - c0) * nk)))
+            if not isinstance(keys, tuple):
+                keys = keys.to(dev)
+            tasks += [(h0, min(B, h0 + ht), g0, g1, c0, c1, keys) for h0 in range(0, B, ht)]
+
+    def pick(X: torch.Tensor, keys: Any) -> torch.Tensor:
+        return X[..., keys[0]:keys[1]] if isinstance(keys, tuple) else X.index_select(-1, keys)
+
+    def cross_tile(t: tuple[Any, ...]) -> None:
+        h0, h1, g0, g1, c0, c1, keys = t
+        a, b = pick(PR[h0:h1, g0:g1], keys), pick(Pz[h0:h1, c0:c1], keys)
+        shape = (h1 - h0, g1 - g0, c1 - c0, a.shape[-1])
+        numel = shape[0] * shape[1] * shape[2] * shape[3]
+        U = workers.buffer("u", numel, dtype, dev).view(shape)
+        L = workers.buffer("l", numel, dtype, dev).view(shape)
+        torch.add(a[:, :, None], b[:, None], out=U)
+        S = torch.log(U, out=L).mul_(U).sum(-1).to(torch.float64)  # Σ_K u ln u
+        # c = Σ_K p ln p + ln2 Σ_all p;  JS = ½ (c_p + c_q − Σ_K u ln u)
+        cR = pick(XR[h0:h1, g0:g1], keys).sum(-1).to(torch.float64)
+        cR.add_(sumR[h0:h1, g0:g1], alpha=_LN2)
+        cC = pick(XP[h0:h1, c0:c1], keys).sum(-1).to(torch.float64)
+        cC.add_(rowsum[h0:h1, c0:c1], alpha=_LN2)
+        out[h0:h1, g0:g1, c0:c1] = S.neg_().add_(cR[:, :, None]).add_(cC[:, None, :]).mul_(0.5)
+
+    workers.run(cross_tile, tasks)
+    # pairs below the cutoff, a chosen row with itself left out: recomputed accurately, the
+    # earlier row first (as in the full matrix; the accurate form is symmetric anyway)
+    out[:, torch.arange(r, device=dev), rows_d] = math.inf
+    idx = torch.nonzero(out < _JS_CUTOFF[dtype])
+    if idx.numel():
+        step = max(1, min(_REFINE_ELEMENTS, budget // (8 * workers.n)) // max(1, k))
+
+        def refine(s0: int) -> None:
+            b, a, j = idx[s0 : s0 + step].unbind(1)
+            i = rows_d[a]
+            out[b, a, j] = _js_accurate(P[b, torch.minimum(i, j)], P[b, torch.maximum(i, j)])
+
+        workers.run(refine, list(range(0, idx.shape[0], step)))
+    return out
+
+
+def _mirror_chosen_(D: torch.Tensor, rows: torch.Tensor) -> None:
+    """Distances ``D`` (B, r, m) from ``rows`` to all rows, made exactly consistent in place:
+    0 for a row with itself, and the distance between two chosen rows ``rows[a]``,
+    ``rows[b]`` (``b < a``) copied from the row listed first (as the C kernel does)."""
+    rows_d = rows.to(D.device)
+    RR = D.index_select(-1, rows_d).triu_(1)
+    D[:, :, rows_d] = RR + RR.transpose(-1, -2)
+
+
 def _native_lib(dtype: torch.dtype, x: torch.Tensor) -> Any:
     """The C kernel when it applies (float64 work on the CPU and the kernel built), else None."""
     if dtype != torch.float64 or x.device.type != "cpu":
@@ -145,6 +246,7 @@ def _js_native(
     workers: _Workers,
     lib: Any,
     reporter: Reporter = NO_PROGRESS,
+    rows: np.ndarray | None = None,
 ) -> None:
     """Jensen–Shannon distances of every matrix of ``x3`` with the C kernel, into ``out3``.
 
@@ -153,6 +255,10 @@ def _js_native(
     pairs in C (:mod:`attntopo._native`), pairs below the cutoff recomputed with the
     cancellation-free NumPy form, then square roots and mirroring in C.  Same numbers as the
     torch path to ~1e-14 (tests/unit/distances/test_native.py).
+
+    rows : (r,) int64 distinct row indices, optional: only the distances from these rows to
+    all rows, ``out3`` (B, r, m): ``r·m`` pairs instead of ``m²/2``, the same bits as the
+    full matrix's rows ``rows``.
     """
     batch, m, k = x3.shape
     scale = 1.0 if paper_compat else 1.0 / math.log(base)  # paper modes: natural log
@@ -164,7 +270,9 @@ def _js_native(
     # a task is a run of consecutive matrices: about 2**20 logarithms (~1 ms), and at least
     # 4 tasks per worker when there are enough matrices (small matrices: one C call for
     # many of them instead of one Python call each)
-    per_task = max(1, (1 << 20) // max(1, m * m * k // 2))
+    pairs = m * m // 2 if rows is None else rows.size * m
+    per_task = max(1, (1 << 20) // max(1, pairs * k))
+    r = m if rows is None else rows.size
 
     for h0 in range(0, batch, step):
         P = _prepare(x3[h0 : h0 + step], paper_compat, nonneg).contiguous().numpy()
@@ -174,32 +282,53 @@ def _js_native(
         runs = [(a, min(cnt, a + size)) for a in range(0, cnt, size)]
         below = np.zeros(cnt, dtype=np.int64)
 
-        def divergences(r: tuple[int, int]) -> None:
-            a, b = r
-            status = lib.attntopo_js_divergences_many(
-                P[a].ctypes.data, b - a, m, k, O[a].ctypes.data, cutoff, below[a:].ctypes.data
-            )
+        def divergences(run: tuple[int, int]) -> None:
+            a, b = run
+            if rows is None:
+                status = lib.attntopo_js_divergences_many(
+                    P[a].ctypes.data, b - a, m, k, O[a].ctypes.data, cutoff,
+                    below[a:].ctypes.data)
+            else:
+                status = lib.attntopo_js_cross_many(
+                    P[a].ctypes.data, b - a, m, k, rows.ctypes.data, r, O[a].ctypes.data,
+                    cutoff, below[a:].ctypes.data)
             if status < 0:
                 raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
 
-        def finish(r: tuple[int, int]) -> None:
-            a, b = r
+        def finish(run: tuple[int, int]) -> None:
+            a, b = run
             for h in a + np.flatnonzero(below[a:b]):  # pairs under the cutoff: recomputed
-                _refine_np_(O[h], P[h], cutoff)  # with the cancellation-free form
-            lib.attntopo_js_finish_many(O[a].ctypes.data, b - a, m, scale, fourth_root)
+                _refine_np_(O[h], P[h], cutoff, rows)  # with the cancellation-free form
+            if rows is None:
+                lib.attntopo_js_finish_many(O[a].ctypes.data, b - a, m, scale, fourth_root)
+            else:
+                lib.attntopo_js_cross_finish_many(O[a].ctypes.data, b - a, m, rows.ctypes.data,
+                                                  r, scale, fourth_root)
 
         workers.run(divergences, runs)
         workers.run(finish, runs)
         reporter.advance(cnt)
 
 
-def _refine_np_(o: np.ndarray, P: np.ndarray, cutoff: float) -> None:
-    """Recompute ``o[i, j]`` (i < j) below ``cutoff`` with the cancellation-free JS terms."""
-    r, c = np.nonzero(np.triu(o < cutoff, 1))  # lower triangle not written yet: masked out
+def _refine_np_(o: np.ndarray, P: np.ndarray, cutoff: float, rows: np.ndarray | None = None,
+                ) -> None:
+    """Recompute ``o[i, j]`` (i < j) below ``cutoff`` with the cancellation-free JS terms.
+
+    With ``rows``: ``o[a, j]`` is the pair (``rows[a]``, ``j``), every entry below the cutoff
+    (the kernel marks the ones it leaves for later with HUGE_VAL), recomputed with the
+    earlier row first as in the full matrix."""
+    if rows is None:
+        r, c = np.nonzero(np.triu(o < cutoff, 1))  # lower triangle not written yet: masked out
+    else:
+        r, c = np.nonzero(o < cutoff)
     step = max(1, _REFINE_ELEMENTS // max(1, P.shape[1]))
     for a in range(0, r.size, step):
         ri, ci = r[a : a + step], c[a : a + step]
-        o[ri, ci] = 0.25 * _phi_terms_np(P[ri], P[ci]).sum(-1)
+        if rows is None:
+            o[ri, ci] = 0.25 * _phi_terms_np(P[ri], P[ci]).sum(-1)
+        else:
+            i = rows[ri]
+            o[ri, ci] = 0.25 * _phi_terms_np(P[np.minimum(i, ci)], P[np.maximum(i, ci)]).sum(-1)
 
 
 def _js_accurate(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:

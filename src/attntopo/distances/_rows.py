@@ -9,12 +9,13 @@ import numpy as np
 import torch
 
 from .._progress import NO_PROGRESS, ProgressOption, Reporter, make_reporter
-from .._validation import check_metric, check_paper_compat, renamed_arguments
+from .._validation import check_indices, check_metric, check_paper_compat, renamed_arguments
 from ..constants import PaperMode
 from ..errors import InvalidInputError, InvalidMatrixError
 from ._checks import _as_tensor, _as_vector, _check_base, _check_settings, _prepare, _validate
 from ._hellinger import _hellinger_block, _tv_block
-from ._js import _LN2, _js_block, _js_native, _native_lib, _phi_terms_np
+from ._js import (_LN2, _js_block, _js_cross_block, _js_native, _mirror_chosen_, _native_lib,
+                  _phi_terms_np)
 from .._threads import torch_threads
 from ._workers import _Workers
 
@@ -176,6 +177,7 @@ def _distances(
     noun: str,
     reporter: Reporter = NO_PROGRESS,
     as_tensor: bool = False,
+    rows: np.ndarray | None = None,
 ) -> Any:
     """Distances between the rows of each ``(m, k)`` matrix of ``x`` (``(..., m, k)``, checked
     settings): the common body of :func:`token_distances` and :func:`row_distances`
@@ -183,23 +185,26 @@ def _distances(
     ``paper_compat`` is a checked mode (``"notebook"``, ``"listing"``) or ``None``.
 
     Returns ``(..., m, m)`` float64.  ``noun`` names the input in error messages;
-    ``reporter`` advances by the matrices of each chunk done.
+    ``reporter`` advances by the matrices of each chunk done.  ``rows`` (Jensen–Shannon only):
+    checked distinct int64 row indices; only the distances from them to all rows,
+    ``(..., len(rows), m)``, the same numbers as those rows of the full result.
     """
     lead, m, k = tuple(x.shape[:-2]), int(x.shape[-2]), int(x.shape[-1])
+    r = m if rows is None else int(rows.size)
     out_t = None
     if as_tensor:
-        out_t = torch.empty(lead + (m, m), dtype=torch.float64, device=x.device)
+        out_t = torch.empty(lead + (r, m), dtype=torch.float64, device=x.device)
         out = out_t.numpy() if x.device.type == "cpu" else None
     else:
-        out = np.empty(lead + (m, m), dtype=np.float64)
-    if math.prod(lead) * m * m == 0:
+        out = np.empty(lead + (r, m), dtype=np.float64)
+    if math.prod(lead) * r * m == 0:
         reporter.advance(math.prod(lead))
         return out_t if as_tensor else out
     if k == 0:
         raise InvalidMatrixError(f"{noun}: rows have no entries (k = 0); distributions need one")
     x3 = x.reshape(-1, m, k)
     batch = x3.shape[0]
-    out3 = out.reshape(batch, m, m) if out is not None else None
+    out3 = out.reshape(batch, r, m) if out is not None else None
 
     on_cpu = x3.device.type == "cpu"
     n_workers = (threads or torch.get_num_threads()) if on_cpu else 1
@@ -209,12 +214,21 @@ def _distances(
         need_support = metric == "jensen_shannon" and lib is None
         support, nonneg = _validate(x3, lead, paper_compat, budget, need_support, noun)
         if lib is not None:
-            _js_native(x3, out3, paper_compat, nonneg, base, budget, workers, lib, reporter)
+            _js_native(x3, out3, paper_compat, nonneg, base, budget, workers, lib, reporter,
+                       rows)
             return out_t if as_tensor else out
-        out3_t = out_t.reshape(batch, m, m) if out_t is not None else torch.from_numpy(out3)
-        per = max(1, min(batch, budget // (2 * m * m + 6 * m * k)))
+        out3_t = out_t.reshape(batch, r, m) if out_t is not None else torch.from_numpy(out3)
+        per = max(1, min(batch, budget // (2 * r * m + 6 * m * k)))
         for h0 in range(0, batch, per):
             P = _prepare(x3[h0 : h0 + per], paper_compat, nonneg)  # float64, rows sum to 1
+            if rows is not None:
+                rows_t = torch.from_numpy(rows)
+                D = _finish_(_js_cross_block(P, rows_t, dtype, budget, support, workers),
+                             metric, base, paper_compat)
+                _mirror_chosen_(D, rows_t)
+                out3_t[h0 : h0 + per].copy_(D)
+                reporter.advance(P.shape[0])
+                continue
             if metric == "jensen_shannon":
                 D = _js_block(P, dtype, budget, support, workers)
             elif metric in ("hellinger", "fisher_rao"):
@@ -227,19 +241,38 @@ def _distances(
     return out_t if as_tensor else out
 
 
-def token_distances_tensor(x: Any, *, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def token_distances_tensor(
+    x: Any, *, rows: Any = None, dtype: torch.dtype = torch.float64
+) -> torch.Tensor:
     """:func:`token_distances` (Jensen–Shannon, base 2) of a tensor, as a float64 tensor on its
     device: the distances of a CUDA tensor stay on the GPU (for the minimum spanning trees of
     :func:`attntopo.topology.prim_edges`), a CPU tensor's share the C kernel's output.
 
     x : torch.Tensor or array of shape (..., n, n), rows distributions (checked as there).
-    Returns a torch.Tensor of shape (..., n, n), float64, on ``x``'s device.
+    rows : sequence of int, optional
+        Only the distances from these tokens (distinct; negative count from the end) to every
+        token: ``r·n`` pairs instead of ``n²/2`` (the prompt score needs the response's rows
+        alone).  The result is then ``out[..., a, j] = D[..., rows[a], j]``, the same numbers
+        as those rows of the full matrix (the same bits with the C kernel).
+    Returns a torch.Tensor of shape (..., n, n), or (..., len(rows), n), float64, on ``x``'s
+    device.
     """
     metric, base, budget, threads = _check_settings("jensen_shannon", 2.0, None, dtype, None)
     t = _as_tensor(x)
     if t.ndim < 2 or t.shape[-1] != t.shape[-2]:
         raise InvalidMatrixError(f"attention must have shape [..., n, n]; got shape {tuple(t.shape)}")
-    return _distances(t, metric, base, None, budget, dtype, threads, "attention", as_tensor=True)
+    chosen = None
+    if rows is not None:
+        n = int(t.shape[-1])
+        if hasattr(rows, "tolist"):
+            rows = rows.tolist()
+        if isinstance(rows, (list, tuple)) and not rows:
+            chosen = np.zeros(0, dtype=np.int64)
+        else:
+            chosen = np.array(check_indices(rows, n, "row", name="rows", owner="the matrix"),
+                              dtype=np.int64)
+    return _distances(t, metric, base, None, budget, dtype, threads, "attention", as_tensor=True,
+                      rows=chosen)
 
 
 @renamed_arguments(n_threads="n_jobs")

@@ -6,63 +6,64 @@
 'L0H0.js.h0.n_bars'
 >>> X = table.to_numpy()                      # (2, n_features)
 
-Feature sets (formulas in ``docs/features.md``):
+Feature sets (:data:`FEATURE_SETS`, the registry every list of sets derives from; formulas
+in ``docs/features.md``):
 
-``js``            attntopo's own: statistics of each head's Jensen–Shannon Rips diagram
-``graph``         tda4atd / la-tda: invariants of the attention graph at thresholds τ
-``barcode``       tda4atd: statistics of the Rips barcode of ``1 − max(A, Aᵀ)``
-``template``      la-tda: distances to fixed attention patterns
-``prompt``        TOHA: prompt-to-response spanning-forest score, for (prompt, response) pairs
-``js_image``      persistence images of the JS diagrams (persim)
-``js_landscape``  persistence landscapes of the JS diagrams (persim)
-``js_per_token``  the ``js`` quantities that grow with the text, divided by its token count
-``spectral``      LapEigvals: the top-k eigenvalues of each head's attention Laplacian
+{sets}
 
 The per-set functions take stacks of matrices, so they also serve attention from elsewhere.
 The subpackage is callable: ``attntopo.features(...)`` is ``attntopo.features.features(...)``.
+Its names load on first use, so reading :data:`FEATURE_SETS` (the command line's help does)
+imports neither torch nor the sets' dependencies.
 """
 
-from ._ablation import ablated_heads
-from ._barcode import BARCODE_QUANTITIES, barcode_features, barcode_matrices
-from ._compute import DEFAULT_SETS, FEATURE_SETS, feature_names, features
-from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, GRAPH_QUANTITIES, graph_features
-from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES
-from ._prompt import spanning_forest_length
-from ._select import head_scores, select_heads
-from ._settings import FeatureSettings
-from ._spectral import SPECTRAL_K, attention_laplacian, spectral_features
-from ._table import FeatureTable, column_name, parse_column
-from ._template import TEMPLATES, template_features
+from .._lazy import lazy_names
+from ._registry import FEATURE_SETS as _SETS
 
-__all__ = [
-    "BARCODE_QUANTITIES",
-    "ablated_heads",
-    "CYCLE_CAP",
-    "DEFAULT_QUANTILES",
-    "DEFAULT_SCALES",
-    "DEFAULT_SETS",
-    "DEFAULT_THRESHOLDS",
-    "FEATURE_SETS",
-    "FeatureSettings",
-    "FeatureTable",
-    "GRAPH_QUANTITIES",
-    "SPECTRAL_K",
-    "TEMPLATES",
-    "barcode_features",
-    "attention_laplacian",
-    "barcode_matrices",
-    "column_name",
-    "feature_names",
-    "features",
-    "graph_features",
-    "head_scores",
-    "parse_column",
-    "select_heads",
-    "spanning_forest_length",
-    "spectral_features",
-    "template_features",
-]
+__doc__ = __doc__.replace("{sets}", "\n".join(
+    f"``{name}``{' ' * max(1, 16 - len(name))}{s.source}: {s.summary}"
+    + (" (pairs)" if s.input == "pair" else "") for name, s in _SETS.items()))
 
-from .._callable import make_callable as _make_callable
+_LAZY = {
+    "BARCODE_QUANTITIES": "._barcode",
+    "ablated_heads": "._ablation",
+    "CYCLE_CAP": "._graph",
+    "DEFAULT_QUANTILES": "._js",
+    "DEFAULT_SCALES": "._js",
+    "DEFAULT_SETS": "._registry",
+    "DEFAULT_THRESHOLDS": "._graph",
+    "FEATURE_SETS": "._registry",
+    "FeatureSet": "._registry",
+    "FeatureSettings": "._settings",
+    "FeatureTable": "._table",
+    "GRAPH_QUANTITIES": "._graph",
+    "SPECTRAL_K": "._spectral",
+    "TEMPLATES": "._template",
+    "barcode_features": "._barcode",
+    "attention_laplacian": "._spectral",
+    "barcode_matrices": "._barcode",
+    "column_name": "._table",
+    "feature_names": "._compute",
+    "features": "._compute",
+    "graph_features": "._graph",
+    "head_scores": "._select",
+    "layer_graph": "._zigzag",
+    "lookback_features": "._lookback",
+    "lookback_ratios": "._lookback",
+    "model_column": "._table",
+    "parse_column": "._table",
+    "select_heads": "._select",
+    "spanning_forest_length": "._prompt",
+    "spectral_features": "._spectral",
+    "template_features": "._template",
+    "zigzag_diagrams": "._zigzag",
+    "zigzag_features": "._zigzag",
+}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = lazy_names(globals(), _LAZY, package=__name__)
+
+from .._callable import make_callable as _make_callable  # noqa: E402
 
 _make_callable(__name__, "features")

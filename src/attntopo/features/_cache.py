@@ -74,17 +74,28 @@ def model_fingerprint(model: Any) -> dict[str, Any]:
     }
 
 
+#: How a cached row's values map to its columns: 2 since every value is placed by its own
+#: (layer, head) (rows cached before, with layers or heads given out of order, put values
+#: under another head's name: they are not read again).
+_ROW_LAYOUT = 2
+
+
 def settings_digest(fingerprint: dict, columns: Sequence[str], options: dict) -> str:
-    """SHA-256 of the model, the columns and the other options (and attntopo's version)."""
+    """SHA-256 of the model, the columns and the other options (and attntopo's version, and
+    :data:`_ROW_LAYOUT`)."""
     blob = json.dumps(
-        {"attntopo": __version__, "model": fingerprint, "columns": list(columns), "options": options},
+        {"attntopo": __version__, "model": fingerprint, "columns": list(columns),
+         "options": options, "rows": _ROW_LAYOUT},
         sort_keys=True, default=str,
     )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def row_key(digest: str, text: str) -> str:
-    """The cache key of one text's row under settings ``digest``."""
+def row_key(digest: str, text: Any) -> str:
+    """The cache key of one text's row under settings ``digest``; a (prompt, answer) pair is
+    keyed by both parts (so that no split of the same characters shares its key)."""
+    if isinstance(text, tuple):
+        text = "\x00pair\x00" + json.dumps(list(text))
     return digest + "-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

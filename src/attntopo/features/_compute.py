@@ -24,52 +24,39 @@ from .._validation import check_choice, check_positive_int
 from .._version import __version__
 from ..attention import Attention
 from ..errors import EmptyTextError, InvalidInputError
-from ._barcode import BARCODE_QUANTITIES
-from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS, graph_names
-from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES, image_names, js_names, landscape_names, per_token_names
-from ._layers import ChunkFeatures, Done, prompt_mask
-from ._prompt import PROMPT_QUANTITIES
-from ._spectral import spectral_names
-from ._settings import DEFAULT_SETS, FEATURE_SETS, FeatureSettings, resolve_settings
-from ._table import FeatureTable, column_name
-from ._template import TEMPLATES
+from ._layers import MODEL_SETS, ChunkFeatures, Done, head_order, prompt_mask
+from ._registry import DEFAULT_SETS, FEATURE_SETS
+from ._settings import FeatureSettings, resolve_settings
+from ._table import FeatureTable, column_name, model_column
 
 __all__ = ["FEATURE_SETS", "DEFAULT_SETS", "FeatureSettings", "features", "feature_names"]
 
 _ON_EMPTY = ("raise", "skip")
 #: Sets whose diagrams come from persistence_batch.
-PERSISTENCE_SETS = ("js", "js_image", "js_landscape", "js_per_token", "barcode")
+PERSISTENCE_SETS = tuple(name for name, s in FEATURE_SETS.items() if s.persistence)
+#: Sets that need (prompt, response) pairs.
+PAIR_SETS = tuple(name for name, s in FEATURE_SETS.items() if s.input == "pair")
 
 
 # ------------------------------------------------------------------ settings
 def set_quantities(set_name: str, st: dict) -> list[str]:
-    if set_name == "js":
-        return js_names(st["scales"], st["quantiles"])
-    if set_name == "graph":
-        return graph_names(st["thresholds"])
-    if set_name == "barcode":
-        return list(BARCODE_QUANTITIES)
-    if set_name == "template":
-        return list(TEMPLATES)
-    if set_name == "prompt":
-        return list(st.get("prompt_quantities", PROMPT_QUANTITIES))
-    if set_name == "js_image":
-        return image_names()
-    if set_name == "js_per_token":
-        return per_token_names(st["scales"])
-    if set_name == "spectral":
-        return spectral_names()
-    return landscape_names()
+    """The quantity names of one head of a set (:attr:`FeatureSet.quantities`)."""
+    return FEATURE_SETS[set_name].quantities(st)
 
 
 def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> list[str]:
-    return [
-        column_name(layer, head, s, q)
-        for s in st["sets"]
-        for layer in layer_ids
-        for head in head_ids
-        for q in set_quantities(s, st)
-    ]
+    """Column names: set by set, the heads of :func:`head_order` (the layers and heads in the
+    order given), quantities within a head; :class:`ChunkFeatures` given the same
+    ``order`` puts every value under its own head's name.  A set of :data:`MODEL_SETS` is
+    one block ``L*H*.{set}.{quantity}`` (all the chosen layers and heads together)."""
+    out: list[str] = []
+    for s in st["sets"]:
+        if s in MODEL_SETS:
+            out += [model_column(s, q) for q in set_quantities(s, st)] if layer_ids else []
+            continue
+        out += [column_name(layer, head, s, q) for layer, head in head_order(layer_ids, head_ids)
+                for q in set_quantities(s, st)]
+    return out
 
 
 def feature_names(
@@ -93,10 +80,12 @@ def feature_names(
     """
     from ..attention import resolve_indices
     from ..models import AttentionModel, load_model
+    from ..models import check_selection
 
     fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, thresholds=thresholds,
                           scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
                           prompt_quantities=prompt_quantities)
+    check_selection(model, fs.layers, fs.heads)  # before the weights load
     m = model if isinstance(model, AttentionModel) else load_model(model)
     li = resolve_indices(fs.layers, m.n_layers, "layer")
     hi = resolve_indices(fs.heads, m.n_heads, "head")
@@ -108,6 +97,10 @@ def _is_pair(item: Any) -> bool:
     return isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) for x in item)
 
 
+def _is_pair_list(item: Any) -> bool:
+    return isinstance(item, list) and _is_pair(tuple(item))
+
+
 def _items(texts: Any) -> tuple[list[Any], bool]:
     """The input as a list, and whether it was a single item."""
     if isinstance(texts, (str, Attention)) or hasattr(texts, "diagrams"):
@@ -115,28 +108,36 @@ def _items(texts: Any) -> tuple[list[Any], bool]:
     if isinstance(texts, (list, tuple)):
         if not texts:
             raise EmptyTextError("no texts given: pass a string or a non-empty list of strings")
-        return list(texts), False
+        # a pair as json.load gives it, ["prompt", "answer"], is the pair ("prompt", "answer")
+        return [tuple(x) if _is_pair_list(x) else x for x in texts], False
     raise InvalidInputError(
         "texts must be a string, a list of strings or (prompt, response) pairs, an Attention or "
         f"an Analysis, got {type(texts).__name__}"
     )
 
 
-def _empty(item: Any) -> bool:
+def _empty(item: Any) -> str | None:
+    """What of ``item`` is empty or only whitespace (``"text"``, ``"prompt"``, ``"answer"``,
+    ``"prompt and answer"``), or None."""
     if isinstance(item, str):
-        return not item.strip()
+        return None if item.strip() else "text"
     if _is_pair(item):
-        return not item[0].strip() or not item[1].strip()
-    return False
+        parts = [p for p, s in zip(("prompt", "answer"), item) if not s.strip()]
+        return " and ".join(parts) or None
+    return None
 
 
 def _check_item(k: int, item: Any) -> None:
     if isinstance(item, (str, Attention)) or _is_pair(item) or hasattr(item, "attention"):
         return
     raise InvalidInputError(
-        f"texts[{k}] is a {type(item).__name__}: each item must be a string, a (prompt, response) "
-        "pair of strings, an Attention or an Analysis"
+        f"texts[{k}] is a {type(item).__name__}{_size(item)}: each item must be a string, a "
+        "(prompt, response) pair of strings (a tuple or a 2-item list), an Attention or an Analysis"
     )
+
+
+def _size(item: Any) -> str:
+    return f" of {len(item)} items" if isinstance(item, (list, tuple)) else ""
 
 
 def join_pair(prompt: str, response: str) -> tuple[str, int]:
@@ -204,6 +205,7 @@ def stream_into(
     chunk: ChunkFeatures, m: Any, texts: list[str], positions: list[int], *, layers: Any = None,
     heads: Any = None, truncate: bool = False,
     check: Callable[[int, Attention], None] | None = None, forward_threads: int | None = None,
+    on_layer: Callable[[], Any] | None = None,
 ) -> list[Any]:
     """Feed ``chunk`` the texts run through the model ``m``, layer by layer.
 
@@ -213,7 +215,9 @@ def stream_into(
     distances are computed from the device tensor.  No step holds all layers.  ``check(k,
     att)`` is called on each text's first layer (e.g. to refuse a pair whose response was
     cut).  ``forward_threads``: torch threads of the forward pass itself (at most; the
-    features of each layer run on the threads the caller had).  Returns the texts' encodings.
+    features of each layer run on the threads the caller had).  ``on_layer()`` is called
+    once a layer of a text is in the chunk (progress: a long text moves layer by layer).
+    Returns the texts' encodings.
     """
     import torch
 
@@ -237,6 +241,8 @@ def stream_into(
                 check(k, att)
         with torch_threads(outer):
             chunk.add(positions[k], att, device_weights=w if w.device.type != "cpu" else None)
+        if on_layer is not None:
+            on_layer()
 
     outer = torch.get_num_threads()
     with torch_threads(forward_threads, at_most=True) if forward_threads else nullcontext():
@@ -271,8 +277,9 @@ def features(
     Parameters
     ----------
     texts : str, list, Attention or Analysis
-        A text, a list of texts, a list of ``(prompt, response)`` pairs (needed by the
-        ``prompt`` set; other sets see the pair joined into one text), or attention already
+        A text, a list of texts, a list of ``(prompt, response)`` pairs (tuples, or 2-item
+        lists as ``json.load`` gives them; needed by the ``prompt`` and ``lookback`` sets;
+        other sets see the pair joined into one text), or attention already
         computed (an :class:`~attntopo.attention.Attention`, an
         :class:`~attntopo.analyses.Analysis`, or a list of them; ``model`` is then unused).
     model : str or AttentionModel
@@ -302,10 +309,10 @@ def features(
         ``"js"`` needs the Jensen–Shannon distances, ``O(n³)``.  Ask for
         ``("attention",)`` to pay only for it.
     drop_special : bool, default False
-        Remove special tokens ([CLS], [SEP], …) and renormalize rows before the ``js``,
-        ``graph``, ``barcode`` and ``spectral`` sets (the ``template`` set always sees them;
-        the ``prompt`` set never does).  False: the attention as the model computed it, as
-        la-tda and TOHA use it (docs/api.md, Names).
+        Remove special tokens ([CLS], [SEP], …) and renormalize rows before the sets that
+        see them so (``FEATURE_SETS[name].drops_special``: ``js``, ``graph``, ``barcode``, …;
+        the ``template`` set always sees them, the ``prompt`` set never does).  False: the
+        attention as the model computed it, as la-tda and TOHA use it (docs/api.md, Names).
     truncate : bool
         Cut texts longer than the model's context instead of raising.
     on_empty : {"raise", "skip"}
@@ -324,7 +331,9 @@ def features(
     progress : bool, callable or None, default None
         One bar for the whole run: ``None`` a bar on a terminal or in Jupyter (not in pipes or
         tests), ``True``/``False`` always/never, or ``callback(done, total, stage)`` (see
-        :mod:`attntopo._progress`).  Units: texts, counted as each chunk's rows are done;
+        :mod:`attntopo._progress`).  Units: per text, one per layer as that layer's features
+        are computed (during the forward pass: one long text moves too) and one when its row
+        is done (the persistence diagrams, in worker processes, are waited for then);
         stages ``"loading model"`` (when a name is given) and ``"texts"``.
 
     Returns
@@ -352,23 +361,31 @@ def features(
     items, _ = _items(texts)
     for k, item in enumerate(items):
         _check_item(k, item)
-    if "prompt" in st["sets"]:
+    pair_sets = [s for s in st["sets"] if s in PAIR_SETS]
+    if pair_sets:
         for k, item in enumerate(items):
             if not _is_pair(item):
                 raise InvalidInputError(
-                    f"the prompt set needs (prompt, response) pairs of strings; texts[{k}] is a "
-                    f"{type(item).__name__}"
+                    f"the {pair_sets[0]} set needs (prompt, response) pairs of strings; texts[{k}] "
+                    f"is a {type(item).__name__}"
                 )
     skipped = [k for k, item in enumerate(items) if _empty(item)]
     if skipped and on_empty == "raise":
         k = skipped[0]
+        what = _empty(items[k])
+        whose = f"texts[{k}] is" if what == "text" else (
+            f"texts[{k}]'s {what} {'is' if ' and ' not in what else 'are'}")
         raise EmptyTextError(
-            f"texts[{k}] is empty or only whitespace ({len(skipped)} empty in all): remove it or "
-            "pass on_empty='skip'"
+            f"{whose} empty or only whitespace ({len(skipped)} empty in all): remove "
+            f"{'it' if what == 'text' else 'the pair'} or pass on_empty='skip'"
         )
     keep = [k for k in range(len(items)) if k not in set(skipped)]
     if not keep:
         raise EmptyTextError(f"all {len(items)} texts are empty: nothing to compute")
+    if any(isinstance(items[k], str) or _is_pair(items[k]) for k in keep):
+        from ..models import check_selection
+
+        check_selection(model, layers, heads)  # before the weights load
 
     with make_reporter(progress, description="features") as reporter:
         return _features(items, keep, skipped, model, layers, heads, truncate, batch_size, st,
@@ -387,7 +404,6 @@ def _features(
 
         m = model if isinstance(model, AttentionModel) else load_model(model, progress=reporter)
     reporter.stage("texts")
-    reporter.add_total(len(keep))
 
     # persistence in worker processes overlaps the rest: one background thread feeds the pool
     # while this one runs the next forward pass (on the cores the workers leave it) and the
@@ -442,6 +458,17 @@ def _run_chunks(
     if m is not None:
         model_ids = (tuple(resolve_indices(layers, m.n_layers, "layer")),
                      tuple(resolve_indices(heads, m.n_heads, "head")))
+        n_layers = len(model_ids[0])
+    else:  # every Attention covers the same heads (checked below)
+        first = items[keep[0]]
+        first = first if isinstance(first, Attention) else first.attention
+        n_layers = len(resolve_indices(layers, first.n_layers, "layer"))
+    # per text, one unit per layer as its features are computed, one when its row is done
+    reporter.add_total(len(keep) * (n_layers + 1))
+
+    def one_layer() -> None:
+        reporter.advance()
+
     pending: Callable[[], tuple[np.ndarray, Any]] | None = None
     for start in range(0, len(keep), batch_size):
         idx = keep[start:start + batch_size]
@@ -479,9 +506,10 @@ def _run_chunks(
                 f"texts[{idx[run_pos[0]]}] is run on other layers/heads than texts[{keep[0]}]: "
                 "every Attention of one table must cover the same heads"
             )
-        chunk = ChunkFeatures(len(idx), bounds, st, drop_special, engine, n_jobs, submit)
+        chunk = ChunkFeatures(len(idx), bounds, st, drop_special, engine, n_jobs, submit,
+                              order=head_order(layer_ids, head_ids))
         for p, a in given:
-            chunk.add_attention(p, a)
+            chunk.add_attention(p, a, on_layer=one_layer)
         texts_of = [""] * len(idx)
         for p, a in given:
             texts_of[p] = a.text
@@ -490,7 +518,8 @@ def _run_chunks(
                              label=lambda j, run_pos=run_pos, idx=idx: f"texts[{idx[run_pos[j]]}]: ")
         if to_run:
             encs = stream_into(chunk, m, to_run, run_pos, layers=layers, heads=heads,
-                               truncate=truncate, check=check, forward_threads=forward_threads)
+                               truncate=truncate, check=check, forward_threads=forward_threads,
+                               on_layer=one_layer)
             for p, e in zip(run_pos, encs):
                 texts_of[p] = e.text
         chunk.start()

@@ -19,7 +19,10 @@ distances, per head:
 
 Cost per head, ``n`` tokens of which ``r`` are the response's: ``attention`` reads the attention
 matrix and runs Prim's algorithm on the contracted graph, ``O(n²)`` (no distances between rows
-are computed); ``js`` first needs the Jensen–Shannon distances, ``O(n³)``.  Ask for the
+are computed); ``js`` needs the Jensen–Shannon distances from the response's rows to every row
+(the forest reads no other: the prompt-to-prompt block is never computed), ``r·n`` pairs of
+``O(n)`` each instead of the ``n²/2`` of a full matrix, so ``O(r n²)``: a RAG-shaped pair (a long
+prompt, a short answer) pays a fraction ``2r/n`` of the full matrix.  Ask for the
 ``attention`` quantity alone (``features(..., sets=("prompt",), prompt_quantities=("attention",))``)
 to pay only for it.  Both run on the device of the attention they are given (a CUDA tensor
 stays on its GPU: :mod:`attntopo.topology._mst`), a few heads at a time.
@@ -33,6 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._threads import torch_threads
+from ..errors import InvalidInputError
 
 __all__ = ["PROMPT_QUANTITIES", "spanning_forest_length", "prompt_features"]
 
@@ -65,6 +69,29 @@ def spanning_forest_length(D: Any, prompt: np.ndarray) -> np.ndarray:
     from ..topology import prim_edges
 
     return prim_edges(D, np.asarray(prompt, dtype=bool)).sum(dim=1).double().cpu().numpy()
+
+
+def _js_forest(A: Any, prompt: np.ndarray) -> np.ndarray:
+    """:func:`spanning_forest_length` of the Jensen–Shannon distances of ``A`` ((B, n, n)
+    attention, on its device), from the response rows' distances alone
+    (:func:`attntopo.distances.token_distances_tensor` with ``rows``: ``r·n`` pairs): the
+    nearest prompt token of each response token and the response-to-response block, the
+    same numbers as the full matrix gives (the same bits with the C kernel)."""
+    from ..distances import token_distances_tensor
+    from ..topology import prim_contracted
+
+    if not prompt.any():
+        raise InvalidInputError("the prompt score needs at least one prompt token; got none")
+    R = np.flatnonzero(~prompt)
+    D = token_distances_tensor(A, rows=R)  # (B, r, n): D[:, a, j] = JS(response a, token j)
+    k = _prefix(prompt)
+    if k is not None:  # a pair: the prompt first
+        to_p, RR = D[:, :, :k].amin(-1), D[:, :, k:]
+    else:
+        idx_p = np.flatnonzero(prompt)
+        to_p = D[:, :, idx_p].amin(-1)
+        RR = D[:, :, R]
+    return prim_contracted(to_p, RR).sum(dim=1).double().cpu().numpy()
 
 
 def _prefix(mask: np.ndarray) -> int | None:
@@ -153,7 +180,8 @@ def prompt_features(
         Attention of ``B`` heads (a CUDA tensor is scored on its GPU).
     D_js : ndarray or torch.Tensor of shape (B, n, n), or None
         Its Jensen–Shannon distances when already computed; None: computed here, a few heads at
-        a time, only when ``"js"`` is asked for.
+        a time, only when ``"js"`` is asked for, and only from the response's rows (``r·n``
+        pairs, never the prompt-to-prompt block).
     prompt : ndarray of shape (n,), bool
         The prompt's tokens (the others are the response's, at least one); with ``keep``,
         shape (len(keep),): of the kept tokens.
@@ -168,7 +196,6 @@ def prompt_features(
     import torch
 
     from ..attention import renormalized_subset
-    from ..distances import token_distances_tensor
 
     prompt = np.asarray(prompt, dtype=bool)
     r = int(np.count_nonzero(~prompt))
@@ -177,8 +204,8 @@ def prompt_features(
     if keep is not None:
         keep = np.asarray(keep, dtype=np.int64)
         A = np.asarray(A)
-    # the attention forest needs r² per head, JS distances n²
-    per_head = n * n if "js" in quantities else max(1, r * r)
+    # the attention forest needs r² per head, the JS forest the response rows' r·n distances
+    per_head = r * n if "js" in quantities else max(1, r * r)
     step = max(2, _GROUP_ELEMENTS // per_head) if on_cpu else max(1, B)
     out = np.empty((B, len(quantities)))
     for h0 in range(0, B, step):
@@ -193,12 +220,10 @@ def prompt_features(
                                      _attention_forest_subset(A[h0:h1], keep, prompt)) / r
                 continue
             if D_js is not None:
-                D = D_js[h0:h1]
-            else:
-                if keep is not None and sub is None:
-                    sub = renormalized_subset(A[h0:h1], keep)
-                D = token_distances_tensor(A[h0:h1] if keep is None else sub)
-            out[h0:h1, c] = spanning_forest_length(D, prompt) / r
-            del D
+                out[h0:h1, c] = spanning_forest_length(D_js[h0:h1], prompt) / r
+                continue
+            if keep is not None and sub is None:
+                sub = renormalized_subset(A[h0:h1], keep)
+            out[h0:h1, c] = _js_forest(A[h0:h1] if keep is None else sub, prompt) / r
         del sub
     return out

@@ -44,6 +44,39 @@ def check_labels(y: Any, n: int | None = None, name: str = "y") -> np.ndarray:
     return arr
 
 
+def _check_enough(y: np.ndarray, criterion: str, cv: int) -> None:
+    """Enough labelled samples for ``criterion``, else one line saying how many are needed.
+
+    ``"cv_accuracy"``: stratified ``cv``-fold cross-validation (``cv >= 2``) needs a class
+    with at least ``cv`` samples to make the folds, and every class needs at least 2, so that
+    every training set holds it (``cv`` of each puts every class in every test fold too;
+    fewer gives scikit-learn's warning about the least populated class).  ``"anova"``: the F
+    statistic needs a within-class variance: more samples than classes.
+    """
+    classes, counts = np.unique(y, return_counts=True)
+    n = int(y.shape[0])
+    if criterion == "cv_accuracy":
+        if cv < 2:
+            raise InvalidInputError(
+                f"cv={cv}: cross-validation needs at least 2 folds (cv=2 or more)")
+        least = int(np.argmin(counts))
+        why = (f"class {classes[least].item()!r} has {int(counts[least])} sample of {n}, and "
+               "every class needs at least 2" if counts[least] < 2 else
+               f"the largest class has {int(counts.max())} of {n} samples, and {cv} folds need "
+               f"a class with at least {cv}" if counts.max() < cv else None)
+        if why is not None:
+            raise InvalidInputError(
+                f"too few samples to score heads by cv_accuracy with cv={cv}: {why} ({cv} of "
+                "each tests every class in every fold); give more labelled texts, a smaller cv "
+                "(at least 2) or criterion='anova'"
+            )
+    elif n <= classes.size:
+        raise InvalidInputError(
+            f"too few samples to score heads by anova: it needs more samples than classes (at "
+            f"least {classes.size + 1} for {classes.size} classes), got {n}; give more labelled texts"
+        )
+
+
 def _columns_of(X: Any, columns: Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
     if isinstance(X, FeatureTable):
         return X.values, list(X.columns)
@@ -74,7 +107,8 @@ def head_scores(
     Parameters
     ----------
     X : FeatureTable, DataFrame or ndarray of shape (n_texts, n_features)
-        Features whose columns are named ``L{layer}H{head}.{set}.{quantity}``.
+        Features whose columns are named ``L{layer}H{head}.{set}.{quantity}`` (``L*H*``
+        columns, of no single head, are not scored).
     y : array-like of shape (n_texts,)
         Labels (at least two classes).
     criterion : {"cv_accuracy", "anova"}
@@ -109,10 +143,12 @@ def head_scores(
     cv = check_positive_int(cv, "cv", allow_none=False)
     values, names = _columns_of(X, columns)
     y = check_labels(y, values.shape[0])
+    _check_enough(y, criterion, cv)
     groups: dict[tuple[int, int], list[int]] = {}
     for k, c in enumerate(names):
         layer, head, _, _ = parse_column(c)
-        groups.setdefault((layer, head), []).append(k)
+        if layer is not None and head is not None:  # L*H* columns belong to no head
+            groups.setdefault((layer, head), []).append(k)
     values = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
     out: dict[tuple[int, int], float] = {}
     if criterion == "anova":

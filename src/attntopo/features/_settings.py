@@ -18,17 +18,9 @@ from ..errors import InvalidInputError
 from ._graph import CYCLE_CAP, DEFAULT_THRESHOLDS
 from ._js import DEFAULT_QUANTILES, DEFAULT_SCALES
 from ._prompt import PROMPT_QUANTITIES
+from ._registry import DEFAULT_SETS, FEATURE_SETS
 
 __all__ = ["FeatureSettings", "FEATURE_SETS", "DEFAULT_SETS", "check_settings", "resolve_settings"]
-
-#: Every feature set, by name.
-FEATURE_SETS: tuple[str, ...] = (
-    "js", "graph", "barcode", "template", "prompt", "js_image", "js_landscape", "js_per_token",
-    "spectral",
-)
-#: The sets computed when none are named (``prompt`` needs pairs; images/landscapes are opt-in).
-DEFAULT_SETS: tuple[str, ...] = ("js", "graph", "barcode", "template")
-
 
 def _check_sets(sets: Any) -> tuple[str, ...]:
     if isinstance(sets, str):
@@ -131,8 +123,9 @@ class FeatureSettings:
     prompt_quantities : sequence of {"js", "attention"}, default both
         The ``prompt`` set's scores (``("attention",)`` computes no JS distances).
     drop_special : bool, default False
-        Remove special tokens and renormalize rows before the ``js``, ``graph``,
-        ``barcode`` and ``spectral`` sets.  False (as everywhere in attntopo): the attention
+        Remove special tokens and renormalize rows before the sets that see them so
+        (:attr:`FeatureSet.drops_special`: ``js``, ``graph``, ``barcode``, …).  False (as
+        everywhere in attntopo): the attention
         as the model computed it, which is what la-tda and TOHA compute on.
     min_persistence : float >= 0, default 0
         Bars of length ``death − birth <= min_persistence`` are left out of the diagram

@@ -1,7 +1,9 @@
 """The feature table: one row per text, one named column per (head, set, quantity).
 
 Column names read ``L{layer}H{head}.{set}.{quantity}`` with model indices (0-based), e.g.
-``L3H7.js.h1.total_persistence``, ``L3H7.graph.t0.1.b1``, ``L3H7.template.prev``.
+``L3H7.js.h1.total_persistence``, ``L3H7.graph.t0.1.b1``, ``L3H7.template.prev``.  A set with
+one block of columns per text rather than per head (``zigzag``: all chosen layers and heads
+together) writes ``L*H*.{set}.{quantity}``, e.g. ``L*H*.zigzag.h1.n_bars``.
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._validation import is_int
 from ..analyses import KINDS, Columns, Result
 from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
 from ..io import json_safe
 
-__all__ = ["FeatureTable", "column_name", "parse_column"]
+__all__ = ["FeatureTable", "column_name", "model_column", "parse_column"]
 
 KIND = "feature_table"
-_NAME = re.compile(r"^L(\d+)H(\d+)\.([a-z_]+)\.(.+)$")
+_NAME = re.compile(r"^L(\d+|\*)H(\d+|\*)\.([a-z_]+)\.(.+)$")
+#: The layer and head of a column that belongs to no single head (``L*H*``).
+_ALL = "*"
 
 
 def column_name(layer: int, head: int, set_name: str, quantity: str) -> str:
@@ -27,14 +32,37 @@ def column_name(layer: int, head: int, set_name: str, quantity: str) -> str:
     return f"L{layer}H{head}.{set_name}.{quantity}"
 
 
-def parse_column(name: str) -> tuple[int, int, str, str]:
-    """``(layer, head, set, quantity)`` of a column name (inverse of :func:`column_name`)."""
+def model_column(set_name: str, quantity: str) -> str:
+    """``L*H*.{set}.{quantity}``: a column of all the chosen layers and heads together."""
+    return f"L{_ALL}H{_ALL}.{set_name}.{quantity}"
+
+
+def parse_column(name: str) -> tuple[int | None, int | None, str, str]:
+    """``(layer, head, set, quantity)`` of a column name (inverse of :func:`column_name`);
+    layer and head are None for a column of no single head (``L*H*``, :func:`model_column`)."""
     m = _NAME.match(name)
-    if m is None:
+    if m is None or (m.group(1) == _ALL) != (m.group(2) == _ALL):
         raise InvalidInputError(
-            f"{name!r} is not a feature column name (expected 'L<layer>H<head>.<set>.<quantity>')"
+            f"{name!r} is not a feature column name (expected 'L<layer>H<head>.<set>.<quantity>' "
+            "or 'L*H*.<set>.<quantity>')"
         )
+    if m.group(1) == _ALL:
+        return None, None, m.group(3), m.group(4)
     return int(m.group(1)), int(m.group(2)), m.group(3), m.group(4)
+
+
+def _head_pairs(heads: Any) -> list[tuple[int, int]]:
+    """``(layer, head)`` pairs from tuples or 2-item lists of ints (duplicates kept once)."""
+    if isinstance(heads, (str, bytes)) or not hasattr(heads, "__iter__"):
+        raise InvalidInputError(f"heads must be (layer, head) pairs, got {heads!r}")
+    out: list[tuple[int, int]] = []
+    for h in heads:
+        if (not isinstance(h, (tuple, list)) or len(h) != 2
+                or not all(is_int(x) for x in h)):
+            raise InvalidInputError(
+                f"heads must be (layer, head) pairs of ints, e.g. [(3, 7), (0, 1)]; got {h!r}")
+        out.append((int(h[0]), int(h[1])))
+    return list(dict.fromkeys(out))
 
 
 @dataclass(eq=False)
@@ -105,28 +133,47 @@ class FeatureTable(Result):
         return self.values if dtype is None else self.values.astype(dtype)
 
     def heads(self) -> list[tuple[int, int]]:
-        """The (layer, head) pairs present, in column order."""
+        """The (layer, head) pairs present, in column order (``L*H*`` columns belong to none)."""
         seen: dict[tuple[int, int], None] = {}
         for c in self.columns:
             layer, head, _, _ = parse_column(c)
-            seen[(layer, head)] = None
+            if layer is not None and head is not None:
+                seen[(layer, head)] = None
         return list(seen)
 
     def select(self, *, heads=None, sets=None) -> "FeatureTable":
-        """The columns of some (layer, head) pairs and/or some sets, as a new table."""
-        want_heads = None if heads is None else {(int(a), int(b)) for a, b in heads}
-        want_sets = None if sets is None else set([sets] if isinstance(sets, str) else sets)
+        """The columns of some (layer, head) pairs and/or some sets, as a new table.
+
+        ``heads``: ``(layer, head)`` pairs (tuples, or 2-item lists as ``json.load`` gives
+        them), model indices; ``sets``: a set name or names.  The columns come in the order
+        asked: set by set (in ``sets``' order, else the table's), within a set the heads in
+        ``heads``' order (else the table's), quantities as in the table.  Each column keeps its
+        name, so its values are those of the head it names whatever the order.  ``heads``
+        leaves out the ``L*H*`` columns, which belong to no head.
+        """
+        want_heads = None if heads is None else _head_pairs(heads)
+        want_sets = None if sets is None else list(dict.fromkeys(
+            [sets] if isinstance(sets, str) else sets))
+        head_rank = None if want_heads is None else {h: k for k, h in enumerate(want_heads)}
+        set_rank = None if want_sets is None else {s: k for k, s in enumerate(want_sets)}
         keep = []
         for k, c in enumerate(self.columns):
             layer, head, s, _ = parse_column(c)
-            if (want_heads is None or (layer, head) in want_heads) and (
-                want_sets is None or s in want_sets
+            if (head_rank is None or (layer, head) in head_rank) and (
+                set_rank is None or s in set_rank
             ):
-                keep.append(k)
+                keep.append((set_rank[s] if set_rank is not None else 0,
+                             head_rank[(layer, head)] if head_rank is not None else 0, k))
         if not keep:
             raise InvalidInputError("no column matches that selection of heads and sets")
+        if set_rank is None:  # the table's set order: by each set's first column
+            first: dict[str, int] = {}
+            for _, _, k in keep:
+                first.setdefault(parse_column(self.columns[k])[2], k)
+            keep = [(first[parse_column(self.columns[k])[2]], h, k) for _, h, k in keep]
+        cols = [k for _, _, k in sorted(keep)]
         return FeatureTable(
-            self.values[:, keep], tuple(self.columns[k] for k in keep), self.index, self.texts,
+            self.values[:, cols], tuple(self.columns[k] for k in cols), self.index, self.texts,
             self.skipped, dict(self.settings), dict(self.provenance),
         )
 

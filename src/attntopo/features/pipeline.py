@@ -10,11 +10,13 @@ Chunked computation (corpus)
     ``ChunkFeatures``            one chunk's feature rows, computed as each layer streams by
     ``stream_into``              run the model over a chunk's texts into a ``ChunkFeatures``
     ``set_columns``              a settings record's column names, in the store's order
+    ``head_order``               the (layer, head) keys of a row, as ``ChunkFeatures(order=)``
     ``PERSISTENCE_SETS``         the sets that need persistence diagrams (worker processes)
     ``threads_beside_workers``   torch threads left for the main process beside ``n_jobs`` workers
     ``join_pair``                a (prompt, answer) pair as the one text the model reads, and where
                                  the answer starts (exactly as ``features`` joins pairs)
     ``answer_check``             ``stream_into``'s check refusing a pair whose answer kept no token
+    ``PAIR_SETS``                the sets that need (prompt, answer) pairs
 Cache (``AttentionFeatures(memory=)``)
     ``check_memory``, ``model_fingerprint``, ``settings_digest``, ``cached_rows``
 Heads (``SelectHeads``, ``ablate_heads``)
@@ -30,10 +32,12 @@ _LAZY = {
     "ChunkFeatures": "._compute",
     "stream_into": "._compute",
     "set_columns": "._compute",
+    "head_order": "._compute",
     "PERSISTENCE_SETS": "._compute",
     "threads_beside_workers": "._compute",
     "join_pair": "._compute",
     "answer_check": "._compute",
+    "PAIR_SETS": "._compute",
     "check_memory": "._cache",
     "model_fingerprint": "._cache",
     "settings_digest": "._cache",

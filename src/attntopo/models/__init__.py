@@ -2,6 +2,7 @@
 
 from .precision import normalize_rows, row_sum_tolerance
 from .loading import cache_dir
+from ._counts import check_selection, configured_counts
 from .model import AttentionModel, Encoding, ModelDescription, clear_model_cache, describe_model, load_model
 from .specs import ALIASES, DEFAULT_MODEL, ModelSpec, packaged_aliases, resolve_spec
 
@@ -13,7 +14,9 @@ __all__ = [
     "ModelSpec",
     "ModelDescription",
     "cache_dir",
+    "check_selection",
     "clear_model_cache",
+    "configured_counts",
     "describe_model",
     "load_model",
     "normalize_rows",

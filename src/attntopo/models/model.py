@@ -70,6 +70,11 @@ def _trim_heap() -> None:
         _MALLOC_TRIM(0)
 
 
+#: tokens beyond those kept that a prefix must give before it stands for the whole text
+#: (:meth:`ModelDescription._truncation_prefix`): the tokens its cut may change are past them
+_PREFIX_MARGIN = 16
+
+
 @dataclass(frozen=True)
 class Encoding:
     """One tokenized text: ids, token strings, character offsets and special-token mask."""
@@ -191,9 +196,12 @@ class ModelDescription:
         )
         if self._fast:
             kwargs["return_offsets_mapping"] = True
+        # a text to be truncated is tokenized as far as the tokens kept reach, not whole (a 5 MB
+        # line cut to 512 tokens peaked at 1.8 GB): the offsets index the text all the same
+        heads = [self._truncation_prefix(t) for t in texts] if truncate else list(texts)
         # verbose=False: attntopo checks the length itself (one typed error, or truncation), so
         # the tokenizer's own "Token indices sequence length is longer than ..." line is noise
-        enc = tok(list(texts), truncation=False, verbose=False, **kwargs)
+        enc = tok(heads, truncation=False, verbose=False, **kwargs)
         unk_id = tok.unk_token_id
         unknown: list[str] = []
         out = []
@@ -232,6 +240,31 @@ class ModelDescription:
         if unknown:
             self._warn_unknown(unknown)
         return out
+
+    def _truncation_prefix(self, text: str) -> str:
+        """The shortest prefix of ``text`` tried whose first :attr:`max_length` token ids are
+        those of the whole text, or ``text`` itself.
+
+        Tokenizers decide a token from the characters around it (a word, a run of spaces),
+        so a prefix changes only the tokens near its end.  A prefix of ``L`` characters is
+        taken when it gives :data:`_PREFIX_MARGIN` tokens more than the model keeps and its
+        first :attr:`max_length` ids are those of a prefix half as long again (the cut moved,
+        the ids kept did not); else ``L`` grows fourfold, up to the whole text.  ``L`` starts
+        at 8 characters per token kept (English averages about 4).
+        """
+        n = int(self.max_length)
+        size = 8 * n + 1024
+        while 2 * size < len(text):
+            ids = self._ids(text[:size])
+            if len(ids) > n + _PREFIX_MARGIN and self._ids(text[:size + size // 2])[:n] == ids[:n]:
+                return text[:size]
+            size *= 4
+        return text
+
+    def _ids(self, text: str) -> list[int]:
+        """The token ids of ``text``, special tokens included."""
+        return list(self.tokenizer(text, add_special_tokens=True, truncation=False,
+                                   verbose=False)["input_ids"])
 
     def _warn_unknown(self, pieces: list[str]) -> None:
         """One :class:`~attntopo.errors.UnknownTokensWarning` for the unknown tokens of a call."""
@@ -301,7 +334,7 @@ class AttentionModel(ModelDescription):
         return self._host_layers(batch_ids, range(self.n_layers), range(self.n_heads))
 
     def _host_layers(self, batch_ids: list[list[int]], li: Sequence[int],
-                     hi: Sequence[int]) -> list[np.ndarray]:
+                     hi: Sequence[int], on_layer=None) -> list[np.ndarray]:
         """Per text of the batch, the layers ``li`` and heads ``hi`` as a host float32 array
         ``(len(li), len(hi), n_i, n_i)``, copied layer by layer as the forward pass makes them
         (the other layers and heads never leave the model's device)."""
@@ -311,7 +344,7 @@ class AttentionModel(ModelDescription):
         def keep(b: int, layer: int, w) -> None:
             out[b][pos[layer]] = w.cpu().numpy()
 
-        self._forward_layers(batch_ids, list(pos), list(hi), keep)
+        self._forward_layers(batch_ids, list(pos), list(hi), keep, on_layer)
         return out
 
     def _attention_modules(self) -> list | None:
@@ -345,7 +378,7 @@ class AttentionModel(ModelDescription):
         return found
 
     def _forward_layers(self, batch_ids: list[list[int]], li: Sequence[int], hi: Sequence[int],
-                        fn) -> None:
+                        fn, on_layer=None) -> None:
         """Forward a batch of id lists (right-padded) and hand over the attention layer by layer.
 
         ``fn(b, layer, weights)`` is called for every text ``b`` of the batch and every layer of
@@ -353,7 +386,9 @@ class AttentionModel(ModelDescription):
         forward pass, with ``weights`` a float32 torch.Tensor of shape (len(hi), n_b, n_b) on
         the model's device.  Forward hooks on the attention modules take each layer's weights
         as the model makes them and drop them before the next layer runs, so at most one
-        layer's attention is alive at a time (besides what ``fn`` keeps).
+        layer's attention is alive at a time (besides what ``fn`` keeps).  ``on_layer(k)``,
+        if given, is called once each model layer ``k`` of the forward pass is done (taken or
+        not): the progress of a forward pass, layer by layer.
         """
         import torch
 
@@ -400,6 +435,8 @@ class AttentionModel(ModelDescription):
                 take(k, output[1])
             if trim:  # every layer, taken or not: the forward pass's own blocks too
                 _trim_heap()
+            if on_layer is not None:
+                on_layer(k)
             # the weights go: transformers' own recorder (output_attentions) skips a None
             return (output[0], None) + tuple(output[2:])
 
@@ -435,6 +472,8 @@ class AttentionModel(ModelDescription):
                 del w
                 if trim:
                     _trim_heap()
+                if on_layer is not None:
+                    on_layer(k)
 
     def stream(
         self,
@@ -474,7 +513,9 @@ class AttentionModel(ModelDescription):
             Texts per forward pass; by default as many as keep one layer's attention of the
             batch under 32 MiB (a long text goes alone).
         progress : bool, callable or None, default False
-            Report the texts done, per forward pass (see :mod:`attntopo._progress`).
+            Report the forward passes layer by layer (see :mod:`attntopo._progress`): stage
+            ``"attention"``, :meth:`progress_units` units, each text advancing one unit per model
+            layer computed, so that one long text moves too.
 
         Returns
         -------
@@ -496,16 +537,24 @@ class AttentionModel(ModelDescription):
             raise InvalidInputError(f"fn must be callable as fn(index, layer, weights), got {type(fn).__name__}")
         truncate = check_bool(truncate, "truncate")
         batch_size = check_positive_int(batch_size, "batch_size", None, hint="None: by memory")
-        li = check_indices(layers, self.n_layers, "layer")
-        hi = check_indices(heads, self.n_heads, "head")
+        li = check_indices(layers, self.n_layers, "layer", owner=self.name)
+        hi = check_indices(heads, self.n_heads, "head", owner=self.name)
         encs = self._encode(texts, truncate=truncate)
-        with make_reporter(progress, total=len(texts), description="attention") as reporter:
+        with make_reporter(progress, total=self.progress_units(len(texts)),
+                           description="attention") as reporter:
             reporter.stage("attention")
             for idx in self._batches(encs, batch_size, len(hi), per_layer=True):
                 self._forward_layers([encs[i].ids for i in idx], li, hi,
-                                     lambda b, layer, w, idx=idx: fn(idx[b], layer, w))
-                reporter.advance(len(idx))
+                                     lambda b, layer, w, idx=idx: fn(idx[b], layer, w),
+                                     lambda k, n=len(idx): reporter.advance(n))
         return encs
+
+    def progress_units(self, n_texts: int) -> int:
+        """Units of ``progress=`` in :meth:`attention` and :meth:`stream` for ``n_texts`` texts:
+        one per text and model layer (every layer runs in a forward pass, selected or not),
+        advanced as each layer of a forward pass is done.  A caller that passes an open
+        reporter adds these to its plan."""
+        return int(n_texts) * self.n_layers
 
     def _batches(self, encs: list[Encoding], batch_size: int | None, n_heads: int,
                  per_layer: bool = False) -> list[list[int]]:
@@ -550,8 +599,8 @@ class AttentionModel(ModelDescription):
                 f"input has {too_long} tokens but {self.name} takes at most {self.max_length}",
                 n_tokens=too_long, limit=self.max_length, model=self.name,
             )
-        li = check_indices(layers, self.n_layers, "layer")
-        hi = check_indices(heads, self.n_heads, "head")
+        li = check_indices(layers, self.n_layers, "layer", owner=self.name)
+        hi = check_indices(heads, self.n_heads, "head", owner=self.name)
         return self._host_layers(ids, li, hi)
 
     def attention(
@@ -583,9 +632,10 @@ class AttentionModel(ModelDescription):
         batch_size : int >= 1, optional
             Texts per forward pass; by default as many as fit a memory bound.
         progress : bool, callable or None, default False
-            Report the texts done, per forward pass: ``True`` a bar, ``None`` a bar on a
+            Report the forward passes layer by layer: ``True`` a bar, ``None`` a bar on a
             terminal or in Jupyter, or a callback ``callback(done, total, stage)`` (see
-            :mod:`attntopo._progress`).
+            :mod:`attntopo._progress`); stage ``"attention"``, :meth:`progress_units` units
+            (each text advances one per model layer computed, so one long text moves too).
 
         Returns
         -------
@@ -596,16 +646,18 @@ class AttentionModel(ModelDescription):
         drop_special = check_bool(drop_special, "drop_special")
         truncate = check_bool(truncate, "truncate")
         batch_size = check_positive_int(batch_size, "batch_size", None, hint="None: by memory")
-        li = check_indices(layers, self.n_layers, "layer")
-        hi = check_indices(heads, self.n_heads, "head")
-        with make_reporter(progress, total=len(texts), description="attention") as reporter:
+        li = check_indices(layers, self.n_layers, "layer", owner=self.name)
+        hi = check_indices(heads, self.n_heads, "head", owner=self.name)
+        with make_reporter(progress, total=self.progress_units(len(texts)),
+                           description="attention") as reporter:
             reporter.stage("attention")
             results = self._attention(texts, drop_special, truncate, li, hi, batch_size, reporter)
         return results[0] if single else results  # type: ignore[return-value]
 
     def _attention(self, texts: list[str], drop_special: bool, truncate: bool, li, hi,
                    batch_size: int | None, reporter: Reporter) -> list[Attention]:
-        """:meth:`attention` of checked arguments; ``reporter`` advances by each batch's texts.
+        """:meth:`attention` of checked arguments; ``reporter`` advances by each batch's texts
+        as each model layer of its forward pass is done.
 
         The selected layers and heads are copied to the host layer by layer as the forward pass
         makes them (:meth:`_forward_layers`): the others never leave the model's device.
@@ -613,7 +665,8 @@ class AttentionModel(ModelDescription):
         encs = self._encode(texts, truncate=truncate)
         results: list[Attention | None] = [None] * len(encs)
         for idx in self._batches(encs, batch_size, self.n_heads):
-            arrays = self._host_layers([encs[i].ids for i in idx], li, hi)
+            arrays = self._host_layers([encs[i].ids for i in idx], li, hi,
+                                       lambda k, n=len(idx): reporter.advance(n))
             for i, w in zip(idx, arrays):
                 e = encs[i]
                 att = Attention(
@@ -630,7 +683,6 @@ class AttentionModel(ModelDescription):
                     truncated=e.truncated,
                 )
                 results[i] = att.drop_special() if drop_special else att
-            reporter.advance(len(idx))
         return results  # type: ignore[return-value]
 
 

@@ -360,10 +360,11 @@ def _check_scale(scale: Any) -> Any:
 
 def _attention_and_qk(att: Any, model: Any, need_qk: bool, layers: Any, heads: Any, truncate: bool):
     """``(Attention, QKCapture or None, model info)``: one forward pass at most."""
-    from ..models import AttentionModel, load_model
+    from ..models import AttentionModel, check_selection, load_model
     from ..models.instruments import capture_qk
 
     if isinstance(att, str):
+        check_selection(model or "minilm", layers, heads)  # before the weights load
         m = model if isinstance(model, AttentionModel) else load_model(model or "minilm")
         cap = capture_qk(m, att, truncate=truncate)
         e = cap.encoding

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .._validation import check_device, check_dtype
+from .._validation import check_byte_size, check_device, check_dtype
 from ..errors import InvalidInputError
 from ._errors import JobError
 from .cache import LRUCache
@@ -45,6 +45,11 @@ class Settings:
         background and is cached, so a retry is fast).
     cache_size : int
         Analyses and comparisons kept in memory (LRU).
+    cache_memory : int or str
+        Bytes the kept results may hold together (``"1GB"``, ``"512MB"`` or an int of bytes;
+        default 1GB), each measured when it is stored (its arrays' bytes and
+        its Python objects': :func:`attntopo.web.cache.deep_sizeof`); the least recently used
+        are dropped to make room, and a result larger than the bound is not kept.
     max_triangles : int
         Triangles sent per head and text (the earliest-born; the page says where the list
         stops being complete).
@@ -68,6 +73,7 @@ class Settings:
     max_concurrent: int = 2
     timeout: float = 60.0
     cache_size: int = 16
+    cache_memory: int | str = "1GB"
     max_triangles: int = 20000
     models: tuple[str, ...] | None = None
     allowed_hosts: tuple[str, ...] | None = None
@@ -88,6 +94,7 @@ class Settings:
         positive_int("max_chars", 1, 1_000_000)
         positive_int("max_concurrent", 1, 64)
         positive_int("cache_size", 0)
+        self.cache_memory = check_byte_size(self.cache_memory, "cache_memory")
         positive_int("max_triangles", 0)
         try:
             t = float(self.timeout)

@@ -137,7 +137,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     state = ServerState(
         settings=settings,
-        cache=LRUCache(settings.cache_size),
+        cache=LRUCache(settings.cache_size, settings.cache_memory),
         executor=new_executor(),
         slots=_Slots(settings.max_concurrent),
     )

@@ -688,12 +688,17 @@ def test_a_reader_of_a_replaced_store_stops_naming_it(tmp_path):
     store = _store(tmp_path)
     reader = open_store(store.path)
     assert reader.counts()["done"] == 5 and len(reader.sql("SELECT id FROM corpus")) == 5
+    streaming = reader.sql_batches("SELECT id FROM corpus")  # started, not read yet
     _replace(store.path)
+    with pytest.raises(StoreReplacedError) as e:  # attntopo query reads so: no row given out
+        streaming.read_next_batch()
+    assert str(e.value) == f"STORE {str(store.path)!r} {REPLACED}"
     reads = {
         "counts": reader.counts, "refresh": reader.refresh, "to_pandas": reader.to_pandas,
         "to_arrow": reader.to_arrow, "verify": reader.verify, "n_rows": reader.n_rows,
         "done_ids": reader.done_ids, "errors": reader.errors, "parts": reader.parts,
         "sql": lambda: reader.sql("SELECT id FROM corpus"),
+        "sql_batches": lambda: reader.sql_batches("SELECT id FROM corpus").read_all(),
         "diagrams": lambda: reader.diagrams("0-x"), "repr": lambda: repr(reader),
     }
     for name, read in reads.items():
@@ -821,7 +826,7 @@ def _flip_in_a_data_page(path: Path, column: str = "L0H0.js.h0.total_persistence
     path.write_bytes(bytes(data))
 
 
-def test_a_flipped_bit_is_never_certified_without_the_checksum_file(tmp_path):
+def test_a_flipped_bit_is_never_certified_without_the_checksum_file(tmp_path, capsys):
     """One bit flipped in a data page and ``parts.sha256`` deleted: the part had read in
     full (one value changed), so resume certified it with a fresh SHA-256 and ``verify()``
     said ``{}``.  Parts carry a CRC in every page now: the part is named, every read of it
@@ -845,6 +850,13 @@ def test_a_flipped_bit_is_never_certified_without_the_checksum_file(tmp_path):
     with pytest.raises(ResultFormatError,
                        match=r"^SQL: a part cannot be read \(.*CRC.*Store.verify\(\) names"):
         reader.sql("SELECT * FROM corpus")
+    from attntopo.cli import main
+
+    assert main(["query", str(store.path), "SELECT * FROM corpus", "--csv"]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("error: SQL: a part cannot be read (") and "CRC" in line, line
+    assert line.endswith("Store.verify() names the damaged parts; a run of the same command "
+                         "recomputes them")
     writer = open_store(store.path)
     with pytest.warns(DamagedPartWarning,
                       match=f"{part_name(1)} was damaged .*CRC.*batch 1 is recomputed"):

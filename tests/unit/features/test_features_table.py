@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from _feature_refs import random_attention, synthetic_attention
+from _feature_refs import texts_attention
 
 import attntopo as at
 from attntopo.errors import EmptyTextError, InvalidInputError
@@ -26,22 +26,14 @@ from attntopo.features._select import head_scores
 from attntopo.features._template import punctuation_mask
 
 
-def _atts(rng, sizes, L=2, H=3):
-    out = []
-    for k, n in enumerate(sizes):
-        w = random_attention(rng, L * H, n).reshape(L, H, n, n)
-        special = np.zeros(n, dtype=bool)
-        special[[0, -1]] = True
-        words = ["," if i % 3 == 1 else f"w{k}{i}" for i in range(n)]
-        out.append(synthetic_attention(w, " ".join(words), special))
-    return out
+_atts = texts_attention
 
 
 @pytest.fixture(scope="module")
 def table():
     rng = np.random.default_rng(0)
     atts = _atts(rng, [7, 9, 5])
-    return atts, features(atts, sets=FEATURE_SETS[:4], n_jobs=1)
+    return atts, features(atts, sets=tuple(FEATURE_SETS)[:4], n_jobs=1)
 
 
 def test_columns_rows_and_per_set_values(table):
@@ -120,6 +112,28 @@ def test_empty_text_is_named_by_index_before_any_model_runs():
         features(["", " "], on_empty="skip")
 
 
+@pytest.mark.parametrize("pair, words", [
+    (("Why?", "  "), "texts[1]'s answer is empty or only whitespace (1 empty in all): remove the "
+                     "pair or pass on_empty='skip'"),
+    (["", "Because."], "texts[1]'s prompt is empty or only whitespace"),
+    (("", "\t"), "texts[1]'s prompt and answer are empty or only whitespace"),
+])
+def test_an_empty_answer_is_named_as_the_answer(pair, words):
+    # issue 33: an empty answer was reported as "texts[1] is empty" (an empty text); a pair
+    # given as a list (as json.load gives it) is a pair, so its empty part is named too
+    with pytest.raises(EmptyTextError) as e:
+        features([("Fine?", "Yes."), pair], model="no-such-model-is-loaded")
+    assert str(e.value).startswith(words)
+
+
+def test_a_list_that_is_not_a_pair_says_what_an_item_may_be():
+    with pytest.raises(InvalidInputError) as e:
+        features([["a", "b", "c"]], model="no-such-model-is-loaded")
+    assert str(e.value) == (
+        "texts[0] is a list of 3 items: each item must be a string, a (prompt, response) pair of "
+        "strings (a tuple or a 2-item list), an Attention or an Analysis")
+
+
 def test_on_empty_skip_reports_the_skipped():
     rng = np.random.default_rng(2)
     a, b = _atts(rng, [5, 6])
@@ -174,6 +188,40 @@ def test_select_heads_refuses_one_class_and_too_many_heads():
         select_heads(t, y, 5)
     with pytest.raises(InvalidInputError, match="columns="):
         select_heads(t.values, y, 1)
+
+
+@pytest.mark.parametrize("y, criterion, cv, words", [
+    ([0, 1], "cv_accuracy", 3, "class 0 has 1 sample of 2, and every class needs at least 2"),
+    (["a", "b", "b", "b"], "cv_accuracy", 3,
+     "class 'a' has 1 sample of 4, and every class needs at least 2"),
+    ([0, 0, 1, 1], "cv_accuracy", 3,
+     "the largest class has 2 of 4 samples, and 3 folds need a class with at least 3"),
+    ([0, 0, 1, 1], "cv_accuracy", 1, "cv=1: cross-validation needs at least 2 folds"),
+    ([0, 1], "anova", 3, "it needs more samples than classes (at least 3 for 2 classes), got 2"),
+])
+def test_select_heads_on_too_few_samples_says_how_many_it_needs(y, criterion, cv, words):
+    # issue 33: these were scikit-learn's own ValueErrors (StratifiedKFold's, or none at all
+    # for anova, whose F statistic was then NaN and every head scored 0)
+    t, _ = _labelled_table(np.random.default_rng(5), (0, 0))
+    t = FeatureTable(t.values[:len(y)], t.columns, np.arange(len(y)), [""] * len(y))
+    for call in (select_heads, head_scores):
+        args = (t, y, 1) if call is select_heads else (t, y)
+        with pytest.raises(InvalidInputError) as e:
+            call(*args, criterion=criterion, cv=cv)
+        assert words in str(e.value) and "\n" not in str(e.value)
+    if criterion == "cv_accuracy" and cv > 1:
+        assert str(e.value).startswith(f"too few samples to score heads by cv_accuracy with cv={cv}: ")
+        assert str(e.value).endswith("give more labelled texts, a smaller cv (at least 2) or "
+                                     "criterion='anova'")
+
+
+def test_enough_samples_for_the_folds_are_scored():
+    t, _ = _labelled_table(np.random.default_rng(6), (0, 0))
+    y = [0, 0, 0, 1, 1, 1]  # 3 of each: every fold tests every class
+    t = FeatureTable(t.values[:6], t.columns, np.arange(6), [""] * 6)
+    assert len(select_heads(t, y, 4, cv=3)) == 4
+    three = FeatureTable(t.values[:3], t.columns, np.arange(3), [""] * 3)
+    assert len(head_scores(three, [0, 1, 1], criterion="anova")) == 4  # 3 samples, 2 classes
 
 
 def test_a_saved_table_loads_in_a_fresh_process(tmp_path):

@@ -151,6 +151,16 @@ def _chunk_rows(att, boundary, sets=("prompt",), quantities=None):
     return chunk.finish()[0]
 
 
+def test_prompt_set_alone_equals_the_score_from_the_full_js_matrices():
+    """Through ChunkFeatures (what features, corpus and the sklearn transformer run): the prompt
+    set alone takes the response rows' distances, beside the js set it reads the full
+    matrices that set computes anyway; the same scores."""
+    att, boundary = _causal_pair(11, 2, 3, 14)
+    alone = _chunk_rows(att, boundary).reshape(-1)
+    beside = _chunk_rows(att, boundary, sets=("prompt", "js")).reshape(-1)[: alone.size]
+    _same_js_forest(alone, beside)
+
+
 def test_attention_score_alone_computes_no_distances(monkeypatch):
     """The attention quantity asked alone: the same number as beside JS, and no JS distance is
     computed (both distance entry points would raise)."""
@@ -191,15 +201,76 @@ def test_prompt_quantities_in_any_order_and_heads_in_groups(A, seed):
     prompt[0], prompt[-1] = True, False
     D = token_distances(A)
     full = prompt_features(A, D, prompt, ("js", "attention"))
-    np.testing.assert_array_equal(prompt_features(A, None, prompt, ("attention", "js"))[:, ::-1], full)
+    # D given: the full matrix's forest; None: the response rows' distances alone
+    _same_js_forest(prompt_features(A, None, prompt, ("attention", "js"))[:, ::-1], full)
     from attntopo.features import _prompt
 
     old = _prompt._GROUP_ELEMENTS
     try:
         _prompt._GROUP_ELEMENTS = 1  # two heads a group
-        np.testing.assert_array_equal(prompt_features(A, None, prompt), full)
+        _same_js_forest(prompt_features(A, None, prompt), full)
     finally:
         _prompt._GROUP_ELEMENTS = old
+
+
+def _same_js_forest(got: np.ndarray, want: np.ndarray) -> None:
+    """The JS score from the response rows' distances against the full matrix's: the same bits
+    with the C kernel (its rows are the full matrix's bits, the forest reads the same values);
+    on the torch path each distance within 1e-12 of the full one (tests/unit/distances), and a
+    spanning forest's length per response token moves by at most the largest change of an
+    edge (it is the sum of r edges, each 1-Lipschitz in the sup norm), so within 1e-12 too."""
+    from attntopo import _native
+
+    if _native.available():
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+def _scipy_js(M: np.ndarray) -> np.ndarray:
+    """JS distance matrix (base 2) by scipy, pair by pair."""
+    from scipy.spatial.distance import jensenshannon
+
+    n = M.shape[0]
+    D = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            D[i, j] = D[j, i] = jensenshannon(M[i], M[j], base=2)
+    return np.nan_to_num(D)  # scipy's NaN for near-identical rows: 0 (their distance < 1e-8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(attention_matrices(max_n=10, max_b=2), st.integers(0, 2**31 - 1), st.booleans())
+def test_prompt_js_score_equals_scipy_distances_and_scipys_mst(A, seed, prefix):
+    """``prompt.js`` (computed from the response rows alone) against scipy's JS distances of
+    all pairs and scipy's minimum spanning tree of the contracted graph, per response token."""
+    n = A.shape[-1]
+    if n < 2:
+        return
+    rng = np.random.default_rng(seed)
+    if prefix:
+        prompt = np.arange(n) < int(rng.integers(1, n))
+    else:
+        prompt = rng.random(n) < 0.5
+        i, j = rng.choice(n, size=2, replace=False)
+        prompt[i], prompt[j] = True, False
+    r = int(np.count_nonzero(~prompt))
+    got = prompt_features(A, None, prompt, ("js",))[:, 0]
+    for b in range(A.shape[0]):
+        # scipy's divergence has an absolute error of ~n·eps, ~1e-8 in a distance near 0
+        # (tests/unit/distances/test_native.py): each of the r edges within 1e-7
+        assert got[b] == pytest.approx(_contracted_mst(_scipy_js(A[b]), prompt) / r, abs=1e-7)
+
+
+def test_prompt_js_score_reads_only_the_response_rows(distance_shapes):
+    """No full matrix: the JS distances asked for are the response's rows, (B, r, n)."""
+    rng = np.random.default_rng(4)
+    A = np.tril(random_attention(rng, 3, 12))
+    A /= A.sum(-1, keepdims=True)
+    prompt = np.arange(12) < 9  # a RAG-shaped pair: a long prompt, 3 answer tokens
+    got = prompt_features(A, None, prompt, ("js",))
+    assert distance_shapes == [(3, 3, 12)]
+    _same_js_forest(got, prompt_features(A, token_distances(A), prompt, ("js",)))
 
 
 def test_prompt_quantities_are_checked():

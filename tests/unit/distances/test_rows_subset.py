@@ -1,0 +1,142 @@
+"""Distances from chosen rows to all rows (``token_distances_tensor(x, rows=…)``): the ``r·n``
+pairs the prompt score needs, against the full matrix's rows and scipy, on both paths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from _feature_refs import attention_matrices
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from scipy.spatial.distance import jensenshannon
+
+from attntopo import _native
+from attntopo.distances import token_distances, token_distances_tensor
+from attntopo.errors import InvalidMatrixError, OutOfRangeError, InvalidInputError
+
+
+@pytest.fixture(params=["c-kernel", "pure-torch"])
+def js_path(request, monkeypatch):
+    """The C kernel (when built) and the pure-torch path (the one a GPU tensor takes)."""
+    if request.param == "pure-torch":
+        monkeypatch.setenv("ATTNTOPO_NATIVE", "0")
+    elif not _native.available():
+        pytest.skip("the C kernel is not built here")
+    return request.param
+
+
+def _softmax_rows(rng, b, n, scale=3.0, causal=False):
+    logits = rng.normal(size=(b, n, n)) * scale
+    if causal:
+        logits[:, np.triu(np.ones((n, n), bool), 1)] = -np.inf
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _check_rows(A: np.ndarray, rows: list[int], js_path: str) -> np.ndarray:
+    """The rows' distances against the full matrix's rows: the same bits with the C kernel
+    (one per-pair routine for both), within the torch path's float64 accuracy otherwise
+    (its tiles sum over other key sets: ~1e-16 in a divergence; the documented worst case of a
+    distance is ~1e-11 relative, just above the cutoff)."""
+    full = token_distances(A)
+    got = token_distances_tensor(A, rows=rows)
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.float64
+    got = got.numpy()
+    assert got.shape == A.shape[:-2] + (len(rows), A.shape[-1])
+    want = full[..., rows, :]
+    if js_path == "c-kernel":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-14)
+    # exactly 0 from a row to itself, and the pairs of two chosen rows exactly symmetric
+    for a, i in enumerate(rows):
+        assert np.all(got[..., a, i] == 0.0)
+        for b, j in enumerate(rows):
+            assert np.array_equal(got[..., a, j], got[..., b, i])
+    return got
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_rows_match_full_matrix_and_scipy(js_path, causal):
+    rng = np.random.default_rng(5)
+    n = 45  # more than two row groups of the torch tiles
+    A = _softmax_rows(rng, 3, n, causal=causal)
+    A[1, 40] = A[1, 7]  # identical rows (one chosen, one not): exactly 0 apart
+    A[2, 41] = A[2, 42]  # two chosen identical rows
+    rows = [38, 39, 40, 41, 42, 43, 44]  # a response after its prompt
+    got = _check_rows(A, rows, js_path)
+    assert got[1, 2, 7] == 0.0 and got[2, 3, 42] == 0.0 and got[2, 4, 41] == 0.0
+    for b in range(3):
+        for a, i in enumerate(rows):
+            for j in (0, 3, 17, 38, 44):
+                assert got[b, a, j] == pytest.approx(jensenshannon(A[b, i], A[b, j], base=2),
+                                                     abs=1e-12)
+
+
+def test_rows_in_any_order_and_lead_dims(js_path):
+    rng = np.random.default_rng(6)
+    A = _softmax_rows(rng, 6, 20, causal=True).reshape(2, 3, 20, 20)
+    _check_rows(A, [19, 3, 0, 11, 12], js_path)
+    _check_rows(A, list(range(20)), js_path)
+    got = token_distances_tensor(A, rows=[-1]).numpy()  # negative: from the end
+    np.testing.assert_array_equal(got, token_distances_tensor(A, rows=[19]).numpy())
+    assert token_distances_tensor(A, rows=[]).shape == (2, 3, 0, 20)
+
+
+def test_rows_of_a_float32_tensor_and_near_identical_rows(js_path):
+    """float32 input (the models' dtype) and pairs under the cutoff (recomputed with the
+    cancellation-free form): the same numbers as the full matrix."""
+    rng = np.random.default_rng(7)
+    A = _softmax_rows(rng, 2, 30)
+    for eps in (1e-4, 1e-7, 1e-10):
+        i = int(rng.integers(0, 25))
+        r = A[:, i] * (1 + eps * rng.normal(size=(2, 30)))
+        A[:, 25 + int(rng.integers(0, 5))] = r / r.sum(-1, keepdims=True)
+    _check_rows(A, [25, 26, 27, 28, 29], js_path)
+    t = torch.from_numpy(A.astype(np.float32))
+    full = token_distances_tensor(t).numpy()
+    got = token_distances_tensor(t, rows=[25, 26, 27, 28, 29]).numpy()
+    tol = {"rtol": 0, "atol": 0} if js_path == "c-kernel" else {"rtol": 1e-11, "atol": 1e-14}
+    np.testing.assert_allclose(got, full[:, 25:], **tol)
+
+
+@settings(max_examples=60, deadline=None)
+@given(attention_matrices(max_n=11, max_b=3), st.integers(0, 2**31 - 1))
+# a single token (one row, chosen)
+@example(A=np.ones((1, 1, 1)), seed=0)
+def test_rows_property_both_paths(A, seed):
+    """Any stochastic matrices with exact zeros and ties, any choice of distinct rows: the C
+    kernel's rows are the full matrix's bits, the torch path's agree within float64 accuracy."""
+    n = A.shape[-1]
+    rng = np.random.default_rng(seed)
+    rows = [int(i) for i in rng.permutation(n)[: int(rng.integers(1, n + 1))]]
+    with pytest.MonkeyPatch.context() as mp:
+        if _native.available():
+            _check_rows(A, rows, "c-kernel")
+        mp.setenv("ATTNTOPO_NATIVE", "0")
+        _check_rows(A, rows, "pure-torch")
+
+
+def test_rows_never_compute_the_full_matrix(distance_shapes):
+    """The chosen rows' pairs only: the driver is asked for (B, r, n), no n × n output."""
+    A = _softmax_rows(np.random.default_rng(8), 2, 16)
+    token_distances_tensor(A, rows=[14, 15])
+    assert distance_shapes == [(2, 2, 16)]
+
+
+@pytest.mark.parametrize(("rows", "exc", "words"), [
+    ([3, 3], InvalidInputError, "row indices must be distinct"),
+    ([16], OutOfRangeError, "rows 16 is out of range: the matrix has 16 rows"),
+    (["a"], OutOfRangeError, "rows must be a row index"),
+])
+def test_bad_rows_are_one_clear_line(rows, exc, words):
+    A = _softmax_rows(np.random.default_rng(9), 1, 16)
+    with pytest.raises(exc, match=words):
+        token_distances_tensor(A, rows=rows)
+
+
+def test_rows_check_the_matrix_as_the_full_path_does():
+    bad = np.full((1, 4, 4), 0.3)
+    with pytest.raises(InvalidMatrixError, match="sums to 1.2"):
+        token_distances_tensor(bad, rows=[3])
