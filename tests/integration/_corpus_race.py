@@ -129,8 +129,10 @@ def _other_texts() -> list[str]:
 READER_LINES = (
     "StoreReplacedError: STORE 'STORE' was ",  # a reader that opened the old store
     "InvalidInputError: STORE 'STORE' holds parts but no manifest.json: another run may be ",
+    "InvalidInputError: 'STORE' is not a corpus store (no manifest.json), or not yet: a run ",
     "RuntimeError: exit 2: error: STORE 'STORE' was ",  # attntopo query: the same lines
     "RuntimeError: exit 2: error: STORE 'STORE' holds parts but no manifest.json",
+    "RuntimeError: exit 2: error: 'STORE' is not a corpus store (no manifest.json), or not yet",
 )
 
 

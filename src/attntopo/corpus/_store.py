@@ -425,6 +425,16 @@ class Store:
                     "no run is writing it, `attntopo corpus INPUT --out STORE --new-store` makes "
                     "it again"
                 )
+            try:
+                made = all(OWN_FILE.match(e) for e in os.listdir(self.path))
+            except OSError:
+                made = False
+            if made:  # empty, or a store's own temporary files: a run may be making it
+                raise InvalidInputError(
+                    f"{str(self.path)!r} is not a corpus store (no {MANIFEST}), or not yet: a run "
+                    "making it (a new store, or --new-store starting it over) has not written its "
+                    "manifest; open it again once that run has made it"
+                )
             raise InvalidInputError(f"{str(self.path)!r} is not a corpus store (no {MANIFEST})")
         try:
             doc = json.loads(mf.read_text(encoding="utf-8"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -725,14 +726,26 @@ def test_a_reader_while_the_store_is_started_over_says_so(tmp_path):
             "--new-store) since this reader opened it: its rows are gone; open it again "
             "(open_store, or run the command again) once that run has made it")
     for read in (reader.counts, reader.to_arrow, reader.refresh, reader.verify):
-        with pytest.raises(StoreReplacedError, match="^" + __import__("re").escape(gone) + "$"):
+        with pytest.raises(StoreReplacedError, match="^" + re.escape(gone) + "$"):
             read()
-    with pytest.raises(InvalidInputError) as e:
-        open_store(store.path)
-    assert str(e.value) == (
+
+    def refusal() -> str:
+        with pytest.raises(InvalidInputError) as e:
+            open_store(store.path)
+        return str(e.value)
+
+    assert refusal() == (
         f"STORE {str(store.path)!r} holds parts but no manifest.json: another run may be starting "
         "it over (--new-store): open it again once that run has made it; if no run is writing "
         "it, `attntopo corpus INPUT --out STORE --new-store` makes it again")
+    from attntopo.corpus._local import _clear
+
+    os.rename(store.path / "parts.sha256", store.path / MANIFEST)  # for _clear to remove
+    _clear(store.path)  # the parts gone too, the new manifest not written yet
+    assert refusal() == (
+        f"{str(store.path)!r} is not a corpus store (no manifest.json), or not yet: a run making "
+        "it (a new store, or --new-store starting it over) has not written its manifest; open it "
+        "again once that run has made it")
 
 
 def test_a_part_removed_under_a_reader_is_named_and_the_next_read_lists_again(tmp_path):
