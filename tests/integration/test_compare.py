@@ -16,16 +16,8 @@ from _tolerances import ATTENTION_ATOL
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 import attntopo as at
-from attntopo.analyses.compare import (
-    Comparison,
-    PhraseTopology,
-    compare,
-    find_phrase,
-    normalize_token,
-    phrase_topology,
-    split_words,
-    word_tokens,
-)
+from attntopo import Comparison, PhraseTopology, compare, phrase_topology
+from attntopo.words import find_phrase, normalize_token, split_words, word_tokens
 from attntopo.attention import Attention
 from attntopo.errors import InvalidInputError, OutOfRangeError
 

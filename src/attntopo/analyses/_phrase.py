@@ -24,7 +24,7 @@ from .._validation import (
 )
 from ..attention import Attention, resolve_index
 from ..constants import DEFAULT_MODEL, DISTANCE_NAMES
-from ..distances import token_distances
+from ..distances import row_distances
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
 from ..topology import Diagram, pack_diagrams, persistence_batch, unpack_diagrams
@@ -295,7 +295,8 @@ def phrase_topology(
     The phrase's tokens in a context are those whose character offsets overlap the
     phrase's span — never "every token whose id appears in the phrase" (which would also
     take every other *the* of the context).  Their distances are the context's own
-    (each row is a distribution over all the context's tokens); the sub-matrix is the
+    (each row is a distribution over all the context's tokens), computed for the phrase's
+    ``k`` tokens alone (``k²`` pairs, not the context's ``n²``); the sub-matrix is the
     phrase's metric space in that context, whose Vietoris–Rips diagrams are compared
     between contexts per homology dimension.  All contexts go through the model in one
     batched pass and all diagrams are computed in one parallel batch.
@@ -338,9 +339,11 @@ def phrase_topology(
             )
         token_indices.append(idx)
         labels.append([att.labels[t] for t in idx])
-        D = token_distances(att, metric=metric, progress=progress)
-        ii = np.array(idx)
-        subs.append(np.ascontiguousarray(D[:, :, ii][:, :, :, ii]))
+        # the phrase's rows alone (each over all the context's keys): k² pairs, not n², and
+        # the same numbers as the full matrix's block (the same bits with the C kernel)
+        progress.stage("distances")
+        subs.append(row_distances(att.weights[:, :, np.array(idx), :], metric))
+        progress.advance(L * H)
     mats = [mat for S in subs for mat in S.reshape(-1, S.shape[-1], S.shape[-1])]
     dgms = persistence_batch(mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs, progress=progress)
     grids = [_grid(dgms, L, H, c * L * H) for c in range(C)]

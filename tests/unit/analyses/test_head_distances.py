@@ -10,15 +10,9 @@ from scipy.cluster.hierarchy import linkage as sc_linkage
 from scipy.spatial.distance import jensenshannon, pdist, squareform
 
 import attntopo as at
-from attntopo.analyses.heads import (
-    HeadSpace,
-    ModelComparison,
-    classical_mds,
-    compare_models,
-    head_distances,
-    head_labels,
-    head_space,
-)
+from attntopo._mds import classical_mds
+from attntopo.analyses import HeadSpace, ModelComparison, compare_models, head_distances, head_space
+from attntopo.analyses._head_space import head_labels
 from attntopo.attention import Attention
 from attntopo.distances import pairwise_distance, row_distances
 from attntopo.errors import InvalidInputError, InvalidMatrixError, OutOfRangeError
