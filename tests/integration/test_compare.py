@@ -357,7 +357,7 @@ def test_paper_example_minilm(minilm):
     assert c.grid("bottleneck", dim=0).shape == (6, 12)
     assert len(c.most_different_heads(5)) == 5
     d = c.to_dict()
-    assert d["shared_tokens"][0]["key"] == "information" and len(d["heads_table"]["layer"]) == 72
+    assert d["shared_tokens"][0]["key"] == "information" and len(d["summary"]) == 72
 
 
 @pytest.mark.slow

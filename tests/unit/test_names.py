@@ -133,13 +133,11 @@ def test_compare_scale_renamed_with_deprecations(fake_pair_for_names):
     assert old.given_scale == 0.4
     for k, v in c.counts.items():
         np.testing.assert_array_equal(old.counts[k], v)
-    with pytest.warns(DeprecationWarning, match="Comparison.threshold is deprecated: read Comparison.given_scale"):
-        assert c.threshold == 0.4
     with pytest.warns(DeprecationWarning, match=r"compare\(layer=\.\.\.\) is deprecated: write layers="):
         one = at.compare(A, B, layer=0, head=[1], scale=0.4)
     assert (one.layers, one.heads) == ((0,), (1,))
     doc = c.to_dict()
-    assert doc["scale"] == doc["threshold"] == 0.4
+    assert doc["scale"] == 0.4 and "threshold" not in doc
 
 
 @pytest.fixture

@@ -26,7 +26,6 @@ by its first token).  One phrase across several contexts: :mod:`._phrase`.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
@@ -149,8 +148,7 @@ class Comparison(Result):
         ``scale`` when one was given).
     given_scale : float or None
         The ``scale`` given to :func:`compare`; ``None`` = adaptive per head (see there;
-        :meth:`scale` gives the scale one head used).  ``threshold`` is its deprecated old
-        name (a threshold cuts a filtration elsewhere).
+        :meth:`scale` gives the scale one head used).
     shared_diagrams_a, shared_diagrams_b : list of list of Diagram, or None
         Diagrams of the shared tokens' own metric spaces (sub-matrices ``(m, m)`` of each
         text's distances); ``None`` when no token is shared.
@@ -191,13 +189,6 @@ class Comparison(Result):
     kind: ClassVar[str] = "comparison"
 
     # ------------------------------------------------------------------ access
-    @property
-    def threshold(self) -> float | None:
-        """Deprecated name of :attr:`given_scale` (DeprecationWarning)."""
-        warnings.warn("Comparison.threshold is deprecated: read Comparison.given_scale (the "
-                      "comparison scale given; a threshold cuts a filtration elsewhere)", DeprecationWarning, stacklevel=2)
-        return self.given_scale
-
     @property
     def layers(self) -> tuple[int, ...]:
         """Model layer indices compared (0-based)."""
@@ -584,11 +575,10 @@ class Comparison(Result):
             "metric": self.metric,
             "maxdim": self.maxdim,
             "scale": self.given_scale,
-            "threshold": self.given_scale,  # deprecated key (read "scale"): written in this release only
             "layers": list(self.layers),
             "heads": list(self.heads),
             "shared_tokens": [s.to_dict() for s in self.shared_tokens],
-            "heads_table": {kk: v.tolist() for kk, v in self.summary().items()},
+            "summary": self.summary().rows(),
             "ranking": self.ranking_info(dim),
             "most_similar_heads": self.ranked_entries(k, d),
             "most_different_heads": self.ranked_entries(k, d, similar=False),
