@@ -41,7 +41,6 @@ from .._validation import (
     check_positive_int,
     check_scale,
     is_int,
-    renamed_arguments,
 )
 from ..attention import Attention
 from ..constants import COUNT_NAMES, DEFAULT_MODEL, DISTANCE_NAMES, PaperMode
@@ -647,7 +646,7 @@ class Comparison(Result):
         if meta.get("has_shared_diagrams"):
             sa, sb = (unpack_diagrams(arrays, f"shared_{side}__", maxdim=a.maxdim, shape=(L, H), engine=a.engine)
                       for side in ("a", "b"))
-        thr = meta.get("scale", meta.get("threshold"))  # "threshold": results saved before 0.2
+        thr = meta["scale"]
         lh = (L, H, a.maxdim + 1)
         return cls(
             a=a,
@@ -671,7 +670,6 @@ class Comparison(Result):
         )
 
 
-@renamed_arguments(threshold="scale", layer="layers", head="heads")
 @reports("compare")  # progress arrives as an open Reporter
 def compare(
     text_a: str | Attention,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence, TypeVar
 
@@ -126,21 +125,6 @@ class Result:
     _eq_ignore: ClassVar[tuple[str, ...]] = ("provenance",)
     #: Fields compared by equality; ``None``: every dataclass field not in ``_eq_ignore``.
     _eq_fields: ClassVar[tuple[str, ...] | None] = None
-
-    # ------------------------------------------------------ deprecated spellings
-    @property
-    def layer_ids(self) -> tuple[int, ...]:
-        """Deprecated name of ``layers`` (docs/api.md, Names): a DeprecationWarning."""
-        warnings.warn(f"{type(self).__name__}.layer_ids is deprecated: read .layers (the same "
-                      f"tuple)", DeprecationWarning, stacklevel=2)
-        return self.layers  # type: ignore[attr-defined]
-
-    @property
-    def head_ids(self) -> tuple[int, ...]:
-        """Deprecated name of ``heads`` (docs/api.md, Names): a DeprecationWarning."""
-        warnings.warn(f"{type(self).__name__}.head_ids is deprecated: read .heads (the same "
-                      f"tuple)", DeprecationWarning, stacklevel=2)
-        return self.heads  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------- to implement
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
