@@ -1,8 +1,7 @@
 """Result folders: atomic, versioned storage of JSON metadata, NumPy arrays and extra files.
 
 This module is storage only: it imports no analysis.  Reading a folder back into a result object is
-:func:`attntopo.load_result` (:mod:`attntopo.analyses`, with the table of result kinds);
-``attntopo.io.load_result`` is a deprecated alias of it.
+:func:`attntopo.load_result` (:mod:`attntopo.analyses`, with the table of result kinds).
 
 Layout (format version 2)
 -------------------------
@@ -731,16 +730,3 @@ def load_payload(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
                 break
     raise ResultFormatError(f"{name}, the array file named by {META_FILE} in {str(p)!r}, is missing")
 
-
-def __getattr__(name: str) -> Any:
-    """Deprecated aliases: ``load_result`` and ``register_result_kind`` live with the analyses."""
-    if name in ("load_result", "register_result_kind"):
-        import warnings
-
-        from . import _hooks
-
-        use = "attntopo.load_result" if name == "load_result" else "attntopo.analyses.KINDS (a result class)"
-        warnings.warn(f"attntopo.io.{name} is deprecated: use {use}", DeprecationWarning, stacklevel=2)
-        # the analyses sit above storage: the package namespace hands them over (attntopo._hooks)
-        return _hooks.io_alias(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

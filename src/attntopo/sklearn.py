@@ -115,7 +115,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         :data:`~attntopo.features.DEFAULT_SETS`.
     layers, heads : int or list of int, optional
         0-based model indices; all by default.
-    thresholds, scales, quantiles, cycle_cap, drop_special, min_persistence, engine, prompt_quantities : optional
+    metric, thresholds, scales, quantiles, cycle_cap, drop_special, min_persistence, engine, prompt_quantities : optional
         The feature settings of :func:`attntopo.features.features` (None: the default, so
         ``drop_special`` is False: special tokens kept).
     truncate, batch_size, n_jobs
@@ -152,6 +152,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         sets: tuple[str, ...] | None = None,
         layers=None,
         heads=None,
+        metric: str | None = None,
         drop_special: bool | None = None,
         truncate: bool = False,
         batch_size: int = 16,
@@ -173,6 +174,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         self.sets = sets
         self.layers = layers
         self.heads = heads
+        self.metric = metric
         self.thresholds = thresholds
         self.scales = scales
         self.quantiles = quantiles
@@ -200,7 +202,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         value, or a parameter that disagrees with ``settings``, is an InvalidInputError)."""
         return FeatureSettings.resolve(
             self.settings, sets=self.sets, layers=self.layers, heads=self.heads,
-            thresholds=self.thresholds, scales=self.scales, quantiles=self.quantiles,
+            metric=self.metric, thresholds=self.thresholds, scales=self.scales, quantiles=self.quantiles,
             cycle_cap=self.cycle_cap, drop_special=self.drop_special,
             min_persistence=self.min_persistence, engine=self.engine,
             prompt_quantities=self.prompt_quantities,

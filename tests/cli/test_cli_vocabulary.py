@@ -100,9 +100,9 @@ def test_compare_scale_is_not_called_threshold():
         else:
             assert r.stderr == ""
     for doc in docs.values():
-        assert doc["scale"] == 0.3  # the library's Comparison.given_scale
-        assert doc["threshold"] == 0.3  # its deprecated key, still written in this release
-        assert doc["heads_table"]["shared_edges"] == docs["--scale"]["heads_table"]["shared_edges"]
+        assert doc["scale"] == 0.3 and "threshold" not in doc  # the library's Comparison.given_scale
+        assert [r["shared_edges"] for r in doc["summary"]] == [
+            r["shared_edges"] for r in docs["--scale"]["summary"]]
     assert_one_line_error(run(*base, "--scale", "0.3", "--threshold", "0.3"), "give --scale only")
     assert_one_line_error(run(*base, "--scale", "-1"), "--scale must be a finite number >= 0")
 
@@ -143,7 +143,7 @@ def test_heads_short_c_still_works_with_a_deprecation_note():
 def test_json_table_key_is_summary_everywhere():
     """The per-row table was ``summary`` in analyze but ``heads_table`` in compare (and
     ``spread_rows`` in phrase, ``slices`` in timeline); ``summary`` now, one object per row,
-    the old keys kept for one release."""
+    and the old keys are gone."""
     heads = ("--layer", "0,1", "--head", "2")
     a = json.loads(run("analyze", "The cat sat on the mat.", *heads, "--json").stdout)
     c = json.loads(run("compare", "The cat sat on the mat.", "A cat sat on a mat.", *heads, "--json").stdout)
@@ -151,11 +151,11 @@ def test_json_table_key_is_summary_everywhere():
     t = json.loads(run("timeline", "The cat sat on the mat.", "--json").stdout)
     for doc in (a, c, p):
         assert sorted((r["layer"], r["head"]) for r in doc["summary"]) == [(0, 2), (1, 2)]
-    cols = c["heads_table"]
-    assert c["summary"] == [{k: cols[k][i] for k in cols} for i in range(2)]  # same order, as rows
+    for doc, old in ((c, "heads_table"), (p, "spread_rows"), (t, "slices"), (p, "total_s")):
+        assert old not in doc, old
+    assert [(r["layer"], r["head"]) for r in c["summary"]] == [(0, 2), (1, 2)]  # the heads' order
     assert set(a["summary"][0]) >= {"n_bars_h1", "max_persistence_h1"}
-    assert p["summary"] == p["spread_rows"]
-    assert t["summary"] == t["slices"] and {"t", "n_bars_h0"} <= set(t["summary"][0])
+    assert {"t", "n_bars_h0"} <= set(t["summary"][0])
     # every --json carries its diagrams (test_json_carries_the_diagrams checks analyze's numbers)
     for side in ("a", "b"):
         assert [(d["layer"], d["head"]) for d in c["diagrams"][side]] == [(0, 2), (1, 2)]
@@ -163,8 +163,8 @@ def test_json_table_key_is_summary_everywhere():
     assert [(d["context"], d["layer"], d["head"]) for d in p["diagrams"]] == [
         (k, lay, 2) for k in (0, 1) for lay in (0, 1)]
     assert all(len(d["points"][0]) == 1 for d in p["diagrams"])  # "cat" is one token: one H0 class
-    assert [d["t"] for d in t["diagrams"]] == [s["t"] for s in t["slices"]]
-    assert [len(d["points"][0]) for d in t["diagrams"]] == [s["n_bars_h0"] for s in t["slices"]]
+    assert [d["t"] for d in t["diagrams"]] == [s["t"] for s in t["summary"]]
+    assert [len(d["points"][0]) for d in t["diagrams"]] == [s["n_bars_h0"] for s in t["summary"]]
 
 
 # ---------------------------------------------------------------- narrow terminals

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -211,3 +212,47 @@ def test_kernel_section_counts_the_pair_keys_the_kernel_reads(n, causal, rows):
              {(min(i, j), max(i, j)) for i in rows for j in range(n) if j != i})
     want = sum(max(0, min(hi[i], hi[j]) - max(lo[i], lo[j])) for i, j in pairs)
     assert _kernel.pair_keys(n, causal, rows) == want
+
+
+def test_precision_benchmark_runs_and_reports_every_quantity(tmp_path):
+    """benchmarks/precision_bench.py on a random tiny Llama cast to each dtype (the same
+    weights): every quantity, bar count, stability ratio and head selection reported, the
+    labelled pairs the same in every run."""
+    import json
+
+    spec = importlib.util.spec_from_file_location("attntopo_bench_precision",
+                                                  BENCH / "precision_bench.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    pairs, labels = mod.labelled_pairs(8, seed=0)
+    assert (pairs, labels) == mod.labelled_pairs(8, seed=0) and labels == [0] * 4 + [1] * 4
+    assert [p for p, _ in pairs[:4]] == [p for p, _ in pairs[4:]]  # the same prompts, two answers
+    paragraph = {s: i for i, p in enumerate(mod.corpus().split("\n\n")) for s in
+                 re.split(r"(?<=[.!?])\s+", p.strip())}
+    assert all(paragraph[p] == paragraph[a] for p, a in pairs[:4])
+    assert all(paragraph[p] != paragraph[a] for p, a in pairs[4:])
+
+    js = tmp_path / "precision.json"
+    env = dict(os.environ, TOKENIZERS_PARALLELISM="false")
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "precision_bench.py"), "--model", "tiny", "--pairs", "8",
+         "--js-texts", "2", "--json", str(js)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    res = json.loads(js.read_text())
+    assert res["k"] == 4 and res["tokens"]["min"] > 10
+    for dt in ("bfloat16", "float16"):
+        q = res["quantities"][dt]
+        assert set(q) == {"prompt.attention", "prompt.js", "h0.total_persistence",
+                          "h1.total_persistence", "h1.max_persistence"}
+        assert all(0 < v["median"] <= v["p95"] <= v["max"] for v in q.values())
+        assert set(res["bars"][dt]) == {"h1.n_bars", "h1.n_bars>0.01", "h1.n_bars>0.05"}
+        # stability: the H1 bottleneck distance is at most ||D - D'||inf (+ float32 rounding)
+        assert 0 < res["stability"][dt]["bottleneck_h1_over_dist_max"] <= 1 + 1e-3
+        assert all(0 <= s[dt] <= 4 for s in res["selection"].values())
+    assert set(res["selection"]) == {f"prompt.{q}/{c}" for q in ("attention", "js")
+                                     for c in ("cv_accuracy", "anova")}
+    for heading in ("| `prompt.js` | float16 |", "| longer than 0.05 | bfloat16 |",
+                    "| top 4 heads by |"):
+        assert heading in proc.stdout

@@ -502,10 +502,8 @@ class HeadSpace(Result):
         """One row per head (matrix order): ``layer``, ``head``, ``label`` (``"L{l}H{h}"``),
         ``mds_x``, ``mds_y`` (:attr:`embedding`), ``nearest`` (label of the closest other
         head, ``""`` for a single head) and ``nearest_distance`` (``inf`` for a single head),
-        and ``type`` (the head-type label) when :attr:`types` were measured.
-
-        The overview this method returned before (sizes, distance statistics, diagram
-        counts) is :meth:`overview`.
+        and ``type`` (the head-type label) when :attr:`types` were measured; sizes, distance
+        statistics and diagram counts are :meth:`overview`.
         """
         labels = np.array(self.labels)
         d = self.distances.copy()
@@ -523,7 +521,7 @@ class HeadSpace(Result):
         }
         if self.types is not None:
             cols["type"] = self.types.labels.reshape(-1)
-        return Columns(cols, legacy=self.overview, legacy_name="HeadSpace.overview()")
+        return Columns(cols)
 
     def overview(self) -> dict:
         """Plain-data overview: sizes, distance statistics, diagram counts, MDS share."""

@@ -128,8 +128,7 @@ class ModelComparison(Result):
         """One row per homology dimension: the columns of :meth:`summary_rows` (``dim``, the
         observed distances and, with a bootstrap, the null, z-scores, p-values, intervals)."""
         rows = self.summary_rows()
-        return Columns({k: np.array([r[k] for r in rows]) for k in rows[0]},
-                       legacy=self.summary_rows, legacy_name="ModelComparison.summary_rows()")
+        return Columns({k: np.array([r[k] for r in rows]) for k in rows[0]})
 
     def summary_rows(self) -> list[dict]:
         """One row per homology dimension: observed distances and, with a bootstrap, the

@@ -7,7 +7,6 @@ distance matrix), its diagrams, and the pairwise diagram distances between conte
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
@@ -80,17 +79,6 @@ class PhraseTopology(Result):
     provenance: dict = field(default_factory=dict)
 
     kind: ClassVar[str] = "phrase_topology"
-
-    @property
-    def distances(self) -> dict[str, np.ndarray]:
-        """Deprecated name of :attr:`diagram_distances` (``distances`` names the metric spaces
-        the topology is computed on; these are distances between diagrams)."""
-        warnings.warn(
-            "PhraseTopology.distances is deprecated: use PhraseTopology.diagram_distances",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.diagram_distances
 
     def _pos(self, layer: int | None, head: int | None) -> tuple[int, int]:
         if layer is None or head is None:

@@ -27,7 +27,6 @@ from ._common import (
     parse_indices,
     print_table,
     progress_bar,
-    summary_rows,
     command,
     opening,
 )
@@ -168,9 +167,6 @@ def compare_cmd(
         doc.update({
             "attntopo": __version__, "model": m.info(), "tokens_a": c.a.attention.labels,
             "tokens_b": c.b.attention.labels, "highlight": keys, "highlight_pairs": pairs,
-            # one object per head, under the key every command uses; "heads_table" (the same
-            # as columns) is its deprecated old name, kept for one release
-            "summary": summary_rows(c.summary()),
         })
         if single:
             doc["head_report"] = c.head_report(rows[0]["layer"], rows[0]["head"])

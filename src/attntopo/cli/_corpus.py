@@ -84,7 +84,9 @@ def _backend_and_engine(backend: Optional[str], engine: Optional[str]) -> tuple[
     return backend, engine
 
 
-@command("corpus", epilog=_CORPUS_EPILOG, helps={"drop_special": (
+@command("corpus", epilog=_CORPUS_EPILOG, helps={"metric": (
+    "Distance between attention rows of the token-distance sets (js, js_image, …; their columns "
+    "carry its name) and of --keep-diagrams."), "drop_special": (
     "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows before the "
     f"{_drop_sets()} sets (default: kept, the attention as the model computed it).")})
 def corpus_cmd(
@@ -105,7 +107,7 @@ def corpus_cmd(
         help="The prompt set's scores, comma-separated: js, attention (default both; attention alone "
              "is O(n²) per head).",
     )] = None,
-    layer=None, head=None, drop_special=False,
+    layer=None, head=None, metric="jensen_shannon", drop_special=False,
     keep_diagrams: Annotated[bool, typer.Option(
         "--keep-diagrams", help="Also store every head's JS diagram (H0, H1).",
     )] = False,
@@ -189,7 +191,7 @@ def corpus_cmd(
     try:
         store = run(
             input, out, model=model, sets=_split(sets),
-            layers=layers, heads=heads,
+            layers=layers, heads=heads, metric=getattr(metric, "value", metric),
             drop_special=drop_special, keep_diagrams=keep_diagrams, keep_text=keep_text, backend=backend, engine=engine,
             batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, answer_column=answer_column,

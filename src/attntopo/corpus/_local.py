@@ -547,6 +547,7 @@ def run(
     sets: Sequence[str] | str | None = None,
     layers=None,
     heads=None,
+    metric: str | None = None,
     keep_diagrams: bool = False,
     keep_text: bool = True,
     backend: str | None = None,
@@ -598,8 +599,12 @@ def run(
         for an input of pairs, ``answer_column``).
     layers, heads : int or list of int, optional
         Model layers and heads (0-based); all by default.
+    metric : str, default "jensen_shannon"
+        The distance between attention rows of the token-distance sets and the kept diagrams
+        (a key of :data:`attntopo.distances.DISTANCES`); their columns carry its name.
     keep_diagrams : bool
-        Also store each head's JS diagram (H0, H1) as list columns (:meth:`Store.diagrams`).
+        Also store each head's diagram (H0, H1) of the token distances as list columns
+        (:meth:`Store.diagrams`).
     keep_text : bool
         Store each text itself (column ``text``), so that queries can show it (default); False
         keeps only its SHA-256 (a corpus that must not be copied).  Part of the settings.
@@ -682,7 +687,8 @@ def run(
     # the feature settings in one record, checked before anything is read or loaded
     settings = FeatureSettings.resolve(
         settings, sets=DEFAULT_CORPUS_SETS if settings is None and sets is None else sets,
-        layers=layers, heads=heads, drop_special=drop_special, thresholds=thresholds,
+        layers=layers, heads=heads, metric=metric, drop_special=drop_special,
+        thresholds=thresholds,
         scales=scales, quantiles=quantiles, cycle_cap=cycle_cap, engine=engine,
         prompt_quantities=prompt_quantities,
     )

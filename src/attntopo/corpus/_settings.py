@@ -74,7 +74,8 @@ class CorpusSettings:
     layers, heads : tuple of int
         Model layer and head indices (0-based, resolved: never negative).
     metric : str
-        Row distance of the diagrams (``"jensen_shannon"``, base 2).
+        Row distance of the token-distance sets and of the kept diagrams (a key of
+        :data:`attntopo.distances.DISTANCES`; ``"jensen_shannon"``, base 2, by default).
     maxdim : int
         Highest homology dimension of the diagrams (1: H0 and H1).
     thresholds, scales, quantiles, cycle_cap
@@ -173,7 +174,8 @@ class CorpusSettings:
         from ..features import FeatureSettings
 
         return FeatureSettings(
-            sets=self.sets, layers=self.layers, heads=self.heads, thresholds=self.thresholds,
+            sets=self.sets, layers=self.layers, heads=self.heads, metric=self.metric,
+            thresholds=self.thresholds,
             scales=self.scales, quantiles=self.quantiles, cycle_cap=self.cycle_cap,
             drop_special=self.drop_special, engine=self.engine,
             prompt_quantities=self.prompt_quantities,
@@ -249,6 +251,7 @@ def make_settings(
     sets: Sequence[str] | str | None = None,
     layers=None,
     heads=None,
+    metric: str | None = None,
     thresholds: Sequence[float] | None = None,
     scales: Sequence[float] | None = None,
     quantiles: Sequence[float] | None = None,
@@ -278,7 +281,7 @@ def make_settings(
 
     if settings is None and sets is None:
         sets = DEFAULT_CORPUS_SETS
-    fs = FeatureSettings.resolve(settings, sets=sets, layers=layers, heads=heads,
+    fs = FeatureSettings.resolve(settings, sets=sets, layers=layers, heads=heads, metric=metric,
                                  thresholds=thresholds, scales=scales, quantiles=quantiles,
                                  cycle_cap=cycle_cap, drop_special=drop_special,
                                  engine=engine, prompt_quantities=prompt_quantities)
@@ -298,7 +301,7 @@ def make_settings(
         sets=fs.sets,
         layers=tuple(int(i) for i in resolve_indices(fs.layers, model.n_layers, "layer")),
         heads=tuple(int(i) for i in resolve_indices(fs.heads, model.n_heads, "head")),
-        metric="jensen_shannon",
+        metric=fs.metric,
         maxdim=1,
         thresholds=fs.thresholds,
         scales=fs.scales,

@@ -5,21 +5,16 @@ over the keys.  :func:`token_distances` measures how far apart two such rows are
 for every pair of rows and for every head at once, and returns the
 ``[..., n, n]`` distance matrices that the persistence engines consume.
 
-Metrics (``p``, ``q`` are two rows; all logarithms below are natural unless said):
+Metrics (``p``, ``q`` are two rows; all logarithms below are natural unless said), the
+records of :data:`DISTANCES` (the registry every ``metric=`` reads; the ranges are those
+of JS with ``base=2``):
 
-``"jensen_shannon"`` (default)
-    ``sqrt(JS(p, q) / ln(base))`` with ``JS = ½ KL(p‖m) + ½ KL(q‖m)``,
-    ``m = (p + q) / 2``.  The square root of the Jensen–Shannon divergence is a
-    true metric; with ``base=2`` it lies in ``[0, 1]``.  Same numbers as
-    ``scipy.spatial.distance.jensenshannon(p, q, base=base)``.
-``"hellinger"``
-    ``sqrt(1 - Σ sqrt(p q)) = ‖sqrt(p) - sqrt(q)‖₂ / sqrt(2)``, the normalized
-    Hellinger distance, in ``[0, 1]``.
-``"fisher_rao"``
-    ``2 arccos(Σ sqrt(p q))``, the Fisher–Rao geodesic distance on the
-    probability simplex (twice the Bhattacharyya angle), in ``[0, π]``.
-``"total_variation"``
-    ``½ Σ |p - q|``, in ``[0, 1]``.
+{metrics}
+
+The square root of the Jensen–Shannon divergence is a true metric; it gives the same numbers
+as ``scipy.spatial.distance.jensenshannon(p, q, base=base)``.  Fisher–Rao is computed as the
+equal ``4 arcsin(hellinger / sqrt 2)``, which stays accurate for close rows where ``arccos``
+near 1 does not.
 
 Accuracy.  Everything is computed in float64 by default.  The Jensen–Shannon
 matrix is first computed with one logarithm per element
@@ -55,7 +50,21 @@ step about 3× slower on the CPU.
 
 from __future__ import annotations
 
-from ..constants import METRICS  # names accepted by metric= (defined torch-free for the CLI)
-from ._rows import pairwise_distance, row_distances, token_distances, token_distances_tensor
+from .._lazy import lazy_names
+from ..constants import METRICS  # the names as a Literal (torch-free; equal to DISTANCES' keys)
+from ._registry import DISTANCES
 
-__all__ = ["METRICS", "token_distances", "token_distances_tensor", "pairwise_distance", "row_distances"]
+__doc__ = (__doc__ or "").replace("{metrics}", "\n".join(
+    f"``{d.name!r}``\n    {d.formula}; in ``[0, {d.upper:.4g}]``" for d in DISTANCES.values()))
+
+_LAZY = {
+    "Distance": "._registry",
+    "token_distances": "._rows",
+    "token_distances_tensor": "._rows",
+    "pairwise_distance": "._rows",
+    "row_distances": "._rows",
+}
+
+__all__ = ["DISTANCES", "METRICS", *_LAZY]
+
+__getattr__, __dir__ = lazy_names(globals(), _LAZY, package=__name__)

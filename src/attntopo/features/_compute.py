@@ -51,11 +51,12 @@ def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> 
     one block ``L*H*.{set}.{quantity}`` (all the chosen layers and heads together)."""
     out: list[str] = []
     for s in st["sets"]:
+        name = FEATURE_SETS[s].column(st)  # the token distances' sets: after the metric
         if s in MODEL_SETS:
-            out += [model_column(s, q) for q in set_quantities(s, st)] if layer_ids else []
+            out += [model_column(name, q) for q in set_quantities(s, st)] if layer_ids else []
             continue
-        out += [column_name(layer, head, s, q) for layer, head in head_order(layer_ids, head_ids)
-                for q in set_quantities(s, st)]
+        out += [column_name(layer, head, name, q)
+                for layer, head in head_order(layer_ids, head_ids) for q in set_quantities(s, st)]
     return out
 
 
@@ -66,6 +67,7 @@ def feature_names(
     sets: Sequence[str] | None = None,
     layers=None,
     heads=None,
+    metric: str | None = None,
     thresholds: Sequence[float] | None = None,
     scales: Sequence[float] | None = None,
     quantiles: Sequence[float] | None = None,
@@ -82,7 +84,8 @@ def feature_names(
     from ..models import AttentionModel, load_model
     from ..models import check_selection
 
-    fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, thresholds=thresholds,
+    fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, metric=metric,
+                          thresholds=thresholds,
                           scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
                           prompt_quantities=prompt_quantities)
     check_selection(model, fs.layers, fs.heads)  # before the weights load
@@ -258,6 +261,7 @@ def features(
     sets: Sequence[str] | None = None,
     layers=None,
     heads=None,
+    metric: str | None = None,
     thresholds: Sequence[float] | None = None,
     scales: Sequence[float] | None = None,
     quantiles: Sequence[float] | None = None,
@@ -294,6 +298,10 @@ def features(
         See ``docs/features.md`` for every formula.
     layers, heads : int or list of int, optional
         0-based model indices (negatives allowed); all by default.
+    metric : str, default "jensen_shannon"
+        The distance between attention rows of the sets that read the token distances (a key
+        of :data:`attntopo.distances.DISTANCES`); their columns carry its name
+        (:class:`FeatureSettings`).
     thresholds : sequence of float
         Attention thresholds τ of the ``graph`` set.
     scales : sequence of float
@@ -350,7 +358,8 @@ def features(
     EmptyTextError
         An empty text (``on_empty="raise"``), or no text at all.
     """
-    fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, thresholds=thresholds,
+    fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, metric=metric,
+                          thresholds=thresholds,
                           scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
                           prompt_quantities=prompt_quantities, drop_special=drop_special,
                           min_persistence=min_persistence, engine=engine)

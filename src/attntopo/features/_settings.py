@@ -102,6 +102,18 @@ def _check_engine(engine: Any) -> str | None:
                         hint="or None for the default")
 
 
+def _check_metric(metric: Any) -> str:
+    from ..distances import DISTANCES
+
+    return check_choice(metric, "metric", DISTANCES, what="metric")
+
+
+def _metric_upper(metric: str) -> float:
+    from ..distances import DISTANCES
+
+    return DISTANCES[metric].upper
+
+
 @dataclass(frozen=True)
 class FeatureSettings:
     """The settings of a feature table (frozen, hashable, picklable; checked when built).
@@ -114,8 +126,15 @@ class FeatureSettings:
         0-based model indices (negatives allowed, resolved against the model); all by default.
     thresholds : sequence of float in [0, 1], default :data:`DEFAULT_THRESHOLDS`
         Attention thresholds τ of the ``graph`` set.
-    scales : sequence of float in [0, 1], default :data:`DEFAULT_SCALES`
-        JS scales of the ``js`` set's Betti numbers.
+    metric : str, default "jensen_shannon"
+        The distance between attention rows of the sets that read the token distances
+        (``js``, ``js_image``, ``js_landscape``, ``js_per_token``; the ``prompt`` set's
+        ``js`` score): a key of :data:`attntopo.distances.DISTANCES` (Jensen–Shannon with
+        log base 2 by default).  Their columns carry the metric's name
+        (``DISTANCES[metric].column``): ``L0H0.hellinger.h0.n_bars`` for ``"hellinger"``.
+    scales : sequence of float in [0, upper], default :data:`DEFAULT_SCALES`
+        Distances at which the ``js`` set's Betti numbers are counted (``upper``: the
+        metric's largest value, 1 for Jensen–Shannon).
     quantiles : sequence of float in [0, 1], default :data:`DEFAULT_QUANTILES`
         Quantiles of the ``js`` set's H0 deaths.
     cycle_cap : int, default :data:`CYCLE_CAP` (50)
@@ -140,6 +159,7 @@ class FeatureSettings:
     sets: tuple[str, ...] = DEFAULT_SETS
     layers: int | tuple[int, ...] | None = None
     heads: int | tuple[int, ...] | None = None
+    metric: str = "jensen_shannon"
     thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS
     scales: tuple[float, ...] = DEFAULT_SCALES
     quantiles: tuple[float, ...] = DEFAULT_QUANTILES
@@ -154,8 +174,9 @@ class FeatureSettings:
             "sets": _check_sets(self.sets),
             "layers": _check_indices(self.layers, "layers"),
             "heads": _check_indices(self.heads, "heads"),
+            "metric": _check_metric(self.metric),
             "thresholds": _check_grid(self.thresholds, "thresholds", 0.0, 1.0),
-            "scales": _check_grid(self.scales, "scales", 0.0, 1.0),
+            "scales": _check_grid(self.scales, "scales", 0.0, _metric_upper(self.metric)),
             "quantiles": _check_grid(self.quantiles, "quantiles", 0.0, 1.0),
             "cycle_cap": check_positive_int(self.cycle_cap, "cycle_cap", allow_none=False),
             "prompt_quantities": _check_prompt_quantities(self.prompt_quantities),
@@ -180,6 +201,7 @@ class FeatureSettings:
         """The sets and their parameters as the feature pipeline's plain dict (lists)."""
         return {
             "sets": list(self.sets),
+            "metric": self.metric,
             "thresholds": list(self.thresholds),
             "scales": list(self.scales),
             "quantiles": list(self.quantiles),

@@ -27,7 +27,7 @@ from scipy.spatial.distance import jensenshannon
 from _reference import heads_notebook_matrix as _notebook_loops
 import attntopo as at
 from attntopo._validation import check_paper_compat
-from attntopo.analyses.heads import compare_models, head_distances, head_space
+from attntopo import compare_models, head_distances, head_space
 from attntopo.attention import Attention
 from attntopo.distances import row_distances, token_distances
 from attntopo.errors import InvalidInputError

@@ -89,14 +89,14 @@ def test_a_new_set_is_one_record(monkeypatch):
         "row_max", "mean of each row's largest weight", "test",
         lambda st: ["mean"], head=lambda g: g.Wr.max(-1).mean(-1)[:, None],
         drops_special=True))
-    monkeypatch.setitem(_registry._SETS, "h0_total", FeatureSet(
-        "h0_total", "total H0 persistence", "test", lambda st: ["total"],
+    monkeypatch.setitem(_registry._SETS, "js_h0_total", FeatureSet(
+        "js_h0_total", "total H0 persistence", "test", lambda st: ["total"],
         diagrams=lambda dgms, sizes, st: np.array(
             [[float(np.sum(np.diff(g.finite(0), axis=1)))] for g in dgms])))
     atts = _atts(np.random.default_rng(3), [6, 8])
-    table = F.features(atts, sets=("row_max", "h0_total"), drop_special=True, n_jobs=1)
+    table = F.features(atts, sets=("row_max", "js_h0_total"), drop_special=True, n_jobs=1)
     assert list(table.columns[:2]) == ["L0H0.row_max.mean", "L0H1.row_max.mean"]
-    assert table.columns[6] == "L0H0.h0_total.total"
+    assert table.columns[6] == "L0H0.js_h0_total.total"
     for k, a in enumerate(atts):
         real = a.drop_special()
         n = real.n_tokens
