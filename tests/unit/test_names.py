@@ -87,26 +87,19 @@ def test_no_renames_pending():
     assert PENDING == set(), f"renames left pending: {sorted(PENDING)}"
 
 
-def test_renamed_argument_warns_and_passes_the_value_on():
-    import attntopo as at
-
-    rng = np.random.default_rng(0)
-    P = rng.dirichlet(np.ones(6), size=(1, 2, 6))
-    new = at.token_distances(P, n_jobs=1)
-    with pytest.warns(DeprecationWarning, match=r"n_threads=\.\.\.\) is deprecated: write n_jobs"):
-        old = at.token_distances(P, n_threads=1)
-    np.testing.assert_array_equal(old, new)
-    with pytest.raises(InvalidInputError, match="give n_jobs= only"):
-        at.token_distances(P, n_jobs=1, n_threads=1)
-
-
 @pytest.mark.parametrize("fn_name", ["token_distances", "persistence", "head_distances", "head_space"])
-def test_n_threads_renamed_everywhere(fn_name):
+def test_n_threads_is_n_jobs_everywhere(fn_name):
+    """Renamed before the first release, without a shim: ``n_threads=`` is Python's TypeError."""
     import attntopo as at
 
     fn = getattr(at, fn_name)
-    assert "n_jobs" in inspect.signature(fn).parameters
-    assert fn.__renamed_arguments__["n_threads"] == "n_jobs"
+    params = inspect.signature(fn).parameters
+    assert "n_jobs" in params and "n_threads" not in params
+    assert not hasattr(fn, "__renamed_arguments__")
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(6), size=(1, 2, 6))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_threads'"):
+        fn(P, n_threads=1)  # refused when the arguments are bound, before any work
 
 
 def test_renamed_arguments_on_a_plain_function():

@@ -53,7 +53,6 @@ from .._validation import (
     check_metric,
     check_paper_compat,
     check_scale,
-    renamed_arguments,
 )
 from ..attention import Attention, resolve_index
 from ..constants import DEFAULT_MODEL
@@ -132,7 +131,6 @@ def _one_text(w: np.ndarray, metric: str, n_jobs: int | None, notebook: bool = F
     return total
 
 
-@renamed_arguments(n_threads="n_jobs")
 def head_distances(
     att: Attention | np.ndarray | Sequence[Attention | np.ndarray],
     normalize: bool = False,
@@ -663,7 +661,6 @@ def _build(
     )
 
 
-@renamed_arguments(n_threads="n_jobs")
 @reports("head space")  # progress arrives as an open Reporter
 def head_space(
     texts_or_atts: str | Attention | Sequence[str] | Sequence[Attention],
