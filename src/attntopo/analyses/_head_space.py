@@ -226,7 +226,7 @@ def head_distances(
 
 def _check_head_paper_mode(paper_compat: Any, metric: str, normalize: bool) -> str | None:
     """The checked head-space paper mode (``"notebook"`` or None) and its requirements."""
-    mode = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, legacy_true=False,
+    mode = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES,
                               hint=_HEAD_PAPER_HINT)
     if mode and metric != "jensen_shannon":
         raise InvalidInputError(
@@ -730,7 +730,7 @@ def head_space(
     -------
     HeadSpace
     """
-    paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, legacy_true=False,
+    paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES,
                               hint=_HEAD_PAPER_HINT)
     normalize = (paper is None) if normalize is None else check_bool(normalize, "normalize")
     maxdim = check_maxdim(maxdim)

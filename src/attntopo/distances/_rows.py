@@ -73,7 +73,6 @@ def token_distances(
           again, a fourth root of the divergence:
           ``sqrt(jensenshannon(softmax(p), softmax(q)))``; in ``[0, (ln 2)^¼]``.
         - ``False`` / ``None``: attntopo's own distance (``base``, no softmax).
-        - ``True``: deprecated alias of ``"notebook"`` (DeprecationWarning).
 
         The extra softmax flattens the rows and gives masked (future) keys
         weight again, so distances shrink with length.  Two one-hot rows, at
@@ -134,7 +133,7 @@ def token_distances(
     """
     metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_jobs,
                                                     DISTANCES)
-    paper_compat = check_paper_compat(paper_compat, stacklevel=3)
+    paper_compat = check_paper_compat(paper_compat)
     if paper_compat and metric != "jensen_shannon":
         raise InvalidInputError(
             f"paper_compat={paper_compat!r} reproduces the paper's Jensen–Shannon recipe only; "
