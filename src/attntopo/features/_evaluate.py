@@ -41,6 +41,8 @@ COMBINE: tuple[str, ...] = ("logistic", "mean")
 #: The name of the covariates-only model and of the stratum of all rows.
 COVARIATES = "covariates"
 ALL = "all"
+#: The value of a stratum's row that compares pairs within each of its values, all at once.
+WITHIN = "(within)"
 _TEXT_COLUMNS = ("model", "detector", "stratum", "value")
 _INT_COLUMNS = ("with_covariates", "n", "n_positive")
 _METRICS = ("roc_auc", "pr_auc")
@@ -412,7 +414,10 @@ def evaluate_detectors(
         What the detector must beat (the prompt's length in tokens).
     strata : dict of name to array of shape (n,), optional
         Also report the AUCs within each value of each (e.g. ``{"n_entities": …,
-        "counterfactual": …}``), from the same out-of-fold scores.
+        "counterfactual": …}``), from the same out-of-fold scores, and one row (value
+        ``"(within)"``) comparing only pairs of one value, every value at once (ROC-AUC: the
+        values' AUCs weighted by positives x negatives): a detector's worth where the
+        stratum cannot help.
     heads : int or dict of name to int, optional
         Heads chosen inside each training fold (TOHA's ~10): an int for every detector whose
         columns name heads (``L<layer>H<head>.…``), a dict per detector.  Columns of no single
@@ -579,23 +584,28 @@ def _interval(values: np.ndarray) -> tuple[float, float]:
 def _metrics_table(models, scores, y, g, folds, strata, n_boot, resample,
                    seed) -> dict[str, np.ndarray]:
     W = _replicates(g, n_boot, resample, seed)
-    cells: list[tuple[str, Any, np.ndarray]] = [(ALL, ALL, np.arange(y.size))]
+    everything = np.arange(y.size)
+    cells: list[tuple[str, Any, np.ndarray, np.ndarray]] = [(ALL, ALL, everything, folds)]
     for name, v in strata.items():
-        for value in np.unique(v):
-            cells.append((name, value, np.flatnonzero(v == value)))
+        values, inv = np.unique(v, return_inverse=True)
+        for k, value in enumerate(values):
+            idx = np.flatnonzero(inv == k)
+            cells.append((name, value, idx, folds[idx]))
+        # every value at once, pairs compared within one value (and one fold)
+        cells.append((name, WITHIN, everything, folds * values.size + inv))
     out: dict[str, list] = {c: [] for c in (*_TEXT_COLUMNS, *_INT_COLUMNS)}
     for m in _METRICS:
         for c in (m, f"{m}_low", f"{m}_high", f"gain_{m}", f"gain_{m}_low", f"gain_{m}_high"):
             out[c] = []
-    for stratum, value, idx in cells:
+    for stratum, value, idx, within in cells:
         yi = y[idx]
         point: dict[tuple[str, str], float] = {}
         boot: dict[tuple[str, str], np.ndarray] = {}
         for k, model in enumerate(models):
             for m in _METRICS:
                 fn = _METRIC_FN[m]
-                point[model, m] = fn(scores[k, idx], yi, cells=folds[idx])
-                boot[model, m] = (fn(scores[k, idx], yi, W[:, idx], folds[idx]) if n_boot
+                point[model, m] = fn(scores[k, idx], yi, cells=within)
+                boot[model, m] = (fn(scores[k, idx], yi, W[:, idx], within) if n_boot
                                   else np.zeros(0))
         for model in models:
             detector = model[: -len(f" + {COVARIATES}")] if model.endswith(f" + {COVARIATES}") \

@@ -221,8 +221,14 @@ def test_strata_are_the_same_scores_within_each_value():
     # within one length the length covariate is constant: the covariates alone rank nothing
     row = _row(r, "covariates", "n_entities", "3.0")
     assert row["roc_auc"] == 0.5
+    assert _row(r, "covariates", "n_entities", "(within)")["roc_auc"] == 0.5
+    # (within): the AUC of pairs in one value and one fold, every value at once
+    topo = r.scores[r.models.index("topo")]
+    cells = r.folds * 10 + length.astype(int)
+    want = _per_cell(roc_auc_score, y, topo, cells, lambda t: t.sum() * (t.size - t.sum()))
+    assert _row(r, "topo", "n_entities", "(within)")["roc_auc"] == pytest.approx(want, abs=1e-12)
     t = r.table("n_entities")
-    assert set(t["value"]) == {str(v) for v in np.unique(length)}
+    assert set(t["value"]) == {str(v) for v in np.unique(length)} | {"(within)"}
 
 
 # ------------------------------------------------------------------ gains over covariates
