@@ -608,14 +608,11 @@ class HeadSpace(Result):
         N = len(head_ids) if paper == "notebook" else len(layer_ids) * len(head_ids)
         n_tokens = tuple(int(x) for x in meta["n_tokens"])
         info = meta["diagram"]
-        if "dgm_counts_h0" in arrays:
-            diagram = unpack_diagrams(
-                arrays, "dgm_", maxdim=check_maxdim(info["maxdim"], hi=None), shape=(),
-                threshold=json_float(info.get("threshold", "inf")), engine=info.get("engine", "giotto"),
-                filtration=info.get("filtration", "vietoris_rips"),
-            )
-        else:  # saved before diagrams were packed one way: dgm_h0, dgm_h1, ...
-            diagram = Diagram.from_dict(info, arrays, prefix="dgm_")
+        diagram = unpack_diagrams(
+            arrays, "dgm_", maxdim=check_maxdim(info["maxdim"], hi=None), shape=(),
+            threshold=json_float(info.get("threshold", "inf")), engine=info.get("engine", "giotto"),
+            filtration=info.get("filtration", "vietoris_rips"),
+        )
         return cls(
             distances=read_array(arrays, "distances", "f", shape=(N, N), finite=True, nonneg=True),
             layers=layer_ids,
