@@ -90,7 +90,7 @@ def test_compare_json_single_head_matches_library(minilm):
             "--highlight", "information", "--highlight", "theory", "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    c = at.compare(A, B, minilm, 2, 0, scale=0.2, include_special=True)
+    c = at.compare(A, B, minilm, layers=2, heads=0, scale=0.2, include_special=True)
     tol = for_model(minilm)  # the CLI's forward pass is another computation
     assert [s["key"] for s in doc["shared_tokens"]] == c.keys == ["[CLS]", "[SEP]", "information", "theory"]
     assert doc["layers"] == [2] and doc["heads"] == [0]

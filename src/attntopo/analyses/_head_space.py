@@ -660,7 +660,7 @@ def _build(
 
 @reports("head space")  # progress arrives as an open Reporter
 def head_space(
-    texts_or_atts: str | Attention | Sequence[str] | Sequence[Attention],
+    texts: str | Attention | Sequence[str] | Sequence[Attention],
     model: Any = DEFAULT_MODEL,
     *,
     normalize: bool | None = None,
@@ -681,7 +681,7 @@ def head_space(
 
     Parameters
     ----------
-    texts_or_atts : str, list of str, Attention or list of Attention
+    texts : str, list of str, Attention or list of Attention
         Texts (run through ``model`` in batches) or attentions of one model.
     model : str or AttentionModel, default "minilm"
         Alias, hub id, folder or loaded model (ignored for Attention input).
@@ -735,13 +735,13 @@ def head_space(
     _check_head_paper_mode(paper, metric, normalize)
     types = types and paper is None  # head types are per layer and head: not in a summed space
     check_choice(reduce, "reduce", ("sum", "mean"))
-    items, is_att, m = texts_or_attentions(texts_or_atts, model, progress)
+    items, is_att, m = texts_or_attentions(texts, model, progress)
     # the forward passes layer by layer (m.progress_units); the space
     progress.add_total((0 if is_att else m.progress_units(len(items))) + 1)
     per_text: list[np.ndarray] = []
     feats: list[dict[str, np.ndarray]] = []
     n_tokens: list[int] = []
-    texts: list[str] = []
+    seen_texts: list[str] = []
     ref: Attention | None = None
     tokenizer = None if m is None else m.tokenizer
 
@@ -757,7 +757,7 @@ def head_space(
                                n_jobs=n_jobs, progress=progress)
             per_text.append(D)
             n_tokens.append(a.n_tokens)
-            texts.append(a.text)
+            seen_texts.append(a.text)
             if types:  # keep only the features, not the attention (memory)
                 progress.stage("head types")
                 feats.append(head_features(a, tokenizer=tokenizer, band_width=band_width))
@@ -798,7 +798,7 @@ def head_space(
         model=ref.model,
         causal=ref.causal,
         n_tokens=tuple(n_tokens),
-        texts=texts,
+        texts=seen_texts,
         per_text=stack if keep_per_text else None,
         types=ht,
         paper_compat=stored_paper_mode(paper),

@@ -129,7 +129,7 @@ def compare_cmd(
         t0 = time.perf_counter()
         try:
             c = at.compare(
-                text_a, text_b, m, layers, heads, metric=metric, maxdim=maxdim, scale=eps,
+                text_a, text_b, m, layers=layers, heads=heads, metric=metric, maxdim=maxdim, scale=eps,
                 drop_special=drop_special, include_special=include_special, alignment=alignment,
                 alignment_units="token" if align_tokens else "word", n_jobs=n_jobs, truncate=truncate,
                 progress=progress,
