@@ -136,6 +136,25 @@ def test_retired_names_in_no_cli_option_or_web_field():
     assert not fields, f"retired names in the web API: {sorted(fields)}"
 
 
+def test_progress_defaults_to_a_bar_where_a_model_runs():
+    """``progress=None`` (a bar on a terminal or in a notebook) where the call runs a model (it
+    takes ``model``, or loads one); ``False`` in the building blocks below (distances,
+    persistence, head selection), which a caller with its own bar calls many times."""
+    wrong = {}
+    for qual, obj in _public_callables():
+        try:
+            params = inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            continue
+        p = params.get("progress")
+        if p is None or "Callable[[dict]" in str(p.annotation):  # hardmax's training callback
+            continue
+        runs_model = bool({"model", "model_a", "spec"} & set(params))
+        if p.default is not (None if runs_model else False):
+            wrong[qual] = p.default
+    assert not wrong, f"progress defaults against the rule: {wrong}"
+
+
 @pytest.mark.parametrize("call", ["compare", "phrase_topology"])
 def test_selection_and_options_after_the_data_are_keywords(call):
     """``compare(a, b, model, layers=..., heads=...)``: options after the data are keyword-only."""
