@@ -160,14 +160,13 @@ def test_a_flipped_bit_without_the_checksum_file_is_named_and_recomputed(minilm,
     seen = pq.read_table(part, columns=[column])[column].to_pylist()  # without the page CRCs
     assert seen != ref[column].to_pylist()[2:4], "the flip must change a value"
     os.unlink(out / CHECKSUMS)
-    assert corpus.open_store(out).verify() == {
-        1: "it cannot be read in full: could not verify page integrity, CRC checksum "
-           "verification failed for page_ordinal 0"}
+    why = corpus.open_store(out).verify()  # pyarrow's words after the colon
+    assert list(why) == [1] and why[1].startswith("it cannot be read in full: ") and "CRC" in why[1]
     r = _cli("corpus", str(six), "--out", str(out), "--layer", "0", "--head", "0,1",
              "--batch-size", "2", "--quiet")
     assert r.returncode == 0, r.stderr
     warned = [x for x in r.stderr.splitlines() if part_name(1) in x]
-    assert len(warned) == 1 and "CRC checksum verification failed" in warned[0], r.stderr
+    assert len(warned) == 1 and "CRC" in warned[0], r.stderr
     assert "batch 1 is recomputed" in warned[0]
     store = corpus.open_store(out)
     assert store.verify() == {} and store.to_arrow().equals(ref)

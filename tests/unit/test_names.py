@@ -35,6 +35,8 @@ RETIRED = {
     "torch_dtype": "dtype",
     "use_cuda": "device",
     "gpu": "device",
+    "texts_or_atts": "texts",
+    "text_or_path": "text",
 }
 
 #: (qualified name, parameter) still spelled the retired way: renames in progress (issue 29).
@@ -87,26 +89,73 @@ def test_no_renames_pending():
     assert PENDING == set(), f"renames left pending: {sorted(PENDING)}"
 
 
-def test_renamed_argument_warns_and_passes_the_value_on():
+def test_layer_and_head_name_one_index_layers_and_heads_a_selection():
+    """``layer``/``head`` name one index (``result.diagram(layer, head)``); a parameter that takes
+    several (an int, a list or None for all) is ``layers``/``heads``, as in every analysis."""
+    selecting = {}
+    for qual, obj in _public_callables():
+        try:
+            params = inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            continue
+        for p in params.values():
+            if p.name in ("layer", "head") and "Sequence" in str(p.annotation):
+                selecting[qual] = p.name
+    assert not selecting, f"selections spelled layer/head (write layers=/heads=): {selecting}"
     import attntopo as at
 
-    rng = np.random.default_rng(0)
-    P = rng.dirichlet(np.ones(6), size=(1, 2, 6))
-    new = at.token_distances(P, n_jobs=1)
-    with pytest.warns(DeprecationWarning, match=r"n_threads=\.\.\.\) is deprecated: write n_jobs"):
-        old = at.token_distances(P, n_threads=1)
-    np.testing.assert_array_equal(old, new)
-    with pytest.raises(InvalidInputError, match="give n_jobs= only"):
-        at.token_distances(P, n_jobs=1, n_threads=1)
+    assert {"layers", "heads"} <= set(inspect.signature(at.phrase_topology).parameters)
+
+
+def test_retired_names_in_no_cli_option_or_web_field():
+    """The command line's options and the web API's fields use the glossary's names too."""
+    import typer
+
+    from attntopo.cli import app
+
+    def commands(cmd, path=()):
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from commands(sub, path + (name,))
+        if not getattr(cmd, "commands", None):
+            yield path, cmd
+
+    retired_flags = {"--" + old.replace("_", "-") for old in RETIRED}
+    found = {(" ".join(path), opt) for path, cmd in commands(typer.main.get_command(app))
+             for p in cmd.params for opt in (*p.opts, *p.secondary_opts) if opt in retired_flags}
+    found |= {(" ".join(path), p.name) for path, cmd in commands(typer.main.get_command(app))
+              for p in cmd.params if p.name in RETIRED}
+    assert not found, f"retired names on the command line: {sorted(found)}"
+    pytest.importorskip("fastapi")
+    from attntopo.web import Settings
+    from attntopo.web.api import _request_models
+
+    fields = {(m.__name__, f) for m in _request_models(Settings()) for f in m.model_fields if f in RETIRED}
+    assert not fields, f"retired names in the web API: {sorted(fields)}"
+
+
+@pytest.mark.parametrize("call", ["compare", "phrase_topology"])
+def test_selection_and_options_after_the_data_are_keywords(call):
+    """``compare(a, b, model, layers=..., heads=...)``: options after the data are keyword-only."""
+    import attntopo as at
+
+    params = inspect.signature(getattr(at, call)).parameters
+    positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert positional[-1] == "model" and params["layers"].kind is inspect.Parameter.KEYWORD_ONLY
 
 
 @pytest.mark.parametrize("fn_name", ["token_distances", "persistence", "head_distances", "head_space"])
-def test_n_threads_renamed_everywhere(fn_name):
+def test_n_threads_is_n_jobs_everywhere(fn_name):
+    """Renamed before the first release, without a shim: ``n_threads=`` is Python's TypeError."""
     import attntopo as at
 
     fn = getattr(at, fn_name)
-    assert "n_jobs" in inspect.signature(fn).parameters
-    assert fn.__renamed_arguments__["n_threads"] == "n_jobs"
+    params = inspect.signature(fn).parameters
+    assert "n_jobs" in params and "n_threads" not in params
+    assert not hasattr(fn, "__renamed_arguments__")
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(6), size=(1, 2, 6))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_threads'"):
+        fn(P, n_threads=1)  # refused when the arguments are bound, before any work
 
 
 def test_renamed_arguments_on_a_plain_function():

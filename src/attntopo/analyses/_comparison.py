@@ -675,9 +675,9 @@ def compare(
     text_a: str | Attention,
     text_b: str | Attention,
     model: Any = DEFAULT_MODEL,
+    *,
     layers: int | Sequence[int] | None = None,
     heads: int | Sequence[int] | None = None,
-    *,
     metric: str = "jensen_shannon",
     maxdim: int = 1,
     scale: float | None = None,
@@ -772,7 +772,7 @@ def compare(
                         hint="None: a scale per head; e.g. 0.2")
     check_choice(alignment_units, "alignment_units", ("word", "token"))
     pairs = check_alignment(alignment) if alignment is not None else None
-    paper = check_paper_compat(paper_compat, legacy_true=False)
+    paper = check_paper_compat(paper_compat)
 
     (A, B), info = attentions_of([text_a, text_b], model, layers, heads, drop_special, truncate,
                                  progress)

@@ -318,7 +318,7 @@ def compare_models(
     if seed is not None:
         seed = check_int(seed, "seed", hint="or None for fresh entropy")
     p = check_wasserstein_p(p)
-    paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, legacy_true=False, hint=_HEAD_PAPER_HINT)
+    paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, hint=_HEAD_PAPER_HINT)
 
     def side(model: Any, name: str) -> HeadSpace:
         if isinstance(model, HeadSpace) and paper:

@@ -856,8 +856,8 @@ def test_a_flipped_bit_is_never_certified_without_the_checksum_file(tmp_path, ca
     assert unchecked.schema == before.schema and not unchecked.equals(before)
     os.unlink(store.path / CHECKSUMS)
     reader = open_store(store.path)
-    assert reader.verify() == {1: "it cannot be read in full: could not verify page integrity, "
-                                  "CRC checksum verification failed for page_ordinal 0"}
+    why = reader.verify()  # pyarrow's words after the colon
+    assert list(why) == [1] and why[1].startswith("it cannot be read in full: ") and "CRC" in why[1]
     with pytest.raises(ResultFormatError, match=f"{part_name(1)}: corrupt part file .*CRC"):
         reader.to_arrow()
     with pytest.raises(ResultFormatError,
