@@ -69,6 +69,16 @@ def _parameters(obj):
         return []
 
 
+def _all_parameters():
+    """``(qualified name, inspect.Parameter)`` of every public signature."""
+    for qual, obj in _public_callables():
+        try:
+            params = inspect.signature(obj).parameters.values()
+        except (TypeError, ValueError):
+            continue
+        yield from ((qual, p) for p in params)
+
+
 def test_no_retired_names_in_public_signatures():
     found = set()
     for qual, obj in _public_callables():
@@ -92,15 +102,8 @@ def test_no_renames_pending():
 def test_layer_and_head_name_one_index_layers_and_heads_a_selection():
     """``layer``/``head`` name one index (``result.diagram(layer, head)``); a parameter that takes
     several (an int, a list or None for all) is ``layers``/``heads``, as in every analysis."""
-    selecting = {}
-    for qual, obj in _public_callables():
-        try:
-            params = inspect.signature(obj).parameters
-        except (TypeError, ValueError):
-            continue
-        for p in params.values():
-            if p.name in ("layer", "head") and "Sequence" in str(p.annotation):
-                selecting[qual] = p.name
+    selecting = {qual: p.name for qual, p in _all_parameters()
+                 if p.name in ("layer", "head") and "Sequence" in str(p.annotation)}
     assert not selecting, f"selections spelled layer/head (write layers=/heads=): {selecting}"
     import attntopo as at
 
