@@ -69,14 +69,19 @@ def _parameters(obj):
         return []
 
 
-def _all_parameters():
-    """``(qualified name, inspect.Parameter)`` of every public signature."""
+def _signatures():
+    """``(qualified name, its parameters by name)`` of every public signature."""
     for qual, obj in _public_callables():
         try:
-            params = inspect.signature(obj).parameters.values()
+            yield qual, inspect.signature(obj).parameters
         except (TypeError, ValueError):
             continue
-        yield from ((qual, p) for p in params)
+
+
+def _all_parameters():
+    """``(qualified name, inspect.Parameter)`` of every public signature."""
+    for qual, params in _signatures():
+        yield from ((qual, p) for p in params.values())
 
 
 def test_no_retired_names_in_public_signatures():
@@ -141,11 +146,7 @@ def test_progress_defaults_to_a_bar_where_a_model_runs():
     takes ``model``, or loads one); ``False`` in the building blocks below (distances,
     persistence, head selection), which a caller with its own bar calls many times."""
     wrong = {}
-    for qual, obj in _public_callables():
-        try:
-            params = inspect.signature(obj).parameters
-        except (TypeError, ValueError):
-            continue
+    for qual, params in _signatures():
         p = params.get("progress")
         if p is None or "Callable[[dict]" in str(p.annotation):  # hardmax's training callback
             continue
