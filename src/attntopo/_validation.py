@@ -488,28 +488,16 @@ def check_paper_compat(
     name: str = "paper_compat",
     *,
     modes: Sequence[str] = PAPER_MODES,
-    legacy_true: bool = True,
-    stacklevel: int = 3,
     hint: str | None = None,
 ) -> str | None:
     """A founding-paper mode from ``modes``, or ``None`` for attntopo's own numbers.
 
-    ``False`` and ``None`` mean off.  ``True`` (where ``legacy_true``) is the deprecated
-    spelling of ``"notebook"``: it warns with a :class:`DeprecationWarning` attributed
-    ``stacklevel`` frames up (3: the caller of the public function that called this check),
-    because the paper has two recipes and ``True`` does not say which.
+    ``False`` and ``None`` mean off.  ``True`` is refused: the paper has two recipes and
+    ``True`` does not say which.
     """
     opts = tuple(modes)
     if value is None or (isinstance(value, (bool, np.bool_)) and not value):
         return None
-    if isinstance(value, (bool, np.bool_)) and legacy_true and "notebook" in opts:
-        warnings.warn(
-            f"{name}=True is deprecated: the paper's notebooks and its printed Listing 1 differ; "
-            f"write {name}='notebook' (what True meant) or {name}='listing'",
-            DeprecationWarning,
-            stacklevel=stacklevel,
-        )
-        return "notebook"
     if isinstance(value, str) and value in opts:
         return value
     allowed = " or ".join(repr(o) for o in opts)

@@ -304,7 +304,7 @@ class SelectHeads(TransformerMixin, BaseEstimator):
     ----------
     k : int
         Heads to keep.
-    criterion : {"cv_accuracy", "anova"}
+    criterion : {"cv_accuracy", "anova", "difference"}
         See :func:`attntopo.features.head_scores`.
     cv, random_state
         Folds and seed of the ``"cv_accuracy"`` criterion.

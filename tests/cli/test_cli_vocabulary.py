@@ -85,38 +85,35 @@ def test_plot_format_implies_plots(tmp_path):
 @pytest.mark.model
 def test_compare_scale_is_not_called_threshold():
     """``--threshold`` cuts the filtration in ``analyze`` but was the comparison scale in
-    ``compare``; there it is ``--scale`` (or ``--eps``) now, and the old spelling still works
-    with a deprecation note on stderr (stdout stays pure JSON)."""
+    ``compare``; there it is ``--scale`` (or ``--eps``), and ``--threshold``/``-t`` are unknown
+    options (renamed before the first release)."""
     base = ("compare", "The cat sat on the mat.", "A cat sat on a mat.", "--layer", "1", "--head", "2", "--json")
     docs = {}
-    for flag in ("--scale", "--eps", "-t"):  # -t is --threshold's short form
+    for flag in ("--scale", "--eps"):
         r = run(*base, flag, "0.3")
         assert r.returncode == 0, r.stderr
         docs[flag] = json.loads(r.stdout)
-        if flag == "-t":
-            assert r.stderr.strip() == ("warning: compare --threshold is deprecated: write --scale EPS (the scale "
-                                        "at which the texts are compared; --threshold cuts the filtration in "
-                                        "analyze)"), r.stderr
-        else:
-            assert r.stderr == ""
+        assert r.stderr == ""
     for doc in docs.values():
-        assert doc["scale"] == 0.3  # the library's Comparison.given_scale
-        assert doc["threshold"] == 0.3  # its deprecated key, still written in this release
-        assert doc["heads_table"]["shared_edges"] == docs["--scale"]["heads_table"]["shared_edges"]
-    assert_one_line_error(run(*base, "--scale", "0.3", "--threshold", "0.3"), "give --scale only")
+        assert doc["scale"] == 0.3 and "threshold" not in doc  # the library's Comparison.given_scale
+        assert [r["shared_edges"] for r in doc["summary"]] == [
+            r["shared_edges"] for r in docs["--scale"]["summary"]]
     assert_one_line_error(run(*base, "--scale", "-1"), "--scale must be a finite number >= 0")
 
 
-def test_compare_help_names_scale():
+def test_compare_help_names_scale_and_no_threshold():
     r = run("compare", "--help")
     assert r.returncode == 0, r.stderr
-    assert "--scale" in r.stdout and "--eps" in r.stdout and "Deprecated: the same as --scale" in r.stdout
+    assert "--scale" in r.stdout and "--eps" in r.stdout and "--threshold" not in r.stdout
+    for old in ("--threshold", "-t"):
+        r = run("compare", "a b", "c d", old, "0.3")
+        assert r.returncode == 2 and f"No such option: {old}" in r.stderr, r.stderr
 
 
 # ------------------------------------------------------------------------- -c
 def test_short_c_means_context():
     """``-c`` was ``--context`` in ``phrase`` but ``--compare-model`` in ``heads``; it means
-    ``--context`` only now (heads keeps it, hidden and deprecated)."""
+    ``--context`` only now (in heads it is an unknown option)."""
     r = run("heads", "--help")
     line = next(ln for ln in r.stdout.splitlines() if "--compare-model" in ln and "MODEL" in ln)
     assert " -c " not in line, line
@@ -124,18 +121,8 @@ def test_short_c_means_context():
     r = run("phrase", "--help")
     line = next(ln for ln in r.stdout.splitlines() if "--context" in ln and "TEXT" in ln)
     assert " -c " in line, line
-    assert_one_line_error(run("heads", "The cat sat.", "-c", "minilm", "--compare-model", "minilm"),
-                          "give --compare-model only: -c is its deprecated short form")
-
-
-@pytest.mark.model
-def test_heads_short_c_still_works_with_a_deprecation_note():
-    r = run("heads", "The cat sat.", "-c", "minilm", "--n-boot", "0", "--json")
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
-    assert [m["model"] for m in doc["models"]] == ["minilm", "minilm"] and doc["comparison"] is not None
-    assert r.stderr == ("warning: heads -c is deprecated: write --compare-model MODEL (-c is --context in "
-                        "attntopo phrase)\n")
+    r = run("heads", "The cat sat.", "-c", "minilm")
+    assert r.returncode == 2 and "No such option: -c" in r.stderr, r.stderr
 
 
 # ------------------------------------------------------------------- JSON "summary"
@@ -143,7 +130,7 @@ def test_heads_short_c_still_works_with_a_deprecation_note():
 def test_json_table_key_is_summary_everywhere():
     """The per-row table was ``summary`` in analyze but ``heads_table`` in compare (and
     ``spread_rows`` in phrase, ``slices`` in timeline); ``summary`` now, one object per row,
-    the old keys kept for one release."""
+    and the old keys are gone."""
     heads = ("--layer", "0,1", "--head", "2")
     a = json.loads(run("analyze", "The cat sat on the mat.", *heads, "--json").stdout)
     c = json.loads(run("compare", "The cat sat on the mat.", "A cat sat on a mat.", *heads, "--json").stdout)
@@ -151,11 +138,11 @@ def test_json_table_key_is_summary_everywhere():
     t = json.loads(run("timeline", "The cat sat on the mat.", "--json").stdout)
     for doc in (a, c, p):
         assert sorted((r["layer"], r["head"]) for r in doc["summary"]) == [(0, 2), (1, 2)]
-    cols = c["heads_table"]
-    assert c["summary"] == [{k: cols[k][i] for k in cols} for i in range(2)]  # same order, as rows
+    for doc, old in ((c, "heads_table"), (p, "spread_rows"), (t, "slices"), (p, "total_s")):
+        assert old not in doc, old
+    assert [(r["layer"], r["head"]) for r in c["summary"]] == [(0, 2), (1, 2)]  # the heads' order
     assert set(a["summary"][0]) >= {"n_bars_h1", "max_persistence_h1"}
-    assert p["summary"] == p["spread_rows"]
-    assert t["summary"] == t["slices"] and {"t", "n_bars_h0"} <= set(t["summary"][0])
+    assert {"t", "n_bars_h0"} <= set(t["summary"][0])
     # every --json carries its diagrams (test_json_carries_the_diagrams checks analyze's numbers)
     for side in ("a", "b"):
         assert [(d["layer"], d["head"]) for d in c["diagrams"][side]] == [(0, 2), (1, 2)]
@@ -163,8 +150,8 @@ def test_json_table_key_is_summary_everywhere():
     assert [(d["context"], d["layer"], d["head"]) for d in p["diagrams"]] == [
         (k, lay, 2) for k in (0, 1) for lay in (0, 1)]
     assert all(len(d["points"][0]) == 1 for d in p["diagrams"])  # "cat" is one token: one H0 class
-    assert [d["t"] for d in t["diagrams"]] == [s["t"] for s in t["slices"]]
-    assert [len(d["points"][0]) for d in t["diagrams"]] == [s["n_bars_h0"] for s in t["slices"]]
+    assert [d["t"] for d in t["diagrams"]] == [s["t"] for s in t["summary"]]
+    assert [len(d["points"][0]) for d in t["diagrams"]] == [s["n_bars_h0"] for s in t["summary"]]
 
 
 # ---------------------------------------------------------------- narrow terminals

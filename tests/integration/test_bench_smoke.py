@@ -46,11 +46,12 @@ def test_quick_benchmark_runs_and_reports_every_section(tmp_path):
         "## 3. Distance matrices alone",
         "## 4. Throughput",
         "## 5. The causal model",
+        "## 6. The Jensen–Shannon kernel alone",
         "## Machine and versions",
     ):
         assert title in report, f"missing section {title!r}"
     # every numbered section holds a markdown table with at least one data row
-    for i in range(1, 6):
+    for i in range(1, 7):
         chunk = report.split(f"## {i}. ", 1)[1].split("\n## ", 1)[0]
         lines = [ln for ln in chunk.splitlines() if ln.startswith("|")]
         assert len(lines) >= 3 and lines[1].startswith("|---"), f"section {i} has no table"
@@ -145,12 +146,30 @@ def test_llm_benchmark_runs_and_reports_every_step(tmp_path):
     assert (model["layers"], model["heads"], model["kv_heads"]) == (2, 4, 2)
     assert [r["n"] for r in model["runs"]] == [48, 64]
     for row in model["runs"]:
-        for key in ("forward", "prompt_attention", "prompt_js", "analyze0_ten", "analyze1_ten",
-                    "analyze0_all", "analyze1_all"):
+        for key in ("forward", "prompt_attention", "prompt_js", "prompt_attention_rag",
+                    "prompt_js_rag", "analyze0_ten", "analyze1_ten", "analyze0_all",
+                    "analyze1_all"):
             r = row[key]
             assert r["s"] > 0 and r["host_extra"] is not None, (key, r)
             assert r.get("ratio", 1.0) == pytest.approx(r["s"] / row["forward"]["s"]) or key == "forward"
     assert "features(prompt), attention score, all heads" in out.read_text()
+    # the RAG-shaped pair (issue 36): the answer about an eighth of the tokens
+    for row in model["runs"]:
+        assert 0 < row["rag"]["answer_tokens"] <= row["rag"]["n"] // 8 + 2
+    # --merge keeps a step this run left out at the same length, marked with its date
+    full = json.loads(js.read_text())
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "llm_bench.py"), "--shape", "tiny", "--tokens", "64",
+         "--steps", "forward,prompt_js_rag", "--merge", "--json", str(js), "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    row48, row64 = json.loads(js.read_text())["models"][0]["runs"]
+    assert row48 == full["models"][0]["runs"][0]
+    assert "earlier_run" not in row64["prompt_js_rag"] and row64["prompt_js_rag"]["s"] > 0
+    before = full["models"][0]["runs"][1]
+    assert row64["analyze1_all"] == {**before["analyze1_all"], "earlier_run": before["date"]}
+    assert "(earlier run, " in out.read_text()
     # a budget of 0 skips what it estimates, and says why
     proc = subprocess.run(
         [sys.executable, str(BENCH / "llm_bench.py"), "--shape", "tiny", "--tokens", "48",
@@ -175,7 +194,24 @@ def test_llm_benchmark_runs_and_reports_every_step(tmp_path):
     assert all(runs[1][k] == {"skipped": "too slow here", "ratio": None}
                for k in ("prompt_js", "analyze0_ten", "analyze1_ten", "analyze0_all", "analyze1_all"))
     report = out.read_text()
-    assert "skipped: too slow here" in report and "**Goals (issue 26)" in report
+    assert "skipped: too slow here" in report and "**Goals (issues 26 and 36)" in report
+
+
+@pytest.mark.parametrize(("n", "causal", "rows"), [(9, True, None), (7, False, None),
+                                                   (10, True, [9, 8, 2]), (6, False, [0, 5])])
+def test_kernel_section_counts_the_pair_keys_the_kernel_reads(n, causal, rows):
+    """benchmarks/_kernel.py's pair-keys: for every pair the kernel computes (each once), the
+    keys between the later first nonzero and the earlier last nonzero of the two rows."""
+    sys.path.insert(0, str(BENCH))
+    import _kernel
+
+    A = _kernel._rows(n, causal)[0]
+    lo = np.argmax(A > 0, axis=1)
+    hi = n - np.argmax(A[:, ::-1] > 0, axis=1)
+    pairs = ({(i, j) for i in range(n) for j in range(i + 1, n)} if rows is None else
+             {(min(i, j), max(i, j)) for i in rows for j in range(n) if j != i})
+    want = sum(max(0, min(hi[i], hi[j]) - max(lo[i], lo[j])) for i, j in pairs)
+    assert _kernel.pair_keys(n, causal, rows) == want
 
 
 def test_precision_benchmark_runs_and_reports_every_quantity(tmp_path):

@@ -59,7 +59,7 @@ def test_analyze_of_several_texts_and_of_an_attention(minilm):
 
 def test_compare_reports_every_stage(minilm):
     rec = Recorder()
-    c = at.compare(TEXT_A, TEXT_B, minilm, layer=[0, 1], progress=rec)
+    c = at.compare(TEXT_A, TEXT_B, minilm, layers=[0, 1], progress=rec)
     assert c.keys  # shared words: their diagrams and connection scales are computed too
     assert rec.check() == ["attention", "distances", "persistence", "diagram distances",
                            "connection scales"]

@@ -468,7 +468,7 @@ def test_compare_one_head_and_the_grid(client):
     for s in d["shared_tokens"]:
         assert d["a"]["labels"][s["a"]].lower() == s["text_a"].lower()
     assert len(d["summary"]["bottleneck_h1"]) == 72 and len(d["summary_a"]["layer"]) == 72
-    ref = at.compare(TEXT_A, TEXT_B, "minilm", layer=2, head=4)
+    ref = at.compare(TEXT_A, TEXT_B, "minilm", layers=2, heads=4)
     h = d["head"]
     # a median MST edge, a bottleneck distance: from another computation than the library's
     assert h["scale"] == pytest.approx(ref.scale(2, 4), rel=0, abs=MINILM.diagram_atol)

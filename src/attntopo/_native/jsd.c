@@ -176,19 +176,36 @@ ATT_INLINE void js_rows_free(js_rows *w) {
     free(w->lo);
 }
 
+/* w over caller-owned memory: c_mass (2m doubles: c, then the masses), s (m (k + 1)
+ * doubles), lo_hi (2m int64: lo, then hi). */
+ATT_INLINE void js_rows_view(js_rows *w, int64_t m, int64_t k, double *c_mass, double *s,
+                                int64_t *lo_hi) {
+    w->ld = k + 1;
+    w->c = c_mass;
+    w->mass = c_mass + m;
+    w->s = s;
+    w->lo = lo_hi;
+    w->hi = lo_hi + m;
+}
+
+ATT_INLINE void js_rows_fill(const double *x, int64_t m, int64_t k, int64_t ldx, js_rows *w);
+
 /* 0, or -1 if scratch memory could not be had (w then holds nothing to free). */
 ATT_INLINE int js_rows_prepare(const double *x, int64_t m, int64_t k, int64_t ldx, js_rows *w) {
     const size_t mm = (size_t)(m > 0 ? m : 1);
-    w->ld = k + 1;
-    w->c = (double *)malloc(mm * 2 * sizeof(double));
-    w->s = (double *)malloc(mm * (size_t)w->ld * sizeof(double));
-    w->lo = (int64_t *)malloc(mm * 2 * sizeof(int64_t));
-    if (w->c == NULL || w->s == NULL || w->lo == NULL) {
+    double *c = (double *)malloc(mm * 2 * sizeof(double));
+    double *s = (double *)malloc(mm * (size_t)(k + 1) * sizeof(double));
+    int64_t *lo = (int64_t *)malloc(mm * 2 * sizeof(int64_t));
+    js_rows_view(w, m, k, c, s, lo);
+    if (c == NULL || s == NULL || lo == NULL) {
         js_rows_free(w);
         return -1;
     }
-    w->mass = w->c + m;
-    w->hi = w->lo + m;
+    js_rows_fill(x, m, k, ldx, w);
+    return 0;
+}
+
+ATT_INLINE void js_rows_fill(const double *x, int64_t m, int64_t k, int64_t ldx, js_rows *w) {
     for (int64_t i = 0; i < m; i++) {
         const double *p = x + i * ldx;
         double *s = w->s + i * w->ld;
@@ -227,7 +244,6 @@ ATT_INLINE int js_rows_prepare(const double *x, int64_t m, int64_t k, int64_t ld
             s[u + 1] = sum + comp;
         }
     }
-    return 0;
 }
 
 /* Σ_{a <= t < b} p ln p of row i from its prefix sums, a <= b within [lo_i, hi_i]. */
@@ -278,20 +294,35 @@ ATT_INLINE int64_t js_divergences(const double *x, int64_t m, int64_t k, int64_t
  * of two chosen rows is computed once, for the one listed first: out[a, rows[b]] with b < a,
  * and out[a, rows[a]], hold HUGE_VAL until js_cross_finish fills them.  Returns the number of
  * pairs below cutoff, or -1 if scratch memory could not be had. */
+ATT_INLINE int64_t js_cross_rows(const double *x, int64_t m, int64_t k, int64_t ldx,
+                                    const js_rows *w, const int64_t *rows, int64_t r,
+                                    int64_t a0, int64_t a1, double *out, int64_t ldo,
+                                    double cutoff);
+
 ATT_INLINE int64_t js_cross(const double *x, int64_t m, int64_t k, int64_t ldx,
                                const int64_t *rows, int64_t r, double *out, int64_t ldo,
                                double cutoff) {
     js_rows w;
+    if (js_rows_prepare(x, m, k, ldx, &w) < 0) return -1;
+    const int64_t below = js_cross_rows(x, m, k, ldx, &w, rows, r, 0, r, out, ldo, cutoff);
+    js_rows_free(&w);
+    return below;
+}
+
+/* js_cross for the chosen rows a0 <= a < a1 only (out: all r rows), with the per-row
+ * quantities w already prepared: several threads share one matrix's preparation, each taking
+ * a block of its chosen rows. */
+ATT_INLINE int64_t js_cross_rows(const double *x, int64_t m, int64_t k, int64_t ldx,
+                                    const js_rows *w, const int64_t *rows, int64_t r,
+                                    int64_t a0, int64_t a1, double *out, int64_t ldo,
+                                    double cutoff) {
+    (void)k;
     int64_t *pos = (int64_t *)malloc((size_t)(m > 0 ? m : 1) * sizeof(int64_t));
     if (pos == NULL) return -1;
-    if (js_rows_prepare(x, m, k, ldx, &w) < 0) {
-        free(pos);
-        return -1;
-    }
     for (int64_t j = 0; j < m; j++) pos[j] = -1;
     for (int64_t a = 0; a < r; a++) pos[rows[a]] = a;
     int64_t below = 0;
-    for (int64_t a = 0; a < r; a++) {
+    for (int64_t a = a0; a < a1; a++) {
         const int64_t i = rows[a];
         double *o = out + a * ldo;
         for (int64_t j = 0; j < m; j++) {
@@ -299,12 +330,11 @@ ATT_INLINE int64_t js_cross(const double *x, int64_t m, int64_t k, int64_t ldx,
                 o[j] = HUGE_VAL;
                 continue;
             }
-            const double js = i < j ? js_pair(x, ldx, &w, i, j) : js_pair(x, ldx, &w, j, i);
+            const double js = i < j ? js_pair(x, ldx, w, i, j) : js_pair(x, ldx, w, j, i);
             o[j] = js;
             below += js < cutoff;
         }
     }
-    js_rows_free(&w);
     free(pos);
     return below;
 }
@@ -396,6 +426,26 @@ ATT_EXPORT ATT_CLONES void attntopo_js_cross_finish_many(double *out, int64_t co
                                                          double scale, int fourth_root) {
     for (int64_t c = 0; c < count; c++)
         js_cross_finish(out + c * r * m, m, rows, r, m, scale, fourth_root);
+}
+
+/* The per-row quantities of one C-contiguous matrix (x: m × k) into caller-owned memory
+ * (c_mass: 2m doubles, s: m (k + 1) doubles, lo_hi: 2m int64), for attntopo_js_cross_rows. */
+ATT_EXPORT ATT_CLONES void attntopo_js_rows_prepare(const double *x, int64_t m, int64_t k,
+                                                   double *c_mass, double *s, int64_t *lo_hi) {
+    js_rows w;
+    js_rows_view(&w, m, k, c_mass, s, lo_hi);
+    js_rows_fill(x, m, k, k, &w);
+}
+
+/* js_cross of one matrix for its chosen rows a0 <= a < a1 (out: the matrix's r × m block),
+ * from attntopo_js_rows_prepare's quantities.  Returns the pairs below cutoff, or -1. */
+ATT_EXPORT ATT_CLONES int64_t attntopo_js_cross_rows(const double *x, int64_t m, int64_t k,
+                                                    double *c_mass, double *s, int64_t *lo_hi,
+                                                    const int64_t *rows, int64_t r, int64_t a0,
+                                                    int64_t a1, double *out, double cutoff) {
+    js_rows w;
+    js_rows_view(&w, m, k, c_mass, s, lo_hi);
+    return js_cross_rows(x, m, k, k, &w, rows, r, a0, a1, out, m, cutoff);
 }
 
 /* 2 when the AVX2+FMA clones run on this CPU, 1 for the baseline clones (x86-64 with

@@ -358,8 +358,7 @@ def analyze(
     paper_compat : {False, None, "notebook", "listing"}
         Reproduce a founding-paper token distance (softmax re-applied, natural log):
         ``"notebook"`` the published notebooks' fourth root of the divergence, ``"listing"``
-        the printed Listing 1's square root; ``True`` is a deprecated alias of
-        ``"notebook"``.  See :func:`attntopo.distances.token_distances`.
+        the printed Listing 1's square root.  See :func:`attntopo.distances.token_distances`.
     truncate : bool
         Cut texts longer than the model's context instead of raising.
     n_jobs : int, optional

@@ -7,7 +7,6 @@ distance matrix), its diagrams, and the pairwise diagram distances between conte
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
@@ -80,17 +79,6 @@ class PhraseTopology(Result):
     provenance: dict = field(default_factory=dict)
 
     kind: ClassVar[str] = "phrase_topology"
-
-    @property
-    def distances(self) -> dict[str, np.ndarray]:
-        """Deprecated name of :attr:`diagram_distances` (``distances`` names the metric spaces
-        the topology is computed on; these are distances between diagrams)."""
-        warnings.warn(
-            "PhraseTopology.distances is deprecated: use PhraseTopology.diagram_distances",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.diagram_distances
 
     def _pos(self, layer: int | None, head: int | None) -> tuple[int, int]:
         if layer is None or head is None:
@@ -250,9 +238,9 @@ def phrase_topology(
     phrase: str,
     contexts: Sequence[str],
     model: Any = DEFAULT_MODEL,
-    layer: int | Sequence[int] | None = None,
-    head: int | Sequence[int] | None = None,
     *,
+    layers: int | Sequence[int] | None = None,
+    heads: int | Sequence[int] | None = None,
     metric: str = "jensen_shannon",
     maxdim: int = 1,
     drop_special: bool = False,
@@ -272,7 +260,7 @@ def phrase_topology(
         At least one context; each must contain the phrase.  (Attention objects of one
         model are accepted too; ``model`` is then ignored.)
     model : str or AttentionModel
-    layer, head : int or list of int, optional
+    layers, heads : int or list of int, optional
         0-based model indices; ``None`` = all.
     metric, maxdim, drop_special, engine, n_jobs, truncate
         As in :func:`compare`.
@@ -324,7 +312,7 @@ def phrase_topology(
         except InvalidInputError as e:
             raise InvalidInputError(f"context {k}: {e}") from None
 
-    atts, info = attentions_of(contexts, model, layer, head, drop_special, truncate, progress)
+    atts, info = attentions_of(contexts, model, layers, heads, drop_special, truncate, progress)
     C = len(contexts)
     L, H = atts[0].weights.shape[:2]
     # distances and persistence per context and head, then per pair of contexts and head

@@ -649,13 +649,6 @@ def num(x: Any) -> str:
     return f"{f:.3f}" if a < 10 else f"{f:.2f}" if a < 100 else f"{f:.1f}" if a < 1000 else f"{f:.3g}"
 
 
-def summary_rows(columns: dict) -> list[dict]:
-    """A result's ``summary()`` columns (equal-length arrays) as one dict per row: the shape of
-    the ``"summary"`` key in every command's ``--json``."""
-    names = list(columns)
-    return [dict(zip(names, row)) for row in zip(*(columns[n] for n in names))]
-
-
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 

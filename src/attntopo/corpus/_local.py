@@ -34,7 +34,7 @@ from typing import Any, Iterator, Sequence
 
 from .._progress import NO_PROGRESS, Reporter, check_progress, make_reporter, progress_wanted
 from .._validation import check_bool, check_choice, check_device, check_dtype, check_positive_int
-from ..errors import DiskFullError, InvalidInputError, MissingDependencyError
+from ..errors import DiskFullError, InvalidInputError, MissingDependencyError, ResultFormatError
 from ._input import CorpusInput, open_input
 from ._settings import (
     DEFAULT_BATCH_SIZE,
@@ -46,7 +46,15 @@ from ._settings import (
     check_same_settings,
     make_settings,
 )
-from ._store import MANIFEST, Store, StoreLock, check_store_path, lock_store
+from ._store import (
+    MANIFEST,
+    OWN_FILE,
+    Store,
+    StoreLock,
+    can_start_over,
+    check_store_path,
+    lock_store,
+)
 from ._work import BatchWorker, check_lengths, feature_columns, output_schema
 
 __all__ = ["run", "BACKENDS", "ENGINES", "prepare", "Prepared", "finish", "log"]
@@ -155,7 +163,23 @@ def prepare(
         lock = lock_store(path)
         check_store_path(path)  # again under the lock: what another run did before is settled
         existing = (path / MANIFEST).is_file()
-        store = Store(path) if existing else None  # refuses what is not a corpus store
+        store, unusable = None, False
+        if existing:
+            try:
+                store = Store(path)  # refuses what is not a corpus store
+            except ResultFormatError as e:
+                # a manifest that cannot be used: --new-store starts over (what the refusal
+                # says to do), where the folder is a store's and holds nothing else
+                if not new_store:
+                    raise
+                if not can_start_over(path):
+                    what = str(e).split("; --new-store")[0]
+                    raise ResultFormatError(
+                        f"{what}: --new-store starts over only a folder that holds a store's own "
+                        "files (manifest.json, parts/, parts.sha256, errors.jsonl) and no other "
+                        "program's manifest: give another STORE"
+                    ) from None
+                unusable = True
         if store is not None and not new_store:  # a refusal from the manifest, not after a load
             check_before_loading(store.settings, store.manifest.get("model"), f"STORE {str(path)!r}",
                                  dtype=dtype, **settings_options)
@@ -189,7 +213,7 @@ def prepare(
                 )
         if settings.on_long == "error":
             check_lengths(m, inp.batches(settings.batch_size))
-        if store is not None and new_store:
+        if (store is not None or unusable) and new_store:
             _clear(path)  # every check passed: only now is the old store removed
             store = None
         if store is None:
@@ -356,6 +380,14 @@ def _drop_damaged(store: Store) -> None:
         warnings.warn(DamagedPartWarning(
             f"STORE {str(store.path)!r}: {part_name(k)} was damaged ({why}): batch {k} is recomputed"
         ), stacklevel=2)
+    if store.unchecked:
+        n, first = len(store.unchecked), part_name(store.unchecked[0])
+        warnings.warn(DamagedPartWarning(
+            f"STORE {str(store.path)!r}: {n} part{'s' if n != 1 else ''} ({first}"
+            f"{', …' if n > 1 else ''}) {'have' if n != 1 else 'has'} neither a recorded SHA-256 "
+            "nor page checksums (written before attntopo wrote them): they read in full, but a "
+            "changed value in them cannot be seen; --new-store recomputes the store"
+        ), stacklevel=2)
 
 
 def _only_by_name(device: Any, dtype: Any) -> None:
@@ -370,19 +402,16 @@ def _only_by_name(device: Any, dtype: Any) -> None:
 def _clear(path: Path) -> None:
     """Remove a corpus store's own files (the manifest first: from then on a reader sees no
     store, never the old manifest with the new parts), under the store's lock."""
-    import re
-
     from ._store import PARTS
 
-    own = re.compile(r"^(errors\.jsonl|parts\.sha256|part-\d{8}\.parquet|\..*\.tmp)$")
     os.unlink(path / MANIFEST)
     for entry in os.listdir(path):
-        if own.match(entry):
+        if OWN_FILE.match(entry):
             os.unlink(path / entry)
     parts = path / PARTS
     if parts.is_dir():  # format version 2: the parts' own folder, then the folder itself
         for entry in os.listdir(parts):
-            if own.match(entry):
+            if OWN_FILE.match(entry):
                 os.unlink(parts / entry)
         with contextlib.suppress(OSError):  # other files in it: left, and reported by the creation
             os.rmdir(parts)

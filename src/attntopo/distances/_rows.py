@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from .._progress import NO_PROGRESS, ProgressOption, Reporter, make_reporter
-from .._validation import check_indices, check_metric, check_paper_compat, renamed_arguments
+from .._validation import check_indices, check_metric, check_paper_compat
 from ..constants import PaperMode
 from ..errors import InvalidInputError, InvalidMatrixError
 from ._checks import _as_tensor, _as_vector, _check_base, _check_settings, _prepare, _validate
@@ -21,7 +21,6 @@ from ._workers import _Workers
 __all__ = ["token_distances", "row_distances", "pairwise_distance"]
 
 
-@renamed_arguments(n_threads="n_jobs")
 def token_distances(
     att: Any,
     metric: str = "jensen_shannon",
@@ -74,7 +73,6 @@ def token_distances(
           again, a fourth root of the divergence:
           ``sqrt(jensenshannon(softmax(p), softmax(q)))``; in ``[0, (ln 2)^¼]``.
         - ``False`` / ``None``: attntopo's own distance (``base``, no softmax).
-        - ``True``: deprecated alias of ``"notebook"`` (DeprecationWarning).
 
         The extra softmax flattens the rows and gives masked (future) keys
         weight again, so distances shrink with length.  Two one-hot rows, at
@@ -135,7 +133,7 @@ def token_distances(
     """
     metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_jobs,
                                                     DISTANCES)
-    paper_compat = check_paper_compat(paper_compat, stacklevel=4)  # 4: past renamed_arguments
+    paper_compat = check_paper_compat(paper_compat)
     if paper_compat and metric != "jensen_shannon":
         raise InvalidInputError(
             f"paper_compat={paper_compat!r} reproduces the paper's Jensen–Shannon recipe only; "
@@ -274,7 +272,6 @@ def token_distances_tensor(
                       rows=chosen)
 
 
-@renamed_arguments(n_threads="n_jobs")
 def row_distances(
     x: Any,
     metric: str = "jensen_shannon",

@@ -11,6 +11,7 @@ the covariates alone, with the gain's interval from a paired bootstrap.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar, Mapping, Sequence
@@ -27,15 +28,21 @@ from ._select import HEAD_CRITERIA, best_heads, head_scores
 from ._table import FeatureTable, parse_column
 
 __all__ = ["DetectorEvaluation", "evaluate_detectors", "balanced_subsample", "weighted_auc",
-           "weighted_average_precision", "RESAMPLING"]
+           "weighted_average_precision", "RESAMPLING", "COMBINE"]
 
 KIND = "detector_evaluation"
 #: How the bootstrap draws a replicate: ``"groups"`` (whole groups with replacement, so that
 #: pairs about one entity stay together: the default) or ``"rows"`` (pairs with replacement).
 RESAMPLING: tuple[str, ...] = ("groups", "rows")
+#: How a detector's (chosen) columns become a score: ``"logistic"`` (a standardized logistic
+#: regression fitted on the training folds) or ``"mean"`` (their plain mean, each column
+#: signed by its training folds' difference of class means: TOHA's average of its heads).
+COMBINE: tuple[str, ...] = ("logistic", "mean")
 #: The name of the covariates-only model and of the stratum of all rows.
 COVARIATES = "covariates"
 ALL = "all"
+#: The value of a stratum's row that compares pairs within each of its values, all at once.
+WITHIN = "(within)"
 _TEXT_COLUMNS = ("model", "detector", "stratum", "value")
 _INT_COLUMNS = ("with_covariates", "n", "n_positive")
 _METRICS = ("roc_auc", "pr_auc")
@@ -339,6 +346,19 @@ def _support(names: list[str], heads: list[tuple[int, int]]) -> np.ndarray:
                      for c in names])
 
 
+def _signed_mean(X: np.ndarray, y: np.ndarray, train: np.ndarray) -> np.ndarray:
+    """The mean of the columns, each signed by its training rows' difference of class means
+    (the positive class's minus the other's; 0 counts as +); a row without values gets the
+    training rows' median score."""
+    Xt, yt = X[train], y[train]
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns or rows
+        sign = np.where(np.nanmean(Xt[yt == 1], 0) - np.nanmean(Xt[yt == 0], 0) < 0, -1.0, 1.0)
+        score = np.nanmean(X * sign, axis=1)
+        fill = np.nanmedian(score[train]) if np.isfinite(score[train]).any() else 0.0
+    return np.where(np.isfinite(score), score, fill)
+
+
 def _fit_score(X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray,
                C: float) -> np.ndarray:
     model = _model(C).fit(X[train], y[train])
@@ -354,6 +374,7 @@ def evaluate_detectors(
     strata: Mapping[str, Any] | None = None,
     heads: int | Mapping[str, int | None] | None = None,
     head_criterion: str = "cv_accuracy",
+    combine: str | Mapping[str, str] = "logistic",
     subset: Any = None,
     n_splits: int = 5,
     n_boot: int = 1000,
@@ -393,13 +414,22 @@ def evaluate_detectors(
         What the detector must beat (the prompt's length in tokens).
     strata : dict of name to array of shape (n,), optional
         Also report the AUCs within each value of each (e.g. ``{"n_entities": …,
-        "counterfactual": …}``), from the same out-of-fold scores.
+        "counterfactual": …}``), from the same out-of-fold scores, and one row (value
+        ``"(within)"``) comparing only pairs of one value, every value at once (ROC-AUC: the
+        values' AUCs weighted by positives x negatives): a detector's worth where the
+        stratum cannot help.
     heads : int or dict of name to int, optional
         Heads chosen inside each training fold (TOHA's ~10): an int for every detector whose
         columns name heads (``L<layer>H<head>.…``), a dict per detector.  Columns of no single
         head (``L*H*``) are always kept.  None: every column.
-    head_criterion : {"cv_accuracy", "anova"}
-        :func:`head_scores`' criterion (its inner 3-fold CV sees the training rows only).
+    head_criterion : {"cv_accuracy", "anova", "difference"}
+        :func:`head_scores`' criterion (it sees the training rows only; ``"difference"``
+        keeps the heads whose values rise most with the positives, as TOHA does).
+    combine : {"logistic", "mean"} or dict of name to one of them
+        How a detector's (chosen) columns become its score (:data:`COMBINE`): a logistic
+        regression, or their mean, each column signed on the training folds (TOHA's
+        training-free average of its heads; for columns of one scale).  With covariates,
+        a ``"mean"`` score enters the regression with them as one column.
     subset : array of int or bool, optional
         Evaluate on these rows only (e.g. :func:`balanced_subsample`'s); the tables keep all.
     n_splits : int
@@ -439,6 +469,15 @@ def evaluate_detectors(
     head_k = _head_counts(heads, blocks)
     head_criterion = check_choice(head_criterion, "head_criterion", HEAD_CRITERIA,
                                   what="head criterion")
+    if isinstance(combine, Mapping):
+        unknown = [k for k in combine if k not in blocks]
+        if unknown:
+            raise InvalidInputError(f"combine names {unknown}, which are not detectors "
+                                    f"({', '.join(blocks)})")
+        how = {d: check_choice(combine.get(d, "logistic"), f"combine[{d!r}]", COMBINE,
+                               what="combine") for d in blocks}
+    else:
+        how = dict.fromkeys(blocks, check_choice(combine, "combine", COMBINE))
     rows = _rows(subset, n_all)
     yy = _binary(y_all[rows], "y")
     n = rows.size
@@ -499,7 +538,11 @@ def evaluate_detectors(
                                       head_k[d])
                     X = X[:, _support(names, best)]
                     chosen[d].append([[int(a), int(b)] for a, b in best])
-                scores[models.index(d), test] = _fit_score(X, yy, train, test, C)
+                if how[d] == "mean":
+                    X = _signed_mean(X, yy, train)[:, None]
+                    scores[models.index(d), test] = X[test, 0]
+                else:
+                    scores[models.index(d), test] = _fit_score(X, yy, train, test, C)
                 reporter.advance()
                 if C_rows is not None:
                     scores[models.index(f"{d} + {COVARIATES}"), test] = _fit_score(
@@ -508,6 +551,7 @@ def evaluate_detectors(
     table = _metrics_table(models, scores, yy, g, folds, st, n_boot, resample, seed)
     settings = {"detectors": list(blocks), "covariates": cov_names, "strata": list(st),
                 "heads": {d: k for d, k in head_k.items() if k}, "head_criterion": head_criterion,
+                "combine": how,
                 "n_splits": n_splits, "n_boot": n_boot, "resample": resample, "C": C,
                 "seed": seed, "grouped": groups is not None,
                 "columns": {d: (len(b[1]) if b[1] else b[0].shape[1]) for d, b in blocks.items()}}
@@ -540,23 +584,28 @@ def _interval(values: np.ndarray) -> tuple[float, float]:
 def _metrics_table(models, scores, y, g, folds, strata, n_boot, resample,
                    seed) -> dict[str, np.ndarray]:
     W = _replicates(g, n_boot, resample, seed)
-    cells: list[tuple[str, Any, np.ndarray]] = [(ALL, ALL, np.arange(y.size))]
+    everything = np.arange(y.size)
+    cells: list[tuple[str, Any, np.ndarray, np.ndarray]] = [(ALL, ALL, everything, folds)]
     for name, v in strata.items():
-        for value in np.unique(v):
-            cells.append((name, value, np.flatnonzero(v == value)))
+        values, inv = np.unique(v, return_inverse=True)
+        for k, value in enumerate(values):
+            idx = np.flatnonzero(inv == k)
+            cells.append((name, value, idx, folds[idx]))
+        # every value at once, pairs compared within one value (and one fold)
+        cells.append((name, WITHIN, everything, folds * values.size + inv))
     out: dict[str, list] = {c: [] for c in (*_TEXT_COLUMNS, *_INT_COLUMNS)}
     for m in _METRICS:
         for c in (m, f"{m}_low", f"{m}_high", f"gain_{m}", f"gain_{m}_low", f"gain_{m}_high"):
             out[c] = []
-    for stratum, value, idx in cells:
+    for stratum, value, idx, within in cells:
         yi = y[idx]
         point: dict[tuple[str, str], float] = {}
         boot: dict[tuple[str, str], np.ndarray] = {}
         for k, model in enumerate(models):
             for m in _METRICS:
                 fn = _METRIC_FN[m]
-                point[model, m] = fn(scores[k, idx], yi, cells=folds[idx])
-                boot[model, m] = (fn(scores[k, idx], yi, W[:, idx], folds[idx]) if n_boot
+                point[model, m] = fn(scores[k, idx], yi, cells=within)
+                boot[model, m] = (fn(scores[k, idx], yi, W[:, idx], within) if n_boot
                                   else np.zeros(0))
         for model in models:
             detector = model[: -len(f" + {COVARIATES}")] if model.endswith(f" + {COVARIATES}") \

@@ -427,7 +427,7 @@ def approximability(
     layers: Any = None,
     heads: Any = None,
     truncate: bool = False,
-    progress: ProgressOption = False,
+    progress: ProgressOption = None,
 ) -> Approximability:
     """Approximate every head by each efficient-attention family at matched budgets.
 
@@ -458,8 +458,9 @@ def approximability(
         Keep only these (as :meth:`Attention.select`: positions in ``att``).
     truncate : bool
         Cut a text longer than the model's limit.
-    progress : bool, callable or None
-        Report each layer done (:mod:`attntopo._progress`).
+    progress : bool, callable or None, default None
+        Report each layer done (:mod:`attntopo._progress`): ``None`` a bar on a terminal or
+        in a notebook, as in every analysis that runs a model.
 
     Returns
     -------

@@ -235,8 +235,7 @@ def test_head_space_contents(synth_space):
     i = 5
     j = hs.labels.index(cols["nearest"][i])
     assert j != i and cols["nearest_distance"][i] == np.delete(hs.distances[i], i).min() == hs.distances[i, j]
-    with pytest.warns(DeprecationWarning, match="overview"):
-        assert cols["n_points"] == 12  # the old overview's keys still answer, with a warning
+    assert "n_points" not in cols  # the overview's keys are overview()'s, not the table's
 
 
 def test_clusters_and_redundancy(synth_space):

@@ -456,11 +456,10 @@ def test_paper_compat_accepts_any_finite_rows(mode):
     assert d[1, 3] == pytest.approx(PAPER_RECIPES[mode](x[1], x[3]), abs=1e-12)
 
 
-def test_paper_compat_true_is_a_deprecated_alias_of_notebook():
+def test_paper_compat_true_is_refused():
     a = dirichlet_rows(np.random.default_rng(17), (2,), 6)
-    with pytest.warns(DeprecationWarning, match="paper_compat='notebook'"):
-        d = token_distances(a, paper_compat=True)
-    np.testing.assert_array_equal(d, token_distances(a, paper_compat="notebook"))
+    with pytest.raises(InvalidInputError, match="'notebook' or 'listing'.*got True"):
+        token_distances(a, paper_compat=True)
     for off in (False, None, np.False_):
         np.testing.assert_array_equal(token_distances(a, paper_compat=off), token_distances(a))
 

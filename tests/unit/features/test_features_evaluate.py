@@ -180,6 +180,29 @@ def test_heads_are_chosen_on_each_training_fold_as_select_heads_does():
     assert (r.folds >= 0).all() and set(r.folds) == set(range(5))
 
 
+def test_mean_combine_is_toha_s_signed_average_of_the_heads_chosen_by_difference():
+    table, y, groups, length = _data(signal=1.0)
+    v = table.values.copy()
+    v[:, 3] -= 1.5 * y  # a head (L0H1) whose values fall with the positives
+    table = FeatureTable(v, table.columns, table.index, table.texts)
+    r = evaluate_detectors({"toha": table}, y, groups=groups, heads={"toha": 3},
+                           head_criterion="difference", combine="mean", n_boot=0,
+                           covariates={"length": length})
+    cv = StratifiedGroupKFold(5, shuffle=True, random_state=0)
+    for f, (train, test) in enumerate(cv.split(v, y, groups)):
+        heads = select_heads(v[train], y[train], 3, criterion="difference",
+                             columns=table.columns)
+        assert r.heads["toha"][f] == [list(h) for h in heads]
+        cols = [k for k, c in enumerate(table.columns)
+                if any(c.startswith(f"L{a}H{b}.") for a, b in heads)]
+        sign = np.sign(v[train][y[train] == 1][:, cols].mean(0)
+                       - v[train][y[train] == 0][:, cols].mean(0))
+        np.testing.assert_allclose(r.scores[r.models.index("toha"), test],
+                                   (v[test][:, cols] * sign).mean(1), atol=1e-12)
+        assert (0, 1) not in heads  # the falling head is not among the risers
+    assert r.settings["combine"] == {"toha": "mean"}
+
+
 def test_strata_are_the_same_scores_within_each_value():
     table, y, groups, length = _data()
     flag = np.arange(y.size) % 2 == 0
@@ -198,8 +221,14 @@ def test_strata_are_the_same_scores_within_each_value():
     # within one length the length covariate is constant: the covariates alone rank nothing
     row = _row(r, "covariates", "n_entities", "3.0")
     assert row["roc_auc"] == 0.5
+    assert _row(r, "covariates", "n_entities", "(within)")["roc_auc"] == 0.5
+    # (within): the AUC of pairs in one value and one fold, every value at once
+    topo = r.scores[r.models.index("topo")]
+    cells = r.folds * 10 + length.astype(int)
+    want = _per_cell(roc_auc_score, y, topo, cells, lambda t: t.sum() * (t.size - t.sum()))
+    assert _row(r, "topo", "n_entities", "(within)")["roc_auc"] == pytest.approx(want, abs=1e-12)
     t = r.table("n_entities")
-    assert set(t["value"]) == {str(v) for v in np.unique(length)}
+    assert set(t["value"]) == {str(v) for v in np.unique(length)} | {"(within)"}
 
 
 # ------------------------------------------------------------------ gains over covariates
@@ -284,6 +313,8 @@ def test_subset_evaluates_those_rows_only():
     (lambda t, y, g: evaluate_detectors(t, y, groups=g, heads={"b": 3}), "not detectors"),
     (lambda t, y, g: evaluate_detectors({"covariates": t}, y, groups=g), "rename"),
     (lambda t, y, g: evaluate_detectors(t, y, groups=g, resample="pairs"), "unknown resample"),
+    (lambda t, y, g: evaluate_detectors(t, y, groups=g, combine="max"), "unknown combine"),
+    (lambda t, y, g: evaluate_detectors(t, y, groups=g, combine={"b": "mean"}), "not detectors"),
 ])
 def test_bad_input_is_one_line(call, words):
     table, y, groups, _ = _data(n=60)
