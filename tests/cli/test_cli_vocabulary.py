@@ -308,16 +308,15 @@ def test_align_out_of_range_lists_the_words():
 # ------------------------------------------------------------------ corpus --backend
 def test_corpus_backend_is_not_called_engine(tmp_path):
     """``--engine`` is the persistence engine everywhere; corpus's local/ray choice is
-    ``--backend``, and ``--engine local|ray`` still works with a ``warning:`` line.  Checked on
-    refusals that come before any model loads or any file is written."""
+    ``--backend`` (``--engine local|ray`` is one line naming it).  Checked on refusals that
+    come before any model loads or any file is written."""
     store = tmp_path / "store"
     base = ("corpus", "-", "--out", str(store), "--gpus-per-actor", "1.5")
     new = run(*base, "--backend", "ray", stdin="one text\n")
     assert_one_line_error(new, "gpus_per_actor 1.5: Ray takes a fraction below 1")
-    # the old spelling means the backend (an error line shows no warning: those follow success)
-    assert_one_line_error(run(*base, "--engine", "ray", stdin="one text\n"), "gpus_per_actor 1.5: Ray takes")
-    assert_one_line_error(run(*base, "--backend", "ray", "--engine", "ray", stdin="one text\n"),
-                          "give --backend only")
+    assert_one_line_error(run(*base, "--engine", "ray", stdin="one text\n"),
+                          "--engine ray: --engine is the persistence engine",
+                          "where the corpus runs is --backend ray")
     assert_one_line_error(run("corpus", "-", "--out", str(store), "--engine", "fast", stdin="one text\n"),
                           "unknown persistence engine 'fast'")
     assert_one_line_error(run("corpus", "-", "--out", str(store), "--backend", "spark", stdin="one text\n"),
@@ -328,19 +327,10 @@ def test_corpus_backend_is_not_called_engine(tmp_path):
 
 
 @pytest.mark.model
-def test_corpus_engine_local_still_runs_with_a_warning_line(tmp_path):
-    """``--engine local`` (the backend's old name) runs the corpus on this machine, with one
-    ``warning:`` line naming ``--backend``; ``--engine ripser`` is the persistence engine and
-    lands in the store's settings."""
-    old = run("corpus", "-", "--out", str(tmp_path / "a"), "--engine", "local", "--layer", "0",
-              "--head", "0", "--json", stdin="one text\n")
-    assert old.returncode == 0, old.stderr
-    assert old.stderr.strip() == ("warning: corpus --engine local is deprecated: write --backend local "
-                                  "(--engine is the persistence engine, as in analyze)"), old.stderr
+def test_corpus_engine_is_the_persistence_engine(tmp_path):
+    """``--engine ripser`` is the persistence engine and lands in the store's settings."""
     new = run("corpus", "-", "--out", str(tmp_path / "b"), "--backend", "local", "--engine", "ripser",
               "--layer", "0", "--head", "0", "--json", stdin="one text\n")
     assert new.returncode == 0 and new.stderr == "", new.stderr
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert manifest["settings"]["features"]["engine"] == "ripser"  # a feature setting
-    a = json.loads((tmp_path / "a" / "manifest.json").read_text())
-    assert a["settings"]["features"]["engine"] is None

@@ -3,7 +3,7 @@
 Every public function, class and method of the package's public modules is inspected; a
 parameter spelled as a retired synonym fails the test unless it is listed in ``PENDING`` (renames
 not done yet: the list may only shrink, and each entry must still exist, so it stays current).
-Renamed arguments keep working for one release with a DeprecationWarning (``renamed_arguments``).
+Before the first release a rename keeps no shim: the old keyword is Python's TypeError.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ import warnings
 import numpy as np
 import pytest
 
-from attntopo._validation import renamed_arguments
-from attntopo.errors import InvalidInputError
 
 MODULES = ("attntopo", "attntopo.analyses", "attntopo.distances", "attntopo.topology",
            "attntopo.features", "attntopo.corpus", "attntopo.models", "attntopo.hardmax",
@@ -180,19 +178,6 @@ def test_n_threads_is_n_jobs_everywhere(fn_name):
     P = rng.dirichlet(np.ones(6), size=(1, 2, 6))
     with pytest.raises(TypeError, match="unexpected keyword argument 'n_threads'"):
         fn(P, n_threads=1)  # refused when the arguments are bound, before any work
-
-
-def test_renamed_arguments_on_a_plain_function():
-    @renamed_arguments(old="new")
-    def f(x, *, new=0):
-        return x + new
-
-    assert list(inspect.signature(f).parameters) == ["x", "new"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert f(1, new=2) == 3
-    with pytest.warns(DeprecationWarning, match=r"f\(old=\.\.\.\) is deprecated: write new="):
-        assert f(1, old=2) == 3
 
 
 def test_compare_takes_scale_layers_and_heads_only(fake_pair_for_names):

@@ -50,29 +50,20 @@ def _sets_help() -> str:
             "--answer-column.")
 
 
-def _backend_and_engine(backend: Optional[str], engine: Optional[str]) -> tuple[Optional[str], Optional[str]]:
-    """``--backend``, and ``--engine`` as the persistence engine; ``--engine local|ray`` is the
-    backend's deprecated old name (a ``warning:`` line)."""
-    import warnings
-
+def _check_engine(engine: Optional[str]) -> None:
+    """``--engine`` is the persistence engine; ``local``/``ray`` there get one line naming
+    ``--backend`` (where the corpus runs)."""
     from ..corpus import BACKENDS
     from ..errors import InvalidInputError
 
     if engine in BACKENDS:
-        if backend is not None:
-            raise InvalidInputError(
-                f"give --backend only: --engine {engine} is its deprecated old name (--engine is the persistence engine)"
-            )
-        warnings.warn(f"corpus --engine {engine} is deprecated: write --backend {engine} (--engine is the "
-                      "persistence engine, as in analyze)", DeprecationWarning)
-        return engine, None
-    return backend, engine
+        raise InvalidInputError(f"--engine {engine}: --engine is the persistence engine "
+                                f"({', '.join(ENGINE_NAMES)}); where the corpus runs is --backend {engine}")
 
 
 @command("corpus", epilog=_CORPUS_EPILOG, exclude_settings=("min_persistence",), helps={
     "sets": _sets_help(),
-    "engine": (f"Persistence engine: {', '.join(ENGINE_NAMES)} (default: the fastest installed). "
-               "Deprecated: --engine local|ray, the old name of --backend.")})
+    "engine": f"Persistence engine: {', '.join(ENGINE_NAMES)} (default: the fastest installed)."})
 def corpus_cmd(
     input: Annotated[str, typer.Argument(
         metavar="INPUT", show_default=False,
@@ -147,7 +138,7 @@ def corpus_cmd(
 
     t0 = time.perf_counter()
     fs = dict(feature_settings)
-    backend, fs["engine"] = _backend_and_engine(backend, fs["engine"])
+    _check_engine(fs["engine"])
     handler = None
     if not quiet and not json_out and not err_console.is_terminal:
         handler = logging.StreamHandler(sys.stderr)

@@ -57,12 +57,10 @@ from ._store import (
 )
 from ._work import BatchWorker, check_lengths, feature_columns, output_schema
 
-__all__ = ["run", "BACKENDS", "ENGINES", "prepare", "Prepared", "finish", "log"]
+__all__ = ["run", "BACKENDS", "prepare", "Prepared", "finish", "log"]
 
 #: Backends of :func:`run` (where a corpus runs).
 BACKENDS: tuple[str, ...] = ("local", "ray")
-#: The first name of :data:`BACKENDS` (``engine=`` is the persistence engine now).
-ENGINES = BACKENDS
 #: Log lines of a run (``INFO``: one line every ``log_every`` batches and at the end).
 log = logging.getLogger("attntopo.corpus")
 
@@ -530,43 +528,6 @@ class _RateBar(Reporter):
 
 
 # ------------------------------------------------------------------ the entry point
-def _renamed_backend(fn: Any) -> Any:
-    """``run``'s renames for one release (docs/api.md, Names): ``engine="local"|"ray"`` was the
-    backend (now ``backend=``), ``persistence_engine=`` is now ``engine=``.  Both warn
-    (DeprecationWarning, at the caller's line) and pass the value on; giving the old and the
-    new spelling of one setting is an error."""
-    import functools
-    import warnings
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kw: Any) -> Any:
-        if isinstance(kw.get("engine"), str) and kw["engine"] in BACKENDS:
-            if kw.get("backend") is not None:
-                raise InvalidInputError(
-                    f"run: give backend= only (engine={kw['engine']!r} is its deprecated name; "
-                    "engine= is the persistence engine)"
-                )
-            warnings.warn(
-                f"run(engine={kw['engine']!r}) is deprecated: write backend={kw['engine']!r} "
-                "(engine= is now the persistence engine, as in features; docs/api.md, Names)",
-                DeprecationWarning, stacklevel=2,
-            )
-            kw["backend"] = kw.pop("engine")
-        if "persistence_engine" in kw:
-            if kw.get("engine") is not None:
-                raise InvalidInputError("run: give engine= only (persistence_engine= is its deprecated name)")
-            warnings.warn(
-                "run(persistence_engine=...) is deprecated: write engine=... (the same value; "
-                "docs/api.md, Names)", DeprecationWarning, stacklevel=2,
-            )
-            kw["engine"] = kw.pop("persistence_engine")
-        return fn(*args, **kw)
-
-    wrapper.__renamed_arguments__ = {"persistence_engine": "engine"}
-    return wrapper
-
-
-@_renamed_backend
 def run(
     texts_or_path: Any,
     out: Any,
@@ -648,9 +609,8 @@ def run(
         with another text is refused, naming it), the rest become new parts, and the manifest
         records the input (``Store.inputs()``).  Running the same append again continues it.
         On a new STORE it makes the store.
-    (``engine=``, the persistence engine: its first name here, ``persistence_engine=``, still
-    works for one release with a DeprecationWarning; so does ``engine="local"`` / ``"ray"``,
-    the backend's old name.)
+    (``engine=`` is the persistence engine, as in :func:`attntopo.features.features`; where
+    the corpus runs is ``backend=``.)
     n_jobs : int, optional
         Persistence worker processes of the local engine (None: all CPUs).
     ray_address : str, optional
@@ -698,6 +658,9 @@ def run(
 
     backend = "local" if backend is None else check_choice(backend, "backend", BACKENDS, what="corpus backend")
     # the feature settings in one record, checked before anything is read or loaded
+    if setting_values.get("engine") in BACKENDS:
+        raise InvalidInputError(f"engine={setting_values['engine']!r}: engine= is the persistence engine; "
+                                f"where the corpus runs is backend={setting_values['engine']!r}")
     if settings is None and setting_values.get("sets") is None:
         setting_values["sets"] = DEFAULT_CORPUS_SETS
     settings = FeatureSettings.resolve(settings, owner="corpus.run()", **setting_values)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Sequence
 
-from .._validation import check_bool, check_choice, check_positive_int, renamed_arguments
+from .._validation import check_bool, check_choice, check_positive_int
 from .._version import __version__
 from ..errors import InvalidInputError, ResultFormatError
 
@@ -106,18 +106,6 @@ class CorpusSettings:
     dtype: str = "float32"
     keep_text: bool = True
     pairs: bool = False
-
-    @property
-    def persistence_engine(self) -> str | None:
-        """Deprecated name of ``features.engine`` (docs/api.md, Names)."""
-        import warnings
-
-        from ..errors import user_stacklevel
-
-        warnings.warn("CorpusSettings.persistence_engine is deprecated: read "
-                      "CorpusSettings.features.engine", DeprecationWarning,
-                      stacklevel=user_stacklevel())
-        return self.features.engine
 
     # ------------------------------------------------------------------ manifest form
     def to_manifest(self) -> dict[str, Any]:
@@ -217,7 +205,6 @@ def model_fingerprint(model: Any) -> str:
 
 
 # ------------------------------------------------------------------ building and comparing
-@renamed_arguments(persistence_engine="engine")
 def make_settings(
     model: Any,
     *,

@@ -622,37 +622,29 @@ def test_engine_is_a_feature_setting_of_the_manifest():
     doc = s.to_manifest()
     assert doc["features"]["engine"] == "ripser" and "persistence_engine" not in doc
     assert CorpusSettings.from_manifest(doc) == s
-    with pytest.warns(DeprecationWarning, match="CorpusSettings.persistence_engine is deprecated: "
-                                                "read CorpusSettings.features.engine"):
-        assert s.persistence_engine == "ripser"
+    assert not hasattr(s, "persistence_engine")
 
 
-def test_run_renames_warn_and_pass_the_value_on(tmp_path):
-    """corpus.run: engine="local"/"ray" is the backend's old name, persistence_engine= the
-    persistence engine's; both warn at the caller's line and mean what they meant.  Checked on
-    refusals that come before any input is read or model loaded."""
+def test_run_takes_backend_and_engine_by_their_names(tmp_path):
+    """corpus.run: ``backend=`` is where it runs, ``engine=`` the persistence engine; the old
+    spellings (``engine="local"``, ``persistence_engine=``) are refused in one line, before any
+    input is read or model loaded."""
     import attntopo.corpus as corpus
 
     out = tmp_path / "s"
-    with pytest.warns(DeprecationWarning, match=r"run\(engine='local'\) is deprecated: write backend='local'") as rec:
-        with pytest.raises(InvalidInputError, match="ray_address applies to backend='ray' only"):
-            corpus.run(["a text"], out, engine="local", ray_address="127.0.0.1:1")
-    assert rec[0].filename == __file__
-    with pytest.warns(DeprecationWarning, match=r"run\(persistence_engine=\.\.\.\) is deprecated: write engine="):
-        with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
-            corpus.run(["a text"], out, persistence_engine="fast")
+    with pytest.raises(InvalidInputError, match=r"^engine='local': engine= is the persistence engine; "
+                                                r"where the corpus runs is backend='local'$"):
+        corpus.run(["a text"], out, engine="local")
+    with pytest.raises(TypeError, match=r"corpus.run\(\) got an unexpected keyword argument 'persistence_engine'"):
+        corpus.run(["a text"], out, persistence_engine="gudhi")
     with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
         corpus.run(["a text"], out, engine="fast")  # engine= is the persistence engine
-    with pytest.raises(InvalidInputError, match="give backend= only"):
-        corpus.run(["a text"], out, engine="ray", backend="local")
-    with pytest.raises(InvalidInputError, match="give engine= only"):
-        corpus.run(["a text"], out, engine="ripser", persistence_engine="gudhi")
     with pytest.raises(InvalidInputError, match="unknown corpus backend 'spark'"):
         corpus.run(["a text"], out, backend="spark")
-    with pytest.warns(DeprecationWarning, match=r"make_settings\(persistence_engine=\.\.\.\) is deprecated"):
-        with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
-            corpus.make_settings(object(), persistence_engine="fast")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'persistence_engine'"):
+        corpus.make_settings(object(), persistence_engine="fast")
     assert not out.exists()
+    assert not hasattr(corpus, "ENGINES")
 
 
 def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monkeypatch):
