@@ -73,6 +73,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/corpus_bench.py --out docs/corpus_bench.json
 	$(PY) benchmarks/engines_bench.py --out docs/engines_bench.json
 	$(PY) benchmarks/theory_bench.py --json docs/theory_bench.json
+	$(PY) benchmarks/precision_bench.py --json docs/precision_bench.json
 
 bench-quick: $(STAMP)
 	$(PY) benchmarks/run.py --quick

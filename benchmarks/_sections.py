@@ -379,9 +379,16 @@ def section_causal(cfg: dict) -> dict:
     return res
 
 
+def section_kernel(cfg: dict) -> dict:
+    import _kernel
+
+    return _kernel.section_kernel(cfg)
+
+
 SECTIONS = {
     "one_text": section_one_text,
     "distances": section_distances,
     "throughput": section_throughput,
     "causal": section_causal,
+    "kernel": section_kernel,
 }

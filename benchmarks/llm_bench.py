@@ -15,18 +15,26 @@ short pair: time, extra peak host memory (resident size above the size before th
 * the forward pass alone (``hf_model(input_ids)``: the limit),
 * ``features(pair, sets=("prompt",), prompt_quantities=("attention",))`` (TOHA's score, all heads),
 * the same with the JS score too (``prompt_quantities=("js", "attention")``),
+* on a RAG-shaped pair of the same length (the prompt seven eighths of the tokens, the answer
+  one eighth; issue 36), the attention score alone and the JS score alone
+  (``prompt_quantities=("js",)``: the answer's rows' distances to all tokens, ``r·n`` pairs),
 * ``analyze(text, maxdim=0)`` and ``maxdim=1``, on ten chosen heads (2 layers x 5 heads) and
   on all heads.
 
 A measurement whose estimate (the forward pass plus, per head, what the ten-head run took
-beyond its forward pass) exceeds
+beyond its forward pass; for the JS prompt scores, what the response rows' distances of a few
+random causal heads of that length and answer took, ``js_rows_per_head``) exceeds
 ``--budget`` seconds, or whose result would not fit in half the memory, is skipped and says
 so; ``--steps`` runs only the steps named (the forward pass always runs), ``--skip-reason``
 says in the report why the others were left out.  ``--merge`` keeps the rows of other token
 counts from the ``--json`` file of an earlier run (each row states its own date and load).
 Ratios are to the forward pass of the same run.  Goals (issue 26): GPU, 8B, 2,048 tokens:
 attention score within 2x the forward pass, JS within 10x; CPU, 1B, 1,024 tokens: attention
-score within 3x; memory flat in the number of layers.
+score within 3x; memory flat in the number of layers.  Issue 36: CPU, 1B, 1,024 tokens, the
+RAG pair's JS score within 3x the forward pass; CPU, a 12 x 12 Llama at ~900 tokens, the RAG
+pair's JS score within 2x its attention score.  ``--merge`` also keeps an earlier run's
+measurement of a step this run left out at the same length (marked with its date; its ratio is
+to its own run's forward pass).
 """
 
 from __future__ import annotations
@@ -67,16 +75,36 @@ def _gpu_peak(device: str) -> int | None:
 
 
 def measure(fn, device: str) -> dict:
-    """Time, extra peak host memory and peak GPU memory of one call."""
+    """Time, the process's CPU time (all threads), extra peak host memory and peak GPU memory
+    of one call."""
     gc.collect()
     _gpu_peak_reset(device)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     extra, _ = _llama.extra_peak(fn)
-    return {"s": time.perf_counter() - t0, "host_extra": extra, "gpu_peak": _gpu_peak(device)}
+    return {"s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+            "host_extra": extra, "gpu_peak": _gpu_peak(device)}
 
 
-STEPS = ("forward", "prompt_attention", "prompt_js", "analyze0_ten", "analyze1_ten",
-         "analyze0_all", "analyze1_all")
+STEPS = ("forward", "prompt_attention", "prompt_js", "prompt_attention_rag", "prompt_js_rag",
+         "analyze0_ten", "analyze1_ten", "analyze0_all", "analyze1_all")
+#: the RAG-shaped pair: the prompt this share of the tokens, the answer the rest (issue 36)
+RAG_PROMPT_SHARE = 7 / 8
+
+
+def js_rows_per_head(n: int, r: int, heads: int = 4) -> float:
+    """Seconds a head of the JS prompt score's distances (the ``r`` answer rows of a causal
+    ``n``-token head against all rows), from ``heads`` random causal heads: the estimate that
+    decides whether a JS prompt step fits the budget."""
+    import numpy as np
+
+    from attntopo.distances import token_distances_tensor
+
+    rng = np.random.default_rng(0)
+    A = np.tril(rng.dirichlet(np.full(n, 0.3), size=(heads, n))).astype(np.float32)
+    A /= A.sum(-1, keepdims=True)
+    t0 = time.perf_counter()
+    token_distances_tensor(A, rows=range(n - r, n))
+    return (time.perf_counter() - t0) / heads
 
 
 def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, log,
@@ -102,9 +130,13 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     for n in tokens:
         pair = _llama.pair_with_tokens(m.tokenizer, n)
+        rag = _llama.pair_with_tokens(m.tokenizer, n, RAG_PROMPT_SHARE)
         text = pair[0] + " " + pair[1]
         ids = torch.tensor([m.tokenize(text).ids], device=device)
+        rag_n = len(m.tokenize(rag[0] + " " + rag[1]).ids)
+        rag_answer = rag_n - len(m.tokenize(rag[0]).ids)
         row = {"n": int(ids.shape[1]), "attention_bytes": _llama.attention_bytes(m, ids.shape[1]),
+               "rag": {"n": rag_n, "answer_tokens": rag_answer},
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "loadavg": [round(x, 2) for x in os.getloadavg()]}
         log(f"{shape} n={row['n']}: forward")
@@ -138,9 +170,21 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
         per_head0, per_head1 = (max(row[k]["s"] - fw, 0.0) / n_chosen if "s" in row[k] else None
                                 for k in ("analyze0_ten", "analyze1_ten"))
         held = 12 * L * H * row["n"] ** 2  # an Analysis of all heads: float32 weights + float64 distances
+        # the JS prompt scores: the answer rows' distances (r·n pairs), from a few random heads
+        js_half = js_rows_per_head(row["n"], row["n"] - len(m.tokenize(pair[0]).ids))
+        js_rag = js_rows_per_head(rag_n, rag_answer)
+        row["js_rows_per_head_s"] = {"half": js_half, "rag": js_rag}
+        attn = (max(row["prompt_attention"]["s"] - fw, 0.0) / (L * H)
+                if "s" in row["prompt_attention"] else 0.0)
         plans = [
-            ("prompt_js", per_head0,
+            ("prompt_js", js_half + attn,
              lambda: at.features([pair], m, sets=("prompt",), prompt_quantities=("js", "attention"),
+                                 drop_special=True), 0),
+            ("prompt_attention_rag", attn,
+             lambda: at.features([rag], m, sets=("prompt",), prompt_quantities=("attention",),
+                                 drop_special=True), 0),
+            ("prompt_js_rag", js_rag,
+             lambda: at.features([rag], m, sets=("prompt",), prompt_quantities=("js",),
                                  drop_special=True), 0),
             ("analyze0_all", per_head0,
              lambda: at.analyze(text, m, maxdim=0, progress=False), held),
@@ -178,6 +222,8 @@ LABELS = [
     ("forward", "forward pass alone (the limit)"),
     ("prompt_attention", "features(prompt), attention score, all heads"),
     ("prompt_js", "features(prompt), JS + attention scores, all heads"),
+    ("prompt_attention_rag", "RAG pair: features(prompt), attention score alone, all heads"),
+    ("prompt_js_rag", "RAG pair: features(prompt), JS score alone, all heads"),
     ("analyze0_ten", "analyze(maxdim=0), ten heads"),
     ("analyze1_ten", "analyze(maxdim=1), ten heads"),
     ("analyze0_all", "analyze(maxdim=0), all heads"),
@@ -196,7 +242,10 @@ def render(res: dict) -> str:
              f"{', CUDA: ' + res['gpu'] if res.get('gpu') else ', no GPU'}); load average at the "
              f"start {mc.get('loadavg')}; torch {vs.get('torch')}, transformers "
              f"{vs.get('transformers')}.  Times are one call each; a shared machine makes them "
-             "noisy, the ratios less so (each is taken within one run).", ""]
+             "noisy, the ratios less so (each is taken within one run).  CPU time is the "
+             "process's, all threads (where recorded): the work done, which other jobs on the "
+             "machine do not lengthen (torch's threads also count time spent waiting at a "
+             "barrier).", ""]
     for model in res["models"]:
         title = (f"{model['shape']} shape ({model['layers']} layers x {model['heads']} heads, "
                  f"{model['kv_heads']} KV heads), {model['dtype']} on {model['device']}")
@@ -205,48 +254,70 @@ def render(res: dict) -> str:
         for row in model["runs"]:
             when = (f"; measured {row['date']}, load average {row['loadavg']}"
                     if row.get("date") else "")
+            rag = row.get("rag")
+            rag_note = (f"; the RAG pair: {rag['n']} tokens, the answer {rag['answer_tokens']}"
+                        if rag else "")
             parts += [f"**{row['n']} tokens** (all layers' float32 attention: "
-                      f"{row['attention_bytes'] / 2**20:,.0f} MiB{when})", "",
-                      "| step | time (s) | x forward | extra peak host (MiB) | peak GPU (MiB) |",
-                      "|---|---|---|---|---|"]
+                      f"{row['attention_bytes'] / 2**20:,.0f} MiB{when}{rag_note})", "",
+                      "| step | time (s) | x forward | CPU time (s) | extra peak host (MiB) "
+                      "| peak GPU (MiB) |", "|---|---|---|---|---|---|"]
             for key, label in LABELS:
-                r = row[key]
+                r = row.get(key, {"skipped": "not a step of that run"})
+                if r.get("earlier_run"):
+                    label += f" (earlier run, {r['earlier_run']}, its own forward pass)"
                 if "skipped" in r:
                     ratio = "" if r.get("ratio") is None else f"~{r['ratio']:.0f}"
-                    parts.append(f"| {label} | skipped: {r['skipped']} | {ratio} | | |")
+                    parts.append(f"| {label} | skipped: {r['skipped']} | {ratio} | | | |")
                     continue
                 ratio = "1" if key == "forward" else f"{r['ratio']:.2f}"
-                parts.append(f"| {label} | {r['s']:.2f} | {ratio} | {_mib(r['host_extra'])} | "
-                             f"{_mib(r['gpu_peak'])} |")
+                cpu = "–" if r.get("cpu_s") is None else f"{r['cpu_s']:.1f}"
+                parts.append(f"| {label} | {r['s']:.2f} | {ratio} | {cpu} | "
+                             f"{_mib(r['host_extra'])} | {_mib(r['gpu_peak'])} |")
             parts.append("")
     parts += goals(res)
     return "\n".join(parts)
 
 
-#: issue 26's goals: (shape, device, tokens, step, most x the forward pass)
-GOALS = [("1b", "cpu", 1024, "prompt_attention", 3.0), ("8b", "cuda", 2048, "prompt_attention", 2.0),
-         ("8b", "cuda", 2048, "prompt_js", 10.0)]
+#: the goals: (issue, shape, device, tokens, step, most x the reference step)
+GOALS = [("26", "1b", "cpu", 1024, "prompt_attention", 3.0, "forward"),
+         ("26", "8b", "cuda", 2048, "prompt_attention", 2.0, "forward"),
+         ("26, 36", "8b", "cuda", 2048, "prompt_js", 10.0, "forward"),
+         ("36", "1b", "cpu", 1024, "prompt_js_rag", 3.0, "forward"),
+         ("36", "12x12", "cpu", 896, "prompt_js_rag", 2.0, "prompt_attention_rag")]
 
 
 def goals(res: dict) -> list[str]:
-    """The issue's goals, each met, missed or not measured, from the rows of ``res``."""
+    """The issues' goals, each met, missed or not measured, from the rows of ``res``."""
     rows = {(mod["shape"], mod["device"], row["n"]): row for mod in res["models"] for row in mod["runs"]}
-    lines = ["**Goals (issue 26), as measured in these runs.**", ""]
-    for shape, device, n, key, most in GOALS:
-        what = (f"{shape} shape on {'a GPU' if device == 'cuda' else 'the CPU'}, {n:,} tokens: "
-                f"{dict(LABELS)[key]} within {most:g}x the forward pass")
-        r = rows.get((shape, device, n), {}).get(key)
-        if r is None or "s" not in r:
-            why = r["skipped"] if r else ("no GPU here" if device == "cuda" else "not run")
+    lines = ["**Goals (issues 26 and 36), as measured in these runs** (a ratio within one run).",
+             ""]
+    for issue, shape, device, n, key, most, ref in GOALS:
+        against = "the forward pass" if ref == "forward" else dict(LABELS)[ref]
+        what = (f"issue {issue}: {shape} shape on {'a GPU' if device == 'cuda' else 'the CPU'}, "
+                f"{n:,} tokens: {dict(LABELS)[key]} within {most:g}x {against}")
+        row = rows.get((shape, device, n), {})
+        r, base = row.get(key), row.get(ref)
+        if r is None or "s" not in r or base is None or "s" not in base:
+            miss = next((x for x in (r, base) if x is not None and "s" not in x), None)
+            why = (miss.get("skipped", "not run") if miss else
+                   ("no GPU here" if device == "cuda" else "not run"))
             lines.append(f"- {what}: not measured ({why}).")
-        else:
+        elif r.get("earlier_run") and ref == "forward":  # kept with its own run's ratio
             verdict = "met" if r["ratio"] <= most else "missed"
-            lines.append(f"- {what}: **{r['ratio']:.2f}x, {verdict}**.")
+            lines.append(f"- {what}: **{r['ratio']:.2f}x, {verdict}** (the run of "
+                         f"{r['earlier_run']}).")
+        elif r.get("earlier_run") != base.get("earlier_run"):
+            lines.append(f"- {what}: not measured in one run.")
+        else:
+            ratio = r["s"] / base["s"]
+            verdict = "met" if ratio <= most else "missed"
+            lines.append(f"- {what}: **{ratio:.2f}x, {verdict}**.")
     mem = [(mod["shape"], mod["layers"], row["n"],
             row["prompt_attention"]["host_extra"] / row["attention_bytes"],
             row["forward"]["host_extra"] / row["attention_bytes"])
            for mod in res["models"] for row in mod["runs"]
-           if row["prompt_attention"].get("host_extra") is not None]
+           if row["prompt_attention"].get("host_extra") is not None
+           and not row["prompt_attention"].get("earlier_run")]
     if mem:
         lines.append("- Memory flat in the number of layers: the attention score's extra peak host "
                      "memory against all layers' float32 attention (the forward pass alone in "
@@ -259,19 +330,32 @@ def goals(res: dict) -> list[str]:
 def merged(old: dict, new: dict) -> dict:
     """``new`` with, for each of its models (shape, device, dtype), the rows of ``old`` at
     token counts ``new`` did not measure, all rows in token order (each keeps its own date
-    and load; the header's machine and versions are the newer run's)."""
+    and load; the header's machine and versions are the newer run's); at a token count both
+    measured, a step ``new`` left out (skipped by ``--steps``) and ``old`` measured is kept
+    from ``old``, marked ``earlier_run`` with that row's date (its ratio is to its own run's
+    forward pass).  ``old``'s models that ``new`` did not run are kept as they were."""
     key = lambda mod: (mod["shape"], mod["device"], mod["dtype"])  # noqa: E731
     before = {key(mod): mod for mod in old.get("models", [])}
-    for mod in new["models"]:
-        prev = before.get(key(mod))
-        if prev is None:
-            continue
-        have = {row["n"] for row in mod["runs"]}
-        mod["runs"] = sorted(mod["runs"] + [row for row in prev["runs"] if row["n"] not in have],
-                             key=lambda row: row["n"])
+    for mod in old.get("models", []):
         for row in mod["runs"]:
             row.setdefault("date", old.get("date"))
             row.setdefault("loadavg", old.get("machine", {}).get("loadavg"))
+    for mod in new["models"]:
+        prev = before.pop(key(mod), None)
+        if prev is None:
+            continue
+        have = {row["n"]: row for row in mod["runs"]}
+        for row in prev["runs"]:
+            now = have.get(row["n"])
+            if now is None:
+                continue
+            for step, r in row.items():
+                if (step in STEPS and step != "forward" and "s" in r
+                        and "skipped" in now.get(step, {"skipped": ""})):
+                    now[step] = {**r, "earlier_run": r.get("earlier_run") or row.get("date")}
+        mod["runs"] = sorted(mod["runs"] + [row for row in prev["runs"] if row["n"] not in have],
+                             key=lambda row: row["n"])
+    new["models"] += list(before.values())
     new["tokens"] = sorted({row["n"] for mod in new["models"] for row in mod["runs"]})
     return new
 
@@ -290,14 +374,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="why the steps left out by --steps were left out (shown in the report)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other token counts' rows from the --json file of an earlier run")
+    ap.add_argument("--render", action="store_true",
+                    help="measure nothing: write the report of the --json file's results")
     ap.add_argument("--out", type=Path, default=None, help="markdown report")
     ap.add_argument("--json", type=Path, default=None, help="raw results")
     args = ap.parse_args(argv)
     steps = tuple(x.strip() for x in args.steps.split(",") if x.strip())
     if set(steps) - set(STEPS):
         ap.error(f"--steps: unknown {sorted(set(steps) - set(STEPS))}; choose from {', '.join(STEPS)}")
-    if args.merge and (args.json is None or not args.json.is_file()):
-        ap.error("--merge needs --json naming an earlier run's results")
+    if (args.merge or args.render) and (args.json is None or not args.json.is_file()):
+        ap.error("--merge and --render need --json naming an earlier run's results")
     import torch
 
     tokens = ([int(x) for x in args.tokens.split(",")] if args.tokens else
@@ -312,25 +398,36 @@ def main(argv: list[str] | None = None) -> int:
     res = {"machine": machine_info(), "versions": versions(), "tokens": tokens, "models": [],
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+    if args.render:
+        res, plans = json.loads(args.json.read_text()), []
+        argv = res.get("argv", argv)
+    else:
+        res["argv"] = argv if argv is not None else sys.argv[1:]
     for shape, device, dtype in plans:
         res["models"].append(run(shape, tokens, device, dtype, args.budget, log, steps,
                                  args.skip_reason))
         gc.collect()
     if args.merge:
         res = merged(json.loads(args.json.read_text()), res)
+    if args.json is not None and not args.render:  # the measurements first: none lost
+        _write(args.json, json.dumps(res, indent=1, default=float))
     report = ("# LLM scale benchmark\n\n> Generated by `python benchmarks/llm_bench.py "
               + shlex.join(argv if argv is not None else sys.argv[1:])
               + "` (`make bench` runs it without `--quick`); do not edit by hand.\n\n"
               + render(res) + "\n")
     print(report)
-    for path, text in ((args.out, report), (args.json, json.dumps(res, indent=1, default=float))):
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
+    if args.out is not None:
+        _write(args.out, report)
     return 0
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

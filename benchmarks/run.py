@@ -18,6 +18,9 @@ them all in one process to save the start-up time):
   distances   3. distance matrices alone: attntopo vs scipy pdist vs the double loop.
   throughput  4. 100 texts of 128 tokens: one list vs one at a time; peak memory.
   causal      5. the causal model (SmolLM2, 270 heads) at n = 128.
+  kernel      6. the Jensen–Shannon C kernel alone, one thread: pair-keys per second against
+                 its own log rate (a causal head at n = 768, a bidirectional one at 512, the
+                 response rows of a RAG-shaped pair at 1,024).
 
 The report (markdown) goes to stdout and, with ``--out``, atomically to a file; progress
 goes to stderr.  Timings are medians over ``--repeats`` runs (fewer at large n, see the
@@ -54,6 +57,7 @@ FULL = {
     "dist_loop": {"128": {"heads": 4}, "512": {"heads": 1, "rows": 64}},
     "throughput": {"n_tokens": 128, "n_texts": 100, "single": 20},
     "causal": {"n_tokens": 128, "engine_heads": None, "baseline_heads": 4},
+    "kernel_repeats": 5,
 }
 
 QUICK = {
@@ -67,6 +71,9 @@ QUICK = {
     "dist_loop": {"32": {"heads": 4}},
     "throughput": {"n_tokens": 32, "n_texts": 4, "single": 2},
     "causal": {"n_tokens": 32, "engine_heads": None, "baseline_heads": None},
+    "kernel_repeats": 3,
+    "kernel_cases": [["causal head", 128, True, None], ["bidirectional head", 64, False, None],
+                     ["causal, response rows of a RAG pair (r = n/8)", 128, True, 16]],
 }
 
 
@@ -115,6 +122,7 @@ def worker(names: str, config: Path, result: Path) -> int:
             traceback.print_exc()
             res = {"error": f"section failed: {type(exc).__name__}: {exc}"}
         res["wall_s"] = time.perf_counter() - t0
+        res["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         out[name] = res
         tmp = result.with_suffix(".tmp")
         tmp.write_text(json.dumps(out, default=float))
@@ -160,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--texts", type=int, help="number of texts in section 4 (default 100)")
     p.add_argument("--json", type=Path, help="also save the raw results as JSON")
     p.add_argument("--note", help="a line shown at the top of the report (e.g. 'preliminary')")
+    p.add_argument("--merge", type=Path, metavar="JSON",
+                   help="keep the sections not run now from a --json file of an earlier run "
+                        "(each says when it was measured)")
     p.add_argument("--render", type=Path, metavar="JSON",
                    help="measure nothing: render the report from a --json file of an earlier run")
     p.add_argument("--timeout", type=float, default=None, help="seconds per section (default none)")
@@ -195,6 +206,11 @@ def main(argv: list[str] | None = None) -> int:
                         + (f" — {results[name]['error']}" if "error" in results[name] else ""))
     if todo:
         _common.log(f"all sections in {time.perf_counter() - t0:.1f} s")
+    if args.merge:
+        saved = json.loads(args.merge.read_text())
+        for name, r in saved["results"].items():
+            if name not in results:
+                results[name] = {**r, "merged": True}
     import _report
 
     report = _report.render(results, argv, cfg, args.note)

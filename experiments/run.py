@@ -14,6 +14,13 @@
    head and direction whose H0 sum best separates acceptable from unacceptable sentences on a
    validation half — against SmolLM2's sentence log-probability (BLiMP's scoring), accuracy
    per phenomenon on the test half.
+4. **Hallucination detection** (``hallucination_qa``: SmolLM2's answers to context questions,
+   labelled from the answers; ``experiments/hallucination.py``): TOHA, ``prompt.js``,
+   LapEigvals, Lookback Lens, HalluZig, uncertainty and answer-free baselines, through
+   :func:`attntopo.features.evaluate_detectors` (grouped CV, heads chosen in-fold, bootstrap
+   intervals, gains over the prompt's length, within-length and length-balanced results).
+   Its features are computed beforehand (``hallucination.py --features``, resumable); this
+   script reads them from the cache.
 
 Feature tables are cached (``$ATTNTOPO_CACHE_DIR/experiments`` or the user cache folder),
 keyed by the texts and settings, so a rerun recomputes only the classifiers.  Seeds are fixed;
@@ -338,6 +345,23 @@ def minimal(quick: bool) -> dict:
             "accuracy": results, "chosen_heads": chosen}
 
 
+#: False (``--cached-only``, and ``--quick``): §4 uses the feature chunks cached so far.
+COMPUTE_HALLUCINATION = True
+
+
+def hallucination(quick: bool) -> dict:
+    from hallucination import NoBenchmark, compute_features
+    from hallucination import evaluate as evaluate_hallucination
+
+    try:
+        if COMPUTE_HALLUCINATION and not quick:
+            compute_features(None)
+        return evaluate_hallucination(quick)
+    except NoBenchmark as e:
+        log(f"hallucination: {e}")
+        return {"skipped": str(e)}
+
+
 # ------------------------------------------------------------------ report
 def _fmt(r: dict) -> str:
     return (f"{r['accuracy']:.3f} ± {r['accuracy_std']:.3f} | "
@@ -356,7 +380,10 @@ def report(res: dict) -> str:
         "matrix, on TF-IDF of word 1–2-grams (C = 10) for the text baseline. Formulas of the",
         "feature sets: [features.md](features.md); the features drop special tokens (`drop_special=True`).",
         "",
-        f"Run: {res['date']}, {env['machine']}, Python {env['python']}, "
+        (f"§1–§3: the run of {res['reused']['date']} ({res['previous_seconds']:.0f} s), "
+         f"numbers reused; §4: {res['date']}, {res['seconds']:.0f} s from the feature cache. "
+         if res.get("reused") else "")
+        + f"Run: {res['date']}, {env['machine']}, Python {env['python']}, "
         f"{res['seconds']:.0f} s"
         + (f" ({res['cache']['hits']} of {res['cache']['hits'] + res['cache']['misses']} feature tables and "
            "arrays read from the cache of an earlier run: the time of the classifiers, not of the features)"
@@ -438,6 +465,10 @@ def report(res: dict) -> str:
     lines += ["", "Heads chosen on the validation halves:", ""]
     for name, pick in mp["chosen_heads"].items():
         lines.append(f"* {name}: " + "; ".join(f"{p} {h}" for p, h in pick.items()))
+    if "hallucination" in res:
+        from hallucination import report as hallucination_report
+
+        lines += ["", *hallucination_report(res["hallucination"])]
     lines += ["", "## What comes out", "", *res.get("notes", []), ""]
     return "\n".join(lines)
 
@@ -466,6 +497,17 @@ def notes(res: dict) -> list[str]:
                 word = "beats" if rows[t]["accuracy"] > rows[spec]["accuracy"] else "does not beat"
                 out.append(f"  * Topology or spectra on {model}: {t} ({rows[t]['accuracy']:.3f}) {word} "
                            f"the LapEigvals spectra ({rows[spec]['accuracy']:.3f}).")
+    if "hallucination" in res and "skipped" not in res["hallucination"]:
+        from hallucination import _get
+
+        h = res["hallucination"]["all"]
+        cov = _get(h, "covariates")["roc_auc"]
+        best = max((r for r in h["rows"] if r["stratum"] == "all" and r["model"] != "covariates"
+                    and not r["model"].endswith("+ covariates")), key=lambda r: r["roc_auc"])
+        plus = _get(h, f"{best['model']} + covariates")
+        out.append(f"* Hallucinations: the prompt's length alone {cov:.3f}; the best detector "
+                   f"({best['model']}) {best['roc_auc']:.3f}, {plus['gain_roc_auc']:+.3f} over "
+                   "the length (§4).")
     acc = res["minimal"]["accuracy"]
     means = {k: float(np.mean(list(v.values()))) for k, v in acc.items()}
     best = max(means, key=means.get)
@@ -483,11 +525,20 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small subsets (development, smoke test)")
     ap.add_argument("--out", help="write the markdown report here (atomically)")
     ap.add_argument("--json", help="write the numbers here")
-    ap.add_argument("--only", choices=("topic", "human_machine", "minimal"), action="append")
+    ap.add_argument("--only", choices=("topic", "human_machine", "minimal", "hallucination"),
+                    action="append")
+    ap.add_argument("--reuse", metavar="JSON",
+                    help="with --only: take the other tasks' numbers from this earlier --json "
+                         "and write the whole report")
     ap.add_argument("--size", action="append", default=[], metavar="TASK=N",
                     help="smaller runs: fortunes per topic, texts of task 2, pairs per phenomenon "
                          f"(full: {', '.join(f'{k}={v}' for k, v in SIZES.items())})")
+    ap.add_argument("--cached-only", action="store_true",
+                    help="§4: use the feature chunks cached so far (compute none)")
     args = ap.parse_args()
+    if args.cached_only:
+        global COMPUTE_HALLUCINATION
+        COMPUTE_HALLUCINATION = False
     for item in args.size:
         task, _, value = item.partition("=")
         if task not in SIZES or not value.isdigit():
@@ -498,14 +549,28 @@ def main() -> int:
     res = {"quick": args.quick, "full_size": full and not args.quick, "sizes": dict(SIZES), "date": time.strftime("%Y-%m-%d"),
            "environment": {"python": platform.python_version(),
                            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}}
-    tasks = {"topic": topic, "human_machine": human_machine, "minimal": minimal}
+    tasks = {"topic": topic, "human_machine": human_machine, "minimal": minimal,
+             "hallucination": hallucination}
+    reused = {}
+    if args.reuse:
+        if not args.only:
+            ap.error("--reuse goes with --only (the tasks to run again)")
+        reused = json.loads(Path(args.reuse).read_text())
     for name, fn in tasks.items():
         if args.only and name not in args.only:
+            if name in reused:
+                res[name] = reused[name]
             continue
         res[name] = fn(args.quick)
     res["seconds"] = time.perf_counter() - t0
     res["cache"] = dict(CACHE)
-    if args.only:
+    if reused:
+        res["reused"] = {"date": reused.get("date"), "tasks": [k for k in tasks if k in reused
+                                                                and k not in args.only]}
+        for k in ("environment", "quick", "full_size", "sizes"):
+            res[k] = reused.get(k, res[k])
+        res["previous_seconds"] = reused.get("seconds")
+    elif args.only:
         print(json.dumps(res, indent=1))
         return 0
     res["notes"] = notes(res)

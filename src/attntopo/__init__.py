@@ -58,6 +58,7 @@ _set_html_renderer(_render_html)
 #: load_result asks for them through attntopo._hooks (it may not import the layers above).
 _UPPER_KINDS = {
     "feature_table": ("attntopo.features", "FeatureTable"),
+    "detector_evaluation": ("attntopo.features", "DetectorEvaluation"),
     "hardmax_simulation": ("attntopo.hardmax", "HardmaxSimulation"),
     "hardmax_classifier": ("attntopo.hardmax", "HardmaxClassifier"),
     "compression": ("attntopo.compress", "Compression"),
@@ -72,12 +73,7 @@ def _result_kind(kind: str) -> type | None:
     return None if where is None else getattr(importlib.import_module(where[0]), where[1])
 
 
-def _io_alias(name: str) -> Any:
-    return getattr(importlib.import_module("attntopo.analyses._kinds"), name)
-
-
 _hooks.result_kind = _result_kind
-_hooks.io_alias = _io_alias
 
 
 # public name -> module that defines it

@@ -9,16 +9,12 @@ This module imports nothing.
 ``result_kind(kind)``
     The result class of a saved kind that lives above the analyses (feature tables, hardmax
     and compression results), imported on first use; ``None`` for an unknown kind.
-``io_alias(name)``
-    The objects behind the deprecated ``attntopo.io.load_result`` /
-    ``attntopo.io.register_result_kind`` (they live in :mod:`attntopo.analyses` now).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
-__all__ = ["result_kind", "io_alias"]
+__all__ = ["result_kind"]
 
 result_kind: Optional[Callable[[str], Optional[type]]] = None
-io_alias: Optional[Callable[[str], Any]] = None

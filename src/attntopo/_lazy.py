@@ -12,19 +12,16 @@ import importlib
 from typing import Any, Callable, Mapping
 
 
-def lazy_names(module_globals: dict, names: Mapping[str, str], *, package: str,
-               modules: tuple[str, ...] = ()) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+def lazy_names(module_globals: dict, names: Mapping[str, str], *,
+               package: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for a module whose ``names`` map a name to a relative submodule.
 
     ``package`` resolves the relative submodule names (``__name__`` in a package's
-    ``__init__``, ``__package__`` in a plain module); ``modules`` are submodules returned as
-    modules themselves (``attntopo.analyses.compare``, kept for old import paths).
+    ``__init__``, ``__package__`` in a plain module).
     """
     qualname = module_globals["__name__"]
 
     def __getattr__(name: str) -> Any:
-        if name in modules:
-            return importlib.import_module(f"{package}.{name}")
         where = names.get(name)
         if where is None:
             raise AttributeError(f"module {qualname!r} has no attribute {name!r}")

@@ -7,14 +7,13 @@ the key tokens; it sums to 1 (causal models put exact zeros above the diagonal).
 from __future__ import annotations
 
 import unicodedata
-import warnings
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Sequence
 
 import numpy as np
 
-from ._validation import check_bool, check_index, check_indices, check_int, renamed_arguments
+from ._validation import check_bool, check_index, check_indices, check_int
 from .errors import InvalidInputError, OutOfRangeError
 
 __all__ = ["Attention", "resolve_index", "resolve_indices", "token_labels", "SPACE_MARK",
@@ -240,9 +239,8 @@ class Attention:
         Vocabulary ids of the tokens.
     layers, heads : tuple of int
         Which layers / heads of the model the first two axes hold (all by default):
-        position ``i`` of axis L is the model's layer ``layers[i]``.  The names results use
-        (docs/api.md, Names); ``layer_ids=`` / ``head_ids=`` and ``.layer_ids`` /
-        ``.head_ids`` are their deprecated spellings (a DeprecationWarning, the same values).
+        position ``i`` of axis L is the model's layer ``layers[i]`` (the names results use,
+        docs/api.md, Names).
     special_dropped : bool
         True if special tokens were removed and rows renormalized (:meth:`drop_special`).
     """
@@ -287,31 +285,8 @@ class Attention:
                 f"weights hold {w.shape[0]} and {w.shape[1]}"
             )
 
-    def __setstate__(self, state: dict) -> None:
-        # an Attention pickled before the rename (fields layer_ids/head_ids) unpickles too
-        for old, new in (("layer_ids", "layers"), ("head_ids", "heads")):
-            if old in state:
-                state[new] = state.pop(old)
-        self.__dict__.update(state)
-
-    # ------------------------------------------------------ deprecated spellings
-    @property
-    def layer_ids(self) -> tuple[int, ...]:
-        """Deprecated name of :attr:`layers` (docs/api.md, Names): a DeprecationWarning."""
-        warnings.warn("Attention.layer_ids is deprecated: read .layers (the same tuple)",
-                      DeprecationWarning, stacklevel=2)
-        return self.layers
-
-    @property
-    def head_ids(self) -> tuple[int, ...]:
-        """Deprecated name of :attr:`heads` (docs/api.md, Names): a DeprecationWarning."""
-        warnings.warn("Attention.head_ids is deprecated: read .heads (the same tuple)",
-                      DeprecationWarning, stacklevel=2)
-        return self.heads
-
     # ------------------------------------------------------------ construction
     @classmethod
-    @renamed_arguments(layer_ids="layers", head_ids="heads")
     def from_weights(
         cls,
         weights,
@@ -360,8 +335,7 @@ class Attention:
             Special-token mask (for :meth:`drop_special`); none special by default.
         layers, heads : sequence of int, optional
             The model's numbers of the layers / heads the first two axes hold (0, 1, … by
-            default), e.g. ``layers=[5]`` for one TransformerLens layer.  ``layer_ids=`` /
-            ``head_ids=`` still work for one release, with a DeprecationWarning.
+            default), e.g. ``layers=[5]`` for one TransformerLens layer.
         renormalize : bool
             Divide every row by its sum instead of checking that it is 1 (rows must still be
             finite, non-negative and have a positive sum).
@@ -585,10 +559,6 @@ class Attention:
         )
 
     __hash__ = None  # type: ignore[assignment]
-
-
-# the constructor's old keywords (docs/api.md, Names): one release with a DeprecationWarning
-Attention.__init__ = renamed_arguments(layer_ids="layers", head_ids="heads")(Attention.__init__)
 
 
 # float64 elements of renormalized_subset's temporaries per step (8 MiB)

@@ -68,7 +68,6 @@ PlotFormat = Literal["png", "svg", "pdf", "html"]
 PLOT_FORMATS: tuple[str, ...] = get_args(PlotFormat)
 
 #: Per-dimension statistics of a diagram in summary tables (see :meth:`Diagram.summary`).
-#: ``attntopo.topology.SUMMARY_KEYS`` is a deprecated alias of this tuple.
 SummaryStat = Literal[
     "n_bars",
     "n_infinite",

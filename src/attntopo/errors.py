@@ -24,6 +24,7 @@ __all__ = [
     "OutOfRangeError",
     "MissingDependencyError",
     "ResultFormatError",
+    "StoreReplacedError",
     "AttntopoWarning",
     "UnknownTokensWarning",
     "DamagedPartWarning",
@@ -118,6 +119,12 @@ class MissingDependencyError(AttntopoError, ImportError):
 
 class ResultFormatError(AttntopoError, ValueError):
     """A saved result is missing, corrupt, or from an unsupported format version."""
+
+
+class StoreReplacedError(ResultFormatError):
+    """A corpus store a reader opened was replaced (another run started it over with
+    ``--new-store``) or removed since it was opened: the reader stops instead of returning
+    another store's rows; the message names the store and says to open it again."""
 
 
 class DiskFullError(AttntopoError):

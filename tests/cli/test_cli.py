@@ -31,7 +31,7 @@ def test_help_shows_examples(args):
     assert "attntopo analyze" in r.stdout
     if "analyze" in args:
         for opt in ("--file", "--model", "--layer", "--head", "--metric", "--maxdim", "--threshold",
-                    "--engine", "--drop-special", "--paper-compat", "--truncate", "--out", "--plots",
+                    "--engine", "--drop-special", "--paper", "--truncate", "--out", "--plots",
                     "--json", "--top", "--debug"):
             assert opt in r.stdout, opt
 

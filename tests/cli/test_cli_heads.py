@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import attntopo as at
-from attntopo.analyses.heads import HeadSpace, ModelComparison
+from attntopo import HeadSpace, ModelComparison
 from _cli import ROOT, assert_one_line_error
 from _cli import run as _run
 

@@ -25,12 +25,10 @@ def test_paper_mode_reaches_the_analysis(mode, tmp_path):
     assert saved.paper_compat == mode and np.array_equal(saved.distances, direct)
 
 
-@pytest.mark.model
-def test_paper_compat_flag_is_a_deprecated_notebook():
-    r = run("analyze", TEXT, "--layer", "0", "--head", "1", "--paper-compat", "--json")
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["settings"]["paper_compat"] == "notebook"
-    assert "warning: --paper-compat is deprecated: write --paper notebook" in r.stderr
+def test_paper_compat_flag_is_gone():
+    """``--paper-compat`` was renamed ``--paper notebook`` before the first release."""
+    r = run("analyze", TEXT, "--paper-compat")
+    assert r.returncode == 2 and "No such option: --paper-compat" in r.stderr, r.stderr
 
 
 def test_unknown_paper_mode_is_a_usage_error():

@@ -66,12 +66,12 @@ def _counts(err: str) -> set[tuple[int, int]]:
 @pytest.mark.parametrize(
     ("args", "total", "stage"),
     [
-        # one text, layer 0: 1 forward pass + 12 heads' distances + 12 heads' diagrams
-        (["analyze", TEXT, "--layer", "0"], 1 + 2 * 12, "persistence"),
-        # two texts: 2 passes, 12 heads' distances and diagrams of both texts and of the shared
+        # one text, layer 0: 1 forward pass (6 layers) + 12 heads' distances + 12 diagrams
+        (["analyze", TEXT, "--layer", "0"], 6 + 2 * 12, "persistence"),
+        # two texts: 2 passes of 6 layers, 12 heads' distances and diagrams of both texts and of the shared
         # words, diagram distances and connection scales per head
         (["compare", TEXT, "Classical information theory studies entropy", "--layer", "0"],
-         2 + 12 * 8, "connection scales"),
+         2 * 6 + 12 * 8, "connection scales"),
         (["timeline", "The cat sat on the mat."], None, "vines"),
         # each command's LAST stage: the bar is redrawn ~10 times a second, so an earlier stage can
         # pass unseen, but the final redraw when the bar stops always shows the last one; heads:

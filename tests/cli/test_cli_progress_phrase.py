@@ -15,7 +15,8 @@ def test_phrase_on_a_terminal_shows_a_bar_with_counts():
         "-c", "Classical information theory studies entropy", "--layer", "0")
     assert code == 0, err
     assert "diagram distances" in err, err  # the last stage
-    # 2 forward passes, 12 heads' distances and diagrams per context, 12 heads' diagram distances
-    total = 2 + 2 * 2 * 12 + 12
+    # 2 forward passes of 6 layers, 12 heads' distances and diagrams per context, 12 heads'
+    # diagram distances
+    total = 2 * 6 + 2 * 2 * 12 + 12
     assert (total, total) in _counts(err), sorted(_counts(err))
     assert out.strip() and "━" not in out  # results on stdout, the bar on stderr only

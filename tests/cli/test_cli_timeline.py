@@ -67,9 +67,9 @@ def test_json_matches_library(minilm):
     tl = at.timeline(TEXT, minilm, layers=1, heads=4)
     assert doc["construction"] == "prefix_runs" and doc["two_parameter"] is False
     assert doc["settings"]["layer"] == 1 and doc["settings"]["head"] == 4 and doc["settings"]["t0"] == 3
-    assert [s["t"] for s in doc["slices"]] == tl.times.tolist()
+    assert [s["t"] for s in doc["summary"]] == tl.times.tolist()
     np.testing.assert_allclose(  # the CLI's forward passes are another computation
-        [s["bottleneck_h1"] for s in doc["slices"][1:]], tl.bottleneck[:, 1],
+        [s["bottleneck_h1"] for s in doc["summary"][1:]], tl.bottleneck[:, 1],
         atol=for_model(minilm).bottleneck_atol, rtol=0,
     )
     assert [c["t"] for c in doc["top_changes"]] == [c.t for c in tl.top_changes(len(tl.slices) - 1)]

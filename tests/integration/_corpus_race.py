@@ -11,7 +11,16 @@ Scenarios (each trial its own store):
     exist yet;
 ``new-store``
     a run writing its parts, and ``--new-store`` on the same store once its first part is
-    there.
+    there;
+``readers``
+    a finished store of one input, two reader processes, and ``--new-store`` with another
+    input (issue 33): one reader opened the store before and reads it in a loop (counts,
+    rows, SQL, ``verify``, ``refresh``), the other opens it afresh each time as ``attntopo
+    query`` does (and runs that command).  The reader that opened the old store must get
+    the old store's rows whole or stop with :class:`~attntopo.errors.StoreReplacedError`,
+    never the new store's rows; a fresh reader gets either store, whole or being written,
+    or one line saying what happened and what to do (never "corrupt part file", "not a part
+    of this store", an unexpected error).
 
 Every run is a real process running the command line (:func:`attntopo.cli.main`), forked
 from this one after it imported torch and loaded MiniLM with one torch thread and no forward
@@ -110,6 +119,130 @@ def damage(store_path: Path, n_texts: int) -> str | None:
     return None
 
 
+def _other_texts() -> list[str]:
+    """The input of the ``--new-store`` run of ``readers``: other texts (fewer: its counts
+    differ too), other ids."""
+    return [f"{t} again and again" for t in reversed(_texts()[:17])]
+
+
+#: What a reader may say while ``--new-store`` replaces the store (the start of each line).
+READER_LINES = (
+    "StoreReplacedError: STORE 'STORE' was ",  # a reader that opened the old store
+    "InvalidInputError: STORE 'STORE' holds parts but no manifest.json: another run may be ",
+    "InvalidInputError: 'STORE' is not a corpus store (no manifest.json), or not yet: a run ",
+    "RuntimeError: exit 2: error: STORE 'STORE' was ",  # attntopo query: the same lines
+    "RuntimeError: exit 2: error: STORE 'STORE' holds parts but no manifest.json",
+    "RuntimeError: exit 2: error: 'STORE' is not a corpus store (no manifest.json), or not yet",
+)
+
+
+def _outcome(fn, old: set, new: set, out: Path) -> str:
+    """``old`` / ``new`` (the ids read are those of one store; ``new`` may be partial while
+    the run writes), ``mixed: …``, or the error's type and first line (the store's path
+    written STORE)."""
+    try:
+        ids = fn()
+    except Exception as e:  # noqa: BLE001 - recorded, judged by the caller
+        line = str(e).splitlines()[0] if str(e) else ""
+        return f"{type(e).__name__}: {line}".replace(str(out), "STORE")
+    got = set(ids)
+    if len(ids) == len(got) and got == old:
+        return "old"
+    if len(ids) == len(got) and got <= new:
+        return "new"
+    return f"mixed: {len(ids)} ids, {len(got & old)} old, {len(got & new)} new"
+
+
+def _reader(out: Path, log: Path, stop: Path, old: set, new: set, held: bool) -> None:
+    """A reader process's loop (``readers``): one JSON line per read, until ``stop`` exists
+    and three more rounds are done (the store replaced for good by then)."""
+    import contextlib
+    import io
+
+    from attntopo.cli import main as cli_main
+    from attntopo.corpus import open_store
+
+    opened = open_store(out) if held else None
+    after = 0
+    with open(log, "w") as f:
+        while after < 3:
+            after += stop.exists()
+            if held:
+                reads = {
+                    "counts": lambda: (sorted(old) if opened.counts()["done"] == len(old)
+                                       else [f"done={opened.counts()['done']}"]),
+                    "to_arrow": lambda: opened.to_arrow(["id"])["id"].to_pylist(),
+                    "sql": lambda: opened.sql("SELECT id FROM corpus")["id"].tolist(),
+                    "verify": lambda: (opened.verify(), opened.to_pandas()["id"].tolist())[1],
+                    "refresh": lambda: opened.refresh().to_arrow(["id"])["id"].to_pylist(),
+                }
+            else:
+                def query() -> list[str]:
+                    err = io.StringIO()
+                    o = io.StringIO()
+                    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(err):
+                        code = cli_main(["query", str(out), "SELECT id FROM corpus", "--csv"])
+                    if code:
+                        line = err.getvalue().strip().splitlines()[-1]
+                        raise RuntimeError(f"exit {code}: {line}")
+                    return o.getvalue().splitlines()[1:]
+
+                reads = {
+                    "open_store": lambda: open_store(out).to_arrow(["id"])["id"].to_pylist(),
+                    "query": query,
+                }
+            f.writelines(json.dumps([name, _outcome(fn, old, new, out)]) + "\n"
+                         for name, fn in reads.items())
+            f.flush()
+            time.sleep(0.01)
+
+
+def readers_trial(work: Path, src: Path, other: Path, k: int) -> dict:
+    """One trial of ``readers``: what every read saw (``reads``: name → outcomes, in order)."""
+    out = work / f"readers-{k}"
+    shutil.rmtree(out, ignore_errors=True)
+    first = Run(["corpus", str(src), "--out", str(out), *ARGS], work / f"readers-{k}.0.log")
+    codes = [first.wait()]
+    from attntopo.corpus import open_store
+
+    old = set(open_store(out).to_arrow(["id"])["id"].to_pylist())
+    import hashlib
+
+    new = {f"{n}-{hashlib.sha256(t.encode()).hexdigest()[:12]}"
+           for n, t in enumerate(_other_texts())}
+    stop = work / f"readers-{k}.stop"
+    stop.unlink(missing_ok=True)
+    logs = {held: work / f"readers-{k}.{'held' if held else 'fresh'}.jsonl"
+            for held in (True, False)}
+    pids = []
+    for held in (True, False):
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                _reader(out, logs[held], stop, old, new, held)
+            except BaseException as e:  # noqa: BLE001 - reported through the log
+                with open(logs[held], "a") as f:
+                    f.write(json.dumps(["reader", f"crashed: {type(e).__name__}: {e}"]) + "\n")
+                code = 99
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    time.sleep(0.3)  # both readers are reading the old store
+    run = Run(["corpus", str(other), "--out", str(out), "--new-store", *ARGS],
+              work / f"readers-{k}.1.log")
+    codes.append(run.wait())
+    stop.touch()
+    for pid in pids:
+        os.waitpid(pid, 0)
+    reads: dict[str, list[str]] = {}
+    for held in (True, False):
+        for line in logs[held].read_text().splitlines():
+            name, outcome = json.loads(line)
+            reads.setdefault(name, []).append(outcome)
+    return {"codes": codes, "output": [first.output(), run.output()], "reads": reads}
+
+
 def trial(scenario: str, work: Path, src: Path, k: int) -> dict:
     out = work / f"{scenario}-{k}"
     shutil.rmtree(out, ignore_errors=True)
@@ -160,8 +293,23 @@ def main(argv: list[str] | None = None) -> dict:
     shutil.rmtree(a.work / "warm-up", ignore_errors=True)
     corpus.run(_texts()[:2], out=a.work / "warm-up", layers=[0], heads=[0], n_jobs=1, progress=False)
     report: dict = {"trials": a.trials}
+    other = a.work / "other.txt"
+    other.write_text("\n".join(_other_texts()) + "\n")
     for scenario in a.scenarios.split(","):
         t0 = time.monotonic()
+        if scenario == "readers":
+            results = [readers_trial(a.work, src, other, k) for k in range(a.trials)]
+            reads: dict[str, dict[str, int]] = {}
+            for r in results:
+                for name, outcomes in r["reads"].items():
+                    for o in outcomes:
+                        reads.setdefault(name, {})
+                        reads[name][o] = reads[name].get(o, 0) + 1
+            report[scenario] = {"codes": [r["codes"] for r in results], "reads": reads,
+                                "last": [{n: o[-1] for n, o in r["reads"].items()}
+                                         for r in results],
+                                "seconds": round(time.monotonic() - t0, 1)}
+            continue
         results = [trial(scenario, a.work, src, k) for k in range(a.trials)]
         report[scenario] = {
             "codes": [r["codes"] for r in results],

@@ -115,9 +115,8 @@ def test_paper_compat_changes_numbers(minilm, sample_text):
     assert (b.paper_compat, c.paper_compat, a.paper_compat) == ("notebook", "listing", False)
     assert not np.allclose(a.distances, b.distances)
     np.testing.assert_allclose(b.distances**2, c.distances, rtol=1e-12, atol=1e-15)
-    with pytest.warns(DeprecationWarning, match="'notebook'"):
-        d = at.analyze(sample_text, model=minilm, layers=0, heads=0, paper_compat=True)
-    assert d.paper_compat == "notebook" and np.array_equal(d.distances, b.distances)
+    with pytest.raises(InvalidInputError, match="got True"):
+        at.analyze(sample_text, model=minilm, layers=0, heads=0, paper_compat=True)
 
 
 @pytest.mark.parametrize(

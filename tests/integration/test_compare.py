@@ -16,16 +16,8 @@ from _tolerances import ATTENTION_ATOL
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 import attntopo as at
-from attntopo.analyses.compare import (
-    Comparison,
-    PhraseTopology,
-    compare,
-    find_phrase,
-    normalize_token,
-    phrase_topology,
-    split_words,
-    word_tokens,
-)
+from attntopo import Comparison, PhraseTopology, compare, phrase_topology
+from attntopo.words import find_phrase, normalize_token, split_words, word_tokens
 from attntopo.attention import Attention
 from attntopo.errors import InvalidInputError, OutOfRangeError
 
@@ -238,13 +230,13 @@ def test_tables_rankings_and_summary(fake_pair):
 
 def test_single_head_selection(fake_pair):
     A, B = fake_pair
-    c = compare(A, B, layer=1, head=[2])
+    c = compare(A, B, layers=1, heads=[2])
     assert c.layers == (1,) and c.heads == (2,) and c.scales.shape == (1, 1)
     full = compare(A, B)
     assert c.scale() == full.scale(1, 2)
     assert c.pair("cat", "dog") == full.pair("cat", "dog", 1, 2)
     with pytest.raises(OutOfRangeError):
-        compare(A, B, layer=5)
+        compare(A, B, layers=5)
 
 
 def test_no_shared_tokens():
@@ -365,7 +357,7 @@ def test_paper_example_minilm(minilm):
     assert c.grid("bottleneck", dim=0).shape == (6, 12)
     assert len(c.most_different_heads(5)) == 5
     d = c.to_dict()
-    assert d["shared_tokens"][0]["key"] == "information" and len(d["heads_table"]["layer"]) == 72
+    assert d["shared_tokens"][0]["key"] == "information" and len(d["summary"]) == 72
 
 
 @pytest.mark.slow
@@ -376,7 +368,7 @@ def test_translation_with_word_alignment_minilm(minilm):
     fr = "La théorie de l'information étudie l'entropie"
     words_fr = [w for _, _, w in split_words(fr)]
     assert words_fr == ["La", "théorie", "de", "l", "'", "information", "étudie", "l", "'", "entropie"]
-    c = compare(en, fr, model=minilm, alignment=[(0, 5), (1, 1), (2, 6), (3, 9)], layer=2)
+    c = compare(en, fr, model=minilm, alignment=[(0, 5), (1, 1), (2, 6), (3, 9)], layers=2)
     assert c.keys == ["information", "theory/théorie", "studies/étudie", "entropy/entropie"]
     att_b = c.b.attention
     spans_fr = split_words(fr)
@@ -388,13 +380,13 @@ def test_translation_with_word_alignment_minilm(minilm):
         assert all(start <= att_b.offsets[t][0] < end for t in s.tokens_b)
     assert c.layers == (2,) and c.heads == tuple(range(12))
     # without the alignment only "information" matches
-    assert compare(en, fr, model=minilm, layer=2).keys == ["information"]
+    assert compare(en, fr, model=minilm, layers=2).keys == ["information"]
 
 
 @pytest.mark.slow
 def test_phrase_topology_minilm(minilm):
     ctx = [PAPER_A, PAPER_B, "Shannon founded information theory in 1948."]
-    p = phrase_topology("Information Theory", ctx, model=minilm, layer=[1, 2])
+    p = phrase_topology("Information Theory", ctx, model=minilm, layers=[1, 2])
     assert p.token_labels == [["information", "theory"]] * 3
     assert p.diagram_distances["bottleneck"].shape == (2, 12, 2, 3, 3)
     with pytest.raises(InvalidInputError, match="context 0"):
@@ -404,10 +396,10 @@ def test_phrase_topology_minilm(minilm):
 @pytest.mark.slow
 @pytest.mark.smollm2
 def test_compare_smollm2(smollm2):
-    c = compare(PAPER_A, PAPER_B, model=smollm2, layer=[0, 29], head=[0, 8])
+    c = compare(PAPER_A, PAPER_B, model=smollm2, layers=[0, 29], heads=[0, 8])
     assert c.keys == ["information", "theory"]
     assert c.a.attention.causal and c.a.distances.shape[:2] == (2, 2)
     r = c.pair("information", "theory", 29, 8)
     assert 0 < r["connection_a"] <= r["edge_birth_a"] <= 1
-    p = phrase_topology("information theory", [PAPER_A, PAPER_B], model=smollm2, layer=5, head=0)
+    p = phrase_topology("information theory", [PAPER_A, PAPER_B], model=smollm2, layers=5, heads=0)
     assert [len(t) for t in p.token_indices] == [2, 2]

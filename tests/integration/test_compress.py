@@ -108,15 +108,12 @@ def test_causal_model(smollm2):
 
 
 
-def test_the_retired_argument_order_still_works(minilm):
-    """compress(model, text) is compress(text, model) with a DeprecationWarning (docs/api.md, Names)."""
+def test_the_text_comes_first(minilm):
+    """compress(text, model), the order of analyze; a model first is one line naming the order."""
     new = compress(TEXT, minilm, layers=[0], scale=0.4)
-    with pytest.warns(DeprecationWarning, match=r"compress\(model, text\) is deprecated") as rec:
-        old = compress(minilm, TEXT, layers=[0], scale=0.4)
-    assert rec[0].filename == __file__
-    assert old == new
-    with pytest.warns(DeprecationWarning, match=r"compress\(model, text\) is deprecated"):
-        assert compress("minilm", TEXT, layers=[0], scale=0.4) == new
+    with pytest.raises(InvalidInputError, match=r"^compress\(text, model\): text must be a string, got "
+                                                r"AttentionModel \(the text comes first"):
+        compress(minilm, TEXT, layers=[0], scale=0.4)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert compress(TEXT, "minilm", layers=[0], scale=0.4) == new

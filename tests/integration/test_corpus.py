@@ -87,6 +87,41 @@ def test_kept_diagrams_agree_with_ripser(minilm, texts, tmp_path, sets):
                 np.testing.assert_allclose(got, want, atol=1e-6)  # ripser works in float32
 
 
+def test_a_metric_other_than_js_makes_its_store(minilm, texts, tmp_path):
+    """metric= in a store: its columns are named by the metric and hold features()' numbers,
+    the kept diagrams are the metric's (H0 deaths: SciPy's minimum spanning tree), and a run
+    with another metric on the store is refused naming it."""
+    from scipy.sparse.csgraph import minimum_spanning_tree
+
+    from attntopo.distances import token_distances
+
+    kw = dict(model=minilm, sets=("js", "js_per_token"), layers=LAYERS, heads=HEADS,
+              batch_size=3, progress=False)
+    store = corpus.run(texts[:3], out=tmp_path / "s", metric="hellinger", keep_diagrams=True,
+                       **kw)
+    ft = features(texts[:3], model=minilm, sets=kw["sets"], layers=LAYERS, heads=HEADS,
+                  metric="hellinger", batch_size=3)
+    assert store.feature_columns == list(ft.columns)
+    assert store.feature_columns[0] == f"L{LAYERS[0]}H{HEADS[0]}.hellinger.h0.n_bars"
+    np.testing.assert_array_equal(_features_of(store)[1], ft.values)
+    assert store.settings.features.metric == "hellinger"
+    rid = store.to_pandas()["id"][2]
+    att = minilm.attention(texts[2], layers=LAYERS, heads=HEADS)
+    D = token_distances(att.weights, "hellinger")
+    for i, layer in enumerate(LAYERS):
+        for j, head in enumerate(HEADS):
+            h0 = store.diagrams(rid)[(layer, head)][0]
+            deaths = h0[np.isfinite(h0[:, 1]), 1]
+            # each death within 1e-6, as ripser's in test_kept_diagrams_agree_with_ripser
+            # (float32 engines; the store's padded batch against this single text's pass)
+            assert np.sum(deaths) == pytest.approx(minimum_spanning_tree(D[i, j]).sum(),
+                                                   abs=1e-6 * len(deaths))
+    with pytest.raises(InvalidInputError, match="made with metric=hellinger, this run has "
+                                                "metric=total_variation"):
+        corpus.run(texts[:3], out=tmp_path / "s", metric="total_variation", keep_diagrams=True,
+                   **kw)
+
+
 def test_lost_parts_are_recomputed_identically(minilm, texts, tmp_path):
     kw = dict(model=minilm, layers=LAYERS, heads=HEADS, batch_size=5, progress=False)
     store = corpus.run(texts[:12], out=tmp_path / "s", **kw)
@@ -150,11 +185,11 @@ def test_feature_settings_record_makes_the_same_store(minilm, texts, tmp_path):
     a = corpus.run(texts[:4], out=tmp_path / "a", settings=fs, **kw)
     b = corpus.run(texts[:4], out=tmp_path / "b", sets=("js", "graph"), layers=LAYERS, heads=HEADS,
                    thresholds=(0.1,), scales=(0.3,), **kw)
-    assert a.settings == b.settings and a.settings.features() == fs
+    assert a.settings == b.settings and a.settings.features == fs
     assert a.manifest["settings"] == b.manifest["settings"]
     np.testing.assert_array_equal(_features_of(a)[1], _features_of(b)[1])
     # the store continues under the keywords that made it, and under its own record
-    corpus.run(texts[:4], out=tmp_path / "a", settings=a.settings.features(), **kw)
+    corpus.run(texts[:4], out=tmp_path / "a", settings=a.settings.features, **kw)
     with pytest.raises(InvalidInputError, match=r"cycle_cap=9 disagrees with settings\.cycle_cap=50"):
         corpus.run(texts[:4], out=tmp_path / "c", settings=fs, cycle_cap=9, **kw)
     with pytest.raises(InvalidInputError, match="min_persistence=0.1: a corpus store keeps every bar"):

@@ -27,7 +27,8 @@ def test_racing_runs_never_damage_a_store(tmp_path):
     left a store that could not be read ("part-…: not a part of this store").
     ``_corpus_race.py --trials 20`` is the issue's full run (docs/corpus.md)."""
     trials = os.environ.get("ATTNTOPO_RACE_TRIALS", "5")
-    proc = subprocess.run([sys.executable, str(RACE), "--trials", trials, "--work", str(tmp_path)],
+    proc = subprocess.run([sys.executable, str(RACE), "--trials", trials, "--work", str(tmp_path),
+                           "--scenarios", "start,new-store,readers"],
                           capture_output=True, text=True, timeout=900, cwd=ROOT,
                           env=dict(os.environ, ATTNTOPO_PROGRESS="0"))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -43,6 +44,31 @@ def test_racing_runs_never_damage_a_store(tmp_path):
             assert "nothing was changed" in line
     # --new-store refused while the first run wrote: the first run's store is the one kept
     assert any(c == [0, 2] for c in report["new-store"]["codes"])
+    _readers_never_see_another_store(report["readers"])
+
+
+def _readers_never_see_another_store(r: dict) -> None:
+    """Issue 33: a reader that opened a store before ``attntopo corpus other.txt --out STORE
+    --new-store`` (a real run, in its own process) had read the new store's rows (``counts``,
+    ``refresh``, ``to_pandas``; ``verify()`` said ``{}``), or "not a part of this store …
+    move it out" of the new store's good parts; ``query`` had said ``unexpected
+    FileNotFoundError``.  Now it reads the old store whole or stops with one line naming the
+    store and saying to open it again; a fresh reader reads either store or says the same."""
+    from _corpus_race import READER_LINES
+
+    assert all(c == [0, 0] for c in r["codes"]), r["codes"]
+    held = ("counts", "to_arrow", "sql", "verify", "refresh")
+    for name, outcomes in r["reads"].items():
+        allowed = {"old"} if name in held else {"old", "new"}
+        for o in outcomes:
+            assert o in allowed or (o.startswith(READER_LINES) and "again" in o), (name, o)
+    for name in held:  # it read the old store, then stopped once the new one was there
+        assert r["reads"][name].get("old"), (name, r["reads"][name])
+    replaced = ("StoreReplacedError: STORE 'STORE' was replaced by a new store (a run with "
+                "--new-store) since this reader opened it: these are no longer its rows; open it "
+                "again (open_store, or run the command again)")
+    assert all(last[name] == replaced for last in r["last"] for name in held), r["last"]
+    assert all(last["open_store"] == last["query"] == "new" for last in r["last"]), r["last"]
 
 
 # ------------------------------------------------------------------ damaged parts
@@ -93,6 +119,112 @@ def test_resume_recomputes_a_part_with_4_kb_overwritten(minilm, twelve, tmp_path
     assert got.column("id").equals(ref.column("id"))
     # the recomputed batch is the same padded forward pass of the same texts: same numbers
     assert got.equals(ref)
+
+
+@pytest.fixture
+def six(tmp_path) -> Path:
+    """Six short texts (no dependency on Debian's fortunes)."""
+    src = tmp_path / "six.txt"
+    src.write_text("The cat sat on the mat.\nA bird sang in the tree.\nRain fell all night long.\n"
+                   "The sea was calm at dawn.\nWind moved the tall grass.\nStars filled the sky.\n")
+    return src
+
+
+@pytest.mark.model
+def test_a_flipped_bit_without_the_checksum_file_is_named_and_recomputed(minilm, six, tmp_path):
+    """Issue 33: one bit flipped in a data page of a real part and ``parts.sha256`` deleted:
+    resume had exited 0 with one value changed (1.90077947 → 1.90077941), recorded a new
+    checksum for the damaged part, and ``verify()`` said ``{}``.  Now the page's CRC fails:
+    ``verify()`` names the part, resume recomputes it (one warning line) and records the new
+    part's checksum only, and the store equals the original."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    from attntopo import corpus
+    from attntopo.corpus import CHECKSUMS, part_name
+
+    out = tmp_path / "S"
+    kw = {"model": minilm, "layers": [0], "heads": [0, 1], "batch_size": 2, "progress": False}
+    ref = corpus.run(six, out=out, **kw).to_arrow()
+    part = out / "parts" / part_name(1)
+    column = "L0H1.js.h0.total_persistence"
+    with pq.ParquetFile(part) as pf:
+        rg = pf.metadata.row_group(0)
+        chunk = next(rg.column(c) for c in range(rg.num_columns)
+                     if rg.column(c).path_in_schema == column)
+        at = chunk.data_page_offset + chunk.total_compressed_size - 3  # among the page's values
+    data = bytearray(part.read_bytes())
+    data[at] ^= 0x04
+    part.write_bytes(bytes(data))
+    seen = pq.read_table(part, columns=[column])[column].to_pylist()  # without the page CRCs
+    assert seen != ref[column].to_pylist()[2:4], "the flip must change a value"
+    os.unlink(out / CHECKSUMS)
+    why = corpus.open_store(out).verify()  # pyarrow's words after the colon
+    assert list(why) == [1] and why[1].startswith("it cannot be read in full: ") and "CRC" in why[1]
+    r = _cli("corpus", str(six), "--out", str(out), "--layer", "0", "--head", "0,1",
+             "--batch-size", "2", "--quiet")
+    assert r.returncode == 0, r.stderr
+    warned = [x for x in r.stderr.splitlines() if part_name(1) in x]
+    assert len(warned) == 1 and "CRC" in warned[0], r.stderr
+    assert "batch 1 is recomputed" in warned[0]
+    store = corpus.open_store(out)
+    assert store.verify() == {} and store.to_arrow().equals(ref)
+    recorded = store.checksums()[f"parts/{part_name(1)}"]
+    assert recorded == hashlib.sha256(part.read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------------ a store replaced (issue 33)
+@pytest.mark.model
+def test_a_reader_stops_when_another_process_starts_the_store_over(minilm, six, tmp_path):
+    """``s = open_store(path)``; another process runs ``attntopo corpus other.txt --out path
+    --new-store``; then ``s.counts()``, ``s.refresh()``, ``s.to_pandas()`` had returned the new
+    texts' rows under the old manifest, and ``s.verify()`` ``{}``.  Each now stops with one
+    line naming the store and saying to open it again; opened again, it is the new store."""
+    from attntopo import corpus
+    from attntopo.errors import StoreReplacedError
+
+    out = tmp_path / "S"
+    corpus.run(six, out=out, model=minilm, layers=[0], heads=[0], batch_size=4, progress=False)
+    s = corpus.open_store(out)
+    old_ids = s.to_pandas()["id"].tolist()
+    other = tmp_path / "other.txt"
+    other.write_text("A wholly different text.\nAnd a second one, also new.\n")
+    r = _cli("corpus", str(other), "--out", str(out), "--new-store", "--layer", "0", "--head", "0",
+             "--batch-size", "4", "--quiet")
+    assert r.returncode == 0, r.stderr
+    want = (f"STORE {str(out)!r} was replaced by a new store (a run with --new-store) since this "
+            "reader opened it: these are no longer its rows; open it again (open_store, or run "
+            "the command again)")
+    reads = (s.counts, s.refresh, s.to_pandas, s.verify, lambda: s.sql("SELECT id FROM corpus"))
+    for read in reads:
+        with pytest.raises(StoreReplacedError) as e:
+            read()
+        assert str(e.value) == want
+    again = corpus.open_store(out)
+    assert again.to_pandas()["text"].tolist() == ["A wholly different text.",
+                                                  "And a second one, also new."]
+    assert again.verify() == {} and not set(again.done_ids()) & set(old_ids)
+
+
+@pytest.mark.model
+def test_new_store_starts_over_a_store_whose_manifest_cannot_be_read(minilm, six, tmp_path):
+    """``--new-store`` on a store whose manifest cannot be read had stopped at the manifest,
+    naming no way out; the refusal now names ``--new-store``, which starts the store over."""
+    from attntopo import corpus
+
+    out = tmp_path / "S"
+    kw = {"model": minilm, "layers": [0], "heads": [0], "batch_size": 4, "progress": False}
+    ref = corpus.run(six, out=out, **kw).to_arrow()
+    (out / "manifest.json").write_text('{"format": "attntopo-corpus", "format_ver')  # torn
+    r = _cli("query", str(out), "SELECT count(*) FROM corpus")
+    assert r.returncode == 2 and r.stderr.strip().endswith(
+        "--new-store (new_store=True) starts the store over (its parts are removed), or give "
+        "another STORE"), r.stderr
+    store = corpus.run(six, out=out, new_store=True, **kw)
+    got = store.to_arrow()
+    assert got.column("id").equals(ref.column("id")) and store.verify() == {}
+    assert got.drop_columns(["id"]).equals(ref.drop_columns(["id"]))
 
 
 # ------------------------------------------------------------------ disk full
@@ -239,7 +371,7 @@ def test_the_store_keeps_the_text_unless_told_not_to(minilm, twelve, tmp_path):
     from attntopo.errors import InvalidInputError
 
     texts = [x for x in twelve.read_text().splitlines() if x.strip()]
-    kw = dict(model=minilm, layers=[0], heads=[0], batch_size=4, progress=False)
+    kw = {"model": minilm, "layers": [0], "heads": [0], "batch_size": 4, "progress": False}
     store = corpus.run(twelve, out=tmp_path / "S", **kw)
     df = store.sql("SELECT text, text_sha256 FROM corpus ORDER BY row")
     assert df["text"].tolist() == texts

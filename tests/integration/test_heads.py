@@ -9,8 +9,9 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 
 import attntopo as at
-from attntopo.analyses.head_types import LABELS, punctuation_mask
-from attntopo.analyses.heads import HeadSpace, ModelComparison, head_distances
+from attntopo import HeadSpace, ModelComparison, head_distances
+from attntopo.analyses._head_types import LABELS
+from attntopo.words import punctuation_mask
 
 TEXTS = [
     "The old lighthouse keeper climbed the stairs, trimmed the wick, and watched the sea.",

@@ -91,7 +91,7 @@ def _check_analysis(name: str, m, tmp_path):
         p = at.phrase_topology("the bank", [T1, T2, T3], m, progress=False)
         assert len(p.summary()[next(iter(p.summary()))]) > 0
     elif name == "timeline":
-        t = at.timeline(T1, m, progress=False)
+        t = at.timeline(T1, m, layers=0, heads=0, progress=False)
         assert len(t.summary()[next(iter(t.summary()))]) > 0
     elif name == "heads":
         hs = at.head_space([T1, T2], m, progress=False)

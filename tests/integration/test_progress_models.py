@@ -41,7 +41,8 @@ def test_analyze_reports_one_bar_over_attention_distances_persistence(minilm):
     rec = Recorder()
     a = at.analyze(TEXT_A, minilm, layers=[0, 5], progress=rec)
     assert rec.check() == ["attention", "distances", "persistence"]
-    assert rec.calls[-1][1] == 1 + 2 * 2 * 12  # one text; 24 heads' distances and diagrams
+    # one text: its forward pass through MiniLM's 6 layers, 24 heads' distances and diagrams
+    assert rec.calls[-1][1] == 6 + 2 * 2 * 12
     assert a == at.analyze(TEXT_A, minilm, layers=[0, 5], progress=False)
 
 
@@ -49,7 +50,7 @@ def test_analyze_of_several_texts_and_of_an_attention(minilm):
     rec = Recorder()
     at.analyze([TEXT_A, TEXT_B, "Short."], minilm, heads=[1], progress=rec)
     rec.check()
-    assert rec.calls[-1][1] == 3 * (1 + 2 * 6)
+    assert rec.calls[-1][1] == 3 * (6 + 2 * 6)
     rec = Recorder()
     at.analyze(minilm.attention(TEXT_B, layers=[2]), progress=rec)
     assert rec.check() == ["distances", "persistence"]
@@ -58,18 +59,18 @@ def test_analyze_of_several_texts_and_of_an_attention(minilm):
 
 def test_compare_reports_every_stage(minilm):
     rec = Recorder()
-    c = at.compare(TEXT_A, TEXT_B, minilm, layer=[0, 1], progress=rec)
+    c = at.compare(TEXT_A, TEXT_B, minilm, layers=[0, 1], progress=rec)
     assert c.keys  # shared words: their diagrams and connection scales are computed too
     assert rec.check() == ["attention", "distances", "persistence", "diagram distances",
                            "connection scales"]
-    assert rec.calls[-1][1] == 2 + 24 * (2 + 4 + 1 + 1)
+    assert rec.calls[-1][1] == 2 * 6 + 24 * (2 + 4 + 1 + 1)
 
 
 def test_head_space_reports_texts_tokens_and_the_space(minilm):
     rec = Recorder()
     hs = at.head_space([TEXT_A, TEXT_B], minilm, progress=rec)
     assert rec.check() == ["attention", "head distances", "head types", "head space"]
-    assert rec.calls[-1][1] == 2 + sum(hs.n_tokens) + 2 + 1
+    assert rec.calls[-1][1] == 2 * 6 + sum(hs.n_tokens) + 2 + 1
 
 
 def test_head_distances_reports_query_tokens(minilm):
@@ -130,3 +131,31 @@ def test_first_gguf_load_reports_its_conversion_stages(tmp_path):
     dequantized = [c for c in rec.calls if c[2] == "dequantizing GGUF"]
     assert dequantized[-1][0] - dequantized[0][0] >= 100  # one unit per tensor (272 in this file)
     assert "de-quantizing" not in out.stderr  # transformers' own tqdm bar stays silent
+
+
+def test_a_forward_pass_reports_each_layer_as_it_is_computed(minilm):
+    # issue 33: one long text showed no movement ("attention 0/13" during the forward pass,
+    # features at 0/1); a forward pass now advances as each of the model's layers is done
+    events: list[tuple[str, int]] = []
+    minilm.stream(TEXT_A, lambda i, layer, w: events.append(("layer", layer)), heads=[0],
+                  progress=lambda done, total, stage: events.append(("done", done)))
+    after = [e for e in events if e != ("done", 0)]
+    assert after == [x for k in range(6) for x in (("layer", k), ("done", k + 1))]
+    rec = Recorder()
+    minilm.attention(TEXT_A, layers=[4], progress=rec)
+    rec.check()
+    assert [c[0] for c in rec.calls if c[0]] == [1, 2, 3, 4, 5, 6]  # every layer runs
+    rec = Recorder()
+    at.analyze(TEXT_A, minilm, layers=[1], heads=[0], progress=rec)
+    rec.check()
+    assert [c[0] for c in rec.calls if c[2] == "attention" and c[0]] == [1, 2, 3, 4, 5, 6]
+
+
+def test_features_of_one_text_advance_layer_by_layer(minilm):
+    rec = Recorder()
+    at.features(TEXT_A, minilm, sets=("js",), layers=[5, 0, 2], heads=[1], n_jobs=1,
+                progress=rec)
+    assert rec.check() == ["texts"]
+    # its three layers' features as the forward pass hands them over, then its row
+    assert [c[0] for c in rec.calls if c[2] == "texts" and c[0]] == [1, 2, 3, 4]
+    assert rec.calls[-1][1] == 4

@@ -3,11 +3,12 @@
 Every public function, class and method of the package's public modules is inspected; a
 parameter spelled as a retired synonym fails the test unless it is listed in ``PENDING`` (renames
 not done yet: the list may only shrink, and each entry must still exist, so it stays current).
-Renamed arguments keep working for one release with a DeprecationWarning (``renamed_arguments``).
+Before the first release a rename keeps no shim: the old keyword is Python's TypeError.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import warnings
@@ -15,8 +16,6 @@ import warnings
 import numpy as np
 import pytest
 
-from attntopo._validation import renamed_arguments
-from attntopo.errors import InvalidInputError
 
 MODULES = ("attntopo", "attntopo.analyses", "attntopo.distances", "attntopo.topology",
            "attntopo.features", "attntopo.corpus", "attntopo.models", "attntopo.hardmax",
@@ -35,6 +34,9 @@ RETIRED = {
     "torch_dtype": "dtype",
     "use_cuda": "device",
     "gpu": "device",
+    "texts_or_atts": "texts",
+    "text_or_path": "text",
+    "texts_or_path": "texts",
 }
 
 #: (qualified name, parameter) still spelled the retired way: renames in progress (issue 29).
@@ -67,6 +69,21 @@ def _parameters(obj):
         return []
 
 
+def _signatures():
+    """``(qualified name, its parameters by name)`` of every public signature."""
+    for qual, obj in _public_callables():
+        try:
+            yield qual, inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            continue
+
+
+def _all_parameters():
+    """``(qualified name, inspect.Parameter)`` of every public signature."""
+    for qual, params in _signatures():
+        yield from ((qual, p) for p in params.values())
+
+
 def test_no_retired_names_in_public_signatures():
     found = set()
     for qual, obj in _public_callables():
@@ -87,59 +104,98 @@ def test_no_renames_pending():
     assert PENDING == set(), f"renames left pending: {sorted(PENDING)}"
 
 
-def test_renamed_argument_warns_and_passes_the_value_on():
+def test_layer_and_head_name_one_index_layers_and_heads_a_selection():
+    """``layer``/``head`` name one index (``result.diagram(layer, head)``); a parameter that takes
+    several (an int, a list or None for all) is ``layers``/``heads``, as in every analysis."""
+    selecting = {qual: p.name for qual, p in _all_parameters()
+                 if p.name in ("layer", "head") and "Sequence" in str(p.annotation)}
+    assert not selecting, f"selections spelled layer/head (write layers=/heads=): {selecting}"
     import attntopo as at
 
-    rng = np.random.default_rng(0)
-    P = rng.dirichlet(np.ones(6), size=(1, 2, 6))
-    new = at.token_distances(P, n_jobs=1)
-    with pytest.warns(DeprecationWarning, match=r"n_threads=\.\.\.\) is deprecated: write n_jobs"):
-        old = at.token_distances(P, n_threads=1)
-    np.testing.assert_array_equal(old, new)
-    with pytest.raises(InvalidInputError, match="give n_jobs= only"):
-        at.token_distances(P, n_jobs=1, n_threads=1)
+    assert {"layers", "heads"} <= set(inspect.signature(at.phrase_topology).parameters)
+
+
+def test_retired_names_in_no_cli_option_or_web_field():
+    """The command line's options and the web API's fields use the glossary's names too."""
+    import typer
+
+    from attntopo.cli import app
+
+    def commands(cmd, path=()):
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from commands(sub, path + (name,))
+        if not getattr(cmd, "commands", None):
+            yield path, cmd
+
+    retired_flags = {"--" + old.replace("_", "-") for old in RETIRED}
+    found = {(" ".join(path), opt) for path, cmd in commands(typer.main.get_command(app))
+             for p in cmd.params for opt in (*p.opts, *p.secondary_opts) if opt in retired_flags}
+    found |= {(" ".join(path), p.name) for path, cmd in commands(typer.main.get_command(app))
+              for p in cmd.params if p.name in RETIRED}
+    assert not found, f"retired names on the command line: {sorted(found)}"
+    pytest.importorskip("fastapi")
+    from attntopo.web import Settings
+    from attntopo.web.api import _request_models
+
+    fields = {(m.__name__, f) for m in _request_models(Settings()) for f in m.model_fields if f in RETIRED}
+    assert not fields, f"retired names in the web API: {sorted(fields)}"
+
+
+def test_progress_defaults_to_a_bar_where_a_model_runs():
+    """``progress=None`` (a bar on a terminal or in a notebook) where the call runs a model (it
+    takes ``model``, or loads one); ``False`` in the building blocks below (distances,
+    persistence, head selection), which a caller with its own bar calls many times."""
+    wrong = {}
+    for qual, params in _signatures():
+        p = params.get("progress")
+        if p is None or "Callable[[dict]" in str(p.annotation):  # hardmax's training callback
+            continue
+        runs_model = bool({"model", "model_a", "spec"} & set(params))
+        if p.default is not (None if runs_model else False):
+            wrong[qual] = p.default
+    assert not wrong, f"progress defaults against the rule: {wrong}"
+
+
+@pytest.mark.parametrize("call", ["compare", "phrase_topology"])
+def test_selection_and_options_after_the_data_are_keywords(call):
+    """``compare(a, b, model, layers=..., heads=...)``: options after the data are keyword-only."""
+    import attntopo as at
+
+    params = inspect.signature(getattr(at, call)).parameters
+    positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert positional[-1] == "model" and params["layers"].kind is inspect.Parameter.KEYWORD_ONLY
 
 
 @pytest.mark.parametrize("fn_name", ["token_distances", "persistence", "head_distances", "head_space"])
-def test_n_threads_renamed_everywhere(fn_name):
+def test_n_threads_is_n_jobs_everywhere(fn_name):
+    """Renamed before the first release, without a shim: ``n_threads=`` is Python's TypeError."""
     import attntopo as at
 
     fn = getattr(at, fn_name)
-    assert "n_jobs" in inspect.signature(fn).parameters
-    assert fn.__renamed_arguments__["n_threads"] == "n_jobs"
+    params = inspect.signature(fn).parameters
+    assert "n_jobs" in params and "n_threads" not in params
+    assert not hasattr(fn, "__renamed_arguments__")
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(6), size=(1, 2, 6))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_threads'"):
+        fn(P, n_threads=1)  # refused when the arguments are bound, before any work
 
 
-def test_renamed_arguments_on_a_plain_function():
-    @renamed_arguments(old="new")
-    def f(x, *, new=0):
-        return x + new
-
-    assert list(inspect.signature(f).parameters) == ["x", "new"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert f(1, new=2) == 3
-    with pytest.warns(DeprecationWarning, match=r"f\(old=\.\.\.\) is deprecated: write new="):
-        assert f(1, old=2) == 3
-
-
-def test_compare_scale_renamed_with_deprecations(fake_pair_for_names):
+def test_compare_takes_scale_layers_and_heads_only(fake_pair_for_names):
+    """Renamed before the first release, without a shim: the old keywords are a TypeError."""
     import attntopo as at
 
     A, B = fake_pair_for_names
     c = at.compare(A, B, scale=0.4)
     assert c.given_scale == 0.4 and np.all(c.scales == 0.4) and c.scale(0, 1) == 0.4
-    with pytest.warns(DeprecationWarning, match=r"compare\(threshold=\.\.\.\) is deprecated: write scale="):
-        old = at.compare(A, B, threshold=0.4)
-    assert old.given_scale == 0.4
-    for k, v in c.counts.items():
-        np.testing.assert_array_equal(old.counts[k], v)
-    with pytest.warns(DeprecationWarning, match="Comparison.threshold is deprecated: read Comparison.given_scale"):
-        assert c.threshold == 0.4
-    with pytest.warns(DeprecationWarning, match=r"compare\(layer=\.\.\.\) is deprecated: write layers="):
-        one = at.compare(A, B, layer=0, head=[1], scale=0.4)
+    for old in ({"threshold": 0.4}, {"layer": 0}, {"head": 1}):
+        with pytest.raises(TypeError, match=f"unexpected keyword argument '{next(iter(old))}'"):
+            at.compare(A, B, **old)
+    one = at.compare(A, B, layers=0, heads=[1], scale=0.4)
     assert (one.layers, one.heads) == ((0,), (1,))
+    assert not hasattr(c, "threshold")
     doc = c.to_dict()
-    assert doc["scale"] == doc["threshold"] == 0.4
+    assert doc["scale"] == 0.4 and "threshold" not in doc
 
 
 @pytest.fixture
@@ -148,15 +204,6 @@ def fake_pair_for_names():
 
     return (text_attention("the cat sat on the mat", 2, 3, seed=1),
             text_attention("the dog sat on the rug", 2, 3, seed=2))
-
-
-def test_deprecation_points_at_the_callers_line(fake_pair_for_names):
-    import attntopo as at
-
-    A, B = fake_pair_for_names
-    with pytest.warns(DeprecationWarning) as rec:
-        at.compare(A, B, threshold=0.4)
-    assert rec[0].filename == __file__
 
 
 def test_result_classes_read_layers_and_heads():
@@ -169,36 +216,35 @@ def test_result_classes_read_layers_and_heads():
     ht = at.head_types(atts)
     for r in (hs, ht):
         assert (tuple(r.layers), tuple(r.heads)) == ((0, 1), (0, 1, 2))
-        with pytest.warns(DeprecationWarning, match=r"\.layer_ids is deprecated: read \.layers"):
-            assert r.layer_ids == r.layers
-        with pytest.warns(DeprecationWarning, match=r"\.head_ids is deprecated: read \.heads"):
-            assert r.head_ids == r.heads
+        assert not hasattr(r, "layer_ids") and not hasattr(r, "head_ids")
 
 
-def test_timeline_moves_to_all_heads_with_a_warning():
+def test_timeline_defaults_to_all_heads_like_every_analysis():
     import attntopo as at
     from _synthetic import text_attention
 
     att = text_attention("the cat sat on the mat", 2, 2, seed=3, causal=True)
-    with pytest.warns(FutureWarning, match="all heads in the next") as rec:
-        tl = at.timeline(att, n_jobs=1)
-    assert rec[0].filename == __file__
-    one = at.timeline(att, layers=0, heads=0, n_jobs=1)
-    assert (tl.layer, tl.head) == (one.layer, one.head) == (0, 0)
-    assert tl.slices[-1].diagram == one.slices[-1].diagram
-    with pytest.warns(DeprecationWarning, match=r"timeline\(layer=\.\.\.\) is deprecated: write layers="):
-        old = at.timeline(att, layer=1, head=1, n_jobs=1)
-    assert (old.layer, old.head) == (1, 1)
-    every = at.timeline(att, layers=None, heads=None, n_jobs=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        every = at.timeline(att, n_jobs=1)
     assert [(t.layer, t.head) for t in every] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    one = at.timeline(att, layers=1, heads=1, n_jobs=1)
+    assert (one.layer, one.head) == (1, 1)
+    assert one.slices[-1].diagram == every[3].slices[-1].diagram
+    assert [(t.layer, t.head) for t in at.timeline(att, layers=1, n_jobs=1)] == [(1, 0), (1, 1)]
+    for old in ("layer", "head"):
+        with pytest.raises(TypeError, match=f"unexpected keyword argument '{old}'"):
+            at.timeline(att, **{old: 1})
 
 
 def _weights(L=2, H=3, n=4, seed=0):
     return np.random.default_rng(seed).dirichlet(np.ones(n), size=(L, H, n)).astype(np.float32)
 
 
-def test_attention_layers_and_heads_renamed_with_deprecations():
-    """``Attention``'s fields are ``layers``/``heads``; ``layer_ids``/``head_ids`` warn and agree."""
+def test_attention_takes_layers_and_heads_only():
+    """``Attention``'s fields are ``layers``/``heads``; ``layer_ids``/``head_ids`` are gone."""
+    import pickle
+
     import attntopo as at
 
     w, toks = _weights(), list("abcd")
@@ -206,50 +252,27 @@ def test_attention_layers_and_heads_renamed_with_deprecations():
     assert "layers" in params and "heads" in params and "layer_ids" not in params
     new = at.Attention.from_weights(w, toks, layers=[3, 5], heads=[0, 2, 4])
     assert (new.layers, new.heads) == ((3, 5), (0, 2, 4))
-    with pytest.warns(DeprecationWarning, match=r"from_weights\(layer_ids=\.\.\.\) is deprecated: write layers=") as rec:
-        old = at.Attention.from_weights(w, toks, layer_ids=[3, 5], head_ids=[0, 2, 4])
-    assert rec[0].filename == __file__
-    assert any("head_ids=...) is deprecated: write heads=" in str(r.message) for r in rec)
-    assert old == new
+    with pytest.raises(TypeError, match="unexpected keyword argument 'layer_ids'"):
+        at.Attention.from_weights(w, toks, layer_ids=[3, 5])
     fields = dict(weights=w, tokens=toks, offsets=[(0, 0)] * 4, special=[False] * 4, causal=False,
                   model="custom")
-    with pytest.warns(DeprecationWarning, match=r"Attention\(layer_ids=\.\.\.\) is deprecated: write layers="):
-        built = at.Attention(**fields, layer_ids=(3, 5), head_ids=(0, 2, 4))
-    assert built == at.Attention(**fields, layers=(3, 5), heads=(0, 2, 4)) == new
-    with pytest.raises(InvalidInputError, match="give layers= only"):
-        at.Attention.from_weights(w, toks, layers=[3, 5], layer_ids=[3, 5])
-    with pytest.warns(DeprecationWarning, match=r"Attention\.layer_ids is deprecated: read \.layers") as rec:
-        assert new.layer_ids == (3, 5)
-    assert rec[0].filename == __file__
-    with pytest.warns(DeprecationWarning, match=r"Attention\.head_ids is deprecated: read \.heads"):
-        assert new.head_ids == (0, 2, 4)
-    # the new names raise no warning anywhere on the way (select, drop_special, an analysis)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'head_ids'"):
+        at.Attention(**fields, head_ids=(0, 2, 4))
+    assert at.Attention(**fields, layers=(3, 5), heads=(0, 2, 4)) == new
+    assert not hasattr(new, "layer_ids") and not hasattr(new, "head_ids")
+    assert pickle.loads(pickle.dumps(new)) == new
+    # the names raise no warning anywhere on the way (select, drop_special, an analysis)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
+        warnings.simplefilter("error")
         sel = new.select(layers=1, heads=[0, 2])
         assert (sel.layers, sel.heads) == ((5,), (0, 4))
         res = at.analyze(new, maxdim=0, n_jobs=1)
         assert (res.layers, res.heads) == ((3, 5), (0, 2, 4))
 
 
-def test_attention_pickled_before_the_rename_unpickles():
-    """A pickle of the old class held ``layer_ids``/``head_ids`` in its state."""
-    import pickle
-
-    import attntopo as at
-
-    att = at.Attention.from_weights(_weights(), list("abcd"), layers=[3, 5])
-    state = dict(vars(att))
-    state["layer_ids"], state["head_ids"] = state.pop("layers"), state.pop("heads")
-    old = object.__new__(at.Attention)
-    old.__setstate__(state)
-    assert (old.layers, old.heads) == ((3, 5), (0, 1, 2)) and old == att
-    assert pickle.loads(pickle.dumps(att)) == att
-
-
 def test_analysis_saved_with_layer_ids_keys_loads(tmp_path):
-    """Saved files keep the payload keys ``layer_ids``/``head_ids``: a file written before the
-    rename (those keys) loads into ``.layers``/``.heads``, and new files still write them."""
+    """Saved files name the payload keys ``layer_ids``/``head_ids`` (the storage format); they
+    load into ``.layers``/``.heads``."""
     import json
 
     import attntopo as at
@@ -261,9 +284,8 @@ def test_analysis_saved_with_layer_ids_keys_loads(tmp_path):
     meta = json.loads(meta_file.read_text())
     flat = json.dumps(meta)
     assert '"layer_ids": [3, 5]' in flat and '"head_ids": [0, 2, 4]' in flat
-    assert '"layers"' not in flat and '"heads"' not in flat
     with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
+        warnings.simplefilter("error")
         back = at.load_result(tmp_path / "a")
     assert (back.layers, back.heads, back.attention.layers) == ((3, 5), (0, 2, 4), (3, 5))
     assert back == res
@@ -290,15 +312,18 @@ def test_drop_special_defaults_to_false_everywhere():
         # a required drop_special is a recorded value (Timeline's field), not an option
         if "drop_special" in params and params["drop_special"].default is not inspect.Parameter.empty:
             taking[qual] = params
+        elif "settings" in params and any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            taking[qual] = params  # the feature settings as keywords: FeatureSettings' default
     wrong = {q: p["drop_special"].default for q, p in taking.items()
-             if not (p["drop_special"].default is False
-                     or (p["drop_special"].default is None and "settings" in p))}
+             if "drop_special" in p and not (p["drop_special"].default is False
+                                             or (p["drop_special"].default is None and "settings" in p))}
     assert not wrong, f"drop_special defaults other than False: {wrong}"
     for must in ("attntopo.analyze", "attntopo.compare", "attntopo.timeline", "attntopo.features.features",
                  "attntopo.corpus.run", "attntopo.corpus.make_settings", "attntopo.sklearn.AttentionFeatures",
                  "attntopo.AttentionModel.attention", "attntopo.FeatureSettings"):
         assert must in taking, f"{must} takes no drop_special (or is no longer public)"
-    assert CorpusSettings.__dataclass_fields__["drop_special"].default is False
+    assert CorpusSettings.__dataclass_fields__["features"].default is dataclasses.MISSING
+    assert FeatureSettings.__dataclass_fields__["drop_special"].default is False
 
     def commands(cmd, path=()):
         for name, sub in getattr(cmd, "commands", {}).items():
@@ -307,7 +332,7 @@ def test_drop_special_defaults_to_false_everywhere():
             yield path, cmd
 
     flags = {" ".join(path): p.default for path, cmd in commands(typer.main.get_command(app))
-             for p in cmd.params if p.name == "drop_special"}
+             for p in cmd.params if p.name in ("drop_special", "setting__drop_special")}
     assert {"analyze", "compare", "corpus", "timeline"} <= set(flags)
     assert all(v is False for v in flags.values()), flags
 

@@ -48,13 +48,13 @@ def live_server(settings=None) -> Iterator[str]:
     """Run the explorer with uvicorn in a thread; yields its base URL."""
     import uvicorn
 
-    from attntopo.web import Settings, create_app
+    from attntopo.web import Settings, create_app, uvicorn_options
 
     port = free_port()
     settings = settings or Settings()
     settings.host, settings.port = "127.0.0.1", port
     config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning",
-                            lifespan="on")
+                            lifespan="on", **uvicorn_options(settings))
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="attntopo-test-server", daemon=True)
     thread.start()
@@ -85,10 +85,11 @@ def chromium_browser():
 
 _SERVE = """
 import sys, uvicorn
-from attntopo.web import Settings, create_app
+from attntopo.web import Settings, create_app, uvicorn_options
 port = int(sys.argv[1])
 settings = Settings(host="127.0.0.1", port=port, **eval(sys.argv[2]))
-uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+            **uvicorn_options(settings))
 """
 
 

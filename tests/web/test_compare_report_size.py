@@ -55,8 +55,8 @@ def _fit(text: str, n: int, model) -> str:
 @pytest.fixture(scope="module")
 def pair(minilm):
     """Two 128-token texts on MiniLM, four heads."""
-    c = at.compare(_fit(A_TEXT, 128, minilm), _fit(B_TEXT, 128, minilm), minilm, layer=[0, LAYER],
-                   head=[1, HEAD], progress=False)
+    c = at.compare(_fit(A_TEXT, 128, minilm), _fit(B_TEXT, 128, minilm), minilm, layers=[0, LAYER],
+                   heads=[1, HEAD], progress=False)
     assert c.a.attention.n_tokens == c.b.attention.n_tokens == 128 and len(c.shared_tokens) >= 10
     return c
 

@@ -70,6 +70,13 @@ def _load() -> ctypes.CDLL | None:
                     _ptr, _i64, _i64, _ptr, _i64, ctypes.c_double, ctypes.c_int
                 ]
                 lib.attntopo_js_cross_finish_many.restype = None
+                lib.attntopo_js_rows_prepare.argtypes = [_ptr, _i64, _i64, _ptr, _ptr, _ptr]
+                lib.attntopo_js_rows_prepare.restype = None
+                lib.attntopo_js_cross_rows.argtypes = [
+                    _ptr, _i64, _i64, _ptr, _ptr, _ptr, _ptr, _i64, _i64, _i64, _ptr,
+                    ctypes.c_double
+                ]
+                lib.attntopo_js_cross_rows.restype = _i64
                 lib.attntopo_log.argtypes = [_ptr, _ptr, _i64]
                 lib.attntopo_log.restype = None
                 lib.attntopo_simd_level.argtypes = []

@@ -116,11 +116,18 @@ ATT_EXPORT ATT_CLONES void attntopo_log(const double *x, double *y, int64_t n) {
  * cutoff: pairs whose divergence is below it are counted (the caller recomputes them
  *       with a cancellation-free formula)
  *
- * With u = p + q, JS = ½ [Σ p ln p + Σ q ln q − Σ u ln u] + ½ ln 2 (Σ p + Σ q).  Per row
- * c = Σ p ln p + ln 2 Σ p is computed once; the pair sum Σ u ln u runs only over the keys
- * between the first and the last key where p or q is nonzero (for causal attention: the
- * earlier keys), since keys where both are 0 add exactly 0 (and where one is 0, u ln u
- * equals the other's term exactly, so the bracket still adds 0 there).
+ * Per key, with u = p + q, the divergence adds ½ [p ln p + q ln q − u ln u + ln 2 · u]; where
+ * one of p, q is 0 the bracket is ½ ln 2 times the other (exactly: u ln u is then that row's
+ * own term).  So with M = Σ p the row's mass and O the keys between the last first nonzero
+ * and the first last nonzero of the two rows (their overlap: outside it one row is 0),
+ *
+ *     JS = ½ [Σ_O p ln p + Σ_O q ln q − Σ_O u ln u] + ½ ln 2 (M_p + M_q),
+ *
+ * and only Σ_O u ln u needs both rows (|O| logarithms a pair); Σ_O p ln p is a difference
+ * of the row's prefix sums, or its whole sum when O covers all its nonzero keys (rows without
+ * zeros: bidirectional attention keeps the full sum).  Causal rows i < j overlap on keys
+ * 0..i: the pair sum runs over the earlier row (about n³/6 logarithms a matrix, against
+ * n³/3 over the longer row), and the later row's part on 0..i is its prefix sum.
  * Zeros contribute exactly 0 and subnormal entries less than 1.6e-305 (see att_xlogx).
  *
  * Returns the number of pairs below cutoff, or -1 if scratch memory could not be had.
@@ -133,11 +140,15 @@ ATT_EXPORT ATT_CLONES void attntopo_log(const double *x, double *y, int64_t n) {
  * that): no clamp is needed inside the loops. */
 ATT_INLINE double att_xlogx(double u) { return u * att_log(u); }
 
-/* Σ_{a <= t < b} u ln u with u = p[t] + q[t], in ATT_LANES fixed partial sums (lane l takes
- * the keys t ≡ a + l mod ATT_LANES, then the lanes are added in a fixed tree): the same bits
- * wherever the loop is inlined and however the compiler vectorizes it (a reduction pragma
- * lets it choose the order, which differed between two callers of one pair). */
+/* Fixed partial sums: lane l takes the keys t ≡ a + l (mod ATT_LANES), then the lanes are
+ * added in a fixed tree.  The same bits wherever a loop is inlined and however the compiler
+ * vectorizes it (a reduction pragma lets it choose the order, which differed between two
+ * callers of one pair). */
 #define ATT_LANES 8
+#define ATT_LANE_TREE(v) \
+    (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])))
+
+/* Σ_{a <= t < b} u ln u with u = p[t] + q[t]. */
 ATT_INLINE double sum_xlogx_pq(const double *p, const double *q, int64_t a, int64_t b) {
     double lane[ATT_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     int64_t t = a;
@@ -146,59 +157,117 @@ ATT_INLINE double sum_xlogx_pq(const double *p, const double *q, int64_t a, int6
         for (int l = 0; l < ATT_LANES; l++) lane[l] += att_xlogx(p[t + l] + q[t + l]);
     }
     for (int l = 0; t < b; t++, l++) lane[l] += att_xlogx(p[t] + q[t]);
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    return ATT_LANE_TREE(lane);
 }
 
-/* Per-row quantities of one matrix that every pair reads: c = Σ p ln p + ln 2 Σ p, and the
- * first and one past the last key where the row is nonzero. */
+/* Per-row quantities of one matrix that every pair reads: c = Σ p ln p + ln 2 Σ p (the
+ * whole row), the mass Σ p, the first and one past the last key where the row is nonzero,
+ * and the prefix sums s[t] = Σ_{t' < t} p ln p for t in [lo, hi] (row i's at s + i (k + 1);
+ * compensated, so a difference of two is as accurate as a sum over its keys). */
 typedef struct {
-    double *c;
+    double *c, *mass, *s;
     int64_t *lo, *hi;
+    int64_t ld;
 } js_rows;
 
 ATT_INLINE void js_rows_free(js_rows *w) {
     free(w->c);
+    free(w->s);
     free(w->lo);
 }
+
+/* w over caller-owned memory: c_mass (2m doubles: c, then the masses), s (m (k + 1)
+ * doubles), lo_hi (2m int64: lo, then hi). */
+ATT_INLINE void js_rows_view(js_rows *w, int64_t m, int64_t k, double *c_mass, double *s,
+                                int64_t *lo_hi) {
+    w->ld = k + 1;
+    w->c = c_mass;
+    w->mass = c_mass + m;
+    w->s = s;
+    w->lo = lo_hi;
+    w->hi = lo_hi + m;
+}
+
+ATT_INLINE void js_rows_fill(const double *x, int64_t m, int64_t k, int64_t ldx, js_rows *w);
 
 /* 0, or -1 if scratch memory could not be had (w then holds nothing to free). */
 ATT_INLINE int js_rows_prepare(const double *x, int64_t m, int64_t k, int64_t ldx, js_rows *w) {
     const size_t mm = (size_t)(m > 0 ? m : 1);
-    w->c = (double *)malloc(mm * sizeof(double));
-    w->lo = (int64_t *)malloc(mm * 2 * sizeof(int64_t));
-    if (w->c == NULL || w->lo == NULL) {
+    double *c = (double *)malloc(mm * 2 * sizeof(double));
+    double *s = (double *)malloc(mm * (size_t)(k + 1) * sizeof(double));
+    int64_t *lo = (int64_t *)malloc(mm * 2 * sizeof(int64_t));
+    js_rows_view(w, m, k, c, s, lo);
+    if (c == NULL || s == NULL || lo == NULL) {
         js_rows_free(w);
         return -1;
     }
-    w->hi = w->lo + m;
+    js_rows_fill(x, m, k, ldx, w);
+    return 0;
+}
+
+ATT_INLINE void js_rows_fill(const double *x, int64_t m, int64_t k, int64_t ldx, js_rows *w) {
     for (int64_t i = 0; i < m; i++) {
         const double *p = x + i * ldx;
-        double acc = 0.0, mass = 0.0;
-        ATT_SIMD_REDUCE_ACC_MASS
-        for (int64_t t = 0; t < k; t++) {
-            acc += att_xlogx(p[t]);
-            mass += p[t];
+        double *s = w->s + i * w->ld;
+        /* the terms first (vectorized), into s[1..k] */
+        ATT_SIMD
+        for (int64_t t = 0; t < k; t++) s[t + 1] = att_xlogx(p[t]);
+        double acc[ATT_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        double mass[ATT_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        int64_t t = 0;
+        for (; t + ATT_LANES <= k; t += ATT_LANES) {
+            ATT_SIMD
+            for (int l = 0; l < ATT_LANES; l++) {
+                acc[l] += s[t + l + 1];
+                mass[l] += p[t + l];
+            }
         }
-        w->c[i] = acc + ATT_LN2 * mass;
+        for (int l = 0; t < k; t++, l++) {
+            acc[l] += s[t + 1];
+            mass[l] += p[t];
+        }
+        w->mass[i] = ATT_LANE_TREE(mass);
+        w->c[i] = ATT_LANE_TREE(acc) + ATT_LN2 * w->mass[i];
         int64_t a = 0, b = k;
         while (a < k && p[a] == 0.0) a++;
         while (b > a && p[b - 1] == 0.0) b--;
         w->lo[i] = a;
         w->hi[i] = b;
+        /* prefix sums over [lo, hi] in place (Neumaier's compensated summation) */
+        double sum = 0.0, comp = 0.0;
+        s[a] = 0.0;
+        for (int64_t u = a; u < b; u++) {
+            const double v = s[u + 1];
+            const double tsum = sum + v;
+            comp += fabs(sum) >= fabs(v) ? (sum - tsum) + v : (v - tsum) + sum;
+            sum = tsum;
+            s[u + 1] = sum + comp;
+        }
     }
-    return 0;
+}
+
+/* Σ_{a <= t < b} p ln p of row i from its prefix sums, a <= b within [lo_i, hi_i]. */
+ATT_INLINE double js_row_part(const js_rows *w, int64_t i, int64_t a, int64_t b) {
+    const double *s = w->s + i * w->ld;
+    return a == w->lo[i] ? s[b] : s[b] - s[a];
 }
 
 /* JS(x_i, x_j) in nats for rows i < j (the same operations whichever routine asks: the full
- * matrix and the rows against all rows give the same bits).  The sum Σ u ln u runs over the
- * keys between the first and the last where p or q is nonzero. */
+ * matrix and the rows against all rows give the same bits): the overlap form above. */
 ATT_INLINE double js_pair(const double *x, int64_t ldx, const js_rows *w, int64_t i, int64_t j) {
-    const double *p = x + i * ldx;
-    const double *q = x + j * ldx;
-    const int64_t a = w->lo[i] < w->lo[j] ? w->lo[i] : w->lo[j];
-    const int64_t b = w->hi[i] > w->hi[j] ? w->hi[i] : w->hi[j];
-    return 0.5 * (w->c[i] + w->c[j] - sum_xlogx_pq(p, q, a, b));
+    const int64_t a = w->lo[i] > w->lo[j] ? w->lo[i] : w->lo[j];
+    const int64_t b = w->hi[i] < w->hi[j] ? w->hi[i] : w->hi[j];
+    if (a >= b) /* disjoint: ½ ln 2 (M_p + M_q), the maximum */
+        return 0.5 * ATT_LN2 * (w->mass[i] + w->mass[j]);
+    const double acc = sum_xlogx_pq(x + i * ldx, x + j * ldx, a, b);
+    /* a row whose nonzero keys all lie in the overlap: its whole sum c, as before */
+    const double ci = (a == w->lo[i] && b == w->hi[i])
+                          ? w->c[i]
+                          : js_row_part(w, i, a, b) + ATT_LN2 * w->mass[i];
+    const double cj = (a == w->lo[j] && b == w->hi[j])
+                          ? w->c[j]
+                          : js_row_part(w, j, a, b) + ATT_LN2 * w->mass[j];
+    return 0.5 * (ci + cj - acc);
 }
 
 ATT_INLINE int64_t js_divergences(const double *x, int64_t m, int64_t k, int64_t ldx,
@@ -225,20 +294,35 @@ ATT_INLINE int64_t js_divergences(const double *x, int64_t m, int64_t k, int64_t
  * of two chosen rows is computed once, for the one listed first: out[a, rows[b]] with b < a,
  * and out[a, rows[a]], hold HUGE_VAL until js_cross_finish fills them.  Returns the number of
  * pairs below cutoff, or -1 if scratch memory could not be had. */
+ATT_INLINE int64_t js_cross_rows(const double *x, int64_t m, int64_t k, int64_t ldx,
+                                    const js_rows *w, const int64_t *rows, int64_t r,
+                                    int64_t a0, int64_t a1, double *out, int64_t ldo,
+                                    double cutoff);
+
 ATT_INLINE int64_t js_cross(const double *x, int64_t m, int64_t k, int64_t ldx,
                                const int64_t *rows, int64_t r, double *out, int64_t ldo,
                                double cutoff) {
     js_rows w;
+    if (js_rows_prepare(x, m, k, ldx, &w) < 0) return -1;
+    const int64_t below = js_cross_rows(x, m, k, ldx, &w, rows, r, 0, r, out, ldo, cutoff);
+    js_rows_free(&w);
+    return below;
+}
+
+/* js_cross for the chosen rows a0 <= a < a1 only (out: all r rows), with the per-row
+ * quantities w already prepared: several threads share one matrix's preparation, each taking
+ * a block of its chosen rows. */
+ATT_INLINE int64_t js_cross_rows(const double *x, int64_t m, int64_t k, int64_t ldx,
+                                    const js_rows *w, const int64_t *rows, int64_t r,
+                                    int64_t a0, int64_t a1, double *out, int64_t ldo,
+                                    double cutoff) {
+    (void)k;
     int64_t *pos = (int64_t *)malloc((size_t)(m > 0 ? m : 1) * sizeof(int64_t));
     if (pos == NULL) return -1;
-    if (js_rows_prepare(x, m, k, ldx, &w) < 0) {
-        free(pos);
-        return -1;
-    }
     for (int64_t j = 0; j < m; j++) pos[j] = -1;
     for (int64_t a = 0; a < r; a++) pos[rows[a]] = a;
     int64_t below = 0;
-    for (int64_t a = 0; a < r; a++) {
+    for (int64_t a = a0; a < a1; a++) {
         const int64_t i = rows[a];
         double *o = out + a * ldo;
         for (int64_t j = 0; j < m; j++) {
@@ -246,12 +330,11 @@ ATT_INLINE int64_t js_cross(const double *x, int64_t m, int64_t k, int64_t ldx,
                 o[j] = HUGE_VAL;
                 continue;
             }
-            const double js = i < j ? js_pair(x, ldx, &w, i, j) : js_pair(x, ldx, &w, j, i);
+            const double js = i < j ? js_pair(x, ldx, w, i, j) : js_pair(x, ldx, w, j, i);
             o[j] = js;
             below += js < cutoff;
         }
     }
-    js_rows_free(&w);
     free(pos);
     return below;
 }
@@ -343,6 +426,26 @@ ATT_EXPORT ATT_CLONES void attntopo_js_cross_finish_many(double *out, int64_t co
                                                          double scale, int fourth_root) {
     for (int64_t c = 0; c < count; c++)
         js_cross_finish(out + c * r * m, m, rows, r, m, scale, fourth_root);
+}
+
+/* The per-row quantities of one C-contiguous matrix (x: m × k) into caller-owned memory
+ * (c_mass: 2m doubles, s: m (k + 1) doubles, lo_hi: 2m int64), for attntopo_js_cross_rows. */
+ATT_EXPORT ATT_CLONES void attntopo_js_rows_prepare(const double *x, int64_t m, int64_t k,
+                                                   double *c_mass, double *s, int64_t *lo_hi) {
+    js_rows w;
+    js_rows_view(&w, m, k, c_mass, s, lo_hi);
+    js_rows_fill(x, m, k, k, &w);
+}
+
+/* js_cross of one matrix for its chosen rows a0 <= a < a1 (out: the matrix's r × m block),
+ * from attntopo_js_rows_prepare's quantities.  Returns the pairs below cutoff, or -1. */
+ATT_EXPORT ATT_CLONES int64_t attntopo_js_cross_rows(const double *x, int64_t m, int64_t k,
+                                                    double *c_mass, double *s, int64_t *lo_hi,
+                                                    const int64_t *rows, int64_t r, int64_t a0,
+                                                    int64_t a1, double *out, double cutoff) {
+    js_rows w;
+    js_rows_view(&w, m, k, c_mass, s, lo_hi);
+    return js_cross_rows(x, m, k, k, &w, rows, r, a0, a1, out, m, cutoff);
 }
 
 /* 2 when the AVX2+FMA clones run on this CPU, 1 for the baseline clones (x86-64 with

@@ -4,14 +4,14 @@
 module                   question (function → result)
 =======================  ==========================================================
 ``_analysis``            one text, every head (:func:`analyze` → :class:`Analysis`)
-``_comparison``          two texts, head by head (``compare`` → :class:`Comparison`)
+``_comparison``          two texts, head by head (:func:`compare` → :class:`Comparison`)
 ``_phrase``              one phrase in several contexts (:func:`phrase_topology` →
                          :class:`PhraseTopology`)
-``_head_types``          what pattern each head draws (``head_types`` → :class:`HeadTypes`)
+``_head_types``          what pattern each head draws (:func:`head_types` → :class:`HeadTypes`)
 ``_head_space``          how far apart the heads are (:func:`head_space` → :class:`HeadSpace`)
 ``_model_comparison``    two models' head spaces (:func:`compare_models` →
                          :class:`ModelComparison`)
-``_timeline``            topology as tokens arrive (``timeline`` → :class:`Timeline`,
+``_timeline``            topology as tokens arrive (:func:`timeline` → :class:`Timeline`,
                          in ``_timeline_result``)
 =======================  ==========================================================
 
@@ -20,10 +20,7 @@ result kinds and :func:`load_result`), ``_inputs`` (texts or attentions + a mode
 ``_provenance`` and ``_html_hook`` (where the rendering layer plugs in ``_repr_html_``).
 
 The public names are imported on first use, so importing a small part of the package loads no
-analysis and no torch.  ``compare``, ``head_types`` and ``timeline`` are the (old) modules of
-those names; the functions are :func:`attntopo.compare`, :func:`attntopo.head_types` and
-:func:`attntopo.timeline`.  ``text`` and ``heads`` are old module paths too; everything they
-offered is still importable from them.
+analysis and no torch.
 """
 
 from __future__ import annotations
@@ -37,15 +34,18 @@ _LAZY = {
     "Analysis": "._analysis",
     "analyze": "._analysis",
     "Comparison": "._comparison",
+    "compare": "._comparison",
     "PhraseTopology": "._phrase",
     "phrase_topology": "._phrase",
     "HeadTypes": "._head_types",
+    "head_types": "._head_types",
     "HeadSpace": "._head_space",
     "head_distances": "._head_space",
     "head_space": "._head_space",
     "ModelComparison": "._model_comparison",
     "compare_models": "._model_comparison",
     "Timeline": "._timeline_result",
+    "timeline": "._timeline",
     "KINDS": "._kinds",
     "load_result": "._kinds",
     "Result": "._result",
@@ -54,26 +54,23 @@ _LAZY = {
     "set_html_renderer": "._html_hook",
     "SUMMARY_STATS": "..constants",
 }
-# names that are modules of this package (the old module paths)
-_MODULES = ("compare", "head_types", "timeline", "heads", "text")
-
-__all__ = sorted([*_LAZY, "compare", "head_types"])
+__all__ = sorted(_LAZY)
 
 
-__getattr__, __dir__ = lazy_names(globals(), _LAZY, package=__name__, modules=_MODULES)
+__getattr__, __dir__ = lazy_names(globals(), _LAZY, package=__name__)
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from ..constants import SUMMARY_STATS
-    from . import compare, head_types
     from ._analysis import Analysis, analyze
-    from ._comparison import Comparison
+    from ._comparison import Comparison, compare
     from ._head_space import HeadSpace, head_distances, head_space
-    from ._head_types import HeadTypes
+    from ._head_types import HeadTypes, head_types
     from ._html_hook import set_html_renderer
     from ._kinds import KINDS, load_result
     from ._model_comparison import ModelComparison, compare_models
     from ._phrase import PhraseTopology, phrase_topology
     from ._ranking import RANKING_RULE
     from ._result import Columns, Result
+    from ._timeline import timeline
     from ._timeline_result import Timeline

@@ -358,8 +358,7 @@ def analyze(
     paper_compat : {False, None, "notebook", "listing"}
         Reproduce a founding-paper token distance (softmax re-applied, natural log):
         ``"notebook"`` the published notebooks' fourth root of the divergence, ``"listing"``
-        the printed Listing 1's square root; ``True`` is a deprecated alias of
-        ``"notebook"``.  See :func:`attntopo.distances.token_distances`.
+        the printed Listing 1's square root.  See :func:`attntopo.distances.token_distances`.
     truncate : bool
         Cut texts longer than the model's context instead of raising.
     n_jobs : int, optional
@@ -372,7 +371,8 @@ def analyze(
         One progress bar for the whole run: ``None`` a bar on a terminal or in Jupyter (not
         when stderr is a pipe or a file), ``True``/``False``, or a callback
         ``callback(done, total, stage)`` (see :mod:`attntopo._progress`).  Units: one per
-        text in stage ``"attention"``, one per head and text in ``"distances"`` and in
+        text and model layer in stage ``"attention"``, advanced as the forward pass computes
+        each layer (so one long text moves), one per head and text in ``"distances"`` and in
         ``"persistence"`` (and the model's load, ``"loading model"``, when it happens here).
     """
     metric = check_metric(metric)
@@ -393,7 +393,8 @@ def analyze(
         n_texts = len(text) if isinstance(text, (list, tuple)) else 1  # m.attention checks the type
         n_heads = len(check_indices(layers, m.n_layers, "layer")) * len(
             check_indices(heads, m.n_heads, "head"))
-        progress.add_total(n_texts * (1 + 2 * n_heads))  # attention, distances, persistence
+        # the forward pass layer by layer (m.progress_units), distances, persistence
+        progress.add_total(m.progress_units(n_texts) + n_texts * 2 * n_heads)
         res = m.attention(text, drop_special=drop_special, truncate=truncate, layers=layers, heads=heads,
                           progress=progress)
         atts = [res] if single else list(res)

@@ -26,7 +26,6 @@ by its first token).  One phrase across several contexts: :mod:`._phrase`.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
@@ -42,7 +41,6 @@ from .._validation import (
     check_positive_int,
     check_scale,
     is_int,
-    renamed_arguments,
 )
 from ..attention import Attention
 from ..constants import COUNT_NAMES, DEFAULT_MODEL, DISTANCE_NAMES, PaperMode
@@ -149,8 +147,7 @@ class Comparison(Result):
         ``scale`` when one was given).
     given_scale : float or None
         The ``scale`` given to :func:`compare`; ``None`` = adaptive per head (see there;
-        :meth:`scale` gives the scale one head used).  ``threshold`` is its deprecated old
-        name (a threshold cuts a filtration elsewhere).
+        :meth:`scale` gives the scale one head used).
     shared_diagrams_a, shared_diagrams_b : list of list of Diagram, or None
         Diagrams of the shared tokens' own metric spaces (sub-matrices ``(m, m)`` of each
         text's distances); ``None`` when no token is shared.
@@ -191,13 +188,6 @@ class Comparison(Result):
     kind: ClassVar[str] = "comparison"
 
     # ------------------------------------------------------------------ access
-    @property
-    def threshold(self) -> float | None:
-        """Deprecated name of :attr:`given_scale` (DeprecationWarning)."""
-        warnings.warn("Comparison.threshold is deprecated: read Comparison.given_scale (the "
-                      "comparison scale given; a threshold cuts a filtration elsewhere)", DeprecationWarning, stacklevel=2)
-        return self.given_scale
-
     @property
     def layers(self) -> tuple[int, ...]:
         """Model layer indices compared (0-based)."""
@@ -584,11 +574,10 @@ class Comparison(Result):
             "metric": self.metric,
             "maxdim": self.maxdim,
             "scale": self.given_scale,
-            "threshold": self.given_scale,  # deprecated key (read "scale"): written in this release only
             "layers": list(self.layers),
             "heads": list(self.heads),
             "shared_tokens": [s.to_dict() for s in self.shared_tokens],
-            "heads_table": {kk: v.tolist() for kk, v in self.summary().items()},
+            "summary": self.summary().rows(),
             "ranking": self.ranking_info(dim),
             "most_similar_heads": self.ranked_entries(k, d),
             "most_different_heads": self.ranked_entries(k, d, similar=False),
@@ -657,7 +646,7 @@ class Comparison(Result):
         if meta.get("has_shared_diagrams"):
             sa, sb = (unpack_diagrams(arrays, f"shared_{side}__", maxdim=a.maxdim, shape=(L, H), engine=a.engine)
                       for side in ("a", "b"))
-        thr = meta.get("scale", meta.get("threshold"))  # "threshold": results saved before 0.2
+        thr = meta["scale"]
         lh = (L, H, a.maxdim + 1)
         return cls(
             a=a,
@@ -681,15 +670,14 @@ class Comparison(Result):
         )
 
 
-@renamed_arguments(threshold="scale", layer="layers", head="heads")
 @reports("compare")  # progress arrives as an open Reporter
 def compare(
     text_a: str | Attention,
     text_b: str | Attention,
     model: Any = DEFAULT_MODEL,
+    *,
     layers: int | Sequence[int] | None = None,
     heads: int | Sequence[int] | None = None,
-    *,
     metric: str = "jensen_shannon",
     maxdim: int = 1,
     scale: float | None = None,
@@ -784,7 +772,7 @@ def compare(
                         hint="None: a scale per head; e.g. 0.2")
     check_choice(alignment_units, "alignment_units", ("word", "token"))
     pairs = check_alignment(alignment) if alignment is not None else None
-    paper = check_paper_compat(paper_compat, legacy_true=False)
+    paper = check_paper_compat(paper_compat)
 
     (A, B), info = attentions_of([text_a, text_b], model, layers, heads, drop_special, truncate,
                                  progress)

@@ -53,7 +53,6 @@ from .._validation import (
     check_metric,
     check_paper_compat,
     check_scale,
-    renamed_arguments,
 )
 from ..attention import Attention, resolve_index
 from ..constants import DEFAULT_MODEL
@@ -132,7 +131,6 @@ def _one_text(w: np.ndarray, metric: str, n_jobs: int | None, notebook: bool = F
     return total
 
 
-@renamed_arguments(n_threads="n_jobs")
 def head_distances(
     att: Attention | np.ndarray | Sequence[Attention | np.ndarray],
     normalize: bool = False,
@@ -228,7 +226,7 @@ def head_distances(
 
 def _check_head_paper_mode(paper_compat: Any, metric: str, normalize: bool) -> str | None:
     """The checked head-space paper mode (``"notebook"`` or None) and its requirements."""
-    mode = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, legacy_true=False,
+    mode = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES,
                               hint=_HEAD_PAPER_HINT)
     if mode and metric != "jensen_shannon":
         raise InvalidInputError(
@@ -502,10 +500,8 @@ class HeadSpace(Result):
         """One row per head (matrix order): ``layer``, ``head``, ``label`` (``"L{l}H{h}"``),
         ``mds_x``, ``mds_y`` (:attr:`embedding`), ``nearest`` (label of the closest other
         head, ``""`` for a single head) and ``nearest_distance`` (``inf`` for a single head),
-        and ``type`` (the head-type label) when :attr:`types` were measured.
-
-        The overview this method returned before (sizes, distance statistics, diagram
-        counts) is :meth:`overview`.
+        and ``type`` (the head-type label) when :attr:`types` were measured; sizes, distance
+        statistics and diagram counts are :meth:`overview`.
         """
         labels = np.array(self.labels)
         d = self.distances.copy()
@@ -523,7 +519,7 @@ class HeadSpace(Result):
         }
         if self.types is not None:
             cols["type"] = self.types.labels.reshape(-1)
-        return Columns(cols, legacy=self.overview, legacy_name="HeadSpace.overview()")
+        return Columns(cols)
 
     def overview(self) -> dict:
         """Plain-data overview: sizes, distance statistics, diagram counts, MDS share."""
@@ -612,14 +608,11 @@ class HeadSpace(Result):
         N = len(head_ids) if paper == "notebook" else len(layer_ids) * len(head_ids)
         n_tokens = tuple(int(x) for x in meta["n_tokens"])
         info = meta["diagram"]
-        if "dgm_counts_h0" in arrays:
-            diagram = unpack_diagrams(
-                arrays, "dgm_", maxdim=check_maxdim(info["maxdim"], hi=None), shape=(),
-                threshold=json_float(info.get("threshold", "inf")), engine=info.get("engine", "giotto"),
-                filtration=info.get("filtration", "vietoris_rips"),
-            )
-        else:  # saved before diagrams were packed one way: dgm_h0, dgm_h1, ...
-            diagram = Diagram.from_dict(info, arrays, prefix="dgm_")
+        diagram = unpack_diagrams(
+            arrays, "dgm_", maxdim=check_maxdim(info["maxdim"], hi=None), shape=(),
+            threshold=json_float(info.get("threshold", "inf")), engine=info.get("engine", "giotto"),
+            filtration=info.get("filtration", "vietoris_rips"),
+        )
         return cls(
             distances=read_array(arrays, "distances", "f", shape=(N, N), finite=True, nonneg=True),
             layers=layer_ids,
@@ -665,10 +658,9 @@ def _build(
     )
 
 
-@renamed_arguments(n_threads="n_jobs")
 @reports("head space")  # progress arrives as an open Reporter
 def head_space(
-    texts_or_atts: str | Attention | Sequence[str] | Sequence[Attention],
+    texts: str | Attention | Sequence[str] | Sequence[Attention],
     model: Any = DEFAULT_MODEL,
     *,
     normalize: bool | None = None,
@@ -689,7 +681,7 @@ def head_space(
 
     Parameters
     ----------
-    texts_or_atts : str, list of str, Attention or list of Attention
+    texts : str, list of str, Attention or list of Attention
         Texts (run through ``model`` in batches) or attentions of one model.
     model : str or AttentionModel, default "minilm"
         Alias, hub id, folder or loaded model (ignored for Attention input).
@@ -726,7 +718,8 @@ def head_space(
     progress : bool, callable or None, default None
         One progress bar for the whole run: ``None`` a bar on a terminal or in Jupyter,
         ``True``/``False``, or a callback ``callback(done, total, stage)`` (see
-        :mod:`attntopo._progress`).  Units: one per text in ``"attention"`` and in ``"head
+        :mod:`attntopo._progress`).  Units: one per text and model layer in ``"attention"``
+        (:meth:`~attntopo.models.AttentionModel.progress_units`), one per text in ``"head
         types"``, one per query token in ``"head distances"`` (added as each batch of texts
         arrives), one for ``"head space"`` (persistence, clustering, embedding).
 
@@ -734,7 +727,7 @@ def head_space(
     -------
     HeadSpace
     """
-    paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, legacy_true=False,
+    paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES,
                               hint=_HEAD_PAPER_HINT)
     normalize = (paper is None) if normalize is None else check_bool(normalize, "normalize")
     maxdim = check_maxdim(maxdim)
@@ -742,12 +735,13 @@ def head_space(
     _check_head_paper_mode(paper, metric, normalize)
     types = types and paper is None  # head types are per layer and head: not in a summed space
     check_choice(reduce, "reduce", ("sum", "mean"))
-    items, is_att, m = texts_or_attentions(texts_or_atts, model, progress)
-    progress.add_total((0 if is_att else len(items)) + 1)  # attention per text; the space
+    items, is_att, m = texts_or_attentions(texts, model, progress)
+    # the forward passes layer by layer (m.progress_units); the space
+    progress.add_total((0 if is_att else m.progress_units(len(items))) + 1)
     per_text: list[np.ndarray] = []
     feats: list[dict[str, np.ndarray]] = []
     n_tokens: list[int] = []
-    texts: list[str] = []
+    seen_texts: list[str] = []
     ref: Attention | None = None
     tokenizer = None if m is None else m.tokenizer
 
@@ -763,7 +757,7 @@ def head_space(
                                n_jobs=n_jobs, progress=progress)
             per_text.append(D)
             n_tokens.append(a.n_tokens)
-            texts.append(a.text)
+            seen_texts.append(a.text)
             if types:  # keep only the features, not the attention (memory)
                 progress.stage("head types")
                 feats.append(head_features(a, tokenizer=tokenizer, band_width=band_width))
@@ -804,7 +798,7 @@ def head_space(
         model=ref.model,
         causal=ref.causal,
         n_tokens=tuple(n_tokens),
-        texts=texts,
+        texts=seen_texts,
         per_text=stack if keep_per_text else None,
         types=ht,
         paper_compat=stored_paper_mode(paper),

@@ -91,7 +91,7 @@ def attentions_of(
     if any(isinstance(t, Attention) for t in texts):
         raise InvalidInputError(MIXED)
     m = load(model, reporter, layer, head)
-    reporter.add_total(len(texts))
+    reporter.add_total(m.progress_units(len(texts)))  # the forward pass, layer by layer
     atts = m.attention(list(texts), drop_special=drop_special, truncate=truncate, layers=layer, heads=head,
                        progress=reporter)
     return list(atts), m.info()

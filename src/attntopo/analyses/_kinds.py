@@ -8,8 +8,7 @@ result kind is added here, in one line.
 from __future__ import annotations
 
 import os
-import warnings
-from typing import Any, Callable
+from typing import Any
 
 from .. import _hooks
 from ..errors import ResultFormatError
@@ -35,23 +34,6 @@ KINDS: dict[str, type[Result]] = {
     "head_types": HeadTypes,
     "timeline": Timeline,
 }
-
-
-#: Loaders registered with the deprecated :func:`register_result_kind` (kind → loader).
-_REGISTERED: dict[str, Callable[[dict, dict], Any]] = {}
-
-
-def register_result_kind(kind: str, loader: Callable[[dict, dict], Any]) -> None:
-    """Deprecated: register ``loader(meta, arrays)`` for results of ``kind``.
-
-    Result kinds are listed in :data:`KINDS` (a class with ``kind`` and ``_from_payload``).
-    """
-    warnings.warn(
-        "register_result_kind is deprecated: add the result class to attntopo.analyses.KINDS",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    _REGISTERED[str(kind)] = loader
 
 
 def load_result(path: str | os.PathLike) -> Any:
@@ -82,9 +64,7 @@ def load_result(path: str | os.PathLike) -> Any:
         cls = _hooks.result_kind(kind)
         if cls is not None:
             KINDS[kind] = cls
-    loader = None
-    if isinstance(kind, str):
-        loader = KINDS[kind]._from_payload if kind in KINDS else _REGISTERED.get(kind)
+    loader = KINDS[kind]._from_payload if isinstance(kind, str) and kind in KINDS else None
     if loader is None:
         raise ResultFormatError(
             f"unknown result kind {kind!r} in {str(path)!r}; known: {', '.join(sorted(KINDS))}"

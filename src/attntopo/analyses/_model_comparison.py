@@ -128,8 +128,7 @@ class ModelComparison(Result):
         """One row per homology dimension: the columns of :meth:`summary_rows` (``dim``, the
         observed distances and, with a bootstrap, the null, z-scores, p-values, intervals)."""
         rows = self.summary_rows()
-        return Columns({k: np.array([r[k] for r in rows]) for k in rows[0]},
-                       legacy=self.summary_rows, legacy_name="ModelComparison.summary_rows()")
+        return Columns({k: np.array([r[k] for r in rows]) for k in rows[0]})
 
     def summary_rows(self) -> list[dict]:
         """One row per homology dimension: observed distances and, with a bootstrap, the
@@ -319,7 +318,7 @@ def compare_models(
     if seed is not None:
         seed = check_int(seed, "seed", hint="or None for fresh entropy")
     p = check_wasserstein_p(p)
-    paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, legacy_true=False, hint=_HEAD_PAPER_HINT)
+    paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, hint=_HEAD_PAPER_HINT)
 
     def side(model: Any, name: str) -> HeadSpace:
         if isinstance(model, HeadSpace) and paper:

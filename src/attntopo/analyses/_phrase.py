@@ -7,7 +7,6 @@ distance matrix), its diagrams, and the pairwise diagram distances between conte
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
@@ -24,7 +23,7 @@ from .._validation import (
 )
 from ..attention import Attention, resolve_index
 from ..constants import DEFAULT_MODEL, DISTANCE_NAMES
-from ..distances import token_distances
+from ..distances import row_distances
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
 from ..topology import Diagram, pack_diagrams, persistence_batch, unpack_diagrams
@@ -80,17 +79,6 @@ class PhraseTopology(Result):
     provenance: dict = field(default_factory=dict)
 
     kind: ClassVar[str] = "phrase_topology"
-
-    @property
-    def distances(self) -> dict[str, np.ndarray]:
-        """Deprecated name of :attr:`diagram_distances` (``distances`` names the metric spaces
-        the topology is computed on; these are distances between diagrams)."""
-        warnings.warn(
-            "PhraseTopology.distances is deprecated: use PhraseTopology.diagram_distances",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.diagram_distances
 
     def _pos(self, layer: int | None, head: int | None) -> tuple[int, int]:
         if layer is None or head is None:
@@ -250,9 +238,9 @@ def phrase_topology(
     phrase: str,
     contexts: Sequence[str],
     model: Any = DEFAULT_MODEL,
-    layer: int | Sequence[int] | None = None,
-    head: int | Sequence[int] | None = None,
     *,
+    layers: int | Sequence[int] | None = None,
+    heads: int | Sequence[int] | None = None,
     metric: str = "jensen_shannon",
     maxdim: int = 1,
     drop_special: bool = False,
@@ -272,7 +260,7 @@ def phrase_topology(
         At least one context; each must contain the phrase.  (Attention objects of one
         model are accepted too; ``model`` is then ignored.)
     model : str or AttentionModel
-    layer, head : int or list of int, optional
+    layers, heads : int or list of int, optional
         0-based model indices; ``None`` = all.
     metric, maxdim, drop_special, engine, n_jobs, truncate
         As in :func:`compare`.
@@ -295,7 +283,8 @@ def phrase_topology(
     The phrase's tokens in a context are those whose character offsets overlap the
     phrase's span — never "every token whose id appears in the phrase" (which would also
     take every other *the* of the context).  Their distances are the context's own
-    (each row is a distribution over all the context's tokens); the sub-matrix is the
+    (each row is a distribution over all the context's tokens), computed for the phrase's
+    ``k`` tokens alone (``k²`` pairs, not the context's ``n²``); the sub-matrix is the
     phrase's metric space in that context, whose Vietoris–Rips diagrams are compared
     between contexts per homology dimension.  All contexts go through the model in one
     batched pass and all diagrams are computed in one parallel batch.
@@ -323,7 +312,7 @@ def phrase_topology(
         except InvalidInputError as e:
             raise InvalidInputError(f"context {k}: {e}") from None
 
-    atts, info = attentions_of(contexts, model, layer, head, drop_special, truncate, progress)
+    atts, info = attentions_of(contexts, model, layers, heads, drop_special, truncate, progress)
     C = len(contexts)
     L, H = atts[0].weights.shape[:2]
     # distances and persistence per context and head, then per pair of contexts and head
@@ -338,9 +327,11 @@ def phrase_topology(
             )
         token_indices.append(idx)
         labels.append([att.labels[t] for t in idx])
-        D = token_distances(att, metric=metric, progress=progress)
-        ii = np.array(idx)
-        subs.append(np.ascontiguousarray(D[:, :, ii][:, :, :, ii]))
+        # the phrase's rows alone (each over all the context's keys): k² pairs, not n², and
+        # the same numbers as the full matrix's block (the same bits with the C kernel)
+        progress.stage("distances")
+        subs.append(row_distances(att.weights[:, :, np.array(idx), :], metric))
+        progress.advance(L * H)
     mats = [mat for S in subs for mat in S.reshape(-1, S.shape[-1], S.shape[-1])]
     dgms = persistence_batch(mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs, progress=progress)
     grids = [_grid(dgms, L, H, c * L * H) for c in range(C)]

@@ -26,6 +26,9 @@ import datetime as _dt
 from functools import lru_cache
 from typing import Any, Mapping
 
+from ..constants import PAPER_MODES
+from ..errors import ResultFormatError
+
 __all__ = ["package_versions", "make_provenance", "model_info", "stored_paper_mode"]
 
 #: Packages whose versions are recorded (the ones that decide attntopo's numbers).
@@ -66,12 +69,17 @@ def stored_paper_mode(value: Any) -> str | bool:
     """How results store a founding-paper mode: ``False`` when off, else ``"notebook"`` or
     ``"listing"``.
 
-    ``value`` is a checked mode (or ``None``) or what a saved result holds: ``True``, written
-    before the paper had two modes, meant the notebooks' recipe and reads as ``"notebook"``.
+    ``value`` is a checked mode (or ``None``) or what a saved result holds; anything else
+    (``True``, written before the paper had two recipes) is a :class:`ResultFormatError`.
     """
-    if value is True:
-        return "notebook"
-    return value if isinstance(value, str) and value else False
+    if value is None or value is False:
+        return False
+    if isinstance(value, str) and value in PAPER_MODES:
+        return value
+    raise ResultFormatError(
+        f"paper_compat={value!r} in a saved result: it must be 'notebook', 'listing' or false "
+        f"(a result saved with true meant 'notebook': rewrite the key or compute it again)"
+    )
 
 
 def make_provenance(model: Mapping[str, Any] | None, settings: Mapping[str, Any] | None = None,

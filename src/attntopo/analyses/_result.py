@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
+from typing import Any, ClassVar, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -52,13 +51,9 @@ class Columns(dict):
     """A table as columns: column name → 1-D ndarray, all of one length (``summary()``).
 
     A plain ``dict`` for every purpose (``pandas.DataFrame(cols)``, ``json``, ``cols["layer"]``).
-    Where a class's ``summary()`` returned another shape before, the old entries are still
-    found by ``cols[old_key]`` (a row number or a key of the old dict) with a
-    :class:`DeprecationWarning` naming the method that returns the old shape now.
     """
 
-    def __init__(self, columns: Mapping[str, Any], *, legacy: Callable[[], Any] | None = None,
-                 legacy_name: str = "") -> None:
+    def __init__(self, columns: Mapping[str, Any]) -> None:
         cols = {str(k): np.asarray(v) for k, v in columns.items()}
         lengths = {k: (v.shape[0] if v.ndim == 1 else None) for k, v in cols.items()}
         bad = [k for k, n in lengths.items() if n is None]
@@ -67,8 +62,6 @@ class Columns(dict):
         if len(set(lengths.values())) > 1:
             raise ValueError(f"summary columns must have one length, got {lengths}")
         super().__init__(cols)
-        self._legacy = legacy
-        self._legacy_name = legacy_name
 
     @property
     def n_rows(self) -> int:
@@ -79,21 +72,6 @@ class Columns(dict):
         """The table as one dict per row (Python scalars)."""
         keys = list(self)
         return [{k: self[k][r].item() for k in keys} for r in range(self.n_rows)]
-
-    def __missing__(self, key: Any) -> Any:
-        if self._legacy is None:
-            raise KeyError(key)
-        try:
-            value = self._legacy()[key]
-        except (KeyError, IndexError, TypeError):
-            raise KeyError(key) from None
-        warnings.warn(
-            f"summary() returns columns now (a dict of equal-length arrays); the entry {key!r} of "
-            f"its old shape is {self._legacy_name}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return value
 
     def __reduce__(self):  # pickles as a plain dict of columns
         return (dict, (dict(self),))
@@ -147,21 +125,6 @@ class Result:
     _eq_ignore: ClassVar[tuple[str, ...]] = ("provenance",)
     #: Fields compared by equality; ``None``: every dataclass field not in ``_eq_ignore``.
     _eq_fields: ClassVar[tuple[str, ...] | None] = None
-
-    # ------------------------------------------------------ deprecated spellings
-    @property
-    def layer_ids(self) -> tuple[int, ...]:
-        """Deprecated name of ``layers`` (docs/api.md, Names): a DeprecationWarning."""
-        warnings.warn(f"{type(self).__name__}.layer_ids is deprecated: read .layers (the same "
-                      f"tuple)", DeprecationWarning, stacklevel=2)
-        return self.layers  # type: ignore[attr-defined]
-
-    @property
-    def head_ids(self) -> tuple[int, ...]:
-        """Deprecated name of ``heads`` (docs/api.md, Names): a DeprecationWarning."""
-        warnings.warn(f"{type(self).__name__}.head_ids is deprecated: read .heads (the same "
-                      f"tuple)", DeprecationWarning, stacklevel=2)
-        return self.heads  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------- to implement
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:

@@ -31,13 +31,12 @@ renormalized (:meth:`Attention.drop_special`); ``t`` still counts model input to
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Sequence
 
 import numpy as np
 
 from .._progress import NO_PROGRESS, ProgressOption, Reporter, reports
-from .._validation import check_maxdim, check_metric, check_wasserstein_p, renamed_arguments
+from .._validation import check_maxdim, check_metric, check_wasserstein_p
 from ..attention import Attention, resolve_indices
 from ..constants import DEFAULT_MODEL
 from ..distances import token_distances
@@ -156,24 +155,13 @@ def _prefix_distances(atts: list[Attention], one_pass: bool, metric: str, progre
     return [token_distances(a, metric=metric, progress=progress) for a in atts]
 
 
-class _Unset:
-    """The default of ``layers``/``heads`` while it moves from (0, 0) to all heads."""
-
-    def __repr__(self) -> str:
-        return "<layer 0, head 0 in this release; all heads in the next>"
-
-
-_UNSET = _Unset()
-
-
-@renamed_arguments(layer="layers", head="heads")
 @reports("timeline")  # progress arrives as an open Reporter
 def timeline(
     text: str | Attention,
     model: Any = DEFAULT_MODEL,
     *,
-    layers: int | Sequence[int] | None | _Unset = _UNSET,
-    heads: int | Sequence[int] | None | _Unset = _UNSET,
+    layers: int | Sequence[int] | None = None,
+    heads: int | Sequence[int] | None = None,
     metric: str = "jensen_shannon",
     maxdim: int = 1,
     t0: int | None = None,
@@ -200,10 +188,7 @@ def timeline(
         Model indices, 0-based (negatives allowed).  One layer and one head give one
         :class:`Timeline`; a list (or ``None`` for all) gives a list of timelines in
         layer-major order, computed from the same forward passes and one persistence batch.
-        Giving neither still means layer 0, head 0 in this release, with a FutureWarning:
-        the next release defaults to all heads, as every other analysis does (write
-        ``layers=0, heads=0`` for one timeline).  ``layer=``/``head=`` are the deprecated
-        spellings.
+        Default: all heads, as in every analysis (``layers=0, heads=0`` for one timeline).
     metric : str
         Token distance (:data:`attntopo.distances.METRICS`).
     maxdim : {0, 1, 2}
@@ -246,12 +231,7 @@ def timeline(
     (batched), which dominates for long texts.  Persistence of all slices runs in one
     :func:`~attntopo.topology.persistence_batch` call.
     """
-    if isinstance(layers, _Unset) and isinstance(heads, _Unset):
-        warnings.warn("timeline() without layers= or heads= is layer 0, head 0 in this release and "
-                      "all heads in the next (as every analysis): write layers=0, heads=0 for one "
-                      "timeline, or layers=None, heads=None for all", FutureWarning, stacklevel=4)
-    layer = 0 if isinstance(layers, _Unset) else layers
-    head = 0 if isinstance(heads, _Unset) else heads
+    layer, head = layers, heads
     metric = check_metric(metric)
     maxdim = check_maxdim(maxdim)
     p = check_wasserstein_p(p)

@@ -560,7 +560,7 @@ class Timeline(Result):
             "text": self.text, "n_tokens": self.n_tokens, "truncated": self.truncated,
             "tokens": self.tokens, "labels": self.labels, "special": self.special.tolist(),
             "construction": "one_pass" if self.one_pass else "prefix_runs", "two_parameter": self.growing,
-            "slices": self.summary_rows(),
+            "summary": self.summary_rows(),
             "top_changes": [c._asdict() for c in self.top_changes(n_changes)] if n_changes > 0 else [],
             "vines": self.vines_overview(k),
         })

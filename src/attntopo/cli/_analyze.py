@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from typing import Annotated, Optional
 
 import typer
@@ -86,9 +85,6 @@ def analyze(
         "notebook = the published notebooks (fourth root of the divergence), listing = the printed "
         "Listing 1 (square root).",
     )] = None,
-    paper_compat: Annotated[bool, typer.Option(
-        "--paper-compat", help="Deprecated: the same as --paper notebook.",
-    )] = False,
     truncate=False, out=None, plots=False, plot_format=None,
     plot_heads: Annotated[int, typer.Option(
         "--plot-heads", min=0, metavar="N",
@@ -126,10 +122,6 @@ def analyze(
     with progress_bar(f"analysing {n_sel} head{'s' if n_sel != 1 else ''}", show) as progress:
         t0 = time.perf_counter()
         paper = None if paper is None else PaperMode(paper).value
-        if paper_compat:
-            warnings.warn("--paper-compat is deprecated: write --paper notebook (what it meant) or "
-                          "--paper listing (the paper's printed Listing 1)", DeprecationWarning)
-            paper = paper or "notebook"
         analysis = at.analyze(
             body, m, layers=layers, heads=heads, metric=metric, maxdim=maxdim, threshold=threshold,
             engine=engine, drop_special=drop_special, paper_compat=paper, truncate=truncate,

@@ -4,7 +4,6 @@ with ``--compare-model``, two models' head spaces compared."""
 from __future__ import annotations
 
 import time
-import warnings
 from typing import Annotated, List, Optional
 
 import typer
@@ -68,10 +67,6 @@ def heads_cmd(
         help="Also build this model's head space on the same texts and compare the two diagrams.",
         show_default=False,
     )] = None,
-    compare_model_short: Annotated[Optional[str], typer.Option(
-        "-c", metavar="MODEL", hidden=True, show_default=False,
-        help="Deprecated short form of --compare-model (-c is --context in attntopo phrase).",
-    )] = None,
     metric="jensen_shannon", maxdim=1,
     raw: Annotated[bool, typer.Option(
         "--sum",
@@ -100,7 +95,6 @@ def heads_cmd(
     t_start = time.perf_counter()
     metric = Metric(metric).value
     bodies, sources = _texts(text, file)
-    compare_model = _compare_model(compare_model, compare_model_short)
     check_maxdim(maxdim, name="--maxdim")
     if eps is not None:
         check_scale(eps, "--eps")
@@ -164,17 +158,6 @@ def _print_summary(spaces, comparison, sources, n_texts, timing, *, metric, top,
         _print_space(hs, top, eps)
     if comparison is not None:
         _print_comparison(comparison)
-
-
-def _compare_model(long: Optional[str], short: Optional[str]) -> Optional[str]:
-    """``--compare-model``, or its deprecated short form ``-c`` (a warning on stderr)."""
-    if short is None:
-        return long
-    if long is not None:
-        raise InvalidInputError("give --compare-model only: -c is its deprecated short form")
-    warnings.warn("heads -c is deprecated: write --compare-model MODEL (-c is --context in attntopo phrase)",
-                  DeprecationWarning)
-    return short
 
 
 def _texts(texts: Optional[List[str]], files: Optional[List[str]]) -> tuple[list[str], list[str]]:

@@ -88,8 +88,8 @@ def phrase_cmd(
     m, show = run.model, run.show
     with progress_bar("phrase topology", show) as progress:
         t0 = time.perf_counter()
-        p = at.phrase_topology(phrase, list(context), m, layers, heads, metric=metric, maxdim=maxdim,
-                               drop_special=drop_special, occurrence=occurrence, n_jobs=n_jobs,
+        p = at.phrase_topology(phrase, list(context), m, layers=layers, heads=heads, metric=metric,
+                               maxdim=maxdim, drop_special=drop_special, occurrence=occurrence, n_jobs=n_jobs,
                                truncate=truncate, progress=progress)
         t_phrase = time.perf_counter() - t0
     spread = {n: p.spread(dim, n) for n in ("bottleneck", "wasserstein1")}
@@ -103,10 +103,8 @@ def phrase_cmd(
 
     def document(saved, figures, timing):
         doc = p.to_dict(k=min(5, len(rows)))
-        # "summary": the per-head table under the key every command uses; "spread_rows" is its
-        # deprecated old name, kept for one release
-        doc.update({"attntopo": __version__, "model": m.info(), "dim": dim, "summary": rows, "spread_rows": rows,
-                    "total_s": timing["total_s"]})  # the old place of timing's total_s
+        # "summary": the per-head table under the key every command uses
+        doc.update({"attntopo": __version__, "model": m.info(), "dim": dim, "summary": rows})
         if single:
             doc["matrices"] = {n: p.matrix(dim=dim, by=n).tolist() for n in ("bottleneck", "wasserstein1", "wasserstein2")}
         doc = json_doc(doc, saved=saved, figures=figures, timing=timing)

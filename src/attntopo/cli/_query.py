@@ -88,8 +88,7 @@ def query_cmd(
     The query sees the view corpus and nothing else: reading or writing other files, URLs
     and extensions are refused unless --allow-external is given.
     """
-    from ..corpus import open_store
-    from ..corpus._sql import check_memory_limit
+    from ..corpus import check_memory_limit, open_store
 
     t0 = time.perf_counter()
     if csv_out and json_out:

@@ -56,6 +56,11 @@ def serve_cmd(
         "--timeout", metavar="S",
         help="Seconds a request may take before it gets 504; the computation finishes and is cached.",
     )] = 60.0,
+    header_timeout: Annotated[float, typer.Option(
+        "--header-timeout", metavar="S",
+        help="Seconds a request's headers may take to arrive; a slower connection gets 408 and "
+             "is closed.",
+    )] = 10.0,
     cache_size: Annotated[int, typer.Option(
         "--cache-size", min=0, metavar="N", help="Analyses and comparisons kept in memory.",
     )] = 16,
@@ -74,6 +79,7 @@ def serve_cmd(
     Stop with Ctrl+C.
     """  # noqa: E501 - typer keeps line breaks of help text
     check_number(timeout, "--timeout", lo=0, lo_open=True, hint="seconds")
+    check_number(header_timeout, "--header-timeout", lo=0, lo_open=True, hint="seconds")
     cache_memory = check_byte_size(cache_memory, "--cache-memory")
     from ..errors import MissingDependencyError
 
@@ -82,12 +88,13 @@ def serve_cmd(
     except ImportError:
         raise MissingDependencyError("attntopo serve needs uvicorn: pip install 'attntopo[web]'") from None
     from ..models import resolve_spec
-    from ..web import Settings, create_app  # MissingDependencyError (one line) without fastapi
+    from ..web import Settings, create_app, uvicorn_options  # one line without fastapi
 
     resolve_spec(model)  # an unknown alias or a missing folder fails here, in one line
     device, dtype = check_device_dtype(device, dtype)  # so does a device this machine lacks
     settings = Settings(model=model, host=host, port=port, max_chars=max_chars, max_concurrent=max_concurrent,
-                        timeout=timeout, cache_size=cache_size, cache_memory=cache_memory,
+                        timeout=timeout, header_timeout=header_timeout, cache_size=cache_size,
+                        cache_memory=cache_memory,
                         preload=True, device=device, dtype=dtype)
     _port_free(host, port)
     application = create_app(settings)
@@ -113,7 +120,7 @@ def serve_cmd(
 
         threading.Timer(1.0, lambda: webbrowser.open(url)).start()
     uvicorn.run(application, host=host.strip("[]"), port=port, log_level="info" if debug else "warning",
-                access_log=debug, server_header=False)
+                access_log=debug, server_header=False, **uvicorn_options(settings))
 
 
 def _port_free(host: str, port: int) -> None:

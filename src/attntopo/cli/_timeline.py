@@ -87,7 +87,6 @@ def timeline_cmd(
     doc = tl.to_dict(k=top)
 
     def document(saved, figures, timing):
-        doc["summary"] = doc["slices"]  # the key every command uses; "slices" stays for one release
         out_doc = json_doc(doc, source=source, saved=saved, figures=figures, timing=timing)
         if not no_diagrams:  # one per slice: the diagram of the first t tokens
             out_doc["diagrams"] = [diagram_points(s.diagram, t=s.t) for s in tl.slices]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
@@ -253,24 +252,6 @@ def _targets(m: Any, layers: Any, heads: Any) -> dict[int, list[int]]:
     return {layer: hd for layer in lay}
 
 
-def _model_first(text: Any, model: Any) -> bool:
-    """True for the retired argument order ``compress(model, text)``.
-
-    The first argument is a model when it is not a string (a loaded model) while the second is,
-    or when both are strings, the first names a packaged alias or is one word, and the second is
-    a text of several words or no alias.
-    """
-    from ..models.specs import ALIASES
-
-    if not isinstance(model, str):
-        return False
-    if not isinstance(text, str):
-        return True
-    one_word = not any(c.isspace() for c in text.strip())
-    return (text.strip().lower() in ALIASES and model.strip().lower() not in ALIASES) or (
-        one_word and any(c.isspace() for c in model.strip()))
-
-
 def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads: Any = None,
              scale: Any = "gap", method: str = "persistence", representative: str = "barycenter",
              seed: int = 0, truncate: bool = False) -> Compression:
@@ -281,8 +262,7 @@ def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads
     text : str
     model : str or AttentionModel
         ``"minilm"`` (default), ``"smollm2"``, a Hugging Face id or folder, or a loaded model.
-        The argument order is ``analyze``'s; the retired order ``compress(model, text)`` still
-        works in this release, with a DeprecationWarning.
+        The argument order is ``analyze``'s: the text first.
     layers, heads : int or sequence of int, optional
         The heads to compress: every ``head`` of every ``layer`` (default: all).
     scale : float or "gap"
@@ -306,10 +286,9 @@ def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads
     from ..attention import token_labels
     from ..models import AttentionModel, check_selection, load_model
 
-    if _model_first(text, model):
-        warnings.warn("compress(model, text) is deprecated: write compress(text, model=model), the "
-                      "order of every analysis (docs/api.md, Names)", DeprecationWarning, stacklevel=2)
-        text, model = model, text
+    if not isinstance(text, str):
+        raise InvalidInputError(f"compress(text, model): text must be a string, got "
+                                f"{type(text).__name__} (the text comes first, as in analyze)")
     check_choice(method, "method", METHODS)
     check_choice(representative, "representative", REPRESENTATIVES)
     scale = _check_scale(scale)

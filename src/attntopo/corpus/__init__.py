@@ -59,7 +59,7 @@ from ._input import (
     record_sha256,
     text_sha256,
 )
-from ._local import BACKENDS, ENGINES, Prepared, finish, prepare, run
+from ._local import BACKENDS, Prepared, finish, prepare, run
 from ._settings import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_CORPUS_SETS,
@@ -70,6 +70,7 @@ from ._settings import (
     make_settings,
     model_fingerprint,
 )
+from ._sql import QUERY_MEMORY_LIMIT, check_memory_limit
 from ._store import CHECKSUMS, ERRORS, MANIFEST, PARTS, TABLE, Store, StoreLock, check_store_path, lock_store, open_store, part_name
 from ._work import (
     DIAGRAM_COLUMNS,
@@ -91,11 +92,11 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_CORPUS_SETS",
     "DIAGRAM_COLUMNS",
-    "ENGINES",
     "ERRORS",
     "INPUT_FORMATS",
     "MANIFEST",
     "PARTS",
+    "QUERY_MEMORY_LIMIT",
     "ON_LONG",
     "PAIR_COLUMNS",
     "Prepared",
@@ -107,6 +108,7 @@ __all__ = [
     "StoreLock",
     "TABLE",
     "check_lengths",
+    "check_memory_limit",
     "check_same_settings",
     "check_store_path",
     "feature_columns",

@@ -103,6 +103,21 @@ def record_sha256(text: str, answer: str | None = None) -> str:
     return text_sha256(text) if answer is None else f"{text_sha256(text)}+{text_sha256(answer)}"
 
 
+_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def _universal_lines(f: Any) -> Iterator[bytes]:
+    """The lines of a binary file, ends included, split as Python's universal newlines split
+    them: after ``\\n``, ``\\r\\n`` and a ``\\r`` alone.  A file's own lines (split after
+    ``\\n``) are split again only where a ``\\r`` is not the end of their ``\\r\\n``."""
+    for raw in f:
+        cr = raw.find(b"\r")
+        if cr == -1 or (cr == len(raw) - 2 and raw.endswith(b"\r\n")):
+            yield raw
+        else:
+            yield from _LINE.findall(raw)
+
+
 def _is_empty(text: Any) -> bool:
     return text is None or (isinstance(text, str) and not text.strip())
 
@@ -294,10 +309,12 @@ class CorpusInput:
     # -------------------------------------------------------------- raw records
     def _lines(self, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
         """(line number, decoded line without its end; with ``keep_ends``, as in the file:
-        ``\\r\\n`` or ``\\n`` included) of the file."""
+        ``\\r\\n``, ``\\n`` or ``\\r`` included) of the file.  Lines end as in Python's
+        universal newlines: ``\\n``, ``\\r\\n``, or ``\\r`` alone (old Mac files, where
+        a file of CR line ends had been one line)."""
         utf8 = self.encoding.lower().replace("_", "-") in ("utf-8", "utf8")
         with open(self._path, "rb") as f:  # type: ignore[arg-type]
-            for lineno, raw in enumerate(f, 1):
+            for lineno, raw in enumerate(_universal_lines(f), 1):
                 try:
                     line = raw.decode(self.encoding)
                 except UnicodeDecodeError as e:
@@ -311,7 +328,8 @@ class CorpusInput:
                 if keep_ends:
                     yield lineno, line
                 else:
-                    yield lineno, line.rstrip("\r\n") if line.endswith("\n") else line
+                    end = 2 if line.endswith("\r\n") else 1 if line.endswith(("\n", "\r")) else 0
+                    yield lineno, line[:len(line) - end]
 
     def _header(self) -> tuple[str, ...]:
         """Input column names, in order (text first for plain text and lists)."""
@@ -485,6 +503,11 @@ class CorpusInput:
             raise InvalidInputError(
                 f"{self.name}: column {name!r} clashes with a column a store of pairs writes "
                 f"({', '.join(PAIR_COLUMNS)}): rename it"
+            )
+        if name == "id" and self.id_column is None:  # the input's own ids: say how to use them
+            raise InvalidInputError(
+                f"{self.name}: column 'id' clashes with the ids the store writes: pass --id-column "
+                "id (id_column='id' in Python) to make it the ids, or rename it"
             )
         if name in RESERVED_COLUMNS or name.startswith("diagram_") or name == "":
             raise InvalidInputError(

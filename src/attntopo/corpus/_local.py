@@ -34,7 +34,7 @@ from typing import Any, Iterator, Sequence
 
 from .._progress import NO_PROGRESS, Reporter, check_progress, make_reporter, progress_wanted
 from .._validation import check_bool, check_choice, check_device, check_dtype, check_positive_int
-from ..errors import DiskFullError, InvalidInputError, MissingDependencyError
+from ..errors import DiskFullError, InvalidInputError, MissingDependencyError, ResultFormatError
 from ._input import CorpusInput, open_input
 from ._settings import (
     DEFAULT_BATCH_SIZE,
@@ -46,15 +46,21 @@ from ._settings import (
     check_same_settings,
     make_settings,
 )
-from ._store import MANIFEST, Store, StoreLock, check_store_path, lock_store
+from ._store import (
+    MANIFEST,
+    OWN_FILE,
+    Store,
+    StoreLock,
+    can_start_over,
+    check_store_path,
+    lock_store,
+)
 from ._work import BatchWorker, check_lengths, feature_columns, output_schema
 
-__all__ = ["run", "BACKENDS", "ENGINES", "prepare", "Prepared", "finish", "log"]
+__all__ = ["run", "BACKENDS", "prepare", "Prepared", "finish", "log"]
 
 #: Backends of :func:`run` (where a corpus runs).
 BACKENDS: tuple[str, ...] = ("local", "ray")
-#: The first name of :data:`BACKENDS` (``engine=`` is the persistence engine now).
-ENGINES = BACKENDS
 #: Log lines of a run (``INFO``: one line every ``log_every`` batches and at the end).
 log = logging.getLogger("attntopo.corpus")
 
@@ -93,7 +99,7 @@ class Prepared:
 
 
 def prepare(
-    texts_or_path: Any,
+    texts: Any,
     out: Any,
     *,
     model: Any = "minilm",
@@ -143,7 +149,7 @@ def prepare(
     check_selection(model, *(settings_options.get(k) if settings_options.get(k) is not None
                              else getattr(given, k, None) for k in ("layers", "heads")))
     path = check_store_path(out)
-    inp = open_input(texts_or_path, text_column=text_column, id_column=id_column,
+    inp = open_input(texts, text_column=text_column, id_column=id_column,
                      input_format=input_format, encoding=encoding, answer_column=answer_column)
     lock = None
     try:
@@ -155,7 +161,23 @@ def prepare(
         lock = lock_store(path)
         check_store_path(path)  # again under the lock: what another run did before is settled
         existing = (path / MANIFEST).is_file()
-        store = Store(path) if existing else None  # refuses what is not a corpus store
+        store, unusable = None, False
+        if existing:
+            try:
+                store = Store(path)  # refuses what is not a corpus store
+            except ResultFormatError as e:
+                # a manifest that cannot be used: --new-store starts over (what the refusal
+                # says to do), where the folder is a store's and holds nothing else
+                if not new_store:
+                    raise
+                if not can_start_over(path):
+                    what = str(e).split("; --new-store")[0]
+                    raise ResultFormatError(
+                        f"{what}: --new-store starts over only a folder that holds a store's own "
+                        "files (manifest.json, parts/, parts.sha256, errors.jsonl) and no other "
+                        "program's manifest: give another STORE"
+                    ) from None
+                unusable = True
         if store is not None and not new_store:  # a refusal from the manifest, not after a load
             check_before_loading(store.settings, store.manifest.get("model"), f"STORE {str(path)!r}",
                                  dtype=dtype, **settings_options)
@@ -189,7 +211,7 @@ def prepare(
                 )
         if settings.on_long == "error":
             check_lengths(m, inp.batches(settings.batch_size))
-        if store is not None and new_store:
+        if (store is not None or unusable) and new_store:
             _clear(path)  # every check passed: only now is the old store removed
             store = None
         if store is None:
@@ -356,6 +378,14 @@ def _drop_damaged(store: Store) -> None:
         warnings.warn(DamagedPartWarning(
             f"STORE {str(store.path)!r}: {part_name(k)} was damaged ({why}): batch {k} is recomputed"
         ), stacklevel=2)
+    if store.unchecked:
+        n, first = len(store.unchecked), part_name(store.unchecked[0])
+        warnings.warn(DamagedPartWarning(
+            f"STORE {str(store.path)!r}: {n} part{'s' if n != 1 else ''} ({first}"
+            f"{', …' if n > 1 else ''}) {'have' if n != 1 else 'has'} neither a recorded SHA-256 "
+            "nor page checksums (written before attntopo wrote them): they read in full, but a "
+            "changed value in them cannot be seen; --new-store recomputes the store"
+        ), stacklevel=2)
 
 
 def _only_by_name(device: Any, dtype: Any) -> None:
@@ -370,19 +400,16 @@ def _only_by_name(device: Any, dtype: Any) -> None:
 def _clear(path: Path) -> None:
     """Remove a corpus store's own files (the manifest first: from then on a reader sees no
     store, never the old manifest with the new parts), under the store's lock."""
-    import re
-
     from ._store import PARTS
 
-    own = re.compile(r"^(errors\.jsonl|parts\.sha256|part-\d{8}\.parquet|\..*\.tmp)$")
     os.unlink(path / MANIFEST)
     for entry in os.listdir(path):
-        if own.match(entry):
+        if OWN_FILE.match(entry):
             os.unlink(path / entry)
     parts = path / PARTS
     if parts.is_dir():  # format version 2: the parts' own folder, then the folder itself
         for entry in os.listdir(parts):
-            if own.match(entry):
+            if OWN_FILE.match(entry):
                 os.unlink(parts / entry)
         with contextlib.suppress(OSError):  # other files in it: left, and reported by the creation
             os.rmdir(parts)
@@ -501,52 +528,12 @@ class _RateBar(Reporter):
 
 
 # ------------------------------------------------------------------ the entry point
-def _renamed_backend(fn: Any) -> Any:
-    """``run``'s renames for one release (docs/api.md, Names): ``engine="local"|"ray"`` was the
-    backend (now ``backend=``), ``persistence_engine=`` is now ``engine=``.  Both warn
-    (DeprecationWarning, at the caller's line) and pass the value on; giving the old and the
-    new spelling of one setting is an error."""
-    import functools
-    import warnings
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kw: Any) -> Any:
-        if isinstance(kw.get("engine"), str) and kw["engine"] in BACKENDS:
-            if kw.get("backend") is not None:
-                raise InvalidInputError(
-                    f"run: give backend= only (engine={kw['engine']!r} is its deprecated name; "
-                    "engine= is the persistence engine)"
-                )
-            warnings.warn(
-                f"run(engine={kw['engine']!r}) is deprecated: write backend={kw['engine']!r} "
-                "(engine= is now the persistence engine, as in features; docs/api.md, Names)",
-                DeprecationWarning, stacklevel=2,
-            )
-            kw["backend"] = kw.pop("engine")
-        if "persistence_engine" in kw:
-            if kw.get("engine") is not None:
-                raise InvalidInputError("run: give engine= only (persistence_engine= is its deprecated name)")
-            warnings.warn(
-                "run(persistence_engine=...) is deprecated: write engine=... (the same value; "
-                "docs/api.md, Names)", DeprecationWarning, stacklevel=2,
-            )
-            kw["engine"] = kw.pop("persistence_engine")
-        return fn(*args, **kw)
-
-    wrapper.__renamed_arguments__ = {"persistence_engine": "engine"}
-    return wrapper
-
-
-@_renamed_backend
 def run(
-    texts_or_path: Any,
+    texts: Any,
     out: Any,
     *,
     model: Any = "minilm",
     settings: Any = None,
-    sets: Sequence[str] | str | None = None,
-    layers=None,
-    heads=None,
     keep_diagrams: bool = False,
     keep_text: bool = True,
     backend: str | None = None,
@@ -559,13 +546,6 @@ def run(
     encoding: str = "utf-8",
     new_store: bool = False,
     append: bool = False,
-    drop_special: bool | None = None,
-    thresholds=None,
-    scales=None,
-    quantiles=None,
-    cycle_cap=None,
-    prompt_quantities=None,
-    engine: str | None = None,
     n_jobs: int | None = None,
     ray_address: str | None = None,
     device: str | None = None,
@@ -573,12 +553,13 @@ def run(
     gpus_per_actor: float | None = None,
     progress: Any = None,
     log_every: int = 10,
+    **setting_values: Any,
 ) -> Store:
     """Compute the features of every text of a corpus into a resumable Parquet store.
 
     Parameters
     ----------
-    texts_or_path : str, path, list of str, pandas.DataFrame or pyarrow.Table
+    texts : str, path, list of str, pandas.DataFrame or pyarrow.Table
         A text file (one text per line), JSONL, CSV/TSV or Parquet file, ``"-"`` for stdin,
         or texts in memory (see :func:`~attntopo.corpus.open_input`).
     out : str or path
@@ -588,18 +569,19 @@ def run(
         Alias (``"minilm"``, ``"smollm2"``), folder, hub id or a loaded model.  With
         ``backend="ray"``, a model given by name is loaded by the actors only.
     settings : FeatureSettings, optional
-        The feature settings in one record (:class:`attntopo.features.FeatureSettings`); the
-        keywords ``sets``, ``layers``, ``heads``, ``drop_special``, ``thresholds``, ``scales``,
-        ``quantiles``, ``cycle_cap`` and ``engine`` are its fields (one given as
-        well must agree with it).  A store keeps every bar (``min_persistence=0``).
-    sets : sequence of str
-        Feature sets of :mod:`attntopo.features` (default: ``("js",)``; any of
-        :data:`attntopo.features.FEATURE_SETS`, those of input ``"pair"`` such as ``prompt``
-        for an input of pairs, ``answer_column``).
-    layers, heads : int or list of int, optional
-        Model layers and heads (0-based); all by default.
+        The feature settings in one record (:class:`attntopo.features.FeatureSettings`: sets,
+        layers and heads, metric, the sets' parameters, drop_special, the persistence engine).
+        A store keeps every bar (``min_persistence=0``).
+    **setting_values
+        The same settings as keywords (``sets=("js", "graph")``, ``layers=[0]``,
+        ``metric="hellinger"``, ``engine="ripser"``, …), checked against the one list of them
+        (another name is a TypeError); one given beside ``settings`` must agree with it.
+        ``sets`` defaults to ``("js",)`` here (any of :data:`attntopo.features.FEATURE_SETS`;
+        those of input ``"pair"``, such as ``prompt``, for an input of pairs:
+        ``answer_column``).  The metric decides the kept diagrams too.
     keep_diagrams : bool
-        Also store each head's JS diagram (H0, H1) as list columns (:meth:`Store.diagrams`).
+        Also store each head's diagram (H0, H1) of the token distances as list columns
+        (:meth:`Store.diagrams`).
     keep_text : bool
         Store each text itself (column ``text``), so that queries can show it (default); False
         keeps only its SHA-256 (a corpus that must not be copied).  Part of the settings.
@@ -627,12 +609,8 @@ def run(
         with another text is refused, naming it), the rest become new parts, and the manifest
         records the input (``Store.inputs()``).  Running the same append again continues it.
         On a new STORE it makes the store.
-    drop_special, thresholds, scales, quantiles, cycle_cap, prompt_quantities
-        As in :func:`attntopo.features.features`.
-    engine : {"auto", "giotto", "ripser", "gudhi"}, optional
-        The persistence engine, as in :func:`attntopo.features.features` (its first name
-        here, ``persistence_engine=``, still works for one release with a
-        DeprecationWarning; so does ``engine="local"`` / ``"ray"``, the backend's old name).
+    (``engine=`` is the persistence engine, as in :func:`attntopo.features.features`; where
+    the corpus runs is ``backend=``.)
     n_jobs : int, optional
         Persistence worker processes of the local engine (None: all CPUs).
     ray_address : str, optional
@@ -680,12 +658,12 @@ def run(
 
     backend = "local" if backend is None else check_choice(backend, "backend", BACKENDS, what="corpus backend")
     # the feature settings in one record, checked before anything is read or loaded
-    settings = FeatureSettings.resolve(
-        settings, sets=DEFAULT_CORPUS_SETS if settings is None and sets is None else sets,
-        layers=layers, heads=heads, drop_special=drop_special, thresholds=thresholds,
-        scales=scales, quantiles=quantiles, cycle_cap=cycle_cap, engine=engine,
-        prompt_quantities=prompt_quantities,
-    )
+    if setting_values.get("engine") in BACKENDS:
+        raise InvalidInputError(f"engine={setting_values['engine']!r}: engine= is the persistence engine; "
+                                f"where the corpus runs is backend={setting_values['engine']!r}")
+    if settings is None and setting_values.get("sets") is None:
+        setting_values["sets"] = DEFAULT_CORPUS_SETS
+    settings = FeatureSettings.resolve(settings, owner="corpus.run()", **setting_values)
     check_prompt_set(settings.sets, answer_column is not None)
     log_every = check_positive_int(log_every, "log_every", allow_none=False) if log_every else 0
     check_progress(progress)
@@ -714,7 +692,7 @@ def run(
         )
     with _full_disk_is_one_line(out):
         prep = prepare(
-            texts_or_path, out, model=model, settings=settings,
+            texts, out, model=model, settings=settings,
             keep_diagrams=keep_diagrams, keep_text=keep_text, batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, answer_column=answer_column,
             input_format=input_format, encoding=encoding, new_store=new_store, append=append,
@@ -809,7 +787,8 @@ def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
     st = prep.settings
     worker = BatchWorker(st, n_jobs=n_jobs, model=prep.model)
     skip = prep.store.done_batches()
-    overlap = n_jobs != 1 and (st.keep_diagrams or any(s in PERSISTENCE_SETS for s in st.sets))
+    overlap = n_jobs != 1 and (st.keep_diagrams
+                               or any(s in PERSISTENCE_SETS for s in st.features.sets))
     executor = ThreadPoolExecutor(1, thread_name_prefix="attntopo-corpus") if overlap else None
     submit = executor.submit if executor is not None else None
     threads = threads_beside_workers(n_jobs) if overlap else None

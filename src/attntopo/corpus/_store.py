@@ -17,10 +17,8 @@ Layout
                                     status, error), rewritten from the part files at the end
                                     of every run
 
-Stores of format version 1 (made before the ``parts/`` folder) keep their parts at the top
-of the folder, beside the manifest: they open, resume, append and answer queries as they are
-(:attr:`Store.parts_dir`).  They are not moved into ``parts/``: a move is one rename per part,
-not atomic as a whole, and readers take no lock, so a reader could see a store half moved.
+Stores of format version 1 (made before the ``parts/`` folder and the first release, their
+parts beside the manifest) are refused in one line: ``--new-store`` makes them again.
 
 Only the run holding the store's lock (:func:`lock_store`: an exclusive ``flock`` on the
 folder, taken before the manifest is read) changes the folder; readers take no lock and see
@@ -47,6 +45,7 @@ import base64
 import contextlib
 import datetime as _dt
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -56,7 +55,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .._validation import check_bool, refused_path
-from ..errors import InvalidInputError, MissingDependencyError, ResultFormatError
+from ..errors import (
+    InvalidInputError,
+    MissingDependencyError,
+    ResultFormatError,
+    StoreReplacedError,
+)
 from ..io import atomic_write_bytes, atomic_write_text, json_safe, lock_folder, new_folders_removed_on_error, unlock_folder
 from ._input import _pa
 from ._settings import CorpusSettings
@@ -83,7 +87,6 @@ __all__ = [
 FORMAT = "attntopo-corpus"
 FORMAT_VERSION = 2
 #: Format versions this attntopo opens: 1 (parts at the top of the folder), 2 (in ``parts/``).
-READABLE_VERSIONS = (1, 2)
 #: The sub-folder of the Parquet parts (format version 2).
 PARTS = "parts"
 MANIFEST = "manifest.json"
@@ -91,11 +94,56 @@ ERRORS = "errors.jsonl"
 #: The SHA-256 of every part as written, in ``sha256sum`` format (``sha256sum -c`` checks it).
 CHECKSUMS = "parts.sha256"
 _CHECKSUM_LINE = re.compile(r"^([0-9a-f]{64})  ((?:parts/)?part-\d{8}\.parquet)$")
+#: The codec of every part's column chunks (checked in a part without a recorded SHA-256).
+CODEC = "snappy"
 #: Name of the DuckDB view over the part files in :meth:`Store.sql` and ``attntopo query``.
 TABLE = "corpus"
 _META_KEY = b"attntopo.corpus"
+#: A manifest's store id (its first keys, as written by :meth:`Store.create`).
+_STORE_ID = re.compile(rb'"store_id":\s*"([^"\\]*)"')
+#: What a manifest that cannot be used leaves a user to do.
+_RECOMPUTE = ": Store.verify() names the damaged parts; a run of the same command recomputes them"
+_START_OVER = ("; --new-store (new_store=True) starts the store over (its parts are removed), "
+               "or give another STORE")
 _PART = re.compile(r"^part-(\d{8})\.parquet$")
 _TMP = re.compile(r"^\.part-\d{8}\.parquet\.[0-9a-f]{16}\.tmp$")
+
+
+#: The names of the files a store writes (in its folder, and in ``parts/``).
+OWN_FILE = re.compile(
+    r"^(manifest\.json|errors\.jsonl|parts\.sha256|part-\d{8}\.parquet|\..*\.tmp)$"
+)
+
+
+def can_start_over(path: Path) -> bool:
+    """Whether ``--new-store`` may clear the folder ``path`` although its manifest cannot be
+    used (unreadable, without settings, another format version): its manifest is not another
+    program's (JSON naming another format), the folder shows it is a store (the manifest
+    names the corpus format, or it has ``parts/`` or :data:`CHECKSUMS`), and it holds only
+    the files a store writes."""
+    try:
+        raw = (path / MANIFEST).read_bytes()
+    except OSError:
+        return False
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        doc = None  # torn or overwritten: a damaged manifest
+        store_like = (path / PARTS).is_dir() or (path / CHECKSUMS).is_file()
+        if FORMAT.encode() not in raw and not store_like:
+            return False
+    if doc is not None and (not isinstance(doc, dict) or doc.get("format") != FORMAT):
+        return False
+    try:
+        for entry in os.listdir(path):
+            if entry == PARTS and (path / PARTS).is_dir():
+                if not all(OWN_FILE.match(e) for e in os.listdir(path / PARTS)):
+                    return False
+            elif not OWN_FILE.match(entry):
+                return False
+    except OSError:
+        return False
+    return True
 
 
 def _manifest_tmp(entry: str) -> bool:
@@ -273,6 +321,28 @@ def lock_store(path: Any) -> StoreLock:
     raise InvalidInputError(f"STORE {str(p)!r} keeps changing while this run tries to lock it: try again")
 
 
+def _same_store(method: Any) -> Any:
+    """A read of a :class:`Store`: the store on disk is checked to be the one this object
+    opened before and after the read, and on any error (a reader never returns rows of a
+    store that replaced it, nor names its parts "corrupt" or "not a part of this store"):
+    :meth:`Store.check_unchanged`."""
+
+    @functools.wraps(method)
+    def read(self: Store, *args: Any, **kwargs: Any) -> Any:
+        self.check_unchanged()
+        try:
+            out = method(self, *args, **kwargs)
+        except StoreReplacedError:
+            raise
+        except Exception:
+            self.check_unchanged()  # replaced meanwhile: that is the error to report
+            raise
+        self.check_unchanged()
+        return out
+
+    return read
+
+
 def _schema_b64(schema: Any) -> str:
     return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
 
@@ -303,43 +373,140 @@ class Store:
 
     def __init__(self, path: Any) -> None:
         self.path = Path(path)
-        mf = self.path / MANIFEST
-        if not self.path.is_dir():
-            raise InvalidInputError(f"{str(self.path)!r} is not a corpus store (no such folder)")
-        if not mf.is_file():
-            raise InvalidInputError(f"{str(self.path)!r} is not a corpus store (no {MANIFEST})")
-        try:
-            doc = json.loads(mf.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise ResultFormatError(f"{mf}: unreadable ({str(e).splitlines()[0]})") from None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise ResultFormatError(f"{mf}: not an attntopo corpus manifest")
-        if doc.get("format_version") not in READABLE_VERSIONS:
-            raise ResultFormatError(
-                f"{mf}: corpus format version {doc.get('format_version')!r}; this attntopo reads "
-                f"{', '.join(map(str, READABLE_VERSIONS))}"
-            )
+        doc = self._read_manifest()
         self.manifest = doc
-        #: the folder of the part files: ``STORE/parts`` (format version 2), the store itself
-        #: for a store of version 1
-        self.parts_dir = self.path / PARTS if doc["format_version"] >= 2 else self.path
-        self.settings = CorpusSettings.from_manifest(doc.get("settings"))
+        #: the folder of the part files, ``STORE/parts``
+        self.parts_dir = self.path / PARTS
+        #: the store's random id as this object opened it (its parts carry it): a reader
+        #: stops when the manifest on disk holds another (:meth:`check_unchanged`)
+        self.generation = doc.get("store_id") or doc.get("created")
+        mf = self.path / MANIFEST
+        try:
+            self.settings = CorpusSettings.from_manifest(doc.get("settings"))
+        except ResultFormatError as e:
+            why = str(e).removeprefix(MANIFEST + ": ")
+            raise ResultFormatError(f"{mf}: {why}{_START_OVER}") from None
         try:
             self.schema = _schema_from_b64(doc["schema"])
         except Exception:  # noqa: BLE001 - any decoding failure is a corrupt manifest
-            raise ResultFormatError(f"{mf}: the row schema cannot be read") from None
+            raise ResultFormatError(f"{mf}: the row schema cannot be read{_START_OVER}") from None
         self.feature_columns = list(doc.get("feature_columns", []))
         self._parts: dict[int, Path] | None = None
         self._rows: dict[int, int] = {}
         # per part: its file's (size, mtime_ns) when it was checked or written here (a part
         # never changes after its atomic write, so it is not checked again while these hold)
         # and its bookkeeping summary (_summary), None until read: see _summaries
-        self._known: dict[int, tuple[tuple[int, int], dict | None]] = {}
+        self._known: dict[int, tuple[tuple[int, ...], dict | None]] = {}
         self._cons: dict[tuple, Any] = {}  # DuckDB: {(allow_external, memory_limit): (connection, rows)}
         #: the writer's lock (StoreLock) while a run holds it; None for a reader
         self.lock: StoreLock | None = None
         #: the manifest entry of the input the run that returned this store appended (or None)
         self.appended: dict | None = None
+        #: after :meth:`verify`: batches of parts that read in full but have neither a recorded
+        #: SHA-256 nor page checksums (written before attntopo wrote them): a changed value in
+        #: them cannot be seen
+        self.unchecked: list[int] = []
+
+    def _read_manifest(self) -> dict:
+        """``manifest.json`` of :attr:`path`, checked (format and version); one line naming
+        the file and the way on when it cannot be used."""
+        mf = self.path / MANIFEST
+        if not self.path.is_dir():
+            raise InvalidInputError(f"{str(self.path)!r} is not a corpus store (no such folder)")
+        if not mf.is_file():
+            if (self.path / PARTS).is_dir() or (self.path / CHECKSUMS).is_file():
+                raise InvalidInputError(
+                    f"STORE {str(self.path)!r} holds parts but no {MANIFEST}: another run may be "
+                    "starting it over (--new-store): open it again once that run has made it; if "
+                    "no run is writing it, `attntopo corpus INPUT --out STORE --new-store` makes "
+                    "it again"
+                )
+            try:
+                made = all(OWN_FILE.match(e) for e in os.listdir(self.path))
+            except OSError:
+                made = False
+            if made:  # empty, or a store's own temporary files: a run may be making it
+                raise InvalidInputError(
+                    f"{str(self.path)!r} is not a corpus store (no {MANIFEST}), or not yet: a run "
+                    "making it (a new store, or --new-store starting it over) has not written its "
+                    "manifest; open it again once that run has made it"
+                )
+            raise InvalidInputError(f"{str(self.path)!r} is not a corpus store (no {MANIFEST})")
+        try:
+            doc = json.loads(mf.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ResultFormatError(f"{mf}: unreadable ({_first_line(e)}){_START_OVER}") from None
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise ResultFormatError(f"{mf}: not an attntopo corpus manifest")
+        if doc.get("format_version") == 1:
+            raise ResultFormatError(
+                f"{mf}: a store of corpus format version 1 (its parts beside the manifest, made "
+                f"before the first release), which this attntopo does not read: make it again"
+                f"{_START_OVER}"
+            )
+        if doc.get("format_version") != FORMAT_VERSION:
+            raise ResultFormatError(
+                f"{mf}: corpus format version {doc.get('format_version')!r}; this attntopo reads "
+                f"{FORMAT_VERSION}"
+            )
+        return doc
+
+    def _generation_on_disk(self) -> str | None:
+        """The store id of the manifest now on disk (None: no manifest).  The id is among
+        the first keys of every manifest written here, so the first 4 KB are read, not the
+        whole file (hundreds of kB with ~2,000 columns)."""
+        try:
+            with open(self.path / MANIFEST, "rb") as f:
+                head = f.read(4096)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            mf = self.path / MANIFEST
+            raise ResultFormatError(f"{mf}: unreadable ({e.strerror or e})") from None
+        m = _STORE_ID.search(head)
+        if m:
+            return m.group(1).decode("ascii", "replace")
+        try:
+            doc = json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return "unreadable"
+        if not isinstance(doc, dict):
+            return "unreadable"
+        return doc.get("store_id") or doc.get("created")
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`~attntopo.errors.StoreReplacedError` if the store this object
+        opened is no longer the one at :attr:`path`: another run started it over
+        (``--new-store``: the manifest removed, then a new one with a new store id) or
+        removed it.  Every read of this object checks this before and after it reads (and
+        on any error), so it never returns rows of another store."""
+        now = self._generation_on_disk()
+        if now != self.generation:
+            raise self._replaced(now)
+
+    def _replaced(self, now: str | None) -> StoreReplacedError:
+        if now is None:
+            return StoreReplacedError(
+                f"STORE {str(self.path)!r} was removed or is being started over (a run with "
+                "--new-store) since this reader opened it: its rows are gone; open it again "
+                "(open_store, or run the command again) once that run has made it"
+            )
+        return StoreReplacedError(
+            f"STORE {str(self.path)!r} was replaced by a new store (a run with --new-store) "
+            "since this reader opened it: these are no longer its rows; open it again "
+            "(open_store, or run the command again)"
+        )
+
+    def _removed(self, path: Path) -> ResultFormatError:
+        """A part listed by this reader and gone when read, in a store not replaced (a run
+        removed it to recompute it); the listing is forgotten, so the next read lists again."""
+        self._parts, self._cons = None, {}
+        return ResultFormatError(
+            f"{path}: removed since this reader listed the store's parts (a run recomputes a "
+            "damaged part): run the command again"
+        )
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
@@ -434,6 +601,7 @@ class Store:
             atomic_write_text(self.path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
         self.manifest = doc
 
+    @_same_store
     def stored_hashes(self, before: int | None = None) -> dict[str, str]:
         """``{id: text_sha256}`` of the rows of every part numbered below ``before`` (all); for
         a store of pairs ``text_sha256 + "+" + answer_sha256``
@@ -467,7 +635,10 @@ class Store:
                     )
                 continue
             k = int(m.group(1))
-            key = _stat_key(p)
+            try:
+                key = _stat_key(p)
+            except FileNotFoundError:  # listed, then removed
+                raise self._removed(p) from None
             known = self._known.get(k)
             if known is not None and known[0] == key and k in self._rows:
                 parts[k] = p  # checked before (or written here), unchanged since
@@ -485,21 +656,25 @@ class Store:
                     num_rows = md.num_rows
                     schema = pf.schema_arrow
                 del md
+            except FileNotFoundError:  # listed, then removed
+                raise self._removed(p) from None
             except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
                 raise ResultFormatError(
-                    f"{p}: corrupt part file ({str(e).splitlines()[0]}): delete it and re-run to "
+                    f"{p}: corrupt part file ({_first_line(e)}): delete it and re-run to "
                     f"recompute batch {k}"
                 ) from None
-            try:
-                tag = json.loads(kv[_META_KEY])
-            except (KeyError, ValueError):
-                tag = None
-            if not isinstance(tag, dict) or tag.get("store") != sid or tag.get("batch") != k:
+            if _tag(kv) != (sid, k):
                 raise ResultFormatError(
                     f"{p}: not a part of this store (written by another store or program): move it out"
                 )
             if schema.remove_metadata() != self.schema.remove_metadata():
                 raise ResultFormatError(f"{p}: its columns differ from the store's: delete it and re-run")
+            written = _tag_doc(kv).get("rows", num_rows)
+            if written != num_rows:
+                raise ResultFormatError(
+                    f"{p}: corrupt part file (its footer says {num_rows} rows, it was written with "
+                    f"{written}): delete it and re-run to recompute batch {k}"
+                )
             parts[k] = p
             rows[k] = num_rows
             self._known[k] = (key, None)
@@ -521,15 +696,33 @@ class Store:
 
     def _checksum_name(self, name: str) -> str:
         """A part's name in :data:`CHECKSUMS`: relative to the store folder."""
-        return f"{PARTS}/{name}" if self.parts_dir != self.path else name
+        return f"{PARTS}/{name}"
 
+    @_same_store
     def parts(self) -> dict[int, Path]:
         """``{batch: path}`` of every part file, each checked (footer readable, written by this
         store for that batch, the store's columns)."""
         return dict(self._parts if self._parts is not None else self._scan_parts())
 
     def refresh(self) -> "Store":
-        """Read the folder again (after another process added parts)."""
+        """Read the folder again (after another process added parts, or appended an input:
+        the manifest is read again too).
+
+        Raises
+        ------
+        StoreReplacedError
+            The store was replaced (``--new-store``) or removed since it was opened.
+        """
+        self.check_unchanged()
+        try:
+            doc = self._read_manifest()
+        except (InvalidInputError, ResultFormatError):
+            self.check_unchanged()
+            raise
+        now = doc.get("store_id") or doc.get("created")
+        if now != self.generation:
+            raise self._replaced(now)
+        self.manifest = doc
         self._parts = None
         self._cons = {}
         return self
@@ -543,6 +736,7 @@ class Store:
         self.parts()
         return sum(self._rows.values())
 
+    @_same_store
     def done_ids(self) -> set[str]:
         """Ids of every row in the part files (every status)."""
         out: set[str] = set()
@@ -557,7 +751,8 @@ class Store:
         pa = _pa()
         if table.schema.remove_metadata() != self.schema.remove_metadata():
             raise InvalidInputError(f"batch {batch}: its rows' columns differ from the store's schema")
-        tag = json.dumps({"store": self.manifest["store_id"], "batch": int(batch)}).encode()
+        tag = json.dumps({"store": self.manifest["store_id"], "batch": int(batch),
+                          "rows": table.num_rows, "page_checksums": True}).encode()
         table = table.replace_schema_metadata({_META_KEY: tag})
         sink = pa.BufferOutputStream()
         # thousands of float64 feature columns of one batch each: dictionaries and min/max
@@ -567,7 +762,10 @@ class Store:
         # per-column cost dominates), and every Parquet reader has snappy.
         plain = set(self.feature_columns) | {"diagram_births", "diagram_deaths", "diagram_dims"}
         rest = [c for c in table.column_names if c not in plain]
-        pq.write_table(table, sink, compression="snappy", use_dictionary=rest, write_statistics=rest)
+        # a CRC in every page: a part whose SHA-256 record is lost is still checked, page by
+        # page, on every read (a flipped bit is an error, never another value)
+        pq.write_table(table, sink, compression=CODEC, use_dictionary=rest, write_statistics=rest,
+                       write_page_checksum=True)
         data = sink.getvalue().to_pybytes()
         with self._writing():
             self.parts_dir.mkdir(exist_ok=True)  # a creation killed before it made the folder
@@ -590,8 +788,7 @@ class Store:
         self.lock.check(self.path)
         n = 0
         found = [(self.path, e) for e in os.listdir(self.path)]
-        if self.parts_dir != self.path:
-            found += [(self.parts_dir, e) for e in self._part_entries()]
+        found += [(self.parts_dir, e) for e in self._part_entries()]
         for folder, entry in found:
             if _TMP.match(entry) or (entry.startswith(".") and entry.endswith(".tmp") and "manifest" in entry):
                 try:
@@ -619,9 +816,8 @@ class Store:
 
     def checksums(self) -> dict[str, str]:
         """``{part file name: SHA-256 hex}`` recorded when each part was written (names
-        relative to the store folder, ``parts/part-00000000.parquet``, or the bare name in a
-        store of format version 1; the last record of a name wins; lines that do not parse
-        are ignored)."""
+        relative to the store folder, ``parts/part-00000000.parquet``; the last record of a
+        name wins; lines that do not parse are ignored)."""
         try:
             text = (self.path / CHECKSUMS).read_text(encoding="ascii", errors="replace")
         except FileNotFoundError:
@@ -635,47 +831,80 @@ class Store:
                 out[m.group(2)] = m.group(1)
         return out
 
+    @_same_store
     def verify(self, *, record: bool = False) -> dict[int, str]:
         """Check every part file's bytes; returns ``{batch: why}`` of the damaged ones.
 
         A part whose SHA-256 was recorded when it was written (:data:`CHECKSUMS`) must still
-        have it; a part without a record (a store made before the checksums, or a run killed
-        between a part's rename and its record) must read in full, every column.  With
-        ``record`` (under the store's lock) the checksum of such a part that reads is
-        recorded.  A resumed run calls this before it trusts any part (:func:`prepare`).
+        have it.  A part without a record (the record lost, or a run killed between a part's
+        rename and its record) is trusted only when its own checksums hold: the CRC of every
+        page (written with each part), its footer's layout (column chunks one after the
+        other up to the footer, the rows its tag names) and its tag (this store, this batch);
+        a flipped bit in a page is then an error, never another value.  With ``record``
+        (under the store's lock) the SHA-256 of such a part that holds is recorded, of the
+        very bytes checked.  A part written before parts had page checksums, without a
+        record, can only be read in full: it is not recorded, and its batch is listed in
+        :attr:`unchecked`.  A resumed run calls this before it trusts any part (:func:`prepare`).
         """
-        import pyarrow.parquet as pq
-
         known = self.checksums()
         damaged: dict[int, str] = {}
+        self.unchecked = []
         for entry in self._part_entries():
             m = _PART.match(entry)
             if m is None:
                 continue
             k, p = int(m.group(1)), self.parts_dir / entry
             entry = self._checksum_name(entry)
-            h = hashlib.sha256()
             try:
-                with open(p, "rb") as f:
-                    for block in iter(lambda: f.read(1 << 20), b""):
-                        h.update(block)
+                data = p.read_bytes()  # ~1 MB: hashed and checked as the same bytes
             except OSError as e:
                 damaged[k] = f"unreadable: {e.strerror or e}"
                 continue
-            digest = h.hexdigest()
+            digest = hashlib.sha256(data).hexdigest()
             if entry in known:
                 if known[entry] != digest:
                     damaged[k] = "its SHA-256 differs from the one recorded when it was written"
                 continue
-            try:
-                pq.read_table(p)
-            except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
-                damaged[k] = f"it cannot be read in full: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            why, checked = self._check_part_bytes(data, k)
+            if why is not None:
+                damaged[k] = why
                 continue
-            if record:
+            if not checked:
+                self.unchecked.append(k)
+            elif record:
                 with self._writing():
                     self._record_checksum(entry, digest)
         return damaged
+
+    def _check_part_bytes(self, data: bytes, batch: int) -> tuple[str | None, bool]:
+        """``(why it is damaged or None, whether page checksums were checked)`` of a part's
+        bytes without a recorded SHA-256 (:meth:`verify`)."""
+        import pyarrow.parquet as pq
+
+        pa = _pa()
+        try:
+            with pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True) as pf:
+                table = pf.read()  # every page of every column: each page's CRC is checked
+                footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+                layout = _layout_error(pf.metadata, footer)
+                kv = pf.metadata.metadata
+            # the tag is in the footer twice (its key-value pairs, and the Arrow schema kept
+            # there), and readers take one or the other: both must be this store's batch
+            tag = _tag_doc(table.schema.metadata)
+            if _tag_doc(kv) != tag or _tag_doc(pq.read_table(pa.BufferReader(data), columns=[])
+                                               .schema.metadata) != tag:
+                return "its tag is not the same in the two places it is written", False
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
+            return f"it cannot be read in full: {_first_line(e)}", False
+        if (tag.get("store"), tag.get("batch")) != (self.manifest.get("store_id"), batch):
+            return "its tag (the store and batch it was written for) is another's", False
+        if layout is not None and tag.get("page_checksums"):  # as parts are written since
+            return f"its footer is inconsistent ({layout})", False
+        if tag.get("rows", table.num_rows) != table.num_rows:
+            return f"it holds {table.num_rows} rows, its tag says {tag.get('rows')}", False
+        if table.schema.remove_metadata() != self.schema.remove_metadata():
+            return "its columns differ from the store's", False
+        return None, bool(tag.get("page_checksums"))
 
     def write_checksums(self) -> Path:
         """Rewrite :data:`CHECKSUMS` with one line per part file present (the appends of a run
@@ -688,13 +917,35 @@ class Store:
 
     # -------------------------------------------------------------- reading
     def _read(self, path: Path, columns: list[str] | None = None) -> Any:
+        """A part's rows (``columns``: a subset), its page checksums verified and its tag
+        checked (this store's part of its batch): a part replaced since it was listed is
+        never read as this store's."""
         import pyarrow.parquet as pq
 
         try:
-            return pq.read_table(path, columns=columns)
+            table = pq.read_table(path, columns=columns, page_checksum_verification=True)
+        except FileNotFoundError:
+            raise self._removed(path) from None
         except Exception as e:  # noqa: BLE001
-            raise ResultFormatError(f"{path}: corrupt part file ({str(e).splitlines()[0]})") from None
+            raise ResultFormatError(
+                f"{path}: corrupt part file ({_first_line(e)}){_RECOMPUTE}"
+            ) from None
+        m = _PART.match(path.name)
+        own = (self.manifest.get("store_id"), int(m.group(1))) if m is not None else None
+        tag = _tag_doc(table.schema.metadata)
+        if own is not None and (tag.get("store"), tag.get("batch")) != own:
+            raise ResultFormatError(
+                f"{path}: not a part of this store (written by another store or program): "
+                "move it out"
+            )
+        if tag.get("rows", table.num_rows) != table.num_rows:
+            raise ResultFormatError(
+                f"{path}: corrupt part file (it holds {table.num_rows} rows, it was written with "
+                f"{tag['rows']}){_RECOMPUTE}"
+            )
+        return table
 
+    @_same_store
     def to_arrow(self, columns: list[str] | None = None) -> Any:
         """Every row, in input order, as a :class:`pyarrow.Table` (``columns``: a subset)."""
         pa = _pa()
@@ -749,8 +1000,11 @@ class Store:
             if parts:
                 import pyarrow.dataset as pads
 
+                # a flipped bit in a page is an error, not another value
+                checked = pads.ParquetFileFormat(default_fragment_scan_options=(
+                    pads.ParquetFragmentScanOptions(page_checksum_verification=True)))
                 rows = pads.dataset([str(parts[k]) for k in sorted(parts)], schema=self.schema,
-                                    format="parquet")
+                                    format=checked)
             else:
                 rows = self.schema.empty_table()
             con = self._cons[key] = (con, rows)
@@ -772,6 +1026,7 @@ class Store:
         finally:
             cur.close()
 
+    @_same_store
     def sql(self, query: str, *, arrow: bool = False, allow_external: bool = False,
             memory_limit: Any = QUERY_MEMORY_LIMIT) -> Any:
         """Run a DuckDB query over the rows (the view ``corpus``).
@@ -793,7 +1048,7 @@ class Store:
         duckdb = _duckdb()
         try:
             return rel.to_arrow_table() if arrow else rel.df()
-        except duckdb.Error as e:
+        except (duckdb.Error, OSError, _pa().ArrowException) as e:
             raise error(e) from None
         finally:
             cur.close()
@@ -809,19 +1064,41 @@ class Store:
         met while reading, are :class:`~attntopo.errors.InvalidInputError` as in :meth:`sql`.
         """
         json_rows = check_bool(json_rows, "json_rows")
+        self.check_unchanged()
         rel, error, cur = self._relation(query, allow_external, memory_limit)
-        return sql_batches(cur, rel, error, json_rows=json_rows)
+        reader = sql_batches(cur, rel, error, json_rows=json_rows)
+        pa = _pa()
+
+        def checked() -> Iterator[Any]:
+            # each batch is given out only once the store is seen to be the one opened after
+            # it was read: a reader never streams a row of a store that replaced it
+            for batch in reader:
+                self.check_unchanged()
+                yield batch
+            self.check_unchanged()
+
+        return pa.RecordBatchReader.from_batches(reader.schema, checked())
 
     def _relation(self, query: str, allow_external: Any, memory_limit: Any) -> tuple:
         """``(relation, error, cursor)`` of a query: ``error(e)`` is a DuckDB error ``e`` as
-        the one-line :class:`InvalidInputError` to raise."""
+        the one-line error to raise: :class:`InvalidInputError`, or
+        :class:`~attntopo.errors.StoreReplacedError` (the store was started over meanwhile),
+        or :class:`ResultFormatError` (a part removed or damaged)."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty SQL string, e.g. \"SELECT count(*) FROM corpus\"")
         allow_external = check_bool(allow_external, "allow_external")
         limit = check_memory_limit(memory_limit)
         duckdb = _duckdb()
 
-        def error(e: Exception) -> InvalidInputError:
+        def error(e: Exception) -> Exception:
+            try:  # the store replaced meanwhile: that is what to say
+                self.check_unchanged()
+            except StoreReplacedError as replaced:
+                return replaced
+            part = _part_failure(e, self.parts_dir)
+            if part is not None:  # a part removed (a run recomputes it) or damaged
+                self._parts, self._cons = None, {}  # listed again by the next query
+                return part
             return InvalidInputError(sql_message(e, query, self.feature_columns,
                                                  allow_external=allow_external, memory_limit=limit))
 
@@ -836,6 +1113,7 @@ class Store:
             raise InvalidInputError("the query returned no rows (use SELECT …)")
         return rel, error, cur
 
+    @_same_store
     def diagrams(self, id: str) -> dict[tuple[int, int], Any]:
         """The JS persistence diagram of every head of the text ``id``.
 
@@ -864,7 +1142,7 @@ class Store:
             raise InvalidInputError(f"row {id!r} has no diagrams (status {status})")
         import numpy as np
 
-        heads = [(a, b) for a in st.layers for b in st.heads]
+        heads = [(a, b) for a in st.features.layers for b in st.features.heads]
         out = {}
         for (layer, head), b, d, k in zip(heads, births, deaths, dims):
             b, d, k = np.asarray(b, float), np.asarray(d, float), np.asarray(k, int)
@@ -875,6 +1153,7 @@ class Store:
         return out
 
     # -------------------------------------------------------------- counts, errors
+    @_same_store
     def counts(self) -> dict[str, int]:
         """``{"total", "done", "ok", "truncated", "skipped_empty", "skipped_long", "failed",
         "remaining"}``: ``total`` non-empty input texts, ``done`` rows in the store (any
@@ -892,6 +1171,7 @@ class Store:
         out["remaining"] = max(0, total - out["done"])
         return out
 
+    @_same_store
     def write_errors(self) -> Path:
         """Rewrite ``errors.jsonl`` from the part files (one line per skipped or failed row)."""
         rows = [r for summary in self._summaries() for r in summary["errors"]]
@@ -910,11 +1190,15 @@ class Store:
         """
         for k, path in sorted(self.parts().items()):
             known = self._known.get(k)
-            key = _stat_key(path)
+            try:
+                key = _stat_key(path)
+            except FileNotFoundError:
+                raise self._removed(path) from None
             if known is None or known[0] != key or known[1] is None:
                 known = self._known[k] = (key, _summary(self._read(path, list(_SUMMARY_COLUMNS))))
             yield known[1]
 
+    @_same_store
     def errors(self) -> list[dict]:
         """The entries of ``errors.jsonl`` (skipped and failed rows)."""
         p = self.path / ERRORS
@@ -928,16 +1212,87 @@ class Store:
     def __repr__(self) -> str:
         c = self.counts()
         return (f"Store({str(self.path)!r}, rows={c['done']}/{c['total']}, ok={c['ok']}, "
-                f"failed={c['failed']}, model={self.settings.model!r}, sets={list(self.settings.sets)})")
+                f"failed={c['failed']}, model={self.settings.model!r}, sets={list(self.settings.features.sets)})")
 
 
 #: The bookkeeping columns a part's summary is made of.
 _SUMMARY_COLUMNS = ("id", "row", "status", "error", "n_tokens", "truncated", "n_unknown")
 
 
-def _stat_key(path: Path) -> tuple[int, int]:
+def _stat_key(path: Path) -> tuple[int, ...]:
+    """What tells a part file's changes here: size, times and inode (a part is only ever
+    replaced as a whole, by a rename)."""
     st = os.stat(path)
-    return st.st_size, st.st_mtime_ns
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+
+
+def _tag_doc(kv: Any) -> dict:
+    """A part's tag in its Parquet key-value metadata (:meth:`Store.write_part`): ``store``
+    (id), ``batch``, and since parts have page checksums ``rows`` and ``page_checksums``;
+    ``{}`` if it has none."""
+    try:
+        tag = json.loads((kv or {})[_META_KEY])
+    except (KeyError, ValueError, TypeError):
+        return {}
+    return tag if isinstance(tag, dict) else {}
+
+
+def _tag(kv: Any) -> tuple[Any, Any]:
+    """``(store id, batch)`` of a part's tag (Nones if it has none)."""
+    tag = _tag_doc(kv)
+    return tag.get("store"), tag.get("batch")
+
+
+def _layout_error(md: Any, footer_start: int) -> str | None:
+    """What is wrong with a part's footer (:class:`pyarrow.parquet.FileMetaData`) as a map
+    of its bytes, or None: its column chunks follow each other from byte 4 up to the footer
+    (``footer_start``), each compressed with :data:`CODEC`, as every part with page checksums
+    is written, and its row groups hold its rows.  The page checksums cover the pages, not
+    the footer: one bit flipped in a chunk's offset or size would read another column's pages
+    (whose checksums hold) under this column's name, and one in its codec would read its
+    compressed bytes as values."""
+    end, rows = 4, 0
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        rows += rg.num_rows
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            start = col.dictionary_page_offset if col.has_dictionary_page else col.data_page_offset
+            if start != end:
+                return f"column {col.path_in_schema!r} starts at byte {start}, not {end}"
+            if col.compression.lower() != CODEC:
+                return f"column {col.path_in_schema!r} says it is {col.compression}, not {CODEC}"
+            end = start + col.total_compressed_size
+    if end != footer_start:
+        return f"its column chunks end at byte {end}, its footer starts at {footer_start}"
+    if rows != md.num_rows:
+        return f"its row groups hold {rows} rows, its footer says {md.num_rows}"
+    return None
+
+
+def _part_failure(e: Exception, parts_dir: Path) -> ResultFormatError | None:
+    """The one line of a query whose parts could not be read (the store was checked not to
+    be replaced), or None for any other error: a part removed while it ran (a run
+    recomputing a damaged part), or a damaged one."""
+    msg = " ".join(str(e).split())
+    scan = re.search(r"reading the stream registered as '\w+' failed: (.*)", msg)
+    if scan:
+        detail = scan.group(1)
+    elif isinstance(e, FileNotFoundError) or (isinstance(e, (OSError, _pa().ArrowException))
+                                              and str(parts_dir) in msg):
+        detail = _first_line(e)
+    else:
+        return None
+    if isinstance(e, FileNotFoundError) or "No such file" in detail or "errno 2]" in detail:
+        return ResultFormatError(
+            f"SQL: a part was removed while the query ran ({detail}): a run recomputes a damaged "
+            "part; run the query again"
+        )
+    return ResultFormatError(f"SQL: a part cannot be read ({detail}){_RECOMPUTE}")
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
 def _summary(t: Any) -> dict:

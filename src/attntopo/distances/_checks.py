@@ -20,10 +20,11 @@ _RENORM_TOL = 1e-13  # rows summing to 1 within this are not rescaled
 
 
 def _check_settings(
-    metric: Any, base: Any, chunk_elements: Any, dtype: Any, n_jobs: Any
+    metric: Any, base: Any, chunk_elements: Any, dtype: Any, n_jobs: Any, metrics: Any
 ) -> tuple[str, float, int, int | None]:
-    """Checked ``(metric, base, budget, threads)`` of the public distance functions."""
-    metric = check_metric(metric)
+    """Checked ``(metric, base, budget, threads)`` of the public distance functions
+    (``metrics``: the names allowed, :data:`~attntopo.distances.DISTANCES`)."""
+    metric = check_metric(metric, metrics)
     base = _check_base(base)
     budget = check_positive_int(chunk_elements, "chunk_elements", _DEFAULT_CHUNK_ELEMENTS)
     if dtype not in (torch.float64, torch.float32):

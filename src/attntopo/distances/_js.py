@@ -260,19 +260,21 @@ def _js_native(
     all rows, ``out3`` (B, r, m): ``r·m`` pairs instead of ``m²/2``, the same bits as the
     full matrix's rows ``rows``.
     """
-    batch, m, k = x3.shape
     scale = 1.0 if paper_compat else 1.0 / math.log(base)  # paper modes: natural log
     cutoff = _JS_CUTOFF[torch.float64]
     fourth_root = int(paper_compat == "notebook")
+    if rows is not None:
+        mode = (paper_compat, nonneg, scale, cutoff, fourth_root)
+        _js_native_rows(x3, out3, mode, budget, workers, lib, reporter, rows)
+        return
+    batch, m, k = x3.shape
     # rows are normalized for many matrices at once (few large torch ops), in chunks of
     # at most 1/16 of the budget (2**22 elements by default)
     step = max(1, min(batch, (budget // 16) // max(1, m * k)))
     # a task is a run of consecutive matrices: about 2**20 logarithms (~1 ms), and at least
     # 4 tasks per worker when there are enough matrices (small matrices: one C call for
     # many of them instead of one Python call each)
-    pairs = m * m // 2 if rows is None else rows.size * m
-    per_task = max(1, (1 << 20) // max(1, pairs * k))
-    r = m if rows is None else rows.size
+    per_task = max(1, (1 << 20) // max(1, m * m * k // 2))
 
     for h0 in range(0, batch, step):
         P = _prepare(x3[h0 : h0 + step], paper_compat, nonneg).contiguous().numpy()
@@ -284,29 +286,74 @@ def _js_native(
 
         def divergences(run: tuple[int, int]) -> None:
             a, b = run
-            if rows is None:
-                status = lib.attntopo_js_divergences_many(
-                    P[a].ctypes.data, b - a, m, k, O[a].ctypes.data, cutoff,
-                    below[a:].ctypes.data)
-            else:
-                status = lib.attntopo_js_cross_many(
-                    P[a].ctypes.data, b - a, m, k, rows.ctypes.data, r, O[a].ctypes.data,
-                    cutoff, below[a:].ctypes.data)
+            status = lib.attntopo_js_divergences_many(
+                P[a].ctypes.data, b - a, m, k, O[a].ctypes.data, cutoff, below[a:].ctypes.data)
             if status < 0:
                 raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
 
         def finish(run: tuple[int, int]) -> None:
             a, b = run
             for h in a + np.flatnonzero(below[a:b]):  # pairs under the cutoff: recomputed
-                _refine_np_(O[h], P[h], cutoff, rows)  # with the cancellation-free form
-            if rows is None:
-                lib.attntopo_js_finish_many(O[a].ctypes.data, b - a, m, scale, fourth_root)
-            else:
-                lib.attntopo_js_cross_finish_many(O[a].ctypes.data, b - a, m, rows.ctypes.data,
-                                                  r, scale, fourth_root)
+                _refine_np_(O[h], P[h], cutoff)  # with the cancellation-free form
+            lib.attntopo_js_finish_many(O[a].ctypes.data, b - a, m, scale, fourth_root)
 
         workers.run(divergences, runs)
         workers.run(finish, runs)
+        reporter.advance(cnt)
+
+
+def _js_native_rows(
+    x3: torch.Tensor, out3: np.ndarray, mode: tuple, budget: int, workers: _Workers, lib: Any,
+    reporter: Reporter, rows: np.ndarray,
+) -> None:
+    """:func:`_js_native` for the distances from ``rows`` to all rows (``out3``: (B, r, m);
+    ``mode``: the paper mode, whether no entry is negative, the scale, the cutoff, fourth root).
+
+    Per matrix the per-row quantities are prepared once (sums, prefix sums, supports:
+    ``m·k`` logarithms), then the chosen rows are shared among the workers in blocks (a few
+    matrices with many rows each balance across the threads as well as many matrices do),
+    then pairs below the cutoff are recomputed and the distances finished per matrix.
+    """
+    batch, m, k = x3.shape
+    r = int(rows.size)
+    paper_compat, nonneg, scale, cutoff, fourth_root = mode
+    # the input in float64 and its prefix sums: two (m, k) arrays a matrix, 1/16 of the budget
+    step = max(1, min(batch, (budget // 32) // max(1, m * (k + 1))))
+    for h0 in range(0, batch, step):
+        P = _prepare(x3[h0 : h0 + step], paper_compat, nonneg).contiguous().numpy()
+        O = out3[h0 : h0 + P.shape[0]]
+        cnt = P.shape[0]
+        CM = np.empty((cnt, 2 * m))
+        S = np.empty((cnt, m, k + 1))
+        LH = np.empty((cnt, 2 * m), dtype=np.int64)
+        # blocks of chosen rows: about 8 tasks per worker, at least 8 rows each
+        size = max(8, -(-r * cnt // (8 * workers.n)))
+        blocks = [(a, min(r, a + size)) for a in range(0, r, size)]
+        below = np.zeros((cnt, len(blocks)), dtype=np.int64)
+
+        def prepare(h: int) -> None:
+            lib.attntopo_js_rows_prepare(P[h].ctypes.data, m, k, CM[h].ctypes.data,
+                                         S[h].ctypes.data, LH[h].ctypes.data)
+
+        def divergences(task: tuple[int, int]) -> None:
+            h, b = task
+            a0, a1 = blocks[b]
+            n_below = lib.attntopo_js_cross_rows(
+                P[h].ctypes.data, m, k, CM[h].ctypes.data, S[h].ctypes.data, LH[h].ctypes.data,
+                rows.ctypes.data, r, a0, a1, O[h].ctypes.data, cutoff)
+            if n_below < 0:
+                raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
+            below[h, b] = n_below
+
+        def finish(h: int) -> None:
+            if below[h].any():  # pairs under the cutoff: the cancellation-free form
+                _refine_np_(O[h], P[h], cutoff, rows)
+            lib.attntopo_js_cross_finish_many(O[h].ctypes.data, 1, m, rows.ctypes.data, r,
+                                              scale, fourth_root)
+
+        workers.run(prepare, list(range(cnt)))
+        workers.run(divergences, [(h, b) for h in range(cnt) for b in range(len(blocks))])
+        workers.run(finish, list(range(cnt)))
         reporter.advance(cnt)
 
 

@@ -9,20 +9,18 @@ import numpy as np
 import torch
 
 from .._progress import NO_PROGRESS, ProgressOption, Reporter, make_reporter
-from .._validation import check_indices, check_metric, check_paper_compat, renamed_arguments
+from .._validation import check_indices, check_metric, check_paper_compat
 from ..constants import PaperMode
 from ..errors import InvalidInputError, InvalidMatrixError
 from ._checks import _as_tensor, _as_vector, _check_base, _check_settings, _prepare, _validate
-from ._hellinger import _hellinger_block, _tv_block
-from ._js import (_LN2, _js_block, _js_cross_block, _js_native, _mirror_chosen_, _native_lib,
-                  _phi_terms_np)
+from ._js import _js_native, _mirror_chosen_, _native_lib
+from ._registry import DISTANCES
 from .._threads import torch_threads
 from ._workers import _Workers
 
 __all__ = ["token_distances", "row_distances", "pairwise_distance"]
 
 
-@renamed_arguments(n_threads="n_jobs")
 def token_distances(
     att: Any,
     metric: str = "jensen_shannon",
@@ -50,18 +48,11 @@ def token_distances(
         ``1e-13`` of 1 are used as given, so that rescaling never swamps the
         difference between two nearly identical rows).  Exact zeros are fine
         (``0 · log 0 = 0``).  The input is never modified.
-    metric : {"jensen_shannon", "hellinger", "fisher_rao", "total_variation"}
-        Distance between two rows ``p`` and ``q`` (see the module docstring):
-
-        - ``"jensen_shannon"``: ``sqrt(JS divergence)`` with logarithm base
-          ``base``; in ``[0, 1]`` for ``base=2``, in ``[0, sqrt(ln 2)]`` for
-          ``base=e``.  A true metric.
-        - ``"hellinger"``: ``sqrt(1 - Σ sqrt(p q))``, equal to
-          ``‖sqrt(p) - sqrt(q)‖₂ / sqrt(2)``; in ``[0, 1]``.
-        - ``"fisher_rao"``: ``2 arccos(Σ sqrt(p q))``; in ``[0, π]``.  Computed as
-          the equal ``4 arcsin(hellinger / sqrt(2))``, which stays accurate
-          for close rows where ``arccos`` near 1 does not.
-        - ``"total_variation"``: ``½ Σ |p - q|``; in ``[0, 1]``.
+    metric : str, default "jensen_shannon"
+        Distance between two rows ``p`` and ``q``: a key of
+        :data:`~attntopo.distances.DISTANCES` (the module docstring lists each with its
+        formula and range).  Jensen–Shannon uses logarithm base ``base``: in ``[0, 1]`` for
+        ``base=2``, in ``[0, sqrt(ln 2)]`` for ``base=e``.
     base : float, default 2.0
         Logarithm base of the Jensen–Shannon divergence; a finite number > 1
         (bases in ``(0, 1)`` would make the divergence negative).  Only used
@@ -82,7 +73,6 @@ def token_distances(
           again, a fourth root of the divergence:
           ``sqrt(jensenshannon(softmax(p), softmax(q)))``; in ``[0, (ln 2)^¼]``.
         - ``False`` / ``None``: attntopo's own distance (``base``, no softmax).
-        - ``True``: deprecated alias of ``"notebook"`` (DeprecationWarning).
 
         The extra softmax flattens the rows and gives masked (future) keys
         weight again, so distances shrink with length.  Two one-hot rows, at
@@ -141,8 +131,9 @@ def token_distances(
     array([[0.    , 0.5579],
            [0.5579, 0.    ]])
     """
-    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_jobs)
-    paper_compat = check_paper_compat(paper_compat, stacklevel=4)  # 4: past renamed_arguments
+    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_jobs,
+                                                    DISTANCES)
+    paper_compat = check_paper_compat(paper_compat)
     if paper_compat and metric != "jensen_shannon":
         raise InvalidInputError(
             f"paper_compat={paper_compat!r} reproduces the paper's Jensen–Shannon recipe only; "
@@ -185,7 +176,7 @@ def _distances(
     ``paper_compat`` is a checked mode (``"notebook"``, ``"listing"``) or ``None``.
 
     Returns ``(..., m, m)`` float64.  ``noun`` names the input in error messages;
-    ``reporter`` advances by the matrices of each chunk done.  ``rows`` (Jensen–Shannon only):
+    ``reporter`` advances by the matrices of each chunk done.  ``rows``:
     checked distinct int64 row indices; only the distances from them to all rows,
     ``(..., len(rows), m)``, the same numbers as those rows of the full result.
     """
@@ -208,10 +199,11 @@ def _distances(
 
     on_cpu = x3.device.type == "cpu"
     n_workers = (threads or torch.get_num_threads()) if on_cpu else 1
-    lib = _native_lib(dtype, x3) if metric == "jensen_shannon" else None
+    dist = DISTANCES[metric]
+    lib = _native_lib(dtype, x3) if dist.native else None
     with torch.no_grad(), torch_threads(1 if on_cpu else threads), _Workers(n_workers) as workers:
         # one cheap pass: validation, and (for the torch JS path) the union of the rows' supports
-        need_support = metric == "jensen_shannon" and lib is None
+        need_support = dist.support and lib is None
         support, nonneg = _validate(x3, lead, paper_compat, budget, need_support, noun)
         if lib is not None:
             _js_native(x3, out3, paper_compat, nonneg, base, budget, workers, lib, reporter,
@@ -223,41 +215,46 @@ def _distances(
             P = _prepare(x3[h0 : h0 + per], paper_compat, nonneg)  # float64, rows sum to 1
             if rows is not None:
                 rows_t = torch.from_numpy(rows)
-                D = _finish_(_js_cross_block(P, rows_t, dtype, budget, support, workers),
-                             metric, base, paper_compat)
-                _mirror_chosen_(D, rows_t)
+                if dist.cross is not None:
+                    D = dist.finish(dist.cross(P, rows_t, dtype, budget, support, workers),
+                                    base, paper_compat)
+                    _mirror_chosen_(D, rows_t)
+                else:  # the full matrices' chosen rows
+                    D = dist.finish(dist.block(P, dtype, budget, support, workers), base,
+                                    paper_compat)
+                    full = torch.empty_like(D)
+                    _symmetrize_into(D, full)
+                    D = full.index_select(-2, rows_t.to(full.device))
                 out3_t[h0 : h0 + per].copy_(D)
                 reporter.advance(P.shape[0])
                 continue
-            if metric == "jensen_shannon":
-                D = _js_block(P, dtype, budget, support, workers)
-            elif metric in ("hellinger", "fisher_rao"):
-                D = _hellinger_block(P, dtype, budget, workers)
-            else:
-                D = _tv_block(P, dtype, budget, workers)
-            _finish_(D, metric, base, paper_compat)
+            D = dist.finish(dist.block(P, dtype, budget, support, workers), base, paper_compat)
             _symmetrize_into(D, out3_t[h0 : h0 + per])
             reporter.advance(P.shape[0])
     return out_t if as_tensor else out
 
 
 def token_distances_tensor(
-    x: Any, *, rows: Any = None, dtype: torch.dtype = torch.float64
+    x: Any, metric: str = "jensen_shannon", *, rows: Any = None,
+    dtype: torch.dtype = torch.float64,
 ) -> torch.Tensor:
-    """:func:`token_distances` (Jensen–Shannon, base 2) of a tensor, as a float64 tensor on its
-    device: the distances of a CUDA tensor stay on the GPU (for the minimum spanning trees of
-    :func:`attntopo.topology.prim_edges`), a CPU tensor's share the C kernel's output.
+    """:func:`token_distances` (Jensen–Shannon with base 2 by default) of a tensor, as a
+    float64 tensor on its device: the distances of a CUDA tensor stay on the GPU (for the
+    minimum spanning trees of :func:`attntopo.topology.prim_edges`), a CPU tensor's share the
+    C kernel's output.
 
     x : torch.Tensor or array of shape (..., n, n), rows distributions (checked as there).
+    metric : a key of :data:`~attntopo.distances.DISTANCES`.
     rows : sequence of int, optional
         Only the distances from these tokens (distinct; negative count from the end) to every
         token: ``r·n`` pairs instead of ``n²/2`` (the prompt score needs the response's rows
         alone).  The result is then ``out[..., a, j] = D[..., rows[a], j]``, the same numbers
-        as those rows of the full matrix (the same bits with the C kernel).
+        as those rows of the full matrix (the same bits with the C kernel; a distance without a
+        kernel for chosen rows, ``Distance.cross``, computes the full matrices).
     Returns a torch.Tensor of shape (..., n, n), or (..., len(rows), n), float64, on ``x``'s
     device.
     """
-    metric, base, budget, threads = _check_settings("jensen_shannon", 2.0, None, dtype, None)
+    metric, base, budget, threads = _check_settings(metric, 2.0, None, dtype, None, DISTANCES)
     t = _as_tensor(x)
     if t.ndim < 2 or t.shape[-1] != t.shape[-2]:
         raise InvalidMatrixError(f"attention must have shape [..., n, n]; got shape {tuple(t.shape)}")
@@ -275,7 +272,6 @@ def token_distances_tensor(
                       rows=chosen)
 
 
-@renamed_arguments(n_threads="n_jobs")
 def row_distances(
     x: Any,
     metric: str = "jensen_shannon",
@@ -297,8 +293,8 @@ def row_distances(
     x : array_like or torch.Tensor of shape (..., m, k)
         Rows are probability distributions: entries ``>= 0`` (down to ``-1e-6`` clipped),
         rows summing to 1 within ``1e-3`` (rescaled exactly as in :func:`token_distances`).
-    metric : {"jensen_shannon", "hellinger", "fisher_rao", "total_variation"}
-        See :func:`token_distances`.
+    metric : str, default "jensen_shannon"
+        A key of :data:`~attntopo.distances.DISTANCES` (see :func:`token_distances`).
     base : float, default 2.0
         Logarithm base of the Jensen–Shannon divergence (> 1).
     chunk_elements, dtype, n_jobs
@@ -319,7 +315,8 @@ def row_distances(
         Input with fewer than 2 dimensions, NaN/inf, negative entries or rows that do not
         sum to 1.
     """
-    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_jobs)
+    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_jobs,
+                                                    DISTANCES)
     t = _as_tensor(x)
     if t.ndim < 2:
         raise InvalidMatrixError(
@@ -340,18 +337,17 @@ def pairwise_distance(p: Any, q: Any, metric: str = "jensen_shannon", base: floa
     p, q : array_like of shape (n,)
         Probability vectors: entries ``>= 0`` (down to ``-1e-6`` clipped), each
         summing to 1 within ``1e-3`` (renormalized exactly).
-    metric : {"jensen_shannon", "hellinger", "fisher_rao", "total_variation"}
-        See :func:`token_distances`.
+    metric : str, default "jensen_shannon"
+        A key of :data:`~attntopo.distances.DISTANCES` (see :func:`token_distances`).
     base : float, default 2.0
         Logarithm base for ``"jensen_shannon"``; a finite number > 1.
 
     Returns
     -------
     float
-        The distance (``[0, 1]`` for JS base 2, Hellinger and total variation;
-        ``[0, π]`` for Fisher–Rao).
+        The distance, in ``[0, DISTANCES[metric].upper]`` (JS with base 2).
     """
-    metric = check_metric(metric)
+    metric = check_metric(metric, DISTANCES)
     base = _check_base(base)
     pv = _as_vector(p, "p")
     qv = _as_vector(q, "q")
@@ -359,38 +355,7 @@ def pairwise_distance(p: Any, q: Any, metric: str = "jensen_shannon", base: floa
         raise InvalidInputError(
             f"p and q must have the same length; got {pv.shape[0]} and {qv.shape[0]}"
         )
-    if metric == "jensen_shannon":
-        js = 0.25 * float(np.sum(_phi_terms_np(pv, qv)))
-        return math.sqrt(min(max(js, 0.0), _LN2) / math.log(base))
-    if metric == "total_variation":
-        return min(0.5 * float(np.sum(np.abs(pv - qv))), 1.0)
-    r = np.sqrt(pv) + np.sqrt(qv)
-    diff = (pv - qv) / np.where(r > 0, r, 1.0)  # = sqrt p − sqrt q, without cancellation
-    h = min(math.sqrt(0.5 * float(np.sum(diff * diff))), 1.0)
-    if metric == "hellinger":
-        return h
-    return min(4.0 * math.asin(h / math.sqrt(2.0)), math.pi)
-
-
-def _finish_(D: torch.Tensor, metric: str, base: float, paper_compat: str | None) -> torch.Tensor:
-    """Turn a block's raw values into distances, in place.
-
-    JS blocks hold the divergence in nats → ``sqrt(JS / ln base)`` (``"listing"``: the square
-    root of the natural-log divergence; ``"notebook"``: its fourth root); Hellinger blocks hold H → Fisher–Rao is
-    ``2 arccos(BC) = 4 arcsin(H / sqrt 2)``, accurate also for close rows; others are final.
-    """
-    if metric == "jensen_shannon":
-        D.clamp_(0.0, _LN2)
-        if paper_compat == "notebook":
-            D.sqrt_().sqrt_()
-        elif paper_compat == "listing":
-            D.sqrt_()
-        else:
-            D.div_(math.log(base)).sqrt_()
-    elif metric == "fisher_rao":
-        D.mul_(1.0 / math.sqrt(2.0)).clamp_(0.0, 1.0).asin_().mul_(4.0)
-        D.clamp_(0.0, math.pi)
-    return D
+    return DISTANCES[metric].reference(pv, qv, base)
 
 
 def _symmetrize_into(D: torch.Tensor, out: torch.Tensor) -> None:

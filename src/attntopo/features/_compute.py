@@ -51,11 +51,12 @@ def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> 
     one block ``L*H*.{set}.{quantity}`` (all the chosen layers and heads together)."""
     out: list[str] = []
     for s in st["sets"]:
+        name = FEATURE_SETS[s].column(st)  # the token distances' sets: after the metric
         if s in MODEL_SETS:
-            out += [model_column(s, q) for q in set_quantities(s, st)] if layer_ids else []
+            out += [model_column(name, q) for q in set_quantities(s, st)] if layer_ids else []
             continue
-        out += [column_name(layer, head, s, q) for layer, head in head_order(layer_ids, head_ids)
-                for q in set_quantities(s, st)]
+        out += [column_name(layer, head, name, q)
+                for layer, head in head_order(layer_ids, head_ids) for q in set_quantities(s, st)]
     return out
 
 
@@ -63,28 +64,19 @@ def feature_names(
     model: Any = "minilm",
     *,
     settings: FeatureSettings | None = None,
-    sets: Sequence[str] | None = None,
-    layers=None,
-    heads=None,
-    thresholds: Sequence[float] | None = None,
-    scales: Sequence[float] | None = None,
-    quantiles: Sequence[float] | None = None,
-    cycle_cap: int | None = None,
-    prompt_quantities: Sequence[str] | None = None,
+    **setting_values: Any,
 ) -> list[str]:
     """The column names :func:`features` returns for these settings, without computing anything.
 
     ``model`` is an alias, hub id, folder or a loaded :class:`~attntopo.models.AttentionModel`
     (its layer and head counts decide the names; a name loads the model, cached).  The
-    settings are a :class:`FeatureSettings` or its keywords, as in :func:`features`.
+    settings are a :class:`FeatureSettings` or its fields as keywords, as in :func:`features`.
     """
     from ..attention import resolve_indices
     from ..models import AttentionModel, load_model
     from ..models import check_selection
 
-    fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, thresholds=thresholds,
-                          scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
-                          prompt_quantities=prompt_quantities)
+    fs = resolve_settings(settings, owner="feature_names()", **setting_values)
     check_selection(model, fs.layers, fs.heads)  # before the weights load
     m = model if isinstance(model, AttentionModel) else load_model(model)
     li = resolve_indices(fs.layers, m.n_layers, "layer")
@@ -205,6 +197,7 @@ def stream_into(
     chunk: ChunkFeatures, m: Any, texts: list[str], positions: list[int], *, layers: Any = None,
     heads: Any = None, truncate: bool = False,
     check: Callable[[int, Attention], None] | None = None, forward_threads: int | None = None,
+    on_layer: Callable[[], Any] | None = None,
 ) -> list[Any]:
     """Feed ``chunk`` the texts run through the model ``m``, layer by layer.
 
@@ -214,7 +207,9 @@ def stream_into(
     distances are computed from the device tensor.  No step holds all layers.  ``check(k,
     att)`` is called on each text's first layer (e.g. to refuse a pair whose response was
     cut).  ``forward_threads``: torch threads of the forward pass itself (at most; the
-    features of each layer run on the threads the caller had).  Returns the texts' encodings.
+    features of each layer run on the threads the caller had).  ``on_layer()`` is called
+    once a layer of a text is in the chunk (progress: a long text moves layer by layer).
+    Returns the texts' encodings.
     """
     import torch
 
@@ -238,6 +233,8 @@ def stream_into(
                 check(k, att)
         with torch_threads(outer):
             chunk.add(positions[k], att, device_weights=w if w.device.type != "cpu" else None)
+        if on_layer is not None:
+            on_layer()
 
     outer = torch.get_num_threads()
     with torch_threads(forward_threads, at_most=True) if forward_threads else nullcontext():
@@ -250,22 +247,12 @@ def features(
     model: Any = "minilm",
     *,
     settings: FeatureSettings | None = None,
-    sets: Sequence[str] | None = None,
-    layers=None,
-    heads=None,
-    thresholds: Sequence[float] | None = None,
-    scales: Sequence[float] | None = None,
-    quantiles: Sequence[float] | None = None,
-    cycle_cap: int | None = None,
-    prompt_quantities: Sequence[str] | None = None,
-    drop_special: bool | None = None,
     truncate: bool = False,
     on_empty: str = "raise",
     batch_size: int = 16,
-    engine: str | None = None,
     n_jobs: int | None = None,
     progress: ProgressOption = None,
-    min_persistence: float | None = None,
+    **setting_values: Any,
 ) -> FeatureTable:
     """Topological features of texts: one row per text, named columns per head and set.
 
@@ -280,34 +267,15 @@ def features(
     model : str or AttentionModel
         Alias (``"minilm"``, ``"smollm2"``), hub id, folder or a loaded model.
     settings : FeatureSettings, optional
-        Every feature setting in one record (the keywords ``sets`` … ``min_persistence``
-        and ``engine`` below are its fields; a keyword given as well must agree with it,
-        else :class:`~attntopo.errors.InvalidInputError`).  A keyword left at None takes
-        the setting's default.
-    sets : sequence of str
-        Feature sets (:data:`FEATURE_SETS`); default :data:`DEFAULT_SETS`.
-        See ``docs/features.md`` for every formula.
-    layers, heads : int or list of int, optional
-        0-based model indices (negatives allowed); all by default.
-    thresholds : sequence of float
-        Attention thresholds τ of the ``graph`` set.
-    scales : sequence of float
-        JS scales of the ``js`` set's Betti numbers.
-    quantiles : sequence of float
-        Quantiles of the ``js`` set's H0 deaths.
-    cycle_cap : int
-        Most directed simple cycles counted by the ``graph`` set (50, as la-tda; tda4atd
-        counts up to 500).
-    prompt_quantities : sequence of {"js", "attention"}
-        The ``prompt`` set's scores (both by default): ``"attention"`` (TOHA's, on
-        ``1 − max(A, Aᵀ)``) costs ``O(n²)`` per head and computes no distances between rows;
-        ``"js"`` needs the Jensen–Shannon distances, ``O(n³)``.  Ask for
-        ``("attention",)`` to pay only for it.
-    drop_special : bool, default False
-        Remove special tokens ([CLS], [SEP], …) and renormalize rows before the sets that
-        see them so (``FEATURE_SETS[name].drops_special``: ``js``, ``graph``, ``barcode``, …;
-        the ``template`` set always sees them, the ``prompt`` set never does).  False: the
-        attention as the model computed it, as la-tda and TOHA use it (docs/api.md, Names).
+        Every feature setting in one record: the sets, layers and heads, the metric, the sets'
+        parameters, ``drop_special``, ``min_persistence``, the persistence ``engine``
+        (:class:`FeatureSettings` says what each does).
+    **setting_values
+        The same settings as keywords (``sets=("js",)``, ``layers=[0]``, ``metric=…``),
+        checked against the one list of them (``SETTING_NAMES``: another name is a
+        TypeError); one given beside ``settings`` must agree with it, else
+        :class:`~attntopo.errors.InvalidInputError`.  A setting not given (or None) takes its
+        default (``sets``: :data:`DEFAULT_SETS`).
     truncate : bool
         Cut texts longer than the model's context instead of raising.
     on_empty : {"raise", "skip"}
@@ -316,17 +284,14 @@ def features(
     batch_size : int
         Texts per chunk: attention, distances and diagrams of a chunk are freed once its rows
         are computed, so memory does not grow with the number of texts.
-    engine, n_jobs
-        Persistence engine and worker processes (see :func:`attntopo.topology.persistence_batch`).
-    min_persistence : float, default 0
-        Bars of length ``death − birth <= min_persistence`` are left out of the ``js``,
-        ``barcode``, ``js_image`` and ``js_landscape`` statistics (gudhi's convention; the
-        ``js`` set's H0 death quantiles, the minimum spanning tree's edges, keep every edge).
-        0 keeps every bar the engine reports.
+    n_jobs : int, optional
+        Persistence worker processes (see :func:`attntopo.topology.persistence_batch`).
     progress : bool, callable or None, default None
         One bar for the whole run: ``None`` a bar on a terminal or in Jupyter (not in pipes or
         tests), ``True``/``False`` always/never, or ``callback(done, total, stage)`` (see
-        :mod:`attntopo._progress`).  Units: texts, counted as each chunk's rows are done;
+        :mod:`attntopo._progress`).  Units: per text, one per layer as that layer's features
+        are computed (during the forward pass: one long text moves too) and one when its row
+        is done (the persistence diagrams, in worker processes, are waited for then);
         stages ``"loading model"`` (when a name is given) and ``"texts"``.
 
     Returns
@@ -343,10 +308,7 @@ def features(
     EmptyTextError
         An empty text (``on_empty="raise"``), or no text at all.
     """
-    fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, thresholds=thresholds,
-                          scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
-                          prompt_quantities=prompt_quantities, drop_special=drop_special,
-                          min_persistence=min_persistence, engine=engine)
+    fs = resolve_settings(settings, owner="features()", **setting_values)
     st, layers, heads, drop_special, engine = fs.st(), fs.layers, fs.heads, fs.drop_special, fs.engine
     on_empty = check_choice(on_empty, "on_empty", _ON_EMPTY)
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
@@ -397,7 +359,6 @@ def _features(
 
         m = model if isinstance(model, AttentionModel) else load_model(model, progress=reporter)
     reporter.stage("texts")
-    reporter.add_total(len(keep))
 
     # persistence in worker processes overlaps the rest: one background thread feeds the pool
     # while this one runs the next forward pass (on the cores the workers leave it) and the
@@ -452,6 +413,17 @@ def _run_chunks(
     if m is not None:
         model_ids = (tuple(resolve_indices(layers, m.n_layers, "layer")),
                      tuple(resolve_indices(heads, m.n_heads, "head")))
+        n_layers = len(model_ids[0])
+    else:  # every Attention covers the same heads (checked below)
+        first = items[keep[0]]
+        first = first if isinstance(first, Attention) else first.attention
+        n_layers = len(resolve_indices(layers, first.n_layers, "layer"))
+    # per text, one unit per layer as its features are computed, one when its row is done
+    reporter.add_total(len(keep) * (n_layers + 1))
+
+    def one_layer() -> None:
+        reporter.advance()
+
     pending: Callable[[], tuple[np.ndarray, Any]] | None = None
     for start in range(0, len(keep), batch_size):
         idx = keep[start:start + batch_size]
@@ -492,7 +464,7 @@ def _run_chunks(
         chunk = ChunkFeatures(len(idx), bounds, st, drop_special, engine, n_jobs, submit,
                               order=head_order(layer_ids, head_ids))
         for p, a in given:
-            chunk.add_attention(p, a)
+            chunk.add_attention(p, a, on_layer=one_layer)
         texts_of = [""] * len(idx)
         for p, a in given:
             texts_of[p] = a.text
@@ -501,7 +473,8 @@ def _run_chunks(
                              label=lambda j, run_pos=run_pos, idx=idx: f"texts[{idx[run_pos[j]]}]: ")
         if to_run:
             encs = stream_into(chunk, m, to_run, run_pos, layers=layers, heads=heads,
-                               truncate=truncate, check=check, forward_threads=forward_threads)
+                               truncate=truncate, check=check, forward_threads=forward_threads,
+                               on_layer=one_layer)
             for p, e in zip(run_pos, encs):
                 texts_of[p] = e.text
         chunk.start()

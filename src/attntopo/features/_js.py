@@ -23,13 +23,14 @@ columns.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ..errors import MissingDependencyError
-from ..topology import Diagram
-from ._bars import Bars
+
+if TYPE_CHECKING:  # the settings read this module's defaults without importing topology
+    from ..topology import Diagram
 
 __all__ = [
     "DEFAULT_SCALES",
@@ -85,6 +86,8 @@ def js_stats(
     Bars of length ``<= min_persistence`` are left out of every statistic but the H0 death
     quantiles (those are the minimum spanning tree's edge lengths, all n − 1 of them).
     """
+    from ._bars import Bars
+
     cols = []
     for d in _DIMS:
         bars = Bars.of(diagrams, d).longer_than(min_persistence)
@@ -153,20 +156,22 @@ def image_names() -> list[str]:
     return [f"h{d}.image_{i}_{j}" for d in _DIMS for i in range(k) for j in range(k)]
 
 
-def image_stats(diagrams: list[Diagram]) -> np.ndarray:
+def image_stats(diagrams: list[Diagram], upper: float = 1.0) -> np.ndarray:
     """Persistence images (persim) of the finite bars of H0 and H1, shape (N, 2 k²).
 
-    Grid: birth and persistence in [0, 1], pixels of side :data:`IMAGE_PIXEL`; weight = the
-    persistence (persim's default, linear); Gaussian kernel of s.d. :data:`IMAGE_SIGMA`.
+    Grid: birth and persistence in [0, upper] (the metric's range: 1 for Jensen–Shannon),
+    pixels of side :data:`IMAGE_PIXEL` · upper; weight = the persistence (persim's default,
+    linear); Gaussian kernel of s.d. :data:`IMAGE_SIGMA` · upper.
     """
     _persim()
     from persim import PersistenceImager
 
+    sigma = IMAGE_SIGMA * upper
     imager = PersistenceImager(
-        birth_range=(0.0, 1.0),
-        pers_range=(0.0, 1.0),
-        pixel_size=IMAGE_PIXEL,
-        kernel_params={"sigma": [[IMAGE_SIGMA**2, 0.0], [0.0, IMAGE_SIGMA**2]]},
+        birth_range=(0.0, upper),
+        pers_range=(0.0, upper),
+        pixel_size=IMAGE_PIXEL * upper,
+        kernel_params={"sigma": [[sigma**2, 0.0], [0.0, sigma**2]]},
     )
     k = _grid_side()
     out = np.zeros((len(diagrams), len(_DIMS) * k * k))
@@ -188,19 +193,19 @@ def landscape_names() -> list[str]:
     ]
 
 
-def landscape_stats(diagrams: list[Diagram]) -> np.ndarray:
+def landscape_stats(diagrams: list[Diagram], upper: float = 1.0) -> np.ndarray:
     """First :data:`LANDSCAPE_DEPTH` persistence landscapes (persim) of H0 and H1 finite bars.
 
     persim's exact landscapes (:class:`persim.landscapes.PersLandscapeExact`, piecewise linear,
     given by their critical points) are sampled at :data:`LANDSCAPE_STEPS` evenly spaced
-    points of [0, 1] (both ends included); missing landscapes (fewer bars than the depth)
+    points of [0, upper] (both ends included; the metric's range, 1 for Jensen–Shannon); missing landscapes (fewer bars than the depth)
     are 0.  Shape (N, 2 k s).
     """
     _persim()
     from persim.landscapes import PersLandscapeExact
 
     per_dim = LANDSCAPE_DEPTH * LANDSCAPE_STEPS
-    t = np.linspace(0.0, 1.0, LANDSCAPE_STEPS)
+    t = np.linspace(0.0, upper, LANDSCAPE_STEPS)
     out = np.zeros((len(diagrams), len(_DIMS) * per_dim))
     for j, d in enumerate(_DIMS):
         for i, g in enumerate(diagrams):

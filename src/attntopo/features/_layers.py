@@ -216,6 +216,7 @@ class ChunkFeatures:
         self.st = st
         self.sets = list(st["sets"])
         self.specs = [FEATURE_SETS[s] for s in self.sets]
+        self.metric = st.get("metric", "jensen_shannon")
         self.drop_special = drop_special
         self.js_diagrams = js_diagrams
         self.need_js = js_diagrams or any(s.on_distances for s in self.specs)
@@ -284,11 +285,11 @@ class ChunkFeatures:
             if dev_real is not None:
                 from ..distances import token_distances_tensor
 
-                D_dev = token_distances_tensor(dev_real)
+                D_dev = token_distances_tensor(dev_real, self.metric)
                 D = D_dev.cpu().numpy()
                 del D_dev
             else:
-                D = token_distances(Wr)
+                D = token_distances(Wr, self.metric)
             for M in D:
                 self.js.add(t, M)
         group = HeadGroup(att=att, W=att.weights.reshape(H, n, n), real=real, Wr=Wr,
@@ -302,10 +303,14 @@ class ChunkFeatures:
             elif spec.head is not None:
                 self.blocks[t][spec.name].append(spec.head(group))
 
-    def add_attention(self, t: int, att: Attention) -> None:
-        """Every layer of an :class:`~attntopo.attention.Attention`, one after the other."""
+    def add_attention(self, t: int, att: Attention,
+                      on_layer: Callable[[], Any] | None = None) -> None:
+        """Every layer of an :class:`~attntopo.attention.Attention`, one after the other
+        (``on_layer()`` called after each: progress)."""
         for i in range(att.weights.shape[0]):
             self.add(t, _one_layer(att, i))
+            if on_layer is not None:
+                on_layer()
 
     def start(self) -> None:
         """Hand the distances still waiting to the engines (the chunk has all its layers)."""

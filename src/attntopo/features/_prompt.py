@@ -71,9 +71,10 @@ def spanning_forest_length(D: Any, prompt: np.ndarray) -> np.ndarray:
     return prim_edges(D, np.asarray(prompt, dtype=bool)).sum(dim=1).double().cpu().numpy()
 
 
-def _js_forest(A: Any, prompt: np.ndarray) -> np.ndarray:
-    """:func:`spanning_forest_length` of the Jensen–Shannon distances of ``A`` ((B, n, n)
-    attention, on its device), from the response rows' distances alone
+def _js_forest(A: Any, prompt: np.ndarray, metric: str = "jensen_shannon") -> np.ndarray:
+    """:func:`spanning_forest_length` of the token distances (``metric``, Jensen–Shannon by
+    default) of ``A`` ((B, n, n) attention, on its device), from the response rows' distances
+    alone
     (:func:`attntopo.distances.token_distances_tensor` with ``rows``: ``r·n`` pairs): the
     nearest prompt token of each response token and the response-to-response block, the
     same numbers as the full matrix gives (the same bits with the C kernel)."""
@@ -83,7 +84,7 @@ def _js_forest(A: Any, prompt: np.ndarray) -> np.ndarray:
     if not prompt.any():
         raise InvalidInputError("the prompt score needs at least one prompt token; got none")
     R = np.flatnonzero(~prompt)
-    D = token_distances_tensor(A, rows=R)  # (B, r, n): D[:, a, j] = JS(response a, token j)
+    D = token_distances_tensor(A, metric, rows=R)  # (B, r, n): response a to token j
     k = _prefix(prompt)
     if k is not None:  # a pair: the prompt first
         to_p, RR = D[:, :, :k].amin(-1), D[:, :, k:]
@@ -170,7 +171,7 @@ def _attention_forest_subset(A: np.ndarray, keep: np.ndarray, prompt: np.ndarray
 
 def prompt_features(
     A: Any, D_js: Any, prompt: np.ndarray, quantities: Sequence[str] = PROMPT_QUANTITIES,
-    *, keep: np.ndarray | None = None,
+    *, keep: np.ndarray | None = None, metric: str = "jensen_shannon",
 ) -> np.ndarray:
     """The ``prompt`` set of one pair, shape (B, len(quantities)), quantities in the given order.
 
@@ -179,9 +180,9 @@ def prompt_features(
     A : ndarray or torch.Tensor of shape (B, n, n)
         Attention of ``B`` heads (a CUDA tensor is scored on its GPU).
     D_js : ndarray or torch.Tensor of shape (B, n, n), or None
-        Its Jensen–Shannon distances when already computed; None: computed here, a few heads at
-        a time, only when ``"js"`` is asked for, and only from the response's rows (``r·n``
-        pairs, never the prompt-to-prompt block).
+        Its token distances (``metric``) when already computed; None: computed here, a few
+        heads at a time, only when ``"js"`` is asked for, and only from the response's rows
+        (``r·n`` pairs, never the prompt-to-prompt block).
     prompt : ndarray of shape (n,), bool
         The prompt's tokens (the others are the response's, at least one); with ``keep``,
         shape (len(keep),): of the kept tokens.
@@ -192,6 +193,9 @@ def prompt_features(
         them as :meth:`attntopo.attention.Attention.drop_special` does, a head at a time: the
         same numbers as ``prompt_features(drop_special(A), ...)`` without a copy of ``A``.
         ``D_js`` must then be None.
+    metric : str, default "jensen_shannon"
+        The token distance of the ``"js"`` score (a key of
+        :data:`attntopo.distances.DISTANCES`).
     """
     import torch
 
@@ -224,6 +228,6 @@ def prompt_features(
                 continue
             if keep is not None and sub is None:
                 sub = renormalized_subset(A[h0:h1], keep)
-            out[h0:h1, c] = _js_forest(A[h0:h1] if keep is None else sub, prompt) / r
+            out[h0:h1, c] = _js_forest(A[h0:h1] if keep is None else sub, prompt, metric) / r
         del sub
     return out

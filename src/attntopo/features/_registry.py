@@ -96,6 +96,21 @@ class FeatureSet:
             raise TypeError(f"feature set {self.name!r}: matrices= goes with diagrams=")
         if (self.layer is None) != (self.text is None):
             raise TypeError(f"feature set {self.name!r}: layer= and text= go together")
+        if self.on_distances and not self.name.startswith("js"):
+            raise TypeError(f"feature set {self.name!r} reads the token distances: its name "
+                            "starts with js (the default metric's), which its columns replace "
+                            "by the metric's")
+
+    def column(self, st: dict) -> str:
+        """The set's name in its columns: a set that reads the token distances is named after
+        the default metric (``js…``), and its columns after the one ``st`` asks for
+        (``DISTANCES[metric].column``: ``hellinger_image`` for ``js_image``)."""
+        metric = st.get("metric", "jensen_shannon")
+        if not self.on_distances or metric == "jensen_shannon":
+            return self.name
+        from ..distances import DISTANCES
+
+        return DISTANCES[metric].column + self.name[len("js"):]
 
     @property
     def per_text(self) -> bool:
@@ -139,6 +154,13 @@ def _per_token(dgms: list, sizes: np.ndarray, st: dict) -> np.ndarray:
     return per_token_stats(_js(dgms, sizes, st), sizes, st["scales"], st["quantiles"])
 
 
+def _upper(st: dict) -> float:
+    """The largest token distance of the settings' metric (the images' and landscapes' grid)."""
+    from ..distances import DISTANCES
+
+    return DISTANCES[st.get("metric", "jensen_shannon")].upper
+
+
 def _pruned(dgms: list, st: dict) -> list:
     mp = st.get("min_persistence", 0.0)
     return [g.prune(mp) for g in dgms] if mp > 0 else dgms
@@ -153,7 +175,7 @@ def _image_quantities(st: dict) -> list[str]:
 def _image(dgms: list, sizes: np.ndarray, st: dict) -> np.ndarray:
     from ._js import image_stats
 
-    return image_stats(_pruned(dgms, st))
+    return image_stats(_pruned(dgms, st), _upper(st))
 
 
 def _landscape_quantities(st: dict) -> list[str]:
@@ -165,7 +187,7 @@ def _landscape_quantities(st: dict) -> list[str]:
 def _landscape(dgms: list, sizes: np.ndarray, st: dict) -> np.ndarray:
     from ._js import landscape_stats
 
-    return landscape_stats(_pruned(dgms, st))
+    return landscape_stats(_pruned(dgms, st), _upper(st))
 
 
 def _graph_quantities(st: dict) -> list[str]:
@@ -212,9 +234,12 @@ def _template(g: Any) -> np.ndarray:
 
 
 def _prompt_quantities(st: dict) -> list[str]:
+    from ..distances import DISTANCES
     from ._prompt import PROMPT_QUANTITIES
 
-    return list(st.get("prompt_quantities", PROMPT_QUANTITIES))
+    # the distance score is named after the metric (``js`` for the default)
+    name = DISTANCES[st.get("metric", "jensen_shannon")].column
+    return [name if q == "js" else q for q in st.get("prompt_quantities", PROMPT_QUANTITIES)]
 
 
 def _prompt(g: Any) -> np.ndarray:
@@ -227,13 +252,14 @@ def _prompt(g: Any) -> np.ndarray:
     special = bool(att.special.any())
     if g.device_weights is None and not g.real.special_dropped and special:
         # on the host: each head's content tokens renormalized as drop_special does
-        return prompt_features(g.W, None, mask, quantities, keep=np.flatnonzero(~att.special))
+        return prompt_features(g.W, None, mask, quantities, keep=np.flatnonzero(~att.special),
+                               metric=g.st["metric"])
     if g.real.special_dropped or not special:
         A = g.dev_real if g.dev_real is not None else g.Wr
         D = g.D if g.dev_real is None else None  # D went to the host: recomputed on the device
     else:  # on the device, special tokens still in
         A, D = g.device_content(), None
-    return prompt_features(A, D, mask, quantities)
+    return prompt_features(A, D, mask, quantities, metric=g.st["metric"])
 
 
 def _lookback_quantities(st: dict) -> list[str]:
@@ -275,15 +301,15 @@ def _zigzag(layers: list, st: dict) -> np.ndarray:
 
 
 def _spectral_quantities(st: dict) -> list[str]:
-    from ._spectral import spectral_names
+    from ._spectral import SPECTRAL_K, spectral_names
 
-    return spectral_names()
+    return spectral_names(st.get("spectral_k", SPECTRAL_K))
 
 
 def _spectral(g: Any) -> np.ndarray:
-    from ._spectral import spectral_features
+    from ._spectral import SPECTRAL_K, spectral_features
 
-    return spectral_features(g.Wr, g.real.causal)
+    return spectral_features(g.Wr, g.real.causal, g.st.get("spectral_k", SPECTRAL_K))
 
 
 #: Every feature set, by name, in the order the documentation lists them

@@ -21,8 +21,11 @@ __all__ = ["HEAD_CRITERIA", "best_heads", "head_scores", "select_heads", "check_
 
 #: ``"cv_accuracy"``: mean accuracy of a standardized logistic regression on the head's columns
 #: alone, stratified ``cv``-fold cross-validation inside the given data; ``"anova"``: mean
-#: ANOVA F statistic (:func:`sklearn.feature_selection.f_classif`) of the head's columns.
-HEAD_CRITERIA: tuple[str, ...] = ("cv_accuracy", "anova")
+#: ANOVA F statistic (:func:`sklearn.feature_selection.f_classif`) of the head's columns;
+#: ``"difference"`` (two classes): mean over the head's columns of the mean in the larger
+#: class label minus the mean in the smaller, signed, so the heads whose values rise most with
+#: the positive class come first (TOHA's choice of hallucination-aware heads).
+HEAD_CRITERIA: tuple[str, ...] = ("cv_accuracy", "anova", "difference")
 
 
 def check_labels(y: Any, n: int | None = None, name: str = "y") -> np.ndarray:
@@ -70,6 +73,10 @@ def _check_enough(y: np.ndarray, criterion: str, cv: int) -> None:
                 "each tests every class in every fold); give more labelled texts, a smaller cv "
                 "(at least 2) or criterion='anova'"
             )
+    elif criterion == "difference":
+        if classes.size != 2:
+            raise InvalidInputError(
+                f"criterion='difference' compares two classes; y has {classes.size}")
     elif n <= classes.size:
         raise InvalidInputError(
             f"too few samples to score heads by anova: it needs more samples than classes (at "
@@ -111,7 +118,7 @@ def head_scores(
         columns, of no single head, are not scored).
     y : array-like of shape (n_texts,)
         Labels (at least two classes).
-    criterion : {"cv_accuracy", "anova"}
+    criterion : {"cv_accuracy", "anova", "difference"}
         See :data:`HEAD_CRITERIA`.
     columns : sequence of str, optional
         Column names when ``X`` is a plain array.
@@ -151,6 +158,12 @@ def head_scores(
             groups.setdefault((layer, head), []).append(k)
     values = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
     out: dict[tuple[int, int], float] = {}
+    if criterion == "difference":
+        classes = np.unique(y)
+        diff = values[y == classes[1]].mean(0) - values[y == classes[0]].mean(0)
+        for key, cols in groups.items():
+            out[key] = float(np.mean(diff[cols]))
+        return out
     if criterion == "anova":
         # a column constant on these texts separates nothing: F = 0, computed without
         # scikit-learn's "Features [...] are constant" warning for every such column

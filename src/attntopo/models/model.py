@@ -334,7 +334,7 @@ class AttentionModel(ModelDescription):
         return self._host_layers(batch_ids, range(self.n_layers), range(self.n_heads))
 
     def _host_layers(self, batch_ids: list[list[int]], li: Sequence[int],
-                     hi: Sequence[int]) -> list[np.ndarray]:
+                     hi: Sequence[int], on_layer=None) -> list[np.ndarray]:
         """Per text of the batch, the layers ``li`` and heads ``hi`` as a host float32 array
         ``(len(li), len(hi), n_i, n_i)``, copied layer by layer as the forward pass makes them
         (the other layers and heads never leave the model's device)."""
@@ -344,7 +344,7 @@ class AttentionModel(ModelDescription):
         def keep(b: int, layer: int, w) -> None:
             out[b][pos[layer]] = w.cpu().numpy()
 
-        self._forward_layers(batch_ids, list(pos), list(hi), keep)
+        self._forward_layers(batch_ids, list(pos), list(hi), keep, on_layer)
         return out
 
     def _attention_modules(self) -> list | None:
@@ -378,7 +378,7 @@ class AttentionModel(ModelDescription):
         return found
 
     def _forward_layers(self, batch_ids: list[list[int]], li: Sequence[int], hi: Sequence[int],
-                        fn) -> None:
+                        fn, on_layer=None) -> None:
         """Forward a batch of id lists (right-padded) and hand over the attention layer by layer.
 
         ``fn(b, layer, weights)`` is called for every text ``b`` of the batch and every layer of
@@ -386,7 +386,9 @@ class AttentionModel(ModelDescription):
         forward pass, with ``weights`` a float32 torch.Tensor of shape (len(hi), n_b, n_b) on
         the model's device.  Forward hooks on the attention modules take each layer's weights
         as the model makes them and drop them before the next layer runs, so at most one
-        layer's attention is alive at a time (besides what ``fn`` keeps).
+        layer's attention is alive at a time (besides what ``fn`` keeps).  ``on_layer(k)``,
+        if given, is called once each model layer ``k`` of the forward pass is done (taken or
+        not): the progress of a forward pass, layer by layer.
         """
         import torch
 
@@ -433,6 +435,8 @@ class AttentionModel(ModelDescription):
                 take(k, output[1])
             if trim:  # every layer, taken or not: the forward pass's own blocks too
                 _trim_heap()
+            if on_layer is not None:
+                on_layer(k)
             # the weights go: transformers' own recorder (output_attentions) skips a None
             return (output[0], None) + tuple(output[2:])
 
@@ -468,6 +472,8 @@ class AttentionModel(ModelDescription):
                 del w
                 if trim:
                     _trim_heap()
+                if on_layer is not None:
+                    on_layer(k)
 
     def stream(
         self,
@@ -507,7 +513,9 @@ class AttentionModel(ModelDescription):
             Texts per forward pass; by default as many as keep one layer's attention of the
             batch under 32 MiB (a long text goes alone).
         progress : bool, callable or None, default False
-            Report the texts done, per forward pass (see :mod:`attntopo._progress`).
+            Report the forward passes layer by layer (see :mod:`attntopo._progress`): stage
+            ``"attention"``, :meth:`progress_units` units, each text advancing one unit per model
+            layer computed, so that one long text moves too.
 
         Returns
         -------
@@ -532,13 +540,21 @@ class AttentionModel(ModelDescription):
         li = check_indices(layers, self.n_layers, "layer", owner=self.name)
         hi = check_indices(heads, self.n_heads, "head", owner=self.name)
         encs = self._encode(texts, truncate=truncate)
-        with make_reporter(progress, total=len(texts), description="attention") as reporter:
+        with make_reporter(progress, total=self.progress_units(len(texts)),
+                           description="attention") as reporter:
             reporter.stage("attention")
             for idx in self._batches(encs, batch_size, len(hi), per_layer=True):
                 self._forward_layers([encs[i].ids for i in idx], li, hi,
-                                     lambda b, layer, w, idx=idx: fn(idx[b], layer, w))
-                reporter.advance(len(idx))
+                                     lambda b, layer, w, idx=idx: fn(idx[b], layer, w),
+                                     lambda k, n=len(idx): reporter.advance(n))
         return encs
+
+    def progress_units(self, n_texts: int) -> int:
+        """Units of ``progress=`` in :meth:`attention` and :meth:`stream` for ``n_texts`` texts:
+        one per text and model layer (every layer runs in a forward pass, selected or not),
+        advanced as each layer of a forward pass is done.  A caller that passes an open
+        reporter adds these to its plan."""
+        return int(n_texts) * self.n_layers
 
     def _batches(self, encs: list[Encoding], batch_size: int | None, n_heads: int,
                  per_layer: bool = False) -> list[list[int]]:
@@ -616,9 +632,10 @@ class AttentionModel(ModelDescription):
         batch_size : int >= 1, optional
             Texts per forward pass; by default as many as fit a memory bound.
         progress : bool, callable or None, default False
-            Report the texts done, per forward pass: ``True`` a bar, ``None`` a bar on a
+            Report the forward passes layer by layer: ``True`` a bar, ``None`` a bar on a
             terminal or in Jupyter, or a callback ``callback(done, total, stage)`` (see
-            :mod:`attntopo._progress`).
+            :mod:`attntopo._progress`); stage ``"attention"``, :meth:`progress_units` units
+            (each text advances one per model layer computed, so one long text moves too).
 
         Returns
         -------
@@ -631,14 +648,16 @@ class AttentionModel(ModelDescription):
         batch_size = check_positive_int(batch_size, "batch_size", None, hint="None: by memory")
         li = check_indices(layers, self.n_layers, "layer", owner=self.name)
         hi = check_indices(heads, self.n_heads, "head", owner=self.name)
-        with make_reporter(progress, total=len(texts), description="attention") as reporter:
+        with make_reporter(progress, total=self.progress_units(len(texts)),
+                           description="attention") as reporter:
             reporter.stage("attention")
             results = self._attention(texts, drop_special, truncate, li, hi, batch_size, reporter)
         return results[0] if single else results  # type: ignore[return-value]
 
     def _attention(self, texts: list[str], drop_special: bool, truncate: bool, li, hi,
                    batch_size: int | None, reporter: Reporter) -> list[Attention]:
-        """:meth:`attention` of checked arguments; ``reporter`` advances by each batch's texts.
+        """:meth:`attention` of checked arguments; ``reporter`` advances by each batch's texts
+        as each model layer of its forward pass is done.
 
         The selected layers and heads are copied to the host layer by layer as the forward pass
         makes them (:meth:`_forward_layers`): the others never leave the model's device.
@@ -646,7 +665,8 @@ class AttentionModel(ModelDescription):
         encs = self._encode(texts, truncate=truncate)
         results: list[Attention | None] = [None] * len(encs)
         for idx in self._batches(encs, batch_size, self.n_heads):
-            arrays = self._host_layers([encs[i].ids for i in idx], li, hi)
+            arrays = self._host_layers([encs[i].ids for i in idx], li, hi,
+                                       lambda k, n=len(idx): reporter.advance(n))
             for i, w in zip(idx, arrays):
                 e = encs[i]
                 att = Attention(
@@ -663,7 +683,6 @@ class AttentionModel(ModelDescription):
                     truncated=e.truncated,
                 )
                 results[i] = att.drop_special() if drop_special else att
-            reporter.advance(len(idx))
         return results  # type: ignore[return-value]
 
 

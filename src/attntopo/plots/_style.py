@@ -196,18 +196,13 @@ def wrap_title(text: str, width: float, fontsize: float) -> str:
     return "\n".join(out)
 
 
-#: How figures name the token metrics (``attntopo.constants.METRICS``).
-METRIC_NAMES = {
-    "jensen_shannon": "Jensen–Shannon",
-    "hellinger": "Hellinger",
-    "fisher_rao": "Fisher–Rao",
-    "total_variation": "total variation",
-}
-
-
 def metric_name(metric: str) -> str:
-    """``"jensen_shannon"`` → ``"Jensen–Shannon"``: a token metric as figures write it."""
-    return METRIC_NAMES.get(str(metric), str(metric).replace("_", " "))
+    """``"jensen_shannon"`` → ``"Jensen–Shannon"``: a token metric as figures write it (its
+    label in :data:`attntopo.distances.DISTANCES`)."""
+    from ..distances import DISTANCES
+
+    d = DISTANCES.get(str(metric))
+    return d.label if d is not None else str(metric).replace("_", " ")
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")

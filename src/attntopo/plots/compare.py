@@ -1,4 +1,4 @@
-"""Figures of a :class:`~attntopo.analyses.compare.Comparison` and a phrase across contexts.
+"""Figures of a :class:`~attntopo.analyses.Comparison` and a phrase across contexts.
 
 * :func:`plot_compare_graphs` — the two texts' Vietoris–Rips complexes at one scale, side by
   side (classical-MDS layout of each text's own distances), with the shared tokens and the

@@ -1,4 +1,4 @@
-"""Figures of head space (:class:`~attntopo.analyses.heads.HeadSpace`), head types and
+"""Figures of head space (:class:`~attntopo.analyses.HeadSpace`), head types and
 model-to-model comparisons.
 
 * :func:`plot_head_distances` — the head-distance matrix as a heatmap, heads ordered by the

@@ -1,4 +1,4 @@
-"""Figures of a :class:`~attntopo.analyses.timeline.Timeline`: topology as tokens arrive.
+"""Figures of a :class:`~attntopo.analyses.Timeline`: topology as tokens arrive.
 
 ==============================  ==========================================================
 function                        what it shows
@@ -56,7 +56,7 @@ _VINE_COLORS = (
 
 # ----------------------------------------------------------------------------- helpers
 def _check_timeline(tl: Any) -> None:
-    from ..analyses.timeline import Timeline
+    from ..analyses import Timeline
 
     if not isinstance(tl, Timeline):
         raise InvalidInputError(
@@ -315,7 +315,7 @@ def plot_betti_heatmap(
     title : str, optional
     colorbar : bool
     """
-    from ..analyses.timeline import Timeline
+    from ..analyses import Timeline
     from ..topology.multiparameter import HilbertFunction
 
     tl = None

@@ -71,10 +71,3 @@ __all__ = [
     "cophenetic_matrix",
 ]
 
-
-def __getattr__(name: str):
-    if name == "SUMMARY_KEYS":  # deprecated alias of attntopo.constants.SUMMARY_STATS
-        from .diagram import _summary_keys
-
-        return _summary_keys()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import sys
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -58,18 +57,6 @@ MAX_SIMPLICES = 5_000_000
 
 # rows of the (simplices × n) common-neighbour masks built at once (memory bound)
 _CHUNK_ELEMENTS = 8 * 2**20
-
-_UNSET: Any = object()  # "argument not given" (for the deprecated ``maxdim=``)
-
-
-def _warn_maxdim(old: str, new: str) -> None:
-    warnings.warn(
-        f"{old} is deprecated: use {new} (the largest simplex dimension built, "
-        "not a homology dimension)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-
 
 # ------------------------------------------------------------------ argument checks
 def _check_eps(eps: Any, unit: str = "the unit of the distances") -> float:
@@ -119,7 +106,6 @@ class Complex:
     max_simplex_dim : int
         Highest simplex dimension built (1 edges, 2 triangles, 3 tetrahedra).  Not a
         homology dimension: a complex built up to triangles determines H0 and H1.
-        (``maxdim`` is a deprecated alias.)
     simplex_arrays : tuple of ndarray
         ``simplex_arrays[k - 1]`` is the int64 array of shape (m_k, k + 1) of the
         k-simplices (k = 1..max_simplex_dim).
@@ -137,12 +123,6 @@ class Complex:
     birth_arrays: tuple[np.ndarray, ...]
     labels: list[str] | None = None
     _components: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
-
-    @property
-    def maxdim(self) -> int:
-        """Deprecated alias of :attr:`max_simplex_dim`."""
-        _warn_maxdim("Complex.maxdim", "Complex.max_simplex_dim")
-        return self.max_simplex_dim
 
     # ------------------------------------------------------------------ views
     @property
@@ -340,7 +320,6 @@ def complex_at(
     *,
     labels: Sequence[str] | None = None,
     max_simplices: int = MAX_SIMPLICES,
-    maxdim: Any = _UNSET,
 ) -> Complex:
     """The Vietoris–Rips complex of ``D`` at scale ``eps``.
 
@@ -359,8 +338,6 @@ def complex_at(
         Token labels, kept on the complex for :meth:`Complex.named`.
     max_simplices : int
         Refuse (``InvalidInputError``) to build more simplices than this in one dimension.
-    maxdim : {1, 2, 3}
-        Deprecated name of ``max_simplex_dim`` (DeprecationWarning).
 
     Returns
     -------
@@ -387,9 +364,6 @@ def complex_at(
     >>> cx.n_components            # token 3 is isolated
     2
     """
-    if maxdim is not _UNSET:
-        _warn_maxdim("complex_at(maxdim=...)", "complex_at(max_simplex_dim=...)")
-        max_simplex_dim = maxdim
     A = _validated(D)
     eps = _check_eps(eps)
     top = check_simplex_dim(max_simplex_dim)

@@ -27,22 +27,6 @@ from ..errors import InvalidInputError
 __all__ = ["Diagram", "summary_table"]
 
 
-def _summary_keys(stacklevel: int = 3) -> tuple[str, ...]:
-    import warnings
-
-    warnings.warn(
-        "SUMMARY_KEYS is deprecated: use attntopo.constants.SUMMARY_STATS (the same tuple)",
-        DeprecationWarning,
-        stacklevel=stacklevel,
-    )
-    return SUMMARY_STATS
-
-
-def __getattr__(name: str) -> Any:
-    if name == "SUMMARY_KEYS":
-        return _summary_keys()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 _FORMAT = "attntopo.Diagram"
 _FORMAT_VERSION = 1
 

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._progress import ProgressOption, make_reporter
-from .._validation import check_maxdim, check_positive_int, check_threshold, is_int, renamed_arguments
+from .._validation import check_maxdim, check_positive_int, check_threshold, is_int
 from ..constants import MAX_MAXDIM as _MAX_MAXDIM
 from ..errors import InvalidInputError, InvalidMatrixError
 from . import _pool
@@ -135,7 +135,6 @@ def _check_threads(n_jobs: Any, n: int) -> int:
 
 
 # --------------------------------------------------------------------- single
-@renamed_arguments(n_threads="n_jobs")
 def persistence(
     D: Any,
     maxdim: int = 1,

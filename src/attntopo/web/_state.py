@@ -43,6 +43,10 @@ class Settings:
     timeout : float
         Seconds a request may take before it gets 504 (the computation finishes in the
         background and is cached, so a retry is fast).
+    header_timeout : float
+        Seconds a request's head (request line and headers) may take to arrive, from its first
+        byte or from the connection's start; a slower one is answered 408 and its connection
+        closed (:func:`attntopo.web.uvicorn_options`).
     cache_size : int
         Analyses and comparisons kept in memory (LRU).
     cache_memory : int or str
@@ -72,6 +76,7 @@ class Settings:
     max_chars: int = 2000
     max_concurrent: int = 2
     timeout: float = 60.0
+    header_timeout: float = 10.0
     cache_size: int = 16
     cache_memory: int | str = "1GB"
     max_triangles: int = 20000
@@ -96,13 +101,15 @@ class Settings:
         positive_int("cache_size", 0)
         self.cache_memory = check_byte_size(self.cache_memory, "cache_memory")
         positive_int("max_triangles", 0)
-        try:
-            t = float(self.timeout)
-        except (TypeError, ValueError):
-            t = math.nan
-        if isinstance(self.timeout, bool) or not (t > 0) or math.isinf(t):
-            raise InvalidInputError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
-        self.timeout = t
+        for name in ("timeout", "header_timeout"):
+            v = getattr(self, name)
+            try:
+                t = float(v)
+            except (TypeError, ValueError):
+                t = math.nan
+            if isinstance(v, bool) or not (t > 0) or math.isinf(t):
+                raise InvalidInputError(f"{name} must be a positive number of seconds, got {v!r}")
+            setattr(self, name, t)
         self.device = check_device(self.device)  # before the server starts: one line
         self.dtype = check_dtype(self.dtype, self.device)
         if self.models is not None:

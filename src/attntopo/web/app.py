@@ -51,6 +51,20 @@ def plotly_js_path() -> Path:
     return p
 
 
+_FASTAPI_BODY_ERROR = "There was an error parsing the body"
+
+
+def _body_message(cause: BaseException | None) -> str:
+    """What a request body that FastAPI could not read as JSON gets instead of FastAPI's own
+    words (malformed JSON is a validation error, answered elsewhere)."""
+    if isinstance(cause, RecursionError):  # [[[[…]]]] past Python's recursion limit
+        return ("the request body nests JSON arrays or objects too deeply to be read: send one "
+                "JSON object of the request's fields (see /docs)")
+    what = f" ({type(cause).__name__})" if cause is not None else ""
+    return (f"the request body cannot be read as JSON{what}: send one JSON object of the "
+            "request's fields (see /docs)")
+
+
 def _add_error_handlers(app: FastAPI, settings: Settings) -> None:
     """Every error the app answers is ``{"error": "one line"}`` with its status."""
 
@@ -62,7 +76,9 @@ def _add_error_handlers(app: FastAPI, settings: Settings) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
         detail = exc.detail if isinstance(exc.detail, str) else "request failed"
-        if exc.status_code == 404:
+        if exc.status_code == 400 and detail == _FASTAPI_BODY_ERROR:  # FastAPI's json.loads failed
+            detail = _body_message(exc.__cause__)
+        elif exc.status_code == 404:
             detail = f"not found: {request.url.path[:200]}"
         elif exc.status_code == 405:
             detail = f"method {request.method} is not allowed on {request.url.path[:200]}"

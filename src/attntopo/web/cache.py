@@ -1,7 +1,7 @@
 """A small thread-safe LRU cache with single-flight computation.
 
-The explorer keeps the expensive results (an :class:`~attntopo.analyses.text.Analysis` or
-:class:`~attntopo.analyses.compare.Comparison` of every head of a text) keyed by everything
+The explorer keeps the expensive results (an :class:`~attntopo.analyses.Analysis` or
+:class:`~attntopo.analyses.Comparison` of every head of a text) keyed by everything
 that decides them: model, text(s), metric, homology dimension and settings.  Changing the
 layer, the head or the threshold in the page then never re-runs the model.
 

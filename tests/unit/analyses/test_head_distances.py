@@ -10,15 +10,9 @@ from scipy.cluster.hierarchy import linkage as sc_linkage
 from scipy.spatial.distance import jensenshannon, pdist, squareform
 
 import attntopo as at
-from attntopo.analyses.heads import (
-    HeadSpace,
-    ModelComparison,
-    classical_mds,
-    compare_models,
-    head_distances,
-    head_labels,
-    head_space,
-)
+from attntopo._mds import classical_mds
+from attntopo.analyses import HeadSpace, ModelComparison, compare_models, head_distances, head_space
+from attntopo.analyses._head_space import head_labels
 from attntopo.attention import Attention
 from attntopo.distances import pairwise_distance, row_distances
 from attntopo.errors import InvalidInputError, InvalidMatrixError, OutOfRangeError
@@ -241,8 +235,7 @@ def test_head_space_contents(synth_space):
     i = 5
     j = hs.labels.index(cols["nearest"][i])
     assert j != i and cols["nearest_distance"][i] == np.delete(hs.distances[i], i).min() == hs.distances[i, j]
-    with pytest.warns(DeprecationWarning, match="overview"):
-        assert cols["n_points"] == 12  # the old overview's keys still answer, with a warning
+    assert "n_points" not in cols  # the overview's keys are overview()'s, not the table's
 
 
 def test_clusters_and_redundancy(synth_space):

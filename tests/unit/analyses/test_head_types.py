@@ -6,19 +6,18 @@ import numpy as np
 import pytest
 
 import attntopo as at
-from attntopo.analyses.head_types import (
+from attntopo.analyses._head_types import (
     BAND_WIDTH,
     FEATURES,
     LABEL_DESCRIPTIONS,
     LABELS,
     HeadTypes,
+    _one_hot_js_distance,
     head_features,
     head_types,
     label_heads,
-    punctuation_mask,
-    token_strings,
 )
-from attntopo.analyses._head_types import _one_hot_js_distance
+from attntopo.words import punctuation_mask, token_strings
 from attntopo.attention import Attention
 from attntopo.distances import pairwise_distance
 from attntopo.errors import InvalidInputError, OutOfRangeError

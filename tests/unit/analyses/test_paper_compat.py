@@ -27,10 +27,10 @@ from scipy.spatial.distance import jensenshannon
 from _reference import heads_notebook_matrix as _notebook_loops
 import attntopo as at
 from attntopo._validation import check_paper_compat
-from attntopo.analyses.heads import compare_models, head_distances, head_space
+from attntopo import compare_models, head_distances, head_space
 from attntopo.attention import Attention
 from attntopo.distances import row_distances, token_distances
-from attntopo.errors import InvalidInputError
+from attntopo.errors import InvalidInputError, ResultFormatError
 from attntopo.topology import Diagram
 
 gudhi = pytest.importorskip("gudhi")
@@ -122,25 +122,32 @@ def test_check_paper_compat_modes_and_aliases():
         assert check_paper_compat(off) is None
     assert check_paper_compat("notebook") == "notebook"
     assert check_paper_compat("listing") == "listing"
-    with pytest.warns(DeprecationWarning, match="paper_compat='notebook'.*paper_compat='listing'"):
-        assert check_paper_compat(True) == "notebook"
-    with pytest.warns(DeprecationWarning):
-        assert check_paper_compat(np.True_) == "notebook"
-    for bad in ("Notebook", "fourth_root", 1, 0, "", ["notebook"]):
+    # True does not say which of the paper's two recipes: refused, as any other value
+    for bad in ("Notebook", "fourth_root", 1, 0, "", ["notebook"], True, np.True_):
         with pytest.raises(InvalidInputError, match="'notebook' or 'listing'"):
             check_paper_compat(bad)
-    # the head-space functions know only the heads notebook, and True is no spelling of it there
-    with pytest.raises(InvalidInputError, match="Listing 1 defines token distances only"):
-        check_paper_compat("listing", modes=("notebook",), legacy_true=False, hint="Listing 1 defines token distances only")
     with pytest.raises(InvalidInputError, match="got True"):
-        check_paper_compat(True, modes=("notebook",), legacy_true=False)
+        token_distances(_weights(np.random.default_rng(0), 1, 1, 5)[0, 0], paper_compat=True)
+    # the head-space functions know only the heads notebook
+    with pytest.raises(InvalidInputError, match="Listing 1 defines token distances only"):
+        check_paper_compat("listing", modes=("notebook",), hint="Listing 1 defines token distances only")
+    with pytest.raises(InvalidInputError, match="got True"):
+        check_paper_compat(True, modes=("notebook",))
 
 
-def test_deprecation_points_at_the_callers_line():
-    A = _weights(np.random.default_rng(0), 1, 1, 5)[0, 0]
-    with pytest.warns(DeprecationWarning) as rec:
-        token_distances(A, paper_compat=True)
-    assert rec[0].filename == __file__
+def test_a_result_saved_with_paper_compat_true_is_refused_in_one_line(tmp_path):
+    """``True`` was written before the paper had two recipes; such a file names the rewrite."""
+    import json
+
+    att = _att(_weights(np.random.default_rng(0), 1, 2, 5))
+    at.analyze(att, paper_compat="notebook").save(tmp_path / "a")
+    meta_file = tmp_path / "a" / "attntopo.json"
+    doc = json.loads(meta_file.read_text())
+    assert doc["paper_compat"] == "notebook"
+    doc["paper_compat"] = True
+    meta_file.write_text(json.dumps(doc))
+    with pytest.raises(ResultFormatError, match=r"paper_compat=True in a saved result.*'notebook'"):
+        at.load_result(tmp_path / "a")
 
 
 # ------------------------------------------------------------------ token distances and diagrams

@@ -89,7 +89,22 @@ def _build_upper() -> dict[str, Result]:
         "depth": synthetic_depth(),
         "approximability": approximability(approx_attention(), families=NO_KERNEL, budgets=[4, 8]),
         "context": synthetic_context(),
+        "detector_evaluation": _detector_evaluation(),
     }
+
+
+def _detector_evaluation():
+    from attntopo.features import FeatureTable, evaluate_detectors
+
+    rng = np.random.default_rng(7)
+    n = 40
+    y = np.tile([0, 1], n // 2)
+    cols = ("L0H0.x.a", "L0H1.x.a", "L1H0.x.a")
+    table = FeatureTable(rng.normal(size=(n, 3)) + y[:, None], cols, np.arange(n), [""] * n)
+    length = rng.normal(size=n)
+    return evaluate_detectors({"topo": table}, y, groups=np.arange(n) // 2,
+                              covariates={"length": length}, strata={"half": np.arange(n) < 20},
+                              heads={"topo": 1}, head_criterion="anova", n_boot=20)
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +125,7 @@ def test_every_kind_in_the_table_is_covered(results):
 KIND_NAMES = [
     "analysis", "comparison", "phrase_topology", "head_types", "head_space", "head_space_comparison", "timeline",
     "feature_table", "hardmax_simulation", "hardmax_classifier", "compression", "depth", "approximability",
-    "context",
+    "context", "detector_evaluation",
 ]
 
 
@@ -302,15 +317,6 @@ def test_unknown_kind_is_one_line(tmp_path):
     save_payload(tmp_path / "x", {"kind": "no_such_kind"}, {"a": np.zeros(2)})
     with pytest.raises(ResultFormatError, match="unknown result kind 'no_such_kind'.*known: analysis"):
         at.load_result(tmp_path / "x")
-
-
-def test_io_load_result_is_a_deprecated_alias(results, tmp_path):
-    import attntopo.io as io
-
-    results["head_types"].save(tmp_path / "t")
-    with pytest.warns(DeprecationWarning, match="attntopo.load_result"):
-        loader = io.load_result
-    assert loader is at.load_result and loader(tmp_path / "t") == results["head_types"]
 
 
 def test_package_versions_are_read_once_per_process(monkeypatch):

@@ -180,6 +180,56 @@ def test_reserved_column_is_refused(tmp_path):
         open_input(p)
 
 
+def test_an_id_column_without_id_column_is_told_to_pass_it(tmp_path):
+    """A CSV (or JSONL) with an ``id`` column and no ``--id-column`` had been told to rename
+    the column; what its user wants is to pass ``--id-column id`` (issue 33)."""
+    want = ("column 'id' clashes with the ids the store writes: pass --id-column id "
+            "(id_column='id' in Python) to make it the ids, or rename it")
+    p = tmp_path / "d.csv"
+    p.write_text("id,text\nf1,a first text\nf2,a second\n")
+    with pytest.raises(InvalidInputError) as e:
+        open_input(p)
+    assert str(e.value) == f"{p}: {want}"
+    assert [r["id"] for r in _flat(open_input(p, id_column="id"))] == ["f1", "f2"]  # as it says
+    j = tmp_path / "d.jsonl"
+    j.write_text('{"id": "f1", "text": "a"}\n')
+    with pytest.raises(InvalidInputError, match="pass --id-column id"):
+        open_input(j)
+
+
+@pytest.mark.parametrize("end", [b"\r", b"\n", b"\r\n"])
+def test_old_mac_line_ends_split_like_universal_newlines(tmp_path, end):
+    """A file of CR-only line ends (old Mac) had become one text with no warning; lines now
+    end as in Python's universal newlines (``\\n``, ``\\r\\n``, ``\\r``), so the three
+    conventions give the same texts, rows and fingerprint, in every line-based format."""
+    lines = [b"first text", b"", b"second text", b"third"]
+    t = tmp_path / "t.txt"
+    t.write_bytes(end.join(lines) + end)
+    inp = open_input(t)
+    assert [(r["row"], r["text"]) for r in _flat(inp)] == [
+        (0, "first text"), (2, "second text"), (3, "third")]
+    assert (inp.total, inp.n_empty) == (3, 1)
+    ref = tmp_path / "ref.txt"
+    ref.write_bytes(b"\n".join(lines) + b"\n")
+    assert inp.fingerprint == open_input(ref).fingerprint
+    j = tmp_path / "t.jsonl"
+    j.write_bytes(end.join([b'{"text": "a"}', b'{"text": "b"}']) + end)
+    assert [r["text"] for r in _flat(open_input(j))] == ["a", "b"]
+    c = tmp_path / "t.csv"
+    c.write_bytes(end.join([b"text,n", b'"one' + end + b'two",1', b"three,2"]) + end)
+    assert [(r["text"], r["n"]) for r in _flat(open_input(c))] == [
+        ("one" + end.decode() + "two", 1), ("three", 2)]
+
+
+def test_a_lone_cr_inside_a_line_ends_it(tmp_path):
+    """Within a file of \\n lines a lone \\r ends a line too (as ``open()`` reads it); the
+    \\r of a \\r\\n does not."""
+    t = tmp_path / "t.txt"
+    t.write_bytes(b"a\rb\r\nc\n\rd")
+    assert [(r["row"], r["text"]) for r in _flat(open_input(t))] == [
+        (0, "a"), (1, "b"), (2, "c"), (4, "d")]
+
+
 def test_parquet_dataframe_and_arrow_give_the_same_rows(tmp_path):
     df = pd.DataFrame({"text": ["one", None, "three", ""], "label": [1, 2, 3, 4]})
     p = tmp_path / "d.parquet"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -29,10 +30,12 @@ from attntopo.corpus import (
     part_name,
 )
 from attntopo.errors import InvalidInputError, ResultFormatError
+from attntopo.features import SETTING_NAMES, FeatureSettings
 
 SETTINGS = CorpusSettings(
     model="toy", model_hash="sha256:" + "0" * 64, revision=None, attntopo_version="0.0",
-    sets=("js",), layers=(0,), heads=(0, 1), thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,),
+    features=FeatureSettings(sets=("js",), layers=(0,), heads=(0, 1), thresholds=(0.1,),
+                             scales=(0.5,), quantiles=(0.5,)),
     keep_diagrams=True, batch_size=2,
 )
 TEXTS = ["alpha", "beta", "gamma", "delta", "epsilon"]
@@ -76,6 +79,12 @@ def _store(tmp_path, write=True) -> Store:
     return store
 
 
+def _footer_start(data: bytes) -> int:
+    """Where a Parquet file's footer starts (its length is the 4 bytes before the trailing
+    magic)."""
+    return len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+
+
 # ------------------------------------------------------------------ settings
 def test_manifest_round_trip_and_columns():
     assert CorpusSettings.from_manifest(json.loads(json.dumps(SETTINGS.to_manifest()))) == SETTINGS
@@ -87,26 +96,51 @@ def test_manifest_round_trip_and_columns():
     old = {k: v for k, v in SETTINGS.to_manifest().items() if k != "dtype"}
     assert CorpusSettings.from_manifest(old).dtype == "float32"
     assert CorpusSettings.from_manifest(old) == SETTINGS
-    # nor pairs: a store of texts, the prompt set's default scores
-    old = {k: v for k, v in SETTINGS.to_manifest().items() if k not in ("pairs", "prompt_quantities")}
+    # nor pairs: a store of texts; a feature setting it lacks takes its default
+    old = SETTINGS.to_manifest()
+    del old["pairs"], old["features"]["prompt_quantities"], old["features"]["spectral_k"]
     assert CorpusSettings.from_manifest(old) == SETTINGS and not SETTINGS.pairs
+    with pytest.raises(ResultFormatError, match="unknown feature settings tau"):
+        CorpusSettings.from_manifest({**old, "features": {**old["features"], "tau": 1}})
+
+
+def test_a_manifest_of_flat_settings_reads_the_same():
+    """Stores made before the feature settings were nested (one flat object, the persistence
+    engine under its first name) open with the same settings."""
+    flat = {k: v for k, v in SETTINGS.to_manifest().items() if k != "features"}
+    feats = dataclasses.replace(SETTINGS.features, engine="ripser").to_dict()
+    del feats["min_persistence"], feats["spectral_k"]  # never written there
+    flat.update(feats)
+    flat["persistence_engine"] = flat.pop("engine")
+    want = dataclasses.replace(SETTINGS, features=dataclasses.replace(SETTINGS.features,
+                                                                      engine="ripser"))
+    assert CorpusSettings.from_manifest(flat) == want
 
 
 _CHANGES = {
     "model": "other", "model_hash": "sha256:" + "1" * 64, "revision": "main",
-    "attntopo_version": "9.9", "sets": ("js", "graph"), "layers": (1,), "heads": (0,),
-    "maxdim": 2, "thresholds": (0.2,), "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3,
-    "drop_special": True, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
-    "engine": "ripser", "metric": "other", "keep_text": False, "dtype": "bfloat16",
-    "pairs": True, "prompt_quantities": ("attention",),
+    "attntopo_version": "9.9", "maxdim": 2, "keep_diagrams": False, "on_long": "skip",
+    "batch_size": 64, "keep_text": False, "dtype": "bfloat16", "pairs": True,
+}
+#: Every feature setting changed (the store holds them in ``features``, each named alike).
+_FEATURE_CHANGES = {
+    "sets": ("js", "graph"), "layers": (1,), "heads": (0,), "thresholds": (0.2,),
+    "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3, "drop_special": True,
+    "engine": "ripser", "metric": "hellinger", "prompt_quantities": ("attention",),
+    "spectral_k": 4, "min_persistence": 0.5,
 }
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(sorted(_CHANGES)))
+@given(name=st.sampled_from(sorted({**_CHANGES, **_FEATURE_CHANGES})))
 def test_a_changed_setting_is_named_in_one_line(name):
-    assert {f.name for f in dataclasses.fields(CorpusSettings)} == set(_CHANGES)
-    other = dataclasses.replace(SETTINGS, **{name: _CHANGES[name]})
+    assert {f.name for f in dataclasses.fields(CorpusSettings)} == set(_CHANGES) | {"features"}
+    assert set(SETTING_NAMES) == set(_FEATURE_CHANGES)
+    if name in _CHANGES:
+        other = dataclasses.replace(SETTINGS, **{name: _CHANGES[name]})
+    else:
+        other = dataclasses.replace(SETTINGS, features=dataclasses.replace(
+            SETTINGS.features, **{name: _FEATURE_CHANGES[name]}))
     assert first_difference(SETTINGS, other)[0] == name
     assert first_difference(SETTINGS, dataclasses.replace(SETTINGS)) is None
     with pytest.raises(InvalidInputError) as e:
@@ -384,7 +418,7 @@ def test_verify_finds_a_changed_byte_by_the_recorded_checksum(tmp_path):
         assert subprocess.run(["sha256sum", "--quiet", "-c", CHECKSUMS], cwd=store.path).returncode == 0
     p = store.part_path(1)
     data = bytearray(p.read_bytes())
-    data[len(data) // 3] ^= 0x01
+    data[_footer_start(data) // 2] ^= 0x01  # in the column data: the footer stays intact
     p.write_bytes(bytes(data))
     open_store(store.path)  # the footer reads: only the checksum can tell
     assert list(store.verify()) == [1] and "SHA-256 differs" in store.verify()[1]
@@ -482,8 +516,9 @@ def test_a_store_of_the_old_drop_special_default_names_the_option_to_pass(tmp_pa
     import attntopo.models
     from attntopo import __version__, corpus
 
-    old = dataclasses.replace(SETTINGS, attntopo_version=__version__, drop_special=True)
-    assert old.to_manifest()["drop_special"] is True
+    old = dataclasses.replace(SETTINGS, attntopo_version=__version__,
+                              features=dataclasses.replace(SETTINGS.features, drop_special=True))
+    assert old.to_manifest()["features"]["drop_special"] is True
     inp = open_input(TEXTS)
     Store.create(tmp_path / "s", old, output_schema(old, inp.schema),
                  {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}, feature_columns(old),
@@ -513,11 +548,17 @@ def test_the_mismatch_line_names_the_keyword_and_the_option():
         ("keep_text", False, True, "(keep_text=False; --no-keep-text)"),
         ("sets", ("js", "graph"), ("js",), "(sets=['js', 'graph']; --sets js,graph)"),
         ("batch_size", 7, 2, "(batch_size=7; --batch-size 7)"),
-        ("cycle_cap", 3, 50, "(cycle_cap=3)"),  # no command-line option: the keyword only
+        ("cycle_cap", 3, 50, "(cycle_cap=3; --cycle-cap 3)"),
+        ("metric", "hellinger", "jensen_shannon", "(metric='hellinger'; --metric hellinger)"),
     ]:
+        def with_(value):
+            if name in SETTING_NAMES:
+                return dataclasses.replace(SETTINGS, features=dataclasses.replace(
+                    SETTINGS.features, **{name: value}))
+            return dataclasses.replace(SETTINGS, **{name: value})
+
         with pytest.raises(InvalidInputError) as e:
-            check_same_settings(dataclasses.replace(SETTINGS, **{name: stored}),
-                                dataclasses.replace(SETTINGS, **{name: wanted}), "STORE 's'")
+            check_same_settings(with_(stored), with_(wanted), "STORE 's'")
         assert ask in str(e.value), (ask, str(e.value))
 
 
@@ -572,44 +613,38 @@ def test_append_with_new_store_is_one_line_before_any_work(tmp_path):
 
 
 # ------------------------------------------------------------------ renames (docs/api.md, Names)
-def test_engine_field_keeps_its_manifest_key():
-    """CorpusSettings.engine (the persistence engine) is written as ``persistence_engine``, as
-    before the rename, so stores of every version read alike."""
-    s = dataclasses.replace(SETTINGS, engine="ripser")
+def test_engine_is_a_feature_setting_of_the_manifest():
+    """The persistence engine is written with the feature settings (``features.engine``); the
+    flat manifests' first name, ``persistence_engine``, reads as it
+    (test_a_manifest_of_flat_settings_reads_the_same)."""
+    s = dataclasses.replace(SETTINGS, features=dataclasses.replace(SETTINGS.features,
+                                                                   engine="ripser"))
     doc = s.to_manifest()
-    assert doc["persistence_engine"] == "ripser" and "engine" not in doc
+    assert doc["features"]["engine"] == "ripser" and "persistence_engine" not in doc
     assert CorpusSettings.from_manifest(doc) == s
-    with pytest.warns(DeprecationWarning, match="CorpusSettings.persistence_engine is deprecated: read CorpusSettings.engine"):
-        assert s.persistence_engine == "ripser"
-    assert s.features().engine == "ripser"
+    assert not hasattr(s, "persistence_engine")
 
 
-def test_run_renames_warn_and_pass_the_value_on(tmp_path):
-    """corpus.run: engine="local"/"ray" is the backend's old name, persistence_engine= the
-    persistence engine's; both warn at the caller's line and mean what they meant.  Checked on
-    refusals that come before any input is read or model loaded."""
+def test_run_takes_backend_and_engine_by_their_names(tmp_path):
+    """corpus.run: ``backend=`` is where it runs, ``engine=`` the persistence engine; the old
+    spellings (``engine="local"``, ``persistence_engine=``) are refused in one line, before any
+    input is read or model loaded."""
     import attntopo.corpus as corpus
 
     out = tmp_path / "s"
-    with pytest.warns(DeprecationWarning, match=r"run\(engine='local'\) is deprecated: write backend='local'") as rec:
-        with pytest.raises(InvalidInputError, match="ray_address applies to backend='ray' only"):
-            corpus.run(["a text"], out, engine="local", ray_address="127.0.0.1:1")
-    assert rec[0].filename == __file__
-    with pytest.warns(DeprecationWarning, match=r"run\(persistence_engine=\.\.\.\) is deprecated: write engine="):
-        with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
-            corpus.run(["a text"], out, persistence_engine="fast")
+    with pytest.raises(InvalidInputError, match=r"^engine='local': engine= is the persistence engine; "
+                                                r"where the corpus runs is backend='local'$"):
+        corpus.run(["a text"], out, engine="local")
+    with pytest.raises(TypeError, match=r"corpus.run\(\) got an unexpected keyword argument 'persistence_engine'"):
+        corpus.run(["a text"], out, persistence_engine="gudhi")
     with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
         corpus.run(["a text"], out, engine="fast")  # engine= is the persistence engine
-    with pytest.raises(InvalidInputError, match="give backend= only"):
-        corpus.run(["a text"], out, engine="ray", backend="local")
-    with pytest.raises(InvalidInputError, match="give engine= only"):
-        corpus.run(["a text"], out, engine="ripser", persistence_engine="gudhi")
     with pytest.raises(InvalidInputError, match="unknown corpus backend 'spark'"):
         corpus.run(["a text"], out, backend="spark")
-    with pytest.warns(DeprecationWarning, match=r"make_settings\(persistence_engine=\.\.\.\) is deprecated"):
-        with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
-            corpus.make_settings(object(), persistence_engine="fast")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'persistence_engine'"):
+        corpus.make_settings(object(), persistence_engine="fast")
     assert not out.exists()
+    assert not hasattr(corpus, "ENGINES")
 
 
 def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monkeypatch):
@@ -632,7 +667,7 @@ def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monk
     with pytest.raises(InvalidInputError, match="the prompt set needs"):
         make_settings(toy, sets=("prompt",), _model_hash="sha256:0")
     st = make_settings(toy, sets=("prompt",), pairs=True, prompt_quantities=("attention",), _model_hash="sha256:0")
-    assert st.pairs and st.prompt_quantities == ("attention",)
+    assert st.pairs and st.features.prompt_quantities == ("attention",)
     assert feature_columns(st) == ["L0H0.prompt.attention", "L0H1.prompt.attention"]
 
     here = dataclasses.replace(SETTINGS, attntopo_version=__version__, pairs=True)
@@ -648,3 +683,289 @@ def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monk
               keep_diagrams=True, batch_size=2, progress=False, text_column="q")
     with pytest.raises(InvalidInputError, match="was made with pairs=True, this run has pairs=False"):
         corpus.run(pd.DataFrame(df), out=tmp_path / "p", **kw)
+
+
+# ------------------------------------------------------------------ a store replaced (issue 33)
+def _replace(path: Path, texts=("x1", "x2", "x3")) -> Store:
+    """What ``--new-store`` does to ``path`` (``_clear``, then a new store with other texts),
+    in this process: each part of the same size as the old one's, written within the same
+    millisecond, so that a reader keyed on (size, mtime) could not tell them apart."""
+    from attntopo.corpus._local import _clear
+
+    _clear(path)
+    inp = open_input(list(texts))
+    info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}
+    schema = output_schema(SETTINGS, inp.schema)
+    new = Store.create(path, SETTINGS, schema, info, feature_columns(SETTINGS))
+    for k, t in inp.batches(SETTINGS.batch_size):
+        new.write_part(k, _rows(t, k))
+    return new
+
+
+REPLACED = ("was replaced by a new store (a run with --new-store) since this reader opened it: "
+            "these are no longer its rows; open it again (open_store, or run the command again)")
+
+
+def test_a_reader_of_a_replaced_store_stops_naming_it(tmp_path):
+    """A store opened before ``--new-store`` had answered ``counts()``, ``refresh()``,
+    ``to_pandas()`` with the new store's rows (its manifest still the old input's) and
+    ``verify()`` with ``{}``; ``counts()`` raised a bare FileNotFoundError.  Every read now
+    checks the store's id (the manifest's ``store_id``, which its parts carry) before and
+    after it reads, and stops with one line."""
+    from attntopo.errors import StoreReplacedError
+
+    store = _store(tmp_path)
+    reader = open_store(store.path)
+    assert reader.counts()["done"] == 5 and len(reader.sql("SELECT id FROM corpus")) == 5
+    streaming = reader.sql_batches("SELECT id FROM corpus")  # started, not read yet
+    _replace(store.path)
+    with pytest.raises(StoreReplacedError) as e:  # attntopo query reads so: no row given out
+        streaming.read_next_batch()
+    assert str(e.value) == f"STORE {str(store.path)!r} {REPLACED}"
+    reads = {
+        "counts": reader.counts, "refresh": reader.refresh, "to_pandas": reader.to_pandas,
+        "to_arrow": reader.to_arrow, "verify": reader.verify, "n_rows": reader.n_rows,
+        "done_ids": reader.done_ids, "errors": reader.errors, "parts": reader.parts,
+        "sql": lambda: reader.sql("SELECT id FROM corpus"),
+        "sql_batches": lambda: reader.sql_batches("SELECT id FROM corpus").read_all(),
+        "diagrams": lambda: reader.diagrams("0-x"), "repr": lambda: repr(reader),
+    }
+    for name, read in reads.items():
+        with pytest.raises(StoreReplacedError) as e:
+            read()
+        assert str(e.value) == f"STORE {str(store.path)!r} {REPLACED}", name
+        assert isinstance(e.value, ResultFormatError)  # a ValueError too
+    fresh = open_store(store.path)  # opened again: the new store
+    assert sorted(fresh.to_pandas()["text"]) == ["x1", "x2", "x3"] and fresh.verify() == {}
+
+
+def test_a_reader_while_the_store_is_started_over_says_so(tmp_path):
+    """While ``--new-store`` runs the old manifest is gone first, then the parts: a reader
+    that had opened the store says it is being started over (not "corrupt part file" for a
+    part that was removed); a fresh ``open_store`` (``attntopo query``) says the store holds
+    parts but no manifest and what to do, not "not a corpus store"."""
+    from attntopo.errors import StoreReplacedError
+
+    store = _store(tmp_path)
+    reader = open_store(store.path)
+    reader.counts()
+    os.unlink(store.path / MANIFEST)  # _clear's first step
+    gone = (f"STORE {str(store.path)!r} was removed or is being started over (a run with "
+            "--new-store) since this reader opened it: its rows are gone; open it again "
+            "(open_store, or run the command again) once that run has made it")
+    for read in (reader.counts, reader.to_arrow, reader.refresh, reader.verify):
+        with pytest.raises(StoreReplacedError, match="^" + re.escape(gone) + "$"):
+            read()
+
+    def refusal() -> str:
+        with pytest.raises(InvalidInputError) as e:
+            open_store(store.path)
+        return str(e.value)
+
+    assert refusal() == (
+        f"STORE {str(store.path)!r} holds parts but no manifest.json: another run may be starting "
+        "it over (--new-store): open it again once that run has made it; if no run is writing "
+        "it, `attntopo corpus INPUT --out STORE --new-store` makes it again")
+    from attntopo.corpus._local import _clear
+
+    os.rename(store.path / "parts.sha256", store.path / MANIFEST)  # for _clear to remove
+    _clear(store.path)  # the parts gone too, the new manifest not written yet
+    assert refusal() == (
+        f"{str(store.path)!r} is not a corpus store (no manifest.json), or not yet: a run making "
+        "it (a new store, or --new-store starting it over) has not written its manifest; open it "
+        "again once that run has made it")
+
+
+def test_a_part_removed_under_a_reader_is_named_and_the_next_read_lists_again(tmp_path):
+    """A resumed run removes a damaged part to recompute it: a reader of the same store
+    that had listed it says so in one line (a query: "removed while the query ran"; not a
+    bare FileNotFoundError nor "corrupt part file"), and its next read lists the parts again."""
+    store = _store(tmp_path)
+    reader = open_store(store.path)
+    assert reader.counts()["done"] == 5 and len(reader.sql("SELECT id FROM corpus")) == 5
+    os.unlink(store.part_path(1))
+    with pytest.raises(ResultFormatError) as e:
+        reader.sql("SELECT id FROM corpus")
+    assert str(e.value).startswith("SQL: a part was removed while the query ran (")
+    assert str(e.value).endswith("): a run recomputes a damaged part; run the query again")
+    assert len(reader.sql("SELECT id FROM corpus")) == 3  # listed again
+    reader = open_store(store.path)
+    reader.counts()
+    os.unlink(store.part_path(2))
+    with pytest.raises(ResultFormatError) as e:
+        reader.counts()
+    assert str(e.value) == (f"{store.part_path(2)}: removed since this reader listed the store's "
+                            "parts (a run recomputes a damaged part): run the command again")
+    assert reader.counts()["done"] == 2
+
+
+def test_a_part_swapped_after_listing_is_never_read_as_this_stores(tmp_path):
+    """A part's tag (store id, batch) is checked on every read, not only when listed: a file
+    put in a part's place after the reader listed it (same size and times) is refused."""
+    store = _store(tmp_path)
+    other = _store(tmp_path / "other")
+    reader = open_store(store.path)
+    reader.counts()
+    data = other.part_path(1).read_bytes()
+    st = os.stat(store.part_path(1))
+    store.part_path(1).write_bytes(data)
+    os.utime(store.part_path(1), ns=(st.st_atime_ns, st.st_mtime_ns))
+    with pytest.raises(ResultFormatError, match=f"{part_name(1)}: not a part of this store"):
+        reader.to_arrow()
+
+
+def test_a_manifest_that_cannot_be_used_is_named_with_the_way_out(tmp_path):
+    """A manifest without settings had been named "manifest.json" without the store's path,
+    and an unreadable one named no way out (issue 33): both name the file and say that
+    ``--new-store`` starts the store over; ``--new-store`` on a folder that is not only a
+    store's files (or holds another program's manifest) is refused, nothing removed."""
+    from attntopo import corpus
+
+    store = _store(tmp_path)
+    mf = store.path / MANIFEST
+    doc = json.loads(mf.read_text())
+    way_out = ("; --new-store (new_store=True) starts the store over (its parts are removed), "
+               "or give another STORE")
+    mf.write_text(json.dumps({k: v for k, v in doc.items() if k != "settings"}))
+    with pytest.raises(ResultFormatError) as e:
+        open_store(store.path)
+    assert str(e.value) == f"{mf}: 'settings' must be an object{way_out}"
+    mf.write_text(json.dumps(doc)[:200])  # torn
+    with pytest.raises(ResultFormatError) as e:
+        open_store(store.path)
+    assert str(e.value).startswith(f"{mf}: unreadable (") and str(e.value).endswith(way_out)
+    with pytest.raises(ResultFormatError) as e:  # a run without --new-store: the same line
+        corpus.run(TEXTS, out=store.path, progress=False)
+    assert str(e.value).endswith(way_out)
+    (store.path / "notes.txt").write_text("mine")  # not a store's file: --new-store refuses
+    with pytest.raises(ResultFormatError) as e:
+        corpus.run(TEXTS, out=store.path, new_store=True, progress=False)
+    assert str(e.value).startswith(f"{mf}: unreadable (")
+    assert str(e.value).endswith(
+        ": --new-store starts over only a folder that holds a store's own files (manifest.json, "
+        "parts/, parts.sha256, errors.jsonl) and no other program's manifest: give another STORE")
+    assert sorted(p.name for p in store.parts_dir.iterdir()) == [part_name(k) for k in range(3)]
+    (store.path / "notes.txt").unlink()
+    mf.write_text('{"format": "someone-else", "name": "my app"}')  # another program's manifest
+    with pytest.raises(ResultFormatError,
+                       match="not an attntopo corpus manifest: --new-store starts over only"):
+        corpus.run(TEXTS, out=store.path, new_store=True, progress=False)
+    assert mf.read_text().startswith('{"format": "someone-else"')
+
+
+# ------------------------------------------------------------------ page checksums (issue 33)
+def _flip_in_a_data_page(path: Path, column: str = "L0H0.js.h0.total_persistence",
+                         bit: int = 2) -> None:
+    """Flip one bit among the last bytes of ``column``'s data page (its values)."""
+    with pq.ParquetFile(path) as pf:
+        rg = pf.metadata.row_group(0)
+        col = next(rg.column(c) for c in range(rg.num_columns)
+                   if rg.column(c).path_in_schema == column)
+        pos = col.data_page_offset + col.total_compressed_size - 3
+    data = bytearray(path.read_bytes())
+    data[pos] ^= 1 << bit
+    path.write_bytes(bytes(data))
+
+
+def test_a_flipped_bit_is_never_certified_without_the_checksum_file(tmp_path, capsys):
+    """One bit flipped in a data page and ``parts.sha256`` deleted: the part had read in
+    full (one value changed), so resume certified it with a fresh SHA-256 and ``verify()``
+    said ``{}``.  Parts carry a CRC in every page now: the part is named, every read of it
+    stops, and a resume removes it (to recompute it) without recording it."""
+    from attntopo.corpus import CHECKSUMS
+    from attntopo.corpus._local import _drop_damaged
+    from attntopo.errors import DamagedPartWarning
+
+    store = _store(tmp_path)
+    p = store.part_path(1)
+    before = pq.read_table(p)
+    _flip_in_a_data_page(p)
+    unchecked = pq.read_table(p)  # what a reader without page checksums would have seen
+    assert unchecked.schema == before.schema and not unchecked.equals(before)
+    os.unlink(store.path / CHECKSUMS)
+    reader = open_store(store.path)
+    why = reader.verify()  # pyarrow's words after the colon
+    assert list(why) == [1] and why[1].startswith("it cannot be read in full: ") and "CRC" in why[1]
+    with pytest.raises(ResultFormatError, match=f"{part_name(1)}: corrupt part file .*CRC"):
+        reader.to_arrow()
+    with pytest.raises(ResultFormatError,
+                       match=r"^SQL: a part cannot be read \(.*CRC.*Store.verify\(\) names"):
+        reader.sql("SELECT * FROM corpus")
+    from attntopo.cli import main
+
+    assert main(["query", str(store.path), "SELECT * FROM corpus", "--csv"]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("error: SQL: a part cannot be read (") and "CRC" in line, line
+    assert line.endswith("Store.verify() names the damaged parts; a run of the same command "
+                         "recomputes them")
+    writer = open_store(store.path)
+    with pytest.warns(DamagedPartWarning,
+                      match=f"{part_name(1)} was damaged .*CRC.*batch 1 is recomputed"):
+        _drop_damaged(writer)  # what a resumed run does before it trusts a part
+    assert not p.exists() and writer.unchecked == []
+    assert sorted(writer.checksums()) == [f"parts/{part_name(k)}" for k in (0, 2)]  # never part 1's
+
+
+_FLIP: dict = {}
+
+
+def _flip_store(tmp_path_factory) -> tuple[Store, bytes, pa.Table]:
+    """One store for every example (made once): without ``parts.sha256``; part 1's bytes and
+    its rows as written."""
+    if not _FLIP:
+        from attntopo.corpus import CHECKSUMS
+
+        store = _store(tmp_path_factory.mktemp("flip"))
+        os.unlink(store.path / CHECKSUMS)
+        p = store.part_path(1)
+        rows = pq.read_table(p).replace_schema_metadata(None)
+        _FLIP.update(store=store, data=p.read_bytes(), rows=rows)
+    return _FLIP["store"], _FLIP["data"], _FLIP["rows"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(where=st.floats(0, 1, exclude_max=True), bit=st.integers(0, 7))
+def test_no_flipped_bit_anywhere_gives_other_values_with_a_clean_verify(tmp_path_factory, where,
+                                                                       bit):
+    """Without ``parts.sha256``, one bit flipped anywhere in a part (pages, page headers,
+    footer): ``verify()`` names the part, or the part still reads as the values written
+    (docs/corpus.md gives the exhaustive count over every bit of such a part)."""
+    store, data, rows = _flip_store(tmp_path_factory)
+    flipped = bytearray(data)
+    flipped[int(where * len(data))] ^= 1 << bit
+    store.part_path(1).write_bytes(bytes(flipped))
+    try:
+        why = store.verify()
+        if why:
+            assert list(why) == [1], why
+        else:
+            assert open_store(store.path).to_arrow().slice(2, 2).equals(rows)
+    finally:
+        store.part_path(1).write_bytes(data)
+
+
+def test_a_part_without_page_checksums_or_record_is_read_in_full_and_not_certified(tmp_path):
+    """A part written before parts had page checksums, whose record is lost, can only be
+    read in full: it is trusted as before, but no SHA-256 is recorded for it and a resumed
+    run says which parts cannot be checked."""
+    from attntopo.corpus import CHECKSUMS
+    from attntopo.corpus._local import _drop_damaged
+    from attntopo.errors import DamagedPartWarning
+
+    store = _store(tmp_path)
+    p = store.part_path(1)
+    old = pq.read_table(p)
+    tag = json.loads(old.schema.metadata[b"attntopo.corpus"])
+    old = old.replace_schema_metadata({b"attntopo.corpus": json.dumps(
+        {"store": tag["store"], "batch": tag["batch"]}).encode()})
+    pq.write_table(old, p, compression="snappy")  # as parts were written before
+    os.unlink(store.path / CHECKSUMS)
+    writer = open_store(store.path)
+    with pytest.warns(DamagedPartWarning) as w:
+        _drop_damaged(writer)
+    assert str(w[0].message) == (
+        f"STORE {str(store.path)!r}: 1 part ({part_name(1)}) has neither a recorded SHA-256 nor "
+        "page checksums (written before attntopo wrote them): they read in full, but a changed "
+        "value in them cannot be seen; --new-store recomputes the store")
+    assert p.exists() and writer.unchecked == [1]
+    assert sorted(writer.checksums()) == [f"parts/{part_name(k)}" for k in (0, 2)]

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import jensenshannon
 
-from attntopo.distances import METRICS, pairwise_distance, token_distances
+from attntopo.distances import DISTANCES, pairwise_distance, token_distances
 from attntopo.errors import InvalidInputError, InvalidMatrixError
 
 @pytest.fixture(scope="module", autouse=True, params=["c-kernel", "pure-torch"])
@@ -23,12 +23,9 @@ def js_path(request):
         yield request.param
 
 
-RANGE = {
-    "jensen_shannon": 1.0,
-    "hellinger": 1.0,
-    "fisher_rao": math.pi,
-    "total_variation": 1.0,
-}
+#: Every registered distance, as the tests iterate them (a new one is tested with no edit here
+#: but its independent formula in DIRECT below).
+METRICS = tuple(DISTANCES)
 
 
 # ----------------------------------------------------------------------------------
@@ -61,16 +58,50 @@ def scipy_js(a, base=2.0):
     return out.reshape(a.shape)
 
 
+def _pairs(a):
+    return a[..., :, None, :], a[..., None, :, :]
+
+
+def _bc(a):
+    p, q = _pairs(a)
+    return np.sqrt(p * q).sum(-1)
+
+
+#: The textbook formulas, vectorized over the row pairs of a stack (off-diagonal entries are
+#: meaningful), one per registered distance: independent of the module under test.
+DIRECT = {
+    "jensen_shannon": lambda a: scipy_js(a),
+    "hellinger": lambda a: np.sqrt(np.clip(1.0 - _bc(a), 0.0, None)),
+    "fisher_rao": lambda a: 2.0 * np.arccos(np.clip(_bc(a), 0.0, 1.0)),
+    "total_variation": lambda a: 0.5 * np.abs(np.subtract(*_pairs(a))).sum(-1),
+}
+
+
 def numpy_direct(a, metric):
-    """The textbook formulas, vectorized over pairs (off-diagonal entries are meaningful)."""
-    p = a[..., :, None, :]
-    q = a[..., None, :, :]
-    if metric == "total_variation":
-        return 0.5 * np.abs(p - q).sum(-1)
-    bc = np.sqrt(p * q).sum(-1)
-    if metric == "hellinger":
-        return np.sqrt(np.clip(1.0 - bc, 0.0, None))
-    return 2.0 * np.arccos(np.clip(bc, 0.0, 1.0))
+    return DIRECT[metric](a)
+
+
+def test_every_registered_distance_has_an_independent_formula():
+    assert set(DIRECT) == set(DISTANCES)
+
+
+def test_names_and_labels_come_from_the_registry():
+    from attntopo.constants import METRICS as LITERAL
+    from attntopo.plots._style import metric_name
+
+    assert LITERAL == tuple(DISTANCES)  # the torch-free Literal of annotations and the CLI
+    for name, d in DISTANCES.items():
+        assert d.name == name and metric_name(name) == d.label
+    assert len({d.column for d in DISTANCES.values()}) == len(DISTANCES)
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_disjoint_rows_are_at_the_registered_range(metric):
+    # two one-hot rows on different keys are as far apart as the distance goes
+    d = token_distances(np.eye(3), metric)
+    assert d[0, 1] == pytest.approx(DISTANCES[metric].upper, abs=1e-15)
+    assert pairwise_distance([1, 0], [0, 1], metric) == pytest.approx(DISTANCES[metric].upper,
+                                                                      abs=1e-15)
 
 
 def offdiag(n):
@@ -201,9 +232,9 @@ def test_edge_sizes():
 # ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("metric", ["hellinger", "fisher_rao", "total_variation"])
+@pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("lead", [(), (3,), (2, 3)])
-def test_other_metrics_match_direct_formulas(metric, lead):
+def test_metrics_match_direct_formulas(metric, lead):
     rng = np.random.default_rng(len(lead))
     for kind in ("dense", "zeros", "causal"):
         a = dirichlet_rows(rng, lead, 10, zeros=kind == "zeros", causal=kind == "causal")
@@ -270,7 +301,7 @@ def test_metric_properties(metric, a):
     assert not np.isnan(d).any()
     np.testing.assert_array_equal(d, np.swapaxes(d, -1, -2))  # exactly symmetric
     assert np.all(np.diagonal(d, axis1=-2, axis2=-1) == 0.0)
-    assert np.all(d >= 0.0) and np.all(d <= RANGE[metric])
+    assert np.all(d >= 0.0) and np.all(d <= DISTANCES[metric].upper)
     same = (a[:, :, None, :] == a[:, None, :, :]).all(-1)
     assert np.all(d[same] == 0.0)  # identity of indiscernibles, exactly
     assert np.all(d[~same] > 0.0)
@@ -425,11 +456,10 @@ def test_paper_compat_accepts_any_finite_rows(mode):
     assert d[1, 3] == pytest.approx(PAPER_RECIPES[mode](x[1], x[3]), abs=1e-12)
 
 
-def test_paper_compat_true_is_a_deprecated_alias_of_notebook():
+def test_paper_compat_true_is_refused():
     a = dirichlet_rows(np.random.default_rng(17), (2,), 6)
-    with pytest.warns(DeprecationWarning, match="paper_compat='notebook'"):
-        d = token_distances(a, paper_compat=True)
-    np.testing.assert_array_equal(d, token_distances(a, paper_compat="notebook"))
+    with pytest.raises(InvalidInputError, match="'notebook' or 'listing'.*got True"):
+        token_distances(a, paper_compat=True)
     for off in (False, None, np.False_):
         np.testing.assert_array_equal(token_distances(a, paper_compat=off), token_distances(a))
 

@@ -234,3 +234,116 @@ def test_distances_inside_inference_mode_on_worker_threads(monkeypatch, native):
         D = row_distances(x, n_jobs=2, chunk_elements=4096)
     ref = np.array([[[jensenshannon(p, q, base=2) for q in M] for p in M] for M in P])
     np.testing.assert_allclose(D, ref, atol=1e-7)
+
+
+# ------------------------------------------------ issue 36: pairs over the overlap of two rows
+
+def _js_fast_bound(k: int) -> float:
+    """Derived bound on the absolute error (nats) of the kernel's fast divergence of one pair
+    over ``k`` keys (tests/README.md, "The Jensen–Shannon kernel in float64"): each of the three
+    sums runs in 8 fixed lanes of at most ``k/8`` terms (``γ = (k/8 + 4) ε``, Higham §3.1) over
+    terms whose absolute values add to at most ``ln k + 1`` (``p ln p``, ``q ln q``) and
+    ``2 ln k + 2`` (``u ln u``, ``Σ u = 2``); a prefix-sum difference adds ``2 ε`` of each
+    compensated prefix (``≤ ln k``), and the halving and the ``ln 2`` term a few ``ε``."""
+    eps = 2.0**-53
+    terms = 4 * math.log(max(k, 2)) + 4
+    return 0.5 * ((k / 8 + 4) * eps * terms + 8 * eps * math.log(max(k, 2))) + 8 * eps
+
+
+def _within_derived_bound(D: np.ndarray, X: np.ndarray) -> None:
+    """Every distance of ``D`` (rows of ``X``) against the cancellation-free NumPy reference: the
+    fast pairs within the bound on the divergence carried through the square root
+    (``|√(x+δ) − √x| ≤ δ / (√(x+δ) + √x)``, base 2), and within JS_EVAL_ATOL; the pairs under
+    the cutoff (recomputed) within 1e-9 relative, as before."""
+    from _tolerances import JS_EVAL_ATOL
+
+    k = X.shape[-1]
+    delta = _js_fast_bound(k) / math.log(2.0)
+    for i in range(X.shape[0]):
+        for j in range(i + 1, X.shape[0]):
+            ref = pairwise_distance(X[i], X[j])
+            got = D[i, j]
+            if ref * ref * math.log(2.0) > 2e-6:  # clearly above the cutoff: the fast sums
+                assert abs(got - ref) <= delta / (got + ref) + 4e-16 * ref, (i, j, got, ref)
+                assert abs(got - ref) <= JS_EVAL_ATOL
+            else:
+                assert got == pytest.approx(ref, rel=1e-9, abs=1e-15), (i, j)
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("n", [9, 64, 200])
+def test_causal_pairs_over_their_overlap_within_the_derived_bound(monkeypatch, n, native):
+    """Causal rows: the pair sum runs over the earlier row's keys and the later row's part there
+    comes from its prefix sums (C kernel; the torch path sums a tile over its group's keys, with
+    the per-row sums over the same keys); the distances against the accurate reference, also for
+    pairs just above the cutoff (a later row that is an earlier one plus a little mass beyond
+    it)."""
+    if not native:
+        monkeypatch.setenv("ATTNTOPO_NATIVE", "0")
+    elif not _native.available():
+        pytest.skip("the C kernel is not built here")
+    rng = np.random.default_rng(n)
+    X = _rows(rng, 1, n, n, causal=True)[0]
+    for i, j, eps in [(2, 5, 3e-6), (n // 2, n - 1, 1e-5), (1, n // 3, 1e-4), (n - 3, n - 2, 3e-7)]:
+        row = X[i] * (1 - eps)
+        row[i + 1 : j + 1] = eps / (j - i)  # JS ≈ ½ ln 2 · eps · …: around the cutoff
+        X[j] = row
+    D = row_distances(X)
+    _within_derived_bound(D, X)
+    assert D[2, 5] > 0
+
+
+@needs_kernel
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(min_value=2, max_value=14),
+    st.integers(min_value=1, max_value=40),
+    st.integers(min_value=0, max_value=2**31 - 1),
+)
+# two rows that may share no key
+@example(m=2, k=4, seed=0)
+def test_rows_with_zeros_anywhere_are_within_the_derived_bound(m, k, seed):
+    """Rows nonzero on a random interval with random interior zeros (leading and trailing
+    zeros: a row whose nonzero keys all lie in the overlap keeps its whole sum, the other its
+    prefix sums on the overlap), against the accurate reference."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((m, k))
+    for i in range(m):
+        lo = int(rng.integers(0, k))
+        hi = int(rng.integers(lo + 1, k + 1))
+        w = rng.dirichlet(np.full(hi - lo, 0.7))
+        w[rng.random(hi - lo) < 0.2] = 0.0
+        w[0] += 1e-3  # the row's first key stays nonzero
+        X[i, lo:hi] = w / w.sum()
+    if seed % 3 == 0 and m > 2:
+        X[1] = X[0]  # identical rows: exactly 0
+    D = row_distances(X)
+    _within_derived_bound(D, X)
+    if seed % 3 == 0 and m > 2:
+        assert D[0, 1] == 0.0
+    disjoint = np.array([[not np.any((X[i] > 0) & (X[j] > 0)) for j in range(m)] for i in range(m)])
+    # the maximum (½ ln 2 (M_p + M_q) with masses 1 within round-off)
+    np.testing.assert_allclose(D[disjoint & ~np.eye(m, dtype=bool)], 1.0, rtol=0, atol=1e-15)
+
+
+@needs_kernel
+@pytest.mark.parametrize("eps", [1e-13, 1e-10, 1e-7, 1e-4])
+def test_nearly_identical_causal_rows_are_recomputed_accurately(eps):
+    """A later causal row that nearly equals an earlier one (a little mass beyond it): under
+    the cutoff the cancellation-free form gives the 50-digit value to 1e-10 relative."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 50
+    rng = np.random.default_rng(13)
+    X = _rows(rng, 1, 48, 48, causal=True)[0]
+    row = X[20] * (1 - eps)
+    row[21:30] = eps / 9
+    X[40] = row
+    p, q = X[20], X[40]
+    s = mpmath.mpf(0)
+    for x, y in zip(p, q):
+        x, y = mpmath.mpf(float(x)), mpmath.mpf(float(y))
+        mid = (x + y) / 2
+        s += (x * mpmath.log(x / mid) if x > 0 else 0) + (y * mpmath.log(y / mid) if y > 0 else 0)
+    ref = float(mpmath.sqrt(s / 2 / mpmath.log(2)))
+    D = row_distances(X)
+    assert D[20, 40] == pytest.approx(ref, rel=1e-10, abs=0)

@@ -3,6 +3,7 @@ and a new set is one record plus its function."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from attntopo.features._registry import FEATURE_SETS, FeatureSet, sets_table
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 ST = F.FeatureSettings(sets=tuple(FEATURE_SETS)).st()
+SETTINGS = tuple(f.name for f in dataclasses.fields(F.FeatureSettings))
 
 
 def test_docs_table_is_the_registry():
@@ -45,12 +47,14 @@ def test_lists_derive_from_the_registry():
     assert set(_compute.PAIR_SETS) == {n for n, s in sets.items() if s.input == "pair"}
     assert set(_layers.JS_SETS) == {n for n, s in sets.items() if s.on_distances}
     assert set(_layers.MODEL_SETS) == {n for n, s in sets.items() if s.per_text}
-    from attntopo.cli._corpus import _drop_sets, _sets_help
+    from attntopo.cli._corpus import _sets_help
 
+    drop_help = dataclasses.fields(F.FeatureSettings)[SETTINGS.index("drop_special")].metadata[
+        "cli"].text()
     for name in sets:
         assert f"``{name}``" in F.__doc__
         assert name in _sets_help()
-    assert all(n in _drop_sets() for n, s in sets.items() if s.drops_special)
+        assert (name in drop_help) == sets[name].drops_special
     # the settings accept exactly the registry's names
     for name in sets:
         F.FeatureSettings(sets=(name,))
@@ -89,14 +93,14 @@ def test_a_new_set_is_one_record(monkeypatch):
         "row_max", "mean of each row's largest weight", "test",
         lambda st: ["mean"], head=lambda g: g.Wr.max(-1).mean(-1)[:, None],
         drops_special=True))
-    monkeypatch.setitem(_registry._SETS, "h0_total", FeatureSet(
-        "h0_total", "total H0 persistence", "test", lambda st: ["total"],
+    monkeypatch.setitem(_registry._SETS, "js_h0_total", FeatureSet(
+        "js_h0_total", "total H0 persistence", "test", lambda st: ["total"],
         diagrams=lambda dgms, sizes, st: np.array(
             [[float(np.sum(np.diff(g.finite(0), axis=1)))] for g in dgms])))
     atts = _atts(np.random.default_rng(3), [6, 8])
-    table = F.features(atts, sets=("row_max", "h0_total"), drop_special=True, n_jobs=1)
+    table = F.features(atts, sets=("row_max", "js_h0_total"), drop_special=True, n_jobs=1)
     assert list(table.columns[:2]) == ["L0H0.row_max.mean", "L0H1.row_max.mean"]
-    assert table.columns[6] == "L0H0.h0_total.total"
+    assert table.columns[6] == "L0H0.js_h0_total.total"
     for k, a in enumerate(atts):
         real = a.drop_special()
         n = real.n_tokens

@@ -172,12 +172,27 @@ def _labelled_table(rng, informative):
     return FeatureTable(values, cols, np.arange(n), [""] * n), y
 
 
-@pytest.mark.parametrize("criterion", ["cv_accuracy", "anova"])
+@pytest.mark.parametrize("criterion", ["cv_accuracy", "anova", "difference"])
 def test_select_heads_finds_the_informative_head(criterion):
     t, y = _labelled_table(np.random.default_rng(3), (1, 0))
     assert select_heads(t, y, 1, criterion=criterion) == [(1, 0)]
     scores = head_scores(t.to_pandas(), y, criterion=criterion)
     assert max(scores, key=scores.get) == (1, 0) and len(scores) == 4
+
+
+def test_difference_criterion_is_the_signed_difference_of_the_class_means():
+    t, y = _labelled_table(np.random.default_rng(8), (0, 1))
+    v = t.values.copy()
+    v[:, 9] -= 5.0 * y  # L1H1's first column falls with the positive class
+    t = FeatureTable(v, t.columns, t.index, t.texts)
+    scores = head_scores(t, y, criterion="difference")
+    for (layer, head), got in scores.items():
+        cols = [k for k, c in enumerate(t.columns) if c.startswith(f"L{layer}H{head}.")]
+        want = np.mean(v[y == 1][:, cols].mean(0) - v[y == 0][:, cols].mean(0))
+        assert got == pytest.approx(want, abs=1e-12)
+    assert max(scores, key=scores.get) == (0, 1) and min(scores, key=scores.get) == (1, 1)
+    with pytest.raises(InvalidInputError, match="compares two classes; y has 3"):
+        head_scores(t, np.arange(len(y)) % 3, criterion="difference")
 
 
 def test_select_heads_refuses_one_class_and_too_many_heads():

@@ -11,7 +11,7 @@ from _synthetic import text_attention
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.figure import Figure
 
-from attntopo.analyses.compare import compare, phrase_topology
+from attntopo import compare, phrase_topology
 from attntopo.errors import InvalidInputError
 from attntopo.plots import save_figure
 from attntopo.plots.compare import (

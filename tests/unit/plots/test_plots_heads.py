@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from attntopo.analyses.heads import compare_models, head_space
+from attntopo import compare_models, head_space
 from attntopo.attention import Attention
 from attntopo.errors import InvalidInputError
 from attntopo.plots import save_figure

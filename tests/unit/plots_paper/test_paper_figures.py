@@ -32,8 +32,7 @@ from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
 
 import attntopo as at  # noqa: E402
 from attntopo import plots  # noqa: E402
-from attntopo.analyses.compare import compare, phrase_topology  # noqa: E402
-from attntopo.analyses.heads import head_space  # noqa: E402
+from attntopo import compare, head_space, phrase_topology  # noqa: E402
 from attntopo.plots import _style as S  # noqa: E402
 from attntopo.plots._labels import TokenLabels, separate_points  # noqa: E402
 from attntopo.plots._layout import display_labels  # noqa: E402

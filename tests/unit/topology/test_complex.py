@@ -138,17 +138,15 @@ def test_complex_validation():
         complex_at(np.zeros((30, 30)), 1.0, max_simplices=100)
 
 
-def test_complex_maxdim_is_a_deprecated_name_of_max_simplex_dim():
+def test_complex_takes_max_simplex_dim_only():
+    """``maxdim`` (a homology dimension elsewhere) was renamed before the first release."""
     D = np.array([[0, 0.1, 0.2], [0.1, 0, 0.15], [0.2, 0.15, 0]])
-    with pytest.warns(DeprecationWarning, match="max_simplex_dim") as rec:
-        old = complex_at(D, 0.2, maxdim=1)
-    assert rec[0].filename == __file__
     new = complex_at(D, 0.2, max_simplex_dim=1)
-    assert old.max_simplex_dim == new.max_simplex_dim == 1 and old.triangles == new.triangles == []
-    assert complex_at(D, 0.2, 1).triangles == []  # positional: unchanged
-    with pytest.warns(DeprecationWarning, match="Complex.max_simplex_dim") as rec:
-        assert new.maxdim == 1
-    assert rec[0].filename == __file__
+    assert new.max_simplex_dim == 1 and new.triangles == []
+    assert complex_at(D, 0.2, 1).triangles == []  # positional: the same argument
+    with pytest.raises(TypeError, match="unexpected keyword argument 'maxdim'"):
+        complex_at(D, 0.2, maxdim=1)
+    assert not hasattr(new, "maxdim")
 
 
 def test_complex_single_token():

@@ -402,16 +402,6 @@ def test_betti_property(g, eps):
     assert g.betti(eps).tolist() == by_hand
 
 
-def test_summary_keys_is_a_deprecated_alias_of_summary_stats():
-    import attntopo.topology as topology
-    import attntopo.topology.diagram as diagram
-
-    for module in (topology, diagram):
-        with pytest.warns(DeprecationWarning, match="SUMMARY_STATS") as rec:
-            assert module.SUMMARY_KEYS is SUMMARY_STATS
-        assert rec[0].filename == __file__  # the warning points at the caller
-
-
 def test_entropy_is_finite_when_a_lifetime_divides_to_zero():
     """5e-324 / 2 rounds to 0: -p log p must be 0 there, not 0 * inf = nan."""
     g = Diagram([np.array([[0.0, 5e-324], [0.0, 1.0], [0.0, 1.0]])], maxdim=0)
