@@ -189,3 +189,20 @@ def test_the_container_selects_groups_and_reads_short():
                        "smollm2, seed 0)")
     df = d.to_pandas()
     assert list(df.columns[:3]) == ["prompt", "label", "answer"] and len(df) == 3
+
+
+def test_the_end_of_turn_tokens():
+    from types import SimpleNamespace
+
+    from attntopo.datasets._hallucination import _end_of_turn
+
+    chatml = SimpleNamespace(get_vocab=lambda: {"<|im_end|>": 2, "<|endoftext|>": 0},
+                             convert_tokens_to_ids=lambda t: 2, eos_token_id=0)
+    assert _end_of_turn(chatml, SimpleNamespace()) == [2]
+    llama = SimpleNamespace(get_vocab=lambda: {"<|eot_id|>": 9}, eos_token_id=7)
+    config = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=[7, 9]))
+    assert _end_of_turn(llama, config) == [7, 9]
+    assert _end_of_turn(llama, SimpleNamespace()) == [7]
+    bare = SimpleNamespace(get_vocab=dict, eos_token_id=None)
+    with pytest.raises(InvalidInputError, match="the model names no end-of-turn token"):
+        _end_of_turn(bare, SimpleNamespace())
