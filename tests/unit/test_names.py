@@ -36,6 +36,7 @@ RETIRED = {
     "gpu": "device",
     "texts_or_atts": "texts",
     "text_or_path": "text",
+    "texts_or_path": "texts",
 }
 
 #: (qualified name, parameter) still spelled the retired way: renames in progress (issue 29).

@@ -99,7 +99,7 @@ class Prepared:
 
 
 def prepare(
-    texts_or_path: Any,
+    texts: Any,
     out: Any,
     *,
     model: Any = "minilm",
@@ -149,7 +149,7 @@ def prepare(
     check_selection(model, *(settings_options.get(k) if settings_options.get(k) is not None
                              else getattr(given, k, None) for k in ("layers", "heads")))
     path = check_store_path(out)
-    inp = open_input(texts_or_path, text_column=text_column, id_column=id_column,
+    inp = open_input(texts, text_column=text_column, id_column=id_column,
                      input_format=input_format, encoding=encoding, answer_column=answer_column)
     lock = None
     try:
@@ -529,7 +529,7 @@ class _RateBar(Reporter):
 
 # ------------------------------------------------------------------ the entry point
 def run(
-    texts_or_path: Any,
+    texts: Any,
     out: Any,
     *,
     model: Any = "minilm",
@@ -559,7 +559,7 @@ def run(
 
     Parameters
     ----------
-    texts_or_path : str, path, list of str, pandas.DataFrame or pyarrow.Table
+    texts : str, path, list of str, pandas.DataFrame or pyarrow.Table
         A text file (one text per line), JSONL, CSV/TSV or Parquet file, ``"-"`` for stdin,
         or texts in memory (see :func:`~attntopo.corpus.open_input`).
     out : str or path
@@ -692,7 +692,7 @@ def run(
         )
     with _full_disk_is_one_line(out):
         prep = prepare(
-            texts_or_path, out, model=model, settings=settings,
+            texts, out, model=model, settings=settings,
             keep_diagrams=keep_diagrams, keep_text=keep_text, batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, answer_column=answer_column,
             input_format=input_format, encoding=encoding, new_store=new_store, append=append,
