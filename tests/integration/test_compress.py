@@ -77,7 +77,9 @@ def test_result_round_trip(minilm, tmp_path):
 
 
 def test_table(minilm):
-    t = compression_table(minilm, [TEXT], scales=[0.0, 0.4], methods=["persistence", "random"])
+    t = compression_table([TEXT], minilm, scales=[0.0, 0.4], methods=["persistence", "random"])
+    with pytest.raises(InvalidInputError, match="texts must be a string or a list of strings, got AttentionModel"):
+        compression_table(minilm, [TEXT], scales=[0.4])  # the texts come first
     assert t["method"].tolist() == ["persistence", "random", "persistence", "random"]
     assert t["compression"][0] == 1.0 and t["cosine"][0] == pytest.approx(1.0, abs=1e-12)
 

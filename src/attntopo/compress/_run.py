@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .._validation import check_choice, check_number
+from .._validation import check_choice, check_number, check_texts
 from ..constants import DEFAULT_MODEL
 from ..analyses.building import Columns, Result, read_array
 from ..errors import InvalidInputError, ResultFormatError
@@ -314,14 +314,16 @@ def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads
     )
 
 
-def compression_table(model: Any, texts: Sequence[str], *, scales: Sequence[Any], methods: Sequence[str] = METHODS,
-                      representative: str = "barycenter", layers: Any = None, heads: Any = None,
-                      seed: int = 0) -> Columns:
+def compression_table(texts: Sequence[str], model: Any = DEFAULT_MODEL, *, scales: Sequence[Any],
+                      methods: Sequence[str] = METHODS, representative: str = "barycenter",
+                      layers: Any = None, heads: Any = None, seed: int = 0) -> Columns:
     """Mean compression and effect over ``texts`` for every method and scale: one row each.
 
     Columns: ``method``, ``scale``, ``compression`` (mean distinct rows / n), and ``cosine`` or
-    ``kl``, ``perplexity_ratio`` (compressed / unmodified), each a mean over the texts.
+    ``kl``, ``perplexity_ratio`` (compressed / unmodified), each a mean over the texts.  The
+    texts come first, as in every analysis.
     """
+    texts = check_texts(texts)
     rows: list[dict] = []
     for scale in scales:
         for method in methods:
