@@ -75,12 +75,14 @@ def _gpu_peak(device: str) -> int | None:
 
 
 def measure(fn, device: str) -> dict:
-    """Time, extra peak host memory and peak GPU memory of one call."""
+    """Time, the process's CPU time (all threads), extra peak host memory and peak GPU memory
+    of one call."""
     gc.collect()
     _gpu_peak_reset(device)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     extra, _ = _llama.extra_peak(fn)
-    return {"s": time.perf_counter() - t0, "host_extra": extra, "gpu_peak": _gpu_peak(device)}
+    return {"s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+            "host_extra": extra, "gpu_peak": _gpu_peak(device)}
 
 
 STEPS = ("forward", "prompt_attention", "prompt_js", "prompt_attention_rag", "prompt_js_rag",
@@ -240,7 +242,10 @@ def render(res: dict) -> str:
              f"{', CUDA: ' + res['gpu'] if res.get('gpu') else ', no GPU'}); load average at the "
              f"start {mc.get('loadavg')}; torch {vs.get('torch')}, transformers "
              f"{vs.get('transformers')}.  Times are one call each; a shared machine makes them "
-             "noisy, the ratios less so (each is taken within one run).", ""]
+             "noisy, the ratios less so (each is taken within one run).  CPU time is the "
+             "process's, all threads (where recorded): the work done, which other jobs on the "
+             "machine do not lengthen (torch's threads also count time spent waiting at a "
+             "barrier).", ""]
     for model in res["models"]:
         title = (f"{model['shape']} shape ({model['layers']} layers x {model['heads']} heads, "
                  f"{model['kv_heads']} KV heads), {model['dtype']} on {model['device']}")
@@ -254,19 +259,20 @@ def render(res: dict) -> str:
                         if rag else "")
             parts += [f"**{row['n']} tokens** (all layers' float32 attention: "
                       f"{row['attention_bytes'] / 2**20:,.0f} MiB{when}{rag_note})", "",
-                      "| step | time (s) | x forward | extra peak host (MiB) | peak GPU (MiB) |",
-                      "|---|---|---|---|---|"]
+                      "| step | time (s) | x forward | CPU time (s) | extra peak host (MiB) "
+                      "| peak GPU (MiB) |", "|---|---|---|---|---|---|"]
             for key, label in LABELS:
                 r = row.get(key, {"skipped": "not a step of that run"})
                 if r.get("earlier_run"):
                     label += f" (earlier run, {r['earlier_run']}, its own forward pass)"
                 if "skipped" in r:
                     ratio = "" if r.get("ratio") is None else f"~{r['ratio']:.0f}"
-                    parts.append(f"| {label} | skipped: {r['skipped']} | {ratio} | | |")
+                    parts.append(f"| {label} | skipped: {r['skipped']} | {ratio} | | | |")
                     continue
                 ratio = "1" if key == "forward" else f"{r['ratio']:.2f}"
-                parts.append(f"| {label} | {r['s']:.2f} | {ratio} | {_mib(r['host_extra'])} | "
-                             f"{_mib(r['gpu_peak'])} |")
+                cpu = "–" if r.get("cpu_s") is None else f"{r['cpu_s']:.1f}"
+                parts.append(f"| {label} | {r['s']:.2f} | {ratio} | {cpu} | "
+                             f"{_mib(r['host_extra'])} | {_mib(r['gpu_peak'])} |")
             parts.append("")
     parts += goals(res)
     return "\n".join(parts)
@@ -296,6 +302,10 @@ def goals(res: dict) -> list[str]:
             why = (miss.get("skipped", "not run") if miss else
                    ("no GPU here" if device == "cuda" else "not run"))
             lines.append(f"- {what}: not measured ({why}).")
+        elif r.get("earlier_run") and ref == "forward":  # kept with its own run's ratio
+            verdict = "met" if r["ratio"] <= most else "missed"
+            lines.append(f"- {what}: **{r['ratio']:.2f}x, {verdict}** (the run of "
+                         f"{r['earlier_run']}).")
         elif r.get("earlier_run") != base.get("earlier_run"):
             lines.append(f"- {what}: not measured in one run.")
         else:
@@ -364,14 +374,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="why the steps left out by --steps were left out (shown in the report)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other token counts' rows from the --json file of an earlier run")
+    ap.add_argument("--render", action="store_true",
+                    help="measure nothing: write the report of the --json file's results")
     ap.add_argument("--out", type=Path, default=None, help="markdown report")
     ap.add_argument("--json", type=Path, default=None, help="raw results")
     args = ap.parse_args(argv)
     steps = tuple(x.strip() for x in args.steps.split(",") if x.strip())
     if set(steps) - set(STEPS):
         ap.error(f"--steps: unknown {sorted(set(steps) - set(STEPS))}; choose from {', '.join(STEPS)}")
-    if args.merge and (args.json is None or not args.json.is_file()):
-        ap.error("--merge needs --json naming an earlier run's results")
+    if (args.merge or args.render) and (args.json is None or not args.json.is_file()):
+        ap.error("--merge and --render need --json naming an earlier run's results")
     import torch
 
     tokens = ([int(x) for x in args.tokens.split(",")] if args.tokens else
@@ -386,13 +398,18 @@ def main(argv: list[str] | None = None) -> int:
     res = {"machine": machine_info(), "versions": versions(), "tokens": tokens, "models": [],
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+    if args.render:
+        res, plans = json.loads(args.json.read_text()), []
+        argv = res.get("argv", argv)
+    else:
+        res["argv"] = argv if argv is not None else sys.argv[1:]
     for shape, device, dtype in plans:
         res["models"].append(run(shape, tokens, device, dtype, args.budget, log, steps,
                                  args.skip_reason))
         gc.collect()
     if args.merge:
         res = merged(json.loads(args.json.read_text()), res)
-    if args.json is not None:  # the measurements first: a report that fails to render loses none
+    if args.json is not None and not args.render:  # the measurements first: none lost
         _write(args.json, json.dumps(res, indent=1, default=float))
     report = ("# LLM scale benchmark\n\n> Generated by `python benchmarks/llm_bench.py "
               + shlex.join(argv if argv is not None else sys.argv[1:])

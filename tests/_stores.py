@@ -9,10 +9,12 @@ import numpy as np
 import pyarrow as pa
 
 from attntopo.corpus import CorpusSettings, Store, feature_columns, open_input, output_schema
+from attntopo.features import FeatureSettings
 
 SETTINGS = CorpusSettings(
     model="toy", model_hash="sha256:" + "1" * 64, revision=None, attntopo_version="0.0",
-    sets=("js",), layers=(0,), heads=(0, 3), thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,),
+    features=FeatureSettings(sets=("js",), layers=(0,), heads=(0, 3), thresholds=(0.1,),
+                             scales=(0.5,), quantiles=(0.5,)),
     keep_diagrams=False, batch_size=4,
 )
 

@@ -28,10 +28,8 @@ Only :mod:`attntopo.errors` and :mod:`attntopo.constants` are imported, so every
 
 from __future__ import annotations
 
-import functools
 import math
 import re
-import warnings
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -65,7 +63,6 @@ __all__ = [
     "check_index",
     "check_indices",
     "refused_path",
-    "renamed_arguments",
 ]
 
 
@@ -584,42 +581,3 @@ def refused_path(what: str) -> Iterator[None]:
         raise
     except (OSError, ValueError) as e:
         raise InvalidInputError(f"{what}: {getattr(e, 'strerror', None) or e}") from None
-
-
-# ----------------------------------------------------------------------- renames
-def renamed_arguments(**renames: str):
-    """Decorator: keyword arguments renamed under the project's glossary (docs/api.md, Names).
-
-    ``@renamed_arguments(n_threads="n_jobs")`` lets callers still write the old keyword for
-    one release: it is passed on under the new name with a :class:`DeprecationWarning` that
-    names the new one, attributed to the caller.  Giving both spellings is an
-    :class:`~attntopo.errors.InvalidInputError`.  ``inspect.signature`` of the decorated
-    function shows the new names only (``functools.wraps``); the map of old to new names is
-    kept in ``__renamed_arguments__`` (the glossary test reads it).
-    """
-
-    def decorate(fn):
-        # a class's constructor is named after the class: "Attention(layer_ids=...)"
-        name = fn.__qualname__.rsplit(".", 2)[-2] if fn.__name__ == "__init__" else fn.__name__
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            for old, new in renames.items():
-                if old in kwargs:
-                    if new in kwargs:
-                        raise InvalidInputError(
-                            f"{name}: give {new}= only ({old}= is its deprecated name)"
-                        )
-                    warnings.warn(
-                        f"{name}({old}=...) is deprecated: write {new}=... "
-                        f"(the same value; docs/api.md, Names)",
-                        DeprecationWarning,
-                        stacklevel=2,
-                    )
-                    kwargs[new] = kwargs.pop(old)
-            return fn(*args, **kwargs)
-
-        wrapper.__renamed_arguments__ = {**getattr(fn, "__renamed_arguments__", {}), **renames}
-        return wrapper
-
-    return decorate

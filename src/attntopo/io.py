@@ -17,7 +17,7 @@ Layout (format version 2)
 ``"storage": {"arrays": <array file name>, "extra_files": {<name>: <SHA-256 hex of its bytes>}}``.
 :func:`load_payload` reads the JSON and then the array file it names, so a reader only ever sees
 the result through the JSON last committed.  Format 1 folders (a fixed ``arrays.npz``, no
-``storage``) are still read; the next save into one converts it.
+``storage``, written before the first release) are refused in one line.
 
 Saving
 ------
@@ -30,8 +30,8 @@ The commit point of a save is one ``os.replace`` of ``attntopo.json``:
    ``attntopo.json``, fsync the folder.
 3. *publish*: rename each staged extra file to its fixed name (one atomic rename each), fsync.
 4. *sweep*: remove every other entry of the folder: the previous array file, extra files that the
-   new result does not have, leftovers of interrupted saves, anything else.  As with format 1's
-   whole-folder replacement, an overwrite leaves the folder holding exactly the new result.
+   new result does not have, leftovers of interrupted saves, anything else.  An overwrite leaves
+   the folder holding exactly the new result.
 
 A save into a folder that does not exist yet (or is empty) runs the same steps in a hidden sibling
 ``.<name>.<hex>.new/`` and then renames that folder to the target in one step: the target is
@@ -47,9 +47,8 @@ folder is fsynced before a step that depends on it):
   end of step 3 the new result can sit beside extra files of the previous save; the SHA-256 values
   in ``storage.extra_files`` tell which files belong to the result.
 * The next save into the same target removes what an interrupted save left: staging folders,
-  temporary files and unreferenced array files inside, ``.<name>.<hex>.new`` folders beside it,
-  and the ``.<name>.<8 characters>.tmp`` / ``.old`` folders of format 1's two-rename scheme (a
-  ``.old`` folder that holds the only copy, because the target is gone, is first put back).
+  temporary files and unreferenced array files inside, and ``.<name>.<hex>.new`` folders beside
+  it.
 
 Saves into one folder are serialized by an exclusive ``flock`` on it (POSIX; the kernel drops
 the lock when the process dies); a reader that races a save retries when the array file named by
@@ -107,7 +106,7 @@ __all__ = [
 
 FORMAT_VERSION = 2
 META_FILE = "attntopo.json"
-#: Name of the array file in format 1 folders; format 2 names it ``arrays-<hash>.npz`` in the JSON.
+#: Name of the array file while a save stages it; the result names it ``arrays-<hash>.npz``.
 ARRAYS_FILE = "arrays.npz"
 _ARRAYS_NAME = re.compile(r"arrays-[0-9a-f]{16}\.npz")
 _OWN_PREFIX = ".attntopo-"
@@ -476,10 +475,9 @@ def _write_result(
 
 
 def _remove_leftovers_beside(target: Path) -> None:
-    """Remove (or, for a lost target, put back) what interrupted saves left beside ``target``."""
-    # .<name>.<16 hex>.new: this module's; .<name>.<8 of [a-z0-9_]>.tmp/.old: format 1's (mkdtemp)
+    """Remove what interrupted saves left beside ``target`` (``.<name>.<16 hex>.new`` folders)."""
     name = re.escape(target.name)
-    pattern = re.compile(rf"\.{name}\.(?:[0-9a-f]{{16}}\.new|[a-z0-9_]{{8}}\.(?:tmp|old))")
+    pattern = re.compile(rf"\.{name}\.[0-9a-f]{{16}}\.new")
     try:
         entries = sorted(os.scandir(target.parent), key=lambda e: e.name)
     except OSError:
@@ -493,10 +491,7 @@ def _remove_leftovers_beside(target: Path) -> None:
         except OSError:  # BlockingIOError: a live save is building it
             continue
         try:
-            if entry.name.endswith(".old") and not os.path.lexists(target) and _is_result_dir(path):
-                _rename(path, target)  # format 1 died between its two renames: the previous result
-            else:
-                _remove_tree(path)
+            _remove_tree(path)
         except OSError:
             pass
         finally:
@@ -663,12 +658,17 @@ def _parse_meta(raw: bytes, p: Path) -> tuple[dict, str]:
     if not isinstance(meta, dict):
         raise ResultFormatError(f"{where} holds {_json_type(meta)}, not an object: not attntopo metadata")
     version = meta.get("format_version")
-    if type(version) is not int or not 1 <= version <= FORMAT_VERSION:
+    if type(version) is int and version == 1:
+        raise ResultFormatError(
+            f"{where} is format 1 (written before the first release, with a fixed arrays.npz), "
+            f"which this attntopo does not read: compute the result again and save it"
+        )
+    if type(version) is not int or version != FORMAT_VERSION:
         short = isinstance(version, (int, float, str)) and len(repr(version)) < 30
         shown = repr(version) if short else _json_type(version)
         raise ResultFormatError(
-            f"{where}: format_version must be an integer from 1 to {FORMAT_VERSION} "
-            f"(the versions this attntopo reads), got {shown}"
+            f"{where}: format_version must be {FORMAT_VERSION} (the version this attntopo "
+            f"reads), got {shown}"
         )
     kind = meta.get("kind")
     if not isinstance(kind, str):
@@ -676,8 +676,6 @@ def _parse_meta(raw: bytes, p: Path) -> tuple[dict, str]:
             f"{where} names no result kind" if "kind" not in meta
             else f"{where}: the result kind must be a string, got {_json_type(kind)}"
         )
-    if version == 1:
-        return meta, ARRAYS_FILE
     storage = meta.pop("storage", None)
     name = storage.get("arrays") if isinstance(storage, dict) else None
     if not isinstance(name, str) or not _ARRAYS_NAME.fullmatch(name):

@@ -17,6 +17,7 @@ training folds.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without scikit-l
         "attntopo.sklearn needs scikit-learn: pip install 'attntopo[features]'"
     ) from exc
 
-from .features import FeatureSettings, feature_names, features
+from .features import SETTING_NAMES, FeatureSettings, feature_names, features
 from .features.pipeline import (
     HEAD_CRITERIA,
     best_heads,
@@ -106,18 +107,13 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         are computed; the estimator never holds the weights.
     settings : FeatureSettings, optional
         Every feature setting in one record (:class:`attntopo.features.FeatureSettings`).
-        The parameters ``sets`` … ``engine`` below are its fields, one parameter each, so
-        that ``GridSearchCV`` can search them (``param_grid={"topo__thresholds":
-        [(0.05,), (0.1, 0.5)]}``); a parameter left at None takes the value of ``settings``
-        (or FeatureSettings' default), one given as well must agree with ``settings``.
-    sets : tuple of str, optional
-        Feature sets (see :data:`attntopo.features.FEATURE_SETS`); default
-        :data:`~attntopo.features.DEFAULT_SETS`.
-    layers, heads : int or list of int, optional
-        0-based model indices; all by default.
-    metric, thresholds, scales, quantiles, cycle_cap, drop_special, min_persistence, engine, prompt_quantities : optional
-        The feature settings of :func:`attntopo.features.features` (None: the default, so
-        ``drop_special`` is False: special tokens kept).
+    **setting_values
+        One parameter per field of :class:`~attntopo.features.FeatureSettings` (``sets``,
+        ``layers``, ``metric``, ``thresholds``, …: the one list
+        :data:`attntopo.features.SETTING_NAMES`), so that ``GridSearchCV`` can search them
+        (``param_grid={"topo__thresholds": [(0.05,), (0.1, 0.5)]}``); a parameter left at
+        None takes the value of ``settings`` (or the setting's default), one given as well
+        must agree with ``settings``; another name is a TypeError.
     truncate, batch_size, n_jobs
         As in :func:`attntopo.features.features` (how the work runs, not what it computes).
     memory : None, str, path or joblib.Memory
@@ -149,46 +145,35 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
     def __init__(
         self,
         model: str = "minilm",
-        sets: tuple[str, ...] | None = None,
-        layers=None,
-        heads=None,
-        metric: str | None = None,
-        drop_special: bool | None = None,
+        *,
+        settings: FeatureSettings | None = None,
         truncate: bool = False,
         batch_size: int = 16,
         n_jobs: int | None = None,
         memory: Any = None,
         verbose: int = 0,
-        min_persistence: float | None = None,
         drop_constant: bool = False,
-        thresholds: tuple[float, ...] | None = None,
-        scales: tuple[float, ...] | None = None,
-        quantiles: tuple[float, ...] | None = None,
-        cycle_cap: int | None = None,
-        engine: str | None = None,
-        prompt_quantities: tuple[str, ...] | None = None,
-        settings: FeatureSettings | None = None,
+        **setting_values: Any,
     ) -> None:
+        unknown = [k for k in setting_values if k not in SETTING_NAMES]
+        if unknown:
+            raise TypeError(f"AttentionFeatures() got an unexpected keyword argument "
+                            f"{unknown[0]!r} (the feature settings are {', '.join(SETTING_NAMES)})")
         self.model = model
         self.settings = settings
-        self.sets = sets
-        self.layers = layers
-        self.heads = heads
-        self.metric = metric
-        self.thresholds = thresholds
-        self.scales = scales
-        self.quantiles = quantiles
-        self.cycle_cap = cycle_cap
-        self.drop_special = drop_special
-        self.min_persistence = min_persistence
-        self.engine = engine
-        self.prompt_quantities = prompt_quantities
+        for name in SETTING_NAMES:  # one parameter per feature setting, stored as given
+            setattr(self, name, setting_values.get(name))
         self.truncate = truncate
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.memory = memory
         self.verbose = verbose
         self.drop_constant = drop_constant
+
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """scikit-learn's parameters: ``__init__``'s own and one per feature setting."""
+        return sorted(set(super()._get_param_names()) | set(SETTING_NAMES))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -201,12 +186,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         """The :class:`~attntopo.features.FeatureSettings` of the parameters (checked: a bad
         value, or a parameter that disagrees with ``settings``, is an InvalidInputError)."""
         return FeatureSettings.resolve(
-            self.settings, sets=self.sets, layers=self.layers, heads=self.heads,
-            metric=self.metric, thresholds=self.thresholds, scales=self.scales, quantiles=self.quantiles,
-            cycle_cap=self.cycle_cap, drop_special=self.drop_special,
-            min_persistence=self.min_persistence, engine=self.engine,
-            prompt_quantities=self.prompt_quantities,
-        )
+            self.settings, **{name: getattr(self, name, None) for name in SETTING_NAMES})
 
     def _check_model(self) -> str:
         if not isinstance(self.model, str) or not self.model:
@@ -301,6 +281,19 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         """Column names of :meth:`transform` (``input_features`` is ignored: inputs are texts)."""
         check_is_fitted(self, "feature_names_out_")
         return self.feature_names_out_.copy()
+
+
+def _with_settings(init: Any) -> None:
+    """Show the feature settings in ``init``'s signature (help, IDEs, scikit-learn's repr):
+    ``**setting_values`` becomes one keyword-only parameter per setting, default None."""
+    sig = inspect.signature(init)
+    params = [p for p in sig.parameters.values() if p.kind != p.VAR_KEYWORD]
+    params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
+               for name in SETTING_NAMES]
+    init.__signature__ = sig.replace(parameters=params)
+
+
+_with_settings(AttentionFeatures.__init__)
 
 
 class SelectHeads(TransformerMixin, BaseEstimator):

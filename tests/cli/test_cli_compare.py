@@ -28,7 +28,7 @@ def test_help(cmd):
     assert r.returncode == 0, r.stderr
     assert "Examples" in r.stdout and f"attntopo {cmd}" in r.stdout
     opts = (
-        ("--model", "--layer", "--head", "--threshold", "--highlight", "--align", "--out", "--json", "--plots")
+        ("--model", "--layer", "--head", "--scale", "--highlight", "--align", "--out", "--json", "--plots")
         if cmd == "compare"
         else ("--context", "--model", "--layer", "--head", "--json", "--out")
     )
@@ -40,7 +40,7 @@ def test_help(cmd):
     "args, fragment",
     [
         (["compare", A, " "], "at least one word"),
-        (["compare", A, B, "--threshold", "-1"], "--threshold"),
+        (["compare", A, B, "--scale", "-1"], "--scale must be"),
         (["compare", A, B, "--maxdim", "3"], "--maxdim"),
         (["compare", A, B, "--align", "0-5"], "--align expects pairs"),
         (["compare", A, B, "--align-tokens"], "--align-tokens needs --align"),
@@ -86,11 +86,11 @@ def test_compare_short_texts_rank_by_h0_and_mark_ties():
 
 @pytest.mark.forward_compare
 def test_compare_json_single_head_matches_library(minilm):
-    r = run("compare", A, B, "--layer", "2", "--head", "0", "--threshold", "0.2", "--include-special",
+    r = run("compare", A, B, "--layer", "2", "--head", "0", "--scale", "0.2", "--include-special",
             "--highlight", "information", "--highlight", "theory", "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    c = at.compare(A, B, minilm, 2, 0, scale=0.2, include_special=True)
+    c = at.compare(A, B, minilm, layers=2, heads=0, scale=0.2, include_special=True)
     tol = for_model(minilm)  # the CLI's forward pass is another computation
     assert [s["key"] for s in doc["shared_tokens"]] == c.keys == ["[CLS]", "[SEP]", "information", "theory"]
     assert doc["layers"] == [2] and doc["heads"] == [0]

@@ -68,7 +68,7 @@ def test_corpus_json(made, capsys):
     code, out, err = _cli(capsys, "corpus", str(d / "t.txt"), "--out", str(d / "st"), *FAST, "--json")
     doc = json.loads(out)
     assert code == 0 and err == ""
-    assert doc["counts"]["ok"] == 3 and doc["settings"]["heads"] == [0, 5] and doc["store"] == str(d / "st")
+    assert doc["counts"]["ok"] == 3 and doc["settings"]["features"]["heads"] == [0, 5] and doc["store"] == str(d / "st")
 
 
 def test_query_table_json_and_csv_agree_with_the_library(made, capsys):
@@ -117,7 +117,8 @@ def test_a_store_made_with_drop_special_continues_only_with_the_option(made, tmp
     args = ["corpus", str(d / "t.txt"), "--out", str(st), *FAST, "--quiet"]
     code, _, err = _cli(capsys, *args, "--drop-special")
     assert code == 0, err
-    assert open_store(st).settings.drop_special is True and open_store(d / "st").settings.drop_special is False
+    assert open_store(st).settings.features.drop_special is True
+    assert open_store(d / "st").settings.features.drop_special is False
     _one_error(*_cli(capsys, *args), "was made with drop_special=True, this run has drop_special=False",
                "(drop_special=True; --drop-special)", "--new-store")
     code, out, err = _cli(capsys, *args, "--drop-special")

@@ -1,8 +1,9 @@
 """The store's Parquet parts in their own folder (issue 28 item 9): ``STORE/parts`` holds the
 parts and nothing else, so pandas, pyarrow.dataset and DuckDB take the folder (the docs'
 ``pd.read_parquet("store")`` failed on ``errors.jsonl``); a store of format version 1 (parts
-beside the manifest) still resumes, appends and answers queries, in its own layout.  Through
-the CLI's ``main``, in this process (the model loads once), as test_cli_corpus.py does."""
+beside the manifest, made before the first release) is refused in one line, and --new-store
+makes it again in the new layout.  Through the CLI's ``main``, in this process (the model loads
+once), as test_cli_corpus.py does."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import os
 import shutil
 import subprocess
 
-import numpy as np
 import pytest
 
 import attntopo.cli  # noqa: F401 - the app and its other commands
@@ -91,30 +91,20 @@ def _as_version_1(store) -> None:
     sums.write_text(sums.read_text().replace("  parts/", "  "))
 
 
-def test_a_version_1_store_resumes_appends_and_answers_queries_in_its_layout(inputs, capsys):
-    d, a, b = inputs
-    old, new = d / "old", d / "grown"
+def test_a_version_1_store_is_refused_in_one_line_and_made_again_by_new_store(inputs, capsys):
+    from attntopo.errors import ResultFormatError
+
+    d, a, _ = inputs
+    old = d / "old"
     _corpus(capsys, a, "--out", str(old))
     _as_version_1(old)
-    _sha256sum_ok(old)
-    os.unlink(old / part_name(2))  # an interrupted run: the last batch is missing
-    assert _count(capsys, old) == 4
-    _corpus(capsys, a, "--out", str(old))  # resume
-    assert (old / part_name(2)).is_file() and not (old / "parts").exists()
-    _corpus(capsys, b, "--out", str(old), "--append")
-    assert not (old / "parts").exists()
-    assert sorted(e for e in os.listdir(old) if e.endswith(".parquet")) == [part_name(k) for k in range(5)]
-    assert json.loads((old / MANIFEST).read_text())["format_version"] == 1
-    assert _count(capsys, old) == 10
-    _sha256sum_ok(old)
-    store = open_store(old)
-    assert store.verify() == {}
-    # the same inputs in the new layout: the same rows, value for value
-    _corpus(capsys, a, "--out", str(new))
-    _corpus(capsys, b, "--out", str(new), "--append")
-    x, y = store.to_pandas(), open_store(new).to_pandas()
-    assert x["id"].tolist() == y["id"].tolist() == [f"f{i}" for i in range(10)]
-    np.testing.assert_array_equal(x[store.feature_columns].to_numpy(), y[store.feature_columns].to_numpy())
+    with pytest.raises(ResultFormatError, match=r"a store of corpus format version 1 .* does not read: "
+                                                r"make it again; --new-store"):
+        open_store(old)
+    code = main(["corpus", a, "--out", str(old), *FAST])  # resuming it: the same line, nothing changed
+    out, err = capsys.readouterr()
+    assert code != 0 and "corpus format version 1" in err and len(err.strip().splitlines()) == 1, err
+    assert not (old / "parts").exists() and len([e for e in os.listdir(old) if e.endswith(".parquet")]) == 3
     # --new-store starts it over in the new layout, nothing of the old one left
     code = main(["corpus", a, "--out", str(old), *FAST, "--new-store"])
     capsys.readouterr()

@@ -85,38 +85,35 @@ def test_plot_format_implies_plots(tmp_path):
 @pytest.mark.model
 def test_compare_scale_is_not_called_threshold():
     """``--threshold`` cuts the filtration in ``analyze`` but was the comparison scale in
-    ``compare``; there it is ``--scale`` (or ``--eps``) now, and the old spelling still works
-    with a deprecation note on stderr (stdout stays pure JSON)."""
+    ``compare``; there it is ``--scale``, and ``--threshold``/``-t`` (and ``--eps``) are unknown
+    options (renamed before the first release)."""
     base = ("compare", "The cat sat on the mat.", "A cat sat on a mat.", "--layer", "1", "--head", "2", "--json")
     docs = {}
-    for flag in ("--scale", "--eps", "-t"):  # -t is --threshold's short form
+    for flag in ("--scale",):
         r = run(*base, flag, "0.3")
         assert r.returncode == 0, r.stderr
         docs[flag] = json.loads(r.stdout)
-        if flag == "-t":
-            assert r.stderr.strip() == ("warning: compare --threshold is deprecated: write --scale EPS (the scale "
-                                        "at which the texts are compared; --threshold cuts the filtration in "
-                                        "analyze)"), r.stderr
-        else:
-            assert r.stderr == ""
+        assert r.stderr == ""
     for doc in docs.values():
         assert doc["scale"] == 0.3 and "threshold" not in doc  # the library's Comparison.given_scale
         assert [r["shared_edges"] for r in doc["summary"]] == [
             r["shared_edges"] for r in docs["--scale"]["summary"]]
-    assert_one_line_error(run(*base, "--scale", "0.3", "--threshold", "0.3"), "give --scale only")
     assert_one_line_error(run(*base, "--scale", "-1"), "--scale must be a finite number >= 0")
 
 
-def test_compare_help_names_scale():
+def test_compare_help_names_scale_and_no_threshold():
     r = run("compare", "--help")
     assert r.returncode == 0, r.stderr
-    assert "--scale" in r.stdout and "--eps" in r.stdout and "Deprecated: the same as --scale" in r.stdout
+    assert "--scale" in r.stdout and "--eps" not in r.stdout and "--threshold" not in r.stdout
+    for old in ("--threshold", "-t", "--eps"):
+        r = run("compare", "a b", "c d", old, "0.3")
+        assert r.returncode == 2 and f"No such option: {old}" in r.stderr, r.stderr
 
 
 # ------------------------------------------------------------------------- -c
 def test_short_c_means_context():
     """``-c`` was ``--context`` in ``phrase`` but ``--compare-model`` in ``heads``; it means
-    ``--context`` only now (heads keeps it, hidden and deprecated)."""
+    ``--context`` only now (in heads it is an unknown option)."""
     r = run("heads", "--help")
     line = next(ln for ln in r.stdout.splitlines() if "--compare-model" in ln and "MODEL" in ln)
     assert " -c " not in line, line
@@ -124,18 +121,8 @@ def test_short_c_means_context():
     r = run("phrase", "--help")
     line = next(ln for ln in r.stdout.splitlines() if "--context" in ln and "TEXT" in ln)
     assert " -c " in line, line
-    assert_one_line_error(run("heads", "The cat sat.", "-c", "minilm", "--compare-model", "minilm"),
-                          "give --compare-model only: -c is its deprecated short form")
-
-
-@pytest.mark.model
-def test_heads_short_c_still_works_with_a_deprecation_note():
-    r = run("heads", "The cat sat.", "-c", "minilm", "--n-boot", "0", "--json")
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
-    assert [m["model"] for m in doc["models"]] == ["minilm", "minilm"] and doc["comparison"] is not None
-    assert r.stderr == ("warning: heads -c is deprecated: write --compare-model MODEL (-c is --context in "
-                        "attntopo phrase)\n")
+    r = run("heads", "The cat sat.", "-c", "minilm")
+    assert r.returncode == 2 and "No such option: -c" in r.stderr, r.stderr
 
 
 # ------------------------------------------------------------------- JSON "summary"
@@ -321,16 +308,15 @@ def test_align_out_of_range_lists_the_words():
 # ------------------------------------------------------------------ corpus --backend
 def test_corpus_backend_is_not_called_engine(tmp_path):
     """``--engine`` is the persistence engine everywhere; corpus's local/ray choice is
-    ``--backend``, and ``--engine local|ray`` still works with a ``warning:`` line.  Checked on
-    refusals that come before any model loads or any file is written."""
+    ``--backend`` (``--engine local|ray`` is one line naming it).  Checked on refusals that
+    come before any model loads or any file is written."""
     store = tmp_path / "store"
     base = ("corpus", "-", "--out", str(store), "--gpus-per-actor", "1.5")
     new = run(*base, "--backend", "ray", stdin="one text\n")
     assert_one_line_error(new, "gpus_per_actor 1.5: Ray takes a fraction below 1")
-    # the old spelling means the backend (an error line shows no warning: those follow success)
-    assert_one_line_error(run(*base, "--engine", "ray", stdin="one text\n"), "gpus_per_actor 1.5: Ray takes")
-    assert_one_line_error(run(*base, "--backend", "ray", "--engine", "ray", stdin="one text\n"),
-                          "give --backend only")
+    assert_one_line_error(run(*base, "--engine", "ray", stdin="one text\n"),
+                          "--engine ray: --engine is the persistence engine",
+                          "where the corpus runs is --backend ray")
     assert_one_line_error(run("corpus", "-", "--out", str(store), "--engine", "fast", stdin="one text\n"),
                           "unknown persistence engine 'fast'")
     assert_one_line_error(run("corpus", "-", "--out", str(store), "--backend", "spark", stdin="one text\n"),
@@ -341,18 +327,10 @@ def test_corpus_backend_is_not_called_engine(tmp_path):
 
 
 @pytest.mark.model
-def test_corpus_engine_local_still_runs_with_a_warning_line(tmp_path):
-    """``--engine local`` (the backend's old name) runs the corpus on this machine, with one
-    ``warning:`` line naming ``--backend``; ``--engine ripser`` is the persistence engine and
-    lands in the store's settings."""
-    old = run("corpus", "-", "--out", str(tmp_path / "a"), "--engine", "local", "--layer", "0",
-              "--head", "0", "--json", stdin="one text\n")
-    assert old.returncode == 0, old.stderr
-    assert old.stderr.strip() == ("warning: corpus --engine local is deprecated: write --backend local "
-                                  "(--engine is the persistence engine, as in analyze)"), old.stderr
+def test_corpus_engine_is_the_persistence_engine(tmp_path):
+    """``--engine ripser`` is the persistence engine and lands in the store's settings."""
     new = run("corpus", "-", "--out", str(tmp_path / "b"), "--backend", "local", "--engine", "ripser",
               "--layer", "0", "--head", "0", "--json", stdin="one text\n")
     assert new.returncode == 0 and new.stderr == "", new.stderr
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
-    assert manifest["settings"]["persistence_engine"] == "ripser"  # its key since the first stores
-    assert json.loads((tmp_path / "a" / "manifest.json").read_text())["settings"]["persistence_engine"] is None
+    assert manifest["settings"]["features"]["engine"] == "ripser"  # a feature setting

@@ -386,7 +386,7 @@ def test_translation_with_word_alignment_minilm(minilm):
 @pytest.mark.slow
 def test_phrase_topology_minilm(minilm):
     ctx = [PAPER_A, PAPER_B, "Shannon founded information theory in 1948."]
-    p = phrase_topology("Information Theory", ctx, model=minilm, layer=[1, 2])
+    p = phrase_topology("Information Theory", ctx, model=minilm, layers=[1, 2])
     assert p.token_labels == [["information", "theory"]] * 3
     assert p.diagram_distances["bottleneck"].shape == (2, 12, 2, 3, 3)
     with pytest.raises(InvalidInputError, match="context 0"):
@@ -401,5 +401,5 @@ def test_compare_smollm2(smollm2):
     assert c.a.attention.causal and c.a.distances.shape[:2] == (2, 2)
     r = c.pair("information", "theory", 29, 8)
     assert 0 < r["connection_a"] <= r["edge_birth_a"] <= 1
-    p = phrase_topology("information theory", [PAPER_A, PAPER_B], model=smollm2, layer=5, head=0)
+    p = phrase_topology("information theory", [PAPER_A, PAPER_B], model=smollm2, layers=5, heads=0)
     assert [len(t) for t in p.token_indices] == [2, 2]

@@ -104,7 +104,7 @@ def test_a_metric_other_than_js_makes_its_store(minilm, texts, tmp_path):
     assert store.feature_columns == list(ft.columns)
     assert store.feature_columns[0] == f"L{LAYERS[0]}H{HEADS[0]}.hellinger.h0.n_bars"
     np.testing.assert_array_equal(_features_of(store)[1], ft.values)
-    assert store.settings.metric == "hellinger"
+    assert store.settings.features.metric == "hellinger"
     rid = store.to_pandas()["id"][2]
     att = minilm.attention(texts[2], layers=LAYERS, heads=HEADS)
     D = token_distances(att.weights, "hellinger")
@@ -185,11 +185,11 @@ def test_feature_settings_record_makes_the_same_store(minilm, texts, tmp_path):
     a = corpus.run(texts[:4], out=tmp_path / "a", settings=fs, **kw)
     b = corpus.run(texts[:4], out=tmp_path / "b", sets=("js", "graph"), layers=LAYERS, heads=HEADS,
                    thresholds=(0.1,), scales=(0.3,), **kw)
-    assert a.settings == b.settings and a.settings.features() == fs
+    assert a.settings == b.settings and a.settings.features == fs
     assert a.manifest["settings"] == b.manifest["settings"]
     np.testing.assert_array_equal(_features_of(a)[1], _features_of(b)[1])
     # the store continues under the keywords that made it, and under its own record
-    corpus.run(texts[:4], out=tmp_path / "a", settings=a.settings.features(), **kw)
+    corpus.run(texts[:4], out=tmp_path / "a", settings=a.settings.features, **kw)
     with pytest.raises(InvalidInputError, match=r"cycle_cap=9 disagrees with settings\.cycle_cap=50"):
         corpus.run(texts[:4], out=tmp_path / "c", settings=fs, cycle_cap=9, **kw)
     with pytest.raises(InvalidInputError, match="min_persistence=0.1: a corpus store keeps every bar"):

@@ -149,29 +149,17 @@ def _save_format1(folder, meta, arrays, extra_files=()):
     (folder / "attntopo.json").write_text(json.dumps({**meta, "format_version": 1}))
 
 
-def test_reads_and_converts_format_1(tmp_path):
+def test_format_1_is_refused_in_one_line_and_overwritten_by_a_save(tmp_path):
+    """Format 1 was written before the first release: not read (one line naming the rewrite);
+    a save over it leaves exactly the new result."""
     r = tmp_path / "r"
     _save_format1(r, {"kind": "t", "v": 1}, {"a": np.arange(4)}, {"figures/old.png": b"o"})
-    meta, arrays = load_payload(r)
-    assert meta == {"kind": "t", "v": 1, "format_version": 1}
-    np.testing.assert_array_equal(arrays["a"], np.arange(4))
+    with pytest.raises(ResultFormatError, match=r"is format 1 \(written before the first release.*"
+                                                r"compute the result again and save it$"):
+        load_payload(r)
     save_payload(r, {"kind": "t", "v": 2}, {"a": np.arange(5)})
-    assert load_payload(r)[0]["format_version"] == FORMAT_VERSION
+    assert load_payload(r)[0] == {"kind": "t", "v": 2, "format_version": FORMAT_VERSION}
     assert [p for p in _tree(r) if not p.startswith("arrays-")] == ["attntopo.json"]
-
-
-def test_format_1_leftovers_recovered_or_removed(tmp_path):
-    # format 1 died between its renames: the target gone, the previous result in a .old sibling,
-    # the complete new one in a .tmp sibling
-    _save_format1(tmp_path / ".r.abcd1234.old", {"kind": "t", "v": 1}, {"a": np.zeros(1)})
-    _save_format1(tmp_path / ".r.efgh_678.tmp", {"kind": "t", "v": 2}, {"a": np.ones(1)})
-    (tmp_path / ".rr.abcd1234.tmp").mkdir()  # another target's: kept
-    with pytest.raises(InvalidInputError, match="already holds"):
-        save_payload(tmp_path / "r", {"kind": "t", "v": 3}, {}, overwrite=False)
-    assert load_payload(tmp_path / "r")[0]["v"] == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".rr.abcd1234.tmp", "r"]
-    save_payload(tmp_path / "r", {"kind": "t", "v": 3}, {})
-    assert load_payload(tmp_path / "r")[0]["v"] == 3
 
 
 def test_leftover_of_a_live_save_is_kept(tmp_path):
@@ -233,27 +221,27 @@ def test_meta_that_is_not_an_object(tmp_path, text, what):
 
 @pytest.mark.parametrize("kind", ["[1, 2]", '{"a": 1}', "3", "null"])
 def test_kind_that_is_not_a_string(tmp_path, kind):
-    _one_line_error(_with_meta(tmp_path, f'{{"kind": {kind}, "format_version": 1}}'), "result kind must be a string")
+    _one_line_error(_with_meta(tmp_path, f'{{"kind": {kind}, "format_version": 2}}'), "result kind must be a string")
 
 
 def test_kind_missing(tmp_path):
-    _one_line_error(_with_meta(tmp_path, '{"format_version": 1}'), "names no result kind")
+    _one_line_error(_with_meta(tmp_path, '{"format_version": 2}'), "names no result kind")
 
 
 def test_meta_nested_too_deeply(tmp_path):
-    deep = '{"kind": "t", "format_version": 1, "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    deep = '{"kind": "t", "format_version": 2, "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
     _one_line_error(_with_meta(tmp_path, deep), "nested too deeply")
 
 
 def test_meta_with_a_huge_integer(tmp_path):
-    _one_line_error(_with_meta(tmp_path, '{"kind": "t", "format_version": 1, "n": ' + "7" * 5000 + "}"),
+    _one_line_error(_with_meta(tmp_path, '{"kind": "t", "format_version": 2, "n": ' + "7" * 5000 + "}"),
                     "corrupt")
 
 
 def test_meta_too_large(tmp_path, monkeypatch):
     import attntopo.io as io
 
-    r = _with_meta(tmp_path, '{"kind": "t", "format_version": 1, "pad": "' + "x" * (1 << 20) + '"}')
+    r = _with_meta(tmp_path, '{"kind": "t", "format_version": 2, "pad": "' + "x" * (1 << 20) + '"}')
     monkeypatch.setattr(io, "_MAX_META_BYTES", 1 << 20)  # 64 MiB by default
     _one_line_error(r, "larger than 1 MiB")
 
@@ -261,7 +249,7 @@ def test_meta_too_large(tmp_path, monkeypatch):
 @pytest.mark.parametrize("version", ['"2"', "true", "1.0", "2.5", "null", "[2]", "0", "99"])
 def test_format_version_not_a_supported_integer(tmp_path, version):
     _one_line_error(_with_meta(tmp_path, f'{{"kind": "t", "format_version": {version}}}'),
-                    "format_version must be an integer from 1 to")
+                    "format_version must be 2")
 
 
 @pytest.mark.parametrize("storage", ['null', '[]', '{"arrays": 3}', '{"arrays": "../../etc/passwd"}',

@@ -63,25 +63,15 @@ def _tree(folder):
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir())
 
 
-def _save_format1(folder, payload):
-    """A result folder as attntopo wrote it before format 2 (fixed arrays.npz)."""
-    folder.mkdir()
-    np.savez(folder / "arrays.npz", **payload["arrays"])
-    for name, data in payload["extra"].items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_bytes(data)
-    (folder / "attntopo.json").write_text(json.dumps({**payload["meta"], "format_version": 1}))
-
-
 def _save(folder, payload):
     save_payload(folder, payload["meta"], payload["arrays"], extra_files=payload["extra"],
                  compress=payload["compress"])
 
 
-def _is(folder, payload, version=FORMAT_VERSION) -> bool:
+def _is(folder, payload) -> bool:
     """Whether ``load_payload(folder)`` gives exactly ``payload`` (metadata, array names, dtypes, values)."""
     meta, arrays = load_payload(folder)
-    if meta != {**payload["meta"], "format_version": version} or arrays.keys() != payload["arrays"].keys():
+    if meta != {**payload["meta"], "format_version": FORMAT_VERSION} or arrays.keys() != payload["arrays"].keys():
         return False
     return all(arrays[k].dtype == v.dtype and np.array_equal(arrays[k], v) for k, v in payload["arrays"].items())
 
@@ -149,16 +139,13 @@ def _crash_every_step(tmp_path, prepare, check) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("previous", ["format2", "format1"])
-def test_overwrite_crashed_at_every_step(tmp_path, previous):
-    version = FORMAT_VERSION if previous == "format2" else 1
-
+def test_overwrite_crashed_at_every_step(tmp_path):
     def check(k, target, done):
-        is_old = _is(target, OLD, version)
+        is_old = _is(target, OLD)
         assert is_old or _is(target, NEW), f"crash at step {k}: neither the old nor the new payload"
         _check_extras(target, OLD, NEW, committed=not is_old)
 
-    prepare = (lambda t: _save(t, OLD)) if previous == "format2" else (lambda t: _save_format1(t, OLD))
+    prepare = lambda t: _save(t, OLD)  # noqa: E731
     # every step was crashed once: stage, commit, publish, sweep
     assert _crash_every_step(tmp_path, prepare, check) >= 20
 

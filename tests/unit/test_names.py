@@ -3,11 +3,12 @@
 Every public function, class and method of the package's public modules is inspected; a
 parameter spelled as a retired synonym fails the test unless it is listed in ``PENDING`` (renames
 not done yet: the list may only shrink, and each entry must still exist, so it stays current).
-Renamed arguments keep working for one release with a DeprecationWarning (``renamed_arguments``).
+Before the first release a rename keeps no shim: the old keyword is Python's TypeError.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import warnings
@@ -15,8 +16,6 @@ import warnings
 import numpy as np
 import pytest
 
-from attntopo._validation import renamed_arguments
-from attntopo.errors import InvalidInputError
 
 MODULES = ("attntopo", "attntopo.analyses", "attntopo.distances", "attntopo.topology",
            "attntopo.features", "attntopo.corpus", "attntopo.models", "attntopo.hardmax",
@@ -35,6 +34,10 @@ RETIRED = {
     "torch_dtype": "dtype",
     "use_cuda": "device",
     "gpu": "device",
+    "texts_or_atts": "texts",
+    "text_or_path": "text",
+    "texts_or_path": "texts",
+    "eps": "scale",
 }
 
 #: (qualified name, parameter) still spelled the retired way: renames in progress (issue 29).
@@ -67,6 +70,21 @@ def _parameters(obj):
         return []
 
 
+def _signatures():
+    """``(qualified name, its parameters by name)`` of every public signature."""
+    for qual, obj in _public_callables():
+        try:
+            yield qual, inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            continue
+
+
+def _all_parameters():
+    """``(qualified name, inspect.Parameter)`` of every public signature."""
+    for qual, params in _signatures():
+        yield from ((qual, p) for p in params.values())
+
+
 def test_no_retired_names_in_public_signatures():
     found = set()
     for qual, obj in _public_callables():
@@ -87,6 +105,68 @@ def test_no_renames_pending():
     assert PENDING == set(), f"renames left pending: {sorted(PENDING)}"
 
 
+def test_layer_and_head_name_one_index_layers_and_heads_a_selection():
+    """``layer``/``head`` name one index (``result.diagram(layer, head)``); a parameter that takes
+    several (an int, a list or None for all) is ``layers``/``heads``, as in every analysis."""
+    selecting = {qual: p.name for qual, p in _all_parameters()
+                 if p.name in ("layer", "head") and "Sequence" in str(p.annotation)}
+    assert not selecting, f"selections spelled layer/head (write layers=/heads=): {selecting}"
+    import attntopo as at
+
+    assert {"layers", "heads"} <= set(inspect.signature(at.phrase_topology).parameters)
+
+
+def test_retired_names_in_no_cli_option_or_web_field():
+    """The command line's options and the web API's fields use the glossary's names too."""
+    import typer
+
+    from attntopo.cli import app
+
+    def commands(cmd, path=()):
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from commands(sub, path + (name,))
+        if not getattr(cmd, "commands", None):
+            yield path, cmd
+
+    retired_flags = {"--" + old.replace("_", "-") for old in RETIRED}
+    found = {(" ".join(path), opt) for path, cmd in commands(typer.main.get_command(app))
+             for p in cmd.params for opt in (*p.opts, *p.secondary_opts) if opt in retired_flags}
+    found |= {(" ".join(path), p.name) for path, cmd in commands(typer.main.get_command(app))
+              for p in cmd.params if p.name in RETIRED}
+    assert not found, f"retired names on the command line: {sorted(found)}"
+    pytest.importorskip("fastapi")
+    from attntopo.web import Settings
+    from attntopo.web.api import _request_models
+
+    fields = {(m.__name__, f) for m in _request_models(Settings()) for f in m.model_fields if f in RETIRED}
+    assert not fields, f"retired names in the web API: {sorted(fields)}"
+
+
+def test_progress_defaults_to_a_bar_where_a_model_runs():
+    """``progress=None`` (a bar on a terminal or in a notebook) where the call runs a model (it
+    takes ``model``, or loads one); ``False`` in the building blocks below (distances,
+    persistence, head selection), which a caller with its own bar calls many times."""
+    wrong = {}
+    for qual, params in _signatures():
+        p = params.get("progress")
+        if p is None or "Callable[[dict]" in str(p.annotation):  # hardmax's training callback
+            continue
+        runs_model = bool({"model", "model_a", "spec"} & set(params))
+        if p.default is not (None if runs_model else False):
+            wrong[qual] = p.default
+    assert not wrong, f"progress defaults against the rule: {wrong}"
+
+
+@pytest.mark.parametrize("call", ["compare", "phrase_topology"])
+def test_selection_and_options_after_the_data_are_keywords(call):
+    """``compare(a, b, model, layers=..., heads=...)``: options after the data are keyword-only."""
+    import attntopo as at
+
+    params = inspect.signature(getattr(at, call)).parameters
+    positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert positional[-1] == "model" and params["layers"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
 @pytest.mark.parametrize("fn_name", ["token_distances", "persistence", "head_distances", "head_space"])
 def test_n_threads_is_n_jobs_everywhere(fn_name):
     """Renamed before the first release, without a shim: ``n_threads=`` is Python's TypeError."""
@@ -100,19 +180,6 @@ def test_n_threads_is_n_jobs_everywhere(fn_name):
     P = rng.dirichlet(np.ones(6), size=(1, 2, 6))
     with pytest.raises(TypeError, match="unexpected keyword argument 'n_threads'"):
         fn(P, n_threads=1)  # refused when the arguments are bound, before any work
-
-
-def test_renamed_arguments_on_a_plain_function():
-    @renamed_arguments(old="new")
-    def f(x, *, new=0):
-        return x + new
-
-    assert list(inspect.signature(f).parameters) == ["x", "new"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert f(1, new=2) == 3
-    with pytest.warns(DeprecationWarning, match=r"f\(old=\.\.\.\) is deprecated: write new="):
-        assert f(1, old=2) == 3
 
 
 def test_compare_takes_scale_layers_and_heads_only(fake_pair_for_names):
@@ -246,15 +313,18 @@ def test_drop_special_defaults_to_false_everywhere():
         # a required drop_special is a recorded value (Timeline's field), not an option
         if "drop_special" in params and params["drop_special"].default is not inspect.Parameter.empty:
             taking[qual] = params
+        elif "settings" in params and any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            taking[qual] = params  # the feature settings as keywords: FeatureSettings' default
     wrong = {q: p["drop_special"].default for q, p in taking.items()
-             if not (p["drop_special"].default is False
-                     or (p["drop_special"].default is None and "settings" in p))}
+             if "drop_special" in p and not (p["drop_special"].default is False
+                                             or (p["drop_special"].default is None and "settings" in p))}
     assert not wrong, f"drop_special defaults other than False: {wrong}"
     for must in ("attntopo.analyze", "attntopo.compare", "attntopo.timeline", "attntopo.features.features",
                  "attntopo.corpus.run", "attntopo.corpus.make_settings", "attntopo.sklearn.AttentionFeatures",
                  "attntopo.AttentionModel.attention", "attntopo.FeatureSettings"):
         assert must in taking, f"{must} takes no drop_special (or is no longer public)"
-    assert CorpusSettings.__dataclass_fields__["drop_special"].default is False
+    assert CorpusSettings.__dataclass_fields__["features"].default is dataclasses.MISSING
+    assert FeatureSettings.__dataclass_fields__["drop_special"].default is False
 
     def commands(cmd, path=()):
         for name, sub in getattr(cmd, "commands", {}).items():
@@ -263,7 +333,7 @@ def test_drop_special_defaults_to_false_everywhere():
             yield path, cmd
 
     flags = {" ".join(path): p.default for path, cmd in commands(typer.main.get_command(app))
-             for p in cmd.params if p.name == "drop_special"}
+             for p in cmd.params if p.name in ("drop_special", "setting__drop_special")}
     assert {"analyze", "compare", "corpus", "timeline"} <= set(flags)
     assert all(v is False for v in flags.values()), flags
 

@@ -149,7 +149,9 @@ LONG = "word " * 500  # 2500 characters
         ("/api/analyze", [1, 2], 400, ("JSON object",)),
         ("/api/compare", {"text_a": "hello"}, 422, ("missing", "text_b")),
         ("/api/compare", {"text_a": "hello", "text_b": " "}, 422, ("text_b", "empty")),
-        ("/api/compare", {"text_a": "a", "text_b": "b", "threshold": -1}, 422, ("threshold",)),
+        ("/api/compare", {"text_a": "a", "text_b": "b", "scale": -1}, 422, ("scale",)),
+        # compare's scale was called threshold before the first release: an unknown field now
+        ("/api/compare", {"text_a": "a", "text_b": "b", "threshold": 0.2}, 422, ("unknown field", "threshold")),
     ],
 )
 def test_invalid_requests_get_one_line(client, path, payload, status, words):
@@ -163,7 +165,7 @@ def test_invalid_requests_get_one_line(client, path, payload, status, words):
         ("/api/analyze", {"text": "hi", "drop_special": "yes"}, "drop_special", "boolean"),
         ("/api/analyze", {"text": "hi", "maxdim": True}, "maxdim", "integer"),
         ("/api/analyze", {"text": "hi", "maxdim": 1.0}, "maxdim", "integer"),
-        ("/api/compare", {"text_a": "hi", "text_b": "ho", "threshold": False}, "threshold", "number"),
+        ("/api/compare", {"text_a": "hi", "text_b": "ho", "scale": False}, "scale", "number"),
         ("/api/analyze", {"text": "hi", "auto_head": 1}, "auto_head", "boolean"),
         ("/api/analyze", {"text": "hi", "layer": "0", "head": 0}, "layer", "integer"),
     ],
@@ -185,9 +187,9 @@ def test_strict_models_accept_the_documented_types():
     r = AnalyzeRequest.model_validate({"text": "hi", "maxdim": 2, "drop_special": True, "auto_head": False,
                                        "layer": -1, "head": 0, "metric": "hellinger", "model": "minilm"})
     assert (r.maxdim, r.drop_special, r.layer) == (2, True, -1)
-    # a JSON number without a fraction is a valid number: an integer threshold stays accepted
+    # a JSON number without a fraction is a valid number: an integer scale stays accepted
     for t in (1, 0.25, 0):
-        assert CompareRequest.model_validate({"text_a": "a", "text_b": "b", "threshold": t}).threshold == t
+        assert CompareRequest.model_validate({"text_a": "a", "text_b": "b", "scale": t}).scale == t
     # the same bodies as JSON text (pydantic's JSON mode is strict in the same way)
     assert AnalyzeRequest.model_validate_json('{"text": "hi", "maxdim": 0}').maxdim == 0
     with pytest.raises(ValidationError):

@@ -238,9 +238,9 @@ def phrase_topology(
     phrase: str,
     contexts: Sequence[str],
     model: Any = DEFAULT_MODEL,
-    layer: int | Sequence[int] | None = None,
-    head: int | Sequence[int] | None = None,
     *,
+    layers: int | Sequence[int] | None = None,
+    heads: int | Sequence[int] | None = None,
     metric: str = "jensen_shannon",
     maxdim: int = 1,
     drop_special: bool = False,
@@ -260,7 +260,7 @@ def phrase_topology(
         At least one context; each must contain the phrase.  (Attention objects of one
         model are accepted too; ``model`` is then ignored.)
     model : str or AttentionModel
-    layer, head : int or list of int, optional
+    layers, heads : int or list of int, optional
         0-based model indices; ``None`` = all.
     metric, maxdim, drop_special, engine, n_jobs, truncate
         As in :func:`compare`.
@@ -312,7 +312,7 @@ def phrase_topology(
         except InvalidInputError as e:
             raise InvalidInputError(f"context {k}: {e}") from None
 
-    atts, info = attentions_of(contexts, model, layer, head, drop_special, truncate, progress)
+    atts, info = attentions_of(contexts, model, layers, heads, drop_special, truncate, progress)
     C = len(contexts)
     L, H = atts[0].weights.shape[:2]
     # distances and persistence per context and head, then per pair of contexts and head

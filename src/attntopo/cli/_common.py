@@ -183,7 +183,8 @@ SHARED_OPTIONS: dict[str, Any] = {
 
 
 def command(*args: Any, group: Any = None, helps: dict[str, str] | None = None,
-            static_figures: str | None = None, **kwargs: Any) -> Callable:
+            static_figures: str | None = None, exclude_settings: tuple[str, ...] = (),
+            **kwargs: Any) -> Callable:
     """Register a command on ``group`` (default: :data:`app`) like ``group.command(*args, **kwargs)``,
     from one mould:
 
@@ -191,6 +192,11 @@ def command(*args: Any, group: Any = None, helps: dict[str, str] | None = None,
       is the shared option of that name (:data:`SHARED_OPTIONS`: names, metavar, help), in the
       place the command gives it, with the help ``helps[name]`` when given (the command's own
       wording); an annotated one keeps its own declaration;
+    - a parameter ``feature_settings=None`` stands for one option per feature setting that
+      declares one (:class:`attntopo.features.FeatureSettings`' fields: ``--sets``,
+      ``--layer``, ``--metric``, …, but those in ``exclude_settings``), in its place; the
+      command gets them parsed, as one dict of keywords (None: not given), and
+      ``helps[name]`` words one for the command;
     - ``static_figures`` ("the depth figure is"): the command's figures have no html form, so its
       ``plot_format`` is :func:`static_plot_format_opt`'s (png, svg, pdf; html refused in one line);
     - ``--debug`` is not declared here: :func:`main` gives every command one (:func:`with_debug`)
@@ -203,19 +209,28 @@ def command(*args: Any, group: Any = None, helps: dict[str, str] | None = None,
         sig = inspect.signature(f)
         hints = get_type_hints(f, include_extras=True)
         params = []
+        settings: dict[str, Any] = {}  # parameter name -> (setting name, its CliOption)
         for p in sig.parameters.values():
             if p.name in hints:
                 params.append(p.replace(annotation=hints[p.name]))
+            elif p.name == "feature_settings":
+                for name, cli in setting_options(exclude_settings).items():
+                    settings[f"setting__{name}"] = (name, cli)
+                    params.append(_setting_parameter(name, cli, (helps or {}).get(name)))
             elif p.name in SHARED_OPTIONS:
                 params.append(p.replace(annotation=_shared_option(p.name, (helps or {}).get(p.name), static_figures)))
             else:
                 raise TypeError(f"{f.__name__}: parameter {p.name!r} has no annotation and is no shared option")
-        unknown = set(helps or {}) - {p.name for p in sig.parameters.values() if p.name not in hints}
+        unknown = (set(helps or {}) - {p.name for p in sig.parameters.values() if p.name not in hints}
+                   - {name for name, _ in settings.values()})
         if unknown:
             raise TypeError(f"{f.__name__}: helps for {sorted(unknown)}, which are no shared option of it")
 
         @functools.wraps(f)
         def run(*a: Any, **kw: Any) -> Any:
+            if settings:
+                kw["feature_settings"] = {name: _parse_setting(kw.pop(key), cli)
+                                          for key, (name, cli) in settings.items()}
             return f(*a, **kw)
 
         run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
@@ -224,6 +239,55 @@ def command(*args: Any, group: Any = None, helps: dict[str, str] | None = None,
         return f
 
     return register
+
+
+def setting_options(exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The command-line option of each feature setting that declares one, by setting name
+    (:class:`attntopo.features.FeatureSettings`' fields; read without importing torch)."""
+    from dataclasses import fields
+
+    from ..features import FeatureSettings
+
+    return {f.name: f.metadata["cli"] for f in fields(FeatureSettings)
+            if f.metadata["cli"] is not None and f.name not in exclude}
+
+
+#: The typer type of each kind of setting option (:class:`attntopo.features.CliOption`).
+_SETTING_TYPES = {"names": Optional[List[str]], "numbers": Optional[List[str]],
+                  "indices": Optional[List[str]], "int": Optional[int], "number": Optional[float],
+                  "choice": Optional[str], "flag": bool}
+
+
+def _setting_parameter(name: str, cli: Any, help: str | None) -> inspect.Parameter:
+    """The typer parameter of a feature setting's option (not given: None, a flag False)."""
+    option = typer.Option(*cli.flags, metavar=cli.metavar or None, show_default=False,
+                          help=help or cli.text())
+    return inspect.Parameter(f"setting__{name}", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                             default=False if cli.kind == "flag" else None,
+                             annotation=Annotated[_SETTING_TYPES[cli.kind], option])
+
+
+def _parse_setting(value: Any, cli: Any) -> Any:
+    """A setting's option as the keyword's value (None when not given): lists comma-split,
+    numbers read (a word that is none is one line naming the option), a flag True or None."""
+    flag = cli.flags[0]
+    if cli.kind == "flag":
+        return True if value else None
+    if value is None or value == []:
+        return None
+    if cli.kind == "indices":
+        return parse_indices(value, flag)
+    if cli.kind in ("names", "numbers"):
+        words = [x.strip() for v in value for x in str(v).split(",") if x.strip()]
+        if cli.kind == "names":
+            return tuple(words)
+        try:
+            return tuple(float(x) for x in words)
+        except ValueError:
+            raise InvalidInputError(
+                f"{flag} expects numbers such as 0.1 or 0.1,0.5; got {', '.join(value)!r}"
+            ) from None
+    return value
 
 
 def _shared_option(name: str, help: str | None, static_figures: str | None) -> Any:

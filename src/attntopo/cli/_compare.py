@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import time
-import warnings
 from typing import Annotated, List, Optional
 
 import typer
@@ -67,14 +66,9 @@ def compare_cmd(
     model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
     metric="jensen_shannon", maxdim=1,
     scale: Annotated[Optional[float], typer.Option(
-        "--scale", "--eps", metavar="EPS",
+        "--scale", metavar="SCALE",
         help="Scale ε at which shared edges/triangles are compared, >= 0 (default: per head, the median "
         "H0 death of both texts). The filtration itself is never cut.",
-        show_default=False,
-    )] = None,
-    threshold: Annotated[Optional[float], typer.Option(
-        "--threshold", "-t", metavar="EPS",
-        help="Deprecated: the same as --scale (elsewhere --threshold cuts the filtration; here it never did).",
         show_default=False,
     )] = None,
     highlight: Annotated[Optional[List[str]], typer.Option(
@@ -117,7 +111,7 @@ def compare_cmd(
     if not text_a.strip() or not text_b.strip():
         raise EmptyTextError("TEXT_A and TEXT_B must both hold at least one word")
     check_maxdim(maxdim, name="--maxdim")
-    eps = _comparison_scale(scale, threshold)
+    eps = check_scale(scale, "--scale", allow_inf=False, allow_none=True)
     if dim is not None:
         check_dim(dim, maxdim, "--dim", hint="--maxdim")
     layers = parse_indices(layer, "--layer")
@@ -135,7 +129,7 @@ def compare_cmd(
         t0 = time.perf_counter()
         try:
             c = at.compare(
-                text_a, text_b, m, layers, heads, metric=metric, maxdim=maxdim, scale=eps,
+                text_a, text_b, m, layers=layers, heads=heads, metric=metric, maxdim=maxdim, scale=eps,
                 drop_special=drop_special, include_special=include_special, alignment=alignment,
                 alignment_units="token" if align_tokens else "word", n_jobs=n_jobs, truncate=truncate,
                 progress=progress,
@@ -212,19 +206,6 @@ def _print_summary(c, m, rows, keys, pairs, timing, *, metric, eps, alignment, t
             console.print("present in both texts at ε: " + esc("; ".join(
                 f"{' – '.join(s['tokens'])} (born {s['birth_a']:.3f} / {s['birth_b']:.3f})" for s in simp)),
                 overflow="fold")
-
-
-def _comparison_scale(scale: Optional[float], threshold: Optional[float]) -> Optional[float]:
-    """``--scale`` (or ``--eps``), or its deprecated old name ``--threshold``, checked."""
-    if threshold is not None:
-        if scale is not None:
-            raise InvalidInputError("give --scale only: --threshold is its deprecated old name")
-        warnings.warn("compare --threshold is deprecated: write --scale EPS (the scale at which the texts "
-                      "are compared; --threshold cuts the filtration in analyze)", DeprecationWarning)
-    eps, name = (scale, "--scale") if threshold is None else (threshold, "--threshold")
-    if eps is not None:
-        check_scale(eps, name, allow_inf=False)
-    return eps
 
 
 def _check_word_indices(alignment: list[tuple[int, int]], text_a: str, text_b: str) -> None:

@@ -6,19 +6,18 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from .. import __version__
-from ..constants import DEFAULT_MODEL
+from ..constants import DEFAULT_MODEL, ENGINE_NAMES
 from ._common import (
     JobsOpt,
     console,
     err_console,
     esc,
     check_layers_heads,
-    parse_indices,
     json_doc,
     print_json,
     command,
@@ -38,12 +37,6 @@ _CORPUS_EPILOG = (
 )
 
 
-def _split(values: Optional[List[str]]) -> list[str] | None:
-    if not values:
-        return None
-    return [x.strip() for v in values for x in v.split(",") if x.strip()]
-
-
 def _sets_help() -> str:
     """``--sets``' help, from the registry (``attntopo.features.FEATURE_SETS``; read without
     importing torch)."""
@@ -57,38 +50,20 @@ def _sets_help() -> str:
             "--answer-column.")
 
 
-def _drop_sets() -> str:
-    """The sets ``--drop-special`` applies to (``FeatureSet.drops_special``)."""
-    from ..features import FEATURE_SETS
-
-    names = [n for n, s in FEATURE_SETS.items() if s.drops_special]
-    return ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def _backend_and_engine(backend: Optional[str], engine: Optional[str]) -> tuple[Optional[str], Optional[str]]:
-    """``--backend``, and ``--engine`` as the persistence engine; ``--engine local|ray`` is the
-    backend's deprecated old name (a ``warning:`` line)."""
-    import warnings
-
+def _check_engine(engine: Optional[str]) -> None:
+    """``--engine`` is the persistence engine; ``local``/``ray`` there get one line naming
+    ``--backend`` (where the corpus runs)."""
     from ..corpus import BACKENDS
     from ..errors import InvalidInputError
 
     if engine in BACKENDS:
-        if backend is not None:
-            raise InvalidInputError(
-                f"give --backend only: --engine {engine} is its deprecated old name (--engine is the persistence engine)"
-            )
-        warnings.warn(f"corpus --engine {engine} is deprecated: write --backend {engine} (--engine is the "
-                      "persistence engine, as in analyze)", DeprecationWarning)
-        return engine, None
-    return backend, engine
+        raise InvalidInputError(f"--engine {engine}: --engine is the persistence engine "
+                                f"({', '.join(ENGINE_NAMES)}); where the corpus runs is --backend {engine}")
 
 
-@command("corpus", epilog=_CORPUS_EPILOG, helps={"metric": (
-    "Distance between attention rows of the token-distance sets (js, js_image, …; their columns "
-    "carry its name) and of --keep-diagrams."), "drop_special": (
-    "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows before the "
-    f"{_drop_sets()} sets (default: kept, the attention as the model computed it).")})
+@command("corpus", epilog=_CORPUS_EPILOG, exclude_settings=("min_persistence",), helps={
+    "sets": _sets_help(),
+    "engine": f"Persistence engine: {', '.join(ENGINE_NAMES)} (default: the fastest installed)."})
 def corpus_cmd(
     input: Annotated[str, typer.Argument(
         metavar="INPUT", show_default=False,
@@ -98,18 +73,9 @@ def corpus_cmd(
         "--out", "-o", metavar="STORE", show_default=False, help="The store folder: new, empty, or one to continue.",
     )],
     model=DEFAULT_MODEL, device="cpu", dtype="float32",
-    sets: Annotated[Optional[List[str]], typer.Option(
-        "--sets", "-s", metavar="SETS", show_default=False,
-        help=_sets_help(),
-    )] = None,
-    prompt_quantities: Annotated[Optional[List[str]], typer.Option(
-        "--prompt-quantities", metavar="Q", show_default=False,
-        help="The prompt set's scores, comma-separated: js, attention (default both; attention alone "
-             "is O(n²) per head).",
-    )] = None,
-    layer=None, head=None, metric="jensen_shannon", drop_special=False,
+    feature_settings=None,  # --sets, --layer, --head, --metric, … (FeatureSettings' options)
     keep_diagrams: Annotated[bool, typer.Option(
-        "--keep-diagrams", help="Also store every head's JS diagram (H0, H1).",
+        "--keep-diagrams", help="Also store every head's diagram (H0, H1) of the token distances (--metric).",
     )] = False,
     keep_text: Annotated[bool, typer.Option(
         "--keep-text/--no-keep-text",
@@ -117,11 +83,6 @@ def corpus_cmd(
     )] = True,
     backend: Annotated[Optional[str], typer.Option(
         "--backend", metavar="local|ray", help="Where the corpus runs: this machine (default) or Ray Data (actor pool).",
-    )] = None,
-    engine: Annotated[Optional[str], typer.Option(
-        "--engine", metavar="NAME", show_default=False,
-        help="Persistence engine: auto, giotto, ripser or gudhi (default: the fastest installed). "
-             "Deprecated: --engine local|ray, the old name of --backend.",
     )] = None,
     ray_address: Annotated[Optional[str], typer.Option(
         "--ray-address", metavar="ADDRESS", show_default=False,
@@ -176,7 +137,8 @@ def corpus_cmd(
     from ..corpus import ERRORS, run
 
     t0 = time.perf_counter()
-    backend, engine = _backend_and_engine(backend, engine)
+    fs = dict(feature_settings)
+    _check_engine(fs["engine"])
     handler = None
     if not quiet and not json_out and not err_console.is_terminal:
         handler = logging.StreamHandler(sys.stderr)
@@ -186,20 +148,17 @@ def corpus_cmd(
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
-    layers, heads = parse_indices(layer, "--layer"), parse_indices(head, "--head")
-    check_layers_heads(model, layers, heads)  # before the input is read or the weights load
+    # before the input is read or the weights load
+    check_layers_heads(model, fs["layers"], fs["heads"])
     try:
         store = run(
-            input, out, model=model, sets=_split(sets),
-            layers=layers, heads=heads, metric=getattr(metric, "value", metric),
-            drop_special=drop_special, keep_diagrams=keep_diagrams, keep_text=keep_text, backend=backend, engine=engine,
-            batch_size=batch_size, on_long=on_long,
+            input, out, model=model, keep_diagrams=keep_diagrams, keep_text=keep_text,
+            backend=backend, batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, answer_column=answer_column,
-            prompt_quantities=tuple(_split(prompt_quantities)) if prompt_quantities else None,
             input_format=input_format,
             encoding=encoding, new_store=new_store, append=append, n_jobs=jobs, ray_address=ray_address,
             device=device, dtype=dtype, gpus_per_actor=gpus_per_actor,
-            progress=False if (quiet or json_out) else None, log_every=log_every,
+            progress=False if (quiet or json_out) else None, log_every=log_every, **fs,
         )
     except KeyboardInterrupt:
         _interrupted(out)

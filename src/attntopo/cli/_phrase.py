@@ -88,8 +88,8 @@ def phrase_cmd(
     m, show = run.model, run.show
     with progress_bar("phrase topology", show) as progress:
         t0 = time.perf_counter()
-        p = at.phrase_topology(phrase, list(context), m, layers, heads, metric=metric, maxdim=maxdim,
-                               drop_special=drop_special, occurrence=occurrence, n_jobs=n_jobs,
+        p = at.phrase_topology(phrase, list(context), m, layers=layers, heads=heads, metric=metric,
+                               maxdim=maxdim, drop_special=drop_special, occurrence=occurrence, n_jobs=n_jobs,
                                truncate=truncate, progress=progress)
         t_phrase = time.perf_counter() - t0
     spread = {n: p.spread(dim, n) for n in ("bottleneck", "wasserstein1")}

@@ -59,7 +59,7 @@ from ._input import (
     record_sha256,
     text_sha256,
 )
-from ._local import BACKENDS, ENGINES, Prepared, finish, prepare, run
+from ._local import BACKENDS, Prepared, finish, prepare, run
 from ._settings import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_CORPUS_SETS,
@@ -92,7 +92,6 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_CORPUS_SETS",
     "DIAGRAM_COLUMNS",
-    "ENGINES",
     "ERRORS",
     "INPUT_FORMATS",
     "MANIFEST",

@@ -57,12 +57,10 @@ from ._store import (
 )
 from ._work import BatchWorker, check_lengths, feature_columns, output_schema
 
-__all__ = ["run", "BACKENDS", "ENGINES", "prepare", "Prepared", "finish", "log"]
+__all__ = ["run", "BACKENDS", "prepare", "Prepared", "finish", "log"]
 
 #: Backends of :func:`run` (where a corpus runs).
 BACKENDS: tuple[str, ...] = ("local", "ray")
-#: The first name of :data:`BACKENDS` (``engine=`` is the persistence engine now).
-ENGINES = BACKENDS
 #: Log lines of a run (``INFO``: one line every ``log_every`` batches and at the end).
 log = logging.getLogger("attntopo.corpus")
 
@@ -101,7 +99,7 @@ class Prepared:
 
 
 def prepare(
-    texts_or_path: Any,
+    texts: Any,
     out: Any,
     *,
     model: Any = "minilm",
@@ -151,7 +149,7 @@ def prepare(
     check_selection(model, *(settings_options.get(k) if settings_options.get(k) is not None
                              else getattr(given, k, None) for k in ("layers", "heads")))
     path = check_store_path(out)
-    inp = open_input(texts_or_path, text_column=text_column, id_column=id_column,
+    inp = open_input(texts, text_column=text_column, id_column=id_column,
                      input_format=input_format, encoding=encoding, answer_column=answer_column)
     lock = None
     try:
@@ -530,53 +528,12 @@ class _RateBar(Reporter):
 
 
 # ------------------------------------------------------------------ the entry point
-def _renamed_backend(fn: Any) -> Any:
-    """``run``'s renames for one release (docs/api.md, Names): ``engine="local"|"ray"`` was the
-    backend (now ``backend=``), ``persistence_engine=`` is now ``engine=``.  Both warn
-    (DeprecationWarning, at the caller's line) and pass the value on; giving the old and the
-    new spelling of one setting is an error."""
-    import functools
-    import warnings
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kw: Any) -> Any:
-        if isinstance(kw.get("engine"), str) and kw["engine"] in BACKENDS:
-            if kw.get("backend") is not None:
-                raise InvalidInputError(
-                    f"run: give backend= only (engine={kw['engine']!r} is its deprecated name; "
-                    "engine= is the persistence engine)"
-                )
-            warnings.warn(
-                f"run(engine={kw['engine']!r}) is deprecated: write backend={kw['engine']!r} "
-                "(engine= is now the persistence engine, as in features; docs/api.md, Names)",
-                DeprecationWarning, stacklevel=2,
-            )
-            kw["backend"] = kw.pop("engine")
-        if "persistence_engine" in kw:
-            if kw.get("engine") is not None:
-                raise InvalidInputError("run: give engine= only (persistence_engine= is its deprecated name)")
-            warnings.warn(
-                "run(persistence_engine=...) is deprecated: write engine=... (the same value; "
-                "docs/api.md, Names)", DeprecationWarning, stacklevel=2,
-            )
-            kw["engine"] = kw.pop("persistence_engine")
-        return fn(*args, **kw)
-
-    wrapper.__renamed_arguments__ = {"persistence_engine": "engine"}
-    return wrapper
-
-
-@_renamed_backend
 def run(
-    texts_or_path: Any,
+    texts: Any,
     out: Any,
     *,
     model: Any = "minilm",
     settings: Any = None,
-    sets: Sequence[str] | str | None = None,
-    layers=None,
-    heads=None,
-    metric: str | None = None,
     keep_diagrams: bool = False,
     keep_text: bool = True,
     backend: str | None = None,
@@ -589,13 +546,6 @@ def run(
     encoding: str = "utf-8",
     new_store: bool = False,
     append: bool = False,
-    drop_special: bool | None = None,
-    thresholds=None,
-    scales=None,
-    quantiles=None,
-    cycle_cap=None,
-    prompt_quantities=None,
-    engine: str | None = None,
     n_jobs: int | None = None,
     ray_address: str | None = None,
     device: str | None = None,
@@ -603,12 +553,13 @@ def run(
     gpus_per_actor: float | None = None,
     progress: Any = None,
     log_every: int = 10,
+    **setting_values: Any,
 ) -> Store:
     """Compute the features of every text of a corpus into a resumable Parquet store.
 
     Parameters
     ----------
-    texts_or_path : str, path, list of str, pandas.DataFrame or pyarrow.Table
+    texts : str, path, list of str, pandas.DataFrame or pyarrow.Table
         A text file (one text per line), JSONL, CSV/TSV or Parquet file, ``"-"`` for stdin,
         or texts in memory (see :func:`~attntopo.corpus.open_input`).
     out : str or path
@@ -618,19 +569,16 @@ def run(
         Alias (``"minilm"``, ``"smollm2"``), folder, hub id or a loaded model.  With
         ``backend="ray"``, a model given by name is loaded by the actors only.
     settings : FeatureSettings, optional
-        The feature settings in one record (:class:`attntopo.features.FeatureSettings`); the
-        keywords ``sets``, ``layers``, ``heads``, ``drop_special``, ``thresholds``, ``scales``,
-        ``quantiles``, ``cycle_cap`` and ``engine`` are its fields (one given as
-        well must agree with it).  A store keeps every bar (``min_persistence=0``).
-    sets : sequence of str
-        Feature sets of :mod:`attntopo.features` (default: ``("js",)``; any of
-        :data:`attntopo.features.FEATURE_SETS`, those of input ``"pair"`` such as ``prompt``
-        for an input of pairs, ``answer_column``).
-    layers, heads : int or list of int, optional
-        Model layers and heads (0-based); all by default.
-    metric : str, default "jensen_shannon"
-        The distance between attention rows of the token-distance sets and the kept diagrams
-        (a key of :data:`attntopo.distances.DISTANCES`); their columns carry its name.
+        The feature settings in one record (:class:`attntopo.features.FeatureSettings`: sets,
+        layers and heads, metric, the sets' parameters, drop_special, the persistence engine).
+        A store keeps every bar (``min_persistence=0``).
+    **setting_values
+        The same settings as keywords (``sets=("js", "graph")``, ``layers=[0]``,
+        ``metric="hellinger"``, ``engine="ripser"``, …), checked against the one list of them
+        (another name is a TypeError); one given beside ``settings`` must agree with it.
+        ``sets`` defaults to ``("js",)`` here (any of :data:`attntopo.features.FEATURE_SETS`;
+        those of input ``"pair"``, such as ``prompt``, for an input of pairs:
+        ``answer_column``).  The metric decides the kept diagrams too.
     keep_diagrams : bool
         Also store each head's diagram (H0, H1) of the token distances as list columns
         (:meth:`Store.diagrams`).
@@ -661,12 +609,8 @@ def run(
         with another text is refused, naming it), the rest become new parts, and the manifest
         records the input (``Store.inputs()``).  Running the same append again continues it.
         On a new STORE it makes the store.
-    drop_special, thresholds, scales, quantiles, cycle_cap, prompt_quantities
-        As in :func:`attntopo.features.features`.
-    engine : {"auto", "giotto", "ripser", "gudhi"}, optional
-        The persistence engine, as in :func:`attntopo.features.features` (its first name
-        here, ``persistence_engine=``, still works for one release with a
-        DeprecationWarning; so does ``engine="local"`` / ``"ray"``, the backend's old name).
+    (``engine=`` is the persistence engine, as in :func:`attntopo.features.features`; where
+    the corpus runs is ``backend=``.)
     n_jobs : int, optional
         Persistence worker processes of the local engine (None: all CPUs).
     ray_address : str, optional
@@ -714,13 +658,12 @@ def run(
 
     backend = "local" if backend is None else check_choice(backend, "backend", BACKENDS, what="corpus backend")
     # the feature settings in one record, checked before anything is read or loaded
-    settings = FeatureSettings.resolve(
-        settings, sets=DEFAULT_CORPUS_SETS if settings is None and sets is None else sets,
-        layers=layers, heads=heads, metric=metric, drop_special=drop_special,
-        thresholds=thresholds,
-        scales=scales, quantiles=quantiles, cycle_cap=cycle_cap, engine=engine,
-        prompt_quantities=prompt_quantities,
-    )
+    if setting_values.get("engine") in BACKENDS:
+        raise InvalidInputError(f"engine={setting_values['engine']!r}: engine= is the persistence engine; "
+                                f"where the corpus runs is backend={setting_values['engine']!r}")
+    if settings is None and setting_values.get("sets") is None:
+        setting_values["sets"] = DEFAULT_CORPUS_SETS
+    settings = FeatureSettings.resolve(settings, owner="corpus.run()", **setting_values)
     check_prompt_set(settings.sets, answer_column is not None)
     log_every = check_positive_int(log_every, "log_every", allow_none=False) if log_every else 0
     check_progress(progress)
@@ -749,7 +692,7 @@ def run(
         )
     with _full_disk_is_one_line(out):
         prep = prepare(
-            texts_or_path, out, model=model, settings=settings,
+            texts, out, model=model, settings=settings,
             keep_diagrams=keep_diagrams, keep_text=keep_text, batch_size=batch_size, on_long=on_long,
             text_column=text_column, id_column=id_column, answer_column=answer_column,
             input_format=input_format, encoding=encoding, new_store=new_store, append=append,
@@ -844,7 +787,8 @@ def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
     st = prep.settings
     worker = BatchWorker(st, n_jobs=n_jobs, model=prep.model)
     skip = prep.store.done_batches()
-    overlap = n_jobs != 1 and (st.keep_diagrams or any(s in PERSISTENCE_SETS for s in st.sets))
+    overlap = n_jobs != 1 and (st.keep_diagrams
+                               or any(s in PERSISTENCE_SETS for s in st.features.sets))
     executor = ThreadPoolExecutor(1, thread_name_prefix="attntopo-corpus") if overlap else None
     submit = executor.submit if executor is not None else None
     threads = threads_beside_workers(n_jobs) if overlap else None

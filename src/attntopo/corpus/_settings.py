@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Sequence
 
-from .._validation import check_bool, check_choice, check_positive_int, renamed_arguments
+from .._validation import check_bool, check_choice, check_positive_int
 from .._version import __version__
 from ..errors import InvalidInputError, ResultFormatError
 
@@ -37,18 +37,16 @@ ON_LONG: tuple[str, ...] = ("truncate", "skip", "error")
 #: Feature sets of a corpus run when none are named: the ``js`` set only (cheapest of the
 #: topological sets; ``sets=`` adds ``graph``, ``barcode``, ``template``, …).
 DEFAULT_CORPUS_SETS: tuple[str, ...] = ("js",)
-#: The prompt set's scores by default: ``attntopo.features``' own default (both), written
-#: here so that importing the corpus settings does not import the feature pipeline.
-PROMPT_QUANTITIES: tuple[str, ...] = ("js", "attention")
 #: Texts per batch (one forward pass, one part file).
 DEFAULT_BATCH_SIZE = 32
 
 
-#: Settings added after stores were first written: a manifest without them has the default.
-_ADDED_FIELDS = frozenset({"dtype", "pairs", "prompt_quantities"})
-#: Fields renamed since stores were first written: the manifest keeps the first name.
-_MANIFEST_KEYS = {"engine": "persistence_engine"}
-_FIELD_OF_KEY = {v: k for k, v in _MANIFEST_KEYS.items()}
+#: Settings added after stores were first written: a manifest without them has the default
+#: (a feature setting missing from a manifest always does: FeatureSettings.from_dict).
+_ADDED_FIELDS = frozenset({"dtype", "pairs"})
+#: Feature settings' names in the manifests of stores made before the settings were nested
+#: (one flat object; ``persistence_engine`` was ``engine``'s first name there).
+_FLAT_NAMES = {"persistence_engine": "engine"}
 
 
 @dataclass(frozen=True)
@@ -69,21 +67,16 @@ class CorpusSettings:
         Hub revision the model was loaded at.
     attntopo_version : str
         Package version that computed the rows.
-    sets : tuple of str
-        Feature sets (:data:`attntopo.features.FEATURE_SETS`).
-    layers, heads : tuple of int
-        Model layer and head indices (0-based, resolved: never negative).
-    metric : str
-        Row distance of the token-distance sets and of the kept diagrams (a key of
-        :data:`attntopo.distances.DISTANCES`; ``"jensen_shannon"``, base 2, by default).
+    features : FeatureSettings
+        The feature settings (:class:`attntopo.features.FeatureSettings`: sets, layers and
+        heads, metric, the sets' parameters, drop_special, engine; ``layers`` and ``heads``
+        resolved: tuples, never negative; every bar kept: ``min_persistence=0``).  A store
+        keeps them as the manifest's ``features`` object; a feature setting added since a
+        store was made reads as its default.
     maxdim : int
         Highest homology dimension of the diagrams (1: H0 and H1).
-    thresholds, scales, quantiles, cycle_cap
-        Parameters of the feature sets (see :func:`attntopo.features.features`).
-    drop_special : bool
-        Special tokens removed (rows renormalized) before the js/graph/barcode sets.
     keep_diagrams : bool
-        Store each head's JS diagram as Arrow list columns.
+        Store each head's diagram of the token distances as Arrow list columns.
     keep_text : bool
         The text itself is a column of the store (``text``), beside ``text_sha256``.
     on_long : {"truncate", "skip", "error"}
@@ -91,10 +84,6 @@ class CorpusSettings:
     batch_size : int
         Texts per batch: the batch's composition decides the padded forward pass, so a
         different batch size is a different run.
-    engine : str or None
-        Persistence engine (None: attntopo's default).  ``manifest.json`` keeps its first
-        name, ``persistence_engine`` (stores of every version read alike); the attribute
-        ``persistence_engine`` still reads it, with a DeprecationWarning.
     dtype : {"float32", "float16", "bfloat16"}
         The model's weights (a bfloat16 model gives other numbers; the device does not
         decide the numbers beyond float32 rounding, so it is not a setting).  Stores made
@@ -103,61 +92,43 @@ class CorpusSettings:
         The records are (prompt, answer) pairs (``answer_column=``): the sets see them as
         :func:`attntopo.features.features` sees pairs (the ``prompt`` set needs them; the
         others take the pair joined into one text).  Stores made before this field hold texts.
-    prompt_quantities : tuple of str
-        The ``prompt`` set's scores (:func:`attntopo.features.features`'s
-        ``prompt_quantities``).
     """
 
     model: str
     model_hash: str
     revision: str | None
     attntopo_version: str
-    sets: tuple[str, ...]
-    layers: tuple[int, ...]
-    heads: tuple[int, ...]
-    metric: str = "jensen_shannon"
+    features: Any  # FeatureSettings (imported on use: the corpus loads without the features)
     maxdim: int = 1
-    thresholds: tuple[float, ...] = ()
-    scales: tuple[float, ...] = ()
-    quantiles: tuple[float, ...] = ()
-    cycle_cap: int = 50
-    drop_special: bool = False
     keep_diagrams: bool = False
     on_long: str = "truncate"
     batch_size: int = DEFAULT_BATCH_SIZE
-    engine: str | None = None
     dtype: str = "float32"
     keep_text: bool = True
     pairs: bool = False
-    prompt_quantities: tuple[str, ...] = PROMPT_QUANTITIES
-
-    @property
-    def persistence_engine(self) -> str | None:
-        """Deprecated name of :attr:`engine` (docs/api.md, Names)."""
-        import warnings
-
-        from ..errors import user_stacklevel
-
-        warnings.warn("CorpusSettings.persistence_engine is deprecated: read CorpusSettings.engine",
-                      DeprecationWarning, stacklevel=user_stacklevel())
-        return self.engine
 
     # ------------------------------------------------------------------ manifest form
     def to_manifest(self) -> dict[str, Any]:
         """Plain JSON data (tuples as lists), the ``settings`` entry of ``manifest.json``."""
-        return {_MANIFEST_KEYS.get(k, k): (list(v) if isinstance(v, tuple) else v)
-                for k, v in asdict(self).items()}
+        doc = {f.name: getattr(self, f.name) for f in fields(self)}
+        doc["features"] = self.features.to_dict()
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in doc.items()}
 
     @classmethod
     def from_manifest(cls, doc: Any) -> "CorpusSettings":
         """Inverse of :meth:`to_manifest`; :class:`~attntopo.errors.ResultFormatError` names a
-        missing or unknown key."""
+        missing or unknown key.  A manifest of a store made before the feature settings were
+        nested (one flat object, attntopo before issue 34) reads the same."""
+        from ..features import SETTING_NAMES, FeatureSettings
+
         if not isinstance(doc, dict):
             raise ResultFormatError("manifest.json: 'settings' must be an object")
-        doc = {_FIELD_OF_KEY.get(k, k): v for k, v in doc.items()}
-        names = [f.name for f in fields(cls)]
         doc = dict(doc)
+        if "features" not in doc:  # the flat form: the feature settings beside the others
+            doc["features"] = {_FLAT_NAMES.get(k, k): doc.pop(k) for k in list(doc)
+                               if _FLAT_NAMES.get(k, k) in SETTING_NAMES}
         doc.setdefault("keep_text", False)  # stores made before the text column have none
+        names = [f.name for f in fields(cls)]
         missing = [n for n in names if n not in doc and n not in _ADDED_FIELDS]
         unknown = [k for k in doc if k not in names]
         if missing or unknown:
@@ -166,24 +137,15 @@ class CorpusSettings:
                 f"unknown {', '.join(unknown)}" if unknown else "",
             ) if x)
             raise ResultFormatError(f"manifest.json: settings do not match this attntopo ({what})")
+        try:
+            doc["features"] = FeatureSettings.from_dict(doc["features"], "manifest.json")
+        except InvalidInputError as e:
+            raise ResultFormatError(f"{e} (settings do not match this attntopo)") from None
         return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in doc.items()})
 
-    def features(self) -> Any:
-        """The :class:`~attntopo.features.FeatureSettings` these settings hold (layers and
-        heads resolved; every bar kept: ``min_persistence=0``)."""
-        from ..features import FeatureSettings
-
-        return FeatureSettings(
-            sets=self.sets, layers=self.layers, heads=self.heads, metric=self.metric,
-            thresholds=self.thresholds,
-            scales=self.scales, quantiles=self.quantiles, cycle_cap=self.cycle_cap,
-            drop_special=self.drop_special, engine=self.engine,
-            prompt_quantities=self.prompt_quantities,
-        )
-
     def feature_settings(self) -> dict[str, Any]:
-        """The settings dict of :mod:`attntopo.features` (sets and their parameters)."""
-        return self.features().st()
+        """The settings dict of :mod:`attntopo.features` (:meth:`FeatureSettings.st`)."""
+        return self.features.st()
 
 
 # ------------------------------------------------------------------ model fingerprint
@@ -243,48 +205,37 @@ def model_fingerprint(model: Any) -> str:
 
 
 # ------------------------------------------------------------------ building and comparing
-@renamed_arguments(persistence_engine="engine")
 def make_settings(
     model: Any,
     *,
     settings: Any = None,
-    sets: Sequence[str] | str | None = None,
-    layers=None,
-    heads=None,
-    metric: str | None = None,
-    thresholds: Sequence[float] | None = None,
-    scales: Sequence[float] | None = None,
-    quantiles: Sequence[float] | None = None,
-    cycle_cap: int | None = None,
-    drop_special: bool | None = None,
     keep_diagrams: bool = False,
     on_long: str = "truncate",
     batch_size: int = DEFAULT_BATCH_SIZE,
-    engine: str | None = None,
     keep_text: bool = True,
     pairs: bool = False,
-    prompt_quantities: Sequence[str] | None = None,
     _model_hash: str | None = None,
+    **setting_values: Any,
 ) -> CorpusSettings:
     """Validated :class:`CorpusSettings` for a loaded :class:`~attntopo.models.AttentionModel`.
 
     The feature settings are a :class:`~attntopo.features.FeatureSettings` (``settings``) or
-    its keywords (a keyword that disagrees with ``settings`` is an error); they default to
-    those of :func:`attntopo.features.features`, but for ``sets`` (:data:`DEFAULT_CORPUS_SETS`).
+    its fields as keywords (``setting_values``, checked against the one list of them; one that
+    disagrees with ``settings`` is an error); they default to those of
+    :func:`attntopo.features.features`, but for ``sets`` (:data:`DEFAULT_CORPUS_SETS`).
     Every argument is checked here, so a bad one fails before the input is read or anything
     written.  ``pairs``: the input holds (prompt, answer) pairs (needed by the ``prompt`` set).
     ``_model_hash`` stands in for the model's files' hash (:func:`check_before_loading`).
     """
+    from dataclasses import replace
+
     from ..attention import resolve_indices
     from ..features import FeatureSettings
     from ..topology.engines import get_engine
 
-    if settings is None and sets is None:
-        sets = DEFAULT_CORPUS_SETS
-    fs = FeatureSettings.resolve(settings, sets=sets, layers=layers, heads=heads, metric=metric,
-                                 thresholds=thresholds, scales=scales, quantiles=quantiles,
-                                 cycle_cap=cycle_cap, drop_special=drop_special,
-                                 engine=engine, prompt_quantities=prompt_quantities)
+    if settings is None and setting_values.get("sets") is None:
+        setting_values["sets"] = DEFAULT_CORPUS_SETS
+    fs = FeatureSettings.resolve(settings, owner="make_settings()", **setting_values)
     pairs = check_bool(pairs, "pairs")
     check_prompt_set(fs.sets, pairs)
     if fs.min_persistence:
@@ -292,29 +243,23 @@ def make_settings(
             f"min_persistence={fs.min_persistence:g}: a corpus store keeps every bar "
             "(min_persistence=0); filter the stored diagrams (keep_diagrams) instead"
         )
+    fs = replace(  # what the store's rows are: the heads resolved, the engine by its name
+        fs, layers=tuple(int(i) for i in resolve_indices(fs.layers, model.n_layers, "layer")),
+        heads=tuple(int(i) for i in resolve_indices(fs.heads, model.n_heads, "head")),
+        engine=None if fs.engine is None else get_engine(fs.engine).name)
     return CorpusSettings(
         model=str(model.name),
         dtype=str(getattr(model, "dtype", "float32")),
         model_hash=model_fingerprint(model) if _model_hash is None else _model_hash,
         revision=getattr(getattr(model, "spec", None), "revision", None),
         attntopo_version=__version__,
-        sets=fs.sets,
-        layers=tuple(int(i) for i in resolve_indices(fs.layers, model.n_layers, "layer")),
-        heads=tuple(int(i) for i in resolve_indices(fs.heads, model.n_heads, "head")),
-        metric=fs.metric,
+        features=fs,
         maxdim=1,
-        thresholds=fs.thresholds,
-        scales=fs.scales,
-        quantiles=fs.quantiles,
-        cycle_cap=fs.cycle_cap,
-        drop_special=fs.drop_special,
         keep_diagrams=check_bool(keep_diagrams, "keep_diagrams"),
         on_long=check_choice(on_long, "on_long", ON_LONG, what="on_long value"),
         batch_size=check_positive_int(batch_size, "batch_size", allow_none=False),
-        engine=None if fs.engine is None else get_engine(fs.engine).name,
         keep_text=check_bool(keep_text, "keep_text"),
         pairs=pairs,
-        prompt_quantities=tuple(fs.prompt_quantities),
     )
 
 
@@ -339,17 +284,26 @@ def _show(v: Any) -> str:
     return str(v)
 
 
-#: The command line's options of the settings a run chooses (``attntopo corpus``).
-_CLI_OPTIONS = {"sets": "--sets", "layers": "--layer", "heads": "--head", "drop_special": "--drop-special",
-                "keep_diagrams": "--keep-diagrams", "keep_text": "--keep-text", "on_long": "--on-long",
-                "batch_size": "--batch-size", "engine": "--engine", "dtype": "--dtype"}
+#: The command line's options of the store's own settings (``attntopo corpus``); the feature
+#: settings' options are declared with them (``FeatureSettings``' fields).
+_CLI_OPTIONS = {"keep_diagrams": "--keep-diagrams", "keep_text": "--keep-text",
+                "on_long": "--on-long", "batch_size": "--batch-size", "dtype": "--dtype"}
+
+
+def _cli_option(name: str) -> str | None:
+    from dataclasses import fields as fields_of
+
+    from ..features import FeatureSettings
+
+    cli = {f.name: f.metadata["cli"] for f in fields_of(FeatureSettings) if f.metadata["cli"]}
+    return cli[name].flags[0] if name in cli else _CLI_OPTIONS.get(name)
 
 
 def _to_pass(name: str, value: Any) -> str:
     """How a run asks for ``name=value``: the keyword, and the command line's option where
     there is one (``drop_special=True; --drop-special``, ``… False; without --drop-special``)."""
     py = f"{name}={list(value) if isinstance(value, tuple) else value!r}"
-    flag = _CLI_OPTIONS.get(name)
+    flag = _cli_option(name)
     if flag is None or value is None:
         return py
     if isinstance(value, bool):
@@ -360,10 +314,16 @@ def _to_pass(name: str, value: Any) -> str:
 
 
 def first_difference(stored: CorpusSettings, wanted: CorpusSettings) -> tuple[str, Any, Any] | None:
-    """``(name, stored value, wanted value)`` of the first setting that differs, or None."""
+    """``(name, stored value, wanted value)`` of the first setting that differs, or None (a
+    feature setting by its own name: ``metric``, not ``features``)."""
     for f in fields(CorpusSettings):
         a, b = getattr(stored, f.name), getattr(wanted, f.name)
-        if a != b:
+        if f.name == "features":
+            for g in fields(a):
+                x, y = getattr(a, g.name), getattr(b, g.name)
+                if x != y:
+                    return g.name, x, y
+        elif a != b:
             return f.name, a, b
     return None
 

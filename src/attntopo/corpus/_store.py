@@ -17,10 +17,8 @@ Layout
                                     status, error), rewritten from the part files at the end
                                     of every run
 
-Stores of format version 1 (made before the ``parts/`` folder) keep their parts at the top
-of the folder, beside the manifest: they open, resume, append and answer queries as they are
-(:attr:`Store.parts_dir`).  They are not moved into ``parts/``: a move is one rename per part,
-not atomic as a whole, and readers take no lock, so a reader could see a store half moved.
+Stores of format version 1 (made before the ``parts/`` folder and the first release, their
+parts beside the manifest) are refused in one line: ``--new-store`` makes them again.
 
 Only the run holding the store's lock (:func:`lock_store`: an exclusive ``flock`` on the
 folder, taken before the manifest is read) changes the folder; readers take no lock and see
@@ -89,7 +87,6 @@ __all__ = [
 FORMAT = "attntopo-corpus"
 FORMAT_VERSION = 2
 #: Format versions this attntopo opens: 1 (parts at the top of the folder), 2 (in ``parts/``).
-READABLE_VERSIONS = (1, 2)
 #: The sub-folder of the Parquet parts (format version 2).
 PARTS = "parts"
 MANIFEST = "manifest.json"
@@ -378,9 +375,8 @@ class Store:
         self.path = Path(path)
         doc = self._read_manifest()
         self.manifest = doc
-        #: the folder of the part files: ``STORE/parts`` (format version 2), the store itself
-        #: for a store of version 1
-        self.parts_dir = self.path / PARTS if doc["format_version"] >= 2 else self.path
+        #: the folder of the part files, ``STORE/parts``
+        self.parts_dir = self.path / PARTS
         #: the store's random id as this object opened it (its parts carry it): a reader
         #: stops when the manifest on disk holds another (:meth:`check_unchanged`)
         self.generation = doc.get("store_id") or doc.get("created")
@@ -442,10 +438,16 @@ class Store:
             raise ResultFormatError(f"{mf}: unreadable ({_first_line(e)}){_START_OVER}") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ResultFormatError(f"{mf}: not an attntopo corpus manifest")
-        if doc.get("format_version") not in READABLE_VERSIONS:
+        if doc.get("format_version") == 1:
+            raise ResultFormatError(
+                f"{mf}: a store of corpus format version 1 (its parts beside the manifest, made "
+                f"before the first release), which this attntopo does not read: make it again"
+                f"{_START_OVER}"
+            )
+        if doc.get("format_version") != FORMAT_VERSION:
             raise ResultFormatError(
                 f"{mf}: corpus format version {doc.get('format_version')!r}; this attntopo reads "
-                f"{', '.join(map(str, READABLE_VERSIONS))}"
+                f"{FORMAT_VERSION}"
             )
         return doc
 
@@ -694,7 +696,7 @@ class Store:
 
     def _checksum_name(self, name: str) -> str:
         """A part's name in :data:`CHECKSUMS`: relative to the store folder."""
-        return f"{PARTS}/{name}" if self.parts_dir != self.path else name
+        return f"{PARTS}/{name}"
 
     @_same_store
     def parts(self) -> dict[int, Path]:
@@ -786,8 +788,7 @@ class Store:
         self.lock.check(self.path)
         n = 0
         found = [(self.path, e) for e in os.listdir(self.path)]
-        if self.parts_dir != self.path:
-            found += [(self.parts_dir, e) for e in self._part_entries()]
+        found += [(self.parts_dir, e) for e in self._part_entries()]
         for folder, entry in found:
             if _TMP.match(entry) or (entry.startswith(".") and entry.endswith(".tmp") and "manifest" in entry):
                 try:
@@ -815,9 +816,8 @@ class Store:
 
     def checksums(self) -> dict[str, str]:
         """``{part file name: SHA-256 hex}`` recorded when each part was written (names
-        relative to the store folder, ``parts/part-00000000.parquet``, or the bare name in a
-        store of format version 1; the last record of a name wins; lines that do not parse
-        are ignored)."""
+        relative to the store folder, ``parts/part-00000000.parquet``; the last record of a
+        name wins; lines that do not parse are ignored)."""
         try:
             text = (self.path / CHECKSUMS).read_text(encoding="ascii", errors="replace")
         except FileNotFoundError:
@@ -1142,7 +1142,7 @@ class Store:
             raise InvalidInputError(f"row {id!r} has no diagrams (status {status})")
         import numpy as np
 
-        heads = [(a, b) for a in st.layers for b in st.heads]
+        heads = [(a, b) for a in st.features.layers for b in st.features.heads]
         out = {}
         for (layer, head), b, d, k in zip(heads, births, deaths, dims):
             b, d, k = np.asarray(b, float), np.asarray(d, float), np.asarray(k, int)
@@ -1212,7 +1212,7 @@ class Store:
     def __repr__(self) -> str:
         c = self.counts()
         return (f"Store({str(self.path)!r}, rows={c['done']}/{c['total']}, ok={c['ok']}, "
-                f"failed={c['failed']}, model={self.settings.model!r}, sets={list(self.settings.sets)})")
+                f"failed={c['failed']}, model={self.settings.model!r}, sets={list(self.settings.features.sets)})")
 
 
 #: The bookkeeping columns a part's summary is made of.

@@ -43,7 +43,8 @@ def feature_columns(settings: CorpusSettings) -> list[str]:
     :func:`attntopo.features.features`: ``L{layer}H{head}.{set}.{quantity}``)."""
     from ..features.pipeline import set_columns
 
-    return set_columns(settings.layers, settings.heads, settings.feature_settings())
+    fs = settings.features
+    return set_columns(fs.layers, fs.heads, fs.st())
 
 
 def output_schema(settings: CorpusSettings, input_schema: Any) -> Any:
@@ -435,18 +436,18 @@ class BatchWorker:
         :meth:`_compute`'s result."""
         from ..features.pipeline import ChunkFeatures, answer_check, head_order, stream_into
 
-        st = self.settings
+        st, fs = self.settings, self.settings.features
         n = len(texts)
         bounds = list(bounds) if bounds is not None else [None] * n
-        chunk = ChunkFeatures(n, bounds, self._st, st.drop_special, st.engine,
+        chunk = ChunkFeatures(n, bounds, self._st, fs.drop_special, fs.engine,
                               self.n_jobs, submit, maxdim=st.maxdim, js_diagrams=st.keep_diagrams,
-                              order=head_order(st.layers, st.heads))
+                              order=head_order(fs.layers, fs.heads))
         with warnings.catch_warnings():  # counted per row in n_unknown; run() warns once
             warnings.simplefilter("ignore", UnknownTokensWarning)
             # the model's attention is taken layer by layer: never all layers at once
             stream_into(chunk, self.model, list(texts), list(range(n)),
-                        truncate=st.on_long == "truncate", layers=list(st.layers),
-                        heads=list(st.heads), forward_threads=forward_threads,
+                        truncate=st.on_long == "truncate", layers=list(fs.layers),
+                        heads=list(fs.heads), forward_threads=forward_threads,
                         check=answer_check(bounds) if st.pairs else None)
         chunk.start()
         chunk_finish = chunk.finish
@@ -454,7 +455,7 @@ class BatchWorker:
 
         def finish() -> tuple[np.ndarray, list[Any]]:
             values, dgms = chunk_finish()
-            per_head = len(st.layers) * len(st.heads)
+            per_head = len(fs.layers) * len(fs.heads)
             dgm_rows: list[Any] = [None] * n
             if dgms is not None:
                 for t in range(n):
@@ -464,7 +465,8 @@ class BatchWorker:
         return finish
 
     def __repr__(self) -> str:
-        return f"BatchWorker(model={self.settings.model!r}, sets={list(self.settings.sets)})"
+        return (f"BatchWorker(model={self.settings.model!r}, "
+                f"sets={list(self.settings.features.sets)})")
 
 
 #: A chunk's bound (:func:`length_chunks`): texts × the longest one's tokens², the padded

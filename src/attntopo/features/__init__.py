@@ -38,6 +38,7 @@ _LAZY = {
     "FeatureSettings": "._settings",
     "FeatureTable": "._table",
     "GRAPH_QUANTITIES": "._graph",
+    "SETTING_NAMES": "._settings",
     "SPECTRAL_K": "._spectral",
     "TEMPLATES": "._template",
     "balanced_subsample": "._evaluate",

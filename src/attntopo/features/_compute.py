@@ -64,30 +64,19 @@ def feature_names(
     model: Any = "minilm",
     *,
     settings: FeatureSettings | None = None,
-    sets: Sequence[str] | None = None,
-    layers=None,
-    heads=None,
-    metric: str | None = None,
-    thresholds: Sequence[float] | None = None,
-    scales: Sequence[float] | None = None,
-    quantiles: Sequence[float] | None = None,
-    cycle_cap: int | None = None,
-    prompt_quantities: Sequence[str] | None = None,
+    **setting_values: Any,
 ) -> list[str]:
     """The column names :func:`features` returns for these settings, without computing anything.
 
     ``model`` is an alias, hub id, folder or a loaded :class:`~attntopo.models.AttentionModel`
     (its layer and head counts decide the names; a name loads the model, cached).  The
-    settings are a :class:`FeatureSettings` or its keywords, as in :func:`features`.
+    settings are a :class:`FeatureSettings` or its fields as keywords, as in :func:`features`.
     """
     from ..attention import resolve_indices
     from ..models import AttentionModel, load_model
     from ..models import check_selection
 
-    fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, metric=metric,
-                          thresholds=thresholds,
-                          scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
-                          prompt_quantities=prompt_quantities)
+    fs = resolve_settings(settings, owner="feature_names()", **setting_values)
     check_selection(model, fs.layers, fs.heads)  # before the weights load
     m = model if isinstance(model, AttentionModel) else load_model(model)
     li = resolve_indices(fs.layers, m.n_layers, "layer")
@@ -258,23 +247,12 @@ def features(
     model: Any = "minilm",
     *,
     settings: FeatureSettings | None = None,
-    sets: Sequence[str] | None = None,
-    layers=None,
-    heads=None,
-    metric: str | None = None,
-    thresholds: Sequence[float] | None = None,
-    scales: Sequence[float] | None = None,
-    quantiles: Sequence[float] | None = None,
-    cycle_cap: int | None = None,
-    prompt_quantities: Sequence[str] | None = None,
-    drop_special: bool | None = None,
     truncate: bool = False,
     on_empty: str = "raise",
     batch_size: int = 16,
-    engine: str | None = None,
     n_jobs: int | None = None,
     progress: ProgressOption = None,
-    min_persistence: float | None = None,
+    **setting_values: Any,
 ) -> FeatureTable:
     """Topological features of texts: one row per text, named columns per head and set.
 
@@ -289,38 +267,15 @@ def features(
     model : str or AttentionModel
         Alias (``"minilm"``, ``"smollm2"``), hub id, folder or a loaded model.
     settings : FeatureSettings, optional
-        Every feature setting in one record (the keywords ``sets`` … ``min_persistence``
-        and ``engine`` below are its fields; a keyword given as well must agree with it,
-        else :class:`~attntopo.errors.InvalidInputError`).  A keyword left at None takes
-        the setting's default.
-    sets : sequence of str
-        Feature sets (:data:`FEATURE_SETS`); default :data:`DEFAULT_SETS`.
-        See ``docs/features.md`` for every formula.
-    layers, heads : int or list of int, optional
-        0-based model indices (negatives allowed); all by default.
-    metric : str, default "jensen_shannon"
-        The distance between attention rows of the sets that read the token distances (a key
-        of :data:`attntopo.distances.DISTANCES`); their columns carry its name
-        (:class:`FeatureSettings`).
-    thresholds : sequence of float
-        Attention thresholds τ of the ``graph`` set.
-    scales : sequence of float
-        JS scales of the ``js`` set's Betti numbers.
-    quantiles : sequence of float
-        Quantiles of the ``js`` set's H0 deaths.
-    cycle_cap : int
-        Most directed simple cycles counted by the ``graph`` set (50, as la-tda; tda4atd
-        counts up to 500).
-    prompt_quantities : sequence of {"js", "attention"}
-        The ``prompt`` set's scores (both by default): ``"attention"`` (TOHA's, on
-        ``1 − max(A, Aᵀ)``) costs ``O(n²)`` per head and computes no distances between rows;
-        ``"js"`` needs the Jensen–Shannon distances, ``O(n³)``.  Ask for
-        ``("attention",)`` to pay only for it.
-    drop_special : bool, default False
-        Remove special tokens ([CLS], [SEP], …) and renormalize rows before the sets that
-        see them so (``FEATURE_SETS[name].drops_special``: ``js``, ``graph``, ``barcode``, …;
-        the ``template`` set always sees them, the ``prompt`` set never does).  False: the
-        attention as the model computed it, as la-tda and TOHA use it (docs/api.md, Names).
+        Every feature setting in one record: the sets, layers and heads, the metric, the sets'
+        parameters, ``drop_special``, ``min_persistence``, the persistence ``engine``
+        (:class:`FeatureSettings` says what each does).
+    **setting_values
+        The same settings as keywords (``sets=("js",)``, ``layers=[0]``, ``metric=…``),
+        checked against the one list of them (``SETTING_NAMES``: another name is a
+        TypeError); one given beside ``settings`` must agree with it, else
+        :class:`~attntopo.errors.InvalidInputError`.  A setting not given (or None) takes its
+        default (``sets``: :data:`DEFAULT_SETS`).
     truncate : bool
         Cut texts longer than the model's context instead of raising.
     on_empty : {"raise", "skip"}
@@ -329,13 +284,8 @@ def features(
     batch_size : int
         Texts per chunk: attention, distances and diagrams of a chunk are freed once its rows
         are computed, so memory does not grow with the number of texts.
-    engine, n_jobs
-        Persistence engine and worker processes (see :func:`attntopo.topology.persistence_batch`).
-    min_persistence : float, default 0
-        Bars of length ``death − birth <= min_persistence`` are left out of the ``js``,
-        ``barcode``, ``js_image`` and ``js_landscape`` statistics (gudhi's convention; the
-        ``js`` set's H0 death quantiles, the minimum spanning tree's edges, keep every edge).
-        0 keeps every bar the engine reports.
+    n_jobs : int, optional
+        Persistence worker processes (see :func:`attntopo.topology.persistence_batch`).
     progress : bool, callable or None, default None
         One bar for the whole run: ``None`` a bar on a terminal or in Jupyter (not in pipes or
         tests), ``True``/``False`` always/never, or ``callback(done, total, stage)`` (see
@@ -358,11 +308,7 @@ def features(
     EmptyTextError
         An empty text (``on_empty="raise"``), or no text at all.
     """
-    fs = resolve_settings(settings, sets=sets, layers=layers, heads=heads, metric=metric,
-                          thresholds=thresholds,
-                          scales=scales, quantiles=quantiles, cycle_cap=cycle_cap,
-                          prompt_quantities=prompt_quantities, drop_special=drop_special,
-                          min_persistence=min_persistence, engine=engine)
+    fs = resolve_settings(settings, owner="features()", **setting_values)
     st, layers, heads, drop_special, engine = fs.st(), fs.layers, fs.heads, fs.drop_special, fs.engine
     on_empty = check_choice(on_empty, "on_empty", _ON_EMPTY)
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)

@@ -23,13 +23,14 @@ columns.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ..errors import MissingDependencyError
-from ..topology import Diagram
-from ._bars import Bars
+
+if TYPE_CHECKING:  # the settings read this module's defaults without importing topology
+    from ..topology import Diagram
 
 __all__ = [
     "DEFAULT_SCALES",
@@ -85,6 +86,8 @@ def js_stats(
     Bars of length ``<= min_persistence`` are left out of every statistic but the H0 death
     quantiles (those are the minimum spanning tree's edge lengths, all n − 1 of them).
     """
+    from ._bars import Bars
+
     cols = []
     for d in _DIMS:
         bars = Bars.of(diagrams, d).longer_than(min_persistence)

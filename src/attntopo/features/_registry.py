@@ -301,15 +301,15 @@ def _zigzag(layers: list, st: dict) -> np.ndarray:
 
 
 def _spectral_quantities(st: dict) -> list[str]:
-    from ._spectral import spectral_names
+    from ._spectral import SPECTRAL_K, spectral_names
 
-    return spectral_names()
+    return spectral_names(st.get("spectral_k", SPECTRAL_K))
 
 
 def _spectral(g: Any) -> np.ndarray:
-    from ._spectral import spectral_features
+    from ._spectral import SPECTRAL_K, spectral_features
 
-    return spectral_features(g.Wr, g.real.causal)
+    return spectral_features(g.Wr, g.real.causal, g.st.get("spectral_k", SPECTRAL_K))
 
 
 #: Every feature set, by name, in the order the documentation lists them

@@ -415,7 +415,7 @@ def _kernel(cap: Any, lid: int, hids: Sequence[int], m: int, draws: int, seed: i
 
 
 def approximability(
-    att: Attention | str,
+    text: str | Attention,
     *,
     model: Any = None,
     budgets: Sequence[int] | int | None = None,
@@ -427,19 +427,19 @@ def approximability(
     layers: Any = None,
     heads: Any = None,
     truncate: bool = False,
-    progress: ProgressOption = False,
+    progress: ProgressOption = None,
 ) -> Approximability:
     """Approximate every head by each efficient-attention family at matched budgets.
 
     Parameters
     ----------
-    att : Attention or str
-        The attention of one text, or a text (run through ``model`` once: attention, queries
-        and keys from the same pass).
+    text : str or Attention
+        A text (run through ``model`` once: attention, queries and keys from the same pass),
+        or the attention of one text, as in :func:`attntopo.analyze`.
     model : str or AttentionModel, optional
         For a text: the model (default ``"minilm"``).  For an Attention: the model that made
-        it, used only by the kernel family (one forward pass of ``att.text`` capturing queries
-        and keys); by default ``load_model(att.model)``.
+        it, used only by the kernel family (one forward pass of ``text.text`` capturing queries
+        and keys); by default ``load_model(text.model)``.
     budgets : int or sequence of int in 2..n, optional
         Numbers stored per query row (:func:`._approx_families.family_sizes`); default those of
         :data:`DEFAULT_BUDGETS` up to ``n``.  A budget above ``n`` raises OutOfRangeError.
@@ -455,11 +455,12 @@ def approximability(
     seed : int >= 0
         For the kernel draws and k-means (one initialization, k-means++).
     layers, heads : optional
-        Keep only these (as :meth:`Attention.select`: positions in ``att``).
+        Keep only these (as :meth:`Attention.select`: positions in ``text``).
     truncate : bool
         Cut a text longer than the model's limit.
-    progress : bool, callable or None
-        Report each layer done (:mod:`attntopo._progress`).
+    progress : bool, callable or None, default None
+        Report each layer done (:mod:`attntopo._progress`): ``None`` a bar on a terminal or
+        in a notebook, as in every analysis that runs a model.
 
     Returns
     -------
@@ -477,7 +478,7 @@ def approximability(
     orthogonal = check_bool(orthogonal, "orthogonal")
     truncate = check_bool(truncate, "truncate")
     scale = _check_scale(scale)
-    att, cap, info = _attention_and_qk(att, model, "kernel" in fams, layers, heads, truncate)
+    att, cap, info = _attention_and_qk(text, model, "kernel" in fams, layers, heads, truncate)
     n = att.n_tokens
     bud = _check_budgets(budgets, n)
     from ..models.instruments import one_blas_thread

@@ -283,7 +283,7 @@ def _request_models(settings: Settings):
                             json_schema_extra=_NOT_BLANK)
         text_b: str = Field(..., min_length=1, max_length=max_chars, description="The second text.",
                             json_schema_extra=_NOT_BLANK)
-        threshold: Optional[float] = Field(
+        scale: Optional[float] = Field(
             None, ge=0, allow_inf_nan=False,
             description="Scale at which shared edges/triangles are counted (default: per head, "
                         "the median H0 death of both texts).",
@@ -481,7 +481,7 @@ def _run_comparison(state: ServerState, name: str, req) -> Any:
     m = state.settings.load(name)
     _model_info(state, name, m)
     return at.compare(req.text_a, req.text_b, m, metric=req.metric, maxdim=req.maxdim,
-                      scale=req.threshold, drop_special=req.drop_special, truncate=req.truncate,
+                      scale=req.scale, drop_special=req.drop_special, truncate=req.truncate,
                       progress=False)
 
 
@@ -583,7 +583,7 @@ def _comparison_payload(c, req, info: dict, cached: bool, max_triangles: int, t0
         "kind": "comparison",
         "model": info,
         "settings": {"metric": c.metric, "maxdim": c.maxdim, "drop_special": req.drop_special,
-                     "truncate": req.truncate, "threshold": c.given_scale, "engine": c.a.engine},
+                     "truncate": req.truncate, "scale": c.given_scale, "engine": c.a.engine},
         "a": text_payload(c.a.attention),
         "b": text_payload(c.b.attention),
         "shared_tokens": [s.to_dict() for s in c.shared_tokens],
@@ -667,7 +667,7 @@ def build_router(settings: Settings) -> APIRouter:
         name = st.check_model(req.model)
         _precheck(st, name, req.layer, req.head)
         key = ("comparison", name, req.text_a, req.text_b, req.metric, req.maxdim, req.drop_special,
-               req.threshold, req.truncate)
+               req.scale, req.truncate)
         return await _cached_answer(st, name, key, lambda: _run_comparison(st, name, req), _comparison_payload,
                                     req)
 

@@ -30,10 +30,12 @@ from attntopo.corpus import (
     part_name,
 )
 from attntopo.errors import InvalidInputError, ResultFormatError
+from attntopo.features import SETTING_NAMES, FeatureSettings
 
 SETTINGS = CorpusSettings(
     model="toy", model_hash="sha256:" + "0" * 64, revision=None, attntopo_version="0.0",
-    sets=("js",), layers=(0,), heads=(0, 1), thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,),
+    features=FeatureSettings(sets=("js",), layers=(0,), heads=(0, 1), thresholds=(0.1,),
+                             scales=(0.5,), quantiles=(0.5,)),
     keep_diagrams=True, batch_size=2,
 )
 TEXTS = ["alpha", "beta", "gamma", "delta", "epsilon"]
@@ -94,26 +96,51 @@ def test_manifest_round_trip_and_columns():
     old = {k: v for k, v in SETTINGS.to_manifest().items() if k != "dtype"}
     assert CorpusSettings.from_manifest(old).dtype == "float32"
     assert CorpusSettings.from_manifest(old) == SETTINGS
-    # nor pairs: a store of texts, the prompt set's default scores
-    old = {k: v for k, v in SETTINGS.to_manifest().items() if k not in ("pairs", "prompt_quantities")}
+    # nor pairs: a store of texts; a feature setting it lacks takes its default
+    old = SETTINGS.to_manifest()
+    del old["pairs"], old["features"]["prompt_quantities"], old["features"]["spectral_k"]
     assert CorpusSettings.from_manifest(old) == SETTINGS and not SETTINGS.pairs
+    with pytest.raises(ResultFormatError, match="unknown feature settings tau"):
+        CorpusSettings.from_manifest({**old, "features": {**old["features"], "tau": 1}})
+
+
+def test_a_manifest_of_flat_settings_reads_the_same():
+    """Stores made before the feature settings were nested (one flat object, the persistence
+    engine under its first name) open with the same settings."""
+    flat = {k: v for k, v in SETTINGS.to_manifest().items() if k != "features"}
+    feats = dataclasses.replace(SETTINGS.features, engine="ripser").to_dict()
+    del feats["min_persistence"], feats["spectral_k"]  # never written there
+    flat.update(feats)
+    flat["persistence_engine"] = flat.pop("engine")
+    want = dataclasses.replace(SETTINGS, features=dataclasses.replace(SETTINGS.features,
+                                                                      engine="ripser"))
+    assert CorpusSettings.from_manifest(flat) == want
 
 
 _CHANGES = {
     "model": "other", "model_hash": "sha256:" + "1" * 64, "revision": "main",
-    "attntopo_version": "9.9", "sets": ("js", "graph"), "layers": (1,), "heads": (0,),
-    "maxdim": 2, "thresholds": (0.2,), "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3,
-    "drop_special": True, "keep_diagrams": False, "on_long": "skip", "batch_size": 64,
-    "engine": "ripser", "metric": "other", "keep_text": False, "dtype": "bfloat16",
-    "pairs": True, "prompt_quantities": ("attention",),
+    "attntopo_version": "9.9", "maxdim": 2, "keep_diagrams": False, "on_long": "skip",
+    "batch_size": 64, "keep_text": False, "dtype": "bfloat16", "pairs": True,
+}
+#: Every feature setting changed (the store holds them in ``features``, each named alike).
+_FEATURE_CHANGES = {
+    "sets": ("js", "graph"), "layers": (1,), "heads": (0,), "thresholds": (0.2,),
+    "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3, "drop_special": True,
+    "engine": "ripser", "metric": "hellinger", "prompt_quantities": ("attention",),
+    "spectral_k": 4, "min_persistence": 0.5,
 }
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(sorted(_CHANGES)))
+@given(name=st.sampled_from(sorted({**_CHANGES, **_FEATURE_CHANGES})))
 def test_a_changed_setting_is_named_in_one_line(name):
-    assert {f.name for f in dataclasses.fields(CorpusSettings)} == set(_CHANGES)
-    other = dataclasses.replace(SETTINGS, **{name: _CHANGES[name]})
+    assert {f.name for f in dataclasses.fields(CorpusSettings)} == set(_CHANGES) | {"features"}
+    assert set(SETTING_NAMES) == set(_FEATURE_CHANGES)
+    if name in _CHANGES:
+        other = dataclasses.replace(SETTINGS, **{name: _CHANGES[name]})
+    else:
+        other = dataclasses.replace(SETTINGS, features=dataclasses.replace(
+            SETTINGS.features, **{name: _FEATURE_CHANGES[name]}))
     assert first_difference(SETTINGS, other)[0] == name
     assert first_difference(SETTINGS, dataclasses.replace(SETTINGS)) is None
     with pytest.raises(InvalidInputError) as e:
@@ -489,8 +516,9 @@ def test_a_store_of_the_old_drop_special_default_names_the_option_to_pass(tmp_pa
     import attntopo.models
     from attntopo import __version__, corpus
 
-    old = dataclasses.replace(SETTINGS, attntopo_version=__version__, drop_special=True)
-    assert old.to_manifest()["drop_special"] is True
+    old = dataclasses.replace(SETTINGS, attntopo_version=__version__,
+                              features=dataclasses.replace(SETTINGS.features, drop_special=True))
+    assert old.to_manifest()["features"]["drop_special"] is True
     inp = open_input(TEXTS)
     Store.create(tmp_path / "s", old, output_schema(old, inp.schema),
                  {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}, feature_columns(old),
@@ -520,11 +548,17 @@ def test_the_mismatch_line_names_the_keyword_and_the_option():
         ("keep_text", False, True, "(keep_text=False; --no-keep-text)"),
         ("sets", ("js", "graph"), ("js",), "(sets=['js', 'graph']; --sets js,graph)"),
         ("batch_size", 7, 2, "(batch_size=7; --batch-size 7)"),
-        ("cycle_cap", 3, 50, "(cycle_cap=3)"),  # no command-line option: the keyword only
+        ("cycle_cap", 3, 50, "(cycle_cap=3; --cycle-cap 3)"),
+        ("metric", "hellinger", "jensen_shannon", "(metric='hellinger'; --metric hellinger)"),
     ]:
+        def with_(value):
+            if name in SETTING_NAMES:
+                return dataclasses.replace(SETTINGS, features=dataclasses.replace(
+                    SETTINGS.features, **{name: value}))
+            return dataclasses.replace(SETTINGS, **{name: value})
+
         with pytest.raises(InvalidInputError) as e:
-            check_same_settings(dataclasses.replace(SETTINGS, **{name: stored}),
-                                dataclasses.replace(SETTINGS, **{name: wanted}), "STORE 's'")
+            check_same_settings(with_(stored), with_(wanted), "STORE 's'")
         assert ask in str(e.value), (ask, str(e.value))
 
 
@@ -579,44 +613,38 @@ def test_append_with_new_store_is_one_line_before_any_work(tmp_path):
 
 
 # ------------------------------------------------------------------ renames (docs/api.md, Names)
-def test_engine_field_keeps_its_manifest_key():
-    """CorpusSettings.engine (the persistence engine) is written as ``persistence_engine``, as
-    before the rename, so stores of every version read alike."""
-    s = dataclasses.replace(SETTINGS, engine="ripser")
+def test_engine_is_a_feature_setting_of_the_manifest():
+    """The persistence engine is written with the feature settings (``features.engine``); the
+    flat manifests' first name, ``persistence_engine``, reads as it
+    (test_a_manifest_of_flat_settings_reads_the_same)."""
+    s = dataclasses.replace(SETTINGS, features=dataclasses.replace(SETTINGS.features,
+                                                                   engine="ripser"))
     doc = s.to_manifest()
-    assert doc["persistence_engine"] == "ripser" and "engine" not in doc
+    assert doc["features"]["engine"] == "ripser" and "persistence_engine" not in doc
     assert CorpusSettings.from_manifest(doc) == s
-    with pytest.warns(DeprecationWarning, match="CorpusSettings.persistence_engine is deprecated: read CorpusSettings.engine"):
-        assert s.persistence_engine == "ripser"
-    assert s.features().engine == "ripser"
+    assert not hasattr(s, "persistence_engine")
 
 
-def test_run_renames_warn_and_pass_the_value_on(tmp_path):
-    """corpus.run: engine="local"/"ray" is the backend's old name, persistence_engine= the
-    persistence engine's; both warn at the caller's line and mean what they meant.  Checked on
-    refusals that come before any input is read or model loaded."""
+def test_run_takes_backend_and_engine_by_their_names(tmp_path):
+    """corpus.run: ``backend=`` is where it runs, ``engine=`` the persistence engine; the old
+    spellings (``engine="local"``, ``persistence_engine=``) are refused in one line, before any
+    input is read or model loaded."""
     import attntopo.corpus as corpus
 
     out = tmp_path / "s"
-    with pytest.warns(DeprecationWarning, match=r"run\(engine='local'\) is deprecated: write backend='local'") as rec:
-        with pytest.raises(InvalidInputError, match="ray_address applies to backend='ray' only"):
-            corpus.run(["a text"], out, engine="local", ray_address="127.0.0.1:1")
-    assert rec[0].filename == __file__
-    with pytest.warns(DeprecationWarning, match=r"run\(persistence_engine=\.\.\.\) is deprecated: write engine="):
-        with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
-            corpus.run(["a text"], out, persistence_engine="fast")
+    with pytest.raises(InvalidInputError, match=r"^engine='local': engine= is the persistence engine; "
+                                                r"where the corpus runs is backend='local'$"):
+        corpus.run(["a text"], out, engine="local")
+    with pytest.raises(TypeError, match=r"corpus.run\(\) got an unexpected keyword argument 'persistence_engine'"):
+        corpus.run(["a text"], out, persistence_engine="gudhi")
     with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
         corpus.run(["a text"], out, engine="fast")  # engine= is the persistence engine
-    with pytest.raises(InvalidInputError, match="give backend= only"):
-        corpus.run(["a text"], out, engine="ray", backend="local")
-    with pytest.raises(InvalidInputError, match="give engine= only"):
-        corpus.run(["a text"], out, engine="ripser", persistence_engine="gudhi")
     with pytest.raises(InvalidInputError, match="unknown corpus backend 'spark'"):
         corpus.run(["a text"], out, backend="spark")
-    with pytest.warns(DeprecationWarning, match=r"make_settings\(persistence_engine=\.\.\.\) is deprecated"):
-        with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
-            corpus.make_settings(object(), persistence_engine="fast")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'persistence_engine'"):
+        corpus.make_settings(object(), persistence_engine="fast")
     assert not out.exists()
+    assert not hasattr(corpus, "ENGINES")
 
 
 def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monkeypatch):
@@ -639,7 +667,7 @@ def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monk
     with pytest.raises(InvalidInputError, match="the prompt set needs"):
         make_settings(toy, sets=("prompt",), _model_hash="sha256:0")
     st = make_settings(toy, sets=("prompt",), pairs=True, prompt_quantities=("attention",), _model_hash="sha256:0")
-    assert st.pairs and st.prompt_quantities == ("attention",)
+    assert st.pairs and st.features.prompt_quantities == ("attention",)
     assert feature_columns(st) == ["L0H0.prompt.attention", "L0H1.prompt.attention"]
 
     here = dataclasses.replace(SETTINGS, attntopo_version=__version__, pairs=True)

@@ -11,7 +11,7 @@ from attntopo.errors import InvalidInputError
 from attntopo.features import features
 from attntopo._threads import torch_threads
 from attntopo.features._compute import chunk_rows, threads_beside_workers
-from attntopo.features._settings import check_settings
+from attntopo.features import FeatureSettings
 
 SETS = ("js", "graph", "barcode", "template", "js_landscape")
 TEXTS = [
@@ -32,7 +32,8 @@ def atts():
 
 @pytest.mark.parametrize("batch_size", [1, 2, 3, 16])
 def test_chunked_background_rows_equal_the_synchronous_ones(atts, batch_size):
-    st = check_settings(SETS, (0.025, 0.05, 0.1, 0.25, 0.5, 0.75), (0.1, 0.3, 0.5), (0.25, 0.5), 50)
+    st = FeatureSettings(sets=SETS, thresholds=(0.025, 0.05, 0.1, 0.25, 0.5, 0.75),
+                         scales=(0.1, 0.3, 0.5), quantiles=(0.25, 0.5), cycle_cap=50).st()
     expected = np.concatenate(
         [chunk_rows([a], [None], st, False, None, 1) for a in atts], axis=0  # drop_special=False: features' default
     )  # one text at a time, serially, in this thread
@@ -105,13 +106,14 @@ def test_device_layers_go_to_the_engines_layer_by_layer():
     from _feature_refs import synthetic_attention
 
     from attntopo.features import _layers
-    from attntopo.features._settings import check_settings
+    from attntopo.features import FeatureSettings
 
     rng = np.random.default_rng(3)
     W = rng.random((4, 2, 9, 9)) ** 3
     W /= W.sum(-1, keepdims=True)
     att = synthetic_attention(W.astype(np.float32))
-    st_ = check_settings(("js", "barcode"), (0.1,), (0.5,), (0.5,), 50)
+    st_ = FeatureSettings(sets=("js", "barcode"), thresholds=(0.1,), scales=(0.5,),
+                          quantiles=(0.5,), cycle_cap=50).st()
     waiting, lock = [0], threading.Lock()
     calls, outstanding = [], []
 

@@ -107,19 +107,24 @@ def test_features_with_settings_equals_features_with_keywords(atts):
 
 
 @pytest.mark.parametrize("fn", ["features", "feature_names", "corpus.run", "corpus.make_settings"])
-def test_every_entry_point_takes_settings_and_its_feature_keywords(fn):
+def test_every_entry_point_checks_its_keywords_against_the_one_list(fn, tmp_path):
+    """The settings come as ``settings=`` or keywords checked against SETTING_NAMES: a name
+    that is no setting is a TypeError naming the function, before any model, input or store."""
     import attntopo.corpus as corpus
     import attntopo.features as feats
 
+    call = {"features": lambda: feats.features(["a text"], tau=1),
+            "feature_names": lambda: feats.feature_names("no-such-model", tau=1),
+            "corpus.run": lambda: corpus.run(["a text"], tmp_path / "s", tau=1),
+            "corpus.make_settings": lambda: corpus.make_settings(object(), tau=1)}[fn]
     obj = {"features": feats.features, "feature_names": feats.feature_names,
            "corpus.run": corpus.run, "corpus.make_settings": corpus.make_settings}[fn]
     params = inspect.signature(obj).parameters
-    assert "settings" in params
-    # every keyword that is a feature setting defaults to None: "not given", so it never
-    # silently overrides settings=
-    for name in FIELDS:
-        if name in params:
-            assert params[name].default is None, (fn, name)
+    assert "settings" in params and not set(FIELDS) & set(params)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'tau' \\(the feature "
+                                        "settings are sets, layers"):
+        call()
+    assert not (tmp_path / "s").exists()
 
 
 def test_the_estimator_has_every_setting_as_a_parameter():
@@ -134,8 +139,10 @@ def test_the_estimator_has_every_setting_as_a_parameter():
                                                      scales=(0.2,), engine="ripser", min_persistence=0.01)
     s = FeatureSettings(sets=("js",), layers=[0])
     assert AttentionFeatures(settings=s).feature_settings() == s
-    # the parameters that were there before keep their positions (the new ones come after)
-    assert AttentionFeatures("minilm", ("js",), [0]).feature_settings() == s
+    # the model is the one positional parameter; the settings are keywords
+    assert AttentionFeatures("minilm", sets=("js",), layers=[0]).feature_settings() == s
+    with pytest.raises(TypeError):
+        AttentionFeatures("minilm", ("js",))
     assert AttentionFeatures(settings=s, sets=("js",)).feature_settings() == s
     with pytest.raises(InvalidInputError, match="sets=\\['graph'\\] disagrees with settings.sets"):
         AttentionFeatures(settings=s, sets=("graph",)).fit(["a text", "another"])

@@ -141,10 +141,11 @@ def _causal_pair(seed: int, L: int, H: int, n: int):
 def _chunk_rows(att, boundary, sets=("prompt",), quantities=None):
     """One text's feature row through ChunkFeatures, layer by layer."""
     from attntopo.features import _layers
-    from attntopo.features._settings import check_settings
+    from attntopo.features import FeatureSettings
 
     kw = {} if quantities is None else {"prompt_quantities": quantities}
-    st_ = check_settings(sets, (0.1,), (0.1,), (0.5,), 50, **kw)
+    st_ = FeatureSettings(sets=sets, thresholds=(0.1,), scales=(0.1,), quantiles=(0.5,),
+                          cycle_cap=50, **kw).st()
     chunk = _layers.ChunkFeatures(1, [boundary], st_, True, None, 1)
     chunk.add_attention(0, att)
     chunk.start()

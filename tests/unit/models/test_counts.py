@@ -110,7 +110,7 @@ def test_every_api_refuses_before_the_weights_load(call, config_only, tmp_path):
         elif call == "timeline":
             at.timeline("A cat.", model, progress=False, **kw)
         elif call == "phrase_topology":
-            at.phrase_topology("cat", ["A cat."], model, layers, heads, progress=False)
+            at.phrase_topology("cat", ["A cat."], model, layers=layers, heads=heads, progress=False)
         elif call == "corpus":
             from attntopo.corpus import run
 
