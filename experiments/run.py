@@ -368,6 +368,13 @@ def _fmt(r: dict) -> str:
             f"{r['f1_macro']:.3f} ± {r['f1_macro_std']:.3f}")
 
 
+def args_only(res: dict) -> list[str]:
+    """The tasks this run computed (beside those reused)."""
+    reused = set(res.get("reused", {}).get("tasks", ()))
+    return [k for k in ("topic", "human_machine", "minimal", "hallucination")
+            if k in res and k not in reused]
+
+
 def report(res: dict) -> str:
     env = res["environment"]
     lines = [
@@ -380,16 +387,19 @@ def report(res: dict) -> str:
         "matrix, on TF-IDF of word 1–2-grams (C = 10) for the text baseline. Formulas of the",
         "feature sets: [features.md](features.md); the features drop special tokens (`drop_special=True`).",
         "",
-        (f"§1–§3: the run of {res['reused']['date']} ({res['previous_seconds']:.0f} s), "
-         f"numbers reused; §4: {res['date']}, {res['seconds']:.0f} s from the feature cache. "
-         if res.get("reused") else "")
-        + f"Run: {res['date']}, {env['machine']}, Python {env['python']}, "
-        f"{res['seconds']:.0f} s"
+        (f"Run: {', '.join(res['reused']['tasks'])} on {res['reused']['date']} "
+         f"({res['previous_seconds']:.0f} s; numbers reused from the earlier `--json` by "
+         f"`run.py --only ... --reuse`), {', '.join(args_only(res))} on {res['date']} "
+         f"({res['seconds']:.0f} s); {env['machine']}, Python {env['python']}."
+         if res.get("reused") else
+         f"Run: {res['date']}, {env['machine']}, Python {env['python']}, "
+         f"{res['seconds']:.0f} s")
         + (f" ({res['cache']['hits']} of {res['cache']['hits'] + res['cache']['misses']} feature tables and "
            "arrays read from the cache of an earlier run: the time of the classifiers, not of the features)"
-           if res.get("cache", {}).get("hits") else "")
+           if res.get("cache", {}).get("hits") and not res.get("reused") else "")
         + (" — **the quick run** (`--quick`: small subsets, wide standard deviations; "
-           "the full one is `make experiments`)." if res["quick"] else ".")
+           "the full one is `make experiments`)." if res["quick"] else
+           "" if res.get("reused") else ".")
         + ("" if res["quick"] or res.get("full_size", True) else
            f" **Reduced sizes** ({', '.join(f'{k}={v}' for k, v in res['sizes'].items())}; "
            "`make experiments` runs the full ones)."),
@@ -565,11 +575,16 @@ def main() -> int:
     res["seconds"] = time.perf_counter() - t0
     res["cache"] = dict(CACHE)
     if reused:
-        res["reused"] = {"date": reused.get("date"), "tasks": [k for k in tasks if k in reused
-                                                                and k not in args.only]}
+        again = [k for k in tasks if k in reused and k not in args.only]
+        earlier = reused.get("reused")  # a report that reused older numbers: keep their run's
+        if earlier and set(again) <= set(earlier["tasks"]):
+            res["reused"] = {"date": earlier["date"], "tasks": again}
+            res["previous_seconds"] = reused.get("previous_seconds")
+        else:
+            res["reused"] = {"date": reused.get("date"), "tasks": again}
+            res["previous_seconds"] = reused.get("seconds")
         for k in ("environment", "quick", "full_size", "sizes"):
             res[k] = reused.get(k, res[k])
-        res["previous_seconds"] = reused.get("seconds")
     elif args.only:
         print(json.dumps(res, indent=1))
         return 0

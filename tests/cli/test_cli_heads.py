@@ -32,7 +32,7 @@ def test_help_lists_the_options():
     assert r.returncode == 0, r.stderr
     assert "Examples" in r.stdout and "attntopo heads" in r.stdout
     for opt in ("--file", "--model", "--compare-model", "--out", "--json", "--plots", "--n-boot",
-                "--seed", "--eps", "--maxdim", "--sum"):
+                "--seed", "--scale", "--maxdim", "--sum"):
         assert opt in r.stdout, opt
 
 
@@ -41,7 +41,7 @@ ERRORS = {
     "empty text": (["   "], "empty"),
     "missing file": (["--file", "/nonexistent/x.txt"], "does not exist"),
     "bad maxdim": ([T1, "--maxdim", "4"], "--maxdim"),
-    "negative eps": ([T1, "--eps", "-1"], "--eps"),
+    "negative scale": ([T1, "--scale", "-1"], "--scale must be"),
     "n-boot without compare": ([T1, "--n-boot", "5"], "--n-boot needs --compare-model"),
     "bootstrap on one text": ([T1, "--compare-model", "minilm", "--n-boot", "5"], "at least 2 texts"),
     "sum with compare": ([T1, T2, "--compare-model", "minilm", "--sum"], "--sum"),

@@ -31,7 +31,7 @@ def test_layer0_clusters_are_the_analysis_clusters(minilm):
     D = at.token_distances(minilm.attention(TEXT))
     expected = [int(clusters_at(D[0, h], eps).max()) + 1 for h in range(12)]
     assert c.heads[:, 0].tolist() == [0] * 12 and c.clusters.tolist() == expected
-    assert np.all(c.eps == eps)
+    assert np.all(c.scales == eps)
 
 
 def test_only_later_layers_change(minilm):
@@ -70,14 +70,16 @@ def test_result_round_trip(minilm, tmp_path):
     c.save(tmp_path / "c")
     assert at.load_result(tmp_path / "c") == c
     cols = c.summary()
-    assert list(cols) == ["layer", "head", "clusters", "ratio", "eps"] and cols.n_rows == 72
+    assert list(cols) == ["layer", "head", "clusters", "ratio", "scale"] and cols.n_rows == 72
     code = "import attntopo as at, sys; print(type(at.load_result(sys.argv[1])).__name__)"
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "c")], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "Compression"
 
 
 def test_table(minilm):
-    t = compression_table(minilm, [TEXT], scales=[0.0, 0.4], methods=["persistence", "random"])
+    t = compression_table([TEXT], minilm, scales=[0.0, 0.4], methods=["persistence", "random"])
+    with pytest.raises(InvalidInputError, match="texts must be a string or a list of strings, got AttentionModel"):
+        compression_table(minilm, [TEXT], scales=[0.4])  # the texts come first
     assert t["method"].tolist() == ["persistence", "random", "persistence", "random"]
     assert t["compression"][0] == 1.0 and t["cosine"][0] == pytest.approx(1.0, abs=1e-12)
 

@@ -48,7 +48,11 @@ def test_drop_constant_in_a_pipeline_with_anova_heads(minilm, monkeypatch):
     assert list(topo.constant_features_) == constant
     kept = [c for c in full.columns if c not in constant]
     assert list(topo.get_feature_names_out()) == kept
-    np.testing.assert_array_equal(topo.transform(texts[:3]), full.values[:3][:, topo.support_])
+    # transform computes features() of the texts it is given (another padded batch than
+    # `full`, so compare with that call: the float32 forward pass of a batch of 3 may differ
+    # from the batch of 16 in the last bits), then keeps the supported columns
+    three = features(texts[:3], minilm, **SETTINGS).values
+    np.testing.assert_array_equal(topo.transform(texts[:3]), three[:, topo.support_])
     assert len(pipe.named_steps["heads"].heads_) == 3
 
 

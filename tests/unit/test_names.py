@@ -37,6 +37,7 @@ RETIRED = {
     "texts_or_atts": "texts",
     "text_or_path": "text",
     "texts_or_path": "texts",
+    "eps": "scale",
 }
 
 #: (qualified name, parameter) still spelled the retired way: renames in progress (issue 29).

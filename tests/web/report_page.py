@@ -92,7 +92,7 @@ def expected_frame(c, layer: int, head: int, eps: float) -> dict:
     edges and triangles among shared tokens present in both texts (shared_simplices), and
     the title (counts)."""
     i, j = c.layers.index(layer), c.heads.index(head)
-    both = c.shared_simplices(layer, head, eps=eps)
+    both = c.shared_simplices(layer, head, scale=eps)
     out = {"edges": [], "tris": [], "sh_edges": [], "sh_tris": []}
     for side, an in (("a", c.a), ("b", c.b)):
         cx = at.complex_at(an.distances[i, j], eps)

@@ -105,7 +105,7 @@ def test_slider_holds_the_opening_eps_exactly():
     X = rng.random((30, 4))
     D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
     eps = 0.4287654321012345  # between two quantiles: added to the slider
-    fig = plots.iplot_threshold_graph(D, eps=eps, title="t")
+    fig = plots.iplot_threshold_graph(D, scale=eps, title="t")
     scales, _, start = decoded_steps(fig)
     assert scales[start] == eps and threshold_graph_eps(fig) == eps
     assert np.all(np.diff(scales) > 0)
@@ -113,16 +113,16 @@ def test_slider_holds_the_opening_eps_exactly():
     n_t = len(at.complex_at(D, eps).simplices(2))
     assert fig.layout.title.text == f"t · threshold graph at ε = {eps:.3g} · {n_e} edges · {n_t} triangles"
     # an eps that is already a slider value is not added twice
-    again = plots.iplot_threshold_graph(D, scales.tolist(), eps=float(scales[3]))
+    again = plots.iplot_threshold_graph(D, scales.tolist(), scale=float(scales[3]))
     assert decoded_steps(again)[0].tolist() == scales.tolist() and decoded_steps(again)[2] == 3
 
 
 def test_opening_arguments_are_checked():
     D = tie_matrix(5, 0)
     with pytest.raises(InvalidInputError, match="not both"):
-        plots.iplot_threshold_graph(D, eps=0.5, start=1)
-    with pytest.raises(InvalidInputError, match="eps"):
-        plots.iplot_threshold_graph(D, eps=-1)
+        plots.iplot_threshold_graph(D, scale=0.5, start=1)
+    with pytest.raises(InvalidInputError, match="^scale must be"):
+        plots.iplot_threshold_graph(D, scale=-1)
     with pytest.raises(InvalidInputError, match="start"):
         plots.iplot_threshold_graph(D, [0.5], start=3)
     with pytest.raises(InvalidInputError, match="at most 65535"):
@@ -140,7 +140,7 @@ def test_size_does_not_grow_with_the_slider_steps():
     pairs = 60 * 59 // 2
     sizes = {}
     for k in (16, 250, 400):
-        fig = plots.iplot_threshold_graph(D, n_scales=k, eps=0.3)
+        fig = plots.iplot_threshold_graph(D, n_scales=k, scale=0.3)
         m = fig.layout.meta["attntopo"]
         assert len(base64.b64decode(m["steps"])) == pairs * (1 if len(m["scales"]) <= 255 else 2)
         # what is left besides the pairs' steps and the slider's values holds nothing per step
@@ -172,7 +172,7 @@ def _drawn(page, k: int) -> tuple[int, int]:
 def test_page_counts_match_complex_at_at_every_step_with_ties(browser, tmp_path):
     D = tie_matrix(12, 7)
     scales = [k / GRID for k in range(1, GRID + 1)]
-    path = plots.save_figure(plots.iplot_threshold_graph(D, scales, eps=0.5), tmp_path / "g.html")
+    path = plots.save_figure(plots.iplot_threshold_graph(D, scales, scale=0.5), tmp_path / "g.html")
     with open_page(browser, path) as page:
         state = slider_state(page, 0)
         assert float(state["eps"]) == 0.5 and int(state["step"]) == scales.index(0.5)  # opens at eps

@@ -334,15 +334,15 @@ class Comparison(Result):
         return self.layers[i], self.heads[j]
 
     def shared_simplices(
-        self, layer: int | None = None, head: int | None = None, eps: float | None = None, dim: int | None = None
+        self, layer: int | None = None, head: int | None = None, scale: float | None = None, dim: int | None = None
     ) -> list[dict]:
-        """Edges and triangles among shared tokens present in both texts at ``eps``.
+        """Edges and triangles among shared tokens present in both texts at ``scale``.
 
         Parameters
         ----------
         layer, head : int
             Model indices (optional when one head was compared).
-        eps : float, optional
+        scale : float, optional
             Scale; default the head's :attr:`scales` entry.
         dim : {1, 2}, optional
             Only edges (1) or only triangles (2); both by default.
@@ -355,7 +355,7 @@ class Comparison(Result):
             its longest side in that text.
         """
         i, j = self._pos(layer, head)
-        e = float(self.scales[i, j]) if eps is None else check_scale(eps)
+        e = float(self.scales[i, j]) if scale is None else check_scale(scale)
         if dim not in (None, 1, 2):
             raise InvalidInputError(f"dim must be 1 (edges), 2 (triangles) or None (both), got {dim!r}")
         SA, SB = self.edge_birth_a[i, j], self.edge_birth_b[i, j]

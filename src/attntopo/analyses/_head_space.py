@@ -242,8 +242,8 @@ def _check_head_paper_mode(paper_compat: Any, metric: str, normalize: bool) -> s
 
 
 # ---------------------------------------------------------------------- result
-def _check_eps(eps: Any) -> float:
-    return check_scale(eps, "eps", unit="head-distance units")
+def _check_scale_arg(scale: Any) -> float:
+    return check_scale(scale, "scale", unit="head-distance units")
 
 
 @dataclass(eq=False)
@@ -376,20 +376,20 @@ class HeadSpace(Result):
         labels = self.labels
         return [(labels[j], float(d[j])) for j in order if np.isfinite(d[j])]
 
-    def clusters(self, eps: float) -> np.ndarray:
-        """Head clusters at scale ``eps``: single-linkage clusters (connected components of
-        the graph joining heads at distance ``<= eps``).
+    def clusters(self, scale: float) -> np.ndarray:
+        """Head clusters at ``scale``: single-linkage clusters (connected components of
+        the graph joining heads at distance ``<= scale``).
 
         Returns an int ndarray of shape (N,): the cluster label of each head (matrix order),
         clusters numbered in order of their first head.  Their number equals
-        ``diagram.betti(eps)[0]``.  The groups themselves, as lists of head labels, are
+        ``diagram.betti(scale)[0]``.  The groups themselves, as lists of head labels, are
         :meth:`cluster_groups`.
         """
-        return clusters_at(self.distances, _check_eps(eps))
+        return clusters_at(self.distances, _check_scale_arg(scale))
 
-    def cluster_groups(self, eps: float) -> list[list[str]]:
-        """The :meth:`clusters` at ``eps`` as lists of head labels (largest first)."""
-        lab = self.clusters(eps)
+    def cluster_groups(self, scale: float) -> list[list[str]]:
+        """The :meth:`clusters` at ``scale`` as lists of head labels (largest first)."""
+        lab = self.clusters(scale)
         labels = self.labels
         groups = [[labels[i] for i in np.flatnonzero(lab == c)] for c in np.unique(lab)]
         return sorted(groups, key=lambda g: -len(g))
@@ -402,17 +402,17 @@ class HeadSpace(Result):
         nn = nn[np.isfinite(nn)]
         return float(np.median(nn)) if nn.size else 0.0
 
-    def redundancy(self, eps: float | None = None, *, method: str = "complete") -> list[dict]:
-        """Groups of heads that behave alike: within ``eps`` of each other.
+    def redundancy(self, scale: float | None = None, *, method: str = "complete") -> list[dict]:
+        """Groups of heads that behave alike: within ``scale`` of each other.
 
         Parameters
         ----------
-        eps : float, optional
+        scale : float, optional
             Scale in head-distance units; default :meth:`default_scale` (half of the heads
-            then have a neighbour within ``eps``).
+            then have a neighbour within ``scale``).
         method : {"complete", "single"}
-            ``"complete"``: complete-linkage clusters cut at ``eps``, so *every* pair in a
-            group is within ``eps`` (truly interchangeable heads).  ``"single"``: the
+            ``"complete"``: complete-linkage clusters cut at ``scale``, so *every* pair in a
+            group is within ``scale`` (truly interchangeable heads).  ``"single"``: the
             single-linkage clusters of :meth:`clusters` (chains of close heads).
 
         Returns
@@ -420,22 +420,22 @@ class HeadSpace(Result):
         list of dict
             Groups of at least two heads, largest first (then tightest): ``heads`` (labels),
             ``indices`` (matrix rows), ``layers``, ``size``, ``mean_distance`` (mean over the
-            pairs in the group), ``max_distance`` (diameter) and ``eps``.
+            pairs in the group), ``max_distance`` (diameter) and ``scale``.
         """
         from scipy.cluster.hierarchy import fcluster, linkage as sc_linkage
         from scipy.spatial.distance import squareform
 
-        eps = self.default_scale() if eps is None else _check_eps(eps)
+        scale = self.default_scale() if scale is None else _check_scale_arg(scale)
         if method not in ("complete", "single"):
             raise InvalidInputError(f"method must be 'complete' or 'single', got {method!r}")
         N = self.n_points
         if N < 2:
             return []
         if method == "single":
-            lab = self.clusters(eps)
+            lab = self.clusters(scale)
         else:
             Z = sc_linkage(squareform(self.distances, checks=False), method="complete")
-            lab = fcluster(Z, t=eps, criterion="distance")
+            lab = fcluster(Z, t=scale, criterion="distance")
         labels = self.labels
         layer_of = self.layer_of
         out = []
@@ -453,7 +453,7 @@ class HeadSpace(Result):
                     "size": int(idx.size),
                     "mean_distance": float(sub[iu].mean()),
                     "max_distance": float(sub[iu].max()),
-                    "eps": eps,
+                    "scale": scale,
                 }
             )
         return sorted(out, key=lambda g: (-g["size"], g["mean_distance"], g["indices"][0]))
@@ -555,11 +555,11 @@ class HeadSpace(Result):
             f"maxdim={self.maxdim}{f', paper_compat={self.paper_compat!r}' if self.paper_compat else ''})"
         )
 
-    def to_dict(self, k: int = 0, eps: float | None = None) -> dict:
-        """Plain JSON-safe data: the :meth:`overview`, the groups of :meth:`redundancy` at ``eps``
+    def to_dict(self, k: int = 0, scale: float | None = None) -> dict:
+        """Plain JSON-safe data: the :meth:`overview`, the groups of :meth:`redundancy` at ``scale``
         (the ``k`` largest; 0: all) and the head types (what ``attntopo heads --json`` prints
         for each model)."""
-        groups = self.redundancy(eps)
+        groups = self.redundancy(scale)
         doc = {
             "model": self.model,
             "n_layers": self.n_layers,

@@ -372,26 +372,26 @@ class Timeline(Result):
         return out
 
     # ------------------------------------------------------ 2-parameter view
-    def betti_curves(self, eps: Any = None) -> HilbertFunction:
+    def betti_curves(self, scales: Any = None) -> HilbertFunction:
         """Betti numbers of every slice over a distance grid (the slice view; any model).
 
-        ``values[d, i, j]`` = number of bars of slice ``j``'s diagram alive at ``eps[i]``.
+        ``values[d, i, j]`` = number of bars of slice ``j``'s diagram alive at ``scales[i]``.
         For causal models this *is* the Hilbert function of the (distance × time)
         bifiltration (:meth:`hilbert`); for bidirectional models it is only a stack of
         one-parameter Betti curves (the slices are not nested).
 
         Parameters
         ----------
-        eps : None, int or array-like
+        scales : None, int or array-like
             ``None``: every distinct distance of every slice (exact; a regular grid if that
             would exceed :data:`~attntopo.topology.multiparameter.MAX_EXACT_CELLS` cells); an
             int ``k``: ``k`` regular values in ``[0, max distance]``; or explicit values.
         """
-        eps_g = self._eps(eps)
-        return hilbert_from_diagrams(self.diagrams(), self.times.astype(np.float64), eps_g, self.maxdim)
+        scale_g = self._scale_grid(scales)
+        return hilbert_from_diagrams(self.diagrams(), self.times.astype(np.float64), scale_g, self.maxdim)
 
-    def _eps(self, eps: Any) -> np.ndarray:
-        if eps is None:
+    def _scale_grid(self, scales: Any) -> np.ndarray:
+        if scales is None:
             if self.growing:  # every slice's distances are among the last one's
                 last = self.slices[-1]
                 vals = last.distances[np.triu_indices(last.n_points, 1)]
@@ -401,16 +401,16 @@ class Timeline(Result):
                 )
             return default_eps_grid(vals, len(self.slices), self.maxdim + 1)
         top = max(float(s.distances.max()) for s in self.slices)
-        if is_int(eps):
-            if eps < 2:
-                raise InvalidInputError(f"eps as a resolution must be an int >= 2, got {eps}")
-            return np.linspace(0.0, top if top > 0 else 1.0, int(eps))
+        if is_int(scales):
+            if scales < 2:
+                raise InvalidInputError(f"scales as a resolution must be an int >= 2, got {scales}")
+            return np.linspace(0.0, top if top > 0 else 1.0, int(scales))
         try:
-            g = np.unique(np.asarray(eps, dtype=np.float64).ravel())
+            g = np.unique(np.asarray(scales, dtype=np.float64).ravel())
         except (TypeError, ValueError):
-            raise InvalidInputError("eps must be None, an int or an array of distances") from None
+            raise InvalidInputError("scales must be None, an int or an array of distances") from None
         if g.size == 0 or not np.all(np.isfinite(g)) or g[0] < 0:
-            raise InvalidInputError("eps must hold finite distances >= 0")
+            raise InvalidInputError("scales must hold finite distances >= 0")
         return g
 
     def _require_growing(self, what: str) -> None:
@@ -447,14 +447,14 @@ class Timeline(Result):
                 times[i] = self.n_lead + self.n_trail + 1
         return last.distances, times
 
-    def hilbert(self, eps: Any = None, backend: str = "slices", n_jobs: int = -1) -> HilbertFunction:
-        """Hilbert function of the (distance × time) bifiltration on ``eps`` × slice times.
+    def hilbert(self, scales: Any = None, backend: str = "slices", n_jobs: int = -1) -> HilbertFunction:
+        """Hilbert function of the (distance × time) bifiltration on ``scales`` × slice times.
 
         Causal models only (bidirectional: :class:`~attntopo.errors.InvalidInputError`).
 
         Parameters
         ----------
-        eps : None, int or array-like
+        scales : None, int or array-like
             Distance grid (see :meth:`betti_curves`).
         backend : {"slices", "multipers", "auto"}
             ``"slices"`` (default) reads the slices' diagrams (already computed, no extra
@@ -463,12 +463,12 @@ class Timeline(Result):
         """
         self._require_growing("the Hilbert function of the distance × time bifiltration")
         if backend == "slices":
-            return self.betti_curves(eps)
+            return self.betti_curves(scales)
         from ..topology.multiparameter import hilbert_function
 
         D, times = self.bifiltration_data()
         return hilbert_function(
-            D, times, maxdim=self.maxdim, eps=self._eps(eps), t=self.times.astype(np.float64),
+            D, times, maxdim=self.maxdim, eps=self._scale_grid(scales), t=self.times.astype(np.float64),
             backend=backend, n_jobs=n_jobs,
         )
 

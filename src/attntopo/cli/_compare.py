@@ -66,7 +66,7 @@ def compare_cmd(
     model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
     metric="jensen_shannon", maxdim=1,
     scale: Annotated[Optional[float], typer.Option(
-        "--scale", "--eps", metavar="EPS",
+        "--scale", metavar="SCALE",
         help="Scale ε at which shared edges/triangles are compared, >= 0 (default: per head, the median "
         "H0 death of both texts). The filtration itself is never cut.",
         show_default=False,

@@ -72,8 +72,8 @@ def heads_cmd(
         "--sum",
         help="Sum over tokens (the founding paper) instead of the mean; not with --compare-model.",
     )] = False,
-    eps: Annotated[Optional[float], typer.Option(
-        "--eps", metavar="E",
+    scale: Annotated[Optional[float], typer.Option(
+        "--scale", metavar="SCALE",
         help="Scale of the redundancy report (default: the median nearest-neighbour distance).",
         show_default=False,
     )] = None,
@@ -96,8 +96,8 @@ def heads_cmd(
     metric = Metric(metric).value
     bodies, sources = _texts(text, file)
     check_maxdim(maxdim, name="--maxdim")
-    if eps is not None:
-        check_scale(eps, "--eps")
+    if scale is not None:
+        check_scale(scale, "--scale")
     if raw and compare_model is not None:
         raise InvalidInputError("--sum cannot be used with --compare-model: models are compared on mean distances")
     if n_boot is not None and compare_model is None:
@@ -135,27 +135,28 @@ def heads_cmd(
     def document(saved, figures, timing):
         return json_doc({
             "attntopo": __version__,
-            "settings": {"metric": metric, "maxdim": maxdim, "normalize": not raw, "eps": eps,
+            "settings": {"metric": metric, "maxdim": maxdim, "normalize": not raw, "scale": scale,
                          "drop_special": drop_special, "truncate": truncate},
             "sources": sources,
-            "models": [hs.to_dict(k=top, eps=eps) for hs in spaces],
+            "models": [hs.to_dict(k=top, scale=scale) for hs in spaces],
             "comparison": None if comparison is None else comparison.to_dict(),
         }, saved=saved, figures=figures, timing=timing)
 
     def summary(timing):
-        _print_summary(spaces, comparison, sources, len(bodies), timing, metric=metric, top=top, eps=eps)
+        _print_summary(spaces, comparison, sources, len(bodies), timing, metric=metric, top=top,
+                       scale=scale)
 
     timing = {"model_s": round(t_model, 3), "head_space_s": round(t_space, 3), "compare_s": round(t_cmp, 3)}
     finish_result(comparison or spaces[0], out=out, formats=formats, json_out=json_out, bundle=lambda _: bundle,
                   timing=timing, plots_s=True, t_start=t_start, document=document, summary=summary)
 
 
-def _print_summary(spaces, comparison, sources, n_texts, timing, *, metric, top, eps) -> None:
+def _print_summary(spaces, comparison, sources, n_texts, timing, *, metric, top, scale) -> None:
     """The lines and tables of ``heads`` without ``--json``."""
     console.print(f"[bold]attntopo {__version__}[/bold] · head space · metric {metric} · "
                   f"{plural(n_texts, 'text')} ({esc(', '.join(sources))}) · time {timing['total_s']:.1f} s")
     for hs in spaces:
-        _print_space(hs, top, eps)
+        _print_space(hs, top, scale)
     if comparison is not None:
         _print_comparison(comparison)
 
@@ -177,7 +178,7 @@ def _texts(texts: Optional[List[str]], files: Optional[List[str]]) -> tuple[list
     return [b for b, _ in out], [s for _, s in out]
 
 
-def _print_space(hs, top: int, eps: Optional[float]) -> None:
+def _print_space(hs, top: int, scale: Optional[float]) -> None:
     from ..plots.heads import TYPE_CODES
 
     s = hs.overview()
@@ -210,8 +211,8 @@ def _print_space(hs, top: int, eps: Optional[float]) -> None:
         console.print(
             "  (sk sink, se self, pr previous, nx next, br broad, bd banded, vt vertical, mx mixed)"
         )
-    groups = hs.redundancy(eps)
-    used = groups[0]["eps"] if groups else (hs.default_scale() if eps is None else eps)
+    groups = hs.redundancy(scale)
+    used = groups[0]["scale"] if groups else (hs.default_scale() if scale is None else scale)
     if not groups:
         console.print(f"  redundant heads within {num(used)}: none")
         return

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .._validation import check_choice, check_number
+from .._validation import check_choice, check_number, check_texts
 from ..constants import DEFAULT_MODEL
 from ..analyses.building import Columns, Result, read_array
 from ..errors import InvalidInputError, ResultFormatError
@@ -167,7 +167,7 @@ class Compression(Result):
     n_tokens : int
     clusters : ndarray of shape (m,), int
         Distinct rows each head was left with.
-    eps : ndarray of shape (m,)
+    scales : ndarray of shape (m,)
         The JS scale of each head's persistence clusters (``scale``, or the head's gap scale).
     effect : dict
         ``cosine`` (bidirectional) or ``kl``, ``perplexity``, ``perplexity_compressed`` (causal).
@@ -185,7 +185,7 @@ class Compression(Result):
     heads: np.ndarray
     n_tokens: int
     clusters: np.ndarray
-    eps: np.ndarray
+    scales: np.ndarray
     effect: dict
     provenance: dict = field(default_factory=dict)
 
@@ -195,9 +195,9 @@ class Compression(Result):
         return float(np.mean(self.clusters) / self.n_tokens) if self.clusters.size else 1.0
 
     def summary(self) -> Columns:
-        """One row per compressed head: ``layer``, ``head``, ``clusters``, ``ratio``, ``eps``."""
+        """One row per compressed head: ``layer``, ``head``, ``clusters``, ``ratio``, ``scale``."""
         return Columns({"layer": self.heads[:, 0], "head": self.heads[:, 1], "clusters": self.clusters,
-                        "ratio": self.clusters / self.n_tokens, "eps": self.eps})
+                        "ratio": self.clusters / self.n_tokens, "scale": self.scales})
 
     def to_dict(self) -> dict:
         return json_safe({"kind": self.kind, "model": self.model, "text": self.text, "tokens": self.tokens,
@@ -208,7 +208,7 @@ class Compression(Result):
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
         meta = {k: getattr(self, k) for k in ("model", "text", "tokens", "causal", "method", "representative",
                                               "scale", "n_tokens", "effect", "provenance")}
-        return meta, {"heads": self.heads, "clusters": self.clusters, "eps": self.eps}
+        return meta, {"heads": self.heads, "clusters": self.clusters, "scales": self.scales}
 
     @classmethod
     def _from_payload(cls, meta: dict, arrays: Mapping[str, np.ndarray]) -> "Compression":
@@ -217,13 +217,13 @@ class Compression(Result):
         if heads.shape[1] != 2:
             raise ResultFormatError(f"array 'heads' must have shape (m, 2), got {heads.shape}")
         clusters = read_array(arrays, "clusters", "i", shape=(m,), nonneg=True)
-        eps = read_array(arrays, "eps", "f", shape=(m,), finite=True, nonneg=True)
+        scales = read_array(arrays, "scales", "f", shape=(m,), finite=True, nonneg=True)
         if meta.get("method") not in METHODS or meta.get("representative") not in REPRESENTATIVES:
             raise ResultFormatError(f"unknown method {meta.get('method')!r} or representative {meta.get('representative')!r}")
         return cls(model=str(meta["model"]), text=str(meta["text"]), tokens=list(meta["tokens"]),
                    causal=bool(meta["causal"]), method=meta["method"], representative=meta["representative"],
-                   scale=meta["scale"], heads=heads, n_tokens=int(meta["n_tokens"]), clusters=clusters, eps=eps,
-                   effect=dict(meta["effect"]), provenance=dict(meta.get("provenance") or {}))
+                   scale=meta["scale"], heads=heads, n_tokens=int(meta["n_tokens"]), clusters=clusters,
+                   scales=scales, effect=dict(meta["effect"]), provenance=dict(meta.get("provenance") or {}))
 
     def __repr__(self) -> str:
         return (f"Compression({self.model!r}, {self.method}/{self.representative}, scale={self.scale!r}, "
@@ -308,20 +308,22 @@ def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads
         model=m.name, text=text, tokens=labels, causal=bool(m.causal), method=method, representative=representative,
         scale=scale, heads=np.array([[r[0], r[1]] for r in rec], dtype=np.int64).reshape(-1, 2),
         n_tokens=len(enc.ids), clusters=np.array([r[3] for r in rec], dtype=np.int64),
-        eps=np.array([r[5] for r in rec], dtype=np.float64), effect=_effect(m, enc.ids, base, comp),
+        scales=np.array([r[5] for r in rec], dtype=np.float64), effect=_effect(m, enc.ids, base, comp),
         provenance=make_provenance(m.info(), {"method": method, "representative": representative, "scale": scale,
                                                "seed": seed}),
     )
 
 
-def compression_table(model: Any, texts: Sequence[str], *, scales: Sequence[Any], methods: Sequence[str] = METHODS,
-                      representative: str = "barycenter", layers: Any = None, heads: Any = None,
-                      seed: int = 0) -> Columns:
+def compression_table(texts: Sequence[str], model: Any = DEFAULT_MODEL, *, scales: Sequence[Any],
+                      methods: Sequence[str] = METHODS, representative: str = "barycenter",
+                      layers: Any = None, heads: Any = None, seed: int = 0) -> Columns:
     """Mean compression and effect over ``texts`` for every method and scale: one row each.
 
     Columns: ``method``, ``scale``, ``compression`` (mean distinct rows / n), and ``cosine`` or
-    ``kl``, ``perplexity_ratio`` (compressed / unmodified), each a mean over the texts.
+    ``kl``, ``perplexity_ratio`` (compressed / unmodified), each a mean over the texts.  The
+    texts come first, as in every analysis.
     """
+    texts = check_texts(texts)
     rows: list[dict] = []
     for scale in scales:
         for method in methods:

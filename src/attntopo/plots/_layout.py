@@ -158,14 +158,14 @@ def check_highlight(highlight: Any, n: int) -> np.ndarray:
     return mask
 
 
-def check_scale(eps: Any, name: str = "eps") -> float:
+def check_scale(scale: Any, name: str = "scale") -> float:
     """A positive finite filtration scale."""
     try:
-        e = float(eps)
+        e = float(scale)
     except (TypeError, ValueError):
-        raise InvalidInputError(f"{name} must be a positive number, got {eps!r}") from None
+        raise InvalidInputError(f"{name} must be a positive number, got {scale!r}") from None
     if not math.isfinite(e) or e <= 0:
-        raise InvalidInputError(f"{name} must be a positive finite number, got {eps!r}")
+        raise InvalidInputError(f"{name} must be a positive finite number, got {scale!r}")
     return e
 
 
@@ -200,8 +200,8 @@ def mds_layout(D: np.ndarray, dim: int = 2) -> np.ndarray:
     return X
 
 
-def threshold_complex(D: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """Edges and triangles of the Vietoris–Rips complex at scale ``eps``, as arrays to draw.
+def threshold_complex(D: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Edges and triangles of the Vietoris–Rips complex at ``scale``, as arrays to draw.
 
     The simplices of :func:`attntopo.topology.complex_at` (which validates ``D`` and bounds
     the number of simplices).
@@ -209,11 +209,11 @@ def threshold_complex(D: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray
     Returns
     -------
     edges : int ndarray of shape (m, 2)
-        Pairs ``i < j`` with ``D[i, j] <= eps``.
+        Pairs ``i < j`` with ``D[i, j] <= scale``.
     triangles : int ndarray of shape (t, 3)
-        Triples ``i < j < k`` whose three distances are all ``<= eps``.
+        Triples ``i < j < k`` whose three distances are all ``<= scale``.
     """
-    cx = complex_at(D, eps, max_simplex_dim=2)
+    cx = complex_at(D, scale, max_simplex_dim=2)
     return cx.simplices(1), cx.simplices(2)
 
 

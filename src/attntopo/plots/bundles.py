@@ -177,19 +177,20 @@ def analysis_bundle(analysis: Any, heads: Sequence[tuple[int, int]] | None = Non
         for layer, head in chosen:
             tag, t = head_tag(layer, head), f"layer {layer}, head {head}"
             dgm, D = analysis.diagram(layer, head), analysis.distance_matrix(layer, head)
-            eps = suggest_scale(dgm, D)
+            scale = suggest_scale(dgm, D)
             if interactive:
                 figs[f"{tag}_diagram"] = PI.iplot_diagram(dgm, title=f"persistence diagram · {t}")
                 figs[f"{tag}_distances"] = PI.iplot_distance_matrix(D, labels, title=f"{dist} · {t}")
-                figs[f"{tag}_graph"] = PI.iplot_threshold_graph(D, labels=labels, special=special, title=t, eps=eps)
+                figs[f"{tag}_graph"] = PI.iplot_threshold_graph(D, labels=labels, special=special, title=t,
+                                                                scale=scale)
                 continue
             i, j = analysis.position(layer, head)
             figs[f"{tag}_diagram"] = PS.plot_diagram(dgm, title=f"persistence diagram · {t}")
             figs[f"{tag}_barcode"] = PS.plot_barcode(dgm, title=f"barcode · {t}")
             figs[f"{tag}_distances"] = PS.plot_distance_matrix(D, labels, title=f"{dist} · {t}")
             figs[f"{tag}_attention"] = PS.plot_attention(a.weights[i, j], labels, title=f"attention · {t}")
-            figs[f"{tag}_graph"] = PS.plot_threshold_graph(D, eps, labels, special=special)
-            figs[f"{tag}_overview"] = PS.plot_head_overview(analysis, layer, head, eps=eps)
+            figs[f"{tag}_graph"] = PS.plot_threshold_graph(D, scale, labels, special=special)
+            figs[f"{tag}_overview"] = PS.plot_head_overview(analysis, layer, head, scale=scale)
         return figs
 
     return Bundle(draw, page="report.html", heads=chosen,

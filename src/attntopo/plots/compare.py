@@ -102,12 +102,12 @@ def _side(c: Any, side: str):
     return c.a if side == "a" else c.b
 
 
-def _panel_data(c: Any, side: str, i: int, j: int, eps: float, highlight: set[int]) -> dict:
+def _panel_data(c: Any, side: str, i: int, j: int, scale: float, highlight: set[int]) -> dict:
     """Everything one threshold-graph panel draws (indices in that text's tokens)."""
     an = _side(c, side)
     D = an.distances[i, j]
     n = D.shape[0]
-    cx = complex_at(D, eps, max_simplex_dim=2)
+    cx = complex_at(D, scale, max_simplex_dim=2)
     rep = [getattr(s, side) for s in c.shared_tokens]
     shared_mask = np.zeros(n, dtype=bool)
     shared_mask[rep] = True
@@ -115,7 +115,7 @@ def _panel_data(c: Any, side: str, i: int, j: int, eps: float, highlight: set[in
     for k in highlight:
         hl[rep[k]] = True
     pos = {s.key: r for s, r in zip(c.shared_tokens, rep)}
-    both = c.shared_simplices(c.layers[i], c.heads[j], eps=eps)
+    both = c.shared_simplices(c.layers[i], c.heads[j], scale=scale)
     sh_edges = np.array([[pos[t[0]], pos[t[1]]] for t in (s["tokens"] for s in both) if len(t) == 2],
                         dtype=np.int64).reshape(-1, 2)
     sh_tris = np.array([[pos[x] for x in t] for t in (s["tokens"] for s in both) if len(t) == 3],
@@ -137,7 +137,7 @@ def plot_compare_graph(
     side: str = "a",
     layer: int | None = None,
     head: int | None = None,
-    eps: float | None = None,
+    scale: float | None = None,
     ax: Axes | None = None,
     *,
     highlight: Any = None,
@@ -145,11 +145,11 @@ def plot_compare_graph(
     max_labels: int = 60,
     title: str | None = None,
 ) -> Figure:
-    """One text's threshold graph at ``eps``, with what it shares with the other text.
+    """One text's threshold graph at ``scale``, with what it shares with the other text.
 
-    Grey edges and pale blue triangles are that text's Vietoris–Rips complex at ``eps``;
+    Grey edges and pale blue triangles are that text's Vietoris–Rips complex at ``scale``;
     shared tokens are green diamonds; edges and triangles among shared tokens present in
-    *both* texts at ``eps`` are thick green lines and green fills; ``highlight``ed words are
+    *both* texts at ``scale`` are thick green lines and green fills; ``highlight``ed words are
     vermillion and labelled in bold.
 
     Parameters
@@ -159,7 +159,7 @@ def plot_compare_graph(
         Which text.
     layer, head : int, optional
         Model indices (optional when one head was compared).
-    eps : float, optional
+    scale : float, optional
         Scale (default: the head's scale in ``comparison.scales``).
     ax : matplotlib Axes, optional
     highlight : str or list of str, optional
@@ -176,7 +176,7 @@ def plot_compare_graph(
     """
     _check_comparison(comparison)
     i, j = _pos(comparison, layer, head)
-    e = float(comparison.scales[i, j]) if eps is None else check_scale(eps)
+    e = float(comparison.scales[i, j]) if scale is None else check_scale(scale)
     p = _panel_data(comparison, side, i, j, e, _highlight_keys(comparison, highlight))
     n = p["n"]
     X, moved = graph_layout(p["D"], coords, min_sep=0.045)
@@ -243,19 +243,19 @@ def plot_compare_graphs(
     comparison: Any,
     layer: int | None = None,
     head: int | None = None,
-    eps: float | None = None,
+    scale: float | None = None,
     *,
     highlight: Any = None,
     axes: Sequence[Axes] | None = None,
     max_labels: int = 60,
 ) -> Figure:
-    """The two texts' threshold graphs at ``eps`` side by side (see :func:`plot_compare_graph`).
+    """The two texts' threshold graphs at ``scale`` side by side (see :func:`plot_compare_graph`).
 
     Parameters
     ----------
     comparison : Comparison
     layer, head : int, optional
-    eps : float, optional
+    scale : float, optional
         Scale (default: the head's scale in ``comparison.scales``).
     highlight : str or list of str, optional
         Shared words to emphasise in both panels.
@@ -269,7 +269,7 @@ def plot_compare_graphs(
     """
     _check_comparison(comparison)
     i, j = _pos(comparison, layer, head)
-    e = float(comparison.scales[i, j]) if eps is None else check_scale(eps)
+    e = float(comparison.scales[i, j]) if scale is None else check_scale(scale)
     if axes is None:
         fig = Figure(figsize=(11.0, 5.4), layout="constrained")
         axs = fig.subplots(1, 2)
@@ -317,12 +317,12 @@ def _polys(X: np.ndarray, tris: np.ndarray) -> tuple[list, list]:
     return xs, ys
 
 
-def _graph_traces(go: Any, c: Any, i: int, j: int, eps: float, hk: set[int], coords: dict) -> tuple[list, str]:
+def _graph_traces(go: Any, c: Any, i: int, j: int, scale: float, hk: set[int], coords: dict) -> tuple[list, str]:
     """The eight traces that change with ε (per text: triangles, shared triangles, edges,
     shared edges) and the title with the counts."""
     traces, counts = [], []
     for s in ("a", "b"):
-        p = _panel_data(c, s, i, j, eps, hk)
+        p = _panel_data(c, s, i, j, scale, hk)
         X = coords[s]
         tx, ty = _polys(X, p["tris"])
         sx, sy = _polys(X, p["sh_tris"])
@@ -341,7 +341,7 @@ def _graph_traces(go: Any, c: Any, i: int, j: int, eps: float, hk: set[int], coo
         counts.append((len(p["edges"]), len(p["tris"]), len(p["sh_edges"]), len(p["sh_tris"])))
     (ea, ta, se, st), (eb, tb, _, _) = counts
     e_t = [f"{S.plural(e, 'edge')}, {S.plural(t, 'triangle')}" for e, t in ((ea, ta), (eb, tb), (se, st))]
-    title = (f"layer {c.layers[i]}, head {c.heads[j]} · ε = {eps:.3g} · A: {e_t[0]} · B: {e_t[1]} · "
+    title = (f"layer {c.layers[i]}, head {c.heads[j]} · ε = {scale:.3g} · A: {e_t[0]} · B: {e_t[1]} · "
              f"in both: {e_t[2]}")
     return traces, title
 

@@ -278,7 +278,7 @@ def iplot_threshold_graph(
     special: Any = None,
     n_scales: int = 100,
     start: int | None = None,
-    eps: float | None = None,
+    scale: float | None = None,
 ):
     """Interactive Vietoris–Rips complex with a slider over scales, computed in the browser.
 
@@ -286,8 +286,8 @@ def iplot_threshold_graph(
     one number per token pair: the slider step at which that pair's edge appears (exact for
     every position the slider can take; 1 byte per pair up to 255 steps, 2 beyond).  In the
     page, a small inlined script (``assets/threshold_graph.js``, no request) draws for the
-    chosen ε the edges (``D[i, j] <= eps``) and the filled triangles (all three sides
-    ``<= eps``): the counts under the slider equal :func:`attntopo.complex_at`'s, ties
+    chosen ε the edges (``D[i, j] <= scale``) and the filled triangles (all three sides
+    ``<= scale``): the counts under the slider equal :func:`attntopo.complex_at`'s, ties
     included.  The file grows as n² (one matrix), not as steps · n³.
 
     Drawing is capped at :data:`MAX_DRAWN_EDGES` edges and :data:`MAX_DRAWN_TRIANGLES`
@@ -317,9 +317,9 @@ def iplot_threshold_graph(
         Number of default scales.
     start : int, optional
         Index of the scale shown first (default: the middle one).
-    eps : float, optional
+    scale : float, optional
         The scale shown first (e.g. :func:`attntopo.plots.suggest_scale`); added to the
-        slider's scales when missing, so that the slider holds it exactly.  Give ``eps`` or
+        slider's scales when missing, so that the slider holds it exactly.  Give ``scale`` or
         ``start``, not both.
 
     Returns
@@ -337,14 +337,15 @@ def iplot_threshold_graph(
     if scales is None:
         scales = suggest_scales(D, n_scales)
     scales = [check_scale(s, "scales") for s in np.atleast_1d(np.asarray(scales, dtype=object))]
-    if eps is not None:
+    if scale is not None:
         if start is not None:
-            raise InvalidInputError("give eps (the scale shown first) or start (its index), not both")
-        eps = check_scale(eps, "eps")
-        scales.append(eps)
+            raise InvalidInputError("give scale (the scale shown first) or start (its index), "
+                                    "not both")
+        scale = check_scale(scale, "scale")
+        scales.append(scale)
     scales = check_scales(np.asarray(scales, dtype=np.float64))
-    if eps is not None:
-        start = int(np.searchsorted(scales, eps))
+    if scale is not None:
+        start = int(np.searchsorted(scales, scale))
     start = scales.size // 2 if start is None else int(start)
     slider = graph_slider(D, scales, start)  # the one slider's record (plots/slider.py)
     codes = step_codes(D, scales)
@@ -392,9 +393,9 @@ def iplot_threshold_graph(
     return fig
 
 
-def _graph_title(title: str | None, eps: float, n_edges: int, n_tris: int) -> str:
+def _graph_title(title: str | None, scale: float, n_edges: int, n_tris: int) -> str:
     head = f"{title} · " if title else ""
-    return (f"{head}threshold graph at ε = {eps:.3g} · {n_edges} edge{'' if n_edges == 1 else 's'}"
+    return (f"{head}threshold graph at ε = {scale:.3g} · {n_edges} edge{'' if n_edges == 1 else 's'}"
             f" · {n_tris} triangle{'' if n_tris == 1 else 's'}")
 
 

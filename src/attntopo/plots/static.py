@@ -634,7 +634,7 @@ def plot_head_stat(
 # ----------------------------------------------------------------- threshold graphs
 def plot_threshold_graph(
     D: Any,
-    eps: float,
+    scale: float,
     labels: Sequence[str] | None = None,
     ax: Axes | None = None,
     highlight: Any = None,
@@ -644,18 +644,18 @@ def plot_threshold_graph(
     coords: np.ndarray | None = None,
     max_labels: int = 60,
 ) -> Figure:
-    """The Vietoris–Rips complex at scale ``eps``: edges and filled triangles over the tokens.
+    """The Vietoris–Rips complex at ``scale``: edges and filled triangles over the tokens.
 
     Tokens are placed by classical multidimensional scaling of ``D`` (deterministic), an
-    edge joins two tokens at distance ≤ ``eps``, and every triangle whose three sides are
-    ≤ ``eps`` is filled.  A loop of edges around an unfilled hole is an H1 class alive at
-    ``eps``.
+    edge joins two tokens at distance ≤ ``scale``, and every triangle whose three sides are
+    ≤ ``scale`` is filled.  A loop of edges around an unfilled hole is an H1 class alive at
+    ``scale``.
 
     Parameters
     ----------
     D : array-like of shape (n, n)
         Token distance matrix.
-    eps : float
+    scale : float
         Scale (same unit as ``D``), positive.
     labels : sequence of str of length n, optional
         Token labels drawn next to the nodes (every k-th when there are more than ``max_labels``).
@@ -677,12 +677,12 @@ def plot_threshold_graph(
     """
     D = distance_matrix(D)
     n = D.shape[0]
-    eps = check_scale(eps)
+    scale = check_scale(scale)
     labels = check_labels(labels, n)
     hl = check_highlight(highlight, n)
     sp = check_highlight(special, n) if special is not None else np.zeros(n, dtype=bool)
     X, moved = graph_layout(D, coords)
-    edges, tris = threshold_complex(D, eps)
+    edges, tris = threshold_complex(D, scale)
     fig, ax = _figure_and_axes(ax, (5.6, 5.0))
     if len(tris):
         ax.add_collection(
@@ -707,7 +707,7 @@ def plot_threshold_graph(
         )
     _graph_frame(ax, X)
     ax.set_title(
-        title or f"threshold graph at ε = {eps:.3g} · {S.plural(len(edges), 'edge')} · "
+        title or f"threshold graph at ε = {scale:.3g} · {S.plural(len(edges), 'edge')} · "
         f"{S.plural(len(tris), 'triangle')}",
         fontsize=S.FONT["title"],
     )
@@ -762,7 +762,7 @@ def plot_head_overview(
     analysis: Any,
     layer: int,
     head: int,
-    eps: float | None = None,
+    scale: float | None = None,
     *,
     highlight: Any = None,
 ) -> Figure:
@@ -773,7 +773,7 @@ def plot_head_overview(
     analysis : Analysis
     layer, head : int
         Model layer and head (0-based; must have been analysed).
-    eps : float, optional
+    scale : float, optional
         Scale of the threshold graph (default: the middle of the most persistent H1 bar,
         see :func:`attntopo.plots.suggest_scale`).
     highlight : optional
@@ -789,14 +789,14 @@ def plot_head_overview(
     i, j = analysis.position(layer, head)
     W = analysis.attention.weights[i, j]
     labels = analysis.attention.labels
-    eps = suggest_scale(dgm, D) if eps is None else eps
+    scale = suggest_scale(dgm, D) if scale is None else scale
     L, H = analysis.layers[i], analysis.heads[j]
     fig = Figure(figsize=(11.0, 9.6), layout="constrained")
     axs = fig.subplots(2, 2)
     plot_attention(W, labels, ax=axs[0, 0], title="attention")
     plot_distance_matrix(D, labels, ax=axs[0, 1], title=f"{S.metric_name(analysis.metric)} distance")
     plot_diagram(dgm, ax=axs[1, 0], title="persistence diagram")
-    plot_threshold_graph(D, eps, labels, ax=axs[1, 1], highlight=highlight,
+    plot_threshold_graph(D, scale, labels, ax=axs[1, 1], highlight=highlight,
                          special=analysis.attention.special)
     fig.suptitle(f"layer {L}, head {H} · {_describe(analysis)}", fontsize=S.FONT["title"] + 1)
     return fig

@@ -293,7 +293,7 @@ def plot_betti_heatmap(
     dim: int = 1,
     ax: Axes | None = None,
     *,
-    eps: Any = None,
+    scales: Any = None,
     title: str | None = None,
     colorbar: bool = True,
 ) -> Figure:
@@ -310,7 +310,7 @@ def plot_betti_heatmap(
     dim : int
         Homology dimension.
     ax : matplotlib Axes, optional
-    eps : None, int or array-like
+    scales : None, int or array-like
         Distance grid when ``data`` is a Timeline (default: exact).
     title : str, optional
     colorbar : bool
@@ -322,7 +322,7 @@ def plot_betti_heatmap(
     if isinstance(data, Timeline):
         tl = data
         dim = _check_dim(tl, dim)
-        hf = tl.betti_curves(eps)
+        hf = tl.betti_curves(scales)
     elif isinstance(data, HilbertFunction):
         hf = data
         dim = _check_dim(hf.maxdim, dim)
@@ -461,7 +461,7 @@ def plot_vineyard(
 
 
 # ------------------------------------------------------------------------- overview
-def plot_timeline_overview(tl: Any, dim: int = 1, *, metric: str = "bottleneck", eps: Any = None,
+def plot_timeline_overview(tl: Any, dim: int = 1, *, metric: str = "bottleneck", scales: Any = None,
                            title: str | None = None) -> Figure:
     """Three panels on one time axis: coherence, vineyard (``dim``) and Betti heatmap (``dim``).
 
@@ -472,7 +472,7 @@ def plot_timeline_overview(tl: Any, dim: int = 1, *, metric: str = "bottleneck",
         Homology dimension of the vineyard and the Betti heatmap.
     metric : {"bottleneck", "wasserstein"}
         Distance of the coherence panel.
-    eps : None, int or array-like
+    scales : None, int or array-like
         Distance grid of the Betti heatmap (default: exact).
     title : str, optional
         Figure title (default: model, head and number of prefixes).
@@ -498,7 +498,7 @@ def plot_timeline_overview(tl: Any, dim: int = 1, *, metric: str = "bottleneck",
     plot_vineyard(tl, dim, ax=axes[1], title="")
     top = ", the 20 largest drawn" if n_vines > 20 else ""
     axes[1].set_title(f"(b) vineyard H{dim}: {S.plural(n_vines, 'feature')} followed through time{top}", **panel)
-    plot_betti_heatmap(tl, dim, ax=axes[2], eps=eps, title="")
+    plot_betti_heatmap(tl, dim, ax=axes[2], scales=scales, title="")
     axes[2].set_title(f"(c) Betti {dim} over scale ε and time ({what})", **panel)
     for a in axes[:2]:
         a.set_xlabel("")

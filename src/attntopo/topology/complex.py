@@ -1,27 +1,27 @@
 """The Vietoris–Rips complex at one scale, connection scales and single-linkage clusters.
 
 A persistence diagram summarises every scale at once; the questions a reader asks about
-*tokens* are asked at one scale ``eps``:
+*tokens* are asked at one ``scale``:
 
-* which tokens are joined by an edge (``D[i, j] <= eps``), which triples span a filled
-  triangle (all three sides ``<= eps``) — :func:`complex_at` returns that :class:`Complex`;
+* which tokens are joined by an edge (``D[i, j] <= scale``), which triples span a filled
+  triangle (all three sides ``<= scale``) — :func:`complex_at` returns that :class:`Complex`;
 * when do two tokens get an edge (:func:`edge_birth`, their distance) and when do they first
   lie in one connected component (:func:`connection_scale`, the *minimax path distance*:
-  the smallest ``eps`` with a path of edges ``<= eps`` between them);
+  the smallest ``scale`` with a path of edges ``<= scale`` between them);
 * when does a set of tokens span a simplex (:func:`simplex_scale`, its largest pairwise
   distance);
-* which tokens form one cluster at ``eps`` (:func:`clusters_at`, the connected components
-  of the ``eps``-graph).
+* which tokens form one cluster at ``scale`` (:func:`clusters_at`, the connected components
+  of the ``scale``-graph).
 
 H0 persistence *is* single-linkage clustering: the H0 bars die at the merge heights of
 single linkage (the edge lengths of a minimum spanning tree), the connection scale of two
 tokens is the height where single linkage merges them (the *subdominant ultrametric*, or
-cophenetic distance), and the number of clusters at ``eps`` equals the number of H0 bars
-alive at ``eps`` (``Diagram.betti(eps)[0]``).  :func:`linkage` and :func:`dendrogram`
+cophenetic distance), and the number of clusters at ``scale`` equals the number of H0 bars
+alive at ``scale`` (``Diagram.betti(scale)[0]``).  :func:`linkage` and :func:`dendrogram`
 expose that hierarchy with SciPy's conventions.
 
-Scale convention (the same as the persistence engines): an edge of length exactly ``eps``
-is in the complex at ``eps`` (``<=``).  Everything here is pure NumPy/SciPy; no model.
+Scale convention (the same as the persistence engines): an edge of length exactly ``scale``
+is in the complex at ``scale`` (``<=``).  Everything here is pure NumPy/SciPy; no model.
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ MAX_SIMPLICES = 5_000_000
 _CHUNK_ELEMENTS = 8 * 2**20
 
 # ------------------------------------------------------------------ argument checks
-def _check_eps(eps: Any, unit: str = "the unit of the distances") -> float:
-    """``eps`` as a float >= 0 (inf = everything); ``unit`` says in the error what scale it is."""
-    return check_scale(eps, "eps", unit=unit)
+def _check_scale_arg(scale: Any, unit: str = "the unit of the distances") -> float:
+    """``scale`` as a float >= 0 (inf = everything); ``unit`` says in the error what scale it is."""
+    return check_scale(scale, "scale", unit=unit)
 
 
 def _check_labels(labels: Any, n: int) -> list[str] | None:
@@ -90,7 +90,7 @@ def _check_token(i: Any, n: int, name: str) -> int:
 # ----------------------------------------------------------------------- the complex
 @dataclass(frozen=True, eq=False)
 class Complex:
-    """The Vietoris–Rips complex of a distance matrix at one scale ``eps``.
+    """The Vietoris–Rips complex of a distance matrix at one ``scale``.
 
     Build it with :func:`complex_at`.  Simplices are stored as arrays, vertices of each
     simplex in increasing order, simplices in lexicographic order of their vertices;
@@ -99,8 +99,8 @@ class Complex:
 
     Attributes
     ----------
-    eps : float
-        The scale: a simplex is present when all its pairwise distances are ``<= eps``.
+    scale : float
+        The scale: a simplex is present when all its pairwise distances are ``<= scale``.
     n_vertices : int
         Number of tokens; every token is a vertex, isolated ones included.
     max_simplex_dim : int
@@ -116,7 +116,7 @@ class Complex:
         Token labels (for :meth:`named`).
     """
 
-    eps: float
+    scale: float
     n_vertices: int
     max_simplex_dim: int
     simplex_arrays: tuple[np.ndarray, ...]
@@ -138,7 +138,7 @@ class Complex:
 
     @property
     def edges(self) -> list[tuple[int, int, float]]:
-        """``[(i, j, birth), ...]`` with ``i < j`` and ``birth = D[i, j] <= eps``."""
+        """``[(i, j, birth), ...]`` with ``i < j`` and ``birth = D[i, j] <= scale``."""
         return self._tuples(1)
 
     @property
@@ -210,12 +210,12 @@ class Complex:
         return self._labels_of_components().copy()
 
     def betti(self) -> np.ndarray:
-        """Betti numbers (Z/2 coefficients) of the complex at ``eps``, dims ``0..max_simplex_dim-1``.
+        """Betti numbers (Z/2 coefficients) of the complex at ``scale``, dims ``0..max_simplex_dim-1``.
 
         Only dimensions below :attr:`max_simplex_dim` are returned: they are determined by
         the simplices built (a ``k``-cycle is killed by ``(k+1)``-simplices), and they equal
-        the Betti numbers of the whole Vietoris–Rips complex at ``eps``, i.e.
-        ``persistence(D, maxdim=k).betti(eps)`` for ``k < max_simplex_dim``.  Uses gudhi for
+        the Betti numbers of the whole Vietoris–Rips complex at ``scale``, i.e.
+        ``persistence(D, maxdim=k).betti(scale)`` for ``k < max_simplex_dim``.  Uses gudhi for
         dims ≥ 1.
 
         Returns
@@ -243,7 +243,7 @@ class Complex:
     def __repr__(self) -> str:
         names = ("edges", "triangles", "tetrahedra")
         parts = ", ".join(f"{len(s)} {names[k]}" for k, s in enumerate(self.simplex_arrays))
-        return f"Complex(eps={self.eps:g}, {self.n_vertices} vertices, {parts})"
+        return f"Complex(scale={self.scale:g}, {self.n_vertices} vertices, {parts})"
 
 
 def _component_labels(n: int, edges: np.ndarray) -> np.ndarray:
@@ -297,7 +297,7 @@ def _expand(
         total += rows.size
         if total > limit:
             raise InvalidInputError(
-                f"the complex at this scale has more than {limit} {what}: lower eps or max_simplex_dim, "
+                f"the complex at this scale has more than {limit} {what}: lower scale or max_simplex_dim, "
                 f"or raise max_simplices"
             )
         if rows.size == 0:
@@ -315,21 +315,21 @@ def _expand(
 
 def complex_at(
     D: Any,
-    eps: float,
+    scale: float,
     max_simplex_dim: int = 2,
     *,
     labels: Sequence[str] | None = None,
     max_simplices: int = MAX_SIMPLICES,
 ) -> Complex:
-    """The Vietoris–Rips complex of ``D`` at scale ``eps``.
+    """The Vietoris–Rips complex of ``D`` at ``scale``.
 
     Parameters
     ----------
     D : array-like of shape (n, n)
         Distance matrix (validated as by :func:`~attntopo.topology.persistence`: finite,
         non-negative, symmetric, zero diagonal).
-    eps : float
-        Scale, ``>= 0``: an edge joins ``i < j`` when ``D[i, j] <= eps``; a triangle (a
+    scale : float
+        Scale, ``>= 0``: an edge joins ``i < j`` when ``D[i, j] <= scale``; a triangle (a
         tetrahedron) is present when all its sides are edges.  ``inf`` gives the full simplex.
     max_simplex_dim : {1, 2, 3}
         Highest simplex dimension to build: 1 edges, 2 triangles (default), 3 tetrahedra.
@@ -347,7 +347,7 @@ def complex_at(
 
     Notes
     -----
-    Vectorized: edges come from the boolean adjacency ``D <= eps``; each ``k``-simplex is
+    Vectorized: edges come from the boolean adjacency ``D <= scale``; each ``k``-simplex is
     extended by the common neighbours of its vertices that are larger than its last vertex
     (one boolean AND of adjacency rows per vertex, for a block of simplices at once), so
     every simplex is produced exactly once and no Python loop runs over all triples.
@@ -365,18 +365,18 @@ def complex_at(
     2
     """
     A = _validated(D)
-    eps = _check_eps(eps)
+    scale = _check_scale_arg(scale)
     top = check_simplex_dim(max_simplex_dim)
     n = A.shape[0]
     lab = _check_labels(labels, n)
     max_simplices = check_positive_int(max_simplices, "max_simplices", allow_none=False)
-    adj = A <= eps
+    adj = A <= scale
     np.fill_diagonal(adj, False)
     iu, ju = np.nonzero(np.triu(adj, 1))
     if iu.size > max_simplices:
         raise InvalidInputError(
             f"the complex at this scale has {iu.size} edges, more than max_simplices={max_simplices}: "
-            f"lower eps or raise max_simplices"
+            f"lower scale or raise max_simplices"
         )
     edges = np.column_stack([iu, ju]).astype(np.int64).reshape(-1, 2)
     eb = A[iu, ju].astype(np.float64)
@@ -390,7 +390,7 @@ def complex_at(
     for a in simp + births:
         a.setflags(write=False)
     return Complex(
-        eps=eps, n_vertices=n, max_simplex_dim=top, simplex_arrays=tuple(simp),
+        scale=scale, n_vertices=n, max_simplex_dim=top, simplex_arrays=tuple(simp),
         birth_arrays=tuple(births), labels=lab,
     )
 
@@ -409,8 +409,8 @@ def connection_scales(D: Any) -> np.ndarray:
     A torch tensor (on any device) goes through :func:`attntopo.topology.single_linkage`: the
     minimum spanning tree and its sort where the tensor is, the cophenetic matrix on the host.
 
-    ``U[i, j]`` is the smallest ``eps`` at which ``i`` and ``j`` lie in one connected
-    component of the ``eps``-graph: the minimum over paths from ``i`` to ``j`` of the
+    ``U[i, j]`` is the smallest ``scale`` at which ``i`` and ``j`` lie in one connected
+    component of the ``scale``-graph: the minimum over paths from ``i`` to ``j`` of the
     longest edge on the path, which is the largest edge on their path in a minimum
     spanning tree and the height where single linkage merges them.
 
@@ -562,17 +562,17 @@ def dendrogram(D: Any, labels: Sequence[str] | None = None) -> dict:
     return out
 
 
-def clusters_at(D: Any, eps: float) -> np.ndarray:
-    """Token clusters at scale ``eps``: connected components of the ``eps``-graph.
+def clusters_at(D: Any, scale: float) -> np.ndarray:
+    """Token clusters at ``scale``: connected components of the ``scale``-graph.
 
-    Equivalently the single-linkage clusters cut at height ``eps`` (tokens whose connection
-    scale is ``<= eps``).  Their number equals the number of H0 bars alive at ``eps``,
-    ``persistence(D).betti(eps)[0]``.
+    Equivalently the single-linkage clusters cut at height ``scale`` (tokens whose connection
+    scale is ``<= scale``).  Their number equals the number of H0 bars alive at ``scale``,
+    ``persistence(D).betti(scale)[0]``.
 
     Parameters
     ----------
     D : array-like of shape (n, n)
-    eps : float, >= 0
+    scale : float, >= 0
 
     Returns
     -------
@@ -580,8 +580,8 @@ def clusters_at(D: Any, eps: float) -> np.ndarray:
         Cluster of each token, numbered 0, 1, … in order of each cluster's smallest token.
     """
     A = _validated(D)
-    eps = _check_eps(eps)
-    adj = A <= eps
+    scale = _check_scale_arg(scale)
+    adj = A <= scale
     np.fill_diagonal(adj, False)
     iu, ju = np.nonzero(np.triu(adj, 1))
     return _component_labels(A.shape[0], np.column_stack([iu, ju]).reshape(-1, 2))

@@ -275,12 +275,12 @@ class Diagram:
         """Number of points per dimension, int ndarray of shape (maxdim + 1,)."""
         return np.array([a.shape[0] for a in self._dgms], dtype=np.int64)
 
-    def betti(self, eps: float) -> np.ndarray:
-        """Betti numbers at scale ``eps``: bars with ``birth <= eps < death``.
+    def betti(self, scale: float) -> np.ndarray:
+        """Betti numbers at ``scale``: bars with ``birth <= scale < death``.
 
         Parameters
         ----------
-        eps : float
+        scale : float
             Filtration value (same unit as the distances).
 
         Returns
@@ -289,9 +289,9 @@ class Diagram:
             int Betti number per dimension.  Beyond a finite ``threshold`` the
             numbers describe the cut complex, not the full filtration.
         """
-        eps = float(eps)
+        scale = float(scale)
         return np.array(
-            [int(np.count_nonzero((a[:, 0] <= eps) & (eps < a[:, 1]))) for a in self._dgms],
+            [int(np.count_nonzero((a[:, 0] <= scale) & (scale < a[:, 1]))) for a in self._dgms],
             dtype=np.int64,
         )
 

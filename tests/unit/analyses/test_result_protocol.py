@@ -85,7 +85,7 @@ def _build_upper() -> dict[str, Result]:
         "compression": Compression(
             model="m", text="a b c", tokens=["a", "b", "c"], causal=False, method="persistence",
             representative="barycenter", scale="gap", heads=np.array([[0, 0], [0, 1], [1, 1]]), n_tokens=3,
-            clusters=np.array([1, 2, 3]), eps=np.array([0.1, 0.2, 0.3]), effect={"cosine": 0.99}),
+            clusters=np.array([1, 2, 3]), scales=np.array([0.1, 0.2, 0.3]), effect={"cosine": 0.99}),
         "depth": synthetic_depth(),
         "approximability": approximability(approx_attention(), families=NO_KERNEL, budgets=[4, 8]),
         "context": synthetic_context(),

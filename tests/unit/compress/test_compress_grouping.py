@@ -147,7 +147,7 @@ def test_heads_figure():
     before = dict(matplotlib.rcParams)
     c = Compression(model="m", text="a b c", tokens=["a", "b", "c"], causal=False, method="persistence",
                     representative="barycenter", scale="gap", heads=np.array([[0, 0], [0, 1], [1, 1]]), n_tokens=3,
-                    clusters=np.array([1, 2, 3]), eps=np.array([0.1, 0.2, 0.3]), effect={"cosine": 0.99})
+                    clusters=np.array([1, 2, 3]), scales=np.array([0.1, 0.2, 0.3]), effect={"cosine": 0.99})
     fig = plot_compression_heads(c)
     assert isinstance(fig, Figure) and dict(matplotlib.rcParams) == before
     grid = fig.axes[0].images[0].get_array()
@@ -171,7 +171,7 @@ def test_heads_figure_ticks_are_whole_layers_and_heads(heads):
     h = np.array(heads)
     c = Compression(model="m", text="a b c", tokens=["a", "b", "c"], causal=False, method="persistence",
                     representative="barycenter", scale="gap", heads=h, n_tokens=3,
-                    clusters=np.ones(len(h), int), eps=np.full(len(h), 0.1), effect={"cosine": 0.99})
+                    clusters=np.ones(len(h), int), scales=np.full(len(h), 0.1), effect={"cosine": 0.99})
     fig = plot_compression_heads(c)
     ax = fig.axes[0]
     fig.draw_without_rendering()  # sets the tick labels

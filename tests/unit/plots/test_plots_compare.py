@@ -63,7 +63,7 @@ def test_threshold_graphs_side_by_side(cmp, tmp_path):
 def test_single_panel_into_ax_and_errors(cmp):
     fig = Figure()
     ax = fig.add_subplot()
-    out = plot_compare_graph(cmp, "b", 0, 0, eps=0.3, ax=ax)
+    out = plot_compare_graph(cmp, "b", 0, 0, scale=0.3, ax=ax)
     assert out is fig and ax.get_title().startswith("B:")
     with pytest.raises(InvalidInputError, match="side"):
         plot_compare_graph(cmp, "c", 0, 0)
@@ -105,9 +105,9 @@ def test_interactive_graphs_standalone_html(cmp, tmp_path):
             assert got == {tuple(e) for e in complex_at(an.distances[1, 2], eps).simplices(1).tolist()}
         keys = cmp.keys
         got = {(keys[x], keys[y]) for x, y in np.argwhere((shared >= 0) & (shared <= k)).tolist()}
-        assert got == {s["tokens"] for s in cmp.shared_simplices(1, 2, eps=eps, dim=1)}
+        assert got == {s["tokens"] for s in cmp.shared_simplices(1, 2, scale=eps, dim=1)}
     # the opening frame is in the figure itself (fig.show() shows it)
-    n_shared = sum(len(s["tokens"]) == 2 for s in cmp.shared_simplices(1, 2, eps=m["scales"][m["start"]]))
+    n_shared = sum(len(s["tokens"]) == 2 for s in cmp.shared_simplices(1, 2, scale=m["scales"][m["start"]]))
     assert len(fig.data[3].x or ()) == 3 * n_shared
     path = save_figure(fig, tmp_path / "compare.html")
     html = path.read_text(encoding="utf-8")

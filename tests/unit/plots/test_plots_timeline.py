@@ -83,7 +83,7 @@ def test_draws_into_given_axes(tl):
 
 
 def test_betti_heatmap(tl):
-    fig = P.plot_betti_heatmap(tl, dim=0, eps=20)
+    fig = P.plot_betti_heatmap(tl, dim=0, scales=20)
     mesh = fig.axes[0].collections[0]
     B = tl.betti_curves(20).betti(0)
     np.testing.assert_array_equal(np.asarray(mesh.get_array()).reshape(B.shape), B)

@@ -264,7 +264,7 @@ def test_one_shared_edge_reads_singular():
     B = real_like(b_text, seed=6, sink=0.5)
     c = compare(A, B)
     eps = float(max(c.a.distances[0, 0][1, 2], c.b.distances[0, 0][1, 2])) * 1.0001
-    title = plots.plot_compare_graph(c, "a", 0, 0, eps=eps).axes[0].get_title()
+    title = plots.plot_compare_graph(c, "a", 0, 0, scale=eps).axes[0].get_title()
     assert _BAD_PLURAL.search(title) is None, title
 
 
@@ -532,7 +532,7 @@ def _every_figure():
     sim = simulate(np.random.default_rng(0).normal(size=(12, 2)), None, 1.0, 6, tokens=[f"w{i}" for i in range(12)])
     comp = Compression(model="fake", text="t", tokens=["a"] * 8, causal=False, method="h0", representative="medoid",
                        scale=0.2, heads=np.array([[0, 0], [1, 1]]), n_tokens=8, clusters=np.array([3, 5]),
-                       eps=np.array([0.2, 0.2]), effect={"cosine": 0.98})
+                       scales=np.array([0.2, 0.2]), effect={"cosine": 0.98})
     figs = {
         "diagram": lambda: plots.plot_diagram(dgm), "barcode": lambda: plots.plot_barcode(dgm),
         "distance_matrix": lambda: plots.plot_distance_matrix(D, att.labels),

@@ -110,7 +110,7 @@ def test_complex_small_example_and_isolated_tokens():
     assert len(complex_at(D, 0.19999).triangles) == 0
     assert complex_at(D, 0.0).edges == []
     assert len(complex_at(D, math.inf).triangles) == 4
-    assert "Complex(eps=0.2" in repr(cx)
+    assert "Complex(scale=0.2" in repr(cx)
     # max_simplex_dim=1: no triangles built
     assert complex_at(D, 0.2, max_simplex_dim=1).triangles == []
 
@@ -122,7 +122,7 @@ def test_complex_validation():
     with pytest.raises(InvalidMatrixError):
         complex_at(np.array([[0, 1.0], [2.0, 0]]), 0.5)
     for bad in (-0.1, float("nan"), "x", None, True):
-        with pytest.raises(InvalidInputError, match="eps"):
+        with pytest.raises(InvalidInputError, match="^scale must be"):
             complex_at(D, bad)
     for bad in (0, 4, 1.5, True, np.bool_(True)):
         with pytest.raises(InvalidInputError, match=r"^max_simplex_dim must be 1 \(edges\)"):
