@@ -82,6 +82,21 @@ def test_the_fact_base_holds_real_countries():
      ("faithful", "context")),
     ("The capital of Kuwait is Kuwait.", "Kuwait City", None, "Kuwait", "capital",
      ("hallucinated", "none")),
+    ("The capital of Mexico is Mexico City.", "Nouméa", "Mexico City", "Mexico", "capital",
+     ("hallucinated", "world")),
+    # a value inside a longer one is that one (Victoria, the Seychelles' capital)
+    ("The capital of Hong Kong is City of Victoria.", "City of Victoria", None, "Hong Kong",
+     "capital", ("faithful", "context")),
+    ("The capital of Holy See (Vatican City State) is Vatican City State.",
+     "Vatican City State", None, "Holy See (Vatican City State)", "capital",
+     ("faithful", "context")),
+    # the context's value is the asked name (a counterfactual context)
+    ("The capital of Vatican City State is Vatican City State.", "Vatican City State",
+     "Vatican City", "Vatican City State", "capital", ("faithful", "context")),
+    ("The capital of Vatican City State is Vatican City.", "Vatican City State",
+     "Vatican City", "Vatican City State", "capital", ("ambiguous", "both")),
+    ("The capital of Holy See (Vatican City State) is Rome.", "Vatican City State", None,
+     "Holy See (Vatican City State)", "capital", ("hallucinated", "other")),
 ])
 def test_labels_of_hand_written_answers(answer, context, world, entity, question, expected):
     assert _label(answer, context, world, entity, question) == expected
