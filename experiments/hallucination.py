@@ -130,9 +130,9 @@ def _sets_of(js: bool):
 
 
 def compute_features(budget_s: float | None, kinds=(False, True), follow: bool = False) -> int:
-    """Compute the missing chunks until done or out of time, the main sets' first, then
-    ``prompt.js``'s (``kinds``: False the main sets, True prompt.js); return how many chunks
-    were computed.  ``follow``: when every cached pair is done, wait for the generation to
+    """Compute the missing chunks until done or out of time, in the benchmark's order (a
+    range's main sets, then its ``prompt.js`` pairs; ``kinds``: False the main sets, True
+    prompt.js); return how many chunks were computed.  ``follow``: when every cached pair is done, wait for the generation to
     cache more (until the budget runs out)."""
     from attntopo.features import features
 
@@ -148,6 +148,8 @@ def compute_features(budget_s: float | None, kinds=(False, True), follow: bool =
             todo += [(idx, sets, quantities) for idx in _plan(d, js)
                      if not (_chunk_folder([pairs[i] for i in idx], sets, quantities)
                              / "attntopo.json").is_file()]
+        # by position in the benchmark: prompt.js keeps pace with the main sets
+        todo.sort(key=lambda t: (t[0][0] // CHUNK, t[1] != MAIN_SETS))
         if not todo:
             if follow and len(d) < N_PAIRS and (budget_s is None
                                                 or time.perf_counter() - t0 < budget_s - 120):
@@ -175,7 +177,7 @@ def compute_features(budget_s: float | None, kinds=(False, True), follow: bool =
                 f"({len(idx)}) in {time.perf_counter() - t1:.0f} s, "
                 f"load {os.getloadavg()[0]:.1f}")
             if follow:
-                break  # main chunks first: read the benchmark again
+                break  # read the benchmark again: it may have grown
         if not follow:
             return done
 
