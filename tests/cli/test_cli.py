@@ -179,7 +179,7 @@ def test_debug_shows_the_traceback():
     r = run("analyze", "hello", "--layer", "7", "--debug")
     assert r.returncode == 2
     assert "Traceback" in r.stderr
-    assert r.stderr.strip().splitlines()[-1].startswith("error: layer 7 is out of range")
+    assert r.stderr.strip().splitlines()[-1].startswith("error: --layer 7 is out of range: minilm has 6 layers")
 
 
 @pytest.mark.slow

@@ -89,3 +89,27 @@ def test_the_packaged_copy_is_read_without_the_model(tmp_path, monkeypatch):
     assert again.info["cache"][0] == str(packed)
     with pytest.raises(h.InvalidInputError, match="only 2 of 3 pairs are cached"):
         h._pack(3, **TINY)
+
+
+@pytest.mark.slow
+@pytest.mark.smollm2
+@pytest.mark.xdist_group("smollm2")
+def test_the_packaged_answers_are_what_the_model_gives(tmp_path):
+    from attntopo.datasets import _hallucination as h
+
+    (packed,) = h._PACKAGED.glob("hallucination_qa-*.jsonl.gz")
+    stored = h._read_rows(packed, h.gzip.open)
+    # the first batch of the default settings: the 8 one-country prompts 0, 6, ..., 42
+    fresh = hallucination_qa(1, cache_dir=tmp_path, progress=False)
+    (folder,) = tmp_path.glob("hallucination_qa-*")
+    assert folder.name == packed.name.removesuffix(".jsonl.gz")   # the same settings' key
+    rows = h._read_rows(folder / "chunk-00000.jsonl")
+    assert sorted(rows) == list(range(0, 48, 6))
+    for i, row in rows.items():
+        assert row["tokens"] == stored[i]["tokens"] and row["answer"] == stored[i]["answer"]
+        assert row["prompt_sha"] == stored[i]["prompt_sha"]
+        # float32 forward passes on another CPU differ by ~1e-6 relative (tests/README.md);
+        # the stored values are rounded to 1e-5
+        np.testing.assert_allclose(row["logprobs"], stored[i]["logprobs"], atol=1e-3)
+        np.testing.assert_allclose(row["entropies"], stored[i]["entropies"], atol=1e-3)
+    assert fresh.answers[0] == stored[0]["answer"]

@@ -200,10 +200,18 @@ def find_value(answer: str, value: str, *, kind: str) -> list[tuple[int, int]]:
     if kind == "currency":
         return [m.span() for m in re.finditer(rf"(?<![A-Za-z]){re.escape(value)}(?![A-Za-z])",
                                               answer)]
-    hay, needle = _fold(answer), _fold(value)
+    return _find(_fold(answer), value, question=kind)
+
+
+def _find(text: str, value: str, *, question: str) -> list[tuple[int, int]]:
+    """:func:`find_value` in a text already folded (capitals) and perhaps masked: spans into
+    ``text`` itself (folding again would close the masked gaps and shift the spans)."""
+    if question == "currency":
+        return find_value(text, value, kind="currency")
+    needle = _fold(value)
     if not needle:
         return []
-    return [m.span() for m in re.finditer(rf"(?<!\w){re.escape(needle)}(?!\w)", hay)]
+    return [m.span() for m in re.finditer(rf"(?<!\w){re.escape(needle)}(?!\w)", text)]
 
 
 def _inside(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -225,27 +233,29 @@ def label_answer(answer: str, *, context_value: str, world_value: str, entity: s
     ``"world"`` (the fact base's value where the context gave another), ``"other"`` (another
     value of the same kind), ``"none"`` (no value of that kind), ``"both"`` (the context's value
     and another: ambiguous).  The asked entity's own name is masked (Bissau inside
-    Guinea-Bissau is no answer), except inside the context's value (San Marino inside City
-    of San Marino); the context value's matches are masked before other values are looked
-    for (a capital inside a longer one).
+    Guinea-Bissau is no answer), except inside a longer value (Mexico inside Mexico City,
+    San Marino inside City of San Marino); the context value's matches are masked before other
+    values are looked for (Victoria inside City of Victoria).  Where the context's value is
+    the asked name itself (a counterfactual context can give Vatican City State the capital
+    "Vatican City State"), nothing is masked.
     """
     if question not in QUESTIONS:
         raise InvalidInputError(f"question must be one of {sorted(QUESTIONS)}, got {question!r}")
     text = answer if question == "currency" else _fold(answer)
-    hits = find_value(text, context_value, kind=question)
-    if question != "currency":
-        names = find_value(text, entity, kind=question)
-        # a value inside the asked name is the name (Bissau in Guinea-Bissau); a name inside
-        # a value is the value (San Marino in City of San Marino)
-        hits = [h for h in hits if not any(_inside(h, e) and h != e for e in names)]
-        names = [e for e in names if not any(_inside(e, h) for h in hits)]
-        text = _mask(text, names)
+    values = {getattr(c, question) for c in countries()} | {world_value, context_value}
+    if question != "currency" and _fold(context_value) != _fold(entity):
+        # the asked name is masked, so a value inside it goes too (Bissau in Guinea-Bissau);
+        # a name inside a longer value is that value (Mexico in Mexico City)
+        longer = [s for v in values if len(_fold(v)) > len(_fold(entity))
+                  for s in _find(text, v, question=question)]
+        text = _mask(text, [e for e in _find(text, entity, question=question)
+                            if not any(_inside(e, s) for s in longer)])
+    hits = _find(text, context_value, question=question)
     rest = _mask(text, hits)
-    values = {getattr(c, question) for c in countries()} | {world_value}
     others = sorted(v for v in values
-                    if _fold(v) != _fold(context_value) and find_value(rest, v, kind=question))
+                    if _fold(v) != _fold(context_value) and _find(rest, v, question=question))
     if hits:
         return ("ambiguous", "both") if others else ("faithful", "context")
-    if world_value != context_value and find_value(rest, world_value, kind=question):
+    if world_value != context_value and _find(rest, world_value, question=question):
         return "hallucinated", "world"
     return "hallucinated", ("other" if others else "none")

@@ -9,7 +9,7 @@ import json
 
 import pytest
 from _stores import small_store
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from attntopo.corpus._sql import ROWS_PER_BATCH, json_safe_rows
@@ -52,6 +52,7 @@ _values = st.one_of(st.floats(), st.text(alphabet=st.characters(blacklist_charac
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(_values, min_size=1, max_size=4))
+@example([-2**63])  # the smallest BIGINT: was written as a literal that overflows
 def test_duckdb_json_reads_back_as_json_safe_values(store, values):
     """Each value as an SQL literal, through DuckDB's to_json and json_safe_rows, reads back
     as json_safe(value): NaN and infinities (in lists too) as strings, text unchanged."""
@@ -64,7 +65,9 @@ def test_duckdb_json_reads_back_as_json_safe_values(store, values):
             return f"'{v!r}'::DOUBLE"
         if isinstance(v, list):
             return "[" + ", ".join(literal(x) for x in v) + "]::DOUBLE[]"
-        return f"{v}::BIGINT"
+        # parenthesized: SQL reads -9223372036854775808::BIGINT as -(9223372036854775808::BIGINT),
+        # which overflows; the literal itself is a valid BIGINT
+        return f"({v})::BIGINT"
 
     sql = "SELECT " + ", ".join(f"{literal(v)} AS c{k}" for k, v in enumerate(values))
     [text] = store.sql_batches(sql, json_rows=True).read_all().column(0).to_pylist()

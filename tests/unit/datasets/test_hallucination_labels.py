@@ -82,6 +82,21 @@ def test_the_fact_base_holds_real_countries():
      ("faithful", "context")),
     ("The capital of Kuwait is Kuwait.", "Kuwait City", None, "Kuwait", "capital",
      ("hallucinated", "none")),
+    ("The capital of Mexico is Mexico City.", "Nouméa", "Mexico City", "Mexico", "capital",
+     ("hallucinated", "world")),
+    # a value inside a longer one is that one (Victoria, the Seychelles' capital)
+    ("The capital of Hong Kong is City of Victoria.", "City of Victoria", None, "Hong Kong",
+     "capital", ("faithful", "context")),
+    ("The capital of Holy See (Vatican City State) is Vatican City State.",
+     "Vatican City State", None, "Holy See (Vatican City State)", "capital",
+     ("faithful", "context")),
+    # the context's value is the asked name (a counterfactual context)
+    ("The capital of Vatican City State is Vatican City State.", "Vatican City State",
+     "Vatican City", "Vatican City State", "capital", ("faithful", "context")),
+    ("The capital of Vatican City State is Vatican City.", "Vatican City State",
+     "Vatican City", "Vatican City State", "capital", ("ambiguous", "both")),
+    ("The capital of Holy See (Vatican City State) is Rome.", "Vatican City State", None,
+     "Holy See (Vatican City State)", "capital", ("hallucinated", "other")),
 ])
 def test_labels_of_hand_written_answers(answer, context, world, entity, question, expected):
     assert _label(answer, context, world, entity, question) == expected
@@ -189,3 +204,20 @@ def test_the_container_selects_groups_and_reads_short():
                        "smollm2, seed 0)")
     df = d.to_pandas()
     assert list(df.columns[:3]) == ["prompt", "label", "answer"] and len(df) == 3
+
+
+def test_the_end_of_turn_tokens():
+    from types import SimpleNamespace
+
+    from attntopo.datasets._hallucination import _end_of_turn
+
+    chatml = SimpleNamespace(get_vocab=lambda: {"<|im_end|>": 2, "<|endoftext|>": 0},
+                             convert_tokens_to_ids=lambda t: 2, eos_token_id=0)
+    assert _end_of_turn(chatml, SimpleNamespace()) == [2]
+    llama = SimpleNamespace(get_vocab=lambda: {"<|eot_id|>": 9}, eos_token_id=7)
+    config = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=[7, 9]))
+    assert _end_of_turn(llama, config) == [7, 9]
+    assert _end_of_turn(llama, SimpleNamespace()) == [7]
+    bare = SimpleNamespace(get_vocab=dict, eos_token_id=None)
+    with pytest.raises(InvalidInputError, match="the model names no end-of-turn token"):
+        _end_of_turn(bare, SimpleNamespace())
