@@ -584,6 +584,8 @@ def notes(res: dict) -> list[str]:
     best_within = max(within, key=lambda n: within[n]["roc_auc"])
     above = [n for n, r in within.items() if r["roc_auc_low"] is not None
              and r["roc_auc_low"] > 0.5]
+    nothing = [n for n in gains if not (gains[n]["gain_roc_auc_low"] or 0) > 0
+               and not (within[n]["roc_auc_low"] or 0) > 0.5]
     bal = {n: _get(b, n) for n in DETECTORS}
     low = [n for n in DETECTORS if n not in ANSWER_FREE
            and bal[n]["roc_auc"] < _get(b, "covariates")["roc_auc"]]
@@ -595,13 +597,19 @@ def notes(res: dict) -> list[str]:
         "What comes out:",
         "",
         f"* The prompt's length alone reaches a ROC-AUC of {cov:.3f}; the best detector, "
-        f"{best}, {rows[best]['roc_auc']:.3f}. Length is the shortcut the issue warned of: "
-        "longer contexts hallucinate more.",
+        f"{best}, {rows[best]['roc_auc']:.3f}. Length is this benchmark's shortcut: the "
+        "small model hallucinates more in longer contexts, so every detector that follows "
+        "the prompt's length looks good here.",
         f"* Beyond length: {len(real)} of {len(gains)} detectors add to it with an interval "
         "above zero" + (f" ({', '.join(real)})" if real else "") + f"; the largest gain is "
         f"{top_gain}'s, {gains[top_gain]['gain_roc_auc']:+.3f} "
         f"[{gains[top_gain]['gain_roc_auc_low']:+.2f}, "
         f"{gains[top_gain]['gain_roc_auc_high']:+.2f}].",
+        f"* TOHA as published (the mean of its {K_HEADS} heads, no classifier): "
+        f"{_ci(rows[TOHA])}, gain {_ci(gains[TOHA], gain=True)}; a regression on the same "
+        f"number of heads: {_ci(rows[TOHA10])}; on every head: {_ci(rows[TOHA_ALL])}.",
+        *([f"* Nothing beyond length (a gain interval not above zero and a within-length "
+           f"interval reaching 0.5): {', '.join(nothing)}."] if nothing else []),
         f"* Within one context size, where length cannot help: the best is {best_within} "
         f"({_ci(within[best_within])}); {len(above)} of {len(within)} detectors have an "
         "interval above 0.5" + (f" ({', '.join(above)})" if above else "") + ".",
@@ -612,6 +620,10 @@ def notes(res: dict) -> list[str]:
         "imbalance is learnt the other way round)"
         + (f"; below it too: {', '.join(low)}, whose columns follow the prompt's length more "
            "than the answer" if low else "") + ".",
+        *([f"* `prompt.js` on its {res['n_js']} pairs: {JS_ALL} {_ci(_get(j, JS_ALL))} "
+           f"(gain {_ci(_get(j, JS_ALL + ' + covariates'), gain=True)}), {JS} "
+           f"{_ci(_get(j, JS))}, against TOHA on the same pairs {_ci(_get(j, TOHA))}."]
+          if (j := res.get("prompt_js")) else []),
         f"* Topology against uncertainty: the best topological detector ({topo_best}, "
         f"{_ci(rows[topo_best])}) {_verdict(rows[topo_best], rows[unc_best])} the best "
         f"uncertainty baseline ({unc_best}, {_ci(rows[unc_best])}), which costs nothing "
