@@ -344,7 +344,7 @@ def evaluate(quick: bool = False) -> dict:
         if len(rows) >= 30 and 5 <= yj.sum() <= len(rows) - 5:
             js = _rows_table(js_table, both)
             toha = _rows_table(detectors[TOHA], rows)
-            dets = {JS: js, JS10: js, JS_ALL: js, TOHA: toha, TOHA10: toha,
+            dets = {JS: js, JS10: js, JS_ALL: js, TOHA: toha, TOHA10: toha, TOHA_ALL: toha,
                     LENGTH: detectors[LENGTH][rows]}
             ev_js = evaluate_detectors(
                 dets, yj, groups=groups[rows], heads={k: v for k, v in HEADS.items()},
@@ -522,7 +522,7 @@ def report(res: dict) -> list[str]:
             "| detector | ROC-AUC | PR-AUC | gain over length |",
             "|---|---|---|---|",
         ]
-        for name in (JS, JS10, JS_ALL, TOHA, TOHA10, LENGTH):
+        for name in (JS, JS10, JS_ALL, TOHA, TOHA10, TOHA_ALL, LENGTH):
             r, rc = _get(j, name), _get(j, f"{name} + covariates")
             lines.append(f"| {name} | {_ci(r)} | {_ci(r, 'pr_auc')} | {_ci(rc, gain=True)} |")
     elif "n_js" in res:
@@ -622,7 +622,8 @@ def notes(res: dict) -> list[str]:
            "than the answer" if low else "") + ".",
         *([f"* `prompt.js` on its {res['n_js']} pairs: {JS_ALL} {_ci(_get(j, JS_ALL))} "
            f"(gain {_ci(_get(j, JS_ALL + ' + covariates'), gain=True)}), {JS} "
-           f"{_ci(_get(j, JS))}, against TOHA on the same pairs {_ci(_get(j, TOHA))}."]
+           f"{_ci(_get(j, JS))}; on the same pairs TOHA {_ci(_get(j, TOHA))}, {TOHA_ALL} "
+           f"{_ci(_get(j, TOHA_ALL))}."]
           if (j := res.get("prompt_js")) else []),
         f"* Topology against uncertainty: the best topological detector ({topo_best}, "
         f"{_ci(rows[topo_best])}) {_verdict(rows[topo_best], rows[unc_best])} the best "
