@@ -130,9 +130,9 @@ def _sets_of(js: bool):
 
 
 def compute_features(budget_s: float | None, kinds=(False, True), follow: bool = False) -> int:
-    """Compute the missing chunks until done or out of time, the main sets' first, then
-    ``prompt.js``'s (``kinds``: False the main sets, True prompt.js); return how many chunks
-    were computed.  ``follow``: when every cached pair is done, wait for the generation to
+    """Compute the missing chunks until done or out of time, in the benchmark's order (a
+    range's main sets, then its ``prompt.js`` pairs; ``kinds``: False the main sets, True
+    prompt.js); return how many chunks were computed.  ``follow``: when every cached pair is done, wait for the generation to
     cache more (until the budget runs out)."""
     from attntopo.features import features
 
@@ -148,6 +148,8 @@ def compute_features(budget_s: float | None, kinds=(False, True), follow: bool =
             todo += [(idx, sets, quantities) for idx in _plan(d, js)
                      if not (_chunk_folder([pairs[i] for i in idx], sets, quantities)
                              / "attntopo.json").is_file()]
+        # by position in the benchmark: prompt.js keeps pace with the main sets
+        todo.sort(key=lambda t: (t[0][0] // CHUNK, t[1] != MAIN_SETS))
         if not todo:
             if follow and len(d) < N_PAIRS and (budget_s is None
                                                 or time.perf_counter() - t0 < budget_s - 120):
@@ -175,7 +177,7 @@ def compute_features(budget_s: float | None, kinds=(False, True), follow: bool =
                 f"({len(idx)}) in {time.perf_counter() - t1:.0f} s, "
                 f"load {os.getloadavg()[0]:.1f}")
             if follow:
-                break  # main chunks first: read the benchmark again
+                break  # read the benchmark again: it may have grown
         if not follow:
             return done
 
@@ -342,7 +344,7 @@ def evaluate(quick: bool = False) -> dict:
         if len(rows) >= 30 and 5 <= yj.sum() <= len(rows) - 5:
             js = _rows_table(js_table, both)
             toha = _rows_table(detectors[TOHA], rows)
-            dets = {JS: js, JS10: js, JS_ALL: js, TOHA: toha, TOHA10: toha,
+            dets = {JS: js, JS10: js, JS_ALL: js, TOHA: toha, TOHA10: toha, TOHA_ALL: toha,
                     LENGTH: detectors[LENGTH][rows]}
             ev_js = evaluate_detectors(
                 dets, yj, groups=groups[rows], heads={k: v for k, v in HEADS.items()},
@@ -520,7 +522,7 @@ def report(res: dict) -> list[str]:
             "| detector | ROC-AUC | PR-AUC | gain over length |",
             "|---|---|---|---|",
         ]
-        for name in (JS, JS10, JS_ALL, TOHA, TOHA10, LENGTH):
+        for name in (JS, JS10, JS_ALL, TOHA, TOHA10, TOHA_ALL, LENGTH):
             r, rc = _get(j, name), _get(j, f"{name} + covariates")
             lines.append(f"| {name} | {_ci(r)} | {_ci(r, 'pr_auc')} | {_ci(rc, gain=True)} |")
     elif "n_js" in res:
@@ -582,6 +584,8 @@ def notes(res: dict) -> list[str]:
     best_within = max(within, key=lambda n: within[n]["roc_auc"])
     above = [n for n, r in within.items() if r["roc_auc_low"] is not None
              and r["roc_auc_low"] > 0.5]
+    nothing = [n for n in gains if not (gains[n]["gain_roc_auc_low"] or 0) > 0
+               and not (within[n]["roc_auc_low"] or 0) > 0.5]
     bal = {n: _get(b, n) for n in DETECTORS}
     low = [n for n in DETECTORS if n not in ANSWER_FREE
            and bal[n]["roc_auc"] < _get(b, "covariates")["roc_auc"]]
@@ -593,13 +597,19 @@ def notes(res: dict) -> list[str]:
         "What comes out:",
         "",
         f"* The prompt's length alone reaches a ROC-AUC of {cov:.3f}; the best detector, "
-        f"{best}, {rows[best]['roc_auc']:.3f}. Length is the shortcut the issue warned of: "
-        "longer contexts hallucinate more.",
+        f"{best}, {rows[best]['roc_auc']:.3f}. Length is this benchmark's shortcut: the "
+        "small model hallucinates more in longer contexts, so every detector that follows "
+        "the prompt's length looks good here.",
         f"* Beyond length: {len(real)} of {len(gains)} detectors add to it with an interval "
         "above zero" + (f" ({', '.join(real)})" if real else "") + f"; the largest gain is "
         f"{top_gain}'s, {gains[top_gain]['gain_roc_auc']:+.3f} "
         f"[{gains[top_gain]['gain_roc_auc_low']:+.2f}, "
         f"{gains[top_gain]['gain_roc_auc_high']:+.2f}].",
+        f"* TOHA as published (the mean of its {K_HEADS} heads, no classifier): "
+        f"{_ci(rows[TOHA])}, gain {_ci(gains[TOHA], gain=True)}; a regression on the same "
+        f"number of heads: {_ci(rows[TOHA10])}; on every head: {_ci(rows[TOHA_ALL])}.",
+        *([f"* Nothing beyond length (a gain interval not above zero and a within-length "
+           f"interval reaching 0.5): {', '.join(nothing)}."] if nothing else []),
         f"* Within one context size, where length cannot help: the best is {best_within} "
         f"({_ci(within[best_within])}); {len(above)} of {len(within)} detectors have an "
         "interval above 0.5" + (f" ({', '.join(above)})" if above else "") + ".",
@@ -610,6 +620,11 @@ def notes(res: dict) -> list[str]:
         "imbalance is learnt the other way round)"
         + (f"; below it too: {', '.join(low)}, whose columns follow the prompt's length more "
            "than the answer" if low else "") + ".",
+        *([f"* `prompt.js` on its {res['n_js']} pairs: {JS_ALL} {_ci(_get(j, JS_ALL))} "
+           f"(gain {_ci(_get(j, JS_ALL + ' + covariates'), gain=True)}), {JS} "
+           f"{_ci(_get(j, JS))}; on the same pairs TOHA {_ci(_get(j, TOHA))}, {TOHA_ALL} "
+           f"{_ci(_get(j, TOHA_ALL))}."]
+          if (j := res.get("prompt_js")) else []),
         f"* Topology against uncertainty: the best topological detector ({topo_best}, "
         f"{_ci(rows[topo_best])}) {_verdict(rows[topo_best], rows[unc_best])} the best "
         f"uncertainty baseline ({unc_best}, {_ci(rows[unc_best])}), which costs nothing "

@@ -97,8 +97,8 @@ def weighted_auc(scores: Any, y: Any, weights: Any = None, cells: Any = None
     """
     wp, wn, seg = _prepare(scores, y, weights, cells)
     below = _within(wn, seg) - wn
-    P = np.stack([np.bincount(seg, row) for row in wp]) if wp.size else wp
-    N = np.stack([np.bincount(seg, row) for row in wn]) if wn.size else wn
+    first = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])  # cells are runs of runs
+    P, N = np.add.reduceat(wp, first, axis=1), np.add.reduceat(wn, first, axis=1)
     den = (P * N).sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
         auc = np.where(den > 0, (wp * (below + 0.5 * wn)).sum(1) / np.where(den > 0, den, 1),
