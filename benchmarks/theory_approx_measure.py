@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def fortune_texts(n: int) -> tuple[list[str], str]:
     from attntopo.datasets import fortunes
 
-    ds = fortunes(["science", "people", "politics"], min_words=60, max_words=110, n_per_category=n // 3 + 1, seed=0)
+    ds = fortunes(categories=["science", "people", "politics"], min_words=60, max_words=110, n_per_category=n // 3 + 1, seed=0)
     return ds.texts[:n], f"{n} fortunes (science, people, politics; 60–110 words; drawn with seed 0)"
 
 

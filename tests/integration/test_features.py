@@ -164,7 +164,7 @@ def test_pipeline_cross_validation_on_fortunes(minilm):
 
     from attntopo.sklearn import AttentionFeatures, SelectHeads
 
-    texts, labels = fortunes(["computers", "food", "law"], n_per_category=8, max_words=25, seed=0)
+    texts, labels = fortunes(categories=["computers", "food", "law"], n_per_category=8, max_words=25, seed=0)
     pipe = Pipeline([
         ("topo", AttentionFeatures(sets=("template", "js"), layers=[0, 1], n_jobs=1)),
         ("heads", SelectHeads(k=4, cv=2)),

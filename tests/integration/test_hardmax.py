@@ -24,7 +24,7 @@ SENTENCES = [
 
 
 def test_a_is_the_heads_symmetric_score_shifted(minilm):
-    A, info = hm.key_query_matrix(minilm, 2, 7, margin=0.05)
+    A, info = hm.key_query_matrix(minilm, layer=2, head=7, margin=0.05)
     sa = minilm.hf_model.encoder.layer[2].attention.self
     Wq = sa.query.weight.detach().double().numpy()[7 * 32:8 * 32]
     Wk = sa.key.weight.detach().double().numpy()[7 * 32:8 * 32]
@@ -44,7 +44,7 @@ def test_token_states_are_what_the_head_attends_with(minilm, layer, head):
     # softmax(q·k/sqrt(32)) recomputed from the tokens and the head's projections is the
     # model's own attention: Z0 is the input of that layer and the head's rows are the right ones
     text = SENTENCES[1]
-    Z, labels = hm.token_states(minilm, text, layer)
+    Z, labels = hm.token_states(minilm, text, layer=layer)
     att = minilm.attention(text)
     assert labels == att.labels and Z.shape == (len(att.tokens), 384)
     sa = minilm.hf_model.encoder.layer[layer].attention.self
@@ -61,7 +61,7 @@ def test_token_states_are_what_the_head_attends_with(minilm, layer, head):
 @pytest.mark.parametrize("text", SENTENCES)
 @pytest.mark.parametrize("layer,head", [(0, 3), (5, 0)])
 def test_theorem_on_minilm_tokens(minilm, text, layer, head):
-    r = hm.simulate_text(text, minilm, layer, head, alpha=1.0, steps=80)
+    r = hm.simulate_text(text, minilm, layer=layer, head=head, alpha=1.0, steps=80)
     assert r.tokens == minilm.attention(text).labels
     assert r.converged
     L = r.leaders
@@ -96,7 +96,7 @@ needs_fortunes = pytest.mark.skipif(not Path(FORTUNES_DIR).is_dir(), reason=(
 def test_hardmax_classifier_learns_fortunes_categories():
     from attntopo.datasets import fortunes
 
-    ds = fortunes(["politics", "science"])
+    ds = fortunes(categories=["politics", "science"])
     m = hm.train_classifier(ds.texts, ds.labels, d=2, layers=8, epochs=20, seed=0, top_words=5)
     met = m.metrics
     # better than the majority class on validation (what selection saw) and on test

@@ -146,8 +146,8 @@ def prepare(
     if given is not None:
         check_prompt_set(given.sets, settings_options["pairs"])
     # layers and heads against the model's configuration, before its weights load
-    check_selection(model, *(settings_options.get(k) if settings_options.get(k) is not None
-                             else getattr(given, k, None) for k in ("layers", "heads")))
+    check_selection(model, **{k: settings_options.get(k) if settings_options.get(k) is not None
+                              else getattr(given, k, None) for k in ("layers", "heads")})
     path = check_store_path(out)
     inp = open_input(texts, text_column=text_column, id_column=id_column,
                      input_format=input_format, encoding=encoding, answer_column=answer_column)
@@ -312,7 +312,7 @@ def _prepare_append(store: Store, inp: CorpusInput, settings: CorpusSettings, m:
             if old is None:
                 continue
             n_old += 1
-            new = record_sha256(text, answer)
+            new = record_sha256(text, answer=answer)
             if old != new:
                 what = "text" if answer is None else "prompt or answer"
                 raise InvalidInputError(
@@ -796,7 +796,7 @@ def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
     try:
         for k, table in prep.input.batches(st.batch_size, skip=skip):
             shown = [0]  # texts of this batch the bar already counts (its finished chunks)
-            finish = worker.start(table, submit, threads, _chunk_done(reporter, shown))
+            finish = worker.start(table, submit=submit, forward_threads=threads, done=_chunk_done(reporter, shown))
             del table
             if pending is not None:
                 _write(prep, reporter, *pending)

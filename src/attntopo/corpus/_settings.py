@@ -138,7 +138,7 @@ class CorpusSettings:
             ) if x)
             raise ResultFormatError(f"manifest.json: settings do not match this attntopo ({what})")
         try:
-            doc["features"] = FeatureSettings.from_dict(doc["features"], "manifest.json")
+            doc["features"] = FeatureSettings.from_dict(doc["features"], where="manifest.json")
         except InvalidInputError as e:
             raise ResultFormatError(f"{e} (settings do not match this attntopo)") from None
         return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in doc.items()})
@@ -246,7 +246,7 @@ def make_settings(
     fs = replace(  # what the store's rows are: the heads resolved, the engine by its name
         fs, layers=tuple(int(i) for i in resolve_indices(fs.layers, model.n_layers, "layer")),
         heads=tuple(int(i) for i in resolve_indices(fs.heads, model.n_heads, "head")),
-        engine=None if fs.engine is None else get_engine(fs.engine).name)
+        engine=None if fs.engine is None else get_engine(engine=fs.engine).name)
     return CorpusSettings(
         model=str(model.name),
         dtype=str(getattr(model, "dtype", "float32")),

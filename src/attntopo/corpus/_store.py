@@ -522,8 +522,7 @@ class Store:
     # -------------------------------------------------------------- creation
     @classmethod
     def create(cls, path: Path, settings: CorpusSettings, schema: Any, input_info: dict,
-               feature_columns: list[str], extra: dict | None = None, *,
-               lock: "StoreLock | None" = None) -> "Store":
+               feature_columns: list[str], *, extra: dict | None = None, lock: "StoreLock | None" = None) -> "Store":
         """Write a new store's manifest (the folder is created; it must be new or empty).
 
         Under ``lock`` (the folder's :class:`StoreLock`, held by the caller, who then keeps
@@ -533,7 +532,7 @@ class Store:
         """
         if lock is None:
             with lock_store(path) as held:
-                store = cls.create(path, settings, schema, input_info, feature_columns, extra, lock=held)
+                store = cls.create(path, settings, schema, input_info, feature_columns, extra=extra, lock=held)
                 store.lock = None
                 return store
         lock.check(path)
@@ -602,7 +601,7 @@ class Store:
         self.manifest = doc
 
     @_same_store
-    def stored_hashes(self, before: int | None = None) -> dict[str, str]:
+    def stored_hashes(self, *, before: int | None = None) -> dict[str, str]:
         """``{id: text_sha256}`` of the rows of every part numbered below ``before`` (all); for
         a store of pairs ``text_sha256 + "+" + answer_sha256``
         (:func:`attntopo.corpus.record_sha256`)."""
@@ -946,7 +945,7 @@ class Store:
         return table
 
     @_same_store
-    def to_arrow(self, columns: list[str] | None = None) -> Any:
+    def to_arrow(self, *, columns: list[str] | None = None) -> Any:
         """Every row, in input order, as a :class:`pyarrow.Table` (``columns``: a subset)."""
         pa = _pa()
         parts = self.parts()
@@ -956,14 +955,14 @@ class Store:
             return schema.empty_table()
         return pa.concat_tables(tables).replace_schema_metadata(None)
 
-    def to_pandas(self, columns: list[str] | None = None) -> Any:
+    def to_pandas(self, *, columns: list[str] | None = None) -> Any:
         """Every row, in input order, as a :class:`pandas.DataFrame` (``status`` says which
         rows have features: ``ok``)."""
         try:
             import pandas  # noqa: F401
         except ImportError:
             raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
-        return self.to_arrow(columns).to_pandas()
+        return self.to_arrow(columns=columns).to_pandas()
 
     def _connection(self, allow_external: bool = False, memory_limit: int | None = None):
         """``(connection, rows)``: a DuckDB connection and the parts as one dataset (the view

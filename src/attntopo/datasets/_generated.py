@@ -105,8 +105,8 @@ def _generate(model_name: str, prompts: list[str], budgets: list[int], *, seed: 
 
 
 def generated_vs_human(
-    n: int = 1000,
     *,
+    n: int = 1000,
     seed: int = 0,
     model: str = "smollm2",
     categories: Sequence[str] | None = None,
@@ -157,7 +157,7 @@ def generated_vs_human(
     if top_p > 1:
         raise InvalidInputError(f"top_p must be in (0, 1], got {top_p}")
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
-    pool = fortunes(categories, min_words=prompt_words + 8, max_words=40)
+    pool = fortunes(categories=categories, min_words=prompt_words + 8, max_words=40)
     if len(pool) < n // 2:
         raise InvalidInputError(f"only {len(pool)} fortunes pass the filter; ask for n <= {2 * len(pool)}")
     rng = np.random.default_rng(seed)

@@ -279,8 +279,8 @@ def _batch_of(i: int, n_lengths: int, batch_size: int) -> list[int]:
 
 
 def hallucination_qa(
-    n: int = 1200,
     *,
+    n: int = 1200,
     seed: int = 0,
     model: str = "smollm2",
     counterfactual_share: float = 0.5,
@@ -437,7 +437,7 @@ def _pack(n: int, **settings: Any) -> Path:
     """Write the first ``n`` cached pairs of these settings, prompts included, as the gzipped
     JSON Lines that attntopo ships (``attntopo/data/hallucination_qa-<key>.jsonl.gz``): how
     the packaged benchmark is made once the generation has finished."""
-    d = hallucination_qa(n, generate=False, progress=False, **settings)
+    d = hallucination_qa(n=n, generate=False, progress=False, **settings)
     if len(d) < n:
         raise InvalidInputError(f"only {len(d)} of {n} pairs are cached")
     folder = Path(d.info["cache"][-1])

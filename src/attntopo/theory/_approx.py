@@ -296,11 +296,11 @@ class Approximability(Result):
         shapes = {"errors": (F, B, L, H), "js": (F, B, L, H), "kernel_std": (B, L, H), "kernel_js_std": (B, L, H),
                   "singular_values": (L, H, n), "entropy_norm": (L, H), "scale_eps": (L, H),
                   "scale_clusters": (L, H), "scale_errors": (L, H), "scale_js": (L, H)}
-        got = {k: read_array(arrays, k, "i" if k == "scale_clusters" else "f", shape=s) for k, s in shapes.items()}
-        sizes = {str(k): read_array(arrays, f"size__{k}", "i", shape=(B, L, H)) for k in meta["sizes"]}
+        got = {k: read_array(arrays, k, kind="i" if k == "scale_clusters" else "f", shape=s) for k, s in shapes.items()}
+        sizes = {str(k): read_array(arrays, f"size__{k}", kind="i", shape=(B, L, H)) for k in meta["sizes"]}
         return cls(model=str(meta["model"]), text=str(meta["text"]), tokens=tokens, causal=bool(meta["causal"]),
                    layers=layer_ids, heads=head_ids, families=families, budgets=budgets, sizes=sizes,
-                   labels=read_array(arrays, "labels", "U", shape=(L, H)).astype(str), scale=meta["scale"],
+                   labels=read_array(arrays, "labels", kind="U", shape=(L, H)).astype(str), scale=meta["scale"],
                    settings=dict(meta.get("settings") or {}), provenance=dict(meta.get("provenance") or {}), **got)
 
 
@@ -364,16 +364,16 @@ def _attention_and_qk(att: Any, model: Any, need_qk: bool, layers: Any, heads: A
     from ..models.instruments import capture_qk
 
     if isinstance(att, str):
-        check_selection(model or "minilm", layers, heads)  # before the weights load
+        check_selection(model or "minilm", layers=layers, heads=heads)  # before the weights load
         m = model if isinstance(model, AttentionModel) else load_model(model or "minilm")
         cap = capture_qk(m, att, truncate=truncate)
         e = cap.encoding
         full = Attention(weights=cap.attention, tokens=e.tokens, offsets=e.offsets, special=np.array(e.special),
                          causal=m.causal, model=m.name, text=e.text, token_ids=np.array(e.ids), truncated=e.truncated)
-        return full.select(layers, heads), cap, m.info()
+        return full.select(layers=layers, heads=heads), cap, m.info()
     if not isinstance(att, Attention):
         raise InvalidInputError(f"approximability takes a text or an Attention, got {type(att).__name__}")
-    att = att.select(layers, heads) if layers is not None or heads is not None else att
+    att = att.select(layers=layers, heads=heads) if layers is not None or heads is not None else att
     if not need_qk:
         return att, None, (model.info() if isinstance(model, AttentionModel) else {"name": att.model})
     if not att.text:
@@ -496,12 +496,12 @@ def approximability(
 
     feats = head_features(att) if n >= 2 else {}
     labels = label_heads(feats, causal=att.causal)
-    tokens, _ = token_labels(att.tokens, att.offsets, att.special, att.text)
+    tokens, _ = token_labels(att.tokens, att.offsets, att.special, text=att.text)
     return Approximability(
         model=att.model, text=att.text, tokens=list(tokens), causal=bool(att.causal),
         layers=tuple(att.layers), heads=tuple(att.heads), families=fams, budgets=bud,
         entropy_norm=feats["entropy_norm"], labels=labels, scale=scale, settings=settings,
-        provenance=make_provenance(info, {**settings, "families": list(fams), "budgets": list(bud), "scale": scale}),
+        provenance=make_provenance(info, settings={**settings, "families": list(fams), "budgets": list(bud), "scale": scale}),
         **res,
     )
 

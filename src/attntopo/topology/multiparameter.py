@@ -207,7 +207,7 @@ class HilbertFunction:
         """ndarray of shape (k, m): the Betti-``dim`` numbers over ``eps`` × ``times``."""
         return self.values[check_dim(dim, self.maxdim)]
 
-    def at(self, eps: Any, t: Any, dim: int = 1) -> np.ndarray | int:
+    def at(self, eps: Any, t: Any, *, dim: int = 1) -> np.ndarray | int:
         """Value at ``(eps, t)`` (scalars or broadcastable arrays): the grid cell below-left.
 
         Points below the smallest grid value in either direction give 0 (nothing has
@@ -299,8 +299,8 @@ class SignedMeasure:
 # ----------------------------------------------------------------- bifiltration
 def bifiltration(
     D: Any,
-    times: Any = None,
     *,
+    times: Any = None,
     maxdim: int = 1,
     eps_grid: Any = None,
     collapse: bool = True,
@@ -367,8 +367,8 @@ def bifiltration(
 # ---------------------------------------------------------------- signed measure
 def signed_measure(
     D: Any,
-    times: Any = None,
     *,
+    times: Any = None,
     degree: int = 1,
     invariant: str = "hilbert",
     resolution: int = 32,
@@ -409,7 +409,7 @@ def signed_measure(
             grid = _eps_grid(check_int(resolution, "resolution", lo=2), A)
         else:
             grid = _grid(eps_grid, "eps_grid")
-    st = bifiltration(A, times, maxdim=degree, eps_grid=grid)
+    st = bifiltration(A, times=times, maxdim=degree, eps_grid=grid)
     mp = _multipers()
     with contextlib.redirect_stdout(io.StringIO()):
         (pts, w), = mp.signed_measure(st, degree=degree, invariant=invariant, n_jobs=n_jobs)
@@ -434,7 +434,7 @@ def _sum_measure_on_grid(pts: np.ndarray, w: np.ndarray, eps: np.ndarray, times:
 
 
 def hilbert_from_diagrams(
-    diagrams: Sequence[Diagram], times: Any, eps: Any, maxdim: int | None = None
+    diagrams: Sequence[Diagram], times: Any, eps: Any, *, maxdim: int | None = None
 ) -> HilbertFunction:
     """Hilbert function from one-parameter diagrams of the time slices (no multipers).
 
@@ -482,8 +482,8 @@ def hilbert_from_diagrams(
 
 def hilbert_function(
     D: Any,
-    times: Any = None,
     *,
+    times: Any = None,
     maxdim: int = 1,
     eps: Any = None,
     t: Any = None,
@@ -544,8 +544,8 @@ def hilbert_function(
                 raise InvalidInputError(f"got {len(diagrams)} diagrams for {t_g.size} times")
             if any(g.maxdim < maxdim for g in diagrams):
                 raise InvalidInputError(f"every diagram must hold dimensions 0..{maxdim}")
-        return hilbert_from_diagrams(diagrams, t_g, eps_g, maxdim)
-    st = bifiltration(A, tt, maxdim=maxdim)
+        return hilbert_from_diagrams(diagrams, t_g, eps_g, maxdim=maxdim)
+    st = bifiltration(A, times=tt, maxdim=maxdim)
     mp = _multipers()
     with contextlib.redirect_stdout(io.StringIO()):
         sms = mp.signed_measure(

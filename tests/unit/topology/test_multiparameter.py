@@ -135,8 +135,8 @@ def test_multipers_with_ties_and_arbitrary_times():
     D = np.round(_metric(16, 4), 1)
     np.fill_diagonal(D, 0.0)
     times = np.array([3, 1, 1, 2, 5, 5, 4, 2, 6, 3, 1, 7, 7, 2, 4, 6], dtype=float)
-    a = hilbert_function(D, times, backend="slices")
-    b = hilbert_function(D, times, backend="multipers")
+    a = hilbert_function(D, times=times, backend="slices")
+    b = hilbert_function(D, times=times, backend="multipers")
     np.testing.assert_array_equal(a.values, b.values)
     np.testing.assert_array_equal(a.times, np.arange(1, 8))
 
