@@ -30,7 +30,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cli import ROOT, run  # noqa: E402
 from _tables import parse_table, printed, width  # noqa: E402
 
-from attntopo.cli import _table  # noqa: E402
 from attntopo.cli._table import data_table, literal, render_table  # noqa: E402
 
 WIDTHS = (40, 80, 200, None)  # None: a pipe with no COLUMNS (rich's 80)

@@ -336,9 +336,9 @@ def test_heatmap_tick_labels_are_not_clipped(page):
         assert "information" in labels and "communication" in labels, labels
         assert [t for t, _ in g["y"]] == labels
         for axis, ticks in (("x", g["x"]), ("y", g["y"])):
-            for text, (l, t, r, b) in ticks:
-                inside = sl - 0.5 <= l and r <= sr + 0.5 and st - 0.5 <= t and b <= sb + 0.5
-                assert inside, f"{heat}: {axis} label {text!r} at {(l, t, r, b)} is cut by the figure {g['svg']}"
+            for text, (left, t, r, b) in ticks:
+                inside = sl - 0.5 <= left and r <= sr + 0.5 and st - 0.5 <= t and b <= sb + 0.5
+                assert inside, f"{heat}: {axis} label {text!r} at {(left, t, r, b)} is cut by the figure {g['svg']}"
                 if axis == "x":
                     assert t >= pb - 0.5, f"{heat}: x label {text!r} overlaps the matrix"
                 else:

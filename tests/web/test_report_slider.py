@@ -66,7 +66,7 @@ def simplices_at_step(S: np.ndarray, k: int) -> tuple[set, set]:
     """Edges and triangles of the page's rule: a pair is an edge at step k iff its step <= k."""
     n = S.shape[0]
     E = {(i, j) for i in range(n) for j in range(i + 1, n) if S[i, j] <= k}
-    T = {(i, j, l) for (i, j) in E for l in range(j + 1, n) if (i, l) in E and (j, l) in E}
+    T = {(i, j, m) for (i, j) in E for m in range(j + 1, n) if (i, m) in E and (j, m) in E}
     return E, T
 
 

@@ -58,7 +58,6 @@ def test_overlap_keeps_at_most_the_bound_of_layers_waiting(monkeypatch):
     from attntopo.analyses import _analysis
     from attntopo import distances as distances_module
 
-    events = []
     lock = threading.Lock()
     real_tdt, real_pbv = distances_module.token_distances_tensor, _analysis.persistence_batch_valid
     state = {"computed": 0, "finished": 0, "ahead": [], "overlapped": False, "busy": 0}

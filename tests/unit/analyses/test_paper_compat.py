@@ -195,7 +195,7 @@ def test_attntopo_head_distances_are_the_notebooks_times_1_2011():
     L, H = 3, 4
     W = _weights(rng, L, H, 10, causal=True)
     ours = head_distances(W)  # (L·H, L·H), base 2, every pair of heads
-    within = sum(ours[l * H:(l + 1) * H, l * H:(l + 1) * H] for l in range(L))
+    within = sum(ours[li * H:(li + 1) * H, li * H:(li + 1) * H] for li in range(L))
     paper = head_distances(W, paper_compat="notebook")
     off = ~np.eye(H, dtype=bool)
     np.testing.assert_allclose(within[off] / paper[off], FACTOR, rtol=1e-12)
