@@ -122,7 +122,8 @@ def test_analyze_takes_the_device_route_when_selected(monkeypatch):
 def test_compare_device_route_equals_the_cpu_route():
     """compare's path for a model on a GPU, on CPU tensors: the distances of device_distances are
     token_distances', and the shared tokens' connection scales from the batched single linkage
-    (all heads' trees at once) are SciPy's head by head, exactly (merge heights are entries of D)."""
+    (all heads' trees at once) are SciPy's head by head, exactly (merge heights are entries of
+    D)."""
     import torch
 
     from attntopo.analyses._comparison import device_distances, shared_connection_scales

@@ -1,4 +1,5 @@
-"""The efficient-attention families (attntopo.theory._approx_families) and the result, without a model.
+"""The efficient-attention families (attntopo.theory._approx_families)
+and the result, without a model.
 
 Every claim is checked against an independent computation: NumPy's SVD and sorting, SciPy's
 Jensen–Shannon distance, brute force over supports, head types' own band/vertical fit, and a
