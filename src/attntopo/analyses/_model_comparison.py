@@ -108,7 +108,8 @@ class ModelComparison(Result):
         return (1.0 + (null >= obs[None, :] - 1e-12).sum(0)) / (1.0 + null.shape[0])
 
     def z_scores(self, name: str = "wasserstein") -> np.ndarray:
-        """Per dimension: ``(observed − mean(null)) / std(null)`` (``inf`` if the null is constant)."""
+        """Per dimension: ``(observed − mean(null)) / std(null)``
+        (``inf`` if the null is constant)."""
         null = self._null(name)
         obs = self.observed(name)
         mu, sd = null.mean(0), null.std(0, ddof=1) if null.shape[0] > 1 else np.zeros(null.shape[1])
@@ -324,8 +325,8 @@ def compare_models(
         if isinstance(model, HeadSpace) and paper:
             if model.paper_compat != paper or model.reduce != "mean":
                 raise InvalidInputError(
-                    f"{name} must be a head space with paper_compat={paper!r} and reduce='mean' (got "
-                    f"paper_compat={model.paper_compat!r}, reduce={model.reduce!r})"
+                    f"{name} must be a head space with paper_compat={paper!r} and reduce='mean' "
+                    f"(got paper_compat={model.paper_compat!r}, reduce={model.reduce!r})"
                 )
         elif isinstance(model, HeadSpace):
             if model.paper_compat:
@@ -354,7 +355,8 @@ def compare_models(
     b = side(model_b, "model_b")
     if a.n_texts != b.n_texts or (a.texts and b.texts and a.texts != b.texts):
         raise InvalidInputError(
-            f"the two head spaces must be measured on the same texts ({a.n_texts} vs {b.n_texts} texts)"
+            "the two head spaces must be measured on the "
+            f"same texts ({a.n_texts} vs {b.n_texts} texts)"
         )
     if n_boot and (a.per_text is None or b.per_text is None):
         raise InvalidInputError(
