@@ -108,7 +108,8 @@ class ModelComparison(Result):
         return (1.0 + (null >= obs[None, :] - 1e-12).sum(0)) / (1.0 + null.shape[0])
 
     def z_scores(self, name: str = "wasserstein") -> np.ndarray:
-        """Per dimension: ``(observed − mean(null)) / std(null)`` (``inf`` if the null is constant)."""
+        """Per dimension: ``(observed − mean(null)) / std(null)``
+        (``inf`` if the null is constant)."""
         null = self._null(name)
         obs = self.observed(name)
         mu, sd = null.mean(0), null.std(0, ddof=1) if null.shape[0] > 1 else np.zeros(null.shape[1])
@@ -397,7 +398,8 @@ def compare_models(
     b = side(model_b, "model_b")
     if a.n_texts != b.n_texts or (a.texts and b.texts and a.texts != b.texts):
         raise InvalidInputError(
-            f"the two head spaces must be measured on the same texts ({a.n_texts} vs {b.n_texts} texts)"
+            "the two head spaces must be measured on the "
+            f"same texts ({a.n_texts} vs {b.n_texts} texts)"
         )
     if n_boot and (a.per_text is None or b.per_text is None):
         raise InvalidInputError(
