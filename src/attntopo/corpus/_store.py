@@ -200,8 +200,8 @@ def _check_store_folder(p: Path) -> Path:
         # a creating run's (or a killed one's) temporary files are not "other files"
         if not (p / MANIFEST).is_file() and any(not _own_temporary(e.name) for e in p.iterdir()):
             raise InvalidInputError(
-                f"STORE {str(p)!r} is a folder that holds other files and no {MANIFEST}: give a new "
-                "or empty folder, or an existing corpus store"
+                f"STORE {str(p)!r} is a folder that holds other files and no {MANIFEST}: give a "
+                "new or empty folder, or an existing corpus store"
             )
         return p
     parent = p.absolute().parent
@@ -542,8 +542,8 @@ class Store:
         others = [e for e in entries if not _own_temporary(e)]
         if others:
             raise InvalidInputError(
-                f"STORE {str(path)!r} is a folder that holds other files and no {MANIFEST}: give a new "
-                "or empty folder, or an existing corpus store"
+                f"STORE {str(path)!r} is a folder that holds other files and no {MANIFEST}: give "
+                "a new or empty folder, or an existing corpus store"
             )
         for e in entries:  # what a run killed while it created the store left
             if _own_temporary(e):
@@ -664,7 +664,8 @@ class Store:
                 ) from None
             if _tag(kv) != (sid, k):
                 raise ResultFormatError(
-                    f"{p}: not a part of this store (written by another store or program): move it out"
+                    f"{p}: not a part of this store (written "
+                    "by another store or program): move it out"
                 )
             if schema.remove_metadata() != self.schema.remove_metadata():
                 raise ResultFormatError(f"{p}: its columns differ from the store's: delete it and re-run")
@@ -744,7 +745,8 @@ class Store:
         return out
 
     def write_part(self, batch: int, table: Any) -> Path:
-        """Write one batch's rows atomically as ``parts/part-<batch>.parquet`` (module docstring)."""
+        """Write one batch's rows atomically as
+        ``parts/part-<batch>.parquet`` (module docstring)."""
         import pyarrow.parquet as pq
 
         pa = _pa()
@@ -1119,7 +1121,8 @@ class Store:
         Returns
         -------
         dict
-            ``{(layer, head): Diagram}`` (layer-major; H0 and H1, ``inf`` for the bar that never dies).
+            ``{(layer, head): Diagram}``
+            (layer-major; H0 and H1, ``inf`` for the bar that never dies).
 
         Raises
         ------
@@ -1211,7 +1214,8 @@ class Store:
     def __repr__(self) -> str:
         c = self.counts()
         return (f"Store({str(self.path)!r}, rows={c['done']}/{c['total']}, ok={c['ok']}, "
-                f"failed={c['failed']}, model={self.settings.model!r}, sets={list(self.settings.features.sets)})")
+                f"failed={c['failed']}, model={self.settings.model!r}, "
+                f"sets={list(self.settings.features.sets)})")
 
 
 #: The bookkeeping columns a part's summary is made of.

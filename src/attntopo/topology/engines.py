@@ -461,7 +461,8 @@ ENGINES: Mapping[str, Engine] = MappingProxyType(
     {
         "auto": Engine(
             "auto", "gph", "giotto-ph",
-            f"ripser.py's core up to n={AUTO_RIPSER_MAX_N} on one thread, giotto-ph above (default)",
+            f"ripser.py's core up to n={AUTO_RIPSER_MAX_N} "
+            "on one thread, giotto-ph above (default)",
             _auto,
         ),
         "giotto": Engine("giotto", "gph", "giotto-ph", "giotto-ph ripser_parallel", _giotto),

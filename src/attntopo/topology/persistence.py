@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -291,8 +291,8 @@ def persistence_batch(
         matrices; ``1`` = serial, in this process, one thread.
     progress : bool, callable or None, default False
         Report the matrices done (per stack of ~50 ms of same-size matrices serially, per
-        chunk of matrices with the worker pool): ``True`` a bar, ``None`` a bar on a terminal or in Jupyter, or a
-        callback ``callback(done, total, stage)`` (see :mod:`attntopo._progress`).
+        chunk of matrices with the worker pool): ``True`` a bar, ``None`` a bar on a terminal or in
+        Jupyter, or a callback ``callback(done, total, stage)`` (see :mod:`attntopo._progress`).
 
     Returns
     -------

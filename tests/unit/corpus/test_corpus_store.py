@@ -230,7 +230,8 @@ def test_sql_agrees_with_pandas(tmp_path):
     df = store.to_pandas()
     assert list(df["id"]) == [r["id"] for _, t in open_input(TEXTS).batches(2) for r in t.to_pylist()]
     col = store.feature_columns[3]
-    got = store.sql(f'SELECT status, count(*) AS n, avg("{col}") AS m FROM corpus GROUP BY status ORDER BY status')
+    got = store.sql(f'SELECT status, count(*) AS n, avg("{col}") AS '
+                    'm FROM corpus GROUP BY status ORDER BY status')
     ok = df[df.status == "ok"]
     assert list(got["status"]) == ["failed", "ok"] and list(got["n"]) == [1, 4]
     assert got["m"][1] == pytest.approx(ok[col].mean(), rel=1e-12)
