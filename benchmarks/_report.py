@@ -101,7 +101,8 @@ def one_text(res: dict) -> tuple[str, str, dict]:
             n, fs(s["total"]), fs(s["forward"]), fs(s["distances"]), fs(s["persistence"]),
             fs(s["overhead"]) + pack,
             fs(lim["bare_forward"]),
-            f"{e1} / {fs(lim['engine_2thr'])} / {fs(lim['engine_ripser']) if 'engine_ripser' in lim else '–'} {note}".rstrip(),
+            f"{e1} / {fs(lim['engine_2thr'])} / "
+            f"{fs(lim['engine_ripser']) if 'engine_ripser' in lim else '–'} {note}".rstrip(),
             fs(lim["limit"]), fx(s["total"] / lim["limit"]),
         ])
     one = table(["n tokens", "attntopo `analyze`, warm", "cold", "baseline",
@@ -187,7 +188,8 @@ def causal(res: dict) -> tuple[str, dict]:
          fs(s["distances"]), fs(s["persistence"]), fs(s["overhead"])],
         ["attntopo `analyze`, cold", fs(cold["total"]), fs(cold["forward"]),
          fs(cold["distances"]), fs(cold["persistence"]), fs(cold["overhead"])],
-        [f"limit: forward + fastest engine serial (giotto-ph 1/2 threads, ripser.py) {note}".rstrip(),
+        ["limit: forward + fastest engine serial (giotto-ph 1/2 threads, ripser.py) "
+         f"{note}".rstrip(),
          fs(lim["limit"]), fs(lim["bare_forward"]), "", fs(lim["engine_best"]), ""],
     ]
     if b:
@@ -353,10 +355,11 @@ STAGES_HELP = """\
 *Stages* are timed inside the same `analyze` calls as section 1 (wrappers put around the
 functions `analyze` calls, in the benchmark process; the library is unchanged): **forward** =
 `AttentionModel._forward_layers` (input tensors, the model call with each layer's weights
-captured by a hook, renormalized and handed over as the layer is done); **distances** = `token_distances`; **persistence** =
-`persistence_batch` (ranks, the warm pool of persistence worker processes running the default
-`auto` engine, `Diagram`s); **overhead** = total − those three (tokenization and `Attention` packing, in
-brackets, plus provenance and `Analysis` building).
+captured by a hook, renormalized and handed over as the layer is done); **distances** =
+`token_distances`; **persistence** = `persistence_batch` (ranks, the warm pool of persistence
+worker processes running the default `auto` engine, `Diagram`s); **overhead** = total − those
+three (tokenization and `Attention` packing, in brackets, plus provenance and `Analysis`
+building).
 
 *The limit* is what no pipeline doing this work could beat here without a faster engine: the
 **model call alone** (the Hugging Face model's forward with `output_attentions=True` on the
@@ -388,8 +391,8 @@ HOW_TO_READ = """\
   linearly to all heads ("scaled from k heads"): at a fixed n the cost per head hardly varies.
 * **attntopo** is `attntopo.analyze(text, model=m)` with the model loaded once (`m =
   load_model("minilm")`) and default settings: Jensen–Shannon base 2, H0+H1, full filtration,
-  the `auto` engine (ripser.py's core up to 40 points, giotto-ph above), all cores. **Warm**: the persistence worker pool is already running; **cold**:
-  the first call of a fresh process.
+  the `auto` engine (ripser.py's core up to 40 points, giotto-ph above), all cores. **Warm**:
+  the persistence worker pool is already running; **cold**: the first call of a fresh process.
 * Times are medians over the runs shown (fewer runs at large n); the baseline at n ≥ 128 is
   one run, itself a sum over many heads. Speed-up = baseline / attntopo warm.
 * Each section runs in its own fresh process; ratios are only taken within one section."""

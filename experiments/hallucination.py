@@ -132,8 +132,8 @@ def _sets_of(js: bool):
 def compute_features(budget_s: float | None, kinds=(False, True), follow: bool = False) -> int:
     """Compute the missing chunks until done or out of time, in the benchmark's order (a
     range's main sets, then its ``prompt.js`` pairs; ``kinds``: False the main sets, True
-    prompt.js); return how many chunks were computed.  ``follow``: when every cached pair is done, wait for the generation to
-    cache more (until the budget runs out)."""
+    prompt.js); return how many chunks were computed.  ``follow``: when every cached pair is done,
+    wait for the generation to cache more (until the budget runs out)."""
     from attntopo.features import features
 
     t0 = time.perf_counter()

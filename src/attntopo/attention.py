@@ -652,8 +652,8 @@ def _checked_rows(w: np.ndarray, dtype: str, renormalize: bool) -> np.ndarray:
     ``dtype`` (:func:`attntopo.models.row_sum_tolerance`), then divided by their sums."""
 
     def where(idx) -> str:
-        l, h, i = (int(x) for x in np.unravel_index(idx, w.shape[:3]))
-        return f"layer {l}, head {h}, row {i}"
+        li, h, i = (int(x) for x in np.unravel_index(idx, w.shape[:3]))
+        return f"layer {li}, head {h}, row {i}"
 
     if not np.isfinite(w).all():
         bad = np.flatnonzero(~np.isfinite(w).all(-1))[0]

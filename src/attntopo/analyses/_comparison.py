@@ -670,6 +670,58 @@ class Comparison(Result):
         )
 
 
+def _text_distances(A: Attention, B: Attention, device: str, metric: str, paper: Any,
+                    progress: Any) -> tuple[np.ndarray, np.ndarray, Any, Any]:
+    """Both texts' token distances ``(DA, DB)`` as arrays, and ``(TA, TB)`` where the
+    connection scales are computed: the same arrays, or torch tensors on the model's GPU."""
+    if device != "cpu" and metric == "jensen_shannon" and not paper:
+        # the model is on a GPU: distances there, the connection scales' trees there too
+        TA, TB = (device_distances(x, device) for x in (A, B))
+        progress.advance(2 * A.weights.shape[0] * A.weights.shape[1])
+        return TA.cpu().numpy(), TB.cpu().numpy(), TA, TB
+    DA = token_distances(A, metric=metric, paper_compat=paper, progress=progress)
+    DB = token_distances(B, metric=metric, paper_compat=paper, progress=progress)
+    return DA, DB, DA, DB
+
+
+def _head_diagram_distances(grid_a: list, grid_b: list, sh_a: list | None, sh_b: list | None,
+                            maxdim: int, paper: Any, progress: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per head, the :data:`DISTANCE_NAMES` distances between the texts' diagrams and between
+    their shared tokens' diagrams (NaN without shared tokens): two ``(3, L, H, maxdim + 1)``."""
+    L, H = len(grid_a), len(grid_a[0])
+    dist = np.zeros((3, L, H, maxdim + 1))
+    sdist = np.full((3, L, H, maxdim + 1), np.nan)
+    kept = _without_short_bars if paper == "notebook" else (lambda dgm: dgm)  # the notebook's diagrams
+    progress.stage("diagram distances")
+    for i in range(L):
+        for j in range(H):
+            dist[:, i, j] = _pair_distances(kept(grid_a[i][j]), kept(grid_b[i][j]))
+            if sh_a is not None:
+                sdist[:, i, j] = _pair_distances(kept(sh_a[i][j]), kept(sh_b[i][j]))
+            progress.advance()
+    return dist, sdist
+
+
+def _shared_counts(SA: np.ndarray, SB: np.ndarray, scales: np.ndarray) -> dict[str, np.ndarray]:
+    """The :data:`COUNT_NAMES` counts per head: edges and triangles among the shared tokens
+    at each head's scale, in each text and in both."""
+    L, H, m = SA.shape[0], SA.shape[1], SA.shape[-1]
+    eps = scales[:, :, None, None]
+    off = ~np.eye(m, dtype=bool)
+    MA = (SA <= eps) & off
+    MB = (SB <= eps) & off
+    MS = MA & MB
+    counts = {
+        "shared_edges": MS.sum(axis=(-1, -2)) // 2,
+        "shared_triangles": _triangle_counts(MS),
+        "edges_a": MA.sum(axis=(-1, -2)) // 2,
+        "edges_b": MB.sum(axis=(-1, -2)) // 2,
+        "triangles_a": _triangle_counts(MA),
+        "triangles_b": _triangle_counts(MB),
+    }
+    return {k: np.asarray(v, dtype=np.int64).reshape(L, H) for k, v in counts.items()}
+
+
 @reports("compare")  # progress arrives as an open Reporter
 def compare(
     text_a: str | Attention,
@@ -786,15 +838,8 @@ def compare(
     # distances and persistence of both texts (and of their shared tokens), then per head
     # the diagram distances (and the connection scales of the shared tokens)
     progress.add_total(L * H * (2 + 2 + (2 if m else 0) + 1 + (1 if m else 0)))
-    device = str(info.get("device", "cpu"))
-    if device != "cpu" and metric == "jensen_shannon" and not paper:
-        # the model is on a GPU: distances there, the connection scales' trees there too
-        TA, TB = (device_distances(x, device) for x in (A, B))
-        progress.advance(2 * L * H)
-        DA, DB = TA.cpu().numpy(), TB.cpu().numpy()
-    else:
-        DA = TA = token_distances(A, metric=metric, paper_compat=paper, progress=progress)
-        DB = TB = token_distances(B, metric=metric, paper_compat=paper, progress=progress)
+    DA, DB, TA, TB = _text_distances(A, B, str(info.get("device", "cpu")), metric, paper,
+                                     progress)
     ia = np.array([s.a for s in shared], dtype=np.int64)
     ib = np.array([s.b for s in shared], dtype=np.int64)
     SA = DA[:, :, ia][:, :, :, ia]
@@ -818,31 +863,8 @@ def compare(
 
     scales = np.full((L, H), scale) if scale is not None else _adaptive_scales(grid_a, grid_b)
 
-    dist = np.zeros((3, L, H, maxdim + 1))
-    sdist = np.full((3, L, H, maxdim + 1), np.nan)
-    kept = _without_short_bars if paper == "notebook" else (lambda dgm: dgm)  # the notebook's diagrams
-    progress.stage("diagram distances")
-    for i in range(L):
-        for j in range(H):
-            dist[:, i, j] = _pair_distances(kept(grid_a[i][j]), kept(grid_b[i][j]))
-            if m:
-                sdist[:, i, j] = _pair_distances(kept(sh_a[i][j]), kept(sh_b[i][j]))
-            progress.advance()
-
-    eps = scales[:, :, None, None]
-    off = ~np.eye(m, dtype=bool)
-    MA = (SA <= eps) & off
-    MB = (SB <= eps) & off
-    MS = MA & MB
-    counts = {
-        "shared_edges": MS.sum(axis=(-1, -2)) // 2,
-        "shared_triangles": _triangle_counts(MS),
-        "edges_a": MA.sum(axis=(-1, -2)) // 2,
-        "edges_b": MB.sum(axis=(-1, -2)) // 2,
-        "triangles_a": _triangle_counts(MA),
-        "triangles_b": _triangle_counts(MB),
-    }
-    counts = {k: np.asarray(v, dtype=np.int64).reshape(L, H) for k, v in counts.items()}
+    dist, sdist = _head_diagram_distances(grid_a, grid_b, sh_a, sh_b, maxdim, paper, progress)
+    counts = _shared_counts(SA, SB, scales)
 
     conn_a = np.zeros((L, H, m, m))
     conn_b = np.zeros((L, H, m, m))

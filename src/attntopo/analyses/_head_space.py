@@ -83,7 +83,7 @@ _TEXT_BATCH = 8  # texts per forward pass in head_space (bounds the memory of at
 # ----------------------------------------------------------------- head distances
 def head_labels(layer_ids: Sequence[int], head_ids: Sequence[int]) -> list[str]:
     """Labels ``"L{l}H{h}"`` of the heads, layer-major (the order of the head-distance matrix)."""
-    return [f"L{l}H{h}" for l in layer_ids for h in head_ids]
+    return [f"L{li}H{h}" for li in layer_ids for h in head_ids]
 
 
 def _weights(att: Any) -> tuple[np.ndarray, bool]:
@@ -492,8 +492,8 @@ class HeadSpace(Result):
         D = self.distances.reshape(L, H, L, H)
         out = D.mean(axis=(1, 3))
         if H > 1:
-            for l in range(L):
-                out[l, l] = D[l, :, l, :].sum() / (H * (H - 1))
+            for li in range(L):
+                out[li, li] = D[li, :, li, :].sum() / (H * (H - 1))
         return out
 
     def summary(self) -> Columns:

@@ -37,22 +37,25 @@ from __future__ import annotations
 
 from ._common import app, main
 
-# each module registers its command on ``app``; this order is the order of ``attntopo --help``
-from ._analyze import analyze  # noqa: E402
-from ._models import models  # noqa: E402
-from ._compare import compare_cmd  # noqa: E402
-from ._phrase import phrase_cmd  # noqa: E402
-from ._words import words_cmd  # noqa: E402
-from ._timeline import timeline_cmd  # noqa: E402
-from ._heads import heads_cmd  # noqa: E402
-from ._serve import serve_cmd  # noqa: E402
-from ._report import report_cmd  # noqa: E402
-from ._hardmax import hardmax_app  # noqa: E402
-from ._compress import compress_cmd  # noqa: E402
-from ._corpus import corpus_cmd  # noqa: E402
-from ._query import query_cmd  # noqa: E402
-from ._depth import depth_cmd  # noqa: E402
-from ._approx import approx_cmd  # noqa: E402
-from ._context import context_cmd  # noqa: E402
+# each module registers its command on ``app`` when imported (hence F401: imported for that
+# alone); this order is the order of ``attntopo --help``, so isort leaves it as it is
+# isort: off
+from ._analyze import analyze  # noqa: F401
+from ._models import models  # noqa: F401
+from ._compare import compare_cmd  # noqa: F401
+from ._phrase import phrase_cmd  # noqa: F401
+from ._words import words_cmd  # noqa: F401
+from ._timeline import timeline_cmd  # noqa: F401
+from ._heads import heads_cmd  # noqa: F401
+from ._serve import serve_cmd  # noqa: F401
+from ._report import report_cmd  # noqa: F401
+from ._hardmax import hardmax_app  # noqa: F401
+from ._compress import compress_cmd  # noqa: F401
+from ._corpus import corpus_cmd  # noqa: F401
+from ._query import query_cmd  # noqa: F401
+from ._depth import depth_cmd  # noqa: F401
+from ._approx import approx_cmd  # noqa: F401
+from ._context import context_cmd  # noqa: F401
+# isort: on
 
 __all__ = ["app", "main"]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from typing import Annotated, List, Optional
+from typing import Annotated, Iterator, List, Optional
 
 import typer
 
@@ -116,40 +117,26 @@ def compare_cmd(
         check_dim(dim, maxdim, "--dim", hint="--maxdim")
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
-    alignment = _parse_alignment(align)
-    if align_tokens and alignment is None:
-        raise InvalidInputError("--align-tokens needs --align I:J pairs")
-    if alignment is not None and not align_tokens:
-        _check_word_indices(alignment, text_a, text_b)
+    alignment = _alignment(align, align_tokens, text_a, text_b)
     words = _highlight_words(highlight)
     run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
                   model=model, device=device, dtype=dtype, layers=layers, heads=heads)
     m, show, formats = run.model, run.show, run.formats
     with progress_bar("comparing", show) as progress:
         t0 = time.perf_counter()
-        try:
+        with _alignment_hint():
             c = at.compare(
                 text_a, text_b, m, layers=layers, heads=heads, metric=metric, maxdim=maxdim, scale=eps,
                 drop_special=drop_special, include_special=include_special, alignment=alignment,
                 alignment_units="token" if align_tokens else "word", n_jobs=n_jobs, truncate=truncate,
                 progress=progress,
             )
-        except (InvalidInputError, OutOfRangeError) as e:
-            if not str(e).startswith("alignment:"):
-                raise
-            # a word that owns no token, a token position out of range: say where to look
-            raise type(e)(f"--align: {str(e).removeprefix('alignment: ')} (attntopo words TEXT lists a "
-                          "text's words and the positions of their tokens)") from None
         t_cmp = time.perf_counter() - t0
     keys = [c.keys[c._key_index(w)] for w in words]  # validates the words: one-line error if not shared
     rank_dim = c.ranking_dim if dim is None else dim
     rows = _compare_rows(c, rank_dim)
     single = len(rows) == 1
-    pairs = [
-        {"layer": lay, "head": hd, **c.pair(u, v, lay, hd)}
-        for lay, hd in ([(r["layer"], r["head"]) for r in rows])
-        for i_, u in enumerate(keys) for v in keys[i_ + 1:]
-    ]
+    pairs = _highlight_pairs(c, rows, keys)
     bundle = None
     if formats:
         from ..plots import comparison_bundle
@@ -236,6 +223,39 @@ def _parse_alignment(values: Optional[List[str]]) -> list[tuple[int, int]] | Non
                 raise InvalidInputError(f"--align expects pairs I:J such as 0:5 or 0:5,1:1; got {v!r}")
             out.append((int(m_.group(1)), int(m_.group(2))))
     return out
+
+
+def _alignment(align: Optional[List[str]], align_tokens: bool, text_a: str,
+               text_b: str) -> list[tuple[int, int]] | None:
+    """``--align`` pairs, parsed and (word indices) checked against the texts."""
+    alignment = _parse_alignment(align)
+    if align_tokens and alignment is None:
+        raise InvalidInputError("--align-tokens needs --align I:J pairs")
+    if alignment is not None and not align_tokens:
+        _check_word_indices(alignment, text_a, text_b)
+    return alignment
+
+
+@contextlib.contextmanager
+def _alignment_hint() -> Iterator[None]:
+    """An alignment refused by :func:`attntopo.compare` (a word that owns no token, a token
+    position out of range): the same line, naming ``--align`` and where to look."""
+    try:
+        yield
+    except (InvalidInputError, OutOfRangeError) as e:
+        if not str(e).startswith("alignment:"):
+            raise
+        raise type(e)(f"--align: {str(e).removeprefix('alignment: ')} (attntopo words TEXT lists a "
+                      "text's words and the positions of their tokens)") from None
+
+
+def _highlight_pairs(c, rows: list[dict], keys: list[str]) -> list[dict]:
+    """For every head of ``rows`` and every pair of highlighted words, :meth:`Comparison.pair`."""
+    return [
+        {"layer": lay, "head": hd, **c.pair(u, v, lay, hd)}
+        for lay, hd in ([(r["layer"], r["head"]) for r in rows])
+        for i_, u in enumerate(keys) for v in keys[i_ + 1:]
+    ]
 
 
 def _highlight_words(values: Optional[List[str]]) -> list[str]:

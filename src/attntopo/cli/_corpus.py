@@ -6,7 +6,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -134,20 +134,12 @@ def corpus_cmd(
     Progress goes to stderr (a bar on a terminal, else a line every --log-every batches); the
     final counts to stdout.
     """
-    from ..corpus import ERRORS, run
+    from ..corpus import run
 
     t0 = time.perf_counter()
     fs = dict(feature_settings)
     _check_engine(fs["engine"])
-    handler = None
-    if not quiet and not json_out and not err_console.is_terminal:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        handler.addFilter(lambda record: not getattr(record, "final", False))  # stdout has the counts
-        logger = logging.getLogger("attntopo.corpus")
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
+    handler = _log_lines() if not quiet and not json_out and not err_console.is_terminal else None
     # before the input is read or the weights load
     check_layers_heads(model, fs["layers"], fs["heads"])
     try:
@@ -165,7 +157,26 @@ def corpus_cmd(
     finally:
         if handler is not None:
             logging.getLogger("attntopo.corpus").removeHandler(handler)
-    seconds = time.perf_counter() - t0
+    _print_counts(store, time.perf_counter() - t0, json_out)
+
+
+def _log_lines() -> logging.Handler:
+    """Progress lines of the run on stderr (without a terminal), the final counts left to
+    stdout; the caller removes the handler."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.addFilter(lambda record: not getattr(record, "final", False))  # stdout has the counts
+    logger = logging.getLogger("attntopo.corpus")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return handler
+
+
+def _print_counts(store: Any, seconds: float, json_out: bool) -> None:
+    """The final counts on stdout: one line, or the JSON document."""
+    from ..corpus import ERRORS
+
     c = store.counts()
     if json_out:
         # the shared document (finish_result's keys): the store is what the command wrote

@@ -206,8 +206,8 @@ def _print_space(hs, top: int, scale: Optional[float]) -> None:
         console.print("  head types: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         width = max(2, len(str(max(hs.layers))))
         console.print("  " + " " * (width + 1) + " ".join(f"{h:>2d}" for h in hs.heads))
-        for i, l in enumerate(hs.layers):
-            console.print(f"  {l:>{width}d} " + " ".join(TYPE_CODES[x] for x in hs.types.labels[i]))
+        for i, li in enumerate(hs.layers):
+            console.print(f"  {li:>{width}d} " + " ".join(TYPE_CODES[x] for x in hs.types.labels[i]))
         console.print(
             "  (sk sink, se self, pr previous, nx next, br broad, bd banded, vt vertical, mx mixed)"
         )

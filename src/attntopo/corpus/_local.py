@@ -130,27 +130,9 @@ def prepare(
     that description.
     """
     from ..models import AttentionModel, ModelDescription, describe_model, load_model
-    from ..models import check_selection
 
-    check_choice(settings_options.get("on_long", "truncate"), "on_long", ON_LONG, what="on_long value")
-    check_positive_int(settings_options.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", allow_none=False)
-    if isinstance(model, (AttentionModel, ModelDescription)):
-        _only_by_name(device, dtype)
-    else:  # before the input is read or the store touched: a device this machine lacks is one line
-        device = check_device(device)
-        dtype = check_dtype(dtype, device)
-    new_store = check_bool(new_store, "new_store")
-    append = check_bool(append, "append")
-    if append and new_store:
-        raise InvalidInputError("append and new_store exclude each other: --append adds texts to a store, "
-                                "--new-store starts it over")
-    settings_options["pairs"] = answer_column is not None
-    given = settings_options.get("settings")
-    if given is not None:
-        check_prompt_set(given.sets, settings_options["pairs"])
-    # layers and heads against the model's configuration, before its weights load
-    check_selection(model, *(settings_options.get(k) if settings_options.get(k) is not None
-                             else getattr(given, k, None) for k in ("layers", "heads")))
+    device, dtype, new_store, append = _check_options(model, device, dtype, new_store, append,
+                                                      answer_column, settings_options)
     path = check_store_path(out)
     inp = open_input(texts, text_column=text_column, id_column=id_column,
                      input_format=input_format, encoding=encoding, answer_column=answer_column)
@@ -163,24 +145,7 @@ def prepare(
         # (docs/corpus.md, "Who writes when"); a run that cannot have it changes nothing
         lock = lock_store(path)
         check_store_path(path)  # again under the lock: what another run did before is settled
-        existing = (path / MANIFEST).is_file()
-        store, unusable = None, False
-        if existing:
-            try:
-                store = StoreReader(path)  # refuses what is not a corpus store
-            except ResultFormatError as e:
-                # a manifest that cannot be used: --new-store starts over (what the refusal
-                # says to do), where the folder is a store's and holds nothing else
-                if not new_store:
-                    raise
-                if not can_start_over(path):
-                    what = str(e).split("; --new-store")[0]
-                    raise ResultFormatError(
-                        f"{what}: --new-store starts over only a folder that holds a store's own "
-                        "files (manifest.json, parts/, parts.sha256, errors.jsonl) and no other "
-                        "program's manifest: give another STORE"
-                    ) from None
-                unusable = True
+        store, unusable = _open_existing(path, new_store)
         if store is not None and not new_store:  # a refusal from the manifest, not after a load
             check_before_loading(store.settings, store.manifest.get("model"), f"STORE {str(path)!r}",
                                  dtype=dtype, **settings_options)
@@ -189,18 +154,7 @@ def prepare(
              else describe_model(model, device=device, dtype=dtype))
         settings = make_settings(m, **settings_options)
         schema = output_schema(settings, inp.schema)
-        info = {
-            "name": inp.name if inp.name != "stdin" else "stdin",
-            "format": inp.format,
-            "fingerprint": inp.fingerprint,
-            "total": inp.total,
-            "n_empty": inp.n_empty,
-            "n_records": inp.n_records,
-            "carried": list(inp.carried),
-            "text_column": text_column,
-            "id_column": id_column,
-            **({"answer_column": answer_column} if answer_column is not None else {}),
-        }
+        info = _input_info(inp, text_column, id_column, answer_column)
         entry = None
         if store is not None and not new_store:
             check_same_settings(store.settings, settings, f"STORE {str(path)!r}")
@@ -231,20 +185,95 @@ def prepare(
         done = store.done_batches()
         if entry is not None:
             return _prepare_append(writer, inp, settings, m, lock, entry)
-        todo = [k for k in range(inp.batch_count(settings.batch_size)) if k not in done]
-        extra = sorted(done - set(range(inp.batch_count(settings.batch_size))))
-        if extra:
-            from ._store import part_name
-
-            raise InvalidInputError(
-                f"STORE {str(path)!r} holds {part_name(extra[0])}, a batch this input does not have"
-            )
+        todo = _todo(path, inp, settings.batch_size, done)
         return Prepared(writer, inp, settings, m, todo, lock)
     except BaseException:
         if lock is not None:
             lock.release(remove_if_empty=True)
         inp.close()
         raise
+
+
+def _check_options(model: Any, device: Any, dtype: Any, new_store: Any, append: Any,
+                   answer_column: str | None, settings_options: dict) -> tuple[Any, Any, bool, bool]:
+    """Step 1's checks of the arguments, before the input is read or the store touched:
+    ``(device, dtype, new_store, append)`` checked; ``settings_options["pairs"]`` set."""
+    from ..models import AttentionModel, ModelDescription, check_selection
+
+    check_choice(settings_options.get("on_long", "truncate"), "on_long", ON_LONG, what="on_long value")
+    check_positive_int(settings_options.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", allow_none=False)
+    if isinstance(model, (AttentionModel, ModelDescription)):
+        _only_by_name(device, dtype)
+    else:  # before the input is read or the store touched: a device this machine lacks is one line
+        device = check_device(device)
+        dtype = check_dtype(dtype, device)
+    new_store = check_bool(new_store, "new_store")
+    append = check_bool(append, "append")
+    if append and new_store:
+        raise InvalidInputError("append and new_store exclude each other: --append adds texts to a store, "
+                                "--new-store starts it over")
+    settings_options["pairs"] = answer_column is not None
+    given = settings_options.get("settings")
+    if given is not None:
+        check_prompt_set(given.sets, settings_options["pairs"])
+    # layers and heads against the model's configuration, before its weights load
+    check_selection(model, *(settings_options.get(k) if settings_options.get(k) is not None
+                             else getattr(given, k, None) for k in ("layers", "heads")))
+    return device, dtype, new_store, append
+
+
+def _open_existing(path: Path, new_store: bool) -> tuple[StoreReader | None, bool]:
+    """The store at ``path`` if it has a manifest, and whether it is one that cannot be used
+    (refused, unless ``new_store`` may start it over)."""
+    existing = (path / MANIFEST).is_file()
+    store, unusable = None, False
+    if existing:
+        try:
+            store = StoreReader(path)  # refuses what is not a corpus store
+        except ResultFormatError as e:
+            # a manifest that cannot be used: --new-store starts over (what the refusal
+            # says to do), where the folder is a store's and holds nothing else
+            if not new_store:
+                raise
+            if not can_start_over(path):
+                what = str(e).split("; --new-store")[0]
+                raise ResultFormatError(
+                    f"{what}: --new-store starts over only a folder that holds a store's own "
+                    "files (manifest.json, parts/, parts.sha256, errors.jsonl) and no other "
+                    "program's manifest: give another STORE"
+                ) from None
+            unusable = True
+    return store, unusable
+
+
+def _input_info(inp: CorpusInput, text_column: str, id_column: str | None,
+                answer_column: str | None) -> dict:
+    """The manifest's record of the input."""
+    return {
+        "name": inp.name if inp.name != "stdin" else "stdin",
+        "format": inp.format,
+        "fingerprint": inp.fingerprint,
+        "total": inp.total,
+        "n_empty": inp.n_empty,
+        "n_records": inp.n_records,
+        "carried": list(inp.carried),
+        "text_column": text_column,
+        "id_column": id_column,
+        **({"answer_column": answer_column} if answer_column is not None else {}),
+    }
+
+
+def _todo(path: Path, inp: CorpusInput, batch_size: int, done: set[int]) -> list[int]:
+    """The input's batches without a part file; a part beyond the input's batches is refused."""
+    todo = [k for k in range(inp.batch_count(batch_size)) if k not in done]
+    extra = sorted(done - set(range(inp.batch_count(batch_size))))
+    if extra:
+        from ._store import part_name
+
+        raise InvalidInputError(
+            f"STORE {str(path)!r} holds {part_name(extra[0])}, a batch this input does not have"
+        )
+    return todo
 
 
 def _appended_input(store: StoreReader, inp: CorpusInput, settings: CorpusSettings, schema: Any,

@@ -97,7 +97,8 @@ _META_KEY = b"attntopo.corpus"
 #: A manifest's store id (its first keys, as written by :meth:`StoreWriter.create`).
 _STORE_ID = re.compile(rb'"store_id":\s*"([^"\\]*)"')
 #: What a manifest that cannot be used leaves a user to do.
-_RECOMPUTE = ": StoreReader.verify() names the damaged parts; a run of the same command recomputes them"
+_RECOMPUTE = (": StoreReader.verify() names the damaged parts; a run of the same command "
+              "recomputes them")
 _START_OVER = ("; --new-store (new_store=True) starts the store over (its parts are removed), "
                "or give another STORE")
 _PART = re.compile(r"^part-(\d{8})\.parquet$")

@@ -123,7 +123,7 @@ class QKCapture:
     def weights(self, layer: int | None = None) -> np.ndarray:
         """``softmax(scaling · Q Kᵀ + mask)`` in float64: ``(L, H, n, n)``, or ``(H, n, n)`` of one layer."""
         if layer is None:
-            return np.stack([self.weights(l) for l in range(self.queries.shape[0])])
+            return np.stack([self.weights(li) for li in range(self.queries.shape[0])])
         return attention_from_qk(self.queries[layer], self.keys[layer], float(self.scaling[layer]), self.causal)
 
 
@@ -299,9 +299,9 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
                     causal=bool(model.causal), attention=attention, self_check=0.0)
     err, excess, allowed = 0.0, -np.inf, SELF_CHECK_ATOL
     with one_blas_thread():
-        for l in range(len(mods)):
-            diff = np.abs(cap.weights(l) - attention[l]).max(-1)  # (H, n)
-            bound = self_check_atol(cap.queries[l], cap.keys[l], float(cap.scaling[l]), cap.causal, dtype)
+        for li in range(len(mods)):
+            diff = np.abs(cap.weights(li) - attention[li]).max(-1)  # (H, n)
+            bound = self_check_atol(cap.queries[li], cap.keys[li], float(cap.scaling[li]), cap.causal, dtype)
             err = max(err, float(diff.max()))
             worst = np.unravel_index(int(np.argmax(diff - bound)), diff.shape)
             if float(diff[worst] - bound[worst]) > excess:

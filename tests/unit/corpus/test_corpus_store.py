@@ -181,14 +181,16 @@ def test_a_store_the_file_system_refuses_is_one_line_and_leaves_no_folder(tmp_pa
     info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 3}
     target = Path("/proc") / f"attntopo-test-{os.getpid()}" / "store"
     with pytest.raises(InvalidInputError, match="cannot be created") as e:
-        StoreWriter.create(check_store_path(target), SETTINGS, schema, info, feature_columns(SETTINGS))
+        StoreWriter.create(check_store_path(target), SETTINGS, schema, info,
+                           feature_columns(SETTINGS))
     assert "\n" not in str(e.value) and str(target) in str(e.value)
     assert not target.parent.exists()
     # parents made, then the store's own name refused (longer than any file system allows):
     # one line, and the parents made on the way are removed again
     made = tmp_path / "made" / "here" / ("x" * 300)
     with pytest.raises(InvalidInputError, match="cannot be created") as e:
-        StoreWriter.create(check_store_path(made), SETTINGS, schema, info, feature_columns(SETTINGS))
+        StoreWriter.create(check_store_path(made), SETTINGS, schema, info,
+                           feature_columns(SETTINGS))
     assert "\n" not in str(e.value)
     assert not (tmp_path / "made").exists()
     # names refused before anything is made: too long for the file system, a NUL byte
@@ -237,7 +239,8 @@ def test_sql_agrees_with_pandas(tmp_path):
     df = store.to_pandas()
     assert list(df["id"]) == [r["id"] for _, t in open_input(TEXTS).batches(2) for r in t.to_pylist()]
     col = store.feature_columns[3]
-    got = store.sql(f'SELECT status, count(*) AS n, avg("{col}") AS m FROM corpus GROUP BY status ORDER BY status')
+    got = store.sql(f'SELECT status, count(*) AS n, avg("{col}") AS '
+                    'm FROM corpus GROUP BY status ORDER BY status')
     ok = df[df.status == "ok"]
     assert list(got["status"]) == ["failed", "ok"] and list(got["n"]) == [1, 4]
     assert got["m"][1] == pytest.approx(ok[col].mean(), rel=1e-12)
@@ -458,7 +461,8 @@ def test_a_reader_cannot_write_and_reading_changes_nothing(tmp_path):
     assert writing == {"create", "write_part", "remove_part", "write_errors", "write_checksums",
                        "update_manifest", "clean_temporary", "verify", "path"}
     assert writing & set(dir(StoreReader)) == {"verify"}  # the reader's records nothing
-    for name in ("StoreWriter", "lock_store", "atomic_write_bytes", "atomic_write_text", "lock_folder"):
+    for name in ("StoreWriter", "lock_store", "atomic_write_bytes", "atomic_write_text",
+                 "lock_folder"):
         assert not hasattr(reader_module, name), name
     store = _store(tmp_path)
     rid = store.to_pandas()["id"][0]
@@ -765,8 +769,10 @@ def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monk
     inp = open_input(pd.DataFrame(df), text_column="q", answer_column="a")
     schema = output_schema(here, inp.schema)
     assert schema.names[:6] == ["id", "row", "text_sha256", "text", "answer_sha256", "answer"]
-    StoreWriter.create(tmp_path / "p", here, schema, {"fingerprint": inp.fingerprint, "total": 2, "n_empty": 0},
-                 feature_columns(here), extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
+    StoreWriter.create(tmp_path / "p", here, schema,
+                       {"fingerprint": inp.fingerprint, "total": 2, "n_empty": 0},
+                       feature_columns(here),
+                       extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
     kw = dict(model="toy", layers=[0], heads=[0, 1], thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,),
               keep_diagrams=True, batch_size=2, progress=False, text_column="q")
     with pytest.raises(InvalidInputError, match="was made with pairs=True, this run has pairs=False"):
@@ -991,7 +997,8 @@ def test_a_flipped_bit_is_never_certified_without_the_checksum_file(tmp_path, ca
                       match=f"{part_name(1)} was damaged .*CRC.*batch 1 is recomputed"):
         _drop_damaged(writer)  # what a resumed run does before it trusts a part
     assert not p.exists() and writer.store.unchecked == []
-    assert sorted(writer.store.checksums()) == [f"parts/{part_name(k)}" for k in (0, 2)]  # never part 1's
+    # never part 1's
+    assert sorted(writer.store.checksums()) == [f"parts/{part_name(k)}" for k in (0, 2)]
 
 
 _FLIP: dict = {}
