@@ -424,7 +424,7 @@ def _overview(res: dict, lengths: list) -> list[str]:
            "and the features run chunk by chunk on this shared 2-core machine and resume "
            "where they stopped; the table below is what was there when it ran)"
            if partial else "")
-        + f"; labels of the generated pairs: "
+        + "; labels of the generated pairs: "
         + ", ".join(f"{v} {k}" for k, v in res["labels"].items())
         + " (ambiguous pairs, with the context's value and another, are left out of the "
           f"evaluation). What the {res['n_positive']} hallucinated answers evaluated hold "

@@ -30,7 +30,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 from .._progress import NO_PROGRESS, Reporter, check_progress, make_reporter, progress_wanted
 from .._validation import check_bool, check_choice, check_device, check_dtype, check_positive_int

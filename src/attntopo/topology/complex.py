@@ -26,7 +26,6 @@ is in the complex at ``scale`` (``<=``).  Everything here is pure NumPy/SciPy; n
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence

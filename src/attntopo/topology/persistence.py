@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
