@@ -15,7 +15,6 @@ import copy
 import csv
 import io
 import json
-import math
 import os
 import sys
 from pathlib import Path

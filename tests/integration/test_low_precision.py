@@ -8,7 +8,6 @@ wrapped as a user's own model."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest

@@ -208,7 +208,8 @@ class Comparison(Result):
 
     @property
     def paper_compat(self) -> str | bool:
-        """The founding-paper recipe (``"notebook"``, ``"listing"``) or ``False`` (see :func:`compare`)."""
+        """The founding-paper recipe (``"notebook"``, ``"listing"``)
+        or ``False`` (see :func:`compare`)."""
         return self.a.paper_compat
 
     @property
@@ -407,7 +408,8 @@ class Comparison(Result):
             return self.counts[name].copy()
         if name not in DISTANCE_NAMES:
             raise InvalidInputError(
-                f"unknown table {name!r}; allowed: {', '.join(DISTANCE_NAMES + COUNT_NAMES)}, 'scale'"
+                f"unknown table {name!r}; allowed: "
+                f"{', '.join(DISTANCE_NAMES + COUNT_NAMES)}, 'scale'"
             )
         check_choice(scope, "scope", ("text", "shared"))
         d = self._dim(dim, name, scope)
@@ -469,7 +471,8 @@ class Comparison(Result):
         """
         if by not in DISTANCE_NAMES + ("shared_edges", "shared_triangles"):
             raise InvalidInputError(
-                f"by must be one of {', '.join(DISTANCE_NAMES)}, shared_edges, shared_triangles; got {by!r}"
+                f"by must be one of {', '.join(DISTANCE_NAMES)}, "
+                f"shared_edges, shared_triangles; got {by!r}"
             )
         g = self.grid(by, dim, scope).astype(np.float64).ravel()
         # a distance: small = similar; a count of shared simplices: large = similar
@@ -601,8 +604,8 @@ class Comparison(Result):
     def __repr__(self) -> str:
         return (
             f"Comparison(model={self.a.attention.model!r}, tokens={self.a.attention.n_tokens}/"
-            f"{self.b.attention.n_tokens}, shared={len(self.shared_tokens)}, layers={len(self.layers)}, "
-            f"heads={len(self.heads)}, maxdim={self.maxdim})"
+            f"{self.b.attention.n_tokens}, shared={len(self.shared_tokens)}, "
+            f"layers={len(self.layers)}, heads={len(self.heads)}, maxdim={self.maxdim})"
         )
 
     # ---------------------------------------------------------------- storage

@@ -98,7 +98,8 @@ def _weights(att: Any) -> tuple[np.ndarray, bool]:
         raise InvalidInputError("attention must be an Attention or an array of shape (L, H, n, n)") from None
     if w.dtype == object or w.dtype.kind not in "fiu":
         raise InvalidInputError(
-            f"attention must be an Attention or a real array of shape (L, H, n, n); got dtype {w.dtype}"
+            "attention must be an Attention or a real array "
+            f"of shape (L, H, n, n); got dtype {w.dtype}"
         )
     if w.ndim != 4 or w.shape[2] != w.shape[3]:
         raise InvalidInputError(f"attention weights must have shape (L, H, n, n), got {w.shape}")
@@ -230,8 +231,8 @@ def _check_head_paper_mode(paper_compat: Any, metric: str, normalize: bool) -> s
                               hint=_HEAD_PAPER_HINT)
     if mode and metric != "jensen_shannon":
         raise InvalidInputError(
-            f"paper_compat='notebook' reproduces the heads notebook's Jensen–Shannon distance only; "
-            f"use metric='jensen_shannon' (got metric={metric!r})"
+            "paper_compat='notebook' reproduces the heads notebook's Jensen–Shannon distance "
+            f"only; use metric='jensen_shannon' (got metric={metric!r})"
         )
     if mode and normalize:
         raise InvalidInputError(
@@ -459,7 +460,8 @@ class HeadSpace(Result):
         return sorted(out, key=lambda g: (-g["size"], g["mean_distance"], g["indices"][0]))
 
     def dendrogram(self) -> dict:
-        """SciPy's ``dendrogram(..., no_plot=True)`` data of :attr:`linkage`, head labels as leaves."""
+        """SciPy's ``dendrogram(..., no_plot=True)`` data
+        of :attr:`linkage`, head labels as leaves."""
         from scipy.cluster.hierarchy import dendrogram as sc_dendrogram
 
         out = sc_dendrogram(self.linkage, no_plot=True, labels=self.labels)
@@ -552,7 +554,8 @@ class HeadSpace(Result):
         return (
             f"HeadSpace(model={self.model!r}, heads={self.n_layers}×{self.n_heads}, "
             f"texts={self.n_texts}, metric={self.metric!r}, normalize={self.normalize}, "
-            f"maxdim={self.maxdim}{f', paper_compat={self.paper_compat!r}' if self.paper_compat else ''})"
+            f"maxdim={self.maxdim}"
+            f"{f', paper_compat={self.paper_compat!r}' if self.paper_compat else ''})"
         )
 
     def to_dict(self, k: int = 0, scale: float | None = None) -> dict:

@@ -4,7 +4,8 @@ Commands (one module each)
 --------------------------
 ``attntopo analyze``   one text through the pipeline; a per-head summary table, JSON, a saved
                        result folder and figures (``_analyze``).
-``attntopo models``    the packaged model aliases usable offline, without loading weights (``_models``).
+``attntopo models``    the packaged model aliases usable offline, without loading weights
+                       (``_models``).
 ``attntopo compare``   two texts head by head: shared tokens, connection scales, shared simplices,
                        diagram distances (``_compare``); ``attntopo phrase``: one phrase across
                        contexts (``_phrase``).
@@ -16,11 +17,13 @@ Commands (one module each)
                        (``_heads``).
 ``attntopo serve``     the explorer web page and its JSON API, 127.0.0.1 by default (``_serve``).
 ``attntopo report``    one self-contained HTML report of a text, or two (``_report``).
-``attntopo corpus``    many texts streamed into a resumable Parquet store of feature rows, locally or
-                       on Ray (``_corpus``); ``attntopo query``: SQL over a store via DuckDB (``_query``).
+``attntopo corpus``    many texts streamed into a resumable Parquet store of feature rows, locally
+                       or on Ray (``_corpus``); ``attntopo query``: SQL over a store via DuckDB
+                       (``_query``).
 ``attntopo depth``     the theory measured: per-layer geometry and rank collapse (``_depth``);
-                       ``attntopo approx``: every head against efficient-attention families (``_approx``);
-                       ``attntopo context``: equivariance and contextual mappings (``_context``).
+                       ``attntopo approx``: every head against efficient-attention families
+                       (``_approx``); ``attntopo context``: equivariance and contextual mappings
+                       (``_context``).
 ``attntopo --version``
 
 What the commands share — the typer ``app``, common options, input checks, model loading, output

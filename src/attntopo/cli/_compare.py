@@ -1,4 +1,5 @@
-"""``attntopo compare``: two texts head by head (shared tokens, scales, shared simplices, diagram distances)."""
+"""``attntopo compare``: two texts head by head
+(shared tokens, scales, shared simplices, diagram distances)."""
 
 from __future__ import annotations
 
@@ -42,14 +43,15 @@ _COMPARE_EPILOG = (
     "\"La théorie de l'information étudie l'entropie\" --align 0:5 --align 1:1 --json\n\n"
     "Shared tokens are matched by word (case-insensitive, subwords grouped) and occurrence; "
     "--align I:J pairs word I of TEXT A with word J of TEXT B instead (words: runs of letters/"
-    "digits and single punctuation marks, 0-based; [bold]attntopo words TEXT[/bold] lists them). Without --scale the scale is chosen per "
-    "head (median of both texts' H0 deaths). A saved result loads back with "
-    "[bold]attntopo.load_result(DIR)[/bold]."
+    "digits and single punctuation marks, 0-based; [bold]attntopo words TEXT[/bold] lists them). "
+    "Without --scale the scale is chosen per head (median of both texts' H0 deaths). A saved "
+    "result loads back with [bold]attntopo.load_result(DIR)[/bold]."
 )
 
 
 _HELPS = {  # the shared options in this command's words
-    "model": "Model: a packaged alias, a Hugging Face id (a multilingual one for translations) or a folder.",
+    "model": "Model: a packaged alias, a Hugging Face id (a "
+             "multilingual one for translations) or a folder.",
     "out": "Save the comparison (and figures) into this folder.",
     "plot_format": "png (default), svg, pdf; html writes one interactive report.html.",
     "top": "Show at most N heads (0: all). JSON holds all.",
@@ -68,19 +70,20 @@ def compare_cmd(
     metric="jensen_shannon", maxdim=1,
     scale: Annotated[Optional[float], typer.Option(
         "--scale", metavar="SCALE",
-        help="Scale ε at which shared edges/triangles are compared, >= 0 (default: per head, the median "
-        "H0 death of both texts). The filtration itself is never cut.",
+        help="Scale ε at which shared edges/triangles are compared, >= 0 (default: per head, "
+             "the median H0 death of both texts). The filtration itself is never cut.",
         show_default=False,
     )] = None,
     highlight: Annotated[Optional[List[str]], typer.Option(
         "--highlight", metavar="WORDS",
-        help="Shared words to report pair by pair and highlight in figures, e.g. \"information theory\".",
+        help="Shared words to report pair by pair and "
+             "highlight in figures, e.g. \"information theory\".",
         show_default=False,
     )] = None,
     align: Annotated[Optional[List[str]], typer.Option(
         "--align", metavar="I:J",
-        help="Pair word I of TEXT A with word J of TEXT B (repeat or comma-separate) instead of string matching; "
-        "attntopo words TEXT numbers the words.",
+        help="Pair word I of TEXT A with word J of TEXT B (repeat or comma-separate) instead "
+             "of string matching; attntopo words TEXT numbers the words.",
         show_default=False,
     )] = None,
     align_tokens: Annotated[bool, typer.Option(
@@ -92,8 +95,9 @@ def compare_cmd(
     drop_special=False, truncate=False,
     dim: Annotated[Optional[int], typer.Option(
         "--dim", metavar="D",
-        help="Homology dimension used to rank heads (default: the highest one in which no distance is "
-        "shared by more than half of the heads; H0 on short texts, where most H1 distances are 0).",
+        help="Homology dimension used to rank heads (default: the highest one in which no "
+             "distance is shared by more than half of the heads; "
+             "H0 on short texts, where most H1 distances are 0).",
         show_default=False,
     )] = None,
     out=None, plots=False, plot_format=None,
@@ -206,8 +210,9 @@ def _check_word_indices(alignment: list[tuple[int, int]], text_a: str, text_b: s
                 if len(listed) > 30:
                     listed = listed[:28] + ["…", listed[-1]]
                 raise OutOfRangeError(
-                    f"--align {pair[0]}:{pair[1]}: word {pair[side]} is out of range for {name}, which has "
-                    f"{len(words)} words: {' · '.join(listed)} (attntopo words TEXT shows their tokens too)"
+                    f"--align {pair[0]}:{pair[1]}: word {pair[side]} is out of range for {name}, "
+                    f"which has {len(words)} words: {' · '.join(listed)} "
+                    "(attntopo words TEXT shows their tokens too)"
                 )
 
 
@@ -299,8 +304,8 @@ def _print_heads_table(c, rows: list[dict], rank_dim: int, top: int, default: bo
             *[num(r[f"wasserstein1_h{d}"]) for d in range(c.maxdim + 1)],
             str(r["shared_edges"]), str(r["shared_triangles"]),
         )
-    table.caption = ("Diagram distances between the two texts' diagrams, per homology dimension (distance units); "
-                     "#: rank, '1=' tied with other heads (equal distances share a rank); "
+    table.caption = ("Diagram distances between the two texts' diagrams, per homology dimension (distance "
+                     "units); #: rank, '1=' tied with other heads (equal distances share a rank); "
                      "shared edges/triangles: among shared tokens, present in both texts at ε.")
     print_table(table)
 

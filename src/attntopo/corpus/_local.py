@@ -33,7 +33,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 from .._progress import NO_PROGRESS, Reporter, check_progress, make_reporter, progress_wanted
 from .._validation import check_bool, check_choice, check_device, check_dtype, check_positive_int
@@ -162,9 +162,10 @@ def prepare(
             entry = _appended_input(store, inp, settings, schema, append)
             if entry is None and old != inp.fingerprint:
                 raise InvalidInputError(
-                    f"STORE {str(path)!r} was made from another input (fingerprint {str(old)[:19]}…, "
-                    f"this input {inp.fingerprint[:19]}…): --append (append=True) adds its new "
-                    "texts, another STORE or --new-store (new_store=True) starts over"
+                    f"STORE {str(path)!r} was made from another input (fingerprint "
+                    f"{str(old)[:19]}…, this input {inp.fingerprint[:19]}…): --append "
+                    "(append=True) adds its new texts, another STORE or --new-store "
+                    "(new_store=True) starts over"
                 )
         if settings.on_long == "error":
             check_lengths(m, inp.batches(settings.batch_size))
@@ -412,15 +413,17 @@ def _drop_damaged(writer: StoreWriter) -> None:
     for k, why in sorted(writer.verify().items()):
         writer.remove_part(k)
         warnings.warn(DamagedPartWarning(
-            f"STORE {str(store.path)!r}: {part_name(k)} was damaged ({why}): batch {k} is recomputed"
+            f"STORE {str(store.path)!r}: {part_name(k)} "
+            f"was damaged ({why}): batch {k} is recomputed"
         ), stacklevel=2)
     if store.unchecked:
         n, first = len(store.unchecked), part_name(store.unchecked[0])
         warnings.warn(DamagedPartWarning(
             f"STORE {str(store.path)!r}: {n} part{'s' if n != 1 else ''} ({first}"
-            f"{', …' if n > 1 else ''}) {'have' if n != 1 else 'has'} neither a recorded SHA-256 "
-            "nor page checksums (written before attntopo wrote them): they read in full, but a "
-            "changed value in them cannot be seen; --new-store recomputes the store"
+            f"{', …' if n > 1 else ''}) {'have' if n != 1 else 'has'} neither a recorded "
+            "SHA-256 nor page checksums (written before attntopo wrote them): they read in "
+            "full, but a changed value in them cannot "
+            "be seen; --new-store recomputes the store"
         ), stacklevel=2)
 
 
@@ -718,8 +721,8 @@ def run(
         gpus_per_actor = ray_engine.check_gpus_per_actor(gpus_per_actor)
         if not gpus_per_actor and isinstance(device, str) and device != "cpu" and device != "auto":
             raise InvalidInputError(
-                f"device={device!r} with backend='ray': the actors have no GPU unless Ray gives them "
-                f"one; pass gpus_per_actor= (--gpus-per-actor), e.g. 1 or 0.5"
+                f"device={device!r} with backend='ray': the actors have no GPU unless Ray gives "
+                "them one; pass gpus_per_actor= (--gpus-per-actor), e.g. 1 or 0.5"
             )
     elif ray_address is not None:
         raise InvalidInputError("ray_address applies to backend='ray' only")
@@ -758,7 +761,8 @@ def run(
     _warn_unknown(store)
     c = store.counts()
     log.info(
-        "corpus: %d done, %d skipped (empty), %d skipped (too long), %d truncated, %d failed%s -> %s",
+        "corpus: %d done, %d skipped (empty), %d skipped "
+        "(too long), %d truncated, %d failed%s -> %s",
         c["ok"], c["skipped_empty"], c["skipped_long"], c["truncated"], c["failed"],
         f", {store.appended['already']} already in the store (skipped)" if store.appended else "",
         store.path, extra={"final": True},
@@ -773,7 +777,8 @@ def _full_disk_is_one_line(out: Any) -> Iterator[None]:
 
     Nothing stored is lost: a part is written to a temporary file (removed when the write
     fails) and renamed only when complete, a checksum line torn by the failure is ignored, and
-    the manifest is only ever replaced atomically (an append's entry); the lock is released, so the same command continues."""
+    the manifest is only ever replaced atomically (an append's entry); the lock is released, so the
+    same command continues."""
     try:
         yield
     except OSError as e:
@@ -800,8 +805,9 @@ def _warn_unknown(store: StoreReader) -> None:
     n = sum(summary["unknown"] for summary in store._summaries())
     if n:
         warnings.warn(UnknownTokensWarning(
-            f"{n} text{'s' if n != 1 else ''} of the corpus hold{'' if n != 1 else 's'} tokens that became the unknown token "
-            f"({store.settings.model}'s vocabulary lacks them): see the n_unknown column",
+            f"{n} text{'s' if n != 1 else ''} of the corpus hold{'' if n != 1 else 's'} "
+            f"tokens that became the unknown token ({store.settings.model}'s vocabulary lacks "
+            "them): see the n_unknown column",
             count=n, model=store.settings.model,
         ), stacklevel=user_stacklevel())
 

@@ -395,7 +395,8 @@ class StoreReader:
                 ) from None
             if _tag(kv) != (sid, k):
                 raise ResultFormatError(
-                    f"{p}: not a part of this store (written by another store or program): move it out"
+                    f"{p}: not a part of this store (written "
+                    "by another store or program): move it out"
                 )
             if schema.remove_metadata() != self.schema.remove_metadata():
                 raise ResultFormatError(f"{p}: its columns differ from the store's: delete it and re-run")
@@ -789,7 +790,8 @@ class StoreReader:
         Returns
         -------
         dict
-            ``{(layer, head): Diagram}`` (layer-major; H0 and H1, ``inf`` for the bar that never dies).
+            ``{(layer, head): Diagram}``
+            (layer-major; H0 and H1, ``inf`` for the bar that never dies).
 
         Raises
         ------
@@ -872,7 +874,8 @@ class StoreReader:
     def __repr__(self) -> str:
         c = self.counts()
         return (f"StoreReader({str(self.path)!r}, rows={c['done']}/{c['total']}, ok={c['ok']}, "
-                f"failed={c['failed']}, model={self.settings.model!r}, sets={list(self.settings.features.sets)})")
+                f"failed={c['failed']}, model={self.settings.model!r}, "
+                f"sets={list(self.settings.features.sets)})")
 
 
 #: The bookkeeping columns a part's summary is made of.

@@ -126,8 +126,8 @@ def _check_store_folder(p: Path) -> Path:
         # a creating run's (or a killed one's) temporary files are not "other files"
         if not (p / MANIFEST).is_file() and any(not _own_temporary(e.name) for e in p.iterdir()):
             raise InvalidInputError(
-                f"STORE {str(p)!r} is a folder that holds other files and no {MANIFEST}: give a new "
-                "or empty folder, or an existing corpus store"
+                f"STORE {str(p)!r} is a folder that holds other files and no {MANIFEST}: give a "
+                "new or empty folder, or an existing corpus store"
             )
         return p
     parent = p.absolute().parent
@@ -314,8 +314,8 @@ class StoreWriter:
         others = [e for e in entries if not _own_temporary(e)]
         if others:
             raise InvalidInputError(
-                f"STORE {str(path)!r} is a folder that holds other files and no {MANIFEST}: give a new "
-                "or empty folder, or an existing corpus store"
+                f"STORE {str(path)!r} is a folder that holds other files and no {MANIFEST}: give "
+                "a new or empty folder, or an existing corpus store"
             )
         for e in entries:  # what a run killed while it created the store left
             if _own_temporary(e):
@@ -359,7 +359,8 @@ class StoreWriter:
 
 
     def write_part(self, batch: int, table: Any) -> Path:
-        """Write one batch's rows atomically as ``parts/part-<batch>.parquet`` (module docstring)."""
+        """Write one batch's rows atomically as
+        ``parts/part-<batch>.parquet`` (module docstring)."""
         import pyarrow.parquet as pq
 
         pa = _pa()

@@ -1,4 +1,5 @@
-"""Training the hardmax classifier: stratified splits, the loop, early stopping on validation, a baseline.
+"""Training the hardmax classifier: stratified splits,
+the loop, early stopping on validation, a baseline.
 
 The published numbers picked the best epoch on the *test* split; here the test split is touched
 twice, after training: with the last epoch's parameters and with those of the epoch that did
@@ -35,13 +36,15 @@ def _check_data(texts: Any, labels: Any) -> tuple[list[str], list[str], list[str
     if len(classes) != 2:
         shown = ", ".join(repr(c) for c in classes[:5]) + (" …" if len(classes) > 5 else "")
         raise InvalidInputError(
-            f"the hardmax classifier is binary: the labels must hold exactly 2 classes, got {len(classes)} ({shown})"
+            "the hardmax classifier is binary: the labels must "
+            f"hold exactly 2 classes, got {len(classes)} ({shown})"
         )
     return texts, labels, classes
 
 
 def stratified_split(labels: Sequence[Any], val: float, test: float, seed: int) -> tuple[np.ndarray, ...]:
-    """Indices ``(train, val, test)``: each class shuffled (``seed``) and cut in the same proportions.
+    """Indices ``(train, val, test)``: each class shuffled
+    (``seed``) and cut in the same proportions.
 
     Every class puts ``round(val · n_c)`` texts (at least one) into validation and
     ``round(test · n_c)`` (at least one) into test; the rest is training (at least one).
@@ -56,8 +59,8 @@ def stratified_split(labels: Sequence[Any], val: float, test: float, seed: int) 
         nv, nt = max(1, round(val * n)), max(1, round(test * n))
         if n - nv - nt < 1:
             raise InvalidInputError(
-                f"class {c!r} has {n} text(s): too few for a training, a validation and a test part "
-                f"(val={val:g}, test={test:g} need at least 3)"
+                f"class {c!r} has {n} text(s): too few for a training, a validation and a test "
+                f"part (val={val:g}, test={test:g} need at least 3)"
             )
         parts[1].extend(idx[:nv])
         parts[2].extend(idx[nv:nv + nt])
@@ -231,7 +234,8 @@ def train_classifier(
     Parameters
     ----------
     texts, labels : sequences of equal length
-        Exactly two distinct labels (compared as strings); ``classes[1]`` is the larger in sort order.
+        Exactly two distinct labels (compared as strings);
+        ``classes[1]`` is the larger in sort order.
     d, layers, alpha, temperature, max_len
         Embedding dimension, ``K``, ``α``, training temperature, tokens per text (more are cut).
     epochs, batch_size, lr, seed
@@ -239,7 +243,8 @@ def train_classifier(
     val, test : float
         Shares of each class held out for validation and test (stratified, ``seed``).
     min_count, max_vocab : int
-        Vocabulary: training-split tokens seen at least ``min_count`` times, the most frequent first.
+        Vocabulary: training-split tokens seen at least
+        ``min_count`` times, the most frequent first.
     baseline : bool
         Also fit :func:`bag_of_words_baseline` on the same split (needs scikit-learn).
     top_words : int

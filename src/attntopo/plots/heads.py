@@ -87,7 +87,8 @@ def _types_of(hs: Any, types: Any) -> Any:
     t = types if types is not None else getattr(hs, "types", None)
     if t is None or not hasattr(t, "labels"):
         raise InvalidInputError(
-            "no head types: build the head space with types=True or pass types=attntopo.head_types(...)"
+            "no head types: build the head space with types=True or pass "
+            "types=attntopo.head_types(...)"
         )
     if np.asarray(t.labels).size != hs.distances.shape[0]:
         raise InvalidInputError("the head types are of another set of heads than the head space")
@@ -461,7 +462,8 @@ def plot_model_diagrams(
     """
     if not all(hasattr(comparison, a) for a in ("a", "b", "bottleneck", "wasserstein")):
         raise InvalidInputError(
-            f"expected a ModelComparison (from attntopo.compare_models), got {type(comparison).__name__}"
+            "expected a ModelComparison (from "
+            f"attntopo.compare_models), got {type(comparison).__name__}"
         )
     da, db = comparison.a.diagram, comparison.b.diagram
     maxdim = min(da.maxdim, db.maxdim)
