@@ -165,7 +165,7 @@ def run(
     atts = forward(tokenizer, model, text)
     t_fwd = time.perf_counter() - t0
     L, H, n = len(atts), atts[0].shape[0], atts[0].shape[-1]
-    todo = list(heads) if heads is not None else [(l, h) for l in range(L) for h in range(H)]
+    todo = list(heads) if heads is not None else [(li, h) for li in range(L) for h in range(H)]
     js_s = rips_s = 0.0
     dists, dgms = {}, {}
     for layer, head in todo:

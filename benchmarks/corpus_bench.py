@@ -22,9 +22,9 @@ Jensen–Shannon Rips diagram), batch size 32, into a fresh store.  Reported per
   run;
 * ``loadavg_start``, ``loadavg_end``: the load averages (1, 5, 15 min) before and after the
   size's measurements (the machine may be shared: read the ratios, taken in the same run);
-* ``ray`` (with ``--ray``, the default when ray is installed, except with ``--quick``): the Ray engine end to end on the
-  same texts right after (a local Ray on all CPUs, one actor per CPU): its texts/s,
-  ``ratio_ray_to_local`` (goal ≤ 1.5) and Ray's overhead (see ``corpus_ray_bench.py``); at
+* ``ray`` (with ``--ray``, the default when ray is installed, except with ``--quick``): the Ray
+  engine end to end on the same texts right after (a local Ray on all CPUs, one actor per CPU): its
+  texts/s, ``ratio_ray_to_local`` (goal ≤ 1.5) and Ray's overhead (see ``corpus_ray_bench.py``); at
   ``--cli-tokens`` lengths also both engines as ``attntopo corpus`` in fresh processes
   (``cli_ratio_ray_to_local``).
 

@@ -3,8 +3,10 @@
 (issue 17, "Speed targets": Ray within 1.5x of the local engine's throughput; Ray's overhead
 measured and reported; per-actor throughput to size a cluster).
 
-    python benchmarks/corpus_ray_bench.py --scaling --out docs/corpus_ray_bench.json   # as in docs/corpus.md
-    python benchmarks/corpus_ray_bench.py --count 40 --tokens 32 --rounds 1             # a smoke run
+    # as in docs/corpus.md
+    python benchmarks/corpus_ray_bench.py --scaling --out docs/corpus_ray_bench.json
+    # a smoke run
+    python benchmarks/corpus_ray_bench.py --count 40 --tokens 32 --rounds 1
 
 Also called by ``benchmarks/corpus_bench.py`` (:func:`measure_ray`) right after its local run,
 on the same texts.
@@ -30,9 +32,9 @@ batches: Ray's scheduling cost per batch), ``delivery_ms`` (an actor's result to
 ``shutdown_s``, ``write_s`` (the driver writing parts), ``actor_peak_rss_mib``.
 
 Sizing (``--scaling``): on one Ray started here, the pipeline on 2 batches per CPU with 1,
-2, … actors (up to the CPUs): steady texts/s (first part to last), texts per busy second of one actor, and the
-driver's bound (texts / its writing time) — a cluster of N actors runs at about N × the
-per-actor rate until it reaches that bound.
+2, … actors (up to the CPUs): steady texts/s (first part to last), texts per busy second of one
+actor, and the driver's bound (texts / its writing time) — a cluster of N actors runs at about N ×
+the per-actor rate until it reaches that bound.
 """
 
 from __future__ import annotations

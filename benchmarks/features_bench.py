@@ -159,9 +159,10 @@ def report(rows: list[dict]) -> str:
     for r in rows:
         lines.append(
             f"| {r['n_tokens']} ({r['mean_tokens']:.0f}) | {r['texts']} | "
-            f"{r['attntopo_all_texts_per_s']:.2f}/s | {r['attntopo_js+graph+template_texts_per_s']:.2f}/s | "
-            f"{r['baseline_all_texts_per_s']:.3f}/s ({r['baseline_texts']}) | {r['speedup_all']:.0f}x | "
-            f"{r['load_average'][0]:.1f} |"
+            f"{r['attntopo_all_texts_per_s']:.2f}/s | "
+            f"{r['attntopo_js+graph+template_texts_per_s']:.2f}/s | "
+            f"{r['baseline_all_texts_per_s']:.3f}/s ({r['baseline_texts']}) | "
+            f"{r['speedup_all']:.0f}x | {r['load_average'][0]:.1f} |"
         )
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines += ["", f"Machine: {os.cpu_count()} CPUs, load average at the end {load} (1, 5, 15 min; "

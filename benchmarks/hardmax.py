@@ -111,7 +111,8 @@ def minilm() -> dict:
 
 def classifier(tasks=(("politics", "science"), ("computers", "people")), dims=(2, 4, 8, 16), seeds=(0, 1, 2),
                epochs: int = 20) -> list[dict]:
-    """The classifier on binary tasks from Debian's fortunes: every d and seed, the same splits per seed."""
+    """The classifier on binary tasks from Debian's fortunes: every d and seed, the same splits per
+    seed."""
     import numpy as np
 
     from attntopo import hardmax as hm
@@ -148,16 +149,17 @@ def main() -> int:
     args = p.parse_args()
     if args.classifier:
         rows = classifier()
-        print("| task | texts | d | hardmax, last epoch | hardmax, early-stopped on validation | bag of words + "
-              "logistic regression | majority class | best epochs | seconds per run |")
+        print("| task | texts | d | hardmax, last epoch | hardmax, early-stopped on validation | "
+              "bag of words + logistic regression | majority class | best epochs | seconds per run |")
         print("|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             if "d" not in r:
                 continue
             f = lambda k: f"{r[k][0]:.3f} ± {r[k][1]:.3f}"  # noqa: E731
             print(f"| {' vs '.join(r['task'])} | {r['n']} | {r['d']} | {f('test_accuracy_final')} | "
-                  f"{f('test_accuracy_early')} | {f('baseline')} | {r['majority_test_accuracy'][0]:.3f} | "
-                  f"{', '.join(map(str, r['best_epochs']))} | {r['train_seconds'][0]:.0f} |")
+                  f"{f('test_accuracy_early')} | {f('baseline')} | "
+                  f"{r['majority_test_accuracy'][0]:.3f} | {', '.join(map(str, r['best_epochs']))} "
+                  f"| {r['train_seconds'][0]:.0f} |")
         for r in rows:
             if "leader_words" in r:
                 for c, words in r["leader_words"].items():
@@ -170,22 +172,25 @@ def main() -> int:
     print("| n | d | steps | first call | warm (median) | dynamics only | leaders | clusters |")
     print("|---|---|---|---|---|---|---|---|")
     for row in out["speed"][1:]:
-        print(f"| {row['n']} | {row['d']} | 50 | {row['first_call_s'] * 1e3:.1f} ms | {row['warm_median_s'] * 1e3:.1f} ms "
-              f"| {row['dynamics_only_median_s'] * 1e3:.1f} ms | {row['leaders']} | {row['clusters']} |")
+        print(f"| {row['n']} | {row['d']} | 50 | {row['first_call_s'] * 1e3:.1f} ms | "
+              f"{row['warm_median_s'] * 1e3:.1f} ms | {row['dynamics_only_median_s'] * 1e3:.1f} ms "
+              f"| {row['leaders']} | {row['clusters']} |")
     print(f"\n(import of attntopo.hardmax: {out['speed'][0]['import_s'] * 1e3:.0f} ms)\n")
     if not args.no_model:
         out["minilm"] = minilm()
-        print("| sentence | tokens | leaders at step 0 | clusters after 80 steps | heads where tokens merged "
-              "| tokens attending to themselves under S (no shift) | shift / ‖S‖₂ | theorem checks |")
+        print("| sentence | tokens | leaders at step 0 | clusters after 80 steps | heads where "
+              "tokens merged | tokens attending to themselves under S (no shift) | shift / ‖S‖₂ | "
+              "theorem checks |")
         print("|---|---|---|---|---|---|---|---|")
 
         def mmm(x, fmt="g"):
             return f"{x['min']:{fmt}} / {x['median']:{fmt}} / {x['max']:{fmt}}"
 
         for s in out["minilm"]["sentences"]:
-            print(f"| {s['text']} | {s['n_tokens']} | {mmm(s['leaders_step0'])} | {mmm(s['clusters_final'])} | "
-                  f"{s['heads_with_a_merge']} of 72 | {mmm(s['self_argmax_unshifted'])} | "
-                  f"{mmm(s['shift_over_norm_S'], '.2f')} | {'pass' if s['theorem_checks_pass'] else 'FAIL'} |")
+            print(f"| {s['text']} | {s['n_tokens']} | {mmm(s['leaders_step0'])} | "
+                  f"{mmm(s['clusters_final'])} | {s['heads_with_a_merge']} of 72 | "
+                  f"{mmm(s['self_argmax_unshifted'])} | {mmm(s['shift_over_norm_S'], '.2f')} | "
+                  f"{'pass' if s['theorem_checks_pass'] else 'FAIL'} |")
         print("\n(min / median / max over the 72 heads)")
         for ex in out["minilm"]["examples"]:
             print(f"\nlayer {ex['layer']} head {ex['head']}: " + "; ".join(

@@ -201,17 +201,19 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 def markdown(result: dict) -> str:
     lines = [
-        f"Measured {result['date']} on {result['machine']} (`make loadtest`; {result['seconds']:g} s "
-        f"per phase, server defaults: `--max-concurrent 2`, `--timeout 60`, MiniLM, short texts, "
-        f"every text new; 1-minute load average {result['load_average']['before']:.1f} before, "
-        f"{result['load_average']['after']:.1f} after):",
+        f"Measured {result['date']} on {result['machine']} (`make loadtest`; "
+        f"{result['seconds']:g} s per phase, server defaults: `--max-concurrent 2`, `--timeout "
+        "60`, MiniLM, short texts, every text new; 1-minute load average "
+        f"{result['load_average']['before']:.1f} before, {result['load_average']['after']:.1f} "
+        "after):",
         "",
         "| clients | analyses/s | p50 | p95 | max | 503 busy | other errors | worst health check |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for p in result["phases"]:
-        lines.append(f"| {p['clients']} | {p['analyses_per_s']:.2f} | {p['p50_s']:.2f} s | {p['p95_s']:.2f} s | "
-                     f"{p['max_s']:.2f} s | {p['busy_503']} | {p['failures']} | {p['health_worst_s']:.3f} s |")
+        lines.append(f"| {p['clients']} | {p['analyses_per_s']:.2f} | {p['p50_s']:.2f} s | "
+                     f"{p['p95_s']:.2f} s | {p['max_s']:.2f} s | {p['busy_503']} | {p['failures']} | "
+                     f"{p['health_worst_s']:.3f} s |")
     m = result["rss_mib"]
     lines += ["", f"Server resident memory: {m['start']:.0f} MiB after warm-up, peak {m['peak']:.0f} MiB, "
                   f"{m['end']:.0f} MiB at the end."]
@@ -252,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
 
     result = {
         "date": datetime.date.today().isoformat(),
-        "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}",
+        "machine": (
+            f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}"
+        ),
         "seconds": args.seconds,
         # other work on the machine competes for the same cores: the 1-minute load average
         "load_average": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
@@ -273,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"{p.clients} clients: health check failed: {f}")
         worst = max(p.health, default=0.0)
         if worst > args.health_limit:
-            problems.append(f"{p.clients} clients: a health check took {worst:.2f} s (limit {args.health_limit:g} s)")
+            problems.append(f"{p.clients} clients: a health check took {worst:.2f} s (limit "
+                            f"{args.health_limit:g} s)")
         if not p.latencies:
             problems.append(f"{p.clients} clients: no analysis succeeded")
     for line in problems:

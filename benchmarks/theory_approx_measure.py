@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""The measurements behind docs/theory.md §2 (Efficient attention): both packaged models on fortunes.
+"""The measurements behind docs/theory.md §2 (Efficient attention): both packaged models on
+fortunes.
 
     python benchmarks/theory_approx_measure.py [--texts 6] [--no-smollm2]
 
@@ -117,7 +118,8 @@ def report(runs: list[dict], source: str) -> str:
     for run in runs:
         fams = run["families"]
         out += [f"**{run['model']}** ({run['heads_per_text']} heads × {run['n_texts']} texts, "
-                f"{min(run['n_tokens'])}–{max(run['n_tokens'])} tokens; {np.median(run['seconds']):.1f} s per text)", "",
+                f"{min(run['n_tokens'])}–{max(run['n_tokens'])} tokens; "
+                f"{np.median(run['seconds']):.1f} s per text)", "",
                 "| budget | " + " | ".join(fams) + " |", "|---" * (len(fams) + 1) + "|"]
         for b in run["budgets"]:
             cells = [f"{run['table'][f'{b}/{f}']['median']:.3f} ({run['table'][f'{b}/{f}']['wins']})" for f in fams]
@@ -125,20 +127,24 @@ def report(runs: list[dict], source: str) -> str:
         out += ["", "median relative Frobenius error over heads × texts (heads won)", ""]
         out += ["| budget | " + " | ".join(fams) + " |", "|---" * (len(fams) + 1) + "|"]
         for b in run["budgets"]:
-            cells = [f"{run['table'][f'{b}/{f}']['js_median']:.3f} ({run['table'][f'{b}/{f}']['wins_js']})" for f in fams]
+            cells = [f"{run['table'][f'{b}/{f}']['js_median']:.3f} "
+                     f"({run['table'][f'{b}/{f}']['wins_js']})" for f in fams]
             out.append(f"| {b} | " + " | ".join(cells) + " |")
         out += ["", "median row JS distance (heads won by JS)", ""]
         for b, row in run["scatterbrain_pooled"].items():
             for o, s in row.items():
-                out.append(f"- budget {b}, top-k vs {o}: ρ = {s['spearman']:.2f} (p = {s['p_value']:.1g}), sparse wins "
-                           f"{s['sparse_wins_low']:.0%} of the low-entropy half, {o} {s['other_wins_high']:.0%} of the "
-                           f"high-entropy half; holds in {run['scatterbrain_texts_holding'][b][o]}/{run['n_texts']} texts")
-        out += ["", f"winner at budget {run['winner_by_label_at']} by head-types label: {run['winner_by_label']}",
+                out.append(f"- budget {b}, top-k vs {o}: ρ = {s['spearman']:.2f} (p = "
+                           f"{s['p_value']:.1g}), sparse wins {s['sparse_wins_low']:.0%} of the "
+                           f"low-entropy half, {o} {s['other_wins_high']:.0%} of the high-entropy half; "
+                           f"holds in {run['scatterbrain_texts_holding'][b][o]}/{run['n_texts']} texts")
+        out += ["", f"winner at budget {run['winner_by_label_at']} by head-types label: "
+                    f"{run['winner_by_label']}",
                 f"kernel: median std over draws {run['kernel_std_median']:.3f}; {run['qk']}"]
         g = run["gap_clusters"]
-        out += [f"H0 clusters at scale {g['scale']!r}: median {g['clusters_median']:.1f} clusters per head (quartiles "
-                f"{g['clusters_q25']:.0f}, {g['clusters_q75']:.0f}; median {g['fraction_median']:.2f} of the tokens), "
-                f"median ε {g['eps_median']:.3f}, median error {g['error_median']:.3f} (JS {g['js_median']:.3f})", ""]
+        out += [f"H0 clusters at scale {g['scale']!r}: median {g['clusters_median']:.1f} clusters per "
+                f"head (quartiles {g['clusters_q25']:.0f}, {g['clusters_q75']:.0f}; median "
+                f"{g['fraction_median']:.2f} of the tokens), median ε {g['eps_median']:.3f}, median "
+                f"error {g['error_median']:.3f} (JS {g['js_median']:.3f})", ""]
     return "\n".join(out)
 
 

@@ -4,7 +4,7 @@
     python benchmarks/theory_bench.py                        # every diagnostic on MiniLM
     python benchmarks/theory_bench.py depth --repeats 5      # one diagnostic
     python benchmarks/theory_bench.py --model smollm2        # the causal model, for information
-    python benchmarks/theory_bench.py --quick                # one repeat, a 32-token text (smoke run)
+    python benchmarks/theory_bench.py --quick                # one repeat, 32 tokens (a smoke run)
     python benchmarks/theory_bench.py --json out.json        # the rows as JSON too
 
 Each diagnostic is one function in :data:`DIAGNOSTICS`: ``fn(model, text)`` runs it once, end to
@@ -41,18 +41,19 @@ def bench_depth(model: Any, text: str) -> Any:
 
 def bench_context(model: Any, text: str) -> Any:
     """attntopo.theory.context on one text: one forward pass with attention, then for each condition
-    (positions on / off; causal models also rotary off with the mask kept) a pass with hooks, 3 passes
-    of permuted texts and every layer called alone on its permuted input; within-text margins and
-    intra-sentence similarity at every depth (one text: no cross-text measures)."""
+    (positions on / off; causal models also rotary off with the mask kept) a pass with hooks, 3
+    passes of permuted texts and every layer called alone on its permuted input; within-text margins
+    and intra-sentence similarity at every depth (one text: no cross-text measures)."""
     from attntopo.theory import context
 
     return context(text, model, progress=False)
 
 
 def bench_approx(model: Any, text: str) -> Any:
-    """attntopo.theory.approximability on one text: one forward pass capturing attention, queries and
-    keys, then every head against the six families at the default budgets 4, 8, 16, 32 (band + sparse
-    search, top-k, SVD, FAVOR+ with 4 draws, k-means and H0 clusters, plus H0 clusters at the gap scale)."""
+    """attntopo.theory.approximability on one text: one forward pass capturing attention, queries
+    and keys, then every head against the six families at the default budgets 4, 8, 16, 32 (band +
+    sparse search, top-k, SVD, FAVOR+ with 4 draws, k-means and H0 clusters, plus H0 clusters at the
+    gap scale)."""
     from attntopo.theory import approximability
 
     return approximability(text, model=model, progress=False)
@@ -95,8 +96,9 @@ def run(names: list[str], model_name: str, n_tokens: int, repeats: int) -> list[
 def table(rows: list[dict]) -> str:
     out = ["| diagnostic | model | tokens | median s | min s | target s | within |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {r['diagnostic']} | {r['model']} ({r['layers_x_heads']}) | {r['tokens']} | {r['median_s']:.2f} "
-                   f"| {r['min_s']:.2f} | {r['target_s']:.0f} | {'yes' if r['within_target'] else 'no'} |")
+        out.append(f"| {r['diagnostic']} | {r['model']} ({r['layers_x_heads']}) | {r['tokens']} | "
+                   f"{r['median_s']:.2f} | {r['min_s']:.2f} | {r['target_s']:.0f} | "
+                   f"{'yes' if r['within_target'] else 'no'} |")
     return "\n".join(out)
 
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env python
-"""The measurements behind docs/theory.md §3 (Contextual mappings and equivariance), both packaged models.
+"""The measurements behind docs/theory.md §3 (Contextual mappings and equivariance), both packaged
+models.
 
     python benchmarks/theory_context_measure.py [--texts 12] [--no-smollm2]
 
-1. :func:`attntopo.theory.context` on fortunes (science, people, politics; 15 to 50 words; drawn with
-   seed 0, the texts of §1): equivariance on the first 4 texts (3 permutations each), margins and
-   Ethayarajh's measures on all;
+1. :func:`attntopo.theory.context` on fortunes (science, people, politics; 15 to 50 words; drawn
+   with seed 0, the texts of §1): equivariance on the first 4 texts (3 permutations each), margins
+   and Ethayarajh's measures on all;
 2. the same-word study on attntopo's own sentences for "bank", "light" and "play" (8 contexts each;
    no equivariance);
 3. whether the H0 two-cluster split of "bank"'s representations separates its two senses;
@@ -137,21 +138,24 @@ def markdown(name: str, res: dict) -> str:
     off = conds.index("no_positions")
     out += ["", f"max over texts, permutations and depths without positions: layer alone "
                 f"{r.layer_error[off].max():.2e}, encoder {r.encoder_error[off].max():.2e}"]
-    out += ["", "| word | depth | attention JS over offsets | JS over token types | entropy spread | hidden 1 − cos |",
+    out += ["", "| word | depth | attention JS over offsets | JS over token types | entropy spread | "
+                "hidden 1 − cos |",
             "|---|---|---|---|---|---|"]
     for w, wr in res["words"].items():
         wc = wr.summary()
         for d in (1, wc.n_rows // 2, wc.n_rows - 1):
-            out.append(f"| {w} | {d} | {fmt(wc['word_js_relative'][d])} | {fmt(wc['word_js_vocabulary'][d])} | "
-                       f"{fmt(wc['word_entropy_spread'][d])} | {fmt(wc['word_hidden_cosine'][d])} |")
+            out.append(f"| {w} | {d} | {fmt(wc['word_js_relative'][d])} | "
+                       f"{fmt(wc['word_js_vocabulary'][d])} | {fmt(wc['word_entropy_spread'][d])} | "
+                       f"{fmt(wc['word_hidden_cosine'][d])} |")
     sen = res["senses"]
-    out += ["", "\"bank\": adjusted Rand index of the H0 two-cluster split against the two senses, hidden states "
-            "per depth: " + ", ".join(f"{v:.2f}" for v in sen["hidden"]),
+    out += ["", "\"bank\": adjusted Rand index of the H0 two-cluster split against the two senses, hidden "
+                "states per depth: " + ", ".join(f"{v:.2f}" for v in sen["hidden"]),
             "attention rows over token types (mean JS over heads) per layer: "
             + ", ".join(f"{v:.2f}" for v in sen["attention"])]
     if res["first_share"] is not None:
         share = res["first_share"]
-        out += ["", "share of the encoder's squared equivariance error (positions on) in the first position: "
+        out += ["", "share of the encoder's squared equivariance error (positions on) in the first "
+                    "position: "
                 + ", ".join(f"depth {d}: {share[d]:.2f}" for d in pick(len(share)))]
     return "\n".join(out)
 

@@ -32,7 +32,8 @@ def fortune_texts(n: int) -> tuple[list[str], str]:
 
 
 def dominance(model, texts: list[str]) -> dict:
-    """Per depth, mean over texts: largest token norm / median token norm, and res(X) without that token."""
+    """Per depth, mean over texts: largest token norm / median token norm, and res(X) without that
+    token."""
     from attntopo.models._hidden import forward_capture
     from attntopo.theory._depth import residual
 
@@ -78,8 +79,8 @@ def report(runs: list[dict], source: str) -> str:
         picks = sorted({0, 1, round(L / 4), round(L / 2), round(3 * L / 4), L - 1, L})
         out += [f"**{run['model']}** ({L} layers × {run['n_heads']} heads; {min(run['n_tokens'])}–"
                 f"{max(run['n_tokens'])} tokens per text; {run['seconds']:.1f} s for all texts)", "",
-                "| depth | res(X) | res(X) w/o top token | top/median norm | res(ΠĀ) | JS mean | JS diam | H0 total "
-                "| entropy (bits) | ID pooled | ID per text | kNN overlap | FR move |",
+                "| depth | res(X) | res(X) w/o top token | top/median norm | res(ΠĀ) | JS mean | JS "
+                "diam | H0 total | entropy (bits) | ID pooled | ID per text | kNN overlap | FR move |",
                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for i in picks:
             r = run["rows"][i]
@@ -92,13 +93,13 @@ def report(runs: list[dict], source: str) -> str:
         res = [r["res_hidden"] for r in rows]
         path = [r["res_path_mean"] for r in rows[1:]]
         below = next((i + 1 for i, p in enumerate(path) if p < 1e-3), None)
-        out += ["", f"- res(X): {res[0]:.3f} at the embeddings, {res[-1]:.3f} after the last layer, minimum "
-                    f"{min(res):.3f} (depth {int(np.argmin(res))}), maximum {max(res):.3f} "
+        out += ["", f"- res(X): {res[0]:.3f} at the embeddings, {res[-1]:.3f} after the last layer, "
+                    f"minimum {min(res):.3f} (depth {int(np.argmin(res))}), maximum {max(res):.3f} "
                     f"(depth {int(np.argmax(res))}).",
-                f"- res of the layer-mean attention product: {path[0]:.3f} after layer 0, {path[-1]:.1e} after the "
-                f"last; below 1e-3 from depth {below}." if below else
-                f"- res of the layer-mean attention product: {path[0]:.3f} after layer 0, {path[-1]:.1e} after the "
-                f"last; never below 1e-3.", ""]
+                f"- res of the layer-mean attention product: {path[0]:.3f} after layer 0, "
+                f"{path[-1]:.1e} after the last; below 1e-3 from depth {below}." if below else
+                f"- res of the layer-mean attention product: {path[0]:.3f} after layer 0, "
+                f"{path[-1]:.1e} after the last; never below 1e-3.", ""]
     return "\n".join(out)
 
 

@@ -132,8 +132,8 @@ def _sets_of(js: bool):
 def compute_features(budget_s: float | None, kinds=(False, True), follow: bool = False) -> int:
     """Compute the missing chunks until done or out of time, in the benchmark's order (a
     range's main sets, then its ``prompt.js`` pairs; ``kinds``: False the main sets, True
-    prompt.js); return how many chunks were computed.  ``follow``: when every cached pair is done, wait for the generation to
-    cache more (until the budget runs out)."""
+    prompt.js); return how many chunks were computed.  ``follow``: when every cached pair is done,
+    wait for the generation to cache more (until the budget runs out)."""
     from attntopo.features import features
 
     t0 = time.perf_counter()
@@ -406,14 +406,12 @@ _OUTCOME = {"none": "no value of the asked kind", "other": "another country's va
             "world": "the true value where the context gave another"}
 
 
-def report(res: dict) -> list[str]:
-    if "skipped" in res:
-        return ["## 4. Hallucination detection on a real generating model", "",
-                f"Not run: {res['skipped']}."]
-    a, b = res["all"], res["balanced"]
-    lengths = sorted(res["by_length"], key=int)
+def _overview(res: dict, lengths: list) -> list[str]:
+    """The section's opening: the benchmark, the labels, hallucinations by context size and
+    how the detectors are evaluated."""
+    a = res["all"]
     partial = res["n_generated"] < N_PAIRS or res["n_pairs"] < res["n_generated"]
-    lines = [
+    return [
         "## 4. Hallucination detection on a real generating model",
         "",
         f"The benchmark `attntopo.datasets.hallucination_qa` (docs/features.md): SmolLM2's "
@@ -426,7 +424,7 @@ def report(res: dict) -> list[str]:
            "and the features run chunk by chunk on this shared 2-core machine and resume "
            "where they stopped; the table below is what was there when it ran)"
            if partial else "")
-        + f"; labels of the generated pairs: "
+        + "; labels of the generated pairs: "
         + ", ".join(f"{v} {k}" for k, v in res["labels"].items())
         + " (ambiguous pairs, with the context's value and another, are left out of the "
           f"evaluation). What the {res['n_positive']} hallucinated answers evaluated hold "
@@ -464,6 +462,12 @@ def report(res: dict) -> list[str]:
         "as TOHA reads it). Chance: ROC-AUC 0.5, PR-AUC the share of hallucinations "
         f"({res['n_positive'] / res['n_pairs']:.2f}).",
         "",
+    ]
+
+
+def _detector_table(a: dict, b: dict) -> list[str]:
+    """The main table (one row per detector, all pairs and balanced) and its legend."""
+    lines = [
         "| detector | ROC-AUC | PR-AUC | gain over length | within-length ROC-AUC | "
         "balanced ROC-AUC | balanced PR-AUC |",
         "|---|---|---|---|---|---|---|",
@@ -487,7 +491,12 @@ def report(res: dict) -> list[str]:
         "regression fitted on a signal-free length lands below 0.5 under cross-validation, "
         "and a gain over that would flatter every detector).",
     ]
-    lines += [
+    return lines
+
+
+def _stratum_tables(a: dict, lengths: list) -> list[str]:
+    """ROC-AUC within each context size and within counterfactual contexts or not."""
+    lines = [
         "",
         "Within one context size (same out-of-fold scores, pairs compared within a size and a "
         "fold; ROC-AUC, 95 % interval; a size whose pairs are nearly all of one label has "
@@ -511,6 +520,12 @@ def report(res: dict) -> list[str]:
         label = "*prompt length (covariate)*" if name == "covariates" else name
         lines.append(f"| {label} | {_ci(_get(a, name, 'counterfactual', 'False'))} | "
                      f"{_ci(_get(a, name, 'counterfactual', 'True'))} |")
+    return lines
+
+
+def _prompt_js_section(res: dict) -> list[str]:
+    """``prompt.js`` beside TOHA on the pairs where it was computed."""
+    lines: list[str] = []
     if "prompt_js" in res:
         j = res["prompt_js"]
         lines += [
@@ -528,8 +543,12 @@ def report(res: dict) -> list[str]:
     elif "n_js" in res:
         lines += ["", f"`prompt.js`: computed on {res['n_js']} pairs so far, too few to "
                   "evaluate (30 needed, with 5 of each label)."]
-    t = res["times"]
-    lines += [
+    return lines
+
+
+def _times_table(t: dict) -> list[str]:
+    """Seconds per pair of each stage and feature set, by context size."""
+    lines = [
         "",
         "Time per pair on this machine (seconds, the least of "
         f"{t.get('repeats', 1)} runs; one pair of each size, each set alone, "
@@ -549,6 +568,22 @@ def report(res: dict) -> list[str]:
     lines += [
         "| log-probability, entropy, length, entities | " + " | ".join("0" for _ in t["forward"])
         + " (kept from the generation) |",
+    ]
+    return lines
+
+
+def report(res: dict) -> list[str]:
+    if "skipped" in res:
+        return ["## 4. Hallucination detection on a real generating model", "",
+                f"Not run: {res['skipped']}."]
+    a, b = res["all"], res["balanced"]
+    lengths = sorted(res["by_length"], key=int)
+    return [
+        *_overview(res, lengths),
+        *_detector_table(a, b),
+        *_stratum_tables(a, lengths),
+        *_prompt_js_section(res),
+        *_times_table(res["times"]),
         "",
         f"Computing the main sets together for all {res['n_pairs']} pairs took "
         f"{res['feature_seconds_per_pair']:.1f} s a pair on average (one forward pass for all "
@@ -557,7 +592,6 @@ def report(res: dict) -> list[str]:
         "",
         *notes(res),
     ]
-    return lines
 
 
 def _verdict(a: dict, b: dict) -> str:

@@ -106,7 +106,8 @@ class ForwardTolerance:
     distance_atol: float
     #: two passes: bottleneck distance between their diagrams (and births/deaths, MST edges, scales)
     diagram_atol: float
-    #: two passes: a bottleneck distance between two diagrams, computed on each side (triangle inequality)
+    #: two passes: a bottleneck distance between two diagrams,
+    #: computed on each side (triangle inequality)
     bottleneck_atol: float
 
 

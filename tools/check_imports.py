@@ -80,7 +80,8 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 def import_records(path: Path, modules: set[str]) -> list[tuple[str, str, int]]:
     """(what is imported, the module of the package it resolves to, line) for every runtime
-    import in ``path``: ``from ..io import _lock`` gives ``("attntopo.io._lock", "attntopo.io", n)``."""
+    import in ``path``: ``from ..io import _lock`` gives
+    ``("attntopo.io._lock", "attntopo.io", n)``."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     lines = path.read_text(encoding="utf-8").splitlines()

@@ -57,14 +57,15 @@ def _num(x: Any, digits: int = 3) -> str:
 
 
 def check_result(obj: Any, kind: str) -> None:
-    """Refuse with one line anything but an attntopo Analysis (``kind="analysis"``) or Comparison."""
+    """Refuse with one line anything but an attntopo Analysis
+    (``kind="analysis"``) or Comparison."""
     from .analyses import Analysis, Comparison
 
     cls = {"analysis": Analysis, "comparison": Comparison}[kind]
     if not isinstance(obj, cls):
         raise InvalidInputError(
-            f"expected an attntopo {cls.__name__} (from attntopo.{'analyze' if kind == 'analysis' else 'compare'}), "
-            f"got {type(obj).__name__}"
+            f"expected an attntopo {cls.__name__} (from "
+            f"attntopo.{'analyze' if kind == 'analysis' else 'compare'}), got {type(obj).__name__}"
         )
 
 
@@ -87,17 +88,20 @@ def _grid_table(values: np.ndarray, layers: Sequence[int], heads: Sequence[int],
             outline = "outline:2px solid #c0392b;outline-offset:-2px;" if mark and (layer, head) in mark else ""
             txt = _num(x, 2) if show else ""
             cells.append(
-                f'<td title="layer {layer}, head {head}: {_num(x, 4)}" style="background:{_viridis(t)};'
-                f'color:{fg};{outline}padding:1px 4px;min-width:26px;text-align:center;font-size:10.5px">'
+                f'<td title="layer {layer}, head {head}: {_num(x, 4)}" '
+                f'style="background:{_viridis(t)};color:{fg};{outline}padding:1px '
+                '4px;min-width:26px;text-align:center;font-size:10.5px">'
                 f"{txt}</td>"
             )
-        rows.append(f'<tr><th style="padding:1px 6px;font-weight:500;font-size:11px;color:#555;text-align:right">{layer}</th>'
+        rows.append('<tr><th style="padding:1px '
+                    f'6px;font-weight:500;font-size:11px;color:#555;text-align:right">{layer}</th>'
                     + "".join(cells) + "</tr>")
     return (
-        f'<div style="margin:4px 0"><div style="font-size:12px;color:#555">{escape(label)} per head '
+        f'<div style="margin:4px 0"><div style="font-size:12px;color:#555">{escape(label)} per '
+        'head '
         f"(rows: layers, columns: heads; {_num(lo)} … {_num(hi)})</div>"
-        f'<table style="border-collapse:separate;border-spacing:1px;font-variant-numeric:tabular-nums">'
-        f'<tr><th></th>{head_cells}</tr>{"".join(rows)}</table></div>'
+        '<table style="border-collapse:separate;border-spacing:1px;font-variant-numeric:'
+        f'tabular-nums"><tr><th></th>{head_cells}</tr>{"".join(rows)}</table></div>'
     )
 
 
@@ -143,7 +147,8 @@ def analysis_html(analysis, *, top: int = 10, stat: str | None = None) -> str:
     Returns
     -------
     str
-        An HTML fragment (for notebooks' ``_repr_html_`` and for :func:`attntopo.report.report_html`).
+        An HTML fragment
+        (for notebooks' ``_repr_html_`` and for :func:`attntopo.report.report_html`).
     """
     check_result(analysis, "analysis")
     a = analysis.attention
@@ -162,10 +167,12 @@ def analysis_html(analysis, *, top: int = 10, stat: str | None = None) -> str:
     head = (
         f'<div style="font-weight:600">attntopo Analysis · {escape(str(a.model))} '
         f'<span style="font-weight:400;color:#555">({size}{kind})</span></div>'
-        f'<div style="font-size:12px;color:#555">{a.n_tokens} tokens · {L * H} heads analysed · metric '
-        f"{escape(analysis.metric)}{f' (paper: {escape(str(analysis.paper_compat))})' if analysis.paper_compat else ''} · maxdim "
-        f"{analysis.maxdim} · threshold {thr} · engine {escape(str(analysis.engine))}"
-        f"{' · truncated' if a.truncated else ''}</div>"
+        f'<div style="font-size:12px;color:#555">{a.n_tokens} tokens · {L * H} heads analysed · '
+        'metric '
+        f"{escape(analysis.metric)}"
+        f"{f' (paper: {escape(str(analysis.paper_compat))})' if analysis.paper_compat else ''} · "
+        f"maxdim {analysis.maxdim} · threshold {thr} · engine "
+        f"{escape(str(analysis.engine))}{' · truncated' if a.truncated else ''}</div>"
     )
     grid = ""
     if L * H > 1:
@@ -195,7 +202,8 @@ def analysis_html(analysis, *, top: int = 10, stat: str | None = None) -> str:
                f"{escape(stat.replace('_', ' '))} (persistence in distance units, entropy in bits)</div>")
     return (
         '<div class="attntopo-analysis" style="font-family:system-ui,sans-serif;color:#1f2328">'
-        f"{head}{_tokens_line(a)}{grid}{caption}<table style=\"{_TABLE_CSS}\"><tr>{th}</tr>{body}</table></div>"
+        f"{head}{_tokens_line(a)}{grid}{caption}<table "
+        f"style=\"{_TABLE_CSS}\"><tr>{th}</tr>{body}</table></div>"
     )
 
 
@@ -217,11 +225,13 @@ def comparison_html(comparison, *, top: int = 10, dim: int | None = None) -> str
              if c.given_scale is None else _num(c.given_scale))
     head = (
         f'<div style="font-weight:600">attntopo Comparison · {escape(str(A.model))}</div>'
-        f'<div style="font-size:12px;color:#555">{A.n_tokens} / {B.n_tokens} tokens · {L * H} heads · '
+        f'<div style="font-size:12px;color:#555">{A.n_tokens} / {B.n_tokens} tokens · {L * H} '
+        'heads · '
         f"metric {escape(c.metric)} · maxdim {c.maxdim} · scale ε {scale}</div>"
-        f'<div style="font-size:12px;margin-top:4px"><b>A</b></div>{_tokens_line(A, set(c.index_a.tolist()))}'
-        f'<div style="font-size:12px"><b>B</b></div>{_tokens_line(B, set(c.index_b.tolist()))}'
-        f'<div style="font-size:12px;color:#333">shared tokens ({len(c.keys)}): {shared}</div>'
+        '<div style="font-size:12px;margin-top:4px"><b>A</b></'
+        f'div>{_tokens_line(A, set(c.index_a.tolist()))}<div '
+        f'style="font-size:12px"><b>B</b></div>{_tokens_line(B, set(c.index_b.tolist()))}<div '
+        f'style="font-size:12px;color:#333">shared tokens ({len(c.keys)}): {shared}</div>'
     )
     r = c.ranking("bottleneck", d)
     grid = ""
@@ -248,5 +258,6 @@ def comparison_html(comparison, *, top: int = 10, dim: int | None = None) -> str
                f"shared edges/triangles: among shared tokens, present in both texts at ε</div>")
     return (
         '<div class="attntopo-comparison" style="font-family:system-ui,sans-serif;color:#1f2328">'
-        f"{head}{grid}{caption}<table style=\"{_TABLE_CSS}\"><tr>{th}</tr>{''.join(body)}</table></div>"
+        f"{head}{grid}{caption}<table style=\"{_TABLE_CSS}\"><tr>{th}</tr>{''.join(body)}"
+        "</table></div>"
     )

@@ -470,7 +470,8 @@ def _dtype_unsupported(dtype: str, device: str) -> str:
                     torch.nn.functional.layer_norm(y, (4,))
                     float(y.sum())
             except (RuntimeError, TypeError, NotImplementedError) as e:
-                why = f"torch {torch.__version__} has no {dtype} kernels there ({str(e).splitlines()[0][:80]})"
+                why = (f"torch {torch.__version__} has no {dtype} kernels there "
+                       f"({str(e).splitlines()[0][:80]})")
         _DTYPE_PROBES[key] = why
     return _DTYPE_PROBES[key]
 

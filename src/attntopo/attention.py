@@ -32,7 +32,8 @@ SPACE_MARK = "·"
 NEWLINE_MARK = "↵"
 #: Shown for a tab.
 TAB_MARK = "⇥"
-#: A UTF-8 character is at most 4 bytes; a run of byte pieces is joined over at most this many tokens.
+#: A UTF-8 character is at most 4 bytes;
+#: a run of byte pieces is joined over at most this many tokens.
 _MAX_PIECES = 8
 
 
@@ -642,7 +643,8 @@ def _weights_array(weights) -> tuple[np.ndarray, str]:
         ) from None
     if arr.dtype.kind not in "biuf":
         raise InvalidInputError(
-            f"weights must be real numbers, got an array of {arr.dtype} from {type(weights).__name__}"
+            "weights must be real numbers, got an array "
+            f"of {arr.dtype} from {type(weights).__name__}"
         )
     return arr.astype(np.float64), "float16" if arr.dtype == np.float16 else "float32"
 
@@ -652,8 +654,8 @@ def _checked_rows(w: np.ndarray, dtype: str, renormalize: bool) -> np.ndarray:
     ``dtype`` (:func:`attntopo.models.row_sum_tolerance`), then divided by their sums."""
 
     def where(idx) -> str:
-        l, h, i = (int(x) for x in np.unravel_index(idx, w.shape[:3]))
-        return f"layer {l}, head {h}, row {i}"
+        li, h, i = (int(x) for x in np.unravel_index(idx, w.shape[:3]))
+        return f"layer {li}, head {h}, row {i}"
 
     if not np.isfinite(w).all():
         bad = np.flatnonzero(~np.isfinite(w).all(-1))[0]
@@ -668,7 +670,8 @@ def _checked_rows(w: np.ndarray, dtype: str, renormalize: bool) -> np.ndarray:
     if renormalize:
         if (s <= 0).any():
             raise InvalidInputError(
-                f"{where(np.flatnonzero(s.ravel() <= 0)[0])} sums to 0, so it cannot be renormalized"
+                f"{where(np.flatnonzero(s.ravel() <= 0)[0])} "
+                "sums to 0, so it cannot be renormalized"
             )
         return w / s[..., None]
     from .models.precision import row_sum_tolerance

@@ -139,7 +139,8 @@ def json_safe(obj: Any) -> Any:
 
 
 def json_float(value: Any) -> float:
-    """Inverse of :func:`json_safe` for one float field (``"inf"``, ``"-inf"``, ``"nan"`` or a number)."""
+    """Inverse of :func:`json_safe` for one float field
+    (``"inf"``, ``"-inf"``, ``"nan"`` or a number)."""
     return float(value)
 
 
@@ -154,7 +155,8 @@ _steps_taken = 0
 
 
 def _crash_due() -> bool:
-    """Count one filesystem step (test hook, see the module docstring); True at the step to die at."""
+    """Count one filesystem step (test hook, see the module docstring);
+    True at the step to die at."""
     global _steps_taken
     if not _CRASH_AT:
         return False
@@ -183,7 +185,8 @@ def _created(path: Path) -> Iterator[Any]:
 
 
 def _create(path: Path, write: Callable[[Any], Any]) -> None:
-    """Create the new file ``path`` holding what ``write(f)`` writes, fsynced; mode 0666 less the umask."""
+    """Create the new file ``path`` holding what ``write(f)`` writes,
+    fsynced; mode 0666 less the umask."""
     with _created(path) as f:
         write(f)
 
@@ -318,7 +321,8 @@ def atomic_file(path: str | os.PathLike) -> Iterator[Any]:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (fsynced temporary file in the same folder, then rename)."""
+    """Write ``data`` to ``path`` atomically
+    (fsynced temporary file in the same folder, then rename)."""
     with atomic_file(path) as f:
         f.write(data)
     return Path(path)
@@ -406,7 +410,8 @@ def _committed_arrays(folder: Path) -> str | None:
 
 
 def _sweep(folder: Path, keep: set[str]) -> None:
-    """Remove every entry of ``folder`` but the files ``keep`` (relative POSIX paths) and their folders."""
+    """Remove every entry of ``folder`` but the files ``keep``
+    (relative POSIX paths) and their folders."""
     keep_dirs = _ancestors(keep)
     for root, dirs, files in os.walk(folder, topdown=False):
         rel_root = Path(root).relative_to(folder)
@@ -526,7 +531,8 @@ def _save_in_place(target: Path, doc: dict, arrays: dict, extras: dict, compress
 
 
 def _save_new(target: Path, doc: dict, arrays: dict, extras: dict, compress: bool) -> bool:
-    """Build the result beside ``target`` and rename it into place; False if ``target`` appeared meanwhile."""
+    """Build the result beside ``target`` and rename it into place;
+    False if ``target`` appeared meanwhile."""
     parent = target.parent
     with new_folders_removed_on_error(parent):
         return _save_new_in(parent, target, doc, arrays, extras, compress)
@@ -628,7 +634,8 @@ def _read_meta(p: Path) -> bytes:
         raise ResultFormatError(f"{META_FILE} in {str(p)!r} cannot be read: {e.strerror or e}") from None
     if len(raw) > _MAX_META_BYTES:
         raise ResultFormatError(
-            f"{META_FILE} in {str(p)!r} is larger than {_MAX_META_BYTES / 2**20:g} MiB: not attntopo metadata"
+            f"{META_FILE} in {str(p)!r} is larger than "
+            f"{_MAX_META_BYTES / 2**20:g} MiB: not attntopo metadata"
         )
     return raw
 

@@ -107,9 +107,10 @@ def report_html(
         tag = head_tag(layer, head)
         eps = threshold_graph_eps(figs[f"{tag}_graph"])  # the graph opens at the suggested scale
         body = (
-            f'<p class="note">Suggested scale for this head: ε = {eps:.3g} (the threshold graph opens '
-            f"there). Its slider sets ε: edges join tokens at distance ≤ ε, filled triangles have all "
-            f"three sides ≤ ε; the page computes them from the distance matrix.</p>"
+            f'<p class="note">Suggested scale for this head: ε = {eps:.3g} (the threshold graph '
+            'opens '
+            "there). Its slider sets ε: edges join tokens at distance ≤ ε, filled triangles have "
+            "all three sides ≤ ε; the page computes them from the distance matrix.</p>"
             f'<div class="row"><div>{plotly_div(figs[f"{tag}_diagram"])}</div>'
             f'<div>{plotly_div(figs[f"{tag}_distances"])}</div></div>'
             f'{plotly_div(figs[f"{tag}_graph"])}'
@@ -122,13 +123,15 @@ def report_html(
         section("comparison", "Comparison", comparison_html(c))
         if "heads" in cfigs:
             section("comparison-heads", "Comparison per head", plotly_div(cfigs["heads"]) +
-                    '<p class="note">Use the menu to show another distance or a shared-simplex count.</p>')
+                    '<p class="note">Use the menu to show another '
+                    'distance or a shared-simplex count.</p>')
         for layer, head in cb.heads:
             tag = head_tag(layer, head)
             body = (
-                '<p class="note">The slider under the two threshold graphs sets ε; the page computes '
-                "both texts' edges and triangles (green: present in both texts) from their distance "
-                "matrices.</p>" + plotly_div(cfigs[f"{tag}_graphs"]) + plotly_div(cfigs[f"{tag}_diagrams"])
+                '<p class="note">The slider under the two threshold graphs sets ε; the page '
+                'computes '
+                "both texts' edges and triangles (green: present in both texts) from their "
+                "distance matrices.</p>" + plotly_div(cfigs[f"{tag}_graphs"]) + plotly_div(cfigs[f"{tag}_diagrams"])
             )
             section(f"cmp-L{layer}H{head}", f"Comparison · layer {layer}, head {head}", body)
 
@@ -142,19 +145,21 @@ def report_html(
     meta = (f"attntopo {escape(__version__)} · model {escape(str(model.get('name', a.model)))} · "
             f"metric {escape(analysis.metric)} · maxdim {analysis.maxdim} · created {created}")
     css = (
-        "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5em auto;max-width:1280px;"
-        "padding:0 1em;color:#1f2328}h1{font-size:1.35em;margin:.2em 0}h2{font-size:1.1em;margin:1.6em 0 .3em;"
-        "border-bottom:1px solid #d5dbe1;padding-bottom:.2em}.note,.meta{color:#59636e;font-size:13px}"
-        ".row{display:flex;flex-wrap:wrap;gap:10px}nav{font-size:13px;margin:.4em 0 1em}a{color:#0072b2}"
+        "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5em "
+        "auto;max-width:1280px;padding:0 1em;color:#1f2328}h1{font-size:1.35em;margin:.2em "
+        "0}h2{font-size:1.1em;margin:1.6em 0 .3em;border-bottom:1px solid "
+        "#d5dbe1;padding-bottom:.2em}.note,.meta{color:#59636e;font-size:13px}.row{display:flex;"
+        "flex-wrap:wrap;gap:10px}nav{font-size:13px;margin:.4em 0 1em}a{color:#0072b2}"
     )
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{escape(title)}</title>"
-        f"<style>{css}</style>"
+        "<meta name=\"viewport\" content=\"width=device-width, "
+        f"initial-scale=1\"><title>{escape(title)}</title><style>{css}</style>"
         f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>'
         f"<h1>{escape(title)}</h1><div class=\"meta\">{meta}</div>{texts}<nav>{links}</nav>"
         + "".join(sections)
-        + '<p class="note">Self-contained: every script is inlined; this file makes no network request.</p>'
+        + '<p class="note">Self-contained: every script is '
+          'inlined; this file makes no network request.</p>'
         + "</body></html>\n"
     )
 

@@ -94,7 +94,8 @@ def _progress(verbose: Any) -> bool:
 
 
 class AttentionFeatures(TransformerMixin, BaseEstimator):
-    """Texts → topological features of a transformer's attention (stateless unless ``drop_constant``).
+    """Texts → topological features of a transformer's
+    attention (stateless unless ``drop_constant``).
 
     ``X`` is a list of texts, or of (prompt, answer) pairs (the ``prompt`` and ``lookback``
     sets need them), or a table of two columns, prompt and answer (an ``(n, 2)`` array, a
@@ -191,8 +192,9 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
     def _check_model(self) -> str:
         if not isinstance(self.model, str) or not self.model:
             raise InvalidInputError(
-                f"model must be a model name (alias, hub id or folder), got {type(self.model).__name__}:"
-                " the estimator keeps names only, so that it clones and pickles without weights"
+                "model must be a model name (alias, hub id or folder), got "
+                f"{type(self.model).__name__}: the estimator keeps names only, so that it clones "
+                "and pickles without weights"
             )
         return self.model
 
@@ -430,7 +432,8 @@ class HeadAblation:
 
     def __str__(self) -> str:
         def line(name: str, heads: list, changed: float, shift: float | None, acc: float | None) -> str:
-            text = f"{name} {', '.join(f'L{a}H{b}' for a, b in heads)}: {changed:.0%} of predictions change"
+            text = (f"{name} {', '.join(f'L{a}H{b}' for a, b in heads)}: "
+                    f"{changed:.0%} of predictions change")
             if shift is not None:
                 text += f", probabilities move {shift:.3f} (total variation)"
             if acc is not None:

@@ -79,8 +79,9 @@ def split_words(text: str) -> list[tuple[int, int, str]]:
     punctuation character.  Word indices in :func:`compare`'s ``alignment`` refer to
     this list.
 
-    >>> split_words("l'information, c'est")
-    [(0, 1, 'l'), (1, 2, "'"), (2, 13, 'information'), (13, 14, ','), (15, 16, 'c'), (16, 17, "'"), (17, 20, 'est')]
+    >>> split_words("l'information, c'est")  # doctest: +NORMALIZE_WHITESPACE
+    [(0, 1, 'l'), (1, 2, "'"), (2, 13, 'information'), (13, 14, ','), (15, 16, 'c'),
+     (16, 17, "'"), (17, 20, 'est')]
     """
     return [(m.start(), m.end(), m.group()) for m in _WORD_RE.finditer(text)]
 

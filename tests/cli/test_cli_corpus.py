@@ -38,7 +38,8 @@ def _one_error(code, out, err, *fragments):
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
-    """A store of three texts (one empty line skipped), made once; returns (folder, stdout, stderr)."""
+    """A store of three texts (one empty line skipped),
+    made once; returns (folder, stdout, stderr)."""
     d = tmp_path_factory.mktemp("corpus_cli")
     (d / "t.txt").write_text("The cat sat on the mat.\n\nDogs bark at night.\nA third text about people.\n")
     old_out, old_err = sys.stdout, sys.stderr

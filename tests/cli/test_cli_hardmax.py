@@ -92,7 +92,8 @@ def test_cli_bad_matrix_is_one_line(tmp_path, A, fragments):
 # ------------------------------------------------------------ the classifier
 
 needs_fortunes = pytest.mark.skipif(not Path(FORTUNES_DIR).is_dir(), reason=(
-    f"Debian's fortunes are not installed at {FORTUNES_DIR}: run 'make fortunes' (sudo apt-get install fortunes)"))
+    f"Debian's fortunes are not installed at {FORTUNES_DIR}: "
+    "run 'make fortunes' (sudo apt-get install fortunes)"))
 
 
 @needs_fortunes
@@ -148,8 +149,9 @@ def test_cli_explain_refuses_other_results(tmp_path):
 
 
 def test_cli_explain_prints_the_probability_of_the_predicted_class(tmp_path):
-    """``hardmax explain`` in a terminal: ``LABEL (P(LABEL) = p)`` with p >= 0.5 for either predicted
-    class (it printed P(classes[1]) = 0.012 beside a prediction of classes[0]); --json gives both."""
+    """``hardmax explain`` in a terminal: ``LABEL (P(LABEL) = p)`` with p >= 0.5 for either
+    predicted class (it printed P(classes[1]) = 0.012 beside a prediction of classes[0]); --json
+    gives both."""
     rng = np.random.default_rng(0)
     cues = {"neg": ["awful", "boring", "dreadful"], "pos": ["great", "lovely", "superb"]}
     filler = ["the", "a", "film", "was", "and", "it", "plot", "scene", "really"]

@@ -1,7 +1,8 @@
 """Every command that computes a result or lists rows (``words``, ``models``, ``query``) prints the
-same ``--json`` frame: the shared top-level keys of :func:`attntopo.cli._common.finish_result` — ``attntopo`` (the version), ``timing`` (seconds per
-stage and ``total_s``), ``out`` (the saved folder or null) and ``figures`` (the figure files written)
-— whatever else the result holds.  Real MiniLM runs on short texts, one subprocess per command."""
+same ``--json`` frame: the shared top-level keys of :func:`attntopo.cli._common.finish_result` —
+``attntopo`` (the version), ``timing`` (seconds per stage and ``total_s``), ``out`` (the saved
+folder or null) and ``figures`` (the figure files written) — whatever else the result holds.  Real
+MiniLM runs on short texts, one subprocess per command."""
 
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ def test_every_result_command_prints_the_shared_json_keys(name):
 
 @pytest.mark.model
 def test_query_prints_the_shared_json_keys(tmp_path):
-    """``query --json`` printed a bare list of rows; now the shared document, the rows under ``rows``."""
+    """``query --json`` printed a bare list of rows;
+    now the shared document, the rows under ``rows``."""
     (tmp_path / "t.txt").write_text("The cat sat on the mat.\nDogs bark.\n")
     store = tmp_path / "store"
     c = run("corpus", str(tmp_path / "t.txt"), "--out", str(store), "--layer", "0", "--head", "0", "--json")

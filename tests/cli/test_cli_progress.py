@@ -68,8 +68,8 @@ def _counts(err: str) -> set[tuple[int, int]]:
     [
         # one text, layer 0: 1 forward pass (6 layers) + 12 heads' distances + 12 diagrams
         (["analyze", TEXT, "--layer", "0"], 6 + 2 * 12, "persistence"),
-        # two texts: 2 passes of 6 layers, 12 heads' distances and diagrams of both texts and of the shared
-        # words, diagram distances and connection scales per head
+        # two texts: 2 passes of 6 layers, 12 heads' distances and diagrams of both texts and of the
+        # shared words, diagram distances and connection scales per head
         (["compare", TEXT, "Classical information theory studies entropy", "--layer", "0"],
          2 * 6 + 12 * 8, "connection scales"),
         (["timeline", "The cat sat on the mat."], None, "vines"),

@@ -15,7 +15,6 @@ import copy
 import csv
 import io
 import json
-import math
 import os
 import sys
 from pathlib import Path
@@ -30,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cli import ROOT, run  # noqa: E402
 from _tables import parse_table, printed, width  # noqa: E402
 
-from attntopo.cli import _table  # noqa: E402
 from attntopo.cli._table import data_table, literal, render_table  # noqa: E402
 
 WIDTHS = (40, 80, 200, None)  # None: a pipe with no COLUMNS (rich's 80)
@@ -175,13 +173,15 @@ def _run_at(w: int | None, *args: str):
 
 QUERY = ('SELECT id, row, text_sha256, n_tokens, truncated, status, "L0H5.js.h0.total_persistence", '
          '\':x: [bold]b[/bold]\' AS "[red]label", '
-         '\'a sentence of several words that wraps when the terminal is narrow\' AS words FROM corpus ORDER BY row')
+         '\'a sentence of several words that wraps when the '
+         'terminal is narrow\' AS words FROM corpus ORDER BY row')
 
 
 @pytest.mark.model
 @pytest.mark.parametrize("w", WIDTHS)
 def test_query_table_is_the_csv(store, w):
-    """The issue's query: ids glued to row numbers, ':x:' shown as an emoji, at 80 columns and in a pipe."""
+    """The issue's query: ids glued to row numbers,
+    ':x:' shown as an emoji, at 80 columns and in a pipe."""
     want = list(csv.reader(io.StringIO(run("query", str(store), QUERY, "--csv").stdout)))
     r = _run_at(w, "query", str(store), QUERY)
     assert r.returncode == 0, r.stderr
@@ -198,7 +198,8 @@ def test_query_table_is_the_csv(store, w):
 
 
 def _in_a_terminal(columns: int, *args: str) -> str:
-    """stdout of ``attntopo ARGS`` in a pseudo-terminal ``columns`` wide (no COLUMNS: rich asks the terminal)."""
+    """stdout of ``attntopo ARGS`` in a pseudo-terminal
+    ``columns`` wide (no COLUMNS: rich asks the terminal)."""
     import fcntl
     import pty
     import struct

@@ -1,4 +1,5 @@
-"""``attntopo timeline`` as a subprocess: table, JSON, saved result with figures, one-line errors."""
+"""``attntopo timeline`` as a subprocess: table, JSON,
+saved result with figures, one-line errors."""
 
 from __future__ import annotations
 

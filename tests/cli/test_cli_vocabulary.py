@@ -70,7 +70,8 @@ def test_debug_is_declared_once_by_the_app():
 # ------------------------------------------------------------------ --plot-format
 @pytest.mark.model
 def test_plot_format_implies_plots(tmp_path):
-    """``--plot-format svg`` without ``--plots`` was an error; it asks for figures, so it draws them."""
+    """``--plot-format svg`` without ``--plots`` was an error;
+    it asks for figures, so it draws them."""
     out = tmp_path / "res"
     r = run("analyze", "Quantum information theory", "--layer", "0", "--head", "0", "--plot-format", "svg",
             "--out", str(out), "--json")
@@ -181,7 +182,8 @@ def test_compare_maxdim_2_prints_every_number_whole(columns):
 # ---------------------------------------------------------------------- report
 @pytest.mark.model
 def test_report_prints_the_path_only(tmp_path):
-    """The help promises the path on stdout; a sentence came instead ("wrote report … (5.2 MB …)")."""
+    """The help promises the path on stdout;
+    a sentence came instead ("wrote report … (5.2 MB …)")."""
     out = tmp_path / "r.html"
     r = run("report", "The cat sat on the mat.", "-o", str(out), "--plot-heads", "0")
     assert r.returncode == 0, r.stderr
@@ -296,9 +298,9 @@ def test_align_out_of_range_lists_the_words():
     line lists the text's words with their indices now, before any model is loaded."""
     r = run("compare", "Information theory studies entropy", FRENCH, "--align", "0:5,1:12")
     line = assert_one_line_error(r)
-    assert line == ("error: --align 1:12: word 12 is out of range for TEXT_B, which has 10 words: 0 La · 1 théorie "
-                    "· 2 de · 3 l · 4 ' · 5 information · 6 étudie · 7 l · 8 ' · 9 entropie (attntopo words TEXT "
-                    "shows their tokens too)")
+    assert line == ("error: --align 1:12: word 12 is out of range for TEXT_B, which has 10 words: 0 La · 1 "
+                    "théorie · 2 de · 3 l · 4 ' · 5 information · 6 étudie · 7 l · 8 ' · 9 entropie (attntopo "
+                    "words TEXT shows their tokens too)")
     long_text = " ".join(f"w{i}" for i in range(50))
     line = assert_one_line_error(run("compare", long_text, "b", "--align", "50:0"))
     assert "word 50 is out of range for TEXT_A, which has 50 words: 0 w0 · 1 w1 · " in line

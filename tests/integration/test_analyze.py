@@ -54,7 +54,7 @@ def test_analysis_contents(result, minilm, sample_text):
 def test_summary_table(result):
     s = result.summary()
     assert len(s["layer"]) == 72
-    assert s["layer"].tolist() == [l for l in range(6) for _ in range(12)]
+    assert s["layer"].tolist() == [li for li in range(6) for _ in range(12)]
     n = result.attention.n_tokens
     assert np.all(s["n_bars_h0"] == n) and np.all(s["n_infinite_h0"] == 1)
     # recompute one row by hand

@@ -206,8 +206,8 @@ def test_tables_rankings_and_summary(fake_pair):
     sim = c.most_similar_heads(3, dim=0)
     dif = c.most_different_heads(3, dim=0)
     flat = sorted(((g[i, j], i, j) for i in range(2) for j in range(3)))
-    assert [(l, h) for l, h, _ in sim] == [(i, j) for _, i, j in flat[:3]]
-    assert [(l, h) for l, h, _ in dif][0] == (flat[-1][1], flat[-1][2])
+    assert [(li, h) for li, h, _ in sim] == [(i, j) for _, i, j in flat[:3]]
+    assert [(li, h) for li, h, _ in dif][0] == (flat[-1][1], flat[-1][2])
     top = c.most_similar_heads(1, by="shared_triangles")[0]
     assert top[2] == c.counts["shared_triangles"].max()
     s = c.summary()

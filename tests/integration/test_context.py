@@ -23,7 +23,8 @@ TEXTS = list(CONTEXT_SENTENCES["bank"][:3]) + ["The river bank was muddy and the
 def hidden_rtol(model) -> float:
     """Relative Frobenius tolerance between hidden states of two float32 passes (tests/README.md's
     error model): each pass carries the attention weights' relative error ρ (the logit error through
-    the softmax) and the inner products' L·√d·u < ρ; two passes differ by 2ρ/(1 − ρ) = weights_rtol."""
+    the softmax) and the inner products' L·√d·u < ρ; two passes differ by 2ρ/(1 − ρ) =
+    weights_rtol."""
     return for_model(model).weights_rtol
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import logging
 import os
 import random

@@ -134,8 +134,8 @@ def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, mini
     out = tmp_path / "store"
     code = (
         "from attntopo import corpus\n"
-        f"corpus.run({str(corpus_file)!r}, {str(out)!r}, backend='ray', ray_address={shared_ray!r}, "
-        f"progress=False, **{SETTINGS!r})\n"
+        f"corpus.run({str(corpus_file)!r}, {str(out)!r}, backend='ray', "
+        f"ray_address={shared_ray!r}, progress=False, **{SETTINGS!r})\n"
     )
     log = (tmp_path / "driver.log").open("w")
     p = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT,

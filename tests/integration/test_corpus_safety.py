@@ -257,7 +257,7 @@ def test_a_full_disk_is_one_line_and_a_rerun_continues(minilm, twelve, tmp_path,
     [Errno 28] No space left on device", exit 1); with space freed the same command finishes
     the store, equal to one made on a roomy disk."""
     from attntopo import corpus
-    from attntopo.corpus import MANIFEST, part_name
+    from attntopo.corpus import MANIFEST
 
     mnt, resize = small_fs
     ref_store = corpus.run(twelve, out=tmp_path / "ref", model=minilm, layers=[0, 1], batch_size=4,

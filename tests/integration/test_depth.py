@@ -1,5 +1,6 @@
 """attntopo.theory.depth on the real models: every number against a direct computation on the same
-forward pass, the storage round trip and bad input (the command line: tests/cli/test_cli_depth.py)."""
+forward pass, the storage round trip and bad input
+(the command line: tests/cli/test_cli_depth.py)."""
 
 from __future__ import annotations
 
@@ -148,7 +149,8 @@ def test_causal_model(smollm2):
 
 @pytest.mark.model
 def test_theory_bench_depth_section_runs(minilm):
-    """benchmarks/theory_bench.py: its depth diagnostic runs and reports one row (no timing assertion)."""
+    """benchmarks/theory_bench.py: its depth diagnostic
+    runs and reports one row (no timing assertion)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("attntopo_theory_bench", ROOT / "benchmarks" / "theory_bench.py")

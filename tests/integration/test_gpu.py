@@ -14,8 +14,8 @@ Skipped where torch sees no CUDA device (CI has none).  On a machine with one it
 * ``--device``/``--dtype``: the checks accept the GPUs there and refuse one more, a bfloat16 model
   on the GPU gives renormalized rows and runs the analyses, and the command line runs on the GPU.
 
-The model: ``"minilm"`` (the packaged one), or the folder named by ``ATTNTOPO_GPU_TEST_MODEL`` (for a
-GPU machine without the package installed, e.g. a float16 copy of its weights: both devices load
+The model: ``"minilm"`` (the packaged one), or the folder named by ``ATTNTOPO_GPU_TEST_MODEL`` (for
+a GPU machine without the package installed, e.g. a float16 copy of its weights: both devices load
 it with ``dtype="float32"``, so they run the same float32 weights).  A small causal Llama with
 random weights (rotary positions, grouped-query attention, tied embeddings) is built in a
 temporary folder for the causal paths; it needs no download.
@@ -88,7 +88,8 @@ def models():
 
 
 def _weights_close(a: np.ndarray, b: np.ndarray, tol) -> None:
-    """Two float32 passes: |a - b| <= weights_atol and |a - b| <= weights_rtol · max(a, b) + 4 TINY."""
+    """Two float32 passes: |a - b| <= weights_atol
+    and |a - b| <= weights_rtol · max(a, b) + 4 TINY."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     err = np.abs(a64 - b64)
     assert err.max() <= tol.weights_atol, (err.max(), tol.weights_atol)
@@ -268,7 +269,8 @@ def test_hidden_states_and_queries_on_the_gpu(models):
     tol = for_model(gpu)
     for x, y in zip(forward_capture(cpu, TEXTS, attention=True), forward_capture(gpu, TEXTS, attention=True)):
         assert x.encoding == y.encoding and y.hidden.dtype == np.float32
-        # relative Frobenius error of two float32 passes (the bound tests/integration/test_context.py uses)
+        # relative Frobenius error of two float32 passes
+        # (the bound tests/integration/test_context.py uses)
         for i in range(x.hidden.shape[0]):
             assert np.linalg.norm(x.hidden[i] - y.hidden[i]) <= tol.weights_rtol * np.linalg.norm(x.hidden[i])
         _weights_close(x.attention, y.attention, tol)

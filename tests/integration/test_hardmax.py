@@ -1,4 +1,5 @@
-"""attntopo.hardmax on MiniLM's tokens and on Debian's fortunes (the command line: tests/cli/test_cli_hardmax.py)."""
+"""attntopo.hardmax on MiniLM's tokens and on Debian's fortunes
+(the command line: tests/cli/test_cli_hardmax.py)."""
 
 from __future__ import annotations
 
@@ -89,7 +90,8 @@ def test_simulate_text_bad_input(minilm):
 from attntopo.datasets import FORTUNES_DIR  # noqa: E402
 
 needs_fortunes = pytest.mark.skipif(not Path(FORTUNES_DIR).is_dir(), reason=(
-    f"Debian's fortunes are not installed at {FORTUNES_DIR}: run 'make fortunes' (sudo apt-get install fortunes)"))
+    f"Debian's fortunes are not installed at {FORTUNES_DIR}: "
+    "run 'make fortunes' (sudo apt-get install fortunes)"))
 
 
 @needs_fortunes

@@ -1,4 +1,5 @@
-"""Token labels on the real packaged models: what the model saw, readable and unique (issue 15, item 3)."""
+"""Token labels on the real packaged models: what the model saw,
+readable and unique (issue 15, item 3)."""
 
 from __future__ import annotations
 

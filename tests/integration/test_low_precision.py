@@ -8,7 +8,6 @@ wrapped as a user's own model."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -185,15 +184,15 @@ def test_h0_totals_stay_within_the_derived_bound_of_the_float32_model(which):
         # tighter, through the minimum spanning trees (SciPy's, independent of the engines):
         # an H0 total is the weight of an MST, and MST(D') <= w'(T) for the MST T of D, so
         # |MST(D) - MST(D')| <= max over T, T' of sum_e |ΔD_e| <= sum_e (d_i + d_j)
-        for l in range(low.n_layers):
+        for li in range(low.n_layers):
             for h in range(low.n_heads):
-                trees = [_mst_edges(D[l, h]) for D in (D_ref, D_low)]
+                trees = [_mst_edges(D[li, h]) for D in (D_ref, D_low)]
                 for key, D, (i, j) in (("ref", D_ref, trees[0]), ("low", D_low, trees[1])):
                     # the free cross-check: H0 total = MST weight (engines in float32)
-                    assert abs(D[l, h][i, j].sum() - tot[key][l, h]) <= 4 * (n - 1) * U
-                tight = max(float((d_row[l, h][i] + d_row[l, h][j]).sum()) for i, j in trees) + 2 * (n - 1) * U
-                assert diff[l, h] <= tight <= bound[l, h] + 1e-12
-                worst = max(worst, diff[l, h] / tight)
+                    assert abs(D[li, h][i, j].sum() - tot[key][li, h]) <= 4 * (n - 1) * U
+                tight = max(float((d_row[li, h][i] + d_row[li, h][j]).sum()) for i, j in trees) + 2 * (n - 1) * U
+                assert diff[li, h] <= tight <= bound[li, h] + 1e-12
+                worst = max(worst, diff[li, h] / tight)
     assert worst > 0  # the two models differ: the test compares something
 
 
@@ -202,7 +201,7 @@ PAIRS = [(T1, T2), ("Where does the old ferry leave from in winter?",
 
 
 def _per_head(table, quantity: str, m) -> np.ndarray:
-    cols = [f"L{l}H{h}.prompt.{quantity}" for l in range(m.n_layers) for h in range(m.n_heads)]
+    cols = [f"L{li}H{h}.prompt.{quantity}" for li in range(m.n_layers) for h in range(m.n_heads)]
     values = [table.values[0, table.columns.index(c)] for c in cols]
     return np.array(values).reshape(m.n_layers, m.n_heads)
 
@@ -277,16 +276,16 @@ def test_tiny_llama_prompt_scores_and_h1_stay_within_the_derived_bound(dtype):
         dist_bound += 2 * JS_EVAL_ATOL
         a = {key: at.analyze(text, m, maxdim=1, progress=False)
              for key, m in (("low", low), ("ref", ref))}
-        for l in range(L):
+        for li in range(L):
             for h in range(H):
-                dD = np.abs(a["low"].distance_matrix(l, h).astype(np.float64)
-                            - a["ref"].distance_matrix(l, h).astype(np.float64)).max()
-                assert dD <= dist_bound[l, h] + 2 * U
+                dD = np.abs(a["low"].distance_matrix(li, h).astype(np.float64)
+                            - a["ref"].distance_matrix(li, h).astype(np.float64)).max()
+                assert dD <= dist_bound[li, h] + 2 * U
                 # stability, with the measured ‖ΔD‖∞ (tighter) and with the derived bound
                 b = diagram_atol(dD)
-                dg = {key: a[key].diagram(l, h) for key in a}
+                dg = {key: a[key].diagram(li, h) for key in a}
                 assert float(bottleneck(dg["low"], dg["ref"], dim=1)) <= b
-                assert b <= diagram_atol(dist_bound[l, h]) + 2 * U
+                assert b <= diagram_atol(dist_bound[li, h]) + 2 * U
                 for one, other in (("low", "ref"), ("ref", "low")):
                     assert (dg[one].lifetimes(1) > 2 * b).sum() <= dg[other].lifetimes(1).size
     assert moved > 0  # the two passes differ: the test compares something

@@ -78,7 +78,8 @@ def test_drop_special_renormalizes(minilm, sample_text):
     assert not dropped.special.any() and dropped.special_dropped
     np.testing.assert_allclose(dropped.weights.sum(-1), 1.0, atol=1e-5)
     sub = full.weights[:, :, keep][:, :, :, keep].astype(np.float64)
-    # the same single-text pass as `full`, renormalized in float64: only the rounding to float32 differs
+    # the same single-text pass as `full`, renormalized in float64:
+    # only the rounding to float32 differs
     np.testing.assert_allclose(dropped.weights, sub / sub.sum(-1, keepdims=True),
                                rtol=U, atol=TINY * U)
 

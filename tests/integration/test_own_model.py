@@ -1,5 +1,6 @@
 """Bring your own model or attention (issue 15, item 9): an already-loaded Hugging Face model
-through load_model(model, tokenizer=...), and weights from elsewhere through Attention.from_weights."""
+through load_model(model, tokenizer=...),
+and weights from elsewhere through Attention.from_weights."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ def test_head_space_notebook_on_minilm_is_the_notebooks_loops(minilm):
     np.testing.assert_allclose(hs.distances, flat, rtol=0, atol=1e-9)
     # the same heads in attntopo's own space, log base 2: × 1/sqrt(ln 2) within each layer
     own = at.head_distances(att)
-    within = sum(own[l * H:(l + 1) * H, l * H:(l + 1) * H] for l in range(L))
+    within = sum(own[li * H:(li + 1) * H, li * H:(li + 1) * H] for li in range(L))
     off = ~np.eye(H, dtype=bool)
     np.testing.assert_allclose(within[off], flat[off] / math.sqrt(math.log(2)), rtol=1e-9)
 

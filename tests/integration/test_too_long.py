@@ -25,7 +25,8 @@ def test_error_has_numbers_and_names_no_interface(minilm):
     assert (err.n_tokens, err.limit, err.model) == (602, 512, "minilm")
     assert isinstance(err, InvalidInputError) and isinstance(err, ValueError)
     msg = str(err)
-    assert msg == "text has 602 tokens but minilm takes at most 512: shorten it or truncate it to 512 tokens"
+    assert msg == ("text has 602 tokens but minilm takes at most "
+                   "512: shorten it or truncate it to 512 tokens")
     # each interface names its own switch: the Python argument, the CLI flag, the page's checkbox
     assert "truncate=True" not in msg and "--truncate" not in msg and "\n" not in msg
     back = pickle.loads(pickle.dumps(err))  # worker processes hand it back intact
@@ -37,7 +38,8 @@ def test_error_has_numbers_and_names_no_interface(minilm):
 
 @pytest.mark.parametrize("truncate", [False, True])
 def test_no_tokenizer_length_line(minilm, capfd, caplog, truncate):
-    # transformers prints its line only once per tokenizer: forget that it did, so this test can fail
+    # transformers prints its line only once per tokenizer:
+    # forget that it did, so this test can fail
     minilm.tokenizer.deprecation_warnings.pop(_ONCE_KEY, None)
     caplog.set_level(logging.DEBUG)
     capfd.readouterr()

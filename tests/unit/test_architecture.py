@@ -1,4 +1,5 @@
-"""The import graph of src/attntopo runs one way (tools/check_imports.py, see docs/architecture.md)."""
+"""The import graph of src/attntopo runs one way
+(tools/check_imports.py, see docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def test_import_graph_has_no_cycle_and_no_upward_import():
 
 
 def _synthetic_package(root: Path, files: dict[str, str]) -> Path:
-    """``root/attntopo`` holding ``files`` (path below the package -> source), every folder a package."""
+    """``root/attntopo`` holding ``files`` (path below the package -> source),
+    every folder a package."""
     pkg = root / "attntopo"
     for rel, source in {"__init__.py": "", **files}.items():
         path = pkg / rel

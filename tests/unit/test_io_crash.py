@@ -69,7 +69,8 @@ def _save(folder, payload):
 
 
 def _is(folder, payload) -> bool:
-    """Whether ``load_payload(folder)`` gives exactly ``payload`` (metadata, array names, dtypes, values)."""
+    """Whether ``load_payload(folder)`` gives exactly ``payload``
+    (metadata, array names, dtypes, values)."""
     meta, arrays = load_payload(folder)
     if meta != {**payload["meta"], "format_version": FORMAT_VERSION} or arrays.keys() != payload["arrays"].keys():
         return False
@@ -77,7 +78,8 @@ def _is(folder, payload) -> bool:
 
 
 def _crash_save(spec_dir, target, payload, k):
-    """Save ``payload`` to ``target`` in a child that dies at step ``k``; True if it ran to the end."""
+    """Save ``payload`` to ``target`` in a child that
+    dies at step ``k``; True if it ran to the end."""
     spec = spec_dir / "spec"
     np.savez(f"{spec}.npz", **payload["arrays"])
     with open(f"{spec}.json", "w") as f:

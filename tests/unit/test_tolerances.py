@@ -99,7 +99,8 @@ def test_the_constant_one_is_tight(n):
 @settings(max_examples=300, deadline=None)
 @given(pairs(), st.sampled_from([0.0, 1e-9, 1e-4, 1e-2]))
 def test_js_distance_under_a_relative_perturbation(pq, alpha):
-    """|p_i - q_i| <= eta·max(p_i, q_i) + alpha  =>  JS_2 <= eta²(1 + n alpha/2)/(2-eta) + 1.5 n alpha."""
+    """|p_i - q_i| <= eta·max(p_i, q_i) + alpha  =>
+    JS_2 <= eta²(1 + n alpha/2)/(2-eta) + 1.5 n alpha."""
     p, q = pq
     eta = _eta(p, q, alpha)
     bound = js_distance_bound(eta, len(p), alpha)
@@ -107,7 +108,8 @@ def test_js_distance_under_a_relative_perturbation(pq, alpha):
 
 
 def test_relative_bound_is_nearly_tight_for_small_perturbations():
-    """For q = p(1 ± eta) the distance is about eta/2 (the bound says eta/sqrt 2): not loose by orders."""
+    """For q = p(1 ± eta) the distance is about eta/2
+    (the bound says eta/sqrt 2): not loose by orders."""
     p = np.full(10, 0.1)
     eta = 1e-3
     q = p * (1 + eta * np.r_[np.ones(5), -np.ones(5)])
@@ -121,7 +123,8 @@ def test_distance_atol_bounds_the_change_of_a_distance(pq, seed, eta):
     """Weights perturbed within eta (relative) move d(p, q) by at most distance_atol(eta, n)."""
     p, q = pq
     rng = np.random.default_rng(seed)
-    # p' and q' with |p_i - p'_i| <= eta·max(p_i, p'_i): a factor in [1 - eta/2, 1 + eta/2], renormalized
+    # p' and q' with |p_i - p'_i| <= eta·max(p_i, p'_i):
+    # a factor in [1 - eta/2, 1 + eta/2], renormalized
     pp = p * (1 + eta / 2 * rng.uniform(-1, 1, p.shape))
     qq = q * (1 + eta / 2 * rng.uniform(-1, 1, q.shape))
     pp, qq = pp / pp.sum(), qq / qq.sum()

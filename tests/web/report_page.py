@@ -114,13 +114,15 @@ def two_text_state(page, scope: str) -> dict:
         """(scope) => { const gd = document.querySelector(scope + ' .plotly-graph-div');
              const m = gd.layout.meta.attntopo;
              const box = gd.parentNode.querySelector('.attntopo-eps');
-             const arr = (a) => Array.from(a || []).map((v) => (v === null || Number.isNaN(v)) ? null : v);
+             const arr = (a) => Array.from(a || [])
+                 .map((v) => (v === null || Number.isNaN(v)) ? null : v);
              return { step: box.dataset.step, eps: box.dataset.eps, title: gd.layout.title.text,
                       active: +box.querySelector('input[type=range]').value,
                       label: box.querySelector('.attntopo-eps-label').textContent,
                       note: gd.parentNode.querySelector('.attntopo-compare-note').textContent,
                       traces: m.traces.dynamic.map((t) => [arr(gd.data[t].x), arr(gd.data[t].y)]),
-                      nodes: m.traces.nodes.map((t) => [arr(gd.data[t].x), arr(gd.data[t].y)]) }; }""",
+                      nodes: m.traces.nodes.map((t) => [arr(gd.data[t].x), arr(gd.data[t].y)]),
+             }; }""",
         scope)
     out = {k: state[k] for k in ("step", "eps", "title", "active", "label", "note")}
     names = ("tris", "sh_tris", "edges", "sh_edges")

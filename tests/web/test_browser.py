@@ -241,7 +241,8 @@ def test_report_opens_offline(browser, tmp_path):
 def stale(p) -> bool:
     return p.evaluate("""() => {
         const r = document.getElementById('results');
-        return r.classList.contains('stale') && r.inert && !document.getElementById('stale-note').hidden;
+        return r.classList.contains('stale') && r.inert
+            && !document.getElementById('stale-note').hidden;
     }""")
 
 
@@ -311,7 +312,10 @@ LONG_TOKENS_B = "Classical information theory studies entropy and communication"
 
 _TICK_GEOMETRY = """(id) => {
     const div = document.getElementById(id);
-    const box = (el) => { const b = el.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+    const box = (el) => {
+        const b = el.getBoundingClientRect();
+        return [b.left, b.top, b.right, b.bottom];
+    };
     const texts = (sel) => [...div.querySelectorAll(sel)].map((e) => [e.textContent, box(e)]);
     return {
         svg: box(div.querySelector('.main-svg')),
@@ -336,9 +340,10 @@ def test_heatmap_tick_labels_are_not_clipped(page):
         assert "information" in labels and "communication" in labels, labels
         assert [t for t, _ in g["y"]] == labels
         for axis, ticks in (("x", g["x"]), ("y", g["y"])):
-            for text, (l, t, r, b) in ticks:
-                inside = sl - 0.5 <= l and r <= sr + 0.5 and st - 0.5 <= t and b <= sb + 0.5
-                assert inside, f"{heat}: {axis} label {text!r} at {(l, t, r, b)} is cut by the figure {g['svg']}"
+            for text, (left, t, r, b) in ticks:
+                inside = sl - 0.5 <= left and r <= sr + 0.5 and st - 0.5 <= t and b <= sb + 0.5
+                assert inside, (f"{heat}: {axis} label {text!r} at "
+                                f"{(left, t, r, b)} is cut by the figure {g['svg']}")
                 if axis == "x":
                     assert t >= pb - 0.5, f"{heat}: x label {text!r} overlaps the matrix"
                 else:
@@ -350,10 +355,12 @@ _LINES_OUTSIDE = """([id, areaSel]) => {
     const div = document.getElementById(id);
     const a = div.querySelector(areaSel).getBoundingClientRect();
     const out = [];
-    for (const el of div.querySelectorAll('.zerolinelayer path, .gridlayer path, .shapelayer path')) {
+    const drawn = '.zerolinelayer path, .gridlayer path, .shapelayer path';
+    for (const el of div.querySelectorAll(drawn)) {
         const b = el.getBoundingClientRect();
         if (b.width === 0 && b.height === 0) continue;
-        if (b.left < a.left - 1 || b.right > a.right + 1 || b.top < a.top - 1 || b.bottom > a.bottom + 1) {
+        if (b.left < a.left - 1 || b.right > a.right + 1
+            || b.top < a.top - 1 || b.bottom > a.bottom + 1) {
             out.push([el.getAttribute('class') || 'shape', [b.left, b.top, b.right, b.bottom]]);
         }
     }

@@ -116,7 +116,8 @@ def test_page_draws_the_old_frames_at_every_visited_step(pair, browser, tmp_path
             capped = any(len(want["tris"][s]) > MAX_DRAWN_TRIANGLES for s in (0, 1))
             if not capped:
                 assert state["tris"] == want["tris"] and state["note"] == "", k
-            else:  # too many to draw: an earlier step's triangles, said so; the title's counts exact
+            else:
+                # too many to draw: an earlier step's triangles, said so; the title's counts exact
                 assert "Too many to draw" in state["note"]
                 for s in (0, 1):
                     assert state["tris"][s] <= want["tris"][s]

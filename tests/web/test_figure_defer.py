@@ -90,6 +90,7 @@ def test_plotly_div_fragments_draw_through_the_scheduler(browser, tmp_path):
     page.goto(path.resolve().as_uri())
     page.wait_for_function("() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
                            ".every((d) => d._fullLayout)")
-    ys = page.evaluate("() => Array.from(document.querySelectorAll('.plotly-graph-div')).map((d) => d.data[0].y[0])")
+    ys = page.evaluate("() => Array.from(document.querySelectorAll('.plotly-graph-div')).map((d) "
+                       "=> d.data[0].y[0])")
     assert ys == [0, 1, 2, 3] and not errors
     page.close()

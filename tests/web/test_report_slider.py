@@ -66,7 +66,7 @@ def simplices_at_step(S: np.ndarray, k: int) -> tuple[set, set]:
     """Edges and triangles of the page's rule: a pair is an edge at step k iff its step <= k."""
     n = S.shape[0]
     E = {(i, j) for i in range(n) for j in range(i + 1, n) if S[i, j] <= k}
-    T = {(i, j, l) for (i, j) in E for l in range(j + 1, n) if (i, l) in E and (j, l) in E}
+    T = {(i, j, m) for (i, j) in E for m in range(j + 1, n) if (i, m) in E and (j, m) in E}
     return E, T
 
 
@@ -91,7 +91,8 @@ def test_step_codes_give_complex_at_at_every_step(n, seed, picks):
 
 
 def test_step_codes_of_an_asymmetric_matrix_follow_complex_at():
-    """complex_at uses the mean of D and D.T; so does the slider (within the validator's tolerance)."""
+    """complex_at uses the mean of D and D.T;
+    so does the slider (within the validator's tolerance)."""
     D = tie_matrix(7, 3)
     D[0, 1] = 0.5 * (1 + 1e-12)  # D[1, 0] stays what it was
     D[1, 0] = 0.5
@@ -163,7 +164,8 @@ def _drawn(page, k: int) -> tuple[int, int]:
     """Segments and outlines drawn in graph k (each ends in a gap)."""
     return tuple(page.evaluate(
         """(k) => { const gd = document.querySelectorAll('.plotly-graph-div')[k];
-                    const gaps = (a) => Array.from(a || []).filter((v) => v === null || Number.isNaN(v)).length;
+                    const gaps = (a) => Array.from(a || [])
+                        .filter((v) => v === null || Number.isNaN(v)).length;
                     return [gaps(gd.data[1].x), gaps(gd.data[0].x)]; }""", k))
 
 

@@ -144,7 +144,8 @@ class Analysis(Result):
 
     # ---------------------------------------------------------------- ranking
     def _stat_grid(self, stat: str) -> np.ndarray:
-        """ndarray of shape (n_layers, n_heads, maxdim + 1): one summary statistic per head and dimension."""
+        """ndarray of shape (n_layers, n_heads, maxdim + 1):
+        one summary statistic per head and dimension."""
         if stat not in SUMMARY_STATS:
             raise InvalidInputError(f"unknown statistic {stat!r}; allowed: {', '.join(SUMMARY_STATS)}")
         L, H = len(self.layers), len(self.heads)

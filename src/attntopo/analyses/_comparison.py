@@ -208,7 +208,8 @@ class Comparison(Result):
 
     @property
     def paper_compat(self) -> str | bool:
-        """The founding-paper recipe (``"notebook"``, ``"listing"``) or ``False`` (see :func:`compare`)."""
+        """The founding-paper recipe (``"notebook"``, ``"listing"``)
+        or ``False`` (see :func:`compare`)."""
         return self.a.paper_compat
 
     @property
@@ -407,7 +408,8 @@ class Comparison(Result):
             return self.counts[name].copy()
         if name not in DISTANCE_NAMES:
             raise InvalidInputError(
-                f"unknown table {name!r}; allowed: {', '.join(DISTANCE_NAMES + COUNT_NAMES)}, 'scale'"
+                f"unknown table {name!r}; allowed: "
+                f"{', '.join(DISTANCE_NAMES + COUNT_NAMES)}, 'scale'"
             )
         check_choice(scope, "scope", ("text", "shared"))
         d = self._dim(dim, name, scope)
@@ -469,7 +471,8 @@ class Comparison(Result):
         """
         if by not in DISTANCE_NAMES + ("shared_edges", "shared_triangles"):
             raise InvalidInputError(
-                f"by must be one of {', '.join(DISTANCE_NAMES)}, shared_edges, shared_triangles; got {by!r}"
+                f"by must be one of {', '.join(DISTANCE_NAMES)}, "
+                f"shared_edges, shared_triangles; got {by!r}"
             )
         g = self.grid(by, dim, scope).astype(np.float64).ravel()
         # a distance: small = similar; a count of shared simplices: large = similar
@@ -601,8 +604,8 @@ class Comparison(Result):
     def __repr__(self) -> str:
         return (
             f"Comparison(model={self.a.attention.model!r}, tokens={self.a.attention.n_tokens}/"
-            f"{self.b.attention.n_tokens}, shared={len(self.shared_tokens)}, layers={len(self.layers)}, "
-            f"heads={len(self.heads)}, maxdim={self.maxdim})"
+            f"{self.b.attention.n_tokens}, shared={len(self.shared_tokens)}, "
+            f"layers={len(self.layers)}, heads={len(self.heads)}, maxdim={self.maxdim})"
         )
 
     # ---------------------------------------------------------------- storage
@@ -668,6 +671,58 @@ class Comparison(Result):
             include_special=bool(meta.get("include_special", False)),
             provenance=meta.get("provenance", {}),
         )
+
+
+def _text_distances(A: Attention, B: Attention, device: str, metric: str, paper: Any,
+                    progress: Any) -> tuple[np.ndarray, np.ndarray, Any, Any]:
+    """Both texts' token distances ``(DA, DB)`` as arrays, and ``(TA, TB)`` where the
+    connection scales are computed: the same arrays, or torch tensors on the model's GPU."""
+    if device != "cpu" and metric == "jensen_shannon" and not paper:
+        # the model is on a GPU: distances there, the connection scales' trees there too
+        TA, TB = (device_distances(x, device) for x in (A, B))
+        progress.advance(2 * A.weights.shape[0] * A.weights.shape[1])
+        return TA.cpu().numpy(), TB.cpu().numpy(), TA, TB
+    DA = token_distances(A, metric=metric, paper_compat=paper, progress=progress)
+    DB = token_distances(B, metric=metric, paper_compat=paper, progress=progress)
+    return DA, DB, DA, DB
+
+
+def _head_diagram_distances(grid_a: list, grid_b: list, sh_a: list | None, sh_b: list | None,
+                            maxdim: int, paper: Any, progress: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per head, the :data:`DISTANCE_NAMES` distances between the texts' diagrams and between
+    their shared tokens' diagrams (NaN without shared tokens): two ``(3, L, H, maxdim + 1)``."""
+    L, H = len(grid_a), len(grid_a[0])
+    dist = np.zeros((3, L, H, maxdim + 1))
+    sdist = np.full((3, L, H, maxdim + 1), np.nan)
+    kept = _without_short_bars if paper == "notebook" else (lambda dgm: dgm)  # the notebook's diagrams
+    progress.stage("diagram distances")
+    for i in range(L):
+        for j in range(H):
+            dist[:, i, j] = _pair_distances(kept(grid_a[i][j]), kept(grid_b[i][j]))
+            if sh_a is not None:
+                sdist[:, i, j] = _pair_distances(kept(sh_a[i][j]), kept(sh_b[i][j]))
+            progress.advance()
+    return dist, sdist
+
+
+def _shared_counts(SA: np.ndarray, SB: np.ndarray, scales: np.ndarray) -> dict[str, np.ndarray]:
+    """The :data:`COUNT_NAMES` counts per head: edges and triangles among the shared tokens
+    at each head's scale, in each text and in both."""
+    L, H, m = SA.shape[0], SA.shape[1], SA.shape[-1]
+    eps = scales[:, :, None, None]
+    off = ~np.eye(m, dtype=bool)
+    MA = (SA <= eps) & off
+    MB = (SB <= eps) & off
+    MS = MA & MB
+    counts = {
+        "shared_edges": MS.sum(axis=(-1, -2)) // 2,
+        "shared_triangles": _triangle_counts(MS),
+        "edges_a": MA.sum(axis=(-1, -2)) // 2,
+        "edges_b": MB.sum(axis=(-1, -2)) // 2,
+        "triangles_a": _triangle_counts(MA),
+        "triangles_b": _triangle_counts(MB),
+    }
+    return {k: np.asarray(v, dtype=np.int64).reshape(L, H) for k, v in counts.items()}
 
 
 @reports("compare")  # progress arrives as an open Reporter
@@ -786,15 +841,8 @@ def compare(
     # distances and persistence of both texts (and of their shared tokens), then per head
     # the diagram distances (and the connection scales of the shared tokens)
     progress.add_total(L * H * (2 + 2 + (2 if m else 0) + 1 + (1 if m else 0)))
-    device = str(info.get("device", "cpu"))
-    if device != "cpu" and metric == "jensen_shannon" and not paper:
-        # the model is on a GPU: distances there, the connection scales' trees there too
-        TA, TB = (device_distances(x, device) for x in (A, B))
-        progress.advance(2 * L * H)
-        DA, DB = TA.cpu().numpy(), TB.cpu().numpy()
-    else:
-        DA = TA = token_distances(A, metric=metric, paper_compat=paper, progress=progress)
-        DB = TB = token_distances(B, metric=metric, paper_compat=paper, progress=progress)
+    DA, DB, TA, TB = _text_distances(A, B, str(info.get("device", "cpu")), metric, paper,
+                                     progress)
     ia = np.array([s.a for s in shared], dtype=np.int64)
     ib = np.array([s.b for s in shared], dtype=np.int64)
     SA = DA[:, :, ia][:, :, :, ia]
@@ -818,31 +866,8 @@ def compare(
 
     scales = np.full((L, H), scale) if scale is not None else _adaptive_scales(grid_a, grid_b)
 
-    dist = np.zeros((3, L, H, maxdim + 1))
-    sdist = np.full((3, L, H, maxdim + 1), np.nan)
-    kept = _without_short_bars if paper == "notebook" else (lambda dgm: dgm)  # the notebook's diagrams
-    progress.stage("diagram distances")
-    for i in range(L):
-        for j in range(H):
-            dist[:, i, j] = _pair_distances(kept(grid_a[i][j]), kept(grid_b[i][j]))
-            if m:
-                sdist[:, i, j] = _pair_distances(kept(sh_a[i][j]), kept(sh_b[i][j]))
-            progress.advance()
-
-    eps = scales[:, :, None, None]
-    off = ~np.eye(m, dtype=bool)
-    MA = (SA <= eps) & off
-    MB = (SB <= eps) & off
-    MS = MA & MB
-    counts = {
-        "shared_edges": MS.sum(axis=(-1, -2)) // 2,
-        "shared_triangles": _triangle_counts(MS),
-        "edges_a": MA.sum(axis=(-1, -2)) // 2,
-        "edges_b": MB.sum(axis=(-1, -2)) // 2,
-        "triangles_a": _triangle_counts(MA),
-        "triangles_b": _triangle_counts(MB),
-    }
-    counts = {k: np.asarray(v, dtype=np.int64).reshape(L, H) for k, v in counts.items()}
+    dist, sdist = _head_diagram_distances(grid_a, grid_b, sh_a, sh_b, maxdim, paper, progress)
+    counts = _shared_counts(SA, SB, scales)
 
     conn_a = np.zeros((L, H, m, m))
     conn_b = np.zeros((L, H, m, m))

@@ -83,7 +83,7 @@ _TEXT_BATCH = 8  # texts per forward pass in head_space (bounds the memory of at
 # ----------------------------------------------------------------- head distances
 def head_labels(layer_ids: Sequence[int], head_ids: Sequence[int]) -> list[str]:
     """Labels ``"L{l}H{h}"`` of the heads, layer-major (the order of the head-distance matrix)."""
-    return [f"L{l}H{h}" for l in layer_ids for h in head_ids]
+    return [f"L{li}H{h}" for li in layer_ids for h in head_ids]
 
 
 def _weights(att: Any) -> tuple[np.ndarray, bool]:
@@ -98,7 +98,8 @@ def _weights(att: Any) -> tuple[np.ndarray, bool]:
         raise InvalidInputError("attention must be an Attention or an array of shape (L, H, n, n)") from None
     if w.dtype == object or w.dtype.kind not in "fiu":
         raise InvalidInputError(
-            f"attention must be an Attention or a real array of shape (L, H, n, n); got dtype {w.dtype}"
+            "attention must be an Attention or a real array "
+            f"of shape (L, H, n, n); got dtype {w.dtype}"
         )
     if w.ndim != 4 or w.shape[2] != w.shape[3]:
         raise InvalidInputError(f"attention weights must have shape (L, H, n, n), got {w.shape}")
@@ -230,8 +231,8 @@ def _check_head_paper_mode(paper_compat: Any, metric: str, normalize: bool) -> s
                               hint=_HEAD_PAPER_HINT)
     if mode and metric != "jensen_shannon":
         raise InvalidInputError(
-            f"paper_compat='notebook' reproduces the heads notebook's Jensen–Shannon distance only; "
-            f"use metric='jensen_shannon' (got metric={metric!r})"
+            "paper_compat='notebook' reproduces the heads notebook's Jensen–Shannon distance "
+            f"only; use metric='jensen_shannon' (got metric={metric!r})"
         )
     if mode and normalize:
         raise InvalidInputError(
@@ -459,7 +460,8 @@ class HeadSpace(Result):
         return sorted(out, key=lambda g: (-g["size"], g["mean_distance"], g["indices"][0]))
 
     def dendrogram(self) -> dict:
-        """SciPy's ``dendrogram(..., no_plot=True)`` data of :attr:`linkage`, head labels as leaves."""
+        """SciPy's ``dendrogram(..., no_plot=True)`` data
+        of :attr:`linkage`, head labels as leaves."""
         from scipy.cluster.hierarchy import dendrogram as sc_dendrogram
 
         out = sc_dendrogram(self.linkage, no_plot=True, labels=self.labels)
@@ -492,8 +494,8 @@ class HeadSpace(Result):
         D = self.distances.reshape(L, H, L, H)
         out = D.mean(axis=(1, 3))
         if H > 1:
-            for l in range(L):
-                out[l, l] = D[l, :, l, :].sum() / (H * (H - 1))
+            for li in range(L):
+                out[li, li] = D[li, :, li, :].sum() / (H * (H - 1))
         return out
 
     def summary(self) -> Columns:
@@ -552,7 +554,8 @@ class HeadSpace(Result):
         return (
             f"HeadSpace(model={self.model!r}, heads={self.n_layers}×{self.n_heads}, "
             f"texts={self.n_texts}, metric={self.metric!r}, normalize={self.normalize}, "
-            f"maxdim={self.maxdim}{f', paper_compat={self.paper_compat!r}' if self.paper_compat else ''})"
+            f"maxdim={self.maxdim}"
+            f"{f', paper_compat={self.paper_compat!r}' if self.paper_compat else ''})"
         )
 
     def to_dict(self, k: int = 0, scale: float | None = None) -> dict:

@@ -278,8 +278,8 @@ def head_features(
     special = np.asarray(att.special, dtype=bool)
     punct = punctuation_mask(att, tokenizer)
     per_layer = [
-        _layer_features(att.weights[l].astype(np.float64), att.causal, special, punct, w, k)
-        for l in range(att.n_layers)
+        _layer_features(att.weights[li].astype(np.float64), att.causal, special, punct, w, k)
+        for li in range(att.n_layers)
     ]
     return {name: np.stack([f[name] for f in per_layer]) for name in per_layer[0]}
 

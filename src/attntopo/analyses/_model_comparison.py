@@ -108,7 +108,8 @@ class ModelComparison(Result):
         return (1.0 + (null >= obs[None, :] - 1e-12).sum(0)) / (1.0 + null.shape[0])
 
     def z_scores(self, name: str = "wasserstein") -> np.ndarray:
-        """Per dimension: ``(observed − mean(null)) / std(null)`` (``inf`` if the null is constant)."""
+        """Per dimension: ``(observed − mean(null)) / std(null)``
+        (``inf`` if the null is constant)."""
         null = self._null(name)
         obs = self.observed(name)
         mu, sd = null.mean(0), null.std(0, ddof=1) if null.shape[0] > 1 else np.zeros(null.shape[1])
@@ -222,6 +223,68 @@ def pooled_finite_bottleneck(x: Diagram, y: Diagram, maxdim: int) -> float:
     return float(bottleneck(px, py))
 
 
+def _checked_head_space(model: HeadSpace, name: str, paper: Any, maxdim: int) -> HeadSpace:
+    """A head space given to :func:`compare_models`, checked: built as the comparison needs
+    (the paper's mode, normalized, reduced by the mean) and up to ``maxdim``."""
+    if paper:
+        if model.paper_compat != paper or model.reduce != "mean":
+            raise InvalidInputError(
+                f"{name} must be a head space with paper_compat={paper!r} and reduce='mean' (got "
+                f"paper_compat={model.paper_compat!r}, reduce={model.reduce!r})"
+            )
+    else:
+        if model.paper_compat:
+            raise InvalidInputError(
+                f"{name} is the paper's head space (paper_compat={model.paper_compat!r}): pass "
+                f"paper_compat={model.paper_compat!r} to compare_models"
+            )
+        if not model.normalize or model.reduce != "mean":
+            raise InvalidInputError(
+                f"{name} must be a head space with normalize=True and reduce='mean' (got "
+                f"normalize={model.normalize}, reduce={model.reduce!r})"
+            )
+    if model.maxdim < maxdim:
+        raise InvalidInputError(f"{name} has maxdim {model.maxdim} < {maxdim}")
+    return model
+
+
+def _bootstrap(a: HeadSpace, b: HeadSpace, n_boot: int, seed: int | None, maxdim: int, p: float,
+               *, engine: str | None, n_jobs: int | None,
+               progress: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The bootstrap over texts (:func:`compare_models`): per diagram distance, the
+    within-model null ``(2, n_boot, maxdim + 1)`` and the between-model replicates
+    ``(n_boot, maxdim + 1)``."""
+    T = a.n_texts
+    null = {n: np.zeros((2, n_boot, maxdim + 1)) for n in DIAGRAM_DISTANCES}
+    boot = {n: np.zeros((n_boot, maxdim + 1)) for n in DIAGRAM_DISTANCES}
+    if n_boot:
+        rng = np.random.default_rng(seed)
+        draws = rng.integers(0, T, size=(n_boot, 2, T))
+        weights = np.stack([np.bincount(d, minlength=T) for d in draws.reshape(-1, T)]).reshape(
+            n_boot, 2, T
+        ) / float(T)
+        mats = []
+        for hs in (a, b):
+            M = np.einsum("rst,tij->rsij", weights, hs.per_text)  # (n_boot, 2, N, N)
+            M = (M + M.transpose(0, 1, 3, 2)) / 2.0
+            idx = np.arange(M.shape[-1])
+            M[..., idx, idx] = 0.0
+            mats.append(M)
+        flat = [m_ for M in mats for m_ in M.reshape(-1, *M.shape[2:])]
+        dg = persistence_batch(flat, maxdim=maxdim, engine=engine, n_jobs=n_jobs, progress=progress)
+        progress.stage("bootstrap distances")
+        per = 2 * n_boot
+        dA, dB = dg[:per], dg[per:]
+        for r in range(n_boot):
+            for s, dd in enumerate((dA, dB)):
+                bb, ww = _diagram_distances(dd[2 * r], dd[2 * r + 1], maxdim, p)
+                null["bottleneck"][s, r], null["wasserstein"][s, r] = bb, ww
+            bb, ww = _diagram_distances(dA[2 * r], dB[2 * r], maxdim, p)
+            boot["bottleneck"][r], boot["wasserstein"][r] = bb, ww
+            progress.advance()
+    return null, boot
+
+
 @reports("compare models")  # progress arrives as an open Reporter
 def compare_models(
     texts: str | Sequence[str] | None,
@@ -321,27 +384,8 @@ def compare_models(
     paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, hint=_HEAD_PAPER_HINT)
 
     def side(model: Any, name: str) -> HeadSpace:
-        if isinstance(model, HeadSpace) and paper:
-            if model.paper_compat != paper or model.reduce != "mean":
-                raise InvalidInputError(
-                    f"{name} must be a head space with paper_compat={paper!r} and reduce='mean' (got "
-                    f"paper_compat={model.paper_compat!r}, reduce={model.reduce!r})"
-                )
-        elif isinstance(model, HeadSpace):
-            if model.paper_compat:
-                raise InvalidInputError(
-                    f"{name} is the paper's head space (paper_compat={model.paper_compat!r}): pass "
-                    f"paper_compat={model.paper_compat!r} to compare_models"
-                )
-            if not model.normalize or model.reduce != "mean":
-                raise InvalidInputError(
-                    f"{name} must be a head space with normalize=True and reduce='mean' (got "
-                    f"normalize={model.normalize}, reduce={model.reduce!r})"
-                )
         if isinstance(model, HeadSpace):
-            if model.maxdim < maxdim:
-                raise InvalidInputError(f"{name} has maxdim {model.maxdim} < {maxdim}")
-            return model
+            return _checked_head_space(model, name, paper, maxdim)
         if texts is None:
             raise InvalidInputError("texts are needed unless both models are given as HeadSpace objects")
         return head_space(
@@ -354,7 +398,8 @@ def compare_models(
     b = side(model_b, "model_b")
     if a.n_texts != b.n_texts or (a.texts and b.texts and a.texts != b.texts):
         raise InvalidInputError(
-            f"the two head spaces must be measured on the same texts ({a.n_texts} vs {b.n_texts} texts)"
+            "the two head spaces must be measured on the "
+            f"same texts ({a.n_texts} vs {b.n_texts} texts)"
         )
     if n_boot and (a.per_text is None or b.per_text is None):
         raise InvalidInputError(
@@ -364,34 +409,8 @@ def compare_models(
     progress.stage("diagram distances")
     bott, wass = _diagram_distances(a.diagram, b.diagram, maxdim, p)
     progress.advance()
-    T = a.n_texts
-    null = {n: np.zeros((2, n_boot, maxdim + 1)) for n in DIAGRAM_DISTANCES}
-    boot = {n: np.zeros((n_boot, maxdim + 1)) for n in DIAGRAM_DISTANCES}
-    if n_boot:
-        rng = np.random.default_rng(seed)
-        draws = rng.integers(0, T, size=(n_boot, 2, T))
-        weights = np.stack([np.bincount(d, minlength=T) for d in draws.reshape(-1, T)]).reshape(
-            n_boot, 2, T
-        ) / float(T)
-        mats = []
-        for hs in (a, b):
-            M = np.einsum("rst,tij->rsij", weights, hs.per_text)  # (n_boot, 2, N, N)
-            M = (M + M.transpose(0, 1, 3, 2)) / 2.0
-            idx = np.arange(M.shape[-1])
-            M[..., idx, idx] = 0.0
-            mats.append(M)
-        flat = [m_ for M in mats for m_ in M.reshape(-1, *M.shape[2:])]
-        dg = persistence_batch(flat, maxdim=maxdim, engine=engine, n_jobs=n_jobs, progress=progress)
-        progress.stage("bootstrap distances")
-        per = 2 * n_boot
-        dA, dB = dg[:per], dg[per:]
-        for r in range(n_boot):
-            for s, dd in enumerate((dA, dB)):
-                bb, ww = _diagram_distances(dd[2 * r], dd[2 * r + 1], maxdim, p)
-                null["bottleneck"][s, r], null["wasserstein"][s, r] = bb, ww
-            bb, ww = _diagram_distances(dA[2 * r], dB[2 * r], maxdim, p)
-            boot["bottleneck"][r], boot["wasserstein"][r] = bb, ww
-            progress.advance()
+    null, boot = _bootstrap(a, b, n_boot, seed, maxdim, p, engine=engine, n_jobs=n_jobs,
+                            progress=progress)
     prov = make_provenance(
         {"a": a.provenance.get("model", {"name": a.model}), "b": b.provenance.get("model", {"name": b.model})},
         {"metric": a.metric, "engine": a.diagram.engine, "maxdim": maxdim, "p": p, "n_boot": n_boot,

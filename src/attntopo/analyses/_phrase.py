@@ -98,7 +98,8 @@ class PhraseTopology(Result):
     def matrix(
         self, layer: int | None = None, head: int | None = None, dim: int | None = None, by: str = "bottleneck"
     ) -> np.ndarray:
-        """(C, C) pairwise diagram distances between contexts for one head and dimension (H0 by default)."""
+        """(C, C) pairwise diagram distances between contexts
+        for one head and dimension (H0 by default)."""
         check_choice(by, "by", DISTANCE_NAMES)
         i, j = self._pos(layer, head)
         return self.diagram_distances[by][i, j, self._dim(dim)].copy()

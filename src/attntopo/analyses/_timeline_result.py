@@ -569,7 +569,8 @@ class Timeline(Result):
         kind = "causal" if self.causal else "bidirectional"
         return (
             f"Timeline(model={self.model!r}, layer={self.layer}, head={self.head}, "
-            f"t={self.t0}..{self.slices[-1].t}, {kind}, metric={self.metric!r}, maxdim={self.maxdim})"
+            f"t={self.t0}..{self.slices[-1].t}, {kind}, "
+            f"metric={self.metric!r}, maxdim={self.maxdim})"
         )
 
     # -------------------------------------------------------------- storage

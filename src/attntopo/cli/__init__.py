@@ -4,7 +4,8 @@ Commands (one module each)
 --------------------------
 ``attntopo analyze``   one text through the pipeline; a per-head summary table, JSON, a saved
                        result folder and figures (``_analyze``).
-``attntopo models``    the packaged model aliases usable offline, without loading weights (``_models``).
+``attntopo models``    the packaged model aliases usable offline, without loading weights
+                       (``_models``).
 ``attntopo compare``   two texts head by head: shared tokens, connection scales, shared simplices,
                        diagram distances (``_compare``); ``attntopo phrase``: one phrase across
                        contexts (``_phrase``).
@@ -16,11 +17,13 @@ Commands (one module each)
                        (``_heads``).
 ``attntopo serve``     the explorer web page and its JSON API, 127.0.0.1 by default (``_serve``).
 ``attntopo report``    one self-contained HTML report of a text, or two (``_report``).
-``attntopo corpus``    many texts streamed into a resumable Parquet store of feature rows, locally or
-                       on Ray (``_corpus``); ``attntopo query``: SQL over a store via DuckDB (``_query``).
+``attntopo corpus``    many texts streamed into a resumable Parquet store of feature rows, locally
+                       or on Ray (``_corpus``); ``attntopo query``: SQL over a store via DuckDB
+                       (``_query``).
 ``attntopo depth``     the theory measured: per-layer geometry and rank collapse (``_depth``);
-                       ``attntopo approx``: every head against efficient-attention families (``_approx``);
-                       ``attntopo context``: equivariance and contextual mappings (``_context``).
+                       ``attntopo approx``: every head against efficient-attention families
+                       (``_approx``); ``attntopo context``: equivariance and contextual mappings
+                       (``_context``).
 ``attntopo --version``
 
 What the commands share — the typer ``app``, common options, input checks, model loading, output
@@ -37,22 +40,25 @@ from __future__ import annotations
 
 from ._common import app, main
 
-# each module registers its command on ``app``; this order is the order of ``attntopo --help``
-from ._analyze import analyze  # noqa: E402
-from ._models import models  # noqa: E402
-from ._compare import compare_cmd  # noqa: E402
-from ._phrase import phrase_cmd  # noqa: E402
-from ._words import words_cmd  # noqa: E402
-from ._timeline import timeline_cmd  # noqa: E402
-from ._heads import heads_cmd  # noqa: E402
-from ._serve import serve_cmd  # noqa: E402
-from ._report import report_cmd  # noqa: E402
-from ._hardmax import hardmax_app  # noqa: E402
-from ._compress import compress_cmd  # noqa: E402
-from ._corpus import corpus_cmd  # noqa: E402
-from ._query import query_cmd  # noqa: E402
-from ._depth import depth_cmd  # noqa: E402
-from ._approx import approx_cmd  # noqa: E402
-from ._context import context_cmd  # noqa: E402
+# each module registers its command on ``app`` when imported (hence F401: imported for that
+# alone); this order is the order of ``attntopo --help``, so isort leaves it as it is
+# isort: off
+from ._analyze import analyze  # noqa: F401
+from ._models import models  # noqa: F401
+from ._compare import compare_cmd  # noqa: F401
+from ._phrase import phrase_cmd  # noqa: F401
+from ._words import words_cmd  # noqa: F401
+from ._timeline import timeline_cmd  # noqa: F401
+from ._heads import heads_cmd  # noqa: F401
+from ._serve import serve_cmd  # noqa: F401
+from ._report import report_cmd  # noqa: F401
+from ._hardmax import hardmax_app  # noqa: F401
+from ._compress import compress_cmd  # noqa: F401
+from ._corpus import corpus_cmd  # noqa: F401
+from ._query import query_cmd  # noqa: F401
+from ._depth import depth_cmd  # noqa: F401
+from ._approx import approx_cmd  # noqa: F401
+from ._context import context_cmd  # noqa: F401
+# isort: on
 
 __all__ = ["app", "main"]

@@ -1,4 +1,5 @@
-"""``attntopo analyze``: one text through the pipeline; a per-head table, JSON, a result folder, figures."""
+"""``attntopo analyze``: one text through the pipeline;
+a per-head table, JSON, a result folder, figures."""
 
 from __future__ import annotations
 
@@ -47,13 +48,16 @@ _ANALYZE_EPILOG = (
 
 
 _HELPS = {  # the shared options in this command's words
-    "model": "Model: a packaged alias (see [bold]attntopo models[/bold]), a Hugging Face id or a local folder/.gguf.",
+    "model": "Model: a packaged alias (see [bold]attntopo "
+             "models[/bold]), a Hugging Face id or a local folder/.gguf.",
     "layer": "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all).",
     "head": "Head(s) to analyse in each chosen layer; repeat or comma-separate (default: all).",
     "metric": "Distance between two tokens' attention rows.",
     "truncate": "Cut texts longer than the model's context instead of failing.",
-    "out": "Save the result (and figures) into this folder, atomically; an existing result there is replaced.",
-    "plot_format": "Figure format(s): png (default), svg, pdf; html writes one interactive report.html. Repeatable.",
+    "out": "Save the result (and figures) into this folder, "
+           "atomically; an existing result there is replaced.",
+    "plot_format": "Figure format(s): png (default), svg, pdf; html "
+                   "writes one interactive report.html. Repeatable.",
     "top": "Show at most N heads in the table (0: all). JSON always holds all.",
     "n_jobs": "Worker processes for persistence (default: all cores).",
 }
@@ -81,14 +85,15 @@ def analyze(
     drop_special=False,
     paper: Annotated[Optional[PaperMode], typer.Option(
         "--paper", show_default=False,
-        help="Reproduce a founding-paper distance (softmax again, natural log), a reproduction aid: "
-        "notebook = the published notebooks (fourth root of the divergence), listing = the printed "
-        "Listing 1 (square root).",
+        help="Reproduce a founding-paper distance (softmax again, natural log), a reproduction "
+             "aid: notebook = the published notebooks (fourth root of the divergence), listing "
+             "= the printed Listing 1 (square root).",
     )] = None,
     truncate=False, out=None, plots=False, plot_format=None,
     plot_heads: Annotated[int, typer.Option(
         "--plot-heads", min=0, metavar="N",
-        help="Draw per-head figures for at most N heads (the top N by --sort); the head grid shows all.",
+        help="Draw per-head figures for at most N heads "
+             "(the top N by --sort); the head grid shows all.",
     )] = 3,
     top=DEFAULT_TOP,
     sort: Annotated[Optional[str], typer.Option(
@@ -199,7 +204,8 @@ def _print_header(analysis, m, source, timing) -> None:
     )
     thr = "∞" if math.isinf(analysis.threshold) else f"{analysis.threshold:g}"
     console.print(
-        f"metric {analysis.metric}{f' (paper: {analysis.paper_compat})' if analysis.paper_compat else ''} · maxdim "
+        f"metric {analysis.metric}"
+        f"{f' (paper: {analysis.paper_compat})' if analysis.paper_compat else ''} · maxdim "
         f"{analysis.maxdim} · threshold {thr} · engine {analysis.engine} · "
         f"{plural(len(analysis.layers) * len(analysis.heads), 'head')}"
     )
@@ -253,7 +259,8 @@ def _print_table(analysis, rows: list[dict], key: str, top: int) -> None:
     notes = []
     if hidden:
         notes.append(
-            f"{hidden} more head{'s' if hidden != 1 else ''} hidden (--top 0 shows all, --sort orders)."
+            f"{hidden} more head{'s' if hidden != 1 else ''} "
+            "hidden (--top 0 shows all, --sort orders)."
         )
     if h0_constant:
         notes.append(f"Every head has {n_tok} H0 bars, one per token.")

@@ -1,4 +1,5 @@
-"""``attntopo approx``: how well band+sparse, top-k, low-rank, kernel and clustered attention fit every head."""
+"""``attntopo approx``: how well band+sparse, top-k,
+low-rank, kernel and clustered attention fit every head."""
 
 from __future__ import annotations
 
@@ -29,11 +30,11 @@ _APPROX_EPILOG = (
     "  attntopo approx \"The cat sat on the mat because it was tired.\"\n"
     "  attntopo approx -f story.txt -m smollm2 --budget 8,16 --json\n"
     "  attntopo approx -f story.txt --family top_k,low_rank --show 8 --plots --out approx\n\n"
-    "Every head's attention is approximated by each family at matched budgets (numbers stored per query "
-    "row: top-k and rank r = budget/2, kernel features m = budget/2, clusters k = budget − 1, band + columns "
-    "+ corrections split the budget); errors are ‖A − Â‖_F/‖A‖_F and the mean JS distance of Â's rows "
-    "(negatives clipped, renormalized). One forward pass gives attention, queries and keys. "
-    "docs/theory.md (section 2) has the measurements."
+    "Every head's attention is approximated by each family at matched budgets (numbers stored per "
+    "query row: top-k and rank r = budget/2, kernel features m = budget/2, clusters k = budget − "
+    "1, band + columns + corrections split the budget); errors are ‖A − Â‖_F/‖A‖_F and the mean "
+    "JS distance of Â's rows (negatives clipped, renormalized). One forward pass gives attention, "
+    "queries and keys. docs/theory.md (section 2) has the measurements."
 )
 
 
@@ -55,11 +56,13 @@ def approx_cmd(
     text=None, file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32",
     budget: Annotated[Optional[List[str]], typer.Option(
         "--budget", "-b", metavar="P", show_default=False,
-        help="Budget(s), numbers stored per query row, 2..n; repeat or comma-separate (default: 4,8,16,32 up to n).",
+        help="Budget(s), numbers stored per query row, 2..n; repeat or comma-separate "
+             "(default: 4,8,16,32 up to n).",
     )] = None,
     family: Annotated[Optional[List[str]], typer.Option(
         "--family", metavar="F", show_default=False,
-        help="Families: band_sparse, top_k, low_rank, kernel, cluster_kmeans, cluster_h0 (default: all).",
+        help="Families: band_sparse, top_k, low_rank, kernel, "
+             "cluster_kmeans, cluster_h0 (default: all).",
     )] = None,
     layer=None, head=None,
     draws: Annotated[int, typer.Option("--draws", help="Kernel feature draws averaged per head.")] = 4,
@@ -73,7 +76,7 @@ def approx_cmd(
     )] = None,
     truncate=False, out=None, plots=False, plot_format=None, json_out=False,
 ) -> None:
-    """Approximate every head by band+sparse, top-k, low-rank (SVD), kernel (FAVOR+) and clustered attention.
+    """Approximate every head by band+sparse, top-k, low-rank, kernel and clustered attention.
 
     Progress goes to stderr; results to stdout.
     """
@@ -127,9 +130,10 @@ def _print(r, m, source: str, show: int | None, timing: dict) -> None:
     print_table(t)
     for b, row in r.scatterbrain().items():
         for other, s in row.items():
-            console.print(f"budget {b}: top-k vs {other}: Spearman ρ(entropy, log err ratio) = {s['spearman']:.2f} "
-                          f"(p = {s['p_value']:.2g}); sparse wins {s['sparse_wins_low']:.0%} of low-entropy heads, "
-                          f"{other} {s['other_wins_high']:.0%} of high-entropy heads: Scatterbrain's claim "
+            console.print(f"budget {b}: top-k vs {other}: Spearman ρ(entropy, log err ratio) = "
+                          f"{s['spearman']:.2f} (p = {s['p_value']:.2g}); sparse wins "
+                          f"{s['sparse_wins_low']:.0%} of low-entropy heads, {other} "
+                          f"{s['other_wins_high']:.0%} of high-entropy heads: Scatterbrain's claim "
                           f"{'holds' if s['holds'] else 'does not hold'}")
     b = r.budgets[len(r.budgets) // 2] if show is None else show
     h = data_table(f"per head at budget {b}")

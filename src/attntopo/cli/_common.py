@@ -1,4 +1,5 @@
-"""What every command shares: the typer app, options, input checks, model loading, output, exit codes.
+"""What every command shares: the typer app, options,
+input checks, model loading, output, exit codes.
 
 The command modules (``_analyze``, ``_models``, …) register themselves on :data:`app`; :func:`main`
 runs it and turns every :class:`~attntopo.errors.AttntopoError` into one ``error: …`` line and
@@ -106,12 +107,12 @@ ModelOpt = Annotated[str, typer.Option(
     "--model", "-m", help="Model: a packaged alias (minilm, smollm2), a Hugging Face id or a folder.")]
 DeviceOpt = Annotated[str, typer.Option(
     "--device", metavar="DEVICE",
-    help="Where the model runs: cpu, cuda, cuda:N (a GPU number), mps, or auto (the first GPU when "
-         "there is one, else cpu).")]  # check_device checks it before the model loads
+    help="Where the model runs: cpu, cuda, cuda:N (a GPU number), mps, or auto (the first GPU "
+         "when there is one, else cpu).")]  # check_device checks it before the model loads
 DtypeOpt = Annotated[str, typer.Option(
     "--dtype", metavar="DTYPE",
-    help="The model's weights: float32, bfloat16 or float16 (attention rows are renormalized in "
-         "float64 and analysed as float32).")]  # check_dtype checks it against the device
+    help="The model's weights: float32, bfloat16 or float16 (attention rows are renormalized "
+         "in float64 and analysed as float32).")]  # check_dtype checks it against the device
 LayersOpt = Annotated[Optional[List[str]], typer.Option(
     "--layer", "-l", metavar="L", help="Layer(s), 0-based; repeat or comma-separate (default: all).",
     show_default=False)]  # read by parse_indices
@@ -142,7 +143,8 @@ PlotFormatOpt = Annotated[Optional[List[PlotFormat]], typer.Option(
 def static_plot_format_opt(what: str) -> Any:
     """The ``--plot-format`` option of a command whose figures are all static: png, svg or pdf
     (repeatable), checked while parsing; ``html`` is refused in one line naming ``what`` ("the
-    depth figure is").  Use: ``plot_format: static_plot_format_opt("the depth figure is") = None``."""
+    depth figure is").  Use: ``plot_format: static_plot_format_opt("the depth figure is") =
+    None``."""
 
     def static_format(value: Any) -> str:
         v = str(getattr(value, "value", value)).strip().lower()
@@ -163,7 +165,8 @@ JsonOpt = Annotated[bool, typer.Option(
     "--json", help="Print machine-readable JSON on stdout (and nothing else).")]
 NoDiagramsOpt = Annotated[bool, typer.Option(
     "--no-diagrams",
-    help="With --json: leave out the persistence diagrams (births and deaths per head and dimension), for size.",
+    help="With --json: leave out the persistence diagrams "
+         "(births and deaths per head and dimension), for size.",
 )]  # see grid_points
 JobsOpt = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False)]
@@ -172,7 +175,8 @@ DebugOpt = Annotated[bool, typer.Option("--debug", help=DEBUG_HELP)]  # a comman
 
 
 # the shared options by parameter name: a command parameter without an annotation takes its
-# declaration from here (``out=None`` is ``out: OutOpt = None``); one with an annotation keeps its own
+# declaration from here (``out=None`` is ``out: OutOpt = None``); one with an annotation keeps its
+# own
 SHARED_OPTIONS: dict[str, Any] = {
     "text": TextArg, "file": FileOpt, "model": ModelOpt, "device": DeviceOpt, "dtype": DtypeOpt,
     "layer": LayersOpt, "head": HeadsOpt, "metric": MetricOpt, "maxdim": MaxdimOpt,
@@ -185,8 +189,8 @@ SHARED_OPTIONS: dict[str, Any] = {
 def command(*args: Any, group: Any = None, helps: dict[str, str] | None = None,
             static_figures: str | None = None, exclude_settings: tuple[str, ...] = (),
             **kwargs: Any) -> Callable:
-    """Register a command on ``group`` (default: :data:`app`) like ``group.command(*args, **kwargs)``,
-    from one mould:
+    """Register a command on ``group`` (default: :data:`app`) like
+    ``group.command(*args, **kwargs)``, from one mould:
 
     - a parameter written without an annotation (``truncate=False, out=None, json_out=False``)
       is the shared option of that name (:data:`SHARED_OPTIONS`: names, metavar, help), in the
@@ -292,8 +296,8 @@ def _parse_setting(value: Any, cli: Any) -> Any:
 
 def _shared_option(name: str, help: str | None, static_figures: str | None) -> Any:
     """The declaration of the shared option ``name`` (:data:`SHARED_OPTIONS`), with ``help`` instead
-    of its own when given; ``plot_format`` of a command whose figures are static (``static_figures``)
-    is :func:`static_plot_format_opt`'s."""
+    of its own when given; ``plot_format`` of a command whose figures are static
+    (``static_figures``) is :func:`static_plot_format_opt`'s."""
     option = SHARED_OPTIONS[name]
     if name == "plot_format" and static_figures is not None:
         option = static_plot_format_opt(static_figures)
@@ -365,10 +369,10 @@ def read_text(text: Optional[str], file: Optional[str]) -> tuple[str, str]:
 def read_texts(texts: Optional[List[str]], file: Optional[str],
                missing: str = "no text given: pass TEXT arguments or --file PATH (one text per line)",
                ) -> tuple[list[str], str]:
-    """The texts of a command that takes several (``TextsArg``, ``TextsFileOpt``) and where they came
-    from: the arguments (``"arguments"``), or one text per non-empty line of ``--file``, stripped
-    (``'-'`` reads stdin; the file's name, or ``"stdin"``).  ``missing`` is the error when neither
-    is given."""
+    """The texts of a command that takes several (``TextsArg``, ``TextsFileOpt``) and where they
+    came from: the arguments (``"arguments"``), or one text per non-empty line of ``--file``,
+    stripped (``'-'`` reads stdin; the file's name, or ``"stdin"``).  ``missing`` is the error when
+    neither is given."""
     if texts and file is not None:
         raise InvalidInputError("give the texts either as arguments or with --file, not both")
     if not texts and file is None:
@@ -513,8 +517,8 @@ class Opening:
 
     def finish(self, result: Any, *, summary: Callable[[dict], None], seconds: dict[str, float],
                **options: Any) -> None:
-        """:func:`finish_result` for this command: its ``--out``, figure formats, ``--json`` and start
-        time, with ``timing`` = :meth:`timing` of ``seconds`` (the command's own stages)."""
+        """:func:`finish_result` for this command: its ``--out``, figure formats, ``--json`` and
+        start time, with ``timing`` = :meth:`timing` of ``seconds`` (the command's own stages)."""
         finish_result(result, out=self.out, formats=self.formats, json_out=not self.show,
                       timing=self.timing(**seconds), t_start=self.t_start, summary=summary, **options)
 
@@ -529,11 +533,11 @@ def opening(*, t_start: float | None = None, json_out: bool = False, out: Path |
             device: str = "cpu", dtype: str = "float32", show: bool | None = None,
             layers: Any = None, heads: Any = None) -> Opening:
     """The opening lines of every command, after its own input checks: the figure options checked
-    (:func:`check_plot_options`, which also checks ``--out``), ``layers`` and ``heads`` (``--layer``,
-    ``--head``) checked against the model's configuration (one line, before any weight loads),
-    then ``model`` loaded on ``device`` in ``dtype`` behind a progress bar (none when ``model`` is
-    None).  ``t_start`` (default: now) is the start of the command's ``total_s``; ``show``
-    defaults to ``not json_out``."""
+    (:func:`check_plot_options`, which also checks ``--out``), ``layers`` and ``heads``
+    (``--layer``, ``--head``) checked against the model's configuration (one line, before any weight
+    loads), then ``model`` loaded on ``device`` in ``dtype`` behind a progress bar (none when
+    ``model`` is None).  ``t_start`` (default: now) is the start of the command's ``total_s``;
+    ``show`` defaults to ``not json_out``."""
     t0 = time.perf_counter() if t_start is None else t_start
     formats = check_plot_options(plots, plot_format, out)
     shown = (not json_out) if show is None else show
@@ -683,7 +687,8 @@ def diagram_points(dgm: Any, **where: Any) -> dict:
 
 
 def grid_points(grid: Any, layers: Any, heads: Any, **where: Any) -> list[dict]:
-    """Every diagram of a ``grid[i][j]`` (layer position ``i``, head position ``j``), layer by layer."""
+    """Every diagram of a ``grid[i][j]``
+    (layer position ``i``, head position ``j``), layer by layer."""
     return [diagram_points(grid[i][j], **where, layer=int(lay), head=int(hd))
             for i, lay in enumerate(layers) for j, hd in enumerate(heads)]
 
@@ -739,7 +744,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         import logging
 
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    else:  # third-party log lines (transformers' warnings) are not the CLI's output: --debug shows them
+    else:
+        # third-party log lines (transformers' warnings) are not the CLI's output:
+        # --debug shows them
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     command = plain_flags(with_debug(typer.main.get_command(app)))
     caught: list[warnings.WarningMessage] = []
@@ -768,7 +775,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_INTERRUPTED
     except TextTooLongError as e:  # the library names no interface's switch: the CLI names its own
         who = e.model or "the model"
-        _error(f"text has {e.n_tokens} tokens but {who} takes at most {e.limit}: shorten it or pass --truncate"
+        _error(f"text has {e.n_tokens} tokens but {who} takes "
+               f"at most {e.limit}: shorten it or pass --truncate"
                if e.n_tokens is not None and e.limit is not None else f"{e}: shorten it or pass --truncate", debug)
         return EXIT_USAGE
     except AttntopoError as e:

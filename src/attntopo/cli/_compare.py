@@ -1,10 +1,12 @@
-"""``attntopo compare``: two texts head by head (shared tokens, scales, shared simplices, diagram distances)."""
+"""``attntopo compare``: two texts head by head
+(shared tokens, scales, shared simplices, diagram distances)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from typing import Annotated, List, Optional
+from typing import Annotated, Iterator, List, Optional
 
 import typer
 
@@ -41,14 +43,15 @@ _COMPARE_EPILOG = (
     "\"La théorie de l'information étudie l'entropie\" --align 0:5 --align 1:1 --json\n\n"
     "Shared tokens are matched by word (case-insensitive, subwords grouped) and occurrence; "
     "--align I:J pairs word I of TEXT A with word J of TEXT B instead (words: runs of letters/"
-    "digits and single punctuation marks, 0-based; [bold]attntopo words TEXT[/bold] lists them). Without --scale the scale is chosen per "
-    "head (median of both texts' H0 deaths). A saved result loads back with "
-    "[bold]attntopo.load_result(DIR)[/bold]."
+    "digits and single punctuation marks, 0-based; [bold]attntopo words TEXT[/bold] lists them). "
+    "Without --scale the scale is chosen per head (median of both texts' H0 deaths). A saved "
+    "result loads back with [bold]attntopo.load_result(DIR)[/bold]."
 )
 
 
 _HELPS = {  # the shared options in this command's words
-    "model": "Model: a packaged alias, a Hugging Face id (a multilingual one for translations) or a folder.",
+    "model": "Model: a packaged alias, a Hugging Face id (a "
+             "multilingual one for translations) or a folder.",
     "out": "Save the comparison (and figures) into this folder.",
     "plot_format": "png (default), svg, pdf; html writes one interactive report.html.",
     "top": "Show at most N heads (0: all). JSON holds all.",
@@ -67,19 +70,20 @@ def compare_cmd(
     metric="jensen_shannon", maxdim=1,
     scale: Annotated[Optional[float], typer.Option(
         "--scale", metavar="SCALE",
-        help="Scale ε at which shared edges/triangles are compared, >= 0 (default: per head, the median "
-        "H0 death of both texts). The filtration itself is never cut.",
+        help="Scale ε at which shared edges/triangles are compared, >= 0 (default: per head, "
+             "the median H0 death of both texts). The filtration itself is never cut.",
         show_default=False,
     )] = None,
     highlight: Annotated[Optional[List[str]], typer.Option(
         "--highlight", metavar="WORDS",
-        help="Shared words to report pair by pair and highlight in figures, e.g. \"information theory\".",
+        help="Shared words to report pair by pair and "
+             "highlight in figures, e.g. \"information theory\".",
         show_default=False,
     )] = None,
     align: Annotated[Optional[List[str]], typer.Option(
         "--align", metavar="I:J",
-        help="Pair word I of TEXT A with word J of TEXT B (repeat or comma-separate) instead of string matching; "
-        "attntopo words TEXT numbers the words.",
+        help="Pair word I of TEXT A with word J of TEXT B (repeat or comma-separate) instead "
+             "of string matching; attntopo words TEXT numbers the words.",
         show_default=False,
     )] = None,
     align_tokens: Annotated[bool, typer.Option(
@@ -91,8 +95,9 @@ def compare_cmd(
     drop_special=False, truncate=False,
     dim: Annotated[Optional[int], typer.Option(
         "--dim", metavar="D",
-        help="Homology dimension used to rank heads (default: the highest one in which no distance is "
-        "shared by more than half of the heads; H0 on short texts, where most H1 distances are 0).",
+        help="Homology dimension used to rank heads (default: the highest one in which no "
+             "distance is shared by more than half of the heads; "
+             "H0 on short texts, where most H1 distances are 0).",
         show_default=False,
     )] = None,
     out=None, plots=False, plot_format=None,
@@ -116,40 +121,26 @@ def compare_cmd(
         check_dim(dim, maxdim, "--dim", hint="--maxdim")
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
-    alignment = _parse_alignment(align)
-    if align_tokens and alignment is None:
-        raise InvalidInputError("--align-tokens needs --align I:J pairs")
-    if alignment is not None and not align_tokens:
-        _check_word_indices(alignment, text_a, text_b)
+    alignment = _alignment(align, align_tokens, text_a, text_b)
     words = _highlight_words(highlight)
     run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
                   model=model, device=device, dtype=dtype, layers=layers, heads=heads)
     m, show, formats = run.model, run.show, run.formats
     with progress_bar("comparing", show) as progress:
         t0 = time.perf_counter()
-        try:
+        with _alignment_hint():
             c = at.compare(
                 text_a, text_b, m, layers=layers, heads=heads, metric=metric, maxdim=maxdim, scale=eps,
                 drop_special=drop_special, include_special=include_special, alignment=alignment,
                 alignment_units="token" if align_tokens else "word", n_jobs=n_jobs, truncate=truncate,
                 progress=progress,
             )
-        except (InvalidInputError, OutOfRangeError) as e:
-            if not str(e).startswith("alignment:"):
-                raise
-            # a word that owns no token, a token position out of range: say where to look
-            raise type(e)(f"--align: {str(e).removeprefix('alignment: ')} (attntopo words TEXT lists a "
-                          "text's words and the positions of their tokens)") from None
         t_cmp = time.perf_counter() - t0
     keys = [c.keys[c._key_index(w)] for w in words]  # validates the words: one-line error if not shared
     rank_dim = c.ranking_dim if dim is None else dim
     rows = _compare_rows(c, rank_dim)
     single = len(rows) == 1
-    pairs = [
-        {"layer": lay, "head": hd, **c.pair(u, v, lay, hd)}
-        for lay, hd in ([(r["layer"], r["head"]) for r in rows])
-        for i_, u in enumerate(keys) for v in keys[i_ + 1:]
-    ]
+    pairs = _highlight_pairs(c, rows, keys)
     bundle = None
     if formats:
         from ..plots import comparison_bundle
@@ -219,8 +210,9 @@ def _check_word_indices(alignment: list[tuple[int, int]], text_a: str, text_b: s
                 if len(listed) > 30:
                     listed = listed[:28] + ["…", listed[-1]]
                 raise OutOfRangeError(
-                    f"--align {pair[0]}:{pair[1]}: word {pair[side]} is out of range for {name}, which has "
-                    f"{len(words)} words: {' · '.join(listed)} (attntopo words TEXT shows their tokens too)"
+                    f"--align {pair[0]}:{pair[1]}: word {pair[side]} is out of range for {name}, "
+                    f"which has {len(words)} words: {' · '.join(listed)} "
+                    "(attntopo words TEXT shows their tokens too)"
                 )
 
 
@@ -236,6 +228,39 @@ def _parse_alignment(values: Optional[List[str]]) -> list[tuple[int, int]] | Non
                 raise InvalidInputError(f"--align expects pairs I:J such as 0:5 or 0:5,1:1; got {v!r}")
             out.append((int(m_.group(1)), int(m_.group(2))))
     return out
+
+
+def _alignment(align: Optional[List[str]], align_tokens: bool, text_a: str,
+               text_b: str) -> list[tuple[int, int]] | None:
+    """``--align`` pairs, parsed and (word indices) checked against the texts."""
+    alignment = _parse_alignment(align)
+    if align_tokens and alignment is None:
+        raise InvalidInputError("--align-tokens needs --align I:J pairs")
+    if alignment is not None and not align_tokens:
+        _check_word_indices(alignment, text_a, text_b)
+    return alignment
+
+
+@contextlib.contextmanager
+def _alignment_hint() -> Iterator[None]:
+    """An alignment refused by :func:`attntopo.compare` (a word that owns no token, a token
+    position out of range): the same line, naming ``--align`` and where to look."""
+    try:
+        yield
+    except (InvalidInputError, OutOfRangeError) as e:
+        if not str(e).startswith("alignment:"):
+            raise
+        raise type(e)(f"--align: {str(e).removeprefix('alignment: ')} (attntopo words TEXT lists a "
+                      "text's words and the positions of their tokens)") from None
+
+
+def _highlight_pairs(c, rows: list[dict], keys: list[str]) -> list[dict]:
+    """For every head of ``rows`` and every pair of highlighted words, :meth:`Comparison.pair`."""
+    return [
+        {"layer": lay, "head": hd, **c.pair(u, v, lay, hd)}
+        for lay, hd in ([(r["layer"], r["head"]) for r in rows])
+        for i_, u in enumerate(keys) for v in keys[i_ + 1:]
+    ]
 
 
 def _highlight_words(values: Optional[List[str]]) -> list[str]:
@@ -279,8 +304,8 @@ def _print_heads_table(c, rows: list[dict], rank_dim: int, top: int, default: bo
             *[num(r[f"wasserstein1_h{d}"]) for d in range(c.maxdim + 1)],
             str(r["shared_edges"]), str(r["shared_triangles"]),
         )
-    table.caption = ("Diagram distances between the two texts' diagrams, per homology dimension (distance units); "
-                     "#: rank, '1=' tied with other heads (equal distances share a rank); "
+    table.caption = ("Diagram distances between the two texts' diagrams, per homology dimension (distance "
+                     "units); #: rank, '1=' tied with other heads (equal distances share a rank); "
                      "shared edges/triangles: among shared tokens, present in both texts at ε.")
     print_table(table)
 

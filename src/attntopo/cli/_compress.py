@@ -1,4 +1,5 @@
-"""``attntopo compress``: one text through a model with heads' attention rows grouped and replaced."""
+"""``attntopo compress``: one text through a model
+with heads' attention rows grouped and replaced."""
 
 from __future__ import annotations
 
@@ -26,11 +27,11 @@ _COMPRESS_EPILOG = (
     "  attntopo compress \"The cat sat on the mat because it was tired.\"\n"
     "  attntopo compress -f story.txt -m smollm2 --scale 0.3 --method kmeans --json\n"
     "  attntopo compress \"Attention is all you need\" --layer 2 --head 0,3 --plots --out c\n\n"
-    "Each chosen head's attention rows are grouped (H0 clusters of their Jensen–Shannon distances at "
-    "--scale, or at each head's largest H0 gap; or a baseline with as many groups) and replaced by one "
-    "row per group, inside the forward pass. Reported: distinct rows / n per head and the effect "
-    "(MiniLM: sentence-embedding cosine; causal models: next-token KL and perplexity). "
-    "docs/compression.md compares the methods."
+    "Each chosen head's attention rows are grouped (H0 clusters of their Jensen–Shannon distances "
+    "at --scale, or at each head's largest H0 gap; or a baseline with as many groups) and "
+    "replaced by one row per group, inside the forward pass. Reported: distinct rows / n per head "
+    "and the effect (MiniLM: sentence-embedding cosine; causal models: next-token KL and "
+    "perplexity). docs/compression.md compares the methods."
 )
 
 
@@ -94,4 +95,5 @@ def _print_summary(c, m, source: str, timing: dict) -> None:
     effect = ", ".join(f"{k} {v:.4g}" for k, v in c.effect.items())
     console.print(f"{c.n_tokens} tokens from {esc(source)}; {len(c.clusters)} heads compressed to "
                   f"{c.compression:.3f} of their rows on average (min {c.clusters.min() / c.n_tokens:.3f}, "
-                  f"max {c.clusters.max() / c.n_tokens:.3f}) · effect: {effect} · {timing['compress_s']:.1f} s")
+                  f"max {c.clusters.max() / c.n_tokens:.3f}) · "
+                  f"effect: {effect} · {timing['compress_s']:.1f} s")

@@ -1,4 +1,5 @@
-"""``attntopo context``: permutation equivariance, contextual-mapping margins and contextuality per layer."""
+"""``attntopo context``: permutation equivariance,
+contextual-mapping margins and contextuality per layer."""
 
 from __future__ import annotations
 
@@ -29,13 +30,13 @@ _CONTEXT_EPILOG = (
     "  attntopo context --word light --fortunes --contexts 12 -m smollm2 --json\n"
     "  attntopo context -f texts.txt --out ctx --plots --plot-format svg\n\n"
     "Per depth (0 = embeddings, l+1 = after layer l): the relative permutation-equivariance error "
-    "‖f(XP) − f(X)P‖/‖f(X)‖ of each layer alone and of the encoder up to it, with the model's positional "
-    "information on and off (position embeddings zeroed; rotary made the identity and, in causal models, the "
-    "causal mask removed; causal models also without rotary but with the mask); special tokens stay in place. "
-    "Contextual-mapping margins (Yun et al. 2020) within and across texts, Ethayarajh's self-similarity, "
-    "intra-sentence similarity and anisotropy (3 or more texts for the cross-text measures). With --word: the "
-    "word's attention rows across its contexts (JS over offsets and over token types) and its hidden states. "
-    "docs/theory.md §3."
+    "‖f(XP) − f(X)P‖/‖f(X)‖ of each layer alone and of the encoder up to it, with the model's "
+    "positional information on and off (position embeddings zeroed; rotary made the identity and, "
+    "in causal models, the causal mask removed; causal models also without rotary but with the "
+    "mask); special tokens stay in place. Contextual-mapping margins (Yun et al. 2020) within and "
+    "across texts, Ethayarajh's self-similarity, intra-sentence similarity and anisotropy (3 or "
+    "more texts for the cross-text measures). With --word: the word's attention rows across its "
+    "contexts (JS over offsets and over token types) and its hidden states. docs/theory.md §3."
 )
 
 
@@ -144,12 +145,13 @@ def _print_summary(r, m, source: str, timing: dict) -> None:
         _table(cols, [("depth", "depth"), ("JS offsets", "word_js_relative"), ("JS types", "word_js_vocabulary"),
                       ("entropy spread", "word_entropy_spread"), ("1 − cos", "word_hidden_cosine")],
                f"{r.word!r} in {len(r.word_texts)} contexts per depth")
-    notes = ["layer/enc: ‖f(XP) − f(X)P‖/‖f(X)‖ (mean over texts and permutations) of the layer alone / the encoder "
-             "up to it, positions on / off" + (" / rotary off with the causal mask kept (mask)" if r.causal else "")]
+    notes = ["layer/enc: ‖f(XP) − f(X)P‖/‖f(X)‖ (mean over texts and permutations) of the layer alone "
+             "/ the encoder up to it, positions on / off" + (" / rotary off with the causal mask kept (mask)" if r.causal else "")]
     notes.append("margins: min token distance / mean distance, within texts (min over texts)"
                  + (f" and across {r.n_cross_pairs} text pairs" if r.n_cross_pairs else
                     " (cross-text measures need 3 or more texts)"))
     if r.word is not None:
-        notes.append(f"{r.word!r}: mean JS distance of its attention rows over offsets / token types and std of "
-                     f"their normalized entropy (means over heads), 1 − cos of its hidden states, over context pairs")
+        notes.append(f"{r.word!r}: mean JS distance of its attention rows over offsets / token types and "
+                     "std of their normalized entropy (means over heads), "
+                     "1 − cos of its hidden states, over context pairs")
     console.print("; ".join(notes) + ". --json for every text, permutation and head.")

@@ -6,7 +6,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -26,14 +26,15 @@ from ._common import (
 _CORPUS_EPILOG = (
     "[bold]Examples[/bold]\n"
     "  attntopo corpus texts.txt --out store\n"
-    "  attntopo corpus reviews.csv --text-column review --id-column id --out store --sets js,graph\n"
-    "  cat texts.txt | attntopo corpus - --out store --keep-diagrams\n"
-    "  attntopo corpus pairs.jsonl --text-column prompt --answer-column answer --sets prompt --out scores\n"
-    "  attntopo query store \"SELECT count(*) FROM corpus WHERE status = 'ok'\"\n\n"
+    "  attntopo corpus reviews.csv --text-column review --id-column id --out store --sets "
+    "js,graph\n  cat texts.txt | attntopo corpus - --out store --keep-diagrams\n"
+    "  attntopo corpus pairs.jsonl --text-column prompt --answer-column answer --sets prompt "
+    "--out scores\n  attntopo query store \"SELECT count(*) FROM corpus WHERE status = 'ok'\"\n\n"
     "Run the same command again to continue an interrupted run: batches already in STORE are "
     "kept, the rest computed; every text ends up in STORE exactly once. A run with other settings "
     "or another input on an existing STORE stops with one line naming the difference "
-    "(--new-store starts it over; --append adds a new input's texts to it). docs/corpus.md has the store layout and SQL examples."
+    "(--new-store starts it over; --append adds a new input's texts to it). docs/corpus.md has "
+    "the store layout and SQL examples."
 )
 
 
@@ -63,7 +64,8 @@ def _check_engine(engine: Optional[str]) -> None:
 
 @command("corpus", epilog=_CORPUS_EPILOG, exclude_settings=("min_persistence",), helps={
     "sets": _sets_help(),
-    "engine": f"Persistence engine: {', '.join(ENGINE_NAMES)} (default: the fastest installed)."})
+    "engine": f"Persistence engine: {', '.join(ENGINE_NAMES)} "
+              "(default: the fastest installed)."})
 def corpus_cmd(
     input: Annotated[str, typer.Argument(
         metavar="INPUT", show_default=False,
@@ -79,7 +81,8 @@ def corpus_cmd(
     )] = False,
     keep_text: Annotated[bool, typer.Option(
         "--keep-text/--no-keep-text",
-        help="Store each text itself (column text) beside its SHA-256; --no-keep-text keeps the hash only.",
+        help="Store each text itself (column text) beside "
+             "its SHA-256; --no-keep-text keeps the hash only.",
     )] = True,
     backend: Annotated[Optional[str], typer.Option(
         "--backend", metavar="local|ray", help="Where the corpus runs: this machine (default) or Ray Data (actor pool).",
@@ -90,8 +93,8 @@ def corpus_cmd(
     )] = None,
     gpus_per_actor: Annotated[Optional[float], typer.Option(
         "--gpus-per-actor", metavar="G", show_default=False,
-        help="--backend ray: GPUs Ray gives each actor (0.5 shares a GPU between two); each actor "
-             "loads the model on its GPU.",
+        help="--backend ray: GPUs Ray gives each actor (0.5 shares a GPU between two); each "
+             "actor loads the model on its GPU.",
     )] = None,
     batch_size: Annotated[int, typer.Option(
         "--batch-size", "-b", min=1, metavar="N", help="Texts per batch and part file.",
@@ -108,8 +111,8 @@ def corpus_cmd(
     )] = None,
     answer_column: Annotated[Optional[str], typer.Option(
         "--answer-column", metavar="NAME", show_default=False,
-        help="Read (prompt, answer) pairs: the text column is the prompt, this column its answer "
-             "(JSONL, CSV, Parquet); needed by --sets prompt.",
+        help="Read (prompt, answer) pairs: the text column is the prompt, this column its "
+             "answer (JSONL, CSV, Parquet); needed by --sets prompt.",
     )] = None,
     input_format: Annotated[str, typer.Option(
         "--format", help="auto (by suffix), text, jsonl, csv, tsv or parquet.",
@@ -134,20 +137,12 @@ def corpus_cmd(
     Progress goes to stderr (a bar on a terminal, else a line every --log-every batches); the
     final counts to stdout.
     """
-    from ..corpus import ERRORS, run
+    from ..corpus import run
 
     t0 = time.perf_counter()
     fs = dict(feature_settings)
     _check_engine(fs["engine"])
-    handler = None
-    if not quiet and not json_out and not err_console.is_terminal:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        handler.addFilter(lambda record: not getattr(record, "final", False))  # stdout has the counts
-        logger = logging.getLogger("attntopo.corpus")
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
+    handler = _log_lines() if not quiet and not json_out and not err_console.is_terminal else None
     # before the input is read or the weights load
     check_layers_heads(model, fs["layers"], fs["heads"])
     try:
@@ -165,7 +160,26 @@ def corpus_cmd(
     finally:
         if handler is not None:
             logging.getLogger("attntopo.corpus").removeHandler(handler)
-    seconds = time.perf_counter() - t0
+    _print_counts(store, time.perf_counter() - t0, json_out)
+
+
+def _log_lines() -> logging.Handler:
+    """Progress lines of the run on stderr (without a terminal), the final counts left to
+    stdout; the caller removes the handler."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.addFilter(lambda record: not getattr(record, "final", False))  # stdout has the counts
+    logger = logging.getLogger("attntopo.corpus")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return handler
+
+
+def _print_counts(store: Any, seconds: float, json_out: bool) -> None:
+    """The final counts on stdout: one line, or the JSON document."""
+    from ..corpus import ERRORS
+
     c = store.counts()
     if json_out:
         # the shared document (finish_result's keys): the store is what the command wrote
@@ -179,8 +193,9 @@ def corpus_cmd(
                if getattr(store, "appended", None) else "")
     failed = f"{c['failed']} failed" + (f" (reasons in {esc(store.path / ERRORS)})" if c["failed"] or c["skipped_long"] else "")
     console.print(
-        f"corpus: {c['ok']} done, {c['skipped_empty']} skipped (empty), {c['skipped_long']} skipped "
-        f"(too long), {c['truncated']} truncated, {failed}{already} → {esc(store.path)} · {seconds:.1f} s",
+        f"corpus: {c['ok']} done, {c['skipped_empty']} skipped (empty), {c['skipped_long']} "
+        f"skipped (too long), {c['truncated']} truncated, "
+        f"{failed}{already} → {esc(store.path)} · {seconds:.1f} s",
         soft_wrap=True,
     )
 

@@ -1,4 +1,5 @@
-"""``attntopo depth``: rank collapse, attention geometry, intrinsic dimension and Fisher–Rao movement per layer."""
+"""``attntopo depth``: rank collapse, attention geometry,
+intrinsic dimension and Fisher–Rao movement per layer."""
 
 from __future__ import annotations
 
@@ -30,11 +31,12 @@ _DEPTH_EPILOG = (
     "  attntopo depth -f texts.txt -m smollm2 --json > depth.json\n"
     "  attntopo depth -f texts.txt --out d --plots --plot-format svg\n\n"
     "One forward pass per text. Per depth (0 = embeddings, l+1 = after layer l), mean over texts: "
-    "res(X) = ‖X − 1x̄ᵀ‖/‖X‖ of the hidden states (norm √(‖·‖₁‖·‖∞), Dong et al. 2021) and of the product "
-    "of layer-mean attention matrices; mean and diameter of the Jensen–Shannon distances between a head's "
-    "rows, their H0 total persistence and the row entropy (means over heads); the TwoNN intrinsic dimension "
-    "of all texts' tokens; the k-NN overlap with the previous depth; the mean Fisher–Rao distance between a "
-    "token's attention rows in consecutive layers. --json adds spreads and every head. docs/theory.md §1."
+    "res(X) = ‖X − 1x̄ᵀ‖/‖X‖ of the hidden states (norm √(‖·‖₁‖·‖∞), Dong et al. 2021) and of the "
+    "product of layer-mean attention matrices; mean and diameter of the Jensen–Shannon distances "
+    "between a head's rows, their H0 total persistence and the row entropy (means over heads); "
+    "the TwoNN intrinsic dimension of all texts' tokens; the k-NN overlap with the previous "
+    "depth; the mean Fisher–Rao distance between a token's attention rows in consecutive layers. "
+    "--json adds spreads and every head. docs/theory.md §1."
 )
 
 
@@ -93,6 +95,6 @@ def _print_summary(d, m, source: str, timing: dict) -> None:
             cells.append("–" if v != v else (f"{v:.1e}" if name == "res_path_mean" and 0 < v < 0.01 else num(v)))
         table.add_row(*cells)
     print_table(table)
-    console.print("res: rank-one residual (0 = all tokens equal); ID: TwoNN on all texts' tokens; kNN: overlap with "
-                  "the previous depth; FR move: Fisher–Rao distance from the previous layer's rows (rad). "
-                  "--json for spreads and every head.")
+    console.print("res: rank-one residual (0 = all tokens equal); ID: TwoNN on all texts' tokens; kNN: "
+                  "overlap with the previous depth; FR move: Fisher–Rao distance from the previous layer's "
+                  "rows (rad). --json for spreads and every head.")

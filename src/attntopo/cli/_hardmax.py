@@ -1,4 +1,5 @@
-"""``attntopo hardmax simulate|train|explain``: hardmax attention dynamics, and the paper's classifier built on them."""
+"""``attntopo hardmax simulate|train|explain``:
+hardmax attention dynamics, and the paper's classifier built on them."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ from ._common import (
 
 hardmax_app = typer.Typer(
     name="hardmax",
-    help="Hardmax attention dynamics (Alcalde, Fantuzzi & Zuazua 2025): tokens gather around leaders.",
+    help="Hardmax attention dynamics (Alcalde, Fantuzzi "
+         "& Zuazua 2025): tokens gather around leaders.",
     no_args_is_help=True, rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -41,12 +43,12 @@ _SIMULATE_EPILOG = (
     "  attntopo hardmax simulate --n 40 --dim 2 --seed 1 --plots --out hm\n"
     "  attntopo hardmax simulate --n 128 --dim 16 --random-a --alpha 0.5 --steps 80 --json\n"
     "  attntopo hardmax simulate --z0 tokens.npy --a A.npy --steps 100\n"
-    "  attntopo hardmax simulate \"The cat sat on the mat because it was tired.\" --layer 5 --head 0\n\n"
-    "Three sources of tokens: random Gaussian tokens (--n, --dim, --seed; the default), an array "
-    "file (--z0, .npy or text with one token per row), or a text (TEXT or --file): the hidden "
-    "states entering --layer of --model, with A from that layer's --head (W_Q^T W_K, symmetrized, "
-    "shifted to be positive definite; docs/hardmax.md). The result loads back with "
-    "[bold]attntopo.load_result(DIR)[/bold]."
+    "  attntopo hardmax simulate \"The cat sat on the mat because it was tired.\" --layer 5 "
+    "--head 0\n\nThree sources of tokens: random Gaussian tokens (--n, --dim, --seed; the "
+    "default), an array file (--z0, .npy or text with one token per row), or a text (TEXT or "
+    "--file): the hidden states entering --layer of --model, with A from that layer's --head "
+    "(W_Q^T W_K, symmetrized, shifted to be positive definite; docs/hardmax.md). The result loads "
+    "back with [bold]attntopo.load_result(DIR)[/bold]."
 )
 
 
@@ -198,8 +200,8 @@ def _print_report(r, where: str, geometry: dict | None, timing: dict) -> None:
     console.print(f"[bold]attntopo {__version__}[/bold] · hardmax dynamics · {esc(where)}", overflow="fold")
     conv = "converged" if r.converged else f"[yellow]not converged[/yellow] (last move {r.movement[-1]:.2e})"
     console.print(f"{plural(r.n_tokens, 'token')} in R^{r.dim}, α = {r.alpha:g}, {plural(r.steps, 'step')}: "
-                  f"{plural(int(r.n_leaders[-1]), 'leader')}, {plural(int(r.n_clusters[-1]), 'cluster')}, {conv} · "
-                  f"time {timing['simulate_s'] * 1000:.1f} ms")
+                  f"{plural(int(r.n_leaders[-1]), 'leader')}, {plural(int(r.n_clusters[-1]), 'cluster')}, "
+                  f"{conv} · time {timing['simulate_s'] * 1000:.1f} ms")
     # the steps where something changed
     nl, nc = r.n_leaders, r.n_clusters
     rows = [k for k in range(r.steps + 1) if k in (0, r.steps) or nl[k] != nl[k - 1] or nc[k] != nc[k - 1]]
@@ -225,8 +227,9 @@ def _print_report(r, where: str, geometry: dict | None, timing: dict) -> None:
         console.print(f"… and {len(clusters) - 30} more clusters (--json lists all)")
     if geometry is not None:
         deg = "" if geometry["affine_dim"] == geometry["ambient_dim"] else (
-            f" (the {geometry['leader_points']} leader points span {geometry['affine_dim']} of {geometry['ambient_dim']} "
-            f"dimensions: the polytope has no interior, all of it is boundary)")
+            f" (the {geometry['leader_points']} leader points span {geometry['affine_dim']} "
+            f"of {geometry['ambient_dim']} dimensions: the "
+            "polytope has no interior, all of it is boundary)")
         verdict = "yes" if geometry["limit_points_on_boundary"] else "[red]no[/red]"
         console.print(f"limit points on the boundary of the leaders' polytope: {verdict}{deg}")
 
@@ -240,7 +243,8 @@ _TRAIN_EPILOG = (
     "classes. Each class is split (stratified, --seed) into training, validation (--val) and test "
     "(--test) parts. The saved model holds the parameters of the epoch with the best validation "
     "accuracy; the test split is scored twice, after the last epoch and with those parameters, and "
-    "both numbers are reported. Explain predictions with [bold]attntopo hardmax explain DIR TEXT[/bold]."
+    "both numbers are reported. Explain predictions "
+    "with [bold]attntopo hardmax explain DIR TEXT[/bold]."
 )
 
 
@@ -318,8 +322,8 @@ def train_cmd(
 
     def progress(row: dict) -> None:
         if show:
-            err_console.print(f"epoch {row['epoch']:>3}: loss {row['train_loss']:.4f} · train {row['train_accuracy']:.3f} · "
-                              f"validation {row['val_accuracy']:.3f}")
+            err_console.print(f"epoch {row['epoch']:>3}: loss {row['train_loss']:.4f} · train "
+                              f"{row['train_accuracy']:.3f} · validation {row['val_accuracy']:.3f}")
 
     with status(f"training on {len(ds)} texts …", show and not err_console.is_terminal):
         model = hm.train_classifier(ds.texts, ds.labels, d=d, layers=layers, alpha=alpha, temperature=temperature,
@@ -332,9 +336,10 @@ def train_cmd(
 
 def _print_training(model, timing: dict) -> None:
     m = model.metrics
-    console.print(f"[bold]attntopo {__version__}[/bold] · hardmax classifier d = {model.dim}, K = {model.layers}, "
-                  f"α = {model.alpha:g}, T = {model.temperature:g} · classes {esc(model.classes[0])} / "
-                  f"{esc(model.classes[1])} · vocabulary {len(model.vocab)} · {timing['train_s']:.1f} s")
+    console.print(f"[bold]attntopo {__version__}[/bold] · hardmax classifier d = {model.dim}, K = "
+                  f"{model.layers}, α = {model.alpha:g}, T = {model.temperature:g} · classes "
+                  f"{esc(model.classes[0])} / {esc(model.classes[1])} · "
+                  f"vocabulary {len(model.vocab)} · {timing['train_s']:.1f} s")
     console.print(f"split: {m['n_train']} train, {m['n_val']} validation, {m['n_test']} test "
                   f"(majority class on test: {m['majority_test_accuracy']:.3f})")
     table = data_table("Test accuracy")
@@ -379,7 +384,7 @@ def explain_cmd(
     )] = None,
     plots=False, plot_format=None, json_out=False,
 ) -> None:
-    """Explain one prediction of a trained hardmax classifier: the leader words and the cluster each word ends in."""
+    """Explain one prediction of a hardmax classifier: the leader words and each word's cluster."""
     import attntopo as at
 
     from ..errors import ResultFormatError
@@ -392,8 +397,8 @@ def explain_cmd(
         raise InvalidInputError(f"MODEL {str(model_dir)!r}: {e}") from None
     if getattr(model, "kind", None) != "hardmax_classifier":
         raise InvalidInputError(
-            f"MODEL {str(model_dir)!r} holds a {getattr(model, 'kind', type(model).__name__)} result, "
-            f"not a model from attntopo hardmax train"
+            f"MODEL {str(model_dir)!r} holds a {getattr(model, 'kind', type(model).__name__)} "
+            "result, not a model from attntopo hardmax train"
         )
     t0 = time.perf_counter()
     sim, prob = model.explain(body)
@@ -416,9 +421,9 @@ def explain_cmd(
 def _print_explanation(model, sim, prob, label, clusters) -> None:
     """The prediction and its word groups (``hardmax explain`` without ``--json``)."""
     p_label = prob if label == model.classes[1] else 1.0 - prob  # the prediction's own probability
-    console.print(f"[bold]{esc(label)}[/bold] (P({esc(label)}) = {p_label:.3f}) · {plural(sim.n_tokens, 'word')}, "
-                  f"{plural(len(sim.leader_indices), 'leader')}, {plural(len(clusters), 'group')} after "
-                  f"{plural(model.layers, 'layer')}")
+    console.print(f"[bold]{esc(label)}[/bold] (P({esc(label)}) = {p_label:.3f}) · "
+                  f"{plural(sim.n_tokens, 'word')}, {plural(len(sim.leader_indices), 'leader')}, "
+                  f"{plural(len(clusters), 'group')} after {plural(model.layers, 'layer')}")
     table = data_table("Words by the leader they follow after the last layer (largest group first)")
     table.add_column("size", justify="right")
     table.add_column("leader")

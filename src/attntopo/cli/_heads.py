@@ -64,13 +64,15 @@ def heads_cmd(
     model=DEFAULT_MODEL, device="cpu", dtype="float32",
     compare_model: Annotated[Optional[str], typer.Option(
         "--compare-model", metavar="MODEL",
-        help="Also build this model's head space on the same texts and compare the two diagrams.",
+        help="Also build this model's head space on the "
+             "same texts and compare the two diagrams.",
         show_default=False,
     )] = None,
     metric="jensen_shannon", maxdim=1,
     raw: Annotated[bool, typer.Option(
         "--sum",
-        help="Sum over tokens (the founding paper) instead of the mean; not with --compare-model.",
+        help="Sum over tokens (the founding paper) instead "
+             "of the mean; not with --compare-model.",
     )] = False,
     scale: Annotated[Optional[float], typer.Option(
         "--scale", metavar="SCALE",
@@ -206,8 +208,8 @@ def _print_space(hs, top: int, scale: Optional[float]) -> None:
         console.print("  head types: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         width = max(2, len(str(max(hs.layers))))
         console.print("  " + " " * (width + 1) + " ".join(f"{h:>2d}" for h in hs.heads))
-        for i, l in enumerate(hs.layers):
-            console.print(f"  {l:>{width}d} " + " ".join(TYPE_CODES[x] for x in hs.types.labels[i]))
+        for i, li in enumerate(hs.layers):
+            console.print(f"  {li:>{width}d} " + " ".join(TYPE_CODES[x] for x in hs.types.labels[i]))
         console.print(
             "  (sk sink, se self, pr previous, nx next, br broad, bd banded, vt vertical, mx mixed)"
         )
@@ -242,8 +244,8 @@ def _print_comparison(comparison) -> None:
     if comparison.n_boot:
         table.caption = (
             f"null: distance between one model's diagrams on two bootstrap resamples of the texts "
-            f"({comparison.n_boot} replicates, seed {comparison.seed}); p = share of null ≥ observed. "
-            f"H0 Wasserstein grows with the difference in head counts."
+            f"({comparison.n_boot} replicates, seed {comparison.seed}); p = share of null ≥ "
+            "observed. H0 Wasserstein grows with the difference in head counts."
         )
     else:
         table.caption = "no bootstrap (one text or --n-boot 0)"

@@ -1,4 +1,5 @@
-"""``attntopo models``: the packaged model aliases, described from configs and GGUF headers (no weights)."""
+"""``attntopo models``: the packaged model aliases,
+described from configs and GGUF headers (no weights)."""
 
 from __future__ import annotations
 

@@ -31,12 +31,12 @@ from ._common import (
 
 _PHRASE_EPILOG = (
     "[bold]Examples[/bold]\n"
-    "  attntopo phrase \"information theory\" --context \"Quantum information theory allows us to study "
-    "attention\" --context \"Shannon founded information theory in 1948.\"\n"
+    "  attntopo phrase \"information theory\" --context \"Quantum information theory allows us to "
+    "study attention\" --context \"Shannon founded information theory in 1948.\"\n"
     "  attntopo phrase \"information theory\" -c \"…\" -c \"…\" --layer 2 --head 4 --json\n\n"
-    "The phrase is found case-insensitively in each context; its tokens are those whose characters "
-    "overlap it (never every token with the same id). Its diagrams are those of its own distance "
-    "sub-matrix inside each context."
+    "The phrase is found case-insensitively in each context; its tokens are those whose "
+    "characters overlap it (never every token with the same id). Its diagrams are those of its "
+    "own distance sub-matrix inside each context."
 )
 
 

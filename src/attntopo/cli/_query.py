@@ -1,6 +1,6 @@
 """``attntopo query``: SQL (DuckDB) over a corpus store, printed as a table, JSON or CSV.
 
-The result is read a batch at a time (:meth:`Store.sql_batches`) and never held whole: the
+The result is read a batch at a time (:meth:`StoreReader.sql_batches`) and never held whole: the
 table shows the first ``--rows`` rows and counts the rest; ``--csv`` and ``--json`` write the
 rows as they come, on stdout or atomically into ``--output FILE``.
 """
@@ -26,13 +26,13 @@ from ._common import check_writable_parent, command, data_table, plural, print_t
 _QUERY_EPILOG = (
     "[bold]Examples[/bold]\n"
     "  attntopo query store \"SELECT status, count(*) FROM corpus GROUP BY status\"\n"
-    "  attntopo query store 'SELECT id, \"L0H0.js.h1.total_persistence\" AS h1 FROM corpus ORDER BY h1 DESC LIMIT 5'\n"
-    "  attntopo query store \"SELECT * FROM corpus\" --csv --output rows.csv\n\n"
-    "The store's rows are the view [bold]corpus[/bold]; feature columns have dots in their names, so quote "
-    "them in double quotes. docs/corpus.md lists the columns. A query sees the store only: "
-    "read_csv of other files, COPY … TO and ATTACH are refused unless --allow-external is given. "
-    "Results are streamed: the table shows the first --rows rows and counts the rest; --csv and "
-    "--json print every row as it comes."
+    "  attntopo query store 'SELECT id, \"L0H0.js.h1.total_persistence\" AS h1 FROM corpus ORDER "
+    "BY h1 DESC LIMIT 5'\n  attntopo query store \"SELECT * FROM corpus\" --csv --output "
+    "rows.csv\n\nThe store's rows are the view [bold]corpus[/bold]; feature columns have dots in "
+    "their names, so quote them in double quotes. docs/corpus.md lists the columns. A query sees "
+    "the store only: read_csv of other files, COPY … TO and ATTACH are refused unless "
+    "--allow-external is given. Results are streamed: the table shows the first --rows rows and "
+    "counts the rest; --csv and --json print every row as it comes."
 )
 DEFAULT_ROWS = 100
 
@@ -79,8 +79,8 @@ def query_cmd(
     )] = "1GB",
     allow_external: Annotated[bool, typer.Option(
         "--allow-external",
-        help="Let the query read and write files outside the store (read_csv, COPY … TO, ATTACH) "
-             "with your rights; by default it sees the store's rows only.",
+        help="Let the query read and write files outside the store (read_csv, COPY … TO, "
+             "ATTACH) with your rights; by default it sees the store's rows only.",
     )] = False,
 ) -> None:
     """Run SQL over a corpus store (DuckDB) and print the result.

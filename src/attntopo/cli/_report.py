@@ -1,4 +1,5 @@
-"""``attntopo report``: one self-contained HTML report of a text (or two) — see :mod:`attntopo.report`."""
+"""``attntopo report``: one self-contained HTML report
+of a text (or two) — see :mod:`attntopo.report`."""
 
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ _REPORT_EPILOG = (
     "  attntopo report \"Information theory studies entropy\" --compare \"Quantum information theory\" "
     "-m smollm2 -o cmp.html\n\n"
     "One self-contained HTML file: summary tables, the all-heads grid and interactive figures "
-    "(persistence diagrams, distance matrices, threshold graphs with a slider over ε); with --compare "
-    "also the comparison. plotly.js is inlined (about 5 MB): the file opens offline and loads nothing. "
-    "--layer/--head pairs are matched in order (one --layer with several --head: that layer's heads)."
+    "(persistence diagrams, distance matrices, threshold graphs with a slider over ε); with "
+    "--compare also the comparison. plotly.js is inlined (about 5 MB): the file opens offline and "
+    "loads nothing. --layer/--head pairs are matched in order "
+    "(one --layer with several --head: that layer's heads)."
 )
 
 
@@ -58,7 +60,8 @@ def report_cmd(
     model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
     plot_heads: Annotated[int, typer.Option(
         "--plot-heads", min=0, max=20, metavar="N",
-        help="Without --layer/--head: draw the N most persistent heads (and, with --compare, the N most similar).",
+        help="Without --layer/--head: draw the N most persistent "
+             "heads (and, with --compare, the N most similar).",
     )] = 3,
     metric="jensen_shannon", maxdim=1, drop_special=False, truncate=False,
     title: Annotated[Optional[str], typer.Option(

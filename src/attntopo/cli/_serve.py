@@ -31,7 +31,8 @@ _SERVE_EPILOG = (
 
 
 _HELPS = {  # the shared options in this command's words
-    "model": "Default model of the page; a hub id or folder given here is offered too (besides the packaged aliases).",
+    "model": "Default model of the page; a hub id or folder given "
+             "here is offered too (besides the packaged aliases).",
 }
 
 
@@ -54,7 +55,8 @@ def serve_cmd(
     )] = 2,
     timeout: Annotated[float, typer.Option(
         "--timeout", metavar="S",
-        help="Seconds a request may take before it gets 504; the computation finishes and is cached.",
+        help="Seconds a request may take before it gets "
+             "504; the computation finishes and is cached.",
     )] = 60.0,
     header_timeout: Annotated[float, typer.Option(
         "--header-timeout", metavar="S",
@@ -66,8 +68,8 @@ def serve_cmd(
     )] = 16,
     cache_memory: Annotated[str, typer.Option(
         "--cache-memory", metavar="SIZE",
-        help="Memory the kept analyses and comparisons may hold together (e.g. 512MB, 4GB), each "
-             "measured when kept; the least recently used are dropped to make room.",
+        help="Memory the kept analyses and comparisons may hold together (e.g. 512MB, 4GB), "
+             "each measured when kept; the least recently used are dropped to make room.",
     )] = "1GB",
     open_browser: Annotated[bool, typer.Option(
         "--open/--no-open", help="Open the page in the default browser.",
@@ -103,15 +105,18 @@ def serve_cmd(
     url = f"http://{shown}:{port}/"
     if not settings.is_loopback:
         err_console.print(
-            f"[bold red]warning: listening on {esc(host)}:{port}, not only on this machine.[/bold red] "
-            "The explorer has no authentication: anyone who can reach this port can run models here "
-            "and read what is typed. Use the default --host 127.0.0.1 unless that is what you want.",
+            f"[bold red]warning: listening on {esc(host)}:{port}, not only on this machine.[/bold "
+            "red] The explorer has no authentication: anyone who can reach this port can run "
+            "models here and read what is typed. Use the default "
+            "--host 127.0.0.1 unless that is what you want.",
             soft_wrap=True,
         )
+    where = ("" if (settings.device, settings.dtype) == ("cpu", "float32")
+             else f" ({settings.dtype} on {settings.device})")
     err_console.print(
-        f"attntopo {__version__} explorer on [bold]{url}[/bold] · API reference {url}docs · default model "
-        f"{esc(model)}{'' if (settings.device, settings.dtype) == ('cpu', 'float32') else f' ({settings.dtype} on {settings.device})'} · at most {max_chars} characters, {max_concurrent} analyses at once, {timeout:g} s each "
-        "· Ctrl+C stops",
+        f"attntopo {__version__} explorer on [bold]{url}[/bold] · API reference {url}docs · "
+        f"default model {esc(model)}{where} · at most {max_chars} characters, "
+        f"{max_concurrent} analyses at once, {timeout:g} s each · Ctrl+C stops",
         soft_wrap=True,
     )
     if open_browser:

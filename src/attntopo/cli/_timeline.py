@@ -1,4 +1,5 @@
-"""``attntopo timeline``: one head's diagram for every prefix of a text, its changes and its vines."""
+"""``attntopo timeline``: one head's diagram for every
+prefix of a text, its changes and its vines."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ _TIMELINE_EPILOG = (
 _HELPS = {  # the shared options in this command's words
     "layer": "Layer, 0-based (default 0; -1 is the last).",
     "head": "Head, 0-based (default 0).",
-    "drop_special": "Remove special tokens (\\[CLS], \\[SEP], …) from every slice and renormalize rows.",
+    "drop_special": "Remove special tokens (\\[CLS], \\[SEP], …) from every slice and "
+                    "renormalize rows.",
     "out": "Save the timeline (and figures) into this folder, atomically.",
     "plot_format": "png (default), svg, pdf; html writes an animation timeline.html. Repeatable.",
     "top": "Show the N largest changes and longest vines (0: all).",
@@ -148,6 +150,7 @@ def _one_index(values: Optional[List[str]], option: str, default: int) -> int:
         return default
     if len(got) != 1:
         raise InvalidInputError(
-            f"timeline follows one head: give one {option} (got {len(got)}); run it again for others"
+            f"timeline follows one head: give one {option} "
+            f"(got {len(got)}); run it again for others"
         )
     return got[0]

@@ -1,4 +1,5 @@
-"""``attntopo words``: a text's words as ``compare --align`` counts them, with the model's tokens of each."""
+"""``attntopo words``: a text's words as ``compare --align`` counts them,
+with the model's tokens of each."""
 
 from __future__ import annotations
 

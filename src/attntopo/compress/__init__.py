@@ -7,7 +7,8 @@ random grouping, k-means on the rows and ToMe-style merging by key similarity, a
 of clusters per head, are the baselines.  docs/compression.md has the measurements.
 
 >>> import attntopo
->>> c = attntopo.compress("The cat sat on the mat because it was tired.", model="minilm")  # doctest: +SKIP
+>>> c = attntopo.compress("The cat sat on the mat because it was tired.",
+...                       model="minilm")                              # doctest: +SKIP
 >>> c.compression, c.effect["cosine"]                                  # doctest: +SKIP
 
 The subpackage is callable: ``attntopo.compress(...)`` is ``attntopo.compress.compress(...)``

@@ -89,7 +89,8 @@ def _register() -> None:
 
 @contextmanager
 def compressed_attention(model: Any, cfg: dict) -> Iterator[None]:
-    """While active, ``model`` (an :class:`~attntopo.models.AttentionModel`) compresses as ``cfg`` says."""
+    """While active, ``model`` (an :class:`~attntopo.models.AttentionModel`)
+    compresses as ``cfg`` says."""
     _register()
     hf = model.hf_model
     old = hf.config._attn_implementation
@@ -219,15 +220,17 @@ class Compression(Result):
         clusters = read_array(arrays, "clusters", "i", shape=(m,), nonneg=True)
         scales = read_array(arrays, "scales", "f", shape=(m,), finite=True, nonneg=True)
         if meta.get("method") not in METHODS or meta.get("representative") not in REPRESENTATIVES:
-            raise ResultFormatError(f"unknown method {meta.get('method')!r} or representative {meta.get('representative')!r}")
+            raise ResultFormatError(f"unknown method {meta.get('method')!r} or representative "
+                                    f"{meta.get('representative')!r}")
         return cls(model=str(meta["model"]), text=str(meta["text"]), tokens=list(meta["tokens"]),
                    causal=bool(meta["causal"]), method=meta["method"], representative=meta["representative"],
                    scale=meta["scale"], heads=heads, n_tokens=int(meta["n_tokens"]), clusters=clusters,
                    scales=scales, effect=dict(meta["effect"]), provenance=dict(meta.get("provenance") or {}))
 
     def __repr__(self) -> str:
-        return (f"Compression({self.model!r}, {self.method}/{self.representative}, scale={self.scale!r}, "
-                f"heads={len(self.clusters)}, compression={self.compression:.3f}, effect={self.effect})")
+        return (f"Compression({self.model!r}, {self.method}/{self.representative}, "
+                f"scale={self.scale!r}, heads={len(self.clusters)}, "
+                f"compression={self.compression:.3f}, effect={self.effect})")
 
 
 # ---------------------------------------------------------------------- compress

@@ -99,7 +99,7 @@ def _default_id(row: int, text: str, answer: str | None = None) -> str:
 
 def record_sha256(text: str, answer: str | None = None) -> str:
     """What identifies a record's content: its text's SHA-256, and for a pair the answer's
-    after a ``+`` (``Store.stored_hashes`` reads the same from a store's columns)."""
+    after a ``+`` (``StoreReader.stored_hashes`` reads the same from a store's columns)."""
     return text_sha256(text) if answer is None else f"{text_sha256(text)}+{text_sha256(answer)}"
 
 
@@ -189,7 +189,8 @@ class _ArrowType:
                 ).field("x").type
             except (pa.ArrowInvalid, pa.ArrowTypeError):
                 raise InvalidInputError(
-                    f"column {self.name!r} holds both {self.type} and {t} values: make them one type"
+                    f"column {self.name!r} holds both {self.type} "
+                    f"and {t} values: make them one type"
                 ) from None
 
     def arrow(self):
@@ -239,7 +240,8 @@ class CorpusInput:
         if answer_column is not None and answer_column in (text_column, id_column):
             raise InvalidInputError(
                 f"answer_column {answer_column!r} is also the "
-                f"{'text' if answer_column == text_column else 'id'} column: name the answer's own column"
+                f"{'text' if answer_column == text_column else 'id'} "
+                "column: name the answer's own column"
             )
         self.answer_column = answer_column
         self.encoding = encoding
@@ -275,7 +277,8 @@ class CorpusInput:
             p = Path(source)
             if not p.is_file():
                 what = "a folder" if p.is_dir() else "not found"
-                raise InvalidInputError(f"input {str(p)!r}: {what}; give a text, JSONL, CSV or Parquet file, or '-' for stdin")
+                raise InvalidInputError(f"input {str(p)!r}: {what}; give a text, "
+                                        "JSONL, CSV or Parquet file, or '-' for stdin")
             self.name = str(p)
             self._path = p
             self.format = (
@@ -385,7 +388,8 @@ class CorpusInput:
                     )
                 text = obj.pop(tc)
                 if text is not None and not isinstance(text, str):
-                    raise InvalidInputError(f"{self.name}: line {lineno}: {tc!r} is a JSON {type(text).__name__}, not a string")
+                    raise InvalidInputError(f"{self.name}: line {lineno}: {tc!r} is a "
+                                            f"JSON {type(text).__name__}, not a string")
                 yield lineno - 1, lineno, text, (obj.pop(ic, None) if ic else None), obj
         elif fmt in ("csv", "tsv"):
             # the lines as written, ends included (what open(newline="") gives the csv module):
@@ -442,7 +446,8 @@ class CorpusInput:
                 continue
             if len(values) != len(header):
                 raise InvalidInputError(
-                    f"{self.name}: line {line} has {len(values)} fields, the header has {len(header)}"
+                    f"{self.name}: line {line} has {len(values)} "
+                    f"fields, the header has {len(header)}"
                 )
             rec = dict(zip(header, values))
             text = rec.pop(tc)
@@ -474,11 +479,12 @@ class CorpusInput:
         tc, ic, ac = self.text_column, self.id_column, self.answer_column
         if self.format in ("text", "list"):
             if ic is not None:
-                raise InvalidInputError(f"{self.name} has no columns: id_column applies to JSONL, CSV, Parquet and tables")
+                raise InvalidInputError(f"{self.name} has no columns: id_column "
+                                        "applies to JSONL, CSV, Parquet and tables")
             if ac is not None:
                 raise InvalidInputError(
-                    f"{self.name} has no columns: answer_column (pairs) applies to JSONL, CSV, Parquet "
-                    "and tables (e.g. a DataFrame with a prompt and an answer column)"
+                    f"{self.name} has no columns: answer_column (pairs) applies to JSONL, CSV, "
+                    "Parquet and tables (e.g. a DataFrame with a prompt and an answer column)"
                 )
             return
         if self.format == "jsonl":
@@ -489,7 +495,8 @@ class CorpusInput:
         if ic is not None and ic not in header:
             raise InvalidInputError(f"{self.name} has no column {ic!r}; its columns: {cols} (choose with --id-column)")
         if ac is not None and ac not in header:
-            raise InvalidInputError(f"{self.name} has no column {ac!r}; its columns: {cols} (choose with --answer-column)")
+            raise InvalidInputError(f"{self.name} has no column {ac!r}; its "
+                                    f"columns: {cols} (choose with --answer-column)")
         if self.format in ("parquet", "arrow"):
             pa = _pa()
             schema = self._parquet().schema_arrow if self.format == "parquet" else self._data.schema

@@ -18,7 +18,10 @@ The steps (shared by both backends; ``backend="ray"`` hands step 5 to
    skipped, its batches numbered after the existing parts);
 5. for every batch without a part file: :class:`~attntopo.corpus.BatchWorker` → one part,
    written atomically;
-6. rewrite ``errors.jsonl`` and return the :class:`~attntopo.corpus.Store`.
+6. rewrite ``errors.jsonl`` and return the :class:`~attntopo.corpus.StoreReader`.
+
+Steps 4–6 write through a :class:`~attntopo.corpus.StoreWriter` (``Prepared.writer``); what
+:func:`run` returns is its reader, which cannot write.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 from .._progress import NO_PROGRESS, Reporter, check_progress, make_reporter, progress_wanted
 from .._validation import check_bool, check_choice, check_device, check_dtype, check_positive_int
@@ -46,15 +49,8 @@ from ._settings import (
     check_same_settings,
     make_settings,
 )
-from ._store import (
-    MANIFEST,
-    OWN_FILE,
-    Store,
-    StoreLock,
-    can_start_over,
-    check_store_path,
-    lock_store,
-)
+from ._store import MANIFEST, OWN_FILE, StoreReader
+from ._writer import StoreLock, StoreWriter, can_start_over, check_store_path, lock_store
 from ._work import BatchWorker, check_lengths, feature_columns, output_schema
 
 __all__ = ["run", "BACKENDS", "prepare", "Prepared", "finish", "log"]
@@ -71,8 +67,10 @@ class Prepared:
 
     Attributes
     ----------
-    store : Store
-        The opened (or new) store; ``store.done_batches()`` are the batches to skip.
+    writer : StoreWriter
+        The writer of the opened (or new) store: engines write ``writer.write_part(k, rows)``.
+    store : StoreReader
+        Its reader (``writer.store``); ``store.done_batches()`` are the batches to skip.
     input : CorpusInput
         The scanned input (``input.batches(settings.batch_size, skip=…)`` streams the rest).
     settings : CorpusSettings
@@ -87,7 +85,7 @@ class Prepared:
         (:func:`~attntopo.corpus.lock_store`).
     """
 
-    store: Store
+    writer: StoreWriter
     input: CorpusInput
     settings: CorpusSettings
     model: Any
@@ -96,6 +94,11 @@ class Prepared:
     #: the manifest's entry of the input this run appends or continues (None: a store of one
     #: input, resumed or made)
     appending: dict | None = None
+
+    @property
+    def store(self) -> StoreReader:
+        """The store's reader (the writer's)."""
+        return self.writer.store
 
 
 def prepare(
@@ -127,7 +130,76 @@ def prepare(
     that description.
     """
     from ..models import AttentionModel, ModelDescription, describe_model, load_model
-    from ..models import check_selection
+
+    device, dtype, new_store, append = _check_options(model, device, dtype, new_store, append,
+                                                      answer_column, settings_options)
+    path = check_store_path(out)
+    inp = open_input(texts, text_column=text_column, id_column=id_column,
+                     input_format=input_format, encoding=encoding, answer_column=answer_column)
+    lock = None
+    try:
+        if inp.total == 0:
+            what = f"{inp.n_records} empty record{'s' if inp.n_records != 1 else ''}" if inp.n_records else "nothing"
+            raise InvalidInputError(f"{inp.name}: no texts to compute (it holds {what}): no store was made or changed")
+        # the lock first: nothing of the store is read to be changed, nor changed, without it
+        # (docs/corpus.md, "Who writes when"); a run that cannot have it changes nothing
+        lock = lock_store(path)
+        check_store_path(path)  # again under the lock: what another run did before is settled
+        store, unusable = _open_existing(path, new_store)
+        if store is not None and not new_store:  # a refusal from the manifest, not after a load
+            check_before_loading(store.settings, store.manifest.get("model"), f"STORE {str(path)!r}",
+                                 dtype=dtype, **settings_options)
+        m = (model if isinstance(model, (AttentionModel, ModelDescription))
+             else load_model(model, device=device, dtype=dtype) if weights
+             else describe_model(model, device=device, dtype=dtype))
+        settings = make_settings(m, **settings_options)
+        schema = output_schema(settings, inp.schema)
+        info = _input_info(inp, text_column, id_column, answer_column)
+        entry = None
+        if store is not None and not new_store:
+            check_same_settings(store.settings, settings, f"STORE {str(path)!r}")
+            old = store.manifest.get("input", {}).get("fingerprint")
+            entry = _appended_input(store, inp, settings, schema, append)
+            if entry is None and old != inp.fingerprint:
+                raise InvalidInputError(
+                    f"STORE {str(path)!r} was made from another input (fingerprint "
+                    f"{str(old)[:19]}…, this input {inp.fingerprint[:19]}…): --append "
+                    "(append=True) adds its new texts, another STORE or --new-store "
+                    "(new_store=True) starts over"
+                )
+        if settings.on_long == "error":
+            check_lengths(m, inp.batches(settings.batch_size))
+        if (store is not None or unusable) and new_store:
+            _clear(path)  # every check passed: only now is the old store removed
+            store = None
+        if store is None:
+            from ..analyses.building import package_versions
+
+            writer = StoreWriter.create(path, settings, schema, info, feature_columns(settings),
+                                        extra={"model": m.info(), "versions": package_versions()},
+                                        lock=lock)
+        else:
+            writer = StoreWriter(store, lock=lock)
+        writer.clean_temporary()
+        _drop_damaged(writer)
+        store = writer.store.refresh()
+        done = store.done_batches()
+        if entry is not None:
+            return _prepare_append(writer, inp, settings, m, lock, entry)
+        todo = _todo(path, inp, settings.batch_size, done)
+        return Prepared(writer, inp, settings, m, todo, lock)
+    except BaseException:
+        if lock is not None:
+            lock.release(remove_if_empty=True)
+        inp.close()
+        raise
+
+
+def _check_options(model: Any, device: Any, dtype: Any, new_store: Any, append: Any,
+                   answer_column: str | None, settings_options: dict) -> tuple[Any, Any, bool, bool]:
+    """Step 1's checks of the arguments, before the input is read or the store touched:
+    ``(device, dtype, new_store, append)`` checked; ``settings_options["pairs"]`` set."""
+    from ..models import AttentionModel, ModelDescription, check_selection
 
     check_choice(settings_options.get("on_long", "truncate"), "on_long", ON_LONG, what="on_long value")
     check_positive_int(settings_options.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", allow_none=False)
@@ -148,101 +220,64 @@ def prepare(
     # layers and heads against the model's configuration, before its weights load
     check_selection(model, *(settings_options.get(k) if settings_options.get(k) is not None
                              else getattr(given, k, None) for k in ("layers", "heads")))
-    path = check_store_path(out)
-    inp = open_input(texts, text_column=text_column, id_column=id_column,
-                     input_format=input_format, encoding=encoding, answer_column=answer_column)
-    lock = None
-    try:
-        if inp.total == 0:
-            what = f"{inp.n_records} empty record{'s' if inp.n_records != 1 else ''}" if inp.n_records else "nothing"
-            raise InvalidInputError(f"{inp.name}: no texts to compute (it holds {what}): no store was made or changed")
-        # the lock first: nothing of the store is read to be changed, nor changed, without it
-        # (docs/corpus.md, "Who writes when"); a run that cannot have it changes nothing
-        lock = lock_store(path)
-        check_store_path(path)  # again under the lock: what another run did before is settled
-        existing = (path / MANIFEST).is_file()
-        store, unusable = None, False
-        if existing:
-            try:
-                store = Store(path)  # refuses what is not a corpus store
-            except ResultFormatError as e:
-                # a manifest that cannot be used: --new-store starts over (what the refusal
-                # says to do), where the folder is a store's and holds nothing else
-                if not new_store:
-                    raise
-                if not can_start_over(path):
-                    what = str(e).split("; --new-store")[0]
-                    raise ResultFormatError(
-                        f"{what}: --new-store starts over only a folder that holds a store's own "
-                        "files (manifest.json, parts/, parts.sha256, errors.jsonl) and no other "
-                        "program's manifest: give another STORE"
-                    ) from None
-                unusable = True
-        if store is not None and not new_store:  # a refusal from the manifest, not after a load
-            check_before_loading(store.settings, store.manifest.get("model"), f"STORE {str(path)!r}",
-                                 dtype=dtype, **settings_options)
-        m = (model if isinstance(model, (AttentionModel, ModelDescription))
-             else load_model(model, device=device, dtype=dtype) if weights
-             else describe_model(model, device=device, dtype=dtype))
-        settings = make_settings(m, **settings_options)
-        schema = output_schema(settings, inp.schema)
-        info = {
-            "name": inp.name if inp.name != "stdin" else "stdin",
-            "format": inp.format,
-            "fingerprint": inp.fingerprint,
-            "total": inp.total,
-            "n_empty": inp.n_empty,
-            "n_records": inp.n_records,
-            "carried": list(inp.carried),
-            "text_column": text_column,
-            "id_column": id_column,
-            **({"answer_column": answer_column} if answer_column is not None else {}),
-        }
-        entry = None
-        if store is not None and not new_store:
-            check_same_settings(store.settings, settings, f"STORE {str(path)!r}")
-            old = store.manifest.get("input", {}).get("fingerprint")
-            entry = _appended_input(store, inp, settings, schema, append)
-            if entry is None and old != inp.fingerprint:
-                raise InvalidInputError(
-                    f"STORE {str(path)!r} was made from another input (fingerprint {str(old)[:19]}…, "
-                    f"this input {inp.fingerprint[:19]}…): --append (append=True) adds its new "
-                    "texts, another STORE or --new-store (new_store=True) starts over"
-                )
-        if settings.on_long == "error":
-            check_lengths(m, inp.batches(settings.batch_size))
-        if (store is not None or unusable) and new_store:
-            _clear(path)  # every check passed: only now is the old store removed
-            store = None
-        if store is None:
-            from ..analyses.building import package_versions
-
-            store = Store.create(path, settings, schema, info, feature_columns(settings),
-                                 extra={"model": m.info(), "versions": package_versions()}, lock=lock)
-        store.lock = lock
-        store.clean_temporary()
-        _drop_damaged(store)
-        store.refresh()
-        done = store.done_batches()
-        if entry is not None:
-            return _prepare_append(store, inp, settings, m, lock, entry)
-        todo = [k for k in range(inp.batch_count(settings.batch_size)) if k not in done]
-        extra = sorted(done - set(range(inp.batch_count(settings.batch_size))))
-        if extra:
-            from ._store import part_name
-
-            raise InvalidInputError(
-                f"STORE {str(path)!r} holds {part_name(extra[0])}, a batch this input does not have"
-            )
-        return Prepared(store, inp, settings, m, todo, lock)
-    except BaseException:
-        if lock is not None:
-            lock.release(remove_if_empty=True)
-        inp.close()
-        raise
+    return device, dtype, new_store, append
 
 
-def _appended_input(store: Store, inp: CorpusInput, settings: CorpusSettings, schema: Any,
+def _open_existing(path: Path, new_store: bool) -> tuple[StoreReader | None, bool]:
+    """The store at ``path`` if it has a manifest, and whether it is one that cannot be used
+    (refused, unless ``new_store`` may start it over)."""
+    existing = (path / MANIFEST).is_file()
+    store, unusable = None, False
+    if existing:
+        try:
+            store = StoreReader(path)  # refuses what is not a corpus store
+        except ResultFormatError as e:
+            # a manifest that cannot be used: --new-store starts over (what the refusal
+            # says to do), where the folder is a store's and holds nothing else
+            if not new_store:
+                raise
+            if not can_start_over(path):
+                what = str(e).split("; --new-store")[0]
+                raise ResultFormatError(
+                    f"{what}: --new-store starts over only a folder that holds a store's own "
+                    "files (manifest.json, parts/, parts.sha256, errors.jsonl) and no other "
+                    "program's manifest: give another STORE"
+                ) from None
+            unusable = True
+    return store, unusable
+
+
+def _input_info(inp: CorpusInput, text_column: str, id_column: str | None,
+                answer_column: str | None) -> dict:
+    """The manifest's record of the input."""
+    return {
+        "name": inp.name if inp.name != "stdin" else "stdin",
+        "format": inp.format,
+        "fingerprint": inp.fingerprint,
+        "total": inp.total,
+        "n_empty": inp.n_empty,
+        "n_records": inp.n_records,
+        "carried": list(inp.carried),
+        "text_column": text_column,
+        "id_column": id_column,
+        **({"answer_column": answer_column} if answer_column is not None else {}),
+    }
+
+
+def _todo(path: Path, inp: CorpusInput, batch_size: int, done: set[int]) -> list[int]:
+    """The input's batches without a part file; a part beyond the input's batches is refused."""
+    todo = [k for k in range(inp.batch_count(batch_size)) if k not in done]
+    extra = sorted(done - set(range(inp.batch_count(batch_size))))
+    if extra:
+        from ._store import part_name
+
+        raise InvalidInputError(
+            f"STORE {str(path)!r} holds {part_name(extra[0])}, a batch this input does not have"
+        )
+    return todo
+
+
+def _appended_input(store: StoreReader, inp: CorpusInput, settings: CorpusSettings, schema: Any,
                     append: bool) -> dict | None:
     """The manifest entry of ``inp`` when this run appends it to ``store`` or continues an
     append of it (a new entry, recorded with status ``"appending"``); None when the store
@@ -291,7 +326,7 @@ def _appended_input(store: Store, inp: CorpusInput, settings: CorpusSettings, sc
     return entry
 
 
-def _prepare_append(store: Store, inp: CorpusInput, settings: CorpusSettings, m: Any,
+def _prepare_append(writer: StoreWriter, inp: CorpusInput, settings: CorpusSettings, m: Any,
                     lock: StoreLock, entry: dict) -> Prepared:
     """Step 4 of an append (new or continued): the ids stored before it are read with their
     text hashes; an id of the input stored with another text is refused (one line naming it);
@@ -300,6 +335,7 @@ def _prepare_append(store: Store, inp: CorpusInput, settings: CorpusSettings, m:
     append, so an interrupted append continues exactly where its parts end."""
     from ._input import record_sha256
 
+    store = writer.store
     first = int(entry["first_part"])
     before = store.stored_hashes(before=first)
     already = 0
@@ -331,11 +367,11 @@ def _prepare_append(store: Store, inp: CorpusInput, settings: CorpusSettings, m:
     else:
         inputs[at[0]] = entry
     if inputs != store.manifest.get("inputs"):
-        store._update_manifest(inputs=inputs)
+        writer.update_manifest(inputs=inputs)
     done = store.done_batches()
     todo = [first + k for k in range(inp.batch_count(settings.batch_size))
             if k not in empty and first + k not in done]
-    return Prepared(store, _AppendInput(inp, first, before), settings, m, todo, lock, entry)
+    return Prepared(writer, _AppendInput(inp, first, before), settings, m, todo, lock, entry)
 
 
 class _AppendInput:
@@ -365,26 +401,29 @@ class _AppendInput:
         self._inp.close()
 
 
-def _drop_damaged(store: Store) -> None:
-    """Remove every damaged part (:meth:`Store.verify`), saying which, so that the run
+def _drop_damaged(writer: StoreWriter) -> None:
+    """Remove every damaged part (:meth:`StoreWriter.verify`), saying which, so that the run
     computes its batch again: a part is trusted as done only after its bytes are checked."""
     import warnings
 
     from ..errors import DamagedPartWarning
     from ._store import part_name
 
-    for k, why in sorted(store.verify(record=True).items()):
-        os.unlink(store.part_path(k))
+    store = writer.store
+    for k, why in sorted(writer.verify().items()):
+        writer.remove_part(k)
         warnings.warn(DamagedPartWarning(
-            f"STORE {str(store.path)!r}: {part_name(k)} was damaged ({why}): batch {k} is recomputed"
+            f"STORE {str(store.path)!r}: {part_name(k)} "
+            f"was damaged ({why}): batch {k} is recomputed"
         ), stacklevel=2)
     if store.unchecked:
         n, first = len(store.unchecked), part_name(store.unchecked[0])
         warnings.warn(DamagedPartWarning(
             f"STORE {str(store.path)!r}: {n} part{'s' if n != 1 else ''} ({first}"
-            f"{', …' if n > 1 else ''}) {'have' if n != 1 else 'has'} neither a recorded SHA-256 "
-            "nor page checksums (written before attntopo wrote them): they read in full, but a "
-            "changed value in them cannot be seen; --new-store recomputes the store"
+            f"{', …' if n > 1 else ''}) {'have' if n != 1 else 'has'} neither a recorded "
+            "SHA-256 nor page checksums (written before attntopo wrote them): they read in "
+            "full, but a changed value in them cannot "
+            "be seen; --new-store recomputes the store"
         ), stacklevel=2)
 
 
@@ -415,17 +454,17 @@ def _clear(path: Path) -> None:
             os.rmdir(parts)
 
 
-def finish(prep: Prepared) -> Store:
-    """Step 6 of :func:`run`: the error log, the lock released, the store re-read."""
+def finish(prep: Prepared) -> StoreReader:
+    """Step 6 of :func:`run`: the error log, the lock released, the store's reader re-read."""
     try:
-        store = prep.store.refresh()
-        store.write_errors()
-        store.write_checksums()
+        store, writer = prep.store.refresh(), prep.writer
+        writer.write_errors()
+        writer.write_checksums()
         if prep.appending is not None and prep.appending.get("status") == "appending" \
                 and not store.counts()["remaining"]:
             inputs = store.inputs()
             inputs[-1] = {**inputs[-1], "status": "done"}
-            store._update_manifest(inputs=inputs)
+            writer.update_manifest(inputs=inputs)
         store = store.refresh()
         if prep.appending is not None:
             store.appended = next(e for e in store.inputs() if e.get("fingerprint") == prep.appending["fingerprint"])
@@ -435,11 +474,11 @@ def finish(prep: Prepared) -> Store:
 
 
 def _release(prep: Prepared) -> None:
-    """The lock released (once), the store left without it, the input closed."""
+    """The lock released (once), the writer left without it, the input closed."""
     if prep.lock is not None:
         prep.lock.release()
     prep.lock = None
-    prep.store.lock = None
+    prep.writer.lock = None
     prep.input.close()
 
 
@@ -554,7 +593,7 @@ def run(
     progress: Any = None,
     log_every: int = 10,
     **setting_values: Any,
-) -> Store:
+) -> StoreReader:
     """Compute the features of every text of a corpus into a resumable Parquet store.
 
     Parameters
@@ -581,7 +620,7 @@ def run(
         ``answer_column``).  The metric decides the kept diagrams too.
     keep_diagrams : bool
         Also store each head's diagram (H0, H1) of the token distances as list columns
-        (:meth:`Store.diagrams`).
+        (:meth:`StoreReader.diagrams`).
     keep_text : bool
         Store each text itself (column ``text``), so that queries can show it (default); False
         keeps only its SHA-256 (a corpus that must not be copied).  Part of the settings.
@@ -607,7 +646,7 @@ def run(
         Add the texts of this input to the existing store ``out`` (same settings; the store
         finished): texts whose id the store holds already are skipped (counted; the same id
         with another text is refused, naming it), the rest become new parts, and the manifest
-        records the input (``Store.inputs()``).  Running the same append again continues it.
+        records the input (``StoreReader.inputs()``).  Running the same append again continues it.
         On a new STORE it makes the store.
     (``engine=`` is the persistence engine, as in :func:`attntopo.features.features`; where
     the corpus runs is ``backend=``.)
@@ -640,8 +679,9 @@ def run(
 
     Returns
     -------
-    Store
-        The finished store (:meth:`Store.counts`, :meth:`Store.sql`, :meth:`Store.to_pandas`).
+    StoreReader
+        The finished store, read (:meth:`~StoreReader.counts`, :meth:`~StoreReader.sql`,
+        :meth:`~StoreReader.to_pandas`).
 
     Raises
     ------
@@ -681,8 +721,8 @@ def run(
         gpus_per_actor = ray_engine.check_gpus_per_actor(gpus_per_actor)
         if not gpus_per_actor and isinstance(device, str) and device != "cpu" and device != "auto":
             raise InvalidInputError(
-                f"device={device!r} with backend='ray': the actors have no GPU unless Ray gives them "
-                f"one; pass gpus_per_actor= (--gpus-per-actor), e.g. 1 or 0.5"
+                f"device={device!r} with backend='ray': the actors have no GPU unless Ray gives "
+                "them one; pass gpus_per_actor= (--gpus-per-actor), e.g. 1 or 0.5"
             )
     elif ray_address is not None:
         raise InvalidInputError("ray_address applies to backend='ray' only")
@@ -721,7 +761,8 @@ def run(
     _warn_unknown(store)
     c = store.counts()
     log.info(
-        "corpus: %d done, %d skipped (empty), %d skipped (too long), %d truncated, %d failed%s -> %s",
+        "corpus: %d done, %d skipped (empty), %d skipped "
+        "(too long), %d truncated, %d failed%s -> %s",
         c["ok"], c["skipped_empty"], c["skipped_long"], c["truncated"], c["failed"],
         f", {store.appended['already']} already in the store (skipped)" if store.appended else "",
         store.path, extra={"final": True},
@@ -736,14 +777,15 @@ def _full_disk_is_one_line(out: Any) -> Iterator[None]:
 
     Nothing stored is lost: a part is written to a temporary file (removed when the write
     fails) and renamed only when complete, a checksum line torn by the failure is ignored, and
-    the manifest is only ever replaced atomically (an append's entry); the lock is released, so the same command continues."""
+    the manifest is only ever replaced atomically (an append's entry); the lock is released, so the
+    same command continues."""
     try:
         yield
     except OSError as e:
         if e.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
         try:
-            kept = f" ({Store(out).n_rows()} texts are stored)"
+            kept = f" ({StoreReader(out).n_rows()} texts are stored)"
         except Exception:  # noqa: BLE001 - only a count for the message
             kept = ""
         raise DiskFullError(
@@ -752,7 +794,7 @@ def _full_disk_is_one_line(out: Any) -> Iterator[None]:
         ) from None
 
 
-def _warn_unknown(store: Store) -> None:
+def _warn_unknown(store: StoreReader) -> None:
     """One warning when texts held tokens the model's vocabulary lacks (``n_unknown``)."""
     import warnings
 
@@ -763,8 +805,9 @@ def _warn_unknown(store: Store) -> None:
     n = sum(summary["unknown"] for summary in store._summaries())
     if n:
         warnings.warn(UnknownTokensWarning(
-            f"{n} text{'s' if n != 1 else ''} of the corpus hold{'' if n != 1 else 's'} tokens that became the unknown token "
-            f"({store.settings.model}'s vocabulary lacks them): see the n_unknown column",
+            f"{n} text{'s' if n != 1 else ''} of the corpus hold{'' if n != 1 else 's'} "
+            f"tokens that became the unknown token ({store.settings.model}'s vocabulary lacks "
+            "them): see the n_unknown column",
             count=n, model=store.settings.model,
         ), stacklevel=user_stacklevel())
 
@@ -828,5 +871,5 @@ def _write(prep: Prepared, reporter: Reporter, k: int, finish: Any, shown: list[
     """Finish batch ``k`` (waiting for its persistence) and write its part; the bar gets the
     batch's texts its chunks have not counted yet."""
     rows = finish()
-    prep.store.write_part(k, rows)
+    prep.writer.write_part(k, rows)
     reporter.advance(rows.num_rows - shown[0])

@@ -29,8 +29,8 @@ def _decode(path: Path) -> str:
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise InvalidInputError(
-            f"{path}: line {line}: bytes that are not UTF-8 ({data[e.start:e.start + 1]!r} at byte "
-            f"{e.start}); save the file as UTF-8"
+            f"{path}: line {line}: bytes that are not UTF-8 "
+            f"({data[e.start:e.start + 1]!r} at byte {e.start}); save the file as UTF-8"
         ) from None
 
 

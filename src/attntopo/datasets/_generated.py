@@ -117,7 +117,8 @@ def generated_vs_human(
     cache_dir: str | os.PathLike | None = None,
     file: str | os.PathLike | None = None,
 ) -> TextDataset:
-    """Human fortunes (label ``"human"``) and model continuations of their first words (``"machine"``).
+    """Human fortunes (label ``"human"``) and model
+    continuations of their first words (``"machine"``).
 
     Parameters
     ----------

@@ -278,7 +278,7 @@ def _js_native(
 
     for h0 in range(0, batch, step):
         P = _prepare(x3[h0 : h0 + step], paper_compat, nonneg).contiguous().numpy()
-        O = out3[h0 : h0 + P.shape[0]]
+        out_b = out3[h0 : h0 + P.shape[0]]
         cnt = P.shape[0]
         size = max(1, min(per_task, -(-cnt // (4 * workers.n))))
         runs = [(a, min(cnt, a + size)) for a in range(0, cnt, size)]
@@ -287,15 +287,15 @@ def _js_native(
         def divergences(run: tuple[int, int]) -> None:
             a, b = run
             status = lib.attntopo_js_divergences_many(
-                P[a].ctypes.data, b - a, m, k, O[a].ctypes.data, cutoff, below[a:].ctypes.data)
+                P[a].ctypes.data, b - a, m, k, out_b[a].ctypes.data, cutoff, below[a:].ctypes.data)
             if status < 0:
                 raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
 
         def finish(run: tuple[int, int]) -> None:
             a, b = run
             for h in a + np.flatnonzero(below[a:b]):  # pairs under the cutoff: recomputed
-                _refine_np_(O[h], P[h], cutoff)  # with the cancellation-free form
-            lib.attntopo_js_finish_many(O[a].ctypes.data, b - a, m, scale, fourth_root)
+                _refine_np_(out_b[h], P[h], cutoff)  # with the cancellation-free form
+            lib.attntopo_js_finish_many(out_b[a].ctypes.data, b - a, m, scale, fourth_root)
 
         workers.run(divergences, runs)
         workers.run(finish, runs)
@@ -321,7 +321,7 @@ def _js_native_rows(
     step = max(1, min(batch, (budget // 32) // max(1, m * (k + 1))))
     for h0 in range(0, batch, step):
         P = _prepare(x3[h0 : h0 + step], paper_compat, nonneg).contiguous().numpy()
-        O = out3[h0 : h0 + P.shape[0]]
+        out_b = out3[h0 : h0 + P.shape[0]]
         cnt = P.shape[0]
         CM = np.empty((cnt, 2 * m))
         S = np.empty((cnt, m, k + 1))
@@ -340,15 +340,15 @@ def _js_native_rows(
             a0, a1 = blocks[b]
             n_below = lib.attntopo_js_cross_rows(
                 P[h].ctypes.data, m, k, CM[h].ctypes.data, S[h].ctypes.data, LH[h].ctypes.data,
-                rows.ctypes.data, r, a0, a1, O[h].ctypes.data, cutoff)
+                rows.ctypes.data, r, a0, a1, out_b[h].ctypes.data, cutoff)
             if n_below < 0:
                 raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
             below[h, b] = n_below
 
         def finish(h: int) -> None:
             if below[h].any():  # pairs under the cutoff: the cancellation-free form
-                _refine_np_(O[h], P[h], cutoff, rows)
-            lib.attntopo_js_cross_finish_many(O[h].ctypes.data, 1, m, rows.ctypes.data, r,
+                _refine_np_(out_b[h], P[h], cutoff, rows)
+            lib.attntopo_js_cross_finish_many(out_b[h].ctypes.data, 1, m, rows.ctypes.data, r,
                                               scale, fourth_root)
 
         workers.run(prepare, list(range(cnt)))

@@ -1,7 +1,8 @@
 """Topological features for prediction: texts → a table of named features per head.
 
 >>> import attntopo
->>> table = attntopo.features(["A first text.", "Another one."], model="minilm", sets=("js", "template"))
+>>> table = attntopo.features(["A first text.", "Another one."], model="minilm",
+...                           sets=("js", "template"))
 >>> table.columns[0]
 'L0H0.js.h0.n_bars'
 >>> X = table.to_numpy()                      # (2, n_features)

@@ -4,7 +4,8 @@ The attention matrix ``A`` (n × n) becomes a dissimilarity on tokens as tda4atd
 la-tda's ``matrix_to_ripser`` builds it, but in float64 (they compute in float32, and so
 does ripser++: births and deaths agree to float32 round-off; docs/features.md): weights at
 or below ``lower_bound`` (1e-3) are set to 0, then ``D = 1 − max(A, Aᵀ)`` off the diagonal
-and ``D[i, i] = 0``; two tokens are close when either attends strongly to the other.  Its Vietoris–Rips diagram (H0 and H1) is computed by
+and ``D[i, i] = 0``; two tokens are close when either attends strongly to the other.  Its
+Vietoris–Rips diagram (H0 and H1) is computed by
 :func:`attntopo.topology.persistence_batch` for all heads at once, and infinite bars are dropped
 before the statistics (as the reference does).  Per head:
 

@@ -155,7 +155,8 @@ class Bars:
 
         For H0 of an n-point metric space ``size = n - 1``: engines drop zero-length bars,
         which are exactly the minimum-spanning-tree edges of length 0.  The bars are sorted
-        once per :class:`Bars` (:func:`~attntopo.features._js.js_stats` asks once per text length of a chunk).
+        once per :class:`Bars` (:func:`~attntopo.features._js.js_stats` asks once per text length of
+        a chunk).
         """
         rows = np.arange(self.n) if rows is None else np.asarray(rows, dtype=np.int64)
         out = np.zeros((rows.size, size))

@@ -1,11 +1,12 @@
 """:func:`features`: texts → attention → every feature set, chunk by chunk, → a FeatureTable.
 
-Besides ``__all__``, the names here without a leading underscore (``set_columns``, ``set_quantities``, ``chunk_start``, ``stream_into``, ``ChunkFeatures``, ``join_pair``, ``answer_check``,
-``PERSISTENCE_SETS``, ``Done``, ``threads_beside_workers``) are what :mod:`attntopo.corpus`
-builds on: the corpus engine streams each batch's forward pass, layer by layer, into this
-module's ``ChunkFeatures`` (``stream_into``), so a store holds
-the same feature values as :func:`features` by construction (one path, also for the
-diagrams a store keeps).  They are not part of the public API (the module is private).
+Besides ``__all__``, the names here without a leading underscore (``set_columns``,
+``set_quantities``, ``chunk_start``, ``stream_into``, ``ChunkFeatures``, ``join_pair``,
+``answer_check``, ``PERSISTENCE_SETS``, ``threads_beside_workers``) are
+what :mod:`attntopo.corpus` builds on: the corpus engine streams each batch's forward pass, layer by
+layer, into this module's ``ChunkFeatures`` (``stream_into``), so a store holds the same feature
+values as :func:`features` by construction (one path, also for the diagrams a store keeps).  They
+are not part of the public API (the module is private).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .._validation import check_choice, check_positive_int
 from .._version import __version__
 from ..attention import Attention
 from ..errors import EmptyTextError, InvalidInputError
-from ._layers import MODEL_SETS, ChunkFeatures, Done, head_order, prompt_mask
+from ._layers import MODEL_SETS, ChunkFeatures, head_order, prompt_mask
 from ._registry import DEFAULT_SETS, FEATURE_SETS
 from ._settings import FeatureSettings, resolve_settings
 from ._table import FeatureTable, column_name, model_column

@@ -14,11 +14,11 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
-from .._progress import ProgressOption, check_progress, make_reporter
+from .._progress import ProgressOption, Reporter, check_progress, make_reporter
 from .._validation import check_choice, check_int, check_nonneg_int, check_number
 from ..analyses import KINDS
 from ..analyses.building import Columns, Result, package_versions, read_array
@@ -365,6 +365,94 @@ def _fit_score(X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray
     return model.decision_function(X[test])
 
 
+def _combine_choices(combine: Any, blocks: Mapping[str, Any]) -> dict[str, str]:
+    """Each detector's :data:`COMBINE` choice, checked."""
+    if isinstance(combine, Mapping):
+        unknown = [k for k in combine if k not in blocks]
+        if unknown:
+            raise InvalidInputError(f"combine names {unknown}, which are not detectors "
+                                    f"({', '.join(blocks)})")
+        return {d: check_choice(combine.get(d, "logistic"), f"combine[{d!r}]", COMBINE,
+                                what="combine") for d in blocks}
+    return dict.fromkeys(blocks, check_choice(combine, "combine", COMBINE))
+
+
+def _groups_and_strata(groups: Any, strata: Mapping[str, Any] | None, rows: np.ndarray,
+                       n_all: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The evaluated rows' group numbers (each row its own group without ``groups``) and
+    strata values, their shapes checked."""
+    if groups is None:
+        g = np.arange(rows.size)
+    else:
+        graw = np.asarray(groups)
+        if graw.shape != (n_all,):
+            raise InvalidInputError(f"groups has shape {graw.shape}; expected ({n_all},)")
+        g = np.unique(graw[rows], return_inverse=True)[1]
+    st = {}
+    for name, v in (strata or {}).items():
+        arr = np.asarray(v)
+        if arr.shape != (n_all,):
+            raise InvalidInputError(f"stratum {name!r} has shape {arr.shape}; expected ({n_all},)")
+        st[str(name)] = arr[rows]
+    return g, st
+
+
+def _folds(yy: np.ndarray, g: np.ndarray, grouped: bool, n_splits: int,
+           seed: int) -> tuple[list, np.ndarray]:
+    """The ``(train, test)`` splits (grouped or stratified) and each row's test fold."""
+    _, _, StratifiedGroupKFold, StratifiedKFold, _, _ = _sklearn()
+    n = yy.size
+    n_groups = int(g.max()) + 1 if n else 0
+    least = int(min(yy.sum(), n - yy.sum()))
+    if n_groups < n_splits or least < n_splits:
+        raise InvalidInputError(
+            f"{n_splits} folds need at least {n_splits} groups and {n_splits} pairs of each "
+            f"class; got {n_groups} groups, {int(yy.sum())} positives, {n - int(yy.sum())} "
+            "negatives")
+    splitter = (StratifiedGroupKFold(n_splits, shuffle=True, random_state=seed)
+                if grouped else StratifiedKFold(n_splits, shuffle=True, random_state=seed))
+    folds = np.full(n, -1, dtype=np.int64)
+    splits = list(splitter.split(np.zeros((n, 1)), yy, g))
+    for f, (_, test) in enumerate(splits):
+        folds[test] = f
+    return splits, folds
+
+
+def _out_of_fold_scores(blocks: Mapping[str, Any], models: list[str], C_rows: np.ndarray | None,
+                        yy: np.ndarray, rows: np.ndarray, splits: list, reporter: Reporter, *,
+                        head_k: Mapping[str, int | None], head_criterion: str,
+                        how: Mapping[str, str], C: float, seed: int) -> tuple[np.ndarray, dict]:
+    """Every model's held-out scores ``(len(models), n)`` and the heads chosen per detector
+    and fold."""
+    scores = np.full((len(models), yy.size), np.nan)
+    chosen: dict[str, list[list[list[int]]]] = {d: [] for d, k in head_k.items() if k}
+    reporter.add_total(len(splits) * len(models))
+    reporter.stage("cross-validation")
+    for f, (train, test) in enumerate(splits):
+        if C_rows is not None:
+            scores[models.index(COVARIATES), test] = _fit_score(C_rows, yy, train, test, C)
+            reporter.advance()
+        for d, (values, names) in blocks.items():
+            X = values[rows]
+            if head_k[d]:
+                best = best_heads(head_scores(X[train], yy[train], criterion=head_criterion,
+                                              columns=names, cv=3, random_state=seed),
+                                  head_k[d])
+                X = X[:, _support(names, best)]
+                chosen[d].append([[int(a), int(b)] for a, b in best])
+            if how[d] == "mean":
+                X = _signed_mean(X, yy, train)[:, None]
+                scores[models.index(d), test] = X[test, 0]
+            else:
+                scores[models.index(d), test] = _fit_score(X, yy, train, test, C)
+            reporter.advance()
+            if C_rows is not None:
+                scores[models.index(f"{d} + {COVARIATES}"), test] = _fit_score(
+                    np.hstack([X, C_rows]), yy, train, test, C)
+                reporter.advance()
+    return scores, chosen
+
+
 def evaluate_detectors(
     detectors: Any,
     y: Any,
@@ -456,7 +544,7 @@ def evaluate_detectors(
         Labels not 0/1, shapes that do not agree, too few groups for the folds, heads asked
         of a detector whose columns name none (one line each).
     """
-    _, _, StratifiedGroupKFold, StratifiedKFold, _, _ = _sklearn()
+    _sklearn()  # a missing scikit-learn is said before any check
     y_all = np.asarray(y)
     n_all = y_all.shape[0] if y_all.ndim == 1 else -1
     if n_all < 0:
@@ -469,85 +557,26 @@ def evaluate_detectors(
     head_k = _head_counts(heads, blocks)
     head_criterion = check_choice(head_criterion, "head_criterion", HEAD_CRITERIA,
                                   what="head criterion")
-    if isinstance(combine, Mapping):
-        unknown = [k for k in combine if k not in blocks]
-        if unknown:
-            raise InvalidInputError(f"combine names {unknown}, which are not detectors "
-                                    f"({', '.join(blocks)})")
-        how = {d: check_choice(combine.get(d, "logistic"), f"combine[{d!r}]", COMBINE,
-                               what="combine") for d in blocks}
-    else:
-        how = dict.fromkeys(blocks, check_choice(combine, "combine", COMBINE))
+    how = _combine_choices(combine, blocks)
     rows = _rows(subset, n_all)
     yy = _binary(y_all[rows], "y")
-    n = rows.size
-    if groups is None:
-        g = np.arange(n)
-    else:
-        graw = np.asarray(groups)
-        if graw.shape != (n_all,):
-            raise InvalidInputError(f"groups has shape {graw.shape}; expected ({n_all},)")
-        g = np.unique(graw[rows], return_inverse=True)[1]
-    st = {}
-    for name, v in (strata or {}).items():
-        arr = np.asarray(v)
-        if arr.shape != (n_all,):
-            raise InvalidInputError(f"stratum {name!r} has shape {arr.shape}; expected ({n_all},)")
-        st[str(name)] = arr[rows]
+    g, st = _groups_and_strata(groups, strata, rows, n_all)
     n_splits = check_int(n_splits, "n_splits", lo=2)
     n_boot = check_nonneg_int(n_boot, "n_boot")
     resample = check_choice(resample, "resample", RESAMPLING)
     C = check_number(C, "C", lo=0, lo_open=True)
     seed = check_nonneg_int(seed, "seed")
     progress = check_progress(progress)
-    n_groups = int(g.max()) + 1 if n else 0
-    least = int(min(yy.sum(), n - yy.sum()))
-    if n_groups < n_splits or least < n_splits:
-        raise InvalidInputError(
-            f"{n_splits} folds need at least {n_splits} groups and {n_splits} pairs of each "
-            f"class; got {n_groups} groups, {int(yy.sum())} positives, {n - int(yy.sum())} "
-            "negatives")
-    splitter = (StratifiedGroupKFold(n_splits, shuffle=True, random_state=seed)
-                if groups is not None else StratifiedKFold(n_splits, shuffle=True,
-                                                           random_state=seed))
-    folds = np.full(n, -1, dtype=np.int64)
-    splits = list(splitter.split(np.zeros((n, 1)), yy, g))
-    for f, (_, test) in enumerate(splits):
-        folds[test] = f
-
+    splits, folds = _folds(yy, g, groups is not None, n_splits, seed)
     models: list[str] = ([COVARIATES] if cov is not None else [])
     for d in blocks:
         models.append(d)
         if cov is not None:
             models.append(f"{d} + {COVARIATES}")
-    scores = np.full((len(models), n), np.nan)
-    chosen: dict[str, list[list[list[int]]]] = {d: [] for d, k in head_k.items() if k}
-    C_rows = None if cov is None else cov[rows]
     with make_reporter(progress, description="evaluate_detectors") as reporter:
-        reporter.add_total(len(splits) * len(models))
-        reporter.stage("cross-validation")
-        for f, (train, test) in enumerate(splits):
-            if C_rows is not None:
-                scores[models.index(COVARIATES), test] = _fit_score(C_rows, yy, train, test, C)
-                reporter.advance()
-            for d, (values, names) in blocks.items():
-                X = values[rows]
-                if head_k[d]:
-                    best = best_heads(head_scores(X[train], yy[train], criterion=head_criterion,
-                                                  columns=names, cv=3, random_state=seed),
-                                      head_k[d])
-                    X = X[:, _support(names, best)]
-                    chosen[d].append([[int(a), int(b)] for a, b in best])
-                if how[d] == "mean":
-                    X = _signed_mean(X, yy, train)[:, None]
-                    scores[models.index(d), test] = X[test, 0]
-                else:
-                    scores[models.index(d), test] = _fit_score(X, yy, train, test, C)
-                reporter.advance()
-                if C_rows is not None:
-                    scores[models.index(f"{d} + {COVARIATES}"), test] = _fit_score(
-                        np.hstack([X, C_rows]), yy, train, test, C)
-                    reporter.advance()
+        scores, chosen = _out_of_fold_scores(
+            blocks, models, None if cov is None else cov[rows], yy, rows, splits, reporter,
+            head_k=head_k, head_criterion=head_criterion, how=how, C=C, seed=seed)
     table = _metrics_table(models, scores, yy, g, folds, st, n_boot, resample, seed)
     settings = {"detectors": list(blocks), "covariates": cov_names, "strata": list(st),
                 "heads": {d: k for d, k in head_k.items() if k}, "head_criterion": head_criterion,

@@ -4,8 +4,8 @@ For a threshold τ the attention matrix ``A`` (n × n, rows over the real tokens
 directed graph ``G_τ`` with an edge ``i → j`` wherever ``A[i, j] >= τ`` (self-loops included,
 as in la-tda's code, which builds ``networkx.MultiDiGraph`` from the 0/1 matrix; it keeps
 [CLS] and [SEP], divides rows by their float32 sums first and stores the counts as
-float16: docs/features.md lists the differences), and its undirected simple graph ``U_τ`` (edge ``{i, j}`` if ``i → j`` or ``j → i``; self-loops
-kept as loops).  Per head and threshold:
+float16: docs/features.md lists the differences), and its undirected simple graph ``U_τ`` (edge
+``{i, j}`` if ``i → j`` or ``j → i``; self-loops kept as loops).  Per head and threshold:
 
 ``scc``
     number of strongly connected components of ``G_τ``;

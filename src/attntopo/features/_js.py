@@ -198,8 +198,8 @@ def landscape_stats(diagrams: list[Diagram], upper: float = 1.0) -> np.ndarray:
 
     persim's exact landscapes (:class:`persim.landscapes.PersLandscapeExact`, piecewise linear,
     given by their critical points) are sampled at :data:`LANDSCAPE_STEPS` evenly spaced
-    points of [0, upper] (both ends included; the metric's range, 1 for Jensen–Shannon); missing landscapes (fewer bars than the depth)
-    are 0.  Shape (N, 2 k s).
+    points of [0, upper] (both ends included; the metric's range, 1 for Jensen–Shannon); missing
+    landscapes (fewer bars than the depth) are 0.  Shape (N, 2 k s).
     """
     _persim()
     from persim.landscapes import PersLandscapeExact

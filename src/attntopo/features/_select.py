@@ -80,7 +80,8 @@ def _check_enough(y: np.ndarray, criterion: str, cv: int) -> None:
     elif n <= classes.size:
         raise InvalidInputError(
             f"too few samples to score heads by anova: it needs more samples than classes (at "
-            f"least {classes.size + 1} for {classes.size} classes), got {n}; give more labelled texts"
+            f"least {classes.size + 1} for {classes.size} "
+            f"classes), got {n}; give more labelled texts"
         )
 
 

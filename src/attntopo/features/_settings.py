@@ -56,7 +56,8 @@ def _check_grid(values: Any, name: str, lo: float, hi: float) -> tuple[float, ..
         raise InvalidInputError(f"{name} must be a sequence of numbers in [{lo:g}, {hi:g}]") from None
     if not out or any(v > hi for v in out) or len(set(out)) != len(out):
         raise InvalidInputError(
-            f"{name} must be a non-empty sequence of distinct numbers in [{lo:g}, {hi:g}], got {values!r}"
+            f"{name} must be a non-empty sequence of distinct "
+            f"numbers in [{lo:g}, {hi:g}], got {values!r}"
         )
     return out
 
@@ -72,8 +73,8 @@ def _check_prompt_quantities(q: Any) -> tuple[str, ...]:
         ) from None
     if not q or len(set(q)) != len(q):
         raise InvalidInputError(
-            f"prompt_quantities must name distinct quantities among {', '.join(PROMPT_QUANTITIES)}, "
-            f"got {list(q)}"
+            "prompt_quantities must name distinct quantities among "
+            f"{', '.join(PROMPT_QUANTITIES)}, got {list(q)}"
         )
     for x in q:
         check_choice(x, "prompt_quantities", PROMPT_QUANTITIES, what="prompt quantity")

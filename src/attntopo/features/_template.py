@@ -15,8 +15,8 @@ The templates (after la-tda's, which has separate comma and dot templates by tok
 ``first``      ``T[:, 0] = 1`` (the first token: [CLS], <s>, or the first word)
 ``last``       ``T[:, n−1] = 1`` (the last token: [SEP] for BERT-like models)
 ``punct``      ``T[i, j] = 1 / |P|`` for ``j`` in the punctuation tokens ``P`` (a row-uniform
-               spread over them, as each of la-tda's comma and dot templates); all zero if the text has
-               no punctuation token, so the distance is then 1.
+               spread over them, as each of la-tda's comma and dot templates); all zero if the text
+               has no punctuation token, so the distance is then 1.
 
 Punctuation tokens are found through the tokenizer's offsets: non-special tokens whose text is
 made of Unicode punctuation only (categories P*), never through hard-coded token ids.

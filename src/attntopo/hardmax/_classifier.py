@@ -1,4 +1,5 @@
-"""The paper's interpretable classifier: word embeddings → hardmax attention K times → mean → linear.
+"""The paper's interpretable classifier:
+word embeddings → hardmax attention K times → mean → linear.
 
 Alcalde, Fantuzzi & Zuazua (2025), section on sentiment analysis: each word of a text is a
 learned point ``z ∈ R^d``; one pure-attention layer with ``Q = K = I`` and ``V = α I``, shared by
@@ -36,7 +37,8 @@ _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[^\sa-z0-9]", re.UNICODE)
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased words (with an apostrophe suffix: ``don't``), numbers and single punctuation marks."""
+    """Lower-cased words (with an apostrophe suffix: ``don't``),
+    numbers and single punctuation marks."""
     return _TOKEN.findall(str(text).lower())
 
 
@@ -269,8 +271,9 @@ class HardmaxClassifier(Result):
 
     def __repr__(self) -> str:
         m = self.metrics
-        return (f"HardmaxClassifier(d={self.dim}, layers={self.layers}, alpha={self.alpha:g}, classes={self.classes}, "
-                f"vocabulary={len(self.vocab)}, test_accuracy_early={m.get('test_accuracy_early')})")
+        return (f"HardmaxClassifier(d={self.dim}, layers={self.layers}, alpha={self.alpha:g}, "
+                f"classes={self.classes}, vocabulary={len(self.vocab)}, "
+                f"test_accuracy_early={m.get('test_accuracy_early')})")
 
 
 def _check_texts(texts: Any) -> list[str]:

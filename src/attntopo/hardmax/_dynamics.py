@@ -138,7 +138,8 @@ def check_spd(A: Any, d: int) -> np.ndarray:
     M = _as_float_array(A, "A")
     if M.shape != (d, d):
         raise InvalidMatrixError(
-            f"A must be a ({d}, {d}) matrix for tokens in R^{d} (Z0 has {d} columns), got shape {M.shape}"
+            f"A must be a ({d}, {d}) matrix for tokens in "
+            f"R^{d} (Z0 has {d} columns), got shape {M.shape}"
         )
     if not np.all(np.isfinite(M)):
         raise InvalidMatrixError("A must be finite; it holds NaN or inf")
@@ -279,7 +280,8 @@ def close_pairs(Z: np.ndarray, radius: float) -> np.ndarray:
 
 
 def cluster_labels(n: int, pairs: np.ndarray) -> np.ndarray:
-    """Connected components of ``n`` tokens joined by ``pairs`` ``(p, 2)``, numbered by first token."""
+    """Connected components of ``n`` tokens joined by
+    ``pairs`` ``(p, 2)``, numbered by first token."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 

@@ -122,7 +122,8 @@ def key_query_matrix(model: Any = "minilm", layer: int = 0, head: int = 0, *,
         "layer": lay, "head": hd, "head_dim": int(dh), "kv_head": int(kv), "margin": margin,
         "shift": shift, "norm_S": norm_S, "eig_S": [float(eig[0]), float(eig[-1])],
         "antisymmetric_share": float(np.linalg.norm(M - M.T) / max(np.linalg.norm(M + M.T), 1e-300)),
-        "construction": "A = (M + M.T)/2 + (margin*||S||_2 - lambda_min(S)) I, M = W_Q[h].T W_K[h] (no biases)",
+        "construction": ("A = (M + M.T)/2 + (margin*||S||_2 - lambda_min(S)) I, "
+                         "M = W_Q[h].T W_K[h] (no biases)"),
     }
     return A, info
 

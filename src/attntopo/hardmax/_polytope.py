@@ -6,8 +6,8 @@ for given points, two independent ways:
 
 *linear programming* (any dimension, :func:`scipy.optimize.linprog`, HiGHS): for a point
     ``x`` solve ``max t`` subject to ``x = Σ λ_l v_l``, ``Σ λ_l = 1``, ``λ_l >= 0``,
-    ``λ_l >= t``, ``t <= 1``.  Infeasible: ``x ∉ K``.  The relative interior of ``K`` is the set of convex
-    combinations with *every* ``λ_l > 0``, so ``t* > 0`` means ``x`` is in the relative
+    ``λ_l >= t``, ``t <= 1``.  Infeasible: ``x ∉ K``.  The relative interior of ``K`` is the set of
+    convex combinations with *every* ``λ_l > 0``, so ``t* > 0`` means ``x`` is in the relative
     interior and ``t* = 0`` that it is on the relative boundary.
 *facets* (:class:`scipy.spatial.ConvexHull`, Qhull), when ``K`` is full-dimensional in its
     affine hull of dimension ``2 <= m <= 8`` (Qhull's cost grows steeply with ``m``):
@@ -108,7 +108,8 @@ def affine_dimension(V: np.ndarray, tol: float = 1e-9) -> tuple[int, np.ndarray,
 
 
 def _lp_margin(Y: np.ndarray, x: np.ndarray) -> float:
-    """``max t`` s.t. ``Yᵀλ = x``, ``Σλ = 1``, ``λ >= 0``, ``λ >= t``, ``t <= 1``; ``nan`` if infeasible."""
+    """``max t`` s.t. ``Yᵀλ = x``, ``Σλ = 1``, ``λ >= 0``,
+    ``λ >= t``, ``t <= 1``; ``nan`` if infeasible."""
     from scipy.optimize import linprog
 
     m, r = Y.shape

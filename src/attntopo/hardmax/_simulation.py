@@ -175,7 +175,8 @@ class HardmaxSimulation(Result):
         return out
 
     def followed_leaders(self, step: int = -1) -> list[tuple[int, ...]]:
-        """For each token, the leaders it is heading to at ``step``: those reachable in the attention graph.
+        """For each token, the leaders it is heading to at ``step``:
+        those reachable in the attention graph.
 
         Edges go from ``i`` to every ``j ∈ C_i`` (recomputed from the positions at ``step`` with
         the run's tolerances); a leader reaches itself.  In general position a token reaches one
@@ -281,7 +282,8 @@ class HardmaxSimulation(Result):
         })
 
     def to_dict(self) -> dict:
-        """Plain JSON-safe data: settings, per-step table, final clusters and leaders (no trajectories)."""
+        """Plain JSON-safe data: settings, per-step table,
+        final clusters and leaders (no trajectories)."""
         eig = np.linalg.eigvalsh(self.A)
         return json_safe({
             "kind": self.kind,
@@ -338,9 +340,9 @@ class HardmaxSimulation(Result):
                    provenance=dict(meta.get("provenance") or {}), **nums)
 
     def __repr__(self) -> str:
-        return (f"HardmaxSimulation(n={self.n_tokens}, d={self.dim}, steps={self.steps}, alpha={self.alpha:g}, "
-                f"leaders={int(self.n_leaders[-1])}, clusters={int(self.n_clusters[-1])}, "
-                f"converged={self.converged})")
+        return (f"HardmaxSimulation(n={self.n_tokens}, d={self.dim}, steps={self.steps}, "
+                f"alpha={self.alpha:g}, leaders={int(self.n_leaders[-1])}, "
+                f"clusters={int(self.n_clusters[-1])}, converged={self.converged})")
 
 
 

@@ -1,4 +1,5 @@
-"""Training the hardmax classifier: stratified splits, the loop, early stopping on validation, a baseline.
+"""Training the hardmax classifier: stratified splits,
+the loop, early stopping on validation, a baseline.
 
 The published numbers picked the best epoch on the *test* split; here the test split is touched
 twice, after training: with the last epoch's parameters and with those of the epoch that did
@@ -35,13 +36,15 @@ def _check_data(texts: Any, labels: Any) -> tuple[list[str], list[str], list[str
     if len(classes) != 2:
         shown = ", ".join(repr(c) for c in classes[:5]) + (" …" if len(classes) > 5 else "")
         raise InvalidInputError(
-            f"the hardmax classifier is binary: the labels must hold exactly 2 classes, got {len(classes)} ({shown})"
+            "the hardmax classifier is binary: the labels must "
+            f"hold exactly 2 classes, got {len(classes)} ({shown})"
         )
     return texts, labels, classes
 
 
 def stratified_split(labels: Sequence[Any], val: float, test: float, seed: int) -> tuple[np.ndarray, ...]:
-    """Indices ``(train, val, test)``: each class shuffled (``seed``) and cut in the same proportions.
+    """Indices ``(train, val, test)``: each class shuffled
+    (``seed``) and cut in the same proportions.
 
     Every class puts ``round(val · n_c)`` texts (at least one) into validation and
     ``round(test · n_c)`` (at least one) into test; the rest is training (at least one).
@@ -56,8 +59,8 @@ def stratified_split(labels: Sequence[Any], val: float, test: float, seed: int) 
         nv, nt = max(1, round(val * n)), max(1, round(test * n))
         if n - nv - nt < 1:
             raise InvalidInputError(
-                f"class {c!r} has {n} text(s): too few for a training, a validation and a test part "
-                f"(val={val:g}, test={test:g} need at least 3)"
+                f"class {c!r} has {n} text(s): too few for a training, a validation and a test "
+                f"part (val={val:g}, test={test:g} need at least 3)"
             )
         parts[1].extend(idx[:nv])
         parts[2].extend(idx[nv:nv + nt])
@@ -102,6 +105,102 @@ def bag_of_words_baseline(texts: Sequence[str], labels: Sequence[Any], split: tu
             "vocabulary": len(vec.vocabulary_)}
 
 
+class _Network:
+    """One training run's parameters (embeddings, linear map) and its encoded texts as tensors."""
+
+    def __init__(self, ids: np.ndarray, mask: np.ndarray, y: np.ndarray, n_vocab: int, d: int,
+                 seed: int, *, alpha: float, layers: int, temperature: float) -> None:
+        import torch
+
+        gen = torch.Generator().manual_seed(seed)
+        self.emb = torch.nn.Embedding(n_vocab, d, padding_idx=0)
+        self.lin = torch.nn.Linear(d, 1)
+        with torch.no_grad():
+            self.emb.weight.copy_(torch.randn(n_vocab, d, generator=gen))
+            self.emb.weight[0].zero_()
+            self.lin.weight.copy_(torch.randn(1, d, generator=gen) / np.sqrt(d))
+            self.lin.bias.zero_()
+        self.ids, self.mask, self.y = torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(y)
+        self.y_np = y
+        self.alpha, self.layers, self.temperature = alpha, layers, temperature
+
+    def parameters(self) -> list:
+        return list(self.emb.parameters()) + list(self.lin.parameters())
+
+    def state(self) -> tuple:
+        """A detached copy of ``(embedding, weight, bias)``."""
+        return tuple(p.detach().clone() for p in (self.emb.weight, self.lin.weight, self.lin.bias))
+
+    def logits(self, batch: np.ndarray, hard: bool, state=None):
+        E = self.emb.weight if state is None else state[0]
+        m = self.mask[batch]
+        width = int(m.sum(1).max())  # padding takes no part: cut the batch to its longest text
+        m = m[:, :width]
+        Z = E[self.ids[batch][:, :width]]
+        if hard:
+            Z = hardmax_forward(Z.detach(), m, self.alpha, self.layers)
+        else:
+            Z = softmax_forward(Z, m, self.alpha, self.layers, self.temperature)
+        mean = (Z * m[..., None]).sum(1) / m.sum(1, keepdim=True)
+        W, b = (self.lin.weight, self.lin.bias) if state is None else (state[1], state[2])
+        return (mean @ W.double().T if hard else mean @ W.T).squeeze(-1) + (b.double() if hard else b)
+
+    def accuracy(self, idx: np.ndarray, state=None) -> float:
+        """Exact-hardmax accuracy on the texts ``idx`` (current parameters, or ``state``)."""
+        import torch
+
+        with torch.no_grad():
+            out = []
+            for s in range(0, idx.size, 512):
+                out.append((self.logits(idx[s:s + 512], True, state) >= 0).numpy())
+            pred = np.concatenate(out)
+        return float(np.mean(pred == (self.y_np[idx] == 1)))
+
+
+def _fit(net: _Network, split: tuple[np.ndarray, ...], *, epochs: int, batch_size: int, lr: float,
+         seed: int, progress: Callable[[dict], None] | None) -> tuple[dict, tuple, float, float]:
+    """The training loop: ``(history, (best val accuracy, its epoch, its state), test accuracy
+    of the last epoch, test accuracy of the best epoch)``."""
+    import torch
+
+    from .._threads import torch_threads
+
+    tr, va, te = split
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    history: dict[str, list] = {"epoch": [], "train_loss": [], "train_accuracy": [], "val_accuracy": []}
+    best = (-1.0, 0, None)
+    rng = np.random.default_rng(seed)
+    # tiny tensors (a batch of 64 texts × d numbers): torch's intra-op threads only add
+    # synchronisation (measured: 2 threads 4× slower than 1 on a 2-core machine), and one
+    # thread makes a run the same on every machine whatever its core count
+    with torch_threads(1):
+        for epoch in range(1, epochs + 1):
+            order = rng.permutation(tr)
+            total, seen = 0.0, 0
+            for s in range(0, order.size, batch_size):
+                batch = order[s:s + batch_size]
+                opt.zero_grad()
+                loss = loss_fn(net.logits(batch, False), net.y[batch])
+                loss.backward()
+                opt.step()
+                with torch.no_grad():
+                    net.emb.weight[0].zero_()
+                total += float(loss.detach()) * batch.size
+                seen += batch.size
+            row = {"epoch": epoch, "train_loss": total / seen, "train_accuracy": net.accuracy(tr),
+                   "val_accuracy": net.accuracy(va)}
+            for k, v in row.items():
+                history[k].append(v)
+            if row["val_accuracy"] > best[0]:
+                best = (row["val_accuracy"], epoch, net.state())
+            if progress is not None:
+                progress(row)
+        final_test = net.accuracy(te)
+        early_test = net.accuracy(te, best[2])
+    return history, best, final_test, early_test
+
+
 def train_classifier(
     texts: Sequence[str],
     labels: Sequence[Any],
@@ -135,7 +234,8 @@ def train_classifier(
     Parameters
     ----------
     texts, labels : sequences of equal length
-        Exactly two distinct labels (compared as strings); ``classes[1]`` is the larger in sort order.
+        Exactly two distinct labels (compared as strings);
+        ``classes[1]`` is the larger in sort order.
     d, layers, alpha, temperature, max_len
         Embedding dimension, ``K``, ``α``, training temperature, tokens per text (more are cut).
     epochs, batch_size, lr, seed
@@ -143,7 +243,8 @@ def train_classifier(
     val, test : float
         Shares of each class held out for validation and test (stratified, ``seed``).
     min_count, max_vocab : int
-        Vocabulary: training-split tokens seen at least ``min_count`` times, the most frequent first.
+        Vocabulary: training-split tokens seen at least
+        ``min_count`` times, the most frequent first.
     baseline : bool
         Also fit :func:`bag_of_words_baseline` on the same split (needs scikit-learn).
     top_words : int
@@ -165,10 +266,6 @@ def train_classifier(
         An empty dataset, one class or more than two, a text without words, a class too small for
         the three splits, or a setting out of range.
     """
-    import torch
-
-    from .._threads import torch_threads
-
     texts, labels, classes = _check_data(texts, labels)
     d = check_int(d, "d", lo=1)
     layers = check_int(layers, "layers", lo=1)
@@ -193,73 +290,10 @@ def train_classifier(
     index = {t: i for i, t in enumerate(vocab)}
     y_all = np.array([classes.index(y) for y in labels], dtype=np.float32)
     ids, mask = encode(texts, index, max_len)
-
-    gen = torch.Generator().manual_seed(seed)
-    emb = torch.nn.Embedding(len(vocab), d, padding_idx=0)
-    lin = torch.nn.Linear(d, 1)
-    with torch.no_grad():
-        emb.weight.copy_(torch.randn(len(vocab), d, generator=gen))
-        emb.weight[0].zero_()
-        lin.weight.copy_(torch.randn(1, d, generator=gen) / np.sqrt(d))
-        lin.bias.zero_()
-    params = list(emb.parameters()) + list(lin.parameters())
-    opt = torch.optim.Adam(params, lr=lr)
-    loss_fn = torch.nn.BCEWithLogitsLoss()
-    T_ids, T_mask, T_y = torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(y_all)
-
-    def logits(batch: np.ndarray, hard: bool, state=None):
-        E = emb.weight if state is None else state[0]
-        m = T_mask[batch]
-        width = int(m.sum(1).max())  # padding takes no part: cut the batch to its longest text
-        m = m[:, :width]
-        Z = E[T_ids[batch][:, :width]]
-        if hard:
-            Z = hardmax_forward(Z.detach(), m, alpha, layers)
-        else:
-            Z = softmax_forward(Z, m, alpha, layers, temperature)
-        mean = (Z * m[..., None]).sum(1) / m.sum(1, keepdim=True)
-        W, b = (lin.weight, lin.bias) if state is None else (state[1], state[2])
-        return (mean @ W.double().T if hard else mean @ W.T).squeeze(-1) + (b.double() if hard else b)
-
-    def accuracy(idx: np.ndarray, state=None) -> float:
-        with torch.no_grad():
-            out = []
-            for s in range(0, idx.size, 512):
-                out.append((logits(idx[s:s + 512], True, state) >= 0).numpy())
-            pred = np.concatenate(out)
-        return float(np.mean(pred == (y_all[idx] == 1)))
-
-    history: dict[str, list] = {"epoch": [], "train_loss": [], "train_accuracy": [], "val_accuracy": []}
-    best = (-1.0, 0, None)
-    rng = np.random.default_rng(seed)
-    # tiny tensors (a batch of 64 texts × d numbers): torch's intra-op threads only add
-    # synchronisation (measured: 2 threads 4× slower than 1 on a 2-core machine), and one
-    # thread makes a run the same on every machine whatever its core count
-    with torch_threads(1):
-        for epoch in range(1, epochs + 1):
-            order = rng.permutation(tr)
-            total, seen = 0.0, 0
-            for s in range(0, order.size, batch_size):
-                batch = order[s:s + batch_size]
-                opt.zero_grad()
-                loss = loss_fn(logits(batch, False), T_y[batch])
-                loss.backward()
-                opt.step()
-                with torch.no_grad():
-                    emb.weight[0].zero_()
-                total += float(loss.detach()) * batch.size
-                seen += batch.size
-            row = {"epoch": epoch, "train_loss": total / seen, "train_accuracy": accuracy(tr), "val_accuracy": accuracy(va)}
-            for k, v in row.items():
-                history[k].append(v)
-            if row["val_accuracy"] > best[0]:
-                state = tuple(p.detach().clone() for p in (emb.weight, lin.weight, lin.bias))
-                best = (row["val_accuracy"], epoch, state)
-            if progress is not None:
-                progress(row)
-        final_test = accuracy(te)
-        val_best, best_epoch, state = best
-        early_test = accuracy(te, state)
+    net = _Network(ids, mask, y_all, len(vocab), d, seed,
+                   alpha=alpha, layers=layers, temperature=temperature)
+    history, (val_best, best_epoch, state), final_test, early_test = _fit(
+        net, split, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, progress=progress)
     E, W, b = (x.double().numpy() for x in state)
     model = HardmaxClassifier(
         embedding=np.array(E), weight=np.array(W[0]), bias=float(b[0]), vocab=vocab, classes=classes,

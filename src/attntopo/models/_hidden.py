@@ -99,7 +99,8 @@ def forward_capture(
             atts = getattr(res, "attentions", None)
             if not atts or any(a is None for a in atts):
                 raise ModelLoadError(
-                    f"{model.name} returned no attention weights: load it with attn_implementation='eager'"
+                    f"{model.name} returned no attention weights: load it with "
+                    "attn_implementation='eager'"
                 )
             # rows renormalized in float64 (a bfloat16 row sums to 1 only within ~2^-8)
             att = torch.stack([normalize_rows(a[0], what=f"attention of {model.name}, layer {i}")

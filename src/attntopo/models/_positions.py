@@ -60,7 +60,8 @@ ROTARY_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 
 
 class PositionsNotRemovableError(InvalidInputError):
-    """The model's positional mechanism cannot be switched off by attntopo (message names the type)."""
+    """The model's positional mechanism cannot be switched
+    off by attntopo (message names the type)."""
 
 
 @dataclass(frozen=True)

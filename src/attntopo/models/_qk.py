@@ -121,9 +121,10 @@ class QKCapture:
         return int(self.queries.shape[2])
 
     def weights(self, layer: int | None = None) -> np.ndarray:
-        """``softmax(scaling · Q Kᵀ + mask)`` in float64: ``(L, H, n, n)``, or ``(H, n, n)`` of one layer."""
+        """``softmax(scaling · Q Kᵀ + mask)`` in float64:
+        ``(L, H, n, n)``, or ``(H, n, n)`` of one layer."""
         if layer is None:
-            return np.stack([self.weights(l) for l in range(self.queries.shape[0])])
+            return np.stack([self.weights(li) for li in range(self.queries.shape[0])])
         return attention_from_qk(self.queries[layer], self.keys[layer], float(self.scaling[layer]), self.causal)
 
 
@@ -186,8 +187,9 @@ def _attention_modules(model: AttentionModel) -> list[tuple[Any, str, Any, Any]]
     if len(found) != model.n_layers:
         raise ModelLoadError(
             f"cannot capture queries and keys of {model.name} ({model.model_type}): found "
-            f"{len(found)} attention modules with query/key (BERT) or q_proj/k_proj (Llama) projections "
-            f"for {model.n_layers} layers; supported: BERT-style and Llama-style (rotary) self-attention"
+            f"{len(found)} attention modules with query/key (BERT) or q_proj/k_proj (Llama) "
+            f"projections for {model.n_layers} layers; supported: "
+            "BERT-style and Llama-style (rotary) self-attention"
         )
     idx = [getattr(m[0], "layer_idx", None) for m in found]
     if all(isinstance(i, int) for i in idx):
@@ -282,12 +284,13 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
             rope = slot.get("rope")
             if rope is None:
                 raise ModelLoadError(
-                    f"{model.name} ({model.model_type}) passes no rotary position embeddings to its attention: "
-                    f"its queries and keys cannot be captured"
+                    f"{model.name} ({model.model_type}) passes no rotary position embeddings to "
+                    "its attention: its queries and keys cannot be captured"
                 )
             apply = getattr(inspect.getmodule(type(mod)), "apply_rotary_pos_emb", None)
             if apply is None:
-                raise ModelLoadError(f"{model.model_type} has no apply_rotary_pos_emb: cannot rebuild its rotary queries")
+                raise ModelLoadError(f"{model.model_type} has no apply_rotary_pos_emb: "
+                                     "cannot rebuild its rotary queries")
             q, k = apply(q, k, rope[0], rope[1])
         groups = q.shape[1] // k.shape[1]
         if groups > 1:
@@ -299,18 +302,19 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
                     causal=bool(model.causal), attention=attention, self_check=0.0)
     err, excess, allowed = 0.0, -np.inf, SELF_CHECK_ATOL
     with one_blas_thread():
-        for l in range(len(mods)):
-            diff = np.abs(cap.weights(l) - attention[l]).max(-1)  # (H, n)
-            bound = self_check_atol(cap.queries[l], cap.keys[l], float(cap.scaling[l]), cap.causal, dtype)
+        for li in range(len(mods)):
+            diff = np.abs(cap.weights(li) - attention[li]).max(-1)  # (H, n)
+            bound = self_check_atol(cap.queries[li], cap.keys[li], float(cap.scaling[li]), cap.causal, dtype)
             err = max(err, float(diff.max()))
             worst = np.unravel_index(int(np.argmax(diff - bound)), diff.shape)
             if float(diff[worst] - bound[worst]) > excess:
                 excess, allowed = float(diff[worst] - bound[worst]), float(bound[worst])
     if check and not excess <= 0:
         raise ModelLoadError(
-            f"queries and keys captured from {model.name} ({model.model_type}) do not reproduce its attention "
-            f"(difference {excess + allowed:.3g} > {allowed:.3g}, the rounding of a {dtype} pass): its "
-            f"attention has a step attntopo does not model (query/key norms, ALiBi, sliding windows, …)"
+            f"queries and keys captured from {model.name} ({model.model_type}) do not reproduce "
+            f"its attention (difference {excess + allowed:.3g} > {allowed:.3g}, the rounding of a "
+            f"{dtype} pass): its attention has a step attntopo does "
+            "not model (query/key norms, ALiBi, sliding windows, …)"
         )
     return QKCapture(encoding=enc, queries=cap.queries, keys=cap.keys, scaling=cap.scaling, causal=cap.causal,
                      attention=attention, self_check=err)

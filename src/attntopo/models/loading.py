@@ -135,8 +135,8 @@ def gguf_converted_folder(spec: ModelSpec, reporter: Reporter = NO_PROGRESS) -> 
         import accelerate  # noqa: F401
     except ImportError as e:
         raise MissingDependencyError(
-            f"loading GGUF models needs the packages 'gguf' and 'accelerate' ({e.name} is missing): "
-            f"pip install 'attntopo[gguf]'"
+            f"loading GGUF models needs the packages 'gguf' and 'accelerate' ({e.name} is "
+            "missing): pip install 'attntopo[gguf]'"
         ) from None
     src = Path(spec.path) / str(spec.gguf_file)
     if not src.is_file():
@@ -315,8 +315,8 @@ def load_hf(spec: ModelSpec, *, dtype: str, device: str, allow_pickle: bool, tru
             (local / f).exists() for f in ("pytorch_model.bin", "pytorch_model.bin.index.json")
         ):
             raise UnsafeWeightsError(
-                f"{spec.name!r} has only pickle weights (pytorch_model.bin); pass allow_pickle=True "
-                f"only if you trust its source"
+                f"{spec.name!r} has only pickle weights (pytorch_model.bin); pass "
+                "allow_pickle=True only if you trust its source"
             ) from None
         if not allow_pickle and "safetensors" in msg.lower():
             raise UnsafeWeightsError(

@@ -121,8 +121,8 @@ class ModelDescription:
         n_heads = getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_head", None)
         if not n_layers or not n_heads:
             raise ModelLoadError(
-                f"{self.name} ({self.model_type}) has no attention heads in its config, so it gives "
-                f"no attention weights; attntopo needs a transformer with attention"
+                f"{self.name} ({self.model_type}) has no attention heads in its config, so it "
+                "gives no attention weights; attntopo needs a transformer with attention"
             )
         self.n_layers, self.n_heads = int(n_layers), int(n_heads)
         self.n_kv_heads = int(getattr(cfg, "num_key_value_heads", None) or self.n_heads)
@@ -460,8 +460,8 @@ class AttentionModel(ModelDescription):
             if not atts or any(a is None for a in atts) or len(atts) != self.n_layers:
                 impl = getattr(self.config, "_attn_implementation", None) or "unknown"
                 raise ModelLoadError(
-                    f"{self.name} returned no attention weights (attention implementation {impl!r}; "
-                    f"attntopo needs 'eager'): load it with attn_implementation='eager'"
+                    f"{self.name} returned no attention weights (attention implementation "
+                    f"{impl!r}; attntopo needs 'eager'): load it with attn_implementation='eager'"
                 )
             atts = list(atts)
             del out
@@ -527,8 +527,9 @@ class AttentionModel(ModelDescription):
         >>> import attntopo as at
         >>> m = at.load_model("minilm")
         >>> peaks = {}
-        >>> encs = m.stream("A cat sat.", lambda i, layer, w: peaks.__setitem__(layer, float(w.max())),
-        ...                 heads=[0, 1])
+        >>> def peak(i, layer, w):
+        ...     peaks[layer] = float(w.max())
+        >>> encs = m.stream("A cat sat.", peak, heads=[0, 1])
         >>> sorted(peaks) == list(range(m.n_layers)) and len(encs[0].tokens) == 6
         True
         """
@@ -796,9 +797,9 @@ def load_model(
         )
     if not isinstance(spec, (str, os.PathLike, ModelSpec)):
         raise InvalidInputError(
-            f"model must be an alias (minilm, smollm2), a Hugging Face id, a local path or a loaded "
-            f"transformers model, got {type(spec).__name__}; for attention weights you already "
-            f"have, use Attention.from_weights(weights, tokens)"
+            "model must be an alias (minilm, smollm2), a Hugging Face id, a local path or a "
+            f"loaded transformers model, got {type(spec).__name__}; for attention weights you "
+            "already have, use Attention.from_weights(weights, tokens)"
         )
     device = check_device(device)
     dtype = check_dtype(dtype, device)

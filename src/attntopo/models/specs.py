@@ -156,8 +156,8 @@ def resolve_spec(spec: str | os.PathLike | ModelSpec, *, revision: str | None = 
                 if len(ggufs) == 1:
                     return ModelSpec(name=text, kind="gguf", path=str(path.resolve()), gguf_file=ggufs[0])
                 raise ModelNotFoundError(
-                    f"folder {text!r} has no config.json (and no single .gguf file): a model folder "
-                    f"as written by save_pretrained is expected"
+                    f"folder {text!r} has no config.json (and no single .gguf file): a model "
+                    "folder as written by save_pretrained is expected"
                 )
             return ModelSpec(name=text, kind="folder", path=str(path.resolve()))
         raise ModelNotFoundError(

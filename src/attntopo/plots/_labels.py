@@ -28,7 +28,8 @@ __all__ = ["TokenLabels", "separate_points", "add_token_labels"]
 
 #: Candidate directions, tried in this order at each radius (upper right first, as before).
 _ANGLES = np.deg2rad([45, 0, 90, 135, 180, 315, 270, 225, 22.5, 67.5, 112.5, 157.5, 202.5, 247.5, 292.5, 337.5])
-#: Radii of the candidate spots, in points from the point's centre less 2 (plus the marker's radius).
+#: Radii of the candidate spots, in points from the
+#: point's centre less 2 (plus the marker's radius).
 _RADII = (3.0, 8.0, 14.0, 21.0, 29.0, 38.0, 48.0, 60.0, 74.0)
 _COS, _SIN = np.round(np.cos(_ANGLES), 12), np.round(np.sin(_ANGLES), 12)
 _LEADER_COLOR = "#9A9A9A"
@@ -141,7 +142,8 @@ class TokenLabels(Artist):
 def add_token_labels(ax: Axes, xy: np.ndarray, labelled: Sequence[int], texts: Sequence[str], *,
                      fontsize: Sequence[float], colors: Sequence[str], weights: Sequence[str],
                      marker_radius: float | np.ndarray = 3.5, zorder: float = 6.0) -> TokenLabels:
-    """Write ``texts[k]`` next to point ``labelled[k]`` without collisions (see :class:`TokenLabels`).
+    """Write ``texts[k]`` next to point ``labelled[k]``
+    without collisions (see :class:`TokenLabels`).
 
     Returns the :class:`TokenLabels` artist (added to ``ax``); its annotations are in ``ax.texts``.
     """

@@ -52,7 +52,8 @@ def diagram_points(dgm: Any, dims: Sequence[int] | int | None = None) -> list[tu
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 0 <= d <= maxdim:
             raise InvalidInputError(
-                f"dims must be homology dimensions in 0..{maxdim} (this diagram's maxdim), got {d!r}"
+                "dims must be homology dimensions in "
+                f"0..{maxdim} (this diagram's maxdim), got {d!r}"
             )
         out.append((int(d), np.asarray(dgm[int(d)], dtype=np.float64)))
     return out

@@ -157,7 +157,8 @@ _DIM_SUFFIX = re.compile(r"^(.*)_h(\d+)$")
 
 
 def column_title(name: str) -> str:
-    """The title a figure shows for a result column: ``"max_persistence_h1"`` → ``"max persistence (H1)"``.
+    """The title a figure shows for a result column:
+    ``"max_persistence_h1"`` → ``"max persistence (H1)"``.
 
     One mapping (:data:`COLUMN_NAMES`) for every figure; an unknown name has its underscores
     replaced by spaces.

@@ -194,7 +194,8 @@ def analysis_bundle(analysis: Any, heads: Sequence[tuple[int, int]] | None = Non
         return figs
 
     return Bundle(draw, page="report.html", heads=chosen,
-                  title=f"attntopo · {a.model} · {a.n_tokens} tokens · {metric_name(analysis.metric)} distance")
+                  title=f"attntopo · {a.model} · {a.n_tokens} tokens · "
+                        f"{metric_name(analysis.metric)} distance")
 
 
 # -------------------------------------------------------------------- comparison
@@ -296,7 +297,8 @@ def _safe_name(name: str) -> str:
 
 
 def head_space_bundle(spaces: Any, comparison: Any = None) -> Bundle:
-    """The figures of one or more :class:`~attntopo.HeadSpace` and of a :class:`~attntopo.ModelComparison`.
+    """The figures of one or more :class:`~attntopo.HeadSpace`
+    and of a :class:`~attntopo.ModelComparison`.
 
     Parameters
     ----------

@@ -73,7 +73,8 @@ def _short(text: str, width: int = 48) -> str:
 
 
 def _highlight_keys(c: Any, highlight: Any) -> set[int]:
-    """Positions in ``c.shared_tokens`` of the highlighted words (keys or words; case-insensitive)."""
+    """Positions in ``c.shared_tokens`` of the highlighted
+    words (keys or words; case-insensitive)."""
     if highlight is None:
         return set()
     if isinstance(highlight, str):
@@ -232,8 +233,8 @@ def plot_compare_graph(
     name = "A" if side == "a" else "B"
     ax.set_title(
         title or (f"{name}: “{_short(p['text'])}”\nε = {e:.3g} · {S.plural(len(p['edges']), 'edge')} · "
-                  f"{S.plural(len(p['tris']), 'triangle')} · in both texts: {S.plural(len(p['sh_edges']), 'edge')}, "
-                  f"{S.plural(len(p['sh_tris']), 'triangle')}"),
+                  f"{S.plural(len(p['tris']), 'triangle')} · in both texts: "
+                  f"{S.plural(len(p['sh_edges']), 'edge')}, {S.plural(len(p['sh_tris']), 'triangle')}"),
         fontsize=S.FONT["title"] - 1,
     )
     return fig
@@ -550,7 +551,8 @@ def iplot_compare_diagrams(comparison: Any, layer: int | None = None, head: int 
                 marker=dict(symbol=S.DIM_PLOTLY_SYMBOLS[d % 4] + ("" if k == 0 else "-open"), size=10,
                             color=TEXT_COLORS[k], line=dict(width=1.5, color=TEXT_COLORS[k])),
                 customdata=death,
-                hovertemplate=f"text {name} · H{d}<br>birth %{{x:.4g}}<br>death %{{customdata}}<extra></extra>",
+                hovertemplate=f"text {name} · H{d}<br>birth %{{x:.4g}}<br>death "
+                              f"%{{customdata}}<extra></extra>",
             ))
     fig.update_xaxes(range=[lo, hi], title="birth")
     fig.update_yaxes(range=[lo, hi], title="death", scaleanchor="x", scaleratio=1)
@@ -710,7 +712,8 @@ def plot_phrase_distances(
     """
     if not all(hasattr(phrase_topology, a) for a in ("matrix", "contexts", "phrase")):
         raise InvalidInputError(
-            f"expected a PhraseTopology (from attntopo.phrase_topology), got {type(phrase_topology).__name__}"
+            "expected a PhraseTopology (from attntopo.phrase_topology), got "
+            f"{type(phrase_topology).__name__}"
         )
     M = phrase_topology.matrix(layer, head, dim=dim, by=by)
     C = M.shape[0]

@@ -29,7 +29,8 @@ def _check(result: Any) -> None:
 
 
 def plot_compression_heads(result: Any, ax: Axes | None = None, *, title: str | None = None) -> Figure:
-    """Distinct attention rows / n of every compressed head (layers down, heads across; blank: not compressed)."""
+    """Distinct attention rows / n of every compressed head
+    (layers down, heads across; blank: not compressed)."""
     _check(result)
     fig, ax = _figure_and_axes(ax, (6.0, 4.2))
     heads = np.asarray(result.heads)

@@ -70,7 +70,8 @@ def _format(fmt: str) -> str:
 
 
 def figure_to_bytes(fig: Any, fmt: str, *, dpi: int = 150) -> bytes:
-    """Render a figure to the bytes of a file of format ``fmt`` (``png``, ``svg``, ``pdf``, ``html``).
+    """Render a figure to the bytes of a file of format
+    ``fmt`` (``png``, ``svg``, ``pdf``, ``html``).
 
     Parameters
     ----------
@@ -121,7 +122,8 @@ def figure_to_bytes(fig: Any, fmt: str, *, dpi: int = 150) -> bytes:
         return fig.to_image(format=fmt)
     except Exception as e:  # noqa: BLE001 - kaleido failures (no Chrome, …) are environment problems
         raise MissingDependencyError(
-            f"kaleido could not render .{fmt}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            f"kaleido could not render .{fmt}: "
+            f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"
         ) from None
 
 

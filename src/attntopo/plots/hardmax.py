@@ -60,7 +60,8 @@ _HULL_COLOR = "#999999"
 def _check(result: Any) -> None:
     if getattr(result, "kind", None) != "hardmax_simulation":
         raise InvalidInputError(
-            f"expected a HardmaxSimulation (from attntopo.hardmax.simulate), got {type(result).__name__}"
+            "expected a HardmaxSimulation (from "
+            f"attntopo.hardmax.simulate), got {type(result).__name__}"
         )
 
 

@@ -87,7 +87,8 @@ def _types_of(hs: Any, types: Any) -> Any:
     t = types if types is not None else getattr(hs, "types", None)
     if t is None or not hasattr(t, "labels"):
         raise InvalidInputError(
-            "no head types: build the head space with types=True or pass types=attntopo.head_types(...)"
+            "no head types: build the head space with types=True or pass "
+            "types=attntopo.head_types(...)"
         )
     if np.asarray(t.labels).size != hs.distances.shape[0]:
         raise InvalidInputError("the head types are of another set of heads than the head space")
@@ -133,7 +134,7 @@ def _layer_scale(hs: Any) -> tuple[list[str], np.ndarray]:
     or a single "all" where every point sums the layers (the paper's heads notebook)."""
     if getattr(hs, "layers_summed", False):
         return ["all"], np.zeros(hs.distances.shape[0], dtype=np.int64)
-    return [str(l) for l in hs.layers], np.repeat(np.arange(len(hs.layers)), len(hs.heads))
+    return [str(li) for li in hs.layers], np.repeat(np.arange(len(hs.layers)), len(hs.heads))
 
 
 # -------------------------------------------------------------- heatmap
@@ -194,8 +195,8 @@ def plot_head_distances(
         ax.set_xlim(-w - 0.3, N)
         ax.set_ylim(N, -w - 0.3)
         if len(names) <= 12:
-            handles = [Patch(color=colors[i], label="all layers" if l == "all" else f"L{l}")
-                       for i, l in enumerate(names)]
+            handles = [Patch(color=colors[i], label="all layers" if li == "all" else f"L{li}")
+                       for i, li in enumerate(names)]
             ax.legend(handles=handles, fontsize=S.FONT["legend"] - 1, frameon=False,
                       loc="upper left", bbox_to_anchor=(1.0, -0.02), title="layer",
                       title_fontsize=S.FONT["legend"] - 1, handlelength=0.8)
@@ -338,10 +339,10 @@ def iplot_head_mds(hs: Any, color_by: str = "layer", *, types: Any = None, title
     fig = go.Figure()
     if color_by == "layer":
         colors = [_hex(c) for c in _layer_colors(len(names))]
-        for k, l in enumerate(names):
+        for k, li in enumerate(names):
             sel = layer_pos == k
             fig.add_trace(go.Scatter(
-                x=X[sel, 0], y=X[sel, 1], mode="markers", name=f"layer {l}",
+                x=X[sel, 0], y=X[sel, 1], mode="markers", name=f"layer {li}",
                 marker=dict(color=colors[k], size=9, line=dict(color="white", width=0.5)),
                 text=hover[sel], hovertemplate="%{text}<extra></extra>",
             ))
@@ -461,7 +462,8 @@ def plot_model_diagrams(
     """
     if not all(hasattr(comparison, a) for a in ("a", "b", "bottleneck", "wasserstein")):
         raise InvalidInputError(
-            f"expected a ModelComparison (from attntopo.compare_models), got {type(comparison).__name__}"
+            "expected a ModelComparison (from "
+            f"attntopo.compare_models), got {type(comparison).__name__}"
         )
     da, db = comparison.a.diagram, comparison.b.diagram
     maxdim = min(da.maxdim, db.maxdim)

@@ -181,7 +181,8 @@ def _closed_paths(X: np.ndarray, simplices: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def _count_triangles(steps_matrix: np.ndarray, k: int) -> int:
-    """Triangles of the graph ``steps_matrix <= k`` (trace of A³ / 6, exact in float64 for n ≤ 10⁵)."""
+    """Triangles of the graph ``steps_matrix <= k``
+    (trace of A³ / 6, exact in float64 for n ≤ 10⁵)."""
     A = (steps_matrix <= k).astype(np.float64)
     np.fill_diagonal(A, 0.0)
     return int(round(float(np.einsum("ij,ji->", A @ A, A)) / 6.0))

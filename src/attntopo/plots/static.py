@@ -720,8 +720,8 @@ def graph_layout(D: np.ndarray, coords: Any = None, min_sep: float = 0.035) -> t
     """Node positions of a threshold graph and which were nudged.
 
     Classical MDS of ``D`` (deterministic) with tokens closer than ``min_sep`` times the
-    layout's extent nudged apart (:func:`~attntopo.plots._labels.separate_points`), so that tokens at
-    (almost) the same place and the short edges between them stay visible; ``coords`` are
+    layout's extent nudged apart (:func:`~attntopo.plots._labels.separate_points`), so that tokens
+    at (almost) the same place and the short edges between them stay visible; ``coords`` are
     used exactly as given.
     """
     n = D.shape[0]

@@ -1,4 +1,5 @@
-"""Figures of an :class:`~attntopo.theory.Approximability`: which efficient attention fits which head.
+"""Figures of an :class:`~attntopo.theory.Approximability`:
+which efficient attention fits which head.
 
 =================================  ========================================================
 function                           what it shows
@@ -100,7 +101,8 @@ def plot_approx_budgets(result: Any, ax: Axes | None = None, *, by: str = "frobe
 
 def plot_approx_winners(result: Any, ax: Axes | None = None, *, budget: int | None = None, by: str = "frobenius",
                         title: str | None = None) -> Figure:
-    """The layer × head grid coloured by each head's best family at ``budget`` (default: the middle one)."""
+    """The layer × head grid coloured by each head's best
+    family at ``budget`` (default: the middle one)."""
     _check(result)
     budget = _budget(result, budget)
     fig, ax = _figure_and_axes(ax, (5.2, 3.6))
@@ -121,8 +123,8 @@ def plot_approx_winners(result: Any, ax: Axes | None = None, *, budget: int | No
 
 def plot_approx_entropy(result: Any, ax: Axes | None = None, *, budget: int | None = None, other: str = "low_rank",
                         title: str | None = None) -> Figure:
-    """``log10(error top-k / error other)`` against the head's normalized entropy (Scatterbrain's claim:
-    rising, below 0 at low entropy, above 0 at high entropy)."""
+    """``log10(error top-k / error other)`` against the head's normalized entropy (Scatterbrain's
+    claim: rising, below 0 at low entropy, above 0 at high entropy)."""
     _check(result)
     budget = _budget(result, budget)
     if "top_k" not in result.families or other not in result.families:
@@ -146,12 +148,14 @@ def plot_approx_entropy(result: Any, ax: Axes | None = None, *, budget: int | No
     ax.legend(fontsize=S.FONT["legend"] - 1, frameon=False)
     _style(ax, "normalized attention entropy (0 one-hot, 1 uniform)",
            f"log10(error top-k / error {_NAMES.get(other, other)})",
-           title or f"{result.model}, budget {budget}: Spearman ρ = {rho:.2f}\nScatterbrain's claim {verdict}")
+           title or f"{result.model}, budget {budget}: Spearman ρ "
+                    f"= {rho:.2f}\nScatterbrain's claim {verdict}")
     return fig
 
 
 def plot_approximability(results: Any, *, budget: int | None = None, title: str | None = None) -> Figure:
-    """Budgets, winners and the entropy check (columns), one row per result (e.g. both packaged models)."""
+    """Budgets, winners and the entropy check (columns),
+    one row per result (e.g. both packaged models)."""
     if getattr(results, "kind", None) == "approximability":
         items: Sequence[Any] = [results]
     elif isinstance(results, (list, tuple)):
@@ -181,7 +185,8 @@ def plot_approximability(results: Any, *, budget: int | None = None, title: str 
 
 
 def approx_bundle(result: Any, *, budget: int | None = None) -> Bundle:
-    """The figure of an approximability result as a :class:`~attntopo.plots.Bundle` (stem ``approximability``)."""
+    """The figure of an approximability result as
+    a :class:`~attntopo.plots.Bundle` (stem ``approximability``)."""
     _check(result)
     return Bundle(lambda interactive: {} if interactive else {"approximability": plot_approximability(result,
                                                                                                         budget=budget)},

@@ -58,7 +58,8 @@ def _style_axes(ax: Axes, ylabel: str, title: str) -> None:
 
 
 def plot_equivariance(result: Any, ax: Axes | None = None, *, title: str | None = None) -> Figure:
-    """Relative equivariance error against depth, per condition (encoder solid, layer alone dashed)."""
+    """Relative equivariance error against depth,
+    per condition (encoder solid, layer alone dashed)."""
     _check(result)
     fig, ax = _figure_and_axes(ax, (5.5, 3.6))
     cols = result.summary()
@@ -111,7 +112,8 @@ def plot_similarity(result: Any, ax: Axes | None = None, *, title: str | None = 
 
 
 def plot_word(result: Any, ax: Axes | None = None, *, title: str | None = None) -> Figure:
-    """One word across its contexts: JS spread of its attention rows and ``1 − cos`` of its hidden states."""
+    """One word across its contexts: JS spread of its
+    attention rows and ``1 − cos`` of its hidden states."""
     _check(result)
     fig, ax = _figure_and_axes(ax, (5.5, 3.6))
     if result.word is None:
@@ -161,7 +163,8 @@ def plot_context(results: Any, *, title: str | None = None) -> Figure:
 
 
 def context_bundle(result: Any) -> Bundle:
-    """The figure of a context result as a :class:`~attntopo.plots.Bundle` (file stem ``context``)."""
+    """The figure of a context result as
+    a :class:`~attntopo.plots.Bundle` (file stem ``context``)."""
     _check(result)
     return Bundle(lambda interactive: {} if interactive else {"context": plot_context(result)},
                   title="attntopo context")

@@ -149,7 +149,8 @@ class Approximability(Result):
         return self.budgets.index(budget)
 
     def error(self, family: str, budget: int, *, by: str = "frobenius") -> np.ndarray:
-        """``(n_layers, n_heads)`` errors of one family at one budget (``by="frobenius"`` or ``"js"``)."""
+        """``(n_layers, n_heads)`` errors of one family at
+        one budget (``by="frobenius"`` or ``"js"``)."""
         if family not in self.families:
             raise InvalidInputError(f"family {family!r} was not measured; families: {', '.join(self.families)}")
         arr = self._by(by)
@@ -161,7 +162,8 @@ class Approximability(Result):
         return self.errors if by == "frobenius" else self.js
 
     def winners(self, budget: int, *, by: str = "frobenius") -> np.ndarray:
-        """``(n_layers, n_heads)`` family with the smallest error at ``budget`` (ties: first family)."""
+        """``(n_layers, n_heads)`` family with the smallest
+        error at ``budget`` (ties: first family)."""
         arr = self._by(by)[:, self._b(budget)]
         return np.asarray(self.families)[np.argmin(np.where(np.isnan(arr), np.inf, arr), axis=0)]
 
@@ -270,7 +272,8 @@ class Approximability(Result):
     def __repr__(self) -> str:
         b = self.budgets[len(self.budgets) // 2]
         wins = {f: c for f, c in self.win_counts()[b].items() if c}
-        return (f"Approximability({self.model!r}, n={self.n_tokens}, {len(self.layers)}x{len(self.heads)} heads, "
+        return (f"Approximability({self.model!r}, n={self.n_tokens}, "
+                f"{len(self.layers)}x{len(self.heads)} heads, "
                 f"budgets={list(self.budgets)}, winners at {b}: {wins})")
 
     # --------------------------------------------------------------- storage
@@ -343,8 +346,8 @@ def _check_budgets(budgets: Any, n: int) -> tuple[int, ...]:
         v = check_int(b, "budget", lo=2, hint="numbers stored per query row")
         if v > n:
             raise OutOfRangeError(
-                f"budget {v} is larger than the text's {n} tokens: a dense row stores n = {n} numbers; "
-                f"give budgets in 2..{n}")
+                f"budget {v} is larger than the text's {n} tokens: a dense row stores n = {n} "
+                f"numbers; give budgets in 2..{n}")
         out.append(v)
     return tuple(sorted(set(out)))
 
@@ -385,8 +388,8 @@ def _attention_and_qk(att: Any, model: Any, need_qk: bool, layers: Any, heads: A
     keep = ~np.asarray(cap.encoding.special) if att.special_dropped else np.ones(ids.size, dtype=bool)
     if att.token_ids is not None and not np.array_equal(ids[keep], att.token_ids):
         raise InvalidInputError(
-            f"{m.name} tokenizes att.text into other tokens than att holds (a prefix, a subset or another model?): "
-            f"pass the model that made att, or families without 'kernel'")
+            f"{m.name} tokenizes att.text into other tokens than att holds (a prefix, a subset or "
+            "another model?): pass the model that made att, or families without 'kernel'")
     if max(att.layers) >= m.n_layers or max(att.heads) >= m.n_heads:
         raise InvalidInputError(f"att has layers/heads {m.name} lacks")
     return att, cap, m.info()
@@ -572,7 +575,8 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
 
         if "cluster_kmeans" in fi:
             for j, z in enumerate(fsz):
-                # one k-means start per head (compress uses 4): 72 heads × budgets stay within seconds
+                # one k-means start per head (compress uses 4):
+                # 72 heads × budgets stay within seconds
                 labs = [kmeans_labels(A[h], z["clusters"], seed, n_init=1, what="the cluster_kmeans family")
                         for h in range(H)]
                 record("cluster_kmeans", j, np.stack([clustered(A[h], labs[h], causal=causal) for h in range(H)]))

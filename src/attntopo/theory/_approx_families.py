@@ -85,7 +85,8 @@ def _size(value: Any, name: str, n: int, lo: int = 1) -> int:
 
 # ------------------------------------------------------------------------- budgets
 def band_entries(w: int, causal: bool) -> int:
-    """Entries of an interior row inside the band ``|i − j| <= w``: ``2w + 1`` (causal ``w + 1``)."""
+    """Entries of an interior row inside the band ``|i − j| <= w``:
+    ``2w + 1`` (causal ``w + 1``)."""
     return int(w) + 1 if causal else 2 * int(w) + 1
 
 
@@ -226,7 +227,8 @@ def band_sparse_search(A: Any, budgets: Any, *, causal: bool = False) -> tuple[n
 
 # ----------------------------------------------------------------------------- sparse
 def top_k(A: Any, k: int) -> np.ndarray:
-    """The ``k`` largest entries (in absolute value) of every row, the rest 0 (ties broken arbitrarily).
+    """The ``k`` largest entries (in absolute value) of every row,
+    the rest 0 (ties broken arbitrarily).
 
     The Frobenius optimum among matrices with at most ``k`` non-zeros per row.  ``k = n``
     returns ``A``; ``k > n`` raises :class:`~attntopo.errors.OutOfRangeError`.
@@ -291,7 +293,8 @@ def _log_features(X: np.ndarray, omega: np.ndarray) -> np.ndarray:
 
 
 def positive_features(X: Any, omega: Any) -> np.ndarray:
-    """FAVOR+ positive features ``φ(x) = exp(ωᵀx − ‖x‖²/2) / √m`` of each row of ``X`` (…, n, d) → (…, n, m)."""
+    """FAVOR+ positive features ``φ(x) = exp(ωᵀx − ‖x‖²/2) / √m``
+    of each row of ``X`` (…, n, d) → (…, n, m)."""
     X = np.asarray(X, dtype=np.float64)
     omega = np.asarray(omega, dtype=np.float64)
     return np.exp(_log_features(X, omega)) / np.sqrt(omega.shape[-2])
@@ -374,7 +377,8 @@ def relative_error(A: Any, approx: Any) -> np.ndarray:
 
 
 def js_error(A: Any, approx: Any, *, causal: bool = False, normalized: bool = False) -> np.ndarray:
-    """Mean over rows of the JS distance (base 2) between ``A``'s rows and ``Â``'s renormalized rows.
+    """Mean over rows of the JS distance (base 2)
+    between ``A``'s rows and ``Â``'s renormalized rows.
 
     ``A``'s rows are divided by their sums (float32 weights sum to 1 only within ~1e-7).
 

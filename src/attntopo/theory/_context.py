@@ -91,7 +91,8 @@ CONTEXT_SENTENCES: dict[str, tuple[str, ...]] = {
 
 def word_contexts(word: str, *, k: int = 8, source: str = "builtin", categories: Sequence[str] | None = None,
                   max_words: int = 40, seed: int = 0) -> list[str]:
-    """Texts that contain ``word`` (as a whole word, any case), for the "same word, many contexts" study.
+    """Texts that contain ``word`` (as a whole word, any case),
+    for the "same word, many contexts" study.
 
     Parameters
     ----------
@@ -178,7 +179,8 @@ class Context(Result):
     encoder_error : ndarray of shape (C, E, P, L + 1)
         The same for the embeddings and layers up to each hidden state.
     margin_within, margin_within_rel : ndarray of shape (T, L + 1)
-        ``min_{i<j} ‖h_i − h_j‖`` over content tokens, and divided by the text's mean pairwise distance.
+        ``min_{i<j} ‖h_i − h_j‖`` over content tokens,
+        and divided by the text's mean pairwise distance.
     margin_cross, margin_cross_rel : ndarray of shape (L + 1,)
         ``min ‖h_i(a) − h_j(b)‖`` over texts ``a < b`` that are not permutations of each other
         (causal models: over token pairs whose prefixes differ; equal prefixes give equal outputs
@@ -254,8 +256,8 @@ class Context(Result):
         return np.concatenate([[np.nan], a])
 
     def summary(self) -> Columns:
-        """One row per depth: ``depth`` 0 (the embedding output), ``l + 1`` (layer ``l``: its output,
-        its map on its own input, its attention), as in :func:`attntopo.theory.depth`.
+        """One row per depth: ``depth`` 0 (the embedding output), ``l + 1`` (layer ``l``: its
+        output, its map on its own input, its attention), as in :func:`attntopo.theory.depth`.
 
         Columns: ``depth``; for every condition ``c``: ``layer_error_c``, ``layer_error_c_max``
         (the layer alone), ``encoder_error_c``, ``encoder_error_c_max`` (embeddings and layers up to
@@ -526,7 +528,8 @@ def _empty_word() -> dict:
 def context(texts: str | Sequence[str], model: Any = "minilm", *, word: str | None = None, n_permutations: int = 3,
             seed: int = 0, cross: bool | None = None, min_contexts: int = 2, equivariance_texts: int | None = None,
             truncate: bool = False, progress: Any = None) -> Context:
-    """Permutation equivariance, contextual-mapping margins and contextuality of ``model`` on ``texts``.
+    """Permutation equivariance, contextual-mapping
+    margins and contextuality of ``model`` on ``texts``.
 
     Parameters
     ----------
@@ -560,8 +563,8 @@ def context(texts: str | Sequence[str], model: Any = "minilm", *, word: str | No
     PositionsNotRemovableError
         The model's positional mechanism cannot be switched off (the message names its type).
     InvalidInputError
-        ``cross=True`` with fewer than 3 texts, a text with fewer than 2 content tokens (equivariance),
-        a word in fewer than 3 texts, bad numbers.
+        ``cross=True`` with fewer than 3 texts, a text with fewer than 2 content tokens
+        (equivariance), a word in fewer than 3 texts, bad numbers.
     EmptyTextError, TextTooLongError
     """
     from ..analyses.building import make_provenance

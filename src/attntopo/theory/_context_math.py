@@ -118,9 +118,9 @@ def min_distance(A: np.ndarray, B: np.ndarray | None = None, mask: np.ndarray | 
                  ) -> tuple[float, int, int, float, int]:
     """Smallest Euclidean distance between a row of ``A`` and a row of ``B``.
 
-    Distances come from the Gram identity in float64 (on centred rows); every pair within that identity's
-    rounding bound of the smallest is recomputed from the difference vector, so the minimum
-    is exact to float64 even for (nearly) equal rows.
+    Distances come from the Gram identity in float64 (on centred rows); every pair within that
+    identity's rounding bound of the smallest is recomputed from the difference vector, so the
+    minimum is exact to float64 even for (nearly) equal rows.
 
     Parameters
     ----------
@@ -251,7 +251,8 @@ def cosine_matrix(X: np.ndarray) -> np.ndarray:
 
 
 def pair_mean(S: np.ndarray, groups: Sequence[int] | None = None) -> float:
-    """Mean of ``S[a, b]`` over pairs ``a < b`` (with ``groups``: only pairs in different groups)."""
+    """Mean of ``S[a, b]`` over pairs ``a < b``
+    (with ``groups``: only pairs in different groups)."""
     S = np.asarray(S, dtype=np.float64)
     ok = np.triu(np.ones(S.shape, dtype=bool), 1)
     if groups is not None:

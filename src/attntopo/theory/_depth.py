@@ -313,7 +313,8 @@ def intrinsic_dimension(X: Any, *, min_points: int = MIN_ID_POINTS) -> tuple[flo
 
 
 def _mean_std(x: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and sample standard deviation (ddof 1) over ``axis``, ignoring NaN; std NaN for one value."""
+    """Mean and sample standard deviation (ddof 1) over ``axis``,
+    ignoring NaN; std NaN for one value."""
     x = np.asarray(x, dtype=np.float64)
     ok = np.isfinite(x)
     cnt = ok.sum(axis=axis)

@@ -201,7 +201,7 @@ def single_linkage(D: Any) -> np.ndarray:
         Fewer than 2 points.
     """
     X = _square_stack(D)
-    B, n = int(X.shape[0]), int(X.shape[-1])
+    n = int(X.shape[-1])
     if n < 2:
         raise InvalidInputError(f"a linkage needs at least 2 points, got {n}")
     lengths, a, b = mst_edges(X)

@@ -128,7 +128,8 @@ def unpack_diagrams(
             raise ResultFormatError(f"{ck!r} holds negative counts")
         if points.dtype.kind not in "fiu" or (points.size and (points.ndim != 2 or points.shape[1] != 2)):
             raise ResultFormatError(
-                f"{pk!r} must be numbers of shape (k, 2), got dtype {points.dtype} and shape {points.shape}"
+                f"{pk!r} must be numbers of shape (k, 2), got "
+                f"dtype {points.dtype} and shape {points.shape}"
             )
         points = points.reshape(-1, 2)
         bounds = np.concatenate([[0], np.cumsum(counts.ravel())])

@@ -26,7 +26,6 @@ is in the complex at ``scale`` (``<=``).  Everything here is pure NumPy/SciPy; n
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -210,7 +209,8 @@ class Complex:
         return self._labels_of_components().copy()
 
     def betti(self) -> np.ndarray:
-        """Betti numbers (Z/2 coefficients) of the complex at ``scale``, dims ``0..max_simplex_dim-1``.
+        """Betti numbers (Z/2 coefficients) of the complex at ``scale``,
+        dims ``0..max_simplex_dim-1``.
 
         Only dimensions below :attr:`max_simplex_dim` are returned: they are determined by
         the simplices built (a ``k``-cycle is killed by ``(k+1)``-simplices), and they equal
@@ -297,8 +297,8 @@ def _expand(
         total += rows.size
         if total > limit:
             raise InvalidInputError(
-                f"the complex at this scale has more than {limit} {what}: lower scale or max_simplex_dim, "
-                f"or raise max_simplices"
+                f"the complex at this scale has more than {limit} {what}: lower scale or "
+                "max_simplex_dim, or raise max_simplices"
             )
         if rows.size == 0:
             continue
@@ -375,8 +375,8 @@ def complex_at(
     iu, ju = np.nonzero(np.triu(adj, 1))
     if iu.size > max_simplices:
         raise InvalidInputError(
-            f"the complex at this scale has {iu.size} edges, more than max_simplices={max_simplices}: "
-            f"lower scale or raise max_simplices"
+            f"the complex at this scale has {iu.size} edges, more than "
+            f"max_simplices={max_simplices}: lower scale or raise max_simplices"
         )
     edges = np.column_stack([iu, ju]).astype(np.int64).reshape(-1, 2)
     eb = A[iu, ju].astype(np.float64)

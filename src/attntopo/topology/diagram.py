@@ -308,8 +308,8 @@ class Diagram:
             bits of the finite lifetimes normalised to sum 1 (giotto-tda's
             ``PersistenceEntropy(normalize=False)`` since 0.3, which gives its
             ``nan_fill_value``, -1, where attntopo gives 0: when no lifetime is
-            positive; giotto-tda 0.2 used the natural log).  Infinite bars are excluded from the three lifetime
-            statistics (they are counted in ``n_bars`` and ``n_infinite``).
+            positive; giotto-tda 0.2 used the natural log).  Infinite bars are excluded from the
+            three lifetime statistics (they are counted in ``n_bars`` and ``n_infinite``).
         """
         table = summary_table([self])
         return {

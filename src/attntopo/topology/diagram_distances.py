@@ -48,7 +48,8 @@ def _points(x: Any, dim: int | None) -> np.ndarray:
         a = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
         raise InvalidInputError(
-            f"a diagram is a Diagram or a (k, 2) array of (birth, death) numbers, got {type(x).__name__}"
+            "a diagram is a Diagram or a (k, 2) array of "
+            f"(birth, death) numbers, got {type(x).__name__}"
         ) from None
     if a.size == 0:
         return np.zeros((0, 2))
@@ -231,7 +232,8 @@ def _per_dim(a, b, dim, fn):
     if isinstance(a, Diagram) and isinstance(b, Diagram) and dim is None:
         if a.maxdim != b.maxdim:
             raise InvalidInputError(
-                f"diagrams have different maxdim ({a.maxdim} vs {b.maxdim}): pass dim= to compare one dimension"
+                f"diagrams have different maxdim ({a.maxdim} vs "
+                f"{b.maxdim}): pass dim= to compare one dimension"
             )
         return np.array([fn(_points(a, d), _points(b, d)) for d in range(a.maxdim + 1)])
     return fn(_points(a, dim), _points(b, dim))

@@ -224,7 +224,8 @@ class HilbertFunction:
     def __repr__(self) -> str:
         return (
             f"HilbertFunction(maxdim={self.maxdim}, eps={self.eps.size} values in "
-            f"[{self.eps[0]:.3g}, {self.eps[-1]:.3g}], times={self.times.size}, backend={self.backend!r})"
+            f"[{self.eps[0]:.3g}, {self.eps[-1]:.3g}], "
+            f"times={self.times.size}, backend={self.backend!r})"
         )
 
     def __eq__(self, other: object) -> bool:

@@ -96,7 +96,8 @@ class HeadData(BaseModel):
         ..., description="(n, n) token distance matrix; edge i–j is born at distances[i][j].")
     attention: list[list[float]] = Field(..., description="(n, n) attention weights, row = query.")
     diagram: dict[str, list[list[Any]]] = Field(
-        ..., description="Persistence diagram: {'h0': [[birth, death], …], 'h1': …}; death may be 'inf'.")
+        ..., description="Persistence diagram: {'h0': [[birth, death], …], 'h1': …}; "
+                         "death may be 'inf'.")
     diagram_summary: dict[str, dict[str, Any]]
     triangles: list[list[float]] = Field(
         ..., description="[i, j, k, birth] with birth = longest side, earliest first.")
@@ -248,7 +249,8 @@ def _request_models(settings: Settings):
         maxdim: int = Field(1, ge=0, le=2, description="Highest homology dimension.")
         layer: Optional[int] = Field(
             None, ge=-4096, le=4096,
-            description="Layer of the head returned in full (0-based; negatives count from the end).",
+            description="Layer of the head returned in full "
+                        "(0-based; negatives count from the end).",
         )
         head: Optional[int] = Field(None, ge=-4096, le=4096, description="Head returned in full.")
         auto_head: bool = Field(

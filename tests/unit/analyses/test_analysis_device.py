@@ -58,7 +58,6 @@ def test_overlap_keeps_at_most_the_bound_of_layers_waiting(monkeypatch):
     from attntopo.analyses import _analysis
     from attntopo import distances as distances_module
 
-    events = []
     lock = threading.Lock()
     real_tdt, real_pbv = distances_module.token_distances_tensor, _analysis.persistence_batch_valid
     state = {"computed": 0, "finished": 0, "ahead": [], "overlapped": False, "busy": 0}
@@ -123,7 +122,8 @@ def test_analyze_takes_the_device_route_when_selected(monkeypatch):
 def test_compare_device_route_equals_the_cpu_route():
     """compare's path for a model on a GPU, on CPU tensors: the distances of device_distances are
     token_distances', and the shared tokens' connection scales from the batched single linkage
-    (all heads' trees at once) are SciPy's head by head, exactly (merge heights are entries of D)."""
+    (all heads' trees at once) are SciPy's head by head, exactly (merge heights are entries of
+    D)."""
     import torch
 
     from attntopo.analyses._comparison import device_distances, shared_connection_scales

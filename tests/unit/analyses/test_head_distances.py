@@ -371,6 +371,8 @@ def test_compare_models_errors(two_spaces):
         compare_models(None, ha, "minilm")
     with pytest.raises(InvalidInputError, match="p must"):
         compare_models(None, ha, hb, p=0.5)
+    with pytest.raises(InvalidInputError, match=r"model_a has maxdim 1 < 2"):
+        compare_models(None, ha, hb, maxdim=2)
     rng = np.random.default_rng(0)
     one = head_space(_att(_weights(rng, 1, 3, 5)), types=False)
     with pytest.raises(InvalidInputError, match="same texts"):

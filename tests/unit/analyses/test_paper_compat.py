@@ -195,7 +195,7 @@ def test_attntopo_head_distances_are_the_notebooks_times_1_2011():
     L, H = 3, 4
     W = _weights(rng, L, H, 10, causal=True)
     ours = head_distances(W)  # (L·H, L·H), base 2, every pair of heads
-    within = sum(ours[l * H:(l + 1) * H, l * H:(l + 1) * H] for l in range(L))
+    within = sum(ours[li * H:(li + 1) * H, li * H:(li + 1) * H] for li in range(L))
     paper = head_distances(W, paper_compat="notebook")
     off = ~np.eye(H, dtype=bool)
     np.testing.assert_allclose(within[off] / paper[off], FACTOR, rtol=1e-12)
@@ -276,7 +276,7 @@ def test_head_space_paper_mode_errors(kwargs, match):
         head_distances(att, **kwargs)
 
 
-# ------------------------------------------------------------------ models compared as the notebook does
+# ------------------------------------------------------------- models compared as the notebook does
 def test_compare_models_notebook_bottleneck_is_gudhis_on_the_pooled_finite_bars(tmp_path):
     rng = np.random.default_rng(9)
     text = "the same text"
@@ -341,7 +341,7 @@ def test_float32_rows_give_the_notebooks_nan_and_gudhi_drops_the_edge():
     assert len(gudhi_bars(gudhi_persistence(np.nan_to_num(D, nan=1e-3)), 1)) == 0
 
 
-# ------------------------------------------------------------------ two texts compared as the notebook does
+# ---------------------------------------------------------- two texts compared as the notebook does
 def _two_texts(rng: np.random.Generator, causal: bool = False) -> tuple[Attention, Attention]:
     ta = "the cat sat on the red mat".split()
     tb = "a cat sat on the mat and the dog".split()

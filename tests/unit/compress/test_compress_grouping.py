@@ -1,4 +1,5 @@
-"""attntopo.compress grouping: persistence clusters against scipy's single linkage, baselines, representatives."""
+"""attntopo.compress grouping: persistence clusters against
+scipy's single linkage, baselines, representatives."""
 
 from __future__ import annotations
 
@@ -161,10 +162,11 @@ def test_heads_figure():
     [[0, 0], [0, 1], [1, 1]],                    # 2 layers x 2 heads: matplotlib's own ticks were 0, 0.5, 1
     [[0, 0]],                                    # one cell
     [[0, 2], [2, 0]],                            # 3 x 3
-    [[l, h] for l in range(30) for h in (0, 8)],  # SmolLM2's 30 layers x 9 heads
+    [[li, h] for li in range(30) for h in (0, 8)],  # SmolLM2's 30 layers x 9 heads
 ])
 def test_heads_figure_ticks_are_whole_layers_and_heads(heads):
-    """compress --plots heads.png: every tick names a layer or a head that exists (issue 28 item 9: "layer 0.5")."""
+    """compress --plots heads.png: every tick names a layer or
+    a head that exists (issue 28 item 9: "layer 0.5")."""
     from attntopo.compress import Compression
     from attntopo.plots.compress import plot_compression_heads
 

@@ -40,7 +40,8 @@ def _gudhi_finite(D: np.ndarray, dim: int) -> np.ndarray:
 
 
 def _barcode_reference(A: np.ndarray) -> np.ndarray:
-    """la-tda's recipe on one matrix: cut small weights, 1 - max(A, A^T), persistence, statistics."""
+    """la-tda's recipe on one matrix: cut small weights,
+    1 - max(A, A^T), persistence, statistics."""
     W = np.where(A > 1e-3, A, 0.0)
     D = 1.0 - W
     np.fill_diagonal(D, 0.0)

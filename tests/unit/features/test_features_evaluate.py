@@ -35,7 +35,7 @@ def _data(n=240, seed=0, n_heads=(3, 4), quantities=2, signal=1.0):
     length = rng.integers(1, 7, n).astype(float)
     y = (rng.random(n) < 1 / (1 + np.exp(-(length - 3.5)))).astype(int)
     groups = rng.integers(0, n // 4, n)
-    cols = [f"L{l}H{h}.x.q{q}" for l in range(n_heads[0]) for h in range(n_heads[1])
+    cols = [f"L{li}H{h}.x.q{q}" for li in range(n_heads[0]) for h in range(n_heads[1])
             for q in range(quantities)]
     X = rng.normal(size=(n, len(cols)))
     X[:, 0] += signal * y
@@ -263,7 +263,7 @@ def test_head_selection_sees_only_the_training_rows():
     n = 80
     y = np.tile([0, 1], n // 2)
     groups = np.arange(n)
-    cols = tuple(f"L{l}H{h}.x.q" for l in range(30) for h in range(10))
+    cols = tuple(f"L{li}H{h}.x.q" for li in range(30) for h in range(10))
     table = FeatureTable(rng.normal(size=(n, len(cols))), cols, np.arange(n), [""] * n)
     inside = evaluate_detectors({"noise": table}, y, groups=groups, heads=5, n_boot=0,
                                 head_criterion="anova")

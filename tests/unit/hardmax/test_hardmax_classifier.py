@@ -1,4 +1,5 @@
-"""The hardmax classifier: its forward passes against simulate, training on a synthetic task, splits, bad input."""
+"""The hardmax classifier: its forward passes against simulate,
+training on a synthetic task, splits, bad input."""
 
 from __future__ import annotations
 

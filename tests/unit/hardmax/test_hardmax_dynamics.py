@@ -1,4 +1,5 @@
-"""attntopo.hardmax.simulate: the update rule against independent implementations, ties, bad input."""
+"""attntopo.hardmax.simulate: the update rule against
+independent implementations, ties, bad input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""attntopo.plots.hardmax: figures of a simulation (Figure objects, ax=, no show, no global style)."""
+"""attntopo.plots.hardmax: figures of a simulation
+(Figure objects, ax=, no show, no global style)."""
 
 from __future__ import annotations
 

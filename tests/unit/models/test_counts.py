@@ -8,7 +8,6 @@ model and the allowed range: the check ran first, without the weights.
 
 from __future__ import annotations
 
-import json
 import shutil
 import struct
 from pathlib import Path

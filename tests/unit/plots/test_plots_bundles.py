@@ -9,7 +9,7 @@ import re
 import pytest
 from _synthetic import text_attention
 
-matplotlib = pytest.importorskip("matplotlib")
+pytest.importorskip("matplotlib")
 pytest.importorskip("plotly")
 
 import matplotlib.image  # noqa: E402

@@ -78,7 +78,8 @@ def test_single_panel_into_ax_and_errors(cmp):
 
 
 def _decoded(part: dict, n: int) -> np.ndarray:
-    """(n, n) matrix of each pair's first slider step, from the figure's base64 bytes (upper triangle)."""
+    """(n, n) matrix of each pair's first slider step,
+    from the figure's base64 bytes (upper triangle)."""
     import base64
 
     codes = np.frombuffer(base64.b64decode(part["steps"]), dtype=np.uint8 if part["dtype"] == "u1" else "<u2")
@@ -93,7 +94,8 @@ def test_interactive_graphs_standalone_html(cmp, tmp_path):
 
     fig = iplot_compare_graphs(cmp, 1, 2, highlight=["information"], n_scales=5)
     m = fig.layout.meta["attntopo"]
-    # no plotly frames, no plotly slider: the page's one ε slider (assets/scale_slider.js) reads meta
+    # no plotly frames, no plotly slider:
+    # the page's one ε slider (assets/scale_slider.js) reads meta
     assert not fig.frames and not fig.layout.sliders and len(m["scales"]) >= 5
     assert m["start"] == int(np.argmin(np.abs(np.array(m["scales"]) - 0.6)))
     shared = _decoded(m["shared"], m["shared"]["m"])

@@ -1,4 +1,5 @@
-"""The efficient-attention families (attntopo.theory._approx_families) and the result, without a model.
+"""The efficient-attention families (attntopo.theory._approx_families)
+and the result, without a model.
 
 Every claim is checked against an independent computation: NumPy's SVD and sorting, SciPy's
 Jensen–Shannon distance, brute force over supports, head types' own band/vertical fit, and a
@@ -124,13 +125,13 @@ def test_band_fit_matches_head_types_band_and_vertical_errors():
     W = np.stack([np.stack([_stochastic(s, 15), _stochastic(s + 50, 15)]) for s in (5, 6)])
     att = Attention.from_weights(W, [f"t{i}" for i in range(15)], causal=False)
     f = head_features(att, band_width=2, vertical_k=4)
-    for l in range(2):
+    for li in range(2):
         for h in range(2):
-            A = att.weights[l, h].astype(np.float64)  # the float32 weights head types see
+            A = att.weights[li, h].astype(np.float64)  # the float32 weights head types see
             kept_band = band_sparse(A, 2).sum(1)
-            assert f["band_error"][l, h] == pytest.approx(1 - kept_band.mean(), abs=1e-12)
+            assert f["band_error"][li, h] == pytest.approx(1 - kept_band.mean(), abs=1e-12)
             col = np.argsort(-A.mean(0))[:4]
-            assert f["vertical_error"][l, h] == pytest.approx(1 - A[:, col].sum(1).mean(), abs=1e-12)
+            assert f["vertical_error"][li, h] == pytest.approx(1 - A[:, col].sum(1).mean(), abs=1e-12)
 
 
 @settings(max_examples=25, deadline=None)
@@ -261,9 +262,9 @@ def test_js_error_against_scipy(A, data):
 def _attention(n: int = 16, causal: bool = False) -> Attention:
     rng = np.random.default_rng(11)
     W = np.empty((2, 3, n, n))
-    for l in range(2):
+    for li in range(2):
         for h in range(3):
-            W[l, h] = _stochastic(int(rng.integers(2**31)), n, conc=[0.05, 0.5, 5.0][h], causal=causal)
+            W[li, h] = _stochastic(int(rng.integers(2**31)), n, conc=[0.05, 0.5, 5.0][h], causal=causal)
     return Attention.from_weights(W, [f"w{i}" for i in range(n)], causal=causal, text="synthetic")
 
 

@@ -402,7 +402,7 @@ def test_batch_diagrams_are_like_constructed_ones():
 
 
 def test_batch_array_input_order(force_pool):
-    A = np.stack([np.stack([js(10, seed=3 * l + h) for h in range(3)]) for l in range(2)])
+    A = np.stack([np.stack([js(10, seed=3 * li + h) for h in range(3)]) for li in range(2)])
     out = persistence_batch(A, n_jobs=2)
     assert len(out) == 6
     for k, g in enumerate(out):
