@@ -29,7 +29,7 @@ loading and first calls, so 20 trials cost seconds, not minutes; the runs share 
 with each other but the store).
 
 A store is *damaged* unless it opens, holds every text of the input exactly once and its
-counts agree (``Store.counts()``, SQL ``count(*)`` and the part rows).  Prints one JSON
+counts agree (``StoreReader.counts()``, SQL ``count(*)`` and the part rows).  Prints one JSON
 object: per scenario the exit codes of each trial, the refusals' stderr and the damaged
 trials with the reason.
 """

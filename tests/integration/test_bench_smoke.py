@@ -47,6 +47,7 @@ def test_quick_benchmark_runs_and_reports_every_section(tmp_path):
         "## 4. Throughput",
         "## 5. The causal model",
         "## 6. The Jensen–Shannon kernel alone",
+        "## 8. Persistence engines on small matrices",
         "## Machine and versions",
     ):
         assert title in report, f"missing section {title!r}"

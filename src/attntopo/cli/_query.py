@@ -1,6 +1,6 @@
 """``attntopo query``: SQL (DuckDB) over a corpus store, printed as a table, JSON or CSV.
 
-The result is read a batch at a time (:meth:`Store.sql_batches`) and never held whole: the
+The result is read a batch at a time (:meth:`StoreReader.sql_batches`) and never held whole: the
 table shows the first ``--rows`` rows and counts the rest; ``--csv`` and ``--json`` write the
 rows as they come, on stdout or atomically into ``--output FILE``.
 """

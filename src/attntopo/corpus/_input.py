@@ -99,7 +99,7 @@ def _default_id(row: int, text: str, answer: str | None = None) -> str:
 
 def record_sha256(text: str, *, answer: str | None = None) -> str:
     """What identifies a record's content: its text's SHA-256, and for a pair the answer's
-    after a ``+`` (``Store.stored_hashes`` reads the same from a store's columns)."""
+    after a ``+`` (``StoreReader.stored_hashes`` reads the same from a store's columns)."""
     return text_sha256(text) if answer is None else f"{text_sha256(text)}+{text_sha256(answer)}"
 
 

@@ -32,96 +32,55 @@ def token_distances(
     n_jobs: int | None = None,
     progress: ProgressOption = False,
 ) -> np.ndarray:
-    """Distances between the rows of attention matrices.
+    """Distances between the rows of attention matrices, for every pair of rows of every matrix.
+
+    Metrics, their formulas, accuracy and speed: :mod:`attntopo.distances`; the paper's
+    recipes: docs/concepts.md.
 
     Parameters
     ----------
-    att : Attention or array_like or torch.Tensor
-        Either an object with a ``.weights`` attribute (the :class:`Attention`
-        container, weights of shape ``(L, H, n, n)``) or an array / tensor /
-        nested list of shape ``(..., n, n)`` with any number (including zero) of
-        leading batch dimensions.  Row ``i`` of each matrix is query ``i``'s
-        distribution over the keys: entries ``>= 0`` (down to ``-1e-6`` is
-        accepted as round-off and clipped) and rows summing to 1 within
-        ``1e-3``.  Rows are rescaled to sum to 1 in float64, as
-        :func:`scipy.spatial.distance.jensenshannon` does (rows already within
-        ``1e-13`` of 1 are used as given, so that rescaling never swamps the
-        difference between two nearly identical rows).  Exact zeros are fine
-        (``0 · log 0 = 0``).  The input is never modified.
+    att : Attention, array_like or torch.Tensor of shape (..., n, n)
+        An :class:`Attention` (its ``weights``, ``(L, H, n, n)``) or matrices with any number
+        of leading dimensions.  Row ``i`` is query ``i``'s distribution over the keys:
+        entries ``>= 0`` (down to ``-1e-6`` clipped as round-off), rows summing to 1 within
+        ``1e-3`` (rescaled in float64; within ``1e-13`` used as given).  Never modified.
     metric : str, default "jensen_shannon"
-        Distance between two rows ``p`` and ``q``: a key of
-        :data:`~attntopo.distances.DISTANCES` (the module docstring lists each with its
-        formula and range).  Jensen–Shannon uses logarithm base ``base``: in ``[0, 1]`` for
-        ``base=2``, in ``[0, sqrt(ln 2)]`` for ``base=e``.
+        A key of :data:`~attntopo.distances.DISTANCES`.
     base : float, default 2.0
-        Logarithm base of the Jensen–Shannon divergence; a finite number > 1
-        (bases in ``(0, 1)`` would make the divergence negative).  Only used
-        by ``"jensen_shannon"`` (ignored by the other metrics and by the
-        paper modes, which always use the natural log).
+        Logarithm base of Jensen–Shannon, finite and > 1: distances in ``[0, 1]`` for 2, in
+        ``[0, sqrt(ln 2)]`` for ``e``.  Ignored by the other metrics and the paper modes.
     paper_compat : {False, None, "notebook", "listing"}, default False
-        Reproduce one of the founding paper's two recipes instead of the
-        recommended metric (a reproduction aid, never the default).  Both pass
-        every row through a softmax *again* (``exp(A) / Σ exp(A)`` over all
-        keys, masked/future keys included) and use the natural log:
-
-        - ``"listing"``: the paper's printed Listing 1, scipy's distance, the
-          square root of the divergence:
-          ``scipy.spatial.distance.jensenshannon(softmax(p), softmax(q))``;
-          in ``[0, sqrt(ln 2)]``.
-        - ``"notebook"``: the author's published notebooks
-          (``persistent_homology_of_attention``), which take ``np.sqrt`` of that
-          again, a fourth root of the divergence:
-          ``sqrt(jensenshannon(softmax(p), softmax(q)))``; in ``[0, (ln 2)^¼]``.
-        - ``False`` / ``None``: attntopo's own distance (``base``, no softmax).
-
-        The extra softmax flattens the rows and gives masked (future) keys
-        weight again, so distances shrink with length.  Two one-hot rows, at
-        natural-log JS distance ``sqrt(ln 2) = 0.833``, are at 0.218
-        (``"listing"``) after the softmax for ``n=7`` (0.099 for ``n=40``,
-        0.058 for ``n=120``), and the notebook's extra square root turns that
-        into 0.466 (0.315, 0.241).  Only valid with
-        ``metric="jensen_shannon"``; any finite input is accepted.  The
-        notebooks compute in float32 and get NaN for nearly identical rows;
-        this computes in float64 (docs/concepts.md).
+        The founding paper's Jensen–Shannon recipes (a reproduction aid, never the default;
+        ``metric="jensen_shannon"`` only): rows softmaxed again, natural log, and scipy's
+        distance (``"listing"``, in ``[0, sqrt(ln 2)]``) or its square root (``"notebook"``,
+        a fourth root of the divergence, in ``[0, (ln 2)^¼]``).  False/None: attntopo's own.
     chunk_elements : int, optional
-        Budget, in elements of ``dtype``, for temporary arrays (besides the
-        input and the output).  Default ``2**26`` (≈ 0.5 GiB of float64).  The
-        result does not depend on it.  A few ``n × n`` matrices per head are
-        always needed, whatever the budget.
+        Budget for temporary arrays, in elements of ``dtype`` (default ``2**26``, ≈ 0.5 GiB
+        of float64); the result does not depend on it.
     dtype : torch.dtype, default torch.float64
-        Precision of the bulk computation: ``torch.float64`` (distances accurate
-        to ~1e-12 or better) or ``torch.float32`` (~1e-5; worth it only where the C
-        kernel does not run, e.g. on a GPU: on the CPU the float64 kernel is faster
-        than the float32 torch path).  Close pairs are always recomputed in
+        Precision of the bulk computation (float64: ~1e-12; float32: ~1e-5, worth it only
+        where the C kernel does not run, e.g. a GPU).  Close pairs are always recomputed in
         float64; the output is float64 either way.
     n_jobs : int, optional
-        Number of worker threads for this call; default: torch's current
-        ``torch.get_num_threads()``.  The work is split into independent
-        tiles run by that many Python threads, each doing single-threaded
-        torch operations (robust when the cores are shared with other work);
-        torch's own thread count is set to 1 during the call and restored
-        afterwards.
+        Worker threads for this call (default: ``torch.get_num_threads()``); torch itself
+        runs on one thread during the call.
     progress : bool, callable or None, default False
-        Report the matrices done, per chunk of matrices: ``True`` a bar, ``None`` a bar
-        on a terminal or in Jupyter, or a callback ``callback(done, total, stage)`` (see
-        :mod:`attntopo._progress`).
+        Report the matrices done: ``True`` a bar, ``None`` a bar on a terminal or in Jupyter,
+        or ``callback(done, total, stage)`` (:mod:`attntopo._progress`).
 
     Returns
     -------
     ndarray of shape (..., n, n), float64
-        ``out[..., i, j]`` is the distance between rows ``i`` and ``j`` of the
-        same matrix.  Exactly symmetric, exactly 0 on the diagonal and between
-        identical rows, never NaN.
+        ``out[..., i, j]``: the distance between rows ``i`` and ``j`` of one matrix.  Exactly
+        symmetric, exactly 0 on the diagonal and between identical rows, never NaN.
 
     Raises
     ------
     InvalidInputError
-        Unknown ``metric``, bad ``base``, unknown ``paper_compat`` or a paper mode
-        with another metric,
-        bad ``chunk_elements``, ``dtype`` or ``n_jobs``, non-numeric input.
+        Unknown ``metric`` or ``paper_compat``, a paper mode with another metric, bad
+        ``base``, ``chunk_elements``, ``dtype`` or ``n_jobs``, non-numeric input.
     InvalidMatrixError
-        Input that is not ``(..., n, n)``, has NaN/inf, negative entries, or
-        rows that do not sum to 1.
+        Input not ``(..., n, n)``, NaN/inf, negative entries, rows not summing to 1.
 
     Examples
     --------

@@ -32,13 +32,10 @@ the same filtration, and each rank in the output is mapped back to the exact
 float64 distance.  Result: the three engines return **bit-for-bit identical**
 diagrams, in exact float64.  :func:`compute_many` ranks a whole stack of same-size
 matrices at once (one row-wise sort), and maps every engine output of the stack back,
-drops zero-length bars and sorts them in one pass: at n ~ 30 (a ~32-token text's heads)
-doing this matrix by matrix had cost as much as half of giotto-ph's own time; stacked, 72
-matrices of n=30 take 0.43 ms each against 0.56 ms one by one (giotto-ph's own call is
-~0.31 ms).  Above 2**24 distinct values
-the kernel passes the distances themselves and snaps every float32 output to
-the nearest distance instead (exact except between distances that collide in
-float32).
+drops zero-length bars and sorts them in one pass: on small matrices (a short text's heads)
+doing this matrix by matrix costs a sizeable share of giotto-ph's own time.  Above 2**24
+distinct values the kernel passes the distances themselves and snaps every float32 output
+to the nearest distance instead (exact except between distances that collide in float32).
 
 Conventions shared by all engines
 ---------------------------------
@@ -48,51 +45,18 @@ Conventions shared by all engines
 * A single point gives one H0 bar ``[0, inf]``.
 * Coefficients in Z/2.
 
-Measured on the project machine (2 cores; giotto-ph 0.2.4, ripser 0.6.15,
-gudhi 3.13; Jensen–Shannon matrices of random Dirichlet rows; H0+H1 through
-:func:`persistence`, ranks and validation included; one thread; median ms):
-
-======  ======  ======  ======
-n       giotto  ripser  gudhi
-======  ======  ======  ======
-32      0.7     0.9     2.1
-128     17      32      97
-256     231     273     1480
-======  ======  ======  ======
-
-(ripser.py through its Python wrapper; through its core, below, it is faster on small
-matrices.)  giotto-ph is the fastest from n~40 on, more so with H2 (96 ms against 383 ms at
-n=128), and 2 threads help it a little from n~128 (15 ms at 128, 194 ms at 256).  gudhi
-cuts the complex at the enclosing radius (above it the complex is a cone), as the ripser
-family does.
-
 Small matrices
 --------------
-giotto-ph starts and joins C++ threads in every call, also with one thread (~3 voluntary
-context switches a call).  Alone on a machine that costs little, but when every core is
-busy (a corpus run: persistence workers beside a forward pass, or one Ray actor per CPU)
-each start waits for a core: measured here with two such processes on two cores, giotto-ph
-took 0.87 ms a matrix at n=32 against 0.46 ms alone, the cores ~30 % idle.  ripser.py's core
-is single-threaded and starts nothing.  Per matrix, :func:`compute_many` on stacks of 72 such
-matrices (H0+H1, one thread), ms, alone / in each of two processes on two cores at once
-(``benchmarks/engines_bench.py``, ``docs/engines_bench.json``; giotto-ph ~3 voluntary context
-switches a call, ripser.py's core none):
-
-======  ===========  ===========
-n       giotto       ripser core
-======  ===========  ===========
-16      0.23 / 0.44  0.08 / 0.08
-24      0.32 / 0.64  0.21 / 0.22
-32      0.46 / 0.87  0.45 / 0.45
-40      0.68 / 1.23  0.80 / 0.84
-48      1.03 / 1.67  1.31 / 1.35
-64      2.08 / 2.97  2.98 / 3.05
-128     14.4 / 13.9  20.7 / 20.9
-======  ===========  ===========
-
-Hence ``"auto"``: ripser.py's core up to n=40, giotto-ph above.  The diagrams do not
-depend on the engine (ranks, above; the tests compare every engine bit for bit), so
-``"auto"`` only chooses the speed.
+giotto-ph is the fastest engine from a few dozen points on, more so with H2; gudhi is the
+slowest (it cuts the complex at the enclosing radius, as the ripser family does).  But
+giotto-ph starts and joins C++ threads in every call, also with one thread; when every core
+is busy (a corpus run: persistence workers beside a forward pass, or one Ray actor per
+CPU) each start waits for a core.  ripser.py's core is single-threaded and starts nothing.
+Hence ``"auto"``: ripser.py's core up to :data:`AUTO_RIPSER_MAX_N` points, giotto-ph above.
+The diagrams do not depend on the engine (ranks, above; the tests compare every engine bit
+for bit), so ``"auto"`` only chooses the speed.  The measurements behind these choices
+(``benchmarks/engines_bench.py``, ``docs/engines_bench.json``) are in docs/benchmarks.md,
+section 8.
 
 This module imports nothing from attntopo at import time so that worker
 processes can load it as a standalone file (see ``_pool``).

@@ -159,10 +159,8 @@ def persistence(
         classes still alive at the cut are reported with death ``inf``.
     engine : {"auto", "giotto", "ripser", "gudhi"} or None
         ``None`` = ``"auto"``: ripser.py's core up to n=40 on one thread (it starts no
-        threads: 0.45 ms at n=32 for H0+H1, against giotto-ph's 0.51 ms alone and ~0.9 ms
-        when every core is busy), giotto-ph above (17 ms at n=128 against 32 ms for
-        ripser.py and ~100 ms for gudhi on a 2-core machine).  All engines return
-        identical diagrams (:mod:`attntopo.topology.engines`).
+        threads), giotto-ph above; gudhi is the slowest.  All engines return identical
+        diagrams (:mod:`attntopo.topology.engines`; timings: docs/benchmarks.md, section 8).
     n_jobs : int, optional
         Threads for giotto-ph (others ignore it).  Default: 1 below n=96, else
         the CPU count (max 8).
