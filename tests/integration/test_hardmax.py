@@ -75,15 +75,15 @@ def test_theorem_on_minilm_tokens(minilm, text, layer, head):
 
 def test_simulate_text_bad_input(minilm):
     with pytest.raises(OutOfRangeError, match="layer must be an int in -6..5"):
-        hm.simulate_text("a b c", minilm, layer=6)
+        hm.simulate_text("a b c", minilm, layer=6, head=0)
     with pytest.raises(OutOfRangeError, match="head must be an int in -12..11"):
-        hm.simulate_text("a b c", minilm, head=12)
+        hm.simulate_text("a b c", minilm, layer=0, head=12)
     with pytest.raises(at.InvalidInputError, match="alpha must be a positive"):
-        hm.simulate_text("a b c", minilm, alpha=-1)
+        hm.simulate_text("a b c", minilm, layer=0, head=0, alpha=-1)
     with pytest.raises(at.InvalidInputError, match="margin must be a positive"):
-        hm.key_query_matrix(minilm, margin=0)
+        hm.key_query_matrix(minilm, layer=0, head=0, margin=0)
     with pytest.raises(at.EmptyTextError):
-        hm.simulate_text("   ", minilm)
+        hm.simulate_text("   ", minilm, layer=0, head=0)
 
 
 # ------------------------------------------------------------ the classifier

@@ -216,7 +216,7 @@ def test_smollm2_hilbert_function_agrees_with_the_slices(tl_smollm2):
     D, times = tl.bifiltration_data()
     np.testing.assert_array_equal(times, np.arange(1, len(tl.tokens) + 1))
     rng = np.random.default_rng(0)
-    probes = np.concatenate([rng.choice(hf.eps, 20), rng.uniform(0, D.max(), 20), [0.0, 1.0]])
+    probes = np.concatenate([rng.choice(hf.scales, 20), rng.uniform(0, D.max(), 20), [0.0, 1.0]])
     for s in tl.slices:
         for eps in probes:
             for d in (0, 1):
@@ -226,7 +226,7 @@ def test_smollm2_hilbert_function_agrees_with_the_slices(tl_smollm2):
         assert mp.backend == "multipers"
         np.testing.assert_array_equal(mp.values, hf.values)
         rank = tl.signed_barcode(degree=1, invariant="rank", resolution=16)
-        g = rank.eps_grid
+        g = rank.scale_grid
         last = tl.slices[-1]
         for i in range(0, 16, 3):
             for j in range(i, 16, 2):

@@ -34,7 +34,7 @@ from ..topology import Diagram, pack_diagrams, unpack_diagrams
 from ..topology.multiparameter import (
     HilbertFunction,
     SignedMeasure,
-    default_eps_grid,
+    default_scale_grid,
     hilbert_from_diagrams,
 )
 from ._result import Columns, Result, read_array
@@ -399,7 +399,7 @@ class Timeline(Result):
                 vals = np.concatenate(
                     [s.distances[np.triu_indices(s.n_points, 1)] for s in self.slices]
                 )
-            return default_eps_grid(vals, len(self.slices), self.maxdim + 1)
+            return default_scale_grid(vals, len(self.slices), self.maxdim + 1)
         top = max(float(s.distances.max()) for s in self.slices)
         if is_int(scales):
             if scales < 2:
@@ -468,7 +468,7 @@ class Timeline(Result):
 
         D, times = self.bifiltration_data()
         return hilbert_function(
-            D, times=times, maxdim=self.maxdim, eps=self._scale_grid(scales), t=self.times.astype(np.float64),
+            D, times=times, maxdim=self.maxdim, scales=self._scale_grid(scales), t=self.times.astype(np.float64),
             backend=backend, n_jobs=n_jobs,
         )
 

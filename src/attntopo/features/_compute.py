@@ -45,7 +45,7 @@ def set_quantities(set_name: str, st: dict) -> list[str]:
     return FEATURE_SETS[set_name].quantities(st)
 
 
-def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> list[str]:
+def set_columns(layers: Sequence[int], heads: Sequence[int], st: dict) -> list[str]:
     """Column names: set by set, the heads of :func:`head_order` (the layers and heads in the
     order given), quantities within a head; :class:`ChunkFeatures` given the same
     ``order`` puts every value under its own head's name.  A set of :data:`MODEL_SETS` is
@@ -54,10 +54,10 @@ def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> 
     for s in st["sets"]:
         name = FEATURE_SETS[s].column(st)  # the token distances' sets: after the metric
         if s in MODEL_SETS:
-            out += [model_column(name, q) for q in set_quantities(s, st)] if layer_ids else []
+            out += [model_column(name, q) for q in set_quantities(s, st)] if layers else []
             continue
         out += [column_name(layer, head, name, q)
-                for layer, head in head_order(layer_ids, head_ids) for q in set_quantities(s, st)]
+                for layer, head in head_order(layers, heads) for q in set_quantities(s, st)]
     return out
 
 

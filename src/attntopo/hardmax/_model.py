@@ -79,7 +79,8 @@ def _projections(m: Any, layer: int) -> tuple[Any, Any, Any]:
     )
 
 
-def key_query_matrix(model: Any = "minilm", *, layer: int = 0, head: int = 0, margin: float = DEFAULT_MARGIN) -> tuple[np.ndarray, dict]:
+def key_query_matrix(model: Any = "minilm", *, layer: int, head: int,
+                     margin: float = DEFAULT_MARGIN) -> tuple[np.ndarray, dict]:
     """``A`` for one head: ``W_Qᵀ W_K`` symmetrized and shifted to be positive definite.
 
     Parameters
@@ -127,7 +128,8 @@ def key_query_matrix(model: Any = "minilm", *, layer: int = 0, head: int = 0, ma
     return A, info
 
 
-def token_states(model: Any, text: str, *, layer: int = 0, truncate: bool = False) -> tuple[np.ndarray, list[str]]:
+def token_states(model: Any, text: str, *, layer: int,
+                 truncate: bool = False) -> tuple[np.ndarray, list[str]]:
     """The hidden states entering ``layer`` for ``text`` and the tokens' labels.
 
     Returns
@@ -156,7 +158,8 @@ def token_states(model: Any, text: str, *, layer: int = 0, truncate: bool = Fals
     return Z, labels
 
 
-def simulate_text(text: str, model: Any = "minilm", *, layer: int = 0, head: int = 0, alpha: float = 1.0, steps: int = 50, margin: float = DEFAULT_MARGIN,
+def simulate_text(text: str, model: Any = "minilm", *, layer: int, head: int, alpha: float = 1.0,
+                  steps: int = 50, margin: float = DEFAULT_MARGIN,
                   truncate: bool = False, rtol: float | None = None,
                   cluster_tol: float | None = None):
     """The hardmax dynamics on a model's tokens for ``text``, with ``A`` from one head.

@@ -331,7 +331,7 @@ def plot_betti_heatmap(
             f"expected a Timeline or a HilbertFunction, got {type(data).__name__}"
         )
     B = hf.betti(dim)
-    e, t = hf.eps, hf.times
+    e, t = hf.scales, hf.times
     # cell edges: each value holds from its grid point to the next
     de = np.diff(e)
     e_edges = np.concatenate([e, [e[-1] + (de[-1] if de.size else 1.0) * 0.5]])
