@@ -101,7 +101,7 @@ def measure(name: str, texts: list[str]) -> tuple[list, dict]:
     gap = {"scale": str(r0.scale), "clusters_median": float(np.median(clusters)),
            "clusters_q25": float(np.percentile(clusters, 25)), "clusters_q75": float(np.percentile(clusters, 75)),
            "fraction_median": float(np.median(frac)),
-           "eps_median": float(np.median(np.concatenate([np.asarray(c["eps"]) for c in sc]))),
+           "eps_median": float(np.median(np.concatenate([np.asarray(c["scale"]) for c in sc]))),
            "error_median": float(np.median(np.concatenate([np.asarray(c["error"]) for c in sc]))),
            "js_median": float(np.median(np.concatenate([np.asarray(c["js"]) for c in sc])))}
     return results, {
