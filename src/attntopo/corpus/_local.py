@@ -218,8 +218,8 @@ def _check_options(model: Any, device: Any, dtype: Any, new_store: Any, append: 
     if given is not None:
         check_prompt_set(given.sets, settings_options["pairs"])
     # layers and heads against the model's configuration, before its weights load
-    check_selection(model, *(settings_options.get(k) if settings_options.get(k) is not None
-                             else getattr(given, k, None) for k in ("layers", "heads")))
+    check_selection(model, **{k: settings_options.get(k) if settings_options.get(k) is not None
+                              else getattr(given, k, None) for k in ("layers", "heads")})
     return device, dtype, new_store, append
 
 
@@ -348,7 +348,7 @@ def _prepare_append(writer: StoreWriter, inp: CorpusInput, settings: CorpusSetti
             if old is None:
                 continue
             n_old += 1
-            new = record_sha256(text, answer)
+            new = record_sha256(text, answer=answer)
             if old != new:
                 what = "text" if answer is None else "prompt or answer"
                 raise InvalidInputError(
@@ -839,7 +839,7 @@ def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
     try:
         for k, table in prep.input.batches(st.batch_size, skip=skip):
             shown = [0]  # texts of this batch the bar already counts (its finished chunks)
-            finish = worker.start(table, submit, threads, _chunk_done(reporter, shown))
+            finish = worker.start(table, submit=submit, forward_threads=threads, done=_chunk_done(reporter, shown))
             del table
             if pending is not None:
                 _write(prep, reporter, *pending)

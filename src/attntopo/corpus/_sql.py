@@ -24,7 +24,7 @@ JSON_COLUMN = "json"
 _ROW = "__attntopo_row__"  # the alias of the query under its JSON rows
 
 
-def check_memory_limit(value: Any, name: str = "memory_limit") -> int:
+def check_memory_limit(value: Any, *, name: str = "memory_limit") -> int:
     """``value`` (``"2GB"``, ``"512MB"``, an int of bytes) in bytes, at least 32MB; else one
     line."""
     return check_byte_size(value, name, lo=MIN_MEMORY_LIMIT)

@@ -332,7 +332,7 @@ class StoreReader:
         return [first]
 
     @_same_store
-    def stored_hashes(self, before: int | None = None) -> dict[str, str]:
+    def stored_hashes(self, *, before: int | None = None) -> dict[str, str]:
         """``{id: text_sha256}`` of the rows of every part numbered below ``before`` (all); for
         a store of pairs ``text_sha256 + "+" + answer_sha256``
         (:func:`attntopo.corpus.record_sha256`)."""
@@ -616,7 +616,7 @@ class StoreReader:
         return table
 
     @_same_store
-    def to_arrow(self, columns: list[str] | None = None) -> Any:
+    def to_arrow(self, *, columns: list[str] | None = None) -> Any:
         """Every row, in input order, as a :class:`pyarrow.Table` (``columns``: a subset)."""
         pa = _pa()
         parts = self.parts()
@@ -626,14 +626,14 @@ class StoreReader:
             return schema.empty_table()
         return pa.concat_tables(tables).replace_schema_metadata(None)
 
-    def to_pandas(self, columns: list[str] | None = None) -> Any:
+    def to_pandas(self, *, columns: list[str] | None = None) -> Any:
         """Every row, in input order, as a :class:`pandas.DataFrame` (``status`` says which
         rows have features: ``ok``)."""
         try:
             import pandas  # noqa: F401
         except ImportError:
             raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
-        return self.to_arrow(columns).to_pandas()
+        return self.to_arrow(columns=columns).to_pandas()
 
     def _connection(self, allow_external: bool = False, memory_limit: int | None = None):
         """``(connection, rows)``: a DuckDB connection and the parts as one dataset (the view

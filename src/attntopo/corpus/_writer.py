@@ -291,8 +291,7 @@ class StoreWriter:
     # -------------------------------------------------------------- creation
     @classmethod
     def create(cls, path: Path, settings: CorpusSettings, schema: Any, input_info: dict,
-               feature_columns: list[str], extra: dict | None = None, *,
-               lock: StoreLock | None = None) -> StoreWriter:
+               feature_columns: list[str], *, extra: dict | None = None, lock: StoreLock | None = None) -> StoreWriter:
         """Write a new store's manifest (the folder is created; it must be new or empty) and
         return its writer.
 
@@ -303,7 +302,7 @@ class StoreWriter:
         """
         if lock is None:
             with lock_store(path) as held:
-                writer = cls.create(path, settings, schema, input_info, feature_columns, extra,
+                writer = cls.create(path, settings, schema, input_info, feature_columns, extra=extra,
                                     lock=held)
                 writer.lock = None
                 return writer

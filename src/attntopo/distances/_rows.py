@@ -23,8 +23,8 @@ __all__ = ["token_distances", "row_distances", "pairwise_distance"]
 
 def token_distances(
     att: Any,
-    metric: str = "jensen_shannon",
     *,
+    metric: str = "jensen_shannon",
     base: float = 2.0,
     paper_compat: PaperMode | bool | None = False,
     chunk_elements: int | None = None,
@@ -196,7 +196,7 @@ def _distances(
 
 
 def token_distances_tensor(
-    x: Any, metric: str = "jensen_shannon", *, rows: Any = None,
+    x: Any, *, metric: str = "jensen_shannon", rows: Any = None,
     dtype: torch.dtype = torch.float64, nearest: int = 0,
 ) -> torch.Tensor:
     """:func:`token_distances` (Jensen–Shannon with base 2 by default) of a tensor, as a
@@ -242,8 +242,8 @@ def token_distances_tensor(
 
 def row_distances(
     x: Any,
-    metric: str = "jensen_shannon",
     *,
+    metric: str = "jensen_shannon",
     base: float = 2.0,
     chunk_elements: int | None = None,
     dtype: torch.dtype = torch.float64,
@@ -293,7 +293,9 @@ def row_distances(
     return _distances(t, metric, base, None, budget, dtype, threads, "input")
 
 
-def pairwise_distance(p: Any, q: Any, metric: str = "jensen_shannon", base: float = 2.0) -> float:
+def pairwise_distance(
+    p: Any, q: Any, *, metric: str = "jensen_shannon", base: float = 2.0
+) -> float:
     """Distance between two distributions, reference implementation in NumPy.
 
     Straightforward, accurate float64 formulas for one pair; used by the tests

@@ -110,17 +110,31 @@ def test_manifest_round_trip_and_columns():
         CorpusSettings.from_manifest({**old, "features": {**old["features"], "tau": 1}})
 
 
-def test_a_manifest_of_flat_settings_reads_the_same():
+def test_a_manifest_of_flat_settings_is_refused_in_one_line(tmp_path):
     """Stores made before the feature settings were nested (one flat object, the persistence
-    engine under its first name) open with the same settings."""
+    engine under its first name ``persistence_engine``) are refused in one line that says to
+    make the store again; nothing is read from them."""
     flat = {k: v for k, v in SETTINGS.to_manifest().items() if k != "features"}
     feats = dataclasses.replace(SETTINGS.features, engine="ripser").to_dict()
-    del feats["min_persistence"], feats["spectral_k"]  # never written there
     flat.update(feats)
     flat["persistence_engine"] = flat.pop("engine")
-    want = dataclasses.replace(SETTINGS, features=dataclasses.replace(SETTINGS.features,
-                                                                      engine="ripser"))
-    assert CorpusSettings.from_manifest(flat) == want
+    with pytest.raises(ResultFormatError) as info:
+        CorpusSettings.from_manifest(flat)
+    msg = str(info.value)
+    assert msg.startswith("manifest.json: settings in the flat form of a store made before the "
+                          "first release (no 'features' object)") and "make the store again" in msg
+    assert "\n" not in msg
+    # opened as a store: the same line, naming the file and the way on (--new-store)
+    store = _store(tmp_path)
+    mf = store.path / "manifest.json"
+    doc = json.loads(mf.read_text())
+    doc["settings"] = flat
+    mf.write_text(json.dumps(doc))
+    with pytest.raises(ResultFormatError, match=r"manifest\.json: settings in the flat form .*"
+                       r"make the store again; --new-store \(new_store=True\) starts the store "
+                       r"over") as info:
+        open_store(store.path)
+    assert "\n" not in str(info.value)
 
 
 _CHANGES = {
@@ -706,9 +720,9 @@ def test_append_with_new_store_is_one_line_before_any_work(tmp_path):
 
 # ------------------------------------------------------------------ renames (docs/api.md, Names)
 def test_engine_is_a_feature_setting_of_the_manifest():
-    """The persistence engine is written with the feature settings (``features.engine``); the
-    flat manifests' first name, ``persistence_engine``, reads as it
-    (test_a_manifest_of_flat_settings_reads_the_same)."""
+    """The persistence engine is written with the feature settings (``features.engine``); a
+    flat manifest with its first name, ``persistence_engine``, is refused
+    (test_a_manifest_of_flat_settings_is_refused_in_one_line)."""
     s = dataclasses.replace(SETTINGS, features=dataclasses.replace(SETTINGS.features,
                                                                    engine="ripser"))
     doc = s.to_manifest()
