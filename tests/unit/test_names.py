@@ -138,6 +138,20 @@ def test_the_retired_names_are_caught(monkeypatch):
     assert not any(_retired_as_selection(n, p.annotation, p.default) for n, p in params.items())
 
 
+def test_the_glossary_lists_every_retired_spelling():
+    """docs/api.md's Names table says what the test retires: each retired spelling is in its
+    right-hand column (a rename added here is written there too)."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).parents[2] / "docs" / "api.md").read_text(encoding="utf-8")
+    table = page.split("## Names", 1)[1].split("\n\n|", 1)[1].split("\n\n", 1)[0]
+    retired_column = " ".join(row.rsplit("|", 2)[-2] for row in table.splitlines()[2:])
+    listed = {m.rstrip("=") for m in re.findall(r"`([a-z_]+=?)", retired_column)}
+    assert set(RETIRED) <= listed, f"retired but not in docs/api.md: {set(RETIRED) - listed}"
+    assert {"layer", "head"} <= {w for w in re.findall(r"[a-z_]+", retired_column)}
+
+
 def test_no_renames_pending():
     assert PENDING == set(), f"renames left pending: {sorted(PENDING)}"
 
