@@ -34,7 +34,7 @@ def texts_from(args) -> tuple[list[str], str]:
         return lines[: args.texts], f"the first {min(len(lines), args.texts)} lines of {args.file}"
     from attntopo.datasets import fortunes
 
-    ds = fortunes(["science", "people", "politics"], min_words=15, max_words=50, n_per_category=args.texts // 3 + 1,
+    ds = fortunes(categories=["science", "people", "politics"], min_words=15, max_words=50, n_per_category=args.texts // 3 + 1,
                   seed=0)
     return ds.texts[: args.texts], (f"{args.texts} fortunes (science, people, politics; 15–50 words; drawn with "
                                     f"seed 0)")

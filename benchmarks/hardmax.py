@@ -46,12 +46,12 @@ def speed(repeats: int) -> list[dict]:
         Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
         A = (Q * np.exp(rng.uniform(0, np.log(10), size=d))) @ Q.T
         t0 = time.perf_counter()
-        hm.simulate(Z0, A, 1.0, 50)
+        hm.simulate(Z0, A=A, alpha=1.0, steps=50)
         first = time.perf_counter() - t0
         times = []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            r = hm.simulate(Z0, A, 1.0, 50)
+            r = hm.simulate(Z0, A=A, alpha=1.0, steps=50)
             times.append(time.perf_counter() - t0)
         # the dynamics alone: attention sets and updates, no cluster bookkeeping
         tol = tolerances(Z0, A)
@@ -80,9 +80,9 @@ def minilm() -> dict:
     for text in SENTENCES:
         lead0, clusters, self_s, shift, ok = [], [], [], [], True
         for layer in range(m.n_layers):
-            Z, _ = hm.token_states(m, text, layer)
+            Z, _ = hm.token_states(m, text, layer=layer)
             for head in range(m.n_heads):
-                r = hm.simulate_text(text, m, layer, head, alpha=1.0, steps=80)
+                r = hm.simulate_text(text, m, layer=layer, head=head, alpha=1.0, steps=80)
                 # the head's symmetric score without the shift: how many tokens attend to themselves
                 S = r.A - r.source["shift"] * np.eye(r.dim)
                 self_s.append(int(np.sum(np.argmax(Z @ S @ Z.T, axis=1) == np.arange(r.n_tokens))))
@@ -120,7 +120,7 @@ def classifier(tasks=(("politics", "science"), ("computers", "people")), dims=(2
 
     rows = []
     for task in tasks:
-        ds = fortunes(list(task))
+        ds = fortunes(categories=list(task))
         for d in dims:
             res = []
             for seed in seeds:

@@ -21,6 +21,10 @@ them all in one process to save the start-up time):
   kernel      6. the Jensen–Shannon C kernel alone, one thread: pair-keys per second against
                  its own log rate (a causal head at n = 768, a bidirectional one at 512, the
                  response rows of a RAG-shaped pair at 1,024).
+  short       9. issue 36's short-text goal: section 1's analyze at n = 128 against the naive
+                 baseline on all heads, three rounds (each ratio within its round).
+  (7. is benchmarks/llm_bench.py's last report, docs/benchmarks_llm.md, included as it stands;
+  ``make bench`` runs it first.)
 
 The report (markdown) goes to stdout and, with ``--out``, atomically to a file; progress
 goes to stderr.  Timings are medians over ``--repeats`` runs (fewer at large n, see the
@@ -58,6 +62,7 @@ FULL = {
     "throughput": {"n_tokens": 128, "n_texts": 100, "single": 20},
     "causal": {"n_tokens": 128, "engine_heads": None, "baseline_heads": 4},
     "kernel_repeats": 5,
+    "short": {"n_tokens": 128, "rounds": 3},
 }
 
 QUICK = {
@@ -74,6 +79,7 @@ QUICK = {
     "kernel_repeats": 3,
     "kernel_cases": [["causal head", 128, True, None], ["bidirectional head", 64, False, None],
                      ["causal, response rows of a RAG pair (r = n/8)", 128, True, 16]],
+    "short": {"n_tokens": 32, "rounds": 1},
 }
 
 

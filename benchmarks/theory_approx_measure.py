@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def fortune_texts(n: int) -> tuple[list[str], str]:
     from attntopo.datasets import fortunes
 
-    ds = fortunes(["science", "people", "politics"], min_words=60, max_words=110, n_per_category=n // 3 + 1, seed=0)
+    ds = fortunes(categories=["science", "people", "politics"], min_words=60, max_words=110, n_per_category=n // 3 + 1, seed=0)
     return ds.texts[:n], f"{n} fortunes (science, people, politics; 60–110 words; drawn with seed 0)"
 
 
@@ -101,7 +101,7 @@ def measure(name: str, texts: list[str]) -> tuple[list, dict]:
     gap = {"scale": str(r0.scale), "clusters_median": float(np.median(clusters)),
            "clusters_q25": float(np.percentile(clusters, 25)), "clusters_q75": float(np.percentile(clusters, 75)),
            "fraction_median": float(np.median(frac)),
-           "eps_median": float(np.median(np.concatenate([np.asarray(c["eps"]) for c in sc]))),
+           "eps_median": float(np.median(np.concatenate([np.asarray(c["scale"]) for c in sc]))),
            "error_median": float(np.median(np.concatenate([np.asarray(c["error"]) for c in sc]))),
            "js_median": float(np.median(np.concatenate([np.asarray(c["js"]) for c in sc])))}
     return results, {

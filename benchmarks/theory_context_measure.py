@@ -39,7 +39,7 @@ BANK_SENSES = (0, 1, 1, 0, 1, 0, 1, 0)
 def fortune_texts(n: int) -> tuple[list[str], str]:
     from attntopo.datasets import fortunes
 
-    ds = fortunes(["science", "people", "politics"], min_words=15, max_words=50, n_per_category=n // 3 + 1, seed=0)
+    ds = fortunes(categories=["science", "people", "politics"], min_words=15, max_words=50, n_per_category=n // 3 + 1, seed=0)
     return ds.texts[:n], f"{n} fortunes (science, people, politics; 15–50 words; drawn with seed 0)"
 
 
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     words_out = ROOT / "docs" / "img" / "theory_context_word.png"
     both = Figure(figsize=(5.2 * len(names), 3.4), layout="constrained")
     for ax, n in zip(both.subplots(1, len(names), squeeze=False)[0], names):
-        plot_word(results[n]["words"]["bank"], ax)
+        plot_word(results[n]["words"]["bank"], ax=ax)
     both.savefig(words_out, dpi=100)
     print(f"wrote {out}, {words_out} and docs/theory_context.json")
     return 0

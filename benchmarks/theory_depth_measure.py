@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def fortune_texts(n: int) -> tuple[list[str], str]:
     from attntopo.datasets import fortunes
 
-    ds = fortunes(["science", "people", "politics"], min_words=15, max_words=50, n_per_category=n // 3 + 1, seed=0)
+    ds = fortunes(categories=["science", "people", "politics"], min_words=15, max_words=50, n_per_category=n // 3 + 1, seed=0)
     return ds.texts[:n], f"{n} fortunes (science, people, politics; 15–50 words; drawn with seed 0)"
 
 

@@ -92,7 +92,7 @@ def benchmark():
     from attntopo.errors import AttntopoError
 
     try:
-        return hallucination_qa(N_PAIRS, seed=SEED, generate=False, progress=False)
+        return hallucination_qa(n=N_PAIRS, seed=SEED, generate=False, progress=False)
     except AttntopoError as e:
         raise NoBenchmark(f"the benchmark is not cached: {e}") from None
 

@@ -225,7 +225,7 @@ def topic(quick: bool) -> dict:
     from attntopo.datasets import fortunes
 
     n = 20 if quick else SIZES["topic"]  # per category (sports has 93 of at most 40 words)
-    texts, labels = fortunes(TOPIC_CATEGORIES, n_per_category=n, max_words=40, seed=SEED)
+    texts, labels = fortunes(categories=TOPIC_CATEGORIES, n_per_category=n, max_words=40, seed=SEED)
     log(f"topic: {len(texts)} fortunes, {len(TOPIC_CATEGORIES)} categories")
     y = np.asarray(labels)
     cv = StratifiedKFold(5, shuffle=True, random_state=SEED)

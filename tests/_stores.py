@@ -8,7 +8,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from attntopo.corpus import CorpusSettings, Store, feature_columns, open_input, output_schema
+from attntopo.corpus import (
+    CorpusSettings,
+    StoreReader,
+    StoreWriter,
+    feature_columns,
+    open_input,
+    output_schema,
+)
 from attntopo.features import FeatureSettings
 
 SETTINGS = CorpusSettings(
@@ -19,13 +26,13 @@ SETTINGS = CorpusSettings(
 )
 
 
-def small_store(folder: Path, texts: list[str], seed: int = 0) -> Store:
+def small_store(folder: Path, texts: list[str], seed: int = 0) -> StoreReader:
     """A store of ``texts`` (every row ``ok``, features drawn from a seeded generator)."""
     inp = open_input(texts)
     schema = output_schema(SETTINGS, inp.schema)
     info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}
     cols = feature_columns(SETTINGS)
-    store = Store.create(folder, SETTINGS, schema, info, cols)
+    writer = StoreWriter.create(folder, SETTINGS, schema, info, cols)
     rng = np.random.default_rng(seed)
     for k, t in inp.batches(SETTINGS.batch_size):
         n = t.num_rows
@@ -33,5 +40,5 @@ def small_store(folder: Path, texts: list[str], seed: int = 0) -> Store:
                 "text": t["text"].combine_chunks(), "status": pa.array(["ok"] * n),
                 **{c: pa.array(rng.random(n)) for c in cols}}
         cells = [data[f.name] if f.name in data else pa.nulls(n, f.type) for f in schema]
-        store.write_part(k, pa.Table.from_arrays(cells, schema=schema))
-    return store
+        writer.write_part(k, pa.Table.from_arrays(cells, schema=schema))
+    return writer.store

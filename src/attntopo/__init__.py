@@ -18,23 +18,26 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
-from .errors import (
-    AttntopoError,
-    DeviceError,
-    EmptyTextError,
-    InvalidInputError,
-    InvalidMatrixError,
-    MissingDependencyError,
-    ModelLoadError,
-    ModelNotFoundError,
-    OutOfRangeError,
-    ResultFormatError,
-    TextTooLongError,
-    UnsafeWeightsError,
-)
 from . import _hooks
+from ._version import __version__ as __version__
 from .analyses import set_html_renderer as _set_html_renderer
+from .errors import AttntopoError as AttntopoError
+from .errors import DeviceError as DeviceError
+from .errors import EmptyTextError as EmptyTextError
+from .errors import InvalidInputError as InvalidInputError
+from .errors import InvalidMatrixError as InvalidMatrixError
+from .errors import MissingDependencyError as MissingDependencyError
+from .errors import ModelLoadError as ModelLoadError
+from .errors import ModelNotFoundError as ModelNotFoundError
+from .errors import OutOfRangeError as OutOfRangeError
+from .errors import ResultFormatError as ResultFormatError
+from .errors import TextTooLongError as TextTooLongError
+from .errors import UnsafeWeightsError as UnsafeWeightsError
+
+#: The error classes imported above: public at the top level, written once (in the import;
+#: ``X as X`` marks a re-export for type checkers and linters, since __all__ is derived).
+_ERRORS = tuple(sorted(n for n, v in list(globals().items())
+                       if isinstance(v, type) and v.__module__ == "attntopo.errors"))
 
 
 def _render_html(result: Any) -> str | None:
@@ -76,7 +79,9 @@ def _result_kind(kind: str) -> type | None:
 _hooks.result_kind = _result_kind
 
 
-# public name -> module that defines it
+# public name -> module that defines it: the one place a lazy public name is written
+# (__all__ is derived from it; tests/unit/test_public_names.py holds the TYPE_CHECKING
+# imports at the end equal to it)
 _LAZY = {
     "Analysis": "attntopo.analyses._analysis",
     "analyze": "attntopo.analyses._analysis",
@@ -124,25 +129,7 @@ _LAZY = {
 _CALLABLE_SUBPACKAGES = ("compress", "features")
 
 
-__all__ = sorted(
-    [
-        *_LAZY,
-        *_CALLABLE_SUBPACKAGES,
-        "AttntopoError",
-        "DeviceError",
-        "EmptyTextError",
-        "InvalidInputError",
-        "InvalidMatrixError",
-        "MissingDependencyError",
-        "ModelLoadError",
-        "ModelNotFoundError",
-        "OutOfRangeError",
-        "ResultFormatError",
-        "TextTooLongError",
-        "UnsafeWeightsError",
-        "__version__",
-    ]
-)
+__all__ = sorted([*_LAZY, *_CALLABLE_SUBPACKAGES, *_ERRORS, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
@@ -162,20 +149,43 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .analyses._analysis import Analysis, analyze
-    from .analyses._comparison import Comparison, compare
-    from .analyses._head_space import HeadSpace, head_distances, head_space
-    from .analyses._head_types import HeadTypes, head_types
-    from .analyses._model_comparison import ModelComparison, compare_models
-    from .analyses._phrase import PhraseTopology, phrase_topology
-    from .analyses._timeline import timeline
-    from .analyses._timeline_result import Timeline
-    from .attention import Attention
-    from .distances import METRICS, token_distances
-    from .analyses._kinds import load_result
-    from .models import AttentionModel, load_model, packaged_aliases
-    from .topology import Diagram, bottleneck, complex_at, persistence, persistence_batch, wasserstein
-    from .features import FeatureSettings, FeatureTable, select_heads
-    from .corpus import open_store
-    from .theory import Approximability, Context, Depth, approximability, context, depth
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only: the names of _LAZY
+    from .analyses._analysis import Analysis as Analysis
+    from .analyses._analysis import analyze as analyze
+    from .analyses._comparison import Comparison as Comparison
+    from .analyses._comparison import compare as compare
+    from .analyses._head_space import HeadSpace as HeadSpace
+    from .analyses._head_space import head_distances as head_distances
+    from .analyses._head_space import head_space as head_space
+    from .analyses._head_types import HeadTypes as HeadTypes
+    from .analyses._head_types import head_types as head_types
+    from .analyses._kinds import load_result as load_result
+    from .analyses._model_comparison import ModelComparison as ModelComparison
+    from .analyses._model_comparison import compare_models as compare_models
+    from .analyses._phrase import PhraseTopology as PhraseTopology
+    from .analyses._phrase import phrase_topology as phrase_topology
+    from .analyses._timeline import timeline as timeline
+    from .analyses._timeline_result import Timeline as Timeline
+    from .attention import Attention as Attention
+    from .corpus import open_store as open_store
+    from .distances import METRICS as METRICS
+    from .distances import token_distances as token_distances
+    from .features import FeatureSettings as FeatureSettings
+    from .features import FeatureTable as FeatureTable
+    from .features import select_heads as select_heads
+    from .hardmax import HardmaxSimulation as HardmaxSimulation
+    from .models.model import AttentionModel as AttentionModel
+    from .models.model import load_model as load_model
+    from .models.specs import packaged_aliases as packaged_aliases
+    from .theory._approx import Approximability as Approximability
+    from .theory._approx import approximability as approximability
+    from .theory._context import Context as Context
+    from .theory._context import context as context
+    from .theory._depth import Depth as Depth
+    from .theory._depth import depth as depth
+    from .topology import persistence as persistence
+    from .topology import persistence_batch as persistence_batch
+    from .topology.complex import complex_at as complex_at
+    from .topology.diagram import Diagram as Diagram
+    from .topology.diagram_distances import bottleneck as bottleneck
+    from .topology.diagram_distances import wasserstein as wasserstein

@@ -123,13 +123,13 @@ def _stat_name(analysis) -> str:
     return f"max_persistence_h{analysis.ranking_dim}"
 
 
-def default_heads(analysis, n: int = 3) -> list[tuple[int, int]]:
+def default_heads(analysis, *, n: int = 3) -> list[tuple[int, int]]:
     """The ``n`` most persistent heads: largest finite bar in the analysis's
     :attr:`~attntopo.Analysis.ranking_dim` (H1, or H0 when most heads have no H1 bar)."""
     check_result(analysis, "analysis")
     if int(n) <= 0:
         return []
-    return [(lay, hd) for lay, hd, _ in analysis.most_persistent_heads(int(n))]
+    return [(lay, hd) for lay, hd, _ in analysis.most_persistent_heads(k=int(n))]
 
 
 # ------------------------------------------------------------------ fragments
@@ -177,7 +177,7 @@ def analysis_html(analysis, *, top: int = 10, stat: str | None = None) -> str:
     grid = ""
     if L * H > 1:
         grid = _grid_table(np.asarray(table[stat], dtype=np.float64).reshape(L, H), analysis.layers,
-                           analysis.heads, stat.replace("_", " "), mark=set(default_heads(analysis, 3)))
+                           analysis.heads, stat.replace("_", " "), mark=set(default_heads(analysis, n=3)))
     rows = analysis.summary_rows()
     rows = sorted(rows, key=lambda r: (-float(r[stat]), r["layer"], r["head"]))[: max(1, int(top))]
     cols = ["layer", "head"]
@@ -233,11 +233,11 @@ def comparison_html(comparison, *, top: int = 10, dim: int | None = None) -> str
         f'style="font-size:12px"><b>B</b></div>{_tokens_line(B, set(c.index_b.tolist()))}<div '
         f'style="font-size:12px;color:#333">shared tokens ({len(c.keys)}): {shared}</div>'
     )
-    r = c.ranking("bottleneck", d)
+    r = c.ranking(by="bottleneck", dim=d)
     grid = ""
     if L * H > 1:
         marks = {(int(r["layer"][t]), int(r["head"][t])) for t in np.flatnonzero(r["rank"] <= 3)}
-        grid = _grid_table(c.grid("bottleneck", d), c.layers, c.heads,
+        grid = _grid_table(c.grid(name="bottleneck", dim=d), c.layers, c.heads,
                            f"bottleneck H{d} between the texts (outlined: ranked 1–3, ties included)", mark=marks)
     n_top = max(1, min(int(top), L * H))
     cols = ["rank", "layer", "head", "ε"] + [f"bottl. H{k}" for k in range(c.maxdim + 1)] + \

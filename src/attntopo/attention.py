@@ -105,6 +105,7 @@ def token_labels(
     tokens: Sequence[str],
     offsets: Sequence[tuple[int, int]],
     special: Sequence[bool],
+    *,
     text: str = "",
 ) -> tuple[list[str], list[str]]:
     """Readable, unique labels that state what the model saw, and the text behind each token.
@@ -423,7 +424,7 @@ class Attention:
 
     @cached_property
     def _label_data(self) -> tuple[list[str], list[str]]:
-        return token_labels(self.tokens, self.offsets, self.special, self.text)
+        return token_labels(self.tokens, self.offsets, self.special, text=self.text)
 
     @property
     def labels(self) -> list[str]:
@@ -462,7 +463,7 @@ class Attention:
             return self.weights[li, hi]
         return self.weights[resolve_index(key, self.n_layers, "layer")]
 
-    def select(self, layers=None, heads=None) -> "Attention":
+    def select(self, *, layers=None, heads=None) -> "Attention":
         """Keep only some layers and/or heads.
 
         ``layers``, ``heads``: ``None`` (all), an int, a sequence of ints or a slice of

@@ -45,8 +45,8 @@ __all__ = [
 
 def report_html(
     analysis,
-    comparison=None,
     *,
+    comparison=None,
     heads: Sequence[tuple[int, int]] | None = None,
     n_heads: int = 3,
     title: str | None = None,
@@ -90,7 +90,7 @@ def report_html(
         raise MissingDependencyError("HTML reports need plotly: pip install 'attntopo[plots]'") from None
 
     a = analysis.attention
-    bundle = analysis_bundle(analysis, heads, n_heads=n_heads)
+    bundle = analysis_bundle(analysis, heads=heads, n_heads=n_heads)
     figs = bundle.figures(interactive=True)
     sections: list[str] = []
     nav: list[tuple[str, str]] = []
@@ -118,7 +118,7 @@ def report_html(
         section(f"L{layer}H{head}", f"Layer {layer}, head {head}", body)
     if comparison is not None:
         c = comparison
-        cb = comparison_bundle(c, heads, n_heads=n_heads)
+        cb = comparison_bundle(c, heads=heads, n_heads=n_heads)
         cfigs = cb.figures(interactive=True)
         section("comparison", "Comparison", comparison_html(c))
         if "heads" in cfigs:

@@ -217,7 +217,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         """Fit; the full feature values of ``X`` when ``drop_constant`` computed them."""
         texts = _texts(X)
         if y is not None:
-            check_labels(y, len(texts))
+            check_labels(y, n=len(texts))
         check_memory(self.memory)
         _progress(self.verbose)
         drop = check_bool(self.drop_constant, "drop_constant")
@@ -279,7 +279,7 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         values, _ = cached_rows(texts, memory, digest, len(names), compute)
         return values
 
-    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+    def get_feature_names_out(self, *, input_features: Any = None) -> np.ndarray:
         """Column names of :meth:`transform` (``input_features`` is ignored: inputs are texts)."""
         check_is_fitted(self, "feature_names_out_")
         return self.feature_names_out_.copy()
@@ -328,7 +328,7 @@ class SelectHeads(TransformerMixin, BaseEstimator):
         (``L*H*``, e.g. the ``zigzag`` set's), which are not chosen among.
     """
 
-    def __init__(self, k: int = 10, criterion: str = "cv_accuracy", cv: int = 3,
+    def __init__(self, *, k: int = 10, criterion: str = "cv_accuracy", cv: int = 3,
                  random_state: int = 0, feature_names=None, verbose: int = 0) -> None:
         self.k = k
         self.criterion = criterion
@@ -377,7 +377,7 @@ class SelectHeads(TransformerMixin, BaseEstimator):
             )
         return arr[:, self.support_]
 
-    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+    def get_feature_names_out(self, *, input_features: Any = None) -> np.ndarray:
         check_is_fitted(self, "support_")
         return self.feature_names_in_[self.support_]
 

@@ -201,7 +201,7 @@ def _special_words(att: Attention) -> list[_Word]:
     return [_Word(-1, tok, (t,)) for t, (tok, sp) in enumerate(zip(att.tokens, att.special)) if sp]
 
 
-def match_words(A: Attention, B: Attention, include_special: bool = False) -> list[SharedToken]:
+def match_words(A: Attention, B: Attention, *, include_special: bool = False) -> list[SharedToken]:
     """The words two texts share, matched by :func:`normalize_token` key and occurrence.
 
     The k-th occurrence of a word in ``A`` is matched with its k-th occurrence in ``B``;
@@ -337,7 +337,7 @@ def match_aligned(
 
 
 # ------------------------------------------------------------------ phrases
-def find_phrase(phrase: str, context: str, occurrence: int = 0) -> tuple[int, int]:
+def find_phrase(phrase: str, context: str, *, occurrence: int = 0) -> tuple[int, int]:
     """Character span of the ``occurrence``-th case-insensitive match of ``phrase`` in ``context``.
 
     Whitespace in the phrase matches any run of whitespace.  Raises
@@ -375,7 +375,7 @@ def strip_markers(tok: str) -> str:
     return tok.replace("Ġ", " ").replace("▁", " ").replace("Ċ", "\n")
 
 
-def token_strings(att: Attention, tokenizer: Any = None) -> list[str]:
+def token_strings(att: Attention, *, tokenizer: Any = None) -> list[str]:
     """The text of each token: decoded by ``tokenizer`` when given, else from the offsets.
 
     Parameters
@@ -412,14 +412,14 @@ def _is_punctuation(s: str) -> bool:
     return bool(s) and all(unicodedata.category(c).startswith("P") for c in s)
 
 
-def punctuation_mask(att: Attention, tokenizer: Any = None) -> np.ndarray:
+def punctuation_mask(att: Attention, *, tokenizer: Any = None) -> np.ndarray:
     """bool ndarray of shape (n_tokens,): True for non-special punctuation tokens.
 
     A token is punctuation when its text (:func:`token_strings`) stripped of whitespace is
     non-empty and every character is in a Unicode punctuation category (``P*``: ``.,;:!?``,
     quotes, brackets, dashes, ``¿``, ``、`` …).  Symbols (``$``, ``+``) are not punctuation.
     """
-    strings = token_strings(att, tokenizer)
+    strings = token_strings(att, tokenizer=tokenizer)
     return np.array(
         [(not sp) and _is_punctuation(s) for s, sp in zip(strings, att.special)], dtype=bool
     )

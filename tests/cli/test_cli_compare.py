@@ -101,7 +101,7 @@ def test_compare_json_single_head_matches_library(minilm):
     rep = doc["head_report"]
     assert rep["counts"]["shared_triangles"] == int(c.counts["shared_triangles"][0, 0])
     assert [tuple(s["tokens"]) for s in rep["shared_simplices"]] == [s["tokens"] for s in c.shared_simplices()]
-    np.testing.assert_allclose([r["bottleneck_h0"] for r in doc["summary"]], c.grid("bottleneck", dim=0).ravel(),
+    np.testing.assert_allclose([r["bottleneck_h0"] for r in doc["summary"]], c.grid(name="bottleneck", dim=0).ravel(),
                                atol=tol.bottleneck_atol, rtol=0)
 
 

@@ -30,7 +30,7 @@ _MAIN = ("import sys, attntopo.cli, attntopo.cli._corpus, attntopo.cli._query; "
 
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
-    ds = fortunes(["science"], min_words=4, max_words=14, n_per_category=40, seed=5)
+    ds = fortunes(categories=["science"], min_words=4, max_words=14, n_per_category=40, seed=5)
     return [" ".join(t.split()) for t in ds.texts]
 
 
@@ -137,7 +137,7 @@ def test_killed_append_continues_with_the_same_command(texts, tmp_path):
     r = _run("corpus", str(b), "--out", str(s), "--append", *FAST)
     assert r.returncode == 0 and "2 already in the store (skipped)" in r.stdout, (r.stdout, r.stderr)
     store = open_store(s)
-    ids = store.to_arrow(["id"])["id"].to_pylist()
+    ids = store.to_arrow(columns=["id"])["id"].to_pylist()
     assert len(ids) == len(set(ids)) == 24 and store.counts()["remaining"] == 0
     assert store.inputs()[-1]["status"] == "done" and store.verify() == {}
     assert not [e for e in s.rglob("*.tmp")]

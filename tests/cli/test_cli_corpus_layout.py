@@ -28,7 +28,7 @@ FAST = ["--layer", "0", "--head", "0,5", "--batch-size", "2", "--id-column", "id
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     d = tmp_path_factory.mktemp("layout")
-    texts = [" ".join(t.split()) for t in fortunes(["science"], min_words=4, max_words=12,
+    texts = [" ".join(t.split()) for t in fortunes(categories=["science"], min_words=4, max_words=12,
                                                    n_per_category=10, seed=3).texts]
 
     def jsonl(name, idx):

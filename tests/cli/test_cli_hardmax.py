@@ -30,7 +30,7 @@ def test_cli_random_json_matches_the_library():
     Z0 = rng.normal(size=(20, 3))
     Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     A = (Q * np.exp(rng.uniform(0.0, np.log(10.0), size=3))) @ Q.T
-    lib = hm.simulate(Z0, A, 0.8, 70)
+    lib = hm.simulate(Z0, A=A, alpha=0.8, steps=70)
     assert doc["leaders"] == lib.leader_indices.tolist()
     assert [c["members"] for c in doc["clusters"]] == [c["members"] for c in lib.clusters()]
     assert doc["polytope"]["limit_points_on_boundary"] is True and doc["converged"] is True
@@ -46,7 +46,7 @@ def test_cli_z0_file_out_and_figures(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "Clusters at the last step" in r.stdout and "limit points on the boundary" in r.stdout
     back = at.load_result(tmp_path / "out")
-    lib = hm.simulate(Z0, np.array([[2.0, 0.5], [0.5, 1.0]]), 1.0, 40)
+    lib = hm.simulate(Z0, A=np.array([[2.0, 0.5], [0.5, 1.0]]), alpha=1.0, steps=40)
     assert back.source == {"kind": "array", "z0": str(tmp_path / "z.npy"), "A": str(tmp_path / "a.csv")}
     assert back == dataclasses.replace(lib, source=back.source)
     assert sorted(p.name for p in (tmp_path / "out" / "figures").iterdir()) == [

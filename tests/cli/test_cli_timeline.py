@@ -73,8 +73,8 @@ def test_json_matches_library(minilm):
         [s["bottleneck_h1"] for s in doc["summary"][1:]], tl.bottleneck[:, 1],
         atol=for_model(minilm).bottleneck_atol, rtol=0,
     )
-    assert [c["t"] for c in doc["top_changes"]] == [c.t for c in tl.top_changes(len(tl.slices) - 1)]
-    assert doc["vines"]["h1"]["count"] == len(tl.vines(1))
+    assert [c["t"] for c in doc["top_changes"]] == [c.t for c in tl.top_changes(k=len(tl.slices) - 1)]
+    assert doc["vines"]["h1"]["count"] == len(tl.vines(dim=1))
     assert doc["tokens"] == tl.tokens
 
 

@@ -29,7 +29,7 @@ loading and first calls, so 20 trials cost seconds, not minutes; the runs share 
 with each other but the store).
 
 A store is *damaged* unless it opens, holds every text of the input exactly once and its
-counts agree (``Store.counts()``, SQL ``count(*)`` and the part rows).  Prints one JSON
+counts agree (``StoreReader.counts()``, SQL ``count(*)`` and the part rows).  Prints one JSON
 object: per scenario the exit codes of each trial, the refusals' stderr and the damaged
 trials with the reason.
 """
@@ -104,7 +104,7 @@ def damage(store_path: Path, n_texts: int) -> str | None:
 
     try:
         store = open_store(store_path)
-        rows = store.to_arrow(["id", "row"])
+        rows = store.to_arrow(columns=["id", "row"])
         n_sql = int(store.sql("SELECT count(*) AS n FROM corpus")["n"][0])
         counts = store.counts()
     except Exception as e:  # noqa: BLE001 - any failure to read is damage
@@ -171,10 +171,10 @@ def _reader(out: Path, log: Path, stop: Path, old: set, new: set, held: bool) ->
                 reads = {
                     "counts": lambda: (sorted(old) if opened.counts()["done"] == len(old)
                                        else [f"done={opened.counts()['done']}"]),
-                    "to_arrow": lambda: opened.to_arrow(["id"])["id"].to_pylist(),
+                    "to_arrow": lambda: opened.to_arrow(columns=["id"])["id"].to_pylist(),
                     "sql": lambda: opened.sql("SELECT id FROM corpus")["id"].tolist(),
                     "verify": lambda: (opened.verify(), opened.to_pandas()["id"].tolist())[1],
-                    "refresh": lambda: opened.refresh().to_arrow(["id"])["id"].to_pylist(),
+                    "refresh": lambda: opened.refresh().to_arrow(columns=["id"])["id"].to_pylist(),
                 }
             else:
                 def query() -> list[str]:
@@ -188,7 +188,7 @@ def _reader(out: Path, log: Path, stop: Path, old: set, new: set, held: bool) ->
                     return o.getvalue().splitlines()[1:]
 
                 reads = {
-                    "open_store": lambda: open_store(out).to_arrow(["id"])["id"].to_pylist(),
+                    "open_store": lambda: open_store(out).to_arrow(columns=["id"])["id"].to_pylist(),
                     "query": query,
                 }
             f.writelines(json.dumps([name, _outcome(fn, old, new, out)]) + "\n"
@@ -205,7 +205,7 @@ def readers_trial(work: Path, src: Path, other: Path, k: int) -> dict:
     codes = [first.wait()]
     from attntopo.corpus import open_store
 
-    old = set(open_store(out).to_arrow(["id"])["id"].to_pylist())
+    old = set(open_store(out).to_arrow(columns=["id"])["id"].to_pylist())
     import hashlib
 
     new = {f"{n}-{hashlib.sha256(t.encode()).hexdigest()[:12]}"

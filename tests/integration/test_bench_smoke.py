@@ -48,11 +48,16 @@ def test_quick_benchmark_runs_and_reports_every_section(tmp_path):
         "## 5. The causal model",
         "## 6. The Jensen–Shannon kernel alone",
         "## 8. Persistence engines on small matrices",
+        "## 9. Short texts",
         "## Machine and versions",
     ):
         assert title in report, f"missing section {title!r}"
+    # the goals of issues 3 and 36, each with a value or "not measured" and a verdict
+    goals = report.split("## Targets (issues 3 and 36)", 1)[1].split("\n## ", 1)[0]
+    assert "short texts (32 tokens)" in goals and "the C kernel, one thread" in goals
+    assert "load average" in report.split("## Targets", 1)[0]  # the run's load, at the top
     # every numbered section holds a markdown table with at least one data row
-    for i in range(1, 7):
+    for i in (1, 2, 3, 4, 5, 6, 9):
         chunk = report.split(f"## {i}. ", 1)[1].split("\n## ", 1)[0]
         lines = [ln for ln in chunk.splitlines() if ln.startswith("|")]
         assert len(lines) >= 3 and lines[1].startswith("|---"), f"section {i} has no table"

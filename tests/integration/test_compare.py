@@ -201,25 +201,25 @@ def test_first_triangle_brute_force(fake_pair):
 def test_tables_rankings_and_summary(fake_pair):
     A, B = fake_pair
     c = compare(A, B, scale=0.45)
-    g = c.grid("bottleneck", dim=0)
+    g = c.grid(name="bottleneck", dim=0)
     assert g.shape == (2, 3)
-    sim = c.most_similar_heads(3, dim=0)
-    dif = c.most_different_heads(3, dim=0)
+    sim = c.most_similar_heads(k=3, dim=0)
+    dif = c.most_different_heads(k=3, dim=0)
     flat = sorted(((g[i, j], i, j) for i in range(2) for j in range(3)))
     assert [(li, h) for li, h, _ in sim] == [(i, j) for _, i, j in flat[:3]]
     assert [(li, h) for li, h, _ in dif][0] == (flat[-1][1], flat[-1][2])
-    top = c.most_similar_heads(1, by="shared_triangles")[0]
+    top = c.most_similar_heads(k=1, by="shared_triangles")[0]
     assert top[2] == c.counts["shared_triangles"].max()
     s = c.summary()
     assert len(s["layer"]) == 6 and "bottleneck_h1" in s and "shared_wasserstein2_h0" in s
     np.testing.assert_array_equal(s["shared_edges"], c.counts["shared_edges"].ravel())
-    assert c.grid("scale").shape == (2, 3)
+    assert c.grid(name="scale").shape == (2, 3)
     with pytest.raises(InvalidInputError, match="unknown table"):
-        c.grid("nope")
+        c.grid(name="nope")
     with pytest.raises(InvalidInputError, match="by must be"):
-        c.most_similar_heads(2, by="nope")
+        c.most_similar_heads(k=2, by="nope")
     with pytest.raises(InvalidInputError, match="dim"):
-        c.grid("bottleneck", dim=2)
+        c.grid(name="bottleneck", dim=2)
     with pytest.raises(InvalidInputError, match="layer= and head="):
         c.scale()
     with pytest.raises(InvalidInputError, match="not a shared token"):
@@ -242,9 +242,9 @@ def test_single_head_selection(fake_pair):
 def test_no_shared_tokens():
     c = compare(fake_attention("alpha beta"), fake_attention("gamma delta"), scale=0.3)
     assert c.shared_tokens == [] and c.shared_diagrams_a is None
-    assert np.isnan(c.grid("bottleneck", scope="shared")).all()
+    assert np.isnan(c.grid(name="bottleneck", scope="shared")).all()
     assert (c.counts["shared_edges"] == 0).all() and c.pairs(0, 0) == []
-    assert len(c.most_similar_heads(2, scope="shared")) == 2
+    assert len(c.most_similar_heads(k=2, scope="shared")) == 2
 
 
 def test_save_load_round_trip(fake_pair, tmp_path):
@@ -314,7 +314,7 @@ def test_phrase_span_never_every_matching_token():
     spread = p.spread()
     assert spread.shape == (2, 3)
     assert spread[1, 2] == pytest.approx(M[np.triu_indices(3, 1)].mean())
-    best = p.most_stable_heads(2)
+    best = p.most_stable_heads(k=2)
     assert best[0][2] == pytest.approx(np.nanmin(spread))
 
 
@@ -354,8 +354,8 @@ def test_paper_example_minilm(minilm):
                                atol=ATTENTION_ATOL, rtol=0)
     r = c.pair("information", "theory", 1, 3)
     assert 0 < r["connection_a"] <= r["edge_birth_a"] <= 1
-    assert c.grid("bottleneck", dim=0).shape == (6, 12)
-    assert len(c.most_different_heads(5)) == 5
+    assert c.grid(name="bottleneck", dim=0).shape == (6, 12)
+    assert len(c.most_different_heads(k=5)) == 5
     d = c.to_dict()
     assert d["shared_tokens"][0]["key"] == "information" and len(d["summary"]) == 72
 

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
-    ds = fortunes(["science"], min_words=4, max_words=14, n_per_category=40, seed=3)
+    ds = fortunes(categories=["science"], min_words=4, max_words=14, n_per_category=40, seed=3)
     return [" ".join(t.split()) for t in ds.texts]
 
 
@@ -106,7 +106,7 @@ def test_a_metric_other_than_js_makes_its_store(minilm, texts, tmp_path):
     assert store.settings.features.metric == "hellinger"
     rid = store.to_pandas()["id"][2]
     att = minilm.attention(texts[2], layers=LAYERS, heads=HEADS)
-    D = token_distances(att.weights, "hellinger")
+    D = token_distances(att.weights, metric="hellinger")
     for i, layer in enumerate(LAYERS):
         for j, head in enumerate(HEADS):
             h0 = store.diagrams(rid)[(layer, head)][0]

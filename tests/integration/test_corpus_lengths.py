@@ -35,9 +35,9 @@ def test_length_chunks_partition_within_bound(n_tokens, bound):
 
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
-    ds = fortunes(["science"], min_words=4, max_words=14, n_per_category=15, seed=5)
+    ds = fortunes(categories=["science"], min_words=4, max_words=14, n_per_category=15, seed=5)
     short = [" ".join(t.split()) for t in ds.texts]
-    long = " ".join(" ".join(t.split()) for t in fortunes(["science"], min_words=4, n_per_category=400,
+    long = " ".join(" ".join(t.split()) for t in fortunes(categories=["science"], min_words=4, n_per_category=400,
                                                               seed=6).texts)
     return short[:11] + [long] + short[11:15]  # the long text is in the second batch of 8
 

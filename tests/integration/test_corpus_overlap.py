@@ -20,7 +20,7 @@ LAYERS, HEADS = [0, 4], [2, 9]
 
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
-    ds = fortunes(["computers"], min_words=4, max_words=20, n_per_category=14, seed=5)
+    ds = fortunes(categories=["computers"], min_words=4, max_words=20, n_per_category=14, seed=5)
     return [" ".join(t.split()) for t in ds.texts]
 
 
@@ -40,7 +40,7 @@ def test_started_batches_give_the_synchronous_rows(minilm, texts, tmp_path):
     with torch_threads(1):  # the overlapped forward pass's thread count: the same float32 kernels
         sync = [worker(t) for t in tables]
     with ThreadPoolExecutor(1) as ex:
-        finishes = [worker.start(t, ex.submit, 1) for t in tables]
+        finishes = [worker.start(t, submit=ex.submit, forward_threads=1) for t in tables]
         got = [f() for f in finishes]
     for a, b in zip(got, sync):
         assert a.equals(b)

@@ -49,7 +49,7 @@ N_TEXTS = 21  # 20 fortunes and one text too long for MiniLM (a "skipped" row); 
 @pytest.fixture(scope="module")
 def corpus_file(tmp_path_factory):
     """JSONL: short fortunes with a carried label, one empty text, one text over 512 tokens."""
-    texts = list(fortunes(["food"], max_words=14).texts[:20])
+    texts = list(fortunes(categories=["food"], max_words=14).texts[:20])
     records = [{"text": t, "label": f"food-{i % 3}"} for i, t in enumerate(texts)]
     records.insert(7, {"text": "   ", "label": "empty"})
     records.insert(12, {"text": "word " * 600, "label": "long"})

@@ -81,7 +81,7 @@ def _cli(*args, timeout=300):
 def twelve(tmp_path_factory) -> Path:
     from attntopo.datasets import fortunes
 
-    ds = fortunes(["science"], min_words=6, max_words=14, n_per_category=12, seed=5)
+    ds = fortunes(categories=["science"], min_words=6, max_words=14, n_per_category=12, seed=5)
     src = tmp_path_factory.mktemp("in") / "t12.txt"
     src.write_text("\n".join(" ".join(t.split()) for t in ds.texts) + "\n")
     return src

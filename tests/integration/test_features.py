@@ -164,7 +164,7 @@ def test_pipeline_cross_validation_on_fortunes(minilm):
 
     from attntopo.sklearn import AttentionFeatures, SelectHeads
 
-    texts, labels = fortunes(["computers", "food", "law"], n_per_category=8, max_words=25, seed=0)
+    texts, labels = fortunes(categories=["computers", "food", "law"], n_per_category=8, max_words=25, seed=0)
     pipe = Pipeline([
         ("topo", AttentionFeatures(sets=("template", "js"), layers=[0, 1], n_jobs=1)),
         ("heads", SelectHeads(k=4, cv=2)),
@@ -183,14 +183,14 @@ def test_pipeline_cross_validation_on_fortunes(minilm):
 @pytest.mark.xdist_group("smollm2")
 @pytest.mark.skipif(not os.path.isdir(FORTUNES_DIR), reason="Debian's fortunes are not installed")
 def test_generated_vs_human_is_cached(tmp_path):
-    d = generated_vs_human(n=2, seed=0, cache_dir=tmp_path)
+    d = generated_vs_human(n=2, seed=0, memory=tmp_path)
     assert d.labels == ["human", "machine"] and d.groups == [0, 0]
     human, machine = d.texts
     assert machine.split()[:4] == human.split()[:4] and machine != human
     files = list(tmp_path.glob("generated_vs_human-*.jsonl"))
     assert len(files) == 1
-    assert generated_vs_human(n=2, seed=0, cache_dir=tmp_path).texts == d.texts  # from the cache
-    generated_vs_human(n=2, seed=0, cache_dir=tmp_path, temperature=0.5)
+    assert generated_vs_human(n=2, seed=0, memory=tmp_path).texts == d.texts  # from the cache
+    generated_vs_human(n=2, seed=0, memory=tmp_path, temperature=0.5)
     assert len(list(tmp_path.glob("generated_vs_human-*.jsonl"))) == 2  # settings in the key
     assert list(islice(d, 2))[0] == d.texts
 

@@ -42,7 +42,7 @@ def test_ablating_the_chosen_heads_moves_the_pipeline_and_controls_do_not(minilm
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
 
-    texts, labels = fortunes(["computers", "food"], n_per_category=12, max_words=25, seed=0)
+    texts, labels = fortunes(categories=["computers", "food"], n_per_category=12, max_words=25, seed=0)
     topo = AttentionFeatures(sets=("template", "js"), layers=[0], n_jobs=1, memory=tmp_path)
     pipe = Pipeline([("topo", topo), ("heads", SelectHeads(k=3, criterion="anova")),
                      ("scale", StandardScaler()), ("clf", LogisticRegression(max_iter=2000))])

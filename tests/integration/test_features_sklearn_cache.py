@@ -65,7 +65,7 @@ def _pipe(memory):
 def test_five_fold_cross_validation_runs_each_text_through_the_model_once(minilm, tmp_path, counted):
     from sklearn.model_selection import StratifiedKFold, cross_val_score
 
-    texts, labels = fortunes(["computers", "food"], n_per_category=10, max_words=20, seed=1)
+    texts, labels = fortunes(categories=["computers", "food"], n_per_category=10, max_words=20, seed=1)
     folds = StratifiedKFold(5, shuffle=True, random_state=0)
     scores = cross_val_score(_pipe(str(tmp_path / "cache")), texts, labels, cv=folds)
     assert scores.shape == (5,)
@@ -91,7 +91,7 @@ def test_five_fold_cross_validation_runs_each_text_through_the_model_once(minilm
 def test_without_memory_every_fold_recomputes(minilm, counted):
     from sklearn.model_selection import StratifiedKFold, cross_val_score
 
-    texts, labels = fortunes(["computers", "food"], n_per_category=5, max_words=20, seed=1)
+    texts, labels = fortunes(categories=["computers", "food"], n_per_category=5, max_words=20, seed=1)
     cross_val_score(_pipe(None), texts, labels, cv=StratifiedKFold(5, shuffle=True, random_state=0))
     assert counted["forward_texts"] == 5 * len(texts)  # each fold: 4/5 to fit, 1/5 to score
 
@@ -129,7 +129,7 @@ def test_grid_search_over_thresholds(minilm, tmp_path, counted):
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
     from sklearn.pipeline import Pipeline
 
-    texts, labels = fortunes(["computers", "food"], n_per_category=6, max_words=20, seed=2)
+    texts, labels = fortunes(categories=["computers", "food"], n_per_category=6, max_words=20, seed=2)
     base = dict(sets=("graph",), layers=[0], heads=[0, 1], n_jobs=1)
     pipe = Pipeline([("topo", at_sklearn.AttentionFeatures(**base, memory=tmp_path / "cache")),
                      ("clf", LogisticRegression(max_iter=2000))])

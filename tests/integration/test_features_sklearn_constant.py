@@ -26,7 +26,7 @@ def test_drop_constant_in_a_pipeline_with_anova_heads(minilm, monkeypatch):
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
 
-    texts, labels = fortunes(["computers", "food"], n_per_category=8, max_words=20, seed=2)
+    texts, labels = fortunes(categories=["computers", "food"], n_per_category=8, max_words=20, seed=2)
     full = features(texts, minilm, **SETTINGS)
     constant = [c for c, v in zip(full.columns, np.ptp(full.values, axis=0)) if v == 0]
     assert constant  # e.g. graph chordality and b1 at high thresholds, on 16 short texts
@@ -57,7 +57,7 @@ def test_drop_constant_in_a_pipeline_with_anova_heads(minilm, monkeypatch):
 
 
 def test_anova_heads_without_drop_constant_are_quiet_too(minilm):
-    texts, labels = fortunes(["computers", "food"], n_per_category=6, max_words=20, seed=2)
+    texts, labels = fortunes(categories=["computers", "food"], n_per_category=6, max_words=20, seed=2)
     X = features(texts, minilm, **SETTINGS).to_pandas()
     with warnings.catch_warnings():
         warnings.simplefilter("error")

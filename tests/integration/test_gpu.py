@@ -197,8 +197,8 @@ def test_distances_of_cuda_tensors(models):
     w = cpu.attention(TEXT).weights  # one input for both devices: float64 accuracy applies
     wt = torch.from_numpy(w).to("cuda")
     for metric in at.METRICS:
-        d_cpu = at.token_distances(w, metric)
-        d_gpu = at.token_distances(wt, metric)
+        d_cpu = at.token_distances(w, metric=metric)
+        d_gpu = at.token_distances(wt, metric=metric)
         assert isinstance(d_gpu, np.ndarray) and d_gpu.dtype == np.float64 and d_gpu.shape == d_cpu.shape
         assert np.array_equal(d_gpu, np.swapaxes(d_gpu, -1, -2))
         assert np.all(np.diagonal(d_gpu, axis1=-2, axis2=-1) == 0.0)
@@ -231,8 +231,8 @@ def test_close_rows_refined_on_the_gpu():
     p[:, 1] /= p[:, 1].sum(-1, keepdims=True)
     p[:, 2] = p[:, 0]
     for metric in at.METRICS:
-        d_cpu = row_distances(p, metric)
-        d_gpu = row_distances(torch.from_numpy(p).to("cuda"), metric)
+        d_cpu = row_distances(p, metric=metric)
+        d_gpu = row_distances(torch.from_numpy(p).to("cuda"), metric=metric)
         assert np.all(d_gpu[:, 0, 2] == 0.0) and np.all((0 < d_gpu[:, 0, 1]) & (d_gpu[:, 0, 1] < 1e-8))
         np.testing.assert_allclose(d_gpu, d_cpu, atol=FLOAT64_ATOL, rtol=1e-9, err_msg=metric)
 
@@ -289,14 +289,14 @@ def test_compress_and_hardmax_on_the_gpu(models):
     assert gpu.hf_model.config._attn_implementation == "eager"  # put back
     assert {p.device.type for p in gpu.hf_model.parameters()} == {"cuda"}
     # the key-query matrix is read from the weights: exactly the CPU's
-    A_cpu, _ = hm.key_query_matrix(cpu, 2, 7)
-    A_gpu, _ = hm.key_query_matrix(gpu, 2, 7)
+    A_cpu, _ = hm.key_query_matrix(cpu, layer=2, head=7)
+    A_gpu, _ = hm.key_query_matrix(gpu, layer=2, head=7)
     np.testing.assert_array_equal(A_gpu, A_cpu)
-    Z_cpu, labels = hm.token_states(cpu, TEXT, 2)
-    Z_gpu, labels_gpu = hm.token_states(gpu, TEXT, 2)
+    Z_cpu, labels = hm.token_states(cpu, TEXT, layer=2)
+    Z_gpu, labels_gpu = hm.token_states(gpu, TEXT, layer=2)
     assert labels == labels_gpu
     assert np.linalg.norm(Z_gpu - Z_cpu) <= for_model(gpu).weights_rtol * np.linalg.norm(Z_cpu)
-    r = hm.simulate_text(TEXT, gpu, 2, 7, steps=10)
+    r = hm.simulate_text(TEXT, gpu, layer=2, head=7, steps=10)
     assert list(r.tokens) == list(labels)
 
 

@@ -19,7 +19,7 @@ TINY = {"seed": 0, "lengths": (1, 2), "batch_size": 1, "max_new_tokens": 40}
 @pytest.mark.smollm2
 @pytest.mark.xdist_group("smollm2")
 def test_a_tiny_benchmark_is_generated_labelled_and_cached(tmp_path):
-    d = hallucination_qa(3, cache_dir=tmp_path, progress=False, **TINY)
+    d = hallucination_qa(n=3, memory=tmp_path, progress=False, **TINY)
     assert isinstance(d, HallucinationQA) and len(d) == 3
     c = d.columns
     assert list(c["n_entities"]) == [1, 2, 1]
@@ -50,19 +50,19 @@ def test_a_tiny_benchmark_is_generated_labelled_and_cached(tmp_path):
     lines = (folder / "chunk-00000.jsonl").read_text().splitlines()
     assert [json.loads(line)["i"] for line in lines] == [0, 1, 2]
     # fewer pairs come from the cache, without the model's answers changing
-    first = hallucination_qa(2, cache_dir=tmp_path, generate=False, **TINY)
+    first = hallucination_qa(n=2, memory=tmp_path, generate=False, **TINY)
     assert first.answers == d.answers[:2] and first.prompts == d.prompts[:2]
     # a run cut short resumes: drop pair 1, ask again, only it is regenerated
     (folder / "chunk-00000.jsonl").write_text("\n".join([lines[0], lines[2]]) + "\n")
-    assert hallucination_qa(3, cache_dir=tmp_path, generate=False, **TINY).answers \
+    assert hallucination_qa(n=3, memory=tmp_path, generate=False, **TINY).answers \
         == d.answers[:1]
     calls = []
-    again = hallucination_qa(3, cache_dir=tmp_path, progress=lambda *a: calls.append(a),
+    again = hallucination_qa(n=3, memory=tmp_path, progress=lambda *a: calls.append(a),
                              **TINY)
     assert again.answers == d.answers and again.labels == d.labels
     assert calls[-1][:2] == (1, 1)
     # another setting, another cache
-    hallucination_qa(1, cache_dir=tmp_path, **{**TINY, "counterfactual_share": 1.0})
+    hallucination_qa(n=1, memory=tmp_path, **{**TINY, "counterfactual_share": 1.0})
     assert len(list(tmp_path.glob("hallucination_qa-*"))) == 2
 
 
@@ -73,7 +73,7 @@ def test_the_packaged_copy_is_read_without_the_model(tmp_path, monkeypatch):
 
     monkeypatch.setenv("ATTNTOPO_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(h, "_PACKAGED", tmp_path / "data")
-    d = hallucination_qa(2, progress=False, **TINY)
+    d = hallucination_qa(n=2, progress=False, **TINY)
     packed = h._pack(2, **TINY)
     assert packed.parent == tmp_path / "data" and packed.name.endswith(".jsonl.gz")
     assert packed.read_bytes() == h._pack(2, **TINY).read_bytes()  # reproducible bytes
@@ -84,7 +84,7 @@ def test_the_packaged_copy_is_read_without_the_model(tmp_path, monkeypatch):
         raise AssertionError("the packaged copy needs no tokenizer")
 
     monkeypatch.setattr(h._LM, "tokenizer", no_tokenizer)
-    again = hallucination_qa(2, progress=False, generate=False, **TINY)
+    again = hallucination_qa(n=2, progress=False, generate=False, **TINY)
     assert again.pairs() == d.pairs() and again.labels == d.labels
     assert again.info["cache"][0] == str(packed)
     with pytest.raises(h.InvalidInputError, match="only 2 of 3 pairs are cached"):
@@ -100,7 +100,7 @@ def test_the_packaged_answers_are_what_the_model_gives(tmp_path):
     (packed,) = h._PACKAGED.glob("hallucination_qa-*.jsonl.gz")
     stored = h._read_rows(packed, h.gzip.open)
     # the first batch of the default settings: the 8 one-country prompts 0, 6, ..., 42
-    fresh = hallucination_qa(1, cache_dir=tmp_path, progress=False)
+    fresh = hallucination_qa(n=1, memory=tmp_path, progress=False)
     (folder,) = tmp_path.glob("hallucination_qa-*")
     assert folder.name == packed.name.removesuffix(".jsonl.gz")   # the same settings' key
     rows = h._read_rows(folder / "chunk-00000.jsonl")

@@ -25,7 +25,7 @@ SENTENCES = [
 
 
 def test_a_is_the_heads_symmetric_score_shifted(minilm):
-    A, info = hm.key_query_matrix(minilm, 2, 7, margin=0.05)
+    A, info = hm.key_query_matrix(minilm, layer=2, head=7, margin=0.05)
     sa = minilm.hf_model.encoder.layer[2].attention.self
     Wq = sa.query.weight.detach().double().numpy()[7 * 32:8 * 32]
     Wk = sa.key.weight.detach().double().numpy()[7 * 32:8 * 32]
@@ -45,7 +45,7 @@ def test_token_states_are_what_the_head_attends_with(minilm, layer, head):
     # softmax(q·k/sqrt(32)) recomputed from the tokens and the head's projections is the
     # model's own attention: Z0 is the input of that layer and the head's rows are the right ones
     text = SENTENCES[1]
-    Z, labels = hm.token_states(minilm, text, layer)
+    Z, labels = hm.token_states(minilm, text, layer=layer)
     att = minilm.attention(text)
     assert labels == att.labels and Z.shape == (len(att.tokens), 384)
     sa = minilm.hf_model.encoder.layer[layer].attention.self
@@ -62,7 +62,7 @@ def test_token_states_are_what_the_head_attends_with(minilm, layer, head):
 @pytest.mark.parametrize("text", SENTENCES)
 @pytest.mark.parametrize("layer,head", [(0, 3), (5, 0)])
 def test_theorem_on_minilm_tokens(minilm, text, layer, head):
-    r = hm.simulate_text(text, minilm, layer, head, alpha=1.0, steps=80)
+    r = hm.simulate_text(text, minilm, layer=layer, head=head, alpha=1.0, steps=80)
     assert r.tokens == minilm.attention(text).labels
     assert r.converged
     L = r.leaders
@@ -75,15 +75,15 @@ def test_theorem_on_minilm_tokens(minilm, text, layer, head):
 
 def test_simulate_text_bad_input(minilm):
     with pytest.raises(OutOfRangeError, match="layer must be an int in -6..5"):
-        hm.simulate_text("a b c", minilm, layer=6)
+        hm.simulate_text("a b c", minilm, layer=6, head=0)
     with pytest.raises(OutOfRangeError, match="head must be an int in -12..11"):
-        hm.simulate_text("a b c", minilm, head=12)
+        hm.simulate_text("a b c", minilm, layer=0, head=12)
     with pytest.raises(at.InvalidInputError, match="alpha must be a positive"):
-        hm.simulate_text("a b c", minilm, alpha=-1)
+        hm.simulate_text("a b c", minilm, layer=0, head=0, alpha=-1)
     with pytest.raises(at.InvalidInputError, match="margin must be a positive"):
-        hm.key_query_matrix(minilm, margin=0)
+        hm.key_query_matrix(minilm, layer=0, head=0, margin=0)
     with pytest.raises(at.EmptyTextError):
-        hm.simulate_text("   ", minilm)
+        hm.simulate_text("   ", minilm, layer=0, head=0)
 
 
 # ------------------------------------------------------------ the classifier
@@ -98,7 +98,7 @@ needs_fortunes = pytest.mark.skipif(not Path(FORTUNES_DIR).is_dir(), reason=(
 def test_hardmax_classifier_learns_fortunes_categories():
     from attntopo.datasets import fortunes
 
-    ds = fortunes(["politics", "science"])
+    ds = fortunes(categories=["politics", "science"])
     m = hm.train_classifier(ds.texts, ds.labels, d=2, layers=8, epochs=20, seed=0, top_words=5)
     met = m.metrics
     # better than the majority class on validation (what selection saw) and on test

@@ -67,7 +67,7 @@ def test_minilm_head_space(minilm, tmp_path):
 @pytest.mark.slow
 def test_minilm_punctuation_and_special_found_through_the_tokenizer(minilm):
     att = minilm.attention(TEXTS[1])
-    mask = punctuation_mask(att, minilm.tokenizer)
+    mask = punctuation_mask(att, tokenizer=minilm.tokenizer)
     decoded = [minilm.tokenizer.decode([int(i)]).strip() for i in att.token_ids]
     expect = [(not sp) and bool(s) and all(unicodedata.category(c).startswith("P") for c in s)
               for s, sp in zip(decoded, att.special)]
@@ -110,12 +110,12 @@ def test_smollm2_head_space(smollm2):
 @pytest.mark.smollm2
 @pytest.mark.xdist_group("smollm2")
 def test_compare_minilm_with_smollm2(minilm, smollm2, tmp_path):
-    c = at.compare_models(TEXTS, minilm, smollm2, n_boot=10, seed=0)
+    c = at.compare_models(TEXTS, model_a=minilm, model_b=smollm2, n_boot=10, seed=0)
     assert isinstance(c, ModelComparison)
     assert c.a.n_points == 72 and c.b.n_points == 270
     np.testing.assert_allclose(c.bottleneck, at.topology.bottleneck(c.a.diagram, c.b.diagram))
     assert np.all(c.bottleneck > 0)
-    p = c.p_values("bottleneck")
+    p = c.p_values(name="bottleneck")
     assert p.shape == (2,) and np.all((p > 0) & (p <= 1))
     c.save(tmp_path / "cmp")
     assert at.load_result(tmp_path / "cmp") == c

@@ -38,7 +38,7 @@ def test_minilm_threshold_graphs_have_no_colliding_labels(minilm):
     assert a.attention.n_tokens > 50
     for layer in a.layers:
         D, dgm = a.distance_matrix(layer, 0), a.diagram(layer, 0)
-        fig = plots.plot_threshold_graph(D, plots.suggest_scale(dgm, D), a.attention.labels,
+        fig = plots.plot_threshold_graph(D, plots.suggest_scale(dgm, D), labels=a.attention.labels,
                                          special=a.attention.special)
         r = drawn(fig)
         ax = fig.axes[0]
@@ -54,7 +54,7 @@ def test_smollm2_figures_show_labels_and_key_30_layers(smollm2):
     assert any("Ċ" in t for t in att.tokens) and any("Ġ" in t for t in att.tokens)  # raw pieces
     D = a.distance_matrix(0, 0)
     for labels in (att.labels, att.tokens):  # display labels, or the raw tokens handed in by a user
-        for fig in (plots.plot_distance_matrix(D, labels), plots.plot_threshold_graph(D, 0.3, labels)):
+        for fig in (plots.plot_distance_matrix(D, labels=labels), plots.plot_threshold_graph(D, 0.3, labels=labels)):
             texts = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels()
                      + ax.texts]
             assert not [t for t in texts if _RAW.search(t)], texts

@@ -48,12 +48,12 @@ def test_static_figure_of_a_real_analysis(name, analysis, tmp_path):
     fig = {
         "diagram": lambda: plots.plot_diagram(dgm),
         "barcode": lambda: plots.plot_barcode(dgm),
-        "distance_matrix": lambda: plots.plot_distance_matrix(D, att.labels),
-        "attention": lambda: plots.plot_attention(W, att.labels),
+        "distance_matrix": lambda: plots.plot_distance_matrix(D, labels=att.labels),
+        "attention": lambda: plots.plot_attention(W, labels=att.labels),
         "head_grid": lambda: plots.plot_head_grid(analysis),
-        "head_stat": lambda: plots.plot_head_stat(analysis, "total_persistence_h1"),
+        "head_stat": lambda: plots.plot_head_stat(analysis, stat="total_persistence_h1"),
         "threshold_graph": lambda: plots.plot_threshold_graph(
-            D, plots.suggest_scale(dgm, D), att.labels, special=att.special),
+            D, plots.suggest_scale(dgm, D), labels=att.labels, special=att.special),
         "overview": lambda: plots.plot_head_overview(analysis, LAYER, HEAD),
     }[name]()
     assert isinstance(fig, Figure)

@@ -65,14 +65,14 @@ def _check_coherence_and_vines(tl):
         np.testing.assert_allclose(tl.bottleneck[k], bottleneck(a, b), atol=1e-12)
         np.testing.assert_allclose(tl.wasserstein[k], wasserstein(a, b, p=tl.p), atol=1e-9)
     assert np.all(tl.wasserstein + 1e-12 >= tl.bottleneck)
-    np.testing.assert_allclose(tl.change("bottleneck"), tl.bottleneck.max(axis=1))
-    top = tl.top_changes(3)
+    np.testing.assert_allclose(tl.change(metric="bottleneck"), tl.bottleneck.max(axis=1))
+    top = tl.top_changes(k=3)
     assert len(top) == 3 and top[0].score >= top[1].score >= top[2].score
     assert top[0].score == pytest.approx(tl.change().max())
     assert tl.slice(top[0].t).token == top[0].position
     assert top[0].token == tl.tokens[top[0].position]
     for d in range(tl.maxdim + 1):
-        vines = tl.vines(d)
+        vines = tl.vines(dim=d)
         # the vines partition the points of all diagrams
         seen = {(int(t), int(r)) for v in vines for t, r in zip(v.times, v.rows)}
         total = sum(len(s.diagram[d]) for s in tl.slices)
@@ -84,7 +84,7 @@ def _check_coherence_and_vines(tl):
             assert (v.born_token is None) == (v.start == tl.t0)
             assert (v.died_token is None) == (v.end == tl.slices[-1].t)
     # H0: exactly one essential class per slice, one vine that lives throughout
-    ess = [v for v in tl.vines(0) if np.isinf(v.points[:, 1]).all()]
+    ess = [v for v in tl.vines(dim=0) if np.isinf(v.points[:, 1]).all()]
     assert len(ess) == 1 and ess[0].length == S
 
 
@@ -168,8 +168,8 @@ def test_save_load_round_trip(tl_minilm, tmp_path):
     back = at.load_result(out)
     assert isinstance(back, at.Timeline)
     assert back == tl_minilm
-    assert [len(v.times) for v in back.vines(1)] == [len(v.times) for v in tl_minilm.vines(1)]
-    assert back.top_changes(2) == tl_minilm.top_changes(2)
+    assert [len(v.times) for v in back.vines(dim=1)] == [len(v.times) for v in tl_minilm.vines(dim=1)]
+    assert back.top_changes(k=2) == tl_minilm.top_changes(k=2)
 
 
 # -------------------------------------------------------------------- smollm2
@@ -216,7 +216,7 @@ def test_smollm2_hilbert_function_agrees_with_the_slices(tl_smollm2):
     D, times = tl.bifiltration_data()
     np.testing.assert_array_equal(times, np.arange(1, len(tl.tokens) + 1))
     rng = np.random.default_rng(0)
-    probes = np.concatenate([rng.choice(hf.eps, 20), rng.uniform(0, D.max(), 20), [0.0, 1.0]])
+    probes = np.concatenate([rng.choice(hf.scales, 20), rng.uniform(0, D.max(), 20), [0.0, 1.0]])
     for s in tl.slices:
         for eps in probes:
             for d in (0, 1):
@@ -226,7 +226,7 @@ def test_smollm2_hilbert_function_agrees_with_the_slices(tl_smollm2):
         assert mp.backend == "multipers"
         np.testing.assert_array_equal(mp.values, hf.values)
         rank = tl.signed_barcode(degree=1, invariant="rank", resolution=16)
-        g = rank.eps_grid
+        g = rank.scale_grid
         last = tl.slices[-1]
         for i in range(0, 16, 3):
             for j in range(i, 16, 2):

@@ -95,25 +95,25 @@ SMOL_OFFSETS = [(0, 1)] * 3 + [(1, 2)] * 3 + [(2, 4), (3, 4), (4, 6), (5, 6), (6
 
 
 def test_byte_level_labels_are_decoded_and_unique():
-    labels, sources = token_labels(SMOL_TOKENS, SMOL_OFFSETS, [False] * 12, SMOL_TEXT)
+    labels, sources = token_labels(SMOL_TOKENS, SMOL_OFFSETS, [False] * 12, text=SMOL_TEXT)
     assert labels == [
         "🍕(1/3)", "🍕(2/3)", "🍕(3/3)", "🍕(1/3)#2", "🍕(2/3)#2", "🍕(3/3)#2",
         "·П(1/2)", "П(2/2)", "·П(1/2)#2", "П(2/2)#2", "↵", "next",
     ]
     assert sources == ["🍕"] * 6 + [" П", "П", " П", "П", "\n", "next"]
     # without the text (a result of Attention.from_weights): the same decoding
-    assert token_labels(SMOL_TOKENS, [(0, 0)] * 12, [False] * 12, "")[0] == labels
+    assert token_labels(SMOL_TOKENS, [(0, 0)] * 12, [False] * 12, text="")[0] == labels
 
 
 def test_space_newline_tab_marks():
     toks = ["ĠHello", "Ġ", "Ġworld", "ĊĊ", "ĉ", "x"]
     text = " Hello  world\n\n\tx"
     offs = [(0, 6), (6, 7), (7, 13), (13, 15), (15, 16), (16, 17)]
-    assert token_labels(toks, offs, [False] * 6, text)[0] == ["·Hello", "·", "·world", "↵↵", "⇥", "x"]
+    assert token_labels(toks, offs, [False] * 6, text=text)[0] == ["·Hello", "·", "·world", "↵↵", "⇥", "x"]
     assert SPACE_MARK == "·" and NEWLINE_MARK == "↵"
     # trimmed offsets (the space not in the span) give the same labels
     trimmed = [(1, 6), (6, 7), (8, 13), (13, 15), (15, 16), (16, 17)]
-    assert token_labels(toks, trimmed, [False] * 6, text)[0][:3] == ["·Hello", "·", "·world"]
+    assert token_labels(toks, trimmed, [False] * 6, text=text)[0][:3] == ["·Hello", "·", "·world"]
     # tokens given as decoded text (TransformerLens' to_str_tokens)
     assert token_labels([" Hello", " world", "\n"], [(0, 0)] * 3, [False] * 3)[0] == ["·Hello", "·world", "↵"]
 
@@ -123,15 +123,15 @@ def test_wordpiece_labels_unknown_and_special():
     toks = ["[CLS]", "i", "love", "[UNK]", "and", "[UNK]", "[SEP]"]
     offs = [(0, 0), (0, 1), (2, 6), (7, 8), (9, 12), (13, 14), (0, 0)]
     special = [True, False, False, False, False, False, True]
-    labels, sources = token_labels(toks, offs, special, text)
+    labels, sources = token_labels(toks, offs, special, text=text)
     assert labels == ["[CLS]", "I", "love", "[UNK]", "and", "[UNK]#2", "[SEP]"]
     assert sources == ["", "I", "love", "🍕", "and", "猫", ""]
     # continuation pieces read as the text they cover; accents and case as uncased BERT folds them
     labels, _ = token_labels(["en", "##tangle", "##ment", "cafe"], [(0, 2), (2, 8), (8, 12), (13, 17)],
-                             [False] * 4, "entanglement café")
+                             [False] * 4, text="entanglement café")
     assert labels == ["en", "tangle", "ment", "café"]
     # SentencePiece's ▁ is a leading space
-    assert token_labels(["▁Hello", "▁world"], [(0, 5), (6, 11)], [False] * 2, "Hello world")[0] == [
+    assert token_labels(["▁Hello", "▁world"], [(0, 5), (6, 11)], [False] * 2, text="Hello world")[0] == [
         "·Hello", "·world"]
 
 
@@ -150,7 +150,7 @@ def test_attention_labels_and_sources_follow_the_tokens():
 @given(st.lists(st.sampled_from(["the", "the#2", "a", "Ġthe", "[UNK]", "##s", "ðŁ", " x", "", "\n"]),
                 min_size=1, max_size=30))
 def test_labels_are_unique_and_one_per_token(tokens):
-    labels, sources = token_labels(tokens, [(0, 0)] * len(tokens), [False] * len(tokens), "")
+    labels, sources = token_labels(tokens, [(0, 0)] * len(tokens), [False] * len(tokens), text="")
     assert len(labels) == len(tokens) == len(sources)
     assert len(set(labels)) == len(labels) and all(labels)
     assert not any("\n" in lab for lab in labels)  # line breaks always show as ↵
@@ -160,7 +160,7 @@ def test_labels_are_unique_and_one_per_token(tokens):
 @given(st.lists(st.sampled_from(["the", "Ġthe", "Ċ", "ĠÐ", "Ł", "ðŁ", "į", "ķ", "ĠĠ"]), min_size=1, max_size=30))
 def test_byte_level_tokens_never_leak_markers(tokens):
     tokens = ["Ġa"] + tokens  # a byte-level text of two words or more
-    labels, _ = token_labels(tokens, [(0, 0)] * len(tokens), [False] * len(tokens), "")
+    labels, _ = token_labels(tokens, [(0, 0)] * len(tokens), [False] * len(tokens), text="")
     assert len(set(labels)) == len(labels)
     # whole characters are decoded; only bytes cut off from their character keep their spelling
     assert not any(ch in lab for lab in labels for ch in "ĠĊ"), (tokens, labels)

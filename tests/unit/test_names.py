@@ -9,19 +9,16 @@ Before the first release a rename keeps no shim: the old keyword is Python's Typ
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 import warnings
+from typing import Sequence
 
 import numpy as np
 import pytest
 
+from _public import public_callables, public_modules
 
-MODULES = ("attntopo", "attntopo.analyses", "attntopo.distances", "attntopo.topology",
-           "attntopo.features", "attntopo.corpus", "attntopo.models", "attntopo.hardmax",
-           "attntopo.theory", "attntopo.compress", "attntopo.plots", "attntopo.sklearn")
-
-#: retired spelling -> the glossary's name
+#: retired spelling -> the glossary's name (docs/api.md, Names)
 RETIRED = {
     "n_threads": "n_jobs",
     "layer_ids": "layers",
@@ -40,27 +37,31 @@ RETIRED = {
     "eps": "scale",
 }
 
+#: ``layer``/``head`` name one index (``result.diagram(layer, head)``); spelled for a selection
+#: (a parameter that takes several) or with a default head (``layer=0, head=0``) they are
+#: retired for ``layers``/``heads`` (docs/api.md, Names).  On the command line ``--layer`` and
+#: ``--head`` take a selection by design (``--layer 4,1``, docs/cli.md): checked here in
+#: signatures and web fields.
+RETIRED_AS_SELECTION = {"layer": "layers", "head": "heads"}
+
+
+def _retired_as_selection(name: str, annotation, default) -> bool:
+    if name not in RETIRED_AS_SELECTION:
+        return False
+    takes_several = any(w in str(annotation) for w in ("Sequence", "list", "tuple", "Iterable"))
+    default_head = isinstance(default, int) and not isinstance(default, bool)
+    return takes_several or default_head
+
+
 #: (qualified name, parameter) still spelled the retired way: renames in progress (issue 29).
 #: Empty: every rename is done (test_no_renames_pending keeps it so).
 PENDING: set[tuple[str, str]] = set()
 
 
 def _public_callables():
-    seen = set()
-    for modname in MODULES:
-        mod = importlib.import_module(modname)
-        for name in getattr(mod, "__all__", []):
-            obj = getattr(mod, name, None)
-            if obj is None or not callable(obj) or id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            qual = f"{modname}.{name}"
-            yield qual, obj
-            if inspect.isclass(obj):
-                for mname, meth in vars(obj).items():
-                    if mname.startswith("_") or not callable(meth):
-                        continue
-                    yield f"{qual}.{mname}", meth
+    """Every public function, class and method of every public module (tests/_public.py)."""
+    for qual, obj, _ in public_callables():
+        yield qual, obj
 
 
 def _parameters(obj):
@@ -87,18 +88,68 @@ def _all_parameters():
 
 def test_no_retired_names_in_public_signatures():
     found = set()
-    for qual, obj in _public_callables():
-        for p in _parameters(obj):
-            if p in RETIRED:
-                found.add((qual, p))
+    for qual, params in _signatures():
+        for p in params.values():
+            if p.name in RETIRED or _retired_as_selection(p.name, p.annotation, p.default):
+                found.add((qual, p.name))
     # a class re-exported under several modules counts once, under its top-level name
     new = {f for f in found if f not in PENDING and not any(
         f[1] == p and f[0].endswith("." + q.split(".")[-1]) for q, p in PENDING)}
+    glossary = {**RETIRED, **RETIRED_AS_SELECTION}
     assert not new, "retired names in public signatures (docs/api.md, Names): " + ", ".join(
-        f"{q}({p}=) -> {RETIRED[p]}" for q, p in sorted(new))
+        f"{q}({p}=) -> {glossary[p]}" for q, p in sorted(new))
     stale = {e for e in PENDING if not any(e[1] == p and (q == e[0] or q.endswith(
         "." + e[0].split(".")[-1])) for q, p in found)}
     assert not stale, f"done renames still listed as PENDING (remove them): {sorted(stale)}"
+
+
+def test_the_name_checks_walk_every_public_module():
+    """The walk reaches the subpackages' public modules (topology.multiparameter, datasets,
+    plots, words), not only the package's top level: a walk that missed them would pass."""
+    mods = set(public_modules())
+    for must in ("attntopo", "attntopo.topology.multiparameter", "attntopo.datasets",
+                 "attntopo.plots", "attntopo.words", "attntopo.features.pipeline",
+                 "attntopo.hardmax", "attntopo.sklearn"):
+        assert must in mods, must
+    assert not any(m.split(".")[1:2] in (["cli"], ["web"]) for m in mods)
+    quals = {q for q, _ in _public_callables()}
+    assert "attntopo.topology.multiparameter.hilbert_function" in quals
+    assert "attntopo.Comparison.diagrams" in quals and "attntopo.datasets.hallucination_qa" in quals
+
+
+def test_the_retired_names_are_caught(monkeypatch):
+    """Each retired spelling is caught where it can appear: a signature, a selection spelled
+    ``layer``/``head``, a default head."""
+    import inspect as _inspect
+
+    def f(text, *, texts_or_atts=None, text_or_path=None, eps=0.1, layer: Sequence[int] = (0,),
+          head=0):
+        return text
+
+    params = _inspect.signature(f).parameters
+    caught = {n for n, p in params.items()
+              if n in RETIRED or _retired_as_selection(n, p.annotation, p.default)}
+    assert caught == {"texts_or_atts", "text_or_path", "eps", "layer", "head"}
+
+    def g(layer: int, head: int | None = None):
+        return layer, head
+
+    params = _inspect.signature(g).parameters
+    assert not any(_retired_as_selection(n, p.annotation, p.default) for n, p in params.items())
+
+
+def test_the_glossary_lists_every_retired_spelling():
+    """docs/api.md's Names table says what the test retires: each retired spelling is in its
+    right-hand column (a rename added here is written there too)."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).parents[2] / "docs" / "api.md").read_text(encoding="utf-8")
+    table = page.split("## Names", 1)[1].split("\n\n|", 1)[1].split("\n\n", 1)[0]
+    retired_column = " ".join(row.rsplit("|", 2)[-2] for row in table.splitlines()[2:])
+    listed = {m.rstrip("=") for m in re.findall(r"`([a-z_]+=?)", retired_column)}
+    assert set(RETIRED) <= listed, f"retired but not in docs/api.md: {set(RETIRED) - listed}"
+    assert {"layer", "head"} <= {w for w in re.findall(r"[a-z_]+", retired_column)}
 
 
 def test_no_renames_pending():
@@ -134,11 +185,16 @@ def test_retired_names_in_no_cli_option_or_web_field():
     found |= {(" ".join(path), p.name) for path, cmd in commands(typer.main.get_command(app))
               for p in cmd.params if p.name in RETIRED}
     assert not found, f"retired names on the command line: {sorted(found)}"
+    n_options = sum(len(cmd.params) for _, cmd in commands(typer.main.get_command(app)))
+    assert n_options > 100  # the walk sees every command's options
     pytest.importorskip("fastapi")
     from attntopo.web import Settings
     from attntopo.web.api import _request_models
 
-    fields = {(m.__name__, f) for m in _request_models(Settings()) for f in m.model_fields if f in RETIRED}
+    models = _request_models(Settings())
+    assert models and all(m.model_fields for m in models)  # the walk sees the web's fields
+    fields = {(m.__name__, f) for m in models for f, info in m.model_fields.items()
+              if f in RETIRED or _retired_as_selection(f, info.annotation, info.default)}
     assert not fields, f"retired names in the web API: {sorted(fields)}"
 
 

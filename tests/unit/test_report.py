@@ -46,9 +46,9 @@ def test_report_html_library(results, tmp_path):
     from attntopo.report import default_heads, report_html, write_report
 
     a, c = results
-    heads = default_heads(a, 2)
+    heads = default_heads(a, n=2)
     assert len(heads) == 2
-    html = report_html(a, c, heads=[(0, 1), (-1, -1)], title="A <title>")
+    html = report_html(a, comparison=c, heads=[(0, 1), (-1, -1)], title="A <title>")
     p = check_self_contained(html)
     assert {"L0H1", "L1H2", "cmp-L0H1", "cmp-L1H2"} <= p.ids  # (-1, -1): the last layer and head
     assert "A &lt;title&gt;" in html

@@ -167,9 +167,9 @@ def test_match_aligned_words_and_tokens():
 def test_find_phrase_and_its_tokens():
     ctx = "The  Information\ntheory of information theory"
     assert find_phrase("information theory", ctx) == (5, 23)  # any whitespace run, any case
-    assert find_phrase("information theory", ctx, 1) == (27, 45)
+    assert find_phrase("information theory", ctx, occurrence=1) == (27, 45)
     with pytest.raises(InvalidInputError, match="occurs 2 time"):
-        find_phrase("information theory", ctx, 2)
+        find_phrase("information theory", ctx, occurrence=2)
     with pytest.raises(InvalidInputError, match="does not occur"):
         find_phrase("quantum", ctx)
     att = att_of(TEXT, PIECES)
@@ -188,7 +188,7 @@ def test_token_strings_from_offsets_a_tokenizer_or_the_markers():
             return f"<{ids[0]}>"
 
     with_ids = dataclasses.replace(Attention.from_weights(np.full((1, 1, 2, 2), 0.5), ["a", "b"]), token_ids=[7, 9])
-    assert token_strings(with_ids, Decoder()) == ["<7>", "<9>"]
+    assert token_strings(with_ids, tokenizer=Decoder()) == ["<7>", "<9>"]
     assert token_strings(att_of("", ["Ġthe", "##x"], offsets=False))[1:3] == [" the", "x"]
 
 

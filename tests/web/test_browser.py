@@ -223,7 +223,7 @@ def test_report_opens_offline(browser, tmp_path):
     from attntopo.report import report_html, write_report
 
     c = at.compare(TEXT_A, TEXT_B, "minilm")
-    path = write_report(tmp_path / "report.html", report_html(c.a, c, n_heads=1))
+    path = write_report(tmp_path / "report.html", report_html(c.a, comparison=c, n_heads=1))
     ctx = browser.new_context()
     p = ctx.new_page()
     watch = Watch(p)

@@ -70,7 +70,7 @@ def browser():
 
 
 def test_figure_carries_no_frames_and_opens_at_the_comparison_scale(pair):
-    fig = iplot_compare_graphs(pair, LAYER, HEAD)
+    fig = iplot_compare_graphs(pair, layer=LAYER, head=HEAD)
     m = fig.layout.meta["attntopo"]
     assert not fig.frames and not fig.layout.sliders and m["kind"] == "compare_graphs"  # no plotly slider
     base = float(pair.scales[pair.layers.index(LAYER), pair.heads.index(HEAD)])
@@ -95,7 +95,7 @@ def test_128_token_pair_report_is_small(pair, tmp_path):
 @needs_browser
 def test_page_draws_the_old_frames_at_every_visited_step(pair, browser, tmp_path):
     """The JS-computed state after moving the ε slider equals the Python frame of that step."""
-    fig = iplot_compare_graphs(pair, LAYER, HEAD, highlight="information")
+    fig = iplot_compare_graphs(pair, layer=LAYER, head=HEAD, highlight="information")
     scales = fig.layout.meta["attntopo"]["scales"]
     start = fig.layout.meta["attntopo"]["start"]
     path = save_figure(fig, tmp_path / "cmp.html")
@@ -134,7 +134,7 @@ def test_comparison_report_in_the_browser(pair, browser, tmp_path):
         print(f"\ncomparison report interactive after {page.load_seconds:.1f} s")
         scope = f"#cmp-L{LAYER}H{HEAD}"
         state = drawn(page, scope)
-        m = iplot_compare_graphs(pair, LAYER, HEAD).layout.meta["attntopo"]
+        m = iplot_compare_graphs(pair, layer=LAYER, head=HEAD).layout.meta["attntopo"]
         want = expected_frame(pair, LAYER, HEAD, m["scales"][m["start"]])
         assert state["title"] == want["title"] and state["edges"] == want["edges"]
         k = m["start"] + 1

@@ -65,7 +65,7 @@ def test_explorer_sends_the_threshold_graphs_record(analysis):
     rec = h["slider"]
     assert rec["scales"][rec["start"]] == h["scale"]  # the suggested ε is a slider value
     D = analysis.distance_matrix(1, 2)
-    meta = iplot_threshold_graph(D, rec["scales"], start=rec["start"]).layout.meta["attntopo"]
+    meta = iplot_threshold_graph(D, scales=rec["scales"], start=rec["start"]).layout.meta["attntopo"]
     assert {k: meta[k] for k in RECORD} == {k: rec[k] for k in RECORD}
     S = decode_steps(rec, rec["n"])
     for k in sorted({0, rec["start"], len(rec["scales"]) // 3, len(rec["scales"]) - 1}):
@@ -81,7 +81,7 @@ def test_explorer_sends_the_two_text_graphs_record(comparison):
     rec = h["slider"]
     assert rec["scales"][rec["start"]] == h["scale"] == comparison.scale(1, 2)
     assert h["a"]["slider"] is None and h["b"]["slider"] is None  # one record for both texts
-    meta = iplot_compare_graphs(comparison, 1, 2, rec["scales"], start=rec["start"]).layout.meta["attntopo"]
+    meta = iplot_compare_graphs(comparison, layer=1, head=2, scales=rec["scales"], start=rec["start"]).layout.meta["attntopo"]
     assert {k: meta[k] for k in TWO_TEXTS} == {k: rec[k] for k in TWO_TEXTS}
 
 
@@ -124,9 +124,9 @@ def test_two_text_slider_in_the_browser(comparison, tmp_path):
     from _live import chromium_browser
 
     lay, hd = 1, 2
-    two = iplot_compare_graphs(comparison, lay, hd, n_scales=8)
+    two = iplot_compare_graphs(comparison, layer=lay, head=hd, n_scales=8)
     m = two.layout.meta["attntopo"]
-    one = iplot_threshold_graph(comparison.a.distances[1, 2], m["scales"], start=0)
+    one = iplot_threshold_graph(comparison.a.distances[1, 2], scales=m["scales"], start=0)
     path = tmp_path / "both.html"
     path.write_bytes(figures_to_html([("one text", one), ("two texts", two)]))
     with chromium_browser() as browser, open_page(browser, path) as page:

@@ -72,15 +72,15 @@ def test_paragraph_report_is_small(paragraph, paragraph_report):
     print(f"\n86-token report: {size / MB:.2f} MB")
     assert size <= REPORT_LIMIT
     # `attntopo analyze --plots --plot-format html --plot-heads 1` (108 MB before)
-    head = default_heads(paragraph, 1)
-    page = analysis_bundle(paragraph, head).files(["html"])["figures/report.html"]
+    head = default_heads(paragraph, n=1)
+    page = analysis_bundle(paragraph, heads=head).files(formats=["html"])["figures/report.html"]
     print(f"one head's figures page: {len(page) / MB:.2f} MB")
     assert len(page) <= REPORT_LIMIT
 
 
 def test_paragraph_report_text_names_the_scale_the_graph_opens_at(paragraph, paragraph_report):
     html = paragraph_report.read_text(encoding="utf-8")
-    for layer, head in default_heads(paragraph, 3):
+    for layer, head in default_heads(paragraph, n=3):
         eps = suggest_scale(paragraph.diagram(layer, head), paragraph.distance_matrix(layer, head))
         section = html.split(f'<section id="L{layer}H{head}">', 1)[1].split("</section>", 1)[0]
         assert f"Suggested scale for this head: ε = {eps:.3g} (the threshold graph opens there)" in section
@@ -94,7 +94,7 @@ def test_paragraph_report_in_the_browser(paragraph, paragraph_report, browser):
     """Opens at the suggested ε of each head; the slider moves to complex_at's counts."""
     with open_page(browser, paragraph_report) as page:
         print(f"\n86-token report interactive after {page.load_seconds:.1f} s")
-        for layer, head in default_heads(paragraph, 3):
+        for layer, head in default_heads(paragraph, n=3):
             D = paragraph.distance_matrix(layer, head)
             eps = suggest_scale(paragraph.diagram(layer, head), D)
             scope = f"#L{layer}H{head}"
@@ -103,7 +103,7 @@ def test_paragraph_report_in_the_browser(paragraph, paragraph_report, browser):
             assert state["label"].startswith(f"ε = {eps:.3g} · ")
             cx = at.complex_at(D, eps)
             assert (int(state["edges"]), int(state["triangles"])) == (len(cx.simplices(1)), len(cx.simplices(2)))
-        layer, head = default_heads(paragraph, 1)[0]
+        layer, head = default_heads(paragraph, n=1)[0]
         D = paragraph.distance_matrix(layer, head)
         start = int(slider_state(page, 0, f"#L{layer}H{head}")["step"])
         counts = set()
@@ -129,7 +129,7 @@ def test_512_token_report_opens(minilm, browser, tmp_path):
     assert size <= 5 * MB + 3 * 2.5 * MB
     with open_page(browser, path) as page:
         print(f"512-token report interactive after {page.load_seconds:.1f} s")
-        layer, head = default_heads(a, 1)[0]
+        layer, head = default_heads(a, n=1)[0]
         state = slider_state(page, 0, f"#L{layer}H{head}")
         D = a.distance_matrix(layer, head)
         assert float(state["eps"]) == suggest_scale(a.diagram(layer, head), D)

@@ -83,7 +83,7 @@ def test_step_codes_give_complex_at_at_every_step(n, seed, picks):
     """Ties at the slider's values: the page's rule (step <= k) is complex_at's (D <= ε)."""
     D = tie_matrix(n, seed)
     scales = sorted(p / GRID for p in picks)
-    fig = plots.iplot_threshold_graph(D, scales)
+    fig = plots.iplot_threshold_graph(D, scales=scales)
     got_scales, S, _ = decoded_steps(fig)
     assert got_scales.tolist() == scales
     for k, eps in enumerate(scales):
@@ -96,7 +96,7 @@ def test_step_codes_of_an_asymmetric_matrix_follow_complex_at():
     D = tie_matrix(7, 3)
     D[0, 1] = 0.5 * (1 + 1e-12)  # D[1, 0] stays what it was
     D[1, 0] = 0.5
-    fig = plots.iplot_threshold_graph(D, [0.5])
+    fig = plots.iplot_threshold_graph(D, scales=[0.5])
     _, S, _ = decoded_steps(fig)
     assert simplices_at_step(S, 0) == complex_sets(D, 0.5)
 
@@ -114,7 +114,7 @@ def test_slider_holds_the_opening_eps_exactly():
     n_t = len(at.complex_at(D, eps).simplices(2))
     assert fig.layout.title.text == f"t · threshold graph at ε = {eps:.3g} · {n_e} edges · {n_t} triangles"
     # an eps that is already a slider value is not added twice
-    again = plots.iplot_threshold_graph(D, scales.tolist(), scale=float(scales[3]))
+    again = plots.iplot_threshold_graph(D, scales=scales.tolist(), scale=float(scales[3]))
     assert decoded_steps(again)[0].tolist() == scales.tolist() and decoded_steps(again)[2] == 3
 
 
@@ -125,9 +125,9 @@ def test_opening_arguments_are_checked():
     with pytest.raises(InvalidInputError, match="^scale must be"):
         plots.iplot_threshold_graph(D, scale=-1)
     with pytest.raises(InvalidInputError, match="start"):
-        plots.iplot_threshold_graph(D, [0.5], start=3)
+        plots.iplot_threshold_graph(D, scales=[0.5], start=3)
     with pytest.raises(InvalidInputError, match="at most 65535"):
-        plots.iplot_threshold_graph(D, np.arange(1, 65538) / 65537)
+        plots.iplot_threshold_graph(D, scales=np.arange(1, 65538) / 65537)
     with pytest.raises(InvalidInputError, match="iplot_threshold_graph"):
         threshold_graph_eps(plots.iplot_distance_matrix(D))
     assert threshold_graph_script(plots.iplot_distance_matrix(D)) is None
@@ -174,7 +174,7 @@ def _drawn(page, k: int) -> tuple[int, int]:
 def test_page_counts_match_complex_at_at_every_step_with_ties(browser, tmp_path):
     D = tie_matrix(12, 7)
     scales = [k / GRID for k in range(1, GRID + 1)]
-    path = plots.save_figure(plots.iplot_threshold_graph(D, scales, scale=0.5), tmp_path / "g.html")
+    path = plots.save_figure(plots.iplot_threshold_graph(D, scales=scales, scale=0.5), tmp_path / "g.html")
     with open_page(browser, path) as page:
         state = slider_state(page, 0)
         assert float(state["eps"]) == 0.5 and int(state["step"]) == scales.index(0.5)  # opens at eps

@@ -77,6 +77,11 @@ def _load() -> ctypes.CDLL | None:
                     ctypes.c_double
                 ]
                 lib.attntopo_js_cross_rows.restype = _i64
+                lib.attntopo_js_cross_rows_nearest.argtypes = [
+                    _ptr, _i64, _i64, _ptr, _ptr, _ptr, _ptr, _i64, _i64, _i64, _ptr,
+                    ctypes.c_double, _i64
+                ]
+                lib.attntopo_js_cross_rows_nearest.restype = _i64
                 lib.attntopo_log.argtypes = [_ptr, _ptr, _i64]
                 lib.attntopo_log.restype = None
                 lib.attntopo_simd_level.argtypes = []

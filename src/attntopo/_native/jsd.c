@@ -297,35 +297,83 @@ ATT_INLINE int64_t js_divergences(const double *x, int64_t m, int64_t k, int64_t
 ATT_INLINE int64_t js_cross_rows(const double *x, int64_t m, int64_t k, int64_t ldx,
                                     const js_rows *w, const int64_t *rows, int64_t r,
                                     int64_t a0, int64_t a1, double *out, int64_t ldo,
-                                    double cutoff);
+                                    double cutoff, int64_t nearest);
 
 ATT_INLINE int64_t js_cross(const double *x, int64_t m, int64_t k, int64_t ldx,
                                const int64_t *rows, int64_t r, double *out, int64_t ldo,
                                double cutoff) {
     js_rows w;
     if (js_rows_prepare(x, m, k, ldx, &w) < 0) return -1;
-    const int64_t below = js_cross_rows(x, m, k, ldx, &w, rows, r, 0, r, out, ldo, cutoff);
+    const int64_t below = js_cross_rows(x, m, k, ldx, &w, rows, r, 0, r, out, ldo, cutoff, 0);
     js_rows_free(&w);
     return below;
 }
 
 /* js_cross for the chosen rows a0 <= a < a1 only (out: all r rows), with the per-row
  * quantities w already prepared: several threads share one matrix's preparation, each taking
- * a block of its chosen rows. */
+ * a block of its chosen rows.
+ *
+ * nearest > 0: of the columns j < nearest that are not chosen rows, only each chosen row's
+ * minimum matters (the prompt score's nearest prompt token).  A key where one row is 0 adds
+ * ½ ln 2 times the other row's value to the divergence and no key adds less than 0, so
+ * JS(x_i, x_j) >= ½ ln 2 · (x_i's mass outside the overlap of the two rows' supports), a
+ * bound from x_i's prefix masses in O(1) a pair.  Those columns are visited from the last
+ * down (for causal rows the nearest first) and a pair whose bound exceeds the smallest
+ * divergence found so far (read as at least the cutoff, the pairs below it being recomputed
+ * later) by more than a margin far above the kernel's round-off is skipped: HUGE_VAL, which
+ * js_cross_finish makes the largest distance.  The minimum is then the same bits. */
+#define ATT_NEAREST_MARGIN 1e-9
 ATT_INLINE int64_t js_cross_rows(const double *x, int64_t m, int64_t k, int64_t ldx,
                                     const js_rows *w, const int64_t *rows, int64_t r,
                                     int64_t a0, int64_t a1, double *out, int64_t ldo,
-                                    double cutoff) {
-    (void)k;
+                                    double cutoff, int64_t nearest) {
+    nearest = nearest < m ? nearest : m;
     int64_t *pos = (int64_t *)malloc((size_t)(m > 0 ? m : 1) * sizeof(int64_t));
-    if (pos == NULL) return -1;
+    double *pm = nearest > 0 ? (double *)malloc((size_t)(k + 1) * sizeof(double)) : NULL;
+    if (pos == NULL || (nearest > 0 && pm == NULL)) {
+        free(pos);
+        free(pm);
+        return -1;
+    }
     for (int64_t j = 0; j < m; j++) pos[j] = -1;
     for (int64_t a = 0; a < r; a++) pos[rows[a]] = a;
     int64_t below = 0;
     for (int64_t a = a0; a < a1; a++) {
         const int64_t i = rows[a];
         double *o = out + a * ldo;
-        for (int64_t j = 0; j < m; j++) {
+        int64_t j0 = 0;
+        if (nearest > 0) {
+            const double *p = x + i * ldx;
+            pm[0] = 0.0;
+            for (int64_t t = 0; t < k; t++) pm[t + 1] = pm[t] + p[t];
+            double thr = HUGE_VAL;
+            for (int64_t j = nearest - 1; j >= 0; j--) {
+                if (j == i || pos[j] >= 0) continue; /* chosen rows: the loop below */
+                const int64_t lo = w->lo[i] > w->lo[j] ? w->lo[i] : w->lo[j];
+                const int64_t hi = w->hi[i] < w->hi[j] ? w->hi[i] : w->hi[j];
+                const double inside = lo < hi ? pm[hi] - pm[lo] : 0.0;
+                const double bound = 0.5 * ATT_LN2 * (pm[k] - inside);
+                if (bound > thr) {
+                    o[j] = HUGE_VAL;
+                    continue;
+                }
+                const double js = i < j ? js_pair(x, ldx, w, i, j) : js_pair(x, ldx, w, j, i);
+                o[j] = js;
+                below += js < cutoff;
+                const double eff = (js > cutoff ? js : cutoff) + ATT_NEAREST_MARGIN;
+                thr = eff < thr ? eff : thr;
+            }
+            j0 = nearest;
+        }
+        for (int64_t j = 0; j < j0; j++) {
+            if (j == i || (pos[j] >= 0 && pos[j] < a)) o[j] = HUGE_VAL;
+            else if (pos[j] >= 0) {
+                const double js = i < j ? js_pair(x, ldx, w, i, j) : js_pair(x, ldx, w, j, i);
+                o[j] = js;
+                below += js < cutoff;
+            }
+        }
+        for (int64_t j = j0; j < m; j++) {
             if (j == i || (pos[j] >= 0 && pos[j] < a)) {
                 o[j] = HUGE_VAL;
                 continue;
@@ -336,6 +384,7 @@ ATT_INLINE int64_t js_cross_rows(const double *x, int64_t m, int64_t k, int64_t 
         }
     }
     free(pos);
+    free(pm);
     return below;
 }
 
@@ -445,7 +494,18 @@ ATT_EXPORT ATT_CLONES int64_t attntopo_js_cross_rows(const double *x, int64_t m,
                                                     int64_t a1, double *out, double cutoff) {
     js_rows w;
     js_rows_view(&w, m, k, c_mass, s, lo_hi);
-    return js_cross_rows(x, m, k, k, &w, rows, r, a0, a1, out, m, cutoff);
+    return js_cross_rows(x, m, k, k, &w, rows, r, a0, a1, out, m, cutoff, 0);
+}
+
+/* attntopo_js_cross_rows where of the columns j < nearest only each chosen row's minimum
+ * matters (js_cross_rows: pairs that cannot be it are skipped, HUGE_VAL). */
+ATT_EXPORT ATT_CLONES int64_t attntopo_js_cross_rows_nearest(
+    const double *x, int64_t m, int64_t k, double *c_mass, double *s, int64_t *lo_hi,
+    const int64_t *rows, int64_t r, int64_t a0, int64_t a1, double *out, double cutoff,
+    int64_t nearest) {
+    js_rows w;
+    js_rows_view(&w, m, k, c_mass, s, lo_hi);
+    return js_cross_rows(x, m, k, k, &w, rows, r, a0, a1, out, m, cutoff, nearest);
 }
 
 /* 2 when the AVX2+FMA clones run on this CPU, 1 for the baseline clones (x86-64 with

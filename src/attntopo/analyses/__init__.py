@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_names
 
-# public name -> private module (relative to this package) that defines it
+# public name -> private module (relative to this package) that defines it: the one place a
+# public name is written (__all__ is derived from it; tests/unit/test_public_names.py holds
+# the TYPE_CHECKING imports below equal to it)
 _LAZY = {
     "Analysis": "._analysis",
     "analyze": "._analysis",
@@ -60,17 +62,26 @@ __all__ = sorted(_LAZY)
 __getattr__, __dir__ = lazy_names(globals(), _LAZY, package=__name__)
 
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from ..constants import SUMMARY_STATS
-    from ._analysis import Analysis, analyze
-    from ._comparison import Comparison, compare
-    from ._head_space import HeadSpace, head_distances, head_space
-    from ._head_types import HeadTypes, head_types
-    from ._html_hook import set_html_renderer
-    from ._kinds import KINDS, load_result
-    from ._model_comparison import ModelComparison, compare_models
-    from ._phrase import PhraseTopology, phrase_topology
-    from ._ranking import RANKING_RULE
-    from ._result import Columns, Result
-    from ._timeline import timeline
-    from ._timeline_result import Timeline
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only: the names of _LAZY
+    from ..constants import SUMMARY_STATS as SUMMARY_STATS
+    from ._analysis import Analysis as Analysis
+    from ._analysis import analyze as analyze
+    from ._comparison import Comparison as Comparison
+    from ._comparison import compare as compare
+    from ._head_space import HeadSpace as HeadSpace
+    from ._head_space import head_distances as head_distances
+    from ._head_space import head_space as head_space
+    from ._head_types import HeadTypes as HeadTypes
+    from ._head_types import head_types as head_types
+    from ._html_hook import set_html_renderer as set_html_renderer
+    from ._kinds import KINDS as KINDS
+    from ._kinds import load_result as load_result
+    from ._model_comparison import ModelComparison as ModelComparison
+    from ._model_comparison import compare_models as compare_models
+    from ._phrase import PhraseTopology as PhraseTopology
+    from ._phrase import phrase_topology as phrase_topology
+    from ._ranking import RANKING_RULE as RANKING_RULE
+    from ._result import Columns as Columns
+    from ._result import Result as Result
+    from ._timeline import timeline as timeline
+    from ._timeline_result import Timeline as Timeline

@@ -168,7 +168,7 @@ class Analysis(Result):
         """
         return informative_dim(self._stat_grid("max_persistence"))
 
-    def ranking(self, stat: str = "max_persistence", dim: int | None = None) -> Columns:
+    def ranking(self, *, stat: str = "max_persistence", dim: int | None = None) -> Columns:
         """Every head ranked by a summary statistic, largest first.
 
         Parameters
@@ -192,12 +192,12 @@ class Analysis(Result):
         tot0 = self._stat_grid("total_persistence")[:, :, 0].ravel()
         return ranked_heads(self.layers, self.heads, v, -v, -tot0)
 
-    def most_persistent_heads(self, k: int = 5, dim: int | None = None) -> list[tuple[int, int, float]]:
+    def most_persistent_heads(self, *, k: int = 5, dim: int | None = None) -> list[tuple[int, int, float]]:
         """The ``k`` heads with the longest finite bar in dimension ``dim`` (default
         :attr:`ranking_dim`): ``[(layer, head, max_persistence), ...]``, the first rows of
         :meth:`ranking` (which also gives ranks, ties shared)."""
         k = check_positive_int(k, "k", allow_none=False)
-        r = self.ranking("max_persistence", dim)
+        r = self.ranking(stat="max_persistence", dim=dim)
         return [(int(r["layer"][t]), int(r["head"][t]), float(r["value"][t])) for t in range(min(k, r.n_rows))]
 
     def _settings(self) -> dict:
@@ -249,7 +249,7 @@ class Analysis(Result):
         }
         if a.token_ids is not None:
             arrays["token_ids"] = a.token_ids
-        arrays.update(pack_diagrams(self.diagrams, "dgm_", maxdim=self.maxdim))
+        arrays.update(pack_diagrams(self.diagrams, prefix="dgm_", maxdim=self.maxdim))
         L, H = len(self.layers), len(self.heads)
         d0 = self.diagrams[0][0] if L and H else None
         meta = {
@@ -279,19 +279,19 @@ class Analysis(Result):
         layer_ids, head_ids = tuple(meta["layer_ids"]), tuple(meta["head_ids"])
         L, H = len(layer_ids), len(head_ids)
         n = len(meta["tokens"])
-        weights = read_array(arrays, "weights", "f", shape=(L, H, n, n), finite=True, nonneg=True)
-        distances = read_array(arrays, "distances", "f", shape=(L, H, n, n), nonneg=True)
+        weights = read_array(arrays, "weights", kind="f", shape=(L, H, n, n), finite=True, nonneg=True)
+        distances = read_array(arrays, "distances", kind="f", shape=(L, H, n, n), nonneg=True)
         if np.isnan(distances).any():
             raise ResultFormatError("array 'distances' holds NaN")
         att = Attention(
             weights=weights,
             tokens=meta["tokens"],
             offsets=[tuple(o) for o in meta["offsets"]],
-            special=read_array(arrays, "special", "b", shape=(n,)),
+            special=read_array(arrays, "special", kind="b", shape=(n,)),
             causal=bool(meta["causal"]),
             model=meta["model"],
             text=meta.get("text", ""),
-            token_ids=read_array(arrays, "token_ids", "i", shape=(n,), optional=True),
+            token_ids=read_array(arrays, "token_ids", kind="i", shape=(n,), optional=True),
             layers=layer_ids,
             heads=head_ids,
             special_dropped=bool(meta.get("special_dropped", False)),
@@ -300,7 +300,7 @@ class Analysis(Result):
         maxdim = check_maxdim(meta["maxdim"])
         threshold = json_float(meta["threshold"])
         diagrams = unpack_diagrams(
-            arrays, "dgm_", maxdim=maxdim, shape=(L, H), threshold=threshold,
+            arrays, prefix="dgm_", maxdim=maxdim, shape=(L, H), threshold=threshold,
             engine=meta["engine"], filtration=meta.get("filtration", "vietoris_rips"),
         )
         return cls(
@@ -382,7 +382,7 @@ def analyze(
     paper_compat = stored_paper_mode(check_paper_compat(paper_compat))
     min_persistence = check_number(min_persistence, "min_persistence", lo=0.0)
     if isinstance(text, Attention):
-        atts = [text.select(layers, heads) if (layers is not None or heads is not None) else text]
+        atts = [text.select(layers=layers, heads=heads) if (layers is not None or heads is not None) else text]
         if drop_special and not text.special_dropped:
             atts = [a.drop_special() for a in atts]
         single = True
@@ -423,7 +423,7 @@ def analyze(
         dgms = [g.prune(min_persistence) for g in dgms]
     prov = make_provenance(
         model_info(m, atts[0].model),
-        {"metric": metric, "engine": used_engine, "drop_special": drop_special, "truncate": truncate,
+        settings={"metric": metric, "engine": used_engine, "drop_special": drop_special, "truncate": truncate,
          "paper_compat": paper_compat, "min_persistence": min_persistence},
     )
     out = []

@@ -335,7 +335,7 @@ class Comparison(Result):
         return self.layers[i], self.heads[j]
 
     def shared_simplices(
-        self, layer: int | None = None, head: int | None = None, scale: float | None = None, dim: int | None = None
+        self, layer: int | None = None, head: int | None = None, *, scale: float | None = None, dim: int | None = None
     ) -> list[dict]:
         """Edges and triangles among shared tokens present in both texts at ``scale``.
 
@@ -384,7 +384,7 @@ class Comparison(Result):
         return out
 
     # ------------------------------------------------------------------ tables
-    def grid(self, name: str = "bottleneck", dim: int | None = None, scope: str = "text") -> np.ndarray:
+    def grid(self, *, name: str = "bottleneck", dim: int | None = None, scope: str = "text") -> np.ndarray:
         """A (layers × heads) table.
 
         Parameters
@@ -418,10 +418,10 @@ class Comparison(Result):
 
     def _dim(self, dim: int | None, by: str = "bottleneck", scope: str = "text") -> int:
         if dim is None:
-            return self.default_dim(by, scope)
+            return self.default_dim(by=by, scope=scope)
         return check_dim(dim, self.maxdim)
 
-    def default_dim(self, by: str = "bottleneck", scope: str = "text") -> int:
+    def default_dim(self, *, by: str = "bottleneck", scope: str = "text") -> int:
         """The homology dimension a ranking by the diagram distance ``by`` uses when none is given.
 
         The highest dimension in which no value is shared by more than half of the heads (NaN
@@ -440,10 +440,10 @@ class Comparison(Result):
         """The homology dimension of the default ranking (bottleneck between the whole texts):
         what :meth:`most_similar_heads`, :meth:`summary`'s ``rank``, the command line's table,
         the explorer and the figures' outlines use without ``dim``.  See :meth:`default_dim`."""
-        return self.default_dim("bottleneck", "text")
+        return self.default_dim(by="bottleneck", scope="text")
 
     def ranking(
-        self, by: str = "bottleneck", dim: int | None = None, scope: str = "text", *, similar: bool = True
+        self, *, by: str = "bottleneck", dim: int | None = None, scope: str = "text", similar: bool = True
     ) -> Columns:
         """Every head ranked, best first.
 
@@ -474,7 +474,7 @@ class Comparison(Result):
                 f"by must be one of {', '.join(DISTANCE_NAMES)}, "
                 f"shared_edges, shared_triangles; got {by!r}"
             )
-        g = self.grid(by, dim, scope).astype(np.float64).ravel()
+        g = self.grid(name=by, dim=dim, scope=scope).astype(np.float64).ravel()
         # a distance: small = similar; a count of shared simplices: large = similar
         sign = (1.0 if by in DISTANCE_NAMES else -1.0) * (1.0 if similar else -1.0)
         tot = None
@@ -485,11 +485,11 @@ class Comparison(Result):
 
     def _ranked(self, k: int, by: str, dim: int | None, scope: str, similar: bool) -> list[tuple[int, int, float]]:
         k = check_positive_int(k, "k", allow_none=False)
-        r = self.ranking(by, dim, scope, similar=similar)
+        r = self.ranking(by=by, dim=dim, scope=scope, similar=similar)
         return [(int(r["layer"][t]), int(r["head"][t]), float(r["value"][t])) for t in range(min(int(k), r.n_rows))]
 
     def most_similar_heads(
-        self, k: int = 5, by: str = "bottleneck", dim: int | None = None, scope: str = "text"
+        self, *, k: int = 5, by: str = "bottleneck", dim: int | None = None, scope: str = "text"
     ) -> list[tuple[int, int, float]]:
         """The ``k`` heads where the two texts' topology agrees most.
 
@@ -503,7 +503,7 @@ class Comparison(Result):
         return self._ranked(k, by, dim, scope, True)
 
     def most_different_heads(
-        self, k: int = 5, by: str = "bottleneck", dim: int | None = None, scope: str = "text"
+        self, *, k: int = 5, by: str = "bottleneck", dim: int | None = None, scope: str = "text"
     ) -> list[tuple[int, int, float]]:
         """The ``k`` heads where the two texts' topology differs most (see
         :meth:`most_similar_heads`)."""
@@ -557,7 +557,7 @@ class Comparison(Result):
             ],
         }
 
-    def to_dict(self, k: int = 5, dim: int | None = None) -> dict:
+    def to_dict(self, *, k: int = 5, dim: int | None = None) -> dict:
         """Plain JSON-safe overview: texts, settings, shared tokens, per-head table, the ``k``
         most similar and most different heads (what ``attntopo compare --json`` starts from).
 
@@ -581,12 +581,12 @@ class Comparison(Result):
             "heads": list(self.heads),
             "shared_tokens": [s.to_dict() for s in self.shared_tokens],
             "summary": self.summary().rows(),
-            "ranking": self.ranking_info(dim),
-            "most_similar_heads": self.ranked_entries(k, d),
-            "most_different_heads": self.ranked_entries(k, d, similar=False),
+            "ranking": self.ranking_info(dim=dim),
+            "most_similar_heads": self.ranked_entries(k, dim=d),
+            "most_different_heads": self.ranked_entries(k, dim=d, similar=False),
         })
 
-    def ranking_info(self, dim: int | None = None) -> dict:
+    def ranking_info(self, *, dim: int | None = None) -> dict:
         """What the heads are ranked by, as plain data: ``{"by": "bottleneck", "dim": d, "column":
         "bottleneck_h{d}", "default": dim is None, "rule": RANKING_RULE}`` (``d`` = ``dim`` or
         :attr:`ranking_dim`)."""
@@ -594,10 +594,10 @@ class Comparison(Result):
         return {"by": "bottleneck", "dim": d, "column": f"bottleneck_h{d}", "default": dim is None,
                 "rule": RANKING_RULE}
 
-    def ranked_entries(self, k: int, dim: int | None = None, *, similar: bool = True) -> list[list]:
+    def ranked_entries(self, k: int, *, dim: int | None = None, similar: bool = True) -> list[list]:
         """The first ``k`` rows of :meth:`ranking` by bottleneck as ``[layer, head, value, rank,
         n_tied]`` lists (JSON's ``most_similar_heads`` / ``most_different_heads``)."""
-        r = self.ranking("bottleneck", dim, similar=similar)
+        r = self.ranking(by="bottleneck", dim=dim, similar=similar)
         return [[int(r["layer"][t]), int(r["head"][t]), float(r["value"][t]), int(r["rank"][t]),
                  int(r["n_tied"][t])] for t in range(min(int(k), r.n_rows))]
 
@@ -624,7 +624,7 @@ class Comparison(Result):
             arrays[f"count__{n}"] = self.counts[n]
         if self.shared_diagrams_a is not None:
             for side, grid in (("a", self.shared_diagrams_a), ("b", self.shared_diagrams_b)):
-                arrays.update(pack_diagrams(grid, f"shared_{side}__", maxdim=self.maxdim))
+                arrays.update(pack_diagrams(grid, prefix=f"shared_{side}__", maxdim=self.maxdim))
         meta.update({
             "shared_tokens": [s.to_dict() for s in self.shared_tokens],
             "scale": self.given_scale,
@@ -647,7 +647,7 @@ class Comparison(Result):
         m = len(shared)
         sa = sb = None
         if meta.get("has_shared_diagrams"):
-            sa, sb = (unpack_diagrams(arrays, f"shared_{side}__", maxdim=a.maxdim, shape=(L, H), engine=a.engine)
+            sa, sb = (unpack_diagrams(arrays, prefix=f"shared_{side}__", maxdim=a.maxdim, shape=(L, H), engine=a.engine)
                       for side in ("a", "b"))
         thr = meta["scale"]
         lh = (L, H, a.maxdim + 1)
@@ -655,17 +655,17 @@ class Comparison(Result):
             a=a,
             b=b,
             shared_tokens=shared,
-            scales=read_array(arrays, "scales", "f", shape=(L, H), nonneg=True),
+            scales=read_array(arrays, "scales", kind="f", shape=(L, H), nonneg=True),
             given_scale=None if thr is None else json_float(thr),
             shared_diagrams_a=sa,
             shared_diagrams_b=sb,
-            diagram_distances={n: read_array(arrays, f"dist__{n}", "f", shape=lh) for n in DISTANCE_NAMES},
+            diagram_distances={n: read_array(arrays, f"dist__{n}", kind="f", shape=lh) for n in DISTANCE_NAMES},
             shared_diagram_distances={
-                n: read_array(arrays, f"shared_dist__{n}", "f", shape=lh) for n in DISTANCE_NAMES
+                n: read_array(arrays, f"shared_dist__{n}", kind="f", shape=lh) for n in DISTANCE_NAMES
             },
-            counts={n: read_array(arrays, f"count__{n}", "i", shape=(L, H), nonneg=True) for n in COUNT_NAMES},
-            connection_a=read_array(arrays, "connection_a", "f", shape=(L, H, m, m), nonneg=True),
-            connection_b=read_array(arrays, "connection_b", "f", shape=(L, H, m, m), nonneg=True),
+            counts={n: read_array(arrays, f"count__{n}", kind="i", shape=(L, H), nonneg=True) for n in COUNT_NAMES},
+            connection_a=read_array(arrays, "connection_a", kind="f", shape=(L, H, m, m), nonneg=True),
+            connection_b=read_array(arrays, "connection_b", kind="f", shape=(L, H, m, m), nonneg=True),
             alignment=None if meta.get("alignment") is None else [tuple(p) for p in meta["alignment"]],
             alignment_units=meta.get("alignment_units", "word"),
             include_special=bool(meta.get("include_special", False)),
@@ -834,7 +834,7 @@ def compare(
     shared = (
         match_aligned(A, B, pairs, alignment_units)
         if pairs is not None
-        else match_words(A, B, include_special and not drop_special)
+        else match_words(A, B, include_special=include_special and not drop_special)
     )
     m = len(shared)
     L, H = A.weights.shape[0], A.weights.shape[1]
@@ -859,7 +859,7 @@ def compare(
     sh_a = _grid(dgms, L, H, 2 * L * H) if m else None
     sh_b = _grid(dgms, L, H, 3 * L * H) if m else None
 
-    prov = make_provenance(info, {"metric": metric, "engine": used_engine, "drop_special": drop_special,
+    prov = make_provenance(info, settings={"metric": metric, "engine": used_engine, "drop_special": drop_special,
                                   "truncate": truncate, "paper_compat": stored_paper_mode(paper)})
     an_a = Analysis(A, DA, grid_a, metric, maxdim, math.inf, used_engine, stored_paper_mode(paper), dict(prov))
     an_b = Analysis(B, DB, grid_b, metric, maxdim, math.inf, used_engine, stored_paper_mode(paper), dict(prov))

@@ -126,7 +126,7 @@ def _one_text(w: np.ndarray, metric: str, n_jobs: int | None, notebook: bool = F
     for a in range(0, n, _TOKEN_CHUNK):
         b = min(n, a + _TOKEN_CHUNK)
         chunk = x[a:b].contiguous()  # rows of the heads for query tokens a..b-1
-        D = row_distances(chunk, metric, base=base, n_jobs=n_jobs)  # (b - a, [L,] N, N)
+        D = row_distances(chunk, metric=metric, base=base, n_jobs=n_jobs)  # (b - a, [L,] N, N)
         total += D.reshape(-1, N, N).sum(0)
         reporter.advance(b - a)
     return total
@@ -134,9 +134,9 @@ def _one_text(w: np.ndarray, metric: str, n_jobs: int | None, notebook: bool = F
 
 def head_distances(
     att: Attention | np.ndarray | Sequence[Attention | np.ndarray],
+    *,
     normalize: bool = False,
     metric: str = "jensen_shannon",
-    *,
     reduce: str = "sum",
     paper_compat: Literal["notebook"] | bool | None = False,
     n_jobs: int | None = None,
@@ -368,7 +368,7 @@ class HeadSpace(Result):
         """Distance between heads ``a = (layer, head)`` and ``b = (layer, head)``."""
         return float(self.distances[self.index(*a), self.index(*b)])
 
-    def nearest(self, layer: int, head: int, k: int = 5) -> list[tuple[str, float]]:
+    def nearest(self, layer: int, head: int, *, k: int = 5) -> list[tuple[str, float]]:
         """The ``k`` heads closest to one head: ``[(label, distance), …]``, closest first."""
         i = self.index(layer, head)
         d = self.distances[i].copy()
@@ -403,7 +403,7 @@ class HeadSpace(Result):
         nn = nn[np.isfinite(nn)]
         return float(np.median(nn)) if nn.size else 0.0
 
-    def redundancy(self, scale: float | None = None, *, method: str = "complete") -> list[dict]:
+    def redundancy(self, *, scale: float | None = None, method: str = "complete") -> list[dict]:
         """Groups of heads that behave alike: within ``scale`` of each other.
 
         Parameters
@@ -558,11 +558,11 @@ class HeadSpace(Result):
             f"{f', paper_compat={self.paper_compat!r}' if self.paper_compat else ''})"
         )
 
-    def to_dict(self, k: int = 0, scale: float | None = None) -> dict:
+    def to_dict(self, *, k: int = 0, scale: float | None = None) -> dict:
         """Plain JSON-safe data: the :meth:`overview`, the groups of :meth:`redundancy` at ``scale``
         (the ``k`` largest; 0: all) and the head types (what ``attntopo heads --json`` prints
         for each model)."""
-        groups = self.redundancy(scale)
+        groups = self.redundancy(scale=scale)
         doc = {
             "model": self.model,
             "n_layers": self.n_layers,
@@ -583,7 +583,7 @@ class HeadSpace(Result):
             "embedding": self.embedding,
             "eigenvalues": self.eigenvalues,
         }
-        arrays.update(pack_diagrams(self.diagram, "dgm_"))
+        arrays.update(pack_diagrams(self.diagram, prefix="dgm_"))
         if self.per_text is not None:
             arrays["per_text"] = self.per_text
         meta = {
@@ -612,18 +612,18 @@ class HeadSpace(Result):
         n_tokens = tuple(int(x) for x in meta["n_tokens"])
         info = meta["diagram"]
         diagram = unpack_diagrams(
-            arrays, "dgm_", maxdim=check_maxdim(info["maxdim"], hi=None), shape=(),
+            arrays, prefix="dgm_", maxdim=check_maxdim(info["maxdim"], hi=None), shape=(),
             threshold=json_float(info.get("threshold", "inf")), engine=info.get("engine", "giotto"),
             filtration=info.get("filtration", "vietoris_rips"),
         )
         return cls(
-            distances=read_array(arrays, "distances", "f", shape=(N, N), finite=True, nonneg=True),
+            distances=read_array(arrays, "distances", kind="f", shape=(N, N), finite=True, nonneg=True),
             layers=layer_ids,
             heads=head_ids,
             diagram=diagram,
-            linkage=read_array(arrays, "linkage", "f", shape=(max(N - 1, 0), 4)),
-            embedding=read_array(arrays, "embedding", "f", shape=(N, None), finite=True),
-            eigenvalues=read_array(arrays, "eigenvalues", "f", shape=(N,)),
+            linkage=read_array(arrays, "linkage", kind="f", shape=(max(N - 1, 0), 4)),
+            embedding=read_array(arrays, "embedding", kind="f", shape=(N, None), finite=True),
+            eigenvalues=read_array(arrays, "eigenvalues", kind="f", shape=(N,)),
             metric=str(meta["metric"]),
             normalize=bool(meta["normalize"]),
             reduce=str(meta["reduce"]),
@@ -631,7 +631,7 @@ class HeadSpace(Result):
             causal=bool(meta["causal"]),
             n_tokens=n_tokens,
             texts=list(meta.get("texts", [])),
-            per_text=read_array(arrays, "per_text", "f", shape=(len(n_tokens), N, N), finite=True,
+            per_text=read_array(arrays, "per_text", kind="f", shape=(len(n_tokens), N, N), finite=True,
                                 nonneg=True, optional=True),
             types=unnest(meta, arrays, "types", HeadTypes),
             paper_compat=paper,
@@ -786,7 +786,7 @@ def head_space(
             model=ref.model, n_tokens=tuple(n_tokens), band_width=band_width, vertical_k=None,
             model_info=info, settings=attention_settings,
         )
-    prov = make_provenance(info, {"metric": metric, "engine": engine, "normalize": normalize, "reduce": reduce,
+    prov = make_provenance(info, settings={"metric": metric, "engine": engine, "normalize": normalize, "reduce": reduce,
                                   "paper_compat": stored_paper_mode(paper), **attention_settings})
     progress.stage("head space")
     hs = _build(

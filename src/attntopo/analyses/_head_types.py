@@ -276,7 +276,7 @@ def head_features(
         k = check_positive_int(vertical_k, "vertical_k")
     k = min(k, n)
     special = np.asarray(att.special, dtype=bool)
-    punct = punctuation_mask(att, tokenizer)
+    punct = punctuation_mask(att, tokenizer=tokenizer)
     per_layer = [
         _layer_features(att.weights[li].astype(np.float64), att.causal, special, punct, w, k)
         for li in range(att.n_layers)
@@ -482,11 +482,11 @@ class HeadTypes(Result):
         features = {}
         for k in meta["features"]:
             kind = "i" if k in ("layer", "head", "max_column") else "f"
-            features[k] = read_array(arrays, f"feature__{k}", kind, shape=(L * H,))
+            features[k] = read_array(arrays, f"feature__{k}", kind=kind, shape=(L * H,))
         return cls(
             features=features,
-            labels=read_array(arrays, "labels", "U", shape=(L, H)).astype(str),
-            fit_class=read_array(arrays, "fit_class", "U", shape=(L, H)).astype(str),
+            labels=read_array(arrays, "labels", kind="U", shape=(L, H)).astype(str),
+            fit_class=read_array(arrays, "fit_class", kind="U", shape=(L, H)).astype(str),
             layers=layer_ids,
             heads=head_ids,
             causal=bool(meta["causal"]),
@@ -633,6 +633,6 @@ def _assemble(
         thresholds=dict(thresholds),
         provenance=make_provenance(
             model_info or {"name": model},
-            {**(settings or {}), "band_width": w, "vertical_k": vertical_k, **thresholds},
+            settings={**(settings or {}), "band_width": w, "vertical_k": vertical_k, **thresholds},
         ),
     )

@@ -37,7 +37,7 @@ def load(model: Any, progress: Any = False, layers: Any = None, heads: Any = Non
 
     if isinstance(model, AttentionModel):
         return model
-    check_selection(model, layers, heads)
+    check_selection(model, layers=layers, heads=heads)
     return load_model(model, progress=progress)
 
 
@@ -82,7 +82,7 @@ def attentions_of(
                     "Attention inputs must come from one model with the same layers and heads"
                 )
         if layer is not None or head is not None:
-            atts = [t.select(positions_of(layer, t.layers, "layer"), positions_of(head, t.heads, "head"))
+            atts = [t.select(layers=positions_of(layer, t.layers, "layer"), heads=positions_of(head, t.heads, "head"))
                     for t in atts]
         if drop_special:
             atts = [t if t.special_dropped else t.drop_special() for t in atts]

@@ -88,36 +88,36 @@ class ModelComparison(Result):
     def maxdim(self) -> int:
         return min(self.a.maxdim, self.b.maxdim)
 
-    def observed(self, name: str = "wasserstein") -> np.ndarray:
+    def observed(self, *, name: str = "wasserstein") -> np.ndarray:
         """Observed between-model distances, ndarray of shape (maxdim + 1,)."""
         if name not in DIAGRAM_DISTANCES:
             raise InvalidInputError(f"name must be one of {', '.join(DIAGRAM_DISTANCES)}, got {name!r}")
         return self.bottleneck if name == "bottleneck" else self.wasserstein
 
     def _null(self, name: str) -> np.ndarray:
-        self.observed(name)
+        self.observed(name=name)
         if self.n_boot == 0:
             raise InvalidInputError("no bootstrap was run (n_boot=0): run compare_models with n_boot > 0")
         return self.null[name].reshape(-1, self.maxdim + 1)  # pooled over both models
 
-    def p_values(self, name: str = "wasserstein") -> np.ndarray:
+    def p_values(self, *, name: str = "wasserstein") -> np.ndarray:
         """Per dimension: ``(1 + #{null >= observed}) / (1 + #null)`` with the null pooled
         over both models' within-model bootstrap distances (ties within 1e-12 count)."""
         null = self._null(name)
-        obs = self.observed(name)
+        obs = self.observed(name=name)
         return (1.0 + (null >= obs[None, :] - 1e-12).sum(0)) / (1.0 + null.shape[0])
 
-    def z_scores(self, name: str = "wasserstein") -> np.ndarray:
+    def z_scores(self, *, name: str = "wasserstein") -> np.ndarray:
         """Per dimension: ``(observed − mean(null)) / std(null)``
         (``inf`` if the null is constant)."""
         null = self._null(name)
-        obs = self.observed(name)
+        obs = self.observed(name=name)
         mu, sd = null.mean(0), null.std(0, ddof=1) if null.shape[0] > 1 else np.zeros(null.shape[1])
         with np.errstate(divide="ignore", invalid="ignore"):
             z = (obs - mu) / sd
         return np.where(sd > 0, z, np.where(obs > mu, np.inf, 0.0))
 
-    def interval(self, name: str = "wasserstein", level: float = 0.95) -> np.ndarray:
+    def interval(self, *, name: str = "wasserstein", level: float = 0.95) -> np.ndarray:
         """Percentile bootstrap interval of the between-model distance: (maxdim + 1, 2)."""
         self._null(name)
         if not 0 < level < 1:
@@ -138,15 +138,15 @@ class ModelComparison(Result):
         for d in range(self.maxdim + 1):
             r: dict[str, Any] = {"dim": d}
             for name in DIAGRAM_DISTANCES:
-                r[name] = float(self.observed(name)[d])
+                r[name] = float(self.observed(name=name)[d])
                 if self.n_boot:
                     nu = self.null[name]
                     r[f"{name}_null_mean_a"] = float(nu[0, :, d].mean())
                     r[f"{name}_null_mean_b"] = float(nu[1, :, d].mean())
                     r[f"{name}_null_std"] = float(nu[:, :, d].std(ddof=1)) if nu[:, :, d].size > 1 else 0.0
-                    r[f"{name}_z"] = float(self.z_scores(name)[d])
-                    r[f"{name}_p"] = float(self.p_values(name)[d])
-                    lo, hi = self.interval(name)[d]
+                    r[f"{name}_z"] = float(self.z_scores(name=name)[d])
+                    r[f"{name}_p"] = float(self.p_values(name=name)[d])
+                    lo, hi = self.interval(name=name)[d]
                     r[f"{name}_ci_low"], r[f"{name}_ci_high"] = float(lo), float(hi)
             rows.append(r)
         return rows
@@ -193,14 +193,14 @@ class ModelComparison(Result):
         return cls(
             a=a,
             b=b,
-            bottleneck=read_array(arrays, "bottleneck", "f", shape=(D,), finite=True, nonneg=True),
-            wasserstein=read_array(arrays, "wasserstein", "f", shape=(D,), finite=True, nonneg=True),
+            bottleneck=read_array(arrays, "bottleneck", kind="f", shape=(D,), finite=True, nonneg=True),
+            wasserstein=read_array(arrays, "wasserstein", kind="f", shape=(D,), finite=True, nonneg=True),
             p=float(meta["p"]),
             n_boot=n_boot,
             seed=None if meta.get("seed") is None else int(meta["seed"]),
-            null={n: read_array(arrays, f"null_{n}", "f", shape=(2, n_boot, D), nonneg=True)
+            null={n: read_array(arrays, f"null_{n}", kind="f", shape=(2, n_boot, D), nonneg=True)
                   for n in DIAGRAM_DISTANCES},
-            boot={n: read_array(arrays, f"boot_{n}", "f", shape=(n_boot, D), nonneg=True)
+            boot={n: read_array(arrays, f"boot_{n}", kind="f", shape=(n_boot, D), nonneg=True)
                   for n in DIAGRAM_DISTANCES},
             paper_compat=stored_paper_mode(meta.get("paper_compat", False)),
             paper_bottleneck=None if meta.get("paper_bottleneck") is None else float(meta["paper_bottleneck"]),
@@ -413,7 +413,7 @@ def compare_models(
                             progress=progress)
     prov = make_provenance(
         {"a": a.provenance.get("model", {"name": a.model}), "b": b.provenance.get("model", {"name": b.model})},
-        {"metric": a.metric, "engine": a.diagram.engine, "maxdim": maxdim, "p": p, "n_boot": n_boot,
+        settings={"metric": a.metric, "engine": a.diagram.engine, "maxdim": maxdim, "p": p, "n_boot": n_boot,
          "seed": seed, "paper_compat": stored_paper_mode(paper)},
         test="bootstrap over texts: within-model null pooled over both models",
     )

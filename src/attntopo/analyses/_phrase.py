@@ -96,7 +96,7 @@ class PhraseTopology(Result):
         return check_dim(dim, self.maxdim)
 
     def matrix(
-        self, layer: int | None = None, head: int | None = None, dim: int | None = None, by: str = "bottleneck"
+        self, layer: int | None = None, head: int | None = None, *, dim: int | None = None, by: str = "bottleneck"
     ) -> np.ndarray:
         """(C, C) pairwise diagram distances between contexts
         for one head and dimension (H0 by default)."""
@@ -110,7 +110,7 @@ class PhraseTopology(Result):
         c = resolve_index(context, len(self.contexts), "context")
         return self.diagrams[c][i][j]
 
-    def spread(self, dim: int | None = None, by: str = "bottleneck") -> np.ndarray:
+    def spread(self, *, dim: int | None = None, by: str = "bottleneck") -> np.ndarray:
         """(L, H): mean pairwise distance between contexts, per head (small = the phrase keeps
         its shape across contexts).  NaN with a single context."""
         check_choice(by, "by", DISTANCE_NAMES)
@@ -121,11 +121,11 @@ class PhraseTopology(Result):
         iu = np.triu_indices(C, 1)
         return X[:, :, iu[0], iu[1]].mean(-1)
 
-    def most_stable_heads(self, k: int = 5, dim: int | None = None, by: str = "bottleneck") -> list[tuple[int, int, float]]:
+    def most_stable_heads(self, *, k: int = 5, dim: int | None = None, by: str = "bottleneck") -> list[tuple[int, int, float]]:
         """The ``k`` heads where the phrase's diagrams vary least across contexts:
         ``[(layer, head, mean distance), ...]``."""
         k = check_positive_int(k, "k", allow_none=False)
-        S = self.spread(dim, by)
+        S = self.spread(dim=dim, by=by)
         flat = np.where(np.isnan(S), np.inf, S).ravel()
         order = np.lexsort((np.arange(flat.size), flat))[: int(k)]
         H = len(self.heads)
@@ -145,10 +145,10 @@ class PhraseTopology(Result):
         }
         for name in DISTANCE_NAMES:
             for d in range(self.maxdim + 1):
-                cols[f"spread_{name}_h{d}"] = self.spread(d, name).ravel()
+                cols[f"spread_{name}_h{d}"] = self.spread(dim=d, by=name).ravel()
         return Columns(cols)
 
-    def to_dict(self, k: int = 5) -> dict:
+    def to_dict(self, *, k: int = 5) -> dict:
         """Plain JSON-safe overview: phrase, settings, contexts, spread per head, the ``k`` most
         stable heads (what ``attntopo phrase --json`` starts from)."""
         k = max(1, min(int(k), len(self.layers) * len(self.heads)))
@@ -165,9 +165,9 @@ class PhraseTopology(Result):
                 for c, s, lab, idx in zip(self.contexts, self.spans, self.token_labels, self.token_indices)
             ],
             "spread": {
-                n: {f"h{d}": self.spread(d, n).tolist() for d in range(self.maxdim + 1)} for n in DISTANCE_NAMES
+                n: {f"h{d}": self.spread(dim=d, by=n).tolist() for d in range(self.maxdim + 1)} for n in DISTANCE_NAMES
             },
-            "most_stable_heads": self.most_stable_heads(k),
+            "most_stable_heads": self.most_stable_heads(k=k),
         })
 
     def __repr__(self) -> str:
@@ -181,7 +181,7 @@ class PhraseTopology(Result):
         arrays: dict[str, np.ndarray] = {}
         for c, sub in enumerate(self.sub_distances):
             arrays[f"sub_{c}"] = sub
-            arrays.update(pack_diagrams(self.diagrams[c], f"dgm_{c}__", maxdim=self.maxdim))
+            arrays.update(pack_diagrams(self.diagrams[c], prefix=f"dgm_{c}__", maxdim=self.maxdim))
         for n in DISTANCE_NAMES:
             arrays[f"dist__{n}"] = self.diagram_distances[n]
         meta = {
@@ -214,15 +214,15 @@ class PhraseTopology(Result):
             token_indices=token_indices,
             token_labels=[list(x) for x in meta["token_labels"]],
             sub_distances=[
-                read_array(arrays, f"sub_{c}", "f", shape=(L, H, len(idx), len(idx)), nonneg=True)
+                read_array(arrays, f"sub_{c}", kind="f", shape=(L, H, len(idx), len(idx)), nonneg=True)
                 for c, idx in enumerate(token_indices)
             ],
             diagrams=[
-                unpack_diagrams(arrays, f"dgm_{c}__", maxdim=maxdim, shape=(L, H), engine=meta["engine"])
+                unpack_diagrams(arrays, prefix=f"dgm_{c}__", maxdim=maxdim, shape=(L, H), engine=meta["engine"])
                 for c in range(C)
             ],
             diagram_distances={
-                n: read_array(arrays, f"dist__{n}", "f", shape=(L, H, maxdim + 1, C, C)) for n in DISTANCE_NAMES
+                n: read_array(arrays, f"dist__{n}", kind="f", shape=(L, H, maxdim + 1, C, C)) for n in DISTANCE_NAMES
             },
             layers=tuple(meta["layers"]),
             heads=tuple(meta["heads"]),
@@ -309,7 +309,7 @@ def phrase_topology(
     spans = []
     for k, c in enumerate(texts):
         try:
-            spans.append(find_phrase(phrase, c, int(occurrence)))
+            spans.append(find_phrase(phrase, c, occurrence=int(occurrence)))
         except InvalidInputError as e:
             raise InvalidInputError(f"context {k}: {e}") from None
 
@@ -331,7 +331,7 @@ def phrase_topology(
         # the phrase's rows alone (each over all the context's keys): k² pairs, not n², and
         # the same numbers as the full matrix's block (the same bits with the C kernel)
         progress.stage("distances")
-        subs.append(row_distances(att.weights[:, :, np.array(idx), :], metric))
+        subs.append(row_distances(att.weights[:, :, np.array(idx), :], metric=metric))
         progress.advance(L * H)
     mats = [mat for S in subs for mat in S.reshape(-1, S.shape[-1], S.shape[-1])]
     dgms = persistence_batch(mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs, progress=progress)
@@ -363,7 +363,7 @@ def phrase_topology(
         engine=dgms[0].engine,
         provenance=make_provenance(
             info,
-            {"metric": metric, "engine": dgms[0].engine, "drop_special": drop_special, "truncate": truncate,
+            settings={"metric": metric, "engine": dgms[0].engine, "drop_special": drop_special, "truncate": truncate,
              "occurrence": int(occurrence)},
         ),
     )

@@ -82,7 +82,7 @@ def stored_paper_mode(value: Any) -> str | bool:
     )
 
 
-def make_provenance(model: Mapping[str, Any] | None, settings: Mapping[str, Any] | None = None,
+def make_provenance(model: Mapping[str, Any] | None, *, settings: Mapping[str, Any] | None = None,
                     **extra: Any) -> dict:
     """A provenance dict (module docstring): ``model``, ``versions``, ``created``, ``settings``.
 

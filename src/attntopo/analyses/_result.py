@@ -235,8 +235,8 @@ _KIND_NAMES = {"f": "floats", "i": "integers", "b": "booleans", "U": "strings"}
 def read_array(
     arrays: Mapping[str, Any],
     name: str,
-    kind: str = "f",
     *,
+    kind: str = "f",
     ndim: int | None = None,
     shape: Sequence[int | None] | None = None,
     finite: bool = False,

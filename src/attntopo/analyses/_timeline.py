@@ -94,7 +94,7 @@ def _coherence(slices: list[Slice], maxdim: int, p: float, reporter: Reporter = 
         a, b = slices[k].diagram, slices[k + 1].diagram
         for d in range(maxdim + 1):
             bn[k, d] = bottleneck(a, b, dim=d)
-            val, pairs = matching(a, b, "wasserstein", p=p, dim=d)
+            val, pairs = matching(a, b, metric="wasserstein", p=p, dim=d)
             ws[k, d] = val
             matchings[d].append(np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
         reporter.advance()
@@ -267,7 +267,7 @@ def timeline(
     # ---- one Timeline per head: its slices and the vines between them
     prov = make_provenance(
         src["info"],
-        {"metric": metric, "engine": used_engine, "t0": t0, "drop_special": bool(drop_special),
+        settings={"metric": metric, "engine": used_engine, "t0": t0, "drop_special": bool(drop_special),
          "truncate": truncate, "wasserstein_p": p},
     )
     common = dict(
@@ -284,7 +284,7 @@ def timeline(
             for k, (t, pos, a, d) in enumerate(zip(ts, positions, atts, dists)):
                 keep = ~src["special"][pos] if drop_special else np.ones(pos.size, dtype=bool)
                 slices.append(Slice(t=t, token=int(n_lead + t - t_min), positions=pos[keep],
-                                    attention=a.select([i], [j]), distances=np.ascontiguousarray(d[i, j]),
+                                    attention=a.select(layers=[i], heads=[j]), distances=np.ascontiguousarray(d[i, j]),
                                     diagram=dgms[(k * L + i) * H + j]))
             bn, ws, matchings = _coherence(slices, int(maxdim), p, progress)
             out.append(Timeline(slices=slices, layer=int(lay), head=int(hd), bottleneck=bn, wasserstein=ws,

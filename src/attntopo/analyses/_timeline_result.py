@@ -34,7 +34,7 @@ from ..topology import Diagram, pack_diagrams, unpack_diagrams
 from ..topology.multiparameter import (
     HilbertFunction,
     SignedMeasure,
-    default_eps_grid,
+    default_scale_grid,
     hilbert_from_diagrams,
 )
 from ._result import Columns, Result, read_array
@@ -46,7 +46,7 @@ _COHERENCE = ("bottleneck", "wasserstein")
 
 # --------------------------------------------------------------------- records
 def _labels(tokens: Sequence[str], offsets, special, text: str) -> list[str]:
-    return token_labels(tokens, offsets, special, text)[0]
+    return token_labels(tokens, offsets, special, text=text)[0]
 
 
 @dataclass(eq=False)
@@ -266,7 +266,7 @@ class Timeline(Result):
         return [s.diagram for s in self.slices]
 
     # ------------------------------------------------------------- coherence
-    def change(self, metric: str = "bottleneck", dim: int | None = None) -> np.ndarray:
+    def change(self, *, metric: str = "bottleneck", dim: int | None = None) -> np.ndarray:
         """How much each token's arrival changed the diagram.
 
         Parameters
@@ -293,13 +293,13 @@ class Timeline(Result):
             return arr.max(axis=1)
         return (arr**self.p).sum(axis=1) ** (1.0 / self.p)
 
-    def top_changes(self, k: int = 5, metric: str = "bottleneck", dim: int | None = None) -> list[Change]:
+    def top_changes(self, *, k: int = 5, metric: str = "bottleneck", dim: int | None = None) -> list[Change]:
         """The ``k`` tokens whose arrival changed the topology most, largest first.
 
         Scores are :meth:`change` values; ties keep time order.
         """
         k = check_positive_int(k, "k", allow_none=False)
-        score = self.change(metric, dim)
+        score = self.change(metric=metric, dim=dim)
         order = np.argsort(-score, kind="stable")[: int(k)]
         labels = self.labels
         out = []
@@ -309,7 +309,7 @@ class Timeline(Result):
         return out
 
     # ---------------------------------------------------------------- vines
-    def vines(self, dim: int = 1, min_length: int = 1) -> list[Vine]:
+    def vines(self, *, dim: int = 1, min_length: int = 1) -> list[Vine]:
         """Features followed through time: points of consecutive diagrams joined by the
         optimal matching (a point matched to the diagonal ends its vine; a point matched
         from the diagonal starts one).
@@ -372,7 +372,7 @@ class Timeline(Result):
         return out
 
     # ------------------------------------------------------ 2-parameter view
-    def betti_curves(self, scales: Any = None) -> HilbertFunction:
+    def betti_curves(self, *, scales: Any = None) -> HilbertFunction:
         """Betti numbers of every slice over a distance grid (the slice view; any model).
 
         ``values[d, i, j]`` = number of bars of slice ``j``'s diagram alive at ``scales[i]``.
@@ -388,7 +388,7 @@ class Timeline(Result):
             int ``k``: ``k`` regular values in ``[0, max distance]``; or explicit values.
         """
         scale_g = self._scale_grid(scales)
-        return hilbert_from_diagrams(self.diagrams(), self.times.astype(np.float64), scale_g, self.maxdim)
+        return hilbert_from_diagrams(self.diagrams(), self.times.astype(np.float64), scale_g, maxdim=self.maxdim)
 
     def _scale_grid(self, scales: Any) -> np.ndarray:
         if scales is None:
@@ -399,7 +399,7 @@ class Timeline(Result):
                 vals = np.concatenate(
                     [s.distances[np.triu_indices(s.n_points, 1)] for s in self.slices]
                 )
-            return default_eps_grid(vals, len(self.slices), self.maxdim + 1)
+            return default_scale_grid(vals, len(self.slices), self.maxdim + 1)
         top = max(float(s.distances.max()) for s in self.slices)
         if is_int(scales):
             if scales < 2:
@@ -447,7 +447,7 @@ class Timeline(Result):
                 times[i] = self.n_lead + self.n_trail + 1
         return last.distances, times
 
-    def hilbert(self, scales: Any = None, backend: str = "slices", n_jobs: int = -1) -> HilbertFunction:
+    def hilbert(self, *, scales: Any = None, backend: str = "slices", n_jobs: int = -1) -> HilbertFunction:
         """Hilbert function of the (distance × time) bifiltration on ``scales`` × slice times.
 
         Causal models only (bidirectional: :class:`~attntopo.errors.InvalidInputError`).
@@ -463,17 +463,17 @@ class Timeline(Result):
         """
         self._require_growing("the Hilbert function of the distance × time bifiltration")
         if backend == "slices":
-            return self.betti_curves(scales)
+            return self.betti_curves(scales=scales)
         from ..topology.multiparameter import hilbert_function
 
         D, times = self.bifiltration_data()
         return hilbert_function(
-            D, times, maxdim=self.maxdim, eps=self._scale_grid(scales), t=self.times.astype(np.float64),
+            D, times=times, maxdim=self.maxdim, scales=self._scale_grid(scales), t=self.times.astype(np.float64),
             backend=backend, n_jobs=n_jobs,
         )
 
     def signed_barcode(
-        self, degree: int = 1, invariant: str = "hilbert", resolution: int = 32, n_jobs: int = -1
+        self, *, degree: int = 1, invariant: str = "hilbert", resolution: int = 32, n_jobs: int = -1
     ) -> SignedMeasure:
         """Signed barcode of the Hilbert function or rank invariant (multipers; causal only).
 
@@ -483,7 +483,7 @@ class Timeline(Result):
         from ..topology.multiparameter import signed_measure
 
         D, times = self.bifiltration_data()
-        return signed_measure(D, times, degree=degree, invariant=invariant, resolution=resolution, n_jobs=n_jobs)
+        return signed_measure(D, times=times, degree=degree, invariant=invariant, resolution=resolution, n_jobs=n_jobs)
 
     # --------------------------------------------------------------- tables
     def summary_rows(self) -> list[dict]:
@@ -523,13 +523,13 @@ class Timeline(Result):
                 cols[key] = np.array(vals)
         return Columns(cols)
 
-    def vines_overview(self, k: int = 10) -> dict:
+    def vines_overview(self, *, k: int = 10) -> dict:
         """Per dimension ``"h{d}"``: the number of vines and the ``k`` longest (0: all) as plain
         data (start, end, length, alive, the tokens that made and ended them, largest
         persistence and last point)."""
         out = {}
         for d in range(self.maxdim + 1):
-            vines = sorted(self.vines(d), key=lambda v: (-v.length, v.start))
+            vines = sorted(self.vines(dim=d), key=lambda v: (-v.length, v.start))
             out[f"h{d}"] = {
                 "count": len(vines),
                 "longest": [
@@ -544,7 +544,7 @@ class Timeline(Result):
             }
         return out
 
-    def to_dict(self, k: int = 10) -> dict:
+    def to_dict(self, *, k: int = 10) -> dict:
         """Plain JSON-safe data: version, model, settings, the tokens, one row per slice, the
         ``k`` largest changes and longest vines (0: all) — what ``attntopo timeline --json``
         prints of the timeline."""
@@ -561,8 +561,8 @@ class Timeline(Result):
             "tokens": self.tokens, "labels": self.labels, "special": self.special.tolist(),
             "construction": "one_pass" if self.one_pass else "prefix_runs", "two_parameter": self.growing,
             "summary": self.summary_rows(),
-            "top_changes": [c._asdict() for c in self.top_changes(n_changes)] if n_changes > 0 else [],
-            "vines": self.vines_overview(k),
+            "top_changes": [c._asdict() for c in self.top_changes(k=n_changes)] if n_changes > 0 else [],
+            "vines": self.vines_overview(k=k),
         })
 
     def __repr__(self) -> str:
@@ -589,7 +589,7 @@ class Timeline(Result):
         }
         if self.token_ids is not None:
             arrays["token_ids"] = np.asarray(self.token_ids, dtype=np.int64)
-        arrays.update(pack_diagrams([s.diagram for s in self.slices], "dgm_", maxdim=self.maxdim))
+        arrays.update(pack_diagrams([s.diagram for s in self.slices], prefix="dgm_", maxdim=self.maxdim))
         for d in range(self.maxdim + 1):
             ms = self.matchings[d]
             arrays[f"match_counts_h{d}"] = np.array([len(m) for m in ms], dtype=np.int64)
@@ -625,23 +625,23 @@ class Timeline(Result):
         tokens = list(meta["tokens"])
         n = len(tokens)
         offsets = [tuple(int(x) for x in o) for o in meta["offsets"]]
-        special = read_array(arrays, "special", "b", shape=(n,))
-        token_ids = read_array(arrays, "token_ids", "i", shape=(n,), optional=True)
+        special = read_array(arrays, "special", kind="b", shape=(n,))
+        token_ids = read_array(arrays, "token_ids", kind="i", shape=(n,), optional=True)
         maxdim = check_maxdim(meta["maxdim"])
-        sizes = read_array(arrays, "slice_sizes", "i", ndim=1, nonneg=True)
+        sizes = read_array(arrays, "slice_sizes", kind="i", ndim=1, nonneg=True)
         S = sizes.size
-        slice_t = read_array(arrays, "slice_t", "i", shape=(S,), nonneg=True)
-        slice_token = read_array(arrays, "slice_token", "i", shape=(S,), nonneg=True)
-        positions = read_array(arrays, "slice_positions", "i", shape=(int(sizes.sum()),), nonneg=True)
+        slice_t = read_array(arrays, "slice_t", kind="i", shape=(S,), nonneg=True)
+        slice_token = read_array(arrays, "slice_token", kind="i", shape=(S,), nonneg=True)
+        positions = read_array(arrays, "slice_positions", kind="i", shape=(int(sizes.sum()),), nonneg=True)
         if positions.size and positions.max() >= n:
             raise ResultFormatError(f"array 'slice_positions' points past the {n} tokens")
         n_sq = int((sizes**2).sum())
-        weights = read_array(arrays, "slice_weights", "f", shape=(n_sq,), finite=True, nonneg=True)
-        distances = read_array(arrays, "slice_distances", "f", shape=(n_sq,), finite=True, nonneg=True)
+        weights = read_array(arrays, "slice_weights", kind="f", shape=(n_sq,), finite=True, nonneg=True)
+        distances = read_array(arrays, "slice_distances", kind="f", shape=(n_sq,), finite=True, nonneg=True)
         pos_b = np.concatenate([[0], np.cumsum(sizes)])
         sq_b = np.concatenate([[0], np.cumsum(sizes**2)])
         diagrams = unpack_diagrams(
-            arrays, "dgm_", maxdim=maxdim, shape=(S,), threshold=json_float(meta.get("threshold", "inf")),
+            arrays, prefix="dgm_", maxdim=maxdim, shape=(S,), threshold=json_float(meta.get("threshold", "inf")),
             engine=meta["engine"], filtration=meta.get("filtration", "vietoris_rips"),
         )
         layer, head = int(meta["layer"]), int(meta["head"])
@@ -675,9 +675,9 @@ class Timeline(Result):
             )
         matchings = []
         for d in range(maxdim + 1):
-            c = read_array(arrays, f"match_counts_h{d}", "i", shape=(max(S - 1, 0),), nonneg=True)
+            c = read_array(arrays, f"match_counts_h{d}", kind="i", shape=(max(S - 1, 0),), nonneg=True)
             b = np.concatenate([[0], np.cumsum(c)])
-            pairs = read_array(arrays, f"match_pairs_h{d}", "i", shape=(int(b[-1]), 2))
+            pairs = read_array(arrays, f"match_pairs_h{d}", kind="i", shape=(int(b[-1]), 2))
             matchings.append([pairs[b[k] : b[k + 1]] for k in range(c.size)])
         return cls(
             slices=slices,
@@ -698,8 +698,8 @@ class Timeline(Result):
             n_lead=int(meta["n_lead"]),
             n_trail=int(meta["n_trail"]),
             one_pass=bool(meta["one_pass"]),
-            bottleneck=read_array(arrays, "bottleneck", "f", shape=(max(S - 1, 0), maxdim + 1), nonneg=True),
-            wasserstein=read_array(arrays, "wasserstein", "f", shape=(max(S - 1, 0), maxdim + 1), nonneg=True),
+            bottleneck=read_array(arrays, "bottleneck", kind="f", shape=(max(S - 1, 0), maxdim + 1), nonneg=True),
+            wasserstein=read_array(arrays, "wasserstein", kind="f", shape=(max(S - 1, 0), maxdim + 1), nonneg=True),
             matchings=matchings,
             truncated=bool(meta.get("truncated", False)),
             provenance=meta.get("provenance", {}),

@@ -143,7 +143,7 @@ def analyze(
 
         key = sort or _default_sort(analysis)
         chosen = [(r["layer"], r["head"]) for r in _sorted_rows(rows, key)[:plot_heads]]
-        bundle = analysis_bundle(analysis, chosen, stat=key if key != "layer" else _default_sort(analysis))
+        bundle = analysis_bundle(analysis, heads=chosen, stat=key if key != "layer" else _default_sort(analysis))
 
     def document(saved, figures, timing):
         doc = json_doc(analysis.to_dict(), source=source, saved=saved, figures=figures, timing=timing)

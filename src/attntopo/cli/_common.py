@@ -483,7 +483,7 @@ def check_layers_heads(model: str, layers: Any, heads: Any) -> None:
     (:func:`attntopo.models.check_selection`: one line naming the allowed range)."""
     from ..models import check_selection
 
-    check_selection(model, layers, heads, names=("--layer", "--head"))
+    check_selection(model, layers=layers, heads=heads, names=("--layer", "--head"))
 
 
 def load_model_with_status(model: str, show: bool, *, device: str = "cpu", dtype: str = "float32"):
@@ -568,7 +568,7 @@ def write_result(result: Any, out: Path | None, bundle: Any, formats: list[str],
     if bundle is not None:
         with status("drawing figures …", show):
             t0 = time.perf_counter()
-            figures = bundle.files(formats)
+            figures = bundle.files(formats=formats)
             t_plots = time.perf_counter() - t0
     saved = None
     if out is not None:

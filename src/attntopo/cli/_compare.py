@@ -145,7 +145,7 @@ def compare_cmd(
     if formats:
         from ..plots import comparison_bundle
 
-        bundle = comparison_bundle(c, [(r["layer"], r["head"]) for r in rows[:plot_heads]], highlight=keys)
+        bundle = comparison_bundle(c, heads=[(r["layer"], r["head"]) for r in rows[:plot_heads]], highlight=keys)
 
     def document(saved, figures, timing):
         doc = c.to_dict(k=min(5, len(rows)), dim=dim)
@@ -275,7 +275,7 @@ def _compare_rows(c, dim: int) -> list[dict]:
         f"{n}_h{d}" for n in ("bottleneck", "wasserstein1") for d in range(c.maxdim + 1)
     ] + ["shared_edges", "shared_triangles"]
     pos = {(lay, hd): t for t, (lay, hd) in enumerate(zip(s["layer"].tolist(), s["head"].tolist()))}
-    r = c.ranking("bottleneck", dim)
+    r = c.ranking(by="bottleneck", dim=dim)
     rows = []
     for q in range(r.n_rows):
         t = pos[int(r["layer"][q]), int(r["head"][q])]

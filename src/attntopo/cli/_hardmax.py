@@ -159,7 +159,7 @@ def simulate_cmd(
     if from_text:
         with status("hardmax dynamics on the model's tokens …", show):
             t0 = time.perf_counter()
-            r = hm.simulate_text(body, m, layer, head, alpha=alpha, steps=steps, margin=margin,
+            r = hm.simulate_text(body, m, layer=layer, head=head, alpha=alpha, steps=steps, margin=margin,
                                  truncate=truncate, rtol=rtol, cluster_tol=cluster_tol)
             t_sim = time.perf_counter() - t0
         where = f"{source}, {m.name} layer {r.source['layer']} head {r.source['head']}"
@@ -177,7 +177,7 @@ def simulate_cmd(
             src = {"kind": "random", "n": n_, "dim": d_, "seed": seed, "A": "random SPD" if random_a else "identity"}
             where = f"{n_} Gaussian tokens in R^{d_} (seed {seed}), A = {src['A']}"
         t0 = time.perf_counter()
-        r = hm.simulate(Z0, A, alpha, steps, rtol=rtol, cluster_tol=cluster_tol, source=src)
+        r = hm.simulate(Z0, A=A, alpha=alpha, steps=steps, rtol=rtol, cluster_tol=cluster_tol, source=src)
         t_sim = time.perf_counter() - t0
     pos = r.polytope() if r.leaders[-1].any() else None
     geometry = None if pos is None else {
@@ -317,7 +317,7 @@ def train_cmd(
         cats = [c.strip() for c in fortunes.split(",") if c.strip()]
         if len(cats) != 2:
             raise InvalidInputError(f"--fortunes takes exactly two categories, comma-separated; got {fortunes!r}")
-        ds = load_fortunes(cats)
+        ds = load_fortunes(categories=cats)
         source = {"kind": "fortunes", "categories": cats}
 
     def progress(row: dict) -> None:

@@ -125,14 +125,14 @@ def heads_cmd(
     if compare_model is not None:
         with progress_bar(f"comparing the diagrams ({boots} bootstrap replicates)", show) as progress:
             t1 = time.perf_counter()
-            comparison = at.compare_models(None, spaces[0], spaces[1], maxdim=maxdim, n_boot=boots,
+            comparison = at.compare_models(None, model_a=spaces[0], model_b=spaces[1], maxdim=maxdim, n_boot=boots,
                                            seed=seed, n_jobs=n_jobs, progress=progress)
             t_cmp = time.perf_counter() - t1
     bundle = None
     if formats:
         from ..plots import head_space_bundle
 
-        bundle = head_space_bundle(spaces, comparison)
+        bundle = head_space_bundle(spaces, comparison=comparison)
 
     def document(saved, figures, timing):
         return json_doc({
@@ -213,7 +213,7 @@ def _print_space(hs, top: int, scale: Optional[float]) -> None:
         console.print(
             "  (sk sink, se self, pr previous, nx next, br broad, bd banded, vt vertical, mx mixed)"
         )
-    groups = hs.redundancy(scale)
+    groups = hs.redundancy(scale=scale)
     used = groups[0]["scale"] if groups else (hs.default_scale() if scale is None else scale)
     if not groups:
         console.print(f"  redundant heads within {num(used)}: none")

@@ -92,7 +92,7 @@ def phrase_cmd(
                                maxdim=maxdim, drop_special=drop_special, occurrence=occurrence, n_jobs=n_jobs,
                                truncate=truncate, progress=progress)
         t_phrase = time.perf_counter() - t0
-    spread = {n: p.spread(dim, n) for n in ("bottleneck", "wasserstein1")}
+    spread = {n: p.spread(dim=dim, by=n) for n in ("bottleneck", "wasserstein1")}
     rows = [
         {"layer": lay, "head": hd, "bottleneck": float(spread["bottleneck"][i, j]),
          "wasserstein1": float(spread["wasserstein1"][i, j])}

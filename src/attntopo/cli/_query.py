@@ -1,6 +1,6 @@
 """``attntopo query``: SQL (DuckDB) over a corpus store, printed as a table, JSON or CSV.
 
-The result is read a batch at a time (:meth:`Store.sql_batches`) and never held whole: the
+The result is read a batch at a time (:meth:`StoreReader.sql_batches`) and never held whole: the
 table shows the first ``--rows`` rows and counts the rest; ``--csv`` and ``--json`` write the
 rows as they come, on stdout or atomically into ``--output FILE``.
 """
@@ -99,7 +99,7 @@ def query_cmd(
         if output.is_dir():
             raise InvalidInputError(f"--output {str(output)!r} is a folder: give a file path")
         check_writable_parent(output, "--output")
-    limit = check_memory_limit(memory_limit, "--memory-limit")
+    limit = check_memory_limit(memory_limit, name="--memory-limit")
     opened = open_store(store)
     reader = opened.sql_batches(sql, allow_external=allow_external, memory_limit=limit,
                                 json_rows=json_out)

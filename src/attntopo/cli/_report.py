@@ -107,7 +107,7 @@ def report_cmd(
                                     progress=progress)
         analysis = comparison.a
     with status("drawing the report …", True):
-        html = report_html(analysis, comparison, heads=chosen, n_heads=plot_heads, title=title)
+        html = report_html(analysis, comparison=comparison, heads=chosen, n_heads=plot_heads, title=title)
     try:
         saved = write_report(out, html)
     except OSError as e:

@@ -213,12 +213,12 @@ class Compression(Result):
 
     @classmethod
     def _from_payload(cls, meta: dict, arrays: Mapping[str, np.ndarray]) -> "Compression":
-        heads = read_array(arrays, "heads", "i", ndim=2, nonneg=True)
+        heads = read_array(arrays, "heads", kind="i", ndim=2, nonneg=True)
         m = heads.shape[0]
         if heads.shape[1] != 2:
             raise ResultFormatError(f"array 'heads' must have shape (m, 2), got {heads.shape}")
-        clusters = read_array(arrays, "clusters", "i", shape=(m,), nonneg=True)
-        scales = read_array(arrays, "scales", "f", shape=(m,), finite=True, nonneg=True)
+        clusters = read_array(arrays, "clusters", kind="i", shape=(m,), nonneg=True)
+        scales = read_array(arrays, "scales", kind="f", shape=(m,), finite=True, nonneg=True)
         if meta.get("method") not in METHODS or meta.get("representative") not in REPRESENTATIVES:
             raise ResultFormatError(f"unknown method {meta.get('method')!r} or representative "
                                     f"{meta.get('representative')!r}")
@@ -295,7 +295,7 @@ def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads
     check_choice(method, "method", METHODS)
     check_choice(representative, "representative", REPRESENTATIVES)
     scale = _check_scale(scale)
-    check_selection(model, layers, heads)  # before the weights load
+    check_selection(model, layers=layers, heads=heads)  # before the weights load
     m = model if isinstance(model, AttentionModel) else load_model(model)  # load_model refuses the rest
     targets = _targets(m, layers, heads)
     enc = m.tokenize(text, truncate=truncate)
@@ -306,13 +306,13 @@ def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads
         with compressed_attention(m, cfg):
             comp = _forward(m, enc.ids)
     rec = cfg["record"]
-    labels, _ = token_labels(enc.tokens, enc.offsets, enc.special, enc.text)
+    labels, _ = token_labels(enc.tokens, enc.offsets, enc.special, text=enc.text)
     return Compression(
         model=m.name, text=text, tokens=labels, causal=bool(m.causal), method=method, representative=representative,
         scale=scale, heads=np.array([[r[0], r[1]] for r in rec], dtype=np.int64).reshape(-1, 2),
         n_tokens=len(enc.ids), clusters=np.array([r[3] for r in rec], dtype=np.int64),
         scales=np.array([r[5] for r in rec], dtype=np.float64), effect=_effect(m, enc.ids, base, comp),
-        provenance=make_provenance(m.info(), {"method": method, "representative": representative, "scale": scale,
+        provenance=make_provenance(m.info(), settings={"method": method, "representative": representative, "scale": scale,
                                                "seed": seed}),
     )
 

@@ -28,12 +28,17 @@ The pieces (stable interfaces, shared by both engines)
     hash against the settings); ``worker(table) -> pyarrow.Table`` returns one store row per
     input row (:func:`output_schema`), never raising for one bad text (a ``failed`` row).
     Only ``settings`` crosses a process boundary: a Ray actor constructs its own worker.
-:class:`Store`, :func:`open_store` (``_store``)
-    The folder: ``manifest.json``, ``parts/part-NNNNNNNN.parquet`` (one per batch, written
-    atomically by ``store.write_part(k, table)``), ``parts.sha256`` (each part's SHA-256 as
-    written; ``verify()``), ``errors.jsonl``.  ``done_batches()``,
-    ``done_ids()``, ``counts()``, ``to_arrow()``, ``to_pandas()``, ``diagrams(id)``,
-    ``sql("SELECT … FROM corpus")`` (DuckDB; the view is named :data:`TABLE`).
+:class:`StoreReader`, :func:`open_store` (``_store``)
+    The folder: ``manifest.json``, ``parts/part-NNNNNNNN.parquet`` (one per batch),
+    ``parts.sha256`` (each part's SHA-256 as written; ``verify()``), ``errors.jsonl``, read:
+    ``done_batches()``, ``done_ids()``, ``counts()``, ``to_arrow()``, ``to_pandas()``,
+    ``diagrams(id)``, ``sql("SELECT … FROM corpus")`` (DuckDB; the view is named
+    :data:`TABLE`).  A reader has no method that writes.
+:class:`StoreWriter`, :func:`lock_store` (``_writer``)
+    What a run writes with: ``StoreWriter.create(...)`` or ``StoreWriter(reader, lock=lock)``;
+    ``writer.write_part(k, table)`` (atomic), ``verify()`` (records the checksums of parts
+    whose own checksums hold), ``write_errors()``, ``write_checksums()``,
+    ``update_manifest(...)``; ``writer.store`` is its reader.
 :func:`run` (``_local``)
     Steps 1–4 are :func:`prepare` (→ :class:`Prepared`: store, input, settings, model,
     ``todo`` batches, the store's lock); the engine writes the parts of ``prep.todo``; then
@@ -43,7 +48,7 @@ The Ray engine
 --------------
 ``backend="ray"`` imports ``attntopo.corpus._ray`` lazily and calls
 ``run_ray(prep, progress=reporter, ray_address=None | "host:port")``, which must write
-``prep.store.write_part(k, rows)`` for every ``k`` in ``prep.todo`` (rows from
+``prep.writer.write_part(k, rows)`` for every ``k`` in ``prep.todo`` (rows from
 ``BatchWorker(prep.settings, n_jobs=1)`` applied to the table of batch ``k`` of
 ``prep.input.batches(prep.settings.batch_size, skip=prep.store.done_batches())``), call
 ``progress.advance(rows.num_rows)`` once per batch, and return ``None``.  Same batches, same
@@ -71,7 +76,8 @@ from ._settings import (
     model_fingerprint,
 )
 from ._sql import QUERY_MEMORY_LIMIT, check_memory_limit
-from ._store import CHECKSUMS, ERRORS, MANIFEST, PARTS, TABLE, Store, StoreLock, check_store_path, lock_store, open_store, part_name
+from ._store import CHECKSUMS, ERRORS, MANIFEST, PARTS, TABLE, StoreReader, open_store, part_name
+from ._writer import StoreLock, StoreWriter, check_store_path, lock_store
 from ._work import (
     DIAGRAM_COLUMNS,
     STATUS_FAILED,
@@ -104,8 +110,9 @@ __all__ = [
     "STATUS_FAILED",
     "STATUS_OK",
     "STATUS_SKIPPED",
-    "Store",
     "StoreLock",
+    "StoreReader",
+    "StoreWriter",
     "TABLE",
     "check_lengths",
     "check_memory_limit",

@@ -97,9 +97,9 @@ def _default_id(row: int, text: str, answer: str | None = None) -> str:
     return f"{row}-{text_sha256(text)[:12]}-{text_sha256(answer)[:12]}"
 
 
-def record_sha256(text: str, answer: str | None = None) -> str:
+def record_sha256(text: str, *, answer: str | None = None) -> str:
     """What identifies a record's content: its text's SHA-256, and for a pair the answer's
-    after a ``+`` (``Store.stored_hashes`` reads the same from a store's columns)."""
+    after a ``+`` (``StoreReader.stored_hashes`` reads the same from a store's columns)."""
     return text_sha256(text) if answer is None else f"{text_sha256(text)}+{text_sha256(answer)}"
 
 
@@ -585,7 +585,7 @@ class CorpusInput:
         """Number of batches of ``batch_size`` non-empty texts."""
         return -(-self.total // batch_size)
 
-    def batches(self, batch_size: int, skip: frozenset[int] | set[int] = frozenset()
+    def batches(self, batch_size: int, *, skip: frozenset[int] | set[int] = frozenset()
                 ) -> Iterator[tuple[int, Any]]:
         """``(batch index, pyarrow.Table)`` for every batch not in ``skip``, in input order.
 

@@ -18,7 +18,10 @@ The steps (shared by both backends; ``backend="ray"`` hands step 5 to
    skipped, its batches numbered after the existing parts);
 5. for every batch without a part file: :class:`~attntopo.corpus.BatchWorker` → one part,
    written atomically;
-6. rewrite ``errors.jsonl`` and return the :class:`~attntopo.corpus.Store`.
+6. rewrite ``errors.jsonl`` and return the :class:`~attntopo.corpus.StoreReader`.
+
+Steps 4–6 write through a :class:`~attntopo.corpus.StoreWriter` (``Prepared.writer``); what
+:func:`run` returns is its reader, which cannot write.
 """
 
 from __future__ import annotations
@@ -46,15 +49,8 @@ from ._settings import (
     check_same_settings,
     make_settings,
 )
-from ._store import (
-    MANIFEST,
-    OWN_FILE,
-    Store,
-    StoreLock,
-    can_start_over,
-    check_store_path,
-    lock_store,
-)
+from ._store import MANIFEST, OWN_FILE, StoreReader
+from ._writer import StoreLock, StoreWriter, can_start_over, check_store_path, lock_store
 from ._work import BatchWorker, check_lengths, feature_columns, output_schema
 
 __all__ = ["run", "BACKENDS", "prepare", "Prepared", "finish", "log"]
@@ -71,8 +67,10 @@ class Prepared:
 
     Attributes
     ----------
-    store : Store
-        The opened (or new) store; ``store.done_batches()`` are the batches to skip.
+    writer : StoreWriter
+        The writer of the opened (or new) store: engines write ``writer.write_part(k, rows)``.
+    store : StoreReader
+        Its reader (``writer.store``); ``store.done_batches()`` are the batches to skip.
     input : CorpusInput
         The scanned input (``input.batches(settings.batch_size, skip=…)`` streams the rest).
     settings : CorpusSettings
@@ -87,7 +85,7 @@ class Prepared:
         (:func:`~attntopo.corpus.lock_store`).
     """
 
-    store: Store
+    writer: StoreWriter
     input: CorpusInput
     settings: CorpusSettings
     model: Any
@@ -96,6 +94,11 @@ class Prepared:
     #: the manifest's entry of the input this run appends or continues (None: a store of one
     #: input, resumed or made)
     appending: dict | None = None
+
+    @property
+    def store(self) -> StoreReader:
+        """The store's reader (the writer's)."""
+        return self.writer.store
 
 
 def prepare(
@@ -172,17 +175,19 @@ def prepare(
         if store is None:
             from ..analyses.building import package_versions
 
-            store = Store.create(path, settings, schema, info, feature_columns(settings),
-                                 extra={"model": m.info(), "versions": package_versions()}, lock=lock)
-        store.lock = lock
-        store.clean_temporary()
-        _drop_damaged(store)
-        store.refresh()
+            writer = StoreWriter.create(path, settings, schema, info, feature_columns(settings),
+                                        extra={"model": m.info(), "versions": package_versions()},
+                                        lock=lock)
+        else:
+            writer = StoreWriter(store, lock=lock)
+        writer.clean_temporary()
+        _drop_damaged(writer)
+        store = writer.store.refresh()
         done = store.done_batches()
         if entry is not None:
-            return _prepare_append(store, inp, settings, m, lock, entry)
+            return _prepare_append(writer, inp, settings, m, lock, entry)
         todo = _todo(path, inp, settings.batch_size, done)
-        return Prepared(store, inp, settings, m, todo, lock)
+        return Prepared(writer, inp, settings, m, todo, lock)
     except BaseException:
         if lock is not None:
             lock.release(remove_if_empty=True)
@@ -213,19 +218,19 @@ def _check_options(model: Any, device: Any, dtype: Any, new_store: Any, append: 
     if given is not None:
         check_prompt_set(given.sets, settings_options["pairs"])
     # layers and heads against the model's configuration, before its weights load
-    check_selection(model, *(settings_options.get(k) if settings_options.get(k) is not None
-                             else getattr(given, k, None) for k in ("layers", "heads")))
+    check_selection(model, **{k: settings_options.get(k) if settings_options.get(k) is not None
+                              else getattr(given, k, None) for k in ("layers", "heads")})
     return device, dtype, new_store, append
 
 
-def _open_existing(path: Path, new_store: bool) -> tuple[Store | None, bool]:
+def _open_existing(path: Path, new_store: bool) -> tuple[StoreReader | None, bool]:
     """The store at ``path`` if it has a manifest, and whether it is one that cannot be used
     (refused, unless ``new_store`` may start it over)."""
     existing = (path / MANIFEST).is_file()
     store, unusable = None, False
     if existing:
         try:
-            store = Store(path)  # refuses what is not a corpus store
+            store = StoreReader(path)  # refuses what is not a corpus store
         except ResultFormatError as e:
             # a manifest that cannot be used: --new-store starts over (what the refusal
             # says to do), where the folder is a store's and holds nothing else
@@ -272,7 +277,7 @@ def _todo(path: Path, inp: CorpusInput, batch_size: int, done: set[int]) -> list
     return todo
 
 
-def _appended_input(store: Store, inp: CorpusInput, settings: CorpusSettings, schema: Any,
+def _appended_input(store: StoreReader, inp: CorpusInput, settings: CorpusSettings, schema: Any,
                     append: bool) -> dict | None:
     """The manifest entry of ``inp`` when this run appends it to ``store`` or continues an
     append of it (a new entry, recorded with status ``"appending"``); None when the store
@@ -321,7 +326,7 @@ def _appended_input(store: Store, inp: CorpusInput, settings: CorpusSettings, sc
     return entry
 
 
-def _prepare_append(store: Store, inp: CorpusInput, settings: CorpusSettings, m: Any,
+def _prepare_append(writer: StoreWriter, inp: CorpusInput, settings: CorpusSettings, m: Any,
                     lock: StoreLock, entry: dict) -> Prepared:
     """Step 4 of an append (new or continued): the ids stored before it are read with their
     text hashes; an id of the input stored with another text is refused (one line naming it);
@@ -330,6 +335,7 @@ def _prepare_append(store: Store, inp: CorpusInput, settings: CorpusSettings, m:
     append, so an interrupted append continues exactly where its parts end."""
     from ._input import record_sha256
 
+    store = writer.store
     first = int(entry["first_part"])
     before = store.stored_hashes(before=first)
     already = 0
@@ -342,7 +348,7 @@ def _prepare_append(store: Store, inp: CorpusInput, settings: CorpusSettings, m:
             if old is None:
                 continue
             n_old += 1
-            new = record_sha256(text, answer)
+            new = record_sha256(text, answer=answer)
             if old != new:
                 what = "text" if answer is None else "prompt or answer"
                 raise InvalidInputError(
@@ -361,11 +367,11 @@ def _prepare_append(store: Store, inp: CorpusInput, settings: CorpusSettings, m:
     else:
         inputs[at[0]] = entry
     if inputs != store.manifest.get("inputs"):
-        store._update_manifest(inputs=inputs)
+        writer.update_manifest(inputs=inputs)
     done = store.done_batches()
     todo = [first + k for k in range(inp.batch_count(settings.batch_size))
             if k not in empty and first + k not in done]
-    return Prepared(store, _AppendInput(inp, first, before), settings, m, todo, lock, entry)
+    return Prepared(writer, _AppendInput(inp, first, before), settings, m, todo, lock, entry)
 
 
 class _AppendInput:
@@ -395,16 +401,17 @@ class _AppendInput:
         self._inp.close()
 
 
-def _drop_damaged(store: Store) -> None:
-    """Remove every damaged part (:meth:`Store.verify`), saying which, so that the run
+def _drop_damaged(writer: StoreWriter) -> None:
+    """Remove every damaged part (:meth:`StoreWriter.verify`), saying which, so that the run
     computes its batch again: a part is trusted as done only after its bytes are checked."""
     import warnings
 
     from ..errors import DamagedPartWarning
     from ._store import part_name
 
-    for k, why in sorted(store.verify(record=True).items()):
-        os.unlink(store.part_path(k))
+    store = writer.store
+    for k, why in sorted(writer.verify().items()):
+        writer.remove_part(k)
         warnings.warn(DamagedPartWarning(
             f"STORE {str(store.path)!r}: {part_name(k)} "
             f"was damaged ({why}): batch {k} is recomputed"
@@ -447,17 +454,17 @@ def _clear(path: Path) -> None:
             os.rmdir(parts)
 
 
-def finish(prep: Prepared) -> Store:
-    """Step 6 of :func:`run`: the error log, the lock released, the store re-read."""
+def finish(prep: Prepared) -> StoreReader:
+    """Step 6 of :func:`run`: the error log, the lock released, the store's reader re-read."""
     try:
-        store = prep.store.refresh()
-        store.write_errors()
-        store.write_checksums()
+        store, writer = prep.store.refresh(), prep.writer
+        writer.write_errors()
+        writer.write_checksums()
         if prep.appending is not None and prep.appending.get("status") == "appending" \
                 and not store.counts()["remaining"]:
             inputs = store.inputs()
             inputs[-1] = {**inputs[-1], "status": "done"}
-            store._update_manifest(inputs=inputs)
+            writer.update_manifest(inputs=inputs)
         store = store.refresh()
         if prep.appending is not None:
             store.appended = next(e for e in store.inputs() if e.get("fingerprint") == prep.appending["fingerprint"])
@@ -467,11 +474,11 @@ def finish(prep: Prepared) -> Store:
 
 
 def _release(prep: Prepared) -> None:
-    """The lock released (once), the store left without it, the input closed."""
+    """The lock released (once), the writer left without it, the input closed."""
     if prep.lock is not None:
         prep.lock.release()
     prep.lock = None
-    prep.store.lock = None
+    prep.writer.lock = None
     prep.input.close()
 
 
@@ -586,7 +593,7 @@ def run(
     progress: Any = None,
     log_every: int = 10,
     **setting_values: Any,
-) -> Store:
+) -> StoreReader:
     """Compute the features of every text of a corpus into a resumable Parquet store.
 
     Parameters
@@ -613,7 +620,7 @@ def run(
         ``answer_column``).  The metric decides the kept diagrams too.
     keep_diagrams : bool
         Also store each head's diagram (H0, H1) of the token distances as list columns
-        (:meth:`Store.diagrams`).
+        (:meth:`StoreReader.diagrams`).
     keep_text : bool
         Store each text itself (column ``text``), so that queries can show it (default); False
         keeps only its SHA-256 (a corpus that must not be copied).  Part of the settings.
@@ -639,7 +646,7 @@ def run(
         Add the texts of this input to the existing store ``out`` (same settings; the store
         finished): texts whose id the store holds already are skipped (counted; the same id
         with another text is refused, naming it), the rest become new parts, and the manifest
-        records the input (``Store.inputs()``).  Running the same append again continues it.
+        records the input (``StoreReader.inputs()``).  Running the same append again continues it.
         On a new STORE it makes the store.
     (``engine=`` is the persistence engine, as in :func:`attntopo.features.features`; where
     the corpus runs is ``backend=``.)
@@ -672,8 +679,9 @@ def run(
 
     Returns
     -------
-    Store
-        The finished store (:meth:`Store.counts`, :meth:`Store.sql`, :meth:`Store.to_pandas`).
+    StoreReader
+        The finished store, read (:meth:`~StoreReader.counts`, :meth:`~StoreReader.sql`,
+        :meth:`~StoreReader.to_pandas`).
 
     Raises
     ------
@@ -777,7 +785,7 @@ def _full_disk_is_one_line(out: Any) -> Iterator[None]:
         if e.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
         try:
-            kept = f" ({Store(out).n_rows()} texts are stored)"
+            kept = f" ({StoreReader(out).n_rows()} texts are stored)"
         except Exception:  # noqa: BLE001 - only a count for the message
             kept = ""
         raise DiskFullError(
@@ -786,7 +794,7 @@ def _full_disk_is_one_line(out: Any) -> Iterator[None]:
         ) from None
 
 
-def _warn_unknown(store: Store) -> None:
+def _warn_unknown(store: StoreReader) -> None:
     """One warning when texts held tokens the model's vocabulary lacks (``n_unknown``)."""
     import warnings
 
@@ -831,7 +839,7 @@ def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
     try:
         for k, table in prep.input.batches(st.batch_size, skip=skip):
             shown = [0]  # texts of this batch the bar already counts (its finished chunks)
-            finish = worker.start(table, submit, threads, _chunk_done(reporter, shown))
+            finish = worker.start(table, submit=submit, forward_threads=threads, done=_chunk_done(reporter, shown))
             del table
             if pending is not None:
                 _write(prep, reporter, *pending)
@@ -863,5 +871,5 @@ def _write(prep: Prepared, reporter: Reporter, k: int, finish: Any, shown: list[
     """Finish batch ``k`` (waiting for its persistence) and write its part; the bar gets the
     batch's texts its chunks have not counted yet."""
     rows = finish()
-    prep.store.write_part(k, rows)
+    prep.writer.write_part(k, rows)
     reporter.advance(rows.num_rows - shown[0])

@@ -37,7 +37,7 @@ How it runs
    tokens: 63 → 70 texts/s in steady state).
 4. **Store.** The driver consumes the results as they come (``iter_batches``, in completion
    order), unpacks the feature columns (:func:`~attntopo.corpus._work.unpack_features`) and
-   writes each batch with ``prep.store.write_part(k, rows)``: one atomic part per
+   writes each batch with ``prep.writer.write_part(k, rows)``: one atomic part per
    batch, named by the batch.  Only the driver writes, which gives exactly once after
    ``kill -9``: a part is either complete or absent (temporary file, fsync, rename); a
    re-run skips the batches whose part exists; Ray's retries of a task on a restarted actor
@@ -806,7 +806,7 @@ def _write(prep: Prepared, k: int, pieces: list[Any], progress: Reporter, stats:
     rows = unpack_features(t, prep.store.feature_columns, prep.store.schema)
     if rows.schema.remove_metadata() != prep.store.schema.remove_metadata():
         rows = rows.cast(prep.store.schema.remove_metadata())
-    prep.store.write_part(k, rows)
+    prep.writer.write_part(k, rows)
     stats.write_s += time.time() - received
     stats.batches += 1
     stats.texts += rows.num_rows

@@ -44,9 +44,6 @@ DEFAULT_BATCH_SIZE = 32
 #: Settings added after stores were first written: a manifest without them has the default
 #: (a feature setting missing from a manifest always does: FeatureSettings.from_dict).
 _ADDED_FIELDS = frozenset({"dtype", "pairs"})
-#: Feature settings' names in the manifests of stores made before the settings were nested
-#: (one flat object; ``persistence_engine`` was ``engine``'s first name there).
-_FLAT_NAMES = {"persistence_engine": "engine"}
 
 
 @dataclass(frozen=True)
@@ -117,16 +114,18 @@ class CorpusSettings:
     @classmethod
     def from_manifest(cls, doc: Any) -> "CorpusSettings":
         """Inverse of :meth:`to_manifest`; :class:`~attntopo.errors.ResultFormatError` names a
-        missing or unknown key.  A manifest of a store made before the feature settings were
-        nested (one flat object, attntopo before issue 34) reads the same."""
-        from ..features import SETTING_NAMES, FeatureSettings
+        missing or unknown key.  The flat settings of a store made before the feature
+        settings were nested (before the first release) are refused in one line."""
+        from ..features import FeatureSettings
 
         if not isinstance(doc, dict):
             raise ResultFormatError("manifest.json: 'settings' must be an object")
         doc = dict(doc)
-        if "features" not in doc:  # the flat form: the feature settings beside the others
-            doc["features"] = {_FLAT_NAMES.get(k, k): doc.pop(k) for k in list(doc)
-                               if _FLAT_NAMES.get(k, k) in SETTING_NAMES}
+        if "features" not in doc:
+            raise ResultFormatError(
+                "manifest.json: settings in the flat form of a store made before the first "
+                "release (no 'features' object), which this attntopo does not read: make the "
+                "store again")
         doc.setdefault("keep_text", False)  # stores made before the text column have none
         names = [f.name for f in fields(cls)]
         missing = [n for n in names if n not in doc and n not in _ADDED_FIELDS]
@@ -138,7 +137,7 @@ class CorpusSettings:
             ) if x)
             raise ResultFormatError(f"manifest.json: settings do not match this attntopo ({what})")
         try:
-            doc["features"] = FeatureSettings.from_dict(doc["features"], "manifest.json")
+            doc["features"] = FeatureSettings.from_dict(doc["features"], where="manifest.json")
         except InvalidInputError as e:
             raise ResultFormatError(f"{e} (settings do not match this attntopo)") from None
         return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in doc.items()})
@@ -246,7 +245,7 @@ def make_settings(
     fs = replace(  # what the store's rows are: the heads resolved, the engine by its name
         fs, layers=tuple(int(i) for i in resolve_indices(fs.layers, model.n_layers, "layer")),
         heads=tuple(int(i) for i in resolve_indices(fs.heads, model.n_heads, "head")),
-        engine=None if fs.engine is None else get_engine(fs.engine).name)
+        engine=None if fs.engine is None else get_engine(engine=fs.engine).name)
     return CorpusSettings(
         model=str(model.name),
         dtype=str(getattr(model, "dtype", "float32")),

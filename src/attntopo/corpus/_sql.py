@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from .._validation import check_byte_size, format_bytes
 
-#: DuckDB's ``memory_limit`` for :meth:`Store.sql` and ``attntopo query`` unless the caller
+#: DuckDB's ``memory_limit`` for :meth:`StoreReader.sql` and ``attntopo query`` unless the caller
 #: gives one: joins, sorts and aggregates beyond it spill to a private temporary folder or stop
 #: with one line that says how to raise it.
 QUERY_MEMORY_LIMIT = "1GB"
@@ -19,12 +19,12 @@ MIN_MEMORY_LIMIT = 32 * 1000**2
 #: rows per batch of a streamed result (DuckDB's vector size): a batch of wide rows (texts,
 #: diagrams) stays small
 ROWS_PER_BATCH = 2048
-#: the one column of :meth:`Store.sql_batches` with ``json_rows=True``
+#: the one column of :meth:`StoreReader.sql_batches` with ``json_rows=True``
 JSON_COLUMN = "json"
 _ROW = "__attntopo_row__"  # the alias of the query under its JSON rows
 
 
-def check_memory_limit(value: Any, name: str = "memory_limit") -> int:
+def check_memory_limit(value: Any, *, name: str = "memory_limit") -> int:
     """``value`` (``"2GB"``, ``"512MB"``, an int of bytes) in bytes, at least 32MB; else one
     line."""
     return check_byte_size(value, name, lo=MIN_MEMORY_LIMIT)

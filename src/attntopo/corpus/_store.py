@@ -1,5 +1,5 @@
-"""The corpus store: a folder of Parquet part files, a manifest, an error log; read back with
-pyarrow, pandas or SQL (DuckDB).
+"""The corpus store and its reader: a folder of Parquet part files, a manifest, an error log;
+read back with pyarrow, pandas or SQL (DuckDB) through :class:`StoreReader` (:func:`open_store`).
 
 Layout
 ------
@@ -20,10 +20,13 @@ Layout
 Stores of format version 1 (made before the ``parts/`` folder and the first release, their
 parts beside the manifest) are refused in one line: ``--new-store`` makes them again.
 
-Only the run holding the store's lock (:func:`lock_store`: an exclusive ``flock`` on the
-folder, taken before the manifest is read) changes the folder; readers take no lock and see
-whole parts only.  A run checks every part against its recorded SHA-256 before trusting it
-(:meth:`Store.verify`).
+Reading and writing are two classes.  :class:`StoreReader` (this module) reads: it has no
+method that changes the folder, and this module imports nothing that does.
+:class:`~attntopo.corpus.StoreWriter` (``_writer``) is what a run writes with: it holds a
+reader of the same folder for everything it reads, and the store's lock
+(:func:`~attntopo.corpus.lock_store`: an exclusive ``flock`` on the folder, taken before the
+manifest is read).  Readers take no lock and see whole parts only.  A run checks every part
+against its recorded SHA-256 before trusting it (:meth:`StoreReader.verify`).
 
 Each part file is written atomically (:func:`attntopo.io.atomic_write_bytes`: a temporary
 file beside it, fsync, rename, fsync of the folder) under the name of its batch, so a part is
@@ -34,7 +37,7 @@ be read, is reported by name (:class:`~attntopo.errors.ResultFormatError`), neve
 
 SQL
 ---
-:meth:`Store.sql` runs DuckDB over the part files, which it sees as one view named
+:meth:`StoreReader.sql` runs DuckDB over the part files, which it sees as one view named
 ``corpus`` (:data:`TABLE`).  Feature columns have dots in their names: quote them,
 ``SELECT id, "L0H0.js.h1.total_persistence" FROM corpus``.
 """
@@ -42,26 +45,21 @@ SQL
 from __future__ import annotations
 
 import base64
-import contextlib
-import datetime as _dt
-import errno
 import functools
 import hashlib
 import json
 import os
 import re
-import secrets
 from pathlib import Path
 from typing import Any, Iterator
 
-from .._validation import check_bool, refused_path
+from .._validation import check_bool
 from ..errors import (
     InvalidInputError,
     MissingDependencyError,
     ResultFormatError,
     StoreReplacedError,
 )
-from ..io import atomic_write_bytes, atomic_write_text, json_safe, lock_folder, new_folders_removed_on_error, unlock_folder
 from ._input import _pa
 from ._settings import CorpusSettings
 from ._sql import QUERY_MEMORY_LIMIT, check_memory_limit, sql_message
@@ -69,9 +67,8 @@ from ._sql import batches as sql_batches
 from ._work import DIAGRAM_COLUMNS, STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
 
 __all__ = [
-    "Store",
+    "StoreReader",
     "open_store",
-    "check_store_path",
     "TABLE",
     "MANIFEST",
     "ERRORS",
@@ -80,8 +77,6 @@ __all__ = [
     "CHECKSUMS",
     "PARTS",
     "part_name",
-    "lock_store",
-    "StoreLock",
 ]
 
 FORMAT = "attntopo-corpus"
@@ -96,13 +91,14 @@ CHECKSUMS = "parts.sha256"
 _CHECKSUM_LINE = re.compile(r"^([0-9a-f]{64})  ((?:parts/)?part-\d{8}\.parquet)$")
 #: The codec of every part's column chunks (checked in a part without a recorded SHA-256).
 CODEC = "snappy"
-#: Name of the DuckDB view over the part files in :meth:`Store.sql` and ``attntopo query``.
+#: Name of the DuckDB view over the part files in :meth:`StoreReader.sql` and ``attntopo query``.
 TABLE = "corpus"
 _META_KEY = b"attntopo.corpus"
-#: A manifest's store id (its first keys, as written by :meth:`Store.create`).
+#: A manifest's store id (its first keys, as written by :meth:`StoreWriter.create`).
 _STORE_ID = re.compile(rb'"store_id":\s*"([^"\\]*)"')
 #: What a manifest that cannot be used leaves a user to do.
-_RECOMPUTE = ": Store.verify() names the damaged parts; a run of the same command recomputes them"
+_RECOMPUTE = (": StoreReader.verify() names the damaged parts; a run of the same command "
+              "recomputes them")
 _START_OVER = ("; --new-store (new_store=True) starts the store over (its parts are removed), "
                "or give another STORE")
 _PART = re.compile(r"^part-(\d{8})\.parquet$")
@@ -115,50 +111,14 @@ OWN_FILE = re.compile(
 )
 
 
-def can_start_over(path: Path) -> bool:
-    """Whether ``--new-store`` may clear the folder ``path`` although its manifest cannot be
-    used (unreadable, without settings, another format version): its manifest is not another
-    program's (JSON naming another format), the folder shows it is a store (the manifest
-    names the corpus format, or it has ``parts/`` or :data:`CHECKSUMS`), and it holds only
-    the files a store writes."""
-    try:
-        raw = (path / MANIFEST).read_bytes()
-    except OSError:
-        return False
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        doc = None  # torn or overwritten: a damaged manifest
-        store_like = (path / PARTS).is_dir() or (path / CHECKSUMS).is_file()
-        if FORMAT.encode() not in raw and not store_like:
-            return False
-    if doc is not None and (not isinstance(doc, dict) or doc.get("format") != FORMAT):
-        return False
-    try:
-        for entry in os.listdir(path):
-            if entry == PARTS and (path / PARTS).is_dir():
-                if not all(OWN_FILE.match(e) for e in os.listdir(path / PARTS)):
-                    return False
-            elif not OWN_FILE.match(entry):
-                return False
-    except OSError:
-        return False
-    return True
-
-
-def _manifest_tmp(entry: str) -> bool:
-    """A temporary file of an interrupted manifest write (removed by the next creation)."""
-    return entry.startswith(f".{MANIFEST}.") and entry.endswith(".tmp")
-
-
-def _own_temporary(entry: str) -> bool:
-    """A temporary file of a store's own atomic writes (manifest or part)."""
-    return _manifest_tmp(entry) or _TMP.match(entry) is not None
-
-
 def part_name(batch: int) -> str:
     """File name of batch ``batch``'s part: ``part-00000042.parquet``."""
     return f"part-{batch:08d}.parquet"
+
+
+def checksum_name(name: str) -> str:
+    """A part's name in :data:`CHECKSUMS`: relative to the store folder."""
+    return f"{PARTS}/{name}"
 
 
 def _duckdb():
@@ -169,166 +129,14 @@ def _duckdb():
     return duckdb
 
 
-def check_store_path(path: Any) -> Path:
-    """``path`` as a Path if a store can be written there; else one line, nothing written.
-
-    Allowed: a folder that does not exist yet under a writable folder, an empty writable
-    folder, or a writable corpus store (a folder with ``manifest.json``).
-    """
-    try:
-        p = Path(path)
-    except TypeError:
-        raise InvalidInputError(f"out must be a folder path, got {type(path).__name__}") from None
-    if "://" in str(path):
-        # s3://bucket/store would otherwise become a local folder named 's3:'
-        raise InvalidInputError(
-            f"STORE {str(path)!r} is a URL: stores are local (or mounted) folders for now; "
-            "docs/corpus.md says what object storage would need"
-        )
-    if "\0" in str(path):  # pathlib answers "does not exist" for it; creating it would fail
-        raise InvalidInputError(f"STORE {str(path)!r} holds a null byte: give a folder path")
-    with refused_path(f"STORE {str(path)!r} cannot be used"):
-        return _check_store_folder(p)
-
-
-def _check_store_folder(p: Path) -> Path:
-    if p.exists() and not p.is_dir():
-        raise InvalidInputError(f"STORE {str(p)!r} is a file: give a folder (new, empty, or a corpus store)")
-    if p.is_dir():
-        if not os.access(p, os.W_OK | os.X_OK):
-            raise InvalidInputError(f"STORE {str(p)!r} is not writable")
-        # a creating run's (or a killed one's) temporary files are not "other files"
-        if not (p / MANIFEST).is_file() and any(not _own_temporary(e.name) for e in p.iterdir()):
-            raise InvalidInputError(
-                f"STORE {str(p)!r} is a folder that holds other files and no {MANIFEST}: give a "
-                "new or empty folder, or an existing corpus store"
-            )
-        return p
-    parent = p.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {str(parent)!r} is a file")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {str(parent)!r} is not writable")
-    return p
-
-
-class StoreLock:
-    """The lock of one store folder, held by this process (:func:`lock_store`).
-
-    Attributes
-    ----------
-    path : Path
-        The store folder.
-    fd : int or None
-        The open folder whose ``flock`` is held (None where there is no ``fcntl``).
-    made : bool
-        Whether :func:`lock_store` created the folder (it is removed again by :meth:`release`
-        with ``remove_if_empty=True`` while still empty).
-    """
-
-    def __init__(self, path: Path, fd: int | None, made: bool) -> None:
-        self.path, self.fd, self.made = path, fd, made
-
-    def check(self, path: Path) -> None:
-        """Raise unless this lock is held and is the lock of the folder ``path``."""
-        if self.fd is None and _no_flock():  # pragma: no cover
-            return
-        try:
-            same = self.fd is not None and os.path.samestat(os.fstat(self.fd), os.stat(path))
-        except OSError:
-            same = False
-        if not same:
-            raise InvalidInputError(f"STORE {str(path)!r}: this run does not hold its lock (released or another folder)")
-
-    def release(self, *, remove_if_empty: bool = False) -> None:
-        """Release the lock (once); with ``remove_if_empty``, first remove the folder if this
-        lock made it and nothing was written into it (a refused run leaves no folder)."""
-        if self.fd is None:
-            return
-        if remove_if_empty and self.made:
-            try:
-                os.rmdir(self.path)  # only while empty; still under the lock
-            except OSError:
-                pass
-        fd, self.fd = self.fd, None
-        unlock_folder(fd)
-
-    def __enter__(self) -> "StoreLock":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release(remove_if_empty=exc[0] is not None)
-
-
-def _no_flock() -> bool:
-    from .. import io as _io
-
-    return _io.fcntl is None
-
-
-def lock_store(path: Any) -> StoreLock:
-    """Take the lock of the store folder ``path`` (created if missing) before touching it.
-
-    The protocol (docs/corpus.md, "Who writes when"): every run that creates, clears, resumes
-    or writes a store holds an exclusive ``flock`` on the store folder from before it reads
-    the manifest until its last write; the kernel drops it when the process dies, however it
-    dies.  A folder that does not exist yet is created first (``mkdir``; two runs may both
-    try, one of them makes it) and then locked; after the lock is held, the folder at
-    ``path`` must still be the folder locked (another run may have removed an empty folder it
-    had made between the two steps): if not, the steps are repeated.
-
-    Raises
-    ------
-    InvalidInputError
-        Another process holds the lock (one line, nothing changed), or the folder cannot be
-        created.
-    """
-    p = Path(path)
-    for _ in range(20):
-        made = False
-        try:
-            if not p.is_dir():
-                with new_folders_removed_on_error(p.parent):
-                    os.makedirs(p.parent, exist_ok=True)
-                    try:
-                        os.mkdir(p)
-                        made = True
-                    except FileExistsError:
-                        pass
-        except OSError as e:
-            raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {e.strerror or e}") from None
-        try:
-            fd = lock_folder(p, wait=False)
-        except BlockingIOError:
-            raise InvalidInputError(
-                f"STORE {str(p)!r} is being written by another run: nothing was changed; run "
-                "the command again once that run has ended (it continues the store)"
-            ) from None
-        except FileNotFoundError:  # removed between mkdir and open: again
-            continue
-        except OSError as e:
-            raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {e.strerror or e}") from None
-        if fd is None:  # pragma: no cover - no fcntl: no lock
-            return StoreLock(p, None, made)
-        try:
-            if os.path.samestat(os.fstat(fd), os.stat(p)):
-                return StoreLock(p, fd, made)
-        except FileNotFoundError:
-            pass
-        unlock_folder(fd)  # the folder locked is no longer the one at p: again
-    raise InvalidInputError(f"STORE {str(p)!r} keeps changing while this run tries to lock it: try again")
-
-
 def _same_store(method: Any) -> Any:
-    """A read of a :class:`Store`: the store on disk is checked to be the one this object
-    opened before and after the read, and on any error (a reader never returns rows of a
-    store that replaced it, nor names its parts "corrupt" or "not a part of this store"):
-    :meth:`Store.check_unchanged`."""
+    """A read of a :class:`StoreReader`: the store on disk is checked to be the one this
+    object opened before and after the read, and on any error (a reader never returns rows of
+    a store that replaced it, nor names its parts "corrupt" or "not a part of this store"):
+    :meth:`StoreReader.check_unchanged`."""
 
     @functools.wraps(method)
-    def read(self: Store, *args: Any, **kwargs: Any) -> Any:
+    def read(self: StoreReader, *args: Any, **kwargs: Any) -> Any:
         self.check_unchanged()
         try:
             out = method(self, *args, **kwargs)
@@ -352,10 +160,12 @@ def _schema_from_b64(text: str) -> Any:
     return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
 
 
-class Store:
-    """A corpus store folder (module docstring): its manifest, its rows, SQL over them.
+class StoreReader:
+    """A corpus store folder, read (module docstring): its manifest, its rows, SQL over them.
 
-    Open one with :func:`open_store` (or get it from :func:`attntopo.corpus.run`).
+    Open one with :func:`open_store` (or get it from :func:`attntopo.corpus.run`).  It has no
+    method that writes: a run writes through a :class:`~attntopo.corpus.StoreWriter`, which
+    holds a reader, never the other way round.
 
     Attributes
     ----------
@@ -398,8 +208,6 @@ class Store:
         # and its bookkeeping summary (_summary), None until read: see _summaries
         self._known: dict[int, tuple[tuple[int, ...], dict | None]] = {}
         self._cons: dict[tuple, Any] = {}  # DuckDB: {(allow_external, memory_limit): (connection, rows)}
-        #: the writer's lock (StoreLock) while a run holds it; None for a reader
-        self.lock: StoreLock | None = None
         #: the manifest entry of the input the run that returned this store appended (or None)
         self.appended: dict | None = None
         #: after :meth:`verify`: batches of parts that read in full but have neither a recorded
@@ -502,81 +310,11 @@ class Store:
     def _removed(self, path: Path) -> ResultFormatError:
         """A part listed by this reader and gone when read, in a store not replaced (a run
         removed it to recompute it); the listing is forgotten, so the next read lists again."""
-        self._parts, self._cons = None, {}
+        self._forget_parts()
         return ResultFormatError(
             f"{path}: removed since this reader listed the store's parts (a run recomputes a "
             "damaged part): run the command again"
         )
-
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        """The block changes the folder: under the lock this store holds (checked), else
-        under the lock taken for the block alone (one line if another run holds it)."""
-        if self.lock is not None:
-            self.lock.check(self.path)
-            yield
-            return
-        with lock_store(self.path):
-            yield
-
-    # -------------------------------------------------------------- creation
-    @classmethod
-    def create(cls, path: Path, settings: CorpusSettings, schema: Any, input_info: dict,
-               feature_columns: list[str], extra: dict | None = None, *,
-               lock: "StoreLock | None" = None) -> "Store":
-        """Write a new store's manifest (the folder is created; it must be new or empty).
-
-        Under ``lock`` (the folder's :class:`StoreLock`, held by the caller, who then keeps
-        it on the returned store), else under the lock taken here for the creation alone.
-        A folder that holds a manifest by then (another run made a store there first) or
-        other files is refused, unchanged.
-        """
-        if lock is None:
-            with lock_store(path) as held:
-                store = cls.create(path, settings, schema, input_info, feature_columns, extra, lock=held)
-                store.lock = None
-                return store
-        lock.check(path)
-        if (path / MANIFEST).is_file():
-            raise InvalidInputError(f"STORE {str(path)!r} is a corpus store already (another run made it first)")
-        entries = os.listdir(path)
-        others = [e for e in entries if not _own_temporary(e)]
-        if others:
-            raise InvalidInputError(
-                f"STORE {str(path)!r} is a folder that holds other files and no {MANIFEST}: give "
-                "a new or empty folder, or an existing corpus store"
-            )
-        for e in entries:  # what a run killed while it created the store left
-            if _own_temporary(e):
-                os.unlink(path / e)
-        from .._version import __version__
-
-        doc = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "store_id": secrets.token_hex(8),
-            "table": TABLE,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "attntopo": __version__,
-            "settings": settings.to_manifest(),
-            "input": dict(input_info),
-            "feature_columns": list(feature_columns),
-            "columns": [[f.name, str(f.type)] for f in schema],
-            "schema": _schema_b64(schema),
-            **(extra or {}),
-        }
-        try:
-            atomic_write_text(path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
-        except OSError as e:
-            # check_store_path looks at permissions; a read-only or full file system, or a
-            # folder where nothing can be created (/proc, also for root), shows only here
-            raise InvalidInputError(
-                f"STORE {str(path)!r} cannot be created: {e.strerror or e}"
-            ) from None
-        store = cls(path)
-        store.parts_dir.mkdir(exist_ok=True)
-        store.lock = lock
-        return store
 
     # -------------------------------------------------------------- inputs (appends)
     def inputs(self) -> list[dict]:
@@ -593,16 +331,8 @@ class Store:
         first.update(first_part=0, already=0, status="done")
         return [first]
 
-    def _update_manifest(self, **changes: Any) -> None:
-        """Rewrite ``manifest.json`` atomically with ``changes`` (under the store's lock): a
-        reader sees the old manifest or the new one, never a torn one."""
-        doc = {**self.manifest, **changes}
-        with self._writing():
-            atomic_write_text(self.path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
-        self.manifest = doc
-
     @_same_store
-    def stored_hashes(self, before: int | None = None) -> dict[str, str]:
+    def stored_hashes(self, *, before: int | None = None) -> dict[str, str]:
         """``{id: text_sha256}`` of the rows of every part numbered below ``before`` (all); for
         a store of pairs ``text_sha256 + "+" + answer_sha256``
         (:func:`attntopo.corpus.record_sha256`)."""
@@ -695,17 +425,13 @@ class Store:
         """Where batch ``batch``'s part file is (or would be)."""
         return self.parts_dir / part_name(batch)
 
-    def _checksum_name(self, name: str) -> str:
-        """A part's name in :data:`CHECKSUMS`: relative to the store folder."""
-        return f"{PARTS}/{name}"
-
     @_same_store
     def parts(self) -> dict[int, Path]:
         """``{batch: path}`` of every part file, each checked (footer readable, written by this
         store for that batch, the store's columns)."""
         return dict(self._parts if self._parts is not None else self._scan_parts())
 
-    def refresh(self) -> "Store":
+    def refresh(self) -> "StoreReader":
         """Read the folder again (after another process added parts, or appended an input:
         the manifest is read again too).
 
@@ -745,77 +471,23 @@ class Store:
             out.update(self._read(p, ["id"])["id"].to_pylist())
         return out
 
-    def write_part(self, batch: int, table: Any) -> Path:
-        """Write one batch's rows atomically as
-        ``parts/part-<batch>.parquet`` (module docstring)."""
-        import pyarrow.parquet as pq
-
-        pa = _pa()
-        if table.schema.remove_metadata() != self.schema.remove_metadata():
-            raise InvalidInputError(f"batch {batch}: its rows' columns differ from the store's schema")
-        tag = json.dumps({"store": self.manifest["store_id"], "batch": int(batch),
-                          "rows": table.num_rows, "page_checksums": True}).encode()
-        table = table.replace_schema_metadata({_META_KEY: tag})
-        sink = pa.BufferOutputStream()
-        # thousands of float64 feature columns of one batch each: dictionaries and min/max
-        # statistics on them cost a third of the write and make the file larger; the
-        # bookkeeping and carried columns keep both.  Snappy, not zstd: on a real part (32
-        # texts, ~2,100 columns) zstd took 73 ms and 729 KB, snappy 37 ms and 719 KB (the
-        # per-column cost dominates), and every Parquet reader has snappy.
-        plain = set(self.feature_columns) | {"diagram_births", "diagram_deaths", "diagram_dims"}
-        rest = [c for c in table.column_names if c not in plain]
-        # a CRC in every page: a part whose SHA-256 record is lost is still checked, page by
-        # page, on every read (a flipped bit is an error, never another value)
-        pq.write_table(table, sink, compression=CODEC, use_dictionary=rest, write_statistics=rest,
-                       write_page_checksum=True)
-        data = sink.getvalue().to_pybytes()
-        with self._writing():
-            self.parts_dir.mkdir(exist_ok=True)  # a creation killed before it made the folder
-            path = atomic_write_bytes(self.part_path(batch), data)
-            self._record_checksum(self._checksum_name(part_name(batch)), hashlib.sha256(data).hexdigest())
+    # -------------------------------------------------------------- what a writer tells it
+    def _wrote_part(self, batch: int, path: Path, table: Any) -> None:
+        """The writer holding this reader wrote ``table`` as batch ``batch``'s part at
+        ``path``: it is known (its footer was checked by its writing, its summary is the
+        table's), so counts and the error log read nothing of it again."""
         self._known[batch] = (_stat_key(path), _summary(table.select(list(_SUMMARY_COLUMNS))))
         self._rows[batch] = table.num_rows
         if self._parts is not None:
             self._parts[batch] = path
         self._cons = {}
-        return path
 
-    def clean_temporary(self) -> int:
-        """Remove temporary files of part writes that a killed run left; returns how many.
-
-        Only under the store's lock (:attr:`lock`): without it the files may be another
-        run's writes in progress."""
-        if self.lock is None:
-            return 0
-        self.lock.check(self.path)
-        n = 0
-        found = [(self.path, e) for e in os.listdir(self.path)]
-        found += [(self.parts_dir, e) for e in self._part_entries()]
-        for folder, entry in found:
-            if _TMP.match(entry) or (entry.startswith(".") and entry.endswith(".tmp") and "manifest" in entry):
-                try:
-                    os.unlink(folder / entry)
-                    n += 1
-                except OSError:
-                    pass
-        return n
+    def _forget_parts(self) -> None:
+        """A part was removed (by the writer holding this reader, or another run): the next
+        read lists them again."""
+        self._parts, self._cons = None, {}
 
     # -------------------------------------------------------------- checksums
-    def _record_checksum(self, name: str, digest: str) -> None:
-        """Append ``digest  name`` to :data:`CHECKSUMS` (fsynced; a line torn by a crash is
-        ignored when read, which leaves that part unrecorded: it is then read in full)."""
-        line = f"{digest}  {name}\n".encode("ascii")
-        fd = os.open(self.path / CHECKSUMS, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
-        try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                line = b"\n" + line  # after a line torn by a full disk: start a new one
-            if os.write(fd, line) != len(line):
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path / CHECKSUMS))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
     def checksums(self) -> dict[str, str]:
         """``{part file name: SHA-256 hex}`` recorded when each part was written (names
         relative to the store folder, ``parts/part-00000000.parquet``; the last record of a
@@ -833,8 +505,7 @@ class Store:
                 out[m.group(2)] = m.group(1)
         return out
 
-    @_same_store
-    def verify(self, *, record: bool = False) -> dict[int, str]:
+    def verify(self) -> dict[int, str]:
         """Check every part file's bytes; returns ``{batch: why}`` of the damaged ones.
 
         A part whose SHA-256 was recorded when it was written (:data:`CHECKSUMS`) must still
@@ -842,21 +513,28 @@ class Store:
         rename and its record) is trusted only when its own checksums hold: the CRC of every
         page (written with each part), its footer's layout (column chunks one after the
         other up to the footer, the rows its tag names) and its tag (this store, this batch);
-        a flipped bit in a page is then an error, never another value.  With ``record``
-        (under the store's lock) the SHA-256 of such a part that holds is recorded, of the
-        very bytes checked.  A part written before parts had page checksums, without a
-        record, can only be read in full: it is not recorded, and its batch is listed in
-        :attr:`unchecked`.  A resumed run calls this before it trusts any part (:func:`prepare`).
+        a flipped bit in a page is then an error, never another value (a resumed run,
+        :meth:`StoreWriter.verify`, then records its SHA-256, of the very bytes checked).  A
+        part written before parts had page checksums, without a record, can only be read in
+        full: its batch is listed in :attr:`unchecked`.  A resumed run checks every part so
+        before it trusts any (:func:`~attntopo.corpus.prepare`).
         """
+        return self._verify()[0]
+
+    @_same_store
+    def _verify(self) -> tuple[dict[int, str], dict[str, str]]:
+        """:meth:`verify`'s ``{batch: why}`` and ``{name: SHA-256}`` of the parts without a
+        record whose own checksums hold (what :meth:`StoreWriter.verify` records)."""
         known = self.checksums()
         damaged: dict[int, str] = {}
+        certified: dict[str, str] = {}
         self.unchecked = []
         for entry in self._part_entries():
             m = _PART.match(entry)
             if m is None:
                 continue
             k, p = int(m.group(1)), self.parts_dir / entry
-            entry = self._checksum_name(entry)
+            entry = checksum_name(entry)
             try:
                 data = p.read_bytes()  # ~1 MB: hashed and checked as the same bytes
             except OSError as e:
@@ -873,10 +551,9 @@ class Store:
                 continue
             if not checked:
                 self.unchecked.append(k)
-            elif record:
-                with self._writing():
-                    self._record_checksum(entry, digest)
-        return damaged
+            else:
+                certified[entry] = digest
+        return damaged, certified
 
     def _check_part_bytes(self, data: bytes, batch: int) -> tuple[str | None, bool]:
         """``(why it is damaged or None, whether page checksums were checked)`` of a part's
@@ -907,15 +584,6 @@ class Store:
         if table.schema.remove_metadata() != self.schema.remove_metadata():
             return "its columns differ from the store's", False
         return None, bool(tag.get("page_checksums"))
-
-    def write_checksums(self) -> Path:
-        """Rewrite :data:`CHECKSUMS` with one line per part file present (the appends of a run
-        compacted: rewritten parts once, removed parts gone)."""
-        known = self.checksums()
-        names = [n for n in (self._checksum_name(e) for e in self._part_entries() if _PART.match(e))
-                 if n in known]
-        with self._writing():
-            return atomic_write_text(self.path / CHECKSUMS, "".join(f"{known[n]}  {n}\n" for n in names))
 
     # -------------------------------------------------------------- reading
     def _read(self, path: Path, columns: list[str] | None = None) -> Any:
@@ -948,7 +616,7 @@ class Store:
         return table
 
     @_same_store
-    def to_arrow(self, columns: list[str] | None = None) -> Any:
+    def to_arrow(self, *, columns: list[str] | None = None) -> Any:
         """Every row, in input order, as a :class:`pyarrow.Table` (``columns``: a subset)."""
         pa = _pa()
         parts = self.parts()
@@ -958,14 +626,14 @@ class Store:
             return schema.empty_table()
         return pa.concat_tables(tables).replace_schema_metadata(None)
 
-    def to_pandas(self, columns: list[str] | None = None) -> Any:
+    def to_pandas(self, *, columns: list[str] | None = None) -> Any:
         """Every row, in input order, as a :class:`pandas.DataFrame` (``status`` says which
         rows have features: ``ok``)."""
         try:
             import pandas  # noqa: F401
         except ImportError:
             raise MissingDependencyError("to_pandas needs pandas: pip install pandas") from None
-        return self.to_arrow(columns).to_pandas()
+        return self.to_arrow(columns=columns).to_pandas()
 
     def _connection(self, allow_external: bool = False, memory_limit: int | None = None):
         """``(connection, rows)``: a DuckDB connection and the parts as one dataset (the view
@@ -1099,7 +767,7 @@ class Store:
                 return replaced
             part = _part_failure(e, self.parts_dir)
             if part is not None:  # a part removed (a run recomputes it) or damaged
-                self._parts, self._cons = None, {}  # listed again by the next query
+                self._forget_parts()  # listed again by the next query
                 return part
             return InvalidInputError(sql_message(e, query, self.feature_columns,
                                                  allow_external=allow_external, memory_limit=limit))
@@ -1174,15 +842,6 @@ class Store:
         out["remaining"] = max(0, total - out["done"])
         return out
 
-    @_same_store
-    def write_errors(self) -> Path:
-        """Rewrite ``errors.jsonl`` from the part files (one line per skipped or failed row)."""
-        rows = [r for summary in self._summaries() for r in summary["errors"]]
-        rows.sort(key=lambda r: r["row"])
-        lines = [json.dumps(r, ensure_ascii=False) for r in rows]
-        with self._writing():
-            return atomic_write_text(self.path / ERRORS, "".join(x + "\n" for x in lines))
-
     def _summaries(self) -> Iterator[dict]:
         """Each part's :func:`_summary`, in batch order: kept from its write in this process,
         else read once (its few bookkeeping columns) and kept while the file is unchanged.
@@ -1214,7 +873,7 @@ class Store:
 
     def __repr__(self) -> str:
         c = self.counts()
-        return (f"Store({str(self.path)!r}, rows={c['done']}/{c['total']}, ok={c['ok']}, "
+        return (f"StoreReader({str(self.path)!r}, rows={c['done']}/{c['total']}, ok={c['ok']}, "
                 f"failed={c['failed']}, model={self.settings.model!r}, "
                 f"sets={list(self.settings.features.sets)})")
 
@@ -1231,7 +890,7 @@ def _stat_key(path: Path) -> tuple[int, ...]:
 
 
 def _tag_doc(kv: Any) -> dict:
-    """A part's tag in its Parquet key-value metadata (:meth:`Store.write_part`): ``store``
+    """A part's tag in its Parquet key-value metadata (:meth:`StoreWriter.write_part`): ``store``
     (id), ``batch``, and since parts have page checksums ``rows`` and ``page_checksums``;
     ``{}`` if it has none."""
     try:
@@ -1318,12 +977,12 @@ def _summary(t: Any) -> dict:
     }
 
 
-def open_store(path: Any) -> Store:
-    """Open a corpus store folder for reading (:class:`Store`).
+def open_store(path: Any) -> StoreReader:
+    """Open a corpus store folder for reading (:class:`StoreReader`).
 
     >>> store = open_store("my_store")                                  # doctest: +SKIP
     >>> store.sql('SELECT id, "L0H0.js.h1.total_persistence" FROM corpus LIMIT 3')  # doctest: +SKIP
     """
-    store = Store(path)
+    store = StoreReader(path)
     store.parts()  # a corrupt or foreign part file is reported now, by name
     return store

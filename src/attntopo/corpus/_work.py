@@ -264,7 +264,7 @@ class BatchWorker:
         becomes a ``failed`` row."""
         return self.start(table)()
 
-    def start(self, table: Any, submit: Callable[..., Future] | None = None,
+    def start(self, table: Any, *, submit: Callable[..., Future] | None = None,
               forward_threads: int | None = None,
               done: Callable[[int], None] | None = None) -> Callable[[], Any]:
         """Start the store rows of an input batch; the returned function finishes them.
@@ -440,7 +440,7 @@ class BatchWorker:
         n = len(texts)
         bounds = list(bounds) if bounds is not None else [None] * n
         chunk = ChunkFeatures(n, bounds, self._st, fs.drop_special, fs.engine,
-                              self.n_jobs, submit, maxdim=st.maxdim, js_diagrams=st.keep_diagrams,
+                              self.n_jobs, submit=submit, maxdim=st.maxdim, js_diagrams=st.keep_diagrams,
                               order=head_order(fs.layers, fs.heads))
         with warnings.catch_warnings():  # counted per row in n_unknown; run() warns once
             warnings.simplefilter("ignore", UnknownTokensWarning)

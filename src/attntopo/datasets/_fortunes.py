@@ -49,7 +49,7 @@ def _folder(path: str | os.PathLike | None) -> Path:
     return p
 
 
-def fortune_categories(path: str | os.PathLike | None = None) -> list[str]:
+def fortune_categories(*, path: str | os.PathLike | None = None) -> list[str]:
     """Names of the category files installed (sorted)."""
     folder = _folder(path)
     return sorted(
@@ -80,8 +80,8 @@ def _letters_ok(text: str) -> bool:
 
 
 def fortunes(
-    categories: Sequence[str] | None = None,
     *,
+    categories: Sequence[str] | None = None,
     min_words: int = 5,
     max_words: int = 60,
     n_per_category: int | None = None,
@@ -129,7 +129,7 @@ def fortunes(
     if max_words < min_words:
         raise InvalidInputError(f"max_words ({max_words}) must be >= min_words ({min_words})")
     folder = _folder(path)
-    available = fortune_categories(folder)
+    available = fortune_categories(path=folder)
     if categories is None:
         chosen = available
     else:

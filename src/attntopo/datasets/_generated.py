@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -35,9 +35,15 @@ __all__ = ["generated_vs_human", "GENERATION_VERSION"]
 GENERATION_VERSION = 1
 
 
-def _cache_folder(cache_dir: str | os.PathLike | None) -> Path:
-    if cache_dir is not None:
-        return Path(cache_dir)
+def _cache_folder(memory: Any) -> Path:
+    """The folder of ``memory=``: a folder, or a ``joblib.Memory``'s location (the glossary's
+    ``memory``, as in the features' cache), else the default cache folder."""
+    if memory is not None:
+        location = getattr(memory, "location", memory)
+        if location is None:
+            raise InvalidInputError("memory=: a joblib.Memory without a location caches nothing "
+                                    "here; give a folder")
+        return Path(location)
     env = os.environ.get("ATTNTOPO_CACHE_DIR")
     if env:
         return Path(env) / "datasets"
@@ -105,8 +111,8 @@ def _generate(model_name: str, prompts: list[str], budgets: list[int], *, seed: 
 
 
 def generated_vs_human(
-    n: int = 1000,
     *,
+    n: int = 1000,
     seed: int = 0,
     model: str = "smollm2",
     categories: Sequence[str] | None = None,
@@ -114,7 +120,7 @@ def generated_vs_human(
     temperature: float = 0.9,
     top_p: float = 0.95,
     batch_size: int = 16,
-    cache_dir: str | os.PathLike | None = None,
+    memory: Any = None,
     file: str | os.PathLike | None = None,
 ) -> TextDataset:
     """Human fortunes (label ``"human"``) and model
@@ -136,8 +142,9 @@ def generated_vs_human(
         Sampling settings.
     batch_size : int
         Prompts generated together.
-    cache_dir : path, optional
-        Where to cache (default ``$ATTNTOPO_CACHE_DIR/datasets`` or the user cache folder).
+    memory : path or joblib.Memory, optional
+        Where to cache: a folder, or a ``joblib.Memory``'s location (default
+        ``$ATTNTOPO_CACHE_DIR/datasets`` or the user cache folder).
     file : path, optional
         Read your own labelled texts instead (CSV or JSONL with ``text`` and ``label``).
 
@@ -158,7 +165,7 @@ def generated_vs_human(
     if top_p > 1:
         raise InvalidInputError(f"top_p must be in (0, 1], got {top_p}")
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
-    pool = fortunes(categories, min_words=prompt_words + 8, max_words=40)
+    pool = fortunes(categories=categories, min_words=prompt_words + 8, max_words=40)
     if len(pool) < n // 2:
         raise InvalidInputError(f"only {len(pool)} fortunes pass the filter; ask for n <= {2 * len(pool)}")
     rng = np.random.default_rng(seed)
@@ -175,7 +182,7 @@ def generated_vs_human(
         "batch_size": batch_size,
     }
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    cache = _cache_folder(cache_dir) / f"generated_vs_human-{digest}.jsonl"
+    cache = _cache_folder(memory) / f"generated_vs_human-{digest}.jsonl"
     machines = _read_cache(cache, len(humans))
     if machines is None:
         tok = _causal_lm(model)[0]

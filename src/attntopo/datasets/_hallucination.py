@@ -279,8 +279,8 @@ def _batch_of(i: int, n_lengths: int, batch_size: int) -> list[int]:
 
 
 def hallucination_qa(
-    n: int = 1200,
     *,
+    n: int = 1200,
     seed: int = 0,
     model: str = "smollm2",
     counterfactual_share: float = 0.5,
@@ -288,7 +288,7 @@ def hallucination_qa(
     questions: Sequence[str] = tuple(QUESTIONS),
     max_new_tokens: int = 64,
     batch_size: int = 8,
-    cache_dir: str | os.PathLike | None = None,
+    memory: Any = None,
     generate: bool = True,
     progress: ProgressOption = None,
 ) -> HallucinationQA:
@@ -333,8 +333,8 @@ def hallucination_qa(
         ``i`` is fixed by ``i``: asking for fewer pairs generates whole batches.
     max_new_tokens : int
         Token budget of an answer (a full answer took 6 to 40 in a pilot of 48).
-    cache_dir : path, optional
-        The only cache folder to read and write (default: the copy packaged with attntopo,
+    memory : path or joblib.Memory, optional
+        The only cache folder (a folder, or a ``joblib.Memory``'s location) to read and write (default: the copy packaged with attntopo,
         then ``$ATTNTOPO_CACHE_DIR/datasets`` or the user cache folder).
     generate : bool
         False: return only the pairs already cached (the first ones, up to the first gap)
@@ -379,11 +379,11 @@ def hallucination_qa(
            "facts": fact_base_digest()}
     digest = _sha(json.dumps(key, sort_keys=True))
     name = f"hallucination_qa-{digest}"
-    folder = (Path(cache_dir) if cache_dir is not None else _cache_folder(None)) / name
+    folder = _cache_folder(memory) / name
     packaged = _PACKAGED / f"{name}.jsonl.gz"
     rows: dict[int, dict] = {}
     read: list[str] = []
-    if cache_dir is None and packaged.exists():
+    if memory is None and packaged.exists():
         rows.update(_read_rows(packaged, gzip.open))
         read.append(str(packaged))
     if folder.is_dir():
@@ -437,7 +437,7 @@ def _pack(n: int, **settings: Any) -> Path:
     """Write the first ``n`` cached pairs of these settings, prompts included, as the gzipped
     JSON Lines that attntopo ships (``attntopo/data/hallucination_qa-<key>.jsonl.gz``): how
     the packaged benchmark is made once the generation has finished."""
-    d = hallucination_qa(n, generate=False, progress=False, **settings)
+    d = hallucination_qa(n=n, generate=False, progress=False, **settings)
     if len(d) < n:
         raise InvalidInputError(f"only {len(d)} of {n} pairs are cached")
     folder = Path(d.info["cache"][-1])

@@ -203,8 +203,8 @@ class MinimalPairs:
 
 
 def minimal_pairs(
-    phenomena: Sequence[str] | None = None,
     *,
+    phenomena: Sequence[str] | None = None,
     n_per_phenomenon: int = 200,
     seed: int = 0,
     file: str | os.PathLike | None = None,

@@ -50,6 +50,8 @@ step about 3× slower on the CPU.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_names
 from ..constants import METRICS  # the names as a Literal (torch-free; equal to DISTANCES' keys)
 from ._registry import DISTANCES
@@ -68,3 +70,11 @@ _LAZY = {
 __all__ = ["DISTANCES", "METRICS", *_LAZY]
 
 __getattr__, __dir__ = lazy_names(globals(), _LAZY, package=__name__)
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only: the names of _LAZY
+    from ._registry import Distance as Distance
+    from ._rows import pairwise_distance as pairwise_distance
+    from ._rows import row_distances as row_distances
+    from ._rows import token_distances as token_distances
+    from ._rows import token_distances_tensor as token_distances_tensor

@@ -247,6 +247,7 @@ def _js_native(
     lib: Any,
     reporter: Reporter = NO_PROGRESS,
     rows: np.ndarray | None = None,
+    nearest: int = 0,
 ) -> None:
     """Jensen–Shannon distances of every matrix of ``x3`` with the C kernel, into ``out3``.
 
@@ -258,14 +259,15 @@ def _js_native(
 
     rows : (r,) int64 distinct row indices, optional: only the distances from these rows to
     all rows, ``out3`` (B, r, m): ``r·m`` pairs instead of ``m²/2``, the same bits as the
-    full matrix's rows ``rows``.
+    full matrix's rows ``rows``.  ``nearest``: of the columns before it that are not in
+    ``rows``, only each chosen row's minimum is wanted (:func:`_js_native_rows`).
     """
     scale = 1.0 if paper_compat else 1.0 / math.log(base)  # paper modes: natural log
     cutoff = _JS_CUTOFF[torch.float64]
     fourth_root = int(paper_compat == "notebook")
     if rows is not None:
         mode = (paper_compat, nonneg, scale, cutoff, fourth_root)
-        _js_native_rows(x3, out3, mode, budget, workers, lib, reporter, rows)
+        _js_native_rows(x3, out3, mode, budget, workers, lib, reporter, rows, nearest)
         return
     batch, m, k = x3.shape
     # rows are normalized for many matrices at once (few large torch ops), in chunks of
@@ -304,7 +306,7 @@ def _js_native(
 
 def _js_native_rows(
     x3: torch.Tensor, out3: np.ndarray, mode: tuple, budget: int, workers: _Workers, lib: Any,
-    reporter: Reporter, rows: np.ndarray,
+    reporter: Reporter, rows: np.ndarray, nearest: int = 0,
 ) -> None:
     """:func:`_js_native` for the distances from ``rows`` to all rows (``out3``: (B, r, m);
     ``mode``: the paper mode, whether no entry is negative, the scale, the cutoff, fourth root).
@@ -313,6 +315,11 @@ def _js_native_rows(
     ``m·k`` logarithms), then the chosen rows are shared among the workers in blocks (a few
     matrices with many rows each balance across the threads as well as many matrices do),
     then pairs below the cutoff are recomputed and the distances finished per matrix.
+
+    ``nearest`` > 0: of the columns ``j < nearest`` not in ``rows`` only each chosen row's
+    minimum is needed (the prompt score's nearest prompt token): the kernel skips the pairs
+    that a lower bound shows cannot be it, and those entries read as the largest distance
+    (``attntopo_js_cross_rows_nearest``); the minimum is the same bits.
     """
     batch, m, k = x3.shape
     r = int(rows.size)
@@ -338,9 +345,10 @@ def _js_native_rows(
         def divergences(task: tuple[int, int]) -> None:
             h, b = task
             a0, a1 = blocks[b]
-            n_below = lib.attntopo_js_cross_rows(
-                P[h].ctypes.data, m, k, CM[h].ctypes.data, S[h].ctypes.data, LH[h].ctypes.data,
-                rows.ctypes.data, r, a0, a1, out_b[h].ctypes.data, cutoff)
+            args = (P[h].ctypes.data, m, k, CM[h].ctypes.data, S[h].ctypes.data,
+                    LH[h].ctypes.data, rows.ctypes.data, r, a0, a1, out_b[h].ctypes.data, cutoff)
+            n_below = (lib.attntopo_js_cross_rows_nearest(*args, nearest) if nearest > 0
+                       else lib.attntopo_js_cross_rows(*args))
             if n_below < 0:
                 raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
             below[h, b] = n_below

@@ -23,8 +23,8 @@ __all__ = ["token_distances", "row_distances", "pairwise_distance"]
 
 def token_distances(
     att: Any,
-    metric: str = "jensen_shannon",
     *,
+    metric: str = "jensen_shannon",
     base: float = 2.0,
     paper_compat: PaperMode | bool | None = False,
     chunk_elements: int | None = None,
@@ -128,6 +128,7 @@ def _distances(
     reporter: Reporter = NO_PROGRESS,
     as_tensor: bool = False,
     rows: np.ndarray | None = None,
+    nearest: int = 0,
 ) -> Any:
     """Distances between the rows of each ``(m, k)`` matrix of ``x`` (``(..., m, k)``, checked
     settings): the common body of :func:`token_distances` and :func:`row_distances`
@@ -137,7 +138,8 @@ def _distances(
     Returns ``(..., m, m)`` float64.  ``noun`` names the input in error messages;
     ``reporter`` advances by the matrices of each chunk done.  ``rows``:
     checked distinct int64 row indices; only the distances from them to all rows,
-    ``(..., len(rows), m)``, the same numbers as those rows of the full result.
+    ``(..., len(rows), m)``, the same numbers as those rows of the full result;
+    ``nearest``: see :func:`token_distances_tensor`.
     """
     lead, m, k = tuple(x.shape[:-2]), int(x.shape[-2]), int(x.shape[-1])
     r = m if rows is None else int(rows.size)
@@ -166,7 +168,7 @@ def _distances(
         support, nonneg = _validate(x3, lead, paper_compat, budget, need_support, noun)
         if lib is not None:
             _js_native(x3, out3, paper_compat, nonneg, base, budget, workers, lib, reporter,
-                       rows)
+                       rows, nearest if rows is not None else 0)
             return out_t if as_tensor else out
         out3_t = out_t.reshape(batch, r, m) if out_t is not None else torch.from_numpy(out3)
         per = max(1, min(batch, budget // (2 * r * m + 6 * m * k)))
@@ -194,8 +196,8 @@ def _distances(
 
 
 def token_distances_tensor(
-    x: Any, metric: str = "jensen_shannon", *, rows: Any = None,
-    dtype: torch.dtype = torch.float64,
+    x: Any, *, metric: str = "jensen_shannon", rows: Any = None,
+    dtype: torch.dtype = torch.float64, nearest: int = 0,
 ) -> torch.Tensor:
     """:func:`token_distances` (Jensen–Shannon with base 2 by default) of a tensor, as a
     float64 tensor on its device: the distances of a CUDA tensor stay on the GPU (for the
@@ -210,6 +212,13 @@ def token_distances_tensor(
         alone).  The result is then ``out[..., a, j] = D[..., rows[a], j]``, the same numbers
         as those rows of the full matrix (the same bits with the C kernel; a distance without a
         kernel for chosen rows, ``Distance.cross``, computes the full matrices).
+    nearest : int, default 0
+        With ``rows``: of the tokens before ``nearest`` that are not in ``rows``, only each
+        row's nearest one is wanted (its distance, the minimum over them: the prompt score's
+        nearest prompt token).  The C kernel then skips the pairs that a lower bound (the
+        row's mass on keys the other row cannot reach) shows are farther than one already
+        found, and leaves them at the largest distance (1); the minimum is the same bits.
+        Other paths compute every pair.
     Returns a torch.Tensor of shape (..., n, n), or (..., len(rows), n), float64, on ``x``'s
     device.
     """
@@ -228,13 +237,13 @@ def token_distances_tensor(
             chosen = np.array(check_indices(rows, n, "row", name="rows", owner="the matrix"),
                               dtype=np.int64)
     return _distances(t, metric, base, None, budget, dtype, threads, "attention", as_tensor=True,
-                      rows=chosen)
+                      rows=chosen, nearest=max(0, int(nearest)))
 
 
 def row_distances(
     x: Any,
-    metric: str = "jensen_shannon",
     *,
+    metric: str = "jensen_shannon",
     base: float = 2.0,
     chunk_elements: int | None = None,
     dtype: torch.dtype = torch.float64,
@@ -284,7 +293,9 @@ def row_distances(
     return _distances(t, metric, base, None, budget, dtype, threads, "input")
 
 
-def pairwise_distance(p: Any, q: Any, metric: str = "jensen_shannon", base: float = 2.0) -> float:
+def pairwise_distance(
+    p: Any, q: Any, *, metric: str = "jensen_shannon", base: float = 2.0
+) -> float:
     """Distance between two distributions, reference implementation in NumPy.
 
     Straightforward, accurate float64 formulas for one pair; used by the tests

@@ -58,7 +58,7 @@ BARCODE_QUANTITIES: tuple[str, ...] = (
 )
 
 
-def barcode_matrices(A: np.ndarray, lower_bound: float = LOWER_BOUND) -> np.ndarray:
+def barcode_matrices(A: np.ndarray, *, lower_bound: float = LOWER_BOUND) -> np.ndarray:
     """``1 − max(A, Aᵀ)`` with small weights zeroed and a zero diagonal.
 
     Parameters

@@ -45,7 +45,7 @@ def set_quantities(set_name: str, st: dict) -> list[str]:
     return FEATURE_SETS[set_name].quantities(st)
 
 
-def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> list[str]:
+def set_columns(layers: Sequence[int], heads: Sequence[int], st: dict) -> list[str]:
     """Column names: set by set, the heads of :func:`head_order` (the layers and heads in the
     order given), quantities within a head; :class:`ChunkFeatures` given the same
     ``order`` puts every value under its own head's name.  A set of :data:`MODEL_SETS` is
@@ -54,10 +54,10 @@ def set_columns(layer_ids: Sequence[int], head_ids: Sequence[int], st: dict) -> 
     for s in st["sets"]:
         name = FEATURE_SETS[s].column(st)  # the token distances' sets: after the metric
         if s in MODEL_SETS:
-            out += [model_column(name, q) for q in set_quantities(s, st)] if layer_ids else []
+            out += [model_column(name, q) for q in set_quantities(s, st)] if layers else []
             continue
         out += [column_name(layer, head, name, q)
-                for layer, head in head_order(layer_ids, head_ids) for q in set_quantities(s, st)]
+                for layer, head in head_order(layers, heads) for q in set_quantities(s, st)]
     return out
 
 
@@ -78,7 +78,7 @@ def feature_names(
     from ..models import check_selection
 
     fs = resolve_settings(settings, owner="feature_names()", **setting_values)
-    check_selection(model, fs.layers, fs.heads)  # before the weights load
+    check_selection(model, layers=fs.layers, heads=fs.heads)  # before the weights load
     m = model if isinstance(model, AttentionModel) else load_model(model)
     li = resolve_indices(fs.layers, m.n_layers, "layer")
     hi = resolve_indices(fs.heads, m.n_heads, "head")
@@ -140,6 +140,7 @@ def join_pair(prompt: str, response: str) -> tuple[str, int]:
 
 
 def answer_check(bounds: Sequence[int | None],
+                 *,
                  label: Callable[[int], str] | None = None) -> Callable[[int, Attention], None]:
     """A :func:`stream_into` ``check`` for joined pairs (``bounds[k]``: where text ``k``'s
     answer starts, None for a single text): refuse a text whose answer kept no token.
@@ -171,7 +172,8 @@ def chunk_rows(
 def chunk_start(
     atts: list[Attention], boundaries: list[int | None], st: dict, drop_special: bool,
     engine: str | None, n_jobs: int | None, submit: Callable[..., Future] | None = None,
-    *, maxdim: int = 1, js_diagrams: bool = False,
+    *,
+    maxdim: int = 1, js_diagrams: bool = False,
 ) -> Callable[[], tuple[np.ndarray, list[Any] | None]]:
     """Start a chunk's feature rows; the returned function finishes them.
 
@@ -186,7 +188,7 @@ def chunk_start(
     ``keep_diagrams``), else None.  ``maxdim`` is the JS persistence's top dimension (the
     ``js`` set reads H0 and H1).
     """
-    chunk = ChunkFeatures(len(atts), boundaries, st, drop_special, engine, n_jobs, submit,
+    chunk = ChunkFeatures(len(atts), boundaries, st, drop_special, engine, n_jobs, submit=submit,
                           maxdim=maxdim, js_diagrams=js_diagrams)
     for t, att in enumerate(atts):
         chunk.add_attention(t, att)
@@ -341,7 +343,7 @@ def features(
     if any(isinstance(items[k], str) or _is_pair(items[k]) for k in keep):
         from ..models import check_selection
 
-        check_selection(model, layers, heads)  # before the weights load
+        check_selection(model, layers=layers, heads=heads)  # before the weights load
 
     with make_reporter(progress, description="features") as reporter:
         return _features(items, keep, skipped, model, layers, heads, truncate, batch_size, st,
@@ -445,7 +447,7 @@ def _run_chunks(
             else:
                 att = item if isinstance(item, Attention) else item.attention
                 if layers is not None or heads is not None:
-                    att = att.select(layers, heads)
+                    att = att.select(layers=layers, heads=heads)
                 given.append((p, att))
                 bounds.append(None)
         ids = model_ids if to_run else (tuple(given[0][1].layers), tuple(given[0][1].heads))
@@ -462,7 +464,7 @@ def _run_chunks(
                 f"texts[{idx[run_pos[0]]}] is run on other layers/heads than texts[{keep[0]}]: "
                 "every Attention of one table must cover the same heads"
             )
-        chunk = ChunkFeatures(len(idx), bounds, st, drop_special, engine, n_jobs, submit,
+        chunk = ChunkFeatures(len(idx), bounds, st, drop_special, engine, n_jobs, submit=submit,
                               order=head_order(layer_ids, head_ids))
         for p, a in given:
             chunk.add_attention(p, a, on_layer=one_layer)

@@ -715,7 +715,7 @@ class DetectorEvaluation(Result):
             raise InvalidInputError("the rows' columns differ in length")
 
     # ----------------------------------------------------------------- access
-    def table(self, stratum: str = ALL) -> Columns:
+    def table(self, *, stratum: str = ALL) -> Columns:
         """One row per detector (and the covariates alone) in ``stratum`` (one per value of a
         named stratum): AUCs alone, with covariates, and the gain, each with its interval."""
         strata = sorted(set(self.rows["stratum"].tolist()))
@@ -774,10 +774,10 @@ class DetectorEvaluation(Result):
         models = meta["models"]
         if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
             raise ResultFormatError("'models' must be a list of names")
-        y = read_array(arrays, "y", "i", ndim=1)
+        y = read_array(arrays, "y", kind="i", ndim=1)
         n = y.shape[0]
-        scores = read_array(arrays, "scores", "f", shape=(len(models), n))
-        ints = {k: read_array(arrays, k, "i", shape=(n,)) for k in ("groups", "folds", "index")}
+        scores = read_array(arrays, "scores", kind="f", shape=(len(models), n))
+        ints = {k: read_array(arrays, k, kind="i", shape=(n,)) for k in ("groups", "folds", "index")}
         cols = meta["columns"]
         texts = meta["text_columns"]
         m = len(texts["model"])
@@ -788,7 +788,7 @@ class DetectorEvaluation(Result):
                     raise ResultFormatError(f"text column {k!r} must be a list of {m} names")
                 rows[k] = np.asarray(texts[k], dtype=str)
             else:
-                rows[k] = read_array(arrays, f"rows__{k}", "i" if k in _INT_COLUMNS else "f",
+                rows[k] = read_array(arrays, f"rows__{k}", kind="i" if k in _INT_COLUMNS else "f",
                                      shape=(m,))
         return cls(models=tuple(models), scores=scores, y=y, heads=dict(meta["heads"]),
                    rows=rows, settings=dict(meta.get("settings", {})),

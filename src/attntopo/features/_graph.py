@@ -315,8 +315,8 @@ def _greedy_matching(M: np.ndarray) -> np.ndarray:
 
 def graph_features(
     A: np.ndarray,
-    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     *,
+    thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
     cycle_cap: int = CYCLE_CAP,
 ) -> np.ndarray:
     """The ``graph`` set for a stack of attention matrices.

@@ -204,7 +204,8 @@ class ChunkFeatures:
 
     def __init__(self, n_texts: int, boundaries: list[int | None], st: dict, drop_special: bool,
                  engine: str | None, n_jobs: int | None,
-                 submit: Callable[..., Any] | None = None, *, maxdim: int = 1,
+                 *,
+                 submit: Callable[..., Any] | None = None, maxdim: int = 1,
                  js_diagrams: bool = False, order: Sequence[tuple[int, int]] | None = None,
                  ) -> None:
         self.n_texts = n_texts
@@ -235,7 +236,7 @@ class ChunkFeatures:
     def _batches(self) -> list[_Persistence]:
         return ([self.js] if self.js is not None else []) + list(self.own.values())
 
-    def add(self, t: int, att: Attention, device_weights: Any = None) -> None:
+    def add(self, t: int, att: Attention, *, device_weights: Any = None) -> None:
         """One layer of text ``t``: ``att`` holds that layer alone, weights (1, H, n, n).
 
         ``device_weights``: the same weights as a torch.Tensor of shape (H, n, n) on the
@@ -285,11 +286,11 @@ class ChunkFeatures:
             if dev_real is not None:
                 from ..distances import token_distances_tensor
 
-                D_dev = token_distances_tensor(dev_real, self.metric)
+                D_dev = token_distances_tensor(dev_real, metric=self.metric)
                 D = D_dev.cpu().numpy()
                 del D_dev
             else:
-                D = token_distances(Wr, self.metric)
+                D = token_distances(Wr, metric=self.metric)
             for M in D:
                 self.js.add(t, M)
         group = HeadGroup(att=att, W=att.weights.reshape(H, n, n), real=real, Wr=Wr,
@@ -304,6 +305,7 @@ class ChunkFeatures:
                 self.blocks[t][spec.name].append(spec.head(group))
 
     def add_attention(self, t: int, att: Attention,
+                      *,
                       on_layer: Callable[[], Any] | None = None) -> None:
         """Every layer of an :class:`~attntopo.attention.Attention`, one after the other
         (``on_layer()`` called after each: progress)."""

@@ -58,6 +58,7 @@ def answer_start(special: np.ndarray, offsets: list, boundary: int) -> int:
 
 
 def lookback_ratios(A: Any, start: int, causal: bool,
+                    *,
                     keep: np.ndarray | None = None) -> np.ndarray:
     """``LR(i)`` of every answer token of every head, shape (B, r), float64.
 
@@ -110,7 +111,8 @@ def lookback_ratios(A: Any, start: int, causal: bool,
 
 
 def lookback_features(A: Any, start: int, causal: bool,
+                      *,
                       keep: np.ndarray | None = None) -> np.ndarray:
     """The ``lookback`` set of one pair, shape (B, 1): the mean of :func:`lookback_ratios`
     over the answer's tokens, per head."""
-    return lookback_ratios(A, start, causal, keep).mean(axis=1, keepdims=True)
+    return lookback_ratios(A, start, causal, keep=keep).mean(axis=1, keepdims=True)

@@ -68,7 +68,7 @@ def spanning_forest_length(D: Any, prompt: np.ndarray) -> np.ndarray:
     """
     from ..topology import prim_edges
 
-    return prim_edges(D, np.asarray(prompt, dtype=bool)).sum(dim=1).double().cpu().numpy()
+    return prim_edges(D, roots=np.asarray(prompt, dtype=bool)).sum(dim=1).double().cpu().numpy()
 
 
 def _js_forest(A: Any, prompt: np.ndarray, metric: str = "jensen_shannon") -> np.ndarray:
@@ -84,8 +84,9 @@ def _js_forest(A: Any, prompt: np.ndarray, metric: str = "jensen_shannon") -> np
     if not prompt.any():
         raise InvalidInputError("the prompt score needs at least one prompt token; got none")
     R = np.flatnonzero(~prompt)
-    D = token_distances_tensor(A, metric, rows=R)  # (B, r, n): response a to token j
     k = _prefix(prompt)
+    # (B, r, n): response a to token j; of the prompt tokens (a prefix) only the nearest
+    D = token_distances_tensor(A, metric=metric, rows=R, nearest=k or 0)
     if k is not None:  # a pair: the prompt first
         to_p, RR = D[:, :, :k].amin(-1), D[:, :, k:]
     else:

@@ -199,7 +199,7 @@ def _graph_quantities(st: dict) -> list[str]:
 def _graph(g: Any) -> np.ndarray:
     from ._graph import graph_features
 
-    return graph_features(g.Wr, g.st["thresholds"], cycle_cap=g.st["cycle_cap"])
+    return graph_features(g.Wr, thresholds=g.st["thresholds"], cycle_cap=g.st["cycle_cap"])
 
 
 def _barcode_quantities(st: dict) -> list[str]:
@@ -289,7 +289,7 @@ def _zigzag_layer(att: Any, st: dict, drop_special: bool) -> tuple[np.ndarray, i
     from ._zigzag import layer_graph
 
     keep = np.flatnonzero(~att.special) if drop_special and bool(att.special.any()) else None
-    graph = layer_graph(att.weights[0], keep,
+    graph = layer_graph(att.weights[0], keep=keep,
                         order=np.argsort(np.asarray(att.heads), kind="stable"))
     return graph, att.n_tokens if keep is None else int(keep.size)
 
@@ -309,7 +309,7 @@ def _spectral_quantities(st: dict) -> list[str]:
 def _spectral(g: Any) -> np.ndarray:
     from ._spectral import SPECTRAL_K, spectral_features
 
-    return spectral_features(g.Wr, g.real.causal, g.st.get("spectral_k", SPECTRAL_K))
+    return spectral_features(g.Wr, g.real.causal, k=g.st.get("spectral_k", SPECTRAL_K))
 
 
 #: Every feature set, by name, in the order the documentation lists them

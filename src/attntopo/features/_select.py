@@ -28,7 +28,7 @@ __all__ = ["HEAD_CRITERIA", "best_heads", "head_scores", "select_heads", "check_
 HEAD_CRITERIA: tuple[str, ...] = ("cv_accuracy", "anova", "difference")
 
 
-def check_labels(y: Any, n: int | None = None, name: str = "y") -> np.ndarray:
+def check_labels(y: Any, *, n: int | None = None, name: str = "y") -> np.ndarray:
     """Labels as an array; at least two classes, each with at least ``2`` members.
 
     Raises :class:`~attntopo.errors.InvalidInputError` before any model runs.
@@ -150,7 +150,7 @@ def head_scores(
     progress = check_progress(progress)
     cv = check_positive_int(cv, "cv", allow_none=False)
     values, names = _columns_of(X, columns)
-    y = check_labels(y, values.shape[0])
+    y = check_labels(y, n=values.shape[0])
     _check_enough(y, criterion, cv)
     groups: dict[tuple[int, int], list[int]] = {}
     for k, c in enumerate(names):

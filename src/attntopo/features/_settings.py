@@ -268,7 +268,7 @@ class FeatureSettings:
             object.__setattr__(self, f.name, f.metadata["check"](getattr(self, f.name), self))
 
     @classmethod
-    def resolve(cls, settings: "FeatureSettings | None" = None, *, owner: str = "settings",
+    def resolve(cls, settings: "FeatureSettings | None", /, *, owner: str = "settings",
                 **given: Any) -> "FeatureSettings":
         """``settings`` (or the defaults) with the keywords given (those not None).
 
@@ -288,7 +288,7 @@ class FeatureSettings:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
 
     @classmethod
-    def from_dict(cls, doc: Any, where: str = "settings") -> "FeatureSettings":
+    def from_dict(cls, doc: Any, *, where: str = "settings") -> "FeatureSettings":
         """Inverse of :meth:`to_dict`; a setting missing from ``doc`` (one added after it was
         written) takes its default, an unknown one is one
         :class:`~attntopo.errors.InvalidInputError` naming it and ``where``."""

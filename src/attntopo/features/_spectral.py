@@ -56,7 +56,7 @@ def attention_laplacian(A: np.ndarray, causal: bool) -> np.ndarray:
     return L
 
 
-def spectral_features(A: np.ndarray, causal: bool, k: int = SPECTRAL_K) -> np.ndarray:
+def spectral_features(A: np.ndarray, causal: bool, *, k: int = SPECTRAL_K) -> np.ndarray:
     """The ``spectral`` set of a stack of attention matrices, shape (B, k), largest first.
 
     Causal: the diagonal of ``L`` (its eigenvalues), sorted.  Bidirectional: the real parts of

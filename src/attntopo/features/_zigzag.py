@@ -77,7 +77,7 @@ def _dionysus():
     return dionysus
 
 
-def layer_graph(W: Any, keep: np.ndarray | None = None,
+def layer_graph(W: Any, *, keep: np.ndarray | None = None,
                 edges_per_token: float = ZIGZAG_EDGES_PER_TOKEN,
                 order: Sequence[int] | None = None) -> np.ndarray:
     """The edges of one layer's graph ``G_l`` (module docstring), shape (m, 2), int64, ``i < j``.

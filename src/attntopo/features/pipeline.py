@@ -26,6 +26,8 @@ Heads (``SelectHeads``, ``ablate_heads``)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_names
 
 _LAZY = {
@@ -55,3 +57,26 @@ __all__ = sorted(_LAZY)
 
 
 __getattr__, __dir__ = lazy_names(globals(), _LAZY, package=__package__)
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only: the names of _LAZY
+    from ._ablation import ablated_heads as ablated_heads
+    from ._ablation import check_heads as check_heads
+    from ._cache import cached_rows as cached_rows
+    from ._cache import check_memory as check_memory
+    from ._cache import model_fingerprint as model_fingerprint
+    from ._cache import settings_digest as settings_digest
+    from ._compute import PAIR_SETS as PAIR_SETS
+    from ._compute import PERSISTENCE_SETS as PERSISTENCE_SETS
+    from ._compute import ChunkFeatures as ChunkFeatures
+    from ._compute import answer_check as answer_check
+    from ._compute import head_order as head_order
+    from ._compute import join_pair as join_pair
+    from ._compute import set_columns as set_columns
+    from ._compute import stream_into as stream_into
+    from ._compute import threads_beside_workers as threads_beside_workers
+    from ._select import HEAD_CRITERIA as HEAD_CRITERIA
+    from ._select import best_heads as best_heads
+    from ._select import check_labels as check_labels
+    from ._select import head_scores as head_scores
+    from ._table import parse_column as parse_column

@@ -149,7 +149,7 @@ class HardmaxClassifier(Result):
         return {t: i for i, t in enumerate(self.vocab)}
 
     # ---------------------------------------------------------------- predict
-    def final_points(self, texts: Sequence[str], batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    def final_points(self, texts: Sequence[str], *, batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
         """Exact-hardmax final points ``(B, max_len, d)`` and the token mask ``(B, max_len)``."""
         import torch
 
@@ -197,12 +197,12 @@ class HardmaxClassifier(Result):
         index = self.index
         ids = [index.get(t, 1) for t in toks]
         labels = [t if index.get(t, 1) != 1 else f"{t}→{UNK}" for t in toks]
-        sim = simulate(self.embedding[ids], None, self.alpha, self.layers, cluster_tol=DEFAULT_CLUSTER_TOL,
+        sim = simulate(self.embedding[ids], A=None, alpha=self.alpha, steps=self.layers, cluster_tol=DEFAULT_CLUSTER_TOL,
                        tokens=labels, source={"kind": "classifier", "text": text, "classes": self.classes})
         mean = sim.final.mean(axis=0)
         return sim, float(1.0 / (1.0 + np.exp(-(mean @ self.weight + self.bias))))
 
-    def leader_words(self, texts: Sequence[str], labels: Sequence[Any], top: int = 10) -> dict[str, list]:
+    def leader_words(self, texts: Sequence[str], labels: Sequence[Any], *, top: int = 10) -> dict[str, list]:
         """The words that lead most often, per class: ``{label: [(word, texts, share), …]}``.
 
         For each text (exact hardmax, ``layers`` steps) the distinct words that are leaders at the
@@ -248,8 +248,8 @@ class HardmaxClassifier(Result):
 
     @classmethod
     def _from_payload(cls, meta: dict, arrays: Mapping[str, np.ndarray]) -> "HardmaxClassifier":
-        E = read_array(arrays, "embedding", "f", ndim=2, finite=True)
-        w = read_array(arrays, "weight", "f", shape=(E.shape[1],), finite=True)
+        E = read_array(arrays, "embedding", kind="f", ndim=2, finite=True)
+        w = read_array(arrays, "weight", kind="f", shape=(E.shape[1],), finite=True)
         vocab, classes = meta.get("vocab"), meta.get("classes")
         if not isinstance(vocab, list) or len(vocab) != E.shape[0] or not all(isinstance(t, str) for t in vocab):
             raise ResultFormatError(f"'vocab' must be a list of {E.shape[0]} strings (one per embedding row)")

@@ -79,7 +79,7 @@ def _projections(m: Any, layer: int) -> tuple[Any, Any, Any]:
     )
 
 
-def key_query_matrix(model: Any = "minilm", layer: int = 0, head: int = 0, *,
+def key_query_matrix(model: Any = "minilm", *, layer: int, head: int,
                      margin: float = DEFAULT_MARGIN) -> tuple[np.ndarray, dict]:
     """``A`` for one head: ``W_Qᵀ W_K`` symmetrized and shifted to be positive definite.
 
@@ -128,7 +128,8 @@ def key_query_matrix(model: Any = "minilm", layer: int = 0, head: int = 0, *,
     return A, info
 
 
-def token_states(model: Any, text: str, layer: int = 0, *, truncate: bool = False) -> tuple[np.ndarray, list[str]]:
+def token_states(model: Any, text: str, *, layer: int,
+                 truncate: bool = False) -> tuple[np.ndarray, list[str]]:
     """The hidden states entering ``layer`` for ``text`` and the tokens' labels.
 
     Returns
@@ -153,12 +154,12 @@ def token_states(model: Any, text: str, layer: int = 0, *, truncate: bool = Fals
         if norm is not None:
             h = norm(h)
     Z = h[0].detach().to("cpu").double().numpy()
-    labels, _src = token_labels(enc.tokens, enc.offsets, enc.special, enc.text)
+    labels, _src = token_labels(enc.tokens, enc.offsets, enc.special, text=enc.text)
     return Z, labels
 
 
-def simulate_text(text: str, model: Any = "minilm", layer: int = 0, head: int = 0, *,
-                  alpha: float = 1.0, steps: int = 50, margin: float = DEFAULT_MARGIN,
+def simulate_text(text: str, model: Any = "minilm", *, layer: int, head: int, alpha: float = 1.0,
+                  steps: int = 50, margin: float = DEFAULT_MARGIN,
                   truncate: bool = False, rtol: float | None = None,
                   cluster_tol: float | None = None):
     """The hardmax dynamics on a model's tokens for ``text``, with ``A`` from one head.
@@ -183,8 +184,8 @@ def simulate_text(text: str, model: Any = "minilm", layer: int = 0, head: int = 
     m = _load(model)
     check_alpha(alpha)
     check_steps(steps)
-    A, info = key_query_matrix(m, layer, head, margin=margin)
-    Z0, labels = token_states(m, text, info["layer"], truncate=truncate)
+    A, info = key_query_matrix(m, layer=layer, head=head, margin=margin)
+    Z0, labels = token_states(m, text, layer=info["layer"], truncate=truncate)
     source = {"kind": "model", "model": m.name, "model_info": m.info(), "text": text,
               "z0": f"hidden_states[{info['layer']}]", **info}
-    return simulate(Z0, A, alpha, steps, rtol=rtol, cluster_tol=cluster_tol, tokens=labels, source=source)
+    return simulate(Z0, A=A, alpha=alpha, steps=steps, rtol=rtol, cluster_tol=cluster_tol, tokens=labels, source=source)

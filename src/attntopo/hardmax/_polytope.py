@@ -91,7 +91,7 @@ class PolytopePosition:
     _hull_rel_boundary: np.ndarray | None = None
 
 
-def affine_dimension(V: np.ndarray, tol: float = 1e-9) -> tuple[int, np.ndarray, np.ndarray]:
+def affine_dimension(V: np.ndarray, *, tol: float = 1e-9) -> tuple[int, np.ndarray, np.ndarray]:
     """Affine dimension of the rows of ``V`` ``(m, d)``, their centroid and an orthonormal basis.
 
     Returns ``(r, c, B)`` with ``B`` of shape ``(r, d)``: the singular vectors of ``V − c``

@@ -174,7 +174,7 @@ class HardmaxSimulation(Result):
             })
         return out
 
-    def followed_leaders(self, step: int = -1) -> list[tuple[int, ...]]:
+    def followed_leaders(self, *, step: int = -1) -> list[tuple[int, ...]]:
         """For each token, the leaders it is heading to at ``step``:
         those reachable in the attention graph.
 
@@ -194,14 +194,14 @@ class HardmaxSimulation(Result):
         lead = self.leaders[step]
         return [tuple(int(j) for j in np.flatnonzero(reach[i] & lead)) for i in range(self.n_tokens)]
 
-    def attention_clusters(self, step: int = -1) -> list[dict]:
+    def attention_clusters(self, *, step: int = -1) -> list[dict]:
         """Tokens grouped by the leaders they follow at ``step`` (:meth:`followed_leaders`).
 
         Returns ``[{"leaders": [...], "members": [...], "labels": [...] or None}, …]``, the
         largest group first; tokens that reach no leader form groups by what they reach (empty).
         """
         groups: dict[tuple[int, ...], list[int]] = {}
-        for i, key in enumerate(self.followed_leaders(step)):
+        for i, key in enumerate(self.followed_leaders(step=step)):
             groups.setdefault(key, []).append(i)
         out = [{"leaders": list(k), "members": v,
                 "labels": None if self.tokens is None else [self.tokens[i] for i in v]} for k, v in groups.items()]
@@ -229,7 +229,7 @@ class HardmaxSimulation(Result):
         return polytope_position(self.limit_points, V, tol=max(self.cluster_tol, 1e-12))
 
     # ------------------------------------------------------------- topology
-    def diagrams(self, maxdim: int = 0, engine: str | None = None) -> list:
+    def diagrams(self, *, maxdim: int = 0, engine: str | None = None) -> list:
         """The persistence diagram of the token cloud at each step (Euclidean distances).
 
         Parameters
@@ -317,12 +317,12 @@ class HardmaxSimulation(Result):
 
     @classmethod
     def _from_payload(cls, meta: dict, arrays: Mapping[str, np.ndarray]) -> "HardmaxSimulation":
-        traj = read_array(arrays, "trajectories", "f", ndim=3, finite=True)
+        traj = read_array(arrays, "trajectories", kind="f", ndim=3, finite=True)
         T, n, d = traj.shape
         if T < 1 or n < 1 or d < 1:
             raise ResultFormatError(f"array 'trajectories' must have shape (steps + 1, n, d) >= 1, got {traj.shape}")
-        leaders = read_array(arrays, "leaders", "b", shape=(T, n))
-        A = read_array(arrays, "A", "f", shape=(d, d), finite=True)
+        leaders = read_array(arrays, "leaders", kind="b", shape=(T, n))
+        A = read_array(arrays, "A", kind="f", shape=(d, d), finite=True)
         tokens = meta.get("tokens")
         if tokens is not None and (not isinstance(tokens, list) or len(tokens) != n
                                    or not all(isinstance(t, str) for t in tokens)):
@@ -349,10 +349,10 @@ class HardmaxSimulation(Result):
 # --------------------------------------------------------------------- simulate
 def simulate(
     Z0: Any,
+    *,
     A: Any = None,
     alpha: float = 1.0,
     steps: int = 50,
-    *,
     rtol: float | None = None,
     cluster_tol: float | None = None,
     tokens: Sequence[str] | None = None,
@@ -425,7 +425,7 @@ def simulate(
     result = HardmaxSimulation(
         trajectories=run.trajectories, leaders=run.leaders, A=A_, alpha=a, rtol=tol.rtol,
         cluster_tol=tol.cluster_tol, tokens=tokens, source=src,
-        provenance=make_provenance(src.get("model_info") or {"name": src.get("model", "")}, settings),
+        provenance=make_provenance(src.get("model_info") or {"name": src.get("model", "")}, settings=settings),
     )
     result.__dict__["cluster_labels"] = run.labels  # the run computed them already
     return result

@@ -75,6 +75,7 @@ def _vocabulary(texts: Sequence[str], min_count: int, max_vocab: int) -> list[st
 
 
 def bag_of_words_baseline(texts: Sequence[str], labels: Sequence[Any], split: tuple[np.ndarray, ...],
+                          *,
                           Cs: Sequence[float] = (0.01, 0.1, 1.0, 10.0, 100.0)) -> dict:
     """Logistic regression on word counts, ``C`` picked on the validation split, scored on test.
 
@@ -320,6 +321,6 @@ def train_classifier(
     model.metrics = metrics
     from ..analyses.building import make_provenance
 
-    model.provenance = make_provenance({"name": "hardmax classifier"}, model.settings)
+    model.provenance = make_provenance({"name": "hardmax classifier"}, settings=model.settings)
     return model
 

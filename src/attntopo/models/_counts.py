@@ -51,8 +51,7 @@ def configured_counts(model: Any) -> tuple[str, int, int] | None:
     return None if counts is None else (spec.name, *counts)
 
 
-def check_selection(model: Any, layers: Any = None, heads: Any = None, *,
-                    names: tuple[str, str] = ("layer", "head")) -> None:
+def check_selection(model: Any, *, layers: Any = None, heads: Any = None, names: tuple[str, str] = ("layer", "head")) -> None:
     """Refuse layers or heads out of ``model``'s range before it loads.
 
     ``layers``, ``heads``: what ``layers=``/``heads=`` accept (None: all, nothing to check).

@@ -156,7 +156,7 @@ def attention_from_qk(Q: np.ndarray, K: np.ndarray, scaling: float, causal: bool
 
 
 @contextlib.contextmanager
-def one_blas_thread(limits: int = 1, user_api: str | None = "blas") -> Iterator[None]:
+def one_blas_thread(*, limits: int = 1, user_api: str | None = "blas") -> Iterator[None]:
     """BLAS (and with ``user_api=None`` OpenMP) on ``limits`` thread(s) inside the block.
 
     Small stacked products (heads × n × n, n of a few hundred) run far faster on one thread:

@@ -119,7 +119,7 @@ def _file_fingerprint(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def gguf_converted_folder(spec: ModelSpec, reporter: Reporter = NO_PROGRESS) -> Path:
+def gguf_converted_folder(spec: ModelSpec, *, reporter: Reporter = NO_PROGRESS) -> Path:
     """Return a folder with the GGUF model dequantized to float32 safetensors, converting once.
 
     The first call dequantizes the GGUF file with transformers (tens of seconds) and stores
@@ -293,7 +293,7 @@ def load_hf(spec: ModelSpec, *, dtype: str, device: str, allow_pickle: bool, tru
     torch_dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
     if spec.kind == "hub":
         _check_hub(spec)
-    path = str(gguf_converted_folder(spec, reporter)) if spec.is_gguf else spec.path
+    path = str(gguf_converted_folder(spec, reporter=reporter)) if spec.is_gguf else spec.path
     reporter.stage("loading model")
     common = dict(trust_remote_code=trust_remote_code)
     if spec.revision:

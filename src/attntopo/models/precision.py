@@ -122,7 +122,7 @@ def row_sum_tolerance(dtype: Any, n: int) -> float:
     return g + u * (1 + g) + n * subnormal / 2 + _gamma(n, _F64_UNIT)
 
 
-def normalize_rows(w, dtype: Any = None, *, what: str = "attention", out: Any = None):
+def normalize_rows(w, *, dtype: Any = None, what: str = "attention", out: Any = None):
     """Rows of attention weights divided by their sums in float64, returned as float32.
 
     Parameters

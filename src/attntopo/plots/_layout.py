@@ -136,7 +136,7 @@ def display_labels(labels: Sequence[str]) -> list[str]:
 
     pieces = [s[2:] if s.startswith("##") and len(s) > 2 else s for s in labels]
     n = len(pieces)
-    return token_labels(pieces, [(0, 0)] * n, [False] * n, "")[0]
+    return token_labels(pieces, [(0, 0)] * n, [False] * n, text="")[0]
 
 
 def check_highlight(highlight: Any, n: int) -> np.ndarray:
@@ -170,7 +170,7 @@ def check_scale(scale: Any, name: str = "scale") -> float:
     return e
 
 
-def mds_layout(D: np.ndarray, dim: int = 2) -> np.ndarray:
+def mds_layout(D: np.ndarray, *, dim: int = 2) -> np.ndarray:
     """Classical (Torgerson) multidimensional scaling of a distance matrix, for drawing.
 
     The coordinates of :func:`attntopo._mds.classical_mds` (top ``dim`` eigenvectors of
@@ -238,7 +238,7 @@ def suggest_scale(dgm: Diagram | None, D: np.ndarray) -> float:
     return float(np.median(upper)) if upper.size else 1.0
 
 
-def suggest_scales(D: np.ndarray, n_scales: int = 16) -> np.ndarray:
+def suggest_scales(D: np.ndarray, *, n_scales: int = 16) -> np.ndarray:
     """``n_scales`` increasing scales at quantiles of the pairwise distances (for sliders)."""
     D = np.asarray(D)
     upper = D[np.triu_indices(D.shape[0], 1)]

@@ -95,7 +95,7 @@ def short_label(label: str, width: int = 14) -> str:
 
 
 def thin_labels(
-    labels: Sequence[str] | None, n: int, max_labels: int = MAX_LABELS
+    labels: Sequence[str] | None, n: int, *, max_labels: int = MAX_LABELS
 ) -> tuple[list[int], list[str]]:
     """Tick positions and texts for ``n`` tokens: every ``k``-th label, at most ``max_labels``.
 

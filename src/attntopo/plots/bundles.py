@@ -10,7 +10,7 @@ folder (in the same atomic step as the result: ``result.save(DIR, extra_files=bu
 >>> b = analysis_bundle(a, heads=[(1, 2)])
 >>> sorted(b.figures())[:3]                      # matplotlib figures, by file stem
 ['L01_H02_attention', 'L01_H02_barcode', 'L01_H02_diagram']
->>> files = b.files(["png", "html"])             # {"figures/L01_H02_diagram.png": bytes, …,
+>>> files = b.files(formats=["png", "html"])             # {"figures/L01_H02_diagram.png": bytes, …,
 ...                                              #  "figures/report.html": bytes}
 >>> a.save("quantum", extra_files=files)         # doctest: +SKIP
 
@@ -68,11 +68,13 @@ class Bundle:
         self.title = title
         self.heads = list(heads)
 
-    def figures(self, interactive: bool = False) -> Figures:
+    def figures(self, *, interactive: bool = False) -> Figures:
         """``{file stem: figure}``: matplotlib figures, or plotly figures with ``interactive``."""
         return self._draw(bool(interactive))
 
-    def files(self, formats: Iterable[str] = ("png",), folder: str = "figures") -> dict[str, bytes]:
+    def files(
+        self, *, formats: Iterable[str] = ("png",), folder: str = "figures"
+    ) -> dict[str, bytes]:
         """Every figure rendered to the bytes of its file, ``{"figures/STEM.png": bytes, …}``.
 
         Parameters
@@ -120,7 +122,7 @@ def _analysis_heads(analysis: Any, heads: Sequence[tuple[int, int]] | None, n: i
     if heads is None:
         from .._html import default_heads
 
-        return default_heads(analysis, n)
+        return default_heads(analysis, n=n)
     out = []
     for pair in heads:
         try:
@@ -132,7 +134,8 @@ def _analysis_heads(analysis: Any, heads: Sequence[tuple[int, int]] | None, n: i
     return list(dict.fromkeys(out))
 
 
-def analysis_bundle(analysis: Any, heads: Sequence[tuple[int, int]] | None = None, *, n_heads: int = 3,
+def analysis_bundle(analysis: Any, *, heads: Sequence[tuple[int, int]] | None = None,
+                    n_heads: int = 3,
                     stat: str | None = None) -> Bundle:
     """The figures of an :class:`~attntopo.Analysis`.
 
@@ -170,26 +173,26 @@ def analysis_bundle(analysis: Any, heads: Sequence[tuple[int, int]] | None = Non
         figs: Figures = {}
         if len(analysis.layers) * len(analysis.heads) > 1:
             if interactive:
-                figs["head_grid"] = PI.iplot_head_grid(analysis, stat)
+                figs["head_grid"] = PI.iplot_head_grid(analysis, stat=stat)
             else:
                 figs["head_grid"] = PS.plot_head_grid(analysis)
-                figs[f"heads_{stat}"] = PS.plot_head_stat(analysis, stat)
+                figs[f"heads_{stat}"] = PS.plot_head_stat(analysis, stat=stat)
         for layer, head in chosen:
             tag, t = head_tag(layer, head), f"layer {layer}, head {head}"
             dgm, D = analysis.diagram(layer, head), analysis.distance_matrix(layer, head)
             scale = suggest_scale(dgm, D)
             if interactive:
                 figs[f"{tag}_diagram"] = PI.iplot_diagram(dgm, title=f"persistence diagram · {t}")
-                figs[f"{tag}_distances"] = PI.iplot_distance_matrix(D, labels, title=f"{dist} · {t}")
+                figs[f"{tag}_distances"] = PI.iplot_distance_matrix(D, labels=labels, title=f"{dist} · {t}")
                 figs[f"{tag}_graph"] = PI.iplot_threshold_graph(D, labels=labels, special=special, title=t,
                                                                 scale=scale)
                 continue
             i, j = analysis.position(layer, head)
             figs[f"{tag}_diagram"] = PS.plot_diagram(dgm, title=f"persistence diagram · {t}")
             figs[f"{tag}_barcode"] = PS.plot_barcode(dgm, title=f"barcode · {t}")
-            figs[f"{tag}_distances"] = PS.plot_distance_matrix(D, labels, title=f"{dist} · {t}")
-            figs[f"{tag}_attention"] = PS.plot_attention(a.weights[i, j], labels, title=f"attention · {t}")
-            figs[f"{tag}_graph"] = PS.plot_threshold_graph(D, scale, labels, special=special)
+            figs[f"{tag}_distances"] = PS.plot_distance_matrix(D, labels=labels, title=f"{dist} · {t}")
+            figs[f"{tag}_attention"] = PS.plot_attention(a.weights[i, j], labels=labels, title=f"attention · {t}")
+            figs[f"{tag}_graph"] = PS.plot_threshold_graph(D, scale, labels=labels, special=special)
             figs[f"{tag}_overview"] = PS.plot_head_overview(analysis, layer, head, scale=scale)
         return figs
 
@@ -202,7 +205,7 @@ def analysis_bundle(analysis: Any, heads: Sequence[tuple[int, int]] | None = Non
 def _comparison_heads(c: Any, heads: Sequence[tuple[int, int]] | None, n: int) -> list[tuple[int, int]]:
     if heads is None:
         k = min(int(n), len(c.layers) * len(c.heads))
-        return [(lay, hd) for lay, hd, _ in c.most_similar_heads(k)] if k > 0 else []
+        return [(lay, hd) for lay, hd, _ in c.most_similar_heads(k=k)] if k > 0 else []
     out = []
     for layer, head in heads:
         i, j = c._pos(layer, head)
@@ -210,7 +213,7 @@ def _comparison_heads(c: Any, heads: Sequence[tuple[int, int]] | None, n: int) -
     return list(dict.fromkeys(out))
 
 
-def comparison_bundle(comparison: Any, heads: Sequence[tuple[int, int]] | None = None, *, n_heads: int = 3,
+def comparison_bundle(comparison: Any, *, heads: Sequence[tuple[int, int]] | None = None, n_heads: int = 3,
                       highlight: Any = None) -> Bundle:
     """The figures of a :class:`~attntopo.Comparison` of two texts.
 
@@ -241,19 +244,19 @@ def comparison_bundle(comparison: Any, heads: Sequence[tuple[int, int]] | None =
         figs: Figures = {}
         if len(c.layers) * len(c.heads) > 1:
             if interactive:
-                figs["heads"] = PC.iplot_compare_heads(c, "bottleneck")  # the ranking dimension
+                figs["heads"] = PC.iplot_compare_heads(c, name="bottleneck")  # the ranking dimension
             else:
                 for d in range(c.maxdim + 1):
-                    figs[f"heads_bottleneck_h{d}"] = PC.plot_compare_heads(c, "bottleneck", dim=d)
-                figs["heads_shared_edges"] = PC.plot_compare_heads(c, "shared_edges")
+                    figs[f"heads_bottleneck_h{d}"] = PC.plot_compare_heads(c, name="bottleneck", dim=d)
+                figs["heads_shared_edges"] = PC.plot_compare_heads(c, name="shared_edges")
         for layer, head in chosen:
             tag = head_tag(layer, head)
             if interactive:
-                figs[f"{tag}_graphs"] = PC.iplot_compare_graphs(c, layer, head, highlight=hl)
-                figs[f"{tag}_diagrams"] = PC.iplot_compare_diagrams(c, layer, head)
+                figs[f"{tag}_graphs"] = PC.iplot_compare_graphs(c, layer=layer, head=head, highlight=hl)
+                figs[f"{tag}_diagrams"] = PC.iplot_compare_diagrams(c, layer=layer, head=head)
             else:
-                figs[f"{tag}_graphs"] = PC.plot_compare_graphs(c, layer, head, highlight=hl)
-                figs[f"{tag}_diagrams"] = PC.plot_compare_diagrams(c, layer, head)
+                figs[f"{tag}_graphs"] = PC.plot_compare_graphs(c, layer=layer, head=head, highlight=hl)
+                figs[f"{tag}_diagrams"] = PC.plot_compare_diagrams(c, layer=layer, head=head)
         return figs
 
     return Bundle(draw, page="report.html", title=f"attntopo compare · {c.a.attention.model}", heads=chosen)
@@ -278,14 +281,14 @@ def timeline_bundle(timeline: Any) -> Bundle:
         if interactive:
             return {"timeline": PT.iplot_timeline(tl)}
         figs: Figures = {
-            "timeline_overview": PT.plot_timeline_overview(tl, min(1, tl.maxdim)),
+            "timeline_overview": PT.plot_timeline_overview(tl, dim=min(1, tl.maxdim)),
             "timeline_diagrams": PT.plot_timeline_diagrams(tl),
-            "coherence_bottleneck": PT.plot_coherence(tl, "bottleneck"),
-            "coherence_wasserstein": PT.plot_coherence(tl, "wasserstein"),
+            "coherence_bottleneck": PT.plot_coherence(tl, metric="bottleneck"),
+            "coherence_wasserstein": PT.plot_coherence(tl, metric="wasserstein"),
         }
         for d in range(tl.maxdim + 1):
-            figs[f"vineyard_h{d}"] = PT.plot_vineyard(tl, d)
-            figs[f"betti_h{d}"] = PT.plot_betti_heatmap(tl, d)
+            figs[f"vineyard_h{d}"] = PT.plot_vineyard(tl, dim=d)
+            figs[f"betti_h{d}"] = PT.plot_betti_heatmap(tl, dim=d)
         return figs
 
     return Bundle(draw)
@@ -296,7 +299,7 @@ def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("_") or "model"
 
 
-def head_space_bundle(spaces: Any, comparison: Any = None) -> Bundle:
+def head_space_bundle(spaces: Any, *, comparison: Any = None) -> Bundle:
     """The figures of one or more :class:`~attntopo.HeadSpace`
     and of a :class:`~attntopo.ModelComparison`.
 
@@ -322,13 +325,13 @@ def head_space_bundle(spaces: Any, comparison: Any = None) -> Bundle:
         for hs in spaces:
             tag = "" if len(spaces) == 1 else f"{_safe_name(hs.model)}_"
             if interactive:
-                figs[f"{tag}head_mds"] = PH.iplot_head_mds(hs, "type" if hs.types is not None else "layer")
+                figs[f"{tag}head_mds"] = PH.iplot_head_mds(hs, color_by="type" if hs.types is not None else "layer")
                 continue
             figs[f"{tag}head_distances"] = PH.plot_head_distances(hs)
-            figs[f"{tag}head_mds_layer"] = PH.plot_head_mds(hs, "layer")
+            figs[f"{tag}head_mds_layer"] = PH.plot_head_mds(hs, color_by="layer")
             figs[f"{tag}head_barcode"] = PH.plot_head_barcode(hs)
             if hs.types is not None:
-                figs[f"{tag}head_mds_type"] = PH.plot_head_mds(hs, "type")
+                figs[f"{tag}head_mds_type"] = PH.plot_head_mds(hs, color_by="type")
                 figs[f"{tag}head_types"] = PH.plot_head_types(hs.types)
         if comparison is not None and not interactive:
             figs["model_diagrams"] = PH.plot_model_diagrams(comparison)

@@ -135,12 +135,12 @@ def _pos(c: Any, layer: int | None, head: int | None) -> tuple[int, int]:
 # ------------------------------------------------------------- threshold graphs
 def plot_compare_graph(
     comparison: Any,
+    *,
     side: str = "a",
     layer: int | None = None,
     head: int | None = None,
     scale: float | None = None,
     ax: Axes | None = None,
-    *,
     highlight: Any = None,
     coords: np.ndarray | None = None,
     max_labels: int = 60,
@@ -242,10 +242,10 @@ def plot_compare_graph(
 
 def plot_compare_graphs(
     comparison: Any,
+    *,
     layer: int | None = None,
     head: int | None = None,
     scale: float | None = None,
-    *,
     highlight: Any = None,
     axes: Sequence[Axes] | None = None,
     max_labels: int = 60,
@@ -281,7 +281,7 @@ def plot_compare_graphs(
         fig = _root_figure(axs[0])
     lay, hd = comparison.layers[i], comparison.heads[j]
     for side, ax in zip(("a", "b"), axs):
-        plot_compare_graph(comparison, side, lay, hd, e, ax, highlight=highlight, max_labels=max_labels)
+        plot_compare_graph(comparison, side=side, layer=lay, head=hd, scale=e, ax=ax, highlight=highlight, max_labels=max_labels)
     handles = [
         Line2D([], [], ls="", marker="o", color=S.NODE_COLOR, label="token"),
         Line2D([], [], ls="", marker="D", color=SHARED_COLOR, label="shared token"),
@@ -369,10 +369,10 @@ def _node_trace(go: Any, p: dict, X: np.ndarray):
 
 def iplot_compare_graphs(
     comparison: Any,
+    *,
     layer: int | None = None,
     head: int | None = None,
     scales: Sequence[float] | None = None,
-    *,
     highlight: Any = None,
     n_scales: int = 16,
     start: int | None = None,
@@ -468,10 +468,10 @@ def _diagram_title(comparison: Any, i: int, j: int) -> str:
 
 def plot_compare_diagrams(
     comparison: Any,
+    *,
     layer: int | None = None,
     head: int | None = None,
     ax: Axes | None = None,
-    *,
     dims: Sequence[int] | None = None,
     scope: str = "text",
     title: str | None = None,
@@ -525,8 +525,7 @@ def _scope_diagrams(c: Any, i: int, j: int, scope: str):
     raise InvalidInputError(f"scope must be 'text' or 'shared', got {scope!r}")
 
 
-def iplot_compare_diagrams(comparison: Any, layer: int | None = None, head: int | None = None, *,
-                           scope: str = "text", title: str | None = None):
+def iplot_compare_diagrams(comparison: Any, *, layer: int | None = None, head: int | None = None, scope: str = "text", title: str | None = None):
     """Interactive twin of :func:`plot_compare_diagrams` (hover: text, dimension, birth, death)."""
     go = _go()
     _check_comparison(comparison)
@@ -563,7 +562,7 @@ def iplot_compare_diagrams(comparison: Any, layer: int | None = None, head: int 
 
 # ------------------------------------------------------------------ head grids
 def _heads_grid(comparison: Any, name: str, dim: int | None, scope: str) -> tuple[np.ndarray, str]:
-    g = comparison.grid(name, dim=dim, scope=scope)
+    g = comparison.grid(name=name, dim=dim, scope=scope)
     from ..constants import DISTANCE_NAMES
 
     if name in DISTANCE_NAMES:
@@ -576,10 +575,10 @@ def _heads_grid(comparison: Any, name: str, dim: int | None, scope: str) -> tupl
 
 def plot_compare_heads(
     comparison: Any,
+    *,
     name: str = "bottleneck",
     dim: int | None = None,
     ax: Axes | None = None,
-    *,
     scope: str = "text",
     annotate: bool | None = None,
     mark: int = 3,
@@ -632,7 +631,7 @@ def plot_compare_heads(
 
         by = name if name in DISTANCE_NAMES + ("shared_edges", "shared_triangles") else None
         if by is not None:
-            r = comparison.ranking(by, dim, scope)
+            r = comparison.ranking(by=by, dim=dim, scope=scope)
             top = np.flatnonzero(r["rank"] <= int(mark))
             for t in top:
                 a, b = comparison.layers.index(int(r["layer"][t])), comparison.heads.index(int(r["head"][t]))
@@ -649,8 +648,7 @@ def _square_patch(x: float, y: float):
     return Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="white", lw=1.8, zorder=5)
 
 
-def iplot_compare_heads(comparison: Any, name: str = "bottleneck", dim: int | None = None, *,
-                        scope: str = "text", title: str | None = None):
+def iplot_compare_heads(comparison: Any, *, name: str = "bottleneck", dim: int | None = None, scope: str = "text", title: str | None = None):
     """Interactive heads heatmap with a menu over every distance (per dimension) and count."""
     go = _go()
     _check_comparison(comparison)
@@ -686,11 +684,11 @@ def iplot_compare_heads(comparison: Any, name: str = "bottleneck", dim: int | No
 # -------------------------------------------------------------------- phrases
 def plot_phrase_distances(
     phrase_topology: Any,
+    *,
     layer: int | None = None,
     head: int | None = None,
     dim: int | None = None,
     ax: Axes | None = None,
-    *,
     by: str = "bottleneck",
     title: str | None = None,
 ) -> Figure:

@@ -28,7 +28,9 @@ def _check(result: Any) -> None:
         raise InvalidInputError(f"expected a Compression (from attntopo.compress), got {type(result).__name__}")
 
 
-def plot_compression_heads(result: Any, ax: Axes | None = None, *, title: str | None = None) -> Figure:
+def plot_compression_heads(
+    result: Any, *, ax: Axes | None = None, title: str | None = None
+) -> Figure:
     """Distinct attention rows / n of every compressed head
     (layers down, heads across; blank: not compressed)."""
     _check(result)

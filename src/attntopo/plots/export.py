@@ -201,7 +201,7 @@ def _for_page(fig: Any) -> tuple[Any, str | None]:
     return threshold_graph_page(fig)
 
 
-def figures_to_html(figures: Any, title: str = "attntopo figures") -> bytes:
+def figures_to_html(figures: Any, *, title: str = "attntopo figures") -> bytes:
     """One standalone HTML page holding several plotly figures (plotly.js inlined once).
 
     Parameters

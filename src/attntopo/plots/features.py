@@ -41,8 +41,8 @@ def _scores_of(source: Any) -> tuple[Mapping, list]:
 
 def plot_head_importance(
     source: Any,
-    ax: Axes | None = None,
     *,
+    ax: Axes | None = None,
     chosen=None,
     n_layers: int | None = None,
     n_heads: int | None = None,

@@ -79,7 +79,7 @@ def _style(ax: Axes) -> None:
         ax.spines[side].set_visible(False)
 
 
-def projection_2d(result: Any, dims: Sequence[int] | None = None) -> tuple[np.ndarray, str, str]:
+def projection_2d(result: Any, *, dims: Sequence[int] | None = None) -> tuple[np.ndarray, str, str]:
     """Plane coordinates of every token at every step: ``(steps + 1, n, 2)`` and the axis names.
 
     ``d = 2``: the coordinates themselves.  ``dims=(i, j)``: coordinates ``i`` and ``j``.
@@ -129,7 +129,7 @@ def _draw_hull(ax: Axes, P: np.ndarray) -> None:
         ax.plot(ends[:, 0], ends[:, 1], color=_HULL_COLOR, lw=1.2, zorder=1, label="polytope of the leaders")
 
 
-def plot_trajectories(result: Any, ax: Axes | None = None, *, dims: Sequence[int] | None = None,
+def plot_trajectories(result: Any, *, ax: Axes | None = None, dims: Sequence[int] | None = None,
                       annotate: bool | None = None, color_by: str = "leader", title: str | None = None) -> Figure:
     """The tokens' paths, coloured by where they are heading, with the leaders' polytope.
 
@@ -158,7 +158,7 @@ def plot_trajectories(result: Any, ax: Axes | None = None, *, dims: Sequence[int
     """
     _check(result)
     fig, ax = _figure_and_axes(ax, (5.2, 4.6))
-    P, xlab, ylab = projection_2d(result, dims)
+    P, xlab, ylab = projection_2d(result, dims=dims)
     if color_by == "leader":
         lab = np.empty(result.n_tokens, dtype=np.int64)
         for g, group in enumerate(result.attention_clusters()):
@@ -205,7 +205,7 @@ def plot_trajectories(result: Any, ax: Axes | None = None, *, dims: Sequence[int
     return fig
 
 
-def plot_cluster_counts(result: Any, ax: Axes | None = None, *, title: str | None = None) -> Figure:
+def plot_cluster_counts(result: Any, *, ax: Axes | None = None, title: str | None = None) -> Figure:
     """Distinct points (clusters) and leaders at every step.
 
     Returns
@@ -228,7 +228,7 @@ def plot_cluster_counts(result: Any, ax: Axes | None = None, *, title: str | Non
     return fig
 
 
-def plot_h0_by_step(result: Any, ax: Axes | None = None, *, diagrams: Sequence[Any] | None = None,
+def plot_h0_by_step(result: Any, *, ax: Axes | None = None, diagrams: Sequence[Any] | None = None,
                     log: bool = True, title: str | None = None) -> Figure:
     """The H0 persistence of the token cloud at every step: one dot per finite bar's death.
 
@@ -277,9 +277,9 @@ def plot_hardmax_overview(result: Any, *, dims: Sequence[int] | None = None) -> 
     _check(result)
     fig = Figure(figsize=(15, 4.6), layout="constrained")
     axes = fig.subplots(1, 3, width_ratios=[1.2, 1, 1])
-    plot_trajectories(result, axes[0], dims=dims)
-    plot_cluster_counts(result, axes[1])
-    plot_h0_by_step(result, axes[2])
+    plot_trajectories(result, ax=axes[0], dims=dims)
+    plot_cluster_counts(result, ax=axes[1])
+    plot_h0_by_step(result, ax=axes[2])
     return fig
 
 

@@ -140,8 +140,8 @@ def _layer_scale(hs: Any) -> tuple[list[str], np.ndarray]:
 # -------------------------------------------------------------- heatmap
 def plot_head_distances(
     hs: Any,
-    ax: Axes | None = None,
     *,
+    ax: Axes | None = None,
     order: str = "dendrogram",
     layer_bands: bool = True,
     title: str | None = None,
@@ -212,9 +212,9 @@ def plot_head_distances(
 # --------------------------------------------------------------------- MDS
 def plot_head_mds(
     hs: Any,
+    *,
     color_by: str = "layer",
     ax: Axes | None = None,
-    *,
     types: Any = None,
     annotate: bool | int = False,
     title: str | None = None,
@@ -298,7 +298,9 @@ def _hex(rgba: Sequence[float]) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def iplot_head_mds(hs: Any, color_by: str = "layer", *, types: Any = None, title: str | None = None):
+def iplot_head_mds(
+    hs: Any, *, color_by: str = "layer", types: Any = None, title: str | None = None
+):
     """Interactive twin of :func:`plot_head_mds` (plotly), with hover labels.
 
     Hovering a point shows the head (``L3H4``), its layer and head, its type (when known),
@@ -372,7 +374,7 @@ def iplot_head_mds(hs: Any, color_by: str = "layer", *, types: Any = None, title
 
 
 # ------------------------------------------------------------------ barcode
-def plot_head_barcode(hs: Any, ax: Axes | None = None, *, dims: Sequence[int] | int | None = None,
+def plot_head_barcode(hs: Any, *, ax: Axes | None = None, dims: Sequence[int] | int | None = None,
                       title: str | None = None) -> Figure:
     """Barcode of the head space's persistence diagram (H0: how heads merge into clusters;
     H1: loops of heads).  Drawn by :func:`attntopo.plots.plot_barcode`."""
@@ -386,7 +388,7 @@ def plot_head_barcode(hs: Any, ax: Axes | None = None, *, dims: Sequence[int] | 
 
 
 # ------------------------------------------------------------ types grid
-def plot_head_types(types: Any, ax: Axes | None = None, *, title: str | None = None) -> Figure:
+def plot_head_types(types: Any, *, ax: Axes | None = None, title: str | None = None) -> Figure:
     """A layers × heads grid of head-type labels (colour and two-letter code per type).
 
     Parameters
@@ -438,8 +440,8 @@ def plot_head_types(types: Any, ax: Axes | None = None, *, title: str | None = N
 # ------------------------------------------------------- model vs model
 def plot_model_diagrams(
     comparison: Any,
-    ax: Axes | None = None,
     *,
+    ax: Axes | None = None,
     dims: Sequence[int] | None = None,
     title: str | None = None,
 ) -> Figure:
@@ -478,7 +480,7 @@ def plot_model_diagrams(
     ax.legend(fontsize=S.FONT["legend"], frameon=False, loc="lower right")
     if title is None:
         parts = []
-        pv = comparison.p_values("bottleneck") if getattr(comparison, "n_boot", 0) else None
+        pv = comparison.p_values(name="bottleneck") if getattr(comparison, "n_boot", 0) else None
         for d in dims:
             s = f"H{d} {comparison.bottleneck[d]:.3g}"
             if pv is not None:

@@ -72,6 +72,7 @@ def _threshold_of(dgm: Any) -> float:
 
 def iplot_diagram(
     dgm: Any,
+    *,
     dims: Sequence[int] | int | None = None,
     title: str | None = None,
 ):
@@ -127,7 +128,7 @@ def iplot_diagram(
     return fig
 
 
-def iplot_distance_matrix(D: Any, labels: Sequence[str] | None = None, title: str | None = None):
+def iplot_distance_matrix(D: Any, *, labels: Sequence[str] | None = None, title: str | None = None):
     """Interactive heatmap of a token distance matrix (hover: both tokens and their distance).
 
     Parameters
@@ -143,7 +144,7 @@ def iplot_distance_matrix(D: Any, labels: Sequence[str] | None = None, title: st
     go = _go()
     D = distance_matrix(D)
     n = D.shape[0]
-    labels = check_labels(labels, n)
+    labels = check_labels(labels, n=n)
     names = labels if labels is not None else [str(i) for i in range(n)]
     # one category per token, "i: token" (repeated tokens such as "the" stay apart), so the hover
     # names both tokens from n strings instead of n² (the file stays O(n²) numbers); the
@@ -271,11 +272,11 @@ def threshold_graph_eps(fig: Any) -> float:
 
 def iplot_threshold_graph(
     D: Any,
+    *,
     scales: Sequence[float] | None = None,
     labels: Sequence[str] | None = None,
     highlight: Any = None,
     title: str | None = None,
-    *,
     special: Any = None,
     n_scales: int = 100,
     start: int | None = None,
@@ -332,11 +333,11 @@ def iplot_threshold_graph(
     go = _go()
     D = distance_matrix(D)
     n = D.shape[0]
-    labels = check_labels(labels, n)
+    labels = check_labels(labels, n=n)
     hl = check_highlight(highlight, n)
     sp = check_highlight(special, n) if special is not None else np.zeros(n, dtype=bool)
     if scales is None:
-        scales = suggest_scales(D, n_scales)
+        scales = suggest_scales(D, n_scales=n_scales)
     scales = [check_scale(s, "scales") for s in np.atleast_1d(np.asarray(scales, dtype=object))]
     if scale is not None:
         if start is not None:
@@ -400,7 +401,7 @@ def _graph_title(title: str | None, scale: float, n_edges: int, n_tris: int) -> 
             f" · {n_tris} triangle{'' if n_tris == 1 else 's'}")
 
 
-def iplot_head_grid(analysis: Any, stat: str = "max_persistence_h1", title: str | None = None):
+def iplot_head_grid(analysis: Any, *, stat: str = "max_persistence_h1", title: str | None = None):
     """Heatmap of a summary statistic over layers × heads, with a menu to switch statistics.
 
     Parameters

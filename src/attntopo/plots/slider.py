@@ -50,7 +50,7 @@ MAX_DRAWN_TRIANGLES = 10_000
 MAX_SCALES = 65535  # slider steps: the step of a pair is stored as uint16 at most
 
 
-def slider_scales(matrices: Iterable[np.ndarray], n_scales: int, include: Iterable[float] = ()) -> np.ndarray:
+def slider_scales(matrices: Iterable[np.ndarray], n_scales: int, *, include: Iterable[float] = ()) -> np.ndarray:
     """Increasing slider scales: ``n_scales`` quantiles of the positive pairwise distances of
     all ``matrices`` together, plus the values of ``include`` exactly (e.g. the suggested ε).
 

@@ -292,10 +292,10 @@ def _overlay_diagrams(
 
 def plot_diagram(
     dgm: Diagram | Sequence[Any],
+    *,
     ax: Axes | None = None,
     dims: Sequence[int] | int | None = None,
     title: str | None = None,
-    *,
     legend: bool = True,
 ) -> Figure:
     """Persistence diagram: one marker and colour per homology dimension.
@@ -332,6 +332,7 @@ def plot_diagram(
 
 def plot_barcode(
     dgm: Diagram | Sequence[Any],
+    *,
     ax: Axes | None = None,
     dims: Sequence[int] | int | None = None,
     title: str | None = None,
@@ -401,10 +402,10 @@ def _matrix_figsize(n: int) -> tuple[float, float]:
 
 def plot_distance_matrix(
     D: Any,
+    *,
     labels: Sequence[str] | None = None,
     ax: Axes | None = None,
     title: str | None = None,
-    *,
     cmap: str = S.DISTANCE_CMAP,
     colorbar: bool = True,
 ) -> Figure:
@@ -428,7 +429,7 @@ def plot_distance_matrix(
     """
     D = distance_matrix(D)
     n = D.shape[0]
-    labels = check_labels(labels, n)
+    labels = check_labels(labels, n=n)
     fig, ax = _figure_and_axes(ax, _matrix_figsize(n))
     im = ax.imshow(D, cmap=cmap, vmin=0.0, vmax=max(float(D.max()), 1e-12), interpolation="nearest")
     _token_ticks(ax, n, labels)
@@ -441,10 +442,10 @@ def plot_distance_matrix(
 
 def plot_attention(
     weights: Any,
+    *,
     labels: Sequence[str] | None = None,
     ax: Axes | None = None,
     title: str | None = None,
-    *,
     cmap: str = S.ATTENTION_CMAP,
     colorbar: bool = True,
 ) -> Figure:
@@ -469,7 +470,7 @@ def plot_attention(
     if (W < -1e-6).any():
         raise InvalidInputError("attention weights must be non-negative")
     n = W.shape[0]
-    labels = check_labels(labels, n)
+    labels = check_labels(labels, n=n)
     fig, ax = _figure_and_axes(ax, _matrix_figsize(n))
     im = ax.imshow(W, cmap=cmap, vmin=0.0, vmax=max(float(W.max()), 1e-12), interpolation="nearest")
     _token_ticks(ax, n, labels)
@@ -497,8 +498,8 @@ def _describe(analysis: Any) -> str:
 
 def plot_head_grid(
     analysis: Any,
-    dims: Sequence[int] | int | None = None,
     *,
+    dims: Sequence[int] | int | None = None,
     title: str | None = None,
     cell: float = 0.8,
 ) -> Figure:
@@ -578,10 +579,10 @@ def plot_head_grid(
 
 def plot_head_stat(
     analysis: Any,
+    *,
     stat: str = "max_persistence_h1",
     ax: Axes | None = None,
     title: str | None = None,
-    *,
     cmap: str = S.DISTANCE_CMAP,
     annotate: bool | None = None,
 ) -> Figure:
@@ -635,10 +636,10 @@ def plot_head_stat(
 def plot_threshold_graph(
     D: Any,
     scale: float,
+    *,
     labels: Sequence[str] | None = None,
     ax: Axes | None = None,
     highlight: Any = None,
-    *,
     title: str | None = None,
     special: Any = None,
     coords: np.ndarray | None = None,
@@ -678,7 +679,7 @@ def plot_threshold_graph(
     D = distance_matrix(D)
     n = D.shape[0]
     scale = check_scale(scale)
-    labels = check_labels(labels, n)
+    labels = check_labels(labels, n=n)
     hl = check_highlight(highlight, n)
     sp = check_highlight(special, n) if special is not None else np.zeros(n, dtype=bool)
     X, moved = graph_layout(D, coords)
@@ -762,8 +763,8 @@ def plot_head_overview(
     analysis: Any,
     layer: int,
     head: int,
-    scale: float | None = None,
     *,
+    scale: float | None = None,
     highlight: Any = None,
 ) -> Figure:
     """Four panels for one head: attention, distance matrix, persistence diagram, threshold graph.
@@ -793,10 +794,10 @@ def plot_head_overview(
     L, H = analysis.layers[i], analysis.heads[j]
     fig = Figure(figsize=(11.0, 9.6), layout="constrained")
     axs = fig.subplots(2, 2)
-    plot_attention(W, labels, ax=axs[0, 0], title="attention")
-    plot_distance_matrix(D, labels, ax=axs[0, 1], title=f"{S.metric_name(analysis.metric)} distance")
+    plot_attention(W, labels=labels, ax=axs[0, 0], title="attention")
+    plot_distance_matrix(D, labels=labels, ax=axs[0, 1], title=f"{S.metric_name(analysis.metric)} distance")
     plot_diagram(dgm, ax=axs[1, 0], title="persistence diagram")
-    plot_threshold_graph(D, scale, labels, ax=axs[1, 1], highlight=highlight,
+    plot_threshold_graph(D, scale, labels=labels, ax=axs[1, 1], highlight=highlight,
                          special=analysis.attention.special)
     fig.suptitle(f"layer {L}, head {H} · {_describe(analysis)}", fontsize=S.FONT["title"] + 1)
     return fig

@@ -75,7 +75,7 @@ def _style(ax: Axes, xlabel: str, ylabel: str, title: str) -> None:
     ax.tick_params(labelsize=S.FONT["tick"])
 
 
-def plot_approx_budgets(result: Any, ax: Axes | None = None, *, by: str = "frobenius",
+def plot_approx_budgets(result: Any, *, ax: Axes | None = None, by: str = "frobenius",
                         title: str | None = None) -> Figure:
     """Median error over the heads against the budget, per family (interquartile range shaded)."""
     _check(result)
@@ -99,7 +99,7 @@ def plot_approx_budgets(result: Any, ax: Axes | None = None, *, by: str = "frobe
     return fig
 
 
-def plot_approx_winners(result: Any, ax: Axes | None = None, *, budget: int | None = None, by: str = "frobenius",
+def plot_approx_winners(result: Any, *, ax: Axes | None = None, budget: int | None = None, by: str = "frobenius",
                         title: str | None = None) -> Figure:
     """The layer × head grid coloured by each head's best
     family at ``budget`` (default: the middle one)."""
@@ -121,7 +121,7 @@ def plot_approx_winners(result: Any, ax: Axes | None = None, *, budget: int | No
     return fig
 
 
-def plot_approx_entropy(result: Any, ax: Axes | None = None, *, budget: int | None = None, other: str = "low_rank",
+def plot_approx_entropy(result: Any, *, ax: Axes | None = None, budget: int | None = None, other: str = "low_rank",
                         title: str | None = None) -> Figure:
     """``log10(error top-k / error other)`` against the head's normalized entropy (Scatterbrain's
     claim: rising, below 0 at low entropy, above 0 at high entropy)."""
@@ -172,11 +172,11 @@ def plot_approximability(results: Any, *, budget: int | None = None, title: str 
     axes = np.asarray(fig.subplots(len(items), cols, squeeze=False))
     for i, r in enumerate(items):
         b = _budget(r, budget) if budget in r.budgets or budget is None else None
-        plot_approx_budgets(r, axes[i, 0])
-        plot_approx_winners(r, axes[i, 1], budget=b)
+        plot_approx_budgets(r, ax=axes[i, 0])
+        plot_approx_winners(r, ax=axes[i, 1], budget=b)
         if cols == 3:
             if entropy[i]:
-                plot_approx_entropy(r, axes[i, 2], budget=b)
+                plot_approx_entropy(r, ax=axes[i, 2], budget=b)
             else:
                 axes[i, 2].set_axis_off()
     if title:

@@ -57,7 +57,7 @@ def _style_axes(ax: Axes, ylabel: str, title: str) -> None:
     ax.legend(fontsize=S.FONT["legend"], frameon=False)
 
 
-def plot_equivariance(result: Any, ax: Axes | None = None, *, title: str | None = None) -> Figure:
+def plot_equivariance(result: Any, *, ax: Axes | None = None, title: str | None = None) -> Figure:
     """Relative equivariance error against depth,
     per condition (encoder solid, layer alone dashed)."""
     _check(result)
@@ -78,7 +78,7 @@ def plot_equivariance(result: Any, ax: Axes | None = None, *, title: str | None 
     return fig
 
 
-def plot_margins(result: Any, ax: Axes | None = None, *, title: str | None = None) -> Figure:
+def plot_margins(result: Any, *, ax: Axes | None = None, title: str | None = None) -> Figure:
     """Contextual-mapping margins (divided by the mean pairwise distance) against depth."""
     _check(result)
     fig, ax = _figure_and_axes(ax, (5.5, 3.6))
@@ -94,7 +94,7 @@ def plot_margins(result: Any, ax: Axes | None = None, *, title: str | None = Non
     return fig
 
 
-def plot_similarity(result: Any, ax: Axes | None = None, *, title: str | None = None) -> Figure:
+def plot_similarity(result: Any, *, ax: Axes | None = None, title: str | None = None) -> Figure:
     """Ethayarajh's self-similarity, intra-sentence similarity and anisotropy against depth."""
     _check(result)
     fig, ax = _figure_and_axes(ax, (5.5, 3.6))
@@ -111,7 +111,7 @@ def plot_similarity(result: Any, ax: Axes | None = None, *, title: str | None = 
     return fig
 
 
-def plot_word(result: Any, ax: Axes | None = None, *, title: str | None = None) -> Figure:
+def plot_word(result: Any, *, ax: Axes | None = None, title: str | None = None) -> Figure:
     """One word across its contexts: JS spread of its
     attention rows and ``1 − cos`` of its hidden states."""
     _check(result)
@@ -152,11 +152,11 @@ def plot_context(results: Any, *, title: str | None = None) -> Figure:
     fig = Figure(figsize=(5.2 * len(items), 3.1 * rows), layout="constrained")
     axes = np.asarray(fig.subplots(rows, len(items), squeeze=False))
     for c, r in enumerate(items):
-        plot_equivariance(r, axes[0, c])
-        plot_margins(r, axes[1, c])
-        plot_similarity(r, axes[2, c])
+        plot_equivariance(r, ax=axes[0, c])
+        plot_margins(r, ax=axes[1, c])
+        plot_similarity(r, ax=axes[2, c])
         if rows == 4:
-            plot_word(r, axes[3, c])
+            plot_word(r, ax=axes[3, c])
     if title:
         fig.suptitle(title, fontsize=S.FONT["title"] + 1)
     return fig

@@ -145,9 +145,9 @@ def _draw_points(ax: Axes, dgm: Any, dims: list[int], lo: float, hi: float, inf_
 # ----------------------------------------------------------------------- small multiples
 def plot_timeline_diagrams(
     tl: Any,
+    *,
     times: Sequence[int] | None = None,
     dims: Sequence[int] | int | None = None,
-    *,
     ncols: int = 6,
     max_panels: int = 24,
     title: str | None = None,
@@ -230,10 +230,10 @@ def _empty_note(ax: Axes, note: str) -> None:
 # ------------------------------------------------------------------------- coherence
 def plot_coherence(
     tl: Any,
+    *,
     metric: str = "bottleneck",
     dims: Sequence[int] | int | None = None,
     ax: Axes | None = None,
-    *,
     combined: bool = False,
     highlight: int = 3,
     title: str | None = None,
@@ -263,13 +263,13 @@ def plot_coherence(
     fig, ax = _figure_and_axes(ax, (max(5.0, 0.09 * len(tl.slices) + 3.0), 3.0))
     t = tl.times[1:]
     for d in dims:
-        y = tl.change(metric, d)
+        y = tl.change(metric=metric, dim=d)
         ax.plot(t, y, color=S.dim_color(d), marker=S.dim_marker(d), markersize=3, lw=1.0,
                 label=f"H{d}")
     if combined and len(dims) > 1:
-        ax.plot(t, tl.change(metric), color="#333333", lw=1.4, ls="--", label="all")
+        ax.plot(t, tl.change(metric=metric), color="#333333", lw=1.4, ls="--", label="all")
     if highlight and t.size:
-        top = tl.top_changes(min(int(highlight), t.size), metric=metric,
+        top = tl.top_changes(k=min(int(highlight), t.size), metric=metric,
                              dim=None if len(dims) > 1 else dims[0])
         for c in top:
             ax.axvline(c.t, color=S.HIGHLIGHT_COLOR, lw=0.6, alpha=0.5, zorder=0)
@@ -290,9 +290,9 @@ def plot_coherence(
 # ------------------------------------------------------------------------- heatmap
 def plot_betti_heatmap(
     data: Any,
+    *,
     dim: int = 1,
     ax: Axes | None = None,
-    *,
     scales: Any = None,
     title: str | None = None,
     colorbar: bool = True,
@@ -322,7 +322,7 @@ def plot_betti_heatmap(
     if isinstance(data, Timeline):
         tl = data
         dim = _check_dim(tl, dim)
-        hf = tl.betti_curves(scales)
+        hf = tl.betti_curves(scales=scales)
     elif isinstance(data, HilbertFunction):
         hf = data
         dim = _check_dim(hf.maxdim, dim)
@@ -331,7 +331,7 @@ def plot_betti_heatmap(
             f"expected a Timeline or a HilbertFunction, got {type(data).__name__}"
         )
     B = hf.betti(dim)
-    e, t = hf.eps, hf.times
+    e, t = hf.scales, hf.times
     # cell edges: each value holds from its grid point to the next
     de = np.diff(e)
     e_edges = np.concatenate([e, [e[-1] + (de[-1] if de.size else 1.0) * 0.5]])
@@ -377,9 +377,9 @@ def _viridis_steps(k: int) -> list:
 # ------------------------------------------------------------------------- vineyard
 def plot_vineyard(
     tl: Any,
+    *,
     dim: int = 1,
     ax: Axes | None = None,
-    *,
     top: int | None = 20,
     min_length: int = 1,
     title: str | None = None,
@@ -408,7 +408,7 @@ def plot_vineyard(
     """
     _check_timeline(tl)
     dim = _check_dim(tl, dim)
-    vines = tl.vines(dim, min_length=max(1, int(min_length)))
+    vines = tl.vines(dim=dim, min_length=max(1, int(min_length)))
     n_all = len(vines)
     lo, hi, inf_y = _diagram_range(tl, [dim])
 
@@ -461,7 +461,7 @@ def plot_vineyard(
 
 
 # ------------------------------------------------------------------------- overview
-def plot_timeline_overview(tl: Any, dim: int = 1, *, metric: str = "bottleneck", scales: Any = None,
+def plot_timeline_overview(tl: Any, *, dim: int = 1, metric: str = "bottleneck", scales: Any = None,
                            title: str | None = None) -> Figure:
     """Three panels on one time axis: coherence, vineyard (``dim``) and Betti heatmap (``dim``).
 
@@ -491,14 +491,14 @@ def plot_timeline_overview(tl: Any, dim: int = 1, *, metric: str = "bottleneck",
     axes = fig.subplots(3, 1, sharex=True)
     name = "bottleneck" if metric == "bottleneck" else f"Wasserstein (p={tl.p:g})"
     what = "Hilbert function" if tl.growing else "Betti numbers of each prefix"
-    n_vines = len(tl.vines(dim))
+    n_vines = len(tl.vines(dim=dim))
     panel = dict(fontsize=S.FONT["title"] - 1, loc="left")
-    plot_coherence(tl, metric, ax=axes[0], title="")
+    plot_coherence(tl, metric=metric, ax=axes[0], title="")
     axes[0].set_title(f"(a) coherence: {name} distance to the previous prefix", **panel)
-    plot_vineyard(tl, dim, ax=axes[1], title="")
+    plot_vineyard(tl, dim=dim, ax=axes[1], title="")
     top = ", the 20 largest drawn" if n_vines > 20 else ""
     axes[1].set_title(f"(b) vineyard H{dim}: {S.plural(n_vines, 'feature')} followed through time{top}", **panel)
-    plot_betti_heatmap(tl, dim, ax=axes[2], scales=scales, title="")
+    plot_betti_heatmap(tl, dim=dim, ax=axes[2], scales=scales, title="")
     axes[2].set_title(f"(c) Betti {dim} over scale ε and time ({what})", **panel)
     for a in axes[:2]:
         a.set_xlabel("")
@@ -513,7 +513,7 @@ def plot_timeline_overview(tl: Any, dim: int = 1, *, metric: str = "bottleneck",
 
 
 # ------------------------------------------------------------------------ animation
-def iplot_timeline(tl: Any, dims: Sequence[int] | int | None = None, title: str | None = None):
+def iplot_timeline(tl: Any, *, dims: Sequence[int] | int | None = None, title: str | None = None):
     """Plotly animation of the diagrams over time, with a slider over the arriving tokens.
 
     Save with ``attntopo.plots.save_figure(fig, "timeline.html")``: one standalone file,

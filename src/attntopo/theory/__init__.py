@@ -13,6 +13,7 @@ Each returns a result with ``summary()``, ``save()``/``load_result``, and a stat
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
 from .._lazy import lazy_names
 
@@ -32,3 +33,14 @@ __all__ = sorted(_LAZY)
 
 
 __getattr__, __dir__ = lazy_names(globals(), _LAZY, package=__name__)
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only: the names of _LAZY
+    from ._approx import Approximability as Approximability
+    from ._approx import approximability as approximability
+    from ._context import CONTEXT_SENTENCES as CONTEXT_SENTENCES
+    from ._context import Context as Context
+    from ._context import context as context
+    from ._context import word_contexts as word_contexts
+    from ._depth import Depth as Depth
+    from ._depth import depth as depth

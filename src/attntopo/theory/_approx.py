@@ -104,7 +104,7 @@ class Approximability(Result):
         Head types' label of each head.
     scale : float or "gap"
         The chosen scale of the ``cluster_h0`` extra measurement.
-    scale_eps, scale_clusters, scale_errors, scale_js : ndarray of shape (n_layers, n_heads)
+    scales, scale_clusters, scale_errors, scale_js : ndarray of shape (n_layers, n_heads)
         H0 clusters at ``scale`` (per head its largest-gap scale for ``"gap"``): the scale used,
         the clusters (budget ``clusters + 1``) and the two errors; measured with the
         ``cluster_h0`` family (NaN, and 0 clusters, without it).
@@ -131,7 +131,7 @@ class Approximability(Result):
     entropy_norm: np.ndarray
     labels: np.ndarray
     scale: Any
-    scale_eps: np.ndarray
+    scales: np.ndarray
     scale_clusters: np.ndarray
     scale_errors: np.ndarray
     scale_js: np.ndarray
@@ -245,14 +245,14 @@ class Approximability(Result):
         return Columns(cols)
 
     def scale_summary(self) -> Columns:
-        """One row per head: H0 clusters at :attr:`scale` (``eps``, ``clusters``, ``budget`` =
+        """One row per head: H0 clusters at :attr:`scale` (``scale``, ``clusters``, ``budget`` =
         clusters + 1, ``error``, ``js``)."""
         L, H = len(self.layers), len(self.heads)
         k = np.asarray(self.scale_clusters, dtype=np.int64).reshape(-1)
         return Columns({
             "layer": np.repeat(np.asarray(self.layers, dtype=np.int64), H),
             "head": np.tile(np.asarray(self.heads, dtype=np.int64), L),
-            "eps": np.asarray(self.scale_eps).reshape(-1), "clusters": k, "budget": k + 1,
+            "scale": np.asarray(self.scales).reshape(-1), "clusters": k, "budget": k + 1,
             "error": np.asarray(self.scale_errors).reshape(-1), "js": np.asarray(self.scale_js).reshape(-1),
         })
 
@@ -288,6 +288,11 @@ class Approximability(Result):
 
     @classmethod
     def _from_payload(cls, meta: dict, arrays: Mapping[str, np.ndarray]) -> "Approximability":
+        if "scale_eps" in arrays:
+            raise ResultFormatError(
+                "an approximability result saved before the first release (its per-head scales "
+                "under 'scale_eps', now 'scales'), which this attntopo does not read: compute it "
+                "again and save it")
         layer_ids = tuple(int(x) for x in meta["layer_ids"])
         head_ids = tuple(int(x) for x in meta["head_ids"])
         families = tuple(str(f) for f in meta["families"])
@@ -297,17 +302,17 @@ class Approximability(Result):
         tokens = [str(t) for t in meta["tokens"]]
         F, B, L, H, n = len(families), len(budgets), len(layer_ids), len(head_ids), len(tokens)
         shapes = {"errors": (F, B, L, H), "js": (F, B, L, H), "kernel_std": (B, L, H), "kernel_js_std": (B, L, H),
-                  "singular_values": (L, H, n), "entropy_norm": (L, H), "scale_eps": (L, H),
+                  "singular_values": (L, H, n), "entropy_norm": (L, H), "scales": (L, H),
                   "scale_clusters": (L, H), "scale_errors": (L, H), "scale_js": (L, H)}
-        got = {k: read_array(arrays, k, "i" if k == "scale_clusters" else "f", shape=s) for k, s in shapes.items()}
-        sizes = {str(k): read_array(arrays, f"size__{k}", "i", shape=(B, L, H)) for k in meta["sizes"]}
+        got = {k: read_array(arrays, k, kind="i" if k == "scale_clusters" else "f", shape=s) for k, s in shapes.items()}
+        sizes = {str(k): read_array(arrays, f"size__{k}", kind="i", shape=(B, L, H)) for k in meta["sizes"]}
         return cls(model=str(meta["model"]), text=str(meta["text"]), tokens=tokens, causal=bool(meta["causal"]),
                    layers=layer_ids, heads=head_ids, families=families, budgets=budgets, sizes=sizes,
-                   labels=read_array(arrays, "labels", "U", shape=(L, H)).astype(str), scale=meta["scale"],
+                   labels=read_array(arrays, "labels", kind="U", shape=(L, H)).astype(str), scale=meta["scale"],
                    settings=dict(meta.get("settings") or {}), provenance=dict(meta.get("provenance") or {}), **got)
 
 
-_ARRAYS = ("errors", "js", "kernel_std", "kernel_js_std", "singular_values", "entropy_norm", "scale_eps",
+_ARRAYS = ("errors", "js", "kernel_std", "kernel_js_std", "singular_values", "entropy_norm", "scales",
            "scale_clusters", "scale_errors", "scale_js")
 
 
@@ -367,16 +372,16 @@ def _attention_and_qk(att: Any, model: Any, need_qk: bool, layers: Any, heads: A
     from ..models.instruments import capture_qk
 
     if isinstance(att, str):
-        check_selection(model or "minilm", layers, heads)  # before the weights load
+        check_selection(model or "minilm", layers=layers, heads=heads)  # before the weights load
         m = model if isinstance(model, AttentionModel) else load_model(model or "minilm")
         cap = capture_qk(m, att, truncate=truncate)
         e = cap.encoding
         full = Attention(weights=cap.attention, tokens=e.tokens, offsets=e.offsets, special=np.array(e.special),
                          causal=m.causal, model=m.name, text=e.text, token_ids=np.array(e.ids), truncated=e.truncated)
-        return full.select(layers, heads), cap, m.info()
+        return full.select(layers=layers, heads=heads), cap, m.info()
     if not isinstance(att, Attention):
         raise InvalidInputError(f"approximability takes a text or an Attention, got {type(att).__name__}")
-    att = att.select(layers, heads) if layers is not None or heads is not None else att
+    att = att.select(layers=layers, heads=heads) if layers is not None or heads is not None else att
     if not need_qk:
         return att, None, (model.info() if isinstance(model, AttentionModel) else {"name": att.model})
     if not att.text:
@@ -499,12 +504,12 @@ def approximability(
 
     feats = head_features(att) if n >= 2 else {}
     labels = label_heads(feats, causal=att.causal)
-    tokens, _ = token_labels(att.tokens, att.offsets, att.special, att.text)
+    tokens, _ = token_labels(att.tokens, att.offsets, att.special, text=att.text)
     return Approximability(
         model=att.model, text=att.text, tokens=list(tokens), causal=bool(att.causal),
         layers=tuple(att.layers), heads=tuple(att.heads), families=fams, budgets=bud,
         entropy_norm=feats["entropy_norm"], labels=labels, scale=scale, settings=settings,
-        provenance=make_provenance(info, {**settings, "families": list(fams), "budgets": list(bud), "scale": scale}),
+        provenance=make_provenance(info, settings={**settings, "families": list(fams), "budgets": list(bud), "scale": scale}),
         **res,
     )
 
@@ -528,7 +533,7 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
                   "h0_clusters")
     sizes = {k: np.zeros((B, L, H), dtype=np.int64) for k in size_names}
     sv = np.zeros((L, H, n))
-    sc = {k: np.full((L, H), np.nan) for k in ("scale_eps", "scale_errors", "scale_js")}
+    sc = {k: np.full((L, H), np.nan) for k in ("scales", "scale_errors", "scale_js")}
     sc_k = np.zeros((L, H), dtype=np.int64)
     fsz = [family_sizes(b, n) for b in bud]
     keep = None
@@ -591,7 +596,7 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
                 sizes["h0_clusters"][j, li] = [int(lab.max()) + 1 for lab in labs]
             at_scale = [persistence_labels(D[h], scale) for h in range(H)]
             Ahat = np.stack([clustered(A[h], lab, causal=causal) for h, (lab, _) in enumerate(at_scale)])
-            sc["scale_eps"][li] = [eps for _, eps in at_scale]
+            sc["scales"][li] = [scale for _, scale in at_scale]
             sc_k[li] = [int(lab.max()) + 1 for lab, _ in at_scale]
             sc["scale_errors"][li], sc["scale_js"][li] = relative_error(A, Ahat), js_error(A, Ahat, causal=causal)
         rep.advance()

@@ -126,7 +126,7 @@ def word_contexts(word: str, *, k: int = 8, source: str = "builtin", categories:
         raise InvalidInputError(f"unknown source {source!r}; allowed: 'builtin', 'fortunes'")
     from ..datasets import fortunes
 
-    data = fortunes(categories, max_words=max_words)
+    data = fortunes(categories=categories, max_words=max_words)
     pattern = re.compile(rf"\b{re.escape(key)}\b", re.IGNORECASE)
     found = [t for t in data.texts if pattern.search(t)]
     if len(found) < 3:
@@ -316,7 +316,7 @@ class Context(Result):
         missing = [k for k in cls._META if k not in meta and k != "provenance"]
         if missing:
             raise ResultFormatError(f"a context result needs {', '.join(missing)} in its metadata")
-        got = {k: read_array(arrays, k, kind, ndim=nd) for k, (kind, nd) in _ARRAYS.items()}
+        got = {k: read_array(arrays, k, kind=kind, ndim=nd) for k, (kind, nd) in _ARRAYS.items()}
         if not set(meta["conditions"]) <= set(CONDITIONS):
             raise ResultFormatError(f"unknown equivariance conditions {meta['conditions']!r}")
         L, T = int(meta["n_layers"]), len(meta["texts"])
@@ -638,7 +638,7 @@ def context(texts: str | Sequence[str], model: Any = "minilm", *, word: str | No
                                     "every pair of texts here is")
         self_sim, sim_words, per_word = _similarities([c.hidden for c in caps], words, min_contexts)
     progress.advance()
-    labels = [token_labels(e.tokens, e.offsets, e.special, e.text)[0] for e in encs]
+    labels = [token_labels(e.tokens, e.offsets, e.special, text=e.text)[0] for e in encs]
     settings = {"n_permutations": n_permutations, "seed": seed, "cross": cross, "min_contexts": min_contexts,
                 "equivariance_texts": n_eq, "word": word, "truncate": truncate}
     return Context(
@@ -650,5 +650,5 @@ def context(texts: str | Sequence[str], model: Any = "minilm", *, word: str | No
         margin_cross=margin_cross, margin_cross_rel=margin_cross_rel, cross_argmin=argmin, n_cross_pairs=n_pairs,
         self_similarity=self_sim, similarity_words=sim_words, self_similarity_words=per_word,
         intra_similarity=intra, anisotropy=aniso, word=word, **study,
-        provenance=make_provenance(m.info(), settings),
+        provenance=make_provenance(m.info(), settings=settings),
     )

@@ -477,7 +477,7 @@ class Depth(Result):
             "fisher_rao": ("f", (T, max(L - 1, 0), H)), "knn_overlap": ("f", (T, L)),
             "intrinsic_dim": ("f", (L + 1,)), "id_points": ("i", (L + 1,)), "intrinsic_dim_text": ("f", (T, L + 1)),
         }
-        got = {name: read_array(arrays, name, kind, shape=shape) for name, (kind, shape) in shapes.items()}
+        got = {name: read_array(arrays, name, kind=kind, shape=shape) for name, (kind, shape) in shapes.items()}
         return cls(model=str(meta["model"]), causal=bool(meta["causal"]), n_layers=L, n_heads=H, texts=texts, k=k,
                    provenance=dict(meta.get("provenance") or {}), **got)
 
@@ -591,6 +591,6 @@ def depth(
         intrinsic_dim=np.array([p[0] for p in pooled], dtype=np.float64),
         id_points=np.array([p[1] for p in pooled], dtype=np.int64),
         intrinsic_dim_text=stack("intrinsic_dim_text"),
-        provenance=make_provenance(m.info(), {"k": k, "truncate": truncate, "metric": "jensen_shannon", "base": 2,
+        provenance=make_provenance(m.info(), settings={"k": k, "truncate": truncate, "metric": "jensen_shannon", "base": 2,
                                                "id_estimator": "skdim.id.TwoNN()", "min_id_points": MIN_ID_POINTS}),
     )

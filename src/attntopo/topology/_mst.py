@@ -38,7 +38,7 @@ def _as_tensor(D: Any):
     return torch.from_numpy(np.ascontiguousarray(D, dtype=np.float64))
 
 
-def prim_edges(D: Any, roots: Any = None):
+def prim_edges(D: Any, *, roots: Any = None):
     """Edge lengths of the minimum spanning forest attaching every point to ``roots``.
 
     Parameters
@@ -259,7 +259,7 @@ def h0_deaths(D: Any):
     return prim_edges(D).sort(dim=1).values
 
 
-def h0_diagrams(D: Any, threshold: float = float("inf"), engine: str = "mst"):
+def h0_diagrams(D: Any, *, threshold: float = float("inf"), engine: str = "mst"):
     """H0-only :class:`~attntopo.topology.Diagram` of each matrix, from :func:`h0_deaths`.
 
     The same diagrams as :func:`attntopo.topology.persistence` with ``maxdim=0`` (bars

@@ -41,7 +41,7 @@ def _flatten(grid: Any) -> tuple[list[Diagram], tuple[int, ...]]:
 
 
 def pack_diagrams(
-    diagrams: Diagram | Sequence[Any], prefix: str = "dgm_", *, maxdim: int | None = None
+    diagrams: Diagram | Sequence[Any], *, prefix: str = "dgm_", maxdim: int | None = None
 ) -> dict[str, np.ndarray]:
     """Arrays that store a grid of diagrams (see the module docstring).
 
@@ -83,8 +83,8 @@ def _nest(flat: list[Diagram], shape: tuple[int, ...]) -> Any:
 
 def unpack_diagrams(
     arrays: Mapping[str, Any],
-    prefix: str = "dgm_",
     *,
+    prefix: str = "dgm_",
     maxdim: int,
     shape: tuple[int, ...] | None = None,
     threshold: float = math.inf,

@@ -174,7 +174,7 @@ class Complex:
         c = self.counts()
         return int(sum((-1) ** k * int(x) for k, x in enumerate(c)))
 
-    def named(self, dim: int = 1) -> list[tuple]:
+    def named(self, *, dim: int = 1) -> list[tuple]:
         """Simplices of dimension ``dim`` with token labels: ``[(label_i, label_j, …, birth)]``."""
         labels = self.labels if self.labels is not None else [str(i) for i in range(self.n_vertices)]
         s, b = self.simplices(dim), self.births(dim)
@@ -316,8 +316,8 @@ def _expand(
 def complex_at(
     D: Any,
     scale: float,
-    max_simplex_dim: int = 2,
     *,
+    max_simplex_dim: int = 2,
     labels: Sequence[str] | None = None,
     max_simplices: int = MAX_SIMPLICES,
 ) -> Complex:
@@ -544,7 +544,7 @@ def linkage(D: Any) -> np.ndarray:
     return _linkage(A)
 
 
-def dendrogram(D: Any, labels: Sequence[str] | None = None) -> dict:
+def dendrogram(D: Any, *, labels: Sequence[str] | None = None) -> dict:
     """The single-linkage dendrogram as data (no drawing).
 
     Returns SciPy's ``dendrogram(..., no_plot=True)`` dictionary: ``icoord``/``dcoord``

@@ -334,7 +334,7 @@ class Diagram:
     def __hash__(self) -> int:
         return hash(self._key() + tuple(a.tobytes() for a in self._dgms))
 
-    def allclose(self, other: "Diagram", atol: float = 1e-6, rtol: float = 0.0) -> bool:
+    def allclose(self, other: "Diagram", *, atol: float = 1e-6, rtol: float = 0.0) -> bool:
         """Same dims and point counts, births/deaths within ``atol + rtol*|value|``.
 
         Points are paired in canonical (birth, death) order, and if that fails in
@@ -376,6 +376,7 @@ class Diagram:
     def from_gudhi(
         cls,
         pairs: Iterable[tuple[int, tuple[float, float]]],
+        *,
         maxdim: int | None = None,
         **meta: Any,
     ) -> "Diagram":
@@ -407,7 +408,9 @@ class Diagram:
         return [a.copy() for a in self._dgms]
 
     @classmethod
-    def from_ripser(cls, dgms: Sequence[Any], maxdim: int | None = None, **meta: Any) -> "Diagram":
+    def from_ripser(
+        cls, dgms: Sequence[Any], *, maxdim: int | None = None, **meta: Any
+    ) -> "Diagram":
         """Build from ripser.py's ``ripser(...)["dgms"]`` (or giotto-ph's ``"dgms"``).
 
         Extra dimensions above ``maxdim`` are ignored.  ``meta``: threshold,
@@ -435,7 +438,7 @@ class Diagram:
         return np.concatenate(parts, axis=0) if parts else np.empty((0, 3))
 
     @classmethod
-    def from_giotto(cls, arr: Any, maxdim: int | None = None, **meta: Any) -> "Diagram":
+    def from_giotto(cls, arr: Any, *, maxdim: int | None = None, **meta: Any) -> "Diagram":
         """Build from a giotto-tda diagram, ndarray of shape (k, 3) or (1, k, 3).
 
         Rows with ``birth == death`` are dropped (giotto-tda pads diagrams with
@@ -462,7 +465,7 @@ class Diagram:
         return cls(dgms, maxdim=maxdim, **meta)
 
     # ---------------------------------------------------------------- storage
-    def to_dict(self, include_points: bool = False) -> dict[str, Any]:
+    def to_dict(self, *, include_points: bool = False) -> dict[str, Any]:
         """JSON-friendly description.
 
         Parameters
@@ -495,7 +498,7 @@ class Diagram:
 
     @classmethod
     def from_dict(
-        cls, data: Mapping[str, Any], arrays: Mapping[str, Any] | None = None, prefix: str = ""
+        cls, data: Mapping[str, Any], *, arrays: Mapping[str, Any] | None = None, prefix: str = ""
     ) -> "Diagram":
         """Inverse of :meth:`to_dict` (points from ``data["points"]`` or from ``arrays``).
 
@@ -535,13 +538,13 @@ class Diagram:
         ]
         return cls(dgms, **meta)
 
-    def arrays(self, prefix: str = "") -> dict[str, np.ndarray]:
+    def arrays(self, *, prefix: str = "") -> dict[str, np.ndarray]:
         """Arrays for NPZ storage: ``{f"{prefix}h{d}": ndarray of shape (k_d, 2)}``; inf kept."""
         return {f"{prefix}h{d}": a for d, a in enumerate(self._dgms)}
 
     @classmethod
     def from_arrays(
-        cls, arrays: Mapping[str, Any], prefix: str = "", maxdim: int | None = None, **meta: Any
+        cls, arrays: Mapping[str, Any], *, prefix: str = "", maxdim: int | None = None, **meta: Any
     ) -> "Diagram":
         """Inverse of :meth:`arrays`.
 
@@ -580,7 +583,7 @@ def _meta_from_dict(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def summary_table(
-    diagrams: Sequence[Diagram], dims: Sequence[int] | None = None
+    diagrams: Sequence[Diagram], *, dims: Sequence[int] | None = None
 ) -> dict[str, np.ndarray]:
     """Summary statistics of many diagrams at once (vectorized).
 

@@ -239,7 +239,7 @@ def _per_dim(a, b, dim, fn):
     return fn(_points(a, dim), _points(b, dim))
 
 
-def wasserstein(a, b, p: float = 1.0, *, dim: int | None = None, infinite: str = "match"):
+def wasserstein(a, b, *, p: float = 1.0, dim: int | None = None, infinite: str = "match"):
     """p-Wasserstein distance between two diagrams (L∞ ground metric), exact.
 
     Parameters
@@ -273,7 +273,7 @@ def bottleneck(a, b, *, dim: int | None = None, infinite: str = "match"):
     return _per_dim(a, b, dim, lambda x, y: _bottleneck_arrays(x, y, infinite, False, False)[0])
 
 
-def diagram_distance(a, b, metric: str = "bottleneck", *, p: float = 1.0, dim: int | None = None,
+def diagram_distance(a, b, *, metric: str = "bottleneck", p: float = 1.0, dim: int | None = None,
                      infinite: str = "match"):
     """``bottleneck`` or ``wasserstein`` (order ``p``) by name; see those functions."""
     check_choice(metric, "metric", DIAGRAM_METRICS, what="diagram metric")
@@ -282,7 +282,7 @@ def diagram_distance(a, b, metric: str = "bottleneck", *, p: float = 1.0, dim: i
     return wasserstein(a, b, p=p, dim=dim, infinite=infinite)
 
 
-def matching(a, b, metric: str = "wasserstein", *, p: float = 1.0, dim: int | None = None,
+def matching(a, b, *, metric: str = "wasserstein", p: float = 1.0, dim: int | None = None,
              infinite: str = "match") -> tuple[float, list[tuple[int, int]]]:
     """An optimal matching between the points of two diagrams of one dimension.
 

@@ -447,7 +447,7 @@ def available_engines() -> list[str]:
     return [name for name, eng in ENGINES.items() if eng.is_available()]
 
 
-def get_engine(engine: str | None = None) -> Engine:
+def get_engine(*, engine: str | None = None) -> Engine:
     """Resolve an engine name (``None`` = default) to an installed :class:`Engine`.
 
     Raises

@@ -55,7 +55,7 @@ __all__ = [
     "SignedMeasure",
     "arrival_times",
     "bifiltration",
-    "default_eps_grid",
+    "default_scale_grid",
     "hilbert_function",
     "hilbert_from_diagrams",
     "signed_measure",
@@ -144,30 +144,30 @@ def _grid(values: Any, name: str) -> np.ndarray:
 MAX_EXACT_CELLS = 4_000_000
 
 
-def default_eps_grid(values: np.ndarray, n_times: int, n_dims: int) -> np.ndarray:
+def default_scale_grid(values: np.ndarray, n_times: int, n_dims: int) -> np.ndarray:
     """Every distinct value in ``values`` (and 0) — the exact critical values — unless that
     grid would exceed :data:`MAX_EXACT_CELLS` cells; then a regular grid on ``[0, max]``
     as fine as the budget allows (at least 256 values)."""
     exact = np.unique(np.concatenate([[0.0], np.asarray(values, dtype=np.float64).ravel()]))
-    per_eps = max(1, int(n_times) * int(n_dims))
-    if exact.size * per_eps <= MAX_EXACT_CELLS:
+    per_scale = max(1, int(n_times) * int(n_dims))
+    if exact.size * per_scale <= MAX_EXACT_CELLS:
         return exact
-    k = max(256, MAX_EXACT_CELLS // per_eps)
+    k = max(256, MAX_EXACT_CELLS // per_scale)
     top = float(exact[-1])
     return np.linspace(0.0, top if top > 0 else 1.0, k)
 
 
-def _eps_grid(eps: Any, D: np.ndarray, n_times: int = 1, n_dims: int = 1) -> np.ndarray:
-    """Distance grid: None → the exact critical values (see :func:`default_eps_grid`)."""
-    if eps is None:
-        return default_eps_grid(D[np.triu_indices(D.shape[0], 1)], n_times, n_dims)
-    if is_int(eps):
-        eps = check_int(eps, "eps as a resolution", lo=2)
+def _scale_grid(scales: Any, D: np.ndarray, n_times: int = 1, n_dims: int = 1) -> np.ndarray:
+    """Distance grid: None → the exact critical values (see :func:`default_scale_grid`)."""
+    if scales is None:
+        return default_scale_grid(D[np.triu_indices(D.shape[0], 1)], n_times, n_dims)
+    if is_int(scales):
+        scales = check_int(scales, "scales as a resolution", lo=2)
         top = float(D.max()) if D.size else 1.0
-        return np.linspace(0.0, top if top > 0 else 1.0, int(eps))
-    g = _grid(eps, "eps")
+        return np.linspace(0.0, top if top > 0 else 1.0, int(scales))
+    g = _grid(scales, "scales")
     if g[0] < 0:
-        raise InvalidInputError("eps grid values must be >= 0 (they are distances)")
+        raise InvalidInputError("scale grid values must be >= 0 (they are distances)")
     return g
 
 
@@ -178,23 +178,23 @@ class HilbertFunction:
 
     Attributes
     ----------
-    eps : ndarray of shape (k,)
+    scales : ndarray of shape (k,)
         Distance values, increasing.
     times : ndarray of shape (m,)
         Time values, increasing.
     values : ndarray of shape (maxdim + 1, k, m), int64
-        ``values[d, i, j] = dim H_d(K(eps[i], times[j]))``.
+        ``values[d, i, j] = dim H_d(K(scales[i], times[j]))``.
     backend : str
         ``"multipers"`` or ``"slices"``.
 
     Notes
     -----
     The Hilbert function is a step function, constant on each cell
-    ``[eps[i], eps[i+1]) × [times[j], times[j+1])`` when ``eps`` holds every critical
+    ``[scales[i], scales[i+1]) × [times[j], times[j+1])`` when ``scales`` holds every critical
     value (the default grid of :func:`hilbert_function`); :meth:`at` evaluates it there.
     """
 
-    eps: np.ndarray
+    scales: np.ndarray
     times: np.ndarray
     values: np.ndarray
     backend: str = "slices"
@@ -204,18 +204,18 @@ class HilbertFunction:
         return self.values.shape[0] - 1
 
     def betti(self, dim: int) -> np.ndarray:
-        """ndarray of shape (k, m): the Betti-``dim`` numbers over ``eps`` × ``times``."""
+        """ndarray of shape (k, m): the Betti-``dim`` numbers over ``scales`` × ``times``."""
         return self.values[check_dim(dim, self.maxdim)]
 
-    def at(self, eps: Any, t: Any, dim: int = 1) -> np.ndarray | int:
-        """Value at ``(eps, t)`` (scalars or broadcastable arrays): the grid cell below-left.
+    def at(self, scale: Any, t: Any, *, dim: int = 1) -> np.ndarray | int:
+        """Value at ``(scale, t)`` (scalars or broadcastable arrays): the grid cell below-left.
 
         Points below the smallest grid value in either direction give 0 (nothing has
         arrived yet).
         """
-        e = np.asarray(eps, dtype=np.float64)
+        e = np.asarray(scale, dtype=np.float64)
         tt = np.asarray(t, dtype=np.float64)
-        i = np.searchsorted(self.eps, e, side="right") - 1
+        i = np.searchsorted(self.scales, e, side="right") - 1
         j = np.searchsorted(self.times, tt, side="right") - 1
         B = self.betti(dim)
         out = np.where((i >= 0) & (j >= 0), B[np.clip(i, 0, None), np.clip(j, 0, None)], 0)
@@ -223,8 +223,8 @@ class HilbertFunction:
 
     def __repr__(self) -> str:
         return (
-            f"HilbertFunction(maxdim={self.maxdim}, eps={self.eps.size} values in "
-            f"[{self.eps[0]:.3g}, {self.eps[-1]:.3g}], "
+            f"HilbertFunction(maxdim={self.maxdim}, scales={self.scales.size} values in "
+            f"[{self.scales[0]:.3g}, {self.scales[-1]:.3g}], "
             f"times={self.times.size}, backend={self.backend!r})"
         )
 
@@ -232,7 +232,7 @@ class HilbertFunction:
         if not isinstance(other, HilbertFunction):
             return NotImplemented
         return (
-            np.array_equal(self.eps, other.eps)
+            np.array_equal(self.scales, other.scales)
             and np.array_equal(self.times, other.times)
             and np.array_equal(self.values, other.values)
         )
@@ -250,10 +250,10 @@ class SignedMeasure:
     degree : int
         Homology dimension.
     points : ndarray
-        ``"hilbert"``: shape (k, 2), rows ``(eps, t)``.  ``"rank"``: shape (k, 4), rows
-        ``(eps_birth, t_birth, eps_death, t_death)`` — signed rectangles (deaths may be inf).
+        ``"hilbert"``: shape (k, 2), rows ``(scale, t)``.  ``"rank"``: shape (k, 4), rows
+        ``(scale_birth, t_birth, scale_death, t_death)`` — signed rectangles (deaths may be inf).
     weights : ndarray of shape (k,), int64
-    eps_grid : ndarray or None
+    scale_grid : ndarray or None
         The distance grid the rank invariant was computed on (None: exact values).
 
     Notes
@@ -266,29 +266,29 @@ class SignedMeasure:
     degree: int
     points: np.ndarray
     weights: np.ndarray
-    eps_grid: np.ndarray | None = None
+    scale_grid: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.weights.size)
 
-    def hilbert(self, eps: Any, t: Any) -> np.ndarray | int:
-        """Evaluate a Hilbert signed measure at ``(eps, t)`` (broadcasting)."""
+    def hilbert(self, scale: Any, t: Any) -> np.ndarray | int:
+        """Evaluate a Hilbert signed measure at ``(scale, t)`` (broadcasting)."""
         if self.invariant != "hilbert":
             raise InvalidInputError("hilbert() needs a Hilbert signed measure; use rank() for the rank invariant")
-        e = np.asarray(eps, dtype=np.float64)[..., None]
+        e = np.asarray(scale, dtype=np.float64)[..., None]
         tt = np.asarray(t, dtype=np.float64)[..., None]
         p = self.points
         out = (((p[:, 0] <= e) & (p[:, 1] <= tt)) * self.weights).sum(axis=-1)
         return int(out) if np.ndim(out) == 0 else out.astype(np.int64)
 
     def rank(self, x: Sequence[float], y: Sequence[float]) -> int:
-        """Rank of ``H_d(K(x)) → H_d(K(y))`` for ``x ≤ y`` (points ``(eps, t)``)."""
+        """Rank of ``H_d(K(x)) → H_d(K(y))`` for ``x ≤ y`` (points ``(scale, t)``)."""
         if self.invariant != "rank":
             raise InvalidInputError("rank() needs a rank signed measure (invariant='rank')")
         x = np.asarray(x, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         if x.shape != (2,) or y.shape != (2,) or np.any(x > y):
-            raise InvalidInputError("rank(x, y) needs two points (eps, t) with x <= y componentwise")
+            raise InvalidInputError("rank(x, y) needs two points (scale, t) with x <= y componentwise")
         p = self.points
         m = (p[:, 0] <= x[0]) & (p[:, 1] <= x[1]) & (y[0] < p[:, 2]) & (y[1] < p[:, 3])
         return int(self.weights[m].sum())
@@ -300,10 +300,10 @@ class SignedMeasure:
 # ----------------------------------------------------------------- bifiltration
 def bifiltration(
     D: Any,
-    times: Any = None,
     *,
+    times: Any = None,
     maxdim: int = 1,
-    eps_grid: Any = None,
+    scale_grid: Any = None,
     collapse: bool = True,
 ):
     """The (distance, time) Rips bifiltration as a ``multipers.SimplexTreeMulti``.
@@ -320,7 +320,7 @@ def bifiltration(
         Arrival times; default ``1, 2, …, n`` (:func:`arrival_times`).
     maxdim : int
         Highest homology dimension of interest.
-    eps_grid : array-like, optional
+    scale_grid : array-like, optional
         Restrict the distance parameter to this grid: each edge value is pushed *up* to
         the smallest grid value ``≥`` it (edges above the largest grid value are left
         out), so the complex at every grid point is exactly the original one.
@@ -350,8 +350,8 @@ def bifiltration(
     )
     iu, ju = np.triu_indices(n, 1)
     dv = A[iu, ju]
-    if eps_grid is not None:
-        g = _grid(eps_grid, "eps_grid")
+    if scale_grid is not None:
+        g = _grid(scale_grid, "scale_grid")
         keep = dv <= g[-1]
         iu, ju, dv = iu[keep], ju[keep], g[np.searchsorted(g, dv[keep], side="left")]
     if iu.size:
@@ -368,12 +368,12 @@ def bifiltration(
 # ---------------------------------------------------------------- signed measure
 def signed_measure(
     D: Any,
-    times: Any = None,
     *,
+    times: Any = None,
     degree: int = 1,
     invariant: str = "hilbert",
     resolution: int = 32,
-    eps_grid: Any = None,
+    scale_grid: Any = None,
     n_jobs: int = -1,
 ) -> SignedMeasure:
     """Signed barcode of the Hilbert function or of the rank invariant (multipers).
@@ -387,12 +387,12 @@ def signed_measure(
     invariant : {"hilbert", "rank"}
         ``"hilbert"``: exact, on every critical value (fast: ~0.05 s at n=100 after the
         edge collapse).  ``"rank"``: the rank invariant's signed barcode on a distance
-        grid of ``resolution`` regular values in ``[0, max D]`` (or ``eps_grid``) and every
+        grid of ``resolution`` regular values in ``[0, max D]`` (or ``scale_grid``) and every
         arrival time; exact on that grid.  Cost grows fast with the grid: ~0.3 s for
         n=100 and 32 values, ~1.2 s for 64, minutes on all critical values.
     resolution : int
         Distance grid size for the rank invariant.
-    eps_grid : array-like, optional
+    scale_grid : array-like, optional
         Explicit distance grid for the rank invariant (overrides ``resolution``).
     n_jobs : int
         Threads multipers may use (-1: all).
@@ -406,11 +406,11 @@ def signed_measure(
     A = validate_distance_matrix(D)
     grid = None
     if invariant == "rank":
-        if eps_grid is None:
-            grid = _eps_grid(check_int(resolution, "resolution", lo=2), A)
+        if scale_grid is None:
+            grid = _scale_grid(check_int(resolution, "resolution", lo=2), A)
         else:
-            grid = _grid(eps_grid, "eps_grid")
-    st = bifiltration(A, times, maxdim=degree, eps_grid=grid)
+            grid = _grid(scale_grid, "scale_grid")
+    st = bifiltration(A, times=times, maxdim=degree, scale_grid=grid)
     mp = _multipers()
     with contextlib.redirect_stdout(io.StringIO()):
         (pts, w), = mp.signed_measure(st, degree=degree, invariant=invariant, n_jobs=n_jobs)
@@ -422,20 +422,20 @@ def signed_measure(
 
 
 # -------------------------------------------------------------- Hilbert function
-def _sum_measure_on_grid(pts: np.ndarray, w: np.ndarray, eps: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Σ_i w_i [p_i ≤ (eps_a, t_b)] for every grid point, by 2-D cumulative sums."""
-    out = np.zeros((eps.size, times.size), dtype=np.int64)
+def _sum_measure_on_grid(pts: np.ndarray, w: np.ndarray, scales: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Σ_i w_i [p_i ≤ (scale_a, t_b)] for every grid point, by 2-D cumulative sums."""
+    out = np.zeros((scales.size, times.size), dtype=np.int64)
     if w.size == 0:
         return out
-    i = np.searchsorted(eps, pts[:, 0], side="left")
+    i = np.searchsorted(scales, pts[:, 0], side="left")
     j = np.searchsorted(times, pts[:, 1], side="left")
-    ok = (i < eps.size) & (j < times.size)
+    ok = (i < scales.size) & (j < times.size)
     np.add.at(out, (i[ok], j[ok]), w[ok])
     return out.cumsum(axis=0).cumsum(axis=1)
 
 
 def hilbert_from_diagrams(
-    diagrams: Sequence[Diagram], times: Any, eps: Any, maxdim: int | None = None
+    diagrams: Sequence[Diagram], times: Any, scales: Any, *, maxdim: int | None = None
 ) -> HilbertFunction:
     """Hilbert function from one-parameter diagrams of the time slices (no multipers).
 
@@ -445,7 +445,7 @@ def hilbert_from_diagrams(
         ``diagrams[j]`` is the Rips diagram of the points present at ``times[j]``.
     times : array-like of shape (m,)
         Increasing times.
-    eps : array-like of shape (k,)
+    scales : array-like of shape (k,)
         Distance grid.
     maxdim : int, optional
         Default: the smallest maxdim of the diagrams.
@@ -453,7 +453,7 @@ def hilbert_from_diagrams(
     Returns
     -------
     HilbertFunction
-        ``values[d, i, j] = #{(b, e) in diagrams[j][d] : b ≤ eps[i] < e}``.
+        ``values[d, i, j] = #{(b, e) in diagrams[j][d] : b ≤ scales[i] < e}``.
     """
     diagrams = list(diagrams)
     times = np.asarray(times, dtype=np.float64)
@@ -461,32 +461,32 @@ def hilbert_from_diagrams(
         raise InvalidInputError(f"need one time per diagram: {len(diagrams)} diagrams, times of shape {times.shape}")
     if times.size > 1 and np.any(np.diff(times) <= 0):
         raise InvalidInputError("times must be strictly increasing")
-    eps = _grid(eps, "eps")
+    scales = _grid(scales, "scales")
     if maxdim is None:
         maxdim = min((g.maxdim for g in diagrams), default=0)
     maxdim = int(maxdim)
-    values = np.zeros((maxdim + 1, eps.size, times.size), dtype=np.int64)
+    values = np.zeros((maxdim + 1, scales.size, times.size), dtype=np.int64)
     for j, g in enumerate(diagrams):
         for d in range(maxdim + 1):
             bars = np.asarray(g[d], dtype=np.float64).reshape(-1, 2)
             if not bars.size:
                 continue
-            # a bar [b, e) counts at eps[i] iff b <= eps[i] < e
-            start = np.searchsorted(eps, bars[:, 0], side="left")
-            stop = np.searchsorted(eps, bars[:, 1], side="left")
-            col = np.zeros(eps.size + 1, dtype=np.int64)
+            # a bar [b, e) counts at scales[i] iff b <= scales[i] < e
+            start = np.searchsorted(scales, bars[:, 0], side="left")
+            stop = np.searchsorted(scales, bars[:, 1], side="left")
+            col = np.zeros(scales.size + 1, dtype=np.int64)
             np.add.at(col, start, 1)
             np.add.at(col, stop, -1)
             values[d, :, j] = np.cumsum(col[:-1])
-    return HilbertFunction(eps, times, values, "slices")
+    return HilbertFunction(scales, times, values, "slices")
 
 
 def hilbert_function(
     D: Any,
-    times: Any = None,
     *,
+    times: Any = None,
     maxdim: int = 1,
-    eps: Any = None,
+    scales: Any = None,
     t: Any = None,
     backend: str = "auto",
     diagrams: Sequence[Diagram] | None = None,
@@ -502,7 +502,7 @@ def hilbert_function(
         Arrival time of each point; default ``1..n`` (time = number of points present).
     maxdim : int
         Highest homology dimension.
-    eps : None, int or array-like
+    scales : None, int or array-like
         Distance grid: ``None`` (default) = every distinct distance and 0, on which the
         result is exact everywhere (:meth:`HilbertFunction.at`) — unless that grid would
         hold more than :data:`MAX_EXACT_CELLS` cells, then a regular one; an int ``k`` =
@@ -522,7 +522,7 @@ def hilbert_function(
     Returns
     -------
     HilbertFunction
-        ``values`` of shape (maxdim + 1, len(eps), len(t)).
+        ``values`` of shape (maxdim + 1, len(scales), len(t)).
     """
     A = validate_distance_matrix(D)
     maxdim = _check_maxdim(maxdim)
@@ -530,7 +530,7 @@ def hilbert_function(
     tt = _check_times(times, n)
     backend = _check_backend(backend)
     t_g = np.unique(tt) if t is None else _grid(t, "t")
-    eps_g = _eps_grid(eps, A, t_g.size, maxdim + 1)
+    scale_g = _scale_grid(scales, A, t_g.size, maxdim + 1)
     if backend == "slices":
         if diagrams is None:
             subsets = [np.flatnonzero(tt <= x) for x in t_g]
@@ -545,8 +545,8 @@ def hilbert_function(
                 raise InvalidInputError(f"got {len(diagrams)} diagrams for {t_g.size} times")
             if any(g.maxdim < maxdim for g in diagrams):
                 raise InvalidInputError(f"every diagram must hold dimensions 0..{maxdim}")
-        return hilbert_from_diagrams(diagrams, t_g, eps_g, maxdim)
-    st = bifiltration(A, tt, maxdim=maxdim)
+        return hilbert_from_diagrams(diagrams, t_g, scale_g, maxdim=maxdim)
+    st = bifiltration(A, times=tt, maxdim=maxdim)
     mp = _multipers()
     with contextlib.redirect_stdout(io.StringIO()):
         sms = mp.signed_measure(
@@ -555,10 +555,10 @@ def hilbert_function(
     values = np.stack(
         [
             _sum_measure_on_grid(
-                np.asarray(p, dtype=np.float64).reshape(-1, 2), np.asarray(w, dtype=np.int64).ravel(), eps_g, t_g
+                np.asarray(p, dtype=np.float64).reshape(-1, 2), np.asarray(w, dtype=np.int64).ravel(), scale_g, t_g
             )
             for p, w in sms
         ]
     )
-    return HilbertFunction(eps_g, t_g, values, "multipers")
+    return HilbertFunction(scale_g, t_g, values, "multipers")
 

@@ -54,7 +54,7 @@ def _to_numpy(D: Any) -> Any:
     return D
 
 
-def validate_distance_matrix(D: Any, name: str = "D") -> np.ndarray:
+def validate_distance_matrix(D: Any, *, name: str = "D") -> np.ndarray:
     """Check a distance matrix and return it as a float64 ndarray.
 
     Parameters
@@ -137,10 +137,10 @@ def _check_threads(n_jobs: Any, n: int) -> int:
 # --------------------------------------------------------------------- single
 def persistence(
     D: Any,
+    *,
     maxdim: int = 1,
     threshold: float = float("inf"),
     engine: str | None = None,
-    *,
     n_jobs: int | None = None,
 ) -> Diagram:
     """Vietoris–Rips persistence diagram of a finite metric space.
@@ -193,7 +193,7 @@ def persistence(
     A = validate_distance_matrix(D)
     maxdim = _check_maxdim(maxdim)
     threshold = check_threshold(threshold)
-    eng = get_engine(engine)
+    eng = get_engine(engine=engine)
     n_jobs = _check_threads(n_jobs, A.shape[0])
     dgms = compute(A, maxdim, threshold, eng.name, n_jobs)
     return Diagram(dgms, maxdim=maxdim, threshold=threshold, engine=eng.name)
@@ -266,11 +266,11 @@ def _chunks(costs: list[float], n_workers: int) -> list[list[int]]:
 
 def persistence_batch(
     Ds: Any,
+    *,
     maxdim: int = 1,
     threshold: float = float("inf"),
     engine: str | None = None,
     n_jobs: int | None = None,
-    *,
     progress: ProgressOption = False,
 ) -> list[Diagram]:
     """Persistence diagrams of many distance matrices, in parallel processes.
@@ -312,7 +312,7 @@ def persistence_batch(
     # settings first (their errors come before any matrix's), then every matrix
     _check_maxdim(maxdim)
     check_threshold(threshold)
-    get_engine(engine)
+    get_engine(engine=engine)
     _check_n_jobs(n_jobs)
     mats = _as_matrices(Ds)
     with make_reporter(progress, total=len(mats), description="persistence") as reporter:
@@ -338,7 +338,7 @@ def persistence_batch_valid(
     """
     maxdim = _check_maxdim(maxdim)
     threshold = check_threshold(threshold)
-    eng = get_engine(engine)
+    eng = get_engine(engine=engine)
     one_thread = n_jobs == 1
     n_jobs = _check_n_jobs(n_jobs)
     if not mats:

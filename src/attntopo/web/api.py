@@ -423,7 +423,7 @@ def _columns(table: dict) -> dict:
 
 
 def _most_persistent(an) -> tuple[int, int]:
-    layer, head, _ = an.most_persistent_heads(1)[0]  # in the analysis's ranking dimension
+    layer, head, _ = an.most_persistent_heads(k=1)[0]  # in the analysis's ranking dimension
     return layer, head
 
 

@@ -89,7 +89,7 @@ def test_other_metrics_match_pairwise_reference():
     F = W.reshape(3, 6, 6)
     for metric in ("hellinger", "total_variation", "fisher_rao"):
         D = head_distances(W, metric=metric)
-        ref = np.array([[sum(pairwise_distance(F[a, i], F[b, i], metric) for i in range(6))
+        ref = np.array([[sum(pairwise_distance(F[a, i], F[b, i], metric=metric) for i in range(6))
                          for b in range(3)] for a in range(3)])
         np.testing.assert_allclose(D, ref, atol=1e-12)
 
@@ -98,15 +98,15 @@ def test_row_distances_rectangular_matches_pairwise():
     rng = np.random.default_rng(2)
     X = rng.dirichlet(np.full(7, 0.5), size=(2, 4, 5))  # (..., m=5, k=7)
     for metric in at.METRICS:
-        D = row_distances(X, metric)
+        D = row_distances(X, metric=metric)
         assert D.shape == (2, 4, 5, 5)
-        ref = np.array([[[[pairwise_distance(X[a, b, i], X[a, b, j], metric) for j in range(5)]
+        ref = np.array([[[[pairwise_distance(X[a, b, i], X[a, b, j], metric=metric) for j in range(5)]
                           for i in range(5)] for b in range(4)] for a in range(2)])
         np.testing.assert_allclose(D, ref, atol=1e-12)
     with pytest.raises(InvalidMatrixError):
         row_distances(np.ones((3, 4)))  # rows sum to 4
     with pytest.raises(InvalidInputError):
-        row_distances(X, "cosine")
+        row_distances(X, metric="cosine")
 
 
 # -------------------------------------------------------------- many texts
@@ -247,7 +247,7 @@ def test_clusters_and_redundancy(synth_space):
     assert len(np.unique(hs.clusters(D.max()))) == 1
     eps = float(np.quantile(D[np.triu_indices(12, 1)], 0.3))
     for method in ("complete", "single"):
-        groups = hs.redundancy(eps, method=method)
+        groups = hs.redundancy(scale=eps, method=method)
         for g in groups:
             sub = D[np.ix_(g["indices"], g["indices"])]
             iu = np.triu_indices(g["size"], 1)
@@ -255,11 +255,11 @@ def test_clusters_and_redundancy(synth_space):
             np.testing.assert_allclose(g["mean_distance"], sub[iu].mean())
             if method == "complete":
                 assert g["max_distance"] <= eps + 1e-12
-    assert hs.redundancy() == hs.redundancy(hs.default_scale())
+    assert hs.redundancy() == hs.redundancy(scale=hs.default_scale())
     with pytest.raises(InvalidInputError):
         hs.clusters(-1)
     with pytest.raises(InvalidInputError):
-        hs.redundancy(0.1, method="average")
+        hs.redundancy(scale=0.1, method="average")
 
 
 def test_redundancy_finds_duplicated_heads():
@@ -267,7 +267,7 @@ def test_redundancy_finds_duplicated_heads():
     W = _weights(rng, 2, 3, 12)
     W[1, 2] = W[0, 1]  # L1H2 duplicates L0H1
     hs = head_space(_att(W), types=False)
-    groups = hs.redundancy(1e-9)
+    groups = hs.redundancy(scale=1e-9)
     assert [g["heads"] for g in groups] == [["L0H1", "L1H2"]]
     assert groups[0]["mean_distance"] == 0.0 and groups[0]["layers"] == [0, 1]
     assert hs.nearest(1, 2, k=1) == [("L0H1", 0.0)]
@@ -311,7 +311,7 @@ def two_spaces():
 
 def test_compare_models_observed_and_bootstrap(two_spaces):
     ha, hb = two_spaces
-    c = compare_models(None, ha, hb, n_boot=30, seed=5, n_jobs=1)
+    c = compare_models(None, model_a=ha, model_b=hb, n_boot=30, seed=5, n_jobs=1)
     assert isinstance(c, ModelComparison)
     np.testing.assert_allclose(c.bottleneck, at.topology.bottleneck(ha.diagram, hb.diagram))
     np.testing.assert_allclose(c.wasserstein, at.topology.wasserstein(ha.diagram, hb.diagram))
@@ -319,17 +319,17 @@ def test_compare_models_observed_and_bootstrap(two_spaces):
     # p-value and z-score exactly as documented
     null = c.null["bottleneck"].reshape(-1, 2)
     p = (1 + (null >= c.bottleneck - 1e-12).sum(0)) / (1 + 60)  # ties within 1e-12 count
-    np.testing.assert_allclose(c.p_values("bottleneck"), p)
-    np.testing.assert_allclose(c.z_scores("bottleneck"), (c.bottleneck - null.mean(0)) / null.std(0, ddof=1))
+    np.testing.assert_allclose(c.p_values(name="bottleneck"), p)
+    np.testing.assert_allclose(c.z_scores(name="bottleneck"), (c.bottleneck - null.mean(0)) / null.std(0, ddof=1))
     # very different models: the H0 difference is far outside the within-model noise
-    assert c.p_values("bottleneck")[0] == 1 / 61
-    assert c.interval("wasserstein").shape == (2, 2)
+    assert c.p_values(name="bottleneck")[0] == 1 / 61
+    assert c.interval(name="wasserstein").shape == (2, 2)
     rows = c.summary_rows()
     assert [r["dim"] for r in rows] == [0, 1] and "wasserstein_p" in rows[0]
     cols = c.summary()
     assert cols["dim"].tolist() == [0, 1] and cols["wasserstein_p"].tolist() == [r["wasserstein_p"] for r in rows]
     # seeded: same numbers again; the replicate diagrams are independent recomputations
-    c2 = compare_models(None, ha, hb, n_boot=30, seed=5, n_jobs=1)
+    c2 = compare_models(None, model_a=ha, model_b=hb, n_boot=30, seed=5, n_jobs=1)
     for k in c.null:
         np.testing.assert_array_equal(c.null[k], c2.null[k])
     # a replicate equals the head space of the resampled texts, computed from scratch
@@ -343,7 +343,7 @@ def test_compare_models_observed_and_bootstrap(two_spaces):
 
 def test_compare_identical_models_is_zero_and_not_significant(two_spaces):
     ha, _ = two_spaces
-    c = compare_models(None, ha, ha, n_boot=20, seed=0, n_jobs=1)
+    c = compare_models(None, model_a=ha, model_b=ha, n_boot=20, seed=0, n_jobs=1)
     assert np.all(c.bottleneck == 0) and np.all(c.wasserstein == 0)
     assert np.all(c.p_values() == 1.0)
     assert np.all(c.boot["bottleneck"] == 0)
@@ -351,12 +351,12 @@ def test_compare_identical_models_is_zero_and_not_significant(two_spaces):
 
 def test_compare_models_save_load_and_no_bootstrap(two_spaces, tmp_path):
     ha, hb = two_spaces
-    c = compare_models(None, ha, hb, n_boot=0)
+    c = compare_models(None, model_a=ha, model_b=hb, n_boot=0)
     assert c.n_boot == 0 and c.summary_rows()[0].keys() == {"dim", "bottleneck", "wasserstein"}
     assert set(c.summary()) == {"dim", "bottleneck", "wasserstein"}
     with pytest.raises(InvalidInputError, match="n_boot"):
         c.p_values()
-    c = compare_models(None, ha, hb, n_boot=5, seed=1, n_jobs=1)
+    c = compare_models(None, model_a=ha, model_b=hb, n_boot=5, seed=1, n_jobs=1)
     c.save(tmp_path / "cmp")
     back = at.load_result(tmp_path / "cmp")
     assert isinstance(back, ModelComparison) and back == c
@@ -366,9 +366,9 @@ def test_compare_models_save_load_and_no_bootstrap(two_spaces, tmp_path):
 def test_compare_models_errors(two_spaces):
     ha, hb = two_spaces
     with pytest.raises(InvalidInputError, match="n_boot"):
-        compare_models(None, ha, hb, n_boot=-1)
+        compare_models(None, model_a=ha, model_b=hb, n_boot=-1)
     with pytest.raises(InvalidInputError, match="texts"):
-        compare_models(None, ha, "minilm")
+        compare_models(None, model_a=ha, model_b="minilm")
     with pytest.raises(InvalidInputError, match="p must"):
         compare_models(None, ha, hb, p=0.5)
     with pytest.raises(InvalidInputError, match=r"model_a has maxdim 1 < 2"):
@@ -376,11 +376,11 @@ def test_compare_models_errors(two_spaces):
     rng = np.random.default_rng(0)
     one = head_space(_att(_weights(rng, 1, 3, 5)), types=False)
     with pytest.raises(InvalidInputError, match="same texts"):
-        compare_models(None, ha, one, n_boot=0)
+        compare_models(None, model_a=ha, model_b=one, n_boot=0)
     summed = head_space([_att(_weights(rng, 1, 3, 5))] * 5, reduce="sum", types=False)
     with pytest.raises(InvalidInputError, match="reduce"):
-        compare_models(None, ha, summed)
+        compare_models(None, model_a=ha, model_b=summed)
     nopt = head_space([_att(_weights(rng, 1, 3, 5), text=str(k)) for k in range(5)],
                       keep_per_text=False, types=False)
     with pytest.raises(InvalidInputError, match="keep_per_text"):
-        compare_models(None, ha, nopt, n_boot=3)
+        compare_models(None, model_a=ha, model_b=nopt, n_boot=3)

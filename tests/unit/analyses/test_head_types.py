@@ -225,7 +225,7 @@ def test_punctuation_found_from_text_and_from_tokenizer():
         special=np.array([True, False, False, True]), causal=False, model="x",
         token_ids=np.arange(4),
     )
-    assert punctuation_mask(att2, FakeTokenizer()).tolist() == [False, True, False, False]
+    assert punctuation_mask(att2, tokenizer=FakeTokenizer()).tolist() == [False, True, False, False]
     t = head_types(att2, tokenizer=FakeTokenizer())
     A = att2.weights[0, 0].astype(np.float64)
     assert t.features["punctuation"][0] == pytest.approx(A[:, 1].mean())

@@ -230,7 +230,7 @@ def test_head_space_notebook_is_the_summed_space_with_gudhis_diagram(tmp_path):
     assert hs.n_points == 5 and hs.labels == [f"H{h}" for h in range(5)]
     assert hs.index(2, 3) == hs.index(0, 3) == 3
     assert list(hs.layer_of) == [-1] * 5 and list(hs.head_of) == list(range(5))
-    assert hs.redundancy(np.inf)[0]["layers"] == [0, 1, 2]
+    assert hs.redundancy(scale=np.inf)[0]["layers"] == [0, 1, 2]
     assert hs.overview()["paper_compat"] == "notebook"
     assert hs.provenance["settings"]["paper_compat"] == "notebook"
     with pytest.raises(InvalidInputError, match="sums the layers"):
@@ -292,14 +292,14 @@ def test_compare_models_notebook_bottleneck_is_gudhis_on_the_pooled_finite_bars(
     expected = gudhi.bottleneck_distance(finite(pa), finite(pb))
     A = head_space(a, paper_compat="notebook")
     B = head_space(b, paper_compat="notebook")
-    mc = compare_models(None, A, B, n_boot=0, paper_compat="notebook")
+    mc = compare_models(None, model_a=A, model_b=B, n_boot=0, paper_compat="notebook")
     assert mc.paper_bottleneck == pytest.approx(expected, abs=1e-12)
     assert mc.paper_compat == "notebook" and mc.to_dict()["paper_bottleneck"] == mc.paper_bottleneck
     mc.save(tmp_path / "mc")
     back = at.load_result(tmp_path / "mc")
     assert back == mc and back.paper_bottleneck == mc.paper_bottleneck
     # attntopo's own comparison has no such number
-    own = compare_models(None, head_space(a), head_space(b), n_boot=0)
+    own = compare_models(None, model_a=head_space(a), model_b=head_space(b), n_boot=0)
     assert own.paper_bottleneck is None and "paper_bottleneck" not in own.to_dict()
 
 
@@ -310,11 +310,11 @@ def test_compare_models_refuses_mixed_recipes():
     paper = head_space(a, paper_compat="notebook")
     own = head_space(b)
     with pytest.raises(InvalidInputError, match="pass paper_compat='notebook'"):
-        compare_models(None, paper, head_space(a), n_boot=0)
+        compare_models(None, model_a=paper, model_b=head_space(a), n_boot=0)
     with pytest.raises(InvalidInputError, match="paper_compat='notebook' and reduce='mean'"):
-        compare_models(None, paper, own, n_boot=0, paper_compat="notebook")
+        compare_models(None, model_a=paper, model_b=own, n_boot=0, paper_compat="notebook")
     with pytest.raises(InvalidInputError, match="Listing 1"):
-        compare_models(None, paper, own, n_boot=0, paper_compat="listing")
+        compare_models(None, model_a=paper, model_b=own, n_boot=0, paper_compat="listing")
 
 
 # ------------------------------------------------------------------ float32 (docs/concepts.md §5)
@@ -362,9 +362,9 @@ def test_compare_notebook_prints_the_notebooks_h0_bottleneck(causal, tmp_path):
             np.testing.assert_allclose(c.a.distances[i, j], Da, rtol=0, atol=1e-12)
             pa, pb = gudhi_persistence(Da, 0.01), gudhi_persistence(Db, 0.01)
             expected = gudhi.bottleneck_distance(gudhi_bars(pa, 0), gudhi_bars(pb, 0))
-            assert c.grid("bottleneck", dim=0)[i, j] == pytest.approx(expected, abs=1e-12)
+            assert c.grid(name="bottleneck", dim=0)[i, j] == pytest.approx(expected, abs=1e-12)
             h1 = gudhi.bottleneck_distance(gudhi_bars(pa, 1), gudhi_bars(pb, 1))
-            assert c.grid("bottleneck", dim=1)[i, j] == pytest.approx(h1, abs=1e-12)
+            assert c.grid(name="bottleneck", dim=1)[i, j] == pytest.approx(h1, abs=1e-12)
             same_bars(c.a.diagrams[i][j], gudhi_persistence(Da))  # the full diagrams are kept
     c.save(tmp_path / "c")
     back = at.load_result(tmp_path / "c")

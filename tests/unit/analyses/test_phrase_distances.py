@@ -28,7 +28,7 @@ def test_phrase_distances_are_the_full_matrix_block(monkeypatch, distance_shapes
         pt = phrase_topology("information theory", atts, metric=metric, progress=False, n_jobs=1)
         for att, idx, sub in zip(atts, pt.token_indices, pt.sub_distances):
             ii = np.array(idx)
-            want = token_distances(att, metric)[:, :, ii][:, :, :, ii]
+            want = token_distances(att, metric=metric)[:, :, ii][:, :, :, ii]
             if native and metric == "jensen_shannon":  # one per-pair routine: the same bits
                 np.testing.assert_array_equal(sub, want)
             else:  # other tiles or sums over other keys: float64 round-off

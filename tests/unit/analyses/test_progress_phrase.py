@@ -67,12 +67,12 @@ def test_compare_models_reports_each_stage():
     b = at.head_space([text_attention(t, seed=10 + k, L=3, H=2) for k, t in enumerate(texts)],
                       normalize=True, progress=False)
     rec = Recorder()
-    mc = compare_models(None, a, b, n_boot=4, n_jobs=1, progress=rec)
+    mc = compare_models(None, model_a=a, model_b=b, n_boot=4, n_jobs=1, progress=rec)
     per = rec.check(["diagram distances", "persistence", "bootstrap distances"])
     assert per["diagram distances"] == [0, 1]
     assert per["persistence"][-1] == 1 + 4 * 4 and per["bootstrap distances"][-1] == 1 + 5 * 4
     assert rec.calls[-1][:2] == (21, 21)
-    assert mc == compare_models(None, a, b, n_boot=4, n_jobs=1, progress=False)
+    assert mc == compare_models(None, model_a=a, model_b=b, n_boot=4, n_jobs=1, progress=False)
 
 
 @pytest.mark.parametrize("bad", ["yes", 3])

@@ -124,9 +124,9 @@ def test_short_texts_rank_by_h0_not_by_zeros(short_pair):
     b = c.diagram_distances["bottleneck"]
     assert (b[..., 1] == 0).all() and np.unique(b[..., 0]).size > 1  # every H1 is 0
     assert c.ranking_dim == 0 and c.default_dim() == 0
-    sim = c.most_similar_heads(6)
+    sim = c.most_similar_heads(k=6)
     assert [v for _, _, v in sim] == sorted(b[..., 0].ravel().tolist())
-    np.testing.assert_array_equal(c.grid("bottleneck"), b[..., 0])
+    np.testing.assert_array_equal(c.grid(name="bottleneck"), b[..., 0])
     s = c.summary()
     assert set(s["rank_by"].tolist()) == {"bottleneck_h0"}
     np.testing.assert_array_equal(s["rank"], rankdata(b[..., 0].ravel(), method="min"))
@@ -134,7 +134,7 @@ def test_short_texts_rank_by_h0_not_by_zeros(short_pair):
     assert d["ranking"] == {"by": "bottleneck", "dim": 0, "column": "bottleneck_h0", "default": True,
                             "rule": RANKING_RULE}
     # an explicit dimension is still obeyed, and the JSON says it was not the default
-    assert [v for _, _, v in c.most_similar_heads(3, dim=1)] == [0.0, 0.0, 0.0]
+    assert [v for _, _, v in c.most_similar_heads(k=3, dim=1)] == [0.0, 0.0, 0.0]
     assert c.to_dict(dim=1)["ranking"]["default"] is False
 
 
@@ -153,7 +153,7 @@ def test_ties_share_a_rank(short_pair):
     assert (r1["rank"] == 1).all() and (r1["n_tied"] == 6).all()
     # the most different: the largest distance first, ranks of the reversed order
     rd = c.ranking(similar=False)
-    assert rd["value"][0] == c.grid("bottleneck", 0).max() and rd["rank"][0] == 1
+    assert rd["value"][0] == c.grid(name="bottleneck", dim=0).max() and rd["rank"][0] == 1
     assert rd["rank"][-2:].tolist() == [5, 5]
 
 
@@ -162,19 +162,19 @@ def test_longer_texts_rank_by_h1(long_pair):
     b = c.diagram_distances["bottleneck"]
     assert np.unique(b[..., 1]).size > 1
     assert c.ranking_dim == 1
-    assert [v for _, _, v in c.most_similar_heads(3)] == sorted(b[..., 1].ravel())[:3]
+    assert [v for _, _, v in c.most_similar_heads(k=3)] == sorted(b[..., 1].ravel())[:3]
     assert c.to_dict()["ranking"]["column"] == "bottleneck_h1"
 
 
 def test_counts_and_shared_scope(short_pair):
     c = short_pair
-    r = c.ranking("shared_edges")
+    r = c.ranking(by="shared_edges")
     v = r["value"]
     assert (np.diff(v) <= 0).all()
     np.testing.assert_array_equal(r["rank"], rankdata(-v, method="min"))
     assert c.default_dim(scope="shared") in (0, 1)
     with pytest.raises(at.errors.InvalidInputError, match="by must be"):
-        c.default_dim("shared_edges")
+        c.default_dim(by="shared_edges")
 
 
 def test_mostly_zero_h1_ranks_by_h0(long_pair):
@@ -191,7 +191,7 @@ def test_mostly_zero_h1_ranks_by_h0(long_pair):
         v[0, 0, 1] = 0.0  # 4 of 6 heads tie at 0
     mostly = dataclasses.replace(c, diagram_distances=dist)
     assert mostly.ranking_dim == 0 and mostly.to_dict()["ranking"]["dim"] == 0
-    assert [v for _, _, v in mostly.most_similar_heads(2)] == sorted(dist["bottleneck"][..., 0].ravel())[:2]
+    assert [v for _, _, v in mostly.most_similar_heads(k=2)] == sorted(dist["bottleneck"][..., 0].ravel())[:2]
 
 
 # ------------------------------------------------------------- one text's heads
@@ -206,16 +206,16 @@ def test_analysis_short_text_ranks_by_h0():
     s = an.summary()
     assert (s["max_persistence_h1"] == 0).all() and an.ranking_dim == 0
     h0 = s["max_persistence_h0"]
-    top = an.most_persistent_heads(3)
+    top = an.most_persistent_heads(k=3)
     assert [v for _, _, v in top] == sorted(h0.tolist(), reverse=True)[:3]
-    assert default_heads(an, 2) == [(lay, hd) for lay, hd, _ in top[:2]]
-    assert analysis_bundle(an).heads == default_heads(an, 3)
+    assert default_heads(an, n=2) == [(lay, hd) for lay, hd, _ in top[:2]]
+    assert analysis_bundle(an).heads == default_heads(an, n=3)
     assert "max persistence h0" in analysis_html(an)
     r = an.ranking(dim=1)
     assert (r["rank"] == 1).all() and (r["n_tied"] == 6).all()  # all tied in H1
     np.testing.assert_array_equal(an.ranking()["rank"], rankdata(-an.ranking()["value"], method="min"))
     with pytest.raises(at.errors.InvalidInputError, match="unknown statistic"):
-        an.ranking("nope")
+        an.ranking(stat="nope")
 
 
 def test_analysis_longer_text_ranks_by_h1():
@@ -224,4 +224,4 @@ def test_analysis_longer_text_ranks_by_h1():
     an = at.analyze(_attention(words, rng), n_jobs=1)
     m1 = an.summary()["max_persistence_h1"]
     assert 2 * np.unique(m1, return_counts=True)[1].max() <= m1.size and an.ranking_dim == 1
-    assert an.most_persistent_heads(1)[0][2] == m1.max()
+    assert an.most_persistent_heads(k=1)[0][2] == m1.max()

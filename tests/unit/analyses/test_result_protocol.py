@@ -56,7 +56,7 @@ def _build_all() -> dict[str, Result]:
         "head_types": at.head_types([a, c]),
         "head_space": at.head_space([a, b, c]),
         "head_space_comparison": at.compare_models(
-            None, at.head_space([a, b, c], types=False), at.head_space(other, types=False),
+            None, model_a=at.head_space([a, b, c], types=False), model_b=at.head_space(other, types=False),
             n_boot=3, n_jobs=1,
         ),
         "timeline": at.timeline(_attention(TEXTS[2], rng, causal=True), layers=1, heads=0, n_jobs=1),

@@ -153,7 +153,7 @@ def test_heads_figure():
     assert isinstance(fig, Figure) and dict(matplotlib.rcParams) == before
     grid = fig.axes[0].images[0].get_array()
     np.testing.assert_allclose(grid.filled(np.nan), [[1 / 3, 2 / 3], [np.nan, 1.0]])
-    assert list(compression_bundle(c).files(["png"])) == ["figures/heads.png"]
+    assert list(compression_bundle(c).files(formats=["png"])) == ["figures/heads.png"]
     with pytest.raises(InvalidInputError, match="expected a Compression"):
         plot_compression_heads(object())
 

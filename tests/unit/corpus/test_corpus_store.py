@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from attntopo.corpus import (
     MANIFEST,
     CorpusSettings,
-    Store,
+    StoreReader,
+    StoreWriter,
     check_same_settings,
     check_store_path,
     feature_columns,
@@ -68,15 +69,20 @@ def _rows(table: pa.Table, seed: int) -> pa.Table:
     return pa.Table.from_arrays([data[f.name] for f in schema], schema=schema)
 
 
-def _store(tmp_path, write=True) -> Store:
+def _writer(tmp_path, write=True) -> StoreWriter:
     inp = open_input(TEXTS)
     schema = output_schema(SETTINGS, inp.schema)
     info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 3}
-    store = Store.create(tmp_path / "s", SETTINGS, schema, info, feature_columns(SETTINGS))
+    writer = StoreWriter.create(tmp_path / "s", SETTINGS, schema, info, feature_columns(SETTINGS))
     if write:
         for k, t in inp.batches(SETTINGS.batch_size):
-            store.write_part(k, _rows(t, k))
-    return store
+            writer.write_part(k, _rows(t, k))
+    return writer
+
+
+def _store(tmp_path, write=True) -> StoreReader:
+    """The reader of :func:`_writer`'s store (the one its writes told what they wrote)."""
+    return _writer(tmp_path, write).store
 
 
 def _footer_start(data: bytes) -> int:
@@ -104,17 +110,31 @@ def test_manifest_round_trip_and_columns():
         CorpusSettings.from_manifest({**old, "features": {**old["features"], "tau": 1}})
 
 
-def test_a_manifest_of_flat_settings_reads_the_same():
+def test_a_manifest_of_flat_settings_is_refused_in_one_line(tmp_path):
     """Stores made before the feature settings were nested (one flat object, the persistence
-    engine under its first name) open with the same settings."""
+    engine under its first name ``persistence_engine``) are refused in one line that says to
+    make the store again; nothing is read from them."""
     flat = {k: v for k, v in SETTINGS.to_manifest().items() if k != "features"}
     feats = dataclasses.replace(SETTINGS.features, engine="ripser").to_dict()
-    del feats["min_persistence"], feats["spectral_k"]  # never written there
     flat.update(feats)
     flat["persistence_engine"] = flat.pop("engine")
-    want = dataclasses.replace(SETTINGS, features=dataclasses.replace(SETTINGS.features,
-                                                                      engine="ripser"))
-    assert CorpusSettings.from_manifest(flat) == want
+    with pytest.raises(ResultFormatError) as info:
+        CorpusSettings.from_manifest(flat)
+    msg = str(info.value)
+    assert msg.startswith("manifest.json: settings in the flat form of a store made before the "
+                          "first release (no 'features' object)") and "make the store again" in msg
+    assert "\n" not in msg
+    # opened as a store: the same line, naming the file and the way on (--new-store)
+    store = _store(tmp_path)
+    mf = store.path / "manifest.json"
+    doc = json.loads(mf.read_text())
+    doc["settings"] = flat
+    mf.write_text(json.dumps(doc))
+    with pytest.raises(ResultFormatError, match=r"manifest\.json: settings in the flat form .*"
+                       r"make the store again; --new-store \(new_store=True\) starts the store "
+                       r"over") as info:
+        open_store(store.path)
+    assert "\n" not in str(info.value)
 
 
 _CHANGES = {
@@ -169,20 +189,22 @@ def test_store_path_checks_write_nothing(tmp_path):
 def test_a_store_the_file_system_refuses_is_one_line_and_leaves_no_folder(tmp_path):
     """check_store_path reads permissions; what only creating shows (a read-only or full
     file system; /proc, where nothing can be made, also for root) is one line from
-    Store.create, and the folders it had made are gone again."""
+    StoreWriter.create, and the folders it had made are gone again."""
     inp = open_input(TEXTS)
     schema = output_schema(SETTINGS, inp.schema)
     info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 3}
     target = Path("/proc") / f"attntopo-test-{os.getpid()}" / "store"
     with pytest.raises(InvalidInputError, match="cannot be created") as e:
-        Store.create(check_store_path(target), SETTINGS, schema, info, feature_columns(SETTINGS))
+        StoreWriter.create(check_store_path(target), SETTINGS, schema, info,
+                           feature_columns(SETTINGS))
     assert "\n" not in str(e.value) and str(target) in str(e.value)
     assert not target.parent.exists()
     # parents made, then the store's own name refused (longer than any file system allows):
     # one line, and the parents made on the way are removed again
     made = tmp_path / "made" / "here" / ("x" * 300)
     with pytest.raises(InvalidInputError, match="cannot be created") as e:
-        Store.create(check_store_path(made), SETTINGS, schema, info, feature_columns(SETTINGS))
+        StoreWriter.create(check_store_path(made), SETTINGS, schema, info,
+                           feature_columns(SETTINGS))
     assert "\n" not in str(e.value)
     assert not (tmp_path / "made").exists()
     # names refused before anything is made: too long for the file system, a NUL byte
@@ -196,7 +218,7 @@ def test_a_store_the_file_system_refuses_is_one_line_and_leaves_no_folder(tmp_pa
     blocked = tmp_path / "old" / "new" / "s"
     (blocked / MANIFEST).mkdir(parents=True)
     with pytest.raises(InvalidInputError, match="holds other files"):
-        Store.create(blocked, SETTINGS, schema, info, feature_columns(SETTINGS))
+        StoreWriter.create(blocked, SETTINGS, schema, info, feature_columns(SETTINGS))
     assert os.listdir(blocked) == [MANIFEST] and not list((blocked / MANIFEST).iterdir())
 
 
@@ -211,13 +233,14 @@ def test_a_url_store_is_refused_not_made_a_local_folder(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------ parts
 def test_parts_are_named_by_batch_and_rewriting_never_duplicates(tmp_path):
-    store = _store(tmp_path)
+    writer = _writer(tmp_path)
+    store = writer.store
     assert sorted(os.listdir(store.path)) == ["manifest.json", "parts", "parts.sha256"]
     assert sorted(os.listdir(store.path / "parts")) == [part_name(0), part_name(1), part_name(2)]
     before = store.to_arrow()
     inp = open_input(TEXTS)
     k, t = next(iter(inp.batches(2)))
-    store.write_part(k, _rows(t, k))  # the same batch again: replaced, not added
+    writer.write_part(k, _rows(t, k))  # the same batch again: replaced, not added
     again = open_store(store.path)
     assert again.to_arrow().equals(before)
     assert again.n_rows() == len(TEXTS) and len(again.done_ids()) == len(TEXTS)
@@ -242,8 +265,9 @@ def test_sql_agrees_with_pandas(tmp_path):
 
 
 def test_counts_and_errors_log(tmp_path):
-    store = _store(tmp_path)
-    store.write_errors()
+    writer = _writer(tmp_path)
+    store = writer.store
+    writer.write_errors()
     c = store.counts()
     assert c == {"total": 5, "done": 5, "ok": 4, "truncated": 0, "skipped_empty": 3,
                  "skipped_long": 0, "failed": 1, "remaining": 0}
@@ -253,17 +277,17 @@ def test_counts_and_errors_log(tmp_path):
 
 def _counted_reads(monkeypatch) -> list:
     reads: list = []
-    real = Store._read
+    real = StoreReader._read
 
     def counted(self, path, columns=None):
         reads.append((path.name, tuple(columns) if columns else None))
         return real(self, path, columns)
 
-    monkeypatch.setattr(Store, "_read", counted)
+    monkeypatch.setattr(StoreReader, "_read", counted)
     return reads
 
 
-def _direct_counts(store: Store) -> tuple[dict, list]:
+def _direct_counts(store: StoreReader) -> tuple[dict, list]:
     """Counts and error rows straight from every row (pandas), the independent reference."""
     df = store.to_pandas()
     ok = df.status == "ok"
@@ -279,10 +303,11 @@ def test_counts_and_errors_come_from_part_summaries_read_once(tmp_path, monkeypa
     """The end of a run (error log, counts, the unknown-token warning) reads no part it wrote
     (its summary is kept from the write); a store opened afresh reads each part's bookkeeping
     columns once; a part rewritten since is read again.  Checked against every row."""
-    store = _store(tmp_path)
+    writer = _writer(tmp_path)
+    store = writer.store
     reads = _counted_reads(monkeypatch)
     store.refresh()
-    store.write_errors()
+    writer.write_errors()
     c = store.counts()
     assert reads == []  # nothing read: summaries from the writes, footers checked at the write
     want, errors = _direct_counts(store)
@@ -290,7 +315,7 @@ def test_counts_and_errors_come_from_part_summaries_read_once(tmp_path, monkeypa
     reads.clear()
 
     fresh = open_store(store.path)
-    fresh.write_errors()
+    StoreWriter(fresh).write_errors()
     fresh.counts()
     fresh.refresh()
     assert fresh.counts() == c
@@ -298,7 +323,7 @@ def test_counts_and_errors_come_from_part_summaries_read_once(tmp_path, monkeypa
     reads.clear()
 
     # another process rewrites batch 1 (the same batch computed again): read again, once
-    other = open_store(store.path)
+    other = StoreWriter(store.path)
     inp = open_input(TEXTS)
     k, t = list(inp.batches(2))[1]
     rows = _rows(t, 7)
@@ -325,7 +350,8 @@ def test_end_of_run_bookkeeping_leaves_no_footer_per_part(tmp_path):
     part made the end of a 10,000-text run's memory grow with the number of parts)."""
     import gc
 
-    store = _store(tmp_path)
+    writer = _writer(tmp_path)
+    store = writer.store
     part = store.part_path(0)
     gc.collect()
     gc.disable()  # only what reference counting frees is freed from here on
@@ -339,7 +365,7 @@ def test_end_of_run_bookkeeping_leaves_no_footer_per_part(tmp_path):
         base = _live_footers()
         store.refresh()
         assert len(store.parts()) == 3
-        store.write_errors()
+        writer.write_errors()
         assert store.counts()["done"] == 5
         assert _live_footers() == base
     finally:
@@ -430,6 +456,85 @@ def test_verify_finds_a_changed_byte_by_the_recorded_checksum(tmp_path):
     assert list(why) == [1] and "cannot be read in full" in why[1]
 
 
+def _snapshot(folder: Path) -> dict:
+    """Every file under ``folder``: its bytes and modification time."""
+    return {str(f.relative_to(folder)): (f.read_bytes(), f.stat().st_mtime_ns)
+            for f in sorted(folder.rglob("*")) if f.is_file()}
+
+
+def test_a_reader_cannot_write_and_reading_changes_nothing(tmp_path):
+    """What ``open_store`` returns reads only: none of the writer's methods, no lock, nothing
+    of the writing module imported where the reader lives; every public method of it, called,
+    leaves every file of the store as it was, also where a writer's ``verify`` would record
+    checksums (``parts.sha256`` deleted).  The list of methods called is checked to be every
+    public name of the class, so a method added to the reader is added here."""
+    import attntopo.corpus._store as reader_module
+    from attntopo.corpus import CHECKSUMS
+
+    writing = {n for n in dir(StoreWriter) if not n.startswith("_")}
+    assert writing == {"create", "write_part", "remove_part", "write_errors", "write_checksums",
+                       "update_manifest", "clean_temporary", "verify", "path"}
+    assert writing & set(dir(StoreReader)) == {"verify"}  # the reader's records nothing
+    for name in ("StoreWriter", "lock_store", "atomic_write_bytes", "atomic_write_text",
+                 "lock_folder"):
+        assert not hasattr(reader_module, name), name
+    store = _store(tmp_path)
+    rid = store.to_pandas()["id"][0]
+    os.unlink(store.path / CHECKSUMS)
+    reader = open_store(store.path)
+    assert not hasattr(reader, "lock") and not hasattr(reader, "writer")
+    with pytest.raises(TypeError):
+        reader.verify(record=True)
+    before = _snapshot(store.path)
+    calls = {
+        "check_unchanged": lambda r: r.check_unchanged(),
+        "checksums": lambda r: r.checksums(),
+        "counts": lambda r: r.counts(),
+        "diagrams": lambda r: r.diagrams(rid),
+        "done_batches": lambda r: r.done_batches(),
+        "done_ids": lambda r: r.done_ids(),
+        "errors": lambda r: r.errors(),
+        "inputs": lambda r: r.inputs(),
+        "n_rows": lambda r: r.n_rows(),
+        "part_path": lambda r: r.part_path(0),
+        "parts": lambda r: r.parts(),
+        "refresh": lambda r: r.refresh(),
+        "sql": lambda r: r.sql("SELECT count(*) FROM corpus"),
+        "sql_batches": lambda r: r.sql_batches("SELECT * FROM corpus").read_all(),
+        "stored_hashes": lambda r: r.stored_hashes(),
+        "to_arrow": lambda r: r.to_arrow(),
+        "to_pandas": lambda r: r.to_pandas(),
+        "verify": lambda r: r.verify(),
+    }
+    data = {"appended", "feature_columns", "generation", "manifest", "parts_dir", "path",
+            "schema", "settings", "unchecked"}
+    public = {n for n in dir(reader) if not n.startswith("_")}
+    assert public == set(calls) | data
+    for name, call in calls.items():
+        call(reader)
+    assert reader.verify() == {} and reader.checksums() == {}  # nothing recorded by a reader
+    len(reader), repr(reader)
+    assert _snapshot(store.path) == before
+    # the writer of the same folder records what the reader's verify certified
+    assert StoreWriter(store.path).verify() == {} and len(reader.checksums()) == 3
+
+
+def test_a_writer_of_a_replaced_store_writes_nothing(tmp_path):
+    """A writer checks, under the lock, that the store on disk is still the one its reader
+    opened before every write: one line, nothing written into the new store."""
+    from attntopo.errors import StoreReplacedError
+
+    writer = _writer(tmp_path)
+    k, t = next(iter(open_input(TEXTS).batches(2)))
+    _replace(writer.path)
+    before = _snapshot(writer.path)
+    for write in (lambda: writer.write_part(k, _rows(t, k)), writer.write_errors,
+                  writer.write_checksums, lambda: writer.update_manifest(note="x")):
+        with pytest.raises(StoreReplacedError, match=re.escape(REPLACED)):
+            write()
+    assert _snapshot(writer.path) == before
+
+
 def test_query_is_confined_to_the_store_unless_allowed(tmp_path):
     """`attntopo query` ran any SQL with the user's rights: read_csv of the password file,
     COPY ... TO any path, ATTACH creating a database file.  Now each is refused in one line
@@ -493,7 +598,7 @@ def test_a_settings_mismatch_is_found_before_the_model_loads(tmp_path, monkeypat
     inp = open_input(TEXTS)
     schema = output_schema(here, inp.schema)
     info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}
-    Store.create(tmp_path / "s", here, schema, info, feature_columns(here),
+    StoreWriter.create(tmp_path / "s", here, schema, info, feature_columns(here),
                  extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
 
     def no_loading(*a, **k):
@@ -521,7 +626,7 @@ def test_a_store_of_the_old_drop_special_default_names_the_option_to_pass(tmp_pa
                               features=dataclasses.replace(SETTINGS.features, drop_special=True))
     assert old.to_manifest()["features"]["drop_special"] is True
     inp = open_input(TEXTS)
-    Store.create(tmp_path / "s", old, output_schema(old, inp.schema),
+    StoreWriter.create(tmp_path / "s", old, output_schema(old, inp.schema),
                  {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}, feature_columns(old),
                  extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
 
@@ -615,9 +720,9 @@ def test_append_with_new_store_is_one_line_before_any_work(tmp_path):
 
 # ------------------------------------------------------------------ renames (docs/api.md, Names)
 def test_engine_is_a_feature_setting_of_the_manifest():
-    """The persistence engine is written with the feature settings (``features.engine``); the
-    flat manifests' first name, ``persistence_engine``, reads as it
-    (test_a_manifest_of_flat_settings_reads_the_same)."""
+    """The persistence engine is written with the feature settings (``features.engine``); a
+    flat manifest with its first name, ``persistence_engine``, is refused
+    (test_a_manifest_of_flat_settings_is_refused_in_one_line)."""
     s = dataclasses.replace(SETTINGS, features=dataclasses.replace(SETTINGS.features,
                                                                    engine="ripser"))
     doc = s.to_manifest()
@@ -678,8 +783,10 @@ def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monk
     inp = open_input(pd.DataFrame(df), text_column="q", answer_column="a")
     schema = output_schema(here, inp.schema)
     assert schema.names[:6] == ["id", "row", "text_sha256", "text", "answer_sha256", "answer"]
-    Store.create(tmp_path / "p", here, schema, {"fingerprint": inp.fingerprint, "total": 2, "n_empty": 0},
-                 feature_columns(here), extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
+    StoreWriter.create(tmp_path / "p", here, schema,
+                       {"fingerprint": inp.fingerprint, "total": 2, "n_empty": 0},
+                       feature_columns(here),
+                       extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
     kw = dict(model="toy", layers=[0], heads=[0, 1], thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,),
               keep_diagrams=True, batch_size=2, progress=False, text_column="q")
     with pytest.raises(InvalidInputError, match="was made with pairs=True, this run has pairs=False"):
@@ -687,7 +794,7 @@ def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monk
 
 
 # ------------------------------------------------------------------ a store replaced (issue 33)
-def _replace(path: Path, texts=("x1", "x2", "x3")) -> Store:
+def _replace(path: Path, texts=("x1", "x2", "x3")) -> StoreReader:
     """What ``--new-store`` does to ``path`` (``_clear``, then a new store with other texts),
     in this process: each part of the same size as the old one's, written within the same
     millisecond, so that a reader keyed on (size, mtime) could not tell them apart."""
@@ -697,10 +804,10 @@ def _replace(path: Path, texts=("x1", "x2", "x3")) -> Store:
     inp = open_input(list(texts))
     info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}
     schema = output_schema(SETTINGS, inp.schema)
-    new = Store.create(path, SETTINGS, schema, info, feature_columns(SETTINGS))
+    new = StoreWriter.create(path, SETTINGS, schema, info, feature_columns(SETTINGS))
     for k, t in inp.batches(SETTINGS.batch_size):
         new.write_part(k, _rows(t, k))
-    return new
+    return new.store
 
 
 REPLACED = ("was replaced by a new store (a run with --new-store) since this reader opened it: "
@@ -890,27 +997,28 @@ def test_a_flipped_bit_is_never_certified_without_the_checksum_file(tmp_path, ca
     with pytest.raises(ResultFormatError, match=f"{part_name(1)}: corrupt part file .*CRC"):
         reader.to_arrow()
     with pytest.raises(ResultFormatError,
-                       match=r"^SQL: a part cannot be read \(.*CRC.*Store.verify\(\) names"):
+                       match=r"^SQL: a part cannot be read \(.*CRC.*StoreReader.verify\(\) names"):
         reader.sql("SELECT * FROM corpus")
     from attntopo.cli import main
 
     assert main(["query", str(store.path), "SELECT * FROM corpus", "--csv"]) == 2
     line = capsys.readouterr().err.strip()
     assert line.startswith("error: SQL: a part cannot be read (") and "CRC" in line, line
-    assert line.endswith("Store.verify() names the damaged parts; a run of the same command "
+    assert line.endswith("StoreReader.verify() names the damaged parts; a run of the same command "
                          "recomputes them")
-    writer = open_store(store.path)
+    writer = StoreWriter(store.path)
     with pytest.warns(DamagedPartWarning,
                       match=f"{part_name(1)} was damaged .*CRC.*batch 1 is recomputed"):
         _drop_damaged(writer)  # what a resumed run does before it trusts a part
-    assert not p.exists() and writer.unchecked == []
-    assert sorted(writer.checksums()) == [f"parts/{part_name(k)}" for k in (0, 2)]  # never part 1's
+    assert not p.exists() and writer.store.unchecked == []
+    # never part 1's
+    assert sorted(writer.store.checksums()) == [f"parts/{part_name(k)}" for k in (0, 2)]
 
 
 _FLIP: dict = {}
 
 
-def _flip_store(tmp_path_factory) -> tuple[Store, bytes, pa.Table]:
+def _flip_store(tmp_path_factory) -> tuple[StoreReader, bytes, pa.Table]:
     """One store for every example (made once): without ``parts.sha256``; part 1's bytes and
     its rows as written."""
     if not _FLIP:
@@ -961,12 +1069,12 @@ def test_a_part_without_page_checksums_or_record_is_read_in_full_and_not_certifi
         {"store": tag["store"], "batch": tag["batch"]}).encode()})
     pq.write_table(old, p, compression="snappy")  # as parts were written before
     os.unlink(store.path / CHECKSUMS)
-    writer = open_store(store.path)
+    writer = StoreWriter(store.path)
     with pytest.warns(DamagedPartWarning) as w:
         _drop_damaged(writer)
     assert str(w[0].message) == (
         f"STORE {str(store.path)!r}: 1 part ({part_name(1)}) has neither a recorded SHA-256 nor "
         "page checksums (written before attntopo wrote them): they read in full, but a changed "
         "value in them cannot be seen; --new-store recomputes the store")
-    assert p.exists() and writer.unchecked == [1]
-    assert sorted(writer.checksums()) == [f"parts/{part_name(k)}" for k in (0, 2)]
+    assert p.exists() and writer.store.unchecked == [1]
+    assert sorted(writer.store.checksums()) == [f"parts/{part_name(k)}" for k in (0, 2)]

@@ -40,7 +40,7 @@ def test_fortune_filter_on_a_small_collection(tmp_path):
             "A verbal contract is not worth the paper it is written on.",
         ],
     })
-    assert fortune_categories(tmp_path) == ["food", "law"]
+    assert fortune_categories(path=tmp_path) == ["food", "law"]
     d = fortunes(path=tmp_path, min_words=4, max_words=20)
     assert d.texts == [
         "Bread and butter are the base of every good meal indeed.",
@@ -51,13 +51,13 @@ def test_fortune_filter_on_a_small_collection(tmp_path):
     texts, labels = d  # unpacks
     assert len(texts) == len(labels) == 3
     # the same text in one chosen category only is not ambiguous
-    assert "Shared text that sits in two category files at once here." in fortunes(["law"], path=tmp_path).texts
+    assert "Shared text that sits in two category files at once here." in fortunes(categories=["law"], path=tmp_path).texts
 
 
 def test_fortune_errors(tmp_path):
     _write_collection(tmp_path, {"a": ["one two three four five six"], "b": ["seven eight nine ten eleven"]})
     with pytest.raises(InvalidInputError, match="installed: a, b"):
-        fortunes(["c"], path=tmp_path)
+        fortunes(categories=["c"], path=tmp_path)
     with pytest.raises(InvalidInputError, match="fewer than n_per_category=2"):
         fortunes(path=tmp_path, n_per_category=2)
     with pytest.raises(InvalidInputError, match="max_words"):
@@ -75,12 +75,12 @@ def test_fortune_errors(tmp_path):
 def test_installed_fortunes():
     cats = fortune_categories()
     assert {"computers", "science", "food", "law", "medicine"} <= set(cats)
-    d = fortunes(["science", "food", "law"], n_per_category=40, seed=3)
+    d = fortunes(categories=["science", "food", "law"], n_per_category=40, seed=3)
     assert d.counts() == {"food": 40, "law": 40, "science": 40}
     assert len(set(d.texts)) == 120
     assert all(5 <= len(t.split()) <= 60 and "  " not in t for t in d.texts)
-    assert d.texts == fortunes(["science", "food", "law"], n_per_category=40, seed=3).texts
-    assert d.texts != fortunes(["science", "food", "law"], n_per_category=40, seed=4).texts
+    assert d.texts == fortunes(categories=["science", "food", "law"], n_per_category=40, seed=3).texts
+    assert d.texts != fortunes(categories=["science", "food", "law"], n_per_category=40, seed=4).texts
 
 
 def test_minimal_pairs():
@@ -99,9 +99,9 @@ def test_minimal_pairs():
     assert texts.labels.count(1) == texts.labels.count(0) == len(p)
     assert texts.groups[: len(p)] == texts.groups[len(p):]
     with pytest.raises(InvalidInputError, match="available: agreement_relative_clause"):
-        minimal_pairs(["word_salad"])
+        minimal_pairs(phenomena=["word_salad"])
     with pytest.raises(InvalidInputError, match="fewer than n_per_phenomenon"):
-        minimal_pairs(["anaphor"], n_per_phenomenon=10**6)
+        minimal_pairs(phenomena=["anaphor"], n_per_phenomenon=10**6)
 
 
 def test_read_texts_csv_and_jsonl(tmp_path):

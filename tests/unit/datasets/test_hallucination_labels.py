@@ -172,13 +172,13 @@ def test_batches_are_fixed_by_the_index():
 ])
 def test_bad_settings_are_one_line_before_any_model(kwargs, words, tmp_path):
     with pytest.raises(InvalidInputError) as e:
-        hallucination_qa(**{"n": 2, "cache_dir": tmp_path, **kwargs})
+        hallucination_qa(**{"n": 2, "memory": tmp_path, **kwargs})
     assert words in str(e.value) and "\n" not in str(e.value)
 
 
 def test_nothing_cached_and_no_generation_is_one_line(tmp_path):
     with pytest.raises(InvalidInputError, match="no pair of these settings is cached yet"):
-        hallucination_qa(2, cache_dir=tmp_path, generate=False)
+        hallucination_qa(n=2, memory=tmp_path, generate=False)
 
 
 def _hand_made():

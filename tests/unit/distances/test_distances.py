@@ -98,9 +98,9 @@ def test_names_and_labels_come_from_the_registry():
 @pytest.mark.parametrize("metric", METRICS)
 def test_disjoint_rows_are_at_the_registered_range(metric):
     # two one-hot rows on different keys are as far apart as the distance goes
-    d = token_distances(np.eye(3), metric)
+    d = token_distances(np.eye(3), metric=metric)
     assert d[0, 1] == pytest.approx(DISTANCES[metric].upper, abs=1e-15)
-    assert pairwise_distance([1, 0], [0, 1], metric) == pytest.approx(DISTANCES[metric].upper,
+    assert pairwise_distance([1, 0], [0, 1], metric=metric) == pytest.approx(DISTANCES[metric].upper,
                                                                       abs=1e-15)
 
 
@@ -205,8 +205,8 @@ def test_input_not_modified():
     keep = a.copy()
     t = torch.from_numpy(a.copy())
     for metric in METRICS:
-        token_distances(a, metric)
-        token_distances(t, metric)
+        token_distances(a, metric=metric)
+        token_distances(t, metric=metric)
     np.testing.assert_array_equal(a, keep)
     np.testing.assert_array_equal(t.numpy(), keep)
 
@@ -215,8 +215,8 @@ def test_float32_compute_dtype():
     a = dirichlet_rows(np.random.default_rng(4), (3,), 20, zeros=True)
     a[0, 5] = a[0, 6]
     for metric in METRICS:
-        d32 = token_distances(a, metric, dtype=torch.float32)
-        np.testing.assert_allclose(d32, token_distances(a, metric), atol=1e-5)
+        d32 = token_distances(a, metric=metric, dtype=torch.float32)
+        np.testing.assert_allclose(d32, token_distances(a, metric=metric), atol=1e-5)
         assert d32[0, 5, 6] == 0.0 and np.all(np.diagonal(d32, axis1=-2, axis2=-1) == 0.0)
 
 
@@ -238,7 +238,7 @@ def test_metrics_match_direct_formulas(metric, lead):
     rng = np.random.default_rng(len(lead))
     for kind in ("dense", "zeros", "causal"):
         a = dirichlet_rows(rng, lead, 10, zeros=kind == "zeros", causal=kind == "causal")
-        d = token_distances(a, metric)
+        d = token_distances(a, metric=metric)
         ref = numpy_direct(a, metric)
         mask = offdiag(10)
         np.testing.assert_allclose(d[..., mask], ref[..., mask], rtol=0, atol=1e-10)
@@ -247,22 +247,22 @@ def test_metrics_match_direct_formulas(metric, lead):
 def test_hellinger_convention():
     # normalized Hellinger: sqrt(1 - BC) = ||sqrt p - sqrt q|| / sqrt 2; disjoint rows -> 1
     a = np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5], [0.25, 0.25, 0.5]])
-    d = token_distances(a, "hellinger")
+    d = token_distances(a, metric="hellinger")
     assert d[0, 1] == 1.0
     expected = np.linalg.norm(np.sqrt(a[1]) - np.sqrt(a[2])) / math.sqrt(2)
     assert d[1, 2] == pytest.approx(expected, abs=1e-15)
-    assert token_distances(a, "fisher_rao")[0, 1] == pytest.approx(math.pi, abs=1e-15)
-    assert token_distances(a, "total_variation")[0, 1] == 1.0
+    assert token_distances(a, metric="fisher_rao")[0, 1] == pytest.approx(math.pi, abs=1e-15)
+    assert token_distances(a, metric="total_variation")[0, 1] == 1.0
 
 
 @pytest.mark.parametrize("metric", METRICS)
 def test_pairwise_distance_agrees(metric):
     a = dirichlet_rows(np.random.default_rng(5), (), 12, zeros=True)
-    d = token_distances(a, metric)
+    d = token_distances(a, metric=metric)
     for i, j in [(0, 1), (2, 7), (11, 3), (4, 4)]:
-        assert pairwise_distance(a[i], a[j], metric) == pytest.approx(d[i, j], abs=1e-12)
+        assert pairwise_distance(a[i], a[j], metric=metric) == pytest.approx(d[i, j], abs=1e-12)
     if metric == "jensen_shannon":
-        assert pairwise_distance(a[0], a[1], metric, base=math.e) == pytest.approx(
+        assert pairwise_distance(a[0], a[1], metric=metric, base=math.e) == pytest.approx(
             jensenshannon(a[0], a[1]), abs=1e-12
         )
 
@@ -296,7 +296,7 @@ def attention_batches(draw):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(a=attention_batches())
 def test_metric_properties(metric, a):
-    d = token_distances(a, metric)
+    d = token_distances(a, metric=metric)
     n = a.shape[-1]
     assert not np.isnan(d).any()
     np.testing.assert_array_equal(d, np.swapaxes(d, -1, -2))  # exactly symmetric
@@ -311,7 +311,7 @@ def test_metric_properties(metric, a):
     assert np.all(lhs <= rhs + 1e-12), n
     # same numbers as the one-pair reference
     for i, j in [(0, n - 1), (n // 2, 0), (1, n - 1)]:
-        ref = pairwise_distance(a[-1, i], a[-1, j], metric)
+        ref = pairwise_distance(a[-1, i], a[-1, j], metric=metric)
         assert d[-1, i, j] == pytest.approx(ref, abs=1e-12)
 
 
@@ -366,10 +366,10 @@ def test_near_identical_rows_are_accurate(metric, eps):
     a[1] = q
     ref = _mp_reference(p, q, metric)
     assert ref > 0
-    got = token_distances(a, metric)
+    got = token_distances(a, metric=metric)
     assert got[0, 1] == pytest.approx(ref, rel=1e-10, abs=0)
     assert got[0, 2] == 0.0  # identical rows
-    assert pairwise_distance(p, q, metric) == pytest.approx(ref, rel=1e-13, abs=0)
+    assert pairwise_distance(p, q, metric=metric) == pytest.approx(ref, rel=1e-13, abs=0)
 
 
 def test_near_identical_beats_naive_formula():
@@ -399,9 +399,9 @@ def test_chunking_does_not_change_results(metric):
     )
     a[0, 3] = a[0, 4]
     a[1, 7] = a[1, 7] * (1 + 1e-9) / (a[1, 7] * (1 + 1e-9)).sum()
-    ref = token_distances(a, metric)
+    ref = token_distances(a, metric=metric)
     for chunk in (1, 37, 500, 10_000):
-        np.testing.assert_array_equal(token_distances(a, metric, chunk_elements=chunk), ref)
+        np.testing.assert_array_equal(token_distances(a, metric=metric, chunk_elements=chunk), ref)
 
 
 @pytest.mark.parametrize("metric", METRICS)
@@ -410,9 +410,9 @@ def test_worker_threads_give_identical_results(metric):
     rng = np.random.default_rng(14)
     a = np.concatenate([dirichlet_rows(rng, (3,), 40), dirichlet_rows(rng, (3,), 40, causal=True)])
     a[0, 5] = a[0, 9]  # a refined pair
-    one = token_distances(a, metric, n_jobs=1)
-    np.testing.assert_array_equal(token_distances(a, metric, n_jobs=3), one)
-    np.testing.assert_array_equal(token_distances(a, metric, n_jobs=2, chunk_elements=3000), one)
+    one = token_distances(a, metric=metric, n_jobs=1)
+    np.testing.assert_array_equal(token_distances(a, metric=metric, n_jobs=3), one)
+    np.testing.assert_array_equal(token_distances(a, metric=metric, n_jobs=2, chunk_elements=3000), one)
     assert torch.get_num_threads() == before
 
 
@@ -512,8 +512,8 @@ BAD_CALLS = [
         InvalidMatrixError,
         "renormalize",
     ),
-    _bad("metric", lambda: token_distances(_GOOD, "euclidean"), InvalidInputError, "'hellinger'"),
-    _bad("metric type", lambda: token_distances(_GOOD, None), InvalidInputError, "allowed"),
+    _bad("metric", lambda: token_distances(_GOOD, metric="euclidean"), InvalidInputError, "'hellinger'"),
+    _bad("metric type", lambda: token_distances(_GOOD, metric=None), InvalidInputError, "allowed"),
     _bad("base 0", lambda: token_distances(_GOOD, base=0), InvalidInputError, "> 1"),
     _bad("base -2", lambda: token_distances(_GOOD, base=-2.0), InvalidInputError, "> 1"),
     _bad("base 1", lambda: token_distances(_GOOD, base=1), InvalidInputError, "> 1"),
@@ -522,7 +522,7 @@ BAD_CALLS = [
     _bad("base str", lambda: token_distances(_GOOD, base="two"), InvalidInputError, "base"),
     _bad(
         "paper+hellinger",
-        lambda: token_distances(_GOOD, "hellinger", paper_compat="listing"),
+        lambda: token_distances(_GOOD, metric="hellinger", paper_compat="listing"),
         InvalidInputError,
         "jensen_shannon",
     ),
@@ -586,7 +586,7 @@ BAD_CALLS = [
         InvalidMatrixError,
         "renormalize",
     ),
-    _bad("pair metric", lambda: pairwise_distance([1.0], [1.0], "kl"), InvalidInputError, "allow"),
+    _bad("pair metric", lambda: pairwise_distance([1.0], [1.0], metric="kl"), InvalidInputError, "allow"),
     _bad("pair base", lambda: pairwise_distance([1.0], [1.0], base=1.0), InvalidInputError, "base"),
 ]
 

@@ -140,3 +140,63 @@ def test_rows_check_the_matrix_as_the_full_path_does():
     bad = np.full((1, 4, 4), 0.3)
     with pytest.raises(InvalidMatrixError, match="sums to 1.2"):
         token_distances_tensor(bad, rows=[3])
+
+
+def _check_nearest(A: np.ndarray, rows: list[int], nearest: int, js_path: str) -> float:
+    """``nearest``: each chosen row's minimum over the columns before ``nearest`` that are not
+    chosen is the full matrix's minimum (the same bits with the C kernel), every other entry
+    is the full matrix's, and a skipped pair reads as the largest distance (1) and is at least
+    that minimum.  Returns the share of skipped pairs."""
+    full = token_distances(A)[..., rows, :]
+    got = token_distances_tensor(A, rows=rows, nearest=nearest).numpy()
+    assert got.shape == full.shape
+    block = np.setdiff1d(np.arange(min(nearest, A.shape[-1])), rows)
+    rest = np.setdiff1d(np.arange(A.shape[-1]), block)
+    tol = {"rtol": 0, "atol": 0} if js_path == "c-kernel" else {"rtol": 1e-11, "atol": 1e-14}
+    np.testing.assert_allclose(got[..., rest], full[..., rest], **tol)
+    if block.size == 0:
+        return 0.0
+    g, f = got[..., block], full[..., block]
+    np.testing.assert_allclose(g.min(-1), f.min(-1), **tol)
+    if js_path != "c-kernel":  # no kernel for chosen rows there: every pair computed
+        np.testing.assert_allclose(g, f, **tol)
+        return 0.0
+    skipped = g != f
+    assert np.all(g[skipped] == 1.0)
+    assert np.all(f[skipped] >= np.broadcast_to(f.min(-1, keepdims=True), f.shape)[skipped])
+    return float(skipped.mean())
+
+
+@settings(max_examples=60, deadline=None)
+@given(attention_matrices(max_n=11, max_b=3), st.integers(0, 2**31 - 1))
+def test_nearest_keeps_every_minimum_both_paths(A, seed):
+    """Any stochastic matrices (exact zeros, ties), chosen rows anywhere, any ``nearest``: the
+    minimum the prompt score reads is unchanged, bit for bit with the C kernel."""
+    n = A.shape[-1]
+    rng = np.random.default_rng(seed)
+    rows = [int(i) for i in rng.permutation(n)[: int(rng.integers(1, n + 1))]]
+    nearest = int(rng.integers(0, n + 2))
+    with pytest.MonkeyPatch.context() as mp:
+        if _native.available():
+            _check_nearest(A, rows, nearest, "c-kernel")
+        mp.setenv("ATTNTOPO_NATIVE", "0")
+        assert _check_nearest(A, rows, nearest, "pure-torch") == 0.0  # computes every pair
+
+
+def test_nearest_skips_pairs_of_flat_causal_rows_and_keeps_close_pairs(js_path):
+    """Nearly uniform causal rows (a random-weight model's attention): the answer rows' mass
+    beyond a prompt row's keys bounds their divergence, so most prompt pairs are skipped; a
+    prompt row nearly identical to an answer row (under the cutoff, recomputed accurately)
+    is still the minimum, unchanged."""
+    rng = np.random.default_rng(11)
+    n, k = 96, 84
+    A = np.tril(np.exp(rng.normal(0.0, 0.05, size=(2, n, n))))
+    A /= A.sum(-1, keepdims=True)
+    A[1, 60] = 0.0
+    A[1, 60, :91] = A[1, 90, :91] * (1 + 1e-9 * rng.normal(size=91))  # reaches key 90
+    A[1, 60] /= A[1, 60].sum()
+    share = _check_nearest(A, list(range(k, n)), k, js_path)
+    if js_path == "c-kernel":
+        assert share > 0.5
+    got = token_distances_tensor(A, rows=list(range(k, n)), nearest=k).numpy()
+    assert got[1, 90 - k, :k].argmin() == 60 and got[1, 90 - k, 60] < 1e-4

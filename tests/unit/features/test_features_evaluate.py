@@ -227,7 +227,7 @@ def test_strata_are_the_same_scores_within_each_value():
     cells = r.folds * 10 + length.astype(int)
     want = _per_cell(roc_auc_score, y, topo, cells, lambda t: t.sum() * (t.size - t.sum()))
     assert _row(r, "topo", "n_entities", "(within)")["roc_auc"] == pytest.approx(want, abs=1e-12)
-    t = r.table("n_entities")
+    t = r.table(stratum="n_entities")
     assert set(t["value"]) == {str(v) for v in np.unique(length)} | {"(within)"}
 
 

@@ -22,7 +22,7 @@ Q = len(GRAPH_QUANTITIES)
 @given(attention_matrices(max_n=9), st.lists(st.sampled_from([0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0]),
                                              min_size=1, max_size=3, unique=True))
 def test_graph_features_equal_networkx(A, thresholds):
-    got = graph_features(A, thresholds)
+    got = graph_features(A, thresholds=thresholds)
     for b in range(A.shape[0]):
         np.testing.assert_array_equal(got[b], graph_reference(A[b], thresholds))
 
@@ -65,7 +65,7 @@ def test_matching_is_latda_count_on_the_minimal_example():
     u = nx.Graph(nx.from_numpy_array((A >= 0.5).astype(np.int8), create_using=nx.MultiDiGraph()).to_undirected())
     assert len(nx.maximal_matching(u)) == 1
     assert len(nx.max_weight_matching(u, maxcardinality=True)) == 2
-    got = graph_features(A[None], (0.5,))[0]
+    got = graph_features(A[None], thresholds=(0.5,))[0]
     assert got[GRAPH_QUANTITIES.index("matching")] == 1
 
 
@@ -81,14 +81,14 @@ def test_matching_equals_latda_on_random_attention(W, tau):
     A = W / W.sum(-1, keepdims=True)
     g = nx.from_numpy_array((A >= tau).astype(np.int8), create_using=nx.MultiDiGraph())
     want = len(nx.maximal_matching(nx.Graph(g.to_undirected())))
-    assert graph_features(A[None], (tau,))[0][GRAPH_QUANTITIES.index("matching")] == want
+    assert graph_features(A[None], thresholds=(tau,))[0][GRAPH_QUANTITIES.index("matching")] == want
 
 
 def test_cycle_count_is_capped():
     A = np.full((1, 8, 8), 1 / 8)  # complete digraph with loops: far more than 50 cycles
-    F = graph_features(A, (0.1,))[0]
+    F = graph_features(A, thresholds=(0.1,))[0]
     assert F[GRAPH_QUANTITIES.index("cycles")] == 50
-    assert graph_features(A, (0.1,), cycle_cap=7)[0][GRAPH_QUANTITIES.index("cycles")] == 7
+    assert graph_features(A, thresholds=(0.1,), cycle_cap=7)[0][GRAPH_QUANTITIES.index("cycles")] == 7
 
 
 def test_chordality_on_known_graphs():

@@ -27,7 +27,7 @@ def atts():
 def _reference(W):
     """The distances of one head's rows from the registry's plain NumPy formula (float64)."""
     n = W.shape[0]
-    return lambda metric: np.array([[pairwise_distance(W[i], W[j], metric) if i != j else 0.0
+    return lambda metric: np.array([[pairwise_distance(W[i], W[j], metric=metric) if i != j else 0.0
                                      for j in range(n)] for i in range(n)])
 
 
@@ -92,8 +92,8 @@ def test_a_new_distance_is_one_record(monkeypatch, atts):
     W = atts[1].weights[0].astype(np.float64)
     W /= W.sum(-1, keepdims=True)  # rows rescaled to sum to 1 in float64, as the kernels do
     want = np.abs(W[:, :, None, :] - W[:, None, :, :]).max(-1)
-    np.testing.assert_allclose(token_distances(W, "chebyshev"), want, rtol=0, atol=1e-15)
-    assert pairwise_distance(W[0, 0], W[0, 1], "chebyshev") == want[0, 0, 1]
+    np.testing.assert_allclose(token_distances(W, metric="chebyshev"), want, rtol=0, atol=1e-15)
+    assert pairwise_distance(W[0, 0], W[0, 1], metric="chebyshev") == want[0, 0, 1]
     table = F.features(atts, sets=("js",), metric="chebyshev", n_jobs=1)
     assert table.columns[0] == "L0H0.cheb.h0.n_bars"
     got = table.values[1, table.columns.index("L0H1.cheb.h0.total_persistence")]
@@ -107,8 +107,8 @@ def test_chosen_rows_are_the_full_matrix_rows(atts, metric):
     from attntopo.distances import token_distances, token_distances_tensor
 
     W = atts[1].weights[0]
-    full = token_distances(W, metric)
-    got = token_distances_tensor(W, metric, rows=[4, 1, 7]).numpy()
+    full = token_distances(W, metric=metric)
+    got = token_distances_tensor(W, metric=metric, rows=[4, 1, 7]).numpy()
     np.testing.assert_allclose(got, full[:, [4, 1, 7]], rtol=0, atol=1e-14)
 
 
@@ -132,5 +132,5 @@ def test_prompt_score_on_another_metric():
     real = att.drop_special().weights[0].astype(np.float64)
     prompt = np.arange(10) < 5
     for h in range(2):
-        D = token_distances(real[h], "hellinger")
+        D = token_distances(real[h], metric="hellinger")
         assert got[h] == pytest.approx(_contracted_mst(D, prompt) / 5, rel=1e-9)

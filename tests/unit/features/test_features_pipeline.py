@@ -134,7 +134,7 @@ def test_device_layers_go_to_the_engines_layer_by_layer():
                     outstanding.append(waiting[0])
                 return ex.submit(slow, fn, *args, **kw)
 
-            chunk = _layers.ChunkFeatures(1, [None], st_, False, None, 1, submit)
+            chunk = _layers.ChunkFeatures(1, [None], st_, False, None, 1, submit=submit)
             for i in range(4):
                 one = _layers._one_layer(att, i)
                 chunk.add(0, one, device_weights=torch.from_numpy(one.weights[0]) if device else None)

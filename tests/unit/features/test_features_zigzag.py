@@ -195,6 +195,6 @@ def test_zigzag_with_drop_special_reads_the_real_tokens():
     att = replace(att, special=special)
     row = chunk_rows([att], [None], FeatureSettings(sets=("zigzag",)).st(), True, None, 1)[0]
     keep = np.flatnonzero(~special)
-    graphs = [layer_graph(att.weights[layer], keep) for layer in range(2)]
+    graphs = [layer_graph(att.weights[layer], keep=keep) for layer in range(2)]
     assert max(int(g.max()) for g in graphs) < n - 2
     np.testing.assert_array_equal(row, zigzag_features(graphs, n - 2))

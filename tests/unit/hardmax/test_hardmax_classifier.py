@@ -50,7 +50,7 @@ def test_hardmax_forward_is_simulate_with_identity(model):
     Z = hardmax_forward(E[torch.from_numpy(ids)], torch.from_numpy(mask), m.alpha, m.layers).numpy()
     for b in range(20):
         n = int(mask[b].sum())
-        sim = simulate(m.embedding[ids[b, :n]], None, m.alpha, m.layers)
+        sim = simulate(m.embedding[ids[b, :n]], A=None, alpha=m.alpha, steps=m.layers)
         np.testing.assert_allclose(Z[b, :n], sim.final, rtol=0, atol=1e-12)
         assert np.array_equal(Z[b, n:], m.embedding[ids[b, n:]])  # padding untouched
 
@@ -64,7 +64,7 @@ def test_hardmax_forward_with_ties_and_padding():
     Z = hardmax_forward(torch.from_numpy(E[ids]), torch.from_numpy(mask), 0.7, 6).numpy()
     for b in range(2):
         n = int(mask[b].sum())
-        np.testing.assert_allclose(Z[b, :n], simulate(E[ids[b, :n]], None, 0.7, 6).final, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(Z[b, :n], simulate(E[ids[b, :n]], A=None, alpha=0.7, steps=6).final, rtol=0, atol=1e-12)
 
 
 def test_softmax_at_low_temperature_approaches_hardmax():

@@ -72,7 +72,7 @@ def random_spd(rng, d, cond=20.0):
 def test_trajectories_match_a_loop_over_tokens(seed, n, d):
     rng = np.random.default_rng(seed)
     Z0, A, alpha = rng.normal(size=(n, d)), random_spd(rng, d), float(rng.uniform(0.3, 3))
-    r = simulate(Z0, A, alpha, 25)
+    r = simulate(Z0, A=A, alpha=alpha, steps=25)
     ref = loop_reference(Z0, A, alpha, 25, default_rtol(d))
     assert r.trajectories.shape == (26, n, d)
     np.testing.assert_allclose(r.trajectories, ref, rtol=0, atol=1e-12 * np.abs(Z0).max())
@@ -84,7 +84,7 @@ def test_exact_ties_are_averaged_as_in_rational_arithmetic():
           [Fraction(1, 2), 0], [Fraction(-1, 4), Fraction(1, 4)]]
     A = [[1, 0], [0, 1]]
     ref, sets = exact_reference(Z0, A, Fraction(1), 12)
-    r = simulate(np.array(Z0, dtype=float), np.array(A, dtype=float), 1.0, 12)
+    r = simulate(np.array(Z0, dtype=float), A=np.array(A, dtype=float), alpha=1.0, steps=12)
     np.testing.assert_allclose(r.trajectories, ref, rtol=0, atol=1e-14)
     # the attention sets of the first step, exactly
     C = attention_sets(r.trajectories[0], np.eye(2), tolerances(r.trajectories[0], np.eye(2)))
@@ -98,7 +98,7 @@ def test_ties_with_a_non_identity_A_in_rational_arithmetic():
     A = [[2, 1], [1, 3]]
     Z0 = [[1, 0], [0, 1], [1, 1], [-1, 2], [Fraction(1, 3), Fraction(1, 3)], [2, -1]]
     ref, _ = exact_reference(Z0, A, Fraction(1, 2), 15)
-    r = simulate(np.array(Z0, dtype=float), np.array(A, dtype=float), 0.5, 15)
+    r = simulate(np.array(Z0, dtype=float), A=np.array(A, dtype=float), alpha=0.5, steps=15)
     np.testing.assert_allclose(r.trajectories, ref, rtol=0, atol=1e-13)
 
 
@@ -113,9 +113,9 @@ def test_a_tie_that_float_round_off_breaks_is_still_a_tie():
     Zf, Af = np.array(Z0, dtype=float), np.array(A, dtype=float)
     S = (Zf @ Af) @ Zf.T
     assert S[0, 1] != S[0, 2]  # the case is a real test of the tolerance
-    r = simulate(Zf, Af, 0.5, 8)
+    r = simulate(Zf, A=Af, alpha=0.5, steps=8)
     np.testing.assert_allclose(r.trajectories, ref, rtol=0, atol=1e-13)
-    strict = simulate(Zf, Af, 0.5, 8, rtol=0.0)  # without the tolerance the tie is lost
+    strict = simulate(Zf, A=Af, alpha=0.5, steps=8, rtol=0.0)  # without the tolerance the tie is lost
     assert np.abs(strict.trajectories - ref).max() > 0.1
 
 
@@ -151,7 +151,7 @@ def test_identical_tokens_keep_their_multiplicity():
 
 def test_a_leader_does_not_move_at_all():
     rng = np.random.default_rng(5)
-    r = simulate(rng.normal(size=(30, 3)), random_spd(rng, 3), 1.3, 40)
+    r = simulate(rng.normal(size=(30, 3)), A=random_spd(rng, 3), alpha=1.3, steps=40)
     T, L = r.trajectories, r.leaders
     for k in range(r.steps):
         idx = np.flatnonzero(L[k])
@@ -165,7 +165,7 @@ def test_a_leader_does_not_move_at_all():
 def test_leaders_are_the_tokens_that_attend_only_to_themselves():
     rng = np.random.default_rng(8)
     Z0, A = rng.normal(size=(25, 2)), random_spd(rng, 2)
-    r = simulate(Z0, A, 1.0, 0)
+    r = simulate(Z0, A=A, alpha=1.0, steps=0)
     S = (Z0 @ A) @ Z0.T
     assert np.array_equal(r.leaders[0], S.argmax(axis=1) == np.arange(25))
     # the token of largest A-norm always leads (Cauchy–Schwarz)
@@ -174,7 +174,7 @@ def test_leaders_are_the_tokens_that_attend_only_to_themselves():
 
 def test_duplicates_at_a_leader_point_lead_together_and_followers_never_join_them():
     Z0 = np.array([[1.0, 0.0], [1.0, 0.0], [0.3, 0.1], [0.0, 0.0], [-0.2, 0.9]])
-    r = simulate(Z0, None, 1.0, 80)
+    r = simulate(Z0, A=None, alpha=1.0, steps=80)
     assert r.leaders[0, 0] and r.leaders[0, 1]
     assert not r.leaders[:, 2].any()  # a follower that reaches its leader stays a follower
     assert r.n_leaders.max() == r.n_leaders[-1]
@@ -184,8 +184,8 @@ def test_duplicates_at_a_leader_point_lead_together_and_followers_never_join_the
 def test_scaling_z_or_a_changes_nothing_but_the_scale():
     rng = np.random.default_rng(3)
     Z0, A = rng.normal(size=(20, 3)), random_spd(rng, 3)
-    r = simulate(Z0, A, 0.8, 30)
-    r2 = simulate(1e6 * Z0, 1e-6 * A, 0.8, 30)
+    r = simulate(Z0, A=A, alpha=0.8, steps=30)
+    r2 = simulate(1e6 * Z0, A=1e-6 * A, alpha=0.8, steps=30)
     np.testing.assert_allclose(r2.trajectories, 1e6 * r.trajectories, rtol=1e-12, atol=0)
     assert np.array_equal(r2.leaders, r.leaders)
     assert np.array_equal(r2.cluster_labels, r.cluster_labels)
@@ -202,7 +202,7 @@ def test_torch_tensors_and_lists_are_accepted():
     torch = pytest.importorskip("torch")
     Z0 = [[1.0, 0.0], [0.0, 2.0], [0.5, 0.5]]
     a = simulate(Z0, steps=5)
-    b = simulate(torch.tensor(Z0, requires_grad=True), torch.eye(2), steps=5)
+    b = simulate(torch.tensor(Z0, requires_grad=True), A=torch.eye(2), steps=5)
     assert np.array_equal(a.trajectories, b.trajectories)
 
 
@@ -216,13 +216,13 @@ def _one_line(excinfo):
 @pytest.mark.parametrize("alpha", [0, -1.0, float("nan"), float("inf"), True, "1", None])
 def test_alpha_must_be_positive(alpha):
     with pytest.raises(InvalidInputError) as e:
-        simulate(np.eye(2), None, alpha, 3)
+        simulate(np.eye(2), A=None, alpha=alpha, steps=3)
     assert "alpha must be a positive finite number" in _one_line(e)
 
 
 def test_a_not_symmetric():
     with pytest.raises(InvalidMatrixError) as e:
-        simulate(np.eye(2), np.array([[1.0, 0.5], [0.0, 1.0]]), 1.0, 3)
+        simulate(np.eye(2), A=np.array([[1.0, 0.5], [0.0, 1.0]]), alpha=1.0, steps=3)
     assert "A must be symmetric" in _one_line(e)
 
 
@@ -230,7 +230,7 @@ def test_a_not_symmetric():
                                    (-np.eye(2), "-1")])
 def test_a_not_positive_definite(A, lam):
     with pytest.raises(InvalidMatrixError) as e:
-        simulate(np.eye(2), A, 1.0, 3)
+        simulate(np.eye(2), A=A, alpha=1.0, steps=3)
     msg = _one_line(e)
     assert "A must be positive definite" in msg and f"smallest eigenvalue is {lam}" in msg
 
@@ -238,7 +238,7 @@ def test_a_not_positive_definite(A, lam):
 @pytest.mark.parametrize("A", [np.eye(3), np.eye(2)[:1], np.ones(2)])
 def test_dimension_mismatch(A):
     with pytest.raises(InvalidMatrixError) as e:
-        simulate(np.ones((4, 2)), A, 1.0, 3)
+        simulate(np.ones((4, 2)), A=A, alpha=1.0, steps=3)
     assert "A must be a (2, 2) matrix for tokens in R^2" in _one_line(e)
 
 
@@ -248,14 +248,14 @@ def test_dimension_mismatch(A):
                                      (None, "real numbers")])
 def test_bad_tokens(Z0, what):
     with pytest.raises(InvalidMatrixError) as e:
-        simulate(Z0, None, 1.0, 3)
+        simulate(Z0, A=None, alpha=1.0, steps=3)
     assert what in _one_line(e)
 
 
 @pytest.mark.parametrize("steps", [-1, 2.0, True, None])
 def test_bad_steps(steps):
     with pytest.raises(InvalidInputError) as e:
-        simulate(np.eye(2), None, 1.0, steps)
+        simulate(np.eye(2), A=None, alpha=1.0, steps=steps)
     assert "steps must be an int >= 0" in _one_line(e)
 
 

@@ -16,7 +16,7 @@ from attntopo.plots import hardmax as ph
 @pytest.fixture(scope="module")
 def sims():
     rng = np.random.default_rng(2)
-    return {d: simulate(rng.normal(size=(24, d)), None, 1.0, 45, tokens=[f"w{i}" for i in range(24)])
+    return {d: simulate(rng.normal(size=(24, d)), A=None, alpha=1.0, steps=45, tokens=[f"w{i}" for i in range(24)])
             for d in (1, 2, 5)}
 
 
@@ -36,9 +36,9 @@ def test_figures_are_returned_and_rcparams_untouched(sims, monkeypatch):
 def test_ax_is_used(sims):
     fig = Figure()
     axes = fig.subplots(1, 3)
-    assert ph.plot_trajectories(sims[2], axes[0]) is fig
-    assert ph.plot_cluster_counts(sims[2], axes[1]) is fig
-    assert ph.plot_h0_by_step(sims[2], axes[2]) is fig
+    assert ph.plot_trajectories(sims[2], ax=axes[0]) is fig
+    assert ph.plot_cluster_counts(sims[2], ax=axes[1]) is fig
+    assert ph.plot_h0_by_step(sims[2], ax=axes[2]) is fig
     assert axes[2].get_yscale() == "log"
     with pytest.raises(InvalidInputError):
         ph.plot_trajectories(sims[2], ax="not an axes")
@@ -87,7 +87,7 @@ def test_h0_dots_are_the_finite_deaths(sims):
 
 
 def test_bundle_files(sims):
-    files = ph.hardmax_bundle(sims[2]).files(["png", "svg"])
+    files = ph.hardmax_bundle(sims[2]).files(formats=["png", "svg"])
     assert sorted(files) == ["figures/clusters.png", "figures/clusters.svg", "figures/h0.png", "figures/h0.svg",
                              "figures/trajectories.png", "figures/trajectories.svg"]
     assert files["figures/h0.png"][:8] == b"\x89PNG\r\n\x1a\n"
@@ -100,7 +100,7 @@ def test_wrong_result_type():
 
 def test_colour_by_leader_or_cluster():
     # after 3 steps nobody has reached a leader: 3 points per group, but 2 groups by leader
-    r = simulate(np.array([[1.0, 0.0], [0.0, 1.0], [0.8, 0.1], [0.1, 0.7]]), None, 1.0, 3)
+    r = simulate(np.array([[1.0, 0.0], [0.0, 1.0], [0.8, 0.1], [0.1, 0.7]]), A=None, alpha=1.0, steps=3)
     by_leader = ph.plot_trajectories(r).axes[0].collections
     by_point = ph.plot_trajectories(r, color_by="cluster").axes[0].collections
 

@@ -20,7 +20,7 @@ from attntopo.io import load_payload, save_payload
 @pytest.fixture(scope="module")
 def sim():
     rng = np.random.default_rng(7)
-    return simulate(rng.normal(size=(16, 3)), np.diag([1.0, 2.0, 0.5]), 0.9, 60,
+    return simulate(rng.normal(size=(16, 3)), A=np.diag([1.0, 2.0, 0.5]), alpha=0.9, steps=60,
                     tokens=[f"t{i}" for i in range(16)])
 
 
@@ -147,7 +147,7 @@ def test_followed_leaders_name_the_limit_of_each_token():
     # in general position, the leader a token follows at the last step is the point it ends at,
     # and the groups by followed leader are the final clusters
     rng = np.random.default_rng(12)
-    r = simulate(rng.normal(size=(30, 2)), np.array([[1.5, 0.3], [0.3, 0.8]]), 0.8, 80)
+    r = simulate(rng.normal(size=(30, 2)), A=np.array([[1.5, 0.3], [0.3, 0.8]]), alpha=0.8, steps=80)
     assert r.converged
     fl = r.followed_leaders()
     assert all(len(f) == 1 for f in fl)
@@ -156,5 +156,5 @@ def test_followed_leaders_name_the_limit_of_each_token():
     groups = r.attention_clusters()
     assert sorted(len(g["members"]) for g in groups) == sorted(np.bincount(r.labels).tolist())
     # a tie: the token between two leaders follows both
-    t = simulate(np.array([[1.0, 0.0], [0.0, 1.0], [0.3, 0.3]]), None, 1.0, 3)
+    t = simulate(np.array([[1.0, 0.0], [0.0, 1.0], [0.3, 0.3]]), A=None, alpha=1.0, steps=3)
     assert t.followed_leaders() == [(0,), (1,), (0, 1)]

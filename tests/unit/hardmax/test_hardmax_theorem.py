@@ -81,26 +81,26 @@ def check_theorem(r):
 def test_theorem_on_random_instances(seed, n, d, alpha, kind, cloud):
     rng = np.random.default_rng(seed)
     A = make_A(rng, d, kind)
-    r = simulate(make_Z0(rng, n, d, cloud), A, alpha, steps_for(alpha))
+    r = simulate(make_Z0(rng, n, d, cloud), A=A, alpha=alpha, steps=steps_for(alpha))
     check_theorem(r)
 
 
 @pytest.mark.parametrize("seed,n,d", [(0, 40, 8), (1, 30, 16), (2, 60, 12)])
 def test_theorem_in_higher_dimension(seed, n, d):
     rng = np.random.default_rng(seed)
-    r = simulate(rng.normal(size=(n, d)), make_A(rng, d, "random"), 1.0, steps_for(1.0))
+    r = simulate(rng.normal(size=(n, d)), A=make_A(rng, d, "random"), alpha=1.0, steps=steps_for(1.0))
     check_theorem(r)
 
 
 def test_small_alpha_converges_too():
     rng = np.random.default_rng(11)
-    r = simulate(rng.normal(size=(25, 2)), make_A(rng, 2, "random"), 0.1, steps_for(0.1))
+    r = simulate(rng.normal(size=(25, 2)), A=make_A(rng, 2, "random"), alpha=0.1, steps=steps_for(0.1))
     check_theorem(r)
 
 
 def test_the_hull_only_shrinks():
     rng = np.random.default_rng(4)
-    r = simulate(rng.normal(size=(20, 3)), make_A(rng, 3, "random"), 0.7, 12)
+    r = simulate(rng.normal(size=(20, 3)), A=make_A(rng, 3, "random"), alpha=0.7, steps=12)
     for k in range(r.steps):
         assert polytope_position(r.trajectories[k + 1], r.trajectories[k]).inside.all()
 
@@ -108,7 +108,7 @@ def test_the_hull_only_shrinks():
 def test_a_tie_gives_a_limit_point_on_an_edge_and_more_clusters_than_leaders():
     # (0.3, 0.3) attends equally to the two leaders and converges to the midpoint of the edge:
     # on the boundary of the polytope (a segment in R^2), not at a vertex
-    r = simulate(np.array([[1.0, 0.0], [0.0, 1.0], [0.3, 0.3]]), None, 1.0, 80)
+    r = simulate(np.array([[1.0, 0.0], [0.0, 1.0], [0.3, 0.3]]), A=None, alpha=1.0, steps=80)
     assert r.converged
     np.testing.assert_allclose(r.final[2], [0.5, 0.5], atol=1e-12)
     assert r.n_leaders[-1] == 2 and r.n_clusters[-1] == 3

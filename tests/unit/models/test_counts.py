@@ -75,14 +75,14 @@ def test_counts_come_from_the_configuration_without_weights(config_only, gguf_he
 
 def test_the_message_names_the_model_and_the_range(gguf_header):
     with pytest.raises(OutOfRangeError) as e:
-        check_selection("minilm", [1, 6], None)
+        check_selection("minilm", layers=[1, 6], heads=None)
     assert str(e.value) == f"layer 6 is out of range: minilm {RANGE6}"
     with pytest.raises(OutOfRangeError) as e:
-        check_selection(str(gguf_header), None, [9], names=("--layer", "--head"))
+        check_selection(str(gguf_header), layers=None, heads=[9], names=("--layer", "--head"))
     assert str(e.value) == (f"--head 9 is out of range: {gguf_header} has 9 heads, valid are 0..8 "
                             "(or -9..-1)")
-    check_selection("minilm", [-1, 0], [11])  # in range: nothing to say
-    check_selection("no-such-org/no-such-model", [99], [99])  # unknown counts: the load decides
+    check_selection("minilm", layers=[-1, 0], heads=[11])  # in range: nothing to say
+    check_selection("no-such-org/no-such-model", layers=[99], heads=[99])  # unknown counts: the load decides
 
 
 @pytest.mark.parametrize("call", [

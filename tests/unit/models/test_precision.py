@@ -206,9 +206,9 @@ def test_out_in_place_and_of_a_padded_view():
     w64 = w.double()
     kept = w64.clone()
     out = torch.empty(w.shape)
-    normalize_rows(w64, "float32", out=out)  # float32 rows cast up
+    normalize_rows(w64, dtype="float32", out=out)  # float32 rows cast up
     torch.testing.assert_close(w64, kept, rtol=0, atol=0)
-    torch.testing.assert_close(out, normalize_rows(w64, "float32"), rtol=0, atol=0)
+    torch.testing.assert_close(out, normalize_rows(w64, dtype="float32"), rtol=0, atol=0)
     for bad in (torch.empty((6, 7, 7), dtype=torch.float64), torch.empty((6, 7, 8)), np.empty((6, 7, 7))):
         with pytest.raises(InvalidInputError, match="out must be"):
             normalize_rows(w, out=bad)

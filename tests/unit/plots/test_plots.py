@@ -58,12 +58,12 @@ def _static_figures(analysis, head):
         "diagram": lambda: plots.plot_diagram(head.dgm, title="layer 1, head 2"),
         "diagram_h1": lambda: plots.plot_diagram(head.dgm, dims=[1]),
         "barcode": lambda: plots.plot_barcode(head.dgm),
-        "distance_matrix": lambda: plots.plot_distance_matrix(head.D, head.labels),
-        "attention": lambda: plots.plot_attention(head.W, head.labels),
+        "distance_matrix": lambda: plots.plot_distance_matrix(head.D, labels=head.labels),
+        "attention": lambda: plots.plot_attention(head.W, labels=head.labels),
         "head_grid": lambda: plots.plot_head_grid(analysis),
-        "head_stat": lambda: plots.plot_head_stat(analysis, "total_persistence_h1"),
+        "head_stat": lambda: plots.plot_head_stat(analysis, stat="total_persistence_h1"),
         "threshold_graph": lambda: plots.plot_threshold_graph(
-            head.D, eps, head.labels, highlight=[1, 2], special=head.special
+            head.D, eps, labels=head.labels, highlight=[1, 2], special=head.special
         ),
         "overview": lambda: plots.plot_head_overview(analysis, 1, 2),
     }
@@ -90,7 +90,7 @@ def test_interactive_figure_html(name, analysis, head, tmp_path):
     pytest.importorskip("plotly")
     fig = {
         "diagram": lambda: plots.iplot_diagram(head.dgm, title="layer 1, head 2"),
-        "distance_matrix": lambda: plots.iplot_distance_matrix(head.D, head.labels),
+        "distance_matrix": lambda: plots.iplot_distance_matrix(head.D, labels=head.labels),
         "threshold_graph": lambda: plots.iplot_threshold_graph(
             head.D, labels=head.labels, highlight=[0], special=head.special
         ),
@@ -105,7 +105,7 @@ def test_threshold_graph_slider_has_one_step_per_scale(head):
     (the page recomputes them per step: tests/web/test_report_slider.py)."""
     pytest.importorskip("plotly")
     scales = [0.2, 0.35, 0.5, 0.7]
-    fig = plots.iplot_threshold_graph(head.D, scales, labels=head.labels, start=2)
+    fig = plots.iplot_threshold_graph(head.D, scales=scales, labels=head.labels, start=2)
     meta = fig.layout.meta["attntopo"]
     assert meta["scales"] == scales and meta["start"] == 2
     n = head.D.shape[0]
@@ -157,7 +157,7 @@ def test_ax_draws_into_given_axes_and_subfigures(head):
     left, right = fig.subfigures(1, 2)
     ax1, ax2 = left.subplots(), right.subplots()
     assert plots.plot_diagram(head.dgm, ax=ax1) is fig
-    assert plots.plot_threshold_graph(head.D, 0.5, head.labels, ax=ax2) is fig
+    assert plots.plot_threshold_graph(head.D, 0.5, labels=head.labels, ax=ax2) is fig
     assert len(ax1.lines) > 0 and len(ax2.collections) > 0
     with pytest.raises(InvalidInputError, match="Axes"):
         plots.plot_barcode(head.dgm, ax="not an axes")
@@ -182,7 +182,7 @@ def test_label_thinning_for_128_tokens():
     X = rng.normal(size=(128, 3))
     D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
     labels = [f"tok{i}" for i in range(128)]
-    fig = plots.plot_distance_matrix(D, labels)
+    fig = plots.plot_distance_matrix(D, labels=labels)
     ax = fig.axes[0]
     shown = [t.get_text() for t in ax.get_xticklabels()]
     assert 10 <= len(shown) <= _style.MAX_LABELS
@@ -222,7 +222,7 @@ def test_bad_inputs_name_what_is_allowed(head):
     with pytest.raises(InvalidMatrixError, match="square"):
         plots.plot_distance_matrix(np.zeros((3, 4)))
     with pytest.raises(InvalidInputError, match="one label per token"):
-        plots.plot_distance_matrix(head.D, ["a", "b"])
+        plots.plot_distance_matrix(head.D, labels=["a", "b"])
     with pytest.raises(InvalidInputError, match="positive"):
         plots.plot_threshold_graph(head.D, 0.0)
     with pytest.raises(InvalidInputError, match="out of range"):
@@ -232,7 +232,7 @@ def test_bad_inputs_name_what_is_allowed(head):
     with pytest.raises(InvalidInputError, match="allowed"):
         plots.plot_head_stat(types.SimpleNamespace(
             diagrams=[], layers=(), heads=(), attention=None, summary=lambda: {"layer": [], "x_h1": []}
-        ), "nope")
+        ), stat="nope")
 
 
 def test_no_global_state_changed(analysis, head, rc_before, tmp_path):

@@ -39,7 +39,7 @@ def _rc_snapshot():
 
 def test_threshold_graphs_side_by_side(cmp, tmp_path):
     before = _rc_snapshot()
-    fig = plot_compare_graphs(cmp, 1, 2, highlight="information theory")
+    fig = plot_compare_graphs(cmp, layer=1, head=2, highlight="information theory")
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     ax = fig.axes[0]
     # the shared edges/triangles drawn equal the comparison's shared simplices
@@ -63,18 +63,18 @@ def test_threshold_graphs_side_by_side(cmp, tmp_path):
 def test_single_panel_into_ax_and_errors(cmp):
     fig = Figure()
     ax = fig.add_subplot()
-    out = plot_compare_graph(cmp, "b", 0, 0, scale=0.3, ax=ax)
+    out = plot_compare_graph(cmp, side="b", layer=0, head=0, scale=0.3, ax=ax)
     assert out is fig and ax.get_title().startswith("B:")
     with pytest.raises(InvalidInputError, match="side"):
-        plot_compare_graph(cmp, "c", 0, 0)
+        plot_compare_graph(cmp, side="c", layer=0, head=0)
     with pytest.raises(InvalidInputError, match="not a shared token"):
-        plot_compare_graphs(cmp, 0, 0, highlight=["entropy"])
+        plot_compare_graphs(cmp, layer=0, head=0, highlight=["entropy"])
     with pytest.raises(InvalidInputError, match="layer= and head="):
         plot_compare_graphs(cmp)
     with pytest.raises(InvalidInputError, match="Comparison"):
-        plot_compare_graphs(object(), 0, 0)
+        plot_compare_graphs(object(), layer=0, head=0)
     with pytest.raises(InvalidInputError, match="pair"):
-        plot_compare_graphs(cmp, 0, 0, axes=[ax])
+        plot_compare_graphs(cmp, layer=0, head=0, axes=[ax])
 
 
 def _decoded(part: dict, n: int) -> np.ndarray:
@@ -92,7 +92,7 @@ def test_interactive_graphs_standalone_html(cmp, tmp_path):
     """No frames: per-pair slider steps from which every step's edges follow (issue 15 item 1)."""
     from attntopo.topology.complex import complex_at
 
-    fig = iplot_compare_graphs(cmp, 1, 2, highlight=["information"], n_scales=5)
+    fig = iplot_compare_graphs(cmp, layer=1, head=2, highlight=["information"], n_scales=5)
     m = fig.layout.meta["attntopo"]
     # no plotly frames, no plotly slider:
     # the page's one ε slider (assets/scale_slider.js) reads meta
@@ -119,41 +119,41 @@ def test_interactive_graphs_standalone_html(cmp, tmp_path):
 
 
 def test_diagrams_overlaid(cmp):
-    fig = plot_compare_diagrams(cmp, 1, 1)
+    fig = plot_compare_diagrams(cmp, layer=1, head=1)
     ax = fig.axes[0]
     leg = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(t.startswith("A H0") for t in leg) and any(t.startswith("B H1") for t in leg)
     assert "bottleneck" in ax.get_title()
-    fig2 = plot_compare_diagrams(cmp, 1, 1, scope="shared", dims=[0])
+    fig2 = plot_compare_diagrams(cmp, layer=1, head=1, scope="shared", dims=[0])
     assert len(fig2.axes[0].get_legend().get_texts()) == 2
     with pytest.raises(InvalidInputError, match="scope"):
-        plot_compare_diagrams(cmp, 1, 1, scope="nope")
-    f = iplot_compare_diagrams(cmp, 1, 1)
+        plot_compare_diagrams(cmp, layer=1, head=1, scope="nope")
+    f = iplot_compare_diagrams(cmp, layer=1, head=1)
     assert any(tr.name and tr.name.startswith("B H1") for tr in f.data)
 
 
 def test_heads_heatmap(cmp):
-    fig = plot_compare_heads(cmp, "bottleneck", dim=0)
+    fig = plot_compare_heads(cmp, name="bottleneck", dim=0)
     ax = fig.axes[0]
     img = ax.images[0].get_array()
-    np.testing.assert_allclose(np.asarray(img), cmp.grid("bottleneck", dim=0))
+    np.testing.assert_allclose(np.asarray(img), cmp.grid(name="bottleneck", dim=0))
     assert len(ax.texts) == 6 and len(ax.patches) == 3
-    fig2 = plot_compare_heads(cmp, "shared_edges", annotate=False, mark=0)
+    fig2 = plot_compare_heads(cmp, name="shared_edges", annotate=False, mark=0)
     assert len(fig2.axes[0].texts) == 0
     with pytest.raises(InvalidInputError, match="unknown table"):
-        plot_compare_heads(cmp, "nope")
-    f = iplot_compare_heads(cmp, "wasserstein1", dim=1)
+        plot_compare_heads(cmp, name="nope")
+    f = iplot_compare_heads(cmp, name="wasserstein1", dim=1)
     assert len(f.layout.updatemenus[0].buttons) == 3 * 2 + 6
-    np.testing.assert_allclose(np.asarray(f.data[0].z, dtype=float), cmp.grid("wasserstein1", dim=1))
+    np.testing.assert_allclose(np.asarray(f.data[0].z, dtype=float), cmp.grid(name="wasserstein1", dim=1))
 
 
 def test_heads_outline_short_texts_uses_h0_and_shows_ties():
     """Three-token texts have no H1: the default heatmap and outline use H0 and say so; with
     H1 asked for, every head ties at rank 1 and all are outlined, the title says so."""
     c = compare(text_attention("the cat", seed=3), text_attention("a cat", seed=4))
-    assert (c.grid("bottleneck", dim=1) == 0).all() and c.ranking_dim == 0
+    assert (c.grid(name="bottleneck", dim=1) == 0).all() and c.ranking_dim == 0
     ax = plot_compare_heads(c).axes[0]
-    np.testing.assert_allclose(np.asarray(ax.images[0].get_array()), c.grid("bottleneck", dim=0))
+    np.testing.assert_allclose(np.asarray(ax.images[0].get_array()), c.grid(name="bottleneck", dim=0))
     assert "bottleneck H0" in ax.get_title() and "most similar by bottleneck H0" in ax.get_title()
     assert len(ax.patches) == 3
     ax1 = plot_compare_heads(c, dim=1).axes[0]
@@ -169,7 +169,7 @@ def test_heads_outline_short_texts_uses_h0_and_shows_ties():
 def test_phrase_figure():
     ctx = [text_attention("the cat and the theory of mind", seed=k) for k in range(3)]
     p = phrase_topology("the theory of", ctx)
-    fig = plot_phrase_distances(p, 0, 1)
+    fig = plot_phrase_distances(p, layer=0, head=1)
     ax = fig.axes[0]
     np.testing.assert_allclose(np.asarray(ax.images[0].get_array()), p.matrix(0, 1, dim=0))
     assert "the theory of" in ax.get_title()

@@ -72,12 +72,12 @@ def test_heatmap_dendrogram_order_and_bands(spaces, tmp_path):
 
 def test_mds_scatter_by_layer_and_type(spaces, tmp_path):
     hs, _ = spaces
-    fig = plot_head_mds(hs, "layer", annotate=3)
+    fig = plot_head_mds(hs, color_by="layer", annotate=3)
     ax = fig.axes[0]
     pts = np.vstack([c.get_offsets() for c in ax.collections])
     np.testing.assert_allclose(np.sort(pts, axis=0), np.sort(hs.embedding, axis=0))
     assert len(ax.texts) == 3
-    fig = plot_head_mds(hs, "type")
+    fig = plot_head_mds(hs, color_by="type")
     ax = fig.axes[0]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     counts = hs.types.counts()
@@ -89,7 +89,7 @@ def test_mds_scatter_by_layer_and_type(spaces, tmp_path):
     assert plot_head_mds(hs, ax=axes[1]) is f
     save_figure(fig, tmp_path / "m.svg")
     with pytest.raises(InvalidInputError):
-        plot_head_mds(hs, "entropy")
+        plot_head_mds(hs, color_by="entropy")
 
 
 def test_mds_type_needs_types(spaces):
@@ -97,17 +97,17 @@ def test_mds_type_needs_types(spaces):
     rng = np.random.default_rng(3)
     bare = head_space(_att(rng, 1, 3, 6, 1.0, "m", "x"), types=False)
     with pytest.raises(InvalidInputError, match="types"):
-        plot_head_mds(bare, "type")
+        plot_head_mds(bare, color_by="type")
     with pytest.raises(InvalidInputError, match="types"):
-        iplot_head_mds(bare, "type")
+        iplot_head_mds(bare, color_by="type")
     with pytest.raises(InvalidInputError, match="another set"):
-        plot_head_mds(bare, "type", types=hs.types)
+        plot_head_mds(bare, color_by="type", types=hs.types)
 
 
 def test_interactive_mds_is_standalone_html(spaces, tmp_path):
     hs, _ = spaces
     for color_by in ("layer", "type"):
-        fig = iplot_head_mds(hs, color_by)
+        fig = iplot_head_mds(hs, color_by=color_by)
         n = sum(len(tr.x) for tr in fig.data)
         assert n == hs.n_points
         texts = [t for tr in fig.data for t in tr.text]
@@ -138,7 +138,7 @@ def test_barcode_and_type_grid(spaces, tmp_path):
 
 def test_model_diagram_overlay(spaces, tmp_path):
     a, b = spaces
-    c = compare_models(None, a, b, n_boot=5, seed=0, n_jobs=1)
+    c = compare_models(None, model_a=a, model_b=b, n_boot=5, seed=0, n_jobs=1)
     fig = plot_model_diagrams(c)
     ax = fig.axes[0]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -146,7 +146,7 @@ def test_model_diagram_overlay(spaces, tmp_path):
     assert "p=" in ax.get_title() and "bottleneck" in ax.get_title()
     n = sum(len(col.get_offsets()) for col in ax.collections)
     assert n == sum(len(d[k]) for d in (a.diagram, b.diagram) for k in (0, 1))
-    c0 = compare_models(None, a, b, n_boot=0)
+    c0 = compare_models(None, model_a=a, model_b=b, n_boot=0)
     assert "p=" not in plot_model_diagrams(c0, dims=[1]).axes[0].get_title()
     save_figure(fig, tmp_path / "c.png")
     with pytest.raises(InvalidInputError):

@@ -61,14 +61,14 @@ def test_small_multiples(tl):
 
 
 def test_coherence_curve_has_token_labels(tl):
-    fig = P.plot_coherence(tl, "wasserstein", combined=True)
+    fig = P.plot_coherence(tl, metric="wasserstein", combined=True)
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert "cat" in labels and "sat" in labels
     assert len(ax.lines) >= 3  # H0, H1, combined
     _renders(fig)
     with pytest.raises(InvalidInputError, match="metric"):
-        P.plot_coherence(tl, "euclid")
+        P.plot_coherence(tl, metric="euclid")
 
 
 def test_draws_into_given_axes(tl):
@@ -77,15 +77,15 @@ def test_draws_into_given_axes(tl):
     assert P.plot_coherence(tl, ax=ax) is fig
     fig2 = Figure()
     ax2 = fig2.add_subplot()
-    assert P.plot_vineyard(tl, 0, ax=ax2) is fig2
+    assert P.plot_vineyard(tl, dim=0, ax=ax2) is fig2
     fig3 = Figure()
-    assert P.plot_betti_heatmap(tl, 1, ax=fig3.add_subplot()) is fig3
+    assert P.plot_betti_heatmap(tl, dim=1, ax=fig3.add_subplot()) is fig3
 
 
 def test_betti_heatmap(tl):
     fig = P.plot_betti_heatmap(tl, dim=0, scales=20)
     mesh = fig.axes[0].collections[0]
-    B = tl.betti_curves(20).betti(0)
+    B = tl.betti_curves(scales=20).betti(0)
     np.testing.assert_array_equal(np.asarray(mesh.get_array()).reshape(B.shape), B)
     _renders(fig)
     _renders(P.plot_betti_heatmap(tl.hilbert(), dim=1, colorbar=False))
@@ -95,11 +95,11 @@ def test_betti_heatmap(tl):
 
 def test_vineyard(tl):
     for d in (0, 1):
-        _renders(P.plot_vineyard(tl, d, top=None))
-    fig = P.plot_vineyard(tl, 0, top=2)
+        _renders(P.plot_vineyard(tl, dim=d, top=None))
+    fig = P.plot_vineyard(tl, dim=0, top=2)
     assert "2 vines" in fig.axes[0].get_title()
     with pytest.raises(InvalidInputError, match="dim"):
-        P.plot_vineyard(tl, 2)
+        P.plot_vineyard(tl, dim=2)
 
 
 def test_overview(tl):

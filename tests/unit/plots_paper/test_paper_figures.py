@@ -105,7 +105,7 @@ def _naive_overlaps(ax, renderer) -> int:
 @pytest.mark.parametrize("dpi", [100, 200])
 def test_dense_threshold_graph_labels_do_not_collide(dense, dpi):
     att, _, D, eps = dense
-    fig = plots.plot_threshold_graph(D, eps, att.labels, special=att.special)
+    fig = plots.plot_threshold_graph(D, eps, labels=att.labels, special=att.special)
     fig.set_dpi(dpi)
     r = drawn(fig)
     ax = fig.axes[0]
@@ -122,7 +122,7 @@ def test_dense_threshold_graph_labels_do_not_collide(dense, dpi):
 
 def test_labels_moved_away_have_leader_lines_to_their_token(dense):
     att, _, D, eps = dense
-    fig = plots.plot_threshold_graph(D, eps, att.labels, special=att.special)
+    fig = plots.plot_threshold_graph(D, eps, labels=att.labels, special=att.special)
     r = drawn(fig)
     ax = fig.axes[0]
     layer = next(a for a in ax.artists if isinstance(a, TokenLabels))
@@ -161,7 +161,7 @@ def test_compare_graph_labels_do_not_collide():
     A = real_like(LONG, seed=1)
     B = real_like(LONG.replace("Quantum", "Classical").replace("transformer", "network"), seed=2)
     c = compare(A, B, scale=0.2)
-    fig = plots.plot_compare_graphs(c, 0, 0, highlight="information")
+    fig = plots.plot_compare_graphs(c, layer=0, head=0, highlight="information")
     r = drawn(fig)
     for ax in fig.axes[:2]:
         labels = token_labels_of(ax)
@@ -182,7 +182,7 @@ def _shared_pair_case():
 def test_shared_tokens_at_the_same_place_keep_their_shared_edge_visible():
     c = _shared_pair_case()
     assert c.a.distances[0, 0][2, 3] == 0.0 and c.b.distances[0, 0][2, 3] == 0.0
-    fig = plots.plot_compare_graph(c, "a", 0, 0)
+    fig = plots.plot_compare_graph(c, side="a", layer=0, head=0)
     r = drawn(fig)
     ax = fig.axes[0]
     shared_lines = [col for col in ax.collections if isinstance(col, LineCollection)
@@ -210,7 +210,7 @@ def test_threshold_graph_spreads_tokens_at_distance_zero():
     att = real_like("the cat sat on the mat and then it ran away", seed=4, sink=1.0, same=((2, 3, 4),))
     D = at.analyze(att, layers=[0], heads=[0], n_jobs=1).distance_matrix(0, 0)
     assert D[2, 3] == D[3, 4] == 0.0
-    fig = plots.plot_threshold_graph(D, 0.3, att.labels)
+    fig = plots.plot_threshold_graph(D, 0.3, labels=att.labels)
     r = drawn(fig)
     ax = fig.axes[0]
     P = ax.transData.transform(np.asarray(ax.collections[-1].get_offsets()))
@@ -264,7 +264,7 @@ def test_one_shared_edge_reads_singular():
     B = real_like(b_text, seed=6, sink=0.5)
     c = compare(A, B)
     eps = float(max(c.a.distances[0, 0][1, 2], c.b.distances[0, 0][1, 2])) * 1.0001
-    title = plots.plot_compare_graph(c, "a", 0, 0, scale=eps).axes[0].get_title()
+    title = plots.plot_compare_graph(c, side="a", layer=0, head=0, scale=eps).axes[0].get_title()
     assert _BAD_PLURAL.search(title) is None, title
 
 
@@ -328,7 +328,7 @@ def test_head_statistic_heatmap_writes_one_format_and_a_human_title(dense):
     stat = "max_persistence_h1"
     v = np.asarray(a.summary()[stat])
     assert (v == 0).any() and (v > 0).any() and not np.all(v == np.round(v))  # mixed, as in the issue
-    fig = plots.plot_head_stat(a, stat)
+    fig = plots.plot_head_stat(a, stat=stat)
     drawn(fig)
     ax = fig.axes[0]
     cells = _cell_texts(ax)
@@ -346,7 +346,7 @@ def test_head_statistic_heatmap_writes_one_format_and_a_human_title(dense):
     for t in ticks:  # each tick sits where its label says (no 0.0125 written 0.013)
         assert float(t.get_text()) == pytest.approx(t.get_position()[1], abs=1e-12)
     # an integer statistic is written as integers, its colour bar ticks at integers
-    fig = plots.plot_head_stat(a, "n_bars_h0")
+    fig = plots.plot_head_stat(a, stat="n_bars_h0")
     drawn(fig)
     assert all(re.fullmatch(r"\d+", c) for c in _cell_texts(fig.axes[0]))
     assert all(float(t.get_text()) == round(float(t.get_text())) for t in fig.axes[0].child_axes[0].get_yticklabels()
@@ -358,7 +358,7 @@ def test_compare_heads_heatmap_writes_one_format(dense):
     A = real_like(LONG, L=2, H=3, seed=1, sink=2.0)
     B = real_like(LONG.replace("Quantum", "Classical"), L=2, H=3, seed=2, sink=2.0)
     c = compare(A, B)
-    fig = plots.plot_compare_heads(c, "bottleneck", dim=0)
+    fig = plots.plot_compare_heads(c, name="bottleneck", dim=0)
     drawn(fig)
     cells = _cell_texts(fig.axes[0])
     assert len(cells) == 6 and len({len(x.split(".")[1]) if "." in x else 0 for x in cells}) == 1
@@ -368,7 +368,7 @@ def test_compare_heads_heatmap_writes_one_format(dense):
 def _phrase_figure():
     ctx = [real_like("the theory of mind explains how people think about other people", seed=k, H=2)
            for k in range(3)]
-    return plots.plot_phrase_distances(phrase_topology("theory of mind", ctx), 0, 1)
+    return plots.plot_phrase_distances(phrase_topology("theory of mind", ctx), layer=0, head=1)
 
 
 def _long_label_matrix(kind):
@@ -376,8 +376,8 @@ def _long_label_matrix(kind):
     labels = [f"{lab} — a rather long label" for lab in att.labels]
     if kind == "distance":
         D = at.analyze(att, layers=[0], heads=[0], n_jobs=1).distance_matrix(0, 0)
-        return plots.plot_distance_matrix(D, labels, title="distances between the tokens of a text")
-    return plots.plot_attention(att.weights[0, 0], labels, title="attention of one head of a model")
+        return plots.plot_distance_matrix(D, labels=labels, title="distances between the tokens of a text")
+    return plots.plot_attention(att.weights[0, 0], labels=labels, title="attention of one head of a model")
 
 
 @pytest.mark.parametrize("make", [_phrase_figure, lambda: _long_label_matrix("distance"),
@@ -407,8 +407,8 @@ def _causal(words: str, seed: int, sink: float) -> at.Attention:
 
 def test_timeline_overview_has_a_title_panel_titles_and_explains_an_empty_vineyard():
     tl = at.timeline(_causal("the cat sat on the mat", 3, 6.0), layers=0, heads=0, n_jobs=1)
-    assert not tl.vines(1)  # no H1 feature in any prefix
-    fig = plots.plot_timeline_overview(tl, 1)
+    assert not tl.vines(dim=1)  # no H1 feature in any prefix
+    fig = plots.plot_timeline_overview(tl, dim=1)
     drawn(fig)
     sup = fig.get_suptitle()
     assert "layer 0, head 0" in sup and "causal-like" in sup and "6 prefixes" in sup
@@ -423,12 +423,12 @@ def test_timeline_overview_has_a_title_panel_titles_and_explains_an_empty_vineya
 
 def test_vineyard_with_features_has_no_empty_note():
     tl = at.timeline(_causal(LONG, 0, 0.5), layers=0, heads=0, n_jobs=1)
-    n = len(tl.vines(1))
+    n = len(tl.vines(dim=1))
     assert n > 0
-    fig = plots.plot_vineyard(tl, 1, top=None)
+    fig = plots.plot_vineyard(tl, dim=1, top=None)
     assert not any("no H1" in t.get_text() for t in fig.axes[0].texts)
     assert S.plural(n, "vine") in fig.axes[0].get_title()
-    fig = plots.plot_vineyard(tl, 1, top=0)
+    fig = plots.plot_vineyard(tl, dim=1, top=0)
     assert any("no vine drawn" in t.get_text() for t in fig.axes[0].texts)
 
 
@@ -458,8 +458,8 @@ def test_raw_tokens_are_shown_as_display_labels():
     W /= W.sum(-1, keepdims=True)
     att = at.Attention.from_weights(W, RAW, model="causal-like")
     D = at.analyze(att, n_jobs=1).distance_matrix(0, 0)
-    figs = [plots.plot_distance_matrix(D, att.tokens), plots.plot_attention(att.weights[0, 0], att.tokens),
-            plots.plot_threshold_graph(D, 0.5, att.tokens)]
+    figs = [plots.plot_distance_matrix(D, labels=att.tokens), plots.plot_attention(att.weights[0, 0], labels=att.tokens),
+            plots.plot_threshold_graph(D, 0.5, labels=att.tokens)]
     for fig in figs:
         texts = _all_texts(fig)
         assert not [t for t in texts if _RAW_MARK.search(t)], texts
@@ -470,7 +470,7 @@ def test_raw_tokens_are_shown_as_display_labels():
     assert not [t for t in texts if _RAW_MARK.search(t)], texts
     from attntopo.hardmax import simulate
 
-    sim = simulate(np.random.default_rng(1).normal(size=(n, 2)), None, 1.0, 3, tokens=RAW)
+    sim = simulate(np.random.default_rng(1).normal(size=(n, 2)), A=None, alpha=1.0, steps=3, tokens=RAW)
     texts = _all_texts(plots.plot_trajectories(sim, annotate=True))
     assert not [t for t in texts if _RAW_MARK.search(t)] and "·cat" in texts
 
@@ -528,22 +528,22 @@ def _every_figure():
                      n_jobs=1)
     hs = _space(3, 4)
     hs2 = _space(2, 5)
-    mc = at.compare_models(None, hs, hs2, n_boot=5, seed=0, n_jobs=1)
-    sim = simulate(np.random.default_rng(0).normal(size=(12, 2)), None, 1.0, 6, tokens=[f"w{i}" for i in range(12)])
+    mc = at.compare_models(None, model_a=hs, model_b=hs2, n_boot=5, seed=0, n_jobs=1)
+    sim = simulate(np.random.default_rng(0).normal(size=(12, 2)), A=None, alpha=1.0, steps=6, tokens=[f"w{i}" for i in range(12)])
     comp = Compression(model="fake", text="t", tokens=["a"] * 8, causal=False, method="h0", representative="medoid",
                        scale=0.2, heads=np.array([[0, 0], [1, 1]]), n_tokens=8, clusters=np.array([3, 5]),
                        scales=np.array([0.2, 0.2]), effect={"cosine": 0.98})
     figs = {
         "diagram": lambda: plots.plot_diagram(dgm), "barcode": lambda: plots.plot_barcode(dgm),
-        "distance_matrix": lambda: plots.plot_distance_matrix(D, att.labels),
-        "attention": lambda: plots.plot_attention(att.weights[0, 1], att.labels),
+        "distance_matrix": lambda: plots.plot_distance_matrix(D, labels=att.labels),
+        "attention": lambda: plots.plot_attention(att.weights[0, 1], labels=att.labels),
         "head_grid": lambda: plots.plot_head_grid(a), "head_stat": lambda: plots.plot_head_stat(a),
-        "threshold_graph": lambda: plots.plot_threshold_graph(D, plots.suggest_scale(dgm, D), att.labels),
+        "threshold_graph": lambda: plots.plot_threshold_graph(D, plots.suggest_scale(dgm, D), labels=att.labels),
         "head_overview": lambda: plots.plot_head_overview(a, 0, 1),
-        "compare_graphs": lambda: plots.plot_compare_graphs(c, 0, 0, highlight="information"),
-        "compare_diagrams": lambda: plots.plot_compare_diagrams(c, 0, 0),
+        "compare_graphs": lambda: plots.plot_compare_graphs(c, layer=0, head=0, highlight="information"),
+        "compare_diagrams": lambda: plots.plot_compare_diagrams(c, layer=0, head=0),
         "compare_heads": lambda: plots.plot_compare_heads(c),
-        "phrase_distances": lambda: plots.plot_phrase_distances(p, 0, 0),
+        "phrase_distances": lambda: plots.plot_phrase_distances(p, layer=0, head=0),
         "timeline_diagrams": lambda: plots.plot_timeline_diagrams(tl, max_panels=6),
         "coherence": lambda: plots.plot_coherence(tl), "betti": lambda: plots.plot_betti_heatmap(tl),
         "vineyard": lambda: plots.plot_vineyard(tl), "timeline_overview": lambda: plots.plot_timeline_overview(tl),

@@ -287,6 +287,7 @@ def test_result_round_trip_and_tables(tmp_path):
     other = approximability(_attention(), families=NO_KERNEL, budgets=[4])
     assert other != r
     assert r.scale_summary().n_rows == 6
+    assert list(r.scale_summary())[:3] == ["layer", "head", "scale"]
     d = r.to_dict()
     assert set(d["win_counts"]) == {"4", "8"} and len(d["summary"]) == 12
 
@@ -377,3 +378,13 @@ def test_result_protocol(tmp_path):
     save_payload(tmp_path / "bad", {"kind": r.kind, **meta}, arrays)
     with pytest.raises(ResultFormatError, match="'errors' must have shape"):
         at.load_result(tmp_path / "bad")
+    # a result saved before the first release (the per-head scales under 'scale_eps'): refused
+    # in one line naming the rewrite
+    meta, arrays = r._payload()
+    arrays["scale_eps"] = arrays.pop("scales")
+    save_payload(tmp_path / "old", {"kind": r.kind, **meta}, arrays)
+    with pytest.raises(ResultFormatError) as info:
+        at.load_result(tmp_path / "old")
+    msg = str(info.value)
+    assert "saved before the first release" in msg and "'scale_eps', now 'scales'" in msg
+    assert msg.endswith("compute it again and save it") and "\n" not in msg

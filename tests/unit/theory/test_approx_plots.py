@@ -37,7 +37,7 @@ def test_panels_and_overview(result):
     assert dict(matplotlib.rcParams) == before
     fig = Figure()
     ax = fig.add_subplot()
-    assert plot_approx_winners(result, ax) is fig
+    assert plot_approx_winners(result, ax=ax) is fig
     # the winner grid shows each head's family: its image holds the family indices
     idx = np.asarray(ax.images[0].get_array())
     fams = list(result.families)
@@ -45,7 +45,7 @@ def test_panels_and_overview(result):
 
 
 def test_bundle_files(result):
-    files = approx_bundle(result).files(["png", "svg"])
+    files = approx_bundle(result).files(formats=["png", "svg"])
     assert sorted(files) == ["figures/approximability.png", "figures/approximability.svg"]
     assert files["figures/approximability.png"][:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -92,7 +92,7 @@ def test_figure():
     fig = plot_context([synthetic(), synthetic(word=False, causal=True)])
     assert isinstance(fig, Figure) and len(fig.axes) == 8
     assert isinstance(plot_equivariance(synthetic()), Figure)
-    files = context_bundle(synthetic()).files(["png", "svg"])
+    files = context_bundle(synthetic()).files(formats=["png", "svg"])
     assert sorted(files) == ["figures/context.png", "figures/context.svg"]
     assert files["figures/context.png"][:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(InvalidInputError, match="expected a Context"):

@@ -103,7 +103,7 @@ def test_figure_one_and_two_results():
                       "other, same-head paths"]
     x, _ = two.axes[0].lines[1].get_data()  # the other model's res(X), depth / 7
     np.testing.assert_allclose(x, np.arange(8) / 7)
-    files = depth_bundle(a, b).files(["svg"])  # one rendering: each costs seconds on a loaded machine
+    files = depth_bundle(a, b).files(formats=["svg"])  # one rendering: each costs seconds on a loaded machine
     assert list(files) == ["figures/depth.svg"] and files["figures/depth.svg"].startswith(b"<?xml")
     with pytest.raises(InvalidInputError, match="Depth"):
         plot_depth(object())

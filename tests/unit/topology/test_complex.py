@@ -103,7 +103,7 @@ def test_complex_small_example_and_isolated_tokens():
     assert cx.tetrahedra == []
     assert cx.n_components == 2
     assert [c.tolist() for c in cx.components()] == [[0, 1, 2], [3]]
-    assert cx.named(2) == [("a", "b", "c", 0.2)]
+    assert cx.named(dim=2) == [("a", "b", "c", 0.2)]
     assert cx.counts().tolist() == [4, 3, 1]
     assert cx.euler_characteristic() == 4 - 3 + 1
     # edge of length exactly eps is in (<=); just below it is not
@@ -143,7 +143,7 @@ def test_complex_takes_max_simplex_dim_only():
     D = np.array([[0, 0.1, 0.2], [0.1, 0, 0.15], [0.2, 0.15, 0]])
     new = complex_at(D, 0.2, max_simplex_dim=1)
     assert new.max_simplex_dim == 1 and new.triangles == []
-    assert complex_at(D, 0.2, 1).triangles == []  # positional: the same argument
+    assert complex_at(D, 0.2, max_simplex_dim=1).triangles == []  # positional: the same argument
     with pytest.raises(TypeError, match="unexpected keyword argument 'maxdim'"):
         complex_at(D, 0.2, maxdim=1)
     assert not hasattr(new, "maxdim")

@@ -66,7 +66,7 @@ def test_brute_force_small(seed):
     A = np.array(a).reshape(-1, 2)
     B = np.array(b).reshape(-1, 2)
     for p in (1, 2):
-        assert wasserstein(A, B, p) == pytest.approx(brute_force(a, b, p), abs=1e-12)
+        assert wasserstein(A, B, p=p) == pytest.approx(brute_force(a, b, p), abs=1e-12)
     assert bottleneck(A, B) == pytest.approx(brute_force(a, b, math.inf), abs=1e-12)
     assert _bottleneck_matching(A, B)[0] == pytest.approx(brute_force(a, b, math.inf), abs=1e-12)
 
@@ -80,18 +80,18 @@ def test_against_gudhi(seed):
     ref_b = gudhi.bottleneck_distance(a, b, 0)
     assert bottleneck(a, b) == pytest.approx(ref_b, abs=1e-12)
     # our own exact routine agrees with gudhi too
-    val, pairs = matching(a, b, "bottleneck")
+    val, pairs = matching(a, b, metric="bottleneck")
     assert val == pytest.approx(ref_b, abs=1e-12)
     for p in (1, 2):
         ref = gudhi.hera.wasserstein_distance(a, b, order=p, internal_p=np.inf, delta=1e-7)
-        assert wasserstein(a, b, p) == pytest.approx(ref, rel=1e-6, abs=1e-12)
+        assert wasserstein(a, b, p=p) == pytest.approx(ref, rel=1e-6, abs=1e-12)
 
 
 def test_infinite_bars():
     a = np.array([[0, 1.0], [0, np.inf]])
     b = np.array([[0, 1.0], [0.25, np.inf]])
     assert bottleneck(a, b) == pytest.approx(0.25)
-    assert wasserstein(a, b, 1) == pytest.approx(0.25)
+    assert wasserstein(a, b, p=1) == pytest.approx(0.25)
     c = np.array([[0, 1.0]])
     assert bottleneck(a, c) == math.inf and wasserstein(a, c) == math.inf
     assert bottleneck(a, c, infinite="ignore") == 0.0
@@ -100,8 +100,8 @@ def test_infinite_bars():
 def test_matching_is_optimal_and_complete():
     rng = np.random.default_rng(7)
     a, b = rand_dgm(rng, 12, 1), rand_dgm(rng, 9, 1)
-    val, pairs = matching(a, b, "wasserstein", p=1)
-    assert val == pytest.approx(wasserstein(a, b, 1))
+    val, pairs = matching(a, b, metric="wasserstein", p=1)
+    assert val == pytest.approx(wasserstein(a, b, p=1))
     left = sorted(i for i, _ in pairs if i >= 0)
     right = sorted(j for _, j in pairs if j >= 0)
     assert left == list(range(len(a))) and right == list(range(len(b)))
@@ -134,7 +134,7 @@ def test_per_dimension_on_diagrams():
         assert out[d] == pytest.approx(gudhi.bottleneck_distance(d1[d], d2[d], 0), abs=1e-12)
     # stability theorem: bottleneck ≤ sup-norm difference of the distance matrices
     assert out.max() <= np.abs(cdist(X, X) - cdist(Y, Y)).max() + 1e-12
-    assert np.all(diagram_distance(d1, d2, "wasserstein", p=2) >= out - 1e-12)
+    assert np.all(diagram_distance(d1, d2, metric="wasserstein", p=2) >= out - 1e-12)
 
 
 points = st.lists(
@@ -146,7 +146,7 @@ points = st.lists(
 @given(points, points, points)
 def test_metric_axioms(a, b, c):
     A, B, C = (np.array(x, dtype=float).reshape(-1, 2) for x in (a, b, c))
-    for f in (bottleneck, lambda x, y: wasserstein(x, y, 1), lambda x, y: wasserstein(x, y, 2)):
+    for f in (bottleneck, lambda x, y: wasserstein(x, y, p=1), lambda x, y: wasserstein(x, y, p=2)):
         ab, ba = f(A, B), f(B, A)
         assert ab == pytest.approx(ba, abs=1e-12)
         assert f(A, A) == pytest.approx(0, abs=1e-12)
@@ -159,7 +159,7 @@ def test_errors():
     with pytest.raises(InvalidInputError, match="p must be"):
         wasserstein(np.zeros((1, 2)), np.zeros((1, 2)), p=0.5)
     with pytest.raises(InvalidInputError, match="unknown diagram metric"):
-        diagram_distance(np.zeros((1, 2)), np.zeros((1, 2)), "energy")
+        diagram_distance(np.zeros((1, 2)), np.zeros((1, 2)), metric="energy")
     with pytest.raises(InvalidInputError, match="infinite"):
         bottleneck(np.zeros((1, 2)), np.zeros((1, 2)), infinite="drop")
     d = Diagram((np.zeros((0, 2)), np.zeros((0, 2))), maxdim=1)

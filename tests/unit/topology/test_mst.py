@@ -66,7 +66,7 @@ def test_forest_with_roots_is_the_mst_of_the_contracted_graph(seed, n):
     roots = rng.random(n) < 0.4
     roots[rng.integers(n)] = True
     rest = np.flatnonzero(~roots)
-    got = prim_edges(D, roots).sum(1).numpy()
+    got = prim_edges(D, roots=roots).sum(1).numpy()
     for k in range(2):
         m = rest.size + 1
         C = np.zeros((m, m))
@@ -80,9 +80,9 @@ def test_keeps_device_and_dtype_and_refuses_bad_roots():
     D = torch.from_numpy(_metric(np.random.default_rng(0), 2, 6, False)).float()
     e = prim_edges(D)
     assert e.dtype == torch.float32 and e.device == D.device and e.shape == (2, 5)
-    assert prim_edges(D, np.ones(6, bool)).shape == (2, 0)
+    assert prim_edges(D, roots=np.ones(6, bool)).shape == (2, 0)
     with pytest.raises(InvalidInputError, match="at least one True"):
-        prim_edges(D, np.zeros(6, bool))
+        prim_edges(D, roots=np.zeros(6, bool))
     with pytest.raises(InvalidMatrixError, match=r"shape \(B, n, n\)"):
         prim_edges(D[0])
 

@@ -49,7 +49,7 @@ def test_arrival_times():
 def test_square_by_hand():
     hf = hilbert_function(SQUARE, backend="slices")
     np.testing.assert_array_equal(hf.times, [1, 2, 3, 4])
-    np.testing.assert_array_equal(hf.eps, [0.0, 1.0, 2**0.5])
+    np.testing.assert_array_equal(hf.scales, [0.0, 1.0, 2**0.5])
     # H1: the loop exists only when all four points are there, for 1 <= eps < sqrt 2
     np.testing.assert_array_equal(hf.betti(1), [[0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0]])
     # H0 at eps = 0: one component per point present
@@ -62,7 +62,7 @@ def test_slices_agree_with_each_prefix_diagram():
     D = _metric(24, 0)
     hf = hilbert_function(D, backend="slices")
     rng = np.random.default_rng(1)
-    probes = np.concatenate([rng.choice(hf.eps, 15), rng.uniform(0, D.max(), 15)])
+    probes = np.concatenate([rng.choice(hf.scales, 15), rng.uniform(0, D.max(), 15)])
     for t in range(1, 25):
         dgm = persistence(D[:t, :t], maxdim=1)
         for eps in probes:
@@ -72,10 +72,10 @@ def test_slices_agree_with_each_prefix_diagram():
 
 def test_grid_choices():
     D = _metric(10, 2)
-    reg = hilbert_function(D, backend="slices", eps=5)
-    np.testing.assert_allclose(reg.eps, np.linspace(0, D.max(), 5))
+    reg = hilbert_function(D, backend="slices", scales=5)
+    np.testing.assert_allclose(reg.scales, np.linspace(0, D.max(), 5))
     exact = hilbert_function(D, backend="slices")
-    for i, e in enumerate(reg.eps):
+    for i, e in enumerate(reg.scales):
         for d in (0, 1):
             np.testing.assert_array_equal(reg.betti(d)[i], exact.at(e, exact.times, dim=d))
     sub = hilbert_function(D, backend="slices", t=[3, 7])
@@ -98,7 +98,7 @@ def test_bad_arguments():
     with pytest.raises(InvalidInputError, match="finite"):
         hilbert_function(SQUARE, times=[1, 2, np.nan, 4], backend="slices")
     with pytest.raises(InvalidInputError, match="resolution"):
-        hilbert_function(SQUARE, eps=1, backend="slices")
+        hilbert_function(SQUARE, scales=1, backend="slices")
     with pytest.raises(InvalidInputError, match="invariant"):
         signed_measure(SQUARE, invariant="euler")
     hf = hilbert_function(SQUARE, backend="slices")
@@ -124,7 +124,7 @@ def test_multipers_equals_slices_exactly():
     a = hilbert_function(D, backend="slices")
     b = hilbert_function(D, backend="multipers")
     assert b.backend == "multipers"
-    np.testing.assert_array_equal(a.eps, b.eps)
+    np.testing.assert_array_equal(a.scales, b.scales)
     np.testing.assert_array_equal(a.values, b.values)
     assert a == b
 
@@ -135,8 +135,8 @@ def test_multipers_with_ties_and_arbitrary_times():
     D = np.round(_metric(16, 4), 1)
     np.fill_diagonal(D, 0.0)
     times = np.array([3, 1, 1, 2, 5, 5, 4, 2, 6, 3, 1, 7, 7, 2, 4, 6], dtype=float)
-    a = hilbert_function(D, times, backend="slices")
-    b = hilbert_function(D, times, backend="multipers")
+    a = hilbert_function(D, times=times, backend="slices")
+    b = hilbert_function(D, times=times, backend="multipers")
     np.testing.assert_array_equal(a.values, b.values)
     np.testing.assert_array_equal(a.times, np.arange(1, 8))
 
@@ -157,7 +157,7 @@ def test_hilbert_signed_measure_evaluates_to_the_betti_numbers():
     for d in (0, 1):
         sm = signed_measure(D, degree=d, invariant="hilbert")
         assert sm.points.shape[1] == 2 and len(sm) == sm.weights.size
-        E, T = np.meshgrid(ref.eps, ref.times, indexing="ij")
+        E, T = np.meshgrid(ref.scales, ref.times, indexing="ij")
         np.testing.assert_array_equal(sm.hilbert(E, T), ref.betti(d))
 
 
@@ -166,7 +166,7 @@ def test_rank_invariant_on_its_grid():
     D = _metric(18, 6)
     sm0 = signed_measure(D, degree=0, invariant="rank", resolution=12)
     sm1 = signed_measure(D, degree=1, invariant="rank", resolution=12)
-    g = sm1.eps_grid
+    g = sm1.scale_grid
     np.testing.assert_allclose(g, np.linspace(0, D.max(), 12))
     assert sm1.points.shape[1] == 4
     for t in (5, 12, 18):
@@ -190,7 +190,7 @@ def test_rank_invariant_on_its_grid():
 def test_bifiltration_grid_push_is_exact():
     D = _metric(15, 7)
     grid = np.linspace(0, D.max() * 0.8, 7)
-    st = mpm.bifiltration(D, eps_grid=grid)
+    st = mpm.bifiltration(D, scale_grid=grid)
     filt = np.array([f for _, f in st.get_simplices()])
     assert set(np.unique(filt[:, 0])) <= set(grid.tolist())
     assert st.num_parameters == 2
@@ -199,13 +199,13 @@ def test_bifiltration_grid_push_is_exact():
 def test_hilbert_function_repr_and_eq():
     hf = hilbert_function(SQUARE, backend="slices")
     assert "HilbertFunction(maxdim=1" in repr(hf)
-    assert hf == HilbertFunction(hf.eps.copy(), hf.times.copy(), hf.values.copy())
+    assert hf == HilbertFunction(hf.scales.copy(), hf.times.copy(), hf.values.copy())
 
 
 def test_default_grid_is_exact_unless_huge(monkeypatch):
     D = _metric(12, 8)
-    exact = mpm.default_eps_grid(D[np.triu_indices(12, 1)], 12, 2)
+    exact = mpm.default_scale_grid(D[np.triu_indices(12, 1)], 12, 2)
     assert exact.size == 1 + np.unique(D[np.triu_indices(12, 1)]).size
     monkeypatch.setattr(mpm, "MAX_EXACT_CELLS", 1000)
-    reg = mpm.default_eps_grid(D[np.triu_indices(12, 1)], 12, 2)
+    reg = mpm.default_scale_grid(D[np.triu_indices(12, 1)], 12, 2)
     np.testing.assert_allclose(reg, np.linspace(0, D.max(), 256))

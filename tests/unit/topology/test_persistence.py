@@ -301,13 +301,13 @@ def test_matrix_validation_tolerances():
 
 @pytest.mark.parametrize("maxdim", [-1, 4, 1.5, True, "1", None])
 def test_maxdim_validation(maxdim):
-    _raises(InvalidInputError, r"maxdim must be an int in 0\.\.3", persistence, square(), maxdim)
+    _raises(InvalidInputError, r"maxdim must be an int in 0\.\.3", persistence, square(), maxdim=maxdim)
 
 
 @pytest.mark.parametrize("threshold", [0, -1.0, float("nan"), "a", None, True])
 def test_threshold_validation(threshold):
     _raises(InvalidInputError, r"threshold must be a positive number",
-            persistence, square(), 1, threshold)
+            persistence, square(), maxdim=1, threshold=threshold)
 
 
 def test_engine_and_threads_validation(monkeypatch):
