@@ -105,7 +105,7 @@ def _check_analysis(name: str, m, tmp_path):
         store = corpus.run([T1, T2], out=tmp_path / "s", model=m, layers=[0], progress=False)
         assert len(store.to_pandas()) == 2
     elif name == "compress":
-        c = at.compress(m, T1, layers=[0], scale="gap")
+        c = at.compress(T1, m, layers=[0], scale="gap")
         assert _finite(*c.summary().values()) if all(
             np.asarray(v).dtype.kind in "fiu" for v in c.summary().values()) else len(c.summary())
     elif name == "depth":
