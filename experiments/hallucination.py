@@ -410,7 +410,8 @@ def _overview(res: dict, lengths: list) -> list[str]:
     """The section's opening: the benchmark, the labels, hallucinations by context size and
     how the detectors are evaluated."""
     a = res["all"]
-    partial = res["n_generated"] < N_PAIRS or res["n_pairs"] < res["n_generated"]
+    usable = res["n_generated"] - res["labels"].get("ambiguous", 0)
+    partial = res["n_generated"] < N_PAIRS or res["n_pairs"] < usable
     return [
         "## 4. Hallucination detection on a real generating model",
         "",
@@ -423,7 +424,8 @@ def _overview(res: dict, lengths: list) -> list[str]:
         + (f", of {res['n_generated']} generated so far (of {N_PAIRS} planned: the generation "
            "and the features run chunk by chunk on this shared 2-core machine and resume "
            "where they stopped; the table below is what was there when it ran)"
-           if partial else "")
+           if partial else f" (every one of the {res['n_generated']} generated but the "
+           "ambiguous)")
         + "; labels of the generated pairs: "
         + ", ".join(f"{v} {k}" for k, v in res["labels"].items())
         + " (ambiguous pairs, with the context's value and another, are left out of the "
