@@ -45,7 +45,7 @@ from attntopo.datasets import fortunes
 from attntopo.features._layers import GROUP_BYTES
 
 long = " ".join(" ".join(t.split()) for t in
-                fortunes(["science"], min_words=4, n_per_category=400, seed=6).texts)
+                fortunes(categories=["science"], min_words=4, n_per_category=400, seed=6).texts)
 m = at.load_model("minilm")
 at.features(["A short text warms up the imports and the worker pool."], m, sets=("js",),
             progress=False)
