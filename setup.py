@@ -21,8 +21,14 @@ class BuildExt(build_ext):
             # -fno-math-errno, -fno-trapping-math: sqrt and the clamps inside the loops become
             # vector instructions (errno and floating-point traps are never used); results are
             # the same IEEE operations either way
-            flags = ["-O3", "-fopenmp-simd", "-ffp-contract=fast", "-fno-math-errno",
-                     "-fno-trapping-math", "-fvisibility=hidden"]
+            flags = [
+                "-O3",
+                "-fopenmp-simd",
+                "-ffp-contract=fast",
+                "-fno-math-errno",
+                "-fno-trapping-math",
+                "-fvisibility=hidden",
+            ]
         for ext in self.extensions:
             ext.extra_compile_args = flags
             if self.compiler.compiler_type != "msvc":

@@ -163,8 +163,13 @@ def text_with_tokens(tokenizer, n: int, start_word: int = 0) -> str:
     pos = starts[start_word % len(starts)]
     long = base[pos:] + "\n\n" + base[:pos]
     while True:
-        enc = tokenizer(long, add_special_tokens=True, return_offsets_mapping=True,
-                        return_special_tokens_mask=True, verbose=False)
+        enc = tokenizer(
+            long,
+            add_special_tokens=True,
+            return_offsets_mapping=True,
+            return_special_tokens_mask=True,
+            verbose=False,
+        )
         content = [i for i, s in enumerate(enc["special_tokens_mask"]) if not s]
         n_special = len(enc["input_ids"]) - len(content)
         if len(content) >= n - n_special + 8:

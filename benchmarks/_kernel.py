@@ -23,8 +23,11 @@ from _common import log, machine_info, median
 
 #: (label, n, causal, response rows or None): a causal head (the issue's case), a head without
 #: zeros, and the response rows of a RAG-shaped causal pair (the prompt score's r·n pairs)
-CASES = [("causal head", 768, True, None), ("bidirectional head", 512, False, None),
-         ("causal, response rows of a RAG pair (r = n/8)", 1024, True, 128)]
+CASES = [
+    ("causal head", 768, True, None),
+    ("bidirectional head", 512, False, None),
+    ("causal, response rows of a RAG pair (r = n/8)", 1024, True, 128),
+]
 LOG_VALUES = 1 << 14  # 128 KiB of float64: in cache, so the log rate is the arithmetic's
 LOG_CALLS = 400
 
@@ -106,15 +109,26 @@ def section_kernel(cfg: dict) -> dict:
             chosen = None
 
             def call():
-                lib.attntopo_js_divergences_many(A.ctypes.data, 1, n, n, out.ctypes.data,
-                                                 cutoff, below.ctypes.data)
+                lib.attntopo_js_divergences_many(
+                    A.ctypes.data, 1, n, n, out.ctypes.data, cutoff, below.ctypes.data
+                )
         else:
             chosen = np.arange(n - r, n, dtype=np.int64)
             out = np.empty((1, r, n))
 
             def call():
-                lib.attntopo_js_cross_many(A.ctypes.data, 1, n, n, chosen.ctypes.data, r,
-                                           out.ctypes.data, cutoff, below.ctypes.data)
+                lib.attntopo_js_cross_many(
+                    A.ctypes.data,
+                    1,
+                    n,
+                    n,
+                    chosen.ctypes.data,
+                    r,
+                    out.ctypes.data,
+                    cutoff,
+                    below.ctypes.data,
+                )
+
         log(f"kernel: {label}, n={n}")
         call()
         # the log rate measured around each case, so that both see the same load
@@ -128,11 +142,21 @@ def section_kernel(cfg: dict) -> dict:
         keys = pair_keys(n, causal, chosen)
         t = median(times)
         log_rate = median([before["kernel_log"], after["kernel_log"]])
-        rows.append({"label": label, "n": n, "causal": causal, "rows": r, "pair_keys": keys,
-                     "s": t, "runs": reps, "pair_keys_per_s": keys / t,
-                     "kernel_log_per_s": log_rate,
-                     "numpy_log_per_s": median([before["numpy_log"], after["numpy_log"]]),
-                     "ratio": keys / t / log_rate})
+        rows.append(
+            {
+                "label": label,
+                "n": n,
+                "causal": causal,
+                "rows": r,
+                "pair_keys": keys,
+                "s": t,
+                "runs": reps,
+                "pair_keys_per_s": keys / t,
+                "kernel_log_per_s": log_rate,
+                "numpy_log_per_s": median([before["numpy_log"], after["numpy_log"]]),
+                "ratio": keys / t / log_rate,
+            }
+        )
     res["rows"] = rows
     res["machine_end"] = machine_info()
     return res

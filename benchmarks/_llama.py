@@ -36,8 +36,14 @@ def tokenizer():
     return tok
 
 
-def random_llama(shape: str, *, dtype: str = "float32", device: str = "cpu", seed: int = 0,
-                 max_tokens: int = 4096):
+def random_llama(
+    shape: str,
+    *,
+    dtype: str = "float32",
+    device: str = "cpu",
+    seed: int = 0,
+    max_tokens: int = 4096,
+):
     """An :class:`~attntopo.models.AttentionModel` around a random causal Llama of ``shape``
     (a key of :data:`SHAPES`), eager attention, built on ``device`` in ``dtype``."""
     import torch
@@ -47,10 +53,18 @@ def random_llama(shape: str, *, dtype: str = "float32", device: str = "cpu", see
 
     layers, heads, kv, hidden, inter = SHAPES[shape]
     tok = tokenizer()
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=inter,
-                      num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv,
-                      max_position_embeddings=max_tokens, initializer_range=hidden**-0.5,
-                      pad_token_id=tok.pad_token_id, use_cache=False)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=hidden,
+        intermediate_size=inter,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        max_position_embeddings=max_tokens,
+        initializer_range=hidden**-0.5,
+        pad_token_id=tok.pad_token_id,
+        use_cache=False,
+    )
     cfg._attn_implementation = "eager"
     torch.manual_seed(seed)
     old = torch.get_default_dtype()
@@ -154,12 +168,33 @@ if __name__ == "__main__":
     # plain forward pass of the long text (buffers of that length); extra_peak's baseline is
     # taken after them, with what they freed handed back to the system.
     # drop_special=True: the features default of the measured runs (issue 29 made it False)
-    at.features([pair_with_tokens(m.tokenizer, 40)], m, sets=("prompt",), prompt_quantities=quantities,
-                drop_special=True)
+    at.features(
+        [pair_with_tokens(m.tokenizer, 40)],
+        m,
+        sets=("prompt",),
+        prompt_quantities=quantities,
+        drop_special=True,
+    )
     with torch.inference_mode():
         m.hf_model(input_ids=torch.tensor([m.tokenize(" ".join(pair)).ids]))
-    extra, table = extra_peak(lambda: at.features([pair], m, sets=("prompt",), layers=layers,
-                                                  prompt_quantities=quantities, drop_special=True))
+    extra, table = extra_peak(
+        lambda: at.features(
+            [pair],
+            m,
+            sets=("prompt",),
+            layers=layers,
+            prompt_quantities=quantities,
+            drop_special=True,
+        )
+    )
     n_tok = len(m.tokenize(" ".join(pair)).ids)
-    print(json.dumps({"extra_peak": extra, "attention": attention_bytes(m, n_tok),
-                      "n_tokens": n_tok, "columns": len(table.columns)}))
+    print(
+        json.dumps(
+            {
+                "extra_peak": extra,
+                "attention": attention_bytes(m, n_tok),
+                "n_tokens": n_tok,
+                "columns": len(table.columns),
+            }
+        )
+    )

@@ -86,28 +86,47 @@ def one_text(res: dict) -> tuple[str, str, dict]:
         n, s, b, lim = r["n"], r["stages"], r.get("baseline", {}), r["limit"]
         speed = b.get("total", float("nan")) / s["total"]
         summary[n] = {"speedup": speed, "ratio": s["total"] / lim["limit"]}
-        t1.append([
-            n,
-            f"{fs(s['total'])} {runs(r['runs'])}",
-            fs(cold.get("total")) if cold.get("n") == n else "",
-            f"{fs(b.get('total'))} {scaled(b.get('heads'), 72)}".rstrip(),
-            f"{fs(b.get('forward'))} / {fs(b.get('js'))} / {fs(b.get('rips'))}",
-            fx(speed),
-        ])
+        t1.append(
+            [
+                n,
+                f"{fs(s['total'])} {runs(r['runs'])}",
+                fs(cold.get("total")) if cold.get("n") == n else "",
+                f"{fs(b.get('total'))} {scaled(b.get('heads'), 72)}".rstrip(),
+                f"{fs(b.get('forward'))} / {fs(b.get('js'))} / {fs(b.get('rips'))}",
+                fx(speed),
+            ]
+        )
         e1 = fs(lim["engine_1thr"]) if "engine_1thr" in lim else "–"
-        note = scaled(lim["engine_heads"], round(lim["engine_heads"] * lim["engine_scale"]),
-                      "matrices")
+        note = scaled(
+            lim["engine_heads"], round(lim["engine_heads"] * lim["engine_scale"]), "matrices"
+        )
         pack = f" ({fs(s['tokenize_pack'])})" if "tokenize_pack" in s else ""
-        t2.append([
-            n, fs(s["total"]), fs(s["forward"]), fs(s["distances"]), fs(s["persistence"]),
-            fs(s["overhead"]) + pack,
-            fs(lim["bare_forward"]),
-            f"{e1} / {fs(lim['engine_2thr'])} / "
-            f"{fs(lim['engine_ripser']) if 'engine_ripser' in lim else '–'} {note}".rstrip(),
-            fs(lim["limit"]), fx(s["total"] / lim["limit"]),
-        ])
-    one = table(["n tokens", "attntopo `analyze`, warm", "cold", "baseline",
-                 "baseline: forward / JS loop / gudhi", "speed-up"], t1)
+        t2.append(
+            [
+                n,
+                fs(s["total"]),
+                fs(s["forward"]),
+                fs(s["distances"]),
+                fs(s["persistence"]),
+                fs(s["overhead"]) + pack,
+                fs(lim["bare_forward"]),
+                f"{e1} / {fs(lim['engine_2thr'])} / "
+                f"{fs(lim['engine_ripser']) if 'engine_ripser' in lim else '–'} {note}".rstrip(),
+                fs(lim["limit"]),
+                fx(s["total"] / lim["limit"]),
+            ]
+        )
+    one = table(
+        [
+            "n tokens",
+            "attntopo `analyze`, warm",
+            "cold",
+            "baseline",
+            "baseline: forward / JS loop / gudhi",
+            "speed-up",
+        ],
+        t1,
+    )
     pool = "not yet started" if not res.get("pool_before_cold") else "running"
     one += (
         f"\n\nModel loading is not counted in any column: attntopo `load_model` "
@@ -120,9 +139,21 @@ def one_text(res: dict) -> tuple[str, str, dict]:
         f"{res.get('pool_size')} workers running, one untimed call at that size first "
         f"(n ≤ 256)."
     )
-    two = table(["n", "total", "forward", "distances", "persistence (pool)",
-                 "overhead (tokenize+pack)", "limit: forward", "limit: giotto-ph 1 thr / 2 thr / ripser.py",
-                 "limit", "total / limit"], t2)
+    two = table(
+        [
+            "n",
+            "total",
+            "forward",
+            "distances",
+            "persistence (pool)",
+            "overhead (tokenize+pack)",
+            "limit: forward",
+            "limit: giotto-ph 1 thr / 2 thr / ripser.py",
+            "limit",
+            "total / limit",
+        ],
+        t2,
+    )
     if res.get("stage_hooks_missing"):
         two += f"\n\nStage hooks not found (library refactored?): {res['stage_hooks_missing']}."
     return one, two + "\n\n" + STAGES_HELP, summary
@@ -141,17 +172,33 @@ def distances(res: dict) -> str:
     t = []
     for k in sorted(res["rows"], key=int):
         r = res["rows"][k]
-        t.append([
-            r["n"], r["heads"], f"{fs(r['attntopo'])} {runs(r['runs'])}",
-            f"{fs(r['pdist'])} {scaled(r['pdist_heads'], r['heads'])}".rstrip(),
-            f"{fs(r['loop'])} {_loop_note(r)}".rstrip(),
-            fx(r["pdist"] / r["attntopo"]), fx(r["loop"] / r["attntopo"]),
-            f"{r['max_abs_diff_pdist']:.1e} / {r['max_abs_diff_loop']:.1e}",
-        ])
-    return table(["n", "heads", "attntopo `token_distances`", "scipy `pdist`, head by head",
-                  "double loop (paper)", "vs pdist", "vs loop", "max abs diff pdist / loop"], t) + (
+        t.append(
+            [
+                r["n"],
+                r["heads"],
+                f"{fs(r['attntopo'])} {runs(r['runs'])}",
+                f"{fs(r['pdist'])} {scaled(r['pdist_heads'], r['heads'])}".rstrip(),
+                f"{fs(r['loop'])} {_loop_note(r)}".rstrip(),
+                fx(r["pdist"] / r["attntopo"]),
+                fx(r["loop"] / r["attntopo"]),
+                f"{r['max_abs_diff_pdist']:.1e} / {r['max_abs_diff_loop']:.1e}",
+            ]
+        )
+    return table(
+        [
+            "n",
+            "heads",
+            "attntopo `token_distances`",
+            "scipy `pdist`, head by head",
+            "double loop (paper)",
+            "vs pdist",
+            "vs loop",
+            "max abs diff pdist / loop",
+        ],
+        t,
+    ) + (
         "\n\nAll three compute Jensen–Shannon distances base 2 in float64 on the same attention "
-        "(`pdist(P, \"jensenshannon\") / sqrt(ln 2)` + `squareform`; the loop calls "
+        '(`pdist(P, "jensenshannon") / sqrt(ln 2)` + `squareform`; the loop calls '
         "`jensenshannon(p, q, base=2)` for all n² ordered pairs, as the paper's code does). "
         "The last column is the largest difference from attntopo's matrices."
     )
@@ -160,15 +207,33 @@ def distances(res: dict) -> str:
 def throughput(res: dict) -> str:
     def row(label: str, r: dict) -> list:
         st = r["stages"]
-        return [label, r["texts"], fs(r["seconds"]), f"{r['per_s']:.3g}", fs(st["forward"]),
-                fs(st["distances"]), fs(st["persistence"]), fs(st["overhead"]),
-                f"{fmb(r['peak_self'])} / {fmb(r.get('peak_child'))} / {fmb(r['peak_total'])}"]
+        return [
+            label,
+            r["texts"],
+            fs(r["seconds"]),
+            f"{r['per_s']:.3g}",
+            fs(st["forward"]),
+            fs(st["distances"]),
+            fs(st["persistence"]),
+            fs(st["overhead"]),
+            f"{fmb(r['peak_self'])} / {fmb(r.get('peak_child'))} / {fmb(r['peak_total'])}",
+        ]
 
     s, b = res["single"], res["batch"]
-    t = table(["mode", "texts", "time", "texts / s", "forward", "distances", "persistence",
-               "overhead", "peak RSS: main / largest worker / all"],
-              [row("one at a time: `analyze(text)` in a loop", s),
-               row("one list: `analyze(texts)`", b)])
+    t = table(
+        [
+            "mode",
+            "texts",
+            "time",
+            "texts / s",
+            "forward",
+            "distances",
+            "persistence",
+            "overhead",
+            "peak RSS: main / largest worker / all",
+        ],
+        [row("one at a time: `analyze(text)` in a loop", s), row("one list: `analyze(texts)`", b)],
+    )
     return t + (
         f"\n\n{res['n_texts']} different texts of exactly {res['n']} tokens (windows of "
         f"benchmarks/corpus.txt); one run each; the one-at-a-time rate is measured on the first "
@@ -185,17 +250,43 @@ def causal(res: dict) -> tuple[str, dict]:
     info = res.get("model", {})
     note = scaled(lim["engine_heads"], res["heads"], "matrices")
     rows = [
-        ["attntopo `analyze`, warm", f"{fs(s['total'])} {runs(res['runs'])}", fs(s["forward"]),
-         fs(s["distances"]), fs(s["persistence"]), fs(s["overhead"])],
-        ["attntopo `analyze`, cold", fs(cold["total"]), fs(cold["forward"]),
-         fs(cold["distances"]), fs(cold["persistence"]), fs(cold["overhead"])],
-        ["limit: forward + fastest engine serial (giotto-ph 1/2 threads, ripser.py) "
-         f"{note}".rstrip(),
-         fs(lim["limit"]), fs(lim["bare_forward"]), "", fs(lim["engine_best"]), ""],
+        [
+            "attntopo `analyze`, warm",
+            f"{fs(s['total'])} {runs(res['runs'])}",
+            fs(s["forward"]),
+            fs(s["distances"]),
+            fs(s["persistence"]),
+            fs(s["overhead"]),
+        ],
+        [
+            "attntopo `analyze`, cold",
+            fs(cold["total"]),
+            fs(cold["forward"]),
+            fs(cold["distances"]),
+            fs(cold["persistence"]),
+            fs(cold["overhead"]),
+        ],
+        [
+            "limit: forward + fastest engine serial (giotto-ph 1/2 threads, ripser.py) "
+            f"{note}".rstrip(),
+            fs(lim["limit"]),
+            fs(lim["bare_forward"]),
+            "",
+            fs(lim["engine_best"]),
+            "",
+        ],
     ]
     if b:
-        rows.append([f"naive baseline {scaled(b['heads'], res['heads'])}".rstrip(),
-                     fs(b["total"]), fs(b["forward"]), fs(b["js"]), fs(b["rips"]), ""])
+        rows.append(
+            [
+                f"naive baseline {scaled(b['heads'], res['heads'])}".rstrip(),
+                fs(b["total"]),
+                fs(b["forward"]),
+                fs(b["js"]),
+                fs(b["rips"]),
+                "",
+            ]
+        )
     t = table(["", "total", "forward", "distances", "persistence", "overhead"], rows)
     ratio = s["total"] / lim["limit"]
     speed = b["total"] / s["total"] if b else float("nan")
@@ -210,57 +301,104 @@ def causal(res: dict) -> tuple[str, dict]:
 
 def kernel(res: dict) -> str:
     """Section 6: the kernel's pair-keys per second against its own log rate (one thread)."""
-    rows = [[r["label"], r["n"], f"{r['pair_keys'] / 1e6:,.1f} M",
-             f"{fs(r['s'])} {runs(r['runs'])}",
-             f"{r['pair_keys_per_s'] / 1e6:,.0f} M/s", f"{r['kernel_log_per_s'] / 1e6:,.0f} M/s",
-             f"{r['numpy_log_per_s'] / 1e6:,.0f} M/s", f"**{r['ratio']:.2f}**"]
-            for r in res["rows"]]
-    t = table(["matrix", "n", "pair-keys", "time", "pair-keys/s", "kernel log/s", "numpy log/s",
-               "pair-keys / log"], rows)
+    rows = [
+        [
+            r["label"],
+            r["n"],
+            f"{r['pair_keys'] / 1e6:,.1f} M",
+            f"{fs(r['s'])} {runs(r['runs'])}",
+            f"{r['pair_keys_per_s'] / 1e6:,.0f} M/s",
+            f"{r['kernel_log_per_s'] / 1e6:,.0f} M/s",
+            f"{r['numpy_log_per_s'] / 1e6:,.0f} M/s",
+            f"**{r['ratio']:.2f}**",
+        ]
+        for r in res["rows"]
+    ]
+    t = table(
+        [
+            "matrix",
+            "n",
+            "pair-keys",
+            "time",
+            "pair-keys/s",
+            "kernel log/s",
+            "numpy log/s",
+            "pair-keys / log",
+        ],
+        rows,
+    )
     goal = next((r for r in res["rows"] if r["causal"] and r["rows"] is None), None)
     met = goal is not None and goal["ratio"] >= TARGET_KERNEL_RATIO
-    verdict = ("" if goal is None else
-               f"\n\nGoal (issue 36): one thread, a causal head, at least "
-               f"{TARGET_KERNEL_RATIO}× the kernel's own log rate in overlap pair-keys per second: "
-               f"**{goal['ratio']:.2f}×, {'met' if met else 'missed'}** (n = {goal['n']}).")
-    return (f"{res.get('kernel', 'the C kernel')}, one thread, one matrix at a time "
-            "(`benchmarks/_kernel.py`). A *pair-key* is one key of one pair of rows that both rows "
-            "can reach: for causal rows i < j the keys 0..i (≈ n³/6 a causal head, n²(n − 1)/2 "
-            "a head without zeros; the rest of a pair's divergence comes from per-row prefix "
-            "sums), for the prompt score the response rows' pairs with every row, each once. Each "
-            "costs one logarithm, so the kernel's own log rate (on a cache-resident array, "
-            "measured before and after each case in the same process) bounds the pair-key "
-            "rate. Times are medians of the thread's CPU time (`time.thread_time`: a busy "
-            "machine takes the core away for stretches that wall time would count).\n\n" + t + verdict)
+    verdict = (
+        ""
+        if goal is None
+        else f"\n\nGoal (issue 36): one thread, a causal head, at least "
+        f"{TARGET_KERNEL_RATIO}× the kernel's own log rate in overlap pair-keys per second: "
+        f"**{goal['ratio']:.2f}×, {'met' if met else 'missed'}** (n = {goal['n']})."
+    )
+    return (
+        f"{res.get('kernel', 'the C kernel')}, one thread, one matrix at a time "
+        "(`benchmarks/_kernel.py`). A *pair-key* is one key of one pair of rows that both rows "
+        "can reach: for causal rows i < j the keys 0..i (≈ n³/6 a causal head, n²(n − 1)/2 "
+        "a head without zeros; the rest of a pair's divergence comes from per-row prefix "
+        "sums), for the prompt score the response rows' pairs with every row, each once. Each "
+        "costs one logarithm, so the kernel's own log rate (on a cache-resident array, "
+        "measured before and after each case in the same process) bounds the pair-key "
+        "rate. Times are medians of the thread's CPU time (`time.thread_time`: a busy "
+        "machine takes the core away for stretches that wall time would count).\n\n" + t + verdict
+    )
 
 
 def short(res: dict) -> tuple[str, dict]:
     """Section 9: the short-text goal of issue 36, every round's ratio."""
     rounds = res["rounds"]
-    rows = [[i + 1, f"{fs(r['attntopo'])} {runs(r['attntopo_runs'])}", fs(r["baseline"]),
-             " / ".join(fs(x) for x in r["baseline_parts"]),
-             f"**{fx(r['baseline'] / r['attntopo'])}**",
-             f"{r['loadavg_start']} → {r['loadavg_end']}"] for i, r in enumerate(rounds)]
-    t = table(["round", "attntopo `analyze`, warm", "baseline, all 72 heads",
-               "baseline: forward / JS loop / gudhi", "speed-up", "load average, start → end"],
-              rows)
+    rows = [
+        [
+            i + 1,
+            f"{fs(r['attntopo'])} {runs(r['attntopo_runs'])}",
+            fs(r["baseline"]),
+            " / ".join(fs(x) for x in r["baseline_parts"]),
+            f"**{fx(r['baseline'] / r['attntopo'])}**",
+            f"{r['loadavg_start']} → {r['loadavg_end']}",
+        ]
+        for i, r in enumerate(rounds)
+    ]
+    t = table(
+        [
+            "round",
+            "attntopo `analyze`, warm",
+            "baseline, all 72 heads",
+            "baseline: forward / JS loop / gudhi",
+            "speed-up",
+            "load average, start → end",
+        ],
+        rows,
+    )
     ratios = [r["baseline"] / r["attntopo"] for r in rounds]
     met = bool(ratios) and min(ratios) >= TARGET_SPEEDUP
     loads = [x[0] for r in rounds for x in (r["loadavg_start"], r["loadavg_end"]) if x]
-    words = ("" if met else
-             f" Missed: under a load average of {min(loads):g} to {max(loads):g} from other jobs"
-             f" (two cores), attntopo's warm `analyze` took {fs(min(r['attntopo'] for r in rounds))}"
-             f" to {fs(max(r['attntopo'] for r in rounds))}: its persistence pool and distance "
-             "threads wait for the cores those jobs hold, while the baseline is one Python "
-             "thread. Issue 36's profile on a quiet machine put 59 % of `analyze` in the "
-             "persistence of the 72 small matrices and read 86× to 109× there."
-             if loads else " Missed.")
-    text = (f"One text of {res['n']} tokens, all 72 MiniLM heads, H0+H1 (as in section 1): each "
-            "round is attntopo's warm median followed at once by one run of the naive baseline "
-            "on all heads (nothing scaled), so each ratio is taken within a minute or two. "
-            f"Goal (issue 36): at least {TARGET_SPEEDUP:.0f}× in every one of {len(rounds)} "
-            f"rounds: **{', '.join(fx(x) for x in ratios)}, {'met' if met else 'missed'}**."
-            + words + "\n\n" + t)
+    words = (
+        ""
+        if met
+        else f" Missed: under a load average of {min(loads):g} to {max(loads):g} from other jobs"
+        f" (two cores), attntopo's warm `analyze` took {fs(min(r['attntopo'] for r in rounds))}"
+        f" to {fs(max(r['attntopo'] for r in rounds))}: its persistence pool and distance "
+        "threads wait for the cores those jobs hold, while the baseline is one Python "
+        "thread. Issue 36's profile on a quiet machine put 59 % of `analyze` in the "
+        "persistence of the 72 small matrices and read 86× to 109× there."
+        if loads
+        else " Missed."
+    )
+    text = (
+        f"One text of {res['n']} tokens, all 72 MiniLM heads, H0+H1 (as in section 1): each "
+        "round is attntopo's warm median followed at once by one run of the naive baseline "
+        "on all heads (nothing scaled), so each ratio is taken within a minute or two. "
+        f"Goal (issue 36): at least {TARGET_SPEEDUP:.0f}× in every one of {len(rounds)} "
+        f"rounds: **{', '.join(fx(x) for x in ratios)}, {'met' if met else 'missed'}**."
+        + words
+        + "\n\n"
+        + t
+    )
     return text, {"ratios": ratios, "met": met}
 
 
@@ -268,30 +406,53 @@ def goal_rows(results: dict, summary: dict) -> list[list]:
     """The targets of issues 3 and 36 with their measured values (``summary``: section 1's)."""
     t = summary.get(128)
     rows = [
-        [f"issue 3: one 128-token text, 72 MiniLM heads, H0+H1: ≥ {TARGET_SPEEDUP:.0f}× faster "
-         "than the baseline (§1)", fx(t["speedup"]) if t else "not measured (n = 128 not run)",
-         yesno(t["speedup"] >= TARGET_SPEEDUP if t else None)],
-        [f"issue 3: the same, total ≤ {TARGET_LIMIT_RATIO}× the limit (forward pass + engine) "
-         "(§2)", fx(t["ratio"]) if t else "not measured",
-         yesno(t["ratio"] <= TARGET_LIMIT_RATIO if t else None)],
+        [
+            f"issue 3: one 128-token text, 72 MiniLM heads, H0+H1: ≥ {TARGET_SPEEDUP:.0f}× faster "
+            "than the baseline (§1)",
+            fx(t["speedup"]) if t else "not measured (n = 128 not run)",
+            yesno(t["speedup"] >= TARGET_SPEEDUP if t else None),
+        ],
+        [
+            f"issue 3: the same, total ≤ {TARGET_LIMIT_RATIO}× the limit (forward pass + engine) "
+            "(§2)",
+            fx(t["ratio"]) if t else "not measured",
+            yesno(t["ratio"] <= TARGET_LIMIT_RATIO if t else None),
+        ],
     ]
     r = results.get("short")
     if r and "error" not in r:
         ratios = [x["baseline"] / x["attntopo"] for x in r["rounds"]]
-        rows.append([f"issue 36: short texts ({r['n']} tokens), ≥ {TARGET_SPEEDUP:.0f}× the "
-                     f"naive pipeline in every one of {len(ratios)} rounds (§9)",
-                     ", ".join(fx(x) for x in ratios),
-                     yesno(min(ratios) >= TARGET_SPEEDUP)])
+        rows.append(
+            [
+                f"issue 36: short texts ({r['n']} tokens), ≥ {TARGET_SPEEDUP:.0f}× the "
+                f"naive pipeline in every one of {len(ratios)} rounds (§9)",
+                ", ".join(fx(x) for x in ratios),
+                yesno(min(ratios) >= TARGET_SPEEDUP),
+            ]
+        )
     else:
-        rows.append([f"issue 36: short texts, ≥ {TARGET_SPEEDUP:.0f}× the naive pipeline in "
-                     "every one of three rounds (§9)", "not measured in this run", yesno(None)])
+        rows.append(
+            [
+                f"issue 36: short texts, ≥ {TARGET_SPEEDUP:.0f}× the naive pipeline in "
+                "every one of three rounds (§9)",
+                "not measured in this run",
+                yesno(None),
+            ]
+        )
     r = results.get("kernel")
-    goal = (next((x for x in r["rows"] if x["causal"] and x["rows"] is None), None)
-            if r and "error" not in r else None)
-    rows.append([f"issue 36: the C kernel, one thread, a causal head: ≥ {TARGET_KERNEL_RATIO}× "
-                 "its own log rate in overlap pair-keys/s (§6)",
-                 f"{goal['ratio']:.2f}× (n = {goal['n']})" if goal else "not measured",
-                 yesno(goal["ratio"] >= TARGET_KERNEL_RATIO if goal else None)])
+    goal = (
+        next((x for x in r["rows"] if x["causal"] and x["rows"] is None), None)
+        if r and "error" not in r
+        else None
+    )
+    rows.append(
+        [
+            f"issue 36: the C kernel, one thread, a causal head: ≥ {TARGET_KERNEL_RATIO}× "
+            "its own log rate in overlap pair-keys/s (§6)",
+            f"{goal['ratio']:.2f}× (n = {goal['n']})" if goal else "not measured",
+            yesno(goal["ratio"] >= TARGET_KERNEL_RATIO if goal else None),
+        ]
+    )
     for g in llm_goals():
         if g["ratio"] is None:
             rows.append([g["what"] + " (§7)", f"not measured ({g['note']})", yesno(None)])
@@ -299,8 +460,7 @@ def goal_rows(results: dict, summary: dict) -> list[list]:
         cpu = f"; CPU time {g['cpu_ratio']:.2f}×" if g.get("cpu_ratio") is not None else ""
         note = f" ({g['note']})" if g.get("note") else ""
         words = f" ({g['words']})" if g.get("words") else ""
-        rows.append([g["what"] + " (§7)", f"{g['ratio']:.2f}×{cpu}{note}{words}",
-                     yesno(g["met"])])
+        rows.append([g["what"] + " (§7)", f"{g['ratio']:.2f}×{cpu}{note}{words}", yesno(g["met"])])
     return rows
 
 
@@ -329,14 +489,20 @@ def render(results: dict, argv: list[str], cfg: dict, note: str | None = None) -
         "docs/benchmarks.md`); do not edit by hand, rerun it.  ",
         f"> This run: `{cmd}`, {date}.",
     ]
-    loads = [x[0] for r in results.values() for k in ("machine_start", "machine_end")
-             if (x := (r.get(k) or {}).get("loadavg"))]
+    loads = [
+        x[0]
+        for r in results.values()
+        for k in ("machine_start", "machine_end")
+        if (x := (r.get(k) or {}).get("loadavg"))
+    ]
     m = next((r["machine_start"] for r in results.values() if "machine_start" in r), None)
     if m and loads:
-        parts += [f"> On {m['cpu']} ({m['usable_cores']} usable cores); the 1-minute load average "
-                  f"at the sections' starts and ends: {min(loads):g} to {max(loads):g} (a load "
-                  "above the number of cores: other jobs shared the CPU; each section's in the "
-                  "run details at the end)."]
+        parts += [
+            f"> On {m['cpu']} ({m['usable_cores']} usable cores); the 1-minute load average "
+            f"at the sections' starts and ends: {min(loads):g} to {max(loads):g} (a load "
+            "above the number of cores: other jobs shared the CPU; each section's in the "
+            "run details at the end)."
+        ]
     if note:
         parts += ["", f"> **{note}**"]
     summary, body = {}, []
@@ -357,23 +523,33 @@ def render(results: dict, argv: list[str], cfg: dict, note: str | None = None) -
             body += failed(key, r) if "error" in r else [f"## {TITLES[key]}", "", fn(r), ""]
     if "causal" in results:
         r = results["causal"]
-        body += failed("causal", r) if "error" in r else [f"## {TITLES['causal']}", "",
-                                                           causal(r)[0], ""]
+        body += (
+            failed("causal", r)
+            if "error" in r
+            else [f"## {TITLES['causal']}", "", causal(r)[0], ""]
+        )
     if "kernel" in results:
         r = results["kernel"]
-        body += failed("kernel", r) if "error" in r else [f"## {TITLES['kernel']}", "",
-                                                           kernel(r), ""]
+        body += (
+            failed("kernel", r) if "error" in r else [f"## {TITLES['kernel']}", "", kernel(r), ""]
+        )
 
     short_body = []
     if "short" in results:
         r = results["short"]
-        short_body = (failed("short", r) if "error" in r else
-                      [f"## {TITLES['short']}", "", short(r)[0], ""])
+        short_body = (
+            failed("short", r) if "error" in r else [f"## {TITLES['short']}", "", short(r)[0], ""]
+        )
     t = summary.get(128)
-    parts += ["", "## Targets (issues 3 and 36)", "",
-              table(["target", "measured", "met"], goal_rows(results, summary)), "",
-              "Each ratio is taken within one run (§7's in docs/benchmarks_llm.md's run of that "
-              "row, which states its load); a goal missed says why in its section."]
+    parts += [
+        "",
+        "## Targets (issues 3 and 36)",
+        "",
+        table(["target", "measured", "met"], goal_rows(results, summary)),
+        "",
+        "Each ratio is taken within one run (§7's in docs/benchmarks_llm.md's run of that "
+        "row, which states its load); a goal missed says why in its section.",
+    ]
     if not t:
         parts += ["", "_Issue 3's targets are measured at n = 128 only (not part of this run)._"]
     parts += ["", HOW_TO_READ, ""]
@@ -394,17 +570,27 @@ LLM_REPORT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks_llm.md"
 def llm_section() -> list[str]:
     """The LLM-scale section: ``benchmarks/llm_bench.py``'s own report (``make bench`` writes
     docs/benchmarks_llm.md before this one; its last run is included as it stands)."""
-    head = ["## 7. LLM scale: random Llamas of real shapes (issues 26, 36)", "",
-            "From `benchmarks/llm_bench.py` (docs/benchmarks_llm.md, its last run; the machine "
-            "and the method are described there and in docs/llm.md). The streaming memory goal "
-            "(the prompt score's extra peak host memory at most 0.5x all layers' float32 attention "
-            "on a 12 x 12 causal Llama at ~900 tokens) is measured by benchmarks/_llama.py and "
-            "guarded by tests/integration/test_llm_streaming.py; docs/llm.md section 5 gives its "
-            "numbers.", ""]
+    head = [
+        "## 7. LLM scale: random Llamas of real shapes (issues 26, 36)",
+        "",
+        "From `benchmarks/llm_bench.py` (docs/benchmarks_llm.md, its last run; the machine "
+        "and the method are described there and in docs/llm.md). The streaming memory goal "
+        "(the prompt score's extra peak host memory at most 0.5x all layers' float32 attention "
+        "on a 12 x 12 causal Llama at ~900 tokens) is measured by benchmarks/_llama.py and "
+        "guarded by tests/integration/test_llm_streaming.py; docs/llm.md section 5 gives its "
+        "numbers.",
+        "",
+    ]
     if not LLM_REPORT.exists():
-        return head + ["_Not run yet: `python benchmarks/llm_bench.py --out docs/benchmarks_llm.md`._", ""]
-    lines = [ln for ln in LLM_REPORT.read_text(encoding="utf-8").strip().splitlines()
-             if not ln.startswith(("# ", "> "))]  # its own title and "generated by" note
+        return head + [
+            "_Not run yet: `python benchmarks/llm_bench.py --out docs/benchmarks_llm.md`._",
+            "",
+        ]
+    lines = [
+        ln
+        for ln in LLM_REPORT.read_text(encoding="utf-8").strip().splitlines()
+        if not ln.startswith(("# ", "> "))
+    ]  # its own title and "generated by" note
     return head + ["\n".join("#" + ln if ln.startswith("### ") else ln for ln in lines).strip(), ""]
 
 
@@ -440,18 +626,31 @@ def engines_section() -> list[str]:
 
     head = ["## 8. Persistence engines on small matrices: the `auto` engine", ""]
     if not ENGINES_JSON.exists():
-        return head + ["_Not run yet: `python benchmarks/engines_bench.py --out "
-                       "docs/engines_bench.json`._", "", ENGINES_EARLIER, ""]
+        return head + [
+            "_Not run yet: `python benchmarks/engines_bench.py --out docs/engines_bench.json`._",
+            "",
+            ENGINES_EARLIER,
+            "",
+        ]
     doc = json.loads(ENGINES_JSON.read_text(encoding="utf-8"))
     m, v = doc["machine"], doc["versions"]
-    engines = [(key, label) for key, label in (("giotto", "giotto-ph"), ("ripser", "ripser.py core"),
-                                              ("auto", "auto")) if f"{key}_alone_ms" in doc["table"][0]]
+    engines = [
+        (key, label)
+        for key, label in (("giotto", "giotto-ph"), ("ripser", "ripser.py core"), ("auto", "auto"))
+        if f"{key}_alone_ms" in doc["table"][0]
+    ]
 
     def ms(x: float) -> str:
         return f"{x:.2f}" if x < 10 else f"{x:.1f}"
 
-    rows = [[r["n"], *(f"{ms(r[f'{key}_alone_ms'])} / {ms(r[f'{key}_busy_ms'])}" for key, _ in engines),
-             f"{r['giotto_switches_per_call']:.1f}"] for r in doc["table"]]
+    rows = [
+        [
+            r["n"],
+            *(f"{ms(r[f'{key}_alone_ms'])} / {ms(r[f'{key}_busy_ms'])}" for key, _ in engines),
+            f"{r['giotto_switches_per_call']:.1f}",
+        ]
+        for r in doc["table"]
+    ]
     text = (
         "From `benchmarks/engines_bench.py` (docs/engines_bench.json, its last run: "
         f"{m['cpu']}, {m['cores']} cores, load average {doc['load_before'][0]:.1f} before; "
@@ -465,8 +664,10 @@ def engines_section() -> list[str]:
         "when every core is busy each start waits for one. Hence `auto`: ripser.py's core up to "
         f"n = {AUTO_RIPSER_MAX_N} (`AUTO_RIPSER_MAX_N`), giotto-ph above."
     )
-    table_md = table(["n", *(f"{label}, alone / busy" for _, label in engines),
-                      "giotto-ph switches a call"], rows)
+    table_md = table(
+        ["n", *(f"{label}, alone / busy" for _, label in engines), "giotto-ph switches a call"],
+        rows,
+    )
     return head + [text, "", table_md, "", ENGINES_EARLIER, ""]
 
 
@@ -495,12 +696,20 @@ def run_details(results: dict, cfg: dict) -> str:
         a = (r.get("machine_start") or {}).get("loadavg")
         b = (r.get("machine_end") or {}).get("loadavg")
         when = r.get("date") or ("an earlier run" if r.get("merged") else "this run")
-        rows.append([name, when, fs(r.get("wall_s")), f"{a} → {b}" if a else "–",
-                     "failed" if "error" in r else "ok"])
+        rows.append(
+            [
+                name,
+                when,
+                fs(r.get("wall_s")),
+                f"{a} → {b}" if a else "–",
+                "failed" if "error" in r else "ok",
+            ]
+        )
     settings = json.dumps(cfg, separators=(", ", ": "))
-    return table(["section", "measured", "wall time", "load average (1/5/15 min), start → end",
-                  "status"],
-                 rows) + (
+    return table(
+        ["section", "measured", "wall time", "load average (1/5/15 min), start → end", "status"],
+        rows,
+    ) + (
         "\n\nA load average above the number of cores means other jobs shared the CPU: timings "
         "are then noisy, and torch's multi-threaded kernels (forward pass, distances) suffer "
         f"far more than single-threaded code.\n\nSettings: `{settings}`"

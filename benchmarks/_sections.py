@@ -5,7 +5,6 @@ and returns a JSON-serializable dict; ``run.py`` turns the dicts into markdown t
 from __future__ import annotations
 
 import importlib.util
-
 import math
 from typing import Any
 
@@ -303,17 +302,30 @@ def section_throughput(cfg: dict) -> dict:
         with RSSSampler() as s_single:
             st.reset()
             t0, _ = timed(lambda: [at.analyze(t, model=m) for t in texts[:k]])
-        res["single"] = {"texts": k, "seconds": t0, "per_s": k / t0, "stages": st.split(t0),
-                         "peak_self": s_single.peak_self, "peak_child": s_single.peak_child,
-                         "peak_total": s_single.peak_total}
+        res["single"] = {
+            "texts": k,
+            "seconds": t0,
+            "per_s": k / t0,
+            "stages": st.split(t0),
+            "peak_self": s_single.peak_self,
+            "peak_child": s_single.peak_child,
+            "peak_total": s_single.peak_total,
+        }
         log(f"throughput: {count} texts in one list")
         with RSSSampler() as s_batch:
             st.reset()
             t1, out = timed(lambda: at.analyze(texts, model=m))
         held = sum(a.distances.nbytes + a.attention.weights.nbytes for a in out)
-        res["batch"] = {"texts": count, "seconds": t1, "per_s": count / t1, "stages": st.split(t1),
-                        "peak_self": s_batch.peak_self, "peak_child": s_batch.peak_child,
-                        "peak_total": s_batch.peak_total, "result_arrays_bytes": held}
+        res["batch"] = {
+            "texts": count,
+            "seconds": t1,
+            "per_s": count / t1,
+            "stages": st.split(t1),
+            "peak_self": s_batch.peak_self,
+            "peak_child": s_batch.peak_child,
+            "peak_total": s_batch.peak_total,
+            "result_arrays_bytes": held,
+        }
         del out
     res["maxrss_self"] = maxrss_bytes()
     res["machine_end"] = machine_info()
@@ -410,12 +422,16 @@ def section_short(cfg: dict) -> dict:
         times = repeat(lambda: at.analyze(text, model=m), cfg["repeats"])
         b = bl.run(tok, bmodel, text)
         assert b["n_tokens"] == n and b["n_heads_done"] == b["n_heads_total"] == 72
-        res["rounds"].append({
-            "attntopo": median(times), "attntopo_runs": len(times),
-            "baseline": b["forward_s"] + b["js_s"] + b["rips_s"],
-            "baseline_parts": [b["forward_s"], b["js_s"], b["rips_s"]],
-            "loadavg_start": start, "loadavg_end": machine_info().get("loadavg"),
-        })
+        res["rounds"].append(
+            {
+                "attntopo": median(times),
+                "attntopo_runs": len(times),
+                "baseline": b["forward_s"] + b["js_s"] + b["rips_s"],
+                "baseline_parts": [b["forward_s"], b["js_s"], b["rips_s"]],
+                "loadavg_start": start,
+                "loadavg_end": machine_info().get("loadavg"),
+            }
+        )
     res["machine_end"] = machine_info()
     return res
 

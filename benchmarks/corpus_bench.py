@@ -83,15 +83,28 @@ def run_corpus(model, texts: list[str]) -> tuple[float, RSSSampler, dict]:
         t0 = time.perf_counter()
         # drop_special=True: as the analyze runs it is compared with (corpus' default until
         # issue 29, now False)
-        store = corpus.run(texts, out=Path(d) / "store", model=model, sets=SETS, batch_size=BATCH,
-                           drop_special=True, progress=False)
+        store = corpus.run(
+            texts,
+            out=Path(d) / "store",
+            model=model,
+            sets=SETS,
+            batch_size=BATCH,
+            drop_special=True,
+            progress=False,
+        )
         seconds = time.perf_counter() - t0
         counts = store.counts()
     return seconds, rss, counts
 
 
-def measure(n_tokens: int, count: int, analyze_count: int, baseline_count: int, ray: bool = False,
-            cli_tokens: tuple[int, ...] = ()) -> dict:
+def measure(
+    n_tokens: int,
+    count: int,
+    analyze_count: int,
+    baseline_count: int,
+    ray: bool = False,
+    cli_tokens: tuple[int, ...] = (),
+) -> dict:
     import attntopo as at
 
     model = at.load_model("minilm")
@@ -101,9 +114,11 @@ def measure(n_tokens: int, count: int, analyze_count: int, baseline_count: int, 
     seconds, rss, counts = run_corpus(model, texts)
     assert counts["ok"] == count, counts
     out = {
-        "n_tokens": n_tokens, "texts": count,
+        "n_tokens": n_tokens,
+        "texts": count,
         "mean_tokens": float(np.mean([len(model.tokenize(t).ids) for t in texts])),
-        "corpus_s": seconds, "corpus_texts_per_s": count / seconds,
+        "corpus_s": seconds,
+        "corpus_texts_per_s": count / seconds,
         "peak_rss_mib": rss.peak_total / 2**20,
     }
     if ray:  # the Ray engine on the same texts, right after (benchmarks/corpus_ray_bench.py)
@@ -118,15 +133,22 @@ def measure(n_tokens: int, count: int, analyze_count: int, baseline_count: int, 
     for t in sub:
         at.analyze(t, model=model, drop_special=True)
     per_text = (time.perf_counter() - t0) / len(sub)
-    out.update(analyze_texts=len(sub), analyze_texts_per_s=1.0 / per_text,
-               ratio_to_analyze=(seconds / count) / per_text)
+    out.update(
+        analyze_texts=len(sub),
+        analyze_texts_per_s=1.0 / per_text,
+        ratio_to_analyze=(seconds / count) / per_text,
+    )
     sub = texts[:baseline_count]
     t0 = time.perf_counter()
     baseline(model, sub)
     per_text = (time.perf_counter() - t0) / len(sub)
-    out.update(baseline_texts=len(sub), baseline_texts_per_s=1.0 / per_text,
-               speedup_to_baseline=per_text / (seconds / count),
-               loadavg_start=load_start, loadavg_end=list(os.getloadavg()))
+    out.update(
+        baseline_texts=len(sub),
+        baseline_texts_per_s=1.0 / per_text,
+        speedup_to_baseline=per_text / (seconds / count),
+        loadavg_start=load_start,
+        loadavg_end=list(os.getloadavg()),
+    )
     return out
 
 
@@ -140,15 +162,29 @@ def memory_child(count: int) -> None:
     # its exec still maps the parent's pages and would count them twice (~600 MiB)
     run_corpus(model, texts[:BATCH])
     seconds, rss, counts = run_corpus(model, texts)
-    print(json.dumps({"texts": count, "seconds": seconds, "peak_rss_mib": rss.peak_total / 2**20,
-                      "peak_self_mib": rss.peak_self / 2**20, "ok": counts["ok"]}))
+    print(
+        json.dumps(
+            {
+                "texts": count,
+                "seconds": seconds,
+                "peak_rss_mib": rss.peak_total / 2**20,
+                "peak_self_mib": rss.peak_self / 2**20,
+                "ok": counts["ok"],
+            }
+        )
+    )
 
 
 def memory(counts: list[int]) -> list[dict]:
     out = []
     for n in counts:
-        r = subprocess.run([sys.executable, __file__, "--memory-child", str(n)], capture_output=True,
-                           text=True, check=True, env=dict(os.environ, ATTNTOPO_PROGRESS="0"))
+        r = subprocess.run(
+            [sys.executable, __file__, "--memory-child", str(n)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=dict(os.environ, ATTNTOPO_PROGRESS="0"),
+        )
         out.append(json.loads(r.stdout.strip().splitlines()[-1]))
         print(f"memory: {out[-1]}", file=sys.stderr)
     return out
@@ -162,10 +198,17 @@ def main() -> None:
     ap.add_argument("--baseline-count", type=int, default=5)
     ap.add_argument("--memory", default="1000,10000", help="N1,N2 (empty: skip)")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--ray", action=argparse.BooleanOptionalAction, default=None,
-                    help="also the Ray engine on the same texts (default: when ray is installed)")
-    ap.add_argument("--cli-tokens", default="32",
-                    help="lengths at which both engines also run as `attntopo corpus` in fresh processes")
+    ap.add_argument(
+        "--ray",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also the Ray engine on the same texts (default: when ray is installed)",
+    )
+    ap.add_argument(
+        "--cli-tokens",
+        default="32",
+        help="lengths at which both engines also run as `attntopo corpus` in fresh processes",
+    )
     ap.add_argument("--out", type=Path)
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -178,11 +221,23 @@ def main() -> None:
         import importlib.util
 
         a.ray = not a.quick and importlib.util.find_spec("ray") is not None
-    doc = {"machine": machine_info(), "versions": versions(), "sets": list(SETS), "batch_size": BATCH,
-           "args": {k: v for k, v in vars(a).items() if k not in ("out", "memory_child")}, "runs": []}
+    doc = {
+        "machine": machine_info(),
+        "versions": versions(),
+        "sets": list(SETS),
+        "batch_size": BATCH,
+        "args": {k: v for k, v in vars(a).items() if k not in ("out", "memory_child")},
+        "runs": [],
+    }
     for n in [int(x) for x in a.tokens.split(",") if x]:
-        r = measure(n, a.count, a.analyze_count, a.baseline_count, ray=a.ray,
-                    cli_tokens=tuple(int(x) for x in a.cli_tokens.split(",") if x))
+        r = measure(
+            n,
+            a.count,
+            a.analyze_count,
+            a.baseline_count,
+            ray=a.ray,
+            cli_tokens=tuple(int(x) for x in a.cli_tokens.split(",") if x),
+        )
         print(json.dumps(r), file=sys.stderr)
         doc["runs"].append(r)
     if a.memory:

@@ -70,8 +70,9 @@ def ray_run(model, texts: list[str], *, n_jobs: int | None = None, address: str 
 
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
-        prep = prepare(texts, Path(d) / "store", model=model, sets=SETS, batch_size=BATCH,
-                       drop_special=True)  # as corpus_bench's local run
+        prep = prepare(
+            texts, Path(d) / "store", model=model, sets=SETS, batch_size=BATCH, drop_special=True
+        )  # as corpus_bench's local run
         try:
             stats = run_ray(prep, ray_address=address, n_jobs=n_jobs)
         finally:
@@ -84,15 +85,23 @@ def ray_run(model, texts: list[str], *, n_jobs: int | None = None, address: str 
 def _overhead(stats) -> dict:
     inits = [a.init_s for a in stats.actors.values()]
     return {
-        "n_actors": stats.n_actors, "connect_s": stats.connect_s, "input_s": stats.input_s,
+        "n_actors": stats.n_actors,
+        "connect_s": stats.connect_s,
+        "input_s": stats.input_s,
         "actor_init_s": statistics.mean(inits) if inits else float("nan"),
-        "first_s": stats.first_s, "pipeline_s": stats.pipeline_s, "shutdown_s": stats.shutdown_s,
-        "gap_ms": 1000 * stats.gap_s, "delivery_ms": 1000 * stats.delivery_s,
-        "write_s": stats.write_s, "busy_s": stats.busy_s,
+        "first_s": stats.first_s,
+        "pipeline_s": stats.pipeline_s,
+        "shutdown_s": stats.shutdown_s,
+        "gap_ms": 1000 * stats.gap_s,
+        "delivery_ms": 1000 * stats.delivery_s,
+        "write_s": stats.write_s,
+        "busy_s": stats.busy_s,
         "per_actor_texts_per_s": stats.texts_per_actor_s,
         "steady_texts_per_s": stats.steady_texts_per_s,
         "driver_bound_texts_per_s": stats.to_dict()["driver_bound_texts_per_s"],
-        "write_ms_per_batch": 1000 * stats.write_s / stats.batches if stats.batches else float("nan"),
+        "write_ms_per_batch": 1000 * stats.write_s / stats.batches
+        if stats.batches
+        else float("nan"),
         "actor_peak_rss_mib": max((a.peak_rss for a in stats.actors.values()), default=0) / 2**20,
     }
 
@@ -101,8 +110,13 @@ def measure_ray(model, texts: list[str], local_seconds: float) -> dict:
     """The Ray engine end to end on ``texts`` next to a local run of ``local_seconds``."""
     seconds, stats = ray_run(model, texts)
     n = len(texts)
-    out = {"ray_s": seconds, "ray_texts_per_s": n / seconds, "local_s": local_seconds,
-           "local_texts_per_s": n / local_seconds, "ratio_ray_to_local": seconds / local_seconds}
+    out = {
+        "ray_s": seconds,
+        "ray_texts_per_s": n / seconds,
+        "local_s": local_seconds,
+        "local_texts_per_s": n / local_seconds,
+        "ratio_ray_to_local": seconds / local_seconds,
+    }
     out.update(_overhead(stats))
     pipeline = seconds - stats.connect_s - stats.shutdown_s
     out["ratio_pipeline_to_local"] = pipeline / local_seconds
@@ -116,10 +130,27 @@ def cli_run(path: Path, engine: str) -> float:
     import subprocess
 
     with tempfile.TemporaryDirectory() as d:
-        cmd = [sys.executable, "-m", "attntopo", "corpus", str(path), "--out", str(Path(d) / "store"),
-               "--sets", ",".join(SETS), "--batch-size", str(BATCH), "--engine", engine, "--drop-special", "--quiet"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "attntopo",
+            "corpus",
+            str(path),
+            "--out",
+            str(Path(d) / "store"),
+            "--sets",
+            ",".join(SETS),
+            "--batch-size",
+            str(BATCH),
+            "--engine",
+            engine,
+            "--drop-special",
+            "--quiet",
+        ]
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, env=dict(os.environ, ATTNTOPO_PROGRESS="0"))
+        subprocess.run(
+            cmd, check=True, capture_output=True, env=dict(os.environ, ATTNTOPO_PROGRESS="0")
+        )
         return time.perf_counter() - t0
 
 
@@ -133,8 +164,12 @@ def measure_cli(texts: list[str], rounds: int = 1) -> dict:
         for _ in range(rounds):
             local.append(cli_run(path, "local"))
             ray.append(cli_run(path, "ray"))
-    out = {"cli_local_s": statistics.median(local), "cli_ray_s": statistics.median(ray),
-           "cli_local_runs": local, "cli_ray_runs": ray}
+    out = {
+        "cli_local_s": statistics.median(local),
+        "cli_ray_s": statistics.median(ray),
+        "cli_local_runs": local,
+        "cli_ray_runs": ray,
+    }
     out["cli_ratio_ray_to_local"] = out["cli_ray_s"] / out["cli_local_s"]
     log(f"command line: {json.dumps(out)}")
     return out
@@ -145,8 +180,13 @@ def scaling(model, texts: list[str], cpus: int) -> list[dict]:
     numbers but the actors' model loads)."""
     import ray
 
-    ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False,
-             logging_level=logging.ERROR)
+    ray.init(
+        address="local",
+        num_cpus=cpus,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+    )
     try:
         out = []
         for k in range(1, cpus + 1):
@@ -164,7 +204,9 @@ def main() -> None:
     import os
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--count", default="256,96", help="texts per length (one number, or one per --tokens)")
+    ap.add_argument(
+        "--count", default="256,96", help="texts per length (one number, or one per --tokens)"
+    )
     ap.add_argument("--tokens", default="32,128")
     ap.add_argument("--rounds", type=int, default=2, help="local and Ray runs in turn")
     ap.add_argument("--scaling", action="store_true", help="also 1 … CPUs actors on one Ray")
@@ -175,9 +217,15 @@ def main() -> None:
 
     model = at.load_model("minilm")
     cpus = len(os.sched_getaffinity(0))
-    doc = {"machine": machine_info(), "versions": versions(), "sets": list(SETS), "batch_size": BATCH,
-           "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
-           "load_before": os.getloadavg(), "lengths": []}
+    doc = {
+        "machine": machine_info(),
+        "versions": versions(),
+        "sets": list(SETS),
+        "batch_size": BATCH,
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
+        "load_before": os.getloadavg(),
+        "lengths": [],
+    }
     lengths = [int(x) for x in a.tokens.split(",") if x]
     counts = [int(x) for x in str(a.count).split(",") if x]
     counts = counts * len(lengths) if len(counts) == 1 else counts
@@ -192,11 +240,15 @@ def main() -> None:
             log(f"{n_tokens} tokens, round {i}: ray {json.dumps(r)}")
             rounds.append(r)
         entry = {
-            "n_tokens": n_tokens, "texts": len(texts),
+            "n_tokens": n_tokens,
+            "texts": len(texts),
             "mean_tokens": statistics.mean(len(model.tokenize(t).ids) for t in texts),
             "rounds": rounds,
-            "median": {k: statistics.median(r[k] for r in rounds)
-                       for k in rounds[0] if isinstance(rounds[0][k], (int, float))},
+            "median": {
+                k: statistics.median(r[k] for r in rounds)
+                for k in rounds[0]
+                if isinstance(rounds[0][k], (int, float))
+            },
         }
         if a.scaling:
             entry["scaling"] = scaling(model, texts[: max(2 * BATCH * cpus, BATCH)], cpus)

@@ -61,8 +61,12 @@ def child(sizes: list[int], stacks: int, rounds: int) -> dict:
         ref = [engines.compute_many(C, n, 1, np.inf, "giotto") for C in Cs]
         for e in out:
             got = [engines.compute_many(C, n, 1, np.inf, e) for C in Cs]  # also the warm-up
-            same = all(np.array_equal(a, b) for g, r in zip(got, ref) for dg, dr in zip(g, r)
-                       for a, b in zip(dg, dr))
+            same = all(
+                np.array_equal(a, b)
+                for g, r in zip(got, ref)
+                for dg, dr in zip(g, r)
+                for a, b in zip(dg, dr)
+            )
             if not same:
                 raise AssertionError(f"{e} differs from giotto at n={n}")
             times, switches = [], []
@@ -72,14 +76,20 @@ def child(sizes: list[int], stacks: int, rounds: int) -> dict:
                 for C in Cs:
                     engines.compute_many(C, n, 1, np.inf, e)
                 times.append((time.perf_counter() - t0) / (72 * stacks) * 1e3)
-                switches.append((resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - v0) / (72 * stacks))
+                switches.append(
+                    (resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - v0) / (72 * stacks)
+                )
             out[e][n] = [statistics.median(times), statistics.median(switches)]
     return out
 
 
 def _run_children(k: int, args: list[str]) -> list[dict]:
-    procs = [subprocess.Popen([sys.executable, __file__, "--child", *args], stdout=subprocess.PIPE, text=True)
-             for _ in range(k)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--child", *args], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(k)
+    ]
     outs = []
     for p in procs:
         stdout, _ = p.communicate()
@@ -103,8 +113,12 @@ def main() -> None:
         print(json.dumps(child(sizes, a.stacks, a.rounds)))
         return
     args = ["--sizes", a.sizes, "--stacks", str(a.stacks), "--rounds", str(a.rounds)]
-    doc = {"machine": machine_info(), "versions": versions(), "args": vars(a) | {"out": str(a.out)},
-           "load_before": os.getloadavg()}
+    doc = {
+        "machine": machine_info(),
+        "versions": versions(),
+        "args": vars(a) | {"out": str(a.out)},
+        "load_before": os.getloadavg(),
+    }
     alone = _run_children(1, args)[0]
     log(f"alone: {json.dumps(alone)}")
     busy = _run_children(a.procs, args)

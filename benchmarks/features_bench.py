@@ -42,7 +42,7 @@ def texts_of(model, n_tokens: int, count: int) -> list[str]:
     while len(out) < count:
         if start + per > len(words):
             start = (start + 7) % 50  # wrap with a shift: windows stay distinct
-        chunk = words[start:start + per]
+        chunk = words[start : start + per]
         while len(model.tokenize(" ".join(chunk)).ids) > n_tokens and len(chunk) > 4:
             chunk = chunk[:-1]
         out.append(" ".join(chunk))
@@ -114,7 +114,7 @@ def baseline_features(model, texts: list[str]) -> None:
                     _stats(dgm)
                 m = full.shape[0]  # templates, one matrix at a time
                 for T in (np.eye(m), np.eye(m, k=-1), np.eye(m, k=1)):
-                    np.linalg.norm(full - T) / np.sqrt(np.sum(full ** 2) + np.sum(T ** 2))
+                    np.linalg.norm(full - T) / np.sqrt(np.sum(full**2) + np.sum(T**2))
 
 
 # ------------------------------------------------------------------ measurement
@@ -127,8 +127,11 @@ def measure(n_tokens: int, count: int, base_count: int) -> dict:
     # drop_special=True throughout: the baseline drops special tokens, and so did features'
     # default until issue 29 (now False)
     features(texts[:2], model=model, drop_special=True)  # warm: imports, worker pool
-    out = {"n_tokens": n_tokens, "texts": count,
-           "mean_tokens": float(np.mean([len(model.tokenize(t).ids) for t in texts]))}
+    out = {
+        "n_tokens": n_tokens,
+        "texts": count,
+        "mean_tokens": float(np.mean([len(model.tokenize(t).ids) for t in texts])),
+    }
     for name, sets in (("all", SETS), ("js+graph+template", FAST_SETS)):
         t0 = time.perf_counter()
         features(texts, model=model, sets=sets, drop_special=True)
@@ -165,8 +168,12 @@ def report(rows: list[dict]) -> str:
             f"{r['speedup_all']:.0f}x | {r['load_average'][0]:.1f} |"
         )
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    lines += ["", f"Machine: {os.cpu_count()} CPUs, load average at the end {load} (1, 5, 15 min; "
-              "the machine is shared); run " + time.strftime("%Y-%m-%d") + ".", ""]
+    lines += [
+        "",
+        f"Machine: {os.cpu_count()} CPUs, load average at the end {load} (1, 5, 15 min; "
+        "the machine is shared); run " + time.strftime("%Y-%m-%d") + ".",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -176,8 +183,12 @@ def main() -> int:
     ap.add_argument("--out", help="write the markdown report here")
     ap.add_argument("--json", help="write the numbers here")
     ap.add_argument("--texts", type=int, help="texts per size (default 200; --quick: 8)")
-    ap.add_argument("--baseline-texts", type=int, help="texts the baseline runs (default 4; --quick: 1)")
-    ap.add_argument("--sizes", type=int, nargs="+", help="token lengths (default 32 128; --quick: 32)")
+    ap.add_argument(
+        "--baseline-texts", type=int, help="texts the baseline runs (default 4; --quick: 1)"
+    )
+    ap.add_argument(
+        "--sizes", type=int, nargs="+", help="token lengths (default 32 128; --quick: 32)"
+    )
     args = ap.parse_args()
     count, base = (8, 1) if args.quick else (200, 4)
     sizes = (32,) if args.quick else (32, 128)

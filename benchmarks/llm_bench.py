@@ -81,12 +81,25 @@ def measure(fn, device: str) -> dict:
     _gpu_peak_reset(device)
     t0, c0 = time.perf_counter(), time.process_time()
     extra, _ = _llama.extra_peak(fn)
-    return {"s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
-            "host_extra": extra, "gpu_peak": _gpu_peak(device)}
+    return {
+        "s": time.perf_counter() - t0,
+        "cpu_s": time.process_time() - c0,
+        "host_extra": extra,
+        "gpu_peak": _gpu_peak(device),
+    }
 
 
-STEPS = ("forward", "prompt_attention", "prompt_js", "prompt_attention_rag", "prompt_js_rag",
-         "analyze0_ten", "analyze1_ten", "analyze0_all", "analyze1_all")
+STEPS = (
+    "forward",
+    "prompt_attention",
+    "prompt_js",
+    "prompt_attention_rag",
+    "prompt_js_rag",
+    "analyze0_ten",
+    "analyze1_ten",
+    "analyze0_all",
+    "analyze1_all",
+)
 #: the RAG-shaped pair: the prompt this share of the tokens, the answer the rest (issue 36)
 RAG_PROMPT_SHARE = 7 / 8
 
@@ -107,8 +120,16 @@ def js_rows_per_head(n: int, r: int, heads: int = 4) -> float:
     return (time.perf_counter() - t0) / heads
 
 
-def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, log,
-        steps: tuple[str, ...] = STEPS, skip_reason: str = "not run in this measurement") -> dict:
+def run(
+    shape: str,
+    tokens: list[int],
+    device: str,
+    dtype: str,
+    budget: float,
+    log,
+    steps: tuple[str, ...] = STEPS,
+    skip_reason: str = "not run in this measurement",
+) -> dict:
     import torch
 
     import attntopo as at
@@ -117,16 +138,27 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
     m = _llama.random_llama(shape, dtype=dtype, device=device, max_tokens=max(tokens) + 8)
     build_s = time.perf_counter() - t0
     L, H = m.n_layers, m.n_heads
-    chosen = {"layers": sorted({L // 3, (2 * L) // 3}),
-              "heads": sorted({0, H // 4, H // 2, (3 * H) // 4, H - 1})}
+    chosen = {
+        "layers": sorted({L // 3, (2 * L) // 3}),
+        "heads": sorted({0, H // 4, H // 2, (3 * H) // 4, H - 1}),
+    }
     n_chosen = len(chosen["layers"]) * len(chosen["heads"])  # ten on the real shapes
     warm = _llama.pair_with_tokens(m.tokenizer, 40)
     at.features([warm], m, sets=("prompt",), drop_special=True)  # the measured runs' setting
     at.analyze(" ".join(warm), m, maxdim=1, progress=False, **chosen)
     skipped = {"skipped": skip_reason}
     weights = sum(p.numel() * p.element_size() for p in m.hf_model.parameters())
-    out = {"shape": shape, "layers": L, "heads": H, "kv_heads": m.n_kv_heads, "device": device,
-           "dtype": dtype, "weights_bytes": weights, "build_s": build_s, "runs": []}
+    out = {
+        "shape": shape,
+        "layers": L,
+        "heads": H,
+        "kv_heads": m.n_kv_heads,
+        "device": device,
+        "dtype": dtype,
+        "weights_bytes": weights,
+        "build_s": build_s,
+        "runs": [],
+    }
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     for n in tokens:
         pair = _llama.pair_with_tokens(m.tokenizer, n)
@@ -135,10 +167,13 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
         ids = torch.tensor([m.tokenize(text).ids], device=device)
         rag_n = len(m.tokenize(rag[0] + " " + rag[1]).ids)
         rag_answer = rag_n - len(m.tokenize(rag[0]).ids)
-        row = {"n": int(ids.shape[1]), "attention_bytes": _llama.attention_bytes(m, ids.shape[1]),
-               "rag": {"n": rag_n, "answer_tokens": rag_answer},
-               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-               "loadavg": [round(x, 2) for x in os.getloadavg()]}
+        row = {
+            "n": int(ids.shape[1]),
+            "attention_bytes": _llama.attention_bytes(m, ids.shape[1]),
+            "rag": {"n": rag_n, "answer_tokens": rag_answer},
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "loadavg": [round(x, 2) for x in os.getloadavg()],
+        }
         log(f"{shape} n={row['n']}: forward")
 
         def forward():
@@ -153,9 +188,12 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
         fw = row["forward"]["s"]
         log(f"  forward {fw:.2f} s")
         firsts = [
-            ("prompt_attention", lambda: at.features([pair], m, sets=("prompt",),
-                                                     prompt_quantities=("attention",),
-                                                     drop_special=True)),
+            (
+                "prompt_attention",
+                lambda: at.features(
+                    [pair], m, sets=("prompt",), prompt_quantities=("attention",), drop_special=True
+                ),
+            ),
             # the JS cost per head, from the ten chosen heads at maxdim 0 (distances dominate)
             ("analyze0_ten", lambda: at.analyze(text, m, maxdim=0, progress=False, **chosen)),
             ("analyze1_ten", lambda: at.analyze(text, m, maxdim=1, progress=False, **chosen)),
@@ -167,29 +205,63 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
             log(f"  {key}")
             row[key] = measure(fn, device)
         # per head: what the ten-head run took beyond its own forward pass (None: not run)
-        per_head0, per_head1 = (max(row[k]["s"] - fw, 0.0) / n_chosen if "s" in row[k] else None
-                                for k in ("analyze0_ten", "analyze1_ten"))
-        held = 12 * L * H * row["n"] ** 2  # an Analysis of all heads: float32 weights + float64 distances
+        per_head0, per_head1 = (
+            max(row[k]["s"] - fw, 0.0) / n_chosen if "s" in row[k] else None
+            for k in ("analyze0_ten", "analyze1_ten")
+        )
+        held = (
+            12 * L * H * row["n"] ** 2
+        )  # an Analysis of all heads: float32 weights + float64 distances
         # the JS prompt scores: the answer rows' distances (r·n pairs), from a few random heads
         js_half = js_rows_per_head(row["n"], row["n"] - len(m.tokenize(pair[0]).ids))
         js_rag = js_rows_per_head(rag_n, rag_answer)
         row["js_rows_per_head_s"] = {"half": js_half, "rag": js_rag}
-        attn = (max(row["prompt_attention"]["s"] - fw, 0.0) / (L * H)
-                if "s" in row["prompt_attention"] else 0.0)
+        attn = (
+            max(row["prompt_attention"]["s"] - fw, 0.0) / (L * H)
+            if "s" in row["prompt_attention"]
+            else 0.0
+        )
         plans = [
-            ("prompt_js", js_half + attn,
-             lambda: at.features([pair], m, sets=("prompt",), prompt_quantities=("js", "attention"),
-                                 drop_special=True), 0),
-            ("prompt_attention_rag", attn,
-             lambda: at.features([rag], m, sets=("prompt",), prompt_quantities=("attention",),
-                                 drop_special=True), 0),
-            ("prompt_js_rag", js_rag,
-             lambda: at.features([rag], m, sets=("prompt",), prompt_quantities=("js",),
-                                 drop_special=True), 0),
-            ("analyze0_all", per_head0,
-             lambda: at.analyze(text, m, maxdim=0, progress=False), held),
-            ("analyze1_all", per_head1,
-             lambda: at.analyze(text, m, maxdim=1, progress=False), held),
+            (
+                "prompt_js",
+                js_half + attn,
+                lambda: at.features(
+                    [pair],
+                    m,
+                    sets=("prompt",),
+                    prompt_quantities=("js", "attention"),
+                    drop_special=True,
+                ),
+                0,
+            ),
+            (
+                "prompt_attention_rag",
+                attn,
+                lambda: at.features(
+                    [rag], m, sets=("prompt",), prompt_quantities=("attention",), drop_special=True
+                ),
+                0,
+            ),
+            (
+                "prompt_js_rag",
+                js_rag,
+                lambda: at.features(
+                    [rag], m, sets=("prompt",), prompt_quantities=("js",), drop_special=True
+                ),
+                0,
+            ),
+            (
+                "analyze0_all",
+                per_head0,
+                lambda: at.analyze(text, m, maxdim=0, progress=False),
+                held,
+            ),
+            (
+                "analyze1_all",
+                per_head1,
+                lambda: at.analyze(text, m, maxdim=1, progress=False),
+                held,
+            ),
         ]
         for key, per_head, fn, mem in plans:
             if key not in steps:
@@ -200,8 +272,11 @@ def run(shape: str, tokens: list[int], device: str, dtype: str, budget: float, l
                 continue
             estimate = fw + per_head * L * H
             if estimate > budget or mem > ram / 2:
-                why = (f"estimated {estimate:.0f} s > budget {budget:.0f} s" if estimate > budget
-                       else f"its result would hold {mem / 2**30:.1f} GiB")
+                why = (
+                    f"estimated {estimate:.0f} s > budget {budget:.0f} s"
+                    if estimate > budget
+                    else f"its result would hold {mem / 2**30:.1f} GiB"
+                )
                 row[key] = {"skipped": why, "estimate_s": estimate}
                 log(f"  {key}: skipped ({why})")
                 continue
@@ -238,29 +313,48 @@ def _mib(b) -> str:
 def render(res: dict) -> str:
     mc, vs = res["machine"], res["versions"]
     ram = f"{mc['ram_gib']:.0f} GiB" if mc.get("ram_gib") else "? GiB"
-    parts = [f"Measured {res['date']} on {mc['cpu']} ({mc['usable_cores']} usable cores, {ram}"
-             f"{', CUDA: ' + res['gpu'] if res.get('gpu') else ', no GPU'}); load average at the "
-             f"start {mc.get('loadavg')}; torch {vs.get('torch')}, transformers "
-             f"{vs.get('transformers')}.  Times are one call each; a shared machine makes them "
-             "noisy, the ratios less so (each is taken within one run).  CPU time is the "
-             "process's, all threads (where recorded): the work done, which other jobs on the "
-             "machine do not lengthen (torch's threads also count time spent waiting at a "
-             "barrier).", ""]
+    parts = [
+        f"Measured {res['date']} on {mc['cpu']} ({mc['usable_cores']} usable cores, {ram}"
+        f"{', CUDA: ' + res['gpu'] if res.get('gpu') else ', no GPU'}); load average at the "
+        f"start {mc.get('loadavg')}; torch {vs.get('torch')}, transformers "
+        f"{vs.get('transformers')}.  Times are one call each; a shared machine makes them "
+        "noisy, the ratios less so (each is taken within one run).  CPU time is the "
+        "process's, all threads (where recorded): the work done, which other jobs on the "
+        "machine do not lengthen (torch's threads also count time spent waiting at a "
+        "barrier).",
+        "",
+    ]
     for model in res["models"]:
-        title = (f"{model['shape']} shape ({model['layers']} layers x {model['heads']} heads, "
-                 f"{model['kv_heads']} KV heads), {model['dtype']} on {model['device']}")
-        parts += [f"### {title}", "",
-                  f"Weights {model['weights_bytes'] / 2**30:.2f} GiB; built in {model['build_s']:.1f} s.", ""]
+        title = (
+            f"{model['shape']} shape ({model['layers']} layers x {model['heads']} heads, "
+            f"{model['kv_heads']} KV heads), {model['dtype']} on {model['device']}"
+        )
+        parts += [
+            f"### {title}",
+            "",
+            f"Weights {model['weights_bytes'] / 2**30:.2f} GiB; built in {model['build_s']:.1f} s.",
+            "",
+        ]
         for row in model["runs"]:
-            when = (f"; measured {row['date']}, load average {row['loadavg']}"
-                    if row.get("date") else "")
+            when = (
+                f"; measured {row['date']}, load average {row['loadavg']}"
+                if row.get("date")
+                else ""
+            )
             rag = row.get("rag")
-            rag_note = (f"; the RAG pair: {rag['n']} tokens, the answer {rag['answer_tokens']}"
-                        if rag else "")
-            parts += [f"**{row['n']} tokens** (all layers' float32 attention: "
-                      f"{row['attention_bytes'] / 2**20:,.0f} MiB{when}{rag_note})", "",
-                      "| step | time (s) | x forward | CPU time (s) | extra peak host (MiB) "
-                      "| peak GPU (MiB) |", "|---|---|---|---|---|---|"]
+            rag_note = (
+                f"; the RAG pair: {rag['n']} tokens, the answer {rag['answer_tokens']}"
+                if rag
+                else ""
+            )
+            parts += [
+                f"**{row['n']} tokens** (all layers' float32 attention: "
+                f"{row['attention_bytes'] / 2**20:,.0f} MiB{when}{rag_note})",
+                "",
+                "| step | time (s) | x forward | CPU time (s) | extra peak host (MiB) "
+                "| peak GPU (MiB) |",
+                "|---|---|---|---|---|---|",
+            ]
             for key, label in LABELS:
                 r = row.get(key, {"skipped": "not a step of that run"})
                 if r.get("earlier_run"):
@@ -271,19 +365,23 @@ def render(res: dict) -> str:
                     continue
                 ratio = "1" if key == "forward" else f"{r['ratio']:.2f}"
                 cpu = "–" if r.get("cpu_s") is None else f"{r['cpu_s']:.1f}"
-                parts.append(f"| {label} | {r['s']:.2f} | {ratio} | {cpu} | "
-                             f"{_mib(r['host_extra'])} | {_mib(r['gpu_peak'])} |")
+                parts.append(
+                    f"| {label} | {r['s']:.2f} | {ratio} | {cpu} | "
+                    f"{_mib(r['host_extra'])} | {_mib(r['gpu_peak'])} |"
+                )
             parts.append("")
     parts += goals(res)
     return "\n".join(parts)
 
 
 #: the goals: (issue, shape, device, tokens, step, most x the reference step)
-GOALS = [("26", "1b", "cpu", 1024, "prompt_attention", 3.0, "forward"),
-         ("26", "8b", "cuda", 2048, "prompt_attention", 2.0, "forward"),
-         ("26, 36", "8b", "cuda", 2048, "prompt_js", 10.0, "forward"),
-         ("36", "1b", "cpu", 1024, "prompt_js_rag", 3.0, "forward"),
-         ("36", "12x12", "cpu", 896, "prompt_js_rag", 2.0, "prompt_attention_rag")]
+GOALS = [
+    ("26", "1b", "cpu", 1024, "prompt_attention", 3.0, "forward"),
+    ("26", "8b", "cuda", 2048, "prompt_attention", 2.0, "forward"),
+    ("26, 36", "8b", "cuda", 2048, "prompt_js", 10.0, "forward"),
+    ("36", "1b", "cpu", 1024, "prompt_js_rag", 3.0, "forward"),
+    ("36", "12x12", "cpu", 896, "prompt_js_rag", 2.0, "prompt_attention_rag"),
+]
 
 
 def goal_results(res: dict) -> list[dict]:
@@ -291,20 +389,34 @@ def goal_results(res: dict) -> list[dict]:
     words), ``most`` (the bound), ``ratio`` (None: not measured), ``met`` (None: not
     measured), ``cpu_ratio`` (the same ratio of CPU times, when both were recorded) and
     ``note`` (why not measured, or the earlier run it comes from)."""
-    rows = {(mod["shape"], mod["device"], row["n"]): row for mod in res["models"] for row in mod["runs"]}
+    rows = {
+        (mod["shape"], mod["device"], row["n"]): row for mod in res["models"] for row in mod["runs"]
+    }
     out = []
     for issue, shape, device, n, key, most, ref in GOALS:
         against = "the forward pass" if ref == "forward" else dict(LABELS)[ref]
-        what = (f"issue {issue}: {shape} shape on {'a GPU' if device == 'cuda' else 'the CPU'}, "
-                f"{n:,} tokens: {dict(LABELS)[key]} within {most:g}x {against}")
-        g = {"what": what, "most": most, "ratio": None, "met": None, "cpu_ratio": None,
-             "note": None, "date": None}
+        what = (
+            f"issue {issue}: {shape} shape on {'a GPU' if device == 'cuda' else 'the CPU'}, "
+            f"{n:,} tokens: {dict(LABELS)[key]} within {most:g}x {against}"
+        )
+        g = {
+            "what": what,
+            "most": most,
+            "ratio": None,
+            "met": None,
+            "cpu_ratio": None,
+            "note": None,
+            "date": None,
+        }
         row = rows.get((shape, device, n), {})
         r, base = row.get(key), row.get(ref)
         if r is None or "s" not in r or base is None or "s" not in base:
             miss = next((x for x in (r, base) if x is not None and "s" not in x), None)
-            g["note"] = (miss.get("skipped", "not run") if miss else
-                         ("no GPU here" if device == "cuda" else "not run"))
+            g["note"] = (
+                miss.get("skipped", "not run")
+                if miss
+                else ("no GPU here" if device == "cuda" else "not run")
+            )
         elif r.get("earlier_run") and ref == "forward":  # kept with its own run's ratio
             g.update(ratio=r["ratio"], note=f"the run of {r['earlier_run']}")
         elif r.get("earlier_run") != base.get("earlier_run"):
@@ -317,38 +429,56 @@ def goal_results(res: dict) -> list[dict]:
         if g["ratio"] is not None:
             g["met"] = g["ratio"] <= most
             if not g["met"] and g["cpu_ratio"] is not None and g["cpu_ratio"] <= most:
-                g["words"] = (f"within {most:g}x by CPU time (the work done): the wall time also "
-                              "counts the waits for cores that other jobs held (load average "
-                              f"{g.get('loadavg')} at the start)")
+                g["words"] = (
+                    f"within {most:g}x by CPU time (the work done): the wall time also "
+                    "counts the waits for cores that other jobs held (load average "
+                    f"{g.get('loadavg')} at the start)"
+                )
         out.append(g)
     return out
 
 
 def goals(res: dict) -> list[str]:
     """The issues' goals, each met, missed or not measured, from the rows of ``res``."""
-    lines = ["**Goals (issues 26 and 36), as measured in these runs** (a ratio within one run).",
-             ""]
+    lines = [
+        "**Goals (issues 26 and 36), as measured in these runs** (a ratio within one run).",
+        "",
+    ]
     for g in goal_results(res):
         if g["ratio"] is None:
             lines.append(f"- {g['what']}: not measured ({g['note']}).")
             continue
-        cpu = (f"; by CPU time {g['cpu_ratio']:.2f}x" if g["cpu_ratio"] is not None else "")
+        cpu = f"; by CPU time {g['cpu_ratio']:.2f}x" if g["cpu_ratio"] is not None else ""
         when = f" (the {g['note']})" if g["note"] else ""
         words = f": {g['words']}" if g.get("words") else ""
-        lines.append(f"- {g['what']}: **{g['ratio']:.2f}x, {'met' if g['met'] else 'missed'}**"
-                     f"{cpu}{when}{words}.")
-    mem = [(mod["shape"], mod["layers"], row["n"],
+        lines.append(
+            f"- {g['what']}: **{g['ratio']:.2f}x, {'met' if g['met'] else 'missed'}**"
+            f"{cpu}{when}{words}."
+        )
+    mem = [
+        (
+            mod["shape"],
+            mod["layers"],
+            row["n"],
             row["prompt_attention"]["host_extra"] / row["attention_bytes"],
-            row["forward"]["host_extra"] / row["attention_bytes"])
-           for mod in res["models"] for row in mod["runs"]
-           if row["prompt_attention"].get("host_extra") is not None
-           and not row["prompt_attention"].get("earlier_run")]
+            row["forward"]["host_extra"] / row["attention_bytes"],
+        )
+        for mod in res["models"]
+        for row in mod["runs"]
+        if row["prompt_attention"].get("host_extra") is not None
+        and not row["prompt_attention"].get("earlier_run")
+    ]
     if mem:
-        lines.append("- Memory flat in the number of layers: the attention score's extra peak host "
-                     "memory against all layers' float32 attention (the forward pass alone in "
-                     "brackets; one layer is 1/layers of it): "
-                     + ", ".join(f"{x:.2f}x [{f:.2f}x] ({shape}, 1/{L} = {1 / L:.2f}x, {n:,} tokens)"
-                                 for shape, L, n, x, f in mem) + ".")
+        lines.append(
+            "- Memory flat in the number of layers: the attention score's extra peak host "
+            "memory against all layers' float32 attention (the forward pass alone in "
+            "brackets; one layer is 1/layers of it): "
+            + ", ".join(
+                f"{x:.2f}x [{f:.2f}x] ({shape}, 1/{L} = {1 / L:.2f}x, {n:,} tokens)"
+                for shape, L, n, x, f in mem
+            )
+            + "."
+        )
     return lines + [""]
 
 
@@ -375,11 +505,17 @@ def merged(old: dict, new: dict) -> dict:
             if now is None:
                 continue
             for step, r in row.items():
-                if (step in STEPS and step != "forward" and "s" in r
-                        and "skipped" in now.get(step, {"skipped": ""})):
+                if (
+                    step in STEPS
+                    and step != "forward"
+                    and "s" in r
+                    and "skipped" in now.get(step, {"skipped": ""})
+                ):
                     now[step] = {**r, "earlier_run": r.get("earlier_run") or row.get("date")}
-        mod["runs"] = sorted(mod["runs"] + [row for row in prev["runs"] if row["n"] not in have],
-                             key=lambda row: row["n"])
+        mod["runs"] = sorted(
+            mod["runs"] + [row for row in prev["runs"] if row["n"] not in have],
+            key=lambda row: row["n"],
+        )
     new["models"] += list(before.values())
     new["tokens"] = sorted({row["n"] for mod in new["models"] for row in mod["runs"]})
     return new
@@ -388,31 +524,58 @@ def merged(old: dict, new: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="texts of 128 and 256 tokens only")
-    ap.add_argument("--shape", choices=sorted(_llama.SHAPES), default=None,
-                    help="default: 1b on the CPU, and 8b too when CUDA is present")
+    ap.add_argument(
+        "--shape",
+        choices=sorted(_llama.SHAPES),
+        default=None,
+        help="default: 1b on the CPU, and 8b too when CUDA is present",
+    )
     ap.add_argument("--tokens", default=None, help="comma-separated token counts")
-    ap.add_argument("--budget", type=float, default=900.0,
-                    help="skip a measurement estimated to take longer (seconds)")
-    ap.add_argument("--steps", default=",".join(STEPS),
-                    help=f"comma-separated steps to run (default all: {','.join(STEPS)})")
-    ap.add_argument("--skip-reason", default="not run in this measurement",
-                    help="why the steps left out by --steps were left out (shown in the report)")
-    ap.add_argument("--merge", action="store_true",
-                    help="keep the other token counts' rows from the --json file of an earlier run")
-    ap.add_argument("--render", action="store_true",
-                    help="measure nothing: write the report of the --json file's results")
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=900.0,
+        help="skip a measurement estimated to take longer (seconds)",
+    )
+    ap.add_argument(
+        "--steps",
+        default=",".join(STEPS),
+        help=f"comma-separated steps to run (default all: {','.join(STEPS)})",
+    )
+    ap.add_argument(
+        "--skip-reason",
+        default="not run in this measurement",
+        help="why the steps left out by --steps were left out (shown in the report)",
+    )
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the other token counts' rows from the --json file of an earlier run",
+    )
+    ap.add_argument(
+        "--render",
+        action="store_true",
+        help="measure nothing: write the report of the --json file's results",
+    )
     ap.add_argument("--out", type=Path, default=None, help="markdown report")
     ap.add_argument("--json", type=Path, default=None, help="raw results")
     args = ap.parse_args(argv)
     steps = tuple(x.strip() for x in args.steps.split(",") if x.strip())
     if set(steps) - set(STEPS):
-        ap.error(f"--steps: unknown {sorted(set(steps) - set(STEPS))}; choose from {', '.join(STEPS)}")
+        ap.error(
+            f"--steps: unknown {sorted(set(steps) - set(STEPS))}; choose from {', '.join(STEPS)}"
+        )
     if (args.merge or args.render) and (args.json is None or not args.json.is_file()):
         ap.error("--merge and --render need --json naming an earlier run's results")
     import torch
 
-    tokens = ([int(x) for x in args.tokens.split(",")] if args.tokens else
-              [128, 256] if args.quick else [512, 1024, 2048])
+    tokens = (
+        [int(x) for x in args.tokens.split(",")]
+        if args.tokens
+        else [128, 256]
+        if args.quick
+        else [512, 1024, 2048]
+    )
     plans = [(args.shape or "1b", "cpu", "float32")]
     if torch.cuda.is_available() and args.shape is None:
         plans.append(("8b", "cuda", "bfloat16"))
@@ -420,26 +583,35 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    res = {"machine": machine_info(), "versions": versions(), "tokens": tokens, "models": [],
-           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+    res = {
+        "machine": machine_info(),
+        "versions": versions(),
+        "tokens": tokens,
+        "models": [],
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    }
     if args.render:
         res, plans = json.loads(args.json.read_text()), []
         argv = res.get("argv", argv)
     else:
         res["argv"] = argv if argv is not None else sys.argv[1:]
     for shape, device, dtype in plans:
-        res["models"].append(run(shape, tokens, device, dtype, args.budget, log, steps,
-                                 args.skip_reason))
+        res["models"].append(
+            run(shape, tokens, device, dtype, args.budget, log, steps, args.skip_reason)
+        )
         gc.collect()
     if args.merge:
         res = merged(json.loads(args.json.read_text()), res)
     if args.json is not None and not args.render:  # the measurements first: none lost
         _write(args.json, json.dumps(res, indent=1, default=float))
-    report = ("# LLM scale benchmark\n\n> Generated by `python benchmarks/llm_bench.py "
-              + shlex.join(argv if argv is not None else sys.argv[1:])
-              + "` (`make bench` runs it without `--quick`); do not edit by hand.\n\n"
-              + render(res) + "\n")
+    report = (
+        "# LLM scale benchmark\n\n> Generated by `python benchmarks/llm_bench.py "
+        + shlex.join(argv if argv is not None else sys.argv[1:])
+        + "` (`make bench` runs it without `--quick`); do not edit by hand.\n\n"
+        + render(res)
+        + "\n"
+    )
     print(report)
     if args.out is not None:
         _write(args.out, report)

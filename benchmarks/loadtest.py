@@ -102,8 +102,15 @@ class Phase:
         }
 
 
-def client_loop(base: str, phase: Phase, stop: threading.Event, lock: threading.Lock,
-                counter: list[int], backoff: float, timeout: float) -> None:
+def client_loop(
+    base: str,
+    phase: Phase,
+    stop: threading.Event,
+    lock: threading.Lock,
+    counter: list[int],
+    backoff: float,
+    timeout: float,
+) -> None:
     with httpx.Client(base_url=base, timeout=timeout) as c:
         while not stop.is_set():
             with lock:
@@ -146,14 +153,27 @@ def health_loop(base: str, phase: Phase, stop: threading.Event, limit: float) ->
             stop.wait(0.2)
 
 
-def run_phase(base: str, clients: int, seconds: float, backoff: float, health_limit: float,
-              pid: int, rss: list[float], counter: list[int]) -> Phase:
+def run_phase(
+    base: str,
+    clients: int,
+    seconds: float,
+    backoff: float,
+    health_limit: float,
+    pid: int,
+    rss: list[float],
+    counter: list[int],
+) -> Phase:
     phase = Phase(clients, seconds)
     stop, lock = threading.Event(), threading.Lock()
-    threads = [threading.Thread(target=client_loop, daemon=True,
-                                args=(base, phase, stop, lock, counter, backoff, 60.0))
-               for _ in range(clients)]
-    threads.append(threading.Thread(target=health_loop, args=(base, phase, stop, health_limit), daemon=True))
+    threads = [
+        threading.Thread(
+            target=client_loop, daemon=True, args=(base, phase, stop, lock, counter, backoff, 60.0)
+        )
+        for _ in range(clients)
+    ]
+    threads.append(
+        threading.Thread(target=health_loop, args=(base, phase, stop, health_limit), daemon=True)
+    )
     t0 = time.perf_counter()
     for t in threads:
         t.start()
@@ -176,13 +196,17 @@ def start_server(port: int, startup: float) -> subprocess.Popen:
     with httpx.Client(base_url=base, timeout=5) as c:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(f"attntopo serve exited ({proc.returncode}): {proc.stderr.read()[-1500:]}")
+                raise RuntimeError(
+                    f"attntopo serve exited ({proc.returncode}): {proc.stderr.read()[-1500:]}"
+                )
             try:
                 if c.get("/api/health").status_code == 200:
                     # one analysis, so that the model is loaded before the clock starts
                     r = c.post("/api/analyze", json={"text": "warm up"}, timeout=startup)
                     if r.status_code != 200:
-                        raise RuntimeError(f"warm-up analysis failed: {r.status_code} {r.text[:300]}")
+                        raise RuntimeError(
+                            f"warm-up analysis failed: {r.status_code} {r.text[:300]}"
+                        )
                     return proc
             except httpx.TransportError:
                 pass
@@ -211,22 +235,32 @@ def markdown(result: dict) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for p in result["phases"]:
-        lines.append(f"| {p['clients']} | {p['analyses_per_s']:.2f} | {p['p50_s']:.2f} s | "
-                     f"{p['p95_s']:.2f} s | {p['max_s']:.2f} s | {p['busy_503']} | {p['failures']} | "
-                     f"{p['health_worst_s']:.3f} s |")
+        lines.append(
+            f"| {p['clients']} | {p['analyses_per_s']:.2f} | {p['p50_s']:.2f} s | "
+            f"{p['p95_s']:.2f} s | {p['max_s']:.2f} s | {p['busy_503']} | {p['failures']} | "
+            f"{p['health_worst_s']:.3f} s |"
+        )
     m = result["rss_mib"]
-    lines += ["", f"Server resident memory: {m['start']:.0f} MiB after warm-up, peak {m['peak']:.0f} MiB, "
-                  f"{m['end']:.0f} MiB at the end."]
+    lines += [
+        "",
+        f"Server resident memory: {m['start']:.0f} MiB after warm-up, peak {m['peak']:.0f} MiB, "
+        f"{m['end']:.0f} MiB at the end.",
+    ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--clients", default="8,32", help="concurrent clients per phase (default 8,32)")
     ap.add_argument("--seconds", type=float, default=25.0, help="length of each phase (default 25)")
-    ap.add_argument("--backoff", type=float, default=0.2, help="wait after a 503, seconds (default 0.2)")
-    ap.add_argument("--health-limit", type=float, default=1.0, help="slowest health check allowed (1 s)")
+    ap.add_argument(
+        "--backoff", type=float, default=0.2, help="wait after a 503, seconds (default 0.2)"
+    )
+    ap.add_argument(
+        "--health-limit", type=float, default=1.0, help="slowest health check allowed (1 s)"
+    )
     ap.add_argument("--startup", type=float, default=120.0, help="seconds to wait for the server")
     ap.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
     args = ap.parse_args(argv)
@@ -247,7 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         phases = []
         for n in clients:
             print(f"{n} clients for {args.seconds:g} s ...", file=sys.stderr)
-            phases.append(run_phase(base, n, args.seconds, args.backoff, args.health_limit, proc.pid, rss, counter))
+            phases.append(
+                run_phase(
+                    base, n, args.seconds, args.backoff, args.health_limit, proc.pid, rss, counter
+                )
+            )
         alive = proc.poll() is None
     finally:
         stop_server(proc)
@@ -261,7 +299,11 @@ def main(argv: list[str] | None = None) -> int:
         # other work on the machine competes for the same cores: the 1-minute load average
         "load_average": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
         "phases": [p.report() for p in phases],
-        "rss_mib": {"start": round(rss[0], 1), "peak": round(max(rss), 1), "end": round(rss[-1], 1)},
+        "rss_mib": {
+            "start": round(rss[0], 1),
+            "peak": round(max(rss), 1),
+            "end": round(rss[-1], 1),
+        },
     }
     print(markdown(result))
     if args.json:
@@ -277,8 +319,10 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"{p.clients} clients: health check failed: {f}")
         worst = max(p.health, default=0.0)
         if worst > args.health_limit:
-            problems.append(f"{p.clients} clients: a health check took {worst:.2f} s (limit "
-                            f"{args.health_limit:g} s)")
+            problems.append(
+                f"{p.clients} clients: a health check took {worst:.2f} s (limit "
+                f"{args.health_limit:g} s)"
+            )
         if not p.latencies:
             problems.append(f"{p.clients} clients: no analysis succeeded")
     for line in problems:

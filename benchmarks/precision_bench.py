@@ -115,8 +115,12 @@ def _where(low, ref, heads) -> dict:
     rel = np.where(ref != 0, np.abs(low - ref) / np.where(ref != 0, np.abs(ref), 1.0), 0.0)
     t, j = np.unravel_index(int(np.argmax(rel)), rel.shape)
     layer, head = heads[j]
-    return {"text": int(t), "head": f"L{layer}H{head}", "float32": float(ref[t, j]),
-            "low": float(low[t, j])}
+    return {
+        "text": int(t),
+        "head": f"L{layer}H{head}",
+        "float32": float(ref[t, j]),
+        "low": float(low[t, j]),
+    }
 
 
 def bar_counts(low, ref) -> dict:
@@ -127,11 +131,15 @@ def bar_counts(low, ref) -> dict:
     rel = np.abs(d[ref > 0]) / ref[ref > 0]
     worst = np.argmax(np.where(ref > 0, np.abs(d) / np.maximum(ref, 1), 0))
     t, j = np.unravel_index(int(worst), d.shape)
-    return {"n": int(ref.size), "changed_share": float(changed.mean()),
-            "max_abs": int(np.abs(d).max()),
-            "max_rel": float(rel.max()) if rel.size else 0.0,
-            "total_float32": int(ref.sum()), "total_low": int(low.sum()),
-            "worst": {"float32": int(ref[t, j]), "low": int(low[t, j])}}
+    return {
+        "n": int(ref.size),
+        "changed_share": float(changed.mean()),
+        "max_abs": int(np.abs(d).max()),
+        "max_rel": float(rel.max()) if rel.size else 0.0,
+        "total_float32": int(ref.sum()),
+        "total_low": int(low.sum()),
+        "worst": {"float32": int(ref[t, j]), "low": int(low[t, j])},
+    }
 
 
 def selections(tables: dict, labels: list[int], k: int) -> dict:
@@ -145,21 +153,24 @@ def selections(tables: dict, labels: list[int], k: int) -> dict:
     for quantity in ("attention", "js"):
         for criterion in ("cv_accuracy", "anova"):
             key = f"prompt.{quantity}/{criterion}"
-            scores = {dt: head_scores(_only(t, quantity), labels, criterion=criterion,
-                                      random_state=0)
-                      for dt, t in tables.items()}
+            scores = {
+                dt: head_scores(_only(t, quantity), labels, criterion=criterion, random_state=0)
+                for dt, t in tables.items()
+            }
             best = {dt: sorted(s, key=lambda h: (-s[h], h))[:k] for dt, s in scores.items()}
             row = {dt: len(set(best[dt]) & set(best["float32"])) for dt in LOW}
             heads = sorted(scores["float32"])
             for dt in LOW:
-                rho = spearmanr([scores["float32"][h] for h in heads],
-                                [scores[dt][h] for h in heads])
+                rho = spearmanr(
+                    [scores["float32"][h] for h in heads], [scores[dt][h] for h in heads]
+                )
                 row[f"{dt}_spearman"] = float(rho.statistic)
             tenth = sorted(scores["float32"].values(), reverse=True)
             row["float32_tied_at_10th"] = int(sum(np.isclose(v, tenth[k - 1]) for v in tenth))
             if criterion == "cv_accuracy":  # the folds' own effect, in float32
-                other = head_scores(_only(tables["float32"], quantity), labels, criterion=criterion,
-                                    random_state=1)
+                other = head_scores(
+                    _only(tables["float32"], quantity), labels, criterion=criterion, random_state=1
+                )
                 best_other = sorted(other, key=lambda h: (-other[h], h))[:k]
                 row["float32_other_folds"] = len(set(best_other) & set(best["float32"]))
             row["float32_heads"] = [f"L{a}H{b}" for a, b in best["float32"]]
@@ -171,16 +182,26 @@ def _only(table, quantity: str):
     from attntopo.features import FeatureTable
 
     keep = [j for j, c in enumerate(table.columns) if c.endswith(f".prompt.{quantity}")]
-    return FeatureTable(table.values[:, keep], tuple(table.columns[j] for j in keep), table.index,
-                        table.texts, table.skipped, dict(table.settings), dict(table.provenance))
+    return FeatureTable(
+        table.values[:, keep],
+        tuple(table.columns[j] for j in keep),
+        table.index,
+        table.texts,
+        table.skipped,
+        dict(table.settings),
+        dict(table.provenance),
+    )
 
 
 def _topology(a, heads) -> dict:
     """Per head of one ``analyze`` result: the H0/H1 numbers compared, and the distances."""
     import numpy as np
 
-    out = {k: [] for k in ("h0.total_persistence", "h1.total_persistence", "h1.max_persistence",
-                           "h1.n_bars") + tuple(f"h1.n_bars>{t}" for t in BAR_FLOORS)}
+    out = {
+        k: []
+        for k in ("h0.total_persistence", "h1.total_persistence", "h1.max_persistence", "h1.n_bars")
+        + tuple(f"h1.n_bars>{t}" for t in BAR_FLOORS)
+    }
     for layer, head in heads:
         dg = a.diagram(layer, head)
         l0, l1 = dg.lifetimes(0), dg.lifetimes(1)
@@ -205,8 +226,9 @@ def load(model: str, dtype: str, seed: int):
     import _llama
 
     m = _llama.random_llama("tiny", seed=seed)
-    return at.load_model(m.hf_model.to(getattr(torch, dtype)), tokenizer=m.tokenizer,
-                         progress=False)
+    return at.load_model(
+        m.hf_model.to(getattr(torch, dtype)), tokenizer=m.tokenizer, progress=False
+    )
 
 
 def measure(n_pairs: int, js_texts: int, seed: int, model: str = "smollm2") -> dict:
@@ -220,7 +242,7 @@ def measure(n_pairs: int, js_texts: int, seed: int, model: str = "smollm2") -> d
     torch.manual_seed(seed)
     pairs, labels = labelled_pairs(n_pairs, seed)
     # half coherent, half mismatched pairs, joined as features joins them
-    chosen = pairs[:js_texts // 2] + pairs[n_pairs // 2:][:js_texts - js_texts // 2]
+    chosen = pairs[: js_texts // 2] + pairs[n_pairs // 2 :][: js_texts - js_texts // 2]
     joined = [p + " " + a for p, a in chosen]
     prompt, topo, analyses, seconds = {}, {}, {}, {}
     for dt in ("float32",) + LOW:
@@ -237,9 +259,18 @@ def measure(n_pairs: int, js_texts: int, seed: int, model: str = "smollm2") -> d
         tokens = _token_counts(m.tokenizer, pairs)
         del m
     k = min(K, max(1, len(heads) // 2))  # the tiny smoke model: 4 of its 8 heads
-    result = {"model": model, "pairs": n_pairs, "js_texts": js_texts, "seed": seed, "k": k,
-              "seconds": seconds,
-              "tokens": tokens, "quantities": {}, "bars": {}, "stability": {}}
+    result = {
+        "model": model,
+        "pairs": n_pairs,
+        "js_texts": js_texts,
+        "seed": seed,
+        "k": k,
+        "seconds": seconds,
+        "tokens": tokens,
+        "quantities": {},
+        "bars": {},
+        "stability": {},
+    }
     for dt in LOW:
         u = UNIT_ROUNDOFF[dt]
         q = result["quantities"].setdefault(dt, {})
@@ -248,25 +279,36 @@ def measure(n_pairs: int, js_texts: int, seed: int, model: str = "smollm2") -> d
             ref, _ = _columns(prompt["float32"], suffix)
             q[suffix] = relative_changes(low, ref, u) | {"worst": _where(low, ref, hs)}
             spread = ref.std(axis=0)  # each head's spread over the texts
-            q[suffix]["of_spread"] = {"median": float(np.median(np.abs(low - ref) / spread)),
-                                      "max": float((np.abs(low - ref) / spread).max())}
+            q[suffix]["of_spread"] = {
+                "median": float(np.median(np.abs(low - ref) / spread)),
+                "max": float((np.abs(low - ref) / spread).max()),
+            }
         for key in ("h0.total_persistence", "h1.total_persistence", "h1.max_persistence"):
             low, ref = topo[dt][key], topo["float32"][key]
             q[key] = relative_changes(low, ref, u) | {"worst": _where(low, ref, heads)}
-        result["bars"][dt] = {key: bar_counts(topo[dt][key], topo["float32"][key])
-                              for key in topo[dt] if key.startswith("h1.n_bars")}
+        result["bars"][dt] = {
+            key: bar_counts(topo[dt][key], topo["float32"][key])
+            for key in topo[dt]
+            if key.startswith("h1.n_bars")
+        }
         # stability: the bottleneck distance of the H1 diagrams never exceeds ||D − D'||∞
         ratios, dmax = [], []
         for a_low, a_ref in zip(analyses[dt], analyses["float32"]):
             for layer, head in heads:
-                dd = float(np.abs(a_low.distance_matrix(layer, head).astype(np.float64)
-                                  - a_ref.distance_matrix(layer, head)).max())
+                dd = float(
+                    np.abs(
+                        a_low.distance_matrix(layer, head).astype(np.float64)
+                        - a_ref.distance_matrix(layer, head)
+                    ).max()
+                )
                 dmax.append(dd)
                 b = float(bottleneck(a_low.diagram(layer, head), a_ref.diagram(layer, head), dim=1))
                 ratios.append(b / dd if dd > 0 else 0.0)
-        result["stability"][dt] = {"dist_max_median": float(np.median(dmax)),
-                                   "dist_max": float(max(dmax)),
-                                   "bottleneck_h1_over_dist_max": float(max(ratios))}
+        result["stability"][dt] = {
+            "dist_max_median": float(np.median(dmax)),
+            "dist_max": float(max(dmax)),
+            "bottleneck_h1_over_dist_max": float(max(ratios)),
+        }
     result["selection"] = selections(prompt, labels, k)
     return result
 
@@ -280,44 +322,66 @@ def _token_counts(tok, pairs) -> dict:
 
 def markdown(r: dict) -> str:
     pct = lambda x: f"{100 * x:.2g} %"  # noqa: E731
-    lines = ["| quantity | dtype | median change | 95th percentile | max (head: float32 → low) "
-             "| change / the head's spread over texts: median, max |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| quantity | dtype | median change | 95th percentile | max (head: float32 → low) "
+        "| change / the head's spread over texts: median, max |",
+        "|---|---|---|---|---|---|",
+    ]
     for key in ("prompt.attention", "prompt.js") + TOPOLOGY:
         for dt in LOW:
             s = r["quantities"][dt][key]
             w = s["worst"]
-            spread = (f"{s['of_spread']['median']:.2g}, {s['of_spread']['max']:.2g}"
-                      if "of_spread" in s else "—")
-            lines.append(f"| `{key}` | {dt} | {pct(s['median'])} ({s['median_u']:.2g} u) | "
-                         f"{pct(s['p95'])} | {pct(s['max'])} ({w['head']}: {w['float32']:.3g} → "
-                         f"{w['low']:.3g}) | {spread} |")
-    lines += ["", "| H1 bars counted | dtype | counts that change "
-              "| all heads' total: float32 → low | largest relative change (float32 → low) |",
-              "|---|---|---|---|---|"]
+            spread = (
+                f"{s['of_spread']['median']:.2g}, {s['of_spread']['max']:.2g}"
+                if "of_spread" in s
+                else "—"
+            )
+            lines.append(
+                f"| `{key}` | {dt} | {pct(s['median'])} ({s['median_u']:.2g} u) | "
+                f"{pct(s['p95'])} | {pct(s['max'])} ({w['head']}: {w['float32']:.3g} → "
+                f"{w['low']:.3g}) | {spread} |"
+            )
+    lines += [
+        "",
+        "| H1 bars counted | dtype | counts that change "
+        "| all heads' total: float32 → low | largest relative change (float32 → low) |",
+        "|---|---|---|---|---|",
+    ]
     for key in ("h1.n_bars",) + tuple(f"h1.n_bars>{t}" for t in BAR_FLOORS):
         for dt in LOW:
             b = r["bars"][dt][key]
             what = "all" if key == "h1.n_bars" else f"longer than {key.split('>')[1]}"
-            lines.append(f"| {what} | {dt} | {pct(b['changed_share'])} | {b['total_float32']} → "
-                         f"{b['total_low']} | {pct(b['max_rel'])} ({b['worst']['float32']} → "
-                         f"{b['worst']['low']}) |")
-    lines += ["", "| dtype | ‖D − D′‖∞ per head: median, max "
-              "| max H1 bottleneck / ‖D − D′‖∞ |", "|---|---|---|"]
+            lines.append(
+                f"| {what} | {dt} | {pct(b['changed_share'])} | {b['total_float32']} → "
+                f"{b['total_low']} | {pct(b['max_rel'])} ({b['worst']['float32']} → "
+                f"{b['worst']['low']}) |"
+            )
+    lines += [
+        "",
+        "| dtype | ‖D − D′‖∞ per head: median, max | max H1 bottleneck / ‖D − D′‖∞ |",
+        "|---|---|---|",
+    ]
     for dt in LOW:
         st = r["stability"][dt]
-        lines.append(f"| {dt} | {st['dist_max_median']:.2g}, {st['dist_max']:.2g} | "
-                     f"{st['bottleneck_h1_over_dist_max']:.2f} |")
-    lines += ["", f"| top {r['k']} heads by | bfloat16 keeps | float16 keeps "
-              "| float32, other folds, keeps | Spearman ρ of all heads' scores (bf16, fp16) "
-              "| heads scoring as float32's k-th |",
-              "|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {dt} | {st['dist_max_median']:.2g}, {st['dist_max']:.2g} | "
+            f"{st['bottleneck_h1_over_dist_max']:.2f} |"
+        )
+    lines += [
+        "",
+        f"| top {r['k']} heads by | bfloat16 keeps | float16 keeps "
+        "| float32, other folds, keeps | Spearman ρ of all heads' scores (bf16, fp16) "
+        "| heads scoring as float32's k-th |",
+        "|---|---|---|---|---|---|",
+    ]
     for key, s in r["selection"].items():
         folds = s.get("float32_other_folds", "—")
         k = r["k"]
-        lines.append(f"| `{key}` | {s['bfloat16']} of {k} | {s['float16']} of {k} | {folds} | "
-                     f"{s['bfloat16_spearman']:.3f}, {s['float16_spearman']:.3f} | "
-                     f"{s['float32_tied_at_10th']} |")
+        lines.append(
+            f"| `{key}` | {s['bfloat16']} of {k} | {s['float16']} of {k} | {folds} | "
+            f"{s['bfloat16_spearman']:.3f}, {s['float16_spearman']:.3f} | "
+            f"{s['float32_tied_at_10th']} |"
+        )
     return "\n".join(lines)
 
 
@@ -326,8 +390,12 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", type=int, default=32, help="labelled (prompt, answer) pairs (even)")
     ap.add_argument("--js-texts", type=int, default=6, help="joined pairs for the js set")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--model", default="smollm2", choices=("smollm2", "tiny"),
-                    help="tiny: a random 2 x 4 Llama, for a smoke test")
+    ap.add_argument(
+        "--model",
+        default="smollm2",
+        choices=("smollm2", "tiny"),
+        help="tiny: a random 2 x 4 Llama, for a smoke test",
+    )
     ap.add_argument("--json", type=Path, help="write the numbers here")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()

@@ -77,8 +77,11 @@ QUICK = {
     "throughput": {"n_tokens": 32, "n_texts": 4, "single": 2},
     "causal": {"n_tokens": 32, "engine_heads": None, "baseline_heads": None},
     "kernel_repeats": 3,
-    "kernel_cases": [["causal head", 128, True, None], ["bidirectional head", 64, False, None],
-                     ["causal, response rows of a RAG pair (r = n/8)", 128, True, 16]],
+    "kernel_cases": [
+        ["causal head", 128, True, None],
+        ["bidirectional head", 64, False, None],
+        ["causal, response rows of a RAG pair (r = n/8)", 128, True, 16],
+    ],
     "short": {"n_tokens": 32, "rounds": 1},
 }
 
@@ -93,8 +96,16 @@ def run_group(names: list[str], cfg: dict, timeout: float | None) -> dict:
         env = dict(os.environ)
         env.setdefault("TOKENIZERS_PARALLELISM", "false")
         env.setdefault("MPLBACKEND", "Agg")
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", ",".join(names),
-               "--config", str(cfg_path), "--result", str(out_path)]
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--worker",
+            ",".join(names),
+            "--config",
+            str(cfg_path),
+            "--result",
+            str(out_path),
+        ]
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, stdout=sys.stderr, env=env, timeout=timeout)
@@ -105,8 +116,10 @@ def run_group(names: list[str], cfg: dict, timeout: float | None) -> dict:
         res = json.loads(out_path.read_text()) if out_path.is_file() else {}
         for name in names:
             if name not in res:
-                res[name] = {"error": f"section process failed (exit {rc}); see the log on stderr",
-                             "wall_s": wall}
+                res[name] = {
+                    "error": f"section process failed (exit {rc}); see the log on stderr",
+                    "wall_s": wall,
+                }
         return res
 
 
@@ -159,26 +172,41 @@ def build_config(args) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--out", type=Path, help="write the markdown report there (atomically)")
     p.add_argument("--quick", action="store_true", help="tiny CI smoke version (< 1 min)")
-    p.add_argument("--repeats", type=int,
-                   help="runs per measurement up to n=128 (default 5; quick 1)")
-    p.add_argument("--sizes",
-                   help="token counts of sections 1-2, comma-separated (default 32,128,256,512)")
-    p.add_argument("--sections", default=",".join(SECTION_ORDER),
-                   help=f"subset of {','.join(SECTION_ORDER)}")
-    p.add_argument("--one-process", action="store_true",
-                   help="all sections in one process (default with --quick; else one each)")
+    p.add_argument(
+        "--repeats", type=int, help="runs per measurement up to n=128 (default 5; quick 1)"
+    )
+    p.add_argument(
+        "--sizes", help="token counts of sections 1-2, comma-separated (default 32,128,256,512)"
+    )
+    p.add_argument(
+        "--sections", default=",".join(SECTION_ORDER), help=f"subset of {','.join(SECTION_ORDER)}"
+    )
+    p.add_argument(
+        "--one-process",
+        action="store_true",
+        help="all sections in one process (default with --quick; else one each)",
+    )
     p.add_argument("--texts", type=int, help="number of texts in section 4 (default 100)")
     p.add_argument("--json", type=Path, help="also save the raw results as JSON")
     p.add_argument("--note", help="a line shown at the top of the report (e.g. 'preliminary')")
-    p.add_argument("--merge", type=Path, metavar="JSON",
-                   help="keep the sections not run now from a --json file of an earlier run "
-                        "(each says when it was measured)")
-    p.add_argument("--render", type=Path, metavar="JSON",
-                   help="measure nothing: render the report from a --json file of an earlier run")
+    p.add_argument(
+        "--merge",
+        type=Path,
+        metavar="JSON",
+        help="keep the sections not run now from a --json file of an earlier run "
+        "(each says when it was measured)",
+    )
+    p.add_argument(
+        "--render",
+        type=Path,
+        metavar="JSON",
+        help="measure nothing: render the report from a --json file of an earlier run",
+    )
     p.add_argument("--timeout", type=float, default=None, help="seconds per section (default none)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--config", type=Path, help=argparse.SUPPRESS)
@@ -208,8 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         _common.log(f"section(s) {', '.join(group)} ...")
         results.update(run_group(group, cfg, args.timeout))
         for name in group:
-            _common.log(f"section {name}: {results[name]['wall_s']:.1f} s"
-                        + (f" — {results[name]['error']}" if "error" in results[name] else ""))
+            _common.log(
+                f"section {name}: {results[name]['wall_s']:.1f} s"
+                + (f" — {results[name]['error']}" if "error" in results[name] else "")
+            )
     if todo:
         _common.log(f"all sections in {time.perf_counter() - t0:.1f} s")
     if args.merge:

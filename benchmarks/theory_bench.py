@@ -84,27 +84,48 @@ def run(names: list[str], model_name: str, n_tokens: int, repeats: int) -> list[
             t0 = time.perf_counter()
             fn(m, text)
             times.append(time.perf_counter() - t0)
-        rows.append({"diagnostic": name, "model": m.name, "layers_x_heads": f"{m.n_layers}x{m.n_heads}",
-                     "tokens": n_tokens, "repeats": repeats, "median_s": statistics.median(times),
-                     "min_s": min(times), "target_s": TARGET_S, "within_target": statistics.median(times) < TARGET_S})
+        rows.append(
+            {
+                "diagnostic": name,
+                "model": m.name,
+                "layers_x_heads": f"{m.n_layers}x{m.n_heads}",
+                "tokens": n_tokens,
+                "repeats": repeats,
+                "median_s": statistics.median(times),
+                "min_s": min(times),
+                "target_s": TARGET_S,
+                "within_target": statistics.median(times) < TARGET_S,
+            }
+        )
     info = machine_info()
     for r in rows:
-        r["machine"] = {k: info.get(k) for k in ("cpu", "cores", "usable_cores", "torch_threads", "loadavg") if k in info}
+        r["machine"] = {
+            k: info.get(k)
+            for k in ("cpu", "cores", "usable_cores", "torch_threads", "loadavg")
+            if k in info
+        }
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| diagnostic | model | tokens | median s | min s | target s | within |", "|---|---|---|---|---|---|---|"]
+    out = [
+        "| diagnostic | model | tokens | median s | min s | target s | within |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        out.append(f"| {r['diagnostic']} | {r['model']} ({r['layers_x_heads']}) | {r['tokens']} | "
-                   f"{r['median_s']:.2f} | {r['min_s']:.2f} | {r['target_s']:.0f} | "
-                   f"{'yes' if r['within_target'] else 'no'} |")
+        out.append(
+            f"| {r['diagnostic']} | {r['model']} ({r['layers_x_heads']}) | {r['tokens']} | "
+            f"{r['median_s']:.2f} | {r['min_s']:.2f} | {r['target_s']:.0f} | "
+            f"{'yes' if r['within_target'] else 'no'} |"
+        )
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("names", nargs="*", help=f"diagnostics to time (default: all of {', '.join(DIAGNOSTICS)})")
+    ap.add_argument(
+        "names", nargs="*", help=f"diagnostics to time (default: all of {', '.join(DIAGNOSTICS)})"
+    )
     ap.add_argument("--model", default="minilm")
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)

@@ -39,7 +39,13 @@ BANK_SENSES = (0, 1, 1, 0, 1, 0, 1, 0)
 def fortune_texts(n: int) -> tuple[list[str], str]:
     from attntopo.datasets import fortunes
 
-    ds = fortunes(categories=["science", "people", "politics"], min_words=15, max_words=50, n_per_category=n // 3 + 1, seed=0)
+    ds = fortunes(
+        categories=["science", "people", "politics"],
+        min_words=15,
+        max_words=50,
+        n_per_category=n // 3 + 1,
+        seed=0,
+    )
     return ds.texts[:n], f"{n} fortunes (science, people, politics; 15–50 words; drawn with seed 0)"
 
 
@@ -57,12 +63,18 @@ def first_position_share(model, texts: list[str], seed: int = 0) -> list[float]:
     for cap in forward_capture(model, texts):
         perm = content_permutation(cap.encoding.special, rng)
         pt = torch.from_numpy(perm)
-        moved = forward_capture(model, [cap.encoding.text], input_embeds_hook=lambda ids: embed(ids[:, pt]))[0].hidden
-        diff = (moved.astype(np.float64) - cap.hidden[:, perm].astype(np.float64)) ** 2  # (L+1, n, d)
+        moved = forward_capture(
+            model, [cap.encoding.text], input_embeds_hook=lambda ids: embed(ids[:, pt])
+        )[0].hidden
+        diff = (
+            moved.astype(np.float64) - cap.hidden[:, perm].astype(np.float64)
+        ) ** 2  # (L+1, n, d)
         first = int(np.flatnonzero(~np.asarray(cap.encoding.special))[0])
         per_pos = diff.sum(-1)
         total = per_pos.sum(-1)
-        shares.append(np.divide(per_pos[:, first], total, out=np.zeros_like(total), where=total > 0))
+        shares.append(
+            np.divide(per_pos[:, first], total, out=np.zeros_like(total), where=total > 0)
+        )
     return np.mean(shares, axis=0).tolist()
 
 
@@ -83,11 +95,21 @@ def sense_split(model, r) -> dict:
     toks = r.word_tokens
 
     def ari(D):
-        return float(adjusted_rand_score(BANK_SENSES, fcluster(linkage(D, "single"), 2, "maxclust")))
+        return float(
+            adjusted_rand_score(BANK_SENSES, fcluster(linkage(D, "single"), 2, "maxclust"))
+        )
 
-    hidden = [ari(pdist(np.stack([c.hidden[d, t] for c, t in zip(caps, toks)]).astype(np.float64), "cosine"))
-              for d in range(r.n_layers + 1)]
-    S, _ = vocabulary_support([c.attention[:, :, t] for c, t in zip(caps, toks)], [c.encoding.ids for c in caps])
+    hidden = [
+        ari(
+            pdist(
+                np.stack([c.hidden[d, t] for c, t in zip(caps, toks)]).astype(np.float64), "cosine"
+            )
+        )
+        for d in range(r.n_layers + 1)
+    ]
+    S, _ = vocabulary_support(
+        [c.attention[:, :, t] for c, t in zip(caps, toks)], [c.encoding.ids for c in caps]
+    )
     D = row_distances(S / S.sum(-1, keepdims=True)).mean(axis=1)  # (L, 8, 8): mean over heads
     attention = [ari(squareform(D[layer], checks=False)) for layer in range(r.n_layers)]
     return {"hidden": hidden, "attention": attention}
@@ -102,14 +124,24 @@ def measure(name: str, texts: list[str]) -> dict:
     t0 = time.perf_counter()
     main = context(texts, m, equivariance_texts=4, n_permutations=3, progress=False)
     seconds = time.perf_counter() - t0
-    words = {w: context(list(CONTEXT_SENTENCES[w]), m, word=w, equivariance_texts=0, progress=False) for w in WORDS}
-    return {"result": main, "words": words, "seconds": seconds, "senses": sense_split(m, words["bank"]),
-            "first_share": first_position_share(m, texts[:4]) if m.causal else None}
+    words = {
+        w: context(list(CONTEXT_SENTENCES[w]), m, word=w, equivariance_texts=0, progress=False)
+        for w in WORDS
+    }
+    return {
+        "result": main,
+        "words": words,
+        "seconds": seconds,
+        "senses": sense_split(m, words["bank"]),
+        "first_share": first_position_share(m, texts[:4]) if m.causal else None,
+    }
 
 
 def rows_of(cols, keys) -> list[dict]:
-    return [{k: (float(cols[k][r]) if k != "depth" else int(cols[k][r])) for k in keys if k in cols}
-            for r in range(cols.n_rows)]
+    return [
+        {k: (float(cols[k][r]) if k != "depth" else int(cols[k][r])) for k in keys if k in cols}
+        for r in range(cols.n_rows)
+    ]
 
 
 def fmt(v: float) -> str:
@@ -119,44 +151,77 @@ def fmt(v: float) -> str:
 
 
 def pick(n_depths: int) -> list[int]:
-    return sorted({0, 1, 2, n_depths // 4, n_depths // 2, 3 * n_depths // 4, n_depths - 2, n_depths - 1})
+    return sorted(
+        {0, 1, 2, n_depths // 4, n_depths // 2, 3 * n_depths // 4, n_depths - 2, n_depths - 1}
+    )
 
 
 def markdown(name: str, res: dict) -> str:
     r = res["result"]
     cols = r.summary()
     conds = r.conditions
-    head = ["depth"] + [f"layer {c}" for c in conds] + [f"encoder {c}" for c in conds] + [
-        "margin within (rel)", "margin across (rel)", "self-sim", "intra", "anisotropy"]
-    keys = (["depth"] + [f"layer_error_{c}" for c in conds] + [f"encoder_error_{c}" for c in conds]
-            + ["margin_within_rel", "margin_cross_rel", "self_similarity", "intra_similarity", "anisotropy"])
-    out = [f"**{name}** ({r.n_layers} layers; {len(r.texts)} texts, {r.n_cross_pairs} cross pairs, "
-           f"{len(r.similarity_words)} words in ≥ 2 texts; {res['seconds']:.0f} s)", "",
-           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    head = (
+        ["depth"]
+        + [f"layer {c}" for c in conds]
+        + [f"encoder {c}" for c in conds]
+        + ["margin within (rel)", "margin across (rel)", "self-sim", "intra", "anisotropy"]
+    )
+    keys = (
+        ["depth"]
+        + [f"layer_error_{c}" for c in conds]
+        + [f"encoder_error_{c}" for c in conds]
+        + [
+            "margin_within_rel",
+            "margin_cross_rel",
+            "self_similarity",
+            "intra_similarity",
+            "anisotropy",
+        ]
+    )
+    out = [
+        f"**{name}** ({r.n_layers} layers; {len(r.texts)} texts, {r.n_cross_pairs} cross pairs, "
+        f"{len(r.similarity_words)} words in ≥ 2 texts; {res['seconds']:.0f} s)",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
     for d in pick(cols.n_rows):
         out.append("| " + " | ".join([str(d)] + [fmt(float(cols[k][d])) for k in keys[1:]]) + " |")
     off = conds.index("no_positions")
-    out += ["", f"max over texts, permutations and depths without positions: layer alone "
-                f"{r.layer_error[off].max():.2e}, encoder {r.encoder_error[off].max():.2e}"]
-    out += ["", "| word | depth | attention JS over offsets | JS over token types | entropy spread | "
-                "hidden 1 − cos |",
-            "|---|---|---|---|---|---|"]
+    out += [
+        "",
+        f"max over texts, permutations and depths without positions: layer alone "
+        f"{r.layer_error[off].max():.2e}, encoder {r.encoder_error[off].max():.2e}",
+    ]
+    out += [
+        "",
+        "| word | depth | attention JS over offsets | JS over token types | entropy spread | "
+        "hidden 1 − cos |",
+        "|---|---|---|---|---|---|",
+    ]
     for w, wr in res["words"].items():
         wc = wr.summary()
         for d in (1, wc.n_rows // 2, wc.n_rows - 1):
-            out.append(f"| {w} | {d} | {fmt(wc['word_js_relative'][d])} | "
-                       f"{fmt(wc['word_js_vocabulary'][d])} | {fmt(wc['word_entropy_spread'][d])} | "
-                       f"{fmt(wc['word_hidden_cosine'][d])} |")
+            out.append(
+                f"| {w} | {d} | {fmt(wc['word_js_relative'][d])} | "
+                f"{fmt(wc['word_js_vocabulary'][d])} | {fmt(wc['word_entropy_spread'][d])} | "
+                f"{fmt(wc['word_hidden_cosine'][d])} |"
+            )
     sen = res["senses"]
-    out += ["", "\"bank\": adjusted Rand index of the H0 two-cluster split against the two senses, hidden "
-                "states per depth: " + ", ".join(f"{v:.2f}" for v in sen["hidden"]),
-            "attention rows over token types (mean JS over heads) per layer: "
-            + ", ".join(f"{v:.2f}" for v in sen["attention"])]
+    out += [
+        "",
+        '"bank": adjusted Rand index of the H0 two-cluster split against the two senses, hidden '
+        "states per depth: " + ", ".join(f"{v:.2f}" for v in sen["hidden"]),
+        "attention rows over token types (mean JS over heads) per layer: "
+        + ", ".join(f"{v:.2f}" for v in sen["attention"]),
+    ]
     if res["first_share"] is not None:
         share = res["first_share"]
-        out += ["", "share of the encoder's squared equivariance error (positions on) in the first "
-                    "position: "
-                + ", ".join(f"depth {d}: {share[d]:.2f}" for d in pick(len(share)))]
+        out += [
+            "",
+            "share of the encoder's squared equivariance error (positions on) in the first "
+            "position: " + ", ".join(f"depth {d}: {share[d]:.2f}" for d in pick(len(share))),
+        ]
     return "\n".join(out)
 
 
@@ -173,14 +238,31 @@ def main(argv: list[str] | None = None) -> int:
         cols = res["result"].summary()
         keys = list(cols)
         doc["models"][n] = {
-            "summary": rows_of(cols, keys), "seconds": res["seconds"], "first_position_share": res["first_share"],
-            "similarity_words": res["result"].similarity_words, "bank_senses_ari": res["senses"], "positional": res["result"].positional,
-            "words": {w: rows_of(wr.summary(), ["depth", "word_js_relative", "word_js_vocabulary",
-                                                 "word_entropy_spread", "word_hidden_cosine", "word_hidden_spread"])
-                      for w, wr in res["words"].items()},
+            "summary": rows_of(cols, keys),
+            "seconds": res["seconds"],
+            "first_position_share": res["first_share"],
+            "similarity_words": res["result"].similarity_words,
+            "bank_senses_ari": res["senses"],
+            "positional": res["result"].positional,
+            "words": {
+                w: rows_of(
+                    wr.summary(),
+                    [
+                        "depth",
+                        "word_js_relative",
+                        "word_js_vocabulary",
+                        "word_entropy_spread",
+                        "word_hidden_cosine",
+                        "word_hidden_spread",
+                    ],
+                )
+                for w, wr in res["words"].items()
+            },
         }
         print(markdown(n, res), "\n")
-    (ROOT / "docs" / "theory_context.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    (ROOT / "docs" / "theory_context.json").write_text(
+        json.dumps(doc, indent=1) + "\n", encoding="utf-8"
+    )
     from matplotlib.figure import Figure
 
     from attntopo.plots.theory_context import plot_context, plot_word

@@ -27,7 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 def fortune_texts(n: int) -> tuple[list[str], str]:
     from attntopo.datasets import fortunes
 
-    ds = fortunes(categories=["science", "people", "politics"], min_words=15, max_words=50, n_per_category=n // 3 + 1, seed=0)
+    ds = fortunes(
+        categories=["science", "people", "politics"],
+        min_words=15,
+        max_words=50,
+        n_per_category=n // 3 + 1,
+        seed=0,
+    )
     return ds.texts[:n], f"{n} fortunes (science, people, politics; 15–50 words; drawn with seed 0)"
 
 
@@ -45,8 +51,11 @@ def dominance(model, texts: list[str]) -> dict:
         ratio.append(norms.max(axis=1) / np.median(norms, axis=1))
         first.append(top == 0)
         rest.append([residual(np.delete(X[d], top[d], axis=0)) for d in range(X.shape[0])])
-    return {"norm_ratio": np.mean(ratio, axis=0).tolist(), "top_is_first": np.mean(first, axis=0).tolist(),
-            "res_hidden_without_top": np.mean(rest, axis=0).tolist()}
+    return {
+        "norm_ratio": np.mean(ratio, axis=0).tolist(),
+        "top_is_first": np.mean(first, axis=0).tolist(),
+        "res_hidden_without_top": np.mean(rest, axis=0).tolist(),
+    }
 
 
 def measure(name: str, texts: list[str]) -> tuple[object, dict]:
@@ -59,17 +68,28 @@ def measure(name: str, texts: list[str]) -> tuple[object, dict]:
     seconds = time.perf_counter() - t0
     extra = dominance(m, texts)
     cols = d.summary()
-    rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in cols.rows()]
-    for r, a, b, c in zip(rows, extra["norm_ratio"], extra["top_is_first"], extra["res_hidden_without_top"]):
+    rows = [
+        {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+        for r in cols.rows()
+    ]
+    for r, a, b, c in zip(
+        rows, extra["norm_ratio"], extra["top_is_first"], extra["res_hidden_without_top"]
+    ):
         r.update(norm_ratio=a, top_is_first=b, res_hidden_without_top=c)
-    return d, {"model": d.model, "n_layers": d.n_layers, "n_heads": d.n_heads, "n_tokens": d.n_tokens.tolist(),
-               "seconds": seconds, "rows": rows}
+    return d, {
+        "model": d.model,
+        "n_layers": d.n_layers,
+        "n_heads": d.n_heads,
+        "n_tokens": d.n_tokens.tolist(),
+        "seconds": seconds,
+        "rows": rows,
+    }
 
 
 def _f(x, digits=3) -> str:
     if x is None:
         return "–"
-    return f"{x:.1e}" if 0 < abs(x) < 10 ** -digits else f"{x:.{digits}f}"
+    return f"{x:.1e}" if 0 < abs(x) < 10**-digits else f"{x:.{digits}f}"
 
 
 def report(runs: list[dict], source: str) -> str:
@@ -77,29 +97,53 @@ def report(runs: list[dict], source: str) -> str:
     for run in runs:
         L = run["n_layers"]
         picks = sorted({0, 1, round(L / 4), round(L / 2), round(3 * L / 4), L - 1, L})
-        out += [f"**{run['model']}** ({L} layers × {run['n_heads']} heads; {min(run['n_tokens'])}–"
-                f"{max(run['n_tokens'])} tokens per text; {run['seconds']:.1f} s for all texts)", "",
-                "| depth | res(X) | res(X) w/o top token | top/median norm | res(ΠĀ) | JS mean | JS "
-                "diam | H0 total | entropy (bits) | ID pooled | ID per text | kNN overlap | FR move |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            f"**{run['model']}** ({L} layers × {run['n_heads']} heads; {min(run['n_tokens'])}–"
+            f"{max(run['n_tokens'])} tokens per text; {run['seconds']:.1f} s for all texts)",
+            "",
+            "| depth | res(X) | res(X) w/o top token | top/median norm | res(ΠĀ) | JS mean | JS "
+            "diam | H0 total | entropy (bits) | ID pooled | ID per text | kNN overlap | FR move |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for i in picks:
             r = run["rows"][i]
-            out.append("| " + " | ".join([str(i), _f(r["res_hidden"]), _f(r["res_hidden_without_top"]),
-                                          _f(r["norm_ratio"], 1), _f(r["res_path_mean"]), _f(r["js_mean"]),
-                                          _f(r["js_diameter"]), _f(r["h0_total"], 2), _f(r["entropy"], 2),
-                                          _f(r["intrinsic_dim"], 1), _f(r["intrinsic_dim_text"], 1),
-                                          _f(r["knn_overlap"]), _f(r["fisher_rao"])]) + " |")
+            out.append(
+                "| "
+                + " | ".join(
+                    [
+                        str(i),
+                        _f(r["res_hidden"]),
+                        _f(r["res_hidden_without_top"]),
+                        _f(r["norm_ratio"], 1),
+                        _f(r["res_path_mean"]),
+                        _f(r["js_mean"]),
+                        _f(r["js_diameter"]),
+                        _f(r["h0_total"], 2),
+                        _f(r["entropy"], 2),
+                        _f(r["intrinsic_dim"], 1),
+                        _f(r["intrinsic_dim_text"], 1),
+                        _f(r["knn_overlap"]),
+                        _f(r["fisher_rao"]),
+                    ]
+                )
+                + " |"
+            )
         rows = run["rows"]
         res = [r["res_hidden"] for r in rows]
         path = [r["res_path_mean"] for r in rows[1:]]
         below = next((i + 1 for i, p in enumerate(path) if p < 1e-3), None)
-        out += ["", f"- res(X): {res[0]:.3f} at the embeddings, {res[-1]:.3f} after the last layer, "
-                    f"minimum {min(res):.3f} (depth {int(np.argmin(res))}), maximum {max(res):.3f} "
-                    f"(depth {int(np.argmax(res))}).",
-                f"- res of the layer-mean attention product: {path[0]:.3f} after layer 0, "
-                f"{path[-1]:.1e} after the last; below 1e-3 from depth {below}." if below else
-                f"- res of the layer-mean attention product: {path[0]:.3f} after layer 0, "
-                f"{path[-1]:.1e} after the last; never below 1e-3.", ""]
+        out += [
+            "",
+            f"- res(X): {res[0]:.3f} at the embeddings, {res[-1]:.3f} after the last layer, "
+            f"minimum {min(res):.3f} (depth {int(np.argmin(res))}), maximum {max(res):.3f} "
+            f"(depth {int(np.argmax(res))}).",
+            f"- res of the layer-mean attention product: {path[0]:.3f} after layer 0, "
+            f"{path[-1]:.1e} after the last; below 1e-3 from depth {below}."
+            if below
+            else f"- res of the layer-mean attention product: {path[0]:.3f} after layer 0, "
+            f"{path[-1]:.1e} after the last; never below 1e-3.",
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -109,7 +153,11 @@ def write_png(png: bytes, path: Path) -> None:
 
     from PIL import Image
 
-    img = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=128, method=Image.Quantize.MEDIANCUT)
+    img = (
+        Image.open(io.BytesIO(png))
+        .convert("RGB")
+        .quantize(colors=128, method=Image.Quantize.MEDIANCUT)
+    )
     img.save(path, optimize=True)
 
 
@@ -131,8 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     from attntopo.plots.theory_depth import plot_depth
 
     write_png(figure_to_bytes(plot_depth(*results), "png", dpi=110), args.figure)
-    args.json.write_text(json.dumps({"source": source, "texts": texts, "runs": runs}, indent=1, allow_nan=False) + "\n",
-                         encoding="utf-8")
+    args.json.write_text(
+        json.dumps({"source": source, "texts": texts, "runs": runs}, indent=1, allow_nan=False)
+        + "\n",
+        encoding="utf-8",
+    )
     print(report(runs, source))
     return 0
 

@@ -31,9 +31,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import SEED, _cache_dir, log  # noqa: E402
-
 from attntopo.features._evaluate import WITHIN  # noqa: E402
+from run import SEED, _cache_dir, log  # noqa: E402
 
 #: Pairs asked of the benchmark (its cache holds as many as have been generated).
 N_PAIRS = 1200
@@ -72,8 +71,16 @@ DETECTORS = {
     LENGTH: ("column", "prompt_tokens"),
     ENTITIES: ("column", "n_entities"),
 }
-TOPOLOGICAL = (TOHA, TOHA10, TOHA_ALL, "HalluZig: zigzag",
-               "all topological: prompt.attention + zigzag", JS, JS10, JS_ALL)
+TOPOLOGICAL = (
+    TOHA,
+    TOHA10,
+    TOHA_ALL,
+    "HalluZig: zigzag",
+    "all topological: prompt.attention + zigzag",
+    JS,
+    JS10,
+    JS_ALL,
+)
 #: heads chosen in-fold, and the detectors scored by the mean of their heads (TOHA's way)
 HEADS = {TOHA: K_HEADS, TOHA10: K_HEADS, JS: K_HEADS, JS10: K_HEADS}
 MEAN = (TOHA, JS)
@@ -105,8 +112,15 @@ def _key(obj) -> str:
 def _chunk_folder(pairs: list, sets, quantities) -> Path:
     import attntopo as at
 
-    key = _key({"pairs": pairs, "model": "smollm2", "sets": list(sets),
-                "prompt_quantities": list(quantities), "version": at.__version__})
+    key = _key(
+        {
+            "pairs": pairs,
+            "model": "smollm2",
+            "sets": list(sets),
+            "prompt_quantities": list(quantities),
+            "version": at.__version__,
+        }
+    )
     return _cache_dir() / f"halluc-{'-'.join(sets)}-{'-'.join(quantities)}-{key}"
 
 
@@ -118,8 +132,11 @@ def _plan(d, js: bool) -> list[list[int]]:
     stop = n if n >= N_PAIRS else n - n % CHUNK
     out = []
     for start in range(0, stop, CHUNK):
-        idx = [i for i in range(start, min(start + CHUNK, stop))
-               if labels[i] != "ambiguous" and (not js or i % JS_EVERY == 0)]
+        idx = [
+            i
+            for i in range(start, min(start + CHUNK, stop))
+            if labels[i] != "ambiguous" and (not js or i % JS_EVERY == 0)
+        ]
         if idx:
             out.append(idx)
     return out
@@ -145,14 +162,21 @@ def compute_features(budget_s: float | None, kinds=(False, True), follow: bool =
         todo = []
         for js in kinds:
             sets, quantities = _sets_of(js)
-            todo += [(idx, sets, quantities) for idx in _plan(d, js)
-                     if not (_chunk_folder([pairs[i] for i in idx], sets, quantities)
-                             / "attntopo.json").is_file()]
+            todo += [
+                (idx, sets, quantities)
+                for idx in _plan(d, js)
+                if not (
+                    _chunk_folder([pairs[i] for i in idx], sets, quantities) / "attntopo.json"
+                ).is_file()
+            ]
         # by position in the benchmark: prompt.js keeps pace with the main sets
         todo.sort(key=lambda t: (t[0][0] // CHUNK, t[1] != MAIN_SETS))
         if not todo:
-            if follow and len(d) < N_PAIRS and (budget_s is None
-                                                or time.perf_counter() - t0 < budget_s - 120):
+            if (
+                follow
+                and len(d) < N_PAIRS
+                and (budget_s is None or time.perf_counter() - t0 < budget_s - 120)
+            ):
                 time.sleep(60)
                 continue
             log(f"features: every chunk of the {len(d)} cached pairs is done")
@@ -167,15 +191,23 @@ def compute_features(budget_s: float | None, kinds=(False, True), follow: bool =
                 return done
             chunk = [pairs[i] for i in idx]
             t1 = time.perf_counter()
-            table = features(chunk, model=model, sets=sets, prompt_quantities=quantities,
-                             progress=False, n_jobs=1)
+            table = features(
+                chunk,
+                model=model,
+                sets=sets,
+                prompt_quantities=quantities,
+                progress=False,
+                n_jobs=1,
+            )
             table.settings["benchmark_index"] = list(idx)
             table.settings["seconds"] = time.perf_counter() - t1
             table.save(_chunk_folder(chunk, sets, quantities))
             done += 1
-            log(f"features {'+'.join(sets)}/{'+'.join(quantities)}: pairs {idx[0]}..{idx[-1]} "
+            log(
+                f"features {'+'.join(sets)}/{'+'.join(quantities)}: pairs {idx[0]}..{idx[-1]} "
                 f"({len(idx)}) in {time.perf_counter() - t1:.0f} s, "
-                f"load {os.getloadavg()[0]:.1f}")
+                f"load {os.getloadavg()[0]:.1f}"
+            )
             if follow:
                 break  # read the benchmark again: it may have grown
         if not follow:
@@ -204,8 +236,9 @@ def load_features(d, js: bool):
     if not parts:
         return np.zeros(0, int), None, 0.0
     values = np.vstack(parts)
-    table = FeatureTable(values, columns, np.arange(len(index)), [""] * len(index),
-                         settings={"sets": list(sets)})
+    table = FeatureTable(
+        values, columns, np.arange(len(index)), [""] * len(index), settings={"sets": list(sets)}
+    )
     return np.asarray(index), table, seconds
 
 
@@ -227,8 +260,11 @@ def detector_times(d, sample_lengths=(1, 8, 30)) -> dict:
     from attntopo.features import features
 
     c = d.columns
-    picks = [int(np.flatnonzero(c["n_entities"] == k)[0]) for k in sample_lengths
-             if np.any(c["n_entities"] == k)]
+    picks = [
+        int(np.flatnonzero(c["n_entities"] == k)[0])
+        for k in sample_lengths
+        if np.any(c["n_entities"] == k)
+    ]
     pairs = [d.pairs()[i] for i in picks]
     key = _key({"pairs": pairs, "version": at.__version__, "repeats": REPEATS})
     path = _cache_dir() / f"halluc-times-{key}.json"
@@ -236,13 +272,22 @@ def detector_times(d, sample_lengths=(1, 8, 30)) -> dict:
         return json.loads(path.read_text())
     log(f"times: {len(picks)} pairs, each set alone")
     m = at.load_model("smollm2")
-    runs = {"prompt.attention": (("prompt",), ("attention",)), "prompt.js": (("prompt",), ("js",)),
-            "spectral": (("spectral",), None), "lookback": (("lookback",), None),
-            "zigzag": (("zigzag",), None)}
-    out = {"n_entities": [int(c["n_entities"][i]) for i in picks],
-           "prompt_tokens": [int(c["prompt_tokens"][i]) for i in picks],
-           "generation": [float(c["seconds"][i]) for i in picks], "forward": [],
-           "load_average": [], **{k: [] for k in runs}}
+    runs = {
+        "prompt.attention": (("prompt",), ("attention",)),
+        "prompt.js": (("prompt",), ("js",)),
+        "spectral": (("spectral",), None),
+        "lookback": (("lookback",), None),
+        "zigzag": (("zigzag",), None),
+    }
+    out = {
+        "n_entities": [int(c["n_entities"][i]) for i in picks],
+        "prompt_tokens": [int(c["prompt_tokens"][i]) for i in picks],
+        "generation": [float(c["seconds"][i]) for i in picks],
+        "forward": [],
+        "load_average": [],
+        **{k: [] for k in runs},
+    }
+
     def least(fn) -> float:
         best = np.inf
         for _ in range(REPEATS):
@@ -256,9 +301,18 @@ def detector_times(d, sample_lengths=(1, 8, 30)) -> dict:
         with torch.inference_mode():
             out["forward"].append(least(lambda: m.hf_model(**enc, output_attentions=True)))
         for name, (sets, quantities) in runs.items():
-            out[name].append(least(lambda: features(
-                [pair], model=m, sets=sets, prompt_quantities=quantities, progress=False,
-                n_jobs=1)))
+            out[name].append(
+                least(
+                    lambda: features(
+                        [pair],
+                        model=m,
+                        sets=sets,
+                        prompt_quantities=quantities,
+                        progress=False,
+                        n_jobs=1,
+                    )
+                )
+            )
         out["load_average"].append(os.getloadavg()[0])
         log(f"times: {out['prompt_tokens'][len(out['forward']) - 1]} tokens done")
     out["threads"] = torch.get_num_threads()
@@ -272,8 +326,7 @@ def detector_times(d, sample_lengths=(1, 8, 30)) -> dict:
 def _rows_table(table, rows):
     from attntopo.features import FeatureTable
 
-    return FeatureTable(table.values[rows], table.columns, np.arange(len(rows)),
-                        [""] * len(rows))
+    return FeatureTable(table.values[rows], table.columns, np.arange(len(rows)), [""] * len(rows))
 
 
 def _detectors(d, index, table) -> dict:
@@ -314,26 +367,37 @@ def evaluate(quick: bool = False) -> dict:
     d = full
     index, table, feature_seconds = load_features(d, js=False)
     if table is None or len(index) < 30:
-        return {"skipped": f"features of {len(index)} pairs are cached, too few to evaluate "
-                           "(run experiments/hallucination.py --features)"}
+        return {
+            "skipped": f"features of {len(index)} pairs are cached, too few to evaluate "
+            "(run experiments/hallucination.py --features)"
+        }
     labels = np.asarray(d.labels)[index]
     y = (labels == "hallucinated").astype(int)
     c = {k: np.asarray(v)[index] for k, v in d.columns.items()}
     groups = d.groups[index]
     n_boot = 200 if quick else N_BOOT
     detectors = _detectors(d, index, table)
-    common = dict(groups=groups, covariates={COVARIATE: c["prompt_tokens"].astype(float)},
-                  heads={k: v for k, v in HEADS.items() if k in detectors},
-                  combine={k: "mean" for k in MEAN if k in detectors},
-                  head_criterion="difference", n_boot=n_boot, seed=SEED)
+    common = dict(
+        groups=groups,
+        covariates={COVARIATE: c["prompt_tokens"].astype(float)},
+        heads={k: v for k, v in HEADS.items() if k in detectors},
+        combine={k: "mean" for k in MEAN if k in detectors},
+        head_criterion="difference",
+        n_boot=n_boot,
+        seed=SEED,
+    )
     log(f"hallucination: evaluating {len(detectors)} detectors on {len(index)} pairs")
     strata = {"n_entities": c["n_entities"], "counterfactual": c["counterfactual"].astype(bool)}
     ev = evaluate_detectors(detectors, y, strata=strata, **common)
     balanced = balanced_subsample(y, c["n_entities"], seed=SEED)
     log(f"hallucination: the length-balanced subsample ({balanced.size} pairs)")
     ev_bal = evaluate_detectors(detectors, y, subset=balanced, **common)
-    res = {"all": _brief(ev), "balanced": _brief(ev_bal),
-           "balanced_share": float(y[balanced].mean()), "n_balanced": int(balanced.size)}
+    res = {
+        "all": _brief(ev),
+        "balanced": _brief(ev_bal),
+        "balanced_share": float(y[balanced].mean()),
+        "n_balanced": int(balanced.size),
+    }
     # prompt.js on its subset, beside TOHA on the same pairs
     js_index, js_table, js_seconds = load_features(d, js=True)
     if js_table is not None:
@@ -344,34 +408,58 @@ def evaluate(quick: bool = False) -> dict:
         if len(rows) >= 30 and 5 <= yj.sum() <= len(rows) - 5:
             js = _rows_table(js_table, both)
             toha = _rows_table(detectors[TOHA], rows)
-            dets = {JS: js, JS10: js, JS_ALL: js, TOHA: toha, TOHA10: toha, TOHA_ALL: toha,
-                    LENGTH: detectors[LENGTH][rows]}
+            dets = {
+                JS: js,
+                JS10: js,
+                JS_ALL: js,
+                TOHA: toha,
+                TOHA10: toha,
+                TOHA_ALL: toha,
+                LENGTH: detectors[LENGTH][rows],
+            }
             ev_js = evaluate_detectors(
-                dets, yj, groups=groups[rows], heads={k: v for k, v in HEADS.items()},
+                dets,
+                yj,
+                groups=groups[rows],
+                heads={k: v for k, v in HEADS.items()},
                 combine={k: "mean" for k in MEAN},
                 covariates={COVARIATE: c["prompt_tokens"][rows].astype(float)},
-                head_criterion="difference", n_boot=n_boot, seed=SEED)
+                head_criterion="difference",
+                n_boot=n_boot,
+                seed=SEED,
+            )
             res["prompt_js"] = _brief(ev_js)
         res["n_js"] = len(rows)
     lab = np.asarray(full.labels)
-    res.update({
-        "n_generated": len(full), "n_pairs": int(index.size), "n_positive": int(y.sum()),
-        "labels": {k: int(v) for k, v in zip(*np.unique(lab, return_counts=True))},
-        "outcomes": {k: int(v) for k, v in zip(*np.unique(c["outcome"][y == 1],
-                                                          return_counts=True))},
-        "by_length": {int(k): {"n": int((c["n_entities"] == k).sum()),
-                               "hallucinated": float(y[c["n_entities"] == k].mean()),
-                               "tokens": float(c["prompt_tokens"][c["n_entities"] == k].mean())}
-                      for k in np.unique(c["n_entities"])},
-        "counterfactual_share": float(c["counterfactual"].mean()),
-        "prompt_tokens": [int(c["prompt_tokens"].min()), int(c["prompt_tokens"].max())],
-        "generation_seconds": float(np.mean(c["seconds"])),
-        "feature_seconds_per_pair": feature_seconds / max(1, len(index)),
-        "n_columns": {k: int(v.shape[1]) if np.ndim(v) == 2 else 1 for k, v in
-                      ((k, np.asarray(v)) for k, v in detectors.items())},
-        "times": detector_times(d),
-        "seconds": time.perf_counter() - t0,
-    })
+    res.update(
+        {
+            "n_generated": len(full),
+            "n_pairs": int(index.size),
+            "n_positive": int(y.sum()),
+            "labels": {k: int(v) for k, v in zip(*np.unique(lab, return_counts=True))},
+            "outcomes": {
+                k: int(v) for k, v in zip(*np.unique(c["outcome"][y == 1], return_counts=True))
+            },
+            "by_length": {
+                int(k): {
+                    "n": int((c["n_entities"] == k).sum()),
+                    "hallucinated": float(y[c["n_entities"] == k].mean()),
+                    "tokens": float(c["prompt_tokens"][c["n_entities"] == k].mean()),
+                }
+                for k in np.unique(c["n_entities"])
+            },
+            "counterfactual_share": float(c["counterfactual"].mean()),
+            "prompt_tokens": [int(c["prompt_tokens"].min()), int(c["prompt_tokens"].max())],
+            "generation_seconds": float(np.mean(c["seconds"])),
+            "feature_seconds_per_pair": feature_seconds / max(1, len(index)),
+            "n_columns": {
+                k: int(v.shape[1]) if np.ndim(v) == 2 else 1
+                for k, v in ((k, np.asarray(v)) for k, v in detectors.items())
+            },
+            "times": detector_times(d),
+            "seconds": time.perf_counter() - t0,
+        }
+    )
     return res
 
 
@@ -402,8 +490,11 @@ def _s(x: float) -> str:
     return f"{x:.1f}" if x >= 1 else f"{x:.2f}"
 
 
-_OUTCOME = {"none": "no value of the asked kind", "other": "another country's value",
-            "world": "the true value where the context gave another"}
+_OUTCOME = {
+    "none": "no value of the asked kind",
+    "other": "another country's value",
+    "world": "the true value where the context gave another",
+}
 
 
 def _overview(res: dict, lengths: list) -> list[str]:
@@ -421,16 +512,18 @@ def _overview(res: dict, lengths: list) -> list[str]:
         "asked fact swapped for another country's value: the faithful answer is the "
         "context's); labels computed from the answer's text. "
         f"**{res['n_pairs']} pairs** with features here"
-        + (f", of {res['n_generated']} generated so far (of {N_PAIRS} planned: the generation "
-           "and the features run chunk by chunk on this shared 2-core machine and resume "
-           "where they stopped; the table below is what was there when it ran)"
-           if partial else f" (every one of the {res['n_generated']} generated but the "
-           "ambiguous)")
+        + (
+            f", of {res['n_generated']} generated so far (of {N_PAIRS} planned: the generation "
+            "and the features run chunk by chunk on this shared 2-core machine and resume "
+            "where they stopped; the table below is what was there when it ran)"
+            if partial
+            else f" (every one of the {res['n_generated']} generated but the ambiguous)"
+        )
         + "; labels of the generated pairs: "
         + ", ".join(f"{v} {k}" for k, v in res["labels"].items())
         + " (ambiguous pairs, with the context's value and another, are left out of the "
-          f"evaluation). What the {res['n_positive']} hallucinated answers evaluated hold "
-          "instead of the context's value: "
+        f"evaluation). What the {res['n_positive']} hallucinated answers evaluated hold "
+        "instead of the context's value: "
         + ", ".join(f"{_OUTCOME.get(k, k)} {v}" for k, v in res["outcomes"].items())
         + f". Prompts of {res['prompt_tokens'][0]} to {res['prompt_tokens'][1]} tokens; "
         f"{res['counterfactual_share']:.0%} counterfactual.",
@@ -440,10 +533,12 @@ def _overview(res: dict, lengths: list) -> list[str]:
         "| entities in the context | " + " | ".join(str(k) for k in lengths) + " |",
         "|---" * (len(lengths) + 1) + "|",
         "| pairs | " + " | ".join(str(res["by_length"][k]["n"]) for k in lengths) + " |",
-        "| mean prompt tokens | " + " | ".join(f"{res['by_length'][k]['tokens']:.0f}"
-                                             for k in lengths) + " |",
-        "| hallucinated | " + " | ".join(f"{res['by_length'][k]['hallucinated']:.0%}"
-                                       for k in lengths) + " |",
+        "| mean prompt tokens | "
+        + " | ".join(f"{res['by_length'][k]['tokens']:.0f}" for k in lengths)
+        + " |",
+        "| hallucinated | "
+        + " | ".join(f"{res['by_length'][k]['hallucinated']:.0%}" for k in lengths)
+        + " |",
         "",
         "Evaluation: `attntopo.features.evaluate_detectors`, the same code a user calls. "
         "5-fold cross-validation grouped by the country asked about (stratified, seed 0); "
@@ -475,15 +570,19 @@ def _detector_table(a: dict, b: dict) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     cov = _get(a, "covariates")
-    lines.append(f"| *the prompt's length alone (the covariate)* | {_ci(cov)} | "
-                 f"{_ci(cov, 'pr_auc')} | – | {_ci(_get(a, 'covariates', 'n_entities', WITHIN))}"
-                 f" | {_ci(_get(b, 'covariates'))} | {_ci(_get(b, 'covariates'), 'pr_auc')} |")
+    lines.append(
+        f"| *the prompt's length alone (the covariate)* | {_ci(cov)} | "
+        f"{_ci(cov, 'pr_auc')} | – | {_ci(_get(a, 'covariates', 'n_entities', WITHIN))}"
+        f" | {_ci(_get(b, 'covariates'))} | {_ci(_get(b, 'covariates'), 'pr_auc')} |"
+    )
     for name in DETECTORS:
         r, rc = _get(a, name), _get(a, f"{name} + covariates")
         rb = _get(b, name)
-        lines.append(f"| {name} | {_ci(r)} | {_ci(r, 'pr_auc')} | {_ci(rc, gain=True)} | "
-                     f"{_ci(_get(a, name, 'n_entities', WITHIN))} | {_ci(rb)} | "
-                     f"{_ci(rb, 'pr_auc')} |")
+        lines.append(
+            f"| {name} | {_ci(r)} | {_ci(r, 'pr_auc')} | {_ci(rc, gain=True)} | "
+            f"{_ci(_get(a, name, 'n_entities', WITHIN))} | {_ci(rb)} | "
+            f"{_ci(rb, 'pr_auc')} |"
+        )
     lines += [
         "",
         "*Gain over length*: ROC-AUC of the detector with the length minus that of the length "
@@ -520,8 +619,10 @@ def _stratum_tables(a: dict, lengths: list) -> list[str]:
     ]
     for name in ("covariates", *DETECTORS):
         label = "*prompt length (covariate)*" if name == "covariates" else name
-        lines.append(f"| {label} | {_ci(_get(a, name, 'counterfactual', 'False'))} | "
-                     f"{_ci(_get(a, name, 'counterfactual', 'True'))} |")
+        lines.append(
+            f"| {label} | {_ci(_get(a, name, 'counterfactual', 'False'))} | "
+            f"{_ci(_get(a, name, 'counterfactual', 'True'))} |"
+        )
     return lines
 
 
@@ -543,8 +644,11 @@ def _prompt_js_section(res: dict) -> list[str]:
             r, rc = _get(j, name), _get(j, f"{name} + covariates")
             lines.append(f"| {name} | {_ci(r)} | {_ci(r, 'pr_auc')} | {_ci(rc, gain=True)} |")
     elif "n_js" in res:
-        lines += ["", f"`prompt.js`: computed on {res['n_js']} pairs so far, too few to "
-                  "evaluate (30 needed, with 5 of each label)."]
+        lines += [
+            "",
+            f"`prompt.js`: computed on {res['n_js']} pairs so far, too few to "
+            "evaluate (30 needed, with 5 of each label).",
+        ]
     return lines
 
 
@@ -558,17 +662,20 @@ def _times_table(t: dict) -> list[str]:
         f"divided by 8; load average {np.mean(t['load_average']):.1f} on 2 cores during the "
         "measurement, so read the ratios, not the absolute numbers):",
         "",
-        "| | " + " | ".join(f"{k} entities, {n} tokens" for k, n in
-                              zip(t["n_entities"], t["prompt_tokens"])) + " |",
-        "|---" * (len(t["n_entities"]) + 1) + "|",
-        "| generation (the answer, SmolLM2) | " + " | ".join(_s(x) for x in t["generation"])
+        "| | "
+        + " | ".join(
+            f"{k} entities, {n} tokens" for k, n in zip(t["n_entities"], t["prompt_tokens"])
+        )
         + " |",
+        "|---" * (len(t["n_entities"]) + 1) + "|",
+        "| generation (the answer, SmolLM2) | " + " | ".join(_s(x) for x in t["generation"]) + " |",
         "| forward pass with attention | " + " | ".join(_s(x) for x in t["forward"]) + " |",
     ]
     for k in ("prompt.attention", "prompt.js", "spectral", "lookback", "zigzag"):
         lines.append(f"| `{k}` | " + " | ".join(_s(x) for x in t[k]) + " |")
     lines += [
-        "| log-probability, entropy, length, entities | " + " | ".join("0" for _ in t["forward"])
+        "| log-probability, entropy, length, entities | "
+        + " | ".join("0" for _ in t["forward"])
         + " (kept from the generation) |",
     ]
     return lines
@@ -576,8 +683,11 @@ def _times_table(t: dict) -> list[str]:
 
 def report(res: dict) -> list[str]:
     if "skipped" in res:
-        return ["## 4. Hallucination detection on a real generating model", "",
-                f"Not run: {res['skipped']}."]
+        return [
+            "## 4. Hallucination detection on a real generating model",
+            "",
+            f"Not run: {res['skipped']}.",
+        ]
     a, b = res["all"], res["balanced"]
     lengths = sorted(res["by_length"], key=int)
     return [
@@ -597,11 +707,15 @@ def report(res: dict) -> list[str]:
 
 
 def _verdict(a: dict, b: dict) -> str:
-    """"beats" / "loses to" by the point estimates, softened where the intervals overlap."""
+    """ "beats" / "loses to" by the point estimates, softened where the intervals overlap."""
     x, y = a["roc_auc"], b["roc_auc"]
     word = "beats" if x > y else "loses to" if x < y else "ties with"
-    lo_a, hi_a, lo_b, hi_b = (a["roc_auc_low"], a["roc_auc_high"], b["roc_auc_low"],
-                              b["roc_auc_high"])
+    lo_a, hi_a, lo_b, hi_b = (
+        a["roc_auc_low"],
+        a["roc_auc_high"],
+        b["roc_auc_low"],
+        b["roc_auc_high"],
+    )
     overlap = None in (lo_a, lo_b) or not (lo_a > hi_b or lo_b > hi_a)
     return f"{word} (within overlapping intervals)" if overlap and word != "ties with" else word
 
@@ -613,18 +727,28 @@ def notes(res: dict) -> list[str]:
     rows = {n: _get(a, n) for n in DETECTORS}
     best = max(rows, key=lambda n: rows[n]["roc_auc"])
     gains = {n: _get(a, f"{n} + covariates") for n in DETECTORS if n not in ANSWER_FREE}
-    real = [n for n, r in gains.items() if r["gain_roc_auc_low"] is not None
-            and r["gain_roc_auc_low"] > 0]
+    real = [
+        n
+        for n, r in gains.items()
+        if r["gain_roc_auc_low"] is not None and r["gain_roc_auc_low"] > 0
+    ]
     top_gain = max(gains, key=lambda n: gains[n]["gain_roc_auc"])
     within = {n: _get(a, n, "n_entities", WITHIN) for n in DETECTORS if n not in ANSWER_FREE}
     best_within = max(within, key=lambda n: within[n]["roc_auc"])
-    above = [n for n, r in within.items() if r["roc_auc_low"] is not None
-             and r["roc_auc_low"] > 0.5]
-    nothing = [n for n in gains if not (gains[n]["gain_roc_auc_low"] or 0) > 0
-               and not (within[n]["roc_auc_low"] or 0) > 0.5]
+    above = [
+        n for n, r in within.items() if r["roc_auc_low"] is not None and r["roc_auc_low"] > 0.5
+    ]
+    nothing = [
+        n
+        for n in gains
+        if not (gains[n]["gain_roc_auc_low"] or 0) > 0 and not (within[n]["roc_auc_low"] or 0) > 0.5
+    ]
     bal = {n: _get(b, n) for n in DETECTORS}
-    low = [n for n in DETECTORS if n not in ANSWER_FREE
-           and bal[n]["roc_auc"] < _get(b, "covariates")["roc_auc"]]
+    low = [
+        n
+        for n in DETECTORS
+        if n not in ANSWER_FREE and bal[n]["roc_auc"] < _get(b, "covariates")["roc_auc"]
+    ]
     best_bal = max(bal, key=lambda n: bal[n]["roc_auc"])
     topo_best = max((n for n in TOPOLOGICAL if n in rows), key=lambda n: rows[n]["roc_auc"])
     unc = ("mean token log-probability", "min token log-probability", "mean token entropy")
@@ -644,8 +768,14 @@ def notes(res: dict) -> list[str]:
         f"* TOHA as published (the mean of its {K_HEADS} heads, no classifier): "
         f"{_ci(rows[TOHA])}, gain {_ci(gains[TOHA], gain=True)}; a regression on the same "
         f"number of heads: {_ci(rows[TOHA10])}; on every head: {_ci(rows[TOHA_ALL])}.",
-        *([f"* Nothing beyond length (a gain interval not above zero and a within-length "
-           f"interval reaching 0.5): {', '.join(nothing)}."] if nothing else []),
+        *(
+            [
+                f"* Nothing beyond length (a gain interval not above zero and a within-length "
+                f"interval reaching 0.5): {', '.join(nothing)}."
+            ]
+            if nothing
+            else []
+        ),
         f"* Within one context size, where length cannot help: the best is {best_within} "
         f"({_ci(within[best_within])}); {len(above)} of {len(within)} detectors have an "
         "interval above 0.5" + (f" ({', '.join(above)})" if above else "") + ".",
@@ -654,13 +784,23 @@ def notes(res: dict) -> list[str]:
         f"{_get(b, 'covariates')['roc_auc']:.3f} (a model fitted on a feature without "
         "signal lands below 0.5 under cross-validation: each held-out fold's small "
         "imbalance is learnt the other way round)"
-        + (f"; below it too: {', '.join(low)}, whose columns follow the prompt's length more "
-           "than the answer" if low else "") + ".",
-        *([f"* `prompt.js` on its {res['n_js']} pairs: {JS_ALL} {_ci(_get(j, JS_ALL))} "
-           f"(gain {_ci(_get(j, JS_ALL + ' + covariates'), gain=True)}), {JS} "
-           f"{_ci(_get(j, JS))}; on the same pairs TOHA {_ci(_get(j, TOHA))}, {TOHA_ALL} "
-           f"{_ci(_get(j, TOHA_ALL))}."]
-          if (j := res.get("prompt_js")) else []),
+        + (
+            f"; below it too: {', '.join(low)}, whose columns follow the prompt's length more "
+            "than the answer"
+            if low
+            else ""
+        )
+        + ".",
+        *(
+            [
+                f"* `prompt.js` on its {res['n_js']} pairs: {JS_ALL} {_ci(_get(j, JS_ALL))} "
+                f"(gain {_ci(_get(j, JS_ALL + ' + covariates'), gain=True)}), {JS} "
+                f"{_ci(_get(j, JS))}; on the same pairs TOHA {_ci(_get(j, TOHA))}, {TOHA_ALL} "
+                f"{_ci(_get(j, TOHA_ALL))}."
+            ]
+            if (j := res.get("prompt_js"))
+            else []
+        ),
         f"* Topology against uncertainty: the best topological detector ({topo_best}, "
         f"{_ci(rows[topo_best])}) {_verdict(rows[topo_best], rows[unc_best])} the best "
         f"uncertainty baseline ({unc_best}, {_ci(rows[unc_best])}), which costs nothing "
@@ -684,11 +824,17 @@ def notes(res: dict) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--features", action="store_true", help="compute missing feature chunks")
-    ap.add_argument("--js", action="store_true", help="compute prompt.js on every "
-                    f"{JS_EVERY}th pair (after the main sets' chunks)")
+    ap.add_argument(
+        "--js",
+        action="store_true",
+        help=f"compute prompt.js on every {JS_EVERY}th pair (after the main sets' chunks)",
+    )
     ap.add_argument("--budget-minutes", type=float, default=None)
-    ap.add_argument("--follow", action="store_true",
-                    help="wait for the generation to cache more pairs (until the budget)")
+    ap.add_argument(
+        "--follow",
+        action="store_true",
+        help="wait for the generation to cache more pairs (until the budget)",
+    )
     ap.add_argument("--threads", type=int, default=None, help="torch threads")
     ap.add_argument("--times", action="store_true", help="measure the per-detector times")
     ap.add_argument("--evaluate", action="store_true", help="print §4 from what is cached")

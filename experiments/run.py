@@ -74,8 +74,16 @@ def cached_features(texts: list, model: str, sets, layers=None):
     import attntopo as at
     from attntopo.features import features
 
-    key = json.dumps({"texts": texts, "model": model, "sets": list(sets), "layers": layers,
-                      "version": at.__version__}, sort_keys=True)
+    key = json.dumps(
+        {
+            "texts": texts,
+            "model": model,
+            "sets": list(sets),
+            "layers": layers,
+            "version": at.__version__,
+        },
+        sort_keys=True,
+    )
     folder = _cache_dir() / f"features-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     if (folder / "attntopo.json").is_file():
         CACHE["hits"] += 1
@@ -92,7 +100,10 @@ def cached_features(texts: list, model: str, sets, layers=None):
 
 
 def _cached_array(name: str, key: dict, compute) -> np.ndarray:
-    path = _cache_dir() / f"{name}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]}.npy"
+    path = (
+        _cache_dir()
+        / f"{name}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]}.npy"
+    )
     if path.is_file():
         CACHE["hits"] += 1
         return np.load(path)
@@ -114,8 +125,9 @@ def minilm_embeddings(texts: list[str]) -> np.ndarray:
         m = at.load_model("minilm")
         out = []
         for start in range(0, len(texts), 32):
-            enc = m.tokenizer(texts[start:start + 32], padding=True, truncation=True,
-                              return_tensors="pt")
+            enc = m.tokenizer(
+                texts[start : start + 32], padding=True, truncation=True, return_tensors="pt"
+            )
             with torch.inference_mode():
                 h = m.hf_model(**enc).last_hidden_state
             mask = enc["attention_mask"].unsqueeze(-1).float()
@@ -131,7 +143,9 @@ def _causal_lm():
     return load("smollm2")
 
 
-def token_logprobs(texts: list[str], batch: int = 32) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def token_logprobs(
+    texts: list[str], batch: int = 32
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per text: log-probability, rank and entropy of each token under SmolLM2 (after a BOS).
 
     Right-padded batches with an attention mask: a text's numbers do not depend on its batch
@@ -145,18 +159,18 @@ def token_logprobs(texts: list[str], batch: int = 32) -> list[tuple[np.ndarray, 
     seqs = [[bos] + tok(t, add_special_tokens=False)["input_ids"][:256] for t in texts]
     out = []
     for start in range(0, len(seqs), batch):
-        chunk = seqs[start:start + batch]
+        chunk = seqs[start : start + batch]
         width = max(len(x) for x in chunk)
         ids = torch.full((len(chunk), width), pad, dtype=torch.long)
         mask = torch.zeros((len(chunk), width), dtype=torch.long)
         for k, x in enumerate(chunk):
-            ids[k, :len(x)] = torch.tensor(x)
-            mask[k, :len(x)] = 1
+            ids[k, : len(x)] = torch.tensor(x)
+            mask[k, : len(x)] = 1
         with torch.inference_mode():
             logits = lm(input_ids=ids, attention_mask=mask).logits.double()
         for k, x in enumerate(chunk):
-            logp = torch.log_softmax(logits[k, :len(x) - 1], -1)
-            target = ids[k, 1:len(x)]
+            logp = torch.log_softmax(logits[k, : len(x) - 1], -1)
+            target = ids[k, 1 : len(x)]
             lp = logp[torch.arange(target.numel()), target]
             rank = (logp > lp[:, None]).sum(-1)
             ent = -(logp.exp() * logp).sum(-1)
@@ -166,21 +180,34 @@ def token_logprobs(texts: list[str], batch: int = 32) -> list[tuple[np.ndarray, 
 
 def gltr_features(texts: list[str]) -> np.ndarray:
     """GLTR-style features: rank buckets (top 1/10/100/1000), mean/std log-prob, mean entropy."""
+
     def compute():
         rows = []
         for lp, rank, ent in token_logprobs(texts):
-            rows.append([
-                np.mean(rank < 1), np.mean(rank < 10), np.mean(rank < 100), np.mean(rank < 1000),
-                lp.mean(), lp.std(), lp.min(), ent.mean(), len(lp),
-            ])
+            rows.append(
+                [
+                    np.mean(rank < 1),
+                    np.mean(rank < 10),
+                    np.mean(rank < 100),
+                    np.mean(rank < 1000),
+                    lp.mean(),
+                    lp.std(),
+                    lp.min(),
+                    ent.mean(),
+                    len(lp),
+                ]
+            )
         return np.array(rows)
 
     return _cached_array("gltr", {"texts": texts}, compute)
 
 
 def sentence_logprob(texts: list[str]) -> np.ndarray:
-    return _cached_array("logprob", {"texts": texts},
-                         lambda: np.array([lp.sum() for lp, _, _ in token_logprobs(texts)]))
+    return _cached_array(
+        "logprob",
+        {"texts": texts},
+        lambda: np.array([lp.sum() for lp, _, _ in token_logprobs(texts)]),
+    )
 
 
 # ------------------------------------------------------------------ evaluation
@@ -192,8 +219,10 @@ def evaluate(X, y, cv, groups=None, kind="dense") -> dict:
     from sklearn.preprocessing import StandardScaler
 
     if kind == "tfidf":
-        model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1),
-                              LogisticRegression(max_iter=3000, C=10.0))
+        model = make_pipeline(
+            TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1),
+            LogisticRegression(max_iter=3000, C=10.0),
+        )
     else:
         X = np.nan_to_num(np.asarray(X, dtype=np.float64))
         model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500, C=0.1))
@@ -229,13 +258,23 @@ def topic(quick: bool) -> dict:
     log(f"topic: {len(texts)} fortunes, {len(TOPIC_CATEGORIES)} categories")
     y = np.asarray(labels)
     cv = StratifiedKFold(5, shuffle=True, random_state=SEED)
-    rows = {"TF-IDF + LR": evaluate(texts, y, cv, kind="tfidf"),
-            "MiniLM mean embedding + LR": evaluate(minilm_embeddings(texts), y, cv)}
+    rows = {
+        "TF-IDF + LR": evaluate(texts, y, cv, kind="tfidf"),
+        "MiniLM mean embedding + LR": evaluate(minilm_embeddings(texts), y, cv),
+    }
     table = cached_features(texts, "minilm", TOPO_SETS)
     rows.update(topo_rows(table, y, cv, prefix="MiniLM "))
-    rows[f"MiniLM {SPECTRAL}"] = evaluate(cached_features(texts, "minilm", ("spectral",)).values, y, cv)
-    return {"n_texts": len(texts), "categories": TOPIC_CATEGORIES, "per_category": n,
-            "cv": "stratified 5-fold", "rows": rows, "head_scores": topic_head_scores(table, y)}
+    rows[f"MiniLM {SPECTRAL}"] = evaluate(
+        cached_features(texts, "minilm", ("spectral",)).values, y, cv
+    )
+    return {
+        "n_texts": len(texts),
+        "categories": TOPIC_CATEGORIES,
+        "per_category": n,
+        "cv": "stratified 5-fold",
+        "rows": rows,
+        "head_scores": topic_head_scores(table, y),
+    }
 
 
 def topic_head_scores(table, y) -> dict[str, float]:
@@ -261,8 +300,12 @@ def head_figure(scores: dict[str, float], path: Path) -> None:
 
     parsed = {tuple(int(x) for x in k[1:].split("H")): v for k, v in scores.items()}
     top = sorted(parsed, key=parsed.get, reverse=True)[:5]
-    fig = plot_head_importance(parsed, chosen=top, label="3-fold CV accuracy (topic)",
-                               title="Topic of a fortune: each MiniLM head alone")
+    fig = plot_head_importance(
+        parsed,
+        chosen=top,
+        label="3-fold CV accuracy (topic)",
+        title="Topic of a fortune: each MiniLM head alone",
+    )
     save_figure(fig, path)
 
 
@@ -277,20 +320,30 @@ def human_machine(quick: bool) -> dict:
     y = np.asarray(d.labels)
     groups = np.asarray(d.groups)
     cv = StratifiedGroupKFold(5, shuffle=True, random_state=SEED)
-    rows = {"TF-IDF + LR": evaluate(d.texts, y, cv, groups, kind="tfidf"),
-            "SmolLM2 log-likelihood (GLTR-style) + LR": evaluate(gltr_features(d.texts), y, cv, groups)}
+    rows = {
+        "TF-IDF + LR": evaluate(d.texts, y, cv, groups, kind="tfidf"),
+        "SmolLM2 log-likelihood (GLTR-style) + LR": evaluate(gltr_features(d.texts), y, cv, groups),
+    }
     rows.update(topo_rows(cached_features(d.texts, "minilm", TOPO_SETS), y, cv, groups, "MiniLM "))
     rows[f"MiniLM {SPECTRAL}"] = evaluate(
-        cached_features(d.texts, "minilm", ("spectral",)).values, y, cv, groups)
+        cached_features(d.texts, "minilm", ("spectral",)).values, y, cv, groups
+    )
     layers = SMOLLM2_LAYERS[:3] if quick else SMOLLM2_LAYERS
-    rows.update(topo_rows(cached_features(d.texts, "smollm2", TOPO_SETS, layers), y, cv, groups,
-                          "SmolLM2 "))
+    rows.update(
+        topo_rows(cached_features(d.texts, "smollm2", TOPO_SETS, layers), y, cv, groups, "SmolLM2 ")
+    )
     rows[f"SmolLM2 {SPECTRAL}"] = evaluate(
-        cached_features(d.texts, "smollm2", ("spectral",), layers).values, y, cv, groups)
+        cached_features(d.texts, "smollm2", ("spectral",), layers).values, y, cv, groups
+    )
     lengths = [len(t.split()) for t in d.texts]
-    return {"n_texts": n, "cv": "stratified 5-fold grouped by pair", "rows": rows,
-            "smollm2_layers": layers, "mean_words": float(np.mean(lengths)),
-            "generation": {k: d.info[k] for k in ("model", "prompt_words", "temperature", "top_p")}}
+    return {
+        "n_texts": n,
+        "cv": "stratified 5-fold grouped by pair",
+        "rows": rows,
+        "smollm2_layers": layers,
+        "mean_words": float(np.mean(lengths)),
+        "generation": {k: d.info[k] for k in ("model", "prompt_words", "temperature", "top_p")},
+    }
 
 
 def _h0_sums(table, column_suffix: str) -> tuple[np.ndarray, list[str]]:
@@ -315,13 +368,19 @@ def minimal(quick: bool) -> dict:
     results = {}
     lp = sentence_logprob(texts)
     results["SmolLM2 sentence log-probability"] = {
-        p: float(np.mean(lp[:m][(phen == p) & ~val] > lp[m:][(phen == p) & ~val])) for p in PHENOMENA
+        p: float(np.mean(lp[:m][(phen == p) & ~val] > lp[m:][(phen == p) & ~val]))
+        for p in PHENOMENA
     }
     chosen = {}
-    for model, layers in (("minilm", None), ("smollm2", SMOLLM2_LAYERS[:3] if quick else SMOLLM2_LAYERS)):
+    for model, layers in (
+        ("minilm", None),
+        ("smollm2", SMOLLM2_LAYERS[:3] if quick else SMOLLM2_LAYERS),
+    ):
         table = cached_features(texts, model, ("barcode", "js"), layers)
-        for label, suffix in (("H0 sum of 1 - max(A, A^T) (la-tda)", "barcode.h0.sum"),
-                              ("JS H0 total persistence", "js.h0.total_persistence")):
+        for label, suffix in (
+            ("H0 sum of 1 - max(A, A^T) (la-tda)", "barcode.h0.sum"),
+            ("JS H0 total persistence", "js.h0.total_persistence"),
+        ):
             S, cols = _h0_sums(table, suffix)
             good, bad = S[:m], S[m:]
             name = f"{'MiniLM' if model == 'minilm' else 'SmolLM2'} {label}"
@@ -341,9 +400,14 @@ def minimal(quick: bool) -> dict:
                 pick[p] = f"{cols[h].split('.')[0]} ({sign})"
             results[name] = acc
             chosen[name] = pick
-    return {"n_pairs": m, "phenomena": list(PHENOMENA), "per_phenomenon": n,
-            "split": "per phenomenon: half the pairs choose head and direction, half test",
-            "accuracy": results, "chosen_heads": chosen}
+    return {
+        "n_pairs": m,
+        "phenomena": list(PHENOMENA),
+        "per_phenomenon": n,
+        "split": "per phenomenon: half the pairs choose head and direction, half test",
+        "accuracy": results,
+        "chosen_heads": chosen,
+    }
 
 
 #: False (``--cached-only``, and ``--quick``): §4 uses the feature chunks cached so far.
@@ -365,38 +429,56 @@ def hallucination(quick: bool) -> dict:
 
 # ------------------------------------------------------------------ report
 def _fmt(r: dict) -> str:
-    return (f"{r['accuracy']:.3f} ± {r['accuracy_std']:.3f} | "
-            f"{r['f1_macro']:.3f} ± {r['f1_macro_std']:.3f}")
+    return (
+        f"{r['accuracy']:.3f} ± {r['accuracy_std']:.3f} | "
+        f"{r['f1_macro']:.3f} ± {r['f1_macro_std']:.3f}"
+    )
 
 
 def args_only(res: dict) -> list[str]:
     """The tasks this run computed (beside those reused)."""
     reused = set(res.get("reused", {}).get("tasks", ()))
-    return [k for k in ("topic", "human_machine", "minimal", "hallucination")
-            if k in res and k not in reused]
+    return [
+        k
+        for k in ("topic", "human_machine", "minimal", "hallucination")
+        if k in res and k not in reused
+    ]
 
 
 def _run_line(res: dict) -> str:
     """The report's line on the run: when, where, how long, what was reused or cut."""
     env = res["environment"]
     return (
-        (f"Run: {', '.join(res['reused']['tasks'])} on {res['reused']['date']} "
-         f"({res['previous_seconds']:.0f} s; numbers reused from the earlier `--json` by "
-         f"`run.py --only ... --reuse`), {', '.join(args_only(res))} on {res['date']} "
-         f"({res['seconds']:.0f} s); {env['machine']}, Python {env['python']}."
-         if res.get("reused") else
-         f"Run: {res['date']}, {env['machine']}, Python {env['python']}, "
-         f"{res['seconds']:.0f} s")
-        + (f" ({res['cache']['hits']} of {res['cache']['hits'] + res['cache']['misses']} feature "
-           "tables and arrays read from the cache of an earlier run: the time of the "
-           "classifiers, not of the features)"
-           if res.get("cache", {}).get("hits") and not res.get("reused") else "")
-        + (" — **the quick run** (`--quick`: small subsets, wide standard deviations; "
-           "the full one is `make experiments`)." if res["quick"] else
-           "" if res.get("reused") else ".")
-        + ("" if res["quick"] or res.get("full_size", True) else
-           f" **Reduced sizes** ({', '.join(f'{k}={v}' for k, v in res['sizes'].items())}; "
-           "`make experiments` runs the full ones).")
+        (
+            f"Run: {', '.join(res['reused']['tasks'])} on {res['reused']['date']} "
+            f"({res['previous_seconds']:.0f} s; numbers reused from the earlier `--json` by "
+            f"`run.py --only ... --reuse`), {', '.join(args_only(res))} on {res['date']} "
+            f"({res['seconds']:.0f} s); {env['machine']}, Python {env['python']}."
+            if res.get("reused")
+            else f"Run: {res['date']}, {env['machine']}, Python {env['python']}, "
+            f"{res['seconds']:.0f} s"
+        )
+        + (
+            f" ({res['cache']['hits']} of {res['cache']['hits'] + res['cache']['misses']} feature "
+            "tables and arrays read from the cache of an earlier run: the time of the "
+            "classifiers, not of the features)"
+            if res.get("cache", {}).get("hits") and not res.get("reused")
+            else ""
+        )
+        + (
+            " — **the quick run** (`--quick`: small subsets, wide standard deviations; "
+            "the full one is `make experiments`)."
+            if res["quick"]
+            else ""
+            if res.get("reused")
+            else "."
+        )
+        + (
+            ""
+            if res["quick"] or res.get("full_size", True)
+            else f" **Reduced sizes** ({', '.join(f'{k}={v}' for k, v in res['sizes'].items())}; "
+            "`make experiments` runs the full ones)."
+        )
     )
 
 
@@ -420,7 +502,8 @@ def _topic_section(t: dict) -> list[str]:
             "",
             "Which heads carry the topic: each head's topological features alone (3-fold CV "
             "accuracy on the same texts; descriptive, it chooses nothing in the table above). "
-            "Best: " + ", ".join(f"{k} {hs[k]:.3f}" for k in best)
+            "Best: "
+            + ", ".join(f"{k} {hs[k]:.3f}" for k in best)
             + f"; median head {np.median(list(hs.values())):.3f}.",
             "",
             "![each MiniLM head's topic accuracy, layers down, heads across; the five best "
@@ -476,7 +559,9 @@ def _minimal_pairs_section(mp: dict) -> list[str]:
     ]
     for name, acc in mp["accuracy"].items():
         vals = [acc[p] for p in phen]
-        lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in vals) + f" | {np.mean(vals):.3f} |")
+        lines.append(
+            f"| {name} | " + " | ".join(f"{v:.2f}" for v in vals) + f" | {np.mean(vals):.3f} |"
+        )
     lines += ["", "Heads chosen on the validation halves:", ""]
     for name, pick in mp["chosen_heads"].items():
         lines.append(f"* {name}: " + "; ".join(f"{p} {h}" for p, h in pick.items()))
@@ -519,7 +604,9 @@ def notes(res: dict) -> list[str]:
         best_topo = max(topo, key=lambda k: topo[k]["accuracy"])
         base = {k: v for k, v in rows.items() if k not in topo}
         best_base = max(base, key=lambda k: base[k]["accuracy"])
-        verdict = "beats" if rows[best_topo]["accuracy"] > rows[best_base]["accuracy"] else "loses to"
+        verdict = (
+            "beats" if rows[best_topo]["accuracy"] > rows[best_base]["accuracy"] else "loses to"
+        )
         out.append(
             f"* {title}: the best topological features ({best_topo}, "
             f"{rows[best_topo]['accuracy']:.3f}) {verdict} the best baseline ({best_base}, "
@@ -531,19 +618,31 @@ def notes(res: dict) -> list[str]:
             if spec in rows and mine:
                 t = max(mine, key=lambda k: mine[k]["accuracy"])
                 word = "beats" if rows[t]["accuracy"] > rows[spec]["accuracy"] else "does not beat"
-                out.append(f"  * Topology or spectra on {model}: {t} ({rows[t]['accuracy']:.3f}) {word} "
-                           f"the LapEigvals spectra ({rows[spec]['accuracy']:.3f}).")
+                out.append(
+                    f"  * Topology or spectra on {model}: {t} ({rows[t]['accuracy']:.3f}) {word} "
+                    f"the LapEigvals spectra ({rows[spec]['accuracy']:.3f})."
+                )
     if "hallucination" in res and "skipped" not in res["hallucination"]:
         from hallucination import _get
 
         h = res["hallucination"]["all"]
         cov = _get(h, "covariates")["roc_auc"]
-        best = max((r for r in h["rows"] if r["stratum"] == "all" and r["model"] != "covariates"
-                    and not r["model"].endswith("+ covariates")), key=lambda r: r["roc_auc"])
+        best = max(
+            (
+                r
+                for r in h["rows"]
+                if r["stratum"] == "all"
+                and r["model"] != "covariates"
+                and not r["model"].endswith("+ covariates")
+            ),
+            key=lambda r: r["roc_auc"],
+        )
         plus = _get(h, f"{best['model']} + covariates")
-        out.append(f"* Hallucinations: the prompt's length alone {cov:.3f}; the best detector "
-                   f"({best['model']}) {best['roc_auc']:.3f}, {plus['gain_roc_auc']:+.3f} over "
-                   "the length (§4).")
+        out.append(
+            f"* Hallucinations: the prompt's length alone {cov:.3f}; the best detector "
+            f"({best['model']}) {best['roc_auc']:.3f}, {plus['gain_roc_auc']:+.3f} over "
+            "the length (§4)."
+        )
     acc = res["minimal"]["accuracy"]
     means = {k: float(np.mean(list(v.values()))) for k, v in acc.items()}
     best = max(means, key=means.get)
@@ -561,16 +660,28 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small subsets (development, smoke test)")
     ap.add_argument("--out", help="write the markdown report here (atomically)")
     ap.add_argument("--json", help="write the numbers here")
-    ap.add_argument("--only", choices=("topic", "human_machine", "minimal", "hallucination"),
-                    action="append")
-    ap.add_argument("--reuse", metavar="JSON",
-                    help="with --only: take the other tasks' numbers from this earlier --json "
-                         "and write the whole report")
-    ap.add_argument("--size", action="append", default=[], metavar="TASK=N",
-                    help="smaller runs: fortunes per topic, texts of task 2, pairs per phenomenon "
-                         f"(full: {', '.join(f'{k}={v}' for k, v in SIZES.items())})")
-    ap.add_argument("--cached-only", action="store_true",
-                    help="§4: use the feature chunks cached so far (compute none)")
+    ap.add_argument(
+        "--only", choices=("topic", "human_machine", "minimal", "hallucination"), action="append"
+    )
+    ap.add_argument(
+        "--reuse",
+        metavar="JSON",
+        help="with --only: take the other tasks' numbers from this earlier --json "
+        "and write the whole report",
+    )
+    ap.add_argument(
+        "--size",
+        action="append",
+        default=[],
+        metavar="TASK=N",
+        help="smaller runs: fortunes per topic, texts of task 2, pairs per phenomenon "
+        f"(full: {', '.join(f'{k}={v}' for k, v in SIZES.items())})",
+    )
+    ap.add_argument(
+        "--cached-only",
+        action="store_true",
+        help="§4: use the feature chunks cached so far (compute none)",
+    )
     args = ap.parse_args()
     if args.cached_only:
         global COMPUTE_HALLUCINATION
@@ -580,13 +691,26 @@ def main() -> int:
         if task not in SIZES or not value.isdigit():
             ap.error(f"--size takes TASK=N with TASK in {', '.join(SIZES)}, got {item!r}")
         SIZES[task] = int(value)
-    full = all(SIZES[k] == v for k, v in {"topic": 80, "human_machine": 1000, "minimal": 200}.items())
+    full = all(
+        SIZES[k] == v for k, v in {"topic": 80, "human_machine": 1000, "minimal": 200}.items()
+    )
     t0 = time.perf_counter()
-    res = {"quick": args.quick, "full_size": full and not args.quick, "sizes": dict(SIZES), "date": time.strftime("%Y-%m-%d"),
-           "environment": {"python": platform.python_version(),
-                           "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}}
-    tasks = {"topic": topic, "human_machine": human_machine, "minimal": minimal,
-             "hallucination": hallucination}
+    res = {
+        "quick": args.quick,
+        "full_size": full and not args.quick,
+        "sizes": dict(SIZES),
+        "date": time.strftime("%Y-%m-%d"),
+        "environment": {
+            "python": platform.python_version(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        },
+    }
+    tasks = {
+        "topic": topic,
+        "human_machine": human_machine,
+        "minimal": minimal,
+        "hallucination": hallucination,
+    }
     reused = {}
     if args.reuse:
         if not args.only:
@@ -621,7 +745,9 @@ def main() -> int:
 
     if args.out:
         if res.get("topic", {}).get("head_scores"):
-            head_figure(res["topic"]["head_scores"], Path(args.out).with_name("experiments_heads.png"))
+            head_figure(
+                res["topic"]["head_scores"], Path(args.out).with_name("experiments_heads.png")
+            )
         atomic_write_text(args.out, text + "\n")
     if args.json:
         atomic_write_text(args.json, json.dumps(res, indent=1) + "\n")

@@ -25,7 +25,11 @@ def attention_matrices(max_n: int = 9, max_b: int = 3):
         n = draw(st.integers(1, max_n))
         b = draw(st.integers(1, max_b))
         raw = draw(
-            arrays(np.float64, (b, n, n), elements=st.sampled_from([0.0, 0.0, 0.01, 0.05, 0.1, 0.3, 1.0, 2.0, 5.0]))
+            arrays(
+                np.float64,
+                (b, n, n),
+                elements=st.sampled_from([0.0, 0.0, 0.01, 0.05, 0.1, 0.3, 1.0, 2.0, 5.0]),
+            )
         )
         raw[raw.sum(-1) == 0] = 1.0  # a row without mass becomes uniform
         return raw / raw.sum(-1, keepdims=True)
@@ -33,7 +37,9 @@ def attention_matrices(max_n: int = 9, max_b: int = 3):
     return build()
 
 
-def random_attention(rng: np.random.Generator, b: int, n: int, sharpness: float = 3.0) -> np.ndarray:
+def random_attention(
+    rng: np.random.Generator, b: int, n: int, sharpness: float = 3.0
+) -> np.ndarray:
     """(b, n, n) softmax rows of Gaussian logits (float64)."""
     X = np.exp(sharpness * rng.standard_normal((b, n, n)))
     return X / X.sum(-1, keepdims=True)
@@ -73,8 +79,17 @@ def graph_reference(A: np.ndarray, thresholds, cap: int = 50) -> np.ndarray:
 def bar_stats(pairs: np.ndarray) -> dict:
     """Plain statistics of one list of finite (birth, death) pairs, one formula per line."""
     if len(pairs) == 0:
-        return {"sum": 0.0, "mean": 0.0, "max": 0.0, "std": 0.0, "entropy_e": 0.0, "entropy_2": 0.0,
-                "n": 0, "longest_birth": 0.0, "longest_death": 0.0}
+        return {
+            "sum": 0.0,
+            "mean": 0.0,
+            "max": 0.0,
+            "std": 0.0,
+            "entropy_e": 0.0,
+            "entropy_2": 0.0,
+            "n": 0,
+            "longest_birth": 0.0,
+            "longest_death": 0.0,
+        }
     length = pairs[:, 1] - pairs[:, 0]
     p = length[length > 0] / length.sum()
     k = int(np.argmax(length))

@@ -27,7 +27,9 @@ def check_figure_file(path: Path, fmt: str) -> None:
 def check_standalone_html(path: Path) -> None:
     """``path`` is a plotly page that works offline: plotly.js inlined, no external script."""
     html = path.read_text(encoding="utf-8")
-    assert html.lstrip().lower().startswith("<html") or html.lstrip().lower().startswith("<!doctype")
+    assert html.lstrip().lower().startswith("<html") or html.lstrip().lower().startswith(
+        "<!doctype"
+    )
     assert not _SCRIPT_SRC.search(html), "no external scripts: plotly.js must be inlined"
     assert "cdn.plot.ly/plotly" not in html.split("</head>")[0]
     assert "Plotly.newPlot" in html  # the figure itself

@@ -10,8 +10,25 @@ from html.parser import HTMLParser
 class Page(HTMLParser):
     """Tags, ids and script bodies of a page; fails on tags left open at the end."""
 
-    VOID = {"meta", "link", "br", "img", "input", "hr", "source", "area", "base", "col", "embed", "wbr", "path",
-            "rect", "circle", "line", "polygon"}
+    VOID = {
+        "meta",
+        "link",
+        "br",
+        "img",
+        "input",
+        "hr",
+        "source",
+        "area",
+        "base",
+        "col",
+        "embed",
+        "wbr",
+        "path",
+        "rect",
+        "circle",
+        "line",
+        "polygon",
+    }
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -38,7 +55,9 @@ class Page(HTMLParser):
             self._in_script = None
         if tag in self.VOID:
             return
-        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+        assert self.stack and self.stack[-1] == tag, (
+            f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+        )
         self.stack.pop()
 
     def handle_data(self, data):
@@ -59,7 +78,9 @@ def check_self_contained(html: str) -> Page:
     """A whole page that opens offline: no script or style loaded, plotly.js inlined once,
     every figure drawn into a div of the page."""
     assert html.startswith("<!DOCTYPE html>")
-    assert not re.search(r"<script[^>]*\bsrc\s*=", html, flags=re.I), "a script is loaded, not inlined"
+    assert not re.search(r"<script[^>]*\bsrc\s*=", html, flags=re.I), (
+        "a script is loaded, not inlined"
+    )
     assert not re.search(r"<link[^>]*\bhref\s*=\s*[\"']?https?:", html, flags=re.I)
     assert not re.search(r"<script src=[\"']?http", html, flags=re.I)
     p = parse(html)

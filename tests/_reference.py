@@ -43,7 +43,9 @@ def heads_notebook_matrix(W: np.ndarray, js=None) -> np.ndarray:
     for layer_idx in range(L):
         for head_i in range(H):
             for head_j in range(head_i, H):
-                distance = sum(js(W[layer_idx, head_i, t], W[layer_idx, head_j, t]) for t in range(n))
+                distance = sum(
+                    js(W[layer_idx, head_i, t], W[layer_idx, head_j, t]) for t in range(n)
+                )
                 distances[layer_idx, head_i, head_j] = distance
                 distances[layer_idx, head_j, head_i] = distance
     return distances.sum(0)

@@ -19,10 +19,15 @@ from attntopo.corpus import (
 from attntopo.features import FeatureSettings
 
 SETTINGS = CorpusSettings(
-    model="toy", model_hash="sha256:" + "1" * 64, revision=None, attntopo_version="0.0",
-    features=FeatureSettings(sets=("js",), layers=(0,), heads=(0, 3), thresholds=(0.1,),
-                             scales=(0.5,), quantiles=(0.5,)),
-    keep_diagrams=False, batch_size=4,
+    model="toy",
+    model_hash="sha256:" + "1" * 64,
+    revision=None,
+    attntopo_version="0.0",
+    features=FeatureSettings(
+        sets=("js",), layers=(0,), heads=(0, 3), thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,)
+    ),
+    keep_diagrams=False,
+    batch_size=4,
 )
 
 
@@ -36,9 +41,13 @@ def small_store(folder: Path, texts: list[str], seed: int = 0) -> StoreReader:
     rng = np.random.default_rng(seed)
     for k, t in inp.batches(SETTINGS.batch_size):
         n = t.num_rows
-        data = {"id": t["id"].combine_chunks(), "row": t["row"].combine_chunks(),
-                "text": t["text"].combine_chunks(), "status": pa.array(["ok"] * n),
-                **{c: pa.array(rng.random(n)) for c in cols}}
+        data = {
+            "id": t["id"].combine_chunks(),
+            "row": t["row"].combine_chunks(),
+            "text": t["text"].combine_chunks(),
+            "status": pa.array(["ok"] * n),
+            **{c: pa.array(rng.random(n)) for c in cols},
+        }
         cells = [data[f.name] if f.name in data else pa.nulls(n, f.type) for f in schema]
         writer.write_part(k, pa.Table.from_arrays(cells, schema=schema))
     return writer.store

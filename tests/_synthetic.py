@@ -19,8 +19,16 @@ _PIECES = re.compile(r"\w+|[^\w\s]")
 SPECIAL = ("[CLS]", "[SEP]")
 
 
-def text_attention(text: str, L: int = 2, H: int = 3, seed: int = 0, *, causal: bool = False,
-                   model: str = "synthetic", concentration: float = 0.4) -> Attention:
+def text_attention(
+    text: str,
+    L: int = 2,
+    H: int = 3,
+    seed: int = 0,
+    *,
+    causal: bool = False,
+    model: str = "synthetic",
+    concentration: float = 0.4,
+) -> Attention:
     """Attention of shape (L, H, n, n) over the tokens of ``text``.
 
     ``n`` is the number of words and punctuation marks, plus 2 for ``[CLS]`` and ``[SEP]``
@@ -36,5 +44,12 @@ def text_attention(text: str, L: int = 2, H: int = 3, seed: int = 0, *, causal: 
     if causal:
         w = np.tril(w)
         w /= w.sum(-1, keepdims=True)
-    return Attention.from_weights(w, tokens, causal=causal, model=model, text=text, offsets=offsets,
-                                  special=[t in SPECIAL for t in tokens])
+    return Attention.from_weights(
+        w,
+        tokens,
+        causal=causal,
+        model=model,
+        text=text,
+        offsets=offsets,
+        special=[t in SPECIAL for t in tokens],
+    )

@@ -11,8 +11,13 @@ from __future__ import annotations
 from functools import lru_cache
 
 #: the shape: 2 layers x 4 query heads sharing 2 key/value heads, head_dim 16
-SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2)
+SHAPE = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+)
 
 
 @lru_cache(maxsize=None)
@@ -31,8 +36,14 @@ def hf_tiny_llama(dtype: str = "bfloat16", seed: int = 0):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     tok = _tokenizer()
-    cfg = LlamaConfig(vocab_size=tok.vocab_size, max_position_embeddings=512, rope_theta=10000.0,
-                      initializer_range=0.25, tie_word_embeddings=True, **SHAPE)
+    cfg = LlamaConfig(
+        vocab_size=tok.vocab_size,
+        max_position_embeddings=512,
+        rope_theta=10000.0,
+        initializer_range=0.25,
+        tie_word_embeddings=True,
+        **SHAPE,
+    )
     cfg._attn_implementation = "eager"
     with torch.random.fork_rng():
         torch.manual_seed(seed)

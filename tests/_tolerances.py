@@ -111,7 +111,9 @@ class ForwardTolerance:
     bottleneck_atol: float
 
 
-def forward_tolerance(n_layers: int, width: int, head_dim: int, n_tokens: int = 512) -> ForwardTolerance:
+def forward_tolerance(
+    n_layers: int, width: int, head_dim: int, n_tokens: int = 512
+) -> ForwardTolerance:
     """Tolerances for comparing two float32 forward passes of one model on the same input.
 
     Parameters
@@ -134,9 +136,18 @@ def forward_tolerance(n_layers: int, width: int, head_dim: int, n_tokens: int = 
     dist = distance_atol(eta, n_tokens)
     dgm = diagram_atol(dist)
     return ForwardTolerance(
-        n_layers=n_layers, width=width, head_dim=head_dim, n_tokens=n_tokens, logit_atol=dz,
-        pass_rtol=rho, pass_atol=pass_atol, weights_atol=2 * pass_atol, weights_rtol=eta,
-        distance_atol=dist, diagram_atol=dgm, bottleneck_atol=2 * dgm,
+        n_layers=n_layers,
+        width=width,
+        head_dim=head_dim,
+        n_tokens=n_tokens,
+        logit_atol=dz,
+        pass_rtol=rho,
+        pass_atol=pass_atol,
+        weights_atol=2 * pass_atol,
+        weights_rtol=eta,
+        distance_atol=dist,
+        diagram_atol=dgm,
+        bottleneck_atol=2 * dgm,
     )
 
 
@@ -146,7 +157,9 @@ def for_model(model, n_tokens: int | None = None) -> ForwardTolerance:
     heads = cfg.num_attention_heads
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
     width = max(cfg.hidden_size, getattr(cfg, "intermediate_size", 0) or 0)
-    return forward_tolerance(model.n_layers, width, head_dim, n_tokens or min(model.max_length, 512))
+    return forward_tolerance(
+        model.n_layers, width, head_dim, n_tokens or min(model.max_length, 512)
+    )
 
 
 #: the packaged models (6 layers, 384/1536, 12 heads of 32; 30 layers, 576/1536, 9 heads of 64)
@@ -161,7 +174,11 @@ ATTENTION_ATOL = MINILM.weights_atol
 #: (proof in tests/README.md, "Low-precision forward passes": JS ≤ J/4 ≤ range(δ)²/8 nats)
 SOFTMAX_JS_LIPSCHITZ = 1 / math.sqrt(8 * math.log(2))
 #: (unit roundoff, smallest subnormal) of the weights' dtypes
-LOW_FORMATS = {"bfloat16": (2.0**-8, 2.0**-133), "float16": (2.0**-11, 2.0**-24), "float32": (U, 2.0**-149)}
+LOW_FORMATS = {
+    "bfloat16": (2.0**-8, 2.0**-133),
+    "float16": (2.0**-11, 2.0**-24),
+    "float32": (U, 2.0**-149),
+}
 
 
 def low_precision_logit_range(z_low, mag_low, z_ref, dtype: str, head_dim: int, causal: bool):
@@ -183,11 +200,17 @@ def low_precision_logit_range(z_low, mag_low, z_ref, dtype: str, head_dim: int, 
     # the float32 pass rounds its logits too (2U|z| + γ mag): counted with the low pass's
     nu = (2 * u + u * u + 2 * U) * np.abs(z_low) + 2 * gam * (1 + u) ** 2 * mag_low
     spread = np.where(keep, dz, -np.inf).max(-1) - np.where(keep, dz, np.inf).min(-1)
-    return spread + 2 * np.where(keep, nu, 0.0).max(-1) + 2 * math.log((1 + u) / (1 - u)) \
+    return (
+        spread
+        + 2 * np.where(keep, nu, 0.0).max(-1)
+        + 2 * math.log((1 + u) / (1 - u))
         + 2 * row_sum_tolerance("float32", n)
+    )
 
 
-def low_precision_row_distance_bound(z_low, mag_low, z_ref, dtype: str, head_dim: int, causal: bool):
+def low_precision_row_distance_bound(
+    z_low, mag_low, z_ref, dtype: str, head_dim: int, causal: bool
+):
     """Per row, a bound on the base-2 JS distance between the attention row of a pass in
     ``dtype`` and that of a float32 pass of the same model, from their captured logits.
 
@@ -217,8 +240,9 @@ def low_precision_row_distance_bound(z_low, mag_low, z_ref, dtype: str, head_dim
     return SOFTMAX_JS_LIPSCHITZ * eff + math.sqrt(n * sub)
 
 
-def low_precision_subset_bounds(z_low, mag_low, z_ref, keep, dtype: str, head_dim: int,
-                                causal: bool):
+def low_precision_subset_bounds(
+    z_low, mag_low, z_ref, keep, dtype: str, head_dim: int, causal: bool
+):
     """Bounds for the rows of tokens ``keep`` renormalized over ``keep`` (what the ``prompt``
     set and ``drop_special`` score: :func:`attntopo.attention.renormalized_subset`), between
     a ``dtype`` pass and a float32 pass, from the captured logits of all ``n`` tokens.
@@ -248,8 +272,9 @@ def low_precision_subset_bounds(z_low, mag_low, z_ref, keep, dtype: str, head_di
     keep = np.asarray(keep)
     n, m_s = z_low.shape[-1], keep.size
     z_l, g_l, z_r = (a[..., keep, :][..., :, keep] for a in (z_low, mag_low, z_ref))
-    R = low_precision_logit_range(z_l, g_l, z_r, dtype, head_dim, causal) \
-        + 2 * math.log((1 + U) / (1 - U))
+    R = low_precision_logit_range(z_l, g_l, z_r, dtype, head_dim, causal) + 2 * math.log(
+        (1 + U) / (1 - U)
+    )
     # the low pass's exact softmax over all keys, and the mass of the kept ones (causal: j <= i)
     allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
     z = np.where(allowed, z_low, -np.inf)

@@ -50,8 +50,14 @@ def _hypothesis_profile() -> None:
     settings.register_profile("dev", print_blob=True)
     # derandomize=True implies database=None (hypothesis refuses both): the stored examples
     # are the tests' own @example decorators
-    settings.register_profile("ci", derandomize=True, database=None, print_blob=True,
-                              deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile(
+        "ci",
+        derandomize=True,
+        database=None,
+        print_blob=True,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     chosen = os.environ.get("ATTNTOPO_HYPOTHESIS") or ("ci" if os.environ.get("CI") else "dev")
     settings.load_profile(chosen)
 
@@ -85,9 +91,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("model"):
             continue
-        groups = {m.args[0] if m.args else m.kwargs.get("name") for m in item.iter_markers("xdist_group")}
-        if (MODEL_FIXTURES & set(item.fixturenames) or item.get_closest_marker("smollm2")
-                or "smollm2" in groups):
+        groups = {
+            m.args[0] if m.args else m.kwargs.get("name") for m in item.iter_markers("xdist_group")
+        }
+        if (
+            MODEL_FIXTURES & set(item.fixturenames)
+            or item.get_closest_marker("smollm2")
+            or "smollm2" in groups
+        ):
             item.add_marker(pytest.mark.model)
 
 

@@ -33,11 +33,27 @@ PACKAGE = "attntopo"
 
 #: (layer, module prefixes) from the bottom up; a module belongs to the longest matching prefix.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("vocabulary", ("_version", "_hooks", "errors", "constants", "_validation", "_progress", "_callable", "_threads", "_lazy")),
+    (
+        "vocabulary",
+        (
+            "_version",
+            "_hooks",
+            "errors",
+            "constants",
+            "_validation",
+            "_progress",
+            "_callable",
+            "_threads",
+            "_lazy",
+        ),
+    ),
     ("storage and kernels", ("io", "_native", "_mds")),
     ("computation", ("models", "attention", "words", "distances", "topology")),
     ("analyses", ("analyses",)),
-    ("built on analyses", ("datasets", "features", "sklearn", "corpus", "compress", "theory", "hardmax")),
+    (
+        "built on analyses",
+        ("datasets", "features", "sklearn", "corpus", "compress", "theory", "hardmax"),
+    ),
     ("rendering", ("_html", "plots")),
     ("reports", ("report",)),
     # the interfaces use the public namespace (attntopo/__init__.py, lazy) like any user would;
@@ -48,8 +64,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 def unknown_prefixes(modules: set[str]) -> list[str]:
     """Names in LAYERS that are no module or package of ``modules`` (a stale entry)."""
-    return [p for _, prefixes in LAYERS for p in prefixes
-            if p and f"{PACKAGE}.{p}" not in modules]
+    return [p for _, prefixes in LAYERS for p in prefixes if p and f"{PACKAGE}.{p}" not in modules]
 
 
 def module_name(path: Path) -> str:
@@ -61,13 +76,17 @@ def module_name(path: Path) -> str:
 
 def layer_of(module: str) -> int:
     """Rank of ``module``'s layer in LAYERS; -1 when no layer names it."""
-    rel = module[len(PACKAGE) + 1:] if module != PACKAGE else ""
+    rel = module[len(PACKAGE) + 1 :] if module != PACKAGE else ""
     best, best_len = -1, -1
     for rank, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
             if prefix == "" and rel == "":
                 return rank
-            if prefix and (rel == prefix or rel.startswith(prefix + ".")) and len(prefix) > best_len:
+            if (
+                prefix
+                and (rel == prefix or rel.startswith(prefix + "."))
+                and len(prefix) > best_len
+            ):
                 best, best_len = rank, len(prefix)
     return best
 
@@ -154,7 +173,7 @@ def private_reach(src: str, target: str, resolved: str) -> str | None:
     parts = resolved.split(".")[2:]  # below the subpackage
     if any(_private(p) for p in parts):
         return resolved
-    rest = target[len(resolved) + 1:] if target != resolved else ""
+    rest = target[len(resolved) + 1 :] if target != resolved else ""
     if rest and _private(rest.split(".")[0]):
         return f"{resolved}:{rest.split('.')[0]}"
     return None
@@ -218,14 +237,18 @@ def main(argv: list[str]) -> int:
     graph: dict[str, set[str]] = {m: set() for m in modules}
     seen_private: set[tuple[str, str]] = set()
     reported: set[tuple[str, str, int]] = set()
-    problems: list[str] = [f"LAYERS in tools/check_imports.py names {p!r}, which is no module of "
-                           f"{PACKAGE}: remove it there and in docs/architecture.md"
-                           for p in unknown_prefixes(modules)]
+    problems: list[str] = [
+        f"LAYERS in tools/check_imports.py names {p!r}, which is no module of "
+        f"{PACKAGE}: remove it there and in docs/architecture.md"
+        for p in unknown_prefixes(modules)
+    ]
     for f in files:
         src = module_name(f)
         if layer_of(src) < 0:
-            problems.append(f"{f.relative_to(ROOT.parent)}: {src} is in no layer: add it to LAYERS "
-                            f"in tools/check_imports.py and to docs/architecture.md")
+            problems.append(
+                f"{f.relative_to(ROOT.parent)}: {src} is in no layer: add it to LAYERS "
+                f"in tools/check_imports.py and to docs/architecture.md"
+            )
         for target, dst, line in import_records(f, modules):
             graph[src].add(dst)
             reach = private_reach(src, target, dst)
@@ -246,8 +269,10 @@ def main(argv: list[str]) -> int:
                     f"imports {dst} ({LAYERS[layer_of(dst)][0]}), a higher layer"
                 )
     for src, reach in sorted(ALLOWED_PRIVATE - seen_private):
-        problems.append(f"ALLOWED_PRIVATE in tools/check_imports.py lists ({src!r}, {reach!r}), which no "
-                        f"longer occurs: remove it (the list only shrinks)")
+        problems.append(
+            f"ALLOWED_PRIVATE in tools/check_imports.py lists ({src!r}, {reach!r}), which no "
+            f"longer occurs: remove it (the list only shrinks)"
+        )
     for comp in strongly_connected(graph):
         problems.append(f"import cycle among {len(comp)} modules: " + " -> ".join(comp))
     if "--graph" in argv:
@@ -260,8 +285,10 @@ def main(argv: list[str]) -> int:
         print(f"{len(problems)} import problem(s) in {len(files)} modules")
         return 1
     edges = sum(len(v) for v in graph.values())
-    print(f"import graph OK: {len(files)} modules, {edges} edges, no cycle, no upward import, "
-          f"no private cross-import beyond the {len(ALLOWED_PRIVATE)} allowed")
+    print(
+        f"import graph OK: {len(files)} modules, {edges} edges, no cycle, no upward import, "
+        f"no private cross-import beyond the {len(ALLOWED_PRIVATE)} allowed"
+    )
     return 0
 
 

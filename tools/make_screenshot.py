@@ -23,8 +23,12 @@ TEXT_B = "Classical information theory studies entropy and the limits of communi
 MAX_BYTES = 400 * 1024
 
 
-def main(out: str = "docs/img/explorer.png", layer: int | None = None, head: int | None = None,
-         eps: str | None = None) -> Path:
+def main(
+    out: str = "docs/img/explorer.png",
+    layer: int | None = None,
+    head: int | None = None,
+    eps: str | None = None,
+) -> Path:
     """Layer, head and ε default to what the page picks (the most persistent head of text A,
     its suggested scale)."""
     why = chromium_missing_reason()
@@ -55,7 +59,9 @@ def main(out: str = "docs/img/explorer.png", layer: int | None = None, head: int
     img = Image.open(io.BytesIO(png)).convert("RGB")
     for colors in (256, 128, 64):
         buf = io.BytesIO()
-        img.quantize(colors=colors, method=Image.Quantize.MEDIANCUT).save(buf, format="PNG", optimize=True)
+        img.quantize(colors=colors, method=Image.Quantize.MEDIANCUT).save(
+            buf, format="PNG", optimize=True
+        )
         if buf.tell() <= MAX_BYTES:
             break
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -36,8 +36,13 @@ from .errors import UnsafeWeightsError as UnsafeWeightsError
 
 #: The error classes imported above: public at the top level, written once (in the import;
 #: ``X as X`` marks a re-export for type checkers and linters, since __all__ is derived).
-_ERRORS = tuple(sorted(n for n, v in list(globals().items())
-                       if isinstance(v, type) and v.__module__ == "attntopo.errors"))
+_ERRORS = tuple(
+    sorted(
+        n
+        for n, v in list(globals().items())
+        if isinstance(v, type) and v.__module__ == "attntopo.errors"
+    )
+)
 
 
 def _render_html(result: Any) -> str | None:

@@ -28,5 +28,7 @@ def make_callable(module_name: str, function_name: str) -> None:
             function: Callable[..., Any] = getattr(self, function_name)
             return function(*args, **kwargs)
 
-    CallableModule.__name__ = CallableModule.__qualname__ = f"CallableModule[{module_name}.{function_name}]"
+    CallableModule.__name__ = CallableModule.__qualname__ = (
+        f"CallableModule[{module_name}.{function_name}]"
+    )
     module.__class__ = CallableModule

@@ -12,8 +12,9 @@ import importlib
 from typing import Any, Callable, Mapping
 
 
-def lazy_names(module_globals: dict, names: Mapping[str, str], *,
-               package: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+def lazy_names(
+    module_globals: dict, names: Mapping[str, str], *, package: str
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for a module whose ``names`` map a name to a relative submodule.
 
     ``package`` resolves the relative submodule names (``__name__`` in a package's

@@ -256,8 +256,9 @@ class _RichReporter(Reporter):
 
     def _emit(self) -> None:
         if not self._closed:
-            self._bar.update(self._task, completed=self.done, total=self.total or None,
-                             description=self.label)
+            self._bar.update(
+                self._task, completed=self.done, total=self.total or None, description=self.label
+            )
 
     def close(self) -> None:
         if not self._closed:

@@ -282,8 +282,13 @@ def check_scale(
     if unit is not None:
         hint = f"a scale in {unit}" + (f"; {hint}" if hint else "")
     return check_number(
-        value, name, lo=0, lo_open=not allow_zero, allow_inf=allow_inf,
-        allow_none=allow_none, hint=hint,
+        value,
+        name,
+        lo=0,
+        lo_open=not allow_zero,
+        allow_inf=allow_inf,
+        allow_none=allow_none,
+        hint=hint,
     )
 
 
@@ -304,7 +309,9 @@ def check_texts(texts: Any, name: str = "texts") -> list[str]:
     if isinstance(texts, str):
         texts = [texts]
     if not isinstance(texts, (list, tuple)):
-        raise InvalidInputError(f"{name} must be a string or a list of strings, got {type(texts).__name__}")
+        raise InvalidInputError(
+            f"{name} must be a string or a list of strings, got {type(texts).__name__}"
+        )
     if not texts:
         raise EmptyTextError(f"no {name} given: pass a string or a non-empty list of strings")
     for i, t in enumerate(texts):
@@ -324,8 +331,17 @@ def check_bool(value: Any, name: str) -> bool:
 
 
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]i?)?b?", re.IGNORECASE)
-_UNIT = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
-         "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}
+_UNIT = {
+    "": 1,
+    "k": 1000,
+    "m": 1000**2,
+    "g": 1000**3,
+    "t": 1000**4,
+    "ki": 1024,
+    "mi": 1024**2,
+    "gi": 1024**3,
+    "ti": 1024**4,
+}
 
 
 def check_byte_size(value: Any, name: str, *, lo: int = 0) -> int:
@@ -337,7 +353,9 @@ def check_byte_size(value: Any, name: str, *, lo: int = 0) -> int:
     elif isinstance(value, str) and (m := _SIZE.fullmatch(value.strip())):
         n = int(float(m.group(1)) * _UNIT[(m.group(2) or "").lower()])
     else:
-        raise InvalidInputError(f"{name} must be a size such as 512MB, 2GB or 1.5GiB, got {value!r}")
+        raise InvalidInputError(
+            f"{name} must be a size such as 512MB, 2GB or 1.5GiB, got {value!r}"
+        )
     if n < lo:
         raise InvalidInputError(f"{name} must be at least {format_bytes(lo)}, got {value!r}")
     return n
@@ -368,7 +386,9 @@ def check_choice(
     opts = tuple(options)
     if not isinstance(value, str) or value not in opts:
         allowed = ", ".join(repr(o) for o in opts)
-        raise InvalidInputError(f"unknown {what or name} {value!r}; allowed: {allowed}{_tail(hint)}")
+        raise InvalidInputError(
+            f"unknown {what or name} {value!r}; allowed: {allowed}{_tail(hint)}"
+        )
     return value
 
 
@@ -404,9 +424,14 @@ def check_device(value: Any, name: str = "device") -> str:
         return "mps" if mps is not None and mps.is_available() else "cpu"
     if dev.startswith("cuda"):
         if not torch.cuda.is_available():
-            why = ("this torch was built without CUDA" if torch.version.cuda is None
-                   else "torch finds no CUDA GPU or driver")
-            raise DeviceError(f"{name} {value!r}: this machine has no CUDA GPU ({why}); use cpu or auto")
+            why = (
+                "this torch was built without CUDA"
+                if torch.version.cuda is None
+                else "torch finds no CUDA GPU or driver"
+            )
+            raise DeviceError(
+                f"{name} {value!r}: this machine has no CUDA GPU ({why}); use cpu or auto"
+            )
         count = torch.cuda.device_count()
         index = int(dev.partition(":")[2] or 0)
         if index >= count:
@@ -439,8 +464,10 @@ def check_dtype(value: Any, device: str = "cpu", name: str = "dtype") -> str:
         return value
     why = _dtype_unsupported(value, device)
     if why:
-        raise DeviceError(f"{name} {value!r} cannot run on {device}: {why}; use float32"
-                          f"{' or bfloat16' if value == 'float16' and device == 'cpu' else ''}")
+        raise DeviceError(
+            f"{name} {value!r} cannot run on {device}: {why}; use float32"
+            f"{' or bfloat16' if value == 'float16' and device == 'cpu' else ''}"
+        )
     return value
 
 
@@ -470,8 +497,10 @@ def _dtype_unsupported(dtype: str, device: str) -> str:
                     torch.nn.functional.layer_norm(y, (4,))
                     float(y.sum())
             except (RuntimeError, TypeError, NotImplementedError) as e:
-                why = (f"torch {torch.__version__} has no {dtype} kernels there "
-                       f"({str(e).splitlines()[0][:80]})")
+                why = (
+                    f"torch {torch.__version__} has no {dtype} kernels there "
+                    f"({str(e).splitlines()[0][:80]})"
+                )
         _DTYPE_PROBES[key] = why
     return _DTYPE_PROBES[key]
 
@@ -535,8 +564,9 @@ def check_index(
     return i % size
 
 
-def check_indices(indices: Any, size: int, what: str, *, name: str | None = None,
-                  owner: str = "this model") -> tuple[int, ...]:
+def check_indices(
+    indices: Any, size: int, what: str, *, name: str | None = None, owner: str = "this model"
+) -> tuple[int, ...]:
     """A selection of layers or heads: ``None`` (all), one index, a slice, or a sequence.
 
     This is what ``layers=`` and ``heads=`` accept everywhere.  Negative indices count

@@ -1,6 +1,7 @@
 """The installed version of attntopo (a leaf module: anything may import it)."""
 
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 
 try:
     __version__ = _version("attntopo")

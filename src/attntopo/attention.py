@@ -16,8 +16,15 @@ import numpy as np
 from ._validation import check_bool, check_index, check_indices, check_int
 from .errors import InvalidInputError, OutOfRangeError
 
-__all__ = ["Attention", "resolve_index", "resolve_indices", "token_labels", "SPACE_MARK",
-           "NEWLINE_MARK", "TAB_MARK"]
+__all__ = [
+    "Attention",
+    "resolve_index",
+    "resolve_indices",
+    "token_labels",
+    "SPACE_MARK",
+    "NEWLINE_MARK",
+    "TAB_MARK",
+]
 
 
 #: Layer/head selection (``layers=``, ``heads=``): the shared checks, under their public names.
@@ -55,7 +62,12 @@ def _byte_alphabet() -> frozenset[str]:
 
 def _visible(s: str) -> str:
     """Make whitespace visible: line breaks ↵, tabs ⇥, spaces at either end ·."""
-    s = s.replace("\r\n", "\n").replace("\r", "\n").replace("\n", NEWLINE_MARK).replace("\t", TAB_MARK)
+    s = (
+        s.replace("\r\n", "\n")
+        .replace("\r", "\n")
+        .replace("\n", NEWLINE_MARK)
+        .replace("\t", TAB_MARK)
+    )
     core = s.strip(" ")
     if not core:
         return SPACE_MARK * len(s)
@@ -78,8 +90,10 @@ def _byte_level_text(tokens: Sequence[str], special) -> bool:
     """
     alphabet = _byte_alphabet()
     ordinary = [t for t, sp in zip(tokens, special) if not sp]
-    return bool(ordinary) and all(set(t) <= alphabet for t in ordinary) and any(
-        "Ġ" in t or "Ċ" in t for t in ordinary
+    return (
+        bool(ordinary)
+        and all(set(t) <= alphabet for t in ordinary)
+        and any("Ġ" in t or "Ċ" in t for t in ordinary)
     )
 
 
@@ -156,7 +170,9 @@ def token_labels(
     n = len(tokens)
     special = [bool(x) for x in special]
     offsets = [(int(a), int(b)) for a, b in offsets]
-    sources = [text[a:b] if (text and not sp and b > a) else "" for (a, b), sp in zip(offsets, special)]
+    sources = [
+        text[a:b] if (text and not sp and b > a) else "" for (a, b), sp in zip(offsets, special)
+    ]
     dec = _byte_decoder()
     byte_level_guess = None  # decided once, only if some token has no source
     labels: list[str | None] = [None] * n
@@ -279,8 +295,12 @@ class Attention:
         object.__setattr__(self, "tokens", list(self.tokens))
         if self.token_ids is not None:
             object.__setattr__(self, "token_ids", np.asarray(self.token_ids, dtype=np.int64))
-        object.__setattr__(self, "layers", tuple(int(x) for x in self.layers) or tuple(range(w.shape[0])))
-        object.__setattr__(self, "heads", tuple(int(x) for x in self.heads) or tuple(range(w.shape[1])))
+        object.__setattr__(
+            self, "layers", tuple(int(x) for x in self.layers) or tuple(range(w.shape[0]))
+        )
+        object.__setattr__(
+            self, "heads", tuple(int(x) for x in self.heads) or tuple(range(w.shape[1]))
+        )
         if len(self.layers) != w.shape[0] or len(self.heads) != w.shape[1]:
             raise InvalidInputError(
                 f"layers/heads name {len(self.layers)} layers and {len(self.heads)} heads but the "
@@ -481,7 +501,9 @@ class Attention:
         )
 
     # ------------------------------------------------------------ token edits
-    def subset_tokens(self, keep: Sequence[int] | np.ndarray, *, renormalize: bool = True) -> "Attention":
+    def subset_tokens(
+        self, keep: Sequence[int] | np.ndarray, *, renormalize: bool = True
+    ) -> "Attention":
         """Keep only the given token positions (rows and columns), renormalizing rows to sum to 1.
 
         Raises :class:`~attntopo.errors.InvalidInputError` if a kept row had all its mass on
@@ -567,8 +589,13 @@ class Attention:
 _SUBSET_ELEMENTS = 1 << 20
 
 
-def renormalized_subset(weights: np.ndarray, keep: np.ndarray, *, out: np.ndarray | None = None,
-                        renormalize: bool = True) -> np.ndarray:
+def renormalized_subset(
+    weights: np.ndarray,
+    keep: np.ndarray,
+    *,
+    out: np.ndarray | None = None,
+    renormalize: bool = True,
+) -> np.ndarray:
     """Rows and columns ``keep`` of each matrix, rows divided by their sums in float64.
 
     What :meth:`Attention.subset_tokens` (and so :meth:`Attention.drop_special`) does to each
@@ -604,9 +631,8 @@ def renormalized_subset(weights: np.ndarray, keep: np.ndarray, *, out: np.ndarra
     contiguous = m > 0 and int(keep[-1]) - lo + 1 == m
     step = max(1, _SUBSET_ELEMENTS // max(1, m * m))
     for h0 in range(0, B, step):
-        block = weights[h0:h0 + step]
-        block = (block[:, lo:lo + m, lo:lo + m] if contiguous
-                 else block[:, keep][:, :, keep])
+        block = weights[h0 : h0 + step]
+        block = block[:, lo : lo + m, lo : lo + m] if contiguous else block[:, keep][:, :, keep]
         w = block.astype(np.float64)
         if renormalize:
             s = w.sum(axis=-1, keepdims=True)
@@ -615,7 +641,7 @@ def renormalized_subset(weights: np.ndarray, keep: np.ndarray, *, out: np.ndarra
                     "a kept token attends only to removed tokens, so its row cannot be renormalized"
                 )
             w /= s
-        out[h0:h0 + step] = w
+        out[h0 : h0 + step] = w
         del w, block
     return out
 
@@ -632,9 +658,13 @@ def _weights_array(weights) -> tuple[np.ndarray, str]:
         import torch
 
         if weights.dtype.is_complex:
-            raise InvalidInputError(f"weights must be real numbers, got a tensor of {weights.dtype}")
+            raise InvalidInputError(
+                f"weights must be real numbers, got a tensor of {weights.dtype}"
+            )
         low = weights.dtype in (torch.float16, torch.bfloat16)
-        return weights.detach().to("cpu", torch.float64).numpy(), str(weights.dtype)[6:] if low else "float32"
+        return weights.detach().to("cpu", torch.float64).numpy(), str(weights.dtype)[
+            6:
+        ] if low else "float32"
     try:
         arr = np.asarray(weights)
     except (TypeError, ValueError) as e:
@@ -660,7 +690,9 @@ def _checked_rows(w: np.ndarray, dtype: str, renormalize: bool) -> np.ndarray:
 
     if not np.isfinite(w).all():
         bad = np.flatnonzero(~np.isfinite(w).all(-1))[0]
-        raise InvalidInputError(f"weights hold NaN or infinity (first at {where(bad)}): rows must be distributions")
+        raise InvalidInputError(
+            f"weights hold NaN or infinity (first at {where(bad)}): rows must be distributions"
+        )
     if (w < 0).any():
         bad = np.flatnonzero((w < 0).any(-1))[0]
         raise InvalidInputError(

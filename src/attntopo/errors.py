@@ -155,8 +155,9 @@ class UnknownTokensWarning(AttntopoWarning):
         The model's name.
     """
 
-    def __init__(self, message: str, *, count: int = 0, examples=(), unk_token: str = "",
-                 model: str = "") -> None:
+    def __init__(
+        self, message: str, *, count: int = 0, examples=(), unk_token: str = "", model: str = ""
+    ) -> None:
         super().__init__(message)
         self.count = int(count)
         self.examples = list(examples)

@@ -524,7 +524,9 @@ def _save_in_place(target: Path, doc: dict, arrays: dict, extras: dict, compress
     fd = lock_folder(target)
     try:
         if not _is_result_dir(target):
-            raise InvalidInputError(f"output folder {str(target)!r} changed while saving: try again")
+            raise InvalidInputError(
+                f"output folder {str(target)!r} changed while saving: try again"
+            )
         _write_result(target, doc, arrays, extras, compress)
     finally:
         unlock_folder(fd)
@@ -538,7 +540,9 @@ def _save_new(target: Path, doc: dict, arrays: dict, extras: dict, compress: boo
         return _save_new_in(parent, target, doc, arrays, extras, compress)
 
 
-def _save_new_in(parent: Path, target: Path, doc: dict, arrays: dict, extras: dict, compress: bool) -> bool:
+def _save_new_in(
+    parent: Path, target: Path, doc: dict, arrays: dict, extras: dict, compress: bool
+) -> bool:
     _makedirs(parent)
     tmp, fd = _new_locked_dir(parent, f".{target.name}.", ".new")
     try:
@@ -630,8 +634,12 @@ def _read_meta(p: Path) -> bytes:
             raw = f.read(_MAX_META_BYTES + 1)
     except OSError as e:
         if not (p / META_FILE).is_file():
-            raise ResultFormatError(f"{str(p)!r} holds no {META_FILE}: not an attntopo result folder") from None
-        raise ResultFormatError(f"{META_FILE} in {str(p)!r} cannot be read: {e.strerror or e}") from None
+            raise ResultFormatError(
+                f"{str(p)!r} holds no {META_FILE}: not an attntopo result folder"
+            ) from None
+        raise ResultFormatError(
+            f"{META_FILE} in {str(p)!r} cannot be read: {e.strerror or e}"
+        ) from None
     if len(raw) > _MAX_META_BYTES:
         raise ResultFormatError(
             f"{META_FILE} in {str(p)!r} is larger than "
@@ -663,7 +671,9 @@ def _parse_meta(raw: bytes, p: Path) -> tuple[dict, str]:
     except ValueError as e:  # not UTF-8, not JSON, an integer with too many digits
         raise ResultFormatError(f"{where} is corrupt: {e}") from None
     if not isinstance(meta, dict):
-        raise ResultFormatError(f"{where} holds {_json_type(meta)}, not an object: not attntopo metadata")
+        raise ResultFormatError(
+            f"{where} holds {_json_type(meta)}, not an object: not attntopo metadata"
+        )
     version = meta.get("format_version")
     if type(version) is int and version == 1:
         raise ResultFormatError(
@@ -680,13 +690,16 @@ def _parse_meta(raw: bytes, p: Path) -> tuple[dict, str]:
     kind = meta.get("kind")
     if not isinstance(kind, str):
         raise ResultFormatError(
-            f"{where} names no result kind" if "kind" not in meta
+            f"{where} names no result kind"
+            if "kind" not in meta
             else f"{where}: the result kind must be a string, got {_json_type(kind)}"
         )
     storage = meta.pop("storage", None)
     name = storage.get("arrays") if isinstance(storage, dict) else None
     if not isinstance(name, str) or not _ARRAYS_NAME.fullmatch(name):
-        raise ResultFormatError(f"{where} names no array file (storage.arrays must be 'arrays-<16 hex digits>.npz')")
+        raise ResultFormatError(
+            f"{where} names no array file (storage.arrays must be 'arrays-<16 hex digits>.npz')"
+        )
     return meta, name
 
 
@@ -704,8 +717,15 @@ def _read_arrays(file: Path, p: Path) -> dict[str, np.ndarray]:
     with archive:
         try:
             arrays = {k: archive[k] for k in archive.files}
-        except (OSError, ValueError, EOFError, KeyError, NotImplementedError, zipfile.BadZipFile,
-                zlib.error) as e:
+        except (
+            OSError,
+            ValueError,
+            EOFError,
+            KeyError,
+            NotImplementedError,
+            zipfile.BadZipFile,
+            zlib.error,
+        ) as e:
             raise ResultFormatError(f"{where} is corrupt: {e}") from None
     for k, v in arrays.items():
         if not isinstance(v, np.ndarray):
@@ -733,5 +753,6 @@ def load_payload(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
         except FileNotFoundError:
             if _read_meta(p) == raw:  # no save replaced the result meanwhile: the file is missing
                 break
-    raise ResultFormatError(f"{name}, the array file named by {META_FILE} in {str(p)!r}, is missing")
-
+    raise ResultFormatError(
+        f"{name}, the array file named by {META_FILE} in {str(p)!r}, is missing"
+    )

@@ -43,6 +43,7 @@ __all__ = [
     "default_heads",
 ]
 
+
 def report_html(
     analysis,
     *,
@@ -87,7 +88,9 @@ def report_html(
     except ImportError:
         from .errors import MissingDependencyError
 
-        raise MissingDependencyError("HTML reports need plotly: pip install 'attntopo[plots]'") from None
+        raise MissingDependencyError(
+            "HTML reports need plotly: pip install 'attntopo[plots]'"
+        ) from None
 
     a = analysis.attention
     bundle = analysis_bundle(analysis, heads=heads, n_heads=n_heads)
@@ -101,19 +104,23 @@ def report_html(
 
     section("summary", "Summary", analysis_html(analysis))
     if "head_grid" in figs:
-        section("heads", "All heads", plotly_div(figs["head_grid"]) +
-                '<p class="note">Use the menu to colour the grid by another statistic.</p>')
+        section(
+            "heads",
+            "All heads",
+            plotly_div(figs["head_grid"])
+            + '<p class="note">Use the menu to colour the grid by another statistic.</p>',
+        )
     for layer, head in bundle.heads:
         tag = head_tag(layer, head)
         eps = threshold_graph_eps(figs[f"{tag}_graph"])  # the graph opens at the suggested scale
         body = (
             f'<p class="note">Suggested scale for this head: ε = {eps:.3g} (the threshold graph '
-            'opens '
+            "opens "
             "there). Its slider sets ε: edges join tokens at distance ≤ ε, filled triangles have "
             "all three sides ≤ ε; the page computes them from the distance matrix.</p>"
             f'<div class="row"><div>{plotly_div(figs[f"{tag}_diagram"])}</div>'
-            f'<div>{plotly_div(figs[f"{tag}_distances"])}</div></div>'
-            f'{plotly_div(figs[f"{tag}_graph"])}'
+            f"<div>{plotly_div(figs[f'{tag}_distances'])}</div></div>"
+            f"{plotly_div(figs[f'{tag}_graph'])}"
         )
         section(f"L{layer}H{head}", f"Layer {layer}, head {head}", body)
     if comparison is not None:
@@ -122,28 +129,37 @@ def report_html(
         cfigs = cb.figures(interactive=True)
         section("comparison", "Comparison", comparison_html(c))
         if "heads" in cfigs:
-            section("comparison-heads", "Comparison per head", plotly_div(cfigs["heads"]) +
-                    '<p class="note">Use the menu to show another '
-                    'distance or a shared-simplex count.</p>')
+            section(
+                "comparison-heads",
+                "Comparison per head",
+                plotly_div(cfigs["heads"]) + '<p class="note">Use the menu to show another '
+                "distance or a shared-simplex count.</p>",
+            )
         for layer, head in cb.heads:
             tag = head_tag(layer, head)
             body = (
                 '<p class="note">The slider under the two threshold graphs sets ε; the page '
-                'computes '
+                "computes "
                 "both texts' edges and triangles (green: present in both texts) from their "
-                "distance matrices.</p>" + plotly_div(cfigs[f"{tag}_graphs"]) + plotly_div(cfigs[f"{tag}_diagrams"])
+                "distance matrices.</p>"
+                + plotly_div(cfigs[f"{tag}_graphs"])
+                + plotly_div(cfigs[f"{tag}_diagrams"])
             )
             section(f"cmp-L{layer}H{head}", f"Comparison · layer {layer}, head {head}", body)
 
     model = analysis.provenance.get("model", {})
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    title = title or (f"attntopo report · {a.model}" + (" · comparison" if comparison is not None else ""))
+    title = title or (
+        f"attntopo report · {a.model}" + (" · comparison" if comparison is not None else "")
+    )
     texts = f"<p><b>Text{' A' if comparison is not None else ''}:</b> {escape(a.text)}</p>"
     if comparison is not None:
         texts += f"<p><b>Text B:</b> {escape(comparison.b.attention.text)}</p>"
     links = " · ".join(f'<a href="#{k}">{escape(v)}</a>' for k, v in nav)
-    meta = (f"attntopo {escape(__version__)} · model {escape(str(model.get('name', a.model)))} · "
-            f"metric {escape(analysis.metric)} · maxdim {analysis.maxdim} · created {created}")
+    meta = (
+        f"attntopo {escape(__version__)} · model {escape(str(model.get('name', a.model)))} · "
+        f"metric {escape(analysis.metric)} · maxdim {analysis.maxdim} · created {created}"
+    )
     css = (
         "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5em "
         "auto;max-width:1280px;padding:0 1em;color:#1f2328}h1{font-size:1.35em;margin:.2em "
@@ -152,15 +168,14 @@ def report_html(
         "flex-wrap:wrap;gap:10px}nav{font-size:13px;margin:.4em 0 1em}a{color:#0072b2}"
     )
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, "
-        f"initial-scale=1\"><title>{escape(title)}</title><style>{css}</style>"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, '
+        f'initial-scale=1"><title>{escape(title)}</title><style>{css}</style>'
         f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>'
-        f"<h1>{escape(title)}</h1><div class=\"meta\">{meta}</div>{texts}<nav>{links}</nav>"
+        f'<h1>{escape(title)}</h1><div class="meta">{meta}</div>{texts}<nav>{links}</nav>'
         + "".join(sections)
         + '<p class="note">Self-contained: every script is '
-          'inlined; this file makes no network request.</p>'
-        + "</body></html>\n"
+        "inlined; this file makes no network request.</p>" + "</body></html>\n"
     )
 
 

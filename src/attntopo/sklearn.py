@@ -56,9 +56,7 @@ def _texts(X: Any) -> list[Any]:
     ndarray, pandas Series) or of pairs of strings, or a 2-D table of two columns (an ``(n, 2)``
     array, a DataFrame of a prompt and an answer column), whose rows are pairs."""
     if isinstance(X, str):
-        raise InvalidInputError(
-            "X must be a list of texts, not one string: wrap it as [text]"
-        )
+        raise InvalidInputError("X must be a list of texts, not one string: wrap it as [text]")
     ndim = getattr(X, "ndim", None)
     if ndim == 2 and getattr(X, "shape", (0, 0))[1] == 2:
         rows = np.asarray(X.to_numpy() if hasattr(X, "to_numpy") else X, dtype=object)
@@ -158,8 +156,10 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
     ) -> None:
         unknown = [k for k in setting_values if k not in SETTING_NAMES]
         if unknown:
-            raise TypeError(f"AttentionFeatures() got an unexpected keyword argument "
-                            f"{unknown[0]!r} (the feature settings are {', '.join(SETTING_NAMES)})")
+            raise TypeError(
+                f"AttentionFeatures() got an unexpected keyword argument "
+                f"{unknown[0]!r} (the feature settings are {', '.join(SETTING_NAMES)})"
+            )
         self.model = model
         self.settings = settings
         for name in SETTING_NAMES:  # one parameter per feature setting, stored as given
@@ -187,7 +187,8 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         """The :class:`~attntopo.features.FeatureSettings` of the parameters (checked: a bad
         value, or a parameter that disagrees with ``settings``, is an InvalidInputError)."""
         return FeatureSettings.resolve(
-            self.settings, **{name: getattr(self, name, None) for name in SETTING_NAMES})
+            self.settings, **{name: getattr(self, name, None) for name in SETTING_NAMES}
+        )
 
     def _check_model(self) -> str:
         if not isinstance(self.model, str) or not self.model:
@@ -227,10 +228,12 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         if drop:
             values = self._values(texts, names)
             self.support_ = ~np.all(values == values[:1], axis=0)
-        self.constant_features_ = np.asarray([n for n, k in zip(names, self.support_) if not k],
-                                             dtype=object)
-        self.feature_names_out_ = np.asarray([n for n, k in zip(names, self.support_) if k],
-                                             dtype=object)
+        self.constant_features_ = np.asarray(
+            [n for n, k in zip(names, self.support_) if not k], dtype=object
+        )
+        self.feature_names_out_ = np.asarray(
+            [n for n, k in zip(names, self.support_) if k], dtype=object
+        )
         self.n_features_out_ = len(self.feature_names_out_)
         return values
 
@@ -290,8 +293,10 @@ def _with_settings(init: Any) -> None:
     ``**setting_values`` becomes one keyword-only parameter per setting, default None."""
     sig = inspect.signature(init)
     params = [p for p in sig.parameters.values() if p.kind != p.VAR_KEYWORD]
-    params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
-               for name in SETTING_NAMES]
+    params += [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
+        for name in SETTING_NAMES
+    ]
     init.__signature__ = sig.replace(parameters=params)
 
 
@@ -328,8 +333,16 @@ class SelectHeads(TransformerMixin, BaseEstimator):
         (``L*H*``, e.g. the ``zigzag`` set's), which are not chosen among.
     """
 
-    def __init__(self, *, k: int = 10, criterion: str = "cv_accuracy", cv: int = 3,
-                 random_state: int = 0, feature_names=None, verbose: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        k: int = 10,
+        criterion: str = "cv_accuracy",
+        cv: int = 3,
+        random_state: int = 0,
+        feature_names=None,
+        verbose: int = 0,
+    ) -> None:
         self.k = k
         self.criterion = criterion
         self.cv = cv
@@ -355,13 +368,21 @@ class SelectHeads(TransformerMixin, BaseEstimator):
         names = self._names(X)
         values = np.asarray(X.to_numpy() if hasattr(X, "to_numpy") else X, dtype=np.float64)
         k = check_positive_int(self.k, "k", allow_none=False)
-        self.scores_ = head_scores(values, y, criterion=self.criterion, columns=names, cv=self.cv,
-                                   random_state=self.random_state, progress=_progress(self.verbose))
+        self.scores_ = head_scores(
+            values,
+            y,
+            criterion=self.criterion,
+            columns=names,
+            cv=self.cv,
+            random_state=self.random_state,
+            progress=_progress(self.verbose),
+        )
         self.heads_ = best_heads(self.scores_, k)
         chosen = set(self.heads_)
         # columns of no single head (L*H*, e.g. the zigzag set) are not chosen among: kept
-        self.support_ = np.array([parse_column(c)[0] is None or parse_column(c)[:2] in chosen
-                                  for c in names])
+        self.support_ = np.array(
+            [parse_column(c)[0] is None or parse_column(c)[:2] in chosen for c in names]
+        )
         self.feature_names_in_ = np.asarray(names, dtype=object)
         self.n_features_in_ = len(names)
         return self
@@ -418,22 +439,38 @@ class HeadAblation:
 
     def summary(self) -> dict[str, np.ndarray]:
         """One row per ablated set (the chosen heads first, then the controls)."""
-        rows = [{"set": "chosen", "heads": self.heads, "changed": self.changed,
-                 "proba_shift": self.proba_shift, "accuracy_ablated": self.accuracy_ablated}]
+        rows = [
+            {
+                "set": "chosen",
+                "heads": self.heads,
+                "changed": self.changed,
+                "proba_shift": self.proba_shift,
+                "accuracy_ablated": self.accuracy_ablated,
+            }
+        ]
         rows += [{"set": f"control {k}", **c} for k, c in enumerate(self.controls)]
         return {key: np.array([r[key] for r in rows], dtype=object) for key in rows[0]}
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe({
-            "heads": self.heads, "changed": self.changed, "proba_shift": self.proba_shift,
-            "accuracy": self.accuracy, "accuracy_ablated": self.accuracy_ablated,
-            "controls": self.controls,
-        })
+        return json_safe(
+            {
+                "heads": self.heads,
+                "changed": self.changed,
+                "proba_shift": self.proba_shift,
+                "accuracy": self.accuracy,
+                "accuracy_ablated": self.accuracy_ablated,
+                "controls": self.controls,
+            }
+        )
 
     def __str__(self) -> str:
-        def line(name: str, heads: list, changed: float, shift: float | None, acc: float | None) -> str:
-            text = (f"{name} {', '.join(f'L{a}H{b}' for a, b in heads)}: "
-                    f"{changed:.0%} of predictions change")
+        def line(
+            name: str, heads: list, changed: float, shift: float | None, acc: float | None
+        ) -> str:
+            text = (
+                f"{name} {', '.join(f'L{a}H{b}' for a, b in heads)}: "
+                f"{changed:.0%} of predictions change"
+            )
             if shift is not None:
                 text += f", probabilities move {shift:.3f} (total variation)"
             if acc is not None:
@@ -441,8 +478,10 @@ class HeadAblation:
             return text
 
         out = [line("ablating", self.heads, self.changed, self.proba_shift, self.accuracy_ablated)]
-        out += [line("control", c["heads"], c["changed"], c["proba_shift"], c["accuracy_ablated"])
-                for c in self.controls]
+        out += [
+            line("control", c["heads"], c["changed"], c["proba_shift"], c["accuracy_ablated"])
+            for c in self.controls
+        ]
         return "\n".join(out)
 
 
@@ -450,7 +489,9 @@ def _steps(pipeline: Any) -> tuple["AttentionFeatures", "SelectHeads | None"]:
     steps = [s for _, s in getattr(pipeline, "steps", [])]
     topo = next((s for s in steps if isinstance(s, AttentionFeatures)), None)
     if topo is None:
-        raise InvalidInputError("ablate_heads needs a fitted Pipeline with an AttentionFeatures step")
+        raise InvalidInputError(
+            "ablate_heads needs a fitted Pipeline with an AttentionFeatures step"
+        )
     return topo, next((s for s in steps if isinstance(s, SelectHeads)), None)
 
 
@@ -509,11 +550,17 @@ def ablate_heads(
         if select is None or not hasattr(select, "heads_"):
             raise InvalidInputError("give heads=, or a pipeline with a fitted SelectHeads step")
         heads = select.heads_
-    if isinstance(n_controls, bool) or not isinstance(n_controls, (int, np.integer)) or n_controls < 0:
+    if (
+        isinstance(n_controls, bool)
+        or not isinstance(n_controls, (int, np.integer))
+        or n_controls < 0
+    ):
         raise InvalidInputError(f"n_controls must be an integer >= 0, got {n_controls!r}")
     model = load_model(topo._check_model())
     chosen = check_heads(heads, model.n_layers, model.n_heads)
-    proba = getattr(pipeline, "predict_proba", None) if hasattr(pipeline[-1], "predict_proba") else None
+    proba = (
+        getattr(pipeline, "predict_proba", None) if hasattr(pipeline[-1], "predict_proba") else None
+    )
 
     def run() -> tuple[np.ndarray, np.ndarray | None]:
         return np.asarray(pipeline.predict(texts)), (np.asarray(proba(texts)) if proba else None)
@@ -529,15 +576,21 @@ def ablate_heads(
             "heads": pairs,
             "predictions": pred,
             "changed": float(np.mean(pred != base)),
-            "proba_shift": None if p is None else float(np.mean(0.5 * np.abs(p - base_p).sum(axis=1))),
+            "proba_shift": None
+            if p is None
+            else float(np.mean(0.5 * np.abs(p - base_p).sum(axis=1))),
             "accuracy_ablated": None if labels is None else float(np.mean(pred == labels)),
         }
 
     try:
         main = effect(chosen)
         fs = topo.feature_settings()
-        pool = [(a, b) for a in resolve_indices(fs.layers, model.n_layers, "layer")
-                for b in resolve_indices(fs.heads, model.n_heads, "head") if (a, b) not in chosen]
+        pool = [
+            (a, b)
+            for a in resolve_indices(fs.layers, model.n_layers, "layer")
+            for b in resolve_indices(fs.heads, model.n_heads, "head")
+            if (a, b) not in chosen
+        ]
         rng = np.random.default_rng(random_state)
         controls = []
         for _ in range(n_controls if len(pool) >= len(chosen) else 0):
@@ -548,8 +601,12 @@ def ablate_heads(
     finally:
         topo.memory = memory
     return HeadAblation(
-        heads=chosen, predictions=base, predictions_ablated=main["predictions"],
-        changed=main["changed"], proba_shift=main["proba_shift"],
+        heads=chosen,
+        predictions=base,
+        predictions_ablated=main["predictions"],
+        changed=main["changed"],
+        proba_shift=main["proba_shift"],
         accuracy=None if labels is None else float(np.mean(base == labels)),
-        accuracy_ablated=main["accuracy_ablated"], controls=controls,
+        accuracy_ablated=main["accuracy_ablated"],
+        controls=controls,
     )

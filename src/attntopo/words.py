@@ -182,17 +182,30 @@ class SharedToken:
 
     def to_dict(self) -> dict:
         return {
-            "key": self.key, "text_a": self.text_a, "text_b": self.text_b, "a": self.a, "b": self.b,
-            "tokens_a": list(self.tokens_a), "tokens_b": list(self.tokens_b),
-            "word_a": self.word_a, "word_b": self.word_b, "occurrence": self.occurrence,
+            "key": self.key,
+            "text_a": self.text_a,
+            "text_b": self.text_b,
+            "a": self.a,
+            "b": self.b,
+            "tokens_a": list(self.tokens_a),
+            "tokens_b": list(self.tokens_b),
+            "word_a": self.word_a,
+            "word_b": self.word_b,
+            "occurrence": self.occurrence,
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> "SharedToken":
         return cls(
-            key=d["key"], text_a=d["text_a"], text_b=d["text_b"], a=int(d["a"]), b=int(d["b"]),
-            tokens_a=tuple(int(x) for x in d["tokens_a"]), tokens_b=tuple(int(x) for x in d["tokens_b"]),
-            word_a=int(d.get("word_a", -1)), word_b=int(d.get("word_b", -1)),
+            key=d["key"],
+            text_a=d["text_a"],
+            text_b=d["text_b"],
+            a=int(d["a"]),
+            b=int(d["b"]),
+            tokens_a=tuple(int(x) for x in d["tokens_a"]),
+            tokens_b=tuple(int(x) for x in d["tokens_b"]),
+            word_a=int(d.get("word_a", -1)),
+            word_b=int(d.get("word_b", -1)),
             occurrence=int(d.get("occurrence", 0)),
         )
 
@@ -208,6 +221,7 @@ def match_words(A: Attention, B: Attention, *, include_special: bool = False) ->
     with ``include_special`` special tokens are matched by their exact string too (they
     come first).  Returns the shared words in the order of text ``A``.
     """
+
     def keyed(words: list[_Word], special: bool) -> list[tuple[tuple[str, int], _Word]]:
         seen: dict[str, int] = {}
         out = []
@@ -232,9 +246,16 @@ def match_words(A: Attention, B: Attention, *, include_special: bool = False) ->
                 continue
             out.append(
                 SharedToken(
-                    key=k if occ == 0 else f"{k}#{occ + 1}", text_a=w.text, text_b=v.text,
-                    a=w.tokens[0], b=v.tokens[0], tokens_a=w.tokens, tokens_b=v.tokens,
-                    word_a=w.index, word_b=v.index, occurrence=occ,
+                    key=k if occ == 0 else f"{k}#{occ + 1}",
+                    text_a=w.text,
+                    text_b=v.text,
+                    a=w.tokens[0],
+                    b=v.tokens[0],
+                    tokens_a=w.tokens,
+                    tokens_b=v.tokens,
+                    word_a=w.index,
+                    word_b=v.index,
+                    occurrence=occ,
                 )
             )
     return out
@@ -251,7 +272,9 @@ def check_alignment(alignment: Any) -> list[tuple[int, int]]:
     out = []
     for p in pairs:
         if len(p) != 2 or not all(is_int(x) for x in p):
-            raise InvalidInputError(f"alignment must be a list of (index_a, index_b) pairs of ints, got {p!r}")
+            raise InvalidInputError(
+                f"alignment must be a list of (index_a, index_b) pairs of ints, got {p!r}"
+            )
         out.append((int(p[0]), int(p[1])))
     if not out:
         raise InvalidInputError("alignment is empty: give at least one (index_a, index_b) pair")
@@ -314,8 +337,18 @@ def match_aligned(
             na, nb = normalize_token(wa.text), normalize_token(wb.text)
             key, occ = unique(na if na == nb else f"{na}/{nb}")
             out.append(
-                SharedToken(key, wa.text, wb.text, wa.tokens[0], wb.tokens[0], wa.tokens, wb.tokens,
-                            wa.index, wb.index, occ)
+                SharedToken(
+                    key,
+                    wa.text,
+                    wb.text,
+                    wa.tokens[0],
+                    wb.tokens[0],
+                    wa.tokens,
+                    wb.tokens,
+                    wa.index,
+                    wb.index,
+                    occ,
+                )
             )
         return out
     for ia, ib in pairs:
@@ -362,8 +395,9 @@ def phrase_tokens(att: Attention, span: tuple[int, int]) -> list[int]:
     """Positions of the non-special tokens whose characters overlap ``span`` (not only spaces)."""
     s, e = span
     return [
-        t for t, ((a, b), sp) in enumerate(zip(att.offsets, att.special))
-        if not sp and b > a and a < e and b > s and att.text[max(a, s):min(b, e)].strip()
+        t
+        for t, ((a, b), sp) in enumerate(zip(att.offsets, att.special))
+        if not sp and b > a and a < e and b > s and att.text[max(a, s) : min(b, e)].strip()
     ]
 
 

@@ -11,15 +11,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(
-    *args: str, cwd: Path | None = None, timeout: float = 300, stdin: str | None = None, columns: int = 120
+    *args: str,
+    cwd: Path | None = None,
+    timeout: float = 300,
+    stdin: str | None = None,
+    columns: int = 120,
 ) -> subprocess.CompletedProcess:
     """``python -m attntopo ARGS`` in the repository root (or ``cwd``), non-interactive plots,
     tables as wide as a terminal of ``columns`` characters."""
     env = dict(os.environ, MPLBACKEND="Agg", COLUMNS=str(columns))
     env.pop("ATTNTOPO_DEBUG", None)
     return subprocess.run(
-        [sys.executable, "-m", "attntopo", *args], input=stdin,
-        capture_output=True, text=True, timeout=timeout, cwd=cwd or ROOT, env=env,
+        [sys.executable, "-m", "attntopo", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd or ROOT,
+        env=env,
     )
 
 

@@ -62,17 +62,22 @@ def parse_table(text: str, headers: list[str], n_rows: int) -> tuple[str, list[l
         if not RULE.match(line):
             continue
         c = cells(line)
-        spans = [(m.start(), m.end()) for m in re.finditer("─+", "".join(x if x else "\0" for x in c))]
+        spans = [
+            (m.start(), m.end()) for m in re.finditer("─+", "".join(x if x else "\0" for x in c))
+        ]
         if len(spans) != len(headers) or not _headers_above(lines, i, spans, names):
             continue
-        return "table", _rows(lines[i + 1:], spans, n_rows)
+        return "table", _rows(lines[i + 1 :], spans, n_rows)
     raise NotFound(f"no table with headers {names} in:\n{text}")
 
 
 def _headers_above(lines: list[str], i: int, spans, names: list[str]) -> bool:
     for k in range(1, min(i, 6) + 1):
-        block = lines[i - k:i]
-        got = [" ".join(_cut(ln, a, b).strip() for ln in block if _cut(ln, a, b).strip()) for a, b in spans]
+        block = lines[i - k : i]
+        got = [
+            " ".join(_cut(ln, a, b).strip() for ln in block if _cut(ln, a, b).strip())
+            for a, b in spans
+        ]
         if got == names and all(_outside_blank(ln, spans) for ln in block):
             return True
     return False
@@ -98,7 +103,9 @@ def _rows(lines: list[str], spans, n_rows: int) -> list[list[str]]:
             break
         else:  # a wrapped word column: the row goes on
             rows[-1] = [f"{old} {new}" if new else old for old, new in zip(rows[-1], got)]
-        assert _outside_blank(line, spans), f"a value spills out of its column (glued to the next):\n{line!r}"
+        assert _outside_blank(line, spans), (
+            f"a value spills out of its column (glued to the next):\n{line!r}"
+        )
     assert len(rows) == n_rows, (len(rows), n_rows, rows)
     return rows
 
@@ -111,10 +118,13 @@ def _vertical(lines: list[str], names: list[str], n_rows: int) -> list[list[str]
         at = start + r * (len(names) + 1)
         assert lines[at] == f"── row {r + 1} of {n_rows} ──", (lines[at], r)
         row = []
-        for name, line in zip(names, lines[at + 1:at + 1 + len(names)]):
+        for name, line in zip(names, lines[at + 1 : at + 1 + len(names)]):
             c = cells(line)
-            assert "".join(c[:pad + 2]).rstrip() == name and "".join(c[width(name):pad + 2]).strip() == "", (name, line)
-            row.append("".join(c[pad + 2:]).strip())
+            assert (
+                "".join(c[: pad + 2]).rstrip() == name
+                and "".join(c[width(name) : pad + 2]).strip() == ""
+            ), (name, line)
+            row.append("".join(c[pad + 2 :]).strip())
         rows.append(row)
     return rows
 

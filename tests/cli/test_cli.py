@@ -9,11 +9,9 @@ import numpy as np
 import pytest
 
 import attntopo as at
-
 from _cli import ROOT, assert_one_line_error, run  # noqa: E402
+
 QUANTUM = ROOT / "examples" / "quantum.txt"
-
-
 
 
 # ----------------------------------------------------------------------- basics
@@ -30,9 +28,24 @@ def test_help_shows_examples(args):
     assert "Examples" in r.stdout
     assert "attntopo analyze" in r.stdout
     if "analyze" in args:
-        for opt in ("--file", "--model", "--layer", "--head", "--metric", "--maxdim", "--threshold",
-                    "--engine", "--drop-special", "--paper", "--truncate", "--out", "--plots",
-                    "--json", "--top", "--debug"):
+        for opt in (
+            "--file",
+            "--model",
+            "--layer",
+            "--head",
+            "--metric",
+            "--maxdim",
+            "--threshold",
+            "--engine",
+            "--drop-special",
+            "--paper",
+            "--truncate",
+            "--out",
+            "--plots",
+            "--json",
+            "--top",
+            "--debug",
+        ):
             assert opt in r.stdout, opt
 
 
@@ -66,7 +79,9 @@ def test_analyze_demo_prints_summary():
     out = r.stdout
     assert "model minilm" in out and "29 tokens" in out and "jensen_shannon" in out
     assert "top 20 of 72" in out and "52 more heads hidden" in out
-    table_rows = [ln for ln in out.splitlines() if ln.split()[:2] and all(t.isdigit() for t in ln.split()[:2])]
+    table_rows = [
+        ln for ln in out.splitlines() if ln.split()[:2] and all(t.isdigit() for t in ln.split()[:2])
+    ]
     assert len(table_rows) == 20
     assert r.stderr == ""
 
@@ -82,8 +97,17 @@ def test_analyze_short_text_orders_by_h0():
 
 @pytest.mark.model
 def test_analyze_json_is_the_only_stdout():
-    r = run("analyze", "Quantum information theory allows us to study attention",
-            "--layer", "1", "--head", "2", "--head", "3", "--json")
+    r = run(
+        "analyze",
+        "Quantum information theory allows us to study attention",
+        "--layer",
+        "1",
+        "--head",
+        "2",
+        "--head",
+        "3",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["settings"]["metric"] == "jensen_shannon"
@@ -99,8 +123,23 @@ def test_analyze_json_is_the_only_stdout():
 @pytest.mark.model
 def test_out_with_plots_round_trips(tmp_path):
     out = tmp_path / "res"
-    r = run("analyze", "--file", str(QUANTUM), "--layer", "1", "--head", "2", "--plots",
-            "--plot-format", "png", "--plot-format", "html", "--out", str(out), "--json")
+    r = run(
+        "analyze",
+        "--file",
+        str(QUANTUM),
+        "--layer",
+        "1",
+        "--head",
+        "2",
+        "--plots",
+        "--plot-format",
+        "png",
+        "--plot-format",
+        "html",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert Path(doc["out"]) == out
@@ -132,10 +171,16 @@ ERRORS = {
     "missing file": (["analyze", "--file", "no/such/file.txt"], ["--file", "does not exist"]),
     "text and file": (["analyze", "hello", "--file", str(QUANTUM)], ["not both"]),
     "no text": (["analyze"], ["no text given"]),
-    "unknown model": (["analyze", "hello", "--model", "./no/such/model"], ["no such model", "minilm"]),
+    "unknown model": (
+        ["analyze", "hello", "--model", "./no/such/model"],
+        ["no such model", "minilm"],
+    ),
     "bad metric": (["analyze", "hello", "--metric", "cosine"], ["--metric", "jensen_shannon"]),
     "maxdim 3": (["analyze", "hello", "--maxdim", "3"], ["--maxdim", "0, 1 or 2"]),
-    "head out of range": (["analyze", "hello", "--head", "12"], ["head 12 is out of range", "0..11"]),
+    "head out of range": (
+        ["analyze", "hello", "--head", "12"],
+        ["head 12 is out of range", "0..11"],
+    ),
     "unknown option": (["analyze", "hello", "--bogus"], ["--bogus"]),
 }
 
@@ -157,7 +202,9 @@ def test_out_refuses_non_result_folder_and_files(tmp_path):
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "notes.txt").write_text("mine")
-    assert_one_line_error(run("analyze", "hello", "--out", str(busy)), "not empty", "no attntopo result")
+    assert_one_line_error(
+        run("analyze", "hello", "--out", str(busy)), "not empty", "no attntopo result"
+    )
     assert [p.name for p in busy.iterdir()] == ["notes.txt"]
     blocker = tmp_path / "file.txt"
     blocker.write_text("x")
@@ -169,8 +216,12 @@ def test_out_names_the_file_system_refuses_are_one_line_and_leave_nothing(tmp_pa
     """A name longer than a file system allows: refused before any work when it is --out
     itself; when it is below a new folder, the saving fails and removes the folder it made."""
     long = "x" * 300
-    assert_one_line_error(run("analyze", "hello", "--out", str(tmp_path / long)), "cannot use --out", long[:40])
-    r = run("analyze", "hello", "--layer", "0", "--head", "0", "--out", str(tmp_path / "new" / long))
+    assert_one_line_error(
+        run("analyze", "hello", "--out", str(tmp_path / long)), "cannot use --out", long[:40]
+    )
+    r = run(
+        "analyze", "hello", "--layer", "0", "--head", "0", "--out", str(tmp_path / "new" / long)
+    )
     assert_one_line_error(r, "cannot write --out", long[:40])
     assert list(tmp_path.iterdir()) == []
 
@@ -179,7 +230,11 @@ def test_debug_shows_the_traceback():
     r = run("analyze", "hello", "--layer", "7", "--debug")
     assert r.returncode == 2
     assert "Traceback" in r.stderr
-    assert r.stderr.strip().splitlines()[-1].startswith("error: --layer 7 is out of range: minilm has 6 layers")
+    assert (
+        r.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: --layer 7 is out of range: minilm has 6 layers")
+    )
 
 
 @pytest.mark.slow
@@ -187,8 +242,19 @@ def test_debug_shows_the_traceback():
 def test_smollm2_one_head():
     if "smollm2" not in at.packaged_aliases():
         pytest.skip("the packaged SmolLM2 is not installed")
-    r = run("analyze", "--file", str(QUANTUM), "--model", "smollm2", "--layer", "0", "--head", "0", "--json",
-            timeout=900)
+    r = run(
+        "analyze",
+        "--file",
+        str(QUANTUM),
+        "--model",
+        "smollm2",
+        "--layer",
+        "0",
+        "--head",
+        "0",
+        "--json",
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["model"]["causal"] is True and doc["model"]["n_layers"] == 30

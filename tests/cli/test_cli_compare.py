@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import attntopo as at
-
 from _cli import assert_one_line_error, run  # noqa: E402
 from _tolerances import for_model  # noqa: E402
+
 A = "Quantum information theory allows us to study attention using entanglement"
 B = "Classical information theory studies entropy and coding of messages"
 C = "Shannon founded information theory in 1948."
@@ -20,15 +20,23 @@ C = "Shannon founded information theory in 1948."
 pytestmark = pytest.mark.slow
 
 
-
-
 @pytest.mark.parametrize("cmd", ["compare", "phrase"])
 def test_help(cmd):
     r = run(cmd, "--help")
     assert r.returncode == 0, r.stderr
     assert "Examples" in r.stdout and f"attntopo {cmd}" in r.stdout
     opts = (
-        ("--model", "--layer", "--head", "--scale", "--highlight", "--align", "--out", "--json", "--plots")
+        (
+            "--model",
+            "--layer",
+            "--head",
+            "--scale",
+            "--highlight",
+            "--align",
+            "--out",
+            "--json",
+            "--plots",
+        )
         if cmd == "compare"
         else ("--context", "--model", "--layer", "--head", "--json", "--out")
     )
@@ -81,35 +89,85 @@ def test_compare_short_texts_rank_by_h0_and_mark_ties():
     n_zero = int((h1 == 0).sum())
     assert n_zero > 36  # the situation the default avoids
     assert [e[3:] for e in doc["most_similar_heads"]] == [[1, n_zero]] * 5
-    assert {row["rank_by"] for row in doc["summary"]} == {"bottleneck_h0"}  # the table's default rank
+    assert {row["rank_by"] for row in doc["summary"]} == {
+        "bottleneck_h0"
+    }  # the table's default rank
 
 
 @pytest.mark.forward_compare
 def test_compare_json_single_head_matches_library(minilm):
-    r = run("compare", A, B, "--layer", "2", "--head", "0", "--scale", "0.2", "--include-special",
-            "--highlight", "information", "--highlight", "theory", "--json")
+    r = run(
+        "compare",
+        A,
+        B,
+        "--layer",
+        "2",
+        "--head",
+        "0",
+        "--scale",
+        "0.2",
+        "--include-special",
+        "--highlight",
+        "information",
+        "--highlight",
+        "theory",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     c = at.compare(A, B, minilm, layers=2, heads=0, scale=0.2, include_special=True)
     tol = for_model(minilm)  # the CLI's forward pass is another computation
-    assert [s["key"] for s in doc["shared_tokens"]] == c.keys == ["[CLS]", "[SEP]", "information", "theory"]
+    assert (
+        [s["key"] for s in doc["shared_tokens"]]
+        == c.keys
+        == ["[CLS]", "[SEP]", "information", "theory"]
+    )
     assert doc["layers"] == [2] and doc["heads"] == [0]
     p = doc["highlight_pairs"][0]
     ref = c.pair("information", "theory")
-    for k in ("edge_birth_a", "edge_birth_b", "connection_a", "connection_b"):  # distances, merge heights
+    for k in (
+        "edge_birth_a",
+        "edge_birth_b",
+        "connection_a",
+        "connection_b",
+    ):  # distances, merge heights
         assert p[k] == pytest.approx(ref[k], rel=0, abs=tol.distance_atol)
     rep = doc["head_report"]
     assert rep["counts"]["shared_triangles"] == int(c.counts["shared_triangles"][0, 0])
-    assert [tuple(s["tokens"]) for s in rep["shared_simplices"]] == [s["tokens"] for s in c.shared_simplices()]
-    np.testing.assert_allclose([r["bottleneck_h0"] for r in doc["summary"]], c.grid(name="bottleneck", dim=0).ravel(),
-                               atol=tol.bottleneck_atol, rtol=0)
+    assert [tuple(s["tokens"]) for s in rep["shared_simplices"]] == [
+        s["tokens"] for s in c.shared_simplices()
+    ]
+    np.testing.assert_allclose(
+        [r["bottleneck_h0"] for r in doc["summary"]],
+        c.grid(name="bottleneck", dim=0).ravel(),
+        atol=tol.bottleneck_atol,
+        rtol=0,
+    )
 
 
 @pytest.mark.model
 def test_compare_out_plots_and_errors_after_loading(tmp_path):
     out = tmp_path / "cmp"
-    r = run("compare", A, B, "--layer", "1,2", "--head", "3", "--plots", "--plot-format", "png",
-            "--plot-format", "html", "--plot-heads", "1", "--highlight", "information theory", "--out", str(out))
+    r = run(
+        "compare",
+        A,
+        B,
+        "--layer",
+        "1,2",
+        "--head",
+        "3",
+        "--plots",
+        "--plot-format",
+        "png",
+        "--plot-format",
+        "html",
+        "--plot-heads",
+        "1",
+        "--highlight",
+        "information theory",
+        "--out",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
     c = at.load_result(out)
     assert isinstance(c, at.Comparison) and c.layers == (1, 2) and c.heads == (3,)
@@ -119,18 +177,44 @@ def test_compare_out_plots_and_errors_after_loading(tmp_path):
     html = (out / "figures" / "report.html").read_text(encoding="utf-8")
     assert "<script src=" not in html
     # a word that is not shared: one line, exit 2, nothing saved
-    r = run("compare", A, B, "--layer", "0", "--head", "0", "--highlight", "entropy", "--out", str(tmp_path / "x"))
+    r = run(
+        "compare",
+        A,
+        B,
+        "--layer",
+        "0",
+        "--head",
+        "0",
+        "--highlight",
+        "entropy",
+        "--out",
+        str(tmp_path / "x"),
+    )
     assert_one_line_error(r, "'entropy' is not a shared token", "information, theory")
     assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.model
 def test_compare_alignment_translation():
-    r = run("compare", "Information theory studies entropy", "La théorie de l'information étudie l'entropie",
-            "--align", "0:5,1:1", "--align", "2:6", "--layer", "0", "--json")
+    r = run(
+        "compare",
+        "Information theory studies entropy",
+        "La théorie de l'information étudie l'entropie",
+        "--align",
+        "0:5,1:1",
+        "--align",
+        "2:6",
+        "--layer",
+        "0",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert [s["key"] for s in doc["shared_tokens"]] == ["information", "theory/théorie", "studies/étudie"]
+    assert [s["key"] for s in doc["shared_tokens"]] == [
+        "information",
+        "theory/théorie",
+        "studies/étudie",
+    ]
     r = run("compare", "a b", "c d", "--align", "7:0", "--layer", "0")
     assert_one_line_error(r, "word 7 is out of range")
 
@@ -140,8 +224,21 @@ def test_phrase_command(tmp_path):
     r = run("phrase", "Information Theory", "-c", A, "-c", B, "-c", C, "--top", "3")
     assert r.returncode == 0, r.stderr
     assert "→ tokens information theory" in r.stdout and "top 3 of 72" in r.stdout
-    r = run("phrase", "information theory", "-c", A, "-c", C, "--layer", "2", "--head", "4", "--json",
-            "--out", str(tmp_path / "ph"))
+    r = run(
+        "phrase",
+        "information theory",
+        "-c",
+        A,
+        "-c",
+        C,
+        "--layer",
+        "2",
+        "--head",
+        "4",
+        "--json",
+        "--out",
+        str(tmp_path / "ph"),
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert [c["tokens"] for c in doc["contexts"]] == [["information", "theory"]] * 2

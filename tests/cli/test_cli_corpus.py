@@ -41,7 +41,9 @@ def made(tmp_path_factory):
     """A store of three texts (one empty line skipped),
     made once; returns (folder, stdout, stderr)."""
     d = tmp_path_factory.mktemp("corpus_cli")
-    (d / "t.txt").write_text("The cat sat on the mat.\n\nDogs bark at night.\nA third text about people.\n")
+    (d / "t.txt").write_text(
+        "The cat sat on the mat.\n\nDogs bark at night.\nA third text about people.\n"
+    )
     old_out, old_err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
     try:
@@ -55,21 +57,31 @@ def made(tmp_path_factory):
 
 def test_corpus_prints_counts_and_logs_progress_off_a_terminal(made, capsys):
     d, out, err = made
-    assert out.startswith("corpus: 3 done, 1 skipped (empty), 0 skipped (too long), 0 truncated, 0 failed → ")
+    assert out.startswith(
+        "corpus: 3 done, 1 skipped (empty), 0 skipped (too long), 0 truncated, 0 failed → "
+    )
     assert str(d / "st") in out
     progress = err.strip().splitlines()
     assert [x.split(" texts")[0] for x in progress] == ["corpus: 2/3", "corpus: 3/3"]
     # the same command again: nothing left to do, the same counts, and --quiet is silent
-    code, out2, err2 = _cli(capsys, "corpus", str(d / "t.txt"), "--out", str(d / "st"), *FAST, "--quiet")
+    code, out2, err2 = _cli(
+        capsys, "corpus", str(d / "t.txt"), "--out", str(d / "st"), *FAST, "--quiet"
+    )
     assert code == 0 and out2.split(" · ")[0] == out.split(" · ")[0] and err2 == ""
 
 
 def test_corpus_json(made, capsys):
     d, _, _ = made
-    code, out, err = _cli(capsys, "corpus", str(d / "t.txt"), "--out", str(d / "st"), *FAST, "--json")
+    code, out, err = _cli(
+        capsys, "corpus", str(d / "t.txt"), "--out", str(d / "st"), *FAST, "--json"
+    )
     doc = json.loads(out)
     assert code == 0 and err == ""
-    assert doc["counts"]["ok"] == 3 and doc["settings"]["features"]["heads"] == [0, 5] and doc["store"] == str(d / "st")
+    assert (
+        doc["counts"]["ok"] == 3
+        and doc["settings"]["features"]["heads"] == [0, 5]
+        and doc["store"] == str(d / "st")
+    )
 
 
 def test_query_table_json_and_csv_agree_with_the_library(made, capsys):
@@ -82,7 +94,11 @@ def test_query_table_json_and_csv_agree_with_the_library(made, capsys):
         assert rid in out
     code, out, _ = _cli(capsys, "query", str(d / "st"), sql, "--json")
     doc = json.loads(out)
-    assert (doc["store"], doc["sql"], doc["columns"]) == (str(d / "st"), sql, ["id", "n_tokens", "p"])
+    assert (doc["store"], doc["sql"], doc["columns"]) == (
+        str(d / "st"),
+        sql,
+        ["id", "n_tokens", "p"],
+    )
     rows = doc["rows"]
     assert [r["id"] for r in rows] == list(want["id"])
     assert [r["p"] for r in rows] == pytest.approx(list(want["p"]), rel=1e-15)
@@ -94,19 +110,36 @@ def test_query_table_json_and_csv_agree_with_the_library(made, capsys):
 
 def test_one_line_errors(made, tmp_path, capsys):
     d, _, _ = made
-    _one_error(*_cli(capsys, "corpus", str(d / "t.txt"), "--out", str(d / "st"), *FAST, "--sets", "js,graph"),
-               "made with sets=js, this run has sets=js,graph", "--new-store")
+    _one_error(
+        *_cli(
+            capsys, "corpus", str(d / "t.txt"), "--out", str(d / "st"), *FAST, "--sets", "js,graph"
+        ),
+        "made with sets=js, this run has sets=js,graph",
+        "--new-store",
+    )
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine\ncaf\xe9\n")
-    _one_error(*_cli(capsys, "corpus", str(bad), "--out", str(tmp_path / "s1")), "line 2", "--encoding")
+    _one_error(
+        *_cli(capsys, "corpus", str(bad), "--out", str(tmp_path / "s1")), "line 2", "--encoding"
+    )
     assert not (tmp_path / "s1").exists()
     c = tmp_path / "d.csv"
     c.write_text("review,label\ngood,1\n")
-    _one_error(*_cli(capsys, "corpus", str(c), "--out", str(tmp_path / "s2")), "no column 'text'", "'review', 'label'")
+    _one_error(
+        *_cli(capsys, "corpus", str(c), "--out", str(tmp_path / "s2")),
+        "no column 'text'",
+        "'review', 'label'",
+    )
     _one_error(*_cli(capsys, "query", str(d / "st"), "SELEKT 1"), "SQL:")
-    _one_error(*_cli(capsys, "query", str(d / "st"), "SELECT 1", "--csv", "--json"), "exclude each other")
-    _one_error(*_cli(capsys, "corpus", str(d / "t.txt"), "--out", str(tmp_path / "s3"), "--on-long", "maybe"),
-               "on_long value 'maybe'")
+    _one_error(
+        *_cli(capsys, "query", str(d / "st"), "SELECT 1", "--csv", "--json"), "exclude each other"
+    )
+    _one_error(
+        *_cli(
+            capsys, "corpus", str(d / "t.txt"), "--out", str(tmp_path / "s3"), "--on-long", "maybe"
+        ),
+        "on_long value 'maybe'",
+    )
 
 
 def test_a_store_made_with_drop_special_continues_only_with_the_option(made, tmp_path, capsys):
@@ -120,8 +153,12 @@ def test_a_store_made_with_drop_special_continues_only_with_the_option(made, tmp
     assert code == 0, err
     assert open_store(st).settings.features.drop_special is True
     assert open_store(d / "st").settings.features.drop_special is False
-    _one_error(*_cli(capsys, *args), "was made with drop_special=True, this run has drop_special=False",
-               "(drop_special=True; --drop-special)", "--new-store")
+    _one_error(
+        *_cli(capsys, *args),
+        "was made with drop_special=True, this run has drop_special=False",
+        "(drop_special=True; --drop-special)",
+        "--new-store",
+    )
     code, out, err = _cli(capsys, *args, "--drop-special")
     assert code == 0 and out.startswith("corpus: 3 done"), (out, err)
     # the option changes the numbers: [CLS] and [SEP] are two of the JS space's points or not
@@ -134,10 +171,16 @@ def test_a_store_made_with_drop_special_continues_only_with_the_option(made, tmp
 def test_store_names_the_file_system_refuses_are_one_line(tmp_path, capsys):
     (tmp_path / "t.txt").write_text("one text\n")
     long = "s" * 300
-    _one_error(*_cli(capsys, "corpus", str(tmp_path / "t.txt"), "--out", str(tmp_path / long)),
-               "cannot be used", long[:40])
-    _one_error(*_cli(capsys, "corpus", str(tmp_path / "t.txt"), "--out", str(tmp_path / "a\0b")),
-               "--out", "null byte")  # the command line's own check
+    _one_error(
+        *_cli(capsys, "corpus", str(tmp_path / "t.txt"), "--out", str(tmp_path / long)),
+        "cannot be used",
+        long[:40],
+    )
+    _one_error(
+        *_cli(capsys, "corpus", str(tmp_path / "t.txt"), "--out", str(tmp_path / "a\0b")),
+        "--out",
+        "null byte",
+    )  # the command line's own check
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt"]
 
 
@@ -145,13 +188,24 @@ def test_store_that_is_a_file_writes_nothing_as_a_subprocess(tmp_path):
     f = tmp_path / "store"
     f.write_text("not a folder")
     (tmp_path / "t.txt").write_text("one text\n")
-    code = ("import sys, attntopo.cli, attntopo.cli._corpus; from attntopo.cli._common import main; "
-            "sys.exit(main(sys.argv[1:]))")
-    r = subprocess.run([sys.executable, "-c", code, "corpus", str(tmp_path / "t.txt"), "--out", str(f)],
-                       capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys, attntopo.cli, attntopo.cli._corpus; from attntopo.cli._common import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, "corpus", str(tmp_path / "t.txt"), "--out", str(f)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.strip().splitlines() == [f"error: STORE '{f}' is a file: give a folder (new, empty, or a corpus store)"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["store", "t.txt"] and f.read_text() == "not a folder"
+    assert r.stderr.strip().splitlines() == [
+        f"error: STORE '{f}' is a file: give a folder (new, empty, or a corpus store)"
+    ]
+    assert (
+        sorted(p.name for p in tmp_path.iterdir()) == ["store", "t.txt"]
+        and f.read_text() == "not a folder"
+    )
 
 
 @pytest.mark.parametrize("content", ["", "\n  \n\n"])
@@ -164,8 +218,11 @@ def test_an_input_without_texts_is_one_line_and_makes_no_store(tmp_path, content
 
     f = tmp_path / "empty.txt"
     f.write_text(content)
-    line = assert_one_line_error(run("corpus", str(f), "--out", str(tmp_path / "store")),
-                                 "no texts to compute", "no store was made")
+    line = assert_one_line_error(
+        run("corpus", str(f), "--out", str(tmp_path / "store")),
+        "no texts to compute",
+        "no store was made",
+    )
     assert ("empty record" in line) == bool(content)
     assert sorted(os.listdir(tmp_path)) == ["empty.txt"]
 
@@ -178,15 +235,31 @@ def test_layers_and_heads_out_of_order_keep_every_value_under_its_head(tmp_path,
     from attntopo.features import features
 
     (tmp_path / "t.txt").write_text("The cat sat on the mat.\nDogs bark at night.\n")
-    code, out, err = _cli(capsys, "corpus", str(tmp_path / "t.txt"), "--out", str(tmp_path / "st"),
-                          "--layer", "4,1", "--head", "3,0", "--sets", "js,graph")
+    code, out, err = _cli(
+        capsys,
+        "corpus",
+        str(tmp_path / "t.txt"),
+        "--out",
+        str(tmp_path / "st"),
+        "--layer",
+        "4,1",
+        "--head",
+        "3,0",
+        "--sets",
+        "js,graph",
+    )
     assert code == 0, (out, err)
     df = open_store(tmp_path / "st").to_pandas()
     cols = [c for c in df.columns if c.startswith("L")]
     assert list(dict.fromkeys(c.split(".")[0] for c in cols if ".js." in c)) == [
-        "L4H3", "L4H0", "L1H3", "L1H0"]
+        "L4H3",
+        "L4H0",
+        "L1H3",
+        "L1H0",
+    ]
     for layer, head in ((4, 3), (1, 0)):
-        ref = features(list(df["text"]), sets=("js", "graph"), layers=[layer], heads=[head],
-                       n_jobs=1)
+        ref = features(
+            list(df["text"]), sets=("js", "graph"), layers=[layer], heads=[head], n_jobs=1
+        )
         for k, c in enumerate(ref.columns):
             assert np.array_equal(df[c].to_numpy(), ref.values[:, k], equal_nan=True), c

@@ -23,9 +23,23 @@ pytestmark = pytest.mark.model
 ROOT = Path(__file__).resolve().parents[2]
 # batch size 2 with overlaps on whole batches: every text of the grown store sits in the same
 # padded batch as in the union store, so the features must be equal, not merely close
-FAST = ["--layer", "0", "--head", "1", "--batch-size", "2", "--id-column", "id", "--jobs", "1", "--quiet"]
-_MAIN = ("import sys, attntopo.cli, attntopo.cli._corpus, attntopo.cli._query; "
-         "from attntopo.cli._common import main; sys.exit(main(sys.argv[1:]))")
+FAST = [
+    "--layer",
+    "0",
+    "--head",
+    "1",
+    "--batch-size",
+    "2",
+    "--id-column",
+    "id",
+    "--jobs",
+    "1",
+    "--quiet",
+]
+_MAIN = (
+    "import sys, attntopo.cli, attntopo.cli._corpus, attntopo.cli._query; "
+    "from attntopo.cli._common import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +59,9 @@ def _cmd(*args: str) -> list[str]:
 
 def _run(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, ATTNTOPO_PROGRESS="0")
-    return subprocess.run(_cmd(*args), capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    return subprocess.run(
+        _cmd(*args), capture_output=True, text=True, timeout=300, cwd=ROOT, env=env
+    )
 
 
 def _by_id(store):
@@ -70,7 +86,9 @@ def test_append_adds_new_ids_skips_stored_ones_and_equals_the_union(texts, tmp_p
     assert r.returncode == 0, r.stderr
     # without --append another input is refused, and the message says how to add it
     r = _run("corpus", str(b), "--out", str(s), *FAST)
-    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--append" in r.stderr, r.stderr
+    assert (
+        r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--append" in r.stderr
+    ), r.stderr
     r = _run("corpus", str(b), "--out", str(s), "--append", *FAST)
     assert r.returncode == 0, r.stderr
     assert "2 already in the store (skipped)" in r.stdout and "6 done" not in r.stdout, r.stdout
@@ -78,7 +96,9 @@ def test_append_adds_new_ids_skips_stored_ones_and_equals_the_union(texts, tmp_p
     assert store.counts()["done"] == store.counts()["total"] == 8
     ins = store.inputs()
     assert [e["name"] for e in ins] == [str(a), str(b)]
-    assert ins[1]["already"] == 2 and ins[1]["status"] == "done" and ins[1]["size"] == b.stat().st_size
+    assert (
+        ins[1]["already"] == 2 and ins[1]["status"] == "done" and ins[1]["size"] == b.stat().st_size
+    )
     assert len(ins[1]["sha256"]) == 64 and ins[1]["added"]
     assert store.verify() == {}  # every part's checksum recorded, the new ones too
     # queryable from the command line
@@ -92,7 +112,10 @@ def test_append_adds_new_ids_skips_stored_ones_and_equals_the_union(texts, tmp_p
     before = sorted(os.listdir(s)) + sorted(os.listdir(s / "parts"))
     r = _run("corpus", str(b), "--out", str(s), "--append", *FAST)
     assert r.returncode == 0 and "2 already in the store" in r.stdout, (r.stdout, r.stderr)
-    assert sorted(os.listdir(s)) + sorted(os.listdir(s / "parts")) == before and open_store(s).counts()["done"] == 8
+    assert (
+        sorted(os.listdir(s)) + sorted(os.listdir(s / "parts")) == before
+        and open_store(s).counts()["done"] == 8
+    )
 
 
 def test_append_refuses_other_settings_and_an_id_with_another_text(texts, tmp_path):
@@ -105,11 +128,23 @@ def test_append_refuses_other_settings_and_an_id_with_another_text(texts, tmp_pa
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "heads" in lines[0], r.stderr
     c = tmp_path / "c.jsonl"
-    c.write_text(json.dumps({"id": "f9", "text": texts[9]}) + "\n" + json.dumps({"id": "f2", "text": texts[12]}) + "\n")
+    c.write_text(
+        json.dumps({"id": "f9", "text": texts[9]})
+        + "\n"
+        + json.dumps({"id": "f2", "text": texts[12]})
+        + "\n"
+    )
     r = _run("corpus", str(c), "--out", str(s), "--append", *FAST)
     lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(lines) == 1 and "id 'f2'" in lines[0] and "another text" in lines[0], r.stderr
-    assert {p.relative_to(s): p.read_bytes() for p in s.rglob("*") if p.is_file()} == files  # nothing changed
+    assert (
+        r.returncode == 2
+        and len(lines) == 1
+        and "id 'f2'" in lines[0]
+        and "another text" in lines[0]
+    ), r.stderr
+    assert {
+        p.relative_to(s): p.read_bytes() for p in s.rglob("*") if p.is_file()
+    } == files  # nothing changed
 
 
 def test_killed_append_continues_with_the_same_command(texts, tmp_path):
@@ -119,11 +154,17 @@ def test_killed_append_continues_with_the_same_command(texts, tmp_path):
     s, ref = tmp_path / "s", tmp_path / "ref"
     assert _run("corpus", str(a), "--out", str(s), *FAST).returncode == 0
     first_new = part_name(4)  # b's batch 0 (f4, f5) is stored: no part; batch 1 is part 4
-    p = subprocess.Popen(_cmd("corpus", str(b), "--out", str(s), "--append", *FAST), cwd=ROOT,
-                         env=dict(os.environ, ATTNTOPO_PROGRESS="0"),
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        _cmd("corpus", str(b), "--out", str(s), "--append", *FAST),
+        cwd=ROOT,
+        env=dict(os.environ, ATTNTOPO_PROGRESS="0"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 240
-    while p.poll() is None and time.monotonic() < deadline and not (s / "parts" / first_new).exists():
+    while (
+        p.poll() is None and time.monotonic() < deadline and not (s / "parts" / first_new).exists()
+    ):
         time.sleep(0.005)
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=60)
@@ -135,7 +176,10 @@ def test_killed_append_continues_with_the_same_command(texts, tmp_path):
     r = _run("corpus", str(c), "--out", str(s), "--append", *FAST)
     assert r.returncode == 2 and "unfinished" in r.stderr and str(b) in r.stderr, r.stderr
     r = _run("corpus", str(b), "--out", str(s), "--append", *FAST)
-    assert r.returncode == 0 and "2 already in the store (skipped)" in r.stdout, (r.stdout, r.stderr)
+    assert r.returncode == 0 and "2 already in the store (skipped)" in r.stdout, (
+        r.stdout,
+        r.stderr,
+    )
     store = open_store(s)
     ids = store.to_arrow(columns=["id"])["id"].to_pylist()
     assert len(ids) == len(set(ids)) == 24 and store.counts()["remaining"] == 0

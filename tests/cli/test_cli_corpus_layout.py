@@ -28,11 +28,17 @@ FAST = ["--layer", "0", "--head", "0,5", "--batch-size", "2", "--id-column", "id
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     d = tmp_path_factory.mktemp("layout")
-    texts = [" ".join(t.split()) for t in fortunes(categories=["science"], min_words=4, max_words=12,
-                                                   n_per_category=10, seed=3).texts]
+    texts = [
+        " ".join(t.split())
+        for t in fortunes(
+            categories=["science"], min_words=4, max_words=12, n_per_category=10, seed=3
+        ).texts
+    ]
 
     def jsonl(name, idx):
-        (d / name).write_text("".join(json.dumps({"id": f"f{i}", "text": texts[i]}) + "\n" for i in idx))
+        (d / name).write_text(
+            "".join(json.dumps({"id": f"f{i}", "text": texts[i]}) + "\n" for i in idx)
+        )
         return str(d / name)
 
     return d, jsonl("a.jsonl", range(6)), jsonl("b.jsonl", range(6, 10))
@@ -53,7 +59,9 @@ def _count(capsys, store) -> int:
 
 def _sha256sum_ok(store) -> None:
     if shutil.which("sha256sum"):
-        r = subprocess.run(["sha256sum", "--quiet", "-c", CHECKSUMS], cwd=store, capture_output=True, text=True)
+        r = subprocess.run(
+            ["sha256sum", "--quiet", "-c", CHECKSUMS], cwd=store, capture_output=True, text=True
+        )
         assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -72,7 +80,9 @@ def test_any_parquet_reader_takes_the_parts_folder(inputs, capsys):
     raw = pd.read_parquet(st / "parts")
     assert raw["id"].tolist() == ids  # the part names sort in batch order
     assert ds.dataset(st / "parts").to_table().num_rows == len(ids)
-    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{st}/parts/*.parquet')").fetchall() == [(6,)]
+    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{st}/parts/*.parquet')").fetchall() == [
+        (6,)
+    ]
     assert _count(capsys, st) == 6
     _sha256sum_ok(st)
 
@@ -98,13 +108,23 @@ def test_a_version_1_store_is_refused_in_one_line_and_made_again_by_new_store(in
     old = d / "old"
     _corpus(capsys, a, "--out", str(old))
     _as_version_1(old)
-    with pytest.raises(ResultFormatError, match=r"a store of corpus format version 1 .* does not read: "
-                                                r"make it again; --new-store"):
+    with pytest.raises(
+        ResultFormatError,
+        match=r"a store of corpus format version 1 .* does not read: "
+        r"make it again; --new-store",
+    ):
         open_store(old)
-    code = main(["corpus", a, "--out", str(old), *FAST])  # resuming it: the same line, nothing changed
+    code = main(
+        ["corpus", a, "--out", str(old), *FAST]
+    )  # resuming it: the same line, nothing changed
     out, err = capsys.readouterr()
-    assert code != 0 and "corpus format version 1" in err and len(err.strip().splitlines()) == 1, err
-    assert not (old / "parts").exists() and len([e for e in os.listdir(old) if e.endswith(".parquet")]) == 3
+    assert code != 0 and "corpus format version 1" in err and len(err.strip().splitlines()) == 1, (
+        err
+    )
+    assert (
+        not (old / "parts").exists()
+        and len([e for e in os.listdir(old) if e.endswith(".parquet")]) == 3
+    )
     # --new-store starts it over in the new layout, nothing of the old one left
     code = main(["corpus", a, "--out", str(old), *FAST, "--new-store"])
     capsys.readouterr()

@@ -51,7 +51,9 @@ def test_a_corpus_of_pairs_stores_the_features_of_the_pairs(minilm, tmp_path, ca
     code = main(["corpus", str(src), "--out", str(tmp_path / "st"), *PAIR_ARGS, *FAST])
     out, err = capsys.readouterr()
     assert code == 0, (out, err)
-    assert out.startswith("corpus: 5 done, 1 skipped (empty), 0 skipped (too long), 0 truncated, 0 failed")
+    assert out.startswith(
+        "corpus: 5 done, 1 skipped (empty), 0 skipped (too long), 0 truncated, 0 failed"
+    )
     store = open_store(tmp_path / "st")
     df = store.to_pandas()
     assert list(zip(df["text"], df["answer"])) == PAIRS and list(df["label"]) == [0, 1, 0, 1, 0]
@@ -60,10 +62,12 @@ def test_a_corpus_of_pairs_stores_the_features_of_the_pairs(minilm, tmp_path, ca
     X = df[store.feature_columns].to_numpy()
     # every batch: attntopo.features on the same pairs (the same padded batch: the same numbers)
     for start in range(0, len(PAIRS), 2):
-        batch = PAIRS[start:start + 2]
-        ft = features(batch, minilm, sets=("prompt", "js"), layers=LAYERS, heads=HEADS, batch_size=len(batch))
+        batch = PAIRS[start : start + 2]
+        ft = features(
+            batch, minilm, sets=("prompt", "js"), layers=LAYERS, heads=HEADS, batch_size=len(batch)
+        )
         assert list(ft.columns) == store.feature_columns
-        np.testing.assert_array_equal(X[start:start + 2], ft.values)
+        np.testing.assert_array_equal(X[start : start + 2], ft.values)
     assert np.all(X[:, [k for k, c in enumerate(store.feature_columns) if ".prompt." in c]] > 0)
 
     # a stopped run (Ctrl-C after its first batch) continues to the same store
@@ -72,8 +76,18 @@ def test_a_corpus_of_pairs_stores_the_features_of_the_pairs(minilm, tmp_path, ca
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        corpus.run(src, out=tmp_path / "resumed", model=minilm, sets=("prompt", "js"), layers=LAYERS,
-                   heads=HEADS, batch_size=2, text_column="prompt", answer_column="answer", progress=stop)
+        corpus.run(
+            src,
+            out=tmp_path / "resumed",
+            model=minilm,
+            sets=("prompt", "js"),
+            layers=LAYERS,
+            heads=HEADS,
+            batch_size=2,
+            text_column="prompt",
+            answer_column="answer",
+            progress=stop,
+        )
     assert 0 < open_store(tmp_path / "resumed").counts()["done"] < 5
     code = main(["corpus", str(src), "--out", str(tmp_path / "resumed"), *PAIR_ARGS, *FAST])
     assert code == 0, capsys.readouterr()
@@ -82,21 +96,63 @@ def test_a_corpus_of_pairs_stores_the_features_of_the_pairs(minilm, tmp_path, ca
 
     # the same input without --answer-column: the prompt set is refused in one line; so is a
     # column of numbers named as the answers
-    code = main(["corpus", str(src), "--out", str(tmp_path / "st"), "--text-column", "prompt", "--sets",
-                 "prompt,js", *FAST])
+    code = main(
+        [
+            "corpus",
+            str(src),
+            "--out",
+            str(tmp_path / "st"),
+            "--text-column",
+            "prompt",
+            "--sets",
+            "prompt,js",
+            *FAST,
+        ]
+    )
     _one_error(capsys, code, "the prompt set needs (prompt, answer) pairs", "--answer-column")
-    code = main(["corpus", str(src), "--out", str(tmp_path / "st"), "--text-column", "prompt", "--sets",
-                 "prompt,js", "--answer-column", "label", *FAST])
+    code = main(
+        [
+            "corpus",
+            str(src),
+            "--out",
+            str(tmp_path / "st"),
+            "--text-column",
+            "prompt",
+            "--sets",
+            "prompt,js",
+            "--answer-column",
+            "label",
+            *FAST,
+        ]
+    )
     _one_error(capsys, code, "line 1 has a int, not a string, as its answer in column 'label'")
     # a changed answer is another record: another input for the store
     changed = list(PAIRS)
     changed[1] = (PAIRS[1][0], "Hamlet was written by Marlowe.")
     _write(tmp_path / "changed.jsonl", changed)
-    code = main(["corpus", str(tmp_path / "changed.jsonl"), "--out", str(tmp_path / "st"), *PAIR_ARGS, *FAST])
+    code = main(
+        [
+            "corpus",
+            str(tmp_path / "changed.jsonl"),
+            "--out",
+            str(tmp_path / "st"),
+            *PAIR_ARGS,
+            *FAST,
+        ]
+    )
     _one_error(capsys, code, "was made from another input")
     # appended, the changed pair is a new record (its id holds the answer's hash), the others stored
-    code = main(["corpus", str(tmp_path / "changed.jsonl"), "--out", str(tmp_path / "st"), *PAIR_ARGS, *FAST,
-                 "--append"])
+    code = main(
+        [
+            "corpus",
+            str(tmp_path / "changed.jsonl"),
+            "--out",
+            str(tmp_path / "st"),
+            *PAIR_ARGS,
+            *FAST,
+            "--append",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, (out, err)
     assert out.startswith("corpus: 6 done") and "4 already in the store (skipped)" in out
@@ -105,7 +161,9 @@ def test_a_corpus_of_pairs_stores_the_features_of_the_pairs(minilm, tmp_path, ca
 
 
 def test_a_missing_answer_is_one_line_exit_2(tmp_path, capsys):
-    src = _write(tmp_path / "pairs.jsonl", PAIRS[:2], extra=[{"prompt": "And this one?", "label": 1}])
+    src = _write(
+        tmp_path / "pairs.jsonl", PAIRS[:2], extra=[{"prompt": "And this one?", "label": 1}]
+    )
     code = main(["corpus", str(src), "--out", str(tmp_path / "st"), *PAIR_ARGS, *FAST])
     _one_error(capsys, code, "pairs.jsonl: line 4 has no answer in column 'answer'")
     assert not (tmp_path / "st").exists()

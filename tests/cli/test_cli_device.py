@@ -9,14 +9,28 @@ import json
 import numpy as np
 import pytest
 import torch
-from _cli import assert_one_line_error, run
 
 import attntopo as at
+from _cli import assert_one_line_error, run
 from attntopo.corpus import open_store
 
 #: every command that loads a model
-MODEL_COMMANDS = ["analyze", "approx", "compare", "compress", "context", "corpus", "depth",
-                  "hardmax simulate", "heads", "phrase", "report", "serve", "timeline", "words"]
+MODEL_COMMANDS = [
+    "analyze",
+    "approx",
+    "compare",
+    "compress",
+    "context",
+    "corpus",
+    "depth",
+    "hardmax simulate",
+    "heads",
+    "phrase",
+    "report",
+    "serve",
+    "timeline",
+    "words",
+]
 CUDA = torch.cuda.is_available()
 
 
@@ -45,7 +59,9 @@ BAD = [
     (["--dtype", "int8", "--device", "cpu"], ["unknown --dtype 'int8'"]),
 ]
 if not CUDA:
-    BAD.append((["--device", "cuda"], ["--device 'cuda': this machine has no CUDA GPU", "use cpu or auto"]))
+    BAD.append(
+        (["--device", "cuda"], ["--device 'cuda': this machine has no CUDA GPU", "use cpu or auto"])
+    )
 
 
 @pytest.mark.parametrize("command", sorted(ARGS))
@@ -65,9 +81,31 @@ def test_corpus_and_serve_check_device_before_any_work(tmp_path):
     assert not store.exists()
     r = run("corpus", "-", "--out", str(store), "--gpus-per-actor", "1", stdin="one text\n")
     assert_one_line_error(r, "gpus_per_actor applies to backend='ray' only")
-    r = run("corpus", "-", "--out", str(store), "--backend", "ray", "--gpus-per-actor", "1.5", stdin="one text\n")
-    assert_one_line_error(r, "gpus_per_actor 1.5: Ray takes a fraction below 1 or a whole number of GPUs")
-    r = run("corpus", "-", "--out", str(store), "--backend", "ray", "--device", "cuda", stdin="one text\n")
+    r = run(
+        "corpus",
+        "-",
+        "--out",
+        str(store),
+        "--backend",
+        "ray",
+        "--gpus-per-actor",
+        "1.5",
+        stdin="one text\n",
+    )
+    assert_one_line_error(
+        r, "gpus_per_actor 1.5: Ray takes a fraction below 1 or a whole number of GPUs"
+    )
+    r = run(
+        "corpus",
+        "-",
+        "--out",
+        str(store),
+        "--backend",
+        "ray",
+        "--device",
+        "cuda",
+        stdin="one text\n",
+    )
     assert_one_line_error(r, "device='cuda' with backend='ray'", "gpus_per_actor=")
     assert not store.exists()
     r = run("serve", "--port", "0", "--dtype", "float8")
@@ -81,18 +119,34 @@ def test_corpus_and_serve_check_device_before_any_work(tmp_path):
 @pytest.mark.slow
 def test_a_bfloat16_analysis_from_the_command_line(tmp_path):
     text = "Quantum information theory allows us to study attention using entanglement"
-    r = run("analyze", text, "--dtype", "bfloat16", "--device", "auto", "--layer", "0", "--maxdim", "0")
+    r = run(
+        "analyze", text, "--dtype", "bfloat16", "--device", "auto", "--layer", "0", "--maxdim", "0"
+    )
     assert r.returncode == 0, r.stderr
     where = "cuda:0" if CUDA else "cpu"
     assert f"bidirectional, bfloat16 on {where})" in r.stdout.splitlines()[0]
-    r = run("analyze", text, "--dtype", "bfloat16", "--layer", "0", "--maxdim", "0", "--json", "--out", str(tmp_path / "a"))
+    r = run(
+        "analyze",
+        text,
+        "--dtype",
+        "bfloat16",
+        "--layer",
+        "0",
+        "--maxdim",
+        "0",
+        "--json",
+        "--out",
+        str(tmp_path / "a"),
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["model"]["dtype"] == "bfloat16" and doc["model"]["device"] == "cpu"
     # the saved result is the library's bfloat16 analysis (the same kernels on this machine:
     # equal within the float32 rounding of two processes, far below bfloat16's own error)
     saved = at.load_result(tmp_path / "a")
-    lib = at.analyze(text, at.load_model("minilm", dtype="bfloat16"), layers=[0], maxdim=0, progress=False)
+    lib = at.analyze(
+        text, at.load_model("minilm", dtype="bfloat16"), layers=[0], maxdim=0, progress=False
+    )
     f32 = at.analyze(text, at.load_model("minilm"), layers=[0], maxdim=0, progress=False)
     a, b, c = (x.summary()["total_persistence_h0"] for x in (saved, lib, f32))
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
@@ -104,7 +158,19 @@ def test_a_bfloat16_analysis_from_the_command_line(tmp_path):
 def test_corpus_dtype_is_a_setting_of_the_store(tmp_path):
     store = tmp_path / "store"
     texts = "The cat sat on the mat.\nAttention is all you need.\n"
-    base = ["corpus", "-", "--out", str(store), "--layer", "0", "--head", "0", "--batch-size", "2", "--quiet"]
+    base = [
+        "corpus",
+        "-",
+        "--out",
+        str(store),
+        "--layer",
+        "0",
+        "--head",
+        "0",
+        "--batch-size",
+        "2",
+        "--quiet",
+    ]
     r = run(*base, "--dtype", "bfloat16", stdin=texts)
     assert r.returncode == 0, r.stderr
     s = open_store(store)

@@ -21,7 +21,13 @@ def test_every_command_has_a_section_and_a_line_in_the_overview():
     overview = text.split("\n## ", 1)[0]
     commands = _commands()
     assert commands, "no command registered"
-    assert commands - sections == set(), f"commands without a section in docs/cli.md: {commands - sections}"
-    assert sections - commands == set(), f"sections of docs/cli.md for no command: {sections - commands}"
+    assert commands - sections == set(), (
+        f"commands without a section in docs/cli.md: {commands - sections}"
+    )
+    assert sections - commands == set(), (
+        f"sections of docs/cli.md for no command: {sections - commands}"
+    )
     missing = {c for c in commands if f"attntopo {c}" not in overview}
-    assert missing == set(), f"commands missing from the overview at the top of docs/cli.md: {missing}"
+    assert missing == set(), (
+        f"commands missing from the overview at the top of docs/cli.md: {missing}"
+    )

@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 
 import attntopo as at
-from attntopo import HeadSpace, ModelComparison
 from _cli import ROOT, assert_one_line_error
 from _cli import run as _run
+from attntopo import HeadSpace, ModelComparison
 
 
 def run(*args: str, timeout: float = 600, stdin: str | None = None):
     """``attntopo heads ARGS``."""
     return _run("heads", *args, timeout=timeout, stdin=stdin)
+
 
 QUANTUM = ROOT / "examples" / "quantum.txt"
 T1 = "The cat sat on the mat, and the dog slept by the door."
@@ -25,14 +26,23 @@ T2 = "In 1905, Einstein published four papers that changed physics."
 pytestmark = pytest.mark.slow
 
 
-
-
 def test_help_lists_the_options():
     r = run("--help")
     assert r.returncode == 0, r.stderr
     assert "Examples" in r.stdout and "attntopo heads" in r.stdout
-    for opt in ("--file", "--model", "--compare-model", "--out", "--json", "--plots", "--n-boot",
-                "--seed", "--scale", "--maxdim", "--sum"):
+    for opt in (
+        "--file",
+        "--model",
+        "--compare-model",
+        "--out",
+        "--json",
+        "--plots",
+        "--n-boot",
+        "--seed",
+        "--scale",
+        "--maxdim",
+        "--sum",
+    ):
         assert opt in r.stdout, opt
 
 
@@ -43,7 +53,10 @@ ERRORS = {
     "bad maxdim": ([T1, "--maxdim", "4"], "--maxdim"),
     "negative scale": ([T1, "--scale", "-1"], "--scale must be"),
     "n-boot without compare": ([T1, "--n-boot", "5"], "--n-boot needs --compare-model"),
-    "bootstrap on one text": ([T1, "--compare-model", "minilm", "--n-boot", "5"], "at least 2 texts"),
+    "bootstrap on one text": (
+        [T1, "--compare-model", "minilm", "--n-boot", "5"],
+        "at least 2 texts",
+    ),
     "sum with compare": ([T1, T2, "--compare-model", "minilm", "--sum"], "--sum"),
     "plots without out": ([T1, "--plots"], "--plots needs --out"),
     "unknown model": ([T1, "--model", "no-such-model-xyz"], ""),
@@ -69,8 +82,19 @@ def test_table_output_two_texts():
 @pytest.mark.model
 def test_json_out_and_plots_round_trip(tmp_path):
     out = tmp_path / "hs"
-    r = run(T1, "--file", str(QUANTUM), "--json", "--out", str(out), "--plots",
-            "--plot-format", "png", "--plot-format", "html")
+    r = run(
+        T1,
+        "--file",
+        str(QUANTUM),
+        "--json",
+        "--out",
+        str(out),
+        "--plots",
+        "--plot-format",
+        "png",
+        "--plot-format",
+        "html",
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)  # JSON is the only thing on stdout
     assert doc["sources"] == ["argument 1", str(QUANTUM)]
@@ -82,8 +106,12 @@ def test_json_out_and_plots_round_trip(tmp_path):
     assert isinstance(hs, HeadSpace) and hs.n_texts == 2
     np.testing.assert_allclose(m["summary"]["distance_median"], hs.overview()["distance_median"])
     figs = set(doc["figures"])
-    assert {"figures/head_distances.png", "figures/head_mds_type.png", "figures/head_types.png",
-            "figures/head_mds.html"} <= figs
+    assert {
+        "figures/head_distances.png",
+        "figures/head_mds_type.png",
+        "figures/head_types.png",
+        "figures/head_mds.html",
+    } <= figs
     assert all((out / f).is_file() for f in figs)
     html = (out / "figures" / "head_mds.html").read_text(encoding="utf-8")
     assert "Plotly.newPlot" in html and len(html) > 1_000_000

@@ -12,7 +12,6 @@ import math
 import pytest
 
 import attntopo
-
 from _cli import run
 
 TEXT = "The cat sat on the mat."
@@ -27,7 +26,14 @@ COMMANDS = {
     "compress": ["compress", TEXT, "--layer", "0", "--head", "0"],
     "depth": ["depth", TEXT, "A dog slept by the door.", "--k", "2"],
     "approx": ["approx", TEXT, "--budget", "4", "--layer", "0", "--head", "0"],
-    "context": ["context", TEXT, "A dog slept by the door.", "Rain fell on the town.", "--permutations", "1"],
+    "context": [
+        "context",
+        TEXT,
+        "A dog slept by the door.",
+        "Rain fell on the town.",
+        "--permutations",
+        "1",
+    ],
     "hardmax simulate": ["hardmax", "simulate", "--n", "6", "--steps", "5"],
     # the listing commands (bare JSON lists before issue 29): the list beside the shared keys
     "words": ["words", TEXT],
@@ -46,9 +52,14 @@ def _check_frame(doc: dict, out: str | None = None) -> None:
     assert doc["out"] == out
     assert isinstance(doc["figures"], list)
     t = doc["timing"]
-    assert isinstance(t, dict) and t and all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
-                                             for v in t.values()), t
-    assert t["total_s"] >= max(v for k, v in t.items() if k != "total_s")  # every stage is part of the total
+    assert (
+        isinstance(t, dict)
+        and t
+        and all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in t.values())
+    ), t
+    assert t["total_s"] >= max(
+        v for k, v in t.items() if k != "total_s"
+    )  # every stage is part of the total
 
 
 @pytest.mark.model
@@ -68,13 +79,32 @@ def test_query_prints_the_shared_json_keys(tmp_path):
     now the shared document, the rows under ``rows``."""
     (tmp_path / "t.txt").write_text("The cat sat on the mat.\nDogs bark.\n")
     store = tmp_path / "store"
-    c = run("corpus", str(tmp_path / "t.txt"), "--out", str(store), "--layer", "0", "--head", "0", "--json")
+    c = run(
+        "corpus",
+        str(tmp_path / "t.txt"),
+        "--out",
+        str(store),
+        "--layer",
+        "0",
+        "--head",
+        "0",
+        "--json",
+    )
     assert c.returncode == 0, c.stderr
     # corpus too: its own keys, then the shared ones, "out" the store it wrote
     made = json.loads(c.stdout)
     _check_frame(made, out=str(store))
-    assert list(made) == ["attntopo", "store", "counts", "already_stored", "settings", "errors",
-                          "timing", "out", "figures"]
+    assert list(made) == [
+        "attntopo",
+        "store",
+        "counts",
+        "already_stored",
+        "settings",
+        "errors",
+        "timing",
+        "out",
+        "figures",
+    ]
     assert made["counts"]["ok"] == 2 and made["figures"] == []
     sql = "SELECT row, n_tokens FROM corpus ORDER BY row"
     q = run("query", str(store), sql, "--json")
@@ -90,10 +120,16 @@ def test_query_prints_the_shared_json_keys(tmp_path):
 def test_hardmax_train_and_explain_print_the_shared_json_keys(tmp_path):
     """``hardmax train`` had no ``figures`` key, ``hardmax explain`` no ``timing``."""
     data = tmp_path / "d.csv"
-    rows = [("the cat sat on the mat", "pets"), ("a dog ran in the park", "pets"), ("my cat likes fish", "pets"),
-            ("the dog barks at night", "pets"), ("stocks fell sharply today", "money"),
-            ("the bank raised its rates", "money"), ("bonds and stocks rallied", "money"),
-            ("the market closed lower", "money")] * 3
+    rows = [
+        ("the cat sat on the mat", "pets"),
+        ("a dog ran in the park", "pets"),
+        ("my cat likes fish", "pets"),
+        ("the dog barks at night", "pets"),
+        ("stocks fell sharply today", "money"),
+        ("the bank raised its rates", "money"),
+        ("bonds and stocks rallied", "money"),
+        ("the market closed lower", "money"),
+    ] * 3
     data.write_text("text,label\n" + "".join(f"{t},{lab}\n" for t, lab in rows), encoding="utf-8")
     clf = tmp_path / "clf"
     r = run("hardmax", "train", str(data), "--epochs", "2", "--out", str(clf), "--json")

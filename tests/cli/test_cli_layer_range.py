@@ -49,7 +49,8 @@ def test_out_of_range_is_one_line_before_the_model_loads(name, config_only, tmp_
     out, err = capsys.readouterr()
     assert code == 2 and err.strip().splitlines() == [
         f"error: --head -13 is out of range: {config_only} has 12 heads, valid are 0..11 "
-        "(or -12..-1)"], err
+        "(or -12..-1)"
+    ], err
     assert not (tmp_path / "store").exists() and not (tmp_path / "r.html").exists()
     code = main([*args, "--layer", "0", "--head", "0"])  # in range: the load fails, later
     out, err = capsys.readouterr()

@@ -7,12 +7,14 @@ import json
 
 import numpy as np
 import pytest
-from _cli import assert_one_line_error, run
 
 import attntopo as at
+from _cli import assert_one_line_error, run
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
-TEXT = "Quantum information theory allows us to study attention, and attention allows us to study it."
+TEXT = (
+    "Quantum information theory allows us to study attention, and attention allows us to study it."
+)
 P = 0.01
 
 
@@ -35,7 +37,9 @@ def test_analyze_min_persistence_drops_short_bars_from_the_summary():
     assert short > 0  # the option did drop something on this text
     pruned = at.analyze(TEXT, "minilm", layers=0, min_persistence=P, progress=False)
     assert pruned.provenance["settings"]["min_persistence"] == P
-    for (layer, head), g in zip([(0, h) for h in range(12)], [pruned.diagram(0, h) for h in range(12)]):
+    for (layer, head), g in zip(
+        [(0, h) for h in range(12)], [pruned.diagram(0, h) for h in range(12)]
+    ):
         ref = full.diagram(layer, head)
         for d in (0, 1):
             life = ref[d][:, 1] - ref[d][:, 0]

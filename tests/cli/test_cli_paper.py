@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import attntopo as at
-
 from _cli import assert_one_line_error, run  # noqa: E402
 
 TEXT = "Quantum information theory allows us to study attention"
@@ -17,7 +16,19 @@ TEXT = "Quantum information theory allows us to study attention"
 @pytest.mark.model
 @pytest.mark.parametrize("mode", ["notebook", "listing"])
 def test_paper_mode_reaches_the_analysis(mode, tmp_path):
-    r = run("analyze", TEXT, "--layer", "0", "--head", "1", "--paper", mode, "--json", "--out", str(tmp_path / "r"))
+    r = run(
+        "analyze",
+        TEXT,
+        "--layer",
+        "0",
+        "--head",
+        "1",
+        "--paper",
+        mode,
+        "--json",
+        "--out",
+        str(tmp_path / "r"),
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["settings"]["paper_compat"] == mode
     saved = at.load_result(tmp_path / "r")

@@ -16,6 +16,7 @@ import termios
 import threading
 
 import pytest
+
 from _cli import ROOT, run
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
@@ -32,8 +33,14 @@ def run_on_terminal(*args: str, timeout: float = 300) -> tuple[int, str, str]:
     env = dict(os.environ, MPLBACKEND="Agg", TERM="xterm-256color", COLUMNS="120")
     for var in ("ATTNTOPO_PROGRESS", "ATTNTOPO_DEBUG", "NO_COLOR", "TTY_COMPATIBLE"):
         env.pop(var, None)
-    proc = subprocess.Popen([sys.executable, "-m", "attntopo", *args], cwd=ROOT, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attntopo", *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
     os.close(slave)
     chunks: list[bytes] = []
 
@@ -70,8 +77,11 @@ def _counts(err: str) -> set[tuple[int, int]]:
         (["analyze", TEXT, "--layer", "0"], 6 + 2 * 12, "persistence"),
         # two texts: 2 passes of 6 layers, 12 heads' distances and diagrams of both texts and of the
         # shared words, diagram distances and connection scales per head
-        (["compare", TEXT, "Classical information theory studies entropy", "--layer", "0"],
-         2 * 6 + 12 * 8, "connection scales"),
+        (
+            ["compare", TEXT, "Classical information theory studies entropy", "--layer", "0"],
+            2 * 6 + 12 * 8,
+            "connection scales",
+        ),
         (["timeline", "The cat sat on the mat."], None, "vines"),
         # each command's LAST stage: the bar is redrawn ~10 times a second, so an earlier stage can
         # pass unseen, but the final redraw when the bar stops always shows the last one; heads:

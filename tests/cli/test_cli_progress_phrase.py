@@ -4,6 +4,7 @@ stage, with its counts reaching the total (issue 15 item 2)."""
 from __future__ import annotations
 
 import pytest
+
 from test_cli_progress import _counts, run_on_terminal
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
@@ -11,8 +12,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.model]
 
 def test_phrase_on_a_terminal_shows_a_bar_with_counts():
     code, out, err = run_on_terminal(
-        "phrase", "information theory", "-c", "Quantum information theory studies entanglement",
-        "-c", "Classical information theory studies entropy", "--layer", "0")
+        "phrase",
+        "information theory",
+        "-c",
+        "Quantum information theory studies entanglement",
+        "-c",
+        "Classical information theory studies entropy",
+        "--layer",
+        "0",
+    )
     assert code == 0, err
     assert "diagram distances" in err, err  # the last stage
     # 2 forward passes of 6 layers, 12 heads' distances and diagrams per context, 12 heads'

@@ -18,9 +18,9 @@ import subprocess
 import sys
 
 import pytest
+
 from _cli import ROOT, assert_one_line_error, run
 from _stores import small_store
-
 from attntopo._validation import check_byte_size
 
 # documented: Python, pyarrow, DuckDB's code, its buffers outside the limit, a batch in flight
@@ -38,8 +38,13 @@ def _peak(args: list[str], out_path) -> tuple[int, int, str]:
     written to ``out_path``."""
     env = dict(os.environ, COLUMNS="80")
     with open(out_path, "wb") as out:
-        p = subprocess.Popen([sys.executable, "-m", "attntopo", "query", *args], stdout=out,
-                             stderr=subprocess.PIPE, cwd=ROOT, env=env)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "attntopo", "query", *args],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env=env,
+        )
         err = p.stderr.read().decode()
         _, status, usage = os.wait4(p.pid, 0)
     return os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024, err
@@ -58,8 +63,10 @@ def test_ten_million_rows_stay_within_the_documented_bound(store, tmp_path, form
     assert code == 0, err
     assert peak < check_byte_size("1GB", "default") + OVERHEAD, peak
     if form == "table":
-        assert err.strip() == ("10000000 rows, the first 100 shown (--rows N shows more; "
-                               "--csv and --json hold every row)")
+        assert err.strip() == (
+            "10000000 rows, the first 100 shown (--rows N shows more; "
+            "--csv and --json hold every row)"
+        )
         shown = (tmp_path / "out").read_text().split()
         assert shown == ["generate_series", "─" * 15, *map(str, range(1, 101))]
     elif form == "--csv":
@@ -84,15 +91,25 @@ def test_a_sort_larger_than_the_limit_spills_and_stays_within_the_bound(store, t
 
 
 def test_a_query_that_needs_more_than_the_limit_says_how_to_raise_it(store):
-    r = run("query", str(store), "SELECT list(i) FROM generate_series(1, 20000000) t(i)",
-            "--memory-limit", "64MB")
-    line = assert_one_line_error(r, "Out of Memory", "needs more than memory_limit 64MB",
-                                 "--memory-limit 4GB")
+    r = run(
+        "query",
+        str(store),
+        "SELECT list(i) FROM generate_series(1, 20000000) t(i)",
+        "--memory-limit",
+        "64MB",
+    )
+    line = assert_one_line_error(
+        r, "Out of Memory", "needs more than memory_limit 64MB", "--memory-limit 4GB"
+    )
     assert "SET " not in line and "Possible solutions" not in line
-    assert_one_line_error(run("query", str(store), "SELECT 1", "--memory-limit", "lots"),
-                          "--memory-limit must be a size such as 512MB, 2GB or 1.5GiB, got 'lots'")
-    assert_one_line_error(run("query", str(store), "SELECT 1", "--memory-limit", "1MB"),
-                          "--memory-limit must be at least 32MB")
+    assert_one_line_error(
+        run("query", str(store), "SELECT 1", "--memory-limit", "lots"),
+        "--memory-limit must be a size such as 512MB, 2GB or 1.5GiB, got 'lots'",
+    )
+    assert_one_line_error(
+        run("query", str(store), "SELECT 1", "--memory-limit", "1MB"),
+        "--memory-limit must be at least 32MB",
+    )
 
 
 def test_output_is_written_whole_or_not_at_all(store, tmp_path):
@@ -103,28 +120,38 @@ def test_output_is_written_whole_or_not_at_all(store, tmp_path):
     rows = list(csv.DictReader(io.StringIO(target.read_text())))
     assert [int(x["row"]) for x in rows] == [0, 1, 2, 3, 4]
     # an error after the first batches were written: the old file stays, no temporary is left
-    failing = ("SELECT CASE WHEN i > 5000 THEN error('boom at ' || i) ELSE i END AS v "
-               "FROM range(10000) t(i)")
+    failing = (
+        "SELECT CASE WHEN i > 5000 THEN error('boom at ' || i) ELSE i END AS v "
+        "FROM range(10000) t(i)"
+    )
     for form in ("--csv", "--json"):
-        assert_one_line_error(run("query", str(store), failing, form, "--output", str(target)),
-                              "SQL: Invalid Input Error: boom at 5001")
+        assert_one_line_error(
+            run("query", str(store), failing, form, "--output", str(target)),
+            "SQL: Invalid Input Error: boom at 5001",
+        )
         assert list(csv.DictReader(io.StringIO(target.read_text()))) == rows
         assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]
     r = run("query", str(store), sql, "--json", "--output", str(tmp_path / "rows.json"))
     doc = json.loads((tmp_path / "rows.json").read_text())
     assert r.returncode == 0 and [x["row"] for x in doc["rows"]] == [0, 1, 2, 3, 4]
-    assert_one_line_error(run("query", str(store), sql, "--output", str(target)),
-                          "--output writes the --csv or --json form: add one of them")
-    assert_one_line_error(run("query", str(store), sql, "--csv", "--output", str(tmp_path)),
-                          "is a folder: give a file path")
+    assert_one_line_error(
+        run("query", str(store), sql, "--output", str(target)),
+        "--output writes the --csv or --json form: add one of them",
+    )
+    assert_one_line_error(
+        run("query", str(store), sql, "--csv", "--output", str(tmp_path)),
+        "is a folder: give a file path",
+    )
 
 
 def test_json_rows_are_the_values_attntopo_writes_everywhere(store):
     """DuckDB writes the JSON rows now; they hold what json_safe made of each value before
     (NaN and infinities as "nan", "inf", "-inf", also in lists; text left as it is)."""
-    sql = ("SELECT id, \"L0H3.js.h1.total_persistence\" AS p, 'nan'::DOUBLE AS a, "
-           "['-inf'::DOUBLE, 1.5] AS l, 'NaN \"Infinity\" 漢\t' AS s, NULL AS z "
-           "FROM corpus ORDER BY row")
+    sql = (
+        "SELECT id, \"L0H3.js.h1.total_persistence\" AS p, 'nan'::DOUBLE AS a, "
+        "['-inf'::DOUBLE, 1.5] AS l, 'NaN \"Infinity\" 漢\t' AS s, NULL AS z "
+        "FROM corpus ORDER BY row"
+    )
     r = run("query", str(store), sql, "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)

@@ -8,8 +8,8 @@ library side (:mod:`attntopo.report`): tests/unit/test_report.py.
 from __future__ import annotations
 
 import pytest
-from _pages import check_self_contained
 
+from _pages import check_self_contained
 from attntopo.cli import main
 
 pytest.importorskip("plotly")
@@ -22,7 +22,22 @@ TEXT_B = "Classical information theory studies entropy and communication"
 @pytest.mark.slow
 def test_cli_report_one_text(tmp_path):
     out = tmp_path / "sub" / "report.html"
-    rc = main(["report", TEXT_A, "-o", str(out), "--layer", "1", "--head", "2", "--layer", "4", "--head", "11"])
+    rc = main(
+        [
+            "report",
+            TEXT_A,
+            "-o",
+            str(out),
+            "--layer",
+            "1",
+            "--head",
+            "2",
+            "--layer",
+            "4",
+            "--head",
+            "11",
+        ]
+    )
     assert rc == 0
     html = out.read_text(encoding="utf-8")
     p = check_self_contained(html)

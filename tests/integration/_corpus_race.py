@@ -169,14 +169,18 @@ def _reader(out: Path, log: Path, stop: Path, old: set, new: set, held: bool) ->
             after += stop.exists()
             if held:
                 reads = {
-                    "counts": lambda: (sorted(old) if opened.counts()["done"] == len(old)
-                                       else [f"done={opened.counts()['done']}"]),
+                    "counts": lambda: (
+                        sorted(old)
+                        if opened.counts()["done"] == len(old)
+                        else [f"done={opened.counts()['done']}"]
+                    ),
                     "to_arrow": lambda: opened.to_arrow(columns=["id"])["id"].to_pylist(),
                     "sql": lambda: opened.sql("SELECT id FROM corpus")["id"].tolist(),
                     "verify": lambda: (opened.verify(), opened.to_pandas()["id"].tolist())[1],
                     "refresh": lambda: opened.refresh().to_arrow(columns=["id"])["id"].to_pylist(),
                 }
             else:
+
                 def query() -> list[str]:
                     err = io.StringIO()
                     o = io.StringIO()
@@ -188,11 +192,14 @@ def _reader(out: Path, log: Path, stop: Path, old: set, new: set, held: bool) ->
                     return o.getvalue().splitlines()[1:]
 
                 reads = {
-                    "open_store": lambda: open_store(out).to_arrow(columns=["id"])["id"].to_pylist(),
+                    "open_store": lambda: (
+                        open_store(out).to_arrow(columns=["id"])["id"].to_pylist()
+                    ),
                     "query": query,
                 }
-            f.writelines(json.dumps([name, _outcome(fn, old, new, out)]) + "\n"
-                         for name, fn in reads.items())
+            f.writelines(
+                json.dumps([name, _outcome(fn, old, new, out)]) + "\n" for name, fn in reads.items()
+            )
             f.flush()
             time.sleep(0.01)
 
@@ -208,12 +215,14 @@ def readers_trial(work: Path, src: Path, other: Path, k: int) -> dict:
     old = set(open_store(out).to_arrow(columns=["id"])["id"].to_pylist())
     import hashlib
 
-    new = {f"{n}-{hashlib.sha256(t.encode()).hexdigest()[:12]}"
-           for n, t in enumerate(_other_texts())}
+    new = {
+        f"{n}-{hashlib.sha256(t.encode()).hexdigest()[:12]}" for n, t in enumerate(_other_texts())
+    }
     stop = work / f"readers-{k}.stop"
     stop.unlink(missing_ok=True)
-    logs = {held: work / f"readers-{k}.{'held' if held else 'fresh'}.jsonl"
-            for held in (True, False)}
+    logs = {
+        held: work / f"readers-{k}.{'held' if held else 'fresh'}.jsonl" for held in (True, False)
+    }
     pids = []
     for held in (True, False):
         pid = os.fork()
@@ -229,8 +238,9 @@ def readers_trial(work: Path, src: Path, other: Path, k: int) -> dict:
                 os._exit(code)
         pids.append(pid)
     time.sleep(0.3)  # both readers are reading the old store
-    run = Run(["corpus", str(other), "--out", str(out), "--new-store", *ARGS],
-              work / f"readers-{k}.1.log")
+    run = Run(
+        ["corpus", str(other), "--out", str(out), "--new-store", *ARGS], work / f"readers-{k}.1.log"
+    )
     codes.append(run.wait())
     stop.touch()
     for pid in pids:
@@ -266,7 +276,11 @@ def trial(scenario: str, work: Path, src: Path, k: int) -> dict:
         runs.append(Run([*cmd, "--new-store"], logs[1]))
     codes = [run.wait() for run in runs]
     # the --new-store run may have won after the first run ended: the store is then its own
-    return {"codes": codes, "output": [run.output() for run in runs], "damage": damage(out, N_TEXTS)}
+    return {
+        "codes": codes,
+        "output": [run.output() for run in runs],
+        "damage": damage(out, N_TEXTS),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -291,7 +305,9 @@ def main(argv: list[str] | None = None) -> dict:
     from attntopo import corpus
 
     shutil.rmtree(a.work / "warm-up", ignore_errors=True)
-    corpus.run(_texts()[:2], out=a.work / "warm-up", layers=[0], heads=[0], n_jobs=1, progress=False)
+    corpus.run(
+        _texts()[:2], out=a.work / "warm-up", layers=[0], heads=[0], n_jobs=1, progress=False
+    )
     report: dict = {"trials": a.trials}
     other = a.work / "other.txt"
     other.write_text("\n".join(_other_texts()) + "\n")
@@ -305,17 +321,26 @@ def main(argv: list[str] | None = None) -> dict:
                     for o in outcomes:
                         reads.setdefault(name, {})
                         reads[name][o] = reads[name].get(o, 0) + 1
-            report[scenario] = {"codes": [r["codes"] for r in results], "reads": reads,
-                                "last": [{n: o[-1] for n, o in r["reads"].items()}
-                                         for r in results],
-                                "seconds": round(time.monotonic() - t0, 1)}
+            report[scenario] = {
+                "codes": [r["codes"] for r in results],
+                "reads": reads,
+                "last": [{n: o[-1] for n, o in r["reads"].items()} for r in results],
+                "seconds": round(time.monotonic() - t0, 1),
+            }
             continue
         results = [trial(scenario, a.work, src, k) for k in range(a.trials)]
         report[scenario] = {
             "codes": [r["codes"] for r in results],
             "damaged": [(k, r["damage"]) for k, r in enumerate(results) if r["damage"]],
-            "refusals": sorted({line for r in results for c, o in zip(r["codes"], r["output"])
-                                if c != 0 for line in o.splitlines()}),
+            "refusals": sorted(
+                {
+                    line
+                    for r in results
+                    for c, o in zip(r["codes"], r["output"])
+                    if c != 0
+                    for line in o.splitlines()
+                }
+            ),
             "seconds": round(time.monotonic() - t0, 1),
         }
     return report

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
-from _tolerances import for_model
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 import attntopo as at
+from _tolerances import for_model
 from attntopo.errors import InvalidInputError, OutOfRangeError, ResultFormatError
 
 pytestmark = pytest.mark.slow
@@ -65,7 +65,9 @@ def test_summary_table(result):
     assert math.isclose(row["total_persistence_h1"], life.sum(), abs_tol=1e-12)
     if life.sum() > 0:
         p = life[life > 0] / life.sum()
-        assert math.isclose(row["persistence_entropy_h1"], float(-(p * np.log2(p)).sum()), abs_tol=1e-9)
+        assert math.isclose(
+            row["persistence_entropy_h1"], float(-(p * np.log2(p)).sum()), abs_tol=1e-9
+        )
 
 
 def test_save_load_roundtrip(result, tmp_path):
@@ -85,8 +87,16 @@ def test_save_load_roundtrip(result, tmp_path):
 
 
 def test_subset_and_settings(minilm, sample_text):
-    r = at.analyze(sample_text, model=minilm, layers=[1], heads=[2, -1], metric="hellinger", maxdim=2,
-                   threshold=0.5, drop_special=True)
+    r = at.analyze(
+        sample_text,
+        model=minilm,
+        layers=[1],
+        heads=[2, -1],
+        metric="hellinger",
+        maxdim=2,
+        threshold=0.5,
+        drop_special=True,
+    )
     assert r.layers == (1,) and r.heads == (2, 11)
     assert r.distances.shape[:2] == (1, 2)
     assert r.attention.n_tokens == minilm.attention(sample_text).n_tokens - 2
@@ -103,8 +113,9 @@ def test_list_of_texts(minilm):
     assert len(rs) == 2
     for t, r in zip(texts, rs):
         single = at.analyze(t, model=minilm, layers=0)
-        np.testing.assert_allclose(r.distances, single.distances,
-                                   atol=for_model(minilm).distance_atol, rtol=0)
+        np.testing.assert_allclose(
+            r.distances, single.distances, atol=for_model(minilm).distance_atol, rtol=0
+        )
         assert r.attention.tokens == single.attention.tokens
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _tolerances import for_model
 
 import attntopo as at
-
+from _tolerances import for_model
 from attntopo.errors import InvalidInputError, OutOfRangeError
 from attntopo.models._qk import capture_qk
 from attntopo.theory import approximability
@@ -56,7 +55,12 @@ def test_captured_queries_and_keys_reproduce_smollm2_attention(smollm2):
     shuffled = np.roll(k0, 1, axis=0)
     from attntopo.models._qk import attention_from_qk
 
-    assert np.abs(attention_from_qk(q0, shuffled, float(cap.scaling[5]), True) - att.weights[5, 0]).max() > 1e-2
+    assert (
+        np.abs(
+            attention_from_qk(q0, shuffled, float(cap.scaling[5]), True) - att.weights[5, 0]
+        ).max()
+        > 1e-2
+    )
 
 
 def test_one_forward_pass_for_every_head(minilm):
@@ -85,7 +89,9 @@ def test_minilm_result(minilm, tmp_path):
     assert np.all((r.js >= 0) & (r.js <= 1))
     # low rank: the stored singular values give the error exactly (Eckart–Young)
     for j, b in enumerate(r.budgets):
-        tail = np.sqrt((r.singular_values[..., b // 2:] ** 2).sum(-1) / (r.singular_values ** 2).sum(-1))
+        tail = np.sqrt(
+            (r.singular_values[..., b // 2 :] ** 2).sum(-1) / (r.singular_values**2).sum(-1)
+        )
         np.testing.assert_allclose(r.error("low_rank", b), tail, atol=1e-9)
     # more budget never hurts the optimal families
     for f in ("top_k", "low_rank", "band_sparse"):
@@ -93,7 +99,16 @@ def test_minilm_result(minilm, tmp_path):
         assert np.all(np.diff(e, axis=0) <= 1e-12)
     assert np.all(r.sizes["h0_clusters"] <= np.array(r.budgets)[:, None, None] - 1)
     assert np.all(r.kernel_std[np.isfinite(r.kernel_std)] >= 0)
-    assert set(np.unique(r.labels)) <= {"sink", "self", "previous", "next", "broad", "banded", "vertical", "mixed"}
+    assert set(np.unique(r.labels)) <= {
+        "sink",
+        "self",
+        "previous",
+        "next",
+        "broad",
+        "banded",
+        "vertical",
+        "mixed",
+    }
     sb = r.scatterbrain()
     assert set(sb) == set(r.budgets) and set(sb[8]) == {"low_rank", "kernel"}
     r.save(tmp_path / "a")
@@ -123,5 +138,3 @@ def test_smollm2_result(smollm2):
     r = approximability(TEXT, model=smollm2, budgets=[4, 8], layers=[0, 15, 29])
     assert r.causal and r.layers == (0, 15, 29) and r.errors.shape == (6, 2, 3, 9)
     assert np.all(np.isfinite(r.errors)) and np.all((r.js >= 0) & (r.js <= 1))
-
-

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _tolerances import for_model
 
 import attntopo as at
+from _tolerances import for_model
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
@@ -34,7 +34,11 @@ def test_quick_benchmark_runs_and_reports_every_section(tmp_path):
     env = dict(os.environ, TOKENIZERS_PARALLELISM="false", MPLBACKEND="Agg")
     proc = subprocess.run(
         [sys.executable, str(BENCH / "run.py"), "--quick", "--out", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = proc.stdout
@@ -82,8 +86,10 @@ def test_baseline_does_the_same_work_as_attntopo(minilm, sample_text, baseline_r
     for layer, head in heads:
         # the same forward pass (same model folder, eager attention)
         np.testing.assert_allclose(
-            b["attentions"][layer][head], att.weights[layer, head],
-            atol=for_model(minilm).weights_atol, rtol=0,
+            b["attentions"][layer][head],
+            att.weights[layer, head],
+            atol=for_model(minilm).weights_atol,
+            rtol=0,
         )
         # the same Jensen–Shannon matrix, base 2, from the same attention rows
         P = b["attentions"][layer][head]
@@ -118,9 +124,24 @@ def test_engines_benchmark_runs_and_compares_every_engine(tmp_path):
 
     out = tmp_path / "engines.json"
     proc = subprocess.run(
-        [sys.executable, str(BENCH / "engines_bench.py"), "--sizes", "12,41", "--stacks", "1",
-         "--rounds", "1", "--procs", "2", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(BENCH / "engines_bench.py"),
+            "--sizes",
+            "12,41",
+            "--stacks",
+            "1",
+            "--rounds",
+            "1",
+            "--procs",
+            "2",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     import json
@@ -142,9 +163,25 @@ def test_llm_benchmark_runs_and_reports_every_step(tmp_path):
     out, js = tmp_path / "llm.md", tmp_path / "llm.json"
     env = dict(os.environ, TOKENIZERS_PARALLELISM="false")
     proc = subprocess.run(
-        [sys.executable, str(BENCH / "llm_bench.py"), "--shape", "tiny", "--tokens", "48,64",
-         "--budget", "1000", "--out", str(out), "--json", str(js)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(BENCH / "llm_bench.py"),
+            "--shape",
+            "tiny",
+            "--tokens",
+            "48,64",
+            "--budget",
+            "1000",
+            "--out",
+            str(out),
+            "--json",
+            str(js),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     res = json.loads(js.read_text())
@@ -152,12 +189,23 @@ def test_llm_benchmark_runs_and_reports_every_step(tmp_path):
     assert (model["layers"], model["heads"], model["kv_heads"]) == (2, 4, 2)
     assert [r["n"] for r in model["runs"]] == [48, 64]
     for row in model["runs"]:
-        for key in ("forward", "prompt_attention", "prompt_js", "prompt_attention_rag",
-                    "prompt_js_rag", "analyze0_ten", "analyze1_ten", "analyze0_all",
-                    "analyze1_all"):
+        for key in (
+            "forward",
+            "prompt_attention",
+            "prompt_js",
+            "prompt_attention_rag",
+            "prompt_js_rag",
+            "analyze0_ten",
+            "analyze1_ten",
+            "analyze0_all",
+            "analyze1_all",
+        ):
             r = row[key]
             assert r["s"] > 0 and r["host_extra"] is not None, (key, r)
-            assert r.get("ratio", 1.0) == pytest.approx(r["s"] / row["forward"]["s"]) or key == "forward"
+            assert (
+                r.get("ratio", 1.0) == pytest.approx(r["s"] / row["forward"]["s"])
+                or key == "forward"
+            )
     assert "features(prompt), attention score, all heads" in out.read_text()
     # the RAG-shaped pair (issue 36): the answer about an eighth of the tokens
     for row in model["runs"]:
@@ -165,9 +213,26 @@ def test_llm_benchmark_runs_and_reports_every_step(tmp_path):
     # --merge keeps a step this run left out at the same length, marked with its date
     full = json.loads(js.read_text())
     proc = subprocess.run(
-        [sys.executable, str(BENCH / "llm_bench.py"), "--shape", "tiny", "--tokens", "64",
-         "--steps", "forward,prompt_js_rag", "--merge", "--json", str(js), "--out", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(BENCH / "llm_bench.py"),
+            "--shape",
+            "tiny",
+            "--tokens",
+            "64",
+            "--steps",
+            "forward,prompt_js_rag",
+            "--merge",
+            "--json",
+            str(js),
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     row48, row64 = json.loads(js.read_text())["models"][0]["runs"]
@@ -178,9 +243,23 @@ def test_llm_benchmark_runs_and_reports_every_step(tmp_path):
     assert "(earlier run, " in out.read_text()
     # a budget of 0 skips what it estimates, and says why
     proc = subprocess.run(
-        [sys.executable, str(BENCH / "llm_bench.py"), "--shape", "tiny", "--tokens", "48",
-         "--budget", "0", "--json", str(js)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(BENCH / "llm_bench.py"),
+            "--shape",
+            "tiny",
+            "--tokens",
+            "48",
+            "--budget",
+            "0",
+            "--json",
+            str(js),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     row = json.loads(js.read_text())["models"][0]["runs"][0]
@@ -188,23 +267,45 @@ def test_llm_benchmark_runs_and_reports_every_step(tmp_path):
     # --steps: the steps named only, the others skipped with the reason given; --merge keeps the
     # earlier run's rows of other lengths (the 2,048-token CPU run adds its row this way)
     proc = subprocess.run(
-        [sys.executable, str(BENCH / "llm_bench.py"), "--shape", "tiny", "--tokens", "64",
-         "--steps", "forward,prompt_attention", "--skip-reason", "too slow here", "--merge",
-         "--json", str(js), "--out", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(BENCH / "llm_bench.py"),
+            "--shape",
+            "tiny",
+            "--tokens",
+            "64",
+            "--steps",
+            "forward,prompt_attention",
+            "--skip-reason",
+            "too slow here",
+            "--merge",
+            "--json",
+            str(js),
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     runs = json.loads(js.read_text())["models"][0]["runs"]
     assert [r["n"] for r in runs] == [48, 64] and runs[0] == row
     assert runs[1]["prompt_attention"]["s"] > 0
-    assert all(runs[1][k] == {"skipped": "too slow here", "ratio": None}
-               for k in ("prompt_js", "analyze0_ten", "analyze1_ten", "analyze0_all", "analyze1_all"))
+    assert all(
+        runs[1][k] == {"skipped": "too slow here", "ratio": None}
+        for k in ("prompt_js", "analyze0_ten", "analyze1_ten", "analyze0_all", "analyze1_all")
+    )
     report = out.read_text()
     assert "skipped: too slow here" in report and "**Goals (issues 26 and 36)" in report
 
 
-@pytest.mark.parametrize(("n", "causal", "rows"), [(9, True, None), (7, False, None),
-                                                   (10, True, [9, 8, 2]), (6, False, [0, 5])])
+@pytest.mark.parametrize(
+    ("n", "causal", "rows"),
+    [(9, True, None), (7, False, None), (10, True, [9, 8, 2]), (6, False, [0, 5])],
+)
 def test_kernel_section_counts_the_pair_keys_the_kernel_reads(n, causal, rows):
     """benchmarks/_kernel.py's pair-keys: for every pair the kernel computes (each once), the
     keys between the later first nonzero and the earlier last nonzero of the two rows."""
@@ -214,8 +315,11 @@ def test_kernel_section_counts_the_pair_keys_the_kernel_reads(n, causal, rows):
     A = _kernel._rows(n, causal)[0]
     lo = np.argmax(A > 0, axis=1)
     hi = n - np.argmax(A[:, ::-1] > 0, axis=1)
-    pairs = ({(i, j) for i in range(n) for j in range(i + 1, n)} if rows is None else
-             {(min(i, j), max(i, j)) for i in rows for j in range(n) if j != i})
+    pairs = (
+        {(i, j) for i in range(n) for j in range(i + 1, n)}
+        if rows is None
+        else {(min(i, j), max(i, j)) for i in rows for j in range(n) if j != i}
+    )
     want = sum(max(0, min(hi[i], hi[j]) - max(lo[i], lo[j])) for i, j in pairs)
     assert _kernel.pair_keys(n, causal, rows) == want
 
@@ -226,39 +330,66 @@ def test_precision_benchmark_runs_and_reports_every_quantity(tmp_path):
     labelled pairs the same in every run."""
     import json
 
-    spec = importlib.util.spec_from_file_location("attntopo_bench_precision",
-                                                  BENCH / "precision_bench.py")
+    spec = importlib.util.spec_from_file_location(
+        "attntopo_bench_precision", BENCH / "precision_bench.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     pairs, labels = mod.labelled_pairs(8, seed=0)
     assert (pairs, labels) == mod.labelled_pairs(8, seed=0) and labels == [0] * 4 + [1] * 4
     assert [p for p, _ in pairs[:4]] == [p for p, _ in pairs[4:]]  # the same prompts, two answers
-    paragraph = {s: i for i, p in enumerate(mod.corpus().split("\n\n")) for s in
-                 re.split(r"(?<=[.!?])\s+", p.strip())}
+    paragraph = {
+        s: i
+        for i, p in enumerate(mod.corpus().split("\n\n"))
+        for s in re.split(r"(?<=[.!?])\s+", p.strip())
+    }
     assert all(paragraph[p] == paragraph[a] for p, a in pairs[:4])
     assert all(paragraph[p] != paragraph[a] for p, a in pairs[4:])
 
     js = tmp_path / "precision.json"
     env = dict(os.environ, TOKENIZERS_PARALLELISM="false")
     proc = subprocess.run(
-        [sys.executable, str(BENCH / "precision_bench.py"), "--model", "tiny", "--pairs", "8",
-         "--js-texts", "2", "--json", str(js)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(BENCH / "precision_bench.py"),
+            "--model",
+            "tiny",
+            "--pairs",
+            "8",
+            "--js-texts",
+            "2",
+            "--json",
+            str(js),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     res = json.loads(js.read_text())
     assert res["k"] == 4 and res["tokens"]["min"] > 10
     for dt in ("bfloat16", "float16"):
         q = res["quantities"][dt]
-        assert set(q) == {"prompt.attention", "prompt.js", "h0.total_persistence",
-                          "h1.total_persistence", "h1.max_persistence"}
+        assert set(q) == {
+            "prompt.attention",
+            "prompt.js",
+            "h0.total_persistence",
+            "h1.total_persistence",
+            "h1.max_persistence",
+        }
         assert all(0 < v["median"] <= v["p95"] <= v["max"] for v in q.values())
         assert set(res["bars"][dt]) == {"h1.n_bars", "h1.n_bars>0.01", "h1.n_bars>0.05"}
         # stability: the H1 bottleneck distance is at most ||D - D'||inf (+ float32 rounding)
         assert 0 < res["stability"][dt]["bottleneck_h1_over_dist_max"] <= 1 + 1e-3
         assert all(0 <= s[dt] <= 4 for s in res["selection"].values())
-    assert set(res["selection"]) == {f"prompt.{q}/{c}" for q in ("attention", "js")
-                                     for c in ("cv_accuracy", "anova")}
-    for heading in ("| `prompt.js` | float16 |", "| longer than 0.05 | bfloat16 |",
-                    "| top 4 heads by |"):
+    assert set(res["selection"]) == {
+        f"prompt.{q}/{c}" for q in ("attention", "js") for c in ("cv_accuracy", "anova")
+    }
+    for heading in (
+        "| `prompt.js` | float16 |",
+        "| longer than 0.05 | bfloat16 |",
+        "| top 4 heads by |",
+    ):
         assert heading in proc.stdout

@@ -11,15 +11,15 @@ import gudhi
 import gudhi.hera
 import numpy as np
 import pytest
-from _reference import mst_minimax
-from _tolerances import ATTENTION_ATOL
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 import attntopo as at
+from _reference import mst_minimax
+from _tolerances import ATTENTION_ATOL
 from attntopo import Comparison, PhraseTopology, compare, phrase_topology
-from attntopo.words import find_phrase, normalize_token, split_words, word_tokens
 from attntopo.attention import Attention
 from attntopo.errors import InvalidInputError, OutOfRangeError
+from attntopo.words import find_phrase, normalize_token, split_words, word_tokens
 
 PAPER_A = "Quantum information theory allows us to study attention using entanglement"
 PAPER_B = "Classical information theory studies entropy and coding of messages"
@@ -44,9 +44,15 @@ def fake_attention(text, pieces=None, L=2, H=3, seed=0, model="fake", bos=True):
     rng = np.random.default_rng(seed)
     w = rng.dirichlet(np.full(n, 0.4), size=(L, H, n)).astype(np.float32)
     w /= w.sum(-1, keepdims=True)
-    return Attention(weights=w, tokens=toks, offsets=offs, special=np.array(special), causal=False,
-                     model=model, text=text)
-
+    return Attention(
+        weights=w,
+        tokens=toks,
+        offsets=offs,
+        special=np.array(special),
+        causal=False,
+        model=model,
+        text=text,
+    )
 
 
 def gudhi_distances(da, db, d):
@@ -66,7 +72,14 @@ def gudhi_distances(da, db, d):
 
 # ------------------------------------------------------------------ word matching
 def test_split_words_and_normalize():
-    assert [w for _, _, w in split_words("Hello, l'information!")] == ["Hello", ",", "l", "'", "information", "!"]
+    assert [w for _, _, w in split_words("Hello, l'information!")] == [
+        "Hello",
+        ",",
+        "l",
+        "'",
+        "information",
+        "!",
+    ]
     assert normalize_token("##ment") == "ment"
     assert normalize_token("ĠTheory") == "theory"
     assert normalize_token("▁Ｔheory ") == "theory"  # NFKC folds the full-width T
@@ -108,8 +121,11 @@ def test_byte_level_offsets_with_leading_space():
         [("Quantum", 0, 7), ("Ġinformation", 7, 19), ("Ġtheory", 19, 26)],
         bos=False,
     )
-    B = fake_attention("information theory rocks", [("information", 0, 11), ("Ġtheory", 11, 18),
-                                                      ("Ġ", 18, 19), ("rocks", 19, 24)], bos=False)
+    B = fake_attention(
+        "information theory rocks",
+        [("information", 0, 11), ("Ġtheory", 11, 18), ("Ġ", 18, 19), ("rocks", 19, 24)],
+        bos=False,
+    )
     c = compare(A, B, scale=0.5)
     assert [(s.key, s.a, s.b) for s in c.shared_tokens] == [("information", 1, 0), ("theory", 2, 1)]
 
@@ -151,7 +167,10 @@ def test_numbers_against_independent_computations(fake_pair, threshold):
         for p, q in itertools.combinations(range(m), 2):
             sp, sq = c.shared_tokens[p], c.shared_tokens[q]
             r = c.pair(keys[p], keys[q], i, j)
-            assert r["edge_birth_a"] == DA[i, j, sp.a, sq.a] and r["edge_birth_b"] == DB[i, j, sp.b, sq.b]
+            assert (
+                r["edge_birth_a"] == DA[i, j, sp.a, sq.a]
+                and r["edge_birth_b"] == DB[i, j, sp.b, sq.b]
+            )
             assert r["connection_a"] == pytest.approx(Ua[sp.a, sq.a], abs=1e-15)
             assert r["connection_b"] == pytest.approx(Ub[sp.b, sq.b], abs=1e-15)
             assert r["connection_a"] <= r["edge_birth_a"]
@@ -174,13 +193,18 @@ def test_numbers_against_independent_computations(fake_pair, threshold):
         # diagram distances per dimension against gudhi / hera
         for d in range(2):
             ref = gudhi_distances(da, db, d)
-            got = [c.diagram_distances[n][i, j, d] for n in ("bottleneck", "wasserstein1", "wasserstein2")]
+            got = [
+                c.diagram_distances[n][i, j, d]
+                for n in ("bottleneck", "wasserstein1", "wasserstein2")
+            ]
             np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-12)
         # shared-token diagrams: persistence of the sub-matrices
         sa = at.persistence(DA[i, j][np.ix_(ia, ia)])
         sb = at.persistence(DB[i, j][np.ix_(ib, ib)])
         assert c.shared_diagrams_a[i][j] == sa and c.shared_diagrams_b[i][j] == sb
-        assert c.shared_diagram_distances["bottleneck"][i, j, 0] == pytest.approx(gudhi_distances(sa, sb, 0)[0])
+        assert c.shared_diagram_distances["bottleneck"][i, j, 0] == pytest.approx(
+            gudhi_distances(sa, sb, 0)[0]
+        )
 
 
 def test_first_triangle_brute_force(fake_pair):
@@ -191,9 +215,7 @@ def test_first_triangle_brute_force(fake_pair):
     for side, an in (("a", c.a), ("b", c.b)):
         D = an.distances[1, 2]
         x, y = getattr(cat, side), getattr(dog, side)
-        best = min(
-            (max(D[x, y], D[x, k], D[y, k]), k) for k in range(len(D)) if k not in (x, y)
-        )
+        best = min((max(D[x, y], D[x, k], D[y, k]), k) for k in range(len(D)) if k not in (x, y))
         assert t[f"birth_{side}"] == best[0] and t[f"third_{side}_index"] == best[1]
         assert t[f"third_{side}"] == an.attention.labels[best[1]]
 
@@ -293,7 +315,11 @@ def test_token_alignment(fake_pair):
 
 # -------------------------------------------------------------------- phrases
 def test_phrase_span_never_every_matching_token():
-    ctx = ["the cat and the theory of the mind", "The Theory of everything", "we need the   theory now"]
+    ctx = [
+        "the cat and the theory of the mind",
+        "The Theory of everything",
+        "we need the   theory now",
+    ]
     atts = [fake_attention(t, seed=k) for k, t in enumerate(ctx)]
     p = phrase_topology("the theory", atts, maxdim=1)
     assert isinstance(p, PhraseTopology)
@@ -310,7 +336,9 @@ def test_phrase_span_never_every_matching_token():
     assert M.shape == (3, 3) and np.allclose(M, M.T) and np.all(np.diag(M) == 0)
     assert M[0, 1] == pytest.approx(gudhi_distances(p.diagram(0, 1, 2), p.diagram(1, 1, 2), 0)[0])
     W = p.matrix(1, 2, dim=0, by="wasserstein2")
-    assert W[0, 2] == pytest.approx(gudhi_distances(p.diagram(0, 1, 2), p.diagram(2, 1, 2), 0)[2], rel=1e-6)
+    assert W[0, 2] == pytest.approx(
+        gudhi_distances(p.diagram(0, 1, 2), p.diagram(2, 1, 2), 0)[2], rel=1e-6
+    )
     spread = p.spread()
     assert spread.shape == (2, 3)
     assert spread[1, 2] == pytest.approx(M[np.triu_indices(3, 1)].mean())
@@ -350,8 +378,9 @@ def test_paper_example_minilm(minilm):
     assert c.a.distances.shape == (6, 12, n_a, n_a) and c.b.distances.shape == (6, 12, n_b, n_b)
     assert c.keys == ["information", "theory"]
     # one batched pass gives the same weights as running each text alone, within float32 round-off
-    np.testing.assert_allclose(c.a.attention.weights, minilm.attention(PAPER_A).weights,
-                               atol=ATTENTION_ATOL, rtol=0)
+    np.testing.assert_allclose(
+        c.a.attention.weights, minilm.attention(PAPER_A).weights, atol=ATTENTION_ATOL, rtol=0
+    )
     r = c.pair("information", "theory", 1, 3)
     assert 0 < r["connection_a"] <= r["edge_birth_a"] <= 1
     assert c.grid(name="bottleneck", dim=0).shape == (6, 12)
@@ -367,7 +396,18 @@ def test_translation_with_word_alignment_minilm(minilm):
     en = "Information theory studies entropy"
     fr = "La théorie de l'information étudie l'entropie"
     words_fr = [w for _, _, w in split_words(fr)]
-    assert words_fr == ["La", "théorie", "de", "l", "'", "information", "étudie", "l", "'", "entropie"]
+    assert words_fr == [
+        "La",
+        "théorie",
+        "de",
+        "l",
+        "'",
+        "information",
+        "étudie",
+        "l",
+        "'",
+        "entropie",
+    ]
     c = compare(en, fr, model=minilm, alignment=[(0, 5), (1, 1), (2, 6), (3, 9)], layers=2)
     assert c.keys == ["information", "theory/théorie", "studies/étudie", "entropy/entropie"]
     att_b = c.b.attention

@@ -41,8 +41,16 @@ def test_only_later_layers_change(minilm):
 
     enc = minilm.tokenize(TEXT)
     ids = torch.tensor([enc.ids])
-    cfg = {"targets": {3: [0, 1, 2]}, "scale": 0.5, "method": "persistence", "representative": "barycenter",
-           "causal": False, "seed": 0, "rng": np.random.default_rng(0), "record": []}
+    cfg = {
+        "targets": {3: [0, 1, 2]},
+        "scale": 0.5,
+        "method": "persistence",
+        "representative": "barycenter",
+        "causal": False,
+        "seed": 0,
+        "rng": np.random.default_rng(0),
+        "record": [],
+    }
     with torch.inference_mode():
         base = minilm.hf_model(input_ids=ids, output_hidden_states=True).hidden_states
         with compressed_attention(minilm, cfg):
@@ -72,20 +80,30 @@ def test_result_round_trip(minilm, tmp_path):
     cols = c.summary()
     assert list(cols) == ["layer", "head", "clusters", "ratio", "scale"] and cols.n_rows == 72
     code = "import attntopo as at, sys; print(type(at.load_result(sys.argv[1])).__name__)"
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "c")], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "c")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "Compression"
 
 
 def test_table(minilm):
     t = compression_table([TEXT], minilm, scales=[0.0, 0.4], methods=["persistence", "random"])
-    with pytest.raises(InvalidInputError, match="texts must be a string or a list of strings, got AttentionModel"):
+    with pytest.raises(
+        InvalidInputError, match="texts must be a string or a list of strings, got AttentionModel"
+    ):
         compression_table(minilm, [TEXT], scales=[0.4])  # the texts come first
     assert t["method"].tolist() == ["persistence", "random", "persistence", "random"]
     assert t["compression"][0] == 1.0 and t["cosine"][0] == pytest.approx(1.0, abs=1e-12)
 
 
 def test_bad_input(minilm):
-    with pytest.raises(InvalidInputError, match="unknown method 'nope'; allowed: 'persistence', 'random', 'kmeans', 'tome'"):
+    with pytest.raises(
+        InvalidInputError,
+        match="unknown method 'nope'; allowed: 'persistence', 'random', 'kmeans', 'tome'",
+    ):
         compress(TEXT, minilm, method="nope")
     with pytest.raises(InvalidInputError, match="unknown representative 'mode'; allowed"):
         compress(TEXT, minilm, representative="mode")
@@ -108,13 +126,14 @@ def test_causal_model(smollm2):
     assert smollm2.hf_model.config._attn_implementation == "eager"
 
 
-
-
 def test_the_text_comes_first(minilm):
     """compress(text, model), the order of analyze; a model first is one line naming the order."""
     new = compress(TEXT, minilm, layers=[0], scale=0.4)
-    with pytest.raises(InvalidInputError, match=r"^compress\(text, model\): text must be a string, got "
-                                                r"AttentionModel \(the text comes first"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^compress\(text, model\): text must be a string, got "
+        r"AttentionModel \(the text comes first",
+    ):
         compress(minilm, TEXT, layers=[0], scale=0.4)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

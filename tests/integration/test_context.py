@@ -8,9 +8,9 @@ import json
 
 import numpy as np
 import pytest
-from _tolerances import for_model
 from scipy.spatial.distance import cdist, cosine, jensenshannon, pdist
 
+from _tolerances import for_model
 from attntopo.errors import InvalidInputError
 from attntopo.io import load_payload
 from attntopo.models._hidden import forward_capture
@@ -30,13 +30,20 @@ def hidden_rtol(model) -> float:
 
 @pytest.fixture(scope="module")
 def mini(minilm):
-    return context(TEXTS, minilm, word="bank", n_permutations=2, equivariance_texts=2, progress=False)
+    return context(
+        TEXTS, minilm, word="bank", n_permutations=2, equivariance_texts=2, progress=False
+    )
 
 
 @pytest.mark.forward_compare
 def test_minilm_equivariance(minilm, mini):
     tol = hidden_rtol(minilm)
-    assert mini.conditions == ["positions", "no_positions"] and mini.layer_error.shape == (2, 2, 2, 6)
+    assert mini.conditions == ["positions", "no_positions"] and mini.layer_error.shape == (
+        2,
+        2,
+        2,
+        6,
+    )
     off = mini.conditions.index("no_positions")
     assert mini.layer_error[off].max() <= tol and mini.encoder_error[off].max() <= tol
     on = mini.conditions.index("positions")
@@ -47,7 +54,11 @@ def test_minilm_equivariance(minilm, mini):
     # special tokens stayed in place
     for e, perms in enumerate(mini.permutations):
         for p in perms:
-            assert p[0] == 0 and p[-1] == mini.n_tokens[e] - 1 and sorted(p) == list(range(mini.n_tokens[e]))
+            assert (
+                p[0] == 0
+                and p[-1] == mini.n_tokens[e] - 1
+                and sorted(p) == list(range(mini.n_tokens[e]))
+            )
 
 
 def test_margins_and_similarity_against_scipy(minilm, mini):
@@ -64,15 +75,20 @@ def test_margins_and_similarity_against_scipy(minilm, mini):
         assert mini.margin_cross[depth] == pytest.approx(min(D.min() for D in cross), rel=1e-9)
         a, i, b, j = mini.cross_argmin[depth]
         assert np.linalg.norm(caps[a].hidden[depth][i] - caps[b].hidden[depth][j]) == pytest.approx(
-            mini.margin_cross[depth], rel=1e-6)
+            mini.margin_cross[depth], rel=1e-6
+        )
         # where 'bank' is in each text ([CLS] first)
-        X = np.stack([c.hidden[depth][tok] for c, tok in zip(caps, [5, 2, 5, 3])]).astype(np.float64)
+        X = np.stack([c.hidden[depth][tok] for c, tok in zip(caps, [5, 2, 5, 3])]).astype(
+            np.float64
+        )
         assert [caps[t].encoding.tokens[k] for t, k in enumerate([5, 2, 5, 3])] == ["bank"] * 4
         ref = np.mean([1 - cosine(X[p], X[q]) for p in range(4) for q in range(p + 1, 4)])
         w = mini.similarity_words.index("bank")
         assert mini.self_similarity_words[w, depth] == pytest.approx(ref, abs=1e-9)
         U = [H / np.linalg.norm(H, axis=1, keepdims=True) for H in Hs]
-        pairs = np.concatenate([(U[p] @ U[q].T).ravel() for p in range(4) for q in range(4) if p != q])
+        pairs = np.concatenate(
+            [(U[p] @ U[q].T).ravel() for p in range(4) for q in range(4) if p != q]
+        )
         assert mini.anisotropy[depth] == pytest.approx(pairs.mean(), abs=1e-9)
 
 
@@ -81,11 +97,13 @@ def test_word_study_against_scipy_js(minilm, mini):
     assert mini.word_tokens.tolist() == [5, 2, 5, 3]
     caps = forward_capture(minilm, TEXTS, attention=True)
     layer, head = 2, 5
-    rows = [c.attention[layer, head, tok].astype(np.float64) for c, tok in zip(caps, mini.word_tokens)]
+    rows = [
+        c.attention[layer, head, tok].astype(np.float64) for c, tok in zip(caps, mini.word_tokens)
+    ]
     width = max(len(r) for r in rows)
     rel = np.zeros((4, 2 * width - 1))
     for c, (r, tok) in enumerate(zip(rows, mini.word_tokens)):
-        rel[c, width - 1 - tok: width - 1 - tok + len(r)] = r
+        rel[c, width - 1 - tok : width - 1 - tok + len(r)] = r
     js = [jensenshannon(rel[p], rel[q], base=2) for p in range(4) for q in range(p + 1, 4)]
     assert mini.word_js[0, layer, head] == pytest.approx(np.mean(js), abs=1e-6)
     assert mini.word_js_max[0, layer, head] == pytest.approx(np.max(js), abs=1e-6)
@@ -114,15 +132,21 @@ def test_round_trip_and_table(mini, tmp_path):
 @pytest.mark.smollm2
 @pytest.mark.forward_compare
 def test_smollm2_equivariance_and_causality(smollm2):
-    r = context("The cat sat on the mat because it was tired.", smollm2, n_permutations=1, progress=False)
+    r = context(
+        "The cat sat on the mat because it was tired.", smollm2, n_permutations=1, progress=False
+    )
     tol = hidden_rtol(smollm2)
     assert r.conditions == ["positions", "no_positions", "no_rotary_causal"]
-    off, on, mask = (r.conditions.index(c) for c in ("no_positions", "positions", "no_rotary_causal"))
+    off, on, mask = (
+        r.conditions.index(c) for c in ("no_positions", "positions", "no_rotary_causal")
+    )
     # rotary off and the causal mask removed: a bidirectional map, equivariant to round-off
     assert r.layer_error[off].max() <= tol and r.encoder_error[off].max() <= tol
     # every layer rotates by position; and the mask alone already breaks equivariance
     assert r.layer_error[on].min() > tol and r.layer_error[mask].max() > 100 * tol
-    assert np.isnan(r.margin_cross).all() and r.n_cross_pairs == 0  # one text: no cross-text measures
+    assert (
+        np.isnan(r.margin_cross).all() and r.n_cross_pairs == 0
+    )  # one text: no cross-text measures
 
 
 def test_bad_input(minilm):
@@ -142,7 +166,9 @@ def test_model_whose_positions_cannot_be_removed(minilm):
     import attntopo as at
     from attntopo.models._positions import PositionsNotRemovableError
 
-    cfg = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=minilm.tokenizer.vocab_size)
+    cfg = transformers.GPT2Config(
+        n_layer=1, n_head=2, n_embd=8, vocab_size=minilm.tokenizer.vocab_size
+    )
     hf = transformers.GPT2Model(cfg).eval()
     m = at.load_model(hf, tokenizer=minilm.tokenizer)
     with pytest.raises(PositionsNotRemovableError, match="model type 'gpt2'"):
@@ -155,18 +181,52 @@ def _tiny(config):
     return AutoModel.from_config(config, attn_implementation="eager").eval()
 
 
-@pytest.mark.parametrize("make,mtype", [
-    (lambda t: t.DebertaV2Config(num_hidden_layers=1, num_attention_heads=2, hidden_size=8, intermediate_size=8,
-                                 vocab_size=50), "deberta-v2"),
-    (lambda t: t.BertConfig(num_hidden_layers=1, num_attention_heads=2, hidden_size=8, intermediate_size=8,
-                            vocab_size=50, position_embedding_type="relative_key"), "bert"),
-    (lambda t: t.MistralConfig(num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, hidden_size=8,
-                               intermediate_size=8, vocab_size=50, sliding_window=4), "mistral"),
-])
+@pytest.mark.parametrize(
+    "make,mtype",
+    [
+        (
+            lambda t: t.DebertaV2Config(
+                num_hidden_layers=1,
+                num_attention_heads=2,
+                hidden_size=8,
+                intermediate_size=8,
+                vocab_size=50,
+            ),
+            "deberta-v2",
+        ),
+        (
+            lambda t: t.BertConfig(
+                num_hidden_layers=1,
+                num_attention_heads=2,
+                hidden_size=8,
+                intermediate_size=8,
+                vocab_size=50,
+                position_embedding_type="relative_key",
+            ),
+            "bert",
+        ),
+        (
+            lambda t: t.MistralConfig(
+                num_hidden_layers=1,
+                num_attention_heads=2,
+                num_key_value_heads=1,
+                hidden_size=8,
+                intermediate_size=8,
+                vocab_size=50,
+                sliding_window=4,
+            ),
+            "mistral",
+        ),
+    ],
+)
 def test_other_mechanisms_are_refused(make, mtype):
     import transformers
 
-    from attntopo.models._positions import PositionsNotRemovableError, positional_mechanism, positions_off
+    from attntopo.models._positions import (
+        PositionsNotRemovableError,
+        positional_mechanism,
+        positions_off,
+    )
 
     model = _tiny(make(transformers))
     with pytest.raises(PositionsNotRemovableError, match=f"model type '{mtype}'"):
@@ -180,20 +240,42 @@ def test_the_patches_do_what_they_say():
     import torch
     import transformers
 
-    from attntopo.models._positions import causal_mask_off, positional_mechanism, positions_off, transformer_layers
+    from attntopo.models._positions import (
+        causal_mask_off,
+        positional_mechanism,
+        positions_off,
+        transformer_layers,
+    )
 
-    bert = _tiny(transformers.BertConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=8,
-                                         intermediate_size=8, vocab_size=50))
-    llama = _tiny(transformers.LlamaConfig(num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                                           hidden_size=8, intermediate_size=8, vocab_size=50))
+    bert = _tiny(
+        transformers.BertConfig(
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            hidden_size=8,
+            intermediate_size=8,
+            vocab_size=50,
+        )
+    )
+    llama = _tiny(
+        transformers.LlamaConfig(
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            hidden_size=8,
+            intermediate_size=8,
+            vocab_size=50,
+        )
+    )
     assert positional_mechanism(bert).kind == "absolute" and len(transformer_layers(bert)) == 2
     assert positional_mechanism(llama).kind == "rotary" and len(transformer_layers(llama)) == 2
     ids = torch.tensor([[3, 4, 5, 6]])
     with torch.inference_mode():
         with positions_off(bert):
             out = bert.embeddings(input_ids=ids)
-        plain = bert.embeddings.LayerNorm(bert.embeddings.word_embeddings(ids)
-                                          + bert.embeddings.token_type_embeddings(torch.zeros_like(ids)))
+        plain = bert.embeddings.LayerNorm(
+            bert.embeddings.word_embeddings(ids)
+            + bert.embeddings.token_type_embeddings(torch.zeros_like(ids))
+        )
         torch.testing.assert_close(out, plain, rtol=0, atol=0)
         with positions_off(llama):
             cos, sin = llama.rotary_emb(torch.zeros(1, 4, 8), torch.arange(4)[None])
@@ -204,7 +286,9 @@ def test_the_patches_do_what_they_say():
         first = llama(input_ids=ids).last_hidden_state[0, 0]
         with causal_mask_off(llama):
             assert not torch.allclose(llama(input_ids=ids).last_hidden_state[0, 0], first)
-        torch.testing.assert_close(llama(input_ids=ids).last_hidden_state[0, 0], first, rtol=0, atol=0)
+        torch.testing.assert_close(
+            llama(input_ids=ids).last_hidden_state[0, 0], first, rtol=0, atol=0
+        )
     with pytest.raises(InvalidInputError, match="rotary"):
         with causal_mask_off(bert):
             pass

@@ -39,15 +39,35 @@ def _features_of(store):
 
 def test_store_rows_are_the_features_of_each_batch(minilm, texts, tmp_path):
     src = tmp_path / "in.csv"
-    rows = [{"key": f"k{i}", "text": t if i != 5 else "", "label": i % 3} for i, t in enumerate(texts[:10])]
+    rows = [
+        {"key": f"k{i}", "text": t if i != 5 else "", "label": i % 3}
+        for i, t in enumerate(texts[:10])
+    ]
     with open(src, "w", newline="") as f:
         w = csv.DictWriter(f, ["key", "text", "label"])
         w.writeheader()
         w.writerows(rows)
-    store = corpus.run(src, out=tmp_path / "s", model=minilm, sets=("js", "graph", "template"),
-                       layers=LAYERS, heads=HEADS, batch_size=4, id_column="key", progress=False)
-    assert store.counts() == {"total": 9, "done": 9, "ok": 9, "truncated": 0, "skipped_empty": 1,
-                              "skipped_long": 0, "failed": 0, "remaining": 0}
+    store = corpus.run(
+        src,
+        out=tmp_path / "s",
+        model=minilm,
+        sets=("js", "graph", "template"),
+        layers=LAYERS,
+        heads=HEADS,
+        batch_size=4,
+        id_column="key",
+        progress=False,
+    )
+    assert store.counts() == {
+        "total": 9,
+        "done": 9,
+        "ok": 9,
+        "truncated": 0,
+        "skipped_empty": 1,
+        "skipped_long": 0,
+        "failed": 0,
+        "remaining": 0,
+    }
     df, X = _features_of(store)
     kept = [r for r in rows if r["text"]]
     assert list(df["id"]) == [r["key"] for r in kept]
@@ -55,13 +75,21 @@ def test_store_rows_are_the_features_of_each_batch(minilm, texts, tmp_path):
     assert list(df["text_sha256"]) == [hashlib.sha256(r["text"].encode()).hexdigest() for r in kept]
     # each batch equals attntopo.features on the same texts (same padded batch: the same numbers)
     for start in range(0, len(kept), 4):
-        batch = [r["text"] for r in kept[start:start + 4]]
-        ft = features(batch, model=minilm, sets=("js", "graph", "template"), layers=LAYERS,
-                      heads=HEADS, batch_size=len(batch))
+        batch = [r["text"] for r in kept[start : start + 4]]
+        ft = features(
+            batch,
+            model=minilm,
+            sets=("js", "graph", "template"),
+            layers=LAYERS,
+            heads=HEADS,
+            batch_size=len(batch),
+        )
         assert list(ft.columns) == store.feature_columns
-        np.testing.assert_array_equal(X[start:start + 4], ft.values)
+        np.testing.assert_array_equal(X[start : start + 4], ft.values)
     m = store.manifest
-    assert m["settings"]["model_hash"].startswith("sha256:") and m["input"]["fingerprint"].startswith("sha256:")
+    assert m["settings"]["model_hash"].startswith("sha256:") and m["input"][
+        "fingerprint"
+    ].startswith("sha256:")
     assert (store.path / "errors.jsonl").read_text() == ""
 
 
@@ -70,11 +98,22 @@ def test_kept_diagrams_agree_with_ripser(minilm, texts, tmp_path, sets):
     ripser = pytest.importorskip("ripser").ripser
     from attntopo.distances import token_distances
 
-    store = corpus.run(texts[:3], out=tmp_path / "s", model=minilm, layers=LAYERS, heads=HEADS,
-                       sets=sets, keep_diagrams=True, batch_size=3, progress=False)
+    store = corpus.run(
+        texts[:3],
+        out=tmp_path / "s",
+        model=minilm,
+        layers=LAYERS,
+        heads=HEADS,
+        sets=sets,
+        keep_diagrams=True,
+        batch_size=3,
+        progress=False,
+    )
     rid = store.to_pandas()["id"][1]
     dg = store.diagrams(rid)
-    att = minilm.attention(texts[1], layers=LAYERS, heads=HEADS)  # special tokens kept (the default)
+    att = minilm.attention(
+        texts[1], layers=LAYERS, heads=HEADS
+    )  # special tokens kept (the default)
     D = token_distances(att.weights)
     for i, layer in enumerate(LAYERS):
         for j, head in enumerate(HEADS):
@@ -94,12 +133,24 @@ def test_a_metric_other_than_js_makes_its_store(minilm, texts, tmp_path):
 
     from attntopo.distances import token_distances
 
-    kw = dict(model=minilm, sets=("js", "js_per_token"), layers=LAYERS, heads=HEADS,
-              batch_size=3, progress=False)
-    store = corpus.run(texts[:3], out=tmp_path / "s", metric="hellinger", keep_diagrams=True,
-                       **kw)
-    ft = features(texts[:3], model=minilm, sets=kw["sets"], layers=LAYERS, heads=HEADS,
-                  metric="hellinger", batch_size=3)
+    kw = dict(
+        model=minilm,
+        sets=("js", "js_per_token"),
+        layers=LAYERS,
+        heads=HEADS,
+        batch_size=3,
+        progress=False,
+    )
+    store = corpus.run(texts[:3], out=tmp_path / "s", metric="hellinger", keep_diagrams=True, **kw)
+    ft = features(
+        texts[:3],
+        model=minilm,
+        sets=kw["sets"],
+        layers=LAYERS,
+        heads=HEADS,
+        metric="hellinger",
+        batch_size=3,
+    )
     assert store.feature_columns == list(ft.columns)
     assert store.feature_columns[0] == f"L{LAYERS[0]}H{HEADS[0]}.hellinger.h0.n_bars"
     np.testing.assert_array_equal(_features_of(store)[1], ft.values)
@@ -113,12 +164,15 @@ def test_a_metric_other_than_js_makes_its_store(minilm, texts, tmp_path):
             deaths = h0[np.isfinite(h0[:, 1]), 1]
             # each death within 1e-6, as ripser's in test_kept_diagrams_agree_with_ripser
             # (float32 engines; the store's padded batch against this single text's pass)
-            assert np.sum(deaths) == pytest.approx(minimum_spanning_tree(D[i, j]).sum(),
-                                                   abs=1e-6 * len(deaths))
-    with pytest.raises(InvalidInputError, match="made with metric=hellinger, this run has "
-                                                "metric=total_variation"):
-        corpus.run(texts[:3], out=tmp_path / "s", metric="total_variation", keep_diagrams=True,
-                   **kw)
+            assert np.sum(deaths) == pytest.approx(
+                minimum_spanning_tree(D[i, j]).sum(), abs=1e-6 * len(deaths)
+            )
+    with pytest.raises(
+        InvalidInputError, match="made with metric=hellinger, this run has metric=total_variation"
+    ):
+        corpus.run(
+            texts[:3], out=tmp_path / "s", metric="total_variation", keep_diagrams=True, **kw
+        )
 
 
 def test_lost_parts_are_recomputed_identically(minilm, texts, tmp_path):
@@ -127,7 +181,9 @@ def test_lost_parts_are_recomputed_identically(minilm, texts, tmp_path):
     full = store.to_arrow()
     os.unlink(store.part_path(1))
     seen = []
-    again = corpus.run(texts[:12], out=tmp_path / "s", **{**kw, "progress": lambda d, t, s: seen.append((d, t))})
+    again = corpus.run(
+        texts[:12], out=tmp_path / "s", **{**kw, "progress": lambda d, t, s: seen.append((d, t))}
+    )
     assert again.to_arrow().equals(full)
     assert seen[0][1] == 12 and seen[-1] == (12, 12)
     assert min(d for d, _ in seen if d) == 7  # one batch of five was done again, no more
@@ -146,13 +202,19 @@ def test_bad_rows_empty_lines_and_long_texts(minilm, texts, tmp_path):
     assert df.loc[3, "truncated"] and df.loc[3, "n_tokens"] == minilm.max_length
     assert df.loc[2, "status"] == "failed" and "no token but special" in df.loc[2, "error"]
     assert df.loc[6, "n_unknown"] == 1
-    assert np.isnan(df.loc[2, store.feature_columns]).all() and np.isfinite(df.loc[0, store.feature_columns]).all()
+    assert (
+        np.isnan(df.loc[2, store.feature_columns]).all()
+        and np.isfinite(df.loc[0, store.feature_columns]).all()
+    )
     assert [e["row"] for e in store.errors()] == [2]
 
     with pytest.warns(UnknownTokensWarning):
         skipped = corpus.run(src, out=tmp_path / "k", on_long="skip", **kw)
     assert skipped.counts()["skipped_long"] == 1
-    assert [(e["row"], e["status"], e["n_tokens"]) for e in skipped.errors()] == [(2, "failed", 2), (3, "skipped", 602)]
+    assert [(e["row"], e["status"], e["n_tokens"]) for e in skipped.errors()] == [
+        (2, "failed", 2),
+        (3, "skipped", 602),
+    ]
 
     with pytest.raises(InvalidInputError, match=r"input row 3 \(id '3-.*'\) has 602 tokens") as e:
         corpus.run(src, out=tmp_path / "e", on_long="error", **kw)
@@ -179,29 +241,59 @@ def test_feature_settings_record_makes_the_same_store(minilm, texts, tmp_path):
     file is written."""
     from attntopo.features import FeatureSettings
 
-    fs = FeatureSettings(sets=("js", "graph"), layers=LAYERS, heads=HEADS, thresholds=(0.1,), scales=(0.3,))
+    fs = FeatureSettings(
+        sets=("js", "graph"), layers=LAYERS, heads=HEADS, thresholds=(0.1,), scales=(0.3,)
+    )
     kw = dict(model=minilm, batch_size=4, progress=False)
     a = corpus.run(texts[:4], out=tmp_path / "a", settings=fs, **kw)
-    b = corpus.run(texts[:4], out=tmp_path / "b", sets=("js", "graph"), layers=LAYERS, heads=HEADS,
-                   thresholds=(0.1,), scales=(0.3,), **kw)
+    b = corpus.run(
+        texts[:4],
+        out=tmp_path / "b",
+        sets=("js", "graph"),
+        layers=LAYERS,
+        heads=HEADS,
+        thresholds=(0.1,),
+        scales=(0.3,),
+        **kw,
+    )
     assert a.settings == b.settings and a.settings.features == fs
     assert a.manifest["settings"] == b.manifest["settings"]
     np.testing.assert_array_equal(_features_of(a)[1], _features_of(b)[1])
     # the store continues under the keywords that made it, and under its own record
     corpus.run(texts[:4], out=tmp_path / "a", settings=a.settings.features, **kw)
-    with pytest.raises(InvalidInputError, match=r"cycle_cap=9 disagrees with settings\.cycle_cap=50"):
+    with pytest.raises(
+        InvalidInputError, match=r"cycle_cap=9 disagrees with settings\.cycle_cap=50"
+    ):
         corpus.run(texts[:4], out=tmp_path / "c", settings=fs, cycle_cap=9, **kw)
-    with pytest.raises(InvalidInputError, match="min_persistence=0.1: a corpus store keeps every bar"):
-        corpus.run(texts[:4], out=tmp_path / "c", settings=FeatureSettings(sets=("js",), min_persistence=0.1), **kw)
+    with pytest.raises(
+        InvalidInputError, match="min_persistence=0.1: a corpus store keeps every bar"
+    ):
+        corpus.run(
+            texts[:4],
+            out=tmp_path / "c",
+            settings=FeatureSettings(sets=("js",), min_persistence=0.1),
+            **kw,
+        )
     assert not (tmp_path / "c").exists()
 
 
 def test_log_lines_without_a_terminal(minilm, texts, tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="attntopo.corpus"):
-        corpus.run(texts[:6], out=tmp_path / "s", model=minilm, layers=[0], heads=[0],
-                   batch_size=2, log_every=1)  # progress=None, and pytest's stderr is no terminal
+        corpus.run(
+            texts[:6],
+            out=tmp_path / "s",
+            model=minilm,
+            layers=[0],
+            heads=[0],
+            batch_size=2,
+            log_every=1,
+        )  # progress=None, and pytest's stderr is no terminal
     lines = [r.getMessage() for r in caplog.records]
-    assert [x.split(" texts")[0] for x in lines[:3]] == ["corpus: 2/6", "corpus: 4/6", "corpus: 6/6"]
+    assert [x.split(" texts")[0] for x in lines[:3]] == [
+        "corpus: 2/6",
+        "corpus: 4/6",
+        "corpus: 6/6",
+    ]
     assert "texts/s, eta" in lines[0]
     assert lines[-1].startswith("corpus: 6 done, 0 skipped (empty)")
 
@@ -231,17 +323,28 @@ def test_kill9_at_random_moments_then_resume_gives_every_row_once(minilm, texts,
     env = dict(os.environ, ATTNTOPO_PROGRESS="0")
     # manifest: 3 steps for the file, 1 rename, 1 folder fsync; each part the same 5:
     # step 5 + 3·5 + 2 is the write of batch 3's temporary file, cut in half
-    trials = [("crash", 5 + 3 * 5 + 2, 0.0)] + [("kill", rng.randrange(0, batches - 2), rng.random()) for _ in range(2)]
+    trials = [("crash", 5 + 3 * 5 + 2, 0.0)] + [
+        ("kill", rng.randrange(0, batches - 2), rng.random()) for _ in range(2)
+    ]
     for n, (how, when, frac) in enumerate(trials):
         out = tmp_path / f"s{n}"
         child_env = dict(env, ATTNTOPO_TEST_CRASH_AT=str(when)) if how == "crash" else env
-        p = subprocess.Popen([sys.executable, "-c", _CHILD, str(src), str(out)], env=child_env,
-                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        p = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(src), str(out)],
+            env=child_env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         if how == "kill":  # after `when` parts exist, and a random part of a batch's time more
             deadline = time.monotonic() + 240
-            while p.poll() is None and time.monotonic() < deadline and (
-                not (out / "manifest.json").exists()
-                or len(list((out / "parts").glob("part-*.parquet"))) < when
+            while (
+                p.poll() is None
+                and time.monotonic() < deadline
+                and (
+                    not (out / "manifest.json").exists()
+                    or len(list((out / "parts").glob("part-*.parquet"))) < when
+                )
             ):
                 time.sleep(0.005)
             time.sleep(frac * per_batch)
@@ -279,6 +382,7 @@ def test_run_checks_device_and_dtype_before_any_work(tmp_path, minilm):
         corpus.run(["a text"], out, gpus_per_actor=1, progress=False)
     assert not out.exists()
     # a model given by name in bfloat16: the store's settings say so
-    store = corpus.run(["The cat sat on the mat."], out, dtype="bfloat16", layers=[0], heads=[0],
-                       progress=False)
+    store = corpus.run(
+        ["The cat sat on the mat."], out, dtype="bfloat16", layers=[0], heads=[0], progress=False
+    )
     assert store.settings.dtype == "bfloat16" and store.counts()["ok"] == 1

@@ -37,8 +37,10 @@ def test_length_chunks_partition_within_bound(n_tokens, bound):
 def texts() -> list[str]:
     ds = fortunes(categories=["science"], min_words=4, max_words=14, n_per_category=15, seed=5)
     short = [" ".join(t.split()) for t in ds.texts]
-    long = " ".join(" ".join(t.split()) for t in fortunes(categories=["science"], min_words=4, n_per_category=400,
-                                                              seed=6).texts)
+    long = " ".join(
+        " ".join(t.split())
+        for t in fortunes(categories=["science"], min_words=4, n_per_category=400, seed=6).texts
+    )
     return short[:11] + [long] + short[11:15]  # the long text is in the second batch of 8
 
 
@@ -63,14 +65,22 @@ def _spy(monkeypatch, model):
     return calls
 
 
-def test_long_text_is_computed_alone_and_the_bar_moves_within_its_batch(minilm, texts, tmp_path,
-                                                                        monkeypatch):
+def test_long_text_is_computed_alone_and_the_bar_moves_within_its_batch(
+    minilm, texts, tmp_path, monkeypatch
+):
     from attntopo.corpus._work import CHUNK_ELEMENTS
 
     calls = _spy(monkeypatch, minilm)
     seen: list[int] = []
-    store = corpus.run(texts, out=tmp_path / "s", model=minilm, layers=LAYERS, heads=HEADS,
-                       batch_size=8, progress=lambda done, total, stage: seen.append(done))
+    store = corpus.run(
+        texts,
+        out=tmp_path / "s",
+        model=minilm,
+        layers=LAYERS,
+        heads=HEADS,
+        batch_size=8,
+        progress=lambda done, total, stage: seen.append(done),
+    )
     df = store.to_pandas()
     assert df["truncated"].sum() == 1 and df["n_tokens"].max() == 512
     # the padded attention of every forward pass within the bound, the long text alone
@@ -83,13 +93,34 @@ def test_long_text_is_computed_alone_and_the_bar_moves_within_its_batch(minilm, 
 
 
 def test_resumed_store_equals_an_uninterrupted_one(minilm, texts, tmp_path):
-    whole = corpus.run(texts, out=tmp_path / "a", model=minilm, layers=LAYERS, heads=HEADS,
-                       batch_size=8, progress=False).to_pandas()
-    part = corpus.run(texts, out=tmp_path / "b", model=minilm, layers=LAYERS, heads=HEADS,
-                      batch_size=8, progress=False)
+    whole = corpus.run(
+        texts,
+        out=tmp_path / "a",
+        model=minilm,
+        layers=LAYERS,
+        heads=HEADS,
+        batch_size=8,
+        progress=False,
+    ).to_pandas()
+    part = corpus.run(
+        texts,
+        out=tmp_path / "b",
+        model=minilm,
+        layers=LAYERS,
+        heads=HEADS,
+        batch_size=8,
+        progress=False,
+    )
     os.unlink(part.part_path(1))  # the batch holding the long text is lost
-    again = corpus.run(texts, out=tmp_path / "b", model=minilm, layers=LAYERS, heads=HEADS,
-                       batch_size=8, progress=False).to_pandas()
+    again = corpus.run(
+        texts,
+        out=tmp_path / "b",
+        model=minilm,
+        layers=LAYERS,
+        heads=HEADS,
+        batch_size=8,
+        progress=False,
+    ).to_pandas()
     assert list(again.columns) == list(whole.columns)
     cols = [c for c in whole.columns if c.startswith("L")]
     assert np.array_equal(again[cols].to_numpy(), whole[cols].to_numpy(), equal_nan=True)

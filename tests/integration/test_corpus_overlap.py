@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from attntopo import corpus
+from attntopo._threads import torch_threads
 from attntopo.corpus._work import BatchWorker
 from attntopo.datasets import fortunes
-from attntopo._threads import torch_threads
 
 LAYERS, HEADS = [0, 4], [2, 9]
 
@@ -34,8 +34,14 @@ def test_started_batches_give_the_synchronous_rows(minilm, texts, tmp_path):
     inp = corpus.open_input(rows)
     tables = [t for _, t in inp.batches(batch)]
     inp.close()
-    settings = corpus.make_settings(minilm, sets=("js", "barcode", "graph", "js_image"), layers=LAYERS,
-                                    heads=HEADS, keep_diagrams=True, batch_size=batch)
+    settings = corpus.make_settings(
+        minilm,
+        sets=("js", "barcode", "graph", "js_image"),
+        layers=LAYERS,
+        heads=HEADS,
+        keep_diagrams=True,
+        batch_size=batch,
+    )
     worker = BatchWorker(settings, model=minilm)
     with torch_threads(1):  # the overlapped forward pass's thread count: the same float32 kernels
         sync = [worker(t) for t in tables]
@@ -52,17 +58,29 @@ def test_local_run_writes_parts_in_order_and_restores_torch_threads(minilm, text
     torch = pytest.importorskip("torch")
     before = torch.get_num_threads()
     seen_threads: list[int] = []
-    hook = minilm.hf_model.register_forward_pre_hook(lambda *_: seen_threads.append(torch.get_num_threads()))
+    hook = minilm.hf_model.register_forward_pre_hook(
+        lambda *_: seen_threads.append(torch.get_num_threads())
+    )
     done: list[int] = []
     try:
-        store = corpus.run(texts[:12], out=tmp_path / "s", model=minilm, layers=LAYERS, heads=HEADS,
-                           batch_size=3, n_jobs=2, progress=lambda d, t, s: done.append(d))
+        store = corpus.run(
+            texts[:12],
+            out=tmp_path / "s",
+            model=minilm,
+            layers=LAYERS,
+            heads=HEADS,
+            batch_size=3,
+            n_jobs=2,
+            progress=lambda d, t, s: done.append(d),
+        )
     finally:
         hook.remove()
     assert torch.get_num_threads() == before
     assert seen_threads and set(seen_threads) == {max(1, (os.cpu_count() or 1) - 2)}
     assert [d for d in done if d] == [3, 6, 9, 12]
-    assert [p.name for p in sorted(store.parts_dir.glob("part-*.parquet"))] == [corpus.part_name(k) for k in range(4)]
+    assert [p.name for p in sorted(store.parts_dir.glob("part-*.parquet"))] == [
+        corpus.part_name(k) for k in range(4)
+    ]
     assert store.to_pandas()["row"].tolist() == list(range(12))
 
 
@@ -76,10 +94,11 @@ def test_packed_rows_unpack_to_the_unpacked_rows(minilm, texts):
     rows = texts[:6]
     rows[2] = "\u0301"  # no token but special ones: a failed row, its features null
     inp = corpus.open_input(rows)
-    (_, table), = inp.batches(6)
+    ((_, table),) = inp.batches(6)
     inp.close()
-    settings = corpus.make_settings(minilm, sets=("js", "graph"), layers=LAYERS, heads=HEADS,
-                                    keep_diagrams=True, batch_size=6)
+    settings = corpus.make_settings(
+        minilm, sets=("js", "graph"), layers=LAYERS, heads=HEADS, keep_diagrams=True, batch_size=6
+    )
     plain = BatchWorker(settings, model=minilm)
     packed = BatchWorker(settings, model=minilm, packed=True)
     with torch_threads(1):
@@ -89,6 +108,9 @@ def test_packed_rows_unpack_to_the_unpacked_rows(minilm, texts):
     assert sent.column(PACKED_FEATURES).null_count == 0
     got = unpack_features(sent, plain.columns, want.schema)
     assert got.equals(want)
-    assert got.column(plain.columns[0]).null_count == 1 and want.column("status")[2].as_py() == "failed"
+    assert (
+        got.column(plain.columns[0]).null_count == 1
+        and want.column("status")[2].as_py() == "failed"
+    )
     # a table without the packed column (an unpacked worker's) passes through
     assert unpack_features(want, plain.columns, want.schema).equals(want)

@@ -40,8 +40,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 #: The settings of every store here (a store refuses other settings); six heads keep the
 #: work small: what is tested is the engine, not the heads.
-SETTINGS = dict(batch_size=2, keep_diagrams=True, on_long="skip", text_column="text",
-                layers=[0, 5], heads=[0, 4, 8])
+SETTINGS = dict(
+    batch_size=2,
+    keep_diagrams=True,
+    on_long="skip",
+    text_column="text",
+    layers=[0, 5],
+    heads=[0, 4, 8],
+)
 RTOL = ATOL = 1e-12
 N_TEXTS = 21  # 20 fortunes and one text too long for MiniLM (a "skipped" row); plus one empty line
 
@@ -66,8 +72,15 @@ def local_store(corpus_file, tmp_path_factory, minilm):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return corpus.run(corpus_file, tmp_path_factory.mktemp("local") / "store", model=minilm,
-                          backend="local", n_jobs=1, progress=False, **SETTINGS)
+        return corpus.run(
+            corpus_file,
+            tmp_path_factory.mktemp("local") / "store",
+            model=minilm,
+            backend="local",
+            n_jobs=1,
+            progress=False,
+            **SETTINGS,
+        )
     finally:
         torch.set_num_threads(threads)
 
@@ -83,8 +96,13 @@ def _ray_module():
 def shared_ray(_ray_module):
     """A local Ray (2 CPUs) shared by the tests that join one; its address."""
     if not ray.is_initialized():
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.ERROR)
+        ray.init(
+            address="local",
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+        )
     return ray.get_runtime_context().gcs_address
 
 
@@ -103,13 +121,17 @@ def assert_same_store(got, want):
     A = np.array(a.select(sorted(features)).to_pandas(), dtype=float)
     B = np.array(b.select(sorted(features)).to_pandas(), dtype=float)
     np.testing.assert_allclose(A, B, rtol=RTOL, atol=ATOL, equal_nan=True)
-    assert np.isfinite(A).sum() > 0.9 * A.size * (N_TEXTS - 1) / N_TEXTS  # only the skipped row is empty
+    assert (
+        np.isfinite(A).sum() > 0.9 * A.size * (N_TEXTS - 1) / N_TEXTS
+    )  # only the skipped row is empty
     for name in ("diagram_births", "diagram_deaths"):
         for x, y in zip(a[name].to_pylist(), b[name].to_pylist()):
             assert (x is None) == (y is None)
             if x is not None:
                 assert [len(h) for h in x] == [len(h) for h in y]
-                np.testing.assert_allclose(np.concatenate(x), np.concatenate(y), rtol=RTOL, atol=ATOL)
+                np.testing.assert_allclose(
+                    np.concatenate(x), np.concatenate(y), rtol=RTOL, atol=ATOL
+                )
     c = got.counts()
     assert (c["ok"], c["skipped_long"], c["skipped_empty"]) == (N_TEXTS - 1, 1, 1)
 
@@ -120,7 +142,9 @@ def test_ray_store_equals_local_store(corpus_file, local_store, tmp_path, minilm
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     if ray.is_initialized():  # another test of this module ran first: this one starts its own
         ray.shutdown()
-    store = corpus.run(corpus_file, tmp_path / "store", model=minilm, backend="ray", progress=False, **SETTINGS)
+    store = corpus.run(
+        corpus_file, tmp_path / "store", model=minilm, backend="ray", progress=False, **SETTINGS
+    )
     assert not ray.is_initialized()
     assert_same_store(store, local_store)
     assert open_store(store.path).sql("SELECT count(DISTINCT id) FROM corpus").iloc[0, 0] == N_TEXTS
@@ -138,8 +162,9 @@ def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, mini
         f"ray_address={shared_ray!r}, progress=False, **{SETTINGS!r})\n"
     )
     log = (tmp_path / "driver.log").open("w")
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     deadline = time.monotonic() + 180
     try:
         while not list((out / "parts").glob("part-*.parquet")):
@@ -158,12 +183,16 @@ def test_ray_driver_killed_then_resumed(local_store, corpus_file, tmp_path, mini
     # model's tokenizer and configuration, the actors load the weights
     with _no_cached_models():
         before = _loaded_models()
-        store = corpus.run(corpus_file, out, model="minilm", backend="ray", progress=False, **SETTINGS)
+        store = corpus.run(
+            corpus_file, out, model="minilm", backend="ray", progress=False, **SETTINGS
+        )
         assert _loaded_models() == before, "the Ray driver loaded the model's weights"
     assert store.manifest["model"]["n_layers"] == minilm.n_layers
     assert ray.is_initialized()
     assert {name: (out / "parts" / name).stat().st_mtime_ns for name in kept} == kept
-    assert len(list((out / "parts").glob("part-*.parquet"))) == 11 and not list((out / "parts").glob(".*.tmp"))
+    assert len(list((out / "parts").glob("part-*.parquet"))) == 11 and not list(
+        (out / "parts").glob(".*.tmp")
+    )
     assert_same_store(store, local_store)
 
 
@@ -233,7 +262,9 @@ def test_auto_address_is_probed_and_kept_as_auto(monkeypatch):
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         host, port = listener.getsockname()
-        monkeypatch.setattr(services, "canonicalize_bootstrap_address_or_die", lambda a: f"{host}:{port}")
+        monkeypatch.setattr(
+            services, "canonicalize_bootstrap_address_or_die", lambda a: f"{host}:{port}"
+        )
         assert check_ray_address("auto") == "auto"
         assert check_ray_address(f" {host}:{port} ") == f"{host}:{port}"
 
@@ -244,7 +275,11 @@ def test_auto_address_is_probed_and_kept_as_auto(monkeypatch):
     with pytest.raises(InvalidInputError) as e:
         check_ray_address("auto")
     msg = str(e.value)
-    assert "\n" not in msg and "no single Ray cluster" in msg and "multiple active Ray instances" in msg
+    assert (
+        "\n" not in msg
+        and "no single Ray cluster" in msg
+        and "multiple active Ray instances" in msg
+    )
     monkeypatch.undo()
     monkeypatch.setenv("RAY_ADDRESS", "not an address")  # what 'auto' reads first
     with pytest.raises(InvalidInputError, match="RAY_ADDRESS='not an address'.*HOST:PORT"):
@@ -254,8 +289,14 @@ def test_auto_address_is_probed_and_kept_as_auto(monkeypatch):
 def test_bad_ray_address_fails_before_the_model_loads_or_the_store_is_written(tmp_path):
     out = tmp_path / "store"
     with pytest.raises(InvalidInputError, match="127.0.0.1:1"):
-        corpus.run(["one text", "another"], out, model="minilm", backend="ray",
-                   ray_address="127.0.0.1:1", progress=False)
+        corpus.run(
+            ["one text", "another"],
+            out,
+            model="minilm",
+            backend="ray",
+            ray_address="127.0.0.1:1",
+            progress=False,
+        )
     assert not out.exists()
 
 
@@ -270,19 +311,43 @@ def test_gpus_per_actor_places_actors_on_rays_gpus(corpus_file, tmp_path, monkey
     from attntopo.errors import DeviceError
 
     if torch.cuda.is_available():
-        pytest.skip("this machine has a CUDA GPU: the actor would run (tests/integration/test_gpu.py)")
+        pytest.skip(
+            "this machine has a CUDA GPU: the actor would run (tests/integration/test_gpu.py)"
+        )
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False,
-             logging_level=logging.ERROR)
+    ray.init(
+        address="local",
+        num_cpus=2,
+        num_gpus=1,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+    )
     try:
         with pytest.raises(DeviceError, match=r"no CUDA GPU .*\(a Ray actor given GPU 0 on ") as e:
-            corpus.run(corpus_file, tmp_path / "s", backend="ray", gpus_per_actor=0.5, n_jobs=2,
-                       progress=False, **SETTINGS)
+            corpus.run(
+                corpus_file,
+                tmp_path / "s",
+                backend="ray",
+                gpus_per_actor=0.5,
+                n_jobs=2,
+                progress=False,
+                **SETTINGS,
+            )
         assert "\n" not in str(e.value)
-        with pytest.raises(InvalidInputError, match=r"^gpus_per_actor=2, but the Ray cluster .* has 1 GPUs$"):
-            corpus.run(corpus_file, tmp_path / "t", backend="ray", gpus_per_actor=2, progress=False, **SETTINGS)
+        with pytest.raises(
+            InvalidInputError, match=r"^gpus_per_actor=2, but the Ray cluster .* has 1 GPUs$"
+        ):
+            corpus.run(
+                corpus_file,
+                tmp_path / "t",
+                backend="ray",
+                gpus_per_actor=2,
+                progress=False,
+                **SETTINGS,
+            )
     finally:
         ray.shutdown()
 
@@ -293,10 +358,22 @@ def test_ray_store_of_pairs_equals_local_store(tmp_path, minilm, shared_ray):
     import pandas as pd
     import torch
 
-    df = pd.DataFrame({"prompt": ["What is the capital of France?", "Who wrote Hamlet?", "What is 2 + 2?"],
-                       "answer": ["Paris is the capital of France.", "Dickens, in 1950.", "It is 4."]})
-    kw = dict(model=minilm, text_column="prompt", answer_column="answer", sets=("prompt", "js"),
-              layers=[0, 5], heads=[0, 4], batch_size=2, progress=False)
+    df = pd.DataFrame(
+        {
+            "prompt": ["What is the capital of France?", "Who wrote Hamlet?", "What is 2 + 2?"],
+            "answer": ["Paris is the capital of France.", "Dickens, in 1950.", "It is 4."],
+        }
+    )
+    kw = dict(
+        model=minilm,
+        text_column="prompt",
+        answer_column="answer",
+        sets=("prompt", "js"),
+        layers=[0, 5],
+        heads=[0, 4],
+        batch_size=2,
+        progress=False,
+    )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

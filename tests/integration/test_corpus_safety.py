@@ -27,10 +27,23 @@ def test_racing_runs_never_damage_a_store(tmp_path):
     left a store that could not be read ("part-…: not a part of this store").
     ``_corpus_race.py --trials 20`` is the issue's full run (docs/corpus.md)."""
     trials = os.environ.get("ATTNTOPO_RACE_TRIALS", "5")
-    proc = subprocess.run([sys.executable, str(RACE), "--trials", trials, "--work", str(tmp_path),
-                           "--scenarios", "start,new-store,readers"],
-                          capture_output=True, text=True, timeout=900, cwd=ROOT,
-                          env=dict(os.environ, ATTNTOPO_PROGRESS="0"))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(RACE),
+            "--trials",
+            trials,
+            "--work",
+            str(tmp_path),
+            "--scenarios",
+            "start,new-store,readers",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+        env=dict(os.environ, ATTNTOPO_PROGRESS="0"),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     for scenario in ("start", "new-store"):
@@ -40,7 +53,9 @@ def test_racing_runs_never_damage_a_store(tmp_path):
         assert all(sorted(c) in ([0, 2], [0, 0]) for c in r["codes"]), (scenario, r["codes"])
         assert any(2 in c for c in r["codes"]), (scenario, "no trial raced", r["codes"])
         for line in r["refusals"]:  # every refusal: one line, naming the store and what to do
-            assert line.startswith("error: STORE '") and "being written by another run" in line, line
+            assert line.startswith("error: STORE '") and "being written by another run" in line, (
+                line
+            )
             assert "nothing was changed" in line
     # --new-store refused while the first run wrote: the first run's store is the one kept
     assert any(c == [0, 2] for c in report["new-store"]["codes"])
@@ -64,17 +79,25 @@ def _readers_never_see_another_store(r: dict) -> None:
             assert o in allowed or (o.startswith(READER_LINES) and "again" in o), (name, o)
     for name in held:  # it read the old store, then stopped once the new one was there
         assert r["reads"][name].get("old"), (name, r["reads"][name])
-    replaced = ("StoreReplacedError: STORE 'STORE' was replaced by a new store (a run with "
-                "--new-store) since this reader opened it: these are no longer its rows; open it "
-                "again (open_store, or run the command again)")
+    replaced = (
+        "StoreReplacedError: STORE 'STORE' was replaced by a new store (a run with "
+        "--new-store) since this reader opened it: these are no longer its rows; open it "
+        "again (open_store, or run the command again)"
+    )
     assert all(last[name] == replaced for last in r["last"] for name in held), r["last"]
     assert all(last["open_store"] == last["query"] == "new" for last in r["last"]), r["last"]
 
 
 # ------------------------------------------------------------------ damaged parts
 def _cli(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "attntopo", *args], capture_output=True, text=True,
-                          cwd=ROOT, env=dict(os.environ, ATTNTOPO_PROGRESS="0"), timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "attntopo", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, ATTNTOPO_PROGRESS="0"),
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +110,15 @@ def twelve(tmp_path_factory) -> Path:
     return src
 
 
-STORE_ARGS = ["--layer", "0", "--layer", "1", "--batch-size", "4", "--quiet"]  # 24 heads: parts of ~60 KB
+STORE_ARGS = [
+    "--layer",
+    "0",
+    "--layer",
+    "1",
+    "--batch-size",
+    "4",
+    "--quiet",
+]  # 24 heads: parts of ~60 KB
 
 
 @pytest.mark.model
@@ -99,7 +130,9 @@ def test_resume_recomputes_a_part_with_4_kb_overwritten(minilm, twelve, tmp_path
     from attntopo.corpus import part_name
 
     out = tmp_path / "S"
-    ref = corpus.run(twelve, out=out, model=minilm, layers=[0, 1], batch_size=4, progress=False).to_arrow()
+    ref = corpus.run(
+        twelve, out=out, model=minilm, layers=[0, 1], batch_size=4, progress=False
+    ).to_arrow()
     part = out / "parts" / part_name(1)
     data = part.read_bytes()
     # the middle of the column data: between the leading magic and the footer (its length
@@ -125,8 +158,10 @@ def test_resume_recomputes_a_part_with_4_kb_overwritten(minilm, twelve, tmp_path
 def six(tmp_path) -> Path:
     """Six short texts (no dependency on Debian's fortunes)."""
     src = tmp_path / "six.txt"
-    src.write_text("The cat sat on the mat.\nA bird sang in the tree.\nRain fell all night long.\n"
-                   "The sea was calm at dawn.\nWind moved the tall grass.\nStars filled the sky.\n")
+    src.write_text(
+        "The cat sat on the mat.\nA bird sang in the tree.\nRain fell all night long.\n"
+        "The sea was calm at dawn.\nWind moved the tall grass.\nStars filled the sky.\n"
+    )
     return src
 
 
@@ -151,8 +186,9 @@ def test_a_flipped_bit_without_the_checksum_file_is_named_and_recomputed(minilm,
     column = "L0H1.js.h0.total_persistence"
     with pq.ParquetFile(part) as pf:
         rg = pf.metadata.row_group(0)
-        chunk = next(rg.column(c) for c in range(rg.num_columns)
-                     if rg.column(c).path_in_schema == column)
+        chunk = next(
+            rg.column(c) for c in range(rg.num_columns) if rg.column(c).path_in_schema == column
+        )
         at = chunk.data_page_offset + chunk.total_compressed_size - 3  # among the page's values
     data = bytearray(part.read_bytes())
     data[at] ^= 0x04
@@ -162,8 +198,19 @@ def test_a_flipped_bit_without_the_checksum_file_is_named_and_recomputed(minilm,
     os.unlink(out / CHECKSUMS)
     why = corpus.open_store(out).verify()  # pyarrow's words after the colon
     assert list(why) == [1] and why[1].startswith("it cannot be read in full: ") and "CRC" in why[1]
-    r = _cli("corpus", str(six), "--out", str(out), "--layer", "0", "--head", "0,1",
-             "--batch-size", "2", "--quiet")
+    r = _cli(
+        "corpus",
+        str(six),
+        "--out",
+        str(out),
+        "--layer",
+        "0",
+        "--head",
+        "0,1",
+        "--batch-size",
+        "2",
+        "--quiet",
+    )
     assert r.returncode == 0, r.stderr
     warned = [x for x in r.stderr.splitlines() if part_name(1) in x]
     assert len(warned) == 1 and "CRC" in warned[0], r.stderr
@@ -190,20 +237,36 @@ def test_a_reader_stops_when_another_process_starts_the_store_over(minilm, six, 
     old_ids = s.to_pandas()["id"].tolist()
     other = tmp_path / "other.txt"
     other.write_text("A wholly different text.\nAnd a second one, also new.\n")
-    r = _cli("corpus", str(other), "--out", str(out), "--new-store", "--layer", "0", "--head", "0",
-             "--batch-size", "4", "--quiet")
+    r = _cli(
+        "corpus",
+        str(other),
+        "--out",
+        str(out),
+        "--new-store",
+        "--layer",
+        "0",
+        "--head",
+        "0",
+        "--batch-size",
+        "4",
+        "--quiet",
+    )
     assert r.returncode == 0, r.stderr
-    want = (f"STORE {str(out)!r} was replaced by a new store (a run with --new-store) since this "
-            "reader opened it: these are no longer its rows; open it again (open_store, or run "
-            "the command again)")
+    want = (
+        f"STORE {str(out)!r} was replaced by a new store (a run with --new-store) since this "
+        "reader opened it: these are no longer its rows; open it again (open_store, or run "
+        "the command again)"
+    )
     reads = (s.counts, s.refresh, s.to_pandas, s.verify, lambda: s.sql("SELECT id FROM corpus"))
     for read in reads:
         with pytest.raises(StoreReplacedError) as e:
             read()
         assert str(e.value) == want
     again = corpus.open_store(out)
-    assert again.to_pandas()["text"].tolist() == ["A wholly different text.",
-                                                  "And a second one, also new."]
+    assert again.to_pandas()["text"].tolist() == [
+        "A wholly different text.",
+        "And a second one, also new.",
+    ]
     assert again.verify() == {} and not set(again.done_ids()) & set(old_ids)
 
 
@@ -220,7 +283,8 @@ def test_new_store_starts_over_a_store_whose_manifest_cannot_be_read(minilm, six
     r = _cli("query", str(out), "SELECT count(*) FROM corpus")
     assert r.returncode == 2 and r.stderr.strip().endswith(
         "--new-store (new_store=True) starts the store over (its parts are removed), or give "
-        "another STORE"), r.stderr
+        "another STORE"
+    ), r.stderr
     store = corpus.run(six, out=out, new_store=True, **kw)
     got = store.to_arrow()
     assert got.column("id").equals(ref.column("id")) and store.verify() == {}
@@ -237,7 +301,11 @@ def small_fs(tmp_path):
     mnt.mkdir()
     if os.geteuid() != 0 or not shutil.which("mount"):
         pytest.skip("NOT TESTED: a real full file system needs root to mount a small tmpfs")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True, text=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         pytest.skip(f"NOT TESTED: cannot mount a tmpfs here ({r.stderr.strip()})")
 
@@ -260,8 +328,9 @@ def test_a_full_disk_is_one_line_and_a_rerun_continues(minilm, twelve, tmp_path,
     from attntopo.corpus import MANIFEST
 
     mnt, resize = small_fs
-    ref_store = corpus.run(twelve, out=tmp_path / "ref", model=minilm, layers=[0, 1], batch_size=4,
-                           progress=False)
+    ref_store = corpus.run(
+        twelve, out=tmp_path / "ref", model=minilm, layers=[0, 1], batch_size=4, progress=False
+    )
     ref = ref_store.to_arrow()
 
     def pages(n):
@@ -301,10 +370,30 @@ def test_kill9_of_a_ray_run_leaves_no_ray_process(tmp_path):
     src = tmp_path / "t.txt"
     src.write_text("".join(f"text number {k} about cats, dogs and science\n" for k in range(40)))
     out = tmp_path / "R"
-    p = subprocess.Popen([sys.executable, "-m", "attntopo", "corpus", str(src), "--out", str(out),
-                          "--layer", "0", "--head", "0", "--batch-size", "2", "--backend", "ray", "--quiet"],
-                         cwd=ROOT, env=dict(os.environ, ATTNTOPO_PROGRESS="0"),
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "attntopo",
+            "corpus",
+            str(src),
+            "--out",
+            str(out),
+            "--layer",
+            "0",
+            "--head",
+            "0",
+            "--batch-size",
+            "2",
+            "--backend",
+            "ray",
+            "--quiet",
+        ],
+        cwd=ROOT,
+        env=dict(os.environ, ATTNTOPO_PROGRESS="0"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 400
     while p.poll() is None and time.monotonic() < deadline:
         if any((out / "parts").glob("part-*.parquet")):
@@ -312,7 +401,9 @@ def test_kill9_of_a_ray_run_leaves_no_ray_process(tmp_path):
         time.sleep(0.1)
     assert p.poll() is None, p.stderr.read()[-2000:]
     time.sleep(0.5)  # the watchdog has seen every process at least once since the first part
-    started = [q for q in psutil.Process(p.pid).children(recursive=True) if "ray" in " ".join(q.cmdline())]
+    started = [
+        q for q in psutil.Process(p.pid).children(recursive=True) if "ray" in " ".join(q.cmdline())
+    ]
     assert len(started) >= 4  # gcs_server, raylet, agents, actors
     p.kill()
     p.wait()
@@ -335,8 +426,14 @@ def test_ctrl_c_says_what_is_stored_and_how_to_continue(twelve, tmp_path):
 
     out = tmp_path / "S"
     args = ["corpus", str(twelve), "--out", str(out), *STORE_ARGS[:-1], "--batch-size", "2"]
-    p = subprocess.Popen([sys.executable, "-m", "attntopo", *args], cwd=ROOT, text=True,
-                         env=dict(os.environ, ATTNTOPO_PROGRESS="0"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "attntopo", *args],
+        cwd=ROOT,
+        text=True,
+        env=dict(os.environ, ATTNTOPO_PROGRESS="0"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 300
     while p.poll() is None and time.monotonic() < deadline:
         if any((out / "parts").glob("part-*.parquet")):
@@ -375,8 +472,15 @@ def test_the_store_keeps_the_text_unless_told_not_to(minilm, twelve, tmp_path):
     store = corpus.run(twelve, out=tmp_path / "S", **kw)
     df = store.sql("SELECT text, text_sha256 FROM corpus ORDER BY row")
     assert df["text"].tolist() == texts
-    assert [hashlib.sha256(t.encode()).hexdigest() for t in df["text"]] == df["text_sha256"].tolist()
-    r = _cli("query", str(store.path), 'SELECT text FROM corpus ORDER BY "L0H0.js.h0.total_persistence" DESC LIMIT 1', "--csv")
+    assert [hashlib.sha256(t.encode()).hexdigest() for t in df["text"]] == df[
+        "text_sha256"
+    ].tolist()
+    r = _cli(
+        "query",
+        str(store.path),
+        'SELECT text FROM corpus ORDER BY "L0H0.js.h0.total_persistence" DESC LIMIT 1',
+        "--csv",
+    )
     import csv
     import io
 
@@ -384,5 +488,7 @@ def test_the_store_keeps_the_text_unless_told_not_to(minilm, twelve, tmp_path):
     assert [row["text"] for row in csv.DictReader(io.StringIO(r.stdout))][0] in texts
     bare = corpus.run(twelve, out=tmp_path / "B", keep_text=False, **kw)
     assert "text" not in bare.schema.names and "text_sha256" in bare.schema.names
-    with pytest.raises(InvalidInputError, match="made with keep_text=False, this run has keep_text=True"):
+    with pytest.raises(
+        InvalidInputError, match="made with keep_text=False, this run has keep_text=True"
+    ):
         corpus.run(twelve, out=tmp_path / "B", **kw)

@@ -37,7 +37,8 @@ def _res(X):
     """Dong et al.'s residual, written out: numpy's induced 1- and inf-norms, mean row."""
     R = X - X.mean(axis=0, keepdims=True)
     return math.sqrt(np.linalg.norm(R, 1) * np.linalg.norm(R, np.inf)) / math.sqrt(
-        np.linalg.norm(X, 1) * np.linalg.norm(X, np.inf))
+        np.linalg.norm(X, 1) * np.linalg.norm(X, np.inf)
+    )
 
 
 def test_shapes_and_table(minilm_depth):
@@ -49,7 +50,10 @@ def test_shapes_and_table(minilm_depth):
     assert d.summary().n_rows == L + 1 and d.head_table().n_rows == L * H
     assert d.k_used.tolist() == [5, 5, 5]
     # pooled TwoNN: every token of every text is distinct but [CLS]/[SEP] in the embeddings
-    assert d.id_points[1:].tolist() == [d.n_tokens.sum()] * L and d.id_points[0] == d.n_tokens.sum() - 4
+    assert (
+        d.id_points[1:].tolist() == [d.n_tokens.sum()] * L
+        and d.id_points[0] == d.n_tokens.sum() - 4
+    )
 
 
 def test_numbers_against_direct_computation(minilm_depth, captures):
@@ -80,14 +84,25 @@ def test_numbers_against_direct_computation(minilm_depth, captures):
         dist = pdist(A[layer, h], "jensenshannon") / math.sqrt(math.log(2))
         assert d.js_mean[1, layer, h] == pytest.approx(dist.mean(), abs=1e-10)
         assert d.js_diameter[1, layer, h] == pytest.approx(dist.max(), abs=1e-10)
-        assert d.h0_total[1, layer, h] == pytest.approx(minimum_spanning_tree(squareform(dist)).sum(), abs=1e-9)
-        assert d.entropy[1, layer, h] == pytest.approx(np.mean([entropy(r, base=2) for r in A[layer, h]]), rel=1e-10)
+        assert d.h0_total[1, layer, h] == pytest.approx(
+            minimum_spanning_tree(squareform(dist)).sum(), abs=1e-9
+        )
+        assert d.entropy[1, layer, h] == pytest.approx(
+            np.mean([entropy(r, base=2) for r in A[layer, h]]), rel=1e-10
+        )
     for layer, h in [(0, 3), (4, 8)]:
         bc = np.clip(np.sqrt(A[layer, h] * A[layer + 1, h]).sum(-1), 0, 1)
         assert d.fisher_rao[1, layer, h] == pytest.approx(np.mean(2 * np.arccos(bc)), abs=1e-7)
     for depth_ in (0, 3, 5):
-        sets = [[set(r) - {i} for i, r in enumerate(NearestNeighbors(n_neighbors=6).fit(Z).kneighbors(
-            Z, return_distance=False))] for Z in (X[depth_], X[depth_ + 1])]
+        sets = [
+            [
+                set(r) - {i}
+                for i, r in enumerate(
+                    NearestNeighbors(n_neighbors=6).fit(Z).kneighbors(Z, return_distance=False)
+                )
+            ]
+            for Z in (X[depth_], X[depth_ + 1])
+        ]
         want = np.mean([len(a & b) for a, b in zip(*sets)]) / 5
         assert d.knn_overlap[1, depth_] == pytest.approx(want, abs=1e-12)
 
@@ -96,13 +111,19 @@ def test_pooled_intrinsic_dimension_is_skdims_twonn(minilm_depth, captures):
     import skdim
 
     for depth_ in (0, 6):
-        U = np.unique(np.concatenate([c.hidden[depth_] for c in captures]).astype(np.float64), axis=0)
+        U = np.unique(
+            np.concatenate([c.hidden[depth_] for c in captures]).astype(np.float64), axis=0
+        )
         assert minilm_depth.id_points[depth_] == U.shape[0]
-        assert minilm_depth.intrinsic_dim[depth_] == pytest.approx(skdim.id.TwoNN().fit(U).dimension_, rel=1e-12)
+        assert minilm_depth.intrinsic_dim[depth_] == pytest.approx(
+            skdim.id.TwoNN().fit(U).dimension_, rel=1e-12
+        )
     # per text: each has 20 distinct tokens, just enough (MIN_ID_POINTS) for an estimate of its own
     for t, cap in enumerate(captures):
         U = np.unique(cap.hidden[3].astype(np.float64), axis=0)
-        assert minilm_depth.intrinsic_dim_text[t, 3] == pytest.approx(skdim.id.TwoNN().fit(U).dimension_, rel=1e-12)
+        assert minilm_depth.intrinsic_dim_text[t, 3] == pytest.approx(
+            skdim.id.TwoNN().fit(U).dimension_, rel=1e-12
+        )
 
 
 def test_attention_products_collapse_and_hidden_states_do_not(minilm_depth):
@@ -143,7 +164,9 @@ def test_causal_model(smollm2):
     # causal products: every row of A_l ⋯ A_0 ends on the first token, whose row is e_0
     assert d.res_path_mean[0, -1] < 1e-6 < d.res_path_mean[0, 0]
     assert np.all((d.fisher_rao >= 0) & (d.fisher_rao <= np.pi))
-    with pytest.raises(InvalidInputError, match=r"texts\[0\] has 1 token with smollm2's special tokens"):
+    with pytest.raises(
+        InvalidInputError, match=r"texts\[0\] has 1 token with smollm2's special tokens"
+    ):
         depth("Hi", smollm2)
 
 
@@ -153,7 +176,9 @@ def test_theory_bench_depth_section_runs(minilm):
     runs and reports one row (no timing assertion)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("attntopo_theory_bench", ROOT / "benchmarks" / "theory_bench.py")
+    spec = importlib.util.spec_from_file_location(
+        "attntopo_theory_bench", ROOT / "benchmarks" / "theory_bench.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     assert "depth" in bench.DIAGNOSTICS

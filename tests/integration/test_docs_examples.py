@@ -123,8 +123,11 @@ def _params():
             yield pytest.param(path, frozenset(), id=rel)
         extra = frozenset().union(*(b.kinds for b in bs if b.skip is None))
         if extra:
-            marks = [pytest.mark.slow] + ([pytest.mark.smollm2, pytest.mark.xdist_group("smollm2")]
-                                          if "smollm2" in extra else [])
+            marks = [pytest.mark.slow] + (
+                [pytest.mark.smollm2, pytest.mark.xdist_group("smollm2")]
+                if "smollm2" in extra
+                else []
+            )
             yield pytest.param(path, extra, id=f"{rel}[full]", marks=marks)
 
 
@@ -146,8 +149,14 @@ def test_no_test_marks_are_rare():
 
 def test_marks_are_read(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("intro\n\n```python\nx = 1\n```\n\n<!-- test: slow -->\n```python\ny = 2\n```\n"
-                    "<!-- no-test: needs a hub -->\n```python\nz = 3\n```\n", encoding="utf-8")
+    page.write_text(
+        "intro\n\n```python\nx = 1\n```\n\n<!-- test: slow -->\n```python\ny = 2\n```\n"
+        "<!-- no-test: needs a hub -->\n```python\nz = 3\n```\n",
+        encoding="utf-8",
+    )
     bs = blocks(page)
     assert [(b.line, b.kinds, b.skip) for b in bs] == [
-        (3, frozenset(), None), (8, frozenset({"slow"}), None), (12, frozenset(), "needs a hub")]
+        (3, frozenset(), None),
+        (8, frozenset({"slow"}), None),
+        (12, frozenset(), "needs a hub"),
+    ]

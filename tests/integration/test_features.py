@@ -10,9 +10,9 @@ from itertools import islice
 import networkx as nx
 import numpy as np
 import pytest
-from _feature_refs import graph_reference
 
 import attntopo as at
+from _feature_refs import graph_reference
 from attntopo.datasets import FORTUNES_DIR, fortunes, generated_vs_human
 from attntopo.errors import InvalidInputError
 from attntopo.features import (
@@ -56,8 +56,9 @@ def test_graph_set_on_real_attention_equals_networkx(table, minilm):
     for head in (0, 7):
         cols = [c for c in table.columns if c.startswith(f"L5H{head}.graph.")]
         got = table.to_pandas().loc[0, cols].to_numpy()
-        np.testing.assert_array_equal(got, graph_reference(att.weights[0, head].astype(np.float64),
-                                                           DEFAULT_THRESHOLDS))
+        np.testing.assert_array_equal(
+            got, graph_reference(att.weights[0, head].astype(np.float64), DEFAULT_THRESHOLDS)
+        )
 
 
 def test_js_set_equals_the_analysis_of_the_same_text(table, minilm):
@@ -69,9 +70,11 @@ def test_js_set_equals_the_analysis_of_the_same_text(table, minilm):
         for d in (0, 1):
             assert df.loc[1, f"L0H{head}.js.h{d}.n_bars"] == s[d]["n_bars"]
             assert df.loc[1, f"L0H{head}.js.h{d}.total_persistence"] == pytest.approx(
-                s[d]["total_persistence"], rel=1e-12, abs=1e-15)
+                s[d]["total_persistence"], rel=1e-12, abs=1e-15
+            )
             assert df.loc[1, f"L0H{head}.js.h{d}.entropy"] == pytest.approx(
-                s[d]["persistence_entropy"], rel=1e-12, abs=1e-15)
+                s[d]["persistence_entropy"], rel=1e-12, abs=1e-15
+            )
 
 
 def test_template_set_on_real_attention(table, minilm):
@@ -80,8 +83,14 @@ def test_template_set_on_real_attention(table, minilm):
     n = A.shape[0]
     comma = [k for k, t in enumerate(att.tokens) if t == ","]
     assert comma, "the tokenizer should give the comma a token of its own"
-    T = {"identity": np.eye(n), "prev": np.eye(n, k=-1), "next": np.eye(n, k=1),
-         "first": np.zeros((n, n)), "last": np.zeros((n, n)), "punct": np.zeros((n, n))}
+    T = {
+        "identity": np.eye(n),
+        "prev": np.eye(n, k=-1),
+        "next": np.eye(n, k=1),
+        "first": np.zeros((n, n)),
+        "last": np.zeros((n, n)),
+        "punct": np.zeros((n, n)),
+    }
     T["first"][:, 0] = 1
     T["last"][:, -1] = 1
     punct = [k for k, t in enumerate(att.tokens) if t in (",", ".")]
@@ -122,8 +131,12 @@ def test_estimator_conventions():
     from attntopo.sklearn import AttentionFeatures
 
     est = AttentionFeatures(sets=("template",), layers=[0])
-    for check in (check_no_attributes_set_in_init, check_parameters_default_constructible,
-                  check_get_params_invariance, check_set_params):
+    for check in (
+        check_no_attributes_set_in_init,
+        check_parameters_default_constructible,
+        check_get_params_invariance,
+        check_set_params,
+    ):
         check("AttentionFeatures", est)
     c = clone(est)
     assert c.get_params() == est.get_params() and c is not est
@@ -154,8 +167,10 @@ def test_transform_set_output_and_pickle_without_weights(minilm):
     assert list(df.columns) == list(est.get_feature_names_out()) and df.shape == X.shape
 
 
-@pytest.mark.skipif(not os.path.isdir(FORTUNES_DIR), reason=(
-    f"Debian's fortunes are not installed at {FORTUNES_DIR}: run 'make fortunes'"))
+@pytest.mark.skipif(
+    not os.path.isdir(FORTUNES_DIR),
+    reason=(f"Debian's fortunes are not installed at {FORTUNES_DIR}: run 'make fortunes'"),
+)
 def test_pipeline_cross_validation_on_fortunes(minilm):
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold, cross_val_score
@@ -164,14 +179,20 @@ def test_pipeline_cross_validation_on_fortunes(minilm):
 
     from attntopo.sklearn import AttentionFeatures, SelectHeads
 
-    texts, labels = fortunes(categories=["computers", "food", "law"], n_per_category=8, max_words=25, seed=0)
-    pipe = Pipeline([
-        ("topo", AttentionFeatures(sets=("template", "js"), layers=[0, 1], n_jobs=1)),
-        ("heads", SelectHeads(k=4, cv=2)),
-        ("scale", StandardScaler()),
-        ("clf", LogisticRegression(max_iter=2000)),
-    ]).set_output(transform="pandas")
-    scores = cross_val_score(pipe, texts, labels, cv=StratifiedKFold(3, shuffle=True, random_state=0))
+    texts, labels = fortunes(
+        categories=["computers", "food", "law"], n_per_category=8, max_words=25, seed=0
+    )
+    pipe = Pipeline(
+        [
+            ("topo", AttentionFeatures(sets=("template", "js"), layers=[0, 1], n_jobs=1)),
+            ("heads", SelectHeads(k=4, cv=2)),
+            ("scale", StandardScaler()),
+            ("clf", LogisticRegression(max_iter=2000)),
+        ]
+    ).set_output(transform="pandas")
+    scores = cross_val_score(
+        pipe, texts, labels, cv=StratifiedKFold(3, shuffle=True, random_state=0)
+    )
     assert scores.shape == (3,) and np.all((scores >= 0) & (scores <= 1))
     fitted = pipe.fit(texts, labels)
     assert len(fitted.named_steps["heads"].heads_) == 4

@@ -42,10 +42,18 @@ def test_ablating_the_chosen_heads_moves_the_pipeline_and_controls_do_not(minilm
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
 
-    texts, labels = fortunes(categories=["computers", "food"], n_per_category=12, max_words=25, seed=0)
+    texts, labels = fortunes(
+        categories=["computers", "food"], n_per_category=12, max_words=25, seed=0
+    )
     topo = AttentionFeatures(sets=("template", "js"), layers=[0], n_jobs=1, memory=tmp_path)
-    pipe = Pipeline([("topo", topo), ("heads", SelectHeads(k=3, criterion="anova")),
-                     ("scale", StandardScaler()), ("clf", LogisticRegression(max_iter=2000))])
+    pipe = Pipeline(
+        [
+            ("topo", topo),
+            ("heads", SelectHeads(k=3, criterion="anova")),
+            ("scale", StandardScaler()),
+            ("clf", LogisticRegression(max_iter=2000)),
+        ]
+    )
     pipe.set_output(transform="pandas").fit(texts, labels)
     chosen = pipe.named_steps["heads"].heads_
     result = ablate_heads(pipe, texts, labels, n_controls=2, random_state=0)
@@ -67,8 +75,10 @@ def test_ablating_the_chosen_heads_moves_the_pipeline_and_controls_do_not(minilm
         assert c["changed"] == 0 and c["proba_shift"] < 1e-9
     assert "ablating L0H" in str(result) and "of predictions change" in str(result)
     # the cache was neither read nor written by the ablated passes
-    np.testing.assert_array_equal(pipe.named_steps["topo"].transform(texts),
-                                  features(texts, minilm, sets=("template", "js"), layers=[0], n_jobs=1).values)
+    np.testing.assert_array_equal(
+        pipe.named_steps["topo"].transform(texts),
+        features(texts, minilm, sets=("template", "js"), layers=[0], n_jobs=1).values,
+    )
     assert pipe.named_steps["topo"].memory == tmp_path
 
 
@@ -76,9 +86,12 @@ def test_ablate_heads_refuses_what_it_cannot_do(minilm):
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import Pipeline
 
-    pipe = Pipeline([("topo", AttentionFeatures(sets=("template",), layers=[0])),
-                     ("clf", LogisticRegression())]).fit([TEXT, "Another one.", "Third", "Fourth."], [0, 1, 0, 1])
-    with pytest.raises(InvalidInputError, match="give heads=, or a pipeline with a fitted SelectHeads"):
+    pipe = Pipeline(
+        [("topo", AttentionFeatures(sets=("template",), layers=[0])), ("clf", LogisticRegression())]
+    ).fit([TEXT, "Another one.", "Third", "Fourth."], [0, 1, 0, 1])
+    with pytest.raises(
+        InvalidInputError, match="give heads=, or a pipeline with a fitted SelectHeads"
+    ):
         ablate_heads(pipe, [TEXT])
     with pytest.raises(InvalidInputError, match="outside the model's 6 layers x 12 heads"):
         ablate_heads(pipe, [TEXT], heads=[(6, 0)])

@@ -59,8 +59,14 @@ print(json.dumps({"extra": extra, "n_tokens": len(m.tokenize(long, truncate=True
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="Linux /proc needed")
 def test_one_long_text_holds_a_bounded_share_of_its_distance_matrices():
     env = dict(os.environ, TOKENIZERS_PARALLELISM="false")
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(ROOT / "benchmarks")], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(ROOT / "benchmarks")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     n, heads, group = got["n_tokens"], got["n_heads"], got["group"]

@@ -18,7 +18,9 @@ from attntopo.models.model import AttentionModel
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not os.path.isdir(FORTUNES_DIR), reason="Debian's fortunes are not installed"),
+    pytest.mark.skipif(
+        not os.path.isdir(FORTUNES_DIR), reason="Debian's fortunes are not installed"
+    ),
 ]
 SETTINGS = dict(sets=("template", "js"), layers=[0, 1], n_jobs=1)
 
@@ -55,17 +57,23 @@ def _pipe(memory):
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
 
-    return Pipeline([
-        ("topo", at_sklearn.AttentionFeatures(**SETTINGS, memory=memory)),
-        ("scale", StandardScaler()),
-        ("clf", LogisticRegression(max_iter=2000)),
-    ])
+    return Pipeline(
+        [
+            ("topo", at_sklearn.AttentionFeatures(**SETTINGS, memory=memory)),
+            ("scale", StandardScaler()),
+            ("clf", LogisticRegression(max_iter=2000)),
+        ]
+    )
 
 
-def test_five_fold_cross_validation_runs_each_text_through_the_model_once(minilm, tmp_path, counted):
+def test_five_fold_cross_validation_runs_each_text_through_the_model_once(
+    minilm, tmp_path, counted
+):
     from sklearn.model_selection import StratifiedKFold, cross_val_score
 
-    texts, labels = fortunes(categories=["computers", "food"], n_per_category=10, max_words=20, seed=1)
+    texts, labels = fortunes(
+        categories=["computers", "food"], n_per_category=10, max_words=20, seed=1
+    )
     folds = StratifiedKFold(5, shuffle=True, random_state=0)
     scores = cross_val_score(_pipe(str(tmp_path / "cache")), texts, labels, cv=folds)
     assert scores.shape == (5,)
@@ -84,14 +92,20 @@ def test_five_fold_cross_validation_runs_each_text_through_the_model_once(minilm
     direct = np.empty((len(texts), len(features([texts[0]], minilm, **SETTINGS).columns)))
     for part in (train, test):
         direct[part] = features([texts[i] for i in part], minilm, **SETTINGS).values
-    cached = at_sklearn.AttentionFeatures(**SETTINGS, memory=tmp_path / "cache").fit(texts).transform(texts)
+    cached = (
+        at_sklearn.AttentionFeatures(**SETTINGS, memory=tmp_path / "cache")
+        .fit(texts)
+        .transform(texts)
+    )
     np.testing.assert_array_equal(cached, direct)
 
 
 def test_without_memory_every_fold_recomputes(minilm, counted):
     from sklearn.model_selection import StratifiedKFold, cross_val_score
 
-    texts, labels = fortunes(categories=["computers", "food"], n_per_category=5, max_words=20, seed=1)
+    texts, labels = fortunes(
+        categories=["computers", "food"], n_per_category=5, max_words=20, seed=1
+    )
     cross_val_score(_pipe(None), texts, labels, cv=StratifiedKFold(5, shuffle=True, random_state=0))
     assert counted["forward_texts"] == 5 * len(texts)  # each fold: 4/5 to fit, 1/5 to score
 
@@ -118,7 +132,9 @@ def test_the_key_holds_the_settings_and_the_text(minilm, tmp_path, counted):
 
 
 def test_bad_memory_is_one_clear_error():
-    with pytest.raises(InvalidInputError, match="memory must be None, a folder path or a joblib.Memory"):
+    with pytest.raises(
+        InvalidInputError, match="memory must be None, a folder path or a joblib.Memory"
+    ):
         at_sklearn.AttentionFeatures(memory=3).fit(["a text", "another"])
 
 
@@ -129,12 +145,20 @@ def test_grid_search_over_thresholds(minilm, tmp_path, counted):
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
     from sklearn.pipeline import Pipeline
 
-    texts, labels = fortunes(categories=["computers", "food"], n_per_category=6, max_words=20, seed=2)
+    texts, labels = fortunes(
+        categories=["computers", "food"], n_per_category=6, max_words=20, seed=2
+    )
     base = dict(sets=("graph",), layers=[0], heads=[0, 1], n_jobs=1)
-    pipe = Pipeline([("topo", at_sklearn.AttentionFeatures(**base, memory=tmp_path / "cache")),
-                     ("clf", LogisticRegression(max_iter=2000))])
+    pipe = Pipeline(
+        [
+            ("topo", at_sklearn.AttentionFeatures(**base, memory=tmp_path / "cache")),
+            ("clf", LogisticRegression(max_iter=2000)),
+        ]
+    )
     grid = [(0.05,), (0.1, 0.5)]
-    search = GridSearchCV(pipe, {"topo__thresholds": grid}, cv=StratifiedKFold(2, shuffle=True, random_state=0))
+    search = GridSearchCV(
+        pipe, {"topo__thresholds": grid}, cv=StratifiedKFold(2, shuffle=True, random_state=0)
+    )
     search.fit(texts, labels)
     assert [p["topo__thresholds"] for p in search.cv_results_["params"]] == grid
     assert search.best_params_["topo__thresholds"] in grid
@@ -145,7 +169,8 @@ def test_grid_search_over_thresholds(minilm, tmp_path, counted):
         direct = features(texts, minilm, thresholds=thresholds, **base)
         assert list(topo.get_feature_names_out()) == list(direct.columns)
         assert {c.split(".graph.")[1].rsplit(".", 1)[0] for c in direct.columns} == {
-            f"t{t:g}" for t in thresholds}
+            f"t{t:g}" for t in thresholds
+        }
         np.testing.assert_array_equal(topo.transform(texts), direct.values)
     assert counted["forward_texts"] == 2 * len(texts) + 2 * len(texts)  # the direct features()
 

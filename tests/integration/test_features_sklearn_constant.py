@@ -16,7 +16,9 @@ from attntopo.features import features
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not os.path.isdir(FORTUNES_DIR), reason="Debian's fortunes are not installed"),
+    pytest.mark.skipif(
+        not os.path.isdir(FORTUNES_DIR), reason="Debian's fortunes are not installed"
+    ),
 ]
 SETTINGS = dict(sets=("js", "graph"), layers=[0, 5], n_jobs=1)
 
@@ -26,20 +28,26 @@ def test_drop_constant_in_a_pipeline_with_anova_heads(minilm, monkeypatch):
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
 
-    texts, labels = fortunes(categories=["computers", "food"], n_per_category=8, max_words=20, seed=2)
+    texts, labels = fortunes(
+        categories=["computers", "food"], n_per_category=8, max_words=20, seed=2
+    )
     full = features(texts, minilm, **SETTINGS)
     constant = [c for c, v in zip(full.columns, np.ptp(full.values, axis=0)) if v == 0]
     assert constant  # e.g. graph chordality and b1 at high thresholds, on 16 short texts
 
     calls = []
     compute = at_sklearn.features
-    monkeypatch.setattr(at_sklearn, "features", lambda *a, **kw: calls.append(1) or compute(*a, **kw))
-    pipe = Pipeline([
-        ("topo", at_sklearn.AttentionFeatures(**SETTINGS, drop_constant=True)),
-        ("heads", at_sklearn.SelectHeads(k=3, criterion="anova")),
-        ("scale", StandardScaler()),
-        ("clf", LogisticRegression(max_iter=2000)),
-    ]).set_output(transform="pandas")
+    monkeypatch.setattr(
+        at_sklearn, "features", lambda *a, **kw: calls.append(1) or compute(*a, **kw)
+    )
+    pipe = Pipeline(
+        [
+            ("topo", at_sklearn.AttentionFeatures(**SETTINGS, drop_constant=True)),
+            ("heads", at_sklearn.SelectHeads(k=3, criterion="anova")),
+            ("scale", StandardScaler()),
+            ("clf", LogisticRegression(max_iter=2000)),
+        ]
+    ).set_output(transform="pandas")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # scikit-learn's "Features [...] are constant." included
         pipe.fit(texts, labels)
@@ -57,7 +65,9 @@ def test_drop_constant_in_a_pipeline_with_anova_heads(minilm, monkeypatch):
 
 
 def test_anova_heads_without_drop_constant_are_quiet_too(minilm):
-    texts, labels = fortunes(categories=["computers", "food"], n_per_category=6, max_words=20, seed=2)
+    texts, labels = fortunes(
+        categories=["computers", "food"], n_per_category=6, max_words=20, seed=2
+    )
     X = features(texts, minilm, **SETTINGS).to_pandas()
     with warnings.catch_warnings():
         warnings.simplefilter("error")

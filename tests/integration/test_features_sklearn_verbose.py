@@ -27,8 +27,13 @@ print(X.shape)
 
 def _run(verbose: int) -> subprocess.CompletedProcess:
     env = {**os.environ, "FORCE_COLOR": "1", "ATTNTOPO_PROGRESS": ""}
-    return subprocess.run([sys.executable, "-c", SCRIPT.format(v=verbose)], env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(v=verbose)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_verbose_shows_a_bar_and_zero_is_quiet():

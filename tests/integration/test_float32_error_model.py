@@ -13,6 +13,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+
 from _tolerances import MINILM, SMOLLM2, TINY, for_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.forward_compare]
@@ -34,8 +35,11 @@ def _check_against_float64(model, texts):
     worst_abs = worst_rel = 0.0
     for x, b in zip(ids, batch):
         with torch.inference_mode():
-            out = ref_model(input_ids=torch.tensor([x]), attention_mask=torch.ones(1, len(x), dtype=torch.long),
-                            output_attentions=True)
+            out = ref_model(
+                input_ids=torch.tensor([x]),
+                attention_mask=torch.ones(1, len(x), dtype=torch.long),
+                output_attentions=True,
+            )
         exact = torch.stack(out.attentions, 1)[0].numpy()
         for w in (model.forward_ids([x])[0], b):
             err = np.abs(w.astype(np.float64) - exact)
@@ -57,5 +61,7 @@ def test_minilm_float32_within_the_model(minilm):
 @pytest.mark.smollm2
 @pytest.mark.xdist_group("smollm2")
 def test_smollm2_float32_within_the_model(smollm2):
-    tol, worst_abs, _ = _check_against_float64(smollm2, TEXTS[:3] + ["The capital of France is Paris."])
+    tol, worst_abs, _ = _check_against_float64(
+        smollm2, TEXTS[:3] + ["The capital of France is Paris."]
+    )
     assert tol == SMOLLM2 and worst_abs > 10 * 2.0**-24

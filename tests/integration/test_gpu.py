@@ -43,12 +43,14 @@ import os
 import numpy as np
 import pytest
 import torch
-from _tolerances import JS_EVAL_ATOL, TINY, U, for_model, forward_tolerance
 
 import attntopo as at
+from _tolerances import JS_EVAL_ATOL, TINY, U, for_model, forward_tolerance
 
 pytestmark = [
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.is_available())"),
+    pytest.mark.skipif(
+        not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.is_available())"
+    ),
     pytest.mark.slow,
     pytest.mark.model,
     pytest.mark.forward_compare,
@@ -83,8 +85,10 @@ def full_float32_matmuls():
 @pytest.fixture(scope="module")
 def models():
     """The same weights on the CPU and on the GPU (float32 both)."""
-    return (at.load_model(MODEL, device="cpu", dtype="float32", progress=False),
-            at.load_model(MODEL, device="cuda", dtype="float32", progress=False))
+    return (
+        at.load_model(MODEL, device="cpu", dtype="float32", progress=False),
+        at.load_model(MODEL, device="cuda", dtype="float32", progress=False),
+    )
 
 
 def _weights_close(a: np.ndarray, b: np.ndarray, tol) -> None:
@@ -94,7 +98,8 @@ def _weights_close(a: np.ndarray, b: np.ndarray, tol) -> None:
     err = np.abs(a64 - b64)
     assert err.max() <= tol.weights_atol, (err.max(), tol.weights_atol)
     assert np.all(err <= tol.weights_rtol * np.maximum(a64, b64) + 4 * TINY), float(
-        (err / np.maximum(np.maximum(a64, b64), TINY)).max())
+        (err / np.maximum(np.maximum(a64, b64), TINY)).max()
+    )
 
 
 # ----------------------------------------------------------------------------- the model
@@ -142,12 +147,16 @@ def _within_one_pass_bounds(cpu, gpu, texts, tol_for) -> float:
         x = cpu.tokenize(text).ids
         with torch.inference_mode():
             ids = torch.tensor([x])
-            out = exact_model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True)
+            out = exact_model(
+                input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True
+            )
         exact = torch.stack(out.attentions, 1)[0].numpy()
         tol = tol_for(len(x))
         err = np.abs(gpu.forward_ids([x])[0].astype(np.float64) - exact)
         assert err.max() <= tol.pass_atol, (len(x), err.max(), tol.pass_atol)
-        assert np.all(err <= tol.pass_rtol * exact + TINY), float((err / np.maximum(exact, TINY)).max())
+        assert np.all(err <= tol.pass_rtol * exact + TINY), float(
+            (err / np.maximum(exact, TINY)).max()
+        )
         worst = max(worst, float(err.max()))
     return worst
 
@@ -199,16 +208,26 @@ def test_distances_of_cuda_tensors(models):
     for metric in at.METRICS:
         d_cpu = at.token_distances(w, metric=metric)
         d_gpu = at.token_distances(wt, metric=metric)
-        assert isinstance(d_gpu, np.ndarray) and d_gpu.dtype == np.float64 and d_gpu.shape == d_cpu.shape
+        assert (
+            isinstance(d_gpu, np.ndarray)
+            and d_gpu.dtype == np.float64
+            and d_gpu.shape == d_cpu.shape
+        )
         assert np.array_equal(d_gpu, np.swapaxes(d_gpu, -1, -2))
         assert np.all(np.diagonal(d_gpu, axis1=-2, axis2=-1) == 0.0)
         np.testing.assert_allclose(d_gpu, d_cpu, atol=FLOAT64_ATOL, rtol=0, err_msg=metric)
     for mode in ("notebook", "listing"):
-        np.testing.assert_allclose(at.token_distances(wt, paper_compat=mode),
-                                   at.token_distances(w, paper_compat=mode), atol=FLOAT64_ATOL, rtol=0)
+        np.testing.assert_allclose(
+            at.token_distances(wt, paper_compat=mode),
+            at.token_distances(w, paper_compat=mode),
+            atol=FLOAT64_ATOL,
+            rtol=0,
+        )
     # a float64 tensor that carries gradients (detached, never modified)
     wg = wt.double().requires_grad_()
-    np.testing.assert_allclose(at.token_distances(wg), at.token_distances(w), atol=FLOAT64_ATOL, rtol=0)
+    np.testing.assert_allclose(
+        at.token_distances(wg), at.token_distances(w), atol=FLOAT64_ATOL, rtol=0
+    )
     # the float32 work on the GPU
     d64 = at.token_distances(w)
     d32 = at.token_distances(wt, dtype=torch.float32)
@@ -216,8 +235,12 @@ def test_distances_of_cuda_tensors(models):
     # the rows of a stack (the head-space layout: heads as rows, one matrix per query token)
     from attntopo.distances import row_distances
 
-    x = torch.from_numpy(np.ascontiguousarray(w.reshape(-1, w.shape[-2], w.shape[-1]).transpose(1, 0, 2)))
-    np.testing.assert_allclose(row_distances(x.to("cuda")), row_distances(x), atol=FLOAT64_ATOL, rtol=0)
+    x = torch.from_numpy(
+        np.ascontiguousarray(w.reshape(-1, w.shape[-2], w.shape[-1]).transpose(1, 0, 2))
+    )
+    np.testing.assert_allclose(
+        row_distances(x.to("cuda")), row_distances(x), atol=FLOAT64_ATOL, rtol=0
+    )
 
 
 def test_close_rows_refined_on_the_gpu():
@@ -233,7 +256,9 @@ def test_close_rows_refined_on_the_gpu():
     for metric in at.METRICS:
         d_cpu = row_distances(p, metric=metric)
         d_gpu = row_distances(torch.from_numpy(p).to("cuda"), metric=metric)
-        assert np.all(d_gpu[:, 0, 2] == 0.0) and np.all((0 < d_gpu[:, 0, 1]) & (d_gpu[:, 0, 1] < 1e-8))
+        assert np.all(d_gpu[:, 0, 2] == 0.0) and np.all(
+            (0 < d_gpu[:, 0, 1]) & (d_gpu[:, 0, 1] < 1e-8)
+        )
         np.testing.assert_allclose(d_gpu, d_cpu, atol=FLOAT64_ATOL, rtol=1e-9, err_msg=metric)
 
 
@@ -267,12 +292,16 @@ def test_hidden_states_and_queries_on_the_gpu(models):
 
     cpu, gpu = models
     tol = for_model(gpu)
-    for x, y in zip(forward_capture(cpu, TEXTS, attention=True), forward_capture(gpu, TEXTS, attention=True)):
+    for x, y in zip(
+        forward_capture(cpu, TEXTS, attention=True), forward_capture(gpu, TEXTS, attention=True)
+    ):
         assert x.encoding == y.encoding and y.hidden.dtype == np.float32
         # relative Frobenius error of two float32 passes
         # (the bound tests/integration/test_context.py uses)
         for i in range(x.hidden.shape[0]):
-            assert np.linalg.norm(x.hidden[i] - y.hidden[i]) <= tol.weights_rtol * np.linalg.norm(x.hidden[i])
+            assert np.linalg.norm(x.hidden[i] - y.hidden[i]) <= tol.weights_rtol * np.linalg.norm(
+                x.hidden[i]
+            )
         _weights_close(x.attention, y.attention, tol)
     q = capture_qk(gpu, TEXT)
     assert q.self_check <= SELF_CHECK_ATOL
@@ -316,14 +345,24 @@ def tiny_llama(models, tmp_path_factory):
     cpu, _ = models
     folder = tmp_path_factory.mktemp("tiny_llama")
     tok = cpu.tokenizer
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                      tie_word_embeddings=True, initializer_range=64**-0.5)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        tie_word_embeddings=True,
+        initializer_range=64**-0.5,
+    )
     torch.manual_seed(0)
     LlamaModel(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
-    return (at.load_model(folder, device="cpu", progress=False),
-            at.load_model(folder, device="cuda", progress=False))
+    return (
+        at.load_model(folder, device="cpu", progress=False),
+        at.load_model(folder, device="cuda", progress=False),
+    )
 
 
 def test_causal_model_on_the_gpu(tiny_llama):
@@ -352,7 +391,9 @@ def test_causal_context_and_queries_on_the_gpu(tiny_llama):
     _, gpu = tiny_llama
     q = capture_qk(gpu, TEXT)
     assert q.self_check <= SELF_CHECK_ATOL and q.queries.shape[1] == 4
-    r = at.context([TEXT, TEXTS[0], TEXTS[2]], gpu, n_permutations=1, equivariance_texts=1, progress=False)
+    r = at.context(
+        [TEXT, TEXTS[0], TEXTS[2]], gpu, n_permutations=1, equivariance_texts=1, progress=False
+    )
     assert "no_rotary_causal" in r.conditions and np.all(np.isfinite(r.layer_error))
 
 
@@ -382,7 +423,9 @@ def test_a_bfloat16_model_on_the_gpu():
     if torch.cuda.get_device_capability(0)[0] < 8:
         pytest.skip("bfloat16 needs compute capability 8.0")
     gpu = at.load_model(MODEL, device="cuda", dtype="bfloat16", progress=False)
-    assert gpu.dtype == "bfloat16" and {p.dtype for p in gpu.hf_model.parameters()} == {torch.bfloat16}
+    assert gpu.dtype == "bfloat16" and {p.dtype for p in gpu.hf_model.parameters()} == {
+        torch.bfloat16
+    }
     att = gpu.attention(TEXT)
     n = att.n_tokens
     np.testing.assert_allclose(att.weights.astype(np.float64).sum(-1), 1.0, atol=(n + 1) * 2.0**-24)
@@ -397,9 +440,29 @@ def test_the_command_line_runs_on_the_gpu(tmp_path):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "attntopo", "analyze", TEXT, "--model", MODEL, "--device", "auto",
-                        "--dtype", "float16", "--layer", "0", "--maxdim", "0", "--json"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "attntopo",
+            "analyze",
+            TEXT,
+            "--model",
+            MODEL,
+            "--device",
+            "auto",
+            "--dtype",
+            "float16",
+            "--layer",
+            "0",
+            "--maxdim",
+            "0",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["model"]["device"] == "cuda:0" and doc["model"]["dtype"] == "float16"
@@ -472,12 +535,17 @@ def test_features_and_analyze_h0_on_the_gpu(tiny_llama):
     n = len(cpu.tokenize(pair[0] + " " + pair[1]).ids)
     tol = forward_tolerance(2, 128, 16, n)
     assert a.columns == b.columns
-    np.testing.assert_allclose(b.values, a.values, atol=max(tol.distance_atol, tol.weights_atol), rtol=0)
+    np.testing.assert_allclose(
+        b.values, a.values, atol=max(tol.distance_atol, tol.weights_atol), rtol=0
+    )
     x, y = at.analyze(TEXT, cpu, maxdim=0), at.analyze(TEXT, gpu, maxdim=0)
     assert y.engine == "mst"
     for layer in range(2):
         for head in range(4):
-            assert at.bottleneck(x.diagram(layer, head)[0], y.diagram(layer, head)[0]) <= tol.diagram_atol
+            assert (
+                at.bottleneck(x.diagram(layer, head)[0], y.diagram(layer, head)[0])
+                <= tol.diagram_atol
+            )
 
 
 def test_single_linkage_on_the_gpu(models):
@@ -527,4 +595,6 @@ def test_features_js_layer_by_layer_on_the_gpu(models):
     tol = for_model(gpu, n)
     cols = [k for k, c in enumerate(a.columns) if c.endswith(".js.h0.total_persistence")]
     assert len(cols) == 2 * cpu.n_heads
-    np.testing.assert_allclose(b.values[:, cols], a.values[:, cols], atol=(n - 1) * tol.diagram_atol, rtol=0)
+    np.testing.assert_allclose(
+        b.values[:, cols], a.values[:, cols], atol=(n - 1) * tol.diagram_atol, rtol=0
+    )

@@ -32,16 +32,21 @@ def test_a_tiny_benchmark_is_generated_labelled_and_cached(tmp_path):
         assert answer and "<|im_end|>" not in answer
         # labels recomputed from the text alone agree
         assert (d.labels[k], c["outcome"][k]) == label_answer(
-            answer, context_value=c["context_value"][k], world_value=c["world_value"][k],
-            entity=c["entity"][k], question=c["question"][k])
+            answer,
+            context_value=c["context_value"][k],
+            world_value=c["world_value"][k],
+            entity=c["entity"][k],
+            question=c["question"][k],
+        )
         lp, ent = d.token_logprobs[k], d.token_entropies[k]
         assert len(lp) == len(ent) == c["answer_tokens"][k] > 0
         assert np.all(lp <= 0) and np.all(ent >= -1e-9)
         assert c["min_logprob"][k] <= c["mean_logprob"][k] <= 0
         assert np.isclose(c["mean_logprob"][k], lp.mean())
         assert 50 < c["prompt_tokens"][k] < 200 and c["seconds"][k] > 0
-    assert d.y.tolist() == [{"faithful": 0, "hallucinated": 1, "ambiguous": -1}[v]
-                            for v in d.labels]
+    assert d.y.tolist() == [
+        {"faithful": 0, "hallucinated": 1, "ambiguous": -1}[v] for v in d.labels
+    ]
     assert set(d.binary().labels) <= {"faithful", "hallucinated"}
     df = d.to_pandas()
     assert list(df["answer"]) == d.answers and len(df) == 3
@@ -54,11 +59,9 @@ def test_a_tiny_benchmark_is_generated_labelled_and_cached(tmp_path):
     assert first.answers == d.answers[:2] and first.prompts == d.prompts[:2]
     # a run cut short resumes: drop pair 1, ask again, only it is regenerated
     (folder / "chunk-00000.jsonl").write_text("\n".join([lines[0], lines[2]]) + "\n")
-    assert hallucination_qa(n=3, memory=tmp_path, generate=False, **TINY).answers \
-        == d.answers[:1]
+    assert hallucination_qa(n=3, memory=tmp_path, generate=False, **TINY).answers == d.answers[:1]
     calls = []
-    again = hallucination_qa(n=3, memory=tmp_path, progress=lambda *a: calls.append(a),
-                             **TINY)
+    again = hallucination_qa(n=3, memory=tmp_path, progress=lambda *a: calls.append(a), **TINY)
     assert again.answers == d.answers and again.labels == d.labels
     assert calls[-1][:2] == (1, 1)
     # another setting, another cache
@@ -102,7 +105,7 @@ def test_the_packaged_answers_are_what_the_model_gives(tmp_path):
     # the first batch of the default settings: the 8 one-country prompts 0, 6, ..., 42
     fresh = hallucination_qa(n=1, memory=tmp_path, progress=False)
     (folder,) = tmp_path.glob("hallucination_qa-*")
-    assert folder.name == packed.name.removesuffix(".jsonl.gz")   # the same settings' key
+    assert folder.name == packed.name.removesuffix(".jsonl.gz")  # the same settings' key
     rows = h._read_rows(folder / "chunk-00000.jsonl")
     assert sorted(rows) == list(range(0, 48, 6))
     for i, row in rows.items():

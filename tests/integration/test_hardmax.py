@@ -13,9 +13,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import attntopo as at  # noqa: E402
+from _tolerances import for_model  # noqa: E402
 from attntopo import hardmax as hm  # noqa: E402
 from attntopo.errors import OutOfRangeError  # noqa: E402
-from _tolerances import for_model  # noqa: E402
 
 SENTENCES = [
     "The cat sat on the mat because it was tired.",
@@ -27,16 +27,22 @@ SENTENCES = [
 def test_a_is_the_heads_symmetric_score_shifted(minilm):
     A, info = hm.key_query_matrix(minilm, layer=2, head=7, margin=0.05)
     sa = minilm.hf_model.encoder.layer[2].attention.self
-    Wq = sa.query.weight.detach().double().numpy()[7 * 32:8 * 32]
-    Wk = sa.key.weight.detach().double().numpy()[7 * 32:8 * 32]
+    Wq = sa.query.weight.detach().double().numpy()[7 * 32 : 8 * 32]
+    Wk = sa.key.weight.detach().double().numpy()[7 * 32 : 8 * 32]
     M = Wq.T @ Wk
     S = (M + M.T) / 2
     lam = np.linalg.eigvalsh(S)
     assert A.shape == (384, 384) and np.array_equal(A, A.T)
-    np.testing.assert_allclose(A - S, info["shift"] * np.eye(384), rtol=0, atol=1e-12 * abs(info["shift"]))
+    np.testing.assert_allclose(
+        A - S, info["shift"] * np.eye(384), rtol=0, atol=1e-12 * abs(info["shift"])
+    )
     np.testing.assert_allclose(np.linalg.eigvalsh(A)[0], 0.05 * np.abs(lam).max(), rtol=1e-9)
-    assert info["head_dim"] == 32 and info["kv_head"] == 7 and (info["layer"], info["head"]) == (2, 7)
-    np.testing.assert_allclose(info["antisymmetric_share"], np.linalg.norm(M - M.T) / np.linalg.norm(M + M.T), rtol=1e-12)
+    assert (
+        info["head_dim"] == 32 and info["kv_head"] == 7 and (info["layer"], info["head"]) == (2, 7)
+    )
+    np.testing.assert_allclose(
+        info["antisymmetric_share"], np.linalg.norm(M - M.T) / np.linalg.norm(M + M.T), rtol=1e-12
+    )
 
 
 @pytest.mark.forward_compare
@@ -50,8 +56,14 @@ def test_token_states_are_what_the_head_attends_with(minilm, layer, head):
     assert labels == att.labels and Z.shape == (len(att.tokens), 384)
     sa = minilm.hf_model.encoder.layer[layer].attention.self
     sl = slice(head * 32, (head + 1) * 32)
-    q = Z @ sa.query.weight.detach().double().numpy()[sl].T + sa.query.bias.detach().double().numpy()[sl]
-    k = Z @ sa.key.weight.detach().double().numpy()[sl].T + sa.key.bias.detach().double().numpy()[sl]
+    q = (
+        Z @ sa.query.weight.detach().double().numpy()[sl].T
+        + sa.query.bias.detach().double().numpy()[sl]
+    )
+    k = (
+        Z @ sa.key.weight.detach().double().numpy()[sl].T
+        + sa.key.bias.detach().double().numpy()[sl]
+    )
     logits = q @ k.T / math.sqrt(32)
     P = np.exp(logits - logits.max(axis=1, keepdims=True))
     P /= P.sum(axis=1, keepdims=True)
@@ -89,9 +101,13 @@ def test_simulate_text_bad_input(minilm):
 # ------------------------------------------------------------ the classifier
 from attntopo.datasets import FORTUNES_DIR  # noqa: E402
 
-needs_fortunes = pytest.mark.skipif(not Path(FORTUNES_DIR).is_dir(), reason=(
-    f"Debian's fortunes are not installed at {FORTUNES_DIR}: "
-    "run 'make fortunes' (sudo apt-get install fortunes)"))
+needs_fortunes = pytest.mark.skipif(
+    not Path(FORTUNES_DIR).is_dir(),
+    reason=(
+        f"Debian's fortunes are not installed at {FORTUNES_DIR}: "
+        "run 'make fortunes' (sudo apt-get install fortunes)"
+    ),
+)
 
 
 @needs_fortunes

@@ -34,8 +34,14 @@ OTHER = "A dog lay on the rug."
 TEXT = join_pair(PROMPT, ANSWER)[0]  # the text every set but prompt reads from the pair
 LAYERS, HEADS = (0, 2, 5), (1, 4, 7)
 # short texts for the head scores: two classes, three of each
-LABELLED = ["I love it.", "What a lovely day.", "Great fun!",
-            "I hate it.", "What an awful day.", "Dreadful mess!"]
+LABELLED = [
+    "I love it.",
+    "What a lovely day.",
+    "Great fun!",
+    "I hate it.",
+    "What an awful day.",
+    "Dreadful mess!",
+]
 Y = [1, 1, 1, 0, 0, 0]
 NO_PROMPT = tuple(s for s in FEATURE_SETS if s not in ("prompt", "lookback"))  # single texts
 # zigzag: one block of all the chosen heads together (L*H*), checked against sorted layers/heads
@@ -43,8 +49,18 @@ PER_HEAD = tuple(s for s in FEATURE_SETS if s != "zigzag")
 
 N_TOKENS = 16  # TEXT's tokens, special tokens included (checked in the heads case)
 N_EPS = N_TOKENS * np.finfo(np.float64).eps
-APIS = ("attention", "analyze", "compare", "timeline", "heads", "features",
-        "AttentionFeatures", "corpus", "select", "select_heads")
+APIS = (
+    "attention",
+    "analyze",
+    "compare",
+    "timeline",
+    "heads",
+    "features",
+    "AttentionFeatures",
+    "corpus",
+    "select",
+    "select_heads",
+)
 
 
 class _Alone:
@@ -78,8 +94,10 @@ class _Alone:
             return dict(zip(t.columns, t.values[0]))
         if api == "scores":
             t = features(LABELLED, m, sets=("graph", "template"), n_jobs=1, **one)
-            return {c: head_scores(t, Y, criterion=c, cv=3)[(layer, head)]
-                    for c in ("anova", "cv_accuracy")}
+            return {
+                c: head_scores(t, Y, criterion=c, cv=3)[(layer, head)]
+                for c in ("anova", "cv_accuracy")
+            }
         raise AssertionError(api)
 
 
@@ -90,10 +108,12 @@ def alone(minilm):
 
 def _orders(data) -> tuple[list[int], list[int]]:
     """Some layers and heads, in an order hypothesis chooses (often not ascending)."""
-    layers = data.draw(st.lists(st.sampled_from(LAYERS), min_size=2, max_size=3, unique=True),
-                       label="layers")
-    heads = data.draw(st.lists(st.sampled_from(HEADS), min_size=1, max_size=3, unique=True),
-                      label="heads")
+    layers = data.draw(
+        st.lists(st.sampled_from(LAYERS), min_size=2, max_size=3, unique=True), label="layers"
+    )
+    heads = data.draw(
+        st.lists(st.sampled_from(HEADS), min_size=1, max_size=3, unique=True), label="heads"
+    )
     return layers, heads
 
 
@@ -120,11 +140,13 @@ def _same_values(named: dict, alone, pairs, *, sets=FEATURE_SETS) -> None:
 
 
 @pytest.mark.parametrize("api", APIS)
-@settings(max_examples=3, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
-def test_every_value_is_named_after_the_head_it_was_computed_for(api, data, minilm, alone,
-                                                                tmp_path_factory):
+def test_every_value_is_named_after_the_head_it_was_computed_for(
+    api, data, minilm, alone, tmp_path_factory
+):
     m = minilm
     layers, heads = _orders(data)
     pairs = _pairs(layers, heads)
@@ -169,29 +191,48 @@ def test_every_value_is_named_after_the_head_it_was_computed_for(api, data, mini
             assert (ft["layer"][r], ft["head"][r]) == (a, b)
             for k, v in ref.items():  # reductions over (heads, n) arrays: summed in another
                 # order, n float64 terms differ by at most n·eps of their magnitude
-                np.testing.assert_allclose(ft[k][r], v, rtol=N_EPS, atol=N_EPS,
-                                           err_msg=f"{a, b, k}")
+                np.testing.assert_allclose(
+                    ft[k][r], v, rtol=N_EPS, atol=N_EPS, err_msg=f"{a, b, k}"
+                )
             assert hs.types.labels[layers.index(a), heads.index(b)] == label
     elif api == "features":
         t = features([(PROMPT, ANSWER)], m, sets=FEATURE_SETS, n_jobs=1, **kw)
         assert t.settings["layers"] == layers and t.settings["heads"] == heads
         _same_values(dict(zip(t.columns, t.values[0])), alone, pairs)
         # the zigzag goes through the layers in model order, the heads' mean in id order
-        ref = features([(PROMPT, ANSWER)], m, sets=("zigzag",), n_jobs=1,
-                       layers=sorted(layers), heads=sorted(heads))
+        ref = features(
+            [(PROMPT, ANSWER)],
+            m,
+            sets=("zigzag",),
+            n_jobs=1,
+            layers=sorted(layers),
+            heads=sorted(heads),
+        )
         assert np.array_equal(t.select(sets="zigzag").values, ref.values)
     elif api == "AttentionFeatures":
-        est = AttentionFeatures(model=m.name, sets=NO_PROMPT, n_jobs=1,
-                                memory=str(tmp_path_factory.mktemp("cache")), **kw)
+        est = AttentionFeatures(
+            model=m.name,
+            sets=NO_PROMPT,
+            n_jobs=1,
+            memory=str(tmp_path_factory.mktemp("cache")),
+            **kw,
+        )
         for _ in range(2):  # computed, then read from the cache
             X = est.fit_transform([TEXT])
-            _same_values(dict(zip(est.get_feature_names_out(), X[0])), alone, pairs,
-                         sets=NO_PROMPT)
+            _same_values(dict(zip(est.get_feature_names_out(), X[0])), alone, pairs, sets=NO_PROMPT)
     elif api == "corpus":
         df = pd.DataFrame({"text": [PROMPT], "answer": [ANSWER]})
-        store = corpus_run(df, tmp_path_factory.mktemp("store") / "s", model=m,
-                           answer_column="answer", sets=FEATURE_SETS, keep_diagrams=True,
-                           n_jobs=1, progress=False, **kw)
+        store = corpus_run(
+            df,
+            tmp_path_factory.mktemp("store") / "s",
+            model=m,
+            answer_column="answer",
+            sets=FEATURE_SETS,
+            keep_diagrams=True,
+            n_jobs=1,
+            progress=False,
+            **kw,
+        )
         row = store.to_pandas().iloc[0]
         cols = [c for c in row.index if c.count(".") >= 2 and c.startswith("L")]
         _same_values({c: float(row[c]) for c in cols}, alone, pairs)
@@ -204,8 +245,9 @@ def test_every_value_is_named_after_the_head_it_was_computed_for(api, data, mini
         t = features([(PROMPT, ANSWER)], m, sets=("graph", "template"), n_jobs=1, **kw)
         asked = data.draw(st.permutations(pairs), label="asked")
         sub = t.select(heads=[list(p) for p in asked])  # lists, as json.load gives them
-        _same_values(dict(zip(sub.columns, sub.values[0])), alone, asked,
-                     sets=("graph", "template"))
+        _same_values(
+            dict(zip(sub.columns, sub.values[0])), alone, asked, sets=("graph", "template")
+        )
         by_set = t.select(heads=asked, sets=["template", "graph"])
         assert by_set.columns[0].split(".")[1] == "template"
     elif api == "select_heads":

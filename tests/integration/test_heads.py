@@ -23,8 +23,12 @@ TEXTS = [
 def _scipy_pairs(att, pairs):
     """Independent check: the paper's head distance for some head pairs, scipy double loop."""
     W = att.weights.reshape(-1, att.n_tokens, att.n_tokens).astype(np.float64)
-    return np.array([sum(jensenshannon(W[a, i], W[b, i], base=2) for i in range(att.n_tokens))
-                     for a, b in pairs])
+    return np.array(
+        [
+            sum(jensenshannon(W[a, i], W[b, i], base=2) for i in range(att.n_tokens))
+            for a, b in pairs
+        ]
+    )
 
 
 def _check_space(hs: HeadSpace, L: int, H: int, n_texts: int):
@@ -69,8 +73,10 @@ def test_minilm_punctuation_and_special_found_through_the_tokenizer(minilm):
     att = minilm.attention(TEXTS[1])
     mask = punctuation_mask(att, tokenizer=minilm.tokenizer)
     decoded = [minilm.tokenizer.decode([int(i)]).strip() for i in att.token_ids]
-    expect = [(not sp) and bool(s) and all(unicodedata.category(c).startswith("P") for c in s)
-              for s, sp in zip(decoded, att.special)]
+    expect = [
+        (not sp) and bool(s) and all(unicodedata.category(c).startswith("P") for c in s)
+        for s, sp in zip(decoded, att.special)
+    ]
     assert mask.tolist() == expect
     assert sorted(set(np.array(decoded)[mask])) == [",", ".", ";"]
     assert att.special[0] and att.special[-1] and att.special.sum() == 2

@@ -27,8 +27,11 @@ def test_the_unknown_tokens_warning_points_at_the_callers_line(minilm, call):
     user's line (a fixed stacklevel pointed into attntopo once a wrapper was added)."""
     import attntopo as at
 
-    fn = {"tokenize": lambda: minilm.tokenize("a 🍕"), "attention": lambda: minilm.attention("a 🍕"),
-          "analyze": lambda: at.analyze("a 🍕", model=minilm, layers=0, heads=0)}[call]
+    fn = {
+        "tokenize": lambda: minilm.tokenize("a 🍕"),
+        "attention": lambda: minilm.attention("a 🍕"),
+        "analyze": lambda: at.analyze("a 🍕", model=minilm, layers=0, heads=0),
+    }[call]
     _, rec = _unknown_warnings(fn)
     assert len(rec) == 1 and rec[0].filename == __file__, [(w.filename, w.lineno) for w in rec]
 
@@ -45,7 +48,12 @@ def test_minilm_unknown_tokens_are_shown_and_warned(minilm):
     assert att.labels[1:3] == ["I", "love"] and att.sources[0] == att.sources[-1] == ""
     assert len(rec) == 1, [str(w.message) for w in rec]
     w = rec[0].message
-    assert w.count == 2 and w.examples == ["🍕", "猫"] and w.unk_token == "[UNK]" and w.model == "minilm"
+    assert (
+        w.count == 2
+        and w.examples == ["🍕", "猫"]
+        and w.unk_token == "[UNK]"
+        and w.model == "minilm"
+    )
     assert str(w).startswith("2 tokens of the text became [UNK] ('🍕', '猫')")
     assert rec[0].filename == __file__  # points at the caller
     # a list of texts warns once, with the total
@@ -76,7 +84,10 @@ def test_smollm2_labels_are_decoded_and_unique(smollm2):
     for t, lab in zip(att.tokens, labels):
         s = tok.convert_tokens_to_string([t])
         if "\ufffd" not in s:
-            assert lab.split("#")[0] == s.replace("\n", NEWLINE_MARK).replace(" ", SPACE_MARK), (t, lab)
+            assert lab.split("#")[0] == s.replace("\n", NEWLINE_MARK).replace(" ", SPACE_MARK), (
+                t,
+                lab,
+            )
 
 
 @pytest.mark.smollm2

@@ -33,8 +33,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.model]
 
 def _probe(*args: str) -> dict:
     env = dict(os.environ, TOKENIZERS_PARALLELISM="false")
-    proc = subprocess.run([sys.executable, str(BENCH / "_llama.py"), *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "_llama.py"), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -88,9 +94,14 @@ def test_stream_hands_each_layer_once_in_order_and_drops_it(llama):
     m, (prompt, response) = llama
     seen = []
     ref = m.attention([prompt, prompt + " " + response], heads=[0, 3])
-    m.stream([prompt, prompt + " " + response],
-             lambda i, layer, w: seen.append((i, layer, w.clone().numpy())), heads=[0, 3])
-    assert [(i, layer) for i, layer, _ in seen] == [(i, layer) for layer in range(12) for i in (0, 1)]
+    m.stream(
+        [prompt, prompt + " " + response],
+        lambda i, layer, w: seen.append((i, layer, w.clone().numpy())),
+        heads=[0, 3],
+    )
+    assert [(i, layer) for i, layer, _ in seen] == [
+        (i, layer) for layer in range(12) for i in (0, 1)
+    ]
     for i, layer, w in seen:
         np.testing.assert_array_equal(w, ref[i].weights[layer])
     assert m._attention_modules() is not None  # hooks, not output_attentions for all layers

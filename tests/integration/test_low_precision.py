@@ -8,14 +8,13 @@ wrapped as a user's own model."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch
-from _tiny_llama import tiny_llama
-from _tolerances import U, low_precision_row_distance_bound
 
 import attntopo as at
+from _tiny_llama import tiny_llama
+from _tolerances import U, low_precision_row_distance_bound
 from attntopo import corpus
 from attntopo.models import row_sum_tolerance
 from attntopo.models._qk import capture_qk
@@ -66,7 +65,10 @@ def test_minilm_low_precision_rows_are_float32_distributions(low_minilm):
 def test_tiny_llama_is_a_bfloat16_causal_gqa_model():
     m = tiny_llama("bfloat16")
     assert m.causal and m.dtype == "bfloat16" and m.n_kv_heads < m.n_heads
-    assert m.hf_model.config.model_type == "llama" and m.hf_model.config._attn_implementation == "eager"
+    assert (
+        m.hf_model.config.model_type == "llama"
+        and m.hf_model.config._attn_implementation == "eager"
+    )
     att = m.attention(T1)
     w = att.weights.astype(np.float64)
     assert not np.triu(w, 1).any()  # the masked future is exactly zero
@@ -106,8 +108,11 @@ def _check_analysis(name: str, m, tmp_path):
         assert len(store.to_pandas()) == 2
     elif name == "compress":
         c = at.compress(T1, m, layers=[0], scale="gap")
-        assert _finite(*c.summary().values()) if all(
-            np.asarray(v).dtype.kind in "fiu" for v in c.summary().values()) else len(c.summary())
+        assert (
+            _finite(*c.summary().values())
+            if all(np.asarray(v).dtype.kind in "fiu" for v in c.summary().values())
+            else len(c.summary())
+        )
     elif name == "depth":
         d = at.depth([T1, T2], m, k=3, progress=False)
         assert len(d.summary()[next(iter(d.summary()))]) > 0
@@ -115,14 +120,28 @@ def _check_analysis(name: str, m, tmp_path):
         a = at.approximability(T1, model=m, layers=[0], heads=[0], draws=1)
         assert len(a.summary()[next(iter(a.summary()))]) > 0
     elif name == "context":
-        c = at.context([T1, T2, T3], m, word="bank", n_permutations=1, equivariance_texts=1, progress=False)
+        c = at.context(
+            [T1, T2, T3], m, word="bank", n_permutations=1, equivariance_texts=1, progress=False
+        )
         assert len(c.summary()[next(iter(c.summary()))]) > 0
     else:  # pragma: no cover
         raise AssertionError(name)
 
 
-ANALYSES = ["analyze", "compare", "phrase", "timeline", "heads", "features", "features_prompt",
-            "corpus", "compress", "depth", "approx", "context"]
+ANALYSES = [
+    "analyze",
+    "compare",
+    "phrase",
+    "timeline",
+    "heads",
+    "features",
+    "features_prompt",
+    "corpus",
+    "compress",
+    "depth",
+    "approx",
+    "context",
+]
 
 
 @pytest.mark.parametrize("analysis", ANALYSES)
@@ -133,7 +152,9 @@ def test_every_analysis_runs_on_a_low_precision_model(low_model, analysis, tmp_p
 def _logits(cap):
     Q, K = cap.queries.astype(np.float64), cap.keys.astype(np.float64)
     s = cap.scaling[:, None, None, None]
-    return s * np.einsum("lhid,lhjd->lhij", Q, K), s * np.einsum("lhid,lhjd->lhij", np.abs(Q), np.abs(K))
+    return s * np.einsum("lhid,lhjd->lhij", Q, K), s * np.einsum(
+        "lhid,lhjd->lhij", np.abs(Q), np.abs(K)
+    )
 
 
 def _mst_edges(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -148,7 +169,11 @@ def _mst_edges(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return T.row, T.col
 
 
-TEXTS = [TEXT, T1, " ".join(open("/usr/share/games/fortunes/science", encoding="utf-8").read().split()[:120])]
+TEXTS = [
+    TEXT,
+    T1,
+    " ".join(open("/usr/share/games/fortunes/science", encoding="utf-8").read().split()[:120]),
+]
 
 
 @pytest.mark.parametrize("which", LOW)
@@ -163,7 +188,10 @@ def test_h0_totals_stay_within_the_derived_bound_of_the_float32_model(which):
     head_dim = low.hf_model.config.hidden_size // low.n_heads
     worst = 0.0
     for text in TEXTS:
-        cap_low, cap_ref = capture_qk(low, text, truncate=True), capture_qk(ref, text, truncate=True)
+        cap_low, cap_ref = (
+            capture_qk(low, text, truncate=True),
+            capture_qk(ref, text, truncate=True),
+        )
         assert cap_low.encoding.ids == cap_ref.encoding.ids
         z_low, mag_low = _logits(cap_low)
         z_ref, _ = _logits(cap_ref)
@@ -190,14 +218,22 @@ def test_h0_totals_stay_within_the_derived_bound_of_the_float32_model(which):
                 for key, D, (i, j) in (("ref", D_ref, trees[0]), ("low", D_low, trees[1])):
                     # the free cross-check: H0 total = MST weight (engines in float32)
                     assert abs(D[li, h][i, j].sum() - tot[key][li, h]) <= 4 * (n - 1) * U
-                tight = max(float((d_row[li, h][i] + d_row[li, h][j]).sum()) for i, j in trees) + 2 * (n - 1) * U
+                tight = (
+                    max(float((d_row[li, h][i] + d_row[li, h][j]).sum()) for i, j in trees)
+                    + 2 * (n - 1) * U
+                )
                 assert diff[li, h] <= tight <= bound[li, h] + 1e-12
                 worst = max(worst, diff[li, h] / tight)
     assert worst > 0  # the two models differ: the test compares something
 
 
-PAIRS = [(T1, T2), ("Where does the old ferry leave from in winter?",
-                    "It leaves from the harbor before dawn, when the fishermen mend their nets.")]
+PAIRS = [
+    (T1, T2),
+    (
+        "Where does the old ferry leave from in winter?",
+        "It leaves from the harbor before dawn, when the fishermen mend their nets.",
+    ),
+]
 
 
 def _per_head(table, quantity: str, m) -> np.ndarray:
@@ -226,12 +262,12 @@ def test_tiny_llama_prompt_scores_and_h1_stay_within_the_derived_bound(dtype):
 
     The bounds hold whatever the weights; they are loose (measured changes are 0.5–2 % of
     them) because each adds every rounding's worst case with the same sign."""
+    from _tolerances import JS_EVAL_ATOL, diagram_atol, low_precision_subset_bounds
     from attntopo.attention import renormalized_subset
     from attntopo.features import features
     from attntopo.features._compute import join_pair
     from attntopo.features._layers import prompt_mask
     from attntopo.topology.diagram_distances import bottleneck
-    from _tolerances import JS_EVAL_ATOL, diagram_atol, low_precision_subset_bounds
 
     low, ref = tiny_llama(dtype), tiny_llama("float32")
     L, H = low.n_layers, low.n_heads
@@ -245,11 +281,13 @@ def test_tiny_llama_prompt_scores_and_h1_stay_within_the_derived_bound(dtype):
         att = ref.attention(text)
         keep = np.flatnonzero(~np.asarray(att.special, dtype=bool))
         answer_rows = ~prompt_mask(att.special, att.offsets, boundary)
-        R, absolute, d = low_precision_subset_bounds(z_low, mag_low, z_ref, keep, dtype, head_dim,
-                                                     causal=True)
-        scores = {key: features([(prompt, answer)], model=m, sets=("prompt",), n_jobs=1,
-                                progress=False)
-                  for key, m in (("low", low), ("ref", ref))}
+        R, absolute, d = low_precision_subset_bounds(
+            z_low, mag_low, z_ref, keep, dtype, head_dim, causal=True
+        )
+        scores = {
+            key: features([(prompt, answer)], model=m, sets=("prompt",), n_jobs=1, progress=False)
+            for key, m in (("low", low), ("ref", ref))
+        }
         # prompt.js: every edge has an end in the answer
         m_s = keep.size
         off = np.where(np.eye(m_s, dtype=bool), -np.inf, 0.0)  # no edge from a token to itself
@@ -264,22 +302,30 @@ def test_tiny_llama_prompt_scores_and_h1_stay_within_the_derived_bound(dtype):
         dA = A * np.expm1(R)[..., :, None] + absolute[..., :, None]
         edge = np.maximum(dA, np.swapaxes(dA, -1, -2)) + off
         att_bound = edge[..., answer_rows, :].max((-1, -2)) + 1e-12
-        diff = np.abs(_per_head(scores["low"], "attention", low)
-                      - _per_head(scores["ref"], "attention", ref))
+        diff = np.abs(
+            _per_head(scores["low"], "attention", low) - _per_head(scores["ref"], "attention", ref)
+        )
         assert (diff <= att_bound).all(), (dtype, float((diff / att_bound).max()))
         moved = max(moved, float(diff.max()))
         # H1 of the whole text (special tokens included, as analyze takes it)
         d_full = low_precision_row_distance_bound(z_low, mag_low, z_ref, dtype, head_dim, True)
         n = d_full.shape[-1]
-        dist_bound = (d_full[..., :, None] + d_full[..., None, :]
-                      + np.where(np.eye(n, dtype=bool), -np.inf, 0.0)).max((-1, -2))
+        dist_bound = (
+            d_full[..., :, None]
+            + d_full[..., None, :]
+            + np.where(np.eye(n, dtype=bool), -np.inf, 0.0)
+        ).max((-1, -2))
         dist_bound += 2 * JS_EVAL_ATOL
-        a = {key: at.analyze(text, m, maxdim=1, progress=False)
-             for key, m in (("low", low), ("ref", ref))}
+        a = {
+            key: at.analyze(text, m, maxdim=1, progress=False)
+            for key, m in (("low", low), ("ref", ref))
+        }
         for li in range(L):
             for h in range(H):
-                dD = np.abs(a["low"].distance_matrix(li, h).astype(np.float64)
-                            - a["ref"].distance_matrix(li, h).astype(np.float64)).max()
+                dD = np.abs(
+                    a["low"].distance_matrix(li, h).astype(np.float64)
+                    - a["ref"].distance_matrix(li, h).astype(np.float64)
+                ).max()
                 assert dD <= dist_bound[li, h] + 2 * U
                 # stability, with the measured ‖ΔD‖∞ (tighter) and with the derived bound
                 b = diagram_atol(dD)

@@ -33,14 +33,18 @@ def _check_concurrent(model, run) -> int:
         t.join(timeout=300)
     assert seen, "the other thread computed nothing"
     for k, w in enumerate(seen):
-        assert np.array_equal(w, reference), f"forward pass {k} of {len(seen)} ran through the patched model"
+        assert np.array_equal(w, reference), (
+            f"forward pass {k} of {len(seen)} ran through the patched model"
+        )
     return len(seen)
 
 
 def test_context_never_lets_another_thread_through_the_patched_model(minilm):
     from attntopo.theory import context
 
-    _check_concurrent(minilm, lambda: context([TEXT, OTHER], minilm, n_permutations=2, progress=False))
+    _check_concurrent(
+        minilm, lambda: context([TEXT, OTHER], minilm, n_permutations=2, progress=False)
+    )
 
 
 def test_qk_capture_hooks_never_see_another_threads_pass(minilm):

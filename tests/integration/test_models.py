@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _tolerances import TINY, U, for_model
 
 import attntopo as at
+from _tolerances import TINY, U, for_model
 from attntopo.errors import (
     EmptyTextError,
     InvalidInputError,
@@ -56,7 +56,11 @@ def test_minilm_equals_direct_transformers_forward(minilm, sample_text):
 
 @pytest.mark.forward_compare
 def test_batched_equals_single(minilm):
-    texts = ["Short one.", "A much longer sentence about information theory and attention.", "Mid size text here."]
+    texts = [
+        "Short one.",
+        "A much longer sentence about information theory and attention.",
+        "Mid size text here.",
+    ]
     atol = for_model(minilm).weights_atol
     batch = minilm.attention(texts)
     for t, b in zip(texts, batch):
@@ -80,8 +84,9 @@ def test_drop_special_renormalizes(minilm, sample_text):
     sub = full.weights[:, :, keep][:, :, :, keep].astype(np.float64)
     # the same single-text pass as `full`, renormalized in float64:
     # only the rounding to float32 differs
-    np.testing.assert_allclose(dropped.weights, sub / sub.sum(-1, keepdims=True),
-                               rtol=U, atol=TINY * U)
+    np.testing.assert_allclose(
+        dropped.weights, sub / sub.sum(-1, keepdims=True), rtol=U, atol=TINY * U
+    )
 
 
 def test_layer_head_selection_and_errors(minilm, sample_text):
@@ -111,7 +116,9 @@ def test_attention_settings_are_checked(minilm, sample_text, kwargs, message):
 
 
 def test_load_model_settings_are_checked():
-    with pytest.raises(InvalidInputError, match=r"^unknown dtype 'float64'; allowed: float32, float16, bfloat16$"):
+    with pytest.raises(
+        InvalidInputError, match=r"^unknown dtype 'float64'; allowed: float32, float16, bfloat16$"
+    ):
         at.load_model("minilm", dtype="float64")
     with pytest.raises(InvalidInputError, match=r"^allow_pickle must be True or False"):
         at.load_model("minilm", allow_pickle="no")
@@ -155,7 +162,9 @@ def test_local_folder_loads_like_alias(minilm, sample_text):
     folder = resolve_spec("minilm").path
     m = at.load_model(folder)
     assert m is not minilm and m.spec.kind == "folder"
-    np.testing.assert_array_equal(m.attention(sample_text).weights, minilm.attention(sample_text).weights)
+    np.testing.assert_array_equal(
+        m.attention(sample_text).weights, minilm.attention(sample_text).weights
+    )
 
 
 def test_unknown_alias_and_hub_offline(monkeypatch, tmp_path):
@@ -177,7 +186,13 @@ def test_pickle_weights_refused(tmp_path, minilm):
     src = resolve_spec("minilm").path
     dst = tmp_path / "pickled"
     dst.mkdir()
-    for f in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+    for f in (
+        "config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "vocab.txt",
+        "special_tokens_map.json",
+    ):
         shutil.copy(f"{src}/{f}", dst / f)
     torch.save(minilm.hf_model.state_dict(), dst / "pytorch_model.bin")
     with pytest.raises(UnsafeWeightsError, match="allow_pickle=True"):
@@ -210,8 +225,9 @@ def test_smollm2_prefix_is_top_left_block(smollm2):
     prefix_text = text[: enc.offsets[t - 1][1]]
     pre = smollm2.attention(prefix_text)
     assert pre.tokens == full.tokens[:t]
-    np.testing.assert_allclose(pre.weights, full.weights[:, :, :t, :t],
-                               atol=for_model(smollm2).weights_atol, rtol=0)
+    np.testing.assert_allclose(
+        pre.weights, full.weights[:, :, :t, :t], atol=for_model(smollm2).weights_atol, rtol=0
+    )
 
 
 @pytest.mark.forward_compare
@@ -220,8 +236,9 @@ def test_smollm2_batch_no_padding_leak(smollm2):
     texts = ["Hi.", "The capital of France is Paris."]
     batch = smollm2.attention(texts)
     for t, b in zip(texts, batch):
-        np.testing.assert_allclose(b.weights, smollm2.attention(t).weights,
-                                   atol=for_model(smollm2).weights_atol, rtol=0)
+        np.testing.assert_allclose(
+            b.weights, smollm2.attention(t).weights, atol=for_model(smollm2).weights_atol, rtol=0
+        )
 
 
 @pytest.mark.xdist_group("smollm2")

@@ -54,11 +54,16 @@ def test_loaded_model_errors_are_one_line(minilm_parts):
         with pytest.raises(InvalidInputError, match=message) as e:
             at.load_model(hf, **kwargs)
         assert "\n" not in str(e.value)
-    with pytest.raises(InvalidInputError, match=r"^tokenizer= is only for a model you have already loaded"):
+    with pytest.raises(
+        InvalidInputError, match=r"^tokenizer= is only for a model you have already loaded"
+    ):
         at.load_model("minilm", tokenizer=tok)
     for bad in (None, 3, torch.nn.Linear(2, 2)):
-        with pytest.raises(InvalidInputError, match=r"^model must be an alias .* got \w+; for attention "
-                                                    r"weights you already have, use Attention\.from_weights"):
+        with pytest.raises(
+            InvalidInputError,
+            match=r"^model must be an alias .* got \w+; for attention "
+            r"weights you already have, use Attention\.from_weights",
+        ):
             at.load_model(bad)
 
 
@@ -66,10 +71,14 @@ def test_a_model_without_attention_is_refused(minilm_parts):
     from transformers import MambaConfig, MambaModel
 
     _, tok = minilm_parts
-    mamba = MambaModel(MambaConfig(vocab_size=tok.vocab_size, hidden_size=16, num_hidden_layers=1,
-                                   state_size=4))
-    with pytest.raises(ModelLoadError, match=r"has no attention heads in its config, so it gives no "
-                                             r"attention weights") as e:
+    mamba = MambaModel(
+        MambaConfig(vocab_size=tok.vocab_size, hidden_size=16, num_hidden_layers=1, state_size=4)
+    )
+    with pytest.raises(
+        ModelLoadError,
+        match=r"has no attention heads in its config, so it gives no "
+        r"attention weights",
+    ) as e:
         at.load_model(mamba, tokenizer=tok)
     assert "\n" not in str(e.value)
 
@@ -95,4 +104,6 @@ def test_from_weights_of_a_transformers_pass_equals_the_model(minilm, minilm_par
     assert not att.causal and att.tokens == ref.tokens
     # the rest of the pipeline takes it as it takes the model's
     np.testing.assert_array_equal(at.token_distances(att), at.token_distances(ref))
-    assert at.persistence(at.token_distances(att)[0, 0]) == at.persistence(at.token_distances(ref)[0, 0])
+    assert at.persistence(at.token_distances(att)[0, 0]) == at.persistence(
+        at.token_distances(ref)[0, 0]
+    )

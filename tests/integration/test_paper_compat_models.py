@@ -32,7 +32,7 @@ def test_head_space_notebook_on_minilm_is_the_notebooks_loops(minilm):
     np.testing.assert_allclose(hs.distances, flat, rtol=0, atol=1e-9)
     # the same heads in attntopo's own space, log base 2: × 1/sqrt(ln 2) within each layer
     own = at.head_distances(att)
-    within = sum(own[li * H:(li + 1) * H, li * H:(li + 1) * H] for li in range(L))
+    within = sum(own[li * H : (li + 1) * H, li * H : (li + 1) * H] for li in range(L))
     off = ~np.eye(H, dtype=bool)
     np.testing.assert_allclose(within[off], flat[off] / math.sqrt(math.log(2)), rtol=1e-9)
 
@@ -52,7 +52,9 @@ def test_float32_notebook_run_on_minilm_l0h2(minilm):
         pytest.skip("this CPU's float32 forward pass gave no NaN distance on L0H2")
 
     def h0(D):
-        st = gudhi.RipsComplex(distance_matrix=D, max_edge_length=np.inf).create_simplex_tree(max_dimension=2)
+        st = gudhi.RipsComplex(distance_matrix=D, max_edge_length=np.inf).create_simplex_tree(
+            max_dimension=2
+        )
         return np.array([(b, d) for k, (b, d) in st.persistence(min_persistence=0.01) if k == 0])
 
     moved = gudhi.bottleneck_distance(h0(D32), h0(ours))

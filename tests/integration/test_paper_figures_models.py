@@ -18,16 +18,17 @@ import numpy as np
 import pytest
 
 matplotlib = pytest.importorskip("matplotlib")
-from _paper_figures import drawn, overlapping_pairs, token_labels_of  # noqa: E402
-
 import attntopo as at  # noqa: E402
+from _paper_figures import drawn, overlapping_pairs, token_labels_of  # noqa: E402
 from attntopo import plots  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-PARAGRAPH = ("Persistent homology summarises the shape of a point cloud across every scale at once. "
-             "Applied to the rows of an attention matrix, it tells which tokens a head treats alike, "
-             "which groups stay apart for long, and whether the head draws loops through the sentence.")
+PARAGRAPH = (
+    "Persistent homology summarises the shape of a point cloud across every scale at once. "
+    "Applied to the rows of an attention matrix, it tells which tokens a head treats alike, "
+    "which groups stay apart for long, and whether the head draws loops through the sentence."
+)
 _RAW = re.compile(r"Ġ|Ċ|^##")
 
 
@@ -38,8 +39,9 @@ def test_minilm_threshold_graphs_have_no_colliding_labels(minilm):
     assert a.attention.n_tokens > 50
     for layer in a.layers:
         D, dgm = a.distance_matrix(layer, 0), a.diagram(layer, 0)
-        fig = plots.plot_threshold_graph(D, plots.suggest_scale(dgm, D), labels=a.attention.labels,
-                                         special=a.attention.special)
+        fig = plots.plot_threshold_graph(
+            D, plots.suggest_scale(dgm, D), labels=a.attention.labels, special=a.attention.special
+        )
         r = drawn(fig)
         ax = fig.axes[0]
         assert len(token_labels_of(ax)) == a.attention.n_tokens
@@ -54,9 +56,15 @@ def test_smollm2_figures_show_labels_and_key_30_layers(smollm2):
     assert any("Ċ" in t for t in att.tokens) and any("Ġ" in t for t in att.tokens)  # raw pieces
     D = a.distance_matrix(0, 0)
     for labels in (att.labels, att.tokens):  # display labels, or the raw tokens handed in by a user
-        for fig in (plots.plot_distance_matrix(D, labels=labels), plots.plot_threshold_graph(D, 0.3, labels=labels)):
-            texts = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels()
-                     + ax.texts]
+        for fig in (
+            plots.plot_distance_matrix(D, labels=labels),
+            plots.plot_threshold_graph(D, 0.3, labels=labels),
+        ):
+            texts = [
+                t.get_text()
+                for ax in fig.axes
+                for t in ax.get_xticklabels() + ax.get_yticklabels() + ax.texts
+            ]
             assert not [t for t in texts if _RAW.search(t)], texts
             assert any("↵" in t for t in texts)
     hs = at.head_space(["The cat sat on the mat.", "A dog ran in the park."], smollm2)

@@ -14,10 +14,10 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import pytest
 
 matplotlib = pytest.importorskip("matplotlib")
-from _figures import check_figure_file, check_standalone_html  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import attntopo as at  # noqa: E402
+from _figures import check_figure_file, check_standalone_html  # noqa: E402
 from attntopo import plots  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -37,8 +37,17 @@ def _labels(fig) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "name", ["diagram", "barcode", "distance_matrix", "attention", "head_grid", "head_stat",
-             "threshold_graph", "overview"],
+    "name",
+    [
+        "diagram",
+        "barcode",
+        "distance_matrix",
+        "attention",
+        "head_grid",
+        "head_stat",
+        "threshold_graph",
+        "overview",
+    ],
 )
 def test_static_figure_of_a_real_analysis(name, analysis, tmp_path):
     att = analysis.attention
@@ -53,13 +62,16 @@ def test_static_figure_of_a_real_analysis(name, analysis, tmp_path):
         "head_grid": lambda: plots.plot_head_grid(analysis),
         "head_stat": lambda: plots.plot_head_stat(analysis, stat="total_persistence_h1"),
         "threshold_graph": lambda: plots.plot_threshold_graph(
-            D, plots.suggest_scale(dgm, D), labels=att.labels, special=att.special),
+            D, plots.suggest_scale(dgm, D), labels=att.labels, special=att.special
+        ),
         "overview": lambda: plots.plot_head_overview(analysis, LAYER, HEAD),
     }[name]()
     assert isinstance(fig, Figure)
     if name in ("distance_matrix", "attention"):
         # every token labels the axes: specials, and subwords as their slices of the text
-        assert {"[CLS]", "[SEP]", "Quantum", "en", "tangle", "ment"} <= set(att.labels) <= _labels(fig)
+        assert (
+            {"[CLS]", "[SEP]", "Quantum", "en", "tangle", "ment"} <= set(att.labels) <= _labels(fig)
+        )
     check_figure_file(plots.save_figure(fig, tmp_path / f"{name}.png"), "png")
 
 

@@ -61,8 +61,13 @@ def test_compare_reports_every_stage(minilm):
     rec = Recorder()
     c = at.compare(TEXT_A, TEXT_B, minilm, layers=[0, 1], progress=rec)
     assert c.keys  # shared words: their diagrams and connection scales are computed too
-    assert rec.check() == ["attention", "distances", "persistence", "diagram distances",
-                           "connection scales"]
+    assert rec.check() == [
+        "attention",
+        "distances",
+        "persistence",
+        "diagram distances",
+        "connection scales",
+    ]
     assert rec.calls[-1][1] == 2 * 6 + 24 * (2 + 4 + 1 + 1)
 
 
@@ -120,14 +125,21 @@ json.dump(calls, sys.stdout)
 def test_first_gguf_load_reports_its_conversion_stages(tmp_path):
     # a fresh cache folder: this process converts the GGUF file again (~30 s or more)
     env = dict(os.environ, ATTNTOPO_CACHE_DIR=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", _GGUF_LOAD], capture_output=True, text=True, env=env,
-                         timeout=900)
+    out = subprocess.run(
+        [sys.executable, "-c", _GGUF_LOAD], capture_output=True, text=True, env=env, timeout=900
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     rec = Recorder()
     rec.calls = [tuple(c) for c in json.loads(out.stdout)]
-    assert rec.check() == ["reading GGUF tokenizer", "reading GGUF model", "dequantizing GGUF",
-                           "building model", "saving converted model", "loading model",
-                           "checking attention"]
+    assert rec.check() == [
+        "reading GGUF tokenizer",
+        "reading GGUF model",
+        "dequantizing GGUF",
+        "building model",
+        "saving converted model",
+        "loading model",
+        "checking attention",
+    ]
     dequantized = [c for c in rec.calls if c[2] == "dequantizing GGUF"]
     assert dequantized[-1][0] - dequantized[0][0] >= 100  # one unit per tensor (272 in this file)
     assert "de-quantizing" not in out.stderr  # transformers' own tqdm bar stays silent
@@ -137,8 +149,12 @@ def test_a_forward_pass_reports_each_layer_as_it_is_computed(minilm):
     # issue 33: one long text showed no movement ("attention 0/13" during the forward pass,
     # features at 0/1); a forward pass now advances as each of the model's layers is done
     events: list[tuple[str, int]] = []
-    minilm.stream(TEXT_A, lambda i, layer, w: events.append(("layer", layer)), heads=[0],
-                  progress=lambda done, total, stage: events.append(("done", done)))
+    minilm.stream(
+        TEXT_A,
+        lambda i, layer, w: events.append(("layer", layer)),
+        heads=[0],
+        progress=lambda done, total, stage: events.append(("done", done)),
+    )
     after = [e for e in events if e != ("done", 0)]
     assert after == [x for k in range(6) for x in (("layer", k), ("done", k + 1))]
     rec = Recorder()
@@ -153,8 +169,7 @@ def test_a_forward_pass_reports_each_layer_as_it_is_computed(minilm):
 
 def test_features_of_one_text_advance_layer_by_layer(minilm):
     rec = Recorder()
-    at.features(TEXT_A, minilm, sets=("js",), layers=[5, 0, 2], heads=[1], n_jobs=1,
-                progress=rec)
+    at.features(TEXT_A, minilm, sets=("js",), layers=[5, 0, 2], heads=[1], n_jobs=1, progress=rec)
     assert rec.check() == ["texts"]
     # its three layers' features as the forward pass hands them over, then its row
     assert [c[0] for c in rec.calls if c[2] == "texts" and c[0]] == [1, 2, 3, 4]

@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 import pytest
-from _tolerances import for_model
 
 import attntopo as at
+from _tolerances import for_model
 from attntopo.analyses import _timeline as tlmod
 from attntopo.errors import EmptyTextError, InvalidInputError, OutOfRangeError
 from attntopo.topology import persistence
@@ -49,8 +49,9 @@ def _check_slices_match_separate_runs(model, tl, layer, head, which=None):
         assert len(prefix) == s.t
         alone = model._forward([prefix])[0][layer, head]
         np.testing.assert_allclose(s.attention.weights[0, 0], alone, atol=tol.weights_atol, rtol=0)
-        np.testing.assert_allclose(s.distances, at.token_distances(alone),
-                                   atol=tol.distance_atol, rtol=0)
+        np.testing.assert_allclose(
+            s.distances, at.token_distances(alone), atol=tol.distance_atol, rtol=0
+        )
         assert s.tokens == model.tokenizer.convert_ids_to_tokens(prefix)
         assert s.attention.layers == (layer,) and s.attention.heads == (head,)
         # the diagram is the slice's own persistence
@@ -97,7 +98,13 @@ def tl_minilm(minilm):
 def test_minilm_prefix_template(tl_minilm, minilm):
     tl = tl_minilm
     n = len(minilm.tokenize(TEXT).ids)
-    assert (tl.n_lead, tl.n_trail, tl.causal, tl.one_pass, tl.growing) == (1, 1, False, False, False)
+    assert (tl.n_lead, tl.n_trail, tl.causal, tl.one_pass, tl.growing) == (
+        1,
+        1,
+        False,
+        False,
+        False,
+    )
     assert tl.times.tolist() == list(range(3, n + 1))
     first, last = tl.slices[0], tl.slices[-1]
     assert first.tokens[0] == "[CLS]" and first.tokens[-1] == "[SEP]" and len(first.tokens) == 3
@@ -168,7 +175,9 @@ def test_save_load_round_trip(tl_minilm, tmp_path):
     back = at.load_result(out)
     assert isinstance(back, at.Timeline)
     assert back == tl_minilm
-    assert [len(v.times) for v in back.vines(dim=1)] == [len(v.times) for v in tl_minilm.vines(dim=1)]
+    assert [len(v.times) for v in back.vines(dim=1)] == [
+        len(v.times) for v in tl_minilm.vines(dim=1)
+    ]
     assert back.top_changes(k=2) == tl_minilm.top_changes(k=2)
 
 
@@ -186,7 +195,9 @@ def test_smollm2_one_pass_equals_separate_runs(tl_smollm2, smollm2, monkeypatch)
     assert (tl.n_lead, tl.n_trail, tl.causal, tl.one_pass, tl.growing) == (0, 0, True, True, True)
     assert tl.times.tolist() == list(range(1, n + 1))
     S = len(tl.slices)
-    _check_slices_match_separate_runs(smollm2, tl, 4, 3, which=sorted({0, 1, 2, S // 2, S - 2, S - 1}))
+    _check_slices_match_separate_runs(
+        smollm2, tl, 4, 3, which=sorted({0, 1, 2, S // 2, S - 2, S - 1})
+    )
     # distances never change: every slice's matrix is a block of the last one
     D = tl.slices[-1].distances
     for s in tl.slices:

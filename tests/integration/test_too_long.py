@@ -25,8 +25,9 @@ def test_error_has_numbers_and_names_no_interface(minilm):
     assert (err.n_tokens, err.limit, err.model) == (602, 512, "minilm")
     assert isinstance(err, InvalidInputError) and isinstance(err, ValueError)
     msg = str(err)
-    assert msg == ("text has 602 tokens but minilm takes at most "
-                   "512: shorten it or truncate it to 512 tokens")
+    assert msg == (
+        "text has 602 tokens but minilm takes at most 512: shorten it or truncate it to 512 tokens"
+    )
     # each interface names its own switch: the Python argument, the CLI flag, the page's checkbox
     assert "truncate=True" not in msg and "--truncate" not in msg and "\n" not in msg
     back = pickle.loads(pickle.dumps(err))  # worker processes hand it back intact

@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 
 from attntopo.models import describe_model
 
-pytestmark = [pytest.mark.model,
-              pytest.mark.filterwarnings("ignore::attntopo.errors.UnknownTokensWarning")]
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.filterwarnings("ignore::attntopo.errors.UnknownTokensWarning"),
+]
 
 
 @pytest.fixture(scope="module", params=["minilm", "smollm2"])
@@ -26,15 +28,42 @@ def described(request):
 
 def _reference(d, text: str) -> tuple:
     """Tokenize the whole text, then truncate (the tokenizer's own truncation)."""
-    enc = d.tokenizer(text, add_special_tokens=True, truncation=True, max_length=d.max_length,
-                      return_special_tokens_mask=True, return_offsets_mapping=True, verbose=False)
+    enc = d.tokenizer(
+        text,
+        add_special_tokens=True,
+        truncation=True,
+        max_length=d.max_length,
+        return_special_tokens_mask=True,
+        return_offsets_mapping=True,
+        verbose=False,
+    )
     special = [bool(s) for s in enc["special_tokens_mask"]]
     offsets = [(0, 0) if s else tuple(o) for o, s in zip(enc["offset_mapping"], special)]
     return list(enc["input_ids"]), offsets, special
 
 
-_PIECES = ["the", " cat", " ", "   ", "\t", ".", ", ", "don't", "漢字", "🙂", "12345", "x" * 37,
-           "naïve", "Ⅻ", "\u0301", "https://example.org/a?b=c", "'s", "-", "ßẞ", "ℌ"]
+_PIECES = [
+    "the",
+    " cat",
+    " ",
+    "   ",
+    "\t",
+    ".",
+    ", ",
+    "don't",
+    "漢字",
+    "🙂",
+    "12345",
+    "x" * 37,
+    "naïve",
+    "Ⅻ",
+    "\u0301",
+    "https://example.org/a?b=c",
+    "'s",
+    "-",
+    "ßẞ",
+    "ℌ",
+]
 
 
 @st.composite
@@ -64,9 +93,15 @@ def test_truncated_tokens_are_those_of_the_whole_text(described, data):
     d = described
     least = 2 * (8 * d.max_length + 1024) + 1  # longer than this, a prefix is tokenized
     if data is None:  # the shapes most likely to move a cut: one word, one run, one symbol
-        for text in ("a" * least, "x" + " " * least + "y", "🙂" * least, "1" * least,
-                     "word " * (least // 5), "x" * (least - 1) + " tail",
-                     "the cat " * (least // 8) + "漢" * 5000):
+        for text in (
+            "a" * least,
+            "x" + " " * least + "y",
+            "🙂" * least,
+            "1" * least,
+            "word " * (least // 5),
+            "x" * (least - 1) + " tail",
+            "the cat " * (least // 8) + "漢" * 5000,
+        ):
             _check(d, text)
         return
     text = data.draw(_long_texts(least))
@@ -88,8 +123,9 @@ print(len(enc.ids), enc.truncated, (after - before) // 1024)
 
 def test_a_five_megabyte_line_cut_to_the_limit_stays_small():
     """Whole, this line took 0.7 GB more on MiniLM (1.8 GB in the issue); its prefix, a few MB."""
-    r = subprocess.run([sys.executable, "-c", _PEAK, "minilm"], capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", _PEAK, "minilm"], capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     n, truncated, grown_mb = r.stdout.split()
     assert (int(n), truncated) == (512, "True")

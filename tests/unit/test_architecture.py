@@ -49,7 +49,9 @@ def _load_tool():
 
 def test_the_checker_sees_cycles():
     tool = _load_tool()
-    assert tool.strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert tool.strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+        ["a", "b", "c"]
+    ]
     assert tool.strongly_connected({"a": {"b"}, "b": set()}) == []
 
 
@@ -58,15 +60,24 @@ def test_the_checker_sees_cycles():
     [
         ("from ..report import report_html\n", True),  # module level
         ("def f():\n    from .. import report\n", True),  # a lazy import is a dependency too
-        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..report import x\n", False),
+        (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..report import x\n",
+            False,
+        ),
         ("from ..report import x  # layering: deprecated alias\n", True),  # no exemptions
         ("from ..topology import persistence\n", False),  # downward
     ],
 )
 def test_the_checker_reads_module_and_function_level_imports(tmp_path, monkeypatch, source, upward):
     tool = _load_tool()
-    pkg = _synthetic_package(tmp_path, {"topology/__init__.py": "", "report.py": "x = 1\n",
-                                        "analyses/_thing.py": textwrap.dedent(source)})
+    pkg = _synthetic_package(
+        tmp_path,
+        {
+            "topology/__init__.py": "",
+            "report.py": "x = 1\n",
+            "analyses/_thing.py": textwrap.dedent(source),
+        },
+    )
     monkeypatch.setattr(tool, "ROOT", tmp_path)
     files = sorted(pkg.rglob("*.py"))
     modules = {tool.module_name(f) for f in files}
@@ -98,8 +109,11 @@ def test_architecture_page_lists_the_checkers_layers():
     import re
 
     tool = _load_tool()
-    rows = [line for line in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines()
-            if line.startswith("| ") and not line.startswith(("| layer", "|---"))]
+    rows = [
+        line
+        for line in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| ") and not line.startswith(("| layer", "|---"))
+    ]
     table = []
     for row in rows:
         layer, modules = (c.strip() for c in row.strip("|").split("|")[:2])
@@ -108,46 +122,92 @@ def test_architecture_page_lists_the_checkers_layers():
     assert table == [(layer, prefixes) for layer, prefixes in tool.LAYERS]
 
 
-@pytest.mark.parametrize("src, target, resolved, reach", [
-    # another subpackage's private module, by module or by name
-    ("attntopo.corpus._work", "attntopo.features._compute.chunk_start", "attntopo.features._compute",
-     "attntopo.features._compute"),
-    ("attntopo.sklearn", "attntopo.features._select", "attntopo.features._select", "attntopo.features._select"),
-    ("attntopo.corpus._store", "attntopo.io._lock", "attntopo.io", "attntopo.io:_lock"),
-    ("attntopo.analyses._analysis", "attntopo.topology.persistence._check_threads",
-     "attntopo.topology.persistence", "attntopo.topology.persistence:_check_threads"),
-    # the declared interfaces are public modules and names
-    ("attntopo.analyses._analysis", "attntopo.topology.persistence.persistence_batch_valid",
-     "attntopo.topology.persistence", None),
-    ("attntopo.sklearn", "attntopo.features.pipeline.best_heads", "attntopo.features.pipeline", None),
-    ("attntopo.theory._depth", "attntopo.models.instruments.forward_capture", "attntopo.models.instruments", None),
-    # allowed: a subpackage's own private modules, public names, the package's vocabulary
-    ("attntopo.features._compute", "attntopo.features._select.best_heads", "attntopo.features._select", None),
-    ("attntopo.corpus._work", "attntopo.features.features", "attntopo.features", None),
-    ("attntopo.corpus._work", "attntopo._validation.check_bool", "attntopo._validation", None),
-    ("attntopo.corpus._work", "attntopo._progress", "attntopo._progress", None),
-    ("attntopo.web.api", "attntopo.__version__", "attntopo", None),  # dunders are not private
-])
+@pytest.mark.parametrize(
+    "src, target, resolved, reach",
+    [
+        # another subpackage's private module, by module or by name
+        (
+            "attntopo.corpus._work",
+            "attntopo.features._compute.chunk_start",
+            "attntopo.features._compute",
+            "attntopo.features._compute",
+        ),
+        (
+            "attntopo.sklearn",
+            "attntopo.features._select",
+            "attntopo.features._select",
+            "attntopo.features._select",
+        ),
+        ("attntopo.corpus._store", "attntopo.io._lock", "attntopo.io", "attntopo.io:_lock"),
+        (
+            "attntopo.analyses._analysis",
+            "attntopo.topology.persistence._check_threads",
+            "attntopo.topology.persistence",
+            "attntopo.topology.persistence:_check_threads",
+        ),
+        # the declared interfaces are public modules and names
+        (
+            "attntopo.analyses._analysis",
+            "attntopo.topology.persistence.persistence_batch_valid",
+            "attntopo.topology.persistence",
+            None,
+        ),
+        (
+            "attntopo.sklearn",
+            "attntopo.features.pipeline.best_heads",
+            "attntopo.features.pipeline",
+            None,
+        ),
+        (
+            "attntopo.theory._depth",
+            "attntopo.models.instruments.forward_capture",
+            "attntopo.models.instruments",
+            None,
+        ),
+        # allowed: a subpackage's own private modules, public names, the package's vocabulary
+        (
+            "attntopo.features._compute",
+            "attntopo.features._select.best_heads",
+            "attntopo.features._select",
+            None,
+        ),
+        ("attntopo.corpus._work", "attntopo.features.features", "attntopo.features", None),
+        ("attntopo.corpus._work", "attntopo._validation.check_bool", "attntopo._validation", None),
+        ("attntopo.corpus._work", "attntopo._progress", "attntopo._progress", None),
+        ("attntopo.web.api", "attntopo.__version__", "attntopo", None),  # dunders are not private
+    ],
+)
 def test_private_reach(src, target, resolved, reach):
     assert _load_tool().private_reach(src, target, resolved) == reach
 
 
-def test_the_checker_rejects_private_cross_imports_and_stale_allowances(tmp_path, monkeypatch, capsys):
+def test_the_checker_rejects_private_cross_imports_and_stale_allowances(
+    tmp_path, monkeypatch, capsys
+):
     """A synthetic package: an unlisted private cross-import fails with its file and line, a
     listed one passes, and a listed one that no longer occurs fails as stale."""
     tool = _load_tool()
-    pkg = _synthetic_package(tmp_path, {"features/_compute.py": "def chunk_start():\n    pass\n",
-                                        "corpus/_work.py": "x = 1\n\nfrom ..features._compute import chunk_start\n"})
+    pkg = _synthetic_package(
+        tmp_path,
+        {
+            "features/_compute.py": "def chunk_start():\n    pass\n",
+            "corpus/_work.py": "x = 1\n\nfrom ..features._compute import chunk_start\n",
+        },
+    )
     monkeypatch.setattr(tool, "ROOT", tmp_path)
     monkeypatch.setattr(tool, "LAYERS", [("low", ("features",)), ("high", ("corpus", ""))])
     monkeypatch.setattr(tool, "ALLOWED_PRIVATE", frozenset())
     assert tool.main([]) == 1
     out = capsys.readouterr().out
-    assert "attntopo/corpus/_work.py:3: attntopo.corpus._work takes attntopo.features._compute" in out
+    assert (
+        "attntopo/corpus/_work.py:3: attntopo.corpus._work takes attntopo.features._compute" in out
+    )
     pair = ("attntopo.corpus._work", "attntopo.features._compute")
     monkeypatch.setattr(tool, "ALLOWED_PRIVATE", frozenset({pair}))
     assert tool.main([]) == 0, capsys.readouterr().out
-    (pkg / "corpus" / "_work.py").write_text("from ..features import _compute  # noqa\n")  # still private
+    (pkg / "corpus" / "_work.py").write_text(
+        "from ..features import _compute  # noqa\n"
+    )  # still private
     assert tool.main([]) == 0
     (pkg / "corpus" / "_work.py").write_text("x = 1\n")  # fixed: the allowance is stale
     assert tool.main([]) == 1
@@ -160,8 +220,15 @@ def test_no_private_cross_imports_today():
     tool = _load_tool()
     files = sorted((tool.ROOT / tool.PACKAGE).rglob("*.py"))
     modules = {tool.module_name(f) for f in files}
-    assert tool.ALLOWED_PRIVATE == frozenset()  # every cross-subpackage need goes through a declared module
-    assert {"attntopo.analyses.building", "attntopo.features.pipeline", "attntopo.models.instruments",
-            "attntopo.models.precision", "attntopo.compress.grouping"} <= modules
+    assert (
+        tool.ALLOWED_PRIVATE == frozenset()
+    )  # every cross-subpackage need goes through a declared module
+    assert {
+        "attntopo.analyses.building",
+        "attntopo.features.pipeline",
+        "attntopo.models.instruments",
+        "attntopo.models.precision",
+        "attntopo.compress.grouping",
+    } <= modules
     r = _run()
     assert r.returncode == 0 and "no private cross-import beyond" in r.stdout, r.stdout

@@ -97,8 +97,18 @@ SMOL_OFFSETS = [(0, 1)] * 3 + [(1, 2)] * 3 + [(2, 4), (3, 4), (4, 6), (5, 6), (6
 def test_byte_level_labels_are_decoded_and_unique():
     labels, sources = token_labels(SMOL_TOKENS, SMOL_OFFSETS, [False] * 12, text=SMOL_TEXT)
     assert labels == [
-        "🍕(1/3)", "🍕(2/3)", "🍕(3/3)", "🍕(1/3)#2", "🍕(2/3)#2", "🍕(3/3)#2",
-        "·П(1/2)", "П(2/2)", "·П(1/2)#2", "П(2/2)#2", "↵", "next",
+        "🍕(1/3)",
+        "🍕(2/3)",
+        "🍕(3/3)",
+        "🍕(1/3)#2",
+        "🍕(2/3)#2",
+        "🍕(3/3)#2",
+        "·П(1/2)",
+        "П(2/2)",
+        "·П(1/2)#2",
+        "П(2/2)#2",
+        "↵",
+        "next",
     ]
     assert sources == ["🍕"] * 6 + [" П", "П", " П", "П", "\n", "next"]
     # without the text (a result of Attention.from_weights): the same decoding
@@ -109,13 +119,24 @@ def test_space_newline_tab_marks():
     toks = ["ĠHello", "Ġ", "Ġworld", "ĊĊ", "ĉ", "x"]
     text = " Hello  world\n\n\tx"
     offs = [(0, 6), (6, 7), (7, 13), (13, 15), (15, 16), (16, 17)]
-    assert token_labels(toks, offs, [False] * 6, text=text)[0] == ["·Hello", "·", "·world", "↵↵", "⇥", "x"]
+    assert token_labels(toks, offs, [False] * 6, text=text)[0] == [
+        "·Hello",
+        "·",
+        "·world",
+        "↵↵",
+        "⇥",
+        "x",
+    ]
     assert SPACE_MARK == "·" and NEWLINE_MARK == "↵"
     # trimmed offsets (the space not in the span) give the same labels
     trimmed = [(1, 6), (6, 7), (8, 13), (13, 15), (15, 16), (16, 17)]
     assert token_labels(toks, trimmed, [False] * 6, text=text)[0][:3] == ["·Hello", "·", "·world"]
     # tokens given as decoded text (TransformerLens' to_str_tokens)
-    assert token_labels([" Hello", " world", "\n"], [(0, 0)] * 3, [False] * 3)[0] == ["·Hello", "·world", "↵"]
+    assert token_labels([" Hello", " world", "\n"], [(0, 0)] * 3, [False] * 3)[0] == [
+        "·Hello",
+        "·world",
+        "↵",
+    ]
 
 
 def test_wordpiece_labels_unknown_and_special():
@@ -127,19 +148,31 @@ def test_wordpiece_labels_unknown_and_special():
     assert labels == ["[CLS]", "I", "love", "[UNK]", "and", "[UNK]#2", "[SEP]"]
     assert sources == ["", "I", "love", "🍕", "and", "猫", ""]
     # continuation pieces read as the text they cover; accents and case as uncased BERT folds them
-    labels, _ = token_labels(["en", "##tangle", "##ment", "cafe"], [(0, 2), (2, 8), (8, 12), (13, 17)],
-                             [False] * 4, text="entanglement café")
+    labels, _ = token_labels(
+        ["en", "##tangle", "##ment", "cafe"],
+        [(0, 2), (2, 8), (8, 12), (13, 17)],
+        [False] * 4,
+        text="entanglement café",
+    )
     assert labels == ["en", "tangle", "ment", "café"]
     # SentencePiece's ▁ is a leading space
-    assert token_labels(["▁Hello", "▁world"], [(0, 5), (6, 11)], [False] * 2, text="Hello world")[0] == [
-        "·Hello", "·world"]
+    assert token_labels(["▁Hello", "▁world"], [(0, 5), (6, 11)], [False] * 2, text="Hello world")[
+        0
+    ] == ["·Hello", "·world"]
 
 
 def test_attention_labels_and_sources_follow_the_tokens():
     n = len(SMOL_TOKENS)
     w = np.tril(np.ones((n, n), np.float32))
-    att = Attention(w[None, None] / w.sum(-1, keepdims=True), SMOL_TOKENS, SMOL_OFFSETS,
-                    np.zeros(n, bool), True, "m", text=SMOL_TEXT)
+    att = Attention(
+        w[None, None] / w.sum(-1, keepdims=True),
+        SMOL_TOKENS,
+        SMOL_OFFSETS,
+        np.zeros(n, bool),
+        True,
+        "m",
+        text=SMOL_TEXT,
+    )
     assert att.tokens == SMOL_TOKENS  # the tokenizer's strings, untouched
     assert att.labels[10] == "↵" and att.sources[6] == " П"
     p = att.prefix(7)  # a prefix recomputes its labels: the cut character's piece is marked
@@ -147,8 +180,13 @@ def test_attention_labels_and_sources_follow_the_tokens():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["the", "the#2", "a", "Ġthe", "[UNK]", "##s", "ðŁ", " x", "", "\n"]),
-                min_size=1, max_size=30))
+@given(
+    st.lists(
+        st.sampled_from(["the", "the#2", "a", "Ġthe", "[UNK]", "##s", "ðŁ", " x", "", "\n"]),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_labels_are_unique_and_one_per_token(tokens):
     labels, sources = token_labels(tokens, [(0, 0)] * len(tokens), [False] * len(tokens), text="")
     assert len(labels) == len(tokens) == len(sources)
@@ -157,7 +195,13 @@ def test_labels_are_unique_and_one_per_token(tokens):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["the", "Ġthe", "Ċ", "ĠÐ", "Ł", "ðŁ", "į", "ķ", "ĠĠ"]), min_size=1, max_size=30))
+@given(
+    st.lists(
+        st.sampled_from(["the", "Ġthe", "Ċ", "ĠÐ", "Ł", "ðŁ", "į", "ķ", "ĠĠ"]),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_byte_level_tokens_never_leak_markers(tokens):
     tokens = ["Ġa"] + tokens  # a byte-level text of two words or more
     labels, _ = token_labels(tokens, [(0, 0)] * len(tokens), [False] * len(tokens), text="")
@@ -204,8 +248,11 @@ def test_from_weights_row_sums_and_renormalize():
     tol = (64 + 2) * 2.0**-24  # row_sum_tolerance("float32", 64)
     off = w.copy()
     off[1, 2, 7] *= 1 + 3 * tol
-    with pytest.raises(InvalidInputError, match=r"^every row of attention must sum to 1 .*layer 1, head 2, row 7 "
-                                                r"sums to .*renormalize=True"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^every row of attention must sum to 1 .*layer 1, head 2, row 7 "
+        r"sums to .*renormalize=True",
+    ):
         Attention.from_weights(off, ["t"] * 64)
     r = Attention.from_weights(off * 3, ["t"] * 64, renormalize=True)
     np.testing.assert_allclose(r.weights.sum(-1), 1, rtol=0, atol=64 * 2.0**-24)
@@ -230,15 +277,23 @@ def test_from_weights_low_precision_rows_are_checked_at_their_rounding_and_renor
     # is about 2^-8 whatever n, not n times it (which would pass anything at n = 40)
     bad = w.double()
     bad[1, 2, 5] *= 1 + 2 * row_sum_tolerance("bfloat16", n)
-    with pytest.raises(InvalidInputError, match=r"within 0.0039, the rounding of a bfloat16 .*layer 1, head 2, row 5 sums to"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"within 0.0039, the rounding of a bfloat16 .*layer 1, head 2, row 5 sums to",
+    ):
         Attention.from_weights(bad.to(torch.bfloat16), ["x"] * n)
 
 
 @pytest.mark.parametrize(
     "weights, tokens, kwargs, message",
     [
-        (None, ["a"], {}, r"^weights must be an array or a torch tensor of shape \(L, H, n, n\), \(H, n, n\) "
-                          r"or \(n, n\), got NoneType$"),
+        (
+            None,
+            ["a"],
+            {},
+            r"^weights must be an array or a torch tensor of shape \(L, H, n, n\), \(H, n, n\) "
+            r"or \(n, n\), got NoneType$",
+        ),
         ("abc", ["a"], {}, r"got str$"),
         ({"w": 1}, ["a"], {}, r"got dict$"),
         ([[1, 0], [1]], ["a", "b"], {}, r"^weights must be an array or a torch tensor, got list"),
@@ -246,13 +301,28 @@ def test_from_weights_low_precision_rows_are_checked_at_their_rounding_and_renor
         (np.ones((2, 3)) / 3, ["a", "b"], {}, r"^weights must have shape .* got shape \(2, 3\)$"),
         (np.ones((1, 1, 1, 2, 2)) / 2, ["a", "b"], {}, r"pick one text: weights\[0\]\)$"),
         (np.ones(3) / 3, ["a"] * 3, {}, r"got shape \(3,\)$"),
-        (np.eye(2), None, {}, r"^tokens must be a list of 2 strings \(one per row of the weights\), got NoneType$"),
+        (
+            np.eye(2),
+            None,
+            {},
+            r"^tokens must be a list of 2 strings \(one per row of the weights\), got NoneType$",
+        ),
         (np.eye(2), "ab", {}, r"got str$"),
         (np.eye(2), ["a"], {}, r"got 1$"),
         (np.eye(2), ["a", 2], {}, r"got an item of type int$"),
-        (np.array([[np.nan, 1], [0, 1]]), ["a", "b"], {}, r"^weights hold NaN or infinity \(first at layer 0, head 0, row 0\)"),
+        (
+            np.array([[np.nan, 1], [0, 1]]),
+            ["a", "b"],
+            {},
+            r"^weights hold NaN or infinity \(first at layer 0, head 0, row 0\)",
+        ),
         (np.array([[1.5, -0.5], [0, 1]]), ["a", "b"], {}, r"^weights hold negative values"),
-        (np.ones((2, 2)) / 2, ["a", "b"], {"causal": True}, r"^causal=True but some weights above the diagonal"),
+        (
+            np.ones((2, 2)) / 2,
+            ["a", "b"],
+            {"causal": True},
+            r"^causal=True but some weights above the diagonal",
+        ),
         (np.eye(2), ["a", "b"], {"causal": "yes"}, r"^causal must be True or False"),
         (np.eye(2), ["a", "b"], {"model": None}, r"^model must be a non-empty name"),
         (np.eye(2), ["a", "b"], {"renormalize": 1}, r"^renormalize must be True or False"),
@@ -269,14 +339,24 @@ def test_token_alignment_keys_come_from_the_text_not_the_display_labels():
 
     def byte_level(text, pieces):
         n = len(pieces)
-        return Attention.from_weights(_rows((1, 1, n, n)), [p for p, _, _ in pieces], text=text,
-                                      offsets=[(a, b) for _, a, b in pieces])
+        return Attention.from_weights(
+            _rows((1, 1, n, n)),
+            [p for p, _, _ in pieces],
+            text=text,
+            offsets=[(a, b) for _, a, b in pieces],
+        )
 
-    A = byte_level("theory, the theory", [("theory", 0, 6), (",", 6, 7), ("Ġthe", 7, 11),
-                                          ("Ġtheory", 11, 18)])
-    B = byte_level("theory of the theory", [("theory", 0, 6), ("Ġof", 6, 9), ("Ġthe", 9, 13),
-                                            ("Ġtheory", 13, 20)])
+    A = byte_level(
+        "theory, the theory", [("theory", 0, 6), (",", 6, 7), ("Ġthe", 7, 11), ("Ġtheory", 11, 18)]
+    )
+    B = byte_level(
+        "theory of the theory",
+        [("theory", 0, 6), ("Ġof", 6, 9), ("Ġthe", 9, 13), ("Ġtheory", 13, 20)],
+    )
     assert A.labels[3] == "·theory" and B.labels[3] == "·theory"
     c = at.compare(A, B, alignment=[(0, 3), (3, 0), (2, 2)], alignment_units="token", scale=0.5)
-    assert [(s.key, s.a, s.b) for s in c.shared_tokens] == [("theory", 0, 3), ("theory#2", 3, 0),
-                                                            ("the", 2, 2)]
+    assert [(s.key, s.a, s.b) for s in c.shared_tokens] == [
+        ("theory", 0, 3),
+        ("theory#2", 3, 0),
+        ("the", 2, 2),
+    ]

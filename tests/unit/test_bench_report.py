@@ -27,7 +27,7 @@ def test_engines_section_shows_every_measured_size(report_module):
     section = "\n".join(report_module.engines_section())
     rows = [ln for ln in section.splitlines() if ln.startswith("| ") and ln[2].isdigit()]
     sizes = [int(r["n"]) for r in doc["table"]]
-    assert [int(ln.split("|")[1]) for ln in rows[:len(sizes)]] == sizes
+    assert [int(ln.split("|")[1]) for ln in rows[: len(sizes)]] == sizes
     first = doc["table"][0]
     assert f"{first['giotto_alone_ms']:.2f} / {first['giotto_busy_ms']:.2f}" in rows[0]
 

@@ -31,9 +31,14 @@ def _error(call):
 
 def test_calling_the_subpackage_calls_its_function():
     # the same typed error, raised before any model loads, through both spellings
-    assert _error(lambda: attntopo.compress("", model="minilm")) == _error(lambda: attntopo.compress.compress("", model="minilm"))
-    assert (_error(lambda: attntopo.features(["a text"], model="minilm", sets=("no-such-set",)))
-            == _error(lambda: attntopo.features.features(["a text"], model="minilm", sets=("no-such-set",))))
+    assert _error(lambda: attntopo.compress("", model="minilm")) == _error(
+        lambda: attntopo.compress.compress("", model="minilm")
+    )
+    assert _error(
+        lambda: attntopo.features(["a text"], model="minilm", sets=("no-such-set",))
+    ) == _error(
+        lambda: attntopo.features.features(["a text"], model="minilm", sets=("no-such-set",))
+    )
 
 
 @pytest.mark.parametrize("name", ["compress", "features"])
@@ -44,8 +49,10 @@ def test_arguments_and_result_pass_through(name, monkeypatch):
 
 
 def test_lazy_access_in_a_fresh_interpreter():
-    code = ("import attntopo, sys; assert 'attntopo.compress' not in sys.modules; "
-            "c = attntopo.compress; assert callable(c) and c.compress is not c; "
-            "from attntopo import features; assert callable(features); print('ok')")
+    code = (
+        "import attntopo, sys; assert 'attntopo.compress' not in sys.modules; "
+        "c = attntopo.compress; assert callable(c) and c.compress is not c; "
+        "from attntopo import features; assert callable(features); print('ok')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

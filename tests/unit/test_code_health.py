@@ -26,14 +26,20 @@ MAX_CODE_LINES = 100
 
 def _code_rows(source: str) -> set[int]:
     """The line numbers where a logical line ends (its ``NEWLINE`` token)."""
-    return {tok.start[0] for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-            if tok.type == tokenize.NEWLINE}
+    return {
+        tok.start[0]
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.NEWLINE
+    }
 
 
 def _docstring_rows(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
     first = fn.body[0]
-    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str)):
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
         return set(range(first.lineno, first.end_lineno + 1))
     return set()
 
@@ -88,8 +94,12 @@ def test_the_count_takes_nested_functions_and_multiline_strings():
 
 
 def _sources() -> list[Path]:
-    return sorted(p for folder in FOLDERS for p in (ROOT / folder).rglob("*.py")
-                  if "build" not in p.relative_to(ROOT).parts)
+    return sorted(
+        p
+        for folder in FOLDERS
+        for p in (ROOT / folder).rglob("*.py")
+        if "build" not in p.relative_to(ROOT).parts
+    )
 
 
 def test_there_are_sources_to_check():
@@ -100,7 +110,8 @@ def test_there_are_sources_to_check():
 def test_no_function_runs_over_100_code_lines(folder):
     offenders = [
         f"{p.relative_to(ROOT)}:{line} {name} ({n} code lines)"
-        for p in _sources() if p.relative_to(ROOT).parts[0] == folder
+        for p in _sources()
+        if p.relative_to(ROOT).parts[0] == folder
         for name, line, n in long_functions(p.read_text(encoding="utf-8"))
     ]
     assert not offenders, (

@@ -28,7 +28,9 @@ def _closure(extras: dict[str, list[str]], names: list[str]) -> set[str]:
 
 
 def test_make_test_installs_pandas_for_to_pandas():
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     make = (ROOT / "Makefile").read_text()
     installed = re.search(r'pip\)? install -q -e "\.\[([\w,]+)\]"', make.replace("$(PIP)", "pip"))
     assert installed, "the Makefile's editable install line moved"

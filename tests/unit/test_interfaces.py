@@ -6,7 +6,11 @@ import importlib
 
 import pytest
 
-INTERFACES = ["attntopo.analyses.building", "attntopo.features.pipeline", "attntopo.models.instruments"]
+INTERFACES = [
+    "attntopo.analyses.building",
+    "attntopo.features.pipeline",
+    "attntopo.models.instruments",
+]
 
 
 @pytest.mark.parametrize("name", INTERFACES)
@@ -22,8 +26,7 @@ def test_every_declared_name_resolves_and_is_documented(name):
 
 
 def test_pipeline_names_are_the_private_objects():
-    from attntopo.features import _cache, _compute, _select
-    from attntopo.features import pipeline
+    from attntopo.features import _cache, _compute, _select, pipeline
 
     assert pipeline.stream_into is _compute.stream_into
     assert pipeline.cached_rows is _cache.cached_rows

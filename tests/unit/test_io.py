@@ -82,11 +82,16 @@ def test_layout_names_content(tmp_path):
     import hashlib
     import json
 
-    save_payload(tmp_path / "r", {"kind": "t"}, {"a": np.arange(3)}, extra_files={"figures/x.png": b"png"})
+    save_payload(
+        tmp_path / "r", {"kind": "t"}, {"a": np.arange(3)}, extra_files={"figures/x.png": b"png"}
+    )
     meta = json.loads((tmp_path / "r" / "attntopo.json").read_text())
     name = meta["storage"]["arrays"]
     assert _tree(tmp_path / "r") == sorted(["attntopo.json", name, "figures/x.png"])
-    assert name == f"arrays-{hashlib.sha256((tmp_path / 'r' / name).read_bytes()).hexdigest()[:16]}.npz"
+    assert (
+        name
+        == f"arrays-{hashlib.sha256((tmp_path / 'r' / name).read_bytes()).hexdigest()[:16]}.npz"
+    )
     assert meta["storage"]["extra_files"] == {"figures/x.png": hashlib.sha256(b"png").hexdigest()}
     assert "storage" not in load_payload(tmp_path / "r")[0]
     assert [p.name for p in tmp_path.iterdir()] == ["r"]
@@ -94,9 +99,19 @@ def test_layout_names_content(tmp_path):
 
 def test_overwrite_leaves_exactly_the_new_result(tmp_path):
     r = tmp_path / "r"
-    save_payload(r, {"kind": "t", "v": 1}, {"a": np.zeros(2)}, extra_files={"figures/a.png": b"1", "b.txt": b"1"})
+    save_payload(
+        r,
+        {"kind": "t", "v": 1},
+        {"a": np.zeros(2)},
+        extra_files={"figures/a.png": b"1", "b.txt": b"1"},
+    )
     (r / "figures" / "notes.txt").write_text("overwrite replaces the folder, as format 1 did")
-    save_payload(r, {"kind": "t", "v": 2}, {"b": np.ones(3)}, extra_files={"figures/a.png": b"2", "c/d.txt": b"2"})
+    save_payload(
+        r,
+        {"kind": "t", "v": 2},
+        {"b": np.ones(3)},
+        extra_files={"figures/a.png": b"2", "c/d.txt": b"2"},
+    )
     meta, arrays = load_payload(r)
     assert meta["v"] == 2 and list(arrays) == ["b"]
     arrays_files = [p.name for p in r.glob("arrays-*.npz")]
@@ -115,8 +130,19 @@ def test_extra_files_may_swap_file_and_folder(tmp_path):
     assert len(_tree(r)) == 4
 
 
-@pytest.mark.parametrize("name", ["../x", "/abs", "", "attntopo.json", "arrays.npz",
-                                  "arrays-0123456789abcdef.npz", ".attntopo-x.tmp/y", "a\\b"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../x",
+        "/abs",
+        "",
+        "attntopo.json",
+        "arrays.npz",
+        "arrays-0123456789abcdef.npz",
+        ".attntopo-x.tmp/y",
+        "a\\b",
+    ],
+)
 def test_extra_file_names_refused(tmp_path, name):
     with pytest.raises(InvalidInputError, match="extra file name"):
         save_payload(tmp_path / "r", {"kind": "t"}, {}, extra_files={name: b"x"})
@@ -154,8 +180,11 @@ def test_format_1_is_refused_in_one_line_and_overwritten_by_a_save(tmp_path):
     a save over it leaves exactly the new result."""
     r = tmp_path / "r"
     _save_format1(r, {"kind": "t", "v": 1}, {"a": np.arange(4)}, {"figures/old.png": b"o"})
-    with pytest.raises(ResultFormatError, match=r"is format 1 \(written before the first release.*"
-                                                r"compute the result again and save it$"):
+    with pytest.raises(
+        ResultFormatError,
+        match=r"is format 1 \(written before the first release.*"
+        r"compute the result again and save it$",
+    ):
         load_payload(r)
     save_payload(r, {"kind": "t", "v": 2}, {"a": np.arange(5)})
     assert load_payload(r)[0] == {"kind": "t", "v": 2, "format_version": FORMAT_VERSION}
@@ -213,15 +242,26 @@ def _one_line_error(folder, *fragments):
     return msg
 
 
-@pytest.mark.parametrize("text, what", [("[1, 2]", "a list"), ('"kind"', "a string"), ("3.5", "a number"),
-                                        ("null", "null"), ("true", "a boolean")])
+@pytest.mark.parametrize(
+    "text, what",
+    [
+        ("[1, 2]", "a list"),
+        ('"kind"', "a string"),
+        ("3.5", "a number"),
+        ("null", "null"),
+        ("true", "a boolean"),
+    ],
+)
 def test_meta_that_is_not_an_object(tmp_path, text, what):
     _one_line_error(_with_meta(tmp_path, text), f"holds {what}", "not an object")
 
 
 @pytest.mark.parametrize("kind", ["[1, 2]", '{"a": 1}', "3", "null"])
 def test_kind_that_is_not_a_string(tmp_path, kind):
-    _one_line_error(_with_meta(tmp_path, f'{{"kind": {kind}, "format_version": 2}}'), "result kind must be a string")
+    _one_line_error(
+        _with_meta(tmp_path, f'{{"kind": {kind}, "format_version": 2}}'),
+        "result kind must be a string",
+    )
 
 
 def test_kind_missing(tmp_path):
@@ -234,8 +274,10 @@ def test_meta_nested_too_deeply(tmp_path):
 
 
 def test_meta_with_a_huge_integer(tmp_path):
-    _one_line_error(_with_meta(tmp_path, '{"kind": "t", "format_version": 2, "n": ' + "7" * 5000 + "}"),
-                    "corrupt")
+    _one_line_error(
+        _with_meta(tmp_path, '{"kind": "t", "format_version": 2, "n": ' + "7" * 5000 + "}"),
+        "corrupt",
+    )
 
 
 def test_meta_too_large(tmp_path, monkeypatch):
@@ -248,15 +290,21 @@ def test_meta_too_large(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("version", ['"2"', "true", "1.0", "2.5", "null", "[2]", "0", "99"])
 def test_format_version_not_a_supported_integer(tmp_path, version):
-    _one_line_error(_with_meta(tmp_path, f'{{"kind": "t", "format_version": {version}}}'),
-                    "format_version must be 2")
+    _one_line_error(
+        _with_meta(tmp_path, f'{{"kind": "t", "format_version": {version}}}'),
+        "format_version must be 2",
+    )
 
 
-@pytest.mark.parametrize("storage", ['null', '[]', '{"arrays": 3}', '{"arrays": "../../etc/passwd"}',
-                                     '{"arrays": "arrays.npz"}'])
+@pytest.mark.parametrize(
+    "storage",
+    ["null", "[]", '{"arrays": 3}', '{"arrays": "../../etc/passwd"}', '{"arrays": "arrays.npz"}'],
+)
 def test_storage_that_names_no_array_file(tmp_path, storage):
-    _one_line_error(_with_meta(tmp_path, f'{{"kind": "t", "format_version": 2, "storage": {storage}}}'),
-                    "storage.arrays")
+    _one_line_error(
+        _with_meta(tmp_path, f'{{"kind": "t", "format_version": 2, "storage": {storage}}}'),
+        "storage.arrays",
+    )
 
 
 def test_array_file_missing(tmp_path):

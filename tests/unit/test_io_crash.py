@@ -48,14 +48,24 @@ def _payload(version: str, seed: int, extra: dict[str, bytes], compress: bool = 
         f"only_{version}": np.arange(seed + 5, dtype=np.int32),
         "mask": rng.random(17) > 0.5,
     }
-    return {"meta": {"kind": "crash_test", "v": version, "n": seed, "x": "inf"},
-            "arrays": arrays, "extra": extra, "compress": compress}
+    return {
+        "meta": {"kind": "crash_test", "v": version, "n": seed, "x": "inf"},
+        "arrays": arrays,
+        "extra": extra,
+        "compress": compress,
+    }
 
 
 # one extra file in both results, one only in the old, one only in the new
-OLD = _payload("old", 1, {"figures/a.png": b"old a" * 3000, "notes/old.txt": b"only in the old result"})
-NEW = _payload("new", 2, {"figures/a.png": b"new a" * 5000, "top.txt": b"only in the new result"},
-               compress=True)
+OLD = _payload(
+    "old", 1, {"figures/a.png": b"old a" * 3000, "notes/old.txt": b"only in the old result"}
+)
+NEW = _payload(
+    "new",
+    2,
+    {"figures/a.png": b"new a" * 5000, "top.txt": b"only in the new result"},
+    compress=True,
+)
 THIRD = _payload("third", 3, {"figures/a.png": b"third"})
 
 
@@ -64,17 +74,28 @@ def _tree(folder):
 
 
 def _save(folder, payload):
-    save_payload(folder, payload["meta"], payload["arrays"], extra_files=payload["extra"],
-                 compress=payload["compress"])
+    save_payload(
+        folder,
+        payload["meta"],
+        payload["arrays"],
+        extra_files=payload["extra"],
+        compress=payload["compress"],
+    )
 
 
 def _is(folder, payload) -> bool:
     """Whether ``load_payload(folder)`` gives exactly ``payload``
     (metadata, array names, dtypes, values)."""
     meta, arrays = load_payload(folder)
-    if meta != {**payload["meta"], "format_version": FORMAT_VERSION} or arrays.keys() != payload["arrays"].keys():
+    if (
+        meta != {**payload["meta"], "format_version": FORMAT_VERSION}
+        or arrays.keys() != payload["arrays"].keys()
+    ):
         return False
-    return all(arrays[k].dtype == v.dtype and np.array_equal(arrays[k], v) for k, v in payload["arrays"].items())
+    return all(
+        arrays[k].dtype == v.dtype and np.array_equal(arrays[k], v)
+        for k, v in payload["arrays"].items()
+    )
 
 
 def _crash_save(spec_dir, target, payload, k):
@@ -83,11 +104,22 @@ def _crash_save(spec_dir, target, payload, k):
     spec = spec_dir / "spec"
     np.savez(f"{spec}.npz", **payload["arrays"])
     with open(f"{spec}.json", "w") as f:
-        json.dump({"meta": payload["meta"], "compress": payload["compress"],
-                   "extra": {n: b.hex() for n, b in payload["extra"].items()}}, f)
+        json.dump(
+            {
+                "meta": payload["meta"],
+                "compress": payload["compress"],
+                "extra": {n: b.hex() for n, b in payload["extra"].items()},
+            },
+            f,
+        )
     env = dict(os.environ, ATTNTOPO_TEST_CRASH_AT=str(k))
-    r = subprocess.run([sys.executable, "-c", CHILD, str(target), str(spec)], env=env,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, str(target), str(spec)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode in (0, CRASHED), r.stderr
     return r.returncode == 0
 
@@ -199,12 +231,20 @@ def test_concurrent_saves_and_loads(tmp_path):
     """Saves into one folder are serialized; every load sees one whole payload."""
     target = tmp_path / "result"
     roles = [("save", 1), ("save", 2), ("save", 3), ("load", 0), ("load", 0)]
-    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT, str(target), role, str(i)],
-                              stderr=subprocess.PIPE, text=True) for role, i in roles]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT, str(target), role, str(i)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for role, i in roles
+    ]
     errors = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * len(procs), errors
     meta, arrays = load_payload(target)
     assert np.array_equal(arrays["a"], np.full(1000 + meta["i"], meta["i"]))
     assert (target / "figures" / "f.txt").read_text() == f"{meta['i']} {meta['j']}"
-    assert _tree(target) == sorted(["attntopo.json", next(target.glob("arrays-*")).name, "figures/f.txt"])
+    assert _tree(target) == sorted(
+        ["attntopo.json", next(target.glob("arrays-*")).name, "figures/f.txt"]
+    )
     assert [p.name for p in tmp_path.iterdir()] == ["result"]

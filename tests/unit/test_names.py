@@ -93,13 +93,23 @@ def test_no_retired_names_in_public_signatures():
             if p.name in RETIRED or _retired_as_selection(p.name, p.annotation, p.default):
                 found.add((qual, p.name))
     # a class re-exported under several modules counts once, under its top-level name
-    new = {f for f in found if f not in PENDING and not any(
-        f[1] == p and f[0].endswith("." + q.split(".")[-1]) for q, p in PENDING)}
+    new = {
+        f
+        for f in found
+        if f not in PENDING
+        and not any(f[1] == p and f[0].endswith("." + q.split(".")[-1]) for q, p in PENDING)
+    }
     glossary = {**RETIRED, **RETIRED_AS_SELECTION}
     assert not new, "retired names in public signatures (docs/api.md, Names): " + ", ".join(
-        f"{q}({p}=) -> {glossary[p]}" for q, p in sorted(new))
-    stale = {e for e in PENDING if not any(e[1] == p and (q == e[0] or q.endswith(
-        "." + e[0].split(".")[-1])) for q, p in found)}
+        f"{q}({p}=) -> {glossary[p]}" for q, p in sorted(new)
+    )
+    stale = {
+        e
+        for e in PENDING
+        if not any(
+            e[1] == p and (q == e[0] or q.endswith("." + e[0].split(".")[-1])) for q, p in found
+        )
+    }
     assert not stale, f"done renames still listed as PENDING (remove them): {sorted(stale)}"
 
 
@@ -107,9 +117,16 @@ def test_the_name_checks_walk_every_public_module():
     """The walk reaches the subpackages' public modules (topology.multiparameter, datasets,
     plots, words), not only the package's top level: a walk that missed them would pass."""
     mods = set(public_modules())
-    for must in ("attntopo", "attntopo.topology.multiparameter", "attntopo.datasets",
-                 "attntopo.plots", "attntopo.words", "attntopo.features.pipeline",
-                 "attntopo.hardmax", "attntopo.sklearn"):
+    for must in (
+        "attntopo",
+        "attntopo.topology.multiparameter",
+        "attntopo.datasets",
+        "attntopo.plots",
+        "attntopo.words",
+        "attntopo.features.pipeline",
+        "attntopo.hardmax",
+        "attntopo.sklearn",
+    ):
         assert must in mods, must
     assert not any(m.split(".")[1:2] in (["cli"], ["web"]) for m in mods)
     quals = {q for q, _ in _public_callables()}
@@ -122,13 +139,17 @@ def test_the_retired_names_are_caught(monkeypatch):
     ``layer``/``head``, a default head."""
     import inspect as _inspect
 
-    def f(text, *, texts_or_atts=None, text_or_path=None, eps=0.1, layer: Sequence[int] = (0,),
-          head=0):
+    def f(
+        text, *, texts_or_atts=None, text_or_path=None, eps=0.1, layer: Sequence[int] = (0,), head=0
+    ):
         return text
 
     params = _inspect.signature(f).parameters
-    caught = {n for n, p in params.items()
-              if n in RETIRED or _retired_as_selection(n, p.annotation, p.default)}
+    caught = {
+        n
+        for n, p in params.items()
+        if n in RETIRED or _retired_as_selection(n, p.annotation, p.default)
+    }
     assert caught == {"texts_or_atts", "text_or_path", "eps", "layer", "head"}
 
     def g(layer: int, head: int | None = None):
@@ -159,8 +180,11 @@ def test_no_renames_pending():
 def test_layer_and_head_name_one_index_layers_and_heads_a_selection():
     """``layer``/``head`` name one index (``result.diagram(layer, head)``); a parameter that takes
     several (an int, a list or None for all) is ``layers``/``heads``, as in every analysis."""
-    selecting = {qual: p.name for qual, p in _all_parameters()
-                 if p.name in ("layer", "head") and "Sequence" in str(p.annotation)}
+    selecting = {
+        qual: p.name
+        for qual, p in _all_parameters()
+        if p.name in ("layer", "head") and "Sequence" in str(p.annotation)
+    }
     assert not selecting, f"selections spelled layer/head (write layers=/heads=): {selecting}"
     import attntopo as at
 
@@ -180,10 +204,19 @@ def test_retired_names_in_no_cli_option_or_web_field():
             yield path, cmd
 
     retired_flags = {"--" + old.replace("_", "-") for old in RETIRED}
-    found = {(" ".join(path), opt) for path, cmd in commands(typer.main.get_command(app))
-             for p in cmd.params for opt in (*p.opts, *p.secondary_opts) if opt in retired_flags}
-    found |= {(" ".join(path), p.name) for path, cmd in commands(typer.main.get_command(app))
-              for p in cmd.params if p.name in RETIRED}
+    found = {
+        (" ".join(path), opt)
+        for path, cmd in commands(typer.main.get_command(app))
+        for p in cmd.params
+        for opt in (*p.opts, *p.secondary_opts)
+        if opt in retired_flags
+    }
+    found |= {
+        (" ".join(path), p.name)
+        for path, cmd in commands(typer.main.get_command(app))
+        for p in cmd.params
+        if p.name in RETIRED
+    }
     assert not found, f"retired names on the command line: {sorted(found)}"
     n_options = sum(len(cmd.params) for _, cmd in commands(typer.main.get_command(app)))
     assert n_options > 100  # the walk sees every command's options
@@ -193,8 +226,12 @@ def test_retired_names_in_no_cli_option_or_web_field():
 
     models = _request_models(Settings())
     assert models and all(m.model_fields for m in models)  # the walk sees the web's fields
-    fields = {(m.__name__, f) for m in models for f, info in m.model_fields.items()
-              if f in RETIRED or _retired_as_selection(f, info.annotation, info.default)}
+    fields = {
+        (m.__name__, f)
+        for m in models
+        for f, info in m.model_fields.items()
+        if f in RETIRED or _retired_as_selection(f, info.annotation, info.default)
+    }
     assert not fields, f"retired names in the web API: {sorted(fields)}"
 
 
@@ -223,7 +260,9 @@ def test_selection_and_options_after_the_data_are_keywords(call):
     assert positional[-1] == "model" and params["layers"].kind is inspect.Parameter.KEYWORD_ONLY
 
 
-@pytest.mark.parametrize("fn_name", ["token_distances", "persistence", "head_distances", "head_space"])
+@pytest.mark.parametrize(
+    "fn_name", ["token_distances", "persistence", "head_distances", "head_space"]
+)
 def test_n_threads_is_n_jobs_everywhere(fn_name):
     """Renamed before the first release, without a shim: ``n_threads=`` is Python's TypeError."""
     import attntopo as at
@@ -259,8 +298,10 @@ def test_compare_takes_scale_layers_and_heads_only(fake_pair_for_names):
 def fake_pair_for_names():
     from _synthetic import text_attention
 
-    return (text_attention("the cat sat on the mat", 2, 3, seed=1),
-            text_attention("the dog sat on the rug", 2, 3, seed=2))
+    return (
+        text_attention("the cat sat on the mat", 2, 3, seed=1),
+        text_attention("the dog sat on the rug", 2, 3, seed=2),
+    )
 
 
 def test_result_classes_read_layers_and_heads():
@@ -311,8 +352,14 @@ def test_attention_takes_layers_and_heads_only():
     assert (new.layers, new.heads) == ((3, 5), (0, 2, 4))
     with pytest.raises(TypeError, match="unexpected keyword argument 'layer_ids'"):
         at.Attention.from_weights(w, toks, layer_ids=[3, 5])
-    fields = dict(weights=w, tokens=toks, offsets=[(0, 0)] * 4, special=[False] * 4, causal=False,
-                  model="custom")
+    fields = dict(
+        weights=w,
+        tokens=toks,
+        offsets=[(0, 0)] * 4,
+        special=[False] * 4,
+        causal=False,
+        model="custom",
+    )
     with pytest.raises(TypeError, match="unexpected keyword argument 'head_ids'"):
         at.Attention(**fields, head_ids=(0, 2, 4))
     assert at.Attention(**fields, layers=(3, 5), heads=(0, 2, 4)) == new
@@ -367,17 +414,34 @@ def test_drop_special_defaults_to_false_everywhere():
         except (TypeError, ValueError):
             continue
         # a required drop_special is a recorded value (Timeline's field), not an option
-        if "drop_special" in params and params["drop_special"].default is not inspect.Parameter.empty:
+        if (
+            "drop_special" in params
+            and params["drop_special"].default is not inspect.Parameter.empty
+        ):
             taking[qual] = params
         elif "settings" in params and any(p.kind == p.VAR_KEYWORD for p in params.values()):
             taking[qual] = params  # the feature settings as keywords: FeatureSettings' default
-    wrong = {q: p["drop_special"].default for q, p in taking.items()
-             if "drop_special" in p and not (p["drop_special"].default is False
-                                             or (p["drop_special"].default is None and "settings" in p))}
+    wrong = {
+        q: p["drop_special"].default
+        for q, p in taking.items()
+        if "drop_special" in p
+        and not (
+            p["drop_special"].default is False
+            or (p["drop_special"].default is None and "settings" in p)
+        )
+    }
     assert not wrong, f"drop_special defaults other than False: {wrong}"
-    for must in ("attntopo.analyze", "attntopo.compare", "attntopo.timeline", "attntopo.features.features",
-                 "attntopo.corpus.run", "attntopo.corpus.make_settings", "attntopo.sklearn.AttentionFeatures",
-                 "attntopo.AttentionModel.attention", "attntopo.FeatureSettings"):
+    for must in (
+        "attntopo.analyze",
+        "attntopo.compare",
+        "attntopo.timeline",
+        "attntopo.features.features",
+        "attntopo.corpus.run",
+        "attntopo.corpus.make_settings",
+        "attntopo.sklearn.AttentionFeatures",
+        "attntopo.AttentionModel.attention",
+        "attntopo.FeatureSettings",
+    ):
         assert must in taking, f"{must} takes no drop_special (or is no longer public)"
     assert CorpusSettings.__dataclass_fields__["features"].default is dataclasses.MISSING
     assert FeatureSettings.__dataclass_fields__["drop_special"].default is False
@@ -388,8 +452,12 @@ def test_drop_special_defaults_to_false_everywhere():
         if not getattr(cmd, "commands", None):
             yield path, cmd
 
-    flags = {" ".join(path): p.default for path, cmd in commands(typer.main.get_command(app))
-             for p in cmd.params if p.name in ("drop_special", "setting__drop_special")}
+    flags = {
+        " ".join(path): p.default
+        for path, cmd in commands(typer.main.get_command(app))
+        for p in cmd.params
+        if p.name in ("drop_special", "setting__drop_special")
+    }
     assert {"analyze", "compare", "corpus", "timeline"} <= set(flags)
     assert all(v is False for v in flags.values()), flags
 

@@ -76,8 +76,13 @@ def test_callback_gets_counts_and_stages_in_order():
         r.add_total(3)
         r.stage("second")
         r.advance(4)
-    assert rec.calls == [(0, 2, "first"), (1, 2, "first"), (1, 5, "first"), (1, 5, "second"),
-                         (5, 5, "second")]
+    assert rec.calls == [
+        (0, 2, "first"),
+        (1, 2, "first"),
+        (1, 5, "first"),
+        (1, 5, "second"),
+        (5, 5, "second"),
+    ]
     assert r.label == "job · second"
 
 
@@ -131,13 +136,20 @@ def _probe(stderr_tty: bool, env_value: str | None = None) -> str:
     if env_value is not None:
         env["ATTNTOPO_PROGRESS"] = env_value
     if not stderr_tty:
-        out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, env=env,
-                             check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _PROBE], capture_output=True, text=True, env=env, check=True
+        )
         return out.stdout.strip()
     master, slave = pty.openpty()
     try:
-        out = subprocess.run([sys.executable, "-c", _PROBE], stdout=subprocess.PIPE, stderr=slave,
-                             text=True, env=env, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", _PROBE],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            text=True,
+            env=env,
+            check=True,
+        )
     finally:
         os.close(slave)
         os.close(master)
@@ -181,7 +193,9 @@ def test_persistence_batch_reports_stacks_serially():
     # serially, same-size matrices are computed as stacks of ~50 ms of estimated work: seven
     # small matrices are one report, fifteen of n=100 (~7 ms each) come in several
     rng = np.random.default_rng(2)
-    mats = [_points_matrix(rng, 12) for _ in range(7)] + [_points_matrix(rng, 100) for _ in range(15)]
+    mats = [_points_matrix(rng, 12) for _ in range(7)] + [
+        _points_matrix(rng, 100) for _ in range(15)
+    ]
     rec = Recorder()
     dgms = persistence_batch(mats, n_jobs=1, progress=rec)
     rec.check_complete(22)

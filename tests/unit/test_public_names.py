@@ -52,14 +52,21 @@ def _type_checking_imports(tree: ast.Module, package: str) -> dict[str, str]:
                 where = importlib.util.resolve_name("." * imp.level + (imp.module or ""), package)
                 for alias in imp.names:
                     assert alias.asname == alias.name, (
-                        f"line {imp.lineno}: write `{alias.name} as {alias.name}` (a re-export)")
+                        f"line {imp.lineno}: write `{alias.name} as {alias.name}` (a re-export)"
+                    )
                     out[alias.name] = where
     return out
 
 
 def test_every_lazy_module_is_found():
-    assert {"attntopo", "attntopo.analyses", "attntopo.features", "attntopo.features.pipeline",
-            "attntopo.distances", "attntopo.theory"} <= set(MODULES)
+    assert {
+        "attntopo",
+        "attntopo.analyses",
+        "attntopo.features",
+        "attntopo.features.pipeline",
+        "attntopo.distances",
+        "attntopo.theory",
+    } <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -69,13 +76,17 @@ def test_all_is_derived_from_lazy(name):
     tree, path = _source(name)
     assert set(mod._LAZY) <= set(mod.__all__)
     assert len(mod.__all__) == len(set(mod.__all__))
-    (assign,) = [n for n in tree.body if isinstance(n, ast.Assign)
-                 and any(getattr(t, "id", None) == "__all__" for t in n.targets)]
+    (assign,) = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in n.targets)
+    ]
     names = {n.id for n in ast.walk(assign.value) if isinstance(n, ast.Name)}
     literals = {n.value for n in ast.walk(assign.value) if isinstance(n, ast.Constant)}
     assert "_LAZY" in names, f"{path}:{assign.lineno}: derive __all__ from _LAZY"
     assert not literals & set(mod._LAZY), (
-        f"{path}:{assign.lineno}: {sorted(literals & set(mod._LAZY))} written again in __all__")
+        f"{path}:{assign.lineno}: {sorted(literals & set(mod._LAZY))} written again in __all__"
+    )
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -88,13 +99,16 @@ def test_type_checking_imports_are_the_lazy_names(name):
     imported = _type_checking_imports(tree, package)
     missing = sorted(set(mod._LAZY) - set(imported))
     extra = sorted(set(imported) - set(mod._LAZY))
-    hint = "; ".join(f"from {importlib.util.resolve_name(mod._LAZY[n], package)} import {n} as {n}"
-                     for n in missing)
+    hint = "; ".join(
+        f"from {importlib.util.resolve_name(mod._LAZY[n], package)} import {n} as {n}"
+        for n in missing
+    )
     assert not missing, f"{path}: add to its TYPE_CHECKING block: {hint}"
     assert not extra, f"{path}: TYPE_CHECKING imports {extra}, which are not in _LAZY"
     for public, where in imported.items():
         assert getattr(importlib.import_module(where), public) is getattr(mod, public), (
-            f"{path}: TYPE_CHECKING imports {public} from {where}, _LAZY from {mod._LAZY[public]}")
+            f"{path}: TYPE_CHECKING imports {public} from {where}, _LAZY from {mod._LAZY[public]}"
+        )
 
 
 def test_the_top_level_errors_are_written_once():
@@ -102,8 +116,12 @@ def test_the_top_level_errors_are_written_once():
     takes them from it, and lists each public name once."""
     from attntopo import errors
 
-    tops = {n for n in attntopo.__all__ if isinstance(getattr(attntopo, n, None), type)
-            and issubclass(getattr(attntopo, n), BaseException)}
+    tops = {
+        n
+        for n in attntopo.__all__
+        if isinstance(getattr(attntopo, n, None), type)
+        and issubclass(getattr(attntopo, n), BaseException)
+    }
     assert tops == set(attntopo._ERRORS)
     assert all(getattr(errors, n) is getattr(attntopo, n) for n in tops)
     assert "AttntopoError" in tops and "__version__" in attntopo.__all__

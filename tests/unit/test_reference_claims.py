@@ -16,7 +16,7 @@ TESTS = Path(__file__).resolve().parents[1]
 def _section() -> str:
     text = (TESTS / "README.md").read_text(encoding="utf-8")
     start = text.index("## References and how each is checked")
-    return text[start:text.index("\n## ", start + 3)]
+    return text[start : text.index("\n## ", start + 3)]
 
 
 def test_every_listed_test_exists():

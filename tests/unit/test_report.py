@@ -7,10 +7,10 @@ tests/web/test_report_slider.py and test_report_size.py.
 from __future__ import annotations
 
 import pytest
-from _pages import check_self_contained, parse
-from _synthetic import text_attention
 
 import attntopo as at
+from _pages import check_self_contained, parse
+from _synthetic import text_attention
 from attntopo.errors import InvalidInputError, OutOfRangeError
 
 pytest.importorskip("plotly")
@@ -19,8 +19,11 @@ pytest.importorskip("plotly")
 @pytest.fixture(scope="module")
 def results():
     """A 2-layer × 3-head comparison of two texts with HTML's special characters in them."""
-    c = at.compare(text_attention("Information <b>theory</b> & entropy", seed=1),
-                   text_attention("Quantum information <b>theory</b>", seed=2), n_jobs=1)
+    c = at.compare(
+        text_attention("Information <b>theory</b> & entropy", seed=1),
+        text_attention("Quantum information <b>theory</b>", seed=2),
+        n_jobs=1,
+    )
     return c.a, c
 
 

@@ -22,8 +22,11 @@ from _public import public_callables, signature
 #: Parameters with a default that may still be positional, and why: the whole exception list.
 #: name -> (where, why); where "method": only in a method of a public class.
 POSITIONAL = {
-    "model": ("any", "the model the data goes through: analyze(text, 'minilm'); None loads "
-                     "the default model, so it has a default and is still data"),
+    "model": (
+        "any",
+        "the model the data goes through: analyze(text, 'minilm'); None loads "
+        "the default model, so it has a default and is still data",
+    ),
     "model_a": ("any", "the two models compared: compare_models(texts, 'minilm', 'smollm2')"),
     "model_b": ("any", "the two models compared: compare_models(texts, 'minilm', 'smollm2')"),
     "spec": ("any", "the model id, the data of load_model('minilm') and describe_model"),
@@ -41,14 +44,20 @@ def _allowed(name: str, owner) -> bool:
 def _options_before_star():
     wrong = {}
     for qual, obj, owner in public_callables():
-        if inspect.isclass(obj) and (dataclasses.is_dataclass(obj) or issubclass(obj, BaseException)):
+        if inspect.isclass(obj) and (
+            dataclasses.is_dataclass(obj) or issubclass(obj, BaseException)
+        ):
             continue
         sig = signature(obj)
         if sig is None:
             continue
-        bad = [p.name for p in sig.parameters.values()
-               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-               and p.default is not p.empty and not _allowed(p.name, owner)]
+        bad = [
+            p.name
+            for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            and p.default is not p.empty
+            and not _allowed(p.name, owner)
+        ]
         if bad:
             wrong[qual] = bad
     return wrong
@@ -57,24 +66,35 @@ def _options_before_star():
 def test_options_after_the_data_are_keyword_only():
     wrong = _options_before_star()
     assert not wrong, "options that are not keyword-only (put them after *): " + "; ".join(
-        f"{q}({', '.join(ps)})" for q, ps in sorted(wrong.items()))
+        f"{q}({', '.join(ps)})" for q, ps in sorted(wrong.items())
+    )
 
 
 def test_the_walk_sees_the_known_calls():
     """The walk reaches lazily loaded names, subpackages' names and methods (a walk that saw
     nothing would pass the test above)."""
     seen = {q for q, _, _ in public_callables()}
-    for must in ("attntopo.token_distances", "attntopo.persistence", "attntopo.head_distances",
-                 "attntopo.complex_at", "attntopo.hardmax.simulate_text",
-                 "attntopo.features.features", "attntopo.plots.plot_diagram",
-                 "attntopo.Analysis.diagram", "attntopo.sklearn.AttentionFeatures.fit"):
+    for must in (
+        "attntopo.token_distances",
+        "attntopo.persistence",
+        "attntopo.head_distances",
+        "attntopo.complex_at",
+        "attntopo.hardmax.simulate_text",
+        "attntopo.features.features",
+        "attntopo.plots.plot_diagram",
+        "attntopo.Analysis.diagram",
+        "attntopo.sklearn.AttentionFeatures.fit",
+    ):
         assert must in seen, must
 
 
-@pytest.mark.parametrize("call, args, option", [
-    ("token_distances", (np.full((1, 1, 3, 3), 1 / 3),), "jensen_shannon"),
-    ("persistence", (np.zeros((2, 2)),), 1),
-])
+@pytest.mark.parametrize(
+    "call, args, option",
+    [
+        ("token_distances", (np.full((1, 1, 3, 3), 1 / 3),), "jensen_shannon"),
+        ("persistence", (np.zeros((2, 2)),), 1),
+    ],
+)
 def test_an_option_given_by_position_is_a_type_error(call, args, option):
     import attntopo as at
 

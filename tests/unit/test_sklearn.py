@@ -32,16 +32,19 @@ def _init_params(cls) -> list[str]:
 
 # ------------------------------------------------------------ estimator rules
 @pytest.mark.parametrize("cls", ESTIMATORS)
-@pytest.mark.parametrize("check", [
-    checks.check_parameters_default_constructible,
-    checks.check_no_attributes_set_in_init,
-    checks.check_get_params_invariance,
-    checks.check_set_params,
-    checks.check_estimator_cloneable,
-    checks.check_estimator_repr,
-    checks.check_do_not_raise_errors_in_init_or_set_params,
-    checks.check_estimator_tags_renamed,
-])
+@pytest.mark.parametrize(
+    "check",
+    [
+        checks.check_parameters_default_constructible,
+        checks.check_no_attributes_set_in_init,
+        checks.check_get_params_invariance,
+        checks.check_set_params,
+        checks.check_estimator_cloneable,
+        checks.check_estimator_repr,
+        checks.check_do_not_raise_errors_in_init_or_set_params,
+        checks.check_estimator_tags_renamed,
+    ],
+)
 def test_scikit_learn_rules_that_need_no_fit(cls, check):
     check(cls.__name__, cls())
 
@@ -58,8 +61,16 @@ def test_every_feature_setting_is_searchable():
     from attntopo.features import FeatureSettings
 
     est = AttentionFeatures()
-    grid = {"thresholds": (0.1, 0.3), "scales": (0.2,), "quantiles": (0.5, 0.9), "cycle_cap": 7,
-            "sets": ("graph",), "min_persistence": 0.01, "engine": "ripser", "drop_special": True}
+    grid = {
+        "thresholds": (0.1, 0.3),
+        "scales": (0.2,),
+        "quantiles": (0.5, 0.9),
+        "cycle_cap": 7,
+        "sets": ("graph",),
+        "min_persistence": 0.01,
+        "engine": "ripser",
+        "drop_special": True,
+    }
     twin = clone(est).set_params(**grid)
     assert twin.feature_settings() == FeatureSettings(**grid)
     assert clone(twin).get_params() == twin.get_params()
@@ -90,18 +101,21 @@ def test_attention_features_holds_a_name_never_weights():
         est.get_feature_names_out()
 
 
-@pytest.mark.parametrize("X, y, kwargs, fragment", [
-    ("one text", None, {}, "not one string"),
-    (np.array([["a", "b", "c"]]), None, {}, "1-D list of texts or"),
-    ([("a", 3)], None, {}, r"X\[0\] is a tuple: every item must be a string or a \(prompt"),
-    (["a", 3], None, {}, r"X\[1\] is a int"),
-    ([], None, {}, "X holds no texts"),
-    (5, None, {}, "X must be a list of texts, got int"),
-    (["a", "b"], ["x", "x"], {}, "class"),  # one class
-    (["a", "b"], None, {"verbose": -1}, "verbose must be an integer >= 0"),
-    (["a", "b"], None, {"model": 3}, "model must be a model name"),
-    (["a", "b"], None, {"model": ""}, "model must be a model name"),
-])
+@pytest.mark.parametrize(
+    "X, y, kwargs, fragment",
+    [
+        ("one text", None, {}, "not one string"),
+        (np.array([["a", "b", "c"]]), None, {}, "1-D list of texts or"),
+        ([("a", 3)], None, {}, r"X\[0\] is a tuple: every item must be a string or a \(prompt"),
+        (["a", 3], None, {}, r"X\[1\] is a int"),
+        ([], None, {}, "X holds no texts"),
+        (5, None, {}, "X must be a list of texts, got int"),
+        (["a", "b"], ["x", "x"], {}, "class"),  # one class
+        (["a", "b"], None, {"verbose": -1}, "verbose must be an integer >= 0"),
+        (["a", "b"], None, {"model": 3}, "model must be a model name"),
+        (["a", "b"], None, {"model": ""}, "model must be a model name"),
+    ],
+)
 def test_fit_checks_before_any_model_runs(X, y, kwargs, fragment):
     with pytest.raises(InvalidInputError, match=fragment):
         AttentionFeatures(**kwargs).fit(X, y)

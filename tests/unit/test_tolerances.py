@@ -9,6 +9,13 @@ import math
 import gudhi
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy.spatial.distance import jensenshannon
+from scipy.special import softmax
+
+import attntopo as at
 from _tolerances import (
     MINILM,
     SMOLLM2,
@@ -21,13 +28,6 @@ from _tolerances import (
     js_distance_bound,
     js_distance_bound_tv,
 )
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
-from scipy.spatial.distance import jensenshannon
-from scipy.special import softmax
-
-import attntopo as at
 
 # SciPy's JS divergence is a difference of sums of order 1: about 1e-15 absolute, which the
 # square root turns into up to ~3e-8 for (nearly) identical rows.  Compare squares.
@@ -175,7 +175,9 @@ def test_rips_diagrams_are_stable(n, seed, delta):
     sup = float(np.abs(D2 - D).max())
     a, b = at.persistence(D, maxdim=1), at.persistence(D2, maxdim=1)
     for dim in (0, 1):
-        got = _bottleneck_gudhi(np.asarray(a[dim]).reshape(-1, 2), np.asarray(b[dim]).reshape(-1, 2))
+        got = _bottleneck_gudhi(
+            np.asarray(a[dim]).reshape(-1, 2), np.asarray(b[dim]).reshape(-1, 2)
+        )
         assert got <= diagram_atol(sup, max_value=max(D.max(), D2.max())) + 1e-12
 
 
@@ -186,7 +188,9 @@ def test_constants_follow_the_formula():
     assert t == MINILM and t.logit_atol == pytest.approx(dz)
     assert t.weights_atol == pytest.approx(dz + 2 * (math.sqrt(512) + 4) * U)
     assert t.weights_rtol == pytest.approx(4 * dz, rel=0.02)
-    assert t.distance_atol == pytest.approx(2 * t.weights_rtol / math.sqrt(2 - t.weights_rtol), rel=1e-6)
+    assert t.distance_atol == pytest.approx(
+        2 * t.weights_rtol / math.sqrt(2 - t.weights_rtol), rel=1e-6
+    )
     assert t.bottleneck_atol == 2 * t.diagram_atol > 2 * t.distance_atol
     assert SMOLLM2.logit_atol == pytest.approx(30 * math.sqrt(1536) * 8 * U)
     # orders of magnitude: far above float32 round-off, far below a padding leak or bfloat16 (~1e-2)
@@ -203,7 +207,9 @@ def test_constants_follow_the_formula():
     two_valued=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_softmax_js_is_lipschitz_in_the_range_of_the_logit_perturbation(n, scale, size, two_valued, seed):
+def test_softmax_js_is_lipschitz_in_the_range_of_the_logit_perturbation(
+    n, scale, size, two_valued, seed
+):
     """d_JS(softmax(z), softmax(z + δ)) ≤ range(δ) / sqrt(8 ln 2) (base 2): the link that turns
     a low-precision pass's logit errors into distance errors (tests/README.md)."""
     rng = np.random.default_rng(seed)

@@ -108,7 +108,9 @@ def test_dims():
     for bad in ([3], [True], "01", [], 1.0):
         with pytest.raises(InvalidInputError, match="^dims"):
             check_dims(bad, 2)
-    with pytest.raises(InvalidInputError, match=r"^dim must be a homology dimension in 0..1, got 2$"):
+    with pytest.raises(
+        InvalidInputError, match=r"^dim must be a homology dimension in 0..1, got 2$"
+    ):
         check_dim(2, 1)
 
 
@@ -119,7 +121,9 @@ def test_threshold_is_positive_or_inf(x):
         if float(value) > 0:
             assert check_threshold(value) == float(value)
         else:
-            with pytest.raises(InvalidInputError, match=r"^threshold must be a positive number or inf"):
+            with pytest.raises(
+                InvalidInputError, match=r"^threshold must be a positive number or inf"
+            ):
                 check_threshold(value)
 
 
@@ -141,8 +145,12 @@ def test_scale_rules(x):
 
 @pytest.mark.parametrize("bad", NOT_NUMBERS)
 def test_numbers_reject_bools_text_arrays_and_nan(bad):
-    for check in (check_threshold, check_scale, check_wasserstein_p,
-                  lambda v: check_number(v, "x")):
+    for check in (
+        check_threshold,
+        check_scale,
+        check_wasserstein_p,
+        lambda v: check_number(v, "x"),
+    ):
         with pytest.raises(InvalidInputError, match=" must be .*, got "):
             check(bad)
 
@@ -161,8 +169,11 @@ def test_none_only_where_allowed():
 
 
 def test_units_and_hints_are_in_the_message():
-    with pytest.raises(InvalidInputError, match=r"^eps must be a number >= 0 \(inf allowed; "
-                                                 r"a scale in head-distance units\), got -1$"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^eps must be a number >= 0 \(inf allowed; "
+        r"a scale in head-distance units\), got -1$",
+    ):
         check_scale(-1, unit="head-distance units")
     with pytest.raises(InvalidInputError, match=r"a distance in JS units; usual 0.3"):
         check_threshold(0, unit="JS units", hint="usual 0.3")
@@ -193,15 +204,19 @@ def test_bool_rejects_everything_else(bad):
 def test_choice_is_exact_and_lists_the_options():
     assert check_choice("match", "infinite", constants.INFINITE_BARS) == "match"
     for bad in ("Match", " match", None, 1, ("match",)):
-        with pytest.raises(InvalidInputError,
-                           match=r"^unknown infinite-bar handling .*; allowed: 'match', 'ignore'$"):
+        with pytest.raises(
+            InvalidInputError,
+            match=r"^unknown infinite-bar handling .*; allowed: 'match', 'ignore'$",
+        ):
             check_choice(bad, "infinite", constants.INFINITE_BARS, what="infinite-bar handling")
 
 
 def test_metric():
     for m in constants.METRICS:
         assert check_metric(m) == m
-    with pytest.raises(InvalidInputError, match=r"^unknown metric 'js'; allowed: 'jensen_shannon', "):
+    with pytest.raises(
+        InvalidInputError, match=r"^unknown metric 'js'; allowed: 'jensen_shannon', "
+    ):
         check_metric("js")
 
 
@@ -262,9 +277,12 @@ def test_check_texts_one_rule_for_every_text_list():
     from attntopo.errors import EmptyTextError
 
     assert check_texts("a b") == ["a b"] and check_texts(("x", "y")) == ["x", "y"]
-    for bad, err, msg in [(3, InvalidInputError, "got int"), ([], EmptyTextError, "no texts"),
-                          (["ok", 1], InvalidInputError, r"texts\[1\] must be a string"),
-                          (["ok", "  "], EmptyTextError, r"texts\[1\] is empty")]:
+    for bad, err, msg in [
+        (3, InvalidInputError, "got int"),
+        ([], EmptyTextError, "no texts"),
+        (["ok", 1], InvalidInputError, r"texts\[1\] must be a string"),
+        (["ok", "  "], EmptyTextError, r"texts\[1\] is empty"),
+    ]:
         with pytest.raises(err, match=msg):
             check_texts(bad)
 
@@ -282,22 +300,33 @@ def test_check_device_accepts_what_this_machine_has():
     if cuda:
         assert check_device("cuda") == "cuda" and check_device("cuda:0") == "cuda:0"
         n = torch.cuda.device_count()
-        with pytest.raises(DeviceError, match=rf"^device 'cuda:{n}': this machine has {n} CUDA GPU"):
+        with pytest.raises(
+            DeviceError, match=rf"^device 'cuda:{n}': this machine has {n} CUDA GPU"
+        ):
             check_device(f"cuda:{n}")
     else:
         for dev in ("cuda", "cuda:0", "cuda:1"):
-            with pytest.raises(DeviceError, match=rf"^device '{dev}': this machine has no CUDA GPU .*use cpu or auto$"):
+            with pytest.raises(
+                DeviceError,
+                match=rf"^device '{dev}': this machine has no CUDA GPU .*use cpu or auto$",
+            ):
                 check_device(dev)
     if not mps:
         with pytest.raises(DeviceError, match=r"^device 'mps': this machine has no Apple GPU"):
             check_device("mps")
 
 
-@pytest.mark.parametrize("bad", ["gpu", "CPU", "cuda:", "cuda:-1", "cuda:x", "", " cpu", "tpu", 0, None.__class__, ["cpu"]])
+@pytest.mark.parametrize(
+    "bad",
+    ["gpu", "CPU", "cuda:", "cuda:-1", "cuda:x", "", " cpu", "tpu", 0, None.__class__, ["cpu"]],
+)
 def test_check_device_refuses_unknown_devices_in_one_line(bad):
     from attntopo._validation import check_device
 
-    with pytest.raises(DeviceError, match=r"^unknown --device .*; allowed: cpu, cuda, cuda:N \(a GPU number\), mps or auto$"):
+    with pytest.raises(
+        DeviceError,
+        match=r"^unknown --device .*; allowed: cpu, cuda, cuda:N \(a GPU number\), mps or auto$",
+    ):
         check_device(bad, "--device")
     assert issubclass(DeviceError, InvalidInputError)  # generic handlers keep working
 
@@ -313,7 +342,9 @@ def test_check_dtype_names_and_what_the_cpu_runs():
         x = torch.ones((2, 3), dtype=getattr(torch, dt))
         assert float(torch.softmax(x @ x.T, -1).sum()) == 2.0
     for bad in ("float64", "fp16", "half", "Float32", None.__class__, 16):
-        with pytest.raises(DeviceError, match=r"^unknown dtype .*; allowed: float32, float16, bfloat16$"):
+        with pytest.raises(
+            DeviceError, match=r"^unknown dtype .*; allowed: float32, float16, bfloat16$"
+        ):
             check_dtype(bad, "cpu")
 
 
@@ -324,5 +355,7 @@ def test_a_dtype_the_device_cannot_run_is_refused():
 
     why = _dtype_unsupported("bfloat16", "meta")
     assert why.startswith("torch ") and "bfloat16 kernels" in why and "\n" not in why
-    with pytest.raises(DeviceError, match=r"^dtype 'bfloat16' cannot run on meta: torch .*; use float32$"):
+    with pytest.raises(
+        DeviceError, match=r"^dtype 'bfloat16' cannot run on meta: torch .*; use float32$"
+    ):
         check_dtype("bfloat16", "meta")

@@ -54,12 +54,27 @@ def att_of(text: str, pieces: list[str], *, offsets=True) -> Attention:
     spans.append((0, 0))
     n = len(tokens)
     w = np.full((1, 1, n, n), 1.0 / n)
-    return Attention.from_weights(w, tokens, text=text, offsets=spans,
-                                  special=[t in ("[CLS]", "[SEP]") for t in tokens])
+    return Attention.from_weights(
+        w, tokens, text=text, offsets=spans, special=[t in ("[CLS]", "[SEP]") for t in tokens]
+    )
 
 
 TEXT = "Entanglement entangles the theory, and the theory wins."
-PIECES = ["en", "##tangle", "##ment", "en", "##tangles", "the", "theory", ",", "and", "the", "theory", "wins", "."]
+PIECES = [
+    "en",
+    "##tangle",
+    "##ment",
+    "en",
+    "##tangles",
+    "the",
+    "theory",
+    ",",
+    "and",
+    "the",
+    "theory",
+    "wins",
+    ".",
+]
 
 
 # ------------------------------------------------------------------ strings
@@ -68,7 +83,9 @@ def test_split_words_is_the_word_and_punctuation_regex(text):
     spans = split_words(text)
     assert [w for _, _, w in spans] == re.findall(r"\w+|[^\w\s]", text)
     assert all(text[a:b] == w for a, b, w in spans)
-    assert "".join(w for _, _, w in spans) == "".join(text.split())  # every non-space character, once
+    assert "".join(w for _, _, w in spans) == "".join(
+        text.split()
+    )  # every non-space character, once
 
 
 @given(st.text())
@@ -79,16 +96,25 @@ def test_normalize_token_is_idempotent_and_marker_free(s):
     assert k == k.strip()
 
 
-@pytest.mark.parametrize("token, key", [
-    ("##tangle", "tangle"), ("Ġtheory", "theory"), ("▁Theory", "theory"), ("Straße", "strasse"),
-    ("ﬁne", "fine"),  # NFKC folds the ligature
-    ("  The ", "the"), ("Ċ", ""),
-])
+@pytest.mark.parametrize(
+    "token, key",
+    [
+        ("##tangle", "tangle"),
+        ("Ġtheory", "theory"),
+        ("▁Theory", "theory"),
+        ("Straße", "strasse"),
+        ("ﬁne", "fine"),  # NFKC folds the ligature
+        ("  The ", "the"),
+        ("Ċ", ""),
+    ],
+)
 def test_normalize_token_examples(token, key):
     assert normalize_token(token) == key
 
 
-@pytest.mark.parametrize("token, text", [("##ment", "ment"), ("Ġthe", " the"), ("▁a", " a"), ("Ċ", "\n"), ("x##", "x##")])
+@pytest.mark.parametrize(
+    "token, text", [("##ment", "ment"), ("Ġthe", " the"), ("▁a", " a"), ("Ċ", "\n"), ("x##", "x##")]
+)
 def test_strip_markers(token, text):
     assert strip_markers(token) == text
 
@@ -115,7 +141,10 @@ def test_without_offsets_subword_markers_glue_the_words():
 # ------------------------------------------------------------- shared words
 def test_match_words_pairs_the_kth_occurrence_with_the_kth():
     A = att_of(TEXT, PIECES)
-    B = att_of("The theory and the entanglement", ["the", "theory", "and", "the", "en", "##tangle", "##ment"])
+    B = att_of(
+        "The theory and the entanglement",
+        ["the", "theory", "and", "the", "en", "##tangle", "##ment"],
+    )
     shared = match_words(A, B)
     assert [s.key for s in shared] == ["entanglement", "the", "theory", "and", "the#2"]
     the2 = shared[-1]
@@ -127,20 +156,33 @@ def test_match_words_pairs_the_kth_occurrence_with_the_kth():
     assert all(SharedToken.from_dict(s.to_dict()) == s for s in specials)
 
 
-@given(st.lists(st.sampled_from(["the", "cat", "sat", "on", "mat", ",", "The"]), min_size=1, max_size=12))
+@given(
+    st.lists(
+        st.sampled_from(["the", "cat", "sat", "on", "mat", ",", "The"]), min_size=1, max_size=12
+    )
+)
 def test_a_text_shares_every_word_with_itself(words):
     text = " ".join(words)
     att = att_of(text, words)
     shared = match_words(att, att)
-    assert len(shared) == len(words) and all(s.a == s.b and s.tokens_a == s.tokens_b for s in shared)
+    assert len(shared) == len(words) and all(
+        s.a == s.b and s.tokens_a == s.tokens_b for s in shared
+    )
     assert len({s.key for s in shared}) == len(shared)  # keys are unique (#k for repeats)
 
 
 # ----------------------------------------------------------------- alignments
-@pytest.mark.parametrize("bad, fragment", [
-    (5, "pairs of ints"), ([(1, 2, 3)], "pairs of ints"), ([(1.5, 2)], "pairs of ints"), ([], "empty"),
-    ([(0, 1), (0, 2)], "index 0 of text A appears twice"), ([(0, 1), (2, 1)], "index 1 of text B appears twice"),
-])
+@pytest.mark.parametrize(
+    "bad, fragment",
+    [
+        (5, "pairs of ints"),
+        ([(1, 2, 3)], "pairs of ints"),
+        ([(1.5, 2)], "pairs of ints"),
+        ([], "empty"),
+        ([(0, 1), (0, 2)], "index 0 of text A appears twice"),
+        ([(0, 1), (2, 1)], "index 1 of text B appears twice"),
+    ],
+)
 def test_check_alignment_refuses(bad, fragment):
     with pytest.raises(InvalidInputError, match=fragment):
         check_alignment(bad)
@@ -155,7 +197,9 @@ def test_match_aligned_words_and_tokens():
     assert words[0].tokens_b == (2, 3) and (words[0].word_a, words[0].word_b) == (1, 1)
     toks = match_aligned(A, B, check_alignment([(1, 1)]), "token")
     assert (toks[0].a, toks[0].b, toks[0].tokens_a) == (1, 1, (1,))
-    with pytest.raises(OutOfRangeError, match="word 7 is out of range for text A, which has 3 words"):
+    with pytest.raises(
+        OutOfRangeError, match="word 7 is out of range for text A, which has 3 words"
+    ):
         match_aligned(A, B, [(7, 0)], "word")
     with pytest.raises(OutOfRangeError, match="token 9 is out of range for text B"):
         match_aligned(A, B, [(0, 9)], "token")
@@ -187,15 +231,28 @@ def test_token_strings_from_offsets_a_tokenizer_or_the_markers():
         def decode(self, ids):
             return f"<{ids[0]}>"
 
-    with_ids = dataclasses.replace(Attention.from_weights(np.full((1, 1, 2, 2), 0.5), ["a", "b"]), token_ids=[7, 9])
+    with_ids = dataclasses.replace(
+        Attention.from_weights(np.full((1, 1, 2, 2), 0.5), ["a", "b"]), token_ids=[7, 9]
+    )
     assert token_strings(with_ids, tokenizer=Decoder()) == ["<7>", "<9>"]
     assert token_strings(att_of("", ["Ġthe", "##x"], offsets=False))[1:3] == [" the", "x"]
 
 
-@pytest.mark.parametrize("piece, punct", [
-    (",", True), (".", True), ("¿", True), ("、", True), ("«", True), ("—", True),
-    ("$", False), ("+", False), ("a", False), ("1", False),
-])
+@pytest.mark.parametrize(
+    "piece, punct",
+    [
+        (",", True),
+        (".", True),
+        ("¿", True),
+        ("、", True),
+        ("«", True),
+        ("—", True),
+        ("$", False),
+        ("+", False),
+        ("a", False),
+        ("1", False),
+    ],
+)
 def test_punctuation_is_the_unicode_p_categories(piece, punct):
     att = att_of(f"x {piece} y", ["x", piece, "y"])
     mask = punctuation_mask(att)

@@ -32,8 +32,10 @@ def chromium_missing_reason() -> str | None:
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
         found = shutil.which("chromium")
         hint = f" (found {found}; set ATTNTOPO_CHROMIUM)" if found else ""
-        return (f"{CHROMIUM} is missing{hint}: install Debian's chromium "
-                f"(apt-get install -y chromium, or `make browser` as root)")
+        return (
+            f"{CHROMIUM} is missing{hint}: install Debian's chromium "
+            f"(apt-get install -y chromium, or `make browser` as root)"
+        )
     return None
 
 
@@ -53,8 +55,14 @@ def live_server(settings=None) -> Iterator[str]:
     port = free_port()
     settings = settings or Settings()
     settings.host, settings.port = "127.0.0.1", port
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning",
-                            lifespan="on", **uvicorn_options(settings))
+    config = uvicorn.Config(
+        create_app(settings),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        **uvicorn_options(settings),
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="attntopo-test-server", daemon=True)
     thread.start()
@@ -103,8 +111,11 @@ def server_process(**settings) -> Iterator[tuple[str, int]]:
     import httpx
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", _SERVE, str(port), repr(settings)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SERVE, str(port), repr(settings)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

@@ -42,7 +42,7 @@ def open_page(browser, path: Path, *, viewport=(1400, 1000)) -> Iterator:
         ".filter((d) => d.layout && d.layout.meta && d.layout.meta.attntopo); "
         "const att = (d) => d.dataset.attntopoEps === '1' || d.dataset.attntopoCompare === '1'; "
         "return all.length > 0 && all.every(att) && "
-        f"document.querySelectorAll(\"{READY}\").length === all.length; }}"
+        f'document.querySelectorAll("{READY}").length === all.length; }}'
     )
     page.load_seconds = time.perf_counter() - t0
     try:
@@ -79,7 +79,9 @@ def step_to(page, k: int, step: int, within: str = "") -> dict:
     else:
         for _ in range(abs(step - now)):
             slider.press("ArrowRight" if step > now else "ArrowLeft")
-    page.wait_for_function("([b, s]) => b.dataset.step === String(s)", arg=[box.element_handle(), step])
+    page.wait_for_function(
+        "([b, s]) => b.dataset.step === String(s)", arg=[box.element_handle(), step]
+    )
     return slider_state(page, k, within)
 
 
@@ -99,11 +101,22 @@ def expected_frame(c, layer: int, head: int, eps: float) -> dict:
         pos = {s.key: getattr(s, side) for s in c.shared_tokens}
         out["edges"].append({tuple(e) for e in cx.simplices(1).tolist()})
         out["tris"].append({tuple(t) for t in cx.simplices(2).tolist()})
-        out["sh_edges"].append({tuple(sorted(pos[k] for k in s["tokens"])) for s in both if len(s["tokens"]) == 2})
-        out["sh_tris"].append({tuple(sorted(pos[k] for k in s["tokens"])) for s in both if len(s["tokens"]) == 3})
-    et = [f"{_plural(len(out['edges'][s]), 'edge')}, {_plural(len(out['tris'][s]), 'triangle')}" for s in (0, 1)]
-    sh = f"{_plural(len(out['sh_edges'][0]), 'edge')}, {_plural(len(out['sh_tris'][0]), 'triangle')}"
-    out["title"] = f"layer {layer}, head {head} · ε = {eps:.3g} · A: {et[0]} · B: {et[1]} · in both: {sh}"
+        out["sh_edges"].append(
+            {tuple(sorted(pos[k] for k in s["tokens"])) for s in both if len(s["tokens"]) == 2}
+        )
+        out["sh_tris"].append(
+            {tuple(sorted(pos[k] for k in s["tokens"])) for s in both if len(s["tokens"]) == 3}
+        )
+    et = [
+        f"{_plural(len(out['edges'][s]), 'edge')}, {_plural(len(out['tris'][s]), 'triangle')}"
+        for s in (0, 1)
+    ]
+    sh = (
+        f"{_plural(len(out['sh_edges'][0]), 'edge')}, {_plural(len(out['sh_tris'][0]), 'triangle')}"
+    )
+    out["title"] = (
+        f"layer {layer}, head {head} · ε = {eps:.3g} · A: {et[0]} · B: {et[1]} · in both: {sh}"
+    )
     return out
 
 
@@ -123,7 +136,8 @@ def two_text_state(page, scope: str) -> dict:
                       traces: m.traces.dynamic.map((t) => [arr(gd.data[t].x), arr(gd.data[t].y)]),
                       nodes: m.traces.nodes.map((t) => [arr(gd.data[t].x), arr(gd.data[t].y)]),
              }; }""",
-        scope)
+        scope,
+    )
     out = {k: state[k] for k in ("step", "eps", "title", "active", "label", "note")}
     names = ("tris", "sh_tris", "edges", "sh_edges")
     for side in (0, 1):
@@ -155,7 +169,9 @@ def move_slider(page, scope: str, step: int) -> dict:
     step_to(page, 0, step, within=scope)
     page.wait_for_function(
         "([s, k]) => { const b = document.querySelector(s + ' .attntopo-eps');"
-        " return b.dataset.ready === '1' && b.dataset.step === String(k); }", arg=[scope, step])
+        " return b.dataset.ready === '1' && b.dataset.step === String(k); }",
+        arg=[scope, step],
+    )
     return two_text_state(page, scope)
 
 
@@ -164,6 +180,7 @@ def needs_browser():
     import warnings
 
     import pytest
+
     from _live import chromium_missing_reason
 
     missing = chromium_missing_reason()

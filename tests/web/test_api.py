@@ -15,13 +15,14 @@ import pytest
 
 from attntopo.errors import InvalidInputError
 
-pytest.importorskip("fastapi", reason="the explorer needs the web extra: pip install 'attntopo[web]'")
+pytest.importorskip(
+    "fastapi", reason="the explorer needs the web extra: pip install 'attntopo[web]'"
+)
 pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx: pip install 'attntopo[web]'")
 
+import attntopo.web.api as web_api  # noqa: E402
 from _tolerances import MINILM  # noqa: E402
 from web_helpers import BASE, TEXT_A, TEXT_B, assert_clean_error, assert_serving, make_client  # noqa: E402
-
-import attntopo.web.api as web_api  # noqa: E402
 
 
 # ------------------------------------------------------------------ no model needed
@@ -59,7 +60,12 @@ def test_openapi_lists_routes_and_limits():
     schemas = spec["components"]["schemas"]
     req = schemas["AnalyzeRequest"]["properties"]
     assert req["text"]["maxLength"] == 1234
-    assert set(req["metric"]["enum"]) == {"jensen_shannon", "hellinger", "fisher_rao", "total_variation"}
+    assert set(req["metric"]["enum"]) == {
+        "jensen_shannon",
+        "hellinger",
+        "fisher_rao",
+        "total_variation",
+    }
     assert req["maxdim"]["maximum"] == 2
     assert "ErrorResponse" in schemas
     assert "422" in spec["paths"]["/api/analyze"]["post"]["responses"]
@@ -69,15 +75,19 @@ def test_openapi_documents_every_status_and_the_layer_head_rule():
     """Every status a route can answer is in the schema (schemathesis checks answers against
     it), and "layer and head together" is part of the request schema."""
     spec = make_client().get("/openapi.json").json()
-    for path, statuses in (("/api/health", {"200", "400", "413", "500"}),
-                           ("/api/models", {"200", "400", "413", "500", "503", "504"}),
-                           ("/api/analyze", {"200", "400", "413", "422", "500", "503", "504"}),
-                           ("/api/compare", {"200", "400", "413", "422", "500", "503", "504"})):
+    for path, statuses in (
+        ("/api/health", {"200", "400", "413", "500"}),
+        ("/api/models", {"200", "400", "413", "500", "503", "504"}),
+        ("/api/analyze", {"200", "400", "413", "422", "500", "503", "504"}),
+        ("/api/compare", {"200", "400", "413", "422", "500", "503", "504"}),
+    ):
         op = next(iter(spec["paths"][path].values()))
         assert set(op["responses"]) == statuses, path
     rule = spec["components"]["schemas"]["AnalyzeRequest"]["anyOf"]
-    assert {"required": ["layer", "head"],
-            "properties": {"layer": {"type": "integer"}, "head": {"type": "integer"}}} in rule
+    assert {
+        "required": ["layer", "head"],
+        "properties": {"layer": {"type": "integer"}, "head": {"type": "integer"}},
+    } in rule
 
 
 def test_schema_says_a_text_must_not_be_blank():
@@ -88,9 +98,11 @@ def test_schema_says_a_text_must_not_be_blank():
     import re
 
     spec = make_client().get("/openapi.json").json()["components"]["schemas"]
-    patterns = {spec["AnalyzeRequest"]["properties"]["text"]["pattern"],
-                spec["CompareRequest"]["properties"]["text_a"]["pattern"],
-                spec["CompareRequest"]["properties"]["text_b"]["pattern"]}
+    patterns = {
+        spec["AnalyzeRequest"]["properties"]["text"]["pattern"],
+        spec["CompareRequest"]["properties"]["text_a"]["pattern"],
+        spec["CompareRequest"]["properties"]["text_b"]["pattern"],
+    }
     assert len(patterns) == 1
     pattern = re.compile(patterns.pop())
     assert "\\s" not in pattern.pattern.lower()  # no class whose meaning depends on the engine
@@ -116,9 +128,11 @@ def test_pages_and_assets_are_local(client):
     index = client.get("/")
     assert index.status_code == 200 and "text/html" in index.headers["content-type"]
     assert "/static/vendor/plotly.min.js" in index.text
-    assert "src=\"http" not in index.text and "href=\"http" not in index.text
+    assert 'src="http' not in index.text and 'href="http' not in index.text
     docs = client.get("/docs")
-    assert docs.status_code == 200 and "/static/docs.js" in docs.text and "src=\"http" not in docs.text
+    assert (
+        docs.status_code == 200 and "/static/docs.js" in docs.text and 'src="http' not in docs.text
+    )
     js = client.get("/static/vendor/plotly.min.js")
     assert js.status_code == 200 and "javascript" in js.headers["content-type"]
     assert len(js.content) > 1_000_000 and b"plotly" in js.content[:2000].lower()
@@ -145,13 +159,23 @@ LONG = "word " * 500  # 2500 characters
         ("/api/analyze", {"text": 42}, 422, ("text", "string")),
         ("/api/analyze", {"txt": "hello"}, 422, ("missing", "text")),
         ("/api/analyze", {"text": "hello", "bogus": 1}, 422, ("unknown field", "bogus")),
-        ("/api/analyze", {"text": "hello", "model": "gpt2"}, 400, ("gpt2", "not available", "minilm")),
+        (
+            "/api/analyze",
+            {"text": "hello", "model": "gpt2"},
+            400,
+            ("gpt2", "not available", "minilm"),
+        ),
         ("/api/analyze", [1, 2], 400, ("JSON object",)),
         ("/api/compare", {"text_a": "hello"}, 422, ("missing", "text_b")),
         ("/api/compare", {"text_a": "hello", "text_b": " "}, 422, ("text_b", "empty")),
         ("/api/compare", {"text_a": "a", "text_b": "b", "scale": -1}, 422, ("scale",)),
         # compare's scale was called threshold before the first release: an unknown field now
-        ("/api/compare", {"text_a": "a", "text_b": "b", "threshold": 0.2}, 422, ("unknown field", "threshold")),
+        (
+            "/api/compare",
+            {"text_a": "a", "text_b": "b", "threshold": 0.2},
+            422,
+            ("unknown field", "threshold"),
+        ),
     ],
 )
 def test_invalid_requests_get_one_line(client, path, payload, status, words):
@@ -184,8 +208,18 @@ def test_strict_models_accept_the_documented_types():
     from attntopo.web import Settings
 
     AnalyzeRequest, CompareRequest = web_api._request_models(Settings())
-    r = AnalyzeRequest.model_validate({"text": "hi", "maxdim": 2, "drop_special": True, "auto_head": False,
-                                       "layer": -1, "head": 0, "metric": "hellinger", "model": "minilm"})
+    r = AnalyzeRequest.model_validate(
+        {
+            "text": "hi",
+            "maxdim": 2,
+            "drop_special": True,
+            "auto_head": False,
+            "layer": -1,
+            "head": 0,
+            "metric": "hellinger",
+            "model": "minilm",
+        }
+    )
     assert (r.maxdim, r.drop_special, r.layer) == (2, True, -1)
     # a JSON number without a fraction is a valid number: an integer scale stays accepted
     for t in (1, 0.25, 0):
@@ -206,7 +240,9 @@ def test_strict_models_accept_the_documented_types():
     ],
 )
 def test_malformed_bodies(client, content, headers, status, words):
-    assert_clean_error(client.post("/api/analyze", content=content, headers=headers), status, *words)
+    assert_clean_error(
+        client.post("/api/analyze", content=content, headers=headers), status, *words
+    )
     assert_serving(client)
 
 
@@ -231,8 +267,11 @@ def test_foreign_host_header_is_refused():
 
 def test_oversized_body_is_refused():
     c = make_client(max_chars=10)
-    r = c.post("/api/analyze", content=b'{"text": "' + b"x" * 100_000 + b'"}',
-               headers={"content-type": "application/json"})
+    r = c.post(
+        "/api/analyze",
+        content=b'{"text": "' + b"x" * 100_000 + b'"}',
+        headers={"content-type": "application/json"},
+    )
     assert_clean_error(r, 413, "too large")
     assert_serving(c)
 
@@ -240,8 +279,14 @@ def test_oversized_body_is_refused():
 def test_settings_are_checked():
     from attntopo.web import Settings
 
-    for bad in ({"max_chars": 0}, {"max_concurrent": 0}, {"timeout": 0}, {"timeout": float("nan")},
-                {"port": 70000}, {"model": " "}):
+    for bad in (
+        {"max_chars": 0},
+        {"max_concurrent": 0},
+        {"timeout": 0},
+        {"timeout": float("nan")},
+        {"port": 70000},
+        {"model": " "},
+    ):
         with pytest.raises(InvalidInputError):
             Settings(**bad)
 
@@ -286,7 +331,9 @@ def test_too_many_concurrent_analyses_get_503(monkeypatch):
     assert fake.calls == ["one"]
     # the slot is free again: the next request runs
     c = make_client(max_concurrent=1)
-    assert_clean_error(c.post("/api/analyze", json={"text": "three"}), 400, "fake analysis finished")
+    assert_clean_error(
+        c.post("/api/analyze", json={"text": "three"}), 400, "fake analysis finished"
+    )
 
 
 def test_slow_analysis_gets_504_and_the_server_keeps_serving(monkeypatch):
@@ -343,7 +390,10 @@ def test_cache_computes_once_under_concurrency():
         return object()
 
     out = []
-    threads = [threading.Thread(target=lambda: out.append(cache.get_or_compute("k", compute))) for _ in range(4)]
+    threads = [
+        threading.Thread(target=lambda: out.append(cache.get_or_compute("k", compute)))
+        for _ in range(4)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -396,8 +446,12 @@ def test_analyze_one_head_matches_the_library(client):
     ref = at.analyze(TEXT_A, "minilm", layers=1, heads=2)
     # another computation than the library's (a server thread), sent with 6 decimals
     assert np.allclose(D, ref.distance_matrix(1, 2), atol=MINILM.distance_atol + 0.5e-6, rtol=0)
-    assert np.allclose(np.array(h["attention"]), ref.attention_matrix(1, 2),
-                       atol=MINILM.weights_atol + 0.5e-6, rtol=0)
+    assert np.allclose(
+        np.array(h["attention"]),
+        ref.attention_matrix(1, 2),
+        atol=MINILM.weights_atol + 0.5e-6,
+        rtol=0,
+    )
     assert len(h["diagram"]["h0"]) == n and len(h["diagram"]["h1"]) == len(ref.diagram(1, 2)[1])
     assert np.array(h["layout"]).shape == (n, 2)
     births = [t[3] for t in h["triangles"]]
@@ -444,10 +498,20 @@ def test_head_changes_reuse_the_model_run(monkeypatch):
 @pytest.mark.model
 @pytest.mark.slow
 def test_bad_layer_and_too_many_tokens_are_400(client):
-    assert_clean_error(client.post("/api/analyze", json={"text": TEXT_A, "layer": 6, "head": 0}), 400,
-                       "layer 6", "6 layers")
-    assert_clean_error(client.post("/api/compare", json={"text_a": TEXT_A, "text_b": TEXT_B, "layer": 0,
-                                                         "head": 12}), 400, "head 12", "12 heads")
+    assert_clean_error(
+        client.post("/api/analyze", json={"text": TEXT_A, "layer": 6, "head": 0}),
+        400,
+        "layer 6",
+        "6 layers",
+    )
+    assert_clean_error(
+        client.post(
+            "/api/compare", json={"text_a": TEXT_A, "text_b": TEXT_B, "layer": 0, "head": 12}
+        ),
+        400,
+        "head 12",
+        "12 heads",
+    )
     big = make_client(max_chars=20_000)
     assert_clean_error(big.post("/api/analyze", json={"text": "word " * 700}), 400, "tokens", "512")
     assert_serving(big)
@@ -461,7 +525,9 @@ def test_bad_layer_and_too_many_tokens_are_400(client):
 def test_compare_one_head_and_the_grid(client):
     import attntopo as at
 
-    r = client.post("/api/compare", json={"text_a": TEXT_A, "text_b": TEXT_B, "layer": 2, "head": 4})
+    r = client.post(
+        "/api/compare", json={"text_a": TEXT_A, "text_b": TEXT_B, "layer": 2, "head": 4}
+    )
     assert r.status_code == 200, r.text[:300]
     d = r.json()
     assert d["kind"] == "comparison" and d["selected"] == [2, 4]
@@ -476,7 +542,8 @@ def test_compare_one_head_and_the_grid(client):
     assert h["scale"] == pytest.approx(ref.scale(2, 4), rel=0, abs=MINILM.diagram_atol)
     assert h["report"]["counts"] == {k: int(v[0, 0]) for k, v in ref.counts.items()}
     assert h["report"]["diagram_distances"]["bottleneck"] == pytest.approx(
-        ref.diagram_distances["bottleneck"][0, 0].tolist(), rel=0, abs=MINILM.bottleneck_atol)
+        ref.diagram_distances["bottleneck"][0, 0].tolist(), rel=0, abs=MINILM.bottleneck_atol
+    )
     assert len(h["report"]["pairs"]) == len(keys) * (len(keys) - 1) // 2
     assert np.array(h["a"]["distances"]).shape == (d["a"]["n_tokens"],) * 2
     assert np.array(h["b"]["distances"]).shape == (d["b"]["n_tokens"],) * 2
@@ -520,8 +587,15 @@ def test_compare_short_texts_ranking_dimension_and_ties(client):
 @pytest.mark.smollm2
 @pytest.mark.xdist_group("smollm2")
 def test_compare_on_smollm2(client):
-    r = client.post("/api/compare", json={"text_a": "The cat sat on the mat", "text_b": "A cat sat on a chair",
-                                          "model": "SmolLM2", "auto_head": True})
+    r = client.post(
+        "/api/compare",
+        json={
+            "text_a": "The cat sat on the mat",
+            "text_b": "A cat sat on a chair",
+            "model": "SmolLM2",
+            "auto_head": True,
+        },
+    )
     assert r.status_code == 200, r.text[:300]
     d = r.json()
     assert d["model"]["name"] == "smollm2" and d["model"]["causal"] is True

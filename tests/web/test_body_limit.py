@@ -14,15 +14,18 @@ import socket
 
 import pytest
 
-pytest.importorskip("fastapi", reason="the explorer needs the web extra: pip install 'attntopo[web]'")
+pytest.importorskip(
+    "fastapi", reason="the explorer needs the web extra: pip install 'attntopo[web]'"
+)
 pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx: pip install 'attntopo[web]'")
-pytest.importorskip("uvicorn", reason="the explorer needs the web extra: pip install 'attntopo[web]'")
+pytest.importorskip(
+    "uvicorn", reason="the explorer needs the web extra: pip install 'attntopo[web]'"
+)
 
 from _live import memory_kib, server_process  # noqa: E402
-from web_helpers import BASE, assert_clean_error, assert_serving, make_client  # noqa: E402
-
 from attntopo.web import Settings, create_app  # noqa: E402
 from attntopo.web._guard import max_body_bytes  # noqa: E402
+from web_helpers import BASE, assert_clean_error, assert_serving, make_client  # noqa: E402
 
 CHUNK = 64 * 1024
 MAX_BODY = max_body_bytes(Settings().max_chars)  # the default server's limit
@@ -75,12 +78,17 @@ async def _post_streamed(headers: dict, body: Body):
 
     transport = httpx.ASGITransport(app=create_app(Settings()))
     async with httpx.AsyncClient(transport=transport, base_url=BASE, timeout=30) as c:
-        return await c.post("/api/analyze", content=body.chunks_async(),
-                            headers={"content-type": "application/json", **headers})
+        return await c.post(
+            "/api/analyze",
+            content=body.chunks_async(),
+            headers={"content-type": "application/json", **headers},
+        )
 
 
 # ------------------------------------------------------------------------ in process
-@pytest.mark.parametrize("headers", [{}, {"content-length": "100"}], ids=["chunked", "lying-length"])
+@pytest.mark.parametrize(
+    "headers", [{}, {"content-length": "100"}], ids=["chunked", "lying-length"]
+)
 def test_streamed_body_over_the_limit_gets_413_at_the_limit(headers):
     """No Content-Length, or one that claims 100 bytes: the 413 comes as soon as the running
     total passes the limit; the server asks for no chunk after that one."""
@@ -103,15 +111,20 @@ def test_streamed_body_under_the_limit_is_read_as_usual():
     async def post():
         transport = httpx.ASGITransport(app=create_app(Settings()))
         async with httpx.AsyncClient(transport=transport, base_url=BASE) as c:
-            return await c.post("/api/analyze", content=chunks(), headers={"content-type": "application/json"})
+            return await c.post(
+                "/api/analyze", content=chunks(), headers={"content-type": "application/json"}
+            )
 
     assert_clean_error(asyncio.run(post()), 422, "maxdim")
 
 
 def test_declared_length_over_the_limit_is_refused_before_reading():
     c = make_client()
-    r = c.post("/api/analyze", content=b"{}", headers={"content-type": "application/json",
-                                                     "content-length": str(MAX_BODY + 1)})
+    r = c.post(
+        "/api/analyze",
+        content=b"{}",
+        headers={"content-type": "application/json", "content-length": str(MAX_BODY + 1)},
+    )
     assert_clean_error(r, 413, "too large", "Content-Length")
     assert_serving(c)
 
@@ -124,8 +137,12 @@ def test_chunked_upload_to_a_live_server_is_cut_off_at_the_limit():
     with server_process() as (url, pid):
         before = memory_kib(pid)["VmRSS"]
         body = Body()
-        r = httpx.post(url + "/api/analyze", content=body, timeout=60,
-                       headers={"content-type": "application/json"})
+        r = httpx.post(
+            url + "/api/analyze",
+            content=body,
+            timeout=60,
+            headers={"content-type": "application/json"},
+        )
         assert_clean_error(r, 413, "too large")
         assert not body.exhausted, "the server read the whole body"
         assert body.sent <= _in_flight_bound() + CHUNK
@@ -140,8 +157,10 @@ def _raw_post(url: str, declared: int, body: Body) -> tuple[bytes, int]:
     """POST with a hand-written Content-Length header; returns (the answer, bytes sent)."""
     host, port = url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=30) as s:
-        s.sendall(f"POST /api/analyze HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-                  f"Content-Length: {declared}\r\n\r\n".encode())
+        s.sendall(
+            f"POST /api/analyze HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {declared}\r\n\r\n".encode()
+        )
         try:
             for chunk in body:
                 s.sendall(chunk)

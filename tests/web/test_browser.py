@@ -12,8 +12,12 @@ from urllib.parse import urlparse
 
 import pytest
 
-pytest.importorskip("fastapi", reason="the explorer needs the web extra: pip install 'attntopo[web]'")
-pytest.importorskip("uvicorn", reason="the explorer needs the web extra: pip install 'attntopo[web]'")
+pytest.importorskip(
+    "fastapi", reason="the explorer needs the web extra: pip install 'attntopo[web]'"
+)
+pytest.importorskip(
+    "uvicorn", reason="the explorer needs the web extra: pip install 'attntopo[web]'"
+)
 
 from _live import chromium_browser, chromium_missing_reason, live_server  # noqa: E402
 from web_helpers import TEXT_A, TEXT_B  # noqa: E402
@@ -52,8 +56,14 @@ class Watch:
         self.errors: list[str] = []
         page.on("request", lambda r: self.requests.append(r.url))
         # the browser logs every 4xx answer as "Failed to load resource": those are expected here
-        page.on("console", lambda m: self.errors.append(m.text)
-                if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
+        page.on(
+            "console",
+            lambda m: (
+                self.errors.append(m.text)
+                if m.type == "error" and not m.text.startswith("Failed to load resource")
+                else None
+            ),
+        )
         page.on("pageerror", lambda e: self.errors.append(str(e)))
 
     def api_calls(self) -> list[str]:
@@ -61,8 +71,11 @@ class Watch:
 
     def assert_local(self, base: str) -> None:
         host = urlparse(base).netloc
-        foreign = [u for u in self.requests
-                   if not (urlparse(u).netloc == host or u.startswith(("data:", "blob:")))]
+        foreign = [
+            u
+            for u in self.requests
+            if not (urlparse(u).netloc == host or u.startswith(("data:", "blob:")))
+        ]
         assert not foreign, f"requests left the server: {foreign}"
         assert not self.errors, f"console errors: {self.errors}"
 
@@ -127,7 +140,9 @@ def test_compare_threshold_and_head(page, server):
     p.press("#eps", "End")
     p.wait_for_selector(f"{box}[data-ready='1'][data-step='{top}']")
     n = int(p.evaluate("document.getElementById('graph-a').data[4].x.length"))  # token nodes
-    assert edges(p, "a") == n * (n - 1) // 2  # the last scale is the largest distance: the complete graph
+    assert (
+        edges(p, "a") == n * (n - 1) // 2
+    )  # the last scale is the largest distance: the complete graph
     assert len(watch.api_calls()) == calls, "moving the threshold must not call the server"
 
     # switching the head asks the server once, which reuses its cached model run
@@ -342,8 +357,10 @@ def test_heatmap_tick_labels_are_not_clipped(page):
         for axis, ticks in (("x", g["x"]), ("y", g["y"])):
             for text, (left, t, r, b) in ticks:
                 inside = sl - 0.5 <= left and r <= sr + 0.5 and st - 0.5 <= t and b <= sb + 0.5
-                assert inside, (f"{heat}: {axis} label {text!r} at "
-                                f"{(left, t, r, b)} is cut by the figure {g['svg']}")
+                assert inside, (
+                    f"{heat}: {axis} label {text!r} at "
+                    f"{(left, t, r, b)} is cut by the figure {g['svg']}"
+                )
                 if axis == "x":
                     assert t >= pb - 0.5, f"{heat}: x label {text!r} overlaps the matrix"
                 else:
@@ -408,7 +425,9 @@ def test_cls_row_has_no_line_beside_the_matrix(page):
     clip = {"x": x0, "y": img["y"] + row_h * 0.25, "width": x1 - x0, "height": row_h * 0.5}
     band = Image.open(io.BytesIO(p.screenshot(clip=clip))).convert("L")
     darkest = band.getextrema()[0]
-    assert darkest > 200, f"a line crosses the [CLS] row beside the matrix (darkest pixel {darkest})"
+    assert darkest > 200, (
+        f"a line crosses the [CLS] row beside the matrix (darkest pixel {darkest})"
+    )
 
 
 # ------------------------------------------------------------------------ truncation

@@ -40,13 +40,23 @@ def _made(build):
     return obj, after - before
 
 
-@pytest.mark.parametrize("build", [
-    lambda: np.ones((300, 400)),
-    lambda: {"a": np.ones((6, 12, 64, 64), np.float32), "b": [np.arange(10_000) for _ in range(5)]},
-    lambda: _Holder(w=np.ones((2000, 500)), names=[f"token {i}" for i in range(2000)],
-                    nested={"d": _Slotted(np.zeros(50_000), (1.5, "x" * 10_000))}),
-    lambda: [{"births": np.full(300, i / 7), "k": i} for i in range(200)],
-], ids=["array", "dict-of-arrays", "object-graph", "many-small"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: np.ones((300, 400)),
+        lambda: {
+            "a": np.ones((6, 12, 64, 64), np.float32),
+            "b": [np.arange(10_000) for _ in range(5)],
+        },
+        lambda: _Holder(
+            w=np.ones((2000, 500)),
+            names=[f"token {i}" for i in range(2000)],
+            nested={"d": _Slotted(np.zeros(50_000), (1.5, "x" * 10_000))},
+        ),
+        lambda: [{"births": np.full(300, i / 7), "k": i} for i in range(200)],
+    ],
+    ids=["array", "dict-of-arrays", "object-graph", "many-small"],
+)
 def test_deep_sizeof_agrees_with_tracemalloc(build):
     obj, allocated = _made(build)
     assert deep_sizeof(obj) == pytest.approx(allocated, rel=0.05, abs=4096)
@@ -59,8 +69,13 @@ def test_views_and_shared_arrays_count_once():
     assert deep_sizeof(big[:10]) >= big.nbytes  # a small view keeps the whole array alive
 
 
-_ops = st.lists(st.tuples(st.sampled_from("abcdefgh"), st.integers(0, 300_000),
-                          st.sampled_from(["put", "get"])), min_size=1, max_size=40)
+_ops = st.lists(
+    st.tuples(
+        st.sampled_from("abcdefgh"), st.integers(0, 300_000), st.sampled_from(["put", "get"])
+    ),
+    min_size=1,
+    max_size=40,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -104,8 +119,10 @@ def test_settings_read_sizes_in_one_line():
 
     assert Settings().cache_memory == 10**9
     assert Settings(cache_memory="512MB").cache_memory == 512 * 10**6
-    with pytest.raises(InvalidInputError, match="^cache_memory must be a size such as 512MB, 2GB "
-                                                "or 1.5GiB, got 'big'$"):
+    with pytest.raises(
+        InvalidInputError,
+        match="^cache_memory must be a size such as 512MB, 2GB or 1.5GiB, got 'big'$",
+    ):
         Settings(cache_memory="big")
 
 
@@ -147,8 +164,13 @@ def test_serve_refuses_a_bad_cache_memory_in_one_line():
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "attntopo", "serve", "--cache-memory", "lots"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "attntopo", "serve", "--cache-memory", "lots"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stderr)
-    assert r.stderr.strip() == ("error: --cache-memory must be a size such as 512MB, 2GB or "
-                                "1.5GiB, got 'lots'")
+    assert r.stderr.strip() == (
+        "error: --cache-memory must be a size such as 512MB, 2GB or 1.5GiB, got 'lots'"
+    )

@@ -12,12 +12,15 @@ import urllib.request
 
 import pytest
 
+from _live import free_port
 from attntopo.cli import main
 
-from _live import free_port
-
-pytest.importorskip("fastapi", reason="the explorer needs the web extra: pip install 'attntopo[web]'")
-pytest.importorskip("uvicorn", reason="the explorer needs the web extra: pip install 'attntopo[web]'")
+pytest.importorskip(
+    "fastapi", reason="the explorer needs the web extra: pip install 'attntopo[web]'"
+)
+pytest.importorskip(
+    "uvicorn", reason="the explorer needs the web extra: pip install 'attntopo[web]'"
+)
 
 
 def _one_error_line(capsys, *words: str) -> str:
@@ -67,8 +70,22 @@ def test_serve_starts_serves_and_stops(tmp_path):
     port = free_port()
     env = dict(os.environ, TOKENIZERS_PARALLELISM="false")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "attntopo", "serve", "--port", str(port), "--no-open", "--max-chars", "300"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "attntopo",
+            "serve",
+            "--port",
+            str(port),
+            "--no-open",
+            "--max-chars",
+            "300",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
     )
     try:
         deadline = time.monotonic() + 90

@@ -25,7 +25,6 @@ pytest.importorskip("plotly")
 from attntopo.plots import iplot_compare_graphs, save_figure  # noqa: E402
 from attntopo.plots.interactive import MAX_DRAWN_TRIANGLES  # noqa: E402
 from attntopo.report import report_html, write_report  # noqa: E402
-
 from report_page import expected_frame, move_slider, needs_browser, open_page  # noqa: E402
 from report_page import two_text_state as drawn  # noqa: E402
 
@@ -33,12 +32,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("web_browser")]
 needs_browser = needs_browser()
 
 MB = 1_000_000
-A_TEXT = ("Information theory studies how much a message can be compressed and how reliably it can "
-          "be sent over a noisy channel. Entropy measures the average surprise of a source, and mutual "
-          "information tells us how much one variable reveals about another.")
-B_TEXT = ("Quantum information theory allows us to study attention using entanglement, and it gives a "
-          "language for correlations that classical probability cannot express. Entropy and mutual "
-          "information describe how much one part of a system reveals about another.")
+A_TEXT = (
+    "Information theory studies how much a message can be compressed and how reliably it can "
+    "be sent over a noisy channel. Entropy measures the average surprise of a source, and mutual "
+    "information tells us how much one variable reveals about another."
+)
+B_TEXT = (
+    "Quantum information theory allows us to study attention using entanglement, and it gives a "
+    "language for correlations that classical probability cannot express. Entropy and mutual "
+    "information describe how much one part of a system reveals about another."
+)
 LAYER, HEAD = 2, 4
 
 
@@ -55,8 +58,14 @@ def _fit(text: str, n: int, model) -> str:
 @pytest.fixture(scope="module")
 def pair(minilm):
     """Two 128-token texts on MiniLM, four heads."""
-    c = at.compare(_fit(A_TEXT, 128, minilm), _fit(B_TEXT, 128, minilm), minilm, layers=[0, LAYER],
-                   heads=[1, HEAD], progress=False)
+    c = at.compare(
+        _fit(A_TEXT, 128, minilm),
+        _fit(B_TEXT, 128, minilm),
+        minilm,
+        layers=[0, LAYER],
+        heads=[1, HEAD],
+        progress=False,
+    )
     assert c.a.attention.n_tokens == c.b.attention.n_tokens == 128 and len(c.shared_tokens) >= 10
     return c
 
@@ -72,14 +81,18 @@ def browser():
 def test_figure_carries_no_frames_and_opens_at_the_comparison_scale(pair):
     fig = iplot_compare_graphs(pair, layer=LAYER, head=HEAD)
     m = fig.layout.meta["attntopo"]
-    assert not fig.frames and not fig.layout.sliders and m["kind"] == "compare_graphs"  # no plotly slider
+    assert (
+        not fig.frames and not fig.layout.sliders and m["kind"] == "compare_graphs"
+    )  # no plotly slider
     base = float(pair.scales[pair.layers.index(LAYER), pair.heads.index(HEAD)])
     assert m["start"] == int(np.argmin(np.abs(np.asarray(m["scales"]) - base)))
     # the figure itself (fig.show(), before any script) holds the opening frame
     eps = m["scales"][m["start"]]
     want = expected_frame(pair, LAYER, HEAD, eps)
     assert fig.layout.title.text == want["title"]
-    assert len(fig.data[2].x) == 3 * len(want["edges"][0]) and len(fig.data[6].x) == 3 * len(want["edges"][1])
+    assert len(fig.data[2].x) == 3 * len(want["edges"][0]) and len(fig.data[6].x) == 3 * len(
+        want["edges"][1]
+    )
     assert len(fig.data[3].x) == 3 * len(want["sh_edges"][0])
 
 
@@ -129,7 +142,9 @@ def test_page_draws_the_old_frames_at_every_visited_step(pair, browser, tmp_path
 @needs_browser
 def test_comparison_report_in_the_browser(pair, browser, tmp_path):
     """The whole report: its two-text graphs draw their opening frames; no request, no error."""
-    path = write_report(tmp_path / "cmp.html", report_html(pair.a, comparison=pair, heads=[(LAYER, HEAD)]))
+    path = write_report(
+        tmp_path / "cmp.html", report_html(pair.a, comparison=pair, heads=[(LAYER, HEAD)])
+    )
     with open_page(browser, path) as page:
         print(f"\ncomparison report interactive after {page.load_seconds:.1f} s")
         scope = f"#cmp-L{LAYER}H{HEAD}"

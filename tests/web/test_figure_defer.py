@@ -12,7 +12,6 @@ import pytest
 pytest.importorskip("plotly")
 
 from _live import chromium_missing_reason  # noqa: E402
-
 from attntopo.plots.interactive import _asset_js  # noqa: E402
 
 _MISSING = chromium_missing_reason()
@@ -32,16 +31,20 @@ def browser():
 def _figure(k: int, top: int, throws: bool = False) -> str:
     """A stand-in figure at a fixed position: its 'drawing' records its number."""
     body = "throw new Error('figure 2 is broken');" if throws else f"window.drawn.push({k});"
-    return (f'<div style="position:absolute;top:{top}px;left:0;height:200px;width:300px">'
-            f'<div class="plotly-graph-div" id="f{k}"></div>'
-            f"<script>window.attntopoDefer(function () {{ {body} }});</script></div>")
+    return (
+        f'<div style="position:absolute;top:{top}px;left:0;height:200px;width:300px">'
+        f'<div class="plotly-graph-div" id="f{k}"></div>'
+        f"<script>window.attntopoDefer(function () {{ {body} }});</script></div>"
+    )
 
 
 def _page(tmp_path, figures: str):
-    html = ("<!DOCTYPE html><html><head><script>window.drawn = [];</script>"
-            f"<script>{_asset_js('defer.js')}</script></head>"
-            f'<body style="margin:0;height:20000px">{figures}'
-            "<script>window.parsedBeforeDrawing = window.drawn.length === 0;</script></body></html>")
+    html = (
+        "<!DOCTYPE html><html><head><script>window.drawn = [];</script>"
+        f"<script>{_asset_js('defer.js')}</script></head>"
+        f'<body style="margin:0;height:20000px">{figures}'
+        "<script>window.parsedBeforeDrawing = window.drawn.length === 0;</script></body></html>"
+    )
     path = tmp_path / "page.html"
     path.write_text(html, encoding="utf-8")
     return path.resolve().as_uri()
@@ -49,7 +52,9 @@ def _page(tmp_path, figures: str):
 
 def test_figures_on_screen_are_drawn_first_then_document_order(browser, tmp_path):
     # figures 1, 2, 4, 5 far below the fold, figure 3 at the top of the viewport
-    figs = "".join(_figure(k, top) for k, top in ((1, 3000), (2, 4000), (3, 10), (4, 5000), (5, 6000)))
+    figs = "".join(
+        _figure(k, top) for k, top in ((1, 3000), (2, 4000), (3, 10), (4, 5000), (5, 6000))
+    )
     page = browser.new_page(viewport={"width": 800, "height": 600})
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -88,9 +93,13 @@ def test_plotly_div_fragments_draw_through_the_scheduler(browser, tmp_path):
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.goto(path.resolve().as_uri())
-    page.wait_for_function("() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
-                           ".every((d) => d._fullLayout)")
-    ys = page.evaluate("() => Array.from(document.querySelectorAll('.plotly-graph-div')).map((d) "
-                       "=> d.data[0].y[0])")
+    page.wait_for_function(
+        "() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
+        ".every((d) => d._fullLayout)"
+    )
+    ys = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.plotly-graph-div')).map((d) "
+        "=> d.data[0].y[0])"
+    )
     assert ys == [0, 1, 2, 3] and not errors
     page.close()

@@ -27,9 +27,12 @@ import os
 
 import pytest
 
-pytest.importorskip("fastapi", reason="the explorer needs the web extra: pip install 'attntopo[web]'")
-schemathesis = pytest.importorskip("schemathesis", reason="the fuzz test needs schemathesis: "
-                                                         "pip install 'attntopo[test]'")
+pytest.importorskip(
+    "fastapi", reason="the explorer needs the web extra: pip install 'attntopo[web]'"
+)
+schemathesis = pytest.importorskip(
+    "schemathesis", reason="the fuzz test needs schemathesis: pip install 'attntopo[test]'"
+)
 
 from attntopo.web import Settings, create_app  # noqa: E402
 
@@ -41,13 +44,16 @@ MAX_CHARS = int(os.environ.get("ATTNTOPO_FUZZ_MAX_CHARS", "64"))
 RANDOM = os.environ.get("ATTNTOPO_FUZZ_RANDOM", "") == "1"
 
 # schemathesis' ASGI client sends `Host: testserver`: allowed explicitly, the check stays on
-APP = create_app(Settings(max_chars=MAX_CHARS, models=("minilm",), cache_size=256,
-                          allowed_hosts=("testserver",)))
-CONFIG = schemathesis.Config.from_dict({
-    "request-timeout": 120,
-    "generation": {"max-examples": EXAMPLES, "deterministic": not RANDOM},
-    "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400"]}},
-})
+APP = create_app(
+    Settings(max_chars=MAX_CHARS, models=("minilm",), cache_size=256, allowed_hosts=("testserver",))
+)
+CONFIG = schemathesis.Config.from_dict(
+    {
+        "request-timeout": 120,
+        "generation": {"max-examples": EXAMPLES, "deterministic": not RANDOM},
+        "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400"]}},
+    }
+)
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP, config=CONFIG)
 
 

@@ -19,7 +19,6 @@ pytest.importorskip("fastapi", reason=WEB)
 pytest.importorskip("uvicorn", reason=WEB)
 
 from _live import server_process  # noqa: E402
-
 from attntopo.errors import InvalidInputError  # noqa: E402
 from attntopo.web import Settings  # noqa: E402
 
@@ -43,7 +42,7 @@ def _drip(port: int, data: bytes, every: float, out: list) -> None:
         while time.monotonic() - t0 < 20:
             if sent < len(data):
                 try:
-                    s.send(data[sent:sent + 1])
+                    s.send(data[sent : sent + 1])
                     sent += 1
                 except OSError:  # the server closed the connection
                     break
@@ -83,9 +82,11 @@ def test_slow_headers_are_answered_408_and_closed(server):
         assert sent < len(REQUEST)
         status, body = _answer(got)
         assert status == 408 and list(body) == ["error"]
-        assert body["error"] == ("the request's headers took longer than 1 s to arrive (the "
-                                 "server's --header-timeout): the connection is closed; send the "
-                                 "whole request at once")
+        assert body["error"] == (
+            "the request's headers took longer than 1 s to arrive (the "
+            "server's --header-timeout): the connection is closed; send the "
+            "whole request at once"
+        )
 
 
 def test_a_silent_connection_is_closed_too(server):
@@ -111,7 +112,7 @@ def test_whole_requests_and_kept_alive_connections_are_served(server):
     with socket.create_connection(("127.0.0.1", server)) as s:
         s.settimeout(5)
         for k in range(0, len(quick), 20):
-            s.sendall(quick[k:k + 20])
+            s.sendall(quick[k : k + 20])
             time.sleep(LIMIT * 0.1)
         got = b""
         while chunk := s.recv(65536):
@@ -120,10 +121,15 @@ def test_whole_requests_and_kept_alive_connections_are_served(server):
 
 
 def test_the_limit_is_checked_in_one_line():
-    with pytest.raises(InvalidInputError, match="^header_timeout must be a positive number of "
-                                                "seconds, got 0$"):
+    with pytest.raises(
+        InvalidInputError, match="^header_timeout must be a positive number of seconds, got 0$"
+    ):
         Settings(header_timeout=0)
-    r = subprocess.run([sys.executable, "-m", "attntopo", "serve", "--header-timeout", "-1"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "attntopo", "serve", "--header-timeout", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
     assert "--header-timeout" in r.stderr

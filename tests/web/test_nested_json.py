@@ -13,17 +13,23 @@ from web_helpers import assert_clean_error, assert_serving  # noqa: E402
 
 
 @pytest.mark.parametrize("path", ["/api/analyze", "/api/compare"])
-@pytest.mark.parametrize("body", [
-    "[" * 5000 + "]" * 5000,
-    '{"text": "a", "layer": ' + "{\"x\": " * 4000 + "1" + "}" * 4000 + "}",
-    '{"text": ' + "[" * 3000 + '"a"' + "]" * 3000 + "}",
-], ids=["arrays", "objects", "in-a-field"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "[" * 5000 + "]" * 5000,
+        '{"text": "a", "layer": ' + '{"x": ' * 4000 + "1" + "}" * 4000 + "}",
+        '{"text": ' + "[" * 3000 + '"a"' + "]" * 3000 + "}",
+    ],
+    ids=["arrays", "objects", "in-a-field"],
+)
 def test_deeply_nested_json_is_one_line_in_the_error_shape(client, path, body):
     r = client.post(path, content=body, headers={"content-type": "application/json"})
     msg = assert_clean_error(r, 400, "nests JSON arrays or objects too deeply", "/docs")
     assert "There was an error parsing the body" not in msg
-    assert msg == ("the request body nests JSON arrays or objects too deeply to be read: send one "
-                   "JSON object of the request's fields (see /docs)")
+    assert msg == (
+        "the request body nests JSON arrays or objects too deeply to be read: send one "
+        "JSON object of the request's fields (see /docs)"
+    )
     assert_serving(client)
 
 

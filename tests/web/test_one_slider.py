@@ -21,12 +21,18 @@ import attntopo as at
 
 pytest.importorskip("plotly")
 
-from attntopo.plots import figures_to_html, iplot_compare_graphs, iplot_threshold_graph  # noqa: E402
-from attntopo.plots.slider import decode_steps  # noqa: E402
-from attntopo.plots.interactive import threshold_graph_script  # noqa: E402
-
 from _synthetic import text_attention  # noqa: E402
-from report_page import expected_frame, move_slider, needs_browser, open_page, slider_state, two_text_state  # noqa: E402
+from attntopo.plots import figures_to_html, iplot_compare_graphs, iplot_threshold_graph  # noqa: E402
+from attntopo.plots.interactive import threshold_graph_script  # noqa: E402
+from attntopo.plots.slider import decode_steps  # noqa: E402
+from report_page import (
+    expected_frame,
+    move_slider,
+    needs_browser,
+    open_page,
+    slider_state,
+    two_text_state,
+)  # noqa: E402
 
 needs_browser = needs_browser()
 
@@ -47,8 +53,11 @@ def analysis():
 
 @pytest.fixture(scope="module")
 def comparison():
-    return at.compare(text_attention(A_TEXT, L=2, H=3, seed=1), text_attention(B_TEXT, L=2, H=3, seed=2),
-                      progress=False)
+    return at.compare(
+        text_attention(A_TEXT, L=2, H=3, seed=1),
+        text_attention(B_TEXT, L=2, H=3, seed=2),
+        progress=False,
+    )
 
 
 def _edges_and_triangles(S: np.ndarray, k: int) -> tuple[int, int]:
@@ -65,7 +74,9 @@ def test_explorer_sends_the_threshold_graphs_record(analysis):
     rec = h["slider"]
     assert rec["scales"][rec["start"]] == h["scale"]  # the suggested ε is a slider value
     D = analysis.distance_matrix(1, 2)
-    meta = iplot_threshold_graph(D, scales=rec["scales"], start=rec["start"]).layout.meta["attntopo"]
+    meta = iplot_threshold_graph(D, scales=rec["scales"], start=rec["start"]).layout.meta[
+        "attntopo"
+    ]
     assert {k: meta[k] for k in RECORD} == {k: rec[k] for k in RECORD}
     S = decode_steps(rec, rec["n"])
     for k in sorted({0, rec["start"], len(rec["scales"]) // 3, len(rec["scales"]) - 1}):
@@ -81,7 +92,9 @@ def test_explorer_sends_the_two_text_graphs_record(comparison):
     rec = h["slider"]
     assert rec["scales"][rec["start"]] == h["scale"] == comparison.scale(1, 2)
     assert h["a"]["slider"] is None and h["b"]["slider"] is None  # one record for both texts
-    meta = iplot_compare_graphs(comparison, layer=1, head=2, scales=rec["scales"], start=rec["start"]).layout.meta["attntopo"]
+    meta = iplot_compare_graphs(
+        comparison, layer=1, head=2, scales=rec["scales"], start=rec["start"]
+    ).layout.meta["attntopo"]
     assert {k: meta[k] for k in TWO_TEXTS} == {k: rec[k] for k in TWO_TEXTS}
 
 
@@ -98,8 +111,14 @@ def test_every_slider_is_the_one_widget():
         assert "window.attntopoScale" in js and "slider(" in js
         assert not re.search(r"range|createElement\(\"input\"\)|plotly_slider", js), name
     static = resources.files("attntopo.web").joinpath("static")
-    app_js, index = (static.joinpath(f).read_text(encoding="utf-8") for f in ("app.js", "index.html"))
-    assert "window.attntopoScale" in app_js and "Scale.slider(" in app_js and "Scale.Complex(" in app_js
+    app_js, index = (
+        static.joinpath(f).read_text(encoding="utf-8") for f in ("app.js", "index.html")
+    )
+    assert (
+        "window.attntopoScale" in app_js
+        and "Scale.slider(" in app_js
+        and "Scale.Complex(" in app_js
+    )
     assert not re.search(r"type=\"range\"|\.type = \"range\"", app_js + index)
     assert index.index("/static/scale_slider.js") < index.index("/static/app.js")
 
@@ -132,8 +151,10 @@ def test_two_text_slider_in_the_browser(comparison, tmp_path):
     with chromium_browser() as browser, open_page(browser, path) as page:
         boxes = page.locator(".attntopo-eps")
         assert boxes.count() == 2
-        shapes = boxes.evaluate_all("(bs) => bs.map((b) => [b.children.length, b.children[0].type, "
-                                    "b.children[1].className])")
+        shapes = boxes.evaluate_all(
+            "(bs) => bs.map((b) => [b.children.length, b.children[0].type, "
+            "b.children[1].className])"
+        )
         assert shapes == [[2, "range", "attntopo-eps-label"]] * 2  # one widget, twice
         scope = "div:has(> .plotly-graph-div[data-attntopo-compare='1'])"
         assert two_text_state(page, scope)["step"] == str(m["start"])

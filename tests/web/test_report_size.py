@@ -18,16 +18,17 @@ import attntopo as at
 
 pytest.importorskip("plotly")
 
+from _live import chromium_missing_reason  # noqa: E402
 from attntopo.plots import analysis_bundle, suggest_scale  # noqa: E402
 from attntopo.report import default_heads, report_html, write_report  # noqa: E402
-
-from _live import chromium_missing_reason  # noqa: E402
 from report_page import open_page, slider_state, step_to  # noqa: E402
 
 _MISSING = chromium_missing_reason()
 if _MISSING:
     warnings.warn(f"BROWSER TESTS SKIPPED: {_MISSING}", stacklevel=1)
-needs_browser = pytest.mark.skipif(_MISSING is not None, reason=f"BROWSER TESTS SKIPPED: {_MISSING}")
+needs_browser = pytest.mark.skipif(
+    _MISSING is not None, reason=f"BROWSER TESTS SKIPPED: {_MISSING}"
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("web_browser")]
 
@@ -83,7 +84,10 @@ def test_paragraph_report_text_names_the_scale_the_graph_opens_at(paragraph, par
     for layer, head in default_heads(paragraph, n=3):
         eps = suggest_scale(paragraph.diagram(layer, head), paragraph.distance_matrix(layer, head))
         section = html.split(f'<section id="L{layer}H{head}">', 1)[1].split("</section>", 1)[0]
-        assert f"Suggested scale for this head: ε = {eps:.3g} (the threshold graph opens there)" in section
+        assert (
+            f"Suggested scale for this head: ε = {eps:.3g} (the threshold graph opens there)"
+            in section
+        )
         # the graph's slider data in the page: its opening value is that ε, exactly
         scales, start = re.search(r'"scales":\[([^\]]*)\],"start":(\d+)', section).groups()
         assert float(scales.split(",")[int(start)]) == eps
@@ -102,7 +106,10 @@ def test_paragraph_report_in_the_browser(paragraph, paragraph_report, browser):
             assert float(state["eps"]) == eps  # exactly the suggested value, not a nearby step
             assert state["label"].startswith(f"ε = {eps:.3g} · ")
             cx = at.complex_at(D, eps)
-            assert (int(state["edges"]), int(state["triangles"])) == (len(cx.simplices(1)), len(cx.simplices(2)))
+            assert (int(state["edges"]), int(state["triangles"])) == (
+                len(cx.simplices(1)),
+                len(cx.simplices(2)),
+            )
         layer, head = default_heads(paragraph, n=1)[0]
         D = paragraph.distance_matrix(layer, head)
         start = int(slider_state(page, 0, f"#L{layer}H{head}")["step"])
@@ -133,4 +140,6 @@ def test_512_token_report_opens(minilm, browser, tmp_path):
         state = slider_state(page, 0, f"#L{layer}H{head}")
         D = a.distance_matrix(layer, head)
         assert float(state["eps"]) == suggest_scale(a.diagram(layer, head), D)
-        assert int(state["edges"]) == len(at.complex_at(D, float(state["eps"]), max_simplex_dim=1).simplices(1))
+        assert int(state["edges"]) == len(
+            at.complex_at(D, float(state["eps"]), max_simplex_dim=1).simplices(1)
+        )

@@ -24,6 +24,7 @@ from attntopo.errors import InvalidInputError
 
 pytest.importorskip("plotly")
 
+from _live import chromium_missing_reason  # noqa: E402
 from attntopo import plots  # noqa: E402
 from attntopo.plots.interactive import (  # noqa: E402
     MAX_DRAWN_EDGES,
@@ -31,14 +32,14 @@ from attntopo.plots.interactive import (  # noqa: E402
     threshold_graph_eps,
     threshold_graph_script,
 )
-
-from _live import chromium_missing_reason  # noqa: E402
 from report_page import open_page, slider_state, step_to  # noqa: E402
 
 _MISSING = chromium_missing_reason()
 if _MISSING:
     warnings.warn(f"BROWSER TESTS SKIPPED: {_MISSING}", stacklevel=1)
-needs_browser = pytest.mark.skipif(_MISSING is not None, reason=f"BROWSER TESTS SKIPPED: {_MISSING}")
+needs_browser = pytest.mark.skipif(
+    _MISSING is not None, reason=f"BROWSER TESTS SKIPPED: {_MISSING}"
+)
 
 GRID = 8  # tie matrices take their distances from {1/8, 2/8, …, 1}: exact in binary
 
@@ -72,13 +73,18 @@ def simplices_at_step(S: np.ndarray, k: int) -> tuple[set, set]:
 
 def complex_sets(D: np.ndarray, eps: float) -> tuple[set, set]:
     cx = at.complex_at(D, eps)
-    return {tuple(e) for e in cx.simplices(1).tolist()}, {tuple(t) for t in cx.simplices(2).tolist()}
+    return {tuple(e) for e in cx.simplices(1).tolist()}, {
+        tuple(t) for t in cx.simplices(2).tolist()
+    }
 
 
 # ------------------------------------------------------------------ the data, in Python
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(2, 9), seed=st.integers(0, 2**32 - 1),
-       picks=st.lists(st.integers(1, GRID), min_size=1, max_size=GRID, unique=True))
+@given(
+    n=st.integers(2, 9),
+    seed=st.integers(0, 2**32 - 1),
+    picks=st.lists(st.integers(1, GRID), min_size=1, max_size=GRID, unique=True),
+)
 def test_step_codes_give_complex_at_at_every_step(n, seed, picks):
     """Ties at the slider's values: the page's rule (step <= k) is complex_at's (D <= ε)."""
     D = tie_matrix(n, seed)
@@ -112,7 +118,10 @@ def test_slider_holds_the_opening_eps_exactly():
     assert np.all(np.diff(scales) > 0)
     n_e = len(at.complex_at(D, eps).simplices(1))
     n_t = len(at.complex_at(D, eps).simplices(2))
-    assert fig.layout.title.text == f"t · threshold graph at ε = {eps:.3g} · {n_e} edges · {n_t} triangles"
+    assert (
+        fig.layout.title.text
+        == f"t · threshold graph at ε = {eps:.3g} · {n_e} edges · {n_t} triangles"
+    )
     # an eps that is already a slider value is not added twice
     again = plots.iplot_threshold_graph(D, scales=scales.tolist(), scale=float(scales[3]))
     assert decoded_steps(again)[0].tolist() == scales.tolist() and decoded_steps(again)[2] == 3
@@ -145,7 +154,11 @@ def test_size_does_not_grow_with_the_slider_steps():
         m = fig.layout.meta["attntopo"]
         assert len(base64.b64decode(m["steps"])) == pairs * (1 if len(m["scales"]) <= 255 else 2)
         # what is left besides the pairs' steps and the slider's values holds nothing per step
-        sizes[k] = len(fig.to_json()) - len(m["steps"]) - len(json.dumps(m["scales"], separators=(",", ":")))
+        sizes[k] = (
+            len(fig.to_json())
+            - len(m["steps"])
+            - len(json.dumps(m["scales"], separators=(",", ":")))
+        )
     # 384 more steps change the rest by digits only (counts in the title, JSON number formats):
     # under 1.5 bytes a step, where one edge drawn per step would take more than 20
     assert max(sizes.values()) - min(sizes.values()) < 1.5 * (400 - 16), sizes
@@ -162,11 +175,15 @@ def browser():
 
 def _drawn(page, k: int) -> tuple[int, int]:
     """Segments and outlines drawn in graph k (each ends in a gap)."""
-    return tuple(page.evaluate(
-        """(k) => { const gd = document.querySelectorAll('.plotly-graph-div')[k];
+    return tuple(
+        page.evaluate(
+            """(k) => { const gd = document.querySelectorAll('.plotly-graph-div')[k];
                     const gaps = (a) => Array.from(a || [])
                         .filter((v) => v === null || Number.isNaN(v)).length;
-                    return [gaps(gd.data[1].x), gaps(gd.data[0].x)]; }""", k))
+                    return [gaps(gd.data[1].x), gaps(gd.data[0].x)]; }""",
+            k,
+        )
+    )
 
 
 @pytest.mark.slow
@@ -174,10 +191,14 @@ def _drawn(page, k: int) -> tuple[int, int]:
 def test_page_counts_match_complex_at_at_every_step_with_ties(browser, tmp_path):
     D = tie_matrix(12, 7)
     scales = [k / GRID for k in range(1, GRID + 1)]
-    path = plots.save_figure(plots.iplot_threshold_graph(D, scales=scales, scale=0.5), tmp_path / "g.html")
+    path = plots.save_figure(
+        plots.iplot_threshold_graph(D, scales=scales, scale=0.5), tmp_path / "g.html"
+    )
     with open_page(browser, path) as page:
         state = slider_state(page, 0)
-        assert float(state["eps"]) == 0.5 and int(state["step"]) == scales.index(0.5)  # opens at eps
+        assert float(state["eps"]) == 0.5 and int(state["step"]) == scales.index(
+            0.5
+        )  # opens at eps
         seen = []
         for k in [0, 1, 2, 3, 4, 5, 6, 7, 3, 0]:  # up with the arrow key, then jumps back
             state = step_to(page, 0, k)
@@ -186,8 +207,10 @@ def test_page_counts_match_complex_at_at_every_step_with_ties(browser, tmp_path)
             E, T = complex_sets(D, eps)
             assert (int(state["edges"]), int(state["triangles"])) == (len(E), len(T)), eps
             assert _drawn(page, 0) == (len(E), len(T))  # small: everything is drawn
-            assert state["label"] == (f"ε = {eps:.3g} · {len(E)} edge{'' if len(E) == 1 else 's'} · "
-                                      f"{len(T)} triangle{'' if len(T) == 1 else 's'}")
+            assert state["label"] == (
+                f"ε = {eps:.3g} · {len(E)} edge{'' if len(E) == 1 else 's'} · "
+                f"{len(T)} triangle{'' if len(T) == 1 else 's'}"
+            )
             seen.append(len(E))
         assert len(set(seen)) > 4, "the slider changes what is drawn"
 
@@ -205,7 +228,9 @@ def test_page_caps_the_drawing_but_not_the_counts(browser, tmp_path):
     scales = fig.layout.meta["attntopo"]["scales"]
     path = plots.save_figure(fig, tmp_path / "big.html")
     with open_page(browser, path) as page:
-        assert page.locator(".attntopo-eps-note").inner_text() == ""  # the first step is drawn in full
+        assert (
+            page.locator(".attntopo-eps-note").inner_text() == ""
+        )  # the first step is drawn in full
         top = len(scales) - 1
         state = step_to(page, 0, top)
         E, T = complex_sets(D, scales[top])
@@ -215,7 +240,11 @@ def test_page_caps_the_drawing_but_not_the_counts(browser, tmp_path):
         assert 0 <= d_t <= d_e < top
         n_e = len(at.complex_at(D, scales[d_e], max_simplex_dim=1).simplices(1))
         n_t = len(at.complex_at(D, scales[d_t]).simplices(2))
-        assert n_e <= MAX_DRAWN_EDGES < len(at.complex_at(D, scales[d_e + 1], max_simplex_dim=1).simplices(1))
+        assert (
+            n_e
+            <= MAX_DRAWN_EDGES
+            < len(at.complex_at(D, scales[d_e + 1], max_simplex_dim=1).simplices(1))
+        )
         assert n_t <= MAX_DRAWN_TRIANGLES
         assert _drawn(page, 0) == (n_e, n_t)
         note = page.locator(".attntopo-eps-note").inner_text()

@@ -51,35 +51,88 @@ def _load() -> ctypes.CDLL | None:
             else:
                 lib = ctypes.CDLL(spec.origin)
                 lib.attntopo_js_divergences.argtypes = [
-                    _ptr, _i64, _i64, _i64, _ptr, _i64, ctypes.c_double
+                    _ptr,
+                    _i64,
+                    _i64,
+                    _i64,
+                    _ptr,
+                    _i64,
+                    ctypes.c_double,
                 ]
                 lib.attntopo_js_divergences.restype = _i64
                 lib.attntopo_js_finish.argtypes = [_ptr, _i64, _i64, ctypes.c_double, ctypes.c_int]
                 lib.attntopo_js_finish.restype = None
                 lib.attntopo_js_divergences_many.argtypes = [
-                    _ptr, _i64, _i64, _i64, _ptr, ctypes.c_double, _ptr
+                    _ptr,
+                    _i64,
+                    _i64,
+                    _i64,
+                    _ptr,
+                    ctypes.c_double,
+                    _ptr,
                 ]
                 lib.attntopo_js_divergences_many.restype = _i64
-                lib.attntopo_js_finish_many.argtypes = [_ptr, _i64, _i64, ctypes.c_double, ctypes.c_int]
+                lib.attntopo_js_finish_many.argtypes = [
+                    _ptr,
+                    _i64,
+                    _i64,
+                    ctypes.c_double,
+                    ctypes.c_int,
+                ]
                 lib.attntopo_js_finish_many.restype = None
                 lib.attntopo_js_cross_many.argtypes = [
-                    _ptr, _i64, _i64, _i64, _ptr, _i64, _ptr, ctypes.c_double, _ptr
+                    _ptr,
+                    _i64,
+                    _i64,
+                    _i64,
+                    _ptr,
+                    _i64,
+                    _ptr,
+                    ctypes.c_double,
+                    _ptr,
                 ]
                 lib.attntopo_js_cross_many.restype = _i64
                 lib.attntopo_js_cross_finish_many.argtypes = [
-                    _ptr, _i64, _i64, _ptr, _i64, ctypes.c_double, ctypes.c_int
+                    _ptr,
+                    _i64,
+                    _i64,
+                    _ptr,
+                    _i64,
+                    ctypes.c_double,
+                    ctypes.c_int,
                 ]
                 lib.attntopo_js_cross_finish_many.restype = None
                 lib.attntopo_js_rows_prepare.argtypes = [_ptr, _i64, _i64, _ptr, _ptr, _ptr]
                 lib.attntopo_js_rows_prepare.restype = None
                 lib.attntopo_js_cross_rows.argtypes = [
-                    _ptr, _i64, _i64, _ptr, _ptr, _ptr, _ptr, _i64, _i64, _i64, _ptr,
-                    ctypes.c_double
+                    _ptr,
+                    _i64,
+                    _i64,
+                    _ptr,
+                    _ptr,
+                    _ptr,
+                    _ptr,
+                    _i64,
+                    _i64,
+                    _i64,
+                    _ptr,
+                    ctypes.c_double,
                 ]
                 lib.attntopo_js_cross_rows.restype = _i64
                 lib.attntopo_js_cross_rows_nearest.argtypes = [
-                    _ptr, _i64, _i64, _ptr, _ptr, _ptr, _ptr, _i64, _i64, _i64, _ptr,
-                    ctypes.c_double, _i64
+                    _ptr,
+                    _i64,
+                    _i64,
+                    _ptr,
+                    _ptr,
+                    _ptr,
+                    _ptr,
+                    _i64,
+                    _i64,
+                    _i64,
+                    _ptr,
+                    ctypes.c_double,
+                    _i64,
                 ]
                 lib.attntopo_js_cross_rows_nearest.restype = _i64
                 lib.attntopo_log.argtypes = [_ptr, _ptr, _i64]

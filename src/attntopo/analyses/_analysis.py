@@ -147,7 +147,9 @@ class Analysis(Result):
         """ndarray of shape (n_layers, n_heads, maxdim + 1):
         one summary statistic per head and dimension."""
         if stat not in SUMMARY_STATS:
-            raise InvalidInputError(f"unknown statistic {stat!r}; allowed: {', '.join(SUMMARY_STATS)}")
+            raise InvalidInputError(
+                f"unknown statistic {stat!r}; allowed: {', '.join(SUMMARY_STATS)}"
+            )
         L, H = len(self.layers), len(self.heads)
         out = np.zeros((L, H, self.maxdim + 1))
         for i in range(L):
@@ -192,13 +194,18 @@ class Analysis(Result):
         tot0 = self._stat_grid("total_persistence")[:, :, 0].ravel()
         return ranked_heads(self.layers, self.heads, v, -v, -tot0)
 
-    def most_persistent_heads(self, *, k: int = 5, dim: int | None = None) -> list[tuple[int, int, float]]:
+    def most_persistent_heads(
+        self, *, k: int = 5, dim: int | None = None
+    ) -> list[tuple[int, int, float]]:
         """The ``k`` heads with the longest finite bar in dimension ``dim`` (default
         :attr:`ranking_dim`): ``[(layer, head, max_persistence), ...]``, the first rows of
         :meth:`ranking` (which also gives ranks, ties shared)."""
         k = check_positive_int(k, "k", allow_none=False)
         r = self.ranking(stat="max_persistence", dim=dim)
-        return [(int(r["layer"][t]), int(r["head"][t]), float(r["value"][t])) for t in range(min(k, r.n_rows))]
+        return [
+            (int(r["layer"][t]), int(r["head"][t]), float(r["value"][t]))
+            for t in range(min(k, r.n_rows))
+        ]
 
     def _settings(self) -> dict:
         st = self.provenance.get("settings", {})
@@ -219,18 +226,20 @@ class Analysis(Result):
         """Plain JSON-safe data: version, model, settings, the tokens and the per-head summary
         (:meth:`summary_rows`) — what ``attntopo analyze --json`` prints of the analysis."""
         a = self.attention
-        return json_safe({
-            "attntopo": self.provenance.get("versions", {}).get("attntopo", __version__),
-            "model": self.provenance.get("model", {"name": a.model}),
-            "settings": self._settings(),
-            "text": a.text,
-            "n_tokens": a.n_tokens,
-            "truncated": a.truncated,
-            "tokens": a.tokens,
-            "labels": a.labels,
-            "special": a.special.tolist(),
-            "summary": self.summary_rows(),
-        })
+        return json_safe(
+            {
+                "attntopo": self.provenance.get("versions", {}).get("attntopo", __version__),
+                "model": self.provenance.get("model", {"name": a.model}),
+                "settings": self._settings(),
+                "text": a.text,
+                "n_tokens": a.n_tokens,
+                "truncated": a.truncated,
+                "tokens": a.tokens,
+                "labels": a.labels,
+                "special": a.special.tolist(),
+                "summary": self.summary_rows(),
+            }
+        )
 
     def __repr__(self) -> str:
         a = self.attention
@@ -279,7 +288,9 @@ class Analysis(Result):
         layer_ids, head_ids = tuple(meta["layer_ids"]), tuple(meta["head_ids"])
         L, H = len(layer_ids), len(head_ids)
         n = len(meta["tokens"])
-        weights = read_array(arrays, "weights", kind="f", shape=(L, H, n, n), finite=True, nonneg=True)
+        weights = read_array(
+            arrays, "weights", kind="f", shape=(L, H, n, n), finite=True, nonneg=True
+        )
         distances = read_array(arrays, "distances", kind="f", shape=(L, H, n, n), nonneg=True)
         if np.isnan(distances).any():
             raise ResultFormatError("array 'distances' holds NaN")
@@ -300,8 +311,13 @@ class Analysis(Result):
         maxdim = check_maxdim(meta["maxdim"])
         threshold = json_float(meta["threshold"])
         diagrams = unpack_diagrams(
-            arrays, prefix="dgm_", maxdim=maxdim, shape=(L, H), threshold=threshold,
-            engine=meta["engine"], filtration=meta.get("filtration", "vietoris_rips"),
+            arrays,
+            prefix="dgm_",
+            maxdim=maxdim,
+            shape=(L, H),
+            threshold=threshold,
+            engine=meta["engine"],
+            filtration=meta.get("filtration", "vietoris_rips"),
         )
         return cls(
             attention=att,
@@ -382,7 +398,11 @@ def analyze(
     paper_compat = stored_paper_mode(check_paper_compat(paper_compat))
     min_persistence = check_number(min_persistence, "min_persistence", lo=0.0)
     if isinstance(text, Attention):
-        atts = [text.select(layers=layers, heads=heads) if (layers is not None or heads is not None) else text]
+        atts = [
+            text.select(layers=layers, heads=heads)
+            if (layers is not None or heads is not None)
+            else text
+        ]
         if drop_special and not text.special_dropped:
             atts = [a.drop_special() for a in atts]
         single = True
@@ -393,11 +413,18 @@ def analyze(
         single = isinstance(text, str)
         n_texts = len(text) if isinstance(text, (list, tuple)) else 1  # m.attention checks the type
         n_heads = len(check_indices(layers, m.n_layers, "layer")) * len(
-            check_indices(heads, m.n_heads, "head"))
+            check_indices(heads, m.n_heads, "head")
+        )
         # the forward pass layer by layer (m.progress_units), distances, persistence
         progress.add_total(m.progress_units(n_texts) + n_texts * 2 * n_heads)
-        res = m.attention(text, drop_special=drop_special, truncate=truncate, layers=layers, heads=heads,
-                          progress=progress)
+        res = m.attention(
+            text,
+            drop_special=drop_special,
+            truncate=truncate,
+            layers=layers,
+            heads=heads,
+            progress=progress,
+        )
         atts = [res] if single else list(res)
 
     device = _device_route(m, metric, paper_compat, engine)
@@ -408,14 +435,20 @@ def analyze(
     else:
         dists, dgms = None, None
     if dists is None:
-        dists = [token_distances(a, metric=metric, paper_compat=paper_compat, progress=progress)
-                 for a in atts]
+        dists = [
+            token_distances(a, metric=metric, paper_compat=paper_compat, progress=progress)
+            for a in atts
+        ]
     if dgms is None:
         flat = [d.reshape(-1, d.shape[-1], d.shape[-1]) for d in dists]
         all_mats = [mat for f in flat for mat in f]
         # token_distances' matrices are valid by construction: no per-matrix re-validation
         dgms = persistence_batch_valid(
-            all_mats, maxdim=maxdim, threshold=threshold, engine=engine, n_jobs=n_jobs,
+            all_mats,
+            maxdim=maxdim,
+            threshold=threshold,
+            engine=engine,
+            n_jobs=n_jobs,
             progress=progress,
         )
     used_engine = dgms[0].engine if dgms else (engine or "")
@@ -423,8 +456,14 @@ def analyze(
         dgms = [g.prune(min_persistence) for g in dgms]
     prov = make_provenance(
         model_info(m, atts[0].model),
-        settings={"metric": metric, "engine": used_engine, "drop_special": drop_special, "truncate": truncate,
-         "paper_compat": paper_compat, "min_persistence": min_persistence},
+        settings={
+            "metric": metric,
+            "engine": used_engine,
+            "drop_special": drop_special,
+            "truncate": truncate,
+            "paper_compat": paper_compat,
+            "min_persistence": min_persistence,
+        },
     )
     out = []
     k = 0
@@ -463,8 +502,15 @@ def _device_route(m, metric: str, paper_compat, engine: str | None) -> str | Non
 MAX_WAITING_LAYERS = 2
 
 
-def _on_device(atts: list[Attention], device: str, maxdim: int, threshold: float,
-               progress, *, n_jobs: int | None = None) -> tuple[list[np.ndarray], list[Diagram]]:
+def _on_device(
+    atts: list[Attention],
+    device: str,
+    maxdim: int,
+    threshold: float,
+    progress,
+    *,
+    n_jobs: int | None = None,
+) -> tuple[list[np.ndarray], list[Diagram]]:
     """Jensen–Shannon distances of each Attention computed on ``device`` (float64), layer by
     layer, and every head's diagram: for ``maxdim=0`` the H0 diagrams there too
     (:func:`attntopo.topology.h0_diagrams`: the same diagrams as the engines'); for H1 and
@@ -507,8 +553,18 @@ def _on_device(atts: list[Attention], device: str, maxdim: int, threshold: float
                     while len(waiting) >= MAX_WAITING_LAYERS:
                         collect()
                     # token_distances' matrices are valid by construction: not checked again
-                    waiting.append((executor.submit(persistence_batch_valid, list(host[layer]), maxdim=maxdim,
-                                                    threshold=threshold, n_jobs=n_jobs), H))
+                    waiting.append(
+                        (
+                            executor.submit(
+                                persistence_batch_valid,
+                                list(host[layer]),
+                                maxdim=maxdim,
+                                threshold=threshold,
+                                n_jobs=n_jobs,
+                            ),
+                            H,
+                        )
+                    )
             dists.append(host)
         while waiting:
             collect()

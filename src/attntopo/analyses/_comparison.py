@@ -47,9 +47,8 @@ from ..constants import COUNT_NAMES, DEFAULT_MODEL, DISTANCE_NAMES, PaperMode
 from ..distances import token_distances
 from ..errors import InvalidInputError, OutOfRangeError, ResultFormatError
 from ..io import json_float, json_safe
-from ..topology import Diagram, pack_diagrams, persistence_batch, unpack_diagrams
-from ..topology import single_linkage
-from ..topology.complex import cophenetic_matrix, connection_scales
+from ..topology import Diagram, pack_diagrams, persistence_batch, single_linkage, unpack_diagrams
+from ..topology.complex import connection_scales, cophenetic_matrix
 from ..topology.diagram_distances import bottleneck, wasserstein
 from ..words import SharedToken, check_alignment, match_aligned, match_words, normalize_token
 from ._analysis import Analysis
@@ -107,7 +106,9 @@ PAPER_MIN_PERSISTENCE = 0.01
 
 def _without_short_bars(dgm: Diagram, min_persistence: float = PAPER_MIN_PERSISTENCE) -> Diagram:
     """``dgm`` keeping only the bars longer than ``min_persistence`` (gudhi's rule)."""
-    return dgm.replace(dgms=[d[d[:, 1] - d[:, 0] > min_persistence] for d in dgm.dgms], maxdim=dgm.maxdim)
+    return dgm.replace(
+        dgms=[d[d[:, 1] - d[:, 0] > min_persistence] for d in dgm.dgms], maxdim=dgm.maxdim
+    )
 
 
 def _pair_distances(da: Diagram, db: Diagram) -> np.ndarray:
@@ -267,12 +268,16 @@ class Comparison(Result):
         i, j = self._pos(layer, head)
         return float(self.scales[i, j])
 
-    def diagrams(self, layer: int | None = None, head: int | None = None) -> tuple[Diagram, Diagram]:
+    def diagrams(
+        self, layer: int | None = None, head: int | None = None
+    ) -> tuple[Diagram, Diagram]:
         """The two texts' full diagrams of one head."""
         i, j = self._pos(layer, head)
         return self.a.diagrams[i][j], self.b.diagrams[i][j]
 
-    def pair(self, u: str | int, v: str | int, layer: int | None = None, head: int | None = None) -> dict:
+    def pair(
+        self, u: str | int, v: str | int, layer: int | None = None, head: int | None = None
+    ) -> dict:
         """Edge births and connection scales of two shared tokens (by key or position) in one head.
 
         Returns ``{"a", "b", "edge_birth_a", "edge_birth_b", "connection_a", "connection_b",
@@ -316,26 +321,39 @@ class Comparison(Result):
             cand[[x, y]] = np.inf
             k = int(np.argmin(cand))
             if len(cand) < 3 or x == y:
-                out.update({f"birth_{side}": math.inf, f"third_{side}": None, f"third_{side}_index": None})
+                out.update(
+                    {f"birth_{side}": math.inf, f"third_{side}": None, f"third_{side}_index": None}
+                )
                 continue
-            out.update({
-                f"birth_{side}": float(max(D[x, y], cand[k])),
-                f"third_{side}": an.attention.labels[k],
-                f"third_{side}_index": k,
-            })
+            out.update(
+                {
+                    f"birth_{side}": float(max(D[x, y], cand[k])),
+                    f"third_{side}": an.attention.labels[k],
+                    f"third_{side}_index": k,
+                }
+            )
         return out
 
     def pairs(self, layer: int | None = None, head: int | None = None) -> list[dict]:
         """:meth:`pair` for every pair of shared tokens (``p < q`` in shared order)."""
         m = len(self.shared_tokens)
-        return [self.pair(p, q, *self._model_ids(layer, head)) for p in range(m) for q in range(p + 1, m)]
+        return [
+            self.pair(p, q, *self._model_ids(layer, head))
+            for p in range(m)
+            for q in range(p + 1, m)
+        ]
 
     def _model_ids(self, layer, head) -> tuple[int, int]:
         i, j = self._pos(layer, head)
         return self.layers[i], self.heads[j]
 
     def shared_simplices(
-        self, layer: int | None = None, head: int | None = None, *, scale: float | None = None, dim: int | None = None
+        self,
+        layer: int | None = None,
+        head: int | None = None,
+        *,
+        scale: float | None = None,
+        dim: int | None = None,
     ) -> list[dict]:
         """Edges and triangles among shared tokens present in both texts at ``scale``.
 
@@ -358,7 +376,9 @@ class Comparison(Result):
         i, j = self._pos(layer, head)
         e = float(self.scales[i, j]) if scale is None else check_scale(scale)
         if dim not in (None, 1, 2):
-            raise InvalidInputError(f"dim must be 1 (edges), 2 (triangles) or None (both), got {dim!r}")
+            raise InvalidInputError(
+                f"dim must be 1 (edges), 2 (triangles) or None (both), got {dim!r}"
+            )
         SA, SB = self.edge_birth_a[i, j], self.edge_birth_b[i, j]
         m = SA.shape[0]
         M = (SA <= e) & (SB <= e)
@@ -368,7 +388,11 @@ class Comparison(Result):
         if dim in (None, 1):
             p, q = np.nonzero(np.triu(M, 1))
             out += [
-                {"tokens": (keys[x], keys[y]), "birth_a": float(SA[x, y]), "birth_b": float(SB[x, y])}
+                {
+                    "tokens": (keys[x], keys[y]),
+                    "birth_a": float(SA[x, y]),
+                    "birth_b": float(SB[x, y]),
+                }
                 for x, y in zip(p.tolist(), q.tolist())
             ]
         if dim in (None, 2) and m >= 3:
@@ -376,15 +400,19 @@ class Comparison(Result):
             U = np.triu(M, 1)
             for x, y in zip(p.tolist(), q.tolist()):
                 for z in np.flatnonzero(U[x] & U[y]).tolist():
-                    out.append({
-                        "tokens": (keys[x], keys[y], keys[z]),
-                        "birth_a": float(max(SA[x, y], SA[x, z], SA[y, z])),
-                        "birth_b": float(max(SB[x, y], SB[x, z], SB[y, z])),
-                    })
+                    out.append(
+                        {
+                            "tokens": (keys[x], keys[y], keys[z]),
+                            "birth_a": float(max(SA[x, y], SA[x, z], SA[y, z])),
+                            "birth_b": float(max(SB[x, y], SB[x, z], SB[y, z])),
+                        }
+                    )
         return out
 
     # ------------------------------------------------------------------ tables
-    def grid(self, *, name: str = "bottleneck", dim: int | None = None, scope: str = "text") -> np.ndarray:
+    def grid(
+        self, *, name: str = "bottleneck", dim: int | None = None, scope: str = "text"
+    ) -> np.ndarray:
         """A (layers × heads) table.
 
         Parameters
@@ -443,7 +471,12 @@ class Comparison(Result):
         return self.default_dim(by="bottleneck", scope="text")
 
     def ranking(
-        self, *, by: str = "bottleneck", dim: int | None = None, scope: str = "text", similar: bool = True
+        self,
+        *,
+        by: str = "bottleneck",
+        dim: int | None = None,
+        scope: str = "text",
+        similar: bool = True,
     ) -> Columns:
         """Every head ranked, best first.
 
@@ -483,10 +516,15 @@ class Comparison(Result):
             tot = sign * src[by].sum(-1).ravel()
         return ranked_heads(self.layers, self.heads, g, sign * g, tot)
 
-    def _ranked(self, k: int, by: str, dim: int | None, scope: str, similar: bool) -> list[tuple[int, int, float]]:
+    def _ranked(
+        self, k: int, by: str, dim: int | None, scope: str, similar: bool
+    ) -> list[tuple[int, int, float]]:
         k = check_positive_int(k, "k", allow_none=False)
         r = self.ranking(by=by, dim=dim, scope=scope, similar=similar)
-        return [(int(r["layer"][t]), int(r["head"][t]), float(r["value"][t])) for t in range(min(int(k), r.n_rows))]
+        return [
+            (int(r["layer"][t]), int(r["head"][t]), float(r["value"][t]))
+            for t in range(min(int(k), r.n_rows))
+        ]
 
     def most_similar_heads(
         self, *, k: int = 5, by: str = "bottleneck", dim: int | None = None, scope: str = "text"
@@ -524,7 +562,10 @@ class Comparison(Result):
             "head": np.tile(np.array(self.heads, dtype=np.int64), L),
             "scale": self.scales.ravel().copy(),
         }
-        for prefix, src in (("", self.diagram_distances), ("shared_", self.shared_diagram_distances)):
+        for prefix, src in (
+            ("", self.diagram_distances),
+            ("shared_", self.shared_diagram_distances),
+        ):
             for name in DISTANCE_NAMES:
                 for d in range(self.maxdim + 1):
                     cols[f"{prefix}{name}_h{d}"] = src[name][:, :, d].ravel().copy()
@@ -569,37 +610,52 @@ class Comparison(Result):
         """
         k = max(1, min(int(k), len(self.layers) * len(self.heads)))
         d = self._dim(dim)
-        return json_safe({
-            "kind": "comparison",
-            "model": self.a.attention.model,
-            "text_a": self.a.attention.text,
-            "text_b": self.b.attention.text,
-            "metric": self.metric,
-            "maxdim": self.maxdim,
-            "scale": self.given_scale,
-            "layers": list(self.layers),
-            "heads": list(self.heads),
-            "shared_tokens": [s.to_dict() for s in self.shared_tokens],
-            "summary": self.summary().rows(),
-            "ranking": self.ranking_info(dim=dim),
-            "most_similar_heads": self.ranked_entries(k, dim=d),
-            "most_different_heads": self.ranked_entries(k, dim=d, similar=False),
-        })
+        return json_safe(
+            {
+                "kind": "comparison",
+                "model": self.a.attention.model,
+                "text_a": self.a.attention.text,
+                "text_b": self.b.attention.text,
+                "metric": self.metric,
+                "maxdim": self.maxdim,
+                "scale": self.given_scale,
+                "layers": list(self.layers),
+                "heads": list(self.heads),
+                "shared_tokens": [s.to_dict() for s in self.shared_tokens],
+                "summary": self.summary().rows(),
+                "ranking": self.ranking_info(dim=dim),
+                "most_similar_heads": self.ranked_entries(k, dim=d),
+                "most_different_heads": self.ranked_entries(k, dim=d, similar=False),
+            }
+        )
 
     def ranking_info(self, *, dim: int | None = None) -> dict:
         """What the heads are ranked by, as plain data: ``{"by": "bottleneck", "dim": d, "column":
         "bottleneck_h{d}", "default": dim is None, "rule": RANKING_RULE}`` (``d`` = ``dim`` or
         :attr:`ranking_dim`)."""
         d = self._dim(dim)
-        return {"by": "bottleneck", "dim": d, "column": f"bottleneck_h{d}", "default": dim is None,
-                "rule": RANKING_RULE}
+        return {
+            "by": "bottleneck",
+            "dim": d,
+            "column": f"bottleneck_h{d}",
+            "default": dim is None,
+            "rule": RANKING_RULE,
+        }
 
     def ranked_entries(self, k: int, *, dim: int | None = None, similar: bool = True) -> list[list]:
         """The first ``k`` rows of :meth:`ranking` by bottleneck as ``[layer, head, value, rank,
         n_tied]`` lists (JSON's ``most_similar_heads`` / ``most_different_heads``)."""
         r = self.ranking(by="bottleneck", dim=dim, similar=similar)
-        return [[int(r["layer"][t]), int(r["head"][t]), float(r["value"][t]), int(r["rank"][t]),
-                 int(r["n_tied"][t])] for t in range(min(int(k), r.n_rows))]
+        return [
+            [
+                int(r["layer"][t]),
+                int(r["head"][t]),
+                float(r["value"][t]),
+                int(r["rank"][t]),
+                int(r["n_tied"][t]),
+            ]
+            for t in range(min(int(k), r.n_rows))
+        ]
 
     def __repr__(self) -> str:
         return (
@@ -625,15 +681,19 @@ class Comparison(Result):
         if self.shared_diagrams_a is not None:
             for side, grid in (("a", self.shared_diagrams_a), ("b", self.shared_diagrams_b)):
                 arrays.update(pack_diagrams(grid, prefix=f"shared_{side}__", maxdim=self.maxdim))
-        meta.update({
-            "shared_tokens": [s.to_dict() for s in self.shared_tokens],
-            "scale": self.given_scale,
-            "alignment": [list(p) for p in self.alignment] if self.alignment is not None else None,
-            "alignment_units": self.alignment_units,
-            "include_special": self.include_special,
-            "has_shared_diagrams": self.shared_diagrams_a is not None,
-            "provenance": self.provenance,
-        })
+        meta.update(
+            {
+                "shared_tokens": [s.to_dict() for s in self.shared_tokens],
+                "scale": self.given_scale,
+                "alignment": [list(p) for p in self.alignment]
+                if self.alignment is not None
+                else None,
+                "alignment_units": self.alignment_units,
+                "include_special": self.include_special,
+                "has_shared_diagrams": self.shared_diagrams_a is not None,
+                "provenance": self.provenance,
+            }
+        )
         return meta, arrays
 
     @classmethod
@@ -647,8 +707,16 @@ class Comparison(Result):
         m = len(shared)
         sa = sb = None
         if meta.get("has_shared_diagrams"):
-            sa, sb = (unpack_diagrams(arrays, prefix=f"shared_{side}__", maxdim=a.maxdim, shape=(L, H), engine=a.engine)
-                      for side in ("a", "b"))
+            sa, sb = (
+                unpack_diagrams(
+                    arrays,
+                    prefix=f"shared_{side}__",
+                    maxdim=a.maxdim,
+                    shape=(L, H),
+                    engine=a.engine,
+                )
+                for side in ("a", "b")
+            )
         thr = meta["scale"]
         lh = (L, H, a.maxdim + 1)
         return cls(
@@ -659,22 +727,35 @@ class Comparison(Result):
             given_scale=None if thr is None else json_float(thr),
             shared_diagrams_a=sa,
             shared_diagrams_b=sb,
-            diagram_distances={n: read_array(arrays, f"dist__{n}", kind="f", shape=lh) for n in DISTANCE_NAMES},
-            shared_diagram_distances={
-                n: read_array(arrays, f"shared_dist__{n}", kind="f", shape=lh) for n in DISTANCE_NAMES
+            diagram_distances={
+                n: read_array(arrays, f"dist__{n}", kind="f", shape=lh) for n in DISTANCE_NAMES
             },
-            counts={n: read_array(arrays, f"count__{n}", kind="i", shape=(L, H), nonneg=True) for n in COUNT_NAMES},
-            connection_a=read_array(arrays, "connection_a", kind="f", shape=(L, H, m, m), nonneg=True),
-            connection_b=read_array(arrays, "connection_b", kind="f", shape=(L, H, m, m), nonneg=True),
-            alignment=None if meta.get("alignment") is None else [tuple(p) for p in meta["alignment"]],
+            shared_diagram_distances={
+                n: read_array(arrays, f"shared_dist__{n}", kind="f", shape=lh)
+                for n in DISTANCE_NAMES
+            },
+            counts={
+                n: read_array(arrays, f"count__{n}", kind="i", shape=(L, H), nonneg=True)
+                for n in COUNT_NAMES
+            },
+            connection_a=read_array(
+                arrays, "connection_a", kind="f", shape=(L, H, m, m), nonneg=True
+            ),
+            connection_b=read_array(
+                arrays, "connection_b", kind="f", shape=(L, H, m, m), nonneg=True
+            ),
+            alignment=None
+            if meta.get("alignment") is None
+            else [tuple(p) for p in meta["alignment"]],
             alignment_units=meta.get("alignment_units", "word"),
             include_special=bool(meta.get("include_special", False)),
             provenance=meta.get("provenance", {}),
         )
 
 
-def _text_distances(A: Attention, B: Attention, device: str, metric: str, paper: Any,
-                    progress: Any) -> tuple[np.ndarray, np.ndarray, Any, Any]:
+def _text_distances(
+    A: Attention, B: Attention, device: str, metric: str, paper: Any, progress: Any
+) -> tuple[np.ndarray, np.ndarray, Any, Any]:
     """Both texts' token distances ``(DA, DB)`` as arrays, and ``(TA, TB)`` where the
     connection scales are computed: the same arrays, or torch tensors on the model's GPU."""
     if device != "cpu" and metric == "jensen_shannon" and not paper:
@@ -687,14 +768,23 @@ def _text_distances(A: Attention, B: Attention, device: str, metric: str, paper:
     return DA, DB, DA, DB
 
 
-def _head_diagram_distances(grid_a: list, grid_b: list, sh_a: list | None, sh_b: list | None,
-                            maxdim: int, paper: Any, progress: Any) -> tuple[np.ndarray, np.ndarray]:
+def _head_diagram_distances(
+    grid_a: list,
+    grid_b: list,
+    sh_a: list | None,
+    sh_b: list | None,
+    maxdim: int,
+    paper: Any,
+    progress: Any,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per head, the :data:`DISTANCE_NAMES` distances between the texts' diagrams and between
     their shared tokens' diagrams (NaN without shared tokens): two ``(3, L, H, maxdim + 1)``."""
     L, H = len(grid_a), len(grid_a[0])
     dist = np.zeros((3, L, H, maxdim + 1))
     sdist = np.full((3, L, H, maxdim + 1), np.nan)
-    kept = _without_short_bars if paper == "notebook" else (lambda dgm: dgm)  # the notebook's diagrams
+    kept = (
+        _without_short_bars if paper == "notebook" else (lambda dgm: dgm)
+    )  # the notebook's diagrams
     progress.stage("diagram distances")
     for i in range(L):
         for j in range(H):
@@ -823,14 +913,16 @@ def compare(
     """
     metric = check_metric(metric)
     maxdim = check_maxdim(maxdim)
-    scale = check_scale(scale, "scale", allow_inf=False, allow_none=True,
-                        hint="None: a scale per head; e.g. 0.2")
+    scale = check_scale(
+        scale, "scale", allow_inf=False, allow_none=True, hint="None: a scale per head; e.g. 0.2"
+    )
     check_choice(alignment_units, "alignment_units", ("word", "token"))
     pairs = check_alignment(alignment) if alignment is not None else None
     paper = check_paper_compat(paper_compat)
 
-    (A, B), info = attentions_of([text_a, text_b], model, layers, heads, drop_special, truncate,
-                                 progress)
+    (A, B), info = attentions_of(
+        [text_a, text_b], model, layers, heads, drop_special, truncate, progress
+    )
     shared = (
         match_aligned(A, B, pairs, alignment_units)
         if pairs is not None
@@ -841,15 +933,16 @@ def compare(
     # distances and persistence of both texts (and of their shared tokens), then per head
     # the diagram distances (and the connection scales of the shared tokens)
     progress.add_total(L * H * (2 + 2 + (2 if m else 0) + 1 + (1 if m else 0)))
-    DA, DB, TA, TB = _text_distances(A, B, str(info.get("device", "cpu")), metric, paper,
-                                     progress)
+    DA, DB, TA, TB = _text_distances(A, B, str(info.get("device", "cpu")), metric, paper, progress)
     ia = np.array([s.a for s in shared], dtype=np.int64)
     ib = np.array([s.b for s in shared], dtype=np.int64)
     SA = DA[:, :, ia][:, :, :, ia]
     SB = DB[:, :, ib][:, :, :, ib]
 
     # one persistence batch: full A, full B, shared A, shared B
-    mats = list(DA.reshape(-1, DA.shape[-1], DA.shape[-1])) + list(DB.reshape(-1, DB.shape[-1], DB.shape[-1]))
+    mats = list(DA.reshape(-1, DA.shape[-1], DA.shape[-1])) + list(
+        DB.reshape(-1, DB.shape[-1], DB.shape[-1])
+    )
     if m:
         mats += list(SA.reshape(-1, m, m)) + list(SB.reshape(-1, m, m))
     dgms = persistence_batch(mats, maxdim=maxdim, engine=engine, n_jobs=n_jobs, progress=progress)
@@ -859,10 +952,22 @@ def compare(
     sh_a = _grid(dgms, L, H, 2 * L * H) if m else None
     sh_b = _grid(dgms, L, H, 3 * L * H) if m else None
 
-    prov = make_provenance(info, settings={"metric": metric, "engine": used_engine, "drop_special": drop_special,
-                                  "truncate": truncate, "paper_compat": stored_paper_mode(paper)})
-    an_a = Analysis(A, DA, grid_a, metric, maxdim, math.inf, used_engine, stored_paper_mode(paper), dict(prov))
-    an_b = Analysis(B, DB, grid_b, metric, maxdim, math.inf, used_engine, stored_paper_mode(paper), dict(prov))
+    prov = make_provenance(
+        info,
+        settings={
+            "metric": metric,
+            "engine": used_engine,
+            "drop_special": drop_special,
+            "truncate": truncate,
+            "paper_compat": stored_paper_mode(paper),
+        },
+    )
+    an_a = Analysis(
+        A, DA, grid_a, metric, maxdim, math.inf, used_engine, stored_paper_mode(paper), dict(prov)
+    )
+    an_b = Analysis(
+        B, DB, grid_b, metric, maxdim, math.inf, used_engine, stored_paper_mode(paper), dict(prov)
+    )
 
     scales = np.full((L, H), scale) if scale is not None else _adaptive_scales(grid_a, grid_b)
 

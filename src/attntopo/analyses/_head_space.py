@@ -37,8 +37,8 @@ cannot see are skipped.  The work is ``n² (L·H)² / 2`` logarithms.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import math
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Sequence
 
 import numpy as np
@@ -60,7 +60,8 @@ from ..distances import row_distances
 from ..errors import InvalidInputError, OutOfRangeError
 from ..io import json_float, json_safe
 from ..topology import Diagram, pack_diagrams, persistence, unpack_diagrams
-from ..topology.complex import clusters_at, linkage as _single_linkage
+from ..topology.complex import clusters_at
+from ..topology.complex import linkage as _single_linkage
 from ._head_types import BAND_WIDTH, HeadTypes, head_features
 from ._head_types import _assemble as _assemble_types
 from ._inputs import texts_or_attentions
@@ -74,7 +75,9 @@ REDUCTIONS = ("sum", "mean", "none")
 
 #: The founding paper's head-space recipe (``paper_compat=``): its heads notebook only.
 HEAD_PAPER_MODES = ("notebook",)
-_HEAD_PAPER_HINT = "the printed Listing 1 defines token distances only; the heads notebook is 'notebook'"
+_HEAD_PAPER_HINT = (
+    "the printed Listing 1 defines token distances only; the heads notebook is 'notebook'"
+)
 
 _TOKEN_CHUNK = 16  # query tokens per row_distances call (causal: skipped keys per chunk)
 _TEXT_BATCH = 8  # texts per forward pass in head_space (bounds the memory of attentions)
@@ -95,7 +98,9 @@ def _weights(att: Any) -> tuple[np.ndarray, bool]:
     try:
         w = np.asarray(att)
     except (TypeError, ValueError):
-        raise InvalidInputError("attention must be an Attention or an array of shape (L, H, n, n)") from None
+        raise InvalidInputError(
+            "attention must be an Attention or an array of shape (L, H, n, n)"
+        ) from None
     if w.dtype == object or w.dtype.kind not in "fiu":
         raise InvalidInputError(
             "attention must be an Attention or a real array "
@@ -108,8 +113,13 @@ def _weights(att: Any) -> tuple[np.ndarray, bool]:
     return w, causal
 
 
-def _one_text(w: np.ndarray, metric: str, n_jobs: int | None, notebook: bool = False,
-              reporter: Reporter = NO_PROGRESS) -> np.ndarray:
+def _one_text(
+    w: np.ndarray,
+    metric: str,
+    n_jobs: int | None,
+    notebook: bool = False,
+    reporter: Reporter = NO_PROGRESS,
+) -> np.ndarray:
     """Sum over query tokens of the distances between all heads' rows: (L·H, L·H).
 
     ``notebook``: the heads notebook's matrix instead, (H, H): natural-log JS between the
@@ -209,8 +219,9 @@ def head_distances(
             if a.layers != items[0].layers or a.heads != items[0].heads:
                 raise InvalidInputError(f"text {k} holds other layers/heads than text 0")
     mats = []
-    with make_reporter(progress, total=sum(w.shape[-1] for w in ws),
-                       description="head distances") as reporter:
+    with make_reporter(
+        progress, total=sum(w.shape[-1] for w in ws), description="head distances"
+    ) as reporter:
         reporter.stage("head distances")
         for w in ws:
             D = _one_text(w, metric, n_jobs, notebook, reporter)
@@ -227,8 +238,7 @@ def head_distances(
 
 def _check_head_paper_mode(paper_compat: Any, metric: str, normalize: bool) -> str | None:
     """The checked head-space paper mode (``"notebook"`` or None) and its requirements."""
-    mode = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES,
-                              hint=_HEAD_PAPER_HINT)
+    mode = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, hint=_HEAD_PAPER_HINT)
     if mode and metric != "jensen_shannon":
         raise InvalidInputError(
             "paper_compat='notebook' reproduces the heads notebook's Jensen–Shannon distance "
@@ -351,7 +361,9 @@ class HeadSpace(Result):
     @property
     def head_of(self) -> np.ndarray:
         """int ndarray of shape (N,): the model head (within its layer) of each point."""
-        return np.tile(np.asarray(self.heads, dtype=np.int64), 1 if self.layers_summed else self.n_layers)
+        return np.tile(
+            np.asarray(self.heads, dtype=np.int64), 1 if self.layers_summed else self.n_layers
+        )
 
     def index(self, layer: int, head: int) -> int:
         """Row of model layer ``layer``, head ``head`` (0-based, negatives ok) in the matrix
@@ -423,7 +435,8 @@ class HeadSpace(Result):
             ``indices`` (matrix rows), ``layers``, ``size``, ``mean_distance`` (mean over the
             pairs in the group), ``max_distance`` (diameter) and ``scale``.
         """
-        from scipy.cluster.hierarchy import fcluster, linkage as sc_linkage
+        from scipy.cluster.hierarchy import fcluster
+        from scipy.cluster.hierarchy import linkage as sc_linkage
         from scipy.spatial.distance import squareform
 
         scale = self.default_scale() if scale is None else _check_scale_arg(scale)
@@ -450,7 +463,9 @@ class HeadSpace(Result):
                 {
                     "heads": [labels[i] for i in idx],
                     "indices": idx.tolist(),
-                    "layers": list(self.layers) if self.layers_summed else sorted(set(layer_of[idx].tolist())),
+                    "layers": list(self.layers)
+                    if self.layers_summed
+                    else sorted(set(layer_of[idx].tolist())),
                     "size": int(idx.size),
                     "mean_distance": float(sub[iu].mean()),
                     "max_distance": float(sub[iu].max()),
@@ -612,12 +627,18 @@ class HeadSpace(Result):
         n_tokens = tuple(int(x) for x in meta["n_tokens"])
         info = meta["diagram"]
         diagram = unpack_diagrams(
-            arrays, prefix="dgm_", maxdim=check_maxdim(info["maxdim"], hi=None), shape=(),
-            threshold=json_float(info.get("threshold", "inf")), engine=info.get("engine", "giotto"),
+            arrays,
+            prefix="dgm_",
+            maxdim=check_maxdim(info["maxdim"], hi=None),
+            shape=(),
+            threshold=json_float(info.get("threshold", "inf")),
+            engine=info.get("engine", "giotto"),
             filtration=info.get("filtration", "vietoris_rips"),
         )
         return cls(
-            distances=read_array(arrays, "distances", kind="f", shape=(N, N), finite=True, nonneg=True),
+            distances=read_array(
+                arrays, "distances", kind="f", shape=(N, N), finite=True, nonneg=True
+            ),
             layers=layer_ids,
             heads=head_ids,
             diagram=diagram,
@@ -631,8 +652,15 @@ class HeadSpace(Result):
             causal=bool(meta["causal"]),
             n_tokens=n_tokens,
             texts=list(meta.get("texts", [])),
-            per_text=read_array(arrays, "per_text", kind="f", shape=(len(n_tokens), N, N), finite=True,
-                                nonneg=True, optional=True),
+            per_text=read_array(
+                arrays,
+                "per_text",
+                kind="f",
+                shape=(len(n_tokens), N, N),
+                finite=True,
+                nonneg=True,
+                optional=True,
+            ),
             types=unnest(meta, arrays, "types", HeadTypes),
             paper_compat=paper,
             provenance=dict(meta.get("provenance", {})),
@@ -656,8 +684,14 @@ def _build(
     X, vals = classical_mds(D, 2)
     dgm = persistence(D, maxdim=maxdim, engine=engine)
     return HeadSpace(
-        distances=D, layers=layers, heads=heads, diagram=dgm, linkage=Z,
-        embedding=X, eigenvalues=vals, **kw,
+        distances=D,
+        layers=layers,
+        heads=heads,
+        diagram=dgm,
+        linkage=Z,
+        embedding=X,
+        eigenvalues=vals,
+        **kw,
     )
 
 
@@ -730,8 +764,7 @@ def head_space(
     -------
     HeadSpace
     """
-    paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES,
-                              hint=_HEAD_PAPER_HINT)
+    paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, hint=_HEAD_PAPER_HINT)
     normalize = (paper is None) if normalize is None else check_bool(normalize, "normalize")
     maxdim = check_maxdim(maxdim)
     metric = check_metric(metric)
@@ -755,9 +788,17 @@ def head_space(
             if ref is None:
                 ref = a
             elif a.shape[:2] != ref.shape[:2] or a.layers != ref.layers or a.heads != ref.heads:
-                raise InvalidInputError("all attentions must come from one model with the same layers and heads")
-            D = head_distances(a, normalize=normalize, metric=metric, paper_compat=paper,
-                               n_jobs=n_jobs, progress=progress)
+                raise InvalidInputError(
+                    "all attentions must come from one model with the same layers and heads"
+                )
+            D = head_distances(
+                a,
+                normalize=normalize,
+                metric=metric,
+                paper_compat=paper,
+                n_jobs=n_jobs,
+                progress=progress,
+            )
             per_text.append(D)
             n_tokens.append(a.n_tokens)
             seen_texts.append(a.text)
@@ -771,8 +812,12 @@ def head_space(
         consume(atts)
     else:
         for s in range(0, len(items), _TEXT_BATCH):
-            chunk = m.attention(items[s : s + _TEXT_BATCH], drop_special=drop_special, truncate=truncate,
-                                progress=progress)
+            chunk = m.attention(
+                items[s : s + _TEXT_BATCH],
+                drop_special=drop_special,
+                truncate=truncate,
+                progress=progress,
+            )
             consume(list(chunk))
     assert ref is not None
     stack = np.stack(per_text)
@@ -782,12 +827,28 @@ def head_space(
     ht = None
     if types:
         ht = _assemble_types(
-            feats, layers=tuple(ref.layers), heads=tuple(ref.heads), causal=ref.causal,
-            model=ref.model, n_tokens=tuple(n_tokens), band_width=band_width, vertical_k=None,
-            model_info=info, settings=attention_settings,
+            feats,
+            layers=tuple(ref.layers),
+            heads=tuple(ref.heads),
+            causal=ref.causal,
+            model=ref.model,
+            n_tokens=tuple(n_tokens),
+            band_width=band_width,
+            vertical_k=None,
+            model_info=info,
+            settings=attention_settings,
         )
-    prov = make_provenance(info, settings={"metric": metric, "engine": engine, "normalize": normalize, "reduce": reduce,
-                                  "paper_compat": stored_paper_mode(paper), **attention_settings})
+    prov = make_provenance(
+        info,
+        settings={
+            "metric": metric,
+            "engine": engine,
+            "normalize": normalize,
+            "reduce": reduce,
+            "paper_compat": stored_paper_mode(paper),
+            **attention_settings,
+        },
+    )
     progress.stage("head space")
     hs = _build(
         D,

@@ -403,7 +403,9 @@ class HeadTypes(Result):
     def feature(self, name: str) -> np.ndarray:
         """One feature as an (n_layers, n_heads) grid."""
         if name not in self.features:
-            raise InvalidInputError(f"unknown feature {name!r}; available: {', '.join(self.features)}")
+            raise InvalidInputError(
+                f"unknown feature {name!r}; available: {', '.join(self.features)}"
+            )
         return np.asarray(self.features[name]).reshape(self.n_layers, self.n_heads)
 
     def label(self, layer: int, head: int) -> str:
@@ -442,11 +444,13 @@ class HeadTypes(Result):
     def to_dict(self) -> dict:
         """Plain JSON-safe data: label counts, the (n_layers, n_heads) labels and one row per
         head (what ``attntopo heads --json`` prints of the head types)."""
-        return json_safe({
-            "type_counts": self.counts(),
-            "type_labels": self.labels.tolist(),
-            "types": self.rows(),
-        })
+        return json_safe(
+            {
+                "type_counts": self.counts(),
+                "type_labels": self.labels.tolist(),
+                "types": self.rows(),
+            }
+        )
 
     def __repr__(self) -> str:
         c = {k: v for k, v in self.counts().items() if v}
@@ -551,9 +555,13 @@ def head_types(
                 f"got {first.shape[:2]} and {a.shape[:2]}"
             )
         if a.causal != first.causal:
-            raise InvalidInputError("all attentions must be of one model (causal and bidirectional mixed)")
+            raise InvalidInputError(
+                "all attentions must be of one model (causal and bidirectional mixed)"
+            )
     w = check_nonneg_int(band_width, "band_width")
-    per_text = [head_features(a, tokenizer=tokenizer, band_width=w, vertical_k=vertical_k) for a in atts]
+    per_text = [
+        head_features(a, tokenizer=tokenizer, band_width=w, vertical_k=vertical_k) for a in atts
+    ]
     thresholds = {
         "sink_threshold": float(sink_threshold),
         "self_threshold": float(self_threshold),

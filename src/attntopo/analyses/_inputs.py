@@ -58,12 +58,19 @@ def positions_of(sel: Any, ids: Sequence[int], what: str) -> tuple[int, ...] | N
     wanted = resolve_indices(sel, max(ids) + 1, what)
     missing = [x for x in wanted if x not in ids]
     if missing:
-        raise OutOfRangeError(f"{what} {missing[0]} is not in this Attention; it holds {what}s {ids}")
+        raise OutOfRangeError(
+            f"{what} {missing[0]} is not in this Attention; it holds {what}s {ids}"
+        )
     return tuple(ids.index(x) for x in wanted)
 
 
 def attentions_of(
-    texts: Sequence[Any], model: Any, layer: Any, head: Any, drop_special: bool, truncate: bool,
+    texts: Sequence[Any],
+    model: Any,
+    layer: Any,
+    head: Any,
+    drop_special: bool,
+    truncate: bool,
     reporter: Reporter = NO_PROGRESS,
 ) -> tuple[list[Attention], dict]:
     """The attentions of several texts (one batched pass) and the model's description.
@@ -82,23 +89,38 @@ def attentions_of(
                     "Attention inputs must come from one model with the same layers and heads"
                 )
         if layer is not None or head is not None:
-            atts = [t.select(layers=positions_of(layer, t.layers, "layer"), heads=positions_of(head, t.heads, "head"))
-                    for t in atts]
+            atts = [
+                t.select(
+                    layers=positions_of(layer, t.layers, "layer"),
+                    heads=positions_of(head, t.heads, "head"),
+                )
+                for t in atts
+            ]
         if drop_special:
             atts = [t if t.special_dropped else t.drop_special() for t in atts]
-        return atts, {"name": first.model, "n_layers": max(first.layers) + 1,
-                      "n_heads": max(first.heads) + 1}
+        return atts, {
+            "name": first.model,
+            "n_layers": max(first.layers) + 1,
+            "n_heads": max(first.heads) + 1,
+        }
     if any(isinstance(t, Attention) for t in texts):
         raise InvalidInputError(MIXED)
     m = load(model, reporter, layer, head)
     reporter.add_total(m.progress_units(len(texts)))  # the forward pass, layer by layer
-    atts = m.attention(list(texts), drop_special=drop_special, truncate=truncate, layers=layer, heads=head,
-                       progress=reporter)
+    atts = m.attention(
+        list(texts),
+        drop_special=drop_special,
+        truncate=truncate,
+        layers=layer,
+        heads=head,
+        progress=reporter,
+    )
     return list(atts), m.info()
 
 
-def texts_or_attentions(texts_or_atts: Any, model: Any,
-                        reporter: Reporter = NO_PROGRESS) -> tuple[list[Any], bool, Any]:
+def texts_or_attentions(
+    texts_or_atts: Any, model: Any, reporter: Reporter = NO_PROGRESS
+) -> tuple[list[Any], bool, Any]:
     """``(items, is_attention, loaded model or None)`` for a text, an Attention or a list of either
     (loading the model reports to ``reporter``)."""
     if isinstance(texts_or_atts, (str, Attention)):
@@ -132,8 +154,9 @@ def as_attentions(att: Any) -> list[Attention]:
     )
 
 
-def head_position(layer: Any, head: Any, layers: Sequence[int], heads: Sequence[int],
-                  model: dict | None = None) -> tuple[int, int]:
+def head_position(
+    layer: Any, head: Any, layers: Sequence[int], heads: Sequence[int], model: dict | None = None
+) -> tuple[int, int]:
     """Positions ``(i, j)`` in a result's arrays of model layer ``layer``, head ``head``.
 
     ``layers``/``heads`` are the model indices the result holds; ``model`` its provenance's

@@ -13,13 +13,13 @@ from typing import Any
 from .. import _hooks
 from ..errors import ResultFormatError
 from ..io import load_payload
-from ._result import Result
 from ._analysis import Analysis
 from ._comparison import Comparison
 from ._head_space import HeadSpace
 from ._head_types import HeadTypes
 from ._model_comparison import ModelComparison
 from ._phrase import PhraseTopology
+from ._result import Result
 from ._timeline_result import Timeline
 
 __all__ = ["KINDS", "load_result"]
@@ -75,4 +75,6 @@ def load_result(path: str | os.PathLike) -> Any:
         raise ResultFormatError(f"{kind} result in {str(path)!r} is invalid: {e}") from None
     except (KeyError, ValueError, TypeError, IndexError, AttributeError) as e:
         what = f"missing entry {e}" if isinstance(e, KeyError) else str(e)
-        raise ResultFormatError(f"{kind} result in {str(path)!r} is incomplete or corrupt: {what}") from None
+        raise ResultFormatError(
+            f"{kind} result in {str(path)!r} is incomplete or corrupt: {what}"
+        ) from None

@@ -18,7 +18,13 @@ from typing import Any, ClassVar, Literal, Sequence
 import numpy as np
 
 from .._progress import ProgressOption, reports
-from .._validation import check_int, check_maxdim, check_nonneg_int, check_paper_compat, check_wasserstein_p
+from .._validation import (
+    check_int,
+    check_maxdim,
+    check_nonneg_int,
+    check_paper_compat,
+    check_wasserstein_p,
+)
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
@@ -91,13 +97,17 @@ class ModelComparison(Result):
     def observed(self, *, name: str = "wasserstein") -> np.ndarray:
         """Observed between-model distances, ndarray of shape (maxdim + 1,)."""
         if name not in DIAGRAM_DISTANCES:
-            raise InvalidInputError(f"name must be one of {', '.join(DIAGRAM_DISTANCES)}, got {name!r}")
+            raise InvalidInputError(
+                f"name must be one of {', '.join(DIAGRAM_DISTANCES)}, got {name!r}"
+            )
         return self.bottleneck if name == "bottleneck" else self.wasserstein
 
     def _null(self, name: str) -> np.ndarray:
         self.observed(name=name)
         if self.n_boot == 0:
-            raise InvalidInputError("no bootstrap was run (n_boot=0): run compare_models with n_boot > 0")
+            raise InvalidInputError(
+                "no bootstrap was run (n_boot=0): run compare_models with n_boot > 0"
+            )
         return self.null[name].reshape(-1, self.maxdim + 1)  # pooled over both models
 
     def p_values(self, *, name: str = "wasserstein") -> np.ndarray:
@@ -143,7 +153,9 @@ class ModelComparison(Result):
                     nu = self.null[name]
                     r[f"{name}_null_mean_a"] = float(nu[0, :, d].mean())
                     r[f"{name}_null_mean_b"] = float(nu[1, :, d].mean())
-                    r[f"{name}_null_std"] = float(nu[:, :, d].std(ddof=1)) if nu[:, :, d].size > 1 else 0.0
+                    r[f"{name}_null_std"] = (
+                        float(nu[:, :, d].std(ddof=1)) if nu[:, :, d].size > 1 else 0.0
+                    )
                     r[f"{name}_z"] = float(self.z_scores(name=name)[d])
                     r[f"{name}_p"] = float(self.p_values(name=name)[d])
                     lo, hi = self.interval(name=name)[d]
@@ -162,7 +174,12 @@ class ModelComparison(Result):
     def to_dict(self) -> dict:
         """Plain JSON-safe data: the bootstrap settings and one row per dimension
         (:meth:`summary_rows`) — the ``comparison`` of ``attntopo heads --json``."""
-        doc = {"n_boot": self.n_boot, "seed": self.seed, "wasserstein_p": self.p, "dims": self.summary_rows()}
+        doc = {
+            "n_boot": self.n_boot,
+            "seed": self.seed,
+            "wasserstein_p": self.p,
+            "dims": self.summary_rows(),
+        }
         if self.paper_compat:
             doc.update(paper_compat=self.paper_compat, paper_bottleneck=self.paper_bottleneck)
         return json_safe(doc)
@@ -178,8 +195,16 @@ class ModelComparison(Result):
         for name in DIAGRAM_DISTANCES:
             arrays[f"null_{name}"] = self.null[name]
             arrays[f"boot_{name}"] = self.boot[name]
-        meta.update({"p": self.p, "n_boot": self.n_boot, "seed": self.seed, "paper_compat": self.paper_compat,
-                     "paper_bottleneck": self.paper_bottleneck, "provenance": self.provenance})
+        meta.update(
+            {
+                "p": self.p,
+                "n_boot": self.n_boot,
+                "seed": self.seed,
+                "paper_compat": self.paper_compat,
+                "paper_bottleneck": self.paper_bottleneck,
+                "provenance": self.provenance,
+            }
+        )
         return meta, arrays
 
     @classmethod
@@ -193,22 +218,34 @@ class ModelComparison(Result):
         return cls(
             a=a,
             b=b,
-            bottleneck=read_array(arrays, "bottleneck", kind="f", shape=(D,), finite=True, nonneg=True),
-            wasserstein=read_array(arrays, "wasserstein", kind="f", shape=(D,), finite=True, nonneg=True),
+            bottleneck=read_array(
+                arrays, "bottleneck", kind="f", shape=(D,), finite=True, nonneg=True
+            ),
+            wasserstein=read_array(
+                arrays, "wasserstein", kind="f", shape=(D,), finite=True, nonneg=True
+            ),
             p=float(meta["p"]),
             n_boot=n_boot,
             seed=None if meta.get("seed") is None else int(meta["seed"]),
-            null={n: read_array(arrays, f"null_{n}", kind="f", shape=(2, n_boot, D), nonneg=True)
-                  for n in DIAGRAM_DISTANCES},
-            boot={n: read_array(arrays, f"boot_{n}", kind="f", shape=(n_boot, D), nonneg=True)
-                  for n in DIAGRAM_DISTANCES},
+            null={
+                n: read_array(arrays, f"null_{n}", kind="f", shape=(2, n_boot, D), nonneg=True)
+                for n in DIAGRAM_DISTANCES
+            },
+            boot={
+                n: read_array(arrays, f"boot_{n}", kind="f", shape=(n_boot, D), nonneg=True)
+                for n in DIAGRAM_DISTANCES
+            },
             paper_compat=stored_paper_mode(meta.get("paper_compat", False)),
-            paper_bottleneck=None if meta.get("paper_bottleneck") is None else float(meta["paper_bottleneck"]),
+            paper_bottleneck=None
+            if meta.get("paper_bottleneck") is None
+            else float(meta["paper_bottleneck"]),
             provenance=dict(meta.get("provenance", {})),
         )
 
 
-def _diagram_distances(x: Diagram, y: Diagram, maxdim: int, p: float) -> tuple[np.ndarray, np.ndarray]:
+def _diagram_distances(
+    x: Diagram, y: Diagram, maxdim: int, p: float
+) -> tuple[np.ndarray, np.ndarray]:
     b = np.array([bottleneck(x, y, dim=d) for d in range(maxdim + 1)], dtype=np.float64)
     w = np.array([wasserstein(x, y, p=p, dim=d) for d in range(maxdim + 1)], dtype=np.float64)
     return b, w
@@ -248,9 +285,18 @@ def _checked_head_space(model: HeadSpace, name: str, paper: Any, maxdim: int) ->
     return model
 
 
-def _bootstrap(a: HeadSpace, b: HeadSpace, n_boot: int, seed: int | None, maxdim: int, p: float,
-               *, engine: str | None, n_jobs: int | None,
-               progress: Any) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def _bootstrap(
+    a: HeadSpace,
+    b: HeadSpace,
+    n_boot: int,
+    seed: int | None,
+    maxdim: int,
+    p: float,
+    *,
+    engine: str | None,
+    n_jobs: int | None,
+    progress: Any,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The bootstrap over texts (:func:`compare_models`): per diagram distance, the
     within-model null ``(2, n_boot, maxdim + 1)`` and the between-model replicates
     ``(n_boot, maxdim + 1)``."""
@@ -387,10 +433,21 @@ def compare_models(
         if isinstance(model, HeadSpace):
             return _checked_head_space(model, name, paper, maxdim)
         if texts is None:
-            raise InvalidInputError("texts are needed unless both models are given as HeadSpace objects")
+            raise InvalidInputError(
+                "texts are needed unless both models are given as HeadSpace objects"
+            )
         return head_space(
-            texts, model, normalize=paper is None, maxdim=maxdim, metric=metric, reduce="mean",
-            drop_special=drop_special, truncate=truncate, engine=engine, types=types, paper_compat=paper,
+            texts,
+            model,
+            normalize=paper is None,
+            maxdim=maxdim,
+            metric=metric,
+            reduce="mean",
+            drop_special=drop_special,
+            truncate=truncate,
+            engine=engine,
+            types=types,
+            paper_compat=paper,
             progress=progress,
         )
 
@@ -405,21 +462,42 @@ def compare_models(
         raise InvalidInputError(
             "the bootstrap needs each text's matrix: build the head spaces with keep_per_text=True"
         )
-    progress.add_total(1 + 5 * n_boot)  # the observed distances; per replicate 4 diagrams and 1 step
+    progress.add_total(
+        1 + 5 * n_boot
+    )  # the observed distances; per replicate 4 diagrams and 1 step
     progress.stage("diagram distances")
     bott, wass = _diagram_distances(a.diagram, b.diagram, maxdim, p)
     progress.advance()
-    null, boot = _bootstrap(a, b, n_boot, seed, maxdim, p, engine=engine, n_jobs=n_jobs,
-                            progress=progress)
+    null, boot = _bootstrap(
+        a, b, n_boot, seed, maxdim, p, engine=engine, n_jobs=n_jobs, progress=progress
+    )
     prov = make_provenance(
-        {"a": a.provenance.get("model", {"name": a.model}), "b": b.provenance.get("model", {"name": b.model})},
-        settings={"metric": a.metric, "engine": a.diagram.engine, "maxdim": maxdim, "p": p, "n_boot": n_boot,
-         "seed": seed, "paper_compat": stored_paper_mode(paper)},
+        {
+            "a": a.provenance.get("model", {"name": a.model}),
+            "b": b.provenance.get("model", {"name": b.model}),
+        },
+        settings={
+            "metric": a.metric,
+            "engine": a.diagram.engine,
+            "maxdim": maxdim,
+            "p": p,
+            "n_boot": n_boot,
+            "seed": seed,
+            "paper_compat": stored_paper_mode(paper),
+        },
         test="bootstrap over texts: within-model null pooled over both models",
     )
     return ModelComparison(
-        a=a, b=b, bottleneck=bott, wasserstein=wass, p=p, n_boot=n_boot, seed=seed,
-        null=null, boot=boot, paper_compat=stored_paper_mode(paper),
+        a=a,
+        b=b,
+        bottleneck=bott,
+        wasserstein=wass,
+        p=p,
+        n_boot=n_boot,
+        seed=seed,
+        null=null,
+        boot=boot,
+        paper_compat=stored_paper_mode(paper),
         paper_bottleneck=pooled_finite_bottleneck(a.diagram, b.diagram, maxdim) if paper else None,
         provenance=prov,
     )

@@ -96,7 +96,12 @@ class PhraseTopology(Result):
         return check_dim(dim, self.maxdim)
 
     def matrix(
-        self, layer: int | None = None, head: int | None = None, *, dim: int | None = None, by: str = "bottleneck"
+        self,
+        layer: int | None = None,
+        head: int | None = None,
+        *,
+        dim: int | None = None,
+        by: str = "bottleneck",
     ) -> np.ndarray:
         """(C, C) pairwise diagram distances between contexts
         for one head and dimension (H0 by default)."""
@@ -121,7 +126,9 @@ class PhraseTopology(Result):
         iu = np.triu_indices(C, 1)
         return X[:, :, iu[0], iu[1]].mean(-1)
 
-    def most_stable_heads(self, *, k: int = 5, dim: int | None = None, by: str = "bottleneck") -> list[tuple[int, int, float]]:
+    def most_stable_heads(
+        self, *, k: int = 5, dim: int | None = None, by: str = "bottleneck"
+    ) -> list[tuple[int, int, float]]:
         """The ``k`` heads where the phrase's diagrams vary least across contexts:
         ``[(layer, head, mean distance), ...]``."""
         k = check_positive_int(k, "k", allow_none=False)
@@ -129,7 +136,9 @@ class PhraseTopology(Result):
         flat = np.where(np.isnan(S), np.inf, S).ravel()
         order = np.lexsort((np.arange(flat.size), flat))[: int(k)]
         H = len(self.heads)
-        return [(self.layers[t // H], self.heads[t % H], float(S.ravel()[t])) for t in order.tolist()]
+        return [
+            (self.layers[t // H], self.heads[t % H], float(S.ravel()[t])) for t in order.tolist()
+        ]
 
     def summary(self) -> Columns:
         """Per-head table as columns (arrays of length n_layers · n_heads, layer-major).
@@ -152,23 +161,28 @@ class PhraseTopology(Result):
         """Plain JSON-safe overview: phrase, settings, contexts, spread per head, the ``k`` most
         stable heads (what ``attntopo phrase --json`` starts from)."""
         k = max(1, min(int(k), len(self.layers) * len(self.heads)))
-        return json_safe({
-            "kind": "phrase_topology",
-            "phrase": self.phrase,
-            "model": self.model,
-            "metric": self.metric,
-            "maxdim": self.maxdim,
-            "layers": list(self.layers),
-            "heads": list(self.heads),
-            "contexts": [
-                {"text": c, "span": list(s), "tokens": lab, "token_indices": idx}
-                for c, s, lab, idx in zip(self.contexts, self.spans, self.token_labels, self.token_indices)
-            ],
-            "spread": {
-                n: {f"h{d}": self.spread(dim=d, by=n).tolist() for d in range(self.maxdim + 1)} for n in DISTANCE_NAMES
-            },
-            "most_stable_heads": self.most_stable_heads(k=k),
-        })
+        return json_safe(
+            {
+                "kind": "phrase_topology",
+                "phrase": self.phrase,
+                "model": self.model,
+                "metric": self.metric,
+                "maxdim": self.maxdim,
+                "layers": list(self.layers),
+                "heads": list(self.heads),
+                "contexts": [
+                    {"text": c, "span": list(s), "tokens": lab, "token_indices": idx}
+                    for c, s, lab, idx in zip(
+                        self.contexts, self.spans, self.token_labels, self.token_indices
+                    )
+                ],
+                "spread": {
+                    n: {f"h{d}": self.spread(dim=d, by=n).tolist() for d in range(self.maxdim + 1)}
+                    for n in DISTANCE_NAMES
+                },
+                "most_stable_heads": self.most_stable_heads(k=k),
+            }
+        )
 
     def __repr__(self) -> str:
         return (
@@ -214,15 +228,20 @@ class PhraseTopology(Result):
             token_indices=token_indices,
             token_labels=[list(x) for x in meta["token_labels"]],
             sub_distances=[
-                read_array(arrays, f"sub_{c}", kind="f", shape=(L, H, len(idx), len(idx)), nonneg=True)
+                read_array(
+                    arrays, f"sub_{c}", kind="f", shape=(L, H, len(idx), len(idx)), nonneg=True
+                )
                 for c, idx in enumerate(token_indices)
             ],
             diagrams=[
-                unpack_diagrams(arrays, prefix=f"dgm_{c}__", maxdim=maxdim, shape=(L, H), engine=meta["engine"])
+                unpack_diagrams(
+                    arrays, prefix=f"dgm_{c}__", maxdim=maxdim, shape=(L, H), engine=meta["engine"]
+                )
                 for c in range(C)
             ],
             diagram_distances={
-                n: read_array(arrays, f"dist__{n}", kind="f", shape=(L, H, maxdim + 1, C, C)) for n in DISTANCE_NAMES
+                n: read_array(arrays, f"dist__{n}", kind="f", shape=(L, H, maxdim + 1, C, C))
+                for n in DISTANCE_NAMES
             },
             layers=tuple(meta["layers"]),
             heads=tuple(meta["heads"]),
@@ -363,7 +382,12 @@ def phrase_topology(
         engine=dgms[0].engine,
         provenance=make_provenance(
             info,
-            settings={"metric": metric, "engine": dgms[0].engine, "drop_special": drop_special, "truncate": truncate,
-             "occurrence": int(occurrence)},
+            settings={
+                "metric": metric,
+                "engine": dgms[0].engine,
+                "drop_special": drop_special,
+                "truncate": truncate,
+                "occurrence": int(occurrence),
+            },
         ),
     )

@@ -82,8 +82,9 @@ def stored_paper_mode(value: Any) -> str | bool:
     )
 
 
-def make_provenance(model: Mapping[str, Any] | None, *, settings: Mapping[str, Any] | None = None,
-                    **extra: Any) -> dict:
+def make_provenance(
+    model: Mapping[str, Any] | None, *, settings: Mapping[str, Any] | None = None, **extra: Any
+) -> dict:
     """A provenance dict (module docstring): ``model``, ``versions``, ``created``, ``settings``.
 
     ``extra`` keys are added after those four (e.g. a statistical test's description).

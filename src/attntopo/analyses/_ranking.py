@@ -60,7 +60,9 @@ def informative_dim(values: np.ndarray) -> int:
     return 0
 
 
-def rank_order(key: np.ndarray, tiebreak: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def rank_order(
+    key: np.ndarray, tiebreak: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Order and ranks of values where smaller is better, ties kept as ties.
 
     Parameters
@@ -90,8 +92,9 @@ def rank_order(key: np.ndarray, tiebreak: np.ndarray | None = None) -> tuple[np.
     return order, ranks
 
 
-def ranked_heads(layers, heads, values: np.ndarray, key: np.ndarray,
-                 tiebreak: np.ndarray | None = None) -> Columns:
+def ranked_heads(
+    layers, heads, values: np.ndarray, key: np.ndarray, tiebreak: np.ndarray | None = None
+) -> Columns:
     """A ranking table of the heads of a (layers × heads) grid, best first.
 
     Parameters
@@ -112,10 +115,12 @@ def ranked_heads(layers, heads, values: np.ndarray, key: np.ndarray,
     order, ranks = rank_order(key, tiebreak)
     n_tied = np.bincount(ranks)[ranks] if ranks.size else ranks
     H = len(heads)
-    return Columns({
-        "layer": np.array([layers[t // H] for t in order], dtype=np.int64),
-        "head": np.array([heads[t % H] for t in order], dtype=np.int64),
-        "value": np.asarray(values, dtype=np.float64).ravel()[order],
-        "rank": ranks[order],
-        "n_tied": n_tied[order],
-    })
+    return Columns(
+        {
+            "layer": np.array([layers[t // H] for t in order], dtype=np.int64),
+            "head": np.array([heads[t % H] for t in order], dtype=np.int64),
+            "value": np.asarray(values, dtype=np.float64).ravel()[order],
+            "rank": ranks[order],
+            "n_tied": n_tied[order],
+        }
+    )

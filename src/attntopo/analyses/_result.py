@@ -80,7 +80,9 @@ class Columns(dict):
 # ---------------------------------------------------------------------- equality
 def _plain_dataclass(x: Any) -> bool:
     """A dataclass instance that compares by identity (``eq=False``, no ``__eq__`` of its own)."""
-    return dataclasses.is_dataclass(x) and not isinstance(x, type) and type(x).__eq__ is object.__eq__
+    return (
+        dataclasses.is_dataclass(x) and not isinstance(x, type) and type(x).__eq__ is object.__eq__
+    )
 
 
 def same(a: Any, b: Any) -> bool:
@@ -145,8 +147,14 @@ class Result:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ storage
-    def save(self, path: str | Path, *, overwrite: bool = True, compress: bool = False,
-             extra_files: dict[str, bytes] | None = None) -> Path:
+    def save(
+        self,
+        path: str | Path,
+        *,
+        overwrite: bool = True,
+        compress: bool = False,
+        extra_files: dict[str, bytes] | None = None,
+    ) -> Path:
         """Save into a folder (``attntopo.json`` + ``arrays.npz``), atomically.
 
         Parameters
@@ -167,8 +175,14 @@ class Result:
             The folder.  :func:`attntopo.load_result` reads back an equal result.
         """
         meta, arrays = self._payload()
-        return save_payload(path, {"kind": self.kind, **meta}, arrays, overwrite=overwrite,
-                            compress=compress, extra_files=extra_files)
+        return save_payload(
+            path,
+            {"kind": self.kind, **meta},
+            arrays,
+            overwrite=overwrite,
+            compress=compress,
+            extra_files=extra_files,
+        )
 
     # ----------------------------------------------------------------- equality
     @classmethod
@@ -215,8 +229,9 @@ def nest(meta: dict, arrays: dict[str, np.ndarray], name: str, child: Result | N
     arrays.update({f"{name}__{k}": v for k, v in a.items()})
 
 
-def unnest(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray], name: str,
-           cls: type[R]) -> R | None:
+def unnest(
+    meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray], name: str, cls: type[R]
+) -> R | None:
     """Inverse of :func:`nest` (None when nothing was stored under ``name``)."""
     m = meta.get(name)
     if not m:
@@ -224,7 +239,7 @@ def unnest(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray], name: str,
     if not isinstance(m, Mapping):
         raise ResultFormatError(f"the metadata of {name!r} is not an object")
     prefix = f"{name}__"
-    sub = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+    sub = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
     return cls._from_payload(dict(m), sub)
 
 
@@ -270,7 +285,9 @@ def read_array(
     a = np.asarray(arrays[name])
     allowed = {"f": "fiu", "i": "iu", "b": "b", "U": "U"}[kind]
     if a.dtype.kind not in allowed and not (kind == "b" and a.dtype.kind in "iu" and a.size == 0):
-        raise ResultFormatError(f"array {name!r} must hold {_KIND_NAMES[kind]}, got dtype {a.dtype}")
+        raise ResultFormatError(
+            f"array {name!r} must hold {_KIND_NAMES[kind]}, got dtype {a.dtype}"
+        )
     if ndim is not None and a.ndim != ndim:
         raise ResultFormatError(f"array {name!r} must have {ndim} axes, got shape {a.shape}")
     if shape is not None and (

@@ -64,8 +64,9 @@ def _special_runs(special: Sequence[bool]) -> tuple[int, int]:
     return lead, trail
 
 
-def _forward_prefixes(model, id_lists: list[list[int]], li, hi,
-                      reporter: Reporter = NO_PROGRESS) -> list[np.ndarray]:
+def _forward_prefixes(
+    model, id_lists: list[list[int]], li, hi, reporter: Reporter = NO_PROGRESS
+) -> list[np.ndarray]:
     """Forward each id list (batched by a memory bound); weights of the chosen heads.
     ``reporter`` advances by the prefixes of each batch."""
     out: list[np.ndarray] = []
@@ -113,8 +114,9 @@ def _check_t0(t0: Any, t_min: int, n: int) -> int:
     return int(t0)
 
 
-def _prefix_attentions(src: dict, ts: list[int], positions: list[np.ndarray], t_min: int,
-                       drop_special: bool, progress) -> list[Attention]:
+def _prefix_attentions(
+    src: dict, ts: list[int], positions: list[np.ndarray], t_min: int, drop_special: bool, progress
+) -> list[Attention]:
     """The attention of every prefix, weights of shape (n_sel_layers, n_sel_heads, t, t): blocks
     of the full pass of a causal model, else one forward pass per prefix (batched)."""
     n, n_lead, n_trail = src["n"], src["n_lead"], src["n_trail"]
@@ -146,7 +148,9 @@ def _prefix_attentions(src: dict, ts: list[int], positions: list[np.ndarray], t_
     return atts
 
 
-def _prefix_distances(atts: list[Attention], one_pass: bool, metric: str, progress) -> list[np.ndarray]:
+def _prefix_distances(
+    atts: list[Attention], one_pass: bool, metric: str, progress
+) -> list[np.ndarray]:
     """Token distances of every prefix: blocks of one matrix for a growing causal text (its
     rows never change), else one matrix per slice."""
     if one_pass:
@@ -254,27 +258,49 @@ def timeline(
     li, hi = src["li"], src["hi"]
     S, L, H = len(ts), len(li), len(hi)
     # prefixes' forward passes, distances (one pass: of the full text only), persistence, vines
-    progress.add_total((0 if one_pass else S) + (L * H if one_pass else S * L * H) + S * L * H + L * H * (S - 1))
+    progress.add_total(
+        (0 if one_pass else S) + (L * H if one_pass else S * L * H) + S * L * H + L * H * (S - 1)
+    )
 
     atts = _prefix_attentions(src, ts, positions, t_min, drop_special, progress)
     dists = _prefix_distances(atts, one_pass, metric, progress)
 
     # ---- all diagrams in one batch, slice-major then layer, head
     mats = [d[i, j] for d in dists for i in range(L) for j in range(H)]
-    dgms = persistence_batch(mats, maxdim=int(maxdim), engine=engine, n_jobs=n_jobs, progress=progress)
+    dgms = persistence_batch(
+        mats, maxdim=int(maxdim), engine=engine, n_jobs=n_jobs, progress=progress
+    )
     used_engine = dgms[0].engine if dgms else (engine or "")
 
     # ---- one Timeline per head: its slices and the vines between them
     prov = make_provenance(
         src["info"],
-        settings={"metric": metric, "engine": used_engine, "t0": t0, "drop_special": bool(drop_special),
-         "truncate": truncate, "wasserstein_p": p},
+        settings={
+            "metric": metric,
+            "engine": used_engine,
+            "t0": t0,
+            "drop_special": bool(drop_special),
+            "truncate": truncate,
+            "wasserstein_p": p,
+        },
     )
     common = dict(
-        tokens=list(src["tokens"]), offsets=[tuple(o) for o in src["offsets"]], special=src["special"],
-        token_ids=src["token_ids"], text=src["text"], model=src["name"], causal=src["causal"], metric=metric,
-        maxdim=int(maxdim), engine=used_engine, drop_special=bool(drop_special), p=p, n_lead=n_lead,
-        n_trail=n_trail, one_pass=one_pass, truncated=src["truncated"],
+        tokens=list(src["tokens"]),
+        offsets=[tuple(o) for o in src["offsets"]],
+        special=src["special"],
+        token_ids=src["token_ids"],
+        text=src["text"],
+        model=src["name"],
+        causal=src["causal"],
+        metric=metric,
+        maxdim=int(maxdim),
+        engine=used_engine,
+        drop_special=bool(drop_special),
+        p=p,
+        n_lead=n_lead,
+        n_trail=n_trail,
+        one_pass=one_pass,
+        truncated=src["truncated"],
     )
     progress.stage("vines")
     out = []
@@ -283,17 +309,35 @@ def timeline(
             slices = []
             for k, (t, pos, a, d) in enumerate(zip(ts, positions, atts, dists)):
                 keep = ~src["special"][pos] if drop_special else np.ones(pos.size, dtype=bool)
-                slices.append(Slice(t=t, token=int(n_lead + t - t_min), positions=pos[keep],
-                                    attention=a.select(layers=[i], heads=[j]), distances=np.ascontiguousarray(d[i, j]),
-                                    diagram=dgms[(k * L + i) * H + j]))
+                slices.append(
+                    Slice(
+                        t=t,
+                        token=int(n_lead + t - t_min),
+                        positions=pos[keep],
+                        attention=a.select(layers=[i], heads=[j]),
+                        distances=np.ascontiguousarray(d[i, j]),
+                        diagram=dgms[(k * L + i) * H + j],
+                    )
+                )
             bn, ws, matchings = _coherence(slices, int(maxdim), p, progress)
-            out.append(Timeline(slices=slices, layer=int(lay), head=int(hd), bottleneck=bn, wasserstein=ws,
-                                matchings=matchings, provenance=dict(prov), **common))
+            out.append(
+                Timeline(
+                    slices=slices,
+                    layer=int(lay),
+                    head=int(hd),
+                    bottleneck=bn,
+                    wasserstein=ws,
+                    matchings=matchings,
+                    provenance=dict(prov),
+                    **common,
+                )
+            )
     return out[0] if single else out
 
 
-def _from_model(text: str, model: Any, layer, head, truncate: bool,
-                reporter: Reporter = NO_PROGRESS) -> dict:
+def _from_model(
+    text: str, model: Any, layer, head, truncate: bool, reporter: Reporter = NO_PROGRESS
+) -> dict:
     """Tokenize once; run the whole text once if a causal model allows one pass (loading and
     that pass report to ``reporter``)."""
     m = load(model, reporter, layer, head)
@@ -301,7 +345,9 @@ def _from_model(text: str, model: Any, layer, head, truncate: bool,
     ids, n = list(enc.ids), len(enc.ids)
     n_lead, n_trail = _special_runs(enc.special)
     if n - n_lead - n_trail < 1:
-        raise EmptyTextError("the text has no tokens besides special tokens: give at least one word")
+        raise EmptyTextError(
+            "the text has no tokens besides special tokens: give at least one word"
+        )
     li = resolve_indices(layer, m.n_layers, "layer")
     hi = resolve_indices(head, m.n_heads, "head")
     full = None
@@ -312,10 +358,23 @@ def _from_model(text: str, model: Any, layer, head, truncate: bool,
         full = np.ascontiguousarray(m.forward_ids([ids], layers=li, heads=hi)[0])
         reporter.advance()
     return dict(
-        n=n, n_lead=n_lead, n_trail=n_trail, ids=ids, full=full, model=m, li=li, hi=hi,
-        tokens=list(enc.tokens), offsets=list(enc.offsets),
-        special=np.array(enc.special, dtype=bool), token_ids=np.array(ids, dtype=np.int64),
-        causal=m.causal, name=m.name, text=text, truncated=enc.truncated, info=m.info(),
+        n=n,
+        n_lead=n_lead,
+        n_trail=n_trail,
+        ids=ids,
+        full=full,
+        model=m,
+        li=li,
+        hi=hi,
+        tokens=list(enc.tokens),
+        offsets=list(enc.offsets),
+        special=np.array(enc.special, dtype=bool),
+        token_ids=np.array(ids, dtype=np.int64),
+        causal=m.causal,
+        name=m.name,
+        text=text,
+        truncated=enc.truncated,
+        info=m.info(),
     )
 
 
@@ -344,10 +403,23 @@ def _from_attention(att: Attention, layer, head) -> dict:
     hp = positions_of(head, att.heads, "head") or tuple(range(att.n_heads))
     full = np.ascontiguousarray(att.weights[np.ix_(lp, hp)])
     return dict(
-        n=n, n_lead=n_lead, n_trail=0, ids=None, full=full, model=None, li=lp, hi=hp,
-        layers=tuple(att.layers[i] for i in lp), heads=tuple(att.heads[i] for i in hp),
-        tokens=list(att.tokens), offsets=list(att.offsets), special=np.asarray(att.special, dtype=bool),
+        n=n,
+        n_lead=n_lead,
+        n_trail=0,
+        ids=None,
+        full=full,
+        model=None,
+        li=lp,
+        hi=hp,
+        layers=tuple(att.layers[i] for i in lp),
+        heads=tuple(att.heads[i] for i in hp),
+        tokens=list(att.tokens),
+        offsets=list(att.offsets),
+        special=np.asarray(att.special, dtype=bool),
         token_ids=None if att.token_ids is None else np.asarray(att.token_ids, dtype=np.int64),
-        causal=True, name=att.model, text=att.text, truncated=att.truncated,
+        causal=True,
+        name=att.model,
+        text=att.text,
+        truncated=att.truncated,
         info={"name": att.model, "causal": True},
     )

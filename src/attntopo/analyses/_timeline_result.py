@@ -259,7 +259,9 @@ class Timeline(Result):
         """The slice of prefix length ``t``."""
         k = int(t) - self.t0
         if not 0 <= k < len(self.slices):
-            raise OutOfRangeError(f"no slice t={t}: slices run from t={self.t0} to t={self.slices[-1].t}")
+            raise OutOfRangeError(
+                f"no slice t={t}: slices run from t={self.t0} to t={self.slices[-1].t}"
+            )
         return self.slices[k]
 
     def diagrams(self) -> list[Diagram]:
@@ -293,7 +295,9 @@ class Timeline(Result):
             return arr.max(axis=1)
         return (arr**self.p).sum(axis=1) ** (1.0 / self.p)
 
-    def top_changes(self, *, k: int = 5, metric: str = "bottleneck", dim: int | None = None) -> list[Change]:
+    def top_changes(
+        self, *, k: int = 5, metric: str = "bottleneck", dim: int | None = None
+    ) -> list[Change]:
         """The ``k`` tokens whose arrival changed the topology most, largest first.
 
         Scores are :meth:`change` values; ties keep time order.
@@ -388,7 +392,9 @@ class Timeline(Result):
             int ``k``: ``k`` regular values in ``[0, max distance]``; or explicit values.
         """
         scale_g = self._scale_grid(scales)
-        return hilbert_from_diagrams(self.diagrams(), self.times.astype(np.float64), scale_g, maxdim=self.maxdim)
+        return hilbert_from_diagrams(
+            self.diagrams(), self.times.astype(np.float64), scale_g, maxdim=self.maxdim
+        )
 
     def _scale_grid(self, scales: Any) -> np.ndarray:
         if scales is None:
@@ -408,7 +414,9 @@ class Timeline(Result):
         try:
             g = np.unique(np.asarray(scales, dtype=np.float64).ravel())
         except (TypeError, ValueError):
-            raise InvalidInputError("scales must be None, an int or an array of distances") from None
+            raise InvalidInputError(
+                "scales must be None, an int or an array of distances"
+            ) from None
         if g.size == 0 or not np.all(np.isfinite(g)) or g[0] < 0:
             raise InvalidInputError("scales must hold finite distances >= 0")
         return g
@@ -447,7 +455,9 @@ class Timeline(Result):
                 times[i] = self.n_lead + self.n_trail + 1
         return last.distances, times
 
-    def hilbert(self, *, scales: Any = None, backend: str = "slices", n_jobs: int = -1) -> HilbertFunction:
+    def hilbert(
+        self, *, scales: Any = None, backend: str = "slices", n_jobs: int = -1
+    ) -> HilbertFunction:
         """Hilbert function of the (distance × time) bifiltration on ``scales`` × slice times.
 
         Causal models only (bidirectional: :class:`~attntopo.errors.InvalidInputError`).
@@ -468,8 +478,13 @@ class Timeline(Result):
 
         D, times = self.bifiltration_data()
         return hilbert_function(
-            D, times=times, maxdim=self.maxdim, scales=self._scale_grid(scales), t=self.times.astype(np.float64),
-            backend=backend, n_jobs=n_jobs,
+            D,
+            times=times,
+            maxdim=self.maxdim,
+            scales=self._scale_grid(scales),
+            t=self.times.astype(np.float64),
+            backend=backend,
+            n_jobs=n_jobs,
         )
 
     def signed_barcode(
@@ -483,7 +498,9 @@ class Timeline(Result):
         from ..topology.multiparameter import signed_measure
 
         D, times = self.bifiltration_data()
-        return signed_measure(D, times=times, degree=degree, invariant=invariant, resolution=resolution, n_jobs=n_jobs)
+        return signed_measure(
+            D, times=times, degree=degree, invariant=invariant, resolution=resolution, n_jobs=n_jobs
+        )
 
     # --------------------------------------------------------------- tables
     def summary_rows(self) -> list[dict]:
@@ -534,8 +551,12 @@ class Timeline(Result):
                 "count": len(vines),
                 "longest": [
                     {
-                        "start": v.start, "end": v.end, "length": v.length, "alive": v.alive,
-                        "born_token": v.born_token, "died_token": v.died_token,
+                        "start": v.start,
+                        "end": v.end,
+                        "length": v.length,
+                        "alive": v.alive,
+                        "born_token": v.born_token,
+                        "died_token": v.died_token,
                         "max_persistence": v.max_persistence,
                         "last_point": [float(x) for x in v.points[-1]],
                     }
@@ -550,20 +571,36 @@ class Timeline(Result):
         prints of the timeline."""
         n_changes = len(self.slices) - 1 if k == 0 else min(k, len(self.slices) - 1)
         st = self.provenance.get("settings", {})
-        return json_safe({
-            "attntopo": self.provenance.get("versions", {}).get("attntopo", __version__),
-            "model": self.provenance.get("model", {"name": self.model}),
-            "settings": {"layer": self.layer, "head": self.head, "metric": self.metric, "maxdim": self.maxdim,
-                         "t0": self.t0, "drop_special": self.drop_special,
-                         "truncate": bool(st.get("truncate", False)), "engine": self.engine,
-                         "wasserstein_p": self.p},
-            "text": self.text, "n_tokens": self.n_tokens, "truncated": self.truncated,
-            "tokens": self.tokens, "labels": self.labels, "special": self.special.tolist(),
-            "construction": "one_pass" if self.one_pass else "prefix_runs", "two_parameter": self.growing,
-            "summary": self.summary_rows(),
-            "top_changes": [c._asdict() for c in self.top_changes(k=n_changes)] if n_changes > 0 else [],
-            "vines": self.vines_overview(k=k),
-        })
+        return json_safe(
+            {
+                "attntopo": self.provenance.get("versions", {}).get("attntopo", __version__),
+                "model": self.provenance.get("model", {"name": self.model}),
+                "settings": {
+                    "layer": self.layer,
+                    "head": self.head,
+                    "metric": self.metric,
+                    "maxdim": self.maxdim,
+                    "t0": self.t0,
+                    "drop_special": self.drop_special,
+                    "truncate": bool(st.get("truncate", False)),
+                    "engine": self.engine,
+                    "wasserstein_p": self.p,
+                },
+                "text": self.text,
+                "n_tokens": self.n_tokens,
+                "truncated": self.truncated,
+                "tokens": self.tokens,
+                "labels": self.labels,
+                "special": self.special.tolist(),
+                "construction": "one_pass" if self.one_pass else "prefix_runs",
+                "two_parameter": self.growing,
+                "summary": self.summary_rows(),
+                "top_changes": [c._asdict() for c in self.top_changes(k=n_changes)]
+                if n_changes > 0
+                else [],
+                "vines": self.vines_overview(k=k),
+            }
+        )
 
     def __repr__(self) -> str:
         kind = "causal" if self.causal else "bidirectional"
@@ -589,12 +626,16 @@ class Timeline(Result):
         }
         if self.token_ids is not None:
             arrays["token_ids"] = np.asarray(self.token_ids, dtype=np.int64)
-        arrays.update(pack_diagrams([s.diagram for s in self.slices], prefix="dgm_", maxdim=self.maxdim))
+        arrays.update(
+            pack_diagrams([s.diagram for s in self.slices], prefix="dgm_", maxdim=self.maxdim)
+        )
         for d in range(self.maxdim + 1):
             ms = self.matchings[d]
             arrays[f"match_counts_h{d}"] = np.array([len(m) for m in ms], dtype=np.int64)
             arrays[f"match_pairs_h{d}"] = (
-                np.concatenate(ms, axis=0).astype(np.int64) if ms else np.zeros((0, 2), dtype=np.int64)
+                np.concatenate(ms, axis=0).astype(np.int64)
+                if ms
+                else np.zeros((0, 2), dtype=np.int64)
             )
         d0 = self.slices[0].diagram if S else None
         meta = {
@@ -632,17 +673,28 @@ class Timeline(Result):
         S = sizes.size
         slice_t = read_array(arrays, "slice_t", kind="i", shape=(S,), nonneg=True)
         slice_token = read_array(arrays, "slice_token", kind="i", shape=(S,), nonneg=True)
-        positions = read_array(arrays, "slice_positions", kind="i", shape=(int(sizes.sum()),), nonneg=True)
+        positions = read_array(
+            arrays, "slice_positions", kind="i", shape=(int(sizes.sum()),), nonneg=True
+        )
         if positions.size and positions.max() >= n:
             raise ResultFormatError(f"array 'slice_positions' points past the {n} tokens")
         n_sq = int((sizes**2).sum())
-        weights = read_array(arrays, "slice_weights", kind="f", shape=(n_sq,), finite=True, nonneg=True)
-        distances = read_array(arrays, "slice_distances", kind="f", shape=(n_sq,), finite=True, nonneg=True)
+        weights = read_array(
+            arrays, "slice_weights", kind="f", shape=(n_sq,), finite=True, nonneg=True
+        )
+        distances = read_array(
+            arrays, "slice_distances", kind="f", shape=(n_sq,), finite=True, nonneg=True
+        )
         pos_b = np.concatenate([[0], np.cumsum(sizes)])
         sq_b = np.concatenate([[0], np.cumsum(sizes**2)])
         diagrams = unpack_diagrams(
-            arrays, prefix="dgm_", maxdim=maxdim, shape=(S,), threshold=json_float(meta.get("threshold", "inf")),
-            engine=meta["engine"], filtration=meta.get("filtration", "vietoris_rips"),
+            arrays,
+            prefix="dgm_",
+            maxdim=maxdim,
+            shape=(S,),
+            threshold=json_float(meta.get("threshold", "inf")),
+            engine=meta["engine"],
+            filtration=meta.get("filtration", "vietoris_rips"),
         )
         layer, head = int(meta["layer"]), int(meta["head"])
         slices = []
@@ -675,7 +727,9 @@ class Timeline(Result):
             )
         matchings = []
         for d in range(maxdim + 1):
-            c = read_array(arrays, f"match_counts_h{d}", kind="i", shape=(max(S - 1, 0),), nonneg=True)
+            c = read_array(
+                arrays, f"match_counts_h{d}", kind="i", shape=(max(S - 1, 0),), nonneg=True
+            )
             b = np.concatenate([[0], np.cumsum(c)])
             pairs = read_array(arrays, f"match_pairs_h{d}", kind="i", shape=(int(b[-1]), 2))
             matchings.append([pairs[b[k] : b[k + 1]] for k in range(c.size)])
@@ -698,8 +752,12 @@ class Timeline(Result):
             n_lead=int(meta["n_lead"]),
             n_trail=int(meta["n_trail"]),
             one_pass=bool(meta["one_pass"]),
-            bottleneck=read_array(arrays, "bottleneck", kind="f", shape=(max(S - 1, 0), maxdim + 1), nonneg=True),
-            wasserstein=read_array(arrays, "wasserstein", kind="f", shape=(max(S - 1, 0), maxdim + 1), nonneg=True),
+            bottleneck=read_array(
+                arrays, "bottleneck", kind="f", shape=(max(S - 1, 0), maxdim + 1), nonneg=True
+            ),
+            wasserstein=read_array(
+                arrays, "wasserstein", kind="f", shape=(max(S - 1, 0), maxdim + 1), nonneg=True
+            ),
             matchings=matchings,
             truncated=bool(meta.get("truncated", False)),
             provenance=meta.get("provenance", {}),

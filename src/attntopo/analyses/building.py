@@ -19,5 +19,12 @@ from ._head_types import head_features, label_heads
 from ._provenance import make_provenance, package_versions
 from ._result import Columns, Result, read_array
 
-__all__ = ["Result", "Columns", "read_array", "make_provenance", "package_versions", "head_features",
-           "label_heads"]
+__all__ = [
+    "Result",
+    "Columns",
+    "read_array",
+    "make_provenance",
+    "package_versions",
+    "head_features",
+    "label_heads",
+]

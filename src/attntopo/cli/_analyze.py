@@ -10,33 +10,33 @@ from typing import Annotated, Optional
 import typer
 
 from .. import __version__
-from ..constants import DEFAULT_MODEL, SUMMARY_STATS
 from .._validation import check_maxdim, check_number, check_threshold
+from ..constants import DEFAULT_MODEL, SUMMARY_STATS
 from ..errors import InvalidInputError
 from ._common import (
     DEFAULT_TOP,
     EngineName,
     Metric,
     PaperMode,
+    command,
     console,
     data_table,
     esc,
     grid_points,
     json_doc,
-    where_line,
     num,
+    opening,
     parse_indices,
     plural,
     print_table,
     progress_bar,
     read_text,
-    command,
-    opening,
+    where_line,
 )
 
 _ANALYZE_EPILOG = (
     "[bold]Examples[/bold]\n"
-    "  attntopo analyze \"Quantum information theory allows us to study attention\"\n"
+    '  attntopo analyze "Quantum information theory allows us to study attention"\n'
     "  attntopo analyze --file examples/quantum.txt --model minilm\n"
     "  attntopo analyze -f examples/quantum.txt --layer 1 --head 2 --plots --out q\n"
     "  attntopo analyze -f examples/quantum.txt --layer 0,1 --top 0 --sort layer\n"
@@ -49,15 +49,15 @@ _ANALYZE_EPILOG = (
 
 _HELPS = {  # the shared options in this command's words
     "model": "Model: a packaged alias (see [bold]attntopo "
-             "models[/bold]), a Hugging Face id or a local folder/.gguf.",
+    "models[/bold]), a Hugging Face id or a local folder/.gguf.",
     "layer": "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all).",
     "head": "Head(s) to analyse in each chosen layer; repeat or comma-separate (default: all).",
     "metric": "Distance between two tokens' attention rows.",
     "truncate": "Cut texts longer than the model's context instead of failing.",
     "out": "Save the result (and figures) into this folder, "
-           "atomically; an existing result there is replaced.",
+    "atomically; an existing result there is replaced.",
     "plot_format": "Figure format(s): png (default), svg, pdf; html "
-                   "writes one interactive report.html. Repeatable.",
+    "writes one interactive report.html. Repeatable.",
     "top": "Show at most N heads in the table (0: all). JSON always holds all.",
     "n_jobs": "Worker processes for persistence (default: all cores).",
 }
@@ -65,45 +65,87 @@ _HELPS = {  # the shared options in this command's words
 
 @command(epilog=_ANALYZE_EPILOG, no_args_is_help=False, helps=_HELPS)
 def analyze(
-    text: Annotated[Optional[str], typer.Argument(
-        metavar="TEXT", help="The text to analyse (or use --file).", show_default=False,
-    )] = None,
-    file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
-    metric="jensen_shannon", maxdim=1,
-    threshold: Annotated[float, typer.Option(
-        "--threshold", metavar="T",
-        help="Largest edge length of the Rips filtration, > 0 (inf: the whole filtration).",
-    )] = math.inf,
-    engine: Annotated[Optional[EngineName], typer.Option(
-        "--engine", help="Persistence engine (default: the fastest installed).", show_default=False,
-    )] = None,
-    min_persistence: Annotated[float, typer.Option(
-        "--min-persistence", metavar="P",
-        help="Drop finite bars of length <= P (death - birth) before counting and summing them "
-        "(0: keep every bar).",
-    )] = 0.0,
+    text: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="TEXT",
+            help="The text to analyse (or use --file).",
+            show_default=False,
+        ),
+    ] = None,
+    file=None,
+    model=DEFAULT_MODEL,
+    device="cpu",
+    dtype="float32",
+    layer=None,
+    head=None,
+    metric="jensen_shannon",
+    maxdim=1,
+    threshold: Annotated[
+        float,
+        typer.Option(
+            "--threshold",
+            metavar="T",
+            help="Largest edge length of the Rips filtration, > 0 (inf: the whole filtration).",
+        ),
+    ] = math.inf,
+    engine: Annotated[
+        Optional[EngineName],
+        typer.Option(
+            "--engine",
+            help="Persistence engine (default: the fastest installed).",
+            show_default=False,
+        ),
+    ] = None,
+    min_persistence: Annotated[
+        float,
+        typer.Option(
+            "--min-persistence",
+            metavar="P",
+            help="Drop finite bars of length <= P (death - birth) before counting and summing them "
+            "(0: keep every bar).",
+        ),
+    ] = 0.0,
     drop_special=False,
-    paper: Annotated[Optional[PaperMode], typer.Option(
-        "--paper", show_default=False,
-        help="Reproduce a founding-paper distance (softmax again, natural log), a reproduction "
-             "aid: notebook = the published notebooks (fourth root of the divergence), listing "
-             "= the printed Listing 1 (square root).",
-    )] = None,
-    truncate=False, out=None, plots=False, plot_format=None,
-    plot_heads: Annotated[int, typer.Option(
-        "--plot-heads", min=0, metavar="N",
-        help="Draw per-head figures for at most N heads "
-             "(the top N by --sort); the head grid shows all.",
-    )] = 3,
+    paper: Annotated[
+        Optional[PaperMode],
+        typer.Option(
+            "--paper",
+            show_default=False,
+            help="Reproduce a founding-paper distance (softmax again, natural log), a reproduction "
+            "aid: notebook = the published notebooks (fourth root of the divergence), listing "
+            "= the printed Listing 1 (square root).",
+        ),
+    ] = None,
+    truncate=False,
+    out=None,
+    plots=False,
+    plot_format=None,
+    plot_heads: Annotated[
+        int,
+        typer.Option(
+            "--plot-heads",
+            min=0,
+            metavar="N",
+            help="Draw per-head figures for at most N heads "
+            "(the top N by --sort); the head grid shows all.",
+        ),
+    ] = 3,
     top=DEFAULT_TOP,
-    sort: Annotated[Optional[str], typer.Option(
-        "--sort", metavar="COLUMN",
-        help="Order of the table: 'layer' or a summary column such as max_persistence_h1, "
-        "total_persistence_h0, persistence_entropy_h1, n_bars_h1 "
-        "(default: layer order when every head fits, else max_persistence_h1).",
-        show_default=False,
-    )] = None,
-    json_out=False, no_diagrams=False, n_jobs=None,
+    sort: Annotated[
+        Optional[str],
+        typer.Option(
+            "--sort",
+            metavar="COLUMN",
+            help="Order of the table: 'layer' or a summary column such as max_persistence_h1, "
+            "total_persistence_h0, persistence_entropy_h1, n_bars_h1 "
+            "(default: layer order when every head fits, else max_persistence_h1).",
+            show_default=False,
+        ),
+    ] = None,
+    json_out=False,
+    no_diagrams=False,
+    n_jobs=None,
 ) -> None:
     """Analyse one text: attention of every (or the chosen) head → token distances → persistence diagrams → a per-head summary table.
 
@@ -120,17 +162,37 @@ def analyze(
     layers = parse_indices(layer, "--layer")
     heads = parse_indices(head, "--head")
     sort = _check_sort(sort, maxdim)
-    run = opening(json_out=json_out, out=out, plots=plots, plot_format=plot_format,
-                  model=model, device=device, dtype=dtype, layers=layers, heads=heads)
+    run = opening(
+        json_out=json_out,
+        out=out,
+        plots=plots,
+        plot_format=plot_format,
+        model=model,
+        device=device,
+        dtype=dtype,
+        layers=layers,
+        heads=heads,
+    )
     m, show, formats = run.model, run.show, run.formats
     n_sel = (len(layers) if layers else m.n_layers) * (len(heads) if heads else m.n_heads)
     with progress_bar(f"analysing {n_sel} head{'s' if n_sel != 1 else ''}", show) as progress:
         t0 = time.perf_counter()
         paper = None if paper is None else PaperMode(paper).value
         analysis = at.analyze(
-            body, m, layers=layers, heads=heads, metric=metric, maxdim=maxdim, threshold=threshold,
-            engine=engine, drop_special=drop_special, paper_compat=paper, truncate=truncate,
-            n_jobs=n_jobs, progress=progress, min_persistence=min_persistence,
+            body,
+            m,
+            layers=layers,
+            heads=heads,
+            metric=metric,
+            maxdim=maxdim,
+            threshold=threshold,
+            engine=engine,
+            drop_special=drop_special,
+            paper_compat=paper,
+            truncate=truncate,
+            n_jobs=n_jobs,
+            progress=progress,
+            min_persistence=min_persistence,
         )
         t_analysis = time.perf_counter() - t0
 
@@ -143,10 +205,14 @@ def analyze(
 
         key = sort or _default_sort(analysis)
         chosen = [(r["layer"], r["head"]) for r in _sorted_rows(rows, key)[:plot_heads]]
-        bundle = analysis_bundle(analysis, heads=chosen, stat=key if key != "layer" else _default_sort(analysis))
+        bundle = analysis_bundle(
+            analysis, heads=chosen, stat=key if key != "layer" else _default_sort(analysis)
+        )
 
     def document(saved, figures, timing):
-        doc = json_doc(analysis.to_dict(), source=source, saved=saved, figures=figures, timing=timing)
+        doc = json_doc(
+            analysis.to_dict(), source=source, saved=saved, figures=figures, timing=timing
+        )
         if not no_diagrams:
             doc["diagrams"] = grid_points(analysis.diagrams, analysis.layers, analysis.heads)
         return doc
@@ -155,9 +221,14 @@ def analyze(
         _print_header(analysis, m, source, timing)
         _print_table(analysis, rows, sort_key, top)
 
-    run.finish(analysis, seconds={"analysis_s": t_analysis}, bundle=lambda _: bundle, plots_s=True,
-               document=document,
-               summary=summary)
+    run.finish(
+        analysis,
+        seconds={"analysis_s": t_analysis},
+        bundle=lambda _: bundle,
+        plots_s=True,
+        document=document,
+        summary=summary,
+    )
 
 
 # ------------------------------------------------------------------ table order
@@ -175,7 +246,9 @@ def _check_sort(sort: Optional[str], maxdim: int) -> Optional[str]:
         return None
     allowed = _sort_keys(maxdim)
     if sort not in allowed:
-        raise InvalidInputError(f"--sort {sort!r} is not a summary column; allowed: {', '.join(allowed)}")
+        raise InvalidInputError(
+            f"--sort {sort!r} is not a summary column; allowed: {', '.join(allowed)}"
+        )
     return sort
 
 
@@ -235,7 +308,9 @@ def _print_table(analysis, rows: list[dict], key: str, top: int) -> None:
     columns = []
     for d in range(analysis.maxdim + 1):
         for stat, head in (
-            ("n_bars", "bars"), ("total_persistence", "total"), ("max_persistence", "max"),
+            ("n_bars", "bars"),
+            ("total_persistence", "total"),
+            ("max_persistence", "max"),
             ("persistence_entropy", "ent"),
         ):
             if d == 0 and stat == "n_bars" and h0_constant:
@@ -243,7 +318,10 @@ def _print_table(analysis, rows: list[dict], key: str, top: int) -> None:
             col = f"{stat}_h{d}"
             columns.append((d, stat, col))
             table.add_column(
-                f"H{d}\n{head}", justify="right", no_wrap=True, min_width=3 if stat == "n_bars" else 5,
+                f"H{d}\n{head}",
+                justify="right",
+                no_wrap=True,
+                min_width=3 if stat == "n_bars" else 5,
                 style="bold cyan" if col == key else None,
             )
     for r in shown:
@@ -264,6 +342,8 @@ def _print_table(analysis, rows: list[dict], key: str, top: int) -> None:
         )
     if h0_constant:
         notes.append(f"Every head has {n_tok} H0 bars, one per token.")
-    notes.append("total, max: finite persistence in distance units; ent: persistence entropy in bits.")
+    notes.append(
+        "total, max: finite persistence in distance units; ent: persistence entropy in bits."
+    )
     table.caption = " ".join(notes)
     print_table(table)

@@ -29,8 +29,8 @@ import typer
 from rich.console import Console
 
 from .. import __version__
-from ..constants import ENGINE_NAMES, METRICS, PAPER_MODES, PLOT_FORMATS
 from .._validation import refused_path
+from ..constants import ENGINE_NAMES, METRICS, PAPER_MODES, PLOT_FORMATS
 from ..errors import AttntopoError, EmptyTextError, InvalidInputError, TextTooLongError
 from ..io import META_FILE, json_safe
 from ..models.describe import describe_alias
@@ -53,14 +53,16 @@ app = typer.Typer(
     ),
     epilog=(
         "[bold]Examples[/bold]\n"
-        "  attntopo analyze \"Quantum information theory allows us to study attention\"\n"
+        '  attntopo analyze "Quantum information theory allows us to study attention"\n'
         "  attntopo analyze -f examples/quantum.txt --layer 1 --head 2 --plots --out q\n"
         "  attntopo analyze -f examples/quantum.txt -m smollm2 --json > q.json\n"
         "  attntopo models\n\n"
         "Run [bold]attntopo COMMAND --help[/bold] for the options of a command. "
         "Exit codes: 0 ok, 2 bad input, 1 failure."
     ),
-    rich_markup_mode="rich", no_args_is_help=True, add_completion=False,
+    rich_markup_mode="rich",
+    no_args_is_help=True,
+    add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -79,7 +81,11 @@ def _version_callback(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(
-        False, "--version", "-V", callback=_version_callback, is_eager=True,
+        False,
+        "--version",
+        "-V",
+        callback=_version_callback,
+        is_eager=True,
         help="Print the version and exit.",
     ),
 ) -> None:
@@ -98,46 +104,117 @@ def _root(
 #
 # An annotated parameter keeps its own declaration: ``file: TextsFileOpt = None``, and a command's
 # own options: ``Annotated[int, typer.Option("--plot-heads", …)] = 3``.
-TextArg = Annotated[Optional[str], typer.Argument(
-    metavar="TEXT", help="The text (or use --file).", show_default=False)]
-FileOpt = Annotated[Optional[str], typer.Option(
-    "--file", "-f", metavar="PATH", help="Read the text from a UTF-8 file ('-' reads stdin).",
-    show_default=False)]
-ModelOpt = Annotated[str, typer.Option(
-    "--model", "-m", help="Model: a packaged alias (minilm, smollm2), a Hugging Face id or a folder.")]
-DeviceOpt = Annotated[str, typer.Option(
-    "--device", metavar="DEVICE",
-    help="Where the model runs: cpu, cuda, cuda:N (a GPU number), mps, or auto (the first GPU "
-         "when there is one, else cpu).")]  # check_device checks it before the model loads
-DtypeOpt = Annotated[str, typer.Option(
-    "--dtype", metavar="DTYPE",
-    help="The model's weights: float32, bfloat16 or float16 (attention rows are renormalized "
-         "in float64 and analysed as float32).")]  # check_dtype checks it against the device
-LayersOpt = Annotated[Optional[List[str]], typer.Option(
-    "--layer", "-l", metavar="L", help="Layer(s), 0-based; repeat or comma-separate (default: all).",
-    show_default=False)]  # read by parse_indices
-HeadsOpt = Annotated[Optional[List[str]], typer.Option(
-    "--head", metavar="H", help="Head(s) in each chosen layer (default: all).",
-    show_default=False)]  # read by parse_indices
+TextArg = Annotated[
+    Optional[str],
+    typer.Argument(metavar="TEXT", help="The text (or use --file).", show_default=False),
+]
+FileOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--file",
+        "-f",
+        metavar="PATH",
+        help="Read the text from a UTF-8 file ('-' reads stdin).",
+        show_default=False,
+    ),
+]
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Model: a packaged alias (minilm, smollm2), a Hugging Face id or a folder.",
+    ),
+]
+DeviceOpt = Annotated[
+    str,
+    typer.Option(
+        "--device",
+        metavar="DEVICE",
+        help="Where the model runs: cpu, cuda, cuda:N (a GPU number), mps, or auto (the first GPU "
+        "when there is one, else cpu).",
+    ),
+]  # check_device checks it before the model loads
+DtypeOpt = Annotated[
+    str,
+    typer.Option(
+        "--dtype",
+        metavar="DTYPE",
+        help="The model's weights: float32, bfloat16 or float16 (attention rows are renormalized "
+        "in float64 and analysed as float32).",
+    ),
+]  # check_dtype checks it against the device
+LayersOpt = Annotated[
+    Optional[List[str]],
+    typer.Option(
+        "--layer",
+        "-l",
+        metavar="L",
+        help="Layer(s), 0-based; repeat or comma-separate (default: all).",
+        show_default=False,
+    ),
+]  # read by parse_indices
+HeadsOpt = Annotated[
+    Optional[List[str]],
+    typer.Option(
+        "--head",
+        metavar="H",
+        help="Head(s) in each chosen layer (default: all).",
+        show_default=False,
+    ),
+]  # read by parse_indices
 MetricOpt = Annotated[Metric, typer.Option("--metric", help="Distance between attention rows.")]
-MaxdimOpt = Annotated[int, typer.Option(
-    "--maxdim", metavar="D", help="Highest homology dimension: 0, 1 or 2.")]  # check_maxdim checks it
-DropSpecialOpt = Annotated[bool, typer.Option(
-    "--drop-special", help="Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows.")]
-TextsArg = Annotated[Optional[List[str]], typer.Argument(
-    metavar="TEXT", help="The texts (or use --file).", show_default=False)]  # read by read_texts
-TextsFileOpt = Annotated[Optional[str], typer.Option(
-    "--file", "-f", metavar="PATH", help="Read the texts from a UTF-8 file, one per non-empty line ('-': stdin).",
-    show_default=False)]  # read by read_texts
-TruncateOpt = Annotated[bool, typer.Option("--truncate", help="Cut texts longer than the model's context.")]
-OutOpt = Annotated[Optional[Path], typer.Option(
-    "--out", "-o", metavar="DIR", help="Save the result (and figures) into this folder, atomically.",
-    show_default=False)]  # check_out checks it before any work
-PlotsOpt = Annotated[bool, typer.Option(
-    "--plots", help="Also draw figures into DIR/figures (needs --out; --plot-format implies it).")]
-PlotFormatOpt = Annotated[Optional[List[PlotFormat]], typer.Option(
-    "--plot-format", help="Figure format(s): png (default), svg, pdf. Repeatable.",
-    show_default=False)]  # check_plot_options checks it with --plots and --out
+MaxdimOpt = Annotated[
+    int, typer.Option("--maxdim", metavar="D", help="Highest homology dimension: 0, 1 or 2.")
+]  # check_maxdim checks it
+DropSpecialOpt = Annotated[
+    bool,
+    typer.Option(
+        "--drop-special", help="Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows."
+    ),
+]
+TextsArg = Annotated[
+    Optional[List[str]],
+    typer.Argument(metavar="TEXT", help="The texts (or use --file).", show_default=False),
+]  # read by read_texts
+TextsFileOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--file",
+        "-f",
+        metavar="PATH",
+        help="Read the texts from a UTF-8 file, one per non-empty line ('-': stdin).",
+        show_default=False,
+    ),
+]  # read by read_texts
+TruncateOpt = Annotated[
+    bool, typer.Option("--truncate", help="Cut texts longer than the model's context.")
+]
+OutOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--out",
+        "-o",
+        metavar="DIR",
+        help="Save the result (and figures) into this folder, atomically.",
+        show_default=False,
+    ),
+]  # check_out checks it before any work
+PlotsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--plots",
+        help="Also draw figures into DIR/figures (needs --out; --plot-format implies it).",
+    ),
+]
+PlotFormatOpt = Annotated[
+    Optional[List[PlotFormat]],
+    typer.Option(
+        "--plot-format",
+        help="Figure format(s): png (default), svg, pdf. Repeatable.",
+        show_default=False,
+    ),
+]  # check_plot_options checks it with --plots and --out
 
 
 def static_plot_format_opt(what: str) -> Any:
@@ -154,41 +231,83 @@ def static_plot_format_opt(what: str) -> Any:
             raise typer.BadParameter(f"{value!r} is not one of png, svg, pdf")
         return v
 
-    return Annotated[Optional[List[str]], typer.Option(
-        "--plot-format", metavar="<list[png|svg|pdf]>", help="png (default), svg, pdf. Repeatable.",
-        show_default=False, parser=static_format)]
+    return Annotated[
+        Optional[List[str]],
+        typer.Option(
+            "--plot-format",
+            metavar="<list[png|svg|pdf]>",
+            help="png (default), svg, pdf. Repeatable.",
+            show_default=False,
+            parser=static_format,
+        ),
+    ]
 
 
 STATIC_PLOT_FORMATS = tuple(f for f in PLOT_FORMATS if f != "html")  # figures without an html form
-TopOpt = Annotated[int, typer.Option("--top", "-n", min=0, metavar="N", help="Show at most N rows (0: all).")]
-JsonOpt = Annotated[bool, typer.Option(
-    "--json", help="Print machine-readable JSON on stdout (and nothing else).")]
-NoDiagramsOpt = Annotated[bool, typer.Option(
-    "--no-diagrams",
-    help="With --json: leave out the persistence diagrams "
-         "(births and deaths per head and dimension), for size.",
-)]  # see grid_points
-JobsOpt = Annotated[Optional[int], typer.Option(
-    "--jobs", "-j", min=1, metavar="N", help="Worker processes for persistence.", show_default=False)]
+TopOpt = Annotated[
+    int, typer.Option("--top", "-n", min=0, metavar="N", help="Show at most N rows (0: all).")
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print machine-readable JSON on stdout (and nothing else).")
+]
+NoDiagramsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-diagrams",
+        help="With --json: leave out the persistence diagrams "
+        "(births and deaths per head and dimension), for size.",
+    ),
+]  # see grid_points
+JobsOpt = Annotated[
+    Optional[int],
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        metavar="N",
+        help="Worker processes for persistence.",
+        show_default=False,
+    ),
+]
 DEBUG_HELP = "Show tracebacks and log messages."
-DebugOpt = Annotated[bool, typer.Option("--debug", help=DEBUG_HELP)]  # a command that reads it (serve); see with_debug
+DebugOpt = Annotated[
+    bool, typer.Option("--debug", help=DEBUG_HELP)
+]  # a command that reads it (serve); see with_debug
 
 
 # the shared options by parameter name: a command parameter without an annotation takes its
 # declaration from here (``out=None`` is ``out: OutOpt = None``); one with an annotation keeps its
 # own
 SHARED_OPTIONS: dict[str, Any] = {
-    "text": TextArg, "file": FileOpt, "model": ModelOpt, "device": DeviceOpt, "dtype": DtypeOpt,
-    "layer": LayersOpt, "head": HeadsOpt, "metric": MetricOpt, "maxdim": MaxdimOpt,
-    "drop_special": DropSpecialOpt, "truncate": TruncateOpt, "out": OutOpt, "plots": PlotsOpt,
-    "plot_format": PlotFormatOpt, "top": TopOpt, "json_out": JsonOpt, "no_diagrams": NoDiagramsOpt,
+    "text": TextArg,
+    "file": FileOpt,
+    "model": ModelOpt,
+    "device": DeviceOpt,
+    "dtype": DtypeOpt,
+    "layer": LayersOpt,
+    "head": HeadsOpt,
+    "metric": MetricOpt,
+    "maxdim": MaxdimOpt,
+    "drop_special": DropSpecialOpt,
+    "truncate": TruncateOpt,
+    "out": OutOpt,
+    "plots": PlotsOpt,
+    "plot_format": PlotFormatOpt,
+    "top": TopOpt,
+    "json_out": JsonOpt,
+    "no_diagrams": NoDiagramsOpt,
     "n_jobs": JobsOpt,
 }
 
 
-def command(*args: Any, group: Any = None, helps: dict[str, str] | None = None,
-            static_figures: str | None = None, exclude_settings: tuple[str, ...] = (),
-            **kwargs: Any) -> Callable:
+def command(
+    *args: Any,
+    group: Any = None,
+    helps: dict[str, str] | None = None,
+    static_figures: str | None = None,
+    exclude_settings: tuple[str, ...] = (),
+    **kwargs: Any,
+) -> Callable:
     """Register a command on ``group`` (default: :data:`app`) like
     ``group.command(*args, **kwargs)``, from one mould:
 
@@ -222,19 +341,31 @@ def command(*args: Any, group: Any = None, helps: dict[str, str] | None = None,
                     settings[f"setting__{name}"] = (name, cli)
                     params.append(_setting_parameter(name, cli, (helps or {}).get(name)))
             elif p.name in SHARED_OPTIONS:
-                params.append(p.replace(annotation=_shared_option(p.name, (helps or {}).get(p.name), static_figures)))
+                params.append(
+                    p.replace(
+                        annotation=_shared_option(p.name, (helps or {}).get(p.name), static_figures)
+                    )
+                )
             else:
-                raise TypeError(f"{f.__name__}: parameter {p.name!r} has no annotation and is no shared option")
-        unknown = (set(helps or {}) - {p.name for p in sig.parameters.values() if p.name not in hints}
-                   - {name for name, _ in settings.values()})
+                raise TypeError(
+                    f"{f.__name__}: parameter {p.name!r} has no annotation and is no shared option"
+                )
+        unknown = (
+            set(helps or {})
+            - {p.name for p in sig.parameters.values() if p.name not in hints}
+            - {name for name, _ in settings.values()}
+        )
         if unknown:
-            raise TypeError(f"{f.__name__}: helps for {sorted(unknown)}, which are no shared option of it")
+            raise TypeError(
+                f"{f.__name__}: helps for {sorted(unknown)}, which are no shared option of it"
+            )
 
         @functools.wraps(f)
         def run(*a: Any, **kw: Any) -> Any:
             if settings:
-                kw["feature_settings"] = {name: _parse_setting(kw.pop(key), cli)
-                                          for key, (name, cli) in settings.items()}
+                kw["feature_settings"] = {
+                    name: _parse_setting(kw.pop(key), cli) for key, (name, cli) in settings.items()
+                }
             return f(*a, **kw)
 
         run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
@@ -252,23 +383,36 @@ def setting_options(exclude: tuple[str, ...] = ()) -> dict[str, Any]:
 
     from ..features import FeatureSettings
 
-    return {f.name: f.metadata["cli"] for f in fields(FeatureSettings)
-            if f.metadata["cli"] is not None and f.name not in exclude}
+    return {
+        f.name: f.metadata["cli"]
+        for f in fields(FeatureSettings)
+        if f.metadata["cli"] is not None and f.name not in exclude
+    }
 
 
 #: The typer type of each kind of setting option (:class:`attntopo.features.CliOption`).
-_SETTING_TYPES = {"names": Optional[List[str]], "numbers": Optional[List[str]],
-                  "indices": Optional[List[str]], "int": Optional[int], "number": Optional[float],
-                  "choice": Optional[str], "flag": bool}
+_SETTING_TYPES = {
+    "names": Optional[List[str]],
+    "numbers": Optional[List[str]],
+    "indices": Optional[List[str]],
+    "int": Optional[int],
+    "number": Optional[float],
+    "choice": Optional[str],
+    "flag": bool,
+}
 
 
 def _setting_parameter(name: str, cli: Any, help: str | None) -> inspect.Parameter:
     """The typer parameter of a feature setting's option (not given: None, a flag False)."""
-    option = typer.Option(*cli.flags, metavar=cli.metavar or None, show_default=False,
-                          help=help or cli.text())
-    return inspect.Parameter(f"setting__{name}", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                             default=False if cli.kind == "flag" else None,
-                             annotation=Annotated[_SETTING_TYPES[cli.kind], option])
+    option = typer.Option(
+        *cli.flags, metavar=cli.metavar or None, show_default=False, help=help or cli.text()
+    )
+    return inspect.Parameter(
+        f"setting__{name}",
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        default=False if cli.kind == "flag" else None,
+        annotation=Annotated[_SETTING_TYPES[cli.kind], option],
+    )
 
 
 def _parse_setting(value: Any, cli: Any) -> Any:
@@ -358,7 +502,9 @@ def read_text(text: Optional[str], file: Optional[str]) -> tuple[str, str]:
         if data.endswith("\n"):  # the line end an editor puts last is not text: no "Ċ" token for it
             data = data[:-1]  # (one only; text mode has made "\r\n" a "\n")
         if not data.strip():
-            raise EmptyTextError(f"--file {source!r} is empty or only whitespace: give at least one word")
+            raise EmptyTextError(
+                f"--file {source!r} is empty or only whitespace: give at least one word"
+            )
         return data, source
     assert text is not None
     if not text.strip():
@@ -366,9 +512,11 @@ def read_text(text: Optional[str], file: Optional[str]) -> tuple[str, str]:
     return text, "argument"
 
 
-def read_texts(texts: Optional[List[str]], file: Optional[str],
-               missing: str = "no text given: pass TEXT arguments or --file PATH (one text per line)",
-               ) -> tuple[list[str], str]:
+def read_texts(
+    texts: Optional[List[str]],
+    file: Optional[str],
+    missing: str = "no text given: pass TEXT arguments or --file PATH (one text per line)",
+) -> tuple[list[str], str]:
     """The texts of a command that takes several (``TextsArg``, ``TextsFileOpt``) and where they
     came from: the arguments (``"arguments"``), or one text per non-empty line of ``--file``,
     stripped (``'-'`` reads stdin; the file's name, or ``"stdin"``).  ``missing`` is the error when
@@ -380,9 +528,13 @@ def read_texts(texts: Optional[List[str]], file: Optional[str],
     if file is None:
         for i, t in enumerate(texts or []):
             if not t.strip():
-                raise EmptyTextError(f"text {i + 1} is empty or only whitespace: give at least one word")
+                raise EmptyTextError(
+                    f"text {i + 1} is empty or only whitespace: give at least one word"
+                )
         return list(texts or []), "arguments"
-    data, source = read_text(None, file)  # the file checks of every command (exists, UTF-8, not empty)
+    data, source = read_text(
+        None, file
+    )  # the file checks of every command (exists, UTF-8, not empty)
     return [ln.strip() for ln in data.splitlines() if ln.strip()], source
 
 
@@ -394,7 +546,9 @@ def check_writable_parent(out: Path, flag: str = "--out") -> None:
     if not anc.is_dir():
         raise InvalidInputError(f"cannot create {flag} {str(out)!r}: {str(anc)!r} is not a folder")
     if not os.access(anc, os.W_OK | os.X_OK):
-        raise InvalidInputError(f"cannot write {flag} {str(out)!r}: no write permission in {str(anc)!r}")
+        raise InvalidInputError(
+            f"cannot write {flag} {str(out)!r}: no write permission in {str(anc)!r}"
+        )
 
 
 def check_out(out: Path) -> None:
@@ -411,7 +565,9 @@ def _check_out(out: Path) -> None:
         try:
             entries = list(p.iterdir())
         except OSError as e:
-            raise InvalidInputError(f"cannot read --out folder {str(out)!r}: {e.strerror or e}") from None
+            raise InvalidInputError(
+                f"cannot read --out folder {str(out)!r}: {e.strerror or e}"
+            ) from None
         if entries and not (p / META_FILE).is_file():
             raise InvalidInputError(
                 f"--out folder {str(out)!r} is not empty and holds no attntopo result: "
@@ -430,7 +586,9 @@ def check_plot_options(plots: bool, plot_format, out: Path | None) -> list[str]:
     plots = plots or bool(plot_format)
     if plots and out is None:
         flag = "--plots" if not plot_format else "--plot-format"
-        raise InvalidInputError(f"{flag} needs --out DIR: figures are written into the result folder")
+        raise InvalidInputError(
+            f"{flag} needs --out DIR: figures are written into the result folder"
+        )
     if plots:
         try:
             from .. import plots as _plots  # noqa: F401
@@ -515,12 +673,26 @@ class Opening:
     t_model: float = 0.0
     out: Path | None = None
 
-    def finish(self, result: Any, *, summary: Callable[[dict], None], seconds: dict[str, float],
-               **options: Any) -> None:
+    def finish(
+        self,
+        result: Any,
+        *,
+        summary: Callable[[dict], None],
+        seconds: dict[str, float],
+        **options: Any,
+    ) -> None:
         """:func:`finish_result` for this command: its ``--out``, figure formats, ``--json`` and
         start time, with ``timing`` = :meth:`timing` of ``seconds`` (the command's own stages)."""
-        finish_result(result, out=self.out, formats=self.formats, json_out=not self.show,
-                      timing=self.timing(**seconds), t_start=self.t_start, summary=summary, **options)
+        finish_result(
+            result,
+            out=self.out,
+            formats=self.formats,
+            json_out=not self.show,
+            timing=self.timing(**seconds),
+            t_start=self.t_start,
+            summary=summary,
+            **options,
+        )
 
     def timing(self, **seconds: float) -> dict:
         """``{"model_s": …, **seconds}``, each rounded to the millisecond (the ``timing`` of
@@ -528,10 +700,20 @@ class Opening:
         return {"model_s": round(self.t_model, 3), **{k: round(v, 3) for k, v in seconds.items()}}
 
 
-def opening(*, t_start: float | None = None, json_out: bool = False, out: Path | None = None,
-            plots: bool = False, plot_format: Any = None, model: str | None = None,
-            device: str = "cpu", dtype: str = "float32", show: bool | None = None,
-            layers: Any = None, heads: Any = None) -> Opening:
+def opening(
+    *,
+    t_start: float | None = None,
+    json_out: bool = False,
+    out: Path | None = None,
+    plots: bool = False,
+    plot_format: Any = None,
+    model: str | None = None,
+    device: str = "cpu",
+    dtype: str = "float32",
+    show: bool | None = None,
+    layers: Any = None,
+    heads: Any = None,
+) -> Opening:
     """The opening lines of every command, after its own input checks: the figure options checked
     (:func:`check_plot_options`, which also checks ``--out``), ``layers`` and ``heads``
     (``--layer``, ``--head``) checked against the model's configuration (one line, before any weight
@@ -556,8 +738,9 @@ def save_result(result: Any, out: Path, figures: dict[str, bytes] | None = None)
         raise InvalidInputError(f"cannot write --out {str(out)!r}: {e.strerror or e}") from None
 
 
-def write_result(result: Any, out: Path | None, bundle: Any, formats: list[str],
-                 show: bool) -> tuple[Path | None, dict[str, bytes], float]:
+def write_result(
+    result: Any, out: Path | None, bundle: Any, formats: list[str], show: bool
+) -> tuple[Path | None, dict[str, bytes], float]:
     """Draw ``bundle``'s figure files (``--plots``) and save them with ``result`` into ``out``
     in one atomic step, each behind a status line.
 
@@ -577,10 +760,21 @@ def write_result(result: Any, out: Path | None, bundle: Any, formats: list[str],
     return saved, figures, t_plots
 
 
-def finish_result(result: Any, *, out: Path | None, formats: list[str], json_out: bool, timing: dict,
-                  t_start: float, summary: Callable[[dict], None], bundle: Callable[[Any], Any] | None = None,
-                  source: str | None = None, extra: dict | None = None, plots_s: bool = False,
-                  document: Callable[[Path | None, dict[str, bytes], dict], dict] | None = None) -> None:
+def finish_result(
+    result: Any,
+    *,
+    out: Path | None,
+    formats: list[str],
+    json_out: bool,
+    timing: dict,
+    t_start: float,
+    summary: Callable[[dict], None],
+    bundle: Callable[[Any], Any] | None = None,
+    source: str | None = None,
+    extra: dict | None = None,
+    plots_s: bool = False,
+    document: Callable[[Path | None, dict[str, bytes], dict], dict] | None = None,
+) -> None:
     """The end of a command that computes one result: figures, save, then ``--json`` or the summary.
 
     Draws ``bundle(result)``'s figure files when ``formats`` asks for figures and saves them with
@@ -591,15 +785,25 @@ def finish_result(result: Any, *, out: Path | None, formats: list[str], json_out
     ``extra``'s keys, ``"timing"``, ``"out"`` and ``"figures"``; otherwise it calls
     ``summary(timing)`` and says where the result was saved.
     """
-    saved, figures, t_plots = write_result(result, out, bundle(result) if formats and bundle is not None else None,
-                                           formats, not json_out)
+    saved, figures, t_plots = write_result(
+        result,
+        out,
+        bundle(result) if formats and bundle is not None else None,
+        formats,
+        not json_out,
+    )
     if plots_s:
         timing = {**timing, "plots_s": round(t_plots, 3)}
     timing = {**timing, "total_s": round(time.perf_counter() - t_start, 3)}
     if json_out:
         if document is None:
             doc = {k: v for k, v in result.to_dict().items() if k != "provenance"}
-            head = {"attntopo": __version__, **doc, **({} if source is None else {"source": source}), **(extra or {})}
+            head = {
+                "attntopo": __version__,
+                **doc,
+                **({} if source is None else {"source": source}),
+                **(extra or {}),
+            }
             print_json(json_doc(head, saved=saved, figures=figures, timing=timing))
         else:
             print_json(document(saved, figures, timing))
@@ -608,19 +812,39 @@ def finish_result(result: Any, *, out: Path | None, formats: list[str], json_out
     print_saved(saved, figures)
 
 
-def finish_listing(name: str, rows: list, *, json_out: bool, timing: dict, t_start: float,
-                   summary: Callable[[dict], None], head: dict | None = None) -> None:
+def finish_listing(
+    name: str,
+    rows: list,
+    *,
+    json_out: bool,
+    timing: dict,
+    t_start: float,
+    summary: Callable[[dict], None],
+    head: dict | None = None,
+) -> None:
     """The end of a command that lists rows instead of computing a result (``words``, ``models``,
     ``query``): :func:`finish_result` with nothing to save or draw.  Its ``--json`` is the shared
     document: ``"attntopo"``, ``head``'s keys, the list under ``name``, ``"timing"`` (``timing``
     and ``total_s`` since ``t_start``), ``"out"`` (null) and ``"figures"`` (``[]``)."""
 
     def document(saved: Path | None, figures: dict[str, bytes], timing: dict) -> dict:
-        return json_doc({"attntopo": __version__, **(head or {}), name: rows}, saved=saved,
-                        figures=figures, timing=timing)
+        return json_doc(
+            {"attntopo": __version__, **(head or {}), name: rows},
+            saved=saved,
+            figures=figures,
+            timing=timing,
+        )
 
-    finish_result(None, out=None, formats=[], json_out=json_out, timing=timing, t_start=t_start,
-                  summary=summary, document=document)
+    finish_result(
+        None,
+        out=None,
+        formats=[],
+        json_out=json_out,
+        timing=timing,
+        t_start=t_start,
+        summary=summary,
+        document=document,
+    )
 
 
 # ============================================================================ output
@@ -650,7 +874,9 @@ def num(x: Any) -> str:
     if not math.isfinite(f):
         return fmt(f)
     a = abs(f)
-    return f"{f:.3f}" if a < 10 else f"{f:.2f}" if a < 100 else f"{f:.1f}" if a < 1000 else f"{f:.3g}"
+    return (
+        f"{f:.3f}" if a < 10 else f"{f:.2f}" if a < 100 else f"{f:.1f}" if a < 1000 else f"{f:.3g}"
+    )
 
 
 def plural(n: int, word: str) -> str:
@@ -689,12 +915,21 @@ def diagram_points(dgm: Any, **where: Any) -> dict:
 def grid_points(grid: Any, layers: Any, heads: Any, **where: Any) -> list[dict]:
     """Every diagram of a ``grid[i][j]``
     (layer position ``i``, head position ``j``), layer by layer."""
-    return [diagram_points(grid[i][j], **where, layer=int(lay), head=int(hd))
-            for i, lay in enumerate(layers) for j, hd in enumerate(heads)]
+    return [
+        diagram_points(grid[i][j], **where, layer=int(lay), head=int(hd))
+        for i, lay in enumerate(layers)
+        for j, hd in enumerate(heads)
+    ]
 
 
-def json_doc(doc: dict, *, source: str | None = None, saved: Path | None = None,
-             figures: dict[str, bytes] | None = None, **tail: Any) -> dict:
+def json_doc(
+    doc: dict,
+    *,
+    source: str | None = None,
+    saved: Path | None = None,
+    figures: dict[str, bytes] | None = None,
+    **tail: Any,
+) -> dict:
     """What ``--json`` prints: a result's ``to_dict()`` with the command's additions — where
     the text came from (after the settings), then ``tail`` (timing, …), the saved folder and
     the figure files written."""
@@ -713,8 +948,10 @@ def json_doc(doc: dict, *, source: str | None = None, saved: Path | None = None,
 def model_line(m: Any, extra: str = "") -> str:
     """``attntopo 0.1.0 · model minilm (6 layers × 12 heads, bidirectional)`` + ``extra``."""
     kind = "causal" if m.causal else "bidirectional"
-    return (f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] "
-            f"({m.n_layers} layers × {m.n_heads} heads, {kind}{where_line(m)}){extra}")
+    return (
+        f"[bold]attntopo {__version__}[/bold] · model [bold]{esc(m.name)}[/bold] "
+        f"({m.n_layers} layers × {m.n_heads} heads, {kind}{where_line(m)}){extra}"
+    )
 
 
 def where_line(m: Any) -> str:
@@ -729,8 +966,10 @@ def print_saved(saved: Path | None, figures: dict[str, bytes] | None = None) -> 
         return
     n = len(figures or {})
     extra = f" with {n} figure file{'s' if n != 1 else ''} in figures/" if n else ""
-    console.print(f"saved to [bold]{esc(saved)}[/bold]{extra}; load with "
-                  f"attntopo.load_result({esc(repr(str(saved)))})")
+    console.print(
+        f"saved to [bold]{esc(saved)}[/bold]{extra}; load with "
+        f"attntopo.load_result({esc(repr(str(saved)))})"
+    )
 
 
 # ============================================================================ entry
@@ -775,9 +1014,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_INTERRUPTED
     except TextTooLongError as e:  # the library names no interface's switch: the CLI names its own
         who = e.model or "the model"
-        _error(f"text has {e.n_tokens} tokens but {who} takes "
-               f"at most {e.limit}: shorten it or pass --truncate"
-               if e.n_tokens is not None and e.limit is not None else f"{e}: shorten it or pass --truncate", debug)
+        _error(
+            f"text has {e.n_tokens} tokens but {who} takes "
+            f"at most {e.limit}: shorten it or pass --truncate"
+            if e.n_tokens is not None and e.limit is not None
+            else f"{e}: shorten it or pass --truncate",
+            debug,
+        )
         return EXIT_USAGE
     except AttntopoError as e:
         _error(str(e), debug)
@@ -830,7 +1073,9 @@ def plain_flags(command: Any) -> Any:
     typer writes ``<bool>`` beside a flag in ``--help``, which reads as if it took a value
     (``--json true``); a flag takes none, so its placeholder is emptied.  Returns ``command``.
     """
-    _plain_flags(command, typer.Context(command, info_name="attntopo", **(command.context_settings or {})))
+    _plain_flags(
+        command, typer.Context(command, info_name="attntopo", **(command.context_settings or {}))
+    )
     return command
 
 
@@ -840,7 +1085,9 @@ def _plain_flags(command: Any, ctx: Any) -> None:
         if getattr(param, "is_flag", False):
             param.metavar = ""
     for name, sub in getattr(command, "commands", {}).items():
-        _plain_flags(sub, typer.Context(sub, parent=ctx, info_name=name, **(sub.context_settings or {})))
+        _plain_flags(
+            sub, typer.Context(sub, parent=ctx, info_name=name, **(sub.context_settings or {}))
+        )
 
 
 def _error(message: str, debug: bool) -> None:

@@ -14,24 +14,24 @@ from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import (
     Metric,
+    command,
     console,
     data_table,
     esc,
+    finish_result,
     fmt,
     json_doc,
     num,
+    opening,
     plural,
     print_table,
     progress_bar,
     read_text,
-    command,
-    finish_result,
-    opening,
 )
 
 _HEADS_EPILOG = (
     "[bold]Examples[/bold]\n"
-    "  attntopo heads \"The cat sat on the mat.\" \"Einstein published four papers in 1905.\"\n"
+    '  attntopo heads "The cat sat on the mat." "Einstein published four papers in 1905."\n'
     "  attntopo heads -f a.txt -f b.txt -f c.txt --model smollm2 --out heads --plots\n"
     "  attntopo heads -f a.txt -f b.txt -f c.txt --compare-model smollm2 --n-boot 200 --json\n\n"
     "Every head of every layer is one point; two heads are as far apart as the Jensen–Shannon "
@@ -53,40 +53,75 @@ _HELPS = {  # the shared options in this command's words
 
 @command("heads", epilog=_HEADS_EPILOG, no_args_is_help=False, helps=_HELPS)
 def heads_cmd(
-    text: Annotated[Optional[List[str]], typer.Argument(
-        metavar="TEXT...", help="Texts (each argument is one text; or use --file).",
-        show_default=False,
-    )] = None,
-    file: Annotated[Optional[List[str]], typer.Option(
-        "--file", "-f", metavar="PATH",
-        help="Read one text from a UTF-8 file ('-' reads stdin); repeatable.", show_default=False,
-    )] = None,
-    model=DEFAULT_MODEL, device="cpu", dtype="float32",
-    compare_model: Annotated[Optional[str], typer.Option(
-        "--compare-model", metavar="MODEL",
-        help="Also build this model's head space on the "
-             "same texts and compare the two diagrams.",
-        show_default=False,
-    )] = None,
-    metric="jensen_shannon", maxdim=1,
-    raw: Annotated[bool, typer.Option(
-        "--sum",
-        help="Sum over tokens (the founding paper) instead "
-             "of the mean; not with --compare-model.",
-    )] = False,
-    scale: Annotated[Optional[float], typer.Option(
-        "--scale", metavar="SCALE",
-        help="Scale of the redundancy report (default: the median nearest-neighbour distance).",
-        show_default=False,
-    )] = None,
-    n_boot: Annotated[Optional[int], typer.Option(
-        "--n-boot", min=0, metavar="N",
-        help="Bootstrap replicates of --compare-model (default 100 with 2+ texts, 0 with one).",
-        show_default=False,
-    )] = None,
+    text: Annotated[
+        Optional[List[str]],
+        typer.Argument(
+            metavar="TEXT...",
+            help="Texts (each argument is one text; or use --file).",
+            show_default=False,
+        ),
+    ] = None,
+    file: Annotated[
+        Optional[List[str]],
+        typer.Option(
+            "--file",
+            "-f",
+            metavar="PATH",
+            help="Read one text from a UTF-8 file ('-' reads stdin); repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    model=DEFAULT_MODEL,
+    device="cpu",
+    dtype="float32",
+    compare_model: Annotated[
+        Optional[str],
+        typer.Option(
+            "--compare-model",
+            metavar="MODEL",
+            help="Also build this model's head space on the "
+            "same texts and compare the two diagrams.",
+            show_default=False,
+        ),
+    ] = None,
+    metric="jensen_shannon",
+    maxdim=1,
+    raw: Annotated[
+        bool,
+        typer.Option(
+            "--sum",
+            help="Sum over tokens (the founding paper) instead "
+            "of the mean; not with --compare-model.",
+        ),
+    ] = False,
+    scale: Annotated[
+        Optional[float],
+        typer.Option(
+            "--scale",
+            metavar="SCALE",
+            help="Scale of the redundancy report (default: the median nearest-neighbour distance).",
+            show_default=False,
+        ),
+    ] = None,
+    n_boot: Annotated[
+        Optional[int],
+        typer.Option(
+            "--n-boot",
+            min=0,
+            metavar="N",
+            help="Bootstrap replicates of --compare-model (default 100 with 2+ texts, 0 with one).",
+            show_default=False,
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", metavar="S", help="Seed of the bootstrap.")] = 0,
-    drop_special=False, truncate=False, out=None, plots=False, plot_format=None, top=8,
-    json_out=False, n_jobs=None,
+    drop_special=False,
+    truncate=False,
+    out=None,
+    plots=False,
+    plot_format=None,
+    top=8,
+    json_out=False,
+    n_jobs=None,
 ) -> None:
     """Head space: every attention head is a point, at Jensen–Shannon distance from the others; its persistence, clusters, redundant heads and head types (sink, self, previous/next token, banded, vertical, broad) — and, with --compare-model, two models' head spaces compared.
 
@@ -101,11 +136,15 @@ def heads_cmd(
     if scale is not None:
         check_scale(scale, "--scale")
     if raw and compare_model is not None:
-        raise InvalidInputError("--sum cannot be used with --compare-model: models are compared on mean distances")
+        raise InvalidInputError(
+            "--sum cannot be used with --compare-model: models are compared on mean distances"
+        )
     if n_boot is not None and compare_model is None:
         raise InvalidInputError("--n-boot needs --compare-model")
     if compare_model is not None and n_boot is not None and n_boot > 0 and len(bodies) < 2:
-        raise InvalidInputError("the bootstrap over texts needs at least 2 texts; give more or --n-boot 0")
+        raise InvalidInputError(
+            "the bootstrap over texts needs at least 2 texts; give more or --n-boot 0"
+        )
     boots = (100 if len(bodies) >= 2 else 0) if n_boot is None else n_boot
     run = opening(t_start=t_start, json_out=json_out, out=out, plots=plots, plot_format=plot_format)
     show, formats = run.show, run.formats
@@ -117,16 +156,36 @@ def heads_cmd(
         m, t_model = m_run.model, t_model + m_run.t_model
         with progress_bar(f"{name}: head space of {plural(len(bodies), 'text')}", show) as progress:
             t1 = time.perf_counter()
-            spaces.append(at.head_space(bodies, m, normalize=not raw, maxdim=maxdim, metric=metric,
-                                        drop_special=drop_special, truncate=truncate, progress=progress))
+            spaces.append(
+                at.head_space(
+                    bodies,
+                    m,
+                    normalize=not raw,
+                    maxdim=maxdim,
+                    metric=metric,
+                    drop_special=drop_special,
+                    truncate=truncate,
+                    progress=progress,
+                )
+            )
             t_space += time.perf_counter() - t1
     comparison = None
     t_cmp = 0.0
     if compare_model is not None:
-        with progress_bar(f"comparing the diagrams ({boots} bootstrap replicates)", show) as progress:
+        with progress_bar(
+            f"comparing the diagrams ({boots} bootstrap replicates)", show
+        ) as progress:
             t1 = time.perf_counter()
-            comparison = at.compare_models(None, model_a=spaces[0], model_b=spaces[1], maxdim=maxdim, n_boot=boots,
-                                           seed=seed, n_jobs=n_jobs, progress=progress)
+            comparison = at.compare_models(
+                None,
+                model_a=spaces[0],
+                model_b=spaces[1],
+                maxdim=maxdim,
+                n_boot=boots,
+                seed=seed,
+                n_jobs=n_jobs,
+                progress=progress,
+            )
             t_cmp = time.perf_counter() - t1
     bundle = None
     if formats:
@@ -135,28 +194,56 @@ def heads_cmd(
         bundle = head_space_bundle(spaces, comparison=comparison)
 
     def document(saved, figures, timing):
-        return json_doc({
-            "attntopo": __version__,
-            "settings": {"metric": metric, "maxdim": maxdim, "normalize": not raw, "scale": scale,
-                         "drop_special": drop_special, "truncate": truncate},
-            "sources": sources,
-            "models": [hs.to_dict(k=top, scale=scale) for hs in spaces],
-            "comparison": None if comparison is None else comparison.to_dict(),
-        }, saved=saved, figures=figures, timing=timing)
+        return json_doc(
+            {
+                "attntopo": __version__,
+                "settings": {
+                    "metric": metric,
+                    "maxdim": maxdim,
+                    "normalize": not raw,
+                    "scale": scale,
+                    "drop_special": drop_special,
+                    "truncate": truncate,
+                },
+                "sources": sources,
+                "models": [hs.to_dict(k=top, scale=scale) for hs in spaces],
+                "comparison": None if comparison is None else comparison.to_dict(),
+            },
+            saved=saved,
+            figures=figures,
+            timing=timing,
+        )
 
     def summary(timing):
-        _print_summary(spaces, comparison, sources, len(bodies), timing, metric=metric, top=top,
-                       scale=scale)
+        _print_summary(
+            spaces, comparison, sources, len(bodies), timing, metric=metric, top=top, scale=scale
+        )
 
-    timing = {"model_s": round(t_model, 3), "head_space_s": round(t_space, 3), "compare_s": round(t_cmp, 3)}
-    finish_result(comparison or spaces[0], out=out, formats=formats, json_out=json_out, bundle=lambda _: bundle,
-                  timing=timing, plots_s=True, t_start=t_start, document=document, summary=summary)
+    timing = {
+        "model_s": round(t_model, 3),
+        "head_space_s": round(t_space, 3),
+        "compare_s": round(t_cmp, 3),
+    }
+    finish_result(
+        comparison or spaces[0],
+        out=out,
+        formats=formats,
+        json_out=json_out,
+        bundle=lambda _: bundle,
+        timing=timing,
+        plots_s=True,
+        t_start=t_start,
+        document=document,
+        summary=summary,
+    )
 
 
 def _print_summary(spaces, comparison, sources, n_texts, timing, *, metric, top, scale) -> None:
     """The lines and tables of ``heads`` without ``--json``."""
-    console.print(f"[bold]attntopo {__version__}[/bold] · head space · metric {metric} · "
-                  f"{plural(n_texts, 'text')} ({esc(', '.join(sources))}) · time {timing['total_s']:.1f} s")
+    console.print(
+        f"[bold]attntopo {__version__}[/bold] · head space · metric {metric} · "
+        f"{plural(n_texts, 'text')} ({esc(', '.join(sources))}) · time {timing['total_s']:.1f} s"
+    )
     for hs in spaces:
         _print_space(hs, top, scale)
     if comparison is not None:
@@ -209,7 +296,9 @@ def _print_space(hs, top: int, scale: Optional[float]) -> None:
         width = max(2, len(str(max(hs.layers))))
         console.print("  " + " " * (width + 1) + " ".join(f"{h:>2d}" for h in hs.heads))
         for i, li in enumerate(hs.layers):
-            console.print(f"  {li:>{width}d} " + " ".join(TYPE_CODES[x] for x in hs.types.labels[i]))
+            console.print(
+                f"  {li:>{width}d} " + " ".join(TYPE_CODES[x] for x in hs.types.labels[i])
+            )
         console.print(
             "  (sk sink, se self, pr previous, nx next, br broad, bd banded, vt vertical, mx mixed)"
         )
@@ -223,11 +312,15 @@ def _print_space(hs, top: int, scale: Optional[float]) -> None:
         f"{sum(g['size'] for g in groups)} heads"
     )
     for g in groups if top == 0 else groups[:top]:
-        console.print(f"    {' '.join(g['heads'])}  (mean {num(g['mean_distance'])})", overflow="fold")
+        console.print(
+            f"    {' '.join(g['heads'])}  (mean {num(g['mean_distance'])})", overflow="fold"
+        )
 
 
 def _print_comparison(comparison) -> None:
-    table = data_table(f"{comparison.a.model} vs {comparison.b.model}: distance between the head-space diagrams")
+    table = data_table(
+        f"{comparison.a.model} vs {comparison.b.model}: distance between the head-space diagrams"
+    )
     cols = ["dim", "bottleneck", f"W{comparison.p:g}"]
     if comparison.n_boot:
         cols += ["null (bottl.)", "z", "p", f"null (W{comparison.p:g})", "z ", "p "]
@@ -238,8 +331,11 @@ def _print_comparison(comparison) -> None:
         if comparison.n_boot:
             for name in ("bottleneck", "wasserstein"):
                 mu = (r[f"{name}_null_mean_a"] + r[f"{name}_null_mean_b"]) / 2
-                cells += [f"{num(mu)}±{num(r[f'{name}_null_std'])}", fmt(r[f"{name}_z"], 1),
-                          fmt(r[f"{name}_p"], 3)]
+                cells += [
+                    f"{num(mu)}±{num(r[f'{name}_null_std'])}",
+                    fmt(r[f"{name}_z"], 1),
+                    fmt(r[f"{name}_p"], 3),
+                ]
         table.add_row(*cells)
     if comparison.n_boot:
         table.caption = (

@@ -12,12 +12,12 @@ from rich.text import Text
 from ..constants import DEFAULT_MODEL
 from ..models.describe import describe_alias
 from ._common import (
+    command,
     console,
     data_table,
     esc,
     finish_listing,
     print_table,
-    command,
 )
 
 _MODELS_EPILOG = (
@@ -29,7 +29,7 @@ _MODELS_EPILOG = (
 
 
 _HELPS = {  # the shared options in this command's words
-    "json_out": "Print machine-readable JSON on stdout: the models under \"models\".",
+    "json_out": 'Print machine-readable JSON on stdout: the models under "models".',
 }
 
 
@@ -45,8 +45,15 @@ def models(
 
     t0 = time.perf_counter()
     rows = [describe_alias(name) for name in ALIASES]
-    finish_listing("models", rows, json_out=json_out, timing={"describe_s": round(time.perf_counter() - t0, 3)},
-                   t_start=t0, summary=lambda _: _print_models(rows), head={"default": DEFAULT_MODEL})
+    finish_listing(
+        "models",
+        rows,
+        json_out=json_out,
+        timing={"describe_s": round(time.perf_counter() - t0, 3)},
+        t_start=t0,
+        summary=lambda _: _print_models(rows),
+        head={"default": DEFAULT_MODEL},
+    )
 
 
 def _print_models(rows: list[dict]) -> None:
@@ -74,9 +81,14 @@ def _print_models(rows: list[dict]) -> None:
     print_table(table)
     for r in rows:
         if not r["installed"]:
-            console.print(f"[bold]{r['alias']}[/bold]: [yellow]{esc(r['note'])}[/yellow]", soft_wrap=True)
+            console.print(
+                f"[bold]{r['alias']}[/bold]: [yellow]{esc(r['note'])}[/yellow]", soft_wrap=True
+            )
             continue
-        console.print(f"[bold]{r['alias']}[/bold] loads from {esc(_short_path(r['source'] or ''))}", soft_wrap=True)
+        console.print(
+            f"[bold]{r['alias']}[/bold] loads from {esc(_short_path(r['source'] or ''))}",
+            soft_wrap=True,
+        )
         if r["format"] == "gguf":
             if r["converted"]:
                 console.print(f"  converted: {esc(_short_path(r['converted']))}", soft_wrap=True)
@@ -93,5 +105,5 @@ def _short_path(path: str) -> str:
         return marker + path.split(marker, 1)[1]
     home = str(Path.home())
     if home != os.sep and path.startswith(home + os.sep):
-        return "~" + path[len(home):]
+        return "~" + path[len(home) :]
     return path

@@ -25,9 +25,9 @@ from ._common import check_writable_parent, command, data_table, plural, print_t
 
 _QUERY_EPILOG = (
     "[bold]Examples[/bold]\n"
-    "  attntopo query store \"SELECT status, count(*) FROM corpus GROUP BY status\"\n"
-    "  attntopo query store 'SELECT id, \"L0H0.js.h1.total_persistence\" AS h1 FROM corpus ORDER "
-    "BY h1 DESC LIMIT 5'\n  attntopo query store \"SELECT * FROM corpus\" --csv --output "
+    '  attntopo query store "SELECT status, count(*) FROM corpus GROUP BY status"\n'
+    '  attntopo query store \'SELECT id, "L0H0.js.h1.total_persistence" AS h1 FROM corpus ORDER '
+    'BY h1 DESC LIMIT 5\'\n  attntopo query store "SELECT * FROM corpus" --csv --output '
     "rows.csv\n\nThe store's rows are the view [bold]corpus[/bold]; feature columns have dots in "
     "their names, so quote them in double quotes. docs/corpus.md lists the columns. A query sees "
     "the store only: read_csv of other files, COPY … TO and ATTACH are refused unless "
@@ -48,40 +48,68 @@ def _cell(v) -> str:
 
 
 _HELPS = {  # the shared options in this command's words
-    "json_out": "Print JSON on stdout: the rows as a list of objects under \"rows\", written as "
-                "they come.",
+    "json_out": 'Print JSON on stdout: the rows as a list of objects under "rows", written as '
+    "they come.",
 }
 
 
 @command("query", epilog=_QUERY_EPILOG, helps=_HELPS)
 def query_cmd(
-    store: Annotated[str, typer.Argument(metavar="STORE", show_default=False, help="A corpus store folder.")],
-    sql: Annotated[str, typer.Argument(
-        metavar="SQL", show_default=False, help="A DuckDB query over the view 'corpus'.",
-    )],
-    csv_out: Annotated[bool, typer.Option(
-        "--csv", help="Print CSV on stdout (a header line, then every row, written as they come).",
-    )] = False,
+    store: Annotated[
+        str, typer.Argument(metavar="STORE", show_default=False, help="A corpus store folder.")
+    ],
+    sql: Annotated[
+        str,
+        typer.Argument(
+            metavar="SQL",
+            show_default=False,
+            help="A DuckDB query over the view 'corpus'.",
+        ),
+    ],
+    csv_out: Annotated[
+        bool,
+        typer.Option(
+            "--csv",
+            help="Print CSV on stdout (a header line, then every row, written as they come).",
+        ),
+    ] = False,
     json_out=False,
-    output: Annotated[Path | None, typer.Option(
-        "--output", metavar="FILE", show_default=False,
-        help="Write the --csv or --json output into FILE instead of stdout, atomically: FILE "
-             "appears whole once every row is written, never half-written.",
-    )] = None,
-    rows: Annotated[int, typer.Option(
-        "--rows", metavar="N", min=0,
-        help="Rows shown in the table; the rest are counted. --csv and --json hold every row.",
-    )] = DEFAULT_ROWS,
-    memory_limit: Annotated[str, typer.Option(
-        "--memory-limit", metavar="SIZE",
-        help="DuckDB's memory limit (e.g. 512MB, 4GB): sorts, joins and aggregates beyond it "
-             "spill to a temporary folder; a query that still needs more stops and says so.",
-    )] = "1GB",
-    allow_external: Annotated[bool, typer.Option(
-        "--allow-external",
-        help="Let the query read and write files outside the store (read_csv, COPY … TO, "
-             "ATTACH) with your rights; by default it sees the store's rows only.",
-    )] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            metavar="FILE",
+            show_default=False,
+            help="Write the --csv or --json output into FILE instead of stdout, atomically: FILE "
+            "appears whole once every row is written, never half-written.",
+        ),
+    ] = None,
+    rows: Annotated[
+        int,
+        typer.Option(
+            "--rows",
+            metavar="N",
+            min=0,
+            help="Rows shown in the table; the rest are counted. --csv and --json hold every row.",
+        ),
+    ] = DEFAULT_ROWS,
+    memory_limit: Annotated[
+        str,
+        typer.Option(
+            "--memory-limit",
+            metavar="SIZE",
+            help="DuckDB's memory limit (e.g. 512MB, 4GB): sorts, joins and aggregates beyond it "
+            "spill to a temporary folder; a query that still needs more stops and says so.",
+        ),
+    ] = "1GB",
+    allow_external: Annotated[
+        bool,
+        typer.Option(
+            "--allow-external",
+            help="Let the query read and write files outside the store (read_csv, COPY … TO, "
+            "ATTACH) with your rights; by default it sees the store's rows only.",
+        ),
+    ] = False,
 ) -> None:
     """Run SQL over a corpus store (DuckDB) and print the result.
 
@@ -101,8 +129,9 @@ def query_cmd(
         check_writable_parent(output, "--output")
     limit = check_memory_limit(memory_limit, name="--memory-limit")
     opened = open_store(store)
-    reader = opened.sql_batches(sql, allow_external=allow_external, memory_limit=limit,
-                                json_rows=json_out)
+    reader = opened.sql_batches(
+        sql, allow_external=allow_external, memory_limit=limit, json_rows=json_out
+    )
     if not (csv_out or json_out):
         _print_table(reader, rows)
         return
@@ -111,8 +140,12 @@ def query_cmd(
         if csv_out:
             n = _write_csv(first, reader, out)
         else:
-            head = {"attntopo": __version__, "store": str(opened.path), "sql": sql,
-                    "columns": json.loads(reader.schema.metadata[b"columns"])}
+            head = {
+                "attntopo": __version__,
+                "store": str(opened.path),
+                "sql": sql,
+                "columns": json.loads(reader.schema.metadata[b"columns"]),
+            }
             n = _write_json(first, reader, out, head, t0)
     if output is not None:
         typer.echo(f"{plural(n, 'row')} → {output}", err=True)
@@ -165,6 +198,7 @@ def _write_csv(first: Any, reader: Any, out: Any) -> int:
 def _write_json(first: Any, reader: Any, out: Any, head: dict, t0: float) -> int:
     """The shared ``--json`` document (``finish_listing``'s keys, in its order), the rows
     written as DuckDB's JSON objects as they come."""
+
     def key(k: str, v: Any) -> str:
         return f" {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}"
 
@@ -175,8 +209,9 @@ def _write_json(first: Any, reader: Any, out: Any, head: dict, t0: float) -> int
         n += batch.num_rows
     total = round(time.perf_counter() - t0, 3)
     tail = {"timing": {"query_s": total, "total_s": total}, "out": None, "figures": []}
-    out.write(("\n ],\n" if n else "],\n") + ",\n".join(key(k, v) for k, v in tail.items())
-              + "\n}\n")
+    out.write(
+        ("\n ],\n" if n else "],\n") + ",\n".join(key(k, v) for k, v in tail.items()) + "\n}\n"
+    )
     return n
 
 
@@ -200,6 +235,11 @@ def _print_table(reader: Any, shown: int) -> None:
     for r in kept:
         t.add_row(*(_cell(v) for v in r))
     print_table(t)
-    more = "" if n <= len(kept) else (
-        f", the first {len(kept)} shown (--rows N shows more; --csv and --json hold every row)")
+    more = (
+        ""
+        if n <= len(kept)
+        else (
+            f", the first {len(kept)} shown (--rows N shows more; --csv and --json hold every row)"
+        )
+    )
     typer.echo(f"{plural(n, 'row')}{more}", err=True)

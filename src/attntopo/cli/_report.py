@@ -16,21 +16,21 @@ from ..errors import EmptyTextError, InvalidInputError
 from ._common import (
     Metric,
     check_writable_parent,
+    command,
     err_console,
     esc,
+    opening,
     parse_indices,
     progress_bar,
     read_text,
     status,
-    command,
-    opening,
 )
 
 _REPORT_EPILOG = (
     "[bold]Examples[/bold]\n"
-    "  attntopo report \"Quantum information theory allows us to study attention\" -o report.html\n"
+    '  attntopo report "Quantum information theory allows us to study attention" -o report.html\n'
     "  attntopo report -f examples/quantum.txt --layer 1 --head 2 --layer 4 --head 11 -o q.html\n"
-    "  attntopo report \"Information theory studies entropy\" --compare \"Quantum information theory\" "
+    '  attntopo report "Information theory studies entropy" --compare "Quantum information theory" '
     "-m smollm2 -o cmp.html\n\n"
     "One self-contained HTML file: summary tables, the all-heads grid and interactive figures "
     "(persistence diagrams, distance matrices, threshold graphs with a slider over ε); with "
@@ -48,25 +48,56 @@ _HELPS = {  # the shared options in this command's words
 
 @command("report", epilog=_REPORT_EPILOG, no_args_is_help=True, helps=_HELPS)
 def report_cmd(
-    text=None, file=None,
-    compare_text: Annotated[Optional[str], typer.Option(
-        "--compare", metavar="TEXT_B", help="A second text: the report also compares the two.",
-        show_default=False,
-    )] = None,
-    out: Annotated[Path, typer.Option(
-        "--out", "-o", metavar="FILE", help="The HTML file to write (atomically).",
-        show_default=False,
-    )] = ...,
-    model=DEFAULT_MODEL, device="cpu", dtype="float32", layer=None, head=None,
-    plot_heads: Annotated[int, typer.Option(
-        "--plot-heads", min=0, max=20, metavar="N",
-        help="Without --layer/--head: draw the N most persistent "
-             "heads (and, with --compare, the N most similar).",
-    )] = 3,
-    metric="jensen_shannon", maxdim=1, drop_special=False, truncate=False,
-    title: Annotated[Optional[str], typer.Option(
-        "--title", metavar="TITLE", help="Title of the report.", show_default=False,
-    )] = None,
+    text=None,
+    file=None,
+    compare_text: Annotated[
+        Optional[str],
+        typer.Option(
+            "--compare",
+            metavar="TEXT_B",
+            help="A second text: the report also compares the two.",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="FILE",
+            help="The HTML file to write (atomically).",
+            show_default=False,
+        ),
+    ] = ...,
+    model=DEFAULT_MODEL,
+    device="cpu",
+    dtype="float32",
+    layer=None,
+    head=None,
+    plot_heads: Annotated[
+        int,
+        typer.Option(
+            "--plot-heads",
+            min=0,
+            max=20,
+            metavar="N",
+            help="Without --layer/--head: draw the N most persistent "
+            "heads (and, with --compare, the N most similar).",
+        ),
+    ] = 3,
+    metric="jensen_shannon",
+    maxdim=1,
+    drop_special=False,
+    truncate=False,
+    title: Annotated[
+        Optional[str],
+        typer.Option(
+            "--title",
+            metavar="TITLE",
+            help="Title of the report.",
+            show_default=False,
+        ),
+    ] = None,
     n_jobs=None,
 ) -> None:
     """Write one self-contained HTML report of a text (and, with --compare, of two texts): summary tables, the all-heads grid and interactive figures of chosen heads, to send to a colleague.
@@ -88,26 +119,57 @@ def report_cmd(
 
         from .. import plots as _plots  # noqa: F401
     except ImportError as e:
-        raise InvalidInputError(f"reports need matplotlib and plotly: pip install 'attntopo[plots]' ({e})") from None
+        raise InvalidInputError(
+            f"reports need matplotlib and plotly: pip install 'attntopo[plots]' ({e})"
+        ) from None
     from ..report import report_html, write_report
 
-    m = opening(t_start=t_start, model=model, device=device, dtype=dtype, show=True,
-                **({} if chosen is None else {  # each layer and head once, as they pair up
-                    "layers": list(dict.fromkeys(a for a, _ in chosen)),
-                    "heads": list(dict.fromkeys(b for _, b in chosen))})).model
+    m = opening(
+        t_start=t_start,
+        model=model,
+        device=device,
+        dtype=dtype,
+        show=True,
+        **(
+            {}
+            if chosen is None
+            else {  # each layer and head once, as they pair up
+                "layers": list(dict.fromkeys(a for a, _ in chosen)),
+                "heads": list(dict.fromkeys(b for _, b in chosen)),
+            }
+        ),
+    ).model
     comparison = None
     if compare_text is None:
         with progress_bar("analysing every head", True) as progress:
-            analysis = at.analyze(body, m, metric=metric, maxdim=maxdim, drop_special=drop_special,
-                                  truncate=truncate, n_jobs=n_jobs, progress=progress)
+            analysis = at.analyze(
+                body,
+                m,
+                metric=metric,
+                maxdim=maxdim,
+                drop_special=drop_special,
+                truncate=truncate,
+                n_jobs=n_jobs,
+                progress=progress,
+            )
     else:
         with progress_bar("comparing the two texts on every head", True) as progress:
-            comparison = at.compare(body, compare_text, m, metric=metric, maxdim=maxdim,
-                                    drop_special=drop_special, truncate=truncate, n_jobs=n_jobs,
-                                    progress=progress)
+            comparison = at.compare(
+                body,
+                compare_text,
+                m,
+                metric=metric,
+                maxdim=maxdim,
+                drop_special=drop_special,
+                truncate=truncate,
+                n_jobs=n_jobs,
+                progress=progress,
+            )
         analysis = comparison.a
     with status("drawing the report …", True):
-        html = report_html(analysis, comparison=comparison, heads=chosen, n_heads=plot_heads, title=title)
+        html = report_html(
+            analysis, comparison=comparison, heads=chosen, n_heads=plot_heads, title=title
+        )
     try:
         saved = write_report(out, html)
     except OSError as e:
@@ -126,11 +188,15 @@ def report_cmd(
         )
 
 
-def _report_heads(layers: list[int] | None, heads: list[int] | None) -> list[tuple[int, int]] | None:
+def _report_heads(
+    layers: list[int] | None, heads: list[int] | None
+) -> list[tuple[int, int]] | None:
     if layers is None and heads is None:
         return None
     if layers is None or heads is None:
-        raise InvalidInputError("give --layer and --head together (e.g. --layer 1 --head 2), or neither")
+        raise InvalidInputError(
+            "give --layer and --head together (e.g. --layer 1 --head 2), or neither"
+        )
     if len(layers) == len(heads):
         return list(zip(layers, heads))
     if len(layers) == 1:
@@ -145,7 +211,9 @@ def _report_heads(layers: list[int] | None, heads: list[int] | None) -> list[tup
 def _check_report_out(out: Path) -> None:
     p = out.expanduser()
     if p.is_dir():
-        raise InvalidInputError(f"--out {str(out)!r} is a folder: give a file name such as report.html")
+        raise InvalidInputError(
+            f"--out {str(out)!r} is a folder: give a file name such as report.html"
+        )
     if p.suffix.lower() not in (".html", ".htm"):
         raise InvalidInputError(f"--out {str(out)!r} must be an .html file")
     check_writable_parent(out)

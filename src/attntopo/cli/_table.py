@@ -44,8 +44,14 @@ def data_table(title: str | None = None, **options: Any) -> Table:
     """The CLI's table: a left-aligned title, bold headers, a rule under each column's header
     (:data:`RULED`), no frame, one space of padding either side of a column; ``options`` go to
     :class:`rich.table.Table`."""
-    style: dict[str, Any] = dict(title_justify="left", caption_justify="left", header_style="bold",
-                                 box=RULED, pad_edge=False, show_edge=False)
+    style: dict[str, Any] = dict(
+        title_justify="left",
+        caption_justify="left",
+        header_style="bold",
+        box=RULED,
+        pad_edge=False,
+        show_edge=False,
+    )
     return Table(title=title, **{**style, **options})
 
 
@@ -57,8 +63,16 @@ def literal(value: Any, *, newlines: bool = False) -> Text:
         return value
     s = "" if value is None else str(value)
     keep = "\n" if newlines else ""
-    return Text(_CONTROL.sub(lambda m: m.group() if m.group() in keep else
-                             _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}"), s))
+    return Text(
+        _CONTROL.sub(
+            lambda m: (
+                m.group()
+                if m.group() in keep
+                else _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}")
+            ),
+            s,
+        )
+    )
 
 
 def render_table(table: Table, console: Console) -> None:
@@ -66,17 +80,27 @@ def render_table(table: Table, console: Console) -> None:
     _make_literal(table)
     width = console.width
     columns = table.columns
-    natural = [max([_natural(c.header)] + [_natural(x) for x in c._cells] + [c.min_width or 0]) for c in columns]
-    least = [n if c.no_wrap else max([_longest_word(c.header)] + [_longest_word(x) for x in c._cells]
-                                     + [c.min_width or 0])
-             for n, c in zip(natural, columns)]
+    natural = [
+        max([_natural(c.header)] + [_natural(x) for x in c._cells] + [c.min_width or 0])
+        for c in columns
+    ]
+    least = [
+        n
+        if c.no_wrap
+        else max(
+            [_longest_word(c.header)] + [_longest_word(x) for x in c._cells] + [c.min_width or 0]
+        )
+        for n, c in zip(natural, columns)
+    ]
     title, caption = table.title, table.caption  # printed at the console's width, not the table's
     table.title = table.caption = None
     if title:
         console.print(title, style="table.title")
     for compact in (False, True):
         if compact:
-            table.padding = (0, 0) if table.box is not None else (0, 1, 0, 0)  # one space: the box's or the pad
+            table.padding = (
+                (0, 0) if table.box is not None else (0, 1, 0, 0)
+            )  # one space: the box's or the pad
             table.pad_edge = False
         extra = _extra_width(table, console)
         if sum(natural) + extra <= width:
@@ -112,9 +136,14 @@ def _print_vertical(table: Table, console: Console) -> None:
         console.print(Text(f"── row {r + 1} of {table.row_count} ──", style="dim"), soft_wrap=True)
         for name, c in zip(names, table.columns):
             value = c._cells[r]
-            line = Text.assemble(Text(name + " " * (pad - cell_len(name)), style=header_style), "  ",
-                                 value if isinstance(value, Text) else Text(str(value)))
-            console.print(line, soft_wrap=True)  # whole: the terminal wraps a long line, nothing is cut
+            line = Text.assemble(
+                Text(name + " " * (pad - cell_len(name)), style=header_style),
+                "  ",
+                value if isinstance(value, Text) else Text(str(value)),
+            )
+            console.print(
+                line, soft_wrap=True
+            )  # whole: the terminal wraps a long line, nothing is cut
 
 
 # ----------------------------------------------------------------------------- widths

@@ -8,12 +8,12 @@ import time
 from ..constants import DEFAULT_MODEL
 from ..words import split_words
 from ._common import (
+    command,
     data_table,
     finish_listing,
+    opening,
     print_table,
     read_text,
-    command,
-    opening,
 )
 
 _WORDS_EPILOG = (
@@ -29,7 +29,12 @@ _WORDS_EPILOG = (
 
 @command("words", epilog=_WORDS_EPILOG, no_args_is_help=True)
 def words_cmd(
-    text=None, file=None, model=DEFAULT_MODEL, device="cpu", dtype="float32", truncate=False,
+    text=None,
+    file=None,
+    model=DEFAULT_MODEL,
+    device="cpu",
+    dtype="float32",
+    truncate=False,
     json_out=False,
 ) -> None:
     """List the words of a text with their index (what compare --align I:J counts), their characters and the model's tokens of each.
@@ -41,23 +46,38 @@ def words_cmd(
     m = run.model
     t0 = time.perf_counter()
     rows = word_rows(body, m, truncate=truncate)
-    finish_listing("words", rows, json_out=json_out, timing=run.timing(words_s=time.perf_counter() - t0),
-                   t_start=run.t_start, summary=lambda _: _print_words(rows, m.name),
-                   head={"model": m.name, "source": source})
+    finish_listing(
+        "words",
+        rows,
+        json_out=json_out,
+        timing=run.timing(words_s=time.perf_counter() - t0),
+        t_start=run.t_start,
+        summary=lambda _: _print_words(rows, m.name),
+        head={"model": m.name, "source": source},
+    )
 
 
 def _print_words(rows: list[dict], model_name: str) -> None:
     table = data_table(f"{len(rows)} words, {model_name} tokens")
-    for col, justify in (("#", "right"), ("word", "left"), ("chars", "right"), ("tokens", "right"),
-                         ("token labels", "left")):
+    for col, justify in (
+        ("#", "right"),
+        ("word", "left"),
+        ("chars", "right"),
+        ("tokens", "right"),
+        ("token labels", "left"),
+    ):
         table.add_column(col, justify=justify, no_wrap=col != "token labels")
     for r in rows:
         toks = r["tokens"]
         span = "—" if not toks else str(toks[0]) if len(toks) == 1 else f"{toks[0]}–{toks[-1]}"
-        table.add_row(str(r["index"]), r["word"], f"{r['start']}–{r['end']}", span, " ".join(r["labels"]))
-    table.caption = ("#: the word index of compare --align I:J; chars: [start, end) in the text; tokens: "
-                     "positions in the model's input, special tokens counted (compare --align-tokens); "
-                     "—: the word owns no token")
+        table.add_row(
+            str(r["index"]), r["word"], f"{r['start']}–{r['end']}", span, " ".join(r["labels"])
+        )
+    table.caption = (
+        "#: the word index of compare --align I:J; chars: [start, end) in the text; tokens: "
+        "positions in the model's input, special tokens counted (compare --align-tokens); "
+        "—: the word owns no token"
+    )
     print_table(table)
 
 
@@ -71,7 +91,13 @@ def word_rows(text: str, model, truncate: bool = False) -> list[dict]:
     owned = {w: list(toks) for w, _, toks in word_tokens(att)}
     labels = att.labels
     return [
-        {"index": i, "word": w, "start": a, "end": b, "tokens": owned.get(i, []),
-         "labels": [labels[t] for t in owned.get(i, [])]}
+        {
+            "index": i,
+            "word": w,
+            "start": a,
+            "end": b,
+            "tokens": owned.get(i, []),
+            "labels": [labels[t] for t in owned.get(i, [])],
+        }
         for i, (a, b, w) in enumerate(split_words(text))
     ]

@@ -15,8 +15,15 @@ The subpackage is callable: ``attntopo.compress(...)`` is ``attntopo.compress.co
 (see ``attntopo._callable`` for why it is not a separate top-level function).
 """
 
-from .grouping import METHODS, REPRESENTATIVES, baseline_labels, gap_scale, persistence_labels, replace_rows
 from ._run import Compression, compress, compressed_attention, compression_table
+from .grouping import (
+    METHODS,
+    REPRESENTATIVES,
+    baseline_labels,
+    gap_scale,
+    persistence_labels,
+    replace_rows,
+)
 
 __all__ = [
     "compress",

@@ -26,8 +26,8 @@ from typing import Any, ClassVar, Iterator, Mapping, Sequence
 import numpy as np
 
 from .._validation import check_choice, check_number, check_texts
-from ..constants import DEFAULT_MODEL
 from ..analyses.building import Columns, Result, read_array
+from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
 from ..models import normalize_rows
@@ -36,7 +36,9 @@ from .grouping import METHODS, REPRESENTATIVES, baseline_labels, persistence_lab
 __all__ = ["Compression", "compress", "compressed_attention"]
 
 _NAME = "attntopo_compress"
-_ACTIVE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("attntopo_compress", default=None)
+_ACTIVE: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "attntopo_compress", default=None
+)
 
 
 def _attention(module, query, key, value, attention_mask, **kwargs):
@@ -67,8 +69,14 @@ def _attention(module, query, key, value, attention_mask, **kwargs):
             labels, eps = persistence_labels(D[j], cfg["scale"])
             k = int(labels.max()) + 1
             if cfg["method"] != "persistence":
-                labels = baseline_labels(cfg["method"], k, P=W[b, h], K=Kr[b, h].double().cpu().numpy(),
-                                         rng=cfg["rng"], seed=cfg["seed"])
+                labels = baseline_labels(
+                    cfg["method"],
+                    k,
+                    P=W[b, h],
+                    K=Kr[b, h].double().cpu().numpy(),
+                    rng=cfg["rng"],
+                    seed=cfg["seed"],
+                )
             rows = replace_rows(W[b, h], labels, D[j], cfg["representative"], cfg["causal"])
             alone = np.bincount(labels, minlength=int(labels.max()) + 1)[labels] == 1
             new[b, h] = np.where(alone[:, None], W0[b, h], rows)
@@ -108,8 +116,12 @@ def _forward(model: Any, ids: list[int]):
 
     t = torch.tensor([ids], dtype=torch.long, device=model.device)
     with torch.inference_mode():
-        out = model.hf_model(input_ids=t, attention_mask=torch.ones_like(t), output_hidden_states=True,
-                             **model.forward_kwargs)
+        out = model.hf_model(
+            input_ids=t,
+            attention_mask=torch.ones_like(t),
+            output_hidden_states=True,
+            **model.forward_kwargs,
+        )
     return out
 
 
@@ -122,8 +134,10 @@ def _logits(model: Any, out) -> Any:
         return logits[0].double()
     hf = model.hf_model
     if not getattr(hf.config, "tie_word_embeddings", False):
-        raise InvalidInputError(f"{model.name} was loaded without its language-model head and does not tie it to "
-                                f"its input embeddings: no next-token distribution to compare")
+        raise InvalidInputError(
+            f"{model.name} was loaded without its language-model head and does not tie it to "
+            f"its input embeddings: no next-token distribution to compare"
+        )
     return out.last_hidden_state[0].double() @ hf.get_input_embeddings().weight.double().T
 
 
@@ -140,7 +154,11 @@ def _effect(model: Any, ids: list[int], base, comp) -> dict:
     nxt = torch.tensor(ids[1:], device=lp.device)  # the logits' device (a model on a GPU)
     nll_p = -lp[:-1].gather(1, nxt[:, None]).mean()
     nll_q = -lq[:-1].gather(1, nxt[:, None]).mean()
-    return {"kl": float(kl.mean()), "perplexity": float(nll_p.exp()), "perplexity_compressed": float(nll_q.exp())}
+    return {
+        "kl": float(kl.mean()),
+        "perplexity": float(nll_p.exp()),
+        "perplexity_compressed": float(nll_q.exp()),
+    }
 
 
 def _check_scale(scale: Any) -> Any:
@@ -197,18 +215,51 @@ class Compression(Result):
 
     def summary(self) -> Columns:
         """One row per compressed head: ``layer``, ``head``, ``clusters``, ``ratio``, ``scale``."""
-        return Columns({"layer": self.heads[:, 0], "head": self.heads[:, 1], "clusters": self.clusters,
-                        "ratio": self.clusters / self.n_tokens, "scale": self.scales})
+        return Columns(
+            {
+                "layer": self.heads[:, 0],
+                "head": self.heads[:, 1],
+                "clusters": self.clusters,
+                "ratio": self.clusters / self.n_tokens,
+                "scale": self.scales,
+            }
+        )
 
     def to_dict(self) -> dict:
-        return json_safe({"kind": self.kind, "model": self.model, "text": self.text, "tokens": self.tokens,
-                          "causal": self.causal, "method": self.method, "representative": self.representative,
-                          "scale": self.scale, "n_tokens": self.n_tokens, "compression": self.compression,
-                          "effect": self.effect, "heads": self.summary().rows(), "provenance": self.provenance})
+        return json_safe(
+            {
+                "kind": self.kind,
+                "model": self.model,
+                "text": self.text,
+                "tokens": self.tokens,
+                "causal": self.causal,
+                "method": self.method,
+                "representative": self.representative,
+                "scale": self.scale,
+                "n_tokens": self.n_tokens,
+                "compression": self.compression,
+                "effect": self.effect,
+                "heads": self.summary().rows(),
+                "provenance": self.provenance,
+            }
+        )
 
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
-        meta = {k: getattr(self, k) for k in ("model", "text", "tokens", "causal", "method", "representative",
-                                              "scale", "n_tokens", "effect", "provenance")}
+        meta = {
+            k: getattr(self, k)
+            for k in (
+                "model",
+                "text",
+                "tokens",
+                "causal",
+                "method",
+                "representative",
+                "scale",
+                "n_tokens",
+                "effect",
+                "provenance",
+            )
+        }
         return meta, {"heads": self.heads, "clusters": self.clusters, "scales": self.scales}
 
     @classmethod
@@ -220,17 +271,32 @@ class Compression(Result):
         clusters = read_array(arrays, "clusters", kind="i", shape=(m,), nonneg=True)
         scales = read_array(arrays, "scales", kind="f", shape=(m,), finite=True, nonneg=True)
         if meta.get("method") not in METHODS or meta.get("representative") not in REPRESENTATIVES:
-            raise ResultFormatError(f"unknown method {meta.get('method')!r} or representative "
-                                    f"{meta.get('representative')!r}")
-        return cls(model=str(meta["model"]), text=str(meta["text"]), tokens=list(meta["tokens"]),
-                   causal=bool(meta["causal"]), method=meta["method"], representative=meta["representative"],
-                   scale=meta["scale"], heads=heads, n_tokens=int(meta["n_tokens"]), clusters=clusters,
-                   scales=scales, effect=dict(meta["effect"]), provenance=dict(meta.get("provenance") or {}))
+            raise ResultFormatError(
+                f"unknown method {meta.get('method')!r} or representative "
+                f"{meta.get('representative')!r}"
+            )
+        return cls(
+            model=str(meta["model"]),
+            text=str(meta["text"]),
+            tokens=list(meta["tokens"]),
+            causal=bool(meta["causal"]),
+            method=meta["method"],
+            representative=meta["representative"],
+            scale=meta["scale"],
+            heads=heads,
+            n_tokens=int(meta["n_tokens"]),
+            clusters=clusters,
+            scales=scales,
+            effect=dict(meta["effect"]),
+            provenance=dict(meta.get("provenance") or {}),
+        )
 
     def __repr__(self) -> str:
-        return (f"Compression({self.model!r}, {self.method}/{self.representative}, "
-                f"scale={self.scale!r}, heads={len(self.clusters)}, "
-                f"compression={self.compression:.3f}, effect={self.effect})")
+        return (
+            f"Compression({self.model!r}, {self.method}/{self.representative}, "
+            f"scale={self.scale!r}, heads={len(self.clusters)}, "
+            f"compression={self.compression:.3f}, effect={self.effect})"
+        )
 
 
 # ---------------------------------------------------------------------- compress
@@ -251,13 +317,24 @@ def _targets(m: Any, layers: Any, heads: Any) -> dict[int, list[int]]:
         lay = pick(layers, m.n_layers, "layers")
         hd = pick(heads, m.n_heads, "heads")
     except InvalidInputError as e:
-        raise OutOfRangeError(f"{e} ({m.name} has {m.n_layers} layers × {m.n_heads} heads, 0-based)") from None
+        raise OutOfRangeError(
+            f"{e} ({m.name} has {m.n_layers} layers × {m.n_heads} heads, 0-based)"
+        ) from None
     return {layer: hd for layer in lay}
 
 
-def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads: Any = None,
-             scale: Any = "gap", method: str = "persistence", representative: str = "barycenter",
-             seed: int = 0, truncate: bool = False) -> Compression:
+def compress(
+    text: str,
+    model: Any = DEFAULT_MODEL,
+    *,
+    layers: Any = None,
+    heads: Any = None,
+    scale: Any = "gap",
+    method: str = "persistence",
+    representative: str = "barycenter",
+    seed: int = 0,
+    truncate: bool = False,
+) -> Compression:
     """Run ``text`` through ``model`` with the chosen heads' attention rows grouped and replaced.
 
     Parameters
@@ -290,17 +367,29 @@ def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads
     from ..models import AttentionModel, check_selection, load_model
 
     if not isinstance(text, str):
-        raise InvalidInputError(f"compress(text, model): text must be a string, got "
-                                f"{type(text).__name__} (the text comes first, as in analyze)")
+        raise InvalidInputError(
+            f"compress(text, model): text must be a string, got "
+            f"{type(text).__name__} (the text comes first, as in analyze)"
+        )
     check_choice(method, "method", METHODS)
     check_choice(representative, "representative", REPRESENTATIVES)
     scale = _check_scale(scale)
     check_selection(model, layers=layers, heads=heads)  # before the weights load
-    m = model if isinstance(model, AttentionModel) else load_model(model)  # load_model refuses the rest
+    m = (
+        model if isinstance(model, AttentionModel) else load_model(model)
+    )  # load_model refuses the rest
     targets = _targets(m, layers, heads)
     enc = m.tokenize(text, truncate=truncate)
-    cfg = {"targets": targets, "scale": scale, "method": method, "representative": representative,
-           "causal": bool(m.causal), "seed": int(seed), "rng": np.random.default_rng(seed), "record": []}
+    cfg = {
+        "targets": targets,
+        "scale": scale,
+        "method": method,
+        "representative": representative,
+        "causal": bool(m.causal),
+        "seed": int(seed),
+        "rng": np.random.default_rng(seed),
+        "record": [],
+    }
     with m._lock:
         base = _forward(m, enc.ids)
         with compressed_attention(m, cfg):
@@ -308,18 +397,41 @@ def compress(text: str, model: Any = DEFAULT_MODEL, *, layers: Any = None, heads
     rec = cfg["record"]
     labels, _ = token_labels(enc.tokens, enc.offsets, enc.special, text=enc.text)
     return Compression(
-        model=m.name, text=text, tokens=labels, causal=bool(m.causal), method=method, representative=representative,
-        scale=scale, heads=np.array([[r[0], r[1]] for r in rec], dtype=np.int64).reshape(-1, 2),
-        n_tokens=len(enc.ids), clusters=np.array([r[3] for r in rec], dtype=np.int64),
-        scales=np.array([r[5] for r in rec], dtype=np.float64), effect=_effect(m, enc.ids, base, comp),
-        provenance=make_provenance(m.info(), settings={"method": method, "representative": representative, "scale": scale,
-                                               "seed": seed}),
+        model=m.name,
+        text=text,
+        tokens=labels,
+        causal=bool(m.causal),
+        method=method,
+        representative=representative,
+        scale=scale,
+        heads=np.array([[r[0], r[1]] for r in rec], dtype=np.int64).reshape(-1, 2),
+        n_tokens=len(enc.ids),
+        clusters=np.array([r[3] for r in rec], dtype=np.int64),
+        scales=np.array([r[5] for r in rec], dtype=np.float64),
+        effect=_effect(m, enc.ids, base, comp),
+        provenance=make_provenance(
+            m.info(),
+            settings={
+                "method": method,
+                "representative": representative,
+                "scale": scale,
+                "seed": seed,
+            },
+        ),
     )
 
 
-def compression_table(texts: Sequence[str], model: Any = DEFAULT_MODEL, *, scales: Sequence[Any],
-                      methods: Sequence[str] = METHODS, representative: str = "barycenter",
-                      layers: Any = None, heads: Any = None, seed: int = 0) -> Columns:
+def compression_table(
+    texts: Sequence[str],
+    model: Any = DEFAULT_MODEL,
+    *,
+    scales: Sequence[Any],
+    methods: Sequence[str] = METHODS,
+    representative: str = "barycenter",
+    layers: Any = None,
+    heads: Any = None,
+    seed: int = 0,
+) -> Columns:
     """Mean compression and effect over ``texts`` for every method and scale: one row each.
 
     Columns: ``method``, ``scale``, ``compression`` (mean distinct rows / n), and ``cosine`` or
@@ -330,13 +442,31 @@ def compression_table(texts: Sequence[str], model: Any = DEFAULT_MODEL, *, scale
     rows: list[dict] = []
     for scale in scales:
         for method in methods:
-            res = [compress(t, model, layers=layers, heads=heads, scale=scale, method=method,
-                            representative=representative, seed=seed) for t in texts]
-            row = {"method": method, "scale": str(scale), "compression": float(np.mean([r.compression for r in res]))}
+            res = [
+                compress(
+                    t,
+                    model,
+                    layers=layers,
+                    heads=heads,
+                    scale=scale,
+                    method=method,
+                    representative=representative,
+                    seed=seed,
+                )
+                for t in texts
+            ]
+            row = {
+                "method": method,
+                "scale": str(scale),
+                "compression": float(np.mean([r.compression for r in res])),
+            }
             if res[0].causal:
                 row["kl"] = float(np.mean([r.effect["kl"] for r in res]))
-                row["perplexity_ratio"] = float(np.mean([r.effect["perplexity_compressed"] / r.effect["perplexity"]
-                                                         for r in res]))
+                row["perplexity_ratio"] = float(
+                    np.mean(
+                        [r.effect["perplexity_compressed"] / r.effect["perplexity"] for r in res]
+                    )
+                )
             else:
                 row["cosine"] = float(np.mean([r.effect["cosine"] for r in res]))
             rows.append(row)

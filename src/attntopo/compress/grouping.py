@@ -36,7 +36,14 @@ import numpy as np
 from .._validation import check_choice
 from ..errors import InvalidInputError
 
-__all__ = ["METHODS", "REPRESENTATIVES", "persistence_labels", "baseline_labels", "replace_rows", "canonical"]
+__all__ = [
+    "METHODS",
+    "REPRESENTATIVES",
+    "persistence_labels",
+    "baseline_labels",
+    "replace_rows",
+    "canonical",
+]
 
 BASELINES = ("random", "kmeans", "tome")  # the groupings persistence is compared with
 METHODS = ("persistence", *BASELINES)
@@ -91,8 +98,9 @@ def _random_labels(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
     return labels
 
 
-def kmeans_labels(P: np.ndarray, k: int, seed: int, *, n_init: int = 4,
-                  what: str = "method='kmeans'") -> np.ndarray:
+def kmeans_labels(
+    P: np.ndarray, k: int, seed: int, *, n_init: int = 4, what: str = "method='kmeans'"
+) -> np.ndarray:
     """k-means labels of the rows of ``P`` (n, m) into ``k`` groups (scikit-learn, seeded);
     ``k >= n`` gives every row its own group.  ``what`` names the caller in the error shown
     without scikit-learn."""
@@ -101,7 +109,9 @@ def kmeans_labels(P: np.ndarray, k: int, seed: int, *, n_init: int = 4,
     except ImportError:
         from ..errors import MissingDependencyError
 
-        raise MissingDependencyError(f"{what} needs scikit-learn: pip install scikit-learn") from None
+        raise MissingDependencyError(
+            f"{what} needs scikit-learn: pip install scikit-learn"
+        ) from None
     if k >= P.shape[0]:
         return np.arange(P.shape[0])
     # identical rows can leave k-means with fewer distinct centres than k: fine, fewer groups
@@ -132,8 +142,9 @@ def _tome_labels(K: np.ndarray, k: int) -> np.ndarray:
     return labels
 
 
-def baseline_labels(method: str, k: int, *, P: np.ndarray, K: np.ndarray | None, rng: np.random.Generator,
-                    seed: int) -> np.ndarray:
+def baseline_labels(
+    method: str, k: int, *, P: np.ndarray, K: np.ndarray | None, rng: np.random.Generator, seed: int
+) -> np.ndarray:
     """``k`` groups of one head's rows by ``method`` (``random``, ``kmeans`` or ``tome``)."""
     check_choice(method, "method", BASELINES, what="baseline method")
     n = P.shape[0]
@@ -149,7 +160,9 @@ def baseline_labels(method: str, k: int, *, P: np.ndarray, K: np.ndarray | None,
     return canonical(out)
 
 
-def replace_rows(P: np.ndarray, labels: np.ndarray, D: np.ndarray, representative: str, causal: bool) -> np.ndarray:
+def replace_rows(
+    P: np.ndarray, labels: np.ndarray, D: np.ndarray, representative: str, causal: bool
+) -> np.ndarray:
     """``P`` ``(n, n)`` with every group's rows replaced by the group's representative row."""
     check_choice(representative, "representative", REPRESENTATIVES)
     out = P.copy()
@@ -164,7 +177,7 @@ def replace_rows(P: np.ndarray, labels: np.ndarray, D: np.ndarray, representativ
         for i in idx:
             row = rep.copy()
             if causal:
-                row[i + 1:] = 0.0
+                row[i + 1 :] = 0.0
                 s = row.sum()
                 if s <= 0:
                     continue

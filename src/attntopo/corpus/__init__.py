@@ -77,7 +77,6 @@ from ._settings import (
 )
 from ._sql import QUERY_MEMORY_LIMIT, check_memory_limit
 from ._store import CHECKSUMS, ERRORS, MANIFEST, PARTS, TABLE, StoreReader, open_store, part_name
-from ._writer import StoreLock, StoreWriter, check_store_path, lock_store
 from ._work import (
     DIAGRAM_COLUMNS,
     STATUS_FAILED,
@@ -88,6 +87,7 @@ from ._work import (
     feature_columns,
     output_schema,
 )
+from ._writer import StoreLock, StoreWriter, check_store_path, lock_store
 
 __all__ = [
     "BACKENDS",

@@ -64,13 +64,25 @@ __all__ = [
 INPUT_FORMATS: tuple[str, ...] = ("auto", "text", "jsonl", "csv", "tsv", "parquet")
 #: Columns the store writes itself: an input column of one of these names is refused.
 RESERVED_COLUMNS: tuple[str, ...] = (
-    "id", "row", "text", "text_sha256", "n_tokens", "n_unknown", "truncated", "status", "error",
+    "id",
+    "row",
+    "text",
+    "text_sha256",
+    "n_tokens",
+    "n_unknown",
+    "truncated",
+    "status",
+    "error",
 )
 #: Columns a store of (prompt, answer) pairs writes besides :data:`RESERVED_COLUMNS`.
 PAIR_COLUMNS: tuple[str, ...] = ("answer", "answer_sha256")
 _SUFFIX = {
-    ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv",
-    ".parquet": "parquet", ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
 }
 _CHUNK = 4096
 _FEATURE_NAME = re.compile(r"^L(\d+|\*)H(\d+|\*)\.")
@@ -184,9 +196,14 @@ class _ArrowType:
             self.type = t
         elif not pa.types.is_null(t) and t != self.type:
             try:
-                self.type = pa.unify_schemas(
-                    [pa.schema([("x", self.type)]), pa.schema([("x", t)])], promote_options="permissive"
-                ).field("x").type
+                self.type = (
+                    pa.unify_schemas(
+                        [pa.schema([("x", self.type)]), pa.schema([("x", t)])],
+                        promote_options="permissive",
+                    )
+                    .field("x")
+                    .type
+                )
             except (pa.ArrowInvalid, pa.ArrowTypeError):
                 raise InvalidInputError(
                     f"column {self.name!r} holds both {self.type} "
@@ -229,9 +246,16 @@ class CorpusInput:
         columns.
     """
 
-    def __init__(self, source: Any, *, text_column: str = "text", id_column: str | None = None,
-                 input_format: str = "auto", encoding: str = "utf-8",
-                 answer_column: str | None = None) -> None:
+    def __init__(
+        self,
+        source: Any,
+        *,
+        text_column: str = "text",
+        id_column: str | None = None,
+        input_format: str = "auto",
+        encoding: str = "utf-8",
+        answer_column: str | None = None,
+    ) -> None:
         self._tmp: str | None = None
         self.text_column = text_column
         self.id_column = id_column
@@ -263,9 +287,13 @@ class CorpusInput:
         try:
             "".encode(self.encoding)
         except (LookupError, TypeError):
-            raise InvalidInputError(f"unknown encoding {self.encoding!r} (e.g. utf-8, latin-1, cp1252)") from None
+            raise InvalidInputError(
+                f"unknown encoding {self.encoding!r} (e.g. utf-8, latin-1, cp1252)"
+            ) from None
         pa = _pa()
-        if isinstance(source, (str, os.PathLike)) and not (isinstance(source, str) and "\n" in source):
+        if isinstance(source, (str, os.PathLike)) and not (
+            isinstance(source, str) and "\n" in source
+        ):
             if str(source) == "-":
                 self.name = "stdin"
                 fd, self._tmp = tempfile.mkstemp(prefix="attntopo-stdin-", suffix=".tmp")
@@ -277,8 +305,10 @@ class CorpusInput:
             p = Path(source)
             if not p.is_file():
                 what = "a folder" if p.is_dir() else "not found"
-                raise InvalidInputError(f"input {str(p)!r}: {what}; give a text, "
-                                        "JSONL, CSV or Parquet file, or '-' for stdin")
+                raise InvalidInputError(
+                    f"input {str(p)!r}: {what}; give a text, "
+                    "JSONL, CSV or Parquet file, or '-' for stdin"
+                )
             self.name = str(p)
             self._path = p
             self.format = (
@@ -288,7 +318,9 @@ class CorpusInput:
         if isinstance(source, (list, tuple)):
             for k, t in enumerate(source):
                 if not (t is None or isinstance(t, str)):
-                    raise InvalidInputError(f"texts[{k}] is a {type(t).__name__}: each text must be a string")
+                    raise InvalidInputError(
+                        f"texts[{k}] is a {type(t).__name__}: each text must be a string"
+                    )
             self.name = f"a list of {len(source)} texts"
             self.format = "list"
             self._data = source
@@ -332,7 +364,7 @@ class CorpusInput:
                     yield lineno, line
                 else:
                     end = 2 if line.endswith("\r\n") else 1 if line.endswith(("\n", "\r")) else 0
-                    yield lineno, line[:len(line) - end]
+                    yield lineno, line[: len(line) - end]
 
     def _header(self) -> tuple[str, ...]:
         """Input column names, in order (text first for plain text and lists)."""
@@ -357,7 +389,9 @@ class CorpusInput:
         try:
             return pq.ParquetFile(self._path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
-            raise InvalidInputError(f"{self.name}: not a readable Parquet file ({str(e).splitlines()[0]})") from None
+            raise InvalidInputError(
+                f"{self.name}: not a readable Parquet file ({str(e).splitlines()[0]})"
+            ) from None
 
     def _raw(self) -> Iterator[tuple[int, int | None, Any, Any, dict]]:
         """(row, line number or None, text, id value, carried values by name) of every record."""
@@ -377,9 +411,13 @@ class CorpusInput:
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise InvalidInputError(f"{self.name}: line {lineno} is not JSON ({e.msg})") from None
+                    raise InvalidInputError(
+                        f"{self.name}: line {lineno} is not JSON ({e.msg})"
+                    ) from None
                 if not isinstance(obj, dict):
-                    raise InvalidInputError(f"{self.name}: line {lineno} is a JSON {type(obj).__name__}, not an object")
+                    raise InvalidInputError(
+                        f"{self.name}: line {lineno} is a JSON {type(obj).__name__}, not an object"
+                    )
                 if tc not in obj:
                     keys = ", ".join(obj) or "none"
                     raise InvalidInputError(
@@ -388,8 +426,10 @@ class CorpusInput:
                     )
                 text = obj.pop(tc)
                 if text is not None and not isinstance(text, str):
-                    raise InvalidInputError(f"{self.name}: line {lineno}: {tc!r} is a "
-                                            f"JSON {type(text).__name__}, not a string")
+                    raise InvalidInputError(
+                        f"{self.name}: line {lineno}: {tc!r} is a "
+                        f"JSON {type(text).__name__}, not a string"
+                    )
                 yield lineno - 1, lineno, text, (obj.pop(ic, None) if ic else None), obj
         elif fmt in ("csv", "tsv"):
             # the lines as written, ends included (what open(newline="") gives the csv module):
@@ -397,8 +437,11 @@ class CorpusInput:
             # strict: a quote never closed (the rest of the file would become one field) or
             # text after a closing quote is an error, not rows silently merged
             where = {"n": 0, "start": 1}
-            reader = csv.reader((line for _, line in self._lines(keep_ends=True)),
-                                delimiter=self._delim(), strict=True)
+            reader = csv.reader(
+                (line for _, line in self._lines(keep_ends=True)),
+                delimiter=self._delim(),
+                strict=True,
+            )
             try:
                 yield from self._csv_rows(reader, where)
             except csv.Error as e:
@@ -406,12 +449,15 @@ class CorpusInput:
                     raise InvalidInputError(
                         f"{self.name}: line {where['start']}: a quote opened there is never closed "
                         "(the rest of the file would become one field): close it, or double a "
-                        "quote inside a quoted field (\"\")"
+                        'quote inside a quoted field ("")'
                     ) from None
-                raise InvalidInputError(f"{self.name}: line {where['start']}: malformed CSV ({e})") from None
+                raise InvalidInputError(
+                    f"{self.name}: line {where['start']}: malformed CSV ({e})"
+                ) from None
         else:  # parquet, arrow
             batches = (
-                self._parquet().iter_batches(batch_size=_CHUNK) if fmt == "parquet"
+                self._parquet().iter_batches(batch_size=_CHUNK)
+                if fmt == "parquet"
                 else self._data.to_batches(max_chunksize=_CHUNK)
             )
             row = 0
@@ -421,12 +467,18 @@ class CorpusInput:
                 ids = cols.pop(ic) if ic else None
                 names = list(cols)
                 for k in range(len(texts)):
-                    yield row, None, texts[k], (ids[k] if ids is not None else None), {
-                        c: cols[c][k] for c in names
-                    }
+                    yield (
+                        row,
+                        None,
+                        texts[k],
+                        (ids[k] if ids is not None else None),
+                        {c: cols[c][k] for c in names},
+                    )
                     row += 1
 
-    def _csv_rows(self, reader: Any, where: dict) -> Iterator[tuple[int, int | None, Any, Any, dict]]:
+    def _csv_rows(
+        self, reader: Any, where: dict
+    ) -> Iterator[tuple[int, int | None, Any, Any, dict]]:
         """Records of ``reader``; ``where["start"]`` is the line the record being read starts
         on (a record spans several lines where a quoted field holds line breaks)."""
         tc, ic = self.text_column, self.id_column
@@ -466,8 +518,11 @@ class CorpusInput:
             answer = rec.pop(ac, None)
             if not _is_empty(text) and (not isinstance(answer, str) or not answer.strip()):
                 where = f"line {lineno}" if lineno is not None else f"row {row}"
-                what = ("has no answer" if answer is None or isinstance(answer, str)
-                        else f"has a {type(answer).__name__}, not a string, as its answer")
+                what = (
+                    "has no answer"
+                    if answer is None or isinstance(answer, str)
+                    else f"has a {type(answer).__name__}, not a string, as its answer"
+                )
                 raise InvalidInputError(
                     f"{self.name}: {where} {what} in column {ac!r}: every prompt needs its "
                     "answer (fill it in or remove the row)"
@@ -479,8 +534,10 @@ class CorpusInput:
         tc, ic, ac = self.text_column, self.id_column, self.answer_column
         if self.format in ("text", "list"):
             if ic is not None:
-                raise InvalidInputError(f"{self.name} has no columns: id_column "
-                                        "applies to JSONL, CSV, Parquet and tables")
+                raise InvalidInputError(
+                    f"{self.name} has no columns: id_column "
+                    "applies to JSONL, CSV, Parquet and tables"
+                )
             if ac is not None:
                 raise InvalidInputError(
                     f"{self.name} has no columns: answer_column (pairs) applies to JSONL, CSV, "
@@ -491,18 +548,26 @@ class CorpusInput:
             return
         cols = ", ".join(repr(c) for c in header) or "none"
         if tc not in header:
-            raise InvalidInputError(f"{self.name} has no column {tc!r}; its columns: {cols} (choose with --text-column)")
+            raise InvalidInputError(
+                f"{self.name} has no column {tc!r}; its columns: {cols} (choose with --text-column)"
+            )
         if ic is not None and ic not in header:
-            raise InvalidInputError(f"{self.name} has no column {ic!r}; its columns: {cols} (choose with --id-column)")
+            raise InvalidInputError(
+                f"{self.name} has no column {ic!r}; its columns: {cols} (choose with --id-column)"
+            )
         if ac is not None and ac not in header:
-            raise InvalidInputError(f"{self.name} has no column {ac!r}; its "
-                                    f"columns: {cols} (choose with --answer-column)")
+            raise InvalidInputError(
+                f"{self.name} has no column {ac!r}; its "
+                f"columns: {cols} (choose with --answer-column)"
+            )
         if self.format in ("parquet", "arrow"):
             pa = _pa()
             schema = self._parquet().schema_arrow if self.format == "parquet" else self._data.schema
             for c in (tc,) if ac is None else (tc, ac):
                 t = schema.field(c).type
-                if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)):
+                if not (
+                    pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
+                ):
                     raise InvalidInputError(f"{self.name}: column {c!r} holds {t}, not strings")
 
     def _carry(self, name: str) -> None:
@@ -522,13 +587,17 @@ class CorpusInput:
                 f"({', '.join(RESERVED_COLUMNS)}, diagram_*, feature columns): rename it"
             )
         if _FEATURE_NAME.match(name):  # attntopo.features' L{layer}H{head}.{set}.{quantity}
-            raise InvalidInputError(f"{self.name}: column {name!r} looks like a feature column: rename it")
+            raise InvalidInputError(
+                f"{self.name}: column {name!r} looks like a feature column: rename it"
+            )
 
     def _scan(self) -> None:
         header = self._header()
         self._check_columns(header)
         csv_like = self.format in ("csv", "tsv")
-        carried = [c for c in header if c not in (self.text_column, self.id_column, self.answer_column)]
+        carried = [
+            c for c in header if c not in (self.text_column, self.id_column, self.answer_column)
+        ]
         types: dict[str, Any] = {}
         for c in carried:
             self._carry(c)
@@ -552,7 +621,9 @@ class CorpusInput:
             where = f"line {lineno}" if lineno is not None else f"row {row}"
             if self.id_column is not None:
                 if id_value is None or (isinstance(id_value, str) and not id_value.strip()):
-                    raise InvalidInputError(f"{self.name}: {where} has no id in column {self.id_column!r}")
+                    raise InvalidInputError(
+                        f"{self.name}: {where} has no id in column {self.id_column!r}"
+                    )
                 rid = str(id_value)
             else:
                 rid = _default_id(row, text, answer)
@@ -565,7 +636,9 @@ class CorpusInput:
             values = [rec.get(c) for c in carried]
             for c, v in zip(carried, values):
                 types[c].see(v)
-            record = [row, rid, text, values] if answer is None else [row, rid, text, answer, values]
+            record = (
+                [row, rid, text, values] if answer is None else [row, rid, text, answer, values]
+            )
             h.update(json.dumps(record, ensure_ascii=False, default=str).encode("utf-8"))
             h.update(b"\x1e")
             total += 1
@@ -585,8 +658,9 @@ class CorpusInput:
         """Number of batches of ``batch_size`` non-empty texts."""
         return -(-self.total // batch_size)
 
-    def batches(self, batch_size: int, *, skip: frozenset[int] | set[int] = frozenset()
-                ) -> Iterator[tuple[int, Any]]:
+    def batches(
+        self, batch_size: int, *, skip: frozenset[int] | set[int] = frozenset()
+    ) -> Iterator[tuple[int, Any]]:
         """``(batch index, pyarrow.Table)`` for every batch not in ``skip``, in input order.
 
         Batch ``k`` holds the non-empty texts number ``k * batch_size`` … ``(k + 1) *
@@ -605,7 +679,8 @@ class CorpusInput:
         def table():
             cols = {"id": ids, "row": rows, "text": texts, "answer": answers, **vals}
             arrays = [
-                pa.array(cols[f.name], type=f.type) if f.name not in self._types
+                pa.array(cols[f.name], type=f.type)
+                if f.name not in self._types
                 else pa.array([self._types[f.name].convert(v) for v in cols[f.name]], type=f.type)
                 for f in self.schema
             ]
@@ -615,7 +690,9 @@ class CorpusInput:
             if _is_empty(text):
                 continue
             if k not in skip:
-                ids.append(str(id_value) if self.id_column is not None else _default_id(row, text, answer))
+                ids.append(
+                    str(id_value) if self.id_column is not None else _default_id(row, text, answer)
+                )
                 rows.append(row)
                 texts.append(text)
                 answers.append(answer)
@@ -649,13 +726,21 @@ class CorpusInput:
 
     def __repr__(self) -> str:
         pairs = f", answer_column={self.answer_column!r}" if self.answer_column is not None else ""
-        return (f"CorpusInput({self.name!r}, format={self.format!r}, texts={self.total}, "
-                f"empty={self.n_empty}, carried={list(self.carried)}{pairs})")
+        return (
+            f"CorpusInput({self.name!r}, format={self.format!r}, texts={self.total}, "
+            f"empty={self.n_empty}, carried={list(self.carried)}{pairs})"
+        )
 
 
-def open_input(source: Any, *, text_column: str = "text", id_column: str | None = None,
-               input_format: str = "auto", encoding: str = "utf-8",
-               answer_column: str | None = None) -> CorpusInput:
+def open_input(
+    source: Any,
+    *,
+    text_column: str = "text",
+    id_column: str | None = None,
+    input_format: str = "auto",
+    encoding: str = "utf-8",
+    answer_column: str | None = None,
+) -> CorpusInput:
     """Scan a corpus input (module docstring) and return it ready to stream.
 
     Parameters
@@ -682,6 +767,11 @@ def open_input(source: Any, *, text_column: str = "text", id_column: str | None 
         duplicate or missing id, a line that is not JSON, a CSV line with a wrong field count,
         a column clashing with the store's own, a prompt without its answer.
     """
-    return CorpusInput(source, text_column=text_column, id_column=id_column,
-                       input_format=input_format, encoding=encoding, answer_column=answer_column)
-
+    return CorpusInput(
+        source,
+        text_column=text_column,
+        id_column=id_column,
+        input_format=input_format,
+        encoding=encoding,
+        answer_column=answer_column,
+    )

@@ -50,8 +50,8 @@ from ._settings import (
     make_settings,
 )
 from ._store import MANIFEST, OWN_FILE, StoreReader
-from ._writer import StoreLock, StoreWriter, can_start_over, check_store_path, lock_store
 from ._work import BatchWorker, check_lengths, feature_columns, output_schema
+from ._writer import StoreLock, StoreWriter, can_start_over, check_store_path, lock_store
 
 __all__ = ["run", "BACKENDS", "prepare", "Prepared", "finish", "log"]
 
@@ -131,27 +131,49 @@ def prepare(
     """
     from ..models import AttentionModel, ModelDescription, describe_model, load_model
 
-    device, dtype, new_store, append = _check_options(model, device, dtype, new_store, append,
-                                                      answer_column, settings_options)
+    device, dtype, new_store, append = _check_options(
+        model, device, dtype, new_store, append, answer_column, settings_options
+    )
     path = check_store_path(out)
-    inp = open_input(texts, text_column=text_column, id_column=id_column,
-                     input_format=input_format, encoding=encoding, answer_column=answer_column)
+    inp = open_input(
+        texts,
+        text_column=text_column,
+        id_column=id_column,
+        input_format=input_format,
+        encoding=encoding,
+        answer_column=answer_column,
+    )
     lock = None
     try:
         if inp.total == 0:
-            what = f"{inp.n_records} empty record{'s' if inp.n_records != 1 else ''}" if inp.n_records else "nothing"
-            raise InvalidInputError(f"{inp.name}: no texts to compute (it holds {what}): no store was made or changed")
+            what = (
+                f"{inp.n_records} empty record{'s' if inp.n_records != 1 else ''}"
+                if inp.n_records
+                else "nothing"
+            )
+            raise InvalidInputError(
+                f"{inp.name}: no texts to compute (it holds {what}): no store was made or changed"
+            )
         # the lock first: nothing of the store is read to be changed, nor changed, without it
         # (docs/corpus.md, "Who writes when"); a run that cannot have it changes nothing
         lock = lock_store(path)
         check_store_path(path)  # again under the lock: what another run did before is settled
         store, unusable = _open_existing(path, new_store)
         if store is not None and not new_store:  # a refusal from the manifest, not after a load
-            check_before_loading(store.settings, store.manifest.get("model"), f"STORE {str(path)!r}",
-                                 dtype=dtype, **settings_options)
-        m = (model if isinstance(model, (AttentionModel, ModelDescription))
-             else load_model(model, device=device, dtype=dtype) if weights
-             else describe_model(model, device=device, dtype=dtype))
+            check_before_loading(
+                store.settings,
+                store.manifest.get("model"),
+                f"STORE {str(path)!r}",
+                dtype=dtype,
+                **settings_options,
+            )
+        m = (
+            model
+            if isinstance(model, (AttentionModel, ModelDescription))
+            else load_model(model, device=device, dtype=dtype)
+            if weights
+            else describe_model(model, device=device, dtype=dtype)
+        )
         settings = make_settings(m, **settings_options)
         schema = output_schema(settings, inp.schema)
         info = _input_info(inp, text_column, id_column, answer_column)
@@ -175,9 +197,15 @@ def prepare(
         if store is None:
             from ..analyses.building import package_versions
 
-            writer = StoreWriter.create(path, settings, schema, info, feature_columns(settings),
-                                        extra={"model": m.info(), "versions": package_versions()},
-                                        lock=lock)
+            writer = StoreWriter.create(
+                path,
+                settings,
+                schema,
+                info,
+                feature_columns(settings),
+                extra={"model": m.info(), "versions": package_versions()},
+                lock=lock,
+            )
         else:
             writer = StoreWriter(store, lock=lock)
         writer.clean_temporary()
@@ -195,14 +223,25 @@ def prepare(
         raise
 
 
-def _check_options(model: Any, device: Any, dtype: Any, new_store: Any, append: Any,
-                   answer_column: str | None, settings_options: dict) -> tuple[Any, Any, bool, bool]:
+def _check_options(
+    model: Any,
+    device: Any,
+    dtype: Any,
+    new_store: Any,
+    append: Any,
+    answer_column: str | None,
+    settings_options: dict,
+) -> tuple[Any, Any, bool, bool]:
     """Step 1's checks of the arguments, before the input is read or the store touched:
     ``(device, dtype, new_store, append)`` checked; ``settings_options["pairs"]`` set."""
     from ..models import AttentionModel, ModelDescription, check_selection
 
-    check_choice(settings_options.get("on_long", "truncate"), "on_long", ON_LONG, what="on_long value")
-    check_positive_int(settings_options.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", allow_none=False)
+    check_choice(
+        settings_options.get("on_long", "truncate"), "on_long", ON_LONG, what="on_long value"
+    )
+    check_positive_int(
+        settings_options.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", allow_none=False
+    )
     if isinstance(model, (AttentionModel, ModelDescription)):
         _only_by_name(device, dtype)
     else:  # before the input is read or the store touched: a device this machine lacks is one line
@@ -211,15 +250,24 @@ def _check_options(model: Any, device: Any, dtype: Any, new_store: Any, append: 
     new_store = check_bool(new_store, "new_store")
     append = check_bool(append, "append")
     if append and new_store:
-        raise InvalidInputError("append and new_store exclude each other: --append adds texts to a store, "
-                                "--new-store starts it over")
+        raise InvalidInputError(
+            "append and new_store exclude each other: --append adds texts to a store, "
+            "--new-store starts it over"
+        )
     settings_options["pairs"] = answer_column is not None
     given = settings_options.get("settings")
     if given is not None:
         check_prompt_set(given.sets, settings_options["pairs"])
     # layers and heads against the model's configuration, before its weights load
-    check_selection(model, **{k: settings_options.get(k) if settings_options.get(k) is not None
-                              else getattr(given, k, None) for k in ("layers", "heads")})
+    check_selection(
+        model,
+        **{
+            k: settings_options.get(k)
+            if settings_options.get(k) is not None
+            else getattr(given, k, None)
+            for k in ("layers", "heads")
+        },
+    )
     return device, dtype, new_store, append
 
 
@@ -247,8 +295,9 @@ def _open_existing(path: Path, new_store: bool) -> tuple[StoreReader | None, boo
     return store, unusable
 
 
-def _input_info(inp: CorpusInput, text_column: str, id_column: str | None,
-                answer_column: str | None) -> dict:
+def _input_info(
+    inp: CorpusInput, text_column: str, id_column: str | None, answer_column: str | None
+) -> dict:
     """The manifest's record of the input."""
     return {
         "name": inp.name if inp.name != "stdin" else "stdin",
@@ -277,8 +326,9 @@ def _todo(path: Path, inp: CorpusInput, batch_size: int, done: set[int]) -> list
     return todo
 
 
-def _appended_input(store: StoreReader, inp: CorpusInput, settings: CorpusSettings, schema: Any,
-                    append: bool) -> dict | None:
+def _appended_input(
+    store: StoreReader, inp: CorpusInput, settings: CorpusSettings, schema: Any, append: bool
+) -> dict | None:
     """The manifest entry of ``inp`` when this run appends it to ``store`` or continues an
     append of it (a new entry, recorded with status ``"appending"``); None when the store
     holds one input and this is it (the plain resume), or when this is another input without
@@ -307,15 +357,28 @@ def _appended_input(store: StoreReader, inp: CorpusInput, settings: CorpusSettin
     import datetime as _dt
     import hashlib
 
-    first_part = max([max(store.done_batches(), default=-1) + 1]
-                     + [int(e.get("first_part", 0)) + -(-int(e.get("total", 0)) // settings.batch_size)
-                        for e in inputs])
-    entry = {"name": inp.name, "format": inp.format, "fingerprint": inp.fingerprint,
-             "total": inp.total, "n_empty": inp.n_empty, "n_records": inp.n_records,
-             "text_column": inp.text_column, "id_column": inp.id_column,
-             **({"answer_column": inp.answer_column} if inp.answer_column is not None else {}),
-             "first_part": first_part, "already": None, "status": "appending",
-             "added": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    first_part = max(
+        [max(store.done_batches(), default=-1) + 1]
+        + [
+            int(e.get("first_part", 0)) + -(-int(e.get("total", 0)) // settings.batch_size)
+            for e in inputs
+        ]
+    )
+    entry = {
+        "name": inp.name,
+        "format": inp.format,
+        "fingerprint": inp.fingerprint,
+        "total": inp.total,
+        "n_empty": inp.n_empty,
+        "n_records": inp.n_records,
+        "text_column": inp.text_column,
+        "id_column": inp.id_column,
+        **({"answer_column": inp.answer_column} if inp.answer_column is not None else {}),
+        "first_part": first_part,
+        "already": None,
+        "status": "appending",
+        "added": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
     source = getattr(inp, "_path", None)
     if source is not None:
         h = hashlib.sha256()
@@ -326,8 +389,14 @@ def _appended_input(store: StoreReader, inp: CorpusInput, settings: CorpusSettin
     return entry
 
 
-def _prepare_append(writer: StoreWriter, inp: CorpusInput, settings: CorpusSettings, m: Any,
-                    lock: StoreLock, entry: dict) -> Prepared:
+def _prepare_append(
+    writer: StoreWriter,
+    inp: CorpusInput,
+    settings: CorpusSettings,
+    m: Any,
+    lock: StoreLock,
+    entry: dict,
+) -> Prepared:
     """Step 4 of an append (new or continued): the ids stored before it are read with their
     text hashes; an id of the input stored with another text is refused (one line naming it);
     the input's batch ``k`` becomes part ``first_part + k`` without the rows whose id is
@@ -342,7 +411,11 @@ def _prepare_append(writer: StoreWriter, inp: CorpusInput, settings: CorpusSetti
     empty: set[int] = set()
     for k, table in inp.batches(settings.batch_size):
         n_old = 0
-        answers = table["answer"].to_pylist() if "answer" in table.column_names else [None] * table.num_rows
+        answers = (
+            table["answer"].to_pylist()
+            if "answer" in table.column_names
+            else [None] * table.num_rows
+        )
         for rid, text, answer in zip(table["id"].to_pylist(), table["text"].to_pylist(), answers):
             old = before.get(rid)
             if old is None:
@@ -369,8 +442,11 @@ def _prepare_append(writer: StoreWriter, inp: CorpusInput, settings: CorpusSetti
     if inputs != store.manifest.get("inputs"):
         writer.update_manifest(inputs=inputs)
     done = store.done_batches()
-    todo = [first + k for k in range(inp.batch_count(settings.batch_size))
-            if k not in empty and first + k not in done]
+    todo = [
+        first + k
+        for k in range(inp.batch_count(settings.batch_size))
+        if k not in empty and first + k not in done
+    ]
     return Prepared(writer, _AppendInput(inp, first, before), settings, m, todo, lock, entry)
 
 
@@ -412,19 +488,25 @@ def _drop_damaged(writer: StoreWriter) -> None:
     store = writer.store
     for k, why in sorted(writer.verify().items()):
         writer.remove_part(k)
-        warnings.warn(DamagedPartWarning(
-            f"STORE {str(store.path)!r}: {part_name(k)} "
-            f"was damaged ({why}): batch {k} is recomputed"
-        ), stacklevel=2)
+        warnings.warn(
+            DamagedPartWarning(
+                f"STORE {str(store.path)!r}: {part_name(k)} "
+                f"was damaged ({why}): batch {k} is recomputed"
+            ),
+            stacklevel=2,
+        )
     if store.unchecked:
         n, first = len(store.unchecked), part_name(store.unchecked[0])
-        warnings.warn(DamagedPartWarning(
-            f"STORE {str(store.path)!r}: {n} part{'s' if n != 1 else ''} ({first}"
-            f"{', …' if n > 1 else ''}) {'have' if n != 1 else 'has'} neither a recorded "
-            "SHA-256 nor page checksums (written before attntopo wrote them): they read in "
-            "full, but a changed value in them cannot "
-            "be seen; --new-store recomputes the store"
-        ), stacklevel=2)
+        warnings.warn(
+            DamagedPartWarning(
+                f"STORE {str(store.path)!r}: {n} part{'s' if n != 1 else ''} ({first}"
+                f"{', …' if n > 1 else ''}) {'have' if n != 1 else 'has'} neither a recorded "
+                "SHA-256 nor page checksums (written before attntopo wrote them): they read in "
+                "full, but a changed value in them cannot "
+                "be seen; --new-store recomputes the store"
+            ),
+            stacklevel=2,
+        )
 
 
 def _only_by_name(device: Any, dtype: Any) -> None:
@@ -460,14 +542,19 @@ def finish(prep: Prepared) -> StoreReader:
         store, writer = prep.store.refresh(), prep.writer
         writer.write_errors()
         writer.write_checksums()
-        if prep.appending is not None and prep.appending.get("status") == "appending" \
-                and not store.counts()["remaining"]:
+        if (
+            prep.appending is not None
+            and prep.appending.get("status") == "appending"
+            and not store.counts()["remaining"]
+        ):
             inputs = store.inputs()
             inputs[-1] = {**inputs[-1], "status": "done"}
             writer.update_manifest(inputs=inputs)
         store = store.refresh()
         if prep.appending is not None:
-            store.appended = next(e for e in store.inputs() if e.get("fingerprint") == prep.appending["fingerprint"])
+            store.appended = next(
+                e for e in store.inputs() if e.get("fingerprint") == prep.appending["fingerprint"]
+            )
         return store
     finally:
         _release(prep)
@@ -504,13 +591,21 @@ class _LogReporter(Reporter):
         super().advance(k)
         self._batches += 1
         if self._batches % self.every == 0:
-            log.info(_rate_line(self.done, self.total, self.done - self._done0, time.monotonic() - self._t0))
+            log.info(
+                _rate_line(
+                    self.done, self.total, self.done - self._done0, time.monotonic() - self._t0
+                )
+            )
 
 
 def _rate_line(done: int, total: int, new: int, seconds: float) -> str:
     rate = new / seconds if seconds > 0 else 0.0
     left = (total - done) / rate if rate > 0 else float("nan")
-    eta = "?" if left != left else f"{int(left) // 3600}:{int(left) // 60 % 60:02d}:{int(left) % 60:02d}"
+    eta = (
+        "?"
+        if left != left
+        else f"{int(left) // 3600}:{int(left) // 60 % 60:02d}:{int(left) % 60:02d}"
+    )
     pct = 100.0 * done / total if total else 100.0
     return f"corpus: {done}/{total} texts ({pct:.1f} %), {rate:.2f} texts/s, eta {eta}"
 
@@ -531,18 +626,35 @@ class _RateBar(Reporter):
     def __init__(self) -> None:
         super().__init__("corpus")
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn,
-                                   SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            ProgressColumn,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
         from rich.text import Text
 
         class _Rate(ProgressColumn):
             def render(self, task):  # noqa: D401 - rich's interface
                 return Text(f"{task.speed:.2f} texts/s" if task.speed else "… texts/s")
 
-        self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                             MofNCompleteColumn(), _Rate(), TimeElapsedColumn(), TextColumn("eta"),
-                             TimeRemainingColumn(), console=Console(stderr=True), transient=True,
-                             redirect_stdout=False)
+        self._bar = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            _Rate(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+            redirect_stdout=False,
+        )
         self._task = self._bar.add_task("corpus", total=None)
         self._started = False
 
@@ -552,7 +664,9 @@ class _RateBar(Reporter):
         if not self._started:
             self._bar.start()
             self._started = True
-        self._bar.update(self._task, completed=self.done, total=self.total or None, description=self.label)
+        self._bar.update(
+            self._task, completed=self.done, total=self.total or None, description=self.label
+        )
 
     def skip_done(self, k: int) -> None:
         """Rows already in the store: counted as done without changing the rate."""
@@ -696,11 +810,17 @@ def run(
     """
     from ..features import FeatureSettings
 
-    backend = "local" if backend is None else check_choice(backend, "backend", BACKENDS, what="corpus backend")
+    backend = (
+        "local"
+        if backend is None
+        else check_choice(backend, "backend", BACKENDS, what="corpus backend")
+    )
     # the feature settings in one record, checked before anything is read or loaded
     if setting_values.get("engine") in BACKENDS:
-        raise InvalidInputError(f"engine={setting_values['engine']!r}: engine= is the persistence engine; "
-                                f"where the corpus runs is backend={setting_values['engine']!r}")
+        raise InvalidInputError(
+            f"engine={setting_values['engine']!r}: engine= is the persistence engine; "
+            f"where the corpus runs is backend={setting_values['engine']!r}"
+        )
     if settings is None and setting_values.get("sets") is None:
         setting_values["sets"] = DEFAULT_CORPUS_SETS
     settings = FeatureSettings.resolve(settings, owner="corpus.run()", **setting_values)
@@ -732,17 +852,32 @@ def run(
         )
     with _full_disk_is_one_line(out):
         prep = prepare(
-            texts, out, model=model, settings=settings,
-            keep_diagrams=keep_diagrams, keep_text=keep_text, batch_size=batch_size, on_long=on_long,
-            text_column=text_column, id_column=id_column, answer_column=answer_column,
-            input_format=input_format, encoding=encoding, new_store=new_store, append=append,
-            device=device, dtype=dtype,
-            weights=backend != "ray",  # on Ray the actors load the model, the driver reads its files
+            texts,
+            out,
+            model=model,
+            settings=settings,
+            keep_diagrams=keep_diagrams,
+            keep_text=keep_text,
+            batch_size=batch_size,
+            on_long=on_long,
+            text_column=text_column,
+            id_column=id_column,
+            answer_column=answer_column,
+            input_format=input_format,
+            encoding=encoding,
+            new_store=new_store,
+            append=append,
+            device=device,
+            dtype=dtype,
+            weights=backend
+            != "ray",  # on Ray the actors load the model, the driver reads its files
         )
         try:
             reporter = _bar(progress, log_every)
             with reporter:
-                reporter.add_total(prep.store.counts()["total"] if prep.appending else prep.input.total)
+                reporter.add_total(
+                    prep.store.counts()["total"] if prep.appending else prep.input.total
+                )
                 already = prep.store.n_rows()
                 if isinstance(reporter, (_RateBar, _LogReporter)):
                     reporter.skip_done(already)
@@ -750,8 +885,13 @@ def run(
                     reporter.advance(already)
                 reporter.stage("features")
                 if backend == "ray":
-                    run_ray(prep, progress=reporter, ray_address=ray_address, n_jobs=n_jobs,
-                            gpus_per_actor=gpus_per_actor)
+                    run_ray(
+                        prep,
+                        progress=reporter,
+                        ray_address=ray_address,
+                        n_jobs=n_jobs,
+                        gpus_per_actor=gpus_per_actor,
+                    )
                 else:
                     _run_local(prep, reporter, n_jobs)
         except BaseException:
@@ -763,9 +903,14 @@ def run(
     log.info(
         "corpus: %d done, %d skipped (empty), %d skipped "
         "(too long), %d truncated, %d failed%s -> %s",
-        c["ok"], c["skipped_empty"], c["skipped_long"], c["truncated"], c["failed"],
+        c["ok"],
+        c["skipped_empty"],
+        c["skipped_long"],
+        c["truncated"],
+        c["failed"],
         f", {store.appended['already']} already in the store (skipped)" if store.appended else "",
-        store.path, extra={"final": True},
+        store.path,
+        extra={"final": True},
     )
     return store
 
@@ -804,12 +949,16 @@ def _warn_unknown(store: StoreReader) -> None:
     # every footer at once)
     n = sum(summary["unknown"] for summary in store._summaries())
     if n:
-        warnings.warn(UnknownTokensWarning(
-            f"{n} text{'s' if n != 1 else ''} of the corpus hold{'' if n != 1 else 's'} "
-            f"tokens that became the unknown token ({store.settings.model}'s vocabulary lacks "
-            "them): see the n_unknown column",
-            count=n, model=store.settings.model,
-        ), stacklevel=user_stacklevel())
+        warnings.warn(
+            UnknownTokensWarning(
+                f"{n} text{'s' if n != 1 else ''} of the corpus hold{'' if n != 1 else 's'} "
+                f"tokens that became the unknown token ({store.settings.model}'s vocabulary lacks "
+                "them): see the n_unknown column",
+                count=n,
+                model=store.settings.model,
+            ),
+            stacklevel=user_stacklevel(),
+        )
 
 
 def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
@@ -830,8 +979,9 @@ def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
     st = prep.settings
     worker = BatchWorker(st, n_jobs=n_jobs, model=prep.model)
     skip = prep.store.done_batches()
-    overlap = n_jobs != 1 and (st.keep_diagrams
-                               or any(s in PERSISTENCE_SETS for s in st.features.sets))
+    overlap = n_jobs != 1 and (
+        st.keep_diagrams or any(s in PERSISTENCE_SETS for s in st.features.sets)
+    )
     executor = ThreadPoolExecutor(1, thread_name_prefix="attntopo-corpus") if overlap else None
     submit = executor.submit if executor is not None else None
     threads = threads_beside_workers(n_jobs) if overlap else None
@@ -839,7 +989,9 @@ def _run_local(prep: Prepared, reporter: Reporter, n_jobs: int | None) -> None:
     try:
         for k, table in prep.input.batches(st.batch_size, skip=skip):
             shown = [0]  # texts of this batch the bar already counts (its finished chunks)
-            finish = worker.start(table, submit=submit, forward_threads=threads, done=_chunk_done(reporter, shown))
+            finish = worker.start(
+                table, submit=submit, forward_threads=threads, done=_chunk_done(reporter, shown)
+            )
             del table
             if pending is not None:
                 _write(prep, reporter, *pending)

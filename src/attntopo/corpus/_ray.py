@@ -76,8 +76,13 @@ CONNECT_TIMEOUT_S = 5.0
 #: the batch, the call's start and end (``time.time()`` on the actor's node), the actor's
 #: init seconds (on its first batch only), its name and its peak resident memory (bytes).
 _BATCH, _START, _END, _INIT, _ACTOR, _RSS = (
-    "__attntopo_batch", "__attntopo_start", "__attntopo_end", "__attntopo_init_s", "__attntopo_actor",
-    "__attntopo_rss")
+    "__attntopo_batch",
+    "__attntopo_start",
+    "__attntopo_end",
+    "__attntopo_init_s",
+    "__attntopo_actor",
+    "__attntopo_rss",
+)
 
 
 @dataclass
@@ -195,20 +200,38 @@ class RayRunStats:
     def to_dict(self) -> dict[str, Any]:
         """Plain numbers (what the benchmark records)."""
         return {
-            "address": self.address, "started": self.started, "n_actors": self.n_actors,
-            "cpus_per_actor": self.cpus_per_actor, "gpus_per_actor": self.gpus_per_actor,
+            "address": self.address,
+            "started": self.started,
+            "n_actors": self.n_actors,
+            "cpus_per_actor": self.cpus_per_actor,
+            "gpus_per_actor": self.gpus_per_actor,
             "connect_s": self.connect_s,
-            "input_s": self.input_s, "first_s": self.first_s, "pipeline_s": self.pipeline_s,
-            "shutdown_s": self.shutdown_s, "write_s": self.write_s,
-            "driver_bound_texts_per_s": self.texts / self.write_s if self.write_s > 0 else float("nan"),
-            "batches": self.batches, "texts": self.texts,
-            "busy_s": self.busy_s, "texts_per_actor_s": self.texts_per_actor_s,
-            "gap_s": self.gap_s, "delivery_s": self.delivery_s,
+            "input_s": self.input_s,
+            "first_s": self.first_s,
+            "pipeline_s": self.pipeline_s,
+            "shutdown_s": self.shutdown_s,
+            "write_s": self.write_s,
+            "driver_bound_texts_per_s": self.texts / self.write_s
+            if self.write_s > 0
+            else float("nan"),
+            "batches": self.batches,
+            "texts": self.texts,
+            "busy_s": self.busy_s,
+            "texts_per_actor_s": self.texts_per_actor_s,
+            "gap_s": self.gap_s,
+            "delivery_s": self.delivery_s,
             "steady_texts_per_s": self.steady_texts_per_s,
-            "actors": {k: {"batches": a.batches, "texts": a.texts, "busy_s": a.busy_s,
-                           "init_s": a.init_s, "texts_per_s": a.texts_per_s,
-                           "peak_rss_mib": a.peak_rss / 2**20}
-                       for k, a in self.actors.items()},
+            "actors": {
+                k: {
+                    "batches": a.batches,
+                    "texts": a.texts,
+                    "busy_s": a.busy_s,
+                    "init_s": a.init_s,
+                    "texts_per_s": a.texts_per_s,
+                    "peak_rss_mib": a.peak_rss / 2**20,
+                }
+                for k, a in self.actors.items()
+            },
         }
 
 
@@ -243,7 +266,9 @@ class _RayWorker:
         try:
             self.worker = BatchWorker(settings, n_jobs=1, packed=True, device=device)
         except DeviceError as e:  # say which GPU Ray gave (a node without a working CUDA)
-            self.error = DeviceError(f"{e} (a Ray actor given GPU {_gpu_ids()} on {socket.gethostname()})")
+            self.error = DeviceError(
+                f"{e} (a Ray actor given GPU {_gpu_ids()} on {socket.gethostname()})"
+            )
         except Exception as e:  # noqa: BLE001 - re-raised by __call__
             self.error = e
         try:
@@ -269,9 +294,14 @@ class _RayWorker:
             rows = self.worker(part.drop_columns([_BATCH]))
             end = time.time()
             n = rows.num_rows
-            for name, value, typ in ((_BATCH, k, pa.int64()), (_START, start, pa.float64()),
-                                     (_END, end, pa.float64()), (_INIT, self.init_s, pa.float64()),
-                                     (_ACTOR, self.name, pa.string()), (_RSS, _peak_rss(), pa.int64())):
+            for name, value, typ in (
+                (_BATCH, k, pa.int64()),
+                (_START, start, pa.float64()),
+                (_END, end, pa.float64()),
+                (_INIT, self.init_s, pa.float64()),
+                (_ACTOR, self.name, pa.string()),
+                (_RSS, _peak_rss(), pa.int64()),
+            ):
                 rows = rows.append_column(name, pa.array([value] * n, typ))
             self.init_s = 0.0
             outs.append(rows)
@@ -345,7 +375,9 @@ def check_ray_address(address: Any) -> str:
         Not an address, or nothing answers there: one line saying what to do.
     """
     if not isinstance(address, str) or not address.strip():
-        raise InvalidInputError(f"ray_address must be HOST:PORT, 'auto' or ray://HOST:PORT, got {address!r}")
+        raise InvalidInputError(
+            f"ray_address must be HOST:PORT, 'auto' or ray://HOST:PORT, got {address!r}"
+        )
     address = address.strip()
     if address.startswith("ray://"):
         return address
@@ -377,7 +409,9 @@ def check_ray_address(address: Any) -> str:
 
 
 @contextmanager
-def _connected(ray: Any, address: str | None, n_jobs: int | None, stats: RayRunStats) -> Iterator[None]:
+def _connected(
+    ray: Any, address: str | None, n_jobs: int | None, stats: RayRunStats
+) -> Iterator[None]:
     """Ray connected for the block: joined (``address``), already there, or started here."""
     t0 = time.perf_counter()
     quiet = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
@@ -399,11 +433,16 @@ def _connected(ray: Any, address: str | None, n_jobs: int | None, stats: RayRunS
         try:
             ray.init(address=address, **quiet)
         except ValueError as e:  # a malformed address, ray:// without ray[client]
-            raise InvalidInputError(f"ray_address {address!r}: {' '.join(str(e).split())}") from None
+            raise InvalidInputError(
+                f"ray_address {address!r}: {' '.join(str(e).split())}"
+            ) from None
         except ConnectionError as e:
-            hint = ("" if os.environ.get("RAY_AUTH_MODE", "").lower() == "token" else
-                    " (a cluster with token authentication needs RAY_AUTH_MODE=token here and its "
-                    "token in ~/.ray/auth_token or RAY_AUTH_TOKEN)")
+            hint = (
+                ""
+                if os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
+                else " (a cluster with token authentication needs RAY_AUTH_MODE=token here and its "
+                "token in ~/.ray/auth_token or RAY_AUTH_TOKEN)"
+            )
             raise InvalidInputError(
                 f"cannot join the Ray cluster at {address!r}: {' '.join(str(e).split())}{hint}"
             ) from None
@@ -493,9 +532,13 @@ class _Watchdog:
             return cls(None, None)
         r, w = os.pipe()  # both ends non-inheritable: Ray's processes get neither
         try:
-            proc = subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(os.getpid())], stdin=r,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _WATCHDOG, str(os.getpid())],
+                stdin=r,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError:
             os.close(w)
             return cls(None, None)
@@ -532,14 +575,20 @@ def _quiet_data(ray: Any) -> Iterator[Any]:
     is raised to the caller), and with an actor's exception raised as itself; restored
     afterwards.  Yields the :class:`ray.data.DataContext` the dataset is built with."""
     ctx = ray.data.DataContext.get_current()
-    wanted = {"enable_progress_bars": False, "print_on_execution_start": False,
-              # an actor's exception comes back as itself, not as "UDF failed" with it lost
-              "raise_original_map_exception": True}
+    wanted = {
+        "enable_progress_bars": False,
+        "print_on_execution_start": False,
+        # an actor's exception comes back as itself, not as "UDF failed" with it lost
+        "raise_original_map_exception": True,
+    }
     saved = {k: getattr(ctx, k) for k in wanted if hasattr(ctx, k)}
     for k in saved:
         setattr(ctx, k, wanted[k])
-    handlers = [(h, h.level) for h in logging.getLogger("ray.data").handlers
-                if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
+    handlers = [
+        (h, h.level)
+        for h in logging.getLogger("ray.data").handlers
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+    ]
     for h, _ in handlers:
         h.setLevel(logging.CRITICAL)  # an error is raised to the caller, not logged twice
     try:
@@ -645,7 +694,9 @@ def run_ray(
         cluster_cpus = int(ray.cluster_resources().get("CPU", 0))
         n_actors = n_jobs if n_jobs is not None else max(1, cluster_cpus)
         if cluster_cpus < 1:
-            raise InvalidInputError(f"the Ray cluster at {stats.address!r} has no CPUs for the actors")
+            raise InvalidInputError(
+                f"the Ray cluster at {stats.address!r} has no CPUs for the actors"
+            )
         if gpus:
             cluster_gpus = float(ray.cluster_resources().get("GPU", 0))
             if cluster_gpus < gpus:
@@ -656,8 +707,14 @@ def run_ray(
             n_actors = min(n_actors, int(cluster_gpus / gpus + 1e-9))
         n_actors = max(1, min(n_actors, cluster_cpus, len(prep.todo)))
         stats.n_actors = n_actors
-        log.info("corpus: Ray at %s, %d actor%s × 1 CPU%s, %d batches", stats.address, n_actors,
-                 "s" if n_actors > 1 else "", f" + {gpus:g} GPU" if gpus else "", len(prep.todo))
+        log.info(
+            "corpus: Ray at %s, %d actor%s × 1 CPU%s, %d batches",
+            stats.address,
+            n_actors,
+            "s" if n_actors > 1 else "",
+            f" + {gpus:g} GPU" if gpus else "",
+            len(prep.todo),
+        )
         try:
             _pipeline(ray, prep, progress, stats)
         except Exception as e:
@@ -686,9 +743,12 @@ def _pipeline(ray: Any, prep: Prepared, progress: Reporter, stats: RayRunStats) 
     with _quiet_data(ray):
         ds = ray.data.from_arrow_refs(refs).map_batches(
             _RayWorker,
-            fn_constructor_kwargs={"settings": settings, "cpus": stats.cpus_per_actor,
-                                   # Ray's CUDA_VISIBLE_DEVICES makes the actor's GPU "cuda"
-                                   "device": "cuda" if stats.gpus_per_actor else "cpu"},
+            fn_constructor_kwargs={
+                "settings": settings,
+                "cpus": stats.cpus_per_actor,
+                # Ray's CUDA_VISIBLE_DEVICES makes the actor's GPU "cuda"
+                "device": "cuda" if stats.gpus_per_actor else "cpu",
+            },
             # a call gets one block: one batch, as the local engine computes it; Ray wants a
             # number with GPUs: a batch's rows (blocks hold one batch; a split one is joined
             # again by _Assembler, and the worker computes each piece by its batch column)
@@ -787,13 +847,17 @@ def _joined(pieces: list[Any]) -> Any:
     return t
 
 
-def _write(prep: Prepared, k: int, pieces: list[Any], progress: Reporter, stats: RayRunStats) -> None:
+def _write(
+    prep: Prepared, k: int, pieces: list[Any], progress: Reporter, stats: RayRunStats
+) -> None:
     """Part ``k`` from the actors' rows: in input order, the driver's columns taken off, the
     store's schema; the timing columns go to ``stats``."""
     received = time.time()
     t = _joined(pieces)
     for piece in pieces:  # a piece per actor call (or less, were Ray to split a call's rows)
-        actor, start, end, init, rss = (piece[c][0].as_py() for c in (_ACTOR, _START, _END, _INIT, _RSS))
+        actor, start, end, init, rss = (
+            piece[c][0].as_py() for c in (_ACTOR, _START, _END, _INIT, _RSS)
+        )
         a = stats.actors.setdefault(actor, ActorStats())
         a.texts += piece.num_rows
         a.peak_rss = max(a.peak_rss, rss)

@@ -125,16 +125,21 @@ class CorpusSettings:
             raise ResultFormatError(
                 "manifest.json: settings in the flat form of a store made before the first "
                 "release (no 'features' object), which this attntopo does not read: make the "
-                "store again")
+                "store again"
+            )
         doc.setdefault("keep_text", False)  # stores made before the text column have none
         names = [f.name for f in fields(cls)]
         missing = [n for n in names if n not in doc and n not in _ADDED_FIELDS]
         unknown = [k for k in doc if k not in names]
         if missing or unknown:
-            what = "; ".join(x for x in (
-                f"missing {', '.join(missing)}" if missing else "",
-                f"unknown {', '.join(unknown)}" if unknown else "",
-            ) if x)
+            what = "; ".join(
+                x
+                for x in (
+                    f"missing {', '.join(missing)}" if missing else "",
+                    f"unknown {', '.join(unknown)}" if unknown else "",
+                )
+                if x
+            )
             raise ResultFormatError(f"manifest.json: settings do not match this attntopo ({what})")
         try:
             doc["features"] = FeatureSettings.from_dict(doc["features"], where="manifest.json")
@@ -149,8 +154,16 @@ class CorpusSettings:
 
 # ------------------------------------------------------------------ model fingerprint
 _MODEL_FILES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".model")
-_MODEL_NAMES = {"config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "merges.txt",
-                "special_tokens_map.json", "vocab.json", "generation_config.json"}
+_MODEL_NAMES = {
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "merges.txt",
+    "special_tokens_map.json",
+    "vocab.json",
+    "generation_config.json",
+}
 _HASH_CACHE: dict[tuple, str] = {}
 _HASH_LOCK = threading.Lock()
 
@@ -190,7 +203,8 @@ def model_fingerprint(model: Any) -> str:
     elif source and os.path.isdir(source):
         root = Path(source)
         files = sorted(
-            p for p in root.iterdir()
+            p
+            for p in root.iterdir()
             if p.is_file() and (p.suffix in _MODEL_FILES or p.name in _MODEL_NAMES)
         )
     files = [p for p in files if p.is_file()]
@@ -243,9 +257,11 @@ def make_settings(
             "(min_persistence=0); filter the stored diagrams (keep_diagrams) instead"
         )
     fs = replace(  # what the store's rows are: the heads resolved, the engine by its name
-        fs, layers=tuple(int(i) for i in resolve_indices(fs.layers, model.n_layers, "layer")),
+        fs,
+        layers=tuple(int(i) for i in resolve_indices(fs.layers, model.n_layers, "layer")),
         heads=tuple(int(i) for i in resolve_indices(fs.heads, model.n_heads, "head")),
-        engine=None if fs.engine is None else get_engine(engine=fs.engine).name)
+        engine=None if fs.engine is None else get_engine(engine=fs.engine).name,
+    )
     return CorpusSettings(
         model=str(model.name),
         dtype=str(getattr(model, "dtype", "float32")),
@@ -285,8 +301,13 @@ def _show(v: Any) -> str:
 
 #: The command line's options of the store's own settings (``attntopo corpus``); the feature
 #: settings' options are declared with them (``FeatureSettings``' fields).
-_CLI_OPTIONS = {"keep_diagrams": "--keep-diagrams", "keep_text": "--keep-text",
-                "on_long": "--on-long", "batch_size": "--batch-size", "dtype": "--dtype"}
+_CLI_OPTIONS = {
+    "keep_diagrams": "--keep-diagrams",
+    "keep_text": "--keep-text",
+    "on_long": "--on-long",
+    "batch_size": "--batch-size",
+    "dtype": "--dtype",
+}
 
 
 def _cli_option(name: str) -> str | None:
@@ -339,8 +360,9 @@ def check_same_settings(stored: CorpusSettings, wanted: CorpusSettings, where: s
         )
 
 
-def check_before_loading(stored: CorpusSettings, model_info: Any, where: str, *,
-                         dtype: str | None = None, **options: Any) -> None:
+def check_before_loading(
+    stored: CorpusSettings, model_info: Any, where: str, *, dtype: str | None = None, **options: Any
+) -> None:
     """Compare a run's settings with a store's before its model is loaded (seconds saved on a
     run that would be refused): every setting but the model's identity, which needs its files,
     from ``options`` (:func:`make_settings`'s keywords) and the model's layer and head counts
@@ -354,7 +376,13 @@ def check_before_loading(stored: CorpusSettings, model_info: Any, where: str, *,
         return
     # the dtype a model given by name will have is known only once loaded (None: its default):
     # taken as the store's then, and compared after the load
-    stand_in = SimpleNamespace(name=stored.model, n_layers=n_layers, n_heads=n_heads,
-                               dtype=stored.dtype if dtype is None else dtype,
-                               spec=SimpleNamespace(revision=stored.revision))
-    check_same_settings(stored, make_settings(stand_in, _model_hash=stored.model_hash, **options), where)
+    stand_in = SimpleNamespace(
+        name=stored.model,
+        n_layers=n_layers,
+        n_heads=n_heads,
+        dtype=stored.dtype if dtype is None else dtype,
+        spec=SimpleNamespace(revision=stored.revision),
+    )
+    check_same_settings(
+        stored, make_settings(stand_in, _model_hash=stored.model_hash, **options), where
+    )

@@ -30,24 +30,30 @@ def check_memory_limit(value: Any, *, name: str = "memory_limit") -> int:
     return check_byte_size(value, name, lo=MIN_MEMORY_LIMIT)
 
 
-def sql_message(error: Exception, query: str, columns: list[str], *, allow_external: bool,
-                memory_limit: int) -> str:
+def sql_message(
+    error: Exception, query: str, columns: list[str], *, allow_external: bool, memory_limit: int
+) -> str:
     """DuckDB's ``error`` as one line with what to do instead of what DuckDB suggests."""
     msg = " ".join(str(error).split())
     if "Out of Memory" in msg:
         msg = msg.split(" Possible solutions:")[0]
-        msg += (f" (the query needs more than memory_limit {format_bytes(memory_limit)}: raise it, "
-                f"e.g. --memory-limit 4GB, memory_limit=\"4GB\" in Python, or read fewer rows or "
-                "columns)")
+        msg += (
+            f" (the query needs more than memory_limit {format_bytes(memory_limit)}: raise it, "
+            f'e.g. --memory-limit 4GB, memory_limit="4GB" in Python, or read fewer rows or '
+            "columns)"
+        )
     depth = re.search(r"\s*Use \"SET max_expression_depth TO x\"[^.]*\.", msg)
     if depth:  # the parser stops before any SET could run, and the setting is locked
-        msg = (msg[:depth.start()] + " (the limit is fixed: nest less, e.g. "
-               "list_sum([a, b, c, …]) for a long chain of +, or split the query)"
-               + msg[depth.end():])
+        msg = (
+            msg[: depth.start()] + " (the limit is fixed: nest less, e.g. "
+            "list_sum([a, b, c, …]) for a long chain of +, or split the query)" + msg[depth.end() :]
+        )
     msg += _dotted_hint(msg, query, columns)
     if not allow_external and ("Permission Error" in msg or "configuration has been locked" in msg):
-        msg += (" (a query reads the store's rows only, the view corpus: --allow-external, "
-                "allow_external=True in Python, lets it reach other files)")
+        msg += (
+            " (a query reads the store's rows only, the view corpus: --allow-external, "
+            "allow_external=True in Python, lets it reach other files)"
+        )
     return f"SQL: {msg}"
 
 
@@ -74,11 +80,14 @@ def _dotted_hint(msg: str, query: str, columns: list[str]) -> str:
     starts = [c for c in columns if c.lower().startswith(prefix.lower() + ".")]
     if not starts:
         heads = sorted({c.split(".")[0] for c in columns})
-        return (f'{tip}; the store has no column "{said}": its columns start with '
-                f'{", ".join(heads)})')
-    ends = ", ".join(c[len(prefix) + 1:] for c in starts[:8]) + (", …" if len(starts) > 8 else "")
-    return (f'{tip}; the store has no column "{said}": those of {starts[0][:len(prefix)]} '
-            f"end in {ends})")
+        return (
+            f'{tip}; the store has no column "{said}": its columns start with {", ".join(heads)})'
+        )
+    ends = ", ".join(c[len(prefix) + 1 :] for c in starts[:8]) + (", …" if len(starts) > 8 else "")
+    return (
+        f'{tip}; the store has no column "{said}": those of {starts[0][: len(prefix)]} '
+        f"end in {ends})"
+    )
 
 
 def json_rows_of(relation: Any) -> Any:
@@ -95,14 +104,21 @@ def json_safe_rows(rows: list[str]) -> list[str]:
     """JSON texts from DuckDB with ``NaN``, ``Infinity`` and ``-Infinity`` (not JSON) written
     as attntopo writes them everywhere: the strings ``"nan"``, ``"inf"``, ``"-inf"``
     (:func:`attntopo.io.json_safe`); text inside strings is left alone."""
+
     def fix(text: str) -> str:
         return _NONFINITE.sub(lambda m: m.group(1) or _SAFE[m.group(0)], text)
 
     return [fix(r) if "NaN" in r or "Infinity" in r else r for r in rows]
 
 
-def batches(cursor: Any, relation: Any, error: Any, *, json_rows: bool = False,
-            rows_per_batch: int = ROWS_PER_BATCH) -> Any:
+def batches(
+    cursor: Any,
+    relation: Any,
+    error: Any,
+    *,
+    json_rows: bool = False,
+    rows_per_batch: int = ROWS_PER_BATCH,
+) -> Any:
     """``relation``'s result as a :class:`pyarrow.RecordBatchReader` read from DuckDB as it
     goes (``rows_per_batch`` rows at a time); a DuckDB error while reading is ``error(e)``
     (raised); ``cursor`` is closed once the reader is done.  ``json_rows``: the query's

@@ -97,10 +97,13 @@ _META_KEY = b"attntopo.corpus"
 #: A manifest's store id (its first keys, as written by :meth:`StoreWriter.create`).
 _STORE_ID = re.compile(rb'"store_id":\s*"([^"\\]*)"')
 #: What a manifest that cannot be used leaves a user to do.
-_RECOMPUTE = (": StoreReader.verify() names the damaged parts; a run of the same command "
-              "recomputes them")
-_START_OVER = ("; --new-store (new_store=True) starts the store over (its parts are removed), "
-               "or give another STORE")
+_RECOMPUTE = (
+    ": StoreReader.verify() names the damaged parts; a run of the same command recomputes them"
+)
+_START_OVER = (
+    "; --new-store (new_store=True) starts the store over (its parts are removed), "
+    "or give another STORE"
+)
 _PART = re.compile(r"^part-(\d{8})\.parquet$")
 _TMP = re.compile(r"^\.part-\d{8}\.parquet\.[0-9a-f]{16}\.tmp$")
 
@@ -125,7 +128,9 @@ def _duckdb():
     try:
         import duckdb
     except ImportError:
-        raise MissingDependencyError("SQL over a corpus store needs duckdb: pip install 'attntopo[corpus]'") from None
+        raise MissingDependencyError(
+            "SQL over a corpus store needs duckdb: pip install 'attntopo[corpus]'"
+        ) from None
     return duckdb
 
 
@@ -207,7 +212,9 @@ class StoreReader:
         # never changes after its atomic write, so it is not checked again while these hold)
         # and its bookkeeping summary (_summary), None until read: see _summaries
         self._known: dict[int, tuple[tuple[int, ...], dict | None]] = {}
-        self._cons: dict[tuple, Any] = {}  # DuckDB: {(allow_external, memory_limit): (connection, rows)}
+        self._cons: dict[
+            tuple, Any
+        ] = {}  # DuckDB: {(allow_external, memory_limit): (connection, rows)}
         #: the manifest entry of the input the run that returned this store appended (or None)
         self.appended: dict | None = None
         #: after :meth:`verify`: batches of parts that read in full but have neither a recorded
@@ -399,7 +406,9 @@ class StoreReader:
                     "by another store or program): move it out"
                 )
             if schema.remove_metadata() != self.schema.remove_metadata():
-                raise ResultFormatError(f"{p}: its columns differ from the store's: delete it and re-run")
+                raise ResultFormatError(
+                    f"{p}: its columns differ from the store's: delete it and re-run"
+                )
             written = _tag_doc(kv).get("rows", num_rows)
             if written != num_rows:
                 raise ResultFormatError(
@@ -497,7 +506,9 @@ class StoreReader:
         except FileNotFoundError:
             return {}
         except OSError as e:
-            raise ResultFormatError(f"{self.path / CHECKSUMS}: unreadable ({e.strerror or e})") from None
+            raise ResultFormatError(
+                f"{self.path / CHECKSUMS}: unreadable ({e.strerror or e})"
+            ) from None
         out = {}
         for line in text.splitlines():
             m = _CHECKSUM_LINE.match(line)
@@ -570,8 +581,10 @@ class StoreReader:
             # the tag is in the footer twice (its key-value pairs, and the Arrow schema kept
             # there), and readers take one or the other: both must be this store's batch
             tag = _tag_doc(table.schema.metadata)
-            if _tag_doc(kv) != tag or _tag_doc(pq.read_table(pa.BufferReader(data), columns=[])
-                                               .schema.metadata) != tag:
+            if (
+                _tag_doc(kv) != tag
+                or _tag_doc(pq.read_table(pa.BufferReader(data), columns=[]).schema.metadata) != tag
+            ):
                 return "its tag is not the same in the two places it is written", False
         except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
             return f"it cannot be read in full: {_first_line(e)}", False
@@ -622,7 +635,11 @@ class StoreReader:
         parts = self.parts()
         tables = [self._read(parts[k], columns) for k in sorted(parts)]
         if not tables:
-            schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+            schema = (
+                self.schema
+                if columns is None
+                else pa.schema([self.schema.field(c) for c in columns])
+            )
             return schema.empty_table()
         return pa.concat_tables(tables).replace_schema_metadata(None)
 
@@ -671,10 +688,14 @@ class StoreReader:
                 import pyarrow.dataset as pads
 
                 # a flipped bit in a page is an error, not another value
-                checked = pads.ParquetFileFormat(default_fragment_scan_options=(
-                    pads.ParquetFragmentScanOptions(page_checksum_verification=True)))
-                rows = pads.dataset([str(parts[k]) for k in sorted(parts)], schema=self.schema,
-                                    format=checked)
+                checked = pads.ParquetFileFormat(
+                    default_fragment_scan_options=(
+                        pads.ParquetFragmentScanOptions(page_checksum_verification=True)
+                    )
+                )
+                rows = pads.dataset(
+                    [str(parts[k]) for k in sorted(parts)], schema=self.schema, format=checked
+                )
             else:
                 rows = self.schema.empty_table()
             con = self._cons[key] = (con, rows)
@@ -697,8 +718,14 @@ class StoreReader:
             cur.close()
 
     @_same_store
-    def sql(self, query: str, *, arrow: bool = False, allow_external: bool = False,
-            memory_limit: Any = QUERY_MEMORY_LIMIT) -> Any:
+    def sql(
+        self,
+        query: str,
+        *,
+        arrow: bool = False,
+        allow_external: bool = False,
+        memory_limit: Any = QUERY_MEMORY_LIMIT,
+    ) -> Any:
         """Run a DuckDB query over the rows (the view ``corpus``).
 
         Confined to the store by default: the query sees the view ``corpus`` and nothing
@@ -723,8 +750,14 @@ class StoreReader:
         finally:
             cur.close()
 
-    def sql_batches(self, query: str, *, allow_external: bool = False,
-                    memory_limit: Any = QUERY_MEMORY_LIMIT, json_rows: bool = False) -> Any:
+    def sql_batches(
+        self,
+        query: str,
+        *,
+        allow_external: bool = False,
+        memory_limit: Any = QUERY_MEMORY_LIMIT,
+        json_rows: bool = False,
+    ) -> Any:
         """:meth:`sql`'s result as a :class:`pyarrow.RecordBatchReader`: DuckDB computes the
         rows as the reader is read, a batch of at most 2048 rows at a time, so a result of
         any length is never held whole (``attntopo query`` reads it so).  ``json_rows=True``:
@@ -755,7 +788,9 @@ class StoreReader:
         :class:`~attntopo.errors.StoreReplacedError` (the store was started over meanwhile),
         or :class:`ResultFormatError` (a part removed or damaged)."""
         if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must be a non-empty SQL string, e.g. \"SELECT count(*) FROM corpus\"")
+            raise InvalidInputError(
+                'query must be a non-empty SQL string, e.g. "SELECT count(*) FROM corpus"'
+            )
         allow_external = check_bool(allow_external, "allow_external")
         limit = check_memory_limit(memory_limit)
         duckdb = _duckdb()
@@ -769,8 +804,15 @@ class StoreReader:
             if part is not None:  # a part removed (a run recomputes it) or damaged
                 self._forget_parts()  # listed again by the next query
                 return part
-            return InvalidInputError(sql_message(e, query, self.feature_columns,
-                                                 allow_external=allow_external, memory_limit=limit))
+            return InvalidInputError(
+                sql_message(
+                    e,
+                    query,
+                    self.feature_columns,
+                    allow_external=allow_external,
+                    memory_limit=limit,
+                )
+            )
 
         cur = self._cursor(allow_external, limit)
         try:
@@ -803,7 +845,9 @@ class StoreReader:
 
         st = self.settings
         if not st.keep_diagrams:
-            raise InvalidInputError(f"{self.path} keeps no diagrams: make it with keep_diagrams=True (--keep-diagrams)")
+            raise InvalidInputError(
+                f"{self.path} keeps no diagrams: make it with keep_diagrams=True (--keep-diagrams)"
+            )
         sel = ", ".join(DIAGRAM_COLUMNS)
         got = self._fetch(f"SELECT status, {sel} FROM {TABLE} WHERE id = ?", [str(id)])
         if not got:
@@ -833,9 +877,15 @@ class StoreReader:
         ``remaining`` texts not yet in the store."""
         inputs = self.inputs()  # an appended store: every input's texts not stored before it
         total = sum(int(e.get("total", 0)) - int(e.get("already", 0)) for e in inputs)
-        out = {"total": total, "done": 0, "ok": 0, "truncated": 0,
-               "skipped_empty": sum(int(e.get("n_empty", 0)) for e in inputs),
-               "skipped_long": 0, "failed": 0}
+        out = {
+            "total": total,
+            "done": 0,
+            "ok": 0,
+            "truncated": 0,
+            "skipped_empty": sum(int(e.get("n_empty", 0)) for e in inputs),
+            "skipped_long": 0,
+            "failed": 0,
+        }
         for summary in self._summaries():
             for key in ("done", "ok", "truncated", "skipped_long", "failed"):
                 out[key] += summary[key]
@@ -873,9 +923,11 @@ class StoreReader:
 
     def __repr__(self) -> str:
         c = self.counts()
-        return (f"StoreReader({str(self.path)!r}, rows={c['done']}/{c['total']}, ok={c['ok']}, "
-                f"failed={c['failed']}, model={self.settings.model!r}, "
-                f"sets={list(self.settings.features.sets)})")
+        return (
+            f"StoreReader({str(self.path)!r}, rows={c['done']}/{c['total']}, ok={c['ok']}, "
+            f"failed={c['failed']}, model={self.settings.model!r}, "
+            f"sets={list(self.settings.features.sets)})"
+        )
 
 
 #: The bookkeeping columns a part's summary is made of.
@@ -941,8 +993,9 @@ def _part_failure(e: Exception, parts_dir: Path) -> ResultFormatError | None:
     scan = re.search(r"reading the stream registered as '\w+' failed: (.*)", msg)
     if scan:
         detail = scan.group(1)
-    elif isinstance(e, FileNotFoundError) or (isinstance(e, (OSError, _pa().ArrowException))
-                                              and str(parts_dir) in msg):
+    elif isinstance(e, FileNotFoundError) or (
+        isinstance(e, (OSError, _pa().ArrowException)) and str(parts_dir) in msg
+    ):
         detail = _first_line(e)
     else:
         return None
@@ -969,7 +1022,9 @@ def _summary(t: Any) -> dict:
     truncated = t["truncated"].fill_null(False).to_numpy(zero_copy_only=False)
     bad = t.filter(pc.not_equal(t["status"], STATUS_OK)).to_pylist() if not ok.all() else []
     return {
-        "done": int(status.size), "ok": int(ok.sum()), "truncated": int((ok & truncated).sum()),
+        "done": int(status.size),
+        "ok": int(ok.sum()),
+        "truncated": int((ok & truncated).sum()),
         "skipped_long": int((status == STATUS_SKIPPED).sum()),
         "failed": int((status == STATUS_FAILED).sum()),
         "unknown": int((t["n_unknown"].fill_null(0).to_numpy(zero_copy_only=False) > 0).sum()),

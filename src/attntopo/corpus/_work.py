@@ -28,9 +28,22 @@ from ..errors import InvalidInputError, TextTooLongError, UnknownTokensWarning
 from ._input import _pa, text_sha256
 from ._settings import CorpusSettings, model_fingerprint
 
-__all__ = ["BatchWorker", "output_schema", "feature_columns", "check_lengths",
-           "STATUS_OK", "STATUS_SKIPPED", "STATUS_FAILED", "DIAGRAM_COLUMNS", "PACKED_FEATURES",
-           "packed_schema", "unpack_features", "feature_arrays", "length_chunks", "CHUNK_ELEMENTS"]
+__all__ = [
+    "BatchWorker",
+    "output_schema",
+    "feature_columns",
+    "check_lengths",
+    "STATUS_OK",
+    "STATUS_SKIPPED",
+    "STATUS_FAILED",
+    "DIAGRAM_COLUMNS",
+    "PACKED_FEATURES",
+    "packed_schema",
+    "unpack_features",
+    "feature_arrays",
+    "length_chunks",
+    "CHUNK_ELEMENTS",
+]
 
 STATUS_OK, STATUS_SKIPPED, STATUS_FAILED = "ok", "skipped", "failed"
 #: With ``keep_diagrams``: one list per head (layer-major, the manifest's layers × heads) of
@@ -118,7 +131,9 @@ def packed_schema(schema: Any, columns: Sequence[str]) -> Any:
         if f.name not in names:
             fields.append(f)
         elif not placed:
-            fields.append(pa.field(PACKED_FEATURES, pa.list_(pa.float64(), len(columns)), nullable=False))
+            fields.append(
+                pa.field(PACKED_FEATURES, pa.list_(pa.float64(), len(columns)), nullable=False)
+            )
             placed = True
     return pa.schema(fields)
 
@@ -145,8 +160,10 @@ def feature_arrays(values: np.ndarray, missing: np.ndarray) -> list[Any]:
     missing = np.asarray(missing, dtype=bool)
     n_null = int(missing.sum())
     valid = pa.array(~missing, pa.bool_()).buffers()[1] if n_null else None
-    return [pa.Array.from_buffers(pa.float64(), n, [valid, pa.py_buffer(cols[j])], null_count=n_null)
-            for j in range(k)]
+    return [
+        pa.Array.from_buffers(pa.float64(), n, [valid, pa.py_buffer(cols[j])], null_count=n_null)
+        for j in range(k)
+    ]
 
 
 def unpack_features(table: Any, columns: Sequence[str], schema: Any) -> Any:
@@ -169,8 +186,9 @@ def check_lengths(model: Any, batches: Any) -> None:
     """For ``on_long="error"``: raise before any work at the first text longer than the
     model's context, naming its row and id (``batches``: ``(k, table)`` pairs)."""
     for _, table in batches:
-        for rid, row, text in zip(table["id"].to_pylist(), table["row"].to_pylist(),
-                                  batch_texts(table)[0]):
+        for rid, row, text in zip(
+            table["id"].to_pylist(), table["row"].to_pylist(), batch_texts(table)[0]
+        ):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", UnknownTokensWarning)
@@ -203,7 +221,9 @@ class _Batch:
     def of(cls, table: Any) -> "_Batch":
         texts, bounds = batch_texts(table)
         n = len(texts)
-        return cls(table, texts, bounds, [None] * n, [None] * n, [False] * n, [STATUS_OK] * n, [None] * n)
+        return cls(
+            table, texts, bounds, [None] * n, [None] * n, [False] * n, [STATUS_OK] * n, [None] * n
+        )
 
 
 class BatchWorker:
@@ -234,16 +254,30 @@ class BatchWorker:
         differs: another version on this machine or cluster node).
     """
 
-    def __init__(self, settings: CorpusSettings, *, n_jobs: int | None = None, model: Any = None,
-                 packed: bool = False, device: str = "cpu") -> None:
+    def __init__(
+        self,
+        settings: CorpusSettings,
+        *,
+        n_jobs: int | None = None,
+        model: Any = None,
+        packed: bool = False,
+        device: str = "cpu",
+    ) -> None:
         from ..models import load_model
 
         if not isinstance(settings, CorpusSettings):
-            raise InvalidInputError(f"settings must be CorpusSettings, got {type(settings).__name__}")
+            raise InvalidInputError(
+                f"settings must be CorpusSettings, got {type(settings).__name__}"
+            )
         self.settings = settings
         self.n_jobs = n_jobs
-        m = model if model is not None else load_model(settings.model, revision=settings.revision,
-                                                       dtype=settings.dtype, device=device)
+        m = (
+            model
+            if model is not None
+            else load_model(
+                settings.model, revision=settings.revision, dtype=settings.dtype, device=device
+            )
+        )
         got = model_fingerprint(m)
         if got != settings.model_hash:
             raise InvalidInputError(
@@ -264,9 +298,14 @@ class BatchWorker:
         becomes a ``failed`` row."""
         return self.start(table)()
 
-    def start(self, table: Any, *, submit: Callable[..., Future] | None = None,
-              forward_threads: int | None = None,
-              done: Callable[[int], None] | None = None) -> Callable[[], Any]:
+    def start(
+        self,
+        table: Any,
+        *,
+        submit: Callable[..., Future] | None = None,
+        forward_threads: int | None = None,
+        done: Callable[[int], None] | None = None,
+    ) -> Callable[[], Any]:
         """Start the store rows of an input batch; the returned function finishes them.
 
         With ``submit`` (a one-thread executor's), the batch's persistence batches run in
@@ -296,16 +335,22 @@ class BatchWorker:
                     except TextTooLongError as e:
                         b.n_tokens[i] = e.n_tokens
                         b.status[i] = STATUS_SKIPPED if st.on_long == "skip" else STATUS_FAILED
-                        b.error[i] = (f"too long: {e.n_tokens} tokens, {m.name} takes at most "
-                                      f"{e.limit}")
+                        b.error[i] = (
+                            f"too long: {e.n_tokens} tokens, {m.name} takes at most {e.limit}"
+                        )
                         continue
                     b.n_tokens[i] = len(enc.ids)
                     b.truncated[i] = bool(enc.truncated)
                     if all(enc.special):
                         b.status[i] = STATUS_FAILED
-                        b.error[i] = "no token but special ones: the tokenizer kept no character of the text"
-                    b.n_unknown[i] = (sum(1 for x, sp in zip(enc.ids, enc.special) if x == unk and not sp)
-                                      if unk is not None else 0)
+                        b.error[i] = (
+                            "no token but special ones: the tokenizer kept no character of the text"
+                        )
+                    b.n_unknown[i] = (
+                        sum(1 for x, sp in zip(enc.ids, enc.special) if x == unk and not sp)
+                        if unk is not None
+                        else 0
+                    )
                 except Exception as e:  # noqa: BLE001 - one bad text never stops the batch
                     b.status[i], b.error[i] = STATUS_FAILED, _reason(e)
         b.run = [i for i in range(len(b.texts)) if b.status[i] == STATUS_OK]
@@ -321,8 +366,13 @@ class BatchWorker:
 
         return finish
 
-    def _rows(self, b: "_Batch", pending: Callable[[], tuple[np.ndarray, list[Any]]] | None,
-              submit: Callable[..., Future] | None, forward_threads: int | None) -> Any:
+    def _rows(
+        self,
+        b: "_Batch",
+        pending: Callable[[], tuple[np.ndarray, list[Any]]] | None,
+        submit: Callable[..., Future] | None,
+        forward_threads: int | None,
+    ) -> Any:
         """The Arrow rows of a started batch (``pending``: its features, None when starting
         them failed)."""
         pa = _pa()
@@ -341,8 +391,9 @@ class BatchWorker:
             except Exception:  # noqa: BLE001 - find the bad text(s): one at a time
                 for i in b.run:
                     try:
-                        vals, dg = self._compute_start([b.texts[i]], submit, forward_threads,
-                                                       bounds=[b.bounds[i]])()
+                        vals, dg = self._compute_start(
+                            [b.texts[i]], submit, forward_threads, bounds=[b.bounds[i]]
+                        )()
                         values[i] = vals[0]
                         dgms[i] = dg[0]
                     except Exception as e:  # noqa: BLE001
@@ -353,7 +404,9 @@ class BatchWorker:
         cols: dict[str, Any] = {
             "id": table["id"],
             "row": table["row"],
-            "text_sha256": pa.array([text_sha256(t) for t in table["text"].to_pylist()], pa.string()),
+            "text_sha256": pa.array(
+                [text_sha256(t) for t in table["text"].to_pylist()], pa.string()
+            ),
             "text": table["text"],
             "n_tokens": pa.array(b.n_tokens, pa.int32()),
             "n_unknown": pa.array(b.n_unknown, pa.int32()),
@@ -373,9 +426,15 @@ class BatchWorker:
             cols.update(zip(self.columns, feature_arrays(values, ~ok)))
         if st.keep_diagrams:
             for name, part in zip(DIAGRAM_COLUMNS, range(3)):
-                cols[name] = pa.array([d[part] if d is not None else None for d in dgms], schema.field(name).type)
-        arrays = [cols[f.name] if not isinstance(cols[f.name], pa.ChunkedArray)
-                  else cols[f.name].combine_chunks() for f in schema]
+                cols[name] = pa.array(
+                    [d[part] if d is not None else None for d in dgms], schema.field(name).type
+                )
+        arrays = [
+            cols[f.name]
+            if not isinstance(cols[f.name], pa.ChunkedArray)
+            else cols[f.name].combine_chunks()
+            for f in schema
+        ]
         return pa.Table.from_arrays(arrays, schema=schema)
 
     def _schema(self, input_schema: Any) -> Any:
@@ -390,7 +449,10 @@ class BatchWorker:
 
     # -------------------------------------------------------------- features
     def _chunks_start(
-        self, b: "_Batch", submit: Callable[..., Future] | None, forward_threads: int | None,
+        self,
+        b: "_Batch",
+        submit: Callable[..., Future] | None,
+        forward_threads: int | None,
         done: Callable[[int], None] | None,
     ) -> Callable[[], tuple[np.ndarray, list[Any]]]:
         """Start the features of ``b.run`` chunk by chunk (:func:`length_chunks`): every
@@ -400,15 +462,23 @@ class BatchWorker:
         values: list[Any] = [None] * len(b.run)
         dgms: list[Any] = [None] * len(b.run)
         for chunk in chunks[:-1]:
-            vals, dg = self._compute_start([b.texts[b.run[j]] for j in chunk], submit, forward_threads,
-                                           bounds=[b.bounds[b.run[j]] for j in chunk])()
+            vals, dg = self._compute_start(
+                [b.texts[b.run[j]] for j in chunk],
+                submit,
+                forward_threads,
+                bounds=[b.bounds[b.run[j]] for j in chunk],
+            )()
             for r, j in enumerate(chunk):
                 values[j], dgms[j] = vals[r], dg[r]
             if done is not None:
                 done(len(chunk))
         last = chunks[-1]
-        pending = self._compute_start([b.texts[b.run[j]] for j in last], submit, forward_threads,
-                                      bounds=[b.bounds[b.run[j]] for j in last])
+        pending = self._compute_start(
+            [b.texts[b.run[j]] for j in last],
+            submit,
+            forward_threads,
+            bounds=[b.bounds[b.run[j]] for j in last],
+        )
 
         def finish() -> tuple[np.ndarray, list[Any]]:
             vals, dg = pending()
@@ -418,15 +488,20 @@ class BatchWorker:
 
         return finish
 
-    def _compute(self, texts: Sequence[str], bounds: Sequence[int | None] | None = None
-                 ) -> tuple[np.ndarray, list[Any]]:
+    def _compute(
+        self, texts: Sequence[str], bounds: Sequence[int | None] | None = None
+    ) -> tuple[np.ndarray, list[Any]]:
         """Feature rows (len(texts), n_features) and, with keep_diagrams, each text's
         (births, deaths, dims) lists per head.  Every n × n matrix is local to this call."""
         return self._compute_start(texts, bounds=bounds)()
 
     def _compute_start(
-        self, texts: Sequence[str], submit: Callable[..., Future] | None = None,
-        forward_threads: int | None = None, *, bounds: Sequence[int | None] | None = None,
+        self,
+        texts: Sequence[str],
+        submit: Callable[..., Future] | None = None,
+        forward_threads: int | None = None,
+        *,
+        bounds: Sequence[int | None] | None = None,
     ) -> Callable[[], tuple[np.ndarray, list[Any]]]:
         """Start :meth:`_compute`: the forward pass here, layer by layer into
         :func:`attntopo.features`' own chunk (``ChunkFeatures``: the distances and the sets
@@ -439,16 +514,32 @@ class BatchWorker:
         st, fs = self.settings, self.settings.features
         n = len(texts)
         bounds = list(bounds) if bounds is not None else [None] * n
-        chunk = ChunkFeatures(n, bounds, self._st, fs.drop_special, fs.engine,
-                              self.n_jobs, submit=submit, maxdim=st.maxdim, js_diagrams=st.keep_diagrams,
-                              order=head_order(fs.layers, fs.heads))
+        chunk = ChunkFeatures(
+            n,
+            bounds,
+            self._st,
+            fs.drop_special,
+            fs.engine,
+            self.n_jobs,
+            submit=submit,
+            maxdim=st.maxdim,
+            js_diagrams=st.keep_diagrams,
+            order=head_order(fs.layers, fs.heads),
+        )
         with warnings.catch_warnings():  # counted per row in n_unknown; run() warns once
             warnings.simplefilter("ignore", UnknownTokensWarning)
             # the model's attention is taken layer by layer: never all layers at once
-            stream_into(chunk, self.model, list(texts), list(range(n)),
-                        truncate=st.on_long == "truncate", layers=list(fs.layers),
-                        heads=list(fs.heads), forward_threads=forward_threads,
-                        check=answer_check(bounds) if st.pairs else None)
+            stream_into(
+                chunk,
+                self.model,
+                list(texts),
+                list(range(n)),
+                truncate=st.on_long == "truncate",
+                layers=list(fs.layers),
+                heads=list(fs.heads),
+                forward_threads=forward_threads,
+                check=answer_check(bounds) if st.pairs else None,
+            )
         chunk.start()
         chunk_finish = chunk.finish
         del chunk
@@ -459,14 +550,15 @@ class BatchWorker:
             dgm_rows: list[Any] = [None] * n
             if dgms is not None:
                 for t in range(n):
-                    dgm_rows[t] = _diagram_lists(dgms[t * per_head:(t + 1) * per_head])
+                    dgm_rows[t] = _diagram_lists(dgms[t * per_head : (t + 1) * per_head])
             return values, dgm_rows
 
         return finish
 
     def __repr__(self) -> str:
-        return (f"BatchWorker(model={self.settings.model!r}, "
-                f"sets={list(self.settings.features.sets)})")
+        return (
+            f"BatchWorker(model={self.settings.model!r}, sets={list(self.settings.features.sets)})"
+        )
 
 
 #: A chunk's bound (:func:`length_chunks`): texts × the longest one's tokens², the padded
@@ -501,8 +593,11 @@ def _diagram_lists(dgms: list[Any]) -> tuple[list, list, list]:
     :data:`DIAGRAM_COLUMNS`: per head, the bars' births, deaths and homology dimensions,
     dimension by dimension (``Diagram.to_giotto``'s ``[birth, death, dim]`` rows)."""
     rows = [g.to_giotto() for g in dgms]
-    return ([a[:, 0].tolist() for a in rows], [a[:, 1].tolist() for a in rows],
-            [a[:, 2].astype(np.int8).tolist() for a in rows])
+    return (
+        [a[:, 0].tolist() for a in rows],
+        [a[:, 1].tolist() for a in rows],
+        [a[:, 2].astype(np.int8).tolist() for a in rows],
+    )
 
 
 class _BatchFailed(Exception):

@@ -119,7 +119,9 @@ def check_store_path(path: Any) -> Path:
 
 def _check_store_folder(p: Path) -> Path:
     if p.exists() and not p.is_dir():
-        raise InvalidInputError(f"STORE {str(p)!r} is a file: give a folder (new, empty, or a corpus store)")
+        raise InvalidInputError(
+            f"STORE {str(p)!r} is a file: give a folder (new, empty, or a corpus store)"
+        )
     if p.is_dir():
         if not os.access(p, os.W_OK | os.X_OK):
             raise InvalidInputError(f"STORE {str(p)!r} is not writable")
@@ -136,7 +138,9 @@ def _check_store_folder(p: Path) -> Path:
     if not parent.is_dir():
         raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {str(parent)!r} is a file")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {str(parent)!r} is not writable")
+        raise InvalidInputError(
+            f"STORE {str(p)!r} cannot be created: {str(parent)!r} is not writable"
+        )
     return p
 
 
@@ -166,7 +170,9 @@ class StoreLock:
         except OSError:
             same = False
         if not same:
-            raise InvalidInputError(f"STORE {str(path)!r}: this run does not hold its lock (released or another folder)")
+            raise InvalidInputError(
+                f"STORE {str(path)!r}: this run does not hold its lock (released or another folder)"
+            )
 
     def release(self, *, remove_if_empty: bool = False) -> None:
         """Release the lock (once); with ``remove_if_empty``, first remove the folder if this
@@ -224,7 +230,9 @@ def lock_store(path: Any) -> StoreLock:
                     except FileExistsError:
                         pass
         except OSError as e:
-            raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {e.strerror or e}") from None
+            raise InvalidInputError(
+                f"STORE {str(p)!r} cannot be created: {e.strerror or e}"
+            ) from None
         try:
             fd = lock_folder(p, wait=False)
         except BlockingIOError:
@@ -235,7 +243,9 @@ def lock_store(path: Any) -> StoreLock:
         except FileNotFoundError:  # removed between mkdir and open: again
             continue
         except OSError as e:
-            raise InvalidInputError(f"STORE {str(p)!r} cannot be created: {e.strerror or e}") from None
+            raise InvalidInputError(
+                f"STORE {str(p)!r} cannot be created: {e.strerror or e}"
+            ) from None
         if fd is None:  # pragma: no cover - no fcntl: no lock
             return StoreLock(p, None, made)
         try:
@@ -244,7 +254,9 @@ def lock_store(path: Any) -> StoreLock:
         except FileNotFoundError:
             pass
         unlock_folder(fd)  # the folder locked is no longer the one at p: again
-    raise InvalidInputError(f"STORE {str(p)!r} keeps changing while this run tries to lock it: try again")
+    raise InvalidInputError(
+        f"STORE {str(p)!r} keeps changing while this run tries to lock it: try again"
+    )
 
 
 class StoreWriter:
@@ -290,8 +302,17 @@ class StoreWriter:
 
     # -------------------------------------------------------------- creation
     @classmethod
-    def create(cls, path: Path, settings: CorpusSettings, schema: Any, input_info: dict,
-               feature_columns: list[str], *, extra: dict | None = None, lock: StoreLock | None = None) -> StoreWriter:
+    def create(
+        cls,
+        path: Path,
+        settings: CorpusSettings,
+        schema: Any,
+        input_info: dict,
+        feature_columns: list[str],
+        *,
+        extra: dict | None = None,
+        lock: StoreLock | None = None,
+    ) -> StoreWriter:
         """Write a new store's manifest (the folder is created; it must be new or empty) and
         return its writer.
 
@@ -302,13 +323,16 @@ class StoreWriter:
         """
         if lock is None:
             with lock_store(path) as held:
-                writer = cls.create(path, settings, schema, input_info, feature_columns, extra=extra,
-                                    lock=held)
+                writer = cls.create(
+                    path, settings, schema, input_info, feature_columns, extra=extra, lock=held
+                )
                 writer.lock = None
                 return writer
         lock.check(path)
         if (path / MANIFEST).is_file():
-            raise InvalidInputError(f"STORE {str(path)!r} is a corpus store already (another run made it first)")
+            raise InvalidInputError(
+                f"STORE {str(path)!r} is a corpus store already (another run made it first)"
+            )
         entries = os.listdir(path)
         others = [e for e in entries if not _own_temporary(e)]
         if others:
@@ -336,7 +360,9 @@ class StoreWriter:
             **(extra or {}),
         }
         try:
-            atomic_write_text(path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
+            atomic_write_text(
+                path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n"
+            )
         except OSError as e:
             # check_store_path looks at permissions; a read-only or full file system, or a
             # folder where nothing can be created (/proc, also for root), shows only here
@@ -347,15 +373,16 @@ class StoreWriter:
         writer.store.parts_dir.mkdir(exist_ok=True)
         return writer
 
-
     def update_manifest(self, **changes: Any) -> None:
         """Rewrite ``manifest.json`` atomically with ``changes`` (under the store's lock): a
         reader sees the old manifest or the new one, never a torn one."""
         doc = {**self.store.manifest, **changes}
         with self._writing():
-            atomic_write_text(self.path / MANIFEST, json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n")
+            atomic_write_text(
+                self.path / MANIFEST,
+                json.dumps(json_safe(doc), indent=1, ensure_ascii=False) + "\n",
+            )
         self.store.manifest = doc
-
 
     def write_part(self, batch: int, table: Any) -> Path:
         """Write one batch's rows atomically as
@@ -364,9 +391,17 @@ class StoreWriter:
 
         pa = _pa()
         if table.schema.remove_metadata() != self.store.schema.remove_metadata():
-            raise InvalidInputError(f"batch {batch}: its rows' columns differ from the store's schema")
-        tag = json.dumps({"store": self.store.manifest["store_id"], "batch": int(batch),
-                          "rows": table.num_rows, "page_checksums": True}).encode()
+            raise InvalidInputError(
+                f"batch {batch}: its rows' columns differ from the store's schema"
+            )
+        tag = json.dumps(
+            {
+                "store": self.store.manifest["store_id"],
+                "batch": int(batch),
+                "rows": table.num_rows,
+                "page_checksums": True,
+            }
+        ).encode()
         table = table.replace_schema_metadata({_META_KEY: tag})
         sink = pa.BufferOutputStream()
         # thousands of float64 feature columns of one batch each: dictionaries and min/max
@@ -374,12 +409,22 @@ class StoreWriter:
         # bookkeeping and carried columns keep both.  Snappy, not zstd: on a real part (32
         # texts, ~2,100 columns) zstd took 73 ms and 729 KB, snappy 37 ms and 719 KB (the
         # per-column cost dominates), and every Parquet reader has snappy.
-        plain = set(self.store.feature_columns) | {"diagram_births", "diagram_deaths", "diagram_dims"}
+        plain = set(self.store.feature_columns) | {
+            "diagram_births",
+            "diagram_deaths",
+            "diagram_dims",
+        }
         rest = [c for c in table.column_names if c not in plain]
         # a CRC in every page: a part whose SHA-256 record is lost is still checked, page by
         # page, on every read (a flipped bit is an error, never another value)
-        pq.write_table(table, sink, compression=CODEC, use_dictionary=rest, write_statistics=rest,
-                       write_page_checksum=True)
+        pq.write_table(
+            table,
+            sink,
+            compression=CODEC,
+            use_dictionary=rest,
+            write_statistics=rest,
+            write_page_checksum=True,
+        )
         data = sink.getvalue().to_pybytes()
         with self._writing():
             self.store.parts_dir.mkdir(exist_ok=True)  # a creation killed before it made it
@@ -406,14 +451,15 @@ class StoreWriter:
         found = [(self.path, e) for e in os.listdir(self.path)]
         found += [(self.store.parts_dir, e) for e in self.store._part_entries()]
         for folder, entry in found:
-            if _TMP.match(entry) or (entry.startswith(".") and entry.endswith(".tmp") and "manifest" in entry):
+            if _TMP.match(entry) or (
+                entry.startswith(".") and entry.endswith(".tmp") and "manifest" in entry
+            ):
                 try:
                     os.unlink(folder / entry)
                     n += 1
                 except OSError:
                     pass
         return n
-
 
     # -------------------------------------------------------------- checksums
     def _record_checksum(self, name: str, digest: str) -> None:
@@ -430,7 +476,6 @@ class StoreWriter:
             os.fsync(fd)
         finally:
             os.close(fd)
-
 
     def verify(self) -> dict[int, str]:
         """:meth:`StoreReader.verify` (``{batch: why}`` of the damaged parts), and the
@@ -451,8 +496,9 @@ class StoreWriter:
             known = self.store.checksums()
             entries = self.store._part_entries()
             names = [n for n in (checksum_name(e) for e in entries if _PART.match(e)) if n in known]
-            return atomic_write_text(self.path / CHECKSUMS, "".join(f"{known[n]}  {n}\n" for n in names))
-
+            return atomic_write_text(
+                self.path / CHECKSUMS, "".join(f"{known[n]}  {n}\n" for n in names)
+            )
 
     # -------------------------------------------------------------- the error log
     def write_errors(self) -> Path:
@@ -462,4 +508,3 @@ class StoreWriter:
             rows.sort(key=lambda r: r["row"])
             lines = [json.dumps(r, ensure_ascii=False) for r in rows]
             return atomic_write_text(self.path / ERRORS, "".join(x + "\n" for x in lines))
-

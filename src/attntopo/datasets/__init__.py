@@ -1,7 +1,7 @@
 """Labelled texts that are really there, offline, for trying topological features on real tasks.
 
 >>> from attntopo.datasets import fortunes, minimal_pairs
->>> texts, labels = fortunes(categories=["science", "food"], n_per_category=50)   # Debian's fortunes
+>>> texts, labels = fortunes(categories=["science", "food"], n_per_category=50)  # Debian's
 >>> pairs = minimal_pairs(n_per_phenomenon=200)                        # 7 x 200 pairs
 
 ``fortunes``            human-written short texts with their category (Debian's ``fortunes``

@@ -48,8 +48,10 @@ QUESTIONS = {
     "currency": "What is the currency code of {name}?",
 }
 
-_SYSTEM = ("Answer the question using only the facts given in the context, "
-           "even where they differ from what you know.")
+_SYSTEM = (
+    "Answer the question using only the facts given in the context, "
+    "even where they differ from what you know."
+)
 
 
 @dataclass(frozen=True)
@@ -130,8 +132,14 @@ def countries() -> tuple[Country, ...]:
             continue  # a city-state's capital is its name: the question would answer itself
         if not re.fullmatch(r"[A-Z]{3}", currency):
             continue
-        out[name] = Country(name, capital, currency, region, _clean(row.get("demonym")),
-                            tuple(row.get("languages") or ()))
+        out[name] = Country(
+            name,
+            capital,
+            currency,
+            region,
+            _clean(row.get("demonym")),
+            tuple(row.get("languages") or ()),
+        )
     return tuple(out[k] for k in sorted(out))
 
 
@@ -144,12 +152,15 @@ def fact_base_digest() -> str:
 def describe(c: Country, capital: str, currency: str) -> str:
     """One entity's description in the context (about 30 tokens)."""
     people = f" Its demonym is {c.demonym}." if c.demonym else ""
-    return (f"{c.name} is a country in {c.region}. Its capital is {capital}. "
-            f"Its currency code is {currency}.{people}")
+    return (
+        f"{c.name} is a country in {c.region}. Its capital is {capital}. "
+        f"Its currency code is {currency}.{people}"
+    )
 
 
-def context_question(index: int, *, seed: int, n_entities: int, counterfactual: bool,
-                     question: str) -> ContextQuestion:
+def context_question(
+    index: int, *, seed: int, n_entities: int, counterfactual: bool, question: str
+) -> ContextQuestion:
     """The ``index``-th prompt of a benchmark: entities drawn by ``default_rng([seed, index])``,
     so a prompt depends on its index, never on how many others are asked for."""
     if question not in QUESTIONS:
@@ -166,8 +177,9 @@ def context_question(index: int, *, seed: int, n_entities: int, counterfactual: 
     if counterfactual:
         # another country's value, none of the context's own values of this kind
         taken = {_fold(getattr(pool[int(p)], question)) for p in picks}
-        others = sorted({getattr(c, question) for c in pool
-                         if _fold(getattr(c, question)) not in taken})
+        others = sorted(
+            {getattr(c, question) for c in pool if _fold(getattr(c, question)) not in taken}
+        )
         value = others[int(rng.integers(len(others)))]
     lines = []
     for k, p in enumerate(picks):
@@ -178,11 +190,23 @@ def context_question(index: int, *, seed: int, n_entities: int, counterfactual: 
             lines.append(describe(c, cap, cur))
         else:
             lines.append(describe(c, c.capital, c.currency))
-    user = ("Context:\n" + "\n".join(lines) + "\n\nQuestion: "
-            + QUESTIONS[question].format(name=target.name))
+    user = (
+        "Context:\n"
+        + "\n".join(lines)
+        + "\n\nQuestion: "
+        + QUESTIONS[question].format(name=target.name)
+    )
     messages = ({"role": "system", "content": _SYSTEM}, {"role": "user", "content": user})
-    return ContextQuestion(tuple(pool[int(p)].name for p in picks), target.name, position,
-                           question, counterfactual, value, world, messages)
+    return ContextQuestion(
+        tuple(pool[int(p)].name for p in picks),
+        target.name,
+        position,
+        question,
+        counterfactual,
+        value,
+        world,
+        messages,
+    )
 
 
 def _fold(text: str) -> str:
@@ -198,8 +222,9 @@ def find_value(answer: str, value: str, *, kind: str) -> list[tuple[int, int]]:
     itself for currency codes (three capitals, matched case-sensitively, so the code ``ALL``
     is not the word "all")."""
     if kind == "currency":
-        return [m.span() for m in re.finditer(rf"(?<![A-Za-z]){re.escape(value)}(?![A-Za-z])",
-                                              answer)]
+        return [
+            m.span() for m in re.finditer(rf"(?<![A-Za-z]){re.escape(value)}(?![A-Za-z])", answer)
+        ]
     return _find(_fold(answer), value, question=kind)
 
 
@@ -224,8 +249,9 @@ def _mask(text: str, spans: list[tuple[int, int]]) -> str:
     return text
 
 
-def label_answer(answer: str, *, context_value: str, world_value: str, entity: str,
-                 question: str) -> tuple[str, str]:
+def label_answer(
+    answer: str, *, context_value: str, world_value: str, entity: str, question: str
+) -> tuple[str, str]:
     """``(label, outcome)`` of one answer.
 
     ``label`` is ``"faithful"``, ``"hallucinated"`` or ``"ambiguous"`` (module docstring);
@@ -246,14 +272,25 @@ def label_answer(answer: str, *, context_value: str, world_value: str, entity: s
     if question != "currency" and _fold(context_value) != _fold(entity):
         # the asked name is masked, so a value inside it goes too (Bissau in Guinea-Bissau);
         # a name inside a longer value is that value (Mexico in Mexico City)
-        longer = [s for v in values if len(_fold(v)) > len(_fold(entity))
-                  for s in _find(text, v, question=question)]
-        text = _mask(text, [e for e in _find(text, entity, question=question)
-                            if not any(_inside(e, s) for s in longer)])
+        longer = [
+            s
+            for v in values
+            if len(_fold(v)) > len(_fold(entity))
+            for s in _find(text, v, question=question)
+        ]
+        text = _mask(
+            text,
+            [
+                e
+                for e in _find(text, entity, question=question)
+                if not any(_inside(e, s) for s in longer)
+            ],
+        )
     hits = _find(text, context_value, question=question)
     rest = _mask(text, hits)
-    others = sorted(v for v in values
-                    if _fold(v) != _fold(context_value) and _find(rest, v, question=question))
+    others = sorted(
+        v for v in values if _fold(v) != _fold(context_value) and _find(rest, v, question=question)
+    )
     if hits:
         return ("ambiguous", "both") if others else ("faithful", "context")
     if world_value != context_value and _find(rest, world_value, question=question):

@@ -30,11 +30,13 @@ def _decode(path: Path) -> str:
         line = data[: e.start].count(b"\n") + 1
         raise InvalidInputError(
             f"{path}: line {line}: bytes that are not UTF-8 "
-            f"({data[e.start:e.start + 1]!r} at byte {e.start}); save the file as UTF-8"
+            f"({data[e.start : e.start + 1]!r} at byte {e.start}); save the file as UTF-8"
         ) from None
 
 
-def read_columns(path: str | os.PathLike, columns: tuple[str, ...], *, fmt: str | None = None) -> list[dict]:
+def read_columns(
+    path: str | os.PathLike, columns: tuple[str, ...], *, fmt: str | None = None
+) -> list[dict]:
     """Rows of a CSV or JSONL file, each a dict of the requested columns (all required).
 
     ``fmt`` is ``"csv"`` or ``"jsonl"``; by default taken from the suffix (``.jsonl``/``.json``
@@ -76,7 +78,9 @@ def read_columns(path: str | os.PathLike, columns: tuple[str, ...], *, fmt: str 
         except json.JSONDecodeError as e:
             raise InvalidInputError(f"{p}: line {line}: not valid JSON ({e.msg})") from None
         if not isinstance(obj, dict):
-            raise InvalidInputError(f"{p}: line {line}: expected a JSON object, got {type(obj).__name__}")
+            raise InvalidInputError(
+                f"{p}: line {line}: expected a JSON object, got {type(obj).__name__}"
+            )
         missing = [c for c in columns if c not in obj]
         if missing:
             raise InvalidInputError(
@@ -139,4 +143,6 @@ def read_texts(
     if not texts:
         raise InvalidInputError(f"{path}: holds no rows")
     check_classes(labels, str(path), min_classes)
-    return TextDataset(texts, labels, None, "file", {"path": str(path), "text": text, "label": label})
+    return TextDataset(
+        texts, labels, None, "file", {"path": str(path), "text": text, "label": label}
+    )

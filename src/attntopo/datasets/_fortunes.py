@@ -53,7 +53,8 @@ def fortune_categories(*, path: str | os.PathLike | None = None) -> list[str]:
     """Names of the category files installed (sorted)."""
     folder = _folder(path)
     return sorted(
-        f.name for f in folder.iterdir()
+        f.name
+        for f in folder.iterdir()
         if f.is_file() and not f.suffix and (folder / f"{f.name}.dat").exists()
     )
 

@@ -41,8 +41,9 @@ def _cache_folder(memory: Any) -> Path:
     if memory is not None:
         location = getattr(memory, "location", memory)
         if location is None:
-            raise InvalidInputError("memory=: a joblib.Memory without a location caches nothing "
-                                    "here; give a folder")
+            raise InvalidInputError(
+                "memory=: a joblib.Memory without a location caches nothing here; give a folder"
+            )
         return Path(location)
     env = os.environ.get("ATTNTOPO_CACHE_DIR")
     if env:
@@ -79,8 +80,16 @@ def _causal_lm(model_name: str):
     return _LM_CACHE[model_name]
 
 
-def _generate(model_name: str, prompts: list[str], budgets: list[int], *, seed: int,
-              temperature: float, top_p: float, batch_size: int) -> list[str]:
+def _generate(
+    model_name: str,
+    prompts: list[str],
+    budgets: list[int],
+    *,
+    seed: int,
+    temperature: float,
+    top_p: float,
+    batch_size: int,
+) -> list[str]:
     """Sampled continuations (text after the prompt), one per prompt."""
     import torch
 
@@ -90,7 +99,7 @@ def _generate(model_name: str, prompts: list[str], budgets: list[int], *, seed: 
     out: list[str] = []
     try:
         for b, start in enumerate(range(0, len(prompts), batch_size)):
-            chunk = prompts[start:start + batch_size]
+            chunk = prompts[start : start + batch_size]
             enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
             torch.manual_seed(seed * 100_003 + b)
             with torch.inference_mode():
@@ -99,10 +108,10 @@ def _generate(model_name: str, prompts: list[str], budgets: list[int], *, seed: 
                     do_sample=True,
                     temperature=temperature,
                     top_p=top_p,
-                    max_new_tokens=max(budgets[start:start + batch_size]),
+                    max_new_tokens=max(budgets[start : start + batch_size]),
                     pad_token_id=tok.pad_token_id,
                 )
-            new = ids[:, enc["input_ids"].shape[1]:]
+            new = ids[:, enc["input_ids"].shape[1] :]
             for k, row in enumerate(new):
                 out.append(tok.decode(row[: budgets[start + k]], skip_special_tokens=True))
     finally:
@@ -157,7 +166,9 @@ def generated_vs_human(
         return read_texts(file)
     n = check_positive_int(n, "n", allow_none=False)
     if n % 2 or n < 2:
-        raise InvalidInputError(f"n must be an even number >= 2 (half human, half machine), got {n}")
+        raise InvalidInputError(
+            f"n must be an even number >= 2 (half human, half machine), got {n}"
+        )
     seed = check_nonneg_int(seed, "seed")
     prompt_words = check_positive_int(prompt_words, "prompt_words", allow_none=False)
     temperature = check_number(temperature, "temperature", lo=0, lo_open=True)
@@ -167,7 +178,9 @@ def generated_vs_human(
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
     pool = fortunes(categories=categories, min_words=prompt_words + 8, max_words=40)
     if len(pool) < n // 2:
-        raise InvalidInputError(f"only {len(pool)} fortunes pass the filter; ask for n <= {2 * len(pool)}")
+        raise InvalidInputError(
+            f"only {len(pool)} fortunes pass the filter; ask for n <= {2 * len(pool)}"
+        )
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(len(pool), size=n // 2, replace=False))
     humans = [pool.texts[i] for i in pick]
@@ -188,12 +201,22 @@ def generated_vs_human(
         tok = _causal_lm(model)[0]
         prompts = [" ".join(h.split()[:prompt_words]) for h in humans]
         budgets = [
-            max(len(tok(h, add_special_tokens=False)["input_ids"])
-                - len(tok(p, add_special_tokens=False)["input_ids"]), 4)
+            max(
+                len(tok(h, add_special_tokens=False)["input_ids"])
+                - len(tok(p, add_special_tokens=False)["input_ids"]),
+                4,
+            )
             for h, p in zip(humans, prompts)
         ]
-        cont = _generate(model, prompts, budgets, seed=seed, temperature=temperature,
-                         top_p=top_p, batch_size=batch_size)
+        cont = _generate(
+            model,
+            prompts,
+            budgets,
+            seed=seed,
+            temperature=temperature,
+            top_p=top_p,
+            batch_size=batch_size,
+        )
         machines = [" ".join((p + c).split()) for p, c in zip(prompts, cont)]
         lines = [json.dumps({"settings": key})] + [json.dumps({"text": t}) for t in machines]
         atomic_write_text(cache, "\n".join(lines) + "\n")

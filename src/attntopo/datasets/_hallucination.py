@@ -47,9 +47,23 @@ CHUNK = 50
 LENGTHS = (1, 2, 4, 8, 16, 30)
 _PACKAGED = Path(__file__).resolve().parent.parent / "data"
 
-_COLUMNS = ("entity", "question", "n_entities", "position", "counterfactual", "context_value",
-            "world_value", "prompt_tokens", "answer_tokens", "truncated", "mean_logprob",
-            "min_logprob", "mean_entropy", "seconds", "outcome")
+_COLUMNS = (
+    "entity",
+    "question",
+    "n_entities",
+    "position",
+    "counterfactual",
+    "context_value",
+    "world_value",
+    "prompt_tokens",
+    "answer_tokens",
+    "truncated",
+    "mean_logprob",
+    "min_logprob",
+    "mean_entropy",
+    "seconds",
+    "outcome",
+)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -120,13 +134,20 @@ class HallucinationQA:
 
     def subset(self, keep: Sequence[int] | np.ndarray) -> HallucinationQA:
         """The pairs at ``keep`` (indices or a boolean mask), in that order."""
-        idx = np.arange(len(self))[np.asarray(keep)] if np.asarray(keep).dtype == bool \
+        idx = (
+            np.arange(len(self))[np.asarray(keep)]
+            if np.asarray(keep).dtype == bool
             else np.asarray(keep, dtype=int)
+        )
         return HallucinationQA(
-            [self.prompts[i] for i in idx], [self.answers[i] for i in idx],
-            [self.labels[i] for i in idx], {k: v[idx] for k, v in self.columns.items()},
-            [self.token_logprobs[i] for i in idx], [self.token_entropies[i] for i in idx],
-            dict(self.info))
+            [self.prompts[i] for i in idx],
+            [self.answers[i] for i in idx],
+            [self.labels[i] for i in idx],
+            {k: v[idx] for k, v in self.columns.items()},
+            [self.token_logprobs[i] for i in idx],
+            [self.token_entropies[i] for i in idx],
+            dict(self.info),
+        )
 
     def binary(self) -> HallucinationQA:
         """The faithful and hallucinated pairs (ambiguous ones dropped)."""
@@ -134,8 +155,11 @@ class HallucinationQA:
 
     def summary(self) -> dict[str, np.ndarray]:
         """Columns: ``label``, ``answer`` and every entry of :attr:`columns`."""
-        return {"label": np.asarray(self.labels, dtype=object),
-                "answer": np.asarray(self.answers, dtype=object), **self.columns}
+        return {
+            "label": np.asarray(self.labels, dtype=object),
+            "answer": np.asarray(self.answers, dtype=object),
+            **self.columns,
+        }
 
     def to_pandas(self):
         """A DataFrame with ``prompt``, ``answer``, ``label`` and :attr:`columns`."""
@@ -146,15 +170,17 @@ class HallucinationQA:
         return pd.DataFrame({"prompt": self.prompts, **self.summary()})
 
 
-def _plan(index: int, seed: int, share: float, lengths: tuple[int, ...],
-          questions: tuple[str, ...]):
+def _plan(
+    index: int, seed: int, share: float, lengths: tuple[int, ...], questions: tuple[str, ...]
+):
     """What prompt ``index`` asks: the context size cycles fastest, then the question kind;
     whether it is counterfactual is drawn from its own stream."""
     n_entities = lengths[index % len(lengths)]
     question = questions[(index // len(lengths)) % len(questions)]
     counterfactual = bool(np.random.default_rng([seed, index, 1]).random() < share)
-    return context_question(index, seed=seed, n_entities=n_entities,
-                            counterfactual=counterfactual, question=question)
+    return context_question(
+        index, seed=seed, n_entities=n_entities, counterfactual=counterfactual, question=question
+    )
 
 
 def _sha(text: str) -> str:
@@ -205,8 +231,9 @@ class _LM:
         if model_name not in cls._models:
             from transformers import AutoModelForCausalLM
 
-            lm = AutoModelForCausalLM.from_pretrained(cls._folder(model_name),
-                                                      attn_implementation="eager")
+            lm = AutoModelForCausalLM.from_pretrained(
+                cls._folder(model_name), attn_implementation="eager"
+            )
             cls._models[model_name] = lm.eval()
         return cls.tokenizer(model_name), cls._models[model_name]
 
@@ -221,8 +248,10 @@ def _end_of_turn(tok, lm) -> list[int]:
     ids = list(ids) if isinstance(ids, (list, tuple)) else [ids]
     ends = [int(i) for i in [*ids, tok.eos_token_id] if i is not None]
     if not ends:
-        raise InvalidInputError("the model names no end-of-turn token (no <|im_end|>, no "
-                                "eos_token_id in its generation config or tokenizer)")
+        raise InvalidInputError(
+            "the model names no end-of-turn token (no <|im_end|>, no "
+            "eos_token_id in its generation config or tokenizer)"
+        )
     return list(dict.fromkeys(ends))
 
 
@@ -241,9 +270,15 @@ def _answers(tok, lm, prompts: list[str], max_new_tokens: int) -> list[dict]:
         tok.padding_side = old_side
     t0 = time.perf_counter()
     with torch.inference_mode():
-        out = lm.generate(**enc, do_sample=False, max_new_tokens=max_new_tokens,
-                          eos_token_id=ends if len(ends) > 1 else ends[0], pad_token_id=pad,
-                          return_dict_in_generate=True, output_logits=True)
+        out = lm.generate(
+            **enc,
+            do_sample=False,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=ends if len(ends) > 1 else ends[0],
+            pad_token_id=pad,
+            return_dict_in_generate=True,
+            output_logits=True,
+        )
     seconds = time.perf_counter() - t0
     width = enc["input_ids"].shape[1]
     logp_all = torch.log_softmax(torch.stack(out.logits, 1).double(), -1)  # (batch, steps, vocab)
@@ -254,19 +289,21 @@ def _answers(tok, lm, prompts: list[str], max_new_tokens: int) -> list[dict]:
         logp = logp_all[b, :stop]
         chosen = logp[torch.arange(stop), torch.tensor(new[:stop], dtype=torch.long)].numpy()
         entropy = (-(logp.exp() * logp).sum(-1)).numpy()
-        rows.append({
-            "answer": tok.decode(new[:stop], skip_special_tokens=True).strip(),
-            "prompt_tokens": int(enc["attention_mask"][b].sum()),
-            "truncated": stop == len(new),
-            "tokens": new[:stop],
-            "logprobs": [round(float(v), 5) for v in chosen],
-            "entropies": [round(float(v), 5) for v in entropy],
-            "seconds": round(seconds / len(prompts), 4),
-            "batch_seconds": round(seconds, 4),
-            "batch": len(prompts),
-            "threads": torch.get_num_threads(),
-            "load": round(os.getloadavg()[0], 2),
-        })
+        rows.append(
+            {
+                "answer": tok.decode(new[:stop], skip_special_tokens=True).strip(),
+                "prompt_tokens": int(enc["attention_mask"][b].sum()),
+                "truncated": stop == len(new),
+                "tokens": new[:stop],
+                "logprobs": [round(float(v), 5) for v in chosen],
+                "entropies": [round(float(v), 5) for v in entropy],
+                "seconds": round(seconds / len(prompts), 4),
+                "batch_seconds": round(seconds, 4),
+                "batch": len(prompts),
+                "threads": torch.get_num_threads(),
+                "load": round(os.getloadavg()[0], 2),
+            }
+        )
     return rows
 
 
@@ -334,8 +371,9 @@ def hallucination_qa(
     max_new_tokens : int
         Token budget of an answer (a full answer took 6 to 40 in a pilot of 48).
     memory : path or joblib.Memory, optional
-        The only cache folder (a folder, or a ``joblib.Memory``'s location) to read and write (default: the copy packaged with attntopo,
-        then ``$ATTNTOPO_CACHE_DIR/datasets`` or the user cache folder).
+        The only cache folder (a folder, or a ``joblib.Memory``'s location) to read and
+        write (default: the copy packaged with attntopo, then
+        ``$ATTNTOPO_CACHE_DIR/datasets`` or the user cache folder).
     generate : bool
         False: return only the pairs already cached (the first ones, up to the first gap)
         instead of generating the rest.
@@ -360,23 +398,33 @@ def hallucination_qa(
         raise InvalidInputError(f"counterfactual_share must be in [0, 1], got {share}")
     lengths = tuple(lengths) if not isinstance(lengths, (str, bytes)) else ()
     n_max = len(countries()) - 1
-    if not lengths or not all(isinstance(v, (int, np.integer)) and 1 <= v <= n_max
-                              for v in lengths):
-        raise InvalidInputError(f"lengths must be a non-empty list of ints in [1, {n_max}], "
-                                f"got {lengths!r}")
+    if not lengths or not all(
+        isinstance(v, (int, np.integer)) and 1 <= v <= n_max for v in lengths
+    ):
+        raise InvalidInputError(
+            f"lengths must be a non-empty list of ints in [1, {n_max}], got {lengths!r}"
+        )
     lengths = tuple(int(v) for v in lengths)
     questions = tuple(questions) if not isinstance(questions, str) else (questions,)
     bad = [q for q in questions if q not in QUESTIONS]
     if not questions or bad:
-        raise InvalidInputError(f"questions must be a non-empty list of {sorted(QUESTIONS)}, "
-                                f"got {list(questions)!r}")
+        raise InvalidInputError(
+            f"questions must be a non-empty list of {sorted(QUESTIONS)}, got {list(questions)!r}"
+        )
     max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens", allow_none=False)
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
     generate = check_bool(generate, "generate")
-    key = {"version": HALLUCINATION_VERSION, "model": model, "seed": seed,
-           "counterfactual_share": share, "lengths": list(lengths), "questions": list(questions),
-           "max_new_tokens": max_new_tokens, "batch_size": batch_size,
-           "facts": fact_base_digest()}
+    key = {
+        "version": HALLUCINATION_VERSION,
+        "model": model,
+        "seed": seed,
+        "counterfactual_share": share,
+        "lengths": list(lengths),
+        "questions": list(questions),
+        "max_new_tokens": max_new_tokens,
+        "batch_size": batch_size,
+        "facts": fact_base_digest(),
+    }
     digest = _sha(json.dumps(key, sort_keys=True))
     name = f"hallucination_qa-{digest}"
     folder = _cache_folder(memory) / name
@@ -399,16 +447,17 @@ def hallucination_qa(
         if i not in prompts:
             plans[i] = _plan(i, seed, share, lengths, questions)
             stored = rows.get(i, {}).get("prompt")
-            if isinstance(stored, str) and all(m["content"] in stored
-                                               for m in plans[i].messages):
+            if isinstance(stored, str) and all(m["content"] in stored for m in plans[i].messages):
                 prompts[i] = stored
             else:
                 prompts[i] = _LM.tokenizer(model).apply_chat_template(
-                    list(plans[i].messages), tokenize=False, add_generation_prompt=True)
+                    list(plans[i].messages), tokenize=False, add_generation_prompt=True
+                )
         return prompts[i]
 
-    missing = [i for i in range(n)
-               if i not in rows or rows[i].get("prompt_sha") != _sha(prompt_of(i))]
+    missing = [
+        i for i in range(n) if i not in rows or rows[i].get("prompt_sha") != _sha(prompt_of(i))
+    ]
     if missing and not generate:
         n = missing[0]
         missing = []
@@ -426,11 +475,16 @@ def hallucination_qa(
                     _write_chunk(folder, key, chunk, rows)
                 reporter.advance(len(batch))
     if n == 0:
-        raise InvalidInputError(f"no pair of these settings is cached yet ({folder}); "
-                                "pass generate=True")
+        raise InvalidInputError(
+            f"no pair of these settings is cached yet ({folder}); pass generate=True"
+        )
     prompt_list = [prompt_of(i) for i in range(n)]
-    return _assemble([plans[i] for i in range(n)], prompt_list,
-                     [rows[i] for i in range(n)], {**key, "n": n, "cache": read or [str(folder)]})
+    return _assemble(
+        [plans[i] for i in range(n)],
+        prompt_list,
+        [rows[i] for i in range(n)],
+        {**key, "n": n, "cache": read or [str(folder)]},
+    )
 
 
 def _pack(n: int, **settings: Any) -> Path:
@@ -444,8 +498,7 @@ def _pack(n: int, **settings: Any) -> Path:
     rows: dict[int, dict] = {}
     for part in sorted(folder.glob("chunk-*.jsonl")):
         rows.update(_read_rows(part))
-    lines = [json.dumps({**rows[i], "prompt": d.prompts[i]}, ensure_ascii=False)
-             for i in range(n)]
+    lines = [json.dumps({**rows[i], "prompt": d.prompts[i]}, ensure_ascii=False) for i in range(n)]
     target = _PACKAGED / f"{folder.name}.jsonl.gz"
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".tmp")
@@ -460,8 +513,11 @@ def _write_chunk(folder: Path, key: dict, chunk: int, rows: dict[int, dict]) -> 
     settings = folder / "settings.json"
     if not settings.exists():
         atomic_write_text(settings, json.dumps(key, sort_keys=True) + "\n")
-    lines = [json.dumps(rows[i], ensure_ascii=False)
-             for i in range(chunk * CHUNK, (chunk + 1) * CHUNK) if i in rows]
+    lines = [
+        json.dumps(rows[i], ensure_ascii=False)
+        for i in range(chunk * CHUNK, (chunk + 1) * CHUNK)
+        if i in rows
+    ]
     atomic_write_text(folder / f"chunk-{chunk:05d}.jsonl", "\n".join(lines) + "\n")
 
 
@@ -469,28 +525,40 @@ def _assemble(plans: list, prompts: list[str], rows: list[dict], info: dict) -> 
     labels, cols = [], {c: [] for c in _COLUMNS}
     lps, ents = [], []
     for plan, row in zip(plans, rows):
-        label, outcome = label_answer(row["answer"], context_value=plan.context_value,
-                                      world_value=plan.world_value, entity=plan.entity,
-                                      question=plan.question)
+        label, outcome = label_answer(
+            row["answer"],
+            context_value=plan.context_value,
+            world_value=plan.world_value,
+            entity=plan.entity,
+            question=plan.question,
+        )
         lp = np.asarray(row["logprobs"], dtype=float)
         ent = np.asarray(row["entropies"], dtype=float)
         labels.append(label)
         lps.append(lp)
         ents.append(ent)
         values: dict[str, Any] = {
-            "entity": plan.entity, "question": plan.question,
-            "n_entities": len(plan.entities), "position": plan.position,
-            "counterfactual": plan.counterfactual, "context_value": plan.context_value,
-            "world_value": plan.world_value, "prompt_tokens": row["prompt_tokens"],
-            "answer_tokens": len(lp), "truncated": row["truncated"],
+            "entity": plan.entity,
+            "question": plan.question,
+            "n_entities": len(plan.entities),
+            "position": plan.position,
+            "counterfactual": plan.counterfactual,
+            "context_value": plan.context_value,
+            "world_value": plan.world_value,
+            "prompt_tokens": row["prompt_tokens"],
+            "answer_tokens": len(lp),
+            "truncated": row["truncated"],
             "mean_logprob": lp.mean() if len(lp) else np.nan,
             "min_logprob": lp.min() if len(lp) else np.nan,
             "mean_entropy": ent.mean() if len(ent) else np.nan,
-            "seconds": row["seconds"], "outcome": outcome}
+            "seconds": row["seconds"],
+            "outcome": outcome,
+        }
         for c in _COLUMNS:
             cols[c].append(values[c])
-    columns = {c: np.asarray(v, dtype=object if isinstance(v[0], str) else None)
-               for c, v in cols.items()}
+    columns = {
+        c: np.asarray(v, dtype=object if isinstance(v[0], str) else None) for c, v in cols.items()
+    }
     counts = dict(zip(*np.unique(labels, return_counts=True)))
     info = {**info, "counts": {str(k): int(v) for k, v in counts.items()}}
     return HallucinationQA(prompts, [r["answer"] for r in rows], labels, columns, lps, ents, info)

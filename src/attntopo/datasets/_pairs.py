@@ -37,34 +37,93 @@ __all__ = ["PHENOMENA", "MinimalPairs", "minimal_pairs"]
 
 # ------------------------------------------------------------------ vocabularies
 _PEOPLE = [
-    ("author", "authors"), ("pilot", "pilots"), ("teacher", "teachers"), ("doctor", "doctors"),
-    ("senator", "senators"), ("farmer", "farmers"), ("dancer", "dancers"), ("lawyer", "lawyers"),
-    ("student", "students"), ("singer", "singers"), ("painter", "painters"),
-    ("manager", "managers"), ("waiter", "waiters"), ("nurse", "nurses"), ("officer", "officers"),
-    ("baker", "bakers"), ("minister", "ministers"), ("surgeon", "surgeons"),
-    ("customer", "customers"), ("artist", "artists"),
+    ("author", "authors"),
+    ("pilot", "pilots"),
+    ("teacher", "teachers"),
+    ("doctor", "doctors"),
+    ("senator", "senators"),
+    ("farmer", "farmers"),
+    ("dancer", "dancers"),
+    ("lawyer", "lawyers"),
+    ("student", "students"),
+    ("singer", "singers"),
+    ("painter", "painters"),
+    ("manager", "managers"),
+    ("waiter", "waiters"),
+    ("nurse", "nurses"),
+    ("officer", "officers"),
+    ("baker", "bakers"),
+    ("minister", "ministers"),
+    ("surgeon", "surgeons"),
+    ("customer", "customers"),
+    ("artist", "artists"),
 ]
 _TRANSITIVE_PRESENT = [
-    ("likes", "like"), ("admires", "admire"), ("hates", "hate"), ("knows", "know"),
-    ("trusts", "trust"), ("helps", "help"), ("sees", "see"), ("meets", "meet"),
+    ("likes", "like"),
+    ("admires", "admire"),
+    ("hates", "hate"),
+    ("knows", "know"),
+    ("trusts", "trust"),
+    ("helps", "help"),
+    ("sees", "see"),
+    ("meets", "meet"),
 ]
 _INTRANSITIVE_PRESENT = [
-    ("laughs", "laugh"), ("smiles", "smile"), ("sleeps", "sleep"), ("waits", "wait"),
-    ("leaves", "leave"), ("swims", "swim"), ("complains", "complain"), ("travels", "travel"),
-    ("sings", "sing"), ("works", "work"),
+    ("laughs", "laugh"),
+    ("smiles", "smile"),
+    ("sleeps", "sleep"),
+    ("waits", "wait"),
+    ("leaves", "leave"),
+    ("swims", "swim"),
+    ("complains", "complain"),
+    ("travels", "travel"),
+    ("sings", "sing"),
+    ("works", "work"),
 ]
 _THINGS = [
-    ("book", "books"), ("chair", "chairs"), ("window", "windows"), ("car", "cars"),
-    ("picture", "pictures"), ("song", "songs"), ("table", "tables"), ("letter", "letters"),
-    ("house", "houses"), ("computer", "computers"), ("dress", "dresses"), ("glass", "glasses"),
-    ("box", "boxes"), ("church", "churches"), ("knife", "knives"), ("shelf", "shelves"),
+    ("book", "books"),
+    ("chair", "chairs"),
+    ("window", "windows"),
+    ("car", "cars"),
+    ("picture", "pictures"),
+    ("song", "songs"),
+    ("table", "tables"),
+    ("letter", "letters"),
+    ("house", "houses"),
+    ("computer", "computers"),
+    ("dress", "dresses"),
+    ("glass", "glasses"),
+    ("box", "boxes"),
+    ("church", "churches"),
+    ("knife", "knives"),
+    ("shelf", "shelves"),
 ]
-_SEEING_PAST = ["saw", "found", "liked", "bought", "cleaned", "sold", "noticed", "painted",
-                "fixed", "opened"]
+_SEEING_PAST = [
+    "saw",
+    "found",
+    "liked",
+    "bought",
+    "cleaned",
+    "sold",
+    "noticed",
+    "painted",
+    "fixed",
+    "opened",
+]
 _WOMEN = ["Mary", "Anna", "Sarah", "Laura", "Emma", "Lucy", "Rachel", "Helen", "Julia", "Carla"]
 _MEN = ["John", "David", "Peter", "Tom", "James", "Mark", "Paul", "Daniel", "Steven", "Robert"]
-_REFLEXIVE_PAST = ["hurt", "saw", "praised", "blamed", "described", "criticized", "helped",
-                   "admired", "introduced", "questioned"]
+_REFLEXIVE_PAST = [
+    "hurt",
+    "saw",
+    "praised",
+    "blamed",
+    "described",
+    "criticized",
+    "helped",
+    "admired",
+    "introduced",
+    "questioned",
+]
 # verb: (simple past, past participle, objects that fit)
 _IRREGULAR = {
     "break": ("broke", "broken", ["window", "cup", "vase", "record"]),
@@ -84,16 +143,55 @@ _IRREGULAR = {
     "wear": ("wore", "worn", ["coat", "hat", "uniform", "dress"]),
     "begin": ("began", "begun", ["lesson", "meeting", "project", "trip"]),
 }
-_TRANSITIVE_PAST = ["found", "visited", "cleaned", "described", "bought", "repaired", "opened",
-                    "carried", "noticed", "painted"]
-_INTRANSITIVE_PAST = ["arrived", "fell", "disappeared", "slept", "laughed", "smiled", "died",
-                      "vanished", "waited", "sneezed"]
+_TRANSITIVE_PAST = [
+    "found",
+    "visited",
+    "cleaned",
+    "described",
+    "bought",
+    "repaired",
+    "opened",
+    "carried",
+    "noticed",
+    "painted",
+]
+_INTRANSITIVE_PAST = [
+    "arrived",
+    "fell",
+    "disappeared",
+    "slept",
+    "laughed",
+    "smiled",
+    "died",
+    "vanished",
+    "waited",
+    "sneezed",
+]
 _OBJECTS = ["key", "house", "car", "box", "garden", "office", "bridge", "letter", "table", "door"]
-_ADJECTIVES = ["old", "young", "tall", "quiet", "busy", "tired", "happy", "clever", "angry",
-               "famous"]
-_PARTICIPLES = [("visited", "museum"), ("seen", "ocean"), ("read", "report"), ("met", "mayor"),
-                ("cleaned", "kitchen"), ("climbed", "mountain"), ("fixed", "roof"),
-                ("painted", "fence"), ("opened", "safe"), ("written", "novel")]
+_ADJECTIVES = [
+    "old",
+    "young",
+    "tall",
+    "quiet",
+    "busy",
+    "tired",
+    "happy",
+    "clever",
+    "angry",
+    "famous",
+]
+_PARTICIPLES = [
+    ("visited", "museum"),
+    ("seen", "ocean"),
+    ("read", "report"),
+    ("met", "mayor"),
+    ("cleaned", "kitchen"),
+    ("climbed", "mountain"),
+    ("fixed", "roof"),
+    ("painted", "fence"),
+    ("opened", "safe"),
+    ("written", "novel"),
+]
 
 
 def _cap(s: str) -> str:
@@ -108,8 +206,14 @@ def _agreement() -> Iterator[tuple[str, str]]:
         if s_sg == o_sg:
             continue
         # singular subject, plural noun inside the clause, and the reverse
-        yield (f"The {s_sg} that the {o_pl} {t_pl} {v_sg}.", f"The {s_sg} that the {o_pl} {t_pl} {v_pl}.")
-        yield (f"The {s_pl} that the {o_sg} {t_sg} {v_pl}.", f"The {s_pl} that the {o_sg} {t_sg} {v_sg}.")
+        yield (
+            f"The {s_sg} that the {o_pl} {t_pl} {v_sg}.",
+            f"The {s_sg} that the {o_pl} {t_pl} {v_pl}.",
+        )
+        yield (
+            f"The {s_pl} that the {o_sg} {t_sg} {v_pl}.",
+            f"The {s_pl} that the {o_sg} {t_sg} {v_sg}.",
+        )
 
 
 def _determiner() -> Iterator[tuple[str, str]]:
@@ -142,7 +246,9 @@ def _transitivity() -> Iterator[tuple[str, str]]:
 
 
 def _adjective_order() -> Iterator[tuple[str, str]]:
-    for adj, (sg, _), verb, obj in itertools.product(_ADJECTIVES, _PEOPLE, _TRANSITIVE_PAST, _OBJECTS):
+    for adj, (sg, _), verb, obj in itertools.product(
+        _ADJECTIVES, _PEOPLE, _TRANSITIVE_PAST, _OBJECTS
+    ):
         yield (f"The {adj} {sg} {verb} the {obj}.", f"The {sg} {adj} {verb} the {obj}.")
 
 
@@ -233,8 +339,12 @@ def minimal_pairs(
             for c in ("good", "bad"):
                 if not isinstance(r[c], str) or not r[c].strip():
                     raise InvalidInputError(f"{file}: line {r['_line']}: the {c!r} value is empty")
-        return MinimalPairs([r["good"] for r in rows], [r["bad"] for r in rows],
-                            [str(r["phenomenon"]) for r in rows], {"path": str(file)})
+        return MinimalPairs(
+            [r["good"] for r in rows],
+            [r["bad"] for r in rows],
+            [str(r["phenomenon"]) for r in rows],
+            {"path": str(file)},
+        )
     if phenomena is None:
         chosen = list(PHENOMENA)
     else:
@@ -260,4 +370,6 @@ def minimal_pairs(
             good.append(pool[i][0])
             bad.append(pool[i][1])
             labels.append(name)
-    return MinimalPairs(good, bad, labels, {"phenomena": chosen, "n_per_phenomenon": k, "seed": seed})
+    return MinimalPairs(
+        good, bad, labels, {"phenomena": chosen, "n_per_phenomenon": k, "seed": seed}
+    )

@@ -48,7 +48,9 @@ class TextDataset:
 
     def counts(self) -> dict[Any, int]:
         """Texts per label."""
-        values, counts = np.unique(np.asarray(self.labels, dtype=object).astype(str), return_counts=True)
+        values, counts = np.unique(
+            np.asarray(self.labels, dtype=object).astype(str), return_counts=True
+        )
         return {v: int(c) for v, c in zip(values, counts)}
 
     def to_pandas(self):

@@ -56,8 +56,12 @@ from .._lazy import lazy_names
 from ..constants import METRICS  # the names as a Literal (torch-free; equal to DISTANCES' keys)
 from ._registry import DISTANCES
 
-__doc__ = (__doc__ or "").replace("{metrics}", "\n".join(
-    f"``{d.name!r}``\n    {d.formula}; in ``[0, {d.upper:.4g}]``" for d in DISTANCES.values()))
+__doc__ = (__doc__ or "").replace(
+    "{metrics}",
+    "\n".join(
+        f"``{d.name!r}``\n    {d.formula}; in ``[0, {d.upper:.4g}]``" for d in DISTANCES.values()
+    ),
+)
 
 _LAZY = {
     "Distance": "._registry",

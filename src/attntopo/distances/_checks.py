@@ -35,7 +35,10 @@ def _check_settings(
 
 def _check_base(base: Any) -> float:
     return check_number(
-        base, "base", lo=1.0, lo_open=True,
+        base,
+        "base",
+        lo=1.0,
+        lo_open=True,
         hint="2 gives distances in [0, 1], math.e the natural log",
     )
 
@@ -115,9 +118,7 @@ def _validate(
         lo_t, hi_t = torch.aminmax(c)  # NaN propagates; one pass instead of isfinite + min
         lo, hi = float(lo_t), float(hi_t)
         if not (math.isfinite(lo) and math.isfinite(hi)):
-            raise InvalidMatrixError(
-                f"{noun} contains NaN or inf; only finite values are allowed"
-            )
+            raise InvalidMatrixError(f"{noun} contains NaN or inf; only finite values are allowed")
         if paper_compat:
             continue
         nonneg = nonneg and lo >= 0.0

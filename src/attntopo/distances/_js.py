@@ -139,7 +139,11 @@ def _key_range(mask: torch.Tensor) -> tuple[int, int] | torch.Tensor:
 
 
 def _js_cross_block(
-    P: torch.Tensor, rows: torch.Tensor, dtype: torch.dtype, budget: int, support: torch.Tensor,
+    P: torch.Tensor,
+    rows: torch.Tensor,
+    dtype: torch.dtype,
+    budget: int,
+    support: torch.Tensor,
     workers: _Workers,
 ) -> torch.Tensor:
     """JS divergences (nats) from the rows ``rows`` of each matrix to all of its rows, in torch.
@@ -185,7 +189,7 @@ def _js_cross_block(
             tasks += [(h0, min(B, h0 + ht), g0, g1, c0, c1, keys) for h0 in range(0, B, ht)]
 
     def pick(X: torch.Tensor, keys: Any) -> torch.Tensor:
-        return X[..., keys[0]:keys[1]] if isinstance(keys, tuple) else X.index_select(-1, keys)
+        return X[..., keys[0] : keys[1]] if isinstance(keys, tuple) else X.index_select(-1, keys)
 
     def cross_tile(t: tuple[Any, ...]) -> None:
         h0, h1, g0, g1, c0, c1, keys = t
@@ -289,7 +293,8 @@ def _js_native(
         def divergences(run: tuple[int, int]) -> None:
             a, b = run
             status = lib.attntopo_js_divergences_many(
-                P[a].ctypes.data, b - a, m, k, out_b[a].ctypes.data, cutoff, below[a:].ctypes.data)
+                P[a].ctypes.data, b - a, m, k, out_b[a].ctypes.data, cutoff, below[a:].ctypes.data
+            )
             if status < 0:
                 raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
 
@@ -305,8 +310,15 @@ def _js_native(
 
 
 def _js_native_rows(
-    x3: torch.Tensor, out3: np.ndarray, mode: tuple, budget: int, workers: _Workers, lib: Any,
-    reporter: Reporter, rows: np.ndarray, nearest: int = 0,
+    x3: torch.Tensor,
+    out3: np.ndarray,
+    mode: tuple,
+    budget: int,
+    workers: _Workers,
+    lib: Any,
+    reporter: Reporter,
+    rows: np.ndarray,
+    nearest: int = 0,
 ) -> None:
     """:func:`_js_native` for the distances from ``rows`` to all rows (``out3``: (B, r, m);
     ``mode``: the paper mode, whether no entry is negative, the scale, the cutoff, fourth root).
@@ -339,16 +351,32 @@ def _js_native_rows(
         below = np.zeros((cnt, len(blocks)), dtype=np.int64)
 
         def prepare(h: int) -> None:
-            lib.attntopo_js_rows_prepare(P[h].ctypes.data, m, k, CM[h].ctypes.data,
-                                         S[h].ctypes.data, LH[h].ctypes.data)
+            lib.attntopo_js_rows_prepare(
+                P[h].ctypes.data, m, k, CM[h].ctypes.data, S[h].ctypes.data, LH[h].ctypes.data
+            )
 
         def divergences(task: tuple[int, int]) -> None:
             h, b = task
             a0, a1 = blocks[b]
-            args = (P[h].ctypes.data, m, k, CM[h].ctypes.data, S[h].ctypes.data,
-                    LH[h].ctypes.data, rows.ctypes.data, r, a0, a1, out_b[h].ctypes.data, cutoff)
-            n_below = (lib.attntopo_js_cross_rows_nearest(*args, nearest) if nearest > 0
-                       else lib.attntopo_js_cross_rows(*args))
+            args = (
+                P[h].ctypes.data,
+                m,
+                k,
+                CM[h].ctypes.data,
+                S[h].ctypes.data,
+                LH[h].ctypes.data,
+                rows.ctypes.data,
+                r,
+                a0,
+                a1,
+                out_b[h].ctypes.data,
+                cutoff,
+            )
+            n_below = (
+                lib.attntopo_js_cross_rows_nearest(*args, nearest)
+                if nearest > 0
+                else lib.attntopo_js_cross_rows(*args)
+            )
             if n_below < 0:
                 raise MemoryError(f"the C kernel could not allocate scratch memory for {m} rows")
             below[h, b] = n_below
@@ -356,8 +384,9 @@ def _js_native_rows(
         def finish(h: int) -> None:
             if below[h].any():  # pairs under the cutoff: the cancellation-free form
                 _refine_np_(out_b[h], P[h], cutoff, rows)
-            lib.attntopo_js_cross_finish_many(out_b[h].ctypes.data, 1, m, rows.ctypes.data, r,
-                                              scale, fourth_root)
+            lib.attntopo_js_cross_finish_many(
+                out_b[h].ctypes.data, 1, m, rows.ctypes.data, r, scale, fourth_root
+            )
 
         workers.run(prepare, list(range(cnt)))
         workers.run(divergences, [(h, b) for h in range(cnt) for b in range(len(blocks))])
@@ -365,8 +394,12 @@ def _js_native_rows(
         reporter.advance(cnt)
 
 
-def _refine_np_(o: np.ndarray, P: np.ndarray, cutoff: float, rows: np.ndarray | None = None,
-                ) -> None:
+def _refine_np_(
+    o: np.ndarray,
+    P: np.ndarray,
+    cutoff: float,
+    rows: np.ndarray | None = None,
+) -> None:
     """Recompute ``o[i, j]`` (i < j) below ``cutoff`` with the cancellation-free JS terms.
 
     With ``rows``: ``o[a, j]`` is the pair (``rows[a]``, ``j``), every entry below the cutoff

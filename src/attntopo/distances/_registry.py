@@ -144,18 +144,52 @@ def _tv_reference(p: np.ndarray, q: np.ndarray, base: float) -> float:
 
 
 #: Every row distance, by ``metric=`` name (a read-only view: iterate for the names).
-_DISTANCES: dict[str, Distance] = {d.name: d for d in (
-    Distance("jensen_shannon", "Jensen–Shannon", "js",
-             "sqrt(JS(p, q) / ln(base)), JS = ½ KL(p‖m) + ½ KL(q‖m), m = (p + q) / 2",
-             1.0, _js_block, _js_finish, _js_reference, cross=_js_cross, support=True,
-             native=True),
-    Distance("hellinger", "Hellinger", "hellinger",
-             "sqrt(1 − Σ sqrt(p q)) = ‖sqrt p − sqrt q‖₂ / sqrt 2",
-             1.0, _hellinger_block, _final, _hellinger_reference),
-    Distance("fisher_rao", "Fisher–Rao", "fisher_rao",
-             "2 arccos(Σ sqrt(p q)), the geodesic distance on the probability simplex",
-             math.pi, _hellinger_block, _fisher_rao_finish, _fisher_rao_reference),
-    Distance("total_variation", "total variation", "tv", "½ Σ |p − q|",
-             1.0, _tv_block, _final, _tv_reference),
-)}
+_DISTANCES: dict[str, Distance] = {
+    d.name: d
+    for d in (
+        Distance(
+            "jensen_shannon",
+            "Jensen–Shannon",
+            "js",
+            "sqrt(JS(p, q) / ln(base)), JS = ½ KL(p‖m) + ½ KL(q‖m), m = (p + q) / 2",
+            1.0,
+            _js_block,
+            _js_finish,
+            _js_reference,
+            cross=_js_cross,
+            support=True,
+            native=True,
+        ),
+        Distance(
+            "hellinger",
+            "Hellinger",
+            "hellinger",
+            "sqrt(1 − Σ sqrt(p q)) = ‖sqrt p − sqrt q‖₂ / sqrt 2",
+            1.0,
+            _hellinger_block,
+            _final,
+            _hellinger_reference,
+        ),
+        Distance(
+            "fisher_rao",
+            "Fisher–Rao",
+            "fisher_rao",
+            "2 arccos(Σ sqrt(p q)), the geodesic distance on the probability simplex",
+            math.pi,
+            _hellinger_block,
+            _fisher_rao_finish,
+            _fisher_rao_reference,
+        ),
+        Distance(
+            "total_variation",
+            "total variation",
+            "tv",
+            "½ Σ |p − q|",
+            1.0,
+            _tv_block,
+            _final,
+            _tv_reference,
+        ),
+    )
+}
 DISTANCES: Mapping[str, Distance] = MappingProxyType(_DISTANCES)

@@ -9,13 +9,13 @@ import numpy as np
 import torch
 
 from .._progress import NO_PROGRESS, ProgressOption, Reporter, make_reporter
+from .._threads import torch_threads
 from .._validation import check_indices, check_metric, check_paper_compat
 from ..constants import PaperMode
 from ..errors import InvalidInputError, InvalidMatrixError
 from ._checks import _as_tensor, _as_vector, _check_base, _check_settings, _prepare, _validate
 from ._js import _js_native, _mirror_chosen_, _native_lib
 from ._registry import DISTANCES
-from .._threads import torch_threads
 from ._workers import _Workers
 
 __all__ = ["token_distances", "row_distances", "pairwise_distance"]
@@ -90,8 +90,9 @@ def token_distances(
     array([[0.    , 0.5579],
            [0.5579, 0.    ]])
     """
-    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_jobs,
-                                                    DISTANCES)
+    metric, base, budget, threads = _check_settings(
+        metric, base, chunk_elements, dtype, n_jobs, DISTANCES
+    )
     paper_compat = check_paper_compat(paper_compat)
     if paper_compat and metric != "jensen_shannon":
         raise InvalidInputError(
@@ -112,8 +113,9 @@ def token_distances(
     n_mats = math.prod(x.shape[:-2])
     with make_reporter(progress, total=n_mats, description="distances") as reporter:
         reporter.stage("distances")
-        return _distances(x, metric, base, paper_compat, budget, dtype, threads, "attention",
-                          reporter)
+        return _distances(
+            x, metric, base, paper_compat, budget, dtype, threads, "attention", reporter
+        )
 
 
 def _distances(
@@ -167,8 +169,19 @@ def _distances(
         need_support = dist.support and lib is None
         support, nonneg = _validate(x3, lead, paper_compat, budget, need_support, noun)
         if lib is not None:
-            _js_native(x3, out3, paper_compat, nonneg, base, budget, workers, lib, reporter,
-                       rows, nearest if rows is not None else 0)
+            _js_native(
+                x3,
+                out3,
+                paper_compat,
+                nonneg,
+                base,
+                budget,
+                workers,
+                lib,
+                reporter,
+                rows,
+                nearest if rows is not None else 0,
+            )
             return out_t if as_tensor else out
         out3_t = out_t.reshape(batch, r, m) if out_t is not None else torch.from_numpy(out3)
         per = max(1, min(batch, budget // (2 * r * m + 6 * m * k)))
@@ -177,12 +190,14 @@ def _distances(
             if rows is not None:
                 rows_t = torch.from_numpy(rows)
                 if dist.cross is not None:
-                    D = dist.finish(dist.cross(P, rows_t, dtype, budget, support, workers),
-                                    base, paper_compat)
+                    D = dist.finish(
+                        dist.cross(P, rows_t, dtype, budget, support, workers), base, paper_compat
+                    )
                     _mirror_chosen_(D, rows_t)
                 else:  # the full matrices' chosen rows
-                    D = dist.finish(dist.block(P, dtype, budget, support, workers), base,
-                                    paper_compat)
+                    D = dist.finish(
+                        dist.block(P, dtype, budget, support, workers), base, paper_compat
+                    )
                     full = torch.empty_like(D)
                     _symmetrize_into(D, full)
                     D = full.index_select(-2, rows_t.to(full.device))
@@ -196,8 +211,12 @@ def _distances(
 
 
 def token_distances_tensor(
-    x: Any, *, metric: str = "jensen_shannon", rows: Any = None,
-    dtype: torch.dtype = torch.float64, nearest: int = 0,
+    x: Any,
+    *,
+    metric: str = "jensen_shannon",
+    rows: Any = None,
+    dtype: torch.dtype = torch.float64,
+    nearest: int = 0,
 ) -> torch.Tensor:
     """:func:`token_distances` (Jensen–Shannon with base 2 by default) of a tensor, as a
     float64 tensor on its device: the distances of a CUDA tensor stay on the GPU (for the
@@ -225,7 +244,9 @@ def token_distances_tensor(
     metric, base, budget, threads = _check_settings(metric, 2.0, None, dtype, None, DISTANCES)
     t = _as_tensor(x)
     if t.ndim < 2 or t.shape[-1] != t.shape[-2]:
-        raise InvalidMatrixError(f"attention must have shape [..., n, n]; got shape {tuple(t.shape)}")
+        raise InvalidMatrixError(
+            f"attention must have shape [..., n, n]; got shape {tuple(t.shape)}"
+        )
     chosen = None
     if rows is not None:
         n = int(t.shape[-1])
@@ -234,10 +255,22 @@ def token_distances_tensor(
         if isinstance(rows, (list, tuple)) and not rows:
             chosen = np.zeros(0, dtype=np.int64)
         else:
-            chosen = np.array(check_indices(rows, n, "row", name="rows", owner="the matrix"),
-                              dtype=np.int64)
-    return _distances(t, metric, base, None, budget, dtype, threads, "attention", as_tensor=True,
-                      rows=chosen, nearest=max(0, int(nearest)))
+            chosen = np.array(
+                check_indices(rows, n, "row", name="rows", owner="the matrix"), dtype=np.int64
+            )
+    return _distances(
+        t,
+        metric,
+        base,
+        None,
+        budget,
+        dtype,
+        threads,
+        "attention",
+        as_tensor=True,
+        rows=chosen,
+        nearest=max(0, int(nearest)),
+    )
 
 
 def row_distances(
@@ -283,8 +316,9 @@ def row_distances(
         Input with fewer than 2 dimensions, NaN/inf, negative entries or rows that do not
         sum to 1.
     """
-    metric, base, budget, threads = _check_settings(metric, base, chunk_elements, dtype, n_jobs,
-                                                    DISTANCES)
+    metric, base, budget, threads = _check_settings(
+        metric, base, chunk_elements, dtype, n_jobs, DISTANCES
+    )
     t = _as_tensor(x)
     if t.ndim < 2:
         raise InvalidMatrixError(

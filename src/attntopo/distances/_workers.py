@@ -32,7 +32,9 @@ def _shared_executor(n: int) -> ThreadPoolExecutor:
         pool = _EXECUTORS.get(n)
         if pool is None:
             pool = _EXECUTORS[n] = ThreadPoolExecutor(
-                n, thread_name_prefix="attntopo-distances", initializer=torch.set_num_threads,
+                n,
+                thread_name_prefix="attntopo-distances",
+                initializer=torch.set_num_threads,
                 initargs=(1,),
             )
         return pool

@@ -23,9 +23,14 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names
 from ._registry import FEATURE_SETS as _SETS
 
-__doc__ = __doc__.replace("{sets}", "\n".join(
-    f"``{name}``{' ' * max(1, 16 - len(name))}{s.source}: {s.summary}"
-    + (" (pairs)" if s.input == "pair" else "") for name, s in _SETS.items()))
+__doc__ = __doc__.replace(
+    "{sets}",
+    "\n".join(
+        f"``{name}``{' ' * max(1, 16 - len(name))}{s.source}: {s.summary}"
+        + (" (pairs)" if s.input == "pair" else "")
+        for name, s in _SETS.items()
+    ),
+)
 
 _LAZY = {
     "BARCODE_QUANTITIES": "._barcode",

@@ -28,7 +28,9 @@ from ..errors import InvalidInputError
 __all__ = ["ablated_heads", "check_heads"]
 
 _NAME = "attntopo_ablate"
-_ACTIVE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("attntopo_ablate", default=None)
+_ACTIVE: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "attntopo_ablate", default=None
+)
 
 
 def _allowed(module: Any, mask: Any, B: int, Q: int, K: int, device: Any) -> Any:
@@ -77,7 +79,9 @@ def check_heads(heads: Any, n_layers: int, n_heads: int) -> list[tuple[int, int]
     try:
         pairs = [(int(a), int(b)) for a, b in heads]
     except (TypeError, ValueError):
-        raise InvalidInputError("heads must be (layer, head) pairs, e.g. [(0, 3), (2, 7)]") from None
+        raise InvalidInputError(
+            "heads must be (layer, head) pairs, e.g. [(0, 3), (2, 7)]"
+        ) from None
     out = []
     for a, b in pairs:
         if not (-n_layers <= a < n_layers and -n_heads <= b < n_heads):

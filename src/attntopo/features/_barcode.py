@@ -35,7 +35,13 @@ import numpy as np
 from ..topology import Diagram, persistence_batch
 from ._bars import Bars
 
-__all__ = ["BARCODE_QUANTITIES", "LOWER_BOUND", "barcode_matrices", "barcode_features", "barcode_stats"]
+__all__ = [
+    "BARCODE_QUANTITIES",
+    "LOWER_BOUND",
+    "barcode_matrices",
+    "barcode_features",
+    "barcode_stats",
+]
 
 #: Weights at or below this are treated as 0 (la-tda's ``lower_bound``).
 LOWER_BOUND = 1e-3
@@ -103,7 +109,9 @@ def barcode_stats(diagrams: list[Diagram], min_persistence: float = 0.0) -> np.n
     return np.stack(cols, axis=-1)
 
 
-def barcode_features(A: np.ndarray, *, engine: str | None = None, n_jobs: int | None = None) -> np.ndarray:
+def barcode_features(
+    A: np.ndarray, *, engine: str | None = None, n_jobs: int | None = None
+) -> np.ndarray:
     """The ``barcode`` set of a stack of attention matrices.
 
     Parameters

@@ -63,8 +63,14 @@ class Bars:
         if min_persistence <= 0:
             return self
         keep = self.length > min_persistence
-        return Bars(self.birth[keep], self.death[keep], self.length[keep], self.owner[keep],
-                    self.n, self.n_infinite)
+        return Bars(
+            self.birth[keep],
+            self.death[keep],
+            self.length[keep],
+            self.owner[keep],
+            self.n,
+            self.n_infinite,
+        )
 
     # ---------------------------------------------------------------- statistics
     def count(self, mask: np.ndarray | None = None) -> np.ndarray:

@@ -84,9 +84,15 @@ def settings_digest(fingerprint: dict, columns: Sequence[str], options: dict) ->
     """SHA-256 of the model, the columns and the other options (and attntopo's version, and
     :data:`_ROW_LAYOUT`)."""
     blob = json.dumps(
-        {"attntopo": __version__, "model": fingerprint, "columns": list(columns),
-         "options": options, "rows": _ROW_LAYOUT},
-        sort_keys=True, default=str,
+        {
+            "attntopo": __version__,
+            "model": fingerprint,
+            "columns": list(columns),
+            "options": options,
+            "rows": _ROW_LAYOUT,
+        },
+        sort_keys=True,
+        default=str,
     )
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -56,8 +56,11 @@ def set_columns(layers: Sequence[int], heads: Sequence[int], st: dict) -> list[s
         if s in MODEL_SETS:
             out += [model_column(name, q) for q in set_quantities(s, st)] if layers else []
             continue
-        out += [column_name(layer, head, name, q)
-                for layer, head in head_order(layers, heads) for q in set_quantities(s, st)]
+        out += [
+            column_name(layer, head, name, q)
+            for layer, head in head_order(layers, heads)
+            for q in set_quantities(s, st)
+        ]
     return out
 
 
@@ -74,8 +77,7 @@ def feature_names(
     settings are a :class:`FeatureSettings` or its fields as keywords, as in :func:`features`.
     """
     from ..attention import resolve_indices
-    from ..models import AttentionModel, load_model
-    from ..models import check_selection
+    from ..models import AttentionModel, check_selection, load_model
 
     fs = resolve_settings(settings, owner="feature_names()", **setting_values)
     check_selection(model, layers=fs.layers, heads=fs.heads)  # before the weights load
@@ -139,9 +141,9 @@ def join_pair(prompt: str, response: str) -> tuple[str, int]:
     return prompt + sep + response, len(prompt)
 
 
-def answer_check(bounds: Sequence[int | None],
-                 *,
-                 label: Callable[[int], str] | None = None) -> Callable[[int, Attention], None]:
+def answer_check(
+    bounds: Sequence[int | None], *, label: Callable[[int], str] | None = None
+) -> Callable[[int, Attention], None]:
     """A :func:`stream_into` ``check`` for joined pairs (``bounds[k]``: where text ``k``'s
     answer starts, None for a single text): refuse a text whose answer kept no token.
     ``label(k)`` prefixes the message (``"texts[3]: "``)."""
@@ -149,8 +151,10 @@ def answer_check(bounds: Sequence[int | None],
     def check(k: int, att: Attention) -> None:
         b = bounds[k]
         if b is not None and not np.any(~_prompt_mask(att, b)):
-            raise InvalidInputError((label(k) if label else "")
-                                    + "the answer has no token after the prompt (was it truncated?)")
+            raise InvalidInputError(
+                (label(k) if label else "")
+                + "the answer has no token after the prompt (was it truncated?)"
+            )
 
     return check
 
@@ -162,18 +166,28 @@ def _prompt_mask(att: Attention, boundary: int) -> np.ndarray:
 
 
 def chunk_rows(
-    atts: list[Attention], boundaries: list[int | None], st: dict, drop_special: bool,
-    engine: str | None, n_jobs: int | None,
+    atts: list[Attention],
+    boundaries: list[int | None],
+    st: dict,
+    drop_special: bool,
+    engine: str | None,
+    n_jobs: int | None,
 ) -> np.ndarray:
     """Feature rows of a chunk of texts, shape (len(atts), n_features)."""
     return chunk_start(atts, boundaries, st, drop_special, engine, n_jobs)()[0]
 
 
 def chunk_start(
-    atts: list[Attention], boundaries: list[int | None], st: dict, drop_special: bool,
-    engine: str | None, n_jobs: int | None, submit: Callable[..., Future] | None = None,
+    atts: list[Attention],
+    boundaries: list[int | None],
+    st: dict,
+    drop_special: bool,
+    engine: str | None,
+    n_jobs: int | None,
+    submit: Callable[..., Future] | None = None,
     *,
-    maxdim: int = 1, js_diagrams: bool = False,
+    maxdim: int = 1,
+    js_diagrams: bool = False,
 ) -> Callable[[], tuple[np.ndarray, list[Any] | None]]:
     """Start a chunk's feature rows; the returned function finishes them.
 
@@ -188,8 +202,17 @@ def chunk_start(
     ``keep_diagrams``), else None.  ``maxdim`` is the JS persistence's top dimension (the
     ``js`` set reads H0 and H1).
     """
-    chunk = ChunkFeatures(len(atts), boundaries, st, drop_special, engine, n_jobs, submit=submit,
-                          maxdim=maxdim, js_diagrams=js_diagrams)
+    chunk = ChunkFeatures(
+        len(atts),
+        boundaries,
+        st,
+        drop_special,
+        engine,
+        n_jobs,
+        submit=submit,
+        maxdim=maxdim,
+        js_diagrams=js_diagrams,
+    )
     for t, att in enumerate(atts):
         chunk.add_attention(t, att)
     chunk.start()
@@ -197,9 +220,16 @@ def chunk_start(
 
 
 def stream_into(
-    chunk: ChunkFeatures, m: Any, texts: list[str], positions: list[int], *, layers: Any = None,
-    heads: Any = None, truncate: bool = False,
-    check: Callable[[int, Attention], None] | None = None, forward_threads: int | None = None,
+    chunk: ChunkFeatures,
+    m: Any,
+    texts: list[str],
+    positions: list[int],
+    *,
+    layers: Any = None,
+    heads: Any = None,
+    truncate: bool = False,
+    check: Callable[[int, Attention], None] | None = None,
+    forward_threads: int | None = None,
     on_layer: Callable[[], Any] | None = None,
 ) -> list[Any]:
     """Feed ``chunk`` the texts run through the model ``m``, layer by layer.
@@ -225,9 +255,16 @@ def stream_into(
     def take(k: int, layer: int, w: Any) -> None:
         e = encs[k]
         att = Attention(
-            weights=w.cpu().numpy()[None], tokens=e.tokens, offsets=e.offsets,
-            special=np.array(e.special, dtype=bool), causal=m.causal, model=m.name, text=e.text,
-            token_ids=np.array(e.ids, dtype=np.int64), layers=(layer,), heads=hi,
+            weights=w.cpu().numpy()[None],
+            tokens=e.tokens,
+            offsets=e.offsets,
+            special=np.array(e.special, dtype=bool),
+            causal=m.causal,
+            model=m.name,
+            text=e.text,
+            token_ids=np.array(e.ids, dtype=np.int64),
+            layers=(layer,),
+            heads=hi,
             truncated=e.truncated,
         )
         if k not in first:
@@ -312,7 +349,13 @@ def features(
         An empty text (``on_empty="raise"``), or no text at all.
     """
     fs = resolve_settings(settings, owner="features()", **setting_values)
-    st, layers, heads, drop_special, engine = fs.st(), fs.layers, fs.heads, fs.drop_special, fs.engine
+    st, layers, heads, drop_special, engine = (
+        fs.st(),
+        fs.layers,
+        fs.heads,
+        fs.drop_special,
+        fs.engine,
+    )
     on_empty = check_choice(on_empty, "on_empty", _ON_EMPTY)
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=False)
     progress = check_progress(progress)
@@ -331,8 +374,11 @@ def features(
     if skipped and on_empty == "raise":
         k = skipped[0]
         what = _empty(items[k])
-        whose = f"texts[{k}] is" if what == "text" else (
-            f"texts[{k}]'s {what} {'is' if ' and ' not in what else 'are'}")
+        whose = (
+            f"texts[{k}] is"
+            if what == "text"
+            else (f"texts[{k}]'s {what} {'is' if ' and ' not in what else 'are'}")
+        )
         raise EmptyTextError(
             f"{whose} empty or only whitespace ({len(skipped)} empty in all): remove "
             f"{'it' if what == 'text' else 'the pair'} or pass on_empty='skip'"
@@ -346,14 +392,37 @@ def features(
         check_selection(model, layers=layers, heads=heads)  # before the weights load
 
     with make_reporter(progress, description="features") as reporter:
-        return _features(items, keep, skipped, model, layers, heads, truncate, batch_size, st,
-                         drop_special, engine, n_jobs, reporter)
+        return _features(
+            items,
+            keep,
+            skipped,
+            model,
+            layers,
+            heads,
+            truncate,
+            batch_size,
+            st,
+            drop_special,
+            engine,
+            n_jobs,
+            reporter,
+        )
 
 
 def _features(
-    items: list[Any], keep: list[int], skipped: list[int], model: Any, layers: Any, heads: Any,
-    truncate: bool, batch_size: int, st: dict, drop_special: bool, engine: str | None,
-    n_jobs: int | None, reporter: Reporter,
+    items: list[Any],
+    keep: list[int],
+    skipped: list[int],
+    model: Any,
+    layers: Any,
+    heads: Any,
+    truncate: bool,
+    batch_size: int,
+    st: dict,
+    drop_special: bool,
+    engine: str | None,
+    n_jobs: int | None,
+    reporter: Reporter,
 ) -> FeatureTable:
     """:func:`features` once its inputs are checked, reporting to an open ``reporter``."""
     m = None
@@ -370,9 +439,20 @@ def _features(
     executor = ThreadPoolExecutor(1, thread_name_prefix="attntopo-features") if overlap else None
     try:
         rows, row_texts, layer_ids, head_ids = _run_chunks(
-            items, keep, m, layers, heads, truncate, batch_size, st, drop_special, engine,
-            n_jobs, executor.submit if executor is not None else None,
-            threads_beside_workers(n_jobs) if overlap else None, reporter,
+            items,
+            keep,
+            m,
+            layers,
+            heads,
+            truncate,
+            batch_size,
+            st,
+            drop_special,
+            engine,
+            n_jobs,
+            executor.submit if executor is not None else None,
+            threads_beside_workers(n_jobs) if overlap else None,
+            reporter,
         )
     finally:
         if executor is not None:
@@ -398,9 +478,19 @@ def _features(
 
 
 def _run_chunks(
-    items: list[Any], keep: list[int], m: Any, layers: Any, heads: Any, truncate: bool,
-    batch_size: int, st: dict, drop_special: bool, engine: str | None, n_jobs: int | None,
-    submit: Callable[..., Future] | None, forward_threads: int | None,
+    items: list[Any],
+    keep: list[int],
+    m: Any,
+    layers: Any,
+    heads: Any,
+    truncate: bool,
+    batch_size: int,
+    st: dict,
+    drop_special: bool,
+    engine: str | None,
+    n_jobs: int | None,
+    submit: Callable[..., Future] | None,
+    forward_threads: int | None,
     reporter: Reporter = NO_PROGRESS,
 ) -> tuple[list[np.ndarray], list[str], tuple | None, tuple | None]:
     """Every chunk's rows, the texts, and the layer and head ids (see :func:`features`).
@@ -414,8 +504,10 @@ def _run_chunks(
     row_texts: list[str] = []
     layer_ids = head_ids = None
     if m is not None:
-        model_ids = (tuple(resolve_indices(layers, m.n_layers, "layer")),
-                     tuple(resolve_indices(heads, m.n_heads, "head")))
+        model_ids = (
+            tuple(resolve_indices(layers, m.n_layers, "layer")),
+            tuple(resolve_indices(heads, m.n_heads, "head")),
+        )
         n_layers = len(model_ids[0])
     else:  # every Attention covers the same heads (checked below)
         first = items[keep[0]]
@@ -429,7 +521,7 @@ def _run_chunks(
 
     pending: Callable[[], tuple[np.ndarray, Any]] | None = None
     for start in range(0, len(keep), batch_size):
-        idx = keep[start:start + batch_size]
+        idx = keep[start : start + batch_size]
         bounds: list[int | None] = []
         given: list[tuple[int, Attention]] = []
         to_run, run_pos = [], []
@@ -464,20 +556,39 @@ def _run_chunks(
                 f"texts[{idx[run_pos[0]]}] is run on other layers/heads than texts[{keep[0]}]: "
                 "every Attention of one table must cover the same heads"
             )
-        chunk = ChunkFeatures(len(idx), bounds, st, drop_special, engine, n_jobs, submit=submit,
-                              order=head_order(layer_ids, head_ids))
+        chunk = ChunkFeatures(
+            len(idx),
+            bounds,
+            st,
+            drop_special,
+            engine,
+            n_jobs,
+            submit=submit,
+            order=head_order(layer_ids, head_ids),
+        )
         for p, a in given:
             chunk.add_attention(p, a, on_layer=one_layer)
         texts_of = [""] * len(idx)
         for p, a in given:
             texts_of[p] = a.text
 
-        check = answer_check([bounds[p] for p in run_pos],
-                             label=lambda j, run_pos=run_pos, idx=idx: f"texts[{idx[run_pos[j]]}]: ")
+        check = answer_check(
+            [bounds[p] for p in run_pos],
+            label=lambda j, run_pos=run_pos, idx=idx: f"texts[{idx[run_pos[j]]}]: ",
+        )
         if to_run:
-            encs = stream_into(chunk, m, to_run, run_pos, layers=layers, heads=heads,
-                               truncate=truncate, check=check, forward_threads=forward_threads,
-                               on_layer=one_layer)
+            encs = stream_into(
+                chunk,
+                m,
+                to_run,
+                run_pos,
+                layers=layers,
+                heads=heads,
+                truncate=truncate,
+                check=check,
+                forward_threads=forward_threads,
+                on_layer=one_layer,
+            )
             for p, e in zip(run_pos, encs):
                 texts_of[p] = e.text
         chunk.start()
@@ -504,4 +615,3 @@ def _first_model(items: list[Any], keep: list[int]) -> str:
     item = items[keep[0]]
     att = item if isinstance(item, Attention) else item.attention
     return att.model
-

@@ -27,8 +27,15 @@ from ..io import json_safe
 from ._select import HEAD_CRITERIA, best_heads, head_scores
 from ._table import FeatureTable, parse_column
 
-__all__ = ["DetectorEvaluation", "evaluate_detectors", "balanced_subsample", "weighted_auc",
-           "weighted_average_precision", "RESAMPLING", "COMBINE"]
+__all__ = [
+    "DetectorEvaluation",
+    "evaluate_detectors",
+    "balanced_subsample",
+    "weighted_auc",
+    "weighted_average_precision",
+    "RESAMPLING",
+    "COMBINE",
+]
 
 KIND = "detector_evaluation"
 #: How the bootstrap draws a replicate: ``"groups"`` (whole groups with replacement, so that
@@ -85,8 +92,7 @@ def _scalar(values: np.ndarray, weights: Any) -> np.ndarray | float:
     return float(values[0]) if np.ndim(weights) < 2 else values
 
 
-def weighted_auc(scores: Any, y: Any, weights: Any = None, cells: Any = None
-                 ) -> np.ndarray | float:
+def weighted_auc(scores: Any, y: Any, weights: Any = None, cells: Any = None) -> np.ndarray | float:
     """ROC-AUC of ``scores`` for the positives ``y == 1``, ties counted one half.
 
     ``weights`` of shape (n,) or (B, n) (e.g. bootstrap counts: a pair drawn twice weighs 2)
@@ -101,13 +107,15 @@ def weighted_auc(scores: Any, y: Any, weights: Any = None, cells: Any = None
     P, N = np.add.reduceat(wp, first, axis=1), np.add.reduceat(wn, first, axis=1)
     den = (P * N).sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        auc = np.where(den > 0, (wp * (below + 0.5 * wn)).sum(1) / np.where(den > 0, den, 1),
-                       np.nan)
+        auc = np.where(
+            den > 0, (wp * (below + 0.5 * wn)).sum(1) / np.where(den > 0, den, 1), np.nan
+        )
     return _scalar(auc, weights)
 
 
-def weighted_average_precision(scores: Any, y: Any, weights: Any = None, cells: Any = None
-                               ) -> np.ndarray | float:
+def weighted_average_precision(
+    scores: Any, y: Any, weights: Any = None, cells: Any = None
+) -> np.ndarray | float:
     """PR-AUC as average precision: the sum over decreasing thresholds of the recall gained
     times the precision there (scikit-learn's definition; tied scores form one threshold).
 
@@ -129,8 +137,9 @@ _METRIC_FN = {"roc_auc": weighted_auc, "pr_auc": weighted_average_precision}
 
 
 # ------------------------------------------------------------------ balanced subsample
-def balanced_subsample(y: Any, strata: Any, *, share: float | None = None,
-                       seed: int = 0) -> np.ndarray:
+def balanced_subsample(
+    y: Any, strata: Any, *, share: float | None = None, seed: int = 0
+) -> np.ndarray:
     """Rows with the same share of positives in every stratum, so the stratum is no shortcut.
 
     In each stratum (e.g. each context length) ``a`` positives are kept for every ``b - a``
@@ -173,8 +182,9 @@ def balanced_subsample(y: Any, strata: Any, *, share: float | None = None,
             raise InvalidInputError(f"share must be in (0, 1), got {share!r}")
     f = Fraction(overall).limit_denominator(10)
     if not 0 < f < 1:
-        raise InvalidInputError(f"a share of {overall:g} is too near 0 or 1 for a fraction a/b "
-                                "with b <= 10")
+        raise InvalidInputError(
+            f"a share of {overall:g} is too near 0 or 1 for a fraction a/b with b <= 10"
+        )
     a, b = f.numerator, f.denominator
     m = np.minimum(P // a, N // (b - a))
     rng = np.random.default_rng(seed)
@@ -189,7 +199,8 @@ def balanced_subsample(y: Any, strata: Any, *, share: float | None = None,
     if not keep:
         raise InvalidInputError(
             f"no stratum holds {a} positive(s) and {b - a} negative(s), a whole block of the "
-            f"share {a}/{b}: nothing kept")
+            f"share {a}/{b}: nothing kept"
+        )
     return np.sort(np.concatenate(keep))
 
 
@@ -205,10 +216,13 @@ def _binary(y: Any, name: str) -> np.ndarray:
         shown = sorted(map(str, values))[:4]
         raise InvalidInputError(
             f"{name} must hold 0 and 1 (1: the event to detect, e.g. hallucinated), got values "
-            f"{', '.join(shown)}")
+            f"{', '.join(shown)}"
+        )
     if values != {0, 1}:
-        raise InvalidInputError(f"{name} holds a single class ({next(iter(values), 'none')}): "
-                                "an AUC needs positives and negatives")
+        raise InvalidInputError(
+            f"{name} holds a single class ({next(iter(values), 'none')}): "
+            "an AUC needs positives and negatives"
+        )
     return arr.astype(int)
 
 
@@ -227,8 +241,9 @@ def _block(X: Any, name: str, n: int) -> tuple[np.ndarray, list[str] | None]:
             values = values[:, None]
         names = None
     if values.ndim != 2 or values.shape[0] != n or values.shape[1] == 0:
-        raise InvalidInputError(f"{name} has shape {values.shape}; expected ({n}, columns), one "
-                                "row per labelled pair")
+        raise InvalidInputError(
+            f"{name} has shape {values.shape}; expected ({n}, columns), one row per labelled pair"
+        )
     values = np.where(np.isfinite(values), values, np.nan)
     return values, names
 
@@ -268,8 +283,9 @@ def _head_counts(heads: Any, detectors: dict) -> dict[str, int | None]:
     if isinstance(heads, Mapping):
         unknown = [k for k in heads if k not in detectors]
         if unknown:
-            raise InvalidInputError(f"heads names {unknown}, which are not detectors "
-                                    f"({', '.join(detectors)})")
+            raise InvalidInputError(
+                f"heads names {unknown}, which are not detectors ({', '.join(detectors)})"
+            )
         out = {d: heads.get(d) for d in detectors}
         for d, k in out.items():
             if k is not None:
@@ -284,12 +300,14 @@ def _head_counts(heads: Any, detectors: dict) -> dict[str, int | None]:
             continue
         names = detectors[d][1]
         has_heads = names is not None and any(
-            parse_column(c)[0] is not None for c in names if _is_feature_name(c))
+            parse_column(c)[0] is not None for c in names if _is_feature_name(c)
+        )
         if not has_heads:
             if d in explicit:
                 raise InvalidInputError(
                     f"heads for detector {d!r}: its columns name no heads (choosing heads needs "
-                    "columns 'L<layer>H<head>.<set>.<quantity>', a FeatureTable or DataFrame)")
+                    "columns 'L<layer>H<head>.<set>.<quantity>', a FeatureTable or DataFrame)"
+                )
             out[d] = None  # heads=int applies to the detectors with per-head columns
     return out
 
@@ -310,8 +328,11 @@ def _rows(subset: Any, n: int) -> np.ndarray:
         if arr.shape != (n,):
             raise InvalidInputError(f"subset is a mask of {arr.shape}, expected ({n},)")
         return np.flatnonzero(arr)
-    if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0
-                                                                      or arr.max() >= n)):
+    if (
+        arr.ndim != 1
+        or arr.dtype.kind not in "iu"
+        or (arr.size and (arr.min() < 0 or arr.max() >= n))
+    ):
         raise InvalidInputError(f"subset must be row indices in 0..{n - 1} or a boolean mask")
     if np.unique(arr).size != arr.size:
         raise InvalidInputError("subset repeats rows")
@@ -328,22 +349,31 @@ def _sklearn():
         from sklearn.preprocessing import StandardScaler
     except ImportError:
         raise MissingDependencyError(
-            "evaluate_detectors needs scikit-learn: pip install 'attntopo[features]'") from None
-    return SimpleImputer, LogisticRegression, StratifiedGroupKFold, StratifiedKFold, \
-        make_pipeline, StandardScaler
+            "evaluate_detectors needs scikit-learn: pip install 'attntopo[features]'"
+        ) from None
+    return (
+        SimpleImputer,
+        LogisticRegression,
+        StratifiedGroupKFold,
+        StratifiedKFold,
+        make_pipeline,
+        StandardScaler,
+    )
 
 
 def _model(C: float):
     SimpleImputer, LogisticRegression, _, _, make_pipeline, StandardScaler = _sklearn()
-    return make_pipeline(SimpleImputer(strategy="median", keep_empty_features=True),
-                         StandardScaler(), LogisticRegression(C=C, max_iter=1000))
+    return make_pipeline(
+        SimpleImputer(strategy="median", keep_empty_features=True),
+        StandardScaler(),
+        LogisticRegression(C=C, max_iter=1000),
+    )
 
 
 def _support(names: list[str], heads: list[tuple[int, int]]) -> np.ndarray:
     """The columns of ``heads`` and those of no single head (``L*H*``, never chosen among)."""
     chosen = set(heads)
-    return np.array([parse_column(c)[0] is None or parse_column(c)[:2] in chosen
-                     for c in names])
+    return np.array([parse_column(c)[0] is None or parse_column(c)[:2] in chosen for c in names])
 
 
 def _signed_mean(X: np.ndarray, y: np.ndarray, train: np.ndarray) -> np.ndarray:
@@ -359,8 +389,9 @@ def _signed_mean(X: np.ndarray, y: np.ndarray, train: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(score), score, fill)
 
 
-def _fit_score(X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray,
-               C: float) -> np.ndarray:
+def _fit_score(
+    X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, C: float
+) -> np.ndarray:
     model = _model(C).fit(X[train], y[train])
     return model.decision_function(X[test])
 
@@ -370,15 +401,19 @@ def _combine_choices(combine: Any, blocks: Mapping[str, Any]) -> dict[str, str]:
     if isinstance(combine, Mapping):
         unknown = [k for k in combine if k not in blocks]
         if unknown:
-            raise InvalidInputError(f"combine names {unknown}, which are not detectors "
-                                    f"({', '.join(blocks)})")
-        return {d: check_choice(combine.get(d, "logistic"), f"combine[{d!r}]", COMBINE,
-                                what="combine") for d in blocks}
+            raise InvalidInputError(
+                f"combine names {unknown}, which are not detectors ({', '.join(blocks)})"
+            )
+        return {
+            d: check_choice(combine.get(d, "logistic"), f"combine[{d!r}]", COMBINE, what="combine")
+            for d in blocks
+        }
     return dict.fromkeys(blocks, check_choice(combine, "combine", COMBINE))
 
 
-def _groups_and_strata(groups: Any, strata: Mapping[str, Any] | None, rows: np.ndarray,
-                       n_all: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _groups_and_strata(
+    groups: Any, strata: Mapping[str, Any] | None, rows: np.ndarray, n_all: int
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The evaluated rows' group numbers (each row its own group without ``groups``) and
     strata values, their shapes checked."""
     if groups is None:
@@ -397,8 +432,9 @@ def _groups_and_strata(groups: Any, strata: Mapping[str, Any] | None, rows: np.n
     return g, st
 
 
-def _folds(yy: np.ndarray, g: np.ndarray, grouped: bool, n_splits: int,
-           seed: int) -> tuple[list, np.ndarray]:
+def _folds(
+    yy: np.ndarray, g: np.ndarray, grouped: bool, n_splits: int, seed: int
+) -> tuple[list, np.ndarray]:
     """The ``(train, test)`` splits (grouped or stratified) and each row's test fold."""
     _, _, StratifiedGroupKFold, StratifiedKFold, _, _ = _sklearn()
     n = yy.size
@@ -408,9 +444,13 @@ def _folds(yy: np.ndarray, g: np.ndarray, grouped: bool, n_splits: int,
         raise InvalidInputError(
             f"{n_splits} folds need at least {n_splits} groups and {n_splits} pairs of each "
             f"class; got {n_groups} groups, {int(yy.sum())} positives, {n - int(yy.sum())} "
-            "negatives")
-    splitter = (StratifiedGroupKFold(n_splits, shuffle=True, random_state=seed)
-                if grouped else StratifiedKFold(n_splits, shuffle=True, random_state=seed))
+            "negatives"
+        )
+    splitter = (
+        StratifiedGroupKFold(n_splits, shuffle=True, random_state=seed)
+        if grouped
+        else StratifiedKFold(n_splits, shuffle=True, random_state=seed)
+    )
     folds = np.full(n, -1, dtype=np.int64)
     splits = list(splitter.split(np.zeros((n, 1)), yy, g))
     for f, (_, test) in enumerate(splits):
@@ -418,10 +458,21 @@ def _folds(yy: np.ndarray, g: np.ndarray, grouped: bool, n_splits: int,
     return splits, folds
 
 
-def _out_of_fold_scores(blocks: Mapping[str, Any], models: list[str], C_rows: np.ndarray | None,
-                        yy: np.ndarray, rows: np.ndarray, splits: list, reporter: Reporter, *,
-                        head_k: Mapping[str, int | None], head_criterion: str,
-                        how: Mapping[str, str], C: float, seed: int) -> tuple[np.ndarray, dict]:
+def _out_of_fold_scores(
+    blocks: Mapping[str, Any],
+    models: list[str],
+    C_rows: np.ndarray | None,
+    yy: np.ndarray,
+    rows: np.ndarray,
+    splits: list,
+    reporter: Reporter,
+    *,
+    head_k: Mapping[str, int | None],
+    head_criterion: str,
+    how: Mapping[str, str],
+    C: float,
+    seed: int,
+) -> tuple[np.ndarray, dict]:
     """Every model's held-out scores ``(len(models), n)`` and the heads chosen per detector
     and fold."""
     scores = np.full((len(models), yy.size), np.nan)
@@ -435,9 +486,17 @@ def _out_of_fold_scores(blocks: Mapping[str, Any], models: list[str], C_rows: np
         for d, (values, names) in blocks.items():
             X = values[rows]
             if head_k[d]:
-                best = best_heads(head_scores(X[train], yy[train], criterion=head_criterion,
-                                              columns=names, cv=3, random_state=seed),
-                                  head_k[d])
+                best = best_heads(
+                    head_scores(
+                        X[train],
+                        yy[train],
+                        criterion=head_criterion,
+                        columns=names,
+                        cv=3,
+                        random_state=seed,
+                    ),
+                    head_k[d],
+                )
                 X = X[:, _support(names, best)]
                 chosen[d].append([[int(a), int(b)] for a, b in best])
             if how[d] == "mean":
@@ -448,7 +507,8 @@ def _out_of_fold_scores(blocks: Mapping[str, Any], models: list[str], C_rows: np
             reporter.advance()
             if C_rows is not None:
                 scores[models.index(f"{d} + {COVARIATES}"), test] = _fit_score(
-                    np.hstack([X, C_rows]), yy, train, test, C)
+                    np.hstack([X, C_rows]), yy, train, test, C
+                )
                 reporter.advance()
     return scores, chosen
 
@@ -551,12 +611,14 @@ def evaluate_detectors(
         raise InvalidInputError(f"y must be one label per pair (1-D), got shape {y_all.shape}")
     blocks = _named_blocks(detectors, "detector", n_all)
     if COVARIATES in blocks:
-        raise InvalidInputError(f"{COVARIATES!r} names the covariates-only model; rename that "
-                                "detector")
+        raise InvalidInputError(
+            f"{COVARIATES!r} names the covariates-only model; rename that detector"
+        )
     cov, cov_names = _covariates(covariates, n_all)
     head_k = _head_counts(heads, blocks)
-    head_criterion = check_choice(head_criterion, "head_criterion", HEAD_CRITERIA,
-                                  what="head criterion")
+    head_criterion = check_choice(
+        head_criterion, "head_criterion", HEAD_CRITERIA, what="head criterion"
+    )
     how = _combine_choices(combine, blocks)
     rows = _rows(subset, n_all)
     yy = _binary(y_all[rows], "y")
@@ -568,25 +630,54 @@ def evaluate_detectors(
     seed = check_nonneg_int(seed, "seed")
     progress = check_progress(progress)
     splits, folds = _folds(yy, g, groups is not None, n_splits, seed)
-    models: list[str] = ([COVARIATES] if cov is not None else [])
+    models: list[str] = [COVARIATES] if cov is not None else []
     for d in blocks:
         models.append(d)
         if cov is not None:
             models.append(f"{d} + {COVARIATES}")
     with make_reporter(progress, description="evaluate_detectors") as reporter:
         scores, chosen = _out_of_fold_scores(
-            blocks, models, None if cov is None else cov[rows], yy, rows, splits, reporter,
-            head_k=head_k, head_criterion=head_criterion, how=how, C=C, seed=seed)
+            blocks,
+            models,
+            None if cov is None else cov[rows],
+            yy,
+            rows,
+            splits,
+            reporter,
+            head_k=head_k,
+            head_criterion=head_criterion,
+            how=how,
+            C=C,
+            seed=seed,
+        )
     table = _metrics_table(models, scores, yy, g, folds, st, n_boot, resample, seed)
-    settings = {"detectors": list(blocks), "covariates": cov_names, "strata": list(st),
-                "heads": {d: k for d, k in head_k.items() if k}, "head_criterion": head_criterion,
-                "combine": how,
-                "n_splits": n_splits, "n_boot": n_boot, "resample": resample, "C": C,
-                "seed": seed, "grouped": groups is not None,
-                "columns": {d: (len(b[1]) if b[1] else b[0].shape[1]) for d, b in blocks.items()}}
-    return DetectorEvaluation(models=tuple(models), scores=scores, y=yy, groups=g, folds=folds,
-                              index=rows, heads=chosen, rows=table, settings=settings,
-                              provenance=package_versions())
+    settings = {
+        "detectors": list(blocks),
+        "covariates": cov_names,
+        "strata": list(st),
+        "heads": {d: k for d, k in head_k.items() if k},
+        "head_criterion": head_criterion,
+        "combine": how,
+        "n_splits": n_splits,
+        "n_boot": n_boot,
+        "resample": resample,
+        "C": C,
+        "seed": seed,
+        "grouped": groups is not None,
+        "columns": {d: (len(b[1]) if b[1] else b[0].shape[1]) for d, b in blocks.items()},
+    }
+    return DetectorEvaluation(
+        models=tuple(models),
+        scores=scores,
+        y=yy,
+        groups=g,
+        folds=folds,
+        index=rows,
+        heads=chosen,
+        rows=table,
+        settings=settings,
+        provenance=package_versions(),
+    )
 
 
 def _replicates(g: np.ndarray, n_boot: int, resample: str, seed: int) -> np.ndarray:
@@ -610,8 +701,9 @@ def _interval(values: np.ndarray) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _metrics_table(models, scores, y, g, folds, strata, n_boot, resample,
-                   seed) -> dict[str, np.ndarray]:
+def _metrics_table(
+    models, scores, y, g, folds, strata, n_boot, resample, seed
+) -> dict[str, np.ndarray]:
     W = _replicates(g, n_boot, resample, seed)
     everything = np.arange(y.size)
     cells: list[tuple[str, Any, np.ndarray, np.ndarray]] = [(ALL, ALL, everything, folds)]
@@ -634,11 +726,13 @@ def _metrics_table(models, scores, y, g, folds, strata, n_boot, resample,
             for m in _METRICS:
                 fn = _METRIC_FN[m]
                 point[model, m] = fn(scores[k, idx], yi, cells=within)
-                boot[model, m] = (fn(scores[k, idx], yi, W[:, idx], within) if n_boot
-                                  else np.zeros(0))
+                boot[model, m] = (
+                    fn(scores[k, idx], yi, W[:, idx], within) if n_boot else np.zeros(0)
+                )
         for model in models:
-            detector = model[: -len(f" + {COVARIATES}")] if model.endswith(f" + {COVARIATES}") \
-                else model
+            detector = (
+                model[: -len(f" + {COVARIATES}")] if model.endswith(f" + {COVARIATES}") else model
+            )
             plus = model != detector
             out["model"].append(model)
             out["detector"].append(detector)
@@ -660,9 +754,16 @@ def _metrics_table(models, scores, y, g, folds, strata, n_boot, resample,
                     lo, hi = np.nan, np.nan
                 out[f"gain_{m}_low"].append(lo)
                 out[f"gain_{m}_high"].append(hi)
-    return {k: (np.asarray(v, dtype=str) if k in _TEXT_COLUMNS else
-                np.asarray(v, dtype=np.int64) if k in _INT_COLUMNS else
-                np.asarray(v, dtype=np.float64)) for k, v in out.items()}
+    return {
+        k: (
+            np.asarray(v, dtype=str)
+            if k in _TEXT_COLUMNS
+            else np.asarray(v, dtype=np.int64)
+            if k in _INT_COLUMNS
+            else np.asarray(v, dtype=np.float64)
+        )
+        for k, v in out.items()
+    }
 
 
 # ------------------------------------------------------------------ the result
@@ -708,8 +809,9 @@ class DetectorEvaluation(Result):
         self.scores = np.asarray(self.scores, dtype=np.float64)
         n = np.asarray(self.y).shape[0]
         if self.scores.shape != (len(self.models), n):
-            raise InvalidInputError(f"scores {self.scores.shape} for {len(self.models)} models "
-                                    f"and {n} labels")
+            raise InvalidInputError(
+                f"scores {self.scores.shape} for {len(self.models)} models and {n} labels"
+            )
         lengths = {len(np.asarray(v)) for v in self.rows.values()}
         if len(lengths) > 1:
             raise InvalidInputError("the rows' columns differ in length")
@@ -723,13 +825,17 @@ class DetectorEvaluation(Result):
         r = self.rows
         sel = r["stratum"] == stratum
         out: dict[str, list] = {"detector": [], "value": [], "n": [], "n_positive": []}
-        order = [d for d in (COVARIATES, *self.settings.get("detectors", ()))
-                 if d in set(r["model"].tolist())]
+        order = [
+            d
+            for d in (COVARIATES, *self.settings.get("detectors", ()))
+            if d in set(r["model"].tolist())
+        ]
         for value in dict.fromkeys(r["value"][sel].tolist()):
             for d in order:
                 alone = np.flatnonzero(sel & (r["value"] == value) & (r["model"] == d))
-                plus = np.flatnonzero(sel & (r["value"] == value)
-                                      & (r["model"] == f"{d} + {COVARIATES}"))
+                plus = np.flatnonzero(
+                    sel & (r["value"] == value) & (r["model"] == f"{d} + {COVARIATES}")
+                )
                 k = alone[0]
                 out["detector"].append(d)
                 out["value"].append(value)
@@ -740,10 +846,12 @@ class DetectorEvaluation(Result):
                         out.setdefault(f"{m}{suffix}", []).append(r[f"{m}{suffix}"][k])
                     for suffix in ("", "_low", "_high"):
                         out.setdefault(f"{m}_with_covariates{suffix}", []).append(
-                            r[f"{m}{suffix}"][plus[0]] if plus.size else np.nan)
+                            r[f"{m}{suffix}"][plus[0]] if plus.size else np.nan
+                        )
                     for suffix in ("", "_low", "_high"):
                         out.setdefault(f"gain_{m}{suffix}", []).append(
-                            r[f"gain_{m}{suffix}"][plus[0]] if plus.size else np.nan)
+                            r[f"gain_{m}{suffix}"][plus[0]] if plus.size else np.nan
+                        )
         return Columns({k: np.asarray(v) for k, v in out.items()})
 
     # --------------------------------------------------------------- protocol
@@ -755,17 +863,33 @@ class DetectorEvaluation(Result):
         return Columns({k: np.asarray(v) for k, v in self.rows.items()})
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe({"kind": self.kind, "models": list(self.models),
-                          "rows": Columns(self.rows).rows(), "heads": self.heads,
-                          "settings": self.settings, "provenance": self.provenance})
+        return json_safe(
+            {
+                "kind": self.kind,
+                "models": list(self.models),
+                "rows": Columns(self.rows).rows(),
+                "heads": self.heads,
+                "settings": self.settings,
+                "provenance": self.provenance,
+            }
+        )
 
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
-        meta = {"models": list(self.models), "heads": self.heads, "settings": self.settings,
-                "provenance": self.provenance,
-                "text_columns": {k: self.rows[k].tolist() for k in _TEXT_COLUMNS},
-                "columns": list(self.rows)}
-        arrays = {"scores": self.scores, "y": self.y, "groups": self.groups,
-                  "folds": self.folds, "index": self.index}
+        meta = {
+            "models": list(self.models),
+            "heads": self.heads,
+            "settings": self.settings,
+            "provenance": self.provenance,
+            "text_columns": {k: self.rows[k].tolist() for k in _TEXT_COLUMNS},
+            "columns": list(self.rows),
+        }
+        arrays = {
+            "scores": self.scores,
+            "y": self.y,
+            "groups": self.groups,
+            "folds": self.folds,
+            "index": self.index,
+        }
         arrays.update({f"rows__{k}": v for k, v in self.rows.items() if k not in _TEXT_COLUMNS})
         return json_safe(meta), arrays
 
@@ -777,7 +901,9 @@ class DetectorEvaluation(Result):
         y = read_array(arrays, "y", kind="i", ndim=1)
         n = y.shape[0]
         scores = read_array(arrays, "scores", kind="f", shape=(len(models), n))
-        ints = {k: read_array(arrays, k, kind="i", shape=(n,)) for k in ("groups", "folds", "index")}
+        ints = {
+            k: read_array(arrays, k, kind="i", shape=(n,)) for k in ("groups", "folds", "index")
+        }
         cols = meta["columns"]
         texts = meta["text_columns"]
         m = len(texts["model"])
@@ -788,16 +914,26 @@ class DetectorEvaluation(Result):
                     raise ResultFormatError(f"text column {k!r} must be a list of {m} names")
                 rows[k] = np.asarray(texts[k], dtype=str)
             else:
-                rows[k] = read_array(arrays, f"rows__{k}", kind="i" if k in _INT_COLUMNS else "f",
-                                     shape=(m,))
-        return cls(models=tuple(models), scores=scores, y=y, heads=dict(meta["heads"]),
-                   rows=rows, settings=dict(meta.get("settings", {})),
-                   provenance=dict(meta.get("provenance", {})), **ints)
+                rows[k] = read_array(
+                    arrays, f"rows__{k}", kind="i" if k in _INT_COLUMNS else "f", shape=(m,)
+                )
+        return cls(
+            models=tuple(models),
+            scores=scores,
+            y=y,
+            heads=dict(meta["heads"]),
+            rows=rows,
+            settings=dict(meta.get("settings", {})),
+            provenance=dict(meta.get("provenance", {})),
+            **ints,
+        )
 
     def __repr__(self) -> str:
-        return (f"DetectorEvaluation(pairs={self.y.size}, detectors="
-                f"{list(self.settings.get('detectors', ()))}, folds="
-                f"{self.settings.get('n_splits')}, n_boot={self.settings.get('n_boot')})")
+        return (
+            f"DetectorEvaluation(pairs={self.y.size}, detectors="
+            f"{list(self.settings.get('detectors', ()))}, folds="
+            f"{self.settings.get('n_splits')}, n_boot={self.settings.get('n_boot')})"
+        )
 
 
 KINDS[KIND] = DetectorEvaluation

@@ -50,7 +50,11 @@ from typing import Sequence
 import numpy as np
 
 __all__ = [
-    "GRAPH_QUANTITIES", "DEFAULT_THRESHOLDS", "CYCLE_CAP", "graph_names", "graph_features",
+    "GRAPH_QUANTITIES",
+    "DEFAULT_THRESHOLDS",
+    "CYCLE_CAP",
+    "graph_names",
+    "graph_features",
     "simple_cycles_capped",
 ]
 
@@ -58,7 +62,14 @@ __all__ = [
 DEFAULT_THRESHOLDS: tuple[float, ...] = (0.025, 0.05, 0.1, 0.25, 0.5, 0.75)
 #: Quantities per threshold, in column order.
 GRAPH_QUANTITIES: tuple[str, ...] = (
-    "scc", "b0", "edges", "degree", "cycles", "b1", "chordal", "matching",
+    "scc",
+    "b0",
+    "edges",
+    "degree",
+    "cycles",
+    "b1",
+    "chordal",
+    "matching",
 )
 #: Cap on the simple-cycle count (la-tda counts at most 50 cycles, tda4atd 500).
 CYCLE_CAP = 50
@@ -212,12 +223,15 @@ def _row_masks(M: np.ndarray) -> list[int]:
     packed = np.packbits(M, axis=-1, bitorder="little")
     width = packed.shape[-1]
     data = packed.tobytes()
-    return [int.from_bytes(data[r * width:(r + 1) * width], "little") for r in range(m)]
+    return [int.from_bytes(data[r * width : (r + 1) * width], "little") for r in range(m)]
 
 
 def _count_cycles(
-    M: np.ndarray, edges: tuple[np.ndarray, np.ndarray, np.ndarray], labels: np.ndarray,
-    n_labels: int, cap: int,
+    M: np.ndarray,
+    edges: tuple[np.ndarray, np.ndarray, np.ndarray],
+    labels: np.ndarray,
+    n_labels: int,
+    cap: int,
 ) -> np.ndarray:
     """Simple cycles of each directed graph (G, n, n) bool, capped at ``cap``, shape (G,).
 

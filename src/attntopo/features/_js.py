@@ -67,8 +67,16 @@ def js_names(scales: Sequence[float], quantiles: Sequence[float]) -> list[str]:
     """Quantity names of the ``js`` set, in column order."""
     names = []
     for d in _DIMS:
-        names += [f"h{d}.{s}" for s in ("n_bars", "total_persistence", "max_persistence",
-                                        "mean_persistence", "entropy")]
+        names += [
+            f"h{d}.{s}"
+            for s in (
+                "n_bars",
+                "total_persistence",
+                "max_persistence",
+                "mean_persistence",
+                "entropy",
+            )
+        ]
         names += [f"h{d}.betti_{e:g}" for e in scales]
     names += [f"h0.death_q{q:g}" for q in quantiles]
     return names
@@ -118,7 +126,8 @@ def js_stats(
 #: aside; H0's Betti numbers fall to 1 at large scales, so divided by n they are 1/n).
 def _per_token_sources(scales: Sequence[float]) -> list[str]:
     return ["h0.total_persistence", "h1.n_bars", "h1.total_persistence"] + [
-        f"h1.betti_{e:g}" for e in scales]
+        f"h1.betti_{e:g}" for e in scales
+    ]
 
 
 def per_token_names(scales: Sequence[float]) -> list[str]:
@@ -126,8 +135,9 @@ def per_token_names(scales: Sequence[float]) -> list[str]:
     return [f"{q}_per_token" for q in _per_token_sources(scales)]
 
 
-def per_token_stats(js: np.ndarray, sizes: np.ndarray, scales: Sequence[float],
-                    quantiles: Sequence[float]) -> np.ndarray:
+def per_token_stats(
+    js: np.ndarray, sizes: np.ndarray, scales: Sequence[float], quantiles: Sequence[float]
+) -> np.ndarray:
     """``js_per_token`` of N diagrams from their ``js`` rows (N, k) and point counts (N,)."""
     names = js_names(scales, quantiles)
     cols = [names.index(q) for q in _per_token_sources(scales)]
@@ -179,7 +189,9 @@ def image_stats(diagrams: list[Diagram], upper: float = 1.0) -> np.ndarray:
         for i, g in enumerate(diagrams):
             pts = g.finite(d)
             if pts.shape[0]:
-                out[i, j * k * k:(j + 1) * k * k] = np.asarray(imager.transform(pts, skew=True)).ravel()
+                out[i, j * k * k : (j + 1) * k * k] = np.asarray(
+                    imager.transform(pts, skew=True)
+                ).ravel()
     return out
 
 
@@ -219,5 +231,5 @@ def landscape_stats(diagrams: list[Diagram], upper: float = 1.0) -> np.ndarray:
             for k, cp in enumerate(crit):
                 cp = np.asarray(cp, dtype=np.float64)
                 block[k] = np.interp(t, cp[:, 0], cp[:, 1], left=0.0, right=0.0)
-            out[i, j * per_dim:(j + 1) * per_dim] = block.ravel()
+            out[i, j * per_dim : (j + 1) * per_dim] = block.ravel()
     return out

@@ -43,8 +43,17 @@ from ..errors import InvalidInputError
 from ..topology.persistence import persistence_batch_valid
 from ._registry import FEATURE_SETS
 
-__all__ = ["ChunkFeatures", "HeadGroup", "Done", "prompt_mask", "JS_SETS", "GROUP_BYTES",
-           "heads_per_group", "head_order", "MODEL_SETS"]
+__all__ = [
+    "ChunkFeatures",
+    "HeadGroup",
+    "Done",
+    "prompt_mask",
+    "JS_SETS",
+    "GROUP_BYTES",
+    "heads_per_group",
+    "head_order",
+    "MODEL_SETS",
+]
 
 #: Sets with one block of values per text (all the chosen layers and heads together), not one
 #: per head (:attr:`FeatureSet.per_text`): their columns are ``L*H*.{set}.{quantity}``.
@@ -88,8 +97,14 @@ def prompt_mask(special: np.ndarray, offsets: list, boundary: int) -> np.ndarray
 class _Persistence:
     """Distance matrices of one kind waiting for the engines, batched, with backpressure."""
 
-    def __init__(self, n_texts: int, maxdim: int, engine: str | None, n_jobs: int | None,
-                 submit: Callable[..., Any] | None) -> None:
+    def __init__(
+        self,
+        n_texts: int,
+        maxdim: int,
+        engine: str | None,
+        n_jobs: int | None,
+        submit: Callable[..., Any] | None,
+    ) -> None:
         self.maxdim, self.engine, self.n_jobs, self.submit = maxdim, engine, n_jobs, submit
         self.mats: list[np.ndarray] = []
         self.keys: list[tuple[int, int]] = []  # (text, ordinal of the matrix within the text)
@@ -117,8 +132,11 @@ class _Persistence:
         # diagonal; barcode_matrices: the same, in [0, 1]): not checked again
         args = (self.mats,)
         kw = dict(maxdim=self.maxdim, engine=self.engine, n_jobs=self.n_jobs)
-        job = (self.submit(persistence_batch_valid, *args, **kw) if self.submit is not None
-               else Done(persistence_batch_valid(*args, **kw)))
+        job = (
+            self.submit(persistence_batch_valid, *args, **kw)
+            if self.submit is not None
+            else Done(persistence_batch_valid(*args, **kw))
+        )
         self.jobs.append((job, self.keys))
         self.mats, self.keys, self.size = [], [], 0
 
@@ -132,8 +150,10 @@ class _Persistence:
         self.flush()
         while self.jobs:
             self._collect(0)
-        return ([self.done[(t, j)] for t, s in enumerate(self.sizes) for j in range(len(s))],
-                np.array([n for s in self.sizes for n in s], dtype=np.int64))
+        return (
+            [self.done[(t, j)] for t, s in enumerate(self.sizes) for j in range(len(s))],
+            np.array([n for s in self.sizes for n in s], dtype=np.int64),
+        )
 
 
 class HeadGroup:
@@ -162,8 +182,18 @@ class HeadGroup:
         The settings (:meth:`~attntopo.features.FeatureSettings.st`).
     """
 
-    __slots__ = ("att", "W", "real", "Wr", "device_weights", "dev_real", "D", "boundary",
-                 "drop_special", "st")
+    __slots__ = (
+        "att",
+        "W",
+        "real",
+        "Wr",
+        "device_weights",
+        "dev_real",
+        "D",
+        "boundary",
+        "drop_special",
+        "st",
+    )
 
     def __init__(self, **values: Any) -> None:
         for k, v in values.items():
@@ -202,12 +232,20 @@ class ChunkFeatures:
     Every text must get the same heads (any order).
     """
 
-    def __init__(self, n_texts: int, boundaries: list[int | None], st: dict, drop_special: bool,
-                 engine: str | None, n_jobs: int | None,
-                 *,
-                 submit: Callable[..., Any] | None = None, maxdim: int = 1,
-                 js_diagrams: bool = False, order: Sequence[tuple[int, int]] | None = None,
-                 ) -> None:
+    def __init__(
+        self,
+        n_texts: int,
+        boundaries: list[int | None],
+        st: dict,
+        drop_special: bool,
+        engine: str | None,
+        n_jobs: int | None,
+        *,
+        submit: Callable[..., Any] | None = None,
+        maxdim: int = 1,
+        js_diagrams: bool = False,
+        order: Sequence[tuple[int, int]] | None = None,
+    ) -> None:
         self.n_texts = n_texts
         self.order = None if order is None else [(int(a), int(b)) for a, b in order]
         # per text, the (layer, head) of each value in the order it came: every set appends
@@ -227,11 +265,15 @@ class ChunkFeatures:
         # the token distances' diagrams (shared by the sets that read them), and one batch of
         # each set that makes matrices of its own (``barcode``)
         self.js = _Persistence(n_texts, maxdim, engine, n_jobs, submit) if self.need_js else None
-        self.own = {s.name: _Persistence(n_texts, 1, engine, n_jobs, submit)
-                    for s in self.specs if s.matrices is not None}
+        self.own = {
+            s.name: _Persistence(n_texts, 1, engine, n_jobs, submit)
+            for s in self.specs
+            if s.matrices is not None
+        }
         # the sets of one block per text (``zigzag``): per text, what each layer gave, by layer
         self.per_layer: dict[str, list[dict[int, Any]]] = {
-            s.name: [{} for _ in range(n_texts)] for s in self.specs if s.per_text}
+            s.name: [{} for _ in range(n_texts)] for s in self.specs if s.per_text
+        }
 
     def _batches(self) -> list[_Persistence]:
         return ([self.js] if self.js is not None else []) + list(self.own.values())
@@ -256,7 +298,7 @@ class ChunkFeatures:
         else:
             for h0 in range(0, H, per):
                 group = _heads(att, h0, h0 + per)
-                dev = device_weights[h0:h0 + per] if device_weights is not None else None
+                dev = device_weights[h0 : h0 + per] if device_weights is not None else None
                 self._add(t, group, dev)
                 del group, dev
         if device_weights is not None:
@@ -271,16 +313,20 @@ class ChunkFeatures:
         self.keys[t].extend((layer, int(h)) for h in att.heads)
         # the sets that see the attention with special tokens dropped read one copy of the
         # layer; the others (prompt alone on the host takes its tokens a head at a time) none
-        whole = device_weights is not None or self.need_js or any(
-            s.drops_special and not s.per_text for s in self.specs)
+        whole = (
+            device_weights is not None
+            or self.need_js
+            or any(s.drops_special and not s.per_text for s in self.specs)
+        )
         dropping = self.drop_special and bool(att.special.any())
         real = att.drop_special() if (dropping and whole) else att
         nr = real.n_tokens
         Wr = real.weights.reshape(H, nr, nr)
         dev_real = None
         if device_weights is not None:
-            dev_real = (_drop_on_device(device_weights, ~att.special)
-                        if real is not att else device_weights)
+            dev_real = (
+                _drop_on_device(device_weights, ~att.special) if real is not att else device_weights
+            )
         D = None
         if self.need_js:
             if dev_real is not None:
@@ -293,10 +339,18 @@ class ChunkFeatures:
                 D = token_distances(Wr, metric=self.metric)
             for M in D:
                 self.js.add(t, M)
-        group = HeadGroup(att=att, W=att.weights.reshape(H, n, n), real=real, Wr=Wr,
-                          device_weights=device_weights, dev_real=dev_real, D=D,
-                          boundary=self.boundaries[t], drop_special=self.drop_special,
-                          st=self.st)
+        group = HeadGroup(
+            att=att,
+            W=att.weights.reshape(H, n, n),
+            real=real,
+            Wr=Wr,
+            device_weights=device_weights,
+            dev_real=dev_real,
+            D=D,
+            boundary=self.boundaries[t],
+            drop_special=self.drop_special,
+            st=self.st,
+        )
         for spec in self.specs:
             if spec.matrices is not None:
                 for M in spec.matrices(group):
@@ -304,9 +358,9 @@ class ChunkFeatures:
             elif spec.head is not None:
                 self.blocks[t][spec.name].append(spec.head(group))
 
-    def add_attention(self, t: int, att: Attention,
-                      *,
-                      on_layer: Callable[[], Any] | None = None) -> None:
+    def add_attention(
+        self, t: int, att: Attention, *, on_layer: Callable[[], Any] | None = None
+    ) -> None:
         """Every layer of an :class:`~attntopo.attention.Attention`, one after the other
         (``on_layer()`` called after each: progress)."""
         for i in range(att.weights.shape[0]):
@@ -341,11 +395,25 @@ class ChunkFeatures:
                 kept[t] = {}
         # one row per text: for each set, the heads of ``order``, quantities within a head;
         # a value goes where its own (layer, head) is (a set of one block per text: as it is)
-        rows = (np.stack([np.concatenate([
-            np.concatenate(self.blocks[t][s], axis=0).ravel() if FEATURE_SETS[s].per_text else
-            np.concatenate(self.blocks[t][s], axis=0).reshape(len(perms[t]), -1)[perms[t]].ravel()
-            for s in sets]) for t in range(n_texts)])
-                if sets else np.zeros((n_texts, 0)))
+        rows = (
+            np.stack(
+                [
+                    np.concatenate(
+                        [
+                            np.concatenate(self.blocks[t][s], axis=0).ravel()
+                            if FEATURE_SETS[s].per_text
+                            else np.concatenate(self.blocks[t][s], axis=0)
+                            .reshape(len(perms[t]), -1)[perms[t]]
+                            .ravel()
+                            for s in sets
+                        ]
+                    )
+                    for t in range(n_texts)
+                ]
+            )
+            if sets
+            else np.zeros((n_texts, 0))
+        )
         if dgms is not None and self.js_diagrams:
             per = [len(k) for k in self.keys]
             starts = np.cumsum([0] + per)
@@ -395,7 +463,7 @@ def _one_layer(att: Attention, i: int) -> Attention:
     """Layer ``i`` of ``att`` as an Attention of one layer (its weights a view)."""
     from dataclasses import replace
 
-    return replace(att, weights=att.weights[i:i + 1], layers=(att.layers[i],))
+    return replace(att, weights=att.weights[i : i + 1], layers=(att.layers[i],))
 
 
 def _drop_on_device(w: Any, keep: np.ndarray) -> Any:

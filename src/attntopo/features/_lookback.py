@@ -34,8 +34,13 @@ import numpy as np
 
 from ..errors import InvalidInputError
 
-__all__ = ["LOOKBACK_QUANTITIES", "lookback_names", "answer_start", "lookback_ratios",
-           "lookback_features"]
+__all__ = [
+    "LOOKBACK_QUANTITIES",
+    "lookback_names",
+    "answer_start",
+    "lookback_ratios",
+    "lookback_features",
+]
 
 #: The set's one quantity per head.
 LOOKBACK_QUANTITIES: tuple[str, ...] = ("ratio",)
@@ -57,9 +62,9 @@ def answer_start(special: np.ndarray, offsets: list, boundary: int) -> int:
     return int(hit[0]) if hit.size else int(special.size)
 
 
-def lookback_ratios(A: Any, start: int, causal: bool,
-                    *,
-                    keep: np.ndarray | None = None) -> np.ndarray:
+def lookback_ratios(
+    A: Any, start: int, causal: bool, *, keep: np.ndarray | None = None
+) -> np.ndarray:
     """``LR(i)`` of every answer token of every head, shape (B, r), float64.
 
     Parameters
@@ -110,9 +115,9 @@ def lookback_ratios(A: Any, start: int, causal: bool,
     return m_ctx / total
 
 
-def lookback_features(A: Any, start: int, causal: bool,
-                      *,
-                      keep: np.ndarray | None = None) -> np.ndarray:
+def lookback_features(
+    A: Any, start: int, causal: bool, *, keep: np.ndarray | None = None
+) -> np.ndarray:
     """The ``lookback`` set of one pair, shape (B, 1): the mean of :func:`lookback_ratios`
     over the answer's tokens, per head."""
     return lookback_ratios(A, start, causal, keep=keep).mean(axis=1, keepdims=True)

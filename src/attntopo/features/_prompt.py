@@ -120,8 +120,9 @@ def _contracted(W: Any, prompt: np.ndarray, to_p: Any, RR: Any) -> None:
         P = torch.as_tensor(np.flatnonzero(prompt), device=W.device)
         R = torch.as_tensor(np.flatnonzero(~prompt), device=W.device)
         WR = W.index_select(-2, R)  # (B, r, n): response rows
-        to_w = torch.maximum(WR.index_select(-1, P).amax(-1),
-                             W.index_select(-2, P).index_select(-1, R).amax(-2))
+        to_w = torch.maximum(
+            WR.index_select(-1, P).amax(-1), W.index_select(-2, P).index_select(-1, R).amax(-2)
+        )
         RRw = WR.index_select(-1, R)
     to_p.copy_(to_w)
     to_p.clamp_min_(0.0).neg_().add_(1.0).clamp_(0.0, 1.0)
@@ -165,14 +166,19 @@ def _attention_forest_subset(A: np.ndarray, keep: np.ndarray, prompt: np.ndarray
     RR = torch.empty((B, r, r), dtype=torch.float64)
     sub = np.empty((1, m, m), dtype=np.float32)
     for h in range(B):
-        renormalized_subset(A[h:h + 1], keep, out=sub)
-        _contracted(torch.from_numpy(sub), prompt, to_p[h:h + 1], RR[h:h + 1])
+        renormalized_subset(A[h : h + 1], keep, out=sub)
+        _contracted(torch.from_numpy(sub), prompt, to_p[h : h + 1], RR[h : h + 1])
     return prim_contracted(to_p, RR).sum(dim=1).double().cpu().numpy()
 
 
 def prompt_features(
-    A: Any, D_js: Any, prompt: np.ndarray, quantities: Sequence[str] = PROMPT_QUANTITIES,
-    *, keep: np.ndarray | None = None, metric: str = "jensen_shannon",
+    A: Any,
+    D_js: Any,
+    prompt: np.ndarray,
+    quantities: Sequence[str] = PROMPT_QUANTITIES,
+    *,
+    keep: np.ndarray | None = None,
+    metric: str = "jensen_shannon",
 ) -> np.ndarray:
     """The ``prompt`` set of one pair, shape (B, len(quantities)), quantities in the given order.
 
@@ -221,8 +227,11 @@ def prompt_features(
                 # on the CPU one torch thread: many short passes over a head's blocks, each of
                 # which two threads would end at a barrier (see models.precision.normalize_rows)
                 with torch_threads(1) if on_cpu else nullcontext():
-                    out[h0:h1, c] = (_attention_forest(A[h0:h1], prompt) if keep is None else
-                                     _attention_forest_subset(A[h0:h1], keep, prompt)) / r
+                    out[h0:h1, c] = (
+                        _attention_forest(A[h0:h1], prompt)
+                        if keep is None
+                        else _attention_forest_subset(A[h0:h1], keep, prompt)
+                    ) / r
                 continue
             if D_js is not None:
                 out[h0:h1, c] = spanning_forest_length(D_js[h0:h1], prompt) / r

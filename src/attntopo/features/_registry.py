@@ -91,15 +91,18 @@ class FeatureSet:
         ways = [self.head is not None, self.diagrams is not None, self.layer is not None]
         if sum(ways) != 1:
             raise TypeError(
-                f"feature set {self.name!r}: give exactly one of head=, diagrams= and layer=")
+                f"feature set {self.name!r}: give exactly one of head=, diagrams= and layer="
+            )
         if self.matrices is not None and self.diagrams is None:
             raise TypeError(f"feature set {self.name!r}: matrices= goes with diagrams=")
         if (self.layer is None) != (self.text is None):
             raise TypeError(f"feature set {self.name!r}: layer= and text= go together")
         if self.on_distances and not self.name.startswith("js"):
-            raise TypeError(f"feature set {self.name!r} reads the token distances: its name "
-                            "starts with js (the default metric's), which its columns replace "
-                            "by the metric's")
+            raise TypeError(
+                f"feature set {self.name!r} reads the token distances: its name "
+                "starts with js (the default metric's), which its columns replace "
+                "by the metric's"
+            )
 
     def column(self, st: dict) -> str:
         """The set's name in its columns: a set that reads the token distances is named after
@@ -110,7 +113,7 @@ class FeatureSet:
             return self.name
         from ..distances import DISTANCES
 
-        return DISTANCES[metric].column + self.name[len("js"):]
+        return DISTANCES[metric].column + self.name[len("js") :]
 
     @property
     def per_text(self) -> bool:
@@ -252,8 +255,9 @@ def _prompt(g: Any) -> np.ndarray:
     special = bool(att.special.any())
     if g.device_weights is None and not g.real.special_dropped and special:
         # on the host: each head's content tokens renormalized as drop_special does
-        return prompt_features(g.W, None, mask, quantities, keep=np.flatnonzero(~att.special),
-                               metric=g.st["metric"])
+        return prompt_features(
+            g.W, None, mask, quantities, keep=np.flatnonzero(~att.special), metric=g.st["metric"]
+        )
     if g.real.special_dropped or not special:
         A = g.dev_real if g.dev_real is not None else g.Wr
         D = g.D if g.dev_real is None else None  # D went to the host: recomputed on the device
@@ -274,8 +278,7 @@ def _lookback(g: Any) -> np.ndarray:
     # the ratio of means is the same on renormalized rows: special tokens are left out
     att = g.att
     start = answer_start(att.special, att.offsets, g.boundary)
-    return lookback_features(g.W, start, att.causal,
-                             keep=~att.special if g.drop_special else None)
+    return lookback_features(g.W, start, att.causal, keep=~att.special if g.drop_special else None)
 
 
 def _zigzag_quantities(st: dict) -> list[str]:
@@ -289,8 +292,9 @@ def _zigzag_layer(att: Any, st: dict, drop_special: bool) -> tuple[np.ndarray, i
     from ._zigzag import layer_graph
 
     keep = np.flatnonzero(~att.special) if drop_special and bool(att.special.any()) else None
-    graph = layer_graph(att.weights[0], keep=keep,
-                        order=np.argsort(np.asarray(att.heads), kind="stable"))
+    graph = layer_graph(
+        att.weights[0], keep=keep, order=np.argsort(np.asarray(att.heads), kind="stable")
+    )
     return graph, att.n_tokens if keep is None else int(keep.size)
 
 
@@ -315,34 +319,105 @@ def _spectral(g: Any) -> np.ndarray:
 #: Every feature set, by name, in the order the documentation lists them
 #: (:data:`FEATURE_SETS` is a read-only view: iterate for the names, ``FEATURE_SETS[name]``
 #: for the record).
-_SETS: dict[str, FeatureSet] = {s.name: s for s in (
-    FeatureSet("js", "statistics of each head's Jensen–Shannon Rips diagram", "attntopo",
-               _js_quantities, diagrams=_js, default=True, drops_special=True),
-    FeatureSet("graph", "invariants of the attention graph at thresholds τ", "tda4atd, la-tda",
-               _graph_quantities, head=_graph, default=True, drops_special=True),
-    FeatureSet("barcode", "statistics of the Rips barcode of 1 − max(A, Aᵀ)", "tda4atd",
-               _barcode_quantities, diagrams=_barcode, matrices=_barcode_matrices, default=True,
-               drops_special=True),
-    FeatureSet("template", "distances to fixed attention patterns", "la-tda",
-               _template_quantities, head=_template, default=True),
-    FeatureSet("prompt", "prompt-to-response spanning-forest score", "TOHA",
-               _prompt_quantities, head=_prompt, input="pair"),
-    FeatureSet("js_image", "persistence images of the JS diagrams", "persim",
-               _image_quantities, diagrams=_image, drops_special=True),
-    FeatureSet("js_landscape", "persistence landscapes of the JS diagrams", "persim",
-               _landscape_quantities, diagrams=_landscape, drops_special=True),
-    FeatureSet("js_per_token", "the js quantities that grow with the text, divided by its "
-               "token count", "attntopo", _per_token_quantities, diagrams=_per_token,
-               drops_special=True),
-    FeatureSet("spectral", "top-k eigenvalues of each head's attention Laplacian", "LapEigvals",
-               _spectral_quantities, head=_spectral, drops_special=True),
-    FeatureSet("lookback", "each head's attention on the prompt against the answer",
-               "Lookback Lens", _lookback_quantities, head=_lookback, input="pair",
-               drops_special=True),
-    FeatureSet("zigzag", "zigzag persistence of the head-mean attention graphs through the "
-               "layers", "HalluZig", _zigzag_quantities, layer=_zigzag_layer, text=_zigzag,
-               drops_special=True),
-)}
+_SETS: dict[str, FeatureSet] = {
+    s.name: s
+    for s in (
+        FeatureSet(
+            "js",
+            "statistics of each head's Jensen–Shannon Rips diagram",
+            "attntopo",
+            _js_quantities,
+            diagrams=_js,
+            default=True,
+            drops_special=True,
+        ),
+        FeatureSet(
+            "graph",
+            "invariants of the attention graph at thresholds τ",
+            "tda4atd, la-tda",
+            _graph_quantities,
+            head=_graph,
+            default=True,
+            drops_special=True,
+        ),
+        FeatureSet(
+            "barcode",
+            "statistics of the Rips barcode of 1 − max(A, Aᵀ)",
+            "tda4atd",
+            _barcode_quantities,
+            diagrams=_barcode,
+            matrices=_barcode_matrices,
+            default=True,
+            drops_special=True,
+        ),
+        FeatureSet(
+            "template",
+            "distances to fixed attention patterns",
+            "la-tda",
+            _template_quantities,
+            head=_template,
+            default=True,
+        ),
+        FeatureSet(
+            "prompt",
+            "prompt-to-response spanning-forest score",
+            "TOHA",
+            _prompt_quantities,
+            head=_prompt,
+            input="pair",
+        ),
+        FeatureSet(
+            "js_image",
+            "persistence images of the JS diagrams",
+            "persim",
+            _image_quantities,
+            diagrams=_image,
+            drops_special=True,
+        ),
+        FeatureSet(
+            "js_landscape",
+            "persistence landscapes of the JS diagrams",
+            "persim",
+            _landscape_quantities,
+            diagrams=_landscape,
+            drops_special=True,
+        ),
+        FeatureSet(
+            "js_per_token",
+            "the js quantities that grow with the text, divided by its token count",
+            "attntopo",
+            _per_token_quantities,
+            diagrams=_per_token,
+            drops_special=True,
+        ),
+        FeatureSet(
+            "spectral",
+            "top-k eigenvalues of each head's attention Laplacian",
+            "LapEigvals",
+            _spectral_quantities,
+            head=_spectral,
+            drops_special=True,
+        ),
+        FeatureSet(
+            "lookback",
+            "each head's attention on the prompt against the answer",
+            "Lookback Lens",
+            _lookback_quantities,
+            head=_lookback,
+            input="pair",
+            drops_special=True,
+        ),
+        FeatureSet(
+            "zigzag",
+            "zigzag persistence of the head-mean attention graphs through the layers",
+            "HalluZig",
+            _zigzag_quantities,
+            layer=_zigzag_layer,
+            text=_zigzag,
+            drops_special=True,
+        ),
+    )
+}
 FEATURE_SETS: Mapping[str, FeatureSet] = MappingProxyType(_SETS)
 
 #: The sets computed when none are named.

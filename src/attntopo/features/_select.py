@@ -61,12 +61,18 @@ def _check_enough(y: np.ndarray, criterion: str, cv: int) -> None:
     if criterion == "cv_accuracy":
         if cv < 2:
             raise InvalidInputError(
-                f"cv={cv}: cross-validation needs at least 2 folds (cv=2 or more)")
+                f"cv={cv}: cross-validation needs at least 2 folds (cv=2 or more)"
+            )
         least = int(np.argmin(counts))
-        why = (f"class {classes[least].item()!r} has {int(counts[least])} sample of {n}, and "
-               "every class needs at least 2" if counts[least] < 2 else
-               f"the largest class has {int(counts.max())} of {n} samples, and {cv} folds need "
-               f"a class with at least {cv}" if counts.max() < cv else None)
+        why = (
+            f"class {classes[least].item()!r} has {int(counts[least])} sample of {n}, and "
+            "every class needs at least 2"
+            if counts[least] < 2
+            else f"the largest class has {int(counts.max())} of {n} samples, and {cv} folds need "
+            f"a class with at least {cv}"
+            if counts.max() < cv
+            else None
+        )
         if why is not None:
             raise InvalidInputError(
                 f"too few samples to score heads by cv_accuracy with cv={cv}: {why} ({cv} of "
@@ -76,7 +82,8 @@ def _check_enough(y: np.ndarray, criterion: str, cv: int) -> None:
     elif criterion == "difference":
         if classes.size != 2:
             raise InvalidInputError(
-                f"criterion='difference' compares two classes; y has {classes.size}")
+                f"criterion='difference' compares two classes; y has {classes.size}"
+            )
     elif n <= classes.size:
         raise InvalidInputError(
             f"too few samples to score heads by anova: it needs more samples than classes (at "
@@ -204,8 +211,15 @@ def select_heads(
     Use the training or validation split only: choosing heads on the test split leaks it.
     """
     k = check_positive_int(k, "k", allow_none=False)
-    scores = head_scores(X, y, criterion=criterion, columns=columns, cv=cv, random_state=random_state,
-                         progress=progress)
+    scores = head_scores(
+        X,
+        y,
+        criterion=criterion,
+        columns=columns,
+        cv=cv,
+        random_state=random_state,
+        progress=progress,
+    )
     return best_heads(scores, k)
 
 

@@ -26,8 +26,17 @@ from ._prompt import PROMPT_QUANTITIES
 from ._registry import DEFAULT_SETS, FEATURE_SETS
 from ._spectral import SPECTRAL_K
 
-__all__ = ["FeatureSettings", "FEATURE_SETS", "DEFAULT_SETS", "SETTING_NAMES", "CLI_OPTIONS",
-           "CliOption", "setting", "resolve_settings"]
+__all__ = [
+    "FeatureSettings",
+    "FEATURE_SETS",
+    "DEFAULT_SETS",
+    "SETTING_NAMES",
+    "CLI_OPTIONS",
+    "CliOption",
+    "setting",
+    "resolve_settings",
+]
+
 
 def _check_sets(sets: Any) -> tuple[str, ...]:
     if isinstance(sets, str):
@@ -49,11 +58,15 @@ def _check_sets(sets: Any) -> tuple[str, ...]:
 
 def _check_grid(values: Any, name: str, lo: float, hi: float) -> tuple[float, ...]:
     if isinstance(values, (str, bytes)):
-        raise InvalidInputError(f"{name} must be a sequence of numbers in [{lo:g}, {hi:g}], got {values!r}")
+        raise InvalidInputError(
+            f"{name} must be a sequence of numbers in [{lo:g}, {hi:g}], got {values!r}"
+        )
     try:
         out = tuple(float(check_number(v, name, lo=lo)) for v in values)
     except TypeError:
-        raise InvalidInputError(f"{name} must be a sequence of numbers in [{lo:g}, {hi:g}]") from None
+        raise InvalidInputError(
+            f"{name} must be a sequence of numbers in [{lo:g}, {hi:g}]"
+        ) from None
     if not out or any(v > hi for v in out) or len(set(out)) != len(out):
         raise InvalidInputError(
             f"{name} must be a non-empty sequence of distinct "
@@ -97,7 +110,9 @@ def _check_indices(value: Any, name: str) -> int | tuple[int, ...] | None:
         ) from None
     for v in out:
         if not is_int(v):
-            raise InvalidInputError(f"{name} must be None, an int or a sequence of ints, got {value!r}")
+            raise InvalidInputError(
+                f"{name} must be None, an int or a sequence of ints, got {value!r}"
+            )
     return tuple(int(v) for v in out)
 
 
@@ -106,8 +121,9 @@ def _check_engine(engine: Any) -> str | None:
 
     if engine is None:
         return None
-    return check_choice(engine, "engine", tuple(ENGINES), what="persistence engine",
-                        hint="or None for the default")
+    return check_choice(
+        engine, "engine", tuple(ENGINES), what="persistence engine", hint="or None for the default"
+    )
 
 
 def _check_metric(metric: Any) -> str:
@@ -146,21 +162,25 @@ def _metric_help() -> str:
     from ..distances import DISTANCES
 
     names = [n + (" (default)" if n == "jensen_shannon" else "") for n in DISTANCES]
-    return ("Distance between attention rows of the sets that read the token distances (js, "
-            f"js_image, …; their columns carry its name): {', '.join(names)}.")
+    return (
+        "Distance between attention rows of the sets that read the token distances (js, "
+        f"js_image, …; their columns carry its name): {', '.join(names)}."
+    )
 
 
 def _drop_help() -> str:
     names = [n for n, s in FEATURE_SETS.items() if s.drops_special]
-    return ("Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows before the "
-            f"{', '.join(names[:-1])} and {names[-1]} sets (default: kept, the attention as the "
-            "model computed it).")
+    return (
+        "Remove special tokens (\\[CLS], \\[SEP], …) and renormalize rows before the "
+        f"{', '.join(names[:-1])} and {names[-1]} sets (default: kept, the attention as the "
+        "model computed it)."
+    )
 
 
 def _engine_help() -> str:
     from ..constants import ENGINE_NAMES
 
-    return (f"Persistence engine: {', '.join(ENGINE_NAMES)} (default: the fastest installed).")
+    return f"Persistence engine: {', '.join(ENGINE_NAMES)} (default: the fastest installed)."
 
 
 def _upper(settings: Any) -> float:
@@ -220,56 +240,118 @@ class FeatureSettings:
     table are equal.  ``dataclasses.replace(s, thresholds=(0.1,))`` gives a checked copy.
     """
 
-    sets: tuple[str, ...] = setting(DEFAULT_SETS, lambda v, s: _check_sets(v), CliOption(
-        ("--sets", "-s"), "names", "SETS",
-        lambda: f"Feature sets, comma-separated: {', '.join(FEATURE_SETS)}."))
+    sets: tuple[str, ...] = setting(
+        DEFAULT_SETS,
+        lambda v, s: _check_sets(v),
+        CliOption(
+            ("--sets", "-s"),
+            "names",
+            "SETS",
+            lambda: f"Feature sets, comma-separated: {', '.join(FEATURE_SETS)}.",
+        ),
+    )
     layers: int | tuple[int, ...] | None = setting(
-        None, lambda v, s: _check_indices(v, "layers"), CliOption(
-            ("--layer", "-l"), "indices", "L",
-            "Layer(s), 0-based; repeat or comma-separate (default: all)."))
+        None,
+        lambda v, s: _check_indices(v, "layers"),
+        CliOption(
+            ("--layer", "-l"),
+            "indices",
+            "L",
+            "Layer(s), 0-based; repeat or comma-separate (default: all).",
+        ),
+    )
     heads: int | tuple[int, ...] | None = setting(
-        None, lambda v, s: _check_indices(v, "heads"), CliOption(
-            ("--head",), "indices", "H", "Head(s) in each chosen layer (default: all)."))
-    metric: str = setting("jensen_shannon", lambda v, s: _check_metric(v), CliOption(
-        ("--metric",), "choice", "NAME", _metric_help))
+        None,
+        lambda v, s: _check_indices(v, "heads"),
+        CliOption(("--head",), "indices", "H", "Head(s) in each chosen layer (default: all)."),
+    )
+    metric: str = setting(
+        "jensen_shannon",
+        lambda v, s: _check_metric(v),
+        CliOption(("--metric",), "choice", "NAME", _metric_help),
+    )
     thresholds: tuple[float, ...] = setting(
-        DEFAULT_THRESHOLDS, lambda v, s: _check_grid(v, "thresholds", 0.0, 1.0), CliOption(
-            ("--thresholds",), "numbers", "T",
-            "Attention thresholds of the graph set, comma-separated, in [0, 1]."))
+        DEFAULT_THRESHOLDS,
+        lambda v, s: _check_grid(v, "thresholds", 0.0, 1.0),
+        CliOption(
+            ("--thresholds",),
+            "numbers",
+            "T",
+            "Attention thresholds of the graph set, comma-separated, in [0, 1].",
+        ),
+    )
     scales: tuple[float, ...] = setting(
-        DEFAULT_SCALES, lambda v, s: _check_grid(v, "scales", 0.0, _upper(s)), CliOption(
-            ("--scales",), "numbers", "E",
-            "Distances at which the js set counts Betti numbers, comma-separated."))
+        DEFAULT_SCALES,
+        lambda v, s: _check_grid(v, "scales", 0.0, _upper(s)),
+        CliOption(
+            ("--scales",),
+            "numbers",
+            "E",
+            "Distances at which the js set counts Betti numbers, comma-separated.",
+        ),
+    )
     quantiles: tuple[float, ...] = setting(
-        DEFAULT_QUANTILES, lambda v, s: _check_grid(v, "quantiles", 0.0, 1.0), CliOption(
-            ("--quantiles",), "numbers", "Q", "Quantiles of the js set's H0 deaths, comma-separated."))
+        DEFAULT_QUANTILES,
+        lambda v, s: _check_grid(v, "quantiles", 0.0, 1.0),
+        CliOption(
+            ("--quantiles",),
+            "numbers",
+            "Q",
+            "Quantiles of the js set's H0 deaths, comma-separated.",
+        ),
+    )
     cycle_cap: int = setting(
-        CYCLE_CAP, lambda v, s: check_positive_int(v, "cycle_cap", allow_none=False), CliOption(
-            ("--cycle-cap",), "int", "N", "Most directed cycles the graph set counts (50)."))
+        CYCLE_CAP,
+        lambda v, s: check_positive_int(v, "cycle_cap", allow_none=False),
+        CliOption(("--cycle-cap",), "int", "N", "Most directed cycles the graph set counts (50)."),
+    )
     prompt_quantities: tuple[str, ...] = setting(
-        PROMPT_QUANTITIES, lambda v, s: _check_prompt_quantities(v), CliOption(
-            ("--prompt-quantities",), "names", "Q",
+        PROMPT_QUANTITIES,
+        lambda v, s: _check_prompt_quantities(v),
+        CliOption(
+            ("--prompt-quantities",),
+            "names",
+            "Q",
             "The prompt set's scores, comma-separated: js, attention (default both; attention "
-            "alone is O(n²) per head)."))
+            "alone is O(n²) per head).",
+        ),
+    )
     spectral_k: int = setting(
-        SPECTRAL_K, lambda v, s: check_positive_int(v, "spectral_k", allow_none=False), CliOption(
-            ("--spectral-k",), "int", "K", "Eigenvalues per head the spectral set keeps (10)."))
-    drop_special: bool = setting(False, lambda v, s: check_bool(v, "drop_special"), CliOption(
-        ("--drop-special",), "flag", "", lambda: _drop_help()))
+        SPECTRAL_K,
+        lambda v, s: check_positive_int(v, "spectral_k", allow_none=False),
+        CliOption(
+            ("--spectral-k",), "int", "K", "Eigenvalues per head the spectral set keeps (10)."
+        ),
+    )
+    drop_special: bool = setting(
+        False,
+        lambda v, s: check_bool(v, "drop_special"),
+        CliOption(("--drop-special",), "flag", "", lambda: _drop_help()),
+    )
     min_persistence: float = setting(
-        0.0, lambda v, s: float(check_number(v, "min_persistence", lo=0.0)), CliOption(
-            ("--min-persistence",), "number", "P",
-            "Leave bars of length <= P out of the diagram statistics (default 0: every bar)."))
-    engine: str | None = setting(None, lambda v, s: _check_engine(v), CliOption(
-        ("--engine",), "choice", "NAME", _engine_help))
+        0.0,
+        lambda v, s: float(check_number(v, "min_persistence", lo=0.0)),
+        CliOption(
+            ("--min-persistence",),
+            "number",
+            "P",
+            "Leave bars of length <= P out of the diagram statistics (default 0: every bar).",
+        ),
+    )
+    engine: str | None = setting(
+        None,
+        lambda v, s: _check_engine(v),
+        CliOption(("--engine",), "choice", "NAME", _engine_help),
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):  # in declaration order: a check may read the fields before it
             object.__setattr__(self, f.name, f.metadata["check"](getattr(self, f.name), self))
 
     @classmethod
-    def resolve(cls, settings: "FeatureSettings | None", /, *, owner: str = "settings",
-                **given: Any) -> "FeatureSettings":
+    def resolve(
+        cls, settings: "FeatureSettings | None", /, *, owner: str = "settings", **given: Any
+    ) -> "FeatureSettings":
         """``settings`` (or the defaults) with the keywords given (those not None).
 
         What :func:`~attntopo.features.features` and the others do with their ``settings=``
@@ -304,11 +386,13 @@ class FeatureSettings:
 SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in fields(FeatureSettings))
 #: Each setting's command-line option (those that have one), by setting name.
 CLI_OPTIONS: Mapping[str, CliOption] = MappingProxyType(
-    {f.name: f.metadata["cli"] for f in fields(FeatureSettings) if f.metadata["cli"]})
+    {f.name: f.metadata["cli"] for f in fields(FeatureSettings) if f.metadata["cli"]}
+)
 
 
-def resolve_settings(settings: Any = None, *, owner: str = "settings", **given: Any
-                     ) -> FeatureSettings:
+def resolve_settings(
+    settings: Any = None, *, owner: str = "settings", **given: Any
+) -> FeatureSettings:
     """``settings`` (or the defaults) with the keyword arguments that were given (not None).
 
     A keyword that disagrees with ``settings`` is one :class:`~attntopo.errors.InvalidInputError`
@@ -318,8 +402,10 @@ def resolve_settings(settings: Any = None, *, owner: str = "settings", **given: 
     given = {k: v for k, v in given.items() if v is not None}
     unknown = [k for k in given if k not in SETTING_NAMES]
     if unknown:
-        raise TypeError(f"{owner} got an unexpected keyword argument {unknown[0]!r} (the feature "
-                        f"settings are {', '.join(SETTING_NAMES)})")
+        raise TypeError(
+            f"{owner} got an unexpected keyword argument {unknown[0]!r} (the feature "
+            f"settings are {', '.join(SETTING_NAMES)})"
+        )
     if settings is None:
         return FeatureSettings(**given)
     if not isinstance(settings, FeatureSettings):

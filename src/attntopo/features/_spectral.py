@@ -75,5 +75,5 @@ def spectral_features(A: np.ndarray, causal: bool, *, k: int = SPECTRAL_K) -> np
     else:
         lam = np.linalg.eigvals(L).real
     top = -np.sort(-lam, axis=-1)[:, :k]
-    out[:, :top.shape[1]] = top
+    out[:, : top.shape[1]] = top
     return out

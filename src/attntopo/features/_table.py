@@ -57,10 +57,10 @@ def _head_pairs(heads: Any) -> list[tuple[int, int]]:
         raise InvalidInputError(f"heads must be (layer, head) pairs, got {heads!r}")
     out: list[tuple[int, int]] = []
     for h in heads:
-        if (not isinstance(h, (tuple, list)) or len(h) != 2
-                or not all(is_int(x) for x in h)):
+        if not isinstance(h, (tuple, list)) or len(h) != 2 or not all(is_int(x) for x in h):
             raise InvalidInputError(
-                f"heads must be (layer, head) pairs of ints, e.g. [(3, 7), (0, 1)]; got {h!r}")
+                f"heads must be (layer, head) pairs of ints, e.g. [(3, 7), (0, 1)]; got {h!r}"
+            )
         out.append((int(h[0]), int(h[1])))
     return list(dict.fromkeys(out))
 
@@ -107,7 +107,10 @@ class FeatureTable(Result):
         self.index = np.asarray(self.index, dtype=np.int64)
         self.texts = list(self.texts)
         self.skipped = tuple(int(i) for i in self.skipped)
-        if self.values.shape != (self.index.size, len(self.columns)) or len(self.texts) != self.index.size:
+        if (
+            self.values.shape != (self.index.size, len(self.columns))
+            or len(self.texts) != self.index.size
+        ):
             raise InvalidInputError(
                 f"feature table: values {self.values.shape}, {len(self.columns)} columns, "
                 f"{self.index.size} index entries and {len(self.texts)} texts do not agree"
@@ -152,8 +155,9 @@ class FeatureTable(Result):
         leaves out the ``L*H*`` columns, which belong to no head.
         """
         want_heads = None if heads is None else _head_pairs(heads)
-        want_sets = None if sets is None else list(dict.fromkeys(
-            [sets] if isinstance(sets, str) else sets))
+        want_sets = (
+            None if sets is None else list(dict.fromkeys([sets] if isinstance(sets, str) else sets))
+        )
         head_rank = None if want_heads is None else {h: k for k, h in enumerate(want_heads)}
         set_rank = None if want_sets is None else {s: k for k, s in enumerate(want_sets)}
         keep = []
@@ -162,8 +166,13 @@ class FeatureTable(Result):
             if (head_rank is None or (layer, head) in head_rank) and (
                 set_rank is None or s in set_rank
             ):
-                keep.append((set_rank[s] if set_rank is not None else 0,
-                             head_rank[(layer, head)] if head_rank is not None else 0, k))
+                keep.append(
+                    (
+                        set_rank[s] if set_rank is not None else 0,
+                        head_rank[(layer, head)] if head_rank is not None else 0,
+                        k,
+                    )
+                )
         if not keep:
             raise InvalidInputError("no column matches that selection of heads and sets")
         if set_rank is None:  # the table's set order: by each set's first column
@@ -173,8 +182,13 @@ class FeatureTable(Result):
             keep = [(first[parse_column(self.columns[k])[2]], h, k) for _, h, k in keep]
         cols = [k for _, _, k in sorted(keep)]
         return FeatureTable(
-            self.values[:, cols], tuple(self.columns[k] for k in cols), self.index, self.texts,
-            self.skipped, dict(self.settings), dict(self.provenance),
+            self.values[:, cols],
+            tuple(self.columns[k] for k in cols),
+            self.index,
+            self.texts,
+            self.skipped,
+            dict(self.settings),
+            dict(self.provenance),
         )
 
     # --------------------------------------------------------------- protocol
@@ -228,7 +242,9 @@ class FeatureTable(Result):
         index = np.asarray(arrays["index"])
         values = np.asarray(arrays["values"])
         if index.ndim != 1 or index.dtype.kind not in "iu" or (index.size and index.min() < 0):
-            raise ResultFormatError(f"array 'index' must be 1-D non-negative integers, got {index.dtype} {index.shape}")
+            raise ResultFormatError(
+                f"array 'index' must be 1-D non-negative integers, got {index.dtype} {index.shape}"
+            )
         if values.dtype.kind != "f" or values.shape != (index.size, len(columns)):
             raise ResultFormatError(
                 f"array 'values' must be floats of shape ({index.size}, {len(columns)}), got "
@@ -250,7 +266,6 @@ class FeatureTable(Result):
             f"FeatureTable(texts={len(self)}, features={len(self.columns)}, "
             f"sets={list(sets)}, model={self.settings.get('model')!r})"
         )
-
 
 
 KINDS[KIND] = FeatureTable  # load_result reads saved tables once attntopo.features is imported

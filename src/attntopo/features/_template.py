@@ -34,7 +34,9 @@ __all__ = ["TEMPLATES", "template_features", "template_matrices", "punctuation_m
 TEMPLATES: tuple[str, ...] = ("identity", "prev", "next", "first", "last", "punct")
 
 
-def punctuation_mask(text: str, offsets: Sequence[tuple[int, int]], special: Sequence[bool]) -> np.ndarray:
+def punctuation_mask(
+    text: str, offsets: Sequence[tuple[int, int]], special: Sequence[bool]
+) -> np.ndarray:
     """True for tokens whose characters in ``text`` are all punctuation (bool, shape (n,))."""
     out = np.zeros(len(offsets), dtype=bool)
     for k, ((a, b), sp) in enumerate(zip(offsets, special)):

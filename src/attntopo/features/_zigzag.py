@@ -44,8 +44,16 @@ import numpy as np
 
 from ..errors import MissingDependencyError
 
-__all__ = ["ZIGZAG_EDGES_PER_TOKEN", "ZIGZAG_PIXEL", "ZIGZAG_SIGMA", "zigzag_names",
-           "layer_graph", "zigzag_times", "zigzag_diagrams", "zigzag_features"]
+__all__ = [
+    "ZIGZAG_EDGES_PER_TOKEN",
+    "ZIGZAG_PIXEL",
+    "ZIGZAG_SIGMA",
+    "zigzag_names",
+    "layer_graph",
+    "zigzag_times",
+    "zigzag_diagrams",
+    "zigzag_features",
+]
 
 #: Edges of each layer's graph per token (``⌈2 n⌉`` heaviest pairs).
 ZIGZAG_EDGES_PER_TOKEN = 2.0
@@ -77,9 +85,13 @@ def _dionysus():
     return dionysus
 
 
-def layer_graph(W: Any, *, keep: np.ndarray | None = None,
-                edges_per_token: float = ZIGZAG_EDGES_PER_TOKEN,
-                order: Sequence[int] | None = None) -> np.ndarray:
+def layer_graph(
+    W: Any,
+    *,
+    keep: np.ndarray | None = None,
+    edges_per_token: float = ZIGZAG_EDGES_PER_TOKEN,
+    order: Sequence[int] | None = None,
+) -> np.ndarray:
     """The edges of one layer's graph ``G_l`` (module docstring), shape (m, 2), int64, ``i < j``.
 
     Parameters
@@ -106,8 +118,8 @@ def layer_graph(W: Any, *, keep: np.ndarray | None = None,
         keep = np.asarray(keep, dtype=np.int64)
     m = W.shape[-1] if keep is None else keep.size
     mean = np.zeros((m, m))
-    for h in (range(H) if order is None else order):  # one head at a time
-        mean += W[h] if keep is None else renormalized_subset(W[h:h + 1], keep)[0]
+    for h in range(H) if order is None else order:  # one head at a time
+        mean += W[h] if keep is None else renormalized_subset(W[h : h + 1], keep)[0]
     mean /= H
     n = mean.shape[0]
     iu, ju = np.triu_indices(n, k=1)
@@ -125,8 +137,9 @@ def zigzag_times(graphs: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, list
     (E, 2), and per edge its times (steps where it enters, at even positions, and leaves, at
     odd ones).  Vertices (not listed) are there from step 0 to the end."""
     L = len(graphs)
-    keys = [np.unique(np.asarray(g, dtype=np.int64).reshape(-1, 2) @ np.array([n, 1]))
-            for g in graphs]
+    keys = [
+        np.unique(np.asarray(g, dtype=np.int64).reshape(-1, 2) @ np.array([n, 1])) for g in graphs
+    ]
     union = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
     present = np.zeros((union.size, L), dtype=bool)
     for layer, k in enumerate(keys):
@@ -174,7 +187,7 @@ def zigzag_diagrams(graphs: Sequence[np.ndarray], n: int) -> list[np.ndarray]:
     end = float(2 * L - 1)
     out = []
     for dim in _DIMS:
-        pts = ([(p.birth, p.death) for p in dgms[dim]] if dim < len(dgms) else [])
+        pts = [(p.birth, p.death) for p in dgms[dim]] if dim < len(dgms) else []
         arr = np.array(pts, dtype=np.float64).reshape(-1, 2)
         arr[np.isinf(arr[:, 1]), 1] = end
         out.append(arr[np.lexsort((arr[:, 1], arr[:, 0]))])
@@ -192,7 +205,9 @@ def zigzag_features(graphs: Sequence[np.ndarray], n: int) -> np.ndarray:
     dgms = zigzag_diagrams(graphs, n)
     scale = float(2 * L - 1) if L else 1.0
     imager = PersistenceImager(
-        birth_range=(0.0, 1.0), pers_range=(0.0, 1.0), pixel_size=ZIGZAG_PIXEL,
+        birth_range=(0.0, 1.0),
+        pers_range=(0.0, 1.0),
+        pixel_size=ZIGZAG_PIXEL,
         kernel_params={"sigma": [[ZIGZAG_SIGMA**2, 0.0], [0.0, ZIGZAG_SIGMA**2]]},
     )
     k = _side()
@@ -200,7 +215,10 @@ def zigzag_features(graphs: Sequence[np.ndarray], n: int) -> np.ndarray:
     for dim in _DIMS:
         pts = dgms[dim] / scale
         stats += [float(pts.shape[0]), float(np.sum(pts[:, 1] - pts[:, 0]))]
-        img = (np.asarray(imager.transform(pts, skew=True)).ravel() if pts.shape[0]
-               else np.zeros(k * k))
+        img = (
+            np.asarray(imager.transform(pts, skew=True)).ravel()
+            if pts.shape[0]
+            else np.zeros(k * k)
+        )
         images.append(img)
     return np.concatenate([np.array(stats)] + images)

@@ -30,7 +30,15 @@ from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
 from ._dynamics import DEFAULT_CLUSTER_TOL, default_rtol
 
-__all__ = ["HardmaxClassifier", "tokenize", "encode", "hardmax_forward", "softmax_forward", "PAD", "UNK"]
+__all__ = [
+    "HardmaxClassifier",
+    "tokenize",
+    "encode",
+    "hardmax_forward",
+    "softmax_forward",
+    "PAD",
+    "UNK",
+]
 
 PAD, UNK = "<pad>", "<unk>"
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[^\sa-z0-9]", re.UNICODE)
@@ -42,7 +50,9 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(str(text).lower())
 
 
-def encode(texts: Sequence[str], index: Mapping[str, int], max_len: int) -> tuple[np.ndarray, np.ndarray]:
+def encode(
+    texts: Sequence[str], index: Mapping[str, int], max_len: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Token ids ``(B, max_len)`` int64 (0 = padding, 1 = unknown) and the mask of real tokens."""
     ids = np.zeros((len(texts), max_len), dtype=np.int64)
     for b, text in enumerate(texts):
@@ -149,7 +159,9 @@ class HardmaxClassifier(Result):
         return {t: i for i, t in enumerate(self.vocab)}
 
     # ---------------------------------------------------------------- predict
-    def final_points(self, texts: Sequence[str], *, batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    def final_points(
+        self, texts: Sequence[str], *, batch_size: int = 256
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Exact-hardmax final points ``(B, max_len, d)`` and the token mask ``(B, max_len)``."""
         import torch
 
@@ -157,8 +169,8 @@ class HardmaxClassifier(Result):
         E = torch.from_numpy(self.embedding)
         out = []
         for s in range(0, len(ids), batch_size):
-            i = torch.from_numpy(ids[s:s + batch_size])
-            m = torch.from_numpy(mask[s:s + batch_size])
+            i = torch.from_numpy(ids[s : s + batch_size])
+            m = torch.from_numpy(mask[s : s + batch_size])
             out.append(hardmax_forward(E[i], m, self.alpha, self.layers).numpy())
         Z = np.concatenate(out) if out else np.zeros((0, self.max_len, self.dim))
         return Z, mask
@@ -197,12 +209,21 @@ class HardmaxClassifier(Result):
         index = self.index
         ids = [index.get(t, 1) for t in toks]
         labels = [t if index.get(t, 1) != 1 else f"{t}→{UNK}" for t in toks]
-        sim = simulate(self.embedding[ids], A=None, alpha=self.alpha, steps=self.layers, cluster_tol=DEFAULT_CLUSTER_TOL,
-                       tokens=labels, source={"kind": "classifier", "text": text, "classes": self.classes})
+        sim = simulate(
+            self.embedding[ids],
+            A=None,
+            alpha=self.alpha,
+            steps=self.layers,
+            cluster_tol=DEFAULT_CLUSTER_TOL,
+            tokens=labels,
+            source={"kind": "classifier", "text": text, "classes": self.classes},
+        )
         mean = sim.final.mean(axis=0)
         return sim, float(1.0 / (1.0 + np.exp(-(mean @ self.weight + self.bias))))
 
-    def leader_words(self, texts: Sequence[str], labels: Sequence[Any], *, top: int = 10) -> dict[str, list]:
+    def leader_words(
+        self, texts: Sequence[str], labels: Sequence[Any], *, top: int = 10
+    ) -> dict[str, list]:
         """The words that lead most often, per class: ``{label: [(word, texts, share), …]}``.
 
         For each text (exact hardmax, ``layers`` steps) the distinct words that are leaders at the
@@ -229,21 +250,45 @@ class HardmaxClassifier(Result):
     def summary(self) -> Columns:
         """One row per epoch: ``epoch``, ``train_loss``, ``train_accuracy``, ``val_accuracy``."""
         keys = ("epoch", "train_loss", "train_accuracy", "val_accuracy")
-        return Columns({k: np.asarray(self.history.get(k, []), dtype=float if k != "epoch" else int) for k in keys})
+        return Columns(
+            {
+                k: np.asarray(self.history.get(k, []), dtype=float if k != "epoch" else int)
+                for k in keys
+            }
+        )
 
     def to_dict(self) -> dict:
-        return json_safe({
-            "kind": self.kind, "classes": self.classes, "dim": self.dim, "layers": self.layers,
-            "alpha": self.alpha, "temperature": self.temperature, "max_len": self.max_len,
-            "vocabulary": len(self.vocab), "metrics": self.metrics, "history": self.summary().rows(),
-            "settings": self.settings, "provenance": self.provenance,
-        })
+        return json_safe(
+            {
+                "kind": self.kind,
+                "classes": self.classes,
+                "dim": self.dim,
+                "layers": self.layers,
+                "alpha": self.alpha,
+                "temperature": self.temperature,
+                "max_len": self.max_len,
+                "vocabulary": len(self.vocab),
+                "metrics": self.metrics,
+                "history": self.summary().rows(),
+                "settings": self.settings,
+                "provenance": self.provenance,
+            }
+        )
 
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
-        meta = {"vocab": self.vocab, "classes": self.classes, "alpha": self.alpha, "layers": self.layers,
-                "max_len": self.max_len, "temperature": self.temperature, "bias": self.bias,
-                "history": self.history, "metrics": self.metrics, "settings": self.settings,
-                "provenance": self.provenance}
+        meta = {
+            "vocab": self.vocab,
+            "classes": self.classes,
+            "alpha": self.alpha,
+            "layers": self.layers,
+            "max_len": self.max_len,
+            "temperature": self.temperature,
+            "bias": self.bias,
+            "history": self.history,
+            "metrics": self.metrics,
+            "settings": self.settings,
+            "provenance": self.provenance,
+        }
         return meta, {"embedding": self.embedding, "weight": self.weight}
 
     @classmethod
@@ -251,9 +296,19 @@ class HardmaxClassifier(Result):
         E = read_array(arrays, "embedding", kind="f", ndim=2, finite=True)
         w = read_array(arrays, "weight", kind="f", shape=(E.shape[1],), finite=True)
         vocab, classes = meta.get("vocab"), meta.get("classes")
-        if not isinstance(vocab, list) or len(vocab) != E.shape[0] or not all(isinstance(t, str) for t in vocab):
-            raise ResultFormatError(f"'vocab' must be a list of {E.shape[0]} strings (one per embedding row)")
-        if not isinstance(classes, list) or len(classes) != 2 or not all(isinstance(c, str) for c in classes):
+        if (
+            not isinstance(vocab, list)
+            or len(vocab) != E.shape[0]
+            or not all(isinstance(t, str) for t in vocab)
+        ):
+            raise ResultFormatError(
+                f"'vocab' must be a list of {E.shape[0]} strings (one per embedding row)"
+            )
+        if (
+            not isinstance(classes, list)
+            or len(classes) != 2
+            or not all(isinstance(c, str) for c in classes)
+        ):
             raise ResultFormatError("'classes' must be a list of 2 strings")
         for key in ("alpha", "temperature", "bias"):
             v = meta.get(key)
@@ -263,17 +318,29 @@ class HardmaxClassifier(Result):
             v = meta.get(key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ResultFormatError(f"{key!r} must be an int >= 1, got {v!r}")
-        return cls(embedding=E, weight=w, bias=float(meta["bias"]), vocab=vocab, classes=classes,
-                   alpha=float(meta["alpha"]), layers=int(meta["layers"]), max_len=int(meta["max_len"]),
-                   temperature=float(meta["temperature"]), history=dict(meta.get("history") or {}),
-                   metrics=dict(meta.get("metrics") or {}), settings=dict(meta.get("settings") or {}),
-                   provenance=dict(meta.get("provenance") or {}))
+        return cls(
+            embedding=E,
+            weight=w,
+            bias=float(meta["bias"]),
+            vocab=vocab,
+            classes=classes,
+            alpha=float(meta["alpha"]),
+            layers=int(meta["layers"]),
+            max_len=int(meta["max_len"]),
+            temperature=float(meta["temperature"]),
+            history=dict(meta.get("history") or {}),
+            metrics=dict(meta.get("metrics") or {}),
+            settings=dict(meta.get("settings") or {}),
+            provenance=dict(meta.get("provenance") or {}),
+        )
 
     def __repr__(self) -> str:
         m = self.metrics
-        return (f"HardmaxClassifier(d={self.dim}, layers={self.layers}, alpha={self.alpha:g}, "
-                f"classes={self.classes}, vocabulary={len(self.vocab)}, "
-                f"test_accuracy_early={m.get('test_accuracy_early')})")
+        return (
+            f"HardmaxClassifier(d={self.dim}, layers={self.layers}, alpha={self.alpha:g}, "
+            f"classes={self.classes}, vocabulary={len(self.vocab)}, "
+            f"test_accuracy_early={m.get('test_accuracy_early')})"
+        )
 
 
 def _check_texts(texts: Any) -> list[str]:

@@ -168,8 +168,15 @@ def check_spd(A: Any, d: int) -> np.ndarray:
 
 def check_alpha(alpha: Any) -> float:
     """``α``: a positive finite number."""
-    return float(check_number(alpha, "alpha", lo=0, lo_open=True,
-                              hint="the step size of the update z + α/(1+α)·(mean − z)"))
+    return float(
+        check_number(
+            alpha,
+            "alpha",
+            lo=0,
+            lo_open=True,
+            hint="the step size of the update z + α/(1+α)·(mean − z)",
+        )
+    )
 
 
 # -------------------------------------------------------------------- tolerances
@@ -191,13 +198,28 @@ class Tolerances(NamedTuple):
         return self.cluster_tol * self.scale
 
 
-def tolerances(Z0: np.ndarray, A: np.ndarray, rtol: Any = None, cluster_tol: Any = None) -> Tolerances:
+def tolerances(
+    Z0: np.ndarray, A: np.ndarray, rtol: Any = None, cluster_tol: Any = None
+) -> Tolerances:
     """The tolerances of a run on ``Z0`` with ``A`` (checked; ``None`` = the defaults)."""
     d = Z0.shape[1]
-    rtol = default_rtol(d) if rtol is None else float(
-        check_number(rtol, "rtol", lo=0, hint="relative tie tolerance"))
-    cluster_tol = DEFAULT_CLUSTER_TOL if cluster_tol is None else float(
-        check_number(cluster_tol, "cluster_tol", lo=0, hint="relative distance at which tokens are one point"))
+    rtol = (
+        default_rtol(d)
+        if rtol is None
+        else float(check_number(rtol, "rtol", lo=0, hint="relative tie tolerance"))
+    )
+    cluster_tol = (
+        DEFAULT_CLUSTER_TOL
+        if cluster_tol is None
+        else float(
+            check_number(
+                cluster_tol,
+                "cluster_tol",
+                lo=0,
+                hint="relative distance at which tokens are one point",
+            )
+        )
+    )
     scale = float(np.max(np.linalg.norm(Z0, axis=1)))
     norm_A = float(np.linalg.norm(A, 2))
     return Tolerances(rtol, cluster_tol, scale, norm_A)
@@ -276,7 +298,9 @@ def close_pairs(Z: np.ndarray, radius: float) -> np.ndarray:
 
     if Z.shape[0] < 2:
         return np.zeros((0, 2), dtype=np.int64)
-    return np.asarray(cKDTree(Z).query_pairs(radius, output_type="ndarray"), dtype=np.int64).reshape(-1, 2)
+    return np.asarray(
+        cKDTree(Z).query_pairs(radius, output_type="ndarray"), dtype=np.int64
+    ).reshape(-1, 2)
 
 
 def cluster_labels(n: int, pairs: np.ndarray) -> np.ndarray:
@@ -343,4 +367,3 @@ def run_dynamics(Z0: np.ndarray, A: np.ndarray, alpha: float, steps: int, tol: T
 def check_steps(steps: Any) -> int:
     """``steps``: an int >= 0 (layers to apply)."""
     return check_nonneg_int(steps, "steps", hint="number of layers to apply")
-

@@ -49,10 +49,22 @@ def _load(model: Any):
 
 def _check_layer_head(m: Any, layer: Any, head: Any) -> tuple[int, int]:
     L, H = int(m.n_layers), int(m.n_heads)
-    lay = check_int(layer, "layer", lo=-L, hi=L - 1, error=OutOfRangeError,
-                    hint=f"{m.name} has {L} layers, 0-based; -1 is the last")
-    hd = check_int(head, "head", lo=-H, hi=H - 1, error=OutOfRangeError,
-                   hint=f"{m.name} has {H} heads per layer, 0-based")
+    lay = check_int(
+        layer,
+        "layer",
+        lo=-L,
+        hi=L - 1,
+        error=OutOfRangeError,
+        hint=f"{m.name} has {L} layers, 0-based; -1 is the last",
+    )
+    hd = check_int(
+        head,
+        "head",
+        lo=-H,
+        hi=H - 1,
+        error=OutOfRangeError,
+        hint=f"{m.name} has {H} heads per layer, 0-based",
+    )
     return lay % L, hd % H
 
 
@@ -61,15 +73,22 @@ def _projections(m: Any, layer: int) -> tuple[Any, Any, Any]:
     mods = dict(m.hf_model.named_modules())
     for q_suffix, k_suffix, norm_suffix in (
         (f"layer.{layer}.attention.self.query", f"layer.{layer}.attention.self.key", None),
-        (f"layers.{layer}.self_attn.q_proj", f"layers.{layer}.self_attn.k_proj",
-         f"layers.{layer}.input_layernorm"),
+        (
+            f"layers.{layer}.self_attn.q_proj",
+            f"layers.{layer}.self_attn.k_proj",
+            f"layers.{layer}.input_layernorm",
+        ),
     ):
         q = [mod for name, mod in mods.items() if name == q_suffix or name.endswith("." + q_suffix)]
         k = [mod for name, mod in mods.items() if name == k_suffix or name.endswith("." + k_suffix)]
         if len(q) == 1 and len(k) == 1:
             norm = None
             if norm_suffix is not None:
-                found = [mod for name, mod in mods.items() if name == norm_suffix or name.endswith("." + norm_suffix)]
+                found = [
+                    mod
+                    for name, mod in mods.items()
+                    if name == norm_suffix or name.endswith("." + norm_suffix)
+                ]
                 norm = found[0] if len(found) == 1 else None
             return q[0], k[0], norm
     raise InvalidInputError(
@@ -79,8 +98,9 @@ def _projections(m: Any, layer: int) -> tuple[Any, Any, Any]:
     )
 
 
-def key_query_matrix(model: Any = "minilm", *, layer: int, head: int,
-                     margin: float = DEFAULT_MARGIN) -> tuple[np.ndarray, dict]:
+def key_query_matrix(
+    model: Any = "minilm", *, layer: int, head: int, margin: float = DEFAULT_MARGIN
+) -> tuple[np.ndarray, dict]:
     """``A`` for one head: ``W_Qᵀ W_K`` symmetrized and shifted to be positive definite.
 
     Parameters
@@ -103,15 +123,17 @@ def key_query_matrix(model: Any = "minilm", *, layer: int, head: int,
     """
     m = _load(model)
     lay, hd = _check_layer_head(m, layer, head)
-    margin = float(check_number(margin, "margin", lo=0, lo_open=True, hint="λ_min(A) = margin·‖S‖₂"))
+    margin = float(
+        check_number(margin, "margin", lo=0, lo_open=True, hint="λ_min(A) = margin·‖S‖₂")
+    )
     q, k, _ = _projections(m, lay)
     Wq = q.weight.detach().to("cpu").double().numpy()  # (H * dh, d)
     Wk = k.weight.detach().to("cpu").double().numpy()  # (Hkv * dh, d)
     H, Hkv = int(m.n_heads), int(m.n_kv_heads)
     dh = Wq.shape[0] // H
     kv = hd // max(1, H // Hkv)
-    Mq = Wq[hd * dh:(hd + 1) * dh]
-    Mk = Wk[kv * dh:(kv + 1) * dh]
+    Mq = Wq[hd * dh : (hd + 1) * dh]
+    Mk = Wk[kv * dh : (kv + 1) * dh]
     M = Mq.T @ Mk
     S = 0.5 * (M + M.T)
     eig = np.linalg.eigvalsh(S)
@@ -119,17 +141,27 @@ def key_query_matrix(model: Any = "minilm", *, layer: int, head: int,
     shift = margin * norm_S - float(eig[0])
     A = S + shift * np.eye(S.shape[0])
     info = {
-        "layer": lay, "head": hd, "head_dim": int(dh), "kv_head": int(kv), "margin": margin,
-        "shift": shift, "norm_S": norm_S, "eig_S": [float(eig[0]), float(eig[-1])],
-        "antisymmetric_share": float(np.linalg.norm(M - M.T) / max(np.linalg.norm(M + M.T), 1e-300)),
-        "construction": ("A = (M + M.T)/2 + (margin*||S||_2 - lambda_min(S)) I, "
-                         "M = W_Q[h].T W_K[h] (no biases)"),
+        "layer": lay,
+        "head": hd,
+        "head_dim": int(dh),
+        "kv_head": int(kv),
+        "margin": margin,
+        "shift": shift,
+        "norm_S": norm_S,
+        "eig_S": [float(eig[0]), float(eig[-1])],
+        "antisymmetric_share": float(
+            np.linalg.norm(M - M.T) / max(np.linalg.norm(M + M.T), 1e-300)
+        ),
+        "construction": (
+            "A = (M + M.T)/2 + (margin*||S||_2 - lambda_min(S)) I, M = W_Q[h].T W_K[h] (no biases)"
+        ),
     }
     return A, info
 
 
-def token_states(model: Any, text: str, *, layer: int,
-                 truncate: bool = False) -> tuple[np.ndarray, list[str]]:
+def token_states(
+    model: Any, text: str, *, layer: int, truncate: bool = False
+) -> tuple[np.ndarray, list[str]]:
     """The hidden states entering ``layer`` for ``text`` and the tokens' labels.
 
     Returns
@@ -147,8 +179,12 @@ def token_states(model: Any, text: str, *, layer: int,
     enc = m.tokenize(text, truncate=truncate)
     ids = torch.tensor([enc.ids], dtype=torch.long, device=m.device)
     with torch.inference_mode():
-        out = m.hf_model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True,
-                         **m.forward_kwargs)
+        out = m.hf_model(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            output_hidden_states=True,
+            **m.forward_kwargs,
+        )
         h = out.hidden_states[lay]
         _, _, norm = _projections(m, lay)
         if norm is not None:
@@ -158,10 +194,19 @@ def token_states(model: Any, text: str, *, layer: int,
     return Z, labels
 
 
-def simulate_text(text: str, model: Any = "minilm", *, layer: int, head: int, alpha: float = 1.0,
-                  steps: int = 50, margin: float = DEFAULT_MARGIN,
-                  truncate: bool = False, rtol: float | None = None,
-                  cluster_tol: float | None = None):
+def simulate_text(
+    text: str,
+    model: Any = "minilm",
+    *,
+    layer: int,
+    head: int,
+    alpha: float = 1.0,
+    steps: int = 50,
+    margin: float = DEFAULT_MARGIN,
+    truncate: bool = False,
+    rtol: float | None = None,
+    cluster_tol: float | None = None,
+):
     """The hardmax dynamics on a model's tokens for ``text``, with ``A`` from one head.
 
     ``Z0`` = :func:`token_states` (the hidden states entering ``layer``), ``A`` =
@@ -186,6 +231,21 @@ def simulate_text(text: str, model: Any = "minilm", *, layer: int, head: int, al
     check_steps(steps)
     A, info = key_query_matrix(m, layer=layer, head=head, margin=margin)
     Z0, labels = token_states(m, text, layer=info["layer"], truncate=truncate)
-    source = {"kind": "model", "model": m.name, "model_info": m.info(), "text": text,
-              "z0": f"hidden_states[{info['layer']}]", **info}
-    return simulate(Z0, A=A, alpha=alpha, steps=steps, rtol=rtol, cluster_tol=cluster_tol, tokens=labels, source=source)
+    source = {
+        "kind": "model",
+        "model": m.name,
+        "model_info": m.info(),
+        "text": text,
+        "z0": f"hidden_states[{info['layer']}]",
+        **info,
+    }
+    return simulate(
+        Z0,
+        A=A,
+        alpha=alpha,
+        steps=steps,
+        rtol=rtol,
+        cluster_tol=cluster_tol,
+        tokens=labels,
+        source=source,
+    )

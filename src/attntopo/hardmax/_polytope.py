@@ -83,8 +83,14 @@ class PolytopePosition:
         """The LP and the facet test (where run) give the same verdicts."""
         if self.hull_margin is None:
             return True
-        return True if not len(self.inside) else bool(np.all(self._hull_inside == self.inside) and np.all(
-            self._hull_rel_boundary == self.on_relative_boundary))
+        return (
+            True
+            if not len(self.inside)
+            else bool(
+                np.all(self._hull_inside == self.inside)
+                and np.all(self._hull_rel_boundary == self.on_relative_boundary)
+            )
+        )
 
     # set by polytope_position when the facet test ran
     _hull_inside: np.ndarray | None = None
@@ -131,8 +137,9 @@ def _lp_margin(Y: np.ndarray, x: np.ndarray) -> float:
     return float(res.x[-1])
 
 
-def polytope_position(points: np.ndarray, vertices: np.ndarray, *, tol: float = 1e-9,
-                      lp_tol: float = 1e-6) -> PolytopePosition:
+def polytope_position(
+    points: np.ndarray, vertices: np.ndarray, *, tol: float = 1e-9, lp_tol: float = 1e-6
+) -> PolytopePosition:
     """Where ``points`` ``(k, d)`` lie relative to ``conv(vertices)`` ``(m, d)`` (module docstring).
 
     Parameters
@@ -187,4 +194,6 @@ def polytope_position(points: np.ndarray, vertices: np.ndarray, *, tol: float = 
             "_hull_inside": in_aff & (h <= tol),
             "_hull_rel_boundary": in_aff & (np.abs(h) <= tol),
         }
-    return PolytopePosition(r, d, inside, on_boundary, rel_boundary, lp, hull_margin, offset, **extra)
+    return PolytopePosition(
+        r, d, inside, on_boundary, rel_boundary, lp, hull_margin, offset, **extra
+    )

@@ -8,8 +8,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from ..analyses.building import make_provenance
-from ..analyses.building import Columns, Result, read_array
+from ..analyses.building import Columns, Result, make_provenance, read_array
 from ..errors import ResultFormatError
 from ..io import json_safe
 from ._dynamics import (
@@ -165,13 +164,15 @@ class HardmaxSimulation(Result):
         lead = self.leaders[-1]
         for c in range(pts.shape[0]):
             members = np.flatnonzero(self.labels == c)
-            out.append({
-                "cluster": c,
-                "point": pts[c].tolist(),
-                "members": members.tolist(),
-                "leaders": members[lead[members]].tolist(),
-                "labels": None if self.tokens is None else [self.tokens[i] for i in members],
-            })
+            out.append(
+                {
+                    "cluster": c,
+                    "point": pts[c].tolist(),
+                    "members": members.tolist(),
+                    "leaders": members[lead[members]].tolist(),
+                    "labels": None if self.tokens is None else [self.tokens[i] for i in members],
+                }
+            )
         return out
 
     def followed_leaders(self, *, step: int = -1) -> list[tuple[int, ...]]:
@@ -187,12 +188,16 @@ class HardmaxSimulation(Result):
         from ._dynamics import attention_sets, tolerances
 
         Z = self.trajectories[step]
-        C = attention_sets(Z, self.A, tolerances(self.trajectories[0], self.A, self.rtol, self.cluster_tol))
+        C = attention_sets(
+            Z, self.A, tolerances(self.trajectories[0], self.A, self.rtol, self.cluster_tol)
+        )
         reach = C.copy()
         for _ in range(max(1, int(np.ceil(np.log2(max(2, self.n_tokens)))))):
             reach = reach | ((reach.astype(np.int64) @ reach.astype(np.int64)) > 0)
         lead = self.leaders[step]
-        return [tuple(int(j) for j in np.flatnonzero(reach[i] & lead)) for i in range(self.n_tokens)]
+        return [
+            tuple(int(j) for j in np.flatnonzero(reach[i] & lead)) for i in range(self.n_tokens)
+        ]
 
     def attention_clusters(self, *, step: int = -1) -> list[dict]:
         """Tokens grouped by the leaders they follow at ``step`` (:meth:`followed_leaders`).
@@ -203,8 +208,14 @@ class HardmaxSimulation(Result):
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, key in enumerate(self.followed_leaders(step=step)):
             groups.setdefault(key, []).append(i)
-        out = [{"leaders": list(k), "members": v,
-                "labels": None if self.tokens is None else [self.tokens[i] for i in v]} for k, v in groups.items()]
+        out = [
+            {
+                "leaders": list(k),
+                "members": v,
+                "labels": None if self.tokens is None else [self.tokens[i] for i in v],
+            }
+            for k, v in groups.items()
+        ]
         return sorted(out, key=lambda g: (-len(g["members"]), g["members"][0]))
 
     def polytope(self) -> PolytopePosition:
@@ -225,7 +236,9 @@ class HardmaxSimulation(Result):
 
         V = self.leader_points
         if V.shape[0] == 0:
-            raise InvalidInputError("there is no leader at the last step, so no polytope to compare with")
+            raise InvalidInputError(
+                "there is no leader at the last step, so no polytope to compare with"
+            )
         return polytope_position(self.limit_points, V, tol=max(self.cluster_tol, 1e-12))
 
     # ------------------------------------------------------------- topology
@@ -250,21 +263,28 @@ class HardmaxSimulation(Result):
 
         from ..topology import persistence
 
-        return [persistence(squareform(pdist(Z)), maxdim=maxdim, engine=engine) for Z in self.trajectories]
+        return [
+            persistence(squareform(pdist(Z)), maxdim=maxdim, engine=engine)
+            for Z in self.trajectories
+        ]
 
     # -------------------------------------------------------------- protocol
     def summary(self) -> Columns:
         """One row per step: ``step``, ``n_leaders``, ``n_clusters``, ``movement``, ``diameter``."""
         from scipy.spatial.distance import pdist
 
-        diam = np.array([float(pdist(Z).max()) if self.n_tokens > 1 else 0.0 for Z in self.trajectories])
-        return Columns({
-            "step": np.arange(self.steps + 1),
-            "n_leaders": self.n_leaders,
-            "n_clusters": self.n_clusters,
-            "movement": self.movement,
-            "diameter": diam,
-        })
+        diam = np.array(
+            [float(pdist(Z).max()) if self.n_tokens > 1 else 0.0 for Z in self.trajectories]
+        )
+        return Columns(
+            {
+                "step": np.arange(self.steps + 1),
+                "n_leaders": self.n_leaders,
+                "n_clusters": self.n_clusters,
+                "movement": self.movement,
+                "diameter": diam,
+            }
+        )
 
     def token_table(self) -> Columns:
         """One row per token: ``token``, ``label``, ``cluster`` (final), ``leader`` (final),
@@ -272,37 +292,41 @@ class HardmaxSimulation(Result):
         lead = self.leaders
         first = np.where(lead.any(axis=0), lead.argmax(axis=0), -1)
         labels = self.tokens if self.tokens is not None else [str(i) for i in range(self.n_tokens)]
-        return Columns({
-            "token": np.arange(self.n_tokens),
-            "label": np.asarray(labels, dtype=str),
-            "cluster": self.labels,
-            "leader": lead[-1],
-            "leader_at_start": lead[0],
-            "first_leader_step": first,
-        })
+        return Columns(
+            {
+                "token": np.arange(self.n_tokens),
+                "label": np.asarray(labels, dtype=str),
+                "cluster": self.labels,
+                "leader": lead[-1],
+                "leader_at_start": lead[0],
+                "first_leader_step": first,
+            }
+        )
 
     def to_dict(self) -> dict:
         """Plain JSON-safe data: settings, per-step table,
         final clusters and leaders (no trajectories)."""
         eig = np.linalg.eigvalsh(self.A)
-        return json_safe({
-            "kind": self.kind,
-            "n_tokens": self.n_tokens,
-            "dim": self.dim,
-            "steps": self.steps,
-            "alpha": self.alpha,
-            "rtol": self.rtol,
-            "cluster_tol": self.cluster_tol,
-            "scale": self.scale,
-            "A_eigenvalues": {"min": float(eig[0]), "max": float(eig[-1])},
-            "converged": self.converged,
-            "source": self.source,
-            "tokens": self.tokens,
-            "per_step": self.summary().rows(),
-            "leaders": self.leader_indices.tolist(),
-            "clusters": self.clusters(),
-            "provenance": self.provenance,
-        })
+        return json_safe(
+            {
+                "kind": self.kind,
+                "n_tokens": self.n_tokens,
+                "dim": self.dim,
+                "steps": self.steps,
+                "alpha": self.alpha,
+                "rtol": self.rtol,
+                "cluster_tol": self.cluster_tol,
+                "scale": self.scale,
+                "A_eigenvalues": {"min": float(eig[0]), "max": float(eig[-1])},
+                "converged": self.converged,
+                "source": self.source,
+                "tokens": self.tokens,
+                "per_step": self.summary().rows(),
+                "leaders": self.leader_indices.tolist(),
+                "clusters": self.clusters(),
+                "provenance": self.provenance,
+            }
+        )
 
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
         meta = {
@@ -320,30 +344,48 @@ class HardmaxSimulation(Result):
         traj = read_array(arrays, "trajectories", kind="f", ndim=3, finite=True)
         T, n, d = traj.shape
         if T < 1 or n < 1 or d < 1:
-            raise ResultFormatError(f"array 'trajectories' must have shape (steps + 1, n, d) >= 1, got {traj.shape}")
+            raise ResultFormatError(
+                f"array 'trajectories' must have shape (steps + 1, n, d) >= 1, got {traj.shape}"
+            )
         leaders = read_array(arrays, "leaders", kind="b", shape=(T, n))
         A = read_array(arrays, "A", kind="f", shape=(d, d), finite=True)
         tokens = meta.get("tokens")
-        if tokens is not None and (not isinstance(tokens, list) or len(tokens) != n
-                                   or not all(isinstance(t, str) for t in tokens)):
+        if tokens is not None and (
+            not isinstance(tokens, list)
+            or len(tokens) != n
+            or not all(isinstance(t, str) for t in tokens)
+        ):
             raise ResultFormatError(f"'tokens' must be null or a list of {n} strings")
         nums = {}
         for key in ("alpha", "rtol", "cluster_tol"):
             v = meta.get(key)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not np.isfinite(v)
+                or v < 0
+            ):
                 raise ResultFormatError(f"{key!r} must be a finite number >= 0, got {v!r}")
             nums[key] = float(v)
         source = meta.get("source", {"kind": "array"})
         if not isinstance(source, dict):
             raise ResultFormatError("'source' must be an object")
-        return cls(trajectories=traj, leaders=leaders, A=A, tokens=tokens, source=source,
-                   provenance=dict(meta.get("provenance") or {}), **nums)
+        return cls(
+            trajectories=traj,
+            leaders=leaders,
+            A=A,
+            tokens=tokens,
+            source=source,
+            provenance=dict(meta.get("provenance") or {}),
+            **nums,
+        )
 
     def __repr__(self) -> str:
-        return (f"HardmaxSimulation(n={self.n_tokens}, d={self.dim}, steps={self.steps}, "
-                f"alpha={self.alpha:g}, leaders={int(self.n_leaders[-1])}, "
-                f"clusters={int(self.n_clusters[-1])}, converged={self.converged})")
-
+        return (
+            f"HardmaxSimulation(n={self.n_tokens}, d={self.dim}, steps={self.steps}, "
+            f"alpha={self.alpha:g}, leaders={int(self.n_leaders[-1])}, "
+            f"clusters={int(self.n_clusters[-1])}, converged={self.converged})"
+        )
 
 
 # --------------------------------------------------------------------- simulate
@@ -418,14 +460,24 @@ def simulate(
     if tokens is not None:
         tokens = [str(t) for t in tokens]
         if len(tokens) != n:
-            raise InvalidInputError(f"tokens must have one label per row of Z0 ({n}), got {len(tokens)}")
+            raise InvalidInputError(
+                f"tokens must have one label per row of Z0 ({n}), got {len(tokens)}"
+            )
     run = run_dynamics(Z, A_, a, k, tol)
     src = dict(source) if source is not None else {"kind": "array"}
     settings = {"alpha": a, "steps": k, "rtol": tol.rtol, "cluster_tol": tol.cluster_tol}
     result = HardmaxSimulation(
-        trajectories=run.trajectories, leaders=run.leaders, A=A_, alpha=a, rtol=tol.rtol,
-        cluster_tol=tol.cluster_tol, tokens=tokens, source=src,
-        provenance=make_provenance(src.get("model_info") or {"name": src.get("model", "")}, settings=settings),
+        trajectories=run.trajectories,
+        leaders=run.leaders,
+        A=A_,
+        alpha=a,
+        rtol=tol.rtol,
+        cluster_tol=tol.cluster_tol,
+        tokens=tokens,
+        source=src,
+        provenance=make_provenance(
+            src.get("model_info") or {"name": src.get("model", "")}, settings=settings
+        ),
     )
     result.__dict__["cluster_labels"] = run.labels  # the run computed them already
     return result

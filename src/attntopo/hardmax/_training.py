@@ -16,7 +16,15 @@ import numpy as np
 
 from .._validation import check_int, check_number
 from ..errors import InvalidInputError
-from ._classifier import PAD, UNK, HardmaxClassifier, encode, hardmax_forward, softmax_forward, tokenize
+from ._classifier import (
+    PAD,
+    UNK,
+    HardmaxClassifier,
+    encode,
+    hardmax_forward,
+    softmax_forward,
+    tokenize,
+)
 
 __all__ = ["stratified_split", "train_classifier", "bag_of_words_baseline"]
 
@@ -28,7 +36,9 @@ def _check_data(texts: Any, labels: Any) -> tuple[list[str], list[str], list[str
     if not texts:
         raise InvalidInputError("the dataset is empty: give at least one text per class")
     if len(texts) != len(labels):
-        raise InvalidInputError(f"texts and labels differ in length ({len(texts)} and {len(labels)})")
+        raise InvalidInputError(
+            f"texts and labels differ in length ({len(texts)} and {len(labels)})"
+        )
     for i, t in enumerate(texts):
         if not isinstance(t, str) or not tokenize(t):
             raise InvalidInputError(f"text {i} is not a string with at least one word")
@@ -42,7 +52,9 @@ def _check_data(texts: Any, labels: Any) -> tuple[list[str], list[str], list[str
     return texts, labels, classes
 
 
-def stratified_split(labels: Sequence[Any], val: float, test: float, seed: int) -> tuple[np.ndarray, ...]:
+def stratified_split(
+    labels: Sequence[Any], val: float, test: float, seed: int
+) -> tuple[np.ndarray, ...]:
     """Indices ``(train, val, test)``: each class shuffled
     (``seed``) and cut in the same proportions.
 
@@ -63,8 +75,8 @@ def stratified_split(labels: Sequence[Any], val: float, test: float, seed: int) 
                 f"part (val={val:g}, test={test:g} need at least 3)"
             )
         parts[1].extend(idx[:nv])
-        parts[2].extend(idx[nv:nv + nt])
-        parts[0].extend(idx[nv + nt:])
+        parts[2].extend(idx[nv : nv + nt])
+        parts[0].extend(idx[nv + nt :])
     return tuple(np.sort(np.asarray(p, dtype=np.int64)) for p in parts)
 
 
@@ -74,9 +86,13 @@ def _vocabulary(texts: Sequence[str], min_count: int, max_vocab: int) -> list[st
     return [PAD, UNK] + words[: max(0, max_vocab - 2)]
 
 
-def bag_of_words_baseline(texts: Sequence[str], labels: Sequence[Any], split: tuple[np.ndarray, ...],
-                          *,
-                          Cs: Sequence[float] = (0.01, 0.1, 1.0, 10.0, 100.0)) -> dict:
+def bag_of_words_baseline(
+    texts: Sequence[str],
+    labels: Sequence[Any],
+    split: tuple[np.ndarray, ...],
+    *,
+    Cs: Sequence[float] = (0.01, 0.1, 1.0, 10.0, 100.0),
+) -> dict:
     """Logistic regression on word counts, ``C`` picked on the validation split, scored on test.
 
     The words are :func:`tokenize`'s (the classifier's own), counted by scikit-learn's
@@ -88,7 +104,9 @@ def bag_of_words_baseline(texts: Sequence[str], labels: Sequence[Any], split: tu
     except ImportError:
         from ..errors import MissingDependencyError
 
-        raise MissingDependencyError("the bag-of-words baseline needs scikit-learn: pip install scikit-learn") from None
+        raise MissingDependencyError(
+            "the bag-of-words baseline needs scikit-learn: pip install scikit-learn"
+        ) from None
     tr, va, te = split
     X = np.asarray(texts, dtype=object)
     y = np.asarray([str(v) for v in labels])
@@ -101,16 +119,31 @@ def bag_of_words_baseline(texts: Sequence[str], labels: Sequence[Any], split: tu
         if best is None or acc > best[0]:
             best = (acc, C, clf)
     val_acc, C, clf = best
-    return {"model": "logistic regression on word counts (sklearn)", "C": C, "val_accuracy": val_acc,
-            "test_accuracy": float(np.mean(clf.predict(vec.transform(X[te])) == y[te])),
-            "vocabulary": len(vec.vocabulary_)}
+    return {
+        "model": "logistic regression on word counts (sklearn)",
+        "C": C,
+        "val_accuracy": val_acc,
+        "test_accuracy": float(np.mean(clf.predict(vec.transform(X[te])) == y[te])),
+        "vocabulary": len(vec.vocabulary_),
+    }
 
 
 class _Network:
     """One training run's parameters (embeddings, linear map) and its encoded texts as tensors."""
 
-    def __init__(self, ids: np.ndarray, mask: np.ndarray, y: np.ndarray, n_vocab: int, d: int,
-                 seed: int, *, alpha: float, layers: int, temperature: float) -> None:
+    def __init__(
+        self,
+        ids: np.ndarray,
+        mask: np.ndarray,
+        y: np.ndarray,
+        n_vocab: int,
+        d: int,
+        seed: int,
+        *,
+        alpha: float,
+        layers: int,
+        temperature: float,
+    ) -> None:
         import torch
 
         gen = torch.Generator().manual_seed(seed)
@@ -121,7 +154,11 @@ class _Network:
             self.emb.weight[0].zero_()
             self.lin.weight.copy_(torch.randn(1, d, generator=gen) / np.sqrt(d))
             self.lin.bias.zero_()
-        self.ids, self.mask, self.y = torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(y)
+        self.ids, self.mask, self.y = (
+            torch.from_numpy(ids),
+            torch.from_numpy(mask),
+            torch.from_numpy(y),
+        )
         self.y_np = y
         self.alpha, self.layers, self.temperature = alpha, layers, temperature
 
@@ -144,7 +181,9 @@ class _Network:
             Z = softmax_forward(Z, m, self.alpha, self.layers, self.temperature)
         mean = (Z * m[..., None]).sum(1) / m.sum(1, keepdim=True)
         W, b = (self.lin.weight, self.lin.bias) if state is None else (state[1], state[2])
-        return (mean @ W.double().T if hard else mean @ W.T).squeeze(-1) + (b.double() if hard else b)
+        return (mean @ W.double().T if hard else mean @ W.T).squeeze(-1) + (
+            b.double() if hard else b
+        )
 
     def accuracy(self, idx: np.ndarray, state=None) -> float:
         """Exact-hardmax accuracy on the texts ``idx`` (current parameters, or ``state``)."""
@@ -153,13 +192,21 @@ class _Network:
         with torch.no_grad():
             out = []
             for s in range(0, idx.size, 512):
-                out.append((self.logits(idx[s:s + 512], True, state) >= 0).numpy())
+                out.append((self.logits(idx[s : s + 512], True, state) >= 0).numpy())
             pred = np.concatenate(out)
         return float(np.mean(pred == (self.y_np[idx] == 1)))
 
 
-def _fit(net: _Network, split: tuple[np.ndarray, ...], *, epochs: int, batch_size: int, lr: float,
-         seed: int, progress: Callable[[dict], None] | None) -> tuple[dict, tuple, float, float]:
+def _fit(
+    net: _Network,
+    split: tuple[np.ndarray, ...],
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    progress: Callable[[dict], None] | None,
+) -> tuple[dict, tuple, float, float]:
     """The training loop: ``(history, (best val accuracy, its epoch, its state), test accuracy
     of the last epoch, test accuracy of the best epoch)``."""
     import torch
@@ -169,7 +216,12 @@ def _fit(net: _Network, split: tuple[np.ndarray, ...], *, epochs: int, batch_siz
     tr, va, te = split
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     loss_fn = torch.nn.BCEWithLogitsLoss()
-    history: dict[str, list] = {"epoch": [], "train_loss": [], "train_accuracy": [], "val_accuracy": []}
+    history: dict[str, list] = {
+        "epoch": [],
+        "train_loss": [],
+        "train_accuracy": [],
+        "val_accuracy": [],
+    }
     best = (-1.0, 0, None)
     rng = np.random.default_rng(seed)
     # tiny tensors (a batch of 64 texts × d numbers): torch's intra-op threads only add
@@ -180,7 +232,7 @@ def _fit(net: _Network, split: tuple[np.ndarray, ...], *, epochs: int, batch_siz
             order = rng.permutation(tr)
             total, seen = 0.0, 0
             for s in range(0, order.size, batch_size):
-                batch = order[s:s + batch_size]
+                batch = order[s : s + batch_size]
                 opt.zero_grad()
                 loss = loss_fn(net.logits(batch, False), net.y[batch])
                 loss.backward()
@@ -189,8 +241,12 @@ def _fit(net: _Network, split: tuple[np.ndarray, ...], *, epochs: int, batch_siz
                     net.emb.weight[0].zero_()
                 total += float(loss.detach()) * batch.size
                 seen += batch.size
-            row = {"epoch": epoch, "train_loss": total / seen, "train_accuracy": net.accuracy(tr),
-                   "val_accuracy": net.accuracy(va)}
+            row = {
+                "epoch": epoch,
+                "train_loss": total / seen,
+                "train_accuracy": net.accuracy(tr),
+                "val_accuracy": net.accuracy(va),
+            }
             for k, v in row.items():
                 history[k].append(v)
             if row["val_accuracy"] > best[0]:
@@ -291,23 +347,48 @@ def train_classifier(
     index = {t: i for i, t in enumerate(vocab)}
     y_all = np.array([classes.index(y) for y in labels], dtype=np.float32)
     ids, mask = encode(texts, index, max_len)
-    net = _Network(ids, mask, y_all, len(vocab), d, seed,
-                   alpha=alpha, layers=layers, temperature=temperature)
+    net = _Network(
+        ids, mask, y_all, len(vocab), d, seed, alpha=alpha, layers=layers, temperature=temperature
+    )
     history, (val_best, best_epoch, state), final_test, early_test = _fit(
-        net, split, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, progress=progress)
+        net, split, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, progress=progress
+    )
     E, W, b = (x.double().numpy() for x in state)
     model = HardmaxClassifier(
-        embedding=np.array(E), weight=np.array(W[0]), bias=float(b[0]), vocab=vocab, classes=classes,
-        alpha=alpha, layers=layers, max_len=max_len, temperature=temperature, history=history,
-        settings={"d": d, "epochs": epochs, "batch_size": batch_size, "lr": lr, "val": val, "test": test,
-                  "min_count": min_count, "max_vocab": max_vocab, "seed": seed, "optimizer": "Adam",
-                  "source": dict(source or {})},
+        embedding=np.array(E),
+        weight=np.array(W[0]),
+        bias=float(b[0]),
+        vocab=vocab,
+        classes=classes,
+        alpha=alpha,
+        layers=layers,
+        max_len=max_len,
+        temperature=temperature,
+        history=history,
+        settings={
+            "d": d,
+            "epochs": epochs,
+            "batch_size": batch_size,
+            "lr": lr,
+            "val": val,
+            "test": test,
+            "min_count": min_count,
+            "max_vocab": max_vocab,
+            "seed": seed,
+            "optimizer": "Adam",
+            "source": dict(source or {}),
+        },
     )
     metrics: dict[str, Any] = {
-        "n_train": int(tr.size), "n_val": int(va.size), "n_test": int(te.size),
+        "n_train": int(tr.size),
+        "n_val": int(va.size),
+        "n_test": int(te.size),
         "class_counts": {c: int(labels.count(c)) for c in classes},
-        "test_accuracy_final": final_test, "test_accuracy_early": early_test, "best_epoch": int(best_epoch),
-        "val_accuracy_best": val_best, "val_accuracy_final": history["val_accuracy"][-1],
+        "test_accuracy_final": final_test,
+        "test_accuracy_early": early_test,
+        "best_epoch": int(best_epoch),
+        "val_accuracy_best": val_best,
+        "val_accuracy_final": history["val_accuracy"][-1],
         "majority_test_accuracy": float(max(np.mean(y_all[te] == 0), np.mean(y_all[te] == 1))),
         "train_seconds": round(time.perf_counter() - t0, 2),
     }
@@ -323,4 +404,3 @@ def train_classifier(
 
     model.provenance = make_provenance({"name": "hardmax classifier"}, settings=model.settings)
     return model
-

@@ -1,9 +1,16 @@
 """Models: packaged aliases, hub ids, local folders and GGUF files, loaded with eager attention."""
 
-from .precision import normalize_rows, row_sum_tolerance
-from .loading import cache_dir
 from ._counts import check_selection, configured_counts
-from .model import AttentionModel, Encoding, ModelDescription, clear_model_cache, describe_model, load_model
+from .loading import cache_dir
+from .model import (
+    AttentionModel,
+    Encoding,
+    ModelDescription,
+    clear_model_cache,
+    describe_model,
+    load_model,
+)
+from .precision import normalize_rows, row_sum_tolerance
 from .specs import ALIASES, DEFAULT_MODEL, ModelSpec, packaged_aliases, resolve_spec
 
 __all__ = [

@@ -51,7 +51,9 @@ def configured_counts(model: Any) -> tuple[str, int, int] | None:
     return None if counts is None else (spec.name, *counts)
 
 
-def check_selection(model: Any, *, layers: Any = None, heads: Any = None, names: tuple[str, str] = ("layer", "head")) -> None:
+def check_selection(
+    model: Any, *, layers: Any = None, heads: Any = None, names: tuple[str, str] = ("layer", "head")
+) -> None:
     """Refuse layers or heads out of ``model``'s range before it loads.
 
     ``layers``, ``heads``: what ``layers=``/``heads=`` accept (None: all, nothing to check).
@@ -71,8 +73,10 @@ def check_selection(model: Any, *, layers: Any = None, heads: Any = None, names:
     if counts is None:
         return
     name, n_layers, n_heads = counts
-    for sel, size, what, arg in ((layers, n_layers, "layer", names[0]),
-                                 (heads, n_heads, "head", names[1])):
+    for sel, size, what, arg in (
+        (layers, n_layers, "layer", names[0]),
+        (heads, n_heads, "head", names[1]),
+    ):
         if sel is not None:
             check_indices(sel, size, what, name=arg, owner=name)
 
@@ -121,8 +125,9 @@ def _gguf_counts(spec: Any) -> tuple[int, int] | None:
                 layers = meta.get(f"{arch}.block_count")
                 heads = meta.get(f"{arch}.attention.head_count")
                 if layers is not None and heads is not None:
-                    return _from_mapping({"num_hidden_layers": layers,
-                                          "num_attention_heads": heads})
+                    return _from_mapping(
+                        {"num_hidden_layers": layers, "num_attention_heads": heads}
+                    )
     return None
 
 

@@ -14,8 +14,8 @@ import numpy as np
 
 from .._validation import check_texts
 from ..errors import ModelLoadError
-from .precision import normalize_rows
 from .model import AttentionModel, Encoding
+from .precision import normalize_rows
 
 __all__ = ["ForwardCapture", "forward_capture"]
 
@@ -81,7 +81,11 @@ def forward_capture(
     out = []
     for enc in encs:
         ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
-        kwargs = {"output_hidden_states": True, "output_attentions": bool(attention), **model.forward_kwargs}
+        kwargs = {
+            "output_hidden_states": True,
+            "output_attentions": bool(attention),
+            **model.forward_kwargs,
+        }
         with model._lock, torch.inference_mode():
             # the hook's embedding too: a model whose weights require gradients (one the user
             # loaded) would otherwise give hidden states that cannot become arrays
@@ -103,7 +107,15 @@ def forward_capture(
                     "attn_implementation='eager'"
                 )
             # rows renormalized in float64 (a bfloat16 row sums to 1 only within ~2^-8)
-            att = torch.stack([normalize_rows(a[0], what=f"attention of {model.name}, layer {i}")
-                               for i, a in enumerate(atts)]).cpu().numpy()
+            att = (
+                torch.stack(
+                    [
+                        normalize_rows(a[0], what=f"attention of {model.name}, layer {i}")
+                        for i, a in enumerate(atts)
+                    ]
+                )
+                .cpu()
+                .numpy()
+            )
         out.append(ForwardCapture(encoding=enc, hidden=hidden, attention=att))
     return out

@@ -87,8 +87,11 @@ class PositionalMechanism:
 
     def describe(self) -> str:
         """One line: what carries position in this model, and what switching it off does."""
-        what = ("absolute position embeddings (zeroed)" if self.kind == "absolute"
-                else "rotary embeddings (cos = 1, sin = 0)")
+        what = (
+            "absolute position embeddings (zeroed)"
+            if self.kind == "absolute"
+            else "rotary embeddings (cos = 1, sin = 0)"
+        )
         mask = "; causal mask (removed only where asked)" if self.causal else ""
         return f"{self.model_type}: {what} at {self.module}{mask}"
 
@@ -150,11 +153,16 @@ def positional_mechanism(model: Any) -> PositionalMechanism:
         if not isinstance(mod, torch.nn.Embedding):
             raise _refuse(mtype, f"no position-embedding table at {path}")
         if causal:
-            raise _refuse(mtype, "it runs as a causal decoder, and attntopo removes causal masks only in "
-                                 "rotary models")
+            raise _refuse(
+                mtype,
+                "it runs as a causal decoder, and attntopo removes causal masks only in "
+                "rotary models",
+            )
         pet = getattr(cfg, "position_embedding_type", "absolute")
         if pet not in (None, "absolute"):
-            raise _refuse(mtype, f"position_embedding_type={pet!r} adds relative positions inside attention")
+            raise _refuse(
+                mtype, f"position_embedding_type={pet!r} adds relative positions inside attention"
+            )
         return PositionalMechanism(mtype, "absolute", path, causal)
     if mtype in ROTARY_TYPES:
         mod = _find(base, "rotary_emb")
@@ -165,11 +173,16 @@ def positional_mechanism(model: Any) -> PositionalMechanism:
         if "sliding_attention" in (getattr(cfg, "layer_types", None) or ()):
             sliding = True
         if sliding:
-            raise _refuse(mtype, f"it uses a sliding-window mask ({window} tokens): order information "
-                                 f"in the mask")
+            raise _refuse(
+                mtype,
+                f"it uses a sliding-window mask ({window} tokens): order information in the mask",
+            )
         return PositionalMechanism(mtype, "rotary", "rotary_emb", causal)
-    raise _refuse(mtype, "its positional mechanism is not one attntopo knows how to remove (relative "
-                         "position biases, ALiBi and learned layouts of other families are not)")
+    raise _refuse(
+        mtype,
+        "its positional mechanism is not one attntopo knows how to remove (relative "
+        "position biases, ALiBi and learned layouts of other families are not)",
+    )
 
 
 def transformer_layers(model: Any) -> list:
@@ -206,6 +219,7 @@ def positions_off(model: Any) -> Iterator[PositionalMechanism]:
     module = _find(_hf(model), mech.module)
 
     if mech.kind == "absolute":
+
         def hook(_mod, _inputs, output):
             return output.new_zeros(output.shape)
     else:

@@ -31,10 +31,17 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import InvalidInputError, ModelLoadError
-from .precision import normalize_rows
 from .model import AttentionModel, Encoding
+from .precision import normalize_rows
 
-__all__ = ["QKCapture", "capture_qk", "attention_from_qk", "one_blas_thread", "SELF_CHECK_ATOL", "self_check_atol"]
+__all__ = [
+    "QKCapture",
+    "capture_qk",
+    "attention_from_qk",
+    "one_blas_thread",
+    "SELF_CHECK_ATOL",
+    "self_check_atol",
+]
 
 #: Largest absolute difference allowed between the recomputed weights and the pass's own
 #: weights (the same pass: float32 rounding of the logits and the softmax only, ≈1e-6).
@@ -42,7 +49,9 @@ __all__ = ["QKCapture", "capture_qk", "attention_from_qk", "one_blas_thread", "S
 SELF_CHECK_ATOL = 1e-4
 
 
-def self_check_atol(Q: np.ndarray, K: np.ndarray, scaling: float, causal: bool, dtype: str) -> np.ndarray:
+def self_check_atol(
+    Q: np.ndarray, K: np.ndarray, scaling: float, causal: bool, dtype: str
+) -> np.ndarray:
     """Per row, the largest difference rounding explains between the weights recomputed from
     captured queries and keys and the weights of a pass in ``dtype``.
 
@@ -125,7 +134,9 @@ class QKCapture:
         ``(L, H, n, n)``, or ``(H, n, n)`` of one layer."""
         if layer is None:
             return np.stack([self.weights(li) for li in range(self.queries.shape[0])])
-        return attention_from_qk(self.queries[layer], self.keys[layer], float(self.scaling[layer]), self.causal)
+        return attention_from_qk(
+            self.queries[layer], self.keys[layer], float(self.scaling[layer]), self.causal
+        )
 
 
 def attention_from_qk(Q: np.ndarray, K: np.ndarray, scaling: float, causal: bool) -> np.ndarray:
@@ -198,13 +209,19 @@ def _attention_modules(model: AttentionModel) -> list[tuple[Any, str, Any, Any]]
 
 
 def _head_dim(mod: Any, style: str, model: AttentionModel) -> int:
-    d = getattr(mod, "head_dim", None) if style == "rotary" else getattr(mod, "attention_head_size", None)
+    d = (
+        getattr(mod, "head_dim", None)
+        if style == "rotary"
+        else getattr(mod, "attention_head_size", None)
+    )
     if not d:
         d = model.config.hidden_size // model.n_heads
     return int(d)
 
 
-def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, check: bool = True) -> QKCapture:
+def capture_qk(
+    model: AttentionModel, text: str, *, truncate: bool = False, check: bool = True
+) -> QKCapture:
     """Queries and keys of every head of ``text``, from one forward pass with hooks.
 
     Parameters
@@ -233,7 +250,9 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
     import torch
 
     if not isinstance(model, AttentionModel):
-        raise InvalidInputError(f"capture_qk needs a loaded AttentionModel, got {type(model).__name__}")
+        raise InvalidInputError(
+            f"capture_qk needs a loaded AttentionModel, got {type(model).__name__}"
+        )
     enc = model._encode([text], truncate=bool(truncate))[0]
     mods = _attention_modules(model)
     got: list[dict] = [{} for _ in mods]
@@ -242,11 +261,13 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
     def keep(slot: dict, name: str):
         def hook(_mod, _args, output):
             slot[name] = output.detach()
+
         return hook
 
     def keep_rotary(slot: dict):
         def pre_hook(_mod, _args, kwargs):
             slot["rope"] = kwargs.get("position_embeddings")
+
         return pre_hook
 
     # the hooks live only while this thread holds the model: another thread's forward pass
@@ -257,26 +278,44 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
                 handles.append(q_lin.register_forward_hook(keep(slot, "q")))
                 handles.append(k_lin.register_forward_hook(keep(slot, "k")))
                 if style == "rotary":
-                    handles.append(mod.register_forward_pre_hook(keep_rotary(slot), with_kwargs=True))
+                    handles.append(
+                        mod.register_forward_pre_hook(keep_rotary(slot), with_kwargs=True)
+                    )
             ids = torch.tensor([enc.ids], dtype=torch.long, device=model.device)
             with torch.inference_mode():
-                out = model.hf_model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True,
-                                     **model.forward_kwargs)
+                out = model.hf_model(
+                    input_ids=ids,
+                    attention_mask=torch.ones_like(ids),
+                    output_attentions=True,
+                    **model.forward_kwargs,
+                )
         finally:
             for h in handles:
                 h.remove()
     atts = getattr(out, "attentions", None)
     if not atts or any(a is None for a in atts):
-        raise ModelLoadError(f"{model.name} returned no attention weights: load it with attn_implementation='eager'")
+        raise ModelLoadError(
+            f"{model.name} returned no attention weights: load it with attn_implementation='eager'"
+        )
     # rows renormalized in float64 (a bfloat16 row sums to 1 only within ~2^-8)
-    attention = torch.stack([normalize_rows(a[0], what=f"attention of {model.name}, layer {i}")
-                             for i, a in enumerate(atts)]).cpu().numpy()
+    attention = (
+        torch.stack(
+            [
+                normalize_rows(a[0], what=f"attention of {model.name}, layer {i}")
+                for i, a in enumerate(atts)
+            ]
+        )
+        .cpu()
+        .numpy()
+    )
     dtype = str(atts[0].dtype).replace("torch.", "")
     n = len(enc.ids)
     Qs, Ks, scales = [], [], []
     for slot, (mod, style, _, _) in zip(got, mods):
         if "q" not in slot or "k" not in slot:
-            raise ModelLoadError(f"the query/key projections of {model.name} did not run in the forward pass")
+            raise ModelLoadError(
+                f"the query/key projections of {model.name} did not run in the forward pass"
+            )
         d = _head_dim(mod, style, model)
         q = slot["q"].reshape(1, n, -1, d).transpose(1, 2)  # (1, H, n, d)
         k = slot["k"].reshape(1, n, -1, d).transpose(1, 2)  # (1, Hkv, n, d)
@@ -289,8 +328,10 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
                 )
             apply = getattr(inspect.getmodule(type(mod)), "apply_rotary_pos_emb", None)
             if apply is None:
-                raise ModelLoadError(f"{model.model_type} has no apply_rotary_pos_emb: "
-                                     "cannot rebuild its rotary queries")
+                raise ModelLoadError(
+                    f"{model.model_type} has no apply_rotary_pos_emb: "
+                    "cannot rebuild its rotary queries"
+                )
             q, k = apply(q, k, rope[0], rope[1])
         groups = q.shape[1] // k.shape[1]
         if groups > 1:
@@ -298,13 +339,22 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
         Qs.append(q[0].float().cpu().numpy())
         Ks.append(k[0].float().cpu().numpy())
         scales.append(float(getattr(mod, "scaling", d**-0.5)))
-    cap = QKCapture(encoding=enc, queries=np.stack(Qs), keys=np.stack(Ks), scaling=np.asarray(scales),
-                    causal=bool(model.causal), attention=attention, self_check=0.0)
+    cap = QKCapture(
+        encoding=enc,
+        queries=np.stack(Qs),
+        keys=np.stack(Ks),
+        scaling=np.asarray(scales),
+        causal=bool(model.causal),
+        attention=attention,
+        self_check=0.0,
+    )
     err, excess, allowed = 0.0, -np.inf, SELF_CHECK_ATOL
     with one_blas_thread():
         for li in range(len(mods)):
             diff = np.abs(cap.weights(li) - attention[li]).max(-1)  # (H, n)
-            bound = self_check_atol(cap.queries[li], cap.keys[li], float(cap.scaling[li]), cap.causal, dtype)
+            bound = self_check_atol(
+                cap.queries[li], cap.keys[li], float(cap.scaling[li]), cap.causal, dtype
+            )
             err = max(err, float(diff.max()))
             worst = np.unravel_index(int(np.argmax(diff - bound)), diff.shape)
             if float(diff[worst] - bound[worst]) > excess:
@@ -316,5 +366,12 @@ def capture_qk(model: AttentionModel, text: str, *, truncate: bool = False, chec
             f"{dtype} pass): its attention has a step attntopo does "
             "not model (query/key norms, ALiBi, sliding windows, …)"
         )
-    return QKCapture(encoding=enc, queries=cap.queries, keys=cap.keys, scaling=cap.scaling, causal=cap.causal,
-                     attention=attention, self_check=err)
+    return QKCapture(
+        encoding=enc,
+        queries=cap.queries,
+        keys=cap.keys,
+        scaling=cap.scaling,
+        causal=cap.causal,
+        attention=attention,
+        self_check=err,
+    )

@@ -22,13 +22,44 @@ def _one_line(msg: str) -> str:
 
 
 _DECODER_TYPES = {
-    "llama", "mistral", "mixtral", "gpt2", "gpt_neo", "gpt_neox", "gptj", "qwen2", "qwen3", "phi",
-    "phi3", "gemma", "gemma2", "gemma3", "falcon", "opt", "bloom", "olmo", "olmo2", "smollm3",
-    "starcoder2", "stablelm", "granite",
+    "llama",
+    "mistral",
+    "mixtral",
+    "gpt2",
+    "gpt_neo",
+    "gpt_neox",
+    "gptj",
+    "qwen2",
+    "qwen3",
+    "phi",
+    "phi3",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "falcon",
+    "opt",
+    "bloom",
+    "olmo",
+    "olmo2",
+    "smollm3",
+    "starcoder2",
+    "stablelm",
+    "granite",
 }
 _ENCODER_TYPES = {
-    "bert", "roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2", "xlm-roberta",
-    "mpnet", "camembert", "modernbert", "nomic-bert", "jina-bert-v2",
+    "bert",
+    "roberta",
+    "distilbert",
+    "albert",
+    "electra",
+    "deberta",
+    "deberta-v2",
+    "xlm-roberta",
+    "mpnet",
+    "camembert",
+    "modernbert",
+    "nomic-bert",
+    "jina-bert-v2",
 }
 
 
@@ -46,7 +77,19 @@ def causal_from_config(cfg: dict) -> bool | None:
     return None
 
 
-_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_GGUF_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
 
 
 def gguf_metadata(path: Path, wanted: set[str]) -> dict:
@@ -150,7 +193,11 @@ def describe_alias(name: str) -> dict:
             try:
                 meta = gguf_metadata(src, {"general.architecture"})
                 arch = meta.get("general.architecture", "")
-                keys = {f"{arch}.block_count", f"{arch}.attention.head_count", f"{arch}.attention.head_count_kv"}
+                keys = {
+                    f"{arch}.block_count",
+                    f"{arch}.attention.head_count",
+                    f"{arch}.attention.head_count_kv",
+                }
                 meta.update(gguf_metadata(src, keys))
                 cfg = {
                     "model_type": arch,
@@ -161,7 +208,9 @@ def describe_alias(name: str) -> dict:
             except (OSError, ValueError, struct.error) as e:
                 row["note"] = f"GGUF header unreadable: {e}"
         if not row["converted"]:
-            row["note"] = row["note"] or "not converted yet: the first load converts the GGUF once (~30 s)"
+            row["note"] = (
+                row["note"] or "not converted yet: the first load converts the GGUF once (~30 s)"
+            )
     if cfg:
         nl = cfg.get("num_hidden_layers") or cfg.get("n_layer")
         nh = cfg.get("num_attention_heads") or cfg.get("n_head")

@@ -20,5 +20,12 @@ from ._hidden import forward_capture
 from ._positions import causal_mask_off, positional_mechanism, positions_off, transformer_layers
 from ._qk import capture_qk, one_blas_thread
 
-__all__ = ["forward_capture", "capture_qk", "one_blas_thread", "transformer_layers", "positional_mechanism",
-           "positions_off", "causal_mask_off"]
+__all__ = [
+    "forward_capture",
+    "capture_qk",
+    "one_blas_thread",
+    "transformer_layers",
+    "positional_mechanism",
+    "positions_off",
+    "causal_mask_off",
+]

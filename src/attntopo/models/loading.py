@@ -98,9 +98,13 @@ def _check_hub(spec: ModelSpec) -> None:
     if _hub_cached(spec):
         return
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
-        raise ModelNotFoundError(_offline_message(spec, "HF_HUB_OFFLINE is set and it is not cached"))
+        raise ModelNotFoundError(
+            _offline_message(spec, "HF_HUB_OFFLINE is set and it is not cached")
+        )
     if not _hub_reachable():
-        raise ModelNotFoundError(_offline_message(spec, "the hub is unreachable and it is not cached"))
+        raise ModelNotFoundError(
+            _offline_message(spec, "the hub is unreachable and it is not cached")
+        )
 
 
 def _file_fingerprint(path: Path) -> str:
@@ -131,8 +135,8 @@ def gguf_converted_folder(spec: ModelSpec, *, reporter: Reporter = NO_PROGRESS) 
     unit per tensor), ``"building model"``, ``"saving converted model"``.
     """
     try:
-        import gguf  # noqa: F401
         import accelerate  # noqa: F401
+        import gguf  # noqa: F401
     except ImportError as e:
         raise MissingDependencyError(
             f"loading GGUF models needs the packages 'gguf' and 'accelerate' ({e.name} is "
@@ -267,7 +271,9 @@ def load_description(spec: ModelSpec, *, trust_remote_code: bool = False):
         msg = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
         if spec.kind == "hub":
             raise ModelNotFoundError(_offline_message(spec, msg[:160])) from None
-        raise ModelLoadError(f"could not read {spec.name!r}'s configuration and tokenizer: {msg}") from None
+        raise ModelLoadError(
+            f"could not read {spec.name!r}'s configuration and tokenizer: {msg}"
+        ) from None
     return config, tokenizer, spec.path
 
 
@@ -279,8 +285,15 @@ def model_class_name(config) -> str:
     return name if isinstance(name, str) else str(name[0])
 
 
-def load_hf(spec: ModelSpec, *, dtype: str, device: str, allow_pickle: bool, trust_remote_code: bool,
-            reporter: Reporter = NO_PROGRESS):
+def load_hf(
+    spec: ModelSpec,
+    *,
+    dtype: str,
+    device: str,
+    allow_pickle: bool,
+    trust_remote_code: bool,
+    reporter: Reporter = NO_PROGRESS,
+):
     """Load ``(model, tokenizer, source_folder_or_id)`` with eager attention.
 
     A GGUF file converted now reports its stages to ``reporter`` (:func:`gguf_converted_folder`);
@@ -290,7 +303,9 @@ def load_hf(spec: ModelSpec, *, dtype: str, device: str, allow_pickle: bool, tru
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    torch_dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    torch_dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[
+        dtype
+    ]
     if spec.kind == "hub":
         _check_hub(spec)
     path = str(gguf_converted_folder(spec, reporter=reporter)) if spec.is_gguf else spec.path
@@ -311,8 +326,12 @@ def load_hf(spec: ModelSpec, *, dtype: str, device: str, allow_pickle: bool, tru
     except (OSError, EnvironmentError) as e:
         msg = str(e)
         local = Path(path)
-        if local.is_dir() and not allow_pickle and any(
-            (local / f).exists() for f in ("pytorch_model.bin", "pytorch_model.bin.index.json")
+        if (
+            local.is_dir()
+            and not allow_pickle
+            and any(
+                (local / f).exists() for f in ("pytorch_model.bin", "pytorch_model.bin.index.json")
+            )
         ):
             raise UnsafeWeightsError(
                 f"{spec.name!r} has only pickle weights (pytorch_model.bin); pass "
@@ -332,7 +351,9 @@ def load_hf(spec: ModelSpec, *, dtype: str, device: str, allow_pickle: bool, tru
                 f"{spec.name!r} needs custom code from its repository; pass trust_remote_code=True "
                 f"only if you trust it"
             ) from None
-        raise ModelLoadError(f"could not load {spec.name!r}: {str(e).splitlines()[0][:200]}") from None
+        raise ModelLoadError(
+            f"could not load {spec.name!r}: {str(e).splitlines()[0][:200]}"
+        ) from None
     model.eval()
     model.requires_grad_(False)
     if device != "cpu":

@@ -23,11 +23,18 @@ from ..errors import (
     UnknownTokensWarning,
     user_stacklevel,
 )
-from .precision import normalize_rows
 from .loading import load_hf
+from .precision import normalize_rows
 from .specs import DEFAULT_MODEL, ModelSpec, resolve_spec
 
-__all__ = ["AttentionModel", "ModelDescription", "describe_model", "load_model", "clear_model_cache", "Encoding"]
+__all__ = [
+    "AttentionModel",
+    "ModelDescription",
+    "describe_model",
+    "load_model",
+    "clear_model_cache",
+    "Encoding",
+]
 
 log = logging.getLogger("attntopo")
 
@@ -103,8 +110,18 @@ class ModelDescription:
         :class:`AttentionModel` measures it on a probe instead.
     """
 
-    def __init__(self, spec: ModelSpec, config, tokenizer, source: str, device: str, dtype: str,
-                 *, architecture: str, owned: bool = True):
+    def __init__(
+        self,
+        spec: ModelSpec,
+        config,
+        tokenizer,
+        source: str,
+        device: str,
+        dtype: str,
+        *,
+        architecture: str,
+        owned: bool = True,
+    ):
         from .describe import causal_from_config
 
         self.spec = spec
@@ -142,7 +159,9 @@ class ModelDescription:
         tokenizer.padding_side = "right"
         if owned and hasattr(cfg, "use_cache"):
             cfg.use_cache = False  # no key/value cache: one pass, attention only
-        self.causal: bool | None = causal_from_config(cfg.to_dict() if hasattr(cfg, "to_dict") else {})
+        self.causal: bool | None = causal_from_config(
+            cfg.to_dict() if hasattr(cfg, "to_dict") else {}
+        )
 
     # ------------------------------------------------------------------ info
     def __repr__(self) -> str:
@@ -168,7 +187,6 @@ class ModelDescription:
             "dtype": self.dtype,
             "device": self.device,
         }
-
 
     # -------------------------------------------------------------- tokenize
     def _check_text(self, text) -> str:
@@ -216,7 +234,9 @@ class ModelDescription:
             truncated = False
             if len(ids) > self.max_length:
                 if not truncate:
-                    raise TextTooLongError(n_tokens=len(ids), limit=self.max_length, model=self.name)
+                    raise TextTooLongError(
+                        n_tokens=len(ids), limit=self.max_length, model=self.name
+                    )
                 # keep trailing special tokens (e.g. [SEP]) and cut the content
                 n_tail = 0
                 while n_tail < len(ids) and special[len(ids) - 1 - n_tail]:
@@ -232,7 +252,8 @@ class ModelDescription:
                     offsets[k] = (0, 0)
             if unk_id is not None:
                 unknown += [
-                    text[a:b] for x, sp, (a, b) in zip(ids, special, offsets)
+                    text[a:b]
+                    for x, sp, (a, b) in zip(ids, special, offsets)
                     if x == unk_id and not sp
                 ]
             tokens = tok.convert_ids_to_tokens(ids)
@@ -256,15 +277,18 @@ class ModelDescription:
         size = 8 * n + 1024
         while 2 * size < len(text):
             ids = self._ids(text[:size])
-            if len(ids) > n + _PREFIX_MARGIN and self._ids(text[:size + size // 2])[:n] == ids[:n]:
+            if len(ids) > n + _PREFIX_MARGIN and self._ids(text[: size + size // 2])[:n] == ids[:n]:
                 return text[:size]
             size *= 4
         return text
 
     def _ids(self, text: str) -> list[int]:
         """The token ids of ``text``, special tokens included."""
-        return list(self.tokenizer(text, add_special_tokens=True, truncation=False,
-                                   verbose=False)["input_ids"])
+        return list(
+            self.tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)[
+                "input_ids"
+            ]
+        )
 
     def _warn_unknown(self, pieces: list[str]) -> None:
         """One :class:`~attntopo.errors.UnknownTokensWarning` for the unknown tokens of a call."""
@@ -278,7 +302,10 @@ class ModelDescription:
                 f"{n} token{'s' if n != 1 else ''} of the text became {unk}{what}: {self.name}'s "
                 f"vocabulary lacks {'them' if n != 1 else 'it'}, so the model saw {unk} there "
                 f"(Attention.labels shows {unk}, Attention.sources the text)",
-                count=n, examples=examples, unk_token=unk, model=self.name,
+                count=n,
+                examples=examples,
+                unk_token=unk,
+                model=self.name,
             ),
             stacklevel=user_stacklevel(),
         )
@@ -303,10 +330,27 @@ class AttentionModel(ModelDescription):
         Longest input in tokens, special tokens included.
     """
 
-    def __init__(self, spec: ModelSpec, hf_model, tokenizer, source: str, device: str, dtype: str,
-                 *, owned: bool = True):
-        super().__init__(spec, hf_model.config, tokenizer, source, device, dtype,
-                         architecture=type(hf_model).__name__, owned=owned)
+    def __init__(
+        self,
+        spec: ModelSpec,
+        hf_model,
+        tokenizer,
+        source: str,
+        device: str,
+        dtype: str,
+        *,
+        owned: bool = True,
+    ):
+        super().__init__(
+            spec,
+            hf_model.config,
+            tokenizer,
+            source,
+            device,
+            dtype,
+            architecture=type(hf_model).__name__,
+            owned=owned,
+        )
         self.hf_model = hf_model
         cfg = self.config
         #: keyword arguments of every forward pass: no key/value cache (a model the user loaded
@@ -333,8 +377,9 @@ class AttentionModel(ModelDescription):
         """Forward a batch of id lists (right-padded); returns per text ``(L, H, n_i, n_i)``."""
         return self._host_layers(batch_ids, range(self.n_layers), range(self.n_heads))
 
-    def _host_layers(self, batch_ids: list[list[int]], li: Sequence[int],
-                     hi: Sequence[int], on_layer=None) -> list[np.ndarray]:
+    def _host_layers(
+        self, batch_ids: list[list[int]], li: Sequence[int], hi: Sequence[int], on_layer=None
+    ) -> list[np.ndarray]:
         """Per text of the batch, the layers ``li`` and heads ``hi`` as a host float32 array
         ``(len(li), len(hi), n_i, n_i)``, copied layer by layer as the forward pass makes them
         (the other layers and heads never leave the model's device)."""
@@ -368,7 +413,11 @@ class AttentionModel(ModelDescription):
         classes = []
         for sp in specs:
             target = getattr(sp, "target_class", sp)
-            if isinstance(target, type) and getattr(sp, "index", 1) == 1 and getattr(sp, "layer_name", None) is None:
+            if (
+                isinstance(target, type)
+                and getattr(sp, "index", 1) == 1
+                and getattr(sp, "layer_name", None) is None
+            ):
                 classes.append(target)
         if classes:
             mods = [m for m in self.hf_model.modules() if isinstance(m, tuple(classes))]
@@ -377,8 +426,9 @@ class AttentionModel(ModelDescription):
         self._att_modules = found
         return found
 
-    def _forward_layers(self, batch_ids: list[list[int]], li: Sequence[int], hi: Sequence[int],
-                        fn, on_layer=None) -> None:
+    def _forward_layers(
+        self, batch_ids: list[list[int]], li: Sequence[int], hi: Sequence[int], fn, on_layer=None
+    ) -> None:
         """Forward a batch of id lists (right-padded) and hand over the attention layer by layer.
 
         ``fn(b, layer, weights)`` is called for every text ``b`` of the batch and every layer of
@@ -417,8 +467,11 @@ class AttentionModel(ModelDescription):
                 wb = w[b, :, :nb, :nb]
                 # float32 weights are normalized in place: the module's output is dropped after
                 # this hook (its attention output was computed before), so nothing else reads it
-                out = wb if wb.dtype == torch.float32 else torch.empty(
-                    wb.shape, dtype=torch.float32, device=wb.device)
+                out = (
+                    wb
+                    if wb.dtype == torch.float32
+                    else torch.empty(wb.shape, dtype=torch.float32, device=wb.device)
+                )
                 normalize_rows(wb, what=f"attention of {self.name}, layer {layer}", out=out)
                 fn(b, layer, out)
                 del out, wb
@@ -535,19 +588,26 @@ class AttentionModel(ModelDescription):
         """
         _, texts = _text_list(text)
         if not callable(fn):
-            raise InvalidInputError(f"fn must be callable as fn(index, layer, weights), got {type(fn).__name__}")
+            raise InvalidInputError(
+                f"fn must be callable as fn(index, layer, weights), got {type(fn).__name__}"
+            )
         truncate = check_bool(truncate, "truncate")
         batch_size = check_positive_int(batch_size, "batch_size", None, hint="None: by memory")
         li = check_indices(layers, self.n_layers, "layer", owner=self.name)
         hi = check_indices(heads, self.n_heads, "head", owner=self.name)
         encs = self._encode(texts, truncate=truncate)
-        with make_reporter(progress, total=self.progress_units(len(texts)),
-                           description="attention") as reporter:
+        with make_reporter(
+            progress, total=self.progress_units(len(texts)), description="attention"
+        ) as reporter:
             reporter.stage("attention")
             for idx in self._batches(encs, batch_size, len(hi), per_layer=True):
-                self._forward_layers([encs[i].ids for i in idx], li, hi,
-                                     lambda b, layer, w, idx=idx: fn(idx[b], layer, w),
-                                     lambda k, n=len(idx): reporter.advance(n))
+                self._forward_layers(
+                    [encs[i].ids for i in idx],
+                    li,
+                    hi,
+                    lambda b, layer, w, idx=idx: fn(idx[b], layer, w),
+                    lambda k, n=len(idx): reporter.advance(n),
+                )
         return encs
 
     def progress_units(self, n_texts: int) -> int:
@@ -557,8 +617,9 @@ class AttentionModel(ModelDescription):
         reporter adds these to its plan."""
         return int(n_texts) * self.n_layers
 
-    def _batches(self, encs: list[Encoding], batch_size: int | None, n_heads: int,
-                 per_layer: bool = False) -> list[list[int]]:
+    def _batches(
+        self, encs: list[Encoding], batch_size: int | None, n_heads: int, per_layer: bool = False
+    ) -> list[list[int]]:
         """Text indices grouped into forward passes, shortest texts first: ``batch_size`` texts,
         or as many as keep the padded attention under a bound (all layers' ``_BATCH_ELEMENTS``,
         or with ``per_layer`` one layer's ``_LAYER_ELEMENTS``)."""
@@ -579,7 +640,9 @@ class AttentionModel(ModelDescription):
             start = stop
         return out
 
-    def forward_ids(self, batch_ids: Sequence[Sequence[int]], *, layers=None, heads=None) -> list[np.ndarray]:
+    def forward_ids(
+        self, batch_ids: Sequence[Sequence[int]], *, layers=None, heads=None
+    ) -> list[np.ndarray]:
         """Attention of already-tokenized inputs (lists of token ids, special tokens included).
 
         The batch is right-padded with an attention mask, so padding never leaks into the
@@ -598,7 +661,9 @@ class AttentionModel(ModelDescription):
         if too_long > self.max_length:
             raise TextTooLongError(
                 f"input has {too_long} tokens but {self.name} takes at most {self.max_length}",
-                n_tokens=too_long, limit=self.max_length, model=self.name,
+                n_tokens=too_long,
+                limit=self.max_length,
+                model=self.name,
             )
         li = check_indices(layers, self.n_layers, "layer", owner=self.name)
         hi = check_indices(heads, self.n_heads, "head", owner=self.name)
@@ -649,14 +714,23 @@ class AttentionModel(ModelDescription):
         batch_size = check_positive_int(batch_size, "batch_size", None, hint="None: by memory")
         li = check_indices(layers, self.n_layers, "layer", owner=self.name)
         hi = check_indices(heads, self.n_heads, "head", owner=self.name)
-        with make_reporter(progress, total=self.progress_units(len(texts)),
-                           description="attention") as reporter:
+        with make_reporter(
+            progress, total=self.progress_units(len(texts)), description="attention"
+        ) as reporter:
             reporter.stage("attention")
             results = self._attention(texts, drop_special, truncate, li, hi, batch_size, reporter)
         return results[0] if single else results  # type: ignore[return-value]
 
-    def _attention(self, texts: list[str], drop_special: bool, truncate: bool, li, hi,
-                   batch_size: int | None, reporter: Reporter) -> list[Attention]:
+    def _attention(
+        self,
+        texts: list[str],
+        drop_special: bool,
+        truncate: bool,
+        li,
+        hi,
+        batch_size: int | None,
+        reporter: Reporter,
+    ) -> list[Attention]:
         """:meth:`attention` of checked arguments; ``reporter`` advances by each batch's texts
         as each model layer of its forward pass is done.
 
@@ -666,8 +740,9 @@ class AttentionModel(ModelDescription):
         encs = self._encode(texts, truncate=truncate)
         results: list[Attention | None] = [None] * len(encs)
         for idx in self._batches(encs, batch_size, self.n_heads):
-            arrays = self._host_layers([encs[i].ids for i in idx], li, hi,
-                                       lambda k, n=len(idx): reporter.advance(n))
+            arrays = self._host_layers(
+                [encs[i].ids for i in idx], li, hi, lambda k, n=len(idx): reporter.advance(n)
+            )
             for i, w in zip(idx, arrays):
                 e = encs[i]
                 att = Attention(
@@ -692,7 +767,9 @@ def _text_list(text) -> tuple[bool, list[str]]:
     non-empty list or tuple)."""
     single = isinstance(text, str)
     if not single and not isinstance(text, (list, tuple)):
-        raise InvalidInputError(f"text must be a string or a list of strings, got {type(text).__name__}")
+        raise InvalidInputError(
+            f"text must be a string or a list of strings, got {type(text).__name__}"
+        )
     texts = [text] if single else list(text)
     if not texts:
         raise EmptyTextError("no texts given: pass a string or a non-empty list of strings")
@@ -780,9 +857,17 @@ def load_model(
     trust_remote_code = check_bool(trust_remote_code, "trust_remote_code")
     progress = check_progress(progress)
     if _is_hf_model(spec):
-        given = [name for name, v in (("device", device), ("dtype", dtype), ("revision", revision),
-                                      ("allow_pickle", allow_pickle or None),
-                                      ("trust_remote_code", trust_remote_code or None)) if v is not None]
+        given = [
+            name
+            for name, v in (
+                ("device", device),
+                ("dtype", dtype),
+                ("revision", revision),
+                ("allow_pickle", allow_pickle or None),
+                ("trust_remote_code", trust_remote_code or None),
+            )
+            if v is not None
+        ]
         if given:
             names = ", ".join(f"{g}=" for g in given)
             raise InvalidInputError(
@@ -804,8 +889,16 @@ def load_model(
     device = check_device(device)
     dtype = check_dtype(dtype, device)
     resolved = resolve_spec(spec, revision=revision)
-    key = (resolved.kind, resolved.path, resolved.gguf_file, resolved.revision, device, dtype,
-           allow_pickle, trust_remote_code)
+    key = (
+        resolved.kind,
+        resolved.path,
+        resolved.gguf_file,
+        resolved.revision,
+        device,
+        dtype,
+        allow_pickle,
+        trust_remote_code,
+    )
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
@@ -813,8 +906,12 @@ def load_model(
         with make_reporter(progress, description=f"loading {resolved.name}") as reporter:
             reporter.add_total(2)  # the weights, the attention check (a conversion adds its own)
             hf_model, tok, source = load_hf(
-                resolved, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                trust_remote_code=trust_remote_code, reporter=reporter,
+                resolved,
+                dtype=dtype,
+                device=device,
+                allow_pickle=allow_pickle,
+                trust_remote_code=trust_remote_code,
+                reporter=reporter,
             )
             reporter.advance()
             reporter.stage("checking attention")
@@ -863,8 +960,9 @@ def describe_model(
     dtype = check_dtype(dtype, device)
     resolved = resolve_spec(spec, revision=revision)
     config, tok, source = load_description(resolved, trust_remote_code=trust_remote_code)
-    return ModelDescription(resolved, config, tok, source, device, dtype,
-                            architecture=model_class_name(config))
+    return ModelDescription(
+        resolved, config, tok, source, device, dtype, architecture=model_class_name(config)
+    )
 
 
 def _is_hf_model(obj) -> bool:
@@ -898,7 +996,9 @@ def _wrap_loaded(hf_model, tokenizer) -> AttentionModel:
         except Exception as e:  # noqa: BLE001 - any failure: the probe below decides
             log.info("could not switch %s to eager attention: %s", name, e)
         else:
-            log.info("switched %s from %r to eager attention (attntopo needs the weights)", name, impl)
+            log.info(
+                "switched %s from %r to eager attention (attntopo needs the weights)", name, impl
+            )
     if hf_model.training:
         hf_model.eval()
     param = next(hf_model.parameters(), None)

@@ -54,8 +54,15 @@ _F64_UNIT = 2.0**-53
 #: float64 temporaries per block of :func:`normalize_rows` (elements, 8 MiB)
 _BLOCK_ELEMENTS = 1 << 20
 
-_NAMES = {"float64": "float64", "double": "float64", "float32": "float32", "float": "float32",
-          "float16": "float16", "half": "float16", "bfloat16": "bfloat16"}
+_NAMES = {
+    "float64": "float64",
+    "double": "float64",
+    "float32": "float32",
+    "float": "float32",
+    "float16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+}
 
 
 #: (unit roundoff u = 2^-p for p significand bits, smallest subnormal) of each format
@@ -76,7 +83,11 @@ def weights_dtype(dtype: Any) -> str:
         key = str(dtype).replace("torch.", "")
     else:
         try:
-            key = np.dtype(dtype).name if dtype is not None and not isinstance(dtype, (bool, int)) else ""
+            key = (
+                np.dtype(dtype).name
+                if dtype is not None and not isinstance(dtype, (bool, int))
+                else ""
+            )
         except TypeError:
             key = ""
     name = _NAMES.get(key)
@@ -163,9 +174,15 @@ def normalize_rows(w, *, dtype: Any = None, what: str = "attention", out: Any = 
     lead, n = tuple(w.shape[:-2]), int(w.shape[-1])
     if out is None:
         out = torch.empty(w.shape, dtype=torch.float32, device=w.device)
-    elif (not isinstance(out, torch.Tensor) or out.shape != w.shape or out.dtype != torch.float32
-          or out.device != w.device):
-        raise InvalidInputError(f"out must be a float32 tensor of shape {tuple(w.shape)} on {w.device}")
+    elif (
+        not isinstance(out, torch.Tensor)
+        or out.shape != w.shape
+        or out.dtype != torch.float32
+        or out.device != w.device
+    ):
+        raise InvalidInputError(
+            f"out must be a float32 tensor of shape {tuple(w.shape)} on {w.device}"
+        )
     if n == 0 or w.numel() == 0:
         return out
     tol = row_sum_tolerance(dt, n)
@@ -183,7 +200,9 @@ def normalize_rows(w, *, dtype: Any = None, what: str = "attention", out: Any = 
     return out
 
 
-def _normalize_blocks(src, dst, n: int, lead: tuple, tol: float, dt: str, work_device, what: str) -> None:
+def _normalize_blocks(
+    src, dst, n: int, lead: tuple, tol: float, dt: str, work_device, what: str
+) -> None:
     """:func:`normalize_rows`' loop over blocks of matrices (``src``, ``dst``: (B, n, n))."""
     import torch
 
@@ -203,8 +222,7 @@ def _normalize_blocks(src, dst, n: int, lead: tuple, tol: float, dt: str, work_d
         worst = int(dev.argmax())
         if float(dev.reshape(-1)[worst]) > tol:
             flat = b0 * n + worst
-            where = (f"matrix {tuple(int(i) for i in _unravel(flat // n, lead))}, "
-                     if lead else "")
+            where = f"matrix {tuple(int(i) for i in _unravel(flat // n, lead))}, " if lead else ""
             raise InvalidMatrixError(
                 f"{what}: {where}row {flat % n} sums to {float(sums.reshape(-1)[worst]):.6g}, "
                 f"not 1 within {tol:.3g} (the most rounding of a {dt} "

@@ -143,18 +143,23 @@ def resolve_spec(spec: str | os.PathLike | ModelSpec, *, revision: str | None = 
     path = Path(text).expanduser()
     looks_like_path = (
         text.startswith((".", "/", "~"))
-        or os.sep in text and path.exists()
+        or os.sep in text
+        and path.exists()
         or text.endswith(".gguf")
         or path.exists()
     )
     if looks_like_path:
         if path.is_file() and path.suffix == ".gguf":
-            return ModelSpec(name=text, kind="gguf", path=str(path.parent.resolve()), gguf_file=path.name)
+            return ModelSpec(
+                name=text, kind="gguf", path=str(path.parent.resolve()), gguf_file=path.name
+            )
         if path.is_dir():
             if not (path / "config.json").is_file():
                 ggufs = sorted(p.name for p in path.glob("*.gguf"))
                 if len(ggufs) == 1:
-                    return ModelSpec(name=text, kind="gguf", path=str(path.resolve()), gguf_file=ggufs[0])
+                    return ModelSpec(
+                        name=text, kind="gguf", path=str(path.resolve()), gguf_file=ggufs[0]
+                    )
                 raise ModelNotFoundError(
                     f"folder {text!r} has no config.json (and no single .gguf file): a model "
                     "folder as written by save_pretrained is expected"

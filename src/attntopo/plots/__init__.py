@@ -31,7 +31,6 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 from ._layout import mds_layout, suggest_scale, suggest_scales, threshold_complex
 from ._style import DIM_COLORS, OKABE_ITO, thin_labels
-from .export import FORMATS, figure_to_bytes, figures_to_html, plotly_div, save_figure
 from .bundles import (
     Bundle,
     analysis_bundle,
@@ -40,7 +39,6 @@ from .bundles import (
     head_tag,
     timeline_bundle,
 )
-from .interactive import iplot_diagram, iplot_distance_matrix, iplot_head_grid, iplot_threshold_graph
 from .compare import (
     iplot_compare_diagrams,
     iplot_compare_graphs,
@@ -51,6 +49,16 @@ from .compare import (
     plot_compare_heads,
     plot_phrase_distances,
 )
+from .compress import compression_bundle, plot_compression_heads
+from .export import FORMATS, figure_to_bytes, figures_to_html, plotly_div, save_figure
+from .features import plot_head_importance
+from .hardmax import (
+    hardmax_bundle,
+    plot_cluster_counts,
+    plot_h0_by_step,
+    plot_hardmax_overview,
+    plot_trajectories,
+)
 from .heads import (
     iplot_head_mds,
     plot_head_barcode,
@@ -58,6 +66,12 @@ from .heads import (
     plot_head_mds,
     plot_head_types,
     plot_model_diagrams,
+)
+from .interactive import (
+    iplot_diagram,
+    iplot_distance_matrix,
+    iplot_head_grid,
+    iplot_threshold_graph,
 )
 from .static import (
     plot_attention,
@@ -69,24 +83,6 @@ from .static import (
     plot_head_stat,
     plot_threshold_graph,
 )
-from .timeline import (
-    iplot_timeline,
-    plot_betti_heatmap,
-    plot_coherence,
-    plot_timeline_diagrams,
-    plot_timeline_overview,
-    plot_vineyard,
-)
-from .hardmax import (
-    hardmax_bundle,
-    plot_cluster_counts,
-    plot_h0_by_step,
-    plot_hardmax_overview,
-    plot_trajectories,
-)
-from .compress import compression_bundle, plot_compression_heads
-from .features import plot_head_importance
-from .theory_depth import DEPTH_PANELS, depth_bundle, plot_depth
 from .theory_approx import (
     approx_bundle,
     plot_approx_budgets,
@@ -101,6 +97,15 @@ from .theory_context import (
     plot_margins,
     plot_similarity,
     plot_word,
+)
+from .theory_depth import DEPTH_PANELS, depth_bundle, plot_depth
+from .timeline import (
+    iplot_timeline,
+    plot_betti_heatmap,
+    plot_coherence,
+    plot_timeline_diagrams,
+    plot_timeline_overview,
+    plot_vineyard,
 )
 
 __all__ = [

@@ -27,7 +27,9 @@ from matplotlib.text import Annotation
 __all__ = ["TokenLabels", "separate_points", "add_token_labels"]
 
 #: Candidate directions, tried in this order at each radius (upper right first, as before).
-_ANGLES = np.deg2rad([45, 0, 90, 135, 180, 315, 270, 225, 22.5, 67.5, 112.5, 157.5, 202.5, 247.5, 292.5, 337.5])
+_ANGLES = np.deg2rad(
+    [45, 0, 90, 135, 180, 315, 270, 225, 22.5, 67.5, 112.5, 157.5, 202.5, 247.5, 292.5, 337.5]
+)
 #: Radii of the candidate spots, in points from the
 #: point's centre less 2 (plus the marker's radius).
 _RADII = (3.0, 8.0, 14.0, 21.0, 29.0, 38.0, 48.0, 60.0, 74.0)
@@ -39,8 +41,12 @@ def _overlaps(boxes: np.ndarray, others: np.ndarray) -> np.ndarray:
     """Total overlap area of each row of ``boxes`` (c, 4) with the rows of ``others`` (k, 4)."""
     if others.size == 0:
         return np.zeros(len(boxes))
-    w = np.minimum(boxes[:, None, 2], others[None, :, 2]) - np.maximum(boxes[:, None, 0], others[None, :, 0])
-    h = np.minimum(boxes[:, None, 3], others[None, :, 3]) - np.maximum(boxes[:, None, 1], others[None, :, 1])
+    w = np.minimum(boxes[:, None, 2], others[None, :, 2]) - np.maximum(
+        boxes[:, None, 0], others[None, :, 0]
+    )
+    h = np.minimum(boxes[:, None, 3], others[None, :, 3]) - np.maximum(
+        boxes[:, None, 1], others[None, :, 1]
+    )
     return (np.clip(w, 0, None) * np.clip(h, 0, None)).sum(axis=1)
 
 
@@ -62,8 +68,14 @@ class TokenLabels(Artist):
         Radius of the points' markers in points (the area labels keep clear of).
     """
 
-    def __init__(self, ax: Axes, xy: np.ndarray, labelled: Sequence[int], annotations: Sequence[Annotation],
-                 marker_radius: float | np.ndarray = 3.5) -> None:
+    def __init__(
+        self,
+        ax: Axes,
+        xy: np.ndarray,
+        labelled: Sequence[int],
+        annotations: Sequence[Annotation],
+        marker_radius: float | np.ndarray = 3.5,
+    ) -> None:
         super().__init__()
         self.axes = ax
         self.set_figure(ax.figure)
@@ -72,7 +84,9 @@ class TokenLabels(Artist):
         self.xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
         self.labelled = [int(i) for i in labelled]
         self.annotations = list(annotations)
-        self.marker_radius = np.broadcast_to(np.asarray(marker_radius, dtype=np.float64), (len(self.xy),)).copy()
+        self.marker_radius = np.broadcast_to(
+            np.asarray(marker_radius, dtype=np.float64), (len(self.xy),)
+        ).copy()
         self.leaders = LineCollection([], colors=_LEADER_COLOR, linewidths=0.5, zorder=2.9)
         self.leaders.set_figure(ax.figure)
         #: After a draw: the offsets (points) given to each label and whether it has a leader line.
@@ -100,13 +114,22 @@ class TokenLabels(Artist):
             others = np.delete(points, i, axis=0)
             best, best_cost = None, math.inf
             for radius in _RADII:
-                rad = r[i] + (radius - 2.0) * pt  # the first spot just clear of the point's own marker
+                rad = (
+                    r[i] + (radius - 2.0) * pt
+                )  # the first spot just clear of the point's own marker
                 x0 = P[i, 0] + rad * _COS - w * (0.5 - 0.5 * _COS)
                 y0 = P[i, 1] + rad * _SIN - h * (0.5 - 0.5 * _SIN)
                 boxes = np.column_stack([x0, y0, x0 + w, y0 + h])
-                inside = (np.clip(np.minimum(boxes[:, 2], frame[2]) - np.maximum(boxes[:, 0], frame[0]), 0, None)
-                          * np.clip(np.minimum(boxes[:, 3], frame[3]) - np.maximum(boxes[:, 1], frame[1]), 0, None))
-                cost = 50.0 * _overlaps(boxes, placed) + 8.0 * _overlaps(boxes, others) + 20.0 * (w * h - inside)
+                inside = np.clip(
+                    np.minimum(boxes[:, 2], frame[2]) - np.maximum(boxes[:, 0], frame[0]), 0, None
+                ) * np.clip(
+                    np.minimum(boxes[:, 3], frame[3]) - np.maximum(boxes[:, 1], frame[1]), 0, None
+                )
+                cost = (
+                    50.0 * _overlaps(boxes, placed)
+                    + 8.0 * _overlaps(boxes, others)
+                    + 20.0 * (w * h - inside)
+                )
                 free = np.flatnonzero(cost <= 1e-9 * w * h)
                 if free.size:  # the first free direction at the nearest radius
                     best = (boxes[free[0]], rad)
@@ -139,9 +162,18 @@ class TokenLabels(Artist):
         self.stale = False
 
 
-def add_token_labels(ax: Axes, xy: np.ndarray, labelled: Sequence[int], texts: Sequence[str], *,
-                     fontsize: Sequence[float], colors: Sequence[str], weights: Sequence[str],
-                     marker_radius: float | np.ndarray = 3.5, zorder: float = 6.0) -> TokenLabels:
+def add_token_labels(
+    ax: Axes,
+    xy: np.ndarray,
+    labelled: Sequence[int],
+    texts: Sequence[str],
+    *,
+    fontsize: Sequence[float],
+    colors: Sequence[str],
+    weights: Sequence[str],
+    marker_radius: float | np.ndarray = 3.5,
+    zorder: float = 6.0,
+) -> TokenLabels:
     """Write ``texts[k]`` next to point ``labelled[k]``
     without collisions (see :class:`TokenLabels`).
 
@@ -149,8 +181,17 @@ def add_token_labels(ax: Axes, xy: np.ndarray, labelled: Sequence[int], texts: S
     """
     xy = np.asarray(xy, dtype=np.float64)
     anns = [
-        ax.annotate(t, xy[i], xytext=(3, 3), textcoords="offset points", fontsize=fs, color=c,
-                    fontweight=wt, zorder=zorder, annotation_clip=False)
+        ax.annotate(
+            t,
+            xy[i],
+            xytext=(3, 3),
+            textcoords="offset points",
+            fontsize=fs,
+            color=c,
+            fontweight=wt,
+            zorder=zorder,
+            annotation_clip=False,
+        )
         for i, t, fs, c, wt in zip(labelled, texts, fontsize, colors, weights)
     ]
     layer = TokenLabels(ax, xy, labelled, anns, marker_radius)
@@ -158,7 +199,9 @@ def add_token_labels(ax: Axes, xy: np.ndarray, labelled: Sequence[int], texts: S
     return layer
 
 
-def separate_points(X: np.ndarray, min_dist: float, *, max_iter: int = 200) -> tuple[np.ndarray, np.ndarray]:
+def separate_points(
+    X: np.ndarray, min_dist: float, *, max_iter: int = 200
+) -> tuple[np.ndarray, np.ndarray]:
     """Move points closer than ``min_dist`` apart, each as little as it takes.
 
     Pairs closer than ``min_dist`` are pushed apart along the line through them (points at

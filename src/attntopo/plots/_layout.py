@@ -31,7 +31,9 @@ __all__ = [
 ]
 
 
-def diagram_points(dgm: Any, dims: Sequence[int] | int | None = None) -> list[tuple[int, np.ndarray]]:
+def diagram_points(
+    dgm: Any, dims: Sequence[int] | int | None = None
+) -> list[tuple[int, np.ndarray]]:
     """``[(d, points of shape (k, 2)), ...]`` for the requested dimensions of a diagram.
 
     ``dgm`` is a :class:`~attntopo.topology.Diagram` or a ripser-style list of (k, 2) arrays.
@@ -98,10 +100,14 @@ def check_labels(labels: Sequence[str] | None, n: int) -> list[str] | None:
     if labels is None:
         return None
     if isinstance(labels, str):
-        raise InvalidInputError("labels must be a sequence of strings (one per token), not a string")
+        raise InvalidInputError(
+            "labels must be a sequence of strings (one per token), not a string"
+        )
     labels = [str(x) for x in labels]
     if len(labels) != n:
-        raise InvalidInputError(f"got {len(labels)} labels for {n} tokens: give one label per token")
+        raise InvalidInputError(
+            f"got {len(labels)} labels for {n} tokens: give one label per token"
+        )
     return display_labels(labels)
 
 
@@ -128,8 +134,10 @@ def display_labels(labels: Sequence[str]) -> list[str]:
     list of str, length n
     """
     labels = [str(x) for x in labels]
-    raw = any(any(m in s for m in _RAW_MARKS) or (s.startswith("##") and len(s) > 2) or s.startswith("▁")
-              for s in labels)
+    raw = any(
+        any(m in s for m in _RAW_MARKS) or (s.startswith("##") and len(s) > 2) or s.startswith("▁")
+        for s in labels
+    )
     if not raw:
         return labels
     from ..attention import token_labels

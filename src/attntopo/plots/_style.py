@@ -66,7 +66,15 @@ INF_COLOR = "#666666"
 MAX_LABELS = 40
 
 #: Font sizes (points) used for figure elements.
-FONT = {"title": 10, "label": 9, "tick": 7, "token": 7, "legend": 8, "grid_tick": 5, "grid_label": 7}
+FONT = {
+    "title": 10,
+    "label": 9,
+    "tick": 7,
+    "token": 7,
+    "legend": 8,
+    "grid_tick": 5,
+    "grid_label": 7,
+}
 
 
 def dim_color(d: int) -> str:
@@ -244,9 +252,13 @@ def number_format(values, digits: int = 2) -> tuple[Callable[[float], str], str]
             if not math.isfinite(x):
                 return "–"
             out = f(x)
-            return out[1:] if out.startswith("-") and not any(c in "123456789" for c in out) else out  # no "-0.00"
+            return (
+                out[1:] if out.startswith("-") and not any(c in "123456789" for c in out) else out
+            )  # no "-0.00"
 
-        fmt.resolution = resolution  # the value of one unit of the last written digit (0: not fixed)
+        fmt.resolution = (
+            resolution  # the value of one unit of the last written digit (0: not fixed)
+        )
         return fmt
 
     if v.size == 0:
@@ -259,8 +271,10 @@ def number_format(values, digits: int = 2) -> tuple[Callable[[float], str], str]
         e += 1  # 0.0999 rounds to 0.10: the exponent of the rounded value
     if -2 <= e <= 3:
         dec = max(0, digits - 1 - e)
-        return wrap(lambda x: f"{x:.{dec}f}", 10.0 ** -dec), ""
+        return wrap(lambda x: f"{x:.{dec}f}", 10.0**-dec), ""
     # exact decimal scaling: 10.0 ** e underflows to 0 (or x / 10.0 ** e overflows) for
     # subnormal values such as 5e-324, and Decimal rounds the exact binary value once
-    return (wrap(lambda x: f"{Decimal(x).scaleb(-e):.{digits - 1}f}", 10.0 ** (1 - digits + e)),
-            f"×10{str(e).translate(_SUPERSCRIPT)}")
+    return (
+        wrap(lambda x: f"{Decimal(x).scaleb(-e):.{digits - 1}f}", 10.0 ** (1 - digits + e)),
+        f"×10{str(e).translate(_SUPERSCRIPT)}",
+    )

@@ -61,8 +61,14 @@ class Bundle:
         The heads drawn in full (their figures' names start with :func:`head_tag`).
     """
 
-    def __init__(self, draw: Callable[[bool], Figures], *, page: str | None = None,
-                 title: str = "attntopo figures", heads: Sequence[tuple[int, int]] = ()) -> None:
+    def __init__(
+        self,
+        draw: Callable[[bool], Figures],
+        *,
+        page: str | None = None,
+        title: str = "attntopo figures",
+        heads: Sequence[tuple[int, int]] = (),
+    ) -> None:
         self._draw = draw
         self.page = page
         self.title = title
@@ -94,7 +100,9 @@ class Bundle:
         fmts = list(dict.fromkeys(str(f).lower().lstrip(".") for f in formats))
         bad = [f for f in fmts if f not in FORMATS]
         if bad:
-            raise InvalidInputError(f"unknown figure format {bad[0]!r}; allowed: {', '.join(FORMATS)}")
+            raise InvalidInputError(
+                f"unknown figure format {bad[0]!r}; allowed: {', '.join(FORMATS)}"
+            )
         prefix = f"{folder.rstrip('/')}/" if folder else ""
         out: dict[str, bytes] = {}
         static = [f for f in fmts if f != "html"]
@@ -118,7 +126,9 @@ def _default_stat(analysis: Any) -> str:
     return f"max_persistence_h{analysis.ranking_dim}"  # H0 when most heads have no H1 bar
 
 
-def _analysis_heads(analysis: Any, heads: Sequence[tuple[int, int]] | None, n: int) -> list[tuple[int, int]]:
+def _analysis_heads(
+    analysis: Any, heads: Sequence[tuple[int, int]] | None, n: int
+) -> list[tuple[int, int]]:
     if heads is None:
         from .._html import default_heads
 
@@ -134,9 +144,13 @@ def _analysis_heads(analysis: Any, heads: Sequence[tuple[int, int]] | None, n: i
     return list(dict.fromkeys(out))
 
 
-def analysis_bundle(analysis: Any, *, heads: Sequence[tuple[int, int]] | None = None,
-                    n_heads: int = 3,
-                    stat: str | None = None) -> Bundle:
+def analysis_bundle(
+    analysis: Any,
+    *,
+    heads: Sequence[tuple[int, int]] | None = None,
+    n_heads: int = 3,
+    stat: str | None = None,
+) -> Bundle:
     """The figures of an :class:`~attntopo.Analysis`.
 
     Parameters
@@ -183,26 +197,39 @@ def analysis_bundle(analysis: Any, *, heads: Sequence[tuple[int, int]] | None = 
             scale = suggest_scale(dgm, D)
             if interactive:
                 figs[f"{tag}_diagram"] = PI.iplot_diagram(dgm, title=f"persistence diagram · {t}")
-                figs[f"{tag}_distances"] = PI.iplot_distance_matrix(D, labels=labels, title=f"{dist} · {t}")
-                figs[f"{tag}_graph"] = PI.iplot_threshold_graph(D, labels=labels, special=special, title=t,
-                                                                scale=scale)
+                figs[f"{tag}_distances"] = PI.iplot_distance_matrix(
+                    D, labels=labels, title=f"{dist} · {t}"
+                )
+                figs[f"{tag}_graph"] = PI.iplot_threshold_graph(
+                    D, labels=labels, special=special, title=t, scale=scale
+                )
                 continue
             i, j = analysis.position(layer, head)
             figs[f"{tag}_diagram"] = PS.plot_diagram(dgm, title=f"persistence diagram · {t}")
             figs[f"{tag}_barcode"] = PS.plot_barcode(dgm, title=f"barcode · {t}")
-            figs[f"{tag}_distances"] = PS.plot_distance_matrix(D, labels=labels, title=f"{dist} · {t}")
-            figs[f"{tag}_attention"] = PS.plot_attention(a.weights[i, j], labels=labels, title=f"attention · {t}")
+            figs[f"{tag}_distances"] = PS.plot_distance_matrix(
+                D, labels=labels, title=f"{dist} · {t}"
+            )
+            figs[f"{tag}_attention"] = PS.plot_attention(
+                a.weights[i, j], labels=labels, title=f"attention · {t}"
+            )
             figs[f"{tag}_graph"] = PS.plot_threshold_graph(D, scale, labels=labels, special=special)
             figs[f"{tag}_overview"] = PS.plot_head_overview(analysis, layer, head, scale=scale)
         return figs
 
-    return Bundle(draw, page="report.html", heads=chosen,
-                  title=f"attntopo · {a.model} · {a.n_tokens} tokens · "
-                        f"{metric_name(analysis.metric)} distance")
+    return Bundle(
+        draw,
+        page="report.html",
+        heads=chosen,
+        title=f"attntopo · {a.model} · {a.n_tokens} tokens · "
+        f"{metric_name(analysis.metric)} distance",
+    )
 
 
 # -------------------------------------------------------------------- comparison
-def _comparison_heads(c: Any, heads: Sequence[tuple[int, int]] | None, n: int) -> list[tuple[int, int]]:
+def _comparison_heads(
+    c: Any, heads: Sequence[tuple[int, int]] | None, n: int
+) -> list[tuple[int, int]]:
     if heads is None:
         k = min(int(n), len(c.layers) * len(c.heads))
         return [(lay, hd) for lay, hd, _ in c.most_similar_heads(k=k)] if k > 0 else []
@@ -213,8 +240,13 @@ def _comparison_heads(c: Any, heads: Sequence[tuple[int, int]] | None, n: int) -
     return list(dict.fromkeys(out))
 
 
-def comparison_bundle(comparison: Any, *, heads: Sequence[tuple[int, int]] | None = None, n_heads: int = 3,
-                      highlight: Any = None) -> Bundle:
+def comparison_bundle(
+    comparison: Any,
+    *,
+    heads: Sequence[tuple[int, int]] | None = None,
+    n_heads: int = 3,
+    highlight: Any = None,
+) -> Bundle:
     """The figures of a :class:`~attntopo.Comparison` of two texts.
 
     Parameters
@@ -244,22 +276,32 @@ def comparison_bundle(comparison: Any, *, heads: Sequence[tuple[int, int]] | Non
         figs: Figures = {}
         if len(c.layers) * len(c.heads) > 1:
             if interactive:
-                figs["heads"] = PC.iplot_compare_heads(c, name="bottleneck")  # the ranking dimension
+                figs["heads"] = PC.iplot_compare_heads(
+                    c, name="bottleneck"
+                )  # the ranking dimension
             else:
                 for d in range(c.maxdim + 1):
-                    figs[f"heads_bottleneck_h{d}"] = PC.plot_compare_heads(c, name="bottleneck", dim=d)
+                    figs[f"heads_bottleneck_h{d}"] = PC.plot_compare_heads(
+                        c, name="bottleneck", dim=d
+                    )
                 figs["heads_shared_edges"] = PC.plot_compare_heads(c, name="shared_edges")
         for layer, head in chosen:
             tag = head_tag(layer, head)
             if interactive:
-                figs[f"{tag}_graphs"] = PC.iplot_compare_graphs(c, layer=layer, head=head, highlight=hl)
+                figs[f"{tag}_graphs"] = PC.iplot_compare_graphs(
+                    c, layer=layer, head=head, highlight=hl
+                )
                 figs[f"{tag}_diagrams"] = PC.iplot_compare_diagrams(c, layer=layer, head=head)
             else:
-                figs[f"{tag}_graphs"] = PC.plot_compare_graphs(c, layer=layer, head=head, highlight=hl)
+                figs[f"{tag}_graphs"] = PC.plot_compare_graphs(
+                    c, layer=layer, head=head, highlight=hl
+                )
                 figs[f"{tag}_diagrams"] = PC.plot_compare_diagrams(c, layer=layer, head=head)
         return figs
 
-    return Bundle(draw, page="report.html", title=f"attntopo compare · {c.a.attention.model}", heads=chosen)
+    return Bundle(
+        draw, page="report.html", title=f"attntopo compare · {c.a.attention.model}", heads=chosen
+    )
 
 
 # ---------------------------------------------------------------------- timeline
@@ -325,7 +367,9 @@ def head_space_bundle(spaces: Any, *, comparison: Any = None) -> Bundle:
         for hs in spaces:
             tag = "" if len(spaces) == 1 else f"{_safe_name(hs.model)}_"
             if interactive:
-                figs[f"{tag}head_mds"] = PH.iplot_head_mds(hs, color_by="type" if hs.types is not None else "layer")
+                figs[f"{tag}head_mds"] = PH.iplot_head_mds(
+                    hs, color_by="type" if hs.types is not None else "layer"
+                )
                 continue
             figs[f"{tag}head_distances"] = PH.plot_head_distances(hs)
             figs[f"{tag}head_mds_layer"] = PH.plot_head_mds(hs, color_by="layer")

@@ -33,11 +33,18 @@ from matplotlib.patches import Patch
 from ..errors import InvalidInputError
 from ..topology.complex import complex_at
 from . import _style as S
-from ._layout import check_scale, diagram_limits, mds_layout
-from .slider import check_scales, compare_slider, slider_scales
-from .interactive import _go
 from ._labels import add_token_labels
-from .static import _figure_and_axes, _overlay_diagrams, _root_figure, annotate_cells, graph_layout, side_colorbar
+from ._layout import check_scale, diagram_limits, mds_layout
+from .interactive import _go
+from .slider import check_scales, compare_slider, slider_scales
+from .static import (
+    _figure_and_axes,
+    _overlay_diagrams,
+    _root_figure,
+    annotate_cells,
+    graph_layout,
+    side_colorbar,
+)
 
 __all__ = [
     "plot_compare_graph",
@@ -54,7 +61,10 @@ __all__ = [
 #: Colour of text A and text B in overlays (Okabe–Ito blue and orange).
 TEXT_COLORS = (S.OKABE_ITO["blue"], S.OKABE_ITO["orange"])
 SHARED_COLOR = S.OKABE_ITO["bluish_green"]  # shared tokens, edges and triangles
-_SHARED_SIZE, _HIGHLIGHT_SIZE = 46.0, 70.0  # marker areas (points²) of shared and highlighted tokens
+_SHARED_SIZE, _HIGHLIGHT_SIZE = (
+    46.0,
+    70.0,
+)  # marker areas (points²) of shared and highlighted tokens
 SHARED_TRI_RGBA = "rgba(0,158,115,0.35)"
 TRI_RGBA = "rgba(86,180,233,0.15)"
 
@@ -65,7 +75,6 @@ def _check_comparison(c: Any) -> None:
         raise InvalidInputError(
             f"expected a Comparison (from attntopo.compare), got {type(c).__name__}"
         )
-
 
 
 def _short(text: str, width: int = 48) -> str:
@@ -85,8 +94,10 @@ def _highlight_keys(c: Any, highlight: Any) -> set[int]:
     out = set()
     for w in wanted:
         hits = [
-            k for k, s in enumerate(c.shared_tokens)
-            if normalize_token(s.key) == w or w in (normalize_token(s.text_a), normalize_token(s.text_b))
+            k
+            for k, s in enumerate(c.shared_tokens)
+            if normalize_token(s.key) == w
+            or w in (normalize_token(s.text_a), normalize_token(s.text_b))
         ]
         if not hits:
             raise InvalidInputError(
@@ -117,14 +128,24 @@ def _panel_data(c: Any, side: str, i: int, j: int, scale: float, highlight: set[
         hl[rep[k]] = True
     pos = {s.key: r for s, r in zip(c.shared_tokens, rep)}
     both = c.shared_simplices(c.layers[i], c.heads[j], scale=scale)
-    sh_edges = np.array([[pos[t[0]], pos[t[1]]] for t in (s["tokens"] for s in both) if len(t) == 2],
-                        dtype=np.int64).reshape(-1, 2)
-    sh_tris = np.array([[pos[x] for x in t] for t in (s["tokens"] for s in both) if len(t) == 3],
-                       dtype=np.int64).reshape(-1, 3)
+    sh_edges = np.array(
+        [[pos[t[0]], pos[t[1]]] for t in (s["tokens"] for s in both) if len(t) == 2], dtype=np.int64
+    ).reshape(-1, 2)
+    sh_tris = np.array(
+        [[pos[x] for x in t] for t in (s["tokens"] for s in both) if len(t) == 3], dtype=np.int64
+    ).reshape(-1, 3)
     return {
-        "D": D, "n": n, "labels": an.attention.labels, "special": an.attention.special,
-        "edges": cx.simplices(1), "tris": cx.simplices(2), "shared": shared_mask, "hl": hl,
-        "sh_edges": sh_edges, "sh_tris": sh_tris, "text": an.attention.text,
+        "D": D,
+        "n": n,
+        "labels": an.attention.labels,
+        "special": an.attention.special,
+        "edges": cx.simplices(1),
+        "tris": cx.simplices(2),
+        "shared": shared_mask,
+        "hl": hl,
+        "sh_edges": sh_edges,
+        "sh_tris": sh_tris,
+        "text": an.attention.text,
     }
 
 
@@ -183,34 +204,81 @@ def plot_compare_graph(
     X, moved = graph_layout(p["D"], coords, min_sep=0.045)
     fig, ax = _figure_and_axes(ax, (5.4, 5.0))
     if len(p["tris"]):
-        ax.add_collection(PolyCollection(X[p["tris"]], facecolors=S.TRIANGLE_COLOR, edgecolors="none",
-                                         alpha=0.15, zorder=1))
+        ax.add_collection(
+            PolyCollection(
+                X[p["tris"]], facecolors=S.TRIANGLE_COLOR, edgecolors="none", alpha=0.15, zorder=1
+            )
+        )
     if len(p["sh_tris"]):
-        ax.add_collection(PolyCollection(X[p["sh_tris"]], facecolors=SHARED_COLOR, edgecolors="none",
-                                         alpha=0.35, zorder=1.5))
+        ax.add_collection(
+            PolyCollection(
+                X[p["sh_tris"]], facecolors=SHARED_COLOR, edgecolors="none", alpha=0.35, zorder=1.5
+            )
+        )
     if len(p["edges"]):
-        ax.add_collection(LineCollection(X[p["edges"]], colors=S.EDGE_COLOR, linewidths=0.7, alpha=0.6,
-                                         zorder=2))
+        ax.add_collection(
+            LineCollection(X[p["edges"]], colors=S.EDGE_COLOR, linewidths=0.7, alpha=0.6, zorder=2)
+        )
     sp, sh, hl = p["special"], p["shared"], p["hl"]
     plain = ~sh & ~hl
-    ax.scatter(X[plain, 0], X[plain, 1], s=22, c=np.where(sp[plain], S.SPECIAL_COLOR, S.NODE_COLOR).tolist(),
-               marker="o", edgecolors="white", linewidths=0.5, zorder=3)
+    ax.scatter(
+        X[plain, 0],
+        X[plain, 1],
+        s=22,
+        c=np.where(sp[plain], S.SPECIAL_COLOR, S.NODE_COLOR).tolist(),
+        marker="o",
+        edgecolors="white",
+        linewidths=0.5,
+        zorder=3,
+    )
     if len(p["sh_edges"]):  # above the plain tokens, under the shared ones: never hidden by a token
-        ax.add_collection(LineCollection(X[p["sh_edges"]], colors=SHARED_COLOR, linewidths=2.2,
-                                         alpha=0.9, zorder=3.5, capstyle="butt"))
+        ax.add_collection(
+            LineCollection(
+                X[p["sh_edges"]],
+                colors=SHARED_COLOR,
+                linewidths=2.2,
+                alpha=0.9,
+                zorder=3.5,
+                capstyle="butt",
+            )
+        )
     m = sh & ~hl
-    ax.scatter(X[m, 0], X[m, 1], s=_SHARED_SIZE, c=SHARED_COLOR, marker="D", edgecolors="white", linewidths=0.6,
-               zorder=4)
-    ax.scatter(X[hl, 0], X[hl, 1], s=_HIGHLIGHT_SIZE, c=S.HIGHLIGHT_COLOR, marker="D", edgecolors="black",
-               linewidths=0.6, zorder=5)
+    ax.scatter(
+        X[m, 0],
+        X[m, 1],
+        s=_SHARED_SIZE,
+        c=SHARED_COLOR,
+        marker="D",
+        edgecolors="white",
+        linewidths=0.6,
+        zorder=4,
+    )
+    ax.scatter(
+        X[hl, 0],
+        X[hl, 1],
+        s=_HIGHLIGHT_SIZE,
+        c=S.HIGHLIGHT_COLOR,
+        marker="D",
+        edgecolors="black",
+        linewidths=0.6,
+        zorder=5,
+    )
     step = S.label_step(n, max_labels)
-    chosen = ([t for t in range(n) if hl[t]] + [t for t in range(n) if sh[t] and not hl[t]]
-              + [t for t in range(n) if t % step == 0 and not (sh[t] or hl[t])])
+    chosen = (
+        [t for t in range(n) if hl[t]]
+        + [t for t in range(n) if sh[t] and not hl[t]]
+        + [t for t in range(n) if t % step == 0 and not (sh[t] or hl[t])]
+    )
     size = np.where(hl, _HIGHLIGHT_SIZE, np.where(sh, _SHARED_SIZE, 22.0))
     add_token_labels(
-        ax, X, chosen, [S.short_label(p["labels"][t]) for t in chosen],
+        ax,
+        X,
+        chosen,
+        [S.short_label(p["labels"][t]) for t in chosen],
         fontsize=[S.FONT["token"] + (1 if hl[t] else 0) for t in chosen],
-        colors=[S.HIGHLIGHT_COLOR if hl[t] else ("#006b4f" if sh[t] else "#222222") for t in chosen],
+        colors=[
+            S.HIGHLIGHT_COLOR if hl[t] else ("#006b4f" if sh[t] else "#222222") for t in chosen
+        ],
         weights=["bold" if (hl[t] or sh[t]) else "normal" for t in chosen],
         marker_radius=np.sqrt(size) / 2 + 0.6,
     )
@@ -228,13 +296,24 @@ def plot_compare_graph(
     for s in ax.spines.values():
         s.set_visible(False)
     if moved.any():
-        ax.text(1.0, 0.0, f"{S.plural(int(moved.sum()), 'crowded token')} nudged apart", transform=ax.transAxes,
-                ha="right", va="bottom", fontsize=S.FONT["tick"] - 1, color="#777777")
+        ax.text(
+            1.0,
+            0.0,
+            f"{S.plural(int(moved.sum()), 'crowded token')} nudged apart",
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=S.FONT["tick"] - 1,
+            color="#777777",
+        )
     name = "A" if side == "a" else "B"
     ax.set_title(
-        title or (f"{name}: “{_short(p['text'])}”\nε = {e:.3g} · {S.plural(len(p['edges']), 'edge')} · "
-                  f"{S.plural(len(p['tris']), 'triangle')} · in both texts: "
-                  f"{S.plural(len(p['sh_edges']), 'edge')}, {S.plural(len(p['sh_tris']), 'triangle')}"),
+        title
+        or (
+            f"{name}: “{_short(p['text'])}”\nε = {e:.3g} · {S.plural(len(p['edges']), 'edge')} · "
+            f"{S.plural(len(p['tris']), 'triangle')} · in both texts: "
+            f"{S.plural(len(p['sh_edges']), 'edge')}, {S.plural(len(p['sh_tris']), 'triangle')}"
+        ),
         fontsize=S.FONT["title"] - 1,
     )
     return fig
@@ -281,7 +360,16 @@ def plot_compare_graphs(
         fig = _root_figure(axs[0])
     lay, hd = comparison.layers[i], comparison.heads[j]
     for side, ax in zip(("a", "b"), axs):
-        plot_compare_graph(comparison, side=side, layer=lay, head=hd, scale=e, ax=ax, highlight=highlight, max_labels=max_labels)
+        plot_compare_graph(
+            comparison,
+            side=side,
+            layer=lay,
+            head=hd,
+            scale=e,
+            ax=ax,
+            highlight=highlight,
+            max_labels=max_labels,
+        )
     handles = [
         Line2D([], [], ls="", marker="o", color=S.NODE_COLOR, label="token"),
         Line2D([], [], ls="", marker="D", color=SHARED_COLOR, label="shared token"),
@@ -291,15 +379,22 @@ def plot_compare_graphs(
         Patch(facecolor=SHARED_COLOR, alpha=0.5, label="triangle in both texts"),
     ]
     if highlight is not None:
-        handles.insert(2, Line2D([], [], ls="", marker="D", color=S.HIGHLIGHT_COLOR, label="highlighted"))
+        handles.insert(
+            2, Line2D([], [], ls="", marker="D", color=S.HIGHLIGHT_COLOR, label="highlighted")
+        )
     if axes is None:
-        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=S.FONT["legend"],
-                   frameon=False)
-        fig.suptitle(f"{comparison.a.attention.model} · layer {lay}, head {hd} · ε = {e:.3g}",
-                     fontsize=S.FONT["title"])
+        fig.legend(
+            handles=handles,
+            loc="outside lower center",
+            ncols=len(handles),
+            fontsize=S.FONT["legend"],
+            frameon=False,
+        )
+        fig.suptitle(
+            f"{comparison.a.attention.model} · layer {lay}, head {hd} · ε = {e:.3g}",
+            fontsize=S.FONT["title"],
+        )
     return fig
-
-
 
 
 def _segments(X: np.ndarray, edges: np.ndarray) -> tuple[list, list]:
@@ -318,7 +413,9 @@ def _polys(X: np.ndarray, tris: np.ndarray) -> tuple[list, list]:
     return xs, ys
 
 
-def _graph_traces(go: Any, c: Any, i: int, j: int, scale: float, hk: set[int], coords: dict) -> tuple[list, str]:
+def _graph_traces(
+    go: Any, c: Any, i: int, j: int, scale: float, hk: set[int], coords: dict
+) -> tuple[list, str]:
     """The eight traces that change with ε (per text: triangles, shared triangles, edges,
     shared edges) and the title with the counts."""
     traces, counts = [], []
@@ -330,40 +427,94 @@ def _graph_traces(go: Any, c: Any, i: int, j: int, scale: float, hk: set[int], c
         ex, ey = _segments(X, p["edges"])
         gx, gy = _segments(X, p["sh_edges"])
         traces += [
-            go.Scatter(x=tx, y=ty, mode="lines", fill="toself", fillcolor=TRI_RGBA, line=dict(width=0),
-                       hoverinfo="skip", showlegend=False, name="triangles"),
-            go.Scatter(x=sx, y=sy, mode="lines", fill="toself", fillcolor=SHARED_TRI_RGBA,
-                       line=dict(width=0), hoverinfo="skip", showlegend=False, name="shared triangles"),
-            go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=S.EDGE_COLOR, width=1), opacity=0.6,
-                       hoverinfo="skip", showlegend=False, name="edges"),
-            go.Scatter(x=gx, y=gy, mode="lines", line=dict(color=SHARED_COLOR, width=3.5),
-                       hoverinfo="skip", showlegend=False, name="shared edges"),
+            go.Scatter(
+                x=tx,
+                y=ty,
+                mode="lines",
+                fill="toself",
+                fillcolor=TRI_RGBA,
+                line=dict(width=0),
+                hoverinfo="skip",
+                showlegend=False,
+                name="triangles",
+            ),
+            go.Scatter(
+                x=sx,
+                y=sy,
+                mode="lines",
+                fill="toself",
+                fillcolor=SHARED_TRI_RGBA,
+                line=dict(width=0),
+                hoverinfo="skip",
+                showlegend=False,
+                name="shared triangles",
+            ),
+            go.Scatter(
+                x=ex,
+                y=ey,
+                mode="lines",
+                line=dict(color=S.EDGE_COLOR, width=1),
+                opacity=0.6,
+                hoverinfo="skip",
+                showlegend=False,
+                name="edges",
+            ),
+            go.Scatter(
+                x=gx,
+                y=gy,
+                mode="lines",
+                line=dict(color=SHARED_COLOR, width=3.5),
+                hoverinfo="skip",
+                showlegend=False,
+                name="shared edges",
+            ),
         ]
         counts.append((len(p["edges"]), len(p["tris"]), len(p["sh_edges"]), len(p["sh_tris"])))
     (ea, ta, se, st), (eb, tb, _, _) = counts
-    e_t = [f"{S.plural(e, 'edge')}, {S.plural(t, 'triangle')}" for e, t in ((ea, ta), (eb, tb), (se, st))]
-    title = (f"layer {c.layers[i]}, head {c.heads[j]} · ε = {scale:.3g} · A: {e_t[0]} · B: {e_t[1]} · "
-             f"in both: {e_t[2]}")
+    e_t = [
+        f"{S.plural(e, 'edge')}, {S.plural(t, 'triangle')}"
+        for e, t in ((ea, ta), (eb, tb), (se, st))
+    ]
+    title = (
+        f"layer {c.layers[i]}, head {c.heads[j]} · ε = {scale:.3g} · A: {e_t[0]} · B: {e_t[1]} · "
+        f"in both: {e_t[2]}"
+    )
     return traces, title
 
 
 def _node_trace(go: Any, p: dict, X: np.ndarray):
     """One text's tokens (hover: index, token, kind), coloured and shaped by kind."""
     labels = p["labels"]
-    kind = np.where(p["hl"], "highlighted", np.where(p["shared"], "shared",
-                                                     np.where(p["special"], "special", "token")))
-    color = {"highlighted": S.HIGHLIGHT_COLOR, "shared": SHARED_COLOR, "special": S.SPECIAL_COLOR,
-             "token": S.NODE_COLOR}
+    kind = np.where(
+        p["hl"],
+        "highlighted",
+        np.where(p["shared"], "shared", np.where(p["special"], "special", "token")),
+    )
+    color = {
+        "highlighted": S.HIGHLIGHT_COLOR,
+        "shared": SHARED_COLOR,
+        "special": S.SPECIAL_COLOR,
+        "token": S.NODE_COLOR,
+    }
     symbol = {"highlighted": "diamond", "shared": "diamond", "special": "circle", "token": "circle"}
     return go.Scatter(
         # plain lists (not base64 arrays): the page's script reads them from the figure
-        x=X[:, 0].tolist(), y=X[:, 1].tolist(), mode="markers+text" if p["n"] <= 60 else "markers",
-        text=[S.short_label(t) for t in labels], textposition="top right", textfont=dict(size=10),
+        x=X[:, 0].tolist(),
+        y=X[:, 1].tolist(),
+        mode="markers+text" if p["n"] <= 60 else "markers",
+        text=[S.short_label(t) for t in labels],
+        textposition="top right",
+        textfont=dict(size=10),
         customdata=[f"{t}: {labels[t]} ({kind[t]})" for t in range(p["n"])],
         hovertemplate="%{customdata}<extra></extra>",
-        marker=dict(color=[color[k] for k in kind], symbol=[symbol[k] for k in kind],
-                    size=np.where(kind == "token", 9, 13).tolist(), line=dict(color="white", width=1)),
-        showlegend=False, name="tokens",
+        marker=dict(
+            color=[color[k] for k in kind],
+            symbol=[symbol[k] for k in kind],
+            size=np.where(kind == "token", 9, 13).tolist(),
+            line=dict(color="white", width=1),
+        ),
+        showlegend=False,
+        name="tokens",
     )
 
 
@@ -424,9 +575,12 @@ def iplot_compare_graphs(
     i, j = _pos(comparison, layer, head)
     base = float(comparison.scales[i, j])
     if scales is None:  # quantiles of both texts' distances, and the comparison scale itself
-        scales = slider_scales([comparison.a.distances[i, j], comparison.b.distances[i, j]], n_scales,
-                               include=[base])
-    scales = check_scales([check_scale(s, "scales") for s in np.atleast_1d(np.asarray(scales, dtype=float))]).tolist()
+        scales = slider_scales(
+            [comparison.a.distances[i, j], comparison.b.distances[i, j]], n_scales, include=[base]
+        )
+    scales = check_scales(
+        [check_scale(s, "scales") for s in np.atleast_1d(np.asarray(scales, dtype=float))]
+    ).tolist()
     if start is None:
         start = int(np.argmin(np.abs(np.asarray(scales) - base)))
     if not 0 <= int(start) < len(scales):
@@ -435,8 +589,11 @@ def iplot_compare_graphs(
     lay, hd = comparison.layers[i], comparison.heads[j]
     coords = {s: mds_layout(_side(comparison, s).distances[i, j]) for s in ("a", "b")}
     texts = {s: _side(comparison, s).attention.text for s in ("a", "b")}
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[f"A: {_short(texts['a'], 60)}",
-                                                        f"B: {_short(texts['b'], 60)}"])
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=[f"A: {_short(texts['a'], 60)}", f"B: {_short(texts['b'], 60)}"],
+    )
 
     # the opening state, drawn in Python too (the figure is right before any script runs); the
     # page's script redraws every step from the per-pair steps in layout.meta (no frames)
@@ -444,17 +601,30 @@ def iplot_compare_graphs(
     for t, tr in enumerate(traces):
         fig.add_trace(tr, row=1, col=1 if t < 4 else 2)
     for col, s in ((1, "a"), (2, "b")):
-        fig.add_trace(_node_trace(go, _panel_data(comparison, s, i, j, scales[start], hk), coords[s]), row=1, col=col)
+        fig.add_trace(
+            _node_trace(go, _panel_data(comparison, s, i, j, scales[start], hk), coords[s]),
+            row=1,
+            col=col,
+        )
     # the one slider's record (plots/slider.py), drawn by assets/scale_slider.js's widget
-    meta = dict(kind="compare_graphs", version=2, **compare_slider(comparison, i, j, np.asarray(scales), int(start)),
-                title_prefix=f"layer {lay}, head {hd}", traces=dict(dynamic=list(range(8)), nodes=[8, 9]))
+    meta = dict(
+        kind="compare_graphs",
+        version=2,
+        **compare_slider(comparison, i, j, np.asarray(scales), int(start)),
+        title_prefix=f"layer {lay}, head {hd}",
+        traces=dict(dynamic=list(range(8)), nodes=[8, 9]),
+    )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     fig.update_yaxes(scaleanchor="x", scaleratio=1, row=1, col=1)
     fig.update_yaxes(scaleanchor="x2", scaleratio=1, row=1, col=2)
     fig.update_layout(
-        template="simple_white", title=dict(text=title, x=0.02, xanchor="left", font=dict(size=13)),
-        width=1200, height=640, margin=dict(l=20, r=20, t=90, b=30), meta=dict(attntopo=meta),
+        template="simple_white",
+        title=dict(text=title, x=0.02, xanchor="left", font=dict(size=13)),
+        width=1200,
+        height=640,
+        margin=dict(l=20, r=20, t=90, b=30),
+        meta=dict(attntopo=meta),
     )
     return fig
 
@@ -505,8 +675,17 @@ def plot_compare_diagrams(
     for d in dims:
         if not 0 <= d <= maxdim:
             raise InvalidInputError(f"dims must be in 0..{maxdim}, got {d}")
-    fig, ax = _overlay_diagrams(ax, dgms, ("A", "B"), TEXT_COLORS, dims, figsize=(4.8, 4.6),
-                                sizes=(34, 44), linewidth=1.2, alpha=0.85)
+    fig, ax = _overlay_diagrams(
+        ax,
+        dgms,
+        ("A", "B"),
+        TEXT_COLORS,
+        dims,
+        figsize=(4.8, 4.6),
+        sizes=(34, 44),
+        linewidth=1.2,
+        alpha=0.85,
+    )
     ax.tick_params(labelsize=S.FONT["tick"])
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
@@ -525,7 +704,14 @@ def _scope_diagrams(c: Any, i: int, j: int, scope: str):
     raise InvalidInputError(f"scope must be 'text' or 'shared', got {scope!r}")
 
 
-def iplot_compare_diagrams(comparison: Any, *, layer: int | None = None, head: int | None = None, scope: str = "text", title: str | None = None):
+def iplot_compare_diagrams(
+    comparison: Any,
+    *,
+    layer: int | None = None,
+    head: int | None = None,
+    scope: str = "text",
+    title: str | None = None,
+):
     """Interactive twin of :func:`plot_compare_diagrams` (hover: text, dimension, birth, death)."""
     go = _go()
     _check_comparison(comparison)
@@ -535,28 +721,57 @@ def iplot_compare_diagrams(comparison: Any, *, layer: int | None = None, head: i
     pts = [np.asarray(g[d]) for g in dgms for d in range(maxdim + 1)]
     lo, hi, inf_y = diagram_limits(pts)
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(color="#888888", width=1),
-                             hoverinfo="skip", showlegend=False))
+    fig.add_trace(
+        go.Scatter(
+            x=[lo, hi],
+            y=[lo, hi],
+            mode="lines",
+            line=dict(color="#888888", width=1),
+            hoverinfo="skip",
+            showlegend=False,
+        )
+    )
     if any((~np.isfinite(p[:, 1])).any() for p in pts):
-        fig.add_trace(go.Scatter(x=[lo, hi], y=[inf_y, inf_y], mode="lines", hoverinfo="skip",
-                                 line=dict(color=S.INF_COLOR, width=1, dash="dash"), name="∞"))
+        fig.add_trace(
+            go.Scatter(
+                x=[lo, hi],
+                y=[inf_y, inf_y],
+                mode="lines",
+                hoverinfo="skip",
+                line=dict(color=S.INF_COLOR, width=1, dash="dash"),
+                name="∞",
+            )
+        )
     for k, (g, name) in enumerate(zip(dgms, ("A", "B"))):
         for d in range(maxdim + 1):
             p = np.asarray(g[d])
             y = np.where(np.isfinite(p[:, 1]), p[:, 1], inf_y)
             death = ["∞" if not math.isfinite(v) else f"{v:.4g}" for v in p[:, 1]]
-            fig.add_trace(go.Scatter(
-                x=p[:, 0], y=y, mode="markers", name=f"{name} H{d} ({len(p)})",
-                marker=dict(symbol=S.DIM_PLOTLY_SYMBOLS[d % 4] + ("" if k == 0 else "-open"), size=10,
-                            color=TEXT_COLORS[k], line=dict(width=1.5, color=TEXT_COLORS[k])),
-                customdata=death,
-                hovertemplate=f"text {name} · H{d}<br>birth %{{x:.4g}}<br>death "
-                              f"%{{customdata}}<extra></extra>",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=p[:, 0],
+                    y=y,
+                    mode="markers",
+                    name=f"{name} H{d} ({len(p)})",
+                    marker=dict(
+                        symbol=S.DIM_PLOTLY_SYMBOLS[d % 4] + ("" if k == 0 else "-open"),
+                        size=10,
+                        color=TEXT_COLORS[k],
+                        line=dict(width=1.5, color=TEXT_COLORS[k]),
+                    ),
+                    customdata=death,
+                    hovertemplate=f"text {name} · H{d}<br>birth %{{x:.4g}}<br>death "
+                    f"%{{customdata}}<extra></extra>",
+                )
+            )
     fig.update_xaxes(range=[lo, hi], title="birth")
     fig.update_yaxes(range=[lo, hi], title="death", scaleanchor="x", scaleratio=1)
-    fig.update_layout(template="simple_white", width=620, height=600,
-                      title=dict(text=title or _diagram_title(comparison, i, j), x=0.02, xanchor="left"))
+    fig.update_layout(
+        template="simple_white",
+        width=620,
+        height=600,
+        title=dict(text=title or _diagram_title(comparison, i, j), x=0.02, xanchor="left"),
+    )
     return fig
 
 
@@ -612,11 +827,17 @@ def plot_compare_heads(
     g, label = _heads_grid(comparison, name, dim, scope)
     L, H = g.shape
     fig, ax = _figure_and_axes(ax, (max(4.0, 0.42 * H + 1.8), max(2.6, 0.42 * L + 1.2)))
-    im = ax.imshow(np.ma.masked_invalid(g.astype(float)), cmap=S.DISTANCE_CMAP, aspect="auto",
-                   interpolation="nearest")
+    im = ax.imshow(
+        np.ma.masked_invalid(g.astype(float)),
+        cmap=S.DISTANCE_CMAP,
+        aspect="auto",
+        interpolation="nearest",
+    )
     G = g.astype(float)
     fmt, unit = S.number_format(G, digits=2)
-    side_colorbar(ax, im, label, fmt=fmt, unit=unit, integer=g.dtype.kind in "iub", width=0.035, pad=0.02)
+    side_colorbar(
+        ax, im, label, fmt=fmt, unit=unit, integer=g.dtype.kind in "iub", width=0.035, pad=0.02
+    )
     ax.set_xticks(range(H), [str(h) for h in comparison.heads], fontsize=S.FONT["tick"])
     ax.set_yticks(range(L), [str(l_) for l_ in comparison.layers], fontsize=S.FONT["tick"])
     ax.set_xlabel("head", fontsize=S.FONT["label"])
@@ -634,7 +855,10 @@ def plot_compare_heads(
             r = comparison.ranking(by=by, dim=dim, scope=scope)
             top = np.flatnonzero(r["rank"] <= int(mark))
             for t in top:
-                a, b = comparison.layers.index(int(r["layer"][t])), comparison.heads.index(int(r["head"][t]))
+                a, b = (
+                    comparison.layers.index(int(r["layer"][t])),
+                    comparison.heads.index(int(r["head"][t])),
+                )
                 ax.add_patch(_square_patch(b, a))
             tied = f", {top.size} with ties" if top.size > int(mark) else ""
             note = f"\n(outlined: the {min(int(mark), top.size)} most similar by {label}{tied})"
@@ -648,7 +872,14 @@ def _square_patch(x: float, y: float):
     return Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="white", lw=1.8, zorder=5)
 
 
-def iplot_compare_heads(comparison: Any, *, name: str = "bottleneck", dim: int | None = None, scope: str = "text", title: str | None = None):
+def iplot_compare_heads(
+    comparison: Any,
+    *,
+    name: str = "bottleneck",
+    dim: int | None = None,
+    scope: str = "text",
+    title: str | None = None,
+):
     """Interactive heads heatmap with a menu over every distance (per dimension) and count."""
     go = _go()
     _check_comparison(comparison)
@@ -664,19 +895,30 @@ def iplot_compare_heads(comparison: Any, *, name: str = "bottleneck", dim: int |
         g, label = _heads_grid(comparison, n, d, scope)
         mats[label] = g.astype(float)
     _, first = _heads_grid(comparison, name, dim, scope)
-    fig = go.Figure(go.Heatmap(
-        z=mats[first], x=[str(h) for h in comparison.heads], y=[str(l_) for l_ in comparison.layers],
-        colorscale="Viridis", colorbar=dict(title=first),
-        hovertemplate="layer %{y}, head %{x}<br>%{z:.4g}<extra></extra>",
-    ))
-    buttons = [dict(label=k, method="restyle", args=[{"z": [v.tolist()], "colorbar.title.text": k}])
-               for k, v in mats.items()]
+    fig = go.Figure(
+        go.Heatmap(
+            z=mats[first],
+            x=[str(h) for h in comparison.heads],
+            y=[str(l_) for l_ in comparison.layers],
+            colorscale="Viridis",
+            colorbar=dict(title=first),
+            hovertemplate="layer %{y}, head %{x}<br>%{z:.4g}<extra></extra>",
+        )
+    )
+    buttons = [
+        dict(label=k, method="restyle", args=[{"z": [v.tolist()], "colorbar.title.text": k}])
+        for k, v in mats.items()
+    ]
     fig.update_xaxes(title="head", type="category")
     fig.update_yaxes(title="layer", type="category", autorange="reversed")
     fig.update_layout(
-        template="simple_white", width=760, height=480,
+        template="simple_white",
+        width=760,
+        height=480,
         title=dict(text=title or "Two texts, per head", x=0.02, xanchor="left"),
-        updatemenus=[dict(buttons=buttons, active=list(mats).index(first), x=1.0, xanchor="right", y=1.15)],
+        updatemenus=[
+            dict(buttons=buttons, active=list(mats).index(first), x=1.0, xanchor="right", y=1.15)
+        ],
     )
     return fig
 
@@ -729,6 +971,10 @@ def plot_phrase_distances(
     ax.set_xlabel("context", fontsize=S.FONT["label"])
     if C <= 12:
         annotate_cells(ax, M, fmt, fontsize=S.FONT["grid_tick"] + 1)
-    ax.set_title(title or f"“{_short(phrase_topology.phrase, 40)}” across {S.plural(C, 'context')}\n"
-                 f"layer {phrase_topology.layers[i]}, head {phrase_topology.heads[j]}", fontsize=S.FONT["title"])
+    ax.set_title(
+        title
+        or f"“{_short(phrase_topology.phrase, 40)}” across {S.plural(C, 'context')}\n"
+        f"layer {phrase_topology.layers[i]}, head {phrase_topology.heads[j]}",
+        fontsize=S.FONT["title"],
+    )
     return fig

@@ -25,7 +25,9 @@ __all__ = ["plot_compression_heads", "compression_bundle"]
 
 def _check(result: Any) -> None:
     if getattr(result, "kind", None) != "compression":
-        raise InvalidInputError(f"expected a Compression (from attntopo.compress), got {type(result).__name__}")
+        raise InvalidInputError(
+            f"expected a Compression (from attntopo.compress), got {type(result).__name__}"
+        )
 
 
 def plot_compression_heads(
@@ -41,13 +43,19 @@ def plot_compression_heads(
     grid = np.full((L, H), np.nan)
     if heads.size:
         grid[heads[:, 0], heads[:, 1]] = np.asarray(result.clusters) / result.n_tokens
-    im = ax.imshow(grid, cmap=S.DISTANCE_CMAP, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+    im = ax.imshow(
+        grid, cmap=S.DISTANCE_CMAP, vmin=0, vmax=1, aspect="auto", interpolation="nearest"
+    )
     fig.colorbar(im, ax=ax, label="distinct rows / n")
     ax.set_xlabel("head", fontsize=S.FONT["label"])
     ax.set_ylabel("layer", fontsize=S.FONT["label"])
     effect = ", ".join(f"{k} {v:.3g}" for k, v in result.effect.items())
-    ax.set_title(title or f"{result.model}: {result.method}/{result.representative} at scale {result.scale} "
-                 f"({effect})", fontsize=S.FONT["title"])
+    ax.set_title(
+        title
+        or f"{result.model}: {result.method}/{result.representative} at scale {result.scale} "
+        f"({effect})",
+        fontsize=S.FONT["title"],
+    )
     for axis in (ax.xaxis, ax.yaxis):  # a layer or a head is a whole number: no "layer 0.5"
         axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     ax.tick_params(labelsize=S.FONT["tick"])
@@ -57,5 +65,7 @@ def plot_compression_heads(
 def compression_bundle(result: Any) -> Bundle:
     """The figure of a compression as a :class:`~attntopo.plots.Bundle` (file stem ``heads``)."""
     _check(result)
-    return Bundle(lambda interactive: {} if interactive else {"heads": plot_compression_heads(result)},
-                  title="attntopo compression")
+    return Bundle(
+        lambda interactive: {} if interactive else {"heads": plot_compression_heads(result)},
+        title="attntopo compression",
+    )

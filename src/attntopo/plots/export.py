@@ -109,7 +109,10 @@ def figure_to_bytes(fig: Any, fmt: str, *, dpi: int = 150) -> bytes:
     if fmt == "html":
         fig, script = _for_page(fig)
         html = fig.to_html(
-            include_plotlyjs=True, full_html=True, auto_play=False, config=_PLOTLY_CONFIG,
+            include_plotlyjs=True,
+            full_html=True,
+            auto_play=False,
+            config=_PLOTLY_CONFIG,
             post_script=script,
         )
         return html.encode("utf-8")
@@ -171,8 +174,13 @@ def plotly_div(fig: Any, *, include_plotlyjs: bool = False) -> str:
     if _kind(fig) != "plotly":
         raise InvalidInputError("plotly_div takes a plotly figure (the iplot_* functions)")
     fig, script = _for_page(fig)
-    html = fig.to_html(include_plotlyjs=include_plotlyjs, full_html=False, auto_play=False,
-                       config=_PLOTLY_CONFIG, post_script=script)
+    html = fig.to_html(
+        include_plotlyjs=include_plotlyjs,
+        full_html=False,
+        auto_play=False,
+        config=_PLOTLY_CONFIG,
+        post_script=script,
+    )
     return _deferred(html)
 
 
@@ -188,9 +196,14 @@ def _deferred(html: str) -> str:
     if start < 0 or end < start:
         return html
     body = html.index(">", start) + 1
-    return (html[:body] + _asset_js("defer.js")
-            + "\n(window.attntopoDefer || function (draw) { draw(); })(function () {"
-            + html[body:end] + "\n});" + html[end:])
+    return (
+        html[:body]
+        + _asset_js("defer.js")
+        + "\n(window.attntopoDefer || function (draw) { draw(); })(function () {"
+        + html[body:end]
+        + "\n});"
+        + html[end:]
+    )
 
 
 def _for_page(fig: Any) -> tuple[Any, str | None]:
@@ -228,7 +241,7 @@ def figures_to_html(figures: Any, *, title: str = "attntopo figures") -> bytes:
         h = f"<h2>{escape(str(heading))}</h2>" if heading else ""
         sections.append(f"<section>{h}{div}</section>")
     page = (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title>"
         "<style>body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}"
         "h1{font-size:1.3em}h2{font-size:1.05em;margin:1.6em 0 .2em}</style></head><body>"

@@ -90,8 +90,16 @@ def plot_head_importance(
     im = ax.imshow(grid, cmap="viridis", aspect="auto", interpolation="nearest")
     fig.colorbar(im, ax=ax, label=label)
     for a, b in chosen:
-        ax.add_patch(Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False, edgecolor=S.OKABE_ITO["vermillion"],
-                               linewidth=2.2))
+        ax.add_patch(
+            Rectangle(
+                (b - 0.5, a - 0.5),
+                1,
+                1,
+                fill=False,
+                edgecolor=S.OKABE_ITO["vermillion"],
+                linewidth=2.2,
+            )
+        )
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("head", fontsize=S.FONT["label"])

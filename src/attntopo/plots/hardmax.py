@@ -93,7 +93,9 @@ def projection_2d(result: Any, *, dims: Sequence[int] | None = None) -> tuple[np
     if dims is not None:
         dims = [int(x) for x in dims]
         if len(dims) != 2 or not all(0 <= x < d for x in dims) or dims[0] == dims[1]:
-            raise InvalidInputError(f"dims must be two different coordinates in 0..{d - 1}, got {dims!r}")
+            raise InvalidInputError(
+                f"dims must be two different coordinates in 0..{d - 1}, got {dims!r}"
+            )
         return T[:, :, dims], f"z[{dims[0]}]", f"z[{dims[1]}]"
     if d == 1:
         steps = np.broadcast_to(np.arange(T.shape[0])[:, None, None], T.shape)
@@ -116,8 +118,14 @@ def _draw_hull(ax: Axes, P: np.ndarray) -> None:
             hull = ConvexHull(P)
             loop = np.append(hull.vertices, hull.vertices[0])
             ax.fill(P[loop, 0], P[loop, 1], color=_HULL_COLOR, alpha=0.15, lw=0, zorder=0)
-            ax.plot(P[loop, 0], P[loop, 1], color=_HULL_COLOR, lw=1.2, zorder=1,
-                    label="polytope of the leaders")
+            ax.plot(
+                P[loop, 0],
+                P[loop, 1],
+                color=_HULL_COLOR,
+                lw=1.2,
+                zorder=1,
+                label="polytope of the leaders",
+            )
             return
         except QhullError:  # collinear: fall through to a segment
             pass
@@ -126,11 +134,25 @@ def _draw_hull(ax: Axes, P: np.ndarray) -> None:
         _, _, Vt = np.linalg.svd(u, full_matrices=False)
         t = u @ Vt[0]
         ends = P[[int(np.argmin(t)), int(np.argmax(t))]]
-        ax.plot(ends[:, 0], ends[:, 1], color=_HULL_COLOR, lw=1.2, zorder=1, label="polytope of the leaders")
+        ax.plot(
+            ends[:, 0],
+            ends[:, 1],
+            color=_HULL_COLOR,
+            lw=1.2,
+            zorder=1,
+            label="polytope of the leaders",
+        )
 
 
-def plot_trajectories(result: Any, *, ax: Axes | None = None, dims: Sequence[int] | None = None,
-                      annotate: bool | None = None, color_by: str = "leader", title: str | None = None) -> Figure:
+def plot_trajectories(
+    result: Any,
+    *,
+    ax: Axes | None = None,
+    dims: Sequence[int] | None = None,
+    annotate: bool | None = None,
+    color_by: str = "leader",
+    title: str | None = None,
+) -> Figure:
     """The tokens' paths, coloured by where they are heading, with the leaders' polytope.
 
     Parameters
@@ -176,20 +198,47 @@ def plot_trajectories(result: Any, *, ax: Axes | None = None, dims: Sequence[int
         col = _cluster_color(int(lab[i]), k)
         ax.plot(P[:, i, 0], P[:, i, 1], color=col, lw=0.8, alpha=0.7, zorder=2)
     cols = [_cluster_color(int(c), k) for c in lab]
-    ax.scatter(P[0, :, 0], P[0, :, 1], s=18, facecolors="none", edgecolors=cols, lw=0.9, zorder=3,
-               label="tokens at step 0")
+    ax.scatter(
+        P[0, :, 0],
+        P[0, :, 1],
+        s=18,
+        facecolors="none",
+        edgecolors=cols,
+        lw=0.9,
+        zorder=3,
+        label="tokens at step 0",
+    )
     ax.scatter(P[-1, :, 0], P[-1, :, 1], s=14, c=cols, zorder=4, label=f"step {result.steps}")
     if lead.any():
-        ax.scatter(P[-1, lead, 0], P[-1, lead, 1], s=90, marker="*", c=_LEADER_COLOR, zorder=5,
-                   label=f"leaders ({int(lead.sum())})")
+        ax.scatter(
+            P[-1, lead, 0],
+            P[-1, lead, 1],
+            s=90,
+            marker="*",
+            c=_LEADER_COLOR,
+            zorder=5,
+            label=f"leaders ({int(lead.sum())})",
+        )
     tokens = result.tokens
     if annotate is None:
         annotate = tokens is not None and result.n_tokens <= 40
     if annotate:
-        names = display_labels(tokens) if tokens is not None else [str(i) for i in range(result.n_tokens)]
+        names = (
+            display_labels(tokens)
+            if tokens is not None
+            else [str(i) for i in range(result.n_tokens)]
+        )
         n = result.n_tokens
-        add_token_labels(ax, P[0], range(n), [S.short_label(x) for x in names], fontsize=[S.FONT["token"]] * n,
-                         colors=["#222222"] * n, weights=["normal"] * n, marker_radius=2.8)
+        add_token_labels(
+            ax,
+            P[0],
+            range(n),
+            [S.short_label(x) for x in names],
+            fontsize=[S.FONT["token"]] * n,
+            colors=["#222222"] * n,
+            weights=["normal"] * n,
+            marker_radius=2.8,
+        )
     ax.set_xlabel(xlab, fontsize=S.FONT["label"])
     ax.set_ylabel(ylab, fontsize=S.FONT["label"])
     if result.dim == 2 and dims is None:
@@ -197,9 +246,13 @@ def plot_trajectories(result: Any, *, ax: Axes | None = None, dims: Sequence[int
     ax.legend(fontsize=S.FONT["legend"], frameon=False, loc="best")
     if title is None:
         width = ax.get_position().width * fig.get_figwidth()
-        title = S.wrap_title(f"hardmax dynamics: {S.plural(result.n_tokens, 'token')} in R^{result.dim}, "
-                             f"α = {result.alpha:g} · {S.plural(int(result.n_clusters[-1]), 'point')} after "
-                             f"{S.plural(result.steps, 'step')}", width + 0.5, S.FONT["title"])
+        title = S.wrap_title(
+            f"hardmax dynamics: {S.plural(result.n_tokens, 'token')} in R^{result.dim}, "
+            f"α = {result.alpha:g} · {S.plural(int(result.n_clusters[-1]), 'point')} after "
+            f"{S.plural(result.steps, 'step')}",
+            width + 0.5,
+            S.FONT["title"],
+        )
     ax.set_title(title, fontsize=S.FONT["title"])
     _style(ax)
     return fig
@@ -216,9 +269,18 @@ def plot_cluster_counts(result: Any, *, ax: Axes | None = None, title: str | Non
     _check(result)
     fig, ax = _figure_and_axes(ax, (5.0, 3.2))
     steps = np.arange(result.steps + 1)
-    ax.step(steps, result.n_clusters, where="post", color=S.OKABE_ITO["blue"], lw=1.6, label="clusters")
-    ax.step(steps, result.n_leaders, where="post", color=S.OKABE_ITO["vermillion"], lw=1.2, ls="--",
-            label="leaders")
+    ax.step(
+        steps, result.n_clusters, where="post", color=S.OKABE_ITO["blue"], lw=1.6, label="clusters"
+    )
+    ax.step(
+        steps,
+        result.n_leaders,
+        where="post",
+        color=S.OKABE_ITO["vermillion"],
+        lw=1.2,
+        ls="--",
+        label="leaders",
+    )
     ax.set_xlabel("step (layer)", fontsize=S.FONT["label"])
     ax.set_ylabel("count", fontsize=S.FONT["label"])
     ax.set_ylim(0, result.n_tokens * 1.05 + 0.5)
@@ -228,8 +290,14 @@ def plot_cluster_counts(result: Any, *, ax: Axes | None = None, title: str | Non
     return fig
 
 
-def plot_h0_by_step(result: Any, *, ax: Axes | None = None, diagrams: Sequence[Any] | None = None,
-                    log: bool = True, title: str | None = None) -> Figure:
+def plot_h0_by_step(
+    result: Any,
+    *,
+    ax: Axes | None = None,
+    diagrams: Sequence[Any] | None = None,
+    log: bool = True,
+    title: str | None = None,
+) -> Figure:
     """The H0 persistence of the token cloud at every step: one dot per finite bar's death.
 
     Parameters
@@ -252,7 +320,9 @@ def plot_h0_by_step(result: Any, *, ax: Axes | None = None, diagrams: Sequence[A
     fig, ax = _figure_and_axes(ax, (5.0, 3.2))
     dgms = list(diagrams) if diagrams is not None else result.diagrams(maxdim=0)
     if len(dgms) != result.steps + 1:
-        raise InvalidInputError(f"diagrams must hold one diagram per step ({result.steps + 1}), got {len(dgms)}")
+        raise InvalidInputError(
+            f"diagrams must hold one diagram per step ({result.steps + 1}), got {len(dgms)}"
+        )
     xs, ys = [], []
     for k, dgm in enumerate(dgms):
         deaths = np.asarray(dgm[0])[:, 1] if len(dgm[0]) else np.zeros(0)

@@ -58,17 +58,35 @@ TYPE_COLORS = {
 }
 #: matplotlib marker of each head type (so types never depend on colour alone).
 TYPE_MARKERS = {
-    "sink": "X", "self": "o", "previous": "<", "next": ">", "broad": "s", "banded": "D",
-    "vertical": "^", "mixed": ".",
+    "sink": "X",
+    "self": "o",
+    "previous": "<",
+    "next": ">",
+    "broad": "s",
+    "banded": "D",
+    "vertical": "^",
+    "mixed": ".",
 }
 _PLOTLY_TYPE_SYMBOLS = {
-    "sink": "x", "self": "circle", "previous": "triangle-left", "next": "triangle-right",
-    "broad": "square", "banded": "diamond", "vertical": "triangle-up", "mixed": "circle-open",
+    "sink": "x",
+    "self": "circle",
+    "previous": "triangle-left",
+    "next": "triangle-right",
+    "broad": "square",
+    "banded": "diamond",
+    "vertical": "triangle-up",
+    "mixed": "circle-open",
 }
 #: Two-letter code of each type, written in the cells of :func:`plot_head_types`.
 TYPE_CODES = {
-    "sink": "sk", "self": "se", "previous": "pr", "next": "nx", "broad": "br", "banded": "bd",
-    "vertical": "vt", "mixed": "mx",
+    "sink": "sk",
+    "self": "se",
+    "previous": "pr",
+    "next": "nx",
+    "broad": "br",
+    "banded": "bd",
+    "vertical": "vt",
+    "mixed": "mx",
 }
 #: Colormap of layer indices (ordered, colour-blind safe; distances use viridis).
 LAYER_CMAP = "plasma"
@@ -78,9 +96,12 @@ _DARK = {"sink", "self", "vertical", "next"}  # cells whose code is written in w
 
 # ----------------------------------------------------------------- helpers
 
+
 def _check_space(hs: Any) -> None:
     if not all(hasattr(hs, a) for a in ("distances", "embedding", "layers", "heads", "diagram")):
-        raise InvalidInputError(f"expected a HeadSpace (from attntopo.head_space), got {type(hs).__name__}")
+        raise InvalidInputError(
+            f"expected a HeadSpace (from attntopo.head_space), got {type(hs).__name__}"
+        )
 
 
 def _types_of(hs: Any, types: Any) -> Any:
@@ -109,7 +130,11 @@ def _layer_colors(n_layers: int) -> np.ndarray:
 def _unit(hs: Any) -> str:
     if getattr(hs, "layers_summed", False):
         return "JS distance (natural log) summed over tokens and layers"
-    return "mean JS distance per token" if getattr(hs, "normalize", True) else "JS distance summed over tokens"
+    return (
+        "mean JS distance per token"
+        if getattr(hs, "normalize", True)
+        else "JS distance summed over tokens"
+    )
 
 
 def _layer_colorbar(ax: Axes, names: Sequence[str], colors: np.ndarray, *, x: float) -> Any:
@@ -195,17 +220,28 @@ def plot_head_distances(
         ax.set_xlim(-w - 0.3, N)
         ax.set_ylim(N, -w - 0.3)
         if len(names) <= 12:
-            handles = [Patch(color=colors[i], label="all layers" if li == "all" else f"L{li}")
-                       for i, li in enumerate(names)]
-            ax.legend(handles=handles, fontsize=S.FONT["legend"] - 1, frameon=False,
-                      loc="upper left", bbox_to_anchor=(1.0, -0.02), title="layer",
-                      title_fontsize=S.FONT["legend"] - 1, handlelength=0.8)
+            handles = [
+                Patch(color=colors[i], label="all layers" if li == "all" else f"L{li}")
+                for i, li in enumerate(names)
+            ]
+            ax.legend(
+                handles=handles,
+                fontsize=S.FONT["legend"] - 1,
+                frameon=False,
+                loc="upper left",
+                bbox_to_anchor=(1.0, -0.02),
+                title="layer",
+                title_fontsize=S.FONT["legend"] - 1,
+                handlelength=0.8,
+            )
         else:  # too many layers for a legend: a discrete colour bar of the layers, ticks thinned
             _layer_colorbar(ax, names, colors, x=1.17)
     for s in ax.spines.values():
         s.set_visible(False)
     what = "dendrogram order" if order == "dendrogram" else "layer order"
-    ax.set_title(title or f"head distances · {hs.model} · {N} heads ({what})", fontsize=S.FONT["title"])
+    ax.set_title(
+        title or f"head distances · {hs.model} · {N} heads ({what})", fontsize=S.FONT["title"]
+    )
     return fig
 
 
@@ -251,8 +287,17 @@ def plot_head_mds(
         L = len(names)
         cmap = ListedColormap(_layer_colors(L))
         norm = BoundaryNorm(np.arange(L + 1) - 0.5, L)
-        sc = ax.scatter(X[:, 0], X[:, 1], c=layer_pos, cmap=cmap, norm=norm, s=size,
-                        edgecolors="white", linewidths=0.4, zorder=3)
+        sc = ax.scatter(
+            X[:, 0],
+            X[:, 1],
+            c=layer_pos,
+            cmap=cmap,
+            norm=norm,
+            s=size,
+            edgecolors="white",
+            linewidths=0.4,
+            zorder=3,
+        )
         cb = _root_figure(ax).colorbar(sc, ax=ax, shrink=0.85, pad=0.02)
         step = max(1, int(np.ceil(L / 10)))
         cb.set_ticks(list(range(0, L, step)), labels=[names[i] for i in range(0, L, step)])
@@ -265,12 +310,25 @@ def plot_head_mds(
             sel = labs == name
             if not sel.any():
                 continue
-            ax.scatter(X[sel, 0], X[sel, 1], s=size * (1.6 if name == "mixed" else 1.0),
-                       marker=TYPE_MARKERS[name], color=TYPE_COLORS[name],
-                       edgecolors="#333333" if name in ("broad", "mixed") else "white",
-                       linewidths=0.4, zorder=3, label=f"{name} ({int(sel.sum())})")
-        ax.legend(fontsize=S.FONT["legend"], frameon=False, loc="upper left",
-                  bbox_to_anchor=(1.0, 1.0), title="head type", title_fontsize=S.FONT["legend"])
+            ax.scatter(
+                X[sel, 0],
+                X[sel, 1],
+                s=size * (1.6 if name == "mixed" else 1.0),
+                marker=TYPE_MARKERS[name],
+                color=TYPE_COLORS[name],
+                edgecolors="#333333" if name in ("broad", "mixed") else "white",
+                linewidths=0.4,
+                zorder=3,
+                label=f"{name} ({int(sel.sum())})",
+            )
+        ax.legend(
+            fontsize=S.FONT["legend"],
+            frameon=False,
+            loc="upper left",
+            bbox_to_anchor=(1.0, 1.0),
+            title="head type",
+            title_fontsize=S.FONT["legend"],
+        )
     if annotate:
         labels = hs.labels
         if annotate is True:
@@ -279,18 +337,24 @@ def plot_head_mds(
             r = np.linalg.norm(X - X.mean(0), axis=1)
             chosen = np.argsort(-r, kind="stable")[: int(annotate)]
         for i in chosen:
-            ax.annotate(labels[i], X[i], fontsize=S.FONT["grid_label"] - 1, xytext=(3, 3),
-                        textcoords="offset points", color="#333333")
+            ax.annotate(
+                labels[i],
+                X[i],
+                fontsize=S.FONT["grid_label"] - 1,
+                xytext=(3, 3),
+                textcoords="offset points",
+                color="#333333",
+            )
     ax.set_aspect("equal", adjustable="datalim")
     share = hs.mds_explained() if hasattr(hs, "mds_explained") else float("nan")
     ax.set_xlabel("MDS 1", fontsize=S.FONT["label"])
     ax.set_ylabel("MDS 2", fontsize=S.FONT["label"])
     _style(ax)
-    ax.set_title(title or f"head space · {hs.model} · {N} heads (MDS, {share:.0%} of the geometry)",
-                 fontsize=S.FONT["title"])
+    ax.set_title(
+        title or f"head space · {hs.model} · {N} heads (MDS, {share:.0%} of the geometry)",
+        fontsize=S.FONT["title"],
+    )
     return fig
-
-
 
 
 def _hex(rgba: Sequence[float]) -> str:
@@ -343,27 +407,46 @@ def iplot_head_mds(
         colors = [_hex(c) for c in _layer_colors(len(names))]
         for k, li in enumerate(names):
             sel = layer_pos == k
-            fig.add_trace(go.Scatter(
-                x=X[sel, 0], y=X[sel, 1], mode="markers", name=f"layer {li}",
-                marker=dict(color=colors[k], size=9, line=dict(color="white", width=0.5)),
-                text=hover[sel], hovertemplate="%{text}<extra></extra>",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=X[sel, 0],
+                    y=X[sel, 1],
+                    mode="markers",
+                    name=f"layer {li}",
+                    marker=dict(color=colors[k], size=9, line=dict(color="white", width=0.5)),
+                    text=hover[sel],
+                    hovertemplate="%{text}<extra></extra>",
+                )
+            )
     else:
         for name in TYPE_COLORS:
             sel = labs == name
             if not sel.any():
                 continue
-            fig.add_trace(go.Scatter(
-                x=X[sel, 0], y=X[sel, 1], mode="markers", name=f"{name} ({int(sel.sum())})",
-                marker=dict(color=TYPE_COLORS[name], size=10, symbol=_PLOTLY_TYPE_SYMBOLS[name],
-                            line=dict(color="#333333", width=0.5)),
-                text=hover[sel], hovertemplate="%{text}<extra></extra>",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=X[sel, 0],
+                    y=X[sel, 1],
+                    mode="markers",
+                    name=f"{name} ({int(sel.sum())})",
+                    marker=dict(
+                        color=TYPE_COLORS[name],
+                        size=10,
+                        symbol=_PLOTLY_TYPE_SYMBOLS[name],
+                        line=dict(color="#333333", width=0.5),
+                    ),
+                    text=hover[sel],
+                    hovertemplate="%{text}<extra></extra>",
+                )
+            )
     share = hs.mds_explained() if hasattr(hs, "mds_explained") else float("nan")
     fig.update_layout(
         template="simple_white",
-        title=dict(text=title or f"head space · {hs.model} · {N} heads (MDS, {share:.0%} of the geometry)",
-                   x=0.02, xanchor="left"),
+        title=dict(
+            text=title or f"head space · {hs.model} · {N} heads (MDS, {share:.0%} of the geometry)",
+            x=0.02,
+            xanchor="left",
+        ),
         xaxis=dict(title="MDS 1", zeroline=False),
         yaxis=dict(title="MDS 2", zeroline=False, scaleanchor="x", scaleratio=1),
         legend=dict(title="layer" if color_by == "layer" else "head type"),
@@ -374,15 +457,22 @@ def iplot_head_mds(
 
 
 # ------------------------------------------------------------------ barcode
-def plot_head_barcode(hs: Any, *, ax: Axes | None = None, dims: Sequence[int] | int | None = None,
-                      title: str | None = None) -> Figure:
+def plot_head_barcode(
+    hs: Any,
+    *,
+    ax: Axes | None = None,
+    dims: Sequence[int] | int | None = None,
+    title: str | None = None,
+) -> Figure:
     """Barcode of the head space's persistence diagram (H0: how heads merge into clusters;
     H1: loops of heads).  Drawn by :func:`attntopo.plots.plot_barcode`."""
     _check_space(hs)
     from .static import plot_barcode
 
     return plot_barcode(
-        hs.diagram, ax=ax, dims=dims,
+        hs.diagram,
+        ax=ax,
+        dims=dims,
         title=title or f"head-space barcode · {hs.model} · {hs.distances.shape[0]} heads",
     )
 
@@ -405,21 +495,35 @@ def plot_head_types(types: Any, *, ax: Axes | None = None, title: str | None = N
     if hasattr(types, "distances") and hasattr(types, "types"):
         types = _types_of(types, None)
     if not hasattr(types, "labels") or not hasattr(types, "layers"):
-        raise InvalidInputError(f"expected HeadTypes (from attntopo.head_types), got {type(types).__name__}")
+        raise InvalidInputError(
+            f"expected HeadTypes (from attntopo.head_types), got {type(types).__name__}"
+        )
     labs = np.asarray(types.labels)
     L, H = labs.shape
     names = list(TYPE_COLORS)
     code = np.vectorize(names.index)(labs) if labs.size else labs
     fig, ax = _figure_and_axes(ax, (min(12.0, 2.2 + 0.45 * H), min(14.0, 1.4 + 0.3 * L)))
     cmap = ListedColormap([TYPE_COLORS[n] for n in names])
-    ax.imshow(code, cmap=cmap, norm=Normalize(-0.5, len(names) - 0.5), aspect="auto",
-              interpolation="nearest")
+    ax.imshow(
+        code,
+        cmap=cmap,
+        norm=Normalize(-0.5, len(names) - 0.5),
+        aspect="auto",
+        interpolation="nearest",
+    )
     fs = S.FONT["grid_tick"] if L * H > 120 else S.FONT["grid_label"]
     for i in range(L):
         for j in range(H):
             lab = labs[i, j]
-            ax.text(j, i, TYPE_CODES[lab], ha="center", va="center", fontsize=fs,
-                    color="white" if lab in _DARK else "#222222")
+            ax.text(
+                j,
+                i,
+                TYPE_CODES[lab],
+                ha="center",
+                va="center",
+                fontsize=fs,
+                color="white" if lab in _DARK else "#222222",
+            )
     ystep = max(1, int(np.ceil(L / 30)))
     ax.set_yticks(range(0, L, ystep), [str(types.layers[i]) for i in range(0, L, ystep)])
     ax.set_xticks(range(H), [str(h) for h in types.heads])
@@ -427,13 +531,27 @@ def plot_head_types(types: Any, *, ax: Axes | None = None, title: str | None = N
     ax.set_ylabel("layer", fontsize=S.FONT["label"])
     ax.tick_params(labelsize=S.FONT["tick"], length=0)
     counts = {n: int((labs == n).sum()) for n in names}
-    handles = [Patch(facecolor=TYPE_COLORS[n], edgecolor="#888888", label=f"{TYPE_CODES[n]} {n} ({counts[n]})")
-               for n in names if counts[n]]
-    ax.legend(handles=handles, fontsize=S.FONT["legend"], frameon=False, loc="upper left",
-              bbox_to_anchor=(1.01, 1.0))
+    handles = [
+        Patch(
+            facecolor=TYPE_COLORS[n],
+            edgecolor="#888888",
+            label=f"{TYPE_CODES[n]} {n} ({counts[n]})",
+        )
+        for n in names
+        if counts[n]
+    ]
+    ax.legend(
+        handles=handles,
+        fontsize=S.FONT["legend"],
+        frameon=False,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+    )
     for s in ax.spines.values():
         s.set_visible(False)
-    ax.set_title(title or f"head types · {types.model} · {L} layers × {H} heads", fontsize=S.FONT["title"])
+    ax.set_title(
+        title or f"head types · {types.model} · {L} layers × {H} heads", fontsize=S.FONT["title"]
+    )
     return fig
 
 
@@ -474,8 +592,17 @@ def plot_model_diagrams(
         if not 0 <= d <= maxdim:
             raise InvalidInputError(f"dims must be in 0..{maxdim}, got {d}")
     names = (comparison.a.model, comparison.b.model)
-    fig, ax = _overlay_diagrams(ax, (da, db), names, _MODEL_COLORS, dims, figsize=(5.0, 4.8),
-                                sizes=(28, 40), linewidth=1.1, alpha=0.8)
+    fig, ax = _overlay_diagrams(
+        ax,
+        (da, db),
+        names,
+        _MODEL_COLORS,
+        dims,
+        figsize=(5.0, 4.8),
+        sizes=(28, 40),
+        linewidth=1.1,
+        alpha=0.8,
+    )
     _style(ax)
     ax.legend(fontsize=S.FONT["legend"], frameon=False, loc="lower right")
     if title is None:

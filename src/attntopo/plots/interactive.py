@@ -93,8 +93,14 @@ def iplot_diagram(
     lo, hi, inf_y = diagram_limits([p for _, p in pts], _threshold_of(dgm))
     fig = go.Figure()
     fig.add_trace(
-        go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(color="#888888", width=1),
-                   hoverinfo="skip", showlegend=False)
+        go.Scatter(
+            x=[lo, hi],
+            y=[lo, hi],
+            mode="lines",
+            line=dict(color="#888888", width=1),
+            hoverinfo="skip",
+            showlegend=False,
+        )
     )
     has_inf = False
     for d, p in pts:
@@ -109,10 +115,19 @@ def iplot_diagram(
         ]
         fig.add_trace(
             go.Scatter(
-                x=p[:, 0], y=y, mode="markers", name=f"H{d} ({len(p)})", text=text,
+                x=p[:, 0],
+                y=y,
+                mode="markers",
+                name=f"H{d} ({len(p)})",
+                text=text,
                 hovertemplate="%{text}<extra></extra>",
-                marker=dict(color=S.dim_color(d), symbol=S.DIM_PLOTLY_SYMBOLS[d % 4], size=8,
-                            opacity=0.85, line=dict(color="white", width=0.5)),
+                marker=dict(
+                    color=S.dim_color(d),
+                    symbol=S.DIM_PLOTLY_SYMBOLS[d % 4],
+                    size=8,
+                    opacity=0.85,
+                    line=dict(color="white", width=0.5),
+                ),
             )
         )
     top = inf_y - (inf_y - lo) / 11.0
@@ -121,10 +136,21 @@ def iplot_diagram(
     ticks = [float(t) for t in np.linspace(lo, top, 5)]
     fig.update_xaxes(title="birth", range=[lo, hi], constrain="domain")
     fig.update_yaxes(
-        title="death", range=[lo, hi], scaleanchor="x", scaleratio=1,
-        tickvals=ticks + [inf_y], ticktext=[f"{t:.3g}" for t in ticks] + ["∞"],
+        title="death",
+        range=[lo, hi],
+        scaleanchor="x",
+        scaleratio=1,
+        tickvals=ticks + [inf_y],
+        ticktext=[f"{t:.3g}" for t in ticks] + ["∞"],
     )
-    fig.update_layout(**_layout(title, width=560, height=540, legend=dict(x=0.98, y=0.02, xanchor="right", yanchor="bottom")))
+    fig.update_layout(
+        **_layout(
+            title,
+            width=560,
+            height=540,
+            legend=dict(x=0.98, y=0.02, xanchor="right", yanchor="bottom"),
+        )
+    )
     return fig
 
 
@@ -152,7 +178,11 @@ def iplot_distance_matrix(D: Any, *, labels: Sequence[str] | None = None, title:
     cats = [f"{i}: {names[i]}" for i in range(n)]
     fig = go.Figure(
         go.Heatmap(
-            z=D.astype(np.float32), x=cats, y=cats, colorscale="Viridis", zmin=0,
+            z=D.astype(np.float32),
+            x=cats,
+            y=cats,
+            colorscale="Viridis",
+            zmin=0,
             colorbar=dict(title="distance"),
             hovertemplate="%{y} ↔ %{x}<br>d = %{z:.4f}<extra></extra>",
         )
@@ -160,8 +190,14 @@ def iplot_distance_matrix(D: Any, *, labels: Sequence[str] | None = None, title:
     pos, texts = S.thin_labels(labels, n)
     ticks = [cats[p] for p in pos]
     fig.update_xaxes(type="category", tickvals=ticks, ticktext=texts, tickangle=-90, showgrid=False)
-    fig.update_yaxes(type="category", tickvals=ticks, ticktext=texts, autorange="reversed", scaleanchor="x",
-                     showgrid=False)
+    fig.update_yaxes(
+        type="category",
+        tickvals=ticks,
+        ticktext=texts,
+        autorange="reversed",
+        scaleanchor="x",
+        showgrid=False,
+    )
     side = int(np.clip(420 + 3 * n, 500, 900))
     fig.update_layout(**_layout(title, width=side + 120, height=side))
     return fig
@@ -245,7 +281,10 @@ def threshold_graph_script(fig: Any) -> str | None:
     if kind is None:
         return None
     assets, attach = _PAGE_SCRIPTS[kind]
-    return "\n".join(_asset_js(a) for a in assets) + f"\n{attach}(document.getElementById('{{plot_id}}'));"
+    return (
+        "\n".join(_asset_js(a) for a in assets)
+        + f"\n{attach}(document.getElementById('{{plot_id}}'));"
+    )
 
 
 def threshold_graph_page(fig: Any) -> tuple[Any, str | None]:
@@ -341,8 +380,9 @@ def iplot_threshold_graph(
     scales = [check_scale(s, "scales") for s in np.atleast_1d(np.asarray(scales, dtype=object))]
     if scale is not None:
         if start is not None:
-            raise InvalidInputError("give scale (the scale shown first) or start (its index), "
-                                    "not both")
+            raise InvalidInputError(
+                "give scale (the scale shown first) or start (its index), not both"
+            )
         scale = check_scale(scale, "scale")
         scales.append(scale)
     scales = check_scales(np.asarray(scales, dtype=np.float64))
@@ -359,37 +399,74 @@ def iplot_threshold_graph(
     triangles_at = functools.lru_cache(maxsize=None)(lambda k: _count_triangles(steps_m, k))
     d_e, d_t = _drawn_steps(edges_at, triangles_at, start)
     X = mds_layout(D)
-    edges = complex_at(D, float(scales[d_e]), max_simplex_dim=1).simplices(1) if d_e >= 0 else np.zeros((0, 2))
+    edges = (
+        complex_at(D, float(scales[d_e]), max_simplex_dim=1).simplices(1)
+        if d_e >= 0
+        else np.zeros((0, 2))
+    )
     tris = threshold_complex(D, float(scales[d_t]))[1] if d_t >= 0 else np.zeros((0, 3))
     (ex, ey), (tx, ty) = _closed_paths(X, edges), _closed_paths(X, tris)
     names = labels if labels is not None else [str(i) for i in range(n)]
     colors = np.where(hl, S.HIGHLIGHT_COLOR, np.where(sp, S.SPECIAL_COLOR, S.NODE_COLOR))
     traces = [
-        go.Scatter(x=tx, y=ty, mode="lines", fill="toself", fillcolor="rgba(86,180,233,0.18)",
-                   line=dict(width=0), hoverinfo="skip", name="triangles", showlegend=False),
-        go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=S.EDGE_COLOR, width=1),
-                   opacity=0.7, hoverinfo="skip", name="edges", showlegend=False),
+        go.Scatter(
+            x=tx,
+            y=ty,
+            mode="lines",
+            fill="toself",
+            fillcolor="rgba(86,180,233,0.18)",
+            line=dict(width=0),
+            hoverinfo="skip",
+            name="triangles",
+            showlegend=False,
+        ),
+        go.Scatter(
+            x=ex,
+            y=ey,
+            mode="lines",
+            line=dict(color=S.EDGE_COLOR, width=1),
+            opacity=0.7,
+            hoverinfo="skip",
+            name="edges",
+            showlegend=False,
+        ),
         go.Scatter(
             # plain lists (not base64 arrays): the page's script reads them from the figure
-            x=X[:, 0].tolist(), y=X[:, 1].tolist(), mode="markers+text" if n <= 60 else "markers",
-            text=[S.short_label(t) for t in names], textposition="top right", textfont=dict(size=10),
+            x=X[:, 0].tolist(),
+            y=X[:, 1].tolist(),
+            mode="markers+text" if n <= 60 else "markers",
+            text=[S.short_label(t) for t in names],
+            textposition="top right",
+            textfont=dict(size=10),
             customdata=[f"{i}: {names[i]}" for i in range(n)],
             hovertemplate="%{customdata}<extra></extra>",
-            marker=dict(color=list(colors), size=np.where(hl, 13, 9).tolist(), line=dict(color="white", width=1)),
-            showlegend=False, name="tokens",
+            marker=dict(
+                color=list(colors),
+                size=np.where(hl, 13, 9).tolist(),
+                line=dict(color="white", width=1),
+            ),
+            showlegend=False,
+            name="tokens",
         ),
     ]
     width = 760
     meta = dict(
-        kind="threshold_graph", version=2, **slider,
-        traces=dict(triangles=0, edges=1, nodes=2), width=width, title_prefix=f"{title} · " if title else "",
+        kind="threshold_graph",
+        version=2,
+        **slider,
+        traces=dict(triangles=0, edges=1, nodes=2),
+        width=width,
+        title_prefix=f"{title} · " if title else "",
     )
     fig = go.Figure(data=traces)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor="x", scaleratio=1)
     fig.update_layout(
-        **_layout(_graph_title(title, float(scales[start]), int(edges_at[start]), triangles_at(start)),
-                  width=width, height=720),
+        **_layout(
+            _graph_title(title, float(scales[start]), int(edges_at[start]), triangles_at(start)),
+            width=width,
+            height=720,
+        ),
         meta=dict(attntopo=meta),
     )
     return fig
@@ -397,8 +474,10 @@ def iplot_threshold_graph(
 
 def _graph_title(title: str | None, scale: float, n_edges: int, n_tris: int) -> str:
     head = f"{title} · " if title else ""
-    return (f"{head}threshold graph at ε = {scale:.3g} · {n_edges} edge{'' if n_edges == 1 else 's'}"
-            f" · {n_tris} triangle{'' if n_tris == 1 else 's'}")
+    return (
+        f"{head}threshold graph at ε = {scale:.3g} · {n_edges} edge{'' if n_edges == 1 else 's'}"
+        f" · {n_tris} triangle{'' if n_tris == 1 else 's'}"
+    )
 
 
 def iplot_head_grid(analysis: Any, *, stat: str = "max_persistence_h1", title: str | None = None):
@@ -429,23 +508,41 @@ def iplot_head_grid(analysis: Any, *, stat: str = "max_persistence_h1", title: s
     mats = {k: np.asarray(table[k], dtype=np.float64).reshape(L, H) for k in stats}
     fig = go.Figure(
         go.Heatmap(
-            z=mats[stat], x=[str(h) for h in heads], y=[str(l_) for l_ in layers],
-            colorscale="Viridis", colorbar=dict(title=S.column_title(stat)),
+            z=mats[stat],
+            x=[str(h) for h in heads],
+            y=[str(l_) for l_ in layers],
+            colorscale="Viridis",
+            colorbar=dict(title=S.column_title(stat)),
             hovertemplate="layer %{y}, head %{x}<br>%{z:.4g}<extra></extra>",
         )
     )
     buttons = [
-        dict(label=S.column_title(k), method="restyle",
-             args=[{"z": [mats[k].tolist()], "colorbar.title.text": S.column_title(k)}])
+        dict(
+            label=S.column_title(k),
+            method="restyle",
+            args=[{"z": [mats[k].tolist()], "colorbar.title.text": S.column_title(k)}],
+        )
         for k in stats
     ]
     a = analysis.attention
     fig.update_xaxes(title="head", type="category")
     fig.update_yaxes(title="layer", type="category", autorange="reversed")
     fig.update_layout(
-        **_layout(title or f"{a.model} · {a.n_tokens} tokens · {S.metric_name(analysis.metric)} distance",
-                  width=int(np.clip(240 + 48 * H, 480, 1000)), height=int(np.clip(200 + 26 * L, 360, 1000))),
-        updatemenus=[dict(buttons=buttons, active=stats.index(stat), x=1.0, xanchor="right", y=1.12,
-                          yanchor="top", direction="down")],
+        **_layout(
+            title or f"{a.model} · {a.n_tokens} tokens · {S.metric_name(analysis.metric)} distance",
+            width=int(np.clip(240 + 48 * H, 480, 1000)),
+            height=int(np.clip(200 + 26 * L, 360, 1000)),
+        ),
+        updatemenus=[
+            dict(
+                buttons=buttons,
+                active=stats.index(stat),
+                x=1.0,
+                xanchor="right",
+                y=1.12,
+                yanchor="top",
+                direction="down",
+            )
+        ],
     )
     return fig

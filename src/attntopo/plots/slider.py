@@ -50,7 +50,9 @@ MAX_DRAWN_TRIANGLES = 10_000
 MAX_SCALES = 65535  # slider steps: the step of a pair is stored as uint16 at most
 
 
-def slider_scales(matrices: Iterable[np.ndarray], n_scales: int, *, include: Iterable[float] = ()) -> np.ndarray:
+def slider_scales(
+    matrices: Iterable[np.ndarray], n_scales: int, *, include: Iterable[float] = ()
+) -> np.ndarray:
     """Increasing slider scales: ``n_scales`` quantiles of the positive pairwise distances of
     all ``matrices`` together, plus the values of ``include`` exactly (e.g. the suggested ε).
 
@@ -87,7 +89,9 @@ def step_codes(D: np.ndarray, scales: np.ndarray) -> np.ndarray:
     """
     D = np.asarray(D, dtype=np.float64)
     upper = ((D + D.T) / 2.0)[np.triu_indices(D.shape[0], 1)]
-    return np.searchsorted(scales, upper, side="left").astype(np.int64)  # first k with upper <= scales[k]
+    return np.searchsorted(scales, upper, side="left").astype(
+        np.int64
+    )  # first k with upper <= scales[k]
 
 
 def encode_steps(codes: np.ndarray, n_scales: int) -> dict:
@@ -122,8 +126,13 @@ def graph_slider(D: np.ndarray, scales: np.ndarray, start: int) -> dict:
     """The slider record of one distance matrix (see the module docs)."""
     scales = check_scales(scales)
     n = int(np.shape(D)[0])
-    return {"n": n, "scales": scales.tolist(), "start": _check_start(start, scales),
-            **encode_steps(step_codes(D, scales), scales.size), **_caps()}
+    return {
+        "n": n,
+        "scales": scales.tolist(),
+        "start": _check_start(start, scales),
+        **encode_steps(step_codes(D, scales), scales.size),
+        **_caps(),
+    }
 
 
 def compare_slider(c: Any, i: int, j: int, scales: np.ndarray, start: int) -> dict:
@@ -133,11 +142,26 @@ def compare_slider(c: Any, i: int, j: int, scales: np.ndarray, start: int) -> di
     panels = []
     for side, an in (("a", c.a), ("b", c.b)):
         D = an.distances[i, j]
-        panels.append({"n": int(D.shape[0]), "rep": [int(getattr(t, side)) for t in c.shared_tokens],
-                       **encode_steps(step_codes(D, scales), scales.size)})
+        panels.append(
+            {
+                "n": int(D.shape[0]),
+                "rep": [int(getattr(t, side)) for t in c.shared_tokens],
+                **encode_steps(step_codes(D, scales), scales.size),
+            }
+        )
     m = len(c.shared_tokens)
     up = np.triu_indices(m, 1)
-    both = np.maximum(*(np.searchsorted(scales, E[i, j][up], side="left") for E in (c.edge_birth_a, c.edge_birth_b)))
-    return {"scales": scales.tolist(), "labels": [f"{e:.3g}" for e in scales], "start": _check_start(start, scales),
-            "panels": panels, "shared": {"m": m, **encode_steps(np.asarray(both, dtype=np.int64), scales.size)},
-            **_caps()}
+    both = np.maximum(
+        *(
+            np.searchsorted(scales, E[i, j][up], side="left")
+            for E in (c.edge_birth_a, c.edge_birth_b)
+        )
+    )
+    return {
+        "scales": scales.tolist(),
+        "labels": [f"{e:.3g}" for e in scales],
+        "start": _check_start(start, scales),
+        "panels": panels,
+        "shared": {"m": m, **encode_steps(np.asarray(both, dtype=np.int64), scales.size)},
+        **_caps(),
+    }

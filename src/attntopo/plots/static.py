@@ -82,7 +82,9 @@ def _square(ax: Axes) -> None:
 
 
 def _style_axes(ax: Axes, small: bool = False) -> None:
-    ax.tick_params(labelsize=S.FONT["grid_tick"] if small else S.FONT["tick"], length=2 if small else 3)
+    ax.tick_params(
+        labelsize=S.FONT["grid_tick"] if small else S.FONT["tick"], length=2 if small else 3
+    )
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
 
@@ -99,8 +101,17 @@ def _matrix(x: Any, name: str) -> np.ndarray:
     return A
 
 
-def side_colorbar(ax: Axes, mappable: Any, label: str, *, fmt: Any = None, unit: str = "",
-                  integer: bool = False, width: float = 0.045, pad: float = 0.03):
+def side_colorbar(
+    ax: Axes,
+    mappable: Any,
+    label: str,
+    *,
+    fmt: Any = None,
+    unit: str = "",
+    integer: bool = False,
+    width: float = 0.045,
+    pad: float = 0.03,
+):
     """A colour bar beside ``ax``, exactly as tall as the axes' drawn box.
 
     A colour bar made with ``fig.colorbar(ax=…)`` takes the height of the axes' layout slot;
@@ -166,7 +177,9 @@ def _resolution_locator(res: float):
     return _Locator(nbins=5, steps=[1, 2, 5, 10])
 
 
-def annotate_cells(ax: Axes, M: np.ndarray, fmt: Any, *, fontsize: float, dark_below: float | None = None) -> None:
+def annotate_cells(
+    ax: Axes, M: np.ndarray, fmt: Any, *, fontsize: float, dark_below: float | None = None
+) -> None:
     """Write ``fmt(M[i, j])`` in every cell of an ``imshow`` of ``M`` (``–`` where not finite).
 
     Text is white on the dark half of the colour map (values below ``dark_below``, the middle
@@ -178,11 +191,20 @@ def annotate_cells(ax: Axes, M: np.ndarray, fmt: Any, *, fontsize: float, dark_b
     for i in range(M.shape[0]):
         for j in range(M.shape[1]):
             v = M[i, j]
-            ax.text(j, i, fmt(v), ha="center", va="center", fontsize=fontsize,
-                    color="white" if np.isfinite(v) and v < dark_below else "black")
+            ax.text(
+                j,
+                i,
+                fmt(v),
+                ha="center",
+                va="center",
+                fontsize=fontsize,
+                color="white" if np.isfinite(v) and v < dark_below else "black",
+            )
 
 
-def _token_ticks(ax: Axes, n: int, labels: list[str] | None, x: bool = True, y: bool = True) -> None:
+def _token_ticks(
+    ax: Axes, n: int, labels: list[str] | None, x: bool = True, y: bool = True
+) -> None:
     pos, texts = S.thin_labels(labels, n)
     if x:
         ax.set_xticks(pos, texts, rotation=90, fontsize=S.FONT["token"])
@@ -277,9 +299,19 @@ def _overlay_diagrams(
         for d in dims:
             p = np.asarray(g[d])
             y = np.where(np.isfinite(p[:, 1]), p[:, 1], inf_y)
-            ax.scatter(p[:, 0], y, s=sizes[k], marker=S.dim_marker(d),
-                       facecolors=col if k == 0 else "none", edgecolors=col, linewidths=linewidth,
-                       alpha=alpha, zorder=3 + k, label=f"{names[k]} H{d} ({len(p)})", clip_on=False)
+            ax.scatter(
+                p[:, 0],
+                y,
+                s=sizes[k],
+                marker=S.dim_marker(d),
+                facecolors=col if k == 0 else "none",
+                edgecolors=col,
+                linewidths=linewidth,
+                alpha=alpha,
+                zorder=3 + k,
+                label=f"{names[k]} H{d} ({len(p)})",
+                clip_on=False,
+            )
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ticks = [t for t in ax.get_yticks() if lo - 1e-12 <= t < inf_y - 0.04 * (hi - lo)]
@@ -532,16 +564,28 @@ def plot_head_grid(
         [p for row in pts for cellpts in row for _, p in cellpts], float(analysis.threshold)
     )
     any_inf = any((~np.isfinite(p[:, 1])).any() for row in pts for c in row for _, p in c)
-    left, right, bottom = 0.95, 0.15, 0.45  # inches (left: the "death" label, then the layer labels)
+    left, right, bottom = (
+        0.95,
+        0.15,
+        0.45,
+    )  # inches (left: the "death" label, then the layer labels)
     w = H * cell + left + right
-    heading = S.wrap_title(title or f"Persistence diagrams per head · {_describe(analysis)}", w - left - 0.05,
-                           S.FONT["title"])
+    heading = S.wrap_title(
+        title or f"Persistence diagrams per head · {_describe(analysis)}",
+        w - left - 0.05,
+        S.FONT["title"],
+    )
     lines = heading.count("\n") + 1
     top = 0.55 + 0.17 * lines  # the title's lines, then a row for the legend
     h = L * cell + top + bottom
     fig = Figure(figsize=(w, h))
     fig.subplots_adjust(
-        left=left / w, right=1 - right / w, top=1 - top / h, bottom=bottom / h, wspace=0.08, hspace=0.08
+        left=left / w,
+        right=1 - right / w,
+        top=1 - top / h,
+        bottom=bottom / h,
+        wspace=0.08,
+        hspace=0.08,
     )
     # one scale for all panels, set on each (matplotlib's sharex/sharey costs O(panels²))
     axes = fig.subplots(L, H, squeeze=False)
@@ -549,18 +593,34 @@ def plot_head_grid(
         for j in range(H):
             ax = axes[i, j]
             _draw_diagram(
-                ax, pts[i][j], lo, hi, inf_y, size=4, small=True, legend=False,
-                xticks=i == L - 1, yticks=j == 0, inf_tick=any_inf,
+                ax,
+                pts[i][j],
+                lo,
+                hi,
+                inf_y,
+                size=4,
+                small=True,
+                legend=False,
+                xticks=i == L - 1,
+                yticks=j == 0,
+                inf_tick=any_inf,
             )
     for j, h_ in enumerate(heads):
         axes[0, j].set_title(f"head {h_}", fontsize=S.FONT["grid_label"], pad=3)
     for i, l_ in enumerate(layers):
         axes[i, 0].set_ylabel(
-            f"layer {l_}", fontsize=S.FONT["grid_label"], rotation=0, ha="right", va="center", labelpad=4
+            f"layer {l_}",
+            fontsize=S.FONT["grid_label"],
+            rotation=0,
+            ha="right",
+            va="center",
+            labelpad=4,
         )
     shown = [d for d, _ in pts[0][0]] if L and H else []
     handles = [
-        Line2D([], [], ls="", marker=S.dim_marker(d), color=S.dim_color(d), markersize=4, label=f"H{d}")
+        Line2D(
+            [], [], ls="", marker=S.dim_marker(d), color=S.dim_color(d), markersize=4, label=f"H{d}"
+        )
         for d in shown
     ]
     fig.legend(
@@ -612,7 +672,9 @@ def plot_head_stat(
     layers, heads = list(analysis.layers), list(analysis.heads)
     L, H = len(layers), len(heads)
     M = np.asarray(table[stat], dtype=np.float64).reshape(L, H)
-    fig, ax = _figure_and_axes(ax, (float(np.clip(2.4 + 0.5 * H, 4.2, 12.0)), float(np.clip(1.6 + 0.32 * L, 2.8, 12.0))))
+    fig, ax = _figure_and_axes(
+        ax, (float(np.clip(2.4 + 0.5 * H, 4.2, 12.0)), float(np.clip(1.6 + 0.32 * L, 2.8, 12.0)))
+    )
     im = ax.imshow(M, cmap=cmap, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(H), [str(h) for h in heads], fontsize=S.FONT["tick"])
     ax.set_yticks(range(L), [str(l_) for l_ in layers], fontsize=S.FONT["tick"])
@@ -627,8 +689,11 @@ def plot_head_stat(
         annotate_cells(ax, M, fmt, fontsize=S.FONT["grid_tick"] + 1, dark_below=None)
     side_colorbar(ax, im, label, fmt=fmt, unit=unit, integer=integer, width=0.035, pad=0.02)
     width = ax.get_position().width * _root_figure(ax).get_figwidth()
-    ax.set_title(title or S.wrap_title(f"{label} per head · {_describe(analysis)}", width + 0.6, S.FONT["title"]),
-                 fontsize=S.FONT["title"])
+    ax.set_title(
+        title
+        or S.wrap_title(f"{label} per head · {_describe(analysis)}", width + 0.6, S.FONT["title"]),
+        fontsize=S.FONT["title"],
+    )
     return fig
 
 
@@ -687,7 +752,9 @@ def plot_threshold_graph(
     fig, ax = _figure_and_axes(ax, (5.6, 5.0))
     if len(tris):
         ax.add_collection(
-            PolyCollection(X[tris], facecolors=S.TRIANGLE_COLOR, edgecolors="none", alpha=0.18, zorder=1)
+            PolyCollection(
+                X[tris], facecolors=S.TRIANGLE_COLOR, edgecolors="none", alpha=0.18, zorder=1
+            )
         )
     if len(edges):
         ax.add_collection(
@@ -695,12 +762,19 @@ def plot_threshold_graph(
         )
     colors = np.where(hl, S.HIGHLIGHT_COLOR, np.where(sp, S.SPECIAL_COLOR, S.NODE_COLOR))
     sizes = np.where(hl, 46.0, 22.0)
-    ax.scatter(X[:, 0], X[:, 1], s=sizes, c=list(colors), edgecolors="white", linewidths=0.5, zorder=3)
+    ax.scatter(
+        X[:, 0], X[:, 1], s=sizes, c=list(colors), edgecolors="white", linewidths=0.5, zorder=3
+    )
     if labels is not None:
         step = S.label_step(n, max_labels)
-        chosen = [i for i in range(n) if hl[i]] + [i for i in range(n) if i % step == 0 and not hl[i]]
+        chosen = [i for i in range(n) if hl[i]] + [
+            i for i in range(n) if i % step == 0 and not hl[i]
+        ]
         add_token_labels(
-            ax, X, chosen, [S.short_label(labels[i]) for i in chosen],
+            ax,
+            X,
+            chosen,
+            [S.short_label(labels[i]) for i in chosen],
             fontsize=[S.FONT["token"] + (1 if hl[i] else 0) for i in chosen],
             colors=[S.HIGHLIGHT_COLOR if hl[i] else "#222222" for i in chosen],
             weights=["bold" if hl[i] else "normal" for i in chosen],
@@ -708,16 +782,27 @@ def plot_threshold_graph(
         )
     _graph_frame(ax, X)
     ax.set_title(
-        title or f"threshold graph at ε = {scale:.3g} · {S.plural(len(edges), 'edge')} · "
+        title
+        or f"threshold graph at ε = {scale:.3g} · {S.plural(len(edges), 'edge')} · "
         f"{S.plural(len(tris), 'triangle')}",
         fontsize=S.FONT["title"],
     )
-    ax.text(1.0, 0.0, _layout_note(moved), transform=ax.transAxes, ha="right", va="bottom",
-            fontsize=S.FONT["tick"] - 1, color="#777777")
+    ax.text(
+        1.0,
+        0.0,
+        _layout_note(moved),
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=S.FONT["tick"] - 1,
+        color="#777777",
+    )
     return fig
 
 
-def graph_layout(D: np.ndarray, coords: Any = None, min_sep: float = 0.035) -> tuple[np.ndarray, np.ndarray]:
+def graph_layout(
+    D: np.ndarray, coords: Any = None, min_sep: float = 0.035
+) -> tuple[np.ndarray, np.ndarray]:
     """Node positions of a threshold graph and which were nudged.
 
     Classical MDS of ``D`` (deterministic) with tokens closer than ``min_sep`` times the
@@ -795,9 +880,17 @@ def plot_head_overview(
     fig = Figure(figsize=(11.0, 9.6), layout="constrained")
     axs = fig.subplots(2, 2)
     plot_attention(W, labels=labels, ax=axs[0, 0], title="attention")
-    plot_distance_matrix(D, labels=labels, ax=axs[0, 1], title=f"{S.metric_name(analysis.metric)} distance")
+    plot_distance_matrix(
+        D, labels=labels, ax=axs[0, 1], title=f"{S.metric_name(analysis.metric)} distance"
+    )
     plot_diagram(dgm, ax=axs[1, 0], title="persistence diagram")
-    plot_threshold_graph(D, scale, labels=labels, ax=axs[1, 1], highlight=highlight,
-                         special=analysis.attention.special)
+    plot_threshold_graph(
+        D,
+        scale,
+        labels=labels,
+        ax=axs[1, 1],
+        highlight=highlight,
+        special=analysis.attention.special,
+    )
     fig.suptitle(f"layer {L}, head {H} · {_describe(analysis)}", fontsize=S.FONT["title"] + 1)
     return fig

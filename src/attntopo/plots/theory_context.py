@@ -35,18 +35,33 @@ from . import _style as S
 from .bundles import Bundle
 from .static import _figure_and_axes
 
-__all__ = ["plot_equivariance", "plot_margins", "plot_similarity", "plot_word", "plot_context", "context_bundle"]
+__all__ = [
+    "plot_equivariance",
+    "plot_margins",
+    "plot_similarity",
+    "plot_word",
+    "plot_context",
+    "context_bundle",
+]
 
-_COND_COLORS = {"positions": S.OKABE_ITO["vermillion"], "no_positions": S.OKABE_ITO["blue"],
-                "no_rotary_causal": S.OKABE_ITO["orange"]}
-_COND_LABELS = {"positions": "positions on", "no_positions": "positions off",
-                "no_rotary_causal": "rotary off, causal mask on"}
-_U32 = 2.0 ** -24
+_COND_COLORS = {
+    "positions": S.OKABE_ITO["vermillion"],
+    "no_positions": S.OKABE_ITO["blue"],
+    "no_rotary_causal": S.OKABE_ITO["orange"],
+}
+_COND_LABELS = {
+    "positions": "positions on",
+    "no_positions": "positions off",
+    "no_rotary_causal": "rotary off, causal mask on",
+}
+_U32 = 2.0**-24
 
 
 def _check(result: Any) -> None:
     if getattr(result, "kind", None) != "context":
-        raise InvalidInputError(f"expected a Context (from attntopo.theory.context), got {type(result).__name__}")
+        raise InvalidInputError(
+            f"expected a Context (from attntopo.theory.context), got {type(result).__name__}"
+        )
 
 
 def _style_axes(ax: Axes, ylabel: str, title: str) -> None:
@@ -67,14 +82,28 @@ def plot_equivariance(result: Any, *, ax: Axes | None = None, title: str | None 
     floor = _U32
     for name in result.conditions:
         color = _COND_COLORS.get(name, S.OKABE_ITO["black"])
-        for key, style, what in ((f"encoder_error_{name}", "-", "encoder"), (f"layer_error_{name}", "--", "layer")):
+        for key, style, what in (
+            (f"encoder_error_{name}", "-", "encoder"),
+            (f"layer_error_{name}", "--", "layer"),
+        ):
             y = np.asarray(cols[key], dtype=float)
-            shown = np.where(np.isfinite(y), np.maximum(y, floor / 4), np.nan)  # exact zeros drawn at the bottom
-            ax.plot(x, shown, style, color=color, marker="o", markersize=3,
-                    label=f"{_COND_LABELS.get(name, name)} ({what})")
+            shown = np.where(
+                np.isfinite(y), np.maximum(y, floor / 4), np.nan
+            )  # exact zeros drawn at the bottom
+            ax.plot(
+                x,
+                shown,
+                style,
+                color=color,
+                marker="o",
+                markersize=3,
+                label=f"{_COND_LABELS.get(name, name)} ({what})",
+            )
     ax.axhline(floor, color="#999999", lw=0.8, ls=":", label="float32 unit roundoff")
     ax.set_yscale("log")
-    _style_axes(ax, "‖f(XP) − f(X)P‖ / ‖f(X)‖", title or f"{result.model}: permutation equivariance")
+    _style_axes(
+        ax, "‖f(XP) − f(X)P‖ / ‖f(X)‖", title or f"{result.model}: permutation equivariance"
+    )
     return fig
 
 
@@ -84,13 +113,27 @@ def plot_margins(result: Any, *, ax: Axes | None = None, title: str | None = Non
     fig, ax = _figure_and_axes(ax, (5.5, 3.6))
     cols = result.summary()
     x = cols["depth"]
-    ax.plot(x, cols["margin_within_rel"], "-o", markersize=3, color=S.OKABE_ITO["blue"],
-            label="within a text (min over texts)")
+    ax.plot(
+        x,
+        cols["margin_within_rel"],
+        "-o",
+        markersize=3,
+        color=S.OKABE_ITO["blue"],
+        label="within a text (min over texts)",
+    )
     if result.n_cross_pairs:
-        ax.plot(x, cols["margin_cross_rel"], "-s", markersize=3, color=S.OKABE_ITO["vermillion"],
-                label=f"across texts ({result.n_cross_pairs} pairs)")
+        ax.plot(
+            x,
+            cols["margin_cross_rel"],
+            "-s",
+            markersize=3,
+            color=S.OKABE_ITO["vermillion"],
+            label=f"across texts ({result.n_cross_pairs} pairs)",
+        )
     ax.set_ylim(bottom=0)
-    _style_axes(ax, "min distance / mean distance", title or f"{result.model}: contextual-mapping margins")
+    _style_axes(
+        ax, "min distance / mean distance", title or f"{result.model}: contextual-mapping margins"
+    )
     return fig
 
 
@@ -100,13 +143,31 @@ def plot_similarity(result: Any, *, ax: Axes | None = None, title: str | None = 
     fig, ax = _figure_and_axes(ax, (5.5, 3.6))
     cols = result.summary()
     x = cols["depth"]
-    ax.plot(x, cols["intra_similarity"], "-o", markersize=3, color=S.OKABE_ITO["bluish_green"],
-            label="intra-sentence similarity")
+    ax.plot(
+        x,
+        cols["intra_similarity"],
+        "-o",
+        markersize=3,
+        color=S.OKABE_ITO["bluish_green"],
+        label="intra-sentence similarity",
+    )
     if result.n_cross_pairs:
         if len(result.similarity_words):
-            ax.plot(x, cols["self_similarity"], "-s", markersize=3, color=S.OKABE_ITO["blue"],
-                    label=f"self-similarity ({len(result.similarity_words)} words)")
-        ax.plot(x, cols["anisotropy"], ":", color="#666666", label="anisotropy (random cross-text pairs)")
+            ax.plot(
+                x,
+                cols["self_similarity"],
+                "-s",
+                markersize=3,
+                color=S.OKABE_ITO["blue"],
+                label=f"self-similarity ({len(result.similarity_words)} words)",
+            )
+        ax.plot(
+            x,
+            cols["anisotropy"],
+            ":",
+            color="#666666",
+            label="anisotropy (random cross-text pairs)",
+        )
     _style_axes(ax, "mean cosine", title or f"{result.model}: contextuality (Ethayarajh 2019)")
     return fig
 
@@ -117,21 +178,49 @@ def plot_word(result: Any, *, ax: Axes | None = None, title: str | None = None) 
     _check(result)
     fig, ax = _figure_and_axes(ax, (5.5, 3.6))
     if result.word is None:
-        ax.text(0.5, 0.5, "no word studied (word=…)", ha="center", va="center", transform=ax.transAxes,
-                fontsize=S.FONT["label"])
+        ax.text(
+            0.5,
+            0.5,
+            "no word studied (word=…)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+            fontsize=S.FONT["label"],
+        )
         ax.set_axis_off()
         return fig
     cols = result.summary()
     x = cols["depth"]
-    ax.plot(x, cols["word_js_relative"], "-o", markersize=3, color=S.OKABE_ITO["blue"],
-            label="attention JS, over offsets")
-    ax.plot(x, cols["word_js_vocabulary"], "-s", markersize=3, color=S.OKABE_ITO["orange"],
-            label="attention JS, over token types")
-    ax.plot(x, cols["word_hidden_cosine"], "-^", markersize=3, color=S.OKABE_ITO["reddish_purple"],
-            label="hidden states, 1 − cos")
+    ax.plot(
+        x,
+        cols["word_js_relative"],
+        "-o",
+        markersize=3,
+        color=S.OKABE_ITO["blue"],
+        label="attention JS, over offsets",
+    )
+    ax.plot(
+        x,
+        cols["word_js_vocabulary"],
+        "-s",
+        markersize=3,
+        color=S.OKABE_ITO["orange"],
+        label="attention JS, over token types",
+    )
+    ax.plot(
+        x,
+        cols["word_hidden_cosine"],
+        "-^",
+        markersize=3,
+        color=S.OKABE_ITO["reddish_purple"],
+        label="hidden states, 1 − cos",
+    )
     ax.set_ylim(0, 1)
-    _style_axes(ax, "mean over context pairs (and heads)",
-                title or f"{result.model}: {result.word!r} in {len(result.word_texts)} contexts")
+    _style_axes(
+        ax,
+        "mean over context pairs (and heads)",
+        title or f"{result.model}: {result.word!r} in {len(result.word_texts)} contexts",
+    )
     return fig
 
 
@@ -142,8 +231,10 @@ def plot_context(results: Any, *, title: str | None = None) -> Figure:
     elif isinstance(results, (list, tuple)):
         items = list(results)
     else:
-        raise InvalidInputError(f"expected a Context or a list of them (from attntopo.theory.context), got "
-                                f"{type(results).__name__}")
+        raise InvalidInputError(
+            f"expected a Context or a list of them (from attntopo.theory.context), got "
+            f"{type(results).__name__}"
+        )
     if not items:
         raise InvalidInputError("plot_context needs at least one Context")
     for r in items:
@@ -166,5 +257,7 @@ def context_bundle(result: Any) -> Bundle:
     """The figure of a context result as
     a :class:`~attntopo.plots.Bundle` (file stem ``context``)."""
     _check(result)
-    return Bundle(lambda interactive: {} if interactive else {"context": plot_context(result)},
-                  title="attntopo context")
+    return Bundle(
+        lambda interactive: {} if interactive else {"context": plot_context(result)},
+        title="attntopo context",
+    )

@@ -64,7 +64,6 @@ def _check_timeline(tl: Any) -> None:
         )
 
 
-
 def _style_axes(ax: Axes) -> None:
     ax.tick_params(labelsize=S.FONT["tick"], length=3)
     for side in ("top", "right"):
@@ -79,7 +78,9 @@ def _dims(tl: Any, dims: Sequence[int] | int | None) -> list[int]:
     out = []
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 0 <= d <= tl.maxdim:
-            raise InvalidInputError(f"dims must be homology dimensions in 0..{tl.maxdim}, got {d!r}")
+            raise InvalidInputError(
+                f"dims must be homology dimensions in 0..{tl.maxdim}, got {d!r}"
+            )
         out.append(int(d))
     return out
 
@@ -123,7 +124,9 @@ def _diagram_range(tl: Any, dims: list[int]) -> tuple[float, float, float]:
     return lo - 0.04 * (top - lo), inf_y + 0.05 * (top - lo), inf_y
 
 
-def _draw_points(ax: Axes, dgm: Any, dims: list[int], lo: float, hi: float, inf_y: float, size: float) -> None:
+def _draw_points(
+    ax: Axes, dgm: Any, dims: list[int], lo: float, hi: float, inf_y: float, size: float
+) -> None:
     ax.plot([lo, hi], [lo, hi], color="#888888", lw=0.6, zorder=1)
     has_inf = False
     for d in dims:
@@ -131,9 +134,16 @@ def _draw_points(ax: Axes, dgm: Any, dims: list[int], lo: float, hi: float, inf_
         fin = np.isfinite(p[:, 1])
         has_inf |= bool((~fin).any())
         ax.plot(
-            p[:, 0], np.where(fin, p[:, 1], inf_y), ls="", marker=S.dim_marker(d),
-            markersize=math.sqrt(size), color=S.dim_color(d), markeredgecolor="none",
-            alpha=0.85, zorder=3 + d, label=f"H{d}",
+            p[:, 0],
+            np.where(fin, p[:, 1], inf_y),
+            ls="",
+            marker=S.dim_marker(d),
+            markersize=math.sqrt(size),
+            color=S.dim_color(d),
+            markeredgecolor="none",
+            alpha=0.85,
+            zorder=3 + d,
+            label=f"H{d}",
         )
     if has_inf:
         ax.axhline(inf_y, color=S.INF_COLOR, ls="--", lw=0.5, zorder=1)
@@ -178,7 +188,11 @@ def plot_timeline_diagrams(
     if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
         raise InvalidInputError(f"ncols must be a positive int, got {ncols!r}")
     if times is None:
-        if isinstance(max_panels, bool) or not isinstance(max_panels, (int, np.integer)) or max_panels < 1:
+        if (
+            isinstance(max_panels, bool)
+            or not isinstance(max_panels, (int, np.integer))
+            or max_panels < 1
+        ):
             raise InvalidInputError(f"max_panels must be a positive int, got {max_panels!r}")
         S_ = len(tl.slices)
         idx = np.unique(np.round(np.linspace(0, S_ - 1, min(S_, int(max_panels)))).astype(int))
@@ -191,7 +205,9 @@ def plot_timeline_diagrams(
     n = len(slices)
     nc = min(int(ncols), n)
     nr = math.ceil(n / nc)
-    fig = Figure(figsize=(1.6 * nc + 0.5, 1.75 * nr + (0.6 if title else 0.35)), layout="compressed")
+    fig = Figure(
+        figsize=(1.6 * nc + 0.5, 1.75 * nr + (0.6 if title else 0.35)), layout="compressed"
+    )
     axes = np.atleast_1d(fig.subplots(nr, nc, squeeze=False)).ravel()
     labels = tl.labels
     for k, ax in enumerate(axes):
@@ -200,7 +216,9 @@ def plot_timeline_diagrams(
             continue
         s = slices[k]
         _draw_points(ax, s.diagram, dims, lo, hi, inf_y, size=9)
-        ax.set_title(f"t={s.t}  +{S.short_label(labels[s.token], 10)}", fontsize=S.FONT["grid_label"])
+        ax.set_title(
+            f"t={s.t}  +{S.short_label(labels[s.token], 10)}", fontsize=S.FONT["grid_label"]
+        )
         ax.tick_params(labelsize=S.FONT["grid_tick"], length=2)
         if k % nc:
             ax.set_yticklabels([])
@@ -208,12 +226,16 @@ def plot_timeline_diagrams(
             ax.set_xticklabels([])
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
-    handles = [
-        axes[0].lines[1 + i] for i in range(len(dims)) if len(axes[0].lines) > 1 + i
-    ]
+    handles = [axes[0].lines[1 + i] for i in range(len(dims)) if len(axes[0].lines) > 1 + i]
     if handles:
-        fig.legend(handles, [f"H{d}" for d in dims], loc="outside lower right", fontsize=S.FONT["legend"],
-                   frameon=False, ncols=len(dims))
+        fig.legend(
+            handles,
+            [f"H{d}" for d in dims],
+            loc="outside lower right",
+            fontsize=S.FONT["legend"],
+            frameon=False,
+            ncols=len(dims),
+        )
     fig.supxlabel("birth", fontsize=S.FONT["label"])
     fig.supylabel("death", fontsize=S.FONT["label"])
     if title:
@@ -223,8 +245,18 @@ def plot_timeline_diagrams(
 
 def _empty_note(ax: Axes, note: str) -> None:
     """Say in the middle of an empty panel why it is empty."""
-    ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center", fontsize=S.FONT["label"],
-            color="#555555", style="italic", zorder=10)
+    ax.text(
+        0.5,
+        0.5,
+        note,
+        transform=ax.transAxes,
+        ha="center",
+        va="center",
+        fontsize=S.FONT["label"],
+        color="#555555",
+        style="italic",
+        zorder=10,
+    )
 
 
 # ------------------------------------------------------------------------- coherence
@@ -264,13 +296,15 @@ def plot_coherence(
     t = tl.times[1:]
     for d in dims:
         y = tl.change(metric=metric, dim=d)
-        ax.plot(t, y, color=S.dim_color(d), marker=S.dim_marker(d), markersize=3, lw=1.0,
-                label=f"H{d}")
+        ax.plot(
+            t, y, color=S.dim_color(d), marker=S.dim_marker(d), markersize=3, lw=1.0, label=f"H{d}"
+        )
     if combined and len(dims) > 1:
         ax.plot(t, tl.change(metric=metric), color="#333333", lw=1.4, ls="--", label="all")
     if highlight and t.size:
-        top = tl.top_changes(k=min(int(highlight), t.size), metric=metric,
-                             dim=None if len(dims) > 1 else dims[0])
+        top = tl.top_changes(
+            k=min(int(highlight), t.size), metric=metric, dim=None if len(dims) > 1 else dims[0]
+        )
         for c in top:
             ax.axvline(c.t, color=S.HIGHLIGHT_COLOR, lw=0.6, alpha=0.5, zorder=0)
     if t.size:
@@ -282,8 +316,10 @@ def plot_coherence(
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=S.FONT["legend"], frameon=False, loc="upper right")
     _style_axes(ax)
-    ax.set_title(title if title is not None else f"{tl.model} layer {tl.layer} head {tl.head}: coherence",
-                 fontsize=S.FONT["title"])
+    ax.set_title(
+        title if title is not None else f"{tl.model} layer {tl.layer} head {tl.head}: coherence",
+        fontsize=S.FONT["title"],
+    )
     return fig
 
 
@@ -452,17 +488,27 @@ def plot_vineyard(
             longer = f" for {min_length} slices or more" if min_length > 1 else ""
             note = f"no H{dim} feature lives in any prefix{longer}: nothing to draw"
         _empty_note(ax, note)
-    shown = S.plural(len(vines), "vine") + (f" (top {top} by area)" if top is not None and n_all > len(vines) else "")
+    shown = S.plural(len(vines), "vine") + (
+        f" (top {top} by area)" if top is not None and n_all > len(vines) else ""
+    )
     ax.set_title(
-        title if title is not None else f"{tl.model} layer {tl.layer} head {tl.head}: vineyard H{dim}, {shown}",
+        title
+        if title is not None
+        else f"{tl.model} layer {tl.layer} head {tl.head}: vineyard H{dim}, {shown}",
         fontsize=S.FONT["title"],
     )
     return fig
 
 
 # ------------------------------------------------------------------------- overview
-def plot_timeline_overview(tl: Any, *, dim: int = 1, metric: str = "bottleneck", scales: Any = None,
-                           title: str | None = None) -> Figure:
+def plot_timeline_overview(
+    tl: Any,
+    *,
+    dim: int = 1,
+    metric: str = "bottleneck",
+    scales: Any = None,
+    title: str | None = None,
+) -> Figure:
     """Three panels on one time axis: coherence, vineyard (``dim``) and Betti heatmap (``dim``).
 
     Parameters
@@ -497,15 +543,18 @@ def plot_timeline_overview(tl: Any, *, dim: int = 1, metric: str = "bottleneck",
     axes[0].set_title(f"(a) coherence: {name} distance to the previous prefix", **panel)
     plot_vineyard(tl, dim=dim, ax=axes[1], title="")
     top = ", the 20 largest drawn" if n_vines > 20 else ""
-    axes[1].set_title(f"(b) vineyard H{dim}: {S.plural(n_vines, 'feature')} followed through time{top}", **panel)
+    axes[1].set_title(
+        f"(b) vineyard H{dim}: {S.plural(n_vines, 'feature')} followed through time{top}", **panel
+    )
     plot_betti_heatmap(tl, dim=dim, ax=axes[2], scales=scales, title="")
     axes[2].set_title(f"(c) Betti {dim} over scale ε and time ({what})", **panel)
     for a in axes[:2]:
         a.set_xlabel("")
         a.tick_params(axis="x", labelbottom=False)
     fig.suptitle(
-        title if title is not None else
-        f"{tl.model} · layer {tl.layer}, head {tl.head} · topology as the tokens arrive "
+        title
+        if title is not None
+        else f"{tl.model} · layer {tl.layer}, head {tl.head} · topology as the tokens arrive "
         f"({S.plural(len(tl.slices), 'prefix', 'prefixes')})",
         fontsize=S.FONT["title"] + 1,
     )
@@ -530,18 +579,39 @@ def iplot_timeline(tl: Any, *, dims: Sequence[int] | int | None = None, title: s
     labels = tl.labels
 
     def traces(s):
-        out = [go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(color="#888888", width=1),
-                          hoverinfo="skip", showlegend=False)]
+        out = [
+            go.Scatter(
+                x=[lo, hi],
+                y=[lo, hi],
+                mode="lines",
+                line=dict(color="#888888", width=1),
+                hoverinfo="skip",
+                showlegend=False,
+            )
+        ]
         for d in dims:
             p = np.asarray(s.diagram[d], dtype=np.float64).reshape(-1, 2)
             fin = np.isfinite(p[:, 1])
-            text = [f"H{d}<br>birth {b:.4g}<br>death {'∞' if not f else f'{e:.4g}'}"
-                    for (b, e), f in zip(p.tolist(), fin.tolist())]
-            out.append(go.Scatter(
-                x=p[:, 0].tolist(), y=np.where(fin, p[:, 1], inf_y).tolist(), mode="markers",
-                name=f"H{d}", text=text, hovertemplate="%{text}<extra></extra>",
-                marker=dict(color=S.dim_color(d), symbol=S.DIM_PLOTLY_SYMBOLS[d % 4], size=8, opacity=0.85),
-            ))
+            text = [
+                f"H{d}<br>birth {b:.4g}<br>death {'∞' if not f else f'{e:.4g}'}"
+                for (b, e), f in zip(p.tolist(), fin.tolist())
+            ]
+            out.append(
+                go.Scatter(
+                    x=p[:, 0].tolist(),
+                    y=np.where(fin, p[:, 1], inf_y).tolist(),
+                    mode="markers",
+                    name=f"H{d}",
+                    text=text,
+                    hovertemplate="%{text}<extra></extra>",
+                    marker=dict(
+                        color=S.dim_color(d),
+                        symbol=S.DIM_PLOTLY_SYMBOLS[d % 4],
+                        size=8,
+                        opacity=0.85,
+                    ),
+                )
+            )
         return out
 
     def name(s):
@@ -550,29 +620,68 @@ def iplot_timeline(tl: Any, *, dims: Sequence[int] | int | None = None, title: s
     frames = [go.Frame(data=traces(s), name=str(s.t)) for s in tl.slices]
     fig = go.Figure(data=traces(tl.slices[0]), frames=frames)
     steps = [
-        dict(method="animate", label=name(s),
-             args=[[str(s.t)], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
+        dict(
+            method="animate",
+            label=name(s),
+            args=[
+                [str(s.t)],
+                dict(
+                    mode="immediate",
+                    frame=dict(duration=0, redraw=True),
+                    transition=dict(duration=0),
+                ),
+            ],
+        )
         for s in tl.slices
     ]
     top = inf_y - (inf_y - lo) / 11.0
     ticks = [float(x) for x in np.linspace(lo, top, 5)]
     fig.update_xaxes(title="birth", range=[lo, hi], constrain="domain")
-    fig.update_yaxes(title="death", range=[lo, hi], scaleanchor="x", scaleratio=1,
-                     tickvals=ticks + [inf_y], ticktext=[f"{x:.3g}" for x in ticks] + ["∞"])
+    fig.update_yaxes(
+        title="death",
+        range=[lo, hi],
+        scaleanchor="x",
+        scaleratio=1,
+        tickvals=ticks + [inf_y],
+        ticktext=[f"{x:.3g}" for x in ticks] + ["∞"],
+    )
     fig.add_hline(y=inf_y, line=dict(color=S.INF_COLOR, dash="dash", width=1))
     fig.update_layout(
         template="simple_white",
-        title=dict(text=title or f"{tl.model} layer {tl.layer} head {tl.head}: diagrams as tokens arrive", x=0.02),
-        width=620, height=700,
+        title=dict(
+            text=title or f"{tl.model} layer {tl.layer} head {tl.head}: diagrams as tokens arrive",
+            x=0.02,
+        ),
+        width=620,
+        height=700,
         sliders=[dict(active=0, steps=steps, currentvalue=dict(prefix=""), pad=dict(t=50))],
-        updatemenus=[dict(
-            type="buttons", showactive=False, x=0.0, y=-0.12, xanchor="left",
-            buttons=[
-                dict(label="▶ play", method="animate",
-                     args=[None, dict(frame=dict(duration=300, redraw=True), fromcurrent=True, transition=dict(duration=0))]),
-                dict(label="❚❚ pause", method="animate",
-                     args=[[None], dict(mode="immediate", frame=dict(duration=0, redraw=False))]),
-            ],
-        )],
+        updatemenus=[
+            dict(
+                type="buttons",
+                showactive=False,
+                x=0.0,
+                y=-0.12,
+                xanchor="left",
+                buttons=[
+                    dict(
+                        label="▶ play",
+                        method="animate",
+                        args=[
+                            None,
+                            dict(
+                                frame=dict(duration=300, redraw=True),
+                                fromcurrent=True,
+                                transition=dict(duration=0),
+                            ),
+                        ],
+                    ),
+                    dict(
+                        label="❚❚ pause",
+                        method="animate",
+                        args=[[None], dict(mode="immediate", frame=dict(duration=0, redraw=False))],
+                    ),
+                ],
+            )
+        ],
     )
     return fig

@@ -145,14 +145,18 @@ class Approximability(Result):
 
     def _b(self, budget: int) -> int:
         if budget not in self.budgets:
-            raise OutOfRangeError(f"budget {budget!r} was not measured; budgets: {list(self.budgets)}")
+            raise OutOfRangeError(
+                f"budget {budget!r} was not measured; budgets: {list(self.budgets)}"
+            )
         return self.budgets.index(budget)
 
     def error(self, family: str, budget: int, *, by: str = "frobenius") -> np.ndarray:
         """``(n_layers, n_heads)`` errors of one family at
         one budget (``by="frobenius"`` or ``"js"``)."""
         if family not in self.families:
-            raise InvalidInputError(f"family {family!r} was not measured; families: {', '.join(self.families)}")
+            raise InvalidInputError(
+                f"family {family!r} was not measured; families: {', '.join(self.families)}"
+            )
         arr = self._by(by)
         return arr[self.families.index(family), self._b(budget)]
 
@@ -169,7 +173,10 @@ class Approximability(Result):
 
     def win_counts(self, *, by: str = "frobenius") -> dict[int, dict[str, int]]:
         """``{budget: {family: heads it wins}}``."""
-        return {b: {f: int((self.winners(b, by=by) == f).sum()) for f in self.families} for b in self.budgets}
+        return {
+            b: {f: int((self.winners(b, by=by) == f).sum()) for f in self.families}
+            for b in self.budgets
+        }
 
     def scatterbrain(self) -> dict[int, dict[str, dict]]:
         """Scatterbrain's claim per budget: ``{budget: {"low_rank": {...}, "kernel": {...}}}``.
@@ -208,8 +215,14 @@ class Approximability(Result):
                 s_low = float(np.mean(g[low] < 0)) if low.any() else float("nan")
                 o_high = float(np.mean(g[high] > 0)) if high.any() else float("nan")
                 holds = bool(rho > 0 and p < 0.05 and s_low > 0.5 and o_high > 0.5)
-                row[other] = {"spearman": rho, "p_value": p, "sparse_wins_low": s_low, "other_wins_high": o_high,
-                              "n_heads": int(g.size), "holds": holds}
+                row[other] = {
+                    "spearman": rho,
+                    "p_value": p,
+                    "sparse_wins_low": s_low,
+                    "other_wins_high": o_high,
+                    "n_heads": int(g.size),
+                    "holds": holds,
+                }
             out[b] = row
         return out
 
@@ -237,7 +250,9 @@ class Approximability(Result):
             cols[f"{f}_js"] = grid(self.js[i])
         cols["winner"] = grid(np.stack([self.winners(b) for b in self.budgets]))
         cols["winner_js"] = grid(np.stack([self.winners(b, by="js") for b in self.budgets]))
-        cols["entropy_norm"] = np.repeat(np.asarray(self.entropy_norm, dtype=np.float64).reshape(-1), B)
+        cols["entropy_norm"] = np.repeat(
+            np.asarray(self.entropy_norm, dtype=np.float64).reshape(-1), B
+        )
         cols["label"] = np.repeat(np.asarray(self.labels).reshape(-1), B)
         for k, v in self.sizes.items():
             cols[k] = grid(v)
@@ -249,38 +264,63 @@ class Approximability(Result):
         clusters + 1, ``error``, ``js``)."""
         L, H = len(self.layers), len(self.heads)
         k = np.asarray(self.scale_clusters, dtype=np.int64).reshape(-1)
-        return Columns({
-            "layer": np.repeat(np.asarray(self.layers, dtype=np.int64), H),
-            "head": np.tile(np.asarray(self.heads, dtype=np.int64), L),
-            "scale": np.asarray(self.scales).reshape(-1), "clusters": k, "budget": k + 1,
-            "error": np.asarray(self.scale_errors).reshape(-1), "js": np.asarray(self.scale_js).reshape(-1),
-        })
+        return Columns(
+            {
+                "layer": np.repeat(np.asarray(self.layers, dtype=np.int64), H),
+                "head": np.tile(np.asarray(self.heads, dtype=np.int64), L),
+                "scale": np.asarray(self.scales).reshape(-1),
+                "clusters": k,
+                "budget": k + 1,
+                "error": np.asarray(self.scale_errors).reshape(-1),
+                "js": np.asarray(self.scale_js).reshape(-1),
+            }
+        )
 
     def to_dict(self) -> dict:
         """JSON-safe: settings, per-budget win counts, the Scatterbrain check, the summary rows."""
-        return json_safe({
-            "kind": self.kind, "model": self.model, "text": self.text, "tokens": self.tokens,
-            "n_tokens": self.n_tokens, "causal": self.causal, "families": list(self.families),
-            "budgets": list(self.budgets), "settings": self.settings, "scale": self.scale,
-            "win_counts": {str(b): c for b, c in self.win_counts().items()},
-            "win_counts_js": {str(b): c for b, c in self.win_counts(by="js").items()},
-            "scatterbrain": {str(b): c for b, c in self.scatterbrain().items()},
-            "summary": self.summary().rows(), "scale_summary": self.scale_summary().rows(),
-            "provenance": self.provenance,
-        })
+        return json_safe(
+            {
+                "kind": self.kind,
+                "model": self.model,
+                "text": self.text,
+                "tokens": self.tokens,
+                "n_tokens": self.n_tokens,
+                "causal": self.causal,
+                "families": list(self.families),
+                "budgets": list(self.budgets),
+                "settings": self.settings,
+                "scale": self.scale,
+                "win_counts": {str(b): c for b, c in self.win_counts().items()},
+                "win_counts_js": {str(b): c for b, c in self.win_counts(by="js").items()},
+                "scatterbrain": {str(b): c for b, c in self.scatterbrain().items()},
+                "summary": self.summary().rows(),
+                "scale_summary": self.scale_summary().rows(),
+                "provenance": self.provenance,
+            }
+        )
 
     def __repr__(self) -> str:
         b = self.budgets[len(self.budgets) // 2]
         wins = {f: c for f, c in self.win_counts()[b].items() if c}
-        return (f"Approximability({self.model!r}, n={self.n_tokens}, "
-                f"{len(self.layers)}x{len(self.heads)} heads, "
-                f"budgets={list(self.budgets)}, winners at {b}: {wins})")
+        return (
+            f"Approximability({self.model!r}, n={self.n_tokens}, "
+            f"{len(self.layers)}x{len(self.heads)} heads, "
+            f"budgets={list(self.budgets)}, winners at {b}: {wins})"
+        )
 
     # --------------------------------------------------------------- storage
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
-        meta = {k: getattr(self, k) for k in ("model", "text", "tokens", "causal", "scale", "settings", "provenance")}
-        meta.update(layer_ids=list(self.layers), head_ids=list(self.heads), families=list(self.families),
-                    budgets=list(self.budgets), sizes=list(self.sizes))
+        meta = {
+            k: getattr(self, k)
+            for k in ("model", "text", "tokens", "causal", "scale", "settings", "provenance")
+        }
+        meta.update(
+            layer_ids=list(self.layers),
+            head_ids=list(self.heads),
+            families=list(self.families),
+            budgets=list(self.budgets),
+            sizes=list(self.sizes),
+        )
         arrays = {name: np.asarray(getattr(self, name)) for name in _ARRAYS}
         arrays["labels"] = np.asarray(self.labels, dtype=str)
         arrays.update({f"size__{k}": np.asarray(v, dtype=np.int64) for k, v in self.sizes.items()})
@@ -292,7 +332,8 @@ class Approximability(Result):
             raise ResultFormatError(
                 "an approximability result saved before the first release (its per-head scales "
                 "under 'scale_eps', now 'scales'), which this attntopo does not read: compute it "
-                "again and save it")
+                "again and save it"
+            )
         layer_ids = tuple(int(x) for x in meta["layer_ids"])
         head_ids = tuple(int(x) for x in meta["head_ids"])
         families = tuple(str(f) for f in meta["families"])
@@ -301,19 +342,56 @@ class Approximability(Result):
         budgets = tuple(int(b) for b in meta["budgets"])
         tokens = [str(t) for t in meta["tokens"]]
         F, B, L, H, n = len(families), len(budgets), len(layer_ids), len(head_ids), len(tokens)
-        shapes = {"errors": (F, B, L, H), "js": (F, B, L, H), "kernel_std": (B, L, H), "kernel_js_std": (B, L, H),
-                  "singular_values": (L, H, n), "entropy_norm": (L, H), "scales": (L, H),
-                  "scale_clusters": (L, H), "scale_errors": (L, H), "scale_js": (L, H)}
-        got = {k: read_array(arrays, k, kind="i" if k == "scale_clusters" else "f", shape=s) for k, s in shapes.items()}
-        sizes = {str(k): read_array(arrays, f"size__{k}", kind="i", shape=(B, L, H)) for k in meta["sizes"]}
-        return cls(model=str(meta["model"]), text=str(meta["text"]), tokens=tokens, causal=bool(meta["causal"]),
-                   layers=layer_ids, heads=head_ids, families=families, budgets=budgets, sizes=sizes,
-                   labels=read_array(arrays, "labels", kind="U", shape=(L, H)).astype(str), scale=meta["scale"],
-                   settings=dict(meta.get("settings") or {}), provenance=dict(meta.get("provenance") or {}), **got)
+        shapes = {
+            "errors": (F, B, L, H),
+            "js": (F, B, L, H),
+            "kernel_std": (B, L, H),
+            "kernel_js_std": (B, L, H),
+            "singular_values": (L, H, n),
+            "entropy_norm": (L, H),
+            "scales": (L, H),
+            "scale_clusters": (L, H),
+            "scale_errors": (L, H),
+            "scale_js": (L, H),
+        }
+        got = {
+            k: read_array(arrays, k, kind="i" if k == "scale_clusters" else "f", shape=s)
+            for k, s in shapes.items()
+        }
+        sizes = {
+            str(k): read_array(arrays, f"size__{k}", kind="i", shape=(B, L, H))
+            for k in meta["sizes"]
+        }
+        return cls(
+            model=str(meta["model"]),
+            text=str(meta["text"]),
+            tokens=tokens,
+            causal=bool(meta["causal"]),
+            layers=layer_ids,
+            heads=head_ids,
+            families=families,
+            budgets=budgets,
+            sizes=sizes,
+            labels=read_array(arrays, "labels", kind="U", shape=(L, H)).astype(str),
+            scale=meta["scale"],
+            settings=dict(meta.get("settings") or {}),
+            provenance=dict(meta.get("provenance") or {}),
+            **got,
+        )
 
 
-_ARRAYS = ("errors", "js", "kernel_std", "kernel_js_std", "singular_values", "entropy_norm", "scales",
-           "scale_clusters", "scale_errors", "scale_js")
+_ARRAYS = (
+    "errors",
+    "js",
+    "kernel_std",
+    "kernel_js_std",
+    "singular_values",
+    "entropy_norm",
+    "scales",
+    "scale_clusters",
+    "scale_errors",
+    "scale_js",
+)
 
 
 # -------------------------------------------------------------------- inputs
@@ -325,10 +403,14 @@ def _check_families(families: Any) -> tuple[str, ...]:
     try:
         given = list(families)
     except TypeError:
-        raise InvalidInputError(f"families must be a list of family names, got {type(families).__name__}") from None
+        raise InvalidInputError(
+            f"families must be a list of family names, got {type(families).__name__}"
+        ) from None
     bad = [f for f in given if f not in FAMILIES]
     if bad or not given:
-        raise InvalidInputError(f"families must name at least one of {', '.join(FAMILIES)}; got {given!r}")
+        raise InvalidInputError(
+            f"families must name at least one of {', '.join(FAMILIES)}; got {given!r}"
+        )
     return tuple(f for f in FAMILIES if f in given)
 
 
@@ -343,16 +425,21 @@ def _check_budgets(budgets: Any, n: int) -> tuple[int, ...]:
     try:
         given = list(budgets)
     except TypeError:
-        raise InvalidInputError(f"budgets must be an int or a list of ints, got {type(budgets).__name__}") from None
+        raise InvalidInputError(
+            f"budgets must be an int or a list of ints, got {type(budgets).__name__}"
+        ) from None
     if not given:
-        raise InvalidInputError("budgets must name at least one budget (numbers stored per query row)")
+        raise InvalidInputError(
+            "budgets must name at least one budget (numbers stored per query row)"
+        )
     out = []
     for b in given:
         v = check_int(b, "budget", lo=2, hint="numbers stored per query row")
         if v > n:
             raise OutOfRangeError(
                 f"budget {v} is larger than the text's {n} tokens: a dense row stores n = {n} "
-                f"numbers; give budgets in 2..{n}")
+                f"numbers; give budgets in 2..{n}"
+            )
         out.append(v)
     return tuple(sorted(set(out)))
 
@@ -376,33 +463,63 @@ def _attention_and_qk(att: Any, model: Any, need_qk: bool, layers: Any, heads: A
         m = model if isinstance(model, AttentionModel) else load_model(model or "minilm")
         cap = capture_qk(m, att, truncate=truncate)
         e = cap.encoding
-        full = Attention(weights=cap.attention, tokens=e.tokens, offsets=e.offsets, special=np.array(e.special),
-                         causal=m.causal, model=m.name, text=e.text, token_ids=np.array(e.ids), truncated=e.truncated)
+        full = Attention(
+            weights=cap.attention,
+            tokens=e.tokens,
+            offsets=e.offsets,
+            special=np.array(e.special),
+            causal=m.causal,
+            model=m.name,
+            text=e.text,
+            token_ids=np.array(e.ids),
+            truncated=e.truncated,
+        )
         return full.select(layers=layers, heads=heads), cap, m.info()
     if not isinstance(att, Attention):
-        raise InvalidInputError(f"approximability takes a text or an Attention, got {type(att).__name__}")
+        raise InvalidInputError(
+            f"approximability takes a text or an Attention, got {type(att).__name__}"
+        )
     att = att.select(layers=layers, heads=heads) if layers is not None or heads is not None else att
     if not need_qk:
-        return att, None, (model.info() if isinstance(model, AttentionModel) else {"name": att.model})
+        return (
+            att,
+            None,
+            (model.info() if isinstance(model, AttentionModel) else {"name": att.model}),
+        )
     if not att.text:
-        raise InvalidInputError("the kernel family needs the text behind the attention (att.text is empty): pass "
-                                "families without 'kernel'")
+        raise InvalidInputError(
+            "the kernel family needs the text behind the attention (att.text is empty): pass "
+            "families without 'kernel'"
+        )
     m = model if isinstance(model, AttentionModel) else load_model(model or att.model)
     cap = capture_qk(m, att.text, truncate=att.truncated)
     ids = np.asarray(cap.encoding.ids)
-    keep = ~np.asarray(cap.encoding.special) if att.special_dropped else np.ones(ids.size, dtype=bool)
+    keep = (
+        ~np.asarray(cap.encoding.special) if att.special_dropped else np.ones(ids.size, dtype=bool)
+    )
     if att.token_ids is not None and not np.array_equal(ids[keep], att.token_ids):
         raise InvalidInputError(
             f"{m.name} tokenizes att.text into other tokens than att holds (a prefix, a subset or "
-            "another model?): pass the model that made att, or families without 'kernel'")
+            "another model?): pass the model that made att, or families without 'kernel'"
+        )
     if max(att.layers) >= m.n_layers or max(att.heads) >= m.n_heads:
         raise InvalidInputError(f"att has layers/heads {m.name} lacks")
     return att, cap, m.info()
 
 
 # ----------------------------------------------------------------- the work
-def _kernel(cap: Any, lid: int, hids: Sequence[int], m: int, draws: int, seed: int, budget: int,
-            orthogonal: bool, causal: bool, keep: np.ndarray | None) -> np.ndarray:
+def _kernel(
+    cap: Any,
+    lid: int,
+    hids: Sequence[int],
+    m: int,
+    draws: int,
+    seed: int,
+    budget: int,
+    orthogonal: bool,
+    causal: bool,
+    keep: np.ndarray | None,
+) -> np.ndarray:
     """FAVOR+ approximations ``(heads, draws, n, n)`` of one layer's heads (restricted to ``keep``).
 
     Each head's features are drawn from its own generator, seeded by ``(seed, layer, head,
@@ -411,10 +528,12 @@ def _kernel(cap: Any, lid: int, hids: Sequence[int], m: int, draws: int, seed: i
     Q = cap.queries[lid, list(hids)]  # (h, n, d)
     K = cap.keys[lid, list(hids)]
     d = Q.shape[-1]
-    omega = np.stack([
-        np.stack([random_features(m, d, rng, orthogonal=orthogonal) for _ in range(draws)])
-        for rng in (np.random.default_rng([seed, lid, h, budget]) for h in hids)
-    ])  # (h, draws, m, d)
+    omega = np.stack(
+        [
+            np.stack([random_features(m, d, rng, orthogonal=orthogonal) for _ in range(draws)])
+            for rng in (np.random.default_rng([seed, lid, h, budget]) for h in hids)
+        ]
+    )  # (h, draws, m, d)
     Ahat = performer(Q[:, None], K[:, None], float(cap.scaling[lid]), omega, causal=causal)
     if keep is not None:
         Ahat = Ahat[..., keep, :][..., keep]
@@ -492,30 +611,58 @@ def approximability(
     from ..models.instruments import one_blas_thread
 
     # BLAS and OpenMP (k-means) on one thread: these matrices are small, threads cost more
-    with make_reporter(progress, description="approximability") as rep, one_blas_thread(user_api=None):
+    with (
+        make_reporter(progress, description="approximability") as rep,
+        one_blas_thread(user_api=None),
+    ):
         rep.add_total(att.n_layers)  # one unit per layer (the capture pass ran before)
         rep.stage("approximating heads")
         res = _measure(att, cap, fams, bud, scale, draws, orthogonal, seed, rep)
-    settings = {"draws": draws, "orthogonal": orthogonal, "seed": seed, "kmeans_n_init": 1,
-                "budget_unit": "numbers stored per query row"}
-    from ..analyses.building import head_features, label_heads
-    from ..analyses.building import make_provenance
+    settings = {
+        "draws": draws,
+        "orthogonal": orthogonal,
+        "seed": seed,
+        "kmeans_n_init": 1,
+        "budget_unit": "numbers stored per query row",
+    }
+    from ..analyses.building import head_features, label_heads, make_provenance
     from ..attention import token_labels
 
     feats = head_features(att) if n >= 2 else {}
     labels = label_heads(feats, causal=att.causal)
     tokens, _ = token_labels(att.tokens, att.offsets, att.special, text=att.text)
     return Approximability(
-        model=att.model, text=att.text, tokens=list(tokens), causal=bool(att.causal),
-        layers=tuple(att.layers), heads=tuple(att.heads), families=fams, budgets=bud,
-        entropy_norm=feats["entropy_norm"], labels=labels, scale=scale, settings=settings,
-        provenance=make_provenance(info, settings={**settings, "families": list(fams), "budgets": list(bud), "scale": scale}),
+        model=att.model,
+        text=att.text,
+        tokens=list(tokens),
+        causal=bool(att.causal),
+        layers=tuple(att.layers),
+        heads=tuple(att.heads),
+        families=fams,
+        budgets=bud,
+        entropy_norm=feats["entropy_norm"],
+        labels=labels,
+        scale=scale,
+        settings=settings,
+        provenance=make_provenance(
+            info,
+            settings={**settings, "families": list(fams), "budgets": list(bud), "scale": scale},
+        ),
         **res,
     )
 
 
-def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ...], scale: Any, draws: int,
-             orthogonal: bool, seed: int, rep: Any) -> dict:
+def _measure(
+    att: Attention,
+    cap: Any,
+    fams: tuple[str, ...],
+    bud: tuple[int, ...],
+    scale: Any,
+    draws: int,
+    orthogonal: bool,
+    seed: int,
+    rep: Any,
+) -> dict:
     from scipy.cluster.hierarchy import fcluster
 
     from ..compress import persistence_labels
@@ -529,8 +676,16 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
     js = np.full((F, B, L, H), np.nan)
     kstd = np.full((B, L, H), np.nan)
     kjs_std = np.full((B, L, H), np.nan)
-    size_names = ("band_w", "band_columns", "band_corrections", "sparse_k", "rank", "features", "kmeans_clusters",
-                  "h0_clusters")
+    size_names = (
+        "band_w",
+        "band_columns",
+        "band_corrections",
+        "sparse_k",
+        "rank",
+        "features",
+        "kmeans_clusters",
+        "h0_clusters",
+    )
     sizes = {k: np.zeros((B, L, H), dtype=np.int64) for k in size_names}
     sv = np.zeros((L, H, n))
     sc = {k: np.full((L, H), np.nan) for k in ("scales", "scale_errors", "scale_js")}
@@ -552,9 +707,17 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
             errors[fi["band_sparse"], :, li] = np.sqrt(err2 / tot)
             for j in range(B):
                 w, c, s = (params[j, :, t] for t in range(3))
-                sizes["band_w"][j, li], sizes["band_columns"][j, li], sizes["band_corrections"][j, li] = w, c, s
-                kept = np.stack([band_sparse(A[h], int(w[h]), int(c[h]), int(s[h]), causal=causal).sum(-1)
-                                 for h in range(H)])
+                (
+                    sizes["band_w"][j, li],
+                    sizes["band_columns"][j, li],
+                    sizes["band_corrections"][j, li],
+                ) = w, c, s
+                kept = np.stack(
+                    [
+                        band_sparse(A[h], int(w[h]), int(c[h]), int(s[h]), causal=causal).sum(-1)
+                        for h in range(H)
+                    ]
+                )
                 js[fi["band_sparse"], j, li] = js_error_support(kept, rows)
         for j, z in enumerate(fsz):
             if "top_k" in fi:
@@ -569,11 +732,14 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
                 sizes["rank"][j, li] = z["low_rank"]
             if "kernel" in fi:
                 sizes["features"][j, li] = z["kernel"]
-                Ahat = _kernel(cap, lid, att.heads, z["kernel"], draws, seed, bud[j], orthogonal, causal, keep)
+                Ahat = _kernel(
+                    cap, lid, att.heads, z["kernel"], draws, seed, bud[j], orthogonal, causal, keep
+                )
                 e = relative_error(A[:, None], Ahat)  # (H, draws)
                 d = js_error(A[:, None], Ahat, causal=causal, normalized=True)
                 errors[fi["kernel"], j, li], kstd[j, li] = e.mean(-1), e.std(-1)
                 js[fi["kernel"], j, li], kjs_std[j, li] = d.mean(-1), d.std(-1)
+
         def record(name: str, j: int, Ahat: np.ndarray) -> None:
             errors[fi[name], j, li] = relative_error(A, Ahat)
             js[fi[name], j, li] = js_error(A, Ahat, causal=causal)
@@ -582,23 +748,50 @@ def _measure(att: Attention, cap: Any, fams: tuple[str, ...], bud: tuple[int, ..
             for j, z in enumerate(fsz):
                 # one k-means start per head (compress uses 4):
                 # 72 heads × budgets stay within seconds
-                labs = [kmeans_labels(A[h], z["clusters"], seed, n_init=1, what="the cluster_kmeans family")
-                        for h in range(H)]
-                record("cluster_kmeans", j, np.stack([clustered(A[h], labs[h], causal=causal) for h in range(H)]))
+                labs = [
+                    kmeans_labels(
+                        A[h], z["clusters"], seed, n_init=1, what="the cluster_kmeans family"
+                    )
+                    for h in range(H)
+                ]
+                record(
+                    "cluster_kmeans",
+                    j,
+                    np.stack([clustered(A[h], labs[h], causal=causal) for h in range(H)]),
+                )
                 sizes["kmeans_clusters"][j, li] = [np.unique(lab).size for lab in labs]
         if "cluster_h0" in fi:
             D = row_distances(A)
             Z = [linkage(D[h]) for h in range(H)]  # their heights are the H0 deaths
             for j, z in enumerate(fsz):
                 # the smallest scale with at most k H0 bars alive (single linkage cut)
-                labs = [canonical(fcluster(Z[h], z["clusters"], criterion="maxclust")) for h in range(H)]
-                record("cluster_h0", j, np.stack([clustered(A[h], labs[h], causal=causal) for h in range(H)]))
+                labs = [
+                    canonical(fcluster(Z[h], z["clusters"], criterion="maxclust")) for h in range(H)
+                ]
+                record(
+                    "cluster_h0",
+                    j,
+                    np.stack([clustered(A[h], labs[h], causal=causal) for h in range(H)]),
+                )
                 sizes["h0_clusters"][j, li] = [int(lab.max()) + 1 for lab in labs]
             at_scale = [persistence_labels(D[h], scale) for h in range(H)]
-            Ahat = np.stack([clustered(A[h], lab, causal=causal) for h, (lab, _) in enumerate(at_scale)])
+            Ahat = np.stack(
+                [clustered(A[h], lab, causal=causal) for h, (lab, _) in enumerate(at_scale)]
+            )
             sc["scales"][li] = [scale for _, scale in at_scale]
             sc_k[li] = [int(lab.max()) + 1 for lab, _ in at_scale]
-            sc["scale_errors"][li], sc["scale_js"][li] = relative_error(A, Ahat), js_error(A, Ahat, causal=causal)
+            sc["scale_errors"][li], sc["scale_js"][li] = (
+                relative_error(A, Ahat),
+                js_error(A, Ahat, causal=causal),
+            )
         rep.advance()
-    return {"errors": errors, "js": js, "kernel_std": kstd, "kernel_js_std": kjs_std, "sizes": sizes,
-            "singular_values": sv, "scale_clusters": sc_k, **sc}
+    return {
+        "errors": errors,
+        "js": js,
+        "kernel_std": kstd,
+        "kernel_js_std": kjs_std,
+        "sizes": sizes,
+        "singular_values": sv,
+        "scale_clusters": sc_k,
+        **sc,
+    }

@@ -69,7 +69,9 @@ FAMILIES = ("band_sparse", "top_k", "low_rank", "kernel", "cluster_kmeans", "clu
 def _square(A: Any, name: str = "A") -> np.ndarray:
     A = np.asarray(A, dtype=np.float64)
     if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.shape[-1] < 1:
-        raise InvalidInputError(f"{name} must be a square matrix or a stack of them (..., n, n), got shape {A.shape}")
+        raise InvalidInputError(
+            f"{name} must be a square matrix or a stack of them (..., n, n), got shape {A.shape}"
+        )
     if not np.all(np.isfinite(A)):
         raise InvalidInputError(f"{name} holds NaN or inf")
     return A
@@ -120,7 +122,9 @@ def _heavy_columns(Aoff: np.ndarray, c: int) -> np.ndarray:
     return np.argsort(-col, axis=-1, kind="stable")[..., :c]
 
 
-def band_sparse(A: Any, w: int, columns: int = 0, corrections: int = 0, *, causal: bool = False) -> np.ndarray:
+def band_sparse(
+    A: Any, w: int, columns: int = 0, corrections: int = 0, *, causal: bool = False
+) -> np.ndarray:
     """Band of half-width ``w`` ∪ ``columns`` global columns ∪ ``corrections`` entries per row.
 
     Parameters
@@ -148,7 +152,9 @@ def band_sparse(A: Any, w: int, columns: int = 0, corrections: int = 0, *, causa
     keep = np.broadcast_to(band_mask(n, w, causal), A.shape).copy()
     if c:
         cols = _heavy_columns(np.where(keep, 0.0, np.abs(A)), c)
-        np.put_along_axis(keep, np.broadcast_to(cols[..., None, :], A.shape[:-1] + (c,)), True, axis=-1)
+        np.put_along_axis(
+            keep, np.broadcast_to(cols[..., None, :], A.shape[:-1] + (c,)), True, axis=-1
+        )
     if s:
         rest = np.where(keep, -np.inf, np.abs(A))
         idx = np.argpartition(-rest, s - 1, axis=-1)[..., :s]
@@ -165,7 +171,9 @@ def _grid(limit: int) -> list[int]:
     return out
 
 
-def band_sparse_search(A: Any, budgets: Any, *, causal: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def band_sparse_search(
+    A: Any, budgets: Any, *, causal: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """The best band + columns + corrections split of each budget (numbers per row).
 
     For every budget ``p`` it tries band half-widths ``w >= 0`` and global column counts ``c``
@@ -212,7 +220,9 @@ def band_sparse_search(A: Any, budgets: Any, *, causal: bool = False) -> tuple[n
             if smax > 0:
                 top = -np.partition(-R, smax - 1, axis=-1)[..., :smax]
                 top = -np.sort(-top, axis=-1)
-                gain = np.concatenate([np.zeros(lead + (1,)), np.cumsum(top.sum(-2), axis=-1)], axis=-1)
+                gain = np.concatenate(
+                    [np.zeros(lead + (1,)), np.cumsum(top.sum(-2), axis=-1)], axis=-1
+                )
             for j, p in enumerate(bs):
                 if bw + c > p:
                     continue
@@ -262,7 +272,9 @@ def low_rank(A: Any, r: int, *, svd: tuple | None = None) -> tuple[np.ndarray, n
 
 
 # ----------------------------------------------------------------------------- kernel
-def random_features(m: int, d: int, rng: np.random.Generator, *, orthogonal: bool = True) -> np.ndarray:
+def random_features(
+    m: int, d: int, rng: np.random.Generator, *, orthogonal: bool = True
+) -> np.ndarray:
     """``m`` random directions ``ω`` in ``R^d``, each marginally ``N(0, I_d)``.
 
     ``orthogonal=True`` (FAVOR+'s default): blocks of up to ``d`` exactly orthogonal rows (QR of

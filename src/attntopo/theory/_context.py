@@ -89,8 +89,15 @@ CONTEXT_SENTENCES: dict[str, tuple[str, ...]] = {
 }
 
 
-def word_contexts(word: str, *, k: int = 8, source: str = "builtin", categories: Sequence[str] | None = None,
-                  max_words: int = 40, seed: int = 0) -> list[str]:
+def word_contexts(
+    word: str,
+    *,
+    k: int = 8,
+    source: str = "builtin",
+    categories: Sequence[str] | None = None,
+    max_words: int = 40,
+    seed: int = 0,
+) -> list[str]:
     """Texts that contain ``word`` (as a whole word, any case),
     for the "same word, many contexts" study.
 
@@ -119,8 +126,10 @@ def word_contexts(word: str, *, k: int = 8, source: str = "builtin", categories:
         raise InvalidInputError(f"word must be a single word (letters/digits), got {word!r}")
     if source == "builtin":
         if key not in CONTEXT_SENTENCES:
-            raise InvalidInputError(f"no built-in contexts for {word!r}; built in: {', '.join(CONTEXT_SENTENCES)} "
-                                    f"(or take the contexts from Debian's fortunes)")
+            raise InvalidInputError(
+                f"no built-in contexts for {word!r}; built in: {', '.join(CONTEXT_SENTENCES)} "
+                f"(or take the contexts from Debian's fortunes)"
+            )
         return list(CONTEXT_SENTENCES[key][:k])
     if source != "fortunes":
         raise InvalidInputError(f"unknown source {source!r}; allowed: 'builtin', 'fortunes'")
@@ -130,20 +139,37 @@ def word_contexts(word: str, *, k: int = 8, source: str = "builtin", categories:
     pattern = re.compile(rf"\b{re.escape(key)}\b", re.IGNORECASE)
     found = [t for t in data.texts if pattern.search(t)]
     if len(found) < 3:
-        raise InvalidInputError(f"only {len(found)} fortunes with at most {max_words} words contain {word!r}: "
-                                f"a word needs at least 3 contexts")
+        raise InvalidInputError(
+            f"only {len(found)} fortunes with at most {max_words} words contain {word!r}: "
+            f"a word needs at least 3 contexts"
+        )
     pick = np.random.default_rng(seed).permutation(len(found))[:k]
     return [found[i] for i in sorted(pick)]
 
 
 # -------------------------------------------------------------------------- result
 _ARRAYS = {  # name -> (kind, ndim)
-    "n_tokens": ("i", 1), "equivariance_texts": ("i", 1), "layer_error": ("f", 4), "encoder_error": ("f", 4),
-    "margin_within": ("f", 2), "margin_within_rel": ("f", 2), "margin_cross": ("f", 1),
-    "margin_cross_rel": ("f", 1), "cross_argmin": ("i", 2), "self_similarity": ("f", 1),
-    "self_similarity_words": ("f", 2), "intra_similarity": ("f", 2), "anisotropy": ("f", 1),
-    "word_texts": ("i", 1), "word_tokens": ("i", 1), "word_js": ("f", 3), "word_js_max": ("f", 3),
-    "word_h0": ("f", 3), "word_entropy": ("f", 3), "word_hidden_cosine": ("f", 1), "word_hidden_spread": ("f", 1),
+    "n_tokens": ("i", 1),
+    "equivariance_texts": ("i", 1),
+    "layer_error": ("f", 4),
+    "encoder_error": ("f", 4),
+    "margin_within": ("f", 2),
+    "margin_within_rel": ("f", 2),
+    "margin_cross": ("f", 1),
+    "margin_cross_rel": ("f", 1),
+    "cross_argmin": ("i", 2),
+    "self_similarity": ("f", 1),
+    "self_similarity_words": ("f", 2),
+    "intra_similarity": ("f", 2),
+    "anisotropy": ("f", 1),
+    "word_texts": ("i", 1),
+    "word_tokens": ("i", 1),
+    "word_js": ("f", 3),
+    "word_js_max": ("f", 3),
+    "word_h0": ("f", 3),
+    "word_entropy": ("f", 3),
+    "word_hidden_cosine": ("f", 1),
+    "word_hidden_spread": ("f", 1),
 }
 
 
@@ -271,8 +297,16 @@ class Context(Result):
         L = self.n_layers
         cols: dict[str, Any] = {"depth": np.arange(L + 1)}
         for c, name in enumerate(self.conditions):
-            le = self.layer_error[c].reshape(-1, L) if self.layer_error.size else np.full((1, L), np.nan)
-            ee = self.encoder_error[c].reshape(-1, L + 1) if self.encoder_error.size else np.full((1, L + 1), np.nan)
+            le = (
+                self.layer_error[c].reshape(-1, L)
+                if self.layer_error.size
+                else np.full((1, L), np.nan)
+            )
+            ee = (
+                self.encoder_error[c].reshape(-1, L + 1)
+                if self.encoder_error.size
+                else np.full((1, L + 1), np.nan)
+            )
             cols[f"layer_error_{name}"] = self._per_layer(le.mean(0))
             cols[f"layer_error_{name}_max"] = self._per_layer(le.max(0))
             cols[f"encoder_error_{name}"] = ee.mean(0)
@@ -293,23 +327,56 @@ class Context(Result):
         return Columns(cols)
 
     def to_dict(self) -> dict:
-        return json_safe({
-            "kind": self.kind, "model": self.model, "model_type": self.model_type, "causal": self.causal,
-            "n_layers": self.n_layers, "n_heads": self.n_heads, "texts": self.texts, "tokens": self.tokens,
-            "positional": self.positional, "conditions": self.conditions, "n_permutations": self.n_permutations,
-            "seed": self.seed, "equivariance_texts": self.equivariance_texts.tolist(),
-            "n_cross_pairs": self.n_cross_pairs, "similarity_words": self.similarity_words, "word": self.word,
-            "word_texts": self.word_texts.tolist(), "word_tokens": self.word_tokens.tolist(),
-            "summary": self.summary().rows(), "provenance": self.provenance,
-        })
+        return json_safe(
+            {
+                "kind": self.kind,
+                "model": self.model,
+                "model_type": self.model_type,
+                "causal": self.causal,
+                "n_layers": self.n_layers,
+                "n_heads": self.n_heads,
+                "texts": self.texts,
+                "tokens": self.tokens,
+                "positional": self.positional,
+                "conditions": self.conditions,
+                "n_permutations": self.n_permutations,
+                "seed": self.seed,
+                "equivariance_texts": self.equivariance_texts.tolist(),
+                "n_cross_pairs": self.n_cross_pairs,
+                "similarity_words": self.similarity_words,
+                "word": self.word,
+                "word_texts": self.word_texts.tolist(),
+                "word_tokens": self.word_tokens.tolist(),
+                "summary": self.summary().rows(),
+                "provenance": self.provenance,
+            }
+        )
 
     # ----------------------------------------------------------------- storage
-    _META = ("model", "model_type", "causal", "n_layers", "n_heads", "texts", "tokens", "positional", "conditions",
-             "n_permutations", "seed", "permutations", "n_cross_pairs", "similarity_words", "word", "provenance")
+    _META = (
+        "model",
+        "model_type",
+        "causal",
+        "n_layers",
+        "n_heads",
+        "texts",
+        "tokens",
+        "positional",
+        "conditions",
+        "n_permutations",
+        "seed",
+        "permutations",
+        "n_cross_pairs",
+        "similarity_words",
+        "word",
+        "provenance",
+    )
 
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
-        return ({k: getattr(self, k) for k in self._META},
-                {k: np.asarray(getattr(self, k)) for k in _ARRAYS})
+        return (
+            {k: getattr(self, k) for k in self._META},
+            {k: np.asarray(getattr(self, k)) for k in _ARRAYS},
+        )
 
     @classmethod
     def _from_payload(cls, meta: dict, arrays: Mapping[str, np.ndarray]) -> "Context":
@@ -323,24 +390,42 @@ class Context(Result):
         H, C = int(meta["n_heads"]), len(meta["conditions"])
         E, P = got["equivariance_texts"].shape[0], int(meta["n_permutations"])
         W, k = len(meta["similarity_words"]), got["word_texts"].shape[0]
-        checks = [("margin_within", (T, L + 1)), ("margin_within_rel", (T, L + 1)),
-                  ("margin_cross", (L + 1,)), ("margin_cross_rel", (L + 1,)), ("cross_argmin", (L + 1, 4)),
-                  ("anisotropy", (L + 1,)), ("intra_similarity", (T, L + 1)), ("n_tokens", (T,)),
-                  ("self_similarity", (L + 1,)), ("self_similarity_words", (W, L + 1)),
-                  ("layer_error", (C, E, P, L)), ("encoder_error", (C, E, P, L + 1)),
-                  ("word_tokens", (k,))]
-        word_arrays = [("word_entropy", (k, L, H)), ("word_js", (len(SUPPORTS), L, H)),
-                       ("word_js_max", (len(SUPPORTS), L, H)), ("word_h0", (len(SUPPORTS), L, H)),
-                       ("word_hidden_cosine", (L + 1,)), ("word_hidden_spread", (L + 1,))]
+        checks = [
+            ("margin_within", (T, L + 1)),
+            ("margin_within_rel", (T, L + 1)),
+            ("margin_cross", (L + 1,)),
+            ("margin_cross_rel", (L + 1,)),
+            ("cross_argmin", (L + 1, 4)),
+            ("anisotropy", (L + 1,)),
+            ("intra_similarity", (T, L + 1)),
+            ("n_tokens", (T,)),
+            ("self_similarity", (L + 1,)),
+            ("self_similarity_words", (W, L + 1)),
+            ("layer_error", (C, E, P, L)),
+            ("encoder_error", (C, E, P, L + 1)),
+            ("word_tokens", (k,)),
+        ]
+        word_arrays = [
+            ("word_entropy", (k, L, H)),
+            ("word_js", (len(SUPPORTS), L, H)),
+            ("word_js_max", (len(SUPPORTS), L, H)),
+            ("word_h0", (len(SUPPORTS), L, H)),
+            ("word_hidden_cosine", (L + 1,)),
+            ("word_hidden_spread", (L + 1,)),
+        ]
         if meta.get("word") is not None:
             checks += word_arrays
         else:  # no word studied: its arrays are empty
             for name, _ in word_arrays:
                 if got[name].size:
-                    raise ResultFormatError(f"array {name!r} must be empty without a word, got {got[name].shape}")
+                    raise ResultFormatError(
+                        f"array {name!r} must be empty without a word, got {got[name].shape}"
+                    )
         for name, shape in checks:
             if got[name].shape != shape:
-                raise ResultFormatError(f"array {name!r} must have shape {shape}, got {got[name].shape}")
+                raise ResultFormatError(
+                    f"array {name!r} must have shape {shape}, got {got[name].shape}"
+                )
         kw = {k: meta[k] for k in cls._META if k != "provenance"}
         for k in ("causal",):
             kw[k] = bool(kw[k])
@@ -379,20 +464,24 @@ def _conditions(m: Any) -> list[tuple[str, Callable[[], Any]]]:
         with positions_off(m), causal_mask_off(m):
             yield
 
-    return [("positions", nothing), ("no_positions", no_order), ("no_rotary_causal", lambda: positions_off(m))]
+    return [
+        ("positions", nothing),
+        ("no_positions", no_order),
+        ("no_rotary_causal", lambda: positions_off(m)),
+    ]
 
 
 def _out(x: Any) -> Any:
     return x[0] if isinstance(x, tuple) else x
 
 
-def _equivariance(m: Any, texts: list[str], perms: list[list[np.ndarray]], conds, truncate: bool,
-                  progress: Any) -> tuple[np.ndarray, np.ndarray]:
+def _equivariance(
+    m: Any, texts: list[str], perms: list[list[np.ndarray]], conds, truncate: bool, progress: Any
+) -> tuple[np.ndarray, np.ndarray]:
     """``layer_error`` (C, E, P, L) and ``encoder_error`` (C, E, P, L + 1)."""
     import torch
 
-    from ..models.instruments import forward_capture
-    from ..models.instruments import transformer_layers
+    from ..models.instruments import forward_capture, transformer_layers
 
     layers = transformer_layers(m)
     L = len(layers)
@@ -406,8 +495,12 @@ def _equivariance(m: Any, texts: list[str], perms: list[list[np.ndarray]], conds
         with m._lock, make():
             for e, text in enumerate(texts):
                 calls: list[tuple[tuple, dict]] = []
-                hooks = [layer.register_forward_pre_hook(lambda _m, a, k: calls.append((a, k)), with_kwargs=True)
-                         for layer in layers]
+                hooks = [
+                    layer.register_forward_pre_hook(
+                        lambda _m, a, k: calls.append((a, k)), with_kwargs=True
+                    )
+                    for layer in layers
+                ]
                 try:
                     base = forward_capture(m, [text], truncate=truncate)[0].hidden
                 finally:
@@ -416,8 +509,12 @@ def _equivariance(m: Any, texts: list[str], perms: list[list[np.ndarray]], conds
                 progress.advance()
                 for p, perm in enumerate(perms[e]):
                     pt = torch.from_numpy(perm)
-                    moved = forward_capture(m, [text], truncate=truncate,
-                                            input_embeds_hook=lambda ids, pt=pt: embed(ids[:, pt]))[0].hidden
+                    moved = forward_capture(
+                        m,
+                        [text],
+                        truncate=truncate,
+                        input_embeds_hook=lambda ids, pt=pt: embed(ids[:, pt]),
+                    )[0].hidden
                     for i in range(L + 1):
                         enc_err[c, e, p, i] = cm.equivariance_error(base[i], moved[i], perm)
                     progress.advance()
@@ -427,7 +524,9 @@ def _equivariance(m: Any, texts: list[str], perms: list[list[np.ndarray]], conds
                         out = _out(layer(*args, **kwargs))[0].double().cpu().numpy()
                         for p, perm in enumerate(perms[e]):
                             pt = torch.from_numpy(perm).to(x.device)
-                            outp = _out(layer(x[:, pt], *args[1:], **kwargs))[0].double().cpu().numpy()
+                            outp = (
+                                _out(layer(x[:, pt], *args[1:], **kwargs))[0].double().cpu().numpy()
+                            )
                             layer_err[c, e, p, i] = cm.equivariance_error(out, outp, perm)
     return layer_err, enc_err
 
@@ -446,8 +545,16 @@ def _words_of(caps: list, m: Any) -> list[list[tuple[str, int]]]:
     out = []
     for cap in caps:
         enc = cap.encoding
-        att = Attention(weights=cap.attention, tokens=enc.tokens, offsets=enc.offsets, special=enc.special,
-                        causal=bool(m.causal), model=m.name, text=enc.text, token_ids=enc.ids)
+        att = Attention(
+            weights=cap.attention,
+            tokens=enc.tokens,
+            offsets=enc.offsets,
+            special=enc.special,
+            causal=bool(m.causal),
+            model=m.name,
+            text=enc.text,
+            token_ids=enc.ids,
+        )
         words = []
         for _index, w, toks in word_tokens(att):
             key = _word_key(w)
@@ -480,10 +587,16 @@ def _word_study(m: Any, caps: list, words: list[list[tuple[str, int]]], word: st
     from ..distances import row_distances
 
     key = _word_key(word)
-    hits = [(t, next(tok for k, tok in ws if k == key)) for t, ws in enumerate(words) if any(k == key for k, _ in ws)]
+    hits = [
+        (t, next(tok for k, tok in ws if k == key))
+        for t, ws in enumerate(words)
+        if any(k == key for k, _ in ws)
+    ]
     if len(hits) < 3:
-        raise InvalidInputError(f"the word {word!r} occurs in {len(hits)} of the texts: the same-word study needs "
-                                f"it in at least 3 (it is matched as a whole word, case-folded)")
+        raise InvalidInputError(
+            f"the word {word!r} occurs in {len(hits)} of the texts: the same-word study needs "
+            f"it in at least 3 (it is matched as a whole word, case-folded)"
+        )
     rows = [caps[t].attention[:, :, tok, :] for t, tok in hits]  # each (L, H, n_t)
     width = max(r.shape[-1] for r in rows)
     supports = {
@@ -500,10 +613,14 @@ def _word_study(m: Any, caps: list, words: list[list[tuple[str, int]]], word: st
         js.append(D[..., iu[0], iu[1]].mean(-1))
         js_max.append(D[..., iu[0], iu[1]].max(-1))
         h0.append(cm.h0_total_persistence(D))
-    visible = np.array([tok + 1 if m.causal else r.shape[-1] for (_, tok), r in zip(hits, rows)], dtype=np.float64)
+    visible = np.array(
+        [tok + 1 if m.causal else r.shape[-1] for (_, tok), r in zip(hits, rows)], dtype=np.float64
+    )
     ent = np.stack([cm.entropy_bits(r) for r in rows])  # (k, L, H)
     with np.errstate(divide="ignore", invalid="ignore"):
-        norm_ent = np.where(visible[:, None, None] > 1, ent / np.log2(np.maximum(visible, 2))[:, None, None], 0.0)
+        norm_ent = np.where(
+            visible[:, None, None] > 1, ent / np.log2(np.maximum(visible, 2))[:, None, None], 0.0
+        )
     hid = np.stack([caps[t].hidden[:, tok] for t, tok in hits]).astype(np.float64)  # (k, L+1, d)
     cos_d = np.array([1.0 - cm.pair_mean(cm.cosine_matrix(hid[:, i])) for i in range(hid.shape[1])])
     spread = []
@@ -511,23 +628,46 @@ def _word_study(m: Any, caps: list, words: list[list[tuple[str, int]]], word: st
         X = hid[:, i]
         diff = np.linalg.norm(X[:, None, :] - X[None, :, :], axis=-1)[iu]
         spread.append(diff.mean() / np.linalg.norm(X, axis=-1).mean())
-    return {"word_texts": np.array([t for t, _ in hits], dtype=np.int64),
-            "word_tokens": np.array([tok for _, tok in hits], dtype=np.int64),
-            "word_js": np.stack(js), "word_js_max": np.stack(js_max), "word_h0": np.stack(h0),
-            "word_entropy": norm_ent, "word_hidden_cosine": cos_d, "word_hidden_spread": np.array(spread)}
+    return {
+        "word_texts": np.array([t for t, _ in hits], dtype=np.int64),
+        "word_tokens": np.array([tok for _, tok in hits], dtype=np.int64),
+        "word_js": np.stack(js),
+        "word_js_max": np.stack(js_max),
+        "word_h0": np.stack(h0),
+        "word_entropy": norm_ent,
+        "word_hidden_cosine": cos_d,
+        "word_hidden_spread": np.array(spread),
+    }
 
 
 def _empty_word() -> dict:
     z3 = np.zeros((len(SUPPORTS), 0, 0))
-    return {"word_texts": np.zeros(0, np.int64), "word_tokens": np.zeros(0, np.int64), "word_js": z3,
-            "word_js_max": z3, "word_h0": z3, "word_entropy": np.zeros((0, 0, 0)),
-            "word_hidden_cosine": np.zeros(0), "word_hidden_spread": np.zeros(0)}
+    return {
+        "word_texts": np.zeros(0, np.int64),
+        "word_tokens": np.zeros(0, np.int64),
+        "word_js": z3,
+        "word_js_max": z3,
+        "word_h0": z3,
+        "word_entropy": np.zeros((0, 0, 0)),
+        "word_hidden_cosine": np.zeros(0),
+        "word_hidden_spread": np.zeros(0),
+    }
 
 
 @reports("context")
-def context(texts: str | Sequence[str], model: Any = "minilm", *, word: str | None = None, n_permutations: int = 3,
-            seed: int = 0, cross: bool | None = None, min_contexts: int = 2, equivariance_texts: int | None = None,
-            truncate: bool = False, progress: Any = None) -> Context:
+def context(
+    texts: str | Sequence[str],
+    model: Any = "minilm",
+    *,
+    word: str | None = None,
+    n_permutations: int = 3,
+    seed: int = 0,
+    cross: bool | None = None,
+    min_contexts: int = 2,
+    equivariance_texts: int | None = None,
+    truncate: bool = False,
+    progress: Any = None,
+) -> Context:
     """Permutation equivariance, contextual-mapping
     margins and contextuality of ``model`` on ``texts``.
 
@@ -570,8 +710,7 @@ def context(texts: str | Sequence[str], model: Any = "minilm", *, word: str | No
     from ..analyses.building import make_provenance
     from ..attention import token_labels
     from ..models import load_model
-    from ..models.instruments import forward_capture
-    from ..models.instruments import positional_mechanism
+    from ..models.instruments import forward_capture, positional_mechanism
 
     texts = check_texts(texts)
     n_permutations = check_positive_int(n_permutations, "n_permutations", allow_none=False)
@@ -583,8 +722,11 @@ def context(texts: str | Sequence[str], model: Any = "minilm", *, word: str | No
         raise InvalidInputError(f"cross must be None, True or False, got {cross!r}")
     elif cross and len(texts) < 3:
         raise InvalidInputError(f"cross-context margins need at least 3 texts, got {len(texts)}")
-    n_eq = len(texts) if equivariance_texts is None else check_int(equivariance_texts, "equivariance_texts",
-                                                                     lo=0, hi=len(texts))
+    n_eq = (
+        len(texts)
+        if equivariance_texts is None
+        else check_int(equivariance_texts, "equivariance_texts", lo=0, hi=len(texts))
+    )
     if word is not None and (not isinstance(word, str) or not word.strip()):
         raise InvalidInputError(f"word must be a non-empty string, got {word!r}")
 
@@ -602,13 +744,17 @@ def context(texts: str | Sequence[str], model: Any = "minilm", *, word: str | No
     words = _words_of(caps, m)
     study = _word_study(m, caps, words, word) if word is not None else _empty_word()
     rng = np.random.default_rng(seed)
-    perms = [[cm.content_permutation(e.special, rng) for _ in range(n_permutations)] for e in encs[:n_eq]]
+    perms = [
+        [cm.content_permutation(e.special, rng) for _ in range(n_permutations)] for e in encs[:n_eq]
+    ]
     progress.stage("permuted passes")
     layer_err, enc_err = _equivariance(m, texts[:n_eq], perms, conds, truncate, progress)
 
     progress.stage("margins")
     content = [np.flatnonzero(~np.asarray(e.special, dtype=bool)) for e in encs]
-    hidden = [c.hidden[:, idx].astype(np.float64) for c, idx in zip(caps, content)]  # content tokens only
+    hidden = [
+        c.hidden[:, idx].astype(np.float64) for c, idx in zip(caps, content)
+    ]  # content tokens only
     within = np.full((len(texts), L + 1), np.nan)
     within_rel = np.full((len(texts), L + 1), np.nan)
     intra = np.full((len(texts), L + 1), np.nan)
@@ -623,32 +769,71 @@ def context(texts: str | Sequence[str], model: Any = "minilm", *, word: str | No
     self_sim, sim_words, per_word = np.full(L + 1, np.nan), [], np.zeros((0, L + 1))
     n_pairs = 0
     if cross:
-        skip = {(a, b) for a in range(len(texts)) for b in range(a + 1, len(texts))
-                if cm.is_permutation(encs[a].ids, encs[b].ids)}
+        skip = {
+            (a, b)
+            for a in range(len(texts))
+            for b in range(a + 1, len(texts))
+            if cm.is_permutation(encs[a].ids, encs[b].ids)
+        }
         # causal models: tokens with the same prefix have the same output by construction; left out
-        keys = ([k[idx] for k, idx in zip(cm.prefix_keys([e.ids for e in encs]), content)] if m.causal else None)
+        keys = (
+            [k[idx] for k, idx in zip(cm.prefix_keys([e.ids for e in encs]), content)]
+            if m.causal
+            else None
+        )
         for i in range(L + 1):
             margin_cross[i], margin_cross_rel[i], (a, ti, b, tj), n_pairs = cm.cross_margin(
-                [h[i] for h in hidden], skip, keys)
+                [h[i] for h in hidden], skip, keys
+            )
             if a >= 0:
                 argmin[i] = (a, content[a][ti], b, content[b][tj])
             aniso[i] = cm.anisotropy([h[i] for h in hidden])
         if n_pairs == 0:
-            raise InvalidInputError("cross-context margins need texts that are not permutations of each other: "
-                                    "every pair of texts here is")
+            raise InvalidInputError(
+                "cross-context margins need texts that are not permutations of each other: "
+                "every pair of texts here is"
+            )
         self_sim, sim_words, per_word = _similarities([c.hidden for c in caps], words, min_contexts)
     progress.advance()
     labels = [token_labels(e.tokens, e.offsets, e.special, text=e.text)[0] for e in encs]
-    settings = {"n_permutations": n_permutations, "seed": seed, "cross": cross, "min_contexts": min_contexts,
-                "equivariance_texts": n_eq, "word": word, "truncate": truncate}
+    settings = {
+        "n_permutations": n_permutations,
+        "seed": seed,
+        "cross": cross,
+        "min_contexts": min_contexts,
+        "equivariance_texts": n_eq,
+        "word": word,
+        "truncate": truncate,
+    }
     return Context(
-        model=m.name, model_type=mech.model_type, causal=bool(m.causal), n_layers=L, n_heads=H, texts=texts,
-        tokens=labels, n_tokens=np.array([len(e.ids) for e in encs], dtype=np.int64), positional=mech.describe(),
-        conditions=[name for name, _ in conds], n_permutations=n_permutations, seed=seed,
-        permutations=[[p.tolist() for p in ps] for ps in perms], equivariance_texts=np.arange(n_eq, dtype=np.int64),
-        layer_error=layer_err, encoder_error=enc_err, margin_within=within, margin_within_rel=within_rel,
-        margin_cross=margin_cross, margin_cross_rel=margin_cross_rel, cross_argmin=argmin, n_cross_pairs=n_pairs,
-        self_similarity=self_sim, similarity_words=sim_words, self_similarity_words=per_word,
-        intra_similarity=intra, anisotropy=aniso, word=word, **study,
+        model=m.name,
+        model_type=mech.model_type,
+        causal=bool(m.causal),
+        n_layers=L,
+        n_heads=H,
+        texts=texts,
+        tokens=labels,
+        n_tokens=np.array([len(e.ids) for e in encs], dtype=np.int64),
+        positional=mech.describe(),
+        conditions=[name for name, _ in conds],
+        n_permutations=n_permutations,
+        seed=seed,
+        permutations=[[p.tolist() for p in ps] for ps in perms],
+        equivariance_texts=np.arange(n_eq, dtype=np.int64),
+        layer_error=layer_err,
+        encoder_error=enc_err,
+        margin_within=within,
+        margin_within_rel=within_rel,
+        margin_cross=margin_cross,
+        margin_cross_rel=margin_cross_rel,
+        cross_argmin=argmin,
+        n_cross_pairs=n_pairs,
+        self_similarity=self_sim,
+        similarity_words=sim_words,
+        self_similarity_words=per_word,
+        intra_similarity=intra,
+        anisotropy=aniso,
+        word=word,
+        **study,
         provenance=make_provenance(m.info(), settings=settings),
     )

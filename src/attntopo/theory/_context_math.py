@@ -93,7 +93,9 @@ def content_permutation(special: Sequence[bool], rng: np.random.Generator) -> np
     special = np.asarray(special, dtype=bool)
     content = np.flatnonzero(~special)
     if content.size < 2:
-        raise InvalidInputError(f"a text needs at least 2 non-special tokens to be permuted, got {content.size}")
+        raise InvalidInputError(
+            f"a text needs at least 2 non-special tokens to be permuted, got {content.size}"
+        )
     perm = np.arange(special.size, dtype=np.int64)
     while True:
         shuffled = content[rng.permutation(content.size)]
@@ -114,8 +116,9 @@ def _squared(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, float]:
     return D2, slack
 
 
-def min_distance(A: np.ndarray, B: np.ndarray | None = None, mask: np.ndarray | None = None
-                 ) -> tuple[float, int, int, float, int]:
+def min_distance(
+    A: np.ndarray, B: np.ndarray | None = None, mask: np.ndarray | None = None
+) -> tuple[float, int, int, float, int]:
     """Smallest Euclidean distance between a row of ``A`` and a row of ``B``.
 
     Distances come from the Gram identity in float64 (on centred rows); every pair within that
@@ -177,9 +180,11 @@ def within_margin(H: np.ndarray) -> tuple[float, float, int, int]:
     return d, (d / mean if count and mean > 0 else float("nan")), i, j
 
 
-def cross_margin(Hs: Sequence[np.ndarray], skip: set[tuple[int, int]] | None = None,
-                 keys: Sequence[Sequence[int]] | None = None
-                 ) -> tuple[float, float, tuple[int, int, int, int], int]:
+def cross_margin(
+    Hs: Sequence[np.ndarray],
+    skip: set[tuple[int, int]] | None = None,
+    keys: Sequence[Sequence[int]] | None = None,
+) -> tuple[float, float, tuple[int, int, int, int], int]:
     """Yun et al.'s second condition measured: ``min ‖h_i(X_a) − h_j(X_b)‖`` over texts ``a < b``.
 
     Parameters
@@ -228,7 +233,12 @@ def prefix_keys(ids: Sequence[Sequence[int]]) -> list[np.ndarray]:
     out = []
     for seq in ids:
         seq = tuple(int(x) for x in seq)
-        out.append(np.array([table.setdefault(seq[: i + 1], len(table)) for i in range(len(seq))], dtype=np.int64))
+        out.append(
+            np.array(
+                [table.setdefault(seq[: i + 1], len(table)) for i in range(len(seq))],
+                dtype=np.int64,
+            )
+        )
     return out
 
 
@@ -292,7 +302,9 @@ def anisotropy(Hs: Sequence[np.ndarray]) -> float:
 
 
 # ------------------------------------------------------------------- common support
-def relative_support(rows: Sequence[np.ndarray], positions: Sequence[int], width: int) -> np.ndarray:
+def relative_support(
+    rows: Sequence[np.ndarray], positions: Sequence[int], width: int
+) -> np.ndarray:
     """Attention rows as distributions over the offset ``key − query`` in ``[−(width−1), width−1]``.
 
     Parameters
@@ -315,12 +327,16 @@ def relative_support(rows: Sequence[np.ndarray], positions: Sequence[int], width
         r = np.asarray(r, dtype=np.float64)
         n = r.shape[-1]
         if n > width or not 0 <= i < n:
-            raise InvalidInputError(f"context {c}: position {i} of {n} tokens does not fit width {width}")
-        out[..., c, width - 1 - i: width - 1 - i + n] = r
+            raise InvalidInputError(
+                f"context {c}: position {i} of {n} tokens does not fit width {width}"
+            )
+        out[..., c, width - 1 - i : width - 1 - i + n] = r
     return out
 
 
-def vocabulary_support(rows: Sequence[np.ndarray], ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+def vocabulary_support(
+    rows: Sequence[np.ndarray], ids: Sequence[Sequence[int]]
+) -> tuple[np.ndarray, np.ndarray]:
     """Attention rows as distributions over the token types (vocabulary ids) of all contexts.
 
     The weight on every key with the same id is summed (a row's mass on "the" is one number).

@@ -239,8 +239,12 @@ def js_geometry(att: Any, *, n_jobs: int | None = 1) -> tuple[np.ndarray, np.nda
     pairs = D[..., iu[0], iu[1]]
     lead = D.shape[:-2]
     dgms = persistence_batch(D.reshape((-1, n, n)), maxdim=0, n_jobs=n_jobs)
-    h0 = np.array([float(np.sum(g[0][np.isfinite(g[0][:, 1]), 1] - g[0][np.isfinite(g[0][:, 1]), 0]))
-                   for g in dgms]).reshape(lead)
+    h0 = np.array(
+        [
+            float(np.sum(g[0][np.isfinite(g[0][:, 1]), 1] - g[0][np.isfinite(g[0][:, 1]), 0]))
+            for g in dgms
+        ]
+    ).reshape(lead)
     return pairs.mean(axis=-1), pairs.max(axis=-1), h0
 
 
@@ -270,7 +274,9 @@ def knn_overlap(X: Any, Y: Any, k: int) -> float:
     X = np.asarray(X, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
     if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0]:
-        raise InvalidInputError(f"X and Y must be (n, d) arrays of the same n, got {X.shape} and {Y.shape}")
+        raise InvalidInputError(
+            f"X and Y must be (n, d) arrays of the same n, got {X.shape} and {Y.shape}"
+        )
     k = check_positive_int(k, "k", allow_none=False)
     if k > X.shape[0] - 1:
         raise InvalidInputError(f"k must be at most n - 1 = {X.shape[0] - 1}, got {k}")
@@ -322,7 +328,7 @@ def _mean_std(x: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(cnt > 0, s / np.maximum(cnt, 1), np.nan)
         dev = np.where(ok, x - np.expand_dims(mean, axis), 0.0)
-        var = (dev ** 2).sum(axis=axis) / np.maximum(cnt - 1, 1)
+        var = (dev**2).sum(axis=axis) / np.maximum(cnt - 1, 1)
     return mean, np.where(cnt > 1, np.sqrt(var), np.nan)
 
 
@@ -392,8 +398,20 @@ class Depth(Result):
     provenance: dict = field(default_factory=dict)
 
     _ARRAYS: ClassVar[tuple[str, ...]] = (
-        "n_tokens", "k_used", "res_hidden", "res_path_head", "res_path_mean", "js_mean", "js_diameter",
-        "h0_total", "entropy", "fisher_rao", "knn_overlap", "intrinsic_dim", "id_points", "intrinsic_dim_text",
+        "n_tokens",
+        "k_used",
+        "res_hidden",
+        "res_path_head",
+        "res_path_mean",
+        "js_mean",
+        "js_diameter",
+        "h0_total",
+        "entropy",
+        "fisher_rao",
+        "knn_overlap",
+        "intrinsic_dim",
+        "id_points",
+        "intrinsic_dim_text",
     )
 
     @property
@@ -425,19 +443,30 @@ class Depth(Result):
         """
         L = self.n_layers
         cols: dict[str, np.ndarray] = {"depth": np.arange(L + 1), "layer": np.arange(L + 1) - 1}
-        for name in ("res_hidden", "res_path_head", "res_path_mean", *_PER_HEAD, "fisher_rao",
-                     "knn_overlap"):
+        for name in (
+            "res_hidden",
+            "res_path_head",
+            "res_path_mean",
+            *_PER_HEAD,
+            "fisher_rao",
+            "knn_overlap",
+        ):
             mean, std = self._layer_rows(name)
             cols[name], cols[f"{name}_std"] = mean, std
         cols["intrinsic_dim"] = np.asarray(self.intrinsic_dim, dtype=np.float64)
         cols["id_points"] = np.asarray(self.id_points)
-        cols["intrinsic_dim_text"], cols["intrinsic_dim_text_std"] = self._layer_rows("intrinsic_dim_text")
+        cols["intrinsic_dim_text"], cols["intrinsic_dim_text_std"] = self._layer_rows(
+            "intrinsic_dim_text"
+        )
         return Columns(cols)
 
     def head_table(self) -> Columns:
         """One row per ``(layer, head)``: each per-head measure's mean and std over texts."""
         L, H = self.n_layers, self.n_heads
-        cols: dict[str, np.ndarray] = {"layer": np.repeat(np.arange(L), H), "head": np.tile(np.arange(H), L)}
+        cols: dict[str, np.ndarray] = {
+            "layer": np.repeat(np.arange(L), H),
+            "head": np.tile(np.arange(H), L),
+        }
         for name in ("res_path_head", *_PER_HEAD, "fisher_rao"):
             x = np.asarray(getattr(self, name), dtype=np.float64)
             mean, std = _mean_std(x, axis=0)
@@ -448,17 +477,34 @@ class Depth(Result):
         return Columns(cols)
 
     def to_dict(self) -> dict:
-        return json_safe({
-            "kind": self.kind, "model": self.model, "causal": self.causal, "n_layers": self.n_layers,
-            "n_heads": self.n_heads, "n_texts": self.n_texts, "n_tokens": self.n_tokens, "k": self.k,
-            "k_used": self.k_used, "summary": self.summary().rows(), "heads": self.head_table().rows(),
-            "provenance": self.provenance,
-        })
+        return json_safe(
+            {
+                "kind": self.kind,
+                "model": self.model,
+                "causal": self.causal,
+                "n_layers": self.n_layers,
+                "n_heads": self.n_heads,
+                "n_texts": self.n_texts,
+                "n_tokens": self.n_tokens,
+                "k": self.k,
+                "k_used": self.k_used,
+                "summary": self.summary().rows(),
+                "heads": self.head_table().rows(),
+                "provenance": self.provenance,
+            }
+        )
 
     # ----------------------------------------------------------------- storage
     def _payload(self) -> tuple[dict, dict[str, np.ndarray]]:
-        meta = {"model": self.model, "causal": self.causal, "n_layers": self.n_layers, "n_heads": self.n_heads,
-                "texts": list(self.texts), "k": self.k, "provenance": self.provenance}
+        meta = {
+            "model": self.model,
+            "causal": self.causal,
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "texts": list(self.texts),
+            "k": self.k,
+            "provenance": self.provenance,
+        }
         return meta, {name: np.asarray(getattr(self, name)) for name in self._ARRAYS}
 
     @classmethod
@@ -471,20 +517,39 @@ class Depth(Result):
             raise ResultFormatError(f"depth metadata is incomplete or malformed ({e})") from None
         T = len(texts)
         shapes = {
-            "n_tokens": ("i", (T,)), "k_used": ("i", (T,)), "res_hidden": ("f", (T, L + 1)),
-            "res_path_head": ("f", (T, L, H)), "res_path_mean": ("f", (T, L)),
+            "n_tokens": ("i", (T,)),
+            "k_used": ("i", (T,)),
+            "res_hidden": ("f", (T, L + 1)),
+            "res_path_head": ("f", (T, L, H)),
+            "res_path_mean": ("f", (T, L)),
             **{name: ("f", (T, L, H)) for name in _PER_HEAD},
-            "fisher_rao": ("f", (T, max(L - 1, 0), H)), "knn_overlap": ("f", (T, L)),
-            "intrinsic_dim": ("f", (L + 1,)), "id_points": ("i", (L + 1,)), "intrinsic_dim_text": ("f", (T, L + 1)),
+            "fisher_rao": ("f", (T, max(L - 1, 0), H)),
+            "knn_overlap": ("f", (T, L)),
+            "intrinsic_dim": ("f", (L + 1,)),
+            "id_points": ("i", (L + 1,)),
+            "intrinsic_dim_text": ("f", (T, L + 1)),
         }
-        got = {name: read_array(arrays, name, kind=kind, shape=shape) for name, (kind, shape) in shapes.items()}
-        return cls(model=str(meta["model"]), causal=bool(meta["causal"]), n_layers=L, n_heads=H, texts=texts, k=k,
-                   provenance=dict(meta.get("provenance") or {}), **got)
+        got = {
+            name: read_array(arrays, name, kind=kind, shape=shape)
+            for name, (kind, shape) in shapes.items()
+        }
+        return cls(
+            model=str(meta["model"]),
+            causal=bool(meta["causal"]),
+            n_layers=L,
+            n_heads=H,
+            texts=texts,
+            k=k,
+            provenance=dict(meta.get("provenance") or {}),
+            **got,
+        )
 
     def __repr__(self) -> str:
         res = self.summary()["res_hidden"]
-        return (f"Depth({self.model!r}, {self.n_texts} text{'s' if self.n_texts != 1 else ''}, "
-                f"{self.n_layers} layers × {self.n_heads} heads, res(X) {res[0]:.3f} → {res[-1]:.3f})")
+        return (
+            f"Depth({self.model!r}, {self.n_texts} text{'s' if self.n_texts != 1 else ''}, "
+            f"{self.n_layers} layers × {self.n_heads} heads, res(X) {res[0]:.3f} → {res[-1]:.3f})"
+        )
 
 
 # ============================================================================ the entry point
@@ -498,10 +563,18 @@ def _one_text(hidden: np.ndarray, att: np.ndarray, k: int, n_jobs: int | None) -
     fr = fisher_rao_rows(att[:-1], att[1:]).mean(axis=-1) if L > 1 else np.zeros((0, att.shape[1]))
     ids = [intrinsic_dimension(hidden[d])[0] for d in range(L + 1)]
     return {
-        "res_hidden": residual(hidden), "res_path_head": residual(same), "res_path_mean": residual(mean),
-        "js_mean": js_mean, "js_diameter": js_diam, "h0_total": h0, "entropy": row_entropy(att),
-        "fisher_rao": fr, "knn_overlap": np.array([knn_overlap(hidden[d], hidden[d + 1], k_used) for d in range(L)]),
-        "intrinsic_dim_text": np.array(ids), "k_used": k_used, "n_tokens": n,
+        "res_hidden": residual(hidden),
+        "res_path_head": residual(same),
+        "res_path_mean": residual(mean),
+        "js_mean": js_mean,
+        "js_diameter": js_diam,
+        "h0_total": h0,
+        "entropy": row_entropy(att),
+        "fisher_rao": fr,
+        "knn_overlap": np.array([knn_overlap(hidden[d], hidden[d + 1], k_used) for d in range(L)]),
+        "intrinsic_dim_text": np.array(ids),
+        "k_used": k_used,
+        "n_tokens": n,
     }
 
 
@@ -554,7 +627,9 @@ def depth(
     from ..models.instruments import forward_capture
 
     texts = check_texts(texts)
-    k = check_positive_int(k, "k", allow_none=False, hint="neighbours for the overlap between layers")
+    k = check_positive_int(
+        k, "k", allow_none=False, hint="neighbours for the overlap between layers"
+    )
     truncate = check_bool(truncate, "truncate")
     n_jobs = check_positive_int(n_jobs, "n_jobs", None)
     _skdim()  # fails before any model work when scikit-dimension is missing
@@ -564,8 +639,10 @@ def depth(
         encs = m._encode(texts, truncate=truncate)  # length errors before any forward pass
         for i, enc in enumerate(encs):
             if len(enc.ids) < MIN_TOKENS:
-                raise InvalidInputError(f"texts[{i}] has {len(enc.ids)} token{'s' if len(enc.ids) != 1 else ''} "
-                                        f"with {m.name}'s special tokens; depth needs at least {MIN_TOKENS}")
+                raise InvalidInputError(
+                    f"texts[{i}] has {len(enc.ids)} token{'s' if len(enc.ids) != 1 else ''} "
+                    f"with {m.name}'s special tokens; depth needs at least {MIN_TOKENS}"
+                )
         rows, hiddens = [], []
         for text in texts:
             reporter.stage("forward")
@@ -576,21 +653,45 @@ def depth(
             hiddens.append(cap.hidden)
             reporter.advance(2)
         reporter.stage("intrinsic dimension")
-        pooled = [intrinsic_dimension(np.concatenate([h[d] for h in hiddens])) for d in range(m.n_layers + 1)]
+        pooled = [
+            intrinsic_dimension(np.concatenate([h[d] for h in hiddens]))
+            for d in range(m.n_layers + 1)
+        ]
         reporter.advance(1)
 
     def stack(name: str, dtype: Any = np.float64) -> np.ndarray:
         return np.stack([np.asarray(r[name], dtype=dtype) for r in rows])
 
     return Depth(
-        model=m.name, causal=bool(m.causal), n_layers=int(m.n_layers), n_heads=int(m.n_heads), texts=texts, k=k,
-        n_tokens=stack("n_tokens", np.int64), k_used=stack("k_used", np.int64),
-        res_hidden=stack("res_hidden"), res_path_head=stack("res_path_head"), res_path_mean=stack("res_path_mean"),
-        js_mean=stack("js_mean"), js_diameter=stack("js_diameter"), h0_total=stack("h0_total"),
-        entropy=stack("entropy"), fisher_rao=stack("fisher_rao"), knn_overlap=stack("knn_overlap"),
+        model=m.name,
+        causal=bool(m.causal),
+        n_layers=int(m.n_layers),
+        n_heads=int(m.n_heads),
+        texts=texts,
+        k=k,
+        n_tokens=stack("n_tokens", np.int64),
+        k_used=stack("k_used", np.int64),
+        res_hidden=stack("res_hidden"),
+        res_path_head=stack("res_path_head"),
+        res_path_mean=stack("res_path_mean"),
+        js_mean=stack("js_mean"),
+        js_diameter=stack("js_diameter"),
+        h0_total=stack("h0_total"),
+        entropy=stack("entropy"),
+        fisher_rao=stack("fisher_rao"),
+        knn_overlap=stack("knn_overlap"),
         intrinsic_dim=np.array([p[0] for p in pooled], dtype=np.float64),
         id_points=np.array([p[1] for p in pooled], dtype=np.int64),
         intrinsic_dim_text=stack("intrinsic_dim_text"),
-        provenance=make_provenance(m.info(), settings={"k": k, "truncate": truncate, "metric": "jensen_shannon", "base": 2,
-                                               "id_estimator": "skdim.id.TwoNN()", "min_id_points": MIN_ID_POINTS}),
+        provenance=make_provenance(
+            m.info(),
+            settings={
+                "k": k,
+                "truncate": truncate,
+                "metric": "jensen_shannon",
+                "base": 2,
+                "id_estimator": "skdim.id.TwoNN()",
+                "min_id_points": MIN_ID_POINTS,
+            },
+        ),
     )

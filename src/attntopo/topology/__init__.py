@@ -9,6 +9,8 @@ Engines: ``"auto"`` (default: ripser.py's core for small matrices, giotto-ph abo
 exact float64 diagrams.
 """
 
+from ._mst import h0_deaths, h0_diagrams, mst_edges, prim_contracted, prim_edges, single_linkage
+from ._packing import pack_diagrams, unpack_diagrams
 from .complex import (
     Complex,
     clusters_at,
@@ -23,8 +25,6 @@ from .complex import (
 )
 from .diagram import Diagram, summary_table
 from .diagram_distances import DIAGRAM_METRICS, bottleneck, diagram_distance, matching, wasserstein
-from ._mst import h0_deaths, h0_diagrams, mst_edges, prim_contracted, prim_edges, single_linkage
-from ._packing import pack_diagrams, unpack_diagrams
 from .engines import DEFAULT_ENGINE, ENGINES, Engine, available_engines
 from .persistence import (
     MAX_MAXDIM,
@@ -70,4 +70,3 @@ __all__ = [
     "dendrogram",
     "cophenetic_matrix",
 ]
-

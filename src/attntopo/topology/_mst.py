@@ -27,7 +27,14 @@ import numpy as np
 
 from ..errors import InvalidInputError, InvalidMatrixError
 
-__all__ = ["prim_edges", "prim_contracted", "h0_deaths", "h0_diagrams", "mst_edges", "single_linkage"]
+__all__ = [
+    "prim_edges",
+    "prim_contracted",
+    "h0_deaths",
+    "h0_diagrams",
+    "mst_edges",
+    "single_linkage",
+]
 
 
 def _as_tensor(D: Any):
@@ -281,7 +288,7 @@ def h0_diagrams(D: Any, *, threshold: float = float("inf"), engine: str = "mst")
         n_inf = 1 + (d.size - finite.size)
         bars = np.zeros((finite.size + n_inf, 2))
         bars[: finite.size, 1] = finite
-        bars[finite.size:, 1] = np.inf
+        bars[finite.size :, 1] = np.inf
         out.append(Diagram._from_engine([bars], threshold, engine))
     return out
 

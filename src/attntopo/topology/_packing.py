@@ -31,7 +31,9 @@ def _flatten(grid: Any) -> tuple[list[Diagram], tuple[int, ...]]:
     if isinstance(grid, Diagram):
         return [grid], ()
     if not isinstance(grid, (list, tuple)):
-        raise TypeError(f"a grid of diagrams is a Diagram or nested lists of them, got {type(grid).__name__}")
+        raise TypeError(
+            f"a grid of diagrams is a Diagram or nested lists of them, got {type(grid).__name__}"
+        )
     parts = [_flatten(g) for g in grid]
     inner = {shape for _, shape in parts}
     if len(inner) > 1:
@@ -123,10 +125,14 @@ def unpack_diagrams(
         if shape is None:
             shape = counts.shape
         if counts.size != math.prod(shape):
-            raise ResultFormatError(f"{ck!r} holds {counts.size} counts for a grid of shape {tuple(shape)}")
+            raise ResultFormatError(
+                f"{ck!r} holds {counts.size} counts for a grid of shape {tuple(shape)}"
+            )
         if counts.size and counts.min() < 0:
             raise ResultFormatError(f"{ck!r} holds negative counts")
-        if points.dtype.kind not in "fiu" or (points.size and (points.ndim != 2 or points.shape[1] != 2)):
+        if points.dtype.kind not in "fiu" or (
+            points.size and (points.ndim != 2 or points.shape[1] != 2)
+        ):
             raise ResultFormatError(
                 f"{pk!r} must be numbers of shape (k, 2), got "
                 f"dtype {points.dtype} and shape {points.shape}"
@@ -134,7 +140,9 @@ def unpack_diagrams(
         points = points.reshape(-1, 2)
         bounds = np.concatenate([[0], np.cumsum(counts.ravel())])
         if bounds[-1] != points.shape[0]:
-            raise ResultFormatError(f"{ck!r} counts {int(bounds[-1])} points but {pk!r} holds {points.shape[0]}")
+            raise ResultFormatError(
+                f"{ck!r} counts {int(bounds[-1])} points but {pk!r} holds {points.shape[0]}"
+            )
         per_dim.append([points[bounds[k] : bounds[k + 1]] for k in range(counts.size)])
     n = len(per_dim[0]) if per_dim else 0
     flat = [

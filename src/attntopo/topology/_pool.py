@@ -197,8 +197,9 @@ class _Pool:
             raise
         self.workers.extend(new)
 
-    def run_chunks(self, chunks: list[list], n_workers: int,
-                   on_chunk: Callable[[int], None] | None = None) -> list[list]:
+    def run_chunks(
+        self, chunks: list[list], n_workers: int, on_chunk: Callable[[int], None] | None = None
+    ) -> list[list]:
         """Run ``chunks`` on ``n_workers`` workers; results in chunk order.
 
         ``on_chunk(k)`` is called in this (the calling) thread after each chunk of ``k`` tasks
@@ -209,7 +210,9 @@ class _Pool:
         errors: list[BaseException] = []
         next_idx = iter(range(len(chunks)))
         take = threading.Lock()
-        finished: queue.SimpleQueue = queue.SimpleQueue()  # finished chunks' sizes; None: a feeder ends
+        finished: queue.SimpleQueue = (
+            queue.SimpleQueue()
+        )  # finished chunks' sizes; None: a feeder ends
 
         def feed(slot: int) -> None:
             try:
@@ -304,8 +307,9 @@ def pool_size() -> int:
     return sum(w.alive() for w in pool.workers)
 
 
-def run_chunks(chunks: list[list], n_workers: int,
-               on_chunk: Callable[[int], None] | None = None) -> list[list]:
+def run_chunks(
+    chunks: list[list], n_workers: int, on_chunk: Callable[[int], None] | None = None
+) -> list[list]:
     """Run chunks of ``engines.compute_many`` argument tuples on the shared pool.
 
     Parameters

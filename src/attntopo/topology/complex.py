@@ -57,6 +57,7 @@ MAX_SIMPLICES = 5_000_000
 # rows of the (simplices × n) common-neighbour masks built at once (memory bound)
 _CHUNK_ELEMENTS = 8 * 2**20
 
+
 # ------------------------------------------------------------------ argument checks
 def _check_scale_arg(scale: Any, unit: str = "the unit of the distances") -> float:
     """``scale`` as a float >= 0 (inf = everything); ``unit`` says in the error what scale it is."""
@@ -67,7 +68,9 @@ def _check_labels(labels: Any, n: int) -> list[str] | None:
     if labels is None:
         return None
     if isinstance(labels, str):
-        raise InvalidInputError("labels must be a sequence of strings (one per token), not a string")
+        raise InvalidInputError(
+            "labels must be a sequence of strings (one per token), not a string"
+        )
     out = [str(x) for x in labels]
     if len(out) != n:
         raise InvalidInputError(f"got {len(out)} labels for {n} tokens: give one label per token")
@@ -176,9 +179,13 @@ class Complex:
 
     def named(self, *, dim: int = 1) -> list[tuple]:
         """Simplices of dimension ``dim`` with token labels: ``[(label_i, label_j, …, birth)]``."""
-        labels = self.labels if self.labels is not None else [str(i) for i in range(self.n_vertices)]
+        labels = (
+            self.labels if self.labels is not None else [str(i) for i in range(self.n_vertices)]
+        )
         s, b = self.simplices(dim), self.births(dim)
-        return [tuple(labels[v] for v in row) + (birth,) for row, birth in zip(s.tolist(), b.tolist())]
+        return [
+            tuple(labels[v] for v in row) + (birth,) for row, birth in zip(s.tolist(), b.tolist())
+        ]
 
     # ------------------------------------------------------------- components
     def _labels_of_components(self) -> np.ndarray:
@@ -228,7 +235,9 @@ class Complex:
         import gudhi
 
         st = gudhi.SimplexTree()
-        st.insert_batch(np.arange(self.n_vertices, dtype=np.int32)[None, :], np.zeros(self.n_vertices))
+        st.insert_batch(
+            np.arange(self.n_vertices, dtype=np.int32)[None, :], np.zeros(self.n_vertices)
+        )
         for k, (s, b) in enumerate(zip(self.simplex_arrays, self.birth_arrays), start=1):
             if len(s):
                 st.insert_batch(np.ascontiguousarray(s.T, dtype=np.int32), b)
@@ -253,9 +262,13 @@ def _component_labels(n: int, edges: np.ndarray) -> np.ndarray:
 
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    g = coo_matrix(
-        (np.ones(len(edges), dtype=np.int8), (edges[:, 0], edges[:, 1])), shape=(n, n)
-    ).tocsr() if len(edges) else coo_matrix((n, n), dtype=np.int8).tocsr()
+    g = (
+        coo_matrix(
+            (np.ones(len(edges), dtype=np.int8), (edges[:, 0], edges[:, 1])), shape=(n, n)
+        ).tocsr()
+        if len(edges)
+        else coo_matrix((n, n), dtype=np.int8).tocsr()
+    )
     _, lab = connected_components(g, directed=False)
     return _renumber(lab)
 
@@ -390,8 +403,12 @@ def complex_at(
     for a in simp + births:
         a.setflags(write=False)
     return Complex(
-        scale=scale, n_vertices=n, max_simplex_dim=top, simplex_arrays=tuple(simp),
-        birth_arrays=tuple(births), labels=lab,
+        scale=scale,
+        n_vertices=n,
+        max_simplex_dim=top,
+        simplex_arrays=tuple(simp),
+        birth_arrays=tuple(births),
+        labels=lab,
     )
 
 
@@ -451,11 +468,16 @@ def cophenetic_matrix(Z: np.ndarray) -> np.ndarray:
     from scipy.spatial.distance import squareform
 
     Z = np.asarray(Z)
-    if Z.ndim != 2 or Z.shape[1:] != (4,) or not np.issubdtype(Z.dtype, np.number) \
-            or not is_valid_linkage(Z.astype(np.float64)):
+    if (
+        Z.ndim != 2
+        or Z.shape[1:] != (4,)
+        or not np.issubdtype(Z.dtype, np.number)
+        or not is_valid_linkage(Z.astype(np.float64))
+    ):
         raise InvalidMatrixError(
             f"Z must be a linkage matrix of shape (n - 1, 4) in SciPy's format (single_linkage "
-            f"gives one per head), got shape {Z.shape}")
+            f"gives one per head), got shape {Z.shape}"
+        )
     U = squareform(cophenet(Z.astype(np.float64)))
     # heights are entries of D already; make the matrix exactly symmetric with a zero diagonal
     np.fill_diagonal(U, 0.0)

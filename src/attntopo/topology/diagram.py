@@ -368,9 +368,7 @@ class Diagram:
     # ------------------------------------------------------------- converters
     def to_gudhi(self) -> list[tuple[int, tuple[float, float]]]:
         """gudhi format: ``[(dim, (birth, death)), ...]``, dims ascending."""
-        return [
-            (d, (float(b), float(e))) for d, a in enumerate(self._dgms) for b, e in a.tolist()
-        ]
+        return [(d, (float(b), float(e))) for d, a in enumerate(self._dgms) for b, e in a.tolist()]
 
     @classmethod
     def from_gudhi(
@@ -531,9 +529,9 @@ class Diagram:
         if "points" not in data:
             raise InvalidInputError("diagram description has no 'points'; pass arrays= too")
         dgms = [
-            np.array(
-                [[b, np.inf if e is None else e] for b, e in pts], dtype=np.float64
-            ).reshape(-1, 2)
+            np.array([[b, np.inf if e is None else e] for b, e in pts], dtype=np.float64).reshape(
+                -1, 2
+            )
             for pts in data["points"]
         ]
         return cls(dgms, **meta)
@@ -646,7 +644,10 @@ def summary_table(
 
 
 def lifetime_entropy(
-    lifetimes: np.ndarray, owner: np.ndarray, n: int, base: float = 2.0,
+    lifetimes: np.ndarray,
+    owner: np.ndarray,
+    n: int,
+    base: float = 2.0,
     total: np.ndarray | None = None,
 ) -> np.ndarray:
     """Persistence entropy of n groups of finite lifetimes at once (one ``bincount``).

@@ -54,9 +54,13 @@ def _points(x: Any, dim: int | None) -> np.ndarray:
     if a.size == 0:
         return np.zeros((0, 2))
     if a.ndim != 2 or a.shape[1] != 2:
-        raise InvalidInputError(f"a diagram of one dimension is a (k, 2) array of (birth, death), got shape {a.shape}")
+        raise InvalidInputError(
+            f"a diagram of one dimension is a (k, 2) array of (birth, death), got shape {a.shape}"
+        )
     if np.isnan(a).any():
-        raise InvalidInputError("diagram contains NaN: births and deaths must be numbers (inf allowed for deaths)")
+        raise InvalidInputError(
+            "diagram contains NaN: births and deaths must be numbers (inf allowed for deaths)"
+        )
     if np.isinf(a[:, 0]).any():
         raise InvalidInputError("diagram has an infinite birth: only deaths may be inf")
     if (a[:, 1] < a[:, 0]).any():
@@ -157,7 +161,9 @@ def _wasserstein_arrays(a: np.ndarray, b: np.ndarray, p: float, infinite: str, w
     return total ** (1.0 / p), pairs
 
 
-def _bottleneck_arrays(a: np.ndarray, b: np.ndarray, infinite: str, want_matching: bool, exact_own: bool):
+def _bottleneck_arrays(
+    a: np.ndarray, b: np.ndarray, infinite: str, want_matching: bool, exact_own: bool
+):
     fa_idx, fb_idx = _finite_indices(a), _finite_indices(b)
     fa, fb = a[fa_idx], b[fb_idx]
     ia_idx, ib_idx = _infinite_indices_sorted(a), _infinite_indices_sorted(b)
@@ -273,8 +279,15 @@ def bottleneck(a, b, *, dim: int | None = None, infinite: str = "match"):
     return _per_dim(a, b, dim, lambda x, y: _bottleneck_arrays(x, y, infinite, False, False)[0])
 
 
-def diagram_distance(a, b, *, metric: str = "bottleneck", p: float = 1.0, dim: int | None = None,
-                     infinite: str = "match"):
+def diagram_distance(
+    a,
+    b,
+    *,
+    metric: str = "bottleneck",
+    p: float = 1.0,
+    dim: int | None = None,
+    infinite: str = "match",
+):
     """``bottleneck`` or ``wasserstein`` (order ``p``) by name; see those functions."""
     check_choice(metric, "metric", DIAGRAM_METRICS, what="diagram metric")
     if metric == "bottleneck":
@@ -282,8 +295,15 @@ def diagram_distance(a, b, *, metric: str = "bottleneck", p: float = 1.0, dim: i
     return wasserstein(a, b, p=p, dim=dim, infinite=infinite)
 
 
-def matching(a, b, *, metric: str = "wasserstein", p: float = 1.0, dim: int | None = None,
-             infinite: str = "match") -> tuple[float, list[tuple[int, int]]]:
+def matching(
+    a,
+    b,
+    *,
+    metric: str = "wasserstein",
+    p: float = 1.0,
+    dim: int | None = None,
+    infinite: str = "match",
+) -> tuple[float, list[tuple[int, int]]]:
     """An optimal matching between the points of two diagrams of one dimension.
 
     Returns

@@ -124,7 +124,9 @@ class _Prepared:
 
     __slots__ = ("n", "condensed", "radius", "units_threshold")
 
-    def __init__(self, n: int, condensed: np.ndarray, radius: float, units_threshold: float) -> None:
+    def __init__(
+        self, n: int, condensed: np.ndarray, radius: float, units_threshold: float
+    ) -> None:
         self.n = n
         self.condensed = condensed
         self.radius = radius
@@ -178,11 +180,11 @@ def _row_max_min(units: np.ndarray, n: int) -> np.ndarray:
     out = np.empty(units.shape[0], dtype=units.dtype)
     step = max(1, (1 << 22) // (n * n))
     for s in range(0, units.shape[0], step):
-        u = units[s:s + step]
+        u = units[s : s + step]
         Q = np.zeros((u.shape[0], n, n), dtype=units.dtype)
         Q[:, iu[0], iu[1]] = u
         Q[:, iu[1], iu[0]] = u
-        out[s:s + step] = Q.max(axis=2).min(axis=1)
+        out[s : s + step] = Q.max(axis=2).min(axis=1)
     return out
 
 
@@ -210,7 +212,9 @@ def _rank_stack(C: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return units, V, rs[:, -1] + 1
 
 
-def _prepare_exact(C: np.ndarray, n: int, threshold: float) -> tuple[list[_Prepared], np.ndarray, np.ndarray]:
+def _prepare_exact(
+    C: np.ndarray, n: int, threshold: float
+) -> tuple[list[_Prepared], np.ndarray, np.ndarray]:
     """Every row of ``C`` (m, K) as a :class:`_Prepared` in ranks: its enclosing radius and
     ``threshold`` as ranks too (the largest rank whose distance is ``<= threshold``), plus
     :func:`_rank_stack`'s ``V`` and ``nvals`` to map the engine's output back."""
@@ -224,8 +228,9 @@ def _prepare_exact(C: np.ndarray, n: int, threshold: float) -> tuple[list[_Prepa
     return P, V, nvals
 
 
-def _compute_inexact(c: np.ndarray, n: int, maxdim: int, threshold: float, engine: str,
-                     n_threads: int) -> list[np.ndarray]:
+def _compute_inexact(
+    c: np.ndarray, n: int, maxdim: int, threshold: float, engine: str, n_threads: int
+) -> list[np.ndarray]:
     """One matrix with more than 2**24 distinct distances: float32 distances, snapped back."""
     values = np.unique(np.concatenate([[0.0], c]))
     units = c.astype(np.float32)
@@ -310,7 +315,10 @@ def _giotto(P: "_Prepared", maxdim: int, n_threads: int) -> list[np.ndarray]:
     from gph import ripser_parallel
 
     out = ripser_parallel(
-        P.square(np.float32), metric="precomputed", maxdim=maxdim, thresh=P.units_threshold,
+        P.square(np.float32),
+        metric="precomputed",
+        maxdim=maxdim,
+        thresh=P.units_threshold,
         n_threads=n_threads,
     )
     return list(out["dgms"])
@@ -342,11 +350,15 @@ def _ripser(P: "_Prepared", maxdim: int, n_threads: int) -> list[np.ndarray]:
     if core is not None:
         try:
             res = core.doRipsFiltrationDM(
-                np.ascontiguousarray(P.condensed, dtype=np.float32), maxdim,
-                min(P.units_threshold, P.radius), 2,
+                np.ascontiguousarray(P.condensed, dtype=np.float32),
+                maxdim,
+                min(P.units_threshold, P.radius),
+                2,
             )
-            return [np.asarray(d, dtype=np.float64).reshape(-1, 2)
-                    for d in res["births_and_deaths_by_dim"]]
+            return [
+                np.asarray(d, dtype=np.float64).reshape(-1, 2)
+                for d in res["births_and_deaths_by_dim"]
+            ]
         except (TypeError, KeyError):  # pragma: no cover - binding signature changed
             pass
     from ripser import ripser
@@ -424,7 +436,9 @@ def _has_module(module: str) -> bool:
 ENGINES: Mapping[str, Engine] = MappingProxyType(
     {
         "auto": Engine(
-            "auto", "gph", "giotto-ph",
+            "auto",
+            "gph",
+            "giotto-ph",
             f"ripser.py's core up to n={AUTO_RIPSER_MAX_N} "
             "on one thread, giotto-ph above (default)",
             _auto,
@@ -467,7 +481,9 @@ def get_engine(*, engine: str | None = None) -> Engine:
                 "no persistence engine is installed; install one with `pip install giotto-ph`"
             )
         return ENGINES[DEFAULT_ENGINE] if DEFAULT_ENGINE in avail else ENGINES[avail[0]]
-    check_choice(engine, "engine", ENGINES, what="persistence engine", hint="or None for the default")
+    check_choice(
+        engine, "engine", ENGINES, what="persistence engine", hint="or None for the default"
+    )
     eng = ENGINES[engine]
     if not eng.is_available():
         raise MissingDependencyError(
@@ -550,7 +566,7 @@ def compute_many(
     step = max(1, _BLOCK_DISTANCES // C.shape[1])
     out: list[list[np.ndarray]] = []
     for s in range(0, m, step):
-        out.extend(_compute_block(C[s:s + step], n, maxdim, threshold, engine, n_threads))
+        out.extend(_compute_block(C[s : s + step], n, maxdim, threshold, engine, n_threads))
     return out
 
 
@@ -581,8 +597,10 @@ def _compute_block(
     order = np.lexsort((out[:, 1], out[:, 0], key))  # by (birth, death) within each diagram
     out = out[order]
     bounds = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=m * dims))])
-    return [[out[bounds[k * dims + d]:bounds[k * dims + d + 1]] for d in range(dims)]
-            for k in range(m)]
+    return [
+        [out[bounds[k * dims + d] : bounds[k * dims + d + 1]] for d in range(dims)]
+        for k in range(m)
+    ]
 
 
 def run_job(job: list) -> list[list[np.ndarray]]:

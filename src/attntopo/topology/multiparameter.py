@@ -113,7 +113,9 @@ def _check_times(times: Any, n: int) -> np.ndarray:
     try:
         t = np.asarray(times, dtype=np.float64)
     except (TypeError, ValueError):
-        raise InvalidInputError("times must be an array of n numbers (one arrival time per point)") from None
+        raise InvalidInputError(
+            "times must be an array of n numbers (one arrival time per point)"
+        ) from None
     if t.shape != (n,):
         raise InvalidInputError(f"times must have shape ({n},) (one per point), got {t.shape}")
     if not np.all(np.isfinite(t)):
@@ -274,7 +276,9 @@ class SignedMeasure:
     def hilbert(self, scale: Any, t: Any) -> np.ndarray | int:
         """Evaluate a Hilbert signed measure at ``(scale, t)`` (broadcasting)."""
         if self.invariant != "hilbert":
-            raise InvalidInputError("hilbert() needs a Hilbert signed measure; use rank() for the rank invariant")
+            raise InvalidInputError(
+                "hilbert() needs a Hilbert signed measure; use rank() for the rank invariant"
+            )
         e = np.asarray(scale, dtype=np.float64)[..., None]
         tt = np.asarray(t, dtype=np.float64)[..., None]
         p = self.points
@@ -288,7 +292,9 @@ class SignedMeasure:
         x = np.asarray(x, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         if x.shape != (2,) or y.shape != (2,) or np.any(x > y):
-            raise InvalidInputError("rank(x, y) needs two points (scale, t) with x <= y componentwise")
+            raise InvalidInputError(
+                "rank(x, y) needs two points (scale, t) with x <= y componentwise"
+            )
         p = self.points
         m = (p[:, 0] <= x[0]) & (p[:, 1] <= x[1]) & (y[0] < p[:, 2]) & (y[1] < p[:, 3])
         return int(self.weights[m].sum())
@@ -413,7 +419,7 @@ def signed_measure(
     st = bifiltration(A, times=times, maxdim=degree, scale_grid=grid)
     mp = _multipers()
     with contextlib.redirect_stdout(io.StringIO()):
-        (pts, w), = mp.signed_measure(st, degree=degree, invariant=invariant, n_jobs=n_jobs)
+        ((pts, w),) = mp.signed_measure(st, degree=degree, invariant=invariant, n_jobs=n_jobs)
     ncol = 2 if invariant == "hilbert" else 4
     pts = np.asarray(pts, dtype=np.float64).reshape(-1, ncol)
     w = np.asarray(w, dtype=np.int64).ravel()
@@ -422,7 +428,9 @@ def signed_measure(
 
 
 # -------------------------------------------------------------- Hilbert function
-def _sum_measure_on_grid(pts: np.ndarray, w: np.ndarray, scales: np.ndarray, times: np.ndarray) -> np.ndarray:
+def _sum_measure_on_grid(
+    pts: np.ndarray, w: np.ndarray, scales: np.ndarray, times: np.ndarray
+) -> np.ndarray:
     """Σ_i w_i [p_i ≤ (scale_a, t_b)] for every grid point, by 2-D cumulative sums."""
     out = np.zeros((scales.size, times.size), dtype=np.int64)
     if w.size == 0:
@@ -458,7 +466,9 @@ def hilbert_from_diagrams(
     diagrams = list(diagrams)
     times = np.asarray(times, dtype=np.float64)
     if times.shape != (len(diagrams),):
-        raise InvalidInputError(f"need one time per diagram: {len(diagrams)} diagrams, times of shape {times.shape}")
+        raise InvalidInputError(
+            f"need one time per diagram: {len(diagrams)} diagrams, times of shape {times.shape}"
+        )
     if times.size > 1 and np.any(np.diff(times) <= 0):
         raise InvalidInputError("times must be strictly increasing")
     scales = _grid(scales, "scales")
@@ -555,10 +565,12 @@ def hilbert_function(
     values = np.stack(
         [
             _sum_measure_on_grid(
-                np.asarray(p, dtype=np.float64).reshape(-1, 2), np.asarray(w, dtype=np.int64).ravel(), scale_g, t_g
+                np.asarray(p, dtype=np.float64).reshape(-1, 2),
+                np.asarray(w, dtype=np.int64).ravel(),
+                scale_g,
+                t_g,
             )
             for p, w in sms
         ]
     )
     return HilbertFunction(scale_g, t_g, values, "multipers")
-

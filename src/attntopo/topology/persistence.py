@@ -356,8 +356,15 @@ def _stacks(idx: list[int], mats: list[np.ndarray]) -> list[list[int]]:
     return list(groups.values())
 
 
-def _batch(mats: list[np.ndarray], maxdim: int, threshold: float, eng: Any, n_jobs: int,
-           one_thread: bool, reporter: Any) -> list[Diagram]:
+def _batch(
+    mats: list[np.ndarray],
+    maxdim: int,
+    threshold: float,
+    eng: Any,
+    n_jobs: int,
+    one_thread: bool,
+    reporter: Any,
+) -> list[Diagram]:
     """Diagrams of valid matrices: same-size matrices go to the engines as one stack
     (``engines.compute_many``), in cost-balanced chunks on the pool or, serially, in stacks
     of ~50 ms (so that progress moves)."""
@@ -365,14 +372,14 @@ def _batch(mats: list[np.ndarray], maxdim: int, threshold: float, eng: Any, n_jo
     costs = [_cost_ms(A.shape[0], maxdim, eng.name) for A in mats]
     total = sum(costs)
     results: list[Any] = [None] * len(mats)
-    use_pool = n_jobs > 1 and total >= (
-        _WARM_MIN_MS if _pool.pool_size() >= 2 else _COLD_MIN_MS
-    )
+    use_pool = n_jobs > 1 and total >= (_WARM_MIN_MS if _pool.pool_size() >= 2 else _COLD_MIN_MS)
     if use_pool:
         chunks = [_stacks(c, mats) for c in _chunks(costs, n_jobs)]
         # the matrices themselves travel (references here, no copy); the worker condenses them
-        jobs = [[([mats[i] for i in g], mats[g[0]].shape[0], maxdim, threshold, eng.name, 1) for g in c]
-                for c in chunks]
+        jobs = [
+            [([mats[i] for i in g], mats[g[0]].shape[0], maxdim, threshold, eng.name, 1) for g in c]
+            for c in chunks
+        ]
         try:
             out = _pool.run_chunks(jobs, n_jobs, reporter.advance if reporter.enabled else None)
         except _pool.PoolStartError as exc:
@@ -392,9 +399,13 @@ def _batch(mats: list[np.ndarray], maxdim: int, threshold: float, eng: Any, n_jo
             threads = 1 if one_thread else default_threads(n)
             step = max(1, int(50.0 / _cost_ms(n, maxdim, eng.name)))
             for s in range(0, len(g), step):
-                part = g[s:s + step]
-                for i, r in zip(part, compute_many(condense([mats[i] for i in part]), n, maxdim,
-                                                   threshold, eng.name, threads)):
+                part = g[s : s + step]
+                for i, r in zip(
+                    part,
+                    compute_many(
+                        condense([mats[i] for i in part]), n, maxdim, threshold, eng.name, threads
+                    ),
+                ):
                     results[i] = r
                 reporter.advance(len(part))
     # engines.compute_many returns sorted, checked float64 arrays: wrapped without a copy

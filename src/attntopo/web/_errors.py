@@ -49,13 +49,18 @@ def validation_message(errors: list[dict], max_chars: int) -> tuple[int, str]:
     if kind == "json_invalid":
         pos = loc[1] if len(loc) > 1 else None
         where = f" at character {pos}" if isinstance(pos, int) else ""
-        return 400, f"malformed JSON in the request body{where}: {ctx.get('error', 'cannot be parsed')}"
+        return (
+            400,
+            f"malformed JSON in the request body{where}: {ctx.get('error', 'cannot be parsed')}",
+        )
     if loc == ("body",) or not name:
         if kind == "missing":
             return 400, "the request needs a JSON body (Content-Type: application/json)"
         if kind in ("model_attributes_type", "dict_type", "model_type"):
-            return 400, ("the request body must be a JSON object (send Content-Type: application/json), "
-                         "see /docs for its fields")
+            return 400, (
+                "the request body must be a JSON object (send Content-Type: application/json), "
+                "see /docs for its fields"
+            )
         name = ""
     if kind == "missing":
         msg = f"missing field {name!r}"
@@ -65,8 +70,14 @@ def validation_message(errors: list[dict], max_chars: int) -> tuple[int, str]:
         got = e.get("input")
         n = len(got) if isinstance(got, str) else None
         limit = ctx.get("max_length", max_chars)
-        msg = (f"{name} is too long: {n} characters; this server accepts at most {limit} "
-               f"(attntopo serve --max-chars)") if n is not None else f"{name} is too long (at most {limit} characters)"
+        msg = (
+            (
+                f"{name} is too long: {n} characters; this server accepts at most {limit} "
+                f"(attntopo serve --max-chars)"
+            )
+            if n is not None
+            else f"{name} is too long (at most {limit} characters)"
+        )
     elif kind == "string_too_short" and ctx.get("min_length") == 1:
         msg = f"{name} is empty: give at least one word"
     else:

@@ -58,7 +58,9 @@ class BodyTooLarge(HTTPException):
             what = f"{declared} bytes declared by Content-Length"
         else:
             what = f"more than {limit} bytes received"
-        super().__init__(413, f"request body too large ({what}; at most {limit} bytes)", dict(_CLOSE))
+        super().__init__(
+            413, f"request body too large ({what}; at most {limit} bytes)", dict(_CLOSE)
+        )
         self.limit, self.received = limit, received
 
 
@@ -139,12 +141,18 @@ class Guard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         if not self.any_host:
-            host = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == b"host"), "")
+            host = next(
+                (v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == b"host"),
+                "",
+            )
             name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
             if name.lower() not in self.hosts:
                 return await _reply(
-                    send, 400, f"invalid Host header {host[:100]!r}: this server answers only to "
-                    f"{', '.join(sorted(self.hosts))} (DNS-rebinding protection)")
+                    send,
+                    400,
+                    f"invalid Host header {host[:100]!r}: this server answers only to "
+                    f"{', '.join(sorted(self.hosts))} (DNS-rebinding protection)",
+                )
         path = scope.get("path", "")
 
         async def send_with_headers(message):

@@ -24,11 +24,18 @@ def uvicorn_options(settings: Any) -> dict:
 
 def _timeout_answer(seconds: float) -> bytes:
     """A whole 408 response, ``{"error": "one line"}``, that closes the connection."""
-    body = json.dumps({"error": (
-        f"the request's headers took longer than {seconds:g} s to arrive (the server's "
-        "--header-timeout): the connection is closed; send the whole request at once")}).encode()
-    head = (f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode()
+    body = json.dumps(
+        {
+            "error": (
+                f"the request's headers took longer than {seconds:g} s to arrive (the server's "
+                "--header-timeout): the connection is closed; send the whole request at once"
+            )
+        }
+    ).encode()
+    head = (
+        f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    ).encode()
     return head + body
 
 

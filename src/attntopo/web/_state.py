@@ -89,7 +89,12 @@ class Settings:
     def __post_init__(self) -> None:
         def positive_int(name: str, lo: int = 1, hi: int | None = None) -> None:
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int)
+                or v < lo
+                or (hi is not None and v > hi)
+            ):
                 rng = f">= {lo}" if hi is None else f"in {lo}..{hi}"
                 raise InvalidInputError(f"{name} must be an integer {rng}, got {v!r}")
 
@@ -172,7 +177,9 @@ class ServerState:
         """Models the page may use, default first."""
         from ..models import packaged_aliases
 
-        names = list(self.settings.models) if self.settings.models is not None else packaged_aliases()
+        names = (
+            list(self.settings.models) if self.settings.models is not None else packaged_aliases()
+        )
         default = normalize_model(self.settings.model)
         return [default] + [n for n in names if normalize_model(n) != default]
 

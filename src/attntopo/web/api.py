@@ -48,9 +48,12 @@ Metric = Literal[METRICS]  # type: ignore[valid-type]
 _DIGITS = 6  # decimals of the matrices sent to the page
 _SHARED_DETAIL_MAX = 40  # pairs and shared simplices are listed up to this many shared tokens
 SLIDER_STEPS = 1000  # quantile scales of the explorer's ε slider (plus the suggested scale)
-_SLIDER_DOC = ("attntopo's one ε slider (as in the reports): scales (increasing), start (the index "
-               "of the suggested scale), and per token pair i < j (triu order) the index of the first "
-               "scale that reaches its distance, base64 uint8/uint16 LE (steps, dtype)")
+_SLIDER_DOC = (
+    "attntopo's one ε slider (as in the reports): scales (increasing), start (the index "
+    "of the suggested scale), and per token pair i < j (triu order) the index of the first "
+    "scale that reaches its distance, base64 uint8/uint16 LE (steps, dtype)"
+)
+
 
 # ------------------------------------------------------------------------ models
 class ErrorResponse(BaseModel):
@@ -59,17 +62,28 @@ class ErrorResponse(BaseModel):
 
 # every status a route can answer is documented (an in-process schemathesis run checks it)
 _ANY_ROUTE: dict = {
-    400: {"description": "A Host header this server does not answer to (DNS-rebinding "
-                         "protection); for POST also malformed JSON or an input the library "
-                         "refuses (the message says why)", "model": ErrorResponse},
-    413: {"description": "A request body over the limit (two texts of --max-chars), counted as "
-                         "it arrives; the connection is closed", "model": ErrorResponse},
-    500: {"description": "An unexpected failure (the details are in the server log)",
-          "model": ErrorResponse},
+    400: {
+        "description": "A Host header this server does not answer to (DNS-rebinding "
+        "protection); for POST also malformed JSON or an input the library "
+        "refuses (the message says why)",
+        "model": ErrorResponse,
+    },
+    413: {
+        "description": "A request body over the limit (two texts of --max-chars), counted as "
+        "it arrives; the connection is closed",
+        "model": ErrorResponse,
+    },
+    500: {
+        "description": "An unexpected failure (the details are in the server log)",
+        "model": ErrorResponse,
+    },
 }
 _IN_A_WORKER: dict = {
-    503: {"description": "Too many analyses running (--max-concurrent; retry after Retry-After "
-                         "seconds), or the server is shutting down", "model": ErrorResponse},
+    503: {
+        "description": "Too many analyses running (--max-concurrent; retry after Retry-After "
+        "seconds), or the server is shutting down",
+        "model": ErrorResponse,
+    },
     504: {"description": "Took longer than --timeout", "model": ErrorResponse},
 }
 _ERRORS: dict = {
@@ -93,23 +107,30 @@ class HeadData(BaseModel):
     head: int
     n_tokens: int
     distances: list[list[float]] = Field(
-        ..., description="(n, n) token distance matrix; edge i–j is born at distances[i][j].")
+        ..., description="(n, n) token distance matrix; edge i–j is born at distances[i][j]."
+    )
     attention: list[list[float]] = Field(..., description="(n, n) attention weights, row = query.")
     diagram: dict[str, list[list[Any]]] = Field(
-        ..., description="Persistence diagram: {'h0': [[birth, death], …], 'h1': …}; "
-                         "death may be 'inf'.")
+        ...,
+        description="Persistence diagram: {'h0': [[birth, death], …], 'h1': …}; "
+        "death may be 'inf'.",
+    )
     diagram_summary: dict[str, dict[str, Any]]
     triangles: list[list[float]] = Field(
-        ..., description="[i, j, k, birth] with birth = longest side, earliest first.")
+        ..., description="[i, j, k, birth] with birth = longest side, earliest first."
+    )
     triangles_complete_to: Any = Field(
-        ..., description="Every triangle born at or below this scale is listed ('inf': all).")
+        ..., description="Every triangle born at or below this scale is listed ('inf': all)."
+    )
     n_triangles_sent: int
     layout: list[list[float]] = Field(..., description="(n, 2) MDS coordinates of the tokens.")
     scale: float = Field(..., description="A scale where the threshold graph is informative.")
     max_distance: float
     slider: Optional[dict[str, Any]] = Field(
-        None, description=_SLIDER_DOC + ": n, scales, start, steps, dtype, max_edges, max_triangles "
-                                         "(/api/analyze; null in /api/compare, whose head has one for both texts).")
+        None,
+        description=_SLIDER_DOC + ": n, scales, start, steps, dtype, max_edges, max_triangles "
+        "(/api/analyze; null in /api/compare, whose head has one for both texts).",
+    )
 
 
 class AnalyzeResponse(BaseModel):
@@ -120,11 +141,14 @@ class AnalyzeResponse(BaseModel):
     layers: list[int]
     heads: list[int]
     summary: dict[str, list[Any]] = Field(
-        ..., description="Per-head summary columns (layer-major, length layers × heads).")
+        ..., description="Per-head summary columns (layer-major, length layers × heads)."
+    )
     ranking: dict[str, Any] = Field(
-        ..., description="The default ranking of heads (auto_head, the page's grid): stat "
-                         "(max_persistence), dim (the highest homology dimension in which no value is "
-                         "shared by more than half of the heads), column.")
+        ...,
+        description="The default ranking of heads (auto_head, the page's grid): stat "
+        "(max_persistence), dim (the highest homology dimension in which no value is "
+        "shared by more than half of the heads), column.",
+    )
     selected: Optional[list[int]] = Field(None, description="[layer, head] of `head`, if any.")
     head: Optional[HeadData] = None
     cached: bool
@@ -138,14 +162,18 @@ class CompareHead(BaseModel):
     a: HeadData
     b: HeadData
     report: dict[str, Any] = Field(
-        ..., description="Diagram distances per dimension, counts at the scale, and (up to 40 "
-                         "shared tokens) every pair's edge births/connection scales and the "
-                         "simplices present in both texts.")
+        ...,
+        description="Diagram distances per dimension, counts at the scale, and (up to 40 "
+        "shared tokens) every pair's edge births/connection scales and the "
+        "simplices present in both texts.",
+    )
     slider: dict[str, Any] = Field(
-        ..., description=_SLIDER_DOC + ", for both texts on one set of scales: scales, labels, start, "
-                         "panels (per text: n, rep = the shared tokens' positions, steps, dtype), "
-                         "shared (m, steps, dtype: a pair of shared tokens is an edge in both texts), "
-                         "max_edges, max_triangles.")
+        ...,
+        description=_SLIDER_DOC + ", for both texts on one set of scales: scales, labels, start, "
+        "panels (per text: n, rep = the shared tokens' positions, steps, dtype), "
+        "shared (m, steps, dtype: a pair of shared tokens is an edge in both texts), "
+        "max_edges, max_triangles.",
+    )
 
 
 class CompareResponse(BaseModel):
@@ -155,22 +183,29 @@ class CompareResponse(BaseModel):
     a: TextData
     b: TextData
     shared_tokens: list[dict[str, Any]] = Field(
-        ..., description="Tokens in both texts: key, and the token positions a, b in each.")
+        ..., description="Tokens in both texts: key, and the token positions a, b in each."
+    )
     layers: list[int]
     heads: list[int]
     summary: dict[str, list[Any]] = Field(
-        ..., description="Per-head columns: scale, diagram distances (bottleneck, wasserstein1, "
-                         "wasserstein2 per dimension; shared_* between the shared tokens' "
-                         "diagrams), shared edge/triangle counts.")
+        ...,
+        description="Per-head columns: scale, diagram distances (bottleneck, wasserstein1, "
+        "wasserstein2 per dimension; shared_* between the shared tokens' "
+        "diagrams), shared edge/triangle counts.",
+    )
     summary_a: dict[str, list[Any]]
     summary_b: dict[str, list[Any]]
     ranking: dict[str, Any] = Field(
-        ..., description="What the heads are ranked by: by (bottleneck), dim (the highest homology "
-                         "dimension in which no distance is shared by more than half of the heads), "
-                         "column, default, rule.")
+        ...,
+        description="What the heads are ranked by: by (bottleneck), dim (the highest homology "
+        "dimension in which no distance is shared by more than half of the heads), "
+        "column, default, rule.",
+    )
     most_similar_heads: list[list[Any]] = Field(
-        ..., description="The 5 most similar heads: [layer, head, value, rank, n_tied]; equal values "
-                         "share the smallest rank of their group (n_tied > 1).")
+        ...,
+        description="The 5 most similar heads: [layer, head, value, rank, n_tied]; equal values "
+        "share the smallest rank of their group (n_tied > 1).",
+    )
     most_different_heads: list[list[Any]]
     selected: Optional[list[int]] = None
     head: Optional[CompareHead] = None
@@ -212,8 +247,10 @@ class HealthResponse(BaseModel):
 # "give both layer and head, or neither", in JSON Schema (so that a generated request that
 # follows the schema is one the server accepts): both integers, or neither one given non-null
 _LAYER_AND_HEAD = [
-    {"required": ["layer", "head"],
-     "properties": {"layer": {"type": "integer"}, "head": {"type": "integer"}}},
+    {
+        "required": ["layer", "head"],
+        "properties": {"layer": {"type": "integer"}, "head": {"type": "integer"}},
+    },
     {"properties": {"layer": {"type": "null"}, "head": {"type": "null"}}},
 ]
 
@@ -239,27 +276,36 @@ def _request_models(settings: Settings):
     class _Common(BaseModel):
         # strict: a JSON value of the wrong type is refused (422 naming the field) instead of
         # coerced ("yes" -> True, true -> 1, 1.0 -> 1); an integer is still a valid number
-        model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"anyOf": _LAYER_AND_HEAD})
+        model_config = ConfigDict(
+            extra="forbid", strict=True, json_schema_extra={"anyOf": _LAYER_AND_HEAD}
+        )
 
         model: Optional[str] = Field(
-            None, max_length=300,
+            None,
+            max_length=300,
             description="A name from GET /api/models (default: the server's --model).",
         )
         metric: Metric = Field("jensen_shannon", description="Distance between attention rows.")
         maxdim: int = Field(1, ge=0, le=2, description="Highest homology dimension.")
         layer: Optional[int] = Field(
-            None, ge=-4096, le=4096,
+            None,
+            ge=-4096,
+            le=4096,
             description="Layer of the head returned in full "
-                        "(0-based; negatives count from the end).",
+            "(0-based; negatives count from the end).",
         )
         head: Optional[int] = Field(None, ge=-4096, le=4096, description="Head returned in full.")
         auto_head: bool = Field(
-            False, description="Without layer/head: return the most persistent head in full (the "
-                               "largest finite H1 bar; of text A for /api/compare).")
+            False,
+            description="Without layer/head: return the most persistent head in full (the "
+            "largest finite H1 bar; of text A for /api/compare).",
+        )
         drop_special: bool = Field(False, description="Remove special tokens and renormalize rows.")
         truncate: bool = Field(
-            False, description="Cut a text with more tokens than the model takes to the model's "
-                               "limit instead of refusing it (TextData.truncated says if it was).")
+            False,
+            description="Cut a text with more tokens than the model takes to the model's "
+            "limit instead of refusing it (TextData.truncated says if it was).",
+        )
 
         @model_validator(mode="after")
         def _both(self):
@@ -270,8 +316,13 @@ def _request_models(settings: Settings):
     class AnalyzeRequest(_Common):
         """One text; every head is analysed (the summary covers all of them)."""
 
-        text: str = Field(..., min_length=1, max_length=max_chars, description="The text.",
-                          json_schema_extra=_NOT_BLANK)
+        text: str = Field(
+            ...,
+            min_length=1,
+            max_length=max_chars,
+            description="The text.",
+            json_schema_extra=_NOT_BLANK,
+        )
 
         @field_validator("text")
         @classmethod
@@ -281,14 +332,26 @@ def _request_models(settings: Settings):
     class CompareRequest(_Common):
         """Two texts compared head by head."""
 
-        text_a: str = Field(..., min_length=1, max_length=max_chars, description="The first text.",
-                            json_schema_extra=_NOT_BLANK)
-        text_b: str = Field(..., min_length=1, max_length=max_chars, description="The second text.",
-                            json_schema_extra=_NOT_BLANK)
+        text_a: str = Field(
+            ...,
+            min_length=1,
+            max_length=max_chars,
+            description="The first text.",
+            json_schema_extra=_NOT_BLANK,
+        )
+        text_b: str = Field(
+            ...,
+            min_length=1,
+            max_length=max_chars,
+            description="The second text.",
+            json_schema_extra=_NOT_BLANK,
+        )
         scale: Optional[float] = Field(
-            None, ge=0, allow_inf_nan=False,
+            None,
+            ge=0,
+            allow_inf_nan=False,
             description="Scale at which shared edges/triangles are counted (default: per head, "
-                        "the median H0 death of both texts).",
+            "the median H0 death of both texts).",
         )
 
         @field_validator("text_a")
@@ -359,7 +422,11 @@ def triangles_upto(D: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray, flo
         eps = float(vals[lo])
     cx = complex_at(D, eps, max_simplex_dim=2, max_simplices=max(cap, n * n))
     tris, births = cx.simplex_arrays[1], cx.birth_arrays[1]
-    order = np.lexsort((tris[:, 2], tris[:, 1], tris[:, 0], births)) if len(births) else np.zeros(0, int)
+    order = (
+        np.lexsort((tris[:, 2], tris[:, 1], tris[:, 0], births))
+        if len(births)
+        else np.zeros(0, int)
+    )
     return tris[order], births[order], eps
 
 
@@ -374,7 +441,11 @@ def head_payload(an, layer: int, head: int, max_triangles: int, *, slider: bool 
     dgm = an.diagram(layer, head)
     i, j = an.position(layer, head)
     tris, births, complete = triangles_upto(D, max_triangles)
-    tri_rows = np.column_stack([tris.astype(np.float64), np.round(births, _DIGITS)]).tolist() if len(births) else []
+    tri_rows = (
+        np.column_stack([tris.astype(np.float64), np.round(births, _DIGITS)]).tolist()
+        if len(births)
+        else []
+    )
     n = D.shape[0]
     upper = D[np.triu_indices(n, 1)]
     scale = float(suggest_scale(dgm, D))
@@ -407,10 +478,15 @@ def compare_head_payload(c, layer: int, head: int, max_triangles: int) -> dict:
 
     i, j = c._pos(layer, head)
     scale = float(c.scale(layer, head))
-    scales = slider_scales([c.a.distances[i, j], c.b.distances[i, j]], SLIDER_STEPS,
-                           include=[scale] if scale > 0 else [])
+    scales = slider_scales(
+        [c.a.distances[i, j], c.b.distances[i, j]],
+        SLIDER_STEPS,
+        include=[scale] if scale > 0 else [],
+    )
     return {
-        "layer": int(layer), "head": int(head), "scale": scale,
+        "layer": int(layer),
+        "head": int(head),
+        "scale": scale,
         "a": head_payload(c.a, layer, head, max_triangles, slider=False),
         "b": head_payload(c.b, layer, head, max_triangles, slider=False),
         "report": _compare_report(c, layer, head),
@@ -434,16 +510,22 @@ def _compare_report(c, layer: int, head: int) -> dict:
     out = {
         "scale": float(c.scales[i, j]),
         "diagram_distances": {n: c.diagram_distances[n][i, j].tolist() for n in DISTANCE_NAMES},
-        "shared_diagram_distances": {n: c.shared_diagram_distances[n][i, j].tolist() for n in DISTANCE_NAMES},
+        "shared_diagram_distances": {
+            n: c.shared_diagram_distances[n][i, j].tolist() for n in DISTANCE_NAMES
+        },
         "counts": {n: int(c.counts[n][i, j]) for n in COUNT_NAMES},
     }
     if len(c.shared_tokens) <= _SHARED_DETAIL_MAX:
         lay, hd = c.layers[i], c.heads[j]
         out["pairs"] = c.pairs(lay, hd)
-        out["shared_simplices"] = [{**s, "tokens": list(s["tokens"])} for s in c.shared_simplices(lay, hd)]
+        out["shared_simplices"] = [
+            {**s, "tokens": list(s["tokens"])} for s in c.shared_simplices(lay, hd)
+        ]
     else:
-        out["note"] = (f"{len(c.shared_tokens)} shared tokens: pairs and shared simplices are listed "
-                       f"only up to {_SHARED_DETAIL_MAX}")
+        out["note"] = (
+            f"{len(c.shared_tokens)} shared tokens: pairs and shared simplices are listed "
+            f"only up to {_SHARED_DETAIL_MAX}"
+        )
     return json_safe(out)
 
 
@@ -472,8 +554,15 @@ def _run_analysis(state: ServerState, name: str, req) -> Any:
 
     m = state.settings.load(name)
     _model_info(state, name, m)
-    return at.analyze(req.text, m, metric=req.metric, maxdim=req.maxdim, drop_special=req.drop_special,
-                      truncate=req.truncate, progress=False)
+    return at.analyze(
+        req.text,
+        m,
+        metric=req.metric,
+        maxdim=req.maxdim,
+        drop_special=req.drop_special,
+        truncate=req.truncate,
+        progress=False,
+    )
 
 
 def _run_comparison(state: ServerState, name: str, req) -> Any:
@@ -482,18 +571,30 @@ def _run_comparison(state: ServerState, name: str, req) -> Any:
 
     m = state.settings.load(name)
     _model_info(state, name, m)
-    return at.compare(req.text_a, req.text_b, m, metric=req.metric, maxdim=req.maxdim,
-                      scale=req.scale, drop_special=req.drop_special, truncate=req.truncate,
-                      progress=False)
+    return at.compare(
+        req.text_a,
+        req.text_b,
+        m,
+        metric=req.metric,
+        maxdim=req.maxdim,
+        scale=req.scale,
+        drop_special=req.drop_special,
+        truncate=req.truncate,
+        progress=False,
+    )
 
 
 # ------------------------------------------------------------------------ routes
 def too_long_message(e: TextTooLongError) -> str:
     """The library's too-many-tokens error with this interface's fix: the page's "truncate long
     texts" checkbox (``"truncate": true`` in a request), not the Python argument."""
-    what = re.split(r"\s*[:;(,]\s*(?=[^:;(]*(?:truncat|shorten))", str(e), maxsplit=1)[0].rstrip(" .:;,")
-    return (f"{what}: shorten it, or tick “truncate long texts” to cut it to the model's limit "
-            f'(API: "truncate": true)')
+    what = re.split(r"\s*[:;(,]\s*(?=[^:;(]*(?:truncat|shorten))", str(e), maxsplit=1)[0].rstrip(
+        " .:;,"
+    )
+    return (
+        f"{what}: shorten it, or tick “truncate long texts” to cut it to the model's limit "
+        f'(API: "truncate": true)'
+    )
 
 
 # ------------------------------------------------------- what the routes answer
@@ -507,16 +608,24 @@ async def _in_worker(state: ServerState, fn, heavy: bool):
         raise
     except Exception as e:  # noqa: BLE001 - logged here; the client gets one generic line
         log.error("unexpected error in a computation", exc_info=e)
-        return error_response(500, "internal error: the server could not complete this "
-                                   "request (details are in the server log)")
+        return error_response(
+            500,
+            "internal error: the server could not complete this "
+            "request (details are in the server log)",
+        )
 
 
 def _health(st: ServerState) -> dict:
     s = st.settings
     return {
-        "status": "ok", "version": __version__, "uptime_s": round(time.time() - st.started, 3),
-        "running": st.slots.running, "max_concurrent": s.max_concurrent,
-        "max_chars": s.max_chars, "timeout_s": s.timeout, "cache": st.cache.stats(),
+        "status": "ok",
+        "version": __version__,
+        "uptime_s": round(time.time() - st.started, 3),
+        "running": st.slots.running,
+        "max_concurrent": s.max_concurrent,
+        "max_chars": s.max_chars,
+        "timeout_s": s.timeout,
+        "cache": st.cache.stats(),
         "loaded_models": sorted(st.loaded),
     }
 
@@ -528,8 +637,13 @@ def _model_rows(st: ServerState) -> list[dict]:
     out = []
     default = st.allowed_models()[0]
     for name in st.allowed_models():
-        row = {"name": name, "description": name, "default": name == default,
-               "packaged": name in ALIASES, "loaded": name in st.loaded}
+        row = {
+            "name": name,
+            "description": name,
+            "default": name == default,
+            "packaged": name in ALIASES,
+            "loaded": name in st.loaded,
+        }
         if name in st.loaded:
             info = st.loaded[name]
             row.update(n_layers=info["n_layers"], n_heads=info["n_heads"], causal=info["causal"])
@@ -540,8 +654,12 @@ def _model_rows(st: ServerState) -> list[dict]:
                     from ..models.describe import describe_alias
 
                     d = describe_alias(name)
-                    row.update(n_layers=d["n_layers"], n_heads=d["n_heads"], causal=d["causal"],
-                               note=d.get("note") or "")
+                    row.update(
+                        n_layers=d["n_layers"],
+                        n_heads=d["n_heads"],
+                        causal=d["causal"],
+                        note=d.get("note") or "",
+                    )
                 except Exception as e:  # noqa: BLE001 - a description is optional
                     row["note"] = f"not described: {type(e).__name__}"
         out.append(row)
@@ -563,14 +681,22 @@ def _analysis_payload(an, req, info: dict, cached: bool, max_triangles: int, t0:
     return {
         "kind": "analysis",
         "model": info,
-        "settings": {"metric": an.metric, "maxdim": an.maxdim, "drop_special": req.drop_special,
-                     "truncate": req.truncate, "engine": an.engine},
+        "settings": {
+            "metric": an.metric,
+            "maxdim": an.maxdim,
+            "drop_special": req.drop_special,
+            "truncate": req.truncate,
+            "engine": an.engine,
+        },
         "text": text_payload(an.attention),
         "layers": list(an.layers),
         "heads": list(an.heads),
         "summary": _columns(an.summary()),
-        "ranking": {"stat": "max_persistence", "dim": an.ranking_dim,
-                    "column": f"max_persistence_h{an.ranking_dim}"},
+        "ranking": {
+            "stat": "max_persistence",
+            "dim": an.ranking_dim,
+            "column": f"max_persistence_h{an.ranking_dim}",
+        },
         "selected": list(sel) if sel else None,
         "head": head_payload(an, sel[0], sel[1], max_triangles) if sel else None,
         "cached": cached,
@@ -584,8 +710,14 @@ def _comparison_payload(c, req, info: dict, cached: bool, max_triangles: int, t0
     return {
         "kind": "comparison",
         "model": info,
-        "settings": {"metric": c.metric, "maxdim": c.maxdim, "drop_special": req.drop_special,
-                     "truncate": req.truncate, "scale": c.given_scale, "engine": c.a.engine},
+        "settings": {
+            "metric": c.metric,
+            "maxdim": c.maxdim,
+            "drop_special": req.drop_special,
+            "truncate": req.truncate,
+            "scale": c.given_scale,
+            "engine": c.a.engine,
+        },
         "a": text_payload(c.a.attention),
         "b": text_payload(c.b.attention),
         "shared_tokens": [s.to_dict() for s in c.shared_tokens],
@@ -626,12 +758,21 @@ def build_router(settings: Settings) -> APIRouter:
     def state_of(request: Request) -> ServerState:
         return request.app.state.attntopo
 
-    @router.get("/health", response_model=HealthResponse, responses={**_ANY_ROUTE}, summary="Is the server up; its limits")
+    @router.get(
+        "/health",
+        response_model=HealthResponse,
+        responses={**_ANY_ROUTE},
+        summary="Is the server up; its limits",
+    )
     async def health(request: Request):
         return _health(state_of(request))
 
-    @router.get("/models", response_model=ModelsResponse, responses={**_ANY_ROUTE, **_IN_A_WORKER},
-                summary="Models this server offers")
+    @router.get(
+        "/models",
+        response_model=ModelsResponse,
+        responses={**_ANY_ROUTE, **_IN_A_WORKER},
+        summary="Models this server offers",
+    )
     async def models(request: Request):
         """The models the page may use: the packaged aliases installed on this machine and the
         server's ``--model``; layers × heads are read from configs without loading weights."""
@@ -639,11 +780,17 @@ def build_router(settings: Settings) -> APIRouter:
         rows = await _in_worker(st, lambda: _model_rows(st), heavy=False)
         if not isinstance(rows, list):
             return rows
-        return {"default": rows[0]["name"], "models": rows, "metrics": list(METRICS),
-                "max_chars": st.settings.max_chars}
+        return {
+            "default": rows[0]["name"],
+            "models": rows,
+            "metrics": list(METRICS),
+            "max_chars": st.settings.max_chars,
+        }
 
     @router.post(
-        "/analyze", response_model=AnalyzeResponse, responses={**_ERRORS},
+        "/analyze",
+        response_model=AnalyzeResponse,
+        responses={**_ERRORS},
         summary="Analyse one text: every head's summary, one head in full",
     )
     async def analyze(req: AnalyzeRequest, request: Request):  # type: ignore[valid-type]
@@ -655,10 +802,14 @@ def build_router(settings: Settings) -> APIRouter:
         name = st.check_model(req.model)
         _precheck(st, name, req.layer, req.head)
         key = ("analysis", name, req.text, req.metric, req.maxdim, req.drop_special, req.truncate)
-        return await _cached_answer(st, name, key, lambda: _run_analysis(st, name, req), _analysis_payload, req)
+        return await _cached_answer(
+            st, name, key, lambda: _run_analysis(st, name, req), _analysis_payload, req
+        )
 
     @router.post(
-        "/compare", response_model=CompareResponse, responses={**_ERRORS},
+        "/compare",
+        response_model=CompareResponse,
+        responses={**_ERRORS},
         summary="Compare two texts head by head; one head of both in full",
     )
     async def compare(req: CompareRequest, request: Request):  # type: ignore[valid-type]
@@ -668,10 +819,20 @@ def build_router(settings: Settings) -> APIRouter:
         st = state_of(request)
         name = st.check_model(req.model)
         _precheck(st, name, req.layer, req.head)
-        key = ("comparison", name, req.text_a, req.text_b, req.metric, req.maxdim, req.drop_special,
-               req.scale, req.truncate)
-        return await _cached_answer(st, name, key, lambda: _run_comparison(st, name, req), _comparison_payload,
-                                    req)
+        key = (
+            "comparison",
+            name,
+            req.text_a,
+            req.text_b,
+            req.metric,
+            req.maxdim,
+            req.drop_special,
+            req.scale,
+            req.truncate,
+        )
+        return await _cached_answer(
+            st, name, key, lambda: _run_comparison(st, name, req), _comparison_payload, req
+        )
 
     return router
 

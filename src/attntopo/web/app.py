@@ -40,6 +40,7 @@ log = logging.getLogger("attntopo.web")
 
 STATIC_DIR = Path(__file__).with_name("static")
 
+
 # ---------------------------------------------------------------------------- app
 def plotly_js_path() -> Path:
     """plotly.min.js bundled with the installed plotly package."""
@@ -58,11 +59,15 @@ def _body_message(cause: BaseException | None) -> str:
     """What a request body that FastAPI could not read as JSON gets instead of FastAPI's own
     words (malformed JSON is a validation error, answered elsewhere)."""
     if isinstance(cause, RecursionError):  # [[[[…]]]] past Python's recursion limit
-        return ("the request body nests JSON arrays or objects too deeply to be read: send one "
-                "JSON object of the request's fields (see /docs)")
+        return (
+            "the request body nests JSON arrays or objects too deeply to be read: send one "
+            "JSON object of the request's fields (see /docs)"
+        )
     what = f" ({type(cause).__name__})" if cause is not None else ""
-    return (f"the request body cannot be read as JSON{what}: send one JSON object of the "
-            "request's fields (see /docs)")
+    return (
+        f"the request body cannot be read as JSON{what}: send one JSON object of the "
+        "request's fields (see /docs)"
+    )
 
 
 def _add_error_handlers(app: FastAPI, settings: Settings) -> None:
@@ -95,8 +100,11 @@ def _add_error_handlers(app: FastAPI, settings: Settings) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):
         log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-        return error_response(500, "internal error: the server could not complete this request "
-                                   "(details are in the server log)")
+        return error_response(
+            500,
+            "internal error: the server could not complete this request "
+            "(details are in the server log)",
+        )
 
 
 def _add_pages(app: FastAPI) -> None:
@@ -161,6 +169,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         if settings.preload:
+
             def preload() -> None:
                 try:
                     name = state.check_model(None)
@@ -181,9 +190,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=(
             "The JSON API of the attntopo explorer: text → model → attention → Jensen–Shannon "
             "token distances → Vietoris–Rips persistence. The explorer page uses exactly these "
-            "routes. Errors are `{\"error\": \"one line\"}` with status 400 (malformed JSON, input "
+            'routes. Errors are `{"error": "one line"}` with status 400 (malformed JSON, input '
             "the library refuses), 422 (invalid fields), 503 (busy), 504 (timeout) or 500. "
-            "Infinite and undefined numbers are the strings \"inf\" and \"nan\"."
+            'Infinite and undefined numbers are the strings "inf" and "nan".'
         ),
         docs_url=None,  # FastAPI's Swagger page loads its assets from a CDN; /docs is local
         redoc_url=None,
@@ -199,4 +208,3 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, max_body=max_body_bytes(settings.max_chars))
     app.add_middleware(Guard, hosts=settings.host_names())
     return app
-

@@ -92,12 +92,17 @@ class LRUCache:
         An entry's size in bytes (:func:`deep_sizeof`).
     """
 
-    def __init__(self, maxsize: int = 32, max_bytes: int | None = None,
-                 sizeof: Callable[[Any], int] = deep_sizeof):
+    def __init__(
+        self,
+        maxsize: int = 32,
+        max_bytes: int | None = None,
+        sizeof: Callable[[Any], int] = deep_sizeof,
+    ):
         if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 0:
             raise ValueError(f"maxsize must be an int >= 0, got {maxsize!r}")
-        if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int)
-                                      or max_bytes < 0):
+        if max_bytes is not None and (
+            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0
+        ):
             raise ValueError(f"max_bytes must be None or an int >= 0, got {max_bytes!r}")
         self.maxsize = maxsize
         self.max_bytes = max_bytes
@@ -141,8 +146,9 @@ class LRUCache:
             self._data[key] = value
             self._sizes[key] = size
             self.nbytes += size
-            while len(self._data) > self.maxsize or (self.max_bytes is not None
-                                                     and self.nbytes > self.max_bytes):
+            while len(self._data) > self.maxsize or (
+                self.max_bytes is not None and self.nbytes > self.max_bytes
+            ):
                 self._drop(next(iter(self._data)))
 
     def _drop(self, key: Hashable) -> None:
@@ -186,5 +192,11 @@ class LRUCache:
     def stats(self) -> dict:
         with self._lock:
             bound = {} if self.max_bytes is None else {"max_bytes": self.max_bytes}
-            return {"size": len(self._data), "maxsize": self.maxsize, "bytes": self.nbytes,
-                    **bound, "hits": self.hits, "misses": self.misses}
+            return {
+                "size": len(self._data),
+                "maxsize": self.maxsize,
+                "bytes": self.nbytes,
+                **bound,
+                "hits": self.hits,
+                "misses": self.misses,
+            }

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from _synthetic import text_attention
 
+from _synthetic import text_attention
 from attntopo._progress import NO_PROGRESS
 from attntopo.analyses._analysis import _on_device
 from attntopo.distances import token_distances
@@ -19,8 +19,10 @@ from attntopo.topology.persistence import persistence_batch_valid
 @pytest.mark.parametrize("threshold", [math.inf, 0.6])
 @pytest.mark.parametrize("causal", [False, True])
 def test_device_path_equals_the_cpu_path(threshold, causal):
-    atts = [text_attention("the cat sat on the mat and the dog slept", L=2, H=3, seed=s, causal=causal)
-            for s in (0, 1)]
+    atts = [
+        text_attention("the cat sat on the mat and the dog slept", L=2, H=3, seed=s, causal=causal)
+        for s in (0, 1)
+    ]
     dists, dgms = _on_device(atts, "cpu", 0, threshold, NO_PROGRESS)
     k = 0
     for a, d in zip(atts, dists):
@@ -36,8 +38,10 @@ def test_overlapped_h1_equals_the_whole_batch(maxdim):
     """H1 and above: each layer's matrices go to the engines while the next layer's distances are
     computed; the diagrams are exactly those of one persistence batch of every matrix, in the
     same order (text-major, layer, head)."""
-    atts = [text_attention("the cat sat on the mat and the dog slept by the door", L=3, H=2, seed=s)
-            for s in (0, 1)]
+    atts = [
+        text_attention("the cat sat on the mat and the dog slept by the door", L=3, H=2, seed=s)
+        for s in (0, 1)
+    ]
     dists, dgms = _on_device(atts, "cpu", maxdim, math.inf, NO_PROGRESS)
     mats = [M for d in dists for M in d.reshape(-1, *d.shape[-2:])]
     for a, d in zip(atts, dists):
@@ -55,8 +59,8 @@ def test_overlap_keeps_at_most_the_bound_of_layers_waiting(monkeypatch):
     import threading
     import time
 
-    from attntopo.analyses import _analysis
     from attntopo import distances as distances_module
+    from attntopo.analyses import _analysis
 
     lock = threading.Lock()
     real_tdt, real_pbv = distances_module.token_distances_tensor, _analysis.persistence_batch_valid
@@ -129,7 +133,9 @@ def test_compare_device_route_equals_the_cpu_route():
     from attntopo.analyses._comparison import device_distances, shared_connection_scales
 
     for causal in (False, True):
-        a = text_attention("the cat sat on the mat and the dog slept", L=2, H=3, seed=4, causal=causal)
+        a = text_attention(
+            "the cat sat on the mat and the dog slept", L=2, H=3, seed=4, causal=causal
+        )
         T = device_distances(a, "cpu")
         assert isinstance(T, torch.Tensor) and T.dtype == torch.float64
         D = token_distances(a)

@@ -35,8 +35,13 @@ def _att(W, model="synthetic", causal=None, text=""):
     if causal is None:
         causal = bool(np.all(np.triu(W[0, 0], 1) == 0))
     return Attention(
-        weights=W, tokens=[f"t{i}" for i in range(n)], offsets=[(0, 0)] * n,
-        special=np.zeros(n, bool), causal=causal, model=model, text=text,
+        weights=W,
+        tokens=[f"t{i}" for i in range(n)],
+        offsets=[(0, 0)] * n,
+        special=np.zeros(n, bool),
+        causal=causal,
+        model=model,
+        text=text,
     )
 
 
@@ -89,8 +94,15 @@ def test_other_metrics_match_pairwise_reference():
     F = W.reshape(3, 6, 6)
     for metric in ("hellinger", "total_variation", "fisher_rao"):
         D = head_distances(W, metric=metric)
-        ref = np.array([[sum(pairwise_distance(F[a, i], F[b, i], metric=metric) for i in range(6))
-                         for b in range(3)] for a in range(3)])
+        ref = np.array(
+            [
+                [
+                    sum(pairwise_distance(F[a, i], F[b, i], metric=metric) for i in range(6))
+                    for b in range(3)
+                ]
+                for a in range(3)
+            ]
+        )
         np.testing.assert_allclose(D, ref, atol=1e-12)
 
 
@@ -100,8 +112,18 @@ def test_row_distances_rectangular_matches_pairwise():
     for metric in at.METRICS:
         D = row_distances(X, metric=metric)
         assert D.shape == (2, 4, 5, 5)
-        ref = np.array([[[[pairwise_distance(X[a, b, i], X[a, b, j], metric=metric) for j in range(5)]
-                          for i in range(5)] for b in range(4)] for a in range(2)])
+        ref = np.array(
+            [
+                [
+                    [
+                        [pairwise_distance(X[a, b, i], X[a, b, j], metric=metric) for j in range(5)]
+                        for i in range(5)
+                    ]
+                    for b in range(4)
+                ]
+                for a in range(2)
+            ]
+        )
         np.testing.assert_allclose(D, ref, atol=1e-12)
     with pytest.raises(InvalidMatrixError):
         row_distances(np.ones((3, 4)))  # rows sum to 4
@@ -234,7 +256,10 @@ def test_head_space_contents(synth_space):
     assert list(cols["type"]) == hs.types.labels.reshape(-1).tolist()
     i = 5
     j = hs.labels.index(cols["nearest"][i])
-    assert j != i and cols["nearest_distance"][i] == np.delete(hs.distances[i], i).min() == hs.distances[i, j]
+    assert (
+        j != i
+        and cols["nearest_distance"][i] == np.delete(hs.distances[i], i).min() == hs.distances[i, j]
+    )
     assert "n_points" not in cols  # the overview's keys are overview()'s, not the table's
 
 
@@ -320,14 +345,18 @@ def test_compare_models_observed_and_bootstrap(two_spaces):
     null = c.null["bottleneck"].reshape(-1, 2)
     p = (1 + (null >= c.bottleneck - 1e-12).sum(0)) / (1 + 60)  # ties within 1e-12 count
     np.testing.assert_allclose(c.p_values(name="bottleneck"), p)
-    np.testing.assert_allclose(c.z_scores(name="bottleneck"), (c.bottleneck - null.mean(0)) / null.std(0, ddof=1))
+    np.testing.assert_allclose(
+        c.z_scores(name="bottleneck"), (c.bottleneck - null.mean(0)) / null.std(0, ddof=1)
+    )
     # very different models: the H0 difference is far outside the within-model noise
     assert c.p_values(name="bottleneck")[0] == 1 / 61
     assert c.interval(name="wasserstein").shape == (2, 2)
     rows = c.summary_rows()
     assert [r["dim"] for r in rows] == [0, 1] and "wasserstein_p" in rows[0]
     cols = c.summary()
-    assert cols["dim"].tolist() == [0, 1] and cols["wasserstein_p"].tolist() == [r["wasserstein_p"] for r in rows]
+    assert cols["dim"].tolist() == [0, 1] and cols["wasserstein_p"].tolist() == [
+        r["wasserstein_p"] for r in rows
+    ]
     # seeded: same numbers again; the replicate diagrams are independent recomputations
     c2 = compare_models(None, model_a=ha, model_b=hb, n_boot=30, seed=5, n_jobs=1)
     for k in c.null:
@@ -338,7 +367,9 @@ def test_compare_models_observed_and_bootstrap(two_spaces):
     Ds = [np.mean([ha.per_text[t] for t in draws[0, s]], axis=0) for s in range(2)]
     d0 = at.persistence(Ds[0], maxdim=1)
     d1 = at.persistence(Ds[1], maxdim=1)
-    np.testing.assert_allclose(c.null["bottleneck"][0, 0], at.topology.bottleneck(d0, d1), atol=1e-12)
+    np.testing.assert_allclose(
+        c.null["bottleneck"][0, 0], at.topology.bottleneck(d0, d1), atol=1e-12
+    )
 
 
 def test_compare_identical_models_is_zero_and_not_significant(two_spaces):
@@ -380,7 +411,10 @@ def test_compare_models_errors(two_spaces):
     summed = head_space([_att(_weights(rng, 1, 3, 5))] * 5, reduce="sum", types=False)
     with pytest.raises(InvalidInputError, match="reduce"):
         compare_models(None, model_a=ha, model_b=summed)
-    nopt = head_space([_att(_weights(rng, 1, 3, 5), text=str(k)) for k in range(5)],
-                      keep_per_text=False, types=False)
+    nopt = head_space(
+        [_att(_weights(rng, 1, 3, 5), text=str(k)) for k in range(5)],
+        keep_per_text=False,
+        types=False,
+    )
     with pytest.raises(InvalidInputError, match="keep_per_text"):
         compare_models(None, model_a=ha, model_b=nopt, n_boot=3)

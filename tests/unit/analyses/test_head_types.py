@@ -17,10 +17,10 @@ from attntopo.analyses._head_types import (
     head_types,
     label_heads,
 )
-from attntopo.words import punctuation_mask, token_strings
 from attntopo.attention import Attention
 from attntopo.distances import pairwise_distance
 from attntopo.errors import InvalidInputError, OutOfRangeError
+from attntopo.words import punctuation_mask, token_strings
 
 # ------------------------------------------------------------ constructions
 BIDIRECTIONAL = {  # kind -> expected label
@@ -90,8 +90,13 @@ def make_att(kinds, n=32, causal=False, seed=0, noise=0.1, text="", offsets=None
         if not causal:  # [CLS] ... [SEP]
             special[0] = special[-1] = True
     return Attention(
-        weights=W, tokens=[f"t{j}" for j in range(n)], offsets=offsets or [(0, 0)] * n,
-        special=special, causal=causal, model="synthetic", text=text,
+        weights=W,
+        tokens=[f"t{j}" for j in range(n)],
+        offsets=offsets or [(0, 0)] * n,
+        special=special,
+        causal=causal,
+        model="synthetic",
+        text=text,
     )
 
 
@@ -120,8 +125,12 @@ def test_causal_models_never_get_next_token():
     assert np.all(np.isnan(t.features["next"])) and np.all(np.isnan(t.features["dist_next"]))
     # even a features table claiming next-token mass is not labelled "next" when causal
     f = {k: np.array([0.0]) for k in ("sink", "self", "previous", "entropy_norm")}
-    f.update(next=np.array([1.0]), band_error=np.array([0.9]), vertical_error=np.array([0.9]),
-             fit_error_rel=np.array([0.95]))
+    f.update(
+        next=np.array([1.0]),
+        band_error=np.array([0.9]),
+        vertical_error=np.array([0.9]),
+        fit_error_rel=np.array([0.95]),
+    )
     assert label_heads(f, causal=True).tolist() == ["mixed"]
     assert label_heads(f, causal=False).tolist() == ["next"]
 
@@ -150,7 +159,9 @@ def test_exact_features_of_pure_patterns():
     assert f["dist_uniform"][1] == pytest.approx(0, abs=1e-7)
     assert f["self"][1] == pytest.approx(1 / n) and f["max_column_mass"][1] == pytest.approx(1 / n)
     # uniform attention is the yardstick of the relative fit error; identity fits perfectly
-    assert f["fit_error_rel"][1] == pytest.approx(1, abs=0.1) and f["fit_error_rel"][0] == pytest.approx(0)
+    assert f["fit_error_rel"][1] == pytest.approx(1, abs=0.1) and f["fit_error_rel"][
+        0
+    ] == pytest.approx(0)
     kept = np.minimum(np.arange(n), 2) + 1 + np.minimum(n - 1 - np.arange(n), 2)
     assert f["band_error"][1] == pytest.approx(np.mean(1 - kept / n))
     assert f["vertical_error"][1] == pytest.approx(1 - 5 / n)
@@ -161,7 +172,9 @@ def test_exact_features_of_pure_patterns():
     assert f["dist_first"][2] == pytest.approx(0, abs=1e-7)
     assert f["dist_identity"][2] == pytest.approx((n - 1) / n)
     # previous: rows i >= 1 on i - 1
-    assert f["previous"][3] == pytest.approx(1) and f["dist_previous"][3] == pytest.approx(0, abs=1e-7)
+    assert f["previous"][3] == pytest.approx(1) and f["dist_previous"][3] == pytest.approx(
+        0, abs=1e-7
+    )
 
 
 def test_pattern_distances_against_pairwise_reference():
@@ -175,9 +188,15 @@ def test_pattern_distances_against_pairwise_reference():
     nxt = np.mean([pairwise_distance(A[i], np.eye(10)[i + 1]) for i in range(9)])
     first = np.mean([pairwise_distance(A[i], np.eye(10)[0]) for i in range(10)])
     np.testing.assert_allclose(
-        [f["dist_identity"][0, 0], f["dist_uniform"][0, 0], f["dist_previous"][0, 0],
-         f["dist_next"][0, 0], f["dist_first"][0, 0]],
-        [ident, unif, prev, nxt, first], atol=1e-7,
+        [
+            f["dist_identity"][0, 0],
+            f["dist_uniform"][0, 0],
+            f["dist_previous"][0, 0],
+            f["dist_next"][0, 0],
+            f["dist_first"][0, 0],
+        ],
+        [ident, unif, prev, nxt, first],
+        atol=1e-7,
     )
     t = rng.random(50)
     ref = [pairwise_distance([x, 1 - x], [1.0, 0.0]) for x in t]
@@ -185,10 +204,16 @@ def test_pattern_distances_against_pairwise_reference():
     # causal uniform reference: row i uniform on 0..i; row 0 is not free
     catt = make_att(["band"], n=8, causal=True, noise=0.5, seed=2)
     C = catt.weights[0, 0].astype(np.float64)
-    cu = np.mean([pairwise_distance(C[i], np.r_[np.full(i + 1, 1 / (i + 1)), np.zeros(7 - i)])
-                  for i in range(1, 8)])
+    cu = np.mean(
+        [
+            pairwise_distance(C[i], np.r_[np.full(i + 1, 1 / (i + 1)), np.zeros(7 - i)])
+            for i in range(1, 8)
+        ]
+    )
     assert head_features(catt)["dist_uniform"][0, 0] == pytest.approx(cu, abs=1e-7)
-    ent = np.mean([-(C[i][C[i] > 0] * np.log2(C[i][C[i] > 0])).sum() / np.log2(i + 1) for i in range(1, 8)])
+    ent = np.mean(
+        [-(C[i][C[i] > 0] * np.log2(C[i][C[i] > 0])).sum() / np.log2(i + 1) for i in range(1, 8)]
+    )
     assert head_features(catt)["entropy_norm"][0, 0] == pytest.approx(ent)
 
 
@@ -211,7 +236,19 @@ def test_punctuation_found_from_text_and_from_tokenizer():
     att = make_att(["uniform"], n=n, text=text, offsets=offsets, special=special)
     mask = punctuation_mask(att)
     # ',' '!' '¿' '?' are punctuation; '$' (a symbol), words, [CLS]/[SEP] are not
-    assert mask.tolist() == [False, False, True, False, True, True, False, True, False, False, False]
+    assert mask.tolist() == [
+        False,
+        False,
+        True,
+        False,
+        True,
+        True,
+        False,
+        True,
+        False,
+        False,
+        False,
+    ]
     strings = token_strings(att)
     assert strings[1] == "Hello" and strings[0] == "t0"
 
@@ -221,8 +258,11 @@ def test_punctuation_found_from_text_and_from_tokenizer():
 
     att2 = Attention(
         weights=att.weights[:, :, :4, :4] / att.weights[:, :, :4, :4].sum(-1, keepdims=True),
-        tokens=["[CLS]", "Ġ...", "word", "[SEP]"], offsets=[(0, 0)] * 4,
-        special=np.array([True, False, False, True]), causal=False, model="x",
+        tokens=["[CLS]", "Ġ...", "word", "[SEP]"],
+        offsets=[(0, 0)] * 4,
+        special=np.array([True, False, False, True]),
+        causal=False,
+        model="x",
         token_ids=np.arange(4),
     )
     assert punctuation_mask(att2, tokenizer=FakeTokenizer()).tolist() == [False, True, False, False]
@@ -273,8 +313,14 @@ def test_errors():
         head_types(make_att(["identity"]), band_width=-1)
     with pytest.raises(InvalidInputError, match="vertical_k"):
         head_types(make_att(["identity"]), vertical_k=0)
-    one = Attention(weights=np.ones((1, 1, 1, 1)), tokens=["a"], offsets=[(0, 1)],
-                    special=np.zeros(1, bool), causal=False, model="x")
+    one = Attention(
+        weights=np.ones((1, 1, 1, 1)),
+        tokens=["a"],
+        offsets=[(0, 1)],
+        special=np.zeros(1, bool),
+        causal=False,
+        model="x",
+    )
     with pytest.raises(InvalidInputError, match="at least 2 tokens"):
         head_types(one)
     with pytest.raises(InvalidInputError, match="same model"):

@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import jensenshannon
 
-from _reference import heads_notebook_matrix as _notebook_loops
 import attntopo as at
-from attntopo._validation import check_paper_compat
+from _reference import heads_notebook_matrix as _notebook_loops
 from attntopo import compare_models, head_distances, head_space
+from attntopo._validation import check_paper_compat
 from attntopo.attention import Attention
 from attntopo.distances import row_distances, token_distances
 from attntopo.errors import InvalidInputError, ResultFormatError
@@ -50,7 +50,9 @@ def listing_matrix(A: np.ndarray) -> np.ndarray:
     """Listing 1 on one (n, n) matrix: scipy's JS distance of the softmaxed rows."""
     S = _softmax_rows(A)
     n = len(S)
-    return np.array([[jensenshannon(S[i], S[j]) if i != j else 0.0 for j in range(n)] for i in range(n)])
+    return np.array(
+        [[jensenshannon(S[i], S[j]) if i != j else 0.0 for j in range(n)] for i in range(n)]
+    )
 
 
 def notebook_matrix(A: np.ndarray) -> np.ndarray:
@@ -99,12 +101,19 @@ def same_bars(dgm: Diagram, pairs: list, maxdim: int = 1) -> None:
         np.testing.assert_allclose(o, r, rtol=0, atol=1e-12)
 
 
-def _att(W: np.ndarray, model: str = "synthetic", tokens: list[str] | None = None, text: str = "") -> Attention:
+def _att(
+    W: np.ndarray, model: str = "synthetic", tokens: list[str] | None = None, text: str = ""
+) -> Attention:
     L, H, n, _ = W.shape
     tokens = tokens or [f"t{i}" for i in range(n)]
     return Attention(
-        weights=W, tokens=tokens, offsets=[(0, 0)] * n, special=np.zeros(n, bool),
-        causal=bool(np.all(np.triu(W[0, 0], 1) == 0)), model=model, text=text,
+        weights=W,
+        tokens=tokens,
+        offsets=[(0, 0)] * n,
+        special=np.zeros(n, bool),
+        causal=bool(np.all(np.triu(W[0, 0], 1) == 0)),
+        model=model,
+        text=text,
     )
 
 
@@ -130,7 +139,9 @@ def test_check_paper_compat_modes_and_aliases():
         token_distances(_weights(np.random.default_rng(0), 1, 1, 5)[0, 0], paper_compat=True)
     # the head-space functions know only the heads notebook
     with pytest.raises(InvalidInputError, match="Listing 1 defines token distances only"):
-        check_paper_compat("listing", modes=("notebook",), hint="Listing 1 defines token distances only")
+        check_paper_compat(
+            "listing", modes=("notebook",), hint="Listing 1 defines token distances only"
+        )
     with pytest.raises(InvalidInputError, match="got True"):
         check_paper_compat(True, modes=("notebook",))
 
@@ -151,7 +162,9 @@ def test_a_result_saved_with_paper_compat_true_is_refused_in_one_line(tmp_path):
 
 
 # ------------------------------------------------------------------ token distances and diagrams
-@pytest.mark.parametrize("mode, reference", [("listing", listing_matrix), ("notebook", notebook_matrix)])
+@pytest.mark.parametrize(
+    "mode, reference", [("listing", listing_matrix), ("notebook", notebook_matrix)]
+)
 @pytest.mark.parametrize("causal", [False, True])
 def test_token_distances_and_diagrams_match_scipy_and_gudhi(mode, reference, causal):
     rng = np.random.default_rng(11 + causal)
@@ -170,8 +183,12 @@ def test_listing_is_the_square_root_and_notebook_the_fourth_root_of_the_divergen
     A = _weights(np.random.default_rng(2), 1, 1, 7)[0, 0]
     S = _softmax_rows(A)
     div = np.array([[jensenshannon(S[i], S[j]) ** 2 for j in range(7)] for i in range(7)])
-    np.testing.assert_allclose(token_distances(A, paper_compat="listing"), np.sqrt(div), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(token_distances(A, paper_compat="notebook"), div**0.25, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        token_distances(A, paper_compat="listing"), np.sqrt(div), rtol=0, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        token_distances(A, paper_compat="notebook"), div**0.25, rtol=0, atol=1e-12
+    )
 
 
 def test_analysis_keeps_its_mode_through_save_and_load(tmp_path):
@@ -195,7 +212,7 @@ def test_attntopo_head_distances_are_the_notebooks_times_1_2011():
     L, H = 3, 4
     W = _weights(rng, L, H, 10, causal=True)
     ours = head_distances(W)  # (L·H, L·H), base 2, every pair of heads
-    within = sum(ours[li * H:(li + 1) * H, li * H:(li + 1) * H] for li in range(L))
+    within = sum(ours[li * H : (li + 1) * H, li * H : (li + 1) * H] for li in range(L))
     paper = head_distances(W, paper_compat="notebook")
     off = ~np.eye(H, dtype=bool)
     np.testing.assert_allclose(within[off] / paper[off], FACTOR, rtol=1e-12)
@@ -216,7 +233,9 @@ def test_head_distances_notebook_matches_the_notebooks_loops(causal):
     # several texts: per text, then reduced
     W2 = _weights(rng, 3, 4, 6, causal=causal)
     stack = head_distances([att, _att(W2)], paper_compat="notebook", reduce="none")
-    np.testing.assert_allclose(stack[1], heads_notebook_matrix(_att(W2).weights.astype(np.float64)), atol=1e-12)
+    np.testing.assert_allclose(
+        stack[1], heads_notebook_matrix(_att(W2).weights.astype(np.float64)), atol=1e-12
+    )
 
 
 def test_head_space_notebook_is_the_summed_space_with_gudhis_diagram(tmp_path):
@@ -333,7 +352,9 @@ def test_float32_rows_give_the_notebooks_nan_and_gudhi_drops_the_edge():
         if np.isnan(d32):
             nan_pairs += 1
             ours = row_distances(np.stack([p, q]), base=math.e)[0, 1]
-            assert np.isfinite(ours) and ours == pytest.approx(jensenshannon(p.astype(float), q.astype(float)), rel=1e-6)
+            assert np.isfinite(ours) and ours == pytest.approx(
+                jensenshannon(p.astype(float), q.astype(float)), rel=1e-6
+            )
     assert nan_pairs > 0
     # a NaN distance is a missing edge for gudhi: here it leaves a loop that a float64 run fills
     D = np.array([[0, 1, 2, 2.5], [1, 0, np.nan, 2], [2, np.nan, 0, 1.5], [2.5, 2, 1.5, 0]])
@@ -345,8 +366,10 @@ def test_float32_rows_give_the_notebooks_nan_and_gudhi_drops_the_edge():
 def _two_texts(rng: np.random.Generator, causal: bool = False) -> tuple[Attention, Attention]:
     ta = "the cat sat on the red mat".split()
     tb = "a cat sat on the mat and the dog".split()
-    return (_att(_weights(rng, 2, 2, len(ta), causal), tokens=ta, text=" ".join(ta)),
-            _att(_weights(rng, 2, 2, len(tb), causal), tokens=tb, text=" ".join(tb)))
+    return (
+        _att(_weights(rng, 2, 2, len(ta), causal), tokens=ta, text=" ".join(ta)),
+        _att(_weights(rng, 2, 2, len(tb), causal), tokens=tb, text=" ".join(tb)),
+    )
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -383,6 +406,8 @@ def test_compare_listing_changes_only_the_distance():
             same_bars(c.b.diagrams[i][j], gudhi_persistence(D))
     # no bar is dropped in listing mode: the distances are attntopo's on those diagrams
     dgm_a, dgm_b = c.diagrams(0, 1)
-    np.testing.assert_allclose(c.diagram_distances["bottleneck"][0, 1], at.topology.bottleneck(dgm_a, dgm_b))
+    np.testing.assert_allclose(
+        c.diagram_distances["bottleneck"][0, 1], at.topology.bottleneck(dgm_a, dgm_b)
+    )
     with pytest.raises(InvalidInputError, match="'notebook' or 'listing'"):
         at.compare(A, B, paper_compat=True)

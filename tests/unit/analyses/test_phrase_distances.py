@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _synthetic import text_attention
 
+from _synthetic import text_attention
 from attntopo import _native
 from attntopo.analyses._phrase import phrase_topology
 from attntopo.distances import token_distances
 
-CONTEXTS = ["the quantum information theory of attention heads today",
-            "classical information theory of entropy", "noise: information theory in a channel"]
+CONTEXTS = [
+    "the quantum information theory of attention heads today",
+    "classical information theory of entropy",
+    "noise: information theory in a channel",
+]
 
 
 @pytest.mark.parametrize("native", [True, False])

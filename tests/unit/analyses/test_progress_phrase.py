@@ -4,9 +4,9 @@ stage with monotone done counts that end at the total (synthetic attention: no m
 from __future__ import annotations
 
 import pytest
-from _synthetic import text_attention
 
 import attntopo as at
+from _synthetic import text_attention
 from attntopo.analyses._model_comparison import compare_models
 from attntopo.analyses._phrase import phrase_topology
 
@@ -29,8 +29,10 @@ class Recorder:
         assert done[-1] == total[-1] > 0
         order = []
         named = [c for c in self.calls if c[2]]
-        assert all(c[0] == 0 for c in self.calls[: len(self.calls) - len(named)]), "only the plan comes unnamed"
-        assert self.calls[len(self.calls) - len(named):] == named
+        assert all(c[0] == 0 for c in self.calls[: len(self.calls) - len(named)]), (
+            "only the plan comes unnamed"
+        )
+        assert self.calls[len(self.calls) - len(named) :] == named
         for _, _, s in named:
             if not order or order[-1] != s:
                 order.append(s)
@@ -41,8 +43,11 @@ class Recorder:
         return per
 
 
-CONTEXTS = ["the quantum information theory of attention", "classical information theory of entropy",
-            "information theory in a noisy channel"]
+CONTEXTS = [
+    "the quantum information theory of attention",
+    "classical information theory of entropy",
+    "information theory in a noisy channel",
+]
 
 
 def test_phrase_topology_reports_each_stage():
@@ -61,11 +66,21 @@ def test_phrase_topology_reports_each_stage():
 
 
 def test_compare_models_reports_each_stage():
-    texts = ["the cat sat on the mat today", "a dog ran in the park at night", "birds sing in the early morning"]
-    a = at.head_space([text_attention(t, seed=k, L=2, H=3) for k, t in enumerate(texts)],
-                      normalize=True, progress=False)
-    b = at.head_space([text_attention(t, seed=10 + k, L=3, H=2) for k, t in enumerate(texts)],
-                      normalize=True, progress=False)
+    texts = [
+        "the cat sat on the mat today",
+        "a dog ran in the park at night",
+        "birds sing in the early morning",
+    ]
+    a = at.head_space(
+        [text_attention(t, seed=k, L=2, H=3) for k, t in enumerate(texts)],
+        normalize=True,
+        progress=False,
+    )
+    b = at.head_space(
+        [text_attention(t, seed=10 + k, L=3, H=2) for k, t in enumerate(texts)],
+        normalize=True,
+        progress=False,
+    )
     rec = Recorder()
     mc = compare_models(None, model_a=a, model_b=b, n_boot=4, n_jobs=1, progress=rec)
     per = rec.check(["diagram distances", "persistence", "bootstrap distances"])

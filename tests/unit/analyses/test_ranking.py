@@ -22,8 +22,14 @@ from attntopo.analyses._ranking import informative_dim, rank_order
 from attntopo.attention import Attention
 
 
-def _attention(words: list[str], rng: np.random.Generator, L: int = 2, H: int = 3,
-               same_as: Attention | None = None, copy_heads=()) -> Attention:
+def _attention(
+    words: list[str],
+    rng: np.random.Generator,
+    L: int = 2,
+    H: int = 3,
+    same_as: Attention | None = None,
+    copy_heads=(),
+) -> Attention:
     n = len(words)
     W = rng.dirichlet(np.full(n, 0.5), size=(L, H, n)).astype(np.float32)
     for i, j in copy_heads:  # the same rows as `same_as` in these heads: identical diagrams
@@ -33,8 +39,15 @@ def _attention(words: list[str], rng: np.random.Generator, L: int = 2, H: int = 
     for w in words:
         offsets.append((pos, pos + len(w)))
         pos += len(w) + 1
-    return Attention(weights=W, tokens=list(words), offsets=offsets, special=np.zeros(n, dtype=bool),
-                     causal=False, model="synthetic", text=text)
+    return Attention(
+        weights=W,
+        tokens=list(words),
+        offsets=offsets,
+        special=np.zeros(n, dtype=bool),
+        causal=False,
+        model="synthetic",
+        text=text,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,26 +70,26 @@ def long_pair() -> at.Comparison:
 
 # ------------------------------------------------------------------- the rule
 def test_informative_dim_rule():
-    v = np.zeros((2, 3, 3))                             # 6 heads, H0..H2
-    assert informative_dim(v) == 0                      # nothing differs: H0
+    v = np.zeros((2, 3, 3))  # 6 heads, H0..H2
+    assert informative_dim(v) == 0  # nothing differs: H0
     v[..., 0] = np.arange(6).reshape(2, 3)
-    assert informative_dim(v) == 0                      # H1, H2 all zero
+    assert informative_dim(v) == 0  # H1, H2 all zero
     v[0, :, 1] = [0.5, 0.6, 0.7]
-    assert informative_dim(v) == 1                      # H1: 0 shared by 3 of 6, half: not more
+    assert informative_dim(v) == 1  # H1: 0 shared by 3 of 6, half: not more
     v[0, :, 1] = [0.5, 0.0, 0.0]
-    assert informative_dim(v) == 0                      # 0 shared by 5 of 6
+    assert informative_dim(v) == 0  # 0 shared by 5 of 6
     v[1, 0, 1] = 0.8
-    assert informative_dim(v) == 0                      # 0 shared by 4 of 6
+    assert informative_dim(v) == 0  # 0 shared by 4 of 6
     v[1, 1, 1] = 0.9
-    assert informative_dim(v) == 1                      # 0 shared by 3 of 6: half
+    assert informative_dim(v) == 1  # 0 shared by 3 of 6: half
     v[..., 2] = 0.3
-    assert informative_dim(v) == 1                      # H2 constant (not zero): no information
+    assert informative_dim(v) == 1  # H2 constant (not zero): no information
     v[:, :, 2] = [[0.1, 0.2, 0.3], [0.4, np.nan, np.nan]]
-    assert informative_dim(v) == 2                      # NaN left out: 4 distinct values
+    assert informative_dim(v) == 2  # NaN left out: 4 distinct values
     v[1, 0, 2] = 0.1
-    assert informative_dim(v) == 2                      # 0.1 shared by 2 of 4: half, not more
+    assert informative_dim(v) == 2  # 0.1 shared by 2 of 4: half, not more
     v[0, 1, 2] = 0.1
-    assert informative_dim(v) == 1                      # 0.1 shared by 3 of 4
+    assert informative_dim(v) == 1  # 0.1 shared by 3 of 4
     assert informative_dim(np.full((4, 2), np.nan)) == 0
     assert informative_dim(np.array([[0.0, 1.0]])) == 0  # one head: nothing to order
     assert "more than half of the heads" in RANKING_RULE
@@ -94,15 +107,22 @@ def _majority_rule(v: np.ndarray) -> int:
 
 
 @settings(max_examples=200, deadline=None)
-@given(arrays(np.float64, st.tuples(st.integers(1, 12), st.integers(1, 3)),
-              elements=st.sampled_from([0.0, 0.0, 0.1, 0.2, 0.3, np.nan])))
+@given(
+    arrays(
+        np.float64,
+        st.tuples(st.integers(1, 12), st.integers(1, 3)),
+        elements=st.sampled_from([0.0, 0.0, 0.1, 0.2, 0.3, np.nan]),
+    )
+)
 def test_informative_dim_matches_the_rule_written_out(v):
     assert informative_dim(v) == _majority_rule(v)
 
 
 @settings(max_examples=200, deadline=None)
-@given(arrays(np.float64, st.integers(1, 30), elements=st.sampled_from([0.0, 0.25, 0.5, 1.0, np.nan])),
-       st.integers(0, 2**32 - 1))
+@given(
+    arrays(np.float64, st.integers(1, 30), elements=st.sampled_from([0.0, 0.25, 0.5, 1.0, np.nan])),
+    st.integers(0, 2**32 - 1),
+)
 def test_rank_order_is_rankdata_min_with_nan_last(key, seed):
     tie = np.random.default_rng(seed).random(key.size)
     order, ranks = rank_order(key, tie)
@@ -131,8 +151,13 @@ def test_short_texts_rank_by_h0_not_by_zeros(short_pair):
     assert set(s["rank_by"].tolist()) == {"bottleneck_h0"}
     np.testing.assert_array_equal(s["rank"], rankdata(b[..., 0].ravel(), method="min"))
     d = json.loads(json.dumps(c.to_dict(k=6), allow_nan=False))
-    assert d["ranking"] == {"by": "bottleneck", "dim": 0, "column": "bottleneck_h0", "default": True,
-                            "rule": RANKING_RULE}
+    assert d["ranking"] == {
+        "by": "bottleneck",
+        "dim": 0,
+        "column": "bottleneck_h0",
+        "default": True,
+        "rule": RANKING_RULE,
+    }
     # an explicit dimension is still obeyed, and the JSON says it was not the default
     assert [v for _, _, v in c.most_similar_heads(k=3, dim=1)] == [0.0, 0.0, 0.0]
     assert c.to_dict(dim=1)["ranking"]["default"] is False
@@ -191,7 +216,9 @@ def test_mostly_zero_h1_ranks_by_h0(long_pair):
         v[0, 0, 1] = 0.0  # 4 of 6 heads tie at 0
     mostly = dataclasses.replace(c, diagram_distances=dist)
     assert mostly.ranking_dim == 0 and mostly.to_dict()["ranking"]["dim"] == 0
-    assert [v for _, _, v in mostly.most_similar_heads(k=2)] == sorted(dist["bottleneck"][..., 0].ravel())[:2]
+    assert [v for _, _, v in mostly.most_similar_heads(k=2)] == sorted(
+        dist["bottleneck"][..., 0].ravel()
+    )[:2]
 
 
 # ------------------------------------------------------------- one text's heads
@@ -213,7 +240,9 @@ def test_analysis_short_text_ranks_by_h0():
     assert "max persistence h0" in analysis_html(an)
     r = an.ranking(dim=1)
     assert (r["rank"] == 1).all() and (r["n_tied"] == 6).all()  # all tied in H1
-    np.testing.assert_array_equal(an.ranking()["rank"], rankdata(-an.ranking()["value"], method="min"))
+    np.testing.assert_array_equal(
+        an.ranking()["rank"], rankdata(-an.ranking()["value"], method="min")
+    )
     with pytest.raises(at.errors.InvalidInputError, match="unknown statistic"):
         an.ranking(stat="nope")
 

@@ -27,8 +27,15 @@ from attntopo.topology import Diagram
 TEXTS = ["the cat sat on the mat", "a cat sat on the red mat", "the old cat sat on the mat again"]
 
 
-def _attention(text: str, rng: np.random.Generator, *, causal: bool = False, model: str = "synthetic",
-               L: int = 2, H: int = 2) -> Attention:
+def _attention(
+    text: str,
+    rng: np.random.Generator,
+    *,
+    causal: bool = False,
+    model: str = "synthetic",
+    L: int = 2,
+    H: int = 2,
+) -> Attention:
     """An Attention over the words of ``text`` (one token per word, offsets into the text)."""
     words = text.split()
     n = len(words)
@@ -41,8 +48,15 @@ def _attention(text: str, rng: np.random.Generator, *, causal: bool = False, mod
         start = text.index(w, pos)
         offsets.append((start, start + len(w)))
         pos = start + len(w)
-    return Attention(weights=W.astype(np.float32), tokens=words, offsets=offsets,
-                     special=np.zeros(n, dtype=bool), causal=causal, model=model, text=text)
+    return Attention(
+        weights=W.astype(np.float32),
+        tokens=words,
+        offsets=offsets,
+        special=np.zeros(n, dtype=bool),
+        causal=causal,
+        model=model,
+        text=text,
+    )
 
 
 def _build_all() -> dict[str, Result]:
@@ -56,10 +70,15 @@ def _build_all() -> dict[str, Result]:
         "head_types": at.head_types([a, c]),
         "head_space": at.head_space([a, b, c]),
         "head_space_comparison": at.compare_models(
-            None, model_a=at.head_space([a, b, c], types=False), model_b=at.head_space(other, types=False),
-            n_boot=3, n_jobs=1,
+            None,
+            model_a=at.head_space([a, b, c], types=False),
+            model_b=at.head_space(other, types=False),
+            n_boot=3,
+            n_jobs=1,
         ),
-        "timeline": at.timeline(_attention(TEXTS[2], rng, causal=True), layers=1, heads=0, n_jobs=1),
+        "timeline": at.timeline(
+            _attention(TEXTS[2], rng, causal=True), layers=1, heads=0, n_jobs=1
+        ),
     }
 
 
@@ -78,14 +97,32 @@ def _build_upper() -> dict[str, Result]:
 
     texts, labels = classifier_texts()
     return {
-        "feature_table": FeatureTable(np.array([[1.0, 2.0], [3.0, 0.5]]),
-                                      ("L0H0.js.h0.n_bars", "L0H1.js.h0.n_bars"), np.arange(2), ["a", "b"]),
-        "hardmax_simulation": hardmax.simulate(np.random.default_rng(0).normal(size=(12, 2)), alpha=1.0, steps=20),
-        "hardmax_classifier": hardmax.train_classifier(texts, labels, d=2, layers=2, epochs=3, seed=1, top_words=3),
+        "feature_table": FeatureTable(
+            np.array([[1.0, 2.0], [3.0, 0.5]]),
+            ("L0H0.js.h0.n_bars", "L0H1.js.h0.n_bars"),
+            np.arange(2),
+            ["a", "b"],
+        ),
+        "hardmax_simulation": hardmax.simulate(
+            np.random.default_rng(0).normal(size=(12, 2)), alpha=1.0, steps=20
+        ),
+        "hardmax_classifier": hardmax.train_classifier(
+            texts, labels, d=2, layers=2, epochs=3, seed=1, top_words=3
+        ),
         "compression": Compression(
-            model="m", text="a b c", tokens=["a", "b", "c"], causal=False, method="persistence",
-            representative="barycenter", scale="gap", heads=np.array([[0, 0], [0, 1], [1, 1]]), n_tokens=3,
-            clusters=np.array([1, 2, 3]), scales=np.array([0.1, 0.2, 0.3]), effect={"cosine": 0.99}),
+            model="m",
+            text="a b c",
+            tokens=["a", "b", "c"],
+            causal=False,
+            method="persistence",
+            representative="barycenter",
+            scale="gap",
+            heads=np.array([[0, 0], [0, 1], [1, 1]]),
+            n_tokens=3,
+            clusters=np.array([1, 2, 3]),
+            scales=np.array([0.1, 0.2, 0.3]),
+            effect={"cosine": 0.99},
+        ),
         "depth": synthetic_depth(),
         "approximability": approximability(approx_attention(), families=NO_KERNEL, budgets=[4, 8]),
         "context": synthetic_context(),
@@ -102,9 +139,16 @@ def _detector_evaluation():
     cols = ("L0H0.x.a", "L0H1.x.a", "L1H0.x.a")
     table = FeatureTable(rng.normal(size=(n, 3)) + y[:, None], cols, np.arange(n), [""] * n)
     length = rng.normal(size=n)
-    return evaluate_detectors({"topo": table}, y, groups=np.arange(n) // 2,
-                              covariates={"length": length}, strata={"half": np.arange(n) < 20},
-                              heads={"topo": 1}, head_criterion="anova", n_boot=20)
+    return evaluate_detectors(
+        {"topo": table},
+        y,
+        groups=np.arange(n) // 2,
+        covariates={"length": length},
+        strata={"half": np.arange(n) < 20},
+        heads={"topo": 1},
+        head_criterion="anova",
+        n_boot=20,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -118,14 +162,28 @@ def test_every_kind_in_the_table_is_covered(results):
     from attntopo import _UPPER_KINDS
     from attntopo.analyses._kinds import KINDS as table
 
-    analyses_kinds = {k for k, cls in table.items() if cls.__module__.startswith("attntopo.analyses.")}
+    analyses_kinds = {
+        k for k, cls in table.items() if cls.__module__.startswith("attntopo.analyses.")
+    }
     assert analyses_kinds | set(_UPPER_KINDS) == set(results)
 
 
 KIND_NAMES = [
-    "analysis", "comparison", "phrase_topology", "head_types", "head_space", "head_space_comparison", "timeline",
-    "feature_table", "hardmax_simulation", "hardmax_classifier", "compression", "depth", "approximability",
-    "context", "detector_evaluation",
+    "analysis",
+    "comparison",
+    "phrase_topology",
+    "head_types",
+    "head_space",
+    "head_space_comparison",
+    "timeline",
+    "feature_table",
+    "hardmax_simulation",
+    "hardmax_classifier",
+    "compression",
+    "depth",
+    "approximability",
+    "context",
+    "detector_evaluation",
 ]
 
 
@@ -140,8 +198,13 @@ def _perturb(value):
     if isinstance(value, Diagram):
         pts = [np.asarray(value[d]) for d in range(value.maxdim + 1)]
         pts[0] = np.vstack([pts[0], [[0.0, 0.5]]])
-        return Diagram(pts, maxdim=value.maxdim, threshold=value.threshold, engine=value.engine,
-                       filtration=value.filtration)
+        return Diagram(
+            pts,
+            maxdim=value.maxdim,
+            threshold=value.threshold,
+            engine=value.engine,
+            filtration=value.filtration,
+        )
     if isinstance(value, Attention):
         return dataclasses.replace(value, text=value.text + " changed")
     if dataclasses.is_dataclass(value):
@@ -187,8 +250,8 @@ def _perturb(value):
 @pytest.mark.parametrize("kind", KIND_NAMES)
 def test_kind_is_in_the_table(results, kind):
     r = results[kind]
-    from attntopo.analyses._kinds import load_result  # noqa: F401  (upper kinds join KINDS on first load)
     from attntopo import _result_kind
+    from attntopo.analyses._kinds import load_result  # noqa: F401  (upper kinds join KINDS on first load)
 
     assert r.kind == kind and (KINDS.get(kind) or _result_kind(kind)) is type(r)
     assert isinstance(r, Result)
@@ -256,7 +319,9 @@ def test_to_pandas_has_one_row_per_summary_row(results, kind):
     r = results[kind]
     df = r.to_pandas()
     s = r.summary()
-    if df.index.name is not None:  # a table indexed by one of its columns (FeatureTable: text_index)
+    if (
+        df.index.name is not None
+    ):  # a table indexed by one of its columns (FeatureTable: text_index)
         assert df.index.name in s
         df = df.reset_index()
     assert len(df) == s.n_rows and list(df.columns) == list(s)
@@ -290,7 +355,9 @@ def test_load_refuses_arrays_of_the_wrong_dtype_or_shape(results, kind, tmp_path
             msg = str(err.value)
             assert "\n" not in msg and kind in msg, f"{name} ({what}): {msg!r}"
             checked += 1
-    assert checked >= len(arrays)  # every array was corrupted at least one way, and each was refused
+    assert checked >= len(
+        arrays
+    )  # every array was corrupted at least one way, and each was refused
 
 
 def test_load_refuses_negative_counts_and_non_finite_distances(results, tmp_path):
@@ -315,7 +382,9 @@ def test_load_refuses_negative_counts_and_non_finite_distances(results, tmp_path
 
 def test_unknown_kind_is_one_line(tmp_path):
     save_payload(tmp_path / "x", {"kind": "no_such_kind"}, {"a": np.zeros(2)})
-    with pytest.raises(ResultFormatError, match="unknown result kind 'no_such_kind'.*known: analysis"):
+    with pytest.raises(
+        ResultFormatError, match="unknown result kind 'no_such_kind'.*known: analysis"
+    ):
         at.load_result(tmp_path / "x")
 
 

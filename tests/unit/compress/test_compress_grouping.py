@@ -77,10 +77,14 @@ def test_gap_scale_is_the_largest_gap_between_spanning_tree_deaths(seed, n):
 def test_gap_scale_merges_on_real_like_heads_where_the_old_rule_merged_nothing():
     """A head whose first death is far from 0 (all rows distinct) but has structure above it:
     counting 0 -> d_1 as a gap chose ε < d_1 and compressed nothing."""
-    D = np.array([[0.0, 0.50, 0.55, 0.90],
-                  [0.50, 0.0, 0.52, 0.91],
-                  [0.55, 0.52, 0.0, 0.92],
-                  [0.90, 0.91, 0.92, 0.0]])
+    D = np.array(
+        [
+            [0.0, 0.50, 0.55, 0.90],
+            [0.50, 0.0, 0.52, 0.91],
+            [0.55, 0.52, 0.0, 0.92],
+            [0.90, 0.91, 0.92, 0.0],
+        ]
+    )
     # deaths 0.50, 0.52, 0.90: widest gap 0.52 -> 0.90
     assert gap_scale(D) == pytest.approx(0.71)
     labels, _ = persistence_labels(D, "gap")
@@ -130,11 +134,16 @@ def test_replaced_rows(causal, rep):
 
 def test_bad_method_or_representative():
     P = np.eye(3)
-    with pytest.raises(InvalidInputError, match="unknown baseline method 'nope'; allowed: 'random', 'kmeans', 'tome'"):
+    with pytest.raises(
+        InvalidInputError,
+        match="unknown baseline method 'nope'; allowed: 'random', 'kmeans', 'tome'",
+    ):
         baseline_labels("nope", 2, P=P, K=None, rng=np.random.default_rng(0), seed=0)
     with pytest.raises(InvalidInputError, match="needs the head's key vectors"):
         baseline_labels("tome", 2, P=P, K=None, rng=np.random.default_rng(0), seed=0)
-    with pytest.raises(InvalidInputError, match="unknown representative 'mode'; allowed: 'barycenter', 'medoid'"):
+    with pytest.raises(
+        InvalidInputError, match="unknown representative 'mode'; allowed: 'barycenter', 'medoid'"
+    ):
         replace_rows(P, np.array([0, 0, 1]), np.zeros((3, 3)), "mode", False)
 
 
@@ -146,9 +155,20 @@ def test_heads_figure():
     from attntopo.plots.compress import compression_bundle, plot_compression_heads
 
     before = dict(matplotlib.rcParams)
-    c = Compression(model="m", text="a b c", tokens=["a", "b", "c"], causal=False, method="persistence",
-                    representative="barycenter", scale="gap", heads=np.array([[0, 0], [0, 1], [1, 1]]), n_tokens=3,
-                    clusters=np.array([1, 2, 3]), scales=np.array([0.1, 0.2, 0.3]), effect={"cosine": 0.99})
+    c = Compression(
+        model="m",
+        text="a b c",
+        tokens=["a", "b", "c"],
+        causal=False,
+        method="persistence",
+        representative="barycenter",
+        scale="gap",
+        heads=np.array([[0, 0], [0, 1], [1, 1]]),
+        n_tokens=3,
+        clusters=np.array([1, 2, 3]),
+        scales=np.array([0.1, 0.2, 0.3]),
+        effect={"cosine": 0.99},
+    )
     fig = plot_compression_heads(c)
     assert isinstance(fig, Figure) and dict(matplotlib.rcParams) == before
     grid = fig.axes[0].images[0].get_array()
@@ -158,12 +178,15 @@ def test_heads_figure():
         plot_compression_heads(object())
 
 
-@pytest.mark.parametrize("heads", [
-    [[0, 0], [0, 1], [1, 1]],                    # 2 layers x 2 heads: matplotlib's own ticks were 0, 0.5, 1
-    [[0, 0]],                                    # one cell
-    [[0, 2], [2, 0]],                            # 3 x 3
-    [[li, h] for li in range(30) for h in (0, 8)],  # SmolLM2's 30 layers x 9 heads
-])
+@pytest.mark.parametrize(
+    "heads",
+    [
+        [[0, 0], [0, 1], [1, 1]],  # 2 layers x 2 heads: matplotlib's own ticks were 0, 0.5, 1
+        [[0, 0]],  # one cell
+        [[0, 2], [2, 0]],  # 3 x 3
+        [[li, h] for li in range(30) for h in (0, 8)],  # SmolLM2's 30 layers x 9 heads
+    ],
+)
 def test_heads_figure_ticks_are_whole_layers_and_heads(heads):
     """compress --plots heads.png: every tick names a layer or
     a head that exists (issue 28 item 9: "layer 0.5")."""
@@ -171,9 +194,20 @@ def test_heads_figure_ticks_are_whole_layers_and_heads(heads):
     from attntopo.plots.compress import plot_compression_heads
 
     h = np.array(heads)
-    c = Compression(model="m", text="a b c", tokens=["a", "b", "c"], causal=False, method="persistence",
-                    representative="barycenter", scale="gap", heads=h, n_tokens=3,
-                    clusters=np.ones(len(h), int), scales=np.full(len(h), 0.1), effect={"cosine": 0.99})
+    c = Compression(
+        model="m",
+        text="a b c",
+        tokens=["a", "b", "c"],
+        causal=False,
+        method="persistence",
+        representative="barycenter",
+        scale="gap",
+        heads=h,
+        n_tokens=3,
+        clusters=np.ones(len(h), int),
+        scales=np.full(len(h), 0.1),
+        effect={"cosine": 0.99},
+    )
     fig = plot_compression_heads(c)
     ax = fig.axes[0]
     fig.draw_without_rendering()  # sets the tick labels

@@ -15,7 +15,9 @@ from attntopo.corpus._work import PACKED_FEATURES, _packed_array, feature_arrays
 # k >= 1: a store always has feature columns (at least one set, layer and head)
 _values = st.tuples(st.integers(1, 9), st.integers(1, 7)).flatmap(
     lambda nk: st.tuples(
-        hnp.arrays(np.float64, nk, elements=st.floats(allow_nan=True, allow_infinity=True, width=64)),
+        hnp.arrays(
+            np.float64, nk, elements=st.floats(allow_nan=True, allow_infinity=True, width=64)
+        ),
         hnp.arrays(np.bool_, nk[0]),
     )
 )
@@ -39,8 +41,9 @@ def _same(a: pa.Array, want: pa.Array) -> None:
     assert a.type == want.type and len(a) == len(want) and a.null_count == want.null_count
     assert a.is_null().to_pylist() == want.is_null().to_pylist()
     valid = ~np.asarray(want.is_null().to_pylist(), dtype=bool)
-    np.testing.assert_array_equal(a.to_numpy(zero_copy_only=False)[valid],
-                                  want.to_numpy(zero_copy_only=False)[valid])
+    np.testing.assert_array_equal(
+        a.to_numpy(zero_copy_only=False)[valid], want.to_numpy(zero_copy_only=False)[valid]
+    )
 
 
 @settings(max_examples=100, deadline=None)
@@ -50,7 +53,9 @@ def test_packed_values_unpack_to_the_same_columns(case):
     n, k = values.shape
     cols = [f"f{j}" for j in range(k)]
     status = pa.array(["failed" if m else "ok" for m in missing])
-    schema = pa.schema([pa.field("status", pa.string())] + [pa.field(c, pa.float64()) for c in cols])
+    schema = pa.schema(
+        [pa.field("status", pa.string())] + [pa.field(c, pa.float64()) for c in cols]
+    )
     packed = pa.table({"status": status, PACKED_FEATURES: _packed_array(values)})
     got = unpack_features(packed, cols, schema)
     assert got.schema.equals(schema) and got.column("status").combine_chunks().equals(status)

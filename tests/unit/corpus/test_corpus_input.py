@@ -63,7 +63,9 @@ def test_non_utf8_names_the_line_and_the_encoding_option(tmp_path):
 def test_csv_without_the_text_column_lists_the_columns(tmp_path):
     p = tmp_path / "d.csv"
     p.write_text("review,label\ngood,1\n")
-    with pytest.raises(InvalidInputError, match=r"no column 'text'; its columns: 'review', 'label'"):
+    with pytest.raises(
+        InvalidInputError, match=r"no column 'text'; its columns: 'review', 'label'"
+    ):
         open_input(p)
 
 
@@ -94,8 +96,14 @@ def _cli(*args):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[3]  # PYTHONPATH=src names this checkout's source
-    return subprocess.run([sys.executable, "-m", "attntopo", *args], capture_output=True, text=True,
-                          cwd=root, env=dict(os.environ, ATTNTOPO_PROGRESS="0"), timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "attntopo", *args],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=dict(os.environ, ATTNTOPO_PROGRESS="0"),
+        timeout=120,
+    )
 
 
 def test_an_unterminated_csv_quote_is_refused_with_its_line(tmp_path):
@@ -103,7 +111,9 @@ def test_an_unterminated_csv_quote_is_refused_with_its_line(tmp_path):
     line where the quote opens is named, one line, exit 2, and no store is made."""
     p = tmp_path / "bq.csv"
     p.write_bytes(b'id,text\na,"fine"\nb,"never closed\nc,third\n')
-    with pytest.raises(InvalidInputError, match=r"bq\.csv: line 3: a quote opened there is never closed") as e:
+    with pytest.raises(
+        InvalidInputError, match=r"bq\.csv: line 3: a quote opened there is never closed"
+    ) as e:
         open_input(p, id_column="id")
     assert "\n" not in str(e.value)
     r = _cli("corpus", str(p), "--id-column", "id", "--out", str(tmp_path / "Q"))
@@ -139,8 +149,12 @@ def corpus_text_sha256(text):
 
 def test_duplicate_ids_fail_before_any_work(tmp_path):
     p = tmp_path / "d.jsonl"
-    p.write_text("\n".join(json.dumps(o) for o in [
-        {"id": 7, "text": "a"}, {"id": 8, "text": "b"}, {"id": 7, "text": "c"}]))
+    p.write_text(
+        "\n".join(
+            json.dumps(o)
+            for o in [{"id": 7, "text": "a"}, {"id": 8, "text": "b"}, {"id": 7, "text": "c"}]
+        )
+    )
     with pytest.raises(InvalidInputError, match=r"id '7' occurs twice \(rows 0 and 2\)"):
         open_input(p, id_column="id")
 
@@ -148,7 +162,9 @@ def test_duplicate_ids_fail_before_any_work(tmp_path):
 def test_jsonl_errors_name_the_line(tmp_path):
     p = tmp_path / "d.jsonl"
     p.write_text('{"text": "a"}\n{"body": "b", "label": 1}\n')
-    with pytest.raises(InvalidInputError, match=r"line 2 has no key 'text' \(its keys: body, label\)"):
+    with pytest.raises(
+        InvalidInputError, match=r"line 2 has no key 'text' \(its keys: body, label\)"
+    ):
         open_input(p)
     p.write_text('{"text": "a"}\nnot json\n')
     with pytest.raises(InvalidInputError, match="line 2 is not JSON"):
@@ -183,8 +199,10 @@ def test_reserved_column_is_refused(tmp_path):
 def test_an_id_column_without_id_column_is_told_to_pass_it(tmp_path):
     """A CSV (or JSONL) with an ``id`` column and no ``--id-column`` had been told to rename
     the column; what its user wants is to pass ``--id-column id`` (issue 33)."""
-    want = ("column 'id' clashes with the ids the store writes: pass --id-column id "
-            "(id_column='id' in Python) to make it the ids, or rename it")
+    want = (
+        "column 'id' clashes with the ids the store writes: pass --id-column id "
+        "(id_column='id' in Python) to make it the ids, or rename it"
+    )
     p = tmp_path / "d.csv"
     p.write_text("id,text\nf1,a first text\nf2,a second\n")
     with pytest.raises(InvalidInputError) as e:
@@ -207,7 +225,10 @@ def test_old_mac_line_ends_split_like_universal_newlines(tmp_path, end):
     t.write_bytes(end.join(lines) + end)
     inp = open_input(t)
     assert [(r["row"], r["text"]) for r in _flat(inp)] == [
-        (0, "first text"), (2, "second text"), (3, "third")]
+        (0, "first text"),
+        (2, "second text"),
+        (3, "third"),
+    ]
     assert (inp.total, inp.n_empty) == (3, 1)
     ref = tmp_path / "ref.txt"
     ref.write_bytes(b"\n".join(lines) + b"\n")
@@ -218,7 +239,9 @@ def test_old_mac_line_ends_split_like_universal_newlines(tmp_path, end):
     c = tmp_path / "t.csv"
     c.write_bytes(end.join([b"text,n", b'"one' + end + b'two",1', b"three,2"]) + end)
     assert [(r["text"], r["n"]) for r in _flat(open_input(c))] == [
-        ("one" + end.decode() + "two", 1), ("three", 2)]
+        ("one" + end.decode() + "two", 1),
+        ("three", 2),
+    ]
 
 
 def test_a_lone_cr_inside_a_line_ends_it(tmp_path):
@@ -227,14 +250,22 @@ def test_a_lone_cr_inside_a_line_ends_it(tmp_path):
     t = tmp_path / "t.txt"
     t.write_bytes(b"a\rb\r\nc\n\rd")
     assert [(r["row"], r["text"]) for r in _flat(open_input(t))] == [
-        (0, "a"), (1, "b"), (2, "c"), (4, "d")]
+        (0, "a"),
+        (1, "b"),
+        (2, "c"),
+        (4, "d"),
+    ]
 
 
 def test_parquet_dataframe_and_arrow_give_the_same_rows(tmp_path):
     df = pd.DataFrame({"text": ["one", None, "three", ""], "label": [1, 2, 3, 4]})
     p = tmp_path / "d.parquet"
     pq.write_table(pa.Table.from_pandas(df, preserve_index=False), p)
-    a, b, c = open_input(p), open_input(df), open_input(pa.Table.from_pandas(df, preserve_index=False))
+    a, b, c = (
+        open_input(p),
+        open_input(df),
+        open_input(pa.Table.from_pandas(df, preserve_index=False)),
+    )
     assert _flat(a) == _flat(b) == _flat(c)
     assert a.fingerprint == b.fingerprint == c.fingerprint
     assert (a.total, a.n_empty) == (2, 2)
@@ -271,8 +302,9 @@ def test_fingerprint_follows_the_content():
     assert a != open_input(["y", "x"]).fingerprint
 
 
-texts_st = st.lists(st.one_of(st.sampled_from(["", "  ", None]), st.text(min_size=1, max_size=8)),
-                    max_size=40)
+texts_st = st.lists(
+    st.one_of(st.sampled_from(["", "  ", None]), st.text(min_size=1, max_size=8)), max_size=40
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -294,9 +326,13 @@ def test_batches_partition_the_non_empty_texts_in_order(texts, batch_size, data)
 
 # ------------------------------------------------------------------ (prompt, answer) pairs
 def _pair_frames():
-    return pd.DataFrame({"q": ["What is 2 + 2?", "", "Who wrote Hamlet?"],
-                         "a": ["It is 4.", None, "Shakespeare."],
-                         "label": [0, 1, 1]})
+    return pd.DataFrame(
+        {
+            "q": ["What is 2 + 2?", "", "Who wrote Hamlet?"],
+            "a": ["It is 4.", None, "Shakespeare."],
+            "label": [0, 1, 1],
+        }
+    )
 
 
 def test_pairs_from_every_format_give_the_same_rows(tmp_path):
@@ -304,12 +340,24 @@ def test_pairs_from_every_format_give_the_same_rows(tmp_path):
     carried), from CSV, TSV, JSONL, Parquet, a DataFrame and an Arrow table alike; an empty
     prompt is an empty record; default ids hold both hashes."""
     df = _pair_frames()
-    (tmp_path / "p.csv").write_text('q,a,label\n"What is 2 + 2?",It is 4.,0\n,,1\nWho wrote Hamlet?,Shakespeare.,1\n')
-    (tmp_path / "p.tsv").write_text("q\ta\tlabel\nWhat is 2 + 2?\tIt is 4.\t0\n\t\t1\nWho wrote Hamlet?\tShakespeare.\t1\n")
-    (tmp_path / "p.jsonl").write_text("\n".join(json.dumps(r) for r in df.to_dict("records")) + "\n")
+    (tmp_path / "p.csv").write_text(
+        'q,a,label\n"What is 2 + 2?",It is 4.,0\n,,1\nWho wrote Hamlet?,Shakespeare.,1\n'
+    )
+    (tmp_path / "p.tsv").write_text(
+        "q\ta\tlabel\nWhat is 2 + 2?\tIt is 4.\t0\n\t\t1\nWho wrote Hamlet?\tShakespeare.\t1\n"
+    )
+    (tmp_path / "p.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in df.to_dict("records")) + "\n"
+    )
     pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "p.parquet")
-    sources = [tmp_path / "p.csv", tmp_path / "p.tsv", tmp_path / "p.jsonl", tmp_path / "p.parquet", df,
-               pa.Table.from_pandas(df, preserve_index=False)]
+    sources = [
+        tmp_path / "p.csv",
+        tmp_path / "p.tsv",
+        tmp_path / "p.jsonl",
+        tmp_path / "p.parquet",
+        df,
+        pa.Table.from_pandas(df, preserve_index=False),
+    ]
     h = lambda s: hashlib.sha256(s.encode()).hexdigest()[:12]  # noqa: E731
     for src in sources:
         inp = open_input(src, text_column="q", answer_column="a")
@@ -317,9 +365,13 @@ def test_pairs_from_every_format_give_the_same_rows(tmp_path):
         assert inp.schema.names[:4] == ["id", "row", "text", "answer"] and inp.carried == ("label",)
         rows = _flat(inp)
         assert [(r["text"], r["answer"], r["label"]) for r in rows] == [
-            ("What is 2 + 2?", "It is 4.", 0), ("Who wrote Hamlet?", "Shakespeare.", 1)]
-        assert [r["id"] for r in rows] == [f"0-{h('What is 2 + 2?')}-{h('It is 4.')}",
-                                           f"2-{h('Who wrote Hamlet?')}-{h('Shakespeare.')}"]
+            ("What is 2 + 2?", "It is 4.", 0),
+            ("Who wrote Hamlet?", "Shakespeare.", 1),
+        ]
+        assert [r["id"] for r in rows] == [
+            f"0-{h('What is 2 + 2?')}-{h('It is 4.')}",
+            f"2-{h('Who wrote Hamlet?')}-{h('Shakespeare.')}",
+        ]
 
 
 def test_a_changed_answer_is_another_record():
@@ -334,13 +386,27 @@ def test_a_changed_answer_is_another_record():
     assert open_input(df, text_column="q").fingerprint != a.fingerprint
 
 
-@pytest.mark.parametrize("answer, what", [(None, "has no answer"), ("  ", "has no answer"), (7, "has a int, not a string, as its answer")])
+@pytest.mark.parametrize(
+    "answer, what",
+    [
+        (None, "has no answer"),
+        ("  ", "has no answer"),
+        (7, "has a int, not a string, as its answer"),
+    ],
+)
 def test_a_prompt_without_its_answer_names_the_line(tmp_path, answer, what):
     p = tmp_path / "p.jsonl"
-    p.write_text(json.dumps({"q": "Fine?", "a": "Yes."}) + "\n" + json.dumps({"q": "And this?", "a": answer}) + "\n")
+    p.write_text(
+        json.dumps({"q": "Fine?", "a": "Yes."})
+        + "\n"
+        + json.dumps({"q": "And this?", "a": answer})
+        + "\n"
+    )
     with pytest.raises(InvalidInputError, match=rf"p.jsonl: line 2 {what} in column 'a'"):
         open_input(p, text_column="q", answer_column="a")
-    p.write_text(json.dumps({"q": "Fine?", "a": "Yes."}) + "\n" + json.dumps({"q": "And this?"}) + "\n")
+    p.write_text(
+        json.dumps({"q": "Fine?", "a": "Yes."}) + "\n" + json.dumps({"q": "And this?"}) + "\n"
+    )
     with pytest.raises(InvalidInputError, match=r"line 2 has no answer in column 'a'"):
         open_input(p, text_column="q", answer_column="a")
 
@@ -355,7 +421,9 @@ def test_bad_answer_columns_are_one_line(tmp_path):
         open_input(df, text_column="q", answer_column="q")
     with pytest.raises(InvalidInputError, match=r"column 'a' holds int64, not strings"):
         open_input(pd.DataFrame({"q": ["x"], "a": [1]}), text_column="q", answer_column="a")
-    with pytest.raises(InvalidInputError, match=r"column 'answer_sha256' clashes with a column a store of pairs"):
+    with pytest.raises(
+        InvalidInputError, match=r"column 'answer_sha256' clashes with a column a store of pairs"
+    ):
         open_input(df.assign(answer_sha256="x"), text_column="q", answer_column="a")
     # without pairs, a column named "answer" is an ordinary carried column
     assert "answer" in open_input(df.rename(columns={"a": "answer"}), text_column="q").carried

@@ -18,12 +18,14 @@ def _batches(sizes: list[int]) -> dict[int, pa.Table]:
     out, row = {}, 0
     for k, n in enumerate(sizes):
         rows = list(range(row, row + n))
-        out[k] = pa.table({
-            "row": pa.array(rows, pa.int64()),
-            "value": pa.array([r * 0.5 for r in rows], pa.float64()),
-            "lists": pa.array([[float(r)] * (r % 3) for r in rows], pa.list_(pa.float64())),
-            _BATCH: pa.array([k] * n, pa.int64()),
-        })
+        out[k] = pa.table(
+            {
+                "row": pa.array(rows, pa.int64()),
+                "value": pa.array([r * 0.5 for r in rows], pa.float64()),
+                "lists": pa.array([[float(r)] * (r % 3) for r in rows], pa.list_(pa.float64())),
+                _BATCH: pa.array([k] * n, pa.int64()),
+            }
+        )
         row += n
     return out
 
@@ -53,7 +55,11 @@ def test_every_batch_once_in_input_order(sizes, seed, dup, merge, drop):
     batches = _batches(sizes)
     pieces = []
     for k, t in batches.items():
-        cuts = sorted(rng.sample(range(1, t.num_rows), rng.randint(0, t.num_rows - 1))) if t.num_rows > 1 else []
+        cuts = (
+            sorted(rng.sample(range(1, t.num_rows), rng.randint(0, t.num_rows - 1)))
+            if t.num_rows > 1
+            else []
+        )
         bounds = [0, *cuts, t.num_rows]
         pieces += [t.slice(a, b - a) for a, b in zip(bounds, bounds[1:])]
     lost = None
@@ -88,8 +94,12 @@ def test_stats_from_the_batch_log():
     actor's consecutive calls, delivery after a call's end, steady throughput."""
     s = RayRunStats(n_actors=2, texts=10, batches=4)
     # (batch, actor, start, end, received, texts)
-    s.log = [(0, "a", 0.0, 1.0, 1.5, 2), (1, "b", 0.0, 2.0, 2.25, 3),
-             (2, "a", 1.25, 2.0, 3.0, 2), (3, "b", 2.75, 4.0, 4.5, 3)]
+    s.log = [
+        (0, "a", 0.0, 1.0, 1.5, 2),
+        (1, "b", 0.0, 2.0, 2.25, 3),
+        (2, "a", 1.25, 2.0, 3.0, 2),
+        (3, "b", 2.75, 4.0, 4.5, 3),
+    ]
     assert s.gap_s == pytest.approx((0.25 + 0.75) / 2)
     assert s.delivery_s == pytest.approx((0.5 + 0.25 + 1.0 + 0.5) / 4)
     assert s.steady_texts_per_s == pytest.approx((10 - 2) / (4.5 - 1.5))

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from _stores import small_store
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from _stores import small_store
 from attntopo.corpus._sql import ROWS_PER_BATCH, json_safe_rows
 from attntopo.errors import InvalidInputError
 from attntopo.io import json_safe
@@ -39,23 +39,29 @@ def test_batches_are_bounded_and_hold_the_whole_result(store):
 
 
 def test_json_rows_are_json_safe_of_the_values(store):
-    sql = 'SELECT * EXCLUDE (text_sha256), \'inf\'::DOUBLE AS x FROM corpus ORDER BY row'
+    sql = "SELECT * EXCLUDE (text_sha256), 'inf'::DOUBLE AS x FROM corpus ORDER BY row"
     reader = store.sql_batches(sql, json_rows=True)
     assert json.loads(reader.schema.metadata[b"columns"]) == store.sql(sql).columns.tolist()
     got = [json.loads(t) for b in reader for t in b.column(0).to_pylist()]
     assert got == json_safe(store.sql(sql, arrow=True).to_pylist())
 
 
-_values = st.one_of(st.floats(), st.text(alphabet=st.characters(blacklist_characters="\0")),
-                    st.lists(st.floats(), max_size=3), st.none(), st.integers(-2**63, 2**63 - 1))
+_values = st.one_of(
+    st.floats(),
+    st.text(alphabet=st.characters(blacklist_characters="\0")),
+    st.lists(st.floats(), max_size=3),
+    st.none(),
+    st.integers(-(2**63), 2**63 - 1),
+)
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(_values, min_size=1, max_size=4))
-@example([-2**63])  # the smallest BIGINT: was written as a literal that overflows
+@example([-(2**63)])  # the smallest BIGINT: was written as a literal that overflows
 def test_duckdb_json_reads_back_as_json_safe_values(store, values):
     """Each value as an SQL literal, through DuckDB's to_json and json_safe_rows, reads back
     as json_safe(value): NaN and infinities (in lists too) as strings, text unchanged."""
+
     def literal(v):
         if v is None:
             return "NULL"
@@ -77,34 +83,51 @@ def test_duckdb_json_reads_back_as_json_safe_values(store, values):
 
 def test_json_safe_rows_leaves_strings_alone():
     rows = ['{"a":NaN,"b":"NaN","c":[-Infinity,Infinity],"d":"x\\"NaN\\"Infinity"}']
-    assert json.loads(json_safe_rows(rows)[0]) == {"a": "nan", "b": "NaN", "c": ["-inf", "inf"],
-                                                   "d": 'x"NaN"Infinity'}
+    assert json.loads(json_safe_rows(rows)[0]) == {
+        "a": "nan",
+        "b": "NaN",
+        "c": ["-inf", "inf"],
+        "d": 'x"NaN"Infinity',
+    }
 
 
 def test_the_expression_depth_error_says_what_to_do_instead_of_set(store):
-    for sql in ("SELECT " + "(" * 1200 + "1" + ")" * 1200, "SELECT " + " + ".join(["1"] * 1200),
-                "SELECT " + " + ".join(['"L0H0.js.h0.entropy"'] * 1200) + " FROM corpus"):
+    for sql in (
+        "SELECT " + "(" * 1200 + "1" + ")" * 1200,
+        "SELECT " + " + ".join(["1"] * 1200),
+        "SELECT " + " + ".join(['"L0H0.js.h0.entropy"'] * 1200) + " FROM corpus",
+    ):
         line = _error(store, sql)
         assert "Max expression depth limit of 1000 exceeded" in line
         assert "SET" not in line and "max_expression_depth" not in line
-        assert line.endswith("(the limit is fixed: nest less, e.g. list_sum([a, b, c, …]) for a "
-                             "long chain of +, or split the query)")
+        assert line.endswith(
+            "(the limit is fixed: nest less, e.g. list_sum([a, b, c, …]) for a "
+            "long chain of +, or split the query)"
+        )
     # what the line says to do works
-    got = store.sql("SELECT list_sum([" + ", ".join(['"L0H0.js.h0.entropy"'] * 1200) + "]) AS x, "
-                    '"L0H0.js.h0.entropy" AS e FROM corpus')
+    got = store.sql(
+        "SELECT list_sum([" + ", ".join(['"L0H0.js.h0.entropy"'] * 1200) + "]) AS x, "
+        '"L0H0.js.h0.entropy" AS e FROM corpus'
+    )
     assert list(got["x"]) == pytest.approx(list(1200 * got["e"]), rel=1e-12)
 
 
-@pytest.mark.parametrize(("written", "hint"), [
-    ("L0H0.js.h0.total_persistence", ': "L0H0.js.h0.total_persistence")'),
-    ("L0H3.js.h1.entropy", ': "L0H3.js.h1.entropy")'),
-    ("l0h3.js.h1.max_persistence", ': "L0H3.js.h1.max_persistence")'),
-    ("L0H0.js.h1.betti_0.5", ': "L0H0.js.h1.betti_0.5")'),
-    ("L0H0.js.h0.death_q0.5", ': "L0H0.js.h0.death_q0.5")'),
-])
+@pytest.mark.parametrize(
+    ("written", "hint"),
+    [
+        ("L0H0.js.h0.total_persistence", ': "L0H0.js.h0.total_persistence")'),
+        ("L0H3.js.h1.entropy", ': "L0H3.js.h1.entropy")'),
+        ("l0h3.js.h1.max_persistence", ': "L0H3.js.h1.max_persistence")'),
+        ("L0H0.js.h1.betti_0.5", ': "L0H0.js.h1.betti_0.5")'),
+        ("L0H0.js.h0.death_q0.5", ': "L0H0.js.h0.death_q0.5")'),
+    ],
+)
 def test_an_unquoted_feature_column_gets_a_hint_naming_it(store, written, hint):
-    for sql in (f"SELECT {written} FROM corpus", f"SELECT id, {written} + 1 AS x FROM corpus",
-                f'SELECT "L0H0.js.h0.n_bars" FROM corpus WHERE {written} > 0'):
+    for sql in (
+        f"SELECT {written} FROM corpus",
+        f"SELECT id, {written} + 1 AS x FROM corpus",
+        f'SELECT "L0H0.js.h0.n_bars" FROM corpus WHERE {written} > 0',
+    ):
         line = _error(store, sql)
         tip = " (feature column names hold dots: write them in double quotes"
         assert line.endswith(tip + hint), line
@@ -114,15 +137,20 @@ def test_an_unquoted_feature_column_gets_a_hint_naming_it(store, written, hint):
 
 def test_an_unquoted_name_that_is_no_column_is_told_so(store):
     line = _error(store, "SELECT L0H0.js.h0.total_persistance FROM corpus")
-    assert 'the store has no column "L0H0.js.h0.total_persistance": those of L0H0.js.h0 end in ' \
-           "n_bars, total_persistence, max_persistence" in line
+    assert (
+        'the store has no column "L0H0.js.h0.total_persistance": those of L0H0.js.h0 end in '
+        "n_bars, total_persistence, max_persistence" in line
+    )
     line = _error(store, "SELECT L5H1.js.h0.total_persistence FROM corpus")
     assert 'no column "L5H1.js.h0.total_persistence": its columns start with L0H0, L0H3)' in line
 
 
 def test_memory_limit(store):
-    with pytest.raises(InvalidInputError, match=r"^memory_limit must be a size such as 512MB, 2GB "
-                                                r"or 1.5GiB, got '2 gigs'$"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^memory_limit must be a size such as 512MB, 2GB "
+        r"or 1.5GiB, got '2 gigs'$",
+    ):
         store.sql("SELECT 1", memory_limit="2 gigs")
     with pytest.raises(InvalidInputError, match="^memory_limit must be at least 32MB, got 1000$"):
         store.sql("SELECT 1", memory_limit=1000)
@@ -135,5 +163,7 @@ def test_memory_limit(store):
         store.sql("SELECT list(i) FROM range(20000000) t(i)", memory_limit="64MB")
     line = str(e.value)
     assert "Out of Memory" in line and "SET " not in line and "\n" not in line
-    assert ("needs more than memory_limit 64MB: raise it, e.g. --memory-limit 4GB, "
-            'memory_limit="4GB" in Python') in line
+    assert (
+        "needs more than memory_limit 64MB: raise it, e.g. --memory-limit 4GB, "
+        'memory_limit="4GB" in Python'
+    ) in line

@@ -34,10 +34,15 @@ from attntopo.errors import InvalidInputError, ResultFormatError
 from attntopo.features import SETTING_NAMES, FeatureSettings
 
 SETTINGS = CorpusSettings(
-    model="toy", model_hash="sha256:" + "0" * 64, revision=None, attntopo_version="0.0",
-    features=FeatureSettings(sets=("js",), layers=(0,), heads=(0, 1), thresholds=(0.1,),
-                             scales=(0.5,), quantiles=(0.5,)),
-    keep_diagrams=True, batch_size=2,
+    model="toy",
+    model_hash="sha256:" + "0" * 64,
+    revision=None,
+    attntopo_version="0.0",
+    features=FeatureSettings(
+        sets=("js",), layers=(0,), heads=(0, 1), thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,)
+    ),
+    keep_diagrams=True,
+    batch_size=2,
 )
 TEXTS = ["alpha", "beta", "gamma", "delta", "epsilon"]
 
@@ -52,11 +57,15 @@ def _rows(table: pa.Table, seed: int) -> pa.Table:
     status = ["failed" if t == "delta" else "ok" for t in table["text"].to_pylist()]
     ok = np.array([s == "ok" for s in status])
     data = {
-        "id": table["id"].combine_chunks(), "row": table["row"].combine_chunks(),
-        "text_sha256": pa.array(["h"] * n), "text": table["text"].combine_chunks(),
+        "id": table["id"].combine_chunks(),
+        "row": table["row"].combine_chunks(),
+        "text_sha256": pa.array(["h"] * n),
+        "text": table["text"].combine_chunks(),
         "n_tokens": pa.array([5] * n, pa.int32()),
-        "n_unknown": pa.array([0] * n, pa.int32()), "truncated": pa.array([False] * n),
-        "status": pa.array(status), "error": pa.array([None if s == "ok" else "Boom: x" for s in status]),
+        "n_unknown": pa.array([0] * n, pa.int32()),
+        "truncated": pa.array([False] * n),
+        "status": pa.array(status),
+        "error": pa.array([None if s == "ok" else "Boom: x" for s in status]),
     }
     vals = rng.random((n, len(cols)))
     for k, c in enumerate(cols):
@@ -64,7 +73,9 @@ def _rows(table: pa.Table, seed: int) -> pa.Table:
     births = [[[0.0, 0.0, 0.2], [0.0, 0.1]] if s == "ok" else None for s in status]
     deaths = [[[0.3, np.inf, 0.4], [np.inf, 0.5]] if s == "ok" else None for s in status]
     dims = [[[0, 0, 1], [0, 0]] if s == "ok" else None for s in status]
-    for name, v in zip(("diagram_births", "diagram_deaths", "diagram_dims"), (births, deaths, dims)):
+    for name, v in zip(
+        ("diagram_births", "diagram_deaths", "diagram_dims"), (births, deaths, dims)
+    ):
         data[name] = pa.array(v, schema.field(name).type)
     return pa.Table.from_arrays([data[f.name] for f in schema], schema=schema)
 
@@ -97,7 +108,9 @@ def test_manifest_round_trip_and_columns():
     cols = feature_columns(SETTINGS)
     assert cols[0] == "L0H0.js.h0.n_bars" and len(cols) == 2 * (2 * (5 + 1) + 1)
     with pytest.raises(ResultFormatError, match="missing model"):
-        CorpusSettings.from_manifest({k: v for k, v in SETTINGS.to_manifest().items() if k != "model"})
+        CorpusSettings.from_manifest(
+            {k: v for k, v in SETTINGS.to_manifest().items() if k != "model"}
+        )
     # a store written before the dtype was a setting: its model ran in float32
     old = {k: v for k, v in SETTINGS.to_manifest().items() if k != "dtype"}
     assert CorpusSettings.from_manifest(old).dtype == "float32"
@@ -121,8 +134,13 @@ def test_a_manifest_of_flat_settings_is_refused_in_one_line(tmp_path):
     with pytest.raises(ResultFormatError) as info:
         CorpusSettings.from_manifest(flat)
     msg = str(info.value)
-    assert msg.startswith("manifest.json: settings in the flat form of a store made before the "
-                          "first release (no 'features' object)") and "make the store again" in msg
+    assert (
+        msg.startswith(
+            "manifest.json: settings in the flat form of a store made before the "
+            "first release (no 'features' object)"
+        )
+        and "make the store again" in msg
+    )
     assert "\n" not in msg
     # opened as a store: the same line, naming the file and the way on (--new-store)
     store = _store(tmp_path)
@@ -130,24 +148,44 @@ def test_a_manifest_of_flat_settings_is_refused_in_one_line(tmp_path):
     doc = json.loads(mf.read_text())
     doc["settings"] = flat
     mf.write_text(json.dumps(doc))
-    with pytest.raises(ResultFormatError, match=r"manifest\.json: settings in the flat form .*"
-                       r"make the store again; --new-store \(new_store=True\) starts the store "
-                       r"over") as info:
+    with pytest.raises(
+        ResultFormatError,
+        match=r"manifest\.json: settings in the flat form .*"
+        r"make the store again; --new-store \(new_store=True\) starts the store "
+        r"over",
+    ) as info:
         open_store(store.path)
     assert "\n" not in str(info.value)
 
 
 _CHANGES = {
-    "model": "other", "model_hash": "sha256:" + "1" * 64, "revision": "main",
-    "attntopo_version": "9.9", "maxdim": 2, "keep_diagrams": False, "on_long": "skip",
-    "batch_size": 64, "keep_text": False, "dtype": "bfloat16", "pairs": True,
+    "model": "other",
+    "model_hash": "sha256:" + "1" * 64,
+    "revision": "main",
+    "attntopo_version": "9.9",
+    "maxdim": 2,
+    "keep_diagrams": False,
+    "on_long": "skip",
+    "batch_size": 64,
+    "keep_text": False,
+    "dtype": "bfloat16",
+    "pairs": True,
 }
 #: Every feature setting changed (the store holds them in ``features``, each named alike).
 _FEATURE_CHANGES = {
-    "sets": ("js", "graph"), "layers": (1,), "heads": (0,), "thresholds": (0.2,),
-    "scales": (0.4,), "quantiles": (0.9,), "cycle_cap": 3, "drop_special": True,
-    "engine": "ripser", "metric": "hellinger", "prompt_quantities": ("attention",),
-    "spectral_k": 4, "min_persistence": 0.5,
+    "sets": ("js", "graph"),
+    "layers": (1,),
+    "heads": (0,),
+    "thresholds": (0.2,),
+    "scales": (0.4,),
+    "quantiles": (0.9,),
+    "cycle_cap": 3,
+    "drop_special": True,
+    "engine": "ripser",
+    "metric": "hellinger",
+    "prompt_quantities": ("attention",),
+    "spectral_k": 4,
+    "min_persistence": 0.5,
 }
 
 
@@ -159,8 +197,10 @@ def test_a_changed_setting_is_named_in_one_line(name):
     if name in _CHANGES:
         other = dataclasses.replace(SETTINGS, **{name: _CHANGES[name]})
     else:
-        other = dataclasses.replace(SETTINGS, features=dataclasses.replace(
-            SETTINGS.features, **{name: _FEATURE_CHANGES[name]}))
+        other = dataclasses.replace(
+            SETTINGS,
+            features=dataclasses.replace(SETTINGS.features, **{name: _FEATURE_CHANGES[name]}),
+        )
     assert first_difference(SETTINGS, other)[0] == name
     assert first_difference(SETTINGS, dataclasses.replace(SETTINGS)) is None
     with pytest.raises(InvalidInputError) as e:
@@ -195,20 +235,25 @@ def test_a_store_the_file_system_refuses_is_one_line_and_leaves_no_folder(tmp_pa
     info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 3}
     target = Path("/proc") / f"attntopo-test-{os.getpid()}" / "store"
     with pytest.raises(InvalidInputError, match="cannot be created") as e:
-        StoreWriter.create(check_store_path(target), SETTINGS, schema, info,
-                           feature_columns(SETTINGS))
+        StoreWriter.create(
+            check_store_path(target), SETTINGS, schema, info, feature_columns(SETTINGS)
+        )
     assert "\n" not in str(e.value) and str(target) in str(e.value)
     assert not target.parent.exists()
     # parents made, then the store's own name refused (longer than any file system allows):
     # one line, and the parents made on the way are removed again
     made = tmp_path / "made" / "here" / ("x" * 300)
     with pytest.raises(InvalidInputError, match="cannot be created") as e:
-        StoreWriter.create(check_store_path(made), SETTINGS, schema, info,
-                           feature_columns(SETTINGS))
+        StoreWriter.create(
+            check_store_path(made), SETTINGS, schema, info, feature_columns(SETTINGS)
+        )
     assert "\n" not in str(e.value)
     assert not (tmp_path / "made").exists()
     # names refused before anything is made: too long for the file system, a NUL byte
-    for bad, why in ((tmp_path / ("y" * 300), "cannot be used"), (str(tmp_path / "a\0b"), "null byte")):
+    for bad, why in (
+        (tmp_path / ("y" * 300), "cannot be used"),
+        (str(tmp_path / "a\0b"), "null byte"),
+    ):
         with pytest.raises(InvalidInputError, match=why) as e:
             check_store_path(bad)
         assert "\n" not in str(e.value)
@@ -251,10 +296,14 @@ def test_parts_are_named_by_batch_and_rewriting_never_duplicates(tmp_path):
 def test_sql_agrees_with_pandas(tmp_path):
     store = _store(tmp_path)
     df = store.to_pandas()
-    assert list(df["id"]) == [r["id"] for _, t in open_input(TEXTS).batches(2) for r in t.to_pylist()]
+    assert list(df["id"]) == [
+        r["id"] for _, t in open_input(TEXTS).batches(2) for r in t.to_pylist()
+    ]
     col = store.feature_columns[3]
-    got = store.sql(f'SELECT status, count(*) AS n, avg("{col}") AS '
-                    'm FROM corpus GROUP BY status ORDER BY status')
+    got = store.sql(
+        f'SELECT status, count(*) AS n, avg("{col}") AS '
+        "m FROM corpus GROUP BY status ORDER BY status"
+    )
     ok = df[df.status == "ok"]
     assert list(got["status"]) == ["failed", "ok"] and list(got["n"]) == [1, 4]
     assert got["m"][1] == pytest.approx(ok[col].mean(), rel=1e-12)
@@ -269,10 +318,20 @@ def test_counts_and_errors_log(tmp_path):
     store = writer.store
     writer.write_errors()
     c = store.counts()
-    assert c == {"total": 5, "done": 5, "ok": 4, "truncated": 0, "skipped_empty": 3,
-                 "skipped_long": 0, "failed": 1, "remaining": 0}
+    assert c == {
+        "total": 5,
+        "done": 5,
+        "ok": 4,
+        "truncated": 0,
+        "skipped_empty": 3,
+        "skipped_long": 0,
+        "failed": 1,
+        "remaining": 0,
+    }
     errs = store.errors()
-    assert errs == [{"id": errs[0]["id"], "row": 3, "status": "failed", "error": "Boom: x", "n_tokens": 5}]
+    assert errs == [
+        {"id": errs[0]["id"], "row": 3, "status": "failed", "error": "Boom: x", "n_tokens": 5}
+    ]
 
 
 def _counted_reads(monkeypatch) -> list:
@@ -291,11 +350,24 @@ def _direct_counts(store: StoreReader) -> tuple[dict, list]:
     """Counts and error rows straight from every row (pandas), the independent reference."""
     df = store.to_pandas()
     ok = df.status == "ok"
-    counts = {"done": len(df), "ok": int(ok.sum()), "truncated": int((ok & df.truncated).sum()),
-              "failed": int((df.status == "failed").sum()), "skipped_long": int((df.status == "skipped").sum())}
+    counts = {
+        "done": len(df),
+        "ok": int(ok.sum()),
+        "truncated": int((ok & df.truncated).sum()),
+        "failed": int((df.status == "failed").sum()),
+        "skipped_long": int((df.status == "skipped").sum()),
+    }
     bad = df[~ok].sort_values("row")
-    errors = [{"id": r.id, "row": int(r.row), "status": r.status, "error": r.error, "n_tokens": int(r.n_tokens)}
-              for r in bad.itertuples()]
+    errors = [
+        {
+            "id": r.id,
+            "row": int(r.row),
+            "status": r.status,
+            "error": r.error,
+            "n_tokens": int(r.n_tokens),
+        }
+        for r in bad.itertuples()
+    ]
     return counts, errors
 
 
@@ -327,7 +399,9 @@ def test_counts_and_errors_come_from_part_summaries_read_once(tmp_path, monkeypa
     inp = open_input(TEXTS)
     k, t = list(inp.batches(2))[1]
     rows = _rows(t, 7)
-    rows = rows.set_column(rows.schema.get_field_index("truncated"), "truncated", pa.array([True] * rows.num_rows))
+    rows = rows.set_column(
+        rows.schema.get_field_index("truncated"), "truncated", pa.array([True] * rows.num_rows)
+    )
     other.write_part(k, rows)
     os.utime(store.part_path(1), ns=(1, 1))  # a stat that differs even on a coarse clock
     fresh.refresh()
@@ -439,10 +513,15 @@ def test_verify_finds_a_changed_byte_by_the_recorded_checksum(tmp_path):
     store = _store(tmp_path)
     assert store.verify() == {}
     recorded = store.checksums()
-    assert recorded == {f"parts/{n}": hashlib.sha256((store.path / "parts" / n).read_bytes()).hexdigest()
-                        for n in map(part_name, range(3))}
+    assert recorded == {
+        f"parts/{n}": hashlib.sha256((store.path / "parts" / n).read_bytes()).hexdigest()
+        for n in map(part_name, range(3))
+    }
     if shutil.which("sha256sum"):
-        assert subprocess.run(["sha256sum", "--quiet", "-c", CHECKSUMS], cwd=store.path).returncode == 0
+        assert (
+            subprocess.run(["sha256sum", "--quiet", "-c", CHECKSUMS], cwd=store.path).returncode
+            == 0
+        )
     p = store.part_path(1)
     data = bytearray(p.read_bytes())
     data[_footer_start(data) // 2] ^= 0x01  # in the column data: the footer stays intact
@@ -458,8 +537,11 @@ def test_verify_finds_a_changed_byte_by_the_recorded_checksum(tmp_path):
 
 def _snapshot(folder: Path) -> dict:
     """Every file under ``folder``: its bytes and modification time."""
-    return {str(f.relative_to(folder)): (f.read_bytes(), f.stat().st_mtime_ns)
-            for f in sorted(folder.rglob("*")) if f.is_file()}
+    return {
+        str(f.relative_to(folder)): (f.read_bytes(), f.stat().st_mtime_ns)
+        for f in sorted(folder.rglob("*"))
+        if f.is_file()
+    }
 
 
 def test_a_reader_cannot_write_and_reading_changes_nothing(tmp_path):
@@ -472,11 +554,25 @@ def test_a_reader_cannot_write_and_reading_changes_nothing(tmp_path):
     from attntopo.corpus import CHECKSUMS
 
     writing = {n for n in dir(StoreWriter) if not n.startswith("_")}
-    assert writing == {"create", "write_part", "remove_part", "write_errors", "write_checksums",
-                       "update_manifest", "clean_temporary", "verify", "path"}
+    assert writing == {
+        "create",
+        "write_part",
+        "remove_part",
+        "write_errors",
+        "write_checksums",
+        "update_manifest",
+        "clean_temporary",
+        "verify",
+        "path",
+    }
     assert writing & set(dir(StoreReader)) == {"verify"}  # the reader's records nothing
-    for name in ("StoreWriter", "lock_store", "atomic_write_bytes", "atomic_write_text",
-                 "lock_folder"):
+    for name in (
+        "StoreWriter",
+        "lock_store",
+        "atomic_write_bytes",
+        "atomic_write_text",
+        "lock_folder",
+    ):
         assert not hasattr(reader_module, name), name
     store = _store(tmp_path)
     rid = store.to_pandas()["id"][0]
@@ -506,8 +602,17 @@ def test_a_reader_cannot_write_and_reading_changes_nothing(tmp_path):
         "to_pandas": lambda r: r.to_pandas(),
         "verify": lambda r: r.verify(),
     }
-    data = {"appended", "feature_columns", "generation", "manifest", "parts_dir", "path",
-            "schema", "settings", "unchecked"}
+    data = {
+        "appended",
+        "feature_columns",
+        "generation",
+        "manifest",
+        "parts_dir",
+        "path",
+        "schema",
+        "settings",
+        "unchecked",
+    }
     public = {n for n in dir(reader) if not n.startswith("_")}
     assert public == set(calls) | data
     for name, call in calls.items():
@@ -528,8 +633,12 @@ def test_a_writer_of_a_replaced_store_writes_nothing(tmp_path):
     k, t = next(iter(open_input(TEXTS).batches(2)))
     _replace(writer.path)
     before = _snapshot(writer.path)
-    for write in (lambda: writer.write_part(k, _rows(t, k)), writer.write_errors,
-                  writer.write_checksums, lambda: writer.update_manifest(note="x")):
+    for write in (
+        lambda: writer.write_part(k, _rows(t, k)),
+        writer.write_errors,
+        writer.write_checksums,
+        lambda: writer.update_manifest(note="x"),
+    ):
         with pytest.raises(StoreReplacedError, match=re.escape(REPLACED)):
             write()
     assert _snapshot(writer.path) == before
@@ -547,8 +656,13 @@ def test_query_is_confined_to_the_store_unless_allowed(tmp_path):
     root = Path(__file__).resolve().parents[3]
 
     def query(sql, *flags):
-        return subprocess.run([sys.executable, "-m", "attntopo", "query", str(store.path), sql, *flags],
-                              capture_output=True, text=True, cwd=root, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "attntopo", "query", str(store.path), sql, *flags],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            timeout=120,
+        )
 
     secret = tmp_path / "secret.csv"
     secret.write_text("user,pw\nroot,hunter2\n")
@@ -563,7 +677,10 @@ def test_query_is_confined_to_the_store_unless_allowed(tmp_path):
         r = query(sql)
         assert r.returncode == 2 and r.stdout == "", (sql, r.returncode, r.stdout)
         lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1 and "--allow-external" in lines[0] and "hunter2" not in r.stderr, (sql, r.stderr)
+        assert len(lines) == 1 and "--allow-external" in lines[0] and "hunter2" not in r.stderr, (
+            sql,
+            r.stderr,
+        )
         assert made is None or not made.exists(), sql
         with pytest.raises(InvalidInputError, match="allow_external=True"):
             store.sql(sql)
@@ -572,7 +689,9 @@ def test_query_is_confined_to_the_store_unless_allowed(tmp_path):
     assert r.returncode == 0 and r.stdout.splitlines() == ["n", str(len(TEXTS))], r.stderr
     r = query(f"SELECT pw FROM read_csv('{secret}')", "--csv", "--allow-external")
     assert r.returncode == 0 and r.stdout.splitlines() == ["pw", "hunter2"], r.stderr
-    assert list(store.sql(f"SELECT pw FROM read_csv('{secret}')", allow_external=True)["pw"]) == ["hunter2"]
+    assert list(store.sql(f"SELECT pw FROM read_csv('{secret}')", allow_external=True)["pw"]) == [
+        "hunter2"
+    ]
 
 
 def test_an_unquoted_dotted_column_gets_the_double_quote_hint(tmp_path):
@@ -590,28 +709,45 @@ def test_a_settings_mismatch_is_found_before_the_model_loads(tmp_path, monkeypat
     """A run with other settings on a store: the line naming the setting came only after a
     5 s model load; now it comes from the manifest alone (the model is never loaded)."""
     import attntopo.models
-    from attntopo import corpus
-
-    from attntopo import __version__
+    from attntopo import __version__, corpus
 
     here = dataclasses.replace(SETTINGS, attntopo_version=__version__)
     inp = open_input(TEXTS)
     schema = output_schema(here, inp.schema)
     info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}
-    StoreWriter.create(tmp_path / "s", here, schema, info, feature_columns(here),
-                 extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
+    StoreWriter.create(
+        tmp_path / "s",
+        here,
+        schema,
+        info,
+        feature_columns(here),
+        extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}},
+    )
 
     def no_loading(*a, **k):
         raise AssertionError("the model was loaded")
 
     monkeypatch.setattr(attntopo.models, "load_model", no_loading)
-    kw = dict(model="toy", layers=[0], heads=[0, 1], thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,),
-              keep_diagrams=True, batch_size=2, progress=False)
-    with pytest.raises(InvalidInputError, match="was made with sets=js, this run has sets=js,graph"):
+    kw = dict(
+        model="toy",
+        layers=[0],
+        heads=[0, 1],
+        thresholds=(0.1,),
+        scales=(0.5,),
+        quantiles=(0.5,),
+        keep_diagrams=True,
+        batch_size=2,
+        progress=False,
+    )
+    with pytest.raises(
+        InvalidInputError, match="was made with sets=js, this run has sets=js,graph"
+    ):
         corpus.run(TEXTS, out=tmp_path / "s", **{**kw, "sets": ("js", "graph")})
     with pytest.raises(InvalidInputError, match="made with layers=0, this run has layers=0,1:"):
         corpus.run(TEXTS, out=tmp_path / "s", **{**kw, "layers": None})  # all: the manifest's 2
-    with pytest.raises(InvalidInputError, match="made with batch_size=2, this run has batch_size=3"):
+    with pytest.raises(
+        InvalidInputError, match="made with batch_size=2, this run has batch_size=3"
+    ):
         corpus.run(TEXTS, out=tmp_path / "s", **{**kw, "batch_size": 3})
 
 
@@ -622,20 +758,38 @@ def test_a_store_of_the_old_drop_special_default_names_the_option_to_pass(tmp_pa
     import attntopo.models
     from attntopo import __version__, corpus
 
-    old = dataclasses.replace(SETTINGS, attntopo_version=__version__,
-                              features=dataclasses.replace(SETTINGS.features, drop_special=True))
+    old = dataclasses.replace(
+        SETTINGS,
+        attntopo_version=__version__,
+        features=dataclasses.replace(SETTINGS.features, drop_special=True),
+    )
     assert old.to_manifest()["features"]["drop_special"] is True
     inp = open_input(TEXTS)
-    StoreWriter.create(tmp_path / "s", old, output_schema(old, inp.schema),
-                 {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}, feature_columns(old),
-                 extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
+    StoreWriter.create(
+        tmp_path / "s",
+        old,
+        output_schema(old, inp.schema),
+        {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0},
+        feature_columns(old),
+        extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}},
+    )
 
     def no_loading(*a, **k):
         raise AssertionError("the model was loaded")
 
     monkeypatch.setattr(attntopo.models, "load_model", no_loading)
-    kw = dict(model="toy", sets=("js",), layers=[0], heads=[0, 1], thresholds=(0.1,), scales=(0.5,),
-              quantiles=(0.5,), keep_diagrams=True, batch_size=2, progress=False)
+    kw = dict(
+        model="toy",
+        sets=("js",),
+        layers=[0],
+        heads=[0, 1],
+        thresholds=(0.1,),
+        scales=(0.5,),
+        quantiles=(0.5,),
+        keep_diagrams=True,
+        batch_size=2,
+        progress=False,
+    )
     with pytest.raises(InvalidInputError) as e:
         corpus.run(TEXTS, out=tmp_path / "s", **kw)
     line = str(e.value)
@@ -657,10 +811,12 @@ def test_the_mismatch_line_names_the_keyword_and_the_option():
         ("cycle_cap", 3, 50, "(cycle_cap=3; --cycle-cap 3)"),
         ("metric", "hellinger", "jensen_shannon", "(metric='hellinger'; --metric hellinger)"),
     ]:
+
         def with_(value):
             if name in SETTING_NAMES:
-                return dataclasses.replace(SETTINGS, features=dataclasses.replace(
-                    SETTINGS.features, **{name: value}))
+                return dataclasses.replace(
+                    SETTINGS, features=dataclasses.replace(SETTINGS.features, **{name: value})
+                )
             return dataclasses.replace(SETTINGS, **{name: value})
 
         with pytest.raises(InvalidInputError) as e:
@@ -678,8 +834,13 @@ def test_an_empty_input_is_refused_and_makes_no_store(tmp_path):
     for content in ("", "\n  \n\n"):
         src = tmp_path / "empty.txt"
         src.write_text(content)
-        r = subprocess.run([sys.executable, "-m", "attntopo", "corpus", str(src), "--out", str(tmp_path / "S")],
-                           capture_output=True, text=True, cwd=root, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "attntopo", "corpus", str(src), "--out", str(tmp_path / "S")],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            timeout=120,
+        )
         assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and "no texts" in r.stderr, r.stderr
         assert not (tmp_path / "S").exists()
@@ -687,17 +848,25 @@ def test_an_empty_input_is_refused_and_makes_no_store(tmp_path):
 
 # ------------------------------------------------------------------ append (no model)
 @settings(max_examples=60, deadline=None)
-@given(n_new=st.integers(1, 12), stored=st.sets(st.integers(0, 15)), batch=st.integers(1, 5),
-       first=st.integers(0, 7), done=st.sets(st.integers(0, 15)))
-def test_an_appended_input_streams_its_unstored_ids_once_as_parts_after_the_first(n_new, stored, batch,
-                                                                                  first, done):
+@given(
+    n_new=st.integers(1, 12),
+    stored=st.sets(st.integers(0, 15)),
+    batch=st.integers(1, 5),
+    first=st.integers(0, 7),
+    done=st.sets(st.integers(0, 15)),
+)
+def test_an_appended_input_streams_its_unstored_ids_once_as_parts_after_the_first(
+    n_new, stored, batch, first, done
+):
     """corpus._local._AppendInput: input batch k is part first + k, without the stored ids; a
     batch left empty is no part; the parts done already (skip) are not streamed again, and the
     parts streamed plus the parts done hold every unstored id exactly once."""
     from attntopo.corpus._local import _AppendInput
 
     ids = [f"t{i}" for i in range(n_new)]
-    inp = open_input(pa.table({"id": ids, "text": [f"text {i}" for i in range(n_new)]}), id_column="id")
+    inp = open_input(
+        pa.table({"id": ids, "text": [f"text {i}" for i in range(n_new)]}), id_column="id"
+    )
     app = _AppendInput(inp, first, {f"t{i}": "h" for i in stored})
     every = {k: t["id"].to_pylist() for k, t in app.batches(batch)}
     want = [i for i in ids if int(i[1:]) not in stored]
@@ -723,8 +892,9 @@ def test_engine_is_a_feature_setting_of_the_manifest():
     """The persistence engine is written with the feature settings (``features.engine``); a
     flat manifest with its first name, ``persistence_engine``, is refused
     (test_a_manifest_of_flat_settings_is_refused_in_one_line)."""
-    s = dataclasses.replace(SETTINGS, features=dataclasses.replace(SETTINGS.features,
-                                                                   engine="ripser"))
+    s = dataclasses.replace(
+        SETTINGS, features=dataclasses.replace(SETTINGS.features, engine="ripser")
+    )
     doc = s.to_manifest()
     assert doc["features"]["engine"] == "ripser" and "persistence_engine" not in doc
     assert CorpusSettings.from_manifest(doc) == s
@@ -738,10 +908,15 @@ def test_run_takes_backend_and_engine_by_their_names(tmp_path):
     import attntopo.corpus as corpus
 
     out = tmp_path / "s"
-    with pytest.raises(InvalidInputError, match=r"^engine='local': engine= is the persistence engine; "
-                                                r"where the corpus runs is backend='local'$"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^engine='local': engine= is the persistence engine; "
+        r"where the corpus runs is backend='local'$",
+    ):
         corpus.run(["a text"], out, engine="local")
-    with pytest.raises(TypeError, match=r"corpus.run\(\) got an unexpected keyword argument 'persistence_engine'"):
+    with pytest.raises(
+        TypeError, match=r"corpus.run\(\) got an unexpected keyword argument 'persistence_engine'"
+    ):
         corpus.run(["a text"], out, persistence_engine="gudhi")
     with pytest.raises(InvalidInputError, match="unknown persistence engine 'fast'"):
         corpus.run(["a text"], out, engine="fast")  # engine= is the persistence engine
@@ -756,23 +931,31 @@ def test_run_takes_backend_and_engine_by_their_names(tmp_path):
 def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monkeypatch):
     """sets=("prompt",) on texts: one line before the input is read or a model loaded; a run
     without answer_column on a store of pairs is refused from the manifest, naming pairs."""
+    from types import SimpleNamespace
+
     import attntopo.models
     from attntopo import __version__, corpus
     from attntopo.corpus import make_settings
-    from types import SimpleNamespace
 
     def no_loading(*a, **k):
         raise AssertionError("the model was loaded")
 
     monkeypatch.setattr(attntopo.models, "load_model", no_loading)
-    with pytest.raises(InvalidInputError, match=r"^the prompt set needs \(prompt, answer\) pairs: name the "
-                                                r"input's answer column with --answer-column"):
-        corpus.run(tmp_path / "does-not-exist.jsonl", out=tmp_path / "s", sets=("prompt",), progress=False)
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^the prompt set needs \(prompt, answer\) pairs: name the "
+        r"input's answer column with --answer-column",
+    ):
+        corpus.run(
+            tmp_path / "does-not-exist.jsonl", out=tmp_path / "s", sets=("prompt",), progress=False
+        )
     assert not (tmp_path / "s").exists()
     toy = SimpleNamespace(name="toy", n_layers=1, n_heads=2, dtype="float32", spec=None)
     with pytest.raises(InvalidInputError, match="the prompt set needs"):
         make_settings(toy, sets=("prompt",), _model_hash="sha256:0")
-    st = make_settings(toy, sets=("prompt",), pairs=True, prompt_quantities=("attention",), _model_hash="sha256:0")
+    st = make_settings(
+        toy, sets=("prompt",), pairs=True, prompt_quantities=("attention",), _model_hash="sha256:0"
+    )
     assert st.pairs and st.features.prompt_quantities == ("attention",)
     assert feature_columns(st) == ["L0H0.prompt.attention", "L0H1.prompt.attention"]
 
@@ -783,13 +966,29 @@ def test_the_prompt_set_needs_pairs_and_a_store_of_pairs_is_named(tmp_path, monk
     inp = open_input(pd.DataFrame(df), text_column="q", answer_column="a")
     schema = output_schema(here, inp.schema)
     assert schema.names[:6] == ["id", "row", "text_sha256", "text", "answer_sha256", "answer"]
-    StoreWriter.create(tmp_path / "p", here, schema,
-                       {"fingerprint": inp.fingerprint, "total": 2, "n_empty": 0},
-                       feature_columns(here),
-                       extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}})
-    kw = dict(model="toy", layers=[0], heads=[0, 1], thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,),
-              keep_diagrams=True, batch_size=2, progress=False, text_column="q")
-    with pytest.raises(InvalidInputError, match="was made with pairs=True, this run has pairs=False"):
+    StoreWriter.create(
+        tmp_path / "p",
+        here,
+        schema,
+        {"fingerprint": inp.fingerprint, "total": 2, "n_empty": 0},
+        feature_columns(here),
+        extra={"model": {"name": "toy", "n_layers": 2, "n_heads": 2}},
+    )
+    kw = dict(
+        model="toy",
+        layers=[0],
+        heads=[0, 1],
+        thresholds=(0.1,),
+        scales=(0.5,),
+        quantiles=(0.5,),
+        keep_diagrams=True,
+        batch_size=2,
+        progress=False,
+        text_column="q",
+    )
+    with pytest.raises(
+        InvalidInputError, match="was made with pairs=True, this run has pairs=False"
+    ):
         corpus.run(pd.DataFrame(df), out=tmp_path / "p", **kw)
 
 
@@ -810,8 +1009,10 @@ def _replace(path: Path, texts=("x1", "x2", "x3")) -> StoreReader:
     return new.store
 
 
-REPLACED = ("was replaced by a new store (a run with --new-store) since this reader opened it: "
-            "these are no longer its rows; open it again (open_store, or run the command again)")
+REPLACED = (
+    "was replaced by a new store (a run with --new-store) since this reader opened it: "
+    "these are no longer its rows; open it again (open_store, or run the command again)"
+)
 
 
 def test_a_reader_of_a_replaced_store_stops_naming_it(tmp_path):
@@ -831,12 +1032,19 @@ def test_a_reader_of_a_replaced_store_stops_naming_it(tmp_path):
         streaming.read_next_batch()
     assert str(e.value) == f"STORE {str(store.path)!r} {REPLACED}"
     reads = {
-        "counts": reader.counts, "refresh": reader.refresh, "to_pandas": reader.to_pandas,
-        "to_arrow": reader.to_arrow, "verify": reader.verify, "n_rows": reader.n_rows,
-        "done_ids": reader.done_ids, "errors": reader.errors, "parts": reader.parts,
+        "counts": reader.counts,
+        "refresh": reader.refresh,
+        "to_pandas": reader.to_pandas,
+        "to_arrow": reader.to_arrow,
+        "verify": reader.verify,
+        "n_rows": reader.n_rows,
+        "done_ids": reader.done_ids,
+        "errors": reader.errors,
+        "parts": reader.parts,
         "sql": lambda: reader.sql("SELECT id FROM corpus"),
         "sql_batches": lambda: reader.sql_batches("SELECT id FROM corpus").read_all(),
-        "diagrams": lambda: reader.diagrams("0-x"), "repr": lambda: repr(reader),
+        "diagrams": lambda: reader.diagrams("0-x"),
+        "repr": lambda: repr(reader),
     }
     for name, read in reads.items():
         with pytest.raises(StoreReplacedError) as e:
@@ -858,9 +1066,11 @@ def test_a_reader_while_the_store_is_started_over_says_so(tmp_path):
     reader = open_store(store.path)
     reader.counts()
     os.unlink(store.path / MANIFEST)  # _clear's first step
-    gone = (f"STORE {str(store.path)!r} was removed or is being started over (a run with "
-            "--new-store) since this reader opened it: its rows are gone; open it again "
-            "(open_store, or run the command again) once that run has made it")
+    gone = (
+        f"STORE {str(store.path)!r} was removed or is being started over (a run with "
+        "--new-store) since this reader opened it: its rows are gone; open it again "
+        "(open_store, or run the command again) once that run has made it"
+    )
     for read in (reader.counts, reader.to_arrow, reader.refresh, reader.verify):
         with pytest.raises(StoreReplacedError, match="^" + re.escape(gone) + "$"):
             read()
@@ -873,7 +1083,8 @@ def test_a_reader_while_the_store_is_started_over_says_so(tmp_path):
     assert refusal() == (
         f"STORE {str(store.path)!r} holds parts but no manifest.json: another run may be starting "
         "it over (--new-store): open it again once that run has made it; if no run is writing "
-        "it, `attntopo corpus INPUT --out STORE --new-store` makes it again")
+        "it, `attntopo corpus INPUT --out STORE --new-store` makes it again"
+    )
     from attntopo.corpus._local import _clear
 
     os.rename(store.path / "parts.sha256", store.path / MANIFEST)  # for _clear to remove
@@ -881,7 +1092,8 @@ def test_a_reader_while_the_store_is_started_over_says_so(tmp_path):
     assert refusal() == (
         f"{str(store.path)!r} is not a corpus store (no manifest.json), or not yet: a run making "
         "it (a new store, or --new-store starting it over) has not written its manifest; open it "
-        "again once that run has made it")
+        "again once that run has made it"
+    )
 
 
 def test_a_part_removed_under_a_reader_is_named_and_the_next_read_lists_again(tmp_path):
@@ -902,8 +1114,10 @@ def test_a_part_removed_under_a_reader_is_named_and_the_next_read_lists_again(tm
     os.unlink(store.part_path(2))
     with pytest.raises(ResultFormatError) as e:
         reader.counts()
-    assert str(e.value) == (f"{store.part_path(2)}: removed since this reader listed the store's "
-                            "parts (a run recomputes a damaged part): run the command again")
+    assert str(e.value) == (
+        f"{store.part_path(2)}: removed since this reader listed the store's "
+        "parts (a run recomputes a damaged part): run the command again"
+    )
     assert reader.counts()["done"] == 2
 
 
@@ -932,8 +1146,10 @@ def test_a_manifest_that_cannot_be_used_is_named_with_the_way_out(tmp_path):
     store = _store(tmp_path)
     mf = store.path / MANIFEST
     doc = json.loads(mf.read_text())
-    way_out = ("; --new-store (new_store=True) starts the store over (its parts are removed), "
-               "or give another STORE")
+    way_out = (
+        "; --new-store (new_store=True) starts the store over (its parts are removed), "
+        "or give another STORE"
+    )
     mf.write_text(json.dumps({k: v for k, v in doc.items() if k != "settings"}))
     with pytest.raises(ResultFormatError) as e:
         open_store(store.path)
@@ -951,24 +1167,28 @@ def test_a_manifest_that_cannot_be_used_is_named_with_the_way_out(tmp_path):
     assert str(e.value).startswith(f"{mf}: unreadable (")
     assert str(e.value).endswith(
         ": --new-store starts over only a folder that holds a store's own files (manifest.json, "
-        "parts/, parts.sha256, errors.jsonl) and no other program's manifest: give another STORE")
+        "parts/, parts.sha256, errors.jsonl) and no other program's manifest: give another STORE"
+    )
     assert sorted(p.name for p in store.parts_dir.iterdir()) == [part_name(k) for k in range(3)]
     (store.path / "notes.txt").unlink()
     mf.write_text('{"format": "someone-else", "name": "my app"}')  # another program's manifest
-    with pytest.raises(ResultFormatError,
-                       match="not an attntopo corpus manifest: --new-store starts over only"):
+    with pytest.raises(
+        ResultFormatError, match="not an attntopo corpus manifest: --new-store starts over only"
+    ):
         corpus.run(TEXTS, out=store.path, new_store=True, progress=False)
     assert mf.read_text().startswith('{"format": "someone-else"')
 
 
 # ------------------------------------------------------------------ page checksums (issue 33)
-def _flip_in_a_data_page(path: Path, column: str = "L0H0.js.h0.total_persistence",
-                         bit: int = 2) -> None:
+def _flip_in_a_data_page(
+    path: Path, column: str = "L0H0.js.h0.total_persistence", bit: int = 2
+) -> None:
     """Flip one bit among the last bytes of ``column``'s data page (its values)."""
     with pq.ParquetFile(path) as pf:
         rg = pf.metadata.row_group(0)
-        col = next(rg.column(c) for c in range(rg.num_columns)
-                   if rg.column(c).path_in_schema == column)
+        col = next(
+            rg.column(c) for c in range(rg.num_columns) if rg.column(c).path_in_schema == column
+        )
         pos = col.data_page_offset + col.total_compressed_size - 3
     data = bytearray(path.read_bytes())
     data[pos] ^= 1 << bit
@@ -996,19 +1216,23 @@ def test_a_flipped_bit_is_never_certified_without_the_checksum_file(tmp_path, ca
     assert list(why) == [1] and why[1].startswith("it cannot be read in full: ") and "CRC" in why[1]
     with pytest.raises(ResultFormatError, match=f"{part_name(1)}: corrupt part file .*CRC"):
         reader.to_arrow()
-    with pytest.raises(ResultFormatError,
-                       match=r"^SQL: a part cannot be read \(.*CRC.*StoreReader.verify\(\) names"):
+    with pytest.raises(
+        ResultFormatError,
+        match=r"^SQL: a part cannot be read \(.*CRC.*StoreReader.verify\(\) names",
+    ):
         reader.sql("SELECT * FROM corpus")
     from attntopo.cli import main
 
     assert main(["query", str(store.path), "SELECT * FROM corpus", "--csv"]) == 2
     line = capsys.readouterr().err.strip()
     assert line.startswith("error: SQL: a part cannot be read (") and "CRC" in line, line
-    assert line.endswith("StoreReader.verify() names the damaged parts; a run of the same command "
-                         "recomputes them")
+    assert line.endswith(
+        "StoreReader.verify() names the damaged parts; a run of the same command recomputes them"
+    )
     writer = StoreWriter(store.path)
-    with pytest.warns(DamagedPartWarning,
-                      match=f"{part_name(1)} was damaged .*CRC.*batch 1 is recomputed"):
+    with pytest.warns(
+        DamagedPartWarning, match=f"{part_name(1)} was damaged .*CRC.*batch 1 is recomputed"
+    ):
         _drop_damaged(writer)  # what a resumed run does before it trusts a part
     assert not p.exists() and writer.store.unchecked == []
     # never part 1's
@@ -1034,8 +1258,9 @@ def _flip_store(tmp_path_factory) -> tuple[StoreReader, bytes, pa.Table]:
 
 @settings(max_examples=100, deadline=None)
 @given(where=st.floats(0, 1, exclude_max=True), bit=st.integers(0, 7))
-def test_no_flipped_bit_anywhere_gives_other_values_with_a_clean_verify(tmp_path_factory, where,
-                                                                       bit):
+def test_no_flipped_bit_anywhere_gives_other_values_with_a_clean_verify(
+    tmp_path_factory, where, bit
+):
     """Without ``parts.sha256``, one bit flipped anywhere in a part (pages, page headers,
     footer): ``verify()`` names the part, or the part still reads as the values written
     (docs/corpus.md gives the exhaustive count over every bit of such a part)."""
@@ -1065,8 +1290,9 @@ def test_a_part_without_page_checksums_or_record_is_read_in_full_and_not_certifi
     p = store.part_path(1)
     old = pq.read_table(p)
     tag = json.loads(old.schema.metadata[b"attntopo.corpus"])
-    old = old.replace_schema_metadata({b"attntopo.corpus": json.dumps(
-        {"store": tag["store"], "batch": tag["batch"]}).encode()})
+    old = old.replace_schema_metadata(
+        {b"attntopo.corpus": json.dumps({"store": tag["store"], "batch": tag["batch"]}).encode()}
+    )
     pq.write_table(old, p, compression="snappy")  # as parts were written before
     os.unlink(store.path / CHECKSUMS)
     writer = StoreWriter(store.path)
@@ -1075,6 +1301,7 @@ def test_a_part_without_page_checksums_or_record_is_read_in_full_and_not_certifi
     assert str(w[0].message) == (
         f"STORE {str(store.path)!r}: 1 part ({part_name(1)}) has neither a recorded SHA-256 nor "
         "page checksums (written before attntopo wrote them): they read in full, but a changed "
-        "value in them cannot be seen; --new-store recomputes the store")
+        "value in them cannot be seen; --new-store recomputes the store"
+    )
     assert p.exists() and writer.store.unchecked == [1]
     assert sorted(writer.store.checksums()) == [f"parts/{part_name(k)}" for k in (0, 2)]

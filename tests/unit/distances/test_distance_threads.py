@@ -19,7 +19,9 @@ def test_one_pool_per_thread_count_reused_across_calls():
     for _ in range(5):  # each call ran on the same threads: no new ones per call
         P = rng.dirichlet(np.ones(12), size=(6, 12))
         D = np.asarray(token_distances(torch.from_numpy(P), n_jobs=2))
-        ref = np.array([[jensenshannon(P[5, i], P[5, j], base=2) for j in range(12)] for i in range(12)])
+        ref = np.array(
+            [[jensenshannon(P[5, i], P[5, j], base=2) for j in range(12)] for i in range(12)]
+        )
         np.testing.assert_allclose(D[5], ref, atol=1e-12)
     assert threading.active_count() <= before + 2
 

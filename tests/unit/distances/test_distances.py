@@ -14,6 +14,7 @@ from scipy.spatial.distance import jensenshannon
 from attntopo.distances import DISTANCES, pairwise_distance, token_distances
 from attntopo.errors import InvalidInputError, InvalidMatrixError
 
+
 @pytest.fixture(scope="module", autouse=True, params=["c-kernel", "pure-torch"])
 def js_path(request):
     """Every test of this module runs twice: with the C kernel and with the pure-torch path."""
@@ -100,8 +101,9 @@ def test_disjoint_rows_are_at_the_registered_range(metric):
     # two one-hot rows on different keys are as far apart as the distance goes
     d = token_distances(np.eye(3), metric=metric)
     assert d[0, 1] == pytest.approx(DISTANCES[metric].upper, abs=1e-15)
-    assert pairwise_distance([1, 0], [0, 1], metric=metric) == pytest.approx(DISTANCES[metric].upper,
-                                                                      abs=1e-15)
+    assert pairwise_distance([1, 0], [0, 1], metric=metric) == pytest.approx(
+        DISTANCES[metric].upper, abs=1e-15
+    )
 
 
 def offdiag(n):
@@ -324,8 +326,12 @@ def test_paper_compat_properties(a, mode):
     assert np.all(np.diagonal(d, axis1=-2, axis2=-1) == 0.0)
     assert np.all(d >= 0.0) and np.all(d <= PAPER_BOUND[mode])
     # the notebook's distance is the square root of the listing's, entry by entry
-    np.testing.assert_allclose(d**2 if mode == "notebook" else d,
-                               token_distances(a, paper_compat="listing"), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        d**2 if mode == "notebook" else d,
+        token_distances(a, paper_compat="listing"),
+        rtol=1e-12,
+        atol=1e-15,
+    )
 
 
 # ----------------------------------------------------------------------------------
@@ -394,8 +400,11 @@ def test_near_identical_beats_naive_formula():
 def test_chunking_does_not_change_results(metric):
     rng = np.random.default_rng(13)
     a = np.concatenate(
-        [dirichlet_rows(rng, (2,), 20), dirichlet_rows(rng, (2,), 20, zeros=True),
-         dirichlet_rows(rng, (2,), 20, causal=True)]
+        [
+            dirichlet_rows(rng, (2,), 20),
+            dirichlet_rows(rng, (2,), 20, zeros=True),
+            dirichlet_rows(rng, (2,), 20, causal=True),
+        ]
     )
     a[0, 3] = a[0, 4]
     a[1, 7] = a[1, 7] * (1 + 1e-9) / (a[1, 7] * (1 + 1e-9)).sum()
@@ -412,7 +421,9 @@ def test_worker_threads_give_identical_results(metric):
     a[0, 5] = a[0, 9]  # a refined pair
     one = token_distances(a, metric=metric, n_jobs=1)
     np.testing.assert_array_equal(token_distances(a, metric=metric, n_jobs=3), one)
-    np.testing.assert_array_equal(token_distances(a, metric=metric, n_jobs=2, chunk_elements=3000), one)
+    np.testing.assert_array_equal(
+        token_distances(a, metric=metric, n_jobs=2, chunk_elements=3000), one
+    )
     assert torch.get_num_threads() == before
 
 
@@ -432,7 +443,9 @@ def test_paper_compat_one_hot_example(n, before_sqrt):
     d = token_distances(eye, paper_compat="notebook")
     assert d[0, 1] == pytest.approx(expected, abs=1e-12)
     # the printed Listing 1 stops at scipy's distance: no extra root
-    assert token_distances(eye, paper_compat="listing")[0, 1] == pytest.approx(before_sqrt, abs=5e-4)
+    assert token_distances(eye, paper_compat="listing")[0, 1] == pytest.approx(
+        before_sqrt, abs=5e-4
+    )
     if n == 7:
         assert d[0, 1] == pytest.approx(0.4664, abs=1e-4)
 
@@ -512,7 +525,12 @@ BAD_CALLS = [
         InvalidMatrixError,
         "renormalize",
     ),
-    _bad("metric", lambda: token_distances(_GOOD, metric="euclidean"), InvalidInputError, "'hellinger'"),
+    _bad(
+        "metric",
+        lambda: token_distances(_GOOD, metric="euclidean"),
+        InvalidInputError,
+        "'hellinger'",
+    ),
     _bad("metric type", lambda: token_distances(_GOOD, metric=None), InvalidInputError, "allowed"),
     _bad("base 0", lambda: token_distances(_GOOD, base=0), InvalidInputError, "> 1"),
     _bad("base -2", lambda: token_distances(_GOOD, base=-2.0), InvalidInputError, "> 1"),
@@ -586,7 +604,12 @@ BAD_CALLS = [
         InvalidMatrixError,
         "renormalize",
     ),
-    _bad("pair metric", lambda: pairwise_distance([1.0], [1.0], metric="kl"), InvalidInputError, "allow"),
+    _bad(
+        "pair metric",
+        lambda: pairwise_distance([1.0], [1.0], metric="kl"),
+        InvalidInputError,
+        "allow",
+    ),
     _bad("pair base", lambda: pairwise_distance([1.0], [1.0], base=1.0), InvalidInputError, "base"),
 ]
 

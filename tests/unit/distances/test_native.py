@@ -95,7 +95,6 @@ def _rows(rng, b, n, k, scale=3.0, causal=False):
     return e / e.sum(-1, keepdims=True)
 
 
-
 def _scipy_js_divergence(p: np.ndarray, q: np.ndarray) -> float:
     """The base-2 JS divergence exactly as ``scipy.spatial.distance.jensenshannon`` computes it
     (normalize, ``rel_entr`` against the midpoint, halve), without its final square root."""
@@ -214,7 +213,6 @@ def test_disabled_by_env(monkeypatch):
         _native.log(np.array([1.0]))
 
 
-
 @pytest.mark.parametrize("native", [True, False])
 def test_distances_inside_inference_mode_on_worker_threads(monkeypatch, native):
     """A model's forward hook runs under torch.inference_mode: the worker threads must run in
@@ -237,6 +235,7 @@ def test_distances_inside_inference_mode_on_worker_threads(monkeypatch, native):
 
 
 # ------------------------------------------------ issue 36: pairs over the overlap of two rows
+
 
 def _js_fast_bound(k: int) -> float:
     """Derived bound on the absolute error (nats) of the kernel's fast divergence of one pair

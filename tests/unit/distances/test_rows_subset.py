@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _feature_refs import attention_matrices
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import jensenshannon
 
+from _feature_refs import attention_matrices
 from attntopo import _native
 from attntopo.distances import token_distances, token_distances_tensor
-from attntopo.errors import InvalidMatrixError, OutOfRangeError, InvalidInputError
+from attntopo.errors import InvalidInputError, InvalidMatrixError, OutOfRangeError
 
 
 @pytest.fixture(params=["c-kernel", "pure-torch"])
@@ -70,8 +70,9 @@ def test_rows_match_full_matrix_and_scipy(js_path, causal):
     for b in range(3):
         for a, i in enumerate(rows):
             for j in (0, 3, 17, 38, 44):
-                assert got[b, a, j] == pytest.approx(jensenshannon(A[b, i], A[b, j], base=2),
-                                                     abs=1e-12)
+                assert got[b, a, j] == pytest.approx(
+                    jensenshannon(A[b, i], A[b, j], base=2), abs=1e-12
+                )
 
 
 def test_rows_in_any_order_and_lead_dims(js_path):
@@ -125,11 +126,14 @@ def test_rows_never_compute_the_full_matrix(distance_shapes):
     assert distance_shapes == [(2, 2, 16)]
 
 
-@pytest.mark.parametrize(("rows", "exc", "words"), [
-    ([3, 3], InvalidInputError, "row indices must be distinct"),
-    ([16], OutOfRangeError, "rows 16 is out of range: the matrix has 16 rows"),
-    (["a"], OutOfRangeError, "rows must be a row index"),
-])
+@pytest.mark.parametrize(
+    ("rows", "exc", "words"),
+    [
+        ([3, 3], InvalidInputError, "row indices must be distinct"),
+        ([16], OutOfRangeError, "rows 16 is out of range: the matrix has 16 rows"),
+        (["a"], OutOfRangeError, "rows must be a row index"),
+    ],
+)
 def test_bad_rows_are_one_clear_line(rows, exc, words):
     A = _softmax_rows(np.random.default_rng(9), 1, 16)
     with pytest.raises(exc, match=words):

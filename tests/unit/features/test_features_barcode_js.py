@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _feature_refs import attention_matrices, bar_stats, random_attention
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import minimum_spanning_tree
 
+from _feature_refs import attention_matrices, bar_stats, random_attention
 from attntopo.distances import token_distances
 from attntopo.features import BARCODE_QUANTITIES, barcode_features, barcode_matrices
 from attntopo.features._bars import Bars
@@ -48,13 +48,25 @@ def _barcode_reference(A: np.ndarray) -> np.ndarray:
     D = np.minimum(D, D.T)
     h0, h1 = _gudhi_finite(D, 0), _gudhi_finite(D, 1)
     s0, s1 = bar_stats(h0), bar_stats(h1)
-    return np.array([
-        s0["sum"], s0["entropy_e"], s0["longest_death"],
-        np.sum(h0[:, 1] >= 0.75), np.sum(h0[:, 1] >= 0.5), np.sum(h0[:, 1] <= 0.25),
-        s1["longest_birth"],
-        np.sum(h1[:, 0] >= 0.25), np.sum(h1[:, 0] <= 0.95), np.sum(h1[:, 0] <= 0.70),
-        s1["sum"], s1["entropy_e"], s1["std"], s1["n"],
-    ], dtype=np.float64)
+    return np.array(
+        [
+            s0["sum"],
+            s0["entropy_e"],
+            s0["longest_death"],
+            np.sum(h0[:, 1] >= 0.75),
+            np.sum(h0[:, 1] >= 0.5),
+            np.sum(h0[:, 1] <= 0.25),
+            s1["longest_birth"],
+            np.sum(h1[:, 0] >= 0.25),
+            np.sum(h1[:, 0] <= 0.95),
+            np.sum(h1[:, 0] <= 0.70),
+            s1["sum"],
+            s1["entropy_e"],
+            s1["std"],
+            s1["n"],
+        ],
+        dtype=np.float64,
+    )
 
 
 @settings(max_examples=60, deadline=None)

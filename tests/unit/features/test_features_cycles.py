@@ -82,7 +82,9 @@ def test_cycle_counts_of_thresholded_attention():
     logits = rng.normal(size=(6, 16, 16)) * 2.5
     A = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     for cap in (1, 4, 17, 50, 60):
-        got = graph_features(A, thresholds=(0.05, 0.1, 0.2), cycle_cap=cap).reshape(6, 3, -1)[..., CYCLES]
+        got = graph_features(A, thresholds=(0.05, 0.1, 0.2), cycle_cap=cap).reshape(6, 3, -1)[
+            ..., CYCLES
+        ]
         for b in range(6):
             for t, tau in enumerate((0.05, 0.1, 0.2)):
                 assert got[b, t] == _networkx_count(A[b] >= tau, cap)

@@ -35,8 +35,12 @@ def _data(n=240, seed=0, n_heads=(3, 4), quantities=2, signal=1.0):
     length = rng.integers(1, 7, n).astype(float)
     y = (rng.random(n) < 1 / (1 + np.exp(-(length - 3.5)))).astype(int)
     groups = rng.integers(0, n // 4, n)
-    cols = [f"L{li}H{h}.x.q{q}" for li in range(n_heads[0]) for h in range(n_heads[1])
-            for q in range(quantities)]
+    cols = [
+        f"L{li}H{h}.x.q{q}"
+        for li in range(n_heads[0])
+        for h in range(n_heads[1])
+        for q in range(quantities)
+    ]
     X = rng.normal(size=(n, len(cols)))
     X[:, 0] += signal * y
     return FeatureTable(X, tuple(cols), np.arange(n), [""] * n), y, groups, length
@@ -51,8 +55,9 @@ def _direct(X, y, groups, seed=0, C=0.1):
 
 def _row(r, model, stratum="all", value="all"):
     rows = r.rows
-    k = np.flatnonzero((rows["model"] == model) & (rows["stratum"] == stratum)
-                       & (rows["value"] == value))
+    k = np.flatnonzero(
+        (rows["model"] == model) & (rows["stratum"] == stratum) & (rows["value"] == value)
+    )
     assert k.size == 1
     return {c: v[k[0]] for c, v in rows.items()}
 
@@ -72,8 +77,11 @@ def _per_cell(metric, y, s, cells, weight):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 4), st.booleans(), st.integers(0, 2)),
-                min_size=2, max_size=40))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 4), st.booleans(), st.integers(0, 2)), min_size=2, max_size=40
+    )
+)
 def test_metrics_within_cells_are_the_cells_metrics_averaged(rows):
     s = np.array([r[0] for r in rows], dtype=float)
     y = np.array([r[1] for r in rows], dtype=int)
@@ -85,13 +93,18 @@ def test_metrics_within_cells_are_the_cells_metrics_averaged(rows):
     got = weighted_average_precision(s, y, cells=cells)
     assert (np.isnan(got) and np.isnan(ap)) or got == pytest.approx(ap, abs=1e-12)
     # a score that only says which cell a row is in ranks nothing within the cells
-    assert np.isnan(weighted_auc(cells * 1.0, y, cells=cells)) or \
-        weighted_auc(cells * 1.0, y, cells=cells) == 0.5
+    assert (
+        np.isnan(weighted_auc(cells * 1.0, y, cells=cells))
+        or weighted_auc(cells * 1.0, y, cells=cells) == 0.5
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 4), st.booleans(), st.integers(0, 3)),
-                min_size=2, max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 4), st.booleans(), st.integers(0, 3)), min_size=2, max_size=30
+    )
+)
 def test_weighted_metrics_equal_sklearn_with_weights_and_with_repeated_rows(rows):
     s = np.array([r[0] for r in rows], dtype=float)  # few values: many ties
     y = np.array([r[1] for r in rows], dtype=int)
@@ -137,17 +150,21 @@ def _fold_aucs(y, oof, folds):
 
 def test_aucs_equal_a_direct_sklearn_cross_validation():
     table, y, groups, length = _data()
-    r = evaluate_detectors({"topo": table, "length": length}, y, groups=groups,
-                           covariates={"length": length}, n_boot=0)
+    r = evaluate_detectors(
+        {"topo": table, "length": length}, y, groups=groups, covariates={"length": length}, n_boot=0
+    )
     cv = StratifiedGroupKFold(5, shuffle=True, random_state=0)
     folds = np.zeros(y.size, int)
     for f, (_, test) in enumerate(cv.split(table.values, y, groups)):
         folds[test] = f
     np.testing.assert_array_equal(r.folds, folds)
     aucs = {}
-    for model, X in (("topo", table.values), ("length", length[:, None]),
-                     ("covariates", length[:, None]),
-                     ("topo + covariates", np.hstack([table.values, length[:, None]]))):
+    for model, X in (
+        ("topo", table.values),
+        ("length", length[:, None]),
+        ("covariates", length[:, None]),
+        ("topo + covariates", np.hstack([table.values, length[:, None]])),
+    ):
         oof = _direct(X, y, groups)
         np.testing.assert_allclose(r.scores[r.models.index(model)], oof, rtol=1e-9, atol=1e-9)
         row = _row(r, model)
@@ -163,19 +180,26 @@ def test_aucs_equal_a_direct_sklearn_cross_validation():
 
 def test_heads_are_chosen_on_each_training_fold_as_select_heads_does():
     table, y, groups, _ = _data()
-    r = evaluate_detectors({"topo": table}, y, groups=groups, heads={"topo": 2}, n_boot=0,
-                           head_criterion="anova")
+    r = evaluate_detectors(
+        {"topo": table}, y, groups=groups, heads={"topo": 2}, n_boot=0, head_criterion="anova"
+    )
     cv = StratifiedGroupKFold(5, shuffle=True, random_state=0)
     oof = np.zeros(y.size)
     for f, (train, test) in enumerate(cv.split(table.values, y, groups)):
-        heads = select_heads(table.values[train], y[train], 2, criterion="anova",
-                             columns=table.columns, random_state=0)
+        heads = select_heads(
+            table.values[train],
+            y[train],
+            2,
+            criterion="anova",
+            columns=table.columns,
+            random_state=0,
+        )
         assert r.heads["topo"][f] == [list(h) for h in heads]
         X = table.select(heads=heads).to_pandas()[
-            [c for c in table.columns if any(c.startswith(f"L{a}H{b}.") for a, b in heads)]]
+            [c for c in table.columns if any(c.startswith(f"L{a}H{b}.") for a, b in heads)]
+        ]
         model = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=1000))
-        oof[test] = model.fit(X.to_numpy()[train], y[train]).decision_function(
-            X.to_numpy()[test])
+        oof[test] = model.fit(X.to_numpy()[train], y[train]).decision_function(X.to_numpy()[test])
     np.testing.assert_allclose(r.scores[0], oof, atol=1e-9)
     assert (r.folds >= 0).all() and set(r.folds) == set(range(5))
 
@@ -185,20 +209,31 @@ def test_mean_combine_is_toha_s_signed_average_of_the_heads_chosen_by_difference
     v = table.values.copy()
     v[:, 3] -= 1.5 * y  # a head (L0H1) whose values fall with the positives
     table = FeatureTable(v, table.columns, table.index, table.texts)
-    r = evaluate_detectors({"toha": table}, y, groups=groups, heads={"toha": 3},
-                           head_criterion="difference", combine="mean", n_boot=0,
-                           covariates={"length": length})
+    r = evaluate_detectors(
+        {"toha": table},
+        y,
+        groups=groups,
+        heads={"toha": 3},
+        head_criterion="difference",
+        combine="mean",
+        n_boot=0,
+        covariates={"length": length},
+    )
     cv = StratifiedGroupKFold(5, shuffle=True, random_state=0)
     for f, (train, test) in enumerate(cv.split(v, y, groups)):
-        heads = select_heads(v[train], y[train], 3, criterion="difference",
-                             columns=table.columns)
+        heads = select_heads(v[train], y[train], 3, criterion="difference", columns=table.columns)
         assert r.heads["toha"][f] == [list(h) for h in heads]
-        cols = [k for k, c in enumerate(table.columns)
-                if any(c.startswith(f"L{a}H{b}.") for a, b in heads)]
-        sign = np.sign(v[train][y[train] == 1][:, cols].mean(0)
-                       - v[train][y[train] == 0][:, cols].mean(0))
-        np.testing.assert_allclose(r.scores[r.models.index("toha"), test],
-                                   (v[test][:, cols] * sign).mean(1), atol=1e-12)
+        cols = [
+            k
+            for k, c in enumerate(table.columns)
+            if any(c.startswith(f"L{a}H{b}.") for a, b in heads)
+        ]
+        sign = np.sign(
+            v[train][y[train] == 1][:, cols].mean(0) - v[train][y[train] == 0][:, cols].mean(0)
+        )
+        np.testing.assert_allclose(
+            r.scores[r.models.index("toha"), test], (v[test][:, cols] * sign).mean(1), atol=1e-12
+        )
         assert (0, 1) not in heads  # the falling head is not among the risers
     assert r.settings["combine"] == {"toha": "mean"}
 
@@ -206,17 +241,23 @@ def test_mean_combine_is_toha_s_signed_average_of_the_heads_chosen_by_difference
 def test_strata_are_the_same_scores_within_each_value():
     table, y, groups, length = _data()
     flag = np.arange(y.size) % 2 == 0
-    r = evaluate_detectors({"topo": table}, y, groups=groups, covariates={"length": length},
-                           strata={"n_entities": length, "counterfactual": flag}, n_boot=100)
+    r = evaluate_detectors(
+        {"topo": table},
+        y,
+        groups=groups,
+        covariates={"length": length},
+        strata={"n_entities": length, "counterfactual": flag},
+        n_boot=100,
+    )
     for name, v in (("n_entities", length), ("counterfactual", flag)):
         for value in np.unique(v):
             keep = v == value
             row = _row(r, "topo", name, str(value))
             assert row["n"] == keep.sum() and row["n_positive"] == y[keep].sum()
-            auc, ap = _fold_aucs(y[keep], r.scores[r.models.index("topo")][keep],
-                                 r.folds[keep])
-            assert (np.isnan(auc) and np.isnan(row["roc_auc"])) or row["roc_auc"] == \
-                pytest.approx(auc, abs=1e-12)
+            auc, ap = _fold_aucs(y[keep], r.scores[r.models.index("topo")][keep], r.folds[keep])
+            assert (np.isnan(auc) and np.isnan(row["roc_auc"])) or row["roc_auc"] == pytest.approx(
+                auc, abs=1e-12
+            )
             assert row["pr_auc"] == pytest.approx(ap, abs=1e-12)
     # within one length the length covariate is constant: the covariates alone rank nothing
     row = _row(r, "covariates", "n_entities", "3.0")
@@ -234,8 +275,13 @@ def test_strata_are_the_same_scores_within_each_value():
 # ------------------------------------------------------------------ gains over covariates
 def test_a_detector_that_is_a_function_of_the_covariate_gains_nothing():
     _, y, groups, length = _data(n=300, seed=1)
-    r = evaluate_detectors({"linear": 3 * length + 1, "monotone": np.exp(length / 3)}, y,
-                           groups=groups, covariates={"length": length}, n_boot=300)
+    r = evaluate_detectors(
+        {"linear": 3 * length + 1, "monotone": np.exp(length / 3)},
+        y,
+        groups=groups,
+        covariates={"length": length},
+        n_boot=300,
+    )
     lin = _row(r, "linear + covariates")
     # the same ranking as the length's: gain 0 in the point and in every replicate
     assert lin["gain_roc_auc"] == 0 and lin["gain_roc_auc_low"] == 0 == lin["gain_roc_auc_high"]
@@ -247,8 +293,9 @@ def test_a_detector_that_is_a_function_of_the_covariate_gains_nothing():
 
 def test_a_detector_with_signal_beyond_the_covariate_gains_with_an_interval_above_zero():
     table, y, groups, length = _data(n=300, seed=2, signal=1.5)
-    r = evaluate_detectors({"topo": table}, y, groups=groups, covariates={"length": length},
-                           n_boot=300)
+    r = evaluate_detectors(
+        {"topo": table}, y, groups=groups, covariates={"length": length}, n_boot=300
+    )
     row = _row(r, "topo + covariates")
     assert row["gain_roc_auc"] > 0.03 and row["gain_roc_auc_low"] > 0
     assert row["roc_auc_low"] < row["roc_auc"] < row["roc_auc_high"]
@@ -265,8 +312,9 @@ def test_head_selection_sees_only_the_training_rows():
     groups = np.arange(n)
     cols = tuple(f"L{li}H{h}.x.q" for li in range(30) for h in range(10))
     table = FeatureTable(rng.normal(size=(n, len(cols))), cols, np.arange(n), [""] * n)
-    inside = evaluate_detectors({"noise": table}, y, groups=groups, heads=5, n_boot=0,
-                                head_criterion="anova")
+    inside = evaluate_detectors(
+        {"noise": table}, y, groups=groups, heads=5, n_boot=0, head_criterion="anova"
+    )
     peeked = select_heads(table, y, 5, criterion="anova")
     leaky = evaluate_detectors({"noise": table.select(heads=peeked)}, y, groups=groups, n_boot=0)
     assert _row(leaky, "noise")["roc_auc"] > 0.8  # the test can see a leak
@@ -279,8 +327,14 @@ def test_same_seed_same_result_and_it_round_trips(tmp_path):
     import attntopo as at
 
     table, y, groups, length = _data(n=120)
-    kw = dict(groups=groups, covariates={"length": length}, strata={"n": length},
-              heads={"topo": 2}, head_criterion="anova", n_boot=50)
+    kw = dict(
+        groups=groups,
+        covariates={"length": length},
+        strata={"n": length},
+        heads={"topo": 2},
+        head_criterion="anova",
+        n_boot=50,
+    )
     a = evaluate_detectors({"topo": table, "len": length}, y, **kw)
     b = evaluate_detectors({"topo": table, "len": length}, y, **kw)
     assert a == b
@@ -302,20 +356,32 @@ def test_subset_evaluates_those_rows_only():
     np.testing.assert_allclose(r.scores[0], oof, atol=1e-9)
 
 
-@pytest.mark.parametrize("call, words", [
-    (lambda t, y, g: evaluate_detectors(t, np.where(y == 1, "hallucinated", "faithful"),
-                                        groups=g), "must hold 0 and 1"),
-    (lambda t, y, g: evaluate_detectors(t, np.zeros_like(y), groups=g), "single class"),
-    (lambda t, y, g: evaluate_detectors(t, y[:-1], groups=g), "one row per labelled pair"),
-    (lambda t, y, g: evaluate_detectors({"a": t.values}, y, groups=g, heads={"a": 3}),
-     "name no heads"),
-    (lambda t, y, g: evaluate_detectors(t, y, groups=g % 3), "need at least 5 groups"),
-    (lambda t, y, g: evaluate_detectors(t, y, groups=g, heads={"b": 3}), "not detectors"),
-    (lambda t, y, g: evaluate_detectors({"covariates": t}, y, groups=g), "rename"),
-    (lambda t, y, g: evaluate_detectors(t, y, groups=g, resample="pairs"), "unknown resample"),
-    (lambda t, y, g: evaluate_detectors(t, y, groups=g, combine="max"), "unknown combine"),
-    (lambda t, y, g: evaluate_detectors(t, y, groups=g, combine={"b": "mean"}), "not detectors"),
-])
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (
+            lambda t, y, g: evaluate_detectors(
+                t, np.where(y == 1, "hallucinated", "faithful"), groups=g
+            ),
+            "must hold 0 and 1",
+        ),
+        (lambda t, y, g: evaluate_detectors(t, np.zeros_like(y), groups=g), "single class"),
+        (lambda t, y, g: evaluate_detectors(t, y[:-1], groups=g), "one row per labelled pair"),
+        (
+            lambda t, y, g: evaluate_detectors({"a": t.values}, y, groups=g, heads={"a": 3}),
+            "name no heads",
+        ),
+        (lambda t, y, g: evaluate_detectors(t, y, groups=g % 3), "need at least 5 groups"),
+        (lambda t, y, g: evaluate_detectors(t, y, groups=g, heads={"b": 3}), "not detectors"),
+        (lambda t, y, g: evaluate_detectors({"covariates": t}, y, groups=g), "rename"),
+        (lambda t, y, g: evaluate_detectors(t, y, groups=g, resample="pairs"), "unknown resample"),
+        (lambda t, y, g: evaluate_detectors(t, y, groups=g, combine="max"), "unknown combine"),
+        (
+            lambda t, y, g: evaluate_detectors(t, y, groups=g, combine={"b": "mean"}),
+            "not detectors",
+        ),
+    ],
+)
 def test_bad_input_is_one_line(call, words):
     table, y, groups, _ = _data(n=60)
     with pytest.raises(InvalidInputError) as err:
@@ -325,8 +391,10 @@ def test_bad_input_is_one_line(call, words):
 
 # ------------------------------------------------------------------ balanced subsample
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 4), st.booleans()), min_size=4, max_size=80),
-       st.sampled_from([None, 0.5, 0.25, 0.6]))
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.booleans()), min_size=4, max_size=80),
+    st.sampled_from([None, 0.5, 0.25, 0.6]),
+)
 def test_balanced_subsample_has_the_same_share_in_every_stratum(rows, share):
     strata = np.array([r[0] for r in rows])
     y = np.array([r[1] for r in rows], dtype=int)
@@ -342,8 +410,10 @@ def test_balanced_subsample_has_the_same_share_in_every_stratum(rows, share):
         with pytest.raises(InvalidInputError, match="too near 0 or 1"):
             balanced_subsample(y, strata, share=share)
         return
-    blocks = {s: min(y[strata == s].sum() // a, (y[strata == s] == 0).sum() // (b - a))
-              for s in set(strata)}
+    blocks = {
+        s: min(y[strata == s].sum() // a, (y[strata == s] == 0).sum() // (b - a))
+        for s in set(strata)
+    }
     if not any(blocks.values()):
         with pytest.raises(InvalidInputError, match="nothing kept"):
             balanced_subsample(y, strata, share=share)

@@ -7,11 +7,11 @@ from itertools import islice
 import networkx as nx
 import numpy as np
 import pytest
-from _feature_refs import attention_matrices, graph_reference, random_attention
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from _feature_refs import attention_matrices, graph_reference, random_attention
 from attntopo.features import DEFAULT_THRESHOLDS, GRAPH_QUANTITIES, graph_features
 from attntopo.features._graph import _chordal, graph_names
 
@@ -19,8 +19,12 @@ Q = len(GRAPH_QUANTITIES)
 
 
 @settings(max_examples=150, deadline=None)
-@given(attention_matrices(max_n=9), st.lists(st.sampled_from([0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0]),
-                                             min_size=1, max_size=3, unique=True))
+@given(
+    attention_matrices(max_n=9),
+    st.lists(
+        st.sampled_from([0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0]), min_size=1, max_size=3, unique=True
+    ),
+)
 def test_graph_features_equal_networkx(A, thresholds):
     got = graph_features(A, thresholds=thresholds)
     for b in range(A.shape[0]):
@@ -58,11 +62,14 @@ def test_matching_is_latda_count_on_the_minimal_example():
     # edges 0 -> 2, 1 -> 0, 2 -> 3 and the loop 3 -> 3 at 0.5: la-tda's graph lists 0's
     # neighbours as [2, 1], so maximal_matching takes {0, 2} and nothing else fits; taking
     # {0, 1} first (row-major order) would leave {2, 3}: 2, the matching number
-    A = np.array([[0.3, 0.1, 0.6, 0.0],
-                  [0.6, 0.4, 0.0, 0.0],
-                  [0.2, 0.0, 0.2, 0.6],
-                  [0.0, 0.0, 0.3, 0.7]])
-    u = nx.Graph(nx.from_numpy_array((A >= 0.5).astype(np.int8), create_using=nx.MultiDiGraph()).to_undirected())
+    A = np.array(
+        [[0.3, 0.1, 0.6, 0.0], [0.6, 0.4, 0.0, 0.0], [0.2, 0.0, 0.2, 0.6], [0.0, 0.0, 0.3, 0.7]]
+    )
+    u = nx.Graph(
+        nx.from_numpy_array(
+            (A >= 0.5).astype(np.int8), create_using=nx.MultiDiGraph()
+        ).to_undirected()
+    )
     assert len(nx.maximal_matching(u)) == 1
     assert len(nx.max_weight_matching(u, maxcardinality=True)) == 2
     got = graph_features(A[None], thresholds=(0.5,))[0]
@@ -70,9 +77,14 @@ def test_matching_is_latda_count_on_the_minimal_example():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(2, 12).flatmap(
-    lambda n: arrays(np.float64, (n, n), elements=st.floats(0, 1, allow_nan=False, allow_subnormal=False))),
-    st.sampled_from([0.025, 0.05, 0.1, 0.25, 0.5, 0.75]))
+@given(
+    st.integers(2, 12).flatmap(
+        lambda n: arrays(
+            np.float64, (n, n), elements=st.floats(0, 1, allow_nan=False, allow_subnormal=False)
+        )
+    ),
+    st.sampled_from([0.025, 0.05, 0.1, 0.25, 0.5, 0.75]),
+)
 def test_matching_equals_latda_on_random_attention(W, tau):
     # random row-stochastic matrices (rows of zeros become uniform): the matching alone,
     # against networkx's maximal_matching of la-tda's MultiDiGraph -> to_undirected() -> Graph
@@ -88,7 +100,9 @@ def test_cycle_count_is_capped():
     A = np.full((1, 8, 8), 1 / 8)  # complete digraph with loops: far more than 50 cycles
     F = graph_features(A, thresholds=(0.1,))[0]
     assert F[GRAPH_QUANTITIES.index("cycles")] == 50
-    assert graph_features(A, thresholds=(0.1,), cycle_cap=7)[0][GRAPH_QUANTITIES.index("cycles")] == 7
+    assert (
+        graph_features(A, thresholds=(0.1,), cycle_cap=7)[0][GRAPH_QUANTITIES.index("cycles")] == 7
+    )
 
 
 def test_chordality_on_known_graphs():
@@ -121,7 +135,9 @@ def test_cycles_of_a_causal_matrix_are_its_loops():
     A = np.tril(rng.random((2, 7, 7)))
     A /= A.sum(-1, keepdims=True)
     F = graph_features(A).reshape(2, -1, Q)
-    loops = np.stack([(np.diagonal(A, axis1=1, axis2=2) >= t).sum(-1) for t in DEFAULT_THRESHOLDS], -1)
+    loops = np.stack(
+        [(np.diagonal(A, axis1=1, axis2=2) >= t).sum(-1) for t in DEFAULT_THRESHOLDS], -1
+    )
     np.testing.assert_array_equal(F[..., GRAPH_QUANTITIES.index("cycles")], loops)
     g = nx.DiGraph(nx.from_numpy_array((A[0] >= 0.05).astype(int), create_using=nx.DiGraph))
     assert sum(1 for _ in islice(nx.simple_cycles(g), 100)) == loops[0, 1]
@@ -133,7 +149,6 @@ def test_graph_set_of_the_full_matrix_is_latdas_pipeline():
     # features(drop_special=False) gives its numbers (the rows already sum to 1, so the division
     # moves no weight across a threshold here)
     from _synthetic import text_attention
-
     from attntopo.features import features
 
     att = text_attention("Tokens, commas, and a few more words here!", L=2, H=3, seed=4)
@@ -144,5 +159,7 @@ def test_graph_set_of_the_full_matrix_is_latdas_pipeline():
             W = att.weights[layer, head].copy()  # float32, as la-tda loads it
             W /= W.sum(axis=1, keepdims=True)
             cols = [c for c in table.columns if c.startswith(f"L{layer}H{head}.graph.")]
-            np.testing.assert_array_equal(table.loc[0, cols].to_numpy(),
-                                          graph_reference(W.astype(np.float64), DEFAULT_THRESHOLDS))
+            np.testing.assert_array_equal(
+                table.loc[0, cols].to_numpy(),
+                graph_reference(W.astype(np.float64), DEFAULT_THRESHOLDS),
+            )

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from _feature_refs import synthetic_attention
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _feature_refs import synthetic_attention
 from attntopo.attention import renormalized_subset
 from attntopo.errors import InvalidInputError
 from attntopo.features import FeatureSettings, lookback_features, lookback_ratios
@@ -34,13 +34,15 @@ def _by_formula(A: np.ndarray, start: int, causal: bool) -> float:
 
 def test_lookback_ratio_of_a_hand_built_causal_matrix():
     # 3 context tokens, answer tokens 3 and 4
-    A = np.array([
-        [1.0, 0.0, 0.0, 0.0, 0.0],
-        [0.5, 0.5, 0.0, 0.0, 0.0],
-        [0.2, 0.3, 0.5, 0.0, 0.0],
-        [0.1, 0.2, 0.3, 0.4, 0.0],  # A_ctx = 0.6/3 = 0.2, A_new = 0.4/1: LR = 1/3
-        [0.1, 0.1, 0.1, 0.3, 0.4],  # A_ctx = 0.3/3 = 0.1, A_new = 0.7/2: LR = 2/9
-    ])
+    A = np.array(
+        [
+            [1.0, 0.0, 0.0, 0.0, 0.0],
+            [0.5, 0.5, 0.0, 0.0, 0.0],
+            [0.2, 0.3, 0.5, 0.0, 0.0],
+            [0.1, 0.2, 0.3, 0.4, 0.0],  # A_ctx = 0.6/3 = 0.2, A_new = 0.4/1: LR = 1/3
+            [0.1, 0.1, 0.1, 0.3, 0.4],  # A_ctx = 0.3/3 = 0.1, A_new = 0.7/2: LR = 2/9
+        ]
+    )
     lr = lookback_ratios(A, 3, causal=True)
     np.testing.assert_allclose(lr, [[1 / 3, 2 / 9]], rtol=0, atol=1e-15)
     np.testing.assert_allclose(lookback_features(A, 3, causal=True), [[5 / 18]], atol=1e-15)
@@ -48,12 +50,14 @@ def test_lookback_ratio_of_a_hand_built_causal_matrix():
 
 def test_lookback_ratio_of_a_hand_built_bidirectional_matrix():
     # a bidirectional answer token sees every answer token: 2 context, 2 answer tokens
-    A = np.array([
-        [0.25, 0.25, 0.25, 0.25],
-        [0.25, 0.25, 0.25, 0.25],
-        [0.4, 0.2, 0.1, 0.3],  # A_ctx = 0.3, A_new = 0.2: LR = 0.6
-        [0.1, 0.1, 0.4, 0.4],  # A_ctx = 0.1, A_new = 0.4: LR = 0.2
-    ])
+    A = np.array(
+        [
+            [0.25, 0.25, 0.25, 0.25],
+            [0.25, 0.25, 0.25, 0.25],
+            [0.4, 0.2, 0.1, 0.3],  # A_ctx = 0.3, A_new = 0.2: LR = 0.6
+            [0.1, 0.1, 0.4, 0.4],  # A_ctx = 0.1, A_new = 0.4: LR = 0.2
+        ]
+    )
     np.testing.assert_allclose(lookback_ratios(A, 2, causal=False), [[0.6, 0.2]], atol=1e-15)
     # read as causal, token 2 sees only itself (and row 2's weight on key 3 is ignored)
     assert lookback_ratios(A, 2, causal=True)[0, 0] == pytest.approx(0.3 / (0.3 + 0.1))

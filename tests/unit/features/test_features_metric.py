@@ -7,10 +7,10 @@ import dataclasses
 
 import numpy as np
 import pytest
-from _feature_refs import texts_attention
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 import attntopo.features as F
+from _feature_refs import texts_attention
 from attntopo.distances import DISTANCES, pairwise_distance
 from attntopo.errors import InvalidInputError
 from attntopo.features.pipeline import set_columns
@@ -27,8 +27,12 @@ def atts():
 def _reference(W):
     """The distances of one head's rows from the registry's plain NumPy formula (float64)."""
     n = W.shape[0]
-    return lambda metric: np.array([[pairwise_distance(W[i], W[j], metric=metric) if i != j else 0.0
-                                     for j in range(n)] for i in range(n)])
+    return lambda metric: np.array(
+        [
+            [pairwise_distance(W[i], W[j], metric=metric) if i != j else 0.0 for j in range(n)]
+            for i in range(n)
+        ]
+    )
 
 
 @pytest.mark.parametrize("metric", list(DISTANCES))
@@ -60,7 +64,9 @@ def test_scales_are_checked_against_the_metric_range():
     assert F.FeatureSettings(metric="fisher_rao", scales=(0.5, 3.0)).scales == (0.5, 3.0)
     with pytest.raises(InvalidInputError, match=r"scales must be .* in \[0, 1\]"):
         F.FeatureSettings(metric="hellinger", scales=(1.5,))
-    with pytest.raises(InvalidInputError, match="unknown metric 'cosine'; allowed: 'jensen_shannon'"):
+    with pytest.raises(
+        InvalidInputError, match="unknown metric 'cosine'; allowed: 'jensen_shannon'"
+    ):
         F.FeatureSettings(metric="cosine")
 
 
@@ -86,9 +92,20 @@ def test_a_new_distance_is_one_record(monkeypatch, atts):
     def block(P, dtype, budget, support, workers):
         return torch.cdist(P.to(dtype), P.to(dtype), p=float("inf")).to(torch.float64)
 
-    monkeypatch.setitem(_registry._DISTANCES, "chebyshev", _registry.Distance(
-        "chebyshev", "Chebyshev", "cheb", "max |p − q|", 1.0, block, _registry._final,
-        lambda p, q, base: float(np.max(np.abs(p - q)))))
+    monkeypatch.setitem(
+        _registry._DISTANCES,
+        "chebyshev",
+        _registry.Distance(
+            "chebyshev",
+            "Chebyshev",
+            "cheb",
+            "max |p − q|",
+            1.0,
+            block,
+            _registry._final,
+            lambda p, q, base: float(np.max(np.abs(p - q))),
+        ),
+    )
     W = atts[1].weights[0].astype(np.float64)
     W /= W.sum(-1, keepdims=True)  # rows rescaled to sum to 1 in float64, as the kernels do
     want = np.abs(W[:, :, None, :] - W[:, None, :, :]).max(-1)
@@ -116,14 +133,12 @@ def test_prompt_score_on_another_metric():
     """The prompt set's distance score on Hellinger (named ``prompt.hellinger``): SciPy's
     minimum spanning tree of the contracted graph of the Hellinger distances, per response
     token (drop_special=True: the content tokens, rows renormalized)."""
-    from tests.unit.features.test_features_template_prompt import _causal_pair, _contracted_mst
-
     from attntopo.distances import token_distances
     from attntopo.features import _layers
+    from tests.unit.features.test_features_template_prompt import _causal_pair, _contracted_mst
 
     att, boundary = _causal_pair(5, 1, 2, 12)  # content tokens 1..5 the prompt, 6..10 the answer
-    st = F.FeatureSettings(sets=("prompt",), metric="hellinger",
-                           prompt_quantities=("js",)).st()
+    st = F.FeatureSettings(sets=("prompt",), metric="hellinger", prompt_quantities=("js",)).st()
     assert set_columns((0,), (0, 1), st) == ["L0H0.prompt.hellinger", "L0H1.prompt.hellinger"]
     chunk = _layers.ChunkFeatures(1, [boundary], st, True, None, 1)
     chunk.add_attention(0, att)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _feature_refs import bar_stats, random_attention, synthetic_attention
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import pdist, squareform
 
+from _feature_refs import bar_stats, random_attention, synthetic_attention
 from attntopo.errors import InvalidInputError
 from attntopo.features import DEFAULT_QUANTILES, DEFAULT_SCALES, features
 from attntopo.topology import Diagram
@@ -50,12 +50,25 @@ def _barcode_reference(A: np.ndarray, mp: float) -> np.ndarray:
     D = np.minimum(D, D.T)
     h0, h1 = _gudhi_bars(D, 0, mp), _gudhi_bars(D, 1, mp)
     s0, s1 = bar_stats(h0), bar_stats(h1)
-    return np.array([
-        s0["sum"], s0["entropy_e"], s0["longest_death"],
-        np.sum(h0[:, 1] >= 0.75), np.sum(h0[:, 1] >= 0.5), np.sum(h0[:, 1] <= 0.25),
-        s1["longest_birth"], np.sum(h1[:, 0] >= 0.25), np.sum(h1[:, 0] <= 0.95),
-        np.sum(h1[:, 0] <= 0.70), s1["sum"], s1["entropy_e"], s1["std"], s1["n"],
-    ], dtype=np.float64)
+    return np.array(
+        [
+            s0["sum"],
+            s0["entropy_e"],
+            s0["longest_death"],
+            np.sum(h0[:, 1] >= 0.75),
+            np.sum(h0[:, 1] >= 0.5),
+            np.sum(h0[:, 1] <= 0.25),
+            s1["longest_birth"],
+            np.sum(h1[:, 0] >= 0.25),
+            np.sum(h1[:, 0] <= 0.95),
+            np.sum(h1[:, 0] <= 0.70),
+            s1["sum"],
+            s1["entropy_e"],
+            s1["std"],
+            s1["n"],
+        ],
+        dtype=np.float64,
+    )
 
 
 @settings(max_examples=30, deadline=None)
@@ -66,8 +79,8 @@ def test_features_min_persistence_equals_gudhi(n, mp, seed):
     table = features([synthetic_attention(W)], sets=("js", "barcode"), min_persistence=mp, n_jobs=1)
     row = table.values[0]
     k_js = len(_js_reference(W[0, 0], mp))
-    js = row[:2 * k_js].reshape(2, k_js)
-    bc = row[2 * k_js:].reshape(2, -1)
+    js = row[: 2 * k_js].reshape(2, k_js)
+    bc = row[2 * k_js :].reshape(2, -1)
     for h in range(2):
         A = W[0, h].astype(np.float32).astype(np.float64)  # the weights an Attention holds
         P = A / A.sum(axis=1, keepdims=True)
@@ -100,12 +113,18 @@ def test_diagram_prune_equals_gudhi_min_persistence():
     full = Diagram.from_gudhi(st_.persistence(), maxdim=1)
     for mp in (0.0, 0.05, 0.2, 0.5):
         st_.persistence(min_persistence=mp)
-        want = [np.asarray(st_.persistence_intervals_in_dimension(d)).reshape(-1, 2) for d in (0, 1)]
+        want = [
+            np.asarray(st_.persistence_intervals_in_dimension(d)).reshape(-1, 2) for d in (0, 1)
+        ]
         got = full.prune(mp)
         for d in (0, 1):
-            np.testing.assert_allclose(np.sort(got[d], axis=0), np.sort(want[d], axis=0), rtol=0, atol=0)
+            np.testing.assert_allclose(
+                np.sort(got[d], axis=0), np.sort(want[d], axis=0), rtol=0, atol=0
+            )
         assert got.infinite(0).shape == (1, 2)
     with pytest.raises(InvalidInputError, match="min_persistence"):
         full.prune(-1)
     with pytest.raises(InvalidInputError, match="min_persistence"):
-        features([synthetic_attention(np.full((1, 1, 3, 3), 1 / 3))], sets=("js",), min_persistence=-0.1)
+        features(
+            [synthetic_attention(np.full((1, 1, 3, 3), 1 / 3))], sets=("js",), min_persistence=-0.1
+        )

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _synthetic import text_attention
 
-from attntopo.errors import InvalidInputError
-from attntopo.features import features
+from _synthetic import text_attention
 from attntopo._threads import torch_threads
+from attntopo.errors import InvalidInputError
+from attntopo.features import FeatureSettings, features
 from attntopo.features._compute import chunk_rows, threads_beside_workers
-from attntopo.features import FeatureSettings
 
 SETS = ("js", "graph", "barcode", "template", "js_landscape")
 TEXTS = [
@@ -32,17 +31,30 @@ def atts():
 
 @pytest.mark.parametrize("batch_size", [1, 2, 3, 16])
 def test_chunked_background_rows_equal_the_synchronous_ones(atts, batch_size):
-    st = FeatureSettings(sets=SETS, thresholds=(0.025, 0.05, 0.1, 0.25, 0.5, 0.75),
-                         scales=(0.1, 0.3, 0.5), quantiles=(0.25, 0.5), cycle_cap=50).st()
+    st = FeatureSettings(
+        sets=SETS,
+        thresholds=(0.025, 0.05, 0.1, 0.25, 0.5, 0.75),
+        scales=(0.1, 0.3, 0.5),
+        quantiles=(0.25, 0.5),
+        cycle_cap=50,
+    ).st()
     expected = np.concatenate(
-        [chunk_rows([a], [None], st, False, None, 1) for a in atts], axis=0  # drop_special=False: features' default
+        [chunk_rows([a], [None], st, False, None, 1) for a in atts],
+        axis=0,  # drop_special=False: features' default
     )  # one text at a time, serially, in this thread
-    got = features(atts, sets=SETS, scales=(0.1, 0.3, 0.5), quantiles=(0.25, 0.5),
-                   batch_size=batch_size)
+    got = features(
+        atts, sets=SETS, scales=(0.1, 0.3, 0.5), quantiles=(0.25, 0.5), batch_size=batch_size
+    )
     np.testing.assert_array_equal(got.values, expected)
     assert got.texts == TEXTS
-    serial = features(atts, sets=SETS, scales=(0.1, 0.3, 0.5), quantiles=(0.25, 0.5),
-                      batch_size=batch_size, n_jobs=1)
+    serial = features(
+        atts,
+        sets=SETS,
+        scales=(0.1, 0.3, 0.5),
+        quantiles=(0.25, 0.5),
+        batch_size=batch_size,
+        n_jobs=1,
+    )
     np.testing.assert_array_equal(serial.values, expected)
 
 
@@ -103,17 +115,17 @@ def test_device_layers_go_to_the_engines_layer_by_layer():
     from concurrent.futures import ThreadPoolExecutor
 
     import torch
-    from _feature_refs import synthetic_attention
 
-    from attntopo.features import _layers
-    from attntopo.features import FeatureSettings
+    from _feature_refs import synthetic_attention
+    from attntopo.features import FeatureSettings, _layers
 
     rng = np.random.default_rng(3)
     W = rng.random((4, 2, 9, 9)) ** 3
     W /= W.sum(-1, keepdims=True)
     att = synthetic_attention(W.astype(np.float32))
-    st_ = FeatureSettings(sets=("js", "barcode"), thresholds=(0.1,), scales=(0.5,),
-                          quantiles=(0.5,), cycle_cap=50).st()
+    st_ = FeatureSettings(
+        sets=("js", "barcode"), thresholds=(0.1,), scales=(0.5,), quantiles=(0.5,), cycle_cap=50
+    ).st()
     waiting, lock = [0], threading.Lock()
     calls, outstanding = [], []
 
@@ -127,6 +139,7 @@ def test_device_layers_go_to_the_engines_layer_by_layer():
 
     def rows(device):
         with ThreadPoolExecutor(1) as ex:
+
             def submit(fn, *args, **kw):
                 calls.append(len(args[0]))
                 with lock:
@@ -137,7 +150,9 @@ def test_device_layers_go_to_the_engines_layer_by_layer():
             chunk = _layers.ChunkFeatures(1, [None], st_, False, None, 1, submit=submit)
             for i in range(4):
                 one = _layers._one_layer(att, i)
-                chunk.add(0, one, device_weights=torch.from_numpy(one.weights[0]) if device else None)
+                chunk.add(
+                    0, one, device_weights=torch.from_numpy(one.weights[0]) if device else None
+                )
             chunk.start()
             return chunk.finish()[0]
 
@@ -161,8 +176,13 @@ def test_heads_in_groups_give_the_rows_of_whole_layers(atts, monkeypatch, drop_s
     from attntopo.features import _layers
 
     sets = ("js", "graph", "barcode", "template", "spectral", "js_per_token", "js_landscape")
-    kw = dict(sets=sets, scales=(0.1, 0.3, 0.5), quantiles=(0.25, 0.5), drop_special=drop_special,
-              n_jobs=1)
+    kw = dict(
+        sets=sets,
+        scales=(0.1, 0.3, 0.5),
+        quantiles=(0.25, 0.5),
+        drop_special=drop_special,
+        n_jobs=1,
+    )
     whole = features(atts, **kw)
     calls: list[int] = []
     real = _layers.token_distances

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _synthetic import text_attention
 
+from _synthetic import text_attention
 from attntopo.errors import InvalidInputError
 from attntopo.features import column_name, features, head_scores
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _feature_refs import texts_attention
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 import attntopo.features as F
+from _feature_refs import texts_attention
 from attntopo.distances import token_distances
 from attntopo.errors import InvalidInputError
 from attntopo.features import _compute, _layers, _registry
@@ -49,8 +49,9 @@ def test_lists_derive_from_the_registry():
     assert set(_layers.MODEL_SETS) == {n for n, s in sets.items() if s.per_text}
     from attntopo.cli._corpus import _sets_help
 
-    drop_help = dataclasses.fields(F.FeatureSettings)[SETTINGS.index("drop_special")].metadata[
-        "cli"].text()
+    drop_help = (
+        dataclasses.fields(F.FeatureSettings)[SETTINGS.index("drop_special")].metadata["cli"].text()
+    )
     for name in sets:
         assert f"``{name}``" in F.__doc__
         assert name in _sets_help()
@@ -73,9 +74,11 @@ def test_a_record_must_say_how_it_is_computed():
 
 
 def test_reading_the_registry_imports_no_torch():
-    code = ("import sys, attntopo.features as F; F.FEATURE_SETS['js'].summary; "
-            "import attntopo.cli._corpus as c; c._sets_help(); "
-            "print('torch' in sys.modules)")
+    code = (
+        "import sys, attntopo.features as F; F.FEATURE_SETS['js'].summary; "
+        "import attntopo.cli._corpus as c; c._sets_help(); "
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -89,14 +92,31 @@ def test_a_new_set_is_one_record(monkeypatch):
     one computed from the heads, one from the token distances' diagrams; features() and
     feature_names() take them with no other change, and their numbers are checked against
     independent computations."""
-    monkeypatch.setitem(_registry._SETS, "row_max", FeatureSet(
-        "row_max", "mean of each row's largest weight", "test",
-        lambda st: ["mean"], head=lambda g: g.Wr.max(-1).mean(-1)[:, None],
-        drops_special=True))
-    monkeypatch.setitem(_registry._SETS, "js_h0_total", FeatureSet(
-        "js_h0_total", "total H0 persistence", "test", lambda st: ["total"],
-        diagrams=lambda dgms, sizes, st: np.array(
-            [[float(np.sum(np.diff(g.finite(0), axis=1)))] for g in dgms])))
+    monkeypatch.setitem(
+        _registry._SETS,
+        "row_max",
+        FeatureSet(
+            "row_max",
+            "mean of each row's largest weight",
+            "test",
+            lambda st: ["mean"],
+            head=lambda g: g.Wr.max(-1).mean(-1)[:, None],
+            drops_special=True,
+        ),
+    )
+    monkeypatch.setitem(
+        _registry._SETS,
+        "js_h0_total",
+        FeatureSet(
+            "js_h0_total",
+            "total H0 persistence",
+            "test",
+            lambda st: ["total"],
+            diagrams=lambda dgms, sizes, st: np.array(
+                [[float(np.sum(np.diff(g.finite(0), axis=1)))] for g in dgms]
+            ),
+        ),
+    )
     atts = _atts(np.random.default_rng(3), [6, 8])
     table = F.features(atts, sets=("row_max", "js_h0_total"), drop_special=True, n_jobs=1)
     assert list(table.columns[:2]) == ["L0H0.row_max.mean", "L0H1.row_max.mean"]

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from _synthetic import text_attention
 
+from _synthetic import text_attention
 from attntopo.corpus import CorpusSettings, first_difference, make_settings
 from attntopo.errors import InvalidInputError
 from attntopo.features import SETTING_NAMES, FeatureSettings, features
@@ -46,8 +46,10 @@ def test_every_setting_has_a_sample_other_than_its_default():
 
 @pytest.fixture(scope="module")
 def atts():
-    return [text_attention("the cat sat on the mat.", 2, 3, seed=1),
-            text_attention("dogs bark at night, loudly.", 2, 3, seed=2)]
+    return [
+        text_attention("the cat sat on the mat.", 2, 3, seed=1),
+        text_attention("dogs bark at night, loudly.", 2, 3, seed=2),
+    ]
 
 
 def _probe_command():
@@ -116,4 +118,6 @@ def test_a_bad_option_value_is_one_line():
     app, _ = _probe_command()
     result = CliRunner().invoke(app, ["--thresholds", "0.1,x"])
     assert isinstance(result.exception, InvalidInputError)
-    assert str(result.exception) == "--thresholds expects numbers such as 0.1 or 0.1,0.5; got '0.1,x'"
+    assert (
+        str(result.exception) == "--thresholds expects numbers such as 0.1 or 0.1,0.5; got '0.1,x'"
+    )

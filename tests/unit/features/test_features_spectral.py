@@ -4,10 +4,10 @@ L = D − A, against numpy.linalg.eigvals of the dense Laplacian built here by h
 from __future__ import annotations
 
 import numpy as np
-from _feature_refs import synthetic_attention
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _feature_refs import synthetic_attention
 from attntopo.attention import Attention
 from attntopo.features import SPECTRAL_K, features, spectral_features
 
@@ -37,7 +37,7 @@ def test_spectral_set_equals_numpy_eigvals_of_the_dense_laplacian(n, causal, see
     lam = np.linalg.eigvals(_laplacian_by_hand(A, causal))
     want = np.zeros(SPECTRAL_K)
     top = np.sort(lam.real)[::-1][:SPECTRAL_K]
-    want[:top.size] = top
+    want[: top.size] = top
     got = spectral_features(A[None], causal)[0]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
     if causal:  # triangular: the eigenvalues are the diagonal d_ii - a_ii, all real
@@ -48,13 +48,21 @@ def test_spectral_columns_from_features_on_a_causal_attention():
     n = 12
     W = np.stack([_matrix(s, n, True) for s in range(2)]).reshape(1, 2, n, n)
     att = synthetic_attention(W)
-    att = Attention(weights=att.weights, tokens=att.tokens, offsets=att.offsets, special=att.special,
-                    causal=True, model="synthetic", text=att.text)
+    att = Attention(
+        weights=att.weights,
+        tokens=att.tokens,
+        offsets=att.offsets,
+        special=att.special,
+        causal=True,
+        model="synthetic",
+        text=att.text,
+    )
     table = features([att], sets=("spectral",), n_jobs=1)
     assert list(table.columns[:2]) == ["L0H0.spectral.eig_1", "L0H0.spectral.eig_2"]
     assert table.shape == (1, 2 * SPECTRAL_K)
     for h in range(2):
         A = att.weights[0, h].astype(np.float64)
         diag = np.sort(np.diag(_laplacian_by_hand(A, True)))[::-1][:SPECTRAL_K]
-        np.testing.assert_allclose(table.values[0, h * SPECTRAL_K:(h + 1) * SPECTRAL_K], diag,
-                                   rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            table.values[0, h * SPECTRAL_K : (h + 1) * SPECTRAL_K], diag, rtol=0, atol=1e-12
+        )

@@ -7,9 +7,9 @@ import json
 
 import numpy as np
 import pytest
-from _feature_refs import texts_attention
 
 import attntopo as at
+from _feature_refs import texts_attention
 from attntopo.errors import EmptyTextError, InvalidInputError
 from attntopo.features import (
     DEFAULT_SETS,
@@ -24,7 +24,6 @@ from attntopo.features import (
 )
 from attntopo.features._select import head_scores
 from attntopo.features._template import punctuation_mask
-
 
 _atts = texts_attention
 
@@ -46,17 +45,18 @@ def test_columns_rows_and_per_set_values(table):
     # the attention as given (special tokens kept), with drop_special=True the real tokens'
     a = atts[1]
     full = a.weights.reshape(6, 9, 9)
-    np.testing.assert_array_equal(
-        t.select(sets="graph").values[1], graph_features(full).ravel()
-    )
+    np.testing.assert_array_equal(t.select(sets="graph").values[1], graph_features(full).ravel())
     np.testing.assert_allclose(
         t.select(sets="barcode").values[1], barcode_features(full, n_jobs=1).ravel(), rtol=0, atol=0
     )
     real = a.drop_special().weights.reshape(6, 7, 7)
     dropped = features([a], sets=("graph", "barcode"), drop_special=True, n_jobs=1)
-    np.testing.assert_array_equal(dropped.select(sets="graph").values[0], graph_features(real).ravel())
-    np.testing.assert_array_equal(dropped.select(sets="barcode").values[0],
-                                  barcode_features(real, n_jobs=1).ravel())
+    np.testing.assert_array_equal(
+        dropped.select(sets="graph").values[0], graph_features(real).ravel()
+    )
+    np.testing.assert_array_equal(
+        dropped.select(sets="barcode").values[0], barcode_features(real, n_jobs=1).ravel()
+    )
     punct = punctuation_mask(a.text, a.offsets, a.special)
     assert punct.any()
     np.testing.assert_array_equal(
@@ -101,7 +101,9 @@ def test_layer_and_head_selection_names_model_indices():
 
 
 def test_unknown_set_lists_the_valid_ones():
-    with pytest.raises(InvalidInputError, match="unknown feature set 'nope'; allowed: 'js', 'graph'"):
+    with pytest.raises(
+        InvalidInputError, match="unknown feature set 'nope'; allowed: 'js', 'graph'"
+    ):
         features(["a text"], sets=("nope",))
 
 
@@ -112,12 +114,18 @@ def test_empty_text_is_named_by_index_before_any_model_runs():
         features(["", " "], on_empty="skip")
 
 
-@pytest.mark.parametrize("pair, words", [
-    (("Why?", "  "), "texts[1]'s answer is empty or only whitespace (1 empty in all): remove the "
-                     "pair or pass on_empty='skip'"),
-    (["", "Because."], "texts[1]'s prompt is empty or only whitespace"),
-    (("", "\t"), "texts[1]'s prompt and answer are empty or only whitespace"),
-])
+@pytest.mark.parametrize(
+    "pair, words",
+    [
+        (
+            ("Why?", "  "),
+            "texts[1]'s answer is empty or only whitespace (1 empty in all): remove the "
+            "pair or pass on_empty='skip'",
+        ),
+        (["", "Because."], "texts[1]'s prompt is empty or only whitespace"),
+        (("", "\t"), "texts[1]'s prompt and answer are empty or only whitespace"),
+    ],
+)
 def test_an_empty_answer_is_named_as_the_answer(pair, words):
     # issue 33: an empty answer was reported as "texts[1] is empty" (an empty text); a pair
     # given as a list (as json.load gives it) is a pair, so its empty part is named too
@@ -131,7 +139,8 @@ def test_a_list_that_is_not_a_pair_says_what_an_item_may_be():
         features([["a", "b", "c"]], model="no-such-model-is-loaded")
     assert str(e.value) == (
         "texts[0] is a list of 3 items: each item must be a string, a (prompt, response) pair of "
-        "strings (a tuple or a 2-item list), an Attention or an Analysis")
+        "strings (a tuple or a 2-item list), an Attention or an Analysis"
+    )
 
 
 def test_on_empty_skip_reports_the_skipped():
@@ -142,7 +151,10 @@ def test_on_empty_skip_reports_the_skipped():
 
 
 def test_prompt_set_needs_pairs():
-    with pytest.raises(InvalidInputError, match=r"prompt set needs \(prompt, response\) pairs of strings; texts\[0\] is a str"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"prompt set needs \(prompt, response\) pairs of strings; texts\[0\] is a str",
+    ):
         features(["just a text"], sets=("prompt",))
 
 
@@ -205,29 +217,48 @@ def test_select_heads_refuses_one_class_and_too_many_heads():
         select_heads(t.values, y, 1)
 
 
-@pytest.mark.parametrize("y, criterion, cv, words", [
-    ([0, 1], "cv_accuracy", 3, "class 0 has 1 sample of 2, and every class needs at least 2"),
-    (["a", "b", "b", "b"], "cv_accuracy", 3,
-     "class 'a' has 1 sample of 4, and every class needs at least 2"),
-    ([0, 0, 1, 1], "cv_accuracy", 3,
-     "the largest class has 2 of 4 samples, and 3 folds need a class with at least 3"),
-    ([0, 0, 1, 1], "cv_accuracy", 1, "cv=1: cross-validation needs at least 2 folds"),
-    ([0, 1], "anova", 3, "it needs more samples than classes (at least 3 for 2 classes), got 2"),
-])
+@pytest.mark.parametrize(
+    "y, criterion, cv, words",
+    [
+        ([0, 1], "cv_accuracy", 3, "class 0 has 1 sample of 2, and every class needs at least 2"),
+        (
+            ["a", "b", "b", "b"],
+            "cv_accuracy",
+            3,
+            "class 'a' has 1 sample of 4, and every class needs at least 2",
+        ),
+        (
+            [0, 0, 1, 1],
+            "cv_accuracy",
+            3,
+            "the largest class has 2 of 4 samples, and 3 folds need a class with at least 3",
+        ),
+        ([0, 0, 1, 1], "cv_accuracy", 1, "cv=1: cross-validation needs at least 2 folds"),
+        (
+            [0, 1],
+            "anova",
+            3,
+            "it needs more samples than classes (at least 3 for 2 classes), got 2",
+        ),
+    ],
+)
 def test_select_heads_on_too_few_samples_says_how_many_it_needs(y, criterion, cv, words):
     # issue 33: these were scikit-learn's own ValueErrors (StratifiedKFold's, or none at all
     # for anova, whose F statistic was then NaN and every head scored 0)
     t, _ = _labelled_table(np.random.default_rng(5), (0, 0))
-    t = FeatureTable(t.values[:len(y)], t.columns, np.arange(len(y)), [""] * len(y))
+    t = FeatureTable(t.values[: len(y)], t.columns, np.arange(len(y)), [""] * len(y))
     for call in (select_heads, head_scores):
         args = (t, y, 1) if call is select_heads else (t, y)
         with pytest.raises(InvalidInputError) as e:
             call(*args, criterion=criterion, cv=cv)
         assert words in str(e.value) and "\n" not in str(e.value)
     if criterion == "cv_accuracy" and cv > 1:
-        assert str(e.value).startswith(f"too few samples to score heads by cv_accuracy with cv={cv}: ")
-        assert str(e.value).endswith("give more labelled texts, a smaller cv (at least 2) or "
-                                     "criterion='anova'")
+        assert str(e.value).startswith(
+            f"too few samples to score heads by cv_accuracy with cv={cv}: "
+        )
+        assert str(e.value).endswith(
+            "give more labelled texts, a smaller cv (at least 2) or criterion='anova'"
+        )
 
 
 def test_enough_samples_for_the_folds_are_scored():
@@ -244,11 +275,16 @@ def test_a_saved_table_loads_in_a_fresh_process(tmp_path):
     import subprocess
     import sys
 
-    table = FeatureTable(np.array([[1.0, 2.0]]), ("L0H0.js.h0.n_bars", "L0H1.js.h0.n_bars"),
-                         np.arange(1), ["a text"])
+    table = FeatureTable(
+        np.array([[1.0, 2.0]]), ("L0H0.js.h0.n_bars", "L0H1.js.h0.n_bars"), np.arange(1), ["a text"]
+    )
     table.save(tmp_path / "t")
-    code = ("import attntopo as at, sys; t = at.load_result(sys.argv[1]); "
-            "assert 'attntopo.features' in sys.modules; print(t.kind, t.values.tolist())")
-    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t")], capture_output=True, text=True)
+    code = (
+        "import attntopo as at, sys; t = at.load_result(sys.argv[1]); "
+        "assert 'attntopo.features' in sys.modules; print(t.kind, t.values.tolist())"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "t")], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[0] == "feature_table"

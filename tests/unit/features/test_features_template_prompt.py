@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _feature_refs import attention_matrices, random_attention
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import minimum_spanning_tree
 
+from _feature_refs import attention_matrices, random_attention
 from attntopo.distances import token_distances
 from attntopo.features import TEMPLATES, spanning_forest_length, template_features
 from attntopo.features._prompt import prompt_features
@@ -38,7 +38,8 @@ def _template_reference(A: np.ndarray, punct: np.ndarray) -> list[float]:
                 T[i, punct] = 1 / punct.sum()
         temps.append(T)
     return [
-        np.linalg.norm(A - T, "fro") / np.sqrt(np.linalg.norm(A, "fro") ** 2 + np.linalg.norm(T, "fro") ** 2)
+        np.linalg.norm(A - T, "fro")
+        / np.sqrt(np.linalg.norm(A, "fro") ** 2 + np.linalg.norm(T, "fro") ** 2)
         for T in temps
     ]
 
@@ -140,12 +141,12 @@ def _causal_pair(seed: int, L: int, H: int, n: int):
 
 def _chunk_rows(att, boundary, sets=("prompt",), quantities=None):
     """One text's feature row through ChunkFeatures, layer by layer."""
-    from attntopo.features import _layers
-    from attntopo.features import FeatureSettings
+    from attntopo.features import FeatureSettings, _layers
 
     kw = {} if quantities is None else {"prompt_quantities": quantities}
-    st_ = FeatureSettings(sets=sets, thresholds=(0.1,), scales=(0.1,), quantiles=(0.5,),
-                          cycle_cap=50, **kw).st()
+    st_ = FeatureSettings(
+        sets=sets, thresholds=(0.1,), scales=(0.1,), quantiles=(0.5,), cycle_cap=50, **kw
+    ).st()
     chunk = _layers.ChunkFeatures(1, [boundary], st_, True, None, 1)
     chunk.add_attention(0, att)
     chunk.start()
@@ -285,7 +286,9 @@ def test_prompt_quantities_are_checked():
 
 
 # --------------------------------------------------------------- the references' own recipes
-def _latda_template_distances(A: np.ndarray, ids: np.ndarray, comma: int, dot: int, sep: int) -> dict:
+def _latda_template_distances(
+    A: np.ndarray, ids: np.ndarray, comma: int, dot: int, sep: int
+) -> dict:
     """la-tda's template features of one unpadded matrix (its ``--do_not_pad``), from their
     definitions in la-tda's ``template_features.py``: templates by position for self, next,
     previous and beginning; by token id for comma, dot and sep, each row spread over the
@@ -293,7 +296,7 @@ def _latda_template_distances(A: np.ndarray, ids: np.ndarray, comma: int, dot: i
     n = A.shape[0]
 
     def dist(T):
-        return np.sqrt(((A - T) ** 2).sum() / ((A ** 2).sum() + (T ** 2).sum()))
+        return np.sqrt(((A - T) ** 2).sum() / ((A**2).sum() + (T**2).sum()))
 
     def by_position(cells):
         T = np.zeros((n, n))
@@ -337,7 +340,12 @@ def test_templates_equal_latda_without_padding(A, seed):
     ref = _latda_template_distances(A, ids, 1010, 1012, 102)
     got = dict(zip(TEMPLATES, template_features(A[None], ids == 1010)[0]))
     # the position templates are la-tda's exactly
-    for ours, theirs in [("identity", "self"), ("next", "next"), ("prev", "prev"), ("first", "beginning")]:
+    for ours, theirs in [
+        ("identity", "self"),
+        ("next", "next"),
+        ("prev", "prev"),
+        ("first", "beginning"),
+    ]:
         assert got[ours] == pytest.approx(ref[theirs], rel=1e-13, abs=1e-15)
     # last = la-tda's sep (one [SEP], at the end) but for la-tda's 1e-7 in the row sums
     assert got["last"] == pytest.approx(ref["sep"], rel=0, abs=2e-7)
@@ -381,6 +389,7 @@ def test_prompt_attention_score_is_tohas_mtopdiv_per_response_token(A, causal, s
 
 # --------------------------------------------------------------- the prompt set without copies
 
+
 @settings(max_examples=60, deadline=None)
 @given(attention_matrices(max_n=10, max_b=3), st.integers(0, 2**31 - 1), st.booleans())
 def test_prompt_features_of_kept_tokens_equal_those_of_the_renormalized_copy(A, seed, contiguous):
@@ -410,8 +419,9 @@ def test_prompt_features_of_kept_tokens_equal_those_of_the_renormalized_copy(A, 
         prompt = rng.random(m) < 0.5
         prompt[0], prompt[-1] = False, True
     for q in (("attention",), ("js",), ("js", "attention")):
-        np.testing.assert_array_equal(prompt_features(W, None, prompt, q, keep=keep),
-                                      prompt_features(copy, None, prompt, q))
+        np.testing.assert_array_equal(
+            prompt_features(W, None, prompt, q, keep=keep), prompt_features(copy, None, prompt, q)
+        )
 
 
 def test_prompt_set_alone_copies_no_layer(monkeypatch):
@@ -449,11 +459,17 @@ def test_attention_score_runs_on_one_torch_thread(monkeypatch):
         want = prompt_features(A, None, prompt, ("attention",))
         seen = []
         real = topology.prim_contracted
-        monkeypatch.setattr(topology, "prim_contracted",
-                            lambda *a: seen.append(torch.get_num_threads()) or real(*a))
+        monkeypatch.setattr(
+            topology, "prim_contracted", lambda *a: seen.append(torch.get_num_threads()) or real(*a)
+        )
         for keep in (None, np.arange(12)):
-            got = prompt_features(A.astype(np.float32) if keep is not None else A, None, prompt,
-                                  ("attention",), keep=keep)
+            got = prompt_features(
+                A.astype(np.float32) if keep is not None else A,
+                None,
+                prompt,
+                ("attention",),
+                keep=keep,
+            )
             if keep is None:
                 np.testing.assert_array_equal(got, want)
         assert seen and set(seen) == {1} and torch.get_num_threads() == 2

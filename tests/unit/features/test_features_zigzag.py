@@ -8,9 +8,10 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-from _feature_refs import synthetic_attention
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from _feature_refs import synthetic_attention
 
 pytest.importorskip("dionysus")
 
@@ -62,8 +63,11 @@ def _random_graphs(draw, n: int, L: int) -> list[np.ndarray]:
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     out = []
     for _ in range(L):
-        pick = (draw(st.lists(st.sampled_from(pairs), max_size=len(pairs), unique=True))
-                if pairs else [])
+        pick = (
+            draw(st.lists(st.sampled_from(pairs), max_size=len(pairs), unique=True))
+            if pairs
+            else []
+        )
         out.append(np.array(sorted(pick), dtype=np.int64).reshape(-1, 2))
     return out
 
@@ -104,8 +108,11 @@ def test_growing_graphs_give_gudhis_standard_persistence(n, L, data):
     st_.persistence(homology_coeff_field=2, persistence_dim_max=True)
     end = 2 * L - 1
     for dim, ours in enumerate(zigzag_diagrams(graphs, n)):
-        want = sorted((b, end if np.isinf(d) else d)
-                      for b, d in st_.persistence_intervals_in_dimension(dim) if d > b)
+        want = sorted(
+            (b, end if np.isinf(d) else d)
+            for b, d in st_.persistence_intervals_in_dimension(dim)
+            if d > b
+        )
         assert sorted(map(tuple, ours.tolist())) == want
 
 
@@ -137,15 +144,17 @@ def test_zigzag_features_rescale_the_bars_and_image_them():
     k = int(round(1 / ZIGZAG_PIXEL))
     img1 = np.array([got[f"h1.image_{i}_{j}"] for i in range(k) for j in range(k)]).reshape(k, k)
     # H1's one bar: birth 0.2, persistence 0.6 -> its mass sits in that pixel
-    assert np.unravel_index(img1.argmax(), img1.shape) == (int(0.2 / ZIGZAG_PIXEL),
-                                                           int(0.6 / ZIGZAG_PIXEL))
+    assert np.unravel_index(img1.argmax(), img1.shape) == (
+        int(0.2 / ZIGZAG_PIXEL),
+        int(0.6 / ZIGZAG_PIXEL),
+    )
     assert np.all(v >= -1e-15)  # persim's differences of Gaussian CDFs: round-off below 0
 
 
 def test_zigzag_columns_belong_to_no_head():
     st_ = FeatureSettings(sets=("template", "zigzag")).st()
     cols = set_columns([0, 1], [0], st_)
-    assert cols[-len(zigzag_names()):][0] == "L*H*.zigzag.h0.n_bars"
+    assert cols[-len(zigzag_names()) :][0] == "L*H*.zigzag.h0.n_bars"
     assert parse_column("L*H*.zigzag.h1.image_0_3") == (None, None, "zigzag", "h1.image_0_3")
     with pytest.raises(Exception, match="not a feature column"):
         parse_column("L*H3.zigzag.h0.n_bars")

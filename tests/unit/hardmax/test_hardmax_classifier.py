@@ -12,7 +12,13 @@ import pytest
 
 import attntopo as at
 from attntopo.errors import InvalidInputError
-from attntopo.hardmax import HardmaxClassifier, simulate, stratified_split, tokenize, train_classifier
+from attntopo.hardmax import (
+    HardmaxClassifier,
+    simulate,
+    stratified_split,
+    tokenize,
+    train_classifier,
+)
 from attntopo.hardmax._classifier import encode, hardmax_forward, softmax_forward
 
 torch = pytest.importorskip("torch")
@@ -26,7 +32,9 @@ def synthetic(n_per_class=60, seed=0):
     texts, labels = [], []
     for label, words in cues.items():
         for _ in range(n_per_class):
-            toks = list(rng.choice(filler, size=rng.integers(5, 15))) + list(rng.choice(words, size=2))
+            toks = list(rng.choice(filler, size=rng.integers(5, 15))) + list(
+                rng.choice(words, size=2)
+            )
             rng.shuffle(toks)
             texts.append(" ".join(toks))
             labels.append(label)
@@ -36,7 +44,11 @@ def synthetic(n_per_class=60, seed=0):
 @pytest.fixture(scope="module")
 def model():
     texts, labels = synthetic()
-    return train_classifier(texts, labels, d=2, layers=4, epochs=30, lr=0.05, seed=1, top_words=3), texts, labels
+    return (
+        train_classifier(texts, labels, d=2, layers=4, epochs=30, lr=0.05, seed=1, top_words=3),
+        texts,
+        labels,
+    )
 
 
 def test_tokenize():
@@ -64,7 +76,9 @@ def test_hardmax_forward_with_ties_and_padding():
     Z = hardmax_forward(torch.from_numpy(E[ids]), torch.from_numpy(mask), 0.7, 6).numpy()
     for b in range(2):
         n = int(mask[b].sum())
-        np.testing.assert_allclose(Z[b, :n], simulate(E[ids[b, :n]], A=None, alpha=0.7, steps=6).final, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            Z[b, :n], simulate(E[ids[b, :n]], A=None, alpha=0.7, steps=6).final, rtol=0, atol=1e-12
+        )
 
 
 def test_softmax_at_low_temperature_approaches_hardmax():
@@ -89,7 +103,9 @@ def test_training_learns_the_cue_words(model):
     assert met["best_epoch"] == int(np.argmax(val)) + 1 and met["val_accuracy_best"] == max(val)
     assert met["test_accuracy_model"] == met["test_accuracy_early"]
     assert set(met["baseline"]) >= {"C", "val_accuracy", "test_accuracy"}
-    assert set(met["leader_words"]) == {"neg", "pos"} and all(len(v) <= 3 for v in met["leader_words"].values())
+    assert set(met["leader_words"]) == {"neg", "pos"} and all(
+        len(v) <= 3 for v in met["leader_words"].values()
+    )
 
 
 def test_explain_is_the_prediction(model):
@@ -108,7 +124,12 @@ def test_save_load_and_fresh_process(model, tmp_path):
     json.dumps(m.to_dict())
     assert list(m.summary()) == ["epoch", "train_loss", "train_accuracy", "val_accuracy"]
     code = "import attntopo as at, sys; print(type(at.load_result(sys.argv[1])).__name__)"
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "clf")], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "clf")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "HardmaxClassifier"
 
 
@@ -128,23 +149,32 @@ def _one_line(e):
     return str(e.value)
 
 
-@pytest.mark.parametrize("texts,labels,fragment", [
-    ([], [], "the dataset is empty"),
-    (["a b", "c d", "e f"], ["x", "x", "x"], "exactly 2 classes, got 1"),
-    (["a", "b", "c"], ["x", "y", "z"], "exactly 2 classes, got 3"),
-    (["a", "b"], ["x"], "differ in length"),
-    (["a", "   "], ["x", "y"], "text 1 is not a string with at least one word"),
-    (["a", "b", "c", "d"], ["x", "x", "y", "y"], "class 'x' has 2 text(s)"),
-])
+@pytest.mark.parametrize(
+    "texts,labels,fragment",
+    [
+        ([], [], "the dataset is empty"),
+        (["a b", "c d", "e f"], ["x", "x", "x"], "exactly 2 classes, got 1"),
+        (["a", "b", "c"], ["x", "y", "z"], "exactly 2 classes, got 3"),
+        (["a", "b"], ["x"], "differ in length"),
+        (["a", "   "], ["x", "y"], "text 1 is not a string with at least one word"),
+        (["a", "b", "c", "d"], ["x", "x", "y", "y"], "class 'x' has 2 text(s)"),
+    ],
+)
 def test_bad_datasets(texts, labels, fragment):
     with pytest.raises(InvalidInputError) as e:
         train_classifier(texts, labels, epochs=1)
     assert fragment in _one_line(e)
 
 
-@pytest.mark.parametrize("kw,fragment", [({"d": 0}, "d must be an int >= 1"), ({"alpha": 0}, "alpha must be"),
-                                        ({"val": 0.5}, "val must be a share below 0.5"),
-                                        ({"layers": 1.5}, "layers must be")])
+@pytest.mark.parametrize(
+    "kw,fragment",
+    [
+        ({"d": 0}, "d must be an int >= 1"),
+        ({"alpha": 0}, "alpha must be"),
+        ({"val": 0.5}, "val must be a share below 0.5"),
+        ({"layers": 1.5}, "layers must be"),
+    ],
+)
 def test_bad_settings(kw, fragment):
     texts, labels = synthetic(10)
     with pytest.raises(InvalidInputError) as e:

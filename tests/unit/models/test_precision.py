@@ -86,7 +86,9 @@ def softmax_rows(logits: torch.Tensor, dtype, *, llama: bool) -> torch.Tensor:
     llama=st.booleans(),
     causal=st.booleans(),
 )
-def test_softmax_rows_of_every_dtype_pass_and_become_float64_quotients(n, scale, seed, name, llama, causal):
+def test_softmax_rows_of_every_dtype_pass_and_become_float64_quotients(
+    n, scale, seed, name, llama, causal
+):
     gen = torch.Generator().manual_seed(seed)
     logits = torch.randn((2, n, n), generator=gen, dtype=torch.float64) * scale
     if causal:
@@ -117,8 +119,12 @@ def test_the_bound_is_not_loose():
     for name in ("bfloat16", "float16"):
         worst = 0.0
         for n in (16, 128, 1024):
-            w = torch.softmax((torch.randn((64, n), generator=gen) * 3).to(getattr(torch, name)), -1)
-            worst = max(worst, float((w.double().sum(-1) - 1).abs().max()) / row_sum_tolerance(name, n))
+            w = torch.softmax(
+                (torch.randn((64, n), generator=gen) * 3).to(getattr(torch, name)), -1
+            )
+            worst = max(
+                worst, float((w.double().sum(-1) - 1).abs().max()) / row_sum_tolerance(name, n)
+            )
         assert 0.3 < worst <= 1.0, (name, worst)
 
 
@@ -147,7 +153,9 @@ def test_rows_off_by_more_than_the_tolerance_are_refused(name):
     assert "\n" not in msg and "layer 3" in msg and "matrix (1,), row 2" in msg and name in msg
 
 
-@pytest.mark.parametrize("value, word", [(float("nan"), "NaN"), (float("inf"), "inf"), (-0.1, "negative")])
+@pytest.mark.parametrize(
+    "value, word", [(float("nan"), "NaN"), (float("inf"), "inf"), (-0.1, "negative")]
+)
 def test_non_softmax_entries_are_refused(value, word):
     w = torch.full((2, 3, 3), 1 / 3)
     w[1, 1, 1] = value
@@ -209,7 +217,11 @@ def test_out_in_place_and_of_a_padded_view():
     normalize_rows(w64, dtype="float32", out=out)  # float32 rows cast up
     torch.testing.assert_close(w64, kept, rtol=0, atol=0)
     torch.testing.assert_close(out, normalize_rows(w64, dtype="float32"), rtol=0, atol=0)
-    for bad in (torch.empty((6, 7, 7), dtype=torch.float64), torch.empty((6, 7, 8)), np.empty((6, 7, 7))):
+    for bad in (
+        torch.empty((6, 7, 7), dtype=torch.float64),
+        torch.empty((6, 7, 8)),
+        np.empty((6, 7, 7)),
+    ):
         with pytest.raises(InvalidInputError, match="out must be"):
             normalize_rows(w, out=bad)
 
@@ -225,11 +237,15 @@ def test_cpu_work_runs_on_one_torch_thread(monkeypatch):
         w = torch.softmax(torch.randn(4, 64, 64, generator=torch.Generator().manual_seed(1)), -1)
         seen = []
         real = torch.aminmax
-        monkeypatch.setattr(torch, "aminmax", lambda *a, **k: seen.append(torch.get_num_threads()) or real(*a, **k))
+        monkeypatch.setattr(
+            torch, "aminmax", lambda *a, **k: seen.append(torch.get_num_threads()) or real(*a, **k)
+        )
         got = normalize_rows(w)
         assert seen and set(seen) == {1} and torch.get_num_threads() == 2
         monkeypatch.setattr(torch, "aminmax", real)
         a = w.double().numpy()
-        np.testing.assert_array_equal(got.numpy(), (a / a.sum(-1, keepdims=True)).astype(np.float32))
+        np.testing.assert_array_equal(
+            got.numpy(), (a / a.sum(-1, keepdims=True)).astype(np.float32)
+        )
     finally:
         torch.set_num_threads(old)

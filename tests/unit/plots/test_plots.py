@@ -15,13 +15,14 @@ import types
 
 import numpy as np
 import pytest
+
 from _synthetic import text_attention
 
 matplotlib = pytest.importorskip("matplotlib")
-from _figures import STATIC_FORMATS, check_figure_file, check_standalone_html  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import attntopo as at  # noqa: E402
+from _figures import STATIC_FORMATS, check_figure_file, check_standalone_html  # noqa: E402
 from attntopo import plots  # noqa: E402
 from attntopo.errors import InvalidInputError, InvalidMatrixError, MissingDependencyError  # noqa: E402
 from attntopo.plots import _layout, _style  # noqa: E402
@@ -71,8 +72,17 @@ def _static_figures(analysis, head):
 
 @pytest.mark.parametrize(
     "name",
-    ["diagram", "diagram_h1", "barcode", "distance_matrix", "attention", "head_grid", "head_stat",
-     "threshold_graph", "overview"],
+    [
+        "diagram",
+        "diagram_h1",
+        "barcode",
+        "distance_matrix",
+        "attention",
+        "head_grid",
+        "head_stat",
+        "threshold_graph",
+        "overview",
+    ],
 )
 def test_static_figure_every_format(name, analysis, head, tmp_path):
     fig = _static_figures(analysis, head)[name]()
@@ -82,7 +92,9 @@ def test_static_figure_every_format(name, analysis, head, tmp_path):
         assert out == tmp_path / f"{name}.{fmt}"
         check_figure_file(out, fmt)
     # atomic writes leave no temporary files behind
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{name}.{f}" for f in STATIC_FORMATS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{name}.{f}" for f in STATIC_FORMATS
+    )
 
 
 @pytest.mark.parametrize("name", ["diagram", "distance_matrix", "threshold_graph", "head_grid"])
@@ -119,7 +131,8 @@ def test_threshold_graph_slider_has_one_step_per_scale(head):
 def test_figures_to_html_inlines_plotly_once(head, tmp_path):
     pytest.importorskip("plotly")
     data = plots.figures_to_html(
-        [("diagram", plots.iplot_diagram(head.dgm)), plots.iplot_distance_matrix(head.D)], title="report"
+        [("diagram", plots.iplot_diagram(head.dgm)), plots.iplot_distance_matrix(head.D)],
+        title="report",
     )
     path = tmp_path / "report.html"
     path.write_bytes(data)
@@ -169,9 +182,7 @@ def test_diagram_puts_infinite_points_on_the_infinity_line(head):
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels[-1] == "∞"
     inf_y = ax.get_yticks()[-1]
-    finite_max = max(
-        float(np.max(p[np.isfinite(p[:, 1]), 1], initial=0)) for p in head.dgm
-    )
+    finite_max = max(float(np.max(p[np.isfinite(p[:, 1]), 1], initial=0)) for p in head.dgm)
     assert inf_y > finite_max
     h0 = [ln for ln in ax.lines if ln.get_label().startswith("H0")][0]
     assert np.isclose(np.max(h0.get_ydata()), inf_y)  # H0's never-dying class
@@ -201,7 +212,9 @@ def test_threshold_complex_matches_brute_force():
     want_e = {(i, j) for i in range(n) for j in range(i + 1, n) if D[i, j] <= eps}
     want_t = {
         (i, j, k)
-        for i in range(n) for j in range(i + 1, n) for k in range(j + 1, n)
+        for i in range(n)
+        for j in range(i + 1, n)
+        for k in range(j + 1, n)
         if D[i, j] <= eps and D[i, k] <= eps and D[j, k] <= eps
     }
     assert {tuple(e) for e in edges.tolist()} == want_e
@@ -230,9 +243,16 @@ def test_bad_inputs_name_what_is_allowed(head):
     with pytest.raises(InvalidInputError, match="dims must be"):
         plots.plot_diagram(head.dgm, dims=[3])
     with pytest.raises(InvalidInputError, match="allowed"):
-        plots.plot_head_stat(types.SimpleNamespace(
-            diagrams=[], layers=(), heads=(), attention=None, summary=lambda: {"layer": [], "x_h1": []}
-        ), stat="nope")
+        plots.plot_head_stat(
+            types.SimpleNamespace(
+                diagrams=[],
+                layers=(),
+                heads=(),
+                attention=None,
+                summary=lambda: {"layer": [], "x_h1": []},
+            ),
+            stat="nope",
+        )
 
 
 def test_no_global_state_changed(analysis, head, rc_before, tmp_path):
@@ -263,8 +283,12 @@ def test_head_grid_readable_for_30_by_9(analysis, tmp_path):
     flat = [d for row in analysis.diagrams for d in row]
     grid = [[flat[(i * 9 + j) % len(flat)] for j in range(9)] for i in range(30)]
     fake = types.SimpleNamespace(
-        diagrams=grid, layers=tuple(range(30)), heads=tuple(range(9)), attention=analysis.attention,
-        metric=analysis.metric, threshold=analysis.threshold,
+        diagrams=grid,
+        layers=tuple(range(30)),
+        heads=tuple(range(9)),
+        attention=analysis.attention,
+        metric=analysis.metric,
+        threshold=analysis.threshold,
     )
     fig = plots.plot_head_grid(fake)
     assert len(fig.axes) == 270

@@ -7,10 +7,10 @@ import re
 import matplotlib
 import numpy as np
 import pytest
-from _synthetic import text_attention
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.figure import Figure
 
+from _synthetic import text_attention
 from attntopo import compare, phrase_topology
 from attntopo.errors import InvalidInputError
 from attntopo.plots import save_figure
@@ -82,7 +82,9 @@ def _decoded(part: dict, n: int) -> np.ndarray:
     from the figure's base64 bytes (upper triangle)."""
     import base64
 
-    codes = np.frombuffer(base64.b64decode(part["steps"]), dtype=np.uint8 if part["dtype"] == "u1" else "<u2")
+    codes = np.frombuffer(
+        base64.b64decode(part["steps"]), dtype=np.uint8 if part["dtype"] == "u1" else "<u2"
+    )
     S = np.full((n, n), -1, dtype=np.int64)
     S[np.triu_indices(n, 1)] = codes
     return S
@@ -104,12 +106,16 @@ def test_interactive_graphs_standalone_html(cmp, tmp_path):
         for side, an in enumerate((cmp.a, cmp.b)):
             S = _decoded(m["panels"][side], m["panels"][side]["n"])
             got = {tuple(e) for e in np.argwhere((S >= 0) & (S <= k)).tolist()}
-            assert got == {tuple(e) for e in complex_at(an.distances[1, 2], eps).simplices(1).tolist()}
+            assert got == {
+                tuple(e) for e in complex_at(an.distances[1, 2], eps).simplices(1).tolist()
+            }
         keys = cmp.keys
         got = {(keys[x], keys[y]) for x, y in np.argwhere((shared >= 0) & (shared <= k)).tolist()}
         assert got == {s["tokens"] for s in cmp.shared_simplices(1, 2, scale=eps, dim=1)}
     # the opening frame is in the figure itself (fig.show() shows it)
-    n_shared = sum(len(s["tokens"]) == 2 for s in cmp.shared_simplices(1, 2, scale=m["scales"][m["start"]]))
+    n_shared = sum(
+        len(s["tokens"]) == 2 for s in cmp.shared_simplices(1, 2, scale=m["scales"][m["start"]])
+    )
     assert len(fig.data[3].x or ()) == 3 * n_shared
     path = save_figure(fig, tmp_path / "compare.html")
     html = path.read_text(encoding="utf-8")
@@ -144,7 +150,9 @@ def test_heads_heatmap(cmp):
         plot_compare_heads(cmp, name="nope")
     f = iplot_compare_heads(cmp, name="wasserstein1", dim=1)
     assert len(f.layout.updatemenus[0].buttons) == 3 * 2 + 6
-    np.testing.assert_allclose(np.asarray(f.data[0].z, dtype=float), cmp.grid(name="wasserstein1", dim=1))
+    np.testing.assert_allclose(
+        np.asarray(f.data[0].z, dtype=float), cmp.grid(name="wasserstein1", dim=1)
+    )
 
 
 def test_heads_outline_short_texts_uses_h0_and_shows_ties():
@@ -153,7 +161,9 @@ def test_heads_outline_short_texts_uses_h0_and_shows_ties():
     c = compare(text_attention("the cat", seed=3), text_attention("a cat", seed=4))
     assert (c.grid(name="bottleneck", dim=1) == 0).all() and c.ranking_dim == 0
     ax = plot_compare_heads(c).axes[0]
-    np.testing.assert_allclose(np.asarray(ax.images[0].get_array()), c.grid(name="bottleneck", dim=0))
+    np.testing.assert_allclose(
+        np.asarray(ax.images[0].get_array()), c.grid(name="bottleneck", dim=0)
+    )
     assert "bottleneck H0" in ax.get_title() and "most similar by bottleneck H0" in ax.get_title()
     assert len(ax.patches) == 3
     ax1 = plot_compare_heads(c, dim=1).axes[0]

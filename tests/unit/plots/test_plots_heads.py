@@ -31,8 +31,15 @@ def _att(rng, L, H, n, conc, model, text):
     W = rng.dirichlet(np.full(n, conc), size=(L, H, n))
     special = np.zeros(n, bool)
     special[0] = special[-1] = True
-    return Attention(weights=W, tokens=[f"t{i}" for i in range(n)], offsets=[(0, 0)] * n,
-                     special=special, causal=False, model=model, text=text)
+    return Attention(
+        weights=W,
+        tokens=[f"t{i}" for i in range(n)],
+        offsets=[(0, 0)] * n,
+        special=special,
+        causal=False,
+        model=model,
+        text=text,
+    )
 
 
 @pytest.fixture(scope="module")

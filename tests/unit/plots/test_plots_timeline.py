@@ -28,8 +28,13 @@ def _causal_attention(n: int = 14, seed: int = 0) -> at.Attention:
     w = np.exp(logits - logits.max(-1, keepdims=True))
     w /= w.sum(-1, keepdims=True)
     return at.Attention(
-        weights=w.astype(np.float32), tokens=words, offsets=offsets, special=np.zeros(n, bool),
-        causal=True, model="synthetic", text=text,
+        weights=w.astype(np.float32),
+        tokens=words,
+        offsets=offsets,
+        special=np.zeros(n, bool),
+        causal=True,
+        model="synthetic",
+        text=text,
     )
 
 

@@ -49,7 +49,11 @@ def _stochastic(seed: int, n: int, conc: float = 0.3, causal: bool = False) -> n
 
 
 matrices = st.builds(
-    _stochastic, st.integers(0, 2**32 - 1), st.integers(2, 24), st.sampled_from([0.05, 0.3, 3.0]), st.booleans()
+    _stochastic,
+    st.integers(0, 2**32 - 1),
+    st.integers(2, 24),
+    st.sampled_from([0.05, 0.3, 3.0]),
+    st.booleans(),
 )
 
 
@@ -131,7 +135,9 @@ def test_band_fit_matches_head_types_band_and_vertical_errors():
             kept_band = band_sparse(A, 2).sum(1)
             assert f["band_error"][li, h] == pytest.approx(1 - kept_band.mean(), abs=1e-12)
             col = np.argsort(-A.mean(0))[:4]
-            assert f["vertical_error"][li, h] == pytest.approx(1 - A[:, col].sum(1).mean(), abs=1e-12)
+            assert f["vertical_error"][li, h] == pytest.approx(
+                1 - A[:, col].sum(1).mean(), abs=1e-12
+            )
 
 
 @settings(max_examples=25, deadline=None)
@@ -145,8 +151,19 @@ def test_band_sparse_search_equals_brute_force(A):
     err2, params = band_sparse_search(A, budgets, causal=causal)
     for j, p in enumerate(budgets):
         best = min(
-            float(np.sum((A - band_sparse(A, w, c, min((p - band_entries(w, causal) - c) // 2, n), causal=causal)) ** 2))
-            for w in _grid(n) if band_entries(w, causal) <= p
+            float(
+                np.sum(
+                    (
+                        A
+                        - band_sparse(
+                            A, w, c, min((p - band_entries(w, causal) - c) // 2, n), causal=causal
+                        )
+                    )
+                    ** 2
+                )
+            )
+            for w in _grid(n)
+            if band_entries(w, causal) <= p
             for c in _grid(min(p - band_entries(w, causal), n))
         )
         assert err2[j] == pytest.approx(best, abs=1e-12)
@@ -159,9 +176,14 @@ def test_band_sparse_search_equals_brute_force(A):
 # ------------------------------------------------------------------ budgets
 def test_budgets_larger_than_n_are_refused():
     A = _stochastic(4, 6)
-    for call in (lambda: top_k(A, 7), lambda: low_rank(A, 7), lambda: band_sparse(A, 7),
-                 lambda: band_sparse(A, 1, columns=7), lambda: family_sizes(7, 6),
-                 lambda: band_sparse_search(A, [7])):
+    for call in (
+        lambda: top_k(A, 7),
+        lambda: low_rank(A, 7),
+        lambda: band_sparse(A, 7),
+        lambda: band_sparse(A, 1, columns=7),
+        lambda: family_sizes(7, 6),
+        lambda: band_sparse_search(A, [7]),
+    ):
         with pytest.raises(OutOfRangeError, match="at most n = 6"):
             call()
     with pytest.raises(InvalidInputError):
@@ -183,7 +205,12 @@ def test_positive_random_features_are_unbiased(orthogonal):
     d, m, draws = 8, 4, 6000
     q = rng.standard_normal(d) * 0.35
     k = rng.standard_normal(d) * 0.35
-    est = np.array([kernel_estimate(q, k, random_features(m, d, rng, orthogonal=orthogonal)) for _ in range(draws)])
+    est = np.array(
+        [
+            kernel_estimate(q, k, random_features(m, d, rng, orthogonal=orthogonal))
+            for _ in range(draws)
+        ]
+    )
     exact = math.exp(float(q @ k))
     se = est.std(ddof=1) / math.sqrt(draws)
     assert abs(est.mean() - exact) < 4 * se, (est.mean(), exact, se)
@@ -196,8 +223,12 @@ def test_orthogonal_features_are_orthogonal_gaussian_rows():
     W = random_features(5, 5, rng, orthogonal=True)
     U = W / np.linalg.norm(W, axis=1, keepdims=True)
     np.testing.assert_allclose(U @ U.T, np.eye(5), atol=1e-12)
-    norms2 = np.array([np.sum(random_features(3, 6, rng) ** 2, axis=1) for _ in range(4000)]).ravel()
-    assert norms2.mean() == pytest.approx(6.0, abs=4 * norms2.std() / math.sqrt(norms2.size))  # chi^2(6)
+    norms2 = np.array(
+        [np.sum(random_features(3, 6, rng) ** 2, axis=1) for _ in range(4000)]
+    ).ravel()
+    assert norms2.mean() == pytest.approx(
+        6.0, abs=4 * norms2.std() / math.sqrt(norms2.size)
+    )  # chi^2(6)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -254,7 +285,9 @@ def test_js_error_against_scipy(A, data):
     assert float(js_error(A, approx)) == pytest.approx(float(np.mean(ref)), abs=2e-7)
     # the closed form for support approximations agrees with the general one
     T = top_k(A, k)
-    assert float(js_error_support(T.sum(1), A.sum(1))) == pytest.approx(float(js_error(A, T)), abs=2e-7)
+    assert float(js_error_support(T.sum(1), A.sum(1))) == pytest.approx(
+        float(js_error(A, T)), abs=2e-7
+    )
     assert float(js_error_support(A.sum(1), A.sum(1))) == 0.0
 
 
@@ -264,7 +297,9 @@ def _attention(n: int = 16, causal: bool = False) -> Attention:
     W = np.empty((2, 3, n, n))
     for li in range(2):
         for h in range(3):
-            W[li, h] = _stochastic(int(rng.integers(2**31)), n, conc=[0.05, 0.5, 5.0][h], causal=causal)
+            W[li, h] = _stochastic(
+                int(rng.integers(2**31)), n, conc=[0.05, 0.5, 5.0][h], causal=causal
+            )
     return Attention.from_weights(W, [f"w{i}" for i in range(n)], causal=causal, text="synthetic")
 
 
@@ -277,7 +312,9 @@ def test_result_round_trip_and_tables(tmp_path):
     cols = r.summary()
     assert cols.n_rows == 2 * 3 * 2
     assert list(cols)[:3] == ["layer", "head", "budget"]
-    assert {"top_k", "top_k_js", "winner", "winner_js", "entropy_norm", "label", "rank"} <= set(cols)
+    assert {"top_k", "top_k_js", "winner", "winner_js", "entropy_norm", "label", "rank"} <= set(
+        cols
+    )
     r.save(tmp_path / "r")
     meta, arrays = load_payload(tmp_path / "r")
     assert meta["kind"] == "approximability"
@@ -296,15 +333,24 @@ def test_result_numbers_are_the_families():
     att = _attention()
     r = approximability(att, families=NO_KERNEL, budgets=[6])
     A = att.weights[1, 2].astype(np.float64)
-    assert r.error("top_k", 6)[1, 2] == pytest.approx(float(relative_error(A, top_k(A, 3))), abs=1e-12)
-    assert r.error("low_rank", 6)[1, 2] == pytest.approx(float(relative_error(A, low_rank(A, 3)[0])), abs=1e-12)
+    assert r.error("top_k", 6)[1, 2] == pytest.approx(
+        float(relative_error(A, top_k(A, 3))), abs=1e-12
+    )
     assert r.error("low_rank", 6)[1, 2] == pytest.approx(
-        math.sqrt(np.sum(r.singular_values[1, 2, 3:] ** 2)) / np.linalg.norm(A), abs=1e-12)
-    assert r.error("band_sparse", 6)[1, 2] <= r.error("top_k", 6)[1, 2] + 0.5  # sane, both in [0, 1]
+        float(relative_error(A, low_rank(A, 3)[0])), abs=1e-12
+    )
+    assert r.error("low_rank", 6)[1, 2] == pytest.approx(
+        math.sqrt(np.sum(r.singular_values[1, 2, 3:] ** 2)) / np.linalg.norm(A), abs=1e-12
+    )
+    assert (
+        r.error("band_sparse", 6)[1, 2] <= r.error("top_k", 6)[1, 2] + 0.5
+    )  # sane, both in [0, 1]
     assert np.all(r.sizes["h0_clusters"] <= 5) and np.all(r.sizes["kmeans_clusters"] <= 5)
     win = r.winners(6)
     errs = np.stack([r.error(f, 6) for f in r.families])
-    np.testing.assert_array_equal(errs.min(0), np.take_along_axis(errs, np.argmin(errs, 0)[None], 0)[0])
+    np.testing.assert_array_equal(
+        errs.min(0), np.take_along_axis(errs, np.argmin(errs, 0)[None], 0)[0]
+    )
     assert set(win.ravel()) <= set(r.families)
 
 
@@ -342,7 +388,12 @@ def test_scatterbrain_check_on_planted_heads():
     att = Attention.from_weights(np.stack(heads)[None], [f"t{i}" for i in range(n)])
     r = approximability(att, families=["top_k", "low_rank"], budgets=[4])
     sb = r.scatterbrain()[4]["low_rank"]
-    assert sb["holds"] and sb["spearman"] > 0.5 and sb["sparse_wins_low"] == 1.0 and sb["other_wins_high"] == 1.0
+    assert (
+        sb["holds"]
+        and sb["spearman"] > 0.5
+        and sb["sparse_wins_low"] == 1.0
+        and sb["other_wins_high"] == 1.0
+    )
 
 
 def test_result_protocol(tmp_path):
@@ -354,9 +405,18 @@ def test_result_protocol(tmp_path):
 
     r = approximability(_attention(10), families=NO_KERNEL, budgets=[4])
     # equality sees every compared field and ignores provenance
-    changes = {"model": "x", "text": "x", "tokens": ["x"] * 10, "causal": True, "layers": (0, 9),
-               "heads": (0, 1, 9), "families": tuple(reversed(NO_KERNEL)), "budgets": (5,), "scale": 0.3,
-               "settings": {"draws": 9}}
+    changes = {
+        "model": "x",
+        "text": "x",
+        "tokens": ["x"] * 10,
+        "causal": True,
+        "layers": (0, 9),
+        "heads": (0, 1, 9),
+        "families": tuple(reversed(NO_KERNEL)),
+        "budgets": (5,),
+        "scale": 0.3,
+        "settings": {"draws": 9},
+    }
     for name in r._compared_fields():
         value = getattr(r, name)
         if name in changes:

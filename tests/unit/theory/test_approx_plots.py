@@ -25,14 +25,20 @@ def result():
     n = 14
     W = rng.dirichlet(np.full(n, 0.2), size=(2, 3, n))
     att = Attention.from_weights(W, [f"t{i}" for i in range(n)], text="synthetic")
-    return approximability(att, families=["band_sparse", "top_k", "low_rank", "cluster_h0"], budgets=[4, 8])
+    return approximability(
+        att, families=["band_sparse", "top_k", "low_rank", "cluster_h0"], budgets=[4, 8]
+    )
 
 
 def test_panels_and_overview(result):
     before = dict(matplotlib.rcParams)
-    for fig in (plot_approx_budgets(result), plot_approx_budgets(result, by="js"),
-                plot_approx_winners(result, budget=4), plot_approx_entropy(result),
-                plot_approximability([result, result], budget=8)):
+    for fig in (
+        plot_approx_budgets(result),
+        plot_approx_budgets(result, by="js"),
+        plot_approx_winners(result, budget=4),
+        plot_approx_entropy(result),
+        plot_approximability([result, result], budget=8),
+    ):
         assert isinstance(fig, Figure)
     assert dict(matplotlib.rcParams) == before
     fig = Figure()

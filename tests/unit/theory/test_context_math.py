@@ -54,8 +54,12 @@ def test_self_attention_without_positions_is_equivariant(seed, n, d):
 def test_positions_and_causal_masks_break_equivariance(seed, n, d):
     X, W, perm = setup(seed, n, d)
     P = sinusoidal(n, d)
-    with_pos = cm.equivariance_error(self_attention(X + P, *W), self_attention(X[perm] + P, *W), perm)
-    causal = cm.equivariance_error(self_attention(X, *W, causal=True), self_attention(X[perm], *W, causal=True), perm)
+    with_pos = cm.equivariance_error(
+        self_attention(X + P, *W), self_attention(X[perm] + P, *W), perm
+    )
+    causal = cm.equivariance_error(
+        self_attention(X, *W, causal=True), self_attention(X[perm], *W, causal=True), perm
+    )
     assert with_pos > 1e-6 and causal > 1e-6
 
 
@@ -89,8 +93,14 @@ def test_content_permutation_keeps_special_tokens(seed, n):
 
 # -------------------------------------------------------------------------- margins
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 40), d=st.integers(1, 20),
-       scale=st.sampled_from([1e-3, 1.0, 300.0]), dup=st.booleans(), offset=st.sampled_from([0.0, 1e4]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 40),
+    d=st.integers(1, 20),
+    scale=st.sampled_from([1e-3, 1.0, 300.0]),
+    dup=st.booleans(),
+    offset=st.sampled_from([0.0, 1e4]),
+)
 def test_within_margin_is_scipy_pdist_min(seed, n, d, scale, dup, offset):
     rng = np.random.default_rng(seed)
     H = offset + scale * rng.normal(size=(n, d))  # far from the origin: the rows are centred first
@@ -109,8 +119,12 @@ def test_within_margin_is_scipy_pdist_min(seed, n, d, scale, dup, offset):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), sizes=st.lists(st.integers(1, 12), min_size=3, max_size=6),
-       d=st.integers(1, 10), near=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    sizes=st.lists(st.integers(1, 12), min_size=3, max_size=6),
+    d=st.integers(1, 10),
+    near=st.booleans(),
+)
 def test_cross_margin_is_scipy_cdist_min(seed, sizes, d, near):
     rng = np.random.default_rng(seed)
     Hs = [rng.normal(size=(s, d)) for s in sizes]
@@ -138,7 +152,9 @@ def test_cross_margin_is_scipy_cdist_min(seed, sizes, d, near):
             continue
         assert margin == pytest.approx(best, rel=1e-12, abs=1e-15)
         assert rel == pytest.approx(best / (total / count), rel=1e-6)
-        assert (a, b) not in skip and np.linalg.norm(Hs[a][i] - Hs[b][j]) == pytest.approx(margin, rel=1e-12)
+        assert (a, b) not in skip and np.linalg.norm(Hs[a][i] - Hs[b][j]) == pytest.approx(
+            margin, rel=1e-12
+        )
 
 
 def test_prefix_keys_and_permutations():
@@ -172,7 +188,9 @@ def test_intra_similarity_and_anisotropy_direct():
         centre = H.mean(0)
         ref = np.mean([1 - cosine(h, centre) for h in H])
         assert cm.intra_similarity(H) == pytest.approx(ref, abs=1e-12)
-    pairs = [1 - cosine(x, y) for a in range(3) for b in range(3) if a != b for x in Hs[a] for y in Hs[b]]
+    pairs = [
+        1 - cosine(x, y) for a in range(3) for b in range(3) if a != b for x in Hs[a] for y in Hs[b]
+    ]
     assert cm.anisotropy(Hs) == pytest.approx(np.mean(pairs), abs=1e-12)
     assert np.isnan(cm.anisotropy([Hs[0]]))
 
@@ -182,7 +200,13 @@ def test_relative_support_places_rows_by_offset():
     rows = [np.array([[0.2, 0.3, 0.5]]), np.array([[0.1, 0.9]])]  # (1 head, n) each
     S = cm.relative_support(rows, [1, 0], width=3)  # (1, 2, 5): offsets -2..2
     assert S.shape == (1, 2, 5)
-    assert S[0, 0].tolist() == [0.0, 0.2, 0.3, 0.5, 0.0]  # query at 1: keys 0, 1, 2 at offsets -1, 0, 1
+    assert S[0, 0].tolist() == [
+        0.0,
+        0.2,
+        0.3,
+        0.5,
+        0.0,
+    ]  # query at 1: keys 0, 1, 2 at offsets -1, 0, 1
     assert S[0, 1].tolist() == [0.0, 0.0, 0.1, 0.9, 0.0]
     with pytest.raises(InvalidInputError, match="does not fit"):
         cm.relative_support(rows, [3, 0], width=3)
@@ -211,7 +235,9 @@ def test_h0_total_persistence_is_ripser_h0(seed, k):
 
     D = cdist(*(2 * [np.random.default_rng(seed).normal(size=(k, 3))]))
     dgm = ripser(D, distance_matrix=True, maxdim=0)["dgms"][0]
-    assert cm.h0_total_persistence(D[None])[0] == pytest.approx(dgm[np.isfinite(dgm[:, 1]), 1].sum(), rel=1e-6)
+    assert cm.h0_total_persistence(D[None])[0] == pytest.approx(
+        dgm[np.isfinite(dgm[:, 1]), 1].sum(), rel=1e-6
+    )
     # zero distances are edges too
     Z = np.zeros((4, 4))
     assert cm.h0_total_persistence(Z) == 0.0

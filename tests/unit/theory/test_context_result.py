@@ -30,16 +30,35 @@ def synthetic(word: bool = True, causal: bool = False, seed: int = 0) -> Context
         "word_hidden_spread": rng.random(L + 1) if word else np.zeros(0),
     }
     return Context(
-        model="toy", model_type="bert", causal=causal, n_layers=L, n_heads=H, texts=["a b", "c d e", "f g"],
-        tokens=[["a", "b"], ["c", "d", "e"], ["f", "g"]], n_tokens=np.array([2, 3, 2]), positional="bert: toy",
-        conditions=conds, n_permutations=P, seed=0, permutations=[[[1, 0], [1, 0]]] * T,
-        equivariance_texts=np.arange(T), layer_error=rng.random((C, T, P, L)) * 1e-7,
-        encoder_error=rng.random((C, T, P, L + 1)), margin_within=rng.random((T, L + 1)),
-        margin_within_rel=rng.random((T, L + 1)), margin_cross=rng.random(L + 1), margin_cross_rel=rng.random(L + 1),
-        cross_argmin=rng.integers(0, 2, size=(L + 1, 4)), n_cross_pairs=3, self_similarity=rng.random(L + 1),
-        similarity_words=["x"], self_similarity_words=rng.random((1, L + 1)),
-        intra_similarity=rng.random((T, L + 1)), anisotropy=np.array([np.nan, 0.1, 0.2, 0.3]),
-        **w, provenance={"created": "now"},
+        model="toy",
+        model_type="bert",
+        causal=causal,
+        n_layers=L,
+        n_heads=H,
+        texts=["a b", "c d e", "f g"],
+        tokens=[["a", "b"], ["c", "d", "e"], ["f", "g"]],
+        n_tokens=np.array([2, 3, 2]),
+        positional="bert: toy",
+        conditions=conds,
+        n_permutations=P,
+        seed=0,
+        permutations=[[[1, 0], [1, 0]]] * T,
+        equivariance_texts=np.arange(T),
+        layer_error=rng.random((C, T, P, L)) * 1e-7,
+        encoder_error=rng.random((C, T, P, L + 1)),
+        margin_within=rng.random((T, L + 1)),
+        margin_within_rel=rng.random((T, L + 1)),
+        margin_cross=rng.random(L + 1),
+        margin_cross_rel=rng.random(L + 1),
+        cross_argmin=rng.integers(0, 2, size=(L + 1, 4)),
+        n_cross_pairs=3,
+        self_similarity=rng.random(L + 1),
+        similarity_words=["x"],
+        self_similarity_words=rng.random((1, L + 1)),
+        intra_similarity=rng.random((T, L + 1)),
+        anisotropy=np.array([np.nan, 0.1, 0.2, 0.3]),
+        **w,
+        provenance={"created": "now"},
     )
 
 
@@ -63,8 +82,12 @@ def test_summary_columns():
     for c in r.conditions:
         assert np.isnan(cols[f"layer_error_{c}"][0])
         i = r.conditions.index(c)
-        np.testing.assert_allclose(cols[f"layer_error_{c}"][1:], r.layer_error[i].reshape(-1, 3).mean(0))
-        np.testing.assert_allclose(cols[f"encoder_error_{c}_max"], r.encoder_error[i].reshape(-1, 4).max(0))
+        np.testing.assert_allclose(
+            cols[f"layer_error_{c}"][1:], r.layer_error[i].reshape(-1, 3).mean(0)
+        )
+        np.testing.assert_allclose(
+            cols[f"encoder_error_{c}_max"], r.encoder_error[i].reshape(-1, 4).max(0)
+        )
     np.testing.assert_allclose(cols["margin_within"], r.margin_within.min(0))
     np.testing.assert_allclose(cols["word_js_relative"][1:], r.word_js[0].mean(-1))
     np.testing.assert_allclose(cols["word_entropy_spread"][1:], r.word_entropy.std(0).mean(-1))

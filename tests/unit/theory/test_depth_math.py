@@ -45,7 +45,13 @@ def stochastic(rng, shape, floor=0.0, alpha=0.5):
 
 # ------------------------------------------------------------------ the norm and res(X)
 @settings(max_examples=60, deadline=None)
-@given(X=hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=9), elements=finite))
+@given(
+    X=hnp.arrays(
+        np.float64,
+        hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=9),
+        elements=finite,
+    )
+)
 def test_composite_norm_is_numpys_induced_norms(X):
     # numpy: ord=1 is the largest column absolute sum, ord=inf the largest row absolute sum
     expected = math.sqrt(np.linalg.norm(X, 1) * np.linalg.norm(X, np.inf))
@@ -61,8 +67,14 @@ def _residual_direct(X):
 
 
 @settings(max_examples=60, deadline=None)
-@given(X=hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=9), elements=finite),
-       c=st.floats(1e-3, 1e3))
+@given(
+    X=hnp.arrays(
+        np.float64,
+        hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=9),
+        elements=finite,
+    ),
+    c=st.floats(1e-3, 1e3),
+)
 def test_residual_against_direct_numpy(X, c):
     assume(np.abs(X).max() > 1e-6)
     r = residual(X)
@@ -89,8 +101,13 @@ def _tau(A):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 12), m=st.integers(1, 40),
-       floor=st.floats(0.05, 1.0), alpha=st.floats(0.05, 5.0))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 12),
+    m=st.integers(1, 40),
+    floor=st.floats(0.05, 1.0),
+    alpha=st.floats(0.05, 5.0),
+)
 def test_products_of_positive_stochastic_matrices_go_to_rank_one(seed, n, m, floor, alpha):
     """res(A_m ⋯ A_1) ≤ 2 √n Π τ(A_k), and τ(A) ≤ 1 − floor < 1 for entries ≥ floor / n."""
     rng = np.random.default_rng(seed)
@@ -118,8 +135,12 @@ def test_path_products_are_explicit_products():
             np.testing.assert_allclose(same[layer, h], ref, rtol=0, atol=1e-14)
     # the layer-mean product is the mean over all H^(l+1) head paths of their products
     for layer in range(L):
-        paths = [np.linalg.multi_dot([A[j, path[j]] for j in range(layer, -1, -1)]) if layer else A[0, path[0]]
-                 for path in itertools.product(range(H), repeat=layer + 1)]
+        paths = [
+            np.linalg.multi_dot([A[j, path[j]] for j in range(layer, -1, -1)])
+            if layer
+            else A[0, path[0]]
+            for path in itertools.product(range(H), repeat=layer + 1)
+        ]
         np.testing.assert_allclose(mean[layer], np.mean(paths, axis=0), rtol=0, atol=1e-13)
     np.testing.assert_allclose(same.sum(-1), 1.0, atol=1e-13)
 
@@ -159,7 +180,9 @@ def test_fisher_rao_is_a_metric_on_the_simplex(seed, n, alpha):
 
 def test_fisher_rao_extremes_and_errors():
     e = np.eye(4)
-    np.testing.assert_allclose(fisher_rao_rows(e, e[::-1]), math.pi, rtol=0, atol=1e-15)  # disjoint supports
+    np.testing.assert_allclose(
+        fisher_rao_rows(e, e[::-1]), math.pi, rtol=0, atol=1e-15
+    )  # disjoint supports
     assert fisher_rao_rows([2.0, 2.0], [0.5, 0.5]) == 0.0  # rows are rescaled to sum 1
     with pytest.raises(InvalidInputError, match="one shape"):
         fisher_rao_rows(np.ones((2, 3)), np.ones((3, 3)))
@@ -176,13 +199,22 @@ def test_entropy_against_scipy():
     rng = np.random.default_rng(3)
     A = stochastic(rng, (2, 3, 9, 9), alpha=0.2)
     A[0, 0, 4] = np.eye(9)[4]  # a one-hot row: 0 bits
-    want = np.array([[np.mean([entropy(row, base=2) for row in A[i, j]]) for j in range(3)] for i in range(2)])
+    want = np.array(
+        [[np.mean([entropy(row, base=2) for row in A[i, j]]) for j in range(3)] for i in range(2)]
+    )
     np.testing.assert_allclose(row_entropy(A), want, rtol=1e-12, atol=1e-14)
-    assert row_entropy(np.full((1, 8, 8), 1 / 8)) == pytest.approx([3.0], abs=1e-14)  # uniform on 8: 3 bits
+    assert row_entropy(np.full((1, 8, 8), 1 / 8)) == pytest.approx(
+        [3.0], abs=1e-14
+    )  # uniform on 8: 3 bits
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 24), alpha=st.floats(0.1, 2.0), causal=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 24),
+    alpha=st.floats(0.1, 2.0),
+    causal=st.booleans(),
+)
 def test_js_geometry_against_scipy(seed, n, alpha, causal):
     from scipy.sparse.csgraph import minimum_spanning_tree
     from scipy.spatial.distance import pdist, squareform
@@ -271,5 +303,7 @@ def test_mean_std_against_numpy():
     mean, std = _mean_std(x)
     with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
         np.testing.assert_allclose(mean, np.nanmean(x, 0), rtol=1e-14, equal_nan=True)
-    np.testing.assert_allclose(std[[0, 1, 2, 3, 6]], np.nanstd(x[:, [0, 1, 2, 3, 6]], 0, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(
+        std[[0, 1, 2, 3, 6]], np.nanstd(x[:, [0, 1, 2, 3, 6]], 0, ddof=1), rtol=1e-12
+    )
     assert np.isnan(std[4]) and np.isnan(std[5]) and np.isnan(mean[4])  # one value: no spread

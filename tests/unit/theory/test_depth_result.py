@@ -18,11 +18,26 @@ def synthetic(T=3, L=4, H=2, seed=0, model="toy") -> Depth:
     idt = u(T, L + 1) * 8
     idt[0, 1] = np.nan  # a text too short for TwoNN at one depth
     return Depth(
-        model=model, causal=False, n_layers=L, n_heads=H, texts=[f"text {i}" for i in range(T)], k=5,
-        n_tokens=rng.integers(10, 40, size=T), k_used=np.full(T, 5), res_hidden=u(T, L + 1),
-        res_path_head=u(T, L, H), res_path_mean=u(T, L), js_mean=u(T, L, H), js_diameter=u(T, L, H),
-        h0_total=u(T, L, H) * 9, entropy=u(T, L, H) * 4, fisher_rao=u(T, L - 1, H) * 3, knn_overlap=u(T, L),
-        intrinsic_dim=u(L + 1) * 10, id_points=np.full(L + 1, 60), intrinsic_dim_text=idt,
+        model=model,
+        causal=False,
+        n_layers=L,
+        n_heads=H,
+        texts=[f"text {i}" for i in range(T)],
+        k=5,
+        n_tokens=rng.integers(10, 40, size=T),
+        k_used=np.full(T, 5),
+        res_hidden=u(T, L + 1),
+        res_path_head=u(T, L, H),
+        res_path_mean=u(T, L),
+        js_mean=u(T, L, H),
+        js_diameter=u(T, L, H),
+        h0_total=u(T, L, H) * 9,
+        entropy=u(T, L, H) * 4,
+        fisher_rao=u(T, L - 1, H) * 3,
+        knn_overlap=u(T, L),
+        intrinsic_dim=u(L + 1) * 10,
+        id_points=np.full(L + 1, 60),
+        intrinsic_dim_text=idt,
         provenance={"created": "now"},
     )
 
@@ -30,7 +45,11 @@ def synthetic(T=3, L=4, H=2, seed=0, model="toy") -> Depth:
 def test_summary_rows_per_depth():
     d = synthetic()
     cols = d.summary()
-    assert cols.n_rows == 5 and cols["depth"].tolist() == [0, 1, 2, 3, 4] and cols["layer"].tolist() == [-1, 0, 1, 2, 3]
+    assert (
+        cols.n_rows == 5
+        and cols["depth"].tolist() == [0, 1, 2, 3, 4]
+        and cols["layer"].tolist() == [-1, 0, 1, 2, 3]
+    )
     # hidden-state measures from depth 0; attention measures from depth 1; movement from depth 2
     np.testing.assert_allclose(cols["res_hidden"], d.res_hidden.mean(0), rtol=1e-14)
     np.testing.assert_allclose(cols["res_hidden_std"], d.res_hidden.std(0, ddof=1), rtol=1e-12)
@@ -40,7 +59,9 @@ def test_summary_rows_per_depth():
     assert np.isnan(cols["fisher_rao"][:2]).all()
     np.testing.assert_allclose(cols["fisher_rao"][2:], d.fisher_rao.mean(2).mean(0), rtol=1e-14)
     # NaN (too few tokens) is left out of the mean, not propagated
-    assert cols["intrinsic_dim_text"][1] == pytest.approx(np.nanmean(d.intrinsic_dim_text[:, 1]), rel=1e-14)
+    assert cols["intrinsic_dim_text"][1] == pytest.approx(
+        np.nanmean(d.intrinsic_dim_text[:, 1]), rel=1e-14
+    )
     heads = d.head_table()
     assert heads.n_rows == 8 and heads["layer"].tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
     assert np.isnan(heads["fisher_rao"][:2]).all()
@@ -99,11 +120,17 @@ def test_figure_one_and_two_results():
     two = plot_depth(a, b)
     assert two.axes[0].get_xlabel() == "relative depth (depth / L)"
     labels = two.axes[1].get_legend_handles_labels()[1]
-    assert labels == ["toy, layer-mean product", "toy, same-head paths", "other, layer-mean product",
-                      "other, same-head paths"]
+    assert labels == [
+        "toy, layer-mean product",
+        "toy, same-head paths",
+        "other, layer-mean product",
+        "other, same-head paths",
+    ]
     x, _ = two.axes[0].lines[1].get_data()  # the other model's res(X), depth / 7
     np.testing.assert_allclose(x, np.arange(8) / 7)
-    files = depth_bundle(a, b).files(formats=["svg"])  # one rendering: each costs seconds on a loaded machine
+    files = depth_bundle(a, b).files(
+        formats=["svg"]
+    )  # one rendering: each costs seconds on a loaded machine
     assert list(files) == ["figures/depth.svg"] and files["figures/depth.svg"].startswith(b"<?xml")
     with pytest.raises(InvalidInputError, match="Depth"):
         plot_depth(object())

@@ -9,13 +9,13 @@ import math
 import gudhi
 import numpy as np
 import pytest
-from _reference import mst_minimax
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.cluster.hierarchy import cophenet, fcluster
 from scipy.cluster.hierarchy import linkage as sc_linkage
 from scipy.spatial.distance import pdist, squareform
 
+from _reference import mst_minimax
 from attntopo.errors import InvalidInputError, InvalidMatrixError, OutOfRangeError
 from attntopo.topology import persistence
 from attntopo.topology.complex import (
@@ -59,7 +59,6 @@ def brute_simplices(D, eps, k):
     return out
 
 
-
 # ------------------------------------------------------------------- complex_at
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("q", [0.1, 0.35, 0.7])
@@ -82,7 +81,9 @@ def test_complex_matches_gudhi_rips(seed):
     n = 14
     D = js_like(rng, n)
     eps = float(np.quantile(D[np.triu_indices(n, 1)], 0.4))
-    st_ = gudhi.RipsComplex(distance_matrix=D, max_edge_length=np.inf).create_simplex_tree(max_dimension=2)
+    st_ = gudhi.RipsComplex(distance_matrix=D, max_edge_length=np.inf).create_simplex_tree(
+        max_dimension=2
+    )
     by_dim = {1: [], 2: []}
     for s, f in st_.get_simplices():
         if len(s) >= 2 and f <= eps:
@@ -221,7 +222,9 @@ def test_clusters_match_fcluster_and_h0(seed):
         ref = fcluster(Z, eps, criterion="distance")
         # same partition (labels may differ): identical co-membership
         assert np.array_equal(lab[:, None] == lab[None, :], ref[:, None] == ref[None, :])
-        assert lab.max() + 1 == dgm.betti(eps)[0] == complex_at(D, eps, max_simplex_dim=1).n_components
+        assert (
+            lab.max() + 1 == dgm.betti(eps)[0] == complex_at(D, eps, max_simplex_dim=1).n_components
+        )
         assert lab[0] == 0 and set(lab.tolist()) == set(range(lab.max() + 1))
         # numbered by smallest member
         firsts = [np.flatnonzero(lab == c)[0] for c in range(lab.max() + 1)]
@@ -248,11 +251,7 @@ def test_linkage_heights_are_h0_deaths_and_dendrogram():
 @st.composite
 def metrics(draw):
     n = draw(st.integers(2, 9))
-    pts = draw(
-        st.lists(
-            st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=n, max_size=n
-        )
-    )
+    pts = draw(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=n, max_size=n))
     X = np.array(pts, dtype=float)
     return squareform(pdist(X, "chebyshev"))  # integer-valued: many ties and zeros
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import pdist, squareform
 
-from attntopo.errors import InvalidInputError
 from attntopo.constants import SUMMARY_STATS
+from attntopo.errors import InvalidInputError
 from attntopo.topology import Diagram, persistence, summary_table
 
 INF = math.inf
@@ -230,9 +230,15 @@ def test_summary_edge_cases():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 5e-324, 1e-300, 0.01, 0.2, 0.5, 1.0, 7.0])),
-                max_size=12),
-       st.sampled_from([2.0, math.e, 10.0]))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3), st.sampled_from([0.0, 5e-324, 1e-300, 0.01, 0.2, 0.5, 1.0, 7.0])
+        ),
+        max_size=12,
+    ),
+    st.sampled_from([2.0, math.e, 10.0]),
+)
 def test_lifetime_entropy_equals_a_loop_per_group(bars, base):
     """The one entropy behind summary_table and the features' Bars: per group, a loop over its
     lifetimes (scipy.stats.entropy normalises and skips zeros the same way)."""

@@ -29,12 +29,20 @@ def _reference(D: np.ndarray, maxdim: int, threshold: float) -> list[np.ndarray]
     R = np.zeros((n, n), dtype=np.float32)
     R[i, j] = inv[1:]
     R[j, i] = inv[1:]
-    thr = INF if not np.isfinite(threshold) else float(np.searchsorted(values, threshold, "right") - 1)
+    thr = (
+        INF
+        if not np.isfinite(threshold)
+        else float(np.searchsorted(values, threshold, "right") - 1)
+    )
     raw = ripser_parallel(R, metric="precomputed", maxdim=maxdim, thresh=thr)["dgms"]
     out = []
     for d in range(maxdim + 1):
         a = np.asarray(raw[d], dtype=np.float64).reshape(-1, 2)
-        b = np.where(np.isfinite(a), values[np.clip(np.rint(np.nan_to_num(a, posinf=0)).astype(int), 0, None)], INF)
+        b = np.where(
+            np.isfinite(a),
+            values[np.clip(np.rint(np.nan_to_num(a, posinf=0)).astype(int), 0, None)],
+            INF,
+        )
         b = b[b[:, 1] > b[:, 0]]
         out.append(b[np.lexsort((b[:, 1], b[:, 0]))])
     return out
@@ -88,7 +96,7 @@ def test_ranks_equal_numpy_unique_per_row(case):
         np.testing.assert_array_equal(units[k], inv[1:].astype(np.float32))
         assert nvals[k] == values.size
         np.testing.assert_array_equal(V[k, : values.size], values)
-        assert np.all(np.isinf(V[k, values.size:]))
+        assert np.all(np.isinf(V[k, values.size :]))
 
 
 @settings(max_examples=40, deadline=None)
@@ -116,7 +124,9 @@ def test_condense_symmetrizes_only_skewed_matrices():
     np.testing.assert_array_equal(engines.condense([S, skew]), C)
 
 
-@pytest.mark.parametrize("engine", [e for e in ("auto", "giotto", "ripser", "gudhi") if e in engines.available_engines()])
+@pytest.mark.parametrize(
+    "engine", [e for e in ("auto", "giotto", "ripser", "gudhi") if e in engines.available_engines()]
+)
 def test_every_engine_through_the_stack(engine):
     rng = np.random.default_rng(7)
     X = rng.random((4, 9, 9))
@@ -150,7 +160,9 @@ def test_serial_batch_reports_every_matrix():
         A = np.triu(rng.random((n, n)), 1)
         mats.append(A + A.T)
     seen = []
-    persistence_batch(mats, n_jobs=1, progress=lambda done, total, stage: seen.append((done, total)))
+    persistence_batch(
+        mats, n_jobs=1, progress=lambda done, total, stage: seen.append((done, total))
+    )
     assert seen and seen[-1] == (37, 37)
     assert all(b[0] >= a[0] for a, b in zip(seen, seen[1:]))
 

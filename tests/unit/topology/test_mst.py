@@ -8,16 +8,15 @@ import math
 import numpy as np
 import pytest
 import torch
-from _feature_refs import attention_matrices
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ripser import ripser
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from attntopo.errors import InvalidInputError, InvalidMatrixError
+from _feature_refs import attention_matrices
 from attntopo.distances import token_distances
-from attntopo.topology import persistence
-from attntopo.topology import h0_deaths, h0_diagrams, prim_edges
+from attntopo.errors import InvalidInputError, InvalidMatrixError
+from attntopo.topology import h0_deaths, h0_diagrams, persistence, prim_edges
 
 
 def _scipy_mst_lengths(D: np.ndarray) -> np.ndarray:
@@ -94,8 +93,13 @@ def _partition(labels: np.ndarray) -> set:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**31 - 1), st.integers(1, 4), st.integers(2, 20), st.booleans(),
-       st.sampled_from([torch.float64, torch.float32]))
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 4),
+    st.integers(2, 20),
+    st.booleans(),
+    st.sampled_from([torch.float64, torch.float32]),
+)
 def test_single_linkage_is_scipys(seed, b, n, ties, dtype):
     """Every head's linkage against SciPy's single linkage of the same matrix: the same heights,
     a valid linkage matrix (cluster sizes included), the same cophenetic matrix and the same
@@ -113,10 +117,14 @@ def test_single_linkage_is_scipys(seed, b, n, ties, dtype):
         want = linkage(squareform(D[k], checks=False), "single")
         assert is_valid_linkage(Z[k])
         assert np.all(Z[k][:, 0] < Z[k][:, 1])
-        np.testing.assert_allclose(Z[k][:, 2], want[:, 2], rtol=0, atol=0)  # min over entries: exact
+        np.testing.assert_allclose(
+            Z[k][:, 2], want[:, 2], rtol=0, atol=0
+        )  # min over entries: exact
         np.testing.assert_array_equal(cophenet(Z[k]), cophenet(want))
         for t in np.unique(want[:, 2]):
-            assert _partition(fcluster(Z[k], t, "distance")) == _partition(fcluster(want, t, "distance"))
+            assert _partition(fcluster(Z[k], t, "distance")) == _partition(
+                fcluster(want, t, "distance")
+            )
 
 
 def test_single_linkage_of_a_synthetic_head_and_the_public_functions():
@@ -135,7 +143,9 @@ def test_single_linkage_of_a_synthetic_head_and_the_public_functions():
         np.testing.assert_array_equal(got, Z[k])
         np.testing.assert_array_equal(got[:, 2], want[:, 2])
         np.testing.assert_array_equal(cophenet(got), cophenet(want))
-        np.testing.assert_array_equal(connection_scales(torch.from_numpy(D[k])), connection_scales(D[k]))
+        np.testing.assert_array_equal(
+            connection_scales(torch.from_numpy(D[k])), connection_scales(D[k])
+        )
 
 
 def test_single_linkage_refuses_bad_shapes():
@@ -163,5 +173,9 @@ def test_single_linkage_refuses_bad_shapes():
     assert lengths.shape == a.shape == b.shape == (2, 5) and a.dtype == torch.int64
     assert torch.all(lengths[:, 1:] >= lengths[:, :-1])
     np.testing.assert_array_equal(lengths.numpy(), h0_deaths(D).numpy())
-    np.testing.assert_array_equal(lengths.numpy(), np.take_along_axis(D.numpy()[np.arange(2)[:, None], a.numpy()],
-                                                                        b.numpy()[:, :, None], 2)[:, :, 0])
+    np.testing.assert_array_equal(
+        lengths.numpy(),
+        np.take_along_axis(D.numpy()[np.arange(2)[:, None], a.numpy()], b.numpy()[:, :, None], 2)[
+            :, :, 0
+        ],
+    )

@@ -9,8 +9,8 @@ import pytest
 from scipy.sparse.csgraph import connected_components
 
 from attntopo.errors import InvalidInputError, MissingDependencyError
-from attntopo.topology import persistence
 from attntopo.topology import multiparameter as mpm
+from attntopo.topology import persistence
 from attntopo.topology.multiparameter import (
     HilbertFunction,
     arrival_times,
@@ -19,7 +19,9 @@ from attntopo.topology.multiparameter import (
     signed_measure,
 )
 
-needs_multipers = pytest.mark.skipif(not mpm.multipers_available(), reason="multipers not installed")
+needs_multipers = pytest.mark.skipif(
+    not mpm.multipers_available(), reason="multipers not installed"
+)
 
 
 def _metric(n: int, seed: int) -> np.ndarray:
@@ -146,7 +148,8 @@ def test_multipers_with_ties_and_arbitrary_times():
 def test_multipers_tiny(n):
     D = SQUARE[:n, :n]
     np.testing.assert_array_equal(
-        hilbert_function(D, backend="multipers").values, hilbert_function(D, backend="slices").values
+        hilbert_function(D, backend="multipers").values,
+        hilbert_function(D, backend="slices").values,
     )
 
 

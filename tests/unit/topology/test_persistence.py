@@ -19,12 +19,13 @@ from attntopo.errors import InvalidInputError, InvalidMatrixError, MissingDepend
 from attntopo.topology import (
     ENGINES,
     Diagram,
+    _pool,
     available_engines,
+    engines,
     persistence,
     persistence_batch,
     pool_shutdown,
 )
-from attntopo.topology import _pool, engines
 
 # the package attribute `persistence` is the function; the module is in sys.modules
 persistence_module = importlib.import_module("attntopo.topology.persistence")
@@ -301,21 +302,33 @@ def test_matrix_validation_tolerances():
 
 @pytest.mark.parametrize("maxdim", [-1, 4, 1.5, True, "1", None])
 def test_maxdim_validation(maxdim):
-    _raises(InvalidInputError, r"maxdim must be an int in 0\.\.3", persistence, square(), maxdim=maxdim)
+    _raises(
+        InvalidInputError, r"maxdim must be an int in 0\.\.3", persistence, square(), maxdim=maxdim
+    )
 
 
 @pytest.mark.parametrize("threshold", [0, -1.0, float("nan"), "a", None, True])
 def test_threshold_validation(threshold):
-    _raises(InvalidInputError, r"threshold must be a positive number",
-            persistence, square(), maxdim=1, threshold=threshold)
+    _raises(
+        InvalidInputError,
+        r"threshold must be a positive number",
+        persistence,
+        square(),
+        maxdim=1,
+        threshold=threshold,
+    )
 
 
 def test_engine_and_threads_validation(monkeypatch):
     D = square()
-    _raises(InvalidInputError, r"unknown persistence engine 'foo'; allowed: 'auto', 'giotto'",
-            persistence, D, engine="foo")
-    _raises(InvalidInputError, r"n_jobs must be None or an int >= 1",
-            persistence, D, n_jobs=0)
+    _raises(
+        InvalidInputError,
+        r"unknown persistence engine 'foo'; allowed: 'auto', 'giotto'",
+        persistence,
+        D,
+        engine="foo",
+    )
+    _raises(InvalidInputError, r"n_jobs must be None or an int >= 1", persistence, D, n_jobs=0)
     monkeypatch.setitem(engines._AVAILABLE_CACHE, "ripser", False)
     msg = _raises(MissingDependencyError, r"pip install ripser", persistence, D, engine="ripser")
     assert "'ripser'" in msg
@@ -329,20 +342,31 @@ def test_engine_and_threads_validation(monkeypatch):
 def test_batch_validation():
     good = square()
     bad = np.array([[0, 1.0], [2.0, 0]])
-    _raises(InvalidMatrixError, r"^Ds\[2\]: distance matrix must be symmetric",
-            persistence_batch, [good, good, bad])
-    _raises(InvalidMatrixError, r"^Ds\[1\]: expected a square",
-            persistence_batch, [good, np.zeros((2, 3))])
+    _raises(
+        InvalidMatrixError,
+        r"^Ds\[2\]: distance matrix must be symmetric",
+        persistence_batch,
+        [good, good, bad],
+    )
+    _raises(
+        InvalidMatrixError,
+        r"^Ds\[1\]: expected a square",
+        persistence_batch,
+        [good, np.zeros((2, 3))],
+    )
     _raises(InvalidMatrixError, r"for one matrix use persistence\(D\)", persistence_batch, good)
     _raises(InvalidMatrixError, r"shape \(\.\.\., n, n\)", persistence_batch, np.zeros((2, 3, 4)))
     _raises(InvalidMatrixError, r"sequence of \(n, n\) matrices", persistence_batch, 3)
     arr = np.stack([good, good])
     arr[1, 0, 0] = 1
-    _raises(InvalidMatrixError, r"^Ds\[1\]: distance matrix must have a zero diagonal",
-            persistence_batch, arr)
+    _raises(
+        InvalidMatrixError,
+        r"^Ds\[1\]: distance matrix must have a zero diagonal",
+        persistence_batch,
+        arr,
+    )
     for n_jobs in (0, -2, 1.5, True):
-        _raises(InvalidInputError, r"n_jobs must be None", persistence_batch, [good],
-                n_jobs=n_jobs)
+        _raises(InvalidInputError, r"n_jobs must be None", persistence_batch, [good], n_jobs=n_jobs)
     _raises(InvalidInputError, r"maxdim", persistence_batch, [good], maxdim=7)
 
 
