@@ -11,7 +11,7 @@ JOBS   ?= 2
 # suite never fails by chance; `make test HYPOTHESIS=dev` (or plain pytest) explores new ones
 HYPOTHESIS ?= ci
 
-.PHONY: demo test test-fast bench bench-quick experiments install clean browser fortunes loadtest fuzz
+.PHONY: demo test test-fast lint bench bench-quick experiments install clean browser fortunes loadtest fuzz
 
 install: $(STAMP)
 
@@ -60,7 +60,12 @@ FORTUNES := /usr/share/games/fortunes/computers
 fortunes:
 	$(call apt_install,fortunes,$(FORTUNES),the fortune tests)
 
-test: $(STAMP) browser fortunes
+# ruff (pinned in the test extra; rules in pyproject.toml) over the whole tree: lint and format
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: $(STAMP) lint browser fortunes
 	ATTNTOPO_HYPOTHESIS=$(HYPOTHESIS) $(PY) -m pytest -n $(JOBS) --dist loadgroup -q
 
 test-fast: $(STAMP)
