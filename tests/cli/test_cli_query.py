@@ -5,8 +5,11 @@ the rest, ``--csv`` and ``--json`` write rows as they come (into ``--output FILE
 and DuckDB runs under ``--memory-limit`` (default 1GB).  The bound (docs/corpus.md §4): the
 process's peak resident memory stays within the memory limit plus 500 MB.
 
-Peak memory is the child's own ``ru_maxrss`` (``os.wait4``), not that of every child this test
-process ever waited for."""
+Peak memory is the query process's own ``VmHWM`` (``/proc/self/status``), read as it exits.
+Not the child's ``ru_maxrss`` from ``os.wait4``: on Linux a child starts from its parent's
+peak (``exec`` carries the old address space's high-water mark over, fork and vfork alike), so
+under a pytest worker that had loaded models it read 850 MB for a query whose own peak was
+480 MB."""
 
 from __future__ import annotations
 
@@ -33,21 +36,39 @@ def store(tmp_path_factory):
     return small_store(tmp_path_factory.mktemp("q") / "store", ["a b", "c d", "e", "f", "g"]).path
 
 
-def _peak(args: list[str], out_path) -> tuple[int, int, str]:
+# ``python -m attntopo`` that writes its own peak resident size (VmHWM, KiB) as it exits
+_MEASURED = """\
+import atexit, os, runpy, sys
+
+
+def _peak():
+    with open("/proc/self/status") as f:
+        kib = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+    with open(os.environ["ATTNTOPO_TEST_PEAK"], "w") as f:
+        f.write(kib)
+
+
+atexit.register(_peak)
+sys.argv[0] = "attntopo"
+runpy.run_module("attntopo", run_name="__main__", alter_sys=True)
+"""
+
+
+def _peak(args: list[str], out_path) -> tuple[int, int | None, str]:
     """``(exit code, peak resident bytes, stderr)`` of ``attntopo query ARGS``, its stdout
-    written to ``out_path``."""
-    env = dict(os.environ, COLUMNS="80")
+    written to ``out_path``; the peak is the query process's own (module docstring)."""
+    peak_file = out_path.with_name(out_path.name + ".peak")
+    env = dict(os.environ, COLUMNS="80", ATTNTOPO_TEST_PEAK=str(peak_file))
     with open(out_path, "wb") as out:
-        p = subprocess.Popen(
-            [sys.executable, "-m", "attntopo", "query", *args],
+        p = subprocess.run(
+            [sys.executable, "-c", _MEASURED, "query", *args],
             stdout=out,
             stderr=subprocess.PIPE,
             cwd=ROOT,
             env=env,
         )
-        err = p.stderr.read().decode()
-        _, status, usage = os.wait4(p.pid, 0)
-    return os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024, err
+    peak = int(peak_file.read_text()) * 1024 if peak_file.exists() else None
+    return p.returncode, peak, p.stderr.decode()
 
 
 def _tail(path, n: int = 200) -> str:

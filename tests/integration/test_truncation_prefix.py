@@ -109,14 +109,26 @@ def test_truncated_tokens_are_those_of_the_whole_text(described, data):
     _check(d, text)
 
 
+# The peak is this process's own VmHWM, reset before the call (/proc/self/clear_refs), not
+# ru_maxrss: a child's ru_maxrss starts at its parent's peak (exec keeps the high-water mark),
+# so under a pytest worker with models loaded growth would hide below it.
 _PEAK = """
-import resource, sys
+import sys
 from attntopo.models import describe_model
+
+
+def hwm_kib():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+
 d = describe_model(sys.argv[1])
 text = ("the cat sat on the mat while attention topology persists " * 90_000)[:5_000_000]
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+before = hwm_kib()
 enc = d.tokenize(text, truncate=True)
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+after = hwm_kib()
 print(len(enc.ids), enc.truncated, (after - before) // 1024)
 """
 
