@@ -1,4 +1,4 @@
-"""The command scaffold of ``cli/_common.py`` in-process (no model): ``@command`` declares a shared
+"""The command scaffold of ``cli/_options.py`` in-process (no model): ``@command`` declares a shared
 option from its parameter name, words it with ``helps=``, types a static ``--plot-format`` with
 ``static_figures=``, and refuses a parameter it cannot declare."""
 
@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from attntopo.cli._common import command
+from attntopo.cli._options import command
 
 
 def _app(**options):

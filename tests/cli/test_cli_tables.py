@@ -507,17 +507,17 @@ def test_every_command_table_reads_back_at_every_width(name, tmp_path, capsys, m
     """Each command runs once in this process; each table it prints is printed again through the
     same printer at 40, 80 and 200 columns and at a pipe's width, read back and compared with the
     cells the command gave it (``words`` and ``models`` also with their ``--json``)."""
-    from attntopo.cli import _common
+    from attntopo.cli import _common, _output
 
     args = COMMANDS[name](tmp_path)
     tables = []
-    real = _common.render_table
+    real = _output.render_table
 
     def record(table, console):
         tables.append(copy.deepcopy(table))
         real(table, console)
 
-    monkeypatch.setattr(_common, "render_table", record)
+    monkeypatch.setattr(_output, "render_table", record)
     code = _common.main(args)
     out, err = capsys.readouterr()
     assert code == 0, err

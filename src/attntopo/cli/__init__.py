@@ -26,8 +26,9 @@ Commands (one module each)
                        (``_context``).
 ``attntopo --version``
 
-What the commands share — the typer ``app``, common options, input checks, model loading, output
-helpers and :func:`main` — lives in ``_common``.  Figures come from :mod:`attntopo.plots.bundles`.
+What the commands share: the typer ``app``, the shared options and ``@command`` in ``_options``;
+the consoles, tables and ``--json`` output in ``_output``; input checks, model loading, saving and
+:func:`main` in ``_common``.  Figures come from :mod:`attntopo.plots.bundles`.
 
 Exit codes: 0 success; 2 bad input (one ``error: …`` line on stderr, no traceback unless
 ``--debug``, nothing written); 1 an unexpected failure; 130 interrupted.

@@ -13,26 +13,10 @@ from .. import __version__
 from .._validation import check_maxdim, check_number, check_threshold
 from ..constants import DEFAULT_MODEL, SUMMARY_STATS
 from ..errors import InvalidInputError
-from ._common import (
-    DEFAULT_TOP,
-    EngineName,
-    Metric,
-    PaperMode,
-    command,
-    console,
-    data_table,
-    esc,
-    grid_points,
-    json_doc,
-    num,
-    opening,
-    parse_indices,
-    plural,
-    print_table,
-    progress_bar,
-    read_text,
-    where_line,
-)
+from ._common import opening, progress_bar, read_text
+from ._options import DEFAULT_TOP, EngineName, Metric, PaperMode, command, parse_indices
+from ._output import console, esc, grid_points, json_doc, num, plural, print_table, where_line
+from ._table import data_table
 
 _ANALYZE_EPILOG = (
     "[bold]Examples[/bold]\n"

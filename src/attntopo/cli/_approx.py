@@ -11,19 +11,10 @@ import typer
 
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
-from ._common import (
-    command,
-    console,
-    data_table,
-    esc,
-    model_line,
-    num,
-    opening,
-    parse_indices,
-    print_table,
-    progress_bar,
-    read_text,
-)
+from ._common import opening, progress_bar, read_text
+from ._options import command, parse_indices
+from ._output import console, esc, model_line, num, print_table
+from ._table import data_table
 
 _APPROX_EPILOG = (
     "[bold]Examples[/bold]\n"

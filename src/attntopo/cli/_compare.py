@@ -15,22 +15,10 @@ from .._validation import check_dim, check_maxdim, check_scale
 from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError, OutOfRangeError
 from ..words import split_words
-from ._common import (
-    DEFAULT_TOP,
-    Metric,
-    command,
-    console,
-    data_table,
-    esc,
-    grid_points,
-    json_doc,
-    model_line,
-    num,
-    opening,
-    parse_indices,
-    print_table,
-    progress_bar,
-)
+from ._common import opening, progress_bar
+from ._options import DEFAULT_TOP, Metric, command, parse_indices
+from ._output import console, esc, grid_points, json_doc, model_line, num, print_table
+from ._table import data_table
 
 _COMPARE_EPILOG = (
     "[bold]Examples[/bold]\n"

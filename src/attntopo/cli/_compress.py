@@ -11,16 +11,9 @@ import typer
 from .._validation import check_choice
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
-from ._common import (
-    command,
-    console,
-    esc,
-    model_line,
-    opening,
-    parse_indices,
-    read_text,
-    status,
-)
+from ._common import opening, read_text, status
+from ._options import command, parse_indices
+from ._output import console, esc, model_line
 
 _COMPRESS_EPILOG = (
     "[bold]Examples[/bold]\n"

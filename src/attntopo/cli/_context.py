@@ -10,18 +10,10 @@ import typer
 
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
-from ._common import (
-    TextsFileOpt,
-    command,
-    console,
-    data_table,
-    esc,
-    model_line,
-    opening,
-    print_table,
-    progress_bar,
-    read_texts,
-)
+from ._common import opening, progress_bar, read_texts
+from ._options import TextsFileOpt, command
+from ._output import console, esc, model_line, print_table
+from ._table import data_table
 
 _CONTEXT_EPILOG = (
     "[bold]Examples[/bold]\n"

@@ -12,16 +12,9 @@ import typer
 
 from .. import __version__
 from ..constants import DEFAULT_MODEL, ENGINE_NAMES
-from ._common import (
-    JobsOpt,
-    check_layers_heads,
-    command,
-    console,
-    err_console,
-    esc,
-    json_doc,
-    print_json,
-)
+from ._common import check_layers_heads
+from ._options import JobsOpt, command
+from ._output import console, err_console, esc, json_doc, print_json
 
 _CORPUS_EPILOG = (
     "[bold]Examples[/bold]\n"

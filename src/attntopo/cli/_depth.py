@@ -10,20 +10,10 @@ import typer
 
 from .._validation import check_positive_int
 from ..constants import DEFAULT_MODEL
-from ._common import (
-    TextsArg,
-    TextsFileOpt,
-    command,
-    console,
-    data_table,
-    esc,
-    model_line,
-    num,
-    opening,
-    print_table,
-    progress_bar,
-    read_texts,
-)
+from ._common import opening, progress_bar, read_texts
+from ._options import TextsArg, TextsFileOpt, command
+from ._output import console, esc, model_line, num, print_table
+from ._table import data_table
 
 _DEPTH_EPILOG = (
     "[bold]Examples[/bold]\n"

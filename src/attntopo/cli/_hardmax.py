@@ -12,22 +12,10 @@ import typer
 from .. import __version__
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
-from ._common import (
-    OutOpt,
-    app,
-    command,
-    console,
-    data_table,
-    err_console,
-    esc,
-    finish_result,
-    opening,
-    plural,
-    print_table,
-    read_text,
-    status,
-    with_help,
-)
+from ._common import finish_result, opening, read_text, status
+from ._options import OutOpt, app, command, with_help
+from ._output import console, err_console, esc, plural, print_table
+from ._table import data_table
 
 hardmax_app = typer.Typer(
     name="hardmax",

@@ -12,22 +12,10 @@ from .. import __version__
 from .._validation import check_maxdim, check_scale
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
-from ._common import (
-    Metric,
-    command,
-    console,
-    data_table,
-    esc,
-    finish_result,
-    fmt,
-    json_doc,
-    num,
-    opening,
-    plural,
-    print_table,
-    progress_bar,
-    read_text,
-)
+from ._common import finish_result, opening, progress_bar, read_text
+from ._options import Metric, command
+from ._output import console, esc, fmt, json_doc, num, plural, print_table
+from ._table import data_table
 
 _HEADS_EPILOG = (
     "[bold]Examples[/bold]\n"

@@ -11,14 +11,10 @@ from rich.text import Text
 
 from ..constants import DEFAULT_MODEL
 from ..models.describe import describe_alias
-from ._common import (
-    command,
-    console,
-    data_table,
-    esc,
-    finish_listing,
-    print_table,
-)
+from ._common import finish_listing
+from ._options import command
+from ._output import console, esc, print_table
+from ._table import data_table
 
 _MODELS_EPILOG = (
     "[bold]Examples[/bold]\n"

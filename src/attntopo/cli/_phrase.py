@@ -12,22 +12,10 @@ from .. import __version__
 from .._validation import check_dim, check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
-from ._common import (
-    DEFAULT_TOP,
-    Metric,
-    command,
-    console,
-    data_table,
-    esc,
-    grid_points,
-    json_doc,
-    num,
-    opening,
-    parse_indices,
-    plural,
-    print_table,
-    progress_bar,
-)
+from ._common import opening, progress_bar
+from ._options import DEFAULT_TOP, Metric, command, parse_indices
+from ._output import console, esc, grid_points, json_doc, num, plural, print_table
+from ._table import data_table
 
 _PHRASE_EPILOG = (
     "[bold]Examples[/bold]\n"

@@ -21,7 +21,10 @@ import typer
 
 from .. import __version__
 from ..errors import InvalidInputError
-from ._common import check_writable_parent, command, data_table, plural, print_table
+from ._common import check_writable_parent
+from ._options import command
+from ._output import plural, print_table
+from ._table import data_table
 
 _QUERY_EPILOG = (
     "[bold]Examples[/bold]\n"

@@ -13,18 +13,9 @@ import typer
 from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError
-from ._common import (
-    Metric,
-    check_writable_parent,
-    command,
-    err_console,
-    esc,
-    opening,
-    parse_indices,
-    progress_bar,
-    read_text,
-    status,
-)
+from ._common import check_writable_parent, opening, progress_bar, read_text, status
+from ._options import Metric, command, parse_indices
+from ._output import err_console, esc
 
 _REPORT_EPILOG = (
     "[bold]Examples[/bold]\n"

@@ -10,14 +10,9 @@ from .. import __version__
 from .._validation import check_byte_size, check_number
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
-from ._common import (
-    DebugOpt,
-    check_device_dtype,
-    command,
-    err_console,
-    esc,
-    with_help,
-)
+from ._common import check_device_dtype
+from ._options import DebugOpt, command, with_help
+from ._output import err_console, esc
 
 _SERVE_EPILOG = (
     "[bold]Examples[/bold]\n"

@@ -1,7 +1,7 @@
 """Tables of values that never garble: every value whole, as it is, at any terminal width.
 
 Every table of the CLI is built with :func:`data_table` and printed with :func:`render_table`
-(``_common.print_table``).  The printer
+(``_output.print_table``).  The printer
 
 - shows each title, header and cell **literally**: a ``str`` becomes a :class:`rich.text.Text`,
   never rich markup or an emoji code (``[bold]`` and ``:x:`` stay what they are), and a control

@@ -11,23 +11,10 @@ import typer
 from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
-from ._common import (
-    Metric,
-    command,
-    console,
-    data_table,
-    diagram_points,
-    esc,
-    json_doc,
-    model_line,
-    num,
-    opening,
-    parse_indices,
-    plural,
-    print_table,
-    progress_bar,
-    read_text,
-)
+from ._common import opening, progress_bar, read_text
+from ._options import Metric, command, parse_indices
+from ._output import console, diagram_points, esc, json_doc, model_line, num, plural, print_table
+from ._table import data_table
 
 _TIMELINE_EPILOG = (
     "[bold]Examples[/bold]\n"

@@ -7,14 +7,10 @@ import time
 
 from ..constants import DEFAULT_MODEL
 from ..words import split_words
-from ._common import (
-    command,
-    data_table,
-    finish_listing,
-    opening,
-    print_table,
-    read_text,
-)
+from ._common import finish_listing, opening, read_text
+from ._options import command
+from ._output import print_table
+from ._table import data_table
 
 _WORDS_EPILOG = (
     "[bold]Examples[/bold]\n"

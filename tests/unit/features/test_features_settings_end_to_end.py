@@ -56,7 +56,7 @@ def _probe_command():
     """A throwaway command of the command-line scaffold that takes the feature settings."""
     import typer
 
-    from attntopo.cli._common import command
+    from attntopo.cli._options import command
 
     app, got = typer.Typer(), {}
 
