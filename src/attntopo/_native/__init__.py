@@ -31,6 +31,27 @@ _state: dict[str, Any] = {}
 
 _i64 = ctypes.c_int64
 _ptr = ctypes.c_void_p
+_f64 = ctypes.c_double
+_int = ctypes.c_int
+
+# (x, m, k, c_mass, s, lo_hi, rows, r, a0, a1, out, cutoff) of attntopo_js_cross_rows (jsd.c)
+_CROSS_ROWS = [_ptr, _i64, _i64, _ptr, _ptr, _ptr, _ptr, _i64, _i64, _i64, _ptr, _f64]
+
+#: name -> (argtypes, restype) of every function of the C kernel (jsd.c), declared once
+_SIGNATURES: dict[str, tuple[list, Any]] = {
+    "attntopo_js_divergences": ([_ptr, _i64, _i64, _i64, _ptr, _i64, _f64], _i64),
+    "attntopo_js_finish": ([_ptr, _i64, _i64, _f64, _int], None),
+    "attntopo_js_divergences_many": ([_ptr, _i64, _i64, _i64, _ptr, _f64, _ptr], _i64),
+    "attntopo_js_finish_many": ([_ptr, _i64, _i64, _f64, _int], None),
+    "attntopo_js_cross_many": ([_ptr, _i64, _i64, _i64, _ptr, _i64, _ptr, _f64, _ptr], _i64),
+    "attntopo_js_cross_finish_many": ([_ptr, _i64, _i64, _ptr, _i64, _f64, _int], None),
+    "attntopo_js_rows_prepare": ([_ptr, _i64, _i64, _ptr, _ptr, _ptr], None),
+    "attntopo_js_cross_rows": (_CROSS_ROWS, _i64),
+    # the same and `nearest`: columns below it need only each row's minimum
+    "attntopo_js_cross_rows_nearest": ([*_CROSS_ROWS, _i64], _i64),
+    "attntopo_log": ([_ptr, _ptr, _i64], None),
+    "attntopo_simd_level": ([], _int),
+}
 
 
 def disabled_by_env() -> bool:
@@ -50,95 +71,9 @@ def _load() -> ctypes.CDLL | None:
                 error = "not built (no C compiler at install time?)"
             else:
                 lib = ctypes.CDLL(spec.origin)
-                lib.attntopo_js_divergences.argtypes = [
-                    _ptr,
-                    _i64,
-                    _i64,
-                    _i64,
-                    _ptr,
-                    _i64,
-                    ctypes.c_double,
-                ]
-                lib.attntopo_js_divergences.restype = _i64
-                lib.attntopo_js_finish.argtypes = [_ptr, _i64, _i64, ctypes.c_double, ctypes.c_int]
-                lib.attntopo_js_finish.restype = None
-                lib.attntopo_js_divergences_many.argtypes = [
-                    _ptr,
-                    _i64,
-                    _i64,
-                    _i64,
-                    _ptr,
-                    ctypes.c_double,
-                    _ptr,
-                ]
-                lib.attntopo_js_divergences_many.restype = _i64
-                lib.attntopo_js_finish_many.argtypes = [
-                    _ptr,
-                    _i64,
-                    _i64,
-                    ctypes.c_double,
-                    ctypes.c_int,
-                ]
-                lib.attntopo_js_finish_many.restype = None
-                lib.attntopo_js_cross_many.argtypes = [
-                    _ptr,
-                    _i64,
-                    _i64,
-                    _i64,
-                    _ptr,
-                    _i64,
-                    _ptr,
-                    ctypes.c_double,
-                    _ptr,
-                ]
-                lib.attntopo_js_cross_many.restype = _i64
-                lib.attntopo_js_cross_finish_many.argtypes = [
-                    _ptr,
-                    _i64,
-                    _i64,
-                    _ptr,
-                    _i64,
-                    ctypes.c_double,
-                    ctypes.c_int,
-                ]
-                lib.attntopo_js_cross_finish_many.restype = None
-                lib.attntopo_js_rows_prepare.argtypes = [_ptr, _i64, _i64, _ptr, _ptr, _ptr]
-                lib.attntopo_js_rows_prepare.restype = None
-                lib.attntopo_js_cross_rows.argtypes = [
-                    _ptr,
-                    _i64,
-                    _i64,
-                    _ptr,
-                    _ptr,
-                    _ptr,
-                    _ptr,
-                    _i64,
-                    _i64,
-                    _i64,
-                    _ptr,
-                    ctypes.c_double,
-                ]
-                lib.attntopo_js_cross_rows.restype = _i64
-                lib.attntopo_js_cross_rows_nearest.argtypes = [
-                    _ptr,
-                    _i64,
-                    _i64,
-                    _ptr,
-                    _ptr,
-                    _ptr,
-                    _ptr,
-                    _i64,
-                    _i64,
-                    _i64,
-                    _ptr,
-                    ctypes.c_double,
-                    _i64,
-                ]
-                lib.attntopo_js_cross_rows_nearest.restype = _i64
-                lib.attntopo_log.argtypes = [_ptr, _ptr, _i64]
-                lib.attntopo_log.restype = None
-                lib.attntopo_simd_level.argtypes = []
-                lib.attntopo_simd_level.restype = ctypes.c_int
+                for name, (argtypes, restype) in _SIGNATURES.items():
+                    fn = getattr(lib, name)
+                    fn.argtypes, fn.restype = argtypes, restype
         except (OSError, AttributeError, ImportError) as exc:  # broken build: fall back
             lib, error = None, f"{type(exc).__name__}: {exc}"
         _state["lib"] = lib

@@ -48,6 +48,7 @@ _ANALYZE_EPILOG = (
 
 
 _HELPS = {  # the shared options in this command's words
+    "text": "The text to analyse (or use --file).",
     "model": "Model: a packaged alias (see [bold]attntopo "
     "models[/bold]), a Hugging Face id or a local folder/.gguf.",
     "layer": "Layer(s) to analyse, 0-based; repeat or comma-separate (default: all).",
@@ -65,14 +66,7 @@ _HELPS = {  # the shared options in this command's words
 
 @command(epilog=_ANALYZE_EPILOG, no_args_is_help=False, helps=_HELPS)
 def analyze(
-    text: Annotated[
-        Optional[str],
-        typer.Argument(
-            metavar="TEXT",
-            help="The text to analyse (or use --file).",
-            show_default=False,
-        ),
-    ] = None,
+    text=None,
     file=None,
     model=DEFAULT_MODEL,
     device="cpu",

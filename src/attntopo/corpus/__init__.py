@@ -64,7 +64,8 @@ from ._input import (
     record_sha256,
     text_sha256,
 )
-from ._local import BACKENDS, Prepared, finish, prepare, run
+from ._local import BACKENDS, finish, run
+from ._prepare import Prepared, prepare
 from ._settings import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_CORPUS_SETS,

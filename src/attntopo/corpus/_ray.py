@@ -65,7 +65,8 @@ from typing import Any, Iterator
 from .._progress import NO_PROGRESS, Reporter
 from .._validation import check_positive_int
 from ..errors import AttntopoError, DeviceError, InvalidInputError, MissingDependencyError
-from ._local import Prepared, log
+from ._local import log
+from ._prepare import Prepared
 from ._work import unpack_features
 
 __all__ = ["run_ray", "check_ray_address", "RayRunStats", "ActorStats", "CONNECT_TIMEOUT_S"]

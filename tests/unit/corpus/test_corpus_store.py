@@ -858,10 +858,10 @@ def test_an_empty_input_is_refused_and_makes_no_store(tmp_path):
 def test_an_appended_input_streams_its_unstored_ids_once_as_parts_after_the_first(
     n_new, stored, batch, first, done
 ):
-    """corpus._local._AppendInput: input batch k is part first + k, without the stored ids; a
+    """corpus._prepare._AppendInput: input batch k is part first + k, without the stored ids; a
     batch left empty is no part; the parts done already (skip) are not streamed again, and the
     parts streamed plus the parts done hold every unstored id exactly once."""
-    from attntopo.corpus._local import _AppendInput
+    from attntopo.corpus._prepare import _AppendInput
 
     ids = [f"t{i}" for i in range(n_new)]
     inp = open_input(
@@ -997,7 +997,7 @@ def _replace(path: Path, texts=("x1", "x2", "x3")) -> StoreReader:
     """What ``--new-store`` does to ``path`` (``_clear``, then a new store with other texts),
     in this process: each part of the same size as the old one's, written within the same
     millisecond, so that a reader keyed on (size, mtime) could not tell them apart."""
-    from attntopo.corpus._local import _clear
+    from attntopo.corpus._prepare import _clear
 
     _clear(path)
     inp = open_input(list(texts))
@@ -1085,7 +1085,7 @@ def test_a_reader_while_the_store_is_started_over_says_so(tmp_path):
         "it over (--new-store): open it again once that run has made it; if no run is writing "
         "it, `attntopo corpus INPUT --out STORE --new-store` makes it again"
     )
-    from attntopo.corpus._local import _clear
+    from attntopo.corpus._prepare import _clear
 
     os.rename(store.path / "parts.sha256", store.path / MANIFEST)  # for _clear to remove
     _clear(store.path)  # the parts gone too, the new manifest not written yet
@@ -1201,7 +1201,7 @@ def test_a_flipped_bit_is_never_certified_without_the_checksum_file(tmp_path, ca
     said ``{}``.  Parts carry a CRC in every page now: the part is named, every read of it
     stops, and a resume removes it (to recompute it) without recording it."""
     from attntopo.corpus import CHECKSUMS
-    from attntopo.corpus._local import _drop_damaged
+    from attntopo.corpus._prepare import _drop_damaged
     from attntopo.errors import DamagedPartWarning
 
     store = _store(tmp_path)
@@ -1283,7 +1283,7 @@ def test_a_part_without_page_checksums_or_record_is_read_in_full_and_not_certifi
     read in full: it is trusted as before, but no SHA-256 is recorded for it and a resumed
     run says which parts cannot be checked."""
     from attntopo.corpus import CHECKSUMS
-    from attntopo.corpus._local import _drop_damaged
+    from attntopo.corpus._prepare import _drop_damaged
     from attntopo.errors import DamagedPartWarning
 
     store = _store(tmp_path)
