@@ -93,34 +93,20 @@ def test_long_text_is_computed_alone_and_the_bar_moves_within_its_batch(
 
 
 def test_resumed_store_equals_an_uninterrupted_one(minilm, texts, tmp_path):
-    whole = corpus.run(
-        texts,
-        out=tmp_path / "a",
-        model=minilm,
-        layers=LAYERS,
-        heads=HEADS,
-        batch_size=8,
-        progress=False,
-    ).to_pandas()
-    part = corpus.run(
-        texts,
-        out=tmp_path / "b",
-        model=minilm,
-        layers=LAYERS,
-        heads=HEADS,
-        batch_size=8,
-        progress=False,
-    )
-    os.unlink(part.part_path(1))  # the batch holding the long text is lost
-    again = corpus.run(
-        texts,
-        out=tmp_path / "b",
-        model=minilm,
-        layers=LAYERS,
-        heads=HEADS,
-        batch_size=8,
-        progress=False,
-    ).to_pandas()
+    def run(folder):
+        return corpus.run(
+            texts,
+            out=tmp_path / folder,
+            model=minilm,
+            layers=LAYERS,
+            heads=HEADS,
+            batch_size=8,
+            progress=False,
+        )
+
+    whole = run("a").to_pandas()
+    os.unlink(run("b").part_path(1))  # the batch holding the long text is lost
+    again = run("b").to_pandas()
     assert list(again.columns) == list(whole.columns)
     cols = [c for c in whole.columns if c.startswith("L")]
     assert np.array_equal(again[cols].to_numpy(), whole[cols].to_numpy(), equal_nan=True)

@@ -191,30 +191,12 @@ def plot_word(result: Any, *, ax: Axes | None = None, title: str | None = None) 
         return fig
     cols = result.summary()
     x = cols["depth"]
-    ax.plot(
-        x,
-        cols["word_js_relative"],
-        "-o",
-        markersize=3,
-        color=S.OKABE_ITO["blue"],
-        label="attention JS, over offsets",
-    )
-    ax.plot(
-        x,
-        cols["word_js_vocabulary"],
-        "-s",
-        markersize=3,
-        color=S.OKABE_ITO["orange"],
-        label="attention JS, over token types",
-    )
-    ax.plot(
-        x,
-        cols["word_hidden_cosine"],
-        "-^",
-        markersize=3,
-        color=S.OKABE_ITO["reddish_purple"],
-        label="hidden states, 1 − cos",
-    )
+    for column, style, color, label in (
+        ("word_js_relative", "-o", "blue", "attention JS, over offsets"),
+        ("word_js_vocabulary", "-s", "orange", "attention JS, over token types"),
+        ("word_hidden_cosine", "-^", "reddish_purple", "hidden states, 1 − cos"),
+    ):
+        ax.plot(x, cols[column], style, markersize=3, color=S.OKABE_ITO[color], label=label)
     ax.set_ylim(0, 1)
     _style_axes(
         ax,
