@@ -28,7 +28,7 @@ from ..errors import InvalidInputError, ResultFormatError
 from ..io import json_safe
 from ..topology import Diagram, pack_diagrams, persistence_batch, unpack_diagrams
 from ..words import find_phrase, phrase_tokens
-from ._comparison import _grid, _pair_distances
+from ._comparison_heads import _grid, _pair_distances
 from ._inputs import attentions_of, head_position
 from ._provenance import make_provenance
 from ._result import Columns, Result, read_array

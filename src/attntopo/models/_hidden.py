@@ -14,7 +14,8 @@ import numpy as np
 
 from .._validation import check_texts
 from ..errors import ModelLoadError
-from .model import AttentionModel, Encoding
+from ._description import Encoding
+from .model import AttentionModel
 from .precision import normalize_rows
 
 __all__ = ["ForwardCapture", "forward_capture"]

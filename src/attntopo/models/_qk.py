@@ -31,7 +31,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import InvalidInputError, ModelLoadError
-from .model import AttentionModel, Encoding
+from ._description import Encoding
+from .model import AttentionModel
 from .precision import normalize_rows
 
 __all__ = [

@@ -130,7 +130,7 @@ def test_compare_device_route_equals_the_cpu_route():
     D)."""
     import torch
 
-    from attntopo.analyses._comparison import device_distances, shared_connection_scales
+    from attntopo.analyses._comparison_heads import device_distances, shared_connection_scales
 
     for causal in (False, True):
         a = text_attention(
