@@ -30,10 +30,11 @@ def _draws(profile: str) -> list[int]:
 
 
 # The dev profile's draws, each in a fresh interpreter that loads tests/conftest.py's profiles
-# and nothing else.  Not in this process: a pytest worker's hypothesis state depends on what
-# ran there before (schemathesis, loaded by tests/web/test_fuzz.py, registers hypothesis' own
-# random generator with the ones every @given test reseeds to 0; CI once drew the same 24
-# values twice in one worker), and the claim is about a developer's run, which starts fresh.
+# and nothing else.  Not in this process: hypothesis seeds each run from a generator of its own
+# that every @given run reseeds to 0 and restores, so a pytest worker's draws depend on what ran
+# there before (CI once drew the same 24 values twice in one worker; not reproduced here, with
+# this file alone or after tests/web/test_fuzz.py), and the claim is about a developer's run,
+# which starts fresh.
 _DEV_DRAWS = f"""
 import importlib.util, json, sys
 sys.path.insert(0, {str(ROOT / "tests" / "unit")!r})
