@@ -322,9 +322,10 @@ def rss_now() -> int:
     return _rss_bytes()
 
 
-def maxrss_bytes() -> int:
-    """``getrusage`` peak resident size of this process, in bytes (Linux reports KiB)."""
-    import resource
+def peak_rss_self() -> tuple[int, str]:
+    """``(bytes, source)``: this process's own peak resident size and how it was read
+    (:func:`attntopo._memory.peak_rss`: ``VmHWM``; where ``/proc`` is absent ``ru_maxrss``,
+    which for a section's worker process may start at the peak of ``run.py`` that started it)."""
+    from attntopo._memory import peak_rss, peak_rss_source
 
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return int(r.ru_maxrss) * (1 if sys.platform == "darwin" else 1024)
+    return peak_rss(), peak_rss_source()

@@ -15,6 +15,9 @@ import re
 import sys
 from pathlib import Path
 
+# the peak is the process's own (VmHWM), read and reset by the package's one reader
+from attntopo._memory import peak_rss, reset_peak, status_kib
+
 SHAPES = {
     # name: (layers, heads, kv heads, hidden, intermediate)
     "tiny": (2, 4, 2, 64, 128),  # tests and the benchmark's smoke run
@@ -89,31 +92,9 @@ def pair_with_tokens(tok, n: int, prompt_share: float = 0.5) -> tuple[str, str]:
     return text[:cut].rstrip(), text[cut:]
 
 
-def reset_peak() -> bool:
-    """Reset this process's peak resident size (Linux: ``/proc/self/clear_refs`` 5)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _status_kib(key: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
-
-
 def rss_bytes() -> int:
-    return _status_kib("VmRSS") * 1024
-
-
-def peak_bytes() -> int:
-    """Peak resident size since the last :func:`reset_peak` (``VmHWM``), in bytes."""
-    return _status_kib("VmHWM") * 1024
+    """Resident size of this process now (``VmRSS``), in bytes; 0 where ``/proc`` is absent."""
+    return (status_kib("VmRSS") or {}).get("VmRSS", 0) * 1024
 
 
 def trim_heap() -> None:
@@ -141,7 +122,7 @@ def extra_peak(fn) -> tuple[int, object]:
         raise OSError("cannot reset the peak resident size (/proc/self/clear_refs)")
     before = rss_bytes()
     out = fn()
-    return peak_bytes() - before, out
+    return peak_rss() - before, out
 
 
 def attention_bytes(model, n: int) -> int:

@@ -238,11 +238,21 @@ def throughput(res: dict) -> str:
         f"\n\n{res['n_texts']} different texts of exactly {res['n']} tokens (windows of "
         f"benchmarks/corpus.txt); one run each; the one-at-a-time rate is measured on the first "
         f"{s['texts']} texts. List speed-up: {fx(b['per_s'] / s['per_s'])}. Memory: resident "
-        f"size before {fmb(res['rss_before'])} (model loaded); `getrusage` peak of the main "
-        f"process {fmb(res['maxrss_self'])}; the returned list holds "
+        f"size before {fmb(res['rss_before'])} (model loaded); {_main_peak(res)}; the "
+        f"returned list holds "
         f"{fmb(b['result_arrays_bytes'])} of attention weights + distance matrices. Peaks are "
         f"sampled every 10 ms (main process and persistence workers)."
     )
+
+
+def _main_peak(res: dict) -> str:
+    """The main process's peak, named by how it was read: its own ``VmHWM``; ``ru_maxrss``
+    where ``/proc`` is absent and in results measured before (a section's process started
+    from ``run.py`` may carry ``run.py``'s peak in it)."""
+    if "peak_rss_self" not in res:
+        return f"`getrusage` peak of the main process {fmb(res['maxrss_self'])}"
+    source = res["peak_rss_source"].split(" ")[0]
+    return f"peak of the main process {fmb(res['peak_rss_self'])} (`{source}`)"
 
 
 def causal(res: dict) -> tuple[str, dict]:
@@ -764,5 +774,6 @@ HOW_TO_READ = """\
 
 ONE_PROCESS_NOTE = (
     "_All sections ran in one process (`--quick` / `--one-process`): only the first section's "
-    "cold start is cold, and section 4's `getrusage` peak includes the earlier sections._"
+    "cold start is cold, and section 4's peak of the main process includes the earlier "
+    "sections._"
 )

@@ -13,8 +13,8 @@ from _common import (
     StageTimer,
     log,
     machine_info,
-    maxrss_bytes,
     median,
+    peak_rss_self,
     repeat,
     rss_now,
     text_with_tokens,
@@ -327,7 +327,7 @@ def section_throughput(cfg: dict) -> dict:
             "result_arrays_bytes": held,
         }
         del out
-    res["maxrss_self"] = maxrss_bytes()
+    res["peak_rss_self"], res["peak_rss_source"] = peak_rss_self()
     res["machine_end"] = machine_info()
     return res
 

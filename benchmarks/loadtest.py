@@ -59,14 +59,10 @@ def free_port() -> int:
 
 def rss_mib(pid: int) -> float:
     """Resident memory of a process (VmRSS), in MiB; nan once it is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
+    from attntopo._memory import status_kib
+
+    kib = (status_kib("VmRSS", pid=pid) or {}).get("VmRSS")
+    return float("nan") if kib is None else kib / 1024
 
 
 @dataclass

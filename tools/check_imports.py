@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "_progress",
             "_callable",
             "_threads",
+            "_memory",
             "_lazy",
         ),
     ),

@@ -36,16 +36,17 @@ def store(tmp_path_factory):
     return small_store(tmp_path_factory.mktemp("q") / "store", ["a b", "c d", "e", "f", "g"]).path
 
 
-# ``python -m attntopo`` that writes its own peak resident size (VmHWM, KiB) as it exits
+# ``python -m attntopo`` that writes its own peak resident size (VmHWM, bytes) as it exits
 _MEASURED = """\
 import atexit, os, runpy, sys
 
+from attntopo._memory import peak_rss, peak_rss_source
+
 
 def _peak():
-    with open("/proc/self/status") as f:
-        kib = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+    assert peak_rss_source() == "VmHWM", peak_rss_source()
     with open(os.environ["ATTNTOPO_TEST_PEAK"], "w") as f:
-        f.write(kib)
+        f.write(str(peak_rss()))
 
 
 atexit.register(_peak)
@@ -67,7 +68,7 @@ def _peak(args: list[str], out_path) -> tuple[int, int | None, str]:
             cwd=ROOT,
             env=env,
         )
-    peak = int(peak_file.read_text()) * 1024 if peak_file.exists() else None
+    peak = int(peak_file.read_text()) if peak_file.exists() else None
     return p.returncode, peak, p.stderr.decode()
 
 

@@ -114,22 +114,17 @@ def test_truncated_tokens_are_those_of_the_whole_text(described, data):
 # so under a pytest worker with models loaded growth would hide below it.
 _PEAK = """
 import sys
+from attntopo._memory import peak_rss, reset_peak
 from attntopo.models import describe_model
-
-
-def hwm_kib():
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 
 
 d = describe_model(sys.argv[1])
 text = ("the cat sat on the mat while attention topology persists " * 90_000)[:5_000_000]
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")
-before = hwm_kib()
+assert reset_peak()
+before = peak_rss()
 enc = d.tokenize(text, truncate=True)
-after = hwm_kib()
-print(len(enc.ids), enc.truncated, (after - before) // 1024)
+after = peak_rss()
+print(len(enc.ids), enc.truncated, (after - before) // 1024**2)
 """
 
 

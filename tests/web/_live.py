@@ -143,10 +143,8 @@ def server_process(**settings) -> Iterator[tuple[str, int]]:
 
 def memory_kib(pid: int) -> dict[str, int]:
     """``VmRSS`` (resident now) and ``VmHWM`` (peak resident) of a process, in KiB (Linux)."""
-    out = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0])
+    from attntopo._memory import status_kib
+
+    out = status_kib("VmRSS", "VmHWM", pid=pid)
+    assert out is not None, f"/proc/{pid}/status cannot be read"
     return out
