@@ -182,3 +182,30 @@ def test_json_rows_are_the_values_attntopo_writes_everywhere(store):
     want = json_safe(open_store(store).sql(sql, arrow=True).to_pylist())
     assert doc["rows"] == want and doc["columns"] == ["id", "p", "a", "l", "s", "z"]
     assert want[0]["a"] == "nan" and want[0]["l"] == ["-inf", 1.5]
+
+
+def test_two_columns_of_one_name_are_refused_before_any_output(store, tmp_path):
+    """``SELECT 1 AS a, 2 AS a, 3 AS A --json`` wrote ``"columns": ["a", "a", "A"]`` over rows
+    ``{"a":1,"a_1":2,"A_2":3}``, and the table and CSV had two columns ``a`` (issue 33:
+    every value under its own name). Now one line, exit 2, in every form, and no file."""
+    want = (
+        'error: SQL: columns of the result share a name (3 named "a" ("a", "a", "A": equal but '
+        'for case)): name them apart with AS, e.g. SELECT … AS "a", … AS "a_2"; JSON rows, '
+        "DataFrames and CSV headers hold one value per name"
+    )
+    sql = "SELECT 1 AS a, 2 AS a, 3 AS A"
+    kept = tmp_path / "kept.json"
+    kept.write_text("old\n")
+    for form in ([], ["--csv"], ["--json"]):
+        for output in ([], ["--output", str(tmp_path / "new.out")], ["--output", str(kept)]):
+            if output and not form:
+                continue
+            line = assert_one_line_error(run("query", str(store), sql, *form, *output))
+            assert line == want
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.json"]
+    assert kept.read_text() == "old\n"
+    # what the line says to do works: every value under its own name
+    r = run("query", str(store), "SELECT 1 AS a, 2 AS a_2, 3 AS A_3", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["columns"] == ["a", "a_2", "A_3"] and doc["rows"] == [{"a": 1, "a_2": 2, "A_3": 3}]

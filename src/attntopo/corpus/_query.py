@@ -21,7 +21,12 @@ from ..errors import (
     StoreReplacedError,
 )
 from ._input import _pa
-from ._sql import QUERY_MEMORY_LIMIT, check_memory_limit, sql_message
+from ._sql import (
+    QUERY_MEMORY_LIMIT,
+    check_memory_limit,
+    duplicate_names_message,
+    sql_message,
+)
 from ._sql import batches as sql_batches
 
 if TYPE_CHECKING:
@@ -157,7 +162,11 @@ class StoreSQL:
         ``memory_limit`` (``"2GB"``, ``"512MB"`` or bytes; default ``"1GB"``) is DuckDB's:
         sorts, joins and aggregates beyond it spill to a private temporary folder; a query
         that still needs more stops with one line that says to raise it.  The result itself
-        is held whole: :meth:`sql_batches` reads a large one a batch at a time.
+        is held whole: :meth:`sql_batches` reads a large one a batch at a time.  Every column
+        of the result needs a name of its own (as DuckDB compares names: ``a`` and ``A`` are
+        one): two of one name (``SELECT 1 AS a, 2 AS a``, ``SELECT * FROM corpus c1, corpus
+        c2``) are refused in one line before any row is read, naming them; ``AS`` names them
+        apart.
 
         Returns a :class:`pandas.DataFrame` (``arrow=True``: a :class:`pyarrow.Table`).
         A query DuckDB rejects raises :class:`~attntopo.errors.InvalidInputError` with its
@@ -185,8 +194,9 @@ class StoreSQL:
         any length is never held whole (``attntopo query`` reads it so).  ``json_rows=True``:
         each row as one JSON object (DuckDB's ``to_json``; NaN and infinities as the strings
         ``"nan"``, ``"inf"``, ``"-inf"``), in one string column ``json``, the query's column
-        names a JSON list in the schema's metadata ``columns``.  Errors, also those
-        met while reading, are :class:`~attntopo.errors.InvalidInputError` as in :meth:`sql`.
+        names a JSON list in the schema's metadata ``columns`` (each a key of every row: the
+        names are distinct, as in :meth:`sql`).  Errors, also those met while reading, are
+        :class:`~attntopo.errors.InvalidInputError` as in :meth:`sql`.
         """
         json_rows = check_bool(json_rows, "json_rows")
         self.check_unchanged()
@@ -245,6 +255,10 @@ class StoreSQL:
         if rel is None:
             cur.close()
             raise InvalidInputError("the query returned no rows (use SELECT …)")
+        shared = duplicate_names_message(rel.columns)
+        if shared is not None:  # before any row is read or written
+            cur.close()
+            raise InvalidInputError(shared)
         return rel, error, cur
 
 

@@ -57,6 +57,55 @@ def sql_message(
     return f"SQL: {msg}"
 
 
+def same_name_key(name: str) -> str:
+    """What DuckDB compares when it matches column names: the name with ASCII letters lowered
+    (``a`` and ``A`` are one name to it; ``É`` and ``é``, ``k`` and ``\u212a`` are two)."""
+    return name.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def duplicate_names_message(names: list[str]) -> str | None:
+    """One line for a result whose columns share a name (as DuckDB compares names:
+    :func:`same_name_key`), or None where every name is its own.  Rows keyed by name would keep
+    one value under another's name (DuckDB's JSON rows and pandas rename the later ones
+    ``a_1``; ``dict`` and ``to_pylist`` keep the last), and a table or CSV header cannot say
+    which column is which."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(same_name_key(name), []).append(name)
+    shared = [g for g in groups.values() if len(g) > 1]
+    if not shared:
+        return None
+
+    def said(group: list[str]) -> str:
+        named = f"{len(group)} named {_shown(group[0])}"
+        if len(set(group)) == 1:
+            return named
+        return f"{named} ({', '.join(map(_shown, group))}: equal but for case)"
+
+    listed = "; ".join(said(g) for g in shared[:5])
+    if len(shared) > 5:
+        listed += f"; and {len(shared) - 5} more names"
+    first = shared[0][0] if shared[0][0].isprintable() else "x"
+    return (
+        f"SQL: columns of the result share a name ({listed}): name them apart with AS, e.g. "
+        f"SELECT … AS {_identifier(first)}, … AS {_identifier(first + '_2')}; JSON rows, "
+        "DataFrames and CSV headers hold one value per name"
+    )
+
+
+def _shown(name: str) -> str:
+    """A column name in a message: in double quotes, on one line."""
+    return json.dumps(name, ensure_ascii=False)
+
+
+def _identifier(name: str) -> str:
+    """``name`` as an SQL identifier (in double quotes: keywords and dots are names too)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _dotted_hint(msg: str, query: str, columns: list[str]) -> str:
     """DuckDB read ``L0H0.js.h1.total_persistence`` as the column ``total_persistence`` of a
     table ``L0H0.js.h1`` (``…betti_0.5`` as a syntax error): the hint names the feature column

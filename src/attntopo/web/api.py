@@ -530,13 +530,22 @@ def _compare_report(c, layer: int, head: int) -> dict:
 
 
 def _precheck(state: ServerState, name: str, layer: Optional[int], head: Optional[int]) -> None:
-    """Refuse an out-of-range layer/head before running the model, when its size is known."""
-    from ..attention import resolve_index
+    """Refuse an out-of-range layer/head before the model loads or runs: the sizes come from
+    the model's configuration (:func:`attntopo.models.check_selection`, as on the command line),
+    or from the loaded model where its configuration cannot be read without loading it."""
+    from types import SimpleNamespace
 
+    from ..models import check_selection
+
+    if layer is None or head is None:
+        return
     info = state.loaded.get(name)
-    if info and layer is not None and head is not None:
-        resolve_index(layer, int(info["n_layers"]), "layer")
-        resolve_index(head, int(info["n_heads"]), "head")
+    model = (
+        SimpleNamespace(name=name, n_layers=info["n_layers"], n_heads=info["n_heads"])
+        if info
+        else name
+    )
+    check_selection(model, layers=layer, heads=head)
 
 
 def _model_info(state: ServerState, name: str, m) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import duckdb
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -54,32 +55,109 @@ _values = st.one_of(
     st.none(),
     st.integers(-(2**63), 2**63 - 1),
 )
+# column names: a few that collide (also but for case), and any text DuckDB takes as a name
+_names = st.one_of(
+    st.sampled_from(["a", "A", "id", "ID", "É", "é", "k", "\u212a", "ß", "SS"]),
+    st.text(
+        alphabet=st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)),
+        min_size=1,
+        max_size=6,
+    ),
+)
+
+
+def _literal(v) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, float):
+        return f"'{v!r}'::DOUBLE"
+    if isinstance(v, list):
+        return "[" + ", ".join(_literal(x) for x in v) + "]::DOUBLE[]"
+    # parenthesized: SQL reads -9223372036854775808::BIGINT as -(9223372036854775808::BIGINT),
+    # which overflows; the literal itself is a valid BIGINT
+    return f"({v})::BIGINT"
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(_values, min_size=1, max_size=4))
-@example([-(2**63)])  # the smallest BIGINT: was written as a literal that overflows
-def test_duckdb_json_reads_back_as_json_safe_values(store, values):
-    """Each value as an SQL literal, through DuckDB's to_json and json_safe_rows, reads back
-    as json_safe(value): NaN and infinities (in lists too) as strings, text unchanged."""
+@given(st.lists(st.tuples(_names, _values), min_size=1, max_size=4))
+@example([("c0", -(2**63))])  # the smallest BIGINT: was written as a literal that overflows
+@example([("a", 1), ("a", 2)])  # JSON rows held {"a": 1, "a_1": 2}; DataFrames a, a_1
+@example([("a", 1), ("A", 2)])  # DuckDB takes them as one name: the same
+@example([("É", 1.5), ("é", None), ("\u212a", 2), ("k", 3)])  # distinct to DuckDB: kept
+def test_every_value_comes_back_under_its_own_name(store, columns):
+    """Each value as an SQL literal under a drawn name: where the names are distinct (as
+    DuckDB compares them: ASCII case folded), DuckDB's to_json through json_safe_rows reads
+    back as json_safe(value) under its name (NaN and infinities, in lists too, as strings, text
+    unchanged), and so do sql()'s DataFrame and Arrow table; where two share a name, every
+    form is refused with one line naming them."""
+    names = [n for n, _ in columns]
+    sql = "SELECT " + ", ".join(
+        f'{_literal(v)} AS "{n.replace(chr(34), chr(34) * 2)}"' for n, v in columns
+    )
+    reads = {
+        "json": lambda: store.sql_batches(sql, json_rows=True).read_all(),
+        "batches": lambda: store.sql_batches(sql).read_all(),
+        "pandas": lambda: store.sql(sql),
+        "arrow": lambda: store.sql(sql, arrow=True),
+    }
+    ascii_folded = {"".join(c.lower() if c.isascii() else c for c in n) for n in names}
+    if len(ascii_folded) < len(names):
+        # DuckDB itself takes two of them as one name: it renames the later one
+        assert duckdb.connect().sql(sql).df().columns.tolist() != names
+        for read in reads.values():
+            with pytest.raises(InvalidInputError) as e:
+                read()
+            line = str(e.value)
+            assert "\n" not in line
+            assert line.startswith("SQL: columns of the result share a name (")
+            assert "name them apart with AS" in line
+        return
+    want = json_safe(dict(columns))
+    [text] = reads["json"]().column(0).to_pylist()
+    assert json.loads(text) == want and list(json.loads(text)) == names
+    for form in ("batches", "arrow"):
+        [row] = reads[form]().to_pylist()
+        assert list(row) == names and json_safe(row) == want
+    df = reads["pandas"]()
+    assert list(df.columns) == names
 
-    def literal(v):
-        if v is None:
-            return "NULL"
-        if isinstance(v, str):
-            return "'" + v.replace("'", "''") + "'"
-        if isinstance(v, float):
-            return f"'{v!r}'::DOUBLE"
-        if isinstance(v, list):
-            return "[" + ", ".join(literal(x) for x in v) + "]::DOUBLE[]"
-        # parenthesized: SQL reads -9223372036854775808::BIGINT as -(9223372036854775808::BIGINT),
-        # which overflows; the literal itself is a valid BIGINT
-        return f"({v})::BIGINT"
 
-    sql = "SELECT " + ", ".join(f"{literal(v)} AS c{k}" for k, v in enumerate(values))
-    [text] = store.sql_batches(sql, json_rows=True).read_all().column(0).to_pylist()
-    got = json.loads(text)
-    assert got == json_safe({f"c{k}": v for k, v in enumerate(values)})
+def test_two_columns_of_one_name_are_refused_naming_them(store):
+    """``SELECT 1 AS a, 2 AS a`` gave JSON rows {"a": 1, "a_1": 2} under columns [a, a], and
+    a DataFrame with columns a, a_1: refused before any row is read, in every form."""
+    cases = {
+        "SELECT 1 AS a, 2 AS a": '2 named "a"',
+        "SELECT 1 AS a, 2 AS A, 3 AS b": '2 named "a" ("a", "A": equal but for case)',
+        "SELECT 1, 1": '2 named "1"',
+    }
+    for sql, named in cases.items():
+        first = named.split('"')[1]
+        want = (
+            f"SQL: columns of the result share a name ({named}): name them apart with AS, "
+            f'e.g. SELECT … AS "{first}", … AS "{first}_2"; JSON rows, DataFrames and CSV '
+            "headers hold one value per name"
+        )
+        for read in (
+            lambda: store.sql(sql),
+            lambda: store.sql(sql, arrow=True),
+            lambda: store.sql_batches(sql),
+            lambda: store.sql_batches(sql, json_rows=True),
+        ):
+            with pytest.raises(InvalidInputError) as e:
+                read()
+            assert str(e.value) == want
+    with pytest.raises(InvalidInputError) as e:
+        store.sql("SELECT * FROM corpus c1, corpus c2")
+    assert str(e.value).startswith(
+        'SQL: columns of the result share a name (2 named "id"; 2 named "row"; 2 named '
+        '"text_sha256"; 2 named "text"; 2 named "n_tokens"; and 30 more names): name them '
+        'apart with AS, e.g. SELECT … AS "id", … AS "id_2";'
+    )
+    # what the line says to do works
+    got = store.sql("SELECT c1.id, c2.id AS id_2 FROM corpus c1, corpus c2 LIMIT 1")
+    assert list(got.columns) == ["id", "id_2"]
 
 
 def test_json_safe_rows_leaves_strings_alone():
