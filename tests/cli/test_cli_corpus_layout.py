@@ -2,8 +2,9 @@
 parts and nothing else, so pandas, pyarrow.dataset and DuckDB take the folder (the docs'
 ``pd.read_parquet("store")`` failed on ``errors.jsonl``); a store of format version 1 (parts
 beside the manifest, made before the first release) is refused in one line, and --new-store
-makes it again in the new layout.  Through the CLI's ``main``, in this process (the model loads
-once), as test_cli_corpus.py does."""
+makes it again in the new layout; so is a store of format version 2, by ``corpus`` and
+``query``, and --new-store makes it again as format version 3.  Through the CLI's ``main``, in
+this process (the model loads once), as test_cli_corpus.py does."""
 
 from __future__ import annotations
 
@@ -110,8 +111,8 @@ def test_a_version_1_store_is_refused_in_one_line_and_made_again_by_new_store(in
     _as_version_1(old)
     with pytest.raises(
         ResultFormatError,
-        match=r"a store of corpus format version 1 .* does not read: "
-        r"make it again; --new-store",
+        match=r"a store of corpus format version 1, made before the first release .* does not "
+        r"read: make it again; --new-store",
     ):
         open_store(old)
     code = main(
@@ -131,3 +132,39 @@ def test_a_version_1_store_is_refused_in_one_line_and_made_again_by_new_store(in
     assert code == 0
     assert sorted(os.listdir(old / "parts")) == [part_name(k) for k in range(3)]
     assert not [e for e in os.listdir(old) if e.endswith(".parquet")]
+
+
+def test_a_version_2_store_is_refused_by_corpus_and_query_in_one_line(inputs, capsys):
+    """A store of format version 2 (made before the first release: values possibly under
+    another head's name, parts possibly without page checksums): a resume, an append and a
+    query exit 2 with one line naming its manifest, why, and --new-store, nothing changed;
+    --new-store makes it again as format version 3."""
+    d, a, b = inputs
+    old = d / "old2"
+    _corpus(capsys, a, "--out", str(old))
+    mf = old / MANIFEST
+    doc = json.loads(mf.read_text())
+    assert doc["format_version"] == 3
+    mf.write_text(json.dumps({**doc, "format_version": 2}, indent=1) + "\n")
+    before = sorted((p.name, p.read_bytes()) for p in old.rglob("*") if p.is_file())
+    line = (
+        f"error: {mf}: a store of corpus format version 2, made before the first release by an "
+        "attntopo that could name values under another head's name (layers or heads given out "
+        "of order) and wrote parts without page checksums, which this attntopo does not read: "
+        "make it again; --new-store (new_store=True) starts the store over (its parts are "
+        "removed), or give another STORE"
+    )
+    for argv in (
+        ["corpus", a, "--out", str(old), *FAST],
+        ["corpus", b, "--out", str(old), "--append", *FAST],
+        ["query", str(old), "SELECT count(*) FROM corpus"],
+        ["query", str(old), "SELECT count(*) FROM corpus", "--json"],
+    ):
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert (code, out, err.strip().splitlines()) == (2, "", [line]), (argv, out, err)
+    assert sorted((p.name, p.read_bytes()) for p in old.rglob("*") if p.is_file()) == before
+    code = main(["corpus", a, "--out", str(old), *FAST, "--new-store"])
+    capsys.readouterr()
+    assert code == 0 and json.loads(mf.read_text())["format_version"] == 3
+    assert _count(capsys, old) == 6

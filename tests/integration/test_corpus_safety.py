@@ -221,6 +221,46 @@ def test_a_flipped_bit_without_the_checksum_file_is_named_and_recomputed(minilm,
     assert recorded == hashlib.sha256(part.read_bytes()).hexdigest()
 
 
+@pytest.mark.model
+def test_a_part_rewritten_without_page_checksums_is_named_and_recomputed(minilm, six, tmp_path):
+    """Every part of a store (format version 3) carries page checksums.  A real part
+    rewritten without them, the same values under the same tag, ``parts.sha256`` deleted:
+    it reads as written, but a changed value in it could not be seen.  ``verify()`` names it,
+    a resume recomputes it (one warning), records its new part's checksum, and the store
+    equals a clean run."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    from attntopo import corpus
+    from attntopo.corpus import CHECKSUMS, part_name
+    from attntopo.errors import DamagedPartWarning
+
+    out = tmp_path / "S"
+    kw = {"model": minilm, "layers": [0], "heads": [1, 0], "batch_size": 2, "progress": False}
+    ref = corpus.run(six, out=out, **kw).to_arrow()
+    part = out / "parts" / part_name(1)
+    rows = pq.read_table(part)
+    pq.write_table(rows, part, compression="snappy")  # pyarrow's default: no page checksums
+    assert pq.read_table(part).equals(rows)
+    os.unlink(out / CHECKSUMS)
+    assert corpus.open_store(out).to_arrow().equals(ref)  # it reads as written
+    why = (
+        "it was written without page checksums (column 'id', page 0: it has no CRC), which "
+        "every part of a store has: a changed value in it could not be seen"
+    )
+    assert corpus.open_store(out).verify() == {1: why}
+    with pytest.warns(DamagedPartWarning) as w:
+        store = corpus.run(six, out=out, **kw)
+    assert [str(x.message) for x in w if issubclass(x.category, DamagedPartWarning)] == [
+        f"STORE {str(out)!r}: {part_name(1)} was damaged ({why}): batch 1 is recomputed"
+    ]
+    assert store.verify() == {} and store.to_arrow().equals(ref)
+    recorded = store.checksums()[f"parts/{part_name(1)}"]
+    assert recorded == hashlib.sha256(part.read_bytes()).hexdigest()
+    assert set(store.checksums()) == {f"parts/{part_name(k)}" for k in range(3)}
+
+
 # ------------------------------------------------------------------ a store replaced (issue 33)
 @pytest.mark.model
 def test_a_reader_stops_when_another_process_starts_the_store_over(minilm, six, tmp_path):

@@ -4,6 +4,7 @@ background thread on a free localhost port, and Debian's Chromium driven by Play
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -148,3 +149,57 @@ def memory_kib(pid: int) -> dict[str, int]:
     out = status_kib("VmRSS", "VmHWM", pid=pid)
     assert out is not None, f"/proc/{pid}/status cannot be read"
     return out
+
+
+def drip(port: int, data: bytes, every: float, out: list, *, head: bytes = b"") -> None:
+    """Send ``head`` at once, then ``data`` a byte every ``every`` seconds, until the server
+    closes; append ``(seconds from the end of head until closed, bytes of data sent, what the
+    server answered)`` (the slow clients of the header and body timeout tests)."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(head)
+    s.settimeout(0.01)
+    t0, sent, got = time.monotonic(), 0, b""
+    try:
+        while time.monotonic() - t0 < 20:
+            if sent < len(data):
+                try:
+                    s.send(data[sent : sent + 1])
+                    sent += 1
+                except OSError:  # the server closed the connection
+                    break
+            deadline = time.monotonic() + every
+            while time.monotonic() < deadline:
+                try:
+                    chunk = s.recv(65536)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    out.append((time.monotonic() - t0, sent, got))
+                    return
+                got += chunk
+    finally:
+        s.close()
+    out.append((time.monotonic() - t0, sent, got))
+
+
+def drip_together(port: int, data: bytes, every: float, n: int = 3, *, head: bytes = b"") -> list:
+    """:func:`drip` from ``n`` clients at once; their ``n`` outcomes."""
+    out: list = []
+    clients = [
+        threading.Thread(target=drip, args=(port, data, every, out), kwargs={"head": head})
+        for _ in range(n)
+    ]
+    for c in clients:
+        c.start()
+    for c in clients:
+        c.join()
+    assert len(out) == n
+    return out
+
+
+def answer(raw: bytes) -> tuple[int, dict]:
+    """``(status, JSON body)`` of one raw HTTP response."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)

@@ -91,6 +91,15 @@ def serve_cmd(
             "is closed.",
         ),
     ] = 10.0,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            "--body-timeout",
+            metavar="S",
+            help="Seconds a request's body may take to arrive after its headers; a slower "
+            "connection gets 408 and is closed.",
+        ),
+    ] = 30.0,
     cache_size: Annotated[
         int,
         typer.Option(
@@ -124,6 +133,7 @@ def serve_cmd(
     """  # noqa: E501 - typer keeps line breaks of help text
     check_number(timeout, "--timeout", lo=0, lo_open=True, hint="seconds")
     check_number(header_timeout, "--header-timeout", lo=0, lo_open=True, hint="seconds")
+    check_number(body_timeout, "--body-timeout", lo=0, lo_open=True, hint="seconds")
     cache_memory = check_byte_size(cache_memory, "--cache-memory")
     from ..errors import MissingDependencyError
 
@@ -146,6 +156,7 @@ def serve_cmd(
         max_concurrent=max_concurrent,
         timeout=timeout,
         header_timeout=header_timeout,
+        body_timeout=body_timeout,
         cache_size=cache_size,
         cache_memory=cache_memory,
         preload=True,

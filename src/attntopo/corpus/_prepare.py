@@ -466,18 +466,6 @@ def _drop_damaged(writer: StoreWriter) -> None:
             ),
             stacklevel=2,
         )
-    if store.unchecked:
-        n, first = len(store.unchecked), part_name(store.unchecked[0])
-        warnings.warn(
-            DamagedPartWarning(
-                f"STORE {str(store.path)!r}: {n} part{'s' if n != 1 else ''} ({first}"
-                f"{', …' if n > 1 else ''}) {'have' if n != 1 else 'has'} neither a recorded "
-                "SHA-256 nor page checksums (written before attntopo wrote them): they read in "
-                "full, but a changed value in them cannot "
-                "be seen; --new-store recomputes the store"
-            ),
-            stacklevel=2,
-        )
 
 
 def _only_by_name(device: Any, dtype: Any) -> None:
@@ -499,7 +487,7 @@ def _clear(path: Path) -> None:
         if OWN_FILE.match(entry):
             os.unlink(path / entry)
     parts = path / PARTS
-    if parts.is_dir():  # format version 2: the parts' own folder, then the folder itself
+    if parts.is_dir():  # the parts' own folder, then the folder itself
         for entry in os.listdir(parts):
             if OWN_FILE.match(entry):
                 os.unlink(parts / entry)

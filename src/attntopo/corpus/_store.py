@@ -17,8 +17,11 @@ Layout
                                     status, error), rewritten from the part files at the end
                                     of every run
 
-Stores of format version 1 (made before the ``parts/`` folder and the first release, their
-parts beside the manifest) are refused in one line: ``--new-store`` makes them again.
+Every store is of format version 3: its parts all carry page checksums, and its feature
+columns hold each head's values under that head's name.  Stores of format versions 1 and 2,
+made before the first release by an attntopo that could name values under another head (layers
+or heads given out of order) and wrote parts without page checksums, are refused in one line
+naming their manifest: ``--new-store`` makes them again.
 
 Reading and writing are two classes.  :class:`StoreReader` (this module) reads: it has no
 method that changes the folder, and this module imports nothing that does.
@@ -78,9 +81,8 @@ __all__ = [
 ]
 
 FORMAT = "attntopo-corpus"
-FORMAT_VERSION = 2
-#: Format versions this attntopo opens: 1 (parts at the top of the folder), 2 (in ``parts/``).
-#: The sub-folder of the Parquet parts (format version 2).
+FORMAT_VERSION = 3
+#: The sub-folder of the Parquet parts.
 PARTS = "parts"
 MANIFEST = "manifest.json"
 ERRORS = "errors.jsonl"
@@ -93,6 +95,11 @@ _META_KEY = b"attntopo.corpus"
 #: A manifest's store id (its first keys, as written by :meth:`StoreWriter.create`).
 _STORE_ID = re.compile(rb'"store_id":\s*"([^"\\]*)"')
 #: What a manifest that cannot be used leaves a user to do.
+#: Why a part without page checksums is damaged (every part of a store is written with them).
+_UNCHECKED = (
+    "it was written without page checksums ({}), which every part of a store has: a changed "
+    "value in it could not be seen"
+)
 _START_OVER = (
     "; --new-store (new_store=True) starts the store over (its parts are removed), "
     "or give another STORE"
@@ -178,10 +185,6 @@ class StoreReader(StoreSQL):
         ] = {}  # DuckDB: {(allow_external, memory_limit): (connection, rows)}
         #: the manifest entry of the input the run that returned this store appended (or None)
         self.appended: dict | None = None
-        #: after :meth:`verify`: batches of parts that read in full but have neither a recorded
-        #: SHA-256 nor page checksums (written before attntopo wrote them): a changed value in
-        #: them cannot be seen
-        self.unchecked: list[int] = []
 
     def _read_manifest(self) -> dict:
         """``manifest.json`` of :attr:`path`, checked (format and version); one line naming
@@ -214,11 +217,12 @@ class StoreReader(StoreSQL):
             raise ResultFormatError(f"{mf}: unreadable ({_first_line(e)}){_START_OVER}") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ResultFormatError(f"{mf}: not an attntopo corpus manifest")
-        if doc.get("format_version") == 1:
+        if doc.get("format_version") in (1, 2):
             raise ResultFormatError(
-                f"{mf}: a store of corpus format version 1 (its parts beside the manifest, made "
-                f"before the first release), which this attntopo does not read: make it again"
-                f"{_START_OVER}"
+                f"{mf}: a store of corpus format version {doc['format_version']}, made before "
+                "the first release by an attntopo that could name values under another head's "
+                "name (layers or heads given out of order) and wrote parts without page "
+                f"checksums, which this attntopo does not read: make it again{_START_OVER}"
             )
         if doc.get("format_version") != FORMAT_VERSION:
             raise ResultFormatError(
@@ -487,9 +491,10 @@ class StoreReader(StoreSQL):
         other up to the footer, the rows its tag names) and its tag (this store, this batch);
         a flipped bit in a page is then an error, never another value (a resumed run,
         :meth:`StoreWriter.verify`, then records its SHA-256, of the very bytes checked).  A
-        part written before parts had page checksums, without a record, can only be read in
-        full: its batch is listed in :attr:`unchecked`.  A resumed run checks every part so
-        before it trusts any (:func:`~attntopo.corpus.prepare`).
+        part without a record whose pages lack their checksums (rewritten by another program:
+        every part of a store is written with them) is damaged: a changed value in it could
+        not be seen.  A resumed run checks every part so before it trusts any
+        (:func:`~attntopo.corpus.prepare`).
         """
         return self._verify()[0]
 
@@ -500,7 +505,6 @@ class StoreReader(StoreSQL):
         known = self.checksums()
         damaged: dict[int, str] = {}
         certified: dict[str, str] = {}
-        self.unchecked = []
         for entry in self._part_entries():
             m = _PART.match(entry)
             if m is None:
@@ -517,20 +521,18 @@ class StoreReader(StoreSQL):
                 if known[entry] != digest:
                     damaged[k] = "its SHA-256 differs from the one recorded when it was written"
                 continue
-            why, checked = self._check_part_bytes(data, k)
+            why = self._check_part_bytes(data, k)
             if why is not None:
                 damaged[k] = why
-                continue
-            if not checked:
-                self.unchecked.append(k)
             else:
                 certified[entry] = digest
         return damaged, certified
 
-    def _check_part_bytes(self, data: bytes, batch: int) -> tuple[str | None, bool]:
-        """``(why it is damaged or None, whether page checksums were checked)`` of a part's
-        bytes without a recorded SHA-256 (:meth:`verify`)."""
+    def _check_part_bytes(self, data: bytes, batch: int) -> str | None:
+        """Why a part's bytes without a recorded SHA-256 are damaged, or None (:meth:`verify`)."""
         import pyarrow.parquet as pq
+
+        from ._pages import page_without_checksum
 
         pa = _pa()
         try:
@@ -538,7 +540,7 @@ class StoreReader(StoreSQL):
                 table = pf.read()  # every page of every column: each page's CRC is checked
                 footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
                 layout = _layout_error(pf.metadata, footer)
-                kv = pf.metadata.metadata
+                md, kv = pf.metadata, pf.metadata.metadata
             # the tag is in the footer twice (its key-value pairs, and the Arrow schema kept
             # there), and readers take one or the other: both must be this store's batch
             tag = _tag_doc(table.schema.metadata)
@@ -546,18 +548,23 @@ class StoreReader(StoreSQL):
                 _tag_doc(kv) != tag
                 or _tag_doc(pq.read_table(pa.BufferReader(data), columns=[]).schema.metadata) != tag
             ):
-                return "its tag is not the same in the two places it is written", False
+                return "its tag is not the same in the two places it is written"
         except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
-            return f"it cannot be read in full: {_first_line(e)}", False
+            return f"it cannot be read in full: {_first_line(e)}"
         if (tag.get("store"), tag.get("batch")) != (self.manifest.get("store_id"), batch):
-            return "its tag (the store and batch it was written for) is another's", False
-        if layout is not None and tag.get("page_checksums"):  # as parts are written since
-            return f"its footer is inconsistent ({layout})", False
-        if tag.get("rows", table.num_rows) != table.num_rows:
-            return f"it holds {table.num_rows} rows, its tag says {tag.get('rows')}", False
+            return "its tag (the store and batch it was written for) is another's"
+        if not tag.get("page_checksums"):
+            return _UNCHECKED.format("its tag says so")
+        if layout is not None:
+            return f"its footer is inconsistent ({layout})"
+        page = page_without_checksum(data, md)
+        if page is not None:
+            return _UNCHECKED.format(page)
+        if tag.get("rows") != table.num_rows:
+            return f"it holds {table.num_rows} rows, its tag says {tag.get('rows')}"
         if table.schema.remove_metadata() != self.schema.remove_metadata():
-            return "its columns differ from the store's", False
-        return None, bool(tag.get("page_checksums"))
+            return "its columns differ from the store's"
+        return None
 
     # -------------------------------------------------------------- reading
     def _read(self, path: Path, columns: list[str] | None = None) -> Any:
@@ -731,8 +738,7 @@ def _stat_key(path: Path) -> tuple[int, ...]:
 
 def _tag_doc(kv: Any) -> dict:
     """A part's tag in its Parquet key-value metadata (:meth:`StoreWriter.write_part`): ``store``
-    (id), ``batch``, and since parts have page checksums ``rows`` and ``page_checksums``;
-    ``{}`` if it has none."""
+    (id), ``batch``, ``rows`` and ``page_checksums``; ``{}`` if it has none."""
     try:
         tag = json.loads((kv or {})[_META_KEY])
     except (KeyError, ValueError, TypeError):
@@ -749,11 +755,11 @@ def _tag(kv: Any) -> tuple[Any, Any]:
 def _layout_error(md: Any, footer_start: int) -> str | None:
     """What is wrong with a part's footer (:class:`pyarrow.parquet.FileMetaData`) as a map
     of its bytes, or None: its column chunks follow each other from byte 4 up to the footer
-    (``footer_start``), each compressed with :data:`CODEC`, as every part with page checksums
-    is written, and its row groups hold its rows.  The page checksums cover the pages, not
-    the footer: one bit flipped in a chunk's offset or size would read another column's pages
-    (whose checksums hold) under this column's name, and one in its codec would read its
-    compressed bytes as values."""
+    (``footer_start``), each compressed with :data:`CODEC`, as every part is written, and
+    its row groups hold its rows.  The page checksums cover the pages, not the footer: one
+    bit flipped in a chunk's offset or size would read another column's pages (whose
+    checksums hold) under this column's name, and one in its codec would read its compressed
+    bytes as values."""
     end, rows = 4, 0
     for g in range(md.num_row_groups):
         rg = md.row_group(g)

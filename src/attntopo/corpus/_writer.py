@@ -480,8 +480,7 @@ class StoreWriter:
     def verify(self) -> dict[int, str]:
         """:meth:`StoreReader.verify` (``{batch: why}`` of the damaged parts), and the
         SHA-256 of every part without a record whose own checksums hold is recorded, of the
-        very bytes checked (a part written before parts had page checksums is not:
-        ``self.store.unchecked`` lists it)."""
+        very bytes checked."""
         damaged, certified = self.store._verify()
         if certified:
             with self._writing():

@@ -47,6 +47,9 @@ class Settings:
         Seconds a request's head (request line and headers) may take to arrive, from its first
         byte or from the connection's start; a slower one is answered 408 and its connection
         closed (:func:`attntopo.web.uvicorn_options`).
+    body_timeout : float
+        Seconds a request's body may take to arrive, from the end of its head (chunked or
+        not); a slower one is answered 408 and its connection closed, as for the head.
     cache_size : int
         Analyses and comparisons kept in memory (LRU).
     cache_memory : int or str
@@ -77,6 +80,7 @@ class Settings:
     max_concurrent: int = 2
     timeout: float = 60.0
     header_timeout: float = 10.0
+    body_timeout: float = 30.0
     cache_size: int = 16
     cache_memory: int | str = "1GB"
     max_triangles: int = 20000
@@ -106,7 +110,7 @@ class Settings:
         positive_int("cache_size", 0)
         self.cache_memory = check_byte_size(self.cache_memory, "cache_memory")
         positive_int("max_triangles", 0)
-        for name in ("timeout", "header_timeout"):
+        for name in ("timeout", "header_timeout", "body_timeout"):
             v = getattr(self, name)
             try:
                 t = float(v)

@@ -611,7 +611,6 @@ def test_a_reader_cannot_write_and_reading_changes_nothing(tmp_path):
         "path",
         "schema",
         "settings",
-        "unchecked",
     }
     public = {n for n in dir(reader) if not n.startswith("_")}
     assert public == set(calls) | data
@@ -1179,6 +1178,51 @@ def test_a_manifest_that_cannot_be_used_is_named_with_the_way_out(tmp_path):
     assert mf.read_text().startswith('{"format": "someone-else"')
 
 
+# ------------------------------------------------------------------ format version 3
+def _old_format_line(mf: Path, version: int) -> str:
+    return (
+        f"{mf}: a store of corpus format version {version}, made before the first release by an "
+        "attntopo that could name values under another head's name (layers or heads given out "
+        "of order) and wrote parts without page checksums, which this attntopo does not read: "
+        "make it again; --new-store (new_store=True) starts the store over (its parts are "
+        "removed), or give another STORE"
+    )
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_store_of_format_version_1_or_2_is_refused_in_one_line(tmp_path, version):
+    """Stores written before format version 3 may hold values under another head's name and
+    parts without page checksums: opening, resuming and querying one stop with one line
+    naming the manifest, why, and ``--new-store``; nothing in the folder changes."""
+    from attntopo import corpus
+    from attntopo.corpus._store import FORMAT_VERSION
+    from attntopo.errors import AttntopoError
+
+    assert FORMAT_VERSION == 3
+    store = _store(tmp_path)
+    mf = store.path / MANIFEST
+    doc = json.loads(mf.read_text())
+    assert doc["format_version"] == 3
+    mf.write_text(json.dumps({**doc, "format_version": version}, indent=1) + "\n")
+    before = _snapshot(store.path)
+    line = _old_format_line(mf, version)
+    with pytest.raises(ResultFormatError) as e:
+        open_store(store.path)
+    assert str(e.value) == line and isinstance(e.value, AttntopoError)
+    with pytest.raises(ResultFormatError) as e:  # a resume (or an append) of it
+        corpus.run(TEXTS, out=store.path, progress=False)
+    assert str(e.value) == line
+    with pytest.raises(ResultFormatError) as e:
+        corpus.run(["zeta", "eta"], out=store.path, append=True, progress=False)
+    assert str(e.value) == line
+    assert _snapshot(store.path) == before
+    # a version this attntopo does not know: named as before
+    mf.write_text(json.dumps({**doc, "format_version": 4}))
+    with pytest.raises(ResultFormatError) as e:
+        open_store(store.path)
+    assert str(e.value) == f"{mf}: corpus format version 4; this attntopo reads 3"
+
+
 # ------------------------------------------------------------------ page checksums (issue 33)
 def _flip_in_a_data_page(
     path: Path, column: str = "L0H0.js.h0.total_persistence", bit: int = 2
@@ -1234,7 +1278,7 @@ def test_a_flipped_bit_is_never_certified_without_the_checksum_file(tmp_path, ca
         DamagedPartWarning, match=f"{part_name(1)} was damaged .*CRC.*batch 1 is recomputed"
     ):
         _drop_damaged(writer)  # what a resumed run does before it trusts a part
-    assert not p.exists() and writer.store.unchecked == []
+    assert not p.exists()
     # never part 1's
     assert sorted(writer.store.checksums()) == [f"parts/{part_name(k)}" for k in (0, 2)]
 
@@ -1278,30 +1322,84 @@ def test_no_flipped_bit_anywhere_gives_other_values_with_a_clean_verify(
         store.part_path(1).write_bytes(data)
 
 
-def test_a_part_without_page_checksums_or_record_is_read_in_full_and_not_certified(tmp_path):
-    """A part written before parts had page checksums, whose record is lost, can only be
-    read in full: it is trusted as before, but no SHA-256 is recorded for it and a resumed
-    run says which parts cannot be checked."""
+def _without_page_checksums(path: Path, *, tag: dict | None = None) -> None:
+    """Rewrite a part with the same rows and tag (``tag``: this one instead) and no page
+    checksums, as another program would (pyarrow's defaults write none)."""
+    rows = pq.read_table(path)
+    if tag is not None:
+        rows = rows.replace_schema_metadata({b"attntopo.corpus": json.dumps(tag).encode()})
+    pq.write_table(rows, path, compression="snappy")
+    with pq.ParquetFile(path) as pf:  # the same values, under the same tag
+        assert pf.read().equals(rows) and pf.schema_arrow.metadata == rows.schema.metadata
+
+
+@pytest.mark.parametrize("tag", ["kept", "as before page checksums"])
+def test_a_part_without_page_checksums_is_damaged_and_recomputed(tmp_path, tag):
+    """Every part of a store (format version 3) is written with page checksums.  A part
+    rewritten without them, the same values under the same tag (or the tag of the parts
+    written before page checksums), whose record is lost, could be changed without a word:
+    ``verify()`` names it damaged, a resumed run removes it to recompute its batch, and no
+    SHA-256 is recorded for it."""
     from attntopo.corpus import CHECKSUMS
     from attntopo.corpus._prepare import _drop_damaged
     from attntopo.errors import DamagedPartWarning
 
     store = _store(tmp_path)
     p = store.part_path(1)
-    old = pq.read_table(p)
-    tag = json.loads(old.schema.metadata[b"attntopo.corpus"])
-    old = old.replace_schema_metadata(
-        {b"attntopo.corpus": json.dumps({"store": tag["store"], "batch": tag["batch"]}).encode()}
-    )
-    pq.write_table(old, p, compression="snappy")  # as parts were written before
+    old = json.loads(pq.read_table(p).schema.metadata[b"attntopo.corpus"])
+    assert old["page_checksums"] is True
+    if tag == "kept":
+        _without_page_checksums(p)
+        detail = "column 'id', page 0: it has no CRC"
+    else:
+        _without_page_checksums(p, tag={"store": old["store"], "batch": old["batch"]})
+        detail = "its tag says so"
     os.unlink(store.path / CHECKSUMS)
+    reader = open_store(store.path)
+    assert reader.verify() == {
+        1: f"it was written without page checksums ({detail}), which every part of a store "
+        "has: a changed value in it could not be seen"
+    }
+    assert not hasattr(reader, "unchecked")
     writer = StoreWriter(store.path)
     with pytest.warns(DamagedPartWarning) as w:
-        _drop_damaged(writer)
-    assert str(w[0].message) == (
-        f"STORE {str(store.path)!r}: 1 part ({part_name(1)}) has neither a recorded SHA-256 nor "
-        "page checksums (written before attntopo wrote them): they read in full, but a changed "
-        "value in them cannot be seen; --new-store recomputes the store"
-    )
-    assert p.exists() and writer.store.unchecked == [1]
+        _drop_damaged(writer)  # what a resumed run does before it trusts a part
+    assert [str(x.message) for x in w] == [
+        f"STORE {str(store.path)!r}: {part_name(1)} was damaged (it was written without page "
+        f"checksums ({detail}), which every part of a store has: a changed value in it could "
+        "not be seen): batch 1 is recomputed"
+    ]
+    assert not p.exists()
     assert sorted(writer.store.checksums()) == [f"parts/{part_name(k)}" for k in (0, 2)]
+
+
+def test_a_part_with_its_record_rewritten_without_page_checksums_is_damaged(tmp_path):
+    """The same rewrite with the part's SHA-256 recorded: its bytes differ from the record."""
+    store = _store(tmp_path)
+    _without_page_checksums(store.part_path(1))
+    assert open_store(store.path).verify() == {
+        1: "its SHA-256 differs from the one recorded when it was written"
+    }
+
+
+@pytest.mark.parametrize("crc", [True, False])
+def test_every_page_header_is_read_dictionary_and_many_data_pages(tmp_path, crc):
+    """The page walk (``_pages``) reads every page of every column chunk: a dictionary page
+    and many small data pages, through nested page statistics; with the CRCs it finds
+    nothing, without them it names the first page of the first column."""
+    from attntopo.corpus._pages import page_without_checksum
+
+    n = 20_000
+    t = pa.table({"x": np.arange(n, dtype=np.float64), "s": [f"v{i % 7}" for i in range(n)]})
+    p = tmp_path / "t.parquet"
+    pq.write_table(t, p, data_page_size=1024, write_page_checksum=crc, use_dictionary=["s"])
+    data = p.read_bytes()
+    with pq.ParquetFile(p) as pf:
+        md = pf.metadata
+        assert md.row_group(0).column(1).has_dictionary_page
+    assert page_without_checksum(data, md) == (None if crc else "column 'x', page 0: it has no CRC")
+    if crc:  # a header cut short: the walk stops at the end of its chunk, naming the page
+        col = md.row_group(0).column(0)
+        assert page_without_checksum(data[: col.data_page_offset + 5], md).startswith(
+            "column 'x', page 0: "
+        )

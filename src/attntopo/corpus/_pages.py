@@ -1,0 +1,139 @@
+"""Whether every page of a Parquet part carries its checksum (a CRC-32 in its page header).
+
+pyarrow checks a page's CRC when it is there (``page_checksum_verification=True``) and reads
+a page without one as it is: a part rewritten without page checksums reads in full, and a
+changed value in it cannot be seen.  A store's parts are all written with them (format
+version 3), so :meth:`~attntopo.corpus.StoreReader.verify` reads every page header of a part
+without a recorded SHA-256 and names the first page without one.  pyarrow does not expose
+page headers: they are Thrift structures in the compact protocol, read here as far as
+needed (``PageHeader``: 1 type, 2 uncompressed size, 3 compressed size, 4 crc, then the
+page kind's own header, skipped).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["page_without_checksum"]
+
+_MAX_DEPTH = 32
+
+
+class _Bad(ValueError):
+    """A page header that cannot be read (a damaged part)."""
+
+
+def _varint(b: Any, i: int) -> tuple[int, int]:
+    out = shift = 0
+    while True:
+        if i >= len(b) or shift > 63:
+            raise _Bad("a page header runs past its column chunk")
+        byte = b[i]
+        i += 1
+        out |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return out, i
+        shift += 7
+
+
+def _zigzag(n: int) -> int:
+    return (n >> 1) ^ -(n & 1)
+
+
+def _skip(b: Any, i: int, kind: int, depth: int, *, in_list: bool = False) -> int:
+    """The position after a value of compact type ``kind`` at ``i``."""
+    if depth > _MAX_DEPTH:
+        raise _Bad("a page header nests too deep")
+    if kind in (1, 2):  # a bool: in the field header's type, one byte in a list
+        return i + 1 if in_list else i
+    if kind == 3:
+        return i + 1
+    if kind in (4, 5, 6):
+        return _varint(b, i)[1]
+    if kind == 7:
+        return i + 8
+    if kind == 8:
+        n, i = _varint(b, i)
+        return i + n
+    if kind in (9, 10):  # list, set: size and element type in one byte (size 15: a varint)
+        if i >= len(b):
+            raise _Bad("a page header runs past its column chunk")
+        size, elem = b[i] >> 4, b[i] & 0x0F
+        i += 1
+        if size == 15:
+            size, i = _varint(b, i)
+        for _ in range(size):
+            i = _skip(b, i, elem, depth + 1, in_list=True)
+            if i > len(b):
+                raise _Bad("a page header runs past its column chunk")
+        return i
+    if kind == 11:  # map: a varint size, then key and value types in one byte
+        size, i = _varint(b, i)
+        if size:
+            if i >= len(b):
+                raise _Bad("a page header runs past its column chunk")
+            key, value = b[i] >> 4, b[i] & 0x0F
+            i += 1
+            for _ in range(size):
+                i = _skip(b, i, key, depth + 1, in_list=True)
+                i = _skip(b, i, value, depth + 1, in_list=True)
+                if i > len(b):
+                    raise _Bad("a page header runs past its column chunk")
+        return i
+    if kind == 12:
+        return _struct(b, i, depth + 1)[1]
+    raise _Bad(f"a page header holds a value of unknown type {kind}")
+
+
+def _struct(b: Any, i: int, depth: int) -> tuple[dict[int, int], int]:
+    """The i32 fields 1–4 of the struct at ``i`` (``{field id: value}``) and the position
+    after it (its stop byte)."""
+    fields: dict[int, int] = {}
+    fid = 0
+    while True:
+        if i >= len(b):
+            raise _Bad("a page header runs past its column chunk")
+        head = b[i]
+        i += 1
+        if head == 0:
+            return fields, i
+        kind, delta = head & 0x0F, head >> 4
+        if delta:
+            fid += delta
+        else:
+            z, i = _varint(b, i)
+            fid = _zigzag(z)
+        if kind == 5 and 1 <= fid <= 4:
+            z, i = _varint(b, i)
+            fields[fid] = _zigzag(z)
+        else:
+            i = _skip(b, i, kind, depth)
+
+
+def page_without_checksum(data: bytes, md: Any) -> str | None:
+    """The first page of the part ``data`` (its :class:`pyarrow.parquet.FileMetaData`:
+    ``md``) whose header holds no CRC, or whose headers do not fill its column chunk, in
+    words; None when every page has its CRC.  The column chunks' offsets are the footer's
+    (checked against the file's bytes before, ``_layout_error``)."""
+    view = memoryview(data)
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            start = col.dictionary_page_offset if col.has_dictionary_page else col.data_page_offset
+            end = start + col.total_compressed_size
+            chunk, pos, n = view[:end], start, 0  # a view: no copy
+            try:
+                while pos < end:
+                    fields, body = _struct(chunk, pos, 0)
+                    if 4 not in fields:
+                        return f"column {col.path_in_schema!r}, page {n}: it has no CRC"
+                    size = fields.get(3, -1)
+                    if size < 0:
+                        raise _Bad("a page header has no size")
+                    pos, n = body + size, n + 1
+            except _Bad as e:
+                return f"column {col.path_in_schema!r}, page {n}: {e}"
+            if pos != end:
+                return f"column {col.path_in_schema!r}: its pages run past its column chunk"
+    return None
