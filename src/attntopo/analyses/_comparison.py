@@ -737,9 +737,9 @@ def compare(
         Also match special tokens ([CLS] with [CLS], …) as shared tokens (when kept).
     alignment : list of (int, int), optional
         Pairs tokens across the texts instead of string matching (translations): pairs of
-        word indices (``alignment_units="word"``: positions in :func:`split_words` of each
-        text) or of token positions (``"token"``: positions in the analysed token lists,
-        after ``drop_special``).  One-to-one.
+        word indices (``alignment_units="word"``: positions in
+        :func:`~attntopo.words.split_words` of each text) or of token positions (``"token"``:
+        positions in the analysed token lists, after ``drop_special``).  One-to-one.
     alignment_units : {"word", "token"}
     engine, n_jobs
         Persistence engine and worker processes (see :func:`~attntopo.topology.persistence_batch`).
@@ -753,11 +753,12 @@ def compare(
           the rows softmaxed again, natural log, fourth root of the divergence
           (:func:`~attntopo.distances.token_distances` with ``paper_compat="notebook"``), and
           the diagram distances taken between diagrams without the bars of persistence
-          ≤ :data:`PAPER_MIN_PERSISTENCE` (its ``persistence(min_persistence=0.01)``).  The
-          number the notebook prints for a head is ``grid("bottleneck", dim=0)`` (it compares
-          the H0 diagrams only; the one infinite H0 bar of each text is born at 0 and costs
-          nothing, as in gudhi).  The stored diagrams (:attr:`a`, :attr:`b`) are the full
-          ones, as :func:`attntopo.analyze` with the same mode gives them.
+          ≤ :data:`~attntopo.analyses._comparison_heads.PAPER_MIN_PERSISTENCE`, 0.01 (its
+          ``persistence(min_persistence=0.01)``).  The number the notebook prints for a head
+          is ``grid("bottleneck", dim=0)`` (it compares the H0 diagrams only; the one infinite
+          H0 bar of each text is born at 0 and costs nothing, as in gudhi).  The stored
+          diagrams (:attr:`Comparison.a`, :attr:`Comparison.b`) are the full ones, as
+          :func:`attntopo.analyze` with the same mode gives them.
         - ``"listing"``: the printed Listing 1's token distance (square root of the
           natural-log divergence of the softmaxed rows); everything else attntopo's.
 

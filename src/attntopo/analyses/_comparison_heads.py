@@ -113,8 +113,9 @@ def _head_diagram_distances(
     paper: Any,
     progress: Any,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per head, the :data:`DISTANCE_NAMES` distances between the texts' diagrams and between
-    their shared tokens' diagrams (NaN without shared tokens): two ``(3, L, H, maxdim + 1)``."""
+    """Per head, the :data:`~attntopo.constants.DISTANCE_NAMES` distances between the texts'
+    diagrams and between their shared tokens' diagrams (NaN without shared tokens): two
+    ``(3, L, H, maxdim + 1)``."""
     L, H = len(grid_a), len(grid_a[0])
     dist = np.zeros((3, L, H, maxdim + 1))
     sdist = np.full((3, L, H, maxdim + 1), np.nan)
@@ -132,8 +133,8 @@ def _head_diagram_distances(
 
 
 def _shared_counts(SA: np.ndarray, SB: np.ndarray, scales: np.ndarray) -> dict[str, np.ndarray]:
-    """The :data:`COUNT_NAMES` counts per head: edges and triangles among the shared tokens
-    at each head's scale, in each text and in both."""
+    """The :data:`~attntopo.constants.COUNT_NAMES` counts per head: edges and triangles
+    among the shared tokens at each head's scale, in each text and in both."""
     L, H, m = SA.shape[0], SA.shape[1], SA.shape[-1]
     eps = scales[:, :, None, None]
     off = ~np.eye(m, dtype=bool)

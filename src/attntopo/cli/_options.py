@@ -300,8 +300,9 @@ def command(
       ``helps[name]`` words one for the command;
     - ``static_figures`` ("the depth figure is"): the command's figures have no html form, so its
       ``plot_format`` is :func:`static_plot_format_opt`'s (png, svg, pdf; html refused in one line);
-    - ``--debug`` is not declared here: :func:`main` gives every command one (:func:`with_debug`)
-      and reads it itself; a command that reads it too (``serve``: request logs) declares it.
+    - ``--debug`` is not declared here: :func:`~attntopo.cli._common.main` gives every command
+      one (:func:`~attntopo.cli._common.with_debug`) and reads it itself; a command that reads
+      it too (``serve``: request logs) declares it.
 
     Returns the function as written."""
     target = app if group is None else group
@@ -368,7 +369,7 @@ def setting_options(exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     }
 
 
-#: The typer type of each kind of setting option (:class:`attntopo.features.CliOption`).
+#: The typer type of each kind of setting option (:class:`attntopo.features._settings.CliOption`).
 _SETTING_TYPES = {
     "names": Optional[List[str]],
     "numbers": Optional[List[str]],

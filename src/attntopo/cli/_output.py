@@ -59,10 +59,11 @@ def plural(n: int, word: str) -> str:
 
 
 def print_table(table: Any) -> None:
-    """Print a table of values (built with :func:`data_table`) on stdout: every title, header and
-    cell as it is (never markup or emoji), never cut, at least one space between columns; a table
-    too wide for the terminal (``COLUMNS``; 80 in a pipe) loses its padding, then wraps its word
-    columns, then is printed one ``name  value`` line per column (:mod:`._table`)."""
+    """Print a table of values (built with :func:`~attntopo.cli._table.data_table`) on stdout:
+    every title, header and cell as it is (never markup or emoji), never cut, at least one space
+    between columns; a table too wide for the terminal (``COLUMNS``; 80 in a pipe) loses its
+    padding, then wraps its word columns, then is printed one ``name  value`` line per column
+    (:mod:`._table`)."""
     render_table(table, console)
 
 

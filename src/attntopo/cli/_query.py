@@ -1,8 +1,8 @@
 """``attntopo query``: SQL (DuckDB) over a corpus store, printed as a table, JSON or CSV.
 
-The result is read a batch at a time (:meth:`StoreReader.sql_batches`) and never held whole: the
-table shows the first ``--rows`` rows and counts the rest; ``--csv`` and ``--json`` write the
-rows as they come, on stdout or atomically into ``--output FILE``.
+The result is read a batch at a time (:meth:`~attntopo.corpus.StoreReader.sql_batches`) and
+never held whole: the table shows the first ``--rows`` rows and counts the rest; ``--csv`` and
+``--json`` write the rows as they come, on stdout or atomically into ``--output FILE``.
 """
 
 from __future__ import annotations

@@ -286,7 +286,7 @@ def row_distances(
 
     The same numbers, accuracy and speed as :func:`token_distances` (which is the square
     case), for stacks of shape ``(..., m, k)``: ``m`` distributions over ``k`` outcomes
-    per matrix.  :func:`attntopo.analyses.heads.head_distances` uses it with the heads as
+    per matrix.  :func:`attntopo.analyses.head_distances` uses it with the heads as
     rows: for one query token, the ``L·H`` heads' attention rows over the keys.
 
     Parameters

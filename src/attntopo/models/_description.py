@@ -142,7 +142,8 @@ class ModelDescription:
         return text
 
     def tokenize(self, text: str, *, truncate: bool = False) -> Encoding:
-        """Tokenize one text exactly as :meth:`attention` does (special tokens included).
+        """Tokenize one text exactly as :meth:`~attntopo.models.AttentionModel.attention` does
+        (special tokens included).
 
         Raises :class:`~attntopo.errors.TextTooLongError` if the text has more tokens than
         :attr:`max_length`, unless ``truncate=True`` (then the tail is cut).

@@ -35,7 +35,7 @@ class Settings:
         Default model of the page; also allowed when it is not a packaged alias (a hub id
         or a folder given on the command line).
     host, port : str, int
-        Where uvicorn listens (used by :func:`attntopo.web.serve` and for the Host check).
+        Where uvicorn listens (used by ``attntopo serve`` and for the Host check).
     max_chars : int
         Longest text accepted, in characters.
     max_concurrent : int
