@@ -41,11 +41,6 @@ DEFAULT_CORPUS_SETS: tuple[str, ...] = ("js",)
 DEFAULT_BATCH_SIZE = 32
 
 
-#: Settings added after stores were first written: a manifest without them has the default
-#: (a feature setting missing from a manifest always does: FeatureSettings.from_dict).
-_ADDED_FIELDS = frozenset({"dtype", "pairs"})
-
-
 @dataclass(frozen=True)
 class CorpusSettings:
     """Every setting that decides the numbers of a corpus store (frozen, hashable, picklable).
@@ -68,8 +63,7 @@ class CorpusSettings:
         The feature settings (:class:`attntopo.features.FeatureSettings`: sets, layers and
         heads, metric, the sets' parameters, drop_special, engine; ``layers`` and ``heads``
         resolved: tuples, never negative; every bar kept: ``min_persistence=0``).  A store
-        keeps them as the manifest's ``features`` object; a feature setting added since a
-        store was made reads as its default.
+        keeps them as the manifest's ``features`` object.
     maxdim : int
         Highest homology dimension of the diagrams (1: H0 and H1).
     keep_diagrams : bool
@@ -83,12 +77,11 @@ class CorpusSettings:
         different batch size is a different run.
     dtype : {"float32", "float16", "bfloat16"}
         The model's weights (a bfloat16 model gives other numbers; the device does not
-        decide the numbers beyond float32 rounding, so it is not a setting).  Stores made
-        before this field read as float32.
+        decide the numbers beyond float32 rounding, so it is not a setting).
     pairs : bool
         The records are (prompt, answer) pairs (``answer_column=``): the sets see them as
         :func:`attntopo.features.features` sees pairs (the ``prompt`` set needs them; the
-        others take the pair joined into one text).  Stores made before this field hold texts.
+        others take the pair joined into one text).
     """
 
     model: str
@@ -113,34 +106,29 @@ class CorpusSettings:
 
     @classmethod
     def from_manifest(cls, doc: Any) -> "CorpusSettings":
-        """Inverse of :meth:`to_manifest`; :class:`~attntopo.errors.ResultFormatError` names a
-        missing or unknown key.  The flat settings of a store made before the feature
-        settings were nested (before the first release) are refused in one line."""
-        from ..features import FeatureSettings
+        """Inverse of :meth:`to_manifest`; :class:`~attntopo.errors.ResultFormatError` names
+        every missing key (``settings.dtype``, ``settings.features.engine``: a manifest of
+        format version 3 has them all) or an unknown one."""
+        from ..features import SETTING_NAMES, FeatureSettings
 
         if not isinstance(doc, dict):
             raise ResultFormatError("manifest.json: 'settings' must be an object")
         doc = dict(doc)
-        if "features" not in doc:
-            raise ResultFormatError(
-                "manifest.json: settings in the flat form of a store made before the first "
-                "release (no 'features' object), which this attntopo does not read: make the "
-                "store again"
-            )
-        doc.setdefault("keep_text", False)  # stores made before the text column have none
         names = [f.name for f in fields(cls)]
-        missing = [n for n in names if n not in doc and n not in _ADDED_FIELDS]
-        unknown = [k for k in doc if k not in names]
-        if missing or unknown:
-            what = "; ".join(
-                x
-                for x in (
-                    f"missing {', '.join(missing)}" if missing else "",
-                    f"unknown {', '.join(unknown)}" if unknown else "",
-                )
-                if x
+        missing = [f"settings.{n}" for n in names if n not in doc]
+        if isinstance(doc.get("features"), dict):
+            missing += [f"settings.features.{n}" for n in SETTING_NAMES if n not in doc["features"]]
+        if missing:
+            raise ResultFormatError(
+                f"manifest.json: {', '.join(map(repr, missing))} "
+                f"{'is' if len(missing) == 1 else 'are'} missing, which every store of its "
+                "format version has (the manifest was changed since it was written)"
             )
-            raise ResultFormatError(f"manifest.json: settings do not match this attntopo ({what})")
+        unknown = [k for k in doc if k not in names]
+        if unknown:
+            raise ResultFormatError(
+                f"manifest.json: settings do not match this attntopo (unknown {', '.join(unknown)})"
+            )
         try:
             doc["features"] = FeatureSettings.from_dict(doc["features"], where="manifest.json")
         except InvalidInputError as e:

@@ -94,12 +94,12 @@ CODEC = "snappy"
 _META_KEY = b"attntopo.corpus"
 #: A manifest's store id (its first keys, as written by :meth:`StoreWriter.create`).
 _STORE_ID = re.compile(rb'"store_id":\s*"([^"\\]*)"')
-#: What a manifest that cannot be used leaves a user to do.
 #: Why a part without page checksums is damaged (every part of a store is written with them).
 _UNCHECKED = (
     "it was written without page checksums ({}), which every part of a store has: a changed "
     "value in it could not be seen"
 )
+#: What a manifest that cannot be used leaves a user to do.
 _START_OVER = (
     "; --new-store (new_store=True) starts the store over (its parts are removed), "
     "or give another STORE"
@@ -108,6 +108,9 @@ _PART = re.compile(r"^part-(\d{8})\.parquet$")
 _TMP = re.compile(r"^\.part-\d{8}\.parquet\.[0-9a-f]{16}\.tmp$")
 
 
+#: The keys every manifest has (:meth:`StoreWriter.create`); the settings' own are checked by
+#: :meth:`CorpusSettings.from_manifest`.
+_MANIFEST_KEYS = ("store_id", "settings", "input", "feature_columns", "schema")
 #: The names of the files a store writes (in its folder, and in ``parts/``).
 OWN_FILE = re.compile(
     r"^(manifest\.json|errors\.jsonl|parts\.sha256|part-\d{8}\.parquet|\..*\.tmp)$"
@@ -162,7 +165,7 @@ class StoreReader(StoreSQL):
         self.parts_dir = self.path / PARTS
         #: the store's random id as this object opened it (its parts carry it): a reader
         #: stops when the manifest on disk holds another (:meth:`check_unchanged`)
-        self.generation = doc.get("store_id") or doc.get("created")
+        self.generation = doc["store_id"]
         mf = self.path / MANIFEST
         try:
             self.settings = CorpusSettings.from_manifest(doc.get("settings"))
@@ -173,7 +176,7 @@ class StoreReader(StoreSQL):
             self.schema = _schema_from_b64(doc["schema"])
         except Exception:  # noqa: BLE001 - any decoding failure is a corrupt manifest
             raise ResultFormatError(f"{mf}: the row schema cannot be read{_START_OVER}") from None
-        self.feature_columns = list(doc.get("feature_columns", []))
+        self.feature_columns = list(doc["feature_columns"])
         self._parts: dict[int, Path] | None = None
         self._rows: dict[int, int] = {}
         # per part: its file's (size, mtime_ns) when it was checked or written here (a part
@@ -229,6 +232,13 @@ class StoreReader(StoreSQL):
                 f"{mf}: corpus format version {doc.get('format_version')!r}; this attntopo reads "
                 f"{FORMAT_VERSION}"
             )
+        missing = [repr(k) for k in _MANIFEST_KEYS if k not in doc]
+        if missing:
+            raise ResultFormatError(
+                f"{mf}: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing, "
+                "which every store of its format version has (the manifest was changed since "
+                f"it was written){_START_OVER}"
+            )
         return doc
 
     def _generation_on_disk(self) -> str | None:
@@ -254,7 +264,7 @@ class StoreReader(StoreSQL):
             return "unreadable"
         if not isinstance(doc, dict):
             return "unreadable"
-        return doc.get("store_id") or doc.get("created")
+        return doc.get("store_id") or "unreadable"
 
     def check_unchanged(self) -> None:
         """Raise :class:`~attntopo.errors.StoreReplacedError` if the store this object
@@ -420,7 +430,7 @@ class StoreReader(StoreSQL):
         except (InvalidInputError, ResultFormatError):
             self.check_unchanged()
             raise
-        now = doc.get("store_id") or doc.get("created")
+        now = doc["store_id"]
         if now != self.generation:
             raise self._replaced(now)
         self.manifest = doc

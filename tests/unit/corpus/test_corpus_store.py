@@ -107,55 +107,76 @@ def test_manifest_round_trip_and_columns():
     assert CorpusSettings.from_manifest(json.loads(json.dumps(SETTINGS.to_manifest()))) == SETTINGS
     cols = feature_columns(SETTINGS)
     assert cols[0] == "L0H0.js.h0.n_bars" and len(cols) == 2 * (2 * (5 + 1) + 1)
-    with pytest.raises(ResultFormatError, match="missing model"):
-        CorpusSettings.from_manifest(
-            {k: v for k, v in SETTINGS.to_manifest().items() if k != "model"}
-        )
-    # a store written before the dtype was a setting: its model ran in float32
-    old = {k: v for k, v in SETTINGS.to_manifest().items() if k != "dtype"}
-    assert CorpusSettings.from_manifest(old).dtype == "float32"
-    assert CorpusSettings.from_manifest(old) == SETTINGS
-    # nor pairs: a store of texts; a feature setting it lacks takes its default
-    old = SETTINGS.to_manifest()
-    del old["pairs"], old["features"]["prompt_quantities"], old["features"]["spectral_k"]
-    assert CorpusSettings.from_manifest(old) == SETTINGS and not SETTINGS.pairs
+    doc = SETTINGS.to_manifest()
     with pytest.raises(ResultFormatError, match="unknown feature settings tau"):
-        CorpusSettings.from_manifest({**old, "features": {**old["features"], "tau": 1}})
+        CorpusSettings.from_manifest({**doc, "features": {**doc["features"], "tau": 1}})
 
 
-def test_a_manifest_of_flat_settings_is_refused_in_one_line(tmp_path):
-    """Stores made before the feature settings were nested (one flat object, the persistence
-    engine under its first name ``persistence_engine``) are refused in one line that says to
-    make the store again; nothing is read from them."""
-    flat = {k: v for k, v in SETTINGS.to_manifest().items() if k != "features"}
-    feats = dataclasses.replace(SETTINGS.features, engine="ripser").to_dict()
-    flat.update(feats)
-    flat["persistence_engine"] = flat.pop("engine")
-    with pytest.raises(ResultFormatError) as info:
-        CorpusSettings.from_manifest(flat)
-    msg = str(info.value)
-    assert (
-        msg.startswith(
-            "manifest.json: settings in the flat form of a store made before the "
-            "first release (no 'features' object)"
-        )
-        and "make the store again" in msg
-    )
-    assert "\n" not in msg
-    # opened as a store: the same line, naming the file and the way on (--new-store)
+@pytest.mark.parametrize(
+    "drop",
+    [
+        ("settings", "model"),
+        ("settings", "dtype"),
+        ("settings", "pairs"),
+        ("settings", "keep_text"),
+        ("settings", "features"),
+        ("settings", "features", "spectral_k"),
+        ("settings", "features", "engine"),
+        ("store_id",),
+        ("settings",),
+        ("schema",),
+        ("feature_columns",),
+        ("input",),
+    ],
+)
+def test_a_manifest_without_a_key_is_refused_in_one_line_naming_it(tmp_path, drop):
+    """A store is of format version 3 and its manifest holds every key (nothing reads an older
+    form: no default stands in for a missing setting, nor for a flat settings object): a
+    missing one is one line naming the manifest, the key and ``--new-store``, for a reader
+    and a run alike."""
+    from attntopo import corpus
+
     store = _store(tmp_path)
-    mf = store.path / "manifest.json"
+    mf = store.path / MANIFEST
     doc = json.loads(mf.read_text())
-    doc["settings"] = flat
+    inner = doc
+    for k in drop[:-1]:
+        inner = inner[k]
+    del inner[drop[-1]]
     mf.write_text(json.dumps(doc))
-    with pytest.raises(
-        ResultFormatError,
-        match=r"manifest\.json: settings in the flat form .*"
-        r"make the store again; --new-store \(new_store=True\) starts the store "
-        r"over",
-    ) as info:
+    line = (
+        f"{mf}: {'.'.join(drop)!r} is missing, which every store of its format version has "
+        "(the manifest was changed since it was written); --new-store (new_store=True) starts "
+        "the store over (its parts are removed), or give another STORE"
+    )
+    with pytest.raises(ResultFormatError) as e:
         open_store(store.path)
-    assert "\n" not in str(info.value)
+    assert str(e.value) == line
+    with pytest.raises(ResultFormatError) as e:
+        corpus.run(TEXTS, out=store.path, progress=False)
+    assert str(e.value) == line
+
+
+def test_a_manifest_of_flat_settings_is_refused_naming_what_it_lacks():
+    """The settings of a manifest are nested (``features``): a flat object (feature settings
+    beside the others, the engine as ``persistence_engine``) is refused, naming the missing
+    ``settings.features``; several missing keys are named together."""
+    flat = {k: v for k, v in SETTINGS.to_manifest().items() if k != "features"}
+    flat.update(dataclasses.replace(SETTINGS.features, engine="ripser").to_dict())
+    flat["persistence_engine"] = flat.pop("engine")
+    with pytest.raises(ResultFormatError) as e:
+        CorpusSettings.from_manifest(flat)
+    assert str(e.value) == (
+        "manifest.json: 'settings.features' is missing, which every store of its format "
+        "version has (the manifest was changed since it was written)"
+    )
+    doc = SETTINGS.to_manifest()
+    del doc["dtype"], doc["features"]["metric"]
+    with pytest.raises(ResultFormatError) as e:
+        CorpusSettings.from_manifest(doc)
+    assert str(e.value).startswith(
+        "manifest.json: 'settings.dtype', 'settings.features.metric' are missing, "
+    )
 
 
 _CHANGES = {
@@ -503,7 +524,7 @@ def test_not_a_store(tmp_path):
 def test_verify_finds_a_changed_byte_by_the_recorded_checksum(tmp_path):
     """Every part's SHA-256 is recorded as it is written (sha256sum's format); one changed
     byte in the middle of a part, which its footer cannot show, is found; a part of a store
-    without records (made before them) must read in full."""
+    without records (the file lost) must read in full."""
     import hashlib
     import shutil
     import subprocess
@@ -890,7 +911,7 @@ def test_append_with_new_store_is_one_line_before_any_work(tmp_path):
 def test_engine_is_a_feature_setting_of_the_manifest():
     """The persistence engine is written with the feature settings (``features.engine``); a
     flat manifest with its first name, ``persistence_engine``, is refused
-    (test_a_manifest_of_flat_settings_is_refused_in_one_line)."""
+    (test_a_manifest_of_flat_settings_is_refused_naming_what_it_lacks)."""
     s = dataclasses.replace(
         SETTINGS, features=dataclasses.replace(SETTINGS.features, engine="ripser")
     )
@@ -1150,6 +1171,13 @@ def test_a_manifest_that_cannot_be_used_is_named_with_the_way_out(tmp_path):
         "or give another STORE"
     )
     mf.write_text(json.dumps({k: v for k, v in doc.items() if k != "settings"}))
+    with pytest.raises(ResultFormatError) as e:
+        open_store(store.path)
+    assert str(e.value) == (
+        f"{mf}: 'settings' is missing, which every store of its format version has (the "
+        f"manifest was changed since it was written){way_out}"
+    )
+    mf.write_text(json.dumps({**doc, "settings": [1]}))
     with pytest.raises(ResultFormatError) as e:
         open_store(store.path)
     assert str(e.value) == f"{mf}: 'settings' must be an object{way_out}"
