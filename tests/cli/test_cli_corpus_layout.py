@@ -168,3 +168,49 @@ def test_a_version_2_store_is_refused_by_corpus_and_query_in_one_line(inputs, ca
     capsys.readouterr()
     assert code == 0 and json.loads(mf.read_text())["format_version"] == 3
     assert _count(capsys, old) == 6
+
+
+def test_a_part_rewritten_without_page_checksums_is_refused_then_recomputed(inputs, capsys):
+    """A part rewritten without page checksums (the same values, its tag kept): ``query``
+    and an append of another input stop with one line (the append's says to run the store's
+    input again first: an append does not recompute parts); that resume recomputes the part
+    (one warning), and the append then runs."""
+    import pyarrow.parquet as pq
+
+    d, a, b = inputs
+    store = d / "nocrc"
+    _corpus(capsys, a, "--out", str(store))
+    part = store / "parts" / part_name(1)
+    rows = pq.read_table(part)
+    pq.write_table(rows, part, compression="snappy")
+    why = (
+        f"{part}: corrupt part file (it was written without page checksums (column 'id', page "
+        "0: it has no CRC), which every part of a store has: a changed value in it could not be "
+        "seen)"
+    )
+    code = main(["query", str(store), "SELECT count(*) FROM corpus"])
+    out, err = capsys.readouterr()
+    assert (code, out, err.strip().splitlines()) == (
+        2,
+        "",
+        [
+            f"error: {why}: StoreReader.verify() names the damaged parts; a run of the same "
+            "command recomputes them"
+        ],
+    )
+    code = main(["corpus", b, "--out", str(store), "--append", *FAST])
+    out, err = capsys.readouterr()
+    assert (code, err.strip().splitlines()) == (
+        2,
+        [
+            f"error: {why}: run it again with {a} (without --append) to recompute it before "
+            f"appending {b}"
+        ],
+    )
+    code = main(["corpus", a, "--out", str(store), *FAST])
+    out, err = capsys.readouterr()
+    assert code == 0 and f"{part_name(1)} was damaged (its SHA-256 differs" in err, err
+    assert pq.read_table(part).equals(rows) and _count(capsys, store) == 6
+    _corpus(capsys, b, "--out", str(store), "--append")
+    assert _count(capsys, store) == 10
+    _sha256sum_ok(store)

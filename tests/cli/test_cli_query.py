@@ -210,3 +210,27 @@ def test_two_columns_of_one_name_are_refused_before_any_output(store, tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["columns"] == ["a", "a_2", "A_3"] and doc["rows"] == [{"a": 1, "a_2": 2, "A_3": 3}]
+
+
+def test_a_part_rewritten_without_page_checksums_is_refused(tmp_path):
+    """A part rewritten by another program without page checksums (the same values, its tag
+    kept: pyarrow's defaults) could hold a changed value without a word: ``attntopo query``
+    refuses it, exit 2, with the line reads give for a damaged part; a good store answers."""
+    import pyarrow.parquet as pq
+
+    path = small_store(tmp_path / "store", ["a b", "c d", "e"]).path
+    r = run("query", str(path), "SELECT count(*) AS n FROM corpus", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["rows"] == [{"n": 3}], r.stderr
+    part = path / "parts" / "part-00000000.parquet"
+    rows = pq.read_table(part)
+    pq.write_table(rows, part, compression="snappy")
+    assert pq.read_table(part).equals(rows)
+    line = (
+        f"error: {part}: corrupt part file (it was written without page checksums (column 'id', "
+        "page 0: it has no CRC), which every part of a store has: a changed value in it could "
+        "not be seen): StoreReader.verify() names the damaged parts; a run of the same command "
+        "recomputes them"
+    )
+    for form in ([], ["--json"], ["--csv"]):
+        r = run("query", str(path), "SELECT count(*) FROM corpus", *form)
+        assert assert_one_line_error(r) == line

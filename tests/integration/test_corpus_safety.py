@@ -225,16 +225,16 @@ def test_a_flipped_bit_without_the_checksum_file_is_named_and_recomputed(minilm,
 def test_a_part_rewritten_without_page_checksums_is_named_and_recomputed(minilm, six, tmp_path):
     """Every part of a store (format version 3) carries page checksums.  A real part
     rewritten without them, the same values under the same tag, ``parts.sha256`` deleted:
-    it reads as written, but a changed value in it could not be seen.  ``verify()`` names it,
-    a resume recomputes it (one warning), records its new part's checksum, and the store
-    equals a clean run."""
+    pyarrow reads it as written, but a changed value in it could not be seen.  Every read of
+    the store refuses it in one line, ``verify()`` names it, a resume recomputes it (one
+    warning), records its new part's checksum, and the store equals a clean run."""
     import hashlib
 
     import pyarrow.parquet as pq
 
     from attntopo import corpus
     from attntopo.corpus import CHECKSUMS, part_name
-    from attntopo.errors import DamagedPartWarning
+    from attntopo.errors import DamagedPartWarning, ResultFormatError
 
     out = tmp_path / "S"
     kw = {"model": minilm, "layers": [0], "heads": [1, 0], "batch_size": 2, "progress": False}
@@ -244,12 +244,17 @@ def test_a_part_rewritten_without_page_checksums_is_named_and_recomputed(minilm,
     pq.write_table(rows, part, compression="snappy")  # pyarrow's default: no page checksums
     assert pq.read_table(part).equals(rows)
     os.unlink(out / CHECKSUMS)
-    assert corpus.open_store(out).to_arrow().equals(ref)  # it reads as written
     why = (
         "it was written without page checksums (column 'id', page 0: it has no CRC), which "
         "every part of a store has: a changed value in it could not be seen"
     )
-    assert corpus.open_store(out).verify() == {1: why}
+    with pytest.raises(ResultFormatError) as e:
+        corpus.open_store(out).to_arrow()
+    assert str(e.value) == (
+        f"{part}: corrupt part file ({why}): StoreReader.verify() names the damaged parts; a "
+        "run of the same command recomputes them"
+    )
+    assert corpus.StoreReader(out).verify() == {1: why}
     with pytest.warns(DamagedPartWarning) as w:
         store = corpus.run(six, out=out, **kw)
     assert [str(x.message) for x in w if issubclass(x.category, DamagedPartWarning)] == [

@@ -4,7 +4,9 @@ pyarrow checks a page's CRC when it is there (``page_checksum_verification=True`
 a page without one as it is: a part rewritten without page checksums reads in full, and a
 changed value in it cannot be seen.  A store's parts are all written with them (format
 version 3), so :meth:`~attntopo.corpus.StoreReader.verify` reads every page header of a part
-without a recorded SHA-256 and names the first page without one.  pyarrow does not expose
+without a recorded SHA-256 and names the first page without one, and every read walks the
+page headers of each part once per state of its file (:func:`pages_all_checked`, the fast
+walk) and refuses a part that fails it.  pyarrow does not expose
 page headers: they are Thrift structures in the compact protocol, read here as far as
 needed (``PageHeader``: 1 type, 2 uncompressed size, 3 compressed size, 4 crc, then the
 page kind's own header, skipped).
@@ -12,11 +14,24 @@ page kind's own header, skipped).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["page_without_checksum"]
+__all__ = ["page_without_checksum", "pages_all_checked"]
 
 _MAX_DEPTH = 32
+#: An i32 in the compact protocol: a zigzag varint of at most 5 bytes.
+_I32 = rb"[\x80-\xff]{0,4}[\x00-\x7f]"
+#: The page header a store writes for most pages (one per feature column): a data page (v1)
+#: with its CRC and no statistics (``PageHeader``: fields 1-4 i32, then the
+#: ``DataPageHeader`` struct of 4 i32 fields and an empty statistics struct; stop, stop).
+#: Compact-protocol parsing is prefix-deterministic, so bytes matching this are exactly
+#: such a header; group 1 is the page's compressed size.  Other headers are parsed in full.
+_PLAIN = re.compile(
+    rb"\x15I\x15I\x15(I)\x15I\x1c\x15I\x15I\x15I\x15I(?:\x1c\x00)?\x00\x00".replace(b"I", _I32)
+)
+#: Decoded compressed sizes by their varint bytes (a part's pages repeat a few sizes).
+_SIZES: dict[bytes, int] = {}
 
 
 class _Bad(ValueError):
@@ -137,3 +152,45 @@ def page_without_checksum(data: bytes, md: Any) -> str | None:
             if pos != end:
                 return f"column {col.path_in_schema!r}: its pages run past its column chunk"
     return None
+
+
+def _zigzag_bytes(b: bytes) -> int:
+    z = 0
+    for i, byte in enumerate(b):
+        z |= (byte & 0x7F) << (7 * i)
+    return _zigzag(z)
+
+
+def pages_all_checked(data: bytes) -> bool:
+    """Whether every page of the part ``data`` carries its CRC, its pages following each
+    other from byte 4 up to its footer, as every part a store writes (a sequential walk of
+    the page headers, no footer parsed: ~1 ms for a part of 2,100 columns, against ~10 ms
+    for :func:`page_without_checksum`).  False says nothing of where: ask
+    :func:`page_without_checksum` then."""
+    if len(data) < 12:  # the leading magic is not checked: pyarrow reads a part without it
+        return False
+    end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    pos, view, match = 4, None, _PLAIN.match
+    try:
+        while pos < end:
+            m = match(data, pos, end)
+            if m is not None:
+                b = m.group(1)
+                size = _SIZES.get(b)
+                if size is None:
+                    size = _zigzag_bytes(b)
+                    if len(_SIZES) < 4096:
+                        _SIZES[b] = size
+                if size < 0:
+                    return False
+                pos = m.end() + size
+                continue
+            if view is None:
+                view = memoryview(data)[:end]
+            fields, body = _struct(view, pos, 0)
+            if 4 not in fields or fields.get(3, -1) < 0:
+                return False
+            pos = body + fields[3]
+    except _Bad:
+        return False
+    return pos == end

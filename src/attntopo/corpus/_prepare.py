@@ -311,9 +311,17 @@ def _appended_input(
     if not append:
         return None
     where = f"STORE {str(store.path)!r}"
-    c = store.counts()
+    last = inputs[-1].get("name", "its input")
+    try:
+        c = store.counts()
+    except ResultFormatError as e:  # a damaged part: a resume (not an append) recomputes it
+        from ._query import _RECOMPUTE
+
+        raise ResultFormatError(
+            f"{str(e).removesuffix(_RECOMPUTE)}: run it again with {last} (without --append) "
+            f"to recompute it before appending {inp.name}"
+        ) from None
     if c["remaining"] or any(e.get("status") == "appending" for e in inputs):
-        last = inputs[-1].get("name", "its input")
         raise InvalidInputError(
             f"{where} is unfinished ({c['done']} of {c['total']} texts stored): run it again with "
             f"{last} to finish it before appending {inp.name}"

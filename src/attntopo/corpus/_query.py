@@ -77,7 +77,7 @@ def _same_store(method: Any) -> Any:
 class StoreSQL:
     """The SQL methods of :class:`~attntopo.corpus.StoreReader` (which is one): they use its
     ``parts()``, ``schema``, ``feature_columns``, ``parts_dir``, ``check_unchanged()``,
-    ``_forget_parts()`` and its cache of connections ``_cons``."""
+    ``_check_parts_unchanged()``, ``_forget_parts()`` and its cache of connections ``_cons``."""
 
     def _connection(self, allow_external: bool = False, memory_limit: int | None = None):
         """``(connection, rows)``: a DuckDB connection and the parts as one dataset (the view
@@ -132,6 +132,7 @@ class StoreSQL:
         """A cursor of :meth:`_connection` (its settings are the database's) that sees the
         parts as :data:`TABLE` (a registered object is local to a cursor)."""
         con, rows = self._connection(allow_external, memory_limit)
+        self._check_parts_unchanged()  # a part changed since it was listed is checked again
         cur = con.cursor()
         cur.register(TABLE, rows)
         return cur

@@ -331,9 +331,6 @@ class StoreReader(StoreSQL):
 
     # -------------------------------------------------------------- parts
     def _scan_parts(self) -> dict[int, Path]:
-        import pyarrow.parquet as pq
-
-        sid = self.manifest.get("store_id")
         parts: dict[int, Path] = {}
         rows: dict[int, int] = {}
         for entry in self._part_entries():
@@ -352,51 +349,91 @@ class StoreReader(StoreSQL):
             except FileNotFoundError:  # listed, then removed
                 raise self._removed(p) from None
             known = self._known.get(k)
-            if known is not None and known[0] == key and k in self._rows:
-                parts[k] = p  # checked before (or written here), unchanged since
-                rows[k] = self._rows[k]
-                continue
-            try:
-                # Not read_metadata(p).schema.to_arrow_schema(): FileMetaData.schema makes a
-                # reference cycle (the ParquetSchema points back at its FileMetaData), so each
-                # parsed footer (~2,000 column chunks) would wait for the garbage collector,
-                # and over hundreds of parts the heap grew with their number.  ParquetFile
-                # gives the same Arrow schema and key-value metadata, freed at once.
-                with pq.ParquetFile(p) as pf:
-                    md = pf.metadata
-                    kv = md.metadata or {}
-                    num_rows = md.num_rows
-                    schema = pf.schema_arrow
-                del md
-            except FileNotFoundError:  # listed, then removed
-                raise self._removed(p) from None
-            except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
-                raise ResultFormatError(
-                    f"{p}: corrupt part file ({_first_line(e)}): delete it and re-run to "
-                    f"recompute batch {k}"
-                ) from None
-            if _tag(kv) != (sid, k):
-                raise ResultFormatError(
-                    f"{p}: not a part of this store (written "
-                    "by another store or program): move it out"
-                )
-            if schema.remove_metadata() != self.schema.remove_metadata():
-                raise ResultFormatError(
-                    f"{p}: its columns differ from the store's: delete it and re-run"
-                )
-            written = _tag_doc(kv).get("rows", num_rows)
-            if written != num_rows:
-                raise ResultFormatError(
-                    f"{p}: corrupt part file (its footer says {num_rows} rows, it was written with "
-                    f"{written}): delete it and re-run to recompute batch {k}"
-                )
-            parts[k] = p
-            rows[k] = num_rows
-            self._known[k] = (key, None)
+            if known is None or known[0] != key or k not in self._rows:
+                self._check_part(k, p, key)
+            parts[k] = p  # checked (or written here), unchanged since
+            rows[k] = self._rows[k]
         for k in [k for k in self._known if k not in parts]:
             del self._known[k]
         self._parts, self._rows = parts, rows
         return parts
+
+    def _check_part(self, k: int, p: Path, key: tuple[int, ...]) -> None:
+        """Check part ``k`` at ``p`` (its file's state ``key``, taken before it is read) once
+        for that state: its footer readable, written by this store for batch ``k``, the
+        store's columns, the rows its tag names, and a CRC in every page header
+        (:func:`~attntopo.corpus._pages.pages_all_checked`: a part rewritten without page
+        checksums reads as it is, so a changed value in it could not be seen).  Known then
+        (:attr:`_known`, :attr:`_rows`); else one line naming it, :meth:`verify` and a run."""
+        import pyarrow.parquet as pq
+
+        from ._pages import page_without_checksum, pages_all_checked
+
+        try:
+            # One read of its bytes: the footer and the page headers are those of one file.
+            # Not read_metadata(p).schema.to_arrow_schema(): FileMetaData.schema makes a
+            # reference cycle (the ParquetSchema points back at its FileMetaData), so each
+            # parsed footer (~2,000 column chunks) would wait for the garbage collector,
+            # and over hundreds of parts the heap grew with their number.  ParquetFile
+            # gives the same Arrow schema and key-value metadata, freed at once.
+            data = p.read_bytes()
+            with pq.ParquetFile(_pa().BufferReader(data)) as pf:
+                md = pf.metadata
+                kv = md.metadata or {}
+                num_rows = md.num_rows
+                schema = pf.schema_arrow
+                unchecked = None
+                if not pages_all_checked(data):  # where, in words (~10 ms)
+                    unchecked = page_without_checksum(data, md) or (
+                        "its pages do not follow each other up to its footer"
+                    )
+            del md
+        except FileNotFoundError:  # listed, then removed
+            raise self._removed(p) from None
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
+            raise ResultFormatError(
+                f"{p}: corrupt part file ({_first_line(e)}): delete it and re-run to "
+                f"recompute batch {k}"
+            ) from None
+        tag = _tag_doc(kv)
+        if (tag.get("store"), tag.get("batch")) != (self.manifest["store_id"], k):
+            raise ResultFormatError(
+                f"{p}: not a part of this store (written by another store or program): move it out"
+            )
+        if schema.remove_metadata() != self.schema.remove_metadata():
+            raise ResultFormatError(
+                f"{p}: its columns differ from the store's: delete it and re-run"
+            )
+        if not tag.get("page_checksums") or unchecked is not None:
+            where = "its tag says so" if not tag.get("page_checksums") else unchecked
+            raise ResultFormatError(
+                f"{p}: corrupt part file ({_UNCHECKED.format(where)}){_RECOMPUTE}"
+            )
+        if tag.get("rows") != num_rows:
+            raise ResultFormatError(
+                f"{p}: corrupt part file (its footer says {num_rows} rows, it was written with "
+                f"{tag.get('rows')}): delete it and re-run to recompute batch {k}"
+            )
+        self._known[k] = (key, None)
+        self._rows[k] = num_rows
+
+    def _check_state(self, k: int, p: Path) -> None:
+        """:meth:`_check_part` of part ``k`` at ``p`` unless it was checked (or written here)
+        in the state its file has now: a stat, not a read, for a part unchanged."""
+        try:
+            key = _stat_key(p)
+        except FileNotFoundError:  # listed, then removed
+            raise self._removed(p) from None
+        known = self._known.get(k)
+        if known is None or known[0] != key:
+            self._check_part(k, p, key)
+
+    def _check_parts_unchanged(self) -> None:
+        """:meth:`_check_state` of every part listed (before a query reads them); one removed
+        since is left to the query, which names it."""
+        for k, p in sorted((self._parts or {}).items()):
+            if p.exists():
+                self._check_state(k, p)
 
     def _part_entries(self) -> list[str]:
         """The names in :attr:`parts_dir`, sorted (none while it does not exist)."""
@@ -580,9 +617,13 @@ class StoreReader(StoreSQL):
     def _read(self, path: Path, columns: list[str] | None = None) -> Any:
         """A part's rows (``columns``: a subset), its page checksums verified and its tag
         checked (this store's part of its batch): a part replaced since it was listed is
-        never read as this store's."""
+        never read as this store's, and one changed since it was checked is checked again
+        (:meth:`_check_part`: a part rewritten without page checksums is refused)."""
         import pyarrow.parquet as pq
 
+        m = _PART.match(path.name)
+        if m is not None:
+            self._check_state(int(m.group(1)), path)
         try:
             table = pq.read_table(path, columns=columns, page_checksum_verification=True)
         except FileNotFoundError:
@@ -591,18 +632,17 @@ class StoreReader(StoreSQL):
             raise ResultFormatError(
                 f"{path}: corrupt part file ({_first_line(e)}){_RECOMPUTE}"
             ) from None
-        m = _PART.match(path.name)
-        own = (self.manifest.get("store_id"), int(m.group(1))) if m is not None else None
+        own = (self.manifest["store_id"], int(m.group(1))) if m is not None else None
         tag = _tag_doc(table.schema.metadata)
         if own is not None and (tag.get("store"), tag.get("batch")) != own:
             raise ResultFormatError(
                 f"{path}: not a part of this store (written by another store or program): "
                 "move it out"
             )
-        if tag.get("rows", table.num_rows) != table.num_rows:
+        if tag.get("rows") != table.num_rows:
             raise ResultFormatError(
                 f"{path}: corrupt part file (it holds {table.num_rows} rows, it was written with "
-                f"{tag['rows']}){_RECOMPUTE}"
+                f"{tag.get('rows')}){_RECOMPUTE}"
             )
         return table
 

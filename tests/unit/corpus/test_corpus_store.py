@@ -1383,7 +1383,10 @@ def test_a_part_without_page_checksums_is_damaged_and_recomputed(tmp_path, tag):
         _without_page_checksums(p, tag={"store": old["store"], "batch": old["batch"]})
         detail = "its tag says so"
     os.unlink(store.path / CHECKSUMS)
-    reader = open_store(store.path)
+    with pytest.raises(ResultFormatError) as e:  # every read refuses it (see below)
+        open_store(store.path)
+    assert str(e.value) == _refused(p, detail)
+    reader = StoreReader(store.path)
     assert reader.verify() == {
         1: f"it was written without page checksums ({detail}), which every part of a store "
         "has: a changed value in it could not be seen"
@@ -1401,11 +1404,58 @@ def test_a_part_without_page_checksums_is_damaged_and_recomputed(tmp_path, tag):
     assert sorted(writer.store.checksums()) == [f"parts/{part_name(k)}" for k in (0, 2)]
 
 
+def _refused(p: Path, detail: str) -> str:
+    """The one line of a read of part ``p`` rewritten without page checksums."""
+    return (
+        f"{p}: corrupt part file (it was written without page checksums ({detail}), which every "
+        "part of a store has: a changed value in it could not be seen): StoreReader.verify() "
+        "names the damaged parts; a run of the same command recomputes them"
+    )
+
+
+def test_every_read_refuses_a_part_rewritten_without_page_checksums(tmp_path):
+    """Not only verify() and a resume: a part rewritten without page checksums (the same
+    values, the tag kept: pyarrow's defaults) is refused by every read, each with the line
+    reads give for a damaged part; a reader that checked the part before checks it again
+    once its file changed (to_arrow, counts, sql, sql_batches), and reads a good store as
+    before.  The SHA-256 record is kept: reads do not hash parts."""
+    store = _store(tmp_path)
+    good = open_store(store.path)
+    expected = good.to_arrow()
+    assert good.counts()["done"] == 5 and len(good.sql("SELECT id FROM corpus")) == 5
+    p = store.part_path(1)
+    data = p.read_bytes()
+    _without_page_checksums(p)
+    line = _refused(p, "column 'id', page 0: it has no CRC")
+    for read in (
+        lambda r: r.to_arrow(),
+        lambda r: r.to_pandas(columns=["id"]),
+        lambda r: r.counts(),
+        lambda r: r.sql("SELECT count(*) FROM corpus"),
+        lambda r: r.sql_batches("SELECT id FROM corpus").read_all(),
+        lambda r: r.done_ids(),
+    ):
+        with pytest.raises(ResultFormatError) as e:
+            read(good)  # opened and read before the rewrite: checked again
+        assert str(e.value) == line
+        with pytest.raises(ResultFormatError) as e:
+            read(StoreReader(store.path))  # a new reader
+        assert str(e.value) == line
+    with pytest.raises(ResultFormatError) as e:
+        open_store(store.path)
+    assert str(e.value) == line
+    # the part as written (with its page checksums) again: read as before
+    p.write_bytes(data)
+    assert good.to_arrow().equals(expected) and open_store(store.path).to_arrow().equals(expected)
+    assert good.sql("SELECT count(*) AS n FROM corpus")["n"][0] == 5
+
+
 def test_a_part_with_its_record_rewritten_without_page_checksums_is_damaged(tmp_path):
-    """The same rewrite with the part's SHA-256 recorded: its bytes differ from the record."""
+    """The same rewrite with the part's SHA-256 recorded: its bytes differ from the record
+    (reads refuse it: test_every_read_refuses_a_part_rewritten_without_page_checksums)."""
     store = _store(tmp_path)
     _without_page_checksums(store.part_path(1))
-    assert open_store(store.path).verify() == {
+    assert StoreReader(store.path).verify() == {
         1: "its SHA-256 differs from the one recorded when it was written"
     }
 
@@ -1415,7 +1465,7 @@ def test_every_page_header_is_read_dictionary_and_many_data_pages(tmp_path, crc)
     """The page walk (``_pages``) reads every page of every column chunk: a dictionary page
     and many small data pages, through nested page statistics; with the CRCs it finds
     nothing, without them it names the first page of the first column."""
-    from attntopo.corpus._pages import page_without_checksum
+    from attntopo.corpus._pages import page_without_checksum, pages_all_checked
 
     n = 20_000
     t = pa.table({"x": np.arange(n, dtype=np.float64), "s": [f"v{i % 7}" for i in range(n)]})
@@ -1426,8 +1476,43 @@ def test_every_page_header_is_read_dictionary_and_many_data_pages(tmp_path, crc)
         md = pf.metadata
         assert md.row_group(0).column(1).has_dictionary_page
     assert page_without_checksum(data, md) == (None if crc else "column 'x', page 0: it has no CRC")
+    assert pages_all_checked(data) is crc  # the sequential walk of the reads agrees
     if crc:  # a header cut short: the walk stops at the end of its chunk, naming the page
         col = md.row_group(0).column(0)
         assert page_without_checksum(data[: col.data_page_offset + 5], md).startswith(
             "column 'x', page 0: "
         )
+
+
+def test_the_reads_walk_finds_one_page_without_its_crc_among_many(tmp_path):
+    """The reads' walk (``pages_all_checked``) reads every page header, not only the first of
+    a chunk: one data page in the middle of a column whose CRC field is cut out is found (the
+    part's other bytes and footer as they were); a store's own part passes, its feature
+    columns' headers on the fast path (one pattern, no full parse)."""
+    from attntopo.corpus._pages import _PLAIN, _struct, pages_all_checked
+
+    n = 20_000
+    t = pa.table({"x": np.arange(n, dtype=np.float64)})
+    p = tmp_path / "t.parquet"
+    pq.write_table(t, p, data_page_size=1024, write_page_checksum=True, write_statistics=False)
+    data = p.read_bytes()
+    assert pages_all_checked(data)
+    starts, pos, end = [], 4, _footer_start(data)
+    while pos < end:  # every page header's position
+        starts.append(pos)
+        fields, body = _struct(memoryview(data), pos, 0)
+        pos = body + fields[3]
+    assert len(starts) > 10
+    at = starts[len(starts) // 2]
+    m = _PLAIN.match(data, at)
+    assert m is not None
+    head = data[at : m.end()]
+    crc_field = re.match(rb"(\x15[\x80-\xff]*[\x00-\x7f]){3}(\x15[\x80-\xff]*[\x00-\x7f])", head)
+    cut = head[: crc_field.start(2)] + b"\x2c" + head[crc_field.end(2) + 1 :]  # field 5: delta 2
+    assert pages_all_checked(data[:at] + cut + data[at + len(head) :]) is False
+    store = _store(tmp_path)
+    part = store.part_path(0).read_bytes()
+    assert pages_all_checked(part)
+    md = pq.ParquetFile(store.part_path(0)).metadata
+    col = md.row_group(0).column(md.num_columns - 1)  # a feature column: the fast path
+    assert _PLAIN.match(part, col.data_page_offset) is not None
