@@ -7,7 +7,11 @@ version 3), so :meth:`~attntopo.corpus.StoreReader.verify` reads every page head
 without a recorded SHA-256 and names the first page without one.  pyarrow does not expose
 page headers: they are Thrift structures in the compact protocol, read here as far as
 needed (``PageHeader``: 1 type, 2 uncompressed size, 3 compressed size, 4 crc, then the
-page kind's own header, skipped).
+page kind's own header, skipped).  Not with a library's Thrift reader: this reads parts
+that may be damaged, and fastparquet's (``cencoding.from_buffer``), tried on random bytes,
+printed to standard output and crashed the process within 20,000 inputs; this walk is bounded
+(every read checked against the chunk's end, nesting at most 32 deep) and names what it
+cannot read (tests/unit/corpus/test_corpus_pages.py feeds it damaged chunks).
 """
 
 from __future__ import annotations
