@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from attntopo.corpus._pages import page_without_checksum
+from attntopo.corpus._pages import page_without_checksum, pages_all_checked
 
 
 def _part(crc: bool) -> tuple[bytes, pq.FileMetaData]:
@@ -41,6 +41,7 @@ def _chunk(md: pq.FileMetaData, c: int) -> tuple[int, int]:
 def test_the_parts_are_what_the_fuzz_starts_from():
     assert page_without_checksum(GOOD, GOOD_MD) is None
     assert page_without_checksum(BARE, BARE_MD) == "column 'x', page 0: it has no CRC"
+    assert pages_all_checked(GOOD) and not pages_all_checked(BARE)
 
 
 @settings(max_examples=300)
@@ -60,6 +61,7 @@ def test_damaged_page_headers_are_named_never_raised(column, edits):
         data[start + int(where * (end - start))] = byte
     got = page_without_checksum(bytes(data), GOOD_MD)
     assert got is None or (isinstance(got, str) and got.startswith("column "))
+    assert pages_all_checked(bytes(data)) in (True, False)  # the reads' walk: never raises
 
 
 @settings(max_examples=300)
@@ -74,3 +76,4 @@ def test_random_bytes_in_place_of_a_chunk_are_named(noise, column):
     data[start : start + len(noise)] = noise
     got = page_without_checksum(bytes(data), GOOD_MD)
     assert got is None or got.startswith("column ")
+    assert pages_all_checked(bytes(data)) in (True, False)
