@@ -148,6 +148,28 @@ ATT_INLINE double att_xlogx(double u) { return u * att_log(u); }
 #define ATT_LANE_TREE(v) \
     (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])))
 
+/* Σ_{a <= t < b} |p[t] / M_p − q[t] / M_q| (pi, qi: 1 / M_p, 1 / M_q), and Σ q over the same
+ * keys into *q_in: the overlap's part of the normalized rows' L1 distance. */
+ATT_INLINE double sum_l1_pq(const double *p, const double *q, int64_t a, int64_t b, double pi,
+                            double qi, double *q_in) {
+    double lane[ATT_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    double mass[ATT_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    int64_t t = a;
+    for (; t + ATT_LANES <= b; t += ATT_LANES) {
+        ATT_SIMD
+        for (int l = 0; l < ATT_LANES; l++) {
+            lane[l] += fabs(p[t + l] * pi - q[t + l] * qi);
+            mass[l] += q[t + l];
+        }
+    }
+    for (int l = 0; t < b; t++, l++) {
+        lane[l] += fabs(p[t] * pi - q[t] * qi);
+        mass[l] += q[t];
+    }
+    *q_in = ATT_LANE_TREE(mass);
+    return ATT_LANE_TREE(lane);
+}
+
 /* Σ_{a <= t < b} u ln u with u = p[t] + q[t]. */
 ATT_INLINE double sum_xlogx_pq(const double *p, const double *q, int64_t a, int64_t b) {
     double lane[ATT_LANES] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
@@ -323,6 +345,25 @@ ATT_INLINE int64_t js_cross(const double *x, int64_t m, int64_t k, int64_t ldx,
  * later) by more than a margin far above the kernel's round-off is skipped: HUGE_VAL, which
  * js_cross_finish makes the largest distance.  The minimum is then the same bits. */
 #define ATT_NEAREST_MARGIN 1e-9
+
+/* A second lower bound, for the pairs the first lets through: Pinsker's inequality.  With
+ * the masses a = M_p, b = M_q, the normalized rows P = p / a, Q = q / b and c = (a + b) / 2,
+ * JS(p, q) = ½ (a KL(P‖M) + b KL(Q‖M) + a ln(a/c) + b ln(b/c)) where M = (p + q) / (a + b);
+ * the last two terms add up to >= 0 (log-sum inequality), KL(P‖M) >= ½ ‖P − M‖₁² (Pinsker,
+ * nats) and P − M = b/(a + b) (P − Q), so JS(p, q) >= ¼ ab/(a + b) ‖P − Q‖₁².  ‖P − Q‖₁ is
+ * the overlap's sum (sum_l1_pq: no logarithm, a few times cheaper than js_pair's) plus each
+ * row's normalized mass outside it.  0 when a row has no mass.  The sums' rounding (relative
+ * ~n 2^-53) is far below the caller's margin. */
+ATT_INLINE double pinsker_bound(const double *x, int64_t ldx, const js_rows *w, int64_t i,
+                                int64_t j, int64_t lo, int64_t hi, double p_in) {
+    const double a = w->mass[i], b = w->mass[j];
+    if (!(a > 0.0 && b > 0.0)) return 0.0;
+    double q_in;
+    const double in = sum_l1_pq(x + i * ldx, x + j * ldx, lo, hi, 1.0 / a, 1.0 / b, &q_in);
+    const double out_p = (a - p_in) / a, out_q = (b - q_in) / b;
+    const double l1 = in + (out_p > 0.0 ? out_p : 0.0) + (out_q > 0.0 ? out_q : 0.0);
+    return 0.25 * (a * b / (a + b)) * l1 * l1;
+}
 ATT_INLINE int64_t js_cross_rows(const double *x, int64_t m, int64_t k, int64_t ldx,
                                     const js_rows *w, const int64_t *rows, int64_t r,
                                     int64_t a0, int64_t a1, double *out, int64_t ldo,
@@ -353,7 +394,8 @@ ATT_INLINE int64_t js_cross_rows(const double *x, int64_t m, int64_t k, int64_t 
                 const int64_t hi = w->hi[i] < w->hi[j] ? w->hi[i] : w->hi[j];
                 const double inside = lo < hi ? pm[hi] - pm[lo] : 0.0;
                 const double bound = 0.5 * ATT_LN2 * (pm[k] - inside);
-                if (bound > thr) {
+                if (bound > thr || (thr < HUGE_VAL && lo < hi &&
+                                    pinsker_bound(x, ldx, w, i, j, lo, hi, inside) > thr)) {
                     o[j] = HUGE_VAL;
                     continue;
                 }

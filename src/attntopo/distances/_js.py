@@ -330,7 +330,8 @@ def _js_native_rows(
 
     ``nearest`` > 0: of the columns ``j < nearest`` not in ``rows`` only each chosen row's
     minimum is needed (the prompt score's nearest prompt token): the kernel skips the pairs
-    that a lower bound shows cannot be it, and those entries read as the largest distance
+    that a lower bound (support masses, then Pinsker's) shows cannot be it, and those
+    entries read as the largest distance
     (``attntopo_js_cross_rows_nearest``); the minimum is the same bits.
     """
     batch, m, k = x3.shape

@@ -235,8 +235,9 @@ def token_distances_tensor(
         With ``rows``: of the tokens before ``nearest`` that are not in ``rows``, only each
         row's nearest one is wanted (its distance, the minimum over them: the prompt score's
         nearest prompt token).  The C kernel then skips the pairs that a lower bound (the
-        row's mass on keys the other row cannot reach) shows are farther than one already
-        found, and leaves them at the largest distance (1); the minimum is the same bits.
+        row's mass on keys the other row cannot reach; then Pinsker's, from the rows' L1
+        distance) shows are farther than one already found, and leaves them at the largest
+        distance (1); the minimum is the same bits.
         Other paths compute every pair.
     Returns a torch.Tensor of shape (..., n, n), or (..., len(rows), n), float64, on ``x``'s
     device.
