@@ -449,7 +449,7 @@ def goals(res: dict) -> list[str]:
             lines.append(f"- {g['what']}: not measured ({g['note']}).")
             continue
         cpu = f"; by CPU time {g['cpu_ratio']:.2f}x" if g["cpu_ratio"] is not None else ""
-        when = f" (the {g['note']})" if g["note"] else ""
+        when = f" ({g['note']})" if g["note"] else ""
         words = f": {g['words']}" if g.get("words") else ""
         lines.append(
             f"- {g['what']}: **{g['ratio']:.2f}x, {'met' if g['met'] else 'missed'}**"
