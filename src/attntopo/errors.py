@@ -25,6 +25,7 @@ __all__ = [
     "MissingDependencyError",
     "ResultFormatError",
     "StoreReplacedError",
+    "DamagedPartError",
     "AttntopoWarning",
     "UnknownTokensWarning",
     "DamagedPartWarning",
@@ -125,6 +126,15 @@ class StoreReplacedError(ResultFormatError):
     """A corpus store a reader opened was replaced (another run started it over with
     ``--new-store``) or removed since it was opened: the reader stops instead of returning
     another store's rows; the message names the store and says to open it again."""
+
+
+class DamagedPartError(ResultFormatError):
+    """A part file of a corpus store is damaged (what :meth:`StoreReader.verify` names, and
+    what a resumed run removes and recomputes): ``path``, ``batch`` and ``why`` (in words)."""
+
+    def __init__(self, message: str, *, path: object, batch: int, why: str) -> None:
+        super().__init__(message)
+        self.path, self.batch, self.why = path, batch, why
 
 
 class DiskFullError(AttntopoError):

@@ -203,8 +203,8 @@ def test_a_part_rewritten_without_page_checksums_is_refused_then_recomputed(inpu
     assert (code, err.strip().splitlines()) == (
         2,
         [
-            f"error: {why}: run it again with {a} (without --append) to recompute it before "
-            f"appending {b}"
+            f"error: {why}: run it again with {a} (without --append) to recompute batch 1 "
+            f"before appending {b}"
         ],
     )
     code = main(["corpus", a, "--out", str(store), *FAST])
@@ -214,3 +214,56 @@ def test_a_part_rewritten_without_page_checksums_is_refused_then_recomputed(inpu
     _corpus(capsys, b, "--out", str(store), "--append")
     assert _count(capsys, store) == 10
     _sha256sum_ok(store)
+
+
+def test_an_append_refused_for_damage_says_what_a_resume_does(inputs, capsys, monkeypatch):
+    """An append of another input to a store with a damaged part (its footer's row count
+    changed) says to run the store's own input again (which recomputes it); a store replaced
+    while the append reads it (another program, not holding the lock, started it over) is
+    named as replaced, its words unchanged (they had been reworded as damage to recompute)."""
+    import pyarrow.parquet as pq
+
+    from attntopo.corpus._store import StoreReader
+
+    d, a, b = inputs
+    store = d / "footer"
+    _corpus(capsys, a, "--out", str(store))
+    os.unlink(store / CHECKSUMS)
+    part = store / "parts" / part_name(1)
+    rows = pq.read_table(part)
+    tag = json.loads(rows.schema.metadata[b"attntopo.corpus"])
+    meta = {b"attntopo.corpus": json.dumps({**tag, "rows": 7}).encode()}
+    pq.write_table(
+        rows.replace_schema_metadata(meta), part, compression="snappy", write_page_checksum=True
+    )
+    code = main(["corpus", b, "--out", str(store), "--append", *FAST])
+    out, err = capsys.readouterr()
+    assert (code, err.strip().splitlines()) == (
+        2,
+        [
+            f"error: {part}: corrupt part file (its footer says {rows.num_rows} rows, its tag "
+            f"says 7): run it again with {a} (without --append) to recompute batch 1 before "
+            f"appending {b}"
+        ],
+    )
+    code = main(["corpus", a, "--out", str(store), *FAST])
+    out, err = capsys.readouterr()
+    assert code == 0 and f"{part_name(1)} was damaged (its footer says" in err, err
+    counts = StoreReader.counts
+
+    def replaced_then_counts(self):
+        mf = self.path / MANIFEST
+        mf.write_text(json.dumps({**json.loads(mf.read_text()), "store_id": "f" * 32}))
+        return counts(self)
+
+    monkeypatch.setattr(StoreReader, "counts", replaced_then_counts)
+    code = main(["corpus", b, "--out", str(store), "--append", *FAST])
+    out, err = capsys.readouterr()
+    assert (code, err.strip().splitlines()) == (
+        2,
+        [
+            f"error: STORE {str(store)!r} was replaced by a new store (a run with --new-store) "
+            "since this reader opened it: these are no longer its rows; open it again "
+            "(open_store, or run the command again)"
+        ],
+    )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["page_without_checksum", "pages_all_checked"]
+__all__ = ["footer_chunks", "page_without_checksum", "pages_all_checked"]
 
 _MAX_DEPTH = 32
 #: An i32 in the compact protocol: a zigzag varint of at most 5 bytes.
@@ -129,33 +129,43 @@ def _struct(b: Any, i: int, depth: int) -> tuple[dict[int, int], int]:
             i = _skip(b, i, kind, depth)
 
 
-def page_without_checksum(data: bytes, md: Any) -> str | None:
-    """The first page of the part ``data`` (its :class:`pyarrow.parquet.FileMetaData`:
-    ``md``) whose header holds no CRC, or whose headers do not fill its column chunk, in
-    words; None when every page has its CRC.  The column chunks' offsets are the footer's
-    (checked against the file's bytes before, ``_layout_error``)."""
+def page_without_checksum(data: bytes, chunks: Any) -> str | None:
+    """The first page of the part ``data`` whose header holds no CRC, or whose headers do not
+    fill its column chunk, in words; None when every page has its CRC.  ``chunks``: its
+    column chunks (:func:`footer_chunks`, their offsets checked against the file's bytes
+    before: ``_layout_error``), or its :class:`pyarrow.parquet.FileMetaData`."""
+    if not isinstance(chunks, list):
+        chunks = _chunks_of(chunks)
     view = memoryview(data)
+    for path, start, size, _ in chunks:
+        end = start + size
+        chunk, pos, n = view[:end], start, 0  # a view: no copy
+        try:
+            while pos < end:
+                fields, body = _struct(chunk, pos, 0)
+                if 4 not in fields:
+                    return f"column {path!r}, page {n}: it has no CRC"
+                size = fields.get(3, -1)
+                if size < 0:
+                    raise _Bad("a page header has no size")
+                pos, n = body + size, n + 1
+        except _Bad as e:
+            return f"column {path!r}, page {n}: {e}"
+        if pos != end:
+            return f"column {path!r}: its pages run past its column chunk"
+    return None
+
+
+def _chunks_of(md: Any) -> list[tuple[str, int, int, int]]:
+    """:func:`footer_chunks`'s chunks from pyarrow's metadata of an intact file."""
+    out = []
     for g in range(md.num_row_groups):
         rg = md.row_group(g)
         for c in range(rg.num_columns):
             col = rg.column(c)
             start = col.dictionary_page_offset if col.has_dictionary_page else col.data_page_offset
-            end = start + col.total_compressed_size
-            chunk, pos, n = view[:end], start, 0  # a view: no copy
-            try:
-                while pos < end:
-                    fields, body = _struct(chunk, pos, 0)
-                    if 4 not in fields:
-                        return f"column {col.path_in_schema!r}, page {n}: it has no CRC"
-                    size = fields.get(3, -1)
-                    if size < 0:
-                        raise _Bad("a page header has no size")
-                    pos, n = body + size, n + 1
-            except _Bad as e:
-                return f"column {col.path_in_schema!r}, page {n}: {e}"
-            if pos != end:
-                return f"column {col.path_in_schema!r}: its pages run past its column chunk"
-    return None
+            out.append((col.path_in_schema, start, col.total_compressed_size, -1))
+    return out
 
 
 def _zigzag_bytes(b: bytes) -> int:
@@ -198,3 +208,93 @@ def pages_all_checked(data: bytes) -> bool:
     except _Bad:
         return False
     return pos == end
+
+
+#: The codecs of Parquet's ``CompressionCodec`` by number (a part's are all SNAPPY).
+CODECS = {0: "UNCOMPRESSED", 1: "SNAPPY", 2: "GZIP", 3: "LZO", 4: "BROTLI", 5: "LZ4", 6: "ZSTD"}
+#: The fields of the footer (Thrift ``FileMetaData``) that :func:`footer_chunks` reads:
+#: 3 num_rows, 4 row_groups (``RowGroup``: 1 columns, 3 num_rows; ``ColumnChunk``: 3
+#: meta_data; ``ColumnMetaData``: 3 path_in_schema, 4 codec, 7 total_compressed_size,
+#: 9 data_page_offset, 11 dictionary_page_offset); every other field is skipped.
+_FOOTER = {3: True, 4: {1: {3: {3: True, 4: True, 7: True, 9: True, 11: True}}, 3: True}}
+
+
+def _value(b: Any, i: int, kind: int, depth: int, spec: Any) -> tuple[Any, int]:
+    """The value of compact type ``kind`` at ``i`` (an integer, bytes, a list, or a struct's
+    fields by id as ``spec`` names them) and the position after it."""
+    if depth > _MAX_DEPTH:
+        raise _Bad("the footer nests too deep")
+    if kind in (4, 5, 6):
+        z, i = _varint(b, i)
+        return _zigzag(z), i
+    if kind == 8:
+        n, i = _varint(b, i)
+        if i + n > len(b):
+            raise _Bad("the footer runs past its end")
+        return bytes(b[i : i + n]), i + n
+    if kind == 12:
+        return _fields(b, i, depth + 1, spec)
+    if kind == 9:
+        if i >= len(b):
+            raise _Bad("the footer runs past its end")
+        size, elem = b[i] >> 4, b[i] & 0x0F
+        i += 1
+        if size == 15:
+            size, i = _varint(b, i)
+        out = []
+        for _ in range(size):
+            v, i = _value(b, i, elem, depth + 1, spec)
+            out.append(v)
+        return out, i
+    raise _Bad(f"the footer holds a value of type {kind} where it has none")
+
+
+def _fields(b: Any, i: int, depth: int, spec: dict) -> tuple[dict, int]:
+    """The fields of the struct at ``i`` that ``spec`` names (``{field id: value}``; the
+    others skipped) and the position after it."""
+    out: dict[int, Any] = {}
+    fid = 0
+    while True:
+        if i >= len(b):
+            raise _Bad("the footer runs past its end")
+        head = b[i]
+        i += 1
+        if head == 0:
+            return out, i
+        kind, delta = head & 0x0F, head >> 4
+        if delta:
+            fid += delta
+        else:
+            z, i = _varint(b, i)
+            fid = _zigzag(z)
+        if fid in spec:
+            out[fid], i = _value(b, i, kind, depth, spec[fid])
+        else:
+            i = _skip(b, i, kind, depth)
+
+
+def footer_chunks(data: bytes) -> tuple[list[tuple[str, int, int, int]], int, int]:
+    """``(chunks, group_rows, num_rows)`` of the Parquet file ``data`` as its footer says:
+    each column chunk's ``(path, first byte, size, codec)`` in the footer's order, the rows
+    of its row groups, and its own row count.  Read here, not from pyarrow's metadata
+    objects: asked for a column chunk, pyarrow aborts the process (no exception) when a
+    flipped bit made an enumeration of its footer (a repetition type, a codec) a value it
+    does not know.  Raises ``ValueError`` naming what cannot be read."""
+    if len(data) < 12:
+        raise _Bad("it is too short to hold a footer")
+    end = len(data) - 8
+    start = end - int.from_bytes(data[-8:-4], "little")
+    if not 4 <= start < end:
+        raise _Bad("its footer length points outside it")
+    doc, _ = _fields(memoryview(data)[start:end], 0, 0, _FOOTER)
+    chunks, rows = [], 0
+    for group in doc.get(4, []):
+        rows += group.get(3, 0)
+        for chunk in group.get(1, []):
+            meta = chunk.get(3, {})
+            if not all(k in meta for k in (3, 4, 7, 9)):
+                raise _Bad("a column chunk's metadata is incomplete")
+            path = ".".join(p.decode("utf-8", "replace") for p in meta[3])
+            first = meta[11] if meta.get(11, 0) > 0 else meta[9]
+            chunks.append((path, first, meta[7], meta[4]))
+    return chunks, rows, doc.get(3, -1)

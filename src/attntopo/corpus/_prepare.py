@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .._validation import check_bool, check_choice, check_device, check_dtype, check_positive_int
-from ..errors import InvalidInputError, ResultFormatError
+from ..errors import DamagedPartError, InvalidInputError, ResultFormatError
 from ._input import CorpusInput, open_input
 from ._settings import (
     DEFAULT_BATCH_SIZE,
@@ -314,13 +314,14 @@ def _appended_input(
     last = inputs[-1].get("name", "its input")
     try:
         c = store.counts()
-    except ResultFormatError as e:  # a damaged part: a resume (not an append) recomputes it
-        from ._query import _RECOMPUTE
+    except DamagedPartError as e:  # a resume (not an append) recomputes it; all else as it is
+        from ._store import damaged_part
 
-        raise ResultFormatError(
-            f"{str(e).removesuffix(_RECOMPUTE)}: run it again with {last} (without --append) "
-            f"to recompute it before appending {inp.name}"
-        ) from None
+        then = (
+            f": run it again with {last} (without --append) to recompute batch {e.batch} "
+            f"before appending {inp.name}"
+        )
+        raise damaged_part(e.path, e.batch, e.why, then) from None
     if c["remaining"] or any(e.get("status") == "appending" for e in inputs):
         raise InvalidInputError(
             f"{where} is unfinished ({c['done']} of {c['total']} texts stored): run it again with "

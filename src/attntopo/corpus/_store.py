@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import (
+    DamagedPartError,
     InvalidInputError,
     MissingDependencyError,
     ResultFormatError,
@@ -111,6 +112,13 @@ _TMP = re.compile(r"^\.part-\d{8}\.parquet\.[0-9a-f]{16}\.tmp$")
 #: The keys every manifest has (:meth:`StoreWriter.create`); the settings' own are checked by
 #: :meth:`CorpusSettings.from_manifest`.
 _MANIFEST_KEYS = ("store_id", "settings", "input", "feature_columns", "schema")
+#: What each of them holds, in words (``settings``: :meth:`CorpusSettings.from_manifest`).
+_MANIFEST_TYPES = {
+    "store_id": (str, "a string"),
+    "input": (dict, "an object"),
+    "feature_columns": (list, "a list of column names"),
+    "schema": (str, "a string"),
+}
 #: The names of the files a store writes (in its folder, and in ``parts/``).
 OWN_FILE = re.compile(
     r"^(manifest\.json|errors\.jsonl|parts\.sha256|part-\d{8}\.parquet|\..*\.tmp)$"
@@ -239,6 +247,15 @@ class StoreReader(StoreSQL):
                 "which every store of its format version has (the manifest was changed since "
                 f"it was written){_START_OVER}"
             )
+        for key, (kind, what) in _MANIFEST_TYPES.items():
+            value = doc[key]
+            if not isinstance(value, kind) or (
+                kind is list and not all(isinstance(c, str) for c in value)
+            ):
+                raise ResultFormatError(
+                    f"{mf}: {key!r} is {_json_kind(value)}, not {what} as in every store of its "
+                    f"format version (the manifest was changed since it was written){_START_OVER}"
+                )
         return doc
 
     def _generation_on_disk(self) -> str | None:
@@ -358,75 +375,87 @@ class StoreReader(StoreSQL):
         self._parts, self._rows = parts, rows
         return parts
 
-    def _check_part(self, k: int, p: Path, key: tuple[int, ...]) -> None:
+    def _check_part(self, k: int, p: Path, key: tuple[int, ...]) -> bytes:
         """Check part ``k`` at ``p`` (its file's state ``key``, taken before it is read) once
-        for that state: its footer readable, written by this store for batch ``k``, the
-        store's columns, the rows its tag names, and a CRC in every page header
-        (:func:`~attntopo.corpus._pages.pages_all_checked`: a part rewritten without page
-        checksums reads as it is, so a changed value in it could not be seen).  Known then
-        (:attr:`_known`, :attr:`_rows`); else one line naming it, :meth:`verify` and a run."""
+        for that state (:meth:`_part_problem`): known then (:attr:`_known`, :attr:`_rows`);
+        else :class:`~attntopo.errors.DamagedPartError`, one line naming it, :meth:`verify`
+        and a run.  Returns the bytes checked: a read takes its rows from them, not from the
+        path again (a file put there since would be read unchecked)."""
         import pyarrow.parquet as pq
 
-        from ._pages import page_without_checksum, pages_all_checked
-
         try:
-            # One read of its bytes: the footer and the page headers are those of one file.
+            data = p.read_bytes()
+        except FileNotFoundError:  # listed, then removed
+            raise self._removed(p) from None
+        except OSError as e:
+            raise damaged_part(p, k, f"unreadable: {e.strerror or e}") from None
+        try:
             # Not read_metadata(p).schema.to_arrow_schema(): FileMetaData.schema makes a
             # reference cycle (the ParquetSchema points back at its FileMetaData), so each
             # parsed footer (~2,000 column chunks) would wait for the garbage collector,
             # and over hundreds of parts the heap grew with their number.  ParquetFile
             # gives the same Arrow schema and key-value metadata, freed at once.
-            data = p.read_bytes()
             with pq.ParquetFile(_pa().BufferReader(data)) as pf:
-                md = pf.metadata
-                kv = md.metadata or {}
-                num_rows = md.num_rows
-                schema = pf.schema_arrow
-                unchecked = None
-                if not pages_all_checked(data):  # where, in words (~10 ms)
-                    unchecked = page_without_checksum(data, md) or (
-                        "its pages do not follow each other up to its footer"
-                    )
-            del md
-        except FileNotFoundError:  # listed, then removed
-            raise self._removed(p) from None
+                why = self._part_problem(data, pf, k)
+                num_rows = pf.metadata.num_rows
         except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
-            raise ResultFormatError(
-                f"{p}: corrupt part file ({_first_line(e)}): delete it and re-run to "
-                f"recompute batch {k}"
-            ) from None
-        tag = _tag_doc(kv)
-        if (tag.get("store"), tag.get("batch")) != (self.manifest["store_id"], k):
-            raise ResultFormatError(
-                f"{p}: not a part of this store (written by another store or program): move it out"
-            )
-        if schema.remove_metadata() != self.schema.remove_metadata():
-            raise ResultFormatError(
-                f"{p}: its columns differ from the store's: delete it and re-run"
-            )
-        if not tag.get("page_checksums") or unchecked is not None:
-            where = "its tag says so" if not tag.get("page_checksums") else unchecked
-            raise ResultFormatError(
-                f"{p}: corrupt part file ({_UNCHECKED.format(where)}){_RECOMPUTE}"
-            )
-        if tag.get("rows") != num_rows:
-            raise ResultFormatError(
-                f"{p}: corrupt part file (its footer says {num_rows} rows, it was written with "
-                f"{tag.get('rows')}): delete it and re-run to recompute batch {k}"
-            )
+            why = _unreadable(e)
+        if why is not None:
+            raise damaged_part(p, k, why)
         self._known[k] = (key, None)
         self._rows[k] = num_rows
+        return data
 
-    def _check_state(self, k: int, p: Path) -> None:
+    def _part_problem(self, data: bytes, pf: Any, batch: int) -> str | None:
+        """Why the bytes ``data`` of batch ``batch``'s part (opened as ``pf``, a
+        :class:`pyarrow.parquet.ParquetFile`) are damaged, in words, or None: the checks of
+        every read (:meth:`_check_part`) and of :meth:`verify` (which then reads every page).
+        Its tag, the same in the footer's key-value pairs and in the Arrow schema kept there
+        (readers take one or the other), names this store and batch and says its pages have
+        checksums; its columns are the store's; its footer maps its bytes as they are written
+        (:func:`_layout_error`: checked before any offset of it is used, so a flipped bit
+        there never reads another column's pages under this column's name); every page header
+        holds a CRC (:func:`~attntopo.corpus._pages.pages_all_checked`, where in words:
+        :func:`~attntopo.corpus._pages.page_without_checksum`); its rows are its tag's."""
+        from ._pages import page_without_checksum, pages_all_checked
+
+        md = pf.metadata
+        tag = _tag_doc(md.metadata)
+        if _tag_doc(pf.schema_arrow.metadata) != tag:
+            return "its tag is not the same in the two places it is written"
+        if _tag(md.metadata) != (self.generation, batch):
+            return "its tag (the store and batch it was written for) is another's"
+        if pf.schema_arrow.remove_metadata() != self.schema.remove_metadata():
+            return "its columns differ from the store's"
+        if not tag.get("page_checksums"):
+            return _UNCHECKED.format("its tag says so")
+        layout, chunks, rows = _layout_error(data)
+        if layout is not None:
+            return f"its footer is inconsistent ({layout})"
+        if not pages_all_checked(data):
+            page = page_without_checksum(data, chunks)  # their offsets checked above
+            if page is not None:
+                return _UNCHECKED.format(page)
+            return (
+                "its page headers, each with its CRC, cannot be walked one after the other from "
+                "byte 4 up to its footer, as every part is written"
+            )
+        if tag.get("rows") != rows:
+            return f"its footer says {rows} rows, its tag says {tag.get('rows')}"
+        return None
+
+    def _check_state(self, k: int, p: Path) -> tuple[bytes | None, tuple[int, ...]]:
         """:meth:`_check_part` of part ``k`` at ``p`` unless it was checked (or written here)
-        in the state its file has now: a stat, not a read, for a part unchanged."""
+        in the state its file has now: a stat, not a read, for a part unchanged.  Returns the
+        bytes checked now (None: checked before) and the file's state."""
         try:
             key = _stat_key(p)
         except FileNotFoundError:  # listed, then removed
             raise self._removed(p) from None
         known = self._known.get(k)
         if known is None or known[0] != key:
-            self._check_part(k, p, key)
+            return self._check_part(k, p, key), key
+        return None, key
 
     def _check_parts_unchanged(self) -> None:
         """:meth:`_check_state` of every part listed (before a query reads them); one removed
@@ -576,75 +605,51 @@ class StoreReader(StoreSQL):
         return damaged, certified
 
     def _check_part_bytes(self, data: bytes, batch: int) -> str | None:
-        """Why a part's bytes without a recorded SHA-256 are damaged, or None (:meth:`verify`)."""
+        """Why a part's bytes without a recorded SHA-256 are damaged, or None (:meth:`verify`):
+        :meth:`_part_problem`, then every page of every column read, each page's CRC checked."""
         import pyarrow.parquet as pq
 
-        from ._pages import page_without_checksum
-
-        pa = _pa()
         try:
-            with pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True) as pf:
-                table = pf.read()  # every page of every column: each page's CRC is checked
-                footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
-                layout = _layout_error(pf.metadata, footer)
-                md, kv = pf.metadata, pf.metadata.metadata
-            # the tag is in the footer twice (its key-value pairs, and the Arrow schema kept
-            # there), and readers take one or the other: both must be this store's batch
-            tag = _tag_doc(table.schema.metadata)
-            if (
-                _tag_doc(kv) != tag
-                or _tag_doc(pq.read_table(pa.BufferReader(data), columns=[]).schema.metadata) != tag
-            ):
-                return "its tag is not the same in the two places it is written"
+            with pq.ParquetFile(_pa().BufferReader(data), page_checksum_verification=True) as pf:
+                why = self._part_problem(data, pf, batch)
+                if why is None:
+                    pf.read()  # every page of every column: each page's CRC is checked
         except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
-            return f"it cannot be read in full: {_first_line(e)}"
-        if (tag.get("store"), tag.get("batch")) != (self.manifest.get("store_id"), batch):
-            return "its tag (the store and batch it was written for) is another's"
-        if not tag.get("page_checksums"):
-            return _UNCHECKED.format("its tag says so")
-        if layout is not None:
-            return f"its footer is inconsistent ({layout})"
-        page = page_without_checksum(data, md)
-        if page is not None:
-            return _UNCHECKED.format(page)
-        if tag.get("rows") != table.num_rows:
-            return f"it holds {table.num_rows} rows, its tag says {tag.get('rows')}"
-        if table.schema.remove_metadata() != self.schema.remove_metadata():
-            return "its columns differ from the store's"
-        return None
+            return _unreadable(e)
+        return why
 
     # -------------------------------------------------------------- reading
     def _read(self, path: Path, columns: list[str] | None = None) -> Any:
-        """A part's rows (``columns``: a subset), its page checksums verified and its tag
-        checked (this store's part of its batch): a part replaced since it was listed is
-        never read as this store's, and one changed since it was checked is checked again
-        (:meth:`_check_part`: a part rewritten without page checksums is refused)."""
+        """A part's rows (``columns``: a subset), its page checksums verified: from the bytes
+        :meth:`_check_part` checked, or, for a part checked before, from the file, its state
+        after the read the one checked (else it is checked again and read from the bytes
+        checked).  A part replaced or changed since it was checked is never read unchecked."""
+        m = _PART.match(path.name)
+        if m is None:  # every caller reads the parts it listed
+            raise ValueError(f"{path}: not a part file name")
+        k = int(m.group(1))
+        data, key = self._check_state(k, path)
+        table = self._read_table(path, k, data, columns)
+        if data is None:
+            try:
+                now = _stat_key(path)
+            except FileNotFoundError:
+                raise self._removed(path) from None
+            if now != key:  # changed while it was read: check it, and read what was checked
+                table = self._read_table(path, k, self._check_part(k, path, now), columns)
+        return table
+
+    def _read_table(self, path: Path, k: int, data: bytes | None, columns: Any) -> Any:
+        """Part ``k``'s rows from ``data`` (the bytes checked), else from ``path``."""
         import pyarrow.parquet as pq
 
-        m = _PART.match(path.name)
-        if m is not None:
-            self._check_state(int(m.group(1)), path)
+        source = path if data is None else _pa().BufferReader(data)
         try:
-            table = pq.read_table(path, columns=columns, page_checksum_verification=True)
+            return pq.read_table(source, columns=columns, page_checksum_verification=True)
         except FileNotFoundError:
             raise self._removed(path) from None
         except Exception as e:  # noqa: BLE001
-            raise ResultFormatError(
-                f"{path}: corrupt part file ({_first_line(e)}){_RECOMPUTE}"
-            ) from None
-        own = (self.manifest["store_id"], int(m.group(1))) if m is not None else None
-        tag = _tag_doc(table.schema.metadata)
-        if own is not None and (tag.get("store"), tag.get("batch")) != own:
-            raise ResultFormatError(
-                f"{path}: not a part of this store (written by another store or program): "
-                "move it out"
-            )
-        if tag.get("rows") != table.num_rows:
-            raise ResultFormatError(
-                f"{path}: corrupt part file (it holds {table.num_rows} rows, it was written with "
-                f"{tag.get('rows')}){_RECOMPUTE}"
-            )
-        return table
+            raise damaged_part(path, k, _unreadable(e)) from None
 
     @_same_store
     def to_arrow(self, *, columns: list[str] | None = None) -> Any:
@@ -802,31 +807,62 @@ def _tag(kv: Any) -> tuple[Any, Any]:
     return tag.get("store"), tag.get("batch")
 
 
-def _layout_error(md: Any, footer_start: int) -> str | None:
-    """What is wrong with a part's footer (:class:`pyarrow.parquet.FileMetaData`) as a map
-    of its bytes, or None: its column chunks follow each other from byte 4 up to the footer
-    (``footer_start``), each compressed with :data:`CODEC`, as every part is written, and
-    its row groups hold its rows.  The page checksums cover the pages, not the footer: one
-    bit flipped in a chunk's offset or size would read another column's pages (whose
-    checksums hold) under this column's name, and one in its codec would read its compressed
-    bytes as values."""
-    end, rows = 4, 0
-    for g in range(md.num_row_groups):
-        rg = md.row_group(g)
-        rows += rg.num_rows
-        for c in range(rg.num_columns):
-            col = rg.column(c)
-            start = col.dictionary_page_offset if col.has_dictionary_page else col.data_page_offset
-            if start != end:
-                return f"column {col.path_in_schema!r} starts at byte {start}, not {end}"
-            if col.compression.lower() != CODEC:
-                return f"column {col.path_in_schema!r} says it is {col.compression}, not {CODEC}"
-            end = start + col.total_compressed_size
+def damaged_part(path: Path, batch: int, why: str, then: str = _RECOMPUTE) -> DamagedPartError:
+    """The one line of a damaged part (``why``: :meth:`StoreReader._part_problem`'s words),
+    the same on every path; ``then`` says what to do (a run of the same command recomputes
+    it)."""
+    return DamagedPartError(
+        f"{path}: corrupt part file ({why}){then}", path=path, batch=batch, why=why
+    )
+
+
+def _unreadable(e: BaseException) -> str:
+    return f"it cannot be read in full: {_first_line(e)}"
+
+
+def _json_kind(value: Any) -> str:
+    """What a manifest value is, in JSON's words (a list: what it holds that is not a string)."""
+    if isinstance(value, list):
+        odd = [v for v in value if not isinstance(v, str)]
+        return f"a list holding {_json_kind(odd[0])}" if odd else "a list"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _layout_error(data: bytes) -> tuple[str | None, list, int]:
+    """What is wrong with a part's footer as a map of its bytes (or None), its column chunks
+    (:func:`~attntopo.corpus._pages.footer_chunks`) and its rows: its column chunks follow
+    each other from byte 4 up to the footer, each compressed with :data:`CODEC`, as every
+    part is written, and its row groups hold its rows.  The page checksums cover the pages,
+    not the footer: one bit flipped in a chunk's offset or size would read another column's
+    pages (whose checksums hold) under this column's name, and one in its codec would read
+    its compressed bytes as values."""
+    from ._pages import CODECS, footer_chunks
+
+    footer_start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    try:
+        chunks, group_rows, rows = footer_chunks(data)
+    except ValueError as e:
+        return f"it cannot be read: {e}", [], -1
+    end = 4
+    for path, start, size, codec in chunks:
+        if start != end:
+            return f"column {path!r} starts at byte {start}, not {end}", chunks, rows
+        if CODECS.get(codec, "").lower() != CODEC:
+            what = CODECS.get(codec, f"codec number {codec}")
+            return f"column {path!r} says it is {what}, not {CODEC.upper()}", chunks, rows
+        end = start + size
     if end != footer_start:
-        return f"its column chunks end at byte {end}, its footer starts at {footer_start}"
-    if rows != md.num_rows:
-        return f"its row groups hold {rows} rows, its footer says {md.num_rows}"
-    return None
+        why = f"its column chunks end at byte {end}, its footer starts at {footer_start}"
+        return why, chunks, rows
+    if group_rows != rows:
+        return f"its row groups hold {group_rows} rows, its footer says {rows}", chunks, rows
+    return None, chunks, rows
 
 
 def _summary(t: Any) -> dict:

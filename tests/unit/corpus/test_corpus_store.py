@@ -8,6 +8,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -94,6 +95,14 @@ def _writer(tmp_path, write=True) -> StoreWriter:
 def _store(tmp_path, write=True) -> StoreReader:
     """The reader of :func:`_writer`'s store (the one its writes told what they wrote)."""
     return _writer(tmp_path, write).store
+
+
+#: The one line of every read of a part of another store put in a part's place.
+_ANOTHERS = re.escape(
+    f"{part_name(1)}: corrupt part file (its tag (the store and batch it was written for) is "
+    "another's): StoreReader.verify() names the damaged parts; a run of the same command "
+    "recomputes them"
+)
 
 
 def _footer_start(data: bytes) -> int:
@@ -501,7 +510,7 @@ def test_foreign_files_are_reported_by_name(tmp_path):
     store = _store(tmp_path)
     other = _store(tmp_path / "other")
     os.replace(other.part_path(1), store.part_path(1))  # same name, another store
-    with pytest.raises(ResultFormatError, match=f"{part_name(1)}: not a part of this store"):
+    with pytest.raises(ResultFormatError, match=_ANOTHERS):
         open_store(store.path)
     os.unlink(store.part_path(1))
     pq.write_table(pa.table({"x": [1]}), store.parts_dir / "mine.parquet")
@@ -1152,7 +1161,7 @@ def test_a_part_swapped_after_listing_is_never_read_as_this_stores(tmp_path):
     st = os.stat(store.part_path(1))
     store.part_path(1).write_bytes(data)
     os.utime(store.part_path(1), ns=(st.st_atime_ns, st.st_mtime_ns))
-    with pytest.raises(ResultFormatError, match=f"{part_name(1)}: not a part of this store"):
+    with pytest.raises(ResultFormatError, match=_ANOTHERS):
         reader.to_arrow()
 
 
@@ -1516,3 +1525,163 @@ def test_the_reads_walk_finds_one_page_without_its_crc_among_many(tmp_path):
     md = pq.ParquetFile(store.part_path(0)).metadata
     col = md.row_group(0).column(md.num_columns - 1)  # a feature column: the fast path
     assert _PLAIN.match(part, col.data_page_offset) is not None
+
+
+def _recompute(p, why: str) -> str:
+    """The one line of every read of the damaged part ``p`` (``why``: verify()'s words)."""
+    return (
+        f"{p}: corrupt part file ({why}): StoreReader.verify() names the damaged parts; a run "
+        "of the same command recomputes them"
+    )
+
+
+def _same_words_by_every_path(store: StoreReader, why: str) -> None:
+    """verify() names part 1 with ``why``; every read (a reader opened before, one opened
+    after, counts, SQL) refuses it in the one line of :func:`_recompute`."""
+    from attntopo.errors import DamagedPartError
+
+    assert store.verify() == {1: why}
+    line = _recompute(store.part_path(1), why)
+    for read in (
+        lambda: open_store(store.path),
+        lambda: store.to_arrow(),
+        lambda: store.counts(),
+        lambda: store.sql("SELECT count(*) AS n FROM corpus"),
+    ):
+        with pytest.raises(DamagedPartError) as e:
+            read()
+        assert (str(e.value), e.value.batch, e.value.why) == (line, 1, why)
+
+
+def test_a_flipped_codec_in_the_footer_is_refused_by_every_read(tmp_path):
+    """One bit flipped in a column chunk's codec in the footer (SNAPPY, 2 as a zigzag varint,
+    becomes UNCOMPRESSED): the page checksums cover the pages, not the footer, so pyarrow
+    would read the compressed bytes as values.  Every read checks the footer's layout before
+    it reads (not only verify()), in verify()'s words."""
+    from attntopo.corpus import CHECKSUMS
+
+    store = _store(tmp_path)
+    os.unlink(store.path / CHECKSUMS)
+    p = store.part_path(1)
+    data = bytearray(p.read_bytes())
+    start = _footer_start(data)
+    md = pq.ParquetFile(p).metadata
+    name = md.row_group(0).column(3).path_in_schema
+    # ColumnMetaData: ... 3 path_in_schema (its last name), 4 codec (0x15, 0x02), 5 num_values
+    at = data.index(name.split(".")[-1].encode() + b"\x15\x02\x16", start) + len(name) + 1
+    assert data[at] == 0x02
+    data[at] ^= 0x02
+    p.write_bytes(bytes(data))
+    _same_words_by_every_path(
+        store, f"its footer is inconsistent (column {name!r} says it is UNCOMPRESSED, not SNAPPY)"
+    )
+
+
+def _rewritten(path: Path, *, tag: dict | None = None, **options: Any) -> None:
+    """Rewrite a part with the same rows, page checksums and its tag (``tag``: these keys
+    changed), as another program would (``options``: pyarrow's)."""
+    rows = pq.read_table(path)
+    old = json.loads(rows.schema.metadata[b"attntopo.corpus"])
+    meta = {b"attntopo.corpus": json.dumps({**old, **(tag or {})}).encode()}
+    pq.write_table(
+        rows.replace_schema_metadata(meta),
+        path,
+        compression="snappy",
+        write_page_checksum=True,
+        **options,
+    )
+
+
+def test_a_part_whose_tag_names_other_rows_reads_the_same_by_every_path(tmp_path):
+    """The row count in a part's tag against its footer: verify() and every read say it in
+    one wording (a read had said "its footer says N rows, it was written with M", verify()
+    "it holds N rows, its tag says M")."""
+    from attntopo.corpus import CHECKSUMS
+
+    store = _store(tmp_path)
+    os.unlink(store.path / CHECKSUMS)
+    _rewritten(store.part_path(1), tag={"rows": 99})
+    rows = pq.ParquetFile(store.part_path(1)).metadata.num_rows
+    _same_words_by_every_path(store, f"its footer says {rows} rows, its tag says 99")
+
+
+def test_a_rewrite_with_checksums_and_a_page_index_is_named_for_what_it_is(tmp_path):
+    """A part rewritten with page checksums and a page index (between its column chunks and
+    its footer): not "written without page checksums" (a read had said so), but its footer's
+    layout, in verify()'s words."""
+    from attntopo.corpus import CHECKSUMS
+
+    store = _store(tmp_path)
+    os.unlink(store.path / CHECKSUMS)
+    p = store.part_path(1)
+    _rewritten(p, write_page_index=True)
+    md = pq.ParquetFile(p).metadata
+    last = md.row_group(0).column(md.num_columns - 1)
+    end = last.data_page_offset + last.total_compressed_size
+    if last.has_dictionary_page:
+        end = last.dictionary_page_offset + last.total_compressed_size
+    footer = _footer_start(p.read_bytes())
+    assert end < footer  # the page index lies between them
+    _same_words_by_every_path(
+        store,
+        f"its footer is inconsistent (its column chunks end at byte {end}, its footer starts "
+        f"at {footer})",
+    )
+
+
+def test_a_part_swapped_between_its_check_and_its_read_is_not_read(tmp_path, monkeypatch):
+    """A read takes a part's rows from the bytes it checked, not from the path again: a file
+    put in the part's place right after the check (the same tag, other values, page
+    checksums) is not what it returns."""
+    from attntopo.corpus._store import StoreReader as Reader
+
+    store = _store(tmp_path)
+    p = store.part_path(1)
+    good = pq.read_table(p)
+    reader = open_store(store.path)
+    want = reader.to_arrow()
+    other = good.set_column(
+        good.schema.get_field_index("n_tokens"),
+        "n_tokens",
+        pa.array([10**6] * good.num_rows, good.schema.field("n_tokens").type),
+    )
+    check, swapped = Reader._check_part, []
+
+    def check_then_swap(self, k, path, key):
+        data = check(self, k, path, key)
+        if k == 1 and not swapped:  # once: the file that is there after it is checked
+            pq.write_table(other, path, compression="snappy", write_page_checksum=True)
+            swapped.append(k)
+        return data
+
+    monkeypatch.setattr(Reader, "_check_part", check_then_swap)
+    reader._known.clear()  # checked again as it is read
+    assert reader.to_arrow().equals(want) and swapped == [1]
+
+
+@pytest.mark.parametrize(
+    "key, value, what",
+    [
+        ("feature_columns", None, "null, not a list of column names"),
+        ("feature_columns", 3, "a number, not a list of column names"),
+        ("feature_columns", "L0H0.js.h0.n_bars", "a string, not a list of column names"),
+        ("feature_columns", ["a", None], "a list holding null, not a list of column names"),
+        ("store_id", 7, "a number, not a string"),
+        ("schema", None, "null, not a string"),
+        ("input", [], "a list, not an object"),
+    ],
+)
+def test_a_manifest_value_of_another_type_is_one_line(tmp_path, key, value, what):
+    """A manifest's required keys hold what a store writes: ``feature_columns`` null or a
+    number had raised a bare TypeError, a string had become a list of its characters."""
+    store = _store(tmp_path)
+    mf = store.path / "manifest.json"
+    doc = json.loads(mf.read_text())
+    mf.write_text(json.dumps({**doc, key: value}))
+    with pytest.raises(ResultFormatError) as e:
+        open_store(store.path)
+    assert str(e.value) == (
+        f"{mf}: {key!r} is {what} as in every store of its format version (the manifest was "
+        "changed since it was written); --new-store (new_store=True) starts the store over "
+        "(its parts are removed), or give another STORE"
+    )
