@@ -9,8 +9,9 @@ error shape, 408, after which the connection is closed:
 * ``Settings.header_timeout``: the request head (request line and headers), from its first
   byte (or from the connection's start), must be complete within it;
 * ``Settings.body_timeout``: the request body, from the end of the head, must be complete
-  within it (chunked or not).  Time in which the server itself stops reading (its buffer of
-  unread body is full) is not counted against the client.
+  within it (chunked or not).  A deadline that falls while the server itself is not reading
+  (its buffer of unread body is full) starts a new full period instead: that wait is not the
+  client's (a pause that ended before the deadline still counts against it).
 """
 
 from __future__ import annotations
