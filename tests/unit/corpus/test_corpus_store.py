@@ -1685,3 +1685,30 @@ def test_a_manifest_value_of_another_type_is_one_line(tmp_path, key, value, what
         "changed since it was written); --new-store (new_store=True) starts the store over "
         "(its parts are removed), or give another STORE"
     )
+
+
+def test_a_part_swapped_while_a_checked_part_is_read_is_checked_again(tmp_path, monkeypatch):
+    """A part checked before is read from its file, whose state is compared with the one
+    checked after the read: another store's part put in its place while it is read is
+    checked again, and refused in verify()'s words."""
+    from attntopo.corpus._store import StoreReader as Reader
+    from attntopo.errors import DamagedPartError
+
+    store = _store(tmp_path)
+    other = _store(tmp_path / "other")
+    reader = open_store(store.path)
+    reader.to_arrow()  # every part checked: read from the file from now on
+    read, swapped = Reader._read_table, []
+
+    def read_then_swap(self, path, k, data, columns):
+        table = read(self, path, k, data, columns)
+        if k == 1 and data is None and not swapped:
+            os.replace(other.part_path(1), path)
+            swapped.append(k)
+        return table
+
+    monkeypatch.setattr(Reader, "_read_table", read_then_swap)
+    with pytest.raises(DamagedPartError) as e:
+        reader.to_arrow()
+    why = "its tag (the store and batch it was written for) is another's"
+    assert swapped == [1] and str(e.value) == _recompute(store.part_path(1), why)
