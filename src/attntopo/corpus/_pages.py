@@ -233,6 +233,8 @@ def _value(b: Any, i: int, kind: int, depth: int, spec: Any) -> tuple[Any, int]:
             raise _Bad("the footer runs past its end")
         return bytes(b[i : i + n]), i + n
     if kind == 12:
+        if not isinstance(spec, dict):  # a struct where the footer has another type
+            return None, _skip(b, i, kind, depth)
         return _fields(b, i, depth + 1, spec)
     if kind == 9:
         if i >= len(b):
@@ -288,13 +290,27 @@ def footer_chunks(data: bytes) -> tuple[list[tuple[str, int, int, int]], int, in
         raise _Bad("its footer length points outside it")
     doc, _ = _fields(memoryview(data)[start:end], 0, 0, _FOOTER)
     chunks, rows = [], 0
-    for group in doc.get(4, []):
-        rows += group.get(3, 0)
-        for chunk in group.get(1, []):
-            meta = chunk.get(3, {})
+    for group in _as(doc.get(4, []), list, "its row groups"):
+        group = _as(group, dict, "a row group")
+        rows += _as(group.get(3, 0), int, "a row group's row count")
+        for chunk in _as(group.get(1, []), list, "a row group's column chunks"):
+            meta = _as(_as(chunk, dict, "a column chunk").get(3, {}), dict, "a chunk's metadata")
             if not all(k in meta for k in (3, 4, 7, 9)):
                 raise _Bad("a column chunk's metadata is incomplete")
-            path = ".".join(p.decode("utf-8", "replace") for p in meta[3])
-            first = meta[11] if meta.get(11, 0) > 0 else meta[9]
-            chunks.append((path, first, meta[7], meta[4]))
-    return chunks, rows, doc.get(3, -1)
+            names = _as(meta[3], list, "a column's path")
+            path = ".".join(
+                _as(p, bytes, "a column's name").decode("utf-8", "replace") for p in names
+            )
+            first, size, codec, dictionary = (
+                _as(meta.get(k, 0), int, "a column chunk's offset, size or codec")
+                for k in (9, 7, 4, 11)
+            )
+            chunks.append((path, dictionary if dictionary > 0 else first, size, codec))
+    return chunks, rows, _as(doc.get(3, -1), int, "its row count")
+
+
+def _as(value: Any, kind: type, what: str) -> Any:
+    """``value`` if it is a ``kind``; else the footer is damaged (``what``: in words)."""
+    if not isinstance(value, kind):
+        raise _Bad(f"{what} in its footer is not what Parquet writes there")
+    return value
