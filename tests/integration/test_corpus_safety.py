@@ -177,7 +177,8 @@ def test_a_flipped_bit_without_the_checksum_file_is_named_and_recomputed(minilm,
     import pyarrow.parquet as pq
 
     from attntopo import corpus
-    from attntopo.corpus import CHECKSUMS, part_name
+    from attntopo.corpus import CHECKSUMS, StoreReader, part_name
+    from attntopo.errors import DamagedPartError
 
     out = tmp_path / "S"
     kw = {"model": minilm, "layers": [0], "heads": [0, 1], "batch_size": 2, "progress": False}
@@ -196,7 +197,9 @@ def test_a_flipped_bit_without_the_checksum_file_is_named_and_recomputed(minilm,
     seen = pq.read_table(part, columns=[column])[column].to_pylist()  # without the page CRCs
     assert seen != ref[column].to_pylist()[2:4], "the flip must change a value"
     os.unlink(out / CHECKSUMS)
-    why = corpus.open_store(out).verify()  # pyarrow's words after the colon
+    with pytest.raises(DamagedPartError, match=f"{part_name(1)}: corrupt part file .*CRC"):
+        corpus.open_store(out)  # a part without its record: every page read when checked
+    why = StoreReader(out).verify()  # pyarrow's words after the colon
     assert list(why) == [1] and why[1].startswith("it cannot be read in full: ") and "CRC" in why[1]
     r = _cli(
         "corpus",

@@ -31,7 +31,7 @@ from attntopo.corpus import (
     output_schema,
     part_name,
 )
-from attntopo.errors import InvalidInputError, ResultFormatError
+from attntopo.errors import DamagedPartError, InvalidInputError, ResultFormatError
 from attntopo.features import SETTING_NAMES, FeatureSettings
 
 SETTINGS = CorpusSettings(
@@ -556,8 +556,14 @@ def test_verify_finds_a_changed_byte_by_the_recorded_checksum(tmp_path):
     data = bytearray(p.read_bytes())
     data[_footer_start(data) // 2] ^= 0x01  # in the column data: the footer stays intact
     p.write_bytes(bytes(data))
-    open_store(store.path)  # the footer reads: only the checksum can tell
-    assert list(store.verify()) == [1] and "SHA-256 differs" in store.verify()[1]
+    # the footer reads: the recorded SHA-256 tells, on every read (a part's bytes are hashed
+    # when it is first checked) and in verify, which then read every page to say what is
+    # wrong (here a page that cannot be read), in the same words
+    why = store.verify()
+    assert list(why) == [1]
+    with pytest.raises(DamagedPartError) as e:
+        open_store(store.path)
+    assert f"{part_name(1)}: corrupt part file ({why[1]}): " in str(e.value)
     # no records: a part is trusted only if it reads in full (a truncated one does not)
     os.unlink(store.path / CHECKSUMS)
     p.write_bytes(p.read_bytes()[:100] + p.read_bytes()[-2000:])
@@ -1292,21 +1298,21 @@ def test_a_flipped_bit_is_never_certified_without_the_checksum_file(tmp_path, ca
     unchecked = pq.read_table(p)  # what a reader without page checksums would have seen
     assert unchecked.schema == before.schema and not unchecked.equals(before)
     os.unlink(store.path / CHECKSUMS)
-    reader = open_store(store.path)
+    with pytest.raises(DamagedPartError, match=f"{part_name(1)}: corrupt part file .*CRC"):
+        open_store(store.path)  # a part without its record: every page read when checked
+    reader = StoreReader(store.path)
     why = reader.verify()  # pyarrow's words after the colon
     assert list(why) == [1] and why[1].startswith("it cannot be read in full: ") and "CRC" in why[1]
     with pytest.raises(ResultFormatError, match=f"{part_name(1)}: corrupt part file .*CRC"):
         reader.to_arrow()
-    with pytest.raises(
-        ResultFormatError,
-        match=r"^SQL: a part cannot be read \(.*CRC.*StoreReader.verify\(\) names",
-    ):
-        reader.sql("SELECT * FROM corpus")
+    with pytest.raises(ResultFormatError, match=f"{part_name(1)}: corrupt part file .*CRC"):
+        reader.sql("SELECT * FROM corpus")  # checked before the query reads it, as every read
     from attntopo.cli import main
 
     assert main(["query", str(store.path), "SELECT * FROM corpus", "--csv"]) == 2
     line = capsys.readouterr().err.strip()
-    assert line.startswith("error: SQL: a part cannot be read (") and "CRC" in line, line
+    assert line.startswith("error: ") and f"{part_name(1)}: corrupt part file (" in line, line
+    assert "CRC" in line, line
     assert line.endswith(
         "StoreReader.verify() names the damaged parts; a run of the same command recomputes them"
     )
@@ -1460,13 +1466,14 @@ def test_every_read_refuses_a_part_rewritten_without_page_checksums(tmp_path):
 
 
 def test_a_part_with_its_record_rewritten_without_page_checksums_is_damaged(tmp_path):
-    """The same rewrite with the part's SHA-256 recorded: its bytes differ from the record
-    (reads refuse it: test_every_read_refuses_a_part_rewritten_without_page_checksums)."""
+    """The same rewrite with the part's SHA-256 recorded: its bytes differ from the record,
+    and the checks name what is wrong with them (the record's words only when no check
+    shows a cause: test_verify_finds_a_changed_byte_by_the_recorded_checksum); reads refuse
+    it in the same words (test_every_read_refuses_a_part_rewritten_without_page_checksums)."""
     store = _store(tmp_path)
     _without_page_checksums(store.part_path(1))
-    assert StoreReader(store.path).verify() == {
-        1: "its SHA-256 differs from the one recorded when it was written"
-    }
+    why = StoreReader(store.path).verify()
+    assert list(why) == [1] and why[1].startswith("it was written without page checksums (")
 
 
 @pytest.mark.parametrize("crc", [True, False])
@@ -1538,7 +1545,6 @@ def _recompute(p, why: str) -> str:
 def _same_words_by_every_path(store: StoreReader, why: str) -> None:
     """verify() names part 1 with ``why``; every read (a reader opened before, one opened
     after, counts, SQL) refuses it in the one line of :func:`_recompute`."""
-    from attntopo.errors import DamagedPartError
 
     assert store.verify() == {1: why}
     line = _recompute(store.part_path(1), why)
@@ -1692,7 +1698,6 @@ def test_a_part_swapped_while_a_checked_part_is_read_is_checked_again(tmp_path, 
     checked after the read: another store's part put in its place while it is read is
     checked again, and refused in verify()'s words."""
     from attntopo.corpus._store import StoreReader as Reader
-    from attntopo.errors import DamagedPartError
 
     store = _store(tmp_path)
     other = _store(tmp_path / "other")
