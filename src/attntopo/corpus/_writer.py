@@ -125,12 +125,16 @@ def _check_store_folder(p: Path) -> Path:
     if p.is_dir():
         if not os.access(p, os.W_OK | os.X_OK):
             raise InvalidInputError(f"STORE {str(p)!r} is not writable")
-        # a creating run's (or a killed one's) temporary files are not "other files"
-        if not (p / MANIFEST).is_file() and any(not _own_temporary(e.name) for e in p.iterdir()):
-            raise InvalidInputError(
-                f"STORE {str(p)!r} is a folder that holds other files and no {MANIFEST}: give a "
-                "new or empty folder, or an existing corpus store"
-            )
+        # a creating run's (or a killed one's) temporary files are not "other files"; nor is a
+        # store another run made between the two looks (its manifest is its first file): the
+        # lock then says so
+        if not (p / MANIFEST).is_file():
+            others = [e.name for e in p.iterdir() if not _own_temporary(e.name)]
+            if others and MANIFEST not in others and not (p / MANIFEST).is_file():
+                raise InvalidInputError(
+                    f"STORE {str(p)!r} is a folder that holds other files and no {MANIFEST}: "
+                    "give a new or empty folder, or an existing corpus store"
+                )
         return p
     parent = p.absolute().parent
     while not parent.exists():
