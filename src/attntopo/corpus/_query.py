@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 from .._validation import check_bool
 from ..errors import (
@@ -28,9 +28,6 @@ from ._sql import (
     sql_message,
 )
 from ._sql import batches as sql_batches
-
-if TYPE_CHECKING:
-    from ._store import StoreReader
 
 __all__ = ["StoreSQL", "TABLE"]
 
@@ -58,8 +55,9 @@ def _same_store(method: Any) -> Any:
     a store that replaced it, nor names its parts "corrupt" or "not a part of this store"):
     :meth:`StoreReader.check_unchanged`."""
 
+    # self: a StoreReader, typed Any: _store imports this module, not the other way round
     @functools.wraps(method)
-    def read(self: StoreReader, *args: Any, **kwargs: Any) -> Any:
+    def read(self: Any, *args: Any, **kwargs: Any) -> Any:
         self.check_unchanged()
         try:
             out = method(self, *args, **kwargs)
