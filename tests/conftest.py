@@ -47,7 +47,10 @@ def _hypothesis_profile() -> None:
         from hypothesis import HealthCheck, settings
     except ImportError:  # pragma: no cover - hypothesis is in the test extra
         return
-    settings.register_profile("dev", print_blob=True)
+    # dev's parent is hypothesis's own "default" profile, never settings.default: hypothesis
+    # loads its built-in "ci" profile (derandomized) at import when it sees a CI variable, and
+    # a profile without a parent inherits whatever is loaded (CI's dev then drew nothing new)
+    settings.register_profile("dev", parent=settings.get_profile("default"), print_blob=True)
     # derandomize=True implies database=None (hypothesis refuses both): the stored examples
     # are the tests' own @example decorators
     settings.register_profile(

@@ -46,7 +46,14 @@ print(json.dumps(_draws("dev")))
 
 
 def _fresh_dev_draws() -> list[int]:
-    env = {"PATH": "/usr/bin:/bin", "ATTNTOPO_HYPOTHESIS": "dev", "HOME": str(Path.home())}
+    # CI set as well: hypothesis then loads its own derandomized "ci" profile at import, which
+    # dev must not inherit (CI's worker once had a derandomized dev profile)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "ATTNTOPO_HYPOTHESIS": "dev",
+        "CI": "true",
+        "HOME": str(Path.home()),
+    }
     out = subprocess.run(
         [sys.executable, "-c", _DEV_DRAWS], env=env, capture_output=True, text=True, check=True
     )
