@@ -113,6 +113,7 @@ _TMP = re.compile(r"^\.part-\d{8}\.parquet\.[0-9a-f]{16}\.tmp$")
 #: :meth:`CorpusSettings.from_manifest`.
 _MANIFEST_KEYS = ("store_id", "settings", "input", "feature_columns", "schema")
 #: What each of them holds, in words (``settings``: :meth:`CorpusSettings.from_manifest`).
+_COUNT = "a whole number of at least 0"
 _MANIFEST_TYPES = {
     "store_id": (str, "a string"),
     "input": (dict, "an object"),
@@ -262,6 +263,11 @@ class StoreReader(StoreSQL):
                     f"{mf}: {key!r} is {_json_kind(value)}, not {what} as in every store of its "
                     f"format version (the manifest was changed since it was written){_START_OVER}"
                 )
+        problem = _inputs_problem(doc)
+        if problem:
+            raise ResultFormatError(
+                f"{mf}: {problem} (the manifest was changed since it was written){_START_OVER}"
+            )
         return doc
 
     def _generation_on_disk(self) -> str | None:
@@ -752,13 +758,13 @@ class StoreReader(StoreSQL):
         empty input texts, ``skipped_long`` too-long texts skipped, ``failed`` failed rows,
         ``remaining`` texts not yet in the store."""
         inputs = self.inputs()  # an appended store: every input's texts not stored before it
-        total = sum(int(e.get("total", 0)) - int(e.get("already", 0)) for e in inputs)
+        total = sum(e["total"] - e["already"] for e in inputs)
         out = {
             "total": total,
             "done": 0,
             "ok": 0,
             "truncated": 0,
-            "skipped_empty": sum(int(e.get("n_empty", 0)) for e in inputs),
+            "skipped_empty": sum(e["n_empty"] for e in inputs),
             "skipped_long": 0,
             "failed": 0,
         }
@@ -844,6 +850,44 @@ def damaged_part(path: Path, batch: int, why: str, then: str = _RECOMPUTE) -> Da
 
 def _unreadable(e: BaseException) -> str:
     return f"it cannot be read in full: {_first_line(e)}"
+
+
+#: The keys of the manifest's record of an input that counts and appends read (``input``;
+#: each of ``inputs``, which an append writes, has those of :data:`_APPENDED` too), with
+#: their types in words: :meth:`StoreReader.counts` and an append's part numbers use them.
+_INPUT = {"fingerprint": "a string", "total": _COUNT, "n_empty": _COUNT}
+_APPENDED = {"first_part": _COUNT, "already": _COUNT, "status": "a string"}
+_AS_EVERY = " as in every store of its format version"
+
+
+def _inputs_problem(doc: dict) -> str | None:
+    """What is wrong with the manifest's records of its inputs, in words (the caller adds
+    what changed it and the way out); None when nothing is."""
+    entries = [("input", doc["input"], _INPUT)]
+    if "inputs" in doc:
+        listed = doc["inputs"]
+        if not isinstance(listed, list) or not listed:
+            return f"'inputs' is {_json_kind(listed)}, not a list of objects{_AS_EVERY}"
+        entries += [(f"inputs[{i}]", e, {**_INPUT, **_APPENDED}) for i, e in enumerate(listed)]
+    for where, entry, keys in entries:
+        if not isinstance(entry, dict):
+            return f"{where!r} is {_json_kind(entry)}, not an object{_AS_EVERY}"
+        missing = [repr(f"{where}.{k}") for k in keys if k not in entry]
+        if missing:
+            are = "is" if len(missing) == 1 else "are"
+            return (
+                f"{', '.join(missing)} {are} missing, which every store of its format version has"
+            )
+        for key, what in keys.items():
+            value = entry[key]
+            fits = (
+                isinstance(value, int) and not isinstance(value, bool) and value >= 0
+                if what == _COUNT
+                else isinstance(value, str)
+            )
+            if not fits:
+                return f"'{where}.{key}' is {_json_kind(value)}, not {what}{_AS_EVERY}"
+    return None
 
 
 def _json_kind(value: Any) -> str:

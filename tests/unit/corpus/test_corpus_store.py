@@ -136,6 +136,9 @@ def test_manifest_round_trip_and_columns():
         ("schema",),
         ("feature_columns",),
         ("input",),
+        ("input", "total"),
+        ("input", "n_empty"),
+        ("input", "fingerprint"),
     ],
 )
 def test_a_manifest_without_a_key_is_refused_in_one_line_naming_it(tmp_path, drop):
@@ -164,6 +167,63 @@ def test_a_manifest_without_a_key_is_refused_in_one_line_naming_it(tmp_path, dro
     with pytest.raises(ResultFormatError) as e:
         corpus.run(TEXTS, out=store.path, progress=False)
     assert str(e.value) == line
+
+
+def test_a_manifest_record_of_its_inputs_is_complete_and_typed(tmp_path):
+    """The counts of a store (``total``, ``skipped_empty``, ``remaining``) and an append's part
+    numbers come from the manifest's records of its inputs: a record without one of those
+    keys, or with a value of another type, is one line naming the key, not a count that a
+    default of 0 made up; the ``inputs`` an append writes are checked entry by entry."""
+    store = _store(tmp_path)
+    mf = store.path / MANIFEST
+    doc = json.loads(mf.read_text())
+    every = " as in every store of its format version"
+    tail = (
+        " (the manifest was changed since it was written); --new-store (new_store=True) starts "
+        "the store over (its parts are removed), or give another STORE"
+    )
+    first = {**doc["input"], "first_part": 0, "already": 0, "status": "done"}
+    second = {**first, "fingerprint": "f" * 16, "first_part": 3, "already": 1}
+    counts = open_store(store.path).counts()
+    mf.write_text(json.dumps({**doc, "inputs": [first]}))
+    assert open_store(store.path).counts() == counts  # one input, listed or not: the same
+    mf.write_text(json.dumps({**doc, "inputs": [first, second]}))
+    two = open_store(store.path).counts()
+    assert two["total"] == 2 * counts["total"] - 1
+    assert two["skipped_empty"] == 2 * counts["skipped_empty"]
+    cases = {
+        "'input.total' is a string, not a whole number of at least 0": {
+            "input": {**doc["input"], "total": "5"}
+        },
+        "'input.total' is a boolean, not a whole number of at least 0": {
+            "input": {**doc["input"], "total": True}
+        },
+        "'input.n_empty' is a number, not a whole number of at least 0": {
+            "input": {**doc["input"], "n_empty": -1}
+        },
+        "'input.fingerprint' is null, not a string": {
+            "input": {**doc["input"], "fingerprint": None}
+        },
+        "'inputs' is a list, not a list of objects": {"inputs": []},
+        "'inputs' is an object, not a list of objects": {"inputs": {}},
+        "'inputs[1]' is a number, not an object": {"inputs": [first, 3]},
+        "'inputs[1].already' is missing, which every store of its format version has": {
+            "inputs": [first, {k: v for k, v in second.items() if k != "already"}]
+        },
+        "'inputs[0].first_part', 'inputs[0].status' are missing, which every store of its "
+        "format version has": {
+            "inputs": [{k: v for k, v in first.items() if k not in ("first_part", "status")}]
+        },
+        "'inputs[1].already' is null, not a whole number of at least 0": {
+            "inputs": [first, {**second, "already": None}]
+        },
+    }
+    for words, change in cases.items():
+        mf.write_text(json.dumps({**doc, **change}))
+        with pytest.raises(ResultFormatError) as e:
+            open_store(store.path)
+        words += "" if "missing" in words else every
+        assert str(e.value) == f"{mf}: {words}{tail}"
 
 
 def test_a_manifest_of_flat_settings_is_refused_naming_what_it_lacks():
