@@ -68,6 +68,11 @@ _ANY_ROUTE: dict = {
         "refuses (the message says why)",
         "model": ErrorResponse,
     },
+    408: {
+        "description": "The request's head (--header-timeout) or body (--body-timeout) did "
+        "not arrive in time; the connection is closed",
+        "model": ErrorResponse,
+    },
     413: {
         "description": "A request body over the limit (two texts of --max-chars), counted as "
         "it arrives; the connection is closed",

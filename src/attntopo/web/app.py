@@ -191,7 +191,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "The JSON API of the attntopo explorer: text → model → attention → Jensen–Shannon "
             "token distances → Vietoris–Rips persistence. The explorer page uses exactly these "
             'routes. Errors are `{"error": "one line"}` with status 400 (malformed JSON, input '
-            "the library refuses), 422 (invalid fields), 503 (busy), 504 (timeout) or 500. "
+            "the library refuses), 408 (a request's head or body too slow to arrive), 413 "
+            "(a body over the limit), 422 (invalid fields), 503 (busy), 504 (timeout) or 500. "
             'Infinite and undefined numbers are the strings "inf" and "nan".'
         ),
         docs_url=None,  # FastAPI's Swagger page loads its assets from a CDN; /docs is local
