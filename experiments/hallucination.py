@@ -92,6 +92,10 @@ class NoBenchmark(Exception):
     """Nothing of the benchmark is cached (or packaged) here."""
 
 
+def _entities(k: int) -> str:
+    return f"{k} {'entity' if k == 1 else 'entities'}"
+
+
 def benchmark():
     """The benchmark as far as it is cached (no generation here: it takes hours on a CPU;
     ``hallucination_qa(1200)`` generates it, resumably)."""
@@ -603,7 +607,7 @@ def _stratum_tables(a: dict, lengths: list) -> list[str]:
         "fold; ROC-AUC, 95 % interval; a size whose pairs are nearly all of one label has "
         "wide intervals or none):",
         "",
-        "| detector | " + " | ".join(f"{k} entities" for k in lengths) + " |",
+        "| detector | " + " | ".join(_entities(k) for k in lengths) + " |",
         "|---" * (len(lengths) + 1) + "|",
     ]
     for name in ("covariates", *DETECTORS):
@@ -664,7 +668,7 @@ def _times_table(t: dict) -> list[str]:
         "",
         "| | "
         + " | ".join(
-            f"{k} entities, {n} tokens" for k, n in zip(t["n_entities"], t["prompt_tokens"])
+            f"{_entities(k)}, {n} tokens" for k, n in zip(t["n_entities"], t["prompt_tokens"])
         )
         + " |",
         "|---" * (len(t["n_entities"]) + 1) + "|",
