@@ -39,14 +39,34 @@ _SIZES: dict[bytes, int] = {}
 
 
 class _Bad(ValueError):
-    """A page header that cannot be read (a damaged part)."""
+    """A part whose page headers or footer cannot be read (a damaged part), in words."""
+
+
+class _Thrift(ValueError):
+    """Compact-protocol bytes that cannot be read: ``args`` are a key of :data:`_THRIFT`
+    and its values.  The reader does not know what it reads (a page header, the footer):
+    :func:`_words` names it as its caller says."""
+
+
+#: What :class:`_Thrift` says, after the name of what was read.
+_THRIFT = {
+    "past": "runs past {end}",
+    "deep": "nests too deep",
+    "unknown": "holds a value of unknown type {}",
+    "unexpected": "holds a value of type {} where it has none",
+}
+
+
+def _words(e: _Thrift, what: str, end: str) -> str:
+    """``e`` in words: ``what`` was read (``"a page header"``), ``end`` bounds it."""
+    return f"{what} " + _THRIFT[e.args[0]].format(*e.args[1:], end=end)
 
 
 def _varint(b: Any, i: int) -> tuple[int, int]:
     out = shift = 0
     while True:
         if i >= len(b) or shift > 63:
-            raise _Bad("a page header runs past its column chunk")
+            raise _Thrift("past")
         byte = b[i]
         i += 1
         out |= (byte & 0x7F) << shift
@@ -62,7 +82,7 @@ def _zigzag(n: int) -> int:
 def _skip(b: Any, i: int, kind: int, depth: int, *, in_list: bool = False) -> int:
     """The position after a value of compact type ``kind`` at ``i``."""
     if depth > _MAX_DEPTH:
-        raise _Bad("a page header nests too deep")
+        raise _Thrift("deep")
     if kind in (1, 2):  # a bool: in the field header's type, one byte in a list
         return i + 1 if in_list else i
     if kind == 3:
@@ -75,58 +95,60 @@ def _skip(b: Any, i: int, kind: int, depth: int, *, in_list: bool = False) -> in
         n, i = _varint(b, i)
         return i + n
     if kind in (9, 10):  # list, set: size and element type in one byte (size 15: a varint)
-        if i >= len(b):
-            raise _Bad("a page header runs past its column chunk")
-        size, elem = b[i] >> 4, b[i] & 0x0F
-        i += 1
-        if size == 15:
-            size, i = _varint(b, i)
+        size, elem, i = _list_head(b, i)
         for _ in range(size):
             i = _skip(b, i, elem, depth + 1, in_list=True)
             if i > len(b):
-                raise _Bad("a page header runs past its column chunk")
+                raise _Thrift("past")
         return i
     if kind == 11:  # map: a varint size, then key and value types in one byte
         size, i = _varint(b, i)
         if size:
             if i >= len(b):
-                raise _Bad("a page header runs past its column chunk")
+                raise _Thrift("past")
             key, value = b[i] >> 4, b[i] & 0x0F
             i += 1
             for _ in range(size):
                 i = _skip(b, i, key, depth + 1, in_list=True)
                 i = _skip(b, i, value, depth + 1, in_list=True)
                 if i > len(b):
-                    raise _Bad("a page header runs past its column chunk")
+                    raise _Thrift("past")
         return i
     if kind == 12:
-        return _struct(b, i, depth + 1)[1]
-    raise _Bad(f"a page header holds a value of unknown type {kind}")
+        return _fields(b, i, depth + 1, _NONE)[1]
+    raise _Thrift("unknown", kind)
 
 
-def _struct(b: Any, i: int, depth: int) -> tuple[dict[int, int], int]:
-    """The i32 fields 1–4 of the struct at ``i`` (``{field id: value}``) and the position
-    after it (its stop byte)."""
-    fields: dict[int, int] = {}
-    fid = 0
-    while True:
-        if i >= len(b):
-            raise _Bad("a page header runs past its column chunk")
-        head = b[i]
-        i += 1
-        if head == 0:
-            return fields, i
-        kind, delta = head & 0x0F, head >> 4
-        if delta:
-            fid += delta
-        else:
-            z, i = _varint(b, i)
-            fid = _zigzag(z)
-        if kind == 5 and 1 <= fid <= 4:
-            z, i = _varint(b, i)
-            fields[fid] = _zigzag(z)
-        else:
-            i = _skip(b, i, kind, depth)
+def _list_head(b: Any, i: int) -> tuple[int, int, int]:
+    """A list's (or set's) size, element type and the position of its first element."""
+    if i >= len(b):
+        raise _Thrift("past")
+    size, elem = b[i] >> 4, b[i] & 0x0F
+    i += 1
+    if size == 15:
+        size, i = _varint(b, i)
+    return size, elem, i
+
+
+#: A struct of which no field is wanted (skipped).
+_NONE: dict = {}
+#: The fields of a page header (Thrift ``PageHeader``) that the walks read: 1 type,
+#: 2 uncompressed size, 3 compressed size, 4 crc (i32 each); the page kind's own header and
+#: every other field are skipped.
+_PAGE_HEADER = {1: True, 2: True, 3: True, 4: True}
+
+
+def _header(b: Any, i: int) -> tuple[int | None, int, int]:
+    """``(crc, compressed size, position of the page's body)`` of the page header at ``i``:
+    the CRC None where the header has none (nor an i32 there), the size -1 where it has no
+    i32 size."""
+    fields, body = _fields(b, i, 0, _PAGE_HEADER)
+    crc, size = fields.get(4), fields.get(3)
+    return (
+        crc if type(crc) is int else None,
+        size if type(size) is int and size >= 0 else -1,
+        body,
+    )
 
 
 def page_without_checksum(data: bytes, chunks: Any) -> str | None:
@@ -142,15 +164,14 @@ def page_without_checksum(data: bytes, chunks: Any) -> str | None:
         chunk, pos, n = view[:end], start, 0  # a view: no copy
         try:
             while pos < end:
-                fields, body = _struct(chunk, pos, 0)
-                if 4 not in fields:
+                crc, size, body = _header(chunk, pos)
+                if crc is None:
                     return f"column {path!r}, page {n}: it has no CRC"
-                size = fields.get(3, -1)
                 if size < 0:
-                    raise _Bad("a page header has no size")
+                    return f"column {path!r}, page {n}: a page header has no size"
                 pos, n = body + size, n + 1
-        except _Bad as e:
-            return f"column {path!r}, page {n}: {e}"
+        except _Thrift as e:
+            return f"column {path!r}, page {n}: {_words(e, 'a page header', 'its column chunk')}"
         if pos != end:
             return f"column {path!r}: its pages run past its column chunk"
     return None
@@ -201,11 +222,11 @@ def pages_all_checked(data: bytes) -> bool:
                 continue
             if view is None:
                 view = memoryview(data)[:end]
-            fields, body = _struct(view, pos, 0)
-            if 4 not in fields or fields.get(3, -1) < 0:
+            crc, size, body = _header(view, pos)
+            if crc is None or size < 0:
                 return False
-            pos = body + fields[3]
-    except _Bad:
+            pos = body + size
+    except _Thrift:
         return False
     return pos == end
 
@@ -223,32 +244,27 @@ def _value(b: Any, i: int, kind: int, depth: int, spec: Any) -> tuple[Any, int]:
     """The value of compact type ``kind`` at ``i`` (an integer, bytes, a list, or a struct's
     fields by id as ``spec`` names them) and the position after it."""
     if depth > _MAX_DEPTH:
-        raise _Bad("the footer nests too deep")
+        raise _Thrift("deep")
     if kind in (4, 5, 6):
         z, i = _varint(b, i)
         return _zigzag(z), i
     if kind == 8:
         n, i = _varint(b, i)
         if i + n > len(b):
-            raise _Bad("the footer runs past its end")
+            raise _Thrift("past")
         return bytes(b[i : i + n]), i + n
     if kind == 12:
         if not isinstance(spec, dict):  # a struct where the footer has another type
             return None, _skip(b, i, kind, depth)
         return _fields(b, i, depth + 1, spec)
     if kind == 9:
-        if i >= len(b):
-            raise _Bad("the footer runs past its end")
-        size, elem = b[i] >> 4, b[i] & 0x0F
-        i += 1
-        if size == 15:
-            size, i = _varint(b, i)
+        size, elem, i = _list_head(b, i)
         out = []
         for _ in range(size):
             v, i = _value(b, i, elem, depth + 1, spec)
             out.append(v)
         return out, i
-    raise _Bad(f"the footer holds a value of type {kind} where it has none")
+    raise _Thrift("unexpected", kind)
 
 
 def _fields(b: Any, i: int, depth: int, spec: dict) -> tuple[dict, int]:
@@ -258,7 +274,7 @@ def _fields(b: Any, i: int, depth: int, spec: dict) -> tuple[dict, int]:
     fid = 0
     while True:
         if i >= len(b):
-            raise _Bad("the footer runs past its end")
+            raise _Thrift("past")
         head = b[i]
         i += 1
         if head == 0:
@@ -288,7 +304,10 @@ def footer_chunks(data: bytes) -> tuple[list[tuple[str, int, int, int]], int, in
     start = end - int.from_bytes(data[-8:-4], "little")
     if not 4 <= start < end:
         raise _Bad("its footer length points outside it")
-    doc, _ = _fields(memoryview(data)[start:end], 0, 0, _FOOTER)
+    try:
+        doc, _ = _fields(memoryview(data)[start:end], 0, 0, _FOOTER)
+    except _Thrift as e:
+        raise _Bad(_words(e, "the footer", "its end")) from None
     chunks, rows = [], 0
     for group in _as(doc.get(4, []), list, "its row groups"):
         group = _as(group, dict, "a row group")

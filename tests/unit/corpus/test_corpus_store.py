@@ -1565,7 +1565,7 @@ def test_the_reads_walk_finds_one_page_without_its_crc_among_many(tmp_path):
     a chunk: one data page in the middle of a column whose CRC field is cut out is found (the
     part's other bytes and footer as they were); a store's own part passes, its feature
     columns' headers on the fast path (one pattern, no full parse)."""
-    from attntopo.corpus._pages import _PLAIN, _struct, pages_all_checked
+    from attntopo.corpus._pages import _PLAIN, _header, pages_all_checked
 
     n = 20_000
     t = pa.table({"x": np.arange(n, dtype=np.float64)})
@@ -1576,8 +1576,8 @@ def test_the_reads_walk_finds_one_page_without_its_crc_among_many(tmp_path):
     starts, pos, end = [], 4, _footer_start(data)
     while pos < end:  # every page header's position
         starts.append(pos)
-        fields, body = _struct(memoryview(data), pos, 0)
-        pos = body + fields[3]
+        _, size, body = _header(memoryview(data), pos)
+        pos = body + size
     assert len(starts) > 10
     at = starts[len(starts) // 2]
     m = _PLAIN.match(data, at)
