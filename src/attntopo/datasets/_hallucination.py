@@ -134,11 +134,20 @@ class HallucinationQA:
 
     def subset(self, keep: Sequence[int] | np.ndarray) -> HallucinationQA:
         """The pairs at ``keep`` (indices or a boolean mask), in that order."""
-        idx = (
-            np.arange(len(self))[np.asarray(keep)]
-            if np.asarray(keep).dtype == bool
-            else np.asarray(keep, dtype=int)
-        )
+        arr, n = np.asarray(keep), len(self)
+        if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "biu"):
+            raise InvalidInputError(
+                f"keep must be integer indices or a boolean mask (1-D), got {arr.dtype} of "
+                f"shape {arr.shape}"
+            )
+        if arr.dtype == bool:
+            if arr.size != n:
+                raise InvalidInputError(f"keep is a mask of {arr.size} values for {n} pairs")
+            arr = np.flatnonzero(arr)
+        idx = arr.astype(int)
+        wrong = idx[(idx < -n) | (idx >= n)]
+        if wrong.size:
+            raise InvalidInputError(f"keep must hold indices in [-{n}, {n}), got {wrong[0]}")
         return HallucinationQA(
             [self.prompts[i] for i in idx],
             [self.answers[i] for i in idx],

@@ -387,6 +387,23 @@ def test_the_container_selects_groups_and_reads_short():
     assert list(df.columns[:3]) == ["prompt", "label", "answer"] and len(df) == 3
 
 
+@pytest.mark.parametrize(
+    "keep, words",
+    [
+        (np.ones(2, dtype=bool), "a mask of 2 values for 3 pairs"),
+        ([0, 3], "indices in [-3, 3), got 3"),
+        ([1.5], "integer indices or a boolean mask"),
+        (["a"], "integer indices or a boolean mask"),
+        ([[0, 1]], "integer indices or a boolean mask"),
+    ],
+)
+def test_subset_of_bad_indices_is_one_line(keep, words):
+    """They were numpy's IndexError, a list's, or (1.5) silently pair 1."""
+    with pytest.raises(InvalidInputError) as e:
+        _hand_made().subset(keep)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
 def test_the_end_of_turn_tokens():
     from types import SimpleNamespace
 
