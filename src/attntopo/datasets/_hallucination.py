@@ -192,6 +192,17 @@ def _plan(
     )
 
 
+def _sequence(values: Any) -> tuple:
+    """``values`` as a tuple; a string or something that is not a sequence (None) is empty,
+    for the caller to refuse in its own words."""
+    if isinstance(values, (str, bytes)):
+        return ()
+    try:
+        return tuple(values)
+    except TypeError:
+        return ()
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -405,7 +416,7 @@ def hallucination_qa(
     share = check_number(counterfactual_share, "counterfactual_share", lo=0)
     if share > 1:
         raise InvalidInputError(f"counterfactual_share must be in [0, 1], got {share}")
-    lengths = tuple(lengths) if not isinstance(lengths, (str, bytes)) else ()
+    lengths = _sequence(lengths)
     n_max = len(countries()) - 1
     if not lengths or not all(
         isinstance(v, (int, np.integer)) and 1 <= v <= n_max for v in lengths
@@ -414,7 +425,7 @@ def hallucination_qa(
             f"lengths must be a non-empty list of ints in [1, {n_max}], got {lengths!r}"
         )
     lengths = tuple(int(v) for v in lengths)
-    questions = tuple(questions) if not isinstance(questions, str) else (questions,)
+    questions = (questions,) if isinstance(questions, str) else _sequence(questions)
     bad = [q for q in questions if q not in QUESTIONS]
     if not questions or bad:
         raise InvalidInputError(

@@ -340,6 +340,9 @@ def test_batches_are_fixed_by_the_index():
         ({"max_new_tokens": 0}, "max_new_tokens must be an int >= 1"),
         ({"batch_size": 0}, "batch_size must be an int >= 1"),
         ({"generate": "yes"}, "generate must be"),
+        ({"lengths": None}, "lengths must be a non-empty list of ints in [1, "),
+        ({"questions": None}, "questions must be a non-empty list of"),
+        ({"memory": 5}, "memory must be a folder (str or path) or a joblib.Memory, got int"),
     ],
 )
 def test_bad_settings_are_one_line_before_any_model(kwargs, words, tmp_path):
