@@ -43,9 +43,10 @@ LABELLED = [
     "Dreadful mess!",
 ]
 Y = [1, 1, 1, 0, 0, 0]
-NO_PROMPT = tuple(s for s in FEATURE_SETS if s not in ("prompt", "lookback"))  # single texts
-# zigzag: one block of all the chosen heads together (L*H*), checked against sorted layers/heads
-PER_HEAD = tuple(s for s in FEATURE_SETS if s != "zigzag")
+NO_PROMPT = tuple(n for n, s in FEATURE_SETS.items() if s.input == "text")  # single texts
+# a per-text set (zigzag): one block of all the chosen heads together (L*H*), checked against
+# sorted layers/heads
+PER_HEAD = tuple(n for n, s in FEATURE_SETS.items() if not s.per_text)
 
 N_TOKENS = 16  # TEXT's tokens, special tokens included (checked in the heads case)
 N_EPS = N_TOKENS * np.finfo(np.float64).eps

@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 
+from attntopo.distances import DISTANCES
 from attntopo.errors import InvalidInputError
 
 pytest.importorskip(
@@ -41,7 +42,7 @@ def test_models_lists_packaged_aliases(client):
     names = [m["name"] for m in d["models"]]
     assert d["default"] == "minilm" == names[0]
     assert set(packaged_aliases()) <= set(names)
-    assert d["metrics"] == ["jensen_shannon", "hellinger", "fisher_rao", "total_variation"]
+    assert d["metrics"] == list(DISTANCES)  # every registered distance, in its order
     minilm = d["models"][0]
     assert (minilm["n_layers"], minilm["n_heads"], minilm["causal"]) == (6, 12, False)
 
@@ -60,12 +61,7 @@ def test_openapi_lists_routes_and_limits():
     schemas = spec["components"]["schemas"]
     req = schemas["AnalyzeRequest"]["properties"]
     assert req["text"]["maxLength"] == 1234
-    assert set(req["metric"]["enum"]) == {
-        "jensen_shannon",
-        "hellinger",
-        "fisher_rao",
-        "total_variation",
-    }
+    assert req["metric"]["enum"] == list(DISTANCES)
     assert req["maxdim"]["maximum"] == 2
     assert "ErrorResponse" in schemas
     assert "422" in spec["paths"]["/api/analyze"]["post"]["responses"]

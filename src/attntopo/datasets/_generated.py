@@ -44,6 +44,11 @@ def _cache_folder(memory: Any) -> Path:
             raise InvalidInputError(
                 "memory=: a joblib.Memory without a location caches nothing here; give a folder"
             )
+        if not isinstance(location, (str, os.PathLike)):
+            raise InvalidInputError(
+                "memory must be a folder (str or path) or a joblib.Memory, got "
+                f"{type(memory).__name__}"
+            )
         return Path(location)
     env = os.environ.get("ATTNTOPO_CACHE_DIR")
     if env:

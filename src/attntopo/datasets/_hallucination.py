@@ -134,11 +134,20 @@ class HallucinationQA:
 
     def subset(self, keep: Sequence[int] | np.ndarray) -> HallucinationQA:
         """The pairs at ``keep`` (indices or a boolean mask), in that order."""
-        idx = (
-            np.arange(len(self))[np.asarray(keep)]
-            if np.asarray(keep).dtype == bool
-            else np.asarray(keep, dtype=int)
-        )
+        arr, n = np.asarray(keep), len(self)
+        if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "biu"):
+            raise InvalidInputError(
+                f"keep must be integer indices or a boolean mask (1-D), got {arr.dtype} of "
+                f"shape {arr.shape}"
+            )
+        if arr.dtype == bool:
+            if arr.size != n:
+                raise InvalidInputError(f"keep is a mask of {arr.size} values for {n} pairs")
+            arr = np.flatnonzero(arr)
+        idx = arr.astype(int)
+        wrong = idx[(idx < -n) | (idx >= n)]
+        if wrong.size:
+            raise InvalidInputError(f"keep must hold indices in [-{n}, {n}), got {wrong[0]}")
         return HallucinationQA(
             [self.prompts[i] for i in idx],
             [self.answers[i] for i in idx],
@@ -181,6 +190,17 @@ def _plan(
     return context_question(
         index, seed=seed, n_entities=n_entities, counterfactual=counterfactual, question=question
     )
+
+
+def _sequence(values: Any) -> tuple:
+    """``values`` as a tuple; a string or something that is not a sequence (None) is empty,
+    for the caller to refuse in its own words."""
+    if isinstance(values, (str, bytes)):
+        return ()
+    try:
+        return tuple(values)
+    except TypeError:
+        return ()
 
 
 def _sha(text: str) -> str:
@@ -396,7 +416,7 @@ def hallucination_qa(
     share = check_number(counterfactual_share, "counterfactual_share", lo=0)
     if share > 1:
         raise InvalidInputError(f"counterfactual_share must be in [0, 1], got {share}")
-    lengths = tuple(lengths) if not isinstance(lengths, (str, bytes)) else ()
+    lengths = _sequence(lengths)
     n_max = len(countries()) - 1
     if not lengths or not all(
         isinstance(v, (int, np.integer)) and 1 <= v <= n_max for v in lengths
@@ -405,7 +425,7 @@ def hallucination_qa(
             f"lengths must be a non-empty list of ints in [1, {n_max}], got {lengths!r}"
         )
     lengths = tuple(int(v) for v in lengths)
-    questions = tuple(questions) if not isinstance(questions, str) else (questions,)
+    questions = (questions,) if isinstance(questions, str) else _sequence(questions)
     bad = [q for q in questions if q not in QUESTIONS]
     if not questions or bad:
         raise InvalidInputError(

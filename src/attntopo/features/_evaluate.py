@@ -172,7 +172,7 @@ def balanced_subsample(
     if st.shape != yy.shape:
         raise InvalidInputError(f"strata has shape {st.shape}, y has {yy.shape}: one stratum a row")
     seed = check_nonneg_int(seed, "seed")
-    values, inv = np.unique(st, return_inverse=True)
+    values, inv = _codes(st, "strata")
     P = np.bincount(inv, weights=yy, minlength=values.size).astype(int)
     N = np.bincount(inv, minlength=values.size) - P
     overall = float(yy.mean())
@@ -209,9 +209,16 @@ def _binary(y: Any, name: str) -> np.ndarray:
     arr = np.asarray(y)
     if arr.ndim != 1:
         raise InvalidInputError(f"{name} must be one label per pair (1-D), got shape {arr.shape}")
+    if arr.dtype == object and all(
+        isinstance(v, (int, float, np.number, np.bool_)) for v in arr.tolist()
+    ):
+        arr = arr.astype(np.float64)  # 0/1 as Python numbers (an object column)
     if arr.dtype == bool:
         arr = arr.astype(int)
-    values = set(np.unique(arr).tolist()) if arr.size else set()
+    if arr.dtype.kind not in "iuf":
+        values = set(map(str, arr.tolist()))
+    else:
+        values = set(np.unique(arr).tolist()) if arr.size else set()
     if arr.dtype.kind not in "iuf" or not values <= {0, 1}:
         shown = sorted(map(str, values))[:4]
         raise InvalidInputError(
@@ -231,7 +238,7 @@ def _block(X: Any, name: str, n: int) -> tuple[np.ndarray, list[str] | None]:
     if isinstance(X, FeatureTable):
         values, names = X.values, list(X.columns)
     elif hasattr(X, "columns") and hasattr(X, "to_numpy"):
-        values, names = X.to_numpy(dtype=np.float64), [str(c) for c in X.columns]
+        values, names = _frame_values(X, name), [str(c) for c in X.columns]
     else:
         try:
             values = np.asarray(X, dtype=np.float64)
@@ -246,6 +253,38 @@ def _block(X: Any, name: str, n: int) -> tuple[np.ndarray, list[str] | None]:
         )
     values = np.where(np.isfinite(values), values, np.nan)
     return values, names
+
+
+def _frame_values(X: Any, name: str) -> np.ndarray:
+    """A DataFrame's values as float64; a column that is not numbers is named."""
+    try:
+        return X.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        pass
+    for k, column in enumerate(X.columns):
+        try:
+            X.iloc[:, k].to_numpy(dtype=np.float64)
+        except (TypeError, ValueError):
+            first = next((v for v in X.iloc[:, k].tolist() if isinstance(v, str)), None)
+            example = f" ({first!r})" if first is not None else ""
+            raise InvalidInputError(
+                f"{name}: column {str(column)!r} holds no numbers{example}; pass the feature "
+                "columns only"
+            ) from None
+    raise InvalidInputError(f"{name}: not a table of numbers")
+
+
+def _codes(values: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``; values that cannot be sorted together
+    (None among strings, strings among numbers) are one line naming their types."""
+    try:
+        return np.unique(values, return_inverse=True)
+    except TypeError:
+        kinds = sorted({type(v).__name__ for v in np.asarray(values, dtype=object).tolist()})
+        raise InvalidInputError(
+            f"{name} mixes {', '.join(kinds)} values, which cannot be sorted together: give "
+            "values of one type (e.g. fill the missing ones)"
+        ) from None
 
 
 def _named_blocks(blocks: Any, what: str, n: int) -> dict[str, tuple[np.ndarray, list | None]]:
@@ -422,12 +461,13 @@ def _groups_and_strata(
         graw = np.asarray(groups)
         if graw.shape != (n_all,):
             raise InvalidInputError(f"groups has shape {graw.shape}; expected ({n_all},)")
-        g = np.unique(graw[rows], return_inverse=True)[1]
+        g = _codes(graw[rows], "groups")[1]
     st = {}
     for name, v in (strata or {}).items():
         arr = np.asarray(v)
         if arr.shape != (n_all,):
             raise InvalidInputError(f"stratum {name!r} has shape {arr.shape}; expected ({n_all},)")
+        _codes(arr[rows], f"stratum {str(name)!r}")
         st[str(name)] = arr[rows]
     return g, st
 
@@ -453,6 +493,15 @@ def _folds(
     )
     folds = np.full(n, -1, dtype=np.int64)
     splits = list(splitter.split(np.zeros((n, 1)), yy, g))
+    for f, (train, _) in enumerate(splits):
+        if np.unique(yy[train]).size < 2:
+            spread = [np.unique(g[yy == c]).size for c in (1, 0)]
+            raise InvalidInputError(
+                f"fold {f + 1} of {n_splits} trains on one class only: the positives are in "
+                f"{spread[0]} of {n_groups} groups, the negatives in {spread[1]}; each class "
+                "must be spread over more groups than one test fold takes (fewer n_splits, or "
+                "other groups)"
+            )
     for f, (_, test) in enumerate(splits):
         folds[test] = f
     return splits, folds
@@ -601,8 +650,10 @@ def evaluate_detectors(
     Raises
     ------
     InvalidInputError
-        Labels not 0/1, shapes that do not agree, too few groups for the folds, heads asked
-        of a detector whose columns name none (one line each).
+        Labels not 0/1, shapes that do not agree, too few groups for the folds, a fold
+        whose training rows hold one class, a column that holds no numbers, groups or strata
+        that cannot be sorted, heads asked of a detector whose columns name none (one line
+        each).
     """
     _sklearn()  # a missing scikit-learn is said before any check
     y_all = np.asarray(y)

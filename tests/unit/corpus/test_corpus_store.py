@@ -33,6 +33,7 @@ from attntopo.corpus import (
 )
 from attntopo.errors import DamagedPartError, InvalidInputError, ResultFormatError
 from attntopo.features import SETTING_NAMES, FeatureSettings
+from tests.unit.features.test_features_settings_end_to_end import SAMPLE
 
 SETTINGS = CorpusSettings(
     model="toy",
@@ -261,22 +262,9 @@ _CHANGES = {
     "dtype": "bfloat16",
     "pairs": True,
 }
-#: Every feature setting changed (the store holds them in ``features``, each named alike).
-_FEATURE_CHANGES = {
-    "sets": ("js", "graph"),
-    "layers": (1,),
-    "heads": (0,),
-    "thresholds": (0.2,),
-    "scales": (0.4,),
-    "quantiles": (0.9,),
-    "cycle_cap": 3,
-    "drop_special": True,
-    "engine": "ripser",
-    "metric": "hellinger",
-    "prompt_quantities": ("attention",),
-    "spectral_k": 4,
-    "min_persistence": 0.5,
-}
+#: Every feature setting changed (the store holds them in ``features``, each named alike): the
+#: end-to-end test's sample values, so that a new setting needs its sample in one place only.
+_FEATURE_CHANGES = {name: value for name, (value, _) in SAMPLE.items()}
 
 
 @settings(max_examples=40, deadline=None)
@@ -284,6 +272,8 @@ _FEATURE_CHANGES = {
 def test_a_changed_setting_is_named_in_one_line(name):
     assert {f.name for f in dataclasses.fields(CorpusSettings)} == set(_CHANGES) | {"features"}
     assert set(SETTING_NAMES) == set(_FEATURE_CHANGES)
+    for field, value in _FEATURE_CHANGES.items():  # each a change of SETTINGS' own value
+        assert getattr(SETTINGS.features, field) != value, field
     if name in _CHANGES:
         other = dataclasses.replace(SETTINGS, **{name: _CHANGES[name]})
     else:

@@ -340,6 +340,9 @@ def test_batches_are_fixed_by_the_index():
         ({"max_new_tokens": 0}, "max_new_tokens must be an int >= 1"),
         ({"batch_size": 0}, "batch_size must be an int >= 1"),
         ({"generate": "yes"}, "generate must be"),
+        ({"lengths": None}, "lengths must be a non-empty list of ints in [1, "),
+        ({"questions": None}, "questions must be a non-empty list of"),
+        ({"memory": 5}, "memory must be a folder (str or path) or a joblib.Memory, got int"),
     ],
 )
 def test_bad_settings_are_one_line_before_any_model(kwargs, words, tmp_path):
@@ -385,6 +388,23 @@ def test_the_container_selects_groups_and_reads_short():
     )
     df = d.to_pandas()
     assert list(df.columns[:3]) == ["prompt", "label", "answer"] and len(df) == 3
+
+
+@pytest.mark.parametrize(
+    "keep, words",
+    [
+        (np.ones(2, dtype=bool), "a mask of 2 values for 3 pairs"),
+        ([0, 3], "indices in [-3, 3), got 3"),
+        ([1.5], "integer indices or a boolean mask"),
+        (["a"], "integer indices or a boolean mask"),
+        ([[0, 1]], "integer indices or a boolean mask"),
+    ],
+)
+def test_subset_of_bad_indices_is_one_line(keep, words):
+    """They were numpy's IndexError, a list's, or (1.5) silently pair 1."""
+    with pytest.raises(InvalidInputError) as e:
+        _hand_made().subset(keep)
+    assert words in str(e.value) and "\n" not in str(e.value)
 
 
 def test_the_end_of_turn_tokens():

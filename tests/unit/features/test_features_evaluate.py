@@ -389,6 +389,74 @@ def test_bad_input_is_one_line(call, words):
     assert words in str(err.value) and "\n" not in str(err.value)
 
 
+def _named(table, extra):
+    """The table as a DataFrame with one more column (a user's table with a text column)."""
+    import pandas as pd
+
+    df = pd.DataFrame(table.values, columns=list(table.columns))
+    df["entity"] = extra
+    return df
+
+
+def _mixed(groups):
+    """Group labels of two types, as a column with missing values gives them."""
+    return np.array([None if k % 5 == 0 else f"c{k}" for k in groups], dtype=object)
+
+
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        # a class held by one group: the fold that tests it trains on the other class only
+        (
+            lambda t, y, g: evaluate_detectors(t, y, groups=np.where(y == 1, -1, g)),
+            "trains on one class only",
+        ),
+        (
+            lambda t, y, g: evaluate_detectors(
+                t, y, groups=np.where(y == 1, -1, g), combine="mean", n_boot=0
+            ),
+            "the positives are in 1 of",
+        ),
+        # a table with a column of text
+        (
+            lambda t, y, g: evaluate_detectors({"d": _named(t, "France")}, y, groups=g),
+            "detector 'd': column 'entity' holds no numbers ('France')",
+        ),
+        (
+            lambda t, y, g: evaluate_detectors(
+                t, y, groups=g, covariates=_named(t, "France")[["L0H0.x.q0", "entity"]]
+            ),
+            "covariates: column 'entity' holds no numbers",
+        ),
+        # groups or strata of values that cannot be sorted together
+        (lambda t, y, g: evaluate_detectors(t, y, groups=_mixed(g)), "groups mixes NoneType, str"),
+        (
+            lambda t, y, g: evaluate_detectors(t, y, groups=g, strata={"s": _mixed(g)}),
+            "stratum 's' mixes NoneType, str",
+        ),
+        (lambda t, y, g: balanced_subsample(y, _mixed(g)), "strata mixes NoneType, str"),
+        (lambda t, y, g: evaluate_detectors(t, _mixed(g), groups=g), "must hold 0 and 1"),
+    ],
+)
+def test_bad_input_that_reached_scikit_learn_or_numpy_is_one_line(call, words):
+    table, y, groups, _ = _data(n=60)
+    with pytest.raises(InvalidInputError) as err:
+        call(table, y, groups)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_labels_of_object_dtype_are_read_as_numbers():
+    """0/1 labels in an object column (a DataFrame column of Python ints) are labels; they
+    were refused as 'must hold 0 and 1, got values 0, 1'."""
+    table, y, groups, _ = _data(n=60)
+    a = evaluate_detectors(table, y, groups=groups, n_boot=20)
+    b = evaluate_detectors(table, y.astype(object), groups=groups, n_boot=20)
+    c = evaluate_detectors(table, y.astype(bool).astype(object), groups=groups, n_boot=20)
+    assert a == b == c
+    idx = balanced_subsample(y.astype(object), groups % 3)
+    np.testing.assert_array_equal(idx, balanced_subsample(y, groups % 3))
+
+
 # ------------------------------------------------------------------ balanced subsample
 @settings(max_examples=60, deadline=None)
 @given(

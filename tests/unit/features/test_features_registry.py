@@ -4,6 +4,7 @@ and a new set is one record plus its function."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,14 @@ SETTINGS = tuple(f.name for f in dataclasses.fields(F.FeatureSettings))
 
 def test_docs_table_is_the_registry():
     assert sets_table() in (DOCS / "features.md").read_text(encoding="utf-8")
+
+
+def test_docs_name_the_sets_that_drop_special_tokens():
+    text = (DOCS / "features.md").read_text(encoding="utf-8")
+    said = re.search(r"With `drop_special=True` \(opt-in\) the sets (.*?)\ssee\s", text, re.S)
+    assert said, "docs/features.md no longer says which sets drop_special=True changes"
+    named = re.findall(r"`(\w+)`", said.group(1))
+    assert named == [n for n, s in FEATURE_SETS.items() if s.drops_special]
 
 
 def test_every_record_is_complete():

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -34,6 +36,7 @@ SAMPLE = {
     "min_persistence": (0.01, ["--min-persistence", "0.01"]),
     "engine": ("ripser", ["--engine", "ripser"]),
 }
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 TOY = SimpleNamespace(name="toy", n_layers=2, n_heads=3, dtype="float32", spec=None)
 
 
@@ -42,6 +45,37 @@ def test_every_setting_has_a_sample_other_than_its_default():
     for f in dataclasses.fields(FeatureSettings):
         assert SAMPLE[f.name][0] != f.default, f.name
         assert f.metadata["cli"] is not None, f"{f.name} has no command-line option"
+
+
+def _paragraph(page: str, heading: str) -> str:
+    """The first paragraph under ``heading`` in docs/``page``."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    start = text.index(heading + "\n\n") + len(heading) + 2
+    return text[start : text.index("\n\n", start)]
+
+
+def test_every_setting_is_documented():
+    """A new setting's words: its entry in FeatureSettings' docstring (numpydoc), its name in
+    docs/features.md's list of the record's fields and, where ``attntopo corpus`` takes it, its
+    option among docs/corpus.md's (which names no option the command lacks)."""
+    import typer.main
+
+    from attntopo.cli import app
+
+    corpus = typer.main.get_command(app).commands["corpus"]
+    takes = {o for p in corpus.params for o in (*p.opts, *p.secondary_opts)}
+    doc = FeatureSettings.__doc__
+    fields = _paragraph("features.md", "### One settings record: `FeatureSettings`")
+    options = _paragraph("corpus.md", "### Options that decide the numbers")
+    for f in dataclasses.fields(FeatureSettings):
+        entry = rf"^    (\w+, )*{f.name}(, \w+)* : "
+        assert re.search(entry, doc, flags=re.M), f"{f.name}: not in FeatureSettings' docstring"
+        assert f"`{f.name}`" in fields, f"{f.name}: not in docs/features.md's list of settings"
+        flag = f.metadata["cli"].flags[0]
+        if flag in takes:
+            assert f"`{flag}" in options, f"{flag}: not among docs/corpus.md's options"
+    written = set(re.findall(r"`(--[a-z-]+)", options))
+    assert written and written <= takes, f"not options of attntopo corpus: {written - takes}"
 
 
 @pytest.fixture(scope="module")

@@ -116,6 +116,25 @@ def test_growing_graphs_give_gudhis_standard_persistence(n, L, data):
         assert sorted(map(tuple, ours.tolist())) == want
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.integers(2, 4), st.data())
+def test_bars_alive_at_each_step_count_that_complexs_components_and_cycles(n, L, data):
+    """Any layers, edges coming and going: the bars [b, d) with b <= s < d at step s are the
+    homology of K_s (networkx: components; edges − vertices + components independent
+    cycles), for every complex K_0 … K_{2L−2} of the union zigzag."""
+    graphs = _random_graphs(data.draw, n, L)
+    h0, h1 = zigzag_diagrams(graphs, n)
+    edges = [set(map(tuple, g.tolist())) for g in graphs]
+    for s in range(2 * L - 1):
+        E = edges[s // 2] | (edges[s // 2 + 1] if s % 2 else set())
+        G = nx.Graph()
+        G.add_nodes_from(range(n))
+        G.add_edges_from(E)
+        c = nx.number_connected_components(G)
+        alive = [int(np.sum((h[:, 0] <= s) & (s < h[:, 1]))) for h in (h0, h1)]
+        assert alive == [c, len(E) - n + c], s
+
+
 def test_layer_graph_keeps_the_heaviest_pairs_of_the_head_mean():
     # two heads of 4 tokens; mean: pairs (1,0)=0.5, (2,1)=0.35, (3,0)=0.3, (3,2)=0.2, ...
     A = np.zeros((2, 4, 4))
