@@ -230,8 +230,9 @@ class FeatureSettings:
         la-tda and TOHA compute on.
     min_persistence : float >= 0, default 0
         Bars of length ``death − birth <= min_persistence`` are left out of the ``js``,
-        ``barcode``, ``js_image`` and ``js_landscape`` statistics (gudhi's convention; the
-        ``js`` set's H0 death quantiles, the minimum spanning tree's edges, keep every edge).
+        ``barcode``, ``js_image``, ``js_landscape`` and ``js_per_token`` statistics (gudhi's
+        convention; the ``js`` set's H0 death quantiles, the minimum spanning tree's edges,
+        keep every edge).
         0 keeps every bar the engine reports.
     engine : {"auto", "giotto", "ripser", "gudhi", …}, optional
         The persistence engine (:data:`attntopo.topology.engines.ENGINES`); None: the default.

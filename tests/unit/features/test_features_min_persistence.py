@@ -128,3 +128,18 @@ def test_diagram_prune_equals_gudhi_min_persistence():
         features(
             [synthetic_attention(np.full((1, 1, 3, 3), 1 / 3))], sets=("js",), min_persistence=-0.1
         )
+
+
+@pytest.mark.parametrize("mp", [0.0, 0.02, 0.1])
+def test_per_token_counts_leave_out_the_same_bars(mp):
+    """js_per_token divides the js statistics, min_persistence applied, by the token count:
+    its H1 bar count is gudhi's count of bars longer than mp, over n."""
+    rng = np.random.default_rng(7)
+    n = 11
+    W = random_attention(rng, 1, n, sharpness=4.0).reshape(1, 1, n, n)
+    table = features([synthetic_attention(W)], sets=("js_per_token",), min_persistence=mp, n_jobs=1)
+    got = table.values[0, list(table.columns).index("L0H0.js_per_token.h1.n_bars_per_token")]
+    A = W[0, 0].astype(np.float32).astype(np.float64)
+    P = A / A.sum(axis=1, keepdims=True)
+    D = squareform(pdist(P, "jensenshannon") / np.sqrt(np.log(2)), checks=False)
+    assert got == len(_gudhi_bars(D, 1, mp)) / n
