@@ -282,8 +282,9 @@ class AttentionFeatures(TransformerMixin, BaseEstimator):
         values, _ = cached_rows(texts, memory, digest, len(names), compute)
         return values
 
-    def get_feature_names_out(self, *, input_features: Any = None) -> np.ndarray:
-        """Column names of :meth:`transform` (``input_features`` is ignored: inputs are texts)."""
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Column names of :meth:`transform` (``input_features`` is ignored: inputs are texts;
+        positional, as scikit-learn's pipelines pass it)."""
         check_is_fitted(self, "feature_names_out_")
         return self.feature_names_out_.copy()
 
@@ -398,7 +399,9 @@ class SelectHeads(TransformerMixin, BaseEstimator):
             )
         return arr[:, self.support_]
 
-    def get_feature_names_out(self, *, input_features: Any = None) -> np.ndarray:
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """The kept columns' names (``input_features``, positional as scikit-learn's pipelines
+        pass it, is ignored: the names seen by ``fit`` decide)."""
         check_is_fitted(self, "support_")
         return self.feature_names_in_[self.support_]
 

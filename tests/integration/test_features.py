@@ -165,6 +165,12 @@ def test_transform_set_output_and_pickle_without_weights(minilm):
     np.testing.assert_array_equal(again.transform(TEXTS), X)
     df = est.set_output(transform="pandas").transform(TEXTS)
     assert list(df.columns) == list(est.get_feature_names_out()) and df.shape == X.shape
+    # scikit-learn's pipelines ask for the names positionally
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    pipe = Pipeline([("topo", est), ("scale", StandardScaler())]).fit(TEXTS)
+    assert list(pipe.get_feature_names_out()) == list(est.get_feature_names_out(None))
 
 
 @pytest.mark.skipif(

@@ -31,6 +31,11 @@ POSITIONAL = {
     "model_b": ("any", "the two models compared: compare_models(texts, 'minilm', 'smollm2')"),
     "spec": ("any", "the model id, the data of load_model('minilm') and describe_model"),
     "y": ("any", "scikit-learn's protocol: Pipeline calls fit(X, y) positionally"),
+    "input_features": (
+        "method",
+        "scikit-learn's protocol: Pipeline and FeatureUnion call "
+        "get_feature_names_out(input_features) positionally",
+    ),
     "layer": ("method", "one head's key in a result, like att[layer, head]: r.diagram(0, 3)"),
     "head": ("method", "one head's key in a result, like att[layer, head]: r.diagram(0, 3)"),
 }

@@ -171,6 +171,20 @@ def test_select_heads_anova_is_scipys_one_way_anova_per_column_averaged_per_head
     assert sel.n_features_in_ == X.shape[1] and sel.support_.sum() == 4
 
 
+def test_select_heads_names_its_columns_inside_a_pipeline():
+    """scikit-learn calls get_feature_names_out(input_features) positionally (Pipeline,
+    FeatureUnion): a keyword-only parameter was a TypeError there."""
+    from sklearn.pipeline import FeatureUnion, Pipeline
+
+    X, y = _table()
+    kept = [c for c in X.columns if c.startswith(("L1H0.", "L2H1."))]
+    pipe = Pipeline([("sel", SelectHeads(k=2, criterion="anova"))]).fit(X, y)
+    assert list(pipe.get_feature_names_out()) == kept
+    assert list(pipe.named_steps["sel"].get_feature_names_out(list(X.columns))) == kept
+    union = FeatureUnion([("sel", SelectHeads(k=2, criterion="anova"))]).fit(X, y)
+    assert list(union.get_feature_names_out()) == [f"sel__{c}" for c in kept]
+
+
 def test_select_heads_with_plain_arrays_and_its_errors():
     X, y = _table()
     arr, names = X.to_numpy(), list(X.columns)

@@ -436,6 +436,25 @@ def _mixed(groups):
         ),
         (lambda t, y, g: balanced_subsample(y, _mixed(g)), "strata mixes NoneType, str"),
         (lambda t, y, g: evaluate_detectors(t, _mixed(g), groups=g), "must hold 0 and 1"),
+        # nothing to score: every value of a detector or a covariate missing
+        (
+            lambda t, y, g: evaluate_detectors(
+                {"ok": t, "broken": np.full((len(y), 3), np.nan)}, y, groups=g
+            ),
+            "detector 'broken' has no finite value on the 60 evaluated pairs",
+        ),
+        (
+            lambda t, y, g: evaluate_detectors(
+                np.where(np.arange(len(y)) < 30, np.inf, 1.0), y, groups=g, subset=np.arange(30)
+            ),
+            "detector 'detector' has no finite value on the 30 evaluated pairs",
+        ),
+        (
+            lambda t, y, g: evaluate_detectors(
+                t, y, groups=g, covariates={"length": np.full(len(y), np.nan)}
+            ),
+            "covariate 'length' has no finite value on the 60 evaluated pairs",
+        ),
     ],
 )
 def test_bad_input_that_reached_scikit_learn_or_numpy_is_one_line(call, words):
@@ -443,6 +462,16 @@ def test_bad_input_that_reached_scikit_learn_or_numpy_is_one_line(call, words):
     with pytest.raises(InvalidInputError) as err:
         call(table, y, groups)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_column_without_values_scores_as_a_constant_beside_the_others():
+    """An all-NaN column among finite ones is imputed (0 after standardization): the same
+    out-of-fold scores as without it."""
+    table, y, groups, _ = _data(n=80)
+    X = np.c_[table.values, np.full(len(y), np.nan)]
+    a = evaluate_detectors(table.values, y, groups=groups, n_boot=0)
+    b = evaluate_detectors(X, y, groups=groups, n_boot=0)
+    np.testing.assert_allclose(a.scores, b.scores, atol=1e-9)
 
 
 def test_labels_of_object_dtype_are_read_as_numbers():
