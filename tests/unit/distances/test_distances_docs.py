@@ -39,3 +39,20 @@ def test_every_list_of_distances_is_complete():
                     incomplete.append(f"{page.name} lacks {missing} in {text[:60]!r}")
     assert not incomplete, "\n".join(incomplete)
     assert lists >= 5  # the tables of concepts.md, cli.md and web.md, api.md, features.md
+
+
+def test_help_shown_in_docs_offers_every_distance():
+    """docs/cli.md shows commands' help as the terminal draws it: ``--metric``'s choices wrap
+    inside the box (``<jensen_shannon|hellinger|fisher_`` / ``rao|total_variation>``)."""
+    lines = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8").splitlines()
+    shown = []
+    for i, line in enumerate(lines):
+        start = line.find("<jensen_shannon")
+        if start < 0:
+            continue
+        choices = line[start:].split()[0]
+        while not choices.endswith(">"):  # the rest is the next row's first word
+            i += 1
+            choices += lines[i].strip("│ ").split()[0]
+        shown.append(choices)
+    assert len(shown) >= 5 and set(shown) == {"<" + "|".join(DISTANCES) + ">"}
