@@ -77,8 +77,8 @@ def _frame_values(X: Any, name: str) -> np.ndarray:
             first = next((v for v in X.iloc[:, k].tolist() if isinstance(v, str)), None)
             example = f" ({first!r})" if first is not None else ""
             raise InvalidInputError(
-                f"{name}: column {str(column)!r} holds no numbers{example}; pass the feature "
-                "columns only"
+                f"{name}: column {str(column)!r} holds a value that is not a number{example}; "
+                "pass the feature columns only"
             ) from None
     raise InvalidInputError(f"{name}: not a table of numbers")
 

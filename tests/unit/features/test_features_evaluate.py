@@ -420,13 +420,13 @@ def _mixed(groups):
         # a table with a column of text
         (
             lambda t, y, g: evaluate_detectors({"d": _named(t, "France")}, y, groups=g),
-            "detector 'd': column 'entity' holds no numbers ('France')",
+            "detector 'd': column 'entity' holds a value that is not a number ('France')",
         ),
         (
             lambda t, y, g: evaluate_detectors(
                 t, y, groups=g, covariates=_named(t, "France")[["L0H0.x.q0", "entity"]]
             ),
-            "covariates: column 'entity' holds no numbers",
+            "covariates: column 'entity' holds a value that is not a number",
         ),
         # groups or strata of values that cannot be sorted together
         (lambda t, y, g: evaluate_detectors(t, y, groups=_mixed(g)), "groups mixes NoneType, str"),
