@@ -50,7 +50,9 @@ def _matrix(rng: np.random.Generator, n: int, pattern: str) -> np.ndarray:
 
 
 @st.composite
-def edge_stacks(draw, max_n: int = 9, max_b: int = 3, min_n: int = 1, tail: int = 0):
+def edge_stacks(
+    draw, max_n: int = 9, max_b: int = 3, min_n: int = 1, tail: int = 0, patterns=PATTERNS
+):
     """A (B, n, n) float64 stack of attention rows with the edge cases of the partial JS paths:
     heads of different patterns batched together (dense, causal with its length-1 row 0,
     exact zeros, one-hot rows, nearly uniform), two identical rows, two nearly identical rows
@@ -59,7 +61,7 @@ def edge_stacks(draw, max_n: int = 9, max_b: int = 3, min_n: int = 1, tail: int 
     the earlier row's keys), rows that sum to 1 only within 5e-4 (rescaled), and weights that
     went through float32, float16 or bfloat16 and ``normalize_rows`` (a model's attention).
     ``tail`` > 0: the later row of each such pair is one of the last ``tail`` rows (an
-    answer's, of a long prompt)."""
+    answer's, of a long prompt).  ``patterns``: those the matrices draw from."""
     import torch
 
     from attntopo.models.precision import normalize_rows
@@ -67,8 +69,8 @@ def edge_stacks(draw, max_n: int = 9, max_b: int = 3, min_n: int = 1, tail: int 
     n = draw(st.integers(min_n, max_n))
     b = draw(st.integers(1, max_b))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    patterns = draw(st.lists(st.sampled_from(PATTERNS), min_size=b, max_size=b))
-    A = np.stack([_matrix(rng, n, p) for p in patterns])
+    kinds = draw(st.lists(st.sampled_from(patterns), min_size=b, max_size=b))
+    A = np.stack([_matrix(rng, n, p) for p in kinds])
     A /= A.sum(-1, keepdims=True)
     if n >= 2:
         for h in range(b):

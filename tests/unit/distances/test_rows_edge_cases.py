@@ -88,6 +88,33 @@ def test_an_answer_after_a_long_prompt_equals_the_exact_distances(A, r):
     on_each_path(check)
 
 
+@settings(max_examples=25, deadline=None)
+@given(
+    edge_stacks(min_n=2, max_n=40, max_b=3, tail=3, patterns=("causal", "causal", "one_hot")),
+    st.sampled_from([1, 7, 300, 1 << 22]),
+    st.integers(0, 2**31 - 1),
+)
+def test_torch_rows_do_not_depend_on_the_tiles(A, target, seed):
+    """The torch path's chosen rows (what a GPU tensor runs) split into tiles of a group of
+    rows by a chunk of columns, each summed over the keys both can reach (causal and one-hot
+    rows: few keys a chunk, none of the others summed), several heads a tile:
+    with tiles of 1 and 7 elements (the smallest: one head by a chunk of 16 columns), 300, and
+    the GPU's 2**22 (one tile), the distances are within JS_EVAL_ATOL of the exact ones."""
+    from attntopo.distances import _js
+
+    B, n = A.shape[0], A.shape[-1]
+    rng = np.random.default_rng(seed)
+    # the last row (it reaches every chunk of columns) and up to two others, in any order
+    rows = [n - 1] + [int(i) for i in rng.permutation(n - 1)[: int(rng.integers(0, 3))]]
+    rows = [rows[i] for i in rng.permutation(len(rows))]
+    ref = np.stack([exact_js(A[h].astype(np.float64), rows=rows) for h in range(B)])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ATTNTOPO_NATIVE", "0")
+        mp.setattr(_js, "_TILE_TARGET", target)
+        got = token_distances_tensor(A, rows=rows).numpy()
+    np.testing.assert_allclose(got, ref, rtol=0, atol=JS_EVAL_ATOL)
+
+
 @pytest.mark.parametrize(
     ("case", "words"),
     [
