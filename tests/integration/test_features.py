@@ -230,3 +230,37 @@ def test_a_pair_whose_answer_was_truncated_away_is_one_line_naming_it(minilm):
         at.features(pairs, minilm, sets=("prompt",), truncate=True, layers=[0], heads=[0])
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("texts[1]: the answer has no token after the prompt")
+
+
+def test_a_pair_whose_prompt_kept_no_token_is_one_line_naming_it(minilm, tmp_path):
+    """A prompt of characters MiniLM's tokenizer drops (a zero-width space) leaves the prompt
+    score nothing to attach the answer to: one line naming the text for both quantities (the
+    attention score raised torch's IndexError), a failed row of a corpus; the lookback set,
+    whose context is then [CLS], still scores the pair."""
+    import json
+
+    from attntopo import corpus
+    from attntopo.corpus import open_store
+
+    pairs = [("a b", "c"), ("\u200b", "the answer")]
+    kw = {"layers": [0], "heads": [0]}
+    for q in (("attention",), ("js",)):
+        with pytest.raises(InvalidInputError) as e:
+            at.features(pairs, minilm, sets=("prompt",), prompt_quantities=q, **kw)
+        msg = str(e.value)
+        assert "\n" not in msg and msg.startswith("texts[1]: the prompt kept no token"), msg
+    assert at.features(pairs, minilm, sets=("lookback",), **kw).shape == (2, 1)
+    src = tmp_path / "pairs.jsonl"
+    src.write_text("".join(json.dumps({"p": p, "a": a}) + "\n" for p, a in pairs))
+    corpus.run(
+        src,
+        out=tmp_path / "st",
+        model=minilm,
+        sets=("prompt",),
+        text_column="p",
+        answer_column="a",
+        **kw,
+    )
+    df = open_store(tmp_path / "st").to_pandas()
+    assert list(df["status"]) == ["ok", "failed"]
+    assert df["error"][1].startswith("InvalidInputError: the prompt kept no token"), df["error"][1]

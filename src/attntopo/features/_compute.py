@@ -142,18 +142,32 @@ def join_pair(prompt: str, response: str) -> tuple[str, int]:
 
 
 def answer_check(
-    bounds: Sequence[int | None], *, label: Callable[[int], str] | None = None
+    bounds: Sequence[int | None],
+    *,
+    label: Callable[[int], str] | None = None,
+    prompt_tokens: bool = False,
 ) -> Callable[[int, Attention], None]:
     """A :func:`stream_into` ``check`` for joined pairs (``bounds[k]``: where text ``k``'s
-    answer starts, None for a single text): refuse a text whose answer kept no token.
-    ``label(k)`` prefixes the message (``"texts[3]: "``)."""
+    answer starts, None for a single text): refuse a text whose answer kept no token, and
+    with ``prompt_tokens`` (the ``prompt`` set is asked for) one whose prompt kept no token but
+    special ones (the score attaches the answer to the prompt's tokens).  ``label(k)``
+    prefixes the message (``"texts[3]: "``)."""
 
     def check(k: int, att: Attention) -> None:
         b = bounds[k]
-        if b is not None and not np.any(~_prompt_mask(att, b)):
+        if b is None:
+            return
+        mask = _prompt_mask(att, b)
+        if not np.any(~mask):
             raise InvalidInputError(
                 (label(k) if label else "")
                 + "the answer has no token after the prompt (was it truncated?)"
+            )
+        if prompt_tokens and not np.any(mask):
+            raise InvalidInputError(
+                (label(k) if label else "")
+                + "the prompt kept no token but special ones (the tokenizer dropped its "
+                "characters), so the prompt score has nothing to attach the answer to"
             )
 
     return check
@@ -575,6 +589,7 @@ def _run_chunks(
         check = answer_check(
             [bounds[p] for p in run_pos],
             label=lambda j, run_pos=run_pos, idx=idx: f"texts[{idx[run_pos[j]]}]: ",
+            prompt_tokens="prompt" in st["sets"],
         )
         if to_run:
             encs = stream_into(

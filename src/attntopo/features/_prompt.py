@@ -81,8 +81,6 @@ def _js_forest(A: Any, prompt: np.ndarray, metric: str = "jensen_shannon") -> np
     from ..distances import token_distances_tensor
     from ..topology import prim_contracted
 
-    if not prompt.any():
-        raise InvalidInputError("the prompt score needs at least one prompt token; got none")
     R = np.flatnonzero(~prompt)
     k = _prefix(prompt)
     # (B, r, n): response a to token j; of the prompt tokens (a prefix) only the nearest
@@ -209,6 +207,8 @@ def prompt_features(
     from ..attention import renormalized_subset
 
     prompt = np.asarray(prompt, dtype=bool)
+    if not prompt.any():  # both scores attach the response to the prompt's tokens
+        raise InvalidInputError("the prompt score needs at least one prompt token; got none")
     r = int(np.count_nonzero(~prompt))
     B, n = int(A.shape[0]), int(prompt.shape[0])
     on_cpu = not (isinstance(A, torch.Tensor) and A.device.type != "cpu")

@@ -84,3 +84,38 @@ def test_prompt_js_of_kept_tokens_equals_the_exact_score_of_renormalized_rows(A,
     on_each_path(
         lambda path: _close(prompt_features(W, None, prompt, ("js",), keep=keep), want, path)
     )
+
+
+# ------------------------------------------------------- a prompt that kept no token to score
+
+
+@pytest.mark.parametrize("quantities", [("attention",), ("js",), ("js", "attention")])
+def test_a_prompt_without_tokens_is_one_line_for_both_quantities(quantities):
+    """No prompt token among the scored ones: both quantities refuse it in the same one line
+    (the attention score raised torch's IndexError from an empty maximum)."""
+    A = np.full((2, 4, 4), 0.25)
+    with pytest.raises(InvalidInputError, match="needs at least one prompt token") as e:
+        prompt_features(A, None, np.zeros(4, dtype=bool), quantities)
+    assert "\n" not in str(e.value)
+
+
+def test_a_pair_whose_prompt_kept_no_token_is_one_line_naming_it():
+    """A pair whose prompt gave the tokenizer no token but special ones (a zero-width space:
+    BERT's tokenizer drops it) has nothing to attach the answer to: ``answer_check`` refuses it
+    for the prompt set, naming the text, as it refuses an answer without tokens; the other pair
+    sets (lookback with its [CLS] as context) still take it."""
+    from _feature_refs import synthetic_attention
+    from attntopo.features.pipeline import answer_check
+
+    n = 5
+    W = np.full((1, 1, n, n), 1.0 / n)
+    special = np.array([True, False, False, False, True])  # [CLS] the answer [SEP]
+    att = synthetic_attention(W, special=special)
+    boundary = att.offsets[1][0]  # the prompt's characters end before the first content token
+    answer_check([boundary])(0, att)  # not asked for the prompt set: taken
+    check = answer_check([boundary], label=lambda k: f"texts[{k}]: ", prompt_tokens=True)
+    with pytest.raises(InvalidInputError) as e:
+        check(0, att)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("texts[0]: the prompt kept no token")
+    check(0, synthetic_attention(W))  # a prompt of one token (w0): taken
