@@ -50,14 +50,16 @@ def _matrix(rng: np.random.Generator, n: int, pattern: str) -> np.ndarray:
 
 
 @st.composite
-def edge_stacks(draw, max_n: int = 9, max_b: int = 3, min_n: int = 1):
+def edge_stacks(draw, max_n: int = 9, max_b: int = 3, min_n: int = 1, tail: int = 0):
     """A (B, n, n) float64 stack of attention rows with the edge cases of the partial JS paths:
     heads of different patterns batched together (dense, causal with its length-1 row 0,
     exact zeros, one-hot rows, nearly uniform), two identical rows, two nearly identical rows
     (relative differences down to 1e-15: under the kernel's recomputation cutoff), a later
     causal row equal to an earlier one plus a little mass beyond it (the two rows' overlap is
     the earlier row's keys), rows that sum to 1 only within 5e-4 (rescaled), and weights that
-    went through float32, float16 or bfloat16 and ``normalize_rows`` (a model's attention)."""
+    went through float32, float16 or bfloat16 and ``normalize_rows`` (a model's attention).
+    ``tail`` > 0: the later row of each such pair is one of the last ``tail`` rows (an
+    answer's, of a long prompt)."""
     import torch
 
     from attntopo.models.precision import normalize_rows
@@ -71,6 +73,9 @@ def edge_stacks(draw, max_n: int = 9, max_b: int = 3, min_n: int = 1):
     if n >= 2:
         for h in range(b):
             i, j = sorted(int(x) for x in rng.choice(n, 2, replace=False))
+            if tail:
+                j = int(rng.integers(max(1, n - tail), n))
+                i = int(rng.integers(0, j))
             kind = draw(st.sampled_from(["none", "same", "near", "beyond"]))
             eps = draw(st.sampled_from([1e-15, 1e-12, 1e-9, 1e-6, 1e-4]))
             if kind == "same":
@@ -94,32 +99,40 @@ def edge_stacks(draw, max_n: int = 9, max_b: int = 3, min_n: int = 1):
     return A
 
 
-def exact_js(M: np.ndarray, digits: int = 40) -> np.ndarray:
+def exact_js(M: np.ndarray, rows: Any = None, digits: int = 40) -> np.ndarray:
     """(n, n) Jensen–Shannon distances (base 2) of the rows of ``M`` (any nonnegative rows of
     positive sum), each row normalized and every divergence summed in ``digits``-digit
     arithmetic: ½ Σ p ln(2p / (p + q)) + q ln(2q / (p + q)), 0 ln 0 = 0, over ln 2, square
-    root.  Correct to ~1e-17 whatever the rows."""
+    root.  Correct to ~1e-17 whatever the rows.  ``rows``: only the distances from these rows
+    to all rows, (len(rows), n)."""
     import mpmath
 
+    n = M.shape[0]
+    chosen = list(range(n)) if rows is None else [int(i) for i in rows]
+    D = np.zeros((len(chosen), n))
     with mpmath.workdps(digits):
-        rows = []
+        P = []
         for r in M:
             vals = [mpmath.mpf(float(x)) for x in r]
             s = mpmath.fsum(vals)
-            rows.append([v / s for v in vals])
-        n = len(rows)
-        D = np.zeros((n, n))
+            P.append([v / s for v in vals])
         ln2 = mpmath.log(2)
-        for i in range(n):
-            for j in range(i + 1, n):
-                acc = mpmath.mpf(0)
-                for x, y in zip(rows[i], rows[j]):
-                    u = x + y
-                    if x > 0:
-                        acc += x * mpmath.log(2 * x / u)
-                    if y > 0:
-                        acc += y * mpmath.log(2 * y / u)
-                D[i, j] = D[j, i] = float(mpmath.sqrt(max(acc / 2, 0) / ln2))
+        done: dict[tuple[int, int], float] = {}
+        for a, i in enumerate(chosen):
+            for j in range(n):
+                if i == j:
+                    continue
+                key = (min(i, j), max(i, j))
+                if key not in done:
+                    acc = mpmath.mpf(0)
+                    for x, y in zip(P[i], P[j]):
+                        u = x + y
+                        if x > 0:
+                            acc += x * mpmath.log(2 * x / u)
+                        if y > 0:
+                            acc += y * mpmath.log(2 * y / u)
+                    done[key] = float(mpmath.sqrt(max(acc / 2, 0) / ln2))
+                D[a, j] = done[key]
     return D
 
 

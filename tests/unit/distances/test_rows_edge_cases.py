@@ -62,6 +62,32 @@ def test_full_rows_and_nearest_equal_the_exact_distances(A, seed):
     on_each_path(check)
 
 
+@settings(max_examples=25, deadline=None)
+@given(edge_stacks(min_n=10, max_n=70, max_b=2, tail=3), st.integers(1, 3))
+def test_an_answer_after_a_long_prompt_equals_the_exact_distances(A, r):
+    """Rows longer than the kernel's 8 lanes (a pair's sum, the prefix sums, the Pinsker pass:
+    full lane blocks and a tail), an answer of ``r`` tokens after a long prompt, its rows nearly
+    or exactly equal to a prompt row or a causal prompt row plus a little beyond: the answer
+    rows' distances (``rows=``, any order), the nearest prompt token's (``nearest=``) and the
+    full matrix's rows, within JS_EVAL_ATOL of the exact ones."""
+    B, n = A.shape[0], A.shape[-1]
+    k = n - r
+    answer = list(range(k, n))
+    ref = np.stack([exact_js(A[h].astype(np.float64), rows=answer) for h in range(B)])
+    order = answer[::-1]
+
+    def check(path: str) -> None:
+        tol = {"rtol": 0, "atol": JS_EVAL_ATOL, "err_msg": path}
+        np.testing.assert_allclose(token_distances(A)[:, k:], ref, **tol)
+        got = token_distances_tensor(A, rows=order).numpy()
+        np.testing.assert_allclose(got, ref[:, ::-1], **tol)
+        near = token_distances_tensor(A, rows=answer, nearest=k).numpy()
+        np.testing.assert_allclose(near[..., k:], ref[..., k:], **tol)
+        np.testing.assert_allclose(near[..., :k].min(-1), ref[..., :k].min(-1), **tol)
+
+    on_each_path(check)
+
+
 @pytest.mark.parametrize(
     ("case", "words"),
     [
