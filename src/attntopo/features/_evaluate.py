@@ -342,6 +342,21 @@ def _folds(
     return splits, folds
 
 
+def _check_inner_folds(splits: list, yy: np.ndarray) -> None:
+    """Enough pairs in every training fold for ``"cv_accuracy"``'s 3 inner folds (what
+    :func:`head_scores` needs: 2 of each class, 3 of one), said in evaluate_detectors' terms."""
+    for f, (train, _) in enumerate(splits):
+        P = int(yy[train].sum())
+        N = train.size - P
+        if min(P, N) < 2 or max(P, N) < 3:
+            raise InvalidInputError(
+                "head_criterion='cv_accuracy' scores heads by 3-fold cross-validation inside "
+                "each training fold, which needs 2 pairs of each class there (3 of one); fold "
+                f"{f + 1} trains on {P} positive(s) and {N} negative(s): give more pairs, fewer "
+                "n_splits, or head_criterion='anova' or 'difference'"
+            )
+
+
 def _out_of_fold_scores(
     blocks: Mapping[str, Any],
     models: list[str],
@@ -517,6 +532,8 @@ def evaluate_detectors(
     seed = check_nonneg_int(seed, "seed")
     progress = check_progress(progress)
     splits, folds = _folds(yy, g, groups is not None, n_splits, seed)
+    if head_criterion == "cv_accuracy" and any(head_k.values()):
+        _check_inner_folds(splits, yy)
     models: list[str] = [COVARIATES] if cov is not None else []
     for d in blocks:
         models.append(d)
