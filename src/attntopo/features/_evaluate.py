@@ -297,6 +297,11 @@ def _groups_and_strata(
         if graw.shape != (n_all,):
             raise InvalidInputError(f"groups has shape {graw.shape}; expected ({n_all},)")
         g = _codes(graw[rows], "groups")[1]
+    if strata is not None and not isinstance(strata, Mapping):
+        raise InvalidInputError(
+            "strata must be a dict of name to one value per pair (e.g. {'n_entities': ...}), "
+            f"got {type(strata).__name__}"
+        )
     st = {}
     for name, v in (strata or {}).items():
         arr = np.asarray(v)

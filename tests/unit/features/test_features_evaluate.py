@@ -436,6 +436,15 @@ def _mixed(groups):
         ),
         (lambda t, y, g: balanced_subsample(y, _mixed(g)), "strata mixes NoneType, str"),
         (lambda t, y, g: evaluate_detectors(t, _mixed(g), groups=g), "must hold 0 and 1"),
+        # strata given as one array instead of a dict of them
+        (
+            lambda t, y, g: evaluate_detectors(t, y, groups=g, strata=g % 3),
+            "strata must be a dict of name to one value per pair",
+        ),
+        (
+            lambda t, y, g: evaluate_detectors(t, y, groups=g, strata=list(g % 3)),
+            "(e.g. {'n_entities': ...}), got list",
+        ),
         # nothing to score: every value of a detector or a covariate missing
         (
             lambda t, y, g: evaluate_detectors(
