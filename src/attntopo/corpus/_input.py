@@ -130,6 +130,23 @@ def _universal_lines(f: Any) -> Iterator[bytes]:
             yield from _LINE.findall(raw)
 
 
+def _frame_problem(df: Any, name: str, exc: Exception) -> str:
+    """Why pyarrow could not take a DataFrame: the first column whose values it cannot hold
+    in one Arrow column (a number among strings), named with the types it mixes."""
+    pa = _pa()
+    for k, column in enumerate(df.columns):
+        values = df.iloc[:, k]
+        try:
+            pa.array(values, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            kinds = sorted({type(v).__name__ for v in values.tolist() if v is not None and v == v})
+            return (
+                f"{name}: column {str(column)!r} mixes {', '.join(kinds)} values, which one "
+                "Arrow column cannot hold: give the column one type (e.g. .astype(str))"
+            )
+    return f"{name}: pyarrow cannot store it ({str(exc).splitlines()[0]})"
+
+
 def _is_empty(text: Any) -> bool:
     return text is None or (isinstance(text, str) and not text.strip())
 
@@ -329,7 +346,10 @@ class CorpusInput:
         if pd is not None and isinstance(source, pd.DataFrame):
             self.name = f"a DataFrame of {len(source)} rows"
             self.format = "arrow"
-            self._data = pa.Table.from_pandas(source, preserve_index=False)
+            try:
+                self._data = pa.Table.from_pandas(source, preserve_index=False)
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise InvalidInputError(_frame_problem(source, self.name, exc)) from None
             return
         if isinstance(source, pa.Table):
             self.name = f"an Arrow table of {source.num_rows} rows"

@@ -297,6 +297,11 @@ def _groups_and_strata(
         if graw.shape != (n_all,):
             raise InvalidInputError(f"groups has shape {graw.shape}; expected ({n_all},)")
         g = _codes(graw[rows], "groups")[1]
+    if strata is not None and not isinstance(strata, Mapping):
+        raise InvalidInputError(
+            "strata must be a dict of name to one value per pair (e.g. {'n_entities': ...}), "
+            f"got {type(strata).__name__}"
+        )
     st = {}
     for name, v in (strata or {}).items():
         arr = np.asarray(v)
@@ -340,6 +345,21 @@ def _folds(
     for f, (_, test) in enumerate(splits):
         folds[test] = f
     return splits, folds
+
+
+def _check_inner_folds(splits: list, yy: np.ndarray) -> None:
+    """Enough pairs in every training fold for ``"cv_accuracy"``'s 3 inner folds (what
+    :func:`head_scores` needs: 2 of each class, 3 of one), said in evaluate_detectors' terms."""
+    for f, (train, _) in enumerate(splits):
+        P = int(yy[train].sum())
+        N = train.size - P
+        if min(P, N) < 2 or max(P, N) < 3:
+            raise InvalidInputError(
+                "head_criterion='cv_accuracy' scores heads by 3-fold cross-validation inside "
+                "each training fold, which needs 2 pairs of each class there (3 of one); fold "
+                f"{f + 1} trains on {P} positive(s) and {N} negative(s): give more pairs, fewer "
+                "n_splits, or head_criterion='anova' or 'difference'"
+            )
 
 
 def _out_of_fold_scores(
@@ -517,6 +537,8 @@ def evaluate_detectors(
     seed = check_nonneg_int(seed, "seed")
     progress = check_progress(progress)
     splits, folds = _folds(yy, g, groups is not None, n_splits, seed)
+    if head_criterion == "cv_accuracy" and any(head_k.values()):
+        _check_inner_folds(splits, yy)
     models: list[str] = [COVARIATES] if cov is not None else []
     for d in blocks:
         models.append(d)

@@ -411,6 +411,19 @@ def test_a_prompt_without_its_answer_names_the_line(tmp_path, answer, what):
         open_input(p, text_column="q", answer_column="a")
 
 
+@pytest.mark.parametrize("column", ["a", "q", "source"])
+def test_a_dataframe_column_of_mixed_types_is_one_line(column):
+    """A column with a number among strings (an answer, a prompt or a carried column) was
+    pyarrow's ArrowTypeError from the conversion, before any record was read."""
+    df = pd.DataFrame({"q": ["x?", "y?"], "a": ["Paris.", "Lima."], "source": ["web", "book"]})
+    df[column] = df[column].astype(object)
+    df.loc[1, column] = 5
+    with pytest.raises(InvalidInputError) as e:
+        open_input(df, text_column="q", answer_column="a")
+    assert f"a DataFrame of 2 rows: column '{column}' mixes int, str values" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
 def test_bad_answer_columns_are_one_line(tmp_path):
     df = _pair_frames()
     with pytest.raises(InvalidInputError, match=r"has no column 'answer'.*--answer-column"):

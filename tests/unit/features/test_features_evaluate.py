@@ -436,6 +436,15 @@ def _mixed(groups):
         ),
         (lambda t, y, g: balanced_subsample(y, _mixed(g)), "strata mixes NoneType, str"),
         (lambda t, y, g: evaluate_detectors(t, _mixed(g), groups=g), "must hold 0 and 1"),
+        # strata given as one array instead of a dict of them
+        (
+            lambda t, y, g: evaluate_detectors(t, y, groups=g, strata=g % 3),
+            "strata must be a dict of name to one value per pair",
+        ),
+        (
+            lambda t, y, g: evaluate_detectors(t, y, groups=g, strata=list(g % 3)),
+            "(e.g. {'n_entities': ...}), got list",
+        ),
         # nothing to score: every value of a detector or a covariate missing
         (
             lambda t, y, g: evaluate_detectors(
@@ -462,6 +471,25 @@ def test_bad_input_that_reached_scikit_learn_or_numpy_is_one_line(call, words):
     with pytest.raises(InvalidInputError) as err:
         call(table, y, groups)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_too_few_pairs_to_choose_heads_in_a_training_fold_is_said_in_its_terms():
+    """cv_accuracy scores heads by 3-fold CV inside each training fold: with 2 positives in
+    2 folds each fold trains on 1.  The message was head_scores' own, which advised 'a smaller
+    cv' that evaluate_detectors has no parameter for."""
+    table, y, groups, _ = _data(n=60)
+    y = np.zeros_like(y)
+    y[[3, 40]] = 1
+    with pytest.raises(InvalidInputError) as err:
+        evaluate_detectors(table, y, groups=groups, heads=2, n_splits=2, n_boot=0)
+    msg = str(err.value)
+    assert msg.startswith("head_criterion='cv_accuracy' scores heads by 3-fold cross-validation")
+    assert "fold 1 trains on 1 positive(s) and" in msg and "head_criterion='anova'" in msg
+    assert "smaller cv" not in msg and "\n" not in msg
+    # the other criteria need no inner folds
+    evaluate_detectors(
+        table, y, groups=groups, heads=2, n_splits=2, n_boot=0, head_criterion="anova"
+    )
 
 
 def test_a_column_without_values_scores_as_a_constant_beside_the_others():
