@@ -30,9 +30,14 @@ def _binary(y: Any, name: str) -> np.ndarray:
         values = set(np.unique(arr).tolist()) if arr.size else set()
     if arr.dtype.kind not in "iuf" or not values <= {0, 1}:
         shown = sorted(map(str, values))[:4]
+        ambiguous = (
+            "; -1 marks an ambiguous pair in HallucinationQA.y: its .binary() leaves them out"
+            if arr.dtype.kind in "iuf" and -1 in values and values <= {-1, 0, 1}
+            else ""
+        )
         raise InvalidInputError(
             f"{name} must hold 0 and 1 (1: the event to detect, e.g. hallucinated), got values "
-            f"{', '.join(shown)}"
+            f"{', '.join(shown)}{ambiguous}"
         )
     if values != {0, 1}:
         raise InvalidInputError(

@@ -366,6 +366,15 @@ def test_subset_evaluates_those_rows_only():
             "must hold 0 and 1",
         ),
         (lambda t, y, g: evaluate_detectors(t, np.zeros_like(y), groups=g), "single class"),
+        (  # HallucinationQA.y unfiltered: its ambiguous pairs are -1
+            lambda t, y, g: evaluate_detectors(t, np.where(g == 0, -1, y), groups=g),
+            "got values -1, 0, 1; -1 marks an ambiguous pair in HallucinationQA.y: its .binary() "
+            "leaves them out",
+        ),
+        (
+            lambda t, y, g: evaluate_detectors(t, np.where(g == 0, 2, y), groups=g),
+            "must hold 0 and 1 (1: the event to detect, e.g. hallucinated), got values 0, 1, 2",
+        ),
         (lambda t, y, g: evaluate_detectors(t, y[:-1], groups=g), "one row per labelled pair"),
         (
             lambda t, y, g: evaluate_detectors({"a": t.values}, y, groups=g, heads={"a": 3}),
