@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 from attntopo import corpus
-from attntopo.corpus import open_store
+from attntopo.corpus import open_store, text_sha256
+from attntopo.errors import InvalidInputError
 from attntopo.features import features
 
 SETS = ("prompt", "lookback", "zigzag", "spectral")
@@ -98,3 +99,47 @@ def test_an_append_of_pairs_keeps_the_stored_rows(minilm, clean, tmp_path):
     assert got.slice(0, 4).equals(first)
     # the stored rows cover whole batches: the grown store is the union's, value for value
     assert got.equals(clean.to_arrow())
+
+
+def test_an_id_stored_with_another_answer_is_refused_naming_what_differs(minilm, tmp_path):
+    """With an id column, an append whose pair under a stored id has another answer is
+    refused; the line said "another prompt or answer" and showed the prompts' hashes, equal
+    when only the answer changed.  It names what differs and shows that part's hashes."""
+    kw = dict(id_column="key", progress=False)
+    stored = _frame(PAIRS[:2]).assign(key=["a", "b"])
+    corpus.run(
+        stored,
+        tmp_path / "k",
+        model=minilm,
+        text_column="q",
+        answer_column="a",
+        sets=("lookback",),
+        layers=[1],
+        heads=[2],
+        **kw,
+    )
+    (p, a), h = PAIRS[1], text_sha256
+    for prompt, answer, what, old, new in [
+        (p, "Shakespeare.", "answer", h(a), h("Shakespeare.")),
+        ("Who wrote Macbeth?", a, "prompt", h(p), h("Who wrote Macbeth?")),
+        ("Who wrote it?", "Marlowe.", "prompt and answer", h(p), h("Who wrote it?")),
+    ]:
+        changed = pd.DataFrame({"key": ["b", "c"], "q": [prompt, "Why?"], "a": [answer, "No."]})
+        with pytest.raises(InvalidInputError) as e:
+            corpus.run(
+                changed,
+                tmp_path / "k",
+                model=minilm,
+                text_column="q",
+                answer_column="a",
+                sets=("lookback",),
+                layers=[1],
+                heads=[2],
+                append=True,
+                **kw,
+            )
+        assert str(e.value).endswith(
+            f"id 'b' is stored with another {what} (SHA-256 {old[:12]}…, this input's "
+            f"{new[:12]}…): nothing was changed"
+        ), str(e.value)
+    assert open_store(tmp_path / "k").counts()["done"] == 2
