@@ -105,19 +105,17 @@ def test_an_id_stored_with_another_answer_is_refused_naming_what_differs(minilm,
     """With an id column, an append whose pair under a stored id has another answer is
     refused; the line said "another prompt or answer" and showed the prompts' hashes, equal
     when only the answer changed.  It names what differs and shows that part's hashes."""
-    kw = dict(id_column="key", progress=False)
-    stored = _frame(PAIRS[:2]).assign(key=["a", "b"])
-    corpus.run(
-        stored,
-        tmp_path / "k",
+    kw = dict(
         model=minilm,
         text_column="q",
         answer_column="a",
+        id_column="key",
         sets=("lookback",),
         layers=[1],
         heads=[2],
-        **kw,
+        progress=False,
     )
+    corpus.run(_frame(PAIRS[:2]).assign(key=["a", "b"]), tmp_path / "k", **kw)
     (p, a), h = PAIRS[1], text_sha256
     for prompt, answer, what, old, new in [
         (p, "Shakespeare.", "answer", h(a), h("Shakespeare.")),
@@ -126,18 +124,7 @@ def test_an_id_stored_with_another_answer_is_refused_naming_what_differs(minilm,
     ]:
         changed = pd.DataFrame({"key": ["b", "c"], "q": [prompt, "Why?"], "a": [answer, "No."]})
         with pytest.raises(InvalidInputError) as e:
-            corpus.run(
-                changed,
-                tmp_path / "k",
-                model=minilm,
-                text_column="q",
-                answer_column="a",
-                sets=("lookback",),
-                layers=[1],
-                heads=[2],
-                append=True,
-                **kw,
-            )
+            corpus.run(changed, tmp_path / "k", append=True, **kw)
         assert str(e.value).endswith(
             f"id 'b' is stored with another {what} (SHA-256 {old[:12]}…, this input's "
             f"{new[:12]}…): nothing was changed"
