@@ -31,15 +31,17 @@ SETTINGS = CorpusSettings(
 )
 
 
-def small_store(folder: Path, texts: list[str], seed: int = 0) -> StoreReader:
+def small_store(
+    folder: Path, texts: list[str], seed: int = 0, *, settings: CorpusSettings = SETTINGS
+) -> StoreReader:
     """A store of ``texts`` (every row ``ok``, features drawn from a seeded generator)."""
     inp = open_input(texts)
-    schema = output_schema(SETTINGS, inp.schema)
+    schema = output_schema(settings, inp.schema)
     info = {"fingerprint": inp.fingerprint, "total": inp.total, "n_empty": 0}
-    cols = feature_columns(SETTINGS)
-    writer = StoreWriter.create(folder, SETTINGS, schema, info, cols)
+    cols = feature_columns(settings)
+    writer = StoreWriter.create(folder, settings, schema, info, cols)
     rng = np.random.default_rng(seed)
-    for k, t in inp.batches(SETTINGS.batch_size):
+    for k, t in inp.batches(settings.batch_size):
         n = t.num_rows
         data = {
             "id": t["id"].combine_chunks(),

@@ -353,8 +353,9 @@ def test_gpus_per_actor_places_actors_on_rays_gpus(corpus_file, tmp_path, monkey
 
 
 def test_ray_store_of_pairs_equals_local_store(tmp_path, minilm, shared_ray):
-    """(prompt, answer) pairs (answer_column) through the Ray actors: the same rows as the
-    local engine's, prompt and answer kept, the prompt scores within RTOL/ATOL."""
+    """(prompt, answer) pairs (answer_column) through the Ray actors, with the sets for
+    hallucination detection and layers and heads out of order: the same rows as the local
+    engine's, prompt and answer kept, every feature within RTOL/ATOL under the same name."""
     import pandas as pd
     import torch
 
@@ -368,9 +369,9 @@ def test_ray_store_of_pairs_equals_local_store(tmp_path, minilm, shared_ray):
         model=minilm,
         text_column="prompt",
         answer_column="answer",
-        sets=("prompt", "js"),
-        layers=[0, 5],
-        heads=[0, 4],
+        sets=("prompt", "lookback", "zigzag", "spectral", "js"),
+        layers=[5, 0],
+        heads=[4, 0],
         batch_size=2,
         progress=False,
     )
@@ -383,6 +384,9 @@ def test_ray_store_of_pairs_equals_local_store(tmp_path, minilm, shared_ray):
     store = corpus.run(df, tmp_path / "ray", backend="ray", **kw)  # the connection of shared_ray
     got = store.to_arrow()
     assert got.schema.remove_metadata() == want.schema.remove_metadata()
+    assert (
+        store.feature_columns[0] == "L5H4.prompt.js" and "L*H*.zigzag.h1.n_bars" in got.schema.names
+    )
     feats = set(store.feature_columns)
     for name in got.schema.names:
         if name not in feats:

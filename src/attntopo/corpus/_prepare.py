@@ -369,6 +369,20 @@ def _appended_input(
     return entry
 
 
+def _what_differs(old: str, new: str) -> tuple[str, str, str]:
+    """Of two different record hashes (:func:`~attntopo.corpus.record_sha256`): what differs
+    (``"text"``, ``"prompt"``, ``"answer"`` or ``"prompt and answer"``) and the hashes of the
+    first part that does."""
+    if "+" not in old:
+        return "text", old, new
+    parts = [
+        (name, a, b)
+        for name, a, b in zip(("prompt", "answer"), old.split("+"), new.split("+"))
+        if a != b
+    ]
+    return " and ".join(name for name, _, _ in parts), parts[0][1], parts[0][2]
+
+
 def _prepare_append(
     writer: StoreWriter,
     inp: CorpusInput,
@@ -403,7 +417,7 @@ def _prepare_append(
             n_old += 1
             new = record_sha256(text, answer=answer)
             if old != new:
-                what = "text" if answer is None else "prompt or answer"
+                what, old, new = _what_differs(old, new)
                 raise InvalidInputError(
                     f"cannot append {inp.name} to STORE {str(store.path)!r}: id {rid!r} is stored "
                     f"with another {what} (SHA-256 {old[:12]}…, this input's {new[:12]}…): "

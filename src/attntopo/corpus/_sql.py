@@ -115,7 +115,8 @@ def _dotted_hint(msg: str, query: str, columns: list[str]) -> str:
     tip = " (feature column names hold dots: write them in double quotes"
     # the names the query wrote unquoted: quoted names and strings blanked out
     query = re.sub(r'"(?:[^"]|"")*"|\'(?:[^\']|\'\')*\'', lambda q: " " * len(q.group(0)), query)
-    names = re.findall(r"(?<![\w.])L\d+H\d+\.[\w.]+", query, re.IGNORECASE)
+    # a head's columns (L3H7.…) and a text's (L*H*.zigzag.…, where * multiplies unquoted)
+    names = re.findall(r"(?<![\w.])L(?:\d+|\*)H(?:\d+|\*)\.[\w.]+", query, re.IGNORECASE)
     written = [w.rstrip(".") for w in names]
     exact = {c.lower(): c for c in columns}
     for w in written:
@@ -127,6 +128,13 @@ def _dotted_hint(msg: str, query: str, columns: list[str]) -> str:
     prefix = table.group(1)
     said = next((w for w in written if w.lower().startswith(prefix.lower())), written[0])
     starts = [c for c in columns if c.lower().startswith(prefix.lower() + ".")]
+    per_text = exact.get("l*h*." + said.split(".", 1)[1].lower())
+    if not starts and per_text is not None:  # a set with one value per text, named for a head
+        set_name = per_text.split(".")[1]
+        return (
+            f'{tip}; the store has no column "{said}": the {set_name} set has one value per '
+            f'text, not per head: "{per_text}")'
+        )
     if not starts:
         heads = sorted({c.split(".")[0] for c in columns})
         return (

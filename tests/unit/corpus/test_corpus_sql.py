@@ -246,3 +246,34 @@ def test_memory_limit(store):
         "needs more than memory_limit 64MB: raise it, e.g. --memory-limit 4GB, "
         'memory_limit="4GB" in Python'
     ) in line
+
+
+@pytest.fixture(scope="module")
+def zigzag_store(tmp_path_factory):
+    """A store with the zigzag set: its columns are the text's (``L*H*.zigzag.…``)."""
+    import dataclasses
+
+    from _stores import SETTINGS
+
+    fs = dataclasses.replace(SETTINGS.features, sets=("js", "zigzag"))
+    settings = dataclasses.replace(SETTINGS, features=fs)
+    return small_store(tmp_path_factory.mktemp("zz") / "s", ["a", "b", "c"], settings=settings)
+
+
+def test_an_unquoted_per_text_column_gets_the_hint_too(zigzag_store):
+    """``L*H*.zigzag.h0.n_bars`` unquoted (a parser error: ``*`` multiplies) got no hint, and
+    ``L0H3.zigzag.h0.n_bars`` was told the heads' prefixes, not the text's column."""
+    tip = " (feature column names hold dots: write them in double quotes"
+    for sql in (
+        "SELECT L*H*.zigzag.h0.n_bars FROM corpus",
+        "SELECT 2*L*H*.zigzag.h0.n_bars FROM corpus",
+        'SELECT "L0H0.js.h0.n_bars" FROM corpus WHERE l*h*.zigzag.h0.n_bars > 0',
+    ):
+        line = _error(zigzag_store, sql)
+        assert line.endswith(tip + ': "L*H*.zigzag.h0.n_bars")'), line
+    line = _error(zigzag_store, "SELECT L0H3.zigzag.h1.n_bars FROM corpus")
+    assert line.endswith(
+        tip + '; the store has no column "L0H3.zigzag.h1.n_bars": the zigzag set has one '
+        'value per text, not per head: "L*H*.zigzag.h1.n_bars")'
+    ), line
+    assert len(zigzag_store.sql('SELECT "L*H*.zigzag.h1.n_bars" FROM corpus')) == 3
