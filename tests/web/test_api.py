@@ -598,3 +598,12 @@ def test_compare_on_smollm2(client):
     assert len(d["layers"]) == 30 and len(d["heads"]) == 9
     D = np.array(d["head"]["a"]["distances"])
     assert D.shape == (d["a"]["n_tokens"],) * 2
+
+
+@pytest.mark.parametrize("host", ["", "  ", "[]", None])
+def test_an_empty_host_is_refused(host):
+    from attntopo.web import Settings
+
+    # "" would make uvicorn listen on every interface, IPv4 and IPv6
+    with pytest.raises(InvalidInputError, match="host must be an address such as '127.0.0.1'"):
+        Settings(host=host)

@@ -131,6 +131,11 @@ def serve_cmd(
 
     Stop with Ctrl+C.
     """  # noqa: E501 - typer keeps line breaks of help text
+    if not host.strip("[] \t"):  # "" binds every interface, IPv4 and IPv6 (--host "$UNSET")
+        raise InvalidInputError(
+            f"--host {host!r} is empty: give an address to listen on, such as 127.0.0.1 "
+            "(this machine only) or 0.0.0.0 (every interface)"
+        )
     check_number(timeout, "--timeout", lo=0, lo_open=True, hint="seconds")
     check_number(header_timeout, "--header-timeout", lo=0, lo_open=True, hint="seconds")
     check_number(body_timeout, "--body-timeout", lo=0, lo_open=True, hint="seconds")

@@ -104,6 +104,10 @@ class Settings:
 
         if not isinstance(self.model, str) or not self.model.strip():
             raise InvalidInputError("model must be a non-empty model name")
+        if not isinstance(self.host, str) or not self.host.strip("[] \t"):
+            raise InvalidInputError(  # "" binds every interface, IPv4 and IPv6
+                f"host must be an address such as '127.0.0.1' or '0.0.0.0', got {self.host!r}"
+            )
         positive_int("port", 0, 65535)
         positive_int("max_chars", 1, 1_000_000)
         positive_int("max_concurrent", 1, 64)
