@@ -59,6 +59,7 @@ def test_cli_json_out_and_figure(tmp_path):
         (("--family", "band"), "families must name"),
         (("--budget", "4", "--show", "8"), "--show 8 is not one of the budgets"),
         (("--scale", "2"), "--scale must be a JS distance"),
+        (("--seed", "-1"), "'--seed': Input should be greater than or equal to 0"),
     ],
 )
 def test_cli_bad_input_is_one_error_line(args, fragment):

@@ -50,6 +50,7 @@ def test_cli_json_matches_the_library(tmp_path):
             ["unknown --representative 'x'; allowed: 'barycenter', 'medoid'"],
         ),
         (["a text", "--plot-format", "html"], ["static"]),
+        (["a text", "--seed", "-1"], ["--seed", "greater than or equal to 0"]),
         ([], ["no text given"]),
     ],
 )

@@ -425,7 +425,7 @@ def compare_models(
     maxdim = check_maxdim(maxdim)
     n_boot = check_nonneg_int(n_boot, "n_boot", hint="0: no bootstrap")
     if seed is not None:
-        seed = check_int(seed, "seed", hint="or None for fresh entropy")
+        seed = check_int(seed, "seed", lo=0, hint="or None for fresh entropy")
     p = check_wasserstein_p(p)
     paper = check_paper_compat(paper_compat, modes=HEAD_PAPER_MODES, hint=_HEAD_PAPER_HINT)
 

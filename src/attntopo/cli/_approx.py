@@ -90,7 +90,7 @@ def approx_cmd(
             help="Scale of the extra H0-cluster row: a JS distance or 'gap'.",
         ),
     ] = "gap",
-    seed: Annotated[int, typer.Option("--seed", help="Kernel draws and k-means.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Kernel draws and k-means.")] = 0,
     show: Annotated[
         Optional[int],
         typer.Option(

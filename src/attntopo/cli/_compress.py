@@ -69,7 +69,7 @@ def compress_cmd(
             help="barycenter or medoid.",
         ),
     ] = "barycenter",
-    seed: Annotated[int, typer.Option("--seed", help="For random and kmeans.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="For random and kmeans.")] = 0,
     truncate=False,
     out=None,
     plots=False,

@@ -154,7 +154,9 @@ def simulate_cmd(
             show_default=False,
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", metavar="S", help="Random tokens: seed.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", min=0, metavar="S", help="Random tokens: seed.")
+    ] = 0,
     random_a: Annotated[
         bool,
         typer.Option(
@@ -460,7 +462,7 @@ def train_cmd(
             help="Vocabulary: training tokens seen this often.",
         ),
     ] = 2,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
     baseline: Annotated[
         bool,
         typer.Option(

@@ -101,7 +101,9 @@ def heads_cmd(
             show_default=False,
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", metavar="S", help="Seed of the bootstrap.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", min=0, metavar="S", help="Seed of the bootstrap.")
+    ] = 0,
     drop_special=False,
     truncate=False,
     out=None,

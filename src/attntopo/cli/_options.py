@@ -405,6 +405,13 @@ def _parse_setting(value: Any, cli: Any) -> Any:
     if cli.kind == "indices":
         return parse_indices(value, flag)
     if cli.kind in ("names", "numbers"):
+        for v in value:  # "0.1,,0.2" or "js,": a slip, not a list of two (as --layer 1,,2)
+            if str(v).strip() and any(not x.strip() for x in str(v).split(",")):
+                meant = ",".join(x.strip() for x in str(v).split(",") if x.strip())
+                raise InvalidInputError(
+                    f"{flag} has an empty item in {v!r}: separate the values by single commas, "
+                    f"such as {meant or ('0.1,0.5' if cli.kind == 'numbers' else 'a,b')!r}"
+                )
         words = [x.strip() for v in value for x in str(v).split(",") if x.strip()]
         if cli.kind == "names":
             return tuple(words)

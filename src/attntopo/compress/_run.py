@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .._validation import check_choice, check_number, check_texts
+from .._validation import check_choice, check_int, check_number, check_texts
 from ..analyses.building import Columns, Result, read_array
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError, ResultFormatError
@@ -351,7 +351,7 @@ def compress(
         How rows are grouped; the baselines use the persistence clusters' number per head.
     representative : {"barycenter", "medoid"}
     seed : int
-        For ``random`` and ``kmeans``.
+        For ``random`` and ``kmeans``; ``>= 0``.
 
     Returns
     -------
@@ -374,6 +374,7 @@ def compress(
     check_choice(method, "method", METHODS)
     check_choice(representative, "representative", REPRESENTATIVES)
     scale = _check_scale(scale)
+    seed = check_int(seed, "seed", lo=0)  # numpy's generators take no negative seed
     check_selection(model, layers=layers, heads=heads)  # before the weights load
     m = (
         model if isinstance(model, AttentionModel) else load_model(model)
@@ -386,7 +387,7 @@ def compress(
         "method": method,
         "representative": representative,
         "causal": bool(m.causal),
-        "seed": int(seed),
+        "seed": seed,
         "rng": np.random.default_rng(seed),
         "record": [],
     }

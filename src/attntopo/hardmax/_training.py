@@ -338,7 +338,7 @@ def train_classifier(
             raise InvalidInputError(f"{name} must be a share below 0.5, got {v!r}")
     min_count = check_int(min_count, "min_count", lo=1)
     max_vocab = check_int(max_vocab, "max_vocab", lo=3)
-    seed = check_int(seed, "seed")
+    seed = check_int(seed, "seed", lo=0)
 
     t0 = time.perf_counter()
     split = stratified_split(labels, val, test, seed)

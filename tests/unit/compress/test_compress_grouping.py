@@ -218,3 +218,12 @@ def test_heads_figure_ticks_are_whole_layers_and_heads(heads):
         assert shown and all(lab.lstrip("-").isdigit() for lab in labels), labels
         assert {int(lab) for lab in labels} <= set(range(n)), (labels, n)
         assert [int(lab) for lab in labels] == [t.get_loc() for t in shown]
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True])
+def test_a_seed_numpy_refuses_is_refused_before_the_model_loads(seed):
+    from attntopo.compress import compress
+
+    # "no-such-model" is never loaded: the seed is checked first (numpy raised a bare ValueError)
+    with pytest.raises(InvalidInputError, match="seed must be an int >= 0, got"):
+        compress("a b", "no-such-model", seed=seed)

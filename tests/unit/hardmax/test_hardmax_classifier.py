@@ -185,3 +185,10 @@ def test_bad_settings(kw, fragment):
 def test_predict_refuses_texts_without_words(model):
     with pytest.raises(InvalidInputError, match=r"texts\[1\] has no words"):
         model[0].predict(["great film", " "])
+
+
+def test_a_seed_below_0_is_refused_in_one_line():
+    texts = [f"good text {i}" for i in range(6)] + [f"bad text {i}" for i in range(6)]
+    labels = [1] * 6 + [0] * 6
+    with pytest.raises(InvalidInputError, match="seed must be an int >= 0, got -1"):
+        at.hardmax.train_classifier(texts, labels, seed=-1, baseline=False)
