@@ -237,7 +237,15 @@ def readers_trial(work: Path, src: Path, other: Path, k: int) -> dict:
             finally:
                 os._exit(code)
         pids.append(pid)
-    time.sleep(0.3)  # both readers are reading the old store
+    # both readers have read the old store once (each log has its first round) before the
+    # --new-store run starts: a fixed wait had let a reader on a loaded machine open the store
+    # only while the run replaced it (open_store then said "replaced", outside any read)
+    deadline = time.monotonic() + 120
+    while not all(p.exists() and p.read_text().count("\n") >= 1 for p in logs.values()):
+        if time.monotonic() > deadline:
+            break  # a reader that hangs is reported by what its log lacks (one that crashed
+            # wrote its line)
+        time.sleep(0.02)
     run = Run(
         ["corpus", str(other), "--out", str(out), "--new-store", *ARGS], work / f"readers-{k}.1.log"
     )

@@ -42,11 +42,17 @@ def _sets_help() -> str:
         for n, s in FEATURE_SETS.items()
         if s.input == "text"
     ]
-    pairs = [n for n, s in FEATURE_SETS.items() if s.input == "pair"]
     return (
-        f"Feature sets, comma-separated: {', '.join(texts)}; {', '.join(pairs)} with "
+        f"Feature sets, comma-separated: {', '.join(texts)}; {', '.join(_pair_sets())} with "
         "--answer-column."
     )
+
+
+def _pair_sets() -> list[str]:
+    """The sets that need (prompt, answer) pairs, from the registry."""
+    from ..features import FEATURE_SETS
+
+    return [n for n, s in FEATURE_SETS.items() if s.input == "pair"]
 
 
 def _check_engine(engine: Optional[str]) -> None:
@@ -178,7 +184,7 @@ def corpus_cmd(
             metavar="NAME",
             show_default=False,
             help="Read (prompt, answer) pairs: the text column is the prompt, this column its "
-            "answer (JSONL, CSV, Parquet); needed by --sets prompt.",
+            f"answer (JSONL, CSV, Parquet); needed by --sets {' and '.join(_pair_sets())}.",
         ),
     ] = None,
     input_format: Annotated[

@@ -109,6 +109,14 @@ def _default_id(row: int, text: str, answer: str | None = None) -> str:
     return f"{row}-{text_sha256(text)[:12]}-{text_sha256(answer)[:12]}"
 
 
+#: The way to give a corpus (prompt, answer) pairs that arrived as a list of pairs, as
+#: :func:`attntopo.features.features` takes them.
+_PAIRS_AS_TABLE = (
+    "; (prompt, answer) pairs go in as a table: pandas.DataFrame(pairs, columns=['prompt', "
+    "'answer']) with text_column='prompt', answer_column='answer'"
+)
+
+
 def record_sha256(text: str, *, answer: str | None = None) -> str:
     """What identifies a record's content: its text's SHA-256, and for a pair the answer's
     after a ``+`` (``StoreReader.stored_hashes`` reads the same from a store's columns)."""
@@ -337,6 +345,7 @@ class CorpusInput:
                 if not (t is None or isinstance(t, str)):
                     raise InvalidInputError(
                         f"texts[{k}] is a {type(t).__name__}: each text must be a string"
+                        + (_PAIRS_AS_TABLE if isinstance(t, (list, tuple)) and len(t) == 2 else "")
                     )
             self.name = f"a list of {len(source)} texts"
             self.format = "list"

@@ -264,9 +264,10 @@ def run(
     answer_column : str, optional
         Read (prompt, answer) pairs (JSONL, CSV/TSV, Parquet, DataFrame, Arrow): the text column
         is the prompt, this column its answer.  Each pair goes to the feature sets exactly as
-        :func:`attntopo.features.features` takes ``(prompt, answer)`` (the ``prompt`` set needs
-        pairs); the store keeps the prompt in ``text`` and the answer in ``answer``, with
-        ``answer_sha256`` beside ``text_sha256``.  Part of the settings (``pairs``).
+        :func:`attntopo.features.features` takes ``(prompt, answer)`` (the ``prompt`` and
+        ``lookback`` sets need pairs); the store keeps the prompt in ``text`` and the answer in
+        ``answer``, with ``answer_sha256`` beside ``text_sha256``.  Part of the settings
+        (``pairs``).
     new_store : bool
         Remove an existing store at ``out`` (its own files only) and start over.
     append : bool

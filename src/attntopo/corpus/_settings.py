@@ -80,8 +80,8 @@ class CorpusSettings:
         decide the numbers beyond float32 rounding, so it is not a setting).
     pairs : bool
         The records are (prompt, answer) pairs (``answer_column=``): the sets see them as
-        :func:`attntopo.features.features` sees pairs (the ``prompt`` set needs them; the
-        others take the pair joined into one text).
+        :func:`attntopo.features.features` sees pairs (the ``prompt`` and ``lookback``
+        sets need them; the others take the pair joined into one text).
     """
 
     model: str

@@ -440,3 +440,31 @@ def test_bad_answer_columns_are_one_line(tmp_path):
         open_input(df.assign(answer_sha256="x"), text_column="q", answer_column="a")
     # without pairs, a column named "answer" is an ordinary carried column
     assert "answer" in open_input(df.rename(columns={"a": "answer"}), text_column="q").carried
+
+
+def test_a_list_of_pairs_is_told_how_a_corpus_takes_pairs():
+    """attntopo.features takes a list of (prompt, answer) pairs; a corpus took it for texts and
+    said only "each text must be a string".  The line now says how to give the pairs, and that
+    way works."""
+    pairs = [("What is 2 + 2?", "It is 4."), ("Who wrote Hamlet?", "Shakespeare.")]
+    for listed in (pairs, [list(p) for p in pairs]):
+        with pytest.raises(InvalidInputError) as e:
+            open_input(listed)
+        kind = type(listed[0]).__name__
+        assert str(e.value) == (
+            f"texts[0] is a {kind}: each text must be a string; (prompt, answer) pairs go in "
+            "as a table: pandas.DataFrame(pairs, columns=['prompt', 'answer']) with "
+            "text_column='prompt', answer_column='answer'"
+        )
+    inp = open_input(
+        pd.DataFrame(pairs, columns=["prompt", "answer"]),
+        text_column="prompt",
+        answer_column="answer",
+    )
+    rows = [r for _, t in inp.batches(4) for r in t.to_pylist()]
+    assert [(r["text"], r["answer"]) for r in rows] == pairs
+    # anything else is a text of the wrong type, as before
+    with pytest.raises(
+        InvalidInputError, match=r"^texts\[1\] is a tuple: each text must be a string$"
+    ):
+        open_input(["a text", ("a", "b", "c")])
