@@ -300,6 +300,26 @@ def check_wasserstein_p(value: Any, name: str = "p") -> float:
 
 
 # ----------------------------------------------------------------------- texts
+def check_unicode(text: str, name: str = "text") -> str:
+    """``text`` when it is valid Unicode; one :class:`InvalidInputError` for a lone surrogate.
+
+    Python reads bytes that are not UTF-8 (a command-line argument, stdin) into lone surrogates
+    (``'\\udcff'``) that no tokenizer takes; the message names the first.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        c = ord(text[e.start])
+        what = (
+            f"byte 0x{c - 0xDC00:02x}, not UTF-8" if 0xDC80 <= c <= 0xDCFF else "a lone surrogate"
+        )
+        raise InvalidInputError(
+            f"{name} is not valid Unicode: character {e.start} is {text[e.start]!r} ({what}); "
+            f"give UTF-8 text"
+        ) from None
+    return text
+
+
 def check_texts(texts: Any, name: str = "texts") -> list[str]:
     """A string or a non-empty list/tuple of strings → a list of non-blank strings.
 
@@ -319,6 +339,7 @@ def check_texts(texts: Any, name: str = "texts") -> list[str]:
             raise InvalidInputError(f"{name}[{i}] must be a string, got {type(t).__name__}")
         if not t.strip():
             raise EmptyTextError(f"{name}[{i}] is empty or only whitespace: give at least one word")
+        check_unicode(t, f"{name}[{i}]")
     return list(texts)
 
 

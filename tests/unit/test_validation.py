@@ -359,3 +359,13 @@ def test_a_dtype_the_device_cannot_run_is_refused():
         DeviceError, match=r"^dtype 'bfloat16' cannot run on meta: torch .*; use float32$"
     ):
         check_dtype("bfloat16", "meta")
+
+
+def test_check_unicode_names_the_byte_that_is_not_utf8():
+    from attntopo._validation import check_texts, check_unicode
+
+    assert check_unicode("naïve café") == "naïve café"
+    with pytest.raises(InvalidInputError, match=r"character 2 is '\\udcff' \(byte 0xff, not UTF-8"):
+        check_unicode("ab\udcff")
+    with pytest.raises(InvalidInputError, match=r"texts\[1\] .* \(a lone surrogate\)"):
+        check_texts(["ok", "x\ud800"])

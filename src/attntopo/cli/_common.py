@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, List, Optional
 import typer
 
 from .. import __version__
-from .._validation import refused_path
+from .._validation import check_unicode, refused_path
 from ..errors import AttntopoError, EmptyTextError, InvalidInputError, TextTooLongError
 from ..io import META_FILE
 from ..models.describe import describe_alias
@@ -43,7 +43,11 @@ def read_text(text: Optional[str], file: Optional[str]) -> tuple[str, str]:
         )
     if file is not None:
         if file == "-":
-            data, source = sys.stdin.read(), "stdin"
+            try:
+                data, source = sys.stdin.read(), "stdin"
+                data.encode("utf-8")  # bytes that are not UTF-8 come in as lone surrogates
+            except UnicodeError:
+                raise InvalidInputError("--file '-' (stdin) is not UTF-8 text") from None
         else:
             p = Path(file).expanduser()
             if not p.exists():
@@ -67,7 +71,7 @@ def read_text(text: Optional[str], file: Optional[str]) -> tuple[str, str]:
     assert text is not None
     if not text.strip():
         raise EmptyTextError("the text is empty or only whitespace: give at least one word")
-    return text, "argument"
+    return check_unicode(text, "the text"), "argument"
 
 
 def read_texts(
@@ -89,6 +93,7 @@ def read_texts(
                 raise EmptyTextError(
                     f"text {i + 1} is empty or only whitespace: give at least one word"
                 )
+            check_unicode(t, f"text {i + 1}")
         return list(texts or []), "arguments"
     data, source = read_text(
         None, file

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .._validation import check_bool
+from .._validation import check_bool, check_unicode
 from ..errors import (
     EmptyTextError,
     InvalidInputError,
@@ -139,7 +139,7 @@ class ModelDescription:
             raise InvalidInputError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
             raise EmptyTextError("text is empty or only whitespace: give at least one word")
-        return text
+        return check_unicode(text)
 
     def tokenize(self, text: str, *, truncate: bool = False) -> Encoding:
         """Tokenize one text exactly as :meth:`~attntopo.models.AttentionModel.attention` does
