@@ -1,4 +1,4 @@
-"""Comma lists of the feature-setting options (``attntopo corpus --thresholds 0.1,0.2``, ``--sets``)
+"""Comma lists (``attntopo corpus --thresholds 0.1,0.2``, ``--sets``, ``approx --family``)
 as a subprocess: an empty item is a slip, refused in one line as ``--layer 1,,2`` is, not dropped
 (``0.1,,0.2`` made a store with thresholds ``(0.1, 0.2)``, ``js,`` one with ``js``)."""
 
@@ -31,3 +31,21 @@ def test_an_empty_item_in_a_setting_list_is_one_line_and_makes_no_store(tmp_path
     r = run("corpus", str(texts), "--out", str(store), "-m", "minilm", *args, cwd=tmp_path)
     assert_one_line_error(r, *fragments)
     assert not store.exists()
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (
+            ["approx", "a b c", "-m", "minilm", "--family", "top_k,,kernel"],
+            ["--family has an empty item in 'top_k,,kernel'", "'top_k,kernel'"],
+        ),
+        (
+            ["hardmax", "train", "--fortunes", "food,,law"],
+            ["--fortunes has an empty item in 'food,,law'", "'food,law'"],
+        ),
+    ],
+    ids=["approx --family", "hardmax train --fortunes"],
+)
+def test_an_empty_item_in_other_comma_lists_is_one_line(args, fragments):
+    assert_one_line_error(run(*args), *fragments)

@@ -12,7 +12,7 @@ import typer
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import opening, progress_bar, read_text
-from ._options import command, parse_indices
+from ._options import comma_words, command, parse_indices
 from ._output import console, esc, model_line, num, print_table
 from ._table import data_table
 
@@ -39,7 +39,7 @@ def _ints(values: Optional[List[str]], option: str) -> list[int] | None:
 def _words(values: Optional[List[str]]) -> list[str] | None:
     if not values:
         return None
-    return [w.strip() for v in values for w in str(v).split(",") if w.strip()]
+    return comma_words(values, "--family", "top_k,low_rank")
 
 
 @command(

@@ -13,7 +13,7 @@ from .. import __version__
 from ..constants import DEFAULT_MODEL
 from ..errors import InvalidInputError
 from ._common import finish_result, opening, read_text, status
-from ._options import OutOpt, app, command, with_help
+from ._options import OutOpt, app, comma_words, command, with_help
 from ._output import console, err_console, esc, plural, print_table
 from ._table import data_table
 
@@ -506,7 +506,7 @@ def train_cmd(
         ds = read_texts(p, text=text_column, label=label_column)
         source = {"kind": "file", "path": str(data), "text": text_column, "label": label_column}
     else:
-        cats = [c.strip() for c in fortunes.split(",") if c.strip()]
+        cats = comma_words([fortunes], "--fortunes", "food,law")
         if len(cats) != 2:
             raise InvalidInputError(
                 f"--fortunes takes exactly two categories, comma-separated; got {fortunes!r}"

@@ -405,14 +405,7 @@ def _parse_setting(value: Any, cli: Any) -> Any:
     if cli.kind == "indices":
         return parse_indices(value, flag)
     if cli.kind in ("names", "numbers"):
-        for v in value:  # "0.1,,0.2" or "js,": a slip, not a list of two (as --layer 1,,2)
-            if str(v).strip() and any(not x.strip() for x in str(v).split(",")):
-                meant = ",".join(x.strip() for x in str(v).split(",") if x.strip())
-                raise InvalidInputError(
-                    f"{flag} has an empty item in {v!r}: separate the values by single commas, "
-                    f"such as {meant or ('0.1,0.5' if cli.kind == 'numbers' else 'a,b')!r}"
-                )
-        words = [x.strip() for v in value for x in str(v).split(",") if x.strip()]
+        words = comma_words(value, flag, "0.1,0.5" if cli.kind == "numbers" else "a,b")
         if cli.kind == "names":
             return tuple(words)
         try:
@@ -442,6 +435,25 @@ def with_help(option: Any, help: str) -> Any:
     info = copy.copy(get_args(option)[1])
     info.help = help
     return info
+
+
+def comma_words(values: List[str], flag: str, example: str) -> list[str]:
+    """``--x a,b --x c`` → ``["a", "b", "c"]`` (items stripped; a value given blank adds none).
+
+    An empty item between commas (``"0.1,,0.2"``, ``"js,"``) is a slip, not a shorter list: one
+    line naming the value, as ``--layer 1,,2`` is; ``example`` is shown when nothing else is left.
+    """
+    out: list[str] = []
+    for v in values:
+        parts = [x.strip() for x in str(v).split(",")]
+        if str(v).strip() and "" in parts:
+            meant = ",".join(x for x in parts if x) or example
+            raise InvalidInputError(
+                f"{flag} has an empty item in {v!r}: separate the values by single commas, "
+                f"such as {meant!r}"
+            )
+        out += [x for x in parts if x]
+    return out
 
 
 def parse_indices(values: Optional[List[str]], option: str) -> list[int] | None:
