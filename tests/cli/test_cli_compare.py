@@ -54,6 +54,10 @@ def test_help(cmd):
         (["compare", A, B, "--align-tokens"], "--align-tokens needs --align"),
         (["compare", A, B, "--plots"], "--plots needs --out"),
         (["compare", A, B, "--layer", "x"], "--layer expects integers"),
+        (
+            ["compare", A, B, "--include-special", "--drop-special"],
+            "--include-special matches special tokens ([CLS] with [CLS], …) that --drop-special",
+        ),
         (["phrase", "information theory"], "--context"),
         (["phrase", "information theory", "-c", A, "--dim", "2"], "--dim"),
     ],

@@ -155,6 +155,11 @@ def compare_cmd(
     if not text_a.strip() or not text_b.strip():
         raise EmptyTextError("TEXT_A and TEXT_B must both hold at least one word")
     check_maxdim(maxdim, name="--maxdim")
+    if include_special and drop_special:  # the library drops the matching silently
+        raise InvalidInputError(
+            "--include-special matches special tokens ([CLS] with [CLS], …) that --drop-special "
+            "removes: give one or the other"
+        )
     eps = check_scale(scale, "--scale", allow_inf=False, allow_none=True)
     if dim is not None:
         check_dim(dim, maxdim, "--dim", hint="--maxdim")
