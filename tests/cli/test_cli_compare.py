@@ -59,6 +59,7 @@ def test_help(cmd):
             "--include-special matches special tokens ([CLS] with [CLS], …) that --drop-special",
         ),
         (["phrase", "information theory"], "--context"),
+        (["phrase", "  ", "-c", A], "PHRASE is empty or only whitespace"),
         (["phrase", "information theory", "-c", A, "--dim", "2"], "--dim"),
     ],
 )

@@ -24,7 +24,7 @@ from .._validation import (
 from ..attention import Attention, resolve_index
 from ..constants import DEFAULT_MODEL, DISTANCE_NAMES
 from ..distances import row_distances
-from ..errors import InvalidInputError, ResultFormatError
+from ..errors import EmptyTextError, InvalidInputError, ResultFormatError
 from ..io import json_safe
 from ..topology import Diagram, pack_diagrams, persistence_batch, unpack_diagrams
 from ..words import find_phrase, phrase_tokens
@@ -309,8 +309,10 @@ def phrase_topology(
     between contexts per homology dimension.  All contexts go through the model in one
     batched pass and all diagrams are computed in one parallel batch.
     """
-    if not isinstance(phrase, str) or not phrase.strip():
-        raise InvalidInputError("phrase must be a non-empty string")
+    if not isinstance(phrase, str):
+        raise InvalidInputError(f"phrase must be a string, got {type(phrase).__name__}")
+    if not phrase.strip():
+        raise EmptyTextError("phrase is empty or only whitespace: give the word(s) to follow")
     if isinstance(contexts, str):
         raise InvalidInputError("contexts must be a list of strings, not one string")
     contexts = list(contexts)

@@ -11,7 +11,7 @@ import typer
 from .. import __version__
 from .._validation import check_dim, check_maxdim
 from ..constants import DEFAULT_MODEL
-from ..errors import InvalidInputError
+from ..errors import EmptyTextError, InvalidInputError
 from ._common import opening, progress_bar
 from ._options import DEFAULT_TOP, Metric, command, parse_indices
 from ._output import console, esc, grid_points, json_doc, num, plural, print_table
@@ -97,6 +97,8 @@ def phrase_cmd(
     import attntopo as at
 
     metric = Metric(metric).value
+    if not phrase.strip():  # before the model loads
+        raise EmptyTextError("PHRASE is empty or only whitespace: give the word(s) to follow")
     if not context:
         raise InvalidInputError("give at least one --context TEXT that contains the phrase")
     check_maxdim(maxdim, name="--maxdim")
