@@ -354,8 +354,10 @@ def test_phrase_errors_and_occurrence():
     assert p.token_indices == [[4, 5]] and np.isnan(p.spread()).all()
     with pytest.raises(InvalidInputError, match="occurs 2 time"):
         phrase_topology("the theory", atts[:1], occurrence=2)
-    with pytest.raises(InvalidInputError, match="non-empty"):
+    with pytest.raises(InvalidInputError, match="phrase is empty or only whitespace"):
         phrase_topology("  ", atts)
+    with pytest.raises(InvalidInputError, match="phrase must be a string, got int"):
+        phrase_topology(3, atts)
     with pytest.raises(InvalidInputError, match="list of strings"):
         phrase_topology("x", "x y")
     assert find_phrase("Information  Theory", "quantum information theory") == (8, 26)
