@@ -60,6 +60,7 @@ def test_help(cmd):
         ),
         (["phrase", "information theory"], "--context"),
         (["phrase", "  ", "-c", A], "PHRASE is empty or only whitespace"),
+        (["compare", A, B, "--highlight", " "], "--highlight ' ' names no word"),
         (["phrase", "information theory", "-c", A, "--dim", "2"], "--dim"),
     ],
 )

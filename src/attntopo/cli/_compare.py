@@ -384,7 +384,13 @@ def _highlight_pairs(c, rows: list[dict], keys: list[str]) -> list[dict]:
 
 
 def _highlight_words(values: Optional[List[str]]) -> list[str]:
-    """``--highlight "information theory" --highlight entropy`` → three words."""
+    """``--highlight "information theory" --highlight entropy`` → three words; a blank one is
+    one line (it highlighted nothing, silently, where an unknown word is refused)."""
+    for v in values or []:
+        if not str(v).strip():
+            raise InvalidInputError(
+                f"--highlight {v!r} names no word: give shared words, e.g. --highlight theory"
+            )
     return [w for v in (values or []) for w in str(v).split()]
 
 
