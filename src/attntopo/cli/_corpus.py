@@ -13,7 +13,7 @@ import typer
 from .. import __version__
 from ..constants import DEFAULT_MODEL, ENGINE_NAMES
 from ._common import check_layers_heads
-from ._options import JobsOpt, command
+from ._options import JobsOpt, command, nonblank_path
 from ._output import console, err_console, esc, json_doc, print_json
 
 _CORPUS_EPILOG = (
@@ -92,6 +92,7 @@ def corpus_cmd(
         typer.Option(
             "--out",
             "-o",
+            parser=nonblank_path,
             metavar="STORE",
             show_default=False,
             help="The store folder: new, empty, or one to continue.",

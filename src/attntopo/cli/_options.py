@@ -168,11 +168,22 @@ TextsFileOpt = Annotated[
 TruncateOpt = Annotated[
     bool, typer.Option("--truncate", help="Cut texts longer than the model's context.")
 ]
+
+
+def nonblank_path(value: str) -> Path:
+    """The ``parser`` of a path option: a blank value (``--out ""``, an unset variable) is a usage
+    error, not ``Path("")``, the current folder, which an atomic write replaced when empty."""
+    if not str(value).strip():
+        raise typer.BadParameter(f"{value!r} is empty: give a path")
+    return Path(value)
+
+
 OutOpt = Annotated[
     Optional[Path],
     typer.Option(
         "--out",
         "-o",
+        parser=nonblank_path,
         metavar="DIR",
         help="Save the result (and figures) into this folder, atomically.",
         show_default=False,

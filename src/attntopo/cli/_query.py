@@ -22,7 +22,7 @@ import typer
 from .. import __version__
 from ..errors import InvalidInputError
 from ._common import check_writable_parent
-from ._options import command
+from ._options import command, nonblank_path
 from ._output import plural, print_table
 from ._table import data_table
 
@@ -81,6 +81,7 @@ def query_cmd(
         Path | None,
         typer.Option(
             "--output",
+            parser=nonblank_path,
             metavar="FILE",
             show_default=False,
             help="Write the --csv or --json output into FILE instead of stdout, atomically: FILE "

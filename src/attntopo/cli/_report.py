@@ -14,7 +14,7 @@ from .._validation import check_maxdim
 from ..constants import DEFAULT_MODEL
 from ..errors import EmptyTextError, InvalidInputError
 from ._common import check_writable_parent, opening, progress_bar, read_text, status
-from ._options import Metric, command, parse_indices
+from ._options import Metric, command, nonblank_path, parse_indices
 from ._output import err_console, esc
 
 _REPORT_EPILOG = (
@@ -55,6 +55,7 @@ def report_cmd(
         typer.Option(
             "--out",
             "-o",
+            parser=nonblank_path,
             metavar="FILE",
             help="The HTML file to write (atomically).",
             show_default=False,
