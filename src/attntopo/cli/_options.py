@@ -175,6 +175,8 @@ def nonblank_path(value: str) -> Path:
     error, not ``Path("")``, the current folder, which an atomic write replaced when empty."""
     if not str(value).strip():
         raise typer.BadParameter(f"{value!r} is empty: give a path")
+    if "\0" in str(value):  # no file system takes it
+        raise typer.BadParameter(f"{value!r} holds a null byte: give a path")
     return Path(value)
 
 
