@@ -16,6 +16,7 @@ from _cli import assert_one_line_error, run
         (["--fortunes"], ["--fortunes", "--word"]),
         (["--word", "zebra"], ["no built-in contexts for 'zebra'", "bank, light, play"]),
         (["--word", "two words"], ["single word"]),
+        (["a b", "--word", "  "], ["--word is empty or only whitespace"]),
         ([], ["no text given"]),
         (["a b", "--plot-format", "html"], ["static"]),
         (["a b", "c d", "--contexts", "2"], ["--contexts"]),

@@ -9,7 +9,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from ..constants import DEFAULT_MODEL
-from ..errors import InvalidInputError
+from ..errors import EmptyTextError, InvalidInputError
 from ._common import opening, progress_bar, read_texts
 from ._options import TextsFileOpt, command
 from ._output import console, esc, model_line, print_table
@@ -45,6 +45,8 @@ def _texts(
 
     if texts and file is not None:
         raise InvalidInputError("give the texts either as arguments or with --file, not both")
+    if word is not None and not word.strip():  # before the model loads (the library's: after)
+        raise EmptyTextError("--word is empty or only whitespace: give one word, e.g. --word bank")
     if fortunes and word is None:
         raise InvalidInputError(
             "--fortunes takes the contexts of --word from Debian's fortunes: give --word too"
