@@ -387,7 +387,9 @@ def test_compare_models_save_load_and_no_bootstrap(two_spaces, tmp_path):
     assert set(c.summary()) == {"dim", "bottleneck", "wasserstein"}
     with pytest.raises(InvalidInputError, match="n_boot"):
         c.p_values()
-    with pytest.raises(InvalidInputError, match=r"seed must be an int >= 0 \(or None for fresh entropy\), got -1"):
+    with pytest.raises(
+        InvalidInputError, match=r"seed must be an int >= 0 \(or None for fresh entropy\), got -1"
+    ):
         compare_models(None, model_a=ha, model_b=hb, n_boot=5, seed=-1, n_jobs=1)
     c = compare_models(None, model_a=ha, model_b=hb, n_boot=5, seed=1, n_jobs=1)
     c.save(tmp_path / "cmp")
