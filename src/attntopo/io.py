@@ -618,6 +618,13 @@ def save_payload(
                 f"output folder {str(target)!r} is not empty and holds no attntopo result: "
                 f"choose a new or empty folder"
             )
+        if real.is_dir() and real == Path.cwd().resolve():
+            # a new result replaces an empty folder (one rename); this process's own working
+            # folder would be gone from under it (and from under the shell that started it)
+            raise InvalidInputError(
+                f"output folder {str(target)!r} is the current folder, which saving would "
+                "replace: give a new folder's name (e.g. out/)"
+            )
         if _save_new(real, doc, arrays, extras, compress):
             return target
     raise InvalidInputError(f"output folder {str(target)!r} changed while saving: try again")

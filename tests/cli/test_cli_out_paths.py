@@ -4,6 +4,8 @@ folder over the (empty) current folder.  Every ``--out``/``--output`` refuses it
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from _cli import assert_one_line_error, run
@@ -28,3 +30,20 @@ def test_a_blank_out_is_one_line_and_writes_nothing(tmp_path, command, blank):
     flag = command[-1]
     assert_one_line_error(r, f"Invalid value for '{flag}'", f"{blank!r} is empty: give a path")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("out", [".", "./", "../{name}"])
+def test_the_current_folder_as_out_is_one_line_and_left_as_it_was(tmp_path, out):
+    """``--out .`` in an empty folder: a new result replaces an empty folder in one rename,
+    which would have swapped the shell's working folder for the result's; it is refused before
+    any work, the folder left as it was (its inode too)."""
+    here = tmp_path / "here"
+    here.mkdir()
+    inode = here.stat().st_ino
+    out = out.format(name=here.name)
+    r = run("analyze", "a b", "-m", "minilm", "--layer", "0", "--head", "0", "--out", out, cwd=here)
+    shown = str(Path(out))  # as the option's Path type spells it ('./' is '.')
+    assert_one_line_error(
+        r, f"--out {shown!r} is the current folder, which saving would replace: give a new folder"
+    )
+    assert here.stat().st_ino == inode and list(here.iterdir()) == []

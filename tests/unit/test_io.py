@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -25,6 +27,35 @@ def test_refuses_foreign_folder(tmp_path):
     with pytest.raises(InvalidInputError, match="not empty"):
         save_payload(tmp_path / "mine", {"kind": "t"}, {})
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_the_current_folder_is_never_replaced(tmp_path, monkeypatch):
+    """A new result replaces an empty folder in one rename; the current folder (``--out .``
+    run in an empty folder) is refused instead, left as it was (the same inode: a shell's
+    working folder); a result already there is updated in place, and any other empty folder
+    still takes a new result."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    inode = here.stat().st_ino
+    for path in (".", here, "../here"):
+        with pytest.raises(InvalidInputError) as e:
+            save_payload(path, {"kind": "t"}, {"a": np.zeros(1)})
+        assert str(e.value) == (
+            f"output folder {str(path)!r} is the current folder, which saving would replace: "
+            "give a new folder's name (e.g. out/)"
+        )
+    assert here.stat().st_ino == inode and list(here.iterdir()) == []
+    assert Path.cwd() == here
+    save_payload("out", {"kind": "t"}, {"a": np.zeros(1)})  # a new folder below it
+    (here / "empty").mkdir()
+    save_payload(here / "empty", {"kind": "t"}, {"a": np.ones(1)})  # not the current folder
+    np.testing.assert_array_equal(load_payload("empty")[1]["a"], np.ones(1))
+    monkeypatch.chdir(here / "out")  # a result as the current folder: written in place
+    inode = Path.cwd().stat().st_ino
+    save_payload(".", {"kind": "t"}, {"a": np.full(1, 2.0)})
+    assert Path.cwd().stat().st_ino == inode
+    np.testing.assert_array_equal(load_payload(".")[1]["a"], np.full(1, 2.0))
 
 
 def test_failed_write_leaves_nothing(tmp_path):

@@ -136,6 +136,11 @@ def _check_out(out: Path) -> None:
                 f"--out folder {str(out)!r} is not empty and holds no attntopo result: "
                 f"choose a new or empty folder"
             )
+        if not entries and p.resolve() == Path.cwd().resolve():
+            raise InvalidInputError(  # a new result replaces an empty folder (io.save_payload)
+                f"--out {str(out)!r} is the current folder, which saving would replace: give "
+                "a new folder's name (e.g. out/)"
+            )
     check_writable_parent(out)
 
 
