@@ -33,7 +33,7 @@ from ._evaluate_inputs import (
     _named_blocks,
     _rows,
 )
-from ._select import HEAD_CRITERIA, best_heads, head_scores
+from ._select import HEAD_CRITERIA, _check_enough, best_heads, head_scores
 from ._table import parse_column
 
 __all__ = [
@@ -347,19 +347,26 @@ def _folds(
     return splits, folds
 
 
+#: Folds of ``"cv_accuracy"``'s cross-validation inside each training fold.
+_INNER_CV = 3
+
+
 def _check_inner_folds(splits: list, yy: np.ndarray) -> None:
-    """Enough pairs in every training fold for ``"cv_accuracy"``'s 3 inner folds (what
-    :func:`head_scores` needs: 2 of each class, 3 of one), said in evaluate_detectors' terms."""
+    """Enough pairs in every training fold for ``"cv_accuracy"``'s inner folds (the rule is
+    :func:`head_scores`' own, ``_check_enough``), said in evaluate_detectors' terms: it has no
+    ``cv`` to lower."""
     for f, (train, _) in enumerate(splits):
-        P = int(yy[train].sum())
-        N = train.size - P
-        if min(P, N) < 2 or max(P, N) < 3:
+        try:
+            _check_enough(yy[train], "cv_accuracy", _INNER_CV)
+        except InvalidInputError:
+            P = int(yy[train].sum())
             raise InvalidInputError(
-                "head_criterion='cv_accuracy' scores heads by 3-fold cross-validation inside "
-                "each training fold, which needs 2 pairs of each class there (3 of one); fold "
-                f"{f + 1} trains on {P} positive(s) and {N} negative(s): give more pairs, fewer "
-                "n_splits, or head_criterion='anova' or 'difference'"
-            )
+                f"head_criterion='cv_accuracy' scores heads by {_INNER_CV}-fold cross-validation "
+                "inside each training fold, which needs 2 pairs of each class there "
+                f"({_INNER_CV} of one); fold {f + 1} trains on {P} positive(s) and "
+                f"{train.size - P} negative(s): give more pairs, fewer n_splits, or "
+                "head_criterion='anova' or 'difference'"
+            ) from None
 
 
 def _out_of_fold_scores(
@@ -396,7 +403,7 @@ def _out_of_fold_scores(
                         yy[train],
                         criterion=head_criterion,
                         columns=names,
-                        cv=3,
+                        cv=_INNER_CV,
                         random_state=seed,
                     ),
                     head_k[d],
