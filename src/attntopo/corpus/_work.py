@@ -538,11 +538,7 @@ class BatchWorker:
                 layers=list(fs.layers),
                 heads=list(fs.heads),
                 forward_threads=forward_threads,
-                check=(
-                    answer_check(bounds, prompt_tokens="prompt" in self._st["sets"])
-                    if st.pairs
-                    else None
-                ),
+                check=answer_check(bounds, sets=self._st["sets"]) if st.pairs else None,
             )
         chunk.start()
         chunk_finish = chunk.finish

@@ -145,13 +145,14 @@ def answer_check(
     bounds: Sequence[int | None],
     *,
     label: Callable[[int], str] | None = None,
-    prompt_tokens: bool = False,
+    sets: Sequence[str] = (),
 ) -> Callable[[int, Attention], None]:
     """A :func:`stream_into` ``check`` for joined pairs (``bounds[k]``: where text ``k``'s
-    answer starts, None for a single text): refuse a text whose answer kept no token, and
-    with ``prompt_tokens`` (the ``prompt`` set is asked for) one whose prompt kept no token but
-    special ones (the score attaches the answer to the prompt's tokens).  ``label(k)``
-    prefixes the message (``"texts[3]: "``)."""
+    answer starts, None for a single text): refuse a text whose answer kept no token, and,
+    when one of ``sets`` (the sets asked for) ``needs_prompt_tokens`` (the ``prompt`` set's
+    score attaches the answer to the prompt's tokens), one whose prompt kept no token but
+    special ones.  ``label(k)`` prefixes the message (``"texts[3]: "``)."""
+    prompt_tokens = any(FEATURE_SETS[s].needs_prompt_tokens for s in sets)
 
     def check(k: int, att: Attention) -> None:
         b = bounds[k]
@@ -589,7 +590,7 @@ def _run_chunks(
         check = answer_check(
             [bounds[p] for p in run_pos],
             label=lambda j, run_pos=run_pos, idx=idx: f"texts[{idx[run_pos[j]]}]: ",
-            prompt_tokens="prompt" in st["sets"],
+            sets=st["sets"],
         )
         if to_run:
             encs = stream_into(

@@ -72,6 +72,9 @@ class FeatureSet:
     drops_special : bool
         Sees the attention with special tokens removed and rows renormalized when
         ``drop_special=True`` (else the attention as the model computed it).
+    needs_prompt_tokens : bool
+        With ``input="pair"``: a pair whose prompt kept no token but special ones is refused
+        (the set attaches the answer to the prompt's tokens), not scored.
     """
 
     name: str
@@ -86,6 +89,7 @@ class FeatureSet:
     input: InputKind = "text"
     default: bool = False
     drops_special: bool = False
+    needs_prompt_tokens: bool = False
 
     def __post_init__(self) -> None:
         ways = [self.head is not None, self.diagrams is not None, self.layer is not None]
@@ -95,6 +99,8 @@ class FeatureSet:
             )
         if self.matrices is not None and self.diagrams is None:
             raise TypeError(f"feature set {self.name!r}: matrices= goes with diagrams=")
+        if self.needs_prompt_tokens and self.input != "pair":
+            raise TypeError(f"feature set {self.name!r}: needs_prompt_tokens= goes with pairs")
         if (self.layer is None) != (self.text is None):
             raise TypeError(f"feature set {self.name!r}: layer= and text= go together")
         if self.on_distances and not self.name.startswith("js"):
@@ -365,6 +371,7 @@ _SETS: dict[str, FeatureSet] = {
             _prompt_quantities,
             head=_prompt,
             input="pair",
+            needs_prompt_tokens=True,
         ),
         FeatureSet(
             "js_image",

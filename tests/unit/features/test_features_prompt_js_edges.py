@@ -112,8 +112,9 @@ def test_a_pair_whose_prompt_kept_no_token_is_one_line_naming_it():
     special = np.array([True, False, False, False, True])  # [CLS] the answer [SEP]
     att = synthetic_attention(W, special=special)
     boundary = att.offsets[1][0]  # the prompt's characters end before the first content token
-    answer_check([boundary])(0, att)  # not asked for the prompt set: taken
-    check = answer_check([boundary], label=lambda k: f"texts[{k}]: ", prompt_tokens=True)
+    answer_check([boundary])(0, att)  # no set asked for: taken
+    answer_check([boundary], sets=("lookback", "js"))(0, att)  # sets that score it: taken
+    check = answer_check([boundary], label=lambda k: f"texts[{k}]: ", sets=("js", "prompt"))
     with pytest.raises(InvalidInputError) as e:
         check(0, att)
     msg = str(e.value)
